@@ -1,0 +1,136 @@
+# sbx: non-recursive Makefile.
+#
+#   make [all]           build everything into $(B)
+#   make check           unit + integration tests (prove), also as an unprivileged user
+#   make SANITIZE=address,undefined check   the same, built with sanitizers into build-san/
+#   make install PREFIX=/usr/local DESTDIR=
+#   make lint            clang-format check, shellcheck, mandoc -Tlint
+#   make bench           scripts/bench-*.sh
+
+VERSION    = 0.1.0
+PREFIX    ?= /usr/local
+BINDIR    ?= $(PREFIX)/bin
+LIBEXECDIR?= $(PREFIX)/libexec
+MANDIR    ?= $(PREFIX)/share/man
+DATADIR   ?= $(PREFIX)/share
+BASHCOMPDIR ?= $(DATADIR)/bash-completion/completions
+ZSHCOMPDIR  ?= $(DATADIR)/zsh/vendor-completions
+DESTDIR   ?=
+
+CC        ?= cc
+PKG_CONFIG ?= pkg-config
+SANITIZE  ?=
+
+ifneq ($(SANITIZE),)
+B         ?= build-san
+SANFLAGS   = -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -g
+else
+B         ?= build
+SANFLAGS   =
+endif
+
+WARN   = -std=c11 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+	 -Wformat=2 -Wvla -Wno-unused-parameter
+HARDEN = -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fPIE
+ifeq ($(DEVELOPER),1)
+WARN  += -Werror
+endif
+OPT   ?= -O2 -g
+
+PKGS      = jansson libsodium libseccomp
+PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
+CPPFLAGS += -D_GNU_SOURCE -Ilib -DSBX_VERSION='"$(VERSION)"' \
+	    -DSBX_LIBEXECDIR='"$(LIBEXECDIR)/sbx"'
+CFLAGS   += $(OPT) $(WARN) $(HARDEN) $(SANFLAGS) $(PKG_CFLAGS)
+# --as-needed: a program records only the shared libraries it really uses,
+# so sbx-exec never loads libcurl or libarchive at start-up.
+LDFLAGS  += -pie -Wl,-z,relro,-z,now -Wl,--as-needed $(SANFLAGS)
+LIBS_ALL := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
+
+LIB_SRC  = $(sort $(wildcard lib/*.c))
+LIB_OBJ  = $(LIB_SRC:%.c=$(B)/%.o)
+LIBSBX   = $(B)/lib/libsbx.a
+
+# Programs: cmd/sbx.c is the front-end; cmd/sbx-*.c are its commands;
+# cmd/sbx-init.c is the in-sandbox pid 1, linked statically because it must
+# run inside images that carry no C library of ours.
+PROGS    = $(patsubst cmd/%.c,%,$(filter-out cmd/sbx.c cmd/sbx-init.c,$(wildcard cmd/sbx-*.c)))
+PROG_BIN = $(PROGS:%=$(B)/libexec/sbx/%)
+FRONT    = $(B)/bin/sbx
+INIT     = $(B)/libexec/sbx/sbx-init
+
+UNIT_SRC = $(sort $(wildcard tests/unit/t-*.c))
+UNIT_BIN = $(UNIT_SRC:tests/unit/%.c=$(B)/tests/unit/%)
+HELP_SRC = $(sort $(wildcard tests/helpers/*.c))
+HELP_BIN = $(HELP_SRC:tests/helpers/%.c=$(B)/tests/helpers/%)
+
+all: $(FRONT) $(PROG_BIN) $(INIT)
+
+$(B)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+$(LIBSBX): $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@
+	$(AR) rcs $@ $(LIB_OBJ)
+
+$(FRONT): $(B)/cmd/sbx.o $(LIBSBX)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_ALL)
+
+$(B)/libexec/sbx/sbx-%: $(B)/cmd/sbx-%.o $(LIBSBX)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_ALL)
+
+# The init must not depend on anything but libc, statically; no sanitizers
+# (their runtimes are not available statically).
+$(INIT): cmd/sbx-init.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(OPT) $(WARN) -D_FORTIFY_SOURCE=2 -fstack-protector-strong -static -o $@ $<
+
+$(B)/tests/unit/t-%: tests/unit/t-%.c tests/unit/tap.h $(LIBSBX)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -Itests/unit $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBSBX) $(LIBS_ALL)
+
+# Test helpers run inside sandboxes (possibly on images): static, plain.
+$(B)/tests/helpers/%: tests/helpers/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -D_GNU_SOURCE -O1 -static -o $@ $<
+
+tests: $(UNIT_BIN) $(HELP_BIN)
+
+check: all tests
+	@B=$(B) sh tests/run.sh
+
+bench: all tests
+	@for s in scripts/bench-*.sh; do echo "== $$s"; B=$(B) sh $$s || exit 1; done
+
+demo: all
+	@B=$(B) sh scripts/demo.sh
+
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR)/sbx $(DESTDIR)$(MANDIR)/man1 \
+		$(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man7 \
+		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR)
+	install -m 0755 $(FRONT) $(DESTDIR)$(BINDIR)/sbx
+	install -m 0755 $(PROG_BIN) $(INIT) $(DESTDIR)$(LIBEXECDIR)/sbx/
+	for m in man/*.1; do install -m 0644 $$m $(DESTDIR)$(MANDIR)/man1/; done
+	for m in man/*.5; do [ -e "$$m" ] && install -m 0644 $$m $(DESTDIR)$(MANDIR)/man5/; done; true
+	for m in man/*.7; do [ -e "$$m" ] && install -m 0644 $$m $(DESTDIR)$(MANDIR)/man7/; done; true
+	install -m 0644 completions/sbx.bash $(DESTDIR)$(BASHCOMPDIR)/sbx
+	install -m 0644 completions/_sbx $(DESTDIR)$(ZSHCOMPDIR)/_sbx
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/sbx $(DESTDIR)$(BASHCOMPDIR)/sbx $(DESTDIR)$(ZSHCOMPDIR)/_sbx
+	rm -rf $(DESTDIR)$(LIBEXECDIR)/sbx
+	for m in man/*.[157]; do rm -f $(DESTDIR)$(MANDIR)/man$${m##*.}/$${m##*/}; done
+
+lint:
+	@sh scripts/lint.sh
+
+clean:
+	rm -rf build build-san
+
+.PHONY: all tests check bench demo install uninstall lint clean
+-include $(LIB_OBJ:.o=.d) $(B)/cmd/*.d

@@ -1,0 +1,1574 @@
+/*
+ * sbx-exec: run a command in an agent's sandbox, in the foreground or as a
+ * supervised background job.  See sbx-exec(1).
+ */
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "buf.h"
+#include "cli.h"
+#include "envelope.h"
+#include "fsutil.h"
+#include "job.h"
+#include "names.h"
+#include "root.h"
+#include "run.h"
+#include "sandbox.h"
+#include "tools.h"
+#include "utf8.h"
+
+#define PROG	"sbx-exec"
+
+static const char usage_text[] =
+"usage: sbx exec [--agent A] [--home DIR] [--cwd PATH] [--workdir DIR]\n"
+"                [--env NAME=VALUE]... [--timeout SECONDS]\n"
+"                [--network none|outbound] [--json] [--max-output BYTES]\n"
+"                [--background] [-q] [-v] -- COMMAND [ARG...]\n"
+"       sbx exec [options] -c 'SHELL STRING'\n"
+"       sbx exec ps [--agent A] [--json]\n"
+"       sbx exec poll JOB [--tail-lines N] [--agent A] [--json]\n"
+"       sbx exec wait JOB [--timeout SECONDS] [--agent A] [--json]\n"
+"       sbx exec kill JOB [--force] [--agent A] [--json]\n";
+
+static const char help_text[] =
+"\n"
+"Run COMMAND in the agent's sandbox: every namespace unshared, system\n"
+"directories read-only, HOME=/workspace/agents/AGENT, private /tmp, no\n"
+"network unless asked. Without --json the command's output streams\n"
+"through and sbx exits with its status (124 idle timeout, 125 sbx failed,\n"
+"126 cannot execute, 127 not found, 128+N killed by signal N).\n"
+"\n"
+"  -a, --agent A          agent name (default: $SBX_AGENT or \"default\")\n"
+"      --home DIR         state root (default: $SBX_HOME, $XDG_DATA_HOME/sbx,\n"
+"                         ~/.local/share/sbx)\n"
+"  -C, --cwd PATH         start in PATH: relative to HOME, or absolute inside\n"
+"                         HOME or --workdir\n"
+"  -w, --workdir DIR      bind host directory DIR read-write at its own path\n"
+"                         and start there\n"
+"  -e, --env NAME=VALUE   set a variable inside (repeatable)\n"
+"  -t, --timeout SECONDS  kill the command after SECONDS without output\n"
+"  -n, --network MODE     none (default: loopback only) or outbound (host\n"
+"                         network)\n"
+"  -c STRING              run STRING with bash -o pipefail -c (sh -c without\n"
+"                         bash)\n"
+"      --max-output BYTES captured bytes kept per stream with --json\n"
+"                         (default 1M; K, M, G suffixes)\n"
+"  -b, --background       start as a background job and return at once\n"
+"      --tail-lines N     lines of log returned by poll and wait (default 20)\n"
+"      --force            kill: SIGKILL at once instead of SIGTERM\n"
+"  -j, --json             print one JSON envelope (also SBX_JSON=1)\n"
+"  -q, --quiet            no warnings on stderr\n"
+"  -v, --verbose          show the bwrap command on stderr\n"
+"  -h, --help             this help\n"
+"      --version          print the version\n";
+
+enum {
+	OPT_HOME = 256, OPT_MAX_OUTPUT, OPT_TAIL, OPT_FORCE, OPT_VERSION,
+};
+
+static const struct option longopts[] = {
+	{ "agent",	required_argument,	NULL, 'a' },
+	{ "home",	required_argument,	NULL, OPT_HOME },
+	{ "cwd",	required_argument,	NULL, 'C' },
+	{ "workdir",	required_argument,	NULL, 'w' },
+	{ "env",	required_argument,	NULL, 'e' },
+	{ "timeout",	required_argument,	NULL, 't' },
+	{ "network",	required_argument,	NULL, 'n' },
+	{ "max-output",	required_argument,	NULL, OPT_MAX_OUTPUT },
+	{ "background",	no_argument,		NULL, 'b' },
+	{ "tail-lines",	required_argument,	NULL, OPT_TAIL },
+	{ "force",	no_argument,		NULL, OPT_FORCE },
+	{ "json",	no_argument,		NULL, 'j' },
+	{ "quiet",	no_argument,		NULL, 'q' },
+	{ "verbose",	no_argument,		NULL, 'v' },
+	{ "help",	no_argument,		NULL, 'h' },
+	{ "version",	no_argument,		NULL, OPT_VERSION },
+	{ NULL, 0, NULL, 0 }
+};
+
+struct opts {
+	const char	*agent;
+	const char	*home;
+	const char	*cwd;
+	const char	*workdir;
+	const char	*network;
+	const char	*shell;
+	const char	*timeout_arg;
+	struct sbx_strv	 env;
+	double		 timeout;
+	size_t		 max_output;
+	int		 background;
+	int		 tail_lines;
+	int		 force;
+	int		 json;
+	int		 quiet;
+	int		 verbose;
+	char	       **argv;		/* command, or subcommand args */
+	int		 argc;
+	const char	*sub;		/* ps, poll, wait, kill, or NULL */
+};
+
+static struct opts	 O;
+static const char	*tool = "exec";
+static int		 sigpipe_fds[2] = { -1, -1 };
+
+static void
+usage(void)
+{
+	fputs(usage_text, stderr);
+	exit(SBX_EX_USAGE);
+}
+
+static void
+emit(json_t *env)
+{
+	char	*s = sbx_envelope_dump(env);
+
+	if (s != NULL) {
+		fputs(s, stdout);
+		free(s);
+	}
+	fflush(stdout);
+	json_decref(env);
+}
+
+/* Report a failure (envelope or text) and exit. */
+static void __attribute__((noreturn))
+fail_extra(struct sbx_error *e, int code, json_t *extra)
+{
+	struct sbx_buf	 b = SBX_BUF_INIT;
+
+	if (O.json) {
+		emit(sbx_envelope_err(tool, e, extra));
+	} else {
+		json_decref(extra);
+		if (sbx_cli_error_text(PROG, e, &b) == 0)
+			fputs(b.p, stderr);
+		sbx_buf_release(&b);
+	}
+	exit(code);
+}
+
+static void __attribute__((noreturn))
+fail(struct sbx_error *e, int code)
+{
+	fail_extra(e, code, NULL);
+}
+
+static void
+on_signal(int sig)
+{
+	unsigned char	 c = (unsigned char)sig;
+	int		 saved = errno;
+
+	if (sigpipe_fds[1] >= 0)
+		(void)!write(sigpipe_fds[1], &c, 1);
+	errno = saved;
+}
+
+static void
+install_signals(int with_usr1)
+{
+	struct sigaction	 sa;
+
+	if (pipe2(sigpipe_fds, O_CLOEXEC | O_NONBLOCK) == -1)
+		return;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	if (with_usr1)
+		sigaction(SIGUSR1, &sa, NULL);
+}
+
+/*
+ * Options of ps/poll/wait/kill, which may come before or after the job id.
+ * argv[0] is the subcommand name; positionals are collected in order.
+ */
+static void
+parse_sub(int argc, char *argv[])
+{
+	unsigned long long	 v;
+	int			 ch, npos = 0;
+
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "-a:t:jqvh", longopts, NULL))
+	    != -1) {
+		switch (ch) {
+		case 1:
+			argv[npos++] = optarg;
+			break;
+		case 'a':
+			O.agent = optarg;
+			break;
+		case OPT_HOME:
+			O.home = optarg;
+			break;
+		case 't':
+			O.timeout_arg = optarg;
+			break;
+		case OPT_TAIL:
+			if (sbx_parse_uint(optarg, 10000, &v) == -1)
+				usage();
+			O.tail_lines = (int)v;
+			break;
+		case OPT_FORCE:
+			O.force = 1;
+			break;
+		case 'j':
+			O.json = 1;
+			break;
+		case 'q':
+			O.quiet = 1;
+			break;
+		case 'v':
+			O.verbose = 1;
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			exit(0);
+		default:
+			usage();
+		}
+	}
+	while (optind < argc)
+		argv[npos++] = argv[optind++];
+	O.argv = argv;
+	O.argc = npos;
+}
+
+static void
+parse_args(int argc, char *argv[])
+{
+	struct sbx_error	 e;
+	unsigned long long	 v;
+	const char		*a;
+	int			 ch, dashdash;
+
+	O.tail_lines = 20;
+	O.max_output = 1 << 20;
+	O.network = SBX_NET_NONE;
+	O.json = sbx_cli_json_env();
+	while ((ch = getopt_long(argc, argv, "+a:C:w:e:t:n:c:bjqvh", longopts,
+	    NULL)) != -1) {
+		switch (ch) {
+		case 'a':
+			O.agent = optarg;
+			break;
+		case OPT_HOME:
+			O.home = optarg;
+			break;
+		case 'C':
+			O.cwd = optarg;
+			break;
+		case 'w':
+			O.workdir = optarg;
+			break;
+		case 'e':
+			if (sbx_strv_push(&O.env, optarg) == -1)
+				exit(SBX_EX_OSERR);
+			break;
+		case 't':
+			O.timeout_arg = optarg;
+			break;
+		case 'n':
+			O.network = optarg;
+			break;
+		case 'c':
+			O.shell = optarg;
+			break;
+		case OPT_MAX_OUTPUT:
+			if (sbx_parse_bytes(optarg, &v) == -1 || v < 64 ||
+			    v > (1ULL << 30)) {
+				sbx_error_set(&e, SBX_K_INVALID_ARGS,
+				    "max_output", "out_of_range", "argument "
+				    "`max-output` must be a byte count from 64 "
+				    "to 1G");
+				fail(&e, SBX_EX_FAILED);
+			}
+			O.max_output = (size_t)v;
+			break;
+		case 'b':
+			O.background = 1;
+			break;
+		case OPT_TAIL:
+			if (sbx_parse_uint(optarg, 10000, &v) == -1) {
+				sbx_error_set(&e, SBX_K_INVALID_ARGS,
+				    "tail_lines", "out_of_range", "argument "
+				    "`tail-lines` must be an integer from 0 to "
+				    "10000");
+				fail(&e, SBX_EX_FAILED);
+			}
+			O.tail_lines = (int)v;
+			break;
+		case OPT_FORCE:
+			O.force = 1;
+			break;
+		case 'j':
+			O.json = 1;
+			break;
+		case 'q':
+			O.quiet = 1;
+			break;
+		case 'v':
+			O.verbose = 1;
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			fputs(help_text, stdout);
+			exit(0);
+		case OPT_VERSION:
+			printf("sbx-exec %s\n", SBX_VERSION);
+			exit(0);
+		default:
+			usage();
+		}
+	}
+	dashdash = optind > 1 && strcmp(argv[optind - 1], "--") == 0;
+	O.argv = argv + optind;
+	O.argc = argc - optind;
+	/* A subcommand only when it is not after `--`: `sbx exec -- ps`
+	 * runs ps in the sandbox. */
+	if (!dashdash && O.argc > 0) {
+		a = O.argv[0];
+		if (strcmp(a, "ps") == 0 || strcmp(a, "poll") == 0 ||
+		    strcmp(a, "wait") == 0 || strcmp(a, "kill") == 0) {
+			O.sub = a;
+			parse_sub(O.argc, O.argv);
+			return;
+		}
+	}
+	if (O.argc > 0 && !dashdash) {
+		fprintf(stderr, "%s: put `--` before the command: sbx exec -- "
+		    "%s ...\n", PROG, O.argv[0]);
+		usage();
+	}
+}
+
+/* Everything a run needs, validated and opened. */
+struct prep {
+	struct sbx_root		 root;
+	struct sbx_sandbox	 sb;
+	struct sbx_strv		 bwrap_argv;
+	char			*bwrap;
+	char			*init;
+	char			 home[PATH_MAX];
+	char			*workdir;	/* canonical */
+	char			 cwd[PATH_MAX];
+	int			 home_fd, output_fd, workdir_fd;
+	int			 env_fd, passwd_fd, group_fd, hosts_fd;
+	json_t			*warnings;
+};
+
+static void
+warn_add(struct prep *p, const char *msg)
+{
+	json_array_append_new(p->warnings, json_string(msg));
+}
+
+static int
+is_system_dir(const char *path)
+{
+	static const char *const exact[] = {
+		"/", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+		"/usr", "/var", "/home", "/opt", "/srv", "/mnt", "/media",
+		"/tmp", "/var/tmp",
+	};
+	/* Binding these, or anything inside them, read-write would let
+	 * the sandbox change the host's configuration or kernel state. */
+	static const char *const inside[] = {
+		"/proc", "/sys", "/dev", "/etc", "/boot", "/run", "/root",
+		"/usr/bin", "/usr/sbin", "/usr/lib", "/usr/libexec",
+		"/usr/share", "/usr/include", "/var/lib", "/var/run",
+	};
+	size_t	 i, n;
+
+	for (i = 0; i < sizeof(exact) / sizeof(*exact); i++)
+		if (strcmp(path, exact[i]) == 0)
+			return 1;
+	for (i = 0; i < sizeof(inside) / sizeof(*inside); i++) {
+		n = strlen(inside[i]);
+		if (strncmp(path, inside[i], n) == 0 &&
+		    (path[n] == '\0' || path[n] == '/'))
+			return 1;
+	}
+	return 0;
+}
+
+static void
+prep_workdir(struct prep *p)
+{
+	struct sbx_error	 e;
+	char			 canon[PATH_MAX], check[PATH_MAX], lnk[64];
+	const char		*home;
+	char			 homecanon[PATH_MAX];
+	ssize_t			 n;
+
+	if (sbx_path_check(O.workdir, "workdir", &e) == -1)
+		fail(&e, SBX_EX_FAILED);
+	if (realpath(O.workdir, canon) == NULL) {
+		if (errno == ENOENT) {
+			sbx_error_set(&e, SBX_K_INVALID_ARGS, "workdir",
+			    "not_found", "argument `workdir`: %s does not "
+			    "exist", O.workdir);
+		} else {
+			sbx_error_set(&e, SBX_K_INVALID_ARGS, "workdir",
+			    "unusable", "argument `workdir`: %s: %s",
+			    O.workdir, strerror(errno));
+		}
+		fail(&e, SBX_EX_FAILED);
+	}
+	if (is_system_dir(canon)) {
+		sbx_error_set(&e, SBX_K_REJECTED, "workdir", "system_directory",
+		    "refusing to bind %s read-write: it is the root or a system "
+		    "directory", canon);
+		fail(&e, SBX_EX_FAILED);
+	}
+	home = getenv("HOME");
+	if (home != NULL && *home == '/' && realpath(home, homecanon) != NULL &&
+	    strncmp(homecanon, canon, strlen(canon)) == 0 &&
+	    (homecanon[strlen(canon)] == '\0' ||
+	    homecanon[strlen(canon)] == '/')) {
+		sbx_error_set(&e, SBX_K_REJECTED, "workdir", "home_directory",
+		    "refusing to bind %s: it is your home directory or "
+		    "contains it", canon);
+		sbx_error_hint(&e, "bind a project directory inside it instead");
+		fail(&e, SBX_EX_FAILED);
+	}
+	if (realpath(p->root.path, check) != NULL &&
+	    sbx_path_overlaps(canon, check)) {
+		sbx_error_set(&e, SBX_K_REJECTED, "workdir", "state_root",
+		    "refusing to bind %s: it overlaps the sbx state root %s",
+		    canon, check);
+		fail(&e, SBX_EX_FAILED);
+	}
+	p->workdir_fd = open(canon, O_PATH | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC);
+	if (p->workdir_fd == -1) {
+		sbx_error_set(&e, SBX_K_INVALID_ARGS, "workdir",
+		    "not_a_directory", "argument `workdir`: %s is not a "
+		    "directory", canon);
+		fail(&e, SBX_EX_FAILED);
+	}
+	/* The descriptor must name the directory we vetted, even if a
+	 * component was swapped for a symlink in between. */
+	snprintf(lnk, sizeof(lnk), "/proc/self/fd/%d", p->workdir_fd);
+	n = readlink(lnk, check, sizeof(check) - 1);
+	if (n <= 0 || (check[n] = '\0', strcmp(check, canon) != 0)) {
+		sbx_error_set(&e, SBX_K_REJECTED, "workdir", "path_changed",
+		    "argument `workdir`: %s changed while it was checked",
+		    canon);
+		fail(&e, SBX_EX_FAILED);
+	}
+	if ((p->workdir = strdup(canon)) == NULL)
+		exit(SBX_EX_OSERR);
+}
+
+/* Validate --cwd against HOME (or the workdir) and check it exists there,
+ * without following symlinks out. */
+static void
+prep_cwd(struct prep *p)
+{
+	struct sbx_error	 e;
+	const char		*base = NULL, *rel = NULL;
+	int			 basefd = -1, fd;
+	size_t			 n;
+
+	if (O.cwd == NULL) {
+		snprintf(p->cwd, sizeof(p->cwd), "%s",
+		    p->workdir ? p->workdir : p->home);
+		return;
+	}
+	if (sbx_path_check(O.cwd, "cwd", &e) == -1)
+		fail(&e, SBX_EX_FAILED);
+	if (O.cwd[0] != '/') {
+		if ((size_t)snprintf(p->cwd, sizeof(p->cwd), "%s/%s", p->home,
+		    O.cwd) >= sizeof(p->cwd)) {
+			sbx_error_set(&e, SBX_K_INVALID_ARGS, "cwd",
+			    "too_long", "argument `cwd` is too long");
+			fail(&e, SBX_EX_FAILED);
+		}
+	} else
+		snprintf(p->cwd, sizeof(p->cwd), "%s", O.cwd);
+	n = strlen(p->home);
+	if (strncmp(p->cwd, p->home, n) == 0 &&
+	    (p->cwd[n] == '\0' || p->cwd[n] == '/')) {
+		base = p->home;
+		basefd = p->home_fd;
+		rel = p->cwd + n;
+	} else if (p->workdir != NULL && (n = strlen(p->workdir),
+	    strncmp(p->cwd, p->workdir, n) == 0) &&
+	    (p->cwd[n] == '\0' || p->cwd[n] == '/')) {
+		base = p->workdir;
+		basefd = p->workdir_fd;
+		rel = p->cwd + n;
+	}
+	if (base == NULL) {
+		sbx_error_set(&e, SBX_K_INVALID_ARGS, "cwd", "outside_home",
+		    "argument `cwd` rejected: %s is outside %s%s%s", O.cwd,
+		    p->home, p->workdir ? " and " : "",
+		    p->workdir ? p->workdir : "");
+		fail(&e, SBX_EX_FAILED);
+	}
+	while (*rel == '/')
+		rel++;
+	if (*rel == '\0')
+		return;
+	fd = sbx_open_beneath(basefd, rel, O_PATH | O_DIRECTORY, &e);
+	if (fd == -1) {
+		e.kind = SBX_K_INVALID_ARGS;
+		e.retryable = 0;
+		e.field = "cwd";
+		if (e.reason && strcmp(e.reason, "not_found") == 0)
+			e.reason = "not_found";
+		else if (e.reason && strcmp(e.reason, "symlink_in_path") == 0)
+			e.reason = "symlink";
+		snprintf(e.message, sizeof(e.message), "argument `cwd` "
+		    "rejected: %s is not a directory inside %s (missing, or "
+		    "reached through a symlink)", O.cwd, base);
+		fail(&e, SBX_EX_FAILED);
+	}
+	close(fd);
+}
+
+static int
+env_find(struct sbx_strv *env, const char *assign)
+{
+	size_t	 i, n = strcspn(assign, "=");
+
+	for (i = 0; i < env->n; i++)
+		if (strncmp(env->v[i], assign, n) == 0 && env->v[i][n] == '=')
+			return (int)i;
+	return -1;
+}
+
+static int
+safe_value(const char *v)
+{
+	for (; *v; v++)
+		if (!((*v >= 'a' && *v <= 'z') || (*v >= 'A' && *v <= 'Z') ||
+		    (*v >= '0' && *v <= '9') || strchr("._-+@", *v)))
+			return 0;
+	return 1;
+}
+
+static int
+prep_env(struct prep *p)
+{
+	struct sbx_strv	 env = SBX_STRV_INIT;
+	struct sbx_buf	 b = SBX_BUF_INIT;
+	const char	*v;
+	size_t		 i;
+	int		 k, fd;
+
+	/* The fixed allowlist; nothing else of the caller's environment
+	 * reaches the sandbox. */
+	sbx_strv_pushf(&env, "PATH=%s", SBX_SANDBOX_PATH);
+	sbx_strv_pushf(&env, "HOME=%s", p->home);
+	sbx_strv_pushf(&env, "USER=%s", p->sb.agent);
+	sbx_strv_pushf(&env, "LOGNAME=%s", p->sb.agent);
+	v = getenv("LANG");
+	sbx_strv_pushf(&env, "LANG=%s", v && *v && strlen(v) < 64 &&
+	    safe_value(v) ? v : "C.UTF-8");
+	v = getenv("TERM");
+	if (v && *v && strlen(v) < 64 && safe_value(v))
+		sbx_strv_pushf(&env, "TERM=%s", v);
+	for (i = 0; i < O.env.n; i++) {
+		if ((k = env_find(&env, O.env.v[i])) >= 0) {
+			free(env.v[k]);
+			env.v[k] = strdup(O.env.v[i]);
+		} else
+			sbx_strv_push(&env, O.env.v[i]);
+	}
+	for (i = 0; i < env.n; i++)
+		sbx_buf_append(&b, env.v[i], strlen(env.v[i]) + 1);
+	fd = sbx_memfd_data("sbx-env", b.p ? b.p : "", b.len);
+	sbx_buf_release(&b);
+	sbx_strv_release(&env);
+	return fd;
+}
+
+static int
+etc_fd(const char *name, struct sbx_buf *b)
+{
+	int	 fd = sbx_memfd_data(name, b->p ? b->p : "", b->len);
+
+	sbx_buf_release(b);
+	return fd;
+}
+
+/* Does bwrap know --disable-userns?  Asked once per bwrap binary and
+ * remembered under cache/, keyed by its inode and mtime. */
+static int
+bwrap_has_disable_userns(struct prep *p)
+{
+	struct sbx_error	 e;
+	struct stat		 st;
+	char			 name[128], out[16384];
+	int			 cfd, fd, pfd[2], status, yes = 0;
+	size_t			 len = 0;
+	ssize_t			 n;
+	pid_t			 pid;
+
+	if (stat(p->bwrap, &st) == -1)
+		return 0;
+	snprintf(name, sizeof(name), "bwrap-%llu-%lld-%lld.features",
+	    (unsigned long long)st.st_ino, (long long)st.st_mtime,
+	    (long long)st.st_size);
+	cfd = sbx_mkdirs_at(p->root.fd, "cache", 0700, &e);
+	if (cfd >= 0 && (fd = openat(cfd, name, O_RDONLY | O_NOFOLLOW |
+	    O_CLOEXEC)) >= 0) {
+		n = read(fd, out, sizeof(out) - 1);
+		close(fd);
+		close(cfd);
+		return n > 0 && out[0] == '1';
+	}
+	if (pipe2(pfd, O_CLOEXEC) == -1)
+		goto done;
+	if ((pid = fork()) == 0) {
+		dup2(pfd[1], 1);
+		execve(p->bwrap, (char *[]){ p->bwrap, "--help", NULL },
+		    (char *[]){ NULL });
+		_exit(127);
+	}
+	close(pfd[1]);
+	while (len < sizeof(out) - 1 &&
+	    (n = read(pfd[0], out + len, sizeof(out) - 1 - len)) > 0)
+		len += (size_t)n;
+	out[len] = '\0';
+	close(pfd[0]);
+	if (pid > 0)
+		waitpid(pid, &status, 0);
+	yes = strstr(out, "--disable-userns") != NULL;
+	if (cfd >= 0 && len > 0)
+		(void)sbx_write_atomic(cfd, name, yes ? "1\n" : "0\n", 2, 0600,
+		    &e);
+done:
+	if (cfd >= 0)
+		close(cfd);
+	return yes;
+}
+
+static void
+prepare(struct prep *p)
+{
+	struct sbx_error	 e;
+	struct sbx_buf		 pw = SBX_BUF_INIT, gr = SBX_BUF_INIT;
+	struct sbx_buf		 hosts = SBX_BUF_INIT;
+	char			 rel[128], *dir;
+	size_t			 i;
+
+	p->home_fd = p->output_fd = p->workdir_fd = -1;
+	p->warnings = json_array();
+
+	if ((O.argc == 0) == (O.shell == NULL)) {
+		if (O.shell != NULL)
+			usage();
+		sbx_error_set(&e, SBX_K_INVALID_ARGS, "command", "missing",
+		    "no command given: use `-- COMMAND [ARG...]` or `-c "
+		    "STRING`");
+		fail(&e, SBX_EX_FAILED);
+	}
+	if (O.timeout_arg != NULL &&
+	    sbx_parse_seconds(O.timeout_arg, 31 * 86400.0, &O.timeout) == -1) {
+		sbx_error_set(&e, SBX_K_INVALID_ARGS, "timeout",
+		    "invalid_number", "argument `timeout` must be a positive "
+		    "number of seconds (at most 31 days)");
+		fail(&e, SBX_EX_FAILED);
+	}
+	if (strcmp(O.network, SBX_NET_NONE) != 0 &&
+	    strcmp(O.network, SBX_NET_OUTBOUND) != 0) {
+		sbx_error_set(&e, SBX_K_INVALID_ARGS, "network",
+		    strcmp(O.network, "proxy") == 0 ? "unsupported" :
+		    "invalid_mode", "argument `network` must be none or "
+		    "outbound%s", strcmp(O.network, "proxy") == 0 ?
+		    " (proxy mode is not available in this version)" : "");
+		fail(&e, SBX_EX_FAILED);
+	}
+	for (i = 0; i < O.env.n; i++)
+		if (sbx_env_assign_valid(O.env.v[i], &e) == -1)
+			fail(&e, SBX_EX_FAILED);
+	if (O.shell != NULL && *O.shell == '\0') {
+		sbx_error_set(&e, SBX_K_INVALID_ARGS, "command", "empty",
+		    "argument `-c` is an empty string");
+		fail(&e, SBX_EX_FAILED);
+	}
+	if (O.argc > 0 && O.argv[0][0] == '\0') {
+		sbx_error_set(&e, SBX_K_INVALID_ARGS, "command", "empty",
+		    "the command name is empty");
+		fail(&e, SBX_EX_FAILED);
+	}
+
+	/* Fail closed: no bwrap, no run. */
+	if (sbx_tool_find("bwrap", "SBX_BWRAP", &p->bwrap, &e) == -1)
+		fail(&e, SBX_EX_FAILED);
+	if ((dir = sbx_self_dir()) == NULL ||
+	    asprintf(&p->init, "%s/sbx-init", dir) == -1) {
+		sbx_error_sys(&e, "self_unknown", "cannot locate sbx-init");
+		fail(&e, SBX_EX_FAILED);
+	}
+	free(dir);
+	if (access(p->init, X_OK) == -1) {
+		sbx_error_set(&e, SBX_K_UNAVAILABLE, NULL, "init_missing",
+		    "%s is missing; the installation is incomplete", p->init);
+		fail(&e, SBX_EX_FAILED);
+	}
+
+	if (sbx_root_open(&p->root, 1, &e) == -1)
+		fail(&e, SBX_EX_FAILED);
+	snprintf(rel, sizeof(rel), "workspace/agents/%s", p->sb.agent);
+	if ((p->home_fd = sbx_mkdirs_at(p->root.fd, rel, 0700, &e)) == -1)
+		fail(&e, SBX_EX_FAILED);
+	snprintf(rel, sizeof(rel), "output/%s", p->sb.agent);
+	if ((p->output_fd = sbx_mkdirs_at(p->root.fd, rel, 0700, &e)) == -1)
+		fail(&e, SBX_EX_FAILED);
+	snprintf(p->home, sizeof(p->home), "%s/%s", SBX_IN_AGENTS,
+	    p->sb.agent);
+	if (O.workdir != NULL)
+		prep_workdir(p);
+	prep_cwd(p);
+
+	p->sb.bwrap = p->bwrap;
+	p->sb.init = p->init;
+	p->sb.home = p->home;
+	p->sb.workdir = p->workdir;
+	p->sb.cwd = p->cwd;
+	p->sb.network = O.network;
+	p->sb.argv = O.shell ? NULL : O.argv;
+	p->sb.shell = O.shell;
+	p->sb.tmp_size = 1ULL << 30;
+	p->sb.disable_userns = bwrap_has_disable_userns(p);
+	if (!p->sb.disable_userns)
+		warn_add(p, "this bubblewrap cannot disable nested user "
+		    "namespaces (--disable-userns needs bwrap >= 0.8.0)");
+	if (strcmp(O.network, SBX_NET_OUTBOUND) == 0)
+		warn_add(p, "network outbound: the sandbox shares the host "
+		    "network");
+
+	if ((p->env_fd = prep_env(p)) == -1 ||
+	    sbx_sandbox_etc(&p->sb, getuid(), getgid(), &pw, &gr, &hosts) == -1 ||
+	    (p->passwd_fd = etc_fd("sbx-passwd", &pw)) == -1 ||
+	    (p->group_fd = etc_fd("sbx-group", &gr)) == -1 ||
+	    (p->hosts_fd = etc_fd("sbx-hosts", &hosts)) == -1) {
+		sbx_error_sys(&e, "memfd_failed", "preparing the sandbox");
+		fail(&e, SBX_EX_FAILED);
+	}
+	if (sbx_sandbox_argv(&p->sb, &p->bwrap_argv, &e) == -1)
+		fail(&e, SBX_EX_FAILED);
+	if (O.verbose) {
+		struct sbx_buf b = SBX_BUF_INIT;
+		for (i = 0; i < p->bwrap_argv.n; i++) {
+			if (i)
+				sbx_buf_puts(&b, " ");
+			sbx_str_escape_line(&b, p->bwrap_argv.v[i],
+			    strlen(p->bwrap_argv.v[i]));
+		}
+		fprintf(stderr, "%s: %s\n", PROG, b.p);
+		sbx_buf_release(&b);
+	}
+}
+
+static void
+run_setup(struct prep *p, struct sbx_run *r)
+{
+	sbx_run_init(r);
+	r->bwrap_argv = p->bwrap_argv.v;
+	r->slot[SBX_FD_ENV] = p->env_fd;
+	r->slot[SBX_FD_HOME] = p->home_fd;
+	r->slot[SBX_FD_OUTPUT] = p->output_fd;
+	r->slot[SBX_FD_WORKDIR] = p->workdir_fd;
+	r->slot[SBX_FD_PASSWD] = p->passwd_fd;
+	r->slot[SBX_FD_GROUP] = p->group_fd;
+	r->slot[SBX_FD_HOSTS] = p->hosts_fd;
+	r->max_output = O.max_output;
+	r->idle_timeout_ms = (long long)(O.timeout * 1000.0);
+	r->hold_stderr = 1;
+	r->signal_fd = sigpipe_fds[0];
+}
+
+/* Does the command hide failures (a pipe, or stderr thrown away)? */
+static int
+mentions_pipe(void)
+{
+	int	 i;
+
+	if (O.shell)
+		return strchr(O.shell, '|') != NULL ||
+		    strstr(O.shell, "2>/dev/null") != NULL ||
+		    strstr(O.shell, "2> /dev/null") != NULL;
+	for (i = 0; i < O.argc; i++)
+		if (strchr(O.argv[i], '|') != NULL ||
+		    strstr(O.argv[i], "2>/dev/null") != NULL)
+			return 1;
+	return 0;
+}
+
+static const char *
+signame(int n)
+{
+	static char	 buf[16];
+
+	switch (n) {
+	case SIGHUP: return "SIGHUP";
+	case SIGINT: return "SIGINT";
+	case SIGQUIT: return "SIGQUIT";
+	case SIGILL: return "SIGILL";
+	case SIGABRT: return "SIGABRT";
+	case SIGBUS: return "SIGBUS";
+	case SIGFPE: return "SIGFPE";
+	case SIGKILL: return "SIGKILL";
+	case SIGUSR1: return "SIGUSR1";
+	case SIGSEGV: return "SIGSEGV";
+	case SIGUSR2: return "SIGUSR2";
+	case SIGPIPE: return "SIGPIPE";
+	case SIGALRM: return "SIGALRM";
+	case SIGTERM: return "SIGTERM";
+	case SIGXCPU: return "SIGXCPU";
+	case SIGXFSZ: return "SIGXFSZ";
+	case SIGSYS: return "SIGSYS";
+	}
+	snprintf(buf, sizeof(buf), "SIG%d", n);
+	return buf;
+}
+
+static json_t *
+result_json(struct prep *p, struct sbx_run *r)
+{
+	struct sbx_buf	 b = SBX_BUF_INIT;
+	json_t		*res = json_object(), *trunc;
+
+	json_object_set_new(res, "exit_code", json_integer(r->exit_code));
+	if (r->signo) {
+		json_object_set_new(res, "signal", json_integer(r->signo));
+		json_object_set_new(res, "signal_name",
+		    json_string(signame(r->signo)));
+	}
+	if (O.json) {
+		sbx_capture_render(&r->out, &b);
+		json_object_set_new(res, "stdout", sbx_json_bytes(b.p ? b.p :
+		    "", b.len));
+		sbx_buf_reset(&b);
+		sbx_capture_render(&r->err, &b);
+		json_object_set_new(res, "stderr", sbx_json_bytes(b.p ? b.p :
+		    "", b.len));
+		sbx_buf_release(&b);
+		if (sbx_capture_truncated(&r->out) ||
+		    sbx_capture_truncated(&r->err)) {
+			trunc = json_array();
+			if (sbx_capture_truncated(&r->out))
+				json_array_append_new(trunc,
+				    json_string("stdout"));
+			if (sbx_capture_truncated(&r->err))
+				json_array_append_new(trunc,
+				    json_string("stderr"));
+			json_object_set_new(res, "truncated", trunc);
+		}
+	}
+	json_object_set_new(res, "cwd", json_string(p->cwd));
+	json_object_set_new(res, "agent", json_string(p->sb.agent));
+	json_object_set_new(res, "duration_ms", json_integer(r->duration_ms));
+	json_object_set_new(res, "network", json_string(O.network));
+	if (r->killed_by != NULL)
+		json_object_set_new(res, "killed_by",
+		    json_string(r->killed_by));
+	if (O.shell != NULL)
+		json_object_set_new(res, "shell", json_string(r->nopipefail ?
+		    "sh" : "bash"));
+	return res;
+}
+
+static void
+print_warnings(json_t *w)
+{
+	size_t	 i;
+	json_t	*v;
+
+	if (O.quiet || O.json)
+		return;
+	json_array_foreach(w, i, v)
+		fprintf(stderr, "%s: warning: %s\n", PROG, json_string_value(v));
+}
+
+/* {"result":..., "warnings":[...]} for a failure envelope (steals res). */
+static json_t *
+extra_of(json_t *res, json_t *warnings)
+{
+	json_t	*x = json_object();
+
+	json_object_set_new(x, "result", res);
+	if (json_array_size(warnings) > 0)
+		json_object_set(x, "warnings", warnings);
+	return x;
+}
+
+static int
+foreground(struct prep *p)
+{
+	struct sbx_error	 e;
+	struct sbx_run		 r;
+	json_t			*res;
+	int			 code;
+
+	install_signals(0);
+	signal(SIGPIPE, SIG_IGN);
+	run_setup(p, &r);
+	r.stdin_fd = 0;
+	if (O.json) {
+		r.capture = 1;
+	} else {
+		r.out_fd = 1;
+		r.err_fd = 2;
+	}
+	if (sbx_run_sandbox(&r, &e) == -1)
+		fail(&e, SBX_EX_FAILED);
+
+	if (!r.started) {
+		/* bwrap could not build the sandbox: nothing ran. */
+		struct sbx_buf m = SBX_BUF_INIT;
+		if (r.setup_err.len)
+			sbx_buf_append(&m, r.setup_err.p,
+			    r.setup_err.len > 600 ? 600 : r.setup_err.len);
+		while (m.len && (m.p[m.len - 1] == '\n'))
+			m.p[--m.len] = '\0';
+		sbx_error_set(&e, SBX_K_UNAVAILABLE, NULL,
+		    "sandbox_setup_failed", "the sandbox could not be set up: "
+		    "%s", m.len ? m.p : "bwrap failed without a message");
+		sbx_error_hint(&e, "run `sbx preflight` to see what this "
+		    "machine lacks");
+		sbx_buf_release(&m);
+		fail(&e, SBX_EX_FAILED);
+	}
+	if (r.exec_errno) {
+		if (r.exec_errno == ENOENT) {
+			sbx_error_set(&e, SBX_K_NOT_FOUND, "command",
+			    "command_not_found", "command not found in the "
+			    "sandbox: %s", O.shell ? "sh" : O.argv[0]);
+			code = SBX_EX_NOT_FOUND;
+		} else {
+			sbx_error_set(&e, SBX_K_EXECUTION_ERROR, "command",
+			    "cannot_execute", "cannot execute %s in the "
+			    "sandbox: %s", O.shell ? "sh" : O.argv[0],
+			    strerror(r.exec_errno));
+			code = SBX_EX_CANNOT_EXEC;
+		}
+		fail_extra(&e, code, json_pack("{s:o}", "result",
+		    result_json(p, &r)));
+	}
+	if (r.nopipefail)
+		warn_add(p, "bash is not available in the sandbox: ran the "
+		    "string with sh -c, so pipefail is unavailable");
+	if (r.exit_code == 0 && r.out.total == 0 && r.err.total == 0 &&
+	    mentions_pipe())
+		warn_add(p, "the command exited 0 with no output, but it uses "
+		    "a pipe or discards stderr: errors upstream may have been "
+		    "suppressed");
+	if (r.exit_code == 141)
+		warn_add(p, "exit 141 is SIGPIPE: a reader closed the pipe "
+		    "early; the captured output is still trustworthy");
+	res = result_json(p, &r);
+	code = r.exit_code < 0 ? SBX_EX_FAILED : r.exit_code;
+
+	if (r.killed_by != NULL && strcmp(r.killed_by, "timeout") == 0) {
+		sbx_error_set(&e, SBX_K_TIMEOUT, "timeout", "idle_timeout",
+		    "killed after %s seconds without output (an inactivity "
+		    "timeout, not a limit on run time)", O.timeout_arg);
+		sbx_error_hint(&e, "raise --timeout, or make the command "
+		    "print progress");
+		print_warnings(p->warnings);
+		if (!O.json)
+			fprintf(stderr, "%s: %s\n", PROG, e.message);
+		if (O.json)
+			emit(sbx_envelope_err(tool, &e, extra_of(res, p->warnings)));
+		return SBX_EX_TIMEOUT;
+	}
+	if (r.killed_by != NULL && strcmp(r.killed_by, "user") == 0) {
+		code = 128 + r.user_signal;
+		sbx_error_set(&e, SBX_K_EXECUTION_ERROR, NULL, "interrupted",
+		    "the sandbox was terminated on %s", signame(r.user_signal));
+		if (O.json)
+			emit(sbx_envelope_err(tool, &e, extra_of(res, p->warnings)));
+		else if (!O.quiet)
+			fprintf(stderr, "%s: %s\n", PROG, e.message);
+		return code;
+	}
+	if (O.json) {
+		emit(sbx_envelope_ok(tool, res, json_incref(p->warnings)));
+	} else {
+		print_warnings(p->warnings);
+		json_decref(res);
+	}
+	return code;
+}
+
+static int
+jobs_dir(struct sbx_root *root, const char *agent, int create,
+    struct sbx_error *e)
+{
+	char	 rel[128];
+
+	snprintf(rel, sizeof(rel), "agents/%s/jobs", agent);
+	if (create)
+		return sbx_mkdirs_at(root->fd, rel, 0700, e);
+	return sbx_open_beneath(root->fd, rel, O_RDONLY | O_DIRECTORY, e);
+}
+
+static json_t *
+command_json(void)
+{
+	json_t	*a = json_array();
+	int	 i;
+
+	if (O.shell) {
+		json_array_append_new(a, json_string("-c"));
+		json_array_append_new(a, sbx_json_bytes(O.shell,
+		    strlen(O.shell)));
+	} else
+		for (i = 0; i < O.argc; i++)
+			json_array_append_new(a, sbx_json_bytes(O.argv[i],
+			    strlen(O.argv[i])));
+	return a;
+}
+
+/* The detached supervisor of a background job. */
+static void __attribute__((noreturn))
+monitor(struct prep *p, const char *id, int jobs_fd, int log_fd,
+    int notify_fd, json_t *rec)
+{
+	struct sbx_error	 e;
+	struct sbx_run		 r;
+	unsigned long long	 st = 0;
+	char			 now[32], line[32];
+	int			 devnull;
+
+	if ((devnull = open("/dev/null", O_RDWR)) >= 0) {
+		dup2(devnull, 0);
+		dup2(devnull, 1);
+		dup2(devnull, 2);
+		if (devnull > 2)
+			close(devnull);
+	}
+	(void)!chdir("/");
+	install_signals(1);
+	signal(SIGPIPE, SIG_IGN);
+	sbx_proc_starttime(getpid(), &st);
+	json_object_set_new(rec, "pid", json_integer(getpid()));
+	json_object_set_new(rec, "pid_start", json_integer((json_int_t)st));
+	json_object_set_new(rec, "state", json_string("running"));
+	sbx_job_write(jobs_fd, id, rec, &e);
+	snprintf(line, sizeof(line), "P%d\n", (int)getpid());
+	(void)sbx_write_all(notify_fd, line, strlen(line));
+
+	run_setup(p, &r);
+	r.out_fd = log_fd;
+	r.err_fd = log_fd;
+	r.notify_fd = notify_fd;
+	if (sbx_run_sandbox(&r, &e) == -1) {
+		json_object_set_new(rec, "state", json_string("failed"));
+		json_object_set_new(rec, "error", json_string(e.message));
+	} else {
+		json_object_set_new(rec, "state", json_string("exited"));
+		if (!r.started) {
+			json_object_set_new(rec, "error", sbx_json_bytes(
+			    r.setup_err.p ? r.setup_err.p : "",
+			    r.setup_err.len));
+			(void)sbx_write_all(log_fd, r.setup_err.p ?
+			    r.setup_err.p : "", r.setup_err.len);
+			json_object_set_new(rec, "exit_code",
+			    json_integer(SBX_EX_FAILED));
+		} else if (r.exec_errno) {
+			json_object_set_new(rec, "exit_code", json_integer(
+			    r.exec_errno == ENOENT ? SBX_EX_NOT_FOUND :
+			    SBX_EX_CANNOT_EXEC));
+			json_object_set_new(rec, "error", json_string(
+			    strerror(r.exec_errno)));
+		} else
+			json_object_set_new(rec, "exit_code",
+			    json_integer(r.exit_code));
+		if (r.signo)
+			json_object_set_new(rec, "signal",
+			    json_integer(r.signo));
+		if (r.killed_by)
+			json_object_set_new(rec, "killed_by",
+			    json_string(r.killed_by));
+		json_object_set_new(rec, "duration_ms",
+		    json_integer(r.duration_ms));
+	}
+	sbx_iso8601_now(now);
+	json_object_set_new(rec, "ended_at", json_string(now));
+	sbx_job_write(jobs_fd, id, rec, &e);
+	_exit(0);
+}
+
+static int
+background(struct prep *p)
+{
+	struct sbx_error	 e;
+	char			 id[SBX_JOB_LEN + 1], name[64], now[32];
+	char			 buf[128], logpath[PATH_MAX];
+	int			 jobs_fd, log_fd, np[2], status, jpid = 0;
+	size_t			 len = 0;
+	ssize_t			 n;
+	pid_t			 pid;
+	json_t			*rec, *res;
+	char			 what = 0;
+	int			 val = 0;
+	struct pollfd		 pfd;
+	long long		 deadline;
+
+	if ((jobs_fd = jobs_dir(&p->root, p->sb.agent, 1, &e)) == -1)
+		fail(&e, SBX_EX_FAILED);
+	if (sbx_job_new_id(id) == -1) {
+		sbx_error_sys(&e, "random_failed", "getrandom");
+		fail(&e, SBX_EX_FAILED);
+	}
+	snprintf(name, sizeof(name), "%s.log", id);
+	log_fd = openat(jobs_fd, name, O_WRONLY | O_CREAT | O_EXCL |
+	    O_NOFOLLOW | O_APPEND | O_CLOEXEC, 0600);
+	if (log_fd == -1) {
+		sbx_error_sys(&e, "log_failed", "cannot create the job log");
+		fail(&e, SBX_EX_FAILED);
+	}
+	snprintf(logpath, sizeof(logpath), "%s/agents/%s/jobs/%s",
+	    p->root.path, p->sb.agent, name);
+	sbx_iso8601_now(now);
+	rec = json_pack("{s:s,s:s,s:o,s:s,s:s,s:s,s:s}", "job", id, "agent",
+	    p->sb.agent, "command", command_json(), "cwd", p->cwd,
+	    "log_file", logpath, "started_at", now, "network", O.network);
+	if (pipe2(np, O_CLOEXEC) == -1) {
+		sbx_error_sys(&e, "pipe_failed", "pipe");
+		fail(&e, SBX_EX_FAILED);
+	}
+	fflush(NULL);
+	if ((pid = fork()) == -1) {
+		sbx_error_sys(&e, "fork_failed", "fork");
+		fail(&e, SBX_EX_FAILED);
+	}
+	if (pid == 0) {
+		/* Detach: own session, and reparented to init (or the
+		 * nearest subreaper) so the caller can exit. */
+		close(np[0]);
+		setsid();
+		if ((pid = fork()) != 0)
+			_exit(pid == -1 ? 1 : 0);
+		monitor(p, id, jobs_fd, log_fd, np[1], rec);
+	}
+	close(np[1]);
+	close(log_fd);
+	waitpid(pid, &status, 0);
+	/* Wait (bounded) for the supervisor's pid, then for the sandbox to
+	 * start or fail, so that a bad command is reported here. */
+	deadline = sbx_now_ms() + 30000;
+	while (sbx_now_ms() < deadline && len < sizeof(buf) - 1) {
+		pfd.fd = np[0];
+		pfd.events = POLLIN;
+		if (poll(&pfd, 1, (int)(deadline - sbx_now_ms())) <= 0)
+			break;
+		n = read(np[0], buf + len, sizeof(buf) - 1 - len);
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+		buf[len] = '\0';
+		if (sscanf(buf, "P%d\n%c%d", &jpid, &what, &val) == 3)
+			break;
+	}
+	close(np[0]);
+	if (jpid <= 0) {
+		sbx_error_set(&e, SBX_K_EXECUTION_ERROR, NULL,
+		    "supervisor_failed", "the job supervisor did not start");
+		fail(&e, SBX_EX_FAILED);
+	}
+	if (what == 'F' || what == 'E') {
+		/* Let the supervisor finish its record first. */
+		for (n = 0; n < 100 && kill(jpid, 0) == 0; n++)
+			usleep(10000);
+		if (what == 'E' && val == ENOENT) {
+			sbx_error_set(&e, SBX_K_NOT_FOUND, "command",
+			    "command_not_found", "command not found in the "
+			    "sandbox: %s", O.shell ? "sh" : O.argv[0]);
+			fail_extra(&e, SBX_EX_NOT_FOUND, json_pack("{s:s}",
+			    "job", id));
+		}
+		if (what == 'E') {
+			sbx_error_set(&e, SBX_K_EXECUTION_ERROR, "command",
+			    "cannot_execute", "cannot execute %s in the "
+			    "sandbox: %s", O.shell ? "sh" : O.argv[0],
+			    strerror(val));
+			fail_extra(&e, SBX_EX_CANNOT_EXEC, json_pack("{s:s}",
+			    "job", id));
+		}
+		sbx_error_set(&e, SBX_K_UNAVAILABLE, NULL,
+		    "sandbox_setup_failed", "the sandbox could not be set up; "
+		    "see %s", logpath);
+		fail_extra(&e, SBX_EX_FAILED, json_pack("{s:s}", "job", id));
+	}
+	res = json_pack("{s:s,s:i,s:s,s:s,s:b,s:s}", "job", id, "pid", jpid,
+	    "log_file", logpath, "cwd", p->cwd, "background", 1, "agent",
+	    p->sb.agent);
+	if (O.json)
+		emit(sbx_envelope_ok(tool, res, json_incref(p->warnings)));
+	else {
+		print_warnings(p->warnings);
+		printf("%s\n", id);
+		json_decref(res);
+	}
+	json_decref(rec);
+	return 0;
+}
+
+/* ---- ps, poll, wait, kill ---------------------------------------------- */
+
+static void
+job_status_fields(json_t *res, json_t *rec, int *alive)
+{
+	const char	*state = json_string_value(json_object_get(rec,
+			    "state"));
+	json_t		*v;
+
+	*alive = state && strcmp(state, "running") == 0 && sbx_job_alive(rec);
+	if (state && strcmp(state, "running") == 0 && !*alive)
+		state = "lost";	/* the supervisor died without a record */
+	json_object_set_new(res, "alive", json_boolean(*alive));
+	json_object_set_new(res, "state", json_string(state ? state : "lost"));
+	if (!*alive && (v = json_object_get(rec, "exit_code")) != NULL)
+		json_object_set(res, "exit_code", v);
+	if ((v = json_object_get(rec, "killed_by")) != NULL)
+		json_object_set(res, "killed_by", v);
+}
+
+static json_t *
+log_tail_json(int jobs_fd, const char *id)
+{
+	struct sbx_buf	 b = SBX_BUF_INIT;
+	char		 name[64];
+	json_t		*j;
+
+	snprintf(name, sizeof(name), "%s.log", id);
+	if (O.tail_lines > 0)
+		sbx_log_tail(jobs_fd, name, O.tail_lines, &b);
+	j = sbx_json_bytes(b.p ? b.p : "", b.len);
+	sbx_buf_release(&b);
+	return j;
+}
+
+static json_t *
+load_job(struct sbx_root *root, const char *agent, const char *id,
+    int *jobs_fd_out)
+{
+	struct sbx_error	 e;
+	json_t			*rec;
+	int			 jobs_fd;
+
+	if (sbx_job_id_valid(id, &e) == -1)
+		fail(&e, SBX_EX_FAILED);
+	if ((jobs_fd = jobs_dir(root, agent, 0, &e)) == -1 ||
+	    (rec = sbx_job_read(jobs_fd, id, &e)) == NULL) {
+		if (e.kind && strcmp(e.kind, SBX_K_NOT_FOUND) == 0)
+			sbx_error_set(&e, SBX_K_NOT_FOUND, "job",
+			    "unknown_job", "no job %s for agent %s", id,
+			    agent);
+		fail(&e, e.kind && strcmp(e.kind, SBX_K_NOT_FOUND) == 0 ?
+		    SBX_EX_NEGATIVE : SBX_EX_FAILED);
+	}
+	*jobs_fd_out = jobs_fd;
+	return rec;
+}
+
+static void
+print_tail(json_t *res)
+{
+	const char	*t = json_string_value(json_object_get(res, "log_tail"));
+
+	if (t && *t) {
+		fputs(t, stdout);
+		if (t[strlen(t) - 1] != '\n')
+			putchar('\n');
+	}
+}
+
+static int
+sub_poll(struct sbx_root *root, const char *agent)
+{
+	json_t	*rec, *res;
+	int	 jobs_fd, alive;
+
+	rec = load_job(root, agent, O.argv[0], &jobs_fd);
+	res = json_pack("{s:s}", "job", O.argv[0]);
+	job_status_fields(res, rec, &alive);
+	json_object_set_new(res, "log_tail", log_tail_json(jobs_fd, O.argv[0]));
+	if (O.json)
+		emit(sbx_envelope_ok("exec.poll", res, NULL));
+	else {
+		printf("job %s: %s", O.argv[0], json_string_value(
+		    json_object_get(res, "state")));
+		if (json_object_get(res, "exit_code"))
+			printf(" (exit %lld)", (long long)json_integer_value(
+			    json_object_get(res, "exit_code")));
+		putchar('\n');
+		print_tail(res);
+		json_decref(res);
+	}
+	json_decref(rec);
+	return 0;
+}
+
+static int
+sub_wait(struct sbx_root *root, const char *agent)
+{
+	struct sbx_error	 e;
+	json_t			*rec, *res;
+	int			 jobs_fd, alive, pidfd, code;
+	double			 timeout = 300;
+	long long		 deadline;
+	struct pollfd		 pfd;
+	const char		*id = O.argv[0];
+
+	if (O.timeout_arg != NULL && sbx_parse_seconds(O.timeout_arg,
+	    31 * 86400.0, &timeout) == -1) {
+		sbx_error_set(&e, SBX_K_INVALID_ARGS, "timeout",
+		    "invalid_number", "argument `timeout` must be a positive "
+		    "number of seconds");
+		fail(&e, SBX_EX_FAILED);
+	}
+	tool = "exec.wait";
+	deadline = sbx_now_ms() + (long long)(timeout * 1000);
+	install_signals(0);
+	for (;;) {
+		rec = load_job(root, agent, id, &jobs_fd);
+		res = json_pack("{s:s}", "job", id);
+		job_status_fields(res, rec, &alive);
+		if (!alive || sbx_now_ms() >= deadline)
+			break;
+		/* Sleep until the supervisor exits, a signal, or 200 ms. */
+		pidfd = (int)syscall(SYS_pidfd_open,
+		    (pid_t)json_integer_value(json_object_get(rec, "pid")), 0);
+		pfd.fd = pidfd >= 0 ? pidfd : sigpipe_fds[0];
+		pfd.events = POLLIN;
+		(void)poll(&pfd, 1, 200);
+		if (pidfd >= 0)
+			close(pidfd);
+		json_decref(rec);
+		json_decref(res);
+		close(jobs_fd);
+		{
+			char c;
+			if (read(sigpipe_fds[0], &c, 1) == 1)
+				exit(128 + (unsigned char)c);
+		}
+	}
+	json_object_set_new(res, "exited", json_boolean(!alive));
+	json_object_set_new(res, "timed_out", json_boolean(alive));
+	json_object_set_new(res, "log_tail", log_tail_json(jobs_fd, id));
+	code = alive ? SBX_EX_TIMEOUT : (int)json_integer_value(
+	    json_object_get(res, "exit_code"));
+	if (!alive && json_object_get(res, "exit_code") == NULL)
+		code = SBX_EX_FAILED;	/* lost: no status to give */
+	if (O.json)
+		emit(sbx_envelope_ok("exec.wait", res, NULL));
+	else {
+		print_tail(res);
+		if (alive)
+			fprintf(stderr, "%s: job %s still running after %s "
+			    "seconds\n", PROG, id, O.timeout_arg ?
+			    O.timeout_arg : "300");
+		json_decref(res);
+	}
+	json_decref(rec);
+	return code;
+}
+
+static int
+sub_kill(struct sbx_root *root, const char *agent)
+{
+	json_t		*rec, *res;
+	int		 jobs_fd, alive, i, killed = 0;
+	pid_t		 pid;
+	const char	*id = O.argv[0];
+
+	rec = load_job(root, agent, id, &jobs_fd);
+	res = json_pack("{s:s}", "job", id);
+	job_status_fields(res, rec, &alive);
+	pid = (pid_t)json_integer_value(json_object_get(rec, "pid"));
+	/* The pid is trusted only together with its start time: a
+	 * recycled pid is never signalled. */
+	if (alive && kill(pid, O.force ? SIGUSR1 : SIGTERM) == 0) {
+		killed = 1;
+		for (i = 0; i < 500 && sbx_job_alive(rec); i++)
+			usleep(10000);
+	}
+	json_object_set_new(res, "killed", json_boolean(killed));
+	json_object_set_new(res, "signal", json_string(O.force ? "KILL" :
+	    "TERM"));
+	json_decref(rec);
+	if (O.json)
+		emit(sbx_envelope_ok("exec.kill", res, NULL));
+	else {
+		if (killed)
+			printf("job %s: sent %s to the sandbox\n", id,
+			    O.force ? "KILL" : "TERM");
+		else
+			printf("job %s: not running\n", id);
+		json_decref(res);
+	}
+	return killed ? 0 : SBX_EX_NEGATIVE;
+}
+
+static int
+cmp_started(const void *a, const void *b)
+{
+	const char *x = json_string_value(json_object_get(*(json_t *const *)a,
+	    "started_at"));
+	const char *y = json_string_value(json_object_get(*(json_t *const *)b,
+	    "started_at"));
+
+	return strcmp(x ? x : "", y ? y : "");
+}
+
+static int
+sub_ps(struct sbx_root *root, const char *agent)
+{
+	struct sbx_error	 e;
+	DIR			*d;
+	struct dirent		*de;
+	json_t			*jobs = json_array(), *rec, *row, **v;
+	char			 id[SBX_JOB_LEN + 1];
+	int			 jobs_fd, alive;
+	size_t			 i, n = 0;
+
+	if ((jobs_fd = jobs_dir(root, agent, 0, &e)) >= 0 &&
+	    (d = fdopendir(jobs_fd)) != NULL) {
+		while ((de = readdir(d)) != NULL) {
+			if (strlen(de->d_name) != SBX_JOB_LEN + 5 ||
+			    strcmp(de->d_name + SBX_JOB_LEN, ".json") != 0)
+				continue;
+			memcpy(id, de->d_name, SBX_JOB_LEN);
+			id[SBX_JOB_LEN] = '\0';
+			if (sbx_job_id_valid(id, &e) == -1 ||
+			    (rec = sbx_job_read(dirfd(d), id, &e)) == NULL)
+				continue;
+			row = json_pack("{s:s}", "job", id);
+			job_status_fields(row, rec, &alive);
+			json_object_set(row, "pid", json_object_get(rec, "pid"));
+			json_object_set(row, "started_at",
+			    json_object_get(rec, "started_at"));
+			json_object_set(row, "command",
+			    json_object_get(rec, "command"));
+			json_object_set(row, "cwd", json_object_get(rec, "cwd"));
+			json_array_append_new(jobs, row);
+			json_decref(rec);
+		}
+		closedir(d);
+	}
+	n = json_array_size(jobs);
+	if ((v = calloc(n + 1, sizeof(*v))) != NULL) {
+		for (i = 0; i < n; i++)
+			v[i] = json_incref(json_array_get(jobs, i));
+		qsort(v, n, sizeof(*v), cmp_started);
+		json_array_clear(jobs);
+		for (i = 0; i < n; i++)
+			json_array_append_new(jobs, v[i]);
+		free(v);
+	}
+	if (O.json) {
+		emit(sbx_envelope_ok("exec.ps", json_pack("{s:o,s:s}", "jobs",
+		    jobs, "agent", agent), NULL));
+		return 0;
+	}
+	printf("%-16s  %-7s  %-4s  %-20s  %s\n", "JOB", "STATE", "EXIT",
+	    "STARTED", "COMMAND");
+	for (i = 0; i < n; i++) {
+		struct sbx_buf b = SBX_BUF_INIT;
+		json_t *c, *cmd;
+		size_t k;
+		row = json_array_get(jobs, i);
+		cmd = json_object_get(row, "command");
+		json_array_foreach(cmd, k, c) {
+			const char *s = json_string_value(c);
+			if (k)
+				sbx_buf_puts(&b, " ");
+			if (s)
+				sbx_str_escape_line(&b, s, strlen(s));
+		}
+		printf("%-16s  %-7s  %-4s  %-20s  %s\n",
+		    json_string_value(json_object_get(row, "job")),
+		    json_string_value(json_object_get(row, "state")),
+		    json_object_get(row, "exit_code") ? "" : "-",
+		    json_string_value(json_object_get(row, "started_at")) ?
+		    json_string_value(json_object_get(row, "started_at")) : "",
+		    b.p ? b.p : "");
+		if (json_object_get(row, "exit_code"))
+			;
+		sbx_buf_release(&b);
+	}
+	json_decref(jobs);
+	return 0;
+}
+
+int
+main(int argc, char *argv[])
+{
+	struct sbx_error	 e;
+	struct prep		 p;
+
+	memset(&p, 0, sizeof(p));
+	p.root.fd = -1;
+	parse_args(argc, argv);
+	if (O.sub != NULL) {
+		tool = strcmp(O.sub, "ps") == 0 ? "exec.ps" :
+		    strcmp(O.sub, "poll") == 0 ? "exec.poll" :
+		    strcmp(O.sub, "wait") == 0 ? "exec.wait" : "exec.kill";
+	}
+	if (O.agent == NULL)
+		O.agent = getenv("SBX_AGENT") && *getenv("SBX_AGENT") ?
+		    getenv("SBX_AGENT") : "default";
+	if (sbx_agent_valid(O.agent, "agent", &e) == -1)
+		fail(&e, SBX_EX_FAILED);
+	p.sb.agent = O.agent;
+	if (sbx_root_resolve(O.home, &p.root, &e) == -1)
+		fail(&e, SBX_EX_FAILED);
+	if (O.sub != NULL) {
+		if ((strcmp(O.sub, "ps") == 0) != (O.argc == 0))
+			usage();
+		if (O.argc > 1)
+			usage();
+		if (sbx_root_open(&p.root, 0, &e) == -1) {
+			if (e.kind && strcmp(e.kind, SBX_K_NOT_FOUND) == 0 &&
+			    strcmp(O.sub, "ps") == 0) {
+				if (O.json)
+					emit(sbx_envelope_ok(tool, json_pack(
+					    "{s:[],s:s}", "jobs", "agent",
+					    O.agent), NULL));
+				return 0;
+			}
+			fail(&e, SBX_EX_FAILED);
+		}
+		if (strcmp(O.sub, "ps") == 0)
+			return sub_ps(&p.root, O.agent);
+		if (strcmp(O.sub, "poll") == 0)
+			return sub_poll(&p.root, O.agent);
+		if (strcmp(O.sub, "wait") == 0)
+			return sub_wait(&p.root, O.agent);
+		return sub_kill(&p.root, O.agent);
+	}
+	prepare(&p);
+	if (O.background)
+		return background(&p);
+	return foreground(&p);
+}

@@ -1,0 +1,250 @@
+/*
+ * sbx-init: pid 1 inside every sbx sandbox.
+ *
+ *	sbx-init -- COMMAND [ARG...]
+ *	sbx-init -c -- 'SHELL STRING'
+ *
+ * Internal: started by bwrap (--as-pid-1) on behalf of sbx-exec, never by
+ * people.  It receives the sandbox environment on fd 5 (so that values,
+ * secrets among them, never appear in bwrap's argv or environment), reports
+ * on fd 3 and takes orders on fd 4:
+ *
+ *	fd 3 (out): "ready\n", "warn nopipefail\n", "exec ERRNO\n",
+ *		    "exit CODE\n" or "signal SIGNO\n"
+ *	fd 4 (in):  'T' terminate (SIGTERM + SIGCONT to everything),
+ *		    'K' kill everything; end of file = sbx is gone, kill.
+ *
+ * As pid 1 of the sandbox's pid namespace it reaps orphans, and when the
+ * command exits it exits too, which makes the kernel kill whatever the
+ * command left behind: daemons, double forks and setsid() children alike.
+ * Statically linked and dependent on nothing but the kernel, so that it runs
+ * on any root file system image.
+ */
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define FD_STATUS	3
+#define FD_CTL		4
+#define FD_ENV		5
+#define ENV_MAX		(8u << 20)
+
+extern char **environ;
+
+static void
+report(const char *fmt, int n)
+{
+	char	 line[64];
+	int	 len;
+
+	len = snprintf(line, sizeof(line), fmt, n);
+	if (len > 0)
+		(void)!write(FD_STATUS, line, (size_t)len);
+}
+
+static void
+close_others(void)
+{
+	DIR		*d;
+	struct dirent	*de;
+	int		 fd;
+
+	/* Whatever bwrap or sbx left open must not reach the command. */
+#ifdef SYS_close_range
+	if (syscall(SYS_close_range, FD_ENV + 1, ~0U, 0) == 0)
+		return;
+#endif
+	if ((d = opendir("/proc/self/fd")) == NULL) {
+		for (fd = FD_ENV + 1; fd < 4096; fd++)
+			close(fd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL) {
+		fd = atoi(de->d_name);
+		if (fd > FD_ENV && fd != dirfd(d))
+			close(fd);
+	}
+	closedir(d);
+}
+
+static char **
+read_env(void)
+{
+	char	*buf = NULL, *p, **envp;
+	size_t	 len = 0, cap = 0, n, i;
+	ssize_t	 r;
+
+	for (;;) {
+		if (len + 65536 > cap) {
+			cap = cap ? cap * 2 : 65536;
+			if (cap > ENV_MAX + 65536 || (p = realloc(buf, cap + 1))
+			    == NULL)
+				return NULL;
+			buf = p;
+		}
+		r = read(FD_ENV, buf + len, cap - len);
+		if (r == -1 && errno == EINTR)
+			continue;
+		if (r == -1)
+			return NULL;
+		if (r == 0)
+			break;
+		len += (size_t)r;
+	}
+	close(FD_ENV);
+	if (buf == NULL && (buf = calloc(1, 1)) == NULL)
+		return NULL;
+	buf[len] = '\0';
+	for (n = 0, i = 0; i < len; i++)
+		if (buf[i] == '\0')
+			n++;
+	if ((envp = calloc(n + 1, sizeof(*envp))) == NULL)
+		return NULL;
+	for (n = 0, p = buf; p < buf + len; p += strlen(p) + 1)
+		if (*p != '\0')
+			envp[n++] = p;
+	envp[n] = NULL;
+	return envp;
+}
+
+int
+main(int argc, char *argv[])
+{
+	struct signalfd_siginfo	 si;
+	struct pollfd		 pfd[2];
+	sigset_t		 mask;
+	char			**envp, **cmd, *shargv[6], c;
+	pid_t			 child, pid;
+	int			 sfd, status, shell = 0, i, ctl_open = 1;
+
+	if (getpid() != 1) {
+		fprintf(stderr, "sbx-init: internal helper of sbx-exec; "
+		    "not to be run directly\n");
+		return 125;
+	}
+	i = 1;
+	if (i < argc && strcmp(argv[i], "-c") == 0) {
+		shell = 1;
+		i++;
+	}
+	if (i >= argc || strcmp(argv[i], "--") != 0 || i + 1 >= argc) {
+		fprintf(stderr, "sbx-init: usage: sbx-init [-c] -- COMMAND\n");
+		return 125;
+	}
+	cmd = argv + i + 1;
+	close_others();
+	/*
+	 * Not dumpable: code inside the sandbox runs as the same uid and
+	 * could otherwise ptrace pid 1, read its memory or steal the
+	 * control descriptors.
+	 */
+	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	if ((envp = read_env()) == NULL) {
+		fprintf(stderr, "sbx-init: cannot read the environment\n");
+		return 125;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	if ((sfd = signalfd(-1, &mask, SFD_CLOEXEC)) == -1) {
+		fprintf(stderr, "sbx-init: signalfd: %s\n", strerror(errno));
+		return 125;
+	}
+	fcntl(FD_STATUS, F_SETFD, FD_CLOEXEC);
+	fcntl(FD_CTL, F_SETFD, FD_CLOEXEC);
+	report("ready\n", 0);
+
+	if (shell) {
+		if (access("/bin/bash", X_OK) == 0) {
+			shargv[0] = "bash";
+			shargv[1] = "-o";
+			shargv[2] = "pipefail";
+			shargv[3] = "-c";
+			shargv[4] = cmd[0];
+			shargv[5] = NULL;
+		} else {
+			report("warn nopipefail\n", 0);
+			shargv[0] = "sh";
+			shargv[1] = "-c";
+			shargv[2] = cmd[0];
+			shargv[3] = NULL;
+		}
+		cmd = shargv;
+	}
+
+	if ((child = fork()) == -1) {
+		report("exec %d\n", errno);
+		return 126;
+	}
+	if (child == 0) {
+		sigprocmask(SIG_UNBLOCK, &mask, NULL);
+		signal(SIGPIPE, SIG_DFL);
+		environ = envp;
+		execvp(cmd[0], cmd);
+		report("exec %d\n", errno);
+		_exit(errno == ENOENT ? 127 : 126);
+	}
+
+	pfd[0].fd = sfd;
+	pfd[0].events = POLLIN;
+	pfd[1].fd = FD_CTL;
+	pfd[1].events = POLLIN;
+	for (;;) {
+		if (poll(pfd, ctl_open ? 2 : 1, -1) == -1) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (ctl_open && (pfd[1].revents & (POLLIN | POLLHUP | POLLERR))) {
+			ssize_t r = read(FD_CTL, &c, 1);
+			if (r == 1 && c == 'T') {
+				kill(-1, SIGTERM);
+				kill(-1, SIGCONT);
+			} else if (r == 1 && c == 'K') {
+				kill(-1, SIGKILL);
+			} else if (r == 0 || (r == -1 && errno != EINTR)) {
+				/* sbx is gone: nobody is left to
+				 * supervise this sandbox. */
+				kill(-1, SIGKILL);
+				ctl_open = 0;
+				_exit(125);
+			}
+		}
+		if (!(pfd[0].revents & POLLIN))
+			continue;
+		if (read(sfd, &si, sizeof(si)) != sizeof(si))
+			continue;
+		if (si.ssi_signo != SIGCHLD)
+			continue;	/* pid 1 outlives its own signals */
+		while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+			if (pid != child)
+				continue;
+			/* The command is done: so is everything it
+			 * started. */
+			kill(-1, SIGKILL);
+			if (WIFSIGNALED(status)) {
+				report("signal %d\n", WTERMSIG(status));
+				_exit(128 + WTERMSIG(status));
+			}
+			report("exit %d\n", WEXITSTATUS(status));
+			_exit(WEXITSTATUS(status));
+		}
+	}
+	kill(-1, SIGKILL);
+	return 125;
+}

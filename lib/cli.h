@@ -1,0 +1,42 @@
+/* cli.h: what every sbx program shares on its command line. */
+#ifndef SBX_CLI_H
+#define SBX_CLI_H
+
+#include <jansson.h>
+
+#include "buf.h"
+#include "error.h"
+
+/* Exit statuses of DESIGN.md §5. */
+#define SBX_EX_OK		0
+#define SBX_EX_NEGATIVE		1
+#define SBX_EX_USAGE		64
+#define SBX_EX_DATAERR		65
+#define SBX_EX_UNAVAILABLE	69
+#define SBX_EX_SOFTWARE		70
+#define SBX_EX_OSERR		71
+#define SBX_EX_TEMPFAIL		75
+#define SBX_EX_NOPERM		77
+#define SBX_EX_CONFIG		78
+
+/* sbx exec's own statuses, as env(1) and timeout(1). */
+#define SBX_EX_TIMEOUT		124
+#define SBX_EX_FAILED		125
+#define SBX_EX_CANNOT_EXEC	126
+#define SBX_EX_NOT_FOUND	127
+
+/* Text for people: "PROG: message\nPROG: hint: ...\n", with control
+ * characters escaped so a hostile string cannot forge lines. */
+int	sbx_cli_error_text(const char *prog, const struct sbx_error *,
+	    struct sbx_buf *);
+/* Nonzero when SBX_JSON=1 asks for envelopes. */
+int	sbx_cli_json_env(void);
+/* Parse a decimal number of seconds (e.g. "2", "0.5"); > 0, <= max. */
+int	sbx_parse_seconds(const char *, double max, double *);
+/* Parse a byte count with optional K, M or G suffix (binary). */
+int	sbx_parse_bytes(const char *, unsigned long long *);
+/* Parse a non-negative integer <= max. */
+int	sbx_parse_uint(const char *, unsigned long long max,
+	    unsigned long long *);
+
+#endif

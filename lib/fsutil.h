@@ -1,0 +1,38 @@
+/* fsutil.h: file-system helpers that never follow a planted symlink. */
+#ifndef SBX_FSUTIL_H
+#define SBX_FSUTIL_H
+
+#include <sys/types.h>
+
+#include <stddef.h>
+
+#include "buf.h"
+#include "error.h"
+
+/* Create (as needed) and open the directory `rel` beneath dirfd, one
+ * component at a time with O_NOFOLLOW: a symlink anywhere on the way is
+ * refused (reason "symlink_in_path"), never followed. New directories get
+ * `mode`. Returns an O_DIRECTORY|O_CLOEXEC fd or -1. */
+int	sbx_mkdirs_at(int dirfd, const char *rel, mode_t mode,
+	    struct sbx_error *);
+/* Open an existing path beneath dirfd without following symlinks in any
+ * component; `..`, empty components and absolute paths are refused. */
+int	sbx_open_beneath(int dirfd, const char *rel, int flags,
+	    struct sbx_error *);
+/* Write data to dirfd/name atomically: temp file, fsync, rename, fsync. */
+int	sbx_write_atomic(int dirfd, const char *name, const void *, size_t,
+	    mode_t, struct sbx_error *);
+/* Read a regular file beneath dirfd (no symlinks) of at most cap bytes. */
+int	sbx_read_file_at(int dirfd, const char *name, size_t cap,
+	    struct sbx_buf *, struct sbx_error *);
+/* Close every fd >= lowfd except those listed (keep may be NULL). */
+void	sbx_close_from(int lowfd, const int *keep, size_t nkeep);
+/* A sealed, read-only memfd holding data, positioned at 0. */
+int	sbx_memfd_data(const char *name, const void *, size_t);
+/* Write all of buf, retrying on EINTR and short writes. */
+int	sbx_write_all(int fd, const void *, size_t);
+/* Sandbox-path check: absolute, no `..`, `.`, empty components or NUL;
+ * at most PATH_MAX. Returns 0 or -1 with reason in e (field given). */
+int	sbx_path_check(const char *, const char *field, struct sbx_error *);
+
+#endif

@@ -1,0 +1,394 @@
+/* run.c: spawn bwrap, relay and capture output, enforce time, reap. */
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fsutil.h"
+#include "run.h"
+
+#define DRAIN_MS	2000
+#define HOLD_MAX	(64u * 1024)
+
+long long
+sbx_now_ms(void)
+{
+	struct timespec	 ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void
+sbx_run_init(struct sbx_run *r)
+{
+	size_t	 i;
+
+	memset(r, 0, sizeof(*r));
+	for (i = 0; i <= SBX_FD_MAX; i++)
+		r->slot[i] = -1;
+	r->stdin_fd = r->out_fd = r->err_fd = -1;
+	r->signal_fd = r->notify_fd = -1;
+	r->exit_code = -1;
+	r->max_output = 1 << 20;
+}
+
+void
+sbx_run_release(struct sbx_run *r)
+{
+	sbx_capture_release(&r->out);
+	sbx_capture_release(&r->err);
+	sbx_buf_release(&r->setup_err);
+}
+
+/* In the forked child: arrange descriptors and exec bwrap. */
+static void
+child_exec(struct sbx_run *r, int in, int out, int err, int st, int ctl)
+{
+	int	 tmp[SBX_FD_MAX + 1];
+	int	 i, devnull;
+	sigset_t set;
+
+	/* Own process group: a ^C on the terminal reaches sbx, which then
+	 * ends the sandbox in order, not bwrap directly. */
+	setpgid(0, 0);
+	sigemptyset(&set);
+	sigprocmask(SIG_SETMASK, &set, NULL);
+	signal(SIGPIPE, SIG_DFL);
+
+	r->slot[SBX_FD_STATUS] = st;
+	r->slot[SBX_FD_CTL] = ctl;
+	/* Move everything out of the way first, then into its slot. */
+	for (i = 0; i <= SBX_FD_MAX; i++) {
+		tmp[i] = -1;
+		if (i >= 3 && r->slot[i] >= 0 &&
+		    (tmp[i] = fcntl(r->slot[i], F_DUPFD, 100)) == -1)
+			_exit(125);
+	}
+	if (in < 0) {
+		if ((devnull = open("/dev/null", O_RDONLY)) == -1)
+			_exit(125);
+		in = devnull;
+	}
+	if ((in = fcntl(in, F_DUPFD, 100)) == -1 ||
+	    (out = fcntl(out, F_DUPFD, 100)) == -1 ||
+	    (err = fcntl(err, F_DUPFD, 100)) == -1)
+		_exit(125);
+	if (dup2(in, 0) == -1 || dup2(out, 1) == -1 || dup2(err, 2) == -1)
+		_exit(125);
+	for (i = 3; i <= SBX_FD_MAX; i++)
+		if (tmp[i] >= 0 && dup2(tmp[i], i) == -1)
+			_exit(125);
+	/* Nothing else of sbx crosses into bwrap. */
+	sbx_close_from(SBX_FD_MAX + 1, NULL, 0);
+	execve(r->bwrap_argv[0], r->bwrap_argv, (char *[]){ NULL });
+	_exit(125);
+}
+
+static void
+notify(struct sbx_run *r, char what, int n)
+{
+	char	 line[32];
+	int	 len;
+
+	if (r->notify_fd < 0)
+		return;
+	len = snprintf(line, sizeof(line), "%c%d\n", what, n);
+	(void)sbx_write_all(r->notify_fd, line, (size_t)len);
+	close(r->notify_fd);
+	r->notify_fd = -1;
+}
+
+static void
+status_line(struct sbx_run *r, const char *line)
+{
+	int	 n;
+
+	if (strcmp(line, "ready") == 0) {
+		r->started = 1;
+	} else if (strcmp(line, "warn nopipefail") == 0) {
+		r->nopipefail = 1;
+	} else if (sscanf(line, "exec %d", &n) == 1) {
+		if (r->exec_errno == 0)
+			r->exec_errno = n;
+	} else if (sscanf(line, "exit %d", &n) == 1) {
+		r->exit_code = n;
+	} else if (sscanf(line, "signal %d", &n) == 1) {
+		r->signo = n;
+		r->exit_code = 128 + n;
+	}
+}
+
+struct stream {
+	int			 fd;
+	int			 sink;
+	struct sbx_capture	*cap;
+};
+
+static int
+relay(struct sbx_run *r, struct stream *s, int is_err, char *buf, size_t bufsz)
+{
+	ssize_t	 n;
+
+	n = read(s->fd, buf, bufsz);
+	if (n == -1 && (errno == EINTR || errno == EAGAIN))
+		return 1;
+	if (n <= 0) {
+		close(s->fd);
+		s->fd = -1;
+		return 0;
+	}
+	if (is_err && !r->started && r->hold_stderr &&
+	    r->setup_err.len < HOLD_MAX) {
+		sbx_buf_append(&r->setup_err, buf, (size_t)n);
+		return 1;
+	}
+	sbx_capture_add(s->cap, buf, (size_t)n);
+	if (s->sink >= 0 && sbx_write_all(s->sink, buf, (size_t)n) == -1) {
+		/* Our reader went away: stop reading, so the command gets
+		 * EPIPE or SIGPIPE just as it would without sbx. */
+		s->sink = -1;
+		close(s->fd);
+		s->fd = -1;
+	}
+	return 1;
+}
+
+static void
+flush_held(struct sbx_run *r, struct stream *err)
+{
+	if (r->setup_err.len == 0)
+		return;
+	sbx_capture_add(err->cap, r->setup_err.p, r->setup_err.len);
+	if (err->sink >= 0)
+		(void)sbx_write_all(err->sink, r->setup_err.p,
+		    r->setup_err.len);
+	sbx_buf_reset(&r->setup_err);
+}
+
+int
+sbx_run_sandbox(struct sbx_run *r, struct sbx_error *e)
+{
+	struct pollfd	 pfd[5];
+	struct stream	 out, err;
+	char		 buf[65536], stbuf[256];
+	size_t		 stlen = 0;
+	int		 po[2] = { -1, -1 }, pe[2] = { -1, -1 };
+	int		 ps[2] = { -1, -1 }, pc[2] = { -1, -1 };
+	int		 stfd, pidfd = -1, reaped = 0, wstatus = 0, n, i;
+	long long	 start, now, last, term_at = 0, drain_at = 0, dl;
+	int		 killed = 0;
+	char		 c;
+
+	sbx_capture_init(&r->out, r->max_output, r->capture);
+	sbx_capture_init(&r->err, r->max_output, r->capture);
+	if (pipe2(po, O_CLOEXEC) == -1 || pipe2(pe, O_CLOEXEC) == -1 ||
+	    pipe2(ps, O_CLOEXEC) == -1 || pipe2(pc, O_CLOEXEC) == -1) {
+		sbx_error_sys(e, "pipe_failed", "pipe");
+		goto fail;
+	}
+	start = last = sbx_now_ms();
+	r->bwrap_pid = fork();
+	if (r->bwrap_pid == -1) {
+		sbx_error_sys(e, "fork_failed", "fork");
+		goto fail;
+	}
+	if (r->bwrap_pid == 0)
+		child_exec(r, r->stdin_fd, po[1], pe[1], ps[1], pc[0]);
+	close(po[1]);
+	close(pe[1]);
+	close(ps[1]);
+	close(pc[0]);
+	po[1] = pe[1] = ps[1] = pc[0] = -1;
+	/* A pidfd makes bwrap's exit pollable; without one (old kernels)
+	 * the loop polls waitpid() every 50 ms. */
+	pidfd = (int)syscall(SYS_pidfd_open, r->bwrap_pid, 0);
+
+	out.fd = po[0];
+	out.sink = r->out_fd;
+	out.cap = &r->out;
+	err.fd = pe[0];
+	err.sink = r->err_fd;
+	err.cap = &r->err;
+	stfd = ps[0];
+	po[0] = pe[0] = ps[0] = -1;
+
+	for (;;) {
+		now = sbx_now_ms();
+		if (reaped && ((out.fd < 0 && err.fd < 0 && stfd < 0) ||
+		    now >= drain_at))
+			break;
+		/* Deadlines: inactivity, wall time, kill grace, drain. */
+		if (!reaped && !term_at && r->idle_timeout_ms > 0 &&
+		    now - last >= r->idle_timeout_ms) {
+			r->killed_by = "timeout";
+			r->limit = "idle";
+			term_at = now;
+			(void)!write(pc[1], "T", 1);
+		}
+		if (!reaped && !term_at && r->wall_timeout_ms > 0 &&
+		    now - start >= r->wall_timeout_ms) {
+			r->killed_by = "timeout";
+			r->limit = "wall_time";
+			term_at = now;
+			(void)!write(pc[1], "T", 1);
+		}
+		if (!reaped && term_at && !killed &&
+		    now - term_at >= SBX_KILL_GRACE_MS) {
+			(void)!write(pc[1], "K", 1);
+			kill(r->bwrap_pid, SIGKILL);
+			killed = 1;
+		}
+		dl = -1;
+		if (reaped)
+			dl = drain_at - now;
+		else if (term_at && !killed)
+			dl = term_at + SBX_KILL_GRACE_MS - now;
+		else if (!term_at && r->idle_timeout_ms > 0)
+			dl = last + r->idle_timeout_ms - now;
+		if (!reaped && !term_at && r->wall_timeout_ms > 0 &&
+		    (dl < 0 || start + r->wall_timeout_ms - now < dl))
+			dl = start + r->wall_timeout_ms - now;
+		if (!reaped && pidfd < 0 && (dl < 0 || dl > 50))
+			dl = 50;
+		if (dl < 0 && dl != -1)
+			dl = 0;
+
+		n = 0;
+		pfd[n].fd = stfd;	pfd[n++].events = POLLIN;
+		pfd[n].fd = out.fd;	pfd[n++].events = POLLIN;
+		pfd[n].fd = err.fd;	pfd[n++].events = POLLIN;
+		pfd[n].fd = reaped ? -1 : pidfd; pfd[n++].events = POLLIN;
+		pfd[n].fd = (reaped || killed) ? -1 : r->signal_fd;
+		pfd[n++].events = POLLIN;
+		if (poll(pfd, (nfds_t)n, dl > 0x7fffffff ? 0x7fffffff :
+		    (int)dl) == -1) {
+			if (errno == EINTR)
+				continue;
+			sbx_error_sys(e, "poll_failed", "poll");
+			break;
+		}
+		/* Status first: "ready" must be seen before the stderr
+		 * that follows it is judged. */
+		if (stfd >= 0 && (pfd[0].revents & (POLLIN | POLLHUP))) {
+			ssize_t k = read(stfd, stbuf + stlen,
+			    sizeof(stbuf) - 1 - stlen);
+			if (k <= 0 && !(k == -1 && errno == EINTR)) {
+				close(stfd);
+				stfd = -1;
+			} else if (k > 0) {
+				char *nl, *p = stbuf;
+				stlen += (size_t)k;
+				stbuf[stlen] = '\0';
+				while ((nl = strchr(p, '\n')) != NULL) {
+					int was = r->started;
+					*nl = '\0';
+					status_line(r, p);
+					if (!was && r->started) {
+						flush_held(r, &err);
+						notify(r, 'R', 0);
+					}
+					if (r->exec_errno)
+						notify(r, 'E',
+						    r->exec_errno);
+					p = nl + 1;
+				}
+				stlen -= (size_t)(p - stbuf);
+				memmove(stbuf, p, stlen);
+				if (stlen == sizeof(stbuf) - 1)
+					stlen = 0;
+			}
+		}
+		if (out.fd >= 0 && (pfd[1].revents & (POLLIN | POLLHUP |
+		    POLLERR))) {
+			last = sbx_now_ms();
+			relay(r, &out, 0, buf, sizeof(buf));
+		}
+		if (err.fd >= 0 && (pfd[2].revents & (POLLIN | POLLHUP |
+		    POLLERR))) {
+			last = sbx_now_ms();
+			relay(r, &err, 1, buf, sizeof(buf));
+		}
+		if (r->signal_fd >= 0 && (pfd[4].revents & POLLIN) &&
+		    read(r->signal_fd, &c, 1) == 1) {
+			if (r->killed_by == NULL)
+				r->killed_by = "user";
+			r->user_signal = (unsigned char)c;
+			if (c == SIGUSR1 || term_at) {
+				/* Forced, or asked twice: no grace. */
+				(void)!write(pc[1], "K", 1);
+				kill(r->bwrap_pid, SIGKILL);
+				killed = 1;
+			} else {
+				(void)!write(pc[1], "T", 1);
+			}
+			if (!term_at)
+				term_at = sbx_now_ms();
+		}
+		if (!reaped && (pidfd < 0 || (pfd[3].revents & POLLIN))) {
+			pid_t w = waitpid(r->bwrap_pid, &wstatus, WNOHANG);
+			if (w == r->bwrap_pid || (w == -1 && errno == ECHILD)) {
+				reaped = 1;
+				r->duration_ms = sbx_now_ms() - start;
+				drain_at = sbx_now_ms() + DRAIN_MS;
+				/* Everything inside is dead now; let
+				 * sbx-init's ctl pipe go. */
+				close(pc[1]);
+				pc[1] = -1;
+			}
+		}
+	}
+	if (!reaped) {
+		kill(r->bwrap_pid, SIGKILL);
+		while (waitpid(r->bwrap_pid, &wstatus, 0) == -1 &&
+		    errno == EINTR)
+			;
+		r->duration_ms = sbx_now_ms() - start;
+	}
+	if (!r->started) {
+		notify(r, 'F', 0);
+		if (!r->hold_stderr)
+			sbx_buf_reset(&r->setup_err);
+	} else {
+		flush_held(r, &err);
+	}
+	if (r->started && r->exit_code < 0) {
+		/* sbx-init never reported: it was killed with the
+		 * sandbox (our SIGKILL); take bwrap's word. */
+		if (WIFSIGNALED(wstatus)) {
+			r->signo = WTERMSIG(wstatus);
+			r->exit_code = 128 + r->signo;
+		} else if (WIFEXITED(wstatus))
+			r->exit_code = WEXITSTATUS(wstatus);
+	}
+	if (!r->started && WIFEXITED(wstatus))
+		r->exit_code = WEXITSTATUS(wstatus);
+	if (out.fd >= 0)
+		close(out.fd);
+	if (err.fd >= 0)
+		close(err.fd);
+	if (stfd >= 0)
+		close(stfd);
+	if (pidfd >= 0)
+		close(pidfd);
+	if (pc[1] >= 0)
+		close(pc[1]);
+	return 0;
+fail:
+	for (i = 0; i < 2; i++) {
+		if (po[i] >= 0) close(po[i]);
+		if (pe[i] >= 0) close(pe[i]);
+		if (ps[i] >= 0) close(ps[i]);
+		if (pc[i] >= 0) close(pc[i]);
+	}
+	return -1;
+}

@@ -1,0 +1,49 @@
+/* run.h: running one sandbox and supervising it to the end. */
+#ifndef SBX_RUN_H
+#define SBX_RUN_H
+
+#include <sys/types.h>
+
+#include "buf.h"
+#include "capture.h"
+#include "error.h"
+#include "sandbox.h"
+
+/* Grace between SIGTERM to the whole sandbox and SIGKILL. */
+#define SBX_KILL_GRACE_MS	3000
+
+struct sbx_run {
+	/* in */
+	char *const	 *bwrap_argv;
+	int		  slot[SBX_FD_MAX + 1];	/* fds for SBX_FD_*; -1 */
+	int		  stdin_fd;		/* -1: /dev/null */
+	int		  out_fd, err_fd;	/* relay targets, or -1 */
+	int		  capture;		/* keep output (max_output) */
+	size_t		  max_output;
+	long long	  idle_timeout_ms;	/* 0: none */
+	long long	  wall_timeout_ms;	/* 0: none */
+	int		  signal_fd;		/* caller's signal self-pipe */
+	int		  notify_fd;		/* "R\n", "E<errno>\n", "F\n" */
+	int		  hold_stderr;		/* until ready (setup errors) */
+
+	/* out */
+	pid_t		  bwrap_pid;
+	int		  started;		/* sbx-init reported ready */
+	int		  exit_code;		/* -1: unknown */
+	int		  signo;		/* killed by this signal */
+	int		  exec_errno;		/* exec of the command failed */
+	int		  nopipefail;
+	const char	 *killed_by;		/* "timeout", "user", NULL */
+	const char	 *limit;		/* "wall_time", ... */
+	int		  user_signal;
+	long long	  duration_ms;
+	struct sbx_capture out, err;
+	struct sbx_buf	  setup_err;		/* stderr before ready */
+};
+
+void	sbx_run_init(struct sbx_run *);
+int	sbx_run_sandbox(struct sbx_run *, struct sbx_error *);
+void	sbx_run_release(struct sbx_run *);
+long long sbx_now_ms(void);
+
+#endif

@@ -1,0 +1,183 @@
+/* sandbox.c: the bwrap command line of an sbx sandbox. */
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sandbox.h"
+
+/*
+ * The system directories visible inside, read-only.  On merged-/usr
+ * systems /bin, /lib... are symlinks into /usr and are recreated as such;
+ * elsewhere they are bound read-only.
+ */
+static const char *const sys_dirs[] = {
+	"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+};
+
+/*
+ * The /etc files a dynamically linked program, a shell and TLS clients need.
+ * Deliberately not: passwd, group, shadow, hosts (synthesized instead),
+ * resolv.conf (only with host networking), machine-id (a host fingerprint),
+ * ssh, sudoers, and everything else.
+ */
+static const char *const etc_files[] = {
+	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
+	"/etc/alternatives", "/etc/nsswitch.conf", "/etc/localtime",
+	"/etc/ssl", "/etc/ca-certificates", "/etc/protocols",
+	"/etc/services", "/etc/os-release", "/etc/debian_version",
+	"/etc/bash.bashrc", "/etc/profile", "/etc/inputrc", "/etc/mime.types",
+	"/etc/gai.conf", "/etc/host.conf", "/etc/timezone",
+	"/etc/locale.alias", "/etc/terminfo", "/etc/magic",
+};
+
+static int
+push2(struct sbx_strv *v, const char *a, const char *b)
+{
+	return sbx_strv_push(v, a) | sbx_strv_push(v, b);
+}
+
+static int
+push3(struct sbx_strv *v, const char *a, const char *b, const char *c)
+{
+	return sbx_strv_push(v, a) | sbx_strv_push(v, b) | sbx_strv_push(v, c);
+}
+
+int
+sbx_sandbox_argv(const struct sbx_sandbox *sb, struct sbx_strv *v,
+    struct sbx_error *e)
+{
+	char		 target[PATH_MAX], fdpath[64];
+	struct stat	 st;
+	ssize_t		 n;
+	size_t		 i;
+	int		 rc = 0;
+
+	rc |= sbx_strv_push(v, sb->bwrap);
+	/*
+	 * Every namespace: the user namespace makes the rest possible
+	 * without privilege, pid hides and fences other processes, ipc and
+	 * uts keep SysV objects and the hostname private, cgroup hides the
+	 * host's hierarchy.  The network namespace is left out only for the
+	 * explicit `outbound` mode.
+	 */
+	rc |= sbx_strv_push(v, "--unshare-user");
+	rc |= sbx_strv_push(v, "--unshare-ipc");
+	rc |= sbx_strv_push(v, "--unshare-pid");
+	rc |= sbx_strv_push(v, "--unshare-uts");
+	rc |= sbx_strv_push(v, "--unshare-cgroup-try");
+	if (strcmp(sb->network, SBX_NET_OUTBOUND) != 0)
+		rc |= sbx_strv_push(v, "--unshare-net");
+	/* Nested user namespaces are the entry point of most namespace
+	 * kernel bugs and of escapes from the other restrictions. */
+	if (sb->disable_userns)
+		rc |= sbx_strv_push(v, "--disable-userns");
+	/* Dies when sbx dies; own session so TIOCSTI cannot reach the
+	 * caller's terminal (CVE-2017-5226); no capabilities at all. */
+	rc |= sbx_strv_push(v, "--die-with-parent");
+	rc |= sbx_strv_push(v, "--new-session");
+	rc |= push2(v, "--cap-drop", "ALL");
+	/* sbx-init is pid 1: when the command ends, init exits and the
+	 * kernel kills everything left in the pid namespace. */
+	rc |= sbx_strv_push(v, "--as-pid-1");
+	rc |= push2(v, "--hostname", "sbx");
+
+	rc |= push3(v, "--ro-bind", "/usr", "/usr");
+	for (i = 0; i < sizeof(sys_dirs) / sizeof(*sys_dirs); i++) {
+		if (lstat(sys_dirs[i], &st) == -1)
+			continue;
+		if (S_ISLNK(st.st_mode)) {
+			n = readlink(sys_dirs[i], target, sizeof(target) - 1);
+			if (n <= 0)
+				continue;
+			target[n] = '\0';
+			rc |= push3(v, "--symlink", target, sys_dirs[i]);
+		} else if (S_ISDIR(st.st_mode))
+			rc |= push3(v, "--ro-bind", sys_dirs[i], sys_dirs[i]);
+	}
+	for (i = 0; i < sizeof(etc_files) / sizeof(*etc_files); i++)
+		rc |= push3(v, "--ro-bind-try", etc_files[i], etc_files[i]);
+	if (strcmp(sb->network, SBX_NET_OUTBOUND) == 0)
+		rc |= push3(v, "--ro-bind-try", "/etc/resolv.conf",
+		    "/etc/resolv.conf");
+	rc |= push3(v, "--ro-bind-data", "9", "/etc/passwd");
+	rc |= push3(v, "--ro-bind-data", "10", "/etc/group");
+	rc |= push3(v, "--ro-bind-data", "11", "/etc/hosts");
+
+	/* A fresh /proc of the new pid namespace, a minimal /dev. */
+	rc |= push2(v, "--proc", "/proc");
+	rc |= push2(v, "--dev", "/dev");
+	rc |= push2(v, "--perms", "1777");
+	if (sb->tmp_size > 0) {
+		rc |= sbx_strv_push(v, "--size");
+		rc |= sbx_strv_pushf(v, "%llu", sb->tmp_size);
+	}
+	rc |= push2(v, "--tmpfs", "/tmp");
+	rc |= push2(v, "--perms", "1777");
+	rc |= push2(v, "--size", "67108864");
+	rc |= push2(v, "--tmpfs", "/dev/shm");
+
+	/*
+	 * Writable places, bound from descriptors that sbx opened without
+	 * following symlinks: what was validated is what gets mounted, even
+	 * if a path component is swapped meanwhile.
+	 */
+	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", SBX_FD_HOME);
+	rc |= push3(v, "--bind", fdpath, sb->home);
+	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", SBX_FD_OUTPUT);
+	rc |= push3(v, "--bind", fdpath, SBX_IN_OUTPUT);
+	if (sb->workdir != NULL) {
+		snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d",
+		    SBX_FD_WORKDIR);
+		rc |= push3(v, "--bind", fdpath, sb->workdir);
+	}
+	rc |= push3(v, "--ro-bind", sb->init, SBX_IN_INIT);
+	/* Nothing else under / may be written: the root tmpfs, /etc, /run
+	 * and the mount points become read-only. */
+	rc |= push2(v, "--remount-ro", "/");
+	rc |= push2(v, "--remount-ro", "/dev");
+	rc |= push2(v, "--chdir", sb->cwd);
+	if (sb->seccomp) {
+		rc |= sbx_strv_push(v, "--seccomp");
+		rc |= sbx_strv_pushf(v, "%d", SBX_FD_SECCOMP);
+	}
+	/* The command comes after `--`: nothing in it is read as an
+	 * option by bwrap or by sbx-init. */
+	rc |= sbx_strv_push(v, "--");
+	rc |= sbx_strv_push(v, SBX_IN_INIT);
+	if (sb->shell != NULL) {
+		rc |= sbx_strv_push(v, "-c");
+		rc |= sbx_strv_push(v, "--");
+		rc |= sbx_strv_push(v, sb->shell);
+	} else {
+		rc |= sbx_strv_push(v, "--");
+		for (i = 0; sb->argv[i] != NULL; i++)
+			rc |= sbx_strv_push(v, sb->argv[i]);
+	}
+	if (rc != 0)
+		return sbx_error_sys(e, "nomem", "building the bwrap command");
+	return 0;
+}
+
+int
+sbx_sandbox_etc(const struct sbx_sandbox *sb, uid_t uid, gid_t gid,
+    struct sbx_buf *pw, struct sbx_buf *gr, struct sbx_buf *hosts)
+{
+	int	 rc = 0;
+
+	/* The sandbox user carries the agent's name, never the host's. */
+	rc |= sbx_buf_printf(pw, "%s:x:%u:%u:sbx agent %s:%s:/bin/sh\n",
+	    sb->agent, (unsigned)uid, (unsigned)gid, sb->agent, sb->home);
+	if (uid != 65534)
+		rc |= sbx_buf_puts(pw,
+		    "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n");
+	rc |= sbx_buf_printf(gr, "%s:x:%u:\n", sb->agent, (unsigned)gid);
+	if (gid != 65534)
+		rc |= sbx_buf_puts(gr, "nogroup:x:65534:\n");
+	rc |= sbx_buf_puts(hosts, "127.0.0.1\tlocalhost\n127.0.1.1\tsbx\n"
+	    "::1\tlocalhost ip6-localhost ip6-loopback\n");
+	return rc ? -1 : 0;
+}

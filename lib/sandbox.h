@@ -1,0 +1,59 @@
+/* sandbox.h: what a sandbox looks like, as bubblewrap arguments. */
+#ifndef SBX_SANDBOX_H
+#define SBX_SANDBOX_H
+
+#include <sys/types.h>
+
+#include "buf.h"
+#include "error.h"
+
+/*
+ * File descriptors as the bwrap process sees them.  The run engine dup2()s
+ * everything into these slots and closes every other descriptor, so that
+ * nothing of sbx leaks into bwrap and, through sbx-init, into the sandbox.
+ */
+#define SBX_FD_STATUS	3	/* sbx-init -> sbx: ready, exec errors, exit */
+#define SBX_FD_CTL	4	/* sbx -> sbx-init: T(erminate), K(ill) */
+#define SBX_FD_ENV	5	/* sealed memfd: NAME=VALUE\0... for inside */
+#define SBX_FD_HOME	6	/* O_PATH of the agent's home */
+#define SBX_FD_OUTPUT	7	/* O_PATH of output/<agent> */
+#define SBX_FD_WORKDIR	8	/* O_PATH of --workdir, if any */
+#define SBX_FD_PASSWD	9	/* memfds for synthesized /etc files */
+#define SBX_FD_GROUP	10
+#define SBX_FD_HOSTS	11
+#define SBX_FD_SECCOMP	12	/* BPF program, if any */
+#define SBX_FD_MAX	12
+
+/* Where things are inside the sandbox. */
+#define SBX_IN_INIT	"/run/sbx/init"
+#define SBX_IN_OUTPUT	"/output"
+#define SBX_IN_AGENTS	"/workspace/agents"
+#define SBX_SANDBOX_PATH \
+	"/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
+
+#define SBX_NET_NONE		"none"
+#define SBX_NET_OUTBOUND	"outbound"
+
+struct sbx_sandbox {
+	const char	 *bwrap;	/* absolute path */
+	const char	 *init;		/* host path of sbx-init */
+	const char	 *agent;
+	const char	 *home;		/* inside: /workspace/agents/<agent> */
+	const char	 *workdir;	/* canonical host path = inside path */
+	const char	 *cwd;		/* inside */
+	const char	 *network;	/* SBX_NET_* */
+	int		  disable_userns;
+	int		  seccomp;	/* pass SBX_FD_SECCOMP */
+	unsigned long long tmp_size;	/* bytes for /tmp, 0 = bwrap default */
+	char *const	 *argv;		/* the command, or NULL with shell */
+	const char	 *shell;	/* -c string, or NULL */
+};
+
+/* Build the full bwrap argv (argv[0] = bwrap path) into out. */
+int	sbx_sandbox_argv(const struct sbx_sandbox *, struct sbx_strv *out,
+	    struct sbx_error *);
+/* Contents of the synthesized /etc/passwd, /etc/group and /etc/hosts. */
+int	sbx_sandbox_etc(const struct sbx_sandbox *, uid_t, gid_t,
+	    struct sbx_buf *passwd, struct sbx_buf *group, struct sbx_buf *hosts);
+
+#endif

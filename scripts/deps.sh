@@ -1,0 +1,56 @@
+#!/bin/sh
+# deps.sh: install what sbx needs to build, run and test; idempotent.
+#
+# On Debian/Ubuntu the missing packages are installed with apt-get (as root,
+# or through sudo).  Elsewhere the script prints what it would need and
+# exits 69 when something is missing.
+set -eu
+
+# Build dependencies (pkg-config names) and the Debian packages that carry them.
+BUILD_PKGS="build-essential pkg-config libjansson-dev libsodium-dev libseccomp-dev libcurl4-openssl-dev libarchive-dev"
+# Runtime tools.
+RUN_PKGS="bubblewrap socat ripgrep"
+# Tests, lint and benchmarks.
+TEST_PKGS="bats perl iproute2 curl python3 mandoc shellcheck libxml2-utils hyperfine util-linux procps busybox-static openssl clang-format"
+
+missing=""
+for p in $BUILD_PKGS $RUN_PKGS $TEST_PKGS; do
+	if command -v dpkg-query >/dev/null 2>&1; then
+		st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+		case "$st" in
+		*"install ok installed"*) ;;
+		*) missing="$missing $p" ;;
+		esac
+	else
+		missing="$missing $p"
+	fi
+done
+
+if [ -z "$missing" ]; then
+	echo "deps.sh: all dependencies present"
+	exit 0
+fi
+
+if ! command -v apt-get >/dev/null 2>&1; then
+	echo "deps.sh: not a Debian-like system; please install:$missing" >&2
+	echo "deps.sh: (pkg-config: jansson libsodium libseccomp libcurl libarchive;" \
+	    "tools: bwrap socat rg bats prove)" >&2
+	exit 69
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+	if command -v sudo >/dev/null 2>&1; then
+		SUDO="sudo"
+	else
+		echo "deps.sh: need root to install:$missing" >&2
+		exit 77
+	fi
+fi
+
+echo "deps.sh: installing:$missing"
+export DEBIAN_FRONTEND=noninteractive
+# shellcheck disable=SC2086
+$SUDO apt-get update -qq
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -qq --no-install-recommends $missing
