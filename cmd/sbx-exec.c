@@ -209,7 +209,7 @@ parse_sub(int argc, char *argv[])
 	unsigned long long	 v;
 	int			 ch, npos = 0;
 
-	optind = 1;
+	optind = 0;	/* 0: re-read the optstring flags */
 	while ((ch = getopt_long(argc, argv, "-a:t:jqvh", longopts, NULL))
 	    != -1) {
 		switch (ch) {
@@ -1413,6 +1413,11 @@ sub_kill(struct sbx_root *root, const char *agent)
 		for (i = 0; i < 500 && sbx_job_alive(rec); i++)
 			usleep(10000);
 	}
+	if (killed) {
+		json_decref(rec);
+		rec = load_job(root, agent, id, &jobs_fd);
+		job_status_fields(res, rec, &alive);
+	}
 	json_object_set_new(res, "killed", json_boolean(killed));
 	json_object_set_new(res, "signal", json_string(O.force ? "KILL" :
 	    "TERM"));
@@ -1497,6 +1502,7 @@ sub_ps(struct sbx_root *root, const char *agent)
 		struct sbx_buf b = SBX_BUF_INIT;
 		json_t *c, *cmd;
 		size_t k;
+		char code[24];
 		row = json_array_get(jobs, i);
 		cmd = json_object_get(row, "command");
 		json_array_foreach(cmd, k, c) {
@@ -1506,15 +1512,18 @@ sub_ps(struct sbx_root *root, const char *agent)
 			if (s)
 				sbx_str_escape_line(&b, s, strlen(s));
 		}
+		if (json_object_get(row, "exit_code"))
+			snprintf(code, sizeof(code), "%lld", (long long)
+			    json_integer_value(json_object_get(row,
+			    "exit_code")));
+		else
+			snprintf(code, sizeof(code), "-");
 		printf("%-16s  %-7s  %-4s  %-20s  %s\n",
 		    json_string_value(json_object_get(row, "job")),
-		    json_string_value(json_object_get(row, "state")),
-		    json_object_get(row, "exit_code") ? "" : "-",
+		    json_string_value(json_object_get(row, "state")), code,
 		    json_string_value(json_object_get(row, "started_at")) ?
 		    json_string_value(json_object_get(row, "started_at")) : "",
 		    b.p ? b.p : "");
-		if (json_object_get(row, "exit_code"))
-			;
 		sbx_buf_release(&b);
 	}
 	json_decref(jobs);

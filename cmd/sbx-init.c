@@ -9,8 +9,10 @@
  * secrets among them, never appear in bwrap's argv or environment), reports
  * on fd 3 and takes orders on fd 4:
  *
- *	fd 3 (out): "ready\n", "warn nopipefail\n", "exec ERRNO\n",
- *		    "exit CODE\n" or "signal SIGNO\n"
+ *	fd 3 (out): "ready\n" (the sandbox is set up), "warn nopipefail\n",
+ *		    then "running\n" (the command was executed) or
+ *		    "exec ERRNO\n" (it could not be), then "exit CODE\n" or
+ *		    "signal SIGNO\n"
  *	fd 4 (in):  'T' terminate (SIGTERM + SIGCONT to everything),
  *		    'K' kill everything; end of file = sbx is gone, kill.
  *
@@ -30,6 +32,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,13 +45,16 @@
 
 extern char **environ;
 
-static void
-report(const char *fmt, int n)
+static void __attribute__((format(printf, 1, 2)))
+report(const char *fmt, ...)
 {
 	char	 line[64];
 	int	 len;
+	va_list	 ap;
 
-	len = snprintf(line, sizeof(line), fmt, n);
+	va_start(ap, fmt);
+	len = vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
 	if (len > 0)
 		(void)!write(FD_STATUS, line, (size_t)len);
 }
@@ -127,6 +133,8 @@ main(int argc, char *argv[])
 	char			**envp, **cmd, *shargv[6], c;
 	pid_t			 child, pid;
 	int			 sfd, status, shell = 0, i, ctl_open = 1;
+	int			 ep[2], err = 0;
+	ssize_t			 r;
 
 	if (getpid() != 1) {
 		fprintf(stderr, "sbx-init: internal helper of sbx-exec; "
@@ -167,7 +175,7 @@ main(int argc, char *argv[])
 	}
 	fcntl(FD_STATUS, F_SETFD, FD_CLOEXEC);
 	fcntl(FD_CTL, F_SETFD, FD_CLOEXEC);
-	report("ready\n", 0);
+	report("ready\n");
 
 	if (shell) {
 		if (access("/bin/bash", X_OK) == 0) {
@@ -178,7 +186,7 @@ main(int argc, char *argv[])
 			shargv[4] = cmd[0];
 			shargv[5] = NULL;
 		} else {
-			report("warn nopipefail\n", 0);
+			report("warn nopipefail\n");
 			shargv[0] = "sh";
 			shargv[1] = "-c";
 			shargv[2] = cmd[0];
@@ -187,7 +195,9 @@ main(int argc, char *argv[])
 		cmd = shargv;
 	}
 
-	if ((child = fork()) == -1) {
+	/* A close-on-exec pipe tells whether the exec happened: EOF means
+	 * it did, an errno means it did not. */
+	if (pipe2(ep, O_CLOEXEC) == -1 || (child = fork()) == -1) {
 		report("exec %d\n", errno);
 		return 126;
 	}
@@ -196,9 +206,18 @@ main(int argc, char *argv[])
 		signal(SIGPIPE, SIG_DFL);
 		environ = envp;
 		execvp(cmd[0], cmd);
-		report("exec %d\n", errno);
-		_exit(errno == ENOENT ? 127 : 126);
+		err = errno;
+		(void)!write(ep[1], &err, sizeof(err));
+		_exit(err == ENOENT ? 127 : 126);
 	}
+	close(ep[1]);
+	while ((r = read(ep[0], &err, sizeof(err))) == -1 && errno == EINTR)
+		;
+	close(ep[0]);
+	if (r == (ssize_t)sizeof(err))
+		report("exec %d\n", err);
+	else
+		report("running\n");
 
 	pfd[0].fd = sfd;
 	pfd[0].events = POLLIN;
@@ -211,7 +230,7 @@ main(int argc, char *argv[])
 			break;
 		}
 		if (ctl_open && (pfd[1].revents & (POLLIN | POLLHUP | POLLERR))) {
-			ssize_t r = read(FD_CTL, &c, 1);
+			r = read(FD_CTL, &c, 1);
 			if (r == 1 && c == 'T') {
 				kill(-1, SIGTERM);
 				kill(-1, SIGCONT);

@@ -115,6 +115,8 @@ status_line(struct sbx_run *r, const char *line)
 
 	if (strcmp(line, "ready") == 0) {
 		r->started = 1;
+	} else if (strcmp(line, "running") == 0) {
+		r->running = 1;
 	} else if (strcmp(line, "warn nopipefail") == 0) {
 		r->nopipefail = 1;
 	} else if (sscanf(line, "exec %d", &n) == 1) {
@@ -293,10 +295,10 @@ sbx_run_sandbox(struct sbx_run *r, struct sbx_error *e)
 					int was = r->started;
 					*nl = '\0';
 					status_line(r, p);
-					if (!was && r->started) {
+					if (!was && r->started)
 						flush_held(r, &err);
+					if (r->running)
 						notify(r, 'R', 0);
-					}
 					if (r->exec_errno)
 						notify(r, 'E',
 						    r->exec_errno);

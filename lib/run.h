@@ -23,12 +23,13 @@ struct sbx_run {
 	long long	  idle_timeout_ms;	/* 0: none */
 	long long	  wall_timeout_ms;	/* 0: none */
 	int		  signal_fd;		/* caller's signal self-pipe */
-	int		  notify_fd;		/* "R\n", "E<errno>\n", "F\n" */
+	int		  notify_fd;		/* once: R0 running, E<errno>, F0 */
 	int		  hold_stderr;		/* until ready (setup errors) */
 
 	/* out */
 	pid_t		  bwrap_pid;
 	int		  started;		/* sbx-init reported ready */
+	int		  running;		/* the command was executed */
 	int		  exit_code;		/* -1: unknown */
 	int		  signo;		/* killed by this signal */
 	int		  exec_errno;		/* exec of the command failed */
