@@ -25,6 +25,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <sched.h>
 #define SBX_SECCOMP_WANT_LIBSECCOMP	/* see the end of seccomp.h */
 #include <seccomp.h>
@@ -230,13 +231,13 @@ rule(scmp_filter_ctx ctx, uint32_t action, const char *name,
 	 */
 	if (nr < 0)
 		return 0;
-	rc = seccomp_rule_add_array(ctx, action, nr, argc, cmp);
-	if (rc < 0) {
-		errno = -rc;
+	if ((rc = seccomp_rule_add_array(ctx, action, nr, argc, cmp)) < 0) {
 		sbx_error_set(e, SBX_K_UNAVAILABLE, NULL, "seccomp_unavailable",
 		    "cannot add the seccomp rule for %s: %s", name,
 		    strerror(-rc));
-		e->sys_errno = -rc;
+		if (e != NULL)
+			e->sys_errno = -rc;
+		errno = -rc;
 		return -1;
 	}
 	return 0;
@@ -416,9 +417,7 @@ export_error(struct sbx_error *e, const char *what)
 	return -1;
 }
 
-/*
- * Compiles the policy into buf (PROG_MAX bytes); sets *lenp.
- */
+/* Compiles the policy into buf (PROG_MAX bytes) and sets *lenp. */
 static int
 build(unsigned char *buf, size_t *lenp, struct sbx_error *e)
 {
@@ -432,12 +431,12 @@ build(unsigned char *buf, size_t *lenp, struct sbx_error *e)
 		return sbx_error_set(e, SBX_K_UNAVAILABLE, NULL,
 		    "seccomp_unavailable", "cannot initialise libseccomp");
 	/*
-	 * Only the native ABI: a sandbox has no use for i386 or x32 code,
-	 * and a second ABI is a second set of syscall numbers for every
-	 * rule to get right.  Calls from a foreign ABI kill the process.
+	 * Only the native ABI: a sandbox has no use for i386 code, and a
+	 * second ABI is a second set of syscall numbers for every rule to
+	 * get right.  Calls from a foreign ABI kill the process.
 	 * KILL_PROCESS needs Linux 4.14; where libseccomp cannot confirm
-	 * it (for instance when seccomp(2) itself is filtered), killing
-	 * the thread still keeps the call from running.
+	 * it (when seccomp(2) is itself filtered, say), killing the thread
+	 * still keeps the call from running.
 	 */
 	if (seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH,
 	    SCMP_ACT_KILL_PROCESS) < 0 &&
@@ -474,11 +473,7 @@ build(unsigned char *buf, size_t *lenp, struct sbx_error *e)
 		    (long long)st.st_size);
 		goto fail;
 	}
-	while (off < sizeof(x32_prefix) * 0 + (size_t)st.st_size + off) {
-		break;
-	}
-	r = pread(fd, buf + off, (size_t)st.st_size, 0);
-	if (r != st.st_size) {
+	if ((r = pread(fd, buf + off, (size_t)st.st_size, 0)) != st.st_size) {
 		if (r >= 0)
 			errno = EIO;
 		export_error(e, "reading the exported program");
@@ -493,4 +488,183 @@ fail:
 		close(fd);
 	seccomp_release(ctx);
 	return -1;
+}
+
+/*
+ * seccomp-<hex SHA-256 over the policy id, a NUL and the native
+ * architecture token>.bpf
+ */
+static void
+cache_name(char *name, size_t size)
+{
+	crypto_hash_sha256_state	 st;
+	unsigned char			 h[crypto_hash_sha256_BYTES];
+	char				 arch[16], hex[sizeof(h) * 2 + 1];
+
+	snprintf(arch, sizeof(arch), "%08" PRIx32, seccomp_arch_native());
+	crypto_hash_sha256_init(&st);
+	crypto_hash_sha256_update(&st, (const unsigned char *)POLICY_ID,
+	    sizeof(POLICY_ID));
+	crypto_hash_sha256_update(&st, (const unsigned char *)arch,
+	    strlen(arch));
+	crypto_hash_sha256_final(&st, h);
+	sodium_bin2hex(hex, sizeof(hex), h, sizeof(h));
+	snprintf(name, size, CACHE_PREFIX "%s" CACHE_SUFFIX, hex);
+}
+
+/* The cached program, if it is one we can trust; else -1. */
+static int
+cache_open(int dirfd, const char *name)
+{
+	struct stat	 st;
+	int		 fd, fl;
+
+	/*
+	 * O_NOFOLLOW: a symlink planted at the name is refused, not
+	 * followed to wherever it points.  O_NONBLOCK: a FIFO planted
+	 * there cannot make us wait.  Then the file must be a regular file
+	 * of ours that nobody else can write, holding a whole number of
+	 * BPF instructions; anything else is rebuilt.  The bytes are
+	 * trusted as far as the state root is: whoever can write there as
+	 * us could change the rest of sbx's state too.
+	 */
+	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW |
+	    O_NOCTTY | O_NONBLOCK);
+	if (fd == -1)
+		return -1;
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
+	    st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH)) ||
+	    st.st_size <= 0 || st.st_size % sizeof(struct sock_filter) != 0 ||
+	    (size_t)st.st_size > PROG_MAX)
+		goto bad;
+	if ((fl = fcntl(fd, F_GETFL)) == -1 ||
+	    fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == -1)
+		goto bad;
+	return fd;
+bad:
+	close(fd);
+	return -1;
+}
+
+/*
+ * Writes the program to the cache atomically (a temporary file, fsync,
+ * renameat over the name, which replaces a planted symlink rather than
+ * writing through it) and returns a read-only descriptor of the file
+ * written; -1 on any failure.
+ */
+static int
+cache_store(int dirfd, const char *name, const unsigned char *buf,
+    size_t len)
+{
+	struct stat	 ws, rs;
+	unsigned char	 rnd[8];
+	char		 hex[sizeof(rnd) * 2 + 1], tmp[64];
+	int		 wfd = -1, rfd = -1, tries, saved;
+
+	if (sodium_init() < 0)
+		return -1;
+	for (tries = 0; tries < 8; tries++) {
+		randombytes_buf(rnd, sizeof(rnd));
+		sodium_bin2hex(hex, sizeof(hex), rnd, sizeof(rnd));
+		snprintf(tmp, sizeof(tmp), ".seccomp-%s.tmp", hex);
+		wfd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL |
+		    O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
+		if (wfd != -1 || errno != EEXIST)
+			break;
+	}
+	if (wfd == -1)
+		return -1;
+	/* The umask may have taken bits from 0600; put them back. */
+	if (fchmod(wfd, 0600) == -1 || write_all(wfd, buf, len) == -1 ||
+	    fsync(wfd) == -1)
+		goto fail;
+	/*
+	 * Open the reader before the rename and check it is the file we
+	 * wrote, so that what we return is what we built.
+	 */
+	rfd = openat(dirfd, tmp, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+	if (rfd == -1 || fstat(wfd, &ws) == -1 || fstat(rfd, &rs) == -1 ||
+	    ws.st_dev != rs.st_dev || ws.st_ino != rs.st_ino)
+		goto fail;
+	if (renameat(dirfd, tmp, dirfd, name) == -1)
+		goto fail;
+	close(wfd);
+	return rfd;
+fail:
+	saved = errno;
+	unlinkat(dirfd, tmp, 0);
+	if (rfd != -1)
+		close(rfd);
+	close(wfd);
+	errno = saved;
+	return -1;
+}
+
+/* The program in a sealed memory file, for when there is no cache. */
+static int
+memfd_store(const unsigned char *buf, size_t len, struct sbx_error *e)
+{
+	char	 path[64];
+	int	 fd, rfd;
+
+	fd = memfd_create("sbx-seccomp", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd == -1)
+		return export_error(e, "memfd_create");
+	if (write_all(fd, buf, len) == -1 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW |
+	    F_SEAL_WRITE | F_SEAL_SEAL) == -1) {
+		export_error(e, "writing the program to memory");
+		close(fd);
+		return -1;
+	}
+	/*
+	 * Hand out a read-only descriptor.  Without /proc the sealed
+	 * descriptor is returned instead: its contents can no longer
+	 * change either.
+	 */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	if ((rfd = open(path, O_RDONLY | O_CLOEXEC)) != -1) {
+		close(fd);
+		return rfd;
+	}
+	if (lseek(fd, 0, SEEK_SET) == -1) {
+		export_error(e, "lseek");
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+int
+sbx_seccomp_fd(int cache_dirfd, struct sbx_error *e)
+{
+	unsigned char	*buf;
+	char		 name[CACHE_NAME_MAX];
+	size_t		 len = 0;
+	int		 fd = -1;
+
+	if (cache_dirfd >= 0) {
+		cache_name(name, sizeof(name));
+		if ((fd = cache_open(cache_dirfd, name)) != -1)
+			return fd;
+	}
+	if ((buf = malloc(PROG_MAX)) == NULL)
+		return export_error(e, "malloc");
+	if (build(buf, &len, e) == -1) {
+		free(buf);
+		return -1;
+	}
+	/* A cache that cannot be written is no reason not to run. */
+	if (cache_dirfd >= 0)
+		fd = cache_store(cache_dirfd, name, buf, len);
+	if (fd == -1)
+		fd = memfd_store(buf, len, e);
+	free(buf);
+	return fd;
+}
+
+const char *
+sbx_seccomp_policy_id(void)
+{
+	return POLICY_ID;
 }

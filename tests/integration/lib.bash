@@ -1,0 +1,39 @@
+# lib.bash: shared set-up for the bats integration tests (`load lib`).
+#
+# Every test gets its own state root and fake HOME under a fresh temp dir,
+# removed in teardown even when the test fails.
+
+: "${SBX_TEST_BUILD:=$(cd "$BATS_TEST_DIRNAME/../../build" && pwd)}"
+export SBX_EXEC_PATH="$SBX_TEST_BUILD/libexec/sbx"
+SBX="$SBX_TEST_BUILD/bin/sbx"
+HELPERS="$SBX_TEST_BUILD/tests/helpers"
+unset SBX_AGENT SBX_JSON SBX_BWRAP
+
+sbx_setup() {
+	TEST_ROOT=$(mktemp -d /tmp/sbx-test.XXXXXX)
+	chmod 0755 "$TEST_ROOT"
+	export SBX_HOME="$TEST_ROOT/state"
+	export HOME="$TEST_ROOT/home"
+	mkdir -p "$HOME"
+	WS="$SBX_HOME/workspace/agents/default"
+}
+
+sbx_teardown() {
+	# Make everything removable (tests chmod 000 things on purpose).
+	[ -n "${TEST_ROOT:-}" ] && chmod -R u+rwX "$TEST_ROOT" 2>/dev/null
+	[ -n "${TEST_ROOT:-}" ] && rm -rf "$TEST_ROOT"
+	return 0
+}
+
+setup() { sbx_setup; }
+teardown() { sbx_teardown; }
+
+sbx() { "$SBX" "$@"; }
+
+# json_get JSON JQ-FILTER: print the value (raw) of a jq filter.
+json_get() { printf '%s' "$1" | jq -r "$2"; }
+
+# A python3 that exists inside the sandbox (the host's /usr is visible).
+PY=/usr/bin/python3
+
+is_root() { [ "$(id -u)" -eq 0 ]; }
