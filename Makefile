@@ -100,13 +100,19 @@ $(B)/tests/helpers/%: tests/helpers/%.c
 
 tests: $(UNIT_BIN) $(HELP_BIN)
 
-check: all tests
+# Install what this machine lacks (idempotent; quick when nothing is).
+deps:
+	@sh scripts/deps.sh
+
+check: deps
+	@$(MAKE) --no-print-directory all tests
 	@B=$(B) sh tests/run.sh
 
 bench: all tests
 	@for s in scripts/bench-*.sh; do echo "== $$s"; B=$(B) sh $$s || exit 1; done
 
-demo: all
+demo: deps
+	@$(MAKE) --no-print-directory all
 	@B=$(B) sh scripts/demo.sh
 
 install: all
@@ -132,5 +138,6 @@ lint:
 clean:
 	rm -rf build build-san
 
-.PHONY: all tests check bench demo install uninstall lint clean
+
+.PHONY: deps all tests check bench demo install uninstall lint clean
 -include $(LIB_OBJ:.o=.d) $(B)/cmd/*.d

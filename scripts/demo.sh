@@ -1,0 +1,26 @@
+#!/bin/sh
+# demo.sh: `make demo` — run one command in the default agent's sandbox on
+# the host root file system with the network off, and show what it sees.
+set -eu
+cd "$(dirname "$0")/.."
+B=${B:-build}
+export SBX_EXEC_PATH="$PWD/$B/libexec/sbx"
+if [ -z "${SBX_HOME:-}" ]; then
+	tmp=$(mktemp -d /tmp/sbx-demo.XXXXXX)
+	trap 'rm -rf "$tmp"' EXIT INT TERM
+	SBX_HOME="$tmp/state"
+fi
+export SBX_HOME
+SBX="$PWD/$B/bin/sbx"
+
+probe='echo "user: $(id -un) (uid $(id -u))"; echo "home: $HOME"
+echo "processes visible: $(ls /proc | grep -c "^[0-9]")"
+echo "network interfaces: $(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " " | tr "\n" " ")"
+if (: > /etc/sbx-demo) 2>/dev/null; then echo "wrote /etc: YES"; else echo "write to /etc: refused"; fi
+if [ -e /root ] || [ -e "'"$HOME"'" ]; then echo "host home: VISIBLE"; else echo "host home: not visible"; fi'
+
+echo "== sbx exec (state root $SBX_HOME, agent default, network none)"
+"$SBX" exec -c "$probe"
+echo
+echo "== the same run as a JSON envelope (sbx exec --json)"
+"$SBX" exec --json -c 'echo hello from $(hostname); ls /'

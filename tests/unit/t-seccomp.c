@@ -1,0 +1,734 @@
+/*
+ * t-seccomp.c: the seccomp program, its cache, and what it refuses.
+ *
+ *   t-seccomp                 run the tests (TAP)
+ *   t-seccomp --export FILE   write the program to FILE (for the
+ *                             integration tests, which hand it to bwrap)
+ */
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/sched.h>
+#include <linux/seccomp.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <sodium.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "seccomp.h"
+#include "tap.h"
+
+#define HIGH	(UINT64_C(1) << 32)
+
+#ifndef SYS_clone3
+#define SYS_clone3	435
+#endif
+
+/* Blocked by the filter, as opposed to answered by the kernel. */
+#define BLOCKED(err) ((err) == EPERM || (err) == ENOSYS || \
+	(err) == EAFNOSUPPORT)
+
+static char	 tmpdir[64], outdir[64];
+
+static void
+rm_flat(const char *dir)
+{
+	struct dirent	*d;
+	DIR		*dp;
+	int		 dfd;
+
+	if (dir[0] == '\0' || (dp = opendir(dir)) == NULL)
+		return;
+	dfd = dirfd(dp);
+	while ((d = readdir(dp)) != NULL) {
+		if (strcmp(d->d_name, ".") == 0 || strcmp(d->d_name, "..") == 0)
+			continue;
+		if (unlinkat(dfd, d->d_name, 0) == -1 && errno == EISDIR)
+			unlinkat(dfd, d->d_name, AT_REMOVEDIR);
+	}
+	closedir(dp);
+	rmdir(dir);
+}
+
+/* Reads all of fd from offset 0 into *p (malloc'd); returns the size. */
+static ssize_t
+slurp(int fd, unsigned char **p)
+{
+	struct stat	 st;
+	ssize_t		 r;
+
+	*p = NULL;
+	if (fstat(fd, &st) == -1 || st.st_size < 0)
+		return -1;
+	if ((*p = malloc((size_t)st.st_size + 1)) == NULL)
+		return -1;
+	r = pread(fd, *p, (size_t)st.st_size, 0);
+	if (r != st.st_size) {
+		free(*p);
+		*p = NULL;
+		return -1;
+	}
+	return r;
+}
+
+static int
+same(const unsigned char *a, ssize_t an, const unsigned char *b, ssize_t bn)
+{
+	return a != NULL && b != NULL && an == bn &&
+	    memcmp(a, b, (size_t)an) == 0;
+}
+
+static int
+write_file(int dfd, const char *name, const void *p, size_t n, mode_t mode)
+{
+	int	 fd;
+
+	fd = openat(dfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	if (fd == -1)
+		return -1;
+	if (write(fd, p, n) != (ssize_t)n || fchmod(fd, mode) == -1) {
+		close(fd);
+		return -1;
+	}
+	return close(fd);
+}
+
+static int
+export(const char *path)
+{
+	struct sbx_error	 e = { 0 };
+	unsigned char		*p;
+	ssize_t			 n;
+	int			 fd;
+
+	if ((fd = sbx_seccomp_fd(-1, &e)) == -1) {
+		fprintf(stderr, "t-seccomp: %s\n", e.message);
+		return 1;
+	}
+	n = slurp(fd, &p);
+	close(fd);
+	if (n <= 0 || write_file(AT_FDCWD, path, p, (size_t)n, 0644) == -1) {
+		perror(path);
+		free(p);
+		return 1;
+	}
+	free(p);
+	return 0;
+}
+
+/* Calls the cache with a fresh error; returns the fd or -1. */
+static int
+get(int dfd, unsigned char **p, ssize_t *n)
+{
+	struct sbx_error	 e = { 0 };
+	int			 fd;
+
+	*p = NULL;
+	*n = -1;
+	if ((fd = sbx_seccomp_fd(dfd, &e)) == -1) {
+		printf("# sbx_seccomp_fd: %s (%s)\n", e.message,
+		    e.reason ? e.reason : "");
+		return -1;
+	}
+	*n = slurp(fd, p);
+	return fd;
+}
+
+static void
+test_uncached(unsigned char **want, ssize_t *wantn)
+{
+	int	 fd, fl, fdfl;
+
+	fd = get(-1, want, wantn);
+	ok(fd >= 0, "uncached: returns a descriptor");
+	if (fd < 0)
+		return;
+	fl = fcntl(fd, F_GETFL);
+	fdfl = fcntl(fd, F_GETFD);
+	ok(fl != -1 && (fl & O_ACCMODE) == O_RDONLY, "uncached: read-only");
+	ok(fdfl != -1 && (fdfl & FD_CLOEXEC), "uncached: close-on-exec");
+	ok(lseek(fd, 0, SEEK_CUR) == 0, "uncached: offset 0");
+	ok(*wantn > 0 && *wantn % (ssize_t)sizeof(struct sock_filter) == 0,
+	    "uncached: %zd bytes, a whole number of BPF instructions", *wantn);
+	ok(*wantn <= (ssize_t)(BPF_MAXINSNS * sizeof(struct sock_filter)),
+	    "uncached: within the kernel's limit (%zd instructions)",
+	    *wantn / (ssize_t)sizeof(struct sock_filter));
+	close(fd);
+}
+
+/* The one cache file name, or "" if the directory holds anything else. */
+static void
+cache_entry(const char *dir, char *name, size_t size)
+{
+	struct dirent	*d;
+	DIR		*dp;
+	int		 n = 0;
+
+	name[0] = '\0';
+	if ((dp = opendir(dir)) == NULL)
+		return;
+	while ((d = readdir(dp)) != NULL) {
+		if (strcmp(d->d_name, ".") == 0 || strcmp(d->d_name, "..") == 0)
+			continue;
+		if (n++ == 0)
+			snprintf(name, size, "%s", d->d_name);
+		else
+			name[0] = '\0';
+	}
+	closedir(dp);
+	if (n != 1)
+		name[0] = '\0';
+}
+
+static void
+test_cache(const unsigned char *want, ssize_t wantn)
+{
+	struct stat	 st1, st2, fst;
+	unsigned char	*p, *q = NULL;
+	char		 name[256], victim[128], expect[128], hex[65];
+	unsigned char	 h[crypto_hash_sha256_BYTES];
+	ssize_t		 n, m;
+	int		 dfd, fd, fd2, i, good;
+
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/t-seccomp.XXXXXX");
+	snprintf(outdir, sizeof(outdir), "/tmp/t-seccomp-out.XXXXXX");
+	if (mkdtemp(tmpdir) == NULL || mkdtemp(outdir) == NULL) {
+		ok(0, "mkdtemp: %s", strerror(errno));
+		return;
+	}
+	dfd = open(tmpdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	/* First call: builds and stores. */
+	fd = get(dfd, &p, &n);
+	ok(fd >= 0 && same(p, n, want, wantn),
+	    "cache miss: same program as uncached");
+	cache_entry(tmpdir, name, sizeof(name));
+	good = strncmp(name, "seccomp-", 8) == 0 && strlen(name) == 8 + 64 + 4 &&
+	    strcmp(name + 72, ".bpf") == 0;
+	for (i = 8; good && i < 72; i++)
+		good = (name[i] >= '0' && name[i] <= '9') ||
+		    (name[i] >= 'a' && name[i] <= 'f');
+	ok(good, "cache miss: exactly one file, seccomp-<64 hex>.bpf (%s)",
+	    name);
+#if defined(__x86_64__)
+	{
+		crypto_hash_sha256_state	 hs;
+		char				 arch[16];
+
+		snprintf(arch, sizeof(arch), "%08x", AUDIT_ARCH_X86_64);
+		crypto_hash_sha256_init(&hs);
+		crypto_hash_sha256_update(&hs,
+		    (const unsigned char *)sbx_seccomp_policy_id(),
+		    strlen(sbx_seccomp_policy_id()) + 1);
+		crypto_hash_sha256_update(&hs, (const unsigned char *)arch,
+		    strlen(arch));
+		crypto_hash_sha256_final(&hs, h);
+		sodium_bin2hex(hex, sizeof(hex), h, sizeof(h));
+		snprintf(expect, sizeof(expect), "seccomp-%s.bpf", hex);
+		is_str(name, expect,
+		    "cache name is SHA-256 over policy id and arch");
+	}
+#else
+	(void)h;
+	(void)hex;
+	(void)expect;
+	ok(1, "cache name hash # skip arch token known for x86_64 only");
+#endif
+	ok(fstatat(dfd, name, &st1, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISREG(st1.st_mode) && (st1.st_mode & 07777) == 0600 &&
+	    st1.st_uid == geteuid() && st1.st_size == wantn,
+	    "cache file: regular, ours, mode 0600, full size");
+	ok(fd >= 0 && fstat(fd, &fst) == 0 && fst.st_ino == st1.st_ino &&
+	    fst.st_dev == st1.st_dev,
+	    "cache miss: the descriptor is the cache file");
+	if (fd >= 0)
+		close(fd);
+	free(p);
+
+	/* Second call: the same inode, untouched. */
+	fd = get(dfd, &p, &n);
+	ok(fd >= 0 && same(p, n, want, wantn), "cache hit: same program");
+	ok(fd >= 0 && fstat(fd, &fst) == 0 && fst.st_ino == st1.st_ino &&
+	    fstatat(dfd, name, &st2, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    st2.st_ino == st1.st_ino,
+	    "cache hit: the file is read, not rewritten");
+	ok(fd >= 0 && (fcntl(fd, F_GETFL) & (O_ACCMODE | O_NONBLOCK)) ==
+	    O_RDONLY, "cache hit: read-only, blocking");
+	if (fd >= 0)
+		close(fd);
+	free(p);
+
+	/*
+	 * A planted symlink, pointing at a file of a plausible size, is
+	 * neither read as the program nor written through.
+	 */
+	snprintf(victim, sizeof(victim), "%s/victim", outdir);
+	unlinkat(dfd, name, 0);
+	if (write_file(AT_FDCWD, victim, "precious-bytes!\n", 16, 0600) == -1 ||
+	    symlinkat(victim, dfd, name) == -1)
+		ok(0, "planting the symlink: %s", strerror(errno));
+	fd = get(dfd, &p, &n);
+	ok(fd >= 0 && same(p, n, want, wantn),
+	    "symlink: not followed; the real program is returned");
+	fd2 = open(victim, O_RDONLY | O_CLOEXEC);
+	m = fd2 == -1 ? -1 : slurp(fd2, &q);
+	ok(same(q, m, (const unsigned char *)"precious-bytes!\n", 16),
+	    "symlink: its target is unchanged");
+	ok(fstatat(dfd, name, &st2, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISREG(st2.st_mode), "symlink: replaced by a regular file");
+	if (fd2 != -1)
+		close(fd2);
+	if (fd >= 0)
+		close(fd);
+	free(p);
+	free(q);
+
+	/* Odd size, empty, and group-writable files are rebuilt. */
+	write_file(dfd, name, want, 7, 0600);
+	fd = get(dfd, &p, &n);
+	ok(fd >= 0 && same(p, n, want, wantn) &&
+	    fstatat(dfd, name, &st2, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    st2.st_size == wantn, "corrupt (7 bytes): rebuilt");
+	if (fd >= 0)
+		close(fd);
+	free(p);
+
+	write_file(dfd, name, "", 0, 0600);
+	fd = get(dfd, &p, &n);
+	ok(fd >= 0 && same(p, n, want, wantn) &&
+	    fstatat(dfd, name, &st2, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    st2.st_size == wantn, "corrupt (empty): rebuilt");
+	if (fd >= 0)
+		close(fd);
+	free(p);
+
+	write_file(dfd, name, want, 16, 0620);
+	fd = get(dfd, &p, &n);
+	ok(fd >= 0 && same(p, n, want, wantn) &&
+	    fstatat(dfd, name, &st2, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    (st2.st_mode & 07777) == 0600, "group-writable: rebuilt");
+	if (fd >= 0)
+		close(fd);
+	free(p);
+
+	/* A FIFO must not block us. */
+	unlinkat(dfd, name, 0);
+	mkfifoat(dfd, name, 0600);
+	fd = get(dfd, &p, &n);
+	ok(fd >= 0 && same(p, n, want, wantn) &&
+	    fstatat(dfd, name, &st2, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISREG(st2.st_mode), "fifo: not opened for long, replaced");
+	if (fd >= 0)
+		close(fd);
+	free(p);
+
+	/* A directory cannot be replaced: the program comes from memory. */
+	unlinkat(dfd, name, 0);
+	mkdirat(dfd, name, 0700);
+	fd = get(dfd, &p, &n);
+	ok(fd >= 0 && same(p, n, want, wantn),
+	    "directory in the way: still served, from memory");
+	if (fd >= 0)
+		close(fd);
+	free(p);
+	unlinkat(dfd, name, AT_REMOVEDIR);
+
+	/* Somebody else's file. */
+	if (geteuid() == 0) {
+		write_file(dfd, name, want, (size_t)wantn, 0600);
+		if (fchownat(dfd, name, 65534, 65534, 0) == -1)
+			ok(0, "chown: %s", strerror(errno));
+		fd = get(dfd, &p, &n);
+		ok(fd >= 0 && same(p, n, want, wantn) &&
+		    fstatat(dfd, name, &st2, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    st2.st_uid == 0, "someone else's file: rebuilt");
+		if (fd >= 0)
+			close(fd);
+		free(p);
+		ok(1, "unwritable cache directory # skip root ignores modes");
+	} else {
+		ok(1, "someone else's file # skip needs root to chown");
+		unlinkat(dfd, name, 0);
+		chmod(tmpdir, 0500);
+		fd = get(dfd, &p, &n);
+		ok(fd >= 0 && same(p, n, want, wantn),
+		    "unwritable cache directory: still served");
+		if (fd >= 0)
+			close(fd);
+		free(p);
+		chmod(tmpdir, 0700);
+	}
+
+	/* No temporary files are left behind. */
+	cache_entry(tmpdir, name, sizeof(name));
+	ok(name[0] == '\0' || strncmp(name, "seccomp-", 8) == 0,
+	    "no temporary files left (%s)", name[0] ? name : "empty");
+	close(dfd);
+}
+
+/*
+ * Behaviour: load the program in a child and try calls the rules are
+ * about.  Arguments are harmless: bad descriptors and pointers, and
+ * anything allowed happens in the child only.
+ */
+enum want { WANT_OK, WANT_REACHED, WANT_ERR };
+
+struct probe {
+	const char	*what;
+	long		 nr;
+	uint64_t	 a[6];
+	enum want	 want;
+	int		 err;
+};
+
+static int
+load(const unsigned char *p, ssize_t n)
+{
+	struct sock_fprog	 prog;
+
+	prog.len = (unsigned short)(n / (ssize_t)sizeof(struct sock_filter));
+	prog.filter = (struct sock_filter *)(uintptr_t)p;
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1)
+		return -1;
+	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0);
+}
+
+static long
+call(const struct probe *t)
+{
+	long	 r;
+
+	r = syscall(t->nr, t->a[0], t->a[1], t->a[2], t->a[3], t->a[4],
+	    t->a[5]);
+	/* A clone the filter let through: the child leaves at once. */
+	if (r == 0 && (t->nr == SYS_clone || t->nr == SYS_clone3))
+		_exit(0);
+	if (r > 0 && (t->nr == SYS_clone || t->nr == SYS_clone3))
+		waitpid((pid_t)r, NULL, 0);
+	return r;
+}
+
+struct result {
+	long	 r;
+	int	 err;
+};
+
+static size_t	 nprobes;
+static struct probe probes[512];
+
+static void
+add(const char *what, long nr, enum want want, int err, uint64_t a0,
+    uint64_t a1, uint64_t a2)
+{
+	struct probe	*t;
+
+	if (nprobes == sizeof(probes) / sizeof(probes[0]))
+		abort();
+	t = &probes[nprobes++];
+	memset(t, 0, sizeof(*t));
+	t->what = what;
+	t->nr = nr;
+	t->want = want;
+	t->err = err;
+	t->a[0] = a0;
+	t->a[1] = a1;
+	t->a[2] = a2;
+}
+
+static char	 names[512][64];
+
+/* A name for the probe about to be added. */
+__attribute__((format(printf, 1, 2))) static const char *
+named(const char *fmt, ...)
+{
+	va_list	 ap;
+	char	*s = names[nprobes];
+
+	va_start(ap, fmt);
+	vsnprintf(s, sizeof(names[0]), fmt, ap);
+	va_end(ap);
+	return s;
+}
+
+static void
+probes_init(void)
+{
+	static const int	 deny_af[] = { 0, 3, 4, 5, 9, 15, 17, 21, 26,
+					    29, 30, 31, 38, 40, 44, 45, 46,
+					    255, 65535 };
+	static const uint64_t	 newf[] = { CLONE_NEWNS, CLONE_NEWCGROUP,
+					    CLONE_NEWUTS, CLONE_NEWIPC,
+					    CLONE_NEWUSER, CLONE_NEWPID,
+					    CLONE_NEWNET, 0x80 };
+	static uint64_t		 cargs[8];
+	uint64_t		 v, x;
+	size_t			 i;
+	int			 k;
+
+	add("getpid", SYS_getpid, WANT_OK, 0, 0, 0, 0);
+
+	/* personality: 0, 8 and 0xffffffff, judged on the low 32 bits */
+	add("personality(0)", SYS_personality, WANT_OK, 0, 0, 0, 0);
+	add("personality(PER_LINUX32)", SYS_personality, WANT_OK, 0, 8, 0, 0);
+	add("personality(0xffffffff)", SYS_personality, WANT_OK, 0, 0xffffffff,
+	    0, 0);
+	add("personality(~0 64-bit, a query to the kernel)", SYS_personality,
+	    WANT_OK, 0, UINT64_MAX, 0, 0);
+	add("personality(1<<32, PER_LINUX to the kernel)", SYS_personality,
+	    WANT_OK, 0, HIGH, 0, 0);
+	for (k = 0; k < 32; k++) {
+		v = UINT64_C(1) << k;
+		if (k != 3) {
+			add(named("personality(%#llx)", (unsigned long long)(v)), SYS_personality,
+			    WANT_ERR, EPERM, v, 0, 0);
+			add(named("personality(%#llx)", (unsigned long long)(v | 8)),
+			    SYS_personality, WANT_ERR, EPERM, v | 8, 0, 0);
+		}
+		add(named("personality(%#llx)", (unsigned long long)(0xffffffff ^ v)),
+		    SYS_personality, WANT_ERR, EPERM, 0xffffffff ^ v, 0, 0);
+		add(named("personality(%#llx)", (unsigned long long)(HIGH | (0xffffffff ^ v))),
+		    SYS_personality, WANT_ERR, EPERM, HIGH | (0xffffffff ^ v), 0,
+		    0);
+	}
+	/* a fixed pseudo-random sweep */
+	for (x = 0x2545f4914f6cdd1dULL, i = 0; i < 64; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		v = x & 0xffffffff;
+		if (v == 0 || v == 8 || v == 0xffffffff)
+			continue;
+		add(named("personality(%#llx)", (unsigned long long)(v)), SYS_personality, WANT_ERR,
+		    EPERM, v, 0, 0);
+	}
+
+	/* socket families */
+	add("socket(AF_UNIX)", SYS_socket, WANT_OK, 0, AF_UNIX, SOCK_STREAM, 0);
+	add("socket(AF_INET)", SYS_socket, WANT_OK, 0, AF_INET, SOCK_DGRAM, 0);
+	add("socket(AF_INET6)", SYS_socket, WANT_OK, 0, AF_INET6, SOCK_DGRAM, 0);
+	add("socket(AF_NETLINK)", SYS_socket, WANT_OK, 0, AF_NETLINK, SOCK_DGRAM,
+	    0);
+	for (i = 0; i < sizeof(deny_af) / sizeof(deny_af[0]); i++) {
+		add(named("socket(%llu)", (unsigned long long)((uint64_t))deny_af[i]), SYS_socket,
+		    WANT_ERR, EAFNOSUPPORT, (uint64_t)deny_af[i], SOCK_DGRAM, 0);
+		add(named("socketpair(%llu)", (unsigned long long)((uint64_t))deny_af[i]),
+		    SYS_socketpair, WANT_ERR, EAFNOSUPPORT, (uint64_t)deny_af[i],
+		    SOCK_DGRAM, 0);
+	}
+	add("socket(AF_PACKET | 1<<32)", SYS_socket, WANT_ERR, EAFNOSUPPORT,
+	    HIGH | 17, SOCK_DGRAM, 0);
+	add("socket(AF_UNIX | 1<<32)", SYS_socket, WANT_ERR, EAFNOSUPPORT,
+	    HIGH | AF_UNIX, SOCK_DGRAM, 0);
+	add("socket(-1)", SYS_socket, WANT_ERR, EAFNOSUPPORT, UINT64_MAX,
+	    SOCK_DGRAM, 0);
+
+	/* ioctl: TIOCSTI and TIOCLINUX, whatever the high bits */
+	add("ioctl(-1, TIOCSTI)", SYS_ioctl, WANT_ERR, EPERM, UINT64_MAX,
+	    TIOCSTI, 1);
+	add("ioctl(-1, TIOCSTI | 1<<32)", SYS_ioctl, WANT_ERR, EPERM, UINT64_MAX,
+	    HIGH | TIOCSTI, 1);
+	add("ioctl(-1, TIOCSTI | 0xffffffff<<32)", SYS_ioctl, WANT_ERR, EPERM,
+	    UINT64_MAX, UINT64_C(0xffffffff00000000) | TIOCSTI, 1);
+	add("ioctl(-1, TIOCLINUX)", SYS_ioctl, WANT_ERR, EPERM, UINT64_MAX,
+	    TIOCLINUX, 1);
+	add("ioctl(-1, TIOCLINUX | 1<<32)", SYS_ioctl, WANT_ERR, EPERM,
+	    UINT64_MAX, HIGH | TIOCLINUX, 1);
+	add("ioctl(-1, TCGETS) reaches the kernel", SYS_ioctl, WANT_ERR, EBADF,
+	    UINT64_MAX, TCGETS, 1);
+
+	/* namespaces */
+	add("unshare(0)", SYS_unshare, WANT_OK, 0, 0, 0, 0);
+	add("unshare(CLONE_FILES)", SYS_unshare, WANT_OK, 0, CLONE_FILES, 0, 0);
+	for (i = 0; i < sizeof(newf) / sizeof(newf[0]); i++) {
+		add(named("unshare(%#llx)", (unsigned long long)(newf[i])), SYS_unshare, WANT_ERR,
+		    EPERM, newf[i], 0, 0);
+		add(named("unshare(%#llx | 1<<32)", (unsigned long long)(newf[i])), SYS_unshare,
+		    WANT_ERR, EPERM, HIGH | newf[i], 0, 0);
+		add(named("clone(%#llx | SIGCHLD)", (unsigned long long)(newf[i])), SYS_clone,
+		    WANT_ERR, EPERM, newf[i] | SIGCHLD, 0, 0);
+	}
+	add("unshare(CLONE_NEWUSER | CLONE_NEWNS)", SYS_unshare, WANT_ERR, EPERM,
+	    CLONE_NEWUSER | CLONE_NEWNS, 0, 0);
+	cargs[0] = CLONE_NEWUSER;	/* struct clone_args: flags */
+	cargs[4] = SIGCHLD;		/* exit_signal */
+	add("clone3(CLONE_NEWUSER)", SYS_clone3, WANT_ERR, ENOSYS,
+	    (uint64_t)(uintptr_t)cargs, 64, 0);
+	add("clone3(0)", SYS_clone3, WANT_ERR, ENOSYS, 0, 0, 0);
+
+	/* a few of the outright denials, with harmless arguments */
+	add("keyctl(0xffff)", SYS_keyctl, WANT_ERR, EPERM, 0xffff, 0, 0);
+	add("setns(-1, 0)", SYS_setns, WANT_ERR, EPERM, UINT64_MAX, 0, 0);
+	add("ptrace(PTRACE_PEEKDATA, 0)", SYS_ptrace, WANT_ERR, EPERM, 2, 0, 0);
+	add("mount(bad pointers)", SYS_mount, WANT_ERR, EPERM, 1, 1, 1);
+	add("io_uring_setup(1, bad pointer)", SYS_io_uring_setup, WANT_ERR,
+	    EPERM, 1, 1, 0);
+	add("getppid is untouched", SYS_getppid, WANT_OK, 0, 0, 0, 0);
+}
+
+static void
+test_behaviour(const unsigned char *prog, ssize_t progn)
+{
+	struct result	 res;
+	size_t		 i, got = 0;
+	pid_t		 pid;
+	int		 pfd[2], status, pass;
+
+	probes_init();
+	if (pipe(pfd) == -1) {
+		ok(0, "pipe: %s", strerror(errno));
+		return;
+	}
+	fflush(stdout);
+	if ((pid = fork()) == -1) {
+		ok(0, "fork: %s", strerror(errno));
+		return;
+	}
+	if (pid == 0) {
+		close(pfd[0]);
+		/* No controlling terminal: nothing here can reach the user's. */
+		setsid();
+		if (load(prog, progn) == -1)
+			_exit(2);
+		for (i = 0; i < nprobes; i++) {
+			errno = 0;
+			res.r = call(&probes[i]);
+			res.err = res.r == -1 ? errno : 0;
+			if (write(pfd[1], &res, sizeof(res)) != sizeof(res))
+				_exit(3);
+		}
+		_exit(0);
+	}
+	close(pfd[1]);
+	for (i = 0; i < nprobes; i++) {
+		if (read(pfd[0], &res, sizeof(res)) != sizeof(res))
+			break;
+		got++;
+		switch (probes[i].want) {
+		case WANT_OK:
+			pass = res.r != -1;
+			break;
+		case WANT_REACHED:
+			pass = res.r != -1 || !BLOCKED(res.err);
+			break;
+		default:
+			pass = res.r == -1 && res.err == probes[i].err;
+			break;
+		}
+		if (!ok(pass, "filtered: %s", probes[i].what))
+			printf("#   got: r=%ld errno=%d (%s)\n", res.r, res.err,
+			    strerror(res.err));
+	}
+	close(pfd[0]);
+	waitpid(pid, &status, 0);
+	ok(got == nprobes && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	    "filtered: the child ran all %zu probes (status %#x)", nprobes,
+	    status);
+}
+
+/* Runs fn under the filter; returns the wait status. */
+static int
+in_child(const unsigned char *prog, ssize_t progn, long (*fn)(void))
+{
+	struct rlimit	 rl = { 0, 0 };
+	pid_t		 pid;
+	int		 status;
+
+	fflush(stdout);
+	if ((pid = fork()) == -1)
+		return -1;
+	if (pid == 0) {
+		setrlimit(RLIMIT_CORE, &rl);	/* no core from SIGSYS */
+		if (load(prog, progn) == -1)
+			_exit(2);
+		_exit(fn() == -1 ? 100 : 101);
+	}
+	if (waitpid(pid, &status, 0) == -1)
+		return -1;
+	return status;
+}
+
+#if defined(__x86_64__)
+static long
+x32_getpid(void)
+{
+	return syscall(SYS_getpid | 0x40000000);
+}
+
+static long
+i386_getpid(void)
+{
+	long	 r;
+
+	__asm__ volatile ("int $0x80" : "=a"(r) : "a"(20L)
+	    : "memory", "r8", "r9", "r10", "r11");
+	return r;
+}
+#endif
+
+static void
+test_abi(const unsigned char *prog, ssize_t progn)
+{
+#if defined(__x86_64__)
+	int	 st;
+
+	st = in_child(prog, progn, x32_getpid);
+	ok(st != -1 && WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS,
+	    "x32 syscall (getpid | 0x40000000) kills the process (status %#x)",
+	    st);
+	st = in_child(prog, progn, i386_getpid);
+	ok(st != -1 && WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS,
+	    "i386 syscall (int 0x80) kills the process (status %#x)", st);
+#else
+	(void)prog;
+	(void)progn;
+	ok(1, "x32 # skip not x86_64");
+	ok(1, "i386 # skip not x86_64");
+#endif
+}
+
+int
+main(int argc, char *argv[])
+{
+	unsigned char	*want = NULL;
+	ssize_t		 wantn = -1;
+	int		 rc;
+
+	(void)plan;	/* done_testing() prints the plan */
+	if (argc == 3 && strcmp(argv[1], "--export") == 0)
+		return export(argv[2]);
+	if (argc != 1) {
+		fprintf(stderr, "usage: t-seccomp [--export FILE]\n");
+		return 2;
+	}
+
+	ok(sbx_seccomp_policy_id() != NULL && *sbx_seccomp_policy_id() != '\0',
+	    "policy id: %s", sbx_seccomp_policy_id());
+	test_uncached(&want, &wantn);
+	if (want != NULL && wantn > 0) {
+		test_cache(want, wantn);
+		test_behaviour(want, wantn);
+		test_abi(want, wantn);
+	}
+	rc = done_testing();
+	rm_flat(tmpdir);
+	rm_flat(outdir);
+	free(want);
+	return rc;
+}
