@@ -39,7 +39,7 @@ OPT   ?= -O2 -g
 
 PKGS      = jansson libsodium libseccomp
 PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
-CPPFLAGS += -D_GNU_SOURCE -Ilib -DSBX_VERSION='"$(VERSION)"' \
+CPPFLAGS += -D_GNU_SOURCE -iquote lib -DSBX_VERSION='"$(VERSION)"' \
 	    -DSBX_LIBEXECDIR='"$(LIBEXECDIR)/sbx"'
 CFLAGS   += $(OPT) $(WARN) $(HARDEN) $(SANFLAGS) $(PKG_CFLAGS)
 # --as-needed: a program records only the shared libraries it really uses,
@@ -91,7 +91,7 @@ $(INIT): cmd/sbx-init.c
 
 $(B)/tests/unit/t-%: tests/unit/t-%.c tests/unit/tap.h $(LIBSBX)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) -Itests/unit $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBSBX) $(LIBS_ALL)
+	$(CC) $(CPPFLAGS) -iquote tests/unit $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBSBX) $(LIBS_ALL)
 
 # Test helpers run inside sandboxes (possibly on images): static, plain.
 $(B)/tests/helpers/%: tests/helpers/%.c

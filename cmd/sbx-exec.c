@@ -25,10 +25,12 @@
 #include "envelope.h"
 #include "fsutil.h"
 #include "job.h"
+#include "runlimits.h"
 #include "names.h"
 #include "root.h"
 #include "run.h"
 #include "sandbox.h"
+#include "seccomp.h"
 #include "tools.h"
 #include "utf8.h"
 
@@ -79,6 +81,8 @@ static const char help_text[] =
 
 enum {
 	OPT_HOME = 256, OPT_MAX_OUTPUT, OPT_TAIL, OPT_FORCE, OPT_VERSION,
+	OPT_MEMORY, OPT_CPUS, OPT_PIDS, OPT_DISK, OPT_WALL, OPT_NOFILE,
+	OPT_FSIZE, OPT_SOFT, OPT_SECCOMP,
 };
 
 static const struct option longopts[] = {
@@ -98,6 +102,15 @@ static const struct option longopts[] = {
 	{ "verbose",	no_argument,		NULL, 'v' },
 	{ "help",	no_argument,		NULL, 'h' },
 	{ "version",	no_argument,		NULL, OPT_VERSION },
+	{ "memory",	required_argument,	NULL, OPT_MEMORY },
+	{ "cpus",	required_argument,	NULL, OPT_CPUS },
+	{ "pids",	required_argument,	NULL, OPT_PIDS },
+	{ "disk",	required_argument,	NULL, OPT_DISK },
+	{ "wall-timeout", required_argument,	NULL, OPT_WALL },
+	{ "nofile",	required_argument,	NULL, OPT_NOFILE },
+	{ "file-size",	required_argument,	NULL, OPT_FSIZE },
+	{ "soft-limits", no_argument,		NULL, OPT_SOFT },
+	{ "seccomp",	required_argument,	NULL, OPT_SECCOMP },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -118,6 +131,9 @@ struct opts {
 	int		 json;
 	int		 quiet;
 	int		 verbose;
+	int		 seccomp_off;
+	struct sbx_strv	 limit_keys;	/* key, value, key, value... */
+	int		 soft_limits;
 	char	       **argv;		/* command, or subcommand args */
 	int		 argc;
 	const char	*sub;		/* ps, poll, wait, kill, or NULL */
@@ -338,6 +354,31 @@ parse_args(int argc, char *argv[])
 		case OPT_VERSION:
 			printf("sbx-exec %s\n", SBX_VERSION);
 			exit(0);
+		case OPT_MEMORY: case OPT_CPUS: case OPT_PIDS: case OPT_DISK:
+		case OPT_WALL: case OPT_NOFILE: case OPT_FSIZE:
+			sbx_strv_push(&O.limit_keys,
+			    ch == OPT_MEMORY ? "memory_mib" :
+			    ch == OPT_CPUS ? "cpus" : ch == OPT_PIDS ? "pids" :
+			    ch == OPT_DISK ? "disk_mib" :
+			    ch == OPT_WALL ? "wall_timeout" :
+			    ch == OPT_NOFILE ? "nofile" : "file_size_mib");
+			sbx_strv_push(&O.limit_keys, optarg);
+			break;
+		case OPT_SOFT:
+			O.soft_limits = 1;
+			break;
+		case OPT_SECCOMP:
+			if (strcmp(optarg, "on") == 0)
+				O.seccomp_off = 0;
+			else if (strcmp(optarg, "off") == 0)
+				O.seccomp_off = 1;
+			else {
+				sbx_error_set(&e, SBX_K_INVALID_ARGS, "seccomp",
+				    "invalid_mode", "argument `seccomp` must be "
+				    "on or off");
+				fail(&e, SBX_EX_FAILED);
+			}
+			break;
 		default:
 			usage();
 		}
@@ -375,6 +416,9 @@ struct prep {
 	char			 cwd[PATH_MAX];
 	int			 home_fd, output_fd, workdir_fd;
 	int			 env_fd, passwd_fd, group_fd, hosts_fd;
+	int			 seccomp_fd, cache_fd;
+	struct sbx_runlimits	 lim;
+	json_t			*limits;	/* what is enforced, and how */
 	json_t			*warnings;
 };
 
@@ -633,12 +677,11 @@ bwrap_has_disable_userns(struct prep *p)
 	snprintf(name, sizeof(name), "bwrap-%llu-%lld-%lld.features",
 	    (unsigned long long)st.st_ino, (long long)st.st_mtime,
 	    (long long)st.st_size);
-	cfd = sbx_mkdirs_at(p->root.fd, "cache", 0700, &e);
+	cfd = p->cache_fd;
 	if (cfd >= 0 && (fd = openat(cfd, name, O_RDONLY | O_NOFOLLOW |
 	    O_CLOEXEC)) >= 0) {
 		n = read(fd, out, sizeof(out) - 1);
 		close(fd);
-		close(cfd);
 		return n > 0 && out[0] == '1';
 	}
 	if (pipe2(pfd, O_CLOEXEC) == -1)
@@ -662,9 +705,126 @@ bwrap_has_disable_userns(struct prep *p)
 		(void)sbx_write_atomic(cfd, name, yes ? "1\n" : "0\n", 2, 0600,
 		    &e);
 done:
-	if (cfd >= 0)
-		close(cfd);
 	return yes;
+}
+
+static const char *
+limit_backend_of(unsigned bit, struct prep *p)
+{
+	(void)p;
+	(void)bit;
+	return "none";
+}
+
+/*
+ * Limits: defaults (pids, memory), then config/sandbox.json, then the
+ * agent's config and the flags, which count as asked for.  What a cgroup
+ * cannot hold is refused when it was asked for, unless --soft-limits
+ * accepts what rlimits can do; defaults go ahead with a warning.
+ */
+static void
+prep_limits(struct prep *p)
+{
+	struct sbx_error	 e;
+	char			 rel[128];
+	json_t			*cfg, *enf;
+	size_t			 i;
+	unsigned		 unenforced = 0;
+	static const struct { unsigned bit; const char *name; } cg[] = {
+		{ SBX_RL_MEMORY, "memory" }, { SBX_RL_CPUS, "cpus" },
+		{ SBX_RL_PIDS, "pids" },
+	};
+
+	sbx_limits_defaults(&p->lim);
+	if (sbx_config_load(p->root.fd, "config/sandbox.json", &cfg, &e) == -1)
+		fail(&e, SBX_EX_FAILED);
+	if (cfg != NULL && sbx_limits_merge_json(&p->lim, json_object_get(cfg,
+	    "limits"), 0, "config/sandbox.json", &e) == -1)
+		fail(&e, SBX_EX_FAILED);
+	json_decref(cfg);
+	snprintf(rel, sizeof(rel), "config/agents/%s.json", p->sb.agent);
+	if (sbx_config_load(p->root.fd, rel, &cfg, &e) == -1)
+		fail(&e, SBX_EX_FAILED);
+	if (cfg != NULL && sbx_limits_merge_json(&p->lim, json_object_get(cfg,
+	    "limits"), 1, rel, &e) == -1)
+		fail(&e, SBX_EX_FAILED);
+	json_decref(cfg);
+	for (i = 0; i + 1 < O.limit_keys.n; i += 2)
+		if (sbx_limits_set(&p->lim, O.limit_keys.v[i],
+		    O.limit_keys.v[i + 1], &e) == -1)
+			fail(&e, SBX_EX_FAILED);
+	p->lim.soft = O.soft_limits;
+
+	enf = json_object();
+	for (i = 0; i < sizeof(cg) / sizeof(*cg); i++) {
+		int want = (cg[i].bit == SBX_RL_MEMORY && p->lim.memory_mib) ||
+		    (cg[i].bit == SBX_RL_CPUS && p->lim.cpus > 0) ||
+		    (cg[i].bit == SBX_RL_PIDS && p->lim.pids);
+		const char *how = limit_backend_of(cg[i].bit, p);
+		if (!want)
+			continue;
+		if (strcmp(how, "none") == 0)
+			unenforced |= cg[i].bit;
+		json_object_set_new(enf, cg[i].name, json_string(how));
+	}
+	if ((unenforced & p->lim.explicit_mask) && !p->lim.soft) {
+		json_decref(enf);
+		sbx_error_set(&e, SBX_K_REJECTED, "limits",
+		    "resource_limits_unsupported", "the limits asked for "
+		    "(%s%s%s) cannot be enforced here: no writable cgroup",
+		    (unenforced & p->lim.explicit_mask & SBX_RL_MEMORY) ?
+		    "memory " : "", (unenforced & p->lim.explicit_mask &
+		    SBX_RL_CPUS) ? "cpus " : "", (unenforced &
+		    p->lim.explicit_mask & SBX_RL_PIDS) ? "pids" : "");
+		sbx_error_hint(&e, "delegate a cgroup v2 subtree (systemd: "
+		    "`systemd-run --user -p Delegate=yes --scope sbx exec ...`,"
+		    " or name a prepared one as cgroup_v2_root in "
+		    "config/sandbox.json), or accept rlimits with --soft-limits");
+		fail(&e, SBX_EX_FAILED);
+	}
+	if (unenforced)
+		warn_add(p, "no writable cgroup: memory, cpu and task limits "
+		    "are not enforced by a cgroup (rlimits only)");
+	/* rlimits: always available, inherited by bwrap and everything
+	 * below it. */
+	if (p->lim.nofile) {
+		p->sb.rlimit[p->sb.nrlimit].name = "nofile";
+		p->sb.rlimit[p->sb.nrlimit++].value = p->lim.nofile;
+		json_object_set_new(enf, "nofile", json_string("rlimit"));
+	}
+	if (p->lim.file_size_mib || p->lim.disk_mib) {
+		unsigned long long m = p->lim.file_size_mib;
+		if (p->lim.disk_mib && (m == 0 || p->lim.disk_mib < m))
+			m = p->lim.disk_mib;
+		p->sb.rlimit[p->sb.nrlimit].name = "fsize";
+		p->sb.rlimit[p->sb.nrlimit++].value = m << 20;
+		json_object_set_new(enf, "file_size", json_string("rlimit"));
+	}
+	if ((unenforced & SBX_RL_MEMORY) && p->lim.soft &&
+	    (p->lim.explicit_mask & SBX_RL_MEMORY)) {
+		p->sb.rlimit[p->sb.nrlimit].name = "as";
+		p->sb.rlimit[p->sb.nrlimit++].value = p->lim.memory_mib << 20;
+		json_object_set_new(enf, "memory", json_string("rlimit"));
+	}
+	if (p->lim.disk_mib) {
+		p->sb.tmp_size = p->lim.disk_mib << 20;
+		/* /tmp is capped exactly; the home and /output only per
+		 * file (RLIMIT_FSIZE): honestly soft. */
+		json_object_set_new(enf, "disk", json_string("soft"));
+	}
+	if (p->lim.wall_timeout > 0)
+		json_object_set_new(enf, "wall_timeout",
+		    json_string("supervisor"));
+	p->limits = json_pack("{s:s,s:I,s:f,s:I,s:I,s:f,s:I,s:I,s:o}",
+	    "backend", "none",
+	    "memory_mib", (json_int_t)p->lim.memory_mib,
+	    "cpus", p->lim.cpus,
+	    "pids", (json_int_t)p->lim.pids,
+	    "disk_mib", (json_int_t)p->lim.disk_mib,
+	    "wall_timeout", p->lim.wall_timeout,
+	    "nofile", (json_int_t)p->lim.nofile,
+	    "file_size_mib", (json_int_t)p->lim.file_size_mib,
+	    "enforced", enf);
 }
 
 static void
@@ -755,7 +915,19 @@ prepare(struct prep *p)
 	p->sb.argv = O.shell ? NULL : O.argv;
 	p->sb.shell = O.shell;
 	p->sb.tmp_size = 1ULL << 30;
+	p->cache_fd = sbx_mkdirs_at(p->root.fd, "cache", 0700, &e);
 	p->sb.disable_userns = bwrap_has_disable_userns(p);
+	prep_limits(p);
+	/* The filter is part of the sandbox: when it cannot be had, nothing
+	 * runs (unless the caller turned it off, for diagnosis). */
+	p->seccomp_fd = -1;
+	if (!O.seccomp_off) {
+		if ((p->seccomp_fd = sbx_seccomp_fd(p->cache_fd, &e)) == -1)
+			fail(&e, SBX_EX_FAILED);
+		p->sb.seccomp = 1;
+	} else
+		warn_add(p, "seccomp is off (--seccomp=off): the kernel's "
+		    "whole system call surface is reachable");
 	if (!p->sb.disable_userns)
 		warn_add(p, "this bubblewrap cannot disable nested user "
 		    "namespaces (--disable-userns needs bwrap >= 0.8.0)");
@@ -798,6 +970,8 @@ run_setup(struct prep *p, struct sbx_run *r)
 	r->slot[SBX_FD_PASSWD] = p->passwd_fd;
 	r->slot[SBX_FD_GROUP] = p->group_fd;
 	r->slot[SBX_FD_HOSTS] = p->hosts_fd;
+	r->slot[SBX_FD_SECCOMP] = p->seccomp_fd;
+	r->wall_timeout_ms = (long long)(p->lim.wall_timeout * 1000.0);
 	r->max_output = O.max_output;
 	r->idle_timeout_ms = (long long)(O.timeout * 1000.0);
 	r->hold_stderr = 1;
@@ -886,6 +1060,10 @@ result_json(struct prep *p, struct sbx_run *r)
 	json_object_set_new(res, "agent", json_string(p->sb.agent));
 	json_object_set_new(res, "duration_ms", json_integer(r->duration_ms));
 	json_object_set_new(res, "network", json_string(O.network));
+	json_object_set_new(res, "seccomp", json_boolean(!O.seccomp_off));
+	json_object_set(res, "limits", p->limits);
+	if (r->limit != NULL && strcmp(r->limit, "idle") != 0)
+		json_object_set_new(res, "limit", json_string(r->limit));
 	if (r->killed_by != NULL)
 		json_object_set_new(res, "killed_by",
 		    json_string(r->killed_by));
@@ -986,12 +1164,22 @@ foreground(struct prep *p)
 	res = result_json(p, &r);
 	code = r.exit_code < 0 ? SBX_EX_FAILED : r.exit_code;
 
-	if (r.killed_by != NULL && strcmp(r.killed_by, "timeout") == 0) {
-		sbx_error_set(&e, SBX_K_TIMEOUT, "timeout", "idle_timeout",
-		    "killed after %s seconds without output (an inactivity "
-		    "timeout, not a limit on run time)", O.timeout_arg);
-		sbx_error_hint(&e, "raise --timeout, or make the command "
-		    "print progress");
+	if (r.killed_by != NULL && (strcmp(r.killed_by, "timeout") == 0 ||
+	    (r.limit != NULL && strcmp(r.limit, "wall_time") == 0))) {
+		if (strcmp(r.killed_by, "timeout") == 0) {
+			sbx_error_set(&e, SBX_K_TIMEOUT, "timeout",
+			    "idle_timeout", "killed after %s seconds without "
+			    "output (an inactivity timeout, not a limit on run "
+			    "time)", O.timeout_arg);
+			sbx_error_hint(&e, "raise --timeout, or make the "
+			    "command print progress");
+		} else {
+			sbx_error_set(&e, SBX_K_TIMEOUT, "wall_timeout",
+			    "wall_time", "killed at the wall-clock limit of "
+			    "%g seconds", p->lim.wall_timeout);
+			sbx_error_hint(&e, "raise --wall-timeout (or limits."
+			    "wall_timeout in the agent's configuration)");
+		}
 		print_warnings(p->warnings);
 		if (!O.json)
 			fprintf(stderr, "%s: %s\n", PROG, e.message);

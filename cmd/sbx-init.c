@@ -1,8 +1,11 @@
 /*
  * sbx-init: pid 1 inside every sbx sandbox.
  *
- *	sbx-init -- COMMAND [ARG...]
- *	sbx-init -c -- 'SHELL STRING'
+ *	sbx-init [-r NAME=VALUE]... -- COMMAND [ARG...]
+ *	sbx-init [-r NAME=VALUE]... -c -- 'SHELL STRING'
+ *
+ * -r sets a resource limit (nofile, fsize in bytes, as in bytes) for the
+ * command, hard and soft, before it runs.
  *
  * Internal: started by bwrap (--as-pid-1) on behalf of sbx-exec, never by
  * people.  It receives the sandbox environment on fd 5 (so that values,
@@ -23,6 +26,7 @@
  * on any root file system image.
  */
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -84,6 +88,35 @@ close_others(void)
 	closedir(d);
 }
 
+static int
+set_rlimit(const char *spec)
+{
+	static const struct { const char *name; int res; } map[] = {
+		{ "nofile", RLIMIT_NOFILE }, { "fsize", RLIMIT_FSIZE },
+		{ "as", RLIMIT_AS },
+	};
+	struct rlimit		 rl;
+	unsigned long long	 v;
+	const char		*eq;
+	char			*end;
+	size_t			 k;
+
+	if ((eq = strchr(spec, '=')) == NULL)
+		return errno = EINVAL, -1;
+	errno = 0;
+	v = strtoull(eq + 1, &end, 10);
+	if (errno || *end != '\0')
+		return errno = EINVAL, -1;
+	for (k = 0; k < sizeof(map) / sizeof(*map); k++) {
+		if (strlen(map[k].name) != (size_t)(eq - spec) ||
+		    strncmp(map[k].name, spec, (size_t)(eq - spec)) != 0)
+			continue;
+		rl.rlim_cur = rl.rlim_max = (rlim_t)v;
+		return setrlimit(map[k].res, &rl);
+	}
+	return errno = EINVAL, -1;
+}
+
 static char **
 read_env(void)
 {
@@ -142,6 +175,14 @@ main(int argc, char *argv[])
 		return 125;
 	}
 	i = 1;
+	while (i + 1 < argc && strcmp(argv[i], "-r") == 0) {
+		if (set_rlimit(argv[i + 1]) == -1) {
+			fprintf(stderr, "sbx-init: cannot set limit %s: %s\n",
+			    argv[i + 1], strerror(errno));
+			return 125;
+		}
+		i += 2;
+	}
 	if (i < argc && strcmp(argv[i], "-c") == 0) {
 		shell = 1;
 		i++;

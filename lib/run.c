@@ -61,6 +61,15 @@ child_exec(struct sbx_run *r, int in, int out, int err, int st, int ctl)
 	/* Own process group: a ^C on the terminal reaches sbx, which then
 	 * ends the sandbox in order, not bwrap directly. */
 	setpgid(0, 0);
+	/* Join the run's cgroup before bwrap starts: the command and every
+	 * descendant are inside before their first instruction. */
+	if (r->child_hook != NULL && r->child_hook(r->child_hook_arg) != 0)
+		_exit(125);
+	for (i = 0; i < r->nrlimit; i++) {
+		struct rlimit rl = { r->rlimit[i].value, r->rlimit[i].value };
+		if (setrlimit(r->rlimit[i].resource, &rl) == -1)
+			_exit(125);
+	}
 	sigemptyset(&set);
 	sigprocmask(SIG_SETMASK, &set, NULL);
 	signal(SIGPIPE, SIG_DFL);
@@ -239,7 +248,7 @@ sbx_run_sandbox(struct sbx_run *r, struct sbx_error *e)
 		}
 		if (!reaped && !term_at && r->wall_timeout_ms > 0 &&
 		    now - start >= r->wall_timeout_ms) {
-			r->killed_by = "timeout";
+			r->killed_by = "limit";
 			r->limit = "wall_time";
 			term_at = now;
 			(void)!write(pc[1], "T", 1);
@@ -248,6 +257,8 @@ sbx_run_sandbox(struct sbx_run *r, struct sbx_error *e)
 		    now - term_at >= SBX_KILL_GRACE_MS) {
 			(void)!write(pc[1], "K", 1);
 			kill(r->bwrap_pid, SIGKILL);
+			if (r->kill_hook != NULL)
+				r->kill_hook(r->child_hook_arg);
 			killed = 1;
 		}
 		dl = -1;
@@ -329,6 +340,8 @@ sbx_run_sandbox(struct sbx_run *r, struct sbx_error *e)
 				/* Forced, or asked twice: no grace. */
 				(void)!write(pc[1], "K", 1);
 				kill(r->bwrap_pid, SIGKILL);
+				if (r->kill_hook != NULL)
+					r->kill_hook(r->child_hook_arg);
 				killed = 1;
 			} else {
 				(void)!write(pc[1], "T", 1);

@@ -2,6 +2,7 @@
 #ifndef SBX_RUN_H
 #define SBX_RUN_H
 
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include "buf.h"
@@ -25,6 +26,17 @@ struct sbx_run {
 	int		  signal_fd;		/* caller's signal self-pipe */
 	int		  notify_fd;		/* once: R0 running, E<errno>, F0 */
 	int		  hold_stderr;		/* until ready (setup errors) */
+	struct {
+		int	  resource;
+		rlim_t	  value;
+	}		  rlimit[4];		/* applied to bwrap and below */
+	int		  nrlimit;
+	/* Called in the forked child before exec (async-signal-safe work
+	 * only, e.g. joining the run's cgroup); nonzero return aborts. */
+	int		(*child_hook)(void *);
+	void		 *child_hook_arg;
+	/* Called when the sandbox must die at once (hard kill). */
+	void		(*kill_hook)(void *);
 
 	/* out */
 	pid_t		  bwrap_pid;

@@ -148,6 +148,11 @@ sbx_sandbox_argv(const struct sbx_sandbox *sb, struct sbx_strv *v,
 	 * option by bwrap or by sbx-init. */
 	rc |= sbx_strv_push(v, "--");
 	rc |= sbx_strv_push(v, SBX_IN_INIT);
+	for (i = 0; i < (size_t)sb->nrlimit; i++) {
+		rc |= sbx_strv_push(v, "-r");
+		rc |= sbx_strv_pushf(v, "%s=%llu", sb->rlimit[i].name,
+		    sb->rlimit[i].value);
+	}
 	if (sb->shell != NULL) {
 		rc |= sbx_strv_push(v, "-c");
 		rc |= sbx_strv_push(v, "--");

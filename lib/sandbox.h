@@ -45,6 +45,11 @@ struct sbx_sandbox {
 	int		  disable_userns;
 	int		  seccomp;	/* pass SBX_FD_SECCOMP */
 	unsigned long long tmp_size;	/* bytes for /tmp, 0 = bwrap default */
+	struct {
+		const char	 *name;		/* nofile, fsize, as */
+		unsigned long long value;
+	}		  rlimit[4];	/* applied by sbx-init, inside */
+	int		  nrlimit;
 	char *const	 *argv;		/* the command, or NULL with shell */
 	const char	 *shell;	/* -c string, or NULL */
 };

@@ -9,12 +9,14 @@
  * just before it executes the command; by then bwrap has finished its
  * own mounts, so none of the denials below get in its way.
  *
- * Compiling takes a few milliseconds, so the program is cached in the
- * state root's cache/ directory under a name derived from the policy
- * version and the architecture.  The cache is a convenience, never a
+ * The program is cached in the state root's cache/ directory under a
+ * name derived from the policy version and the architecture: reading it
+ * back costs microseconds, compiling it a fraction of a millisecond of
+ * libseccomp work that every run would otherwise repeat.  The cache is a convenience, never a
  * requirement: anything wrong with it (not ours, not regular, wrong
  * size, not writable) means the program is rebuilt in memory.
  */
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -27,7 +29,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <sched.h>
-#define SBX_SECCOMP_WANT_LIBSECCOMP	/* see the end of seccomp.h */
 #include <seccomp.h>
 #include <sodium.h>
 #include <stddef.h>
@@ -35,7 +36,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "error.h"
@@ -243,15 +243,30 @@ rule(scmp_filter_ctx ctx, uint32_t action, const char *name,
 	return 0;
 }
 
-/* One rule: deny `name` when (argument `arg` & mask) == value. */
+/*
+ * One rule: deny `name` with errno `err` when argument `arg` compares
+ * (op) true against a (and b for SCMP_CMP_MASKED_EQ: (arg & a) == b).
+ */
+static int
+rule_cmp(scmp_filter_ctx ctx, int err, const char *name, unsigned int arg,
+    enum scmp_compare op, uint64_t a, uint64_t b, struct sbx_error *e)
+{
+	struct scmp_arg_cmp	 cmp;
+
+	memset(&cmp, 0, sizeof(cmp));
+	cmp.arg = arg;
+	cmp.op = op;
+	cmp.datum_a = a;
+	cmp.datum_b = b;
+	return rule(ctx, SCMP_ACT_ERRNO(err), name, 1, &cmp, e);
+}
+
 static int
 rule_masked(scmp_filter_ctx ctx, int err, const char *name, unsigned int arg,
     uint64_t mask, uint64_t value, struct sbx_error *e)
 {
-	struct scmp_arg_cmp	 cmp = SCMP_CMP(arg, SCMP_CMP_MASKED_EQ, mask,
-				    value);
-
-	return rule(ctx, SCMP_ACT_ERRNO(err), name, 1, &cmp, e);
+	return rule_cmp(ctx, err, name, arg, SCMP_CMP_MASKED_EQ, mask, value,
+	    e);
 }
 
 static int
@@ -295,9 +310,8 @@ add_personality(scmp_filter_ctx ctx, struct sbx_error *e)
 static int
 add_sockets(scmp_filter_ctx ctx, const char *name, struct sbx_error *e)
 {
-	struct scmp_arg_cmp	 cmp;
-	size_t			 i, n = sizeof(socket_allow) / sizeof(socket_allow[0]);
-	int			 f, last;
+	size_t	 i, n = sizeof(socket_allow) / sizeof(socket_allow[0]);
+	int	 f;
 
 	/*
 	 * Refuse every family below the last allowed one that is not in
@@ -305,17 +319,13 @@ add_sockets(scmp_filter_ctx ctx, const char *name, struct sbx_error *e)
 	 * 64 bits although the kernel reads an int: a value with high bits
 	 * set is above the last family and refused whatever its low bits.
 	 */
-	for (f = 0, i = 0; i < n; i++, f++) {
-		for (; f < socket_allow[i]; f++) {
-			cmp = SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)f);
-			if (rule(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), name, 1,
-			    &cmp, e) == -1)
+	for (f = 0, i = 0; i < n; i++, f++)
+		for (; f < socket_allow[i]; f++)
+			if (rule_cmp(ctx, EAFNOSUPPORT, name, 0, SCMP_CMP_EQ,
+			    (uint64_t)f, 0, e) == -1)
 				return -1;
-		}
-	}
-	last = socket_allow[n - 1];
-	cmp = SCMP_A0(SCMP_CMP_GT, (scmp_datum_t)last);
-	return rule(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), name, 1, &cmp, e);
+	return rule_cmp(ctx, EAFNOSUPPORT, name, 0, SCMP_CMP_GT,
+	    (uint64_t)socket_allow[n - 1], 0, e);
 }
 
 static int
@@ -651,6 +661,9 @@ sbx_seccomp_fd(int cache_dirfd, struct sbx_error *e)
 	if ((buf = malloc(PROG_MAX)) == NULL)
 		return export_error(e, "malloc");
 	if (build(buf, &len, e) == -1) {
+		sbx_error_hint(e, "sbx runs nothing without its seccomp filter: "
+		    "it needs libseccomp 2.5 or later and a kernel with "
+		    "CONFIG_SECCOMP_FILTER");
 		free(buf);
 		return -1;
 	}

@@ -18,14 +18,3 @@ int		 sbx_seccomp_fd(int cache_dirfd, struct sbx_error *e);
 const char	*sbx_seccomp_policy_id(void);
 
 #endif /* SBX_SECCOMP_H */
-
-/*
- * With -Ilib on the command line this file shadows libseccomp's own
- * <seccomp.h>.  lib/seccomp.c asks for the real one by defining
- * SBX_SECCOMP_WANT_LIBSECCOMP before `#include <seccomp.h>`, which lands
- * here and is forwarded down the include path.  (-iquote lib in the
- * Makefile would make this unnecessary.)
- */
-#if defined(SBX_SECCOMP_WANT_LIBSECCOMP) && !defined(_SECCOMP_H)
-#include_next <seccomp.h>
-#endif

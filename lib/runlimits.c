@@ -1,0 +1,159 @@
+/* runlimits.c: resource limits from defaults, configuration and flags. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "cli.h"
+#include "envelope.h"
+#include "fsutil.h"
+#include "runlimits.h"
+
+#define CONFIG_MAX	(1u << 20)
+
+void
+sbx_limits_defaults(struct sbx_runlimits *l)
+{
+	long	 pages = sysconf(_SC_PHYS_PAGES);
+	long	 psz = sysconf(_SC_PAGESIZE);
+
+	memset(l, 0, sizeof(*l));
+	/* Even when nothing is asked, a careless fork bomb or leak must not
+	 * take the host down: bounded tasks and half of the memory. */
+	l->pids = SBX_DEFAULT_PIDS;
+	if (pages > 0 && psz > 0)
+		l->memory_mib = (unsigned long long)pages *
+		    (unsigned long long)psz / 2 / (1024 * 1024);
+}
+
+static const struct key {
+	const char	*name;
+	unsigned	 bit;
+	int		 real;		/* a decimal number, not an integer */
+	double		 max;
+} keys[] = {
+	{ "memory_mib",		SBX_RL_MEMORY,	0, 1 << 30 },
+	{ "cpus",		SBX_RL_CPUS,	1, 4096 },
+	{ "pids",		SBX_RL_PIDS,	0, 1 << 22 },
+	{ "disk_mib",		SBX_RL_DISK,	0, 1 << 30 },
+	{ "wall_timeout",	SBX_RL_WALL,	1, 31 * 86400 },
+	{ "nofile",		SBX_RL_NOFILE,	0, 1 << 20 },
+	{ "file_size_mib",	SBX_RL_FSIZE,	0, 1 << 30 },
+};
+
+static const struct key *
+find_key(const char *name)
+{
+	size_t	 i;
+
+	for (i = 0; i < sizeof(keys) / sizeof(*keys); i++)
+		if (strcmp(keys[i].name, name) == 0)
+			return &keys[i];
+	return NULL;
+}
+
+static void
+store(struct sbx_runlimits *l, const struct key *k, double v, int explicit)
+{
+	switch (k->bit) {
+	case SBX_RL_MEMORY: l->memory_mib = (unsigned long long)v; break;
+	case SBX_RL_CPUS: l->cpus = v; break;
+	case SBX_RL_PIDS: l->pids = (unsigned long long)v; break;
+	case SBX_RL_DISK: l->disk_mib = (unsigned long long)v; break;
+	case SBX_RL_WALL: l->wall_timeout = v; break;
+	case SBX_RL_NOFILE: l->nofile = (unsigned long long)v; break;
+	case SBX_RL_FSIZE: l->file_size_mib = (unsigned long long)v; break;
+	}
+	if (explicit && v > 0)
+		l->explicit_mask |= k->bit;
+	else if (explicit)
+		l->explicit_mask &= ~k->bit;
+}
+
+int
+sbx_limits_merge_json(struct sbx_runlimits *l, const json_t *obj,
+    int explicit, const char *origin, struct sbx_error *e)
+{
+	const char		*name;
+	const struct key	*k;
+	json_t			*v;
+	double			 d;
+
+	if (obj == NULL)
+		return 0;
+	if (!json_is_object(obj))
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "limits",
+		    "config_invalid", "%s: `limits` must be an object", origin);
+	json_object_foreach((json_t *)obj, name, v) {
+		if ((k = find_key(name)) == NULL)
+			return sbx_error_set(e, SBX_K_INVALID_ARGS, "limits",
+			    "config_invalid", "%s: unknown limit `%s`", origin,
+			    name);
+		if (!json_is_number(v) || (!k->real && !json_is_integer(v)))
+			return sbx_error_set(e, SBX_K_INVALID_ARGS, name,
+			    "config_invalid", "%s: limit `%s` must be a%s "
+			    "number", origin, name, k->real ? "" : "n integer");
+		d = json_number_value(v);
+		if (!isfinite(d) || d < 0 || d > k->max)
+			return sbx_error_set(e, SBX_K_INVALID_ARGS, name,
+			    "config_invalid", "%s: limit `%s` is out of range",
+			    origin, name);
+		store(l, k, d, explicit);
+	}
+	return 0;
+}
+
+int
+sbx_limits_set(struct sbx_runlimits *l, const char *key, const char *value,
+    struct sbx_error *e)
+{
+	const struct key	*k = find_key(key);
+	unsigned long long	 u;
+	double			 d;
+
+	if (k == NULL)
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, key, "unknown",
+		    "unknown limit %s", key);
+	if (k->real) {
+		if (sbx_parse_seconds(value, k->max, &d) == -1)
+			return sbx_error_set(e, SBX_K_INVALID_ARGS, key,
+			    "invalid_number", "argument `%s` must be a positive "
+			    "number up to %.0f", key, k->max);
+	} else {
+		if (sbx_parse_uint(value, (unsigned long long)k->max, &u) == -1
+		    || u == 0)
+			return sbx_error_set(e, SBX_K_INVALID_ARGS, key,
+			    "invalid_number", "argument `%s` must be an integer "
+			    "from 1 to %.0f", key, k->max);
+		d = (double)u;
+	}
+	store(l, k, d, 1);
+	return 0;
+}
+
+int
+sbx_config_load(int rootfd, const char *rel, json_t **out,
+    struct sbx_error *e)
+{
+	struct sbx_buf	 b = SBX_BUF_INIT;
+	struct sbx_error e2;
+	json_t		*j;
+
+	*out = NULL;
+	if (sbx_read_file_at(rootfd, rel, CONFIG_MAX, &b, &e2) == -1) {
+		sbx_buf_release(&b);
+		if (e2.kind && strcmp(e2.kind, SBX_K_NOT_FOUND) == 0)
+			return 0;
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
+		    "config_invalid", "%s: %s", rel, e2.message);
+	}
+	j = sbx_json_parse(b.p, b.len, CONFIG_MAX, &e2);
+	sbx_buf_release(&b);
+	if (j == NULL)
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
+		    "config_invalid", "%s: %s", rel, e2.message);
+	*out = j;
+	return 0;
+}
