@@ -708,6 +708,15 @@ done:
 	return yes;
 }
 
+/* Whole numbers as integers, so that 0 prints as 0, not 0.0. */
+static json_t *
+number(double d)
+{
+	if (d == (double)(json_int_t)d)
+		return json_integer((json_int_t)d);
+	return json_real(d);
+}
+
 static const char *
 limit_backend_of(unsigned bit, struct prep *p)
 {
@@ -815,13 +824,13 @@ prep_limits(struct prep *p)
 	if (p->lim.wall_timeout > 0)
 		json_object_set_new(enf, "wall_timeout",
 		    json_string("supervisor"));
-	p->limits = json_pack("{s:s,s:I,s:f,s:I,s:I,s:f,s:I,s:I,s:o}",
+	p->limits = json_pack("{s:s,s:I,s:o,s:I,s:I,s:o,s:I,s:I,s:o}",
 	    "backend", "none",
 	    "memory_mib", (json_int_t)p->lim.memory_mib,
-	    "cpus", p->lim.cpus,
+	    "cpus", number(p->lim.cpus),
 	    "pids", (json_int_t)p->lim.pids,
 	    "disk_mib", (json_int_t)p->lim.disk_mib,
-	    "wall_timeout", p->lim.wall_timeout,
+	    "wall_timeout", number(p->lim.wall_timeout),
 	    "nofile", (json_int_t)p->lim.nofile,
 	    "file_size_mib", (json_int_t)p->lim.file_size_mib,
 	    "enforced", enf);

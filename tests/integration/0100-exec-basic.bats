@@ -24,7 +24,7 @@ bats_require_minimum_version 1.5.0
 	[ "$(json_get "$output" .result.network)" = none ]
 	[ "$(json_get "$output" .result.cwd)" = /workspace/agents/default ]
 	# byte-stable: keys sorted
-	[ "$output" = "$(printf '%s' "$output" | jq -cS .)" ]
+	[ "$output" = "$(printf '%s' "$output" | python3 -c 'import json,sys; print(json.dumps(json.loads(sys.stdin.read()), sort_keys=True, separators=(",", ":"), ensure_ascii=False))')" ]
 }
 
 @test "HOME is the agent's home, created 0700" {
@@ -69,7 +69,7 @@ bats_require_minimum_version 1.5.0
 }
 
 @test "argv that looks like options is the command's, not sbx's or bwrap's" {
-	run sbx exec -- echo --bind / / --help
+	run --separate-stderr sbx exec -- echo --bind / / --help
 	[ "$status" -eq 0 ]
 	[ "$output" = "--bind / / --help" ]
 }
