@@ -60,7 +60,7 @@ pct() {	# file pct
 }
 
 : > "$tmp/bare"; : > "$tmp/sbx"; : > "$tmp/json"
-for r in $(seq "$ROUNDS"); do
+for _ in $(seq "$ROUNDS"); do
 	bench bare "$bare_cmd"
 	bench sbx "$SBX exec -- /bin/true"
 	bench json "$SBX exec --json -- /bin/true"

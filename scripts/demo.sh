@@ -13,6 +13,7 @@ fi
 export SBX_HOME
 SBX="$PWD/$B/bin/sbx"
 
+# shellcheck disable=SC2016 # expanded inside the sandbox, not here
 probe='echo "user: $(id -un) (uid $(id -u))"; echo "home: $HOME"
 echo "processes visible: $(ls /proc | grep -c "^[0-9]")"
 echo "network interfaces: $(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " " | tr "\n" " ")"
@@ -23,4 +24,5 @@ echo "== sbx exec (state root $SBX_HOME, agent default, network none)"
 "$SBX" exec -c "$probe"
 echo
 echo "== the same run as a JSON envelope (sbx exec --json)"
+# shellcheck disable=SC2016
 "$SBX" exec --json -c 'echo hello from $(hostname); ls /'
