@@ -21,6 +21,7 @@
 #include <jansson.h>
 
 #include "buf.h"
+#include "cgroup.h"
 #include "cli.h"
 #include "envelope.h"
 #include "fsutil.h"
@@ -40,12 +41,16 @@ static const char usage_text[] =
 "usage: sbx exec [--agent A] [--home DIR] [--cwd PATH] [--workdir DIR]\n"
 "                [--env NAME=VALUE]... [--timeout SECONDS]\n"
 "                [--network none|outbound] [--json] [--max-output BYTES]\n"
+"                [--memory MIB] [--cpus N.N] [--pids N] [--disk MIB]\n"
+"                [--wall-timeout SECONDS] [--nofile N] [--file-size MIB]\n"
+"                [--soft-limits] [--seccomp on|off]\n"
 "                [--background] [-q] [-v] -- COMMAND [ARG...]\n"
 "       sbx exec [options] -c 'SHELL STRING'\n"
 "       sbx exec ps [--agent A] [--json]\n"
 "       sbx exec poll JOB [--tail-lines N] [--agent A] [--json]\n"
 "       sbx exec wait JOB [--timeout SECONDS] [--agent A] [--json]\n"
-"       sbx exec kill JOB [--force] [--agent A] [--json]\n";
+"       sbx exec kill JOB [--force] [--agent A] [--json]\n"
+"       sbx exec gc [--json]\n";
 
 static const char help_text[] =
 "\n"
@@ -70,6 +75,15 @@ static const char help_text[] =
 "                         bash)\n"
 "      --max-output BYTES captured bytes kept per stream with --json\n"
 "                         (default 1M; K, M, G suffixes)\n"
+"      --memory MIB       memory limit, swap included (default: half of RAM)\n"
+"      --cpus N.N         CPU limit in cores (e.g. 0.5)\n"
+"      --pids N           task limit (default 1024)\n"
+"      --disk MIB         size of /tmp and largest file written (soft)\n"
+"      --wall-timeout S   kill the sandbox after S seconds, output or not\n"
+"      --nofile N         open files limit (RLIMIT_NOFILE)\n"
+"      --file-size MIB    largest file the command may write (RLIMIT_FSIZE)\n"
+"      --soft-limits      accept rlimits where no cgroup can enforce a limit\n"
+"      --seccomp MODE     on (default) or off (diagnosis only)\n"
 "  -b, --background       start as a background job and return at once\n"
 "      --tail-lines N     lines of log returned by poll and wait (default 20)\n"
 "      --force            kill: SIGKILL at once instead of SIGTERM\n"
@@ -391,7 +405,8 @@ parse_args(int argc, char *argv[])
 	if (!dashdash && O.argc > 0) {
 		a = O.argv[0];
 		if (strcmp(a, "ps") == 0 || strcmp(a, "poll") == 0 ||
-		    strcmp(a, "wait") == 0 || strcmp(a, "kill") == 0) {
+		    strcmp(a, "wait") == 0 || strcmp(a, "kill") == 0 ||
+		    strcmp(a, "gc") == 0) {
 			O.sub = a;
 			parse_sub(O.argc, O.argv);
 			return;
@@ -418,6 +433,7 @@ struct prep {
 	int			 env_fd, passwd_fd, group_fd, hosts_fd;
 	int			 seccomp_fd, cache_fd;
 	struct sbx_runlimits	 lim;
+	struct sbx_cgroup	 cg;
 	json_t			*limits;	/* what is enforced, and how */
 	json_t			*warnings;
 };
@@ -720,9 +736,66 @@ number(double d)
 static const char *
 limit_backend_of(unsigned bit, struct prep *p)
 {
-	(void)p;
-	(void)bit;
+	unsigned	 cgbit = bit == SBX_RL_MEMORY ? SBX_LIM_MEMORY :
+			    bit == SBX_RL_CPUS ? SBX_LIM_CPUS : SBX_LIM_PIDS;
+
+	if (p->cg.backend != SBX_CG_NONE && (p->cg.enforced & cgbit))
+		return sbx_cgroup_backend_name(p->cg.backend);
 	return "none";
+}
+
+/* Run-engine hooks: join the cgroup in the child, kill it at once. */
+static int
+cg_enter_hook(void *arg)
+{
+	struct prep	*p = arg;
+
+	if (p->cg.backend == SBX_CG_NONE)
+		return 0;
+	return sbx_cgroup_enter(&p->cg) == -1 ? -1 : 0;
+}
+
+static void
+cg_kill_hook(void *arg)
+{
+	struct prep	*p = arg;
+
+	if (p->cg.backend != SBX_CG_NONE)
+		(void)sbx_cgroup_kill(&p->cg);
+}
+
+/* Create this run's cgroup with the memory, cpu and task limits. */
+static void
+prep_cgroup(struct prep *p, const char *v2root)
+{
+	struct sbx_error	 e;
+	struct sbx_limits	 l;
+	char			 name[SBX_CG_NAME_MAX];
+
+	memset(&l, 0, sizeof(l));
+	if (p->lim.memory_mib) {
+		l.memory_bytes = p->lim.memory_mib << 20;
+		l.wanted |= SBX_LIM_MEMORY;
+	}
+	if (p->lim.cpus > 0) {
+		l.cpus = p->lim.cpus;
+		l.wanted |= SBX_LIM_CPUS;
+	}
+	if (p->lim.pids) {
+		l.pids = p->lim.pids;
+		l.wanted |= SBX_LIM_PIDS;
+	}
+	if (l.wanted == 0)
+		return;
+	/* A supervisor killed with -9 leaves its cgroup behind; the next
+	 * run reaps such leftovers (cheap: one directory read each). */
+	(void)sbx_cgroup_gc(&e);
+	if (sbx_cgroup_name(name, sizeof(name)) == -1) {
+		sbx_error_sys(&e, "cgroup_failed", "naming the run's cgroup");
+		fail(&e, SBX_EX_FAILED);
+	}
+	if (sbx_cgroup_create_at(v2root, NULL, name, &l, &p->cg, &e) == -1)
+		fail(&e, SBX_EX_FAILED);
 }
 
 /*
@@ -736,9 +809,10 @@ prep_limits(struct prep *p)
 {
 	struct sbx_error	 e;
 	char			 rel[128];
-	json_t			*cfg, *enf;
+	json_t			*cfg, *enf, *v;
 	size_t			 i;
 	unsigned		 unenforced = 0;
+	char			*v2root = NULL;
 	static const struct { unsigned bit; const char *name; } cg[] = {
 		{ SBX_RL_MEMORY, "memory" }, { SBX_RL_CPUS, "cpus" },
 		{ SBX_RL_PIDS, "pids" },
@@ -750,6 +824,16 @@ prep_limits(struct prep *p)
 	if (cfg != NULL && sbx_limits_merge_json(&p->lim, json_object_get(cfg,
 	    "limits"), 0, "config/sandbox.json", &e) == -1)
 		fail(&e, SBX_EX_FAILED);
+	v = cfg ? json_object_get(cfg, "cgroup_v2_root") : NULL;
+	if (v != NULL && (!json_is_string(v) ||
+	    json_string_value(v)[0] != '/')) {
+		sbx_error_set(&e, SBX_K_INVALID_ARGS, "cgroup_v2_root",
+		    "config_invalid", "config/sandbox.json: cgroup_v2_root "
+		    "must be an absolute path");
+		fail(&e, SBX_EX_FAILED);
+	}
+	if (v != NULL)
+		v2root = strdup(json_string_value(v));
 	json_decref(cfg);
 	snprintf(rel, sizeof(rel), "config/agents/%s.json", p->sb.agent);
 	if (sbx_config_load(p->root.fd, rel, &cfg, &e) == -1)
@@ -763,6 +847,8 @@ prep_limits(struct prep *p)
 		    O.limit_keys.v[i + 1], &e) == -1)
 			fail(&e, SBX_EX_FAILED);
 	p->lim.soft = O.soft_limits;
+	prep_cgroup(p, v2root);
+	free(v2root);
 
 	enf = json_object();
 	for (i = 0; i < sizeof(cg) / sizeof(*cg); i++) {
@@ -825,7 +911,7 @@ prep_limits(struct prep *p)
 		json_object_set_new(enf, "wall_timeout",
 		    json_string("supervisor"));
 	p->limits = json_pack("{s:s,s:I,s:o,s:I,s:I,s:o,s:I,s:I,s:o}",
-	    "backend", "none",
+	    "backend", sbx_cgroup_backend_name(p->cg.backend),
 	    "memory_mib", (json_int_t)p->lim.memory_mib,
 	    "cpus", number(p->lim.cpus),
 	    "pids", (json_int_t)p->lim.pids,
@@ -967,6 +1053,49 @@ prepare(struct prep *p)
 	}
 }
 
+/*
+ * After the run: read the cgroup's counters as evidence of a limit that
+ * ended or hindered the run, then kill what is left, wait for the cgroup
+ * to empty and remove it.  Returns the events object (or NULL).
+ */
+static json_t *
+finish_limits(struct prep *p, struct sbx_run *r)
+{
+	struct sbx_error	 e;
+	struct sbx_cg_stats	 st;
+	json_t			*ev = NULL;
+
+	if (p->cg.backend == SBX_CG_NONE)
+		return NULL;
+	memset(&st, 0, sizeof(st));
+	if (sbx_cgroup_stats(&p->cg, &st) == 0) {
+		ev = json_object();
+		if (st.have_oom && st.oom_kills > 0)
+			json_object_set_new(ev, "oom_kills",
+			    json_integer((json_int_t)st.oom_kills));
+		if (st.have_pids_events && st.pids_max_events > 0)
+			json_object_set_new(ev, "pids_max",
+			    json_integer((json_int_t)st.pids_max_events));
+		if (st.have_cpu)
+			json_object_set_new(ev, "cpu_usage_ms",
+			    json_integer((json_int_t)(st.cpu_usage_usec / 1000)));
+		if (st.have_peak)
+			json_object_set_new(ev, "memory_peak_mib",
+			    json_integer((json_int_t)(st.memory_peak >> 20)));
+		if (st.have_oom && st.oom_kills > 0 && r->exit_code != 0 &&
+		    r->killed_by == NULL) {
+			r->killed_by = "limit";
+			r->limit = "memory";
+		}
+		if (st.have_pids_events && st.pids_max_events > 0)
+			warn_add(p, "the task limit was reached: some fork() "
+			    "or clone() calls failed with EAGAIN");
+	}
+	if (sbx_cgroup_destroy(&p->cg, &e) == -1)
+		warn_add(p, e.message);
+	return ev;
+}
+
 static void
 run_setup(struct prep *p, struct sbx_run *r)
 {
@@ -981,6 +1110,9 @@ run_setup(struct prep *p, struct sbx_run *r)
 	r->slot[SBX_FD_HOSTS] = p->hosts_fd;
 	r->slot[SBX_FD_SECCOMP] = p->seccomp_fd;
 	r->wall_timeout_ms = (long long)(p->lim.wall_timeout * 1000.0);
+	r->child_hook = cg_enter_hook;
+	r->kill_hook = cg_kill_hook;
+	r->child_hook_arg = p;
 	r->max_output = O.max_output;
 	r->idle_timeout_ms = (long long)(O.timeout * 1000.0);
 	r->hold_stderr = 1;
@@ -1111,6 +1243,7 @@ foreground(struct prep *p)
 {
 	static struct sbx_run	 r;	/* reachable until exit */
 	struct sbx_error	 e;
+	json_t			*events;
 	json_t			*res;
 	int			 code;
 
@@ -1124,8 +1257,11 @@ foreground(struct prep *p)
 		r.out_fd = 1;
 		r.err_fd = 2;
 	}
-	if (sbx_run_sandbox(&r, &e) == -1)
+	if (sbx_run_sandbox(&r, &e) == -1) {
+		(void)finish_limits(p, &r);
 		fail(&e, SBX_EX_FAILED);
+	}
+	events = finish_limits(p, &r);
 
 	if (!r.started) {
 		/* bwrap could not build the sandbox: nothing ran. */
@@ -1171,7 +1307,26 @@ foreground(struct prep *p)
 		warn_add(p, "exit 141 is SIGPIPE: a reader closed the pipe "
 		    "early; the captured output is still trustworthy");
 	res = result_json(p, &r);
+	if (events != NULL && json_object_size(events) > 0)
+		json_object_set(res, "limit_events", events);
+	json_decref(events);
 	code = r.exit_code < 0 ? SBX_EX_FAILED : r.exit_code;
+	if (r.limit != NULL && strcmp(r.limit, "memory") == 0) {
+		sbx_error_set(&e, SBX_K_EXECUTION_ERROR, "memory",
+		    "memory_limit", "the sandbox ran out of memory: the kernel "
+		    "killed it at the limit of %llu MiB", p->lim.memory_mib);
+		sbx_error_hint(&e, "raise --memory (or limits.memory_mib)");
+		if (O.json)
+			emit(sbx_envelope_err(tool, &e, extra_of(res,
+			    p->warnings)));
+		else {
+			print_warnings(p->warnings);
+			if (!O.quiet)
+				fprintf(stderr, "%s: %s\n", PROG, e.message);
+			json_decref(res);
+		}
+		return code;
+	}
 
 	if (r.killed_by != NULL && (strcmp(r.killed_by, "timeout") == 0 ||
 	    (r.limit != NULL && strcmp(r.limit, "wall_time") == 0))) {
@@ -1253,7 +1408,8 @@ monitor(struct prep *p, const char *id, int jobs_fd, int log_fd,
 	struct sbx_run		 r;
 	unsigned long long	 st = 0;
 	char			 now[32], line[32];
-	int			 devnull;
+	int			 devnull, rc;
+	json_t			*ev;
 
 	if ((devnull = open("/dev/null", O_RDWR)) >= 0) {
 		dup2(devnull, 0);
@@ -1277,7 +1433,13 @@ monitor(struct prep *p, const char *id, int jobs_fd, int log_fd,
 	r.out_fd = log_fd;
 	r.err_fd = log_fd;
 	r.notify_fd = notify_fd;
-	if (sbx_run_sandbox(&r, &e) == -1) {
+	rc = sbx_run_sandbox(&r, &e);
+	if ((ev = finish_limits(p, &r)) != NULL) {
+		if (json_object_size(ev) > 0)
+			json_object_set(rec, "limit_events", ev);
+		json_decref(ev);
+	}
+	if (rc == -1) {
 		json_object_set_new(rec, "state", json_string("failed"));
 		json_object_set_new(rec, "error", json_string(e.message));
 	} else {
@@ -1305,6 +1467,9 @@ monitor(struct prep *p, const char *id, int jobs_fd, int log_fd,
 		if (r.killed_by)
 			json_object_set_new(rec, "killed_by",
 			    json_string(r.killed_by));
+		if (r.limit)
+			json_object_set_new(rec, "limit",
+			    json_string(r.limit));
 		json_object_set_new(rec, "duration_ms",
 		    json_integer(r.duration_ms));
 	}
@@ -1727,6 +1892,25 @@ sub_ps(struct sbx_root *root, const char *agent)
 	return 0;
 }
 
+/* Reap what supervisors killed with -9 left behind: their cgroups and
+ * everything still running in them. */
+static int
+sub_gc(void)
+{
+	struct sbx_error	 e;
+	int			 n;
+
+	tool = "exec.gc";
+	if ((n = sbx_cgroup_gc(&e)) == -1)
+		fail(&e, SBX_EX_FAILED);
+	if (O.json)
+		emit(sbx_envelope_ok(tool, json_pack("{s:i}", "removed_cgroups",
+		    n), NULL));
+	else if (!O.quiet)
+		printf("removed %d stale cgroup%s\n", n, n == 1 ? "" : "s");
+	return 0;
+}
+
 /* Static: what a run holds lives as long as the process (and stays
  * reachable for leak checkers until exit). */
 static struct prep	 p;
@@ -1739,6 +1923,11 @@ main(int argc, char *argv[])
 	p.root.fd = -1;
 	parse_args(argc, argv);
 	if (O.sub != NULL) {
+		if (strcmp(O.sub, "gc") == 0) {
+			if (O.argc != 0)
+				usage();
+			return sub_gc();
+		}
 		tool = strcmp(O.sub, "ps") == 0 ? "exec.ps" :
 		    strcmp(O.sub, "poll") == 0 ? "exec.poll" :
 		    strcmp(O.sub, "wait") == 0 ? "exec.wait" : "exec.kill";

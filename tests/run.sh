@@ -14,7 +14,9 @@ PROVE_FLAGS=${PROVE_FLAGS:-}
 
 # Count cgroups and leftover sandboxes before, compare after.
 count_state() {
-	pgrep -c -f 'sbx-init|bwrap' 2>/dev/null || true
+	printf '%s procs, %s cgroups' \
+	    "$(pgrep -c -f 'sbx-init|bwrap' 2>/dev/null || true)" \
+	    "$(find /sys/fs/cgroup -maxdepth 6 -type d -name 'sbx-*' 2>/dev/null | wc -l)"
 }
 before=$(count_state)
 

@@ -1,0 +1,626 @@
+/*
+ * sbx-provision: create or repair the state root and an agent (home,
+ * SOUL.md, token, settings); list, inspect, unprovision, reset, remove.
+ * See sbx-provision(1).
+ */
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "buf.h"
+#include "cli.h"
+#include "envelope.h"
+#include "names.h"
+#include "provision.h"
+#include "root.h"
+#include "utf8.h"
+
+#define PROG	"sbx-provision"
+
+static const char usage_text[] =
+"usage: sbx provision [--agent A] [--home DIR] [--json] [-q] [-v]\n"
+"       sbx provision list [--home DIR] [--json]\n"
+"       sbx provision status [--agent A] [--home DIR] [--json]\n"
+"       sbx provision unprovision --agent A [--home DIR] [--json]\n"
+"       sbx provision reset [--home DIR] [--json]\n"
+"       sbx provision remove [--yes] [--home DIR] [--json]\n";
+
+static const char help_text[] =
+"\n"
+"Create or repair the state root and the agent A: the directories of the\n"
+"layout with safe modes, the agent's home with SOUL.md, its token and its\n"
+"settings. Running it again changes nothing that is already right; a\n"
+"symlink planted in the state root is refused, never followed.\n"
+"\n"
+"  list          the agents, and whether each has a token, a home, settings\n"
+"  status        what exists, is missing or has a wrong mode; changes nothing\n"
+"                (exit 1 when something is not right)\n"
+"  unprovision   delete the agent's token and host-side records; keep its\n"
+"                home\n"
+"  reset         empty envs/ and cache/; keep homes, images and settings\n"
+"  remove        delete everything in the state root except workspace/\n"
+"                (only with --yes)\n"
+"\n"
+"  -a, --agent A   agent name (default: $SBX_AGENT or \"default\")\n"
+"      --home DIR  state root (default: $SBX_HOME, $XDG_DATA_HOME/sbx,\n"
+"                  ~/.local/share/sbx)\n"
+"  -y, --yes       remove: really remove\n"
+"  -j, --json      print one JSON envelope (also SBX_JSON=1)\n"
+"  -q, --quiet     print nothing but errors\n"
+"  -v, --verbose   also list what was already present\n"
+"  -h, --help      this help\n"
+"      --version   print the version\n"
+"\n"
+"Image subcommands are not yet available.\n";
+
+enum {
+	OPT_HOME = 256, OPT_VERSION,
+};
+
+static const struct option longopts[] = {
+	{ "agent",	required_argument,	NULL, 'a' },
+	{ "home",	required_argument,	NULL, OPT_HOME },
+	{ "yes",	no_argument,		NULL, 'y' },
+	{ "json",	no_argument,		NULL, 'j' },
+	{ "quiet",	no_argument,		NULL, 'q' },
+	{ "verbose",	no_argument,		NULL, 'v' },
+	{ "help",	no_argument,		NULL, 'h' },
+	{ "version",	no_argument,		NULL, OPT_VERSION },
+	{ NULL, 0, NULL, 0 }
+};
+
+static struct {
+	const char	*agent;
+	const char	*home;
+	const char	*sub;		/* NULL: provision */
+	int		 agent_given;
+	int		 yes;
+	int		 json;
+	int		 quiet;
+	int		 verbose;
+} O;
+
+static const char	*tool = "provision";
+static char		 tool_buf[32];
+static struct sbx_root	 root = SBX_ROOT_INIT;
+
+static void __attribute__((noreturn))
+usage(const char *why)
+{
+	if (why != NULL)
+		fprintf(stderr, "%s: %s\n", PROG, why);
+	fputs(usage_text, stderr);
+	exit(SBX_EX_USAGE);
+}
+
+static void
+emit(json_t *env)
+{
+	char	*s = sbx_envelope_dump(env);
+
+	if (s != NULL) {
+		fputs(s, stdout);
+		free(s);
+	}
+	fflush(stdout);
+	json_decref(env);
+}
+
+/* The exit status for a failure of this kind (sbx-provision(1)). */
+static int
+exit_for(const struct sbx_error *e)
+{
+	if (e->kind == NULL)
+		return SBX_EX_OSERR;
+	if (strcmp(e->kind, SBX_K_INVALID_ARGS) == 0)
+		return SBX_EX_DATAERR;
+	if (strcmp(e->kind, SBX_K_REJECTED) == 0)
+		return SBX_EX_NOPERM;
+	if (strcmp(e->kind, SBX_K_UNAVAILABLE) == 0 ||
+	    strcmp(e->kind, SBX_K_TIMEOUT) == 0)
+		return SBX_EX_TEMPFAIL;
+	if (strcmp(e->kind, SBX_K_NOT_FOUND) == 0)
+		return SBX_EX_NEGATIVE;
+	return SBX_EX_OSERR;
+}
+
+/* Report a failure (envelope or text) and exit. */
+static void __attribute__((noreturn))
+fail_extra(struct sbx_error *e, int code, json_t *extra)
+{
+	struct sbx_buf	 b = SBX_BUF_INIT;
+
+	if (O.json) {
+		emit(sbx_envelope_err(tool, e, extra));
+	} else {
+		json_decref(extra);
+		if (sbx_cli_error_text(PROG, e, &b) == 0)
+			fputs(b.p, stderr);
+		sbx_buf_release(&b);
+	}
+	exit(code);
+}
+
+static void __attribute__((noreturn))
+fail(struct sbx_error *e)
+{
+	fail_extra(e, exit_for(e), NULL);
+}
+
+/* A path or message for a terminal: control characters escaped. */
+static void
+print_line(FILE *f, const char *prefix, const char *s, const char *suffix)
+{
+	struct sbx_buf	 b = SBX_BUF_INIT;
+
+	if (sbx_str_escape_line(&b, s, strlen(s)) == 0)
+		fprintf(f, "%s%s%s\n", prefix, b.p ? b.p : "", suffix);
+	sbx_buf_release(&b);
+}
+
+static void
+print_list(const char *label, json_t *arr)
+{
+	json_t	*v;
+	size_t	 i;
+
+	json_array_foreach(arr, i, v)
+		print_line(stdout, label, json_string_value(v), "");
+}
+
+static void
+print_warnings(json_t *warnings)
+{
+	json_t	*v;
+	size_t	 i;
+
+	if (O.quiet)
+		return;
+	json_array_foreach(warnings, i, v)
+		print_line(stderr, PROG ": warning: ", json_string_value(v), "");
+}
+
+static json_t *
+root_json(void)
+{
+	return json_pack("{s:s,s:s}", "path", root.path, "source", root.source);
+}
+
+static void
+parse(int argc, char *argv[])
+{
+	int	 ch;
+
+	while ((ch = getopt_long(argc, argv, "+a:yjqvh", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'a':
+			O.agent = optarg;
+			O.agent_given = 1;
+			break;
+		case OPT_HOME:
+			O.home = optarg;
+			break;
+		case 'y':
+			O.yes = 1;
+			break;
+		case 'j':
+			O.json = 1;
+			break;
+		case 'q':
+			O.quiet = 1;
+			break;
+		case 'v':
+			O.verbose = 1;
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			fputs(help_text, stdout);
+			exit(0);
+		case OPT_VERSION:
+			printf("%s %s\n", PROG, SBX_VERSION);
+			exit(0);
+		default:
+			usage(NULL);
+		}
+	}
+}
+
+static void
+parse_args(int argc, char *argv[])
+{
+	O.json = sbx_cli_json_env();
+	parse(argc, argv);
+	if (optind >= argc)
+		return;
+	O.sub = argv[optind];
+	/* Options may also follow the subcommand. */
+	argc -= optind;
+	argv += optind;
+	optind = 0;	/* 0: restart, re-reading the optstring's flags */
+	if (strcmp(O.sub, "image") == 0 || strcmp(O.sub, "images") == 0) {
+		/* Not parsed yet; only honour --json for the refusal. */
+		for (; argc > 0; argc--, argv++)
+			if (strcmp(*argv, "--json") == 0 ||
+			    strcmp(*argv, "-j") == 0)
+				O.json = 1;
+		return;
+	}
+	parse(argc, argv);
+	if (optind < argc)
+		usage("too many arguments");
+}
+
+/* Open the root without creating it: -1 when it does not exist. */
+static int
+open_root_existing(int inspect)
+{
+	struct sbx_error	 e;
+	int			 fd;
+
+	if (sbx_root_open(&root, 0, &e) == 0)
+		return root.fd;
+	if (e.kind && strcmp(e.kind, SBX_K_NOT_FOUND) == 0)
+		return -1;
+	/* status reports an unsafe root rather than refusing to look at
+	 * it; it only ever reads beneath it. */
+	if (inspect && e.reason && strcmp(e.reason, "insecure_state_root") == 0 &&
+	    (fd = open(root.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
+		root.fd = fd;
+		return fd;
+	}
+	fail(&e);
+}
+
+/* ---- provision ---------------------------------------------------------- */
+
+static int
+do_provision(void)
+{
+	struct sbx_provision	 p;
+	struct sbx_error	 e;
+	struct stat		 st;
+	char			*token_file = NULL;
+	json_t			*res;
+	int			 created;
+
+	created = stat(root.path, &st) == -1 && errno == ENOENT;
+	if (sbx_root_open(&root, 1, &e) == -1)
+		fail(&e);
+	/* Every mode is set explicitly below; this umask only makes mkdir
+	 * produce them exactly (0711 and 0700 alike), so that a concurrent
+	 * provision never sees a half-made directory as one to repair, and
+	 * it never lets group or others read or write. */
+	umask(066);
+	if (sbx_provision_init(&p, root.fd, O.agent) == -1) {
+		sbx_error_sys(&e, "nomem", "provision");
+		fail(&e);
+	}
+	p.root_created = created;
+	if (sbx_provision_agent(&p, &e) == -1) {
+		json_t *extra = NULL;
+
+		if (json_array_size(p.problems) > 0)
+			extra = json_pack("{s:O}", "problems", p.problems);
+		if (!O.json && !O.quiet) {
+			json_t *v;
+			size_t i;
+
+			json_array_foreach(p.problems, i, v) {
+				print_line(stderr, PROG ": refused: ",
+				    json_string_value(json_object_get(v,
+				    "path")), strcmp(json_string_value(
+				    json_object_get(v, "state")), "symlink") ==
+				    0 ? " (a symlink)" : " (wrong type or "
+				    "owner)");
+			}
+		}
+		fail_extra(&e, exit_for(&e), extra);
+	}
+	if (asprintf(&token_file, "%s/run/tokens/%s", root.path, O.agent) == -1)
+		exit(SBX_EX_OSERR);
+	if (O.json) {
+		res = json_pack("{s:s,s:o,s:s,s:O,s:O,s:O}", "agent", O.agent,
+		    "root", root_json(), "token_file", token_file, "created",
+		    p.created, "repaired", p.repaired, "present", p.present);
+		emit(sbx_envelope_ok(tool, res, json_incref(p.warnings)));
+	} else if (!O.quiet) {
+		print_warnings(p.warnings);
+		print_list("created   ", p.created);
+		print_list("repaired  ", p.repaired);
+		if (O.verbose)
+			print_list("present   ", p.present);
+		printf("agent %s provisioned in %s: %zu created, %zu repaired, "
+		    "%zu already present\n", O.agent, root.path,
+		    json_array_size(p.created), json_array_size(p.repaired),
+		    json_array_size(p.present));
+		print_line(stdout, "token file ", token_file, "");
+	}
+	free(token_file);
+	sbx_provision_release(&p);
+	return 0;
+}
+
+/* ---- status ------------------------------------------------------------- */
+
+static int
+do_status(void)
+{
+	struct sbx_error	 e;
+	json_t			*items, *warnings, *it, *res;
+	json_t			*present, *missing, *wrong_mode, *problems;
+	const char		*state, *path;
+	size_t			 i;
+	int			 rootfd, ready;
+	char			 extra[64];
+
+	rootfd = open_root_existing(1);
+	warnings = json_array();
+	if ((items = sbx_provision_status(rootfd, O.agent, &ready, warnings,
+	    &e)) == NULL)
+		fail(&e);
+	present = json_array();
+	missing = json_array();
+	wrong_mode = json_array();
+	problems = json_array();
+	json_array_foreach(items, i, it) {
+		state = json_string_value(json_object_get(it, "state"));
+		path = json_string_value(json_object_get(it, "path"));
+		if (strcmp(state, "present") == 0)
+			json_array_append_new(present, json_string(path));
+		else if (strcmp(state, "missing") == 0)
+			json_array_append_new(missing, json_string(path));
+		else if (strcmp(state, "wrong_mode") == 0)
+			json_array_append_new(wrong_mode, json_string(path));
+		else
+			json_array_append_new(problems, json_pack("{s:s,s:s}",
+			    "path", path, "state", state));
+	}
+	if (O.json) {
+		res = json_pack("{s:s,s:o,s:b,s:b,s:o,s:o,s:o,s:o,s:o}",
+		    "agent", O.agent, "root", root_json(), "exists", rootfd >= 0,
+		    "ready", ready, "items", items, "present", present,
+		    "missing", missing, "wrong_mode", wrong_mode, "problems",
+		    problems);
+		emit(sbx_envelope_ok(tool, res, warnings));
+		return ready ? 0 : SBX_EX_NEGATIVE;
+	}
+	if (!O.quiet) {
+		print_line(stdout, "state root ", root.path, "");
+		printf("agent %s\n", O.agent);
+		json_array_foreach(items, i, it) {
+			state = json_string_value(json_object_get(it, "state"));
+			path = json_string_value(json_object_get(it, "path"));
+			extra[0] = '\0';
+			if (strcmp(state, "wrong_mode") == 0)
+				snprintf(extra, sizeof(extra), " (mode %s, want "
+				    "%s)", json_string_value(json_object_get(it,
+				    "mode")), json_string_value(
+				    json_object_get(it, "want_mode")));
+			else if (strcmp(state, "present") == 0 &&
+			    json_object_get(it, "mode"))
+				snprintf(extra, sizeof(extra), " (%s)",
+				    json_string_value(json_object_get(it,
+				    "mode")));
+			printf("  [%s]%*s %s%s\n", strcmp(state, "present") == 0 ?
+			    "ok" : state, (int)(12 - strlen(strcmp(state,
+			    "present") == 0 ? "ok" : state)), "", path, extra);
+		}
+		print_warnings(warnings);
+		if (ready)
+			printf("ready\n");
+		else
+			printf("not ready: %zu missing, %zu with a wrong mode, "
+			    "%zu other problems; `sbx provision` creates and "
+			    "repairs what it can\n", json_array_size(missing),
+			    json_array_size(wrong_mode),
+			    json_array_size(problems));
+	}
+	json_decref(items);
+	json_decref(warnings);
+	json_decref(present);
+	json_decref(missing);
+	json_decref(wrong_mode);
+	json_decref(problems);
+	return ready ? 0 : SBX_EX_NEGATIVE;
+}
+
+/* ---- list --------------------------------------------------------------- */
+
+static int
+do_list(void)
+{
+	struct sbx_error	 e;
+	json_t			*agents, *a;
+	size_t			 i;
+	int			 rootfd;
+
+	rootfd = open_root_existing(0);
+	if ((agents = sbx_provision_list(rootfd, &e)) == NULL)
+		fail(&e);
+	if (O.json) {
+		emit(sbx_envelope_ok(tool, json_pack("{s:o,s:o}", "agents",
+		    agents, "root", root_json()), NULL));
+		return 0;
+	}
+	if (!O.quiet) {
+		printf("%-32s  %-5s  %-4s  %s\n", "AGENT", "TOKEN", "HOME",
+		    "CONFIG");
+		json_array_foreach(agents, i, a) {
+			printf("%-32s  %-5s  %-4s  %s\n", json_string_value(
+			    json_object_get(a, "agent")),
+			    json_is_true(json_object_get(a, "token")) ? "yes" :
+			    "no", json_is_true(json_object_get(a, "home")) ?
+			    "yes" : "no", json_is_true(json_object_get(a,
+			    "config")) ? "yes" : "no");
+		}
+	}
+	json_decref(agents);
+	return 0;
+}
+
+/* ---- unprovision, reset, remove ----------------------------------------- */
+
+static int
+do_unprovision(void)
+{
+	struct sbx_error	 e;
+	json_t			*removed, *warnings, *res;
+	char			 home[64];
+	int			 rootfd;
+
+	rootfd = open_root_existing(0);
+	removed = json_array();
+	warnings = json_array();
+	/* No state root: nothing to revoke, and nothing to create. */
+	if (rootfd >= 0 && sbx_provision_unprovision(rootfd, O.agent, removed,
+	    warnings, &e) == -1)
+		fail(&e);
+	snprintf(home, sizeof(home), "workspace/agents/%s", O.agent);
+	if (O.json) {
+		res = json_pack("{s:s,s:o,s:o,s:[s]}", "agent", O.agent, "root",
+		    root_json(), "removed", removed, "kept", home);
+		emit(sbx_envelope_ok(tool, res, warnings));
+		return 0;
+	}
+	if (!O.quiet) {
+		print_warnings(warnings);
+		print_list("removed   ", removed);
+		printf("agent %s unprovisioned: %zu removed; home %s kept\n",
+		    O.agent, json_array_size(removed), home);
+	}
+	json_decref(removed);
+	json_decref(warnings);
+	return 0;
+}
+
+static int
+do_reset(void)
+{
+	struct sbx_error	 e;
+	json_t			*removed;
+	int			 rootfd;
+
+	rootfd = open_root_existing(0);
+	removed = json_array();
+	if (rootfd >= 0 && sbx_provision_reset(rootfd, removed, &e) == -1)
+		fail(&e);
+	if (O.json) {
+		emit(sbx_envelope_ok(tool, json_pack("{s:o,s:o}", "root",
+		    root_json(), "removed", removed), NULL));
+		return 0;
+	}
+	if (!O.quiet) {
+		print_list("removed   ", removed);
+		printf("reset %s: %zu removed from envs/ and cache/; homes, "
+		    "images and settings kept\n", root.path,
+		    json_array_size(removed));
+	}
+	json_decref(removed);
+	return 0;
+}
+
+static int
+do_remove(void)
+{
+	struct sbx_error	 e;
+	json_t			*targets, *removed, *v;
+	size_t			 i;
+	int			 rootfd;
+
+	rootfd = open_root_existing(0);
+	if (!O.yes) {
+		if ((targets = sbx_provision_remove_targets(rootfd, &e)) == NULL)
+			fail(&e);
+		sbx_error_set(&e, SBX_K_REJECTED, "yes",
+		    "confirmation_required", "refusing to remove %zu "
+		    "entr%s of the state root %s without --yes",
+		    json_array_size(targets), json_array_size(targets) == 1 ?
+		    "y" : "ies", root.path);
+		sbx_error_hint(&e, "run `sbx provision remove --yes`; "
+		    "workspace/ (the agents' homes) is kept");
+		if (!O.json)
+			json_array_foreach(targets, i, v)
+				print_line(stderr, PROG ": would remove ",
+				    json_string_value(v), "");
+		fail_extra(&e, SBX_EX_NEGATIVE, json_pack("{s:o,s:o}",
+		    "would_remove", targets, "root", root_json()));
+	}
+	removed = json_array();
+	if (rootfd >= 0 && sbx_provision_remove(rootfd, removed, &e) == -1)
+		fail(&e);
+	if (O.json) {
+		emit(sbx_envelope_ok(tool, json_pack("{s:o,s:o,s:[s]}", "root",
+		    root_json(), "removed", removed, "kept", "workspace"), NULL));
+		return 0;
+	}
+	if (!O.quiet) {
+		print_list("removed   ", removed);
+		printf("removed %zu entries of %s; workspace/ kept\n",
+		    json_array_size(removed), root.path);
+	}
+	json_decref(removed);
+	return 0;
+}
+
+int
+main(int argc, char *argv[])
+{
+	struct sbx_error	 e;
+	const char		*s = NULL;
+
+	parse_args(argc, argv);
+	if (O.sub != NULL) {
+		s = O.sub;
+		if (strcmp(s, "image") == 0 || strcmp(s, "images") == 0) {
+			tool = "provision.image";
+			sbx_error_set(&e, SBX_K_INVALID_ARGS, "subcommand",
+			    "not_yet_available", "image subcommands are not "
+			    "yet available");
+			fail_extra(&e, SBX_EX_USAGE, NULL);
+		}
+		if (strcmp(s, "list") != 0 && strcmp(s, "status") != 0 &&
+		    strcmp(s, "unprovision") != 0 && strcmp(s, "reset") != 0 &&
+		    strcmp(s, "remove") != 0)
+			usage("unknown subcommand");
+		snprintf(tool_buf, sizeof(tool_buf), "provision.%s", s);
+		tool = tool_buf;
+	}
+	if (O.yes && (s == NULL || strcmp(s, "remove") != 0))
+		usage("--yes goes only with remove");
+	/* These act on the whole root: an --agent here would suggest they
+	 * act on one agent only. */
+	if (O.agent_given && s != NULL && (strcmp(s, "reset") == 0 ||
+	    strcmp(s, "remove") == 0))
+		usage("reset and remove act on the whole state root and take "
+		    "no --agent; see unprovision");
+	if (!O.agent_given && s != NULL && strcmp(s, "unprovision") == 0)
+		usage("unprovision needs --agent");
+	if (O.agent == NULL)
+		O.agent = getenv("SBX_AGENT") && *getenv("SBX_AGENT") ?
+		    getenv("SBX_AGENT") : "default";
+	if (sbx_agent_valid(O.agent, "agent", &e) == -1)
+		fail(&e);
+	if (sbx_root_resolve(O.home, &root, &e) == -1)
+		fail(&e);
+
+	if (s == NULL)
+		return do_provision();
+	if (strcmp(s, "status") == 0)
+		return do_status();
+	if (strcmp(s, "list") == 0)
+		return do_list();
+	if (strcmp(s, "unprovision") == 0)
+		return do_unprovision();
+	if (strcmp(s, "reset") == 0)
+		return do_reset();
+	return do_remove();
+}
