@@ -46,6 +46,11 @@ CFLAGS   += $(OPT) $(WARN) $(HARDEN) $(SANFLAGS) $(PKG_CFLAGS)
 # so sbx-exec never loads libcurl or libarchive at start-up.
 LDFLAGS  += -pie -Wl,-z,relro,-z,now -Wl,--as-needed $(SANFLAGS)
 LIBS_ALL := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
+ifneq ($(SANITIZE),)
+FRONT_LDFLAGS = $(LDFLAGS)
+else
+FRONT_LDFLAGS = -static-pie -Wl,-z,relro,-z,now
+endif
 
 LIB_SRC  = $(sort $(wildcard lib/*.c))
 LIB_OBJ  = $(LIB_SRC:%.c=$(B)/%.o)
@@ -75,9 +80,11 @@ $(LIBSBX): $(LIB_OBJ)
 	rm -f $@
 	$(AR) rcs $@ $(LIB_OBJ)
 
-$(FRONT): $(B)/cmd/sbx.o $(LIBSBX)
+# The front-end needs nothing but libc: linked statically (static-pie keeps
+# ASLR) it costs no dynamic loading on every `sbx foo`.
+$(FRONT): $(B)/cmd/sbx.o
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_ALL)
+	$(CC) $(FRONT_LDFLAGS) -o $@ $^
 
 $(B)/libexec/sbx/sbx-%: $(B)/cmd/sbx-%.o $(LIBSBX)
 	@mkdir -p $(dir $@)
