@@ -12,6 +12,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <poll.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -431,7 +432,10 @@ struct prep {
 	char			 cwd[PATH_MAX];
 	int			 home_fd, output_fd, workdir_fd;
 	int			 env_fd, passwd_fd, group_fd, hosts_fd;
-	int			 seccomp_fd, cache_fd;
+	int			 seccomp_fd, cache_fd, init_fd;
+	int			 drop_privs;	/* sbx is root: run as run_uid */
+	uid_t			 run_uid;
+	gid_t			 run_gid;
 	struct sbx_runlimits	 lim;
 	struct sbx_cgroup	 cg;
 	json_t			*limits;	/* what is enforced, and how */
@@ -456,8 +460,8 @@ is_system_dir(const char *path)
 	 * the sandbox change the host's configuration or kernel state. */
 	static const char *const inside[] = {
 		"/proc", "/sys", "/dev", "/etc", "/boot", "/run", "/root",
-		"/usr/bin", "/usr/sbin", "/usr/lib", "/usr/libexec",
-		"/usr/share", "/usr/include", "/var/lib", "/var/run",
+		"/usr", "/var/lib", "/var/run", "/var/log", "/var/cache",
+		"/var/spool", "/var/mail", "/bin", "/sbin", "/lib", "/lib64",
 	};
 	size_t	 i, n;
 
@@ -922,6 +926,107 @@ prep_limits(struct prep *p)
 	    "enforced", enf);
 }
 
+/*
+ * As root, the sandbox's uid must be able to walk down to the homes:
+ * bwrap resolves bind sources by path, as that uid.  Every ancestor of the
+ * state root must let others search it, and the directories between the
+ * root and the homes become 0711 (search, not list).
+ */
+static void
+reachable_root(struct prep *p)
+{
+	struct sbx_error	 e;
+	struct stat		 st;
+	char			 path[PATH_MAX], *s;
+	static const char *const inner[] = { "workspace", "workspace/agents",
+	    "output" };
+	size_t			 i;
+	int			 fd;
+
+	snprintf(path, sizeof(path), "%s", p->root.path);
+	while ((s = strrchr(path, '/')) != NULL) {
+		s[s == path ? 1 : 0] = '\0';
+		if (stat(path, &st) == -1 || !(st.st_mode & S_IXOTH)) {
+			sbx_error_set(&e, SBX_K_REJECTED, "home",
+			    "state_root_unreachable", "sbx runs as root, so the "
+			    "sandbox runs as uid %u, which cannot reach the "
+			    "state root %s through %s", (unsigned)p->run_uid,
+			    p->root.path, path);
+			sbx_error_hint(&e, "use a state root under a searchable "
+			    "directory (root's default is /var/lib/sbx)");
+			fail(&e, SBX_EX_FAILED);
+		}
+		if (s == path)
+			break;
+	}
+	(void)fchmod(p->root.fd, 0711);
+	for (i = 0; i < sizeof(inner) / sizeof(*inner); i++) {
+		if ((fd = sbx_mkdirs_at(p->root.fd, inner[i], 0711, &e)) == -1)
+			fail(&e, SBX_EX_FAILED);
+		(void)fchmod(fd, 0711);
+		close(fd);
+	}
+}
+
+/*
+ * Who runs the sandbox.  A normal user: that user.  Root: never root (see
+ * lib/run.c), but the uid/gid named by `run_as` in config/sandbox.json, or
+ * the `sbx` system user when there is one, or nobody (65534).
+ */
+static void
+prep_identity(struct prep *p)
+{
+	struct sbx_error	 e;
+	struct passwd		*pw;
+	json_t			*cfg, *ra;
+	json_int_t		 u = 65534, g = 65534;
+
+	p->run_uid = getuid();
+	p->run_gid = getgid();
+	if (geteuid() != 0)
+		return;
+	if ((pw = getpwnam("sbx")) != NULL && pw->pw_uid != 0) {
+		u = pw->pw_uid;
+		g = pw->pw_gid;
+	}
+	if (sbx_config_load(p->root.fd, "config/sandbox.json", &cfg, &e) == -1)
+		fail(&e, SBX_EX_FAILED);
+	if (cfg != NULL && (ra = json_object_get(cfg, "run_as")) != NULL) {
+		if (json_unpack(ra, "{s:I,s:I}", "uid", &u, "gid", &g) == -1 ||
+		    u <= 0 || g <= 0 || u > 0x7fffffff || g > 0x7fffffff) {
+			json_decref(cfg);
+			sbx_error_set(&e, SBX_K_INVALID_ARGS, "run_as",
+			    "config_invalid", "config/sandbox.json: run_as must "
+			    "be {\"uid\": N, \"gid\": N} with N > 0");
+			fail(&e, SBX_EX_FAILED);
+		}
+	}
+	json_decref(cfg);
+	p->drop_privs = 1;
+	p->run_uid = (uid_t)u;
+	p->run_gid = (gid_t)g;
+	p->sb.init_by_copy = 1;
+	reachable_root(p);
+}
+
+/* The sandbox's writable directories belong to the uid that runs it. */
+static void
+own_dir(struct prep *p, int fd, const char *rel)
+{
+	struct sbx_error	 e;
+	struct stat		 st;
+
+	if (!p->drop_privs || fstat(fd, &st) == -1)
+		return;
+	if (st.st_uid == p->run_uid && st.st_gid == p->run_gid)
+		return;
+	if (fchown(fd, p->run_uid, p->run_gid) == -1) {
+		sbx_error_sys(&e, "chown_failed", "cannot hand %s to uid %u",
+		    rel, (unsigned)p->run_uid);
+		fail(&e, SBX_EX_FAILED);
+	}
+}
+
 static void
 prepare(struct prep *p)
 {
@@ -981,7 +1086,8 @@ prepare(struct prep *p)
 		fail(&e, SBX_EX_FAILED);
 	}
 	free(dir);
-	if (access(p->init, X_OK) == -1) {
+	if (access(p->init, X_OK) == -1 || (p->init_fd = open(p->init,
+	    O_RDONLY | O_CLOEXEC)) == -1) {
 		sbx_error_set(&e, SBX_K_UNAVAILABLE, NULL, "init_missing",
 		    "%s is missing; the installation is incomplete", p->init);
 		fail(&e, SBX_EX_FAILED);
@@ -989,12 +1095,15 @@ prepare(struct prep *p)
 
 	if (sbx_root_open(&p->root, 1, &e) == -1)
 		fail(&e, SBX_EX_FAILED);
+	prep_identity(p);
 	snprintf(rel, sizeof(rel), "workspace/agents/%s", p->sb.agent);
 	if ((p->home_fd = sbx_mkdirs_at(p->root.fd, rel, 0700, &e)) == -1)
 		fail(&e, SBX_EX_FAILED);
+	own_dir(p, p->home_fd, rel);
 	snprintf(rel, sizeof(rel), "output/%s", p->sb.agent);
 	if ((p->output_fd = sbx_mkdirs_at(p->root.fd, rel, 0700, &e)) == -1)
 		fail(&e, SBX_EX_FAILED);
+	own_dir(p, p->output_fd, rel);
 	snprintf(p->home, sizeof(p->home), "%s/%s", SBX_IN_AGENTS,
 	    p->sb.agent);
 	if (O.workdir != NULL)
@@ -1031,7 +1140,7 @@ prepare(struct prep *p)
 		    "network");
 
 	if ((p->env_fd = prep_env(p)) == -1 ||
-	    sbx_sandbox_etc(&p->sb, getuid(), getgid(), &pw, &gr, &hosts) == -1 ||
+	    sbx_sandbox_etc(&p->sb, p->run_uid, p->run_gid, &pw, &gr, &hosts) == -1 ||
 	    (p->passwd_fd = etc_fd("sbx-passwd", &pw)) == -1 ||
 	    (p->group_fd = etc_fd("sbx-group", &gr)) == -1 ||
 	    (p->hosts_fd = etc_fd("sbx-hosts", &hosts)) == -1) {
@@ -1109,6 +1218,10 @@ run_setup(struct prep *p, struct sbx_run *r)
 	r->slot[SBX_FD_GROUP] = p->group_fd;
 	r->slot[SBX_FD_HOSTS] = p->hosts_fd;
 	r->slot[SBX_FD_SECCOMP] = p->seccomp_fd;
+	r->slot[SBX_FD_INIT] = p->init_fd;
+	r->drop_privs = p->drop_privs;
+	r->run_uid = p->run_uid;
+	r->run_gid = p->run_gid;
 	r->wall_timeout_ms = (long long)(p->lim.wall_timeout * 1000.0);
 	r->child_hook = cg_enter_hook;
 	r->kill_hook = cg_kill_hook;
@@ -1953,6 +2066,15 @@ main(int argc, char *argv[])
 					    "{s:[],s:s}", "jobs", "agent",
 					    O.agent), NULL));
 				return 0;
+			}
+			/* No state root yet: no job can exist. */
+			if (e.kind && strcmp(e.kind, SBX_K_NOT_FOUND) == 0) {
+				if (sbx_job_id_valid(O.argv[0], &e) == -1)
+					fail(&e, SBX_EX_FAILED);
+				sbx_error_set(&e, SBX_K_NOT_FOUND, "job",
+				    "unknown_job", "no job %s for agent %s",
+				    O.argv[0], O.agent);
+				fail(&e, SBX_EX_NEGATIVE);
 			}
 			fail(&e, SBX_EX_FAILED);
 		}

@@ -32,9 +32,14 @@ next_component(const char **p, char *out, size_t outsz, const char *rel,
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "path",
 		    "component_too_long", "path component too long in %s",
 		    rel);
-	if ((n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
+	if (n == 2 && s[0] == '.' && s[1] == '.')
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "path",
-		    "traversal", "path %s contains `.` or `..`", rel);
+		    "traversal", "path %s contains `..`", rel);
+	if (n == 1 && s[0] == '.') {
+		/* `.` names the same directory: skip it. */
+		*p = end;
+		return next_component(p, out, outsz, rel, e);
+	}
 	memcpy(out, s, n);
 	out[n] = '\0';
 	*p = end;
@@ -109,12 +114,17 @@ sbx_open_beneath(int dirfd, const char *rel, int flags, struct sbx_error *e)
 		    O_NOFOLLOW | O_CLOEXEC);
 		if (nfd == -1) {
 			int saved = errno;
-			close(fd);
-			errno = saved;
-			if (saved == ELOOP || (saved == ENOTDIR && !last))
+			struct stat lst;
+			if (saved == ELOOP || (saved == ENOTDIR && (!last ||
+			    (fstatat(fd, comp, &lst, AT_SYMLINK_NOFOLLOW) == 0
+			    && S_ISLNK(lst.st_mode))))) {
+				close(fd);
 				return sbx_error_set(e, SBX_K_REJECTED, "path",
 				    "symlink_in_path", "`%s` in `%s` is a "
 				    "symlink or not a directory", comp, rel);
+			}
+			close(fd);
+			errno = saved;
 			if (saved == ENOENT)
 				return sbx_error_set(e, SBX_K_NOT_FOUND, "path",
 				    "not_found", "`%s` does not exist", rel);
@@ -126,6 +136,8 @@ sbx_open_beneath(int dirfd, const char *rel, int flags, struct sbx_error *e)
 		if (last)
 			return fd;
 	}
+	if (r == 0 && fd != dirfd && p != rel)
+		return fd;	/* ended on `.` components */
 	close(fd);
 	if (r == 0)
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "path", "empty",

@@ -95,6 +95,27 @@ sbx_proc_starttime(pid_t pid, unsigned long long *out)
 	return -1;
 }
 
+/* A zombie has exited: it only waits to be reaped. */
+static int
+proc_is_zombie(pid_t pid)
+{
+	char	 path[64], buf[512], *p;
+	int	 fd;
+	ssize_t	 n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return 1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 1;
+	buf[n] = '\0';
+	if ((p = strrchr(buf, ')')) == NULL || p[1] != ' ')
+		return 0;
+	return p[2] == 'Z' || p[2] == 'X';
+}
+
 int
 sbx_job_alive(const json_t *rec)
 {
@@ -108,7 +129,7 @@ sbx_job_alive(const json_t *rec)
 		return 0;
 	if (sbx_proc_starttime((pid_t)pid, &st) == -1)
 		return 0;
-	return st == want;
+	return st == want && !proc_is_zombie((pid_t)pid);
 }
 
 int

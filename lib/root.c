@@ -46,7 +46,11 @@ sbx_root_resolve(const char *flag, struct sbx_root *r, struct sbx_error *e)
 	} else {
 		r->source = "default_home";
 		v = secure_getenv("XDG_DATA_HOME");
-		if (v != NULL && *v == '/') {
+		if (geteuid() == 0) {
+			/* Root's sandboxes run as an unprivileged uid, which
+			 * must be able to reach the homes: not under /root. */
+			sbx_buf_puts(&b, "/var/lib/sbx");
+		} else if (v != NULL && *v == '/') {
 			sbx_buf_printf(&b, "%s/sbx", v);
 		} else {
 			home = secure_getenv("HOME");

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <errno.h>
+#include <grp.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -64,6 +65,18 @@ child_exec(struct sbx_run *r, int in, int out, int err, int st, int ctl)
 	/* Join the run's cgroup before bwrap starts: the command and every
 	 * descendant are inside before their first instruction. */
 	if (r->child_hook != NULL && r->child_hook(r->child_hook_arg) != 0)
+		_exit(125);
+	/*
+	 * Root never runs the sandbox.  A user namespace does not change
+	 * the kernel's idea of who we are: uid 0 inside one is still host
+	 * uid 0 to every file it owns (/proc/sys, setuid bits left in the
+	 * home), so bwrap itself runs as an unprivileged uid, after the
+	 * cgroup was joined (which needed root).
+	 */
+	if (r->drop_privs && (setgroups(0, NULL) == -1 ||
+	    setresgid(r->run_gid, r->run_gid, r->run_gid) == -1 ||
+	    setresuid(r->run_uid, r->run_uid, r->run_uid) == -1 ||
+	    getuid() != r->run_uid || geteuid() != r->run_uid))
 		_exit(125);
 	for (i = 0; i < r->nrlimit; i++) {
 		struct rlimit rl = { r->rlimit[i].value, r->rlimit[i].value };

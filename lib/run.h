@@ -35,6 +35,12 @@ struct sbx_run {
 	 * only, e.g. joining the run's cgroup); nonzero return aborts. */
 	int		(*child_hook)(void *);
 	void		 *child_hook_arg;
+	/* When set, bwrap and the sandbox run as this host uid/gid (no
+	 * supplementary groups): sbx started as root never runs a sandbox
+	 * as host root. */
+	int		  drop_privs;
+	uid_t		  run_uid;
+	gid_t		  run_gid;
 	/* Called when the sandbox must die at once (hard kill). */
 	void		(*kill_hook)(void *);
 

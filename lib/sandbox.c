@@ -134,7 +134,16 @@ sbx_sandbox_argv(const struct sbx_sandbox *sb, struct sbx_strv *v,
 		    SBX_FD_WORKDIR);
 		rc |= push3(v, "--bind", fdpath, sb->workdir);
 	}
-	rc |= push3(v, "--ro-bind", sb->init, SBX_IN_INIT);
+	/* When bwrap runs as another uid than sbx it may not reach the
+	 * directory sbx is installed in: the binary is copied in from a
+	 * descriptor sbx opened. */
+	if (sb->init_by_copy) {
+		rc |= push2(v, "--perms", "0555");
+		rc |= sbx_strv_push(v, "--ro-bind-data");
+		rc |= sbx_strv_pushf(v, "%d", SBX_FD_INIT);
+		rc |= sbx_strv_push(v, SBX_IN_INIT);
+	} else
+		rc |= push3(v, "--ro-bind", sb->init, SBX_IN_INIT);
 	/* Nothing else under / may be written: the root tmpfs, /etc, /run
 	 * and the mount points become read-only. */
 	rc |= push2(v, "--remount-ro", "/");

@@ -22,7 +22,8 @@
 #define SBX_FD_GROUP	10
 #define SBX_FD_HOSTS	11
 #define SBX_FD_SECCOMP	12	/* BPF program, if any */
-#define SBX_FD_MAX	12
+#define SBX_FD_INIT	13	/* O_PATH of sbx-init */
+#define SBX_FD_MAX	13
 
 /* Where things are inside the sandbox. */
 #define SBX_IN_INIT	"/run/sbx/init"
@@ -44,6 +45,8 @@ struct sbx_sandbox {
 	const char	 *network;	/* SBX_NET_* */
 	int		  disable_userns;
 	int		  seccomp;	/* pass SBX_FD_SECCOMP */
+	int		  init_by_copy;	/* copy sbx-init in (bwrap may not
+					   reach its directory) */
 	unsigned long long tmp_size;	/* bytes for /tmp, 0 = bwrap default */
 	struct {
 		const char	 *name;		/* nofile, fsize, as */
