@@ -482,6 +482,7 @@ prep_workdir(struct prep *p)
 {
 	struct sbx_error	 e;
 	char			 canon[PATH_MAX], check[PATH_MAX], lnk[64];
+	struct stat		 st;
 	const char		*home;
 	char			 homecanon[PATH_MAX];
 	ssize_t			 n;
@@ -544,6 +545,17 @@ prep_workdir(struct prep *p)
 	}
 	if ((p->workdir = strdup(canon)) == NULL)
 		exit(SBX_EX_OSERR);
+	if (p->drop_privs && stat(canon, &st) == 0 &&
+	    !((st.st_uid == p->run_uid && (st.st_mode & S_IWUSR)) ||
+	    (st.st_gid == p->run_gid && (st.st_mode & S_IWGRP)) ||
+	    (st.st_mode & S_IWOTH))) {
+		char	 w[PATH_MAX + 128];
+
+		snprintf(w, sizeof(w), "sbx runs as root, so the sandbox runs "
+		    "as uid %u, which cannot write to %s", (unsigned)p->run_uid,
+		    canon);
+		warn_add(p, w);
+	}
 }
 
 /* Validate --cwd against HOME (or the workdir) and check it exists there,
