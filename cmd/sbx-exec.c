@@ -438,6 +438,7 @@ struct prep {
 	gid_t			 run_gid;
 	struct sbx_runlimits	 lim;
 	struct sbx_cgroup	 cg;
+	char			*cg_v2root;	/* cgroup_v2_root, or NULL */
 	json_t			*limits;	/* what is enforced, and how */
 	json_t			*warnings;
 };
@@ -863,8 +864,8 @@ prep_limits(struct prep *p)
 		    O.limit_keys.v[i + 1], &e) == -1)
 			fail(&e, SBX_EX_FAILED);
 	p->lim.soft = O.soft_limits;
+	p->cg_v2root = v2root;
 	prep_cgroup(p, v2root);
-	free(v2root);
 
 	enf = json_object();
 	for (i = 0; i < sizeof(cg) / sizeof(*cg); i++) {
@@ -1554,6 +1555,11 @@ monitor(struct prep *p, const char *id, int jobs_fd, int log_fd,
 	snprintf(line, sizeof(line), "P%d\n", (int)getpid());
 	(void)sbx_write_all(notify_fd, line, strlen(line));
 
+	/* The cgroup carries the supervisor's pid in its name (that is how
+	 * `gc` tells leftovers from live runs): make it here, not in the
+	 * parent that is about to exit. */
+	if (p->cg.backend != SBX_CG_NONE)
+		prep_cgroup(p, p->cg_v2root);
 	run_setup(p, &r);
 	r.out_fd = log_fd;
 	r.err_fd = log_fd;
@@ -1617,6 +1623,7 @@ background(struct prep *p)
 	json_t			*rec, *res;
 	char			 what = 0;
 	int			 val = 0;
+	enum sbx_cg_backend	 had_cg = p->cg.backend;
 	struct pollfd		 pfd;
 	long long		 deadline;
 
@@ -1644,6 +1651,11 @@ background(struct prep *p)
 		fail(&e, SBX_EX_FAILED);
 	}
 	fflush(NULL);
+	/* The parent's cgroup proved the limits can be enforced; the
+	 * supervisor makes its own (see monitor()). */
+	if (sbx_cgroup_destroy(&p->cg, &e) == -1)
+		fail(&e, SBX_EX_FAILED);
+	p->cg.backend = had_cg;
 	if ((pid = fork()) == -1) {
 		sbx_error_sys(&e, "fork_failed", "fork");
 		fail(&e, SBX_EX_FAILED);
