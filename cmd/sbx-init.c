@@ -24,10 +24,17 @@
  * command left behind: daemons, double forks and setsid() children alike.
  * Statically linked and dependent on nothing but the kernel, so that it runs
  * on any root file system image.
+ *
+ *	/run/sbx/init --probe
+ *
+ * run as a command inside a sandbox (`sbx exec -- /run/sbx/init --probe`)
+ * proves what the sandbox enforces, by doing: it prints one `name value`
+ * line per probe (an errno name, or a value) for sbx-preflight.
  */
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -157,6 +164,101 @@ read_env(void)
 	return envp;
 }
 
+static const char *
+errname(int e)
+{
+	switch (e) {
+	case 0: return "ok";
+	case EPERM: return "EPERM";
+	case EACCES: return "EACCES";
+	case EROFS: return "EROFS";
+	case ENOSYS: return "ENOSYS";
+	case EAFNOSUPPORT: return "EAFNOSUPPORT";
+	case EINVAL: return "EINVAL";
+	case EBADF: return "EBADF";
+	case EFAULT: return "EFAULT";
+	case ENOENT: return "ENOENT";
+	case ENOTTY: return "ENOTTY";
+	case ENOSPC: return "ENOSPC";
+	case EEXIST: return "EEXIST";
+	}
+	return "other";
+}
+
+static void
+status_field(const char *name)
+{
+	char	 line[256];
+	FILE	*f = fopen("/proc/self/status", "r");
+	size_t	 n = strlen(name);
+
+	while (f != NULL && fgets(line, sizeof(line), f) != NULL)
+		if (strncmp(line, name, n) == 0 && line[n] == ':') {
+			char *v = line + n + 1;
+			while (*v == ' ' || *v == '\t')
+				v++;
+			v[strcspn(v, "\n")] = '\0';
+			printf("%s %s\n", name, v);
+		}
+	if (f != NULL)
+		fclose(f);
+}
+
+/* Each probe uses harmless arguments: if the kernel runs the call it
+ * fails with EBADF/EFAULT/EINVAL and changes nothing. */
+static int
+probe(void)
+{
+	char	 line[256];
+	FILE	*f;
+	int	 fd, n = 0;
+
+	errno = 0;
+	printf("keyctl %s\n", syscall(SYS_keyctl, 0x7fff, -1, 0, 0, 0) == -1 ?
+	    errname(errno) : "ok");
+	printf("bpf %s\n", syscall(SYS_bpf, -1, NULL, 0) == -1 ?
+	    errname(errno) : "ok");
+	printf("unshare_user %s\n", unshare(0x10000000) == -1 ?
+	    errname(errno) : "ok");
+	printf("mount %s\n", syscall(SYS_mount, NULL, NULL, NULL, 0, NULL)
+	    == -1 ? errname(errno) : "ok");
+	fd = (int)syscall(SYS_socket, 17 /* AF_PACKET */, 2, 0);
+	printf("socket_packet %s\n", fd == -1 ? errname(errno) : "ok");
+	if (fd >= 0)
+		close(fd);
+	printf("tiocsti %s\n", syscall(SYS_ioctl, 0, 0x5412, NULL) == -1 ?
+	    errname(errno) : "ok");
+	fd = open("/etc/sbx-preflight-probe", O_WRONLY | O_CREAT | O_EXCL,
+	    0600);
+	printf("write_etc %s\n", fd == -1 ? errname(errno) : "ok");
+	if (fd >= 0) {
+		close(fd);
+		unlink("/etc/sbx-preflight-probe");
+	}
+	fd = open("/proc/sys/kernel/core_pattern", O_WRONLY);
+	printf("write_proc_sys %s\n", fd == -1 ? errname(errno) : "ok");
+	if (fd >= 0)
+		close(fd);
+	if ((f = fopen("/proc/net/dev", "r")) != NULL) {
+		printf("net_interfaces");
+		while (fgets(line, sizeof(line), f) != NULL) {
+			char *c = strchr(line, ':');
+			if (c == NULL || n++ < 0)
+				continue;
+			*c = '\0';
+			printf(" %s", line + strspn(line, " "));
+		}
+		printf("\n");
+		fclose(f);
+	}
+	status_field("Seccomp");
+	status_field("NoNewPrivs");
+	status_field("CapEff");
+	status_field("Uid");
+	printf("pid %d\n", (int)getpid());
+	return 0;
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -169,6 +271,8 @@ main(int argc, char *argv[])
 	int			 ep[2], err = 0;
 	ssize_t			 r;
 
+	if (getpid() != 1 && argc == 2 && strcmp(argv[1], "--probe") == 0)
+		return probe();
 	if (getpid() != 1) {
 		fprintf(stderr, "sbx-init: internal helper of sbx-exec; "
 		    "not to be run directly\n");
