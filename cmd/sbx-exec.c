@@ -12,7 +12,6 @@
 #include <getopt.h>
 #include <limits.h>
 #include <poll.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +28,7 @@
 #include "job.h"
 #include "runlimits.h"
 #include "names.h"
+#include "provision.h"
 #include "root.h"
 #include "run.h"
 #include "sandbox.h"
@@ -990,34 +990,13 @@ static void
 prep_identity(struct prep *p)
 {
 	struct sbx_error	 e;
-	struct passwd		*pw;
-	json_t			*cfg, *ra;
-	json_int_t		 u = 65534, g = 65534;
 
-	p->run_uid = getuid();
-	p->run_gid = getgid();
+	if (sbx_provision_identity(p->root.fd, &p->run_uid, &p->run_gid,
+	    &e) == -1)
+		fail(&e, SBX_EX_FAILED);
 	if (geteuid() != 0)
 		return;
-	if ((pw = getpwnam("sbx")) != NULL && pw->pw_uid != 0) {
-		u = pw->pw_uid;
-		g = pw->pw_gid;
-	}
-	if (sbx_config_load(p->root.fd, "config/sandbox.json", &cfg, &e) == -1)
-		fail(&e, SBX_EX_FAILED);
-	if (cfg != NULL && (ra = json_object_get(cfg, "run_as")) != NULL) {
-		if (json_unpack(ra, "{s:I,s:I}", "uid", &u, "gid", &g) == -1 ||
-		    u <= 0 || g <= 0 || u > 0x7fffffff || g > 0x7fffffff) {
-			json_decref(cfg);
-			sbx_error_set(&e, SBX_K_INVALID_ARGS, "run_as",
-			    "config_invalid", "config/sandbox.json: run_as must "
-			    "be {\"uid\": N, \"gid\": N} with N > 0");
-			fail(&e, SBX_EX_FAILED);
-		}
-	}
-	json_decref(cfg);
 	p->drop_privs = 1;
-	p->run_uid = (uid_t)u;
-	p->run_gid = (gid_t)g;
 	p->sb.init_by_copy = 1;
 	reachable_root(p);
 }

@@ -186,7 +186,8 @@ print_warnings(json_t *warnings)
 	if (O.quiet)
 		return;
 	json_array_foreach(warnings, i, v)
-		print_line(stderr, PROG ": warning: ", json_string_value(v), "");
+		print_line(stderr, PROG ": warning: ", json_string_value(v),
+		    "");
 }
 
 static json_t *
@@ -200,7 +201,8 @@ parse(int argc, char *argv[])
 {
 	int	 ch;
 
-	while ((ch = getopt_long(argc, argv, "+a:yjqvh", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "+a:yjqvh", longopts, NULL)) !=
+	    -1) {
 		switch (ch) {
 		case 'a':
 			O.agent = optarg;
@@ -272,7 +274,8 @@ open_root_existing(int inspect)
 		return -1;
 	/* status reports an unsafe root rather than refusing to look at
 	 * it; it only ever reads beneath it. */
-	if (inspect && e.reason && strcmp(e.reason, "insecure_state_root") == 0 &&
+	if (inspect && e.reason &&
+	    strcmp(e.reason, "insecure_state_root") == 0 &&
 	    (fd = open(root.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
 		root.fd = fd;
 		return fd;
@@ -281,6 +284,33 @@ open_root_existing(int inspect)
 }
 
 /* ---- provision ---------------------------------------------------------- */
+
+/* As root, sandboxes run as another uid, which bwrap needs to walk down to
+ * the homes with: say so now rather than at the first sbx exec. */
+static void
+check_reachable(struct sbx_provision *p)
+{
+	struct stat	 st;
+	char		 path[PATH_MAX], msg[PATH_MAX + 256], *s;
+
+	if (!p->as_root || strlen(root.path) >= sizeof(path))
+		return;
+	snprintf(path, sizeof(path), "%s", root.path);
+	while ((s = strrchr(path, '/')) != NULL) {
+		s[s == path ? 1 : 0] = '\0';
+		if (stat(path, &st) == 0 && !(st.st_mode & S_IXOTH)) {
+			snprintf(msg, sizeof(msg), "sandboxes run as uid %u, "
+			    "which cannot reach the state root through %s; "
+			    "sbx exec will refuse it", (unsigned)p->run_uid,
+			    path);
+			json_array_append_new(p->warnings, sbx_json_bytes(msg,
+			    strlen(msg)));
+			return;
+		}
+		if (s == path)
+			break;
+	}
+}
 
 static int
 do_provision(void)
@@ -325,6 +355,7 @@ do_provision(void)
 		}
 		fail_extra(&e, exit_for(&e), extra);
 	}
+	check_reachable(&p);
 	if (asprintf(&token_file, "%s/run/tokens/%s", root.path, O.agent) == -1)
 		exit(SBX_EX_OSERR);
 	if (O.json) {
@@ -351,6 +382,34 @@ do_provision(void)
 
 /* ---- status ------------------------------------------------------------- */
 
+static const char *
+item_str(json_t *it, const char *key)
+{
+	const char	*s = json_string_value(json_object_get(it, key));
+
+	return s ? s : "";
+}
+
+/* One checklist line: `  [ok]          run (0711)`.  Paths are the
+ * layout's own, with a validated agent name: nothing to escape. */
+static void
+print_item(json_t *it)
+{
+	const char	*state = item_str(it, "state");
+	char		 tag[32], extra[64];
+
+	if (strcmp(state, "present") == 0)
+		state = "ok";
+	snprintf(tag, sizeof(tag), "[%s]", state);
+	extra[0] = '\0';
+	if (strcmp(state, "wrong_mode") == 0)
+		snprintf(extra, sizeof(extra), " (mode %s, want %s)",
+		    item_str(it, "mode"), item_str(it, "want_mode"));
+	else if (strcmp(state, "ok") == 0 && json_object_get(it, "mode"))
+		snprintf(extra, sizeof(extra), " (%s)", item_str(it, "mode"));
+	printf("  %-14s %s%s\n", tag, item_str(it, "path"), extra);
+}
+
 static int
 do_status(void)
 {
@@ -360,7 +419,6 @@ do_status(void)
 	const char		*state, *path;
 	size_t			 i;
 	int			 rootfd, ready;
-	char			 extra[64];
 
 	rootfd = open_root_existing(1);
 	warnings = json_array();
@@ -386,34 +444,18 @@ do_status(void)
 	}
 	if (O.json) {
 		res = json_pack("{s:s,s:o,s:b,s:b,s:o,s:o,s:o,s:o,s:o}",
-		    "agent", O.agent, "root", root_json(), "exists", rootfd >= 0,
-		    "ready", ready, "items", items, "present", present,
-		    "missing", missing, "wrong_mode", wrong_mode, "problems",
-		    problems);
+		    "agent", O.agent, "root", root_json(), "exists",
+		    rootfd >= 0, "ready", ready, "items", items, "present",
+		    present, "missing", missing, "wrong_mode", wrong_mode,
+		    "problems", problems);
 		emit(sbx_envelope_ok(tool, res, warnings));
 		return ready ? 0 : SBX_EX_NEGATIVE;
 	}
 	if (!O.quiet) {
 		print_line(stdout, "state root ", root.path, "");
 		printf("agent %s\n", O.agent);
-		json_array_foreach(items, i, it) {
-			state = json_string_value(json_object_get(it, "state"));
-			path = json_string_value(json_object_get(it, "path"));
-			extra[0] = '\0';
-			if (strcmp(state, "wrong_mode") == 0)
-				snprintf(extra, sizeof(extra), " (mode %s, want "
-				    "%s)", json_string_value(json_object_get(it,
-				    "mode")), json_string_value(
-				    json_object_get(it, "want_mode")));
-			else if (strcmp(state, "present") == 0 &&
-			    json_object_get(it, "mode"))
-				snprintf(extra, sizeof(extra), " (%s)",
-				    json_string_value(json_object_get(it,
-				    "mode")));
-			printf("  [%s]%*s %s%s\n", strcmp(state, "present") == 0 ?
-			    "ok" : state, (int)(12 - strlen(strcmp(state,
-			    "present") == 0 ? "ok" : state)), "", path, extra);
-		}
+		json_array_foreach(items, i, it)
+			print_item(it);
 		print_warnings(warnings);
 		if (ready)
 			printf("ready\n");
@@ -538,7 +580,8 @@ do_remove(void)
 
 	rootfd = open_root_existing(0);
 	if (!O.yes) {
-		if ((targets = sbx_provision_remove_targets(rootfd, &e)) == NULL)
+		targets = sbx_provision_remove_targets(rootfd, &e);
+		if (targets == NULL)
 			fail(&e);
 		sbx_error_set(&e, SBX_K_REJECTED, "yes",
 		    "confirmation_required", "refusing to remove %zu "
@@ -559,7 +602,8 @@ do_remove(void)
 		fail(&e);
 	if (O.json) {
 		emit(sbx_envelope_ok(tool, json_pack("{s:o,s:o,s:[s]}", "root",
-		    root_json(), "removed", removed, "kept", "workspace"), NULL));
+		    root_json(), "removed", removed, "kept", "workspace"),
+		    NULL));
 		return 0;
 	}
 	if (!O.quiet) {

@@ -28,6 +28,7 @@ static const char help_text[] =
 "\n"
 "Commands (sbx help COMMAND for each):\n"
 "  exec        run a command in an agent's sandbox (foreground or background)\n"
+"  provision   create or repair the state root and agents\n"
 "\n"
 "  -h, --help            this help\n"
 "      --version         print the version\n"

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,7 @@
 #include "job.h"
 #include "names.h"
 #include "provision.h"
+#include "runlimits.h"
 
 enum etype { E_DIR, E_SOUL, E_CONFIG, E_TOKEN };
 
@@ -39,7 +41,17 @@ struct entry {
 	int		 parent;	/* index of the parent entry; -1: root */
 	enum etype	 type;
 	mode_t		 mode;		/* wanted; 0: not checked */
+	int		 flags;
 };
+
+/*
+ * When sbx runs as root its sandboxes run as an unprivileged uid (see
+ * sbx_provision_identity), which bwrap needs to reach the homes with:
+ * F_REACH directories are then 0711 (search, not list) instead of 0700,
+ * and F_AGENT entries (what the sandbox writes) belong to that uid.
+ */
+#define F_REACH	0x1
+#define F_AGENT	0x2
 
 /*
  * Parents come before their children.  run/ is 0711 so that, later, a
@@ -47,26 +59,26 @@ struct entry {
  * it; the tokens beneath stay 0700/0600.  Everything else is private.
  */
 static const struct entry layout[] = {
-	{ ".",			0, "",		-1, E_DIR,	0700 },	/* 0 */
-	{ "run",		0, "",		 0, E_DIR,	0711 },	/* 1 */
-	{ "run/tokens",		0, "",		 1, E_DIR,	0700 },	/* 2 */
-	{ "config",		0, "",		 0, E_DIR,	0700 },	/* 3 */
-	{ "config/agents",	0, "",		 3, E_DIR,	0700 },	/* 4 */
-	{ "workspace",		0, "",		 0, E_DIR,	0700 },	/* 5 */
-	{ "workspace/agents",	0, "",		 5, E_DIR,	0700 },	/* 6 */
-	{ "workspace/agents/",	1, "",		 6, E_DIR,	0700 },	/* 7 */
-	{ "workspace/shared",	0, "",		 5, E_DIR,	0700 },	/* 8 */
-	{ "output",		0, "",		 0, E_DIR,	0700 },	/* 9 */
-	{ "output/",		1, "",		 9, E_DIR,	0700 },	/* 10 */
-	{ "images",		0, "",		 0, E_DIR,	0700 },	/* 11 */
-	{ "envs",		0, "",		 0, E_DIR,	0700 },	/* 12 */
-	{ "agents",		0, "",		 0, E_DIR,	0700 },	/* 13 */
-	{ "agents/",		1, "",		13, E_DIR,	0700 },	/* 14 */
-	{ "plugins",		0, "",		 0, E_DIR,	0700 },	/* 15 */
-	{ "cache",		0, "",		 0, E_DIR,	0700 },	/* 16 */
-	{ "workspace/agents/",	1, "/SOUL.md",	 7, E_SOUL,	0 },	/* 17 */
-	{ "config/agents/",	1, ".json",	 4, E_CONFIG,	0600 },	/* 18 */
-	{ "run/tokens/",	1, "",		 2, E_TOKEN,	0600 },	/* 19 */
+	{ ".",			0, "",		-1, E_DIR,	0700, F_REACH },/* 0 */
+	{ "run",		0, "",		 0, E_DIR,	0711, 0 },	/* 1 */
+	{ "run/tokens",		0, "",		 1, E_DIR,	0700, 0 },	/* 2 */
+	{ "config",		0, "",		 0, E_DIR,	0700, 0 },	/* 3 */
+	{ "config/agents",	0, "",		 3, E_DIR,	0700, 0 },	/* 4 */
+	{ "workspace",		0, "",		 0, E_DIR,	0700, F_REACH },/* 5 */
+	{ "workspace/agents",	0, "",		 5, E_DIR,	0700, F_REACH },/* 6 */
+	{ "workspace/agents/",	1, "",		 6, E_DIR,	0700, F_AGENT },/* 7 */
+	{ "workspace/shared",	0, "",		 5, E_DIR,	0700, 0 },	/* 8 */
+	{ "output",		0, "",		 0, E_DIR,	0700, F_REACH },/* 9 */
+	{ "output/",		1, "",		 9, E_DIR,	0700, F_AGENT },/* 10 */
+	{ "images",		0, "",		 0, E_DIR,	0700, 0 },	/* 11 */
+	{ "envs",		0, "",		 0, E_DIR,	0700, 0 },	/* 12 */
+	{ "agents",		0, "",		 0, E_DIR,	0700, 0 },	/* 13 */
+	{ "agents/",		1, "",		13, E_DIR,	0700, 0 },	/* 14 */
+	{ "plugins",		0, "",		 0, E_DIR,	0700, 0 },	/* 15 */
+	{ "cache",		0, "",		 0, E_DIR,	0700, 0 },	/* 16 */
+	{ "workspace/agents/",	1, "/SOUL.md",	 7, E_SOUL,	0, F_AGENT },	/* 17 */
+	{ "config/agents/",	1, ".json",	 4, E_CONFIG,	0600, 0 },	/* 18 */
+	{ "run/tokens/",	1, "",		 2, E_TOKEN,	0600, 0 },	/* 19 */
 };
 #define NENT	((int)(sizeof(layout) / sizeof(layout[0])))
 
@@ -93,6 +105,77 @@ leaf(const char *rel)
 	const char	*s = strrchr(rel, '/');
 
 	return s ? s + 1 : rel;
+}
+
+/* Who owns what, in this run. */
+struct who {
+	int	 as_root;
+	uid_t	 uid;		/* owner of what the sandbox writes */
+	gid_t	 gid;
+};
+
+static mode_t
+want_mode(const struct entry *en, const struct who *w)
+{
+	return w->as_root && (en->flags & F_REACH) ? 0711 : en->mode;
+}
+
+static uid_t
+want_uid(const struct entry *en, const struct who *w)
+{
+	return en->flags & F_AGENT ? w->uid : geteuid();
+}
+
+/* Is the owner right?  The group is checked only for what the sandbox
+ * owns when we hand it over (as root). */
+static int
+owner_ok(const struct entry *en, const struct who *w, const struct stat *st)
+{
+	if (st->st_uid != want_uid(en, w))
+		return 0;
+	return !(w->as_root && (en->flags & F_AGENT)) || st->st_gid == w->gid;
+}
+
+int
+sbx_provision_identity(int rootfd, uid_t *uid, gid_t *gid,
+    struct sbx_error *e)
+{
+	struct passwd	*pw;
+	json_t		*cfg = NULL, *ra;
+	json_int_t	 u = 65534, g = 65534;
+
+	*uid = getuid();
+	*gid = getgid();
+	if (geteuid() != 0)
+		return 0;
+	/* The same choice as sbx-exec's: never root; run_as, else the sbx
+	 * user, else nobody. */
+	if ((pw = getpwnam("sbx")) != NULL && pw->pw_uid != 0) {
+		u = pw->pw_uid;
+		g = pw->pw_gid;
+	}
+	if (rootfd >= 0 && sbx_config_load(rootfd, "config/sandbox.json", &cfg,
+	    e) == -1)
+		return -1;
+	if (cfg != NULL && (ra = json_object_get(cfg, "run_as")) != NULL &&
+	    (json_unpack(ra, "{s:I,s:I}", "uid", &u, "gid", &g) == -1 ||
+	    u <= 0 || g <= 0 || u > 0x7fffffff || g > 0x7fffffff)) {
+		json_decref(cfg);
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "run_as",
+		    "config_invalid", "config/sandbox.json: run_as must be "
+		    "{\"uid\": N, \"gid\": N} with N > 0");
+	}
+	json_decref(cfg);
+	*uid = (uid_t)u;
+	*gid = (gid_t)g;
+	return 0;
+}
+
+static int
+who_init(struct who *w, int rootfd, struct sbx_error *e)
+{
+	w->as_root = geteuid() == 0;
+	return sbx_provision_identity(rootfd, &w->uid, &w->gid, e);
 }
 
 static void
@@ -240,18 +323,22 @@ open_dir(int pfd, const char *name, const char *rel, mode_t want, int *fixed,
 	return sbx_error_sys(e, "open_failed", "cannot open %s", rel);
 }
 
-/* Create (or check) a directory with exactly `want`; report it. */
+/* Create (or check) the directory of entry en, with exactly its mode and
+ * owner; report it. */
 static int
-ensure_dir(struct sbx_provision *p, int pfd, const char *name,
-    const char *rel, mode_t want, struct sbx_error *e)
+ensure_dir(struct sbx_provision *p, const struct who *w, int pfd,
+    const struct entry *en, const char *rel, struct sbx_error *e)
 {
 	struct stat	 st;
+	mode_t		 want = want_mode(en, w);
+	const char	*name = leaf(rel);
 	int		 fd, created = 0, fixed = 0;
 
 	if (mkdirat(pfd, name, want) == 0)
 		created = 1;
 	else if (errno != EEXIST)
-		return sbx_error_sys(e, "mkdir_failed", "cannot create %s", rel);
+		return sbx_error_sys(e, "mkdir_failed", "cannot create %s",
+		    rel);
 	if ((fd = open_dir(pfd, name, rel, want, &fixed, e)) == -1)
 		return -1;
 	if (fstat(fd, &st) == -1) {
@@ -259,15 +346,26 @@ ensure_dir(struct sbx_provision *p, int pfd, const char *name,
 		close(fd);
 		return -1;
 	}
-	if (st.st_uid != geteuid()) {
-		close(fd);
-		return reject(e, "wrong_owner", rel, NULL);
+	/* fchown and fchmod on the descriptor we hold: the inode we checked
+	 * is the one we change (and the umask does not decide the mode). */
+	if (!owner_ok(en, w, &st)) {
+		if (!w->as_root) {
+			close(fd);
+			return reject(e, "wrong_owner", rel, NULL);
+		}
+		if (fchown(fd, want_uid(en, w), en->flags & F_AGENT ? w->gid :
+		    (gid_t)-1) == -1) {
+			sbx_error_sys(e, "chown_failed", "cannot chown %s",
+			    rel);
+			close(fd);
+			return -1;
+		}
+		fixed = 1;
 	}
-	/* fchmod on the descriptor we hold: the inode we checked is the one
-	 * we change (and the umask does not decide the final mode). */
 	if ((st.st_mode & 07777) != want) {
 		if (fchmod(fd, want) == -1) {
-			sbx_error_sys(e, "chmod_failed", "cannot chmod %s", rel);
+			sbx_error_sys(e, "chmod_failed", "cannot chmod %s",
+			    rel);
 			close(fd);
 			return -1;
 		}
@@ -287,7 +385,8 @@ ensure_dir(struct sbx_provision *p, int pfd, const char *name,
  */
 static int
 create_exclusive(int dirfd, const char *name, const void *data, size_t n,
-    mode_t mode, int *existed, const char *rel, struct sbx_error *e)
+    mode_t mode, uid_t uid, gid_t gid, int *existed, const char *rel,
+    struct sbx_error *e)
 {
 	char	 tmp[NAME_MAX + 1], proc[64];
 	int	 fd, i, r, saved;
@@ -295,9 +394,12 @@ create_exclusive(int dirfd, const char *name, const void *data, size_t n,
 	*existed = 0;
 	fd = openat(dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, mode);
 	if (fd >= 0) {
-		if (sbx_write_all(fd, data, n) == -1 || fchmod(fd, mode) == -1 ||
+		if (sbx_write_all(fd, data, n) == -1 ||
+		    fchmod(fd, mode) == -1 ||
+		    (uid != (uid_t)-1 && fchown(fd, uid, gid) == -1) ||
 		    fsync(fd) == -1) {
-			sbx_error_sys(e, "write_failed", "cannot write %s", rel);
+			sbx_error_sys(e, "write_failed", "cannot write %s",
+			    rel);
 			close(fd);
 			return -1;
 		}
@@ -317,19 +419,22 @@ create_exclusive(int dirfd, const char *name, const void *data, size_t n,
 		}
 		/* No /proc: fall back to a named temporary. */
 	} else if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
-		return sbx_error_sys(e, "write_failed", "cannot create %s", rel);
+		return sbx_error_sys(e, "write_failed", "cannot create %s",
+		    rel);
 
 	for (i = 0, fd = -1; i < 100; i++) {
 		snprintf(tmp, sizeof(tmp), ".%s.%d.%d.tmp", name, (int)getpid(),
 		    i);
-		fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-		    O_CLOEXEC, mode);
+		fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL |
+		    O_NOFOLLOW | O_CLOEXEC, mode);
 		if (fd != -1 || errno != EEXIST)
 			break;
 	}
 	if (fd == -1)
-		return sbx_error_sys(e, "write_failed", "cannot create %s", rel);
+		return sbx_error_sys(e, "write_failed", "cannot create %s",
+		    rel);
 	if (sbx_write_all(fd, data, n) == -1 || fchmod(fd, mode) == -1 ||
+	    (uid != (uid_t)-1 && fchown(fd, uid, gid) == -1) ||
 	    fsync(fd) == -1) {
 		sbx_error_sys(e, "write_failed", "cannot write %s", rel);
 		close(fd);
@@ -342,18 +447,20 @@ create_exclusive(int dirfd, const char *name, const void *data, size_t n,
 	unlinkat(dirfd, tmp, 0);
 	if (r == -1 && saved != EEXIST) {
 		errno = saved;
-		return sbx_error_sys(e, "write_failed", "cannot create %s", rel);
+		return sbx_error_sys(e, "write_failed", "cannot create %s",
+		    rel);
 	}
 	*existed = r == -1;
 	(void)fsync(dirfd);
 	return 0;
 }
 
-/* Open an existing regular file of ours O_NOFOLLOW; -1 with errno ENOENT
- * (and e unset) when it does not exist. */
+/* Open an existing regular file of ours O_NOFOLLOW (as root, taking back
+ * one owned by someone else: *fixed is set); -1 with errno ENOENT (and e
+ * unset) when it does not exist. */
 static int
 open_file(int pfd, const char *name, const char *rel, struct stat *st,
-    struct sbx_error *e)
+    int *fixed, struct sbx_error *e)
 {
 	int	 fd;
 
@@ -377,20 +484,23 @@ open_file(int pfd, const char *name, const char *rel, struct stat *st,
 		return reject(e, "wrong_type", rel, "regular file");
 	}
 	if (st->st_uid != geteuid()) {
-		close(fd);
-		errno = EPERM;
-		return reject(e, "wrong_owner", rel, NULL);
+		if (geteuid() != 0 || fchown(fd, 0, (gid_t)-1) == -1) {
+			close(fd);
+			errno = EPERM;
+			return reject(e, "wrong_owner", rel, NULL);
+		}
+		*fixed = 1;
 	}
 	return fd;
 }
 
 static int
-ensure_soul(struct sbx_provision *p, int pfd, const char *rel,
-    struct sbx_error *e)
+ensure_soul(struct sbx_provision *p, const struct who *w, int pfd,
+    const char *rel, struct sbx_error *e)
 {
-	struct stat	 st;
+	struct stat	 st, st2;
 	char		 msg[256];
-	int		 existed;
+	int		 existed, fd;
 
 	/* The home belongs to the agent: whatever is there is its own and is
 	 * left alone (a symlink here only resolves inside the sandbox). */
@@ -399,6 +509,20 @@ ensure_soul(struct sbx_provision *p, int pfd, const char *rel,
 			snprintf(msg, sizeof(msg), "%s is not a regular file; "
 			    "left as it is", rel);
 			warn(p->warnings, msg);
+		} else if (w->as_root && st.st_uid == 0 && st.st_nlink == 1 &&
+		    (fd = openat(pfd, "SOUL.md", O_RDONLY | O_NOFOLLOW |
+		    O_NONBLOCK | O_CLOEXEC)) >= 0) {
+			/* One that root made (and only that: not linked
+			 * elsewhere) goes to the uid the sandbox runs as,
+			 * which could not read it otherwise. */
+			if (fstat(fd, &st2) == 0 && S_ISREG(st2.st_mode) &&
+			    st2.st_uid == 0 && st2.st_nlink == 1 &&
+			    fchown(fd, w->uid, w->gid) == 0) {
+				close(fd);
+				note(p->repaired, rel);
+				return 0;
+			}
+			close(fd);
 		}
 		note(p->present, rel);
 		return 0;
@@ -406,7 +530,8 @@ ensure_soul(struct sbx_provision *p, int pfd, const char *rel,
 	if (errno != ENOENT)
 		return sbx_error_sys(e, "stat_failed", "cannot stat %s", rel);
 	if (create_exclusive(pfd, "SOUL.md", soul_text, sizeof(soul_text) - 1,
-	    0600, &existed, rel, e) == -1)
+	    0600, w->as_root ? w->uid : (uid_t)-1, w->gid, &existed, rel,
+	    e) == -1)
 		return -1;
 	note(existed ? p->present : p->created, rel);
 	return 0;
@@ -419,9 +544,9 @@ ensure_config(struct sbx_provision *p, int pfd, const char *rel,
 	struct stat	 st;
 	json_t		*cfg;
 	char		*s;
-	int		 fd, existed, rc;
+	int		 fd, existed, rc, fixed = 0;
 
-	if ((fd = open_file(pfd, leaf(rel), rel, &st, e)) >= 0) {
+	if ((fd = open_file(pfd, leaf(rel), rel, &st, &fixed, e)) >= 0) {
 		if ((st.st_mode & 07777) != 0600) {
 			if (fchmod(fd, 0600) == -1) {
 				sbx_error_sys(e, "chmod_failed", "cannot chmod "
@@ -429,9 +554,9 @@ ensure_config(struct sbx_provision *p, int pfd, const char *rel,
 				close(fd);
 				return -1;
 			}
-			note(p->repaired, rel);
-		} else
-			note(p->present, rel);
+			fixed = 1;
+		}
+		note(fixed ? p->repaired : p->present, rel);
 		close(fd);
 		return 0;
 	}
@@ -444,8 +569,8 @@ ensure_config(struct sbx_provision *p, int pfd, const char *rel,
 	json_decref(cfg);
 	if (s == NULL)
 		return sbx_error_sys(e, "nomem", "agent settings");
-	rc = create_exclusive(pfd, leaf(rel), s, strlen(s), 0600, &existed,
-	    rel, e);
+	rc = create_exclusive(pfd, leaf(rel), s, strlen(s), 0600, (uid_t)-1,
+	    (gid_t)-1, &existed, rel, e);
 	free(s);
 	if (rc == 0)
 		note(existed ? p->present : p->created, rel);
@@ -457,7 +582,7 @@ write_token(int pfd, const char *name, const char *rel, struct sbx_error *e)
 {
 	struct stat	 st;
 	char		 tok[SBX_TOKEN_LEN + 1];
-	int		 rc, fd;
+	int		 rc, fd, fixed = 0;
 
 	if (sbx_provision_token_new(tok) == -1)
 		return sbx_error_set(e, SBX_K_EXECUTION_ERROR, NULL,
@@ -468,7 +593,7 @@ write_token(int pfd, const char *name, const char *rel, struct sbx_error *e)
 	if (rc == -1)
 		return -1;
 	/* The umask may have taken bits away: make it exactly 0600. */
-	if ((fd = open_file(pfd, name, rel, &st, e)) == -1)
+	if ((fd = open_file(pfd, name, rel, &st, &fixed, e)) == -1)
 		return -1;
 	if ((st.st_mode & 07777) != 0600 && fchmod(fd, 0600) == -1) {
 		sbx_error_sys(e, "chmod_failed", "cannot chmod %s", rel);
@@ -514,10 +639,10 @@ ensure_token(struct sbx_provision *p, int pfd, const char *rel,
 {
 	struct stat	 st;
 	char		 msg[256];
-	int		 fd;
+	int		 fd, fixed = 0;
 
 	clean_stale_temps(pfd);
-	if ((fd = open_file(pfd, p->agent, rel, &st, e)) == -1) {
+	if ((fd = open_file(pfd, p->agent, rel, &st, &fixed, e)) == -1) {
 		if (errno != ENOENT)
 			return -1;
 		if (write_token(pfd, p->agent, rel, e) == -1)
@@ -538,13 +663,14 @@ ensure_token(struct sbx_provision *p, int pfd, const char *rel,
 	}
 	if ((st.st_mode & 07777) != 0600) {
 		if (fchmod(fd, 0600) == -1) {
-			sbx_error_sys(e, "chmod_failed", "cannot chmod %s", rel);
+			sbx_error_sys(e, "chmod_failed", "cannot chmod %s",
+			    rel);
 			close(fd);
 			return -1;
 		}
-		note(p->repaired, rel);
-	} else
-		note(p->present, rel);
+		fixed = 1;
+	}
+	note(fixed ? p->repaired : p->present, rel);
 	close(fd);
 	return 0;
 }
@@ -552,17 +678,25 @@ ensure_token(struct sbx_provision *p, int pfd, const char *rel,
 /* ---- inspection --------------------------------------------------------- */
 
 static const char *
-judge(const struct entry *en, const struct stat *st)
+judge(const struct entry *en, const struct who *w, const struct stat *st)
 {
-	if (en->type == E_SOUL)
+	mode_t	 want = want_mode(en, w);
+
+	if (en->type == E_SOUL) {
+		/* Anything the agent put there is its own; only a file
+		 * root made that the sandbox cannot read is wrong. */
+		if (w->as_root && S_ISREG(st->st_mode) && st->st_uid == 0 &&
+		    w->uid != 0)
+			return "wrong_owner";
 		return "present";
+	}
 	if (S_ISLNK(st->st_mode))
 		return "symlink";
 	if (en->type == E_DIR ? !S_ISDIR(st->st_mode) : !S_ISREG(st->st_mode))
 		return "wrong_type";
-	if (st->st_uid != geteuid())
+	if (!owner_ok(en, w, st))
 		return "wrong_owner";
-	if (en->mode != 0 && (st->st_mode & 07777) != en->mode)
+	if (want != 0 && (st->st_mode & 07777) != want)
 		return "wrong_mode";
 	return "present";
 }
@@ -578,11 +712,14 @@ sbx_provision_status(int rootfd, const char *agent, int *ready,
     json_t *warnings, struct sbx_error *e)
 {
 	struct stat	 st;
+	struct who	 w;
 	json_t		*items, *it;
 	char		 rel[128], m[8], msg[256];
 	const char	*state, *name, *states[NENT];
 	int		 fds[NENT], i, pfd, have, fd;
 
+	if (who_init(&w, rootfd, e) == -1)
+		return NULL;
 	if ((items = json_array()) == NULL) {
 		sbx_error_sys(e, "nomem", "status");
 		return NULL;
@@ -609,21 +746,22 @@ sbx_provision_status(int rootfd, const char *agent, int *ready,
 		} else if (strcmp(states[en->parent], "missing") != 0)
 			state = "inaccessible";	/* cannot look inside */
 		if (have)
-			state = judge(en, &st);
+			state = judge(en, &w, &st);
 		if (have && en->type == E_SOUL && !S_ISREG(st.st_mode)) {
 			snprintf(msg, sizeof(msg), "%s is not a regular file",
 			    rel);
 			warn(warnings, msg);
 		}
 		if (have && en->type == E_DIR && (strcmp(state, "present") ==
-		    0 || strcmp(state, "wrong_mode") == 0)) {
+		    0 || strcmp(state, "wrong_mode") == 0 ||
+		    strcmp(state, "wrong_owner") == 0)) {
 			/* O_PATH: look, do not touch (no atime, no read
 			 * permission needed). */
 			if (i == 0)
 				fds[i] = fcntl(rootfd, F_DUPFD_CLOEXEC, 3);
 			else
-				fds[i] = openat(pfd, name, O_PATH | O_DIRECTORY |
-				    O_NOFOLLOW | O_CLOEXEC);
+				fds[i] = openat(pfd, name, O_PATH |
+				    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		}
 		if (have && en->type == E_TOKEN && (strcmp(state, "present") ==
 		    0 || strcmp(state, "wrong_mode") == 0)) {
@@ -639,11 +777,15 @@ sbx_provision_status(int rootfd, const char *agent, int *ready,
 		if (have && !S_ISLNK(st.st_mode)) {
 			mode_str(m, st.st_mode);
 			json_object_set_new(it, "mode", json_string(m));
+			json_object_set_new(it, "uid", json_integer(st.st_uid));
 		}
-		if (en->mode != 0) {
-			mode_str(m, en->mode);
+		if (want_mode(en, &w) != 0) {
+			mode_str(m, want_mode(en, &w));
 			json_object_set_new(it, "want_mode", json_string(m));
 		}
+		json_object_set_new(it, "want_uid", json_integer(
+		    en->type == E_SOUL && !w.as_root ? geteuid() :
+		    want_uid(en, &w)));
 		json_array_append_new(items, it);
 		states[i] = state;
 		if (strcmp(state, "present") != 0)
@@ -703,9 +845,11 @@ precheck(struct sbx_provision *p, struct sbx_error *e)
 		return -1;
 	json_array_foreach(items, i, it) {
 		state = json_string_value(json_object_get(it, "state"));
+		/* Root can give an entry back to its owner; anyone else
+		 * must not take over what another user made. */
 		if (strcmp(state, "symlink") != 0 &&
 		    strcmp(state, "wrong_type") != 0 &&
-		    strcmp(state, "wrong_owner") != 0)
+		    (strcmp(state, "wrong_owner") != 0 || geteuid() == 0))
 			continue;
 		json_array_append_new(p->problems, json_pack("{s:O,s:s}",
 		    "path", json_object_get(it, "path"), "state", state));
@@ -718,7 +862,8 @@ precheck(struct sbx_provision *p, struct sbx_error *e)
 		if (strcmp(first_state, "symlink") == 0)
 			reject(e, "symlink_in_path", first, NULL);
 		else
-			reject(e, first_state, first, "file of the expected type");
+			reject(e, first_state, first,
+			    "file of the expected type");
 		json_decref(items);
 		return -1;
 	}
@@ -730,13 +875,20 @@ int
 sbx_provision_agent(struct sbx_provision *p, struct sbx_error *e)
 {
 	struct stat	 st;
+	struct who	 w;
 	char		 rel[128];
+	mode_t		 want;
 	int		 fds[NENT], i, lockfd = -1, rc = -1, pfd;
 
 	for (i = 0; i < NENT; i++)
 		fds[i] = -1;
 	if (sbx_agent_valid(p->agent, "agent", e) == -1)
 		return -1;
+	if (who_init(&w, p->rootfd, e) == -1)
+		return -1;
+	p->as_root = w.as_root;
+	p->run_uid = w.uid;
+	p->run_gid = w.gid;
 	if (precheck(p, e) == -1)
 		return -1;
 
@@ -745,8 +897,9 @@ sbx_provision_agent(struct sbx_provision *p, struct sbx_error *e)
 	if (fstat(p->rootfd, &st) == -1)
 		return sbx_error_sys(e, "stat_failed", "cannot stat the state "
 		    "root");
-	if ((st.st_mode & 07777) != 0700) {
-		if (fchmod(p->rootfd, 0700) == -1)
+	want = want_mode(&layout[0], &w);
+	if ((st.st_mode & 07777) != want) {
+		if (fchmod(p->rootfd, want) == -1)
 			return sbx_error_sys(e, "chmod_failed", "cannot chmod "
 			    "the state root");
 		note(p->root_created ? p->created : p->repaired, ".");
@@ -754,7 +907,7 @@ sbx_provision_agent(struct sbx_provision *p, struct sbx_error *e)
 		note(p->root_created ? p->created : p->present, ".");
 
 	/* run/ first: it holds the lock that serialises the rest. */
-	if ((fds[1] = ensure_dir(p, p->rootfd, "run", "run", 0711, e)) == -1)
+	if ((fds[1] = ensure_dir(p, &w, p->rootfd, &layout[1], "run", e)) == -1)
 		return -1;
 	close(fds[1]);
 	if ((lockfd = sbx_provision_lock(p->rootfd, e)) == -1)
@@ -775,12 +928,12 @@ sbx_provision_agent(struct sbx_provision *p, struct sbx_error *e)
 		pfd = fds[en->parent];
 		switch (en->type) {
 		case E_DIR:
-			fds[i] = ensure_dir(p, pfd, leaf(rel), rel, en->mode, e);
+			fds[i] = ensure_dir(p, &w, pfd, en, rel, e);
 			if (fds[i] == -1)
 				goto out;
 			break;
 		case E_SOUL:
-			if (ensure_soul(p, pfd, rel, e) == -1)
+			if (ensure_soul(p, &w, pfd, rel, e) == -1)
 				goto out;
 			break;
 		case E_CONFIG:
@@ -910,14 +1063,15 @@ rm_tree(int pfd, const char *name, int depth, struct sbx_error *e)
 	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1) {
 		if (errno == ENOENT)
 			return 0;
-		return sbx_error_sys(e, "remove_failed", "cannot stat %s", name);
+		return sbx_error_sys(e, "remove_failed", "cannot stat %s",
+		    name);
 	}
 	/* A symlink (or any non-directory) is unlinked itself: its target,
 	 * wherever it points, is never touched. */
 	if (!S_ISDIR(st.st_mode)) {
 		if (unlinkat(pfd, name, 0) == -1 && errno != ENOENT)
-			return sbx_error_sys(e, "remove_failed", "cannot remove "
-			    "%s", name);
+			return sbx_error_sys(e, "remove_failed",
+			    "cannot remove %s", name);
 		return 0;
 	}
 	if (depth > 256)
@@ -931,7 +1085,8 @@ rm_tree(int pfd, const char *name, int depth, struct sbx_error *e)
 		(void)fchmod(fd, (st.st_mode & 07777) | 0700);
 	if ((d = fdopendir(fd)) == NULL) {
 		close(fd);
-		return sbx_error_sys(e, "remove_failed", "cannot read %s", name);
+		return sbx_error_sys(e, "remove_failed", "cannot read %s",
+		    name);
 	}
 	for (pass = 0; pass < 8; pass++) {
 		removed = 0;
@@ -1060,8 +1215,9 @@ warn_running_jobs(int jobsfd, const char *agent, json_t *warnings)
 		if ((rec = sbx_job_read(jobsfd, id, &e)) == NULL)
 			continue;
 		if (sbx_job_alive(rec)) {
-			snprintf(msg, sizeof(msg), "job %s of agent %s is still "
-			    "running; its record was removed", id, agent);
+			snprintf(msg, sizeof(msg), "job %s of agent %s is "
+			    "still running; its record was removed", id,
+			    agent);
 			warn(warnings, msg);
 		}
 		json_decref(rec);

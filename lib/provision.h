@@ -3,6 +3,8 @@
 #ifndef SBX_PROVISION_H
 #define SBX_PROVISION_H
 
+#include <sys/types.h>
+
 #include <stddef.h>
 
 #include <jansson.h>
@@ -19,6 +21,9 @@ struct sbx_provision {
 	int		 rootfd;	/* the opened state root (borrowed) */
 	const char	*agent;		/* validated */
 	int		 root_created;	/* set by the caller that made it */
+	int		 as_root;	/* set by sbx_provision_agent: */
+	uid_t		 run_uid;	/* who the sandbox runs as, and so */
+	gid_t		 run_gid;	/* owns the home and output */
 	json_t		*created;
 	json_t		*repaired;
 	json_t		*present;
@@ -26,6 +31,12 @@ struct sbx_provision {
 	json_t		*problems;	/* on refusal: [{path, state}] */
 };
 
+/* The uid/gid sandboxes run as, and so the owner of homes and outputs:
+ * the caller's own; as root (never root itself) run_as in
+ * config/sandbox.json (rootfd may be -1), else the `sbx` user, else nobody
+ * (65534), as sbx-exec decides. */
+int	 sbx_provision_identity(int rootfd, uid_t *, gid_t *,
+	    struct sbx_error *);
 /* A new token (NUL-terminated) from libsodium's CSPRNG. */
 int	 sbx_provision_token_new(char out[SBX_TOKEN_LEN + 1]);
 /* Is it exactly SBX_TOKEN_LEN characters of [A-Za-z0-9_-]? */

@@ -6,6 +6,19 @@ load lib
 bats_require_minimum_version 1.5.0
 
 mode() { stat -c %a "$SBX_HOME/$1"; }
+owner() { stat -c %u "$SBX_HOME/$1"; }
+
+# As root, sandboxes run as another uid (the sbx user, or nobody), which
+# must be able to search its way to the homes: a few directories are 0711
+# instead of 0700, and the home and output belong to that uid.
+if is_root; then
+	REACH=711
+	RUN_UID=$(getent passwd sbx | cut -d: -f3)
+	RUN_UID=${RUN_UID:-65534}
+else
+	REACH=700
+	RUN_UID=$(id -u)
+fi
 
 # has JSON PATH-IN-ARRAY FILTER: does the array at FILTER contain PATH?
 has() { printf '%s' "$1" | jq -e --arg p "$2" "$3 | index(\$p) != null" >/dev/null; }
@@ -32,15 +45,21 @@ has() { printf '%s' "$1" | jq -e --arg p "$2" "$3 | index(\$p) != null" >/dev/nu
 	tok=$(cat "$SBX_HOME/run/tokens/default")
 	[[ "$output" != *"$tok"* ]]
 
-	[ "$(mode .)" = 700 ]
+	[ "$(mode .)" = "$REACH" ]
 	[ "$(mode run)" = 711 ]
 	[ "$(mode run/tokens)" = 700 ]
 	[ "$(mode run/tokens/default)" = 600 ]
-	for d in config config/agents workspace workspace/agents \
-	    workspace/agents/default workspace/shared output output/default \
-	    images envs agents agents/default plugins cache; do
+	for d in workspace workspace/agents output; do
+		[ "$(mode "$d")" = "$REACH" ]
+	done
+	for d in config config/agents workspace/agents/default workspace/shared \
+	    output/default images envs agents agents/default plugins cache; do
 		[ "$(mode "$d")" = 700 ]
 	done
+	[ "$(owner workspace/agents/default)" = "$RUN_UID" ]
+	[ "$(owner workspace/agents/default/SOUL.md)" = "$RUN_UID" ]
+	[ "$(owner output/default)" = "$RUN_UID" ]
+	[ "$(owner run/tokens/default)" = "$(id -u)" ]
 	[ "$(wc -c <"$SBX_HOME/run/tokens/default")" -eq 43 ]
 	grep -Eqx '[A-Za-z0-9_-]{43}' "$SBX_HOME/run/tokens/default"
 	[ "$(cat "$SBX_HOME/config/agents/default.json")" = \
@@ -117,19 +136,18 @@ has() { printf '%s' "$1" | jq -e --arg p "$2" "$3 | index(\$p) != null" >/dev/nu
 }
 
 @test "8 concurrent provisions all succeed with one token" {
-	local pids=() rc=0 i
-	for i in 1 2 3 4 5 6 7 8; do
-		sbx provision --json --agent multi >"$TEST_ROOT/out.$i" 2>&1 &
+	local pids=() rc=0 k pid n=0
+	for k in 1 2 3 4 5 6 7 8; do
+		sbx provision --json --agent multi >"$TEST_ROOT/out.$k" 2>&1 &
 		pids+=("$!")
 	done
-	for i in "${pids[@]}"; do
-		wait "$i" || rc=1
+	for pid in "${pids[@]}"; do
+		wait "$pid" || rc=1
 	done
 	[ "$rc" -eq 0 ]
-	n=0
-	for i in 1 2 3 4 5 6 7 8; do
-		[ "$(jq -r .ok "$TEST_ROOT/out.$i")" = true ]
-		if has "$(cat "$TEST_ROOT/out.$i")" run/tokens/multi .result.created; then
+	for k in 1 2 3 4 5 6 7 8; do
+		[ "$(jq -r .ok "$TEST_ROOT/out.$k")" = true ]
+		if has "$(cat "$TEST_ROOT/out.$k")" run/tokens/multi .result.created; then
 			n=$((n + 1))
 		fi
 	done
@@ -141,18 +159,17 @@ has() { printf '%s' "$1" | jq -e --arg p "$2" "$3 | index(\$p) != null" >/dev/nu
 }
 
 @test "a provision killed at any point leaves a root the next one completes" {
-	local i pid
-	for i in 1 2 3 4 5 6 7 8 9 10 11 12; do
-		"$SBX" provision -q --agent "k$i" &
-		pid=$!
-		sleep "0.00$i"
-		kill -9 "$pid" 2>/dev/null || true
-		wait "$pid" || true
+	# (not `i`: bats' own helpers assign it behind `run`)
+	local k
+	for k in 1 2 3 4 5 6 7 8 9 10 11 12; do
+		# SIGKILL after k milliseconds, from timeout(1), which waits for
+		# its child: no pid can be recycled under the kill.
+		timeout -s KILL "0.00$k" "$SBX" provision -q --agent "k$k" || true
 	done
-	for i in 1 2 3 4 5 6 7 8 9 10 11 12; do
-		run -0 sbx provision -q --agent "k$i"
-		run sbx provision status --agent "k$i"; [ "$status" -eq 0 ] || { echo "$output" >&3; ls -la "$SBX_HOME" "$SBX_HOME/run/tokens" >&3; false; }
-		grep -Eqx '[A-Za-z0-9_-]{43}' "$SBX_HOME/run/tokens/k$i"
+	for k in 1 2 3 4 5 6 7 8 9 10 11 12; do
+		run -0 sbx provision -q --agent "k$k"
+		run -0 sbx provision status --agent "k$k"
+		grep -Eqx '[A-Za-z0-9_-]{43}' "$SBX_HOME/run/tokens/k$k"
 	done
 	# no temporaries left behind anywhere
 	[ -z "$(find "$SBX_HOME" -name '*.tmp')" ]

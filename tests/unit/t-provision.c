@@ -40,6 +40,18 @@ mode_of(const char *rel)
 }
 
 static int
+owner_of(const char *rel)
+{
+	struct stat	 st;
+	char		 p[512];
+
+	snprintf(p, sizeof(p), "%s/%s", base, rel);
+	if (lstat(p, &st) == -1)
+		return -1;
+	return (int)st.st_uid;
+}
+
+static int
 read_small(const char *rel, char *buf, size_t sz)
 {
 	char	 p[512];
@@ -83,10 +95,13 @@ main(void)
 {
 	struct sbx_provision	 p;
 	struct sbx_error	 e;
-	char			 tok[SBX_TOKEN_LEN + 1], tok2[SBX_TOKEN_LEN + 1];
+	char			 tok[SBX_TOKEN_LEN + 1];
+	char			 tok2[SBX_TOKEN_LEN + 1];
 	char			 buf[1024], path[512], other[64];
 	json_t			*items, *list, *removed, *warnings;
 	int			 rootfd, ready, tmpfd;
+	uid_t			 uid;
+	gid_t			 gid;
 
 	/* Tokens. */
 	ok(sbx_provision_token_new(tok) == 0, "token generated");
@@ -123,8 +138,21 @@ main(void)
 	ok(has(p.created, "run/tokens/a1") && has(p.created,
 	    "workspace/agents/a1/SOUL.md") && has(p.created,
 	    "config/agents/a1.json"), "token, SOUL.md, settings created");
-	is_int(json_array_size(p.repaired), 0, "nothing repaired");
-	is_int(mode_of("."), 0700, "root 0700");
+	/* mkdtemp made the root 0700; as root it becomes 0711. */
+	is_int(json_array_size(p.repaired), geteuid() == 0 ? 1 : 0,
+	    "nothing repaired");
+	/* As root, sandboxes run as another uid that must reach the homes. */
+	is_int(mode_of("."), geteuid() == 0 ? 0711 : 0700, "root 0700 (0711 "
+	    "as root)");
+	is_int(mode_of("workspace/agents"), geteuid() == 0 ? 0711 : 0700,
+	    "workspace/agents 0700 (0711 as root)");
+	ok(sbx_provision_identity(rootfd, &uid, &gid, &e) == 0 &&
+	    (geteuid() != 0 || uid != 0), "sandboxes never run as root");
+	ok(owner_of("workspace/agents/a1") == (int)uid &&
+	    owner_of("workspace/agents/a1/SOUL.md") == (int)uid &&
+	    owner_of("output/a1") == (int)uid, "the sandbox's uid owns the "
+	    "home, SOUL.md and output");
+	ok(owner_of("run/tokens/a1") == (int)geteuid(), "we own the token");
 	is_int(mode_of("run"), 0711, "run 0711");
 	is_int(mode_of("run/tokens"), 0700, "run/tokens 0700");
 	is_int(mode_of("run/tokens/a1"), 0600, "token 0600");
