@@ -29,6 +29,7 @@ static const char help_text[] =
 "Commands (sbx help COMMAND for each):\n"
 "  exec        run a command in an agent's sandbox (foreground or background)\n"
 "  provision   create or repair the state root and agents\n"
+"  status      the same as `sbx provision status`\n"
 "\n"
 "  -h, --help            this help\n"
 "      --version         print the version\n"
@@ -207,6 +208,19 @@ main(int argc, char *argv[])
 		fprintf(stderr, "%s: unknown option %s\n", PROG, a);
 		fputs(usage_text, stderr);
 		return 64;
+	}
+	/* Aliases: `sbx status` is `sbx provision status`. */
+	if (strcmp(a, "status") == 0) {
+		char	**nargv = calloc((size_t)argc + 2, sizeof(*nargv));
+		int	  i;
+
+		if (nargv == NULL)
+			return 71;
+		nargv[0] = "provision";
+		nargv[1] = "status";
+		for (i = 2; i < argc; i++)
+			nargv[i] = argv[i];
+		run("provision", argc, nargv);
 	}
 	run(a, argc - 1, argv + 1);
 }

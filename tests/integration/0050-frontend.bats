@@ -1,0 +1,65 @@
+#!/usr/bin/env bats
+# sbx, the front-end: dispatch from the libexec directory, never $PATH.
+# sbx-test: unprivileged
+
+load lib
+bats_require_minimum_version 1.5.0
+
+@test "--list-commands lists the installed commands, not the internal init" {
+	run sbx --list-commands
+	[ "$status" -eq 0 ]
+	[[ "$output" == *exec* ]]
+	[[ "$output" == *provision* ]]
+	[[ "$output" != *init* ]]
+}
+
+@test "unknown command: 127 with a hint" {
+	run -127 sbx no-such-thing
+	[[ "$output" == *"not an sbx command"* ]]
+	[[ "$output" == *"--list-commands"* ]]
+}
+
+@test "invalid command names are refused, not looked up" {
+	for n in ../exec EXEC 'ex ec' '-x' 'exec;id' init; do
+		run sbx "$n"
+		[ "$status" -eq 127 ] || [ "$status" -eq 64 ]
+	done
+}
+
+@test "\$PATH is never searched: a planted sbx-evil is not run" {
+	mkdir -p "$TEST_ROOT/bin"
+	printf '#!/bin/sh\ntouch %s/pwned\n' "$TEST_ROOT" > "$TEST_ROOT/bin/sbx-evil"
+	chmod +x "$TEST_ROOT/bin/sbx-evil"
+	PATH="$TEST_ROOT/bin:$PATH" run -127 sbx evil
+	[ ! -e "$TEST_ROOT/pwned" ]
+}
+
+@test "--version, --help, help CMD" {
+	run sbx --version
+	[ "$status" -eq 0 ]
+	[[ "$output" == "sbx "* ]]
+	run sbx --help
+	[ "$status" -eq 0 ]
+	[[ "$output" == *usage:* ]]
+	run sbx help exec
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"sbx exec"* ]]
+	run -127 sbx help nope
+}
+
+@test "no arguments or an unknown option: usage, 64" {
+	run -64 sbx
+	[[ "$output" == *usage:* ]]
+	run -64 sbx --bogus
+}
+
+@test "sbx status is sbx provision status" {
+	run sbx status --json
+	[ "$(json_get "$output" .tool)" = "$(sbx provision status --json | jq -r .tool)" ]
+}
+
+@test "arguments reach the command unchanged" {
+	run sbx exec -q -- printf '%s|' a 'b c' '--x' ''
+	[ "$status" -eq 0 ]
+	[ "$output" = 'a|b c|--x||' ]
+}
