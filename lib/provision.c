@@ -29,6 +29,7 @@
 #include "job.h"
 #include "names.h"
 #include "provision.h"
+#include "users.h"
 #include "runlimits.h"
 
 enum etype { E_DIR, E_SOUL, E_CONFIG, E_TOKEN };
@@ -140,7 +141,8 @@ int
 sbx_provision_identity(int rootfd, uid_t *uid, gid_t *gid,
     struct sbx_error *e)
 {
-	struct passwd	*pw;
+	uid_t		 su;
+	gid_t		 sg;
 	json_t		*cfg = NULL, *ra;
 	json_int_t	 u = 65534, g = 65534;
 
@@ -150,9 +152,9 @@ sbx_provision_identity(int rootfd, uid_t *uid, gid_t *gid,
 		return 0;
 	/* The same choice as sbx-exec's: never root; run_as, else the sbx
 	 * user, else nobody. */
-	if ((pw = getpwnam("sbx")) != NULL && pw->pw_uid != 0) {
-		u = pw->pw_uid;
-		g = pw->pw_gid;
+	if (sbx_user_by_name("sbx", &su, &sg) == 0 && su != 0) {
+		u = su;
+		g = sg;
 	}
 	if (rootfd >= 0 && sbx_config_load(rootfd, "config/sandbox.json", &cfg,
 	    e) == -1)

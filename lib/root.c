@@ -12,6 +12,7 @@
 #include "buf.h"
 #include "fsutil.h"
 #include "root.h"
+#include "users.h"
 
 static char *
 absolutize(const char *p)
@@ -35,7 +36,7 @@ sbx_root_resolve(const char *flag, struct sbx_root *r, struct sbx_error *e)
 {
 	struct sbx_buf	 b = SBX_BUF_INIT;
 	const char	*v, *home;
-	struct passwd	*pw;
+	char		*pwhome = NULL;
 
 	r->fd = -1;
 	if (flag != NULL) {
@@ -54,16 +55,17 @@ sbx_root_resolve(const char *flag, struct sbx_root *r, struct sbx_error *e)
 			sbx_buf_printf(&b, "%s/sbx", v);
 		} else {
 			home = secure_getenv("HOME");
-			if (home == NULL || *home != '/') {
-				pw = getpwuid(getuid());
-				home = pw ? pw->pw_dir : NULL;
-			}
 			if (home == NULL || *home != '/')
+				home = pwhome = sbx_user_home(getuid());
+			if (home == NULL || *home != '/') {
+				free(pwhome);
 				return sbx_error_set(e, SBX_K_INVALID_ARGS,
 				    "home", "no_home", "cannot find a home "
 				    "directory for the state root; use --home "
 				    "or SBX_HOME");
+			}
 			sbx_buf_printf(&b, "%s/.local/share/sbx", home);
+			free(pwhome);
 		}
 		if (b.p == NULL)
 			return sbx_error_sys(e, "nomem", "state root");
