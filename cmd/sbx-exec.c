@@ -939,6 +939,25 @@ prep_limits(struct prep *p)
 	    "enforced", enf);
 }
 
+/* Can anyone walk down to path and read it (every ancestor o+x)? */
+static int
+others_can_reach(const char *path)
+{
+	struct stat	 st;
+	char		 buf[PATH_MAX], *s;
+
+	if (stat(path, &st) == -1 || !(st.st_mode & S_IROTH) ||
+	    !(st.st_mode & S_IXOTH))
+		return 0;
+	snprintf(buf, sizeof(buf), "%s", path);
+	while ((s = strrchr(buf, '/')) != NULL && s != buf) {
+		*s = '\0';
+		if (stat(buf, &st) == -1 || !(st.st_mode & S_IXOTH))
+			return 0;
+	}
+	return 1;
+}
+
 /*
  * As root, the sandbox's uid must be able to walk down to the homes:
  * bwrap resolves bind sources by path, as that uid.  Every ancestor of the
@@ -997,7 +1016,9 @@ prep_identity(struct prep *p)
 	if (geteuid() != 0)
 		return;
 	p->drop_privs = 1;
-	p->sb.init_by_copy = 1;
+	/* Bind sbx-init by path when the sandbox uid can reach it (an
+	 * installed sbx); copy it in otherwise (a checkout under /root). */
+	p->sb.init_by_copy = !others_can_reach(p->init);
 	reachable_root(p);
 }
 
