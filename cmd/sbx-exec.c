@@ -881,13 +881,15 @@ prep_limits(struct prep *p)
 	}
 	if ((unenforced & p->lim.explicit_mask) && !p->lim.soft) {
 		json_decref(enf);
+		unsigned m = unenforced & p->lim.explicit_mask;
 		sbx_error_set(&e, SBX_K_REJECTED, "limits",
 		    "resource_limits_unsupported", "the limits asked for "
-		    "(%s%s%s) cannot be enforced here: no writable cgroup",
-		    (unenforced & p->lim.explicit_mask & SBX_RL_MEMORY) ?
-		    "memory " : "", (unenforced & p->lim.explicit_mask &
-		    SBX_RL_CPUS) ? "cpus " : "", (unenforced &
-		    p->lim.explicit_mask & SBX_RL_PIDS) ? "pids" : "");
+		    "(%s%s%s%s%s) cannot be enforced here: no writable cgroup",
+		    (m & SBX_RL_MEMORY) ? "memory" : "",
+		    (m & SBX_RL_MEMORY) && (m & (SBX_RL_CPUS | SBX_RL_PIDS)) ?
+		    ", " : "", (m & SBX_RL_CPUS) ? "cpus" : "",
+		    (m & SBX_RL_CPUS) && (m & SBX_RL_PIDS) ? ", " : "",
+		    (m & SBX_RL_PIDS) ? "pids" : "");
 		sbx_error_hint(&e, "delegate a cgroup v2 subtree (systemd: "
 		    "`systemd-run --user -p Delegate=yes --scope sbx exec ...`,"
 		    " or name a prepared one as cgroup_v2_root in "
@@ -1750,6 +1752,8 @@ job_status_fields(json_t *res, json_t *rec, int *alive)
 		json_object_set(res, "exit_code", v);
 	if ((v = json_object_get(rec, "killed_by")) != NULL)
 		json_object_set(res, "killed_by", v);
+	if ((v = json_object_get(rec, "limit")) != NULL)
+		json_object_set(res, "limit", v);
 }
 
 static json_t *
@@ -1879,6 +1883,10 @@ sub_wait(struct sbx_root *root, const char *agent)
 	    json_object_get(res, "exit_code"));
 	if (!alive && json_object_get(res, "exit_code") == NULL)
 		code = SBX_EX_FAILED;	/* lost: no status to give */
+	if (!alive && json_is_string(json_object_get(res, "limit")) &&
+	    strcmp(json_string_value(json_object_get(res, "limit")),
+	    "wall_time") == 0)
+		code = SBX_EX_TIMEOUT;	/* as in the foreground */
 	if (O.json)
 		emit(sbx_envelope_ok("exec.wait", res, NULL));
 	else {

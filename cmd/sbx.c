@@ -130,6 +130,7 @@ run(const char *name, int argc, char *argv[])
 	for (i = 1; i < argc; i++)
 		nargv[i] = argv[i];
 	execv(path, nargv);
+	free(nargv);
 	if (errno == ENOENT) {
 		fprintf(stderr, "%s: '%s' is not an sbx command; see 'sbx "
 		    "--list-commands'\n", PROG, name);

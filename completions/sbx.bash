@@ -94,8 +94,8 @@ _sbx_exec()
 	local -a w=("${@:3}")
 	# Options that take a value, short (one letter) and long.
 	local argshort=aCwetnc
-	local arglong=" --agent --home --cwd --workdir --env --timeout --network --max-output --tail-lines "
-	local runopts="--agent --home --cwd --workdir --env --timeout --network --json --max-output --background --quiet --verbose --help --version -a -C -w -e -t -n -c -b -j -q -v -h"
+	local arglong=" --agent --home --cwd --workdir --env --timeout --network --max-output --tail-lines --memory --cpus --pids --disk --wall-timeout --nofile --file-size --seccomp "
+	local runopts="--agent --home --cwd --workdir --env --timeout --network --json --max-output --memory --cpus --pids --disk --wall-timeout --nofile --file-size --soft-limits --seccomp --background --quiet --verbose --help --version -a -C -w -e -t -n -c -b -j -q -v -h"
 	local subopts="--agent --home --json --quiet --verbose --help -a -j -q -v -h"
 	local i n=${#w[@]} word sub="" npos=0 home="" agent="" root
 	local dd=-1 take="" k ch
@@ -184,7 +184,12 @@ _sbx_exec()
 		_sbx_reply "none outbound" "$cur"
 		return 0
 		;;
-	-e | e | --env | -t | t | --timeout | -c | c | --max-output | --tail-lines)
+	--seccomp)
+		_sbx_reply "on off" "$cur"
+		return 0
+		;;
+	-e | e | --env | -t | t | --timeout | -c | c | --max-output | --tail-lines | \
+	    --memory | --cpus | --pids | --disk | --wall-timeout | --nofile | --file-size)
 		COMPREPLY=()
 		return 0
 		;;
@@ -195,11 +200,16 @@ _sbx_exec()
 		if [[ $cur == -* ]]; then
 			_sbx_reply "$runopts --" "$cur"
 		else
-			_sbx_reply "ps poll wait kill --" "$cur"
+			_sbx_reply "ps poll wait kill gc --" "$cur"
 		fi
 		;;
 	ps)
 		[[ $cur == -* ]] && _sbx_reply "$subopts" "$cur"
+		;;
+	gc)
+		# Reaps the caller's stale cgroups: no agent, no arguments.
+		((npos == 0)) && [[ $cur == -* ]] &&
+		    _sbx_reply "--home --json --quiet --verbose --help -j -q -v -h" "$cur"
 		;;
 	poll | wait | kill)
 		if [[ $cur == -* ]]; then

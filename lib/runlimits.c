@@ -105,6 +105,24 @@ sbx_limits_merge_json(struct sbx_runlimits *l, const json_t *obj,
 	return 0;
 }
 
+/* The command-line option behind a key, for messages. */
+static const char *
+option_of(const char *key)
+{
+	static const char *const map[][2] = {
+		{ "memory_mib", "--memory" }, { "cpus", "--cpus" },
+		{ "pids", "--pids" }, { "disk_mib", "--disk" },
+		{ "wall_timeout", "--wall-timeout" }, { "nofile", "--nofile" },
+		{ "file_size_mib", "--file-size" },
+	};
+	size_t	 i;
+
+	for (i = 0; i < sizeof(map) / sizeof(*map); i++)
+		if (strcmp(map[i][0], key) == 0)
+			return map[i][1];
+	return key;
+}
+
 int
 sbx_limits_set(struct sbx_runlimits *l, const char *key, const char *value,
     struct sbx_error *e)
@@ -120,13 +138,13 @@ sbx_limits_set(struct sbx_runlimits *l, const char *key, const char *value,
 		if (sbx_parse_seconds(value, k->max, &d) == -1)
 			return sbx_error_set(e, SBX_K_INVALID_ARGS, key,
 			    "invalid_number", "argument `%s` must be a positive "
-			    "number up to %.0f", key, k->max);
+			    "number up to %.0f", option_of(key), k->max);
 	} else {
 		if (sbx_parse_uint(value, (unsigned long long)k->max, &u) == -1
 		    || u == 0)
 			return sbx_error_set(e, SBX_K_INVALID_ARGS, key,
 			    "invalid_number", "argument `%s` must be an integer "
-			    "from 1 to %.0f", key, k->max);
+			    "from 1 to %.0f", option_of(key), k->max);
 		d = (double)u;
 	}
 	store(l, k, d, 1);

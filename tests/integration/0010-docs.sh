@@ -41,7 +41,7 @@ section() {
 # The usage lines of a --help: up to the first empty line, without `usage:`.
 usage_of() { sed -e '/^$/,$d' -e 's/^usage://'; }
 
-echo "1..17"
+echo "1..$((13 + $(echo "$PAGES" | wc -w)))"
 
 # 1-4: every page is lint-clean.
 for p in $PAGES; do

@@ -1,0 +1,333 @@
+/*
+ * sbx-preflight: can this machine run sbx, and is the state root sound?
+ * A typed readiness report, as text, JSON or JUnit XML; the exit status is
+ * the readiness.  See sbx-preflight(1).
+ */
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "buf.h"
+#include "cli.h"
+#include "envelope.h"
+#include "fsutil.h"
+#include "names.h"
+#include "preflight.h"
+#include "root.h"
+#include "tools.h"
+
+#define PROG	"sbx-preflight"
+
+static const char usage_text[] =
+"usage: sbx preflight [--home DIR] [--agent A] [--json] [--pretty]\n"
+"                     [--output FILE] [--junit FILE] [--deep] [-q] [-v]\n";
+
+static const char help_text[] =
+"\n"
+"Check whether this machine can run sbx and whether the state root is\n"
+"sound: dependencies, host settings, a live probe sandbox, cgroups, the\n"
+"layout of the state root, the configuration. Nothing is changed.\n"
+"Exit status: 0 ready, 1 needs_setup, 2 unproven, 3 blocked, 64 usage,\n"
+"70 internal error.\n"
+"\n"
+"  -a, --agent A          agent whose home, output and token are checked\n"
+"                         (default: $SBX_AGENT or \"default\")\n"
+"      --home DIR         state root (default: $SBX_HOME, $XDG_DATA_HOME/sbx,\n"
+"                         ~/.local/share/sbx)\n"
+"  -j, --json             print the report as one JSON envelope (also\n"
+"                         SBX_JSON=1)\n"
+"      --pretty           indent the JSON (implies --json)\n"
+"  -o, --output FILE      also write the JSON report to FILE, atomically\n"
+"      --junit FILE       also write a JUnit XML file, one testcase per\n"
+"                         finding\n"
+"      --deep             also check what is slow to check (templates)\n"
+"  -q, --quiet            text: only what did not pass\n"
+"  -v, --verbose          text: details of passed checks too\n"
+"  -h, --help             this help\n"
+"      --version          print the version\n";
+
+enum { OPT_HOME = 256, OPT_PRETTY, OPT_JUNIT, OPT_DEEP, OPT_VERSION };
+
+static const struct option longopts[] = {
+	{ "agent",	required_argument,	NULL, 'a' },
+	{ "home",	required_argument,	NULL, OPT_HOME },
+	{ "json",	no_argument,		NULL, 'j' },
+	{ "pretty",	no_argument,		NULL, OPT_PRETTY },
+	{ "output",	required_argument,	NULL, 'o' },
+	{ "junit",	required_argument,	NULL, OPT_JUNIT },
+	{ "deep",	no_argument,		NULL, OPT_DEEP },
+	{ "quiet",	no_argument,		NULL, 'q' },
+	{ "verbose",	no_argument,		NULL, 'v' },
+	{ "help",	no_argument,		NULL, 'h' },
+	{ "version",	no_argument,		NULL, OPT_VERSION },
+	{ NULL, 0, NULL, 0 }
+};
+
+static struct {
+	const char	*agent;
+	const char	*home;
+	const char	*output;
+	const char	*junit;
+	int		 json, pretty, deep, quiet, verbose;
+} O;
+
+static void
+usage(void)
+{
+	fputs(usage_text, stderr);
+	exit(SBX_EX_USAGE);
+}
+
+static void
+emit(json_t *env)
+{
+	char	*s;
+
+	if (O.pretty) {
+		s = json_dumps(env, JSON_INDENT(2) | JSON_SORT_KEYS);
+		if (s != NULL) {
+			fputs(s, stdout);
+			fputs("\n", stdout);
+		}
+	} else
+		s = sbx_envelope_dump(env);
+	if (s != NULL && !O.pretty)
+		fputs(s, stdout);
+	free(s);
+	fflush(stdout);
+	json_decref(env);
+}
+
+static void __attribute__((noreturn))
+fail(struct sbx_error *e, int code)
+{
+	struct sbx_buf	 b = SBX_BUF_INIT;
+
+	if (O.json) {
+		emit(sbx_envelope_err("preflight", e, NULL));
+	} else {
+		if (sbx_cli_error_text(PROG, e, &b) == 0)
+			fputs(b.p, stderr);
+		sbx_buf_release(&b);
+	}
+	exit(code);
+}
+
+static void
+parse(int argc, char *argv[])
+{
+	int	 ch;
+
+	while ((ch = getopt_long(argc, argv, "+a:jo:qvh", longopts, NULL))
+	    != -1) {
+		switch (ch) {
+		case 'a':
+			O.agent = optarg;
+			break;
+		case OPT_HOME:
+			O.home = optarg;
+			break;
+		case 'j':
+			O.json = 1;
+			break;
+		case OPT_PRETTY:
+			O.pretty = O.json = 1;
+			break;
+		case 'o':
+			O.output = optarg;
+			break;
+		case OPT_JUNIT:
+			O.junit = optarg;
+			break;
+		case OPT_DEEP:
+			O.deep = 1;
+			break;
+		case 'q':
+			O.quiet = 1;
+			break;
+		case 'v':
+			O.verbose = 1;
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			fputs(help_text, stdout);
+			exit(0);
+		case OPT_VERSION:
+			printf("sbx-preflight %s\n", SBX_VERSION);
+			exit(0);
+		default:
+			usage();
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "%s: unexpected argument\n", PROG);
+		usage();
+	}
+}
+
+/* Write data to FILE atomically: a temp file in FILE's directory, fsync,
+ * rename over FILE, fsync the directory. */
+static int
+write_out(const char *file, const char *data, size_t n, struct sbx_error *e)
+{
+	char	*d = strdup(file), *f = strdup(file);
+	char	*dir, *base;
+	int	 dfd, rc = -1;
+
+	if (d == NULL || f == NULL) {
+		sbx_error_sys(e, "nomem", "%s", file);
+		goto out;
+	}
+	dir = dirname(d);
+	base = basename(f);
+	if (*file == '\0' || strcmp(base, "/") == 0 || strcmp(base, ".") == 0
+	    || strcmp(base, "..") == 0 || file[strlen(file) - 1] == '/') {
+		sbx_error_set(e, SBX_K_INVALID_ARGS, "output", "not_a_file",
+		    "argument `%s` does not name a file", file);
+		goto out;
+	}
+	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1) {
+		sbx_error_sys(e, "write_failed", "cannot open the directory of "
+		    "%s", file);
+		goto out;
+	}
+	rc = sbx_write_atomic(dfd, base, data, n, 0644, e);
+	close(dfd);
+out:
+	free(d);
+	free(f);
+	return rc;
+}
+
+/* The front-end next to the programs: PREFIX/libexec/sbx -> PREFIX/bin/sbx
+ * (the build tree has the same shape). */
+static char *
+front_end(const char *exec_dir)
+{
+	char	*p, *s;
+	int	 i;
+
+	if ((p = malloc(strlen(exec_dir) + 16)) == NULL)
+		return NULL;
+	strcpy(p, exec_dir);
+	for (i = 0; i < 2; i++) {
+		if ((s = strrchr(p, '/')) == NULL || s == p) {
+			free(p);
+			return NULL;
+		}
+		*s = '\0';
+	}
+	strcat(p, "/bin/sbx");
+	return p;
+}
+
+int
+main(int argc, char *argv[])
+{
+	struct sbx_preflight_opts	 po;
+	struct sbx_root			 root = SBX_ROOT_INIT;
+	struct sbx_error		 e;
+	struct sbx_buf			 b = SBX_BUF_INIT;
+	json_t				*report;
+	const char			*v, *readiness;
+	char				*exec_dir, *front, *s;
+	unsigned			 flags = 0;
+	int				 code;
+
+	parse(argc, argv);
+	if (sbx_cli_json_env())
+		O.json = 1;
+	memset(&po, 0, sizeof(po));
+	po.agent_flag = O.agent != NULL;
+	if (O.agent == NULL && (v = getenv("SBX_AGENT")) != NULL && *v)
+		O.agent = v;
+	if (O.agent == NULL)
+		O.agent = "default";
+	if (sbx_agent_valid(O.agent, "agent", &e) == -1)
+		fail(&e, SBX_EX_USAGE);
+	if (sbx_root_resolve(O.home, &root, &e) == -1)
+		fail(&e, SBX_EX_USAGE);
+
+	v = secure_getenv("SBX_EXEC_PATH");
+	exec_dir = v != NULL && *v == '/' ? strdup(v) : sbx_self_dir();
+	if (exec_dir == NULL) {
+		sbx_error_sys(&e, "self_unknown", "cannot locate sbx's programs");
+		fail(&e, SBX_EX_SOFTWARE);
+	}
+	front = front_end(exec_dir);
+	v = secure_getenv("SBX_PREFLIGHT_SYSCTL_DIR");
+	po.sysctl_dir = v != NULL && *v == '/' ? v : "/proc/sys";
+	/* As root the probe sandbox runs as another uid, which must reach
+	 * the temporary root: /tmp, whatever TMPDIR says. */
+	v = secure_getenv("TMPDIR");
+	po.tmp_dir = geteuid() != 0 && v != NULL && *v == '/' ? v : "/tmp";
+	po.root_path = root.path;
+	po.root_source = root.source;
+	po.agent = O.agent;
+	po.exec_dir = exec_dir;
+	po.front_end = front;
+	po.deep = O.deep;
+
+	if (sbx_preflight_run(&po, &report, &e) == -1)
+		fail(&e, SBX_EX_SOFTWARE);
+	readiness = json_string_value(json_object_get(report,
+	    "overall_readiness"));
+	code = sbx_preflight_exit_status(readiness);
+
+	if (O.output != NULL) {
+		s = json_dumps(report, JSON_SORT_KEYS | (O.pretty ?
+		    JSON_INDENT(2) : JSON_COMPACT));
+		if (s == NULL || sbx_buf_printf(&b, "%s\n", s) == -1 ||
+		    write_out(O.output, b.p, b.len, &e) == -1) {
+			if (s == NULL)
+				sbx_error_sys(&e, "nomem", "report");
+			free(s);
+			fail(&e, SBX_EX_SOFTWARE);
+		}
+		free(s);
+		sbx_buf_reset(&b);
+	}
+	if (O.junit != NULL) {
+		if (sbx_preflight_junit(report, &b) == -1) {
+			sbx_error_sys(&e, "nomem", "JUnit report");
+			fail(&e, SBX_EX_SOFTWARE);
+		}
+		if (write_out(O.junit, b.p, b.len, &e) == -1)
+			fail(&e, SBX_EX_SOFTWARE);
+		sbx_buf_reset(&b);
+	}
+	if (O.json) {
+		emit(sbx_envelope_ok("preflight", report, NULL));
+	} else {
+		v = getenv("NO_COLOR");
+		if (isatty(STDOUT_FILENO) && (v == NULL || *v == '\0') &&
+		    ((v = getenv("TERM")) == NULL || strcmp(v, "dumb") != 0))
+			flags |= SBX_PREFLIGHT_TEXT_COLOR;
+		if (O.verbose)
+			flags |= SBX_PREFLIGHT_TEXT_VERBOSE;
+		if (O.quiet)
+			flags |= SBX_PREFLIGHT_TEXT_QUIET;
+		if (sbx_preflight_text(report, flags, &b) == -1) {
+			sbx_error_sys(&e, "nomem", "text report");
+			fail(&e, SBX_EX_SOFTWARE);
+		}
+		fputs(b.p, stdout);
+		fflush(stdout);
+		json_decref(report);
+	}
+	sbx_buf_release(&b);
+	sbx_root_release(&root);
+	free(exec_dir);
+	free(front);
+	return code;
+}
