@@ -37,7 +37,7 @@ WARN  += -Werror
 endif
 OPT   ?= -O2 -g
 
-PKGS      = jansson libsodium libseccomp
+PKGS      = jansson libsodium libseccomp libarchive
 PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 CPPFLAGS += -D_GNU_SOURCE -iquote lib -DSBX_VERSION='"$(VERSION)"' \
 	    -DSBX_LIBEXECDIR='"$(LIBEXECDIR)/sbx"'
@@ -46,7 +46,7 @@ CFLAGS   += $(OPT) $(WARN) $(HARDEN) $(SANFLAGS) $(PKG_CFLAGS)
 # so sbx-exec never loads libcurl or libarchive at start-up.
 LDFLAGS  += -pie -Wl,-z,relro,-z,now -Wl,--as-needed $(SANFLAGS)
 LIBS_ALL := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
-LIBS_STATIC := $(shell $(PKG_CONFIG) --static --libs $(PKGS) 2>/dev/null)
+LIBS_STATIC := $(shell $(PKG_CONFIG) --static --libs $(filter-out libarchive,$(PKGS)) 2>/dev/null)
 ifneq ($(SANITIZE),)
 FRONT_LDFLAGS = $(LDFLAGS)
 else

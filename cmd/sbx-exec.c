@@ -25,6 +25,7 @@
 #include "cli.h"
 #include "envelope.h"
 #include "fsutil.h"
+#include "imageref.h"
 #include "job.h"
 #include "runlimits.h"
 #include "names.h"
@@ -1042,6 +1043,44 @@ own_dir(struct prep *p, int fd, const char *rel)
 	}
 }
 
+/*
+ * Image mode, when the agent is bound to one (config/agents/A.json
+ * `image`): its template must be there and complete (a cheap check, no
+ * walk); a missing or damaged one refuses the run, never falls back to
+ * the host's system directories.
+ */
+static void
+prep_image(struct prep *p)
+{
+	struct sbx_error	 e;
+	struct stat		 st;
+	char			 digest[SBX_DIGEST_HEX + 1], *root;
+	int			 r, fd;
+
+	if ((r = sbx_imageref_agent(p->root.fd, p->sb.agent, digest, &e)) ==
+	    -1)
+		fail(&e, SBX_EX_FAILED);
+	if (r == 0)
+		return;
+	if ((p->sb.image_fd = sbx_imageref_open(p->root.fd, digest, &e)) == -1)
+		fail(&e, SBX_EX_FAILED);
+	if (asprintf(&root, "%s/images/%s/rootfs", p->root.path, digest) ==
+	    -1) {
+		sbx_error_sys(&e, "nomem", "image path");
+		fail(&e, SBX_EX_FAILED);
+	}
+	p->sb.image_root = root;
+	/* bwrap resolves bind sources by path, as the sandbox's uid: as
+	 * root, that uid must be able to search images/ (not list it; the
+	 * templates beneath are world-readable and immutable). */
+	if (p->drop_privs && (fd = sbx_open_beneath(p->root.fd, "images",
+	    O_RDONLY | O_DIRECTORY, &e)) >= 0) {
+		if (fstat(fd, &st) == 0 && !(st.st_mode & S_IXOTH))
+			(void)fchmod(fd, (st.st_mode & 0700) | 0011);
+		close(fd);
+	}
+}
+
 static void
 prepare(struct prep *p)
 {
@@ -1121,6 +1160,7 @@ prepare(struct prep *p)
 	own_dir(p, p->output_fd, rel);
 	snprintf(p->home, sizeof(p->home), "%s/%s", SBX_IN_AGENTS,
 	    p->sb.agent);
+	prep_image(p);
 	if (O.workdir != NULL)
 		prep_workdir(p);
 	prep_cwd(p);

@@ -19,20 +19,29 @@
 #include "buf.h"
 #include "cli.h"
 #include "envelope.h"
+#include "fsutil.h"
+#include "image.h"
 #include "names.h"
 #include "provision.h"
 #include "root.h"
+#include "runlimits.h"
 #include "utf8.h"
 
 #define PROG	"sbx-provision"
 
 static const char usage_text[] =
-"usage: sbx provision [--agent A] [--home DIR] [--json] [-q] [-v]\n"
+"usage: sbx provision [--agent A] [--image NAME|DIGEST] [--home DIR] [--json]\n"
+"                     [-q] [-v]\n"
 "       sbx provision list [--home DIR] [--json]\n"
 "       sbx provision status [--agent A] [--home DIR] [--json]\n"
 "       sbx provision unprovision --agent A [--home DIR] [--json]\n"
 "       sbx provision reset [--home DIR] [--json]\n"
-"       sbx provision remove [--yes] [--home DIR] [--json]\n";
+"       sbx provision remove [--yes] [--home DIR] [--json]\n"
+"       sbx provision image add SOURCE --sha256 HEX [--name NAME] [--home DIR]\n"
+"                     [--json]\n"
+"       sbx provision image list [--home DIR] [--json]\n"
+"       sbx provision image rm NAME|DIGEST [--home DIR] [--json]\n"
+"       sbx provision image verify [NAME|DIGEST] [--home DIR] [--json]\n";
 
 static const char help_text[] =
 "\n"
@@ -49,27 +58,39 @@ static const char help_text[] =
 "  reset         empty envs/ and cache/; keep homes, images and settings\n"
 "  remove        delete everything in the state root except workspace/\n"
 "                (only with --yes)\n"
+"  image add     unpack a local rootfs tarball (.tar, .tar.gz, .tar.xz,\n"
+"                .tar.zst) whose sha256 is given, or an OCI image layout\n"
+"                directory whose manifest has that sha256, into a read-only\n"
+"                template\n"
+"  image list    the templates and their names\n"
+"  image rm      remove a template and its names\n"
+"  image verify  compare templates with their manifests (exit 1 if damaged)\n"
 "\n"
 "  -a, --agent A   agent name (default: $SBX_AGENT or \"default\")\n"
 "      --home DIR  state root (default: $SBX_HOME, $XDG_DATA_HOME/sbx,\n"
 "                  ~/.local/share/sbx)\n"
 "  -y, --yes       remove: really remove\n"
+"      --image REF bind the agent to an image (name or digest; `none`\n"
+"                  unbinds): sbx exec then uses its system directories\n"
+"      --sha256 HEX   image add: the expected sha256 of SOURCE\n"
+"      --name NAME    image add: a name for the image\n"
 "  -j, --json      print one JSON envelope (also SBX_JSON=1)\n"
 "  -q, --quiet     print nothing but errors\n"
 "  -v, --verbose   also list what was already present\n"
 "  -h, --help      this help\n"
-"      --version   print the version\n"
-"\n"
-"Image subcommands are not yet available.\n";
+"      --version   print the version\n";
 
 enum {
-	OPT_HOME = 256, OPT_VERSION,
+	OPT_HOME = 256, OPT_VERSION, OPT_IMAGE, OPT_SHA256, OPT_NAME,
 };
 
 static const struct option longopts[] = {
 	{ "agent",	required_argument,	NULL, 'a' },
 	{ "home",	required_argument,	NULL, OPT_HOME },
 	{ "yes",	no_argument,		NULL, 'y' },
+	{ "image",	required_argument,	NULL, OPT_IMAGE },
+	{ "sha256",	required_argument,	NULL, OPT_SHA256 },
+	{ "name",	required_argument,	NULL, OPT_NAME },
 	{ "json",	no_argument,		NULL, 'j' },
 	{ "quiet",	no_argument,		NULL, 'q' },
 	{ "verbose",	no_argument,		NULL, 'v' },
@@ -82,6 +103,11 @@ static struct {
 	const char	*agent;
 	const char	*home;
 	const char	*sub;		/* NULL: provision */
+	const char	*image;		/* --image */
+	const char	*sha256;
+	const char	*name;
+	const char	*pos[3];	/* image ACTION [ARG] */
+	int		 npos;
 	int		 agent_given;
 	int		 yes;
 	int		 json;
@@ -214,6 +240,15 @@ parse(int argc, char *argv[])
 		case 'y':
 			O.yes = 1;
 			break;
+		case OPT_IMAGE:
+			O.image = optarg;
+			break;
+		case OPT_SHA256:
+			O.sha256 = optarg;
+			break;
+		case OPT_NAME:
+			O.name = optarg;
+			break;
 		case 'j':
 			O.json = 1;
 			break;
@@ -249,11 +284,19 @@ parse_args(int argc, char *argv[])
 	argv += optind;
 	optind = 0;	/* 0: restart, re-reading the optstring's flags */
 	if (strcmp(O.sub, "image") == 0 || strcmp(O.sub, "images") == 0) {
-		/* Not parsed yet; only honour --json for the refusal. */
-		for (; argc > 0; argc--, argv++)
-			if (strcmp(*argv, "--json") == 0 ||
-			    strcmp(*argv, "-j") == 0)
-				O.json = 1;
+		/* image ACTION [ARG]: positionals and options in any order
+		 * (no child argv here to protect from reordering). */
+		for (;;) {
+			parse(argc, argv);
+			if (optind >= argc)
+				break;
+			if (O.npos >= 3)
+				usage("too many arguments");
+			O.pos[O.npos++] = argv[optind];
+			argc -= optind;
+			argv += optind;
+			optind = 0;
+		}
 		return;
 	}
 	parse(argc, argv);
@@ -281,6 +324,288 @@ open_root_existing(int inspect)
 		return fd;
 	}
 	fail(&e);
+}
+
+/* ---- images ------------------------------------------------------------- */
+
+static json_t *
+image_warnings(const struct sbx_image_add *a)
+{
+	json_t	*w = json_array();
+	char	 msg[160];
+
+	if (a->dropped > 0) {
+		snprintf(msg, sizeof(msg), "%llu device nodes, FIFOs or "
+		    "sockets in the archive were dropped", a->dropped);
+		json_array_append_new(w, json_string(msg));
+	}
+	if (a->stripped > 0) {
+		snprintf(msg, sizeof(msg), "setuid, setgid or sticky bits were "
+		    "removed from %llu entries", a->stripped);
+		json_array_append_new(w, json_string(msg));
+	}
+	return w;
+}
+
+static int
+do_image_add(void)
+{
+	struct sbx_image_add	 a;
+	struct sbx_error	 e;
+	json_t			*res, *w;
+	char			 rel[SBX_DIGEST_HEX + 32];
+
+	if (O.npos != 2)
+		usage("image add needs SOURCE");
+	if (O.sha256 == NULL)
+		usage("image add needs --sha256 HEX");
+	memset(&a, 0, sizeof(a));
+	a.source = O.pos[1];
+	a.sha256 = O.sha256;
+	a.name = O.name;
+	/* Refuse a malformed digest or name before touching anything. */
+	if (!sbx_image_digest_valid(a.sha256) || (a.name != NULL &&
+	    !sbx_image_name_valid(a.name))) {
+		if (sbx_image_add(-1, &a, &e) == -1)
+			fail(&e);
+	}
+	if (sbx_root_open(&root, 1, &e) == -1)
+		fail(&e);
+	umask(077);
+	if (sbx_image_limits(root.fd, &a, &e) == -1 ||
+	    sbx_image_add(root.fd, &a, &e) == -1)
+		fail(&e);
+	snprintf(rel, sizeof(rel), "images/%s/rootfs", a.sha256);
+	w = image_warnings(&a);
+	if (O.json) {
+		res = json_pack("{s:s,s:s,s:b,s:o,s:I,s:I,s:I,s:I}", "digest",
+		    a.sha256, "path", rel, "present", a.present, "root",
+		    root_json(), "entries", (json_int_t)a.entries, "bytes",
+		    (json_int_t)a.bytes, "dropped", (json_int_t)a.dropped,
+		    "stripped", (json_int_t)a.stripped);
+		if (a.name != NULL)
+			json_object_set_new(res, "name", json_string(a.name));
+		if (a.layers > 0)
+			json_object_set_new(res, "layers",
+			    json_integer((json_int_t)a.layers));
+		emit(sbx_envelope_ok(tool, res, w));
+		return 0;
+	}
+	if (!O.quiet) {
+		print_warnings(w);
+		if (a.present)
+			printf("image %s already present%s%s\n", a.sha256,
+			    a.name ? "; named " : "", a.name ? a.name : "");
+		else
+			printf("image %s added: %llu entries, %llu bytes%s%s\n",
+			    a.sha256, a.entries, a.bytes, a.name ?
+			    "; named " : "", a.name ? a.name : "");
+	}
+	json_decref(w);
+	return 0;
+}
+
+static int
+do_image_list(void)
+{
+	struct sbx_error	 e;
+	json_t			*imgs, *it, *v;
+	size_t			 i, j;
+	int			 rootfd;
+
+	if (O.npos != 1)
+		usage("too many arguments");
+	rootfd = open_root_existing(0);
+	if ((imgs = sbx_image_list(rootfd, &e)) == NULL)
+		fail(&e);
+	if (O.json) {
+		emit(sbx_envelope_ok(tool, json_pack("{s:o,s:o}", "images",
+		    imgs, "root", root_json()), NULL));
+		return 0;
+	}
+	if (!O.quiet) {
+		printf("%-64s  %-8s  %s\n", "DIGEST", "COMPLETE", "NAMES");
+		json_array_foreach(imgs, i, it) {
+			printf("%-64s  %-8s  ", json_string_value(
+			    json_object_get(it, "digest")), json_is_true(
+			    json_object_get(it, "complete")) ? "yes" : "no");
+			json_array_foreach(json_object_get(it, "names"), j, v)
+				printf("%s%s", j ? "," : "",
+				    json_string_value(v));
+			printf("\n");
+		}
+	}
+	json_decref(imgs);
+	return 0;
+}
+
+static int
+do_image_rm(void)
+{
+	struct sbx_error	 e;
+	json_t			*removed;
+	int			 rootfd;
+
+	if (O.npos != 2)
+		usage("image rm needs NAME or DIGEST");
+	if ((rootfd = open_root_existing(0)) < 0) {
+		sbx_error_set(&e, SBX_K_NOT_FOUND, "image", "image_missing",
+		    "there is no state root, so no image");
+		fail(&e);
+	}
+	removed = json_array();
+	if (sbx_image_rm(rootfd, O.pos[1], removed, &e) == -1)
+		fail(&e);
+	if (O.json) {
+		emit(sbx_envelope_ok(tool, json_pack("{s:o,s:o}", "removed",
+		    removed, "root", root_json()), NULL));
+		return 0;
+	}
+	if (!O.quiet) {
+		print_list("removed   ", removed);
+		printf("image %s removed\n", O.pos[1]);
+	}
+	json_decref(removed);
+	return 0;
+}
+
+static int
+do_image_verify(void)
+{
+	struct sbx_error	 e;
+	json_t			*imgs, *it, *d, *diffs, *out;
+	char			 digest[SBX_DIGEST_HEX + 1];
+	const char		*dg;
+	size_t			 i, j;
+	int			 rootfd, damaged = 0;
+
+	if (O.npos > 2)
+		usage("too many arguments");
+	rootfd = open_root_existing(0);
+	if (O.npos == 2) {
+		if (rootfd < 0 || (!sbx_image_digest_valid(O.pos[1]) &&
+		    sbx_image_resolve(rootfd, O.pos[1], 0, digest, &e) ==
+		    -1)) {
+			if (rootfd < 0)
+				sbx_error_set(&e, SBX_K_NOT_FOUND, "image",
+				    "image_missing", "there is no state root, "
+				    "so no image");
+			fail(&e);
+		}
+		if (sbx_image_digest_valid(O.pos[1]))
+			snprintf(digest, sizeof(digest), "%s", O.pos[1]);
+		imgs = json_pack("[{s:s}]", "digest", digest);
+	} else if ((imgs = sbx_image_list(rootfd, &e)) == NULL)
+		fail(&e);
+	out = json_array();
+	json_array_foreach(imgs, i, it) {
+		dg = json_string_value(json_object_get(it, "digest"));
+		diffs = json_array();
+		if (sbx_image_verify(rootfd, dg, diffs, &e) == -1)
+			fail(&e);
+		if (json_array_size(diffs) > 0)
+			damaged = 1;
+		json_array_append_new(out, json_pack("{s:s,s:b,s:o}", "digest",
+		    dg, "ok", json_array_size(diffs) == 0, "differences",
+		    diffs));
+	}
+	json_decref(imgs);
+	if (O.json) {
+		emit(sbx_envelope_ok(tool, json_pack("{s:o,s:b,s:o}", "images",
+		    out, "ok", !damaged, "root", root_json()), NULL));
+		return damaged ? SBX_EX_NEGATIVE : 0;
+	}
+	if (!O.quiet)
+		json_array_foreach(out, i, it) {
+			diffs = json_object_get(it, "differences");
+			printf("image %s: %s\n", json_string_value(
+			    json_object_get(it, "digest")),
+			    json_array_size(diffs) ? "damaged" : "ok");
+			json_array_foreach(diffs, j, d) {
+				char pre[64];
+				snprintf(pre, sizeof(pre), "  %-8s ",
+				    json_string_value(json_object_get(d,
+				    "change")));
+				print_line(stdout, pre, json_string_value(
+				    json_object_get(d, "path")), "");
+			}
+		}
+	json_decref(out);
+	return damaged ? SBX_EX_NEGATIVE : 0;
+}
+
+static int
+do_image(void)
+{
+	struct sbx_error	 e;
+	const char		*act = O.npos > 0 ? O.pos[0] : NULL;
+
+	if (act == NULL)
+		usage("image needs add, list, rm or verify");
+	if (strcmp(act, "add") != 0 && strcmp(act, "list") != 0 &&
+	    strcmp(act, "rm") != 0 && strcmp(act, "verify") != 0)
+		usage("unknown image subcommand");
+	snprintf(tool_buf, sizeof(tool_buf), "provision.image.%s", act);
+	tool = tool_buf;
+	if (O.agent_given || O.yes || O.image)
+		usage("image subcommands take no --agent, --yes or --image");
+	if ((O.sha256 || O.name) && strcmp(act, "add") != 0)
+		usage("--sha256 and --name go only with image add");
+	if (sbx_root_resolve(O.home, &root, &e) == -1)
+		fail(&e);
+	if (strcmp(act, "add") == 0)
+		return do_image_add();
+	if (strcmp(act, "list") == 0)
+		return do_image_list();
+	if (strcmp(act, "rm") == 0)
+		return do_image_rm();
+	return do_image_verify();
+}
+
+/* Bind the agent to an image: key `image` of config/agents/A.json. */
+static int
+bind_image(struct sbx_provision *p, char digest[SBX_DIGEST_HEX + 1],
+    struct sbx_error *e)
+{
+	json_t	*cfg;
+	char	 rel[128], name[64], *s;
+	int	 lock, dfd, rc = -1;
+
+	digest[0] = '\0';
+	if (strcmp(O.image, "none") != 0 &&
+	    sbx_image_resolve(p->rootfd, O.image, 1, digest, e) == -1)
+		return -1;
+	if ((lock = sbx_provision_lock(p->rootfd, e)) == -1)
+		return -1;
+	snprintf(rel, sizeof(rel), "config/agents/%s.json", O.agent);
+	snprintf(name, sizeof(name), "%s.json", O.agent);
+	if (sbx_config_load(p->rootfd, rel, &cfg, e) == -1)
+		goto out;
+	if (cfg == NULL)
+		cfg = json_object();
+	if (digest[0])
+		json_object_set_new(cfg, "image", json_string(digest));
+	else
+		json_object_del(cfg, "image");
+	s = sbx_envelope_dump(cfg);
+	json_decref(cfg);
+	if (s == NULL) {
+		sbx_error_sys(e, "nomem", "agent settings");
+		goto out;
+	}
+	if ((dfd = sbx_open_beneath(p->rootfd, "config/agents", O_RDONLY |
+	    O_DIRECTORY, e)) != -1) {
+		/* sbx_envelope_dump ends with a newline; the file did not. */
+		size_t n = strlen(s);
+		if (n > 0 && s[n - 1] == '\n')
+			s[--n] = '\0';
+		rc = sbx_write_atomic(dfd, name, s, n, 0600, e);
+		close(dfd);
+	}
+	free(s);
+out:
+	close(lock);
+	return rc;
 }
 
 /* ---- provision ---------------------------------------------------------- */
@@ -319,6 +644,7 @@ do_provision(void)
 	struct sbx_error	 e;
 	struct stat		 st;
 	char			*token_file = NULL;
+	char			 digest[SBX_DIGEST_HEX + 1];
 	json_t			*res;
 	int			 created;
 
@@ -356,12 +682,17 @@ do_provision(void)
 		fail_extra(&e, exit_for(&e), extra);
 	}
 	check_reachable(&p);
+	if (O.image != NULL && bind_image(&p, digest, &e) == -1)
+		fail(&e);
 	if (asprintf(&token_file, "%s/run/tokens/%s", root.path, O.agent) == -1)
 		exit(SBX_EX_OSERR);
 	if (O.json) {
 		res = json_pack("{s:s,s:o,s:s,s:O,s:O,s:O}", "agent", O.agent,
 		    "root", root_json(), "token_file", token_file, "created",
 		    p.created, "repaired", p.repaired, "present", p.present);
+		if (O.image != NULL)
+			json_object_set_new(res, "image", digest[0] ?
+			    json_string(digest) : json_null());
 		emit(sbx_envelope_ok(tool, res, json_incref(p.warnings)));
 	} else if (!O.quiet) {
 		print_warnings(p.warnings);
@@ -374,6 +705,8 @@ do_provision(void)
 		    json_array_size(p.created), json_array_size(p.repaired),
 		    json_array_size(p.present));
 		print_line(stdout, "token file ", token_file, "");
+		if (O.image != NULL)
+			printf("image %s\n", digest[0] ? digest : "none");
 	}
 	free(token_file);
 	sbx_provision_release(&p);
@@ -624,13 +957,8 @@ main(int argc, char *argv[])
 	parse_args(argc, argv);
 	if (O.sub != NULL) {
 		s = O.sub;
-		if (strcmp(s, "image") == 0 || strcmp(s, "images") == 0) {
-			tool = "provision.image";
-			sbx_error_set(&e, SBX_K_INVALID_ARGS, "subcommand",
-			    "not_yet_available", "image subcommands are not "
-			    "yet available");
-			fail_extra(&e, SBX_EX_USAGE, NULL);
-		}
+		if (strcmp(s, "image") == 0 || strcmp(s, "images") == 0)
+			return do_image();
 		if (strcmp(s, "list") != 0 && strcmp(s, "status") != 0 &&
 		    strcmp(s, "unprovision") != 0 && strcmp(s, "reset") != 0 &&
 		    strcmp(s, "remove") != 0)
@@ -638,6 +966,10 @@ main(int argc, char *argv[])
 		snprintf(tool_buf, sizeof(tool_buf), "provision.%s", s);
 		tool = tool_buf;
 	}
+	if (O.image != NULL && s != NULL)
+		usage("--image goes only with provision itself");
+	if (O.sha256 != NULL || O.name != NULL)
+		usage("--sha256 and --name go only with image add");
 	if (O.yes && (s == NULL || strcmp(s, "remove") != 0))
 		usage("--yes goes only with remove");
 	/* These act on the whole root: an --agent here would suggest they

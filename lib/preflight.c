@@ -714,44 +714,51 @@ check_host(struct pf *p)
 
 /* ------------------------------------------------------------------ */
 /* ownership of programs (IP-05): owned by root, written by nobody else,
- * in directories only root can change (sticky ones like /tmp aside) */
+ * in directories only root can change (sticky ones like /tmp aside).
+ * Returns 0 (secure), 1 (a user owns the program or a directory above it:
+ * code running as that user, in a sandbox, could replace it) or 2 (group
+ * or others can write it, or it cannot be resolved); why says the worst. */
+
+static int
+sec_level(const struct stat *st, int dir)
+{
+	if ((st->st_mode & (S_IWGRP | S_IWOTH)) &&
+	    !(dir && (st->st_mode & S_ISVTX) && st->st_uid == 0))
+		return 2;
+	return st->st_uid != 0;
+}
 
 static int
 path_secure(const char *path, char *why, size_t len)
 {
 	char		 real[PATH_MAX], *s;
 	struct stat	 st;
+	int		 worst, lv;
 
-	if (realpath(path, real) == NULL) {
+	if (realpath(path, real) == NULL || stat(real, &st) == -1) {
 		snprintf(why, len, "%s: %s", path, strerror(errno));
-		return 0;
+		return 2;
 	}
-	if (stat(real, &st) == -1) {
-		snprintf(why, len, "%s: %s", real, strerror(errno));
-		return 0;
-	}
-	if (st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+	worst = sec_level(&st, 0);
+	if (worst)
 		snprintf(why, len, "%s is owned by uid %u with mode %04o", real,
 		    (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
-		return 0;
-	}
 	while ((s = strrchr(real, '/')) != NULL) {
 		s[s == real ? 1 : 0] = '\0';
 		if (stat(real, &st) == -1) {
 			snprintf(why, len, "%s: %s", real, strerror(errno));
-			return 0;
+			return 2;
 		}
-		if (st.st_uid != 0 || ((st.st_mode & (S_IWGRP | S_IWOTH)) &&
-		    !(st.st_mode & S_ISVTX))) {
+		if ((lv = sec_level(&st, 1)) > worst) {
+			worst = lv;
 			snprintf(why, len, "directory %s is owned by uid %u "
 			    "with mode %04o", real, (unsigned)st.st_uid,
 			    (unsigned)(st.st_mode & 07777));
-			return 0;
 		}
 		if (s == real)
 			break;
 	}
-	return 1;
+	return worst;
 }
 
 static void
@@ -761,6 +768,7 @@ check_install(struct pf *p)
 	const char	*progs[4], *missing = NULL, *bad = NULL;
 	ssize_t		 n;
 	size_t		 np = 0, i;
+	int		 lv, worst = 0;
 
 	progs[np++] = pf_fmt(p, "%s/sbx-exec", p->o->exec_dir);
 	progs[np++] = pf_fmt(p, "%s/sbx-init", p->o->exec_dir);
@@ -773,10 +781,12 @@ check_install(struct pf *p)
 	for (i = 0; i < 2; i++)
 		if (access(progs[i], X_OK) == -1 && missing == NULL)
 			missing = progs[i];
-	for (i = 0; i < np && bad == NULL; i++)
-		if (progs[i] != missing && !path_secure(progs[i], why,
-		    sizeof(why)))
+	for (i = 0; i < np; i++)
+		if (progs[i] != missing && (lv = path_secure(progs[i], why,
+		    sizeof(why))) > worst) {
+			worst = lv;
 			bad = pf_fmt(p, "%s", why);
+		}
 	if (missing != NULL) {
 		finding(p, A_INSTALL, "installation.programs",
 		    "install_incomplete", S_BLOCKED, T_MISSING,
@@ -786,9 +796,11 @@ check_install(struct pf *p)
 		    "sbx-exec and sbx-init", NULL, missing);
 	}
 	if (bad != NULL) {
+		/* Writable by others: anyone may replace them. Owned by
+		 * a user: that user's sandboxed code may. */
 		finding(p, A_INSTALL, "installation.ownership",
-		    "install_insecure", S_WARNING, T_FAILED,
-		    "sbx's programs can be replaced by a user",
+		    "install_insecure", worst == 2 ? S_BLOCKED : S_WARNING,
+		    T_FAILED, "sbx's programs can be replaced by a user",
 		    pf_fmt(p, "%s: code in a sandbox runs as a user who could "
 		    "then rewrite the programs that set sandboxes up", bad),
 		    "install sbx as root into a root-owned prefix (sudo make "
@@ -867,7 +879,7 @@ check_deps(struct pf *p, long long deadline)
 	char			 ver[64], why[PATH_MAX + 128];
 	struct stat		 st;
 	json_t			*j;
-	int			 i, have_ver, setuid_root;
+	int			 i, have_ver, setuid_root, lv;
 
 	for (i = 0; i < NDEP; i++) {
 		d = &depdefs[i];
@@ -911,10 +923,10 @@ check_deps(struct pf *p, long long deadline)
 			    pf_fmt(p, "install %s %s or later (Debian: apt-get "
 			    "install %s)", d->name, d->minimum, d->name), NULL,
 			    path);
-		} else if (!path_secure(path, why, sizeof(why))) {
+		} else if ((lv = path_secure(path, why, sizeof(why))) != 0) {
 			status = T_FAILED;
-			finding(p, A_DEP, id, "dependency_untrusted", S_WARNING,
-			    T_FAILED, pf_fmt(p, "%s can be replaced by a user",
+			finding(p, A_DEP, id, "dependency_untrusted", lv == 2 &&
+			    d->required ? S_BLOCKED : S_WARNING, T_FAILED, pf_fmt(p, "%s can be replaced by a user",
 			    d->name), pf_fmt(p, "%s: whoever can rewrite it "
 			    "runs code outside every sandbox", why),
 			    pf_fmt(p, "use a root-owned %s from the system "
@@ -1985,11 +1997,16 @@ check_images(struct pf *p)
 		    == 0)
 			continue;
 		n++;
+		/* The map of names, written by sbx provision. */
+		if (strcmp(de->d_name, "names.json") == 0)
+			continue;
 		if (is_sha256(de->d_name)) {
 			int ifd = openat(s->fd, de->d_name, O_RDONLY |
 			    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			int ok = ifd >= 0 && fstatat(ifd, "rootfs", &st,
-			    AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+			    AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
+			    fstatat(ifd, "manifest.json", &st,
+			    AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
 			if (ifd >= 0)
 				close(ifd);
 			if (ok) {
@@ -2000,9 +2017,10 @@ check_images(struct pf *p)
 				finding(p, A_IMAGES, pf_fmt(p, "images.%.12s",
 				    de->d_name), "image_incomplete", S_WARNING,
 				    T_FAILED, "a root file system template "
-				    "is incomplete", pf_fmt(p, "images/%s has no "
-				    "rootfs/ directory", de->d_name), pf_fmt(p,
-				    "remove %s/%s, then unpack the image again",
+				    "is incomplete", pf_fmt(p, "images/%s lacks "
+				    "rootfs/ or manifest.json", de->d_name),
+				    pf_fmt(p, "remove %s/%s, then add the image "
+				    "again",
 				    s->path, de->d_name), "images", pf_fmt(p,
 				    "%s/%s", s->path, de->d_name));
 			else
@@ -2013,6 +2031,9 @@ check_images(struct pf *p)
 			finding(p, A_IMAGES, "images.unexpected_entry",
 			    "image_unexpected_entry", S_INFO, T_FAILED,
 			    "images/ holds an entry that is not a template",
+			    strncmp(de->d_name, ".tmp-", 5) == 0 ? pf_fmt(p,
+			    "images/%s is left over from an interrupted image "
+			    "add", de->d_name) :
 			    pf_fmt(p, "images/%s is not named by a sha256 "
 			    "digest; sbx ignores it", de->d_name), pf_fmt(p,
 			    "remove %s/%s", s->path, de->d_name), "images",

@@ -2,6 +2,7 @@
 #include <sys/stat.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -46,6 +47,45 @@ push3(struct sbx_strv *v, const char *a, const char *b, const char *c)
 	return sbx_strv_push(v, a) | sbx_strv_push(v, b) | sbx_strv_push(v, c);
 }
 
+/*
+ * Image mode: the template's system directories, read-only, in place of
+ * the host's; symlinks (merged /usr) recreated as symlinks.  Nothing of
+ * the host's /usr or /etc is visible.  The template's /etc carries
+ * regular passwd, group, hosts and resolv.conf files (sbx provision image
+ * add makes sure), which sbx's own are bound over below.
+ */
+static int
+image_dirs(const struct sbx_sandbox *sb, struct sbx_strv *v)
+{
+	static const char *const dirs[] = { "usr", "bin", "sbin", "lib",
+	    "lib32", "lib64", "libx32", "etc" };
+	char		 target[PATH_MAX], src[PATH_MAX], dst[32];
+	struct stat	 st;
+	ssize_t		 n;
+	size_t		 i;
+	int		 rc = 0;
+
+	for (i = 0; i < sizeof(dirs) / sizeof(*dirs); i++) {
+		if (fstatat(sb->image_fd, dirs[i], &st, AT_SYMLINK_NOFOLLOW) ==
+		    -1)
+			continue;
+		snprintf(dst, sizeof(dst), "/%s", dirs[i]);
+		if (S_ISLNK(st.st_mode)) {
+			n = readlinkat(sb->image_fd, dirs[i], target,
+			    sizeof(target) - 1);
+			if (n <= 0)
+				continue;
+			target[n] = '\0';
+			rc |= push3(v, "--symlink", target, dst);
+		} else if (S_ISDIR(st.st_mode)) {
+			snprintf(src, sizeof(src), "%s/%s", sb->image_root,
+			    dirs[i]);
+			rc |= push3(v, "--ro-bind", src, dst);
+		}
+	}
+	return rc ? -1 : 0;
+}
+
 int
 sbx_sandbox_argv(const struct sbx_sandbox *sb, struct sbx_strv *v,
     struct sbx_error *e)
@@ -85,6 +125,12 @@ sbx_sandbox_argv(const struct sbx_sandbox *sb, struct sbx_strv *v,
 	rc |= sbx_strv_push(v, "--as-pid-1");
 	rc |= push2(v, "--hostname", "sbx");
 
+	if (sb->image_root != NULL) {
+		if (image_dirs(sb, v) == -1)
+			return sbx_error_sys(e, "nomem", "building the bwrap "
+			    "command");
+		goto etc_done;
+	}
 	rc |= push3(v, "--ro-bind", "/usr", "/usr");
 	for (i = 0; i < sizeof(sys_dirs) / sizeof(*sys_dirs); i++) {
 		if (lstat(sys_dirs[i], &st) == -1)
@@ -100,6 +146,7 @@ sbx_sandbox_argv(const struct sbx_sandbox *sb, struct sbx_strv *v,
 	}
 	for (i = 0; i < sizeof(etc_files) / sizeof(*etc_files); i++)
 		rc |= push3(v, "--ro-bind-try", etc_files[i], etc_files[i]);
+etc_done:
 	if (strcmp(sb->network, SBX_NET_OUTBOUND) == 0)
 		rc |= push3(v, "--ro-bind-try", "/etc/resolv.conf",
 		    "/etc/resolv.conf");

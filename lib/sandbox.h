@@ -47,6 +47,13 @@ struct sbx_sandbox {
 	int		  seccomp;	/* pass SBX_FD_SECCOMP */
 	int		  init_by_copy;	/* copy sbx-init in (bwrap may not
 					   reach its directory) */
+	/* Image mode: the system directories (/usr, /bin, /sbin, /lib*,
+	 * /etc) come from this template instead of the host.  image_root is
+	 * the host path of images/<digest>/rootfs (bwrap binds by path);
+	 * image_fd, sbx's own descriptor of it, is where sbx looks what is
+	 * a directory and what a symlink.  NULL: host mode. */
+	const char	 *image_root;
+	int		  image_fd;
 	unsigned long long tmp_size;	/* bytes for /tmp, 0 = bwrap default */
 	struct {
 		const char	 *name;		/* nofile, fsize, as */

@@ -377,12 +377,34 @@ fake_bwrap() {
 	[[ "$(field "$output" dependency.bubblewrap detail)" == *CVE-2020-5291* ]]
 }
 
-@test "a bwrap others can rewrite is reported (IP-05)" {
+@test "IP-05: a bwrap others can write is blocked, a user's own a warning" {
 	provision
 	fake_bwrap
 	chmod 777 "$TEST_ROOT/bwrap"
 	run -3 sbx preflight --json
 	[ "$(field "$output" dependency.bubblewrap code)" = dependency_untrusted ]
+	[ "$(field "$output" dependency.bubblewrap severity)" = blocked ]
+	chmod 755 "$TEST_ROOT/bwrap"
+	is_root && chown 65534 "$TEST_ROOT/bwrap"
+	run -3 sbx preflight --json
+	[ "$(field "$output" dependency.bubblewrap code)" = dependency_untrusted ]
+	[ "$(field "$output" dependency.bubblewrap severity)" = warning ]
+}
+
+@test "IP-05: sbx's programs under a user-owned prefix are a warning" {
+	provision
+	cp -R "$SBX_TEST_BUILD/libexec/sbx" "$TEST_ROOT/prefix"
+	is_root && chown -R 65534 "$TEST_ROOT/prefix"
+	SBX_EXEC_PATH="$TEST_ROOT/prefix" run "$TEST_ROOT/prefix/sbx-preflight" --json
+	[ "$(field "$output" installation.ownership code)" = install_insecure ]
+	[ "$(field "$output" installation.ownership severity)" = warning ]
+	[[ "$(field "$output" installation.ownership detail)" == *"owned by uid 65534"* ]]
+	[ "$status" -ge 1 ]
+	# a missing sbx-init cannot start a sandbox
+	rm "$TEST_ROOT/prefix/sbx-init"
+	SBX_EXEC_PATH="$TEST_ROOT/prefix" run -3 "$TEST_ROOT/prefix/sbx-preflight" --json
+	[ "$(field "$output" installation.programs code)" = install_incomplete ]
+	[ "$(field "$output" capability.sandbox status)" = unproven ]
 }
 
 @test "--junit writes JUnit XML that validates, one testcase per finding" {

@@ -1,0 +1,84 @@
+/* image.h: root filesystem templates under images/ (DESIGN.md §3):
+ * adding a verified rootfs tarball, listing, removing, verifying.
+ * Uses libarchive: only sbx-provision links this (sbx-exec uses
+ * lib/imageref.h). */
+#ifndef SBX_IMAGE_H
+#define SBX_IMAGE_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "error.h"
+#include "imageref.h"
+
+/* Defaults of config/sandbox.json `images`. */
+#define SBX_IMAGE_MAX_BYTES		(2ULL << 30)	/* the archive */
+#define SBX_IMAGE_MAX_UNPACKED		(8ULL << 30)	/* declared sizes */
+#define SBX_IMAGE_MAX_ENTRIES		1000000ULL
+
+struct sbx_image_add {
+	/* in */
+	const char		*source;	/* local path of a tarball */
+	const char		*sha256;	/* expected, 64 lowercase hex */
+	const char		*name;		/* or NULL */
+	unsigned long long	 max_bytes;
+	unsigned long long	 max_unpacked;
+	unsigned long long	 max_entries;
+	/* out */
+	int			 present;	/* it was already there */
+	unsigned long long	 entries;	/* in the manifest */
+	unsigned long long	 bytes;		/* regular file bytes */
+	unsigned long long	 dropped;	/* devices, fifos, sockets */
+	unsigned long long	 stripped;	/* setuid/setgid/sticky bits */
+	unsigned long long	 layers;	/* OCI layers applied */
+	/* internal: running totals across layers */
+	unsigned long long	 count, declared, written;
+};
+
+/* Fill the limits from config/sandbox.json `images` (max_bytes,
+ * max_unpacked_bytes), defaults otherwise. */
+int	sbx_image_limits(int rootfd, struct sbx_image_add *,
+	    struct sbx_error *);
+/*
+ * Add a template: digest syntax checked first (invalid_args, reason
+ * invalid_digest), size cap (rejected, too_large), the whole file hashed
+ * (rejected, integrity_check_failed on a mismatch), then unpacked under
+ * images/.tmp-XXXXXX with every unsafe entry refused (rejected,
+ * unsafe_entry), a manifest written and the directory renamed to
+ * images/<sha256>.  Nothing is left behind on failure.
+ */
+int	sbx_image_add(int rootfd, struct sbx_image_add *, struct sbx_error *);
+/* NAME or DIGEST to a digest; with need_complete, of a complete image
+ * only (kind not_found, reason image_missing otherwise). */
+int	sbx_image_resolve(int rootfd, const char *ref, int need_complete,
+	    char digest[SBX_DIGEST_HEX + 1], struct sbx_error *);
+/* [{digest, names, complete}] sorted by digest. */
+json_t	*sbx_image_list(int rootfd, struct sbx_error *);
+/* Remove the image and every name of it; appends removed paths. */
+int	sbx_image_rm(int rootfd, const char *ref, json_t *removed,
+	    struct sbx_error *);
+/* Compare images/<digest>/rootfs with its manifest; appends
+ * {path, change[, want, got]} to diffs (change: added, missing, type,
+ * mode, size, sha256, target, manifest). Returns 0 (diffs may be
+ * non-empty) or -1. */
+int	sbx_image_verify(int rootfd, const char *digest, json_t *diffs,
+	    struct sbx_error *);
+
+/* ---- building blocks, exposed for the unit tests ------------------- */
+
+/* Normalize an archive path: "./a//b/" -> "a/b"; "" or "." -> ".".
+ * Refuses (returns -1) absolute paths, `..` components, a newline or
+ * other control character in a component, or one longer than NAME_MAX. */
+int	sbx_image_path_norm(const char *in, char *out, size_t outsz);
+/* The manifest of a tree: {"version":1,"entries":[{path, type, mode,
+ * size?, sha256?, target?}...]} sorted by path; with make_ro, write
+ * bits are removed from everything first. */
+json_t	*sbx_image_manifest_build(int dirfd, int make_ro, struct sbx_error *);
+/* Differences between two manifests (as sbx_image_verify). */
+int	sbx_image_manifest_diff(const json_t *want, const json_t *got,
+	    json_t *diffs);
+/* The names map images/names.json ({} when absent). */
+json_t	*sbx_image_names_load(int imagesfd, struct sbx_error *);
+
+#endif

@@ -1,0 +1,29 @@
+/* imageref.h: what sbx-exec needs of images (DESIGN.md §3, images/):
+ * which image an agent is bound to, and a cheap check that its template
+ * is there.  No libarchive here: sbx-exec links this, never lib/image.c. */
+#ifndef SBX_IMAGEREF_H
+#define SBX_IMAGEREF_H
+
+#include "error.h"
+
+/* A sha256 digest in hex: exactly this many lowercase hex digits. */
+#define SBX_DIGEST_HEX		64
+/* The manifest written next to images/<digest>/rootfs. */
+#define SBX_IMAGE_MANIFEST	"manifest.json"
+
+/* Is s exactly 64 lowercase hex digits? */
+int	sbx_image_digest_valid(const char *s);
+/* Is s a valid image name: ^[a-z0-9][a-z0-9._-]{0,63}$ (never 64 hex
+ * digits, which would read as a digest)? */
+int	sbx_image_name_valid(const char *s);
+/* The digest bound to the agent (key `image` of config/agents/A.json):
+ * 1 and digest filled, 0 when none, -1 on a malformed setting. */
+int	sbx_imageref_agent(int rootfd, const char *agent,
+	    char digest[SBX_DIGEST_HEX + 1], struct sbx_error *);
+/* Open images/<digest>/rootfs (O_PATH|O_DIRECTORY, no symlink followed)
+ * after a cheap check: the manifest is present and the template holds
+ * the /etc files sbx binds over.  -1 with kind rejected and reason
+ * image_missing or image_damaged (with a repair hint) otherwise. */
+int	sbx_imageref_open(int rootfd, const char *digest, struct sbx_error *);
+
+#endif

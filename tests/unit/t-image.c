@@ -1,0 +1,173 @@
+/* t-image: digest and name syntax, archive path checks, manifests. */
+#include <sys/stat.h>
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "tap.h"
+
+#include "envelope.h"
+#include "image.h"
+#include "imageref.h"
+
+static const char good[] =
+    "99a141a7393453e4c2d530e13bc968a2d9cf51bc412cd6e447748b9864c7a8b8";
+
+static void
+t_digest(void)
+{
+	char	 s[80];
+
+	ok(sbx_image_digest_valid(good), "a 64-digit lowercase digest");
+	snprintf(s, sizeof(s), "%s", good);
+	s[3] = 'A';
+	ok(!sbx_image_digest_valid(s), "uppercase refused");
+	s[3] = 'g';
+	ok(!sbx_image_digest_valid(s), "non-hex refused");
+	snprintf(s, sizeof(s), "%s0", good);
+	ok(!sbx_image_digest_valid(s), "65 digits refused");
+	snprintf(s, sizeof(s), "%.63s", good);
+	ok(!sbx_image_digest_valid(s), "63 digits refused");
+	ok(!sbx_image_digest_valid(""), "empty refused");
+	ok(!sbx_image_digest_valid(NULL), "NULL refused");
+	snprintf(s, sizeof(s), "sha256:%s", good);
+	ok(!sbx_image_digest_valid(s), "a prefix refused");
+}
+
+static void
+t_name(void)
+{
+	ok(sbx_image_name_valid("busybox"), "plain name");
+	ok(sbx_image_name_valid("debian-12.5_slim"), "dots, dashes");
+	ok(!sbx_image_name_valid("Busybox"), "uppercase refused");
+	ok(!sbx_image_name_valid("-x"), "leading dash refused");
+	ok(!sbx_image_name_valid("a/b"), "slash refused");
+	ok(!sbx_image_name_valid("a\nb"), "newline refused");
+	ok(!sbx_image_name_valid(good), "a digest is not a name");
+	ok(!sbx_image_name_valid(""), "empty refused");
+}
+
+static void
+t_path(void)
+{
+	char	 out[256];
+	char	 longc[300];
+
+	ok(sbx_image_path_norm("./usr//bin/", out, sizeof(out)) == 0 &&
+	    strcmp(out, "usr/bin") == 0, "./usr//bin/ -> usr/bin");
+	ok(sbx_image_path_norm("./", out, sizeof(out)) == 0 &&
+	    strcmp(out, ".") == 0, "./ -> .");
+	ok(sbx_image_path_norm("a/./b", out, sizeof(out)) == 0 &&
+	    strcmp(out, "a/b") == 0, "a/./b -> a/b");
+	ok(sbx_image_path_norm("../x", out, sizeof(out)) == -1, "../x");
+	ok(sbx_image_path_norm("a/../../x", out, sizeof(out)) == -1,
+	    "a/../../x");
+	ok(sbx_image_path_norm("a/..", out, sizeof(out)) == -1, "a/..");
+	ok(sbx_image_path_norm("/etc/passwd", out, sizeof(out)) == -1,
+	    "absolute");
+	ok(sbx_image_path_norm("a\nb", out, sizeof(out)) == -1, "newline");
+	ok(sbx_image_path_norm("a\x7f", out, sizeof(out)) == -1, "DEL");
+	ok(sbx_image_path_norm("..a/b..", out, sizeof(out)) == 0 &&
+	    strcmp(out, "..a/b..") == 0, "dots inside a name are fine");
+	memset(longc, 'a', 260);
+	longc[260] = '\0';
+	ok(sbx_image_path_norm(longc, out, sizeof(out)) == -1,
+	    "a component over NAME_MAX");
+	ok(sbx_image_path_norm("abc/def", out, 5) == -1, "output too small");
+}
+
+static int
+has_change(json_t *diffs, const char *path, const char *change)
+{
+	json_t	*d;
+	size_t	 i;
+
+	json_array_foreach(diffs, i, d)
+		if (strcmp(json_string_value(json_object_get(d, "path")),
+		    path) == 0 && strcmp(json_string_value(json_object_get(d,
+		    "change")), change) == 0)
+			return 1;
+	return 0;
+}
+
+static void
+t_manifest(void)
+{
+	struct sbx_error e;
+	char		 dir[] = "/tmp/t-image.XXXXXX", *s, cmd[128];
+	json_t		*m, *m2, *m3, *diffs;
+	int		 dfd, fd;
+
+	if (mkdtemp(dir) == NULL || (dfd = open(dir, O_RDONLY |
+	    O_DIRECTORY)) == -1) {
+		ok(0, "temp dir");
+		return;
+	}
+	mkdirat(dfd, "bin", 0755);
+	fd = openat(dfd, "bin/tool", O_WRONLY | O_CREAT, 0755);
+	(void)!write(fd, "hello\n", 6);
+	close(fd);
+	(void)!symlinkat("tool", dfd, "bin/link");
+	m = sbx_image_manifest_build(dfd, 1, &e);
+	ok(m != NULL, "manifest built");
+	ok(json_array_size(json_object_get(m, "entries")) == 4,
+	    "4 entries: ., bin, bin/link, bin/tool");
+	s = json_dumps(m, JSON_SORT_KEYS | JSON_COMPACT);
+	m2 = sbx_json_parse(s, strlen(s), 1 << 20, &e);
+	free(s);
+	diffs = json_array();
+	sbx_image_manifest_diff(m, m2, diffs);
+	ok(m2 != NULL && json_array_size(diffs) == 0,
+	    "round trip: no differences");
+	json_decref(diffs);
+	is_str(json_string_value(json_object_get(json_array_get(
+	    json_object_get(m, "entries"), 3), "sha256")),
+	    "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03",
+	    "sha256 of hello\\n recorded");
+	{
+		struct stat st;
+		ok(fstatat(dfd, "bin/tool", &st, 0) == 0 &&
+		    (st.st_mode & 0777) == 0555, "made read-only");
+	}
+	/* Damage it: change the file, add one, remove the link. */
+	(void)!fchmodat(dfd, "bin/tool", 0755, 0);
+	(void)!fchmodat(dfd, "bin", 0755, 0);
+	fd = openat(dfd, "bin/tool", O_WRONLY | O_TRUNC);
+	(void)!write(fd, "HELLO\n", 6);
+	close(fd);
+	(void)!fchmodat(dfd, "bin/tool", 0555, 0);
+	fd = openat(dfd, "bin/new", O_WRONLY | O_CREAT, 0444);
+	close(fd);
+	unlinkat(dfd, "bin/link", 0);
+	m3 = sbx_image_manifest_build(dfd, 0, &e);
+	diffs = json_array();
+	sbx_image_manifest_diff(m, m3, diffs);
+	ok(has_change(diffs, "bin/tool", "sha256"), "changed content found");
+	ok(!has_change(diffs, "bin/tool", "size"), "same size: no size "
+	    "change");
+	ok(has_change(diffs, "bin/new", "added"), "added file found");
+	ok(has_change(diffs, "bin/link", "missing"), "missing link found");
+	ok(has_change(diffs, "bin", "mode"), "mode change found");
+	json_decref(diffs);
+	json_decref(m);
+	json_decref(m2);
+	json_decref(m3);
+	close(dfd);
+	snprintf(cmd, sizeof(cmd), "chmod -R u+w %s && rm -rf %s", dir, dir);
+	(void)!system(cmd);
+}
+
+int
+main(void)
+{
+	t_digest();
+	t_name();
+	t_path();
+	t_manifest();
+	return done_testing();
+}
