@@ -11,7 +11,7 @@ BUILD_PKGS="build-essential pkg-config libjansson-dev libsodium-dev libseccomp-d
 # Runtime tools.
 RUN_PKGS="bubblewrap socat ripgrep"
 # Tests, lint and benchmarks.
-TEST_PKGS="bats perl iproute2 curl python3 mandoc jq shellcheck libxml2-utils hyperfine util-linux procps busybox-static openssl clang-format"
+TEST_PKGS="bats perl iproute2 curl python3 mandoc jq shellcheck libxml2-utils hyperfine util-linux procps busybox-static openssl clang-format zsh time zstd xz-utils cppcheck"
 
 missing=""
 for p in $BUILD_PKGS $RUN_PKGS $TEST_PKGS; do
