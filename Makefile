@@ -49,8 +49,10 @@ LIBS_ALL := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 LIBS_STATIC := $(shell $(PKG_CONFIG) --static --libs $(filter-out libarchive,$(PKGS)) 2>/dev/null)
 ifneq ($(SANITIZE),)
 FRONT_LDFLAGS = $(LDFLAGS)
+FRONT_LIBS = $(LIBS_ALL)
 else
 FRONT_LDFLAGS = -static-pie -Wl,-z,relro,-z,now
+FRONT_LIBS = $(LIBS_STATIC)
 endif
 
 LIB_SRC  = $(sort $(wildcard lib/*.c))
@@ -81,11 +83,20 @@ $(LIBSBX): $(LIB_OBJ)
 	rm -f $@
 	$(AR) rcs $@ $(LIB_OBJ)
 
-# The front-end needs nothing but libc: linked statically (static-pie keeps
-# ASLR) it costs no dynamic loading on every `sbx foo`.
-$(FRONT): $(B)/cmd/sbx.o
+# The front-end, linked statically (static-pie keeps ASLR): no dynamic
+# loading on every `sbx foo`; `exec` is built in (cmd/sbx-exec.c compiled a
+# second time with its main() renamed), saving one exec(2) per sandbox.
+$(B)/cmd/sbx-front.o: cmd/sbx.c
 	@mkdir -p $(dir $@)
-	$(CC) $(FRONT_LDFLAGS) -o $@ $^
+	$(CC) $(CPPFLAGS) -DSBX_WITH_EXEC $(CFLAGS) -MMD -MP -c -o $@ $<
+
+$(B)/cmd/sbx-exec-builtin.o: cmd/sbx-exec.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -DSBX_BUILTIN -Dmain=sbx_exec_main $(CFLAGS) -MMD -MP -c -o $@ $<
+
+$(FRONT): $(B)/cmd/sbx-front.o $(B)/cmd/sbx-exec-builtin.o $(LIBSBX)
+	@mkdir -p $(dir $@)
+	$(CC) $(FRONT_LDFLAGS) -o $@ $^ $(FRONT_LIBS)
 
 $(B)/libexec/sbx/sbx-%: $(B)/cmd/sbx-%.o $(LIBSBX)
 	@mkdir -p $(dir $@)

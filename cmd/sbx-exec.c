@@ -39,6 +39,10 @@
 
 #define PROG	"sbx-exec"
 
+#ifdef SBX_BUILTIN
+int	main(int, char *[]);	/* sbx_exec_main, built into cmd/sbx.c */
+#endif
+
 static const char usage_text[] =
 "usage: sbx exec [--agent A] [--home DIR] [--cwd PATH] [--workdir DIR]\n"
 "                [--env NAME=VALUE]... [--timeout SECONDS]\n"
@@ -1134,8 +1138,18 @@ prepare(struct prep *p)
 	/* Fail closed: no bwrap, no run. */
 	if (sbx_tool_find("bwrap", "SBX_BWRAP", &p->bwrap, &e) == -1)
 		fail(&e, SBX_EX_FAILED);
-	if ((dir = sbx_self_dir()) == NULL ||
-	    asprintf(&p->init, "%s/sbx-init", dir) == -1) {
+	/*
+	 * sbx-init lives next to sbx-exec.  Built into the front-end (see
+	 * cmd/sbx.c), the directory is the front-end's exec path instead:
+	 * $SBX_EXEC_PATH (ignored when set-id) or the compiled-in one.
+	 */
+#ifdef SBX_BUILTIN
+	dir = secure_getenv("SBX_EXEC_PATH");
+	dir = strdup(dir != NULL && *dir == '/' ? dir : SBX_LIBEXECDIR);
+#else
+	dir = sbx_self_dir();
+#endif
+	if (dir == NULL || asprintf(&p->init, "%s/sbx-init", dir) == -1) {
 		sbx_error_sys(&e, "self_unknown", "cannot locate sbx-init");
 		fail(&e, SBX_EX_FAILED);
 	}
