@@ -30,6 +30,7 @@ static const char help_text[] =
 "  exec        run a command in an agent's sandbox (foreground or background)\n"
 "  provision   create or repair the state root and agents\n"
 "  status      the same as `sbx provision status`\n"
+"  preflight   can this machine run sbx safely? (a report CI keeps)\n"
 "\n"
 "  -h, --help            this help\n"
 "      --version         print the version\n"

@@ -150,7 +150,9 @@ assert_ready_but_cgroup() {
 	run sbx preflight --json
 	js=$status
 	json=$output
+	problems "$json"	# shown when the test fails
 	run sbx preflight
+	printf '%s\n' "$output" | grep -A3 '^  \[\(warning\|blocked\)' || true
 	[ "$status" -eq "$js" ]
 	[ "${lines[0]}" = "sbx preflight: $(readiness "$json")" ]
 	while IFS= read -r l; do
@@ -163,6 +165,7 @@ assert_ready_but_cgroup() {
 	    "$(printf '%s\n' "$output" | grep -c '^  \[')" ]
 	# -q: only what did not pass
 	run sbx preflight -q
+	printf '%s\n' "$output"
 	[ "$status" -eq "$js" ]
 	[[ "$output" != *"[ok/passed]"* ]]
 	[[ "$output" == *"[warning/failed] location_insecure_mode: config/ has mode 0755"* ]]
