@@ -261,6 +261,29 @@ _sbx()
 	exec)
 		_sbx_exec "$cur" "$prev" "${words[@]:2:cword-2}"
 		;;
+	provision|status)
+		case $prev in
+		--home) compopt -o dirnames 2>/dev/null; return 0 ;;
+		--agent) _sbx_reply "$(_sbx_agents "$(_sbx_state_root)")" "$cur"; return 0 ;;
+		esac
+		if [[ $cur == -* ]]; then
+			_sbx_reply "--agent --home --image --json --yes -q -v --help --version" "$cur"
+		elif ((cword == 2)) && [[ ${words[1]} == provision ]]; then
+			_sbx_reply "list status unprovision reset remove image" "$cur"
+		elif [[ ${words[2]-} == image ]] && ((cword == 3)); then
+			_sbx_reply "add list rm verify" "$cur"
+		else
+			compopt -o default 2>/dev/null
+		fi
+		;;
+	preflight)
+		case $prev in
+		--home) compopt -o dirnames 2>/dev/null; return 0 ;;
+		--output|--junit) compopt -o default 2>/dev/null; return 0 ;;
+		--agent) _sbx_reply "$(_sbx_agents "$(_sbx_state_root)")" "$cur"; return 0 ;;
+		esac
+		_sbx_reply "--agent --home --json --pretty --output --junit --deep -q -v --help --version" "$cur"
+		;;
 	-*)
 		;;
 	*)
