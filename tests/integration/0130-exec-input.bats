@@ -126,7 +126,7 @@ no_agent_dirs() {
 	for p in $(pgrep -f "sleep $D"); do
 		comm=$(cat "/proc/$p/comm" 2>/dev/null) || continue
 		case "$comm" in
-		sbx-exec|sleep)	continue ;;	# caller's argv; the command
+		sbx-exec|sbx|sleep)	continue ;;	# caller's argv; the command
 		esac
 		echo "checking $p ($comm)"
 		if tr '\0' '\n' < "/proc/$p/cmdline" | grep -q s3cr3tvalue; then

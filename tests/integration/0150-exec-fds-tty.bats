@@ -88,7 +88,7 @@ print(" ".join(str(f) for f in sorted(fds)))
 	checked=0
 	for p in $(pgrep -f "sleep $D"); do
 		comm=$(cat "/proc/$p/comm" 2>/dev/null) || continue
-		[ "$comm" = sbx-exec ] && continue
+		case $comm in sbx-exec|sbx) continue ;; esac	# the caller (sbx builds exec in)
 		# sbx-init is not dumpable: unprivileged, its fds are hidden.
 		targets=$(ls -l "/proc/$p/fd" 2>/dev/null | sed -n 's/.* -> //p') ||
 		    continue
