@@ -34,6 +34,7 @@
 #include "cgroup.h"
 #include "envelope.h"
 #include "fsutil.h"
+#include "image.h"
 #include "preflight.h"
 #include "runlimits.h"
 #include "tools.h"
@@ -1975,6 +1976,36 @@ is_sha256(const char *s)
 	return i == 64;
 }
 
+/* --deep: walk one template against its manifest (path, type, mode,
+ * size and SHA-256 of each file), as `sbx provision image verify` does. */
+static void
+verify_image(struct pf *p, const char *digest)
+{
+	struct sbx_error	 e;
+	struct lstate		*s = &p->ls[LOC_IMAGES];
+	json_t			*diffs = json_array();
+	const char		*id = pf_fmt(p, "images.%.12s.verified", digest);
+	const char		*path = pf_fmt(p, "%s/%s", s->path, digest);
+
+	if (p->ls[LOC_ROOT].fd < 0 ||
+	    sbx_image_verify(p->ls[LOC_ROOT].fd, digest, diffs, &e) == -1)
+		finding(p, A_IMAGES, id, "image_unverified", S_WARNING,
+		    T_UNPROVEN, "a template could not be verified",
+		    p->ls[LOC_ROOT].fd < 0 ? "the state root is not open" :
+		    e.message, "sbx provision image verify", "images", path);
+	else if (json_array_size(diffs) > 0)
+		finding(p, A_IMAGES, id, "image_damaged", S_BLOCKED, T_FAILED,
+		    "a template differs from its manifest", pf_fmt(p,
+		    "%zu differences (first: %s)", json_array_size(diffs),
+		    json_string_value(json_object_get(json_array_get(diffs,
+		    0), "path"))), "add the image again (sbx provision image "
+		    "add SOURCE --sha256 DIGEST)", "images", path);
+	else
+		finding(p, A_IMAGES, id, "image_verified", S_OK, T_PASSED,
+		    "a template matches its manifest", "", "", "images", path);
+	json_decref(diffs);
+}
+
 static void
 check_images(struct pf *p)
 {
@@ -2011,6 +2042,8 @@ check_images(struct pf *p)
 				close(ifd);
 			if (ok) {
 				good++;
+				if (p->o->deep)
+					verify_image(p, de->d_name);
 				continue;
 			}
 			if (shown++ < IMAGE_FINDINGS_MAX)
@@ -2056,11 +2089,6 @@ check_images(struct pf *p)
 		    S_INFO, T_PASSED, pf_fmt(p, "%d root file system "
 		    "template%s", good, good == 1 ? "" : "s"), "", "",
 		    "images", s->path);
-	if (p->o->deep && good > 0)
-		finding(p, A_IMAGES, "images.verified", "images_not_verified",
-		    S_INFO, T_UNPROVEN, "templates were not verified",
-		    "verifying templates against their digests is not "
-		    "available in this version", "", "images", s->path);
 }
 
 /* ------------------------------------------------------------------ */

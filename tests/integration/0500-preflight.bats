@@ -540,3 +540,21 @@ shape() {
 	[ -f "$GOLDEN" ]
 	diff -u "$GOLDEN" <(printf '%s\n' "$got")
 }
+
+@test "--deep walks each template against its manifest: a changed file blocks" {
+	[ -x /bin/busybox ] || skip "busybox-static is not installed"
+	mkdir -p "$TEST_ROOT/r/bin"
+	cp /bin/busybox "$TEST_ROOT/r/bin/"
+	ln -s busybox "$TEST_ROOT/r/bin/sh"
+	tar -C "$TEST_ROOT/r" -cf "$TEST_ROOT/i.tar" .
+	d=$(sha256sum "$TEST_ROOT/i.tar" | cut -d' ' -f1)
+	run -0 sbx provision -q
+	run -0 sbx provision image add "$TEST_ROOT/i.tar" --sha256 "$d" -q
+	run sbx preflight --deep --json
+	[ "$(json_get "$output" '[.result.findings[] | select(.code == "image_verified")] | length')" = 1 ]
+	chmod u+w "$SBX_HOME/images/$d/rootfs/bin" "$SBX_HOME/images/$d/rootfs/bin/busybox"
+	echo tampered >> "$SBX_HOME/images/$d/rootfs/bin/busybox"
+	run -3 sbx preflight --deep --json
+	[ "$(json_get "$output" '.result.overall_readiness')" = blocked ]
+	[ "$(json_get "$output" '[.result.findings[] | select(.code == "image_damaged")] | length')" = 1 ]
+}
