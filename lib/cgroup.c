@@ -1259,6 +1259,11 @@ try_v1(struct procinfo *pi, const char *root, const char *name,
 		return 0;
 	}
 	for (i = 0; i < SBX_CG1_N; i++) {
+		/* Every hierarchy costs a mkdir and an rmdir per run: the
+		 * cpu ones only when a CPU limit was asked for. */
+		if ((i == SBX_CG1_CPU || i == SBX_CG1_CPUACCT) &&
+		    !(lim->wanted & SBX_LIM_CPUS))
+			continue;
 		if ((h = open_v1_hier(top, toppath, v1_tab[i].ctl, hpath,
 		    sizeof(hpath))) == -1) {
 			why_add(cg, "cgroup1: no %s hierarchy at %s/%s",
