@@ -711,6 +711,20 @@ check_host(struct pf *p)
 			    "", NULL, NULL);
 		}
 	}
+	/*
+	 * RS-10: inotify instances are counted per uid up the user
+	 * namespace chain, and every sandbox of one uid shares the budget;
+	 * sbx cannot cap it per sandbox.  Said, not hidden.
+	 */
+	if (sysctl_int(p, "fs.inotify.max_user_instances", &v) == 1)
+		finding(p, A_HOST, "host.shared_inotify",
+		    "shared_limit_unenforced", S_INFO, T_FAILED,
+		    "inotify instances are shared by every sandbox of a uid",
+		    pf_fmt(p, "fs.inotify.max_user_instances = %lld is a "
+		    "per-uid budget: one sandbox can use it up for the others "
+		    "and for the host processes of the same uid", v),
+		    "run agents under different uids (run_as), or raise "
+		    "fs.inotify.max_user_instances", NULL, NULL);
 }
 
 /* ------------------------------------------------------------------ */
