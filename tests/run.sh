@@ -59,7 +59,7 @@ if [ "$(id -u)" -eq 0 ]; then
 		(cd "$stage" && setpriv --reuid=65534 --regid=65534 \
 		    --clear-groups env -i PATH=/usr/local/bin:/usr/bin:/bin \
 		    HOME="$stage/home" SBX_TEST_BUILD="$stage/build" \
-		    SBX_TEST_UNPRIV=1 prove $PROVE_FLAGS \
+		    SBX_TEST_UNPRIV=1 ASAN_OPTIONS="${ASAN_OPTIONS:-}" prove $PROVE_FLAGS \
 		    --exec "sh tests/tap-exec.sh" $files) || rc=1
 	else
 		echo "# skip: unprivileged run: setpriv is not installed"
