@@ -19,6 +19,7 @@
 
 #include "buf.h"
 #include "cli.h"
+#include "cmd.h"
 #include "envelope.h"
 #include "fsutil.h"
 #include "names.h"
@@ -111,15 +112,7 @@ emit(json_t *env)
 static void __attribute__((noreturn))
 fail(struct sbx_error *e, int code)
 {
-	struct sbx_buf	 b = SBX_BUF_INIT;
-
-	if (O.json) {
-		emit(sbx_envelope_err("preflight", e, NULL));
-	} else {
-		if (sbx_cli_error_text(PROG, e, &b) == 0)
-			fputs(b.p, stderr);
-		sbx_buf_release(&b);
-	}
+	sbx_cmd_report(PROG, "preflight", O.json, e, NULL, emit);
 	exit(code);
 }
 

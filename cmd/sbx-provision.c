@@ -18,6 +18,7 @@
 
 #include "buf.h"
 #include "cli.h"
+#include "cmd.h"
 #include "envelope.h"
 #include "fsutil.h"
 #include "image.h"
@@ -131,14 +132,7 @@ usage(const char *why)
 static void
 emit(json_t *env)
 {
-	char	*s = sbx_envelope_dump(env);
-
-	if (s != NULL) {
-		fputs(s, stdout);
-		free(s);
-	}
-	fflush(stdout);
-	json_decref(env);
+	sbx_cmd_emit(env);
 }
 
 /* The exit status for a failure of this kind (sbx-provision(1)). */
@@ -163,16 +157,7 @@ exit_for(const struct sbx_error *e)
 static void __attribute__((noreturn))
 fail_extra(struct sbx_error *e, int code, json_t *extra)
 {
-	struct sbx_buf	 b = SBX_BUF_INIT;
-
-	if (O.json) {
-		emit(sbx_envelope_err(tool, e, extra));
-	} else {
-		json_decref(extra);
-		if (sbx_cli_error_text(PROG, e, &b) == 0)
-			fputs(b.p, stderr);
-		sbx_buf_release(&b);
-	}
+	sbx_cmd_report(PROG, tool, O.json, e, extra, emit);
 	exit(code);
 }
 
