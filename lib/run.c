@@ -78,11 +78,6 @@ child_exec(struct sbx_run *r, int in, int out, int err, int st, int ctl)
 	    setresuid(r->run_uid, r->run_uid, r->run_uid) == -1 ||
 	    getuid() != r->run_uid || geteuid() != r->run_uid))
 		_exit(125);
-	for (i = 0; i < r->nrlimit; i++) {
-		struct rlimit rl = { r->rlimit[i].value, r->rlimit[i].value };
-		if (setrlimit(r->rlimit[i].resource, &rl) == -1)
-			_exit(125);
-	}
 	sigemptyset(&set);
 	sigprocmask(SIG_SETMASK, &set, NULL);
 	signal(SIGPIPE, SIG_DFL);

@@ -2,7 +2,6 @@
 #ifndef SBX_RUN_H
 #define SBX_RUN_H
 
-#include <sys/resource.h>
 #include <sys/types.h>
 
 #include "buf.h"
@@ -26,11 +25,6 @@ struct sbx_run {
 	int		  signal_fd;		/* caller's signal self-pipe */
 	int		  notify_fd;		/* once: R0 running, E<errno>, F0 */
 	int		  hold_stderr;		/* until ready (setup errors) */
-	struct {
-		int	  resource;
-		rlim_t	  value;
-	}		  rlimit[4];		/* applied to bwrap and below */
-	int		  nrlimit;
 	/* Called in the forked child before exec (async-signal-safe work
 	 * only, e.g. joining the run's cgroup); nonzero return aborts. */
 	int		(*child_hook)(void *);
