@@ -1,0 +1,910 @@
+/* netpolicy.c: the egress policy of sbx-proxy (see netpolicy.h).
+ *
+ * Everything here is a pure function of its arguments: no DNS, no I/O, no
+ * locale.  The proxy is only as strict as these answers, so every test is
+ * written to fail closed: when in doubt a host is invalid, an address is
+ * not global and a port is not allowed.
+ */
+#include <sys/socket.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "netpolicy.h"
+
+/* Address classes (sbx_np_addr_class). */
+#define C_GLOBAL	"global"
+#define C_UNSPEC	"unspecified"
+#define C_LOOPBACK	"loopback"
+#define C_PRIVATE	"private"
+#define C_CGNAT		"cgnat"
+#define C_LINKLOCAL	"link_local"
+#define C_MULTICAST	"multicast"
+#define C_RESERVED	"reserved"
+#define C_BROADCAST	"broadcast"
+#define C_ULA		"unique_local"
+#define C_BENCHMARK	"benchmark"
+#define C_DOC		"documentation"
+
+/* An entry is "*." and a name at most: room for both and the NUL. */
+#define ENTRY_MAX	(2 + SBX_NP_HOST_MAX)
+
+#define CFG_ERR(e, ...)							\
+	sbx_error_set((e), SBX_K_INVALID_ARGS, "config", "config_invalid", \
+	    __VA_ARGS__)
+
+/*
+ * ASCII only, on purpose: tolower(3) and strcasecmp(3) follow the locale,
+ * and a policy decision must not depend on LC_CTYPE.
+ */
+static unsigned char
+lower(unsigned char c)
+{
+	return c >= 'A' && c <= 'Z' ? (unsigned char)(c - 'A' + 'a') : c;
+}
+
+static int
+ascii_eq(const char *a, const char *b, size_t n)
+{
+	size_t	 i;
+
+	for (i = 0; i < n; i++)
+		if (lower((unsigned char)a[i]) != lower((unsigned char)b[i]))
+			return 0;
+	return 1;
+}
+
+static int
+is_digit(unsigned char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+static int
+is_hex(unsigned char c)
+{
+	return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+/*
+ * Does a (lowercased) name end in a number, in the WHATWG URL standard's
+ * sense?  Then a browser, curl or inet_aton(3) would read the whole name
+ * as an IPv4 address (127.1, 0x7f.1, 0177.0.0.1, 2130706433, 0x7f000001,
+ * 0 all mean an address), so it is an IP literal however it is spelled,
+ * even when it is not a valid address at all (1.2.3.4.5, 99999999999):
+ * there is no such name in the DNS and no reason to let one through.
+ */
+static int
+ends_in_number(const char *s, size_t len)
+{
+	const char	*p;
+	size_t		 i, n;
+
+	for (p = s + len; p > s && p[-1] != '.'; p--)
+		continue;
+	n = (size_t)(s + len - p);
+	if (n == 0)
+		return 0;
+	if (n >= 2 && p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
+		/* "0x" alone is a number too (it reads as 0). */
+		for (i = 2; i < n; i++)
+			if (!is_hex((unsigned char)p[i]))
+				return 0;
+		return 1;
+	}
+	for (i = 0; i < n; i++)
+		if (!is_digit((unsigned char)p[i]))
+			return 0;
+	return 1;
+}
+
+/*
+ * A host with ':', '[' or ']' can only be an IPv6 literal: none of them is
+ * allowed in a name.  It is ip_literal when it parses as one (brackets and
+ * a zone removed) and invalid_host otherwise; either way it is refused.
+ */
+static const char *
+v6_literal(const char *in, size_t len)
+{
+	char		 buf[INET6_ADDRSTRLEN];
+	unsigned char	 a[16];
+	const char	*p = in, *pct;
+	size_t		 i, n = len;
+
+	if (p[0] == '[') {
+		if (n < 2 || p[n - 1] != ']')
+			return SBX_NP_INVALID_HOST;
+		p++;
+		n -= 2;
+	}
+	if (memchr(p, '[', n) != NULL || memchr(p, ']', n) != NULL)
+		return SBX_NP_INVALID_HOST;
+	/*
+	 * A zone ("fe80::1%eth0", "%25eth0" in a URL) names an interface of
+	 * the host, never a destination of ours: it is cut off and the
+	 * address alone decides.  It must still be printable, so that what
+	 * the proxy logs is what it saw.
+	 */
+	if ((pct = memchr(p, '%', n)) != NULL) {
+		if (pct + 1 == p + n)
+			return SBX_NP_INVALID_HOST;
+		for (i = (size_t)(pct - p) + 1; i < n; i++)
+			if ((unsigned char)p[i] <= ' ' ||
+			    (unsigned char)p[i] >= 0x7f)
+				return SBX_NP_INVALID_HOST;
+		n = (size_t)(pct - p);
+	}
+	/* inet_pton(3) reads a C string: an embedded NUL would cut it. */
+	if (n == 0 || n >= sizeof(buf) || memchr(p, '\0', n) != NULL)
+		return SBX_NP_INVALID_HOST;
+	memcpy(buf, p, n);
+	buf[n] = '\0';
+	return inet_pton(AF_INET6, buf, a) == 1 ? SBX_NP_IP_LITERAL :
+	    SBX_NP_INVALID_HOST;
+}
+
+const char *
+sbx_np_host(const char *in, size_t len, char out[SBX_NP_HOST_MAX + 1])
+{
+	size_t		 i, label;
+	unsigned char	 c;
+
+	out[0] = '\0';
+	if (in == NULL || len == 0)
+		return SBX_NP_INVALID_HOST;
+	if (memchr(in, ':', len) != NULL || memchr(in, '[', len) != NULL ||
+	    memchr(in, ']', len) != NULL)
+		return v6_literal(in, len);
+	/*
+	 * "example.com." is the same name as "example.com" (the root label
+	 * made explicit); strip exactly one dot so that both forms meet the
+	 * same entry.  A second one leaves an empty label below.
+	 */
+	if (in[len - 1] == '.')
+		len--;
+	if (len == 0 || len > SBX_NP_HOST_MAX)
+		goto invalid;
+	/*
+	 * Letters, digits, '-' and '.' only (RFC 1123 host names), byte by
+	 * byte.  This refuses NUL (len counts bytes, so "a.com\0.evil" cannot
+	 * hide behind a C string), control characters, spaces, '%' (encoded
+	 * forms), '@' and '/' and '\' (URL confusion), '*', '_' and every
+	 * non-ASCII byte: an IDN must arrive as its xn-- form, so that a
+	 * homoglyph is just another name that is not allowlisted.
+	 */
+	label = 0;
+	for (i = 0; i < len; i++) {
+		c = lower((unsigned char)in[i]);
+		if (c == '.') {
+			/* Empty label (leading or double dot), or one ending
+			 * with '-'. */
+			if (label == 0 || out[i - 1] == '-')
+				goto invalid;
+			label = 0;
+		} else if ((c >= 'a' && c <= 'z') || is_digit(c) || c == '-') {
+			if ((label == 0 && c == '-') || ++label > 63)
+				goto invalid;
+		} else
+			goto invalid;
+		out[i] = (char)c;
+	}
+	if (label == 0 || out[len - 1] == '-')
+		goto invalid;
+	out[len] = '\0';
+	if (ends_in_number(out, len)) {
+		out[0] = '\0';
+		return SBX_NP_IP_LITERAL;
+	}
+	return NULL;
+invalid:
+	out[0] = '\0';
+	return SBX_NP_INVALID_HOST;
+}
+
+int
+sbx_np_port(const char *s, size_t len, unsigned *port)
+{
+	unsigned	 v = 0;
+	size_t		 i;
+
+	/*
+	 * One spelling per port: no sign, no leading zero ("0443" is
+	 * refused rather than read as 443 by us and as octal by someone
+	 * else), at most 5 digits so that the sum cannot overflow.
+	 */
+	if (s == NULL || len == 0 || len > 5 || s[0] == '0')
+		return -1;
+	for (i = 0; i < len; i++) {
+		if (!is_digit((unsigned char)s[i]))
+			return -1;
+		v = v * 10 + (unsigned)(s[i] - '0');
+	}
+	if (v > 65535)
+		return -1;
+	*port = v;
+	return 0;
+}
+
+int
+sbx_np_match(const char *entry, const char *host)
+{
+	size_t	 el, hl;
+
+	/* A host with '*' is a pattern, not a name: it matches nothing. */
+	if (entry == NULL || host == NULL || *host == '\0' ||
+	    strchr(host, '*') != NULL)
+		return 0;
+	hl = strlen(host);
+	if (entry[0] == '*' && entry[1] == '.') {
+		/*
+		 * Compare against ".example.com", dot included: the dot pins
+		 * the match to a label boundary (never "evil-example.com" or
+		 * "xexample.com"), the suffix anchors it at the end (never
+		 * "example.com.evil.net") and the host must be strictly
+		 * longer, with a non-empty label in front (never the apex).
+		 */
+		entry++;
+		el = strlen(entry);
+		return hl > el && host[hl - el - 1] != '.' &&
+		    ascii_eq(host + hl - el, entry, el);
+	}
+	el = strlen(entry);
+	return el == hl && ascii_eq(entry, host, el);
+}
+
+const char *
+sbx_np_decide(const struct sbx_netpolicy *np, const char *host,
+    unsigned port)
+{
+	size_t	 i;
+
+	if (np == NULL || host == NULL)
+		return SBX_NP_NOT_ALLOWED;
+	/* Denials first: a denied name stays denied whatever allows it. */
+	for (i = 0; i < np->ndenied; i++)
+		if (sbx_np_match(np->denied[i], host))
+			return SBX_NP_DENIED;
+	/* Then the allowlist; an empty one lets nothing through. */
+	for (i = 0; i < np->nallowed; i++)
+		if (sbx_np_match(np->allowed[i], host))
+			break;
+	if (i == np->nallowed)
+		return SBX_NP_NOT_ALLOWED;
+	for (i = 0; i < np->nports; i++)
+		if (np->ports[i] == port)
+			return NULL;
+	return SBX_NP_PORT;
+}
+
+/*
+ * IPv4 special-purpose blocks (IANA registry, RFC 6890 and successors),
+ * most specific first: the first match decides.  Everything else is
+ * global.  192.0.0.0/24 is reserved as a whole, although two of its /32
+ * are anycast services: no one needs to reach them through this proxy.
+ */
+static const struct v4block {
+	uint32_t	 net;
+	unsigned	 bits;
+	const char	*cls;
+} v4blocks[] = {
+	{ 0xffffffffu, 32, C_BROADCAST },	/* 255.255.255.255 */
+	{ 0x00000000u, 8, C_UNSPEC },		/* 0/8, "this network" */
+	{ 0x0a000000u, 8, C_PRIVATE },		/* 10/8 */
+	{ 0x64400000u, 10, C_CGNAT },		/* 100.64/10 */
+	{ 0x7f000000u, 8, C_LOOPBACK },		/* 127/8 */
+	{ 0xa9fe0000u, 16, C_LINKLOCAL },	/* 169.254/16, metadata */
+	{ 0xac100000u, 12, C_PRIVATE },		/* 172.16/12 */
+	{ 0xc0000000u, 24, C_RESERVED },	/* 192.0.0/24 */
+	{ 0xc0000200u, 24, C_DOC },		/* 192.0.2/24 */
+	{ 0xc0586300u, 24, C_RESERVED },	/* 192.88.99/24, 6to4 relay */
+	{ 0xc0a80000u, 16, C_PRIVATE },		/* 192.168/16 */
+	{ 0xc6120000u, 15, C_BENCHMARK },	/* 198.18/15 */
+	{ 0xc6336400u, 24, C_DOC },		/* 198.51.100/24 */
+	{ 0xcb007100u, 24, C_DOC },		/* 203.0.113/24 */
+	{ 0xe0000000u, 4, C_MULTICAST },	/* 224/4 */
+	{ 0xf0000000u, 4, C_RESERVED },		/* 240/4 */
+};
+
+static const char *
+v4_class(const unsigned char b[4])
+{
+	uint32_t	 a, mask;
+	size_t		 i;
+
+	a = (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 |
+	    (uint32_t)b[2] << 8 | (uint32_t)b[3];
+	for (i = 0; i < sizeof(v4blocks) / sizeof(*v4blocks); i++) {
+		mask = 0xffffffffu << (32 - v4blocks[i].bits);
+		if ((a & mask) == v4blocks[i].net)
+			return v4blocks[i].cls;
+	}
+	return C_GLOBAL;
+}
+
+/* Where an IPv6 block carries IPv4 addresses. */
+enum v6embed {
+	E_NONE,
+	E_LAST32,	/* bytes 12..15: mapped, compatible, NAT64 /96 */
+	E_6TO4		/* bytes 2..5 */
+};
+
+/*
+ * IPv6 special-purpose blocks, most specific first: the first match
+ * decides.  For a block that carries IPv4 addresses, an embedded address
+ * that is not global gives the class (::ffff:127.0.0.1 is loopback, the
+ * NAT64 and 6to4 forms of 169.254.169.254 are link_local): the packet ends
+ * up at that IPv4 address, so it must pass the IPv4 check.  Otherwise
+ * `cls` is the class, and NULL there means "as the embedded address"
+ * (global for the mapped, NAT64 or 6to4 form of a public address).
+ */
+static const struct v6block {
+	unsigned char	 p[16];
+	unsigned	 bits;
+	enum v6embed	 embed;
+	const char	*cls;
+} v6blocks[] = {
+	{ { 0 }, 128, E_NONE, C_UNSPEC },			/* :: */
+	{ { [15] = 1 }, 128, E_NONE, C_LOOPBACK },		/* ::1 */
+	/* ::ffff:0:0/96, IPv4-mapped */
+	{ { [10] = 0xff, 0xff }, 96, E_LAST32, NULL },
+	/* ::ffff:0:0:0/96, SIIT's "IPv4-translated" form. */
+	{ { [8] = 0xff, 0xff }, 96, E_LAST32, C_RESERVED },
+	/* ::/96, IPv4-compatible: deprecated, never meant to be dialled. */
+	{ { 0 }, 96, E_LAST32, C_RESERVED },
+	/* 64:ff9b::/96, NAT64 (RFC 6052) */
+	{ { 0, 0x64, 0xff, 0x9b }, 96, E_LAST32, NULL },
+	/*
+	 * 64:ff9b:1::/48, local-use NAT64 (RFC 8215): its last 32 bits give
+	 * the reason, but it is reserved anyway.  The operator picks where
+	 * the IPv4 address sits (any RFC 6052 layout) and the block is not
+	 * globally reachable, so no reading of it is safe to dial.
+	 */
+	{ { 0, 0x64, 0xff, 0x9b, 0, 1 }, 48, E_LAST32, C_RESERVED },
+	{ { 1, 0 }, 64, E_NONE, C_RESERVED },			/* 100::/64 */
+	{ { 0x20, 0x02 }, 16, E_6TO4, NULL },			/* 2002::/16 */
+	/* 2001:db8::/32 */
+	{ { 0x20, 0x01, 0x0d, 0xb8 }, 32, E_NONE, C_DOC },
+	/*
+	 * 2001::/32, Teredo, reserved outright: it carries a server and an
+	 * (inverted) client IPv4 address and reaches them through relays we
+	 * do not know; none of that is a destination to dial.
+	 */
+	{ { 0x20, 0x01, 0, 0 }, 32, E_NONE, C_RESERVED },
+	/* 2001:2::/48 */
+	{ { 0x20, 0x01, 0, 2, 0, 0 }, 48, E_NONE, C_BENCHMARK },
+	/* 2001::/23, IETF protocol assignments (ORCHID, AMT, AS112...). */
+	{ { 0x20, 0x01, 0, 0 }, 23, E_NONE, C_RESERVED },
+	{ { 0x3f, 0xff, 0 }, 20, E_NONE, C_DOC },		/* 3fff::/20 */
+	{ { 0xfc }, 7, E_NONE, C_ULA },				/* fc00::/7 */
+	{ { 0xfe, 0x80 }, 10, E_NONE, C_LINKLOCAL },		/* fe80::/10 */
+	/* fec0::/10, site-local: deprecated (RFC 3879), still seen inside
+	 * old networks, never on the Internet. */
+	{ { 0xfe, 0xc0 }, 10, E_NONE, C_RESERVED },
+	{ { 0xff }, 8, E_NONE, C_MULTICAST },			/* ff00::/8 */
+};
+
+static int
+v6_prefix(const unsigned char a[16], const unsigned char p[16],
+    unsigned bits)
+{
+	unsigned	 n = bits / 8, r = bits % 8;
+	unsigned char	 mask;
+
+	if (memcmp(a, p, n) != 0)
+		return 0;
+	if (r == 0)
+		return 1;
+	mask = (unsigned char)(0xff << (8 - r));
+	return (a[n] & mask) == (p[n] & mask);
+}
+
+/* The IPv4 address an address of a block carries, if any. */
+static int
+v6_embedded(const unsigned char a[16], enum v6embed how, unsigned char v4[4])
+{
+	switch (how) {
+	case E_LAST32:
+		memcpy(v4, a + 12, 4);
+		return 1;
+	case E_6TO4:
+		memcpy(v4, a + 2, 4);
+		return 1;
+	case E_NONE:
+		break;
+	}
+	return 0;
+}
+
+static const char *
+v6_class(const unsigned char a[16])
+{
+	const struct v6block	*b;
+	const char		*c;
+	unsigned char		 v4[4];
+	size_t			 i;
+
+	for (i = 0; i < sizeof(v6blocks) / sizeof(*v6blocks); i++) {
+		b = &v6blocks[i];
+		if (!v6_prefix(a, b->p, b->bits))
+			continue;
+		if (!v6_embedded(a, b->embed, v4))
+			return b->cls != NULL ? b->cls : C_RESERVED;
+		c = v4_class(v4);
+		if (b->cls == NULL || strcmp(c, C_GLOBAL) != 0)
+			return c;
+		return b->cls;
+	}
+	/*
+	 * Only 2000::/3 is allocated for global unicast.  The rest of the
+	 * space is special or unassigned, and nothing unassigned is a
+	 * destination the proxy should dial.
+	 */
+	return (a[0] & 0xe0) == 0x20 ? C_GLOBAL : C_RESERVED;
+}
+
+const char *
+sbx_np_addr_class(const struct sockaddr *sa)
+{
+	const struct sockaddr_in	*sin;
+	const struct sockaddr_in6	*sin6;
+
+	if (sa == NULL)
+		return C_RESERVED;
+	switch (sa->sa_family) {
+	case AF_INET:
+		sin = (const struct sockaddr_in *)(const void *)sa;
+		return v4_class((const unsigned char *)&sin->sin_addr);
+	case AF_INET6:
+		sin6 = (const struct sockaddr_in6 *)(const void *)sa;
+		return v6_class(sin6->sin6_addr.s6_addr);
+	default:
+		/* Not an Internet address: nothing to dial. */
+		return C_RESERVED;
+	}
+}
+
+const char *
+sbx_np_addr_check(const struct sbx_netpolicy *np, const struct sockaddr *sa)
+{
+	if (strcmp(sbx_np_addr_class(sa), C_GLOBAL) == 0)
+		return NULL;
+	/*
+	 * allow_private exists for tests that serve on loopback.  It opens
+	 * the special ranges of IPv4 and IPv6, never another family.
+	 */
+	if (np != NULL && np->allow_private && sa != NULL &&
+	    (sa->sa_family == AF_INET || sa->sa_family == AF_INET6))
+		return NULL;
+	return SBX_NP_PRIVATE;
+}
+
+static struct sbx_np_override *
+find_override(struct sbx_np_override *v, size_t nv, const char *host)
+{
+	size_t	 i, n;
+
+	if (host == NULL)
+		return NULL;
+	n = strlen(host);
+	for (i = 0; i < nv; i++)
+		if (strlen(v[i].name) == n && ascii_eq(v[i].name, host, n))
+			return &v[i];
+	return NULL;
+}
+
+const struct sbx_np_override *
+sbx_np_override(const struct sbx_netpolicy *np, const char *host)
+{
+	if (np == NULL)
+		return NULL;
+	return find_override(np->resolve, np->nresolve, host);
+}
+
+void
+sbx_np_init(struct sbx_netpolicy *np)
+{
+	memset(np, 0, sizeof(*np));
+	/* Should this fail, no port is allowed: closed, not open. */
+	if ((np->ports = malloc(2 * sizeof(*np->ports))) != NULL) {
+		np->ports[0] = 80;
+		np->ports[1] = 443;
+		np->nports = 2;
+	}
+}
+
+static void
+strv_free(char **v, size_t n)
+{
+	size_t	 i;
+
+	for (i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+void
+sbx_np_free(struct sbx_netpolicy *np)
+{
+	size_t	 i;
+
+	if (np == NULL)
+		return;
+	strv_free(np->allowed, np->nallowed);
+	strv_free(np->denied, np->ndenied);
+	free(np->ports);
+	for (i = 0; i < np->nresolve; i++)
+		free(np->resolve[i].name);
+	free(np->resolve);
+	memset(np, 0, sizeof(*np));
+}
+
+/*
+ * A bounded, printable copy of an untrusted string for a message: bytes
+ * outside printable ASCII are shown as \xNN, so that a hostile config or
+ * argument cannot put escape sequences on the user's terminal.
+ */
+static const char *
+printable(char *buf, size_t size, const char *s, size_t len)
+{
+	static const char	 hex[] = "0123456789abcdef";
+	size_t			 i, o = 0;
+	unsigned char		 c;
+
+	for (i = 0; i < len; i++) {
+		if (o + 8 > size) {
+			memcpy(buf + o, "...", 4);
+			return buf;
+		}
+		c = (unsigned char)s[i];
+		if (c < 0x20 || c >= 0x7f || c == '\\' || c == '"') {
+			buf[o++] = '\\';
+			buf[o++] = 'x';
+			buf[o++] = hex[c >> 4];
+			buf[o++] = hex[c & 0xf];
+		} else
+			buf[o++] = (char)c;
+	}
+	buf[o] = '\0';
+	return buf;
+}
+
+/*
+ * Check and normalise a policy entry into out: a name, or "*." and a name.
+ * Returns NULL, or why it is refused (the end of a sentence).
+ */
+static const char *
+entry_check(const char *s, size_t len, char out[ENTRY_MAX + 1])
+{
+	const char	*r;
+	size_t		 i, off = 0;
+
+	out[0] = '\0';
+	if (len == 1 && s[0] == '*')
+		return "is a bare `*`, which would allow every host";
+	if (len >= 2 && s[0] == '*' && s[1] == '.')
+		off = 2;
+	r = sbx_np_host(s + off, len - off, out + off);
+	if (r != NULL && strcmp(r, SBX_NP_IP_LITERAL) == 0)
+		return "is an IP address; the proxy only allows names";
+	if (r != NULL) {
+		for (i = 0; i < len; i++)
+			if ((unsigned char)s[i] >= 0x80)
+				return "is not ASCII; write the name in its "
+				    "xn-- (punycode) form";
+		if (memchr(s + off, '*', len - off) != NULL)
+			return "has a wildcard that is not the whole first "
+			    "label, as in *.example.com";
+		return "is not a valid domain name";
+	}
+	if (off == 2) {
+		/* "*.com" would open a whole top-level domain. */
+		if (strchr(out + 2, '.') == NULL)
+			return "is a single-label wildcard; name at least "
+			    "two labels after `*.`";
+		out[0] = '*';
+		out[1] = '.';
+	}
+	return NULL;
+}
+
+/*
+ * Make room for `more` elements after the n of a vector.  On failure the
+ * vector is as it was (errno ENOMEM); on success its count is unchanged
+ * and the caller fills the room.
+ */
+static int
+reserve_strv(char ***v, size_t n, size_t more)
+{
+	char	**p;
+
+	if (more == 0)
+		return 0;
+	if (more > SIZE_MAX / sizeof(*p) - n) {
+		errno = ENOMEM;
+		return -1;
+	}
+	if ((p = realloc(*v, (n + more) * sizeof(*p))) == NULL)
+		return -1;
+	*v = p;
+	return 0;
+}
+
+static int
+reserve_ovr(struct sbx_np_override **v, size_t n, size_t more)
+{
+	struct sbx_np_override	*p;
+
+	if (more == 0)
+		return 0;
+	if (more > SIZE_MAX / sizeof(*p) - n) {
+		errno = ENOMEM;
+		return -1;
+	}
+	if ((p = realloc(*v, (n + more) * sizeof(*p))) == NULL)
+		return -1;
+	*v = p;
+	return 0;
+}
+
+/* Read allowed_domains or denied_domains into *v (appended). */
+static int
+load_entries(const json_t *agent, const char *key, char ***v, size_t *n,
+    const char *origin, struct sbx_error *e)
+{
+	json_t		*a, *it;
+	const char	*s, *why;
+	char		 norm[ENTRY_MAX + 1], shown[128];
+	size_t		 i, len;
+
+	if ((a = json_object_get(agent, key)) == NULL)
+		return 0;
+	if (!json_is_array(a))
+		return CFG_ERR(e, "%s: `%s` must be an array of domain names",
+		    origin, key);
+	if (reserve_strv(v, *n, json_array_size(a)) == -1)
+		return sbx_error_sys(e, "nomem", "%s: `%s`", origin, key);
+	json_array_foreach(a, i, it) {
+		if (!json_is_string(it))
+			return CFG_ERR(e, "%s: `%s` must be an array of domain "
+			    "names (element %zu is not a string)", origin, key,
+			    i);
+		s = json_string_value(it);
+		len = json_string_length(it);
+		if ((why = entry_check(s, len, norm)) != NULL)
+			return CFG_ERR(e, "%s: `%s[%zu]` \"%s\" %s", origin,
+			    key, i, printable(shown, sizeof(shown), s, len),
+			    why);
+		if (((*v)[*n] = strdup(norm)) == NULL)
+			return sbx_error_sys(e, "nomem", "%s: `%s`", origin,
+			    key);
+		(*n)++;
+	}
+	return 0;
+}
+
+static int
+load_ports(const json_t *a, struct sbx_netpolicy *t, const char *origin,
+    struct sbx_error *e)
+{
+	json_t		*it;
+	json_int_t	 v;
+	size_t		 i;
+
+	if (!json_is_array(a))
+		goto bad;
+	/* calloc(3): an empty list still allocates, and checks overflow. */
+	if ((t->ports = calloc(json_array_size(a) + 1, sizeof(*t->ports))) ==
+	    NULL)
+		return sbx_error_sys(e, "nomem", "%s: `allowed_ports`", origin);
+	json_array_foreach(a, i, it) {
+		/* Integers only: 443.0, "443" and true are mistakes. */
+		if (!json_is_integer(it))
+			goto bad;
+		v = json_integer_value(it);
+		if (v < 1 || v > 65535)
+			goto bad;
+		t->ports[t->nports++] = (uint16_t)v;
+	}
+	return 0;
+bad:
+	return CFG_ERR(e, "%s: `allowed_ports` must be an array of integers "
+	    "1..65535", origin);
+}
+
+/* Add or replace the override of a name in t; the name is taken. */
+static int
+put_override(struct sbx_netpolicy *t, char *name,
+    const struct sockaddr_storage *ss, socklen_t sslen)
+{
+	struct sbx_np_override	*o;
+
+	if ((o = find_override(t->resolve, t->nresolve, name)) != NULL)
+		free(name);
+	else {
+		if (reserve_ovr(&t->resolve, t->nresolve, 1) == -1)
+			return -1;
+		o = &t->resolve[t->nresolve++];
+		o->name = name;
+	}
+	memcpy(&o->addr, ss, sizeof(*ss));
+	o->addrlen = sslen;
+	return 0;
+}
+
+static int
+load_resolve(const json_t *obj, struct sbx_netpolicy *t, const char *origin,
+    struct sbx_error *e)
+{
+	struct sockaddr_storage	 ss;
+	struct sockaddr_in	*sin;
+	struct sockaddr_in6	*sin6;
+	socklen_t		 sslen;
+	const char		*key, *s;
+	json_t			*v;
+	char			 name[SBX_NP_HOST_MAX + 1], shown[128], *dup;
+	size_t			 keylen;
+
+	if (!json_is_object(obj))
+		return CFG_ERR(e, "%s: `resolve` must be an object mapping "
+		    "names to IP addresses", origin);
+	json_object_keylen_foreach((json_t *)obj, key, keylen, v) {
+		/* The key is a name as a request would carry it, exact (no
+		 * wildcard): the override stands in for its DNS answer. */
+		if ((s = sbx_np_host(key, keylen, name)) != NULL)
+			return CFG_ERR(e, "%s: `resolve` key \"%s\" is not a "
+			    "%s", origin,
+			    printable(shown, sizeof(shown), key, keylen),
+			    strcmp(s, SBX_NP_IP_LITERAL) == 0 ?
+			    "name but an IP address" : "valid domain name");
+		/* Strict forms only (inet_pton(3), not inet_aton(3)). */
+		memset(&ss, 0, sizeof(ss));
+		s = json_string_value(v);
+		sin = (struct sockaddr_in *)(void *)&ss;
+		sin6 = (struct sockaddr_in6 *)(void *)&ss;
+		if (s != NULL && strlen(s) == json_string_length(v) &&
+		    inet_pton(AF_INET, s, &sin->sin_addr) == 1) {
+			sin->sin_family = AF_INET;
+			sslen = sizeof(*sin);
+		} else if (s != NULL && strlen(s) == json_string_length(v) &&
+		    inet_pton(AF_INET6, s, &sin6->sin6_addr) == 1) {
+			sin6->sin6_family = AF_INET6;
+			sslen = sizeof(*sin6);
+		} else
+			return CFG_ERR(e, "%s: `resolve.%s` must be an IPv4 or "
+			    "IPv6 address string", origin, name);
+		if ((dup = strdup(name)) == NULL ||
+		    put_override(t, dup, &ss, sslen) == -1) {
+			free(dup);
+			return sbx_error_sys(e, "nomem", "%s: `resolve`",
+			    origin);
+		}
+	}
+	return 0;
+}
+
+/* Append the n strings of src to *dst, whose room was reserved. */
+static void
+strv_move(char **dst, size_t *ndst, char **src, size_t n)
+{
+	if (n > 0)
+		memcpy(dst + *ndst, src, n * sizeof(*src));
+	*ndst += n;
+}
+
+int
+sbx_np_load(struct sbx_netpolicy *np, const json_t *agent,
+    const char *origin, struct sbx_error *e)
+{
+	struct sbx_netpolicy	 t;
+	struct sbx_np_override	*o;
+	json_t			*v;
+	size_t			 i;
+	int			 have_ports = 0;
+
+	if (agent == NULL)
+		return 0;
+	if (origin == NULL)
+		origin = "agent settings";
+	if (!json_is_object(agent))
+		return CFG_ERR(e, "%s: agent settings must be an object",
+		    origin);
+	/*
+	 * Everything is read into t and moved into np only once all of it
+	 * is valid, so that a refused file leaves np as it was.
+	 */
+	memset(&t, 0, sizeof(t));
+	t.allow_private = np->allow_private;
+	if (load_entries(agent, "allowed_domains", &t.allowed, &t.nallowed,
+	    origin, e) == -1 ||
+	    load_entries(agent, "denied_domains", &t.denied, &t.ndenied,
+	    origin, e) == -1)
+		goto fail;
+	if ((v = json_object_get(agent, "allowed_ports")) != NULL) {
+		/* A list given replaces the default 80, 443. */
+		have_ports = 1;
+		if (load_ports(v, &t, origin, e) == -1)
+			goto fail;
+	}
+	if ((v = json_object_get(agent, "allow_private")) != NULL) {
+		if (!json_is_boolean(v)) {
+			CFG_ERR(e, "%s: `allow_private` must be true or false",
+			    origin);
+			goto fail;
+		}
+		t.allow_private = json_is_true(v);
+	}
+	if ((v = json_object_get(agent, "resolve")) != NULL &&
+	    load_resolve(v, &t, origin, e) == -1)
+		goto fail;
+	/*
+	 * An override maps a name to any address, loopback included, so it
+	 * is a way around the private-address check: it is refused unless
+	 * that check is off anyway, and the default stays strict.
+	 */
+	if ((t.nresolve > 0 || np->nresolve > 0) && !t.allow_private) {
+		CFG_ERR(e, "%s: `resolve` is for tests only and requires "
+		    "`allow_private: true`", origin);
+		goto fail;
+	}
+	if (reserve_strv(&np->allowed, np->nallowed, t.nallowed) == -1 ||
+	    reserve_strv(&np->denied, np->ndenied, t.ndenied) == -1 ||
+	    reserve_ovr(&np->resolve, np->nresolve, t.nresolve) == -1) {
+		sbx_error_sys(e, "nomem", "%s", origin);
+		goto fail;
+	}
+	/* From here on nothing fails. */
+	strv_move(np->allowed, &np->nallowed, t.allowed, t.nallowed);
+	strv_move(np->denied, &np->ndenied, t.denied, t.ndenied);
+	if (have_ports) {
+		free(np->ports);
+		np->ports = t.ports;
+		np->nports = t.nports;
+		t.ports = NULL;
+	}
+	np->allow_private = t.allow_private;
+	for (i = 0; i < t.nresolve; i++) {
+		/* A later file's override of the same name wins. */
+		if ((o = find_override(np->resolve, np->nresolve,
+		    t.resolve[i].name)) != NULL) {
+			free(o->name);
+			*o = t.resolve[i];
+		} else
+			np->resolve[np->nresolve++] = t.resolve[i];
+	}
+	free(t.allowed);
+	free(t.denied);
+	free(t.ports);
+	free(t.resolve);
+	return 0;
+fail:
+	sbx_np_free(&t);
+	return -1;
+}
+
+int
+sbx_np_allow(struct sbx_netpolicy *np, const char *entry,
+    struct sbx_error *e)
+{
+	const char	*why;
+	char		 norm[ENTRY_MAX + 1], shown[128], *dup;
+
+	if (entry == NULL)
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "allow_domain",
+		    "invalid_domain", "argument `allow_domain` is missing");
+	if ((why = entry_check(entry, strlen(entry), norm)) != NULL)
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "allow_domain",
+		    "invalid_domain", "argument `allow_domain` \"%s\" %s",
+		    printable(shown, sizeof(shown), entry, strlen(entry)),
+		    why);
+	if (reserve_strv(&np->allowed, np->nallowed, 1) == -1 ||
+	    (dup = strdup(norm)) == NULL)
+		return sbx_error_sys(e, "nomem", "argument `allow_domain`");
+	np->allowed[np->nallowed++] = dup;
+	return 0;
+}

@@ -1,0 +1,129 @@
+/* netpolicy.h: the egress policy of sbx-proxy: which host names an agent
+ * may reach, on which ports, and which resolved addresses are refused.
+ *
+ * Pure logic, no I/O: the proxy parses a request (httpreq.h), asks
+ * sbx_np_host() and sbx_np_decide() before any DNS lookup (a denied name
+ * is never resolved), then resolves and asks sbx_np_addr_check() of every
+ * address before it connects to one of them.
+ *
+ * Reasons are stable snake_case strings shared by the proxy's 403/400
+ * answers (X-Proxy-Error), its log and the envelope's violations.
+ */
+#ifndef SBX_NETPOLICY_H
+#define SBX_NETPOLICY_H
+
+#include <sys/socket.h>
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "error.h"
+
+/* The longest DNS name accepted (without a trailing dot). */
+#define SBX_NP_HOST_MAX		253
+
+/* Reasons.  The HTTP status the proxy answers with is in brackets. */
+#define SBX_NP_INVALID_HOST	"invalid_host"		/* 400 */
+#define SBX_NP_INVALID_PORT	"invalid_port"		/* 400 */
+#define SBX_NP_IP_LITERAL	"ip_literal"		/* 403 */
+#define SBX_NP_DENIED		"denied_domain"		/* 403 */
+#define SBX_NP_NOT_ALLOWED	"not_allowlisted"	/* 403 */
+#define SBX_NP_PORT		"port_not_allowed"	/* 403 */
+#define SBX_NP_PRIVATE		"private_address"	/* 403 */
+
+/* A test-only name -> address override (agent setting `resolve`). */
+struct sbx_np_override {
+	char			*name;		/* normalised */
+	struct sockaddr_storage	 addr;		/* port 0 */
+	socklen_t		 addrlen;
+};
+
+struct sbx_netpolicy {
+	char			**allowed;	/* normalised entries */
+	size_t			  nallowed;
+	char			**denied;
+	size_t			  ndenied;
+	uint16_t		 *ports;	/* default 80, 443 */
+	size_t			  nports;
+	int			  allow_private;
+	struct sbx_np_override	 *resolve;
+	size_t			  nresolve;
+};
+
+/* Defaults: nothing allowed, nothing denied, ports 80 and 443, private
+ * addresses refused, no overrides. */
+void	 sbx_np_init(struct sbx_netpolicy *);
+void	 sbx_np_free(struct sbx_netpolicy *);
+
+/*
+ * Load an agent's settings (the object of config/agents/<agent>.json; NULL
+ * means defaults) on top of sbx_np_init()'s defaults.  Keys read:
+ * allowed_domains, denied_domains (arrays of entries), allowed_ports
+ * (array of 1..65535), allow_private (boolean), resolve (object
+ * name -> IPv4/IPv6 address string).  Other keys are ignored (they belong
+ * to other parts of sbx).  `origin` names the file in messages.
+ *
+ * Entries are normalised (ASCII lowercased, one trailing dot stripped) and
+ * must then be a valid name (sbx_np_host) or "*." followed by one; an
+ * IP literal, a non-ASCII name (use its xn-- form), "*" alone, "*.com"
+ * style single-label wildcards, or a wildcard anywhere but the first label
+ * is refused: -1, kind invalid_args, field "config", reason
+ * "config_invalid".  `resolve` without allow_private true is refused the
+ * same way (the default must stay strict).
+ */
+int	 sbx_np_load(struct sbx_netpolicy *, const json_t *agent,
+	    const char *origin, struct sbx_error *);
+/* Add one allowlist entry (sbx exec --allow-domain D): the same checks as
+ * sbx_np_load, failing with field "allow_domain", reason "invalid_domain". */
+int	 sbx_np_allow(struct sbx_netpolicy *, const char *entry,
+	    struct sbx_error *);
+
+/*
+ * Validate and normalise a request host (no port, no brackets expected,
+ * though brackets are recognised so that "[::1]" reports ip_literal).
+ * On success returns NULL and writes the lowercased name without one
+ * trailing dot to out.  Otherwise returns SBX_NP_INVALID_HOST (empty,
+ * over 253 characters, a label over 63 or empty, a character other than
+ * ASCII letters, digits, '-' and '.', a label starting or ending with '-',
+ * an embedded NUL since len counts bytes) or SBX_NP_IP_LITERAL (every
+ * spelling of an address: dotted, decimal, hex, octal, short forms such as
+ * 127.1, any name whose last label is numeric or 0x-hex, IPv6 with or
+ * without brackets, IPv4-mapped).
+ */
+const char *sbx_np_host(const char *in, size_t len,
+	    char out[SBX_NP_HOST_MAX + 1]);
+/* Parse a port: 1..65535, decimal digits only, no sign, no leading zero.
+ * 0 and fills *port, or -1. */
+int	 sbx_np_port(const char *s, size_t len, unsigned *port);
+/* Does a normalised host match a normalised entry?  Exact entries match
+ * exactly; "*.example.com" matches every strict subdomain, at any depth
+ * (a.example.com, a.b.example.com), never example.com itself. */
+int	 sbx_np_match(const char *entry, const char *host);
+/* The decision for a normalised host and a port: NULL = allowed, else
+ * SBX_NP_DENIED (denied_domains first), SBX_NP_NOT_ALLOWED (no allowlist
+ * entry matches; an empty allowlist denies everything) or SBX_NP_PORT. */
+const char *sbx_np_decide(const struct sbx_netpolicy *, const char *host,
+	    unsigned port);
+/*
+ * The class of an address: "global" or one of "unspecified", "loopback",
+ * "private" (RFC 1918), "cgnat" (100.64/10), "link_local" (169.254/16,
+ * fe80::/10), "multicast", "reserved" (240/4 and other IANA special
+ * purpose blocks), "broadcast", "unique_local" (fc00::/7), "benchmark",
+ * "documentation"...  IPv4-mapped (::ffff:a.b.c.d), IPv4-compatible
+ * (::a.b.c.d), NAT64 (64:ff9b::/96, 64:ff9b:1::/48), 6to4 (2002::/16)
+ * and Teredo (2001::/32) forms are classified by the IPv4 address they
+ * carry (an embedded non-global address makes the whole address
+ * non-global).
+ */
+const char *sbx_np_addr_class(const struct sockaddr *);
+/* NULL when the address may be dialled (global, or allow_private set),
+ * else SBX_NP_PRIVATE. */
+const char *sbx_np_addr_check(const struct sbx_netpolicy *,
+	    const struct sockaddr *);
+/* The override for a normalised host, or NULL. */
+const struct sbx_np_override *sbx_np_override(const struct sbx_netpolicy *,
+	    const char *host);
+
+#endif

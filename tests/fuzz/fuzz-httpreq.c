@@ -1,0 +1,130 @@
+/*
+ * fuzz-httpreq: libFuzzer target for sbx_http_parse (make fuzz).
+ *
+ * Parses the input whole, then fed in pieces of a few sizes as the proxy
+ * would see it arrive, and aborts when an invariant breaks:
+ *   - the answer is -1, 0 or 1;
+ *   - 1: head_len <= len, host and rewritten NUL-terminated, the rewrite
+ *     of a non-CONNECT ending in "Connection: close" CRLF CRLF;
+ *   - -1: status 400, 405, 414 or 431 and a reason;
+ *   - 0: len < SBX_HTTP_HEAD_MAX (a client cannot make the proxy buffer
+ *     more than the cap);
+ *   - prefixes answer 0 until the first non-zero answer, which is the
+ *     whole input's (a refusal decided early is the refusal the whole head
+ *     gets; a head is complete at the same byte whatever follows).
+ * The bytes past each prefix are poisoned so that ASan sees any read
+ * beyond it.
+ */
+#include <sanitizer/asan_interface.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "httpreq.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *, size_t);
+
+static struct sbx_http_req whole, part;
+
+static void
+check(int rc, const struct sbx_http_req *req, size_t len, int status,
+    const char *reason)
+{
+	static const char tail[] = "Connection: close\r\n\r\n";
+	size_t		  rl;
+
+	switch (rc) {
+	case 1:
+		if (req->head_len > len || req->head_len < 4 ||
+		    req->head_len > SBX_HTTP_HEAD_MAX)
+			abort();
+		if (req->hostlen == 0 || req->hostlen >= sizeof(req->host) ||
+		    strlen(req->host) != req->hostlen)
+			abort();
+		if (req->port < 1 || req->port > 65535)
+			abort();
+		if (req->content_length < -1)
+			abort();
+		if (req->connect) {
+			if (req->rewritten_len != 0 ||
+			    req->rewritten[0] != '\0')
+				abort();
+			break;
+		}
+		rl = req->rewritten_len;
+		if (rl >= sizeof(req->rewritten) ||
+		    req->rewritten[rl] != '\0' ||
+		    strlen(req->rewritten) != rl || rl < sizeof(tail) - 1 ||
+		    memcmp(req->rewritten + rl - (sizeof(tail) - 1), tail,
+			sizeof(tail) - 1) != 0)
+			abort();
+		if (memmem(req->rewritten, rl, "\r\n\r\n", 4) !=
+		    req->rewritten + rl - 4)
+			abort();
+		break;
+	case 0:
+		if (len >= SBX_HTTP_HEAD_MAX)
+			abort();
+		break;
+	case -1:
+		if (reason == NULL ||
+		    (status != 400 && status != 405 && status != 414 &&
+			status != 431))
+			abort();
+		break;
+	default:
+		abort();
+	}
+	if (req->auth != SBX_AUTH_NONE && req->auth != SBX_AUTH_BASIC &&
+	    req->auth != SBX_AUTH_BEARER && req->auth != SBX_AUTH_INVALID)
+		abort();
+	if (memchr(req->user, '\0', sizeof(req->user)) == NULL ||
+	    memchr(req->token, '\0', sizeof(req->token)) == NULL)
+		abort();
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
+{
+	static const size_t steps[] = {1, 7, 64, 1000};
+	const char	   *reason, *r2;
+	size_t		    k, i;
+	char		   *buf;
+	int		    rc, rc2, status, st2;
+
+	if ((buf = malloc(len ? len : 1)) == NULL)
+		abort();
+	memcpy(buf, data, len);
+	rc = sbx_http_parse(buf, len, &whole, &status, &reason);
+	check(rc, &whole, len, status, reason);
+	for (k = 0; k < sizeof(steps) / sizeof(*steps); k++) {
+		/* Each step reparses from the start: small steps only for
+		 * small inputs, to keep the run fast. */
+		if (len / steps[k] > 512)
+			continue;
+		rc2 = 0;
+		for (i = 0; i < len && rc2 == 0;) {
+			i = len - i < steps[k] ? len : i + steps[k];
+			ASAN_POISON_MEMORY_REGION(buf + i, len - i);
+			rc2 = sbx_http_parse(buf, i, &part, &st2, &r2);
+			ASAN_UNPOISON_MEMORY_REGION(buf + i, len - i);
+			check(rc2, &part, i, st2, r2);
+		}
+		if (rc2 != rc)
+			abort();
+		if (rc == -1 && (st2 != status || strcmp(r2, reason) != 0))
+			abort();
+		if (rc == 1 &&
+		    (part.head_len != whole.head_len ||
+			part.connect != whole.connect ||
+			part.port != whole.port ||
+			strcmp(part.host, whole.host) != 0 ||
+			part.auth != whole.auth ||
+			strcmp(part.token, whole.token) != 0 ||
+			part.content_length != whole.content_length ||
+			strcmp(part.rewritten, whole.rewritten) != 0))
+			abort();
+	}
+	free(buf);
+	return 0;
+}
