@@ -5,6 +5,7 @@
 #   make SANITIZE=address,undefined check   the same, built with sanitizers into build-san/
 #   make install PREFIX=/usr/local DESTDIR=
 #   make lint            clang-format check, shellcheck, mandoc -Tlint
+#   make fuzz            libFuzzer targets, FUZZ_TIME seconds each (clang)
 #   make bench           scripts/bench-*.sh
 
 VERSION    = 0.1.0
@@ -47,6 +48,16 @@ CFLAGS   += $(OPT) $(WARN) $(HARDEN) $(SANFLAGS) $(PKG_CFLAGS)
 LDFLAGS  += -pie -Wl,-z,relro,-z,now -Wl,--as-needed $(SANFLAGS)
 LIBS_ALL := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 LIBS_STATIC := $(shell $(PKG_CONFIG) --static --libs $(filter-out libarchive,$(PKGS)) 2>/dev/null)
+# lib/image.c hashes with nettle (libarchive's own dependency, so loaded
+# anyway; SHA extensions where the CPU has them).  lib/download.c (https
+# image sources, in sbx-provision only) needs libcurl's headers but loads
+# the library with dlopen when a URL is given: linked, it and its two dozen
+# libraries would cost every sbx provision ~10 ms at start-up.  sbx-exec
+# and the front-end never load it.
+NETTLE_LIBS := $(shell $(PKG_CONFIG) --libs nettle 2>/dev/null)
+CURL_CFLAGS := $(shell $(PKG_CONFIG) --cflags libcurl 2>/dev/null)
+CFLAGS   += $(CURL_CFLAGS)
+LIBS_ALL += $(NETTLE_LIBS)
 ifneq ($(SANITIZE),)
 FRONT_LDFLAGS = $(LDFLAGS)
 FRONT_LIBS = $(LIBS_ALL)
@@ -111,6 +122,10 @@ $(B)/libexec/sbx/sbx-exec: $(B)/cmd/sbx-exec.o $(LIBSBX)
 	$(CC) -static-pie -Wl,-z,relro,-z,now -o $@ $^ $(LIBS_STATIC)
 endif
 
+# sbx-proxy alone asks a test DNS server itself (libresolv).
+$(B)/libexec/sbx/sbx-proxy: LIBS_ALL += -lresolv -lpthread
+$(B)/tests/unit/t-proxy: LIBS_ALL += -lresolv -lpthread
+
 # The init must not depend on anything but libc, statically; no sanitizers
 # (their runtimes are not available statically).
 $(INIT): cmd/sbx-init.c
@@ -163,9 +178,39 @@ uninstall:
 lint:
 	@sh scripts/lint.sh
 
+# libFuzzer targets (not part of check), built with clang straight from
+# the lib sources they exercise (libsbx.a is gcc's, without coverage), each
+# run FUZZ_TIME seconds from a seed corpus; new inputs go to
+# $(B)/fuzz/corpus-*, crashes to $(B)/fuzz/.
+FUZZ_CC   ?= clang
+FUZZ_TIME ?= 30
+FUZZ_FLAGS = -g -O1 -fno-omit-frame-pointer \
+	     -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+
+$(B)/fuzz/fuzz-%: tests/fuzz/fuzz-%.c lib/httpreq.c lib/httpreq.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -D_GNU_SOURCE -iquote lib $(FUZZ_FLAGS) -o $@ $< lib/httpreq.c
+
+# The whole decision on a request head: the parser, then the policy.
+$(B)/fuzz/fuzz-policy: tests/fuzz/fuzz-policy.c lib/httpreq.c lib/netpolicy.c lib/error.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -D_GNU_SOURCE -iquote lib $(FUZZ_FLAGS) -o $@ $< lib/httpreq.c \
+	    lib/netpolicy.c lib/error.c $(shell $(PKG_CONFIG) --cflags --libs jansson)
+
+fuzz: $(B)/fuzz/fuzz-httpreq $(B)/fuzz/fuzz-tls-sni $(B)/fuzz/fuzz-policy
+	@set -e; for t in httpreq:httpreq tls-sni:tls policy:httpreq; do \
+		n=$${t%%:*}; c=$${t##*:}; \
+		mkdir -p $(B)/fuzz/corpus-$$c; \
+		echo "== fuzz-$$n for $(FUZZ_TIME) s"; \
+		$(B)/fuzz/fuzz-$$n -max_total_time=$(FUZZ_TIME) -timeout=10 \
+		    -max_len=20000 -dict=tests/fuzz/$$n.dict \
+		    -print_final_stats=1 -artifact_prefix=$(B)/fuzz/ \
+		    $(B)/fuzz/corpus-$$c tests/fuzz/corpus-$$c; \
+	done
+
 clean:
 	rm -rf build build-san
 
 
-.PHONY: deps all tests check bench demo install uninstall lint clean
+.PHONY: deps all tests check bench demo install uninstall lint clean fuzz
 -include $(LIB_OBJ:.o=.d) $(B)/cmd/*.d

@@ -30,7 +30,9 @@
 #include "job.h"
 #include "runlimits.h"
 #include "names.h"
+#include "netpolicy.h"
 #include "provision.h"
+#include "proxy.h"
 #include "root.h"
 #include "run.h"
 #include "sandbox.h"
@@ -47,7 +49,8 @@ int	main(int, char *[]);	/* sbx_exec_main, built into cmd/sbx.c */
 static const char usage_text[] =
 "usage: sbx exec [--agent A] [--home DIR] [--cwd PATH] [--workdir DIR]\n"
 "                [--env NAME=VALUE]... [--timeout SECONDS]\n"
-"                [--network none|outbound] [--json] [--max-output BYTES]\n"
+"                [--network none|proxy|outbound] [--allow-domain D]...\n"
+"                [--json] [--max-output BYTES]\n"
 "                [--memory MIB] [--cpus N.N] [--pids N] [--disk MIB]\n"
 "                [--wall-timeout SECONDS] [--nofile N] [--file-size MIB]\n"
 "                [--soft-limits] [--seccomp on|off]\n"
@@ -76,8 +79,11 @@ static const char help_text[] =
 "                         and start there\n"
 "  -e, --env NAME=VALUE   set a variable inside (repeatable)\n"
 "  -t, --timeout SECONDS  kill the command after SECONDS without output\n"
-"  -n, --network MODE     none (default: loopback only) or outbound (host\n"
-"                         network)\n"
+"  -n, --network MODE     none (default: loopback only), proxy (only the\n"
+"                         agent's allowed domains, through sbx-proxy) or\n"
+"                         outbound (host network); default: the agent's\n"
+"                         `network` setting, else none\n"
+"      --allow-domain D   proxy mode: also allow D (or *.D) for this run\n"
 "  -c STRING              run STRING with bash -o pipefail -c (sh -c without\n"
 "                         bash)\n"
 "      --max-output BYTES captured bytes kept per stream with --json\n"
@@ -103,7 +109,7 @@ static const char help_text[] =
 enum {
 	OPT_HOME = 256, OPT_MAX_OUTPUT, OPT_TAIL, OPT_FORCE, OPT_VERSION,
 	OPT_MEMORY, OPT_CPUS, OPT_PIDS, OPT_DISK, OPT_WALL, OPT_NOFILE,
-	OPT_FSIZE, OPT_SOFT, OPT_SECCOMP,
+	OPT_FSIZE, OPT_SOFT, OPT_SECCOMP, OPT_ALLOW,
 };
 
 static const struct option longopts[] = {
@@ -132,6 +138,7 @@ static const struct option longopts[] = {
 	{ "file-size",	required_argument,	NULL, OPT_FSIZE },
 	{ "soft-limits", no_argument,		NULL, OPT_SOFT },
 	{ "seccomp",	required_argument,	NULL, OPT_SECCOMP },
+	{ "allow-domain", required_argument,	NULL, OPT_ALLOW },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -141,6 +148,8 @@ struct opts {
 	const char	*cwd;
 	const char	*workdir;
 	const char	*network;
+	int		 network_set;	/* given as a flag */
+	struct sbx_strv	 allow;		/* --allow-domain */
 	const char	*shell;
 	const char	*timeout_arg;
 	struct sbx_strv	 env;
@@ -312,6 +321,10 @@ parse_args(int argc, char *argv[])
 			break;
 		case 'n':
 			O.network = optarg;
+			O.network_set = 1;
+			break;
+		case OPT_ALLOW:
+			sbx_strv_push(&O.allow, optarg);
 			break;
 		case 'c':
 			O.shell = optarg;
@@ -427,6 +440,9 @@ struct prep {
 	uid_t			 run_uid;
 	gid_t			 run_gid;
 	struct sbx_runlimits	 lim;
+	int			 proxy_ctl, proxy_chan;
+	char			 proxy_token[SBX_TOKEN_LEN + 1];
+	json_t			*violations;	/* proxy mode, after the run */
 	struct sbx_cgroup	 cg;
 	char			*cg_v2root;	/* cgroup_v2_root, or NULL */
 	json_t			*limits;	/* what is enforced, and how */
@@ -658,6 +674,21 @@ prep_env(struct prep *p)
 	v = getenv("TERM");
 	if (v && *v && strlen(v) < 64 && safe_value(v))
 		sbx_strv_pushf(&env, "TERM=%s", v);
+	if (strcmp(O.network, SBX_NET_PROXY) == 0) {
+		/* The relay of sbx-init listens here; the token names the
+		 * agent to the proxy.  Set before --env so that a caller
+		 * can still override them (it only hurts itself). */
+		static const char *const names[] = { "HTTP_PROXY",
+		    "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY",
+		    "all_proxy" };
+
+		for (k = 0; k < (int)(sizeof(names) / sizeof(names[0])); k++)
+			sbx_strv_pushf(&env, "%s=http://%s:%s@127.0.0.1:%d",
+			    names[k], p->sb.agent, p->proxy_token,
+			    SBX_PROXY_PORT);
+		sbx_strv_push(&env, "NO_PROXY=localhost,127.0.0.1,::1");
+		sbx_strv_push(&env, "no_proxy=localhost,127.0.0.1,::1");
+	}
 	for (i = 0; i < O.env.n; i++) {
 		if ((k = env_find(&env, O.env.v[i])) >= 0) {
 			free(env.v[k]);
@@ -1043,31 +1074,245 @@ prep_image(struct prep *p)
 {
 	struct sbx_error	 e;
 	struct stat		 st;
-	char			 digest[SBX_DIGEST_HEX + 1], *root;
-	int			 r, fd;
+	char			 digest[SBX_DIGEST_HEX + 1], msg[1600], *root;
+	char			 reach[2][64];
+	int			 r, fd, env, nreach, i;
 
-	if ((r = sbx_imageref_agent(p->root.fd, p->sb.agent, digest, &e)) ==
-	    -1)
+	if ((r = sbx_imageref_agent_env(p->root.fd, p->sb.agent, digest, &env,
+	    &e)) == -1)
 		fail(&e, SBX_EX_FAILED);
 	if (r == 0)
 		return;
-	if ((p->sb.image_fd = sbx_imageref_open(p->root.fd, digest, &e)) == -1)
-		fail(&e, SBX_EX_FAILED);
-	if (asprintf(&root, "%s/images/%s/rootfs", p->root.path, digest) ==
-	    -1) {
+	/*
+	 * The agent's own environment when it has one (`env`; mounted
+	 * read-only all the same, as a template is).  One that is gone
+	 * (evicted, reset) or was made from another image means the
+	 * template, and a warning; one that is unsafe (a symlink planted on
+	 * the way, damaged) refuses the run.  Opening it share-locks it
+	 * for as long as this process lives: eviction passes it by.
+	 */
+	p->sb.image_fd = -1;
+	if (env && (p->sb.image_fd = sbx_imageref_env_open(p->root.fd,
+	    p->sb.agent, digest, &e)) == -1) {
+		if (e.kind == NULL || strcmp(e.kind, SBX_K_NOT_FOUND) != 0)
+			fail(&e, SBX_EX_FAILED);
+		snprintf(msg, sizeof(msg), "%s; running on the image template "
+		    "(%s)", e.message, e.hint);
+		warn_add(p, msg);
+	}
+	if (p->sb.image_fd != -1) {
+		r = asprintf(&root, "%s/envs/%s/rootfs", p->root.path,
+		    p->sb.agent);
+		snprintf(reach[0], sizeof(reach[0]), "envs");
+		snprintf(reach[1], sizeof(reach[1]), "envs/%s", p->sb.agent);
+		nreach = 2;
+	} else {
+		if ((p->sb.image_fd = sbx_imageref_open(p->root.fd, digest,
+		    &e)) == -1)
+			fail(&e, SBX_EX_FAILED);
+		r = asprintf(&root, "%s/images/%s/rootfs", p->root.path,
+		    digest);
+		snprintf(reach[0], sizeof(reach[0]), "images");
+		nreach = 1;
+	}
+	if (r == -1) {
 		sbx_error_sys(&e, "nomem", "image path");
 		fail(&e, SBX_EX_FAILED);
 	}
 	p->sb.image_root = root;
 	/* bwrap resolves bind sources by path, as the sandbox's uid: as
-	 * root, that uid must be able to search images/ (not list it; the
-	 * templates beneath are world-readable and immutable). */
-	if (p->drop_privs && (fd = sbx_open_beneath(p->root.fd, "images",
-	    O_RDONLY | O_DIRECTORY, &e)) >= 0) {
-		if (fstat(fd, &st) == 0 && !(st.st_mode & S_IXOTH))
-			(void)fchmod(fd, (st.st_mode & 0700) | 0011);
-		close(fd);
+	 * root, that uid must be able to search images/ (or envs/ and
+	 * envs/<agent>), not list them; the trees beneath are
+	 * world-readable. */
+	for (i = 0; p->drop_privs && i < nreach; i++)
+		if ((fd = sbx_open_beneath(p->root.fd, reach[i], O_RDONLY |
+		    O_DIRECTORY, &e)) >= 0) {
+			if (fstat(fd, &st) == 0 && !(st.st_mode & S_IXOTH))
+				(void)fchmod(fd, (st.st_mode & 0700) | 0011);
+			close(fd);
+		}
+}
+
+static int
+network_valid(const char *m)
+{
+	return strcmp(m, SBX_NET_NONE) == 0 || strcmp(m, SBX_NET_PROXY) == 0 ||
+	    strcmp(m, SBX_NET_OUTBOUND) == 0;
+}
+
+/*
+ * The network mode: the flag, else the agent's `network` setting, else
+ * none.  --allow-domain only means something in proxy mode: elsewhere it
+ * is refused rather than silently ignored.
+ */
+static void
+prep_network(struct prep *p)
+{
+	struct sbx_error	 e;
+	json_t			*cfg = NULL;
+	const char		*v;
+	char			 rel[128];
+
+	if (!O.network_set) {
+		snprintf(rel, sizeof(rel), "config/agents/%s.json",
+		    p->sb.agent);
+		if (sbx_config_load(p->root.fd, rel, &cfg, &e) == -1)
+			fail(&e, SBX_EX_FAILED);
+		v = json_string_value(json_object_get(cfg, "network"));
+		if (v != NULL && !network_valid(v)) {
+			sbx_error_set(&e, SBX_K_INVALID_ARGS, "config",
+			    "config_invalid", "%s: `network` must be none, "
+			    "proxy or outbound", rel);
+			fail(&e, SBX_EX_FAILED);
+		}
+		if (v != NULL)
+			O.network = strcmp(v, SBX_NET_PROXY) == 0 ?
+			    SBX_NET_PROXY : strcmp(v, SBX_NET_OUTBOUND) == 0 ?
+			    SBX_NET_OUTBOUND : SBX_NET_NONE;
+		json_decref(cfg);
 	}
+	if (O.allow.n > 0 && strcmp(O.network, SBX_NET_PROXY) != 0) {
+		sbx_error_set(&e, SBX_K_INVALID_ARGS, "allow_domain",
+		    "requires_proxy", "--allow-domain needs --network proxy "
+		    "(the network is %s)", O.network);
+		fail(&e, SBX_EX_FAILED);
+	}
+}
+
+/*
+ * Proxy mode: check the agent's policy (a broken allowlist fails here,
+ * before anything runs), make sure it has a token, and open a session
+ * with the proxy of this root (starting it when none runs).  The channel
+ * goes to sbx-init; the control connection stays here for the run.
+ */
+static void
+prep_proxy(struct prep *p)
+{
+	struct sbx_netpolicy	 pol;
+	struct sbx_error	 e;
+	struct sbx_buf		 tok = SBX_BUF_INIT;
+	json_t			*cfg = NULL, *allow;
+	char			 rel[128], run[64], *prog, *slash;
+	size_t			 i;
+
+	snprintf(rel, sizeof(rel), "config/agents/%s.json", p->sb.agent);
+	if (sbx_config_load(p->root.fd, rel, &cfg, &e) == -1)
+		fail(&e, SBX_EX_FAILED);
+	sbx_np_init(&pol);
+	if (sbx_np_load(&pol, cfg, rel, &e) == -1)
+		fail(&e, SBX_EX_FAILED);
+	json_decref(cfg);
+	allow = json_array();
+	for (i = 0; i < O.allow.n; i++) {
+		if (sbx_np_allow(&pol, O.allow.v[i], &e) == -1)
+			fail(&e, SBX_EX_FAILED);
+		json_array_append_new(allow, json_string(O.allow.v[i]));
+	}
+	if (pol.nallowed == 0)
+		warn_add(p, "network proxy: the agent's allowlist is empty, "
+		    "so every destination is refused (set allowed_domains "
+		    "or use --allow-domain)");
+	sbx_np_free(&pol);
+
+	snprintf(rel, sizeof(rel), "run/tokens/%s", p->sb.agent);
+	if (sbx_read_file_at(p->root.fd, rel, 256, &tok, &e) == -1) {
+		/* No token yet: provision the agent (idempotent), which
+		 * creates one. */
+		struct sbx_provision	 pv;
+
+		sbx_provision_init(&pv, p->root.fd, p->sb.agent);
+		if (sbx_provision_agent(&pv, &e) == -1)
+			fail(&e, SBX_EX_FAILED);
+		sbx_provision_release(&pv);
+		if (sbx_read_file_at(p->root.fd, rel, 256, &tok, &e) == -1)
+			fail(&e, SBX_EX_FAILED);
+	}
+	while (tok.len > 0 && tok.p[tok.len - 1] == '\n')
+		tok.p[--tok.len] = '\0';
+	if (!sbx_provision_token_valid(tok.p, tok.len)) {
+		sbx_error_set(&e, SBX_K_REJECTED, "token", "bad_token",
+		    "%s is not a valid token", rel);
+		sbx_error_hint(&e, "run `sbx provision unprovision --agent %s` "
+		    "and `sbx provision --agent %s`", p->sb.agent, p->sb.agent);
+		fail(&e, SBX_EX_FAILED);
+	}
+	memcpy(p->proxy_token, tok.p, SBX_TOKEN_LEN + 1);
+	explicit_bzero(tok.p, tok.len);
+	sbx_buf_release(&tok);
+
+	/* sbx-proxy lives next to sbx-init. */
+	if ((prog = malloc(strlen(p->init) + 16)) == NULL) {
+		sbx_error_sys(&e, "nomem", "proxy path");
+		fail(&e, SBX_EX_FAILED);
+	}
+	strcpy(prog, p->init);
+	slash = strrchr(prog, '/');
+	strcpy(slash + 1, "sbx-proxy");
+	snprintf(run, sizeof(run), "%d-%lld", (int)getpid(), sbx_now_ms());
+	/* A proxy that is exiting because it was idle may still accept
+	 * and then close: try again (it, or its successor, answers). */
+	for (i = 0;; i++) {
+		if ((p->proxy_ctl = sbx_proxy_ensure(p->root.fd, prog,
+		    p->root.path, &e)) != -1 &&
+		    sbx_proxy_session(p->proxy_ctl, p->sb.agent, allow, run,
+		    &p->proxy_chan, &e) == 0)
+			break;
+		if (p->proxy_ctl != -1)
+			close(p->proxy_ctl);
+		p->proxy_ctl = -1;
+		if (i == 3 || e.reason == NULL ||
+		    (strcmp(e.reason, "proxy_unreachable") != 0 &&
+		    strcmp(e.reason, "not_running") != 0)) {
+			sbx_error_hint(&e, "run `sbx proxy serve --foreground` "
+			    "to see why the proxy does not answer");
+			fail(&e, SBX_EX_FAILED);
+		}
+		usleep(50000);
+	}
+	free(prog);
+	json_decref(allow);
+}
+
+/* After the run: the proxy's denials, for the envelope and for people. */
+static void
+finish_proxy(struct prep *p)
+{
+	struct sbx_error	 e;
+	json_t			*v;
+	size_t			 i, n;
+
+	if (p->proxy_ctl < 0)
+		return;
+	p->violations = sbx_proxy_end(p->proxy_ctl, &e);
+	close(p->proxy_ctl);
+	p->proxy_ctl = -1;
+	if (p->violations == NULL) {
+		warn_add(p, "the proxy's record of this run is unavailable");
+		p->violations = json_array();
+		return;
+	}
+	n = json_array_size(p->violations);
+	if (O.json || O.quiet || n == 0)
+		return;
+	fprintf(stderr, "sbx: proxy denied %zu request%s:", n, n == 1 ? "" :
+	    "s");
+	json_array_foreach(p->violations, i, v) {
+		struct sbx_buf	 b = SBX_BUF_INIT;
+		const char	*h = json_string_value(json_object_get(v,
+				    "host"));
+
+		if (i == 5) {
+			fprintf(stderr, " ...");
+			break;
+		}
+		sbx_str_escape_line(&b, h != NULL ? h : "-", h != NULL ?
+		    strlen(h) : 1);
+		fprintf(stderr, "%s %s:%lld (%s)", i ? "," : "", b.p,
+		    json_integer_value(json_object_get(v, "port")),
+		    json_string_value(json_object_get(v, "reason")));
+		sbx_buf_release(&b);
+	}
+	fputc('\n', stderr);
 }
 
 static void
@@ -1080,6 +1325,7 @@ prepare(struct prep *p)
 	size_t			 i;
 
 	p->home_fd = p->output_fd = p->workdir_fd = -1;
+	p->proxy_ctl = p->proxy_chan = -1;
 	p->warnings = json_array();
 
 	if ((O.argc == 0) == (O.shell == NULL)) {
@@ -1097,13 +1343,10 @@ prepare(struct prep *p)
 		    "number of seconds (at most 31 days)");
 		fail(&e, SBX_EX_FAILED);
 	}
-	if (strcmp(O.network, SBX_NET_NONE) != 0 &&
-	    strcmp(O.network, SBX_NET_OUTBOUND) != 0) {
+	if (!network_valid(O.network)) {
 		sbx_error_set(&e, SBX_K_INVALID_ARGS, "network",
-		    strcmp(O.network, "proxy") == 0 ? "unsupported" :
-		    "invalid_mode", "argument `network` must be none or "
-		    "outbound%s", strcmp(O.network, "proxy") == 0 ?
-		    " (proxy mode is not available in this version)" : "");
+		    "invalid_mode", "argument `network` must be none, proxy "
+		    "or outbound");
 		fail(&e, SBX_EX_FAILED);
 	}
 	for (i = 0; i < O.env.n; i++)
@@ -1149,6 +1392,7 @@ prepare(struct prep *p)
 	if (sbx_root_open(&p->root, 1, &e) == -1)
 		fail(&e, SBX_EX_FAILED);
 	prep_identity(p);
+	prep_network(p);
 	snprintf(rel, sizeof(rel), "workspace/agents/%s", p->sb.agent);
 	if ((p->home_fd = sbx_mkdirs_at(p->root.fd, rel, 0700, &e)) == -1)
 		fail(&e, SBX_EX_FAILED);
@@ -1193,6 +1437,8 @@ prepare(struct prep *p)
 		warn_add(p, "network outbound: the sandbox shares the host "
 		    "network");
 
+	if (strcmp(O.network, SBX_NET_PROXY) == 0)
+		prep_proxy(p);
 	if ((p->env_fd = prep_env(p)) == -1 ||
 	    sbx_sandbox_etc(&p->sb, p->run_uid, p->run_gid, &pw, &gr, &hosts) == -1 ||
 	    (p->passwd_fd = etc_fd("sbx-passwd", &pw)) == -1 ||
@@ -1273,6 +1519,7 @@ run_setup(struct prep *p, struct sbx_run *r)
 	r->slot[SBX_FD_HOSTS] = p->hosts_fd;
 	r->slot[SBX_FD_SECCOMP] = p->seccomp_fd;
 	r->slot[SBX_FD_INIT] = p->init_fd;
+	r->slot[SBX_FD_PROXY] = p->proxy_chan;
 	r->drop_privs = p->drop_privs;
 	r->run_uid = p->run_uid;
 	r->run_gid = p->run_gid;
@@ -1368,6 +1615,8 @@ result_json(struct prep *p, struct sbx_run *r)
 	json_object_set_new(res, "agent", json_string(p->sb.agent));
 	json_object_set_new(res, "duration_ms", json_integer(r->duration_ms));
 	json_object_set_new(res, "network", json_string(O.network));
+	if (p->violations != NULL)
+		json_object_set(res, "violations", p->violations);
 	json_object_set_new(res, "seccomp", json_boolean(!O.seccomp_off));
 	json_object_set(res, "limits", p->limits);
 	if (r->limit != NULL && strcmp(r->limit, "idle") != 0)
@@ -1429,6 +1678,7 @@ foreground(struct prep *p)
 		fail(&e, SBX_EX_FAILED);
 	}
 	events = finish_limits(p, &r);
+	finish_proxy(p);
 
 	if (!r.started) {
 		/* bwrap could not build the sandbox: nothing ran. */

@@ -1,8 +1,8 @@
 /*
  * sbx-init: pid 1 inside every sbx sandbox.
  *
- *	sbx-init [-r NAME=VALUE]... -- COMMAND [ARG...]
- *	sbx-init [-r NAME=VALUE]... -c -- 'SHELL STRING'
+ *	sbx-init [-r NAME=VALUE]... [-P] -- COMMAND [ARG...]
+ *	sbx-init [-r NAME=VALUE]... [-P] -c -- 'SHELL STRING'
  *
  * -r sets a resource limit (nofile, fsize in bytes, as in bytes) for the
  * command, hard and soft, before it runs.
@@ -18,6 +18,12 @@
  *		    "signal SIGNO\n"
  *	fd 4 (in):  'T' terminate (SIGTERM + SIGCONT to everything),
  *		    'K' kill everything; end of file = sbx is gone, kill.
+ *	fd 14:	    with -P, the channel to sbx-proxy (a SOCK_SEQPACKET
+ *		    socket): init listens on 127.0.0.1:3128 in the sandbox's
+ *		    network namespace before the command starts and passes
+ *		    every accepted connection over it (SCM_RIGHTS).  The
+ *		    command never holds the channel: only pid 1 does, and
+ *		    pid 1 is not dumpable.
  *
  * As pid 1 of the sandbox's pid namespace it reaps orphans, and when the
  * command exits it exits too, which makes the kernel kill whatever the
@@ -34,9 +40,13 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sched.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
 
 #include <dirent.h>
 #include <errno.h>
@@ -52,6 +62,8 @@
 #define FD_STATUS	3
 #define FD_CTL		4
 #define FD_ENV		5
+#define FD_PROXY	14
+#define PROXY_PORT	3128
 #define ENV_MAX		(8u << 20)
 
 extern char **environ;
@@ -71,7 +83,7 @@ report(const char *fmt, ...)
 }
 
 static void
-close_others(void)
+close_others(int keep_proxy)
 {
 	DIR		*d;
 	struct dirent	*de;
@@ -79,20 +91,103 @@ close_others(void)
 
 	/* Whatever bwrap or sbx left open must not reach the command. */
 #ifdef SYS_close_range
-	if (syscall(SYS_close_range, FD_ENV + 1, ~0U, 0) == 0)
+	if (keep_proxy ? syscall(SYS_close_range, FD_ENV + 1, FD_PROXY - 1,
+	    0) == 0 && syscall(SYS_close_range, FD_PROXY + 1, ~0U, 0) == 0 :
+	    syscall(SYS_close_range, FD_ENV + 1, ~0U, 0) == 0)
 		return;
 #endif
 	if ((d = opendir("/proc/self/fd")) == NULL) {
 		for (fd = FD_ENV + 1; fd < 4096; fd++)
-			close(fd);
+			if (!keep_proxy || fd != FD_PROXY)
+				close(fd);
 		return;
 	}
 	while ((de = readdir(d)) != NULL) {
 		fd = atoi(de->d_name);
-		if (fd > FD_ENV && fd != dirfd(d))
+		if (fd > FD_ENV && fd != dirfd(d) &&
+		    (!keep_proxy || fd != FD_PROXY))
 			close(fd);
 	}
 	closedir(d);
+}
+
+/*
+ * The proxy relay: a listening socket on 127.0.0.1:3128 of the sandbox's
+ * own network namespace.  It exists before the command's first
+ * instruction, so a connection never finds the port closed; it is
+ * close-on-exec, so the command cannot accept on it.
+ */
+static int
+proxy_listen(void)
+{
+	struct sockaddr_in	 sin;
+	int			 fd, one = 1;
+
+	if (fcntl(FD_PROXY, F_SETFD, FD_CLOEXEC) == -1)
+		return -1;
+	if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+	    0)) == -1)
+		return -1;
+	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_port = htons(PROXY_PORT);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == -1 ||
+	    listen(fd, 4096) == -1) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/*
+ * Hand every pending connection to sbx-proxy; ours is closed once it is
+ * sent.  When the channel is full (a burst of connections), the one in
+ * hand waits in `held` and init stops accepting until the channel is
+ * writable again: the rest wait in the listen backlog, none is dropped.
+ * Returns nonzero while a connection is held.
+ */
+static int	 held = -1;
+
+static int
+proxy_accept(int lfd)
+{
+	char		 cbuf[CMSG_SPACE(sizeof(int))], c = 'C';
+	struct msghdr	 m;
+	struct iovec	 iov;
+	struct cmsghdr	*cm;
+	int		 fd;
+
+	for (;;) {
+		if (held >= 0)
+			fd = held;
+		else if ((fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC)) == -1)
+			return 0;
+		memset(&m, 0, sizeof(m));
+		memset(cbuf, 0, sizeof(cbuf));
+		iov.iov_base = &c;
+		iov.iov_len = 1;
+		m.msg_iov = &iov;
+		m.msg_iovlen = 1;
+		m.msg_control = cbuf;
+		m.msg_controllen = sizeof(cbuf);
+		cm = CMSG_FIRSTHDR(&m);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+		/* Never block pid 1: it must stay free to reap and to obey
+		 * sbx.  A proxy that is gone (EPIPE) loses the connection:
+		 * the client sees it closed. */
+		if (sendmsg(FD_PROXY, &m, MSG_DONTWAIT | MSG_NOSIGNAL) == -1 &&
+		    (errno == EAGAIN || errno == ENOBUFS)) {
+			held = fd;
+			return 1;
+		}
+		held = -1;
+		close(fd);
+	}
 }
 
 static int
@@ -263,11 +358,12 @@ int
 main(int argc, char *argv[])
 {
 	struct signalfd_siginfo	 si;
-	struct pollfd		 pfd[2];
+	struct pollfd		 pfd[4];
 	sigset_t		 mask;
 	char			**envp, **cmd, *shargv[6], c;
 	pid_t			 child, pid;
 	int			 sfd, status, shell = 0, i, ctl_open = 1;
+	int			 proxy = 0, lfd = -1, nfds;
 	int			 ep[2], err = 0;
 	ssize_t			 r;
 
@@ -287,16 +383,20 @@ main(int argc, char *argv[])
 		}
 		i += 2;
 	}
+	if (i < argc && strcmp(argv[i], "-P") == 0) {
+		proxy = 1;
+		i++;
+	}
 	if (i < argc && strcmp(argv[i], "-c") == 0) {
 		shell = 1;
 		i++;
 	}
 	if (i >= argc || strcmp(argv[i], "--") != 0 || i + 1 >= argc) {
-		fprintf(stderr, "sbx-init: usage: sbx-init [-c] -- COMMAND\n");
+		fprintf(stderr, "sbx-init: usage: sbx-init [-P] [-c] -- COMMAND\n");
 		return 125;
 	}
 	cmd = argv + i + 1;
-	close_others();
+	close_others(proxy);
 	/*
 	 * Not dumpable: code inside the sandbox runs as the same uid and
 	 * could otherwise ptrace pid 1, read its memory or steal the
@@ -320,6 +420,12 @@ main(int argc, char *argv[])
 	}
 	fcntl(FD_STATUS, F_SETFD, FD_CLOEXEC);
 	fcntl(FD_CTL, F_SETFD, FD_CLOEXEC);
+	/* Fail closed: proxy mode without its relay does not run. */
+	if (proxy && (lfd = proxy_listen()) == -1) {
+		fprintf(stderr, "sbx-init: cannot listen on 127.0.0.1:%d for "
+		    "the proxy: %s\n", PROXY_PORT, strerror(errno));
+		return 125;
+	}
 	report("ready\n");
 
 	if (shell) {
@@ -368,8 +474,21 @@ main(int argc, char *argv[])
 	pfd[0].events = POLLIN;
 	pfd[1].fd = FD_CTL;
 	pfd[1].events = POLLIN;
+	pfd[2].fd = lfd;
+	pfd[2].events = POLLIN;
+	pfd[2].revents = 0;
+	pfd[3].fd = FD_PROXY;
+	pfd[3].events = POLLOUT;
+	pfd[3].revents = 0;
 	for (;;) {
-		if (poll(pfd, ctl_open ? 2 : 1, -1) == -1) {
+		nfds = ctl_open ? 2 : 1;
+		if (ctl_open && lfd >= 0) {
+			/* Accept, or wait for room in the channel. */
+			nfds = 4;
+			pfd[2].fd = held >= 0 ? -1 : lfd;
+			pfd[3].fd = held >= 0 ? FD_PROXY : -1;
+		}
+		if (poll(pfd, (nfds_t)nfds, -1) == -1) {
 			if (errno == EINTR)
 				continue;
 			break;
@@ -389,6 +508,9 @@ main(int argc, char *argv[])
 				_exit(125);
 			}
 		}
+		if (nfds == 4 && ((pfd[2].revents & POLLIN) ||
+		    (pfd[3].revents & (POLLOUT | POLLERR | POLLHUP))))
+			(void)proxy_accept(lfd);
 		if (!(pfd[0].revents & POLLIN))
 			continue;
 		if (read(sfd, &si, sizeof(si)) != sizeof(si))

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -19,9 +20,11 @@
 #include "buf.h"
 #include "cli.h"
 #include "cmd.h"
+#include "download.h"
 #include "envelope.h"
 #include "fsutil.h"
 #include "image.h"
+#include "imageref.h"
 #include "names.h"
 #include "provision.h"
 #include "root.h"
@@ -31,15 +34,15 @@
 #define PROG	"sbx-provision"
 
 static const char usage_text[] =
-"usage: sbx provision [--agent A] [--image NAME|DIGEST] [--home DIR] [--json]\n"
-"                     [-q] [-v]\n"
+"usage: sbx provision [--agent A] [--image NAME|DIGEST] [--env | --no-env]\n"
+"                     [--home DIR] [--json] [-q] [-v]\n"
 "       sbx provision list [--home DIR] [--json]\n"
 "       sbx provision status [--agent A] [--home DIR] [--json]\n"
 "       sbx provision unprovision --agent A [--home DIR] [--json]\n"
 "       sbx provision reset [--home DIR] [--json]\n"
 "       sbx provision remove [--yes] [--home DIR] [--json]\n"
-"       sbx provision image add SOURCE --sha256 HEX [--name NAME] [--home DIR]\n"
-"                     [--json]\n"
+"       sbx provision image add SOURCE|URL --sha256 HEX [--name NAME]\n"
+"                     [--home DIR] [--json] [-q]\n"
 "       sbx provision image list [--home DIR] [--json]\n"
 "       sbx provision image rm NAME|DIGEST [--home DIR] [--json]\n"
 "       sbx provision image verify [NAME|DIGEST] [--home DIR] [--json]\n";
@@ -57,13 +60,15 @@ static const char help_text[] =
 "  unprovision   delete the agent's token and host-side records; keep its\n"
 "                home\n"
 "  reset         empty envs/ and cache/; keep homes, images and settings\n"
+"                (agents keep asking for environments: --env remakes one)\n"
 "  remove        delete everything in the state root except workspace/\n"
 "                (only with --yes)\n"
-"  image add     unpack a local rootfs tarball (.tar, .tar.gz, .tar.xz,\n"
-"                .tar.zst) whose sha256 is given, or an OCI image layout\n"
+"  image add     unpack a rootfs tarball (.tar, .tar.gz, .tar.xz, .tar.zst)\n"
+"                whose sha256 is given, local or at an https:// URL (plain\n"
+"                http only to 127.0.0.1 or [::1]), or an OCI image layout\n"
 "                directory whose manifest has that sha256, into a read-only\n"
-"                template\n"
-"  image list    the templates and their names\n"
+"                template; a download shows a progress bar on a terminal\n"
+"  image list    the templates and their names, and the environments\n"
 "  image rm      remove a template and its names\n"
 "  image verify  compare templates with their manifests (exit 1 if damaged)\n"
 "\n"
@@ -73,6 +78,11 @@ static const char help_text[] =
 "  -y, --yes       remove: really remove\n"
 "      --image REF bind the agent to an image (name or digest; `none`\n"
 "                  unbinds): sbx exec then uses its system directories\n"
+"      --env       give the agent its own writable copy of its image\n"
+"                  (envs/A/rootfs: a reflink clone, else a copy); at most\n"
+"                  max_envs (default 3) are kept, least recently used\n"
+"                  evicted\n"
+"      --no-env    remove the agent's environment; back to the template\n"
 "      --sha256 HEX   image add: the expected sha256 of SOURCE\n"
 "      --name NAME    image add: a name for the image\n"
 "  -j, --json      print one JSON envelope (also SBX_JSON=1)\n"
@@ -82,7 +92,8 @@ static const char help_text[] =
 "      --version   print the version\n";
 
 enum {
-	OPT_HOME = 256, OPT_VERSION, OPT_IMAGE, OPT_SHA256, OPT_NAME,
+	OPT_HOME = 256, OPT_VERSION, OPT_IMAGE, OPT_SHA256, OPT_NAME, OPT_ENV,
+	OPT_NO_ENV,
 };
 
 static const struct option longopts[] = {
@@ -90,6 +101,8 @@ static const struct option longopts[] = {
 	{ "home",	required_argument,	NULL, OPT_HOME },
 	{ "yes",	no_argument,		NULL, 'y' },
 	{ "image",	required_argument,	NULL, OPT_IMAGE },
+	{ "env",	no_argument,		NULL, OPT_ENV },
+	{ "no-env",	no_argument,		NULL, OPT_NO_ENV },
 	{ "sha256",	required_argument,	NULL, OPT_SHA256 },
 	{ "name",	required_argument,	NULL, OPT_NAME },
 	{ "json",	no_argument,		NULL, 'j' },
@@ -105,6 +118,8 @@ static struct {
 	const char	*home;
 	const char	*sub;		/* NULL: provision */
 	const char	*image;		/* --image */
+	int		 env;		/* --env */
+	int		 no_env;	/* --no-env */
 	const char	*sha256;
 	const char	*name;
 	const char	*pos[3];	/* image ACTION [ARG] */
@@ -228,6 +243,12 @@ parse(int argc, char *argv[])
 		case OPT_IMAGE:
 			O.image = optarg;
 			break;
+		case OPT_ENV:
+			O.env = 1;
+			break;
+		case OPT_NO_ENV:
+			O.no_env = 1;
+			break;
 		case OPT_SHA256:
 			O.sha256 = optarg;
 			break;
@@ -332,19 +353,99 @@ image_warnings(const struct sbx_image_add *a)
 	return w;
 }
 
+/* A progress bar on standard error, only when it is a terminal (and not
+ * with -q): lib/download.c calls this as data arrives. */
+static struct {
+	int		 on;
+	int		 shown;
+	long long	 last_ms;
+} bar;
+
+static long long
+mono_ms(void)
+{
+	struct timespec	 ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void
+progress(void *arg, unsigned long long now, unsigned long long total)
+{
+	char		 fill[31];
+	long long	 t = mono_ms();
+	unsigned	 k;
+
+	(void)arg;
+	if (!bar.on || (t - bar.last_ms < 100 && (total == 0 || now < total)))
+		return;
+	bar.last_ms = t;
+	bar.shown = 1;
+	if (total == 0) {
+		fprintf(stderr, "\r%s: downloading %.1f MiB", PROG,
+		    (double)now / 1048576.0);
+		return;
+	}
+	k = (unsigned)(now * 30 / total);
+	memset(fill, '#', k > 30 ? 30 : k);
+	memset(fill + (k > 30 ? 30 : k), ' ', 30 - (k > 30 ? 30 : k));
+	fill[30] = '\0';
+	fprintf(stderr, "\r%s: [%s] %3u%% %.1f/%.1f MiB", PROG, fill,
+	    (unsigned)(now * 100 / total), (double)now / 1048576.0,
+	    (double)total / 1048576.0);
+}
+
+static void
+progress_end(void)
+{
+	if (bar.shown)
+		fputc('\n', stderr);
+	bar.shown = 0;
+}
+
+/* Fetch a URL source into cache/ (an unnamed file) for image add. */
+static int
+download(struct sbx_image_add *a, struct sbx_download *d)
+{
+	struct sbx_error	 e;
+	int			 cachefd, fd;
+
+	memset(d, 0, sizeof(*d));
+	d->url = a->source;
+	d->max_bytes = a->max_bytes;
+	d->timeout = a->download_timeout;
+	d->expect = a->sha256;
+	d->progress = progress;
+	bar.on = !O.quiet && isatty(STDERR_FILENO);
+	if ((cachefd = sbx_mkdirs_at(root.fd, "cache", 0700, &e)) == -1)
+		fail(&e);
+	fd = sbx_download_fetch(cachefd, d, &e);
+	progress_end();
+	close(cachefd);
+	if (fd == -1)
+		fail(&e);
+	a->use_fd = 1;
+	a->fd = fd;
+	return fd;
+}
+
 static int
 do_image_add(void)
 {
 	struct sbx_image_add	 a;
+	struct sbx_download	 d;
 	struct sbx_error	 e;
 	json_t			*res, *w;
 	char			 rel[SBX_DIGEST_HEX + 32];
+	int			 plain, url, fd = -1, downloaded;
 
 	if (O.npos != 2)
 		usage("image add needs SOURCE");
 	if (O.sha256 == NULL)
 		usage("image add needs --sha256 HEX");
 	memset(&a, 0, sizeof(a));
+	memset(&d, 0, sizeof(d));
 	a.source = O.pos[1];
 	a.sha256 = O.sha256;
 	a.name = O.name;
@@ -354,12 +455,29 @@ do_image_add(void)
 		if (sbx_image_add(-1, &a, &e) == -1)
 			fail(&e);
 	}
+	/* And a URL against the download policy before anything is
+	 * created, resolved or dialled. */
+	if ((url = sbx_download_is_url(a.source)) &&
+	    sbx_download_check(a.source, &plain, &e) == -1)
+		fail(&e);
 	if (sbx_root_open(&root, 1, &e) == -1)
 		fail(&e);
 	umask(077);
-	if (sbx_image_limits(root.fd, &a, &e) == -1 ||
-	    sbx_image_add(root.fd, &a, &e) == -1)
+	if (sbx_image_limits(root.fd, &a, &e) == -1)
 		fail(&e);
+	/* Already there (the digest names the content): no download. */
+	if (url) {
+		a.present_only = 1;
+		if (sbx_image_add(root.fd, &a, &e) == -1)
+			fail(&e);
+		a.present_only = 0;
+		if (!a.present)
+			fd = download(&a, &d);
+	}
+	if (!a.present && sbx_image_add(root.fd, &a, &e) == -1)
+		fail(&e);
+	if ((downloaded = fd != -1))
+		close(fd);
 	snprintf(rel, sizeof(rel), "images/%s/rootfs", a.sha256);
 	w = image_warnings(&a);
 	if (O.json) {
@@ -368,6 +486,12 @@ do_image_add(void)
 		    root_json(), "entries", (json_int_t)a.entries, "bytes",
 		    (json_int_t)a.bytes, "dropped", (json_int_t)a.dropped,
 		    "stripped", (json_int_t)a.stripped);
+		/* Never the URL itself: it may carry a signed query. */
+		if (downloaded)
+			json_object_set_new(res, "download", json_pack(
+			    "{s:I,s:i,s:I}", "bytes", (json_int_t)d.bytes,
+			    "redirects", (int)d.redirects, "status",
+			    (json_int_t)d.status));
 		if (a.name != NULL)
 			json_object_set_new(res, "name", json_string(a.name));
 		if (a.layers > 0)
@@ -394,18 +518,19 @@ static int
 do_image_list(void)
 {
 	struct sbx_error	 e;
-	json_t			*imgs, *it, *v;
+	json_t			*imgs, *envs = NULL, *it, *v;
 	size_t			 i, j;
 	int			 rootfd;
 
 	if (O.npos != 1)
 		usage("too many arguments");
 	rootfd = open_root_existing(0);
-	if ((imgs = sbx_image_list(rootfd, &e)) == NULL)
+	if ((imgs = sbx_image_list(rootfd, &e)) == NULL ||
+	    (envs = sbx_env_list(rootfd, &e)) == NULL)
 		fail(&e);
 	if (O.json) {
-		emit(sbx_envelope_ok(tool, json_pack("{s:o,s:o}", "images",
-		    imgs, "root", root_json()), NULL));
+		emit(sbx_envelope_ok(tool, json_pack("{s:o,s:o,s:o}", "images",
+		    imgs, "envs", envs, "root", root_json()), NULL));
 		return 0;
 	}
 	if (!O.quiet) {
@@ -419,8 +544,23 @@ do_image_list(void)
 				    json_string_value(v));
 			printf("\n");
 		}
+		if (json_array_size(envs) > 0)
+			printf("\n%-32s  %-12s  %-24s  %s\n", "ENV (AGENT)",
+			    "IMAGE", "LAST USED", "CLONE");
+		json_array_foreach(envs, i, it) {
+			const char *dg = json_string_value(json_object_get(it,
+			    "digest"));
+			const char *lu = json_string_value(json_object_get(it,
+			    "last_used"));
+			const char *cl = json_string_value(json_object_get(it,
+			    "clone"));
+			printf("%-32s  %-12.12s  %-24s  %s\n",
+			    json_string_value(json_object_get(it, "agent")),
+			    dg ? dg : "?", lu ? lu : "?", cl ? cl : "?");
+		}
 	}
 	json_decref(imgs);
+	json_decref(envs);
 	return 0;
 }
 
@@ -532,8 +672,9 @@ do_image(void)
 		usage("unknown image subcommand");
 	snprintf(tool_buf, sizeof(tool_buf), "provision.image.%s", act);
 	tool = tool_buf;
-	if (O.agent_given || O.yes || O.image)
-		usage("image subcommands take no --agent, --yes or --image");
+	if (O.agent_given || O.yes || O.image || O.env || O.no_env)
+		usage("image subcommands take no --agent, --yes, --image or "
+		    "--env");
 	if ((O.sha256 || O.name) && strcmp(act, "add") != 0)
 		usage("--sha256 and --name go only with image add");
 	if (sbx_root_resolve(O.home, &root, &e) == -1)
@@ -547,19 +688,19 @@ do_image(void)
 	return do_image_verify();
 }
 
-/* Bind the agent to an image: key `image` of config/agents/A.json. */
+/*
+ * The agent's image and environment settings: keys `image` (a digest)
+ * and `env` (true) of config/agents/A.json, written atomically under the
+ * provision lock.  digest "" removes the image (and so the environment).
+ */
 static int
-bind_image(struct sbx_provision *p, char digest[SBX_DIGEST_HEX + 1],
+write_settings(struct sbx_provision *p, const char *digest, int env,
     struct sbx_error *e)
 {
 	json_t	*cfg;
 	char	 rel[128], name[64], *s;
 	int	 lock, dfd, rc = -1;
 
-	digest[0] = '\0';
-	if (strcmp(O.image, "none") != 0 &&
-	    sbx_image_resolve(p->rootfd, O.image, 1, digest, e) == -1)
-		return -1;
 	if ((lock = sbx_provision_lock(p->rootfd, e)) == -1)
 		return -1;
 	snprintf(rel, sizeof(rel), "config/agents/%s.json", O.agent);
@@ -572,6 +713,10 @@ bind_image(struct sbx_provision *p, char digest[SBX_DIGEST_HEX + 1],
 		json_object_set_new(cfg, "image", json_string(digest));
 	else
 		json_object_del(cfg, "image");
+	if (env)
+		json_object_set_new(cfg, "env", json_true());
+	else
+		json_object_del(cfg, "env");
 	s = sbx_envelope_dump(cfg);
 	json_decref(cfg);
 	if (s == NULL) {
@@ -591,6 +736,87 @@ bind_image(struct sbx_provision *p, char digest[SBX_DIGEST_HEX + 1],
 out:
 	close(lock);
 	return rc;
+}
+
+/* What --image, --env and --no-env did, for the envelope. */
+struct settled {
+	char		 digest[SBX_DIGEST_HEX + 1];	/* "" none */
+	int		 env;		/* the agent has (asked for) one */
+	int		 made;		/* sbx_env_create ran */
+	struct sbx_env	 x;
+	json_t		*removed;
+};
+
+/*
+ * Bind the agent to an image (--image; `none` unbinds) and give it its
+ * own environment (--env) or take it away (--no-env).  An agent that has
+ * an environment keeps one across a rebinding: it is made again from the
+ * new image.  Unbinding removes it.
+ */
+static int
+settle(struct sbx_provision *p, struct settled *st, struct sbx_error *e)
+{
+	char	 cur[SBX_DIGEST_HEX + 1];
+	int	 r, had_env = 0;
+
+	memset(st, 0, sizeof(*st));
+	st->removed = json_array();
+	st->x.evicted = json_array();
+	st->x.warnings = json_array();
+	/* The current settings (a malformed image setting is replaced when
+	 * --image is given). */
+	r = sbx_imageref_agent_env(p->rootfd, O.agent, cur, &had_env, e);
+	if (r == -1 && O.image == NULL)
+		return -1;
+	if (r != 1)
+		cur[0] = '\0';
+	if (O.image == NULL)
+		memcpy(st->digest, cur, sizeof(cur));
+	else if (strcmp(O.image, "none") != 0 &&
+	    sbx_image_resolve(p->rootfd, O.image, 1, st->digest, e) == -1)
+		return -1;
+	st->env = O.env || (had_env && !O.no_env);
+	if (O.env && st->digest[0] == '\0')
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "env", "no_image",
+		    "agent %s is not bound to an image: an environment is a "
+		    "copy of one; give --image NAME with --env", O.agent);
+	if (st->digest[0] == '\0')
+		st->env = 0;
+	if (write_settings(p, st->digest, st->env, e) == -1)
+		return -1;
+	if (st->env) {
+		st->x.agent = O.agent;
+		st->x.digest = st->digest;
+		if (sbx_env_limits(p->rootfd, &st->x.max_envs, e) == -1 ||
+		    sbx_env_create(p->rootfd, &st->x, e) == -1)
+			return -1;
+		st->made = 1;
+	} else if (had_env || O.no_env)
+		return sbx_env_remove(p->rootfd, O.agent, st->removed, e);
+	return 0;
+}
+
+static void
+settled_release(struct settled *st)
+{
+	json_decref(st->removed);
+	json_decref(st->x.evicted);
+	json_decref(st->x.warnings);
+}
+
+/* {path, digest, present, replaced, clone, files, bytes, clone_us} */
+static json_t *
+env_json(const struct settled *st)
+{
+	char	 rel[96];
+
+	snprintf(rel, sizeof(rel), "envs/%s/rootfs", O.agent);
+	return json_pack("{s:s,s:s,s:b,s:b,s:s,s:I,s:I,s:I}", "path", rel,
+	    "digest", st->digest, "present", st->x.present, "replaced",
+	    st->x.replaced, "clone", st->x.clone ? st->x.clone : "copy",
+	    "files", (json_int_t)st->x.files, "bytes",
+	    (json_int_t)st->x.bytes, "clone_us", (json_int_t)(st->x.clone_ms *
+	    1000.0));
 }
 
 /* ---- provision ---------------------------------------------------------- */
@@ -628,10 +854,11 @@ do_provision(void)
 	struct sbx_provision	 p;
 	struct sbx_error	 e;
 	struct stat		 st;
+	struct settled		 set;
 	char			*token_file = NULL;
-	char			 digest[SBX_DIGEST_HEX + 1];
-	json_t			*res;
-	int			 created;
+	json_t			*res, *v;
+	size_t			 i;
+	int			 created, settling;
 
 	created = stat(root.path, &st) == -1 && errno == ENOENT;
 	if (sbx_root_open(&root, 1, &e) == -1)
@@ -652,9 +879,6 @@ do_provision(void)
 		if (json_array_size(p.problems) > 0)
 			extra = json_pack("{s:O}", "problems", p.problems);
 		if (!O.json && !O.quiet) {
-			json_t *v;
-			size_t i;
-
 			json_array_foreach(p.problems, i, v) {
 				print_line(stderr, PROG ": refused: ",
 				    json_string_value(json_object_get(v,
@@ -667,17 +891,25 @@ do_provision(void)
 		fail_extra(&e, exit_for(&e), extra);
 	}
 	check_reachable(&p);
-	if (O.image != NULL && bind_image(&p, digest, &e) == -1)
+	settling = O.image != NULL || O.env || O.no_env;
+	memset(&set, 0, sizeof(set));
+	if (settling && settle(&p, &set, &e) == -1)
 		fail(&e);
+	json_array_extend(p.warnings, set.x.warnings);
 	if (asprintf(&token_file, "%s/run/tokens/%s", root.path, O.agent) == -1)
 		exit(SBX_EX_OSERR);
 	if (O.json) {
 		res = json_pack("{s:s,s:o,s:s,s:O,s:O,s:O}", "agent", O.agent,
 		    "root", root_json(), "token_file", token_file, "created",
 		    p.created, "repaired", p.repaired, "present", p.present);
-		if (O.image != NULL)
-			json_object_set_new(res, "image", digest[0] ?
-			    json_string(digest) : json_null());
+		if (settling) {
+			json_object_set_new(res, "image", set.digest[0] ?
+			    json_string(set.digest) : json_null());
+			json_object_set_new(res, "env", set.made ?
+			    env_json(&set) : json_null());
+			json_object_set(res, "evicted", set.x.evicted);
+			json_object_set(res, "removed", set.removed);
+		}
 		emit(sbx_envelope_ok(tool, res, json_incref(p.warnings)));
 	} else if (!O.quiet) {
 		print_warnings(p.warnings);
@@ -690,10 +922,25 @@ do_provision(void)
 		    json_array_size(p.created), json_array_size(p.repaired),
 		    json_array_size(p.present));
 		print_line(stdout, "token file ", token_file, "");
-		if (O.image != NULL)
-			printf("image %s\n", digest[0] ? digest : "none");
+		if (settling)
+			printf("image %s\n", set.digest[0] ? set.digest :
+			    "none");
+		if (set.made)
+			printf("env envs/%s/rootfs: %s (%s, %llu files, %llu "
+			    "bytes, %.1f ms)\n", O.agent, set.x.present ?
+			    "already present" : set.x.replaced ? "replaced" :
+			    "created", set.x.clone, set.x.files, set.x.bytes,
+			    set.x.clone_ms);
+		json_array_foreach(set.x.evicted, i, v)
+			printf("evicted   %s (last used %s)\n",
+			    json_string_value(json_object_get(v, "path")),
+			    json_string_value(json_object_get(v,
+			    "last_used")));
+		print_list("removed   ", set.removed);
 	}
 	free(token_file);
+	if (settling)
+		settled_release(&set);
 	sbx_provision_release(&p);
 	return 0;
 }
@@ -951,8 +1198,11 @@ main(int argc, char *argv[])
 		snprintf(tool_buf, sizeof(tool_buf), "provision.%s", s);
 		tool = tool_buf;
 	}
-	if (O.image != NULL && s != NULL)
-		usage("--image goes only with provision itself");
+	if ((O.image != NULL || O.env || O.no_env) && s != NULL)
+		usage("--image, --env and --no-env go only with provision "
+		    "itself");
+	if (O.env && O.no_env)
+		usage("--env and --no-env exclude each other");
 	if (O.sha256 != NULL || O.name != NULL)
 		usage("--sha256 and --name go only with image add");
 	if (O.yes && (s == NULL || strcmp(s, "remove") != 0))

@@ -94,8 +94,8 @@ _sbx_exec()
 	local -a w=("${@:3}")
 	# Options that take a value, short (one letter) and long.
 	local argshort=aCwetnc
-	local arglong=" --agent --home --cwd --workdir --env --timeout --network --max-output --tail-lines --memory --cpus --pids --disk --wall-timeout --nofile --file-size --seccomp "
-	local runopts="--agent --home --cwd --workdir --env --timeout --network --json --max-output --memory --cpus --pids --disk --wall-timeout --nofile --file-size --soft-limits --seccomp --background --quiet --verbose --help --version -a -C -w -e -t -n -c -b -j -q -v -h"
+	local arglong=" --agent --home --cwd --workdir --env --timeout --network --allow-domain --max-output --tail-lines --memory --cpus --pids --disk --wall-timeout --nofile --file-size --seccomp "
+	local runopts="--agent --home --cwd --workdir --env --timeout --network --allow-domain --json --max-output --memory --cpus --pids --disk --wall-timeout --nofile --file-size --soft-limits --seccomp --background --quiet --verbose --help --version -a -C -w -e -t -n -c -b -j -q -v -h"
 	local subopts="--agent --home --json --quiet --verbose --help -a -j -q -v -h"
 	local i n=${#w[@]} word sub="" npos=0 home="" agent="" root
 	local dd=-1 take="" k ch
@@ -181,14 +181,14 @@ _sbx_exec()
 		return 0
 		;;
 	-n | n | --network)
-		_sbx_reply "none outbound" "$cur"
+		_sbx_reply "none proxy outbound" "$cur"
 		return 0
 		;;
 	--seccomp)
 		_sbx_reply "on off" "$cur"
 		return 0
 		;;
-	-e | e | --env | -t | t | --timeout | -c | c | --max-output | --tail-lines | \
+	-e | e | --env | -t | t | --timeout | -c | c | --max-output | --tail-lines | --allow-domain | \
 	    --memory | --cpus | --pids | --disk | --wall-timeout | --nofile | --file-size)
 		COMPREPLY=()
 		return 0
@@ -221,6 +221,66 @@ _sbx_exec()
 		elif ((npos == 0)); then
 			_sbx_reply "$(_sbx_jobs "$root" "$agent")" "$cur"
 		fi
+		;;
+	esac
+	return 0
+}
+
+# _sbx_proxy CUR PREV WORD...: sbx proxy serve|status|stop|check; the
+# options mirror the option table of cmd/sbx-proxy.c.
+_sbx_proxy()
+{
+	local cur=$1 prev=$2 sub="" word home="" prevw
+	local -a w=("${@:3}")
+	local i
+
+	for ((i = 0; i < ${#w[@]}; i++)); do
+		word=${w[i]}
+		case $word in
+		--home) home=${w[i + 1]-} ;;
+		--home=*) home=${word#*=} ;;
+		-*) ;;
+		*)
+			prevw=""
+			((i > 0)) && prevw=${w[i - 1]}
+			case $prevw in
+			--home | -a | --agent | --allow-domain) ;;
+			*) [[ -z $sub ]] && sub=$word ;;
+			esac
+			;;
+		esac
+	done
+	case $prev in
+	--home)
+		_sbx_dirs "$cur"
+		return 0
+		;;
+	-a | --agent)
+		_sbx_reply "$(_sbx_agents "$(_sbx_state_root "$home")")" "$cur"
+		return 0
+		;;
+	--allow-domain)
+		COMPREPLY=()
+		return 0
+		;;
+	esac
+	case $sub in
+	"")
+		if [[ $cur == -* ]]; then
+			_sbx_reply "--help --version -h" "$cur"
+		else
+			_sbx_reply "serve status stop check" "$cur"
+		fi
+		;;
+	serve)
+		_sbx_reply "--foreground --home --json --quiet --verbose --help -j -q -v -h" "$cur"
+		;;
+	status | stop)
+		_sbx_reply "--home --json --help -j -h" "$cur"
+		;;
+	check)
+		[[ $cur == -* ]] &&
+		    _sbx_reply "--agent --allow-domain --home --json --help -a -j -h" "$cur"
 		;;
 	esac
 	return 0
@@ -261,13 +321,26 @@ _sbx()
 	exec)
 		_sbx_exec "$cur" "$prev" "${words[@]:2:cword-2}"
 		;;
+	proxy)
+		_sbx_proxy "$cur" "$prev" "${words[@]:2:cword-2}"
+		;;
 	provision|status)
 		case $prev in
 		--home) compopt -o dirnames 2>/dev/null; return 0 ;;
 		--agent) _sbx_reply "$(_sbx_agents "$(_sbx_state_root)")" "$cur"; return 0 ;;
+		--image)
+			# image names from images/names.json, and `none`
+			_sbx_reply "none $(grep -oE '"[a-z0-9][a-z0-9._-]*":' \
+			    "$(_sbx_state_root)/images/names.json" 2>/dev/null | tr -d '":')" "$cur"
+			return 0 ;;
+		--sha256|--name) return 0 ;;
 		esac
 		if [[ $cur == -* ]]; then
-			_sbx_reply "--agent --home --image --json --yes -q -v --help --version" "$cur"
+			if [[ ${words[2]-} == image ]]; then
+				_sbx_reply "--sha256 --name --home --json -q --help" "$cur"
+			else
+				_sbx_reply "--agent --home --image --env --no-env --json --yes -q -v --help --version" "$cur"
+			fi
 		elif ((cword == 2)) && [[ ${words[1]} == provision ]]; then
 			_sbx_reply "list status unprovision reset remove image" "$cur"
 		elif [[ ${words[2]-} == image ]] && ((cword == 3)); then

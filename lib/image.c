@@ -1,42 +1,61 @@
 /*
- * image.c: root filesystem templates (images/<sha256>/rootfs).
+ * image.c: root filesystem templates (images/<sha256>/rootfs) and the
+ * per-agent environments cloned from them (envs/<agent>/rootfs).
  *
- * A template is built from a local rootfs tarball whose sha256 the caller
+ * A template is built from a rootfs tarball whose sha256 the caller
  * names: the digest is checked over the whole file before anything is
  * unpacked, and again over the very bytes libarchive reads (the file
- * could change between the two).  Unpacking happens in images/.tmp-X,
- * with every entry judged first: an absolute path, a `..`, a control
- * character, a hard link leaving the tree or reached through a symlink
- * refuses the whole image; device nodes, FIFOs and sockets are dropped;
- * setuid, setgid and sticky bits, owners, ACLs, xattrs (and so file
- * capabilities) are never restored.  The template is then made read-only,
- * described in manifest.json and renamed into place atomically.
+ * could change between the two).  Both passes stream through one small
+ * buffer: reading the file into memory once instead costs more in page
+ * faults than the second pass costs (measured).  Unpacking happens in
+ * images/.tmp-X, with every entry judged first: an absolute path, a
+ * `..`, a control character, a hard link leaving the tree or reached
+ * through a symlink refuses the whole image; device nodes, FIFOs and
+ * sockets are dropped; setuid, setgid and sticky bits, owners, ACLs,
+ * xattrs (and so file capabilities) are never restored.  The template is
+ * then made read-only, described in manifest.json (the sha256 of each
+ * file taken from the data as it was unpacked) and renamed into place
+ * atomically.
+ *
+ * SHA-256 comes from nettle, which libarchive loads anyway: it uses the
+ * CPU's SHA extensions where there are some (about five times libsodium's
+ * portable code on the reference machine).
  */
 #include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+
+#include <linux/fs.h>
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <archive.h>
 #include <archive_entry.h>
 #include <jansson.h>
+#include <nettle/sha2.h>
 #include <sodium.h>
 
 #include "buf.h"
 #include "envelope.h"
 #include "fsutil.h"
 #include "image.h"
+#include "names.h"
 #include "provision.h"
 #include "runlimits.h"
 
 #define NAMES_FILE	"names.json"
+#define SBX_IMAGE_READ_BUF	(64u << 10)
+#define SRC_RING		4	/* buffers of the unpacking reader */
 #define MANIFEST_MAX	(256u << 20)
 #define NAMES_MAX	(1u << 20)
 #define WALK_DEPTH	128
@@ -96,25 +115,64 @@ printable(const char *s, char *out, size_t sz)
 	out[o] = '\0';
 }
 
+/* The digest of c as 64 lowercase hex digits (c is reset for reuse). */
 static void
-hex_digest(const unsigned char h[crypto_hash_sha256_BYTES],
-    char out[SBX_DIGEST_HEX + 1])
+sha_hex(struct sha256_ctx *c, char out[SBX_DIGEST_HEX + 1])
 {
-	sodium_bin2hex(out, SBX_DIGEST_HEX + 1, h, crypto_hash_sha256_BYTES);
+	unsigned char	 h[SHA256_DIGEST_SIZE];
+
+	sha256_digest(c, sizeof(h), h);
+	sodium_bin2hex(out, SBX_DIGEST_HEX + 1, h, sizeof(h));
+}
+
+static void
+sha_mem(const void *p, size_t n, char out[SBX_DIGEST_HEX + 1])
+{
+	struct sha256_ctx	 c;
+
+	sha256_init(&c);
+	sha256_update(&c, n, p);
+	sha_hex(&c, out);
+}
+
+/*
+ * The read buffers of this module (SRC_RING of SBX_IMAGE_READ_BUF bytes),
+ * mapped once per process with MAP_POPULATE: touched page by page, fresh
+ * memory costs a page fault a page, which on the reference machine (a
+ * paravirtualized guest) is ~14 us, ten times what populating it in one
+ * call costs.  Never used by two callers at once (hash_fd, unpack() and
+ * its hasher thread take turns; the module is not for concurrent use).
+ */
+static unsigned char *
+iobuf(void)
+{
+	static unsigned char	*buf;
+	void			*p;
+
+	if (buf == NULL) {
+		p = mmap(NULL, (size_t)SRC_RING * SBX_IMAGE_READ_BUF,
+		    PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS |
+		    MAP_POPULATE, -1, 0);
+		if (p != MAP_FAILED)
+			buf = p;
+	}
+	return buf;
 }
 
 static int
 hash_fd(int fd, unsigned long long cap, char out[SBX_DIGEST_HEX + 1],
     unsigned long long *total)
 {
-	crypto_hash_sha256_state st;
-	unsigned char		 buf[65536], h[crypto_hash_sha256_BYTES];
+	struct sha256_ctx	 st;
+	unsigned char		*buf;
 	unsigned long long	 n = 0;
 	ssize_t			 r;
 
-	crypto_hash_sha256_init(&st);
+	if ((buf = iobuf()) == NULL)
+		return -1;
+	sha256_init(&st);
 	for (;;) {
-		r = read(fd, buf, sizeof(buf));
+		r = read(fd, buf, SBX_IMAGE_READ_BUF);
 		if (r == -1 && errno == EINTR)
 			continue;
 		if (r == -1)
@@ -126,13 +184,41 @@ hash_fd(int fd, unsigned long long cap, char out[SBX_DIGEST_HEX + 1],
 			errno = EFBIG;
 			return -1;
 		}
-		crypto_hash_sha256_update(&st, buf, (unsigned long long)r);
+		sha256_update(&st, (size_t)r, buf);
 	}
-	crypto_hash_sha256_final(&st, h);
-	hex_digest(h, out);
+	sha_hex(&st, out);
 	if (total)
 		*total = n;
 	return 0;
+}
+
+/* A source whose digest was checked, and which unpack() hashes again. */
+struct blob {
+	int		 fd;
+	const char	*hex;		/* the expected digest */
+};
+
+/*
+ * Check fd (from offset 0) against hex: 0 when it matches, 1 when it does
+ * not (got filled), -1 with errno otherwise (EFBIG: over cap).
+ */
+static int
+blob_check(int fd, const char *hex, unsigned long long cap, struct blob *b,
+    char got[SBX_DIGEST_HEX + 1])
+{
+	struct stat	 sb;
+
+	b->fd = fd;
+	b->hex = hex;
+	if (fstat(fd, &sb) == -1 || lseek(fd, 0, SEEK_SET) == -1)
+		return -1;
+	if ((unsigned long long)sb.st_size > cap) {
+		errno = EFBIG;
+		return -1;
+	}
+	if (hash_fd(fd, cap, got, NULL) == -1)
+		return -1;
+	return strcmp(got, hex) != 0;
 }
 
 /* ---- manifest ----------------------------------------------------------- */
@@ -201,14 +287,21 @@ type_name(mode_t m)
 	return "other";
 }
 
+/*
+ * The manifest entries of the tree under dfd.  sums, when given, maps
+ * paths to [size, sha256] recorded while the files were unpacked: a
+ * regular file found there with that size is not read again (see
+ * extract() for why the record is sure to describe the file).
+ */
 static int
-walk(int dfd, const char *prefix, int make_ro, json_t *entries, int depth,
-    struct sbx_error *e)
+walk(int dfd, const char *prefix, int make_ro, json_t *sums, json_t *entries,
+    int depth, struct sbx_error *e)
 {
 	struct stat	 st;
 	char		 path[PATH_MAX], target[PATH_MAX], digest[SBX_DIGEST_HEX + 1];
 	char		**names;
-	json_t		*it;
+	json_t		*it, *rec;
+	const char	*hex;
 	size_t		 n, i;
 	ssize_t		 tl;
 	int		 fd, rc = 0;
@@ -250,7 +343,15 @@ walk(int dfd, const char *prefix, int make_ro, json_t *entries, int depth,
 			rc = sbx_error_sys(e, "nomem", "manifest");
 			break;
 		}
-		if (S_ISREG(st.st_mode)) {
+		if (S_ISREG(st.st_mode) && sums != NULL &&
+		    (rec = json_object_get(sums, path)) != NULL &&
+		    json_integer_value(json_array_get(rec, 0)) ==
+		    (json_int_t)st.st_size &&
+		    (hex = json_string_value(json_array_get(rec, 1))) != NULL) {
+			json_object_set_new(it, "size",
+			    json_integer((json_int_t)st.st_size));
+			json_object_set_new(it, "sha256", json_string(hex));
+		} else if (S_ISREG(st.st_mode)) {
 			fd = openat(dfd, names[i], O_RDONLY | O_NOFOLLOW |
 			    O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
 			if (fd == -1 || hash_fd(fd, 0, digest, NULL) == -1) {
@@ -281,7 +382,8 @@ walk(int dfd, const char *prefix, int make_ro, json_t *entries, int depth,
 				    "open a directory of the template");
 				break;
 			}
-			rc = walk(fd, path, make_ro, entries, depth + 1, e);
+			rc = walk(fd, path, make_ro, sums, entries, depth + 1,
+			    e);
 			close(fd);
 		}
 	}
@@ -291,8 +393,8 @@ walk(int dfd, const char *prefix, int make_ro, json_t *entries, int depth,
 	return rc;
 }
 
-json_t *
-sbx_image_manifest_build(int dirfd, int make_ro, struct sbx_error *e)
+static json_t *
+manifest_build(int dirfd, int make_ro, json_t *sums, struct sbx_error *e)
 {
 	struct stat	 st;
 	json_t		*entries, *m;
@@ -307,12 +409,18 @@ sbx_image_manifest_build(int dirfd, int make_ro, struct sbx_error *e)
 	entries = json_array();
 	json_array_append_new(entries, json_pack("{s:s,s:s,s:i}", "path", ".",
 	    "type", "dir", "mode", (int)(st.st_mode & 07777)));
-	if (walk(dirfd, NULL, make_ro, entries, 0, e) == -1) {
+	if (walk(dirfd, NULL, make_ro, sums, entries, 0, e) == -1) {
 		json_decref(entries);
 		return NULL;
 	}
 	m = json_pack("{s:i,s:o}", "version", 1, "entries", entries);
 	return m;
+}
+
+json_t *
+sbx_image_manifest_build(int dirfd, int make_ro, struct sbx_error *e)
+{
+	return manifest_build(dirfd, make_ro, NULL, e);
 }
 
 /* {path: entry} from a manifest's entries. */
@@ -446,20 +554,47 @@ complete(int imagesfd, const char *digest)
 
 /* ---- add ---------------------------------------------------------------- */
 
+/* A new file dirfd/name holding data, created exclusively (no symlink
+ * followed), mode set exactly. */
+static int
+write_new(int dirfd, const char *name, const void *data, size_t n,
+    mode_t mode, struct sbx_error *e)
+{
+	int	 fd;
+
+	if ((fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+	    O_CLOEXEC, mode)) == -1)
+		return sbx_error_sys(e, "write_failed", "cannot create %s", name);
+	if (sbx_write_all(fd, data, n) == -1 || fchmod(fd, mode) == -1) {
+		sbx_error_sys(e, "write_failed", "cannot write %s", name);
+		close(fd);
+		(void)unlinkat(dirfd, name, 0);
+		return -1;
+	}
+	if (close(fd) == -1) {
+		(void)unlinkat(dirfd, name, 0);
+		return sbx_error_sys(e, "write_failed", "cannot write %s",
+		    name);
+	}
+	return 0;
+}
+
 int
 sbx_image_limits(int rootfd, struct sbx_image_add *a, struct sbx_error *e)
 {
 	json_t			*cfg = NULL, *im, *v;
 	static const char *const keys[] = { "max_bytes",
-	    "max_unpacked_bytes" };
-	unsigned long long	*dst[2];
+	    "max_unpacked_bytes", "download_timeout" };
+	unsigned long long	*dst[3], timeout = SBX_IMAGE_DOWNLOAD_TIMEOUT;
 	size_t			 i;
 
 	a->max_bytes = SBX_IMAGE_MAX_BYTES;
 	a->max_unpacked = SBX_IMAGE_MAX_UNPACKED;
 	a->max_entries = SBX_IMAGE_MAX_ENTRIES;
+	a->download_timeout = SBX_IMAGE_DOWNLOAD_TIMEOUT;
 	dst[0] = &a->max_bytes;
 	dst[1] = &a->max_unpacked;
+	dst[2] = &timeout;
 	if (rootfd >= 0 && sbx_config_load(rootfd, "config/sandbox.json",
 	    &cfg, e) == -1)
 		return -1;
@@ -467,37 +602,96 @@ sbx_image_limits(int rootfd, struct sbx_image_add *a, struct sbx_error *e)
 		json_decref(cfg);
 		return 0;
 	}
-	for (i = 0; i < 2; i++) {
+	for (i = 0; i < 3; i++) {
 		if ((v = json_object_get(im, keys[i])) == NULL)
 			continue;
-		if (!json_is_integer(v) || json_integer_value(v) <= 0) {
+		if (!json_is_integer(v) || json_integer_value(v) <= 0 ||
+		    (i == 2 && json_integer_value(v) > 7 * 86400)) {
 			json_decref(cfg);
 			return sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
 			    "config_invalid", "config/sandbox.json: images.%s "
-			    "must be a positive integer", keys[i]);
+			    "must be a positive integer%s", keys[i], i == 2 ?
+			    " (seconds, at most 604800)" : "");
 		}
 		*dst[i] = (unsigned long long)json_integer_value(v);
 	}
+	a->download_timeout = (long)timeout;
 	json_decref(cfg);
 	return 0;
 }
 
-/* libarchive reads through this: the bytes unpacked are the bytes hashed. */
+/*
+ * libarchive reads through this: the bytes unpacked are the bytes hashed.
+ * The hashing runs on a second thread, on a ring of buffers, alongside
+ * the unpacking (which has the manifest's hashing of its own to do); a
+ * slot is refilled only once libarchive is done with it (it asks for the
+ * next block) and the hasher too.  Without the thread, inline.
+ */
 struct src {
-	int			 fd;
-	crypto_hash_sha256_state st;
+	const struct blob	*b;
+	struct sha256_ctx	 st;
 	unsigned long long	 n, cap;
-	unsigned char		 buf[65536];
+	int			 threaded;
+	pthread_t		 th;
+	pthread_mutex_t		 mu;
+	pthread_cond_t		 cv;
+	int			 head, tail, count, done;
+	int			 hwait, rwait;	/* who sleeps on cv */
+	size_t			 len[SRC_RING];
+	unsigned char		*buf[SRC_RING];	/* slots of iobuf() */
 };
+
+static void *
+src_hasher(void *arg)
+{
+	struct src	*s = arg;
+	int		 i, k, slot;
+
+	pthread_mutex_lock(&s->mu);
+	for (;;) {
+		while (s->count == 0 && !s->done) {
+			s->hwait = 1;
+			pthread_cond_wait(&s->cv, &s->mu);
+			s->hwait = 0;
+		}
+		if (s->count == 0)
+			break;
+		/* All that is there, in one go: fewer wake-ups. */
+		k = s->count;
+		slot = s->tail;
+		pthread_mutex_unlock(&s->mu);
+		for (i = 0; i < k; i++)
+			sha256_update(&s->st, s->len[(slot + i) % SRC_RING],
+			    s->buf[(slot + i) % SRC_RING]);
+		pthread_mutex_lock(&s->mu);
+		s->tail = (s->tail + k) % SRC_RING;
+		s->count -= k;
+		if (s->rwait)
+			pthread_cond_broadcast(&s->cv);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return NULL;
+}
 
 static la_ssize_t
 src_read(struct archive *ar, void *cd, const void **out)
 {
 	struct src	*s = cd;
 	ssize_t		 r;
+	int		 slot;
 
+	if (s->threaded) {
+		pthread_mutex_lock(&s->mu);
+		while (s->count == SRC_RING) {
+			s->rwait = 1;
+			pthread_cond_wait(&s->cv, &s->mu);
+			s->rwait = 0;
+		}
+		pthread_mutex_unlock(&s->mu);
+	}
+	slot = s->head;
 	do
-		r = read(s->fd, s->buf, sizeof(s->buf));
+		r = read(s->b->fd, s->buf[slot], SBX_IMAGE_READ_BUF);
 	while (r == -1 && errno == EINTR);
 	if (r == -1) {
 		archive_set_error(ar, errno, "read error");
@@ -508,9 +702,38 @@ src_read(struct archive *ar, void *cd, const void **out)
 		archive_set_error(ar, EFBIG, "the file grew");
 		return -1;
 	}
-	crypto_hash_sha256_update(&s->st, s->buf, (unsigned long long)r);
-	*out = s->buf;
+	if (r > 0 && s->threaded) {
+		pthread_mutex_lock(&s->mu);
+		s->len[slot] = (size_t)r;
+		s->head = (s->head + 1) % SRC_RING;
+		s->count++;
+		/* Woken for half a ring at a time (src_finish wakes it for
+		 * the rest). */
+		if (s->hwait && s->count >= SRC_RING / 2)
+			pthread_cond_broadcast(&s->cv);
+		pthread_mutex_unlock(&s->mu);
+	} else if (r > 0) {
+		sha256_update(&s->st, (size_t)r, s->buf[slot]);
+		s->head = (s->head + 1) % SRC_RING;
+	}
+	*out = s->buf[slot];
 	return r;
+}
+
+/* Wait for the hasher to finish what it was given. */
+static void
+src_finish(struct src *s)
+{
+	if (!s->threaded)
+		return;
+	pthread_mutex_lock(&s->mu);
+	s->done = 1;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+	pthread_join(s->th, NULL);
+	pthread_mutex_destroy(&s->mu);
+	pthread_cond_destroy(&s->cv);
+	s->threaded = 0;
 }
 
 static int
@@ -617,13 +840,17 @@ extract(struct archive *ar, struct archive *w, int rootfd,
     struct sbx_image_add *a, int pass, struct sbx_error *e)
 {
 	struct archive_entry	*ent;
+	struct sha256_ctx	 fc;
 	char			 norm[PATH_MAX], lnorm[PATH_MAX];
+	char			 hex[SBX_DIGEST_HEX + 1];
 	const char		*path, *hl;
 	const void		*blk;
+	json_t			*rec;
 	size_t			 len;
 	la_int64_t		 off, sz;
+	unsigned long long	 fh;
 	mode_t			 type, perm;
-	int			 r;
+	int			 r, inorder;
 
 	for (;;) {
 		r = archive_read_next_header(ar, &ent);
@@ -698,6 +925,9 @@ extract(struct archive *ar, struct archive *w, int rootfd,
 		if (archive_write_header(w, ent) < ARCHIVE_WARN)
 			return unsafe(e, path, archive_error_string(w) ?
 			    archive_error_string(w) : "cannot be written");
+		sha256_init(&fc);
+		fh = 0;
+		inorder = 1;
 		if (type == AE_IFREG && archive_entry_size(ent) > 0) {
 			while ((r = archive_read_data_block(ar, &blk, &len,
 			    &off)) == ARCHIVE_OK) {
@@ -706,6 +936,15 @@ extract(struct archive *ar, struct archive *w, int rootfd,
 					    "source", "too_large", "the archive "
 					    "unpacks to more than %llu bytes",
 					    a->max_unpacked);
+				/* The manifest's sha256, from the data as it
+				 * goes by; a sparse file's holes (a jump in
+				 * the offsets) leave it to the walk. */
+				if (inorder && off >= 0 &&
+				    (unsigned long long)off == fh) {
+					sha256_update(&fc, len, blk);
+					fh += len;
+				} else
+					inorder = 0;
 				if (archive_write_data_block(w, blk, len, off)
 				    < ARCHIVE_OK)
 					return sbx_error_set(e,
@@ -723,6 +962,32 @@ extract(struct archive *ar, struct archive *w, int rootfd,
 		if (archive_write_finish_entry(w) < ARCHIVE_WARN)
 			return unsafe(e, path, archive_error_string(w) ?
 			    archive_error_string(w) : "cannot be written");
+		/*
+		 * What the manifest may take from here.  Every regular file
+		 * libarchive creates goes through this loop and replaces the
+		 * record of its path (libarchive unlinks what is in the way
+		 * and creates a new file).  A hard link names the inode of
+		 * its target, whose record it shares; one that carries data
+		 * rewrites that inode in place, under names we cannot list
+		 * here, so every record is dropped and the walk reads all.
+		 * The walk also checks the size.
+		 */
+		if (a->sums == NULL)
+			continue;
+		if (hl != NULL) {
+			if (archive_entry_size(ent) > 0)
+				json_object_clear(a->sums);
+			else if ((rec = json_object_get(a->sums, lnorm)))
+				json_object_set(a->sums, norm, rec);
+			else
+				json_object_del(a->sums, norm);
+		} else if (type == AE_IFREG && inorder &&
+		    fh == (unsigned long long)archive_entry_size(ent)) {
+			sha_hex(&fc, hex);
+			json_object_set_new(a->sums, norm, json_pack("[I,s]",
+			    (json_int_t)fh, hex));
+		} else
+			json_object_del(a->sums, norm);
 	}
 }
 
@@ -730,7 +995,7 @@ extract(struct archive *ar, struct archive *w, int rootfd,
  * resolv.conf) over these: they must exist as regular files in the
  * read-only template, since bwrap cannot create mount points there. */
 static int
-etc_placeholders(int rootfd, struct sbx_error *e)
+etc_placeholders(int rootfd, json_t *sums, struct sbx_error *e)
 {
 	static const char *const files[] = { "passwd", "group", "hosts",
 	    "resolv.conf" };
@@ -756,6 +1021,11 @@ etc_placeholders(int rootfd, struct sbx_error *e)
 				    "/etc/%s is not a regular file", files[i]);
 			}
 		}
+		if (sums != NULL) {
+			char rel[32];
+			snprintf(rel, sizeof(rel), "etc/%s", files[i]);
+			json_object_del(sums, rel);
+		}
 		if ((fd = openat(etc, files[i], O_WRONLY | O_CREAT | O_EXCL |
 		    O_NOFOLLOW | O_CLOEXEC, 0644)) == -1) {
 			close(etc);
@@ -769,25 +1039,38 @@ etc_placeholders(int rootfd, struct sbx_error *e)
 }
 
 static int
-unpack(int srcfd, int rootfd, struct sbx_image_add *a, const char *expect,
-    int pass, struct sbx_error *e)
+unpack(const struct blob *b, int rootfd, struct sbx_image_add *a, int pass,
+    struct sbx_error *e)
 {
 	struct archive	*ar, *w;
 	struct src	*s;
-	unsigned char	 h[crypto_hash_sha256_BYTES];
 	char		 got[SBX_DIGEST_HEX + 1];
 	const void	*dummy;
 	int		 cwd, rc;
 	mode_t		 um;
 
-	if ((s = calloc(1, sizeof(*s))) == NULL)
+	if ((s = calloc(1, sizeof(*s))) == NULL || iobuf() == NULL) {
+		free(s);
 		return sbx_error_sys(e, "nomem", "unpack");
-	s->fd = srcfd;
+	}
+	for (cwd = 0; cwd < SRC_RING; cwd++)
+		s->buf[cwd] = iobuf() + (size_t)cwd * SBX_IMAGE_READ_BUF;
+	s->b = b;
 	s->cap = a->max_bytes;
-	crypto_hash_sha256_init(&s->st);
-	if (lseek(srcfd, 0, SEEK_SET) == -1) {
+	sha256_init(&s->st);
+	if (lseek(b->fd, 0, SEEK_SET) == -1) {
 		free(s);
 		return sbx_error_sys(e, "read_failed", "cannot rewind");
+	}
+	if (pthread_mutex_init(&s->mu, NULL) == 0) {
+		if (pthread_cond_init(&s->cv, NULL) == 0) {
+			if (pthread_create(&s->th, NULL, src_hasher, s) == 0)
+				s->threaded = 1;
+			else
+				pthread_cond_destroy(&s->cv);
+		}
+		if (!s->threaded)
+			pthread_mutex_destroy(&s->mu);
 	}
 	ar = archive_read_new();
 	w = archive_write_disk_new();
@@ -835,13 +1118,15 @@ unpack(int srcfd, int rootfd, struct sbx_image_add *a, const char *expect,
 		    "working directory");
 	close(cwd);
 	umask(um);
-	/* Hash to the very end of what libarchive did not need. */
-	if (rc == 0) {
+	/* Hash to the very end of what libarchive did not need, and compare
+	 * with the digest checked before. */
+	if (rc == 0)
 		while (src_read(ar, s, &dummy) > 0)
 			;
-		crypto_hash_sha256_final(&s->st, h);
-		hex_digest(h, got);
-		if (strcmp(got, expect) != 0)
+	src_finish(s);
+	if (rc == 0) {
+		sha_hex(&s->st, got);
+		if (strcmp(got, b->hex) != 0)
 			rc = sbx_error_set(e, SBX_K_REJECTED, "source",
 			    "integrity_check_failed", "the file changed while "
 			    "it was unpacked (sha256 %s)", got);
@@ -955,7 +1240,6 @@ oci_layers(int dfd, struct sbx_image_add *a, struct sbx_error *e)
 		/* The manifest is parsed from the very bytes hashed. */
 		struct sbx_buf b = SBX_BUF_INIT;
 		struct sbx_error e2;
-		unsigned char h[crypto_hash_sha256_BYTES];
 		char rel[SBX_DIGEST_HEX + 16], got[SBX_DIGEST_HEX + 1];
 
 		snprintf(rel, sizeof(rel), "blobs/sha256/%s", a->sha256);
@@ -966,8 +1250,7 @@ oci_layers(int dfd, struct sbx_image_add *a, struct sbx_error *e)
 			    e2.message);
 			return NULL;
 		}
-		crypto_hash_sha256(h, (const unsigned char *)b.p, b.len);
-		hex_digest(h, got);
+		sha_mem(b.p, b.len, got);
 		if (strcmp(got, a->sha256) != 0) {
 			sbx_buf_release(&b);
 			sbx_error_set(e, SBX_K_REJECTED, "sha256",
@@ -1036,13 +1319,21 @@ oci_unpack(int dfd, json_t *layers, int rfd, struct sbx_image_add *a,
 	size_t		 i;
 	int		 fd, rc = 0;
 
+	struct blob	 b;
+	const char	*hex;
+
 	json_array_foreach(layers, i, v) {
-		if ((fd = oci_blob(dfd, json_string_value(v), &st, e)) == -1)
+		hex = json_string_value(v);
+		if ((fd = oci_blob(dfd, hex, &st, e)) == -1)
 			return -1;
+		/* Every layer was checked before the first was unpacked;
+		 * each pass hashes it again as it reads. */
+		b.fd = fd;
+		b.hex = hex;
 		/* Whiteouts first, so they hide only lower layers. */
-		rc = unpack(fd, rfd, a, json_string_value(v), 1, e);
+		rc = unpack(&b, rfd, a, 1, e);
 		if (rc == 0)
-			rc = unpack(fd, rfd, a, json_string_value(v), 2, e);
+			rc = unpack(&b, rfd, a, 2, e);
 		close(fd);
 		if (rc == -1)
 			return -1;
@@ -1098,13 +1389,13 @@ int
 sbx_image_add(int rootfd, struct sbx_image_add *a, struct sbx_error *e)
 {
 	struct stat		 st;
+	struct blob		 b = { -1, NULL };
 	char			 got[SBX_DIGEST_HEX + 1], tmp[32];
 	unsigned char		 rnd[8];
-	unsigned long long	 n;
 	json_t			*m;
 	char			*s;
 	int			 fd = -1, imagesfd = -1, tmpfd = -1, rfd = -1;
-	int			 lock = -1, rc = -1, made = 0;
+	int			 lock = -1, rc = -1, made = 0, r;
 	mode_t			 um = (mode_t)-1;
 	json_t			*layers = NULL;
 
@@ -1118,9 +1409,25 @@ sbx_image_add(int rootfd, struct sbx_image_add *a, struct sbx_error *e)
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "name",
 		    "invalid_name", "argument `name` must match "
 		    "[a-z0-9][a-z0-9._-]{0,63} and not be a digest");
+	/* The digest names the content: a complete template of it needs
+	 * no source (a URL need not be fetched again). */
+	if (a->present_only) {
+		if ((imagesfd = open_images(rootfd, 1, e)) == -1)
+			goto out;
+		if (!complete(imagesfd, a->sha256)) {
+			rc = 0;
+			goto out;
+		}
+		a->present = 1;
+		goto named;
+	}
+	/* A download hands over its temporary file, already open. */
+	if (a->use_fd) {
+		if ((fd = fcntl(a->fd, F_DUPFD_CLOEXEC, 3)) == -1)
+			return sbx_error_sys(e, "dup", "dup");
 	/* O_NONBLOCK: a FIFO given as the source must not hang us before
 	 * fstat() refuses it. */
-	if ((fd = open(a->source, O_RDONLY | O_NOCTTY | O_NONBLOCK |
+	} else if ((fd = open(a->source, O_RDONLY | O_NOCTTY | O_NONBLOCK |
 	    O_CLOEXEC)) == -1) {
 		if (errno == ENOENT)
 			return sbx_error_set(e, SBX_K_NOT_FOUND, "source",
@@ -1149,7 +1456,7 @@ sbx_image_add(int rootfd, struct sbx_image_add *a, struct sbx_error *e)
 		goto out;
 	}
 	/* The whole file, before a single entry is looked at. */
-	if (hash_fd(fd, a->max_bytes, got, &n) == -1) {
+	if ((r = blob_check(fd, a->sha256, a->max_bytes, &b, got)) == -1) {
 		if (errno == EFBIG)
 			sbx_error_set(e, SBX_K_REJECTED, "source", "too_large",
 			    "the source grew beyond images.max_bytes (%llu)",
@@ -1159,7 +1466,7 @@ sbx_image_add(int rootfd, struct sbx_image_add *a, struct sbx_error *e)
 			    "source file");
 		goto out;
 	}
-	if (strcmp(got, a->sha256) != 0) {
+	if (r == 1) {
 		sbx_error_set(e, SBX_K_REJECTED, "sha256",
 		    "integrity_check_failed", "sha256 of the source is %s, "
 		    "not the expected %s", got, a->sha256);
@@ -1197,11 +1504,15 @@ checked:
 		sbx_error_sys(e, "mkdir_failed", "cannot create the template");
 		goto out;
 	}
-	if ((layers != NULL ? oci_unpack(fd, layers, rfd, a, e) :
-	    unpack(fd, rfd, a, a->sha256, 0, e)) == -1 ||
-	    etc_placeholders(rfd, e) == -1)
+	if ((a->sums = json_object()) == NULL) {
+		sbx_error_sys(e, "nomem", "manifest");
 		goto out;
-	if ((m = sbx_image_manifest_build(rfd, 1, e)) == NULL)
+	}
+	if ((layers != NULL ? oci_unpack(fd, layers, rfd, a, e) :
+	    unpack(&b, rfd, a, 0, e)) == -1 ||
+	    etc_placeholders(rfd, a->sums, e) == -1)
+		goto out;
+	if ((m = manifest_build(rfd, 1, a->sums, e)) == NULL)
 		goto out;
 	json_object_set_new(m, "digest", json_string(a->sha256));
 	a->entries = json_array_size(json_object_get(m, "entries"));
@@ -1219,11 +1530,14 @@ checked:
 		sbx_error_sys(e, "nomem", "manifest");
 		goto out;
 	}
-	/* Written last: its presence is what marks a template complete. */
-	rc = sbx_write_atomic(tmpfd, SBX_IMAGE_MANIFEST, s, strlen(s), 0444, e);
-	if (rc == 0)
-		rc = fchmodat(tmpfd, SBX_IMAGE_MANIFEST, 0444, 0) == -1 ?
-		    sbx_error_sys(e, "chmod_failed", "manifest") : 0;
+	/*
+	 * Written last: its presence is what marks a template complete.  In
+	 * the private temporary directory, so no temp-and-rename of its own
+	 * (the directory's rename is the atomic step) and no fsync: the
+	 * template's files are not synced either (a syncfs would cost as much
+	 * as the whole unpacking); after a power loss `image verify` tells.
+	 */
+	rc = write_new(tmpfd, SBX_IMAGE_MANIFEST, s, strlen(s), 0444, e);
 	free(s);
 	if (rc == -1)
 		goto out;
@@ -1259,16 +1573,16 @@ named:
 	if (a->present && a->entries == 0) {
 		struct sbx_error e2;
 		char rel[SBX_DIGEST_HEX + 32];
-		struct sbx_buf b = SBX_BUF_INIT;
+		struct sbx_buf mb = SBX_BUF_INIT;
 		snprintf(rel, sizeof(rel), "%s/%s", a->sha256,
 		    SBX_IMAGE_MANIFEST);
-		if (sbx_read_file_at(imagesfd, rel, MANIFEST_MAX, &b, &e2) == 0
-		    && (m = sbx_json_parse(b.p, b.len, MANIFEST_MAX, &e2))) {
+		if (sbx_read_file_at(imagesfd, rel, MANIFEST_MAX, &mb, &e2) ==
+		    0 && (m = sbx_json_parse(mb.p, mb.len, MANIFEST_MAX, &e2))) {
 			a->entries = json_array_size(json_object_get(m,
 			    "entries"));
 			json_decref(m);
 		}
-		sbx_buf_release(&b);
+		sbx_buf_release(&mb);
 	}
 	rc = 0;
 out:
@@ -1287,7 +1601,10 @@ out:
 	if (imagesfd != -1)
 		close(imagesfd);
 	json_decref(layers);
-	close(fd);
+	json_decref(a->sums);
+	a->sums = NULL;
+	if (fd != -1)
+		close(fd);
 	return rc;
 }
 
@@ -1476,4 +1793,631 @@ out:
 		close(rfd);
 	close(imagesfd);
 	return rc;
+}
+
+/* ---- per-agent environments --------------------------------------------- */
+
+#define ENVS_DIR	"envs"
+
+int
+sbx_env_limits(int rootfd, unsigned *max_envs, struct sbx_error *e)
+{
+	json_t	*cfg = NULL, *v;
+
+	*max_envs = SBX_ENV_MAX;
+	if (rootfd >= 0 && sbx_config_load(rootfd, "config/sandbox.json",
+	    &cfg, e) == -1)
+		return -1;
+	if (cfg == NULL || (v = json_object_get(cfg, "max_envs")) == NULL) {
+		json_decref(cfg);
+		return 0;
+	}
+	if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+	    json_integer_value(v) > 100000) {
+		json_decref(cfg);
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
+		    "config_invalid", "config/sandbox.json: max_envs must be "
+		    "a positive integer");
+	}
+	*max_envs = (unsigned)json_integer_value(v);
+	json_decref(cfg);
+	return 0;
+}
+
+struct clone {
+	int			 reflink;	/* still trying FICLONE */
+	unsigned long long	 files, bytes;
+	unsigned char		*buf;		/* read/write fallback */
+};
+
+/* read(2)/write(2), when even copy_file_range(2) is not to be had. */
+static int
+copy_rw(int sf, int df, struct clone *c)
+{
+	ssize_t	 r;
+
+	if (c->buf == NULL && (c->buf = iobuf()) == NULL)
+		return -1;
+	for (;;) {
+		r = read(sf, c->buf, SBX_IMAGE_READ_BUF);
+		if (r == -1 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return (int)r;
+		if (sbx_write_all(df, c->buf, (size_t)r) == -1)
+			return -1;
+	}
+}
+
+/* The data of sf into the empty df: a reflink clone where the file system
+ * shares extents (instant, no space used until either is written), else
+ * a copy inside the kernel. */
+static int
+copy_data(int sf, int df, const struct stat *st, struct clone *c)
+{
+	ssize_t	 r;
+
+	if (st->st_size == 0)
+		return 0;
+	if (c->reflink) {
+		if (ioctl(df, FICLONE, sf) == 0)
+			return 0;
+		/* Not this file system (or not across these two): copy
+		 * from now on.  Anything else is a real error. */
+		if (errno != EOPNOTSUPP && errno != EXDEV && errno != EINVAL &&
+		    errno != ENOTTY && errno != ENOSYS && errno != EPERM)
+			return -1;
+		c->reflink = 0;
+	}
+	for (;;) {
+		r = copy_file_range(sf, NULL, df, NULL, 1 << 30, 0);
+		if (r == -1 && errno == EINTR)
+			continue;
+		if (r == -1 && (errno == EXDEV || errno == ENOSYS ||
+		    errno == EINVAL || errno == EOPNOTSUPP))
+			return copy_rw(sf, df, c);
+		if (r <= 0)
+			return (int)r;
+	}
+}
+
+static int
+clone_file(int sfd, int dfd, const char *name, const struct stat *st,
+    struct clone *c, struct sbx_error *e)
+{
+	struct timespec	 ts[2] = { st->st_atim, st->st_mtim };
+	int		 sf, df, rc = 0;
+
+	/* O_NOFOLLOW on both sides, O_EXCL on ours: nothing planted is
+	 * read or written through. */
+	if ((sf = openat(sfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+	    O_NOCTTY | O_CLOEXEC)) == -1)
+		return sbx_error_sys(e, "read_failed", "cannot open a file of "
+		    "the template");
+	if ((df = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+	    O_CLOEXEC, 0600)) == -1) {
+		close(sf);
+		return sbx_error_sys(e, "create_failed", "cannot create a file "
+		    "of the environment");
+	}
+	if (copy_data(sf, df, st, c) == -1)
+		rc = sbx_error_sys(e, "copy_failed", "cannot copy a file of "
+		    "the template");
+	/* The template lost its write bits when it was sealed: the owner
+	 * gets them back in its own copy.  No setuid/setgid ever. */
+	else if (fchmod(df, (st->st_mode & 0777) | 0200) == -1 ||
+	    futimens(df, ts) == -1)
+		rc = sbx_error_sys(e, "chmod_failed", "cannot set the mode of "
+		    "a file of the environment");
+	close(sf);
+	if (close(df) == -1 && rc == 0)
+		rc = sbx_error_sys(e, "write_failed", "cannot write a file of "
+		    "the environment");
+	if (rc == 0) {
+		c->files++;
+		c->bytes += (unsigned long long)st->st_size;
+	}
+	return rc;
+}
+
+static int
+clone_dir(int sfd, int dfd, struct clone *c, int depth, struct sbx_error *e)
+{
+	struct stat	 st;
+	struct timespec	 ts[2];
+	char		 target[PATH_MAX];
+	char		**names;
+	size_t		 n, i;
+	ssize_t		 tl;
+	int		 s2, d2, rc = 0;
+
+	if (depth > WALK_DEPTH)
+		return sbx_error_set(e, SBX_K_REJECTED, "image", "too_deep",
+		    "the template is nested more than %d levels", WALK_DEPTH);
+	if ((names = sorted_names(sfd, &n)) == NULL)
+		return sbx_error_sys(e, "read_failed", "cannot read a "
+		    "directory of the template");
+	for (i = 0; i < n && rc == 0; i++) {
+		if (fstatat(sfd, names[i], &st, AT_SYMLINK_NOFOLLOW) == -1) {
+			rc = sbx_error_sys(e, "stat_failed", "cannot stat an "
+			    "entry of the template");
+			break;
+		}
+		ts[0] = st.st_atim;
+		ts[1] = st.st_mtim;
+		if (S_ISREG(st.st_mode))
+			rc = clone_file(sfd, dfd, names[i], &st, c, e);
+		else if (S_ISLNK(st.st_mode)) {
+			tl = readlinkat(sfd, names[i], target,
+			    sizeof(target) - 1);
+			if (tl < 0) {
+				rc = sbx_error_sys(e, "read_failed", "cannot "
+				    "read a symlink of the template");
+				break;
+			}
+			target[tl] = '\0';
+			/* Copied as a link, never resolved: what it points
+			 * to is the sandbox's business, inside. */
+			if (symlinkat(target, dfd, names[i]) == -1)
+				rc = sbx_error_sys(e, "create_failed", "cannot "
+				    "create a symlink of the environment");
+			else
+				(void)utimensat(dfd, names[i], ts,
+				    AT_SYMLINK_NOFOLLOW);
+		} else if (S_ISDIR(st.st_mode)) {
+			if (mkdirat(dfd, names[i], 0700) == -1) {
+				rc = sbx_error_sys(e, "mkdir_failed", "cannot "
+				    "create a directory of the environment");
+				break;
+			}
+			s2 = openat(sfd, names[i], O_RDONLY | O_DIRECTORY |
+			    O_NOFOLLOW | O_CLOEXEC);
+			d2 = openat(dfd, names[i], O_RDONLY | O_DIRECTORY |
+			    O_NOFOLLOW | O_CLOEXEC);
+			if (s2 == -1 || d2 == -1)
+				rc = sbx_error_sys(e, "open_failed", "cannot "
+				    "open a directory");
+			else
+				rc = clone_dir(s2, d2, c, depth + 1, e);
+			/* The mode last: the directory had to stay writable
+			 * while it was filled. */
+			if (rc == 0 && (fchmod(d2, (st.st_mode & 0777) |
+			    0200) == -1 || futimens(d2, ts) == -1))
+				rc = sbx_error_sys(e, "chmod_failed", "cannot "
+				    "set the mode of a directory");
+			if (s2 != -1)
+				close(s2);
+			if (d2 != -1)
+				close(d2);
+		}
+		/* Anything else (a template has none) is left out. */
+	}
+	for (i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	return rc;
+}
+
+int
+sbx_env_clone_tree(int sfd, int dfd, int *reflink, unsigned long long *files,
+    unsigned long long *bytes, struct sbx_error *e)
+{
+	struct clone	 c;
+	int		 rc;
+
+	memset(&c, 0, sizeof(c));
+	c.reflink = *reflink;
+	rc = clone_dir(sfd, dfd, &c, 0, e);
+	*reflink = c.reflink;
+	*files = c.files;
+	*bytes = c.bytes;
+	return rc;
+}
+
+/* envs/<name>/env.json, parsed, or NULL. */
+static json_t *
+env_record(int envsfd, const char *name)
+{
+	struct sbx_buf	 b = SBX_BUF_INIT;
+	struct sbx_error e2;
+	char		 rel[NAME_MAX + 16];
+	json_t		*j = NULL;
+
+	snprintf(rel, sizeof(rel), "%s/%s", name, SBX_ENV_RECORD);
+	if (sbx_read_file_at(envsfd, rel, SBX_ENV_RECORD_MAX, &b, &e2) == 0)
+		j = sbx_json_parse(b.p, b.len, SBX_ENV_RECORD_MAX, &e2);
+	sbx_buf_release(&b);
+	return j;
+}
+
+/*
+ * Take envs/<name> apart if nobody uses it: a builder holds the directory
+ * itself, a running sbx exec holds its rootfs (flock, shared).  Returns 1
+ * removed, 0 in use (left alone), -1 error.
+ */
+static int
+env_rm_unused(int envsfd, const char *name, struct sbx_error *e)
+{
+	int	 dfd, rfd = -1, rc;
+
+	if ((dfd = openat(envsfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1) {
+		if (errno == ENOENT)
+			return 1;
+		/* Not a directory (a planted symlink, a file): it is
+		 * removed itself, never followed. */
+		return sbx_provision_rm_tree(envsfd, name, e) == 0 ? 1 : -1;
+	}
+	if (flock(dfd, LOCK_EX | LOCK_NB) == -1) {
+		close(dfd);
+		return 0;
+	}
+	rfd = openat(dfd, "rootfs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC);
+	if (rfd != -1 && flock(rfd, LOCK_EX | LOCK_NB) == -1) {
+		close(rfd);
+		close(dfd);
+		return 0;
+	}
+	/* Held exclusively while it goes: a run starting meanwhile sees it
+	 * as being removed and does not use it. */
+	rc = sbx_provision_rm_tree(envsfd, name, e) == 0 ? 1 : -1;
+	if (rfd != -1)
+		close(rfd);
+	close(dfd);
+	return rc;
+}
+
+/* Remove what killed or superseded builds left in envs/.tmp-*. */
+static void
+env_sweep(int envsfd)
+{
+	struct sbx_error e2;
+	char		**names;
+	size_t		 n, i;
+
+	if ((names = sorted_names(envsfd, &n)) == NULL)
+		return;
+	for (i = 0; i < n; i++) {
+		if (strncmp(names[i], ".tmp-", 5) == 0)
+			(void)env_rm_unused(envsfd, names[i], &e2);
+		free(names[i]);
+	}
+	free(names);
+}
+
+struct env_slot {
+	char	 agent[64];
+	char	 digest[SBX_DIGEST_HEX + 1];
+	char	 last_used[32];
+};
+
+static int
+slot_cmp(const void *a, const void *b)
+{
+	const struct env_slot	*x = a, *y = b;
+	int			 c = strcmp(x->last_used, y->last_used);
+
+	return c != 0 ? c : strcmp(x->agent, y->agent);
+}
+
+/* The environments of envs/, oldest use first. */
+static struct env_slot *
+env_slots(int envsfd, size_t *np)
+{
+	struct env_slot	*v;
+	struct sbx_error e2;
+	json_t		*rec;
+	const char	*s;
+	char		**names;
+	size_t		 n, i, k = 0;
+
+	*np = 0;
+	if ((names = sorted_names(envsfd, &n)) == NULL)
+		return NULL;
+	if ((v = calloc(n + 1, sizeof(*v))) == NULL)
+		goto out;
+	for (i = 0; i < n; i++) {
+		if (sbx_agent_valid(names[i], "agent", &e2) == -1)
+			continue;
+		snprintf(v[k].agent, sizeof(v[k].agent), "%s", names[i]);
+		/* No record (damaged, or a planted file): oldest of all,
+		 * first to go. */
+		if ((rec = env_record(envsfd, names[i])) != NULL) {
+			if ((s = json_string_value(json_object_get(rec,
+			    "last_used"))) != NULL)
+				snprintf(v[k].last_used,
+				    sizeof(v[k].last_used), "%s", s);
+			if ((s = json_string_value(json_object_get(rec,
+			    "digest"))) != NULL && sbx_image_digest_valid(s))
+				memcpy(v[k].digest, s, sizeof(v[k].digest));
+			json_decref(rec);
+		}
+		k++;
+	}
+	qsort(v, k, sizeof(*v), slot_cmp);
+	*np = k;
+out:
+	for (i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	return v;
+}
+
+/* Least recently used first, never `keep`, until at most max remain. */
+static int
+env_evict(int envsfd, struct sbx_env *x, struct sbx_error *e)
+{
+	struct env_slot	*v;
+	char		 msg[160];
+	size_t		 n, i, left;
+	int		 r;
+
+	if ((v = env_slots(envsfd, &n)) == NULL)
+		return sbx_error_sys(e, "read_failed", "cannot read envs/");
+	left = n;
+	for (i = 0; i < n && left > x->max_envs; i++) {
+		if (strcmp(v[i].agent, x->agent) == 0)
+			continue;
+		/* Only ever envs/<agent>: homes (workspace/) and templates
+		 * are not the business of eviction. */
+		if ((r = env_rm_unused(envsfd, v[i].agent, e)) == -1) {
+			free(v);
+			return -1;
+		}
+		if (r == 0) {
+			snprintf(msg, sizeof(msg), "the environment of agent "
+			    "%s is in use by a running sbx exec and was not "
+			    "evicted", v[i].agent);
+			json_array_append_new(x->warnings, json_string(msg));
+			continue;
+		}
+		snprintf(msg, sizeof(msg), "envs/%s", v[i].agent);
+		json_array_append_new(x->evicted, json_pack("{s:s,s:s,s:s,s:s}",
+		    "agent", v[i].agent, "path", msg, "digest", v[i].digest,
+		    "last_used", v[i].last_used));
+		left--;
+	}
+	free(v);
+	return 0;
+}
+
+static double
+ms_since(const struct timespec *t0)
+{
+	struct timespec	 t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (double)(t1.tv_sec - t0->tv_sec) * 1e3 +
+	    (double)(t1.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+int
+sbx_env_create(int rootfd, struct sbx_env *x, struct sbx_error *e)
+{
+	struct sbx_error e2;
+	struct stat	 st;
+	struct timespec	 t0;
+	json_t		*rec = NULL;
+	const char	*d;
+	char		 rel[SBX_DIGEST_HEX + 32], tmp[32], now[32], *s = NULL;
+	unsigned char	 rnd[8];
+	int		 tfd = -1, envsfd = -1, tmpfd = -1, rfd = -1, lock = -1;
+	int		 dfd, made = 0, rc = -1, reflink = 1;
+	mode_t		 um;
+
+	x->present = x->replaced = 0;
+	x->clone = NULL;
+	x->files = x->bytes = 0;
+	x->clone_ms = 0;
+	if (sbx_agent_valid(x->agent, "agent", e) == -1)
+		return -1;
+	/* The template must be complete (the same cheap check as sbx exec
+	 * makes), and is read beneath the root, no symlink followed. */
+	if ((dfd = sbx_imageref_open(rootfd, x->digest, e)) == -1)
+		return -1;
+	close(dfd);
+	snprintf(rel, sizeof(rel), "images/%s/rootfs", x->digest);
+	if ((tfd = sbx_open_beneath(rootfd, rel, O_RDONLY | O_DIRECTORY, e)) ==
+	    -1)
+		return -1;
+	if ((envsfd = sbx_mkdirs_at(rootfd, ENVS_DIR, 0700, e)) == -1)
+		goto out;
+	/* Kept when it is of the same image: it may hold what the agent
+	 * installed. */
+	if ((rec = env_record(envsfd, x->agent)) != NULL &&
+	    (d = json_string_value(json_object_get(rec, "digest"))) != NULL &&
+	    strcmp(d, x->digest) == 0 && (dfd = openat(envsfd, x->agent,
+	    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) != -1) {
+		if (fstatat(dfd, "rootfs", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISDIR(st.st_mode)) {
+			x->present = 1;
+			d = json_string_value(json_object_get(rec, "clone"));
+			x->clone = d && strcmp(d, "reflink") == 0 ? "reflink" :
+			    "copy";
+			sbx_imageref_now(now);
+			json_object_set_new(rec, "last_used", json_string(now));
+			if ((s = sbx_envelope_dump(rec)) == NULL ||
+			    sbx_write_atomic(dfd, SBX_ENV_RECORD, s,
+			    strlen(s), 0600, e) == -1) {
+				close(dfd);
+				goto out;
+			}
+			close(dfd);
+			goto evict;
+		}
+		close(dfd);
+	}
+	env_sweep(envsfd);
+	randombytes_buf(rnd, sizeof(rnd));
+	memcpy(tmp, ".tmp-", 5);
+	sodium_bin2hex(tmp + 5, sizeof(tmp) - 5, rnd, sizeof(rnd));
+	if (mkdirat(envsfd, tmp, 0700) == -1) {
+		sbx_error_sys(e, "mkdir_failed", "cannot create envs/%s", tmp);
+		goto out;
+	}
+	made = 1;
+	um = umask(022);
+	if ((tmpfd = openat(envsfd, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1 || flock(tmpfd, LOCK_EX | LOCK_NB) == -1 ||
+	    mkdirat(tmpfd, "rootfs", 0700) == -1 || (rfd = openat(tmpfd,
+	    "rootfs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
+		umask(um);
+		sbx_error_sys(e, "mkdir_failed", "cannot create the "
+		    "environment");
+		goto out;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	rc = sbx_env_clone_tree(tfd, rfd, &reflink, &x->files, &x->bytes, e);
+	x->clone_ms = ms_since(&t0);
+	umask(um);
+	if (rc == -1)
+		goto out;
+	rc = -1;
+	x->clone = reflink ? "reflink" : "copy";
+	if (fstat(tfd, &st) == -1 || fchmod(rfd, (st.st_mode & 0777) | 0200) ==
+	    -1) {
+		sbx_error_sys(e, "chmod_failed", "environment");
+		goto out;
+	}
+	/* As root the sandbox runs as another uid, which bwrap binds the
+	 * rootfs as: it must be able to search (not list) its way down. */
+	(void)fchmod(tmpfd, geteuid() == 0 ? 0711 : 0700);
+	sbx_imageref_now(now);
+	json_decref(rec);
+	rec = json_pack("{s:s,s:s,s:s,s:s,s:s,s:I,s:I}", "agent", x->agent,
+	    "digest", x->digest, "created", now, "last_used", now, "clone",
+	    x->clone, "files", (json_int_t)x->files, "bytes",
+	    (json_int_t)x->bytes);
+	free(s);
+	if (rec == NULL || (s = sbx_envelope_dump(rec)) == NULL) {
+		sbx_error_sys(e, "nomem", "environment record");
+		goto out;
+	}
+	/* Written last: its presence marks the environment complete. */
+	if (sbx_write_atomic(tmpfd, SBX_ENV_RECORD, s, strlen(s), 0600, e) ==
+	    -1)
+		goto out;
+	if ((lock = sbx_provision_lock(rootfd, e)) == -1)
+		goto out;
+	/* Into place.  Whatever was at envs/<agent> (an env of another
+	 * image, a damaged one, a planted symlink) is swapped out, not
+	 * followed, and removed unless a run still holds it. */
+	if (renameat2(envsfd, tmp, envsfd, x->agent, RENAME_NOREPLACE) == 0)
+		made = 0;
+	else if (errno == EEXIST && renameat2(envsfd, tmp, envsfd, x->agent,
+	    RENAME_EXCHANGE) == 0) {
+		x->replaced = 1;
+		close(tmpfd);
+		tmpfd = -1;
+		if (env_rm_unused(envsfd, tmp, &e2) != 1)
+			json_array_append_new(x->warnings, json_string("the "
+			    "previous environment is still in use by a "
+			    "running sbx exec; it is removed later"));
+		made = 0;
+	} else {
+		sbx_error_sys(e, "rename_failed", "cannot move the environment "
+		    "into place");
+		goto out;
+	}
+	(void)fsync(envsfd);
+evict:
+	if (lock == -1 && (lock = sbx_provision_lock(rootfd, e)) == -1)
+		goto out;
+	if (env_evict(envsfd, x, e) == -1)
+		goto out;
+	rc = 0;
+out:
+	if (rfd != -1)
+		close(rfd);
+	if (tmpfd != -1)
+		close(tmpfd);
+	if (made)
+		(void)sbx_provision_rm_tree(envsfd, tmp, &e2);
+	if (lock != -1)
+		close(lock);
+	if (envsfd != -1)
+		close(envsfd);
+	json_decref(rec);
+	free(s);
+	close(tfd);
+	return rc;
+}
+
+int
+sbx_env_remove(int rootfd, const char *agent, json_t *removed,
+    struct sbx_error *e)
+{
+	struct stat	 st;
+	char		 rel[96];
+	int		 envsfd, lock, rc = 0;
+
+	if (sbx_agent_valid(agent, "agent", e) == -1)
+		return -1;
+	if ((envsfd = sbx_open_beneath(rootfd, ENVS_DIR, O_RDONLY |
+	    O_DIRECTORY, e)) == -1)
+		return e->kind && strcmp(e->kind, SBX_K_NOT_FOUND) == 0 ? 0 :
+		    -1;
+	if ((lock = sbx_provision_lock(rootfd, e)) == -1) {
+		close(envsfd);
+		return -1;
+	}
+	if (fstatat(envsfd, agent, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		/* A run may be using it: removed all the same (asked for),
+		 * and it runs on for what it already has open. */
+		if ((rc = sbx_provision_rm_tree(envsfd, agent, e)) == 0) {
+			snprintf(rel, sizeof(rel), "envs/%s", agent);
+			json_array_append_new(removed, json_string(rel));
+		}
+	}
+	close(lock);
+	close(envsfd);
+	return rc;
+}
+
+json_t *
+sbx_env_list(int rootfd, struct sbx_error *e)
+{
+	struct sbx_error e2;
+	json_t		*out = json_array(), *rec, *it;
+	char		**names;
+	size_t		 n, i;
+	int		 envsfd;
+
+	if (rootfd < 0)
+		return out;
+	if ((envsfd = sbx_open_beneath(rootfd, ENVS_DIR, O_RDONLY |
+	    O_DIRECTORY, e)) == -1) {
+		if (e->kind && strcmp(e->kind, SBX_K_NOT_FOUND) == 0)
+			return out;
+		json_decref(out);
+		return NULL;
+	}
+	if ((names = sorted_names(envsfd, &n)) == NULL) {
+		close(envsfd);
+		json_decref(out);
+		sbx_error_sys(e, "read_failed", "cannot read envs/");
+		return NULL;
+	}
+	for (i = 0; i < n; i++) {
+		if (sbx_agent_valid(names[i], "agent", &e2) == 0) {
+			it = json_pack("{s:s}", "agent", names[i]);
+			if ((rec = env_record(envsfd, names[i])) != NULL) {
+				static const char *const k[] = { "digest",
+				    "created", "last_used", "clone" };
+				size_t j;
+				for (j = 0; j < sizeof(k) / sizeof(*k); j++)
+					if (json_is_string(json_object_get(rec,
+					    k[j])))
+						json_object_set(it, k[j],
+						    json_object_get(rec, k[j]));
+				json_decref(rec);
+			}
+			json_array_append_new(out, it);
+		}
+		free(names[i]);
+	}
+	free(names);
+	close(envsfd);
+	return out;
 }

@@ -1,15 +1,23 @@
-/* imageref.c: an agent's image, as sbx-exec finds and checks it. */
+/* imageref.c: an agent's image (or environment), as sbx-exec finds and
+ * checks it. */
+#include <sys/file.h>
 #include <sys/stat.h>
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
 
+#include "buf.h"
+#include "envelope.h"
 #include "fsutil.h"
 #include "imageref.h"
+#include "names.h"
 #include "runlimits.h"
 
 int
@@ -50,9 +58,19 @@ int
 sbx_imageref_agent(int rootfd, const char *agent,
     char digest[SBX_DIGEST_HEX + 1], struct sbx_error *e)
 {
+	int	 env;
+
+	return sbx_imageref_agent_env(rootfd, agent, digest, &env, e);
+}
+
+int
+sbx_imageref_agent_env(int rootfd, const char *agent,
+    char digest[SBX_DIGEST_HEX + 1], int *env, struct sbx_error *e)
+{
 	char		 rel[128];
 	json_t		*cfg, *v;
 
+	*env = 0;
 	snprintf(rel, sizeof(rel), "config/agents/%s.json", agent);
 	if (sbx_config_load(rootfd, rel, &cfg, e) == -1)
 		return -1;
@@ -74,6 +92,7 @@ sbx_imageref_agent(int rootfd, const char *agent,
 		return -1;
 	}
 	memcpy(digest, json_string_value(v), SBX_DIGEST_HEX + 1);
+	*env = json_is_true(json_object_get(cfg, "env"));
 	json_decref(cfg);
 	return 1;
 }
@@ -90,15 +109,29 @@ refuse(struct sbx_error *e, const char *reason, const char *digest,
 	return -1;
 }
 
-int
-sbx_imageref_open(int rootfd, const char *digest, struct sbx_error *e)
+/* The files sbx binds over: bwrap cannot create mount points in a
+ * read-only tree, so they must be there as regular files. */
+static int
+has_etc_files(int fd)
 {
 	static const char *const need[] = { "etc/passwd", "etc/group",
 	    "etc/hosts", "etc/resolv.conf" };
+	struct stat	 st;
+	size_t		 i;
+
+	for (i = 0; i < sizeof(need) / sizeof(*need); i++)
+		if (fstatat(fd, need[i], &st, AT_SYMLINK_NOFOLLOW) == -1 ||
+		    !S_ISREG(st.st_mode))
+			return 0;
+	return 1;
+}
+
+int
+sbx_imageref_open(int rootfd, const char *digest, struct sbx_error *e)
+{
 	struct sbx_error e2;
 	struct stat	 st;
 	char		 rel[SBX_DIGEST_HEX + 64];
-	size_t		 i;
 	int		 dfd, fd;
 
 	if (!sbx_image_digest_valid(digest))
@@ -129,13 +162,155 @@ sbx_imageref_open(int rootfd, const char *digest, struct sbx_error *e)
 	if (fd == -1)
 		return refuse(e, "image_damaged", digest, "has no rootfs "
 		    "directory");
-	for (i = 0; i < sizeof(need) / sizeof(*need); i++)
-		if (fstatat(fd, need[i], &st, AT_SYMLINK_NOFOLLOW) == -1 ||
-		    !S_ISREG(st.st_mode)) {
-			close(fd);
-			return refuse(e, "image_damaged", digest, "lacks a "
-			    "regular /etc/passwd, group, hosts or "
-			    "resolv.conf");
-		}
+	if (!has_etc_files(fd)) {
+		close(fd);
+		return refuse(e, "image_damaged", digest, "lacks a regular "
+		    "/etc/passwd, group, hosts or resolv.conf");
+	}
+	return fd;
+}
+
+void
+sbx_imageref_now(char out[32])
+{
+	struct timespec	 ts;
+	struct tm	 tm;
+	size_t		 n;
+	unsigned	 ms;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	ms = (unsigned)(ts.tv_nsec / 1000000) % 1000;
+	n = strftime(out, 24, "%Y-%m-%dT%H:%M:%S", &tm);
+	out[n] = '.';
+	out[n + 1] = (char)('0' + ms / 100);
+	out[n + 2] = (char)('0' + ms / 10 % 10);
+	out[n + 3] = (char)('0' + ms % 10);
+	out[n + 4] = 'Z';
+	out[n + 5] = '\0';
+}
+
+static int
+env_missing(struct sbx_error *e, const char *agent, const char *reason,
+    const char *what)
+{
+	sbx_error_set(e, SBX_K_NOT_FOUND, "env", reason, "the environment of "
+	    "agent %s %s", agent, what);
+	sbx_error_hint(e, "make it again with `sbx provision --agent %s "
+	    "--env`", agent);
+	return -1;
+}
+
+/*
+ * last_used, for eviction: env.json rewritten through a temporary file
+ * and a rename (readers never see half a record), without fsync: losing
+ * the update in a crash only makes an environment look older, and an
+ * fsync on every sbx exec would cost more than the sandbox.
+ */
+static void
+env_touch(int dfd, json_t *rec)
+{
+	char		 now[32], tmp[64];
+	char		*s;
+	size_t		 n;
+	int		 fd;
+
+	sbx_imageref_now(now);
+	json_object_set_new(rec, "last_used", json_string(now));
+	if ((s = sbx_envelope_dump(rec)) == NULL)
+		return;
+	snprintf(tmp, sizeof(tmp), ".%s.%d.tmp", SBX_ENV_RECORD, (int)getpid());
+	n = strlen(s);
+	if ((fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
+	    O_CLOEXEC, 0600)) != -1) {
+		if (sbx_write_all(fd, s, n) == 0 && close(fd) == 0)
+			(void)renameat(dfd, tmp, dfd, SBX_ENV_RECORD);
+		else
+			(void)unlinkat(dfd, tmp, 0);
+	}
+	free(s);
+}
+
+int
+sbx_imageref_env_open(int rootfd, const char *agent, const char *digest,
+    struct sbx_error *e)
+{
+	struct sbx_buf	 b = SBX_BUF_INIT;
+	struct sbx_error e2;
+	struct stat	 st;
+	json_t		*rec;
+	const char	*d;
+	char		 rel[96];
+	int		 dfd, fd;
+
+	if (sbx_agent_valid(agent, "agent", e) == -1)
+		return -1;
+	snprintf(rel, sizeof(rel), "envs/%s", agent);
+	/* Beneath the root, no symlink followed: a link planted as envs/
+	 * or envs/<agent> is refused, never used as a root file system. */
+	if ((dfd = sbx_open_beneath(rootfd, rel, O_RDONLY | O_DIRECTORY,
+	    &e2)) == -1) {
+		if (e2.kind != NULL && strcmp(e2.kind, SBX_K_NOT_FOUND) == 0)
+			return env_missing(e, agent, "env_missing", "does not "
+			    "exist (evicted, reset or never made)");
+		*e = e2;
+		return -1;
+	}
+	if (sbx_read_file_at(dfd, SBX_ENV_RECORD, SBX_ENV_RECORD_MAX, &b,
+	    &e2) == -1 || (rec = sbx_json_parse(b.p, b.len,
+	    SBX_ENV_RECORD_MAX, &e2)) == NULL) {
+		sbx_buf_release(&b);
+		close(dfd);
+		/* No record: an env being made or removed right now. */
+		return env_missing(e, agent, "env_missing", "has no record");
+	}
+	sbx_buf_release(&b);
+	d = json_string_value(json_object_get(rec, "digest"));
+	if (d == NULL || strcmp(d, digest) != 0) {
+		json_decref(rec);
+		close(dfd);
+		return env_missing(e, agent, "env_stale", "was made from "
+		    "another image");
+	}
+	fd = openat(dfd, "rootfs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC);
+	if (fd == -1) {
+		json_decref(rec);
+		close(dfd);
+		if (errno == ENOENT)
+			return env_missing(e, agent, "env_missing", "has no "
+			    "rootfs");
+		sbx_error_set(e, SBX_K_REJECTED, "env", "symlink_in_path",
+		    "envs/%s/rootfs is a symlink or not a directory", agent);
+		sbx_error_hint(e, "make it again with `sbx provision --agent "
+		    "%s --env`", agent);
+		return -1;
+	}
+	/* Shared: any number of runs; eviction and replacement take it
+	 * exclusively and leave an env alone while a run holds it.  One
+	 * being removed (held exclusively, or already unlinked) is as good
+	 * as gone. */
+	if (flock(fd, LOCK_SH | LOCK_NB) == -1 || fstat(fd, &st) == -1 ||
+	    st.st_nlink == 0) {
+		json_decref(rec);
+		close(fd);
+		close(dfd);
+		return env_missing(e, agent, "env_missing", "is being "
+		    "removed");
+	}
+	if (!has_etc_files(fd)) {
+		json_decref(rec);
+		close(fd);
+		close(dfd);
+		sbx_error_set(e, SBX_K_REJECTED, "env", "env_damaged", "the "
+		    "environment of agent %s lacks a regular /etc/passwd, "
+		    "group, hosts or resolv.conf", agent);
+		sbx_error_hint(e, "make it again with `sbx provision --agent "
+		    "%s --no-env` then `--env`", agent);
+		return -1;
+	}
+	env_touch(dfd, rec);
+	json_decref(rec);
+	close(dfd);
 	return fd;
 }

@@ -10,6 +10,10 @@
 #define SBX_DIGEST_HEX		64
 /* The manifest written next to images/<digest>/rootfs. */
 #define SBX_IMAGE_MANIFEST	"manifest.json"
+/* The record next to envs/<agent>/rootfs: {agent, digest, created,
+ * last_used, clone, files, bytes}; times as SBX_TIME_FMT. */
+#define SBX_ENV_RECORD		"env.json"
+#define SBX_ENV_RECORD_MAX	(64u << 10)
 
 /* Is s exactly 64 lowercase hex digits? */
 int	sbx_image_digest_valid(const char *s);
@@ -20,10 +24,29 @@ int	sbx_image_name_valid(const char *s);
  * 1 and digest filled, 0 when none, -1 on a malformed setting. */
 int	sbx_imageref_agent(int rootfd, const char *agent,
 	    char digest[SBX_DIGEST_HEX + 1], struct sbx_error *);
+/* The same, and *env set when the agent has asked for its own
+ * environment (key `env` true). */
+int	sbx_imageref_agent_env(int rootfd, const char *agent,
+	    char digest[SBX_DIGEST_HEX + 1], int *env, struct sbx_error *);
 /* Open images/<digest>/rootfs (O_PATH|O_DIRECTORY, no symlink followed)
  * after a cheap check: the manifest is present and the template holds
  * the /etc files sbx binds over.  -1 with kind rejected and reason
  * image_missing or image_damaged (with a repair hint) otherwise. */
 int	sbx_imageref_open(int rootfd, const char *digest, struct sbx_error *);
+/*
+ * The agent's environment for sbx exec: envs/<agent>/rootfs opened
+ * (O_RDONLY|O_DIRECTORY, no symlink followed on the way) and
+ * share-locked with flock(2) for as long as the descriptor lives, which
+ * keeps eviction away from it; last_used of env.json is brought up to
+ * date (without fsync: it is advice for eviction).  -1 otherwise, with
+ * kind not_found and reason env_missing (none, or one being removed) or
+ * env_stale (made from another image than digest): the caller may run on
+ * the template instead; any other kind (a symlink planted on the way,
+ * env_damaged) must refuse the run.
+ */
+int	sbx_imageref_env_open(int rootfd, const char *agent,
+	    const char *digest, struct sbx_error *);
+/* Now, UTC, as "2006-01-02T15:04:05.000Z" (sorts as it reads). */
+void	sbx_imageref_now(char out[32]);
 
 #endif

@@ -72,7 +72,7 @@ static const struct entry layout[] = {
 	{ "output",		0, "",		 0, E_DIR,	0700, F_REACH },/* 9 */
 	{ "output/",		1, "",		 9, E_DIR,	0700, F_AGENT },/* 10 */
 	{ "images",		0, "",		 0, E_DIR,	0700, F_REACH },/* 11 */
-	{ "envs",		0, "",		 0, E_DIR,	0700, 0 },	/* 12 */
+	{ "envs",		0, "",		 0, E_DIR,	0700, F_REACH },/* 12 */
 	{ "agents",		0, "",		 0, E_DIR,	0700, 0 },	/* 13 */
 	{ "agents/",		1, "",		13, E_DIR,	0700, 0 },	/* 14 */
 	{ "plugins",		0, "",		 0, E_DIR,	0700, 0 },	/* 15 */

@@ -209,6 +209,8 @@ etc_done:
 		rc |= sbx_strv_pushf(v, "%s=%llu", sb->rlimit[i].name,
 		    sb->rlimit[i].value);
 	}
+	if (sb->network != NULL && strcmp(sb->network, SBX_NET_PROXY) == 0)
+		rc |= sbx_strv_push(v, "-P");
 	if (sb->shell != NULL) {
 		rc |= sbx_strv_push(v, "-c");
 		rc |= sbx_strv_push(v, "--");

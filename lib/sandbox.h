@@ -23,7 +23,8 @@
 #define SBX_FD_HOSTS	11
 #define SBX_FD_SECCOMP	12	/* BPF program, if any */
 #define SBX_FD_INIT	13	/* O_PATH of sbx-init */
-#define SBX_FD_MAX	13
+#define SBX_FD_PROXY	14	/* channel to sbx-proxy (network proxy) */
+#define SBX_FD_MAX	14
 
 /* Where things are inside the sandbox. */
 #define SBX_IN_INIT	"/run/sbx/init"
@@ -34,6 +35,7 @@
 
 #define SBX_NET_NONE		"none"
 #define SBX_NET_OUTBOUND	"outbound"
+#define SBX_NET_PROXY		"proxy"
 
 struct sbx_sandbox {
 	const char	 *bwrap;	/* absolute path */

@@ -1,14 +1,18 @@
 #!/bin/bash
-# bench-provision.sh: the cost of images.
+# bench-provision.sh: the cost of images and environments.
 #
 #   RUNS=11 scripts/bench-provision.sh
 #
 # 1. `sbx provision image add` of a ~5 MiB rootfs tarball (busybox plus
 #    incompressible filler) against a plain `tar -xf` of the same file;
-#    median of RUNS each, and the ratio (add also hashes the file twice,
-#    walks and hashes the tree for the manifest and seals it read-only).
-# 2. `sbx exec -- /bin/true` on that image against host mode; medians and
-#    the ratio.
+#    median of RUNS each, and the ratio (target <= 1.5).  add also hashes
+#    the file before unpacking and again while unpacking, hashes every
+#    file for the manifest and seals the template read-only.
+# 2. `sbx provision --agent A --env` of that image: the clone itself (as
+#    the envelope reports it) and the whole command; medians (target for
+#    the clone <= 100 ms).
+# 3. `sbx exec -- /bin/true` on that image, on the environment, and in
+#    host mode; medians and the ratios to host mode.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${B:-build}
@@ -17,6 +21,7 @@ BIN=$(cd "$B" && pwd)
 SBX="$BIN/bin/sbx"
 export SBX_EXEC_PATH="$BIN/libexec/sbx"
 [ -x /bin/busybox ] || { echo "bench-provision: /bin/busybox is missing"; exit 69; }
+command -v jq >/dev/null || { echo "bench-provision: jq is missing"; exit 69; }
 
 tmp=$(mktemp -d /tmp/sbx-bench.XXXXXX)
 trap 'chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT INT TERM
@@ -24,7 +29,9 @@ chmod 0755 "$tmp"
 export SBX_HOME="$tmp/state"
 
 now() { date +%s%N; }
+# Median of nanoseconds (one a line), printed in milliseconds.
 median() { sort -n | awk '{a[NR]=$1} END {printf "%.2f", a[int((NR+1)/2)]/1e6}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a/b}'; }
 
 # The fixture: ~5 MiB.
 r="$tmp/rootfs"
@@ -38,6 +45,7 @@ tar -C "$r" -cf "$tmp/img.tar" .
 d=$(sha256sum "$tmp/img.tar" | cut -c1-64)
 size=$(stat -c %s "$tmp/img.tar")
 
+# 1. image add against tar -xf, alternating.
 : > "$tmp/add"; : > "$tmp/tar"
 for _ in $(seq 1 "$RUNS"); do
 	"$SBX" provision image rm "$d" -q 2>/dev/null || true
@@ -53,21 +61,43 @@ for _ in $(seq 1 "$RUNS"); do
 done
 add=$(median < "$tmp/add"); tx=$(median < "$tmp/tar")
 
+# 2. the environment: removed and made again, RUNS times.
+"$SBX" provision --agent benv --image bench -q
+: > "$tmp/clone"; : > "$tmp/envcmd"
+clone_kind=""
+for _ in $(seq 1 "$RUNS"); do
+	"$SBX" provision --agent benv --no-env -q
+	t0=$(now)
+	out=$("$SBX" provision --agent benv --env --json)
+	t1=$(now)
+	echo $((t1 - t0)) >> "$tmp/envcmd"
+	printf '%s\n' "$out" | jq -r '.result.env.clone_us * 1000' >> "$tmp/clone"
+	clone_kind=$(printf '%s\n' "$out" | jq -r .result.env.clone)
+done
+clone=$(median < "$tmp/clone"); envcmd=$(median < "$tmp/envcmd")
+
+# 3. sbx exec on the image, on the environment, and on the host.
 "$SBX" provision --agent bimg --image bench -q
 "$SBX" provision --agent bhost -q
-"$SBX" exec -q --agent bimg -- /bin/true
-"$SBX" exec -q --agent bhost -- /bin/true
-: > "$tmp/eimg"; : > "$tmp/ehost"
+for a in bimg benv bhost; do "$SBX" exec -q --agent "$a" -- /bin/true; done
+: > "$tmp/eimg"; : > "$tmp/eenv"; : > "$tmp/ehost"
 for _ in $(seq 1 "$RUNS"); do
 	t0=$(now); "$SBX" exec -q --agent bimg -- /bin/true; t1=$(now)
 	echo $((t1 - t0)) >> "$tmp/eimg"
+	t0=$(now); "$SBX" exec -q --agent benv -- /bin/true; t1=$(now)
+	echo $((t1 - t0)) >> "$tmp/eenv"
 	t0=$(now); "$SBX" exec -q --agent bhost -- /bin/true; t1=$(now)
 	echo $((t1 - t0)) >> "$tmp/ehost"
 done
-ei=$(median < "$tmp/eimg"); eh=$(median < "$tmp/ehost")
+ei=$(median < "$tmp/eimg"); ee=$(median < "$tmp/eenv"); eh=$(median < "$tmp/ehost")
 
+row() { printf '%-34s %10s   %-28s %10s   %s\n' "$@"; }
 printf 'archive: %d bytes, median of %d runs (ms)\n' "$size" "$RUNS"
-printf '%-34s %10s   %-26s %10s   %s\n' "sbx provision image add" "$add" \
-    "tar -xf" "$tx" "ratio $(awk -v a="$add" -v b="$tx" 'BEGIN {printf "%.2f", a/b}')"
-printf '%-34s %10s   %-26s %10s   %s\n' "sbx exec -- /bin/true (image)" "$ei" \
-    "sbx exec -- /bin/true (host)" "$eh" "ratio $(awk -v a="$ei" -v b="$eh" 'BEGIN {printf "%.2f", a/b}')"
+row "sbx provision image add" "$add" "tar -xf" "$tx" \
+    "ratio $(ratio "$add" "$tx") (target <= 1.50)"
+row "env clone ($clone_kind)" "$clone" "sbx provision --env (all)" "$envcmd" \
+    "(target: clone <= 100 ms)"
+row "sbx exec -- /bin/true (image)" "$ei" "sbx exec -- /bin/true (host)" "$eh" \
+    "ratio $(ratio "$ei" "$eh")"
+row "sbx exec -- /bin/true (env)" "$ee" "sbx exec -- /bin/true (host)" "$eh" \
+    "ratio $(ratio "$ee" "$eh")"

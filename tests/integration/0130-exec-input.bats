@@ -161,11 +161,14 @@ no_agent_dirs() {
 	rejected command - -c ''
 }
 
-@test "--network proxy and bogus values are refused" {
-	rejected network - --network proxy -- touch /workspace/agents/default/marker
+@test "bogus --network values are refused; --allow-domain needs proxy" {
 	rejected network - --network bogus -- touch /workspace/agents/default/marker
 	rejected network - --network '' -- true
 	rejected network - --network NONE -- true
+	rejected allow_domain requires_proxy --allow-domain example.com -- \
+	    touch /workspace/agents/default/marker
+	rejected allow_domain requires_proxy --network outbound \
+	    --allow-domain example.com -- touch /workspace/agents/default/marker
 }
 
 @test "missing bubblewrap: kind unavailable, a hint, nothing ran" {

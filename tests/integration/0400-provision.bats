@@ -49,11 +49,11 @@ has() { printf '%s' "$1" | jq -e --arg p "$2" "$3 | index(\$p) != null" >/dev/nu
 	[ "$(mode run)" = 711 ]
 	[ "$(mode run/tokens)" = 700 ]
 	[ "$(mode run/tokens/default)" = 600 ]
-	for d in workspace workspace/agents output images; do
+	for d in workspace workspace/agents output images envs; do
 		[ "$(mode "$d")" = "$REACH" ]
 	done
 	for d in config config/agents workspace/agents/default workspace/shared \
-	    output/default envs agents agents/default plugins cache; do
+	    output/default agents agents/default plugins cache; do
 		[ "$(mode "$d")" = 700 ]
 	done
 	[ "$(owner workspace/agents/default)" = "$RUN_UID" ]

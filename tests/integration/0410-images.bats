@@ -9,6 +9,21 @@ setup() {
 	sbx_setup
 	FX="$TEST_ROOT/fx"
 	mkdir -p "$FX"
+	BG=""
+	MNT=""
+}
+
+teardown() {
+	# A background run left by a failed test goes too, and so does a
+	# file system mounted for a test.
+	if [ -n "${BG:-}" ]; then
+		kill "$BG" 2>/dev/null
+		wait "$BG" 2>/dev/null
+	fi
+	if [ -n "${MNT:-}" ] && mountpoint -q "$MNT"; then
+		umount "$MNT" || umount -l "$MNT"
+	fi
+	sbx_teardown
 }
 
 # A small rootfs from busybox: bin/busybox and a few applet symlinks, an
@@ -17,7 +32,7 @@ make_rootfs() {
 	local r="$FX/rootfs"
 	mkdir -p "$r/bin" "$r/etc" "$r/usr/share/fixture"
 	cp /bin/busybox "$r/bin/busybox"
-	for a in sh ls cat echo id; do ln -s busybox "$r/bin/$a"; done
+	for a in sh ls cat echo id sleep; do ln -s busybox "$r/bin/$a"; done
 	echo 'root:x:0:0:root:/root:/bin/sh' >"$r/etc/passwd"
 	echo 'hello from the image' >"$r/usr/share/fixture/marker"
 }
@@ -78,6 +93,22 @@ with tarfile.open(out, "w", format=tarfile.PAX_FORMAT) as t:
         ti.mode = 0o1777; t.addfile(ti)
     elif kind == "newline":
         reg(t, "etc/bad\nname")
+    elif kind == "rewrites":
+        # The same path twice; a hard link to a file later replaced;
+        # a hard link that carries data of its own (pax allows it).
+        reg(t, "a", b"first a\n")
+        reg(t, "a", b"second a, longer\n")
+        reg(t, "b", b"bbbb\n")
+        hard(t, "c", "b")
+        reg(t, "b", b"new b\n")
+        reg(t, "e", b"e before\n")
+        data = b"e after!\n"	# the size of e: only content tells
+        ti = tarfile.TarInfo("f"); ti.type = tarfile.LNKTYPE
+        ti.linkname = "e"; ti.pax_headers = {"size": str(len(data))}
+        buf = ti.tobuf(t.format, t.encoding, t.errors)
+        t.fileobj.write(buf + data + b"\0" * (512 - len(data)))
+        t.offset += len(buf) + 512
+        reg(t, "g", b"after the raw entry\n")
 EOF
 }
 
@@ -232,6 +263,35 @@ EOF
 		[ -z "$(ls -A "$FX/outside")" ]
 		[ ! -e "$FX/escaped" ] && [ ! -e "$SBX_HOME/escaped" ]
 	done
+}
+
+@test "the manifest describes the tree: rewritten paths, hard links, sparse files" {
+	craft rewrites "$FX/rw.tar"
+	d=$(sha "$FX/rw.tar")
+	run -0 add "$FX/rw.tar" --sha256 "$d" --json
+	t="$SBX_HOME/images/$d/rootfs"
+	[ "$(cat "$t/a")" = "second a, longer" ]
+	[ "$(cat "$t/b")" = "new b" ]
+	[ "$(cat "$t/c")" = bbbb ]
+	# the manifest (sha256 taken while unpacking) matches a full walk
+	run -0 sbx provision image verify "$d" --json
+	[ "$(json_get "$output" .result.ok)" = true ]
+	m="$SBX_HOME/images/$d/manifest.json"
+	for f in a b c e f g; do
+		[ -e "$t/$f" ] || continue
+		[ "$(jq -r --arg p "$f" '.entries[] | select(.path == $p) | .sha256' "$m")" = "$(sha "$t/$f")" ]
+	done
+	# a sparse file (GNU tar), whose holes the walk reads back as zeros
+	mkdir -p "$FX/sp"
+	truncate -s 3M "$FX/sp/holes"
+	printf 'end' >>"$FX/sp/holes"
+	printf 'start' | dd of="$FX/sp/holes" conv=notrunc status=none
+	tar -C "$FX/sp" --sparse -cf "$FX/sp.tar" .
+	d=$(sha "$FX/sp.tar")
+	run -0 add "$FX/sp.tar" --sha256 "$d" -q
+	cmp "$SBX_HOME/images/$d/rootfs/holes" "$FX/sp/holes"
+	run -0 sbx provision image verify "$d"
+	[ "$(jq -r '.entries[] | select(.path == "holes") | .sha256' "$SBX_HOME/images/$d/manifest.json")" = "$(sha "$FX/sp/holes")" ]
 }
 
 @test "device nodes and FIFOs are dropped, setuid/setgid/sticky bits stripped" {
@@ -404,4 +464,220 @@ EOF
 	run -64 sbx provision image add x --sha256 y --agent a
 	run -1 sbx provision --image nosuch --json
 	[ "$(json_get "$output" .reason)" = image_missing ]
+}
+
+# ---- per-agent environments (--env) -----------------------------------------
+
+# An image named bb (and, with an argument, a second one named NAME whose
+# marker says so); prints nothing.
+add_bb() {
+	make_rootfs
+	tar -C "$FX/rootfs" -cf "$FX/bb.tar" .
+	BB=$(sha "$FX/bb.tar")
+	run -0 add "$FX/bb.tar" --sha256 "$BB" --name bb -q
+}
+
+envrec() { jq -r ".$2" "$SBX_HOME/envs/$1/env.json"; }
+
+@test "--env: a writable copy of the template; the template is untouched; exec runs on it" {
+	add_bb
+	run -0 sbx provision --agent e --image bb --env --json
+	[ "$(json_get "$output" .result.image)" = "$BB" ]
+	[ "$(json_get "$output" .result.env.path)" = envs/e/rootfs ]
+	[ "$(json_get "$output" .result.env.present)" = false ]
+	clone=$(json_get "$output" .result.env.clone)
+	[ "$clone" = reflink ] || [ "$clone" = copy ]
+	[ "$(json_get "$output" .result.env.files)" -ge 2 ]
+	[ "$(json_get "$output" '.result.evicted | length')" = 0 ]
+	[ "$(jq -r .env "$SBX_HOME/config/agents/e.json")" = true ]
+	[ "$(envrec e digest)" = "$BB" ]
+	[ "$(envrec e clone)" = "$clone" ]
+	t="$SBX_HOME/images/$BB/rootfs"
+	r="$SBX_HOME/envs/e/rootfs"
+	cmp "$r/bin/busybox" /bin/busybox
+	[ "$(readlink "$r/bin/sh")" = busybox ]
+	# modes kept, plus the owner's write bit the template lost
+	[ "$(stat -c %a "$t/bin/busybox")" = 555 ]
+	[ "$(stat -c %a "$r/bin/busybox")" = 755 ]
+	[ "$(stat -c %a "$r/usr/share/fixture/marker")" = 644 ]
+	[ "$(stat -c %Y "$r/bin/busybox")" = "$(stat -c %Y "$t/bin/busybox")" ]
+	# written from the host side: the template does not change
+	echo 'changed in the env' >"$r/usr/share/fixture/marker"
+	[ "$(cat "$t/usr/share/fixture/marker")" = "hello from the image" ]
+	run -0 sbx provision image verify bb
+	# exec runs on the env (read-only, as a template is), and notes the use
+	before=$(envrec e last_used)
+	sleep 0.01
+	run -0 --separate-stderr sbx exec --agent e -- cat /usr/share/fixture/marker
+	[ "$output" = "changed in the env" ]
+	[ "$(envrec e last_used)" \> "$before" ]
+	run -1 sbx exec --agent e -- sh -c 'echo x >/usr/share/fixture/marker'
+	# asked again: kept as it is (it may hold what the agent installed)
+	run -0 sbx provision --agent e --env --json
+	[ "$(json_get "$output" .result.env.present)" = true ]
+	[ "$(cat "$r/usr/share/fixture/marker")" = "changed in the env" ]
+	# another agent on the same image still sees the template
+	run -0 sbx provision --agent plain --image bb -q
+	run -0 --separate-stderr sbx exec --agent plain -- cat /usr/share/fixture/marker
+	[ "$output" = "hello from the image" ]
+	[ -z "$(ls -A "$SBX_HOME/envs" | grep '^\.tmp-')" ]
+}
+
+@test "at most max_envs environments: the least recently used goes, homes stay" {
+	add_bb
+	for a in a b c; do
+		run -0 sbx provision --agent "$a" --image bb --env -q
+		sleep 0.01
+	done
+	echo keep >"$SBX_HOME/workspace/agents/b/mine"
+	# a was made first but used last: b is now the least recently used
+	run -0 --separate-stderr sbx exec --agent a -- echo used
+	sleep 0.01
+	run -0 sbx provision --agent d --image bb --env --json
+	[ "$(json_get "$output" '.result.evicted | length')" = 1 ]
+	[ "$(json_get "$output" '.result.evicted[0].agent')" = b ]
+	[ "$(json_get "$output" '.result.evicted[0].path')" = envs/b ]
+	[ ! -e "$SBX_HOME/envs/b" ]
+	[ -d "$SBX_HOME/envs/a" ] && [ -d "$SBX_HOME/envs/c" ] && [ -d "$SBX_HOME/envs/d" ]
+	[ "$(cat "$SBX_HOME/workspace/agents/b/mine")" = keep ]
+	# fewer allowed: asking for one that exists trims the others
+	echo '{"max_envs":2}' >"$SBX_HOME/config/sandbox.json"
+	run -0 sbx provision --agent a --env --json
+	[ "$(json_get "$output" .result.env.present)" = true ]
+	[ "$(json_get "$output" '[.result.evicted[].agent] | join(",")')" = c ]
+	[ "$(ls "$SBX_HOME/envs")" = "$(printf 'a\nd')" ]
+	# the evicted agent falls back to the template, with a warning
+	run -0 sbx exec --agent b --json -- cat /usr/share/fixture/marker
+	[ "$(json_get "$output" .result.stdout)" = "hello from the image" ]
+	[[ "$(json_get "$output" '.warnings[0]')" == *"does not exist"* ]]
+	echo '{"max_envs":0}' >"$SBX_HOME/config/sandbox.json"
+	run -65 sbx provision --agent a --env --json
+	[ "$(json_get "$output" .reason)" = config_invalid ]
+}
+
+@test "--no-env, --image none and reset take the environment away" {
+	add_bb
+	run -0 sbx provision --agent e --image bb --env -q
+	run -0 sbx provision --agent e --no-env --json
+	[ "$(json_get "$output" '.result.removed[0]')" = envs/e ]
+	[ "$(json_get "$output" .result.env)" = null ]
+	[ ! -e "$SBX_HOME/envs/e" ]
+	[ "$(jq -r '.env // "unset"' "$SBX_HOME/config/agents/e.json")" = unset ]
+	[ "$(jq -r .image "$SBX_HOME/config/agents/e.json")" = "$BB" ]
+	run -0 sbx provision --agent e --env -q
+	[ -d "$SBX_HOME/envs/e/rootfs" ]
+	run -0 sbx provision reset --json
+	[ ! -e "$SBX_HOME/envs/e" ]
+	[ -d "$SBX_HOME/images/$BB/rootfs" ]
+	run -0 sbx provision --agent e --env -q
+	run -0 sbx provision --agent e --image none --json
+	[ "$(json_get "$output" .result.image)" = null ]
+	[ ! -e "$SBX_HOME/envs/e" ]
+	[ "$(jq -r '.env // "unset"' "$SBX_HOME/config/agents/e.json")" = unset ]
+}
+
+@test "rebinding remakes the environment from the new image; --env needs an image" {
+	add_bb
+	echo 'the second image' >"$FX/rootfs/usr/share/fixture/marker"
+	tar -C "$FX/rootfs" -cf "$FX/bb2.tar" .
+	run -0 add "$FX/bb2.tar" --sha256 "$(sha "$FX/bb2.tar")" --name bb2 -q
+	run -0 sbx provision --agent e --image bb --env -q
+	run -0 sbx provision --agent e --image bb2 --json
+	[ "$(json_get "$output" .result.env.replaced)" = true ]
+	[ "$(envrec e digest)" = "$(sha "$FX/bb2.tar")" ]
+	run -0 --separate-stderr sbx exec --agent e -- cat /usr/share/fixture/marker
+	[ "$output" = "the second image" ]
+	[ -z "$(ls -A "$SBX_HOME/envs" | grep '^\.tmp-')" ]
+	run -65 sbx provision --agent z --env --json
+	[ "$(json_get "$output" .kind)" = invalid_args ]
+	[ "$(json_get "$output" .reason)" = no_image ]
+	run -64 sbx provision --agent e --env --no-env
+	run -64 sbx provision status --env
+	run -64 sbx provision image list --env
+}
+
+@test "a symlink planted as envs/ or envs/<agent> is refused or replaced, never followed" {
+	add_bb
+	run -0 sbx provision --agent e --image bb -q
+	mkdir -p "$FX/elsewhere"
+	rmdir "$SBX_HOME/envs"
+	ln -s "$FX/elsewhere" "$SBX_HOME/envs"
+	run -77 sbx provision --agent e --env --json
+	[ "$(json_get "$output" .reason)" = symlink_in_path ]
+	[ -z "$(ls -A "$FX/elsewhere")" ]
+	rm "$SBX_HOME/envs"
+	run -0 sbx provision --agent e --env -q
+	# envs/e swapped for a link to a tree that looks like an env
+	mkdir -p "$FX/fake"
+	cp -a "$SBX_HOME/envs/e/." "$FX/fake/"
+	echo 'from the planted tree' >"$FX/fake/rootfs/usr/share/fixture/marker"
+	chmod -R u+w "$SBX_HOME/envs/e"
+	rm -rf "$SBX_HOME/envs/e"
+	ln -s "$FX/fake" "$SBX_HOME/envs/e"
+	run -125 sbx exec --agent e --json -- cat /usr/share/fixture/marker
+	[ "$(json_get "$output" .kind)" = rejected ]
+	[ "$(json_get "$output" .reason)" = symlink_in_path ]
+	[[ "$output" != *"from the planted tree"* ]]
+	# provisioning replaces the link (the link itself, not its target)
+	run -0 sbx provision --agent e --env --json
+	[ "$(json_get "$output" .result.env.replaced)" = true ]
+	[ -d "$SBX_HOME/envs/e" ] && [ ! -L "$SBX_HOME/envs/e" ]
+	[ "$(cat "$FX/fake/rootfs/usr/share/fixture/marker")" = "from the planted tree" ]
+	run -0 --separate-stderr sbx exec --agent e -- cat /usr/share/fixture/marker
+	[ "$output" = "hello from the image" ]
+	# a link as the rootfs inside a real env dir: refused as well
+	chmod u+w "$SBX_HOME/envs/e"
+	mv "$SBX_HOME/envs/e/rootfs" "$FX/moved"
+	ln -s "$FX/fake/rootfs" "$SBX_HOME/envs/e/rootfs"
+	run -125 sbx exec --agent e --json -- echo x
+	[ "$(json_get "$output" .reason)" = symlink_in_path ]
+}
+
+@test "an environment in use by a running sbx exec is not evicted" {
+	add_bb
+	run -0 sbx provision --agent a --image bb --env -q
+	echo '{"max_envs":1}' >"$SBX_HOME/config/sandbox.json"
+	# a run on a's environment holds it (a shared lock) while it lasts
+	"$SBX" exec --agent a -- sh -c 'echo up >$HOME/up; i=0
+	    while [ ! -e $HOME/stop ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done' \
+	    </dev/null >/dev/null 2>&1 &
+	BG=$!
+	for _ in $(seq 100); do
+		[ -e "$SBX_HOME/workspace/agents/a/up" ] && break
+		sleep 0.05
+	done
+	run -0 sbx provision --agent b --image bb --env --json
+	touch "$SBX_HOME/workspace/agents/a/stop"
+	wait "$BG"
+	BG=""
+	[ "$(json_get "$output" '.result.evicted | length')" = 0 ]
+	[[ "$(json_get "$output" '.warnings[0]')" == *"in use"* ]]
+	[ -d "$SBX_HOME/envs/a/rootfs" ]
+	# once it is over, the next provision evicts it
+	run -0 sbx provision --agent b --env --json
+	[ "$(json_get "$output" '.result.evicted[0].agent')" = a ]
+	[ ! -e "$SBX_HOME/envs/a" ]
+}
+
+@test "--env on a file system with reflinks (XFS): clones, not copies" {
+	is_root || skip "needs root (a loop-mounted XFS)"
+	command -v mkfs.xfs >/dev/null || skip "mkfs.xfs is not installed"
+	truncate -s 300M "$TEST_ROOT/xfs.img"
+	mkfs.xfs -q -m reflink=1 "$TEST_ROOT/xfs.img" || skip "mkfs.xfs failed"
+	MNT="$TEST_ROOT/mnt"
+	mkdir -p "$MNT"
+	mount -o loop "$TEST_ROOT/xfs.img" "$MNT" || skip "cannot mount a loop device here"
+	chmod 0755 "$MNT"
+	export SBX_HOME="$MNT/state"
+	add_bb
+	run -0 sbx provision --agent r --image bb --env --json
+	[ "$(json_get "$output" .result.env.clone)" = reflink ]
+	[ "$(envrec r clone)" = reflink ]
+	r="$SBX_HOME/envs/r/rootfs"
+	cmp "$r/bin/busybox" /bin/busybox
+	echo 'changed in the env' >"$r/usr/share/fixture/marker"
+	[ "$(cat "$SBX_HOME/images/$BB/rootfs/usr/share/fixture/marker")" = "hello from the image" ]
+	run -0 sbx provision image verify bb
+	run -0 --separate-stderr sbx exec --agent r -- cat /usr/share/fixture/marker
+	[ "$output" = "changed in the env" ]
 }

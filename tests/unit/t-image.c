@@ -1,4 +1,5 @@
-/* t-image: digest and name syntax, archive path checks, manifests. */
+/* t-image: digest and name syntax, archive path checks, manifests, the
+ * download URL policy, environment clones. */
 #include <sys/stat.h>
 
 #include <fcntl.h>
@@ -11,6 +12,7 @@
 
 #include "tap.h"
 
+#include "download.h"
 #include "envelope.h"
 #include "image.h"
 #include "imageref.h"
@@ -162,6 +164,138 @@ t_manifest(void)
 	(void)!system(cmd);
 }
 
+/* The reason a URL is refused with, or "ok" (and *plain). */
+static const char *
+url_verdict(const char *url, int *plain)
+{
+	struct sbx_error e;
+
+	memset(&e, 0, sizeof(e));
+	*plain = -1;
+	if (sbx_download_check(url, plain, &e) == 0)
+		return "ok";
+	return e.reason ? e.reason : "?";
+}
+
+static void
+t_url(void)
+{
+	static const struct {
+		const char	*url, *want;
+		int		 plain;
+	} cases[] = {
+		{ "https://deb.example.org/rootfs.tar.zst", "ok", 0 },
+		{ "https://example.org:8443/a?sig=x#f", "ok", 0 },
+		{ "http://127.0.0.1:8080/x.tar.gz", "ok", 1 },
+		{ "http://127.1.2.3/x", "ok", 1 },
+		{ "http://127.1/x", "ok", 1 },		/* curl: 127.0.0.1 */
+		{ "http://[::1]:9/x", "ok", 1 },
+		{ "HTTP://127.0.0.1/x", "ok", 1 },
+		{ "http://localhost/x", "insecure_http", 0 },
+		{ "http://example.invalid/x", "insecure_http", 0 },
+		{ "http://128.0.0.1/x", "insecure_http", 0 },
+		{ "http://10.0.0.1/x", "insecure_http", 0 },
+		{ "http://[::ffff:127.0.0.1]/x", "insecure_http", 0 },
+		{ "http://[fe80::1%25eth0]/x", "insecure_http", 0 },
+		{ "http://127.0.0.1.example.org/x", "insecure_http", 0 },
+		{ "ftp://127.0.0.1/x", "unsupported_scheme", 0 },
+		{ "file:///etc/passwd", "unsupported_scheme", 0 },
+		{ "gopher://127.0.0.1/", "unsupported_scheme", 0 },
+		{ "nosuchscheme://x/y", "unsupported_scheme", 0 },
+		{ "https://u:p@example.org/x", "credentials_in_url", 0 },
+		{ "https://u@example.org/x", "credentials_in_url", 0 },
+		{ "https://", "invalid_url", 0 },
+		/* curl reads three slashes as two; what it dials is what was
+		 * checked (the parsed URL is handed over, CURLOPT_CURLU) */
+		{ "http:///127.0.0.1/x", "ok", 1 },
+		{ "https://exa mple.org/x", "invalid_url", 0 },
+		{ "/local/file.tar", "invalid_url", 0 },
+	};
+	size_t	 i;
+	int	 plain;
+
+	for (i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		const char *got = url_verdict(cases[i].url, &plain);
+		ok(strcmp(got, cases[i].want) == 0 && (strcmp(got, "ok") != 0 ||
+		    plain == cases[i].plain), "url %s: %s (got %s)",
+		    cases[i].url, cases[i].want, got);
+	}
+	ok(sbx_download_is_url("https://x/y"), "https://x/y is a URL");
+	ok(sbx_download_is_url("git+ssh://x"), "git+ssh://x is a URL");
+	ok(!sbx_download_is_url("rootfs.tar"), "a file is not");
+	ok(!sbx_download_is_url("./https://x"), "./https://x is not");
+	ok(!sbx_download_is_url("C:\\x"), "C:\\x is not");
+}
+
+static void
+t_clone(void)
+{
+	struct sbx_error	 e;
+	struct stat		 st;
+	char			 dir[] = "/tmp/t-image-clone.XXXXXX", cmd[128];
+	char			 buf[64];
+	unsigned long long	 files, bytes;
+	ssize_t			 n;
+	int			 dfd, src, dst, fd, reflink = 1;
+
+	if (mkdtemp(dir) == NULL || (dfd = open(dir, O_RDONLY |
+	    O_DIRECTORY)) == -1) {
+		ok(0, "temp dir");
+		return;
+	}
+	mkdirat(dfd, "src", 0755);
+	mkdirat(dfd, "dst", 0700);
+	src = openat(dfd, "src", O_RDONLY | O_DIRECTORY);
+	dst = openat(dfd, "dst", O_RDONLY | O_DIRECTORY);
+	mkdirat(src, "bin", 0555);
+	(void)!fchmodat(src, "bin", 0755, 0);
+	fd = openat(src, "bin/tool", O_WRONLY | O_CREAT, 0555);
+	(void)!write(fd, "hello\n", 6);
+	close(fd);
+	(void)!fchmodat(src, "bin/tool", 0555, 0);
+	fd = openat(src, "empty", O_WRONLY | O_CREAT, 0444);
+	close(fd);
+	(void)!symlinkat("/etc/passwd", src, "abs-link");
+	(void)!symlinkat("bin/tool", src, "rel-link");
+	(void)!fchmodat(src, "bin", 0555, 0);
+	ok(sbx_env_clone_tree(src, dst, &reflink, &files, &bytes, &e) == 0,
+	    "clone_tree");
+	is_int(files, 2, "2 regular files");
+	is_int(bytes, 6, "6 bytes");
+	fd = openat(dst, "bin/tool", O_RDONLY);
+	n = fd == -1 ? -1 : read(fd, buf, sizeof(buf));
+	ok(n == 6 && memcmp(buf, "hello\n", 6) == 0, "content copied");
+	if (fd != -1)
+		close(fd);
+	ok(fstatat(dst, "bin/tool", &st, 0) == 0 && (st.st_mode & 07777) ==
+	    0755, "mode kept, owner write added");
+	ok(fstatat(dst, "bin", &st, 0) == 0 && (st.st_mode & 07777) == 0755,
+	    "directory mode kept, owner write added");
+	n = readlinkat(dst, "abs-link", buf, sizeof(buf) - 1);
+	ok(n == 11 && memcmp(buf, "/etc/passwd", 11) == 0,
+	    "a symlink is copied as a link, not followed");
+	ok(fstatat(dst, "abs-link", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISLNK(st.st_mode), "still a symlink");
+	/* A file written in the copy leaves the source alone. */
+	fd = openat(dst, "bin/tool", O_WRONLY | O_TRUNC);
+	(void)!write(fd, "bye\n", 4);
+	close(fd);
+	fd = openat(src, "bin/tool", O_RDONLY);
+	n = fd == -1 ? -1 : read(fd, buf, sizeof(buf));
+	ok(n == 6 && memcmp(buf, "hello\n", 6) == 0, "the source unchanged");
+	if (fd != -1)
+		close(fd);
+	/* Into a directory that is not empty: refused, nothing clobbered. */
+	reflink = 1;
+	ok(sbx_env_clone_tree(src, dst, &reflink, &files, &bytes, &e) == -1,
+	    "a second clone into the same directory fails (O_EXCL)");
+	close(src);
+	close(dst);
+	close(dfd);
+	snprintf(cmd, sizeof(cmd), "chmod -R u+w %s && rm -rf %s", dir, dir);
+	(void)!system(cmd);
+}
+
 int
 main(void)
 {
@@ -169,5 +303,7 @@ main(void)
 	t_name();
 	t_path();
 	t_manifest();
+	t_url();
+	t_clone();
 	return done_testing();
 }

@@ -1,0 +1,502 @@
+/*
+ * sbx-proxy: the filtering egress proxy of `sbx exec --network proxy`.
+ * See sbx-proxy(1).  The event loop lives in lib/proxy.c; this is the
+ * command line: serve (daemon, one per state root), status, stop, check.
+ */
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <linux/capability.h>
+
+#include <jansson.h>
+
+#include "cli.h"
+#include "cmd.h"
+#include "envelope.h"
+#include "fsutil.h"
+#include "names.h"
+#include "netpolicy.h"
+#include "proxy.h"
+#include "root.h"
+#include "runlimits.h"
+
+#define PROG	"sbx-proxy"
+
+static const char usage_text[] =
+"usage: sbx proxy serve [--foreground] [--home DIR] [--json] [-q] [-v]\n"
+"       sbx proxy status [--home DIR] [--json]\n"
+"       sbx proxy stop [--home DIR] [--json]\n"
+"       sbx proxy check [--agent A] [--allow-domain D]... HOST[:PORT]\n"
+"                       [--home DIR] [--json]\n";
+
+static const char help_text[] =
+"\n"
+"The filtering egress proxy of `sbx exec --network proxy`: HTTP and HTTPS\n"
+"(CONNECT) only to the domains the agent's allowlist names, never to an IP\n"
+"literal or a private address, with the agent's token. sbx exec starts it\n"
+"on demand; it exits after a while without work.\n"
+"\n"
+"  serve                  run the proxy of this state root (one per root)\n"
+"  status                 is it running? (exit 0 yes, 1 no)\n"
+"  stop                   ask it to exit\n"
+"  check HOST[:PORT]      the policy's decision for the agent, without\n"
+"                         connecting or resolving (exit 0 allowed, 1 denied)\n"
+"\n"
+"  -a, --agent A          agent (default: $SBX_AGENT or \"default\")\n"
+"      --allow-domain D   check: an extra allowlist entry, as sbx exec's\n"
+"      --foreground       serve: do not detach; log to stderr\n"
+"      --home DIR         state root (default: $SBX_HOME, $XDG_DATA_HOME/sbx,\n"
+"                         ~/.local/share/sbx)\n"
+"  -j, --json             print one JSON envelope (also SBX_JSON=1)\n"
+"  -q, --quiet            print nothing on success\n"
+"  -v, --verbose          more detail\n"
+"  -h, --help             this help\n"
+"      --version          print the version\n";
+
+enum { OPT_HOME = 256, OPT_FOREGROUND, OPT_ALLOW, OPT_VERSION };
+
+static const struct option longopts[] = {
+	{ "agent",		required_argument,	NULL, 'a' },
+	{ "allow-domain",	required_argument,	NULL, OPT_ALLOW },
+	{ "foreground",		no_argument,		NULL, OPT_FOREGROUND },
+	{ "home",		required_argument,	NULL, OPT_HOME },
+	{ "json",		no_argument,		NULL, 'j' },
+	{ "quiet",		no_argument,		NULL, 'q' },
+	{ "verbose",		no_argument,		NULL, 'v' },
+	{ "help",		no_argument,		NULL, 'h' },
+	{ "version",		no_argument,		NULL, OPT_VERSION },
+	{ NULL, 0, NULL, 0 }
+};
+
+static struct {
+	const char	*agent;
+	const char	*home;
+	json_t		*allow;
+	int		 foreground, json, quiet, verbose;
+	const char	*tool;
+} O;
+
+static void
+usage(void)
+{
+	fputs(usage_text, stderr);
+	exit(SBX_EX_USAGE);
+}
+
+static int
+exit_for(const struct sbx_error *e)
+{
+	if (e->kind == NULL)
+		return SBX_EX_SOFTWARE;
+	if (strcmp(e->kind, SBX_K_INVALID_ARGS) == 0)
+		return e->reason != NULL && strcmp(e->reason,
+		    "config_invalid") == 0 ? SBX_EX_CONFIG : SBX_EX_DATAERR;
+	if (strcmp(e->kind, SBX_K_UNAVAILABLE) == 0 ||
+	    strcmp(e->kind, SBX_K_TIMEOUT) == 0)
+		return SBX_EX_UNAVAILABLE;
+	if (strcmp(e->kind, SBX_K_REJECTED) == 0)
+		return SBX_EX_NEGATIVE;
+	return SBX_EX_OSERR;
+}
+
+static void __attribute__((noreturn))
+fail(struct sbx_error *e)
+{
+	sbx_cmd_report(PROG, O.tool, O.json, e, NULL, sbx_cmd_emit);
+	exit(exit_for(e));
+}
+
+static void
+ok(json_t *result, const char *text)
+{
+	if (O.json)
+		sbx_cmd_emit(sbx_envelope_ok(O.tool, result, NULL));
+	else {
+		json_decref(result);
+		if (!O.quiet && text != NULL)
+			printf("%s\n", text);
+	}
+}
+
+/* Drop every capability (root keeps its uid, which owns the state root,
+ * but nothing more) and forbid gaining any back. */
+static void
+harden(void)
+{
+	struct __user_cap_header_struct	 h;
+	struct __user_cap_data_struct	 d[2];
+
+	memset(&h, 0, sizeof(h));
+	h.version = _LINUX_CAPABILITY_VERSION_3;
+	memset(d, 0, sizeof(d));
+	(void)prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+	if (geteuid() == 0)
+		(void)syscall(SYS_capset, &h, d);
+	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+}
+
+/*
+ * Bind run/proxy.sock, 0600, in run/ (0711): the socket is reached by
+ * path, so it is created through /proc/self/fd of run/ opened without
+ * following symlinks, after removing a stale one.
+ */
+static int
+bind_socket(int runfd, struct sbx_error *e)
+{
+	struct sockaddr_un	 sun;
+	int			 fd;
+	mode_t			 old;
+
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+		return sbx_error_sys(e, "socket", "cannot create a socket");
+	(void)unlinkat(runfd, "proxy.sock", 0);
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "/proc/self/fd/%d/%s",
+	    runfd, "proxy.sock");
+	old = umask(0177);
+	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+		umask(old);
+		close(fd);
+		return sbx_error_sys(e, "bind", "cannot bind run/proxy.sock");
+	}
+	umask(old);
+	(void)!fchmodat(runfd, "proxy.sock", 0600, 0);
+	if (listen(fd, 128) == -1) {
+		close(fd);
+		return sbx_error_sys(e, "listen", "cannot listen on "
+		    "run/proxy.sock");
+	}
+	return fd;
+}
+
+static int
+cmd_serve(struct sbx_root *root)
+{
+	struct sbx_proxy_config	 cfg;
+	struct sbx_error	 e;
+	int			 runfd, pidfd, lfd, pp[2], null;
+	pid_t			 pid;
+	char			 b[32], c = 0;
+
+	memset(&e, 0, sizeof(e));
+	if (sbx_proxy_config_load(root->fd, &cfg, &e) == -1)
+		fail(&e);
+	if ((runfd = sbx_mkdirs_at(root->fd, "run", 0711, &e)) == -1)
+		fail(&e);
+	if ((pidfd = openat(runfd, "proxy.pid", O_RDWR | O_CREAT | O_NOFOLLOW |
+	    O_CLOEXEC, 0600)) == -1) {
+		sbx_error_sys(&e, "pidfile", "cannot open run/proxy.pid");
+		fail(&e);
+	}
+	/* One proxy per state root: whoever holds the pid file's lock. */
+	if (flock(pidfd, LOCK_EX | LOCK_NB) == -1) {
+		ssize_t n = pread(pidfd, b, sizeof(b) - 1, 0);
+
+		b[n > 0 ? n : 0] = '\0';
+		b[strcspn(b, "\n")] = '\0';
+		ok(json_pack("{s:b,s:b,s:s}", "running", 1, "started", 0,
+		    "pid", b), "sbx-proxy: already running");
+		return 0;
+	}
+	if (!O.foreground) {
+		if (pipe2(pp, O_CLOEXEC) == -1 || (pid = fork()) == -1) {
+			sbx_error_sys(&e, "fork", "cannot start the proxy");
+			fail(&e);
+		}
+		if (pid > 0) {
+			/* The parent returns once the socket listens. */
+			close(pp[1]);
+			if (read(pp[0], &c, 1) != 1 || c != 'R') {
+				sbx_error_set(&e, SBX_K_UNAVAILABLE, NULL,
+				    "start_failed", "the proxy did not start; "
+				    "run `sbx proxy serve --foreground` to "
+				    "see why");
+				fail(&e);
+			}
+			ok(json_pack("{s:b,s:b,s:s}", "running", 1, "started",
+			    1, "socket", SBX_PROXY_SOCK),
+			    "sbx-proxy: started");
+			exit(0);
+		}
+		close(pp[0]);
+		(void)setsid();
+		if ((pid = fork()) == -1)
+			_exit(SBX_EX_OSERR);
+		if (pid > 0)
+			_exit(0);
+		if ((null = open("/dev/null", O_RDWR | O_CLOEXEC)) >= 0) {
+			dup2(null, 0);
+			dup2(null, 1);
+			dup2(null, 2);
+			if (null > 2)
+				close(null);
+		}
+		(void)!chdir("/");
+	}
+	signal(SIGPIPE, SIG_IGN);
+	harden();
+	/* The lock is inherited through the forks: re-take it in the
+	 * daemon (flock locks belong to the open file, which it shares). */
+	snprintf(b, sizeof(b), "%d\n", (int)getpid());
+	if (ftruncate(pidfd, 0) == 0)
+		(void)!pwrite(pidfd, b, strlen(b), 0);
+	if ((lfd = bind_socket(runfd, &e)) == -1) {
+		if (O.foreground)
+			fail(&e);
+		_exit(SBX_EX_OSERR);
+	}
+	if (!O.foreground) {
+		(void)!write(pp[1], "R", 1);
+		close(pp[1]);
+	} else if (!O.quiet)
+		fprintf(stderr, "%s: serving %s/%s (pid %d)\n", PROG,
+		    root->path, SBX_PROXY_SOCK, (int)getpid());
+	if (sbx_proxy_serve(root->fd, lfd, &cfg, &e) == -1) {
+		(void)unlinkat(runfd, "proxy.sock", 0);
+		if (O.foreground)
+			fail(&e);
+		_exit(SBX_EX_OSERR);
+	}
+	/* Remove the socket before the lock goes: a new proxy may then
+	 * bind its own without racing with our unlink. */
+	(void)unlinkat(runfd, "proxy.sock", 0);
+	(void)!ftruncate(pidfd, 0);
+	_exit(0);
+}
+
+static int
+cmd_status(struct sbx_root *root, int stop)
+{
+	struct sbx_error	 e;
+	json_t			*ans, *res;
+	int			 ctl;
+	char			 text[256];
+
+	memset(&e, 0, sizeof(e));
+	if (root->fd < 0 || (ctl = sbx_proxy_connect(root->fd, &e)) == -1) {
+		ok(json_pack("{s:b}", "running", 0),
+		    "sbx-proxy: not running");
+		return stop ? 0 : SBX_EX_NEGATIVE;
+	}
+	ans = sbx_proxy_call(ctl, json_pack("{s:s}", "op", stop ? "stop" :
+	    "status"), -1, 5000, &e);
+	close(ctl);
+	if (ans == NULL)
+		fail(&e);
+	if (stop) {
+		json_decref(ans);
+		ok(json_pack("{s:b,s:b}", "running", 0, "stopped", 1),
+		    "sbx-proxy: stopped");
+		return 0;
+	}
+	res = json_pack("{s:b,s:O,s:O,s:O,s:O,s:s}", "running", 1,
+	    "pid", json_object_get(ans, "pid"),
+	    "sessions", json_object_get(ans, "sessions"),
+	    "connections", json_object_get(ans, "connections"),
+	    "uptime_s", json_object_get(ans, "uptime_s"),
+	    "socket", SBX_PROXY_SOCK);
+	snprintf(text, sizeof(text), "sbx-proxy: running (pid %lld), %lld "
+	    "sessions, %lld connections, socket %s/%s",
+	    json_integer_value(json_object_get(ans, "pid")),
+	    json_integer_value(json_object_get(ans, "sessions")),
+	    json_integer_value(json_object_get(ans, "connections")),
+	    root->path, SBX_PROXY_SOCK);
+	json_decref(ans);
+	ok(res, text);
+	return 0;
+}
+
+static int
+cmd_check(struct sbx_root *root, const char *target)
+{
+	struct sbx_netpolicy	 pol;
+	struct sbx_error	 e;
+	json_t			*cfg = NULL, *res, *v;
+	char			 rel[128], norm[SBX_NP_HOST_MAX + 1], text[512];
+	const char		*colon, *why, *hostp = target;
+	size_t			 hostlen, i;
+	unsigned		 port = 443;
+	int			 status;
+
+	memset(&e, 0, sizeof(e));
+	if (sbx_agent_valid(O.agent, "agent", &e) == -1)
+		fail(&e);
+	/* HOST[:PORT]; a bracketed IPv6 literal keeps its colons. */
+	colon = strrchr(target, ':');
+	if (target[0] == '[') {
+		const char *rb = strchr(target, ']');
+
+		colon = rb != NULL && rb[1] == ':' ? rb + 1 : NULL;
+	} else if (colon != NULL && strchr(target, ':') != colon)
+		colon = NULL;	/* bare IPv6: all host */
+	hostlen = colon != NULL ? (size_t)(colon - target) : strlen(target);
+	if (colon != NULL && sbx_np_port(colon + 1, strlen(colon + 1), &port)
+	    == -1) {
+		sbx_error_set(&e, SBX_K_INVALID_ARGS, "host", "invalid_port",
+		    "`%s`: the port must be a number from 1 to 65535", target);
+		fail(&e);
+	}
+	sbx_np_init(&pol);
+	if (root->fd >= 0) {
+		snprintf(rel, sizeof(rel), "config/agents/%s.json", O.agent);
+		if (sbx_config_load(root->fd, rel, &cfg, &e) == -1)
+			fail(&e);
+	} else
+		snprintf(rel, sizeof(rel), "config/agents/%s.json", O.agent);
+	if (sbx_np_load(&pol, cfg, rel, &e) == -1)
+		fail(&e);
+	json_decref(cfg);
+	json_array_foreach(O.allow, i, v)
+		if (sbx_np_allow(&pol, json_string_value(v), &e) == -1)
+			fail(&e);
+	why = sbx_np_host(hostp, hostlen, norm);
+	if (why != NULL) {
+		status = strcmp(why, SBX_NP_IP_LITERAL) == 0 ? 403 : 400;
+		snprintf(norm, sizeof(norm), "%.*s", (int)(hostlen < 200 ?
+		    hostlen : 200), hostp);
+	} else if ((why = sbx_np_decide(&pol, norm, port)) != NULL)
+		status = 403;
+	else
+		status = 200;
+	sbx_np_free(&pol);
+	res = json_pack("{s:s,s:s,s:i,s:s,s:i}", "agent", O.agent, "host",
+	    norm, "port", (int)port, "verdict", why == NULL ? "allow" : "deny",
+	    "status", status);
+	if (why != NULL)
+		json_object_set_new(res, "reason", json_string(why));
+	if (why == NULL)
+		snprintf(text, sizeof(text), "allow %s:%u", norm, port);
+	else
+		snprintf(text, sizeof(text), "deny %s:%u (%s, HTTP %d)", norm,
+		    port, why, status);
+	if (status == 400 && !O.json) {
+		sbx_error_set(&e, SBX_K_INVALID_ARGS, "host", why, "`%s` is "
+		    "not a valid host name (%s)", norm, why);
+		json_decref(res);
+		fail(&e);
+	}
+	ok(res, text);
+	return why == NULL ? 0 : status == 400 ? SBX_EX_DATAERR :
+	    SBX_EX_NEGATIVE;
+}
+
+int
+main(int argc, char *argv[])
+{
+	struct sbx_root		 root = SBX_ROOT_INIT;
+	struct sbx_error	 e;
+	const char		*sub;
+	int			 ch;
+
+	memset(&e, 0, sizeof(e));
+	O.json = sbx_cli_json_env();
+	O.allow = json_array();
+	O.agent = getenv("SBX_AGENT");
+	if (O.agent == NULL || *O.agent == '\0')
+		O.agent = "default";
+	O.tool = "proxy";
+	/* The subcommand first, options after it (or before). */
+	sub = argc > 1 && argv[1][0] != '-' ? argv[1] : NULL;
+	if (sub != NULL) {
+		argv[1] = argv[0];
+		argv++;
+		argc--;
+	}
+	while ((ch = getopt_long(argc, argv, "+a:jqvh", longopts, NULL))
+	    != -1) {
+		switch (ch) {
+		case 'a':
+			O.agent = optarg;
+			break;
+		case OPT_ALLOW:
+			json_array_append_new(O.allow, json_string(optarg));
+			break;
+		case OPT_FOREGROUND:
+			O.foreground = 1;
+			break;
+		case OPT_HOME:
+			O.home = optarg;
+			break;
+		case 'j':
+			O.json = 1;
+			break;
+		case 'q':
+			O.quiet = 1;
+			break;
+		case 'v':
+			O.verbose = 1;
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			fputs(help_text, stdout);
+			return 0;
+		case OPT_VERSION:
+			printf("%s %s\n", PROG, SBX_VERSION);
+			return 0;
+		default:
+			usage();
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (sub == NULL && argc > 0) {
+		sub = argv[0];
+		argc--;
+		argv++;
+	}
+	if (sub == NULL)
+		usage();
+	if (strcmp(sub, "serve") == 0 || strcmp(sub, "status") == 0 ||
+	    strcmp(sub, "stop") == 0) {
+		if (argc != 0)
+			usage();
+	} else if (strcmp(sub, "check") == 0) {
+		if (argc != 1)
+			usage();
+	} else {
+		fprintf(stderr, "%s: unknown subcommand `%s`\n", PROG, sub);
+		usage();
+	}
+	if (json_array_size(O.allow) > 0 && strcmp(sub, "check") != 0)
+		usage();
+	{
+		static char tool[32];
+
+		snprintf(tool, sizeof(tool), "proxy.%s", sub);
+		O.tool = tool;
+	}
+	if (sbx_root_resolve(O.home, &root, &e) == -1)
+		fail(&e);
+	if (strcmp(sub, "serve") == 0) {
+		/* A daemon keeps nothing its starter had open: a pipe held
+		 * by it would keep the starter's reader waiting forever. */
+		sbx_close_from(3, NULL, 0);
+		if (sbx_root_open(&root, 1, &e) == -1)
+			fail(&e);
+		return cmd_serve(&root);
+	}
+	/* The others create nothing: a missing root means not running. */
+	if (sbx_root_open(&root, 0, &e) == -1 && (e.reason == NULL ||
+	    strcmp(e.reason, "state_root_missing") != 0))
+		fail(&e);
+	ch = strcmp(sub, "check") == 0 ? cmd_check(&root, argv[0]) :
+	    cmd_status(&root, strcmp(sub, "stop") == 0);
+	sbx_root_release(&root);
+	json_decref(O.allow);
+	return ch;
+}

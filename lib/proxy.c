@@ -1,0 +1,1944 @@
+/*
+ * proxy.c: the event loop of sbx-proxy.
+ *
+ * One thread runs an epoll loop over: the control socket (sessions opened
+ * by sbx-exec), each session's control connection and channel (over which
+ * sbx-init passes the sandbox's TCP connections), and every proxied
+ * connection's two sockets.  Name resolution, which can block, runs on a
+ * small pool of resolver threads that post their answers back through an
+ * eventfd; nothing else is threaded.  Bytes of an established connection
+ * move between the sockets with splice(2) through a pipe, never through
+ * user-space buffers.
+ *
+ * Order of the checks for a request (a denied request is never resolved,
+ * so no DNS query leaks a denied name): parse, token, host syntax and IP
+ * literals, denied and allowed domains, port; then resolve, refuse any
+ * non-global address, and connect to an address that was checked.
+ */
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include <arpa/inet.h>
+#include <arpa/nameser.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <resolv.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <sodium.h>
+
+#include "buf.h"
+#include "envelope.h"
+#include "fsutil.h"
+#include "httpreq.h"
+#include "names.h"
+#include "netpolicy.h"
+#include "provision.h"
+#include "proxy.h"
+#include "runlimits.h"
+
+#define MAX_ADDRS	16
+#define PIPE_SIZE	(256 << 10)
+#define VIOLATIONS_MAX	100
+#define CTL_TIMEOUT_MS	5000
+#define LINGER_MS	1000
+#define SWEEP_MS	200
+#define RESOLVERS	2
+
+enum cstate {
+	C_HEAD,		/* reading the request head */
+	C_RESOLVE,	/* a resolver thread has it */
+	C_CONNECT,	/* non-blocking connect in progress */
+	C_RELAY,	/* bytes flow */
+	C_LINGER	/* answered a refusal; draining before close */
+};
+
+struct conn;
+struct session;
+
+/* What an epoll event points at. */
+enum ktype { K_LISTEN, K_EVENT, K_CTL, K_CHAN, K_CLIENT, K_UPSTREAM };
+struct key {
+	enum ktype	 type;
+	void		*p;
+};
+
+struct agentcount {
+	char			 name[SBX_AGENT_MAX + 1];
+	unsigned		 n;
+	struct agentcount	*next;
+};
+
+struct session {
+	struct key		 kctl, kchan;
+	int			 ctl, chan;	/* chan -1 until opened */
+	char			 agent[SBX_AGENT_MAX + 1];
+	char			 run[80];
+	char			 token[SBX_TOKEN_LEN + 1];
+	struct sbx_netpolicy	 pol;
+	json_t			*violations;
+	unsigned long long	 denied;
+	unsigned		 nconns;
+	int			 ended;
+	/* A control connection before its first line. */
+	char			*line;
+	size_t			 linelen;
+	long long		 t_open;
+	int			 closed;
+	struct session		*gnext;
+	struct session		*prev, *next;
+};
+
+struct conn {
+	struct key		 kc, ku;
+	struct session		*s;
+	enum cstate		 state;
+	int			 cfd, ufd;
+	unsigned		 evc, evu;	/* registered interest */
+	int			 creg, ureg;	/* cfd, ufd in epoll */
+	int			 c_hup, u_hup;	/* EPOLLHUP/ERR seen */
+	char			*buf;		/* head (C_HEAD), first record
+						 * (C_HELLO), pending bytes */
+	size_t			 len, cap;
+	size_t			 sendoff;	/* of buf, already sent up */
+	/* The request, once parsed. */
+	int			 connect;
+	char			 method[24];
+	char			 host[SBX_NP_HOST_MAX + 1];
+	unsigned		 port;
+	long long		 body_left;	/* plain HTTP: body to pass */
+	struct sockaddr_storage	 addrs[MAX_ADDRS];
+	socklen_t		 addrlens[MAX_ADDRS];
+	int			 naddrs, ai;
+	/* Relay. */
+	int			 p_cu[2], p_uc[2];	/* client->up, up->client */
+	size_t			 q_cu, q_uc;		/* bytes in the pipes */
+	int			 eof_c, eof_u, shut_u, shut_c;
+	/* CONNECT: nothing of the client goes up before its first bytes
+	 * were judged (the SNI check); the upstream may speak first. */
+	int			 hello;
+	long long		 t_hello;
+	unsigned long long	 bytes_in, bytes_out;
+	long long		 t_start, t_last, t_deadline;
+	int			 resolving;	/* a job points at it */
+	int			 dead;		/* closed while resolving */
+	int			 closed;
+	struct conn		*gnext;		/* the graveyard */
+	int			 logged;
+	int			 status;
+	struct conn		*prev, *next;
+};
+
+struct job {
+	struct conn		*c;
+	char			 host[SBX_NP_HOST_MAX + 1];
+	struct sockaddr_storage	 addrs[MAX_ADDRS];
+	socklen_t		 addrlens[MAX_ADDRS];
+	int			 n, err;
+	struct job		*next;
+};
+
+static struct {
+	const struct sbx_proxy_config	*cfg;
+	int			 rootfd, runfd, ep, evfd, lfd, logfd;
+	unsigned long long	 logsize;
+	struct key		 klisten, kevent;
+	struct session		*sessions;
+	struct conn		*conns;
+	unsigned		 nconns, nsessions;
+	struct agentcount	*counts;
+	/* Closed in this batch of events, freed after it: later events of
+	 * the same batch may still point at them. */
+	struct conn		*grave;
+	struct session		*sgrave;
+	int			 stop;
+	long long		 t_idle, t_start;
+	/* Resolver pool. */
+	pthread_mutex_t		 mu;
+	pthread_cond_t		 cv;
+	struct job		*todo, *done;
+	int			 quit;
+	pthread_t		 th[RESOLVERS];
+	struct sockaddr_in	 dns;
+	int			 have_dns;
+} P;
+
+static void conn_close(struct conn *);
+static void conn_update(struct conn *);
+
+static long long
+now_ms(void)
+{
+	struct timespec	 ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- configuration ---------------------------------------------------- */
+
+static int
+cfg_num(const json_t *o, const char *key, unsigned long long lo,
+    unsigned long long hi, unsigned long long *out, struct sbx_error *e)
+{
+	const json_t	*v = json_object_get(o, key);
+
+	if (v == NULL)
+		return 0;
+	if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+	    (unsigned long long)json_integer_value(v) < lo ||
+	    (unsigned long long)json_integer_value(v) > hi)
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
+		    "config_invalid", "config/sandbox.json: `proxy.%s` must "
+		    "be an integer from %llu to %llu", key, lo, hi);
+	*out = (unsigned long long)json_integer_value(v);
+	return 0;
+}
+
+int
+sbx_proxy_config_load(int rootfd, struct sbx_proxy_config *c,
+    struct sbx_error *e)
+{
+	static const char *const known[] = { "max_connections",
+	    "max_connections_per_agent", "connect_timeout_ms",
+	    "header_timeout_ms", "idle_timeout_ms", "max_duration_s",
+	    "max_request_bytes", "max_response_bytes", "idle_exit_s",
+	    "log_max_bytes", "dns_server", NULL };
+	json_t			*cfg = NULL, *o;
+	const char		*k;
+	json_t			*v;
+	unsigned long long	 n;
+	size_t			 i;
+	int			 rc = -1;
+
+	memset(c, 0, sizeof(*c));
+	c->max_conns = 4096;
+	c->max_conns_agent = 256;
+	c->connect_timeout_ms = 10000;
+	c->header_timeout_ms = 10000;
+	c->idle_timeout_ms = 300000;
+	c->max_duration_ms = 3600 * 1000LL;
+	c->max_request_bytes = 1ULL << 30;
+	c->max_response_bytes = 16ULL << 30;
+	c->idle_exit_ms = 300 * 1000LL;
+	c->log_max_bytes = 10ULL << 20;
+	if (rootfd < 0)
+		return 0;
+	if (sbx_config_load(rootfd, "config/sandbox.json", &cfg, e) == -1)
+		return -1;
+	if (cfg == NULL || (o = json_object_get(cfg, "proxy")) == NULL) {
+		json_decref(cfg);
+		return 0;
+	}
+	if (!json_is_object(o)) {
+		sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
+		    "config_invalid", "config/sandbox.json: `proxy` must be "
+		    "an object");
+		goto out;
+	}
+	json_object_foreach(o, k, v) {
+		for (i = 0; known[i] != NULL; i++)
+			if (strcmp(known[i], k) == 0)
+				break;
+		if (known[i] == NULL) {
+			sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
+			    "config_invalid", "config/sandbox.json: unknown "
+			    "setting `proxy.%s`", k);
+			goto out;
+		}
+	}
+	n = c->max_conns;
+	if (cfg_num(o, "max_connections", 1, 1000000, &n, e) == -1)
+		goto out;
+	c->max_conns = (unsigned)n;
+	n = c->max_conns_agent;
+	if (cfg_num(o, "max_connections_per_agent", 1, 1000000, &n, e) == -1)
+		goto out;
+	c->max_conns_agent = (unsigned)n;
+	n = (unsigned long long)c->connect_timeout_ms;
+	if (cfg_num(o, "connect_timeout_ms", 10, 600000, &n, e) == -1)
+		goto out;
+	c->connect_timeout_ms = (long long)n;
+	n = (unsigned long long)c->header_timeout_ms;
+	if (cfg_num(o, "header_timeout_ms", 10, 600000, &n, e) == -1)
+		goto out;
+	c->header_timeout_ms = (long long)n;
+	n = (unsigned long long)c->idle_timeout_ms;
+	if (cfg_num(o, "idle_timeout_ms", 10, 86400000ULL, &n, e) == -1)
+		goto out;
+	c->idle_timeout_ms = (long long)n;
+	n = (unsigned long long)(c->max_duration_ms / 1000);
+	if (cfg_num(o, "max_duration_s", 1, 31 * 86400ULL, &n, e) == -1)
+		goto out;
+	c->max_duration_ms = (long long)n * 1000;
+	if (cfg_num(o, "max_request_bytes", 0, 1ULL << 50,
+	    &c->max_request_bytes, e) == -1 ||
+	    cfg_num(o, "max_response_bytes", 0, 1ULL << 50,
+	    &c->max_response_bytes, e) == -1 ||
+	    cfg_num(o, "log_max_bytes", 4096, 1ULL << 40,
+	    &c->log_max_bytes, e) == -1)
+		goto out;
+	n = (unsigned long long)(c->idle_exit_ms / 1000);
+	if (cfg_num(o, "idle_exit_s", 1, 31 * 86400ULL, &n, e) == -1)
+		goto out;
+	c->idle_exit_ms = (long long)n * 1000;
+	if ((v = json_object_get(o, "dns_server")) != NULL) {
+		struct in_addr	 a;
+		char		 tmp[64], *colon;
+		unsigned	 port;
+
+		if (!json_is_string(v) || json_string_length(v) >=
+		    sizeof(tmp)) {
+bad_dns:
+			sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
+			    "config_invalid", "config/sandbox.json: "
+			    "`proxy.dns_server` must be \"IPv4:PORT\"");
+			goto out;
+		}
+		snprintf(tmp, sizeof(tmp), "%s", json_string_value(v));
+		if ((colon = strrchr(tmp, ':')) == NULL)
+			goto bad_dns;
+		*colon = '\0';
+		if (inet_pton(AF_INET, tmp, &a) != 1 ||
+		    sbx_np_port(colon + 1, strlen(colon + 1), &port) == -1)
+			goto bad_dns;
+		snprintf(c->dns_server, sizeof(c->dns_server), "%s",
+		    json_string_value(v));
+	}
+	rc = 0;
+out:
+	json_decref(cfg);
+	return rc;
+}
+
+/* ---- log -------------------------------------------------------------- */
+
+static void
+log_open(void)
+{
+	struct stat	 st;
+
+	if (P.logfd >= 0)
+		close(P.logfd);
+	P.logfd = openat(P.runfd, "proxy.log", O_WRONLY | O_APPEND | O_CREAT |
+	    O_NOFOLLOW | O_CLOEXEC, 0600);
+	P.logsize = 0;
+	if (P.logfd >= 0 && fstat(P.logfd, &st) == 0)
+		P.logsize = (unsigned long long)st.st_size;
+}
+
+static void
+log_json(json_t *o)
+{
+	struct timespec	 ts;
+	struct tm	 tm;
+	char		 t[64], *s;
+	size_t		 n;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	snprintf(t, sizeof(t), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ",
+	    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+	    tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000);
+	json_object_set_new(o, "time", json_string(t));
+	s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
+	json_decref(o);
+	if (s == NULL)
+		return;
+	n = strlen(s);
+	s[n] = '\n';
+	if (P.logfd >= 0 && P.logsize + n + 1 > P.cfg->log_max_bytes) {
+		/* Rotate: one previous generation is kept. */
+		(void)renameat(P.runfd, "proxy.log", P.runfd, "proxy.log.1");
+		log_open();
+	}
+	if (P.logfd >= 0 && write(P.logfd, s, n + 1) > 0)
+		P.logsize += n + 1;
+	free(s);
+}
+
+/* One line per decision. */
+static void
+conn_log(struct conn *c, const char *verdict, const char *reason)
+{
+	json_t	*o;
+
+	if (c->logged)
+		return;
+	c->logged = 1;
+	o = json_pack("{s:s,s:s,s:s,s:s,s:i,s:I,s:I,s:I,s:i}",
+	    "agent", c->s != NULL ? c->s->agent : "",
+	    "run", c->s != NULL ? c->s->run : "",
+	    "host", c->host,
+	    "method", c->method,
+	    "port", (int)c->port,
+	    "bytes_in", (json_int_t)c->bytes_in,
+	    "bytes_out", (json_int_t)c->bytes_out,
+	    "duration_ms", (json_int_t)(now_ms() - c->t_start),
+	    "status", c->status);
+	if (o == NULL)
+		return;
+	json_object_set_new(o, "verdict", json_string(verdict));
+	if (reason != NULL)
+		json_object_set_new(o, "reason", json_string(reason));
+	log_json(o);
+}
+
+/* ---- answers ---------------------------------------------------------- */
+
+static const char *
+status_text(int status)
+{
+	switch (status) {
+	case 200: return "Connection established";
+	case 400: return "Bad Request";
+	case 403: return "Forbidden";
+	case 405: return "Method Not Allowed";
+	case 407: return "Proxy Authentication Required";
+	case 408: return "Request Timeout";
+	case 413: return "Payload Too Large";
+	case 414: return "URI Too Long";
+	case 431: return "Request Header Fields Too Large";
+	case 502: return "Bad Gateway";
+	case 503: return "Service Unavailable";
+	case 504: return "Gateway Timeout";
+	default:  return "Error";
+	}
+}
+
+/* Shut our side, then read and drop what the client still sends for a
+ * moment: closing with unread data would reset the connection and the
+ * client might never see the answer. */
+static void
+conn_linger(struct conn *c)
+{
+	(void)shutdown(c->cfd, SHUT_WR);
+	if (c->ureg) {
+		epoll_ctl(P.ep, EPOLL_CTL_DEL, c->ufd, NULL);
+		c->ureg = 0;
+	}
+	if (c->ufd >= 0) {
+		close(c->ufd);
+		c->ufd = -1;
+	}
+	c->state = C_LINGER;
+	c->t_deadline = now_ms() + LINGER_MS;
+	conn_update(c);
+}
+
+/*
+ * Refuse: answer status with X-Proxy-Error: reason, log the decision and
+ * record it as a violation of the run when it is a policy denial.
+ */
+static void
+conn_refuse(struct conn *c, int status, const char *reason)
+{
+	char		 head[768], body[400];
+	int		 hn, bn;
+	const char	*verdict;
+
+	c->status = status;
+	bn = snprintf(body, sizeof(body), "sbx-proxy: %s%s%u: %s\n",
+	    c->host[0] ? c->host : "-", ":", c->port, reason);
+	if (bn < 0 || (size_t)bn >= sizeof(body))
+		bn = (int)strlen(body);
+	hn = snprintf(head, sizeof(head), "HTTP/1.1 %d %s\r\n"
+	    "X-Proxy-Error: %s\r\n%s"
+	    "Content-Type: text/plain\r\nConnection: close\r\n"
+	    "Content-Length: %d\r\n\r\n", status, status_text(status), reason,
+	    status == 407 ? "Proxy-Authenticate: Basic realm=\"sbx\"\r\n" : "",
+	    bn);
+	if (hn > 0 && (size_t)hn < sizeof(head)) {
+		(void)!send(c->cfd, head, (size_t)hn, MSG_NOSIGNAL |
+		    MSG_DONTWAIT);
+		(void)!send(c->cfd, body, (size_t)bn, MSG_NOSIGNAL |
+		    MSG_DONTWAIT);
+	}
+	verdict = (status == 403 || status == 400 || status == 405 ||
+	    status == 407 || status == 414 || status == 431 ||
+	    status == 413) ? "deny" : "error";
+	conn_log(c, verdict, reason);
+	/* Every refusal of the policy or of the parser is a violation of
+	 * the run; upstream failures and limits are not. */
+	if (c->s != NULL && strcmp(verdict, "deny") == 0) {
+		c->s->denied++;
+		if (json_array_size(c->s->violations) < VIOLATIONS_MAX)
+			json_array_append_new(c->s->violations, json_pack(
+			    "{s:s,s:s,s:i,s:s}", "type", "network", "host",
+			    c->host[0] ? c->host : "-", "port", (int)c->port,
+			    "reason", reason));
+	}
+	conn_linger(c);
+}
+
+/* ---- connections ------------------------------------------------------ */
+
+static struct agentcount *
+agent_count(const char *agent)
+{
+	struct agentcount	*a;
+
+	for (a = P.counts; a != NULL; a = a->next)
+		if (strcmp(a->name, agent) == 0)
+			return a;
+	if ((a = calloc(1, sizeof(*a))) == NULL)
+		return NULL;
+	snprintf(a->name, sizeof(a->name), "%s", agent);
+	a->next = P.counts;
+	P.counts = a;
+	return a;
+}
+
+static void
+ep_set(int fd, struct key *k, unsigned *have, unsigned want, int *reg)
+{
+	struct epoll_event	 ev;
+
+	if (reg != NULL && !*reg) {
+		if (want == 0)
+			return;
+		ev.events = want;
+		ev.data.ptr = k;
+		if (epoll_ctl(P.ep, EPOLL_CTL_ADD, fd, &ev) == 0) {
+			*reg = 1;
+			*have = want;
+		}
+		return;
+	}
+	if (*have == want)
+		return;
+	ev.events = want;
+	ev.data.ptr = k;
+	if (epoll_ctl(P.ep, EPOLL_CTL_MOD, fd, &ev) == 0)
+		*have = want;
+}
+
+/* The interest of both sockets, from the state. */
+static void
+conn_update(struct conn *c)
+{
+	unsigned	 wc = 0, wu = 0;
+
+	switch (c->state) {
+	case C_HEAD:
+	case C_LINGER:
+		wc = EPOLLIN | EPOLLRDHUP;
+		break;
+	case C_RESOLVE:
+		/* Nothing asked of the client meanwhile: a half-close
+		 * (the request sent, then shutdown) is legitimate, and
+		 * EPOLLHUP/EPOLLERR of a reset arrive without asking. */
+		break;
+	case C_CONNECT:
+		wu = EPOLLOUT;
+		break;
+	case C_RELAY:
+		/* Read a side only while its pipe has room and the
+		 * direction is still open; write a side while its pipe
+		 * holds bytes. */
+		if (c->hello ? c->len < SBX_TLS_RECORD_MAX : !c->eof_c &&
+		    c->q_cu < PIPE_SIZE && (c->connect || c->body_left > 0))
+			wc |= EPOLLIN;
+		if (c->q_uc > 0)
+			wc |= EPOLLOUT;
+		if (!c->eof_u && c->q_uc < PIPE_SIZE)
+			wu |= EPOLLIN;
+		if (!c->hello && (c->q_cu > 0 || c->sendoff < c->len))
+			wu |= EPOLLOUT;
+		break;
+	}
+	/* A hung-up socket reports EPOLLHUP whatever it is asked: while
+	 * nothing is wanted of it, it leaves the set (level-triggered, it
+	 * would otherwise spin the loop). */
+	if (c->c_hup && wc == 0 && c->creg) {
+		epoll_ctl(P.ep, EPOLL_CTL_DEL, c->cfd, NULL);
+		c->creg = 0;
+		c->evc = 0;
+	} else
+		ep_set(c->cfd, &c->kc, &c->evc, wc, &c->creg);
+	if (c->ufd >= 0 && c->u_hup && wu == 0 && c->ureg) {
+		epoll_ctl(P.ep, EPOLL_CTL_DEL, c->ufd, NULL);
+		c->ureg = 0;
+		c->evu = 0;
+	} else if (c->ufd >= 0)
+		ep_set(c->ufd, &c->ku, &c->evu, wu, &c->ureg);
+}
+
+static void
+conn_free(struct conn *c)
+{
+	free(c->buf);
+	free(c);
+}
+
+static void
+conn_close(struct conn *c)
+{
+	struct agentcount	*a;
+
+	if (c->state == C_RELAY)
+		conn_log(c, "allow", NULL);
+	else if (!c->logged)
+		conn_log(c, "error", "closed");
+	if (c->cfd >= 0) {
+		epoll_ctl(P.ep, EPOLL_CTL_DEL, c->cfd, NULL);
+		close(c->cfd);
+	}
+	if (c->ufd >= 0) {
+		if (c->ureg)
+			epoll_ctl(P.ep, EPOLL_CTL_DEL, c->ufd, NULL);
+		close(c->ufd);
+	}
+	if (c->p_cu[0] >= 0) {
+		close(c->p_cu[0]);
+		close(c->p_cu[1]);
+	}
+	if (c->p_uc[0] >= 0) {
+		close(c->p_uc[0]);
+		close(c->p_uc[1]);
+	}
+	c->cfd = c->ufd = c->p_cu[0] = c->p_uc[0] = -1;
+	if (c->prev != NULL)
+		c->prev->next = c->next;
+	else
+		P.conns = c->next;
+	if (c->next != NULL)
+		c->next->prev = c->prev;
+	P.nconns--;
+	if (c->s != NULL) {
+		c->s->nconns--;
+		if ((a = agent_count(c->s->agent)) != NULL && a->n > 0)
+			a->n--;
+	}
+	c->s = NULL;
+	if (P.nconns == 0)
+		P.t_idle = now_ms();
+	c->closed = 1;
+	if (c->resolving) {
+		/* A resolver thread holds it: freed when it answers. */
+		c->dead = 1;
+		return;
+	}
+	c->gnext = P.grave;
+	P.grave = c;
+}
+
+static void
+conn_new(struct session *s, int fd)
+{
+	struct conn		*c;
+	struct agentcount	*a;
+	int			 one = 1;
+
+	if ((c = calloc(1, sizeof(*c))) == NULL) {
+		close(fd);
+		return;
+	}
+	c->kc.type = K_CLIENT;
+	c->kc.p = c;
+	c->ku.type = K_UPSTREAM;
+	c->ku.p = c;
+	c->cfd = fd;
+	c->ufd = -1;
+	c->p_cu[0] = c->p_cu[1] = c->p_uc[0] = c->p_uc[1] = -1;
+	c->t_start = c->t_last = now_ms();
+	c->t_deadline = c->t_start + P.cfg->header_timeout_ms;
+	c->s = s;
+	c->state = C_HEAD;
+	c->body_left = 0;
+	snprintf(c->method, sizeof(c->method), "-");
+	c->next = P.conns;
+	if (P.conns != NULL)
+		P.conns->prev = c;
+	P.conns = c;
+	P.nconns++;
+	s->nconns++;
+	a = agent_count(s->agent);
+	if (a != NULL)
+		a->n++;
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	conn_update(c);
+	/* The limits are checked once the connection exists, so that the
+	 * refusal is an answer the client can read, not a reset. */
+	if (P.nconns > P.cfg->max_conns ||
+	    (a != NULL && a->n > P.cfg->max_conns_agent))
+		conn_refuse(c, 503, "too_many_connections");
+}
+
+static int
+buf_reserve(struct conn *c, size_t want)
+{
+	char	*p;
+	size_t	 cap;
+
+	if (c->cap >= want)
+		return 0;
+	cap = c->cap ? c->cap : 1024;
+	while (cap < want)
+		cap *= 2;
+	if ((p = realloc(c->buf, cap)) == NULL)
+		return -1;
+	c->buf = p;
+	c->cap = cap;
+	return 0;
+}
+
+/* Queue the name for a resolver thread. */
+static void
+conn_resolve(struct conn *c)
+{
+	const struct sbx_np_override	*ov;
+	struct job			*j;
+
+	ov = sbx_np_override(&c->s->pol, c->host);
+	if ((j = calloc(1, sizeof(*j))) == NULL) {
+		conn_refuse(c, 502, "resolve_failed");
+		return;
+	}
+	j->c = c;
+	c->resolving = 1;
+	snprintf(j->host, sizeof(j->host), "%s", c->host);
+	if (ov != NULL) {
+		/* A test override: no resolver involved, but the same
+		 * path as an answer (and so the same address checks). */
+		memcpy(&j->addrs[0], &ov->addr, sizeof(ov->addr));
+		j->addrlens[0] = ov->addrlen;
+		j->n = 1;
+		pthread_mutex_lock(&P.mu);
+		j->next = P.done;
+		P.done = j;
+		pthread_mutex_unlock(&P.mu);
+		{
+			uint64_t one = 1;
+			(void)!write(P.evfd, &one, sizeof(one));
+		}
+	} else {
+		pthread_mutex_lock(&P.mu);
+		j->next = P.todo;
+		P.todo = j;
+		pthread_cond_signal(&P.cv);
+		pthread_mutex_unlock(&P.mu);
+	}
+	c->state = C_RESOLVE;
+	c->t_deadline = now_ms() + P.cfg->connect_timeout_ms;
+	conn_update(c);
+}
+
+static void
+conn_parse(struct conn *c)
+{
+	static struct sbx_http_req	 req;	/* one thread: scratch */
+	const char			*reason, *why;
+	char				 host[SBX_NP_HOST_MAX + 1];
+	int				 r, status;
+	size_t				 n;
+
+	r = sbx_http_parse(c->buf, c->len, &req, &status, &reason);
+	if (r == 0)
+		return;
+	if (r == -1) {
+		conn_refuse(c, status, reason);
+		return;
+	}
+	c->connect = req.connect;
+	snprintf(c->method, sizeof(c->method), "%s", req.method);
+	c->port = req.port;
+	/* What is logged before the host is known to be valid: a
+	 * printable prefix. */
+	n = req.hostlen < sizeof(c->host) - 1 ? req.hostlen :
+	    sizeof(c->host) - 1;
+	memcpy(c->host, req.host, n);
+	c->host[n] = '\0';
+	for (n = 0; c->host[n] != '\0'; n++)
+		if ((unsigned char)c->host[n] < 0x21 ||
+		    (unsigned char)c->host[n] > 0x7e)
+			c->host[n] = '?';
+
+	/* Identity: the session fixes the agent; the token must be that
+	 * agent's.  A token of another agent is as good as none. */
+	if (req.auth == SBX_AUTH_NONE) {
+		conn_refuse(c, 407, "missing_token");
+		return;
+	}
+	if (req.auth == SBX_AUTH_INVALID ||
+	    strlen(req.token) != SBX_TOKEN_LEN ||
+	    sodium_memcmp(req.token, c->s->token, SBX_TOKEN_LEN) != 0 ||
+	    (req.auth == SBX_AUTH_BASIC && strcmp(req.user, c->s->agent) !=
+	    0)) {
+		sodium_memzero(req.token, sizeof(req.token));
+		conn_refuse(c, 407, "bad_token");
+		return;
+	}
+	sodium_memzero(req.token, sizeof(req.token));
+
+	if ((why = sbx_np_host(req.host, req.hostlen, host)) != NULL) {
+		conn_refuse(c, strcmp(why, SBX_NP_IP_LITERAL) == 0 ? 403 : 400,
+		    why);
+		return;
+	}
+	snprintf(c->host, sizeof(c->host), "%s", host);
+	if ((why = sbx_np_decide(&c->s->pol, c->host, c->port)) != NULL) {
+		conn_refuse(c, 403, why);
+		return;
+	}
+	if (!c->connect && req.content_length > 0 &&
+	    (unsigned long long)req.content_length >
+	    P.cfg->max_request_bytes) {
+		conn_refuse(c, 413, "request_too_large");
+		return;
+	}
+	/* Keep what goes up: for plain HTTP the rewritten head and the
+	 * body bytes already received; for CONNECT whatever the client
+	 * sent after the head (the start of its first TLS record). */
+	if (c->connect) {
+		memmove(c->buf, c->buf + req.head_len, c->len - req.head_len);
+		c->len -= req.head_len;
+		c->body_left = 0;
+	} else {
+		size_t	 extra = c->len - req.head_len;
+		long long cl = req.content_length > 0 ? req.content_length : 0;
+		char	*nb;
+
+		/* Exactly one request per connection: bytes beyond its
+		 * body are dropped, never forwarded. */
+		if ((long long)extra > cl)
+			extra = (size_t)cl;
+		if ((nb = malloc(req.rewritten_len + extra + 1)) == NULL) {
+			conn_refuse(c, 502, "no_memory");
+			return;
+		}
+		memcpy(nb, req.rewritten, req.rewritten_len);
+		memcpy(nb + req.rewritten_len, c->buf + req.head_len, extra);
+		free(c->buf);
+		c->buf = nb;
+		c->len = req.rewritten_len + extra;
+		c->cap = c->len + 1;
+		c->body_left = cl - (long long)extra;
+		c->bytes_in += extra;
+	}
+	c->sendoff = 0;
+	conn_resolve(c);
+}
+
+static void
+conn_read_head(struct conn *c)
+{
+	ssize_t	 r;
+	size_t	 room;
+
+	/* One byte over the cap is enough for the parser to answer 431. */
+	if (buf_reserve(c, c->len + 4096) == -1) {
+		conn_close(c);
+		return;
+	}
+	room = c->cap - c->len;
+	if (c->len + room > SBX_HTTP_HEAD_MAX + 1)
+		room = SBX_HTTP_HEAD_MAX + 1 - c->len;
+	r = recv(c->cfd, c->buf + c->len, room, 0);
+	if (r == 0 || (r == -1 && errno != EAGAIN && errno != EINTR)) {
+		/* A connection closed before it asked anything decided
+		 * nothing: it is not logged. */
+		if (c->len == 0)
+			c->logged = 1;
+		else
+			conn_log(c, "error", "client_closed");
+		conn_close(c);
+		return;
+	}
+	if (r < 0)
+		return;
+	c->len += (size_t)r;
+	c->t_last = now_ms();
+	conn_parse(c);
+}
+
+static int
+pipes_open(struct conn *c)
+{
+	if (pipe2(c->p_cu, O_NONBLOCK | O_CLOEXEC) == -1)
+		return -1;
+	if (pipe2(c->p_uc, O_NONBLOCK | O_CLOEXEC) == -1) {
+		close(c->p_cu[0]);
+		close(c->p_cu[1]);
+		c->p_cu[0] = c->p_cu[1] = -1;
+		return -1;
+	}
+	(void)fcntl(c->p_cu[1], F_SETPIPE_SZ, PIPE_SIZE);
+	(void)fcntl(c->p_uc[1], F_SETPIPE_SZ, PIPE_SIZE);
+	return 0;
+}
+
+static void
+relay_start(struct conn *c)
+{
+	if (pipes_open(c) == -1) {
+		conn_log(c, "error", "no_pipes");
+		conn_close(c);
+		return;
+	}
+	c->state = C_RELAY;
+	c->t_last = now_ms();
+	c->t_deadline = c->t_start + P.cfg->max_duration_ms;
+	conn_update(c);
+}
+
+/* The tunnel is up: check the client's first record before a byte of it
+ * goes upstream. */
+static void
+conn_hello(struct conn *c)
+{
+	char		 sni[256], norm[SBX_NP_HOST_MAX + 1];
+	const char	*reason;
+	int		 r;
+
+	if (c->len == 0)
+		return;
+	if ((unsigned char)c->buf[0] != 0x16) {
+		/* Not TLS.  On 443 that is refused: whoever asks for the
+		 * HTTPS port and speaks something else is tunnelling. */
+		if (c->port == 443) {
+			conn_log(c, "deny", "not_tls");
+			goto violation;
+		}
+		goto allow;
+	}
+	r = sbx_tls_sni((const unsigned char *)c->buf, c->len, sni,
+	    sizeof(sni), &reason);
+	if (r == 0) {
+		if (c->len >= SBX_TLS_RECORD_MAX) {
+			reason = "malformed_tls";
+			goto deny;
+		}
+		return;
+	}
+	if (r == -1)
+		goto deny;
+	if (sbx_np_host(sni, strlen(sni), norm) != NULL ||
+	    strcmp(norm, c->host) != 0) {
+		reason = "sni_mismatch";
+		goto deny;
+	}
+allow:
+	c->hello = 0;
+	c->sendoff = 0;
+	conn_update(c);
+	return;
+deny:
+	conn_log(c, "deny", reason);
+violation:
+	if (c->s != NULL) {
+		c->s->denied++;
+		if (json_array_size(c->s->violations) < VIOLATIONS_MAX)
+			json_array_append_new(c->s->violations, json_pack(
+			    "{s:s,s:s,s:i,s:s}", "type", "network", "host",
+			    c->host, "port", (int)c->port, "reason",
+			    c->port == 443 && (unsigned char)c->buf[0] != 0x16 ?
+			    "not_tls" : reason));
+	}
+	conn_close(c);
+}
+
+static void
+conn_read_hello(struct conn *c)
+{
+	ssize_t	 r;
+
+	if (buf_reserve(c, SBX_TLS_RECORD_MAX) == -1) {
+		conn_close(c);
+		return;
+	}
+	if (c->len >= SBX_TLS_RECORD_MAX)
+		return;
+	r = recv(c->cfd, c->buf + c->len, SBX_TLS_RECORD_MAX - c->len, 0);
+	if (r == 0 || (r == -1 && errno != EAGAIN && errno != EINTR)) {
+		if (r == 0 && c->len == 0 && c->port != 443) {
+			/* A client that only listens (the upstream speaks
+			 * first) and has nothing to say: let it. */
+			c->hello = 0;
+			c->eof_c = 1;
+			return;
+		}
+		conn_close(c);
+		return;
+	}
+	if (r < 0)
+		return;
+	c->len += (size_t)r;
+	c->bytes_in += (size_t)r;
+	conn_hello(c);
+}
+
+/* Start the next non-blocking connect, to an address that was checked. */
+static void
+conn_dial(struct conn *c)
+{
+	struct sockaddr_storage	*ss;
+	int			 fd, one = 1;
+
+	while (c->ai < c->naddrs) {
+		ss = &c->addrs[c->ai++];
+		if (ss->ss_family == AF_INET)
+			((struct sockaddr_in *)ss)->sin_port =
+			    htons((uint16_t)c->port);
+		else
+			((struct sockaddr_in6 *)ss)->sin6_port =
+			    htons((uint16_t)c->port);
+		fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK |
+		    SOCK_CLOEXEC, 0);
+		if (fd == -1)
+			continue;
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
+		    sizeof(one));
+		if (connect(fd, (struct sockaddr *)ss, c->addrlens[c->ai - 1])
+		    == -1 && errno != EINPROGRESS) {
+			close(fd);
+			continue;
+		}
+		if (c->ufd >= 0) {
+			if (c->ureg)
+				epoll_ctl(P.ep, EPOLL_CTL_DEL, c->ufd, NULL);
+			close(c->ufd);
+		}
+		c->ufd = fd;
+		c->ureg = 0;
+		c->evu = 0;
+		c->u_hup = 0;
+		c->state = C_CONNECT;
+		c->t_deadline = now_ms() + P.cfg->connect_timeout_ms;
+		conn_update(c);
+		return;
+	}
+	conn_refuse(c, 502, "upstream_unreachable");
+}
+
+static void
+conn_connected(struct conn *c)
+{
+	static const char	 ok[] = "HTTP/1.1 200 Connection established"
+	    "\r\n\r\n";
+	int			 err = 0;
+	socklen_t		 len = sizeof(err);
+
+	if (getsockopt(c->ufd, SOL_SOCKET, SO_ERROR, &err, &len) == -1 ||
+	    err != 0) {
+		conn_dial(c);
+		return;
+	}
+	c->status = 200;
+	if (c->connect) {
+		if (send(c->cfd, ok, sizeof(ok) - 1, MSG_NOSIGNAL |
+		    MSG_DONTWAIT) != (ssize_t)(sizeof(ok) - 1)) {
+			conn_close(c);
+			return;
+		}
+		c->hello = 1;
+		c->t_hello = now_ms() + P.cfg->header_timeout_ms;
+		c->sendoff = 0;
+		relay_start(c);
+		if (!c->closed)
+			conn_hello(c);
+		return;
+	}
+	relay_start(c);
+}
+
+/* Answers of the resolver threads. */
+static void
+jobs_done(void)
+{
+	struct job	*j, *next;
+	struct conn	*c;
+	const char	*why;
+	uint64_t	 v;
+	int		 i;
+
+	(void)!read(P.evfd, &v, sizeof(v));
+	pthread_mutex_lock(&P.mu);
+	j = P.done;
+	P.done = NULL;
+	pthread_mutex_unlock(&P.mu);
+	for (; j != NULL; j = next) {
+		next = j->next;
+		c = j->c;
+		c->resolving = 0;
+		if (c->dead) {
+			c->gnext = P.grave;
+			P.grave = c;
+			free(j);
+			continue;
+		}
+		if (c->state != C_RESOLVE) {
+			/* Timed out meanwhile: the answer comes too late. */
+			free(j);
+			continue;
+		}
+		c->state = C_HEAD;	/* leaves C_RESOLVE */
+		if (j->n == 0) {
+			free(j);
+			conn_refuse(c, 502, "resolve_failed");
+			continue;
+		}
+		/* Every address must be global, not just the first: a name
+		 * with one public and one private address could otherwise
+		 * be steered to the private one. */
+		why = NULL;
+		for (i = 0; i < j->n && why == NULL; i++)
+			why = sbx_np_addr_check(&c->s->pol,
+			    (struct sockaddr *)&j->addrs[i]);
+		if (why != NULL) {
+			free(j);
+			conn_refuse(c, 403, why);
+			continue;
+		}
+		memcpy(c->addrs, j->addrs, sizeof(j->addrs));
+		memcpy(c->addrlens, j->addrlens, sizeof(j->addrlens));
+		c->naddrs = j->n;
+		c->ai = 0;
+		free(j);
+		conn_dial(c);
+	}
+}
+
+/* Splice what can move in one direction: from -> pipe -> to. */
+static int
+relay_dir(int from, int to, int p[2], size_t *q, int *eof,
+    unsigned long long *count, unsigned long long cap, long long *left,
+    int *capped)
+{
+	ssize_t		 r;
+	size_t		 want;
+	int		 moved = 0;
+
+	if (!*eof && *q < PIPE_SIZE) {
+		want = PIPE_SIZE - *q;
+		if (left != NULL && (long long)want > *left)
+			want = (size_t)*left;
+		if (*count + want > cap) {
+			want = cap > *count ? (size_t)(cap - *count) : 0;
+			if (want == 0)
+				*capped = 1;
+		}
+		if (want > 0) {
+			r = splice(from, NULL, p[1], NULL, want,
+			    SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+			if (r == 0)
+				*eof = 1;
+			else if (r > 0) {
+				*q += (size_t)r;
+				*count += (unsigned long long)r;
+				if (left != NULL)
+					*left -= r;
+				moved = 1;
+			} else if (errno != EAGAIN && errno != EINTR)
+				return -1;
+		}
+	}
+	if (*q > 0) {
+		r = splice(p[0], NULL, to, NULL, *q, SPLICE_F_MOVE |
+		    SPLICE_F_NONBLOCK);
+		if (r > 0) {
+			*q -= (size_t)r;
+			moved = 1;
+		} else if (r == -1 && errno != EAGAIN && errno != EINTR)
+			return -1;
+	}
+	return moved;
+}
+
+static void
+conn_relay(struct conn *c)
+{
+	ssize_t	 r;
+	int	 capped_in = 0, capped_out = 0, m1, m2, round, moved = 0;
+
+	if (c->hello) {
+		conn_read_hello(c);
+		if (c->closed)
+			return;
+	}
+	/* First the bytes held in user space (the rewritten head, the
+	 * first TLS record), then splice. */
+	while (!c->hello && c->sendoff < c->len) {
+		r = send(c->ufd, c->buf + c->sendoff, c->len - c->sendoff,
+		    MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (r > 0) {
+			c->sendoff += (size_t)r;
+			continue;
+		}
+		if (r == -1 && (errno == EAGAIN || errno == EINTR)) {
+			conn_update(c);
+			return;
+		}
+		conn_close(c);
+		return;
+	}
+	/* Move what can move now, a few rounds at most: fewer wake-ups
+	 * per byte, and no connection holds the loop for long. */
+	for (round = 0, m1 = m2 = 1; round < 4 && (m1 == 1 || m2 == 1);
+	    round++) {
+		m1 = c->hello ? 0 : relay_dir(c->cfd, c->ufd, c->p_cu,
+		    &c->q_cu, &c->eof_c, &c->bytes_in,
+		    P.cfg->max_request_bytes, c->connect ? NULL :
+		    &c->body_left, &capped_in);
+		if (m1 == -1)
+			break;
+		m2 = relay_dir(c->ufd, c->cfd, c->p_uc, &c->q_uc, &c->eof_u,
+		    &c->bytes_out, P.cfg->max_response_bytes, NULL,
+		    &capped_out);
+		if (m1 == 1 || m2 == 1)
+			moved = 1;
+		if (m2 == -1 || capped_in || capped_out)
+			break;
+	}
+	if (m1 == -1 || m2 == -1) {
+		conn_close(c);
+		return;
+	}
+	if (moved)
+		c->t_last = now_ms();
+	if (capped_in || capped_out) {
+		conn_log(c, "error", capped_in ? "request_too_large" :
+		    "response_too_large");
+		conn_close(c);
+		return;
+	}
+	/* Half-closes travel on: EOF from one side, once its pipe is
+	 * drained, becomes a shutdown of the other side's write. */
+	if (c->eof_c && c->q_cu == 0 && !c->shut_u && c->connect) {
+		(void)shutdown(c->ufd, SHUT_WR);
+		c->shut_u = 1;
+	}
+	if (c->eof_u && c->q_uc == 0) {
+		if (!c->connect || c->eof_c) {
+			conn_close(c);
+			return;
+		}
+		if (!c->shut_c) {
+			(void)shutdown(c->cfd, SHUT_WR);
+			c->shut_c = 1;
+		}
+	}
+	conn_update(c);
+}
+
+static void
+conn_event(struct conn *c, int upstream, unsigned ev)
+{
+	char	 junk[4096];
+
+	if (ev & (EPOLLHUP | EPOLLERR)) {
+		if (upstream)
+			c->u_hup = 1;
+		else
+			c->c_hup = 1;
+	}
+	switch (c->state) {
+	case C_HEAD:
+		if (!upstream && (ev & (EPOLLIN | EPOLLERR | EPOLLHUP |
+		    EPOLLRDHUP)))
+			conn_read_head(c);
+		break;
+	case C_RESOLVE:
+		if (ev & (EPOLLHUP | EPOLLERR))
+			conn_close(c);
+		break;
+	case C_CONNECT:
+		if (upstream)
+			conn_connected(c);
+		else if (ev & (EPOLLHUP | EPOLLERR))
+			conn_close(c);
+		break;
+	case C_RELAY:
+		conn_relay(c);
+		break;
+	case C_LINGER: {
+		ssize_t r = recv(c->cfd, junk, sizeof(junk), 0);
+
+		if (r == 0 || (r == -1 && errno != EAGAIN && errno != EINTR) ||
+		    (ev & (EPOLLHUP | EPOLLERR)))
+			conn_close(c);
+		break;
+	}
+	}
+}
+
+/* Deadlines, checked a few times a second rather than per event. */
+static void
+sweep(void)
+{
+	struct conn	*c, *next;
+	long long	 t = now_ms();
+
+	for (c = P.conns; c != NULL; c = next) {
+		next = c->next;
+		switch (c->state) {
+		case C_HEAD:
+			if (t >= c->t_deadline)
+				conn_refuse(c, 408, "header_timeout");
+			break;
+		case C_RESOLVE:
+			if (t >= c->t_deadline)
+				conn_refuse(c, 504, "resolve_timeout");
+			break;
+		case C_CONNECT:
+			if (t >= c->t_deadline)
+				conn_refuse(c, 504, "connect_timeout");
+			break;
+		case C_RELAY:
+			if (c->hello && c->port == 443 && t >= c->t_hello) {
+				/* HTTPS without a ClientHello in time. */
+				conn_log(c, "deny", "hello_timeout");
+				conn_close(c);
+			} else if (t >= c->t_deadline) {
+				conn_log(c, "error", "max_duration");
+				conn_close(c);
+			} else if (t - c->t_last >= P.cfg->idle_timeout_ms) {
+				conn_log(c, "error", "idle_timeout");
+				conn_close(c);
+			}
+			break;
+		case C_LINGER:
+			if (t >= c->t_deadline)
+				conn_close(c);
+			break;
+		}
+	}
+}
+
+/* ---- resolver threads ------------------------------------------------- */
+
+static void
+add_addr(struct job *j, const struct sockaddr *sa, socklen_t len)
+{
+	if (j->n >= MAX_ADDRS || len > sizeof(j->addrs[0]))
+		return;
+	memcpy(&j->addrs[j->n], sa, len);
+	j->addrlens[j->n++] = len;
+}
+
+/* A test resolver: A and AAAA queries to one server (dns_server). */
+static void
+resolve_dns(struct job *j)
+{
+	struct __res_state	 st;
+	unsigned char		 ans[4096];
+	ns_msg			 msg;
+	ns_rr			 rr;
+	int			 n, i, t;
+	static const int	 types[2] = { ns_t_a, ns_t_aaaa };
+
+	memset(&st, 0, sizeof(st));
+	if (res_ninit(&st) == -1)
+		return;
+	st.nscount = 1;
+	st.nsaddr_list[0] = P.dns;
+	st.retrans = 2;
+	st.retry = 1;
+	st.options &= ~(unsigned long)(RES_DNSRCH | RES_DEFNAMES);
+	for (t = 0; t < 2; t++) {
+		n = res_nquery(&st, j->host, ns_c_in, types[t], ans,
+		    sizeof(ans));
+		if (n <= 0 || ns_initparse(ans, n, &msg) == -1)
+			continue;
+		for (i = 0; i < ns_msg_count(msg, ns_s_an); i++) {
+			if (ns_parserr(&msg, ns_s_an, i, &rr) == -1)
+				break;
+			if (ns_rr_type(rr) == ns_t_a && ns_rr_rdlen(rr) == 4) {
+				struct sockaddr_in sin;
+
+				memset(&sin, 0, sizeof(sin));
+				sin.sin_family = AF_INET;
+				memcpy(&sin.sin_addr, ns_rr_rdata(rr), 4);
+				add_addr(j, (struct sockaddr *)&sin,
+				    sizeof(sin));
+			} else if (ns_rr_type(rr) == ns_t_aaaa &&
+			    ns_rr_rdlen(rr) == 16) {
+				struct sockaddr_in6 s6;
+
+				memset(&s6, 0, sizeof(s6));
+				s6.sin6_family = AF_INET6;
+				memcpy(&s6.sin6_addr, ns_rr_rdata(rr), 16);
+				add_addr(j, (struct sockaddr *)&s6,
+				    sizeof(s6));
+			}
+		}
+	}
+	res_nclose(&st);
+}
+
+static void
+resolve_system(struct job *j)
+{
+	struct addrinfo	 hints, *res, *ai;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_ADDRCONFIG;
+	if (getaddrinfo(j->host, NULL, &hints, &res) != 0)
+		return;
+	for (ai = res; ai != NULL; ai = ai->ai_next)
+		if (ai->ai_family == AF_INET || ai->ai_family == AF_INET6)
+			add_addr(j, ai->ai_addr, ai->ai_addrlen);
+	freeaddrinfo(res);
+}
+
+static void *
+resolver(void *arg)
+{
+	struct job	*j;
+	uint64_t	 one = 1;
+
+	(void)arg;
+	for (;;) {
+		pthread_mutex_lock(&P.mu);
+		while (P.todo == NULL && !P.quit)
+			pthread_cond_wait(&P.cv, &P.mu);
+		if (P.quit) {
+			pthread_mutex_unlock(&P.mu);
+			return NULL;
+		}
+		j = P.todo;
+		P.todo = j->next;
+		pthread_mutex_unlock(&P.mu);
+		if (P.have_dns)
+			resolve_dns(j);
+		else
+			resolve_system(j);
+		pthread_mutex_lock(&P.mu);
+		j->next = P.done;
+		P.done = j;
+		pthread_mutex_unlock(&P.mu);
+		(void)!write(P.evfd, &one, sizeof(one));
+	}
+}
+
+/* ---- sessions and control --------------------------------------------- */
+
+static void
+ctl_answer(int fd, json_t *o)
+{
+	char	*s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+	size_t	 n;
+
+	json_decref(o);
+	if (s == NULL)
+		return;
+	n = strlen(s);
+	s[n] = '\n';
+	/* Small; the peer waits for it.  A peer that does not read is
+	 * dropped rather than waited for. */
+	(void)!send(fd, s, n + 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+	free(s);
+}
+
+static json_t *
+ctl_error(const struct sbx_error *e)
+{
+	return json_pack("{s:b,s:s,s:s,s:s}", "ok", 0, "kind",
+	    e->kind ? e->kind : SBX_K_EXECUTION_ERROR, "reason",
+	    e->reason ? e->reason : "error", "message", e->message);
+}
+
+static void
+session_free(struct session *s)
+{
+	struct conn	*c, *next;
+
+	for (c = P.conns; c != NULL; c = next) {
+		next = c->next;
+		if (c->s == s)
+			conn_close(c);
+	}
+	if (s->ctl >= 0) {
+		epoll_ctl(P.ep, EPOLL_CTL_DEL, s->ctl, NULL);
+		close(s->ctl);
+	}
+	if (s->chan >= 0) {
+		epoll_ctl(P.ep, EPOLL_CTL_DEL, s->chan, NULL);
+		close(s->chan);
+	}
+	if (s->prev != NULL)
+		s->prev->next = s->next;
+	else
+		P.sessions = s->next;
+	if (s->next != NULL)
+		s->next->prev = s->prev;
+	P.nsessions--;
+	sbx_np_free(&s->pol);
+	sodium_memzero(s->token, sizeof(s->token));
+	json_decref(s->violations);
+	s->violations = NULL;
+	free(s->line);
+	s->line = NULL;
+	s->closed = 1;
+	s->gnext = P.sgrave;
+	P.sgrave = s;
+	if (P.nsessions == 0 && P.nconns == 0)
+		P.t_idle = now_ms();
+}
+
+/* Open a session: the agent's policy and token, plus the run's extra
+ * allowlist entries, bound to the channel descriptor. */
+static json_t *
+session_open(struct session *s, json_t *req, int chan, struct sbx_error *e)
+{
+	const char		*agent, *run;
+	json_t			*allow, *v, *cfg = NULL;
+	struct sbx_buf		 tok = SBX_BUF_INIT;
+	struct epoll_event	 ev;
+	char			 rel[128];
+	size_t			 i;
+	int			 type = 0, tfd;
+	socklen_t		 len = sizeof(type);
+
+	agent = json_string_value(json_object_get(req, "agent"));
+	run = json_string_value(json_object_get(req, "run"));
+	allow = json_object_get(req, "allow");
+	if (agent == NULL || sbx_agent_valid(agent, "agent", e) == -1) {
+		if (agent == NULL)
+			sbx_error_set(e, SBX_K_INVALID_ARGS, "agent",
+			    "missing", "session without an agent");
+		return NULL;
+	}
+	if (chan < 0 || getsockopt(chan, SOL_SOCKET, SO_TYPE, &type, &len) ==
+	    -1 || type != SOCK_SEQPACKET) {
+		sbx_error_set(e, SBX_K_INVALID_ARGS, "channel", "bad_channel",
+		    "a session needs a SOCK_SEQPACKET channel");
+		return NULL;
+	}
+	snprintf(s->agent, sizeof(s->agent), "%s", agent);
+	snprintf(s->run, sizeof(s->run), "%s", run != NULL ? run : "");
+	snprintf(rel, sizeof(rel), "config/agents/%s.json", agent);
+	if (sbx_config_load(P.rootfd, rel, &cfg, e) == -1)
+		return NULL;
+	sbx_np_init(&s->pol);
+	if (sbx_np_load(&s->pol, cfg, rel, e) == -1) {
+		json_decref(cfg);
+		return NULL;
+	}
+	json_decref(cfg);
+	if (allow != NULL && json_is_array(allow))
+		json_array_foreach(allow, i, v)
+			if (!json_is_string(v) || sbx_np_allow(&s->pol,
+			    json_string_value(v), e) == -1)
+				return NULL;
+	snprintf(rel, sizeof(rel), "run/tokens/%s", agent);
+	if ((tfd = sbx_open_beneath(P.rootfd, rel, O_RDONLY | O_CLOEXEC, e))
+	    == -1)
+		return NULL;
+	close(tfd);
+	if (sbx_read_file_at(P.rootfd, rel, 256, &tok, e) == -1)
+		return NULL;
+	while (tok.len > 0 && (tok.p[tok.len - 1] == '\n'))
+		tok.p[--tok.len] = '\0';
+	if (!sbx_provision_token_valid(tok.p, tok.len)) {
+		sodium_memzero(tok.p, tok.len);
+		sbx_buf_release(&tok);
+		sbx_error_set(e, SBX_K_REJECTED, "token", "bad_token",
+		    "%s is not a valid token; run `sbx provision --agent %s`",
+		    rel, agent);
+		return NULL;
+	}
+	memcpy(s->token, tok.p, SBX_TOKEN_LEN);
+	s->token[SBX_TOKEN_LEN] = '\0';
+	sodium_memzero(tok.p, tok.len);
+	sbx_buf_release(&tok);
+	s->chan = chan;
+	s->kchan.type = K_CHAN;
+	s->kchan.p = s;
+	ev.events = EPOLLIN;
+	ev.data.ptr = &s->kchan;
+	if (epoll_ctl(P.ep, EPOLL_CTL_ADD, chan, &ev) == -1) {
+		s->chan = -1;
+		sbx_error_sys(e, "epoll", "cannot watch the channel");
+		return NULL;
+	}
+	s->violations = json_array();
+	return json_pack("{s:b}", "ok", 1);
+}
+
+static void
+ctl_line(struct session *s, char *line, int fd_in)
+{
+	struct sbx_error	 e;
+	json_t			*req, *ans;
+	const char		*op;
+	json_error_t		 jerr;
+
+	memset(&e, 0, sizeof(e));
+	req = json_loads(line, JSON_REJECT_DUPLICATES, &jerr);
+	op = json_string_value(json_object_get(req, "op"));
+	if (req == NULL || op == NULL) {
+		sbx_error_set(&e, SBX_K_INVALID_ARGS, "request", "malformed",
+		    "malformed control request");
+		ctl_answer(s->ctl, ctl_error(&e));
+		goto drop;
+	}
+	if (strcmp(op, "status") == 0) {
+		ctl_answer(s->ctl, json_pack("{s:b,s:i,s:i,s:i,s:I}", "ok", 1,
+		    "pid", (int)getpid(), "sessions", (int)P.nsessions - 1,
+		    "connections", (int)P.nconns, "uptime_s",
+		    (json_int_t)((now_ms() - P.t_start) / 1000)));
+		goto drop;
+	}
+	if (strcmp(op, "stop") == 0) {
+		ctl_answer(s->ctl, json_pack("{s:b}", "ok", 1));
+		P.stop = 1;
+		goto drop;
+	}
+	if (strcmp(op, "session") == 0 && s->chan < 0 && !s->ended) {
+		if ((ans = session_open(s, req, fd_in, &e)) == NULL) {
+			if (fd_in >= 0 && s->chan != fd_in)
+				close(fd_in);
+			ctl_answer(s->ctl, ctl_error(&e));
+			goto drop;
+		}
+		ctl_answer(s->ctl, ans);
+		json_decref(req);
+		return;
+	}
+	if (strcmp(op, "end") == 0 && s->chan >= 0) {
+		ctl_answer(s->ctl, json_pack("{s:b,s:O,s:I}", "ok", 1,
+		    "violations", s->violations, "denied",
+		    (json_int_t)s->denied));
+		goto drop;
+	}
+	sbx_error_set(&e, SBX_K_INVALID_ARGS, "op", "unknown_op",
+	    "unknown control operation");
+	ctl_answer(s->ctl, ctl_error(&e));
+drop:
+	if (fd_in >= 0 && fd_in != s->chan)
+		close(fd_in);
+	json_decref(req);
+	session_free(s);
+}
+
+static void
+ctl_read(struct session *s)
+{
+	char		 data[4096], cbuf[CMSG_SPACE(sizeof(int) * 4)];
+	struct msghdr	 m;
+	struct iovec	 iov;
+	struct cmsghdr	*cm;
+	ssize_t		 r;
+	int		 fd_in = -1, *fds;
+	size_t		 i, nfd;
+	char		*nl, *p;
+
+	memset(&m, 0, sizeof(m));
+	iov.iov_base = data;
+	iov.iov_len = sizeof(data);
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	m.msg_control = cbuf;
+	m.msg_controllen = sizeof(cbuf);
+	r = recvmsg(s->ctl, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+	if (r == -1 && (errno == EAGAIN || errno == EINTR))
+		return;
+	for (cm = CMSG_FIRSTHDR(&m); cm != NULL; cm = CMSG_NXTHDR(&m, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET ||
+		    cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		fds = (int *)CMSG_DATA(cm);
+		nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (i = 0; i < nfd; i++) {
+			if (fd_in == -1 && s->chan < 0)
+				fd_in = fds[i];
+			else
+				close(fds[i]);
+		}
+	}
+	if (r <= 0) {
+		/* The client is gone: so is its session. */
+		if (fd_in >= 0)
+			close(fd_in);
+		session_free(s);
+		return;
+	}
+	if (s->linelen + (size_t)r > SBX_PROXY_LINE_MAX ||
+	    (p = realloc(s->line, s->linelen + (size_t)r + 1)) == NULL) {
+		if (fd_in >= 0)
+			close(fd_in);
+		session_free(s);
+		return;
+	}
+	s->line = p;
+	memcpy(s->line + s->linelen, data, (size_t)r);
+	s->linelen += (size_t)r;
+	s->line[s->linelen] = '\0';
+	if ((nl = memchr(s->line, '\n', s->linelen)) == NULL) {
+		if (fd_in >= 0)
+			close(fd_in);
+		return;
+	}
+	*nl = '\0';
+	s->linelen = 0;
+	ctl_line(s, s->line, fd_in);
+}
+
+/* The sandbox's init hands over accepted connections. */
+static void
+chan_read(struct session *s)
+{
+	char		 b[16], cbuf[CMSG_SPACE(sizeof(int) * 8)];
+	struct msghdr	 m;
+	struct iovec	 iov;
+	struct cmsghdr	*cm;
+	ssize_t		 r;
+	int		*fds, type, dom;
+	size_t		 i, nfd;
+	socklen_t	 len;
+	struct stat	 st;
+
+	memset(&m, 0, sizeof(m));
+	iov.iov_base = b;
+	iov.iov_len = sizeof(b);
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	m.msg_control = cbuf;
+	m.msg_controllen = sizeof(cbuf);
+	r = recvmsg(s->chan, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+	if (r == -1 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (r <= 0) {
+		/* The sandbox is gone; the session lasts until sbx-exec
+		 * ends it (it still wants the violations). */
+		epoll_ctl(P.ep, EPOLL_CTL_DEL, s->chan, NULL);
+		close(s->chan);
+		s->chan = -2;
+		return;
+	}
+	for (cm = CMSG_FIRSTHDR(&m); cm != NULL; cm = CMSG_NXTHDR(&m, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET ||
+		    cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		fds = (int *)CMSG_DATA(cm);
+		nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (i = 0; i < nfd; i++) {
+			/* Only TCP stream sockets are served: whatever else
+			 * the sandbox might pass is closed unused. */
+			len = sizeof(type);
+			if (fstat(fds[i], &st) == -1 || !S_ISSOCK(st.st_mode) ||
+			    getsockopt(fds[i], SOL_SOCKET, SO_TYPE, &type,
+			    &len) == -1 || type != SOCK_STREAM ||
+			    (len = sizeof(dom), getsockopt(fds[i], SOL_SOCKET,
+			    SO_DOMAIN, &dom, &len)) == -1 ||
+			    (dom != AF_INET && dom != AF_INET6)) {
+				close(fds[i]);
+				continue;
+			}
+			(void)fcntl(fds[i], F_SETFL, fcntl(fds[i], F_GETFL) |
+			    O_NONBLOCK);
+			conn_new(s, fds[i]);
+		}
+	}
+}
+
+static void
+listen_accept(void)
+{
+	struct session		*s;
+	struct epoll_event	 ev;
+	struct ucred		 cr;
+	socklen_t		 len = sizeof(cr);
+	int			 fd;
+
+	while ((fd = accept4(P.lfd, NULL, NULL, SOCK_NONBLOCK |
+	    SOCK_CLOEXEC)) >= 0) {
+		/* Only our own uid may open sessions (the socket's mode
+		 * says so too; this holds if that mode is ever wrong). */
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) == -1 ||
+		    cr.uid != geteuid() || (s = calloc(1, sizeof(*s))) ==
+		    NULL) {
+			close(fd);
+			continue;
+		}
+		s->ctl = fd;
+		s->chan = -1;
+		s->t_open = now_ms();
+		s->kctl.type = K_CTL;
+		s->kctl.p = s;
+		ev.events = EPOLLIN | EPOLLRDHUP;
+		ev.data.ptr = &s->kctl;
+		if (epoll_ctl(P.ep, EPOLL_CTL_ADD, fd, &ev) == -1) {
+			close(fd);
+			free(s);
+			continue;
+		}
+		s->next = P.sessions;
+		if (P.sessions != NULL)
+			P.sessions->prev = s;
+		P.sessions = s;
+		P.nsessions++;
+	}
+}
+
+/* Control connections that never said anything are dropped. */
+static void
+sweep_sessions(void)
+{
+	struct session	*s, *next;
+	long long	 t = now_ms();
+
+	for (s = P.sessions; s != NULL; s = next) {
+		next = s->next;
+		if (s->chan == -1 && t - s->t_open > CTL_TIMEOUT_MS)
+			session_free(s);
+	}
+}
+
+static void
+bury(void)
+{
+	struct conn	*c;
+	struct session	*s;
+
+	while ((c = P.grave) != NULL) {
+		P.grave = c->gnext;
+		conn_free(c);
+	}
+	while ((s = P.sgrave) != NULL) {
+		P.sgrave = s->gnext;
+		free(s);
+	}
+}
+
+int
+sbx_proxy_serve(int rootfd, int listen_fd,
+    const struct sbx_proxy_config *cfg, struct sbx_error *e)
+{
+	struct epoll_event	 evs[64];
+	struct rlimit		 rl;
+	struct key		*k;
+	long long		 t, next_sweep;
+	int			 i, n, timeout;
+	struct session		*s;
+
+	memset(&P, 0, sizeof(P));
+	P.cfg = cfg;
+	P.rootfd = rootfd;
+	P.lfd = listen_fd;
+	P.logfd = -1;
+	if (sodium_init() < 0)
+		return sbx_error_sys(e, "sodium", "cannot initialise "
+		    "libsodium");
+	/* Every connection costs up to six descriptors. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (cfg->dns_server[0] != '\0') {
+		char		 tmp[64], *colon;
+		unsigned	 port = 53;
+
+		snprintf(tmp, sizeof(tmp), "%s", cfg->dns_server);
+		colon = strrchr(tmp, ':');
+		*colon = '\0';
+		(void)sbx_np_port(colon + 1, strlen(colon + 1), &port);
+		P.dns.sin_family = AF_INET;
+		P.dns.sin_port = htons((uint16_t)port);
+		inet_pton(AF_INET, tmp, &P.dns.sin_addr);
+		P.have_dns = 1;
+	}
+	if ((P.runfd = sbx_open_beneath(rootfd, "run", O_RDONLY |
+	    O_DIRECTORY | O_CLOEXEC, e)) == -1)
+		return -1;
+	log_open();
+	if ((P.ep = epoll_create1(EPOLL_CLOEXEC)) == -1 ||
+	    (P.evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) == -1)
+		return sbx_error_sys(e, "epoll", "cannot set up the event "
+		    "loop");
+	P.klisten.type = K_LISTEN;
+	P.kevent.type = K_EVENT;
+	{
+		struct epoll_event ev;
+
+		ev.events = EPOLLIN;
+		ev.data.ptr = &P.klisten;
+		epoll_ctl(P.ep, EPOLL_CTL_ADD, listen_fd, &ev);
+		ev.data.ptr = &P.kevent;
+		epoll_ctl(P.ep, EPOLL_CTL_ADD, P.evfd, &ev);
+	}
+	(void)fcntl(listen_fd, F_SETFL, fcntl(listen_fd, F_GETFL) |
+	    O_NONBLOCK);
+	pthread_mutex_init(&P.mu, NULL);
+	pthread_cond_init(&P.cv, NULL);
+	for (i = 0; i < RESOLVERS; i++)
+		if (pthread_create(&P.th[i], NULL, resolver, NULL) != 0)
+			return sbx_error_sys(e, "thread", "cannot start a "
+			    "resolver thread");
+	P.t_idle = P.t_start = now_ms();
+	next_sweep = now_ms() + SWEEP_MS;
+	while (!P.stop) {
+		t = now_ms();
+		if (P.nconns == 0 && P.nsessions == 0) {
+			if (t - P.t_idle >= cfg->idle_exit_ms)
+				break;
+			timeout = (int)(cfg->idle_exit_ms - (t - P.t_idle));
+			if (timeout > SWEEP_MS)
+				timeout = SWEEP_MS * 5;
+		} else
+			timeout = (int)(next_sweep > t ? next_sweep - t : 0);
+		n = epoll_wait(P.ep, evs, 64, timeout);
+		if (n == -1 && errno != EINTR)
+			break;
+		for (i = 0; i < n; i++) {
+			k = evs[i].data.ptr;
+			switch (k->type) {
+			case K_LISTEN:
+				listen_accept();
+				break;
+			case K_EVENT:
+				jobs_done();
+				break;
+			case K_CTL:
+				if (!((struct session *)k->p)->closed)
+					ctl_read(k->p);
+				break;
+			case K_CHAN:
+				if (!((struct session *)k->p)->closed &&
+				    ((struct session *)k->p)->chan >= 0)
+					chan_read(k->p);
+				break;
+			case K_CLIENT:
+			case K_UPSTREAM:
+				if (!((struct conn *)k->p)->closed)
+					conn_event(k->p, k->type ==
+					    K_UPSTREAM, evs[i].events);
+				break;
+			}
+		}
+		bury();
+		if ((t = now_ms()) >= next_sweep) {
+			sweep();
+			sweep_sessions();
+			next_sweep = t + SWEEP_MS;
+		}
+	}
+	/* Shut down: sessions (and their connections) first. */
+	while ((s = P.sessions) != NULL)
+		session_free(s);
+	bury();
+	pthread_mutex_lock(&P.mu);
+	P.quit = 1;
+	pthread_cond_broadcast(&P.cv);
+	pthread_mutex_unlock(&P.mu);
+	return 0;
+}

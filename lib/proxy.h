@@ -1,0 +1,69 @@
+/* proxy.h: sbx-proxy, the filtering egress proxy of `--network proxy`
+ * (DESIGN.md §4, man sbx-proxy(1)), and the client side sbx-exec uses.
+ *
+ * The sandbox never sees a socket path: sbx-exec opens a session on the
+ * control socket run/proxy.sock and hands one end of a SOCK_SEQPACKET
+ * socketpair to the proxy with it; the other end goes to sbx-init, which
+ * passes every TCP connection accepted on 127.0.0.1:3128 inside the
+ * sandbox over that channel.  The session binds the channel to one agent.
+ */
+#ifndef SBX_PROXY_H
+#define SBX_PROXY_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "error.h"
+
+#define SBX_PROXY_SOCK		"run/proxy.sock"
+#define SBX_PROXY_PORT		3128
+/* A control line (JSON) may not be longer than this. */
+#define SBX_PROXY_LINE_MAX	(256u << 10)
+
+struct sbx_proxy_config {
+	unsigned	 max_conns;		/* in total */
+	unsigned	 max_conns_agent;	/* per agent */
+	long long	 connect_timeout_ms;
+	long long	 header_timeout_ms;
+	long long	 idle_timeout_ms;	/* no byte either way */
+	long long	 max_duration_ms;	/* per connection */
+	unsigned long long max_request_bytes;	/* client -> upstream */
+	unsigned long long max_response_bytes;	/* upstream -> client */
+	long long	 idle_exit_ms;		/* no session, no connection */
+	unsigned long long log_max_bytes;
+	char		 dns_server[64];	/* "ADDR:PORT" or "" */
+};
+
+/* Defaults, then the `proxy` object of config/sandbox.json (rootfd may be
+ * -1).  Unknown keys and bad values: invalid_args, reason config_invalid. */
+int	 sbx_proxy_config_load(int rootfd, struct sbx_proxy_config *,
+	    struct sbx_error *);
+
+/* Serve until told to stop or idle for idle_exit_ms.  listen_fd is the
+ * bound, listening control socket; rootfd the state root. */
+int	 sbx_proxy_serve(int rootfd, int listen_fd,
+	    const struct sbx_proxy_config *, struct sbx_error *);
+
+/* ---- client side ------------------------------------------------------ */
+
+/* Connect to a running proxy's control socket: the fd, or -1 with kind
+ * unavailable (reason not_running) when none answers. */
+int	 sbx_proxy_connect(int rootfd, struct sbx_error *);
+/* One request line (steals req) and its one-line answer, read with a cap
+ * and a timeout.  fd_pass >= 0 is attached to the request. */
+json_t	*sbx_proxy_call(int ctl, json_t *req, int fd_pass, int timeout_ms,
+	    struct sbx_error *);
+/* A control connection to the proxy of this root, starting it first
+ * (`prog serve --home home -q`, under run/proxy.lock) when none runs. */
+int	 sbx_proxy_ensure(int rootfd, const char *prog, const char *home,
+	    struct sbx_error *);
+/* Open a session on ctl for agent (extra allowlist entries in allow, may
+ * be NULL) and set *channel to the descriptor sbx-init must get.  Keep
+ * ctl open for the run: closing it ends the session. */
+int	 sbx_proxy_session(int ctl, const char *agent, json_t *allow,
+	    const char *run, int *channel, struct sbx_error *);
+/* End it: the run's violations (array, new reference) or NULL. */
+json_t	*sbx_proxy_end(int ctl, struct sbx_error *);
+
+#endif

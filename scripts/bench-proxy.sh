@@ -1,0 +1,190 @@
+#!/bin/bash
+# bench-proxy.sh: what sbx-proxy costs.
+#
+#   SIZE_MIB=1024 REQUESTS=2000 PAR=4 CONNS=1000 ROUNDS=5 RUNS=20 \
+#       scripts/bench-proxy.sh
+#
+# 1. Throughput: a SIZE_MIB stream from a loopback server read through a
+#    CONNECT tunnel from inside `sbx exec --network proxy` (a plain TCP
+#    tunnel on an allowed port: no TLS cost) against the same client
+#    reading it directly on the host; best of 3 each, alternating; the
+#    ratio (target >= 90 %).
+# 2. Small plain-HTTP requests through the proxy: REQUESTS requests, one
+#    per connection as the proxy wants it, PAR clients at a time; req/s.
+# 3. CONNS tunnels held at once (the proxy's own count, from `sbx proxy
+#    status`), then one more request, and how long it took.
+# 4. `sbx exec --network proxy -- /bin/true` against `--network none`,
+#    with the proxy already running; p50 and p95 over ROUNDS x RUNS runs in
+#    alternating rounds (target: at most 2 ms more at p50).
+#
+# Only 127.0.0.1 is contacted (the test name bench.sbx.test is mapped to it
+# by the agent's `resolve` override); everything runs under a fresh state
+# root in a temporary directory, bounded in count and time, and is
+# removed at the end.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+B=${B:-build}
+SIZE_MIB=${SIZE_MIB:-1024}
+REQUESTS=${REQUESTS:-2000}
+PAR=${PAR:-4}
+CONNS=${CONNS:-1000}
+ROUNDS=${ROUNDS:-5}
+RUNS=${RUNS:-20}
+command -v hyperfine >/dev/null || { echo "bench-proxy: hyperfine is not installed (scripts/deps.sh)"; exit 69; }
+command -v jq >/dev/null || { echo "bench-proxy: jq is not installed"; exit 69; }
+BIN=$(cd "$B" && pwd)
+SBX=$BIN/bin/sbx
+HELPER=$BIN/tests/helpers/proxy-bench
+[ -x "$BIN/libexec/sbx/sbx-proxy" ] || { echo "bench-proxy: sbx-proxy is not built (make)"; exit 69; }
+[ -x "$HELPER" ] || { echo "bench-proxy: $HELPER is missing (make tests)"; exit 69; }
+
+tmp=$(mktemp -d /tmp/sbx-bench.XXXXXX)
+chmod 0755 "$tmp"
+export SBX_HOME="$tmp/state" SBX_EXEC_PATH="$BIN/libexec/sbx"
+server=
+relay=
+cleanup() {
+	local p
+	for p in $relay $server; do
+		kill -TERM "$p" 2>/dev/null || true
+		wait "$p" 2>/dev/null || true
+	done
+	timeout 10 "$SBX" proxy stop >/dev/null 2>&1 || true
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+ms() { awk -v s="$1" 'BEGIN { printf "%.1f", s * 1000 }'; }
+pct() {	# file pct: the percentile of a file of seconds, in ms
+	sort -g "$1" | awk -v p="$2" '{a[NR]=$1} END {i=int((NR-1)*p/100)+1; printf "%.2f", a[i]*1000}'
+}
+
+# The loopback server: STREAM answers SIZE_MIB MiB of zeros.
+"$HELPER" serve $((SIZE_MIB * 1048576)) > "$tmp/port" &
+server=$!
+port=
+for _ in $(seq 100); do
+	port=$(head -n 1 "$tmp/port" 2>/dev/null || true)
+	[ -n "$port" ] && break
+	sleep 0.05
+done
+[ -n "$port" ] || { echo "bench-proxy: the server did not start"; exit 70; }
+
+mkdir -p "$SBX_HOME/config/agents"
+jq -n --argjson c "$CONNS" '{proxy: {max_connections: ($c + 200),
+    max_connections_per_agent: ($c + 100), header_timeout_ms: 60000}}' \
+    > "$SBX_HOME/config/sandbox.json"
+jq -n --argjson p "$port" '{network: "proxy",
+    allowed_domains: ["bench.sbx.test"], allowed_ports: [$p],
+    allow_private: true, resolve: {"bench.sbx.test": "127.0.0.1"}}' \
+    > "$SBX_HOME/config/agents/bench.json"
+"$SBX" exec -q --network none --agent bench -- true
+home="$SBX_HOME/workspace/agents/bench"
+cp "$HELPER" "$home/proxy-bench"
+chmod 0755 "$home/proxy-bench"
+inside=/workspace/agents/bench/proxy-bench
+px() { timeout 300 "$SBX" exec -q --network proxy --agent bench -- "$@"; }
+target="bench.sbx.test:$port"
+px true	# the proxy is running from here on
+
+# For reference, a plain user-space relay on the host (socat), when
+# installed: what any relay in the path costs on this machine.
+relay_port=
+if command -v socat >/dev/null; then
+	socat -d -d TCP-LISTEN:0,bind=127.0.0.1,reuseaddr,fork \
+	    "TCP:127.0.0.1:$port" 2> "$tmp/relay.log" &
+	relay=$!
+	for _ in $(seq 100); do
+		relay_port=$(sed -n 's/.*listening on .*:\([0-9][0-9]*\)$/\1/p' \
+		    "$tmp/relay.log" | head -n 1)
+		[ -n "$relay_port" ] && break
+		sleep 0.05
+	done
+fi
+
+# 1. Throughput, best of 3, alternating.
+best_direct=0
+best_tunnel=0
+best_relay=0
+for _ in 1 2 3; do
+	read -r bytes secs < <(timeout 300 "$HELPER" stream "127.0.0.1:$port")
+	[ "$bytes" -eq $((SIZE_MIB * 1048576)) ] ||
+	    { echo "bench-proxy: direct read $bytes bytes"; exit 70; }
+	best_direct=$(awk -v a="$best_direct" -v b="$bytes" -v s="$secs" \
+	    'BEGIN { r = b / 1048576 / s; print (r > a ? r : a) }')
+	read -r bytes secs < <(px "$inside" stream -x "$target")
+	[ "$bytes" -eq $((SIZE_MIB * 1048576)) ] ||
+	    { echo "bench-proxy: the tunnel carried $bytes bytes"; exit 70; }
+	best_tunnel=$(awk -v a="$best_tunnel" -v b="$bytes" -v s="$secs" \
+	    'BEGIN { r = b / 1048576 / s; print (r > a ? r : a) }')
+	[ -n "$relay_port" ] || continue
+	read -r bytes secs < <(timeout 300 "$HELPER" stream "127.0.0.1:$relay_port")
+	best_relay=$(awk -v a="$best_relay" -v b="$bytes" -v s="$secs" \
+	    'BEGIN { r = b / 1048576 / s; print (r > a ? r : a) }')
+done
+
+# 2. Small plain-HTTP requests.
+read -r n okn secs < <(px "$inside" http "$REQUESTS" "$PAR" "$target")
+rps=$(awk -v n="$okn" -v s="$secs" 'BEGIN { printf "%.0f", n / s }')
+
+# 3. CONNS tunnels held; the proxy's count while they are; a new request.
+nofile=()
+if [ "$(ulimit -Hn)" = unlimited ] || [ "$(ulimit -Hn)" -ge $((CONNS + 64)) ]; then
+	nofile=(--nofile $((CONNS + 64)))
+fi
+timeout 300 "$SBX" exec -q --network proxy --agent bench "${nofile[@]}" -- \
+    "$inside" hold "$CONNS" "$target" 3 > "$tmp/hold.out" 2> "$tmp/hold.err" &
+holder=$!
+counted=0
+for _ in $(seq 600); do
+	grep -q 'tunnels open' "$tmp/hold.err" 2>/dev/null && break
+	kill -0 "$holder" 2>/dev/null || break
+	sleep 0.1
+done
+if grep -q 'tunnels open' "$tmp/hold.err"; then
+	counted=$("$SBX" proxy status --json | jq -r '.result.connections // 0')
+fi
+wait "$holder" || true
+read -r _ opened _ held _ req_ms _ req_status < "$tmp/hold.out" ||
+    { cat "$tmp/hold.err"; echo "bench-proxy: hold failed"; exit 70; }
+
+# 4. Start-up: proxy against none, alternating rounds.
+: > "$tmp/none"
+: > "$tmp/proxy"
+bench() {	# name command...: append per-run seconds to $tmp/name
+	local name=$1
+	shift
+	hyperfine -N --style none -w 3 -r "$RUNS" --export-json "$tmp/h.json" \
+	    "$*" >/dev/null 2>&1
+	jq -r '.results[0].times[]' "$tmp/h.json" >> "$tmp/$name"
+}
+for _ in $(seq "$ROUNDS"); do
+	bench none "$SBX exec -q --network none --agent bench -- /bin/true"
+	bench proxy "$SBX exec -q --network proxy --agent bench -- /bin/true"
+done
+n50=$(pct "$tmp/none" 50); n95=$(pct "$tmp/none" 95)
+p50=$(pct "$tmp/proxy" 50); p95=$(pct "$tmp/proxy" 95)
+
+echo "sbx-proxy, as uid $(id -u), $(nproc) CPUs, loopback only"
+printf '%-44s %12s %12s %10s\n' "throughput ($SIZE_MIB MiB, best of 3)" \
+    "direct MiB/s" "tunnel MiB/s" "ratio"
+printf '%-44s %12.0f %12.0f %9.1f%%\n' "  CONNECT tunnel vs direct loopback" \
+    "$best_direct" "$best_tunnel" \
+    "$(awk -v a="$best_tunnel" -v b="$best_direct" 'BEGIN { print 100 * a / b }')"
+if [ -n "$relay_port" ]; then
+	printf '%-44s %12s %12.0f %9.1f%%\n' "  reference: socat relay on the host" \
+	    "" "$best_relay" \
+	    "$(awk -v a="$best_relay" -v b="$best_direct" 'BEGIN { print 100 * a / b }')"
+fi
+echo "  target: ratio >= 90 %"
+printf '%-44s %s req/s (%s of %s ok, %s clients, %s ms)\n' \
+    "small plain-HTTP requests" "$rps" "$okn" "$n" "$PAR" "$(ms "$secs")"
+printf '%-44s %s opened, %s still open after 3 s, proxy counted %s\n' \
+    "$CONNS tunnels held at once" "$opened" "$held" "$counted"
+printf '%-44s status %s in %s ms\n' "  then one more request" "$req_status" "$req_ms"
+printf '%-44s %8s %8s\n' "sbx exec -- /bin/true ($((ROUNDS * RUNS)) runs each)" "p50 ms" "p95 ms"
+printf '%-44s %8s %8s\n' "  --network none" "$n50" "$n95"
+printf '%-44s %8s %8s  %s ms at p50\n' "  --network proxy (proxy running)" "$p50" "$p95" \
+    "$(awk -v a="$p50" -v b="$n50" 'BEGIN { printf "%+.2f", a - b }')"
+echo "  target: proxy adds <= 2 ms at p50"

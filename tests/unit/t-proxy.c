@@ -1,0 +1,398 @@
+/*
+ * t-proxy: sbx-proxy's configuration, and its engine driven over real
+ * sockets: a session opened on the control socket, TCP connections passed
+ * over the channel as sbx-init does, a loopback upstream.
+ */
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "tap.h"
+
+#include "fsutil.h"
+#include "provision.h"
+#include "proxy.h"
+
+static char	 root[] = "/tmp/t-proxy.XXXXXX";
+static int	 rootfd = -1;
+
+static void
+put(const char *rel, const char *text)
+{
+	struct sbx_error	 e;
+	char			 dir[256], *slash;
+	int			 fd;
+
+	snprintf(dir, sizeof(dir), "%s", rel);
+	slash = strrchr(dir, '/');
+	*slash = '\0';
+	if ((fd = sbx_mkdirs_at(rootfd, dir, 0700, &e)) == -1 ||
+	    sbx_write_atomic(fd, slash + 1, text, strlen(text), 0600, &e) ==
+	    -1) {
+		printf("Bail out! cannot write %s: %s\n", rel, e.message);
+		exit(1);
+	}
+	close(fd);
+}
+
+static int
+load(const char *sandbox_json, struct sbx_proxy_config *c,
+    struct sbx_error *e)
+{
+	put("config/sandbox.json", sandbox_json);
+	return sbx_proxy_config_load(rootfd, c, e);
+}
+
+static void
+test_config(void)
+{
+	struct sbx_proxy_config	 c;
+	struct sbx_error	 e;
+	static const char *const bad[] = {
+		"{\"proxy\":[]}",
+		"{\"proxy\":{\"nope\":1}}",
+		"{\"proxy\":{\"max_connections\":0}}",
+		"{\"proxy\":{\"max_connections\":\"10\"}}",
+		"{\"proxy\":{\"header_timeout_ms\":-5}}",
+		"{\"proxy\":{\"dns_server\":\"127.0.0.1\"}}",
+		"{\"proxy\":{\"dns_server\":\"localhost:53\"}}",
+		"{\"proxy\":{\"dns_server\":\"127.0.0.1:0\"}}",
+		"{\"proxy\":{\"dns_server\":\"127.0.0.1:99999\"}}",
+		"{\"proxy\":{\"log_max_bytes\":1}}",
+		"{\"proxy\":",
+	};
+	size_t	 i;
+
+	memset(&e, 0, sizeof(e));
+	ok(sbx_proxy_config_load(-1, &c, &e) == 0 && c.max_conns == 4096 &&
+	    c.max_conns_agent == 256 && c.header_timeout_ms == 10000 &&
+	    c.idle_exit_ms == 300000 && c.dns_server[0] == '\0',
+	    "defaults without a root");
+	ok(load("{}", &c, &e) == 0 && c.max_conns == 4096,
+	    "defaults without a proxy object");
+	ok(load("{\"proxy\":{\"max_connections\":10,"
+	    "\"max_connections_per_agent\":3,\"header_timeout_ms\":500,"
+	    "\"max_duration_s\":7,\"idle_exit_s\":2,"
+	    "\"dns_server\":\"127.0.0.1:5353\"}}", &c, &e) == 0 &&
+	    c.max_conns == 10 && c.max_conns_agent == 3 &&
+	    c.header_timeout_ms == 500 && c.max_duration_ms == 7000 &&
+	    c.idle_exit_ms == 2000 && strcmp(c.dns_server,
+	    "127.0.0.1:5353") == 0, "settings are read");
+	for (i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+		memset(&e, 0, sizeof(e));
+		ok(load(bad[i], &c, &e) == -1 && e.kind != NULL &&
+		    strcmp(e.kind, SBX_K_INVALID_ARGS) == 0 &&
+		    strcmp(e.reason, "config_invalid") == 0,
+		    "bad config #%zu refused: %s", i, e.message);
+	}
+	put("config/sandbox.json", "{}");
+}
+
+/* ---- the engine ------------------------------------------------------- */
+
+#define TOKEN	"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+#define TOKEN_B	"BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB"
+
+static pid_t	 server = -1;
+
+static int
+tcp_listener(unsigned *port)
+{
+	struct sockaddr_in	 sin;
+	socklen_t		 len = sizeof(sin);
+	int			 fd;
+
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd == -1 || bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == -1 ||
+	    listen(fd, 16) == -1 ||
+	    getsockname(fd, (struct sockaddr *)&sin, &len) == -1)
+		return -1;
+	*port = ntohs(sin.sin_port);
+	return fd;
+}
+
+/* A TCP connection as the sandbox would make it, handed to the proxy over
+ * the channel; returns our end. */
+static int
+client(int chan, int lfd, unsigned port)
+{
+	struct sockaddr_in	 sin;
+	struct msghdr		 m;
+	struct iovec		 iov;
+	struct cmsghdr		*cm;
+	char			 cbuf[CMSG_SPACE(sizeof(int))], c = 'C';
+	int			 fd, acc;
+
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sin.sin_port = htons((uint16_t)port);
+	if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == -1 ||
+	    (acc = accept(lfd, NULL, NULL)) == -1)
+		return -1;
+	memset(&m, 0, sizeof(m));
+	memset(cbuf, 0, sizeof(cbuf));
+	iov.iov_base = &c;
+	iov.iov_len = 1;
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	m.msg_control = cbuf;
+	m.msg_controllen = sizeof(cbuf);
+	cm = CMSG_FIRSTHDR(&m);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &acc, sizeof(int));
+	if (sendmsg(chan, &m, 0) != 1)
+		return -1;
+	close(acc);
+	return fd;
+}
+
+/* Send a request, read the whole answer (the proxy closes). */
+static char *
+ask(int fd, const char *req)
+{
+	static char	 ans[8192];
+	size_t		 n = 0;
+	ssize_t		 r;
+	struct pollfd	 pfd;
+
+	if (write(fd, req, strlen(req)) != (ssize_t)strlen(req))
+		return "write failed";
+	pfd.fd = fd;
+	pfd.events = POLLIN;
+	while (n < sizeof(ans) - 1 && poll(&pfd, 1, 5000) == 1 &&
+	    (r = read(fd, ans + n, sizeof(ans) - 1 - n)) > 0)
+		n += (size_t)r;
+	ans[n] = '\0';
+	close(fd);
+	return ans;
+}
+
+static void
+test_engine(void)
+{
+	struct sbx_error	 e;
+	int			 lfd, in, up, ctl, chan, fd, acc = -1;
+	unsigned		 inport, upport;
+	char			 req[1024], agent_json[512], *a, b[64];
+	json_t			*v;
+	int			 status;
+	ssize_t			 r;
+
+	memset(&e, 0, sizeof(e));
+	if ((in = tcp_listener(&inport)) == -1 ||
+	    (up = tcp_listener(&upport)) == -1) {
+		printf("Bail out! no loopback listener\n");
+		exit(1);
+	}
+	snprintf(agent_json, sizeof(agent_json), "{\"allowed_domains\":["
+	    "\"up.sbx.test\",\"*.wild.sbx.test\"],\"denied_domains\":["
+	    "\"no.wild.sbx.test\"],\"allowed_ports\":[%u],"
+	    "\"allow_private\":true,\"resolve\":{\"up.sbx.test\":"
+	    "\"127.0.0.1\",\"a.wild.sbx.test\":\"127.0.0.1\"}}", upport);
+	put("config/agents/a.json", agent_json);
+	put("config/agents/b.json", "{\"allowed_domains\":[\"strict.sbx."
+	    "test\"],\"resolve\":{},\"allowed_ports\":[80]}");
+	put("run/tokens/a", TOKEN "\n");
+	put("run/tokens/b", TOKEN_B "\n");
+	put("config/sandbox.json", "{\"proxy\":{\"header_timeout_ms\":300,"
+	    "\"idle_exit_s\":1}}");
+
+	/* The proxy, in a child, listening on a socket we made. */
+	{
+		struct sockaddr_un	 sun;
+		struct sbx_proxy_config	 cfg;
+
+		lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		memset(&sun, 0, sizeof(sun));
+		sun.sun_family = AF_UNIX;
+		snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/run/%s",
+		    root, "proxy.sock");
+		if (bind(lfd, (struct sockaddr *)&sun, sizeof(sun)) == -1 ||
+		    listen(lfd, 16) == -1 ||
+		    sbx_proxy_config_load(rootfd, &cfg, &e) == -1) {
+			printf("Bail out! cannot set up: %s\n", e.message);
+			exit(1);
+		}
+		if ((server = fork()) == 0) {
+			signal(SIGPIPE, SIG_IGN);
+			_exit(sbx_proxy_serve(rootfd, lfd, &cfg, &e) == 0 ?
+			    0 : 1);
+		}
+		close(lfd);
+	}
+
+	ok((ctl = sbx_proxy_connect(rootfd, &e)) >= 0, "control socket");
+	v = json_array();
+	json_array_append_new(v, json_string("extra.sbx.test"));
+	ok(sbx_proxy_session(ctl, "a", v, "run1", &chan, &e) == 0,
+	    "a session opens");
+	json_decref(v);
+
+	/* Denied by name: 403 with the reason, nothing dialled. */
+	snprintf(req, sizeof(req), "CONNECT evil.sbx.test:%u HTTP/1.1\r\n"
+	    "Proxy-Authorization: Bearer " TOKEN "\r\n\r\n", upport);
+	a = ask(client(chan, in, inport), req);
+	ok(strncmp(a, "HTTP/1.1 403 ", 13) == 0 &&
+	    strstr(a, "X-Proxy-Error: not_allowlisted\r\n") != NULL,
+	    "not allowlisted: 403 not_allowlisted");
+	/* IP literal */
+	snprintf(req, sizeof(req), "CONNECT 127.0.0.1:%u HTTP/1.1\r\n"
+	    "Proxy-Authorization: Bearer " TOKEN "\r\n\r\n", upport);
+	a = ask(client(chan, in, inport), req);
+	ok(strstr(a, " 403 ") != NULL && strstr(a, "ip_literal") != NULL,
+	    "IP literal: 403 ip_literal");
+	/* Denied beats the wildcard */
+	snprintf(req, sizeof(req), "CONNECT no.wild.sbx.test:%u HTTP/1.1\r\n"
+	    "Proxy-Authorization: Bearer " TOKEN "\r\n\r\n", upport);
+	a = ask(client(chan, in, inport), req);
+	ok(strstr(a, "denied_domain") != NULL, "denied_domains first");
+	/* Port */
+	snprintf(req, sizeof(req), "CONNECT up.sbx.test:22 HTTP/1.1\r\n"
+	    "Proxy-Authorization: Bearer " TOKEN "\r\n\r\n");
+	a = ask(client(chan, in, inport), req);
+	ok(strstr(a, "port_not_allowed") != NULL, "port not allowed");
+	/* Tokens */
+	snprintf(req, sizeof(req), "CONNECT up.sbx.test:%u HTTP/1.1\r\n\r\n",
+	    upport);
+	a = ask(client(chan, in, inport), req);
+	ok(strncmp(a, "HTTP/1.1 407 ", 13) == 0 && strstr(a,
+	    "Proxy-Authenticate: Basic") != NULL && strstr(a,
+	    "missing_token") != NULL, "no token: 407");
+	snprintf(req, sizeof(req), "CONNECT up.sbx.test:%u HTTP/1.1\r\n"
+	    "Proxy-Authorization: Bearer " TOKEN_B "\r\n\r\n", upport);
+	a = ask(client(chan, in, inport), req);
+	ok(strstr(a, " 407 ") != NULL && strstr(a, "bad_token") != NULL,
+	    "another agent's token: 407");
+	/* Smuggling shape */
+	a = ask(client(chan, in, inport), "GET http://up.sbx.test/ HTTP/1.1"
+	    "\r\nHost: up.sbx.test\r\nContent-Length: 1\r\n"
+	    "Transfer-Encoding: chunked\r\n\r\n");
+	ok(strstr(a, " 400 ") != NULL, "CL+TE: 400");
+	/* Header timeout: a partial head is answered 408 and closed. */
+	fd = client(chan, in, inport);
+	a = ask(fd, "CONNECT up");
+	ok(strstr(a, " 408 ") != NULL && strstr(a, "header_timeout") != NULL,
+	    "partial head: 408 after the header timeout");
+
+	/* Allowed: the tunnel reaches the upstream, bytes flow. */
+	snprintf(req, sizeof(req), "CONNECT up.sbx.test:%u HTTP/1.1\r\n"
+	    "Proxy-Authorization: Basic ", upport);
+	{
+		/* base64("a:" TOKEN) */
+		char	 cred[128], b64[200];
+		size_t	 i, o = 0, n;
+		static const char al[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmn"
+		    "opqrstuvwxyz0123456789+/";
+
+		snprintf(cred, sizeof(cred), "a:%s", TOKEN);
+		n = strlen(cred);
+		for (i = 0; i < n; i += 3) {
+			unsigned v3 = (unsigned char)cred[i] << 16 |
+			    (i + 1 < n ? (unsigned char)cred[i + 1] << 8 : 0) |
+			    (i + 2 < n ? (unsigned char)cred[i + 2] : 0);
+			b64[o++] = al[v3 >> 18 & 63];
+			b64[o++] = al[v3 >> 12 & 63];
+			b64[o++] = i + 1 < n ? al[v3 >> 6 & 63] : '=';
+			b64[o++] = i + 2 < n ? al[v3 & 63] : '=';
+		}
+		b64[o] = '\0';
+		strncat(req, b64, sizeof(req) - strlen(req) - 8);
+		strcat(req, "\r\n\r\n");
+	}
+	fd = client(chan, in, inport);
+	ok(write(fd, req, strlen(req)) == (ssize_t)strlen(req) &&
+	    (acc = accept(up, NULL, NULL)) >= 0, "allowed: the upstream is "
+	    "dialled");
+	r = read(fd, b, sizeof(b) - 1);
+	b[r > 0 ? r : 0] = '\0';
+	ok(strncmp(b, "HTTP/1.1 200 ", 13) == 0, "allowed: 200");
+	/* Server speaks first (not TLS, not port 443): relayed. */
+	ok(write(acc, "hello\n", 6) == 6 && read(fd, b, 6) == 6 &&
+	    memcmp(b, "hello\n", 6) == 0, "upstream bytes reach the client");
+	ok(write(fd, "ping", 4) == 4 && read(acc, b, 4) == 4 &&
+	    memcmp(b, "ping", 4) == 0, "client bytes reach the upstream");
+	close(fd);
+	ok(read(acc, b, 1) == 0, "a close travels on");
+	close(acc);
+
+	/* The session's violations. */
+	v = sbx_proxy_end(ctl, &e);
+	ok(v != NULL && json_array_size(v) >= 7, "violations returned "
+	    "(%zu)", v != NULL ? json_array_size(v) : 0);
+	ok(v != NULL && strcmp(json_string_value(json_object_get(
+	    json_array_get(v, 0), "reason")), "not_allowlisted") == 0 &&
+	    strcmp(json_string_value(json_object_get(json_array_get(v, 0),
+	    "type")), "network") == 0, "first violation: network, "
+	    "not_allowlisted");
+	json_decref(v);
+	close(ctl);
+	close(chan);
+
+	/* b's policy: resolve without allow_private is refused at load. */
+	ctl = sbx_proxy_connect(rootfd, &e);
+	ok(ctl >= 0 && sbx_proxy_session(ctl, "b", NULL, "run2", &chan, &e)
+	    == 0, "b: an empty resolve object is fine");
+	if (ctl >= 0)
+		close(ctl);
+	put("config/agents/b.json", "{\"resolve\":{\"x.sbx.test\":"
+	    "\"127.0.0.1\"}}");
+	ctl = sbx_proxy_connect(rootfd, &e);
+	ok(ctl >= 0 && sbx_proxy_session(ctl, "b", NULL, "run3", &chan, &e)
+	    == -1, "b: resolve without allow_private refuses the session: %s",
+	    e.message);
+	if (ctl >= 0)
+		close(ctl);
+	ctl = sbx_proxy_connect(rootfd, &e);
+	ok(ctl >= 0 && sbx_proxy_session(ctl, "nobody", NULL, "run4", &chan,
+	    &e) == -1, "an agent without a token: refused");
+	if (ctl >= 0)
+		close(ctl);
+
+	/* Idle: it exits by itself. */
+	ok(waitpid(server, &status, 0) == server && WIFEXITED(status) &&
+	    WEXITSTATUS(status) == 0, "the proxy exits when idle");
+	server = -1;
+	close(in);
+	close(up);
+}
+
+int
+main(void)
+{
+	struct sbx_error	 e;
+
+	signal(SIGPIPE, SIG_IGN);
+	if (mkdtemp(root) == NULL || (rootfd = open(root, O_RDONLY |
+	    O_DIRECTORY | O_CLOEXEC)) == -1) {
+		printf("Bail out! no temp dir\n");
+		return 1;
+	}
+	test_config();
+	test_engine();
+	if (server > 0) {
+		kill(server, SIGKILL);
+		waitpid(server, NULL, 0);
+	}
+	close(rootfd);
+	if (sbx_provision_rm_tree(AT_FDCWD, root, &e) == -1)
+		printf("# cannot remove %s: %s\n", root, e.message);
+	return done_testing();
+}
