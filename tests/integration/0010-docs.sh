@@ -9,7 +9,9 @@ cd "$(dirname "$0")/../.." || exit 1
 SBX_TEST_BUILD=${SBX_TEST_BUILD:-$(pwd)/build}
 SBX_BIN=$SBX_TEST_BUILD/bin/sbx
 EXEC_BIN=$SBX_TEST_BUILD/libexec/sbx/sbx-exec
-PAGES="man/sbx.1 man/sbx-exec.1 man/sbx.7 man/sbx-envelope.5 man/sbx-provision.1 man/sbx-preflight.1"
+PAGES="man/sbx.1 man/sbx-exec.1 man/sbx.7 man/sbx-envelope.5 man/sbx-provision.1 man/sbx-preflight.1 man/sbx-proxy.1"
+# The other commands: each gets the same three checks as sbx-exec.
+OTHERS="provision preflight proxy"
 
 n=0
 failures=0
@@ -41,7 +43,7 @@ section() {
 # The usage lines of a --help: up to the first empty line, without `usage:`.
 usage_of() { sed -e '/^$/,$d' -e 's/^usage://'; }
 
-echo "1..$((13 + $(echo "$PAGES" | wc -w)))"
+echo "1..$((13 + $(echo "$PAGES" | wc -w) + 4 * $(echo "$OTHERS" | wc -w)))"
 
 # 1-4: every page is lint-clean.
 for p in $PAGES; do
@@ -208,5 +210,51 @@ elif out=$(zsh -n completions/_sbx 2>&1); then
 else
 	not_ok "zsh -n completions/_sbx" "$out"
 fi
+
+# For every other command: its SYNOPSIS equals the usage of its --help,
+# its page documents each long option, and both completions know them.
+for c in $OTHERS; do
+	page=man/sbx-$c.1
+	help=$("$SBX_TEST_BUILD/libexec/sbx/sbx-$c" --help 2>/dev/null)
+	long=$(printf '%s\n' "$help" | long_opts)
+	if ! have mandoc; then
+		skip "mandoc not installed (SYNOPSIS of $page)"
+		skip "mandoc not installed (options of $page)"
+	else
+		want=$(printf '%s\n' "$help" | usage_of | squash)
+		got=$(section "$page" SYNOPSIS | squash)
+		if [ -n "$want" ] && [ "$want" = "$got" ]; then
+			ok "SYNOPSIS of $page equals the usage of --help"
+		else
+			not_ok "SYNOPSIS of $page equals the usage of --help" \
+			    "usage:    $want" "SYNOPSIS: $got"
+		fi
+		text=$(mandoc -Tascii -O width=400 "$page" | col -bx)
+		miss=""
+		for o in $long; do
+			printf '%s\n' "$text" | grep -qE -- "(^|[^a-z-])$o([^a-z-]|\$)" ||
+			    miss="$miss $o"
+		done
+		if [ -n "$long" ] && [ -z "$miss" ]; then
+			ok "$page documents every long option of sbx-$c --help"
+		else
+			not_ok "$page documents every long option of sbx-$c --help" \
+			    "missing:$miss"
+		fi
+	fi
+	for f in completions/sbx.bash completions/_sbx; do
+		miss=""
+		for o in $long; do
+			grep -qE -- "(^|[^a-z-])$o([^a-z-]|\$)" "$f" 2>/dev/null ||
+			    miss="$miss $o"
+		done
+		if [ -n "$long" ] && [ -z "$miss" ]; then
+			ok "$f completes every long option of sbx-$c"
+		else
+			not_ok "$f completes every long option of sbx-$c" \
+			    "missing:$miss"
+		fi
+	done
+done
 
 [ "$failures" -eq 0 ]
