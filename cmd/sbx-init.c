@@ -142,6 +142,7 @@ proxy_listen(void)
 }
 
 /*
+ * (sbx-init links nothing of lib/: this is lib's sbx_send_fd, inline.)
  * Hand every pending connection to sbx-proxy; ours is closed once it is
  * sent.  When the channel is full (a burst of connections), the one in
  * hand waits in `held` and init stops accepting until the channel is

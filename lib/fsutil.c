@@ -1,5 +1,6 @@
 /* fsutil.c: openat-based helpers. */
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
@@ -341,4 +342,69 @@ sbx_path_check(const char *path, const char *field, struct sbx_error *e)
 			    "than %d bytes", field, NAME_MAX);
 	}
 	return 0;
+}
+
+ssize_t
+sbx_send_fd(int sock, const void *buf, size_t len, int fd, int flags)
+{
+	char		 cbuf[CMSG_SPACE(sizeof(int))];
+	struct msghdr	 m;
+	struct iovec	 iov;
+	struct cmsghdr	*cm;
+
+	memset(&m, 0, sizeof(m));
+	memset(cbuf, 0, sizeof(cbuf));
+	iov.iov_base = (void *)buf;
+	iov.iov_len = len;
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	m.msg_control = cbuf;
+	m.msg_controllen = sizeof(cbuf);
+	cm = CMSG_FIRSTHDR(&m);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	return sendmsg(sock, &m, flags | MSG_NOSIGNAL);
+}
+
+ssize_t
+sbx_recv_fds(int sock, void *buf, size_t len, int *fds, size_t maxfds,
+    size_t *nfds, int flags)
+{
+	char		 cbuf[CMSG_SPACE(sizeof(int) * 16)];
+	struct msghdr	 m;
+	struct iovec	 iov;
+	struct cmsghdr	*cm;
+	ssize_t		 r;
+	size_t		 i, n;
+	int		 fd;
+
+	*nfds = 0;
+	memset(&m, 0, sizeof(m));
+	iov.iov_base = buf;
+	iov.iov_len = len;
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	m.msg_control = cbuf;
+	m.msg_controllen = sizeof(cbuf);
+	r = recvmsg(sock, &m, flags | MSG_CMSG_CLOEXEC);
+	if (r == -1)
+		return -1;
+	for (cm = CMSG_FIRSTHDR(&m); cm != NULL; cm = CMSG_NXTHDR(&m, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET ||
+		    cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (i = 0; i < n; i++) {
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int),
+			    sizeof(int));
+			/* A peer cannot make us keep more than asked. */
+			if (*nfds < maxfds)
+				fds[(*nfds)++] = fd;
+			else
+				close(fd);
+		}
+	}
+	return r;
 }

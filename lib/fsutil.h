@@ -34,5 +34,13 @@ int	sbx_write_all(int fd, const void *, size_t);
 /* Sandbox-path check: absolute, no `..`, `.`, empty components or NUL;
  * at most PATH_MAX. Returns 0 or -1 with reason in e (field given). */
 int	sbx_path_check(const char *, const char *field, struct sbx_error *);
+/* sendmsg() of len bytes of buf with one descriptor attached
+ * (SCM_RIGHTS); flags as for sendmsg. */
+ssize_t	sbx_send_fd(int sock, const void *buf, size_t len, int fd, int flags);
+/* recvmsg() of at most len bytes and at most maxfds descriptors (made
+ * close-on-exec; any beyond maxfds are closed); *nfds tells how many
+ * arrived.  flags as for recvmsg. */
+ssize_t	sbx_recv_fds(int sock, void *buf, size_t len, int *fds, size_t maxfds,
+	    size_t *nfds, int flags);
 
 #endif

@@ -88,6 +88,7 @@ struct agentcount {
 struct session {
 	struct key		 kctl, kchan;
 	int			 ctl, chan;	/* chan -1 until opened */
+	int			 fd_in;		/* received, line not yet */
 	char			 agent[SBX_AGENT_MAX + 1];
 	char			 run[80];
 	char			 token[SBX_TOKEN_LEN + 1];
@@ -1474,6 +1475,8 @@ session_free(struct session *s)
 		epoll_ctl(P.ep, EPOLL_CTL_DEL, s->chan, NULL);
 		close(s->chan);
 	}
+	if (s->fd_in >= 0)
+		close(s->fd_in);
 	if (s->prev != NULL)
 		s->prev->next = s->next;
 	else
@@ -1605,8 +1608,6 @@ ctl_line(struct session *s, char *line, int fd_in)
 	}
 	if (strcmp(op, "session") == 0 && s->chan < 0 && !s->ended) {
 		if ((ans = session_open(s, req, fd_in, &e)) == NULL) {
-			if (fd_in >= 0 && s->chan != fd_in)
-				close(fd_in);
 			ctl_answer(s->ctl, ctl_error(&e));
 			goto drop;
 		}
@@ -1633,49 +1634,27 @@ drop:
 static void
 ctl_read(struct session *s)
 {
-	char		 data[4096], cbuf[CMSG_SPACE(sizeof(int) * 4)];
-	struct msghdr	 m;
-	struct iovec	 iov;
-	struct cmsghdr	*cm;
+	char		 data[4096], *nl, *p;
 	ssize_t		 r;
-	int		 fd_in = -1, *fds;
-	size_t		 i, nfd;
-	char		*nl, *p;
+	int		 fd;
+	size_t		 nfd;
 
-	memset(&m, 0, sizeof(m));
-	iov.iov_base = data;
-	iov.iov_len = sizeof(data);
-	m.msg_iov = &iov;
-	m.msg_iovlen = 1;
-	m.msg_control = cbuf;
-	m.msg_controllen = sizeof(cbuf);
-	r = recvmsg(s->ctl, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+	r = sbx_recv_fds(s->ctl, data, sizeof(data), &fd, 1, &nfd,
+	    MSG_DONTWAIT);
 	if (r == -1 && (errno == EAGAIN || errno == EINTR))
 		return;
-	for (cm = CMSG_FIRSTHDR(&m); cm != NULL; cm = CMSG_NXTHDR(&m, cm)) {
-		if (cm->cmsg_level != SOL_SOCKET ||
-		    cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		fds = (int *)CMSG_DATA(cm);
-		nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		for (i = 0; i < nfd; i++) {
-			if (fd_in == -1 && s->chan < 0)
-				fd_in = fds[i];
-			else
-				close(fds[i]);
-		}
+	if (nfd == 1) {
+		/* One descriptor per request line: the session's channel.
+		 * It may come before the line's end; it is kept until
+		 * then. */
+		if (s->fd_in >= 0 || s->chan != -1)
+			close(fd);
+		else
+			s->fd_in = fd;
 	}
-	if (r <= 0) {
-		/* The client is gone: so is its session. */
-		if (fd_in >= 0)
-			close(fd_in);
-		session_free(s);
-		return;
-	}
-	if (s->linelen + (size_t)r > SBX_PROXY_LINE_MAX ||
+	if (r <= 0 || s->linelen + (size_t)r > SBX_PROXY_LINE_MAX ||
 	    (p = realloc(s->line, s->linelen + (size_t)r + 1)) == NULL) {
-		if (fd_in >= 0)
-			close(fd_in);
+		/* The client is gone (or abusive): so is its session. */
 		session_free(s);
 		return;
 	}
@@ -1683,54 +1662,40 @@ ctl_read(struct session *s)
 	memcpy(s->line + s->linelen, data, (size_t)r);
 	s->linelen += (size_t)r;
 	s->line[s->linelen] = '\0';
-	if ((nl = memchr(s->line, '\n', s->linelen)) == NULL) {
-		if (fd_in >= 0)
-			close(fd_in);
+	if ((nl = memchr(s->line, '\n', s->linelen)) == NULL)
 		return;
-	}
 	*nl = '\0';
 	s->linelen = 0;
-	ctl_line(s, s->line, fd_in);
+	fd = s->fd_in;
+	s->fd_in = -1;
+	ctl_line(s, s->line, fd);
 }
 
 /* The sandbox's init hands over accepted connections. */
 static void
 chan_read(struct session *s)
 {
-	char		 b[16], cbuf[CMSG_SPACE(sizeof(int) * 8)];
-	struct msghdr	 m;
-	struct iovec	 iov;
-	struct cmsghdr	*cm;
+	char		 b[16];
 	ssize_t		 r;
-	int		*fds, type, dom;
+	int		 fds[8], type, dom;
 	size_t		 i, nfd;
 	socklen_t	 len;
 	struct stat	 st;
 
-	memset(&m, 0, sizeof(m));
-	iov.iov_base = b;
-	iov.iov_len = sizeof(b);
-	m.msg_iov = &iov;
-	m.msg_iovlen = 1;
-	m.msg_control = cbuf;
-	m.msg_controllen = sizeof(cbuf);
-	r = recvmsg(s->chan, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+	r = sbx_recv_fds(s->chan, b, sizeof(b), fds, 8, &nfd, MSG_DONTWAIT);
 	if (r == -1 && (errno == EAGAIN || errno == EINTR))
 		return;
 	if (r <= 0) {
 		/* The sandbox is gone; the session lasts until sbx-exec
 		 * ends it (it still wants the violations). */
+		for (i = 0; i < nfd; i++)
+			close(fds[i]);
 		epoll_ctl(P.ep, EPOLL_CTL_DEL, s->chan, NULL);
 		close(s->chan);
 		s->chan = -2;
 		return;
 	}
-	for (cm = CMSG_FIRSTHDR(&m); cm != NULL; cm = CMSG_NXTHDR(&m, cm)) {
-		if (cm->cmsg_level != SOL_SOCKET ||
-		    cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		fds = (int *)CMSG_DATA(cm);
-		nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+	{
 		for (i = 0; i < nfd; i++) {
 			/* Only TCP stream sockets are served: whatever else
 			 * the sandbox might pass is closed unused. */
@@ -1772,6 +1737,7 @@ listen_accept(void)
 		}
 		s->ctl = fd;
 		s->chan = -1;
+		s->fd_in = -1;
 		s->t_open = now_ms();
 		s->kctl.type = K_CTL;
 		s->kctl.p = s;

@@ -64,10 +64,7 @@ json_t *
 sbx_proxy_call(int ctl, json_t *req, int fd_pass, int timeout_ms,
     struct sbx_error *e)
 {
-	char		*s, buf[4096], cbuf[CMSG_SPACE(sizeof(int))];
-	struct msghdr	 m;
-	struct iovec	 iov;
-	struct cmsghdr	*cm;
+	char		*s, buf[4096];
 	struct pollfd	 pfd;
 	struct timespec	 t0, t1;
 	size_t		 n, len = 0, cap = 0;
@@ -83,22 +80,8 @@ sbx_proxy_call(int ctl, json_t *req, int fd_pass, int timeout_ms,
 		return sbx_error_sys(e, "nomem", "control request"), NULL;
 	n = strlen(s);
 	s[n] = '\n';
-	memset(&m, 0, sizeof(m));
-	iov.iov_base = s;
-	iov.iov_len = n + 1;
-	m.msg_iov = &iov;
-	m.msg_iovlen = 1;
-	if (fd_pass >= 0) {
-		memset(cbuf, 0, sizeof(cbuf));
-		m.msg_control = cbuf;
-		m.msg_controllen = sizeof(cbuf);
-		cm = CMSG_FIRSTHDR(&m);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &fd_pass, sizeof(int));
-	}
-	r = sendmsg(ctl, &m, MSG_NOSIGNAL);
+	r = fd_pass >= 0 ? sbx_send_fd(ctl, s, n + 1, fd_pass, 0) :
+	    send(ctl, s, n + 1, MSG_NOSIGNAL);
 	free(s);
 	if (r != (ssize_t)(n + 1))
 		return sbx_error_set(e, SBX_K_UNAVAILABLE, NULL,

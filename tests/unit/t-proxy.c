@@ -131,10 +131,6 @@ static int
 client(int chan, int lfd, unsigned port)
 {
 	struct sockaddr_in	 sin;
-	struct msghdr		 m;
-	struct iovec		 iov;
-	struct cmsghdr		*cm;
-	char			 cbuf[CMSG_SPACE(sizeof(int))], c = 'C';
 	int			 fd, acc;
 
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -145,20 +141,7 @@ client(int chan, int lfd, unsigned port)
 	if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == -1 ||
 	    (acc = accept(lfd, NULL, NULL)) == -1)
 		return -1;
-	memset(&m, 0, sizeof(m));
-	memset(cbuf, 0, sizeof(cbuf));
-	iov.iov_base = &c;
-	iov.iov_len = 1;
-	m.msg_iov = &iov;
-	m.msg_iovlen = 1;
-	m.msg_control = cbuf;
-	m.msg_controllen = sizeof(cbuf);
-	cm = CMSG_FIRSTHDR(&m);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &acc, sizeof(int));
-	if (sendmsg(chan, &m, 0) != 1)
+	if (sbx_send_fd(chan, "C", 1, acc, 0) != 1)
 		return -1;
 	close(acc);
 	return fd;
