@@ -139,13 +139,19 @@ harden(void)
 {
 	struct __user_cap_header_struct	 h;
 	struct __user_cap_data_struct	 d[2];
+	int				 cap;
 
 	memset(&h, 0, sizeof(h));
 	h.version = _LINUX_CAPABILITY_VERSION_3;
 	memset(d, 0, sizeof(d));
 	(void)prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-	if (geteuid() == 0)
+	if (geteuid() == 0) {
+		/* The bounding set first (it needs CAP_SETPCAP, which the
+		 * capset below takes away). */
+		for (cap = 0; prctl(PR_CAPBSET_READ, cap, 0, 0, 0) >= 0; cap++)
+			(void)prctl(PR_CAPBSET_DROP, cap, 0, 0, 0);
 		(void)syscall(SYS_capset, &h, d);
+	}
 	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 }
 

@@ -1131,3 +1131,23 @@ print("CONNECTED")'
 		! grep -q 'sbx-proxy' <<<"$output"
 	fi
 }
+
+@test "the proxy daemon holds no capability and cannot gain one" {
+	proxy_world
+	pexec alice true
+	pid=$(proxy_pid)
+	proxy_alive "$pid"
+	st=$(cat "/proc/$pid/status")
+	echo "$st" | grep -E '^(Cap|NoNewPrivs)'
+	grep -qx 'NoNewPrivs:	1' <<<"$st"
+	grep -qx 'CapEff:	0000000000000000' <<<"$st"
+	grep -qx 'CapPrm:	0000000000000000' <<<"$st"
+	# Started by root, it also empties its bounding set (a plain user
+	# has no capability to drop).
+	if [ "$(id -u)" = 0 ]; then
+		grep -qx 'CapBnd:	0000000000000000' <<<"$st"
+	fi
+	# Not dumpable: another process of the same uid cannot read its
+	# memory (and so the tokens of the sessions it holds).
+	[ "$(stat -c %u "/proc/$pid/mem")" = 0 ] || [ "$(id -u)" = 0 ]
+}
