@@ -440,6 +440,9 @@ struct prep {
 	uid_t			 run_uid;
 	gid_t			 run_gid;
 	struct sbx_runlimits	 lim;
+	json_t			*agent_cfg;	/* config/agents/A.json, or
+						 * NULL: read once a run */
+	char			 agent_rel[128];
 	int			 proxy_ctl, proxy_chan;
 	char			 proxy_token[SBX_TOKEN_LEN + 1];
 	json_t			*violations;	/* proxy mode, after the run */
@@ -846,7 +849,6 @@ static void
 prep_limits(struct prep *p)
 {
 	struct sbx_error	 e;
-	char			 rel[128];
 	json_t			*cfg, *enf, *v;
 	size_t			 i;
 	unsigned		 unenforced = 0;
@@ -873,13 +875,9 @@ prep_limits(struct prep *p)
 	if (v != NULL)
 		v2root = strdup(json_string_value(v));
 	json_decref(cfg);
-	snprintf(rel, sizeof(rel), "config/agents/%s.json", p->sb.agent);
-	if (sbx_config_load(p->root.fd, rel, &cfg, &e) == -1)
+	if (p->agent_cfg != NULL && sbx_limits_merge_json(&p->lim,
+	    json_object_get(p->agent_cfg, "limits"), 1, p->agent_rel, &e) == -1)
 		fail(&e, SBX_EX_FAILED);
-	if (cfg != NULL && sbx_limits_merge_json(&p->lim, json_object_get(cfg,
-	    "limits"), 1, rel, &e) == -1)
-		fail(&e, SBX_EX_FAILED);
-	json_decref(cfg);
 	for (i = 0; i + 1 < O.limit_keys.n; i += 2)
 		if (sbx_limits_set(&p->lim, O.limit_keys.v[i],
 		    O.limit_keys.v[i + 1], &e) == -1)
@@ -1078,8 +1076,8 @@ prep_image(struct prep *p)
 	char			 reach[2][64];
 	int			 r, fd, env, nreach, i;
 
-	if ((r = sbx_imageref_agent_env(p->root.fd, p->sb.agent, digest, &env,
-	    &e)) == -1)
+	if ((r = sbx_imageref_of(p->agent_cfg, p->agent_rel, p->sb.agent,
+	    digest, &env, &e)) == -1)
 		fail(&e, SBX_EX_FAILED);
 	if (r == 0)
 		return;
@@ -1149,27 +1147,26 @@ static void
 prep_network(struct prep *p)
 {
 	struct sbx_error	 e;
-	json_t			*cfg = NULL;
 	const char		*v;
-	char			 rel[128];
 
+	/* The agent's settings, read once for the whole run. */
+	snprintf(p->agent_rel, sizeof(p->agent_rel), "config/agents/%s.json",
+	    p->sb.agent);
+	if (sbx_config_load(p->root.fd, p->agent_rel, &p->agent_cfg, &e) == -1)
+		fail(&e, SBX_EX_FAILED);
 	if (!O.network_set) {
-		snprintf(rel, sizeof(rel), "config/agents/%s.json",
-		    p->sb.agent);
-		if (sbx_config_load(p->root.fd, rel, &cfg, &e) == -1)
-			fail(&e, SBX_EX_FAILED);
-		v = json_string_value(json_object_get(cfg, "network"));
+		v = json_string_value(json_object_get(p->agent_cfg,
+		    "network"));
 		if (v != NULL && !network_valid(v)) {
 			sbx_error_set(&e, SBX_K_INVALID_ARGS, "config",
 			    "config_invalid", "%s: `network` must be none, "
-			    "proxy or outbound", rel);
+			    "proxy or outbound", p->agent_rel);
 			fail(&e, SBX_EX_FAILED);
 		}
 		if (v != NULL)
 			O.network = strcmp(v, SBX_NET_PROXY) == 0 ?
 			    SBX_NET_PROXY : strcmp(v, SBX_NET_OUTBOUND) == 0 ?
 			    SBX_NET_OUTBOUND : SBX_NET_NONE;
-		json_decref(cfg);
 	}
 	if (O.allow.n > 0 && strcmp(O.network, SBX_NET_PROXY) != 0) {
 		sbx_error_set(&e, SBX_K_INVALID_ARGS, "allow_domain",
@@ -1191,17 +1188,13 @@ prep_proxy(struct prep *p)
 	struct sbx_netpolicy	 pol;
 	struct sbx_error	 e;
 	struct sbx_buf		 tok = SBX_BUF_INIT;
-	json_t			*cfg = NULL, *allow;
+	json_t			*allow;
 	char			 rel[128], run[64], *prog, *slash;
 	size_t			 i;
 
-	snprintf(rel, sizeof(rel), "config/agents/%s.json", p->sb.agent);
-	if (sbx_config_load(p->root.fd, rel, &cfg, &e) == -1)
-		fail(&e, SBX_EX_FAILED);
 	sbx_np_init(&pol);
-	if (sbx_np_load(&pol, cfg, rel, &e) == -1)
+	if (sbx_np_load(&pol, p->agent_cfg, p->agent_rel, &e) == -1)
 		fail(&e, SBX_EX_FAILED);
-	json_decref(cfg);
 	allow = json_array();
 	for (i = 0; i < O.allow.n; i++) {
 		if (sbx_np_allow(&pol, O.allow.v[i], &e) == -1)

@@ -68,32 +68,41 @@ sbx_imageref_agent_env(int rootfd, const char *agent,
     char digest[SBX_DIGEST_HEX + 1], int *env, struct sbx_error *e)
 {
 	char		 rel[128];
-	json_t		*cfg, *v;
+	json_t		*cfg;
+	int		 r;
 
 	*env = 0;
 	snprintf(rel, sizeof(rel), "config/agents/%s.json", agent);
 	if (sbx_config_load(rootfd, rel, &cfg, e) == -1)
 		return -1;
+	r = sbx_imageref_of(cfg, rel, agent, digest, env, e);
+	json_decref(cfg);
+	return r;
+}
+
+int
+sbx_imageref_of(const json_t *cfg, const char *origin, const char *agent,
+    char digest[SBX_DIGEST_HEX + 1], int *env, struct sbx_error *e)
+{
+	const json_t	*v;
+
+	*env = 0;
 	if (cfg == NULL)
 		return 0;
 	v = json_object_get(cfg, "image");
-	if (v == NULL || json_is_null(v)) {
-		json_decref(cfg);
+	if (v == NULL || json_is_null(v))
 		return 0;
-	}
 	if (!json_is_string(v) || !sbx_image_digest_valid(
 	    json_string_value(v))) {
-		json_decref(cfg);
 		sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
 		    "config_invalid", "%s: image must be a sha256 digest "
-		    "(64 lowercase hex digits)", rel);
+		    "(64 lowercase hex digits)", origin);
 		sbx_error_hint(e, "bind the agent again with `sbx provision "
 		    "--agent %s --image NAME`", agent);
 		return -1;
 	}
 	memcpy(digest, json_string_value(v), SBX_DIGEST_HEX + 1);
 	*env = json_is_true(json_object_get(cfg, "env"));
-	json_decref(cfg);
 	return 1;
 }
 

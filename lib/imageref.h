@@ -4,6 +4,8 @@
 #ifndef SBX_IMAGEREF_H
 #define SBX_IMAGEREF_H
 
+#include <jansson.h>
+
 #include "error.h"
 
 /* A sha256 digest in hex: exactly this many lowercase hex digits. */
@@ -28,6 +30,11 @@ int	sbx_imageref_agent(int rootfd, const char *agent,
  * environment (key `env` true). */
 int	sbx_imageref_agent_env(int rootfd, const char *agent,
 	    char digest[SBX_DIGEST_HEX + 1], int *env, struct sbx_error *);
+/* The same, from the agent's settings already loaded (cfg may be NULL;
+ * origin names the file in messages). */
+int	sbx_imageref_of(const json_t *cfg, const char *origin,
+	    const char *agent, char digest[SBX_DIGEST_HEX + 1], int *env,
+	    struct sbx_error *);
 /* Open images/<digest>/rootfs (O_PATH|O_DIRECTORY, no symlink followed)
  * after a cheap check: the manifest is present and the template holds
  * the /etc files sbx binds over.  -1 with kind rejected and reason
