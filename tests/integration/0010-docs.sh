@@ -99,23 +99,27 @@ else
 	fi
 fi
 
-# 7, 8: the SYNOPSIS equals the usage of --help, word for word.
-for pair in "man/sbx-exec.1:exec" "man/sbx.1:sbx"; do
-	page=${pair%%:*}
-	if [ "${pair#*:}" = exec ]; then help=$exec_help; else help=$sbx_help; fi
+# synopsis_is PAGE HELP: the SYNOPSIS equals the usage of --help, word
+# for word.
+synopsis_is() {
+	local want got
 	if ! have mandoc; then
-		skip "mandoc not installed (SYNOPSIS of $page)"
-		continue
+		skip "mandoc not installed (SYNOPSIS of $1)"
+		return
 	fi
-	want=$(printf '%s\n' "$help" | usage_of | squash)
-	got=$(section "$page" SYNOPSIS | squash)
+	want=$(printf '%s\n' "$2" | usage_of | squash)
+	got=$(section "$1" SYNOPSIS | squash)
 	if [ -n "$want" ] && [ "$want" = "$got" ]; then
-		ok "SYNOPSIS of $page equals the usage of --help"
+		ok "SYNOPSIS of $1 equals the usage of --help"
 	else
-		not_ok "SYNOPSIS of $page equals the usage of --help" \
+		not_ok "SYNOPSIS of $1 equals the usage of --help" \
 		    "usage:    $want" "SYNOPSIS: $got"
 	fi
-done
+}
+
+# 7, 8
+synopsis_is man/sbx-exec.1 "$exec_help"
+synopsis_is man/sbx.1 "$sbx_help"
 
 # 9: every long option of sbx-exec --help has an item in OPTIONS of
 # sbx-exec.1 (a tag line: `-a A, --agent=A`, `--home=DIR`).
@@ -217,18 +221,10 @@ for c in $OTHERS; do
 	page=man/sbx-$c.1
 	help=$("$SBX_TEST_BUILD/libexec/sbx/sbx-$c" --help 2>/dev/null)
 	long=$(printf '%s\n' "$help" | long_opts)
+	synopsis_is "$page" "$help"
 	if ! have mandoc; then
-		skip "mandoc not installed (SYNOPSIS of $page)"
 		skip "mandoc not installed (options of $page)"
 	else
-		want=$(printf '%s\n' "$help" | usage_of | squash)
-		got=$(section "$page" SYNOPSIS | squash)
-		if [ -n "$want" ] && [ "$want" = "$got" ]; then
-			ok "SYNOPSIS of $page equals the usage of --help"
-		else
-			not_ok "SYNOPSIS of $page equals the usage of --help" \
-			    "usage:    $want" "SYNOPSIS: $got"
-		fi
 		text=$(mandoc -Tascii -O width=400 "$page" | col -bx)
 		miss=""
 		for o in $long; do
