@@ -5,44 +5,105 @@
 # 2. when root, the integration tests marked `# sbx-test: unprivileged`
 #    once more as the unprivileged user nobody, from a world-readable copy
 #    of the build (the checkout itself may not be readable by nobody).
+#
+# Environment:
+#   B                build directory (default build)
+#   PROVE_JOBS       parallel test files (default: the number of CPUs)
+#   PROVE_FLAGS      more flags for prove
+#   SBX_TEST_ONLY    space-separated patterns; run only the test files whose
+#                    name matches one (e.g. "0130 t-seccomp")
+#
+# The leftover check at the end looks only at what this run started: every
+# test's temp dir lives under one run directory and every process of the
+# run carries SBX_TEST_RUN in its environment, so sandboxes or cgroups
+# that other work on the machine owns never turn the run red.
 set -u
 cd "$(dirname "$0")/.." || exit 70
 B=${B:-build}
 SBX_TEST_BUILD=$(cd "$B" && pwd) || exit 70
 export SBX_TEST_BUILD
+PROVE_JOBS=${PROVE_JOBS:-$(nproc 2>/dev/null || echo 2)}
 PROVE_FLAGS=${PROVE_FLAGS:-}
+SBX_TEST_ONLY=${SBX_TEST_ONLY:-}
 
-# Count cgroups and leftover sandboxes before, compare after.
-count_state() {
-	printf '%s procs, %s cgroups' \
-	    "$(pgrep -c -f 'sbx-init|bwrap' 2>/dev/null || true)" \
-	    "$(find /sys/fs/cgroup -maxdepth 6 -type d -name 'sbx-*' 2>/dev/null | wc -l)"
+SBX_TEST_TMPDIR=$(mktemp -d /tmp/sbx-run.XXXXXX) || exit 70
+# World-writable and sticky, as /tmp: the unprivileged pass makes its test
+# roots here too.
+chmod 1777 "$SBX_TEST_TMPDIR"
+SBX_TEST_RUN=${SBX_TEST_TMPDIR##*/}
+export SBX_TEST_TMPDIR SBX_TEST_RUN
+stage=""
+cleanup() {
+	[ -n "$stage" ] && rm -rf "$stage"
+	rm -rf "$SBX_TEST_TMPDIR"
 }
-before=$(count_state)
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# ours PID: does the process belong to this run?  Its environment carries
+# the run's token, or its command line names the run's directory.
+ours() {
+	tr '\0' '\n' <"/proc/$1/environ" 2>/dev/null |
+	    grep -qx "SBX_TEST_RUN=$SBX_TEST_RUN" && return 0
+	tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null |
+	    grep -qF "$SBX_TEST_TMPDIR" && return 0
+	return 1
+}
+
+# Sandboxes and sbx daemons of this run still alive.
+our_procs() {
+	for p in $(pgrep -f 'sbx-init|bwrap|sbx-proxy|sbx-exec|libexec/sbx' \
+	    2>/dev/null); do
+		[ "$p" = "$$" ] && continue
+		ours "$p" && printf '%s ' "$p"
+	done
+}
+
+# sbx run cgroups are named sbx-<pid>-...; they are made below the cgroup
+# of the process that runs sbx, so this run's are below ours.  Count those
+# that did not exist before the run.
+cg_list() {
+	find /sys/fs/cgroup -maxdepth 8 -type d -name 'sbx-*' 2>/dev/null | sort
+}
+cg_before=$(cg_list)
+
+wanted() {
+	[ -z "$SBX_TEST_ONLY" ] && return 0
+	for pat in $SBX_TEST_ONLY; do
+		case "${1##*/}" in *"$pat"*) return 0 ;; esac
+	done
+	return 1
+}
 
 rc=0
 units=""
 for f in "$SBX_TEST_BUILD"/tests/unit/t-*; do
-	[ -e "$f" ] && units="$units $f"
+	[ -e "$f" ] && wanted "$f" && units="$units $f"
 done
 files=""
 for f in tests/integration/*.bats tests/integration/*.sh; do
-	[ -e "$f" ] && files="$files $f"
+	[ -e "$f" ] && wanted "$f" && files="$files $f"
 done
-# shellcheck disable=SC2086
-prove $PROVE_FLAGS --exec "sh tests/tap-exec.sh" $units || rc=1
+if [ -n "$units" ]; then
+	# shellcheck disable=SC2086
+	prove -j"$PROVE_JOBS" $PROVE_FLAGS --exec "sh tests/tap-exec.sh" \
+	    $units || rc=1
+fi
 # A sanitizer build: leak checks belong to the unit tests; the programs
 # end through exit() with their state still allocated on purpose.
 case "$SBX_TEST_BUILD" in
 *-san) export ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}" ;;
 esac
-# shellcheck disable=SC2086
-prove $PROVE_FLAGS --exec "sh tests/tap-exec.sh" $files || rc=1
+if [ -n "$files" ]; then
+	# Slowest first, so the long files do not finish last on their own.
+	# shellcheck disable=SC2086
+	prove -j"$PROVE_JOBS" $PROVE_FLAGS --exec "sh tests/tap-exec.sh" \
+	    $(ls -S $files 2>/dev/null) || rc=1
+fi
 
 if [ "$(id -u)" -eq 0 ]; then
 	if command -v setpriv >/dev/null 2>&1; then
 		stage=$(mktemp -d /tmp/sbx-unpriv.XXXXXX)
-		trap 'rm -rf "$stage"' EXIT INT TERM
 		chmod 0755 "$stage"
 		mkdir -p "$stage/build" "$stage/home"
 		cp -a "$SBX_TEST_BUILD/bin" "$SBX_TEST_BUILD/libexec" \
@@ -52,15 +113,22 @@ if [ "$(id -u)" -eq 0 ]; then
 		cp -a tests "$stage/tests"
 		chmod -R a+rX "$stage"
 		chown 65534:65534 "$stage/home"
-		files=$(grep -l '^# sbx-test: unprivileged' tests/integration/*.bats \
-		    tests/integration/*.sh 2>/dev/null | sed 's|^|tests/|; s|tests/tests/|tests/|')
-		echo "# unprivileged run (uid 65534):"
-		# shellcheck disable=SC2086
-		(cd "$stage" && setpriv --reuid=65534 --regid=65534 \
-		    --clear-groups env -i PATH=/usr/local/bin:/usr/bin:/bin \
-		    HOME="$stage/home" SBX_TEST_BUILD="$stage/build" \
-		    SBX_TEST_UNPRIV=1 ASAN_OPTIONS="${ASAN_OPTIONS:-}" prove $PROVE_FLAGS \
-		    --exec "sh tests/tap-exec.sh" $files) || rc=1
+		ufiles=""
+		for f in $(grep -l '^# sbx-test: unprivileged' $files 2>/dev/null); do
+			ufiles="$ufiles tests/${f#tests/}"
+		done
+		if [ -n "$ufiles" ]; then
+			echo "# unprivileged run (uid 65534):"
+			# shellcheck disable=SC2086
+			(cd "$stage" && setpriv --reuid=65534 --regid=65534 \
+			    --clear-groups env -i PATH=/usr/local/bin:/usr/bin:/bin \
+			    HOME="$stage/home" SBX_TEST_BUILD="$stage/build" \
+			    SBX_TEST_TMPDIR="$SBX_TEST_TMPDIR" \
+			    SBX_TEST_RUN="$SBX_TEST_RUN" \
+			    SBX_TEST_UNPRIV=1 ASAN_OPTIONS="${ASAN_OPTIONS:-}" \
+			    prove -j"$PROVE_JOBS" $PROVE_FLAGS \
+			    --exec "sh tests/tap-exec.sh" $ufiles) || rc=1
+		fi
 	else
 		echo "# skip: unprivileged run: setpriv is not installed"
 	fi
@@ -68,10 +136,33 @@ else
 	echo "# skip: unprivileged run: already unprivileged (uid $(id -u))"
 fi
 
-after=$(count_state)
-if [ "$before" != "$after" ]; then
-	echo "# leftover sandbox processes: before=$before after=$after"
-	pgrep -a -f 'sbx-init|bwrap' || true
+# Give detached supervisors a moment to finish their own clean-up.
+left=$(our_procs)
+if [ -n "$left" ]; then
+	sleep 2
+	left=$(our_procs)
+fi
+if [ -n "$left" ]; then
+	echo "# leftover sandbox processes of this run:"
+	for p in $left; do
+		printf '#   %s %s\n' "$p" "$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)"
+	done
+	rc=1
+fi
+# New sbx-<pid>-* cgroups since the start; one whose creating process is
+# still alive and not of this run belongs to other work.
+cg_list >"$SBX_TEST_TMPDIR/.cg-after"
+printf '%s\n' "$cg_before" | sed '/^$/d' >"$SBX_TEST_TMPDIR/.cg-before"
+ourcg=""
+for c in $(comm -13 "$SBX_TEST_TMPDIR/.cg-before" "$SBX_TEST_TMPDIR/.cg-after"); do
+	pid=$(printf '%s' "${c##*/}" | sed -n 's/^sbx-\([0-9]*\)-.*/\1/p')
+	if [ -n "$pid" ] && [ -d "/proc/$pid" ] && ! ours "$pid"; then
+		continue
+	fi
+	ourcg="$ourcg $c"
+done
+if [ -n "$ourcg" ]; then
+	echo "# leftover cgroups of this run:$ourcg"
 	rc=1
 fi
 exit $rc

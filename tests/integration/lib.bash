@@ -10,7 +10,7 @@ HELPERS="$SBX_TEST_BUILD/tests/helpers"
 unset SBX_AGENT SBX_JSON SBX_BWRAP
 
 sbx_setup() {
-	TEST_ROOT=$(mktemp -d /tmp/sbx-test.XXXXXX)
+	TEST_ROOT=$(mktemp -d "${SBX_TEST_TMPDIR:-/tmp}/sbx-test.XXXXXX")
 	chmod 0755 "$TEST_ROOT"
 	export SBX_HOME="$TEST_ROOT/state"
 	export HOME="$TEST_ROOT/home"
