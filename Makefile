@@ -101,6 +101,18 @@ $(B)/cmd/sbx-front.o: cmd/sbx.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -DSBX_WITH_EXEC $(CFLAGS) -MMD -MP -c -o $@ $<
 
+# The install paths compiled into the programs are recorded in a generated
+# file (git's GIT-PREFIX): a build for another PREFIX or LIBEXECDIR rebuilds
+# what embeds them, so `make install PREFIX=X` after a plain `make` never
+# installs a front-end that looks in the old libexec directory.  DESTDIR is
+# not recorded: staging an install never rebuilds.
+$(B)/SBX-PREFIX: FORCE
+	@mkdir -p $(dir $@)
+	@printf '%s\n' '$(LIBEXECDIR)' >$@+; \
+	if cmp -s $@+ $@; then rm -f $@+; else mv -f $@+ $@; fi
+
+$(B)/cmd/sbx-front.o $(B)/cmd/sbx-exec-builtin.o $(B)/cmd/sbx-exec.o: $(B)/SBX-PREFIX
+
 $(B)/cmd/sbx-exec-builtin.o: cmd/sbx-exec.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -DSBX_BUILTIN -Dmain=sbx_exec_main $(CFLAGS) -MMD -MP -c -o $@ $<
@@ -212,5 +224,9 @@ clean:
 	rm -rf build build-san
 
 
-.PHONY: deps all tests check bench demo install uninstall lint clean fuzz
+# Keep the objects of the programs (intermediate files to make): otherwise a
+# plain `make` recompiles and relinks them every time.
+.SECONDARY:
+
+.PHONY: FORCE deps all tests check bench demo install uninstall lint clean fuzz
 -include $(LIB_OBJ:.o=.d) $(B)/cmd/*.d

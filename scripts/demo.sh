@@ -6,8 +6,12 @@ cd "$(dirname "$0")/.."
 B=${B:-build}
 export SBX_EXEC_PATH="$PWD/$B/libexec/sbx"
 if [ -z "${SBX_HOME:-}" ]; then
-	tmp=$(mktemp -d /tmp/sbx-demo.XXXXXX)
+	tmp=$(mktemp -d "${TMPDIR:-/tmp}/sbx-demo.XXXXXX")
 	trap 'rm -rf "$tmp"' EXIT INT TERM
+	# mktemp makes the directory 0700.  As root the sandbox runs as an
+	# unprivileged uid, and bwrap resolves the state root's paths as that
+	# uid: the directory on the way must be searchable (not readable).
+	chmod 0711 "$tmp"
 	SBX_HOME="$tmp/state"
 fi
 export SBX_HOME
