@@ -10,10 +10,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "fsutil.h"
 
 #define PROG	"sbx"
 
@@ -21,16 +24,37 @@ static const char usage_text[] =
 "usage: sbx [--version] [--help] [--list-commands] COMMAND [ARG...]\n"
 "       sbx help [COMMAND]\n";
 
-static const char help_text[] =
+/*
+ * The one command table: it drives `sbx --help`, `sbx help CMD`, the
+ * aliases and the "did you mean" of an unknown command.  Dispatch itself
+ * stays by name into the libexec directory, so a program installed there
+ * later is reachable (and listed by --list-commands) without a table entry.
+ */
+static const struct command {
+	const char	*name;
+	const char	*summary;
+	const char	*alias;		/* runs `sbx-PROG SUB`: "PROG SUB" */
+} commands[] = {
+	{ "exec", "run a command in an agent's sandbox (foreground or "
+	    "background)", NULL },
+	{ "provision", "create or repair the state root, agents and images",
+	    NULL },
+	{ "status", "the same as `sbx provision status`", "provision status" },
+	{ "preflight", "can this machine run sbx safely? (a report CI keeps)",
+	    NULL },
+	{ "proxy", "the filtering egress proxy: serve, status, stop, check",
+	    NULL },
+};
+#define NCOMMANDS	(sizeof(commands) / sizeof(commands[0]))
+
+static const char help_head[] =
 "\n"
 "sbx runs untrusted commands in bubblewrap sandboxes: per-agent homes,\n"
 "every namespace unshared, no network by default.\n"
 "\n"
-"Commands (sbx help COMMAND for each):\n"
-"  exec        run a command in an agent's sandbox (foreground or background)\n"
-"  provision   create or repair the state root and agents\n"
-"  status      the same as `sbx provision status`\n"
-"  preflight   can this machine run sbx safely? (a report CI keeps)\n"
+"Commands (sbx help COMMAND for each):\n";
+
+static const char help_tail[] =
 "\n"
 "  -h, --help            this help\n"
 "      --version         print the version\n"
@@ -38,6 +62,17 @@ static const char help_text[] =
 "\n"
 "Environment: SBX_HOME (state root), SBX_AGENT (default agent), SBX_JSON=1\n"
 "(JSON envelopes), SBX_EXEC_PATH (where the sbx-* programs are).\n";
+
+static const struct command *
+command_of(const char *name)
+{
+	size_t	 i;
+
+	for (i = 0; i < NCOMMANDS; i++)
+		if (strcmp(commands[i].name, name) == 0)
+			return &commands[i];
+	return NULL;
+}
 
 /* Commands that exist as programs but are not for people. */
 static int
@@ -77,6 +112,61 @@ static int
 cmp_str(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Optimal string alignment distance (Damerau-Levenshtein with adjacent
+ * transpositions), as git's help.c uses to suggest a command. */
+static size_t
+distance(const char *a, const char *b)
+{
+	size_t	 la = strlen(a), lb = strlen(b), i, j, d[65][65];
+
+	if (la > 64 || lb > 64)
+		return SIZE_MAX;
+	for (i = 0; i <= la; i++)
+		d[i][0] = i;
+	for (j = 0; j <= lb; j++)
+		d[0][j] = j;
+	for (i = 1; i <= la; i++)
+		for (j = 1; j <= lb; j++) {
+			size_t c = a[i - 1] != b[j - 1], v;
+
+			v = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < v)
+				v = d[i][j - 1] + 1;
+			if (d[i - 1][j - 1] + c < v)
+				v = d[i - 1][j - 1] + c;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] &&
+			    a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < v)
+				v = d[i - 2][j - 2] + 1;
+			d[i][j] = v;
+		}
+	return d[la][lb];
+}
+
+/* The unknown-command message, with the nearest command when one is close
+ * (at most two edits, or a prefix). */
+static void __attribute__((noreturn))
+unknown(const char *name)
+{
+	const char	*best = NULL;
+	size_t		 i, d, bestd = SIZE_MAX;
+
+	fprintf(stderr, "%s: '%s' is not an sbx command; see 'sbx "
+	    "--list-commands'\n", PROG, name);
+	for (i = 0; i < NCOMMANDS; i++) {
+		d = distance(name, commands[i].name);
+		if (strncmp(commands[i].name, name, strlen(name)) == 0 &&
+		    strlen(name) >= 2)
+			d = 1;
+		if (d < bestd) {
+			bestd = d;
+			best = commands[i].name;
+		}
+	}
+	if (best != NULL && bestd <= 2)
+		fprintf(stderr, "%s: did you mean '%s'?\n", PROG, best);
+	exit(127);
 }
 
 static int
@@ -122,12 +212,8 @@ run(const char *name, int argc, char *argv[])
 	char	**nargv;
 	int	 i;
 
-	if (!valid_name(name) || internal(name)) {
-		fprintf(stderr, "%s: '%s' is not an sbx command; see 'sbx "
-		    "--list-commands'\n", PROG, valid_name(name) ? name :
-		    "(invalid name)");
-		exit(127);
-	}
+	if (!valid_name(name) || internal(name))
+		unknown(valid_name(name) ? name : "(invalid name)");
 	snprintf(path, sizeof(path), "%s/sbx-%s", exec_path(), name);
 	snprintf(arg0, sizeof(arg0), "sbx-%s", name);
 	if ((nargv = calloc((size_t)argc + 1, sizeof(*nargv))) == NULL)
@@ -146,11 +232,8 @@ run(const char *name, int argc, char *argv[])
 #endif
 	execv(path, nargv);
 	free(nargv);
-	if (errno == ENOENT) {
-		fprintf(stderr, "%s: '%s' is not an sbx command; see 'sbx "
-		    "--list-commands'\n", PROG, name);
-		exit(127);
-	}
+	if (errno == ENOENT)
+		unknown(name);
 	fprintf(stderr, "%s: cannot run %s: %s\n", PROG, path,
 	    strerror(errno));
 	exit(126);
@@ -159,17 +242,31 @@ run(const char *name, int argc, char *argv[])
 static int
 help(const char *name)
 {
-	char	 page[96], path[PATH_MAX];
+	const struct command	*c;
+	char			 page[96], path[PATH_MAX], prog[64];
+	size_t			 i;
 
 	if (name == NULL) {
 		fputs(usage_text, stdout);
-		fputs(help_text, stdout);
+		fputs(help_head, stdout);
+		for (i = 0; i < NCOMMANDS; i++)
+			printf("  %-11s %s\n", commands[i].name,
+			    commands[i].summary);
+		fputs(help_tail, stdout);
 		return 0;
 	}
 	if (!valid_name(name) || internal(name)) {
 		fprintf(stderr, "%s: no help for '%s'\n", PROG,
 		    valid_name(name) ? name : "(invalid name)");
 		return 64;
+	}
+	/* An alias has the help of the command it runs. */
+	if ((c = command_of(name)) != NULL && c->alias != NULL) {
+		printf("sbx %s: %s\n\n", c->name, c->summary);
+		fflush(stdout);
+		snprintf(prog, sizeof(prog), "%s", c->alias);
+		prog[strcspn(prog, " ")] = '\0';
+		name = prog;
 	}
 	snprintf(path, sizeof(path), "%s/sbx-%s", exec_path(), name);
 	if (access(path, X_OK) != 0) {
@@ -203,8 +300,12 @@ help(const char *name)
 int
 main(int argc, char *argv[])
 {
-	const char	*a;
+	const struct command	*c;
+	const char		*a;
 
+	/* Before anything is opened: see sbx_fd_sanitize_std(). */
+	if (sbx_fd_sanitize_std() == -1)
+		return 71;
 	if (argc < 2) {
 		fputs(usage_text, stderr);
 		return 64;
@@ -226,17 +327,23 @@ main(int argc, char *argv[])
 		return 64;
 	}
 	/* Aliases: `sbx status` is `sbx provision status`. */
-	if (strcmp(a, "status") == 0) {
+	if ((c = command_of(a)) != NULL && c->alias != NULL) {
 		char	**nargv = calloc((size_t)argc + 2, sizeof(*nargv));
+		char	 *prog, *sub;
 		int	  i;
 
-		if (nargv == NULL)
+		if (nargv == NULL || (prog = strdup(c->alias)) == NULL)
 			return 71;
-		nargv[0] = "provision";
-		nargv[1] = "status";
-		for (i = 2; i < argc; i++)
-			nargv[i] = argv[i];
-		run("provision", argc, nargv);
+		sub = strchr(prog, ' ');
+		if (sub != NULL)
+			*sub++ = '\0';
+		nargv[0] = prog;
+		i = 1;
+		if (sub != NULL)
+			nargv[i++] = sub;
+		for (int j = 2; j < argc; j++)
+			nargv[i++] = argv[j];
+		run(prog, i, nargv);
 	}
 	run(a, argc - 1, argv + 1);
 }

@@ -63,3 +63,27 @@ bats_require_minimum_version 1.5.0
 	[ "$status" -eq 0 ]
 	[ "$output" = 'a|b c|--x||' ]
 }
+
+@test "an unknown command near a real one: did you mean, still 127" {
+	run -127 sbx exce
+	[[ "$output" == *"did you mean 'exec'?"* ]]
+	run -127 sbx provison
+	[[ "$output" == *"did you mean 'provision'?"* ]]
+	run -127 sbx zzzzzzz
+	[[ "$output" != *"did you mean"* ]]
+}
+
+@test "one command table: --help lists every command, help works for aliases" {
+	run sbx --help
+	[ "$status" -eq 0 ]
+	for c in exec provision status preflight proxy; do
+		[[ "$output" == *"  $c "* ]]
+	done
+	run sbx help status
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"sbx provision status"* ]]
+	[[ "$output" == *"usage: sbx provision"* ]]
+	run sbx help proxy
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"sbx proxy"* ]]
+}
