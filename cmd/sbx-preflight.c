@@ -31,15 +31,17 @@
 
 static const char usage_text[] =
 "usage: sbx preflight [--home DIR] [--agent A] [--json] [--pretty]\n"
-"                     [--output FILE] [--junit FILE] [--deep] [-q] [-v]\n";
+"                     [--output FILE] [--junit FILE] [--deep]\n"
+"                     [--fail-on blocked|unproven|warning] [-q] [-v]\n";
 
 static const char help_text[] =
 "\n"
 "Check whether this machine can run sbx and whether the state root is\n"
 "sound: dependencies, host settings, a live probe sandbox, cgroups, the\n"
 "layout of the state root, the configuration. Nothing is changed.\n"
-"Exit status: 0 ready, 1 needs_setup, 2 unproven, 3 blocked, 64 usage,\n"
-"70 internal error.\n"
+"Exit status: 0 ready, 1 needs_setup, 2 unproven, 3 blocked (levels below\n"
+"--fail-on exit 0), 64 usage, 70 internal error, 73 a report file cannot\n"
+"be written.\n"
 "\n"
 "  -a, --agent A          agent whose home, output and token are checked\n"
 "                         (default: $SBX_AGENT or \"default\")\n"
@@ -52,12 +54,16 @@ static const char help_text[] =
 "      --junit FILE       also write a JUnit XML file, one testcase per\n"
 "                         finding\n"
 "      --deep             also check what is slow to check (templates)\n"
+"      --fail-on LEVEL    the least readiness problem that fails the run:\n"
+"                         warning (default: needs_setup fails), unproven,\n"
+"                         or blocked\n"
 "  -q, --quiet            text: only what did not pass\n"
 "  -v, --verbose          text: details of passed checks too\n"
 "  -h, --help             this help\n"
 "      --version          print the version\n";
 
-enum { OPT_HOME = 256, OPT_PRETTY, OPT_JUNIT, OPT_DEEP, OPT_VERSION };
+enum { OPT_HOME = 256, OPT_PRETTY, OPT_JUNIT, OPT_DEEP, OPT_VERSION,
+    OPT_FAIL_ON };
 
 static const struct option longopts[] = {
 	{ "agent",	required_argument,	NULL, 'a' },
@@ -67,6 +73,7 @@ static const struct option longopts[] = {
 	{ "output",	required_argument,	NULL, 'o' },
 	{ "junit",	required_argument,	NULL, OPT_JUNIT },
 	{ "deep",	no_argument,		NULL, OPT_DEEP },
+	{ "fail-on",	required_argument,	NULL, OPT_FAIL_ON },
 	{ "quiet",	no_argument,		NULL, 'q' },
 	{ "verbose",	no_argument,		NULL, 'v' },
 	{ "help",	no_argument,		NULL, 'h' },
@@ -80,7 +87,8 @@ static struct {
 	const char	*output;
 	const char	*junit;
 	int		 json, pretty, deep, quiet, verbose;
-} O;
+	int		 fail_at;	/* exit statuses below it become 0 */
+} O = { .fail_at = 1 };
 
 static void
 usage(void)
@@ -145,6 +153,20 @@ parse(int argc, char *argv[])
 		case OPT_DEEP:
 			O.deep = 1;
 			break;
+		case OPT_FAIL_ON:
+			if (strcmp(optarg, "warning") == 0)
+				O.fail_at = 1;
+			else if (strcmp(optarg, "unproven") == 0)
+				O.fail_at = 2;
+			else if (strcmp(optarg, "blocked") == 0)
+				O.fail_at = 3;
+			else {
+				fprintf(stderr, "%s: --fail-on: `%s` is not "
+				    "one of blocked, unproven, warning\n",
+				    PROG, optarg);
+				usage();
+			}
+			break;
 		case 'q':
 			O.quiet = 1;
 			break;
@@ -202,6 +224,42 @@ out:
 	return rc;
 }
 
+/* Can a report be written to FILE?  Its directory must exist and be a
+ * directory we can write; FILE itself must not be a directory. */
+static int
+check_out(const char *file, const char *field, struct sbx_error *e)
+{
+	char		*d = strdup(file);
+	struct stat	 st;
+	int		 rc = -1;
+
+	if (d == NULL)
+		return sbx_error_sys(e, "nomem", "%s", file);
+	if (*file == '\0' || file[strlen(file) - 1] == '/')
+		sbx_error_set(e, SBX_K_INVALID_ARGS, field, "not_a_file",
+		    "argument `%s` does not name a file", file);
+	else if (stat(dirname(d), &st) == -1)
+		sbx_error_set(e, SBX_K_INVALID_ARGS, field, errno == ENOENT ?
+		    "no_such_directory" : "directory_unreadable",
+		    "cannot write the report to %s: directory %s: %s", file,
+		    d, strerror(errno));
+	else if (!S_ISDIR(st.st_mode))
+		sbx_error_set(e, SBX_K_INVALID_ARGS, field, "not_a_directory",
+		    "cannot write the report to %s: %s is not a directory",
+		    file, d);
+	else if (access(d, W_OK | X_OK) == -1)
+		sbx_error_set(e, SBX_K_INVALID_ARGS, field, "not_writable",
+		    "cannot write the report to %s: directory %s: %s", file,
+		    d, strerror(errno));
+	else if (stat(file, &st) == 0 && S_ISDIR(st.st_mode))
+		sbx_error_set(e, SBX_K_INVALID_ARGS, field, "not_a_file",
+		    "cannot write the report to %s: it is a directory", file);
+	else
+		rc = 0;
+	free(d);
+	return rc;
+}
+
 /* The front-end next to the programs: PREFIX/libexec/sbx -> PREFIX/bin/sbx
  * (the build tree has the same shape). */
 static char *
@@ -237,6 +295,9 @@ main(int argc, char *argv[])
 	unsigned			 flags = 0;
 	int				 code;
 
+	/* Before anything is opened: see sbx_fd_sanitize_std(). */
+	if (sbx_fd_sanitize_std() == -1)
+		return SBX_EX_OSERR;
 	parse(argc, argv);
 	if (sbx_cli_json_env())
 		O.json = 1;
@@ -271,11 +332,18 @@ main(int argc, char *argv[])
 	po.front_end = front;
 	po.deep = O.deep;
 
+	/* A report file that cannot be written is said before the probe
+	 * runs, not after: CI keeps the file as its proof. */
+	if ((O.output != NULL && check_out(O.output, "output", &e) == -1) ||
+	    (O.junit != NULL && check_out(O.junit, "junit", &e) == -1))
+		fail(&e, SBX_EX_CANTCREAT);
 	if (sbx_preflight_run(&po, &report, &e) == -1)
 		fail(&e, SBX_EX_SOFTWARE);
 	readiness = json_string_value(json_object_get(report,
 	    "overall_readiness"));
 	code = sbx_preflight_exit_status(readiness);
+	if (code > 0 && code < 4 && code < O.fail_at)
+		code = 0;
 
 	if (O.output != NULL) {
 		s = json_dumps(report, JSON_SORT_KEYS | (O.pretty ?
@@ -285,7 +353,8 @@ main(int argc, char *argv[])
 			if (s == NULL)
 				sbx_error_sys(&e, "nomem", "report");
 			free(s);
-			fail(&e, SBX_EX_SOFTWARE);
+			fail(&e, s == NULL ? SBX_EX_SOFTWARE :
+			    SBX_EX_CANTCREAT);
 		}
 		free(s);
 		sbx_buf_reset(&b);
@@ -296,7 +365,7 @@ main(int argc, char *argv[])
 			fail(&e, SBX_EX_SOFTWARE);
 		}
 		if (write_out(O.junit, b.p, b.len, &e) == -1)
-			fail(&e, SBX_EX_SOFTWARE);
+			fail(&e, SBX_EX_CANTCREAT);
 		sbx_buf_reset(&b);
 	}
 	if (O.json) {

@@ -354,8 +354,9 @@ _sbx()
 		--home) compopt -o dirnames 2>/dev/null; return 0 ;;
 		--output|--junit) compopt -o default 2>/dev/null; return 0 ;;
 		--agent) _sbx_reply "$(_sbx_agents "$(_sbx_state_root)")" "$cur"; return 0 ;;
+		--fail-on) _sbx_reply "blocked unproven warning" "$cur"; return 0 ;;
 		esac
-		_sbx_reply "--agent --home --json --pretty --output --junit --deep -q -v --help --version" "$cur"
+		_sbx_reply "--agent --home --json --pretty --output --junit --deep --fail-on -q -v --help --version" "$cur"
 		;;
 	-*)
 		;;

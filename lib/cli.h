@@ -17,6 +17,8 @@
 #define SBX_EX_OSERR		71
 #define SBX_EX_TEMPFAIL		75
 #define SBX_EX_NOPERM		77
+#define SBX_EX_CANTCREAT	73
+#define SBX_EX_IOERR		74
 #define SBX_EX_CONFIG		78
 
 /* sbx exec's own statuses, as env(1) and timeout(1). */

@@ -188,6 +188,12 @@ struct pf {
 	int			 probe_real_root;
 	int			 probe_spawned;
 	const char		*probe_skip;	/* why it did not run */
+	int			 filter_holds;	/* the probe proved seccomp */
+	/* host findings that sbx's sandboxes neutralise, when the probe
+	 * proves it (borrowed: they live in f[A_HOST]) */
+	json_t			*covered[16];
+	const char		*cover_why[16];
+	size_t			 ncovered;
 };
 
 /* ------------------------------------------------------------------ */
@@ -590,6 +596,10 @@ static const struct sysdef {
 	const char	*title;
 	const char	*why;
 	const char	*repair;
+	/* Why the setting does not weaken what sbx guarantees inside its
+	 * sandboxes; such a finding is info once the live probe has proved
+	 * the filter and namespaces hold, and a warning otherwise. */
+	const char	*cover;
 } sysdefs[] = {
 	{ "dev.tty.legacy_tiocsti", "tiocsti_enabled", 0, 1,
 	    "TIOCSTI can push input into a terminal",
@@ -597,43 +607,50 @@ static const struct sysdef {
 	    "into a terminal it shares (sbx uses --new-session and seccomp, "
 	    "but other tools on this host may not)",
 	    "sysctl -w dev.tty.legacy_tiocsti=0 (persist it in "
-	    "/etc/sysctl.d/)" },
+	    "/etc/sysctl.d/)",
+	    "every sandbox runs in a session of its own and the seccomp filter denies the TIOCSTI ioctl" },
 	{ "kernel.unprivileged_bpf_disabled", "unprivileged_bpf_enabled", 0,
 	    0, "unprivileged users may load BPF programs",
 	    "kernel.unprivileged_bpf_disabled is 0: the bpf() system call, a "
 	    "frequent source of kernel exploits, is open to every user",
 	    "sysctl -w kernel.unprivileged_bpf_disabled=2 (persist it in "
-	    "/etc/sysctl.d/)" },
+	    "/etc/sysctl.d/)",
+	    "the seccomp filter denies bpf() in every sandbox" },
 	{ "vm.unprivileged_userfaultfd", "unprivileged_userfaultfd_enabled", 0,
 	    1, "unprivileged users may use userfaultfd",
 	    "vm.unprivileged_userfaultfd is 1: userfaultfd makes kernel race "
 	    "conditions easy to win",
 	    "sysctl -w vm.unprivileged_userfaultfd=0 (persist it in "
-	    "/etc/sysctl.d/)" },
+	    "/etc/sysctl.d/)",
+	    "the seccomp filter denies userfaultfd() in every sandbox" },
 	{ "kernel.perf_event_paranoid", "perf_events_unrestricted", 1, 2,
 	    "unprivileged users may use perf events",
 	    "kernel.perf_event_paranoid is below 2: perf_event_open() exposes "
 	    "kernel profiling and a large attack surface to every user",
 	    "sysctl -w kernel.perf_event_paranoid=2 (or 3; persist it in "
-	    "/etc/sysctl.d/)" },
+	    "/etc/sysctl.d/)",
+	    "the seccomp filter denies perf_event_open() in every sandbox" },
 	{ "fs.protected_symlinks", "protected_symlinks_disabled", 0, 0,
 	    "symlinks in sticky directories are followed across owners",
 	    "fs.protected_symlinks is 0: a symlink planted in /tmp can "
 	    "redirect another user's writes",
 	    "sysctl -w fs.protected_symlinks=1 (persist it in "
-	    "/etc/sysctl.d/)" },
+	    "/etc/sysctl.d/)",
+	    "sandboxes have a private /tmp, and sbx opens every path under its state root beneath a directory descriptor without following symbolic links" },
 	{ "fs.protected_hardlinks", "protected_hardlinks_disabled", 0, 0,
 	    "hard links to other users' files are allowed",
 	    "fs.protected_hardlinks is 0: a user can hard-link files they do "
 	    "not own, e.g. setuid binaries",
 	    "sysctl -w fs.protected_hardlinks=1 (persist it in "
-	    "/etc/sysctl.d/)" },
+	    "/etc/sysctl.d/)",
+	    "a sandbox sees other files only through read-only bind mounts, and link() across mounts fails (EXDEV)" },
 	{ "kernel.yama.ptrace_scope", "ptrace_unrestricted", 0, 0,
 	    "any process may ptrace the user's other processes",
 	    "kernel.yama.ptrace_scope is 0: a process can attach to every "
 	    "other process of its user",
 	    "sysctl -w kernel.yama.ptrace_scope=1 (persist it in "
-	    "/etc/sysctl.d/)" },
+	    "/etc/sysctl.d/)",
+	    "every sandbox has its own pid namespace and the seccomp filter denies ptrace()" },
 };
 
 static void
@@ -705,6 +722,13 @@ check_host(struct pf *p)
 		} else if (d->less ? v < d->bad : v == d->bad) {
 			finding(p, A_HOST, id, d->code, S_WARNING, T_FAILED,
 			    d->title, d->why, d->repair, NULL, NULL);
+			if (d->cover != NULL && p->ncovered <
+			    sizeof(p->covered) / sizeof(p->covered[0])) {
+				p->covered[p->ncovered] = json_array_get(
+				    p->f[A_HOST], json_array_size(
+				    p->f[A_HOST]) - 1);
+				p->cover_why[p->ncovered++] = d->cover;
+			}
 		} else {
 			finding(p, A_HOST, id, "host_setting_ok", S_OK,
 			    T_PASSED, pf_fmt(p, "%s = %lld", d->name, v), "",
@@ -1112,6 +1136,17 @@ location_json(struct pf *p, int i, int have_w, int writable,
 	jpush(p, p->locs, j);
 }
 
+/* Is the program of daemon location i installed next to us? */
+static int
+daemon_installed(struct pf *p, int i)
+{
+	const char	*prog = i == LOC_PROXY ? "sbx-proxy" : "sbx-bridge";
+
+	if (p->o->exec_dir == NULL)
+		return 1;
+	return access(pf_fmt(p, "%s/%s", p->o->exec_dir, prog), X_OK) == 0;
+}
+
 static void
 check_location(struct pf *p, int i)
 {
@@ -1167,6 +1202,10 @@ check_location(struct pf *p, int i)
 				return;
 			}
 			if (d->flags & L_DAEMON) {
+				/* A daemon this installation does not have
+				 * (no sbx-bridge yet) is not reported. */
+				if (!daemon_installed(p, i))
+					return;
 				location_json(p, i, 0, 0, NULL, NULL);
 				finding(p, A_DAEMON, id, "daemon_not_running",
 				    S_INFO, T_MISSING, pf_fmt(p, "%s is not "
@@ -1628,30 +1667,14 @@ check_cgroup(struct pf *p)
 /* ------------------------------------------------------------------ */
 /* the probe sandbox */
 
+/* The probe's scratch root: the one tree removal (lib/fsutil.c), best
+ * effort here. */
 static void
-rm_tree_at(int dfd, const char *name, int depth)
+rm_tree_at(int dfd, const char *name)
 {
-	struct stat	 st;
-	struct dirent	*de;
-	DIR		*d;
-	int		 fd;
+	struct sbx_error	 e;
 
-	if (depth > 16 || fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1)
-		return;
-	if (!S_ISDIR(st.st_mode)) {
-		(void)unlinkat(dfd, name, 0);
-		return;
-	}
-	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd >= 0 && (d = fdopendir(fd)) != NULL) {
-		while ((de = readdir(d)) != NULL)
-			if (strcmp(de->d_name, ".") != 0 &&
-			    strcmp(de->d_name, "..") != 0)
-				rm_tree_at(dirfd(d), de->d_name, depth + 1);
-		closedir(d);
-	} else if (fd >= 0)
-		close(fd);
-	(void)unlinkat(dfd, name, AT_REMOVEDIR);
+	(void)sbx_rm_tree_at(dfd, name, &e);
 }
 
 static int
@@ -1829,7 +1852,7 @@ check_probe(struct pf *p, long long deadline)
 	} else
 		why = p->probe_skip ? p->probe_skip : "not run";
 	if (p->tmp_root[0]) {
-		rm_tree_at(AT_FDCWD, p->tmp_root, 0);
+		rm_tree_at(AT_FDCWD, p->tmp_root);
 		where = "in a temporary state root, since the state root is "
 		    "not provisioned";
 	} else
@@ -1923,6 +1946,7 @@ check_probe(struct pf *p, long long deadline)
 	l = vals ? probe_get(vals, "keyctl") : NULL;
 	verdict = !ran || v == NULL || l == NULL ? -1 : strcmp(v, "2") == 0 &&
 	    strcmp(l, "EPERM") == 0;
+	p->filter_holds = verdict == 1;
 	cap_result(p, "seccomp", "seccomp_ok", "seccomp_not_enforced", verdict,
 	    "the seccomp filter holds", "the seccomp filter does not hold",
 	    ran && v && l ? pf_fmt(p, "Seccomp %s, keyctl() gave %s", v, l) :
@@ -2125,7 +2149,7 @@ pf_release(struct pf *p)
 	}
 	child_release(&p->probe);
 	if (p->tmp_root[0])
-		rm_tree_at(AT_FDCWD, p->tmp_root, 0);
+		rm_tree_at(AT_FDCWD, p->tmp_root);
 	for (i = 0; i < A_N; i++)
 		json_decref(p->f[i]);
 	json_decref(p->deps);
@@ -2135,6 +2159,32 @@ pf_release(struct pf *p)
 	json_decref(p->config);
 	free(p->v2root);
 	sbx_strv_release(&p->arena);
+}
+
+/*
+ * A host setting that sbx's sandboxes neutralise does not make the machine
+ * less ready to run sbx: once the live probe has proved that the filter
+ * and the namespaces hold, its finding becomes info (the repair stays, for
+ * the rest of the host).  Without that proof it stays a warning.
+ */
+static void
+settle_covered(struct pf *p)
+{
+	const char	*d;
+	size_t		 i;
+
+	if (!p->filter_holds)
+		return;
+	for (i = 0; i < p->ncovered; i++) {
+		json_t *f = p->covered[i];
+
+		d = json_string_value(json_object_get(f, "detail"));
+		jset(p, f, "severity", jstr(S_INFO));
+		jset(p, f, "detail", jstr(pf_fmt(p, "%s; no risk to sbx's "
+		    "sandboxes (proved by the probe): %s", d ? d : "",
+		    p->cover_why[i])));
+		jset(p, f, "neutralised_by", jstr(p->cover_why[i]));
+	}
 }
 
 int
@@ -2192,6 +2242,7 @@ sbx_preflight_run(const struct sbx_preflight_opts *o, json_t **report,
 	deadline = mono_ms() + (o->probe_timeout_ms > 0 ?
 	    o->probe_timeout_ms : PROBE_TIMEOUT_MS);
 	check_probe(&p, deadline);
+	settle_covered(&p);
 
 	findings = json_array();
 	for (i = 0; i < A_N; i++)

@@ -286,7 +286,11 @@ assert_ready_but_cgroup() {
 	[ "$(json_get "$output" '[.result.findings[] | select(.id | startswith("capability.")) | select(.id != "capability.cgroup_limits") | .status] | unique | join(",")')" = unproven ]
 }
 
-@test "mocked host settings: a warning with a remediation each" {
+# Every host setting below is neutralised inside sbx's sandboxes (their own
+# session, pid namespace and private /tmp; the filter denies TIOCSTI, bpf,
+# userfaultfd, perf_event_open, ptrace): once the live probe proves the
+# filter holds, each is info with its repair, and the machine stays ready.
+@test "mocked host settings that sbx neutralises: info with a remediation each, ready" {
 	provision
 	sysctl dev.tty.legacy_tiocsti 1
 	sysctl kernel.unprivileged_bpf_disabled 0
@@ -296,7 +300,8 @@ assert_ready_but_cgroup() {
 	sysctl fs.protected_hardlinks 0
 	sysctl kernel.yama.ptrace_scope 0
 	run sbx preflight --json
-	[ "$status" -eq 1 ]
+	assert_ready_but_cgroup
+	[ "$(field "$output" capability.seccomp code)" = seccomp_ok ]
 	for pair in dev.tty.legacy_tiocsti:tiocsti_enabled \
 	    kernel.unprivileged_bpf_disabled:unprivileged_bpf_enabled \
 	    vm.unprivileged_userfaultfd:unprivileged_userfaultfd_enabled \
@@ -306,9 +311,13 @@ assert_ready_but_cgroup() {
 	    kernel.yama.ptrace_scope:ptrace_unrestricted; do
 		id=host.${pair%%:*}
 		[ "$(field "$output" "$id" code)" = "${pair#*:}" ]
-		[ "$(field "$output" "$id" severity)" = warning ]
+		[ "$(field "$output" "$id" severity)" = info ]
+		[ -n "$(field "$output" "$id" neutralised_by)" ]
 		[[ "$(field "$output" "$id" repair_suggestion)" == "sysctl -w ${pair%%:*}="* ]]
 	done
+	# --fail-on warning is the default: the same, said explicitly.
+	run sbx preflight --json --fail-on warning
+	assert_ready_but_cgroup
 	# An absent setting is reported, not passed.
 	rm "$SYSCTL/kernel/yama/ptrace_scope"
 	run sbx preflight --json
@@ -557,4 +566,56 @@ shape() {
 	run -3 sbx preflight --deep --json
 	[ "$(json_get "$output" '.result.overall_readiness')" = blocked ]
 	[ "$(json_get "$output" '[.result.findings[] | select(.code == "image_damaged")] | length')" = 1 ]
+}
+
+@test "host settings stay warnings when the probe cannot prove the filter" {
+	provision
+	fake_bwrap
+	sysctl dev.tty.legacy_tiocsti 1
+	sysctl fs.protected_symlinks 0
+	run sbx preflight --json
+	[ "$(field "$output" host.dev.tty.legacy_tiocsti severity)" = warning ]
+	[ "$(field "$output" host.dev.tty.legacy_tiocsti neutralised_by)" = null ]
+	[ "$(field "$output" host.fs.protected_symlinks severity)" = warning ]
+}
+
+@test "--fail-on: a pipeline chooses the readiness that fails it" {
+	# Not provisioned: needs_setup (exit 1) by default.
+	run -1 sbx preflight --json
+	[ "$(readiness "$output")" = needs_setup ]
+	run -0 sbx preflight --json --fail-on unproven
+	[ "$(readiness "$output")" = needs_setup ]
+	run -0 sbx preflight --json --fail-on blocked
+	# blocked still fails with --fail-on blocked
+	provision
+	fake_bwrap
+	sysctl user.max_user_namespaces 0
+	run -3 sbx preflight --json --fail-on blocked
+	[ "$(readiness "$output")" = blocked ]
+	run -64 sbx preflight --fail-on maybe
+	[[ "$output" == *"--fail-on"*"blocked, unproven, warning"* ]]
+}
+
+@test "--output or --junit into a missing directory: exit 73 before the probe, nothing written" {
+	provision
+	run -73 sbx preflight --output "$TEST_ROOT/nope/report.json"
+	[[ "$output" == *"cannot write the report to $TEST_ROOT/nope/report.json"* ]]
+	[[ "$output" == *"No such file or directory"* ]]
+	run -73 sbx preflight --json --junit "$TEST_ROOT/nope/r.xml"
+	[ "$(json_get "$output" .kind)" = invalid_args ]
+	[ "$(json_get "$output" .field)" = junit ]
+	[ "$(json_get "$output" .reason)" = no_such_directory ]
+	run -73 sbx preflight --output "$TEST_ROOT"
+	[[ "$output" == *"it is a directory"* ]]
+	[ ! -e "$TEST_ROOT/nope" ]
+}
+
+@test "daemons that this installation does not have are not listed" {
+	provision
+	run sbx preflight --json
+	[ "$(finding "$output" daemon.proxy | jq -r .code)" = daemon_not_running ]
+	if [ ! -x "$SBX_TEST_BUILD/libexec/sbx/sbx-bridge" ]; then
+		[ -z "$(finding "$output" daemon.bridge)" ]
+		[ "$(json_get "$output" '[.result.locations[] | select(.id == "bridge_socket")] | length')" = 0 ]
+	fi
 }
