@@ -44,7 +44,7 @@ static const char usage_text[] =
 "       sbx provision image add SOURCE|URL --sha256 HEX [--name NAME]\n"
 "                     [--home DIR] [--json] [-q]\n"
 "       sbx provision image list [--home DIR] [--json]\n"
-"       sbx provision image rm NAME|DIGEST [--home DIR] [--json]\n"
+"       sbx provision image rm NAME|DIGEST [--force] [--home DIR] [--json]\n"
 "       sbx provision image verify [NAME|DIGEST] [--home DIR] [--json]\n";
 
 static const char help_text[] =
@@ -69,7 +69,9 @@ static const char help_text[] =
 "                directory whose manifest has that sha256, into a read-only\n"
 "                template; a download shows a progress bar on a terminal\n"
 "  image list    the templates and their names, and the environments\n"
-"  image rm      remove a template and its names\n"
+"  image rm      remove a name; the template goes with its last name when\n"
+"                no agent is bound to it (rm DIGEST: the template and its\n"
+"                names, refused while an agent is bound to it)\n"
 "  image verify  compare templates with their manifests (exit 1 if damaged)\n"
 "\n"
 "  -a, --agent A   agent name (default: $SBX_AGENT or \"default\")\n"
@@ -85,6 +87,8 @@ static const char help_text[] =
 "      --no-env    remove the agent's environment; back to the template\n"
 "      --sha256 HEX   image add: the expected sha256 of SOURCE\n"
 "      --name NAME    image add: a name for the image\n"
+"      --force        image rm: remove the template even when other names\n"
+"                     or agents refer to it (says which agents it breaks)\n"
 "  -j, --json      print one JSON envelope (also SBX_JSON=1)\n"
 "  -q, --quiet     print nothing but errors\n"
 "  -v, --verbose   also list what was already present\n"
@@ -93,7 +97,7 @@ static const char help_text[] =
 
 enum {
 	OPT_HOME = 256, OPT_VERSION, OPT_IMAGE, OPT_SHA256, OPT_NAME, OPT_ENV,
-	OPT_NO_ENV,
+	OPT_NO_ENV, OPT_FORCE,
 };
 
 static const struct option longopts[] = {
@@ -105,6 +109,7 @@ static const struct option longopts[] = {
 	{ "no-env",	no_argument,		NULL, OPT_NO_ENV },
 	{ "sha256",	required_argument,	NULL, OPT_SHA256 },
 	{ "name",	required_argument,	NULL, OPT_NAME },
+	{ "force",	no_argument,		NULL, OPT_FORCE },
 	{ "json",	no_argument,		NULL, 'j' },
 	{ "quiet",	no_argument,		NULL, 'q' },
 	{ "verbose",	no_argument,		NULL, 'v' },
@@ -126,6 +131,7 @@ static struct {
 	int		 npos;
 	int		 agent_given;
 	int		 yes;
+	int		 force;
 	int		 json;
 	int		 quiet;
 	int		 verbose;
@@ -248,6 +254,9 @@ parse(int argc, char *argv[])
 			break;
 		case OPT_NO_ENV:
 			O.no_env = 1;
+			break;
+		case OPT_FORCE:
+			O.force = 1;
 			break;
 		case OPT_SHA256:
 			O.sha256 = optarg;
@@ -568,8 +577,9 @@ static int
 do_image_rm(void)
 {
 	struct sbx_error	 e;
-	json_t			*removed;
-	int			 rootfd;
+	json_t			*res, *a;
+	size_t			 i;
+	int			 rootfd, kept;
 
 	if (O.npos != 2)
 		usage("image rm needs NAME or DIGEST");
@@ -578,19 +588,38 @@ do_image_rm(void)
 		    "there is no state root, so no image");
 		fail(&e);
 	}
-	removed = json_array();
-	if (sbx_image_rm(rootfd, O.pos[1], removed, &e) == -1)
+	res = json_object();
+	if (sbx_image_rm(rootfd, O.pos[1], O.force, res, &e) == -1)
 		fail(&e);
+	kept = strcmp(json_string_value(json_object_get(res, "template")),
+	    "kept") == 0;
+	json_object_set_new(res, "root", root_json());
 	if (O.json) {
-		emit(sbx_envelope_ok(tool, json_pack("{s:o,s:o}", "removed",
-		    removed, "root", root_json()), NULL));
+		emit(sbx_envelope_ok(tool, res, NULL));
 		return 0;
 	}
 	if (!O.quiet) {
-		print_list("removed   ", removed);
-		printf("image %s removed\n", O.pos[1]);
+		print_list("removed   ", json_object_get(res, "removed"));
+		json_array_foreach(json_object_get(res, "names_removed"), i, a)
+			printf("name %s removed\n", json_string_value(a));
+		if (kept)
+			printf("template %.12s kept: %zu other name%s, %zu "
+			    "agent%s bound to it\n", json_string_value(
+			    json_object_get(res, "digest")),
+			    json_array_size(json_object_get(res, "names_left")),
+			    json_array_size(json_object_get(res,
+			    "names_left")) == 1 ? "" : "s",
+			    json_array_size(json_object_get(res,
+			    "agents_bound")), json_array_size(json_object_get(
+			    res, "agents_bound")) == 1 ? "" : "s");
 	}
-	json_decref(removed);
+	/* Said even with -q: a forced removal broke these agents. */
+	json_array_foreach(json_object_get(res, "broken_agents"), i, a)
+		fprintf(stderr, "%s: warning: agent %s was bound to the "
+		    "removed image; its runs are refused until it is bound to "
+		    "another (sbx provision --agent %s --image NAME)\n", PROG,
+		    json_string_value(a), json_string_value(a));
+	json_decref(res);
 	return 0;
 }
 
@@ -677,6 +706,8 @@ do_image(void)
 		    "--env");
 	if ((O.sha256 || O.name) && strcmp(act, "add") != 0)
 		usage("--sha256 and --name go only with image add");
+	if (O.force && strcmp(act, "rm") != 0)
+		usage("--force goes only with image rm");
 	if (sbx_root_resolve(O.home, &root, &e) == -1)
 		fail(&e);
 	if (strcmp(act, "add") == 0)
@@ -1186,6 +1217,9 @@ main(int argc, char *argv[])
 	struct sbx_error	 e;
 	const char		*s = NULL;
 
+	/* Before anything is opened: see sbx_fd_sanitize_std(). */
+	if (sbx_fd_sanitize_std() == -1)
+		return SBX_EX_OSERR;
 	parse_args(argc, argv);
 	if (O.sub != NULL) {
 		s = O.sub;
@@ -1207,6 +1241,8 @@ main(int argc, char *argv[])
 		usage("--sha256 and --name go only with image add");
 	if (O.yes && (s == NULL || strcmp(s, "remove") != 0))
 		usage("--yes goes only with remove");
+	if (O.force)
+		usage("--force goes only with image rm");
 	/* These act on the whole root: an --agent here would suggest they
 	 * act on one agent only. */
 	if (O.agent_given && s != NULL && (strcmp(s, "reset") == 0 ||

@@ -337,7 +337,7 @@ _sbx()
 		esac
 		if [[ $cur == -* ]]; then
 			if [[ ${words[2]-} == image ]]; then
-				_sbx_reply "--sha256 --name --home --json -q --help" "$cur"
+				_sbx_reply "--sha256 --name --force --home --json -q --help" "$cur"
 			else
 				_sbx_reply "--agent --home --image --env --no-env --json --yes -q -v --help --version" "$cur"
 			fi

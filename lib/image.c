@@ -1698,16 +1698,40 @@ sbx_image_list(int rootfd, struct sbx_error *e)
 	return out;
 }
 
+/* The agents bound to digest, in name order. */
+static json_t *
+bound_agents(int rootfd, const char *digest, struct sbx_error *e)
+{
+	struct sbx_error e2;
+	json_t		*list, *out, *a;
+	const char	*name;
+	char		 d[SBX_DIGEST_HEX + 1];
+	size_t		 i;
+
+	if ((list = sbx_provision_list(rootfd, e)) == NULL)
+		return NULL;
+	out = json_array();
+	json_array_foreach(list, i, a) {
+		name = json_string_value(json_object_get(a, "agent"));
+		/* A malformed binding names no image: it cannot break. */
+		if (name != NULL && sbx_imageref_agent(rootfd, name, d,
+		    &e2) == 1 && strcmp(d, digest) == 0)
+			json_array_append_new(out, json_string(name));
+	}
+	json_decref(list);
+	return out;
+}
+
 int
-sbx_image_rm(int rootfd, const char *ref, json_t *removed,
+sbx_image_rm(int rootfd, const char *ref, int force, json_t *res,
     struct sbx_error *e)
 {
 	struct stat	 st;
-	json_t		*names, *v;
+	json_t		*names, *v, *removed, *gone, *left, *agents = NULL;
 	const char	*k;
 	void		*tmp;
 	char		 digest[SBX_DIGEST_HEX + 1], rel[SBX_DIGEST_HEX + 16];
-	int		 imagesfd, lock, rc = -1, changed = 0;
+	int		 imagesfd, lock, rc = -1, by_name, have;
 
 	if (!sbx_image_digest_valid(ref) && !sbx_image_name_valid(ref))
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "image",
@@ -1719,9 +1743,13 @@ sbx_image_rm(int rootfd, const char *ref, json_t *removed,
 		close(imagesfd);
 		return -1;
 	}
+	removed = json_array();
+	gone = json_array();
+	left = json_array();
 	if ((names = sbx_image_names_load(imagesfd, e)) == NULL)
 		goto out;
-	if (sbx_image_digest_valid(ref))
+	by_name = !sbx_image_digest_valid(ref);
+	if (!by_name)
 		memcpy(digest, ref, sizeof(digest));
 	else if ((k = json_string_value(json_object_get(names, ref))))
 		memcpy(digest, k, sizeof(digest));
@@ -1730,27 +1758,73 @@ sbx_image_rm(int rootfd, const char *ref, json_t *removed,
 		    "no image of that name");
 		goto out;
 	}
-	if (fstatat(imagesfd, digest, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-		if (sbx_provision_rm_tree(imagesfd, digest, e) == -1)
-			goto out;
-		snprintf(rel, sizeof(rel), "images/%s", digest);
-		json_array_append_new(removed, json_string(rel));
-	}
-	json_object_foreach_safe(names, tmp, k, v)
-		if (strcmp(json_string_value(v), digest) == 0) {
-			json_object_del(names, k);
-			changed = 1;
-		}
-	if (changed && names_save(imagesfd, names, e) == -1)
+	have = fstatat(imagesfd, digest, &st, AT_SYMLINK_NOFOLLOW) == 0;
+	if ((agents = bound_agents(rootfd, digest, e)) == NULL)
 		goto out;
-	if (json_array_size(removed) == 0 && !changed) {
+	json_object_foreach(names, k, v)
+		if (strcmp(json_string_value(v), digest) == 0 &&
+		    !(by_name && strcmp(k, ref) == 0))
+			json_array_append_new(left, json_string(k));
+
+	/*
+	 * rm NAME takes that name away; the template itself goes only when
+	 * nothing refers to it any more: no other name, no agent bound to
+	 * it.  rm DIGEST means the template: refused while an agent is bound
+	 * to it.  --force removes the template whatever refers to it, and
+	 * says which agents it leaves without their image.
+	 */
+	if (!by_name && !force && json_array_size(agents) > 0) {
+		sbx_error_set(e, SBX_K_REJECTED, "image", "image_in_use",
+		    "image %.12s is bound to %zu agent%s (%s%s)", digest,
+		    json_array_size(agents), json_array_size(agents) == 1 ?
+		    "" : "s", json_string_value(json_array_get(agents, 0)),
+		    json_array_size(agents) > 1 ? ", ..." : "");
+		sbx_error_hint(e, "bind the agents to another image first, or "
+		    "remove it anyway with --force");
+		goto out;
+	}
+	if (!have && by_name == 0 && json_array_size(left) == 0) {
 		sbx_error_set(e, SBX_K_NOT_FOUND, "image", "image_missing",
 		    "no image with that digest");
 		goto out;
 	}
+	if (by_name) {
+		json_object_del(names, ref);
+		json_array_append_new(gone, json_string(ref));
+	}
+	if (have && (force || !by_name || (json_array_size(left) == 0 &&
+	    json_array_size(agents) == 0))) {
+		if (sbx_provision_rm_tree(imagesfd, digest, e) == -1)
+			goto out;
+		snprintf(rel, sizeof(rel), "images/%s", digest);
+		json_array_append_new(removed, json_string(rel));
+		have = 0;
+	}
+	if (!have) {
+		/* No template: no name may point at it any more. */
+		json_object_foreach_safe(names, tmp, k, v)
+			if (strcmp(json_string_value(v), digest) == 0) {
+				json_object_del(names, k);
+				json_array_append_new(gone, json_string(k));
+			}
+		json_array_clear(left);
+	}
+	if (json_array_size(gone) > 0 && names_save(imagesfd, names, e) == -1)
+		goto out;
+	json_object_set_new(res, "digest", json_string(digest));
+	json_object_set(res, "removed", removed);
+	json_object_set(res, "names_removed", gone);
+	json_object_set_new(res, "template", json_string(have ? "kept" :
+	    "removed"));
+	json_object_set(res, "names_left", left);
+	json_object_set(res, have ? "agents_bound" : "broken_agents", agents);
 	rc = 0;
 out:
 	json_decref(names);
+	json_decref(removed);
+	json_decref(gone);
+	json_decref(left);
+	json_decref(agents);
 	close(lock);
 	close(imagesfd);
 	return rc;

@@ -67,8 +67,15 @@ int	sbx_image_resolve(int rootfd, const char *ref, int need_complete,
 	    char digest[SBX_DIGEST_HEX + 1], struct sbx_error *);
 /* [{digest, names, complete}] sorted by digest. */
 json_t	*sbx_image_list(int rootfd, struct sbx_error *);
-/* Remove the image and every name of it; appends removed paths. */
-int	sbx_image_rm(int rootfd, const char *ref, json_t *removed,
+/*
+ * rm NAME removes that name, and the template too when no other name and
+ * no agent refers to it; rm DIGEST removes the template and its names,
+ * refused (rejected, image_in_use) while an agent is bound to it; force
+ * removes the template whatever refers to it.  Fills res with digest,
+ * removed (paths), names_removed, template ("removed" or "kept"),
+ * names_left, and agents_bound (kept) or broken_agents (removed).
+ */
+int	sbx_image_rm(int rootfd, const char *ref, int force, json_t *res,
 	    struct sbx_error *);
 /* Compare images/<digest>/rootfs with its manifest; appends
  * {path, change[, want, got]} to diffs (change: added, missing, type,

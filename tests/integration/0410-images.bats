@@ -372,13 +372,47 @@ EOF
 	[ "$(json_get "$output" '.result.images[0].differences[0].change')" = manifest ]
 	mv "$FX/m.json" "$SBX_HOME/images/$d/manifest.json"
 	run -0 --separate-stderr sbx exec --agent img -- echo ok
+	# The last name goes, the template stays: agent img is bound to it.
 	run -0 sbx provision image rm bb --json
-	[ "$(json_get "$output" '.result.removed[0]')" = "images/$d" ]
+	[ "$(json_get "$output" .result.template)" = kept ]
+	[ "$(json_get "$output" '.result.agents_bound | join(",")')" = img ]
+	[ -d "$SBX_HOME/images/$d" ]
+	run -0 --separate-stderr sbx exec --agent img -- echo ok
+	# By digest it is refused while bound; --force says what it breaks.
+	run -77 sbx provision image rm "$d" --json
+	[ "$(json_get "$output" .kind)" = rejected ]
+	[ "$(json_get "$output" .reason)" = image_in_use ]
+	[ -d "$SBX_HOME/images/$d" ]
+	run -0 --separate-stderr sbx provision image rm "$d" --force
+	[[ "$stderr" == *"agent img was bound to the removed image"* ]]
 	[ ! -e "$SBX_HOME/images/$d" ]
 	run sbx exec --agent img --json -- echo ok
 	[ "$(json_get "$output" .reason)" = image_missing ]
 	run -1 sbx provision image rm bb --json
 	[ "$(json_get "$output" .kind)" = not_found ]
+}
+
+@test "image rm NAME removes that name only; the template goes with the last name" {
+	make_rootfs
+	tar -C "$FX/rootfs" -cf "$FX/bb.tar" .
+	d=$(sha "$FX/bb.tar")
+	run -0 add "$FX/bb.tar" --sha256 "$d" --name one -q
+	run -0 add "$FX/bb.tar" --sha256 "$d" --name two -q
+	run -0 sbx provision image rm one --json
+	[ "$(json_get "$output" .result.template)" = kept ]
+	[ "$(json_get "$output" '.result.names_removed | join(",")')" = one ]
+	[ "$(json_get "$output" '.result.names_left | join(",")')" = two ]
+	[ -d "$SBX_HOME/images/$d/rootfs" ]
+	run -0 sbx provision image list --json
+	[ "$(json_get "$output" '.result.images[0].names | join(",")')" = two ]
+	run -0 sbx provision image rm two --json
+	[ "$(json_get "$output" .result.template)" = removed ]
+	[ "$(json_get "$output" '.result.removed[0]')" = "images/$d" ]
+	[ "$(json_get "$output" '.result.broken_agents | length')" = 0 ]
+	[ ! -e "$SBX_HOME/images/$d" ]
+	# --force goes only with image rm
+	run -64 sbx provision image list --force
+	run -64 sbx provision --force
 }
 
 @test "verify reports a modified, an added and a missing file (exit 1)" {
