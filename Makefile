@@ -134,9 +134,14 @@ $(B)/libexec/sbx/sbx-exec: $(B)/cmd/sbx-exec.o $(LIBSBX)
 	$(CC) -static-pie -Wl,-z,relro,-z,now -o $@ $^ $(LIBS_STATIC)
 endif
 
-# sbx-proxy alone asks a test DNS server itself (libresolv).
-$(B)/libexec/sbx/sbx-proxy: LIBS_ALL += -lresolv -lpthread
-$(B)/tests/unit/t-proxy: LIBS_ALL += -lresolv -lpthread
+# sbx-proxy alone resolves names, asynchronously, with c-ares: only
+# lib/proxy.c includes it and only the proxy (and its test) link it, so
+# sbx-exec never loads it.
+CARES_CFLAGS := $(shell $(PKG_CONFIG) --cflags libcares 2>/dev/null)
+CARES_LIBS := $(shell $(PKG_CONFIG) --libs libcares 2>/dev/null || echo -lcares)
+$(B)/lib/proxy.o: CFLAGS += $(CARES_CFLAGS)
+$(B)/libexec/sbx/sbx-proxy: LIBS_ALL += $(CARES_LIBS)
+$(B)/tests/unit/t-proxy: LIBS_ALL += $(CARES_LIBS)
 
 # The init must not depend on anything but libc, statically; no sanitizers
 # (their runtimes are not available statically).

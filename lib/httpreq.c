@@ -50,6 +50,8 @@ enum {
 	V_HEAD_TOO_LARGE,
 	V_TOO_MANY_HEADERS,
 	V_BAD_METHOD,
+	V_TUNNEL_NOT_HTTP,
+	V_TUNNEL_HOST,
 	V_COUNT
 };
 
@@ -80,11 +82,15 @@ static const struct {
 	[V_HEAD_TOO_LARGE] = { "head_too_large", 431 },
 	[V_TOO_MANY_HEADERS] = { "too_many_headers", 431 },
 	[V_BAD_METHOD] = { "bad_method", 405 },
+	[V_TUNNEL_NOT_HTTP] = { "tunnel_not_tls_or_http", 400 },
+	[V_TUNNEL_HOST] = { "tunnel_host_mismatch", 403 },
 };
 /* clang-format on */
 
 /* What the header lines have shown so far. */
 struct head {
+	int	    tunnel; /* first request in a CONNECT tunnel */
+	int	    line_ok; /* the request line was read */
 	int	    http10;
 	const char *auth; /* the URI authority as sent */
 	size_t	    authlen;
@@ -409,6 +415,32 @@ parse_absolute_target(const char *t, size_t n, struct sbx_http_req *req,
 	return set_authority(req, &au);
 }
 
+/*
+ * The target of a request inside a CONNECT tunnel: origin-form only.  The
+ * authority is the tunnel's (already in req), named again by the Host
+ * header.  An absolute-form target is refused: a server routes on its
+ * authority rather than on Host (RFC 9112 3.2.2), a second name the check
+ * would have to follow; CONNECT inside a tunnel chains to another proxy.
+ */
+static int
+parse_tunnel_target(const char *s, size_t mlen, const char *t, size_t n,
+    struct sbx_http_req *req, struct head *h)
+{
+	size_t i;
+
+	if (req->connect || t[0] != '/')
+		return V_BAD_REQUEST_LINE;
+	for (i = 0; i < n; i++) {
+		int c = (unsigned char)t[i];
+		if (c <= 0x20 || c >= 0x7f || c == '#')
+			return V_BAD_REQUEST_LINE;
+	}
+	wput(h, s, mlen + 1);
+	wput(h, t, n);
+	wputs(h, " HTTP/1.1\r\n");
+	return V_OK;
+}
+
 /* METHOD SP target SP HTTP/1.x, single spaces. */
 static int
 parse_request_line(const char *s, size_t n, struct sbx_http_req *req,
@@ -446,6 +478,8 @@ parse_request_line(const char *s, size_t n, struct sbx_http_req *req,
 		h->http10 = 1;
 	else if (vlen != 8 || memcmp(ver, "HTTP/1.1", 8) != 0)
 		return V_BAD_VERSION;
+	if (h->tunnel)
+		return parse_tunnel_target(s, mlen, t, tlen, req, h);
 	if (req->connect)
 		return parse_connect_target(t, tlen, req);
 	if ((v = parse_absolute_target(t, tlen, req, h, &path, &pathlen)) !=
@@ -798,7 +832,9 @@ finish_head(struct sbx_http_req *req, struct head *h)
 	if (req->connect)
 		return V_OK;
 	if (h->nhost == 0) {
-		if (!h->http10)
+		/* In a tunnel the Host header is the only name the server
+		 * sees: HTTP/1.0 must send it too. */
+		if (!h->http10 || h->tunnel)
 			return V_MISSING_HOST;
 		/* We speak HTTP/1.1 upstream, where Host is required: add
 		 * the authority that was checked. */
@@ -844,6 +880,7 @@ parse_head(const char *buf, size_t len, struct sbx_http_req *req,
 	if ((v = line_end(buf, 0, lim, SBX_HTTP_LINE_MAX, &eol)) != V_OK ||
 	    (v = parse_request_line(buf, eol, req, h)) != V_OK)
 		return v;
+	h->line_ok = 1;
 	for (off = eol + 2;; off = eol + 2) {
 		if (off >= lim)
 			return V_MORE;
@@ -889,6 +926,84 @@ sbx_http_parse(const char *buf, size_t len, struct sbx_http_req *req,
 		return 1;
 	/* Nothing of a request that is incomplete or refused is left to
 	 * be acted on, least of all its credentials. */
+	req_reset(req);
+	if (v == V_MORE)
+		return 0;
+	*status = verdicts[v].status;
+	*reason = verdicts[v].reason;
+	return -1;
+}
+
+/* Could buf[0..len) start "METHOD " for a method a tunnel may carry? */
+static int
+tunnel_method_prefix(const char *buf, size_t len)
+{
+	size_t i, m, n;
+
+	for (i = 1; i < sizeof(methods) / sizeof(*methods); i++) {
+		m = strlen(methods[i]);
+		n = len < m ? len : m;
+		if (memcmp(buf, methods[i], n) != 0)
+			continue;
+		if (len <= m || buf[m] == ' ')
+			return 1;
+	}
+	return 0;
+}
+
+int
+sbx_http_parse_tunnel(const char *buf, size_t len, const char *host,
+    unsigned port, struct sbx_http_req *req, int *status,
+    const char **reason)
+{
+	struct head h;
+	size_t	    hl;
+	int	    v;
+
+	*status = 0;
+	*reason = NULL;
+	req_reset(req);
+	if (buf == NULL)
+		len = 0;
+	hl = host != NULL ? strlen(host) : 0;
+	memset(&h, 0, sizeof(h));
+	h.tunnel = 1;
+	h.w = req->rewritten;
+	h.wcap = sizeof(req->rewritten);
+	if (hl == 0 || hl >= sizeof(req->host)) {
+		v = V_TUNNEL_HOST;
+		goto out;
+	}
+	/* What the tunnel was opened for: the Host header must name it. */
+	memcpy(req->host, host, hl + 1);
+	req->hostlen = hl;
+	req->port = port;
+	/* Not HTTP is known from the first bytes: a server-first protocol's
+	 * client or plain garbage is refused at once, not at the header
+	 * timeout. */
+	if (!tunnel_method_prefix(buf, len)) {
+		v = V_TUNNEL_NOT_HTTP;
+		goto out;
+	}
+	v = parse_head(buf, len, req, &h);
+	if (v == V_MORE && len >= SBX_HTTP_HEAD_MAX)
+		v = V_HEAD_TOO_LARGE;
+	/* The request line is where HTTP is recognised; after it, the
+	 * faults are those of any request, Host's being the tunnel's. */
+	if (v != V_OK && v != V_MORE && !h.line_ok)
+		v = V_TUNNEL_NOT_HTTP;
+	else if (v == V_HOST_MISMATCH || v == V_MISSING_HOST ||
+	    v == V_DUPLICATE_HOST)
+		v = V_TUNNEL_HOST;
+out:
+	if (v == V_OK) {
+		/* Credentials sent inside a tunnel are nobody's business
+		 * here: not kept, and not passed on (Proxy-* are dropped). */
+		req->auth = SBX_AUTH_NONE;
+		explicit_bzero(req->user, sizeof(req->user));
+		explicit_bzero(req->token, sizeof(req->token));
+		return 1;
+	}
 	req_reset(req);
 	if (v == V_MORE)
 		return 0;

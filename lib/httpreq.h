@@ -85,6 +85,25 @@ int	 sbx_http_parse(const char *buf, size_t len, struct sbx_http_req *,
 	    int *status, const char **reason);
 
 /*
+ * The first request inside a CONNECT tunnel to host:port (host as checked:
+ * normalised, without port), on a port that is not opaque.  The same
+ * strict rules as sbx_http_parse, but the target must be origin-form
+ * ("/path"), the method anything sbx_http_parse accepts but CONNECT, and a
+ * Host header must name host[:port] exactly as an absolute-form request's
+ * authority would (port 80 when it has none; HTTP/1.0 included), because
+ * the upstream routes on it.  Returns 1 with req filled (host and port are
+ * the tunnel's; rewritten is the head to send up, ending in "Connection:
+ * close"), 0 for more bytes, -1 with *status and *reason:
+ * "tunnel_not_tls_or_http" (400; the first bytes are not an HTTP request
+ * line, known as soon as they cannot start one), "tunnel_host_mismatch"
+ * (403; Host missing, duplicated or naming another authority), or any
+ * header fault of sbx_http_parse (transfer_encoding, upgrade...).
+ */
+int	 sbx_http_parse_tunnel(const char *buf, size_t len, const char *host,
+	    unsigned port, struct sbx_http_req *, int *status,
+	    const char **reason);
+
+/*
  * Read the first TLS record of a tunnel (buf[0..len)) and extract the
  * server_name of its ClientHello.  Returns 1 and writes the name (NUL
  * terminated, as sent: the caller compares it to the normalised CONNECT

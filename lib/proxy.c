@@ -4,11 +4,15 @@
  * One thread runs an epoll loop over: the control socket (sessions opened
  * by sbx-exec), each session's control connection and channel (over which
  * sbx-init passes the sandbox's TCP connections), and every proxied
- * connection's two sockets.  Name resolution, which can block, runs on a
- * small pool of resolver threads that post their answers back through an
- * eventfd; nothing else is threaded.  Bytes of an established connection
- * move between the sockets with splice(2) through a pipe, never through
- * user-space buffers.
+ * connection's two sockets.  Names are resolved asynchronously in the
+ * same loop (c-ares, its sockets in an epoll set of their own), so a slow
+ * DNS server holds no thread and no lookup blocks another; lookups wait in
+ * a bounded queue that serves the agents round-robin (dnsq.h), a lookup
+ * whose connection is gone is cancelled or its answer dropped, and one
+ * that is still with the resolver counts against its agent's connection
+ * cap until the resolver lets it go.  Nothing is threaded.  Bytes of an
+ * established connection move between the sockets with splice(2) through
+ * a pipe, never through user-space buffers.
  *
  * Order of the checks for a request (a denied request is never resolved,
  * so no DNS query leaks a denied name): parse, token, host syntax and IP
@@ -16,23 +20,18 @@
  * non-global address, and connect to an address that was checked.
  */
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 
 #include <arpa/inet.h>
-#include <arpa/nameser.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <resolv.h>
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,10 +39,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <ares.h>
 #include <jansson.h>
 #include <sodium.h>
 
 #include "buf.h"
+#include "dnsq.h"
 #include "envelope.h"
 #include "fsutil.h"
 #include "httpreq.h"
@@ -59,11 +60,15 @@
 #define CTL_TIMEOUT_MS	5000
 #define LINGER_MS	1000
 #define SWEEP_MS	200
-#define RESOLVERS	2
+/* Lookups with the resolver at a time, in all and for one agent: an agent
+ * that floods the resolver (abandoned lookups of random names under an
+ * allowed wildcard) fills its own share, never the others'. */
+#define LOOKUPS_INFLIGHT	64
+#define LOOKUPS_INFLIGHT_AGENT	8
 
 enum cstate {
 	C_HEAD,		/* reading the request head */
-	C_RESOLVE,	/* a resolver thread has it */
+	C_RESOLVE,	/* its lookup is queued or with the resolver */
 	C_CONNECT,	/* non-blocking connect in progress */
 	C_RELAY,	/* bytes flow */
 	C_LINGER	/* answered a refusal; draining before close */
@@ -73,7 +78,7 @@ struct conn;
 struct session;
 
 /* What an epoll event points at. */
-enum ktype { K_LISTEN, K_EVENT, K_CTL, K_CHAN, K_CLIENT, K_UPSTREAM };
+enum ktype { K_LISTEN, K_DNS, K_CTL, K_CHAN, K_CLIENT, K_UPSTREAM };
 struct key {
 	enum ktype	 type;
 	void		*p;
@@ -81,7 +86,9 @@ struct key {
 
 struct agentcount {
 	char			 name[SBX_AGENT_MAX + 1];
-	unsigned		 n;
+	unsigned		 n;		/* connections */
+	unsigned		 orphans;	/* lookups of closed ones */
+	struct sbx_dnsq_agent	 q;
 	struct agentcount	*next;
 };
 
@@ -93,6 +100,8 @@ struct session {
 	char			 run[80];
 	char			 token[SBX_TOKEN_LEN + 1];
 	struct sbx_netpolicy	 pol;
+	unsigned short		 opaque[SBX_PROXY_OPAQUE_MAX];
+	size_t			 nopaque;
 	json_t			*violations;
 	unsigned long long	 denied;
 	unsigned		 nconns;
@@ -131,14 +140,14 @@ struct conn {
 	int			 p_cu[2], p_uc[2];	/* client->up, up->client */
 	size_t			 q_cu, q_uc;		/* bytes in the pipes */
 	int			 eof_c, eof_u, shut_u, shut_c;
-	/* CONNECT: nothing of the client goes up before its first bytes
-	 * were judged (the SNI check); the upstream may speak first. */
+	/* CONNECT: nothing goes either way before the client's first bytes
+	 * were judged (a ClientHello's SNI, or an HTTP request's Host),
+	 * unless the port is opaque. */
 	int			 hello;
 	long long		 t_hello;
 	unsigned long long	 bytes_in, bytes_out;
 	long long		 t_start, t_last, t_deadline;
-	int			 resolving;	/* a job points at it */
-	int			 dead;		/* closed while resolving */
+	struct job		*job;		/* its lookup */
 	int			 closed;
 	struct conn		*gnext;		/* the graveyard */
 	int			 logged;
@@ -146,20 +155,20 @@ struct conn {
 	struct conn		*prev, *next;
 };
 
+/* A lookup.  Its connection may go while it is with the resolver: c is
+ * then NULL and the answer is dropped. */
 struct job {
+	struct sbx_dnsq_item	 qi;
 	struct conn		*c;
+	struct agentcount	*a;
 	char			 host[SBX_NP_HOST_MAX + 1];
-	struct sockaddr_storage	 addrs[MAX_ADDRS];
-	socklen_t		 addrlens[MAX_ADDRS];
-	int			 n, err;
-	struct job		*next;
 };
 
 static struct {
 	const struct sbx_proxy_config	*cfg;
-	int			 rootfd, runfd, ep, evfd, lfd, logfd;
+	int			 rootfd, runfd, ep, dep, lfd, logfd;
 	unsigned long long	 logsize;
-	struct key		 klisten, kevent;
+	struct key		 klisten, kdns;
 	struct session		*sessions;
 	struct conn		*conns;
 	unsigned		 nconns, nsessions;
@@ -170,14 +179,11 @@ static struct {
 	struct session		*sgrave;
 	int			 stop;
 	long long		 t_idle, t_start;
-	/* Resolver pool. */
-	pthread_mutex_t		 mu;
-	pthread_cond_t		 cv;
-	struct job		*todo, *done;
-	int			 quit;
-	pthread_t		 th[RESOLVERS];
-	struct sockaddr_in	 dns;
-	int			 have_dns;
+	/* The resolver: a c-ares channel whose sockets are in dep. */
+	ares_channel		 ch;
+	int			 have_ch, pumping;
+	struct sbx_dnsq		 q;
+	unsigned		 norphans;	/* lookups of closed conns */
 } P;
 
 static void conn_close(struct conn *);
@@ -212,6 +218,34 @@ cfg_num(const json_t *o, const char *key, unsigned long long lo,
 	return 0;
 }
 
+/* `opaque_ports` (of origin's `where`): absent, or an array of 1..65535,
+ * at most SBX_PROXY_OPAQUE_MAX. */
+static int
+cfg_ports(const json_t *v, const char *origin, const char *where,
+    unsigned short *out, size_t *n, struct sbx_error *e)
+{
+	const json_t	*p;
+	size_t		 i;
+
+	*n = 0;
+	if (v == NULL)
+		return 0;
+	if (!json_is_array(v) || json_array_size(v) > SBX_PROXY_OPAQUE_MAX)
+		goto bad;
+	json_array_foreach(v, i, p) {
+		if (!json_is_integer(p) || json_integer_value(p) < 1 ||
+		    json_integer_value(p) > 65535)
+			goto bad;
+		out[(*n)++] = (unsigned short)json_integer_value(p);
+	}
+	return 0;
+bad:
+	*n = 0;
+	return sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
+	    "config_invalid", "%s: `%sopaque_ports` must be an array of at "
+	    "most %d ports 1..65535", origin, where, SBX_PROXY_OPAQUE_MAX);
+}
+
 int
 sbx_proxy_config_load(int rootfd, struct sbx_proxy_config *c,
     struct sbx_error *e)
@@ -220,7 +254,8 @@ sbx_proxy_config_load(int rootfd, struct sbx_proxy_config *c,
 	    "max_connections_per_agent", "connect_timeout_ms",
 	    "header_timeout_ms", "idle_timeout_ms", "max_duration_s",
 	    "max_request_bytes", "max_response_bytes", "idle_exit_s",
-	    "log_max_bytes", "dns_server", NULL };
+	    "log_max_bytes", "dns_server", "max_lookups",
+	    "max_lookups_per_agent", "opaque_ports", NULL };
 	json_t			*cfg = NULL, *o;
 	const char		*k;
 	json_t			*v;
@@ -239,6 +274,8 @@ sbx_proxy_config_load(int rootfd, struct sbx_proxy_config *c,
 	c->max_response_bytes = 16ULL << 30;
 	c->idle_exit_ms = 300 * 1000LL;
 	c->log_max_bytes = 10ULL << 20;
+	c->max_lookups = 1024;
+	c->max_lookups_agent = 64;
 	if (rootfd < 0)
 		return 0;
 	if (sbx_config_load(rootfd, "config/sandbox.json", &cfg, e) == -1)
@@ -299,6 +336,18 @@ sbx_proxy_config_load(int rootfd, struct sbx_proxy_config *c,
 	if (cfg_num(o, "idle_exit_s", 1, 31 * 86400ULL, &n, e) == -1)
 		goto out;
 	c->idle_exit_ms = (long long)n * 1000;
+	n = c->max_lookups;
+	if (cfg_num(o, "max_lookups", 1, 1000000, &n, e) == -1)
+		goto out;
+	c->max_lookups = (unsigned)n;
+	n = c->max_lookups_agent;
+	if (cfg_num(o, "max_lookups_per_agent", 1, 1000000, &n, e) == -1)
+		goto out;
+	c->max_lookups_agent = (unsigned)n;
+	if (cfg_ports(json_object_get(o, "opaque_ports"),
+	    "config/sandbox.json", "proxy.", c->opaque_ports, &c->nopaque,
+	    e) == -1)
+		goto out;
 	if ((v = json_object_get(o, "dns_server")) != NULL) {
 		struct in_addr	 a;
 		char		 tmp[64], *colon;
@@ -558,7 +607,7 @@ conn_update(struct conn *c)
 			wc |= EPOLLIN;
 		if (c->q_uc > 0)
 			wc |= EPOLLOUT;
-		if (!c->eof_u && c->q_uc < PIPE_SIZE)
+		if (!c->hello && !c->eof_u && c->q_uc < PIPE_SIZE)
 			wu |= EPOLLIN;
 		if (!c->hello && (c->q_cu > 0 || c->sendoff < c->len))
 			wu |= EPOLLOUT;
@@ -588,11 +637,37 @@ conn_free(struct conn *c)
 	free(c);
 }
 
+/*
+ * The connection no longer wants its lookup.  Still queued: taken out,
+ * never sent.  With the resolver (c-ares cannot cancel one query): the
+ * answer will be dropped, and until it comes the lookup counts against
+ * the agent's connection cap, so that lookups abandoned at once cannot
+ * pile up beyond what live connections could.
+ */
+static void
+conn_unresolve(struct conn *c)
+{
+	struct job	*j = c->job;
+
+	if (j == NULL)
+		return;
+	c->job = NULL;
+	j->c = NULL;
+	if (j->qi.queued) {
+		sbx_dnsq_cancel(&P.q, &j->qi);
+		free(j);
+		return;
+	}
+	j->a->orphans++;
+	P.norphans++;
+}
+
 static void
 conn_close(struct conn *c)
 {
 	struct agentcount	*a;
 
+	conn_unresolve(c);
 	if (c->state == C_RELAY)
 		conn_log(c, "allow", NULL);
 	else if (!c->logged)
@@ -631,11 +706,6 @@ conn_close(struct conn *c)
 	if (P.nconns == 0)
 		P.t_idle = now_ms();
 	c->closed = 1;
-	if (c->resolving) {
-		/* A resolver thread holds it: freed when it answers. */
-		c->dead = 1;
-		return;
-	}
 	c->gnext = P.grave;
 	P.grave = c;
 }
@@ -677,8 +747,8 @@ conn_new(struct session *s, int fd)
 	conn_update(c);
 	/* The limits are checked once the connection exists, so that the
 	 * refusal is an answer the client can read, not a reset. */
-	if (P.nconns > P.cfg->max_conns ||
-	    (a != NULL && a->n > P.cfg->max_conns_agent))
+	if (P.nconns + P.norphans > P.cfg->max_conns ||
+	    (a != NULL && a->n + a->orphans > P.cfg->max_conns_agent))
 		conn_refuse(c, 503, "too_many_connections");
 }
 
@@ -700,45 +770,43 @@ buf_reserve(struct conn *c, size_t want)
 	return 0;
 }
 
-/* Queue the name for a resolver thread. */
+static void conn_resolved(struct conn *, const struct sockaddr_storage *,
+    const socklen_t *, int);
+static void dns_pump(void);
+
+/* Queue the name for the resolver. */
 static void
 conn_resolve(struct conn *c)
 {
 	const struct sbx_np_override	*ov;
+	struct agentcount		*a;
 	struct job			*j;
 
-	ov = sbx_np_override(&c->s->pol, c->host);
-	if ((j = calloc(1, sizeof(*j))) == NULL) {
+	c->state = C_RESOLVE;
+	c->t_deadline = now_ms() + P.cfg->connect_timeout_ms;
+	conn_update(c);
+	if ((ov = sbx_np_override(&c->s->pol, c->host)) != NULL) {
+		/* A test override: no resolver involved, but the same
+		 * path as an answer (and so the same address checks). */
+		conn_resolved(c, &ov->addr, &ov->addrlen, 1);
+		return;
+	}
+	if ((a = agent_count(c->s->agent)) == NULL ||
+	    (j = calloc(1, sizeof(*j))) == NULL) {
 		conn_refuse(c, 502, "resolve_failed");
 		return;
 	}
 	j->c = c;
-	c->resolving = 1;
+	j->a = a;
 	snprintf(j->host, sizeof(j->host), "%s", c->host);
-	if (ov != NULL) {
-		/* A test override: no resolver involved, but the same
-		 * path as an answer (and so the same address checks). */
-		memcpy(&j->addrs[0], &ov->addr, sizeof(ov->addr));
-		j->addrlens[0] = ov->addrlen;
-		j->n = 1;
-		pthread_mutex_lock(&P.mu);
-		j->next = P.done;
-		P.done = j;
-		pthread_mutex_unlock(&P.mu);
-		{
-			uint64_t one = 1;
-			(void)!write(P.evfd, &one, sizeof(one));
-		}
-	} else {
-		pthread_mutex_lock(&P.mu);
-		j->next = P.todo;
-		P.todo = j;
-		pthread_cond_signal(&P.cv);
-		pthread_mutex_unlock(&P.mu);
+	if (sbx_dnsq_push(&P.q, &a->q, &j->qi) == -1) {
+		/* The agent (or everyone) has enough lookups waiting. */
+		free(j);
+		conn_refuse(c, 503, "too_many_lookups");
+		return;
 	}
-	c->state = C_RESOLVE;
-	c->t_deadline = now_ms() + P.cfg->connect_timeout_ms;
-	conn_update(c);
+	c->job = j;
+	dns_pump();
 }
 
 static void
@@ -899,8 +967,105 @@ relay_start(struct conn *c)
 	conn_update(c);
 }
 
-/* The tunnel is up: check the client's first record before a byte of it
- * goes upstream. */
+/* Is the port of this connection one whose tunnels are not judged? */
+static int
+conn_opaque(const struct conn *c)
+{
+	size_t	 i;
+
+	for (i = 0; i < P.cfg->nopaque; i++)
+		if (P.cfg->opaque_ports[i] == c->port)
+			return 1;
+	for (i = 0; c->s != NULL && i < c->s->nopaque; i++)
+		if (c->s->opaque[i] == c->port)
+			return 1;
+	return 0;
+}
+
+/* A tunnel refused on its first bytes: a denial of the run, then closed
+ * without an answer (the client speaks TLS or nothing we know). */
+static void
+tunnel_deny(struct conn *c, const char *reason)
+{
+	conn_log(c, "deny", reason);
+	if (c->s != NULL) {
+		c->s->denied++;
+		if (json_array_size(c->s->violations) < VIOLATIONS_MAX)
+			json_array_append_new(c->s->violations, json_pack(
+			    "{s:s,s:s,s:i,s:s}", "type", "network", "host",
+			    c->host, "port", (int)c->port, "reason", reason));
+	}
+	conn_close(c);
+}
+
+/*
+ * The first request in a tunnel, in plain HTTP.  The upstream routes it on
+ * its Host header, so that must name the authority the tunnel was checked
+ * for: otherwise CONNECT allowed:80 would reach every virtual host on the
+ * same address.  One request, as for absolute-form: its head rewritten
+ * (Connection: close, no Proxy-*), exactly Content-Length bytes of body,
+ * nothing after it, so that no second request with another Host follows
+ * on the same connection.
+ */
+static void
+conn_hello_http(struct conn *c)
+{
+	static struct sbx_http_req	 req;	/* one thread: scratch */
+	const char			*reason;
+	int				 r, status;
+	size_t				 extra;
+	long long			 cl;
+	char				*nb;
+
+	r = sbx_http_parse_tunnel(c->buf, c->len, c->host, c->port, &req,
+	    &status, &reason);
+	if (r == 0)
+		return;
+	if (r == -1) {
+		if (strcmp(reason, "tunnel_not_tls_or_http") == 0)
+			tunnel_deny(c, reason);
+		else
+			/* It speaks HTTP: it can read why. */
+			conn_refuse(c, status, reason);
+		return;
+	}
+	cl = req.content_length > 0 ? req.content_length : 0;
+	if ((unsigned long long)cl > P.cfg->max_request_bytes) {
+		conn_refuse(c, 413, "request_too_large");
+		return;
+	}
+	extra = c->len - req.head_len;
+	if ((long long)extra > cl)
+		extra = (size_t)cl;
+	if ((nb = malloc(req.rewritten_len + extra + 1)) == NULL) {
+		conn_log(c, "error", "no_memory");
+		conn_close(c);
+		return;
+	}
+	memcpy(nb, req.rewritten, req.rewritten_len);
+	memcpy(nb + req.rewritten_len, c->buf + req.head_len, extra);
+	free(c->buf);
+	c->buf = nb;
+	c->len = req.rewritten_len + extra;
+	c->cap = c->len + 1;
+	c->body_left = cl - (long long)extra;
+	/* From here on it is relayed as an absolute-form request is: the
+	 * body, then the response until the upstream closes. */
+	c->connect = 0;
+	c->hello = 0;
+	c->sendoff = 0;
+	conn_update(c);
+}
+
+/*
+ * The tunnel is up: judge the client's first bytes before a byte of them
+ * goes upstream and before a byte of the upstream comes back.  A TLS
+ * ClientHello must name the CONNECT host (SNI); on any other port than
+ * 443, a plain HTTP request must name it in Host.  Anything else would be
+ * a tunnel to whatever the address serves under other names, or a
+ * protocol nobody checks: refused, unless an administrator listed the
+ * port in opaque_ports.
+ */
 static void
 conn_hello(struct conn *c)
 {
@@ -911,48 +1076,34 @@ conn_hello(struct conn *c)
 	if (c->len == 0)
 		return;
 	if ((unsigned char)c->buf[0] != 0x16) {
-		/* Not TLS.  On 443 that is refused: whoever asks for the
-		 * HTTPS port and speaks something else is tunnelling. */
+		/* On 443 only TLS: whoever asks for the HTTPS port and
+		 * speaks something else is tunnelling. */
 		if (c->port == 443) {
-			conn_log(c, "deny", "not_tls");
-			goto violation;
+			tunnel_deny(c, "not_tls");
+			return;
 		}
-		goto allow;
+		conn_hello_http(c);
+		return;
 	}
 	r = sbx_tls_sni((const unsigned char *)c->buf, c->len, sni,
 	    sizeof(sni), &reason);
 	if (r == 0) {
-		if (c->len >= SBX_TLS_RECORD_MAX) {
-			reason = "malformed_tls";
-			goto deny;
-		}
+		if (c->len >= SBX_TLS_RECORD_MAX)
+			tunnel_deny(c, "malformed_tls");
 		return;
 	}
-	if (r == -1)
-		goto deny;
+	if (r == -1) {
+		tunnel_deny(c, reason);
+		return;
+	}
 	if (sbx_np_host(sni, strlen(sni), norm) != NULL ||
 	    strcmp(norm, c->host) != 0) {
-		reason = "sni_mismatch";
-		goto deny;
+		tunnel_deny(c, "sni_mismatch");
+		return;
 	}
-allow:
 	c->hello = 0;
 	c->sendoff = 0;
 	conn_update(c);
-	return;
-deny:
-	conn_log(c, "deny", reason);
-violation:
-	if (c->s != NULL) {
-		c->s->denied++;
-		if (json_array_size(c->s->violations) < VIOLATIONS_MAX)
-			json_array_append_new(c->s->violations, json_pack(
-			    "{s:s,s:s,s:i,s:s}", "type", "network", "host",
-			    c->host, "port", (int)c->port, "reason",
-			    c->port == 443 && (unsigned char)c->buf[0] != 0x16 ?
-			    "not_tls" : reason));
-	}
-	conn_close(c);
 }
 
 static void
@@ -968,13 +1119,8 @@ conn_read_hello(struct conn *c)
 		return;
 	r = recv(c->cfd, c->buf + c->len, SBX_TLS_RECORD_MAX - c->len, 0);
 	if (r == 0 || (r == -1 && errno != EAGAIN && errno != EINTR)) {
-		if (r == 0 && c->len == 0 && c->port != 443) {
-			/* A client that only listens (the upstream speaks
-			 * first) and has nothing to say: let it. */
-			c->hello = 0;
-			c->eof_c = 1;
-			return;
-		}
+		/* Gone before its first bytes could be judged: nothing
+		 * of it went anywhere. */
 		conn_close(c);
 		return;
 	}
@@ -1048,72 +1194,51 @@ conn_connected(struct conn *c)
 			conn_close(c);
 			return;
 		}
-		c->hello = 1;
+		/* An opaque port (SSH...) relays whatever comes, either
+		 * way first: the administrator's choice, for protocols
+		 * that are neither TLS nor HTTP. */
+		c->hello = !conn_opaque(c);
 		c->t_hello = now_ms() + P.cfg->header_timeout_ms;
 		c->sendoff = 0;
 		relay_start(c);
-		if (!c->closed)
+		if (!c->closed && c->hello)
 			conn_hello(c);
 		return;
 	}
 	relay_start(c);
 }
 
-/* Answers of the resolver threads. */
+/* The addresses of the connection's name: check every one, then dial. */
 static void
-jobs_done(void)
+conn_resolved(struct conn *c, const struct sockaddr_storage *addrs,
+    const socklen_t *lens, int n)
 {
-	struct job	*j, *next;
-	struct conn	*c;
 	const char	*why;
-	uint64_t	 v;
 	int		 i;
 
-	(void)!read(P.evfd, &v, sizeof(v));
-	pthread_mutex_lock(&P.mu);
-	j = P.done;
-	P.done = NULL;
-	pthread_mutex_unlock(&P.mu);
-	for (; j != NULL; j = next) {
-		next = j->next;
-		c = j->c;
-		c->resolving = 0;
-		if (c->dead) {
-			c->gnext = P.grave;
-			P.grave = c;
-			free(j);
-			continue;
-		}
-		if (c->state != C_RESOLVE) {
-			/* Timed out meanwhile: the answer comes too late. */
-			free(j);
-			continue;
-		}
-		c->state = C_HEAD;	/* leaves C_RESOLVE */
-		if (j->n == 0) {
-			free(j);
-			conn_refuse(c, 502, "resolve_failed");
-			continue;
-		}
-		/* Every address must be global, not just the first: a name
-		 * with one public and one private address could otherwise
-		 * be steered to the private one. */
-		why = NULL;
-		for (i = 0; i < j->n && why == NULL; i++)
-			why = sbx_np_addr_check(&c->s->pol,
-			    (struct sockaddr *)&j->addrs[i]);
-		if (why != NULL) {
-			free(j);
-			conn_refuse(c, 403, why);
-			continue;
-		}
-		memcpy(c->addrs, j->addrs, sizeof(j->addrs));
-		memcpy(c->addrlens, j->addrlens, sizeof(j->addrlens));
-		c->naddrs = j->n;
-		c->ai = 0;
-		free(j);
-		conn_dial(c);
+	c->state = C_HEAD;	/* leaves C_RESOLVE */
+	if (n == 0) {
+		conn_refuse(c, 502, "resolve_failed");
+		return;
 	}
+	/* Every address must be global, not just the first: a name with
+	 * one public and one private address could otherwise be steered
+	 * to the private one. */
+	why = NULL;
+	for (i = 0; i < n && why == NULL; i++)
+		why = sbx_np_addr_check(&c->s->pol,
+		    (const struct sockaddr *)&addrs[i]);
+	if (why != NULL) {
+		conn_refuse(c, 403, why);
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		memcpy(&c->addrs[i], &addrs[i], sizeof(addrs[i]));
+		c->addrlens[i] = lens[i];
+	}
+	c->naddrs = n;
+	c->ai = 0;
+	conn_dial(c);
 }
 
 /* Splice what can move in one direction: from -> pipe -> to. */
@@ -1199,9 +1324,9 @@ conn_relay(struct conn *c)
 		    &c->body_left, &capped_in);
 		if (m1 == -1)
 			break;
-		m2 = relay_dir(c->ufd, c->cfd, c->p_uc, &c->q_uc, &c->eof_u,
-		    &c->bytes_out, P.cfg->max_response_bytes, NULL,
-		    &capped_out);
+		m2 = c->hello ? 0 : relay_dir(c->ufd, c->cfd, c->p_uc,
+		    &c->q_uc, &c->eof_u, &c->bytes_out,
+		    P.cfg->max_response_bytes, NULL, &capped_out);
 		if (m1 == 1 || m2 == 1)
 			moved = 1;
 		if (m2 == -1 || capped_in || capped_out)
@@ -1294,16 +1419,18 @@ sweep(void)
 				conn_refuse(c, 408, "header_timeout");
 			break;
 		case C_RESOLVE:
-			if (t >= c->t_deadline)
+			if (t >= c->t_deadline) {
+				conn_unresolve(c);
 				conn_refuse(c, 504, "resolve_timeout");
+			}
 			break;
 		case C_CONNECT:
 			if (t >= c->t_deadline)
 				conn_refuse(c, 504, "connect_timeout");
 			break;
 		case C_RELAY:
-			if (c->hello && c->port == 443 && t >= c->t_hello) {
-				/* HTTPS without a ClientHello in time. */
+			if (c->hello && t >= c->t_hello) {
+				/* No first bytes to judge in time. */
 				conn_log(c, "deny", "hello_timeout");
 				conn_close(c);
 			} else if (t >= c->t_deadline) {
@@ -1322,112 +1449,154 @@ sweep(void)
 	}
 }
 
-/* ---- resolver threads ------------------------------------------------- */
+/* ---- the resolver ----------------------------------------------------- */
 
+/* c-ares's answer to one lookup; may come from within ares_getaddrinfo
+ * (a name of /etc/hosts) or ares_process_fd. */
 static void
-add_addr(struct job *j, const struct sockaddr *sa, socklen_t len)
+dns_answer(void *arg, int status, int timeouts, struct ares_addrinfo *res)
 {
-	if (j->n >= MAX_ADDRS || len > sizeof(j->addrs[0]))
-		return;
-	memcpy(&j->addrs[j->n], sa, len);
-	j->addrlens[j->n++] = len;
-}
+	struct job			*j = arg;
+	struct conn			*c = j->c;
+	struct ares_addrinfo_node	*ai;
+	struct sockaddr_storage		 addrs[MAX_ADDRS];
+	socklen_t			 lens[MAX_ADDRS];
+	int				 n = 0;
 
-/* A test resolver: A and AAAA queries to one server (dns_server). */
-static void
-resolve_dns(struct job *j)
-{
-	struct __res_state	 st;
-	unsigned char		 ans[4096];
-	ns_msg			 msg;
-	ns_rr			 rr;
-	int			 n, i, t;
-	static const int	 types[2] = { ns_t_a, ns_t_aaaa };
-
-	memset(&st, 0, sizeof(st));
-	if (res_ninit(&st) == -1)
-		return;
-	st.nscount = 1;
-	st.nsaddr_list[0] = P.dns;
-	st.retrans = 2;
-	st.retry = 1;
-	st.options &= ~(unsigned long)(RES_DNSRCH | RES_DEFNAMES);
-	for (t = 0; t < 2; t++) {
-		n = res_nquery(&st, j->host, ns_c_in, types[t], ans,
-		    sizeof(ans));
-		if (n <= 0 || ns_initparse(ans, n, &msg) == -1)
-			continue;
-		for (i = 0; i < ns_msg_count(msg, ns_s_an); i++) {
-			if (ns_parserr(&msg, ns_s_an, i, &rr) == -1)
-				break;
-			if (ns_rr_type(rr) == ns_t_a && ns_rr_rdlen(rr) == 4) {
-				struct sockaddr_in sin;
-
-				memset(&sin, 0, sizeof(sin));
-				sin.sin_family = AF_INET;
-				memcpy(&sin.sin_addr, ns_rr_rdata(rr), 4);
-				add_addr(j, (struct sockaddr *)&sin,
-				    sizeof(sin));
-			} else if (ns_rr_type(rr) == ns_t_aaaa &&
-			    ns_rr_rdlen(rr) == 16) {
-				struct sockaddr_in6 s6;
-
-				memset(&s6, 0, sizeof(s6));
-				s6.sin6_family = AF_INET6;
-				memcpy(&s6.sin6_addr, ns_rr_rdata(rr), 16);
-				add_addr(j, (struct sockaddr *)&s6,
-				    sizeof(s6));
+	(void)timeouts;
+	sbx_dnsq_done(&P.q, &j->qi);
+	if (c == NULL) {
+		/* Its connection is gone: the answer is dropped, and the
+		 * agent has its slot back. */
+		if (j->a->orphans > 0)
+			j->a->orphans--;
+		if (P.norphans > 0)
+			P.norphans--;
+	} else {
+		c->job = NULL;
+		if (status == ARES_SUCCESS && res != NULL)
+			for (ai = res->nodes; ai != NULL && n < MAX_ADDRS;
+			    ai = ai->ai_next) {
+				if ((ai->ai_family != AF_INET &&
+				    ai->ai_family != AF_INET6) ||
+				    ai->ai_addrlen > sizeof(addrs[0]))
+					continue;
+				memset(&addrs[n], 0, sizeof(addrs[n]));
+				memcpy(&addrs[n], ai->ai_addr, ai->ai_addrlen);
+				lens[n++] = ai->ai_addrlen;
 			}
-		}
+		if (c->state == C_RESOLVE)
+			conn_resolved(c, addrs, lens, n);
 	}
-	res_nclose(&st);
+	if (res != NULL)
+		ares_freeaddrinfo(res);
+	free(j);
 }
 
+/* Hand the resolver what the queue lets through, fairly. */
 static void
-resolve_system(struct job *j)
+dns_pump(void)
 {
-	struct addrinfo	 hints, *res, *ai;
+	struct ares_addrinfo_hints	 hints;
+	struct sbx_dnsq_item		*it;
+	struct job			*j;
 
+	/* dns_answer may run inside ares_getaddrinfo; it never pumps, but
+	 * what it closes could: one pump at a time. */
+	if (P.pumping)
+		return;
+	P.pumping = 1;
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = AI_ADDRCONFIG;
-	if (getaddrinfo(j->host, NULL, &hints, &res) != 0)
-		return;
-	for (ai = res; ai != NULL; ai = ai->ai_next)
-		if (ai->ai_family == AF_INET || ai->ai_family == AF_INET6)
-			add_addr(j, ai->ai_addr, ai->ai_addrlen);
-	freeaddrinfo(res);
+	hints.ai_flags = ARES_AI_NOSORT;
+	while ((it = sbx_dnsq_next(&P.q)) != NULL) {
+		j = (struct job *)(void *)((char *)it -
+		    offsetof(struct job, qi));
+		ares_getaddrinfo(P.ch, j->host, NULL, &hints, dns_answer, j);
+	}
+	P.pumping = 0;
 }
 
-static void *
-resolver(void *arg)
+/* c-ares opens, watches and closes its sockets: mirror that in dep. */
+static void
+dns_sock(void *data, ares_socket_t fd, int readable, int writable)
 {
-	struct job	*j;
-	uint64_t	 one = 1;
+	struct epoll_event	 ev;
 
-	(void)arg;
-	for (;;) {
-		pthread_mutex_lock(&P.mu);
-		while (P.todo == NULL && !P.quit)
-			pthread_cond_wait(&P.cv, &P.mu);
-		if (P.quit) {
-			pthread_mutex_unlock(&P.mu);
-			return NULL;
-		}
-		j = P.todo;
-		P.todo = j->next;
-		pthread_mutex_unlock(&P.mu);
-		if (P.have_dns)
-			resolve_dns(j);
-		else
-			resolve_system(j);
-		pthread_mutex_lock(&P.mu);
-		j->next = P.done;
-		P.done = j;
-		pthread_mutex_unlock(&P.mu);
-		(void)!write(P.evfd, &one, sizeof(one));
+	(void)data;
+	if (!readable && !writable) {
+		(void)epoll_ctl(P.dep, EPOLL_CTL_DEL, fd, NULL);
+		return;
 	}
+	memset(&ev, 0, sizeof(ev));
+	ev.events = (readable ? EPOLLIN : 0) | (writable ? EPOLLOUT : 0);
+	ev.data.fd = fd;
+	if (epoll_ctl(P.dep, EPOLL_CTL_MOD, fd, &ev) == -1 && errno == ENOENT)
+		(void)epoll_ctl(P.dep, EPOLL_CTL_ADD, fd, &ev);
+}
+
+static void
+dns_events(void)
+{
+	struct epoll_event	 evs[16];
+	int			 i, n;
+
+	n = epoll_wait(P.dep, evs, 16, 0);
+	for (i = 0; i < n; i++)
+		ares_process_fd(P.ch, (evs[i].events & (EPOLLIN | EPOLLERR |
+		    EPOLLHUP)) ? evs[i].data.fd : ARES_SOCKET_BAD,
+		    (evs[i].events & EPOLLOUT) ? evs[i].data.fd :
+		    ARES_SOCKET_BAD);
+}
+
+/*
+ * The channel: the system's resolver configuration (resolv.conf, hosts),
+ * or only dns_server when set.  Names are looked up as given, never with
+ * the search domains appended.  Each query has a deadline: tries of
+ * connect_timeout_ms / 3, then twice that, so a lookup whose connection
+ * is gone holds its slot about as long as a connection would wait.
+ */
+static int
+dns_init(const struct sbx_proxy_config *cfg, struct sbx_error *e)
+{
+	struct ares_options	 o;
+	int			 mask, r;
+	char			 lookups[] = "b";
+
+	if ((r = ares_library_init(ARES_LIB_INIT_ALL)) != ARES_SUCCESS)
+		return sbx_error_set(e, SBX_K_EXECUTION_ERROR, "resolver",
+		    "resolver_init", "cannot initialise c-ares: %s",
+		    ares_strerror(r));
+	memset(&o, 0, sizeof(o));
+	o.sock_state_cb = dns_sock;
+	o.timeout = (int)(cfg->connect_timeout_ms / 3 > 10 ?
+	    cfg->connect_timeout_ms / 3 : 10);
+	o.tries = 2;
+	o.flags = ARES_FLAG_NOSEARCH;
+	o.ndomains = 0;
+	o.domains = NULL;
+	mask = ARES_OPT_SOCK_STATE_CB | ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES |
+	    ARES_OPT_FLAGS | ARES_OPT_DOMAINS;
+	if (cfg->dns_server[0] != '\0') {
+		/* DNS only: no hosts file between a test and its stub. */
+		o.lookups = lookups;
+		mask |= ARES_OPT_LOOKUPS;
+	}
+	if ((r = ares_init_options(&P.ch, &o, mask)) != ARES_SUCCESS)
+		return sbx_error_set(e, SBX_K_EXECUTION_ERROR, "resolver",
+		    "resolver_init", "cannot initialise c-ares: %s",
+		    ares_strerror(r));
+	P.have_ch = 1;
+	if (cfg->dns_server[0] != '\0' &&
+	    (r = ares_set_servers_ports_csv(P.ch, cfg->dns_server)) !=
+	    ARES_SUCCESS)
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
+		    "config_invalid", "proxy.dns_server: %s",
+		    ares_strerror(r));
+	sbx_dnsq_init(&P.q, cfg->max_lookups, cfg->max_lookups_agent,
+	    LOOKUPS_INFLIGHT, LOOKUPS_INFLIGHT_AGENT);
+	return 0;
 }
 
 /* ---- sessions and control --------------------------------------------- */
@@ -1532,7 +1701,9 @@ session_open(struct session *s, json_t *req, int chan, struct sbx_error *e)
 	if (sbx_config_load(P.rootfd, rel, &cfg, e) == -1)
 		return NULL;
 	sbx_np_init(&s->pol);
-	if (sbx_np_load(&s->pol, cfg, rel, e) == -1) {
+	if (sbx_np_load(&s->pol, cfg, rel, e) == -1 ||
+	    cfg_ports(json_object_get(cfg, "opaque_ports"), rel, "",
+	    s->opaque, &s->nopaque, e) == -1) {
 		json_decref(cfg);
 		return NULL;
 	}
@@ -1810,46 +1981,34 @@ sbx_proxy_serve(int rootfd, int listen_fd,
 		rl.rlim_cur = rl.rlim_max;
 		(void)setrlimit(RLIMIT_NOFILE, &rl);
 	}
-	if (cfg->dns_server[0] != '\0') {
-		char		 tmp[64], *colon;
-		unsigned	 port = 53;
-
-		snprintf(tmp, sizeof(tmp), "%s", cfg->dns_server);
-		colon = strrchr(tmp, ':');
-		*colon = '\0';
-		(void)sbx_np_port(colon + 1, strlen(colon + 1), &port);
-		P.dns.sin_family = AF_INET;
-		P.dns.sin_port = htons((uint16_t)port);
-		inet_pton(AF_INET, tmp, &P.dns.sin_addr);
-		P.have_dns = 1;
-	}
 	if ((P.runfd = sbx_open_beneath(rootfd, "run", O_RDONLY |
 	    O_DIRECTORY | O_CLOEXEC, e)) == -1)
 		return -1;
 	log_open();
 	if ((P.ep = epoll_create1(EPOLL_CLOEXEC)) == -1 ||
-	    (P.evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) == -1)
+	    (P.dep = epoll_create1(EPOLL_CLOEXEC)) == -1)
 		return sbx_error_sys(e, "epoll", "cannot set up the event "
 		    "loop");
 	P.klisten.type = K_LISTEN;
-	P.kevent.type = K_EVENT;
+	P.kdns.type = K_DNS;
 	{
 		struct epoll_event ev;
 
 		ev.events = EPOLLIN;
 		ev.data.ptr = &P.klisten;
 		epoll_ctl(P.ep, EPOLL_CTL_ADD, listen_fd, &ev);
-		ev.data.ptr = &P.kevent;
-		epoll_ctl(P.ep, EPOLL_CTL_ADD, P.evfd, &ev);
+		/* The resolver's sockets, as one readable descriptor. */
+		ev.data.ptr = &P.kdns;
+		epoll_ctl(P.ep, EPOLL_CTL_ADD, P.dep, &ev);
 	}
 	(void)fcntl(listen_fd, F_SETFL, fcntl(listen_fd, F_GETFL) |
 	    O_NONBLOCK);
-	pthread_mutex_init(&P.mu, NULL);
-	pthread_cond_init(&P.cv, NULL);
-	for (i = 0; i < RESOLVERS; i++)
-		if (pthread_create(&P.th[i], NULL, resolver, NULL) != 0)
-			return sbx_error_sys(e, "thread", "cannot start a "
-			    "resolver thread");
+	if (dns_init(cfg, e) == -1) {
+		if (P.have_ch)
+			ares_destroy(P.ch);
+		P.have_ch = 0;
+		return -1;
+	}
 	P.t_idle = P.t_start = now_ms();
 	next_sweep = now_ms() + SWEEP_MS;
 	while (!P.stop) {
@@ -1862,6 +2021,16 @@ sbx_proxy_serve(int rootfd, int listen_fd,
 				timeout = SWEEP_MS * 5;
 		} else
 			timeout = (int)(next_sweep > t ? next_sweep - t : 0);
+		if (P.q.ninflight > 0) {
+			struct timeval	 tv, *tvp;
+
+			/* Wake up for the resolver's next retry. */
+			if ((tvp = ares_timeout(P.ch, NULL, &tv)) != NULL &&
+			    tvp->tv_sec * 1000 + tvp->tv_usec / 1000 <
+			    timeout)
+				timeout = (int)(tvp->tv_sec * 1000 +
+				    (tvp->tv_usec + 999) / 1000);
+		}
 		n = epoll_wait(P.ep, evs, 64, timeout);
 		if (n == -1 && errno != EINTR)
 			break;
@@ -1871,8 +2040,8 @@ sbx_proxy_serve(int rootfd, int listen_fd,
 			case K_LISTEN:
 				listen_accept();
 				break;
-			case K_EVENT:
-				jobs_done();
+			case K_DNS:
+				dns_events();
 				break;
 			case K_CTL:
 				if (!((struct session *)k->p)->closed)
@@ -1891,6 +2060,12 @@ sbx_proxy_serve(int rootfd, int listen_fd,
 				break;
 			}
 		}
+		/* The resolver's timeouts and retries; then the lookups
+		 * that can go now (some may have ended in this batch). */
+		if (P.q.ninflight > 0)
+			ares_process_fd(P.ch, ARES_SOCKET_BAD,
+			    ARES_SOCKET_BAD);
+		dns_pump();
 		bury();
 		if ((t = now_ms()) >= next_sweep) {
 			sweep();
@@ -1901,10 +2076,11 @@ sbx_proxy_serve(int rootfd, int listen_fd,
 	/* Shut down: sessions (and their connections) first. */
 	while ((s = P.sessions) != NULL)
 		session_free(s);
+	/* Every lookup left is an orphan now: ares_destroy answers them
+	 * (ARES_EDESTRUCTION) and they are freed. */
+	ares_destroy(P.ch);
+	P.have_ch = 0;
 	bury();
-	pthread_mutex_lock(&P.mu);
-	P.quit = 1;
-	pthread_cond_broadcast(&P.cv);
-	pthread_mutex_unlock(&P.mu);
+	close(P.dep);
 	return 0;
 }

@@ -20,6 +20,8 @@
 #define SBX_PROXY_PORT		3128
 /* A control line (JSON) may not be longer than this. */
 #define SBX_PROXY_LINE_MAX	(256u << 10)
+/* At most this many opaque_ports, globally and per agent. */
+#define SBX_PROXY_OPAQUE_MAX	64
 
 struct sbx_proxy_config {
 	unsigned	 max_conns;		/* in total */
@@ -33,6 +35,12 @@ struct sbx_proxy_config {
 	long long	 idle_exit_ms;		/* no session, no connection */
 	unsigned long long log_max_bytes;
 	char		 dns_server[64];	/* "ADDR:PORT" or "" */
+	unsigned	 max_lookups;		/* waiting, in all */
+	unsigned	 max_lookups_agent;	/* waiting, per agent */
+	/* Ports whose tunnels are relayed without looking at the first
+	 * bytes (SSH...): an administrator's choice, default none. */
+	unsigned short	 opaque_ports[SBX_PROXY_OPAQUE_MAX];
+	size_t		 nopaque;
 };
 
 /* Defaults, then the `proxy` object of config/sandbox.json (rootfd may be

@@ -16,6 +16,8 @@ TEST_PKGS="bats perl iproute2 curl python3 mandoc jq shellcheck libxml2-utils hy
 # script(1) gives the download progress test a terminal; mkfs.xfs a file
 # system with reflinks for the environment clone test.
 BUILD_PKGS="$BUILD_PKGS nettle-dev"
+# sbx-proxy's asynchronous resolver (lib/proxy.c; the proxy alone links it).
+BUILD_PKGS="$BUILD_PKGS libc-ares-dev"
 TEST_PKGS="$TEST_PKGS bsdutils xfsprogs"
 
 missing=""
@@ -38,7 +40,7 @@ fi
 
 if ! command -v apt-get >/dev/null 2>&1; then
 	echo "deps.sh: not a Debian-like system; please install:$missing" >&2
-	echo "deps.sh: (pkg-config: jansson libsodium libseccomp libcurl libarchive;" \
+	echo "deps.sh: (pkg-config: jansson libsodium libseccomp libcurl libarchive libcares;" \
 	    "tools: bwrap socat rg bats prove)" >&2
 	exit 69
 fi

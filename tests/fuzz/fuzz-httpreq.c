@@ -13,7 +13,9 @@
  *     whole input's (a refusal decided early is the refusal the whole head
  *     gets; a head is complete at the same byte whatever follows).
  * The bytes past each prefix are poisoned so that ASan sees any read
- * beyond it.
+ * beyond it.  The same input is also read as the first request inside a
+ * tunnel (sbx_http_parse_tunnel): -1 is then 400, 403, 405, 414 or 431,
+ * 1 a head whose rewrite ends the same way, and the prefixes agree.
  */
 #include <sanitizer/asan_interface.h>
 #include <stdint.h>
@@ -123,6 +125,27 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 			strcmp(part.token, whole.token) != 0 ||
 			part.content_length != whole.content_length ||
 			strcmp(part.rewritten, whole.rewritten) != 0))
+			abort();
+	}
+	/* As the first bytes in a tunnel to a.example:8080. */
+	rc = sbx_http_parse_tunnel(buf, len, "a.example", 8080, &whole,
+	    &status, &reason);
+	if (rc == -1 && status == 403)
+		status = 400;	/* tunnel_host_mismatch: check() knows 400 */
+	check(rc, &whole, len, status, reason);
+	if (rc == 1 && (whole.connect || whole.port != 8080 ||
+	    strcmp(whole.host, "a.example") != 0 ||
+	    whole.auth != SBX_AUTH_NONE))
+		abort();
+	if (len <= 2048) {
+		rc2 = 0;
+		for (i = 0; i < len && rc2 == 0; i++) {
+			ASAN_POISON_MEMORY_REGION(buf + i, len - i);
+			rc2 = sbx_http_parse_tunnel(buf, i, "a.example", 8080,
+			    &part, &st2, &r2);
+			ASAN_UNPOISON_MEMORY_REGION(buf + i, len - i);
+		}
+		if (rc2 != 0 && rc2 != rc)
 			abort();
 	}
 	free(buf);

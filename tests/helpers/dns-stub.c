@@ -1,7 +1,7 @@
 /*
  * dns-stub: a logging UDP DNS server for the proxy tests.
  *
- *   dns-stub -l 127.0.0.1:PORT -o LOGFILE [-a NAME=IPV4]...
+ *   dns-stub -l 127.0.0.1:PORT -o LOGFILE [-d MS] [-a NAME=IPV4]...
  *
  * Answers A queries for the names given with -a; for those names every
  * other type (AAAA included) gets an empty NOERROR answer; any other name
@@ -9,6 +9,11 @@
  * lowercased, one a line, written with one write(2) to an O_APPEND file so
  * that a test reads it as soon as the stub has answered.  Bytes outside
  * [a-z0-9._-] are logged as \DDD so that a line is always one line.
+ *
+ * -d MS holds every answer for MS milliseconds: a slow server, but not a
+ * serial one (answers are due independently, as a real resolver's are;
+ * at most PENDING_MAX wait, later queries are dropped unanswered).  The
+ * name is logged when the query arrives.
  *
  * PORT 0 picks a free port.  Once bound, the port number is printed on
  * standard output, alone on a line, and standard output is closed: a test
@@ -27,16 +32,20 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_NAMES    64
 #define NAME_MAX_LEN 255
 #define PKT_MAX	     4096
+#define PENDING_MAX  2048
+#define ANSWER_MAX   600
 
 #define T_A	       1
 #define C_IN	       1
@@ -51,12 +60,69 @@ struct entry {
 static struct entry	     names[MAX_NAMES];
 static int		     nnames;
 static volatile sig_atomic_t stop;
+static long		     delay_ms;
+
+/* Answers waiting for their time (-d), oldest first, in a ring. */
+static struct pending {
+	long long		due;
+	struct sockaddr_storage to;
+	socklen_t		tolen;
+	size_t			len;
+	unsigned char		pkt[ANSWER_MAX];
+} pending[PENDING_MAX];
+static size_t npending, first;
+
+static long long
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void
+send_due(int s)
+{
+	struct pending *p;
+	long long	t = now_ms();
+
+	while (npending > 0 && (p = &pending[first])->due <= t) {
+		(void)sendto(s, p->pkt, p->len, 0, (struct sockaddr *)&p->to,
+		    p->tolen);
+		first = (first + 1) % PENDING_MAX;
+		npending--;
+	}
+}
+
+static void
+answer(int s, const unsigned char *out, size_t len,
+    const struct sockaddr_storage *to, socklen_t tolen)
+{
+	struct pending *p;
+
+	if (delay_ms == 0) {
+		(void)sendto(s, out, len, 0, (const struct sockaddr *)to,
+		    tolen);
+		return;
+	}
+	if (npending == PENDING_MAX || len > ANSWER_MAX)
+		return;
+	p = &pending[(first + npending) % PENDING_MAX];
+	p->due = now_ms() + delay_ms;
+	memcpy(&p->to, to, tolen);
+	p->tolen = tolen;
+	memcpy(p->pkt, out, len);
+	p->len = len;
+	npending++;
+}
 
 static void
 usage(void)
 {
 	fprintf(stderr,
-	    "usage: dns-stub -l ADDR:PORT -o LOGFILE [-a NAME=IPV4]...\n");
+	    "usage: dns-stub -l ADDR:PORT -o LOGFILE [-d MS] "
+	    "[-a NAME=IPV4]...\n");
 	exit(64);
 }
 
@@ -201,9 +267,20 @@ serve(int s, int logfd)
 	const struct entry     *e;
 
 	while (!stop) {
+		struct pollfd pfd = { .fd = s, .events = POLLIN };
+		int	      wait = -1;
+
+		send_due(s);
+		if (npending > 0) {
+			long long left = pending[first].due - now_ms();
+
+			wait = left > 0 ? (int)left : 0;
+		}
+		if (poll(&pfd, 1, wait) <= 0)
+			continue;
 		fromlen = sizeof(from);
-		n = recvfrom(s, pkt, sizeof(pkt), 0, (struct sockaddr *)&from,
-		    &fromlen);
+		n = recvfrom(s, pkt, sizeof(pkt), MSG_DONTWAIT,
+		    (struct sockaddr *)&from, &fromlen);
 		if (n < 0) {
 			if (errno == EINTR || errno == EAGAIN ||
 			    errno == ECONNREFUSED)
@@ -255,7 +332,7 @@ serve(int s, int logfd)
 			o += 4;
 			out[7] = 1; /* ANCOUNT */
 		}
-		(void)sendto(s, out, o, 0, (struct sockaddr *)&from, fromlen);
+		answer(s, out, o, &from, fromlen);
 	}
 }
 
@@ -270,8 +347,15 @@ main(int argc, char **argv)
 	unsigned long	   port;
 	int		   c, s, logfd;
 
-	while ((c = getopt(argc, argv, "l:o:a:")) != -1) {
+	while ((c = getopt(argc, argv, "l:o:a:d:")) != -1) {
 		switch (c) {
+		case 'd':
+			errno = 0;
+			delay_ms = strtol(optarg, &endp, 10);
+			if (errno != 0 || *endp != '\0' || delay_ms < 0 ||
+			    delay_ms > 600000)
+				usage();
+			break;
 		case 'l':
 			listen_arg = optarg;
 			break;

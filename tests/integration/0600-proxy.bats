@@ -72,8 +72,10 @@ teardown() { proxy_teardown; }
 	    "GET allow 200 allowed.sbx.test" ]
 }
 
-@test "CONNECT to an allowed non-443 port carries any bytes (a plain TCP tunnel)" {
+@test "CONNECT to an allowed port in opaque_ports carries any bytes (a plain TCP tunnel)" {
 	proxy_world
+	# Without opaque_ports such bytes are refused (0610-proxy-tunnel).
+	write_agent_config alice "{\"opaque_ports\": [$CANARY_PORT]}"
 	run pc alice --wait=1 tunnel "allowed.sbx.test:$CANARY_PORT" plain 'hello tunnel'
 	echo "$output"
 	[ "$status" -eq 0 ]
@@ -922,6 +924,8 @@ print("CONNECTED")'
 	    "http://$a/big"
 	echo "downloaded: $output"
 	[ "$output" -lt 1048576 ]
+	# An idle tunnel: the port is opaque, so that "idle" is relayed.
+	write_agent_config alice "{\"opaque_ports\": [$CANARY_PORT]}"
 	run pc alice --wait=6 tunnel "$a" plain idle
 	echo "$output"
 	[ "$(jq -r .tunnel <<<"$output")" = open ]

@@ -11,6 +11,8 @@
 #   start_tls_server                openssl s_server -WWW      -> TLS_PORT
 #   start_canary                    counting TCP/HTTP server   -> CANARY_PORT
 #   start_dns_stub NAME=IP...       logging DNS stub           -> DNS_PORT
+#                                   (DNS_DELAY=MS: every answer that late)
+#   start_banner                    server-first TCP server    -> BANNER_PORT
 #   write_sandbox_config [JSON]     config/sandbox.json `proxy` object
 #   write_agent_config A [JSON]     config/agents/A.json (merged over defaults)
 #   agent_ready A                   home with the CA and the test client
@@ -141,7 +143,9 @@ def connect(target, extra=""):
         buf += d
     return s, buf
 
-# tunnel HOST:PORT sni NAME | nosni | plain TEXT [SPLIT]
+# tunnel HOST:PORT sni NAME | nosni | plain TEXT [SPLIT] | none
+# (plain: the two characters \r and \n in TEXT are sent as CR and LF;
+# none: send nothing, listen)
 def tunnel(target, mode, arg=None, split=0):
     t0 = time.monotonic()
     s, buf = connect(target)
@@ -152,10 +156,14 @@ def tunnel(target, mode, arg=None, split=0):
             payload = client_hello(arg)
         elif mode == "nosni":
             payload = client_hello(None)
+        elif mode == "none":
+            payload = b""
         else:
-            payload = arg.encode()
+            payload = arg.replace("\\r", "\r").replace("\\n", "\n").encode()
         try:
-            if split:
+            if not payload:
+                pass
+            elif split:
                 s.sendall(payload[:split])
                 time.sleep(0.3)
                 s.sendall(payload[split:])
@@ -164,6 +172,8 @@ def tunnel(target, mode, arg=None, split=0):
             got, how = read_resp(s, WAIT)
         except OSError as e:
             got, how = b"", "reset"
+        # What came with the 200 (a server that speaks first).
+        got = rest + got
         out["tunnel"] = "open" if got else ("closed" if how in ("eof", "reset", "error") else "silent")
         out["reply"] = got[:64].decode("latin-1")
         out["end"] = how
@@ -246,6 +256,41 @@ def slow(target, interval, mx):
     print(json.dumps({"status": st, "reason": hdr.get("x-proxy-error"), "end": how,
                       "sent": sent, "ms": int((time.monotonic() - t0) * 1000)}), flush=True)
 
+# flood PATTERN N BATCH MAXSECONDS [--ready FILE]: N CONNECTs to PATTERN
+# with {} replaced by a fresh label each, BATCH at a time; each batch is
+# reset (RST) once the proxy had a moment to read it: lookups abandoned
+# at once.  Stops after MAXSECONDS.
+def flood(pattern, n, batch, mx, ready=None):
+    t0 = time.monotonic()
+    sent = refused = errs = 0
+    rnd = random.Random(10)
+    while sent < n and time.monotonic() - t0 < mx:
+        socks = []
+        for _ in range(min(batch, n - sent)):
+            target = pattern.replace("{}", "f%d-%d" % (sent, rnd.getrandbits(24)))
+            try:
+                s = socket.create_connection(PROXY, 5)
+                s.sendall(("CONNECT %s HTTP/1.1\r\nHost: %s\r\n%s\r\n\r\n" %
+                           (target, target, auth_line())).encode())
+                socks.append(s)
+            except OSError:
+                errs += 1
+            sent += 1
+        time.sleep(0.02)
+        for s in socks:
+            s.setblocking(False)
+            try:
+                if b" 503 " in s.recv(4096).split(b"\r\n")[0]:
+                    refused += 1
+            except OSError:
+                pass
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            s.close()
+        if ready and sent >= batch and not os.path.exists(ready):
+            open(ready, "w").close()
+    print(json.dumps({"sent": sent, "refused503": refused, "errors": errs,
+                      "ms": int((time.monotonic() - t0) * 1000)}), flush=True)
+
 # abuse: garbage, half-closes and resets; the proxy must survive all of it
 def abuse(target):
     rnd = random.Random(6)
@@ -310,6 +355,8 @@ elif cmd == "tunnel": tunnel(sys.argv[2], sys.argv[3], *(sys.argv[4:5]), *[int(x
 elif cmd == "hold": hold(sys.argv[2:])
 elif cmd == "slow": slow(sys.argv[2], float(sys.argv[3]), float(sys.argv[4]))
 elif cmd == "abuse": abuse(sys.argv[2])
+elif cmd == "flood": flood(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]),
+                           sys.argv[7] if len(sys.argv) > 7 and sys.argv[6] == "--ready" else None)
 else: sys.exit("unknown command " + cmd)
 '
 
@@ -382,6 +429,7 @@ proxy_setup() {
 	BG_PIDS=()
 	TLS_PORT=
 	CANARY_PORT=
+	BANNER_PORT=
 	DNS_PORT=
 	CANARY_DIR=$TEST_ROOT/canary
 	DNS_LOG=$TEST_ROOT/dns.log
@@ -541,12 +589,55 @@ canary_data() {
 	cat "$CANARY_DIR/conn.$1" 2>/dev/null
 }
 
+# A server-first TCP server (as SSH or SMTP are): at each accept it sends
+# "banner-first", then echoes what it gets; keeps what each connection sent
+# in $dir/banner.N.
+BANNER_PY='
+import os, socket, sys, threading
+d = sys.argv[1]
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", 0))
+s.listen(64)
+def handle(c, i):
+    data = b""
+    c.settimeout(5)
+    try:
+        c.sendall(b"banner-first\r\n")
+        while True:
+            x = c.recv(65536)
+            if not x:
+                break
+            data += x
+            c.sendall(x)
+    except OSError:
+        pass
+    with open(os.path.join(d, "banner.%d" % i), "wb") as f:
+        f.write(data)
+    c.close()
+print(s.getsockname()[1], flush=True)
+i = 0
+while True:
+    c, _ = s.accept()
+    i += 1
+    threading.Thread(target=handle, args=(c, i), daemon=True).start()
+'
+
+start_banner() {
+	"$PY" -u -c "$BANNER_PY" "$CANARY_DIR" > "$TEST_ROOT/banner.port" \
+	    2> "$TEST_ROOT/banner.err" 3>&- &
+	SERVER_PIDS+=("$!")
+	BANNER_PORT=$(wait_line "$TEST_ROOT/banner.port") ||
+	    { cat "$TEST_ROOT/banner.err" >&2; return 1; }
+}
+
 # start_dns_stub NAME=IPV4...: sets DNS_PORT; queries land in $DNS_LOG.
 start_dns_stub() {
 	local args=() a
 	for a in "$@"; do
 		args+=(-a "$a")
 	done
+	[ -n "${DNS_DELAY:-}" ] && args+=(-d "$DNS_DELAY")
 	"$HELPERS/dns-stub" -l 127.0.0.1:0 -o "$DNS_LOG" "${args[@]}" \
 	    > "$TEST_ROOT/dns.port" 2> "$TEST_ROOT/dns.err" 3>&- &
 	SERVER_PIDS+=("$!")
@@ -571,7 +662,8 @@ write_sandbox_config() {
 write_agent_config() {
 	local a=$1 extra=${2:-"{}"} ports
 	ports=$(printf '%s\n' 80 443 ${TLS_PORT:+"$TLS_PORT"} \
-	    ${CANARY_PORT:+"$CANARY_PORT"} | jq -s -c 'map(tonumber)')
+	    ${CANARY_PORT:+"$CANARY_PORT"} ${BANNER_PORT:+"$BANNER_PORT"} |
+	    jq -s -c 'map(tonumber)')
 	mkdir -p "$SBX_HOME/config/agents"
 	jq -n --argjson ports "$ports" --argjson x "$extra" '
 	    {network: "proxy",

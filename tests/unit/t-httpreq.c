@@ -1077,6 +1077,113 @@ test_tls(void)
 	    "tls: split record: 0 until complete, then 1");
 }
 
+/* ---- the first request inside a CONNECT tunnel -------------------------- */
+
+/* Every prefix answers 0 or the whole input's answer. */
+static int
+tunnel(const char *buf, const char *host, unsigned port, int *status,
+    const char **reason, int *consistent)
+{
+	static struct sbx_http_req	 treq, treq2;
+	const char			*r2;
+	size_t				 i, len = strlen(buf);
+	int				 rc, rc2 = 0, st2;
+
+	rc = sbx_http_parse_tunnel(buf, len, host, port, &treq, status,
+	    reason);
+	*consistent = 1;
+	for (i = 0; i < len && rc2 == 0; i++)
+		rc2 = sbx_http_parse_tunnel(buf, i, host, port, &treq2, &st2,
+		    &r2);
+	if (rc2 == 0)
+		rc2 = rc, st2 = *status, r2 = *reason;
+	if (rc2 != rc || (rc == -1 && (st2 != *status ||
+	    strcmp(r2, *reason) != 0)))
+		*consistent = 0;
+	return rc;
+}
+
+static void
+test_tunnel(void)
+{
+	static const struct {
+		const char	*req;
+		int		 status;
+		const char	*reason;
+		const char	*name;
+	} bad[] = {
+	    { "GET / HTTP/1.1\r\nHost: other.example\r\n\r\n", 403,
+		"tunnel_host_mismatch", "another Host" },
+	    { "GET / HTTP/1.1\r\nHost: a.example\r\n\r\n", 403,
+		"tunnel_host_mismatch", "Host without the port (80 implied)" },
+	    { "GET / HTTP/1.1\r\nHost: a.example:81\r\n\r\n", 403,
+		"tunnel_host_mismatch", "another port" },
+	    { "GET / HTTP/1.1\r\nHost: a.example.:8080\r\n\r\n", 403,
+		"tunnel_host_mismatch", "a trailing dot is another name" },
+	    { "GET / HTTP/1.1\r\n\r\n", 403, "tunnel_host_mismatch",
+		"no Host" },
+	    { "GET / HTTP/1.0\r\n\r\n", 403, "tunnel_host_mismatch",
+		"no Host, HTTP/1.0 too" },
+	    { "GET / HTTP/1.1\r\nHost: a.example:8080\r\n"
+		"Host: a.example:8080\r\n\r\n", 403, "tunnel_host_mismatch",
+		"two Hosts" },
+	    { "hello", 400, "tunnel_not_tls_or_http", "garbage" },
+	    { "SSH-2.0-x\r\n", 400, "tunnel_not_tls_or_http", "SSH" },
+	    { "G", 0, NULL, "a prefix of GET waits" },
+	    { "GETX / HTTP/1.1\r\n", 400, "tunnel_not_tls_or_http",
+		"GETX" },
+	    { "get / HTTP/1.1\r\n", 400, "tunnel_not_tls_or_http",
+		"lowercase method" },
+	    { "CONNECT b.example:443 HTTP/1.1\r\n\r\n", 400,
+		"tunnel_not_tls_or_http", "CONNECT in a tunnel" },
+	    { "GET http://other.example/ HTTP/1.1\r\n"
+		"Host: a.example:8080\r\n\r\n", 400,
+		"tunnel_not_tls_or_http", "absolute-form in a tunnel" },
+	    { "OPTIONS * HTTP/1.1\r\nHost: a.example:8080\r\n\r\n", 400,
+		"tunnel_not_tls_or_http", "asterisk-form" },
+	    { "GET / HTTP/2.0\r\n", 400, "tunnel_not_tls_or_http",
+		"HTTP/2" },
+	    { "GET /\n", 400, "tunnel_not_tls_or_http", "bare LF" },
+	    { "POST / HTTP/1.1\r\nHost: a.example:8080\r\n"
+		"Transfer-Encoding: chunked\r\n\r\n", 400,
+		"transfer_encoding", "Transfer-Encoding" },
+	    { "GET / HTTP/1.1\r\nHost: a.example:8080\r\nUpgrade: h2c\r\n"
+		"\r\n", 400, "upgrade", "Upgrade" },
+	};
+	static struct sbx_http_req	 treq;
+	const char			*r;
+	size_t				 i;
+	int				 rc, st, cons;
+	const char			*good = "POST /p?q HTTP/1.0\r\n"
+	    "HOST: A.example:8080\r\nProxy-Authorization: Basic eDp5\r\n"
+	    "Connection: keep-alive\r\nContent-Length: 3\r\n\r\nabcGET";
+
+	for (i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+		rc = tunnel(bad[i].req, "a.example", 8080, &st, &r, &cons);
+		if (bad[i].reason == NULL)
+			ok(rc == 0, "tunnel: %s", bad[i].name);
+		else if (!ok(rc == -1 && st == bad[i].status &&
+		    strcmp(r, bad[i].reason) == 0 && cons, "tunnel: %s: %d %s",
+		    bad[i].name, bad[i].status, bad[i].reason))
+			printf("#   got rc %d status %d reason %s\n", rc, st,
+			    r ? r : "(null)");
+	}
+	rc = tunnel("GET / HTTP/1.1\r\nHost: a.example\r\n\r\n", "a.example",
+	    80, &st, &r, &cons);
+	ok(rc == 1, "tunnel: Host without a port matches port 80");
+	rc = sbx_http_parse_tunnel(good, strlen(good), "a.example", 8080,
+	    &treq, &st, &r);
+	ok(rc == 1 && !treq.connect && treq.port == 8080 &&
+	    strcmp(treq.host, "a.example") == 0 &&
+	    treq.content_length == 3 && treq.head_len == strlen(good) - 6 &&
+	    treq.auth == SBX_AUTH_NONE && treq.token[0] == '\0',
+	    "tunnel: a matching request is parsed; credentials not kept");
+	is_str(treq.rewritten, "POST /p?q HTTP/1.1\r\nHOST: A.example:8080"
+	    "\r\nContent-Length: 3\r\nConnection: close\r\n\r\n",
+	    "tunnel: the rewrite: HTTP/1.1, no Proxy-* or Connection, "
+	    "Connection: close");
+}
+
 int
 main(void)
 {
@@ -1095,6 +1202,7 @@ main(void)
 	REFUSE(GET("http://example.com/") "Host: example.com\0\r\n\r\n", 400,
 	    "bad_header", "NUL after Host");
 	test_accept();
+	test_tunnel();
 	test_rewrite();
 	test_auth();
 	test_caps();

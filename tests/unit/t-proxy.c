@@ -20,6 +20,7 @@
 
 #include "tap.h"
 
+#include "dnsq.h"
 #include "fsutil.h"
 #include "provision.h"
 #include "proxy.h"
@@ -71,13 +72,22 @@ test_config(void)
 		"{\"proxy\":{\"dns_server\":\"127.0.0.1:99999\"}}",
 		"{\"proxy\":{\"log_max_bytes\":1}}",
 		"{\"proxy\":",
+		"{\"proxy\":{\"opaque_ports\":22}}",
+		"{\"proxy\":{\"opaque_ports\":[0]}}",
+		"{\"proxy\":{\"opaque_ports\":[65536]}}",
+		"{\"proxy\":{\"opaque_ports\":[\"22\"]}}",
+		"{\"proxy\":{\"opaque_ports\":[22.0]}}",
+		"{\"proxy\":{\"max_lookups\":0}}",
+		"{\"proxy\":{\"max_lookups_per_agent\":-1}}",
 	};
 	size_t	 i;
 
 	memset(&e, 0, sizeof(e));
 	ok(sbx_proxy_config_load(-1, &c, &e) == 0 && c.max_conns == 4096 &&
 	    c.max_conns_agent == 256 && c.header_timeout_ms == 10000 &&
-	    c.idle_exit_ms == 300000 && c.dns_server[0] == '\0',
+	    c.idle_exit_ms == 300000 && c.dns_server[0] == '\0' &&
+	    c.max_lookups == 1024 && c.max_lookups_agent == 64 &&
+	    c.nopaque == 0,
 	    "defaults without a root");
 	ok(load("{}", &c, &e) == 0 && c.max_conns == 4096,
 	    "defaults without a proxy object");
@@ -89,6 +99,24 @@ test_config(void)
 	    c.header_timeout_ms == 500 && c.max_duration_ms == 7000 &&
 	    c.idle_exit_ms == 2000 && strcmp(c.dns_server,
 	    "127.0.0.1:5353") == 0, "settings are read");
+	ok(load("{\"proxy\":{\"opaque_ports\":[22,2222],\"max_lookups\":9,"
+	    "\"max_lookups_per_agent\":2}}", &c, &e) == 0 &&
+	    c.nopaque == 2 && c.opaque_ports[0] == 22 &&
+	    c.opaque_ports[1] == 2222 && c.max_lookups == 9 &&
+	    c.max_lookups_agent == 2, "opaque_ports and the lookup queue "
+	    "bounds are read");
+	{
+		char	 big[1024];
+		int	 n, k;
+
+		n = snprintf(big, sizeof(big), "{\"proxy\":{\"opaque_ports\":[");
+		for (k = 0; k <= SBX_PROXY_OPAQUE_MAX; k++)
+			n += snprintf(big + n, sizeof(big) - (size_t)n, "%s%d",
+			    k ? "," : "", k + 1);
+		snprintf(big + n, sizeof(big) - (size_t)n, "]}}");
+		ok(load(big, &c, &e) == -1, "more than %d opaque_ports are "
+		    "refused", SBX_PROXY_OPAQUE_MAX);
+	}
 	for (i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
 		memset(&e, 0, sizeof(e));
 		ok(load(bad[i], &c, &e) == -1 && e.kind != NULL &&
@@ -97,6 +125,101 @@ test_config(void)
 		    "bad config #%zu refused: %s", i, e.message);
 	}
 	put("config/sandbox.json", "{}");
+}
+
+/* ---- the lookup queue -------------------------------------------------- */
+
+#define NI	200
+
+/* Which agent an item belongs to, by its index: items[0..100) are A's,
+ * [100..200) B's, and so on. */
+static struct sbx_dnsq_item	 items[NI];
+
+static int
+who(const struct sbx_dnsq_item *it)
+{
+	return it == NULL ? -1 : (int)((it - items) / 100);
+}
+
+static void
+test_dnsq(void)
+{
+	struct sbx_dnsq		 q;
+	struct sbx_dnsq_agent	 a, b, c;
+	struct sbx_dnsq_item	*it, *got[16];
+	char			 order[64];
+	int			 i, n, pushed;
+
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	memset(&c, 0, sizeof(c));
+	memset(items, 0, sizeof(items));
+	/* Bounds: 10 waiting per agent, 15 in all; plenty in flight. */
+	sbx_dnsq_init(&q, 15, 10, 100, 100);
+	for (i = pushed = 0; i < 100; i++)
+		if (sbx_dnsq_push(&q, &a, &items[i]) == 0)
+			pushed++;
+	ok(pushed == 10 && a.nqueued == 10, "one agent: at most max_agent "
+	    "waiting (%d)", pushed);
+	for (i = pushed = 0; i < 100; i++)
+		if (sbx_dnsq_push(&q, &b, &items[100 + i]) == 0)
+			pushed++;
+	ok(pushed == 5 && q.nqueued == 15, "in all: at most max_total "
+	    "waiting (%d more)", pushed);
+	/* A flooded first; B is served every other turn, each in order. */
+	for (n = 0; n < 15 && (it = sbx_dnsq_next(&q)) != NULL; n++)
+		order[n] = (char)('A' + who(it));
+	order[n] = '\0';
+	is_str(order, "ABABABABABAAAAA", "round-robin between agents");
+	ok(items[0].agent == &a && items[9].agent == &a &&
+	    a.ninflight == 10 && b.ninflight == 5 && q.ninflight == 15,
+	    "in flight: counted per agent and in all");
+
+	/* FIFO within an agent, and cancellation. */
+	sbx_dnsq_init(&q, 100, 100, 100, 100);
+	memset(&a, 0, sizeof(a));
+	memset(items, 0, sizeof(items));
+	for (i = 0; i < 5; i++)
+		sbx_dnsq_push(&q, &a, &items[i]);
+	sbx_dnsq_cancel(&q, &items[1]);
+	sbx_dnsq_cancel(&q, &items[3]);
+	for (n = 0; n < 5 && (got[n] = sbx_dnsq_next(&q)) != NULL; n++)
+		;
+	ok(n == 3 && got[0] == &items[0] && got[1] == &items[2] &&
+	    got[2] == &items[4], "FIFO within an agent; cancelled lookups "
+	    "are never handed out");
+	ok(a.nqueued == 0 && q.nqueued == 0 && q.ring == NULL,
+	    "the queue is empty after");
+	sbx_dnsq_cancel(&q, &items[4]);	/* in flight: nothing to take out */
+	ok(q.ninflight == 3, "cancel leaves a lookup in flight counted");
+	for (i = 0; i < 3; i++)
+		sbx_dnsq_done(&q, got[i]);
+	ok(q.ninflight == 0 && a.ninflight == 0, "done gives the slots back");
+
+	/* In-flight bounds: A at its share waits, B and C still go. */
+	sbx_dnsq_init(&q, 100, 100, 4, 2);
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	memset(&c, 0, sizeof(c));
+	memset(items, 0, sizeof(items));
+	for (i = 0; i < 50; i++)
+		sbx_dnsq_push(&q, &a, &items[i]);
+	got[0] = sbx_dnsq_next(&q);
+	got[1] = sbx_dnsq_next(&q);
+	ok(who(got[0]) == 0 && who(got[1]) == 0 && sbx_dnsq_next(&q) == NULL,
+	    "an agent at its in-flight share gets no more");
+	sbx_dnsq_push(&q, &b, &items[100]);
+	sbx_dnsq_push(&q, &c, &items[150]);
+	got[2] = sbx_dnsq_next(&q);
+	got[3] = sbx_dnsq_next(&q);
+	ok(got[2] == &items[100] && got[3] == &items[150],
+	    "other agents are served at once");
+	sbx_dnsq_push(&q, &b, &items[101]);
+	ok(sbx_dnsq_next(&q) == NULL, "nothing beyond the total in flight");
+	sbx_dnsq_done(&q, got[0]);
+	it = sbx_dnsq_next(&q);
+	ok(it == &items[101] || it == &items[2], "a slot freed is used "
+	    "(%d)", who(it));
 }
 
 /* ---- the engine ------------------------------------------------------- */
@@ -188,8 +311,10 @@ test_engine(void)
 	snprintf(agent_json, sizeof(agent_json), "{\"allowed_domains\":["
 	    "\"up.sbx.test\",\"*.wild.sbx.test\"],\"denied_domains\":["
 	    "\"no.wild.sbx.test\"],\"allowed_ports\":[%u],"
+	    "\"opaque_ports\":[%u],"
 	    "\"allow_private\":true,\"resolve\":{\"up.sbx.test\":"
-	    "\"127.0.0.1\",\"a.wild.sbx.test\":\"127.0.0.1\"}}", upport);
+	    "\"127.0.0.1\",\"a.wild.sbx.test\":\"127.0.0.1\"}}", upport,
+	    upport);
 	put("config/agents/a.json", agent_json);
 	put("config/agents/b.json", "{\"allowed_domains\":[\"strict.sbx."
 	    "test\"],\"resolve\":{},\"allowed_ports\":[80]}");
@@ -307,7 +432,7 @@ test_engine(void)
 	r = read(fd, b, sizeof(b) - 1);
 	b[r > 0 ? r : 0] = '\0';
 	ok(strncmp(b, "HTTP/1.1 200 ", 13) == 0, "allowed: 200");
-	/* Server speaks first (not TLS, not port 443): relayed. */
+	/* Server speaks first (the agent's opaque port): relayed. */
 	ok(write(acc, "hello\n", 6) == 6 && read(fd, b, 6) == 6 &&
 	    memcmp(b, "hello\n", 6) == 0, "upstream bytes reach the client");
 	ok(write(fd, "ping", 4) == 4 && read(acc, b, 4) == 4 &&
@@ -369,6 +494,7 @@ main(void)
 		return 1;
 	}
 	test_config();
+	test_dnsq();
 	test_engine();
 	if (server > 0) {
 		kill(server, SIGKILL);
