@@ -409,6 +409,9 @@ main(int argc, char *argv[])
 	const char		*sub;
 	int			 ch;
 
+	/* Before anything is opened: see sbx_fd_sanitize_std(). */
+	if (sbx_fd_sanitize_std() == -1)
+		return SBX_EX_OSERR;
 	memset(&e, 0, sizeof(e));
 	O.json = sbx_cli_json_env();
 	O.allow = json_array();

@@ -94,8 +94,8 @@ _sbx_exec()
 	local -a w=("${@:3}")
 	# Options that take a value, short (one letter) and long.
 	local argshort=aCwetnc
-	local arglong=" --agent --home --cwd --workdir --env --timeout --network --allow-domain --max-output --tail-lines --memory --cpus --pids --disk --wall-timeout --nofile --file-size --seccomp "
-	local runopts="--agent --home --cwd --workdir --env --timeout --network --allow-domain --json --max-output --memory --cpus --pids --disk --wall-timeout --nofile --file-size --soft-limits --seccomp --background --quiet --verbose --help --version -a -C -w -e -t -n -c -b -j -q -v -h"
+	local arglong=" --agent --home --cwd --workdir --env --timeout --network --allow-domain --max-output --tail-lines --memory --cpus --pids --disk --wall-timeout --nofile --file-size --seccomp --stdin "
+	local runopts="--agent --home --cwd --workdir --workdir-follow-symlinks --env --timeout --network --allow-domain --json --max-output --memory --cpus --pids --disk --wall-timeout --nofile --file-size --soft-limits --seccomp --stdin --background --quiet --verbose --help --version -a -C -w -e -t -n -c -b -j -q -v -h"
 	local subopts="--agent --home --json --quiet --verbose --help -a -j -q -v -h"
 	local i n=${#w[@]} word sub="" npos=0 home="" agent="" root
 	local dd=-1 take="" k ch
@@ -186,6 +186,10 @@ _sbx_exec()
 		;;
 	--seccomp)
 		_sbx_reply "on off" "$cur"
+		return 0
+		;;
+	--stdin)
+		_sbx_reply "inherit null" "$cur"
 		return 0
 		;;
 	-e | e | --env | -t | t | --timeout | -c | c | --max-output | --tail-lines | --allow-domain | \
@@ -339,7 +343,7 @@ _sbx()
 			if [[ ${words[2]-} == image ]]; then
 				_sbx_reply "--sha256 --name --force --home --json -q --help" "$cur"
 			else
-				_sbx_reply "--agent --home --image --env --no-env --json --yes -q -v --help --version" "$cur"
+				_sbx_reply "--agent --home --image --env --no-env --no-create-user --json --yes -q -v --help --version" "$cur"
 			fi
 		elif ((cword == 2)) && [[ ${words[1]} == provision ]]; then
 			_sbx_reply "list status unprovision reset remove image" "$cur"

@@ -132,51 +132,6 @@ sbx_job_alive(const json_t *rec)
 	return st == want && !proc_is_zombie((pid_t)pid);
 }
 
-int
-sbx_log_tail(int dirfd, const char *name, int lines, struct sbx_buf *out)
-{
-	struct sbx_error e;
-	struct stat	 st;
-	char		*buf, *p;
-	off_t		 off;
-	ssize_t		 n;
-	size_t		 len;
-	int		 fd, seen = 0;
-
-	if ((fd = sbx_open_beneath(dirfd, name, O_RDONLY, &e)) == -1)
-		return -1;
-	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return -1;
-	}
-	off = st.st_size > 262144 ? st.st_size - 262144 : 0;
-	len = (size_t)(st.st_size - off);
-	if ((buf = malloc(len + 1)) == NULL) {
-		close(fd);
-		return -1;
-	}
-	n = pread(fd, buf, len, off);
-	close(fd);
-	if (n < 0) {
-		free(buf);
-		return -1;
-	}
-	len = (size_t)n;
-	p = buf + len;
-	if (len > 0 && p[-1] == '\n')
-		p--;
-	while (p > buf) {
-		if (p[-1] == '\n' && ++seen >= lines)
-			break;
-		p--;
-	}
-	if (lines <= 0)
-		p = buf + len;
-	sbx_buf_append(out, p, (size_t)(buf + len - p));
-	free(buf);
-	return 0;
-}
-
 void
 sbx_iso8601_now(char out[32])
 {

@@ -21,8 +21,7 @@ json_t	*sbx_job_read(int jobs_fd, const char *id, struct sbx_error *);
 int	 sbx_proc_starttime(pid_t, unsigned long long *);
 /* Is the record's supervisor still the process it was? */
 int	 sbx_job_alive(const json_t *);
-/* The last `lines` lines of jobs_fd/name (reads at most the last 256 KiB). */
-int	 sbx_log_tail(int dirfd, const char *name, int lines, struct sbx_buf *);
+/* The tail of a job's log: sbx_joblog_tail() in joblog.h. */
 /* ISO 8601 UTC, second precision, of the current time. */
 void	 sbx_iso8601_now(char out[32]);
 

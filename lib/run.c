@@ -154,6 +154,14 @@ struct stream {
 };
 
 static int
+sink_write(struct sbx_run *r, int fd, const char *buf, size_t n)
+{
+	if (r->sink_write != NULL)
+		return r->sink_write(r->sink_arg, buf, n);
+	return sbx_write_all(fd, buf, n);
+}
+
+static int
 relay(struct sbx_run *r, struct stream *s, int is_err, char *buf, size_t bufsz)
 {
 	ssize_t	 n;
@@ -172,7 +180,7 @@ relay(struct sbx_run *r, struct stream *s, int is_err, char *buf, size_t bufsz)
 		return 1;
 	}
 	sbx_capture_add(s->cap, buf, (size_t)n);
-	if (s->sink >= 0 && sbx_write_all(s->sink, buf, (size_t)n) == -1) {
+	if (s->sink >= 0 && sink_write(r, s->sink, buf, (size_t)n) == -1) {
 		/* Our reader went away: stop reading, so the command gets
 		 * EPIPE or SIGPIPE just as it would without sbx. */
 		s->sink = -1;
@@ -189,7 +197,7 @@ flush_held(struct sbx_run *r, struct stream *err)
 		return;
 	sbx_capture_add(err->cap, r->setup_err.p, r->setup_err.len);
 	if (err->sink >= 0)
-		(void)sbx_write_all(err->sink, r->setup_err.p,
+		(void)sink_write(r, err->sink, r->setup_err.p,
 		    r->setup_err.len);
 	sbx_buf_reset(&r->setup_err);
 }

@@ -18,6 +18,10 @@ struct sbx_run {
 	int		  slot[SBX_FD_MAX + 1];	/* fds for SBX_FD_*; -1 */
 	int		  stdin_fd;		/* -1: /dev/null */
 	int		  out_fd, err_fd;	/* relay targets, or -1 */
+	/* When set, output for out_fd/err_fd goes through this instead of
+	 * write(2) (a job's capped log); 0, or -1 with errno. */
+	int		(*sink_write)(void *, const void *, size_t);
+	void		 *sink_arg;
 	int		  capture;		/* keep output (max_output) */
 	size_t		  max_output;
 	long long	  idle_timeout_ms;	/* 0: none */

@@ -35,6 +35,23 @@ static const char *const etc_files[] = {
 	"/etc/locale.alias", "/etc/terminfo", "/etc/magic",
 };
 
+/*
+ * /proc files that describe the host rather than the sandbox's pid
+ * namespace, masked with /dev/null as container runtimes do (OCI
+ * maskedPaths): keys and key-users list the keys, and the key quotas, of
+ * every uid mapped into the sandbox (unprivileged, that is the caller's
+ * own keyrings, whose descriptions can name secrets); locks lists file
+ * locks with device and inode numbers (every lock of the host on older
+ * kernels); timer_list and sched_debug show host tasks and timers; kcore
+ * is the kernel's memory and sysrq-trigger a kernel command channel, both
+ * refused to an unprivileged reader today but not something to leave to
+ * permissions alone.
+ */
+static const char *const proc_masked[] = {
+	"/proc/keys", "/proc/key-users", "/proc/locks", "/proc/timer_list",
+	"/proc/sched_debug", "/proc/kcore", "/proc/sysrq-trigger",
+};
+
 static int
 push2(struct sbx_strv *v, const char *a, const char *b)
 {
@@ -156,6 +173,17 @@ etc_done:
 
 	/* A fresh /proc of the new pid namespace, a minimal /dev. */
 	rc |= push2(v, "--proc", "/proc");
+	/*
+	 * The sandbox's /proc is a new instance of the same kernel's: what
+	 * the host's has, it has.  One bind each, only for the files that
+	 * exist (a bind over a missing one would fail the run).  A device
+	 * bind, as --dev's own /dev/null: a plain one is nodev, and reading
+	 * it would fail where a reader (ps, lsof) expects an empty file.
+	 */
+	for (i = 0; i < sizeof(proc_masked) / sizeof(*proc_masked); i++)
+		if (access(proc_masked[i], F_OK) == 0)
+			rc |= push3(v, "--dev-bind", "/dev/null",
+			    proc_masked[i]);
 	rc |= push2(v, "--dev", "/dev");
 	rc |= push2(v, "--perms", "1777");
 	if (sb->tmp_size > 0) {
@@ -208,6 +236,15 @@ etc_done:
 		rc |= sbx_strv_push(v, "-r");
 		rc |= sbx_strv_pushf(v, "%s=%llu", sb->rlimit[i].name,
 		    sb->rlimit[i].value);
+	}
+	/* The workdir was bound from a descriptor; sbx-init checks that
+	 * what ended up at its path is that directory (device and inode)
+	 * before the command starts. */
+	if (sb->workdir != NULL) {
+		rc |= sbx_strv_push(v, "-W");
+		rc |= sbx_strv_pushf(v, "%llu:%llu", sb->workdir_dev,
+		    sb->workdir_ino);
+		rc |= sbx_strv_push(v, sb->workdir);
 	}
 	if (sb->network != NULL && strcmp(sb->network, SBX_NET_PROXY) == 0)
 		rc |= sbx_strv_push(v, "-P");

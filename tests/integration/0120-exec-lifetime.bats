@@ -336,3 +336,71 @@ bg() {
 	[ $((t1 - t0)) -lt 5000 ]
 	[ "$(json_get "$output" .kind)" = not_found ]
 }
+
+# ---- job logs: capped, head and tail kept ------------------------------
+
+@test "job logs are capped at jobs.max_log_bytes: head and tail kept, log_truncated" {
+	mkdir -p "$SBX_HOME/config"
+	echo '{"jobs": {"max_log_bytes": 65536}}' >"$SBX_HOME/config/sandbox.json"
+	flood='echo FIRST-LINE; i=0; while [ $i -lt 150000 ]; do
+	    echo "line $i of the flood"; i=$((i+1)); done; echo LAST-LINE'
+	total=$(sh -c "$flood" | wc -c)
+	run sbx exec --json --background -- sh -c "$flood"
+	[ "$status" -eq 0 ]
+	JOB=$(json_get "$output" .result.job)
+	log=$(json_get "$output" .result.log_file)
+	# While it runs, the file never passes the cap.
+	for i in $(seq 200); do
+		[ "$(stat -c %s "$log")" -le 65536 ]
+		run sbx exec poll "$JOB" --json
+		[ "$(json_get "$output" .result.alive)" = true ] || break
+		[ "$(json_get "$output" .result.log_truncated)" = true ] && break
+		sleep 0.05
+	done
+	run sbx exec wait "$JOB" --json --tail-lines 2
+	[ "$status" -eq 0 ]
+	[ "$(json_get "$output" .result.log_truncated)" = true ]
+	[ "$(json_get "$output" .result.log_tail)" = \
+	    "$(printf 'line 149999 of the flood\nLAST-LINE')" ]
+	dropped=$(json_get "$output" .result.log_dropped_bytes)
+	size=$(stat -c %s "$log")
+	[ "$size" -le 65536 ]
+	# The file reads in order: the head, one marker line, the tail; what
+	# it keeps (less the marker) and what was dropped make up the output.
+	[ "$(head -n 1 "$log")" = FIRST-LINE ]
+	[ "$(tail -n 1 "$log")" = LAST-LINE ]
+	[ "$(grep -c '^\[sbx: log truncated: ' "$log")" -eq 1 ]
+	marker=$(grep '^\[sbx: log truncated: ' "$log")
+	[ $((size - ${#marker} - 2 + dropped)) -eq "$total" ]
+	run sbx exec poll "$JOB" --json --tail-lines 1
+	[ "$(json_get "$output" .result.log_truncated)" = true ]
+	[ "$(json_get "$output" .result.log_dropped_bytes)" = "$dropped" ]
+	[ "$(json_get "$output" .result.log_tail)" = LAST-LINE ]
+}
+
+@test "job logs: --file-size caps the log too; a small log is whole" {
+	run sbx exec --json --background --file-size 1 -- sh -c \
+	    'echo START; head -c 3000000 /dev/zero | tr "\0" x; echo; echo END'
+	[ "$status" -eq 0 ]
+	JOB=$(json_get "$output" .result.job)
+	log=$(json_get "$output" .result.log_file)
+	run sbx exec wait "$JOB" --json --tail-lines 1
+	[ "$status" -eq 0 ]
+	[ "$(json_get "$output" .result.log_truncated)" = true ]
+	[ "$(json_get "$output" .result.log_tail)" = END ]
+	[ "$(stat -c %s "$log")" -le 1048576 ]
+	[ "$(head -n 1 "$log")" = START ]
+	# Under the cap: the log is the output, byte for byte.
+	run sbx exec --json --background -- sh -c 'echo one; echo two'
+	JOB=$(json_get "$output" .result.job)
+	log=$(json_get "$output" .result.log_file)
+	run sbx exec wait "$JOB" --json
+	[ "$(json_get "$output" .result.log_truncated)" = false ]
+	[ "$(json_get "$output" .result.log_dropped_bytes)" = 0 ]
+	[ "$(cat "$log")" = "$(printf 'one\ntwo')" ]
+	# A bad cap in the configuration is refused, not ignored.
+	mkdir -p "$SBX_HOME/config"
+	echo '{"jobs": {"max_log_bytes": "1M"}}' >"$SBX_HOME/config/sandbox.json"
+	run -125 sbx exec --json --background -- true
+	[ "$(json_get "$output" .reason)" = config_invalid ]
+}

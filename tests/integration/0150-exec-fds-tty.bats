@@ -181,3 +181,118 @@ except OSError as e:
 	[ "$status" -eq 0 ]
 	printf '%s' "$output" | jq -e .result.stdout >/dev/null
 }
+
+# in_pty SCRIPT: run a bash script under script(1), so that its stdin,
+# stdout and stderr are a terminal; print its output without the CRs.
+in_pty() {
+	command -v script >/dev/null || skip "script is not installed"
+	printf '%s\n' "$1" >"$TEST_ROOT/pty.sh"
+	script -qec "bash '$TEST_ROOT/pty.sh'" /dev/null </dev/null | tr -d '\r'
+}
+
+@test "--json on a terminal: the command reads /dev/null and cannot change the terminal" {
+	out=$(in_pty "
+stty -g
+'$SBX' exec -q --json -- sh -c 'readlink /proc/self/fd/0; stty -echo 2>/dev/null; true' |
+    jq -j .result.stdout
+stty -g
+# --stdin inherit gives the terminal, and its modes are put back after.
+'$SBX' exec -q --json --stdin inherit -- sh -c 'stty -echo; [ -t 0 ] && echo tty' |
+    jq -j .result.stdout
+stty -g")
+	echo "$out"
+	mapfile -t l <<<"$out"
+	[ "${l[1]}" = /dev/null ]
+	[ "${l[3]}" = tty ]
+	[ -n "${l[0]}" ]
+	[ "${l[2]}" = "${l[0]}" ]
+	[ "${l[4]}" = "${l[0]}" ]
+}
+
+@test "transparent mode on a terminal: its modes are restored however the run ends" {
+	out=$(in_pty "
+stty -g
+'$SBX' exec -q -- stty -echo
+stty -g
+'$SBX' exec -q -- sh -c 'stty raw -echo; exit 3'
+stty -g
+'$SBX' exec -q --wall-timeout 1 -- sh -c 'stty -icanon -echo; sleep ${D}1' 2>/dev/null
+stty -g
+# A signal to sbx, once the command has changed the modes (the terminal
+# given explicitly: bash gives a background command /dev/null).
+rm -f '$WS/ready'
+'$SBX' exec -q -- sh -c 'stty -echo -isig; touch ready; sleep ${D}2' </dev/tty 2>/dev/null &
+for i in \$(seq 200); do [ -e '$WS/ready' ] && break; sleep 0.05; done
+kill -TERM \$!
+wait \$!
+stty -g")
+	echo "$out"
+	mapfile -t l <<<"$out"
+	[ "${#l[@]}" -eq 5 ]
+	[ -n "${l[0]}" ]
+	for i in 1 2 3 4; do
+		[ "${l[$i]}" = "${l[0]}" ]
+	done
+	[ -e "$WS/ready" ]
+}
+
+@test "--stdin: null, inherit; refused with --background; a bad mode is invalid_args" {
+	run sbx exec -q --stdin null -- cat <<<"hello"
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
+	run sbx exec -q --stdin inherit -- cat <<<"hello"
+	[ "$output" = hello ]
+	# A pipe is not a terminal: --json still reads it by default.
+	run sbx exec -q --json -- cat <<<"hello"
+	[ "$(json_get "$output" .result.stdout)" = hello ]
+	run -125 sbx exec --json --stdin inherit --background -- true
+	[ "$(json_get "$output" .field)" = stdin ]
+	run -125 sbx exec --json --stdin tty -- true
+	[ "$(json_get "$output" .reason)" = invalid_mode ]
+}
+
+@test "closed standard descriptors: the command gets /dev/null, never a file of sbx" {
+	sbx exec -q -- true
+	# The shell's own descriptors, as the sandbox gave them.
+	probe='a=$(readlink /proc/$$/fd/0); b=$(readlink /proc/$$/fd/1)
+	    c=$(readlink /proc/$$/fd/2); printf "%s\n" "$a" "$b" "$c" >"$HOME/fds"'
+	for redir in '<&-' '>&-' '2>&-' '<&- >&- 2>&-'; do
+		for prog in "$SBX exec" "$SBX_EXEC_PATH/sbx-exec"; do
+			rm -f "$WS/fds"
+			run bash -c "$prog -q -- sh -c '$probe' $redir"
+			echo "$prog $redir: $status"
+			cat "$WS/fds"
+			[ "$status" -eq 0 ]
+			mapfile -t l <"$WS/fds"
+			# stdin: the caller's, or /dev/null where it was closed.
+			case $redir in
+			*'<&-'*) [ "${l[0]}" = /dev/null ] ;;
+			esac
+			# stdout and stderr are sbx's relay pipes.
+			[[ "${l[1]}" == pipe:* ]]
+			[[ "${l[2]}" == pipe:* ]]
+			! grep -q 'sbx' "$WS/fds"
+		done
+	done
+}
+
+@test "closed standard descriptors: sbx, provision, preflight and proxy behave as usual" {
+	sbx provision -q
+	for redir in '<&-' '>&-' '2>&-' '<&- >&- 2>&-'; do
+		for cmd in "sbx --version" "sbx provision -q" \
+		    "sbx preflight --json" "sbx proxy check --json localhost:1"; do
+			set -- ${cmd#sbx }
+			run "$SBX" "$@"
+			want=$status
+			run bash -c "'$SBX' $* $redir"
+			echo "$cmd $redir: $status (want $want)"
+			[ "$status" -eq "$want" ]
+		done
+		# With stdout open, the envelope is still whole.
+		run bash -c "'$SBX' preflight --json <&- 2>&-"
+		printf '%s' "$output" | jq -e .tool >/dev/null
+	done
+	# The state root is as sound as before.
+	run "$SBX" provision status --json
+	[ "$status" -eq 0 ]
+}
