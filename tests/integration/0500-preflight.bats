@@ -453,8 +453,8 @@ fake_bwrap() {
 	jq -e .overall_readiness "$TEST_ROOT/out/report.json"
 	[ "$(printf '%s' "$output" | jq -S .result)" = "$(jq -S . "$TEST_ROOT/out/report.json")" ]
 	[ "$(sed -n 2p "$TEST_ROOT/out/report.json")" = '  "capabilities": [' ]
-	# an unwritable destination: exit 70
-	run -70 sbx preflight --json --output "$TEST_ROOT/no/such/dir/r.json"
+	# an unwritable destination: exit 73 (cannot create an output file)
+	run -73 sbx preflight --json --output "$TEST_ROOT/no/such/dir/r.json"
 	[ "$(json_get "$output" .ok)" = false ]
 }
 
