@@ -9,12 +9,13 @@
  * just before it executes the command; by then bwrap has finished its
  * own mounts, so none of the denials below get in its way.
  *
- * The program is cached in the state root's cache/ directory under a
- * name derived from the policy version and the architecture: reading it
- * back costs microseconds, compiling it a fraction of a millisecond of
- * libseccomp work that every run would otherwise repeat.  The cache is a convenience, never a
- * requirement: anything wrong with it (not ours, not regular, wrong
- * size, not writable) means the program is rebuilt in memory.
+ * The program is built on every run (about half a millisecond) and
+ * handed to bwrap in sealed memory.  A copy is kept in the state root's
+ * cache/ directory, under a name derived from the policy version and the
+ * architecture, as a record and a tripwire, never as a source: the state
+ * root can be within a sandbox's reach (a --workdir that holds it), so
+ * nothing read from it decides what the filter is.  A copy that differs
+ * from the program built is replaced and reported.
  */
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -43,9 +44,10 @@
 
 /*
  * Bump whenever a rule below changes: the cache file name derives from
- * it, so a stale program is never picked up.
+ * it, so that the copy an older policy left is not reported as tampered
+ * with.
  */
-#define POLICY_ID	"sbx-seccomp-1"
+#define POLICY_ID	"sbx-seccomp-2"
 
 /* The largest program the kernel accepts, in bytes. */
 #define PROG_MAX	(BPF_MAXINSNS * sizeof(struct sock_filter))
@@ -55,15 +57,44 @@
 /* "seccomp-" + 64 hex digits + ".bpf" + NUL */
 #define CACHE_NAME_MAX	(sizeof(CACHE_PREFIX) - 1 + 64 + sizeof(CACHE_SUFFIX))
 
+/*
+ * The highest system call number this policy has been reviewed against:
+ * Linux 6.18, whose last call is file_setattr (469).  Every number above
+ * it is answered ENOSYS by the prologue below, so a call that a newer
+ * kernel adds (and that the deny list cannot name yet) is refused, as if
+ * the kernel were older, until someone reads what it does and moves this
+ * line.  Since Linux 5.1 (pidfd_send_signal, 424) new calls get the same
+ * number on every architecture with the common table; the others (alpha,
+ * ia64, mips) offset it, and sbx does not know their tables.  32-bit arm
+ * is left out too: its private calls (cacheflush, set_tls) live at
+ * 0x0f0000 and up, which the C library needs.
+ */
+#if defined(__x86_64__) || defined(__i386__) || defined(__aarch64__) || \
+    defined(__riscv) || defined(__powerpc64__) || defined(__s390x__) || \
+    defined(__loongarch__)
+#define NR_MAX		469
+/* The first number of the table shared by every such architecture. */
+#define NR_COMMON	424
+#else
+#error "sbx: review this architecture's syscall table and set NR_MAX"
+#endif
+
 struct deny {
 	const char	*name;
 	int		 err;
+	/*
+	 * The call's number in the common table, for names too new for the
+	 * libseccomp at hand (2.5.4 in Debian 12 stops at futex_wake, 454);
+	 * 0 for older calls, which every libseccomp knows.
+	 */
+	int		 nr;
 };
 
 /*
  * Syscalls refused outright.  Each group says why.  A name unknown to
- * libseccomp is an error (fail closed); a name known but absent on this
- * architecture (iopl on arm64, say) cannot be called and is skipped.
+ * libseccomp is an error (fail closed) unless its number is given; a name
+ * known but absent on this architecture (iopl on arm64, say) cannot be
+ * called and is skipped.
  */
 static const struct deny deny_list[] = {
 	/*
@@ -71,36 +102,36 @@ static const struct deny deny_list[] = {
 	 * sandbox could read or plant keys shared with the user's host
 	 * session.
 	 */
-	{ "keyctl",		EPERM },
-	{ "add_key",		EPERM },
-	{ "request_key",	EPERM },
+	{ "keyctl",		EPERM,	0 },
+	{ "add_key",		EPERM,	0 },
+	{ "request_key",	EPERM,	0 },
 	/*
 	 * eBPF and perf are large, privileged-by-design interfaces with a
 	 * long record of local privilege escalations; perf also observes
 	 * other processes.
 	 */
-	{ "bpf",		EPERM },
-	{ "perf_event_open",	EPERM },
+	{ "bpf",		EPERM,	0 },
+	{ "perf_event_open",	EPERM,	0 },
 	/*
 	 * userfaultfd lets a process pause the kernel in the middle of a
 	 * copy from user memory, the standard way to win kernel races.
 	 */
-	{ "userfaultfd",	EPERM },
+	{ "userfaultfd",	EPERM,	0 },
 	/*
 	 * io_uring performs socket, open and other operations on the
 	 * process's behalf without a syscall that seccomp could inspect,
 	 * so it would bypass every rule here; it is also the most exploited
 	 * kernel subsystem of recent years.
 	 */
-	{ "io_uring_setup",	EPERM },
-	{ "io_uring_enter",	EPERM },
-	{ "io_uring_register",	EPERM },
+	{ "io_uring_setup",	EPERM,	0 },
+	{ "io_uring_enter",	EPERM,	0 },
+	{ "io_uring_register",	EPERM,	0 },
 	/* Replacing the running kernel or loading code into it. */
-	{ "kexec_load",		EPERM },
-	{ "kexec_file_load",	EPERM },
-	{ "init_module",	EPERM },
-	{ "finit_module",	EPERM },
-	{ "delete_module",	EPERM },
+	{ "kexec_load",		EPERM,	0 },
+	{ "kexec_file_load",	EPERM,	0 },
+	{ "init_module",	EPERM,	0 },
+	{ "finit_module",	EPERM,	0 },
+	{ "delete_module",	EPERM,	0 },
 	/*
 	 * The mount table is bwrap's to build.  Inside its own user
 	 * namespace the sandbox could otherwise unmount or cover what it
@@ -108,45 +139,56 @@ static const struct deny deny_list[] = {
 	 * read-only bind) and, with the new mount API, do the same through
 	 * detached trees (flatpak CVE-2021-41133).
 	 */
-	{ "mount",		EPERM },
-	{ "umount2",		EPERM },
-	{ "pivot_root",		EPERM },
-	{ "chroot",		EPERM },
-	{ "move_mount",		EPERM },
-	{ "open_tree",		EPERM },
-	{ "fsopen",		EPERM },
-	{ "fsmount",		EPERM },
-	{ "fsconfig",		EPERM },
-	{ "fspick",		EPERM },
-	{ "mount_setattr",	EPERM },
+	{ "mount",		EPERM,	0 },
+	{ "umount2",		EPERM,	0 },
+	{ "pivot_root",		EPERM,	0 },
+	{ "chroot",		EPERM,	0 },
+	{ "move_mount",		EPERM,	0 },
+	{ "open_tree",		EPERM,	0 },
+	{ "fsopen",		EPERM,	0 },
+	{ "fsmount",		EPERM,	0 },
+	{ "fsconfig",		EPERM,	0 },
+	{ "fspick",		EPERM,	0 },
+	{ "mount_setattr",	EPERM,	0 },
+	/* open_tree with mount attributes (6.15): open_tree and more. */
+	{ "open_tree_attr",	EPERM,	467 },
+	/*
+	 * statmount and listmount (6.8) read the mount table by id, and
+	 * with a namespace id another mount namespace's; there is no need
+	 * for them when /proc/self/mountinfo says the same about the
+	 * sandbox's own mounts.  ENOSYS, as an older kernel answers, so
+	 * that libmount falls back to mountinfo.
+	 */
+	{ "statmount",		ENOSYS,	457 },
+	{ "listmount",		ENOSYS,	458 },
 	/* Host-wide state no sandbox may change: swap, power, accounting. */
-	{ "swapon",		EPERM },
-	{ "swapoff",		EPERM },
-	{ "reboot",		EPERM },
-	{ "acct",		EPERM },
+	{ "swapon",		EPERM,	0 },
+	{ "swapoff",		EPERM,	0 },
+	{ "reboot",		EPERM,	0 },
+	{ "acct",		EPERM,	0 },
 	/* The clock is shared by every process on the host. */
-	{ "settimeofday",	EPERM },
-	{ "clock_settime",	EPERM },
-	{ "clock_adjtime",	EPERM },
-	{ "adjtimex",		EPERM },
+	{ "settimeofday",	EPERM,	0 },
+	{ "clock_settime",	EPERM,	0 },
+	{ "clock_adjtime",	EPERM,	0 },
+	{ "adjtimex",		EPERM,	0 },
 	/* The kernel log leaks kernel addresses and other users' activity. */
-	{ "syslog",		EPERM },
+	{ "syslog",		EPERM,	0 },
 	/*
 	 * vhangup revokes the terminal from every process using it,
 	 * including the user's shell outside the sandbox.
 	 */
-	{ "vhangup",		EPERM },
+	{ "vhangup",		EPERM,	0 },
 	/* Disk quotas are host-wide. */
-	{ "quotactl",		EPERM },
+	{ "quotactl",		EPERM,	0 },
 	/* Obsolete profiling interface that reports kernel path names. */
-	{ "lookup_dcookie",	EPERM },
+	{ "lookup_dcookie",	EPERM,	0 },
 	/*
 	 * File handles name inodes without a path, so open_by_handle_at
 	 * reaches files outside the sandbox's mounts (the 2014 docker
 	 * "shocker" escape).  name_to_handle_at is its only producer.
 	 */
-	{ "name_to_handle_at",	EPERM },
-	{ "open_by_handle_at",	EPERM },
+	{ "name_to_handle_at",	EPERM,	0 },
+	{ "open_by_handle_at",	EPERM,	0 },
 	/*
 	 * Cross-process memory and file descriptor access.  ptrace is
 	 * refused below, so these, which need the same permission, are
@@ -155,23 +197,42 @@ static const struct deny deny_list[] = {
 	 * in the sandbox.  pidfd_getfd steals descriptors the same way;
 	 * kcmp leaks the ordering of kernel pointers.
 	 */
-	{ "process_vm_readv",	EPERM },
-	{ "process_vm_writev",	EPERM },
-	{ "pidfd_getfd",	EPERM },
-	{ "kcmp",		EPERM },
+	{ "process_vm_readv",	EPERM,	0 },
+	{ "process_vm_writev",	EPERM,	0 },
+	{ "pidfd_getfd",	EPERM,	0 },
+	{ "kcmp",		EPERM,	0 },
 	/* Raw I/O port access. */
-	{ "iopl",		EPERM },
-	{ "ioperm",		EPERM },
+	{ "iopl",		EPERM,	0 },
+	{ "ioperm",		EPERM,	0 },
 	/* a.out loader, unused for decades and a historic source of bugs. */
-	{ "uselib",		EPERM },
+	{ "uselib",		EPERM,	0 },
+	/*
+	 * Local descriptor table entries: only 16-bit code and Wine need
+	 * them, and the LDT code has had its share of kernel bugs
+	 * (CVE-2015-3290, CVE-2017-17053); kernels may be built without it.
+	 */
+	{ "modify_ldt",		EPERM,	0 },
+	/*
+	 * Legacy (POSIX-style) AIO: a large, rarely used subsystem with a
+	 * record of use-after-frees (CVE-2019-10125 in aio_poll among
+	 * them) that ordinary programs do not use.  ENOSYS, as a kernel
+	 * built without CONFIG_AIO answers, so that libaio users (qemu,
+	 * MariaDB, fio) fall back to threads.
+	 */
+	{ "io_setup",		ENOSYS,	0 },
+	{ "io_destroy",		ENOSYS,	0 },
+	{ "io_submit",		ENOSYS,	0 },
+	{ "io_cancel",		ENOSYS,	0 },
+	{ "io_getevents",	ENOSYS,	0 },
+	{ "io_pgetevents",	ENOSYS,	0 },
 	/*
 	 * Joining another namespace would undo the isolation should a
 	 * descriptor for one of the host's namespaces ever reach the
 	 * sandbox.
 	 */
-	{ "setns",		EPERM },
+	{ "setns",		EPERM,	0 },
 	/* Removed from the kernel in 3.1; refused so old kernels agree. */
-	{ "nfsservctl",		EPERM },
+	{ "nfsservctl",		EPERM,	0 },
 	/*
 	 * ptrace: refused entirely rather than only PTRACE_ATTACH/SEIZE and
 	 * requests aimed at pid 1.  Request-by-request rules leave
@@ -181,13 +242,13 @@ static const struct deny deny_list[] = {
 	 * CVE-2017-5206).  The cost is no gdb or strace inside a sandbox,
 	 * which is what flatpak accepts for non-development runs too.
 	 */
-	{ "ptrace",		EPERM },
+	{ "ptrace",		EPERM,	0 },
 	/*
 	 * clone3 passes its flags in memory, where seccomp cannot look, so
 	 * it cannot be held to the CLONE_NEW* rule on clone below.  ENOSYS,
 	 * not EPERM, makes the C library fall back to clone.
 	 */
-	{ "clone3",		ENOSYS },
+	{ "clone3",		ENOSYS,	0 },
 };
 
 /*
@@ -214,13 +275,26 @@ static const uint32_t clone_new[] = {
  */
 static const int socket_allow[] = { AF_UNIX, AF_INET, AF_INET6, AF_NETLINK };
 
+/*
+ * One rule for `name`; `common` is its number in the common table (0:
+ * none), used when libseccomp does not know the name.
+ */
 static int
-rule(scmp_filter_ctx ctx, uint32_t action, const char *name,
+rule_nr(scmp_filter_ctx ctx, uint32_t action, const char *name, int common,
     unsigned int argc, struct scmp_arg_cmp *cmp, struct sbx_error *e)
 {
 	int	 nr, rc;
 
 	nr = seccomp_syscall_resolve_name(name);
+	/*
+	 * A number is only taken on trust where it cannot be wrong: in
+	 * the common table, between its start and the last number
+	 * reviewed.  On x86_64 the native table is the common one (x32
+	 * calls are killed separately, below), and a filter holds the
+	 * native architecture only, so the number is the kernel's.
+	 */
+	if (nr == __NR_SCMP_ERROR && common >= NR_COMMON && common <= NR_MAX)
+		nr = common;
 	if (nr == __NR_SCMP_ERROR)
 		return sbx_error_set(e, SBX_K_UNAVAILABLE, NULL,
 		    "seccomp_unavailable",
@@ -241,6 +315,13 @@ rule(scmp_filter_ctx ctx, uint32_t action, const char *name,
 		return -1;
 	}
 	return 0;
+}
+
+static int
+rule(scmp_filter_ctx ctx, uint32_t action, const char *name,
+    unsigned int argc, struct scmp_arg_cmp *cmp, struct sbx_error *e)
+{
+	return rule_nr(ctx, action, name, 0, argc, cmp, e);
 }
 
 /*
@@ -340,8 +421,8 @@ add_rules(scmp_filter_ctx ctx, struct sbx_error *e)
 #endif
 
 	for (i = 0; i < sizeof(deny_list) / sizeof(deny_list[0]); i++)
-		if (rule(ctx, SCMP_ACT_ERRNO(deny_list[i].err),
-		    deny_list[i].name, 0, NULL, e) == -1)
+		if (rule_nr(ctx, SCMP_ACT_ERRNO(deny_list[i].err),
+		    deny_list[i].name, deny_list[i].nr, 0, NULL, e) == -1)
 			return -1;
 
 	for (i = 0; i < sizeof(clone_new) / sizeof(clone_new[0]); i++) {
@@ -375,25 +456,55 @@ add_rules(scmp_filter_ctx ctx, struct sbx_error *e)
 	return 0;
 }
 
-#if defined(__x86_64__)
 /*
- * Kill any syscall number with bit 30 set: on x86_64 that is the x32
- * ABI, whose calls arrive with the native AUDIT_ARCH_X86_64, so the
- * architecture check does not catch them, and whose numbers would
- * otherwise miss every rule above.  libseccomp emits the same test when
- * x32 is not in the filter; we add our own so that the guarantee does
- * not depend on the libseccomp version.  -1 is let through as
- * libseccomp does: it is how a tracer cancels a syscall, and the kernel
- * answers it with ENOSYS.  The prefix is independent of the program
- * after it (BPF jumps are relative and it leaves no state behind).
+ * A hand-written prologue runs before libseccomp's program, for what
+ * libseccomp cannot say: rules compare arguments, never the system call
+ * number, so "every number above NR_MAX" is not a rule it can add.
+ *
+ * The architecture comes first: a number means nothing without it (an
+ * i386 call's 469 is not x86_64's).  A call of another architecture goes
+ * straight to libseccomp's program, which kills it (the bad-architecture
+ * action below).  For the native one:
+ *
+ *  - -1 goes on unchanged, as libseccomp lets it: it is how a tracer
+ *    cancels a call, and the kernel answers it with ENOSYS anyway.
+ *  - On x86_64, a number with bit 30 set is the x32 ABI, whose calls
+ *    arrive with the native AUDIT_ARCH_X86_64 and so pass the
+ *    architecture check, and whose numbers would otherwise miss every
+ *    rule: the process is killed.  libseccomp emits the same test when
+ *    x32 is not in the filter; ours makes the guarantee independent of
+ *    the libseccomp version.
+ *  - Any other number above NR_MAX gets ENOSYS: not reviewed yet, so
+ *    not allowed.  ENOSYS is what the kernel says of a call it lacks,
+ *    which is what programs are written to handle.
+ *
+ * The prologue is independent of the program after it: BPF jumps are
+ * relative, every path out of it either returns or falls through to the
+ * program's first instruction, and that instruction loads what it needs.
  */
-static const struct sock_filter x32_prefix[] = {
+#if defined(__x86_64__)
+#define X32_INSNS	2
+#else
+#define X32_INSNS	0
+#endif
+#define PRO_ARCH	1	/* the instruction whose k is the arch */
+
+static const struct sock_filter prologue[] = {
+	BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+	    offsetof(struct seccomp_data, arch)),
+	/* k: the native architecture, filled in by build() */
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 4 + X32_INSNS),
 	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0xffffffff, 2, 0),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0xffffffff, 2 + X32_INSNS, 0),
+#if defined(__x86_64__)
 	BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 0, 1),
 	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
-};
 #endif
+	BPF_JUMP(BPF_JMP | BPF_JGT | BPF_K, NR_MAX, 0, 1),
+	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (ENOSYS &
+	    SECCOMP_RET_DATA)),
+	/* libseccomp's program follows */
+};
 
 static int
 write_all(int fd, const void *p, size_t n)
@@ -431,11 +542,12 @@ export_error(struct sbx_error *e, const char *what)
 static int
 build(unsigned char *buf, size_t *lenp, struct sbx_error *e)
 {
-	scmp_filter_ctx	 ctx;
-	struct stat	 st;
-	size_t		 off = 0;
-	ssize_t		 r;
-	int		 fd = -1, rc;
+	struct sock_filter	 pro[sizeof(prologue) / sizeof(prologue[0])];
+	scmp_filter_ctx		 ctx;
+	struct stat		 st;
+	size_t			 off = 0;
+	ssize_t			 r;
+	int			 fd = -1, rc;
 
 	if ((ctx = seccomp_init(SCMP_ACT_ALLOW)) == NULL)
 		return sbx_error_set(e, SBX_K_UNAVAILABLE, NULL,
@@ -459,10 +571,10 @@ build(unsigned char *buf, size_t *lenp, struct sbx_error *e)
 	if (add_rules(ctx, e) == -1)
 		goto fail;
 
-#if defined(__x86_64__)
-	memcpy(buf, x32_prefix, sizeof(x32_prefix));
-	off = sizeof(x32_prefix);
-#endif
+	memcpy(pro, prologue, sizeof(pro));
+	pro[PRO_ARCH].k = seccomp_arch_native();
+	memcpy(buf, pro, sizeof(pro));
+	off = sizeof(pro);
 	if ((fd = memfd_create("sbx-seccomp-export", MFD_CLOEXEC)) == -1) {
 		export_error(e, "memfd_create");
 		goto fail;
@@ -522,54 +634,59 @@ cache_name(char *name, size_t size)
 	snprintf(name, size, CACHE_PREFIX "%s" CACHE_SUFFIX, hex);
 }
 
-/* The cached program, if it is one we can trust; else -1. */
-static int
-cache_open(int dirfd, const char *name)
+/* What the cache holds at its name, against the program just built. */
+enum cache_state {
+	CACHE_ABSENT,		/* nothing there: a first run */
+	CACHE_SAME,		/* our file, byte for byte the program */
+	CACHE_DIFFERENT		/* anything else */
+};
+
+static enum cache_state
+cache_check(int dirfd, const char *name, const unsigned char *want,
+    size_t len)
 {
 	struct stat	 st;
-	int		 fd, fl;
+	unsigned char	*got;
+	ssize_t		 r;
+	int		 fd, same;
 
 	/*
-	 * O_NOFOLLOW: a symlink planted at the name is refused, not
-	 * followed to wherever it points.  O_NONBLOCK: a FIFO planted
-	 * there cannot make us wait.  Then the file must be a regular file
-	 * of ours that nobody else can write, holding a whole number of
-	 * BPF instructions; anything else is rebuilt.  The bytes are
-	 * trusted as far as the state root is: whoever can write there as
-	 * us could change the rest of sbx's state too.
+	 * O_NOFOLLOW: a symlink planted at the name is not followed to
+	 * wherever it points.  O_NONBLOCK: a FIFO planted there cannot make
+	 * us wait.  Only a regular file of ours that nobody else can write
+	 * is read at all.
 	 */
 	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW |
 	    O_NOCTTY | O_NONBLOCK);
 	if (fd == -1)
-		return -1;
+		return errno == ENOENT ? CACHE_ABSENT : CACHE_DIFFERENT;
 	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
 	    st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH)) ||
-	    st.st_size <= 0 || st.st_size % sizeof(struct sock_filter) != 0 ||
-	    (size_t)st.st_size > PROG_MAX)
-		goto bad;
-	if ((fl = fcntl(fd, F_GETFL)) == -1 ||
-	    fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == -1)
-		goto bad;
-	return fd;
-bad:
+	    st.st_size != (off_t)len || (got = malloc(len + 1)) == NULL) {
+		close(fd);
+		return CACHE_DIFFERENT;
+	}
+	/* One byte more than expected: a file that grew is not the same. */
+	r = pread(fd, got, len + 1, 0);
+	same = r == (ssize_t)len && memcmp(got, want, len) == 0;
+	free(got);
 	close(fd);
-	return -1;
+	return same ? CACHE_SAME : CACHE_DIFFERENT;
 }
 
 /*
- * Writes the program to the cache atomically (a temporary file, fsync,
- * renameat over the name, which replaces a planted symlink rather than
- * writing through it) and returns a read-only descriptor of the file
- * written; -1 on any failure.
+ * Writes the program to the cache atomically: a temporary file created
+ * with O_EXCL | O_NOFOLLOW beneath the cache directory's descriptor,
+ * fsync, then renameat over the name, which replaces a planted symlink
+ * rather than writing through it.  0, or -1 on any failure.
  */
 static int
 cache_store(int dirfd, const char *name, const unsigned char *buf,
     size_t len)
 {
-	struct stat	 ws, rs;
 	unsigned char	 rnd[8];
 	char		 hex[sizeof(rnd) * 2 + 1], tmp[64];
-	int		 wfd = -1, rfd = -1, tries, saved;
+	int		 wfd = -1, tries, saved;
 
 	if (sodium_init() < 0)
 		return -1;
@@ -586,31 +703,22 @@ cache_store(int dirfd, const char *name, const unsigned char *buf,
 		return -1;
 	/* The umask may have taken bits from 0600; put them back. */
 	if (fchmod(wfd, 0600) == -1 || write_all(wfd, buf, len) == -1 ||
-	    fsync(wfd) == -1)
-		goto fail;
-	/*
-	 * Open the reader before the rename and check it is the file we
-	 * wrote, so that what we return is what we built.
-	 */
-	rfd = openat(dirfd, tmp, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
-	if (rfd == -1 || fstat(wfd, &ws) == -1 || fstat(rfd, &rs) == -1 ||
-	    ws.st_dev != rs.st_dev || ws.st_ino != rs.st_ino)
-		goto fail;
-	if (renameat(dirfd, tmp, dirfd, name) == -1)
+	    fsync(wfd) == -1 || renameat(dirfd, tmp, dirfd, name) == -1)
 		goto fail;
 	close(wfd);
-	return rfd;
+	return 0;
 fail:
 	saved = errno;
 	unlinkat(dirfd, tmp, 0);
-	if (rfd != -1)
-		close(rfd);
 	close(wfd);
 	errno = saved;
 	return -1;
 }
 
-/* The program in a sealed memory file, for when there is no cache. */
+/*
+ * The program in a sealed memory file: what bwrap reads is what was
+ * built here, whatever happens to the cache file meanwhile.
+ */
 static int
 memfd_store(const unsigned char *buf, size_t len, struct sbx_error *e)
 {
@@ -646,20 +754,28 @@ memfd_store(const unsigned char *buf, size_t len, struct sbx_error *e)
 }
 
 int
-sbx_seccomp_fd(int cache_dirfd, struct sbx_error *e)
+sbx_seccomp_fd(int cache_dirfd, const char **warning, struct sbx_error *e)
 {
 	unsigned char	*buf;
 	char		 name[CACHE_NAME_MAX];
 	size_t		 len = 0;
-	int		 fd = -1;
+	int		 fd;
 
-	if (cache_dirfd >= 0) {
-		cache_name(name, sizeof(name));
-		if ((fd = cache_open(cache_dirfd, name)) != -1)
-			return fd;
-	}
+	if (warning != NULL)
+		*warning = NULL;
 	if ((buf = malloc(PROG_MAX)) == NULL)
 		return export_error(e, "malloc");
+	/*
+	 * Built every time, never read back from the cache.  The cache
+	 * lives in the state root, and a state root is not out of reach of
+	 * sandboxes: one given a --workdir that holds another state root
+	 * can write that root's cache/.  An 8-byte "allow" program would
+	 * pass any check of owner, mode and size, and a sound program of
+	 * another policy would even pass the kernel's checks, so the only
+	 * cached program worth loading is one equal to the program built
+	 * here, and then the built one will do.  Building costs about half
+	 * a millisecond.
+	 */
 	if (build(buf, &len, e) == -1) {
 		sbx_error_hint(e, "sbx runs nothing without its seccomp filter: "
 		    "it needs libseccomp 2.5 or later and a kernel with "
@@ -667,11 +783,31 @@ sbx_seccomp_fd(int cache_dirfd, struct sbx_error *e)
 		free(buf);
 		return -1;
 	}
-	/* A cache that cannot be written is no reason not to run. */
-	if (cache_dirfd >= 0)
-		fd = cache_store(cache_dirfd, name, buf, len);
-	if (fd == -1)
-		fd = memfd_store(buf, len, e);
+	/*
+	 * The cache file is kept as a record of the program, and checked
+	 * as a tripwire: a file that is not byte for byte the program was
+	 * written by someone else (or by another version of sbx) and is
+	 * replaced, and the run is told.  A cache that cannot be written
+	 * is no reason not to run.
+	 */
+	if (cache_dirfd >= 0) {
+		cache_name(name, sizeof(name));
+		switch (cache_check(cache_dirfd, name, buf, len)) {
+		case CACHE_SAME:
+			break;
+		case CACHE_ABSENT:
+			(void)cache_store(cache_dirfd, name, buf, len);
+			break;
+		case CACHE_DIFFERENT:
+			if (cache_store(cache_dirfd, name, buf, len) == 0) {
+				if (warning != NULL)
+					*warning = SBX_SECCOMP_WARN_REPLACED;
+			} else if (warning != NULL)
+				*warning = SBX_SECCOMP_WARN_KEPT;
+			break;
+		}
+	}
+	fd = memfd_store(buf, len, e);
 	free(buf);
 	return fd;
 }

@@ -5,14 +5,27 @@
 struct sbx_error;
 
 /*
- * Returns a file descriptor (O_RDONLY, close-on-exec, offset 0) holding
- * the raw BPF program for `bwrap --seccomp FD`.  The program is built
- * once and cached in cache_dirfd (the state root's cache/ directory; -1
- * for no cache) as seccomp-<sha256 of policy id and arch>.bpf.  On
- * failure returns -1 and fills e (kind "unavailable", reason
- * "seccomp_unavailable").
+ * Returns a file descriptor (O_RDONLY, close-on-exec, offset 0) of a
+ * sealed memory file holding the raw BPF program for `bwrap --seccomp
+ * FD`.  The program is built on every call; cache_dirfd (the state
+ * root's cache/ directory; -1 for none) keeps a copy as
+ * seccomp-<sha256 of policy id and arch>.bpf, which is never loaded: a
+ * copy that differs from the program built is replaced, and *warning
+ * (when warning is not NULL) is set to one of the messages below; else
+ * to NULL.  On failure returns -1 and fills e (kind "unavailable",
+ * reason "seccomp_unavailable").
  */
-int		 sbx_seccomp_fd(int cache_dirfd, struct sbx_error *e);
+int		 sbx_seccomp_fd(int cache_dirfd, const char **warning,
+		    struct sbx_error *e);
+
+#define SBX_SECCOMP_WARN_REPLACED "the cached seccomp program " \
+	"(cache/seccomp-*.bpf) differed from the filter this sbx builds " \
+	"(changed outside sbx, or left by another version): it was not " \
+	"used, and has been replaced"
+#define SBX_SECCOMP_WARN_KEPT "the cached seccomp program " \
+	"(cache/seccomp-*.bpf) differed from the filter this sbx builds " \
+	"(changed outside sbx, or left by another version): it was not " \
+	"used, and could not be replaced"
 
 /* The policy version string; it changes whenever the rules change. */
 const char	*sbx_seccomp_policy_id(void);

@@ -590,6 +590,46 @@ with open("big2", "wb") as f:
 	[[ "$out" != *sbx-* ]]
 }
 
+@test "no core dumps: RLIMIT_CORE is 0, soft and hard, and cannot be raised" {
+	# A piped core_pattern would hand a crash's memory to a root-run
+	# handler on the host.  The caller's own limits are as high as it
+	# may set them: the sandbox lowers them whatever they are.
+	local host_hard
+	host_hard=$(ulimit -Hc)
+	run --separate-stderr bash -c '
+	    ulimit -Sc "$(ulimit -Hc)" || exit 99
+	    exec "$1" exec -- sh -c "
+	        echo \"soft \$(ulimit -Sc) hard \$(ulimit -Hc)\"
+	        (ulimit -Hc unlimited) 2>/dev/null && echo RAISED-HARD
+	        (ulimit -Hc 1) 2>/dev/null && echo RAISED-HARD
+	        (ulimit -Sc 1) 2>/dev/null && echo RAISED-SOFT
+	        \"\$0\" -c \"import resource as r
+try:
+    r.setrlimit(r.RLIMIT_CORE, (r.RLIM_INFINITY, r.RLIM_INFINITY))
+    print(\\\"RAISED-PY\\\")
+except (ValueError, OSError) as e:
+    print(\\\"refused\\\", type(e).__name__)
+print(\\\"core\\\", r.getrlimit(r.RLIMIT_CORE))\"
+	        exit 0" "$2"' bash "$SBX" "$PY" </dev/null
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"soft 0 hard 0"* ]]
+	[[ "$output" != *RAISED* ]]
+	[[ "$output" == *"refused"* ]]
+	[[ "$output" == *"core (0, 0)"* ]]
+	# The host's limits are untouched.
+	[ "$(ulimit -Hc)" = "$host_hard" ]
+	# Every entry path: -c and a background job too.
+	run --separate-stderr sbx exec -c 'echo "hard $(ulimit -Hc)"' </dev/null
+	[ "$status" -eq 0 ]
+	[ "$output" = "hard 0" ]
+	run --separate-stderr sbx exec --background -- sh -c \
+	    'ulimit -Hc > core-limit.txt'
+	[ "$status" -eq 0 ]
+	run --separate-stderr sbx exec wait "$output" --timeout 30
+	[ "$status" -eq 0 ]
+	[ "$(cat "$WS/core-limit.txt")" = 0 ]
+}
+
 @test "RS-09: threads count as tasks under --pids" {
 	need_cgroup
 	run --separate-stderr sbx exec --json --pids 32 -- "$PY" -c '

@@ -31,6 +31,8 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <seccomp.h>
+
 #include "error.h"
 #include "seccomp.h"
 #include "tap.h"
@@ -40,6 +42,12 @@
 #ifndef SYS_clone3
 #define SYS_clone3	435
 #endif
+/* The same number on every architecture with the common table. */
+#define NR_statmount		457
+#define NR_listmount		458
+#define NR_open_tree_attr	467
+/* The policy's last reviewed number (lib/seccomp.c NR_MAX). */
+#define NR_MAX			469
 
 /* Blocked by the filter, as opposed to answered by the kernel. */
 #define BLOCKED(err) ((err) == EPERM || (err) == ENOSYS || \
@@ -118,7 +126,7 @@ export(const char *path)
 	ssize_t			 n;
 	int			 fd;
 
-	if ((fd = sbx_seccomp_fd(-1, &e)) == -1) {
+	if ((fd = sbx_seccomp_fd(-1, NULL, &e)) == -1) {
 		fprintf(stderr, "t-seccomp: %s\n", e.message);
 		return 1;
 	}
@@ -133,22 +141,72 @@ export(const char *path)
 	return 0;
 }
 
-/* Calls the cache with a fresh error; returns the fd or -1. */
+/*
+ * Calls sbx_seccomp_fd with a fresh error; returns the fd or -1, the
+ * program in *p and *n, and the warning (or NULL) in *w.
+ */
 static int
-get(int dfd, unsigned char **p, ssize_t *n)
+get_warn(int dfd, unsigned char **p, ssize_t *n, const char **w)
 {
 	struct sbx_error	 e = { 0 };
 	int			 fd;
 
 	*p = NULL;
 	*n = -1;
-	if ((fd = sbx_seccomp_fd(dfd, &e)) == -1) {
+	*w = "(not set)";
+	if ((fd = sbx_seccomp_fd(dfd, w, &e)) == -1) {
 		printf("# sbx_seccomp_fd: %s (%s)\n", e.message,
 		    e.reason ? e.reason : "");
 		return -1;
 	}
 	*n = slurp(fd, p);
+	if (*w != NULL)
+		printf("# warning: %s\n", *w);
 	return fd;
+}
+
+static int
+get(int dfd, unsigned char **p, ssize_t *n)
+{
+	const char	*w;
+
+	return get_warn(dfd, p, n, &w);
+}
+
+/* The descriptor is sealed memory, not a file anyone can rewrite. */
+static int
+sealed(int fd)
+{
+	int	 seals;
+
+	seals = fcntl(fd, F_GET_SEALS);
+	return seals != -1 && (seals & F_SEAL_WRITE) &&
+	    (seals & F_SEAL_SHRINK) && (seals & F_SEAL_GROW);
+}
+
+/* The cache file at name holds exactly the program, and is ours. */
+static int
+cache_holds(int dfd, const char *name, const unsigned char *want,
+    ssize_t wantn)
+{
+	struct stat	 st;
+	unsigned char	*q;
+	ssize_t		 m;
+	int		 fd, r;
+
+	fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd == -1)
+		return 0;
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
+	    (st.st_mode & 07777) != 0600 || st.st_uid != geteuid()) {
+		close(fd);
+		return 0;
+	}
+	m = slurp(fd, &q);
+	close(fd);
+	r = same(q, m, want, wantn);
+	free(q);
+	return r;
 }
 
 static void
@@ -197,15 +255,45 @@ cache_entry(const char *dir, char *name, size_t size)
 		name[0] = '\0';
 }
 
+/*
+ * One tampered cache: whatever sits at the name, the program handed out
+ * is the one built, the run is warned, and the file is the program again.
+ */
+static void
+tampered(int dfd, const char *name, const char *what,
+    const unsigned char *want, ssize_t wantn)
+{
+	unsigned char	*p;
+	const char	*w;
+	ssize_t		 n;
+	int		 fd;
+
+	fd = get_warn(dfd, &p, &n, &w);
+	ok(fd >= 0 && same(p, n, want, wantn) && sealed(fd),
+	    "%s: the program built is returned, in sealed memory", what);
+	ok(w != NULL && strcmp(w, SBX_SECCOMP_WARN_REPLACED) == 0,
+	    "%s: a warning says the cache was replaced", what);
+	ok(cache_holds(dfd, name, want, wantn),
+	    "%s: the cache file is the program again, ours, 0600", what);
+	if (fd >= 0)
+		close(fd);
+	free(p);
+}
+
 static void
 test_cache(const unsigned char *want, ssize_t wantn)
 {
+	/* ret SECCOMP_RET_ALLOW: the whole attack fits in 8 bytes */
+	static const struct sock_filter allow_all[] = {
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
 	struct stat	 st1, st2, fst;
-	unsigned char	*p, *q = NULL;
+	unsigned char	*p, *q = NULL, *other;
+	const char	*w;
 	char		 name[256], victim[128], expect[128], hex[65];
 	unsigned char	 h[crypto_hash_sha256_BYTES];
-	ssize_t		 n, m;
-	int		 dfd, fd, fd2, i, good;
+	ssize_t		 n, m, i;
+	int		 dfd, fd, fd2, good;
 
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/t-seccomp.XXXXXX");
 	snprintf(outdir, sizeof(outdir), "/tmp/t-seccomp-out.XXXXXX");
@@ -215,10 +303,11 @@ test_cache(const unsigned char *want, ssize_t wantn)
 	}
 	dfd = open(tmpdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
-	/* First call: builds and stores. */
-	fd = get(dfd, &p, &n);
+	/* First call: builds and stores, quietly. */
+	fd = get_warn(dfd, &p, &n, &w);
 	ok(fd >= 0 && same(p, n, want, wantn),
 	    "cache miss: same program as uncached");
+	ok(w == NULL, "cache miss: no warning on a first run");
 	cache_entry(tmpdir, name, sizeof(name));
 	good = strncmp(name, "seccomp-", 8) == 0 && strlen(name) == 8 + 64 + 4 &&
 	    strcmp(name + 72, ".bpf") == 0;
@@ -253,98 +342,126 @@ test_cache(const unsigned char *want, ssize_t wantn)
 #endif
 	ok(fstatat(dfd, name, &st1, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    S_ISREG(st1.st_mode) && (st1.st_mode & 07777) == 0600 &&
-	    st1.st_uid == geteuid() && st1.st_size == wantn,
-	    "cache file: regular, ours, mode 0600, full size");
-	ok(fd >= 0 && fstat(fd, &fst) == 0 && fst.st_ino == st1.st_ino &&
-	    fst.st_dev == st1.st_dev,
-	    "cache miss: the descriptor is the cache file");
+	    st1.st_uid == geteuid() && st1.st_size == wantn &&
+	    cache_holds(dfd, name, want, wantn),
+	    "cache file: regular, ours, mode 0600, the program");
+	ok(fd >= 0 && sealed(fd) && fstat(fd, &fst) == 0 &&
+	    fst.st_ino != st1.st_ino,
+	    "cache miss: the descriptor is sealed memory, not the cache file");
 	if (fd >= 0)
 		close(fd);
 	free(p);
 
-	/* Second call: the same inode, untouched. */
-	fd = get(dfd, &p, &n);
+	/* Second call: quiet, and the file is left alone. */
+	fd = get_warn(dfd, &p, &n, &w);
 	ok(fd >= 0 && same(p, n, want, wantn), "cache hit: same program");
-	ok(fd >= 0 && fstat(fd, &fst) == 0 && fst.st_ino == st1.st_ino &&
-	    fstatat(dfd, name, &st2, AT_SYMLINK_NOFOLLOW) == 0 &&
+	ok(w == NULL, "cache hit: no warning");
+	ok(fd >= 0 && fstatat(dfd, name, &st2, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    st2.st_ino == st1.st_ino,
 	    "cache hit: the file is read, not rewritten");
 	ok(fd >= 0 && (fcntl(fd, F_GETFL) & (O_ACCMODE | O_NONBLOCK)) ==
-	    O_RDONLY, "cache hit: read-only, blocking");
+	    O_RDONLY && sealed(fd), "cache hit: read-only, blocking, sealed");
 	if (fd >= 0)
 		close(fd);
 	free(p);
+
+	/*
+	 * Issue 10 item 4: the cache file overwritten in place (ours, 0600,
+	 * a whole number of instructions) with a program that allows
+	 * everything, as a sandbox whose --workdir holds this state root
+	 * could.  Owner, mode and size checks all pass.
+	 */
+	write_file(dfd, name, allow_all, sizeof(allow_all), 0600);
+	tampered(dfd, name, "allow-all program (8 bytes)", want, wantn);
+
+	/* The same size as the program, a sound one even, but not ours. */
+	if ((other = malloc((size_t)wantn)) != NULL) {
+		memcpy(other, want, (size_t)wantn);
+		for (i = 0; i + (ssize_t)sizeof(allow_all) <= wantn;
+		    i += (ssize_t)sizeof(allow_all))
+			memcpy(other + i, allow_all, sizeof(allow_all));
+		write_file(dfd, name, other, (size_t)wantn, 0600);
+		tampered(dfd, name, "allow-all program of the right size",
+		    want, wantn);
+		randombytes_buf(other, (size_t)wantn);
+		write_file(dfd, name, other, (size_t)wantn, 0600);
+		tampered(dfd, name, "garbage of the right size", want, wantn);
+		memcpy(other, want, (size_t)wantn);
+		other[wantn - 1] ^= 0x01;
+		write_file(dfd, name, other, (size_t)wantn, 0600);
+		tampered(dfd, name, "one bit flipped", want, wantn);
+		free(other);
+	}
+	/* Truncated to whole instructions; grown by one. */
+	write_file(dfd, name, want, (size_t)wantn / 2 / 8 * 8, 0600);
+	tampered(dfd, name, "truncated to whole instructions", want, wantn);
+	if ((other = malloc((size_t)wantn + 8)) != NULL) {
+		memcpy(other, want, (size_t)wantn);
+		memcpy(other + wantn, allow_all, sizeof(allow_all));
+		write_file(dfd, name, other, (size_t)wantn + 8, 0600);
+		tampered(dfd, name, "the program and one more instruction",
+		    want, wantn);
+		free(other);
+	}
+
+	/*
+	 * What was handed out cannot be changed through the cache: rewrite
+	 * the file after the call, read the descriptor after that.
+	 */
+	fd = get(dfd, &p, &n);
+	free(p);
+	write_file(dfd, name, allow_all, sizeof(allow_all), 0600);
+	m = fd >= 0 ? slurp(fd, &q) : -1;
+	ok(same(q, m, want, wantn),
+	    "a cache rewritten after the call does not change the program");
+	free(q);
+	q = NULL;
+	if (fd >= 0)
+		close(fd);
+	unlinkat(dfd, name, 0);
 
 	/*
 	 * A planted symlink, pointing at a file of a plausible size, is
 	 * neither read as the program nor written through.
 	 */
 	snprintf(victim, sizeof(victim), "%s/victim", outdir);
-	unlinkat(dfd, name, 0);
-	if (write_file(AT_FDCWD, victim, "precious-bytes!\n", 16, 0600) == -1 ||
-	    symlinkat(victim, dfd, name) == -1)
+	if (write_file(AT_FDCWD, victim, allow_all, sizeof(allow_all),
+	    0600) == -1 || symlinkat(victim, dfd, name) == -1)
 		ok(0, "planting the symlink: %s", strerror(errno));
-	fd = get(dfd, &p, &n);
-	ok(fd >= 0 && same(p, n, want, wantn),
-	    "symlink: not followed; the real program is returned");
+	tampered(dfd, name, "symlink", want, wantn);
 	fd2 = open(victim, O_RDONLY | O_CLOEXEC);
 	m = fd2 == -1 ? -1 : slurp(fd2, &q);
-	ok(same(q, m, (const unsigned char *)"precious-bytes!\n", 16),
+	ok(same(q, m, (const unsigned char *)allow_all, sizeof(allow_all)),
 	    "symlink: its target is unchanged");
-	ok(fstatat(dfd, name, &st2, AT_SYMLINK_NOFOLLOW) == 0 &&
-	    S_ISREG(st2.st_mode), "symlink: replaced by a regular file");
 	if (fd2 != -1)
 		close(fd2);
-	if (fd >= 0)
-		close(fd);
-	free(p);
 	free(q);
 
-	/* Odd size, empty, and group-writable files are rebuilt. */
+	/* Odd size, empty, group- or world-writable files. */
 	write_file(dfd, name, want, 7, 0600);
-	fd = get(dfd, &p, &n);
-	ok(fd >= 0 && same(p, n, want, wantn) &&
-	    fstatat(dfd, name, &st2, AT_SYMLINK_NOFOLLOW) == 0 &&
-	    st2.st_size == wantn, "corrupt (7 bytes): rebuilt");
-	if (fd >= 0)
-		close(fd);
-	free(p);
-
+	tampered(dfd, name, "corrupt (7 bytes)", want, wantn);
 	write_file(dfd, name, "", 0, 0600);
-	fd = get(dfd, &p, &n);
-	ok(fd >= 0 && same(p, n, want, wantn) &&
-	    fstatat(dfd, name, &st2, AT_SYMLINK_NOFOLLOW) == 0 &&
-	    st2.st_size == wantn, "corrupt (empty): rebuilt");
-	if (fd >= 0)
-		close(fd);
-	free(p);
-
-	write_file(dfd, name, want, 16, 0620);
-	fd = get(dfd, &p, &n);
-	ok(fd >= 0 && same(p, n, want, wantn) &&
-	    fstatat(dfd, name, &st2, AT_SYMLINK_NOFOLLOW) == 0 &&
-	    (st2.st_mode & 07777) == 0600, "group-writable: rebuilt");
-	if (fd >= 0)
-		close(fd);
-	free(p);
+	tampered(dfd, name, "corrupt (empty)", want, wantn);
+	write_file(dfd, name, want, (size_t)wantn, 0620);
+	tampered(dfd, name, "group-writable (even the right program)", want,
+	    wantn);
+	write_file(dfd, name, want, (size_t)wantn, 0602);
+	tampered(dfd, name, "world-writable (even the right program)", want,
+	    wantn);
 
 	/* A FIFO must not block us. */
 	unlinkat(dfd, name, 0);
 	mkfifoat(dfd, name, 0600);
-	fd = get(dfd, &p, &n);
-	ok(fd >= 0 && same(p, n, want, wantn) &&
-	    fstatat(dfd, name, &st2, AT_SYMLINK_NOFOLLOW) == 0 &&
-	    S_ISREG(st2.st_mode), "fifo: not opened for long, replaced");
-	if (fd >= 0)
-		close(fd);
-	free(p);
+	tampered(dfd, name, "fifo", want, wantn);
 
-	/* A directory cannot be replaced: the program comes from memory. */
+	/* A directory cannot be replaced: served, and said so. */
 	unlinkat(dfd, name, 0);
 	mkdirat(dfd, name, 0700);
-	fd = get(dfd, &p, &n);
+	fd = get_warn(dfd, &p, &n, &w);
 	ok(fd >= 0 && same(p, n, want, wantn),
 	    "directory in the way: still served, from memory");
+	ok(w != NULL && strcmp(w, SBX_SECCOMP_WARN_KEPT) == 0,
+	    "directory in the way: a warning says it could not be replaced");
 	if (fd >= 0)
 		close(fd);
 	free(p);
@@ -355,25 +472,35 @@ test_cache(const unsigned char *want, ssize_t wantn)
 		write_file(dfd, name, want, (size_t)wantn, 0600);
 		if (fchownat(dfd, name, 65534, 65534, 0) == -1)
 			ok(0, "chown: %s", strerror(errno));
-		fd = get(dfd, &p, &n);
-		ok(fd >= 0 && same(p, n, want, wantn) &&
-		    fstatat(dfd, name, &st2, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    st2.st_uid == 0, "someone else's file: rebuilt");
-		if (fd >= 0)
-			close(fd);
-		free(p);
+		tampered(dfd, name, "someone else's file (the right program)",
+		    want, wantn);
+		ok(1, "unwritable cache directory # skip root ignores modes");
 		ok(1, "unwritable cache directory # skip root ignores modes");
 	} else {
 		ok(1, "someone else's file # skip needs root to chown");
+		ok(1, "someone else's file # skip needs root to chown");
+		ok(1, "someone else's file # skip needs root to chown");
 		unlinkat(dfd, name, 0);
 		chmod(tmpdir, 0500);
-		fd = get(dfd, &p, &n);
-		ok(fd >= 0 && same(p, n, want, wantn),
-		    "unwritable cache directory: still served");
+		fd = get_warn(dfd, &p, &n, &w);
+		ok(fd >= 0 && same(p, n, want, wantn) && w == NULL,
+		    "unwritable cache directory, no file: served, quietly");
 		if (fd >= 0)
 			close(fd);
 		free(p);
 		chmod(tmpdir, 0700);
+		write_file(dfd, name, allow_all, sizeof(allow_all), 0600);
+		chmod(tmpdir, 0500);
+		fd = get_warn(dfd, &p, &n, &w);
+		ok(fd >= 0 && same(p, n, want, wantn) && w != NULL &&
+		    strcmp(w, SBX_SECCOMP_WARN_KEPT) == 0,
+		    "unwritable cache directory, allow-all file: not used, "
+		    "and said so");
+		if (fd >= 0)
+			close(fd);
+		free(p);
+		chmod(tmpdir, 0700);
+		unlinkat(dfd, name, 0);
 	}
 
 	/* No temporary files are left behind. */
@@ -585,6 +712,37 @@ probes_init(void)
 	add("io_uring_setup(1, bad pointer)", SYS_io_uring_setup, WANT_ERR,
 	    EPERM, 1, 1, 0);
 	add("getppid is untouched", SYS_getppid, WANT_OK, 0, 0, 0, 0);
+
+	/*
+	 * Issue 10 item 10: calls added to the deny list, by number where
+	 * libseccomp may not know the name.  The arguments make a kernel
+	 * that runs them answer EFAULT or EINVAL, never ENOSYS or EPERM.
+	 */
+	add("open_tree_attr(-1, bad pointer)", NR_open_tree_attr, WANT_ERR,
+	    EPERM, UINT64_MAX, 1, 0);
+	add("statmount(bad pointers)", NR_statmount, WANT_ERR, ENOSYS, 1, 1,
+	    0);
+	add("listmount(bad pointers)", NR_listmount, WANT_ERR, ENOSYS, 1, 1,
+	    0);
+#ifdef SYS_modify_ldt
+	add("modify_ldt(read, bad pointer, 16)", SYS_modify_ldt, WANT_ERR,
+	    EPERM, 0, 1, 16);
+#endif
+	add("io_setup(0, bad pointer)", SYS_io_setup, WANT_ERR, ENOSYS, 0, 1,
+	    0);
+	add("io_destroy(0)", SYS_io_destroy, WANT_ERR, ENOSYS, 0, 0, 0);
+	add("io_submit(0, 0, bad pointer)", SYS_io_submit, WANT_ERR, ENOSYS, 0,
+	    0, 1);
+	add("io_cancel(0, bad, bad)", SYS_io_cancel, WANT_ERR, ENOSYS, 0, 1,
+	    1);
+	add("io_getevents(0, 0, 0, bad)", SYS_io_getevents, WANT_ERR, ENOSYS,
+	    0, 0, 0);
+	add("io_pgetevents(0, 0, 0, bad)", SYS_io_pgetevents, WANT_ERR, ENOSYS,
+	    0, 0, 0);
+	/* Numbers above the last one reviewed (the kernel says ENOSYS too). */
+	add("syscall 470", 470, WANT_ERR, ENOSYS, 0, 0, 0);
+	add("syscall 1000", 1000, WANT_ERR, ENOSYS, 0, 0, 0);
+	add("syscall 0x3fffffff", 0x3fffffff, WANT_ERR, ENOSYS, 0, 0, 0);
 }
 
 static void
@@ -722,6 +880,154 @@ test_abi(const unsigned char *prog, ssize_t progn)
 #endif
 }
 
+/*
+ * A classic BPF interpreter, enough for seccomp programs: the program's
+ * verdict for any (arch, nr) without asking the kernel, which answers
+ * ENOSYS itself for numbers it lacks and so cannot tell whether the
+ * filter refused them.  An instruction it does not know yields 0xdead,
+ * which no test expects.
+ */
+static uint32_t
+bpf_verdict(const unsigned char *prog, ssize_t progn, uint32_t arch,
+    uint32_t nr)
+{
+	struct seccomp_data	 d;
+	struct sock_filter	 f;
+	uint32_t		 A = 0, X = 0, M[BPF_MEMWORDS], k;
+	size_t			 pc, n = (size_t)progn / sizeof(f);
+	unsigned char		 data[sizeof(d)];
+
+	memset(&d, 0, sizeof(d));
+	memset(M, 0, sizeof(M));
+	d.nr = (int)nr;
+	d.arch = arch;
+	memcpy(data, &d, sizeof(d));
+	for (pc = 0; pc < n; pc++) {
+		memcpy(&f, prog + pc * sizeof(f), sizeof(f));
+		k = f.k;
+		switch (f.code) {
+		case BPF_LD | BPF_W | BPF_ABS:
+			if (k > sizeof(d) - 4 || k % 4)
+				return 0xdead;
+			memcpy(&A, data + k, 4);
+			break;
+		case BPF_LD | BPF_IMM:	A = k; break;
+		case BPF_LDX | BPF_IMM:	X = k; break;
+		case BPF_LD | BPF_MEM:	A = M[k % BPF_MEMWORDS]; break;
+		case BPF_LDX | BPF_MEM:	X = M[k % BPF_MEMWORDS]; break;
+		case BPF_ST:		M[k % BPF_MEMWORDS] = A; break;
+		case BPF_STX:		M[k % BPF_MEMWORDS] = X; break;
+		case BPF_MISC | BPF_TAX: X = A; break;
+		case BPF_MISC | BPF_TXA: A = X; break;
+		case BPF_ALU | BPF_AND | BPF_K: A &= k; break;
+		case BPF_ALU | BPF_OR | BPF_K:	A |= k; break;
+		case BPF_ALU | BPF_ADD | BPF_K: A += k; break;
+		case BPF_ALU | BPF_SUB | BPF_K: A -= k; break;
+		case BPF_ALU | BPF_AND | BPF_X: A &= X; break;
+		case BPF_JMP | BPF_JA:	pc += k; break;
+		case BPF_JMP | BPF_JEQ | BPF_K:
+			pc += A == k ? f.jt : f.jf;
+			break;
+		case BPF_JMP | BPF_JGT | BPF_K:
+			pc += A > k ? f.jt : f.jf;
+			break;
+		case BPF_JMP | BPF_JGE | BPF_K:
+			pc += A >= k ? f.jt : f.jf;
+			break;
+		case BPF_JMP | BPF_JSET | BPF_K:
+			pc += (A & k) ? f.jt : f.jf;
+			break;
+		case BPF_JMP | BPF_JEQ | BPF_X:
+			pc += A == X ? f.jt : f.jf;
+			break;
+		case BPF_JMP | BPF_JGT | BPF_X:
+			pc += A > X ? f.jt : f.jf;
+			break;
+		case BPF_JMP | BPF_JGE | BPF_X:
+			pc += A >= X ? f.jt : f.jf;
+			break;
+		case BPF_RET | BPF_K:	return k;
+		case BPF_RET | BPF_A:	return A;
+		default:		return 0xdead;
+		}
+	}
+	return 0xdead;	/* ran off the end: the kernel refuses that */
+}
+
+#define RET_ERRNO(e)	(SECCOMP_RET_ERRNO | ((e) & SECCOMP_RET_DATA))
+
+static void
+verdict_is(const unsigned char *prog, ssize_t progn, uint32_t arch,
+    uint32_t nr, uint32_t want, const char *what)
+{
+	uint32_t	 got;
+
+	got = bpf_verdict(prog, progn, arch, nr);
+	if (!ok(got == want, "program: %s (nr %#x)", what, nr))
+		printf("#   got %#x, want %#x\n", got, want);
+}
+
+/*
+ * The program's own verdicts: numbers above the last one reviewed get
+ * ENOSYS from the filter (the kernel would say ENOSYS too, so only the
+ * program can show who said it); the architecture is checked first.
+ */
+static void
+test_program(const unsigned char *prog, ssize_t progn)
+{
+	const uint32_t	 nat = seccomp_arch_native();
+	const uint32_t	 kill = SECCOMP_RET_KILL_PROCESS;
+	const uint32_t	 nosys = RET_ERRNO(ENOSYS), perm = RET_ERRNO(EPERM);
+
+	verdict_is(prog, progn, nat, NR_MAX + 1, nosys,
+	    "the first number above the last reviewed: ENOSYS");
+	verdict_is(prog, progn, nat, 1000, nosys, "1000: ENOSYS");
+	verdict_is(prog, progn, nat, 0x3fffffff, nosys, "0x3fffffff: ENOSYS");
+#if defined(__x86_64__)
+	verdict_is(prog, progn, nat, 0xfffffffe, kill,
+	    "-2: killed (bit 30 set: the x32 test comes first)");
+#else
+	verdict_is(prog, progn, nat, 0xfffffffe, nosys, "-2: ENOSYS");
+#endif
+	verdict_is(prog, progn, nat, 0xffffffff, SECCOMP_RET_ALLOW,
+	    "-1 (a tracer's cancelled call) passes, as libseccomp lets it");
+	verdict_is(prog, progn, nat, NR_MAX, SECCOMP_RET_ALLOW,
+	    "the last reviewed number (file_setattr) is allowed");
+	verdict_is(prog, progn, nat, NR_MAX - 1, SECCOMP_RET_ALLOW,
+	    "file_getattr is allowed");
+	verdict_is(prog, progn, nat, (uint32_t)SYS_getpid, SECCOMP_RET_ALLOW,
+	    "getpid is allowed");
+	verdict_is(prog, progn, nat, (uint32_t)SYS_keyctl, perm,
+	    "keyctl: EPERM");
+	verdict_is(prog, progn, nat, NR_open_tree_attr, perm,
+	    "open_tree_attr: EPERM");
+	verdict_is(prog, progn, nat, NR_statmount, nosys, "statmount: ENOSYS");
+	verdict_is(prog, progn, nat, NR_listmount, nosys, "listmount: ENOSYS");
+	verdict_is(prog, progn, nat, (uint32_t)SYS_io_setup, nosys,
+	    "io_setup: ENOSYS");
+	verdict_is(prog, progn, nat, (uint32_t)SYS_io_pgetevents, nosys,
+	    "io_pgetevents: ENOSYS");
+#if defined(__x86_64__)
+	verdict_is(prog, progn, nat, (uint32_t)SYS_modify_ldt, perm,
+	    "modify_ldt: EPERM");
+	verdict_is(prog, progn, nat, 0x40000000 | SYS_getpid, kill,
+	    "x32 getpid: killed");
+	verdict_is(prog, progn, nat, 0x40000000 | 1000, kill,
+	    "x32 1000: killed, not ENOSYS");
+	/* Arch first: an i386 call is killed, whatever its number. */
+	verdict_is(prog, progn, AUDIT_ARCH_I386, 1000, kill,
+	    "i386 call 1000: killed (architecture checked first)");
+	verdict_is(prog, progn, AUDIT_ARCH_I386, 20, kill,
+	    "i386 getpid: killed");
+#else
+	ok(1, "modify_ldt # skip x86 only");
+	ok(1, "x32 # skip not x86_64");
+	ok(1, "x32 # skip not x86_64");
+	ok(1, "i386 # skip not x86_64");
+	ok(1, "i386 # skip not x86_64");
+#endif
+}
+
 static int
 count_fds(void)
 {
@@ -759,6 +1065,7 @@ main(int argc, char *argv[])
 	test_uncached(&want, &wantn);
 	if (want != NULL && wantn > 0) {
 		test_cache(want, wantn);
+		test_program(want, wantn);
 		test_behaviour(want, wantn);
 		test_abi(want, wantn);
 	}
