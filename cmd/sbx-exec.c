@@ -2,6 +2,7 @@
  * sbx-exec: run a command in an agent's sandbox, in the foreground or as a
  * supervised background job.  See sbx-exec(1).
  */
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -16,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -28,6 +31,7 @@
 #include "fsutil.h"
 #include "imageref.h"
 #include "job.h"
+#include "joblog.h"
 #include "runlimits.h"
 #include "names.h"
 #include "netpolicy.h"
@@ -38,6 +42,7 @@
 #include "sandbox.h"
 #include "seccomp.h"
 #include "tools.h"
+#include "users.h"
 #include "utf8.h"
 
 #define PROG	"sbx-exec"
@@ -48,14 +53,15 @@ int	main(int, char *[]);	/* sbx_exec_main, built into cmd/sbx.c */
 
 static const char usage_text[] =
 "usage: sbx exec [--agent A] [--home DIR] [--cwd PATH] [--workdir DIR]\n"
-"                [--env NAME=VALUE]... [--timeout SECONDS]\n"
+"                [--workdir-follow-symlinks]\n"
+"                [--env NAME=VALUE]... [--timeout SECONDS] [--tty]\n"
 "                [--network none|proxy|outbound] [--allow-domain D]...\n"
-"                [--json] [--max-output BYTES]\n"
+"                [--json] [--max-output BYTES] [--stdin inherit|null]\n"
 "                [--memory MIB] [--cpus N.N] [--pids N] [--disk MIB]\n"
 "                [--wall-timeout SECONDS] [--nofile N] [--file-size MIB]\n"
 "                [--soft-limits] [--seccomp on|off]\n"
 "                [--background] [-q] [-v] -- COMMAND [ARG...]\n"
-"       sbx exec [options] -c 'SHELL STRING'\n"
+"       sbx exec [options] -c 'SHELL STRING' [NAME [ARG...]]\n"
 "       sbx exec ps [--agent A] [--json]\n"
 "       sbx exec poll JOB [--tail-lines N] [--agent A] [--json]\n"
 "       sbx exec wait JOB [--timeout SECONDS] [--agent A] [--json]\n"
@@ -76,18 +82,26 @@ static const char help_text[] =
 "  -C, --cwd PATH         start in PATH: relative to HOME, or absolute inside\n"
 "                         HOME or --workdir\n"
 "  -w, --workdir DIR      bind host directory DIR read-write at its own path\n"
-"                         and start there\n"
+"                         and start there (no symbolic links in DIR)\n"
+"      --workdir-follow-symlinks\n"
+"                         follow symbolic links in DIR; print where it leads\n"
 "  -e, --env NAME=VALUE   set a variable inside (repeatable)\n"
-"  -t, --timeout SECONDS  kill the command after SECONDS without output\n"
+"      --timeout SECONDS  kill the command after SECONDS without output\n"
+"                         (output a program buffers counts as silence)\n"
+"  -t, --tty              run the command on a terminal of its own (stdout\n"
+"                         and stderr merged; the caller's terminal goes raw)\n"
 "  -n, --network MODE     none (default: loopback only), proxy (only the\n"
 "                         agent's allowed domains, through sbx-proxy) or\n"
 "                         outbound (host network); default: the agent's\n"
 "                         `network` setting, else none\n"
 "      --allow-domain D   proxy mode: also allow D (or *.D) for this run\n"
 "  -c STRING              run STRING with bash -o pipefail -c (sh -c without\n"
-"                         bash)\n"
+"                         bash); NAME and ARGs after it are $0, $1...\n"
 "      --max-output BYTES captured bytes kept per stream with --json\n"
 "                         (default 1M; K, M, G suffixes)\n"
+"      --stdin MODE       inherit (the caller's stdin) or null (/dev/null);\n"
+"                         default: null when stdin is a terminal and --json\n"
+"                         is given, else inherit (background: always null)\n"
 "      --memory MIB       memory limit, swap included (default: half of RAM)\n"
 "      --cpus N.N         CPU limit in cores (e.g. 0.5)\n"
 "      --pids N           task limit (default 1024)\n"
@@ -109,7 +123,9 @@ static const char help_text[] =
 enum {
 	OPT_HOME = 256, OPT_MAX_OUTPUT, OPT_TAIL, OPT_FORCE, OPT_VERSION,
 	OPT_MEMORY, OPT_CPUS, OPT_PIDS, OPT_DISK, OPT_WALL, OPT_NOFILE,
-	OPT_FSIZE, OPT_SOFT, OPT_SECCOMP, OPT_ALLOW,
+	OPT_WORKDIR_FOLLOW,
+	OPT_FSIZE, OPT_SOFT, OPT_SECCOMP, OPT_ALLOW, OPT_STDIN, OPT_TIMEOUT,
+	OPT_TTY,
 };
 
 static const struct option longopts[] = {
@@ -117,8 +133,10 @@ static const struct option longopts[] = {
 	{ "home",	required_argument,	NULL, OPT_HOME },
 	{ "cwd",	required_argument,	NULL, 'C' },
 	{ "workdir",	required_argument,	NULL, 'w' },
+	{ "workdir-follow-symlinks", no_argument, NULL, OPT_WORKDIR_FOLLOW },
 	{ "env",	required_argument,	NULL, 'e' },
-	{ "timeout",	required_argument,	NULL, 't' },
+	{ "timeout",	required_argument,	NULL, OPT_TIMEOUT },
+	{ "tty",	no_argument,		NULL, OPT_TTY },
 	{ "network",	required_argument,	NULL, 'n' },
 	{ "max-output",	required_argument,	NULL, OPT_MAX_OUTPUT },
 	{ "background",	no_argument,		NULL, 'b' },
@@ -139,6 +157,7 @@ static const struct option longopts[] = {
 	{ "soft-limits", no_argument,		NULL, OPT_SOFT },
 	{ "seccomp",	required_argument,	NULL, OPT_SECCOMP },
 	{ "allow-domain", required_argument,	NULL, OPT_ALLOW },
+	{ "stdin",	required_argument,	NULL, OPT_STDIN },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -147,6 +166,7 @@ struct opts {
 	const char	*home;
 	const char	*cwd;
 	const char	*workdir;
+	int		 workdir_follow;	/* --workdir-follow-symlinks */
 	const char	*network;
 	int		 network_set;	/* given as a flag */
 	struct sbx_strv	 allow;		/* --allow-domain */
@@ -162,6 +182,8 @@ struct opts {
 	int		 quiet;
 	int		 verbose;
 	int		 seccomp_off;
+	int		 stdin_mode;	/* STDIN_AUTO, _INHERIT, _NULL */
+	int		 tty;		/* -t */
 	struct sbx_strv	 limit_keys;	/* key, value, key, value... */
 	int		 soft_limits;
 	char	       **argv;		/* command, or subcommand args */
@@ -169,15 +191,43 @@ struct opts {
 	const char	*sub;		/* ps, poll, wait, kill, or NULL */
 };
 
+enum { STDIN_AUTO, STDIN_INHERIT, STDIN_NULL };
+
 static struct opts	 O;
 static const char	*tool = "exec";
 static int		 sigpipe_fds[2] = { -1, -1 };
 
-static void
+/* The options of sbx exec itself, and of its subcommands (whose options
+ * may follow their operands). */
+static const char	 exec_optstring[] = "+a:C:w:e:tn:c:bjqvh";
+static const char	 sub_optstring[] = "-a:t:jqvh";
+static const char *const exec_subs[] = {
+	"ps", "poll", "wait", "kill", "gc", NULL
+};
+
+/* A usage error: an invalid_args envelope under --json, the message
+ * and the synopsis on stderr; exit 64 (e NULL: the synopsis only). */
+static void __attribute__((noreturn))
+usage_err(const struct sbx_error *e)
+{
+	sbx_cmd_usage(PROG, tool, O.json, e, usage_text, sbx_cmd_emit);
+	exit(SBX_EX_USAGE);
+}
+
+static void __attribute__((noreturn))
 usage(void)
 {
-	fputs(usage_text, stderr);
-	exit(SBX_EX_USAGE);
+	usage_err(NULL);
+}
+
+/* getopt_long refused an option (opterr is 0: we say it ourselves). */
+static void __attribute__((noreturn))
+usage_getopt(int argc, char *argv[], const char *optstring)
+{
+	struct sbx_error	 e;
+
+	sbx_cli_getopt_error(argc, argv, optstring, longopts, &e);
+	usage_err(&e);
 }
 
 static void
@@ -240,7 +290,7 @@ parse_sub(int argc, char *argv[])
 	int			 ch, npos = 0;
 
 	optind = 0;	/* 0: re-read the optstring flags */
-	while ((ch = getopt_long(argc, argv, "-a:t:jqvh", longopts, NULL))
+	while ((ch = getopt_long(argc, argv, sub_optstring, longopts, NULL))
 	    != -1) {
 		switch (ch) {
 		case 1:
@@ -252,7 +302,8 @@ parse_sub(int argc, char *argv[])
 		case OPT_HOME:
 			O.home = optarg;
 			break;
-		case 't':
+		case 't':	/* wait -t SECONDS, as before -t meant --tty */
+		case OPT_TIMEOUT:
 			O.timeout_arg = optarg;
 			break;
 		case OPT_TAIL:
@@ -276,7 +327,7 @@ parse_sub(int argc, char *argv[])
 			fputs(usage_text, stdout);
 			exit(0);
 		default:
-			usage();
+			usage_getopt(argc, argv, sub_optstring);
 		}
 	}
 	while (optind < argc)
@@ -296,8 +347,12 @@ parse_args(int argc, char *argv[])
 	O.tail_lines = 20;
 	O.max_output = 1 << 20;
 	O.network = SBX_NET_NONE;
-	O.json = sbx_cli_json_env();
-	while ((ch = getopt_long(argc, argv, "+a:C:w:e:t:n:c:bjqvh", longopts,
+	/* Before getopt: where --json stands never changes how a usage
+	 * error is reported; the command's argv after `--` never counts. */
+	O.json = sbx_cli_wants_json(argc, argv, exec_optstring, longopts,
+	    exec_subs);
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, exec_optstring, longopts,
 	    NULL)) != -1) {
 		switch (ch) {
 		case 'a':
@@ -312,12 +367,19 @@ parse_args(int argc, char *argv[])
 		case 'w':
 			O.workdir = optarg;
 			break;
+		case OPT_WORKDIR_FOLLOW:
+			O.workdir_follow = 1;
+			break;
 		case 'e':
 			if (sbx_strv_push(&O.env, optarg) == -1)
 				exit(SBX_EX_OSERR);
 			break;
-		case 't':
+		case OPT_TIMEOUT:
 			O.timeout_arg = optarg;
+			break;
+		case 't':
+		case OPT_TTY:
+			O.tty = 1;
 			break;
 		case 'n':
 			O.network = optarg;
@@ -385,6 +447,18 @@ parse_args(int argc, char *argv[])
 		case OPT_SOFT:
 			O.soft_limits = 1;
 			break;
+		case OPT_STDIN:
+			if (strcmp(optarg, "inherit") == 0)
+				O.stdin_mode = STDIN_INHERIT;
+			else if (strcmp(optarg, "null") == 0)
+				O.stdin_mode = STDIN_NULL;
+			else {
+				sbx_error_set(&e, SBX_K_INVALID_ARGS, "stdin",
+				    "invalid_mode", "argument `stdin` must be "
+				    "inherit or null");
+				fail(&e, SBX_EX_FAILED);
+			}
+			break;
 		case OPT_SECCOMP:
 			if (strcmp(optarg, "on") == 0)
 				O.seccomp_off = 0;
@@ -398,12 +472,36 @@ parse_args(int argc, char *argv[])
 			}
 			break;
 		default:
-			usage();
+			usage_getopt(argc, argv, exec_optstring);
 		}
 	}
 	dashdash = optind > 1 && strcmp(argv[optind - 1], "--") == 0;
 	O.argv = argv + optind;
 	O.argc = argc - optind;
+	/* A terminal is a session for a person: it has no place in an
+	 * envelope, nor in a detached job nobody is attached to. */
+	if (O.tty && (O.json || O.background)) {
+		sbx_error_set(&e, SBX_K_INVALID_ARGS, "tty", O.json ?
+		    "tty_with_json" : "tty_with_background", "-t/--tty cannot "
+		    "be used with %s", O.json ? "--json (or SBX_JSON=1): a "
+		    "terminal's output is a session, not an envelope" :
+		    "--background: a detached job has nobody at a terminal");
+		usage_err(&e);
+	}
+	/*
+	 * -c STRING [NAME [ARG...]] is sh -c: what follows the string is $0
+	 * and the arguments.  A `--` there would be taken for a command by
+	 * some and for $0 by others (sh -c 'echo $1' -- x prints x): it is
+	 * refused, so that nobody's guess is silently wrong.
+	 */
+	if (O.shell != NULL && dashdash) {
+		sbx_error_set(&e, SBX_K_INVALID_ARGS, "command",
+		    "dashdash_with_c", "-c takes the script and then $0 and "
+		    "arguments, without --: sbx exec -c 'SCRIPT' NAME ARG...");
+		usage_err(&e);
+	}
+	if (O.shell != NULL)
+		return;
 	/* A subcommand only when it is not after `--`: `sbx exec -- ps`
 	 * runs ps in the sandbox. */
 	if (!dashdash && O.argc > 0) {
@@ -417,9 +515,10 @@ parse_args(int argc, char *argv[])
 		}
 	}
 	if (O.argc > 0 && !dashdash) {
-		fprintf(stderr, "%s: put `--` before the command: sbx exec -- "
-		    "%s ...\n", PROG, O.argv[0]);
-		usage();
+		sbx_error_set(&e, SBX_K_INVALID_ARGS, "command",
+		    "unexpected_argument", "put `--` before the command: sbx "
+		    "exec -- %s ...", O.argv[0]);
+		usage_err(&e);
 	}
 }
 
@@ -432,6 +531,8 @@ struct prep {
 	char			*init;
 	char			 home[PATH_MAX];
 	char			*workdir;	/* canonical */
+	const char		*workdir_resolved; /* = workdir, when asked
+						 * to follow symlinks */
 	char			 cwd[PATH_MAX];
 	int			 home_fd, output_fd, workdir_fd;
 	int			 env_fd, passwd_fd, group_fd, hosts_fd;
@@ -440,6 +541,7 @@ struct prep {
 	uid_t			 run_uid;
 	gid_t			 run_gid;
 	struct sbx_runlimits	 lim;
+	unsigned long long	 log_cap;	/* a job's log, bytes */
 	json_t			*agent_cfg;	/* config/agents/A.json, or
 						 * NULL: read once a run */
 	char			 agent_rel[128];
@@ -487,28 +589,138 @@ is_system_dir(const char *path)
 	return 0;
 }
 
+/*
+ * Each directory of the --workdir walk, from / down to the workdir itself:
+ * none may be an sbx state root.  Binding one, or anything inside one,
+ * would hand the sandbox that root's tokens, agent settings, other agents'
+ * homes and the seccomp programs cached for every later run.
+ */
+static int
+workdir_visit(int dirfd, const char *path, void *arg, struct sbx_error *e)
+{
+	struct stat	 st;
+
+	switch (sbx_root_is_state_root(dirfd)) {
+	case 0:
+		return 0;
+	case -1:
+		/* Someone else's directory we cannot look into is as closed
+		 * to the sandbox (it runs as us, or unprivileged); the walk
+		 * stops there, or the checks below refuse it. */
+		if (errno == EACCES && fstat(dirfd, &st) == 0 &&
+		    st.st_uid != geteuid())
+			return 0;
+		sbx_error_set(e, SBX_K_REJECTED, "workdir",
+		    "state_root_unchecked", "refusing to bind %s: cannot tell "
+		    "whether %s is an sbx state root: %s", (const char *)arg,
+		    path, strerror(errno));
+		break;
+	case 1:
+		sbx_error_set(e, SBX_K_REJECTED, "workdir", "state_root",
+		    "refusing to bind %s: %s is an sbx state root",
+		    (const char *)arg, path);
+		break;
+	}
+	sbx_error_hint(e, "keep state roots out of directories given to "
+	    "--workdir, and bind a project directory beside them");
+	return -1;
+}
+
+/*
+ * The caller's home, from $HOME and from the password file (either may be
+ * what the caller thinks of as home): neither it nor an ancestor may be
+ * bound, and nothing under a dot-directory of it (~/.ssh, ~/.config,
+ * ~/.local/bin, ~/.gnupg...): that is where the caller's keys, shell and
+ * editor start-up files and the programs on its PATH live.
+ */
+static void
+check_home(const char *canon, const char *home)
+{
+	struct sbx_error	 e;
+	char			 hc[PATH_MAX];
+	size_t			 n;
+
+	if (home == NULL || *home != '/' || realpath(home, hc) == NULL)
+		return;
+	if (sbx_path_overlaps(canon, hc) && strlen(canon) <= strlen(hc)) {
+		sbx_error_set(&e, SBX_K_REJECTED, "workdir", "home_directory",
+		    "refusing to bind %s: it is your home directory or "
+		    "contains it", canon);
+		sbx_error_hint(&e, "bind a project directory inside it instead");
+		fail(&e, SBX_EX_FAILED);
+	}
+	n = strlen(hc);
+	if (strcmp(hc, "/") != 0 && strncmp(canon, hc, n) == 0 &&
+	    canon[n] == '/' && canon[n + 1] == '.') {
+		sbx_error_set(&e, SBX_K_REJECTED, "workdir", "home_dotdir",
+		    "refusing to bind %s: it is in %.*s, a hidden directory of "
+		    "your home, where keys, settings and start-up files live",
+		    canon, (int)(n + 1 + strcspn(canon + n + 1, "/")), canon);
+		sbx_error_hint(&e, "bind a project directory instead");
+		fail(&e, SBX_EX_FAILED);
+	}
+}
+
 static void
 prep_workdir(struct prep *p)
 {
 	struct sbx_error	 e;
-	char			 canon[PATH_MAX], check[PATH_MAX], lnk[64];
+	char			 abspath[PATH_MAX], canon[PATH_MAX];
+	char			 check[PATH_MAX], lnk[64], below[PATH_MAX];
+	char			 msg[sizeof(e.message)], *pwhome;
 	struct stat		 st;
-	const char		*home;
-	char			 homecanon[PATH_MAX];
 	ssize_t			 n;
+	int			 r;
 
 	if (sbx_path_check(O.workdir, "workdir", &e) == -1)
 		fail(&e, SBX_EX_FAILED);
-	if (realpath(O.workdir, canon) == NULL) {
-		if (errno == ENOENT) {
-			sbx_error_set(&e, SBX_K_INVALID_ARGS, "workdir",
-			    "not_found", "argument `workdir`: %s does not "
-			    "exist", O.workdir);
-		} else {
-			sbx_error_set(&e, SBX_K_INVALID_ARGS, "workdir",
-			    "unusable", "argument `workdir`: %s: %s",
-			    O.workdir, strerror(errno));
+	/*
+	 * What to walk.  By default the argument itself, made absolute
+	 * against getcwd(3): the physical current directory, free of
+	 * symlinks, so that the caller's own way into its cwd (a logical
+	 * $PWD through a link) does not count, while every symlink in the
+	 * argument does: an earlier sandbox that could write to a parent
+	 * may have planted it (proj/build -> ../.ssh).  Only
+	 * --workdir-follow-symlinks resolves links, and says where to.
+	 */
+	if (O.workdir_follow) {
+		if (realpath(O.workdir, abspath) == NULL) {
+			if (errno == ENOENT)
+				sbx_error_set(&e, SBX_K_INVALID_ARGS, "workdir",
+				    "not_found", "argument `workdir`: %s does "
+				    "not exist", O.workdir);
+			else
+				sbx_error_set(&e, SBX_K_INVALID_ARGS, "workdir",
+				    "unusable", "argument `workdir`: %s: %s",
+				    O.workdir, strerror(errno));
+			fail(&e, SBX_EX_FAILED);
 		}
+	} else if (O.workdir[0] == '/')
+		snprintf(abspath, sizeof(abspath), "%s", O.workdir);
+	else if (getcwd(check, sizeof(check)) == NULL ||
+	    (size_t)snprintf(abspath, sizeof(abspath), "%s/%s", check,
+	    O.workdir) >= sizeof(abspath)) {
+		sbx_error_set(&e, SBX_K_INVALID_ARGS, "workdir", "unusable",
+		    "argument `workdir`: %s: cannot make it absolute: %s",
+		    O.workdir, errno == 0 ? "too long" : strerror(errno));
+		fail(&e, SBX_EX_FAILED);
+	}
+	/* One component at a time from /, no link followed, each directory
+	 * on the way checked for a state root (workdir_visit). */
+	p->workdir_fd = sbx_fs_resolve_nofollow(abspath, canon, sizeof(canon),
+	    workdir_visit, (void *)O.workdir, &e);
+	if (p->workdir_fd == -1) {
+		if (e.field == NULL || strcmp(e.field, "workdir") != 0) {
+			snprintf(msg, sizeof(msg), "%s", e.message);
+			e.field = "workdir";
+			snprintf(e.message, sizeof(e.message), "argument "
+			    "`workdir` rejected: %.*s",
+			    (int)(sizeof(e.message) - 32), msg);
+		}
+		if (e.reason != NULL && strcmp(e.reason, "symlink") == 0)
+			sbx_error_hint(&e, "give the directory's real path, or "
+			    "--workdir-follow-symlinks after checking where the "
+			    "link leads");
 		fail(&e, SBX_EX_FAILED);
 	}
 	if (is_system_dir(canon)) {
@@ -517,17 +729,12 @@ prep_workdir(struct prep *p)
 		    "directory", canon);
 		fail(&e, SBX_EX_FAILED);
 	}
-	home = getenv("HOME");
-	if (home != NULL && *home == '/' && realpath(home, homecanon) != NULL &&
-	    strncmp(homecanon, canon, strlen(canon)) == 0 &&
-	    (homecanon[strlen(canon)] == '\0' ||
-	    homecanon[strlen(canon)] == '/')) {
-		sbx_error_set(&e, SBX_K_REJECTED, "workdir", "home_directory",
-		    "refusing to bind %s: it is your home directory or "
-		    "contains it", canon);
-		sbx_error_hint(&e, "bind a project directory inside it instead");
-		fail(&e, SBX_EX_FAILED);
+	check_home(canon, getenv("HOME"));
+	if ((pwhome = sbx_user_home(getuid())) != NULL) {
+		check_home(canon, pwhome);
+		free(pwhome);
 	}
+	/* The state root in use, even when it was never marked. */
 	if (realpath(p->root.path, check) != NULL &&
 	    sbx_path_overlaps(canon, check)) {
 		sbx_error_set(&e, SBX_K_REJECTED, "workdir", "state_root",
@@ -535,27 +742,54 @@ prep_workdir(struct prep *p)
 		    canon, check);
 		fail(&e, SBX_EX_FAILED);
 	}
-	p->workdir_fd = open(canon, O_PATH | O_DIRECTORY | O_NOFOLLOW |
-	    O_CLOEXEC);
-	if (p->workdir_fd == -1) {
-		sbx_error_set(&e, SBX_K_INVALID_ARGS, "workdir",
-		    "not_a_directory", "argument `workdir`: %s is not a "
-		    "directory", canon);
+	/*
+	 * Any other state root below it (the walk checked those above).
+	 * The whole tree cannot be walked on every run: look a bounded
+	 * number of levels down, and refuse when even that is too large to
+	 * look through, rather than guess.
+	 */
+	r = sbx_root_find_below(p->workdir_fd, SBX_ROOT_SCAN_DEPTH,
+	    SBX_ROOT_SCAN_BUDGET, below, sizeof(below), &e);
+	if (r != 0) {
+		if (r == 1)
+			sbx_error_set(&e, SBX_K_REJECTED, "workdir",
+			    "state_root", "refusing to bind %s: it contains the "
+			    "sbx state root %s/%s", canon, canon, below);
+		else {
+			snprintf(msg, sizeof(msg), "%s", e.message);
+			sbx_error_set(&e, SBX_K_REJECTED, "workdir",
+			    "state_root_unchecked", "refusing to bind %s: %s "
+			    "(sbx looks %d levels down, through at most %d "
+			    "directories)", canon, msg, SBX_ROOT_SCAN_DEPTH,
+			    SBX_ROOT_SCAN_BUDGET);
+		}
+		sbx_error_hint(&e, "bind a smaller directory that holds no "
+		    "state root");
 		fail(&e, SBX_EX_FAILED);
 	}
-	/* The descriptor must name the directory we vetted, even if a
-	 * component was swapped for a symlink in between. */
+	/* The descriptor must name the directory we walked, even if a
+	 * component was renamed in between. */
 	snprintf(lnk, sizeof(lnk), "/proc/self/fd/%d", p->workdir_fd);
 	n = readlink(lnk, check, sizeof(check) - 1);
-	if (n <= 0 || (check[n] = '\0', strcmp(check, canon) != 0)) {
+	if (n <= 0 || (check[n] = '\0', strcmp(check, canon) != 0) ||
+	    fstat(p->workdir_fd, &st) == -1) {
 		sbx_error_set(&e, SBX_K_REJECTED, "workdir", "path_changed",
 		    "argument `workdir`: %s changed while it was checked",
 		    canon);
 		fail(&e, SBX_EX_FAILED);
 	}
+	/* What sbx-init compares the mount with, inside. */
+	p->sb.workdir_dev = (unsigned long long)st.st_dev;
+	p->sb.workdir_ino = (unsigned long long)st.st_ino;
 	if ((p->workdir = strdup(canon)) == NULL)
 		exit(SBX_EX_OSERR);
-	if (p->drop_privs && stat(canon, &st) == 0 &&
+	if (O.workdir_follow) {
+		p->workdir_resolved = p->workdir;
+		if (!O.quiet)
+			fprintf(stderr, "sbx: --workdir %s resolves to %s\n",
+			    O.workdir, canon);
+	}
+	if (p->drop_privs &&
 	    !((st.st_uid == p->run_uid && (st.st_mode & S_IWUSR)) ||
 	    (st.st_gid == p->run_gid && (st.st_mode & S_IWGRP)) ||
 	    (st.st_mode & S_IWOTH))) {
@@ -677,6 +911,24 @@ prep_env(struct prep *p)
 	v = getenv("TERM");
 	if (v && *v && strlen(v) < 64 && safe_value(v))
 		sbx_strv_pushf(&env, "TERM=%s", v);
+	/*
+	 * Without a terminal, Python holds its output in a block buffer, so
+	 * a script that prints every second looks silent to --timeout and
+	 * to whoever watches the stream.  Unbuffered, as it would be on a
+	 * terminal; --env PYTHONUNBUFFERED= turns it off.
+	 */
+	sbx_strv_push(&env, "PYTHONUNBUFFERED=1");
+	/*
+	 * The sandbox trusts what the host (or the image) trusts: node,
+	 * python's requests and OpenSSL are pointed at the system bundle,
+	 * which they would otherwise ignore for a store of their own.  Set
+	 * before --env, which may override them.
+	 */
+	if ((v = sbx_sandbox_ca_bundle(&p->sb)) != NULL) {
+		sbx_strv_pushf(&env, "SSL_CERT_FILE=%s", v);
+		sbx_strv_pushf(&env, "NODE_EXTRA_CA_CERTS=%s", v);
+		sbx_strv_pushf(&env, "REQUESTS_CA_BUNDLE=%s", v);
+	}
 	if (strcmp(O.network, SBX_NET_PROXY) == 0) {
 		/* The relay of sbx-init listens here; the token names the
 		 * agent to the proxy.  Set before --env so that a caller
@@ -716,8 +968,8 @@ etc_fd(const char *name, struct sbx_buf *b)
 	return fd;
 }
 
-/* Does bwrap know --disable-userns?  Asked once per bwrap binary and
- * remembered under cache/, keyed by its inode and mtime. */
+/* Does bwrap know --disable-userns?  A yes is asked once per bwrap
+ * binary and remembered under cache/, keyed by its inode and mtime. */
 static int
 bwrap_has_disable_userns(struct prep *p)
 {
@@ -735,11 +987,20 @@ bwrap_has_disable_userns(struct prep *p)
 	    (unsigned long long)st.st_ino, (long long)st.st_mtime,
 	    (long long)st.st_size);
 	cfd = p->cache_fd;
+	/*
+	 * Only a yes is taken from the cache.  The state root may be within
+	 * a sandbox's reach (a --workdir holding it), and a planted no would
+	 * drop --disable-userns; a planted yes can only add the option,
+	 * which a bwrap without it refuses, so the run fails closed.  A no
+	 * is asked again, and never written.  O_NONBLOCK: a FIFO planted at
+	 * the name cannot make us wait.
+	 */
 	if (cfd >= 0 && (fd = openat(cfd, name, O_RDONLY | O_NOFOLLOW |
-	    O_CLOEXEC)) >= 0) {
+	    O_CLOEXEC | O_NONBLOCK)) >= 0) {
 		n = read(fd, out, sizeof(out) - 1);
 		close(fd);
-		return n > 0 && out[0] == '1';
+		if (n > 0 && out[0] == '1')
+			return 1;
 	}
 	if (pipe2(pfd, O_CLOEXEC) == -1)
 		goto done;
@@ -758,8 +1019,8 @@ bwrap_has_disable_userns(struct prep *p)
 	if (pid > 0)
 		waitpid(pid, &status, 0);
 	yes = strstr(out, "--disable-userns") != NULL;
-	if (cfd >= 0 && len > 0)
-		(void)sbx_write_atomic(cfd, name, yes ? "1\n" : "0\n", 2, 0600,
+	if (cfd >= 0 && yes)
+		(void)sbx_write_atomic(cfd, name, "1\n", 2, 0600,
 		    &e);
 done:
 	return yes;
@@ -874,6 +1135,8 @@ prep_limits(struct prep *p)
 	}
 	if (v != NULL)
 		v2root = strdup(json_string_value(v));
+	if (O.background && sbx_joblog_cap_config(cfg, &p->log_cap, &e) == -1)
+		fail(&e, SBX_EX_FAILED);
 	json_decref(cfg);
 	if (p->agent_cfg != NULL && sbx_limits_merge_json(&p->lim,
 	    json_object_get(p->agent_cfg, "limits"), 1, p->agent_rel, &e) == -1)
@@ -915,7 +1178,13 @@ prep_limits(struct prep *p)
 		    "config/sandbox.json), or accept rlimits with --soft-limits");
 		fail(&e, SBX_EX_FAILED);
 	}
-	if (unenforced)
+	/*
+	 * Said after every run's output, a note about the defaults would be
+	 * noise a plain user can do nothing about: a person hears it only
+	 * when a limit was asked for (sbx preflight reports the machine);
+	 * the envelope keeps it, with `enforced` saying what holds.
+	 */
+	if ((unenforced & p->lim.explicit_mask) || (unenforced && O.json))
 		warn_add(p, "no writable cgroup: memory, cpu and task limits "
 		    "are not enforced by a cgroup (rlimits only)");
 	/* rlimits: always available, inherited by bwrap and everything
@@ -1062,8 +1331,8 @@ own_dir(struct prep *p, int fd, const char *rel)
 }
 
 /*
- * Image mode, when the agent is bound to one (config/agents/A.json
- * `image`): its template must be there and complete (a cheap check, no
+ * Image mode, when the agent is bound to one (its record
+ * agents/A/image.json, or an old config's `image`): its template must be there and complete (a cheap check, no
  * walk); a missing or damaged one refuses the run, never falls back to
  * the host's system directories.
  */
@@ -1076,8 +1345,8 @@ prep_image(struct prep *p)
 	char			 reach[2][64];
 	int			 r, fd, env, nreach, i;
 
-	if ((r = sbx_imageref_of(p->agent_cfg, p->agent_rel, p->sb.agent,
-	    digest, &env, &e)) == -1)
+	if ((r = sbx_imageref_of(p->root.fd, p->agent_cfg, p->agent_rel,
+	    p->sb.agent, digest, &env, &e)) == -1)
 		fail(&e, SBX_EX_FAILED);
 	if (r == 0)
 		return;
@@ -1148,11 +1417,19 @@ prep_network(struct prep *p)
 {
 	struct sbx_error	 e;
 	const char		*v;
+	int			 r;
 
 	/* The agent's settings, read once for the whole run. */
 	snprintf(p->agent_rel, sizeof(p->agent_rel), "config/agents/%s.json",
 	    p->sb.agent);
 	if (sbx_config_load(p->root.fd, p->agent_rel, &p->agent_cfg, &e) == -1)
+		fail(&e, SBX_EX_FAILED);
+	/* An unprovisioned agent stays revoked for every run, not only for
+	 * the proxy runs that would mint it a new token, until `sbx
+	 * provision` restores it. */
+	if ((r = sbx_provision_revoked(p->root.fd, p->sb.agent, &e)) == 1)
+		sbx_provision_revoked_error(p->sb.agent, &e);
+	if (r != 0)
 		fail(&e, SBX_EX_FAILED);
 	if (!O.network_set) {
 		v = json_string_value(json_object_get(p->agent_cfg,
@@ -1293,6 +1570,10 @@ finish_proxy(struct prep *p)
 		struct sbx_buf	 b = SBX_BUF_INIT;
 		const char	*h = json_string_value(json_object_get(v,
 				    "host"));
+		const char	*ad = json_string_value(json_object_get(v,
+				    "address"));
+		const char	*hn = json_string_value(json_object_get(v,
+				    "hint"));
 
 		if (i == 5) {
 			fprintf(stderr, " ...");
@@ -1300,12 +1581,44 @@ finish_proxy(struct prep *p)
 		}
 		sbx_str_escape_line(&b, h != NULL ? h : "-", h != NULL ?
 		    strlen(h) : 1);
-		fprintf(stderr, "%s %s:%lld (%s)", i ? "," : "", b.p,
+		/* An address refused for its class says which address and
+		 * what would allow it (the proxy's own words). */
+		fprintf(stderr, "%s %s:%lld (%s%s%s%s%s)", i ? "," : "", b.p,
 		    json_integer_value(json_object_get(v, "port")),
-		    json_string_value(json_object_get(v, "reason")));
+		    json_string_value(json_object_get(v, "reason")),
+		    ad != NULL ? " " : "", ad != NULL ? ad : "",
+		    hn != NULL ? "; " : "", hn != NULL ? hn : "");
 		sbx_buf_release(&b);
 	}
 	fputc('\n', stderr);
+}
+
+/* The caller's terminal whose size the command's terminal takes, and
+ * follows on SIGWINCH (-t), or -1. */
+static int		 tty_size_fd = -1;
+
+/*
+ * -t: the command's terminal starts at the size of the caller's (stdin,
+ * stdout or stderr, whichever is one), else at 24 by 80, as a terminal
+ * that cannot tell its size is taken to be.
+ */
+static void
+tty_prepare(struct prep *p)
+{
+	struct winsize	 ws;
+	int		 fd;
+
+	p->sb.tty = 1;
+	p->sb.tty_rows = 24;
+	p->sb.tty_cols = 80;
+	for (fd = 0; fd <= 2; fd++)
+		if (ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0 &&
+		    ws.ws_col > 0) {
+			p->sb.tty_rows = ws.ws_row;
+			p->sb.tty_cols = ws.ws_col;
+			tty_size_fd = fd;
+			break;
+		}
 }
 
 static void
@@ -1321,9 +1634,7 @@ prepare(struct prep *p)
 	p->proxy_ctl = p->proxy_chan = -1;
 	p->warnings = json_array();
 
-	if ((O.argc == 0) == (O.shell == NULL)) {
-		if (O.shell != NULL)
-			usage();
+	if (O.argc == 0 && O.shell == NULL) {
 		sbx_error_set(&e, SBX_K_INVALID_ARGS, "command", "missing",
 		    "no command given: use `-- COMMAND [ARG...]` or `-c "
 		    "STRING`");
@@ -1350,7 +1661,15 @@ prepare(struct prep *p)
 		    "argument `-c` is an empty string");
 		fail(&e, SBX_EX_FAILED);
 	}
-	if (O.argc > 0 && O.argv[0][0] == '\0') {
+	/* A detached job has no caller's stdin to read: refused rather than
+	 * silently given /dev/null. */
+	if (O.background && O.stdin_mode == STDIN_INHERIT) {
+		sbx_error_set(&e, SBX_K_INVALID_ARGS, "stdin",
+		    "background_stdin", "--stdin inherit cannot be used with "
+		    "--background (a job's stdin is /dev/null)");
+		fail(&e, SBX_EX_FAILED);
+	}
+	if (O.shell == NULL && O.argc > 0 && O.argv[0][0] == '\0') {
 		sbx_error_set(&e, SBX_K_INVALID_ARGS, "command", "empty",
 		    "the command name is empty");
 		fail(&e, SBX_EX_FAILED);
@@ -1384,6 +1703,13 @@ prepare(struct prep *p)
 
 	if (sbx_root_open(&p->root, 1, &e) == -1)
 		fail(&e, SBX_EX_FAILED);
+	/* A root made by a run alone is as much a state root as one made
+	 * by provision: mark it, so that --workdir never binds it into
+	 * another run (see prep_workdir).  This run's own isolation does
+	 * not depend on it (its root is checked by path): a root that
+	 * cannot take the marker (read-only) only gets a warning. */
+	if (sbx_root_mark(p->root.fd, &e) == -1)
+		warn_add(p, e.message);
 	prep_identity(p);
 	prep_network(p);
 	snprintf(rel, sizeof(rel), "workspace/agents/%s", p->sb.agent);
@@ -1407,8 +1733,11 @@ prepare(struct prep *p)
 	p->sb.workdir = p->workdir;
 	p->sb.cwd = p->cwd;
 	p->sb.network = O.network;
-	p->sb.argv = O.shell ? NULL : O.argv;
+	/* With -c, the arguments after the string are $0, $1... */
+	p->sb.argv = O.argv;
 	p->sb.shell = O.shell;
+	if (O.tty)
+		tty_prepare(p);
 	p->sb.tmp_size = 1ULL << 30;
 	p->cache_fd = sbx_mkdirs_at(p->root.fd, "cache", 0700, &e);
 	p->sb.disable_userns = bwrap_has_disable_userns(p);
@@ -1417,8 +1746,14 @@ prepare(struct prep *p)
 	 * runs (unless the caller turned it off, for diagnosis). */
 	p->seccomp_fd = -1;
 	if (!O.seccomp_off) {
-		if ((p->seccomp_fd = sbx_seccomp_fd(p->cache_fd, &e)) == -1)
+		const char	*sw;
+
+		if ((p->seccomp_fd = sbx_seccomp_fd(p->cache_fd, &sw,
+		    &e)) == -1)
 			fail(&e, SBX_EX_FAILED);
+		/* Someone wrote the cached copy: say so, it is a sign. */
+		if (sw != NULL)
+			warn_add(p, sw);
 		p->sb.seccomp = 1;
 	} else
 		warn_add(p, "seccomp is off (--seccomp=off): the kernel's "
@@ -1605,6 +1940,9 @@ result_json(struct prep *p, struct sbx_run *r)
 		}
 	}
 	json_object_set_new(res, "cwd", json_string(p->cwd));
+	if (p->workdir_resolved != NULL)
+		json_object_set_new(res, "workdir_resolved",
+		    json_string(p->workdir_resolved));
 	json_object_set_new(res, "agent", json_string(p->sb.agent));
 	json_object_set_new(res, "duration_ms", json_integer(r->duration_ms));
 	json_object_set_new(res, "network", json_string(O.network));
@@ -1647,6 +1985,82 @@ extra_of(json_t *res, json_t *warnings)
 	return x;
 }
 
+/*
+ * The caller's terminal, when the sandbox gets it as stdin.  Its settings
+ * are the caller's, not the sandbox's: `stty -echo` or raw mode left behind
+ * by the command (or by one killed half-way) would outlive the run, so
+ * they are put back however the run ends (exit() runs restore_tty too).
+ */
+static struct termios	 saved_tty;
+static int		 saved_tty_ok;
+
+static void
+restore_tty(void)
+{
+	struct sigaction	 ign, old;
+
+	if (!saved_tty_ok)
+		return;
+	/* A background sbx (`sbx exec ... &`) would be stopped by SIGTTOU
+	 * on tcsetattr(): ignored for the call, as shells do. */
+	memset(&ign, 0, sizeof(ign));
+	ign.sa_handler = SIG_IGN;
+	sigemptyset(&ign.sa_mask);
+	sigaction(SIGTTOU, &ign, &old);
+	(void)tcsetattr(0, TCSANOW, &saved_tty);
+	sigaction(SIGTTOU, &old, NULL);
+}
+
+/*
+ * What the sandbox reads.  The caller's stdin, except a terminal in a run
+ * that is not interactive (--json: the caller reads an envelope, not a
+ * session): there the command would read keystrokes meant for the caller,
+ * and could change the terminal's modes or wait on it.  --stdin decides.
+ */
+static int
+stdin_for_run(void)
+{
+	int	 fd = 0;
+
+	if (O.stdin_mode == STDIN_NULL ||
+	    (O.stdin_mode == STDIN_AUTO && O.json && isatty(0)))
+		fd = -1;
+	if (fd == 0 && isatty(0) && tcgetattr(0, &saved_tty) == 0 &&
+	    !saved_tty_ok) {
+		saved_tty_ok = 1;
+		atexit(restore_tty);
+	}
+	return fd;
+}
+
+/*
+ * -t: the command's terminal is the one sbx-init made inside; the caller's
+ * terminal only carries keystrokes to it and its output back, so it goes
+ * raw (no echo or line editing of its own; ^C, ^Z and ^D pass as bytes,
+ * and the command's terminal makes of them what a terminal does) until
+ * the run ends, however it ends (restore_tty).  Its window size follows
+ * the caller's (SIGWINCH).
+ */
+static void
+tty_start(struct sbx_run *r)
+{
+	struct sigaction	 sa;
+	struct termios		 raw;
+
+	r->tty = 1;
+	r->tty_size_fd = tty_size_fd;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGWINCH, &sa, NULL);
+	if (!saved_tty_ok)
+		return;
+	raw = saved_tty;
+	cfmakeraw(&raw);
+	(void)tcsetattr(0, TCSADRAIN, &raw);
+}
+
 static int
 foreground(struct prep *p)
 {
@@ -1659,7 +2073,9 @@ foreground(struct prep *p)
 	install_signals(0);
 	signal(SIGPIPE, SIG_IGN);
 	run_setup(p, &r);
-	r.stdin_fd = 0;
+	r.stdin_fd = stdin_for_run();
+	if (O.tty)
+		tty_start(&r);
 	if (O.json) {
 		r.capture = 1;
 	} else {
@@ -1667,9 +2083,11 @@ foreground(struct prep *p)
 		r.err_fd = 2;
 	}
 	if (sbx_run_sandbox(&r, &e) == -1) {
+		restore_tty();
 		(void)finish_limits(p, &r);
 		fail(&e, SBX_EX_FAILED);
 	}
+	restore_tty();
 	events = finish_limits(p, &r);
 	finish_proxy(p);
 
@@ -1744,9 +2162,12 @@ foreground(struct prep *p)
 			sbx_error_set(&e, SBX_K_TIMEOUT, "timeout",
 			    "idle_timeout", "killed after %s seconds without "
 			    "output (an inactivity timeout, not a limit on run "
-			    "time)", O.timeout_arg);
-			sbx_error_hint(&e, "raise --timeout, or make the "
-			    "command print progress");
+			    "time; output a program buffers counts as silence, "
+			    "see -t)", O.timeout_arg);
+			sbx_error_hint(&e, "raise --timeout, make the command "
+			    "print progress and flush it, or run it on a "
+			    "terminal with -t/--tty (most programs then write "
+			    "line by line)");
 		} else {
 			sbx_error_set(&e, SBX_K_TIMEOUT, "wall_timeout",
 			    "wall_time", "killed at the wall-clock limit of "
@@ -1802,11 +2223,17 @@ command_json(void)
 		json_array_append_new(a, json_string("-c"));
 		json_array_append_new(a, sbx_json_bytes(O.shell,
 		    strlen(O.shell)));
-	} else
-		for (i = 0; i < O.argc; i++)
-			json_array_append_new(a, sbx_json_bytes(O.argv[i],
-			    strlen(O.argv[i])));
+	}
+	for (i = 0; i < O.argc; i++)
+		json_array_append_new(a, sbx_json_bytes(O.argv[i],
+		    strlen(O.argv[i])));
 	return a;
+}
+
+static int
+log_sink(void *log, const void *data, size_t n)
+{
+	return sbx_joblog_write(log, data, n);
 }
 
 /* The detached supervisor of a background job. */
@@ -1816,6 +2243,7 @@ monitor(struct prep *p, const char *id, int jobs_fd, int log_fd,
 {
 	struct sbx_error	 e;
 	struct sbx_run		 r;
+	struct sbx_joblog	 jl;
 	unsigned long long	 st = 0;
 	char			 now[32], line[32];
 	int			 devnull, rc;
@@ -1847,6 +2275,11 @@ monitor(struct prep *p, const char *id, int jobs_fd, int log_fd,
 	run_setup(p, &r);
 	r.out_fd = log_fd;
 	r.err_fd = log_fd;
+	/* Through the capped log: the head and the latest output are
+	 * kept, the file never grows past log_cap (see background()). */
+	sbx_joblog_init(&jl, log_fd, p->log_cap);
+	r.sink_write = log_sink;
+	r.sink_arg = &jl;
 	r.notify_fd = notify_fd;
 	rc = sbx_run_sandbox(&r, &e);
 	if ((ev = finish_limits(p, &r)) != NULL) {
@@ -1863,7 +2296,7 @@ monitor(struct prep *p, const char *id, int jobs_fd, int log_fd,
 			json_object_set_new(rec, "error", sbx_json_bytes(
 			    r.setup_err.p ? r.setup_err.p : "",
 			    r.setup_err.len));
-			(void)sbx_write_all(log_fd, r.setup_err.p ?
+			(void)sbx_joblog_write(&jl, r.setup_err.p ?
 			    r.setup_err.p : "", r.setup_err.len);
 			json_object_set_new(rec, "exit_code",
 			    json_integer(SBX_EX_FAILED));
@@ -1888,6 +2321,11 @@ monitor(struct prep *p, const char *id, int jobs_fd, int log_fd,
 		json_object_set_new(rec, "duration_ms",
 		    json_integer(r.duration_ms));
 	}
+	/* In order on disk for whoever reads the file itself. */
+	(void)sbx_joblog_finish(&jl);
+	json_object_set_new(rec, "log_truncated", json_boolean(jl.truncated));
+	json_object_set_new(rec, "log_dropped_bytes", json_integer(
+	    (json_int_t)sbx_joblog_dropped(&jl)));
 	sbx_iso8601_now(now);
 	json_object_set_new(rec, "ended_at", json_string(now));
 	sbx_job_write(jobs_fd, id, rec, &e);
@@ -1918,18 +2356,45 @@ background(struct prep *p)
 		fail(&e, SBX_EX_FAILED);
 	}
 	snprintf(name, sizeof(name), "%s.log", id);
-	log_fd = openat(jobs_fd, name, O_WRONLY | O_CREAT | O_EXCL |
-	    O_NOFOLLOW | O_APPEND | O_CLOEXEC, 0600);
+	/* Read and written at offsets (the ring of a capped log), so not
+	 * O_APPEND. */
+	log_fd = openat(jobs_fd, name, O_RDWR | O_CREAT | O_EXCL |
+	    O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (log_fd == -1) {
 		sbx_error_sys(&e, "log_failed", "cannot create the job log");
+		fail(&e, SBX_EX_FAILED);
+	}
+	/*
+	 * The log is the sandbox's output, so it is bounded as the
+	 * sandbox's own files are: never more than jobs.max_log_bytes, nor
+	 * than the run's largest file (--file-size, --disk).  The
+	 * supervisor writes it, and as root it stays root (it must remove
+	 * the run's cgroup): a write of root's may use the file system's
+	 * reserved blocks, which only the cap keeps in bounds.  The file
+	 * belongs to the sandbox's uid, so that disk quotas charge the
+	 * sandbox's user, not root; it stays in root's 0700 jobs directory,
+	 * out of that uid's reach.
+	 */
+	{
+		unsigned long long m = p->lim.file_size_mib;
+
+		if (p->lim.disk_mib && (m == 0 || p->lim.disk_mib < m))
+			m = p->lim.disk_mib;
+		if (m != 0 && (m << 20) < p->log_cap)
+			p->log_cap = m << 20;
+	}
+	if (p->drop_privs && fchown(log_fd, p->run_uid, p->run_gid) == -1) {
+		sbx_error_sys(&e, "log_failed", "cannot hand the job log to "
+		    "uid %u", (unsigned)p->run_uid);
 		fail(&e, SBX_EX_FAILED);
 	}
 	snprintf(logpath, sizeof(logpath), "%s/agents/%s/jobs/%s",
 	    p->root.path, p->sb.agent, name);
 	sbx_iso8601_now(now);
-	rec = json_pack("{s:s,s:s,s:o,s:s,s:s,s:s,s:s}", "job", id, "agent",
+	rec = json_pack("{s:s,s:s,s:o,s:s,s:s,s:s,s:s,s:I}", "job", id, "agent",
 	    p->sb.agent, "command", command_json(), "cwd", p->cwd,
-	    "log_file", logpath, "started_at", now, "network", O.network);
+	    "log_file", logpath, "started_at", now, "network", O.network,
+	    "log_max_bytes", (json_int_t)p->log_cap);
 	if (pipe2(np, O_CLOEXEC) == -1) {
 		sbx_error_sys(&e, "pipe_failed", "pipe");
 		fail(&e, SBX_EX_FAILED);
@@ -2005,6 +2470,9 @@ background(struct prep *p)
 	res = json_pack("{s:s,s:i,s:s,s:s,s:b,s:s}", "job", id, "pid", jpid,
 	    "log_file", logpath, "cwd", p->cwd, "background", 1, "agent",
 	    p->sb.agent);
+	if (p->workdir_resolved != NULL)
+		json_object_set_new(res, "workdir_resolved",
+		    json_string(p->workdir_resolved));
 	if (O.json)
 		emit(sbx_envelope_ok(tool, res, json_incref(p->warnings)));
 	else {
@@ -2038,19 +2506,26 @@ job_status_fields(json_t *res, json_t *rec, int *alive)
 		json_object_set(res, "limit", v);
 }
 
-static json_t *
-log_tail_json(int jobs_fd, const char *id)
+/* log_tail, log_truncated and log_dropped_bytes of a job into res. */
+static void
+log_tail_json(json_t *res, int jobs_fd, const char *id, const json_t *rec)
 {
-	struct sbx_buf	 b = SBX_BUF_INIT;
-	char		 name[64];
-	json_t		*j;
+	struct sbx_buf		 b = SBX_BUF_INIT;
+	unsigned long long	 dropped = 0, cap;
+	char			 name[64];
 
 	snprintf(name, sizeof(name), "%s.log", id);
-	if (O.tail_lines > 0)
-		sbx_log_tail(jobs_fd, name, O.tail_lines, &b);
-	j = sbx_json_bytes(b.p ? b.p : "", b.len);
+	/* The cap the supervisor wrote with, which tells where the ring
+	 * is; a record without one (an older sbx) has a plain log. */
+	cap = (unsigned long long)json_integer_value(json_object_get(rec,
+	    "log_max_bytes"));
+	(void)sbx_joblog_tail(jobs_fd, name, cap, O.tail_lines, &b, &dropped);
+	json_object_set_new(res, "log_tail", sbx_json_bytes(b.p ? b.p : "",
+	    b.len));
+	json_object_set_new(res, "log_truncated", json_boolean(dropped > 0));
+	json_object_set_new(res, "log_dropped_bytes",
+	    json_integer((json_int_t)dropped));
 	sbx_buf_release(&b);
-	return j;
 }
 
 static json_t *
@@ -2097,7 +2572,7 @@ sub_poll(struct sbx_root *root, const char *agent)
 	rec = load_job(root, agent, O.argv[0], &jobs_fd);
 	res = json_pack("{s:s}", "job", O.argv[0]);
 	job_status_fields(res, rec, &alive);
-	json_object_set_new(res, "log_tail", log_tail_json(jobs_fd, O.argv[0]));
+	log_tail_json(res, jobs_fd, O.argv[0], rec);
 	if (O.json)
 		emit(sbx_envelope_ok("exec.poll", res, NULL));
 	else {
@@ -2160,7 +2635,7 @@ sub_wait(struct sbx_root *root, const char *agent)
 	}
 	json_object_set_new(res, "exited", json_boolean(!alive));
 	json_object_set_new(res, "timed_out", json_boolean(alive));
-	json_object_set_new(res, "log_tail", log_tail_json(jobs_fd, id));
+	log_tail_json(res, jobs_fd, id, rec);
 	code = alive ? SBX_EX_TIMEOUT : (int)json_integer_value(
 	    json_object_get(res, "exit_code"));
 	if (!alive && json_object_get(res, "exit_code") == NULL)
@@ -2241,11 +2716,21 @@ sub_ps(struct sbx_root *root, const char *agent)
 	struct sbx_error	 e;
 	DIR			*d;
 	struct dirent		*de;
-	json_t			*jobs = json_array(), *rec, *row, **v;
+	json_t			*jobs = json_array(), *rec, *row, **v, *cfg;
 	char			 id[SBX_JOB_LEN + 1];
 	int			 jobs_fd, alive;
-	size_t			 i, n = 0;
+	size_t			 i, n = 0, pruned = 0;
+	unsigned		 keep_days;
+	time_t			 now = time(NULL);
 
+	/* Finished jobs older than jobs.keep_days go, record and log, so
+	 * that agents/A/jobs does not grow for ever. */
+	if (sbx_config_load(root->fd, "config/sandbox.json", &cfg, &e) == -1 ||
+	    sbx_joblog_keep_days(cfg, &keep_days, &e) == -1) {
+		json_decref(jobs);
+		fail(&e, SBX_EX_FAILED);
+	}
+	json_decref(cfg);
 	if ((jobs_fd = jobs_dir(root, agent, 0, &e)) >= 0 &&
 	    (d = fdopendir(jobs_fd)) != NULL) {
 		while ((de = readdir(d)) != NULL) {
@@ -2259,6 +2744,13 @@ sub_ps(struct sbx_root *root, const char *agent)
 				continue;
 			row = json_pack("{s:s}", "job", id);
 			job_status_fields(row, rec, &alive);
+			if (!alive && sbx_job_expired(rec, now, keep_days) &&
+			    sbx_job_remove(dirfd(d), id) == 0) {
+				pruned++;
+				json_decref(row);
+				json_decref(rec);
+				continue;
+			}
 			json_object_set(row, "pid", json_object_get(rec, "pid"));
 			json_object_set(row, "started_at",
 			    json_object_get(rec, "started_at"));
@@ -2281,8 +2773,9 @@ sub_ps(struct sbx_root *root, const char *agent)
 		free(v);
 	}
 	if (O.json) {
-		emit(sbx_envelope_ok("exec.ps", json_pack("{s:o,s:s}", "jobs",
-		    jobs, "agent", agent), NULL));
+		emit(sbx_envelope_ok("exec.ps", json_pack("{s:o,s:s,s:I}",
+		    "jobs", jobs, "agent", agent, "pruned", (json_int_t)pruned),
+		    NULL));
 		return 0;
 	}
 	printf("%-16s  %-7s  %-4s  %-20s  %s\n", "JOB", "STATE", "EXIT",
@@ -2347,8 +2840,19 @@ main(int argc, char *argv[])
 {
 	struct sbx_error	 e;
 
+	/* Before anything is opened: see sbx_fd_sanitize_std(). */
+	if (sbx_fd_sanitize_std() == -1)
+		return SBX_EX_OSERR;
 	p.root.fd = -1;
 	parse_args(argc, argv);
+	if (O.sub == NULL && sbx_sandbox_inside()) {
+		sbx_error_set(&e, SBX_K_REJECTED, NULL, "nested_sandbox",
+		    "sbx is running inside an sbx sandbox; nested sandboxes "
+		    "are not supported");
+		sbx_error_hint(&e, "run sbx on the host; inside, the command "
+		    "is already sandboxed");
+		fail(&e, SBX_EX_FAILED);
+	}
 	if (O.sub != NULL) {
 		if (strcmp(O.sub, "gc") == 0) {
 			if (O.argc != 0)

@@ -1,18 +1,27 @@
 /*
  * sbx-init: pid 1 inside every sbx sandbox.
  *
- *	sbx-init [-r NAME=VALUE]... [-P] -- COMMAND [ARG...]
- *	sbx-init [-r NAME=VALUE]... [-P] -c -- 'SHELL STRING'
+ *	sbx-init [-r NAME=VALUE]... [-W DEV:INO PATH] [-T ROWS:COLS] [-P]
+ *	    -- COMMAND [ARG...]
+ *	sbx-init [-r NAME=VALUE]... [-W DEV:INO PATH] [-T ROWS:COLS] [-P]
+ *	    -c -- 'SHELL STRING' [NAME [ARG...]]
  *
  * -r sets a resource limit (nofile, fsize in bytes, as in bytes) for the
- * command, hard and soft, before it runs.
+ * command, hard and soft, before it runs.  -W: the directory mounted at
+ * PATH (the --workdir) must have this device and inode number, or the
+ * command does not start.  -T: the command runs on a new terminal of the
+ * sandbox's own devpts, ROWS by COLS, its session's controlling terminal;
+ * the master goes to sbx over fd 3 with a "tty" line, before "ready".  -c:
+ * the string is run by bash -o pipefail -c (sh -c without bash), NAME
+ * and ARGs becoming $0, $1...
  *
  * Internal: started by bwrap (--as-pid-1) on behalf of sbx-exec, never by
  * people.  It receives the sandbox environment on fd 5 (so that values,
  * secrets among them, never appear in bwrap's argv or environment), reports
  * on fd 3 and takes orders on fd 4:
  *
- *	fd 3 (out): "ready\n" (the sandbox is set up), "warn nopipefail\n",
+ *	fd 3 (out, a socket): "tty\n" with the terminal's master (-T),
+ *		    "ready\n" (the sandbox is set up), "warn nopipefail\n",
  *		    then "running\n" (the command was executed) or
  *		    "exec ERRNO\n" (it could not be), then "exit CODE\n" or
  *		    "signal SIGNO\n"
@@ -37,10 +46,12 @@
  * proves what the sandbox enforces, by doing: it prints one `name value`
  * line per probe (an errno name, or a value) for sbx-preflight.
  */
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sched.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -57,6 +68,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <termios.h>
 #include <unistd.h>
 
 #define FD_STATUS	3
@@ -220,6 +232,125 @@ set_rlimit(const char *spec)
 	return errno = EINVAL, -1;
 }
 
+/*
+ * -W DEV:INO PATH.  sbx-exec checked the --workdir directory and had bwrap
+ * bind the descriptor it opened, so the mount is that directory unless
+ * something between the check and the mount changed what was bound.  Look
+ * at what the command would find at PATH and refuse to start it on any
+ * difference: the checks sbx made (no symlink, no home dot-directory, no
+ * state root) are only worth something for the directory they were made
+ * on.  0 same, -1 not (message on stderr).
+ */
+static int
+check_workdir(const char *devino, const char *path)
+{
+	unsigned long long	 dev, ino = 0;
+	struct stat		 st;
+	char			*end;
+	int			 fd;
+
+	errno = 0;
+	dev = strtoull(devino, &end, 10);
+	if (errno != 0 || end == devino || *end != ':')
+		end = NULL;
+	else
+		ino = strtoull(end + 1, &end, 10);
+	if (end == NULL || errno != 0 || *end != '\0') {
+		fprintf(stderr, "sbx-init: bad -W argument %s\n", devino);
+		return -1;
+	}
+	fd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd == -1 || fstat(fd, &st) == -1) {
+		fprintf(stderr, "sbx-init: the workdir %s is not mounted in the "
+		    "sandbox: %s\n", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	close(fd);
+	if ((unsigned long long)st.st_dev != dev ||
+	    (unsigned long long)st.st_ino != ino) {
+		fprintf(stderr, "sbx-init: the workdir mounted at %s is not the "
+		    "directory sbx checked (device:inode %llu:%llu, expected "
+		    "%s); refusing to run the command\n", path,
+		    (unsigned long long)st.st_dev,
+		    (unsigned long long)st.st_ino, devino);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * -T ROWS:COLS: a new terminal from /dev/ptmx, which bwrap's --dev makes the
+ * sandbox's own devpts instance, so that the command's terminal has a name
+ * inside (tty(1), ssh, sudo look it up) and nothing of the host's devpts is
+ * reachable.  The master is sent to sbx over the status socket and closed
+ * here: neither pid 1 nor the command keeps it.  Returns the slave, or -1
+ * (message on stderr).
+ */
+static int
+open_tty(const char *size)
+{
+	struct winsize	 ws;
+	struct msghdr	 m;
+	struct iovec	 iov;
+	struct cmsghdr	*cm;
+	union {
+		char		 b[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr	 align;
+	}		 u;
+	unsigned	 rows, cols;
+	char		 line[] = "tty\n", path[32];
+	int		 mfd, sfd = -1, unlock = 0, ptn;
+
+	if (sscanf(size, "%u:%u", &rows, &cols) != 2 || rows > 65535 ||
+	    cols > 65535) {
+		fprintf(stderr, "sbx-init: bad -T argument %s\n", size);
+		return -1;
+	}
+	if ((mfd = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC)) == -1 ||
+	    ioctl(mfd, TIOCSPTLCK, &unlock) == -1)
+		goto fail;
+	/* The slave from the master itself (Linux 4.13), not by a path
+	 * lookup that a planted /dev/pts entry could answer. */
+	sfd = ioctl(mfd, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (sfd == -1 && ioctl(mfd, TIOCGPTN, &ptn) == 0) {
+		snprintf(path, sizeof(path), "/dev/pts/%d", ptn);
+		sfd = open(path, O_RDWR | O_NOCTTY | O_CLOEXEC);
+	}
+	if (sfd == -1)
+		goto fail;
+	memset(&ws, 0, sizeof(ws));
+	ws.ws_row = (unsigned short)rows;
+	ws.ws_col = (unsigned short)cols;
+	(void)ioctl(sfd, TIOCSWINSZ, &ws);
+	memset(&m, 0, sizeof(m));
+	memset(&u, 0, sizeof(u));
+	iov.iov_base = line;
+	iov.iov_len = sizeof(line) - 1;
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	m.msg_control = u.b;
+	m.msg_controllen = sizeof(u.b);
+	cm = CMSG_FIRSTHDR(&m);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &mfd, sizeof(int));
+	if (sendmsg(FD_STATUS, &m, MSG_NOSIGNAL) == -1)
+		goto fail;
+	close(mfd);
+	return sfd;
+fail:
+	fprintf(stderr, "sbx-init: cannot make a terminal for the command: "
+	    "%s\n", strerror(errno));
+	if (mfd >= 0)
+		close(mfd);
+	if (sfd >= 0)
+		close(sfd);
+	return -1;
+}
+
 static char **
 read_env(void)
 {
@@ -361,11 +492,11 @@ main(int argc, char *argv[])
 	struct signalfd_siginfo	 si;
 	struct pollfd		 pfd[4];
 	sigset_t		 mask;
-	char			**envp, **cmd, *shargv[6], c;
+	char			**envp, **cmd, **shargv, c, *tty = NULL;
 	pid_t			 child, pid;
 	int			 sfd, status, shell = 0, i, ctl_open = 1;
 	int			 proxy = 0, lfd = -1, nfds;
-	int			 ep[2], err = 0;
+	int			 ep[2], err = 0, tfd = -1, k;
 	ssize_t			 r;
 
 	if (getpid() != 1 && argc == 2 && strcmp(argv[1], "--probe") == 0)
@@ -382,6 +513,29 @@ main(int argc, char *argv[])
 			    argv[i + 1], strerror(errno));
 			return 125;
 		}
+		i += 2;
+	}
+	/*
+	 * No core dumps, soft and hard limit 0, whatever was asked.  A
+	 * core_pattern that pipes to a program (systemd-coredump, apport)
+	 * hands the crashing process's memory, secrets and all, to a helper
+	 * running as root outside every namespace; the kernel passes the
+	 * limit on (%c) and those helpers store no dump at 0.  A file
+	 * pattern is not written at all.  The command cannot raise a hard
+	 * limit: that takes CAP_SYS_RESOURCE in the host's user namespace.
+	 */
+	if (setrlimit(RLIMIT_CORE, &(struct rlimit){ 0, 0 }) == -1) {
+		fprintf(stderr, "sbx-init: cannot turn core dumps off: %s\n",
+		    strerror(errno));
+		return 125;
+	}
+	if (i + 2 < argc && strcmp(argv[i], "-W") == 0) {
+		if (check_workdir(argv[i + 1], argv[i + 2]) == -1)
+			return 125;
+		i += 3;
+	}
+	if (i + 1 < argc && strcmp(argv[i], "-T") == 0) {
+		tty = argv[i + 1];
 		i += 2;
 	}
 	if (i < argc && strcmp(argv[i], "-P") == 0) {
@@ -427,23 +581,30 @@ main(int argc, char *argv[])
 		    "the proxy: %s\n", PROXY_PORT, strerror(errno));
 		return 125;
 	}
+	if (tty != NULL && (tfd = open_tty(tty)) == -1)
+		return 125;
 	report("ready\n");
 
 	if (shell) {
+		/* The string, then $0 and the arguments, if any. */
+		if ((shargv = calloc((size_t)argc + 5, sizeof(*shargv))) ==
+		    NULL) {
+			report("exec %d\n", ENOMEM);
+			return 126;
+		}
+		k = 0;
 		if (access("/bin/bash", X_OK) == 0) {
-			shargv[0] = "bash";
-			shargv[1] = "-o";
-			shargv[2] = "pipefail";
-			shargv[3] = "-c";
-			shargv[4] = cmd[0];
-			shargv[5] = NULL;
+			shargv[k++] = "bash";
+			shargv[k++] = "-o";
+			shargv[k++] = "pipefail";
 		} else {
 			report("warn nopipefail\n");
-			shargv[0] = "sh";
-			shargv[1] = "-c";
-			shargv[2] = cmd[0];
-			shargv[3] = NULL;
+			shargv[k++] = "sh";
 		}
+		shargv[k++] = "-c";
+		while (*cmd != NULL)
+			shargv[k++] = *cmd++;
+		shargv[k] = NULL;
 		cmd = shargv;
 	}
 
@@ -456,6 +617,21 @@ main(int argc, char *argv[])
 	if (child == 0) {
 		sigprocmask(SIG_UNBLOCK, &mask, NULL);
 		signal(SIGPIPE, SIG_DFL);
+		/*
+		 * -T: a session of its own with the terminal as controlling
+		 * terminal and as stdin, stdout and stderr, so that job
+		 * control works (the shell's ^Z, ^C reach its foreground
+		 * group).  TIOCSTI on it stays denied by the filter.
+		 */
+		if (tfd >= 0 && (setsid() == -1 ||
+		    ioctl(tfd, TIOCSCTTY, 0) == -1 || dup2(tfd, 0) == -1 ||
+		    dup2(tfd, 1) == -1 || dup2(tfd, 2) == -1)) {
+			err = errno;
+			(void)!write(ep[1], &err, sizeof(err));
+			_exit(126);
+		}
+		if (tfd > 2)
+			close(tfd);
 		environ = envp;
 		execvp(cmd[0], cmd);
 		err = errno;
@@ -463,6 +639,10 @@ main(int argc, char *argv[])
 		_exit(err == ENOENT ? 127 : 126);
 	}
 	close(ep[1]);
+	/* Only the command holds the terminal: when it and what it started
+	 * are gone, sbx reads the end of it. */
+	if (tfd >= 0)
+		close(tfd);
 	while ((r = read(ep[0], &err, sizeof(err))) == -1 && errno == EINTR)
 		;
 	close(ep[0]);

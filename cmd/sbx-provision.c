@@ -29,13 +29,14 @@
 #include "provision.h"
 #include "root.h"
 #include "runlimits.h"
+#include "users.h"
 #include "utf8.h"
 
 #define PROG	"sbx-provision"
 
 static const char usage_text[] =
 "usage: sbx provision [--agent A] [--image NAME|DIGEST] [--env | --no-env]\n"
-"                     [--home DIR] [--json] [-q] [-v]\n"
+"                     [--no-create-user] [--home DIR] [--json] [-q] [-v]\n"
 "       sbx provision list [--home DIR] [--json]\n"
 "       sbx provision status [--agent A] [--home DIR] [--json]\n"
 "       sbx provision unprovision --agent A [--home DIR] [--json]\n"
@@ -85,6 +86,9 @@ static const char help_text[] =
 "                  max_envs (default 3) are kept, least recently used\n"
 "                  evicted\n"
 "      --no-env    remove the agent's environment; back to the template\n"
+"      --no-create-user  as root without run_as or an `sbx` user: do not\n"
+"                  create the system user sbx; sandboxes run as nobody\n"
+"                  (also SBX_NO_CREATE_USER=1)\n"
 "      --sha256 HEX   image add: the expected sha256 of SOURCE\n"
 "      --name NAME    image add: a name for the image\n"
 "      --force        image rm: remove the template even when other names\n"
@@ -97,7 +101,7 @@ static const char help_text[] =
 
 enum {
 	OPT_HOME = 256, OPT_VERSION, OPT_IMAGE, OPT_SHA256, OPT_NAME, OPT_ENV,
-	OPT_NO_ENV, OPT_FORCE,
+	OPT_NO_ENV, OPT_FORCE, OPT_NO_CREATE_USER,
 };
 
 static const struct option longopts[] = {
@@ -107,6 +111,7 @@ static const struct option longopts[] = {
 	{ "image",	required_argument,	NULL, OPT_IMAGE },
 	{ "env",	no_argument,		NULL, OPT_ENV },
 	{ "no-env",	no_argument,		NULL, OPT_NO_ENV },
+	{ "no-create-user", no_argument,	NULL, OPT_NO_CREATE_USER },
 	{ "sha256",	required_argument,	NULL, OPT_SHA256 },
 	{ "name",	required_argument,	NULL, OPT_NAME },
 	{ "force",	no_argument,		NULL, OPT_FORCE },
@@ -125,6 +130,7 @@ static struct {
 	const char	*image;		/* --image */
 	int		 env;		/* --env */
 	int		 no_env;	/* --no-env */
+	int		 no_create_user;	/* --no-create-user */
 	const char	*sha256;
 	const char	*name;
 	const char	*pos[3];	/* image ACTION [ARG] */
@@ -141,13 +147,30 @@ static const char	*tool = "provision";
 static char		 tool_buf[32];
 static struct sbx_root	 root = SBX_ROOT_INIT;
 
+/* The options; operands never stop them (no child argv here). */
+static const char	 optstring[] = "+a:yjqvh";
+
+/* A usage error: an invalid_args envelope under --json (field and
+ * reason of e), the message and the synopsis on stderr; exit 64. */
+static void __attribute__((noreturn))
+usage_err(const struct sbx_error *e)
+{
+	sbx_cmd_usage(PROG, tool, O.json, e, usage_text, sbx_cmd_emit);
+	exit(SBX_EX_USAGE);
+}
+
 static void __attribute__((noreturn))
 usage(const char *why)
 {
-	if (why != NULL)
-		fprintf(stderr, "%s: %s\n", PROG, why);
-	fputs(usage_text, stderr);
-	exit(SBX_EX_USAGE);
+	struct sbx_error	 e;
+
+	if (why == NULL)
+		usage_err(NULL);
+	sbx_error_set(&e, SBX_K_INVALID_ARGS, "arguments",
+	    strcmp(why, "too many arguments") == 0 ? "unexpected_argument" :
+	    strcmp(why, "unknown subcommand") == 0 ? "unknown_subcommand" :
+	    "usage", "%s", why);
+	usage_err(&e);
 }
 
 static void
@@ -231,9 +254,11 @@ root_json(void)
 static void
 parse(int argc, char *argv[])
 {
-	int	 ch;
+	struct sbx_error	 e;
+	int			 ch;
 
-	while ((ch = getopt_long(argc, argv, "+a:yjqvh", longopts, NULL)) !=
+	opterr = 0;	/* a refused option is reported by usage_err() */
+	while ((ch = getopt_long(argc, argv, optstring, longopts, NULL)) !=
 	    -1) {
 		switch (ch) {
 		case 'a':
@@ -254,6 +279,9 @@ parse(int argc, char *argv[])
 			break;
 		case OPT_NO_ENV:
 			O.no_env = 1;
+			break;
+		case OPT_NO_CREATE_USER:
+			O.no_create_user = 1;
 			break;
 		case OPT_FORCE:
 			O.force = 1;
@@ -281,7 +309,9 @@ parse(int argc, char *argv[])
 			printf("%s %s\n", PROG, SBX_VERSION);
 			exit(0);
 		default:
-			usage(NULL);
+			sbx_cli_getopt_error(argc, argv, optstring, longopts,
+			    &e);
+			usage_err(&e);
 		}
 	}
 }
@@ -289,7 +319,10 @@ parse(int argc, char *argv[])
 static void
 parse_args(int argc, char *argv[])
 {
-	O.json = sbx_cli_json_env();
+	/* Before getopt: where --json stands never changes how a usage
+	 * error is reported. */
+	O.json = sbx_cli_wants_json(argc, argv, optstring + 1, longopts,
+	    NULL);
 	parse(argc, argv);
 	if (optind >= argc)
 		return;
@@ -720,17 +753,22 @@ do_image(void)
 }
 
 /*
- * The agent's image and environment settings: keys `image` (a digest)
- * and `env` (true) of config/agents/A.json, written atomically under the
- * provision lock.  digest "" removes the image (and so the environment).
+ * The agent's image and environment settings: sbx-managed state, in the
+ * record agents/A/image.json (lib/imageref.h), never in
+ * config/agents/A.json, which users edit (a rewrite of that file must not
+ * unbind the image).  Under the provision lock: the record is written,
+ * then the keys an older sbx kept in the config (`image`, `env`) are
+ * removed from it, atomically.  digest "" unbinds.  With migrate set,
+ * only an old config without a record is moved (digest and env are
+ * ignored): provision does that on every run.
  */
 static int
 write_settings(struct sbx_provision *p, const char *digest, int env,
-    struct sbx_error *e)
+    int migrate, struct sbx_error *e)
 {
 	json_t	*cfg;
-	char	 rel[128], name[64], *s;
-	int	 lock, dfd, rc = -1;
+	char	 rel[128], name[64], cur[SBX_DIGEST_HEX + 1], *s;
+	int	 lock, dfd, rc = -1, r, cur_env;
 
 	if ((lock = sbx_provision_lock(p->rootfd, e)) == -1)
 		return -1;
@@ -738,16 +776,35 @@ write_settings(struct sbx_provision *p, const char *digest, int env,
 	snprintf(name, sizeof(name), "%s.json", O.agent);
 	if (sbx_config_load(p->rootfd, rel, &cfg, e) == -1)
 		goto out;
-	if (cfg == NULL)
-		cfg = json_object();
-	if (digest[0])
-		json_object_set_new(cfg, "image", json_string(digest));
-	else
-		json_object_del(cfg, "image");
-	if (env)
-		json_object_set_new(cfg, "env", json_true());
-	else
-		json_object_del(cfg, "env");
+	if (migrate) {
+		if ((r = sbx_imageref_record(p->rootfd, O.agent, cur, &cur_env,
+		    e)) != 0 || cfg == NULL || (json_object_get(cfg, "image") ==
+		    NULL && json_object_get(cfg, "env") == NULL)) {
+			rc = r == -1 ? -1 : 0;
+			json_decref(cfg);
+			goto out;
+		}
+		if (sbx_imageref_of(-1, cfg, rel, O.agent, cur, &cur_env,
+		    e) == -1) {
+			json_decref(cfg);
+			goto out;
+		}
+		digest = cur;
+		env = cur_env;
+	}
+	if (sbx_imageref_record_write(p->rootfd, O.agent, digest, env,
+	    e) == -1) {
+		json_decref(cfg);
+		goto out;
+	}
+	if (cfg == NULL || (json_object_get(cfg, "image") == NULL &&
+	    json_object_get(cfg, "env") == NULL)) {
+		json_decref(cfg);
+		rc = 0;
+		goto out;
+	}
+	json_object_del(cfg, "image");
+	json_object_del(cfg, "env");
 	s = sbx_envelope_dump(cfg);
 	json_decref(cfg);
 	if (s == NULL) {
@@ -756,11 +813,7 @@ write_settings(struct sbx_provision *p, const char *digest, int env,
 	}
 	if ((dfd = sbx_open_beneath(p->rootfd, "config/agents", O_RDONLY |
 	    O_DIRECTORY, e)) != -1) {
-		/* sbx_envelope_dump ends with a newline; the file did not. */
-		size_t n = strlen(s);
-		if (n > 0 && s[n - 1] == '\n')
-			s[--n] = '\0';
-		rc = sbx_write_atomic(dfd, name, s, n, 0600, e);
+		rc = sbx_write_atomic(dfd, name, s, strlen(s), 0600, e);
 		close(dfd);
 	}
 	free(s);
@@ -813,7 +866,7 @@ settle(struct sbx_provision *p, struct settled *st, struct sbx_error *e)
 		    "copy of one; give --image NAME with --env", O.agent);
 	if (st->digest[0] == '\0')
 		st->env = 0;
-	if (write_settings(p, st->digest, st->env, e) == -1)
+	if (write_settings(p, st->digest, st->env, 0, e) == -1)
 		return -1;
 	if (st->env) {
 		st->x.agent = O.agent;
@@ -879,6 +932,52 @@ check_reachable(struct sbx_provision *p)
 	}
 }
 
+/*
+ * As root, sandboxes run as run_as (config/sandbox.json), else the `sbx`
+ * system user, else nobody.  nobody is shared: host daemons run as it too,
+ * and the per-uid budgets a sandbox can exhaust (RLIMIT_NPROC, inotify
+ * instances, the keyring quota) are theirs as well, as are files only
+ * nobody can read.  So provision creates the sbx user when neither is
+ * there, and fails closed when it cannot: running as nobody is a choice
+ * made out loud (--no-create-user, with a warning), never a fallback.
+ */
+static json_t *
+ensure_run_user(json_t *warnings)
+{
+	struct sbx_error	 e;
+	const char		*env = getenv("SBX_NO_CREATE_USER");
+	uid_t			 uid;
+	gid_t			 gid;
+	int			 r;
+
+	if ((r = sbx_provision_wants_user(root.fd, &e)) == -1)
+		fail(&e);
+	if (r == 0)
+		return NULL;
+	if (O.no_create_user || (env != NULL && strcmp(env, "1") == 0)) {
+		json_array_append_new(warnings, json_string("no `sbx` user and "
+		    "no run_as in config/sandbox.json: sandboxes run as nobody "
+		    "(65534), whose per-uid limits host daemons share; "
+		    "`sbx provision` without --no-create-user creates the sbx "
+		    "user"));
+		return NULL;
+	}
+	if (sbx_user_create(SBX_USERADD, NULL, SBX_RUN_USER, &uid, &gid,
+	    &e) == -1) {
+		/* A provision running at the same time may have made it. */
+		if (sbx_user_by_name(SBX_RUN_USER, &uid, &gid) == 0 &&
+		    uid != 0)
+			return NULL;
+		fail(&e);
+	}
+	if (!O.quiet)
+		fprintf(stderr, "%s: created the system user %s (uid %u, gid "
+		    "%u): root's sandboxes run as it\n", PROG, SBX_RUN_USER,
+		    (unsigned)uid, (unsigned)gid);
+	return json_pack("{s:s,s:I,s:I}", "name", SBX_RUN_USER, "uid",
+	    (json_int_t)uid, "gid", (json_int_t)gid);
+}
+
 static int
 do_provision(void)
 {
@@ -887,13 +986,17 @@ do_provision(void)
 	struct stat		 st;
 	struct settled		 set;
 	char			*token_file = NULL;
-	json_t			*res, *v;
+	json_t			*res, *v, *uwarn, *new_user;
 	size_t			 i;
 	int			 created, settling;
 
 	created = stat(root.path, &st) == -1 && errno == ENOENT;
 	if (sbx_root_open(&root, 1, &e) == -1)
 		fail(&e);
+	/* Before the umask below: useradd writes the passwd files. */
+	if ((uwarn = json_array()) == NULL)
+		exit(SBX_EX_OSERR);
+	new_user = ensure_run_user(uwarn);
 	/* Every mode is set explicitly below; this umask only makes mkdir
 	 * produce them exactly (0711 and 0700 alike), so that a concurrent
 	 * provision never sees a half-made directory as one to repair, and
@@ -904,6 +1007,8 @@ do_provision(void)
 		fail(&e);
 	}
 	p.root_created = created;
+	/* Running `sbx provision` is what lifts an unprovision. */
+	p.restore = 1;
 	if (sbx_provision_agent(&p, &e) == -1) {
 		json_t *extra = NULL;
 
@@ -923,16 +1028,23 @@ do_provision(void)
 	}
 	check_reachable(&p);
 	settling = O.image != NULL || O.env || O.no_env;
+	/* An old config's image binding moves into the record. */
+	if (!settling && write_settings(&p, "", 0, 1, &e) == -1)
+		fail(&e);
 	memset(&set, 0, sizeof(set));
 	if (settling && settle(&p, &set, &e) == -1)
 		fail(&e);
 	json_array_extend(p.warnings, set.x.warnings);
+	json_array_extend(p.warnings, uwarn);
+	json_decref(uwarn);
 	if (asprintf(&token_file, "%s/run/tokens/%s", root.path, O.agent) == -1)
 		exit(SBX_EX_OSERR);
 	if (O.json) {
 		res = json_pack("{s:s,s:o,s:s,s:O,s:O,s:O}", "agent", O.agent,
 		    "root", root_json(), "token_file", token_file, "created",
 		    p.created, "repaired", p.repaired, "present", p.present);
+		if (new_user != NULL)
+			json_object_set(res, "created_user", new_user);
 		if (settling) {
 			json_object_set_new(res, "image", set.digest[0] ?
 			    json_string(set.digest) : json_null());
@@ -956,12 +1068,16 @@ do_provision(void)
 		if (settling)
 			printf("image %s\n", set.digest[0] ? set.digest :
 			    "none");
-		if (set.made)
+		/* Nothing was copied for one already there: no counters,
+		 * which would read as an empty environment. */
+		if (set.made && set.x.present)
+			printf("env envs/%s/rootfs: already present\n",
+			    O.agent);
+		else if (set.made)
 			printf("env envs/%s/rootfs: %s (%s, %llu files, %llu "
-			    "bytes, %.1f ms)\n", O.agent, set.x.present ?
-			    "already present" : set.x.replaced ? "replaced" :
-			    "created", set.x.clone, set.x.files, set.x.bytes,
-			    set.x.clone_ms);
+			    "bytes, %.1f ms)\n", O.agent, set.x.replaced ?
+			    "replaced" : "created", set.x.clone ? set.x.clone :
+			    "copy", set.x.files, set.x.bytes, set.x.clone_ms);
 		json_array_foreach(set.x.evicted, i, v)
 			printf("evicted   %s (last used %s)\n",
 			    json_string_value(json_object_get(v, "path")),
@@ -970,6 +1086,7 @@ do_provision(void)
 		print_list("removed   ", set.removed);
 	}
 	free(token_file);
+	json_decref(new_user);
 	if (settling)
 		settled_release(&set);
 	sbx_provision_release(&p);
@@ -1006,15 +1123,140 @@ print_item(json_t *it)
 	printf("  %-14s %s%s\n", tag, item_str(it, "path"), extra);
 }
 
+/*
+ * What the agent's runs will use: its image (by name when one names it,
+ * else the short digest) and environment, from the record sbx keeps, and
+ * its network mode and allowlist from the settings users edit.  A bound
+ * image that is gone or damaged, a revoked agent or settings a run would
+ * refuse make the agent not ready (*ok = 0), each with its repair in
+ * `problems`.
+ */
+static json_t *
+agent_summary(int rootfd, int *ok, json_t *problems)
+{
+	struct sbx_error	 e;
+	json_t			*res, *cfg = NULL, *list, *it, *img = json_null();
+	const json_t		*v;
+	const char		*name = NULL;
+	char			 rel[128], digest[SBX_DIGEST_HEX + 1];
+	char			 net[16] = "none";
+	size_t			 i, nallow = 0;
+	int			 r, env = 0, fd;
+
+	*ok = 1;
+	res = json_object();
+	if (rootfd < 0)
+		return res;
+	snprintf(rel, sizeof(rel), "config/agents/%s.json", O.agent);
+	if (sbx_config_load(rootfd, rel, &cfg, &e) == -1) {
+		*ok = 0;
+		json_array_append_new(problems, json_pack("{s:s,s:s,s:s,s:s}",
+		    "path", rel, "state", "invalid", "message", e.message,
+		    "repair", "correct it with `sbx config`"));
+	}
+	if ((v = json_object_get(cfg, "network")) != NULL &&
+	    json_is_string(v))
+		snprintf(net, sizeof(net), "%s", json_string_value(v));
+	if ((v = json_object_get(cfg, "allowed_domains")) != NULL &&
+	    json_is_array(v))
+		nallow = json_array_size(v);
+	r = sbx_imageref_of(rootfd, cfg, rel, O.agent, digest, &env, &e);
+	json_decref(cfg);
+	if (r == -1) {
+		*ok = 0;
+		json_array_append_new(problems, json_pack("{s:s,s:s,s:s,s:s}",
+		    "path", "agents/", "state", "invalid", "message",
+		    e.message, "repair", e.hint));
+	} else if (r == 1) {
+		list = sbx_image_list(rootfd, &e);
+		json_array_foreach(list, i, it)
+			if (strcmp(json_string_value(json_object_get(it,
+			    "digest")), digest) == 0)
+				name = json_string_value(json_array_get(
+				    json_object_get(it, "names"), 0));
+		img = json_pack("{s:s,s:s?}", "digest", digest, "name", name);
+		json_decref(list);
+		if ((fd = sbx_imageref_open(rootfd, digest, &e)) >= 0) {
+			close(fd);
+			json_object_set_new(img, "present", json_true());
+		} else {
+			*ok = 0;
+			json_object_set_new(img, "present", json_false());
+			json_array_append_new(problems, json_pack(
+			    "{s:s+,s:s,s:s,s:s}", "path", "images/", digest,
+			    "state", e.reason, "message", e.message, "repair",
+			    e.hint));
+		}
+	}
+	if ((r = sbx_provision_revoked(rootfd, O.agent, &e)) != 0) {
+		char	 hint[128];
+
+		*ok = 0;
+		snprintf(hint, sizeof(hint), "restore it with `sbx provision "
+		    "--agent %s`", O.agent);
+		json_array_append_new(problems, json_pack("{s:s+++,s:s,s:s,"
+		    "s:s}", "path", "agents/", O.agent, "/",
+		    SBX_REVOKED_MARKER, "state", "unprovisioned", "message",
+		    "the agent was unprovisioned (its token is revoked)",
+		    "repair", hint));
+	}
+	json_object_set_new(res, "image", img);
+	json_object_set_new(res, "env", json_boolean(r >= 0 && env));
+	json_object_set_new(res, "network", json_string(net));
+	json_object_set_new(res, "allowed_domains", json_integer(
+	    (json_int_t)nallow));
+	json_object_set_new(res, "unprovisioned", json_boolean(r == 1));
+	return res;
+}
+
+/* The agent's settings, and the repair of each problem found in them. */
+static void
+print_summary(json_t *sum, json_t *problems)
+{
+	const json_t	*img = json_object_get(sum, "image");
+	json_t		*it;
+	const char	*name, *digest, *rep;
+	size_t		 i;
+
+	if (json_object_size(sum) == 0)
+		return;
+	name = json_string_value(json_object_get(img, "name"));
+	digest = json_string_value(json_object_get(img, "digest"));
+	if (digest == NULL)
+		printf("  image          none (host system directories)\n");
+	else
+		printf("  image          %s%s%.12s%s%s\n", name ? name : "",
+		    name ? " (" : "", digest, name ? ")" : "",
+		    json_is_true(json_object_get(img, "present")) ? "" :
+		    " MISSING");
+	printf("  env            %s\n", json_is_true(json_object_get(sum,
+	    "env")) ? "yes (its own copy of the image)" : "no");
+	print_line(stdout, "  network        ", json_string_value(
+	    json_object_get(sum, "network")), "");
+	printf("  allowlist      %lld domain%s\n",
+	    json_integer_value(json_object_get(sum, "allowed_domains")),
+	    json_integer_value(json_object_get(sum, "allowed_domains")) == 1 ?
+	    "" : "s");
+	json_array_foreach(problems, i, it) {
+		if ((rep = json_string_value(json_object_get(it, "repair"))) ==
+		    NULL)
+			continue;
+		print_line(stdout, "  [problem]      ", json_string_value(
+		    json_object_get(it, "message")), "");
+		print_line(stdout, "                 repair: ", rep, "");
+	}
+}
+
 static int
 do_status(void)
 {
 	struct sbx_error	 e;
 	json_t			*items, *warnings, *it, *res;
 	json_t			*present, *missing, *wrong_mode, *problems;
+	json_t			*summary;
 	const char		*state, *path;
 	size_t			 i;
-	int			 rootfd, ready;
+	int			 rootfd, ready, agent_ok;
 
 	rootfd = open_root_existing(1);
 	warnings = json_array();
@@ -1038,12 +1280,14 @@ do_status(void)
 			json_array_append_new(problems, json_pack("{s:s,s:s}",
 			    "path", path, "state", state));
 	}
+	summary = agent_summary(rootfd, &agent_ok, problems);
+	ready = ready && agent_ok;
 	if (O.json) {
-		res = json_pack("{s:s,s:o,s:b,s:b,s:o,s:o,s:o,s:o,s:o}",
+		res = json_pack("{s:s,s:o,s:b,s:b,s:o,s:o,s:o,s:o,s:o,s:o}",
 		    "agent", O.agent, "root", root_json(), "exists",
 		    rootfd >= 0, "ready", ready, "items", items, "present",
 		    present, "missing", missing, "wrong_mode", wrong_mode,
-		    "problems", problems);
+		    "problems", problems, "settings", summary);
 		emit(sbx_envelope_ok(tool, res, warnings));
 		return ready ? 0 : SBX_EX_NEGATIVE;
 	}
@@ -1052,6 +1296,7 @@ do_status(void)
 		printf("agent %s\n", O.agent);
 		json_array_foreach(items, i, it)
 			print_item(it);
+		print_summary(summary, problems);
 		print_warnings(warnings);
 		if (ready)
 			printf("ready\n");
@@ -1068,6 +1313,7 @@ do_status(void)
 	json_decref(missing);
 	json_decref(wrong_mode);
 	json_decref(problems);
+	json_decref(summary);
 	return ready ? 0 : SBX_EX_NEGATIVE;
 }
 

@@ -284,7 +284,7 @@ _sbx_proxy()
 		;;
 	check)
 		[[ $cur == -* ]] &&
-		    _sbx_reply "--agent --allow-domain --home --json --help -a -j -h" "$cur"
+		    _sbx_reply "--agent --allow-domain --resolve --home --json --help -a -j -h" "$cur"
 		;;
 	esac
 	return 0
@@ -351,6 +351,29 @@ _sbx()
 			_sbx_reply "add list rm verify" "$cur"
 		else
 			compopt -o default 2>/dev/null
+		fi
+		;;
+	config)
+		# Keys from the schema itself: `sbx config keys [--global]`.
+		local g="" wd
+		for wd in "${words[@]:2:cword-2}"; do
+			[[ $wd == --global || $wd == -g ]] && g=--global
+		done
+		case $prev in
+		--home) compopt -o dirnames 2>/dev/null; return 0 ;;
+		--agent|-a) _sbx_reply "$(_sbx_agents "$(_sbx_state_root)")" "$cur"; return 0 ;;
+		esac
+		if [[ $cur == -* ]]; then
+			_sbx_reply "--agent --global --json-value --home --json --quiet --verbose --help --version -a -g -j -q -v -h" "$cur"
+		elif ((cword == 2)); then
+			_sbx_reply "get set unset add rm show keys" "$cur"
+		elif ((cword == 3)) || [[ $prev == get || $prev == set || $prev == unset || $prev == add || $prev == rm ]]; then
+			case ${words[2]} in
+			get|set|unset|add|rm)
+				_sbx_reply "$("${words[0]}" config keys $g 2>/dev/null)" "$cur" ;;
+			esac
+		elif [[ ${words[2]} == set && $prev == network ]]; then
+			_sbx_reply "none proxy outbound" "$cur"
 		fi
 		;;
 	preflight)

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -262,6 +263,33 @@ is_kept(int fd, const int *keep, size_t nkeep)
 	return 0;
 }
 
+/*
+ * A program started with fd 0, 1 or 2 closed hands that number to the next
+ * file it opens: sbx-exec's descriptor of sbx-init became the sandbox's
+ * stdin (the command could read sbx's binary, and find its host path);
+ * an error message could land in a state file.  /dev/null fills the gap,
+ * without close-on-exec: the standard streams must survive exec.
+ */
+int
+sbx_fd_sanitize_std(void)
+{
+	int	 fd, nfd;
+
+	for (fd = 0; fd <= 2; fd++) {
+		if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
+			continue;
+		/* The lowest free number: fd itself, as those below are open. */
+		if ((nfd = open("/dev/null", O_RDWR)) == -1)
+			return -1;
+		if (nfd != fd) {
+			close(nfd);
+			errno = EBADF;
+			return -1;
+		}
+	}
+	return 0;
+}
+
 void
 sbx_close_from(int lowfd, const int *keep, size_t nkeep)
 {
@@ -344,6 +372,114 @@ sbx_path_check(const char *path, const char *field, struct sbx_error *e)
 	return 0;
 }
 
+/*
+ * One step of sbx_fs_resolve_nofollow: the directory `comp` beneath fd.
+ * openat2() with RESOLVE_NO_SYMLINKS is the kernel's own promise that no
+ * link is followed; where it is missing (ENOSYS: before Linux 5.6, or a
+ * seccomp filter that hides it) O_NOFOLLOW gives the same answer for a
+ * single component, which is all we ever open.
+ */
+static int
+open_dir_nofollow(int fd, const char *comp)
+{
+	static int		 no_openat2;
+	struct open_how		 how;
+	int			 nfd;
+
+	if (!no_openat2) {
+		memset(&how, 0, sizeof(how));
+		how.flags = O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+		how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+		nfd = (int)syscall(SYS_openat2, fd, comp, &how, sizeof(how));
+		if (nfd >= 0 || errno != ENOSYS)
+			return nfd;
+		no_openat2 = 1;
+	}
+	return openat(fd, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+int
+sbx_fs_resolve_nofollow(const char *path, char *out, size_t outsz,
+    sbx_fs_visit_fn visit, void *arg, struct sbx_error *e)
+{
+	struct stat	 st;
+	const char	*s, *end;
+	size_t		 n, len;
+	int		 fd, nfd, saved;
+
+	if (*path != '/')
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "path", "relative",
+		    "path %s must be absolute", path);
+	if (outsz < 2)
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "path", "too_long",
+		    "path %s is too long", path);
+	if ((fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return sbx_error_sys(e, "unusable", "cannot open /");
+	strcpy(out, "/");
+	len = 1;
+	if (visit != NULL && visit(fd, out, arg, e) == -1)
+		goto fail;
+	for (s = path; *s != '\0'; s = end) {
+		while (*s == '/')
+			s++;
+		if (*s == '\0')
+			break;
+		end = strchrnul(s, '/');
+		n = (size_t)(end - s);
+		if (n == 1 && s[0] == '.')
+			continue;
+		if (n == 2 && s[0] == '.' && s[1] == '.') {
+			sbx_error_set(e, SBX_K_INVALID_ARGS, "path",
+			    "traversal", "path %s contains `..`", path);
+			goto fail;
+		}
+		if (n > NAME_MAX || len + (len > 1) + n >= outsz) {
+			sbx_error_set(e, SBX_K_INVALID_ARGS, "path",
+			    "too_long", "path %s is too long", path);
+			goto fail;
+		}
+		if (len > 1)
+			out[len++] = '/';
+		memcpy(out + len, s, n);
+		len += n;
+		out[len] = '\0';
+		nfd = open_dir_nofollow(fd, out + len - n);
+		if (nfd == -1) {
+			saved = errno;
+			/* ELOOP (openat2) or ENOTDIR (O_PATH|O_NOFOLLOW on a
+			 * link): look at what is there to say which. */
+			if (fstatat(fd, out + len - n, &st,
+			    AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+				sbx_error_set(e, SBX_K_INVALID_ARGS, "path",
+				    "symlink", "`%.*s` in %s is a symbolic "
+				    "link", (int)n, s, path);
+			else if (saved == ENOENT)
+				sbx_error_set(e, SBX_K_INVALID_ARGS, "path",
+				    "not_found", "%s does not exist (no `%.*s` "
+				    "in %.*s)", path, (int)n, s,
+				    len - n > 1 ? (int)(len - n - 1) : 1, out);
+			else if (saved == ENOTDIR)
+				sbx_error_set(e, SBX_K_INVALID_ARGS, "path",
+				    "not_a_directory", "%s is not a directory",
+				    out);
+			else {
+				errno = saved;
+				sbx_error_sys(e, "unusable", "cannot open %s",
+				    out);
+			}
+			goto fail;
+		}
+		close(fd);
+		fd = nfd;
+		if (visit != NULL && visit(fd, out, arg, e) == -1)
+			goto fail;
+	}
+	return fd;
+fail:
+	close(fd);
+	return -1;
+}
+
 ssize_t
 sbx_send_fd(int sock, const void *buf, size_t len, int fd, int flags)
 {
@@ -407,4 +543,313 @@ sbx_recv_fds(int sock, void *buf, size_t len, int *fds, size_t maxfds,
 		}
 	}
 	return r;
+}
+
+/* ---- tree removal -------------------------------------------------------- */
+
+/*
+ * sbx_rm_tree_at walks the tree with an explicit stack, not recursion: a
+ * tree the sandbox built (it owns /output and its home) can be as deep as
+ * it likes, and a walk that stops at a depth cap, or at PATH_MAX, leaves
+ * it behind.  Only the deepest RM_OPEN_MAX directories stay open, so a
+ * tree 5,000 levels deep does not need 5,000 descriptors; a directory
+ * above them is opened again by name from the nearest open one (never
+ * through `..`) and must still be the directory it was.
+ */
+#define RM_OPEN_MAX	64
+/* How often a directory that refills while we empty it is emptied again. */
+#define RM_RETRIES	8
+
+struct rm_frame {
+	char	*name;		/* in the frame above (frame 0: in pfd) */
+	DIR	*d;		/* NULL while closed */
+	dev_t	 dev;
+	ino_t	 ino;
+	int	 tries;
+};
+
+struct rm_walk {
+	int			 pfd;
+	const char		*top;
+	dev_t			 dev;	/* the top's file system */
+	struct rm_frame		*v;
+	size_t			 n, cap;
+	struct sbx_error	*e;
+};
+
+/*
+ * A directory its owner cannot read or search (mode 000, say) is given
+ * u+rwx before we open it, through an O_PATH descriptor that pins the
+ * inode: a name swapped for a symlink in between changes nothing.  Only
+ * our own directories: someone else's stays as it is and fails to open.
+ */
+static int
+rm_chmod_pinned(int dirfd, const char *name)
+{
+	struct stat	 st;
+	char		 p[64];
+	int		 fd, r;
+
+	fd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd == -1)
+		return -1;
+	if (fstat(fd, &st) == -1 || !S_ISDIR(st.st_mode) ||
+	    st.st_uid != geteuid()) {
+		close(fd);
+		errno = EACCES;
+		return -1;
+	}
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+	r = chmod(p, (st.st_mode & 07777) | 0700);
+	close(fd);
+	if (r == -1)
+		errno = EACCES;
+	return r;
+}
+
+static int
+rm_open(int dirfd, const char *name)
+{
+	int	 fd;
+
+	/* O_NOFOLLOW|O_DIRECTORY: a symlink is never entered. */
+	fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC);
+	if (fd == -1 && errno == EACCES && rm_chmod_pinned(dirfd, name) == 0)
+		fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+		    O_CLOEXEC);
+	return fd;
+}
+
+/* Is fd the root of a mount (a bind mount from the same file system has
+ * the same st_dev: statx tells, where the kernel knows)? */
+static int
+rm_mount_root(int fd)
+{
+#ifdef STATX_ATTR_MOUNT_ROOT
+	struct statx	 sx;
+
+	if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_INO,
+	    &sx) == 0 && (sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT))
+		return (sx.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0;
+#else
+	(void)fd;
+#endif
+	return 0;
+}
+
+static void
+rm_release(struct rm_walk *w)
+{
+	size_t	 i;
+
+	for (i = 0; i < w->n; i++) {
+		if (w->v[i].d != NULL)
+			closedir(w->v[i].d);
+		free(w->v[i].name);
+	}
+	free(w->v);
+	w->v = NULL;
+	w->n = w->cap = 0;
+}
+
+static int
+rm_fail(struct rm_walk *w, const char *what, const char *name)
+{
+	if (w->n == 0)
+		return sbx_error_sys(w->e, "remove_failed", "cannot %s %s",
+		    what, name);
+	return sbx_error_sys(w->e, "remove_failed", "cannot %s %s (%zu "
+	    "levels down in %s)", what, name, w->n, w->top);
+}
+
+/* Open frame i again, and those above it up to RM_OPEN_MAX, by name from
+ * the nearest frame still open (or pfd). */
+static int
+rm_reopen(struct rm_walk *w, size_t i)
+{
+	struct stat	 st;
+	size_t		 j, k, keep;
+	int		 cur, tmp = -1, nfd;
+
+	for (j = i; j > 0 && w->v[j - 1].d == NULL; j--)
+		;
+	cur = j == 0 ? w->pfd : dirfd(w->v[j - 1].d);
+	keep = i + 1 > RM_OPEN_MAX ? i + 1 - RM_OPEN_MAX : 0;
+	for (k = j; k <= i; k++) {
+		nfd = rm_open(cur, w->v[k].name);
+		if (nfd == -1)
+			rm_fail(w, "open again", w->v[k].name);
+		if (tmp != -1)
+			close(tmp);
+		tmp = -1;
+		if (nfd == -1)
+			return -1;
+		/* Renamed or replaced while we worked: where the name leads
+		 * now is not the tree we were asked to remove. */
+		if (fstat(nfd, &st) == -1 || st.st_dev != w->v[k].dev ||
+		    st.st_ino != w->v[k].ino) {
+			close(nfd);
+			return sbx_error_set(w->e, SBX_K_REJECTED, "path",
+			    "tree_changed", "%s changed while it was being "
+			    "removed (at %s)", w->top, w->v[k].name);
+		}
+		if (k >= keep) {
+			if ((w->v[k].d = fdopendir(nfd)) == NULL) {
+				close(nfd);
+				return rm_fail(w, "read", w->v[k].name);
+			}
+		} else
+			tmp = nfd;
+		cur = nfd;
+	}
+	return 0;
+}
+
+/* Remove the entry `name` of parent fd pfd: unlink it, or, for a
+ * directory, push a frame to empty it first. */
+static int
+rm_entry(struct rm_walk *w, int pfd, const char *name)
+{
+	struct rm_frame	*f;
+	struct stat	 st;
+	void		*nv;
+	size_t		 ncap;
+	int		 fd;
+
+	/* A symlink or any other non-directory is unlinked itself: its
+	 * target, wherever it points, is never touched.  unlink(2) of a
+	 * directory fails with EISDIR, which also settles DT_UNKNOWN. */
+	if (unlinkat(pfd, name, 0) == 0 || errno == ENOENT)
+		return 0;
+	if (errno != EISDIR && errno != EPERM)
+		return rm_fail(w, "remove", name);
+	if ((fd = rm_open(pfd, name)) == -1) {
+		if (errno == ENOENT)
+			return 0;
+		if (errno == ELOOP || errno == ENOTDIR) {
+			/* Swapped for a non-directory meanwhile. */
+			if (unlinkat(pfd, name, 0) == 0 || errno == ENOENT)
+				return 0;
+			return rm_fail(w, "remove", name);
+		}
+		return rm_fail(w, "open", name);
+	}
+	if (fstat(fd, &st) == -1) {
+		close(fd);
+		return rm_fail(w, "stat", name);
+	}
+	if (w->n == 0)
+		w->dev = st.st_dev;
+	/*
+	 * Never cross into another mount: a file system mounted (or bound)
+	 * inside the tree is not ours to empty, and emptying it would delete
+	 * whatever it shows (a bind mount of a host directory, say).  Stop
+	 * with an error rather than leave it half-emptied.
+	 */
+	if (st.st_dev != w->dev || rm_mount_root(fd)) {
+		close(fd);
+		sbx_error_set(w->e, SBX_K_REJECTED, "path", "mount_point",
+		    "%s (%zu levels down in %s) is a mount point; refusing "
+		    "to remove what is mounted there", name, w->n, w->top);
+		sbx_error_hint(w->e, "unmount it and try again");
+		return -1;
+	}
+	/* We need write and search permission to empty it (our own; a
+	 * foreign directory fails below with a clear error). */
+	if ((st.st_mode & 0700) != 0700)
+		(void)fchmod(fd, (st.st_mode & 07777) | 0700);
+	if (w->n == w->cap) {
+		ncap = w->cap ? w->cap * 2 : 64;
+		if ((nv = reallocarray(w->v, ncap, sizeof(*w->v))) == NULL) {
+			close(fd);
+			return sbx_error_sys(w->e, "nomem", "removing %s",
+			    w->top);
+		}
+		w->v = nv;
+		w->cap = ncap;
+	}
+	f = &w->v[w->n];
+	memset(f, 0, sizeof(*f));
+	f->dev = st.st_dev;
+	f->ino = st.st_ino;
+	if ((f->name = strdup(name)) == NULL ||
+	    (f->d = fdopendir(fd)) == NULL) {
+		free(f->name);
+		close(fd);
+		return sbx_error_sys(w->e, "nomem", "removing %s", w->top);
+	}
+	w->n++;
+	/* Keep only the deepest RM_OPEN_MAX open (see above). */
+	if (w->n > RM_OPEN_MAX && w->v[w->n - 1 - RM_OPEN_MAX].d != NULL) {
+		closedir(w->v[w->n - 1 - RM_OPEN_MAX].d);
+		w->v[w->n - 1 - RM_OPEN_MAX].d = NULL;
+	}
+	return 0;
+}
+
+/* The deepest frame reads empty: rmdir it from its parent. */
+static int
+rm_pop(struct rm_walk *w)
+{
+	struct rm_frame	*f = &w->v[w->n - 1];
+	int		 pfd;
+
+	closedir(f->d);
+	f->d = NULL;
+	if (w->n >= 2 && w->v[w->n - 2].d == NULL &&
+	    rm_reopen(w, w->n - 2) == -1)
+		return -1;
+	pfd = w->n >= 2 ? dirfd(w->v[w->n - 2].d) : w->pfd;
+	if (unlinkat(pfd, f->name, AT_REMOVEDIR) == 0 || errno == ENOENT) {
+		free(f->name);
+		w->n--;
+		return 0;
+	}
+	/* Refilled while we emptied it (something still writes there):
+	 * empty it again, a bounded number of times. */
+	if ((errno == ENOTEMPTY || errno == EEXIST) &&
+	    ++f->tries < RM_RETRIES)
+		return rm_reopen(w, w->n - 1);
+	return rm_fail(w, "remove", f->name);
+}
+
+int
+sbx_rm_tree_at(int pfd, const char *name, struct sbx_error *e)
+{
+	struct rm_walk	 w;
+	struct rm_frame	*f;
+	struct dirent	*de;
+
+	memset(&w, 0, sizeof(w));
+	w.pfd = pfd;
+	w.top = name;
+	w.e = e;
+	if (rm_entry(&w, pfd, name) == -1)
+		goto fail;
+	while (w.n > 0) {
+		f = &w.v[w.n - 1];
+		if (f->d == NULL && rm_reopen(&w, w.n - 1) == -1)
+			goto fail;
+		errno = 0;
+		if ((de = readdir(f->d)) == NULL) {
+			if (errno != 0) {
+				rm_fail(&w, "read", f->name);
+				goto fail;
+			}
+			if (rm_pop(&w) == -1)
+				goto fail;
+			continue;
+		}
+		if (strcmp(de->d_name, ".") == 0 ||
+		    strcmp(de->d_name, "..") == 0)
+			continue;
+		if (rm_entry(&w, dirfd(f->d), de->d_name) == -1)
+			goto fail;
+	}
+	rm_release(&w);
+	return 0;
+fail:
+	rm_release(&w);
+	return -1;
 }

@@ -29,10 +29,11 @@
 #include "job.h"
 #include "names.h"
 #include "provision.h"
+#include "root.h"
 #include "users.h"
 #include "runlimits.h"
 
-enum etype { E_DIR, E_SOUL, E_CONFIG, E_TOKEN };
+enum etype { E_DIR, E_SOUL, E_CONFIG, E_TOKEN, E_MARKER };
 
 /* One location: pre + (agent when `agent`) + suf. */
 struct entry {
@@ -80,6 +81,7 @@ static const struct entry layout[] = {
 	{ "workspace/agents/",	1, "/SOUL.md",	 7, E_SOUL,	0, F_AGENT },	/* 17 */
 	{ "config/agents/",	1, ".json",	 4, E_CONFIG,	0600, 0 },	/* 18 */
 	{ "run/tokens/",	1, "",		 2, E_TOKEN,	0600, 0 },	/* 19 */
+	{ SBX_ROOT_MARKER,	0, "",		 0, E_MARKER,	0600, 0 },	/* 20 */
 };
 #define NENT	((int)(sizeof(layout) / sizeof(layout[0])))
 
@@ -171,6 +173,27 @@ sbx_provision_identity(int rootfd, uid_t *uid, gid_t *gid,
 	*uid = (uid_t)u;
 	*gid = (gid_t)g;
 	return 0;
+}
+
+int
+sbx_provision_wants_user(int rootfd, struct sbx_error *e)
+{
+	uid_t		 su;
+	gid_t		 sg;
+	json_t		*cfg = NULL;
+	int		 configured;
+
+	if (geteuid() != 0 || sbx_user_by_name(SBX_RUN_USER, &su, &sg) == 0)
+		return 0;
+	if (rootfd >= 0 && sbx_config_load(rootfd, "config/sandbox.json", &cfg,
+	    e) == -1)
+		return -1;
+	configured = cfg != NULL && json_object_get(cfg, "run_as") != NULL;
+	json_decref(cfg);
+	/* Else every agent would run as nobody, whose per-uid budgets
+	 * (RLIMIT_NPROC, the kernel's per-user counts) host daemons share,
+	 * and whose files those daemons can read. */
+	return !configured;
 }
 
 static int
@@ -579,6 +602,36 @@ ensure_config(struct sbx_provision *p, int pfd, const char *rel,
 	return rc;
 }
 
+/* The marker by which every sbx run recognises a state root, this one
+ * included when it is not the one in use (sbx_root_is_state_root): its
+ * presence is what counts. */
+static int
+ensure_marker(struct sbx_provision *p, int pfd, const char *rel,
+    struct sbx_error *e)
+{
+	struct stat	 st;
+	int		 fd, fixed = 0;
+
+	if ((fd = open_file(pfd, rel, rel, &st, &fixed, e)) >= 0) {
+		if ((st.st_mode & 07777) != 0600) {
+			if (fchmod(fd, 0600) == -1) {
+				sbx_error_sys(e, "chmod_failed", "cannot chmod "
+				    "%s", rel);
+				close(fd);
+				return -1;
+			}
+			fixed = 1;
+		}
+		note(fixed ? p->repaired : p->present, rel);
+		close(fd);
+		return 0;
+	}
+	if (errno != ENOENT || sbx_root_mark(pfd, e) == -1)
+		return -1;
+	note(p->created, rel);
+	return 0;
+}
+
 static int
 write_token(int pfd, const char *name, const char *rel, struct sbx_error *e)
 {
@@ -880,7 +933,7 @@ sbx_provision_agent(struct sbx_provision *p, struct sbx_error *e)
 	struct who	 w;
 	char		 rel[128];
 	mode_t		 want;
-	int		 fds[NENT], i, lockfd = -1, rc = -1, pfd;
+	int		 fds[NENT], i, lockfd = -1, rc = -1, pfd, r = 0;
 
 	for (i = 0; i < NENT; i++)
 		fds[i] = -1;
@@ -922,6 +975,18 @@ sbx_provision_agent(struct sbx_provision *p, struct sbx_error *e)
 		reject(e, "symlink_in_path", "run", NULL);
 		goto out;
 	}
+	/*
+	 * A revoked agent (sbx provision unprovision) stays revoked until
+	 * someone runs `sbx provision` for it: a run's implicit provision
+	 * must not mint it a new token behind the revocation.  Checked and
+	 * lifted under the lock, so an unprovision cannot slip in between.
+	 */
+	if ((r = sbx_provision_revoked(p->rootfd, p->agent, e)) == -1)
+		goto out;
+	if (r == 1 && !p->restore) {
+		sbx_provision_revoked_error(p->agent, e);
+		goto out;
+	}
 	fds[0] = p->rootfd;
 	for (i = 2; i < NENT; i++) {
 		const struct entry *en = &layout[i];
@@ -946,7 +1011,23 @@ sbx_provision_agent(struct sbx_provision *p, struct sbx_error *e)
 			if (ensure_token(p, pfd, rel, e) == -1)
 				goto out;
 			break;
+		case E_MARKER:
+			if (ensure_marker(p, pfd, rel, e) == -1)
+				goto out;
+			break;
 		}
+	}
+	/* Everything is in place: the revocation is lifted last. */
+	if (r == 1) {
+		if (unlinkat(fds[14], SBX_REVOKED_MARKER, 0) == -1 &&
+		    errno != ENOENT) {
+			sbx_error_sys(e, "unlink_failed", "cannot remove "
+			    "agents/%s/%s", p->agent, SBX_REVOKED_MARKER);
+			goto out;
+		}
+		snprintf(rel, sizeof(rel), "agents/%s/%s", p->agent,
+		    SBX_REVOKED_MARKER);
+		note(p->repaired, rel);
 	}
 	rc = 0;
 out:
@@ -1054,69 +1135,12 @@ fail:
 
 /* ---- removal ------------------------------------------------------------ */
 
-static int
-rm_tree(int pfd, const char *name, int depth, struct sbx_error *e)
-{
-	struct stat	 st;
-	struct dirent	*de;
-	DIR		*d;
-	int		 fd, fixed = 0, pass, removed;
-
-	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1) {
-		if (errno == ENOENT)
-			return 0;
-		return sbx_error_sys(e, "remove_failed", "cannot stat %s",
-		    name);
-	}
-	/* A symlink (or any non-directory) is unlinked itself: its target,
-	 * wherever it points, is never touched. */
-	if (!S_ISDIR(st.st_mode)) {
-		if (unlinkat(pfd, name, 0) == -1 && errno != ENOENT)
-			return sbx_error_sys(e, "remove_failed",
-			    "cannot remove %s", name);
-		return 0;
-	}
-	if (depth > 256)
-		return sbx_error_set(e, SBX_K_EXECUTION_ERROR, "path",
-		    "too_deep", "%s is nested too deeply to remove", name);
-	if ((fd = open_dir(pfd, name, name, (st.st_mode & 07777) | 0700,
-	    &fixed, e)) == -1)
-		return -1;
-	/* We need write and search permission to empty it. */
-	if ((st.st_mode & 0700) != 0700)
-		(void)fchmod(fd, (st.st_mode & 07777) | 0700);
-	if ((d = fdopendir(fd)) == NULL) {
-		close(fd);
-		return sbx_error_sys(e, "remove_failed", "cannot read %s",
-		    name);
-	}
-	for (pass = 0; pass < 8; pass++) {
-		removed = 0;
-		rewinddir(d);
-		while ((de = readdir(d)) != NULL) {
-			if (strcmp(de->d_name, ".") == 0 ||
-			    strcmp(de->d_name, "..") == 0)
-				continue;
-			if (rm_tree(dirfd(d), de->d_name, depth + 1, e) == -1) {
-				closedir(d);
-				return -1;
-			}
-			removed++;
-		}
-		if (removed == 0)
-			break;
-	}
-	closedir(d);
-	if (unlinkat(pfd, name, AT_REMOVEDIR) == -1 && errno != ENOENT)
-		return sbx_error_sys(e, "remove_failed", "cannot remove %s",
-		    name);
-	return 0;
-}
-
+/* One removal for the whole tree: sbx_rm_tree_at (lib/fsutil.c), which
+ * has no depth cap for a deep tree the sandbox built to defeat. */
 int
 sbx_provision_rm_tree(int dirfd, const char *name, struct sbx_error *e)
 {
-	return rm_tree(dirfd, name, 0, e);
+	return sbx_rm_tree_at(dirfd, name, e);
 }
 
 static int
@@ -1308,6 +1332,17 @@ sbx_provision_unprovision(int rootfd, const char *agent, json_t *removed,
 		}
 		close(fd);
 	}
+	/*
+	 * The revocation is recorded, so that it holds: the next run of the
+	 * agent (which would otherwise provision it again and mint a new
+	 * token) is refused until `sbx provision` restores it.
+	 */
+	snprintf(rel, sizeof(rel), "agents/%s", agent);
+	if ((fd = sbx_mkdirs_at(rootfd, rel, 0700, e)) == -1)
+		goto out;
+	if (sbx_write_atomic(fd, SBX_REVOKED_MARKER, "", 0, 0600, e) == -1)
+		goto out;
+	close(fd);
 	fd = -1;
 	rc = 0;
 out:
@@ -1315,6 +1350,39 @@ out:
 		close(fd);
 	close(lockfd);
 	return rc;
+}
+
+int
+sbx_provision_revoked(int rootfd, const char *agent, struct sbx_error *e)
+{
+	struct stat	 st;
+	char		 rel[128];
+	int		 fd;
+
+	if (sbx_agent_valid(agent, "agent", e) == -1)
+		return -1;
+	snprintf(rel, sizeof(rel), "agents/%s", agent);
+	if ((fd = open_existing(rootfd, rel, e)) == -2)
+		return 0;
+	if (fd == -1)
+		return -1;
+	/* Whatever is at its name counts (a symlink too, never followed):
+	 * failing closed keeps a revoked agent revoked. */
+	if (fstatat(fd, SBX_REVOKED_MARKER, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		close(fd);
+		return 1;
+	}
+	close(fd);
+	return 0;
+}
+
+int
+sbx_provision_revoked_error(const char *agent, struct sbx_error *e)
+{
+	sbx_error_set(e, SBX_K_REJECTED, "agent", "agent_unprovisioned",
+	    "agent %s was unprovisioned (its token is revoked)", agent);
+	sbx_error_hint(e, "restore it with `sbx provision --agent %s`", agent);
+	return -1;
 }
 
 /* Remove every entry of rootfd/dir (keeping dir), noting dir/NAME. */

@@ -21,6 +21,9 @@ struct sbx_provision {
 	int		 rootfd;	/* the opened state root (borrowed) */
 	const char	*agent;		/* validated */
 	int		 root_created;	/* set by the caller that made it */
+	int		 restore;	/* set by `sbx provision`: lifts an
+					 * unprovision; without it a revoked
+					 * agent is refused */
 	int		 as_root;	/* set by sbx_provision_agent: */
 	uid_t		 run_uid;	/* who the sandbox runs as, and so */
 	gid_t		 run_gid;	/* owns the home and output */
@@ -37,6 +40,11 @@ struct sbx_provision {
  * (65534), as sbx-exec decides. */
 int	 sbx_provision_identity(int rootfd, uid_t *, gid_t *,
 	    struct sbx_error *);
+/* 1 when the caller is root, config/sandbox.json names no run_as and no
+ * `sbx` user exists: sandboxes would run as nobody, so `sbx provision`
+ * creates the sbx user (sbx_user_create); 0 otherwise, -1 on a bad
+ * config. */
+int	 sbx_provision_wants_user(int rootfd, struct sbx_error *);
 /* A new token (NUL-terminated) from libsodium's CSPRNG. */
 int	 sbx_provision_token_new(char out[SBX_TOKEN_LEN + 1]);
 /* Is it exactly SBX_TOKEN_LEN characters of [A-Za-z0-9_-]? */
@@ -68,6 +76,15 @@ int	 sbx_provision_lock(int rootfd, struct sbx_error *);
  * to `removed`. Takes the lock. */
 int	 sbx_provision_unprovision(int rootfd, const char *agent,
 	    json_t *removed, json_t *warnings, struct sbx_error *);
+/* The marker unprovision leaves (agents/A/unprovisioned): until `sbx
+ * provision` runs again, no run of the agent may re-provision it.  1 when
+ * the agent is revoked, 0 when not, -1 on a refusal (a symlink there). */
+#define SBX_REVOKED_MARKER	"unprovisioned"
+int	 sbx_provision_revoked(int rootfd, const char *agent,
+	    struct sbx_error *);
+/* The refusal of a revoked agent: kind rejected, reason
+ * agent_unprovisioned, with the command that restores it.  Returns -1. */
+int	 sbx_provision_revoked_error(const char *agent, struct sbx_error *);
 /* Empty envs/ and cache/. Takes the lock. */
 int	 sbx_provision_reset(int rootfd, json_t *removed, struct sbx_error *);
 /* The root's entries except workspace/, sorted (rootfd may be -1). */

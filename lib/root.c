@@ -1,6 +1,7 @@
 /* root.c: resolving and opening the state root. */
 #include <sys/stat.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -44,6 +45,13 @@ sbx_root_resolve(const char *flag, struct sbx_root *r, struct sbx_error *e)
 		v = flag;
 	} else if ((v = secure_getenv("SBX_HOME")) != NULL && *v) {
 		r->source = "environment_override";
+		/* An environment variable outlives the directory it was set
+		 * in: a relative one would name another root in every cwd. */
+		if (*v != '/')
+			return sbx_error_set(e, SBX_K_INVALID_ARGS, "home",
+			    "relative_path", "SBX_HOME must be an absolute "
+			    "path, not `%s`; use --home for a path relative "
+			    "to the current directory", v);
 	} else {
 		r->source = "default_home";
 		v = secure_getenv("XDG_DATA_HOME");
@@ -158,6 +166,163 @@ sbx_root_open(struct sbx_root *r, int create, struct sbx_error *e)
 	}
 	r->fd = fd;
 	return 0;
+}
+
+int
+sbx_root_mark(int rootfd, struct sbx_error *e)
+{
+	static const char text[] = "This directory is an sbx state root. "
+	    "sbx exec refuses to bind it, anything\ninside it or any "
+	    "directory that contains it into a sandbox (sbx-exec(1)).\n";
+	int	 fd;
+
+	/* O_EXCL|O_NOFOLLOW: never through a planted symlink, never over
+	 * what is there; an existing marker of any type marks the root. */
+	fd = openat(rootfd, SBX_ROOT_MARKER, O_WRONLY | O_CREAT | O_EXCL |
+	    O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd == -1) {
+		if (errno == EEXIST)
+			return 0;
+		return sbx_error_sys(e, "state_root_unusable", "cannot create "
+		    "%s in the state root", SBX_ROOT_MARKER);
+	}
+	if (sbx_write_all(fd, text, sizeof(text) - 1) == -1) {
+		sbx_error_sys(e, "state_root_unusable", "cannot write %s in the "
+		    "state root", SBX_ROOT_MARKER);
+		close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+int
+sbx_root_is_state_root(int dirfd)
+{
+	struct stat	 st;
+	int		 fd, r;
+
+	if (fstatat(dirfd, SBX_ROOT_MARKER, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		return 1;
+	if (errno != ENOENT)
+		return -1;
+	/* A root made before the marker: run/tokens and config/. */
+	if (fstatat(dirfd, "config", &st, AT_SYMLINK_NOFOLLOW) == -1)
+		return errno == ENOENT ? 0 : -1;
+	fd = openat(dirfd, "run", O_PATH | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC);
+	if (fd == -1)
+		return errno == ENOENT || errno == ENOTDIR || errno == ELOOP ?
+		    0 : -1;
+	r = fstatat(fd, "tokens", &st, AT_SYMLINK_NOFOLLOW) == 0 ? 1 :
+	    errno == ENOENT ? 0 : -1;
+	close(fd);
+	return r;
+}
+
+struct scan {
+	size_t			 budget;
+	char			*rel;
+	size_t			 relsz;
+	struct sbx_error	*e;
+};
+
+/*
+ * fd (at rel) could not be looked into.  Someone else's directory is as
+ * closed to the sandbox as it is to us; one of our own is not: code running
+ * as our uid can chmod it open, so what it holds cannot be ruled out.
+ */
+static int
+scan_unreadable(int fd, struct scan *s)
+{
+	struct stat	 st;
+
+	if (fstat(fd, &st) == 0 && st.st_uid != geteuid())
+		return 0;
+	return sbx_error_set(s->e, SBX_K_REJECTED, NULL,
+	    "state_root_unchecked", "cannot look inside %s to rule out an sbx "
+	    "state root there", *s->rel ? s->rel : ".");
+}
+
+static int
+scan_dir(int dfd, int depth, size_t rlen, struct scan *s)
+{
+	struct dirent	*de;
+	DIR		*d;
+	size_t		 n;
+	int		 rfd, cfd, r = 0;
+
+	if ((rfd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return errno == EACCES ? scan_unreadable(dfd, s) :
+		    sbx_error_sys(s->e, "state_root_unchecked", "cannot read "
+		    "%s", *s->rel ? s->rel : ".");
+	if ((d = fdopendir(rfd)) == NULL) {
+		close(rfd);
+		return sbx_error_sys(s->e, "nomem", "opendir");
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 ||
+		    strcmp(de->d_name, "..") == 0)
+			continue;
+		/* Only real directories: a symlink leads nowhere the
+		 * sandbox could reach through it. */
+		if (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN)
+			continue;
+		if (s->budget == 0) {
+			r = sbx_error_set(s->e, SBX_K_REJECTED, NULL,
+			    "state_root_unchecked", "too many directories to "
+			    "rule out an sbx state root inside");
+			break;
+		}
+		s->budget--;
+		cfd = openat(dirfd(d), de->d_name, O_PATH | O_DIRECTORY |
+		    O_NOFOLLOW | O_CLOEXEC);
+		if (cfd == -1) {
+			if (errno == EACCES && (r = scan_unreadable(dfd, s))
+			    == -1)
+				break;
+			continue;	/* not a directory, or gone */
+		}
+		n = strlen(de->d_name);
+		if (rlen + n + 2 > s->relsz) {
+			close(cfd);
+			r = sbx_error_set(s->e, SBX_K_REJECTED, NULL,
+			    "state_root_unchecked", "path too long below %s",
+			    s->rel);
+			break;
+		}
+		if (rlen > 0)
+			s->rel[rlen] = '/';
+		memcpy(s->rel + rlen + (rlen > 0), de->d_name, n + 1);
+		r = sbx_root_is_state_root(cfd);
+		if (r == -1)
+			r = scan_unreadable(cfd, s);
+		else if (r == 0 && depth > 1)
+			r = scan_dir(cfd, depth - 1, rlen + (rlen > 0) + n, s);
+		close(cfd);
+		if (r != 0)
+			break;
+		s->rel[rlen] = '\0';
+	}
+	closedir(d);
+	return r;
+}
+
+int
+sbx_root_find_below(int dirfd, int depth, size_t budget, char *rel,
+    size_t relsz, struct sbx_error *e)
+{
+	struct scan	 s;
+
+	if (relsz == 0)
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, NULL, "too_long",
+		    "no room for a path");
+	rel[0] = '\0';
+	s.budget = budget;
+	s.rel = rel;
+	s.relsz = relsz;
+	s.e = e;
+	return depth > 0 ? scan_dir(dirfd, depth, 0, &s) : 0;
 }
 
 void

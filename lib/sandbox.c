@@ -36,6 +36,60 @@ static const char *const etc_files[] = {
 };
 
 /*
+ * The system's CA bundle, first found wins: runtimes with a CA store of
+ * their own (node, python's requests) ignore it unless told, and then
+ * fail on a company's TLS-inspecting proxy or mirror that the host trusts.
+ * Only the bundle the host (or the image) already trusts is named; the
+ * sandboxed code can add nothing to it.
+ */
+static const char *const ca_bundles[] = {
+	"/etc/ssl/certs/ca-certificates.crt",	/* Debian, Ubuntu, Arch */
+	"/etc/pki/tls/certs/ca-bundle.crt",	/* Fedora, RHEL */
+	"/etc/ssl/ca-bundle.pem",		/* openSUSE */
+	"/etc/ssl/cert.pem",			/* Alpine, Void */
+};
+
+/*
+ * Inside a sandbox, pid 1 is sbx-init, started as SBX_IN_INIT.  Nested
+ * sandboxes cannot work (no capability, nested user namespaces disabled,
+ * and root-owned files show as nobody, so bwrap looks untrusted): saying
+ * so beats a misleading error.  Code inside can fake nothing here that
+ * would weaken a run: a miss only means bwrap's own refusal instead.
+ */
+int
+sbx_sandbox_inside(void)
+{
+	char	 buf[sizeof(SBX_IN_INIT) + 1];
+	ssize_t	 n;
+	int	 fd;
+
+	if ((fd = open("/proc/1/cmdline", O_RDONLY | O_CLOEXEC)) == -1)
+		return 0;
+	n = read(fd, buf, sizeof(buf));
+	close(fd);
+	return n >= (ssize_t)sizeof(SBX_IN_INIT) &&
+	    memcmp(buf, SBX_IN_INIT, sizeof(SBX_IN_INIT)) == 0;
+}
+
+const char *
+sbx_sandbox_ca_bundle(const struct sbx_sandbox *sb)
+{
+	struct stat	 st;
+	size_t		 i;
+
+	for (i = 0; i < sizeof(ca_bundles) / sizeof(*ca_bundles); i++) {
+		/* In an image, a symlink is the image's to resolve inside,
+		 * never sbx's to follow on the host. */
+		if (sb->image_root != NULL ? fstatat(sb->image_fd,
+		    ca_bundles[i] + 1, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) :
+		    stat(ca_bundles[i], &st) == 0 && S_ISREG(st.st_mode))
+			return ca_bundles[i];
+	}
+	return NULL;
+}
+
+/*
  * /proc files that describe the host rather than the sandbox's pid
  * namespace, masked with /dev/null as container runtimes do (OCI
  * maskedPaths): keys and key-users list the keys, and the key quotas, of
@@ -108,6 +162,7 @@ sbx_sandbox_argv(const struct sbx_sandbox *sb, struct sbx_strv *v,
     struct sbx_error *e)
 {
 	char		 target[PATH_MAX], fdpath[64];
+	const char	*ca;
 	struct stat	 st;
 	ssize_t		 n;
 	size_t		 i;
@@ -163,6 +218,11 @@ sbx_sandbox_argv(const struct sbx_sandbox *sb, struct sbx_strv *v,
 	}
 	for (i = 0; i < sizeof(etc_files) / sizeof(*etc_files); i++)
 		rc |= push3(v, "--ro-bind-try", etc_files[i], etc_files[i]);
+	/* The CA bundle: under /etc/ssl it is bound already; elsewhere
+	 * (/etc/pki) the one file, not the directory with its keys. */
+	if ((ca = sbx_sandbox_ca_bundle(sb)) != NULL &&
+	    strncmp(ca, "/etc/ssl/", 9) != 0)
+		rc |= push3(v, "--ro-bind-try", ca, ca);
 etc_done:
 	if (strcmp(sb->network, SBX_NET_OUTBOUND) == 0)
 		rc |= push3(v, "--ro-bind-try", "/etc/resolv.conf",
@@ -246,12 +306,26 @@ etc_done:
 		    sb->workdir_ino);
 		rc |= sbx_strv_push(v, sb->workdir);
 	}
+	/*
+	 * A terminal is made inside, on the sandbox's own devpts (bwrap's
+	 * --dev), never handed in from the caller: the caller's terminal
+	 * is what TIOCSTI and escape-sequence attacks aim at, and a host
+	 * pty would not resolve to a name inside.
+	 */
+	if (sb->tty) {
+		rc |= sbx_strv_push(v, "-T");
+		rc |= sbx_strv_pushf(v, "%u:%u", sb->tty_rows, sb->tty_cols);
+	}
 	if (sb->network != NULL && strcmp(sb->network, SBX_NET_PROXY) == 0)
 		rc |= sbx_strv_push(v, "-P");
 	if (sb->shell != NULL) {
+		/* The string is the script; sb->argv, when given, is $0
+		 * and the arguments, as for sh -c. */
 		rc |= sbx_strv_push(v, "-c");
 		rc |= sbx_strv_push(v, "--");
 		rc |= sbx_strv_push(v, sb->shell);
+		for (i = 0; sb->argv != NULL && sb->argv[i] != NULL; i++)
+			rc |= sbx_strv_push(v, sb->argv[i]);
 	} else {
 		rc |= sbx_strv_push(v, "--");
 		for (i = 0; sb->argv[i] != NULL; i++)

@@ -43,6 +43,9 @@ struct sbx_sandbox {
 	const char	 *agent;
 	const char	 *home;		/* inside: /workspace/agents/<agent> */
 	const char	 *workdir;	/* canonical host path = inside path */
+	/* What sbx checked and opened as the workdir: sbx-init refuses to
+	 * start the command unless the mount at `workdir` is this inode. */
+	unsigned long long workdir_dev, workdir_ino;
 	const char	 *cwd;		/* inside */
 	const char	 *network;	/* SBX_NET_* */
 	int		  disable_userns;
@@ -64,11 +67,21 @@ struct sbx_sandbox {
 	int		  nrlimit;
 	char *const	 *argv;		/* the command, or NULL with shell */
 	const char	 *shell;	/* -c string, or NULL */
+	/* -t: sbx-init gives the command a terminal of the sandbox's own
+	 * devpts, of this size, and sends its master to sbx. */
+	int		  tty;
+	unsigned	  tty_rows, tty_cols;
 };
 
 /* Build the full bwrap argv (argv[0] = bwrap path) into out. */
 int	sbx_sandbox_argv(const struct sbx_sandbox *, struct sbx_strv *out,
 	    struct sbx_error *);
+/* Nonzero when this process runs inside an sbx sandbox (its pid 1 is
+ * sbx-init at SBX_IN_INIT). */
+int	sbx_sandbox_inside(void);
+/* The system CA bundle as seen inside (the image's own in image mode),
+ * or NULL when there is none. */
+const char	*sbx_sandbox_ca_bundle(const struct sbx_sandbox *);
 /* Contents of the synthesized /etc/passwd, /etc/group and /etc/hosts. */
 int	sbx_sandbox_etc(const struct sbx_sandbox *, uid_t, gid_t,
 	    struct sbx_buf *passwd, struct sbx_buf *group, struct sbx_buf *hosts);

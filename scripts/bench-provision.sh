@@ -27,6 +27,8 @@ tmp=$(mktemp -d /tmp/sbx-bench.XXXXXX)
 trap 'chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT INT TERM
 chmod 0755 "$tmp"
 export SBX_HOME="$tmp/state"
+# As root, `sbx provision` would create the system user sbx: not for a bench.
+export SBX_NO_CREATE_USER=1
 
 now() { date +%s%N; }
 # Median of nanoseconds (one a line), printed in milliseconds.

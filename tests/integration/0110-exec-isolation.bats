@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
 # sbx exec: filesystem and visibility isolation (HOSTILE-CASES FS-01, FS-02,
-# FS-03, FS-07, FS-08, FS-10, FS-12, FS-13, FS-14) and hostile --cwd values.
+# FS-03, FS-07, FS-08, FS-10, FS-12, FS-13, FS-14; SK-07 through /proc/keys)
+# and hostile --cwd values.
 #
 # Method (HOSTILE-CASES §0.6): assert on what did *not* happen on the host,
 # not only on the error message inside.
@@ -364,4 +365,70 @@ cwd_rejected() {
 	cwd_rejected etcl symlink
 	cwd_rejected /workspace/agents/default/etcl symlink
 	cwd_rejected rel symlink
+}
+
+@test "FS-14: /proc files that show host state (keys, locks, timers) are empty inside" {
+	masked="/proc/keys /proc/key-users /proc/locks /proc/timer_list
+	    /proc/sched_debug /proc/kcore /proc/sysrq-trigger"
+	# Each one is absent, or reads as empty: not one byte of it (and
+	# not refused either, which would only hide it from this uid).
+	run sbx exec -q -- sh -c '
+for p; do
+	if [ ! -e "$p" ]; then
+		echo "$p absent"
+	elif cat "$p" >/tmp/c 2>/dev/null; then
+		echo "$p $(wc -c </tmp/c)"
+	else
+		echo "$p unreadable"
+	fi
+done' sh $masked
+	[ "$status" -eq 0 ]
+	echo "$output"
+	for p in $masked; do
+		[[ "$output" == *"$p absent"* || "$output" == *"$p 0"* ]]
+		# Absent inside only where the host has none either.
+		if [[ "$output" == *"$p absent"* ]]; then
+			[ ! -e "$p" ]
+		fi
+	done
+}
+
+@test "SK-07: a key in the caller's keyring does not show in /proc/keys inside" {
+	[ -x "$PY" ] || skip "python3 is not installed"
+	sbx exec -q -- true
+	# The sandbox's uid: a key it owns is one /proc/keys would list.
+	uid=$(sbx exec -q -- id -u)
+	desc="sbx-key-$TOK"
+	# add_key(2) into a fresh session keyring (gone with the process),
+	# viewable by its owner and others; then run sbx from that process.
+	cat > "$TEST_ROOT/key.py" <<'PYEOF'
+import ctypes, os, platform, sys
+nr = {"x86_64": (248, 250), "aarch64": (217, 219)}.get(platform.machine())
+if nr is None:
+    sys.exit(77)
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+L = ctypes.c_long
+if libc.syscall(L(nr[1]), L(1), None) < 0:		# KEYCTL_JOIN_SESSION_KEYRING
+    sys.exit(77)
+k = libc.syscall(L(nr[0]), b"user", sys.argv[1].encode(), b"x", L(1), L(-3))
+if k < 0:
+    sys.exit(77)
+libc.syscall(L(nr[1]), L(5), L(k), L(0x3f010101))	# KEYCTL_SETPERM
+if os.getuid() != int(sys.argv[2]):			# KEYCTL_CHOWN
+    libc.syscall(L(nr[1]), L(4), L(k), L(int(sys.argv[2])), L(-1))
+with open("/proc/keys") as f:
+    if sys.argv[1] not in f.read():
+        sys.exit(77)
+print("HOST-SEES-KEY", flush=True)
+os.execv(sys.argv[3], sys.argv[3:])
+PYEOF
+	run "$PY" "$TEST_ROOT/key.py" "$desc" "$uid" "$SBX" exec -q -- \
+	    sh -c 'cat /proc/keys /proc/key-users; echo END'
+	[ "$status" -ne 77 ] || skip "keys (add_key, keyctl) are not usable here"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = HOST-SEES-KEY ]
+	[ "${lines[1]}" = END ]
+	[[ "$output" != *"$desc"* ]]
 }

@@ -207,9 +207,12 @@ no_agent_dirs() {
 	export SBX_HOME="$TEST_ROOT/p/q/state"
 	mkdir -p "$SBX_HOME"
 	rejected workdir state_root --workdir "$TEST_ROOT/p" -- true
-	# Through a symlink to a refused directory.
+	# Through a symlink to a refused directory: the link itself is
+	# refused; followed on purpose, where it leads is.
 	ln -s /etc "$TEST_ROOT/etclink"
-	rejected workdir system_directory --workdir "$TEST_ROOT/etclink" -- true
+	rejected workdir symlink --workdir "$TEST_ROOT/etclink" -- true
+	rejected workdir system_directory --workdir-follow-symlinks \
+	    --workdir "$TEST_ROOT/etclink" -- true
 }
 
 @test "--workdir: /usr/local (on PATH inside and on the host) is refused" {
@@ -299,4 +302,38 @@ no_agent_dirs() {
 	# The JSON form keeps the exact bytes.
 	run sbx exec ps --json
 	[ "$(json_get "$output" '.result.jobs[0].command[2]')" = $'echo \e]0;pwn\a\e[2J\necho READY: all checks passed' ]
+}
+
+# ---- -c STRING [NAME [ARG...]] (issue 11, item 13) -----------------------
+
+@test "-c: NAME and ARGs after the string are \$0, \$1... as for sh -c" {
+	run sbx exec -q -c 'printf "%s|" "$0" "$#" "$@"' myname a 'b c' ''
+	[ "$status" -eq 0 ]
+	[ "$output" = "myname|3|a|b c||" ]
+	# They are arguments, never parsed as shell: nothing runs from them.
+	run sbx exec -q -c 'echo "$1"' x "\$(touch $HOME/marker)"
+	[ "$status" -eq 0 ]
+	[ "$output" = "\$(touch $HOME/marker)" ]
+	[ ! -e "$WS/marker" ] && [ ! -e "$HOME/marker" ]
+	# Without them, as before.
+	run sbx exec -q -c 'echo plain'
+	[ "$output" = plain ]
+	# A background job records them in its command.
+	id=$(sbx exec -q --background -c 'echo "$1"' n job-arg)
+	run sbx exec wait "$id" --timeout 30
+	[ "$output" = job-arg ]
+	run sbx exec ps --json
+	[ "$(json_get "$output" '.result.jobs[0].command | join(" ")')" = "-c echo \"\$1\" n job-arg" ]
+}
+
+@test "-c with --: a usage error (64) that says what -c takes; nothing runs" {
+	run -64 sbx exec -c "touch $WS/marker" -- x
+	[[ "$output" == *"-c takes the script and then \$0 and arguments, without --"* ]]
+	[[ "$output" == *usage:* ]]
+	run -64 sbx exec -c "touch $WS/marker" --
+	[[ "$output" == *"without --"* ]]
+	run -64 sbx exec --json -c "touch $WS/marker" -- x
+	[ "$(printf '%s\n' "$output" | head -1 | jq -r .reason)" = dashdash_with_c ]
+	[ "$(printf '%s\n' "$output" | head -1 | jq -r .kind)" = invalid_args ]
+	[ ! -e "$WS/marker" ]
 }

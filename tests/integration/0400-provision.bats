@@ -34,7 +34,7 @@ has() { printf '%s' "$1" | jq -e --arg p "$2" "$3 | index(\$p) != null" >/dev/nu
 	for p in . run run/tokens config/agents workspace/agents/default \
 	    workspace/shared output/default images envs agents/default plugins \
 	    cache workspace/agents/default/SOUL.md config/agents/default.json \
-	    run/tokens/default; do
+	    run/tokens/default .sbx-state-root; do
 		has "$output" "$p" .result.created
 	done
 	[ "$(json_get "$output" '.result.repaired | length')" = 0 ]
@@ -49,6 +49,7 @@ has() { printf '%s' "$1" | jq -e --arg p "$2" "$3 | index(\$p) != null" >/dev/nu
 	[ "$(mode run)" = 711 ]
 	[ "$(mode run/tokens)" = 700 ]
 	[ "$(mode run/tokens/default)" = 600 ]
+	[ "$(mode .sbx-state-root)" = 600 ]
 	for d in workspace workspace/agents output images envs; do
 		[ "$(mode "$d")" = "$REACH" ]
 	done
@@ -70,7 +71,7 @@ has() { printf '%s' "$1" | jq -e --arg p "$2" "$3 | index(\$p) != null" >/dev/nu
 @test "text output: one line per created item and a summary" {
 	run -0 sbx provision
 	[[ "$output" == *"created   run/tokens/default"* ]]
-	[[ "$output" == *"agent default provisioned in $SBX_HOME: 20 created, 0 repaired"* ]]
+	[[ "$output" == *"agent default provisioned in $SBX_HOME: 21 created, 0 repaired"* ]]
 	run -0 sbx provision -q
 	[ -z "$output" ]
 }
@@ -81,7 +82,7 @@ has() { printf '%s' "$1" | jq -e --arg p "$2" "$3 | index(\$p) != null" >/dev/nu
 	run -0 sbx provision --json
 	[ "$(json_get "$output" '.result.created | length')" = 0 ]
 	[ "$(json_get "$output" '.result.repaired | length')" = 0 ]
-	[ "$(json_get "$output" '.result.present | length')" = 20 ]
+	[ "$(json_get "$output" '.result.present | length')" = 21 ]
 	[ "$(cat "$SBX_HOME/run/tokens/default")" = "$tok" ]
 }
 
@@ -328,4 +329,140 @@ has() { printf '%s' "$1" | jq -e --arg p "$2" "$3 | index(\$p) != null" >/dev/nu
 	run -0 sbx provision --json
 	[ "$(json_get "$output" '.result.created | length')" = 0 ]
 	[ "$(json_get "$output" '.result.repaired | length')" = 0 ]
+}
+
+# Issue 10, item 9: a tree the sandbox builds as deep as it likes must not
+# defeat `remove` (it used to stop at 256 levels and leave output/ behind).
+@test "remove --yes deletes a 300-level tree the sandbox made under /output" {
+	run -0 sbx provision
+	run -0 sbx exec -- sh -c 'cd /output && for i in $(seq 300); do
+	    mkdir d && cd d || exit 1; done; echo x >f'
+	[ -f "$SBX_HOME/output/default/$(printf 'd/%.0s' $(seq 300))f" ]
+	mkdir "$TEST_ROOT/elsewhere"
+	touch "$TEST_ROOT/elsewhere/precious"
+	run -0 sbx provision remove --yes --json
+	[ "$(json_get "$output" .ok)" = true ]
+	has "$output" output .result.removed
+	[ "$(ls -A "$SBX_HOME")" = workspace ]
+	[ -e "$TEST_ROOT/elsewhere/precious" ]
+}
+
+@test "remove --yes deletes a 5,000-level tree made on the host, symlinks unfollowed" {
+	run -0 sbx provision
+	mkdir "$TEST_ROOT/elsewhere"
+	touch "$TEST_ROOT/elsewhere/precious"
+	# chdir level by level: no path longer than PATH_MAX is ever needed.
+	"$PY" - "$SBX_HOME/output/default" "$TEST_ROOT/elsewhere" <<'PYEOF'
+import os, sys
+os.chdir(sys.argv[1])
+for i in range(5000):
+    os.mkdir("d")
+    os.chdir("d")
+os.symlink(sys.argv[2], "link")
+os.symlink(os.path.join(sys.argv[2], "precious"), "flink")
+os.mkdir("locked")
+os.chmod("locked", 0)
+open("ro", "w").close()
+os.chmod("ro", 0o400)
+PYEOF
+	run -0 sbx provision remove --yes --json
+	[ "$(json_get "$output" .ok)" = true ]
+	[ "$(ls -A "$SBX_HOME")" = workspace ]
+	[ -e "$TEST_ROOT/elsewhere/precious" ]
+	[ "$(ls -A "$TEST_ROOT/elsewhere")" = precious ]
+}
+
+# Issue 10, item 10: as root, without run_as and without an `sbx` user,
+# provision creates the system user sbx rather than run every agent as
+# nobody.  Never on this machine: each case runs in a private mount
+# namespace with a copy of /etc bound over /etc, so useradd writes the copy
+# and nothing is left behind (a real sbx user would change every later
+# root test).
+in_scratch_etc() {
+	cp -a /etc "$TEST_ROOT/etc"
+	env -u SBX_NO_CREATE_USER unshare --mount --propagation private \
+	    sh -c 'mount --bind "$1" /etc && shift && exec "$@"' sh \
+	    "$TEST_ROOT/etc" "$@"
+}
+
+scratch_etc_ok() {
+	is_root || skip "root mode only"
+	grep -q '^sbx:' /etc/passwd && skip "this machine has an sbx user"
+	command -v unshare >/dev/null || skip "unshare is not installed"
+	[ -x /usr/sbin/useradd ] || skip "useradd is not installed"
+	ETC_BEFORE=$(cat /etc/passwd /etc/group /etc/shadow /etc/gshadow \
+	    2>/dev/null | md5sum)
+}
+
+etc_unchanged() {
+	[ "$(cat /etc/passwd /etc/group /etc/shadow /etc/gshadow 2>/dev/null |
+	    md5sum)" = "$ETC_BEFORE" ]
+	! grep -q '^sbx:' /etc/passwd
+}
+
+@test "as root without run_as or an sbx user, provision creates the system user sbx" {
+	scratch_etc_ok
+	run -0 --separate-stderr in_scratch_etc sh -c '"$1" provision --json &&
+	    grep "^sbx:" /etc/passwd && stat -c %u "$SBX_HOME/output/default" &&
+	    "$1" provision --json' sh "$SBX"
+	etc_unchanged
+	[ "$(json_get "${lines[0]}" .result.created_user.name)" = sbx ]
+	uid=$(json_get "${lines[0]}" .result.created_user.uid)
+	IFS=: read -r name _ puid _ _ home shell <<<"${lines[1]}"
+	[ "$name" = sbx ] && [ "$puid" = "$uid" ] && [ "$uid" -gt 0 ]
+	[ "$uid" -lt 1000 ]
+	[ "$home" = /nonexistent ]
+	[ "$shell" = /usr/sbin/nologin ] || [ "$shell" = /bin/false ]
+	# the agent's output belongs to it, not to nobody
+	[ "${lines[2]}" = "$uid" ]
+	[[ "$stderr" == *"created the system user sbx (uid $uid"* ]]
+	# the second provision finds it: nothing created
+	[ "$(json_get "${lines[3]}" '.result.created_user // "none"')" = none ]
+}
+
+@test "as root, --no-create-user or run_as: no user is created" {
+	scratch_etc_ok
+	run -0 --separate-stderr in_scratch_etc sh -c '"$1" provision --json \
+	    --no-create-user && ! grep "^sbx:" /etc/passwd &&
+	    stat -c %u "$SBX_HOME/output/default"' sh "$SBX"
+	etc_unchanged
+	[ "$(json_get "${lines[0]}" '.result.created_user // "none"')" = none ]
+	[[ "$(json_get "${lines[0]}" '.warnings[]')" == *"run as nobody"* ]]
+	[ "${lines[1]}" = 65534 ]
+	rm -rf "$TEST_ROOT/etc"
+	mkdir -p "$SBX_HOME/config"
+	echo '{"run_as":{"uid":65533,"gid":65533}}' \
+	    >"$SBX_HOME/config/sandbox.json"
+	run -0 --separate-stderr in_scratch_etc sh -c '"$1" provision --json &&
+	    ! grep "^sbx:" /etc/passwd' sh "$SBX"
+	etc_unchanged
+	[ "$(json_get "$output" '.result.created_user // "none"')" = none ]
+	[ "$(json_get "$output" '.warnings // [] | length')" = 0 ]
+	[ "$(owner output/default)" = 65533 ]
+}
+
+@test "as root, a useradd that fails stops provision (no fall back to nobody)" {
+	scratch_etc_ok
+	# An empty, read-only /etc in a private namespace: useradd fails.
+	run --separate-stderr env -u SBX_NO_CREATE_USER unshare --mount \
+	    --propagation private sh -c 'mount -t tmpfs -o ro,mode=755 none \
+	    /etc && exec "$1" provision --json' sh "$SBX"
+	etc_unchanged
+	[ "$status" -ne 0 ]
+	[ "$(json_get "$output" .ok)" = false ]
+	[ "$(json_get "$output" .reason)" = useradd_failed ]
+	[ ! -e "$SBX_HOME/output/default" ]
+}
+
+@test "a relative SBX_HOME is refused, nothing is created in the current directory" {
+	cd "$TEST_ROOT"
+	SBX_HOME=rel run -65 sbx provision
+	[[ "$output" == *"SBX_HOME must be an absolute path"* ]]
+	SBX_HOME=rel run -125 sbx exec --json -- true
+	[ "$(json_get "$output" .reason)" = relative_path ]
+	[ "$(json_get "$output" .field)" = home ]
+	[ ! -e "$TEST_ROOT/rel" ]
+	# --home may be relative: it is a flag of this one command.
+	run -0 sbx provision --home rel -q
+	[ -d "$TEST_ROOT/rel/workspace" ]
 }

@@ -8,6 +8,11 @@ export SBX_EXEC_PATH="$SBX_TEST_BUILD/libexec/sbx"
 SBX="$SBX_TEST_BUILD/bin/sbx"
 HELPERS="$SBX_TEST_BUILD/tests/helpers"
 unset SBX_AGENT SBX_JSON SBX_BWRAP
+# As root, `sbx provision` creates the system user sbx when there is none:
+# never on the machine that runs the tests (a user left behind would change
+# every later root test).  The tests of that path run it in a private mount
+# namespace over a copy of /etc (0400-provision.bats).
+export SBX_NO_CREATE_USER=1
 
 sbx_setup() {
 	TEST_ROOT=$(mktemp -d "${SBX_TEST_TMPDIR:-/tmp}/sbx-test.XXXXXX")

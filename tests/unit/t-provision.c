@@ -12,8 +12,76 @@
 #include "tap.h"
 
 #include "provision.h"
+#include "users.h"
 
 static char	 base[64];
+
+static int
+argv_has(const char **argv, const char *a, const char *b)
+{
+	size_t	 i;
+
+	for (i = 0; argv[i] != NULL; i++)
+		if (strcmp(argv[i], a) == 0 && (b == NULL ||
+		    (argv[i + 1] != NULL && strcmp(argv[i + 1], b) == 0)))
+			return 1;
+	return 0;
+}
+
+/* Copy /etc/NAME to dir/etc/NAME (absent: skipped). */
+static int
+copy_etc(const char *dir, const char *name)
+{
+	char	 src[256], dst[512], b[8192];
+	FILE	*in, *out;
+	size_t	 n;
+	int	 rc = 0;
+
+	snprintf(src, sizeof(src), "/etc/%s", name);
+	snprintf(dst, sizeof(dst), "%s/etc/%s", dir, name);
+	if ((in = fopen(src, "r")) == NULL)
+		return 0;
+	if ((out = fopen(dst, "w")) == NULL) {
+		fclose(in);
+		return -1;
+	}
+	while ((n = fread(b, 1, sizeof(b), in)) > 0)
+		if (fwrite(b, 1, n, out) != n)
+			rc = -1;
+	fclose(in);
+	if (fclose(out) != 0)
+		rc = -1;
+	return rc;
+}
+
+static int
+writefile(const char *p, const char *text)
+{
+	FILE	*f;
+
+	if ((f = fopen(p, "w")) == NULL)
+		return -1;
+	fputs(text, f);
+	return fclose(f);
+}
+
+/* Does dir/etc/passwd (dir NULL: /etc) have a line starting with s? */
+static int
+passwd_has(const char *dir, const char *s)
+{
+	char	 p[512], line[1024];
+	FILE	*f;
+	int	 found = 0;
+
+	snprintf(p, sizeof(p), "%s/etc/passwd", dir ? dir : "");
+	if ((f = fopen(p, "r")) == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (strncmp(line, s, strlen(s)) == 0)
+			found = 1;
+	fclose(f);
+	return found;
+}
 
 static int
 has(json_t *arr, const char *s)
@@ -207,8 +275,9 @@ main(void)
 	json_decref(items);
 	ok(mode_of("cache") == -1, "status created nothing");
 	items = sbx_provision_status(-1, "a1", &ready, warnings, &e);
-	ok(items != NULL && !ready && json_array_size(items) == 20,
-	    "status without a root: everything missing");
+	ok(items != NULL && !ready && json_array_size(items) == 21,
+	    "status without a root: everything missing (20 places and the "
+	    "state-root marker)");
 	json_decref(items);
 	json_decref(warnings);
 
@@ -263,6 +332,88 @@ main(void)
 	ok(access(path, F_OK) == 0, "the target's file survives");
 	json_decref(removed);
 	unlink(path);
+
+	/*
+	 * Root mode identity (issue 10, item 10): as root, with neither
+	 * run_as nor an sbx user, provision creates the system user sbx.
+	 */
+	{
+		const char	*av[SBX_USERADD_ARGV];
+		char		 scratch[64];
+		uid_t		 su;
+		gid_t		 sg;
+		int		 n, w, has_sbx;
+
+		n = sbx_user_create_argv(SBX_USERADD, NULL, "sbx", av);
+		ok(n > 0 && strcmp(av[0], "/usr/sbin/useradd") == 0 &&
+		    strcmp(av[n - 1], "sbx") == 0 && strcmp(av[n - 2], "--")
+		    == 0 && av[n] == NULL, "useradd by absolute path, the name "
+		    "last after --");
+		ok(argv_has(av, "--system", NULL) &&
+		    argv_has(av, "--user-group", NULL) &&
+		    argv_has(av, "--no-create-home", NULL) &&
+		    argv_has(av, "--home-dir", "/nonexistent") &&
+		    (argv_has(av, "--shell", "/usr/sbin/nologin") ||
+		    argv_has(av, "--shell", "/bin/false")) &&
+		    !argv_has(av, "--prefix", NULL), "a system user, its own "
+		    "group, no home, no login shell");
+		sbx_user_create_argv(SBX_USERADD, "/scratch", "sbx", av);
+		ok(argv_has(av, "--prefix", "/scratch"), "--prefix for a "
+		    "scratch root");
+
+		ok(sbx_user_create("/nonexistent/useradd", NULL, "sbx", &su,
+		    &sg, &e) == -1 && strcmp(e.reason, "useradd_failed") == 0 &&
+		    strstr(e.message, "could not be run") != NULL && e.hint[0],
+		    "useradd missing: a clear error, fail closed");
+		ok(sbx_user_create("/bin/false", NULL, "sbx", &su, &sg, &e) ==
+		    -1 && strcmp(e.reason, "useradd_failed") == 0 &&
+		    strstr(e.message, "failed") != NULL, "useradd failing: a "
+		    "clear error");
+
+		has_sbx = sbx_user_by_name("sbx", &su, &sg) == 0;
+		w = sbx_provision_wants_user(rootfd, &e);
+		if (geteuid() != 0)
+			ok(w == 0, "not root: never creates a user");
+		else if (has_sbx)
+			ok(w == 0, "root, an sbx user exists: none created");
+		else {
+			ok(w == 1, "root, no run_as, no sbx user: create one");
+			snprintf(path, sizeof(path), "%s/config/sandbox.json",
+			    base);
+			ok(writefile(path, "{\"run_as\":{\"uid\":65534,"
+			    "\"gid\":65534}}") == 0 &&
+			    sbx_provision_wants_user(rootfd, &e) == 0,
+			    "root, run_as set: none created");
+			unlink(path);
+		}
+
+		/* The real useradd, on a scratch copy of the passwd files
+		 * (--prefix): nothing on the host changes. */
+		snprintf(scratch, sizeof(scratch), "/tmp/t-users.XXXXXX");
+		if (geteuid() != 0 || access(SBX_USERADD, X_OK) != 0 ||
+		    mkdtemp(scratch) == NULL)
+			printf("ok %d # skip useradd needs root\n", ++tap_n);
+		else {
+			snprintf(path, sizeof(path), "%s/etc", scratch);
+			mkdir(path, 0755);
+			copy_etc(scratch, "passwd");
+			copy_etc(scratch, "group");
+			copy_etc(scratch, "shadow");
+			copy_etc(scratch, "gshadow");
+			copy_etc(scratch, "login.defs");
+			w = passwd_has(NULL, "sbxtest:");
+			e.message[0] = '\0';
+			ok(sbx_user_create(SBX_USERADD, scratch, "sbxtest", &su,
+			    &sg, &e) == 0 && su > 0 && su < 1000 && sg > 0 &&
+			    passwd_has(scratch, "sbxtest:x:") == 1 &&
+			    passwd_has(NULL, "sbxtest:") == w, "useradd made a "
+			    "system user in the scratch root only: %s",
+			    e.message);
+			tmpfd = open("/tmp", O_RDONLY | O_DIRECTORY);
+			sbx_provision_rm_tree(tmpfd, scratch + 5, &e);
+			close(tmpfd);
+		}
+	}
 
 	sbx_provision_release(&p);
 	close(rootfd);

@@ -1,0 +1,172 @@
+#!/bin/bash
+# 0020-readme.sh: the README's commands work as written.  TAP.
+# sbx-test: unprivileged
+#
+# Every fenced block of README.md is one test, in order, against one fresh
+# state root and a scratch working directory with the files the examples
+# name (a Makefile, a project, a root file system tarball):
+#
+#   ```sh       run as a bash script with `set -e`: every command must
+#               succeed (a comment on the line is fine);
+#   ```console  a transcript: each `$ COMMAND` line is run, and each line
+#               printed below it in the README must appear in what the
+#               command printed (stdout and stderr);
+#   ```yaml     the `run:` commands of a CI step, run as an sh block;
+#   ```json     an example of output, not a command: skipped, and said so.
+#
+# A line `<!-- readme-test: skip REASON -->` right before a block marks it
+# illustrative only: it is skipped with that reason printed.  A line
+# `<!-- readme-test: root REASON -->` runs it only as root (skipped with
+# the reason otherwise).  The network examples reach README names such as
+# example.org only through the proxy's test DNS stub, which maps every
+# name to a loopback server of this test; nothing else is ever dialled.
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+top=$PWD
+SBX_TEST_BUILD=${SBX_TEST_BUILD:-$top/build}
+
+tmp=$(mktemp -d "${SBX_TEST_TMPDIR:-/tmp}/0020-readme.XXXXXX") || exit 1
+chmod 0755 "$tmp"
+pids=""
+cleanup() {
+	for p in $pids; do kill "$p" 2>/dev/null; done
+	SBX_HOME="$tmp/state" "$SBX_TEST_BUILD/bin/sbx" proxy stop >/dev/null 2>&1
+	chmod -R u+rwX "$tmp" 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# The blocks, one file each: N.kind, and N.mark for a marker.
+python3 - "$top/README.md" "$tmp/blocks" <<'EOF'
+import os, re, sys
+src, out = sys.argv[1], sys.argv[2]
+os.makedirs(out)
+lines = open(src).read().split("\n")
+n, i, mark, heading = 0, 0, None, ""
+while i < len(lines):
+    l = lines[i]
+    if l.startswith("#"):
+        heading = l.lstrip("#").strip()
+    m = re.match(r"<!-- readme-test: (skip|root) (.*?) -->$", l)
+    if m:
+        mark = (m.group(1), m.group(2))
+    f = re.match(r"```(\w*)$", l)
+    if f:
+        kind = f.group(1) or "text"
+        body = []
+        i += 1
+        while i < len(lines) and lines[i] != "```":
+            body.append(lines[i])
+            i += 1
+        n += 1
+        base = os.path.join(out, "%02d" % n)
+        open(base + "." + kind, "w").write("\n".join(body) + "\n")
+        open(base + ".where", "w").write("%s (line %d)" % (heading, i - len(body)))
+        if mark:
+            open(base + ".mark", "w").write("%s %s" % mark)
+        mark = None
+    elif l.strip() and not l.startswith("<!--"):
+        mark = None if not m else mark
+    i += 1
+EOF
+
+# The scratch world the examples run in.
+work=$tmp/work
+export HOME=$tmp/home
+export SBX_HOME=$tmp/state
+export SBX_EXEC_PATH=$SBX_TEST_BUILD/libexec/sbx
+unset SBX_AGENT SBX_JSON
+# As root, `sbx provision` would create the system user sbx on this machine.
+export SBX_NO_CREATE_USER=1
+mkdir -p "$work" "$HOME/project" "$tmp/bin"
+chmod 0755 "$HOME" "$HOME/project" "$work"
+ln -s "$SBX_TEST_BUILD/bin/sbx" "$tmp/bin/sbx"
+export PATH="$tmp/bin:$PATH"
+printf 'test:\n\t@echo tests passed\n' >"$work/Makefile"
+printf 'all:\n\t@echo built in $(CURDIR)\n' >"$HOME/project/Makefile"
+# A tiny root file system: busybox and the /etc files sbx binds over.
+if [ -x /bin/busybox ]; then
+	r=$tmp/rootfs
+	mkdir -p "$r/bin" "$r/etc" "$r/tmp" "$r/usr"
+	cp /bin/busybox "$r/bin/"
+	for c in sh ls cat echo true; do ln -s busybox "$r/bin/$c"; done
+	for f in passwd group hosts resolv.conf nsswitch.conf; do : >"$r/etc/$f"; done
+	tar -C "$r" -cf - . | zstd -q -o "$work/rootfs.tar.zst" 2>/dev/null ||
+	    tar -C "$r" -cf "$work/rootfs.tar" .
+fi
+chmod -R a+rX "$tmp"
+
+n=0
+failures=0
+total=$(find "$tmp/blocks" -name '*.where' | wc -l)
+echo "1..$total"
+for where in "$tmp"/blocks/*.where; do
+	base=${where%.where}
+	n=$((n + 1))
+	w=$(cat "$where")
+	body=$(ls "$base".* | grep -v -e '\.where$' -e '\.mark$' | head -1)
+	kind=${body##*.}
+	mark=""
+	[ -e "$base.mark" ] && mark=$(cat "$base.mark")
+	case "$mark" in
+	skip\ *) echo "ok $n - $w # skip ${mark#skip }"; continue ;;
+	root\ *)
+		if [ "$(id -u)" -ne 0 ]; then
+			echo "ok $n - $w # skip ${mark#root } (needs root)"
+			continue
+		fi ;;
+	esac
+	out=$tmp/out.$n
+	case "$kind" in
+	json|text)
+		echo "ok $n - $w # skip an example of output, not a command"
+		continue ;;
+	sh)
+		(cd "$work" && bash -e -o pipefail "$body") >"$out" 2>&1
+		rc=$? ;;
+	yaml)
+		sed -n 's/^ *run: *|* *//p; /^ *run: *|$/,/^ *- /{/^ *run:/d; /^ *- /d; s/^ *//p}' "$body" |
+		    sed '/^$/d' >"$body.sh"
+		(cd "$work" && bash -e -o pipefail "$body.sh") >"$out" 2>&1
+		rc=$? ;;
+	console)
+		rc=0
+		: >"$out"
+		# Commands and the lines each must print.
+		python3 - "$body" "$tmp/steps.$n" <<'EOF'
+import json, sys
+steps, cur = [], None
+for l in open(sys.argv[1]).read().split("\n"):
+    if l.startswith("$ "):
+        cur = {"cmd": l[2:], "want": []}
+        steps.append(cur)
+    elif cur is not None and l.strip():
+        cur["want"].append(l.rstrip())
+json.dump(steps, open(sys.argv[2], "w"))
+EOF
+		nsteps=$(jq length "$tmp/steps.$n")
+		for ((s = 0; s < nsteps; s++)); do
+			cmd=$(jq -r ".[$s].cmd" "$tmp/steps.$n")
+			got=$(cd "$work" && bash -c "$cmd" 2>&1)
+			printf '$ %s\n%s\n' "$cmd" "$got" >>"$out"
+			while IFS= read -r want; do
+				[ -z "$want" ] && continue
+				if ! printf '%s\n' "$got" | grep -qF -- "$want"; then
+					printf '# missing: %s\n' "$want" >>"$out"
+					rc=1
+				fi
+			done < <(jq -r ".[$s].want[]" "$tmp/steps.$n")
+		done ;;
+	*)
+		echo "ok $n - $w # skip a block of kind $kind"
+		continue ;;
+	esac
+	if [ "$rc" -eq 0 ]; then
+		echo "ok $n - $w"
+	else
+		failures=$((failures + 1))
+		echo "not ok $n - $w (exit $rc)"
+		sed 's/^/#   /' "$out" | tail -40
+	fi
+done
+exit $((failures > 0))
