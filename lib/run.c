@@ -1,4 +1,6 @@
 /* run.c: spawn bwrap, relay and capture output, enforce time, reap. */
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -11,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -39,6 +42,7 @@ sbx_run_init(struct sbx_run *r)
 		r->slot[i] = -1;
 	r->stdin_fd = r->out_fd = r->err_fd = -1;
 	r->signal_fd = r->notify_fd = -1;
+	r->tty_size_fd = -1;
 	r->exit_code = -1;
 	r->max_output = 1 << 20;
 }
@@ -190,6 +194,93 @@ relay(struct sbx_run *r, struct stream *s, int is_err, char *buf, size_t bufsz)
 	return 1;
 }
 
+/*
+ * Read sbx-init's status socket.  With -t, sbx-init sends the master of the
+ * command's terminal along with its "tty" line: the first terminal that
+ * arrives is taken (into *master), and anything else passed (nothing
+ * should be) is closed at once.
+ */
+static ssize_t
+status_recv(struct sbx_run *r, int fd, char *buf, size_t len, int *master,
+    int *taken)
+{
+	union {
+		char		 b[CMSG_SPACE(4 * sizeof(int))];
+		struct cmsghdr	 align;
+	}		 u;
+	struct msghdr	 m;
+	struct iovec	 iov;
+	struct cmsghdr	*cm;
+	ssize_t		 n;
+	size_t		 i, k;
+	int		 fds[4];
+
+	memset(&m, 0, sizeof(m));
+	iov.iov_base = buf;
+	iov.iov_len = len;
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	m.msg_control = u.b;
+	m.msg_controllen = sizeof(u.b);
+	if ((n = recvmsg(fd, &m, MSG_CMSG_CLOEXEC)) <= 0)
+		return n;
+	for (cm = CMSG_FIRSTHDR(&m); cm != NULL; cm = CMSG_NXTHDR(&m, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		if (k > 4)
+			k = 4;
+		memcpy(fds, CMSG_DATA(cm), k * sizeof(int));
+		for (i = 0; i < k; i++) {
+			if (r->tty && !*taken && isatty(fds[i])) {
+				*master = fds[i];
+				*taken = 1;
+			} else
+				close(fds[i]);
+		}
+	}
+	return n;
+}
+
+/* The caller's window size, onto the command's terminal (which sends the
+ * command SIGWINCH when it changed). */
+static void
+tty_resize(struct sbx_run *r, int master)
+{
+	struct winsize	 ws;
+
+	if (master >= 0 && r->tty_size_fd >= 0 &&
+	    ioctl(r->tty_size_fd, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0 &&
+	    ws.ws_col > 0)
+		(void)ioctl(master, TIOCSWINSZ, &ws);
+}
+
+/*
+ * Input for the command's terminal: as much of what is pending as the
+ * terminal takes now, never waiting (the loop must keep its deadlines).
+ * Input nobody can take any more (the terminal is gone) is dropped.
+ */
+static void
+tty_flush(int tw, const char *buf, size_t *off, size_t *len)
+{
+	ssize_t	 n;
+
+	while (*len > 0) {
+		n = write(tw, buf + *off, *len);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1 && errno == EAGAIN)
+			return;
+		if (n <= 0) {
+			*len = 0;
+			break;
+		}
+		*off += (size_t)n;
+		*len -= (size_t)n;
+	}
+	*off = 0;
+}
+
 static void
 flush_held(struct sbx_run *r, struct stream *err)
 {
@@ -205,10 +296,12 @@ flush_held(struct sbx_run *r, struct stream *err)
 int
 sbx_run_sandbox(struct sbx_run *r, struct sbx_error *e)
 {
-	struct pollfd	 pfd[5];
-	struct stream	 out, err;
-	char		 buf[65536], stbuf[256];
-	size_t		 stlen = 0;
+	struct pollfd	 pfd[8];
+	struct stream	 out, err, tt;
+	struct termios	 tio;
+	char		 buf[65536], stbuf[256], ibuf[4096];
+	size_t		 stlen = 0, ioff = 0, ilen = 0;
+	int		 tw = -1, tin = -1, ttaken = 0, last_nl = 1, sig;
 	int		 po[2] = { -1, -1 }, pe[2] = { -1, -1 };
 	int		 ps[2] = { -1, -1 }, pc[2] = { -1, -1 };
 	int		 stfd, pidfd = -1, reaped = 0, wstatus = 0, n, i;
@@ -218,8 +311,11 @@ sbx_run_sandbox(struct sbx_run *r, struct sbx_error *e)
 
 	sbx_capture_init(&r->out, r->max_output, r->capture);
 	sbx_capture_init(&r->err, r->max_output, r->capture);
+	/* The status channel is a socket: with -t, sbx-init passes the
+	 * terminal's master over it. */
 	if (pipe2(po, O_CLOEXEC) == -1 || pipe2(pe, O_CLOEXEC) == -1 ||
-	    pipe2(ps, O_CLOEXEC) == -1 || pipe2(pc, O_CLOEXEC) == -1) {
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ps) == -1 ||
+	    pipe2(pc, O_CLOEXEC) == -1) {
 		sbx_error_sys(e, "pipe_failed", "pipe");
 		goto fail;
 	}
@@ -230,7 +326,8 @@ sbx_run_sandbox(struct sbx_run *r, struct sbx_error *e)
 		goto fail;
 	}
 	if (r->bwrap_pid == 0)
-		child_exec(r, r->stdin_fd, po[1], pe[1], ps[1], pc[0]);
+		child_exec(r, r->tty ? -1 : r->stdin_fd, po[1], pe[1], ps[1],
+		    pc[0]);
 	close(po[1]);
 	close(pe[1]);
 	close(ps[1]);
@@ -246,13 +343,16 @@ sbx_run_sandbox(struct sbx_run *r, struct sbx_error *e)
 	err.fd = pe[0];
 	err.sink = r->err_fd;
 	err.cap = &r->err;
+	tt.fd = -1;
+	tt.sink = r->out_fd;
+	tt.cap = &r->out;
 	stfd = ps[0];
 	po[0] = pe[0] = ps[0] = -1;
 
 	for (;;) {
 		now = sbx_now_ms();
-		if (reaped && ((out.fd < 0 && err.fd < 0 && stfd < 0) ||
-		    now >= drain_at))
+		if (reaped && ((out.fd < 0 && err.fd < 0 && stfd < 0 &&
+		    tt.fd < 0) || now >= drain_at))
 			break;
 		/* Deadlines: inactivity, wall time, kill grace, drain. */
 		if (!reaped && !term_at && r->idle_timeout_ms > 0 &&
@@ -299,6 +399,13 @@ sbx_run_sandbox(struct sbx_run *r, struct sbx_error *e)
 		pfd[n].fd = reaped ? -1 : pidfd; pfd[n++].events = POLLIN;
 		pfd[n].fd = (reaped || killed) ? -1 : r->signal_fd;
 		pfd[n++].events = POLLIN;
+		/* -t: the terminal's output; the caller's input when the
+		 * last of it went in; the terminal again while some waits. */
+		pfd[n].fd = tt.fd;	pfd[n++].events = POLLIN;
+		pfd[n].fd = tw >= 0 && ilen == 0 ? tin : -1;
+		pfd[n++].events = POLLIN;
+		pfd[n].fd = ilen > 0 ? tw : -1;
+		pfd[n++].events = POLLOUT;
 		if (poll(pfd, (nfds_t)n, dl > 0x7fffffff ? 0x7fffffff :
 		    (int)dl) == -1) {
 			if (errno == EINTR)
@@ -309,8 +416,20 @@ sbx_run_sandbox(struct sbx_run *r, struct sbx_error *e)
 		/* Status first: "ready" must be seen before the stderr
 		 * that follows it is judged. */
 		if (stfd >= 0 && (pfd[0].revents & (POLLIN | POLLHUP))) {
-			ssize_t k = read(stfd, stbuf + stlen,
-			    sizeof(stbuf) - 1 - stlen);
+			int mfd = -1;
+			ssize_t k = status_recv(r, stfd, stbuf + stlen,
+			    sizeof(stbuf) - 1 - stlen, &mfd, &ttaken);
+			if (mfd >= 0) {
+				/* Never blocking on it: the loop keeps
+				 * the deadlines.  Reads go through tt,
+				 * the caller's input through tw. */
+				(void)fcntl(mfd, F_SETFL, fcntl(mfd,
+				    F_GETFL) | O_NONBLOCK);
+				tt.fd = mfd;
+				tw = fcntl(mfd, F_DUPFD_CLOEXEC, 0);
+				tin = r->stdin_fd;
+				tty_resize(r, tw);
+			}
 			if (k <= 0 && !(k == -1 && errno == EINTR)) {
 				close(stfd);
 				stfd = -1;
@@ -347,8 +466,59 @@ sbx_run_sandbox(struct sbx_run *r, struct sbx_error *e)
 			last = sbx_now_ms();
 			relay(r, &err, 1, buf, sizeof(buf));
 		}
+		if (tt.fd >= 0 && (pfd[5].revents & (POLLIN | POLLHUP |
+		    POLLERR))) {
+			last = sbx_now_ms();
+			relay(r, &tt, 0, buf, sizeof(buf));
+			if (tt.fd < 0) {
+				/*
+				 * Every slave is closed: nothing more
+				 * goes in.  tw keeps the master open
+				 * until the end, because closing it
+				 * hangs the terminal up, and the
+				 * command, still in its exit path
+				 * after closing its descriptors, would
+				 * die of SIGHUP.
+				 */
+				tin = -1;
+				ilen = 0;
+			}
+		}
+		if (tw >= 0 && ilen > 0 && (pfd[7].revents & (POLLOUT |
+		    POLLERR | POLLHUP)))
+			tty_flush(tw, ibuf, &ioff, &ilen);
+		if (tw >= 0 && tin >= 0 && ilen == 0 && (pfd[6].revents &
+		    (POLLIN | POLLHUP | POLLERR | POLLNVAL))) {
+			ssize_t k = read(tin, ibuf, sizeof(ibuf));
+			if (k > 0) {
+				ilen = (size_t)k;
+				last_nl = ibuf[k - 1] == '\n';
+			} else if (k == 0 || (errno != EINTR &&
+			    errno != EAGAIN)) {
+				/*
+				 * The end of the caller's input is the
+				 * terminal's end-of-file character (^D),
+				 * twice after a partial line: a reader
+				 * in canonical mode sees end of file, as
+				 * at a keyboard.
+				 */
+				tin = -1;
+				ibuf[0] = ibuf[1] = tcgetattr(tw, &tio) == 0 &&
+				    tio.c_cc[VEOF] != 0 ? (char)tio.c_cc[VEOF] :
+				    4;
+				ilen = last_nl ? 1 : 2;
+			}
+			tty_flush(tw, ibuf, &ioff, &ilen);
+		}
+		sig = 0;
 		if (r->signal_fd >= 0 && (pfd[4].revents & POLLIN) &&
-		    read(r->signal_fd, &c, 1) == 1) {
+		    read(r->signal_fd, &c, 1) == 1)
+			sig = (unsigned char)c;
+		if (sig == SIGWINCH) {
+			tty_resize(r, tw);
+			sig = 0;
+		}
+		if (sig != 0) {
 			if (r->killed_by == NULL)
 				r->killed_by = "user";
 			r->user_signal = (unsigned char)c;
@@ -407,6 +577,10 @@ sbx_run_sandbox(struct sbx_run *r, struct sbx_error *e)
 		close(out.fd);
 	if (err.fd >= 0)
 		close(err.fd);
+	if (tt.fd >= 0)
+		close(tt.fd);
+	if (tw >= 0)
+		close(tw);
 	if (stfd >= 0)
 		close(stfd);
 	if (pidfd >= 0)

@@ -41,6 +41,18 @@ struct sbx_run {
 	gid_t		  run_gid;
 	/* Called when the sandbox must die at once (hard kill). */
 	void		(*kill_hook)(void *);
+	/*
+	 * -t: the command runs on a pseudo-terminal that sbx-init makes
+	 * inside the sandbox and whose master it sends here over the status
+	 * socket.  The master's output goes to out_fd (stdout and stderr
+	 * are one stream on a terminal); stdin_fd, when set, is relayed
+	 * into it instead of being the command's stdin, and its end is
+	 * passed on as the terminal's end-of-file character.  SIGWINCH read
+	 * from signal_fd copies the window size of tty_size_fd (-1: none)
+	 * to the master.
+	 */
+	int		  tty;
+	int		  tty_size_fd;
 
 	/* out */
 	pid_t		  bwrap_pid;
