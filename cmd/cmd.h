@@ -48,4 +48,26 @@ sbx_cmd_report(const char *prog, const char *tool, int json,
 	sbx_buf_release(&b);
 }
 
+/*
+ * A usage error (the caller exits 64): under json the invalid_args
+ * envelope of e (a generic one when e is NULL), else e's message; the
+ * synopsis on stderr either way, as a person still needs it.
+ */
+static void __attribute__((unused))
+sbx_cmd_usage(const char *prog, const char *tool, int json,
+    const struct sbx_error *e, const char *synopsis, void (*emit)(json_t *))
+{
+	struct sbx_error	 g;
+
+	if (e == NULL && json) {
+		sbx_error_set(&g, SBX_K_INVALID_ARGS, "arguments", "usage",
+		    "the arguments do not match the synopsis (see %s --help)",
+		    prog);
+		e = &g;
+	}
+	if (e != NULL)
+		sbx_cmd_report(prog, tool, json, e, NULL, emit);
+	fputs(synopsis, stderr);
+}
+
 #endif

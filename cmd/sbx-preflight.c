@@ -90,10 +90,16 @@ static struct {
 	int		 fail_at;	/* exit statuses below it become 0 */
 } O = { .fail_at = 1 };
 
-static void
-usage(void)
+static const char	 optstring[] = "+a:jo:qvh";
+
+static void	emit(json_t *);
+
+/* A usage error: an invalid_args envelope under --json (field and
+ * reason of e), the message and the synopsis on stderr; exit 64. */
+static void __attribute__((noreturn))
+usage_err(const struct sbx_error *e)
 {
-	fputs(usage_text, stderr);
+	sbx_cmd_usage(PROG, "preflight", O.json, e, usage_text, emit);
 	exit(SBX_EX_USAGE);
 }
 
@@ -127,9 +133,14 @@ fail(struct sbx_error *e, int code)
 static void
 parse(int argc, char *argv[])
 {
-	int	 ch;
+	struct sbx_error	 e;
+	int			 ch;
 
-	while ((ch = getopt_long(argc, argv, "+a:jo:qvh", longopts, NULL))
+	/* Before getopt: where --json stands never changes how a usage
+	 * error is reported. */
+	O.json = sbx_cli_wants_json(argc, argv, optstring, longopts, NULL);
+	opterr = 0;	/* a refused option is reported by usage_err() */
+	while ((ch = getopt_long(argc, argv, optstring, longopts, NULL))
 	    != -1) {
 		switch (ch) {
 		case 'a':
@@ -161,10 +172,11 @@ parse(int argc, char *argv[])
 			else if (strcmp(optarg, "blocked") == 0)
 				O.fail_at = 3;
 			else {
-				fprintf(stderr, "%s: --fail-on: `%s` is not "
-				    "one of blocked, unproven, warning\n",
-				    PROG, optarg);
-				usage();
+				sbx_error_set(&e, SBX_K_INVALID_ARGS,
+				    "--fail-on", "invalid_value", "--fail-on: "
+				    "`%s` is not one of blocked, unproven, "
+				    "warning", optarg);
+				usage_err(&e);
 			}
 			break;
 		case 'q':
@@ -181,12 +193,16 @@ parse(int argc, char *argv[])
 			printf("sbx-preflight %s\n", SBX_VERSION);
 			exit(0);
 		default:
-			usage();
+			sbx_cli_getopt_error(argc, argv, optstring, longopts,
+			    &e);
+			usage_err(&e);
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "%s: unexpected argument\n", PROG);
-		usage();
+		sbx_error_set(&e, SBX_K_INVALID_ARGS, "arguments",
+		    "unexpected_argument", "unexpected argument `%s`",
+		    argv[optind]);
+		usage_err(&e);
 	}
 }
 

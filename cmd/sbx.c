@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cmd.h"
 #include "fsutil.h"
 
 #define PROG	"sbx"
@@ -43,6 +44,8 @@ static const struct command {
 	{ "preflight", "can this machine run sbx safely? (a report CI keeps)",
 	    NULL },
 	{ "proxy", "the filtering egress proxy: serve, status, stop, check",
+	    NULL },
+	{ "config", "read and change the settings of agents and of the root",
 	    NULL },
 };
 #define NCOMMANDS	(sizeof(commands) / sizeof(commands[0]))
@@ -167,6 +170,44 @@ unknown(const char *name)
 	if (best != NULL && bestd <= 2)
 		fprintf(stderr, "%s: did you mean '%s'?\n", PROG, best);
 	exit(127);
+}
+
+/*
+ * A usage error of the front-end itself: with --json among its own
+ * options (before the command) or SBX_JSON=1, an invalid_args envelope on
+ * stdout as every sbx program gives; the synopsis on stderr either way.
+ * The front-end has no --json of its own, so a lone --json is named as
+ * the error, with where it belongs.
+ */
+static int
+usage_error(int argc, char *argv[])
+{
+	struct sbx_error	 e;
+	const char		*bad = NULL;
+	int			 i, json = sbx_cli_json_env();
+
+	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
+		if (strcmp(argv[i], "--json") == 0)
+			json = 1;
+		else if (bad == NULL)
+			bad = argv[i];
+	}
+	if (bad == NULL && i < argc)
+		bad = "--json";
+	if (bad == NULL)
+		sbx_error_set(&e, SBX_K_INVALID_ARGS, "command",
+		    "missing_argument", "no command given (see sbx --help)");
+	else if (strcmp(bad, "--json") == 0)
+		sbx_error_set(&e, SBX_K_INVALID_ARGS, "--json",
+		    "unknown_option", "unknown option `--json`: it goes after "
+		    "the command (sbx COMMAND --json ...)");
+	else
+		/* The field is printable ASCII only: argv is the caller's. */
+		sbx_error_set(&e, SBX_K_INVALID_ARGS,
+		    sbx_cli_option_field(bad, strlen(bad)), "unknown_option",
+		    "unknown option `%s`", bad);
+	sbx_cmd_usage(PROG, "sbx", json, &e, usage_text, sbx_cmd_emit);
+	return 64;
 }
 
 static int
@@ -306,10 +347,8 @@ main(int argc, char *argv[])
 	/* Before anything is opened: see sbx_fd_sanitize_std(). */
 	if (sbx_fd_sanitize_std() == -1)
 		return 71;
-	if (argc < 2) {
-		fputs(usage_text, stderr);
-		return 64;
-	}
+	if (argc < 2)
+		return usage_error(argc, argv);
 	a = argv[1];
 	if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)
 		return help(NULL);
@@ -321,11 +360,8 @@ main(int argc, char *argv[])
 		return list_commands();
 	if (strcmp(a, "help") == 0)
 		return help(argc > 2 ? argv[2] : NULL);
-	if (a[0] == '-') {
-		fprintf(stderr, "%s: unknown option %s\n", PROG, a);
-		fputs(usage_text, stderr);
-		return 64;
-	}
+	if (a[0] == '-')
+		return usage_error(argc, argv);
 	/* Aliases: `sbx status` is `sbx provision status`. */
 	if ((c = command_of(a)) != NULL && c->alias != NULL) {
 		char	**nargv = calloc((size_t)argc + 2, sizeof(*nargv));

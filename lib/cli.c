@@ -1,6 +1,8 @@
 /* cli.c: shared command-line helpers (formatting only; cmd/ prints). */
 #include <errno.h>
+#include <getopt.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,6 +32,180 @@ sbx_cli_json_env(void)
 	const char	*v = getenv("SBX_JSON");
 
 	return v != NULL && strcmp(v, "1") == 0;
+}
+
+/* The long option NAME (len n) names: exact, else a unique prefix, as
+ * getopt_long matches. */
+static const struct option *
+long_lookup(const struct option *lo, const char *name, size_t n)
+{
+	const struct option	*hit = NULL;
+	size_t			 i;
+
+	for (i = 0; lo != NULL && lo[i].name != NULL; i++) {
+		if (strncmp(lo[i].name, name, n) != 0)
+			continue;
+		if (lo[i].name[n] == '\0')
+			return &lo[i];
+		if (hit != NULL && (hit->has_arg != lo[i].has_arg ||
+		    hit->val != lo[i].val))
+			return NULL;	/* ambiguous */
+		hit = &lo[i];
+	}
+	return hit;
+}
+
+/* The short option letter of --json, or 0. */
+static int
+json_letter(const char *optstring, const struct option *lo)
+{
+	const struct option	*o = long_lookup(lo, "json", 4);
+
+	if (o == NULL || o->val <= 0 || o->val > 127 || o->val == ':' ||
+	    strchr(optstring, o->val) == NULL)
+		return 0;
+	return o->val;
+}
+
+static int
+is_json(const struct option *o)
+{
+	return o != NULL && strcmp(o->name, "json") == 0;
+}
+
+int
+sbx_cli_wants_json(int argc, char *const argv[], const char *optstring,
+    const struct option *longopts, const char *const *subs)
+{
+	const struct option	*o;
+	const char		*a, *p, *q, *eq;
+	size_t			 k;
+	int			 i, j, stop, letter;
+
+	if (sbx_cli_json_env())
+		return 1;
+	stop = *optstring == '+';
+	while (*optstring == '+' || *optstring == '-' || *optstring == ':')
+		optstring++;
+	letter = json_letter(optstring, longopts);
+	for (i = 1; i < argc; i++) {
+		a = argv[i];
+		if (strcmp(a, "--") == 0)
+			break;
+		if (a[0] != '-' || a[1] == '\0') {
+			if (!stop)
+				continue;
+			for (k = 0; subs != NULL && subs[k] != NULL; k++)
+				if (strcmp(a, subs[k]) == 0)
+					break;
+			if (subs == NULL || subs[k] == NULL)
+				break;
+			stop = 0;	/* a subcommand: its options follow */
+			continue;
+		}
+		if (a[1] == '-') {
+			eq = strchr(a + 2, '=');
+			o = long_lookup(longopts, a + 2,
+			    eq ? (size_t)(eq - a - 2) : strlen(a + 2));
+			if (is_json(o) && eq == NULL)
+				return 1;
+			if (o != NULL && o->has_arg == required_argument &&
+			    eq == NULL)
+				i++;	/* its argument, whatever it says */
+			continue;
+		}
+		for (j = 1; a[j] != '\0'; j++) {
+			if (a[j] == letter)
+				return 1;
+			p = a[j] == ':' ? NULL : strchr(optstring, a[j]);
+			if (p == NULL || p[1] != ':')
+				continue;
+			/* The rest of the cluster, or the next word, is the
+			 * argument (an optional one only when attached). */
+			q = p + 2;
+			if (a[j + 1] == '\0' && *q != ':')
+				i++;
+			break;
+		}
+	}
+	return 0;
+}
+
+const char *
+sbx_cli_option_field(const char *opt, size_t n)
+{
+	static char	 field[68];
+	size_t		 i;
+
+	if (n > sizeof(field) - 4) {
+		memcpy(field, opt, sizeof(field) - 4);
+		memcpy(field + sizeof(field) - 4, "...", 4);
+		n = sizeof(field) - 1;
+	} else {
+		memcpy(field, opt, n);
+		field[n] = '\0';
+	}
+	/* Only printable ASCII: the field is a JSON string and a key that
+	 * scripts match on, and argv bytes are the caller's. */
+	for (i = 0; i < n; i++)
+		if (field[i] < 33 || field[i] > 126)
+			field[i] = '?';
+	return field;
+}
+
+void
+sbx_cli_getopt_error(int argc, char *const argv[], const char *optstring,
+    const struct option *longopts, struct sbx_error *e)
+{
+	const struct option	*o = NULL;
+	const char		*a = NULL, *eq = NULL, *p, *reason, *field;
+	char			 buf[68];
+	size_t			 n = 0;
+
+	while (*optstring == '+' || *optstring == '-' || *optstring == ':')
+		optstring++;
+	if (optind >= 1 && optind <= argc && argv[optind - 1] != NULL &&
+	    strncmp(argv[optind - 1], "--", 2) == 0)
+		a = argv[optind - 1];
+	/* glibc: optopt is 0 for an unknown or ambiguous long option, the
+	 * option's val for a long one with a missing or unwanted argument,
+	 * and the letter for a short one. */
+	if (a != NULL) {
+		eq = strchr(a, '=');
+		n = eq ? (size_t)(eq - a) : strlen(a);
+		o = long_lookup(longopts, a + 2, n - 2);
+		if (optopt != 0 && (o == NULL || o->val != optopt))
+			a = NULL;	/* a short option after a long one */
+	}
+	if (a != NULL) {
+		if (optopt == 0 || o == NULL)
+			reason = "unknown_option";
+		else if (eq != NULL && o->has_arg == no_argument)
+			reason = "unexpected_argument";
+		else
+			reason = "missing_argument";
+		if (o != NULL && optopt != 0) {
+			snprintf(buf, sizeof(buf), "--%s", o->name);
+			field = sbx_cli_option_field(buf, strlen(buf));
+		} else
+			field = sbx_cli_option_field(a, n);
+	} else {
+		p = optopt > 0 && optopt < 128 && optopt != ':' ?
+		    strchr(optstring, optopt) : NULL;
+		reason = p != NULL && p[1] == ':' ? "missing_argument" :
+		    "unknown_option";
+		snprintf(buf, sizeof(buf), "-%c", optopt);
+		field = sbx_cli_option_field(buf, strlen(buf));
+	}
+	if (strcmp(reason, "unknown_option") == 0)
+		sbx_error_set(e, SBX_K_INVALID_ARGS, field, reason,
+		    "unknown option `%s`", field);
+	else if (strcmp(reason, "missing_argument") == 0)
+		sbx_error_set(e, SBX_K_INVALID_ARGS, field, reason,
+		    "option `%s` needs an argument", field);
+	else
+		sbx_error_set(e, SBX_K_INVALID_ARGS, field, reason,
+		    "option `%s` takes no argument", field);
 }
 
 int

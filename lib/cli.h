@@ -33,6 +33,30 @@ int	sbx_cli_error_text(const char *prog, const struct sbx_error *,
 	    struct sbx_buf *);
 /* Nonzero when SBX_JSON=1 asks for envelopes. */
 int	sbx_cli_json_env(void);
+
+struct option;
+/*
+ * Nonzero when SBX_JSON=1 or the arguments ask for envelopes (--json, or
+ * its short letter in a cluster), decided before getopt so that where
+ * --json stands never changes how a usage error is reported.  The scan
+ * skips option arguments, stops at `--` (a child's argv is never read)
+ * and, when optstring starts with '+', at the first operand unless it is
+ * one of subs (NULL-terminated; their options follow them).
+ */
+int	sbx_cli_wants_json(int argc, char *const argv[], const char *optstring,
+	    const struct option *longopts, const char *const *subs);
+/*
+ * After getopt_long (with opterr = 0) returned '?': an invalid_args error
+ * whose field is the option as given ("--bogus", "-x") and whose reason is
+ * unknown_option, missing_argument or unexpected_argument.  The field
+ * points to storage of this module, valid until the next call.
+ */
+void	sbx_cli_getopt_error(int argc, char *const argv[],
+	    const char *optstring, const struct option *longopts,
+	    struct sbx_error *);
+/* OPT (n bytes) as an envelope field: printable ASCII, at most 67 bytes,
+ * in storage of this module valid until the next call. */
+const char	*sbx_cli_option_field(const char *opt, size_t n);
 /* Parse a decimal number of seconds (e.g. "2", "0.5"); > 0, <= max. */
 int	sbx_parse_seconds(const char *, double max, double *);
 /* Parse a byte count with optional K, M or G suffix (binary). */

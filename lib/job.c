@@ -132,6 +132,41 @@ sbx_job_alive(const json_t *rec)
 	return st == want && !proc_is_zombie((pid_t)pid);
 }
 
+int
+sbx_job_expired(const json_t *rec, time_t now, unsigned days)
+{
+	const char	*s = json_string_value(json_object_get(rec,
+			    "ended_at"));
+	struct tm	 tm;
+	char		*end;
+	time_t		 t;
+
+	if (s == NULL || days == 0)
+		return 0;
+	memset(&tm, 0, sizeof(tm));
+	if ((end = strptime(s, "%Y-%m-%dT%H:%M:%SZ", &tm)) == NULL ||
+	    *end != '\0' || (t = timegm(&tm)) == (time_t)-1)
+		return 0;
+	return now - t > (time_t)days * 86400;
+}
+
+int
+sbx_job_remove(int jobs_fd, const char *id)
+{
+	char	 name[64];
+	int	 rc = 0;
+
+	/* The log first: a record without its log is still listed and can
+	 * be pruned again; a log without a record would be found by no one. */
+	snprintf(name, sizeof(name), "%s.log", id);
+	if (unlinkat(jobs_fd, name, 0) == -1 && errno != ENOENT)
+		rc = -1;
+	snprintf(name, sizeof(name), "%s.json", id);
+	if (unlinkat(jobs_fd, name, 0) == -1 && errno != ENOENT)
+		rc = -1;
+	return rc;
+}
+
 void
 sbx_iso8601_now(char out[32])
 {

@@ -22,6 +22,11 @@ int	 sbx_proc_starttime(pid_t, unsigned long long *);
 /* Is the record's supervisor still the process it was? */
 int	 sbx_job_alive(const json_t *);
 /* The tail of a job's log: sbx_joblog_tail() in joblog.h. */
+/* Has the finished job of this record (ended_at set) ended more than
+ * days days before now?  0 when running, undated or days is 0. */
+int	 sbx_job_expired(const json_t *, time_t now, unsigned days);
+/* Remove a job's record and log from jobs_fd: 0, or -1 with errno. */
+int	 sbx_job_remove(int jobs_fd, const char *id);
 /* ISO 8601 UTC, second precision, of the current time. */
 void	 sbx_iso8601_now(char out[32]);
 

@@ -19,10 +19,31 @@
 #define CHUNK		65536
 
 int
+sbx_joblog_keep_days(const json_t *cfg, unsigned *days, struct sbx_error *e)
+{
+	json_t	*jobs, *v;
+
+	*days = SBX_JOB_KEEP_DAYS;
+	if (cfg == NULL || (jobs = json_object_get(cfg, "jobs")) == NULL ||
+	    !json_is_object(jobs) ||
+	    (v = json_object_get(jobs, "keep_days")) == NULL)
+		return 0;
+	if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+	    json_integer_value(v) > SBX_JOB_KEEP_DAYS_MAX)
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "keep_days",
+		    "config_invalid", "config/sandbox.json: jobs.keep_days "
+		    "must be an integer from 0 (keep forever) to %d",
+		    SBX_JOB_KEEP_DAYS_MAX);
+	*days = (unsigned)json_integer_value(v);
+	return 0;
+}
+
+int
 sbx_joblog_cap_config(const json_t *cfg, unsigned long long *cap,
     struct sbx_error *e)
 {
 	json_t	*jobs, *v;
+	unsigned days;
 
 	*cap = SBX_JOBLOG_DEFAULT;
 	if (cfg == NULL || (jobs = json_object_get(cfg, "jobs")) == NULL)
@@ -31,6 +52,9 @@ sbx_joblog_cap_config(const json_t *cfg, unsigned long long *cap,
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "jobs",
 		    "config_invalid", "config/sandbox.json: `jobs` must be an "
 		    "object");
+	/* The other key of `jobs`: checked wherever the object is. */
+	if (sbx_joblog_keep_days(cfg, &days, e) == -1)
+		return -1;
 	if ((v = json_object_get(jobs, "max_log_bytes")) == NULL)
 		return 0;
 	if (!json_is_integer(v) || json_integer_value(v) < 0 ||

@@ -37,6 +37,13 @@ struct sbx_joblog {
  * integer from SBX_JOBLOG_MIN to SBX_JOBLOG_MAX. */
 int	sbx_joblog_cap_config(const json_t *cfg, unsigned long long *,
 	    struct sbx_error *);
+/* jobs.keep_days of config/sandbox.json (cfg may be NULL): finished jobs
+ * older than this many days are pruned by `sbx exec ps`; 0 keeps them.
+ * invalid_args (config_invalid) when not an integer in range. */
+#define SBX_JOB_KEEP_DAYS	7
+#define SBX_JOB_KEEP_DAYS_MAX	36500
+int	sbx_joblog_keep_days(const json_t *cfg, unsigned *,
+	    struct sbx_error *);
 /* Start a log on fd (an empty regular file; not O_APPEND).  cap is
  * raised to SBX_JOBLOG_MIN. */
 void	sbx_joblog_init(struct sbx_joblog *, int fd, unsigned long long cap);

@@ -66,6 +66,9 @@ cg_list() {
 	find /sys/fs/cgroup -maxdepth 8 -type d -name 'sbx-*' 2>/dev/null | sort
 }
 cg_before=$(cg_list)
+# No test may create the sbx system user that root's provision makes on a
+# real machine: it would change the uid of every later root sandbox.
+user_before=$(getent passwd sbx 2>/dev/null)
 
 wanted() {
 	[ -z "$SBX_TEST_ONLY" ] && return 0
@@ -147,6 +150,10 @@ if [ -n "$left" ]; then
 	for p in $left; do
 		printf '#   %s %s\n' "$p" "$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)"
 	done
+	rc=1
+fi
+if [ -z "$user_before" ] && [ -n "$(getent passwd sbx 2>/dev/null)" ]; then
+	echo "# the run created the system user sbx: $(getent passwd sbx)"
 	rc=1
 fi
 # New sbx-<pid>-* cgroups since the start; one whose creating process is

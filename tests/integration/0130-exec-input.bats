@@ -229,7 +229,7 @@ no_agent_dirs() {
 	echo from-host > "$proj/in"
 	# As root, sbx runs the sandbox as nobody: the project must be
 	# writable by that uid, as a root user would arrange it.
-	if is_root; then chown -R 65534:65534 "$proj"; fi
+	if is_root; then chown -R "$(sandbox_uid)" "$proj"; fi
 	run sbx exec --json --workdir "$proj" -- sh -c \
 	    'pwd; cat in; echo from-sandbox > out'
 	[ "$status" -eq 0 ]
@@ -238,7 +238,7 @@ no_agent_dirs() {
 	[ "$(cat "$proj/out")" = from-sandbox ]
 	# --cwd inside the workdir is allowed too.
 	mkdir "$proj/sub"
-	if is_root; then chown 65534:65534 "$proj/sub"; fi
+	if is_root; then chown "$(sandbox_uid)" "$proj/sub"; fi
 	run sbx exec --json --workdir "$proj" --cwd "$proj/sub" -- pwd
 	[ "$status" -eq 0 ]
 	[ "$(json_get "$output" .result.stdout)" = "$proj/sub" ]

@@ -358,6 +358,27 @@ time.sleep(0.6)'
 	json_get "$output" '.warnings[]' | grep -q 'no writable cgroup'
 }
 
+@test "no writable cgroup, nothing asked: a text-mode run prints nothing of its own" {
+	# Issue 11 item 14: the note about the defaults was printed after
+	# every run's output; it belongs to preflight (and the envelope).
+	# As uid 65534 there is no writable cgroup at all; as root one is
+	# hidden with SBX_CGROUP_ROOT.
+	SBX_CGROUP_ROOT=$NOCG run --separate-stderr sbx exec -- echo hi
+	[ "$status" -eq 0 ]
+	[ "$output" = hi ]
+	[ -z "$stderr" ]
+	if ! is_root; then
+		run --separate-stderr sbx exec -- true
+		[ "$status" -eq 0 ]
+		[ -z "$stderr" ]
+	fi
+	# Asked for (and accepted as rlimits): the person hears it.
+	SBX_CGROUP_ROOT=$NOCG run --separate-stderr sbx exec --soft-limits \
+	    --memory 64 -- true
+	[ "$status" -eq 0 ]
+	[[ "$stderr" == *"no writable cgroup"* ]]
+}
+
 @test "unprivileged, no cgroup exists: explicit --memory is refused" {
 	is_root && skip "root has a cgroup here (see the SBX_CGROUP_ROOT test)"
 	run --separate-stderr sbx exec --json --memory 64 -- touch "$WS/ran"

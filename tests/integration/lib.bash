@@ -42,3 +42,15 @@ json_get() { printf '%s' "$1" | jq -r "$2"; }
 PY=/usr/bin/python3
 
 is_root() { [ "$(id -u)" -eq 0 ]; }
+
+# The uid a sandbox runs as: as root the sbx system user when it exists
+# (provision creates it on a real machine), else nobody; otherwise us.
+sandbox_uid() {
+	local u
+	if is_root; then
+		u=$(getent passwd sbx | cut -d: -f3)
+		printf '%s\n' "${u:-65534}"
+	else
+		id -u
+	fi
+}
