@@ -142,6 +142,9 @@ CARES_LIBS := $(shell $(PKG_CONFIG) --libs libcares 2>/dev/null || echo -lcares)
 $(B)/lib/proxy.o: CFLAGS += $(CARES_CFLAGS)
 $(B)/libexec/sbx/sbx-proxy: LIBS_ALL += $(CARES_LIBS)
 $(B)/tests/unit/t-proxy: LIBS_ALL += $(CARES_LIBS)
+# sbx config checks the proxy's settings with the proxy's own loader.
+$(B)/libexec/sbx/sbx-config: LIBS_ALL += $(CARES_LIBS)
+$(B)/tests/unit/t-config: LIBS_ALL += $(CARES_LIBS)
 
 # The init must not depend on anything but libc, statically; no sanitizers
 # (their runtimes are not available statically).

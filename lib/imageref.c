@@ -68,25 +68,116 @@ sbx_imageref_agent_env(int rootfd, const char *agent,
     char digest[SBX_DIGEST_HEX + 1], int *env, struct sbx_error *e)
 {
 	char		 rel[128];
-	json_t		*cfg;
+	json_t		*cfg = NULL;
 	int		 r;
 
 	*env = 0;
+	/* The record first: the config file is read only when there is
+	 * none (an old root, before `sbx provision` migrated it). */
+	if ((r = sbx_imageref_record(rootfd, agent, digest, env, e)) != 0)
+		return r == 1 && digest[0] != '\0' ? 1 : r == 1 ? 0 : -1;
 	snprintf(rel, sizeof(rel), "config/agents/%s.json", agent);
 	if (sbx_config_load(rootfd, rel, &cfg, e) == -1)
 		return -1;
-	r = sbx_imageref_of(cfg, rel, agent, digest, env, e);
+	r = sbx_imageref_of(-1, cfg, rel, agent, digest, env, e);
 	json_decref(cfg);
 	return r;
 }
 
+static int
+record_bad(struct sbx_error *e, const char *agent)
+{
+	sbx_error_set(e, SBX_K_INVALID_ARGS, "image", "record_invalid",
+	    "agents/%s/%s is not a valid image record", agent,
+	    SBX_IMAGE_RECORD);
+	sbx_error_hint(e, "bind the agent again with `sbx provision --agent "
+	    "%s --image NAME` (or `--image none`)", agent);
+	return -1;
+}
+
 int
-sbx_imageref_of(const json_t *cfg, const char *origin, const char *agent,
+sbx_imageref_record(int rootfd, const char *agent,
     char digest[SBX_DIGEST_HEX + 1], int *env, struct sbx_error *e)
 {
+	struct sbx_buf	 b = SBX_BUF_INIT;
+	struct sbx_error e2;
+	json_t		*rec, *d, *v;
+	char		 rel[128];
+
+	digest[0] = '\0';
+	*env = 0;
+	if (sbx_agent_valid(agent, "agent", e) == -1)
+		return -1;
+	snprintf(rel, sizeof(rel), "agents/%s/%s", agent, SBX_IMAGE_RECORD);
+	/* Beneath the root, no symlink followed; small, bounded. */
+	if (sbx_read_file_at(rootfd, rel, 4096, &b, &e2) == -1) {
+		sbx_buf_release(&b);
+		if (e2.kind != NULL && strcmp(e2.kind, SBX_K_NOT_FOUND) == 0)
+			return 0;
+		return record_bad(e, agent);
+	}
+	rec = sbx_json_parse(b.p, b.len, 4096, &e2);
+	sbx_buf_release(&b);
+	if (rec == NULL || !json_is_object(rec)) {
+		json_decref(rec);
+		return record_bad(e, agent);
+	}
+	d = json_object_get(rec, "digest");
+	v = json_object_get(rec, "env");
+	if ((d != NULL && !json_is_null(d) && (!json_is_string(d) ||
+	    !sbx_image_digest_valid(json_string_value(d)))) ||
+	    (v != NULL && !json_is_boolean(v))) {
+		json_decref(rec);
+		return record_bad(e, agent);
+	}
+	if (json_is_string(d)) {
+		memcpy(digest, json_string_value(d), SBX_DIGEST_HEX + 1);
+		*env = json_is_true(v);
+	}
+	json_decref(rec);
+	return 1;
+}
+
+int
+sbx_imageref_record_write(int rootfd, const char *agent, const char *digest,
+    int env, struct sbx_error *e)
+{
+	json_t	*rec;
+	char	 rel[96], *s;
+	int	 dfd, rc;
+
+	if (sbx_agent_valid(agent, "agent", e) == -1)
+		return -1;
+	snprintf(rel, sizeof(rel), "agents/%s", agent);
+	if ((dfd = sbx_mkdirs_at(rootfd, rel, 0700, e)) == -1)
+		return -1;
+	rec = json_pack("{s:o,s:b}", "digest", digest[0] ?
+	    json_string(digest) : json_null(), "env", digest[0] && env);
+	s = rec != NULL ? sbx_envelope_dump(rec) : NULL;
+	json_decref(rec);
+	if (s == NULL) {
+		close(dfd);
+		return sbx_error_sys(e, "nomem", "image record");
+	}
+	rc = sbx_write_atomic(dfd, SBX_IMAGE_RECORD, s, strlen(s), 0600, e);
+	free(s);
+	close(dfd);
+	return rc;
+}
+
+int
+sbx_imageref_of(int rootfd, const json_t *cfg, const char *origin,
+    const char *agent, char digest[SBX_DIGEST_HEX + 1], int *env,
+    struct sbx_error *e)
+{
 	const json_t	*v;
+	int		 r;
 
 	*env = 0;
+	if (rootfd >= 0 && (r = sbx_imageref_record(rootfd, agent, digest, env,
+	    e)) != 0)
+		return r == 1 && digest[0] != '\0' ? 1 : r == 1 ? 0 : -1;
+	/* No record: the keys an older sbx kept in the agent's config. */
 	if (cfg == NULL)
 		return 0;
 	v = json_object_get(cfg, "image");

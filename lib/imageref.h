@@ -22,19 +22,36 @@ int	sbx_image_digest_valid(const char *s);
 /* Is s a valid image name: ^[a-z0-9][a-z0-9._-]{0,63}$ (never 64 hex
  * digits, which would read as a digest)? */
 int	sbx_image_name_valid(const char *s);
-/* The digest bound to the agent (key `image` of config/agents/A.json):
- * 1 and digest filled, 0 when none, -1 on a malformed setting. */
+/*
+ * The agent's image binding is sbx-managed state, kept in a host-side
+ * record (agents/A/image.json: {"digest": HEX|null, "env": bool}), never
+ * in config/agents/A.json, which users edit: rewriting that file must
+ * not unbind the image.  An old config/agents/A.json with keys `image`
+ * and `env` is still honoured while no record exists (sbx provision
+ * moves them into the record).
+ */
+#define SBX_IMAGE_RECORD	"image.json"
+/* The digest bound to the agent: 1 and digest filled, 0 when none, -1 on
+ * a malformed record or setting. */
 int	sbx_imageref_agent(int rootfd, const char *agent,
 	    char digest[SBX_DIGEST_HEX + 1], struct sbx_error *);
 /* The same, and *env set when the agent has asked for its own
- * environment (key `env` true). */
+ * environment. */
 int	sbx_imageref_agent_env(int rootfd, const char *agent,
 	    char digest[SBX_DIGEST_HEX + 1], int *env, struct sbx_error *);
-/* The same, from the agent's settings already loaded (cfg may be NULL;
- * origin names the file in messages). */
-int	sbx_imageref_of(const json_t *cfg, const char *origin,
+/* The same, with the agent's settings already loaded (cfg may be NULL;
+ * origin names the file in messages): the record when there is one (one
+ * small file read), else the old keys of cfg. */
+int	sbx_imageref_of(int rootfd, const json_t *cfg, const char *origin,
 	    const char *agent, char digest[SBX_DIGEST_HEX + 1], int *env,
 	    struct sbx_error *);
+/* Only the record: 1 (digest "" when it says unbound), 0 none, -1. */
+int	sbx_imageref_record(int rootfd, const char *agent,
+	    char digest[SBX_DIGEST_HEX + 1], int *env, struct sbx_error *);
+/* Write the record atomically (agents/A/ created 0700; digest "" writes
+ * an unbound record).  The caller holds run/provision.lock. */
+int	sbx_imageref_record_write(int rootfd, const char *agent,
+	    const char *digest, int env, struct sbx_error *);
 /* Open images/<digest>/rootfs (O_PATH|O_DIRECTORY, no symlink followed)
  * after a cheap check: the manifest is present and the template holds
  * the /etc files sbx binds over.  -1 with kind rejected and reason

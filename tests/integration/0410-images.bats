@@ -332,7 +332,9 @@ EOF
 	run -0 add "$FX/bb.tar" --sha256 "$d" --name bb -q
 	run -0 sbx provision --agent img --image bb --json
 	[ "$(json_get "$output" .result.image)" = "$d" ]
-	[ "$(jq -r .image "$SBX_HOME/config/agents/img.json")" = "$d" ]
+	# the binding is sbx's record, not a key of the file users edit
+	[ "$(jq -r .digest "$SBX_HOME/agents/img/image.json")" = "$d" ]
+	[ "$(jq -r '.image // "unset"' "$SBX_HOME/config/agents/img.json")" = unset ]
 	run -0 --separate-stderr sbx exec --agent img -- ls /usr/share/fixture
 	[ "$output" = marker ]
 	run -0 --separate-stderr sbx exec --agent img -- cat /usr/share/fixture/marker
@@ -523,7 +525,7 @@ envrec() { jq -r ".$2" "$SBX_HOME/envs/$1/env.json"; }
 	[ "$clone" = reflink ] || [ "$clone" = copy ]
 	[ "$(json_get "$output" .result.env.files)" -ge 2 ]
 	[ "$(json_get "$output" '.result.evicted | length')" = 0 ]
-	[ "$(jq -r .env "$SBX_HOME/config/agents/e.json")" = true ]
+	[ "$(jq -r .env "$SBX_HOME/agents/e/image.json")" = true ]
 	[ "$(envrec e digest)" = "$BB" ]
 	[ "$(envrec e clone)" = "$clone" ]
 	t="$SBX_HOME/images/$BB/rootfs"
@@ -596,8 +598,8 @@ envrec() { jq -r ".$2" "$SBX_HOME/envs/$1/env.json"; }
 	[ "$(json_get "$output" '.result.removed[0]')" = envs/e ]
 	[ "$(json_get "$output" .result.env)" = null ]
 	[ ! -e "$SBX_HOME/envs/e" ]
-	[ "$(jq -r '.env // "unset"' "$SBX_HOME/config/agents/e.json")" = unset ]
-	[ "$(jq -r .image "$SBX_HOME/config/agents/e.json")" = "$BB" ]
+	[ "$(jq -r .env "$SBX_HOME/agents/e/image.json")" = false ]
+	[ "$(jq -r .digest "$SBX_HOME/agents/e/image.json")" = "$BB" ]
 	run -0 sbx provision --agent e --env -q
 	[ -d "$SBX_HOME/envs/e/rootfs" ]
 	run -0 sbx provision reset --json
@@ -607,7 +609,8 @@ envrec() { jq -r ".$2" "$SBX_HOME/envs/$1/env.json"; }
 	run -0 sbx provision --agent e --image none --json
 	[ "$(json_get "$output" .result.image)" = null ]
 	[ ! -e "$SBX_HOME/envs/e" ]
-	[ "$(jq -r '.env // "unset"' "$SBX_HOME/config/agents/e.json")" = unset ]
+	[ "$(jq -r .digest "$SBX_HOME/agents/e/image.json")" = null ]
+	[ "$(jq -r .env "$SBX_HOME/agents/e/image.json")" = false ]
 }
 
 @test "rebinding remakes the environment from the new image; --env needs an image" {

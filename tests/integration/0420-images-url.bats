@@ -122,8 +122,10 @@ nothing_left() {
 	run -0 sbx provision --agent u --image dl -q
 	run -0 --separate-stderr sbx exec --agent u -- cat /usr/share/fixture/marker
 	[ "$output" = "hello from the download" ]
-	# a redirect on loopback http is followed
-	run -0 sbx provision image rm dl -q
+	# a redirect on loopback http is followed (agent u is bound to the
+	# image: only --force takes the template away)
+	run -0 --separate-stderr sbx provision image rm dl --force -q
+	[[ "$stderr" == *"agent u was bound to the removed image"* ]]
 	run -0 add "http://127.0.0.1:$PORT/redir-ok" --sha256 "$D" --json
 	[ "$(json_get "$output" .result.download.redirects)" = 1 ]
 	# the same again: present, without a download (the digest names the

@@ -1,0 +1,584 @@
+/*
+ * sbx-config: read and change the settings users edit
+ * (config/agents/A.json, config/sandbox.json), one key at a time, checked
+ * against the schema and the loaders the runs use.  See sbx-config(1).
+ */
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "buf.h"
+#include "cli.h"
+#include "cmd.h"
+#include "config.h"
+#include "envelope.h"
+#include "fsutil.h"
+#include "names.h"
+#include "provision.h"
+#include "root.h"
+#include "utf8.h"
+
+#define PROG	"sbx-config"
+
+static const char usage_text[] =
+"usage: sbx config get|unset KEY [--agent A | --global] [--home DIR] [--json]\n"
+"       sbx config set|add|rm KEY VALUE ... [--agent A | --global]\n"
+"                  [--json-value] [--home DIR] [--json] [-q]\n"
+"       sbx config show|keys [--agent A | --global] [--home DIR] [--json] [-v]\n";
+
+static const char help_text[] =
+"\n"
+"Read and change the settings users edit: an agent's\n"
+"config/agents/A.json (the default, --agent A) or config/sandbox.json\n"
+"(--global).  KEY is a dotted path (network, allowed_domains,\n"
+"limits.memory_mib, proxy.max_connections); `sbx config keys` lists them.\n"
+"Values are checked as a run checks them; files are written atomically,\n"
+"0600, under run/provision.lock.  The image binding is not a setting:\n"
+"see `sbx provision --image`.\n"
+"\n"
+"  get           print the value (exit 1 when it is not set)\n"
+"  set           set the value (arrays: one VALUE per element)\n"
+"  unset         remove the key (back to the default)\n"
+"  add, rm       add an element to an array, or remove it\n"
+"  show          print the whole file\n"
+"  keys          list the keys, their types and where they may be set\n"
+"\n"
+"  -a, --agent A      the agent (default: $SBX_AGENT or \"default\")\n"
+"  -g, --global       config/sandbox.json instead\n"
+"      --json-value   VALUE is JSON (objects, arrays, null)\n"
+"      --home DIR     state root (default: $SBX_HOME, $XDG_DATA_HOME/sbx,\n"
+"                     ~/.local/share/sbx)\n"
+"  -j, --json         print one JSON envelope (also SBX_JSON=1)\n"
+"  -q, --quiet        print nothing but errors (and the value of get)\n"
+"  -v, --verbose      keys: also the description of each\n"
+"  -h, --help         this help\n"
+"      --version      print the version\n";
+
+enum { OPT_HOME = 256, OPT_VERSION, OPT_JSON_VALUE };
+
+static const struct option longopts[] = {
+	{ "agent",	required_argument,	NULL, 'a' },
+	{ "global",	no_argument,		NULL, 'g' },
+	{ "json-value",	no_argument,		NULL, OPT_JSON_VALUE },
+	{ "home",	required_argument,	NULL, OPT_HOME },
+	{ "json",	no_argument,		NULL, 'j' },
+	{ "quiet",	no_argument,		NULL, 'q' },
+	{ "verbose",	no_argument,		NULL, 'v' },
+	{ "help",	no_argument,		NULL, 'h' },
+	{ "version",	no_argument,		NULL, OPT_VERSION },
+	{ NULL, 0, NULL, 0 }
+};
+
+static struct {
+	const char	*agent;
+	const char	*home;
+	int		 global;
+	int		 json_value;
+	int		 json;
+	int		 quiet;
+	int		 verbose;
+	const char	*pos[64];
+	int		 npos;
+} O;
+
+static char		 tool[32] = "config";
+static struct sbx_root	 root = SBX_ROOT_INIT;
+
+static void __attribute__((noreturn))
+usage(const char *why)
+{
+	struct sbx_error	 e;
+
+	if (O.json) {
+		sbx_error_set(&e, SBX_K_INVALID_ARGS, "args", "usage", "%s",
+		    why != NULL ? why : "bad arguments");
+		sbx_cmd_emit(sbx_envelope_err(tool, &e, NULL));
+		exit(SBX_EX_USAGE);
+	}
+	if (why != NULL)
+		fprintf(stderr, "%s: %s\n", PROG, why);
+	fputs(usage_text, stderr);
+	exit(SBX_EX_USAGE);
+}
+
+static void
+emit(json_t *env)
+{
+	sbx_cmd_emit(env);
+}
+
+static int
+exit_for(const struct sbx_error *e)
+{
+	if (e->kind == NULL)
+		return SBX_EX_OSERR;
+	if (strcmp(e->kind, SBX_K_INVALID_ARGS) == 0)
+		return SBX_EX_DATAERR;
+	if (strcmp(e->kind, SBX_K_REJECTED) == 0)
+		return SBX_EX_NOPERM;
+	if (strcmp(e->kind, SBX_K_UNAVAILABLE) == 0 ||
+	    strcmp(e->kind, SBX_K_TIMEOUT) == 0)
+		return SBX_EX_TEMPFAIL;
+	if (strcmp(e->kind, SBX_K_NOT_FOUND) == 0)
+		return SBX_EX_NEGATIVE;
+	return SBX_EX_OSERR;
+}
+
+static void __attribute__((noreturn))
+fail_code(struct sbx_error *e, int code)
+{
+	sbx_cmd_report(PROG, tool, O.json, e, NULL, emit);
+	exit(code);
+}
+
+static void __attribute__((noreturn))
+fail(struct sbx_error *e)
+{
+	fail_code(e, exit_for(e));
+}
+
+/* A negative number is a VALUE, not an option (set limits.cpus -1). */
+static int
+is_number(const char *s)
+{
+	return s[0] == '-' && ((s[1] >= '0' && s[1] <= '9') || s[1] == '.');
+}
+
+static void
+pos_add(const char *s)
+{
+	if (O.npos >= (int)(sizeof(O.pos) / sizeof(O.pos[0])))
+		usage("too many arguments");
+	O.pos[O.npos++] = s;
+}
+
+static int
+parse(int argc, char *argv[])
+{
+	int	 ch;
+
+	while ((ch = getopt_long(argc, argv, "+a:gjqvh", longopts, NULL)) !=
+	    -1) {
+		switch (ch) {
+		case 'a':
+			O.agent = optarg;
+			break;
+		case 'g':
+			O.global = 1;
+			break;
+		case OPT_JSON_VALUE:
+			O.json_value = 1;
+			break;
+		case OPT_HOME:
+			O.home = optarg;
+			break;
+		case 'j':
+			O.json = 1;
+			break;
+		case 'q':
+			O.quiet = 1;
+			break;
+		case 'v':
+			O.verbose = 1;
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			fputs(help_text, stdout);
+			exit(0);
+		case OPT_VERSION:
+			printf("%s %s\n", PROG, SBX_VERSION);
+			exit(0);
+		default:
+			usage(NULL);
+		}
+	}
+	return optind;
+}
+
+/*
+ * Options and positionals in any order (there is no child argv to keep
+ * from reordering); `--` ends the options.  --json anywhere decides the
+ * output mode before any usage error is reported.
+ */
+static void
+parse_args(int argc, char *argv[])
+{
+	int	 i, dd = 0;
+
+	O.json = sbx_cli_json_env();
+	for (i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--") == 0)
+			break;
+		if (strcmp(argv[i], "--json") == 0 || strcmp(argv[i], "-j") == 0)
+			O.json = 1;
+	}
+	opterr = !O.json;
+	for (;;) {
+		if (argc > 1 && is_number(argv[1])) {
+			pos_add(argv[1]);
+			argc--;
+			argv++;
+			continue;
+		}
+		optind = 0;	/* 0: restart, re-reading the optstring */
+		parse(argc, argv);
+		if (optind >= argc)
+			break;
+		dd = optind > 1 && strcmp(argv[optind - 1], "--") == 0;
+		if (dd) {
+			for (i = optind; i < argc; i++)
+				pos_add(argv[i]);
+			break;
+		}
+		pos_add(argv[optind]);
+		argc -= optind;
+		argv += optind;
+	}
+}
+
+/* ---- output ------------------------------------------------------------- */
+
+static void
+print_escaped(const char *s, size_t n)
+{
+	struct sbx_buf	 b = SBX_BUF_INIT;
+
+	if (sbx_str_escape_line(&b, s, n) == 0)
+		printf("%s\n", b.p != NULL ? b.p : "");
+	sbx_buf_release(&b);
+}
+
+/* A value for people and scripts: a string as itself, an array one
+ * element a line, anything else as compact JSON. */
+static void
+print_value(const json_t *v)
+{
+	const json_t	*it;
+	char		*s;
+	size_t		 i;
+
+	if (json_is_string(v)) {
+		print_escaped(json_string_value(v), json_string_length(v));
+		return;
+	}
+	if (json_is_array(v)) {
+		json_array_foreach(v, i, it)
+			print_value(it);
+		return;
+	}
+	if ((s = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS |
+	    JSON_ENCODE_ANY)) != NULL) {
+		print_escaped(s, strlen(s));
+		free(s);
+	}
+}
+
+/* ---- the commands ------------------------------------------------------- */
+
+static unsigned
+scope(void)
+{
+	return O.global ? SBX_CFG_GLOBAL : SBX_CFG_AGENT;
+}
+
+static const char *
+agent(void)
+{
+	return O.global ? NULL : O.agent;
+}
+
+static void
+rel_of(char *rel, size_t sz)
+{
+	struct sbx_error	 e;
+
+	if (sbx_cfg_path(agent(), rel, sz, &e) == -1)
+		fail(&e);
+}
+
+static json_t *
+base_result(const char *rel)
+{
+	json_t	*r = json_pack("{s:s,s:s,s:{s:s,s:s}}", "file", rel, "scope",
+	    O.global ? "global" : "agent", "root", "path", root.path,
+	    "source", root.source);
+
+	if (!O.global)
+		json_object_set_new(r, "agent", json_string(O.agent));
+	return r;
+}
+
+/* The key, or a refusal naming the known ones (and the other scope, when
+ * the key is there). */
+static const struct sbx_cfg_key *
+key_of(const char *key, int groups_ok)
+{
+	struct sbx_error		 e;
+	const struct sbx_cfg_key	*k;
+
+	if ((k = sbx_cfg_key_find(key, scope())) != NULL)
+		return k;
+	if (groups_ok && sbx_cfg_is_group(key, scope()))
+		return NULL;
+	sbx_cfg_unknown(key, scope(), &e);
+	if (sbx_cfg_key_find(key, O.global ? SBX_CFG_AGENT : SBX_CFG_GLOBAL))
+		sbx_error_hint(&e, "`%s` is %s setting: use %s", key, O.global ?
+		    "an agent" : "a global", O.global ? "--agent A" :
+		    "--global");
+	fail(&e);
+}
+
+/* The file as it is; an invalid one is reported (exit 78), never
+ * overwritten. */
+static json_t *
+load(int rootfd, const char *rel, int check)
+{
+	struct sbx_error	 e;
+	json_t			*doc;
+
+	if (sbx_cfg_load(rootfd, agent(), &doc, &e) == -1)
+		fail_code(&e, SBX_EX_CONFIG);
+	if (check && sbx_cfg_validate(doc, !O.global, rel, &e) == -1) {
+		sbx_error_hint(&e, "%s is invalid as it is: correct or unset "
+		    "the key the message names first (`sbx config show%s` "
+		    "prints it)", rel, O.global ? " --global" : "");
+		json_decref(doc);
+		fail_code(&e, SBX_EX_CONFIG);
+	}
+	return doc;
+}
+
+static int
+do_keys(void)
+{
+	const struct sbx_cfg_key	*k;
+	json_t				*arr;
+	size_t				 i, n;
+
+	k = sbx_cfg_keys(&n);
+	arr = json_array();
+	for (i = 0; i < n; i++) {
+		if (!(k[i].scope & scope()))
+			continue;
+		if (O.json) {
+			json_array_append_new(arr, json_pack("{s:s,s:s,s:b,"
+			    "s:b,s:s}", "key", k[i].key, "type",
+			    sbx_cfg_type_name(k[i].type), "agent",
+			    (k[i].scope & SBX_CFG_AGENT) != 0, "global",
+			    (k[i].scope & SBX_CFG_GLOBAL) != 0, "doc",
+			    k[i].doc));
+		} else if (O.verbose)
+			printf("%-34s %-9s %s\n", k[i].key,
+			    sbx_cfg_type_name(k[i].type), k[i].doc);
+		else
+			printf("%s\n", k[i].key);
+	}
+	if (O.json)
+		emit(sbx_envelope_ok(tool, json_pack("{s:s,s:o}", "scope",
+		    O.global ? "global" : "agent", "keys", arr), NULL));
+	else
+		json_decref(arr);
+	return 0;
+}
+
+static int
+do_read(const char *sub)
+{
+	struct sbx_error	 e;
+	json_t			*doc, *v, *res;
+	char			 rel[128];
+	int			 rootfd = -1;
+
+	rel_of(rel, sizeof(rel));
+	if (sbx_root_open(&root, 0, &e) == 0)
+		rootfd = root.fd;
+	else if (e.kind == NULL || strcmp(e.kind, SBX_K_NOT_FOUND) != 0)
+		fail(&e);
+	doc = load(rootfd, rel, 0);
+	if (strcmp(sub, "show") == 0) {
+		if (O.npos != 1)
+			usage("show takes no KEY");
+		if (O.json) {
+			res = base_result(rel);
+			json_object_set_new(res, "settings", doc);
+			emit(sbx_envelope_ok(tool, res, NULL));
+		} else {
+			char *s = json_dumps(doc, JSON_INDENT(2) |
+			    JSON_SORT_KEYS);
+
+			if (s != NULL)
+				printf("%s\n", s);
+			free(s);
+			json_decref(doc);
+		}
+		return 0;
+	}
+	if (O.npos != 2)
+		usage("get takes one KEY");
+	(void)key_of(O.pos[1], 1);
+	if ((v = sbx_cfg_get(doc, O.pos[1])) == NULL) {
+		sbx_error_set(&e, SBX_K_NOT_FOUND, "key", "not_set",
+		    "`%s` is not set in %s (the default applies)", O.pos[1],
+		    rel);
+		json_decref(doc);
+		fail(&e);
+	}
+	if (O.json) {
+		res = base_result(rel);
+		json_object_set_new(res, "key", json_string(O.pos[1]));
+		json_object_set(res, "value", v);
+		emit(sbx_envelope_ok(tool, res, NULL));
+	} else
+		print_value(v);
+	json_decref(doc);
+	return 0;
+}
+
+static int
+do_write(const char *sub)
+{
+	const struct sbx_cfg_key	*k;
+	struct sbx_error		 e;
+	json_t				*doc, *v, *res, *vals;
+	const char			*key;
+	char				 rel[128];
+	int				 lock, changed = 0, r, i;
+	int				 is_set = strcmp(sub, "set") == 0;
+	int				 is_unset = strcmp(sub, "unset") == 0;
+
+	if (O.npos < 2)
+		usage("a KEY is needed");
+	key = O.pos[1];
+	if (is_unset && O.npos != 2)
+		usage("unset takes one KEY");
+	if (!is_unset && O.npos < 3)
+		usage("a VALUE is needed");
+	k = key_of(key, is_unset);
+	if (k != NULL && O.npos > 3 && (strcmp(sub, "set") != 0 ||
+	    (k->type != SBX_CFG_STRINGS && k->type != SBX_CFG_INTS) ||
+	    O.json_value))
+		usage("one VALUE only (several only to set an array)");
+	if (k != NULL && !is_set && !is_unset && k->type != SBX_CFG_STRINGS &&
+	    k->type != SBX_CFG_INTS) {
+		sbx_error_set(&e, SBX_K_INVALID_ARGS, "key", "not_an_array",
+		    "`%s` is not a list: use set or unset", key);
+		fail(&e);
+	}
+	rel_of(rel, sizeof(rel));
+
+	/* The values, parsed before anything is locked. */
+	vals = json_array();
+	for (i = 2; i < O.npos; i++) {
+		if ((v = sbx_cfg_parse_value(k, O.pos[i], O.json_value,
+		    &e)) == NULL)
+			fail(&e);
+		json_array_append_new(vals, v);
+	}
+	if (is_set && (k->type == SBX_CFG_STRINGS || k->type == SBX_CFG_INTS)
+	    && !O.json_value) {
+		v = vals;
+		vals = json_array();
+		json_array_append_new(vals, v);
+	}
+
+	if (sbx_root_open(&root, 1, &e) == -1)
+		fail(&e);
+	/* Serialised with provision, whose writes to the same files (the
+	 * migration of an old image binding) go under this lock too. */
+	if ((lock = sbx_provision_lock(root.fd, &e)) == -1)
+		fail(&e);
+	doc = load(root.fd, rel, 1);
+	v = json_array_get(vals, 0);
+	if (is_set)
+		r = sbx_cfg_put(doc, key, json_incref(v), &e);
+	else if (is_unset)
+		r = sbx_cfg_put(doc, key, NULL, &e);
+	else if (strcmp(sub, "add") == 0)
+		r = sbx_cfg_add(doc, key, json_incref(v), &e);
+	else
+		r = sbx_cfg_rm(doc, key, v, &e);
+	if (r == -1)
+		fail(&e);
+	changed = r;
+	/* The edited file must load as a run loads it: what a run would
+	 * refuse is refused here, with the run's own message. */
+	if (changed && sbx_cfg_validate(doc, !O.global, rel, &e) == -1)
+		fail(&e);
+	if (changed && sbx_cfg_store(root.fd, agent(), doc, &e) == -1)
+		fail(&e);
+	close(lock);
+
+	if (O.json) {
+		res = base_result(rel);
+		json_object_set_new(res, "key", json_string(key));
+		json_object_set_new(res, "changed", json_boolean(changed));
+		if ((v = sbx_cfg_get(doc, key)) != NULL)
+			json_object_set(res, "value", v);
+		else
+			json_object_set_new(res, "value", json_null());
+		emit(sbx_envelope_ok(tool, res, NULL));
+	} else if (!O.quiet) {
+		struct sbx_buf	 b = SBX_BUF_INIT;
+		char		*s = NULL;
+
+		if ((v = sbx_cfg_get(doc, key)) != NULL)
+			s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+		if (s != NULL)
+			sbx_str_escape_line(&b, s, strlen(s));
+		printf("%s: %s%s%s (%s)\n", rel, key, s != NULL ? " = " :
+		    " unset", b.p != NULL ? b.p : "", changed ? "changed" :
+		    "unchanged");
+		sbx_buf_release(&b);
+		free(s);
+	}
+	json_decref(doc);
+	json_decref(vals);
+	return 0;
+}
+
+int
+main(int argc, char *argv[])
+{
+	struct sbx_error	 e;
+	const char		*sub;
+
+	if (sbx_fd_sanitize_std() == -1)
+		return SBX_EX_OSERR;
+	parse_args(argc, argv);
+	if (O.npos == 0)
+		usage("a subcommand is needed");
+	sub = O.pos[0];
+	if (strlen(sub) < 16)
+		snprintf(tool, sizeof(tool), "config.%s", sub);
+	if (O.agent != NULL && O.global)
+		usage("--agent and --global exclude each other");
+	if (O.agent == NULL)
+		O.agent = getenv("SBX_AGENT") && *getenv("SBX_AGENT") ?
+		    getenv("SBX_AGENT") : "default";
+	if (!O.global && sbx_agent_valid(O.agent, "agent", &e) == -1)
+		fail(&e);
+	if (O.json_value && strcmp(sub, "set") != 0 && strcmp(sub, "add") !=
+	    0 && strcmp(sub, "rm") != 0)
+		usage("--json-value goes with set, add and rm");
+	if (sbx_root_resolve(O.home, &root, &e) == -1)
+		fail(&e);
+	if (strcmp(sub, "keys") == 0) {
+		if (O.npos != 1)
+			usage("keys takes no argument");
+		return do_keys();
+	}
+	if (strcmp(sub, "get") == 0 || strcmp(sub, "show") == 0)
+		return do_read(sub);
+	if (strcmp(sub, "set") == 0 || strcmp(sub, "unset") == 0 ||
+	    strcmp(sub, "add") == 0 || strcmp(sub, "rm") == 0)
+		return do_write(sub);
+	usage("unknown subcommand");
+}

@@ -1,0 +1,95 @@
+/*
+ * config.h: the settings users edit (config/sandbox.json and
+ * config/agents/A.json) as one schema table, and the edits `sbx config`
+ * makes to them.  Values are judged by the loaders the runs use
+ * (sbx_limits_merge_json, sbx_np_load, the proxy's configuration), so
+ * that what `sbx config set` accepts is exactly what a run accepts.
+ */
+#ifndef SBX_CONFIG_H
+#define SBX_CONFIG_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "error.h"
+
+enum sbx_cfg_type {
+	SBX_CFG_STRING,		/* a string */
+	SBX_CFG_INT,		/* an integer */
+	SBX_CFG_NUMBER,		/* an integer or a decimal number */
+	SBX_CFG_BOOL,		/* true or false */
+	SBX_CFG_STRINGS,	/* an array of strings (add, rm) */
+	SBX_CFG_INTS,		/* an array of integers (add, rm) */
+	SBX_CFG_OBJECT,		/* an object: --json-value only */
+};
+
+/* Where a key may be set. */
+#define SBX_CFG_AGENT	0x1	/* config/agents/A.json */
+#define SBX_CFG_GLOBAL	0x2	/* config/sandbox.json */
+
+/* A whole-file check: the loader a run uses, on the document doc of
+ * origin (agent: config/agents/A.json, else config/sandbox.json). */
+typedef int (*sbx_cfg_check_fn)(const json_t *doc, int agent,
+    const char *origin, struct sbx_error *);
+
+struct sbx_cfg_key {
+	const char		*key;	/* dotted path: "limits.memory_mib" */
+	enum sbx_cfg_type	 type;
+	unsigned		 scope;	/* SBX_CFG_AGENT | SBX_CFG_GLOBAL */
+	sbx_cfg_check_fn	 check;
+	const char		*doc;	/* one line, for `sbx config keys` */
+};
+
+/* The table, in the order `sbx config keys` lists it. */
+const struct sbx_cfg_key *sbx_cfg_keys(size_t *n);
+/* The key of that name settable in scope, or NULL. */
+const struct sbx_cfg_key *sbx_cfg_key_find(const char *key, unsigned scope);
+/* "string", "integer", "number", "boolean", "strings", "integers",
+ * "object". */
+const char *sbx_cfg_type_name(enum sbx_cfg_type);
+/* Is key the dotted prefix of keys of scope ("limits", "proxy")? */
+int	sbx_cfg_is_group(const char *key, unsigned scope);
+/* Unknown key: invalid_args, field "key", reason unknown_key, naming the
+ * known keys of scope.  Returns -1. */
+int	sbx_cfg_unknown(const char *key, unsigned scope, struct sbx_error *);
+
+/* Every check of the scope over doc (NULL: an absent file, valid):
+ * 0, or -1 with the error the run would give. */
+int	sbx_cfg_validate(const json_t *doc, int agent, const char *origin,
+	    struct sbx_error *);
+
+/* The value at the dotted path (borrowed), or NULL. */
+json_t	*sbx_cfg_get(const json_t *doc, const char *key);
+/* Parse a command-line VALUE for k: with json_value, as JSON; otherwise
+ * by the key's type (an integer, a number, true/false), and anything
+ * that does not read as the type is kept as a string, so that the
+ * loader refuses it with the run's own message.  For array keys, one
+ * element.  Returns a new reference, or NULL with e set. */
+json_t	*sbx_cfg_parse_value(const struct sbx_cfg_key *k, const char *s,
+	    int json_value, struct sbx_error *);
+/* Set (value stolen), or remove (value NULL) the dotted path; removing
+ * leaves no empty object behind.  1 changed, 0 unchanged, -1. */
+int	sbx_cfg_put(json_t *doc, const char *key, json_t *value,
+	    struct sbx_error *);
+/* Add one element to the array at key (created when absent) unless it is
+ * there already; remove every element equal to it.  1 changed, 0 not
+ * (already there / not there), -1 (not an array). */
+int	sbx_cfg_add(json_t *doc, const char *key, json_t *elem,
+	    struct sbx_error *);
+int	sbx_cfg_rm(json_t *doc, const char *key, const json_t *elem,
+	    struct sbx_error *);
+
+/* "config/sandbox.json" or "config/agents/A.json" into rel. */
+int	sbx_cfg_path(const char *agent, char *rel, size_t relsz,
+	    struct sbx_error *);
+/* Load the file (agent NULL: config/sandbox.json); an absent file is an
+ * empty object.  Malformed JSON: invalid_args, reason config_invalid. */
+int	sbx_cfg_load(int rootfd, const char *agent, json_t **doc,
+	    struct sbx_error *);
+/* Write it atomically, 0600, under the directory fd (config/ or
+ * config/agents/, created 0700), never following a symlink. */
+int	sbx_cfg_store(int rootfd, const char *agent, const json_t *doc,
+	    struct sbx_error *);
+
+#endif
