@@ -11,6 +11,8 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 
+#include <netinet/in.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -24,6 +26,7 @@
 
 #include <jansson.h>
 
+#include "buf.h"
 #include "cli.h"
 #include "cmd.h"
 #include "envelope.h"
@@ -40,8 +43,8 @@ static const char usage_text[] =
 "usage: sbx proxy serve [--foreground] [--home DIR] [--json] [-q] [-v]\n"
 "       sbx proxy status [--home DIR] [--json]\n"
 "       sbx proxy stop [--home DIR] [--json]\n"
-"       sbx proxy check [--agent A] [--allow-domain D]... HOST[:PORT]\n"
-"                       [--home DIR] [--json]\n";
+"       sbx proxy check [--agent A] [--allow-domain D]... [--resolve]\n"
+"                       HOST[:PORT] [--home DIR] [--json]\n";
 
 static const char help_text[] =
 "\n"
@@ -59,6 +62,8 @@ static const char help_text[] =
 "  -a, --agent A          agent (default: $SBX_AGENT or \"default\")\n"
 "      --allow-domain D   check: an extra allowlist entry, as sbx exec's\n"
 "      --foreground       serve: do not detach; log to stderr\n"
+"      --resolve          check: resolve the name as the proxy would and\n"
+"                         judge each address too\n"
 "      --home DIR         state root (default: $SBX_HOME, $XDG_DATA_HOME/sbx,\n"
 "                         ~/.local/share/sbx)\n"
 "  -j, --json             print one JSON envelope (also SBX_JSON=1)\n"
@@ -67,7 +72,7 @@ static const char help_text[] =
 "  -h, --help             this help\n"
 "      --version          print the version\n";
 
-enum { OPT_HOME = 256, OPT_FOREGROUND, OPT_ALLOW, OPT_VERSION };
+enum { OPT_HOME = 256, OPT_FOREGROUND, OPT_ALLOW, OPT_VERSION, OPT_RESOLVE };
 
 static const struct option longopts[] = {
 	{ "agent",		required_argument,	NULL, 'a' },
@@ -76,6 +81,7 @@ static const struct option longopts[] = {
 	{ "home",		required_argument,	NULL, OPT_HOME },
 	{ "json",		no_argument,		NULL, 'j' },
 	{ "quiet",		no_argument,		NULL, 'q' },
+	{ "resolve",		no_argument,		NULL, OPT_RESOLVE },
 	{ "verbose",		no_argument,		NULL, 'v' },
 	{ "help",		no_argument,		NULL, 'h' },
 	{ "version",		no_argument,		NULL, OPT_VERSION },
@@ -86,15 +92,27 @@ static struct {
 	const char	*agent;
 	const char	*home;
 	json_t		*allow;
-	int		 foreground, json, quiet, verbose;
+	int		 foreground, json, quiet, verbose, resolve;
 	const char	*tool;
 } O;
 
-static void
+/* The options; operands never stop them (no child argv here). */
+static const char	 optstring[] = "+a:jqvh";
+
+/* A usage error: an invalid_args envelope under --json (field and
+ * reason of e; NULL: a generic one), the message and the synopsis on
+ * stderr; exit 64. */
+static void __attribute__((noreturn))
+usage_err(const struct sbx_error *e)
+{
+	sbx_cmd_usage(PROG, O.tool, O.json, e, usage_text, sbx_cmd_emit);
+	exit(SBX_EX_USAGE);
+}
+
+static void __attribute__((noreturn))
 usage(void)
 {
-	fputs(usage_text, stderr);
-	exit(SBX_EX_USAGE);
+	usage_err(NULL);
 }
 
 static int
@@ -327,14 +345,83 @@ cmd_status(struct sbx_root *root, int stop)
 	return 0;
 }
 
+/*
+ * check --resolve: the addresses of an allowed name, judged as the proxy
+ * judges them (sbx_np_addrs_check, after its `resolve` overrides or its
+ * resolver).  Sets *why, *status and refused (the address refused) when
+ * the real run would refuse; appends one line per address to lines.
+ */
+static json_t *
+check_addresses(const struct sbx_proxy_config *pcfg,
+    const struct sbx_netpolicy *pol, const char *host, const char **why,
+    int *status, char *refused, size_t rsize, struct sbx_buf *lines)
+{
+	struct sockaddr_storage		 ss[16];
+	socklen_t			 lens[16];
+	const struct sbx_np_override	*ov;
+	struct sbx_error		 e;
+	const struct sockaddr		*sa;
+	const char			*r;
+	json_t				*a, *o;
+	char				 t[INET6_ADDRSTRLEN], by[300];
+	int				 i, n, bad;
+
+	memset(&e, 0, sizeof(e));
+	if ((ov = sbx_np_override(pol, host)) != NULL) {
+		memcpy(&ss[0], &ov->addr, sizeof(ss[0]));
+		lens[0] = ov->addrlen;
+		n = 1;
+	} else if ((n = sbx_proxy_lookup(pcfg, host, ss, lens, 16, &e)) <=
+	    0) {
+		/* What the proxy answers: 502 resolve_failed. */
+		if (n == -1 && !O.quiet && !O.json)
+			fprintf(stderr, "%s: %s\n", PROG, e.message);
+		*why = "resolve_failed";
+		*status = 502;
+		return json_array();
+	}
+	a = json_array();
+	for (i = 0; i < n; i++) {
+		sa = (const struct sockaddr *)(const void *)&ss[i];
+		sbx_np_addr_text(sa, t, sizeof(t));
+		r = sbx_np_addr_check(pol, host, sa, by, sizeof(by));
+		o = json_pack("{s:s,s:s,s:s,s:b}", "address", t, "class",
+		    sbx_np_addr_reason(sa) != NULL ? sbx_np_addr_reason(sa) :
+		    "global", "range", sbx_np_addr_class(sa), "allowed",
+		    r == NULL);
+		if (by[0] != '\0')
+			json_object_set_new(o, "allowed_by", json_string(by));
+		json_array_append_new(a, o);
+		sbx_buf_printf(lines, "\n  %s: %s", t,
+		    sbx_np_addr_reason(sa) != NULL ? sbx_np_addr_reason(sa) :
+		    "global");
+		if (strcmp(sbx_np_addr_class(sa), "global") != 0)
+			sbx_buf_printf(lines, " (%s)", sbx_np_addr_class(sa));
+		if (by[0] != '\0')
+			sbx_buf_printf(lines, ", allowed by %s", by);
+		else if (r != NULL)
+			sbx_buf_puts(lines, ", refused");
+	}
+	if ((*why = sbx_np_addrs_check(pol, host, ss, n, &bad)) != NULL) {
+		*status = 403;
+		sbx_np_addr_text((const struct sockaddr *)(const void *)
+		    &ss[bad], refused, rsize);
+	}
+	return a;
+}
+
 static int
 cmd_check(struct sbx_root *root, const char *target)
 {
 	struct sbx_netpolicy	 pol;
+	struct sbx_proxy_config	 pcfg;
 	struct sbx_error	 e;
-	json_t			*cfg = NULL, *res, *v;
-	char			 rel[128], norm[SBX_NP_HOST_MAX + 1], text[512];
-	const char		*colon, *why, *hostp = target;
+	struct sbx_buf		 lines = SBX_BUF_INIT;
+	json_t			*cfg = NULL, *res, *v, *addrs = NULL;
+	char			 rel[128], norm[SBX_NP_HOST_MAX + 1];
+	char			 text[4096];
+	char			 refused[INET6_ADDRSTRLEN] = "";
+	const char		*colon, *why, *hostp = target, *hint;
 	size_t			 hostlen, i;
 	unsigned		 port = 443;
 	int			 status;
@@ -357,14 +444,14 @@ cmd_check(struct sbx_root *root, const char *target)
 		    "`%s`: the port must be a number from 1 to 65535", target);
 		fail(&e);
 	}
-	sbx_np_init(&pol);
-	if (root->fd >= 0) {
-		snprintf(rel, sizeof(rel), "config/agents/%s.json", O.agent);
-		if (sbx_config_load(root->fd, rel, &cfg, &e) == -1)
-			fail(&e);
-	} else
-		snprintf(rel, sizeof(rel), "config/agents/%s.json", O.agent);
-	if (sbx_np_load(&pol, cfg, rel, &e) == -1)
+	/* The proxy's settings too: the global policy settings apply to
+	 * every agent, and --resolve uses its resolver. */
+	if (sbx_proxy_config_load(root->fd, &pcfg, &e) == -1)
+		fail(&e);
+	snprintf(rel, sizeof(rel), "config/agents/%s.json", O.agent);
+	if (root->fd >= 0 && sbx_config_load(root->fd, rel, &cfg, &e) == -1)
+		fail(&e);
+	if (sbx_proxy_policy(&pcfg, cfg, rel, &pol, &e) == -1)
 		fail(&e);
 	json_decref(cfg);
 	json_array_foreach(O.allow, i, v)
@@ -379,23 +466,42 @@ cmd_check(struct sbx_root *root, const char *target)
 		status = 403;
 	else
 		status = 200;
+	/* As the proxy: a name the policy refuses is never resolved. */
+	if (why == NULL && O.resolve)
+		addrs = check_addresses(&pcfg, &pol, norm, &why, &status,
+		    refused, sizeof(refused), &lines);
 	sbx_np_free(&pol);
+	sbx_proxy_config_release(&pcfg);
 	res = json_pack("{s:s,s:s,s:i,s:s,s:i}", "agent", O.agent, "host",
 	    norm, "port", (int)port, "verdict", why == NULL ? "allow" : "deny",
 	    "status", status);
 	if (why != NULL)
 		json_object_set_new(res, "reason", json_string(why));
+	if (addrs != NULL)
+		json_object_set_new(res, "addresses", addrs);
+	hint = refused[0] != '\0' ? sbx_np_addr_hint(why) : NULL;
+	if (refused[0] != '\0')
+		json_object_set_new(res, "address", json_string(refused));
+	if (hint != NULL)
+		json_object_set_new(res, "hint", json_string(hint));
 	if (why == NULL)
 		snprintf(text, sizeof(text), "allow %s:%u", norm, port);
 	else
-		snprintf(text, sizeof(text), "deny %s:%u (%s, HTTP %d)", norm,
-		    port, why, status);
+		snprintf(text, sizeof(text), "deny %s:%u (%s%s%s%s%s, HTTP %d)",
+		    norm, port, why, refused[0] != '\0' ? " " : "", refused,
+		    hint != NULL ? "; " : "", hint != NULL ? hint : "",
+		    status);
 	if (status == 400 && !O.json) {
 		sbx_error_set(&e, SBX_K_INVALID_ARGS, "host", why, "`%s` is "
 		    "not a valid host name (%s)", norm, why);
 		json_decref(res);
 		fail(&e);
 	}
+	/* The verdict, then one line per address. */
+	if (lines.len > 0)
+		snprintf(text + strlen(text), sizeof(text) - strlen(text),
+		    "%s", lines.p);
+	sbx_buf_release(&lines);
 	ok(res, text);
 	return why == NULL ? 0 : status == 400 ? SBX_EX_DATAERR :
 	    SBX_EX_NEGATIVE;
@@ -413,7 +519,10 @@ main(int argc, char *argv[])
 	if (sbx_fd_sanitize_std() == -1)
 		return SBX_EX_OSERR;
 	memset(&e, 0, sizeof(e));
-	O.json = sbx_cli_json_env();
+	/* Before getopt: where --json stands never changes how a usage
+	 * error is reported. */
+	O.json = sbx_cli_wants_json(argc, argv, optstring + 1, longopts,
+	    NULL);
 	O.allow = json_array();
 	O.agent = getenv("SBX_AGENT");
 	if (O.agent == NULL || *O.agent == '\0')
@@ -426,7 +535,8 @@ main(int argc, char *argv[])
 		argv++;
 		argc--;
 	}
-	while ((ch = getopt_long(argc, argv, "+a:jqvh", longopts, NULL))
+	opterr = 0;	/* a refused option is reported by usage_err() */
+	while ((ch = getopt_long(argc, argv, optstring, longopts, NULL))
 	    != -1) {
 		switch (ch) {
 		case 'a':
@@ -437,6 +547,9 @@ main(int argc, char *argv[])
 			break;
 		case OPT_FOREGROUND:
 			O.foreground = 1;
+			break;
+		case OPT_RESOLVE:
+			O.resolve = 1;
 			break;
 		case OPT_HOME:
 			O.home = optarg;
@@ -458,7 +571,9 @@ main(int argc, char *argv[])
 			printf("%s %s\n", PROG, SBX_VERSION);
 			return 0;
 		default:
-			usage();
+			sbx_cli_getopt_error(argc, argv, optstring, longopts,
+			    &e);
+			usage_err(&e);
 		}
 	}
 	argc -= optind;
@@ -478,10 +593,12 @@ main(int argc, char *argv[])
 		if (argc != 1)
 			usage();
 	} else {
-		fprintf(stderr, "%s: unknown subcommand `%s`\n", PROG, sub);
-		usage();
+		sbx_error_set(&e, SBX_K_INVALID_ARGS, "subcommand",
+		    "unknown_subcommand", "unknown subcommand `%s`", sub);
+		usage_err(&e);
 	}
-	if (json_array_size(O.allow) > 0 && strcmp(sub, "check") != 0)
+	if ((json_array_size(O.allow) > 0 || O.resolve) &&
+	    strcmp(sub, "check") != 0)
 		usage();
 	{
 		static char tool[32];

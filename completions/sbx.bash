@@ -95,7 +95,7 @@ _sbx_exec()
 	# Options that take a value, short (one letter) and long.
 	local argshort=aCwetnc
 	local arglong=" --agent --home --cwd --workdir --env --timeout --network --allow-domain --max-output --tail-lines --memory --cpus --pids --disk --wall-timeout --nofile --file-size --seccomp --stdin "
-	local runopts="--agent --home --cwd --workdir --workdir-follow-symlinks --env --timeout --network --allow-domain --json --max-output --memory --cpus --pids --disk --wall-timeout --nofile --file-size --soft-limits --seccomp --stdin --background --quiet --verbose --help --version -a -C -w -e -t -n -c -b -j -q -v -h"
+	local runopts="--agent --home --cwd --workdir --workdir-follow-symlinks --env --timeout --network --allow-domain --json --max-output --memory --cpus --pids --disk --wall-timeout --nofile --file-size --soft-limits --seccomp --stdin --tty --background --quiet --verbose --help --version -a -C -w -e -t -n -c -b -j -q -v -h"
 	local subopts="--agent --home --json --quiet --verbose --help -a -j -q -v -h"
 	local i n=${#w[@]} word sub="" npos=0 home="" agent="" root
 	local dd=-1 take="" k ch
@@ -192,7 +192,7 @@ _sbx_exec()
 		_sbx_reply "inherit null" "$cur"
 		return 0
 		;;
-	-e | e | --env | -t | t | --timeout | -c | c | --max-output | --tail-lines | --allow-domain | \
+	-e | e | --env | --timeout | -c | c | --max-output | --tail-lines | --allow-domain | \
 	    --memory | --cpus | --pids | --disk | --wall-timeout | --nofile | --file-size)
 		COMPREPLY=()
 		return 0

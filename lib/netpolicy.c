@@ -31,6 +31,7 @@
 #define C_ULA		"unique_local"
 #define C_BENCHMARK	"benchmark"
 #define C_DOC		"documentation"
+#define C_METADATA	"metadata"
 
 /* An entry is "*." and a name at most: room for both and the NUL. */
 #define ENTRY_MAX	(2 + SBX_NP_HOST_MAX)
@@ -296,9 +297,19 @@ static const struct v4block {
 	{ 0xffffffffu, 32, C_BROADCAST },	/* 255.255.255.255 */
 	{ 0x00000000u, 8, C_UNSPEC },		/* 0/8, "this network" */
 	{ 0x0a000000u, 8, C_PRIVATE },		/* 10/8 */
+	/*
+	 * Cloud metadata endpoints hand out credentials to whoever asks
+	 * from the machine: their own class, which allow_private does not
+	 * open (see sbx_np_addr_check).  Alibaba Cloud's sits in CGNAT,
+	 * AWS ECS's and EKS's next to the well-known one.
+	 */
+	{ 0x646464c8u, 32, C_METADATA },	/* 100.100.100.200 */
 	{ 0x64400000u, 10, C_CGNAT },		/* 100.64/10 */
 	{ 0x7f000000u, 8, C_LOOPBACK },		/* 127/8 */
-	{ 0xa9fe0000u, 16, C_LINKLOCAL },	/* 169.254/16, metadata */
+	{ 0xa9fea9feu, 32, C_METADATA },	/* 169.254.169.254 */
+	{ 0xa9feaa02u, 32, C_METADATA },	/* 169.254.170.2, ECS */
+	{ 0xa9feaa17u, 32, C_METADATA },	/* 169.254.170.23, EKS */
+	{ 0xa9fe0000u, 16, C_LINKLOCAL },	/* 169.254/16 */
 	{ 0xac100000u, 12, C_PRIVATE },		/* 172.16/12 */
 	{ 0xc0000000u, 24, C_RESERVED },	/* 192.0.0/24 */
 	{ 0xc0000200u, 24, C_DOC },		/* 192.0.2/24 */
@@ -381,6 +392,11 @@ static const struct v6block {
 	/* 2001::/23, IETF protocol assignments (ORCHID, AMT, AS112...). */
 	{ { 0x20, 0x01, 0, 0 }, 23, E_NONE, C_RESERVED },
 	{ { 0x3f, 0xff, 0 }, 20, E_NONE, C_DOC },		/* 3fff::/20 */
+	/* fd00:ec2::254 (AWS metadata), fd00:ec2::23 (EKS). */
+	{ { 0xfd, 0, 0x0e, 0xc2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02, 0x54 },
+	    128, E_NONE, C_METADATA },
+	{ { 0xfd, 0, 0x0e, 0xc2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x23 },
+	    128, E_NONE, C_METADATA },
 	{ { 0xfc }, 7, E_NONE, C_ULA },				/* fc00::/7 */
 	{ { 0xfe, 0x80 }, 10, E_NONE, C_LINKLOCAL },		/* fe80::/10 */
 	/* fec0::/10, site-local: deprecated (RFC 3879), still seen inside
@@ -469,19 +485,283 @@ sbx_np_addr_class(const struct sockaddr *sa)
 	}
 }
 
+/*
+ * The classes grouped into reasons a person can act on: what matters is
+ * where the address points (this machine, an internal network, a cloud's
+ * credentials), not which RFC reserved it.  Everything not named here is
+ * reserved_address (203.0.113.7 of a documentation range included).
+ */
+static const struct {
+	const char	*cls;
+	const char	*reason;
+} class_reasons[] = {
+	{ C_LOOPBACK, SBX_NP_LOOPBACK },
+	{ C_PRIVATE, SBX_NP_PRIVATE },
+	{ C_ULA, SBX_NP_PRIVATE },
+	{ C_CGNAT, SBX_NP_PRIVATE },
+	{ C_LINKLOCAL, SBX_NP_LINKLOCAL },
+	{ C_METADATA, SBX_NP_METADATA },
+	{ C_MULTICAST, SBX_NP_MULTICAST },
+	{ C_UNSPEC, SBX_NP_UNSPEC },
+};
+
 const char *
-sbx_np_addr_check(const struct sbx_netpolicy *np, const struct sockaddr *sa)
+sbx_np_addr_reason(const struct sockaddr *sa)
 {
-	if (strcmp(sbx_np_addr_class(sa), C_GLOBAL) == 0)
+	const char	*c = sbx_np_addr_class(sa);
+	size_t		 i;
+
+	if (strcmp(c, C_GLOBAL) == 0)
 		return NULL;
+	for (i = 0; i < sizeof(class_reasons) / sizeof(*class_reasons); i++)
+		if (strcmp(class_reasons[i].cls, c) == 0)
+			return class_reasons[i].reason;
+	return SBX_NP_RESERVED;
+}
+
+int
+sbx_np_is_addr_reason(const char *reason)
+{
+	size_t	 i;
+
+	if (reason == NULL)
+		return 0;
+	if (strcmp(reason, SBX_NP_RESERVED) == 0)
+		return 1;
+	for (i = 0; i < sizeof(class_reasons) / sizeof(*class_reasons); i++)
+		if (strcmp(class_reasons[i].reason, reason) == 0)
+			return 1;
+	return 0;
+}
+
+const char *
+sbx_np_addr_hint(const char *reason)
+{
+	if (!sbx_np_is_addr_reason(reason))
+		return NULL;
+	if (strcmp(reason, SBX_NP_METADATA) == 0)
+		return "only an allowed_cidrs entry naming exactly this "
+		    "address allows it";
+	return "allow it with allow_private_domains or allowed_cidrs";
+}
+
+/* The address as a CIDR would name it: IPv4-mapped IPv6 as IPv4. */
+static int
+cidr_form(const struct sockaddr *sa, unsigned char a[16])
+{
+	static const unsigned char	 mapped[12] = { [10] = 0xff,
+					    [11] = 0xff };
+	const struct sockaddr_in	*sin;
+	const struct sockaddr_in6	*sin6;
+
+	memset(a, 0, 16);
+	if (sa == NULL)
+		return 0;
+	if (sa->sa_family == AF_INET) {
+		sin = (const struct sockaddr_in *)(const void *)sa;
+		memcpy(a, &sin->sin_addr, 4);
+		return AF_INET;
+	}
+	if (sa->sa_family != AF_INET6)
+		return 0;
+	sin6 = (const struct sockaddr_in6 *)(const void *)sa;
 	/*
-	 * allow_private exists for tests that serve on loopback.  It opens
-	 * the special ranges of IPv4 and IPv6, never another family.
+	 * ::ffff:a.b.c.d is a.b.c.d on the wire (the kernel dials it over
+	 * IPv4), so it is the IPv4 ranges that must decide, never a v6
+	 * range that happens to cover ::ffff:0:0/96.
 	 */
-	if (np != NULL && np->allow_private && sa != NULL &&
-	    (sa->sa_family == AF_INET || sa->sa_family == AF_INET6))
+	if (memcmp(sin6->sin6_addr.s6_addr, mapped, 12) == 0) {
+		memcpy(a, sin6->sin6_addr.s6_addr + 12, 4);
+		return AF_INET;
+	}
+	memcpy(a, sin6->sin6_addr.s6_addr, 16);
+	return AF_INET6;
+}
+
+int
+sbx_np_cidr_match(const struct sbx_np_cidr *c, const struct sockaddr *sa)
+{
+	unsigned char	 a[16];
+	int		 fam;
+
+	if (c == NULL || (fam = cidr_form(sa, a)) == 0 || fam != c->family)
+		return 0;
+	return v6_prefix(a, c->addr, c->bits);
+}
+
+const char *
+sbx_np_addr_check(const struct sbx_netpolicy *np, const char *host,
+    const struct sockaddr *sa, char *by, size_t bysize)
+{
+	const char	*reason;
+	size_t		 i;
+	int		 meta;
+
+	if (by != NULL && bysize > 0)
+		by[0] = '\0';
+	if ((reason = sbx_np_addr_reason(sa)) == NULL)
 		return NULL;
-	return SBX_NP_PRIVATE;
+	/* Nothing opens another family: there is nothing to dial. */
+	if (np == NULL || sa == NULL ||
+	    (sa->sa_family != AF_INET && sa->sa_family != AF_INET6))
+		return reason;
+	meta = strcmp(reason, SBX_NP_METADATA) == 0;
+	/*
+	 * The narrowest setting first, so that `by` names it.  A metadata
+	 * endpoint answers with the machine's cloud credentials: a range
+	 * that merely covers it (169.254.0.0/16 for link-local services)
+	 * must not open it, only an entry that is exactly it.
+	 */
+	for (i = 0; i < np->ncidrs; i++) {
+		if (!sbx_np_cidr_match(&np->cidrs[i], sa))
+			continue;
+		if (meta && np->cidrs[i].bits !=
+		    (np->cidrs[i].family == AF_INET ? 32u : 128u))
+			continue;
+		if (by != NULL)
+			snprintf(by, bysize, "allowed_cidrs %s",
+			    np->cidrs[i].text);
+		return NULL;
+	}
+	if (meta)
+		return reason;
+	/* allow_private_domains widens the address check of a name that
+	 * is allowlisted already (sbx_np_decide ran first); it is
+	 * allow_private for the names it matches. */
+	for (i = 0; host != NULL && i < np->nprivate; i++)
+		if (sbx_np_match(np->private_domains[i], host)) {
+			if (by != NULL)
+				snprintf(by, bysize, "allow_private_domains "
+				    "%s", np->private_domains[i]);
+			return NULL;
+		}
+	/*
+	 * allow_private, the blunt switch (tests that serve on loopback, a
+	 * machine whose every destination is internal), opens the special
+	 * ranges of IPv4 and IPv6, metadata excepted.
+	 */
+	if (np->allow_private) {
+		if (by != NULL)
+			snprintf(by, bysize, "allow_private");
+		return NULL;
+	}
+	return reason;
+}
+
+const char *
+sbx_np_addrs_check(const struct sbx_netpolicy *np, const char *host,
+    const struct sockaddr_storage *addrs, int n, int *bad)
+{
+	const char	*why;
+	int		 i;
+
+	*bad = 0;
+	for (i = 0; i < n; i++)
+		if ((why = sbx_np_addr_check(np, host,
+		    (const struct sockaddr *)(const void *)&addrs[i], NULL,
+		    0)) != NULL) {
+			*bad = i;
+			return why;
+		}
+	return NULL;
+}
+
+const char *
+sbx_np_addr_text(const struct sockaddr *sa, char *buf, size_t size)
+{
+	const void	*a;
+
+	if (sa != NULL && sa->sa_family == AF_INET)
+		a = &((const struct sockaddr_in *)(const void *)sa)->sin_addr;
+	else if (sa != NULL && sa->sa_family == AF_INET6)
+		a = &((const struct sockaddr_in6 *)(const void *)sa)->
+		    sin6_addr;
+	else
+		a = NULL;
+	if (a == NULL || size < 2 ||
+	    inet_ntop(sa->sa_family, a, buf, (socklen_t)size) == NULL)
+		snprintf(buf, size, "?");
+	return buf;
+}
+
+int
+sbx_np_cidr_parse(const char *s, size_t len, struct sbx_np_cidr *c,
+    const char **why)
+{
+	char		 buf[INET6_ADDRSTRLEN + 8], txt[INET6_ADDRSTRLEN];
+	const char	*slash;
+	unsigned char	 a[16], net[16];
+	unsigned	 bits, max, i;
+	size_t		 alen;
+
+	memset(c, 0, sizeof(*c));
+	*why = "is not an address range such as 10.0.0.0/8 or fd00::/8";
+	if (s == NULL || len == 0 || len >= sizeof(buf) ||
+	    memchr(s, '\0', len) != NULL)
+		return -1;
+	memcpy(buf, s, len);
+	buf[len] = '\0';
+	slash = strchr(buf, '/');
+	alen = slash != NULL ? (size_t)(slash - buf) : len;
+	buf[alen] = '\0';
+	/* inet_pton(3): a dotted quad of four decimals, or IPv6; never
+	 * inet_aton(3)'s 10.1 or 012.0.0.1. */
+	memset(a, 0, sizeof(a));
+	if (inet_pton(AF_INET, buf, a) == 1) {
+		c->family = AF_INET;
+		max = 32;
+	} else if (inet_pton(AF_INET6, buf, a) == 1) {
+		c->family = AF_INET6;
+		max = 128;
+		if (a[10] == 0xff && a[11] == 0xff &&
+		    memcmp(a, "\0\0\0\0\0\0\0\0\0\0", 10) == 0) {
+			*why = "is an IPv4-mapped IPv6 range; write it as "
+			    "IPv4 (mapped addresses are matched as IPv4)";
+			return -1;
+		}
+	} else
+		return -1;
+	if (slash == NULL)
+		bits = max;
+	else {
+		/* 1..max in decimal, no sign, no leading zero, no space. */
+		const char	*p = slash + 1;
+		size_t		 n = len - alen - 1;
+
+		if (n == 0 || n > 3 || (p[0] == '0' && n > 1))
+			return -1;
+		for (bits = 0, i = 0; i < n; i++) {
+			if (!is_digit((unsigned char)p[i]))
+				return -1;
+			bits = bits * 10 + (unsigned)(p[i] - '0');
+		}
+		if (bits > max) {
+			*why = c->family == AF_INET ? "has a prefix length "
+			    "over 32" : "has a prefix length over 128";
+			return -1;
+		}
+		if (bits == 0) {
+			*why = "would allow every address; that is "
+			    "`allow_private: true`";
+			return -1;
+		}
+	}
+	/* Host bits set is a mistake (10.1.2.3/8 meant 10.0.0.0/8, or
+	 * 10.1.2.3/32?): refused rather than guessed. */
+	memset(net, 0, sizeof(net));
+	for (i = 0; i < bits; i++)
+		if (a[i / 8] & (0x80 >> (i % 8)))
+			net[i / 8] |= (unsigned char)(0x80 >> (i % 8));
+	if (memcmp(a, net, sizeof(a)) != 0) {
+		*why = "has host bits set after the prefix length";
+		return -1;
+	}
+	memcpy(c->addr, net, sizeof(net));
+	c->bits = bits;
+	inet_ntop(c->family, c->addr, txt, sizeof(txt));
+	snprintf(c->text, sizeof(c->text), "%s/%u", txt, bits);
+	*why = NULL;
+	return 0;
 }
 
 static struct sbx_np_override *
@@ -541,6 +821,8 @@ sbx_np_free(struct sbx_netpolicy *np)
 	for (i = 0; i < np->nresolve; i++)
 		free(np->resolve[i].name);
 	free(np->resolve);
+	strv_free(np->private_domains, np->nprivate);
+	free(np->cidrs);
 	memset(np, 0, sizeof(*np));
 }
 
@@ -652,10 +934,11 @@ reserve_ovr(struct sbx_np_override **v, size_t n, size_t more)
 	return 0;
 }
 
-/* Read allowed_domains or denied_domains into *v (appended). */
+/* Read allowed_domains, denied_domains or allow_private_domains into *v
+ * (appended).  `pfx` is what messages put before the key ("proxy."). */
 static int
-load_entries(const json_t *agent, const char *key, char ***v, size_t *n,
-    const char *origin, struct sbx_error *e)
+load_entries_pfx(const json_t *agent, const char *pfx, const char *key,
+    char ***v, size_t *n, const char *origin, struct sbx_error *e)
 {
 	json_t		*a, *it;
 	const char	*s, *why;
@@ -665,27 +948,131 @@ load_entries(const json_t *agent, const char *key, char ***v, size_t *n,
 	if ((a = json_object_get(agent, key)) == NULL)
 		return 0;
 	if (!json_is_array(a))
-		return CFG_ERR(e, "%s: `%s` must be an array of domain names",
-		    origin, key);
+		return CFG_ERR(e, "%s: `%s%s` must be an array of domain "
+		    "names", origin, pfx, key);
 	if (reserve_strv(v, *n, json_array_size(a)) == -1)
 		return sbx_error_sys(e, "nomem", "%s: `%s`", origin, key);
 	json_array_foreach(a, i, it) {
 		if (!json_is_string(it))
-			return CFG_ERR(e, "%s: `%s` must be an array of domain "
-			    "names (element %zu is not a string)", origin, key,
-			    i);
+			return CFG_ERR(e, "%s: `%s%s` must be an array of "
+			    "domain names (element %zu is not a string)",
+			    origin, pfx, key, i);
 		s = json_string_value(it);
 		len = json_string_length(it);
 		if ((why = entry_check(s, len, norm)) != NULL)
-			return CFG_ERR(e, "%s: `%s[%zu]` \"%s\" %s", origin,
-			    key, i, printable(shown, sizeof(shown), s, len),
-			    why);
+			return CFG_ERR(e, "%s: `%s%s[%zu]` \"%s\" %s", origin,
+			    pfx, key, i, printable(shown, sizeof(shown), s,
+			    len), why);
 		if (((*v)[*n] = strdup(norm)) == NULL)
 			return sbx_error_sys(e, "nomem", "%s: `%s`", origin,
 			    key);
 		(*n)++;
 	}
 	return 0;
+}
+
+static int
+load_entries(const json_t *agent, const char *key, char ***v, size_t *n,
+    const char *origin, struct sbx_error *e)
+{
+	return load_entries_pfx(agent, "", key, v, n, origin, e);
+}
+
+/* Read allowed_cidrs into *v (appended). */
+static int
+load_cidrs(const json_t *obj, const char *pfx, struct sbx_np_cidr **v,
+    size_t *n, const char *origin, struct sbx_error *e)
+{
+	struct sbx_np_cidr	*p;
+	json_t			*a, *it;
+	const char		*why;
+	char			 shown[128];
+	size_t			 i, more;
+
+	if ((a = json_object_get(obj, "allowed_cidrs")) == NULL)
+		return 0;
+	if (!json_is_array(a))
+		return CFG_ERR(e, "%s: `%sallowed_cidrs` must be an array of "
+		    "address ranges such as \"10.0.0.0/8\"", origin, pfx);
+	more = json_array_size(a);
+	if (more > 0) {
+		if (more > SIZE_MAX / sizeof(*p) - *n ||
+		    (p = realloc(*v, (*n + more) * sizeof(*p))) == NULL)
+			return sbx_error_sys(e, "nomem",
+			    "%s: `%sallowed_cidrs`", origin, pfx);
+		*v = p;
+	}
+	json_array_foreach(a, i, it) {
+		if (!json_is_string(it))
+			return CFG_ERR(e, "%s: `%sallowed_cidrs` must be an "
+			    "array of strings (element %zu is not a string)",
+			    origin, pfx, i);
+		if (sbx_np_cidr_parse(json_string_value(it),
+		    json_string_length(it), &(*v)[*n], &why) == -1)
+			return CFG_ERR(e, "%s: `%sallowed_cidrs[%zu]` \"%s\" "
+			    "%s", origin, pfx, i, printable(shown,
+			    sizeof(shown), json_string_value(it),
+			    json_string_length(it)), why);
+		(*n)++;
+	}
+	return 0;
+}
+
+/* Append t's allow_private_domains and allowed_cidrs to np (nothing
+ * fails once this succeeded; t's vectors are taken). */
+static int
+move_private(struct sbx_netpolicy *np, struct sbx_netpolicy *t)
+{
+	struct sbx_np_cidr	*p;
+
+	if (reserve_strv(&np->private_domains, np->nprivate, t->nprivate) ==
+	    -1)
+		return -1;
+	if (t->ncidrs > 0) {
+		if ((p = realloc(np->cidrs, (np->ncidrs + t->ncidrs) *
+		    sizeof(*p))) == NULL)
+			return -1;
+		np->cidrs = p;
+		memcpy(np->cidrs + np->ncidrs, t->cidrs, t->ncidrs *
+		    sizeof(*p));
+		np->ncidrs += t->ncidrs;
+	}
+	if (t->nprivate > 0)
+		memcpy(np->private_domains + np->nprivate, t->private_domains,
+		    t->nprivate * sizeof(char *));
+	np->nprivate += t->nprivate;
+	free(t->private_domains);
+	free(t->cidrs);
+	t->private_domains = NULL;
+	t->cidrs = NULL;
+	t->nprivate = t->ncidrs = 0;
+	return 0;
+}
+
+int
+sbx_np_load_global(struct sbx_netpolicy *np, const json_t *proxy,
+    struct sbx_error *e)
+{
+	static const char	 origin[] = "config/sandbox.json";
+	struct sbx_netpolicy	 t;
+
+	if (proxy == NULL)
+		return 0;
+	if (!json_is_object(proxy))
+		return CFG_ERR(e, "%s: `proxy` must be an object", origin);
+	memset(&t, 0, sizeof(t));
+	if (load_entries_pfx(proxy, "proxy.", "allow_private_domains",
+	    &t.private_domains, &t.nprivate, origin, e) == -1 ||
+	    load_cidrs(proxy, "proxy.", &t.cidrs, &t.ncidrs, origin, e) == -1)
+		goto fail;
+	if (move_private(np, &t) == -1) {
+		sbx_error_sys(e, "nomem", "%s", origin);
+		goto fail;
+	}
+	return 0;
+fail:
+	sbx_np_free(&t);
+	return -1;
 }
 
 static int
@@ -823,7 +1210,10 @@ sbx_np_load(struct sbx_netpolicy *np, const json_t *agent,
 	if (load_entries(agent, "allowed_domains", &t.allowed, &t.nallowed,
 	    origin, e) == -1 ||
 	    load_entries(agent, "denied_domains", &t.denied, &t.ndenied,
-	    origin, e) == -1)
+	    origin, e) == -1 ||
+	    load_entries(agent, "allow_private_domains", &t.private_domains,
+	    &t.nprivate, origin, e) == -1 ||
+	    load_cidrs(agent, "", &t.cidrs, &t.ncidrs, origin, e) == -1)
 		goto fail;
 	if ((v = json_object_get(agent, "allowed_ports")) != NULL) {
 		/* A list given replaces the default 80, 443. */
@@ -854,7 +1244,8 @@ sbx_np_load(struct sbx_netpolicy *np, const json_t *agent,
 	}
 	if (reserve_strv(&np->allowed, np->nallowed, t.nallowed) == -1 ||
 	    reserve_strv(&np->denied, np->ndenied, t.ndenied) == -1 ||
-	    reserve_ovr(&np->resolve, np->nresolve, t.nresolve) == -1) {
+	    reserve_ovr(&np->resolve, np->nresolve, t.nresolve) == -1 ||
+	    move_private(np, &t) == -1) {
 		sbx_error_sys(e, "nomem", "%s", origin);
 		goto fail;
 	}

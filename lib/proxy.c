@@ -32,6 +32,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,6 +153,8 @@ struct conn {
 	struct conn		*gnext;		/* the graveyard */
 	int			 logged;
 	int			 status;
+	/* The address a refusal of its class is about, as text. */
+	char			 refused[INET6_ADDRSTRLEN];
 	struct conn		*prev, *next;
 };
 
@@ -246,8 +249,10 @@ bad:
 	    "most %d ports 1..65535", origin, where, SBX_PROXY_OPAQUE_MAX);
 }
 
-int
-sbx_proxy_config_load(int rootfd, struct sbx_proxy_config *c,
+/* The loader; with doc given (borrowed), that document instead of the
+ * file (sbx config checks an edit before writing it). */
+static int
+config_parse(int rootfd, const json_t *doc, struct sbx_proxy_config *c,
     struct sbx_error *e)
 {
 	static const char *const known[] = { "max_connections",
@@ -255,7 +260,8 @@ sbx_proxy_config_load(int rootfd, struct sbx_proxy_config *c,
 	    "header_timeout_ms", "idle_timeout_ms", "max_duration_s",
 	    "max_request_bytes", "max_response_bytes", "idle_exit_s",
 	    "log_max_bytes", "dns_server", "max_lookups",
-	    "max_lookups_per_agent", "opaque_ports", NULL };
+	    "max_lookups_per_agent", "opaque_ports", "allow_private_domains",
+	    "allowed_cidrs", NULL };
 	json_t			*cfg = NULL, *o;
 	const char		*k;
 	json_t			*v;
@@ -276,9 +282,11 @@ sbx_proxy_config_load(int rootfd, struct sbx_proxy_config *c,
 	c->log_max_bytes = 10ULL << 20;
 	c->max_lookups = 1024;
 	c->max_lookups_agent = 64;
-	if (rootfd < 0)
+	if (doc != NULL)
+		cfg = json_incref((json_t *)doc);
+	else if (rootfd < 0)
 		return 0;
-	if (sbx_config_load(rootfd, "config/sandbox.json", &cfg, e) == -1)
+	else if (sbx_config_load(rootfd, "config/sandbox.json", &cfg, e) == -1)
 		return -1;
 	if (cfg == NULL || (o = json_object_get(cfg, "proxy")) == NULL) {
 		json_decref(cfg);
@@ -371,10 +379,77 @@ bad_dns:
 		snprintf(c->dns_server, sizeof(c->dns_server), "%s",
 		    json_string_value(v));
 	}
+	/* The policy settings every agent gets: checked now (a bad range
+	 * is a configuration error at start, not a refusal at the first
+	 * request), applied per session by sbx_proxy_policy(). */
+	if (json_object_get(o, "allow_private_domains") != NULL ||
+	    json_object_get(o, "allowed_cidrs") != NULL) {
+		struct sbx_netpolicy	 np;
+
+		sbx_np_init(&np);
+		i = sbx_np_load_global(&np, o, e) == -1;
+		sbx_np_free(&np);
+		if (i)
+			goto out;
+		c->policy = json_object();
+		if ((v = json_object_get(o, "allow_private_domains")) != NULL)
+			json_object_set(c->policy, "allow_private_domains", v);
+		if ((v = json_object_get(o, "allowed_cidrs")) != NULL)
+			json_object_set(c->policy, "allowed_cidrs", v);
+	}
 	rc = 0;
 out:
 	json_decref(cfg);
 	return rc;
+}
+
+void
+sbx_proxy_config_release(struct sbx_proxy_config *c)
+{
+	json_decref(c->policy);
+	c->policy = NULL;
+}
+
+int
+sbx_proxy_config_load(int rootfd, struct sbx_proxy_config *c,
+    struct sbx_error *e)
+{
+	return config_parse(rootfd, NULL, c, e);
+}
+
+int
+sbx_proxy_config_check(const json_t *doc, struct sbx_error *e)
+{
+	struct sbx_proxy_config	 c;
+	int			 rc;
+
+	rc = config_parse(-1, doc, &c, e);
+	sbx_proxy_config_release(&c);
+	return rc;
+}
+
+int
+sbx_proxy_agent_check(const json_t *agentcfg, const char *origin,
+    struct sbx_error *e)
+{
+	unsigned short	 ports[SBX_PROXY_OPAQUE_MAX];
+	size_t		 n;
+
+	return cfg_ports(json_object_get(agentcfg, "opaque_ports"), origin,
+	    "", ports, &n, e);
+}
+
+int
+sbx_proxy_policy(const struct sbx_proxy_config *c, const json_t *agentcfg,
+    const char *rel, struct sbx_netpolicy *np, struct sbx_error *e)
+{
+	sbx_np_init(np);
+	if (sbx_np_load_global(np, c != NULL ? c->policy : NULL, e) == -1 ||
+	    sbx_np_load(np, agentcfg, rel, e) == -1) {
+		sbx_np_free(np);
+		return -1;
+	}
+	return 0;
 }
 
 /* ---- log -------------------------------------------------------------- */
@@ -447,6 +522,14 @@ conn_log(struct conn *c, const char *verdict, const char *reason)
 	json_object_set_new(o, "verdict", json_string(verdict));
 	if (reason != NULL)
 		json_object_set_new(o, "reason", json_string(reason));
+	/* An address refused for its class: which one, and what would
+	 * allow it, so that the log says how to fix it. */
+	if (reason != NULL && c->refused[0] != '\0') {
+		json_object_set_new(o, "address", json_string(c->refused));
+		if (sbx_np_addr_hint(reason) != NULL)
+			json_object_set_new(o, "hint",
+			    json_string(sbx_np_addr_hint(reason)));
+	}
 	log_json(o);
 }
 
@@ -499,13 +582,17 @@ conn_linger(struct conn *c)
 static void
 conn_refuse(struct conn *c, int status, const char *reason)
 {
-	char		 head[768], body[400];
+	char		 head[768], body[600];
 	int		 hn, bn;
-	const char	*verdict;
+	const char	*verdict, *hint;
+	json_t		*viol;
 
 	c->status = status;
-	bn = snprintf(body, sizeof(body), "sbx-proxy: %s%s%u: %s\n",
-	    c->host[0] ? c->host : "-", ":", c->port, reason);
+	hint = c->refused[0] != '\0' ? sbx_np_addr_hint(reason) : NULL;
+	bn = snprintf(body, sizeof(body), "sbx-proxy: %s%s%u: %s%s%s%s%s\n",
+	    c->host[0] ? c->host : "-", ":", c->port, reason,
+	    c->refused[0] != '\0' ? " " : "", c->refused,
+	    hint != NULL ? "; " : "", hint != NULL ? hint : "");
 	if (bn < 0 || (size_t)bn >= sizeof(body))
 		bn = (int)strlen(body);
 	hn = snprintf(head, sizeof(head), "HTTP/1.1 %d %s\r\n"
@@ -528,11 +615,18 @@ conn_refuse(struct conn *c, int status, const char *reason)
 	 * the run; upstream failures and limits are not. */
 	if (c->s != NULL && strcmp(verdict, "deny") == 0) {
 		c->s->denied++;
-		if (json_array_size(c->s->violations) < VIOLATIONS_MAX)
-			json_array_append_new(c->s->violations, json_pack(
-			    "{s:s,s:s,s:i,s:s}", "type", "network", "host",
-			    c->host[0] ? c->host : "-", "port", (int)c->port,
-			    "reason", reason));
+		if (json_array_size(c->s->violations) < VIOLATIONS_MAX &&
+		    (viol = json_pack("{s:s,s:s,s:i,s:s}", "type", "network",
+		    "host", c->host[0] ? c->host : "-", "port", (int)c->port,
+		    "reason", reason)) != NULL) {
+			if (c->refused[0] != '\0')
+				json_object_set_new(viol, "address",
+				    json_string(c->refused));
+			if (hint != NULL)
+				json_object_set_new(viol, "hint",
+				    json_string(hint));
+			json_array_append_new(c->s->violations, viol);
+		}
 	}
 	conn_linger(c);
 }
@@ -1221,14 +1315,13 @@ conn_resolved(struct conn *c, const struct sockaddr_storage *addrs,
 		conn_refuse(c, 502, "resolve_failed");
 		return;
 	}
-	/* Every address must be global, not just the first: a name with
-	 * one public and one private address could otherwise be steered
-	 * to the private one. */
-	why = NULL;
-	for (i = 0; i < n && why == NULL; i++)
-		why = sbx_np_addr_check(&c->s->pol,
-		    (const struct sockaddr *)&addrs[i]);
-	if (why != NULL) {
+	/* Every address must be global (or allowed for this name), not
+	 * just the first: a name with one public and one private address
+	 * could otherwise be steered to the private one. */
+	if ((why = sbx_np_addrs_check(&c->s->pol, c->host, addrs, n, &i)) !=
+	    NULL) {
+		sbx_np_addr_text((const struct sockaddr *)&addrs[i],
+		    c->refused, sizeof(c->refused));
 		conn_refuse(c, 403, why);
 		return;
 	}
@@ -1460,7 +1553,7 @@ dns_answer(void *arg, int status, int timeouts, struct ares_addrinfo *res)
 	struct conn			*c = j->c;
 	struct ares_addrinfo_node	*ai;
 	struct sockaddr_storage		 addrs[MAX_ADDRS];
-	socklen_t			 lens[MAX_ADDRS];
+	socklen_t			 lens[MAX_ADDRS] = { 0 };
 	int				 n = 0;
 
 	(void)timeouts;
@@ -1558,7 +1651,8 @@ dns_events(void)
  * is gone holds its slot about as long as a connection would wait.
  */
 static int
-dns_init(const struct sbx_proxy_config *cfg, struct sbx_error *e)
+dns_channel(const struct sbx_proxy_config *cfg, ares_channel *ch,
+    ares_sock_state_cb cb, struct sbx_error *e)
 {
 	struct ares_options	 o;
 	int			 mask, r;
@@ -1569,34 +1663,138 @@ dns_init(const struct sbx_proxy_config *cfg, struct sbx_error *e)
 		    "resolver_init", "cannot initialise c-ares: %s",
 		    ares_strerror(r));
 	memset(&o, 0, sizeof(o));
-	o.sock_state_cb = dns_sock;
+	o.sock_state_cb = cb;
 	o.timeout = (int)(cfg->connect_timeout_ms / 3 > 10 ?
 	    cfg->connect_timeout_ms / 3 : 10);
 	o.tries = 2;
 	o.flags = ARES_FLAG_NOSEARCH;
 	o.ndomains = 0;
 	o.domains = NULL;
-	mask = ARES_OPT_SOCK_STATE_CB | ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES |
-	    ARES_OPT_FLAGS | ARES_OPT_DOMAINS;
+	mask = (cb != NULL ? ARES_OPT_SOCK_STATE_CB : 0) | ARES_OPT_TIMEOUTMS |
+	    ARES_OPT_TRIES | ARES_OPT_FLAGS | ARES_OPT_DOMAINS;
 	if (cfg->dns_server[0] != '\0') {
 		/* DNS only: no hosts file between a test and its stub. */
 		o.lookups = lookups;
 		mask |= ARES_OPT_LOOKUPS;
 	}
-	if ((r = ares_init_options(&P.ch, &o, mask)) != ARES_SUCCESS)
+	if ((r = ares_init_options(ch, &o, mask)) != ARES_SUCCESS)
 		return sbx_error_set(e, SBX_K_EXECUTION_ERROR, "resolver",
 		    "resolver_init", "cannot initialise c-ares: %s",
 		    ares_strerror(r));
-	P.have_ch = 1;
 	if (cfg->dns_server[0] != '\0' &&
-	    (r = ares_set_servers_ports_csv(P.ch, cfg->dns_server)) !=
-	    ARES_SUCCESS)
+	    (r = ares_set_servers_ports_csv(*ch, cfg->dns_server)) !=
+	    ARES_SUCCESS) {
+		ares_destroy(*ch);
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
 		    "config_invalid", "proxy.dns_server: %s",
 		    ares_strerror(r));
+	}
+	return 0;
+}
+
+static int
+dns_init(const struct sbx_proxy_config *cfg, struct sbx_error *e)
+{
+	if (dns_channel(cfg, &P.ch, dns_sock, e) == -1)
+		return -1;
+	P.have_ch = 1;
 	sbx_dnsq_init(&P.q, cfg->max_lookups, cfg->max_lookups_agent,
 	    LOOKUPS_INFLIGHT, LOOKUPS_INFLIGHT_AGENT);
 	return 0;
+}
+
+/* The answer of a blocking lookup (sbx_proxy_lookup). */
+struct lookup {
+	int			 done, status, n, max;
+	struct sockaddr_storage	*addrs;
+	socklen_t		*lens;
+};
+
+static void
+lookup_answer(void *arg, int status, int timeouts, struct ares_addrinfo *res)
+{
+	struct lookup			*l = arg;
+	struct ares_addrinfo_node	*ai;
+
+	(void)timeouts;
+	l->done = 1;
+	l->status = status;
+	if (status == ARES_SUCCESS && res != NULL)
+		for (ai = res->nodes; ai != NULL && l->n < l->max;
+		    ai = ai->ai_next) {
+			if ((ai->ai_family != AF_INET &&
+			    ai->ai_family != AF_INET6) ||
+			    ai->ai_addrlen > sizeof(l->addrs[0]))
+				continue;
+			memset(&l->addrs[l->n], 0, sizeof(l->addrs[0]));
+			memcpy(&l->addrs[l->n], ai->ai_addr, ai->ai_addrlen);
+			l->lens[l->n++] = ai->ai_addrlen;
+		}
+	if (res != NULL)
+		ares_freeaddrinfo(res);
+}
+
+/*
+ * The same channel and the same query as the daemon's (dns_init,
+ * dns_pump), driven by poll(2) until it answers: `sbx proxy check
+ * --resolve` must see what a request would.
+ */
+int
+sbx_proxy_lookup(const struct sbx_proxy_config *cfg, const char *host,
+    struct sockaddr_storage *addrs, socklen_t *lens, int max,
+    struct sbx_error *e)
+{
+	struct ares_addrinfo_hints	 hints;
+	struct pollfd			 pfd[ARES_GETSOCK_MAXNUM];
+	struct timeval			 tv, *tvp;
+	struct lookup			 l;
+	ares_socket_t			 socks[ARES_GETSOCK_MAXNUM];
+	ares_channel			 ch;
+	int				 bits, i, np;
+
+	if (dns_channel(cfg, &ch, NULL, e) == -1)
+		return -1;
+	memset(&l, 0, sizeof(l));
+	l.addrs = addrs;
+	l.lens = lens;
+	l.max = max;
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = ARES_AI_NOSORT;
+	ares_getaddrinfo(ch, host, NULL, &hints, lookup_answer, &l);
+	while (!l.done) {
+		bits = ares_getsock(ch, socks, ARES_GETSOCK_MAXNUM);
+		for (i = np = 0; i < ARES_GETSOCK_MAXNUM; i++) {
+			if (!ARES_GETSOCK_READABLE(bits, i) &&
+			    !ARES_GETSOCK_WRITABLE(bits, i))
+				continue;
+			pfd[np].fd = socks[i];
+			pfd[np].events = (ARES_GETSOCK_READABLE(bits, i) ?
+			    POLLIN : 0) | (ARES_GETSOCK_WRITABLE(bits, i) ?
+			    POLLOUT : 0);
+			pfd[np++].revents = 0;
+		}
+		tvp = ares_timeout(ch, NULL, &tv);
+		if (poll(pfd, (nfds_t)np, tvp != NULL ? (int)(tvp->tv_sec *
+		    1000 + tvp->tv_usec / 1000) + 1 : 1000) == -1 &&
+		    errno != EINTR)
+			break;
+		if (np == 0)
+			ares_process_fd(ch, ARES_SOCKET_BAD, ARES_SOCKET_BAD);
+		for (i = 0; i < np; i++)
+			ares_process_fd(ch, (pfd[i].revents & (POLLIN |
+			    POLLERR | POLLHUP)) ? pfd[i].fd : ARES_SOCKET_BAD,
+			    (pfd[i].revents & POLLOUT) ? pfd[i].fd :
+			    ARES_SOCKET_BAD);
+	}
+	ares_destroy(ch);
+	if (!l.done || (l.status != ARES_SUCCESS &&
+	    l.status != ARES_ENOTFOUND && l.status != ARES_ENODATA))
+		return sbx_error_set(e, SBX_K_UNAVAILABLE, "host",
+		    "resolve_failed", "cannot resolve `%s`: %s", host,
+		    ares_strerror(l.done ? l.status : ARES_ETIMEOUT));
+	return l.n;
 }
 
 /* ---- sessions and control --------------------------------------------- */
@@ -1700,8 +1898,7 @@ session_open(struct session *s, json_t *req, int chan, struct sbx_error *e)
 	snprintf(rel, sizeof(rel), "config/agents/%s.json", agent);
 	if (sbx_config_load(P.rootfd, rel, &cfg, e) == -1)
 		return NULL;
-	sbx_np_init(&s->pol);
-	if (sbx_np_load(&s->pol, cfg, rel, e) == -1 ||
+	if (sbx_proxy_policy(P.cfg, cfg, rel, &s->pol, e) == -1 ||
 	    cfg_ports(json_object_get(cfg, "opaque_ports"), rel, "",
 	    s->opaque, &s->nopaque, e) == -1) {
 		json_decref(cfg);

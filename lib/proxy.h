@@ -10,6 +10,8 @@
 #ifndef SBX_PROXY_H
 #define SBX_PROXY_H
 
+#include <sys/socket.h>
+
 #include <stddef.h>
 
 #include <jansson.h>
@@ -41,11 +43,40 @@ struct sbx_proxy_config {
 	 * bytes (SSH...): an administrator's choice, default none. */
 	unsigned short	 opaque_ports[SBX_PROXY_OPAQUE_MAX];
 	size_t		 nopaque;
+	/* The policy settings of every agent (allow_private_domains,
+	 * allowed_cidrs), validated; NULL when none.  Owned. */
+	json_t		*policy;
 };
 
+struct sbx_netpolicy;
+
 /* Defaults, then the `proxy` object of config/sandbox.json (rootfd may be
- * -1).  Unknown keys and bad values: invalid_args, reason config_invalid. */
+ * -1).  Unknown keys and bad values: invalid_args, reason config_invalid.
+ * sbx_proxy_config_release() frees what it holds. */
 int	 sbx_proxy_config_load(int rootfd, struct sbx_proxy_config *,
+	    struct sbx_error *);
+void	 sbx_proxy_config_release(struct sbx_proxy_config *);
+/* The same checks on a document (config/sandbox.json's object, may be
+ * NULL), for sbx config: 0, or -1 with the error a load would give. */
+int	 sbx_proxy_config_check(const json_t *doc, struct sbx_error *);
+/* An agent's proxy settings of its own (`opaque_ports`), checked as a
+ * session checks them. */
+int	 sbx_proxy_agent_check(const json_t *agentcfg, const char *origin,
+	    struct sbx_error *);
+
+/* An agent's policy as the proxy applies it: defaults, the global
+ * settings of cfg, then the agent's (agentcfg, the object of `rel`, may
+ * be NULL).  On failure np is freed. */
+int	 sbx_proxy_policy(const struct sbx_proxy_config *,
+	    const json_t *agentcfg, const char *rel, struct sbx_netpolicy *,
+	    struct sbx_error *);
+
+/* Resolve a normalised host as the proxy would (its resolver settings,
+ * dns_server included, connect_timeout_ms), blocking: the number of
+ * addresses (at most max) written to addrs/lens, 0 when the name has
+ * none, or -1 with kind unavailable (reason resolve_failed). */
+int	 sbx_proxy_lookup(const struct sbx_proxy_config *, const char *host,
+	    struct sockaddr_storage *addrs, socklen_t *lens, int max,
 	    struct sbx_error *);
 
 /* Serve until told to stop or idle for idle_exit_ms.  listen_fd is the

@@ -17,13 +17,28 @@
 # A line `<!-- readme-test: skip REASON -->` right before a block marks it
 # illustrative only: it is skipped with that reason printed.  A line
 # `<!-- readme-test: root REASON -->` runs it only as root (skipped with
-# the reason otherwise).  The network examples reach README names such as
+# the reason otherwise); `<!-- readme-test: network REASON -->` only where
+# the network world below could be made (root, a mount namespace).  The network examples reach README names such as
 # example.org only through the proxy's test DNS stub, which maps every
 # name to a loopback server of this test; nothing else is ever dialled.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 top=$PWD
 SBX_TEST_BUILD=${SBX_TEST_BUILD:-$top/build}
+
+# As root the whole file runs in a mount namespace of its own, where the
+# test CA is added to the system bundle (a bind mount over it, gone with
+# the namespace): the README's https examples then work as written, as
+# they do for a user whose host trusts the server, and the host's bundle
+# is never touched.
+# A network namespace of its own too: its loopback's port 443 is ours,
+# whatever other tests bind on the host's.
+if [ "$(id -u)" -eq 0 ] && [ -z "${SBX_README_NS:-}" ] &&
+    command -v unshare >/dev/null 2>&1 &&
+    unshare -m -n --propagation private true 2>/dev/null; then
+	SBX_README_NS=1 exec unshare -m -n --propagation private bash "$0" "$@"
+fi
+[ -n "${SBX_README_NS:-}" ] && ip link set lo up 2>/dev/null
 
 tmp=$(mktemp -d "${SBX_TEST_TMPDIR:-/tmp}/0020-readme.XXXXXX") || exit 1
 chmod 0755 "$tmp"
@@ -47,7 +62,7 @@ while i < len(lines):
     l = lines[i]
     if l.startswith("#"):
         heading = l.lstrip("#").strip()
-    m = re.match(r"<!-- readme-test: (skip|root) (.*?) -->$", l)
+    m = re.match(r"<!-- readme-test: (skip|root|network) (.*?) -->$", l)
     if m:
         mark = (m.group(1), m.group(2))
     f = re.match(r"```(\w*)$", l)
@@ -94,6 +109,56 @@ if [ -x /bin/busybox ]; then
 	tar -C "$r" -cf - . | zstd -q -o "$work/rootfs.tar.zst" 2>/dev/null ||
 	    tar -C "$r" -cf "$work/rootfs.tar" .
 fi
+
+# The network world: every name the README's network examples use resolves,
+# through the proxy's test DNS stub, to this machine's loopback servers
+# (an https server on 127.0.0.1:443), except registry.npmjs.org, which
+# resolves to a private address that is never dialled (the example shows
+# its refusal).  Loopback is allowed for the README names only through
+# proxy.allowed_cidrs of config/sandbox.json, as a company allows its mirror.
+net_ready=""
+net_world() {
+	local d=$tmp/net o i
+	[ -n "${SBX_README_NS:-}" ] || return 1
+	o=$(command -v openssl) || return 1
+	mkdir -p "$d/www"
+	"$o" req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+	    -keyout "$d/ca.key" -out "$d/ca.pem" -days 2 -subj "/CN=sbx readme CA" \
+	    -addext "basicConstraints=critical,CA:TRUE" \
+	    -addext "keyUsage=critical,keyCertSign,cRLSign" 2>/dev/null || return 1
+	"$o" req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+	    -keyout "$d/srv.key" -out "$d/srv.csr" -subj "/CN=www.example.org" \
+	    2>/dev/null || return 1
+	printf '%s\n' "basicConstraints=CA:FALSE" "extendedKeyUsage=serverAuth" \
+	    "subjectAltName=DNS:www.example.org,DNS:example.org,DNS:example.com" >"$d/ext"
+	"$o" x509 -req -in "$d/srv.csr" -CA "$d/ca.pem" -CAkey "$d/ca.key" \
+	    -CAcreateserial -out "$d/srv.pem" -days 2 -extfile "$d/ext" \
+	    2>/dev/null || return 1
+	cat /etc/ssl/certs/ca-certificates.crt "$d/ca.pem" >"$d/bundle.crt" || return 1
+	mount --bind "$d/bundle.crt" /etc/ssl/certs/ca-certificates.crt || return 1
+	head -c 4096 /dev/urandom >"$d/www/x.tar.gz"
+	chmod -R a+rX "$d"
+	(cd "$d/www" && exec "$o" s_server -accept 127.0.0.1:443 -cert "$d/srv.pem" \
+	    -key "$d/srv.key" -WWW) >"$d/tls.out" 2>&1 3>&- &
+	pids="$pids $!"
+	"$SBX_TEST_BUILD/tests/helpers/dns-stub" -l 127.0.0.1:0 -o "$d/dns.log" \
+	    -a www.example.org=127.0.0.1 -a example.org=127.0.0.1 \
+	    -a example.com=127.0.0.1 -a registry.npmjs.org=10.20.0.7 \
+	    >"$d/dns.port" 2>"$d/dns.err" 3>&- &
+	pids="$pids $!"
+	for i in $(seq 100); do
+		grep -q ACCEPT "$d/tls.out" 2>/dev/null && [ -s "$d/dns.port" ] && break
+		sleep 0.05
+	done
+	grep -q ACCEPT "$d/tls.out" && [ -s "$d/dns.port" ] || return 1
+	mkdir -p "$SBX_HOME/config"
+	jq -n --arg dns "127.0.0.1:$(head -1 "$d/dns.port")" \
+	    '{proxy: {dns_server: $dns, allowed_cidrs: ["127.0.0.1/32"]}}' \
+	    >"$SBX_HOME/config/sandbox.json"
+}
+if net_world; then
+	net_ready=1
+fi
 chmod -R a+rX "$tmp"
 
 n=0
@@ -113,6 +178,11 @@ for where in "$tmp"/blocks/*.where; do
 	root\ *)
 		if [ "$(id -u)" -ne 0 ]; then
 			echo "ok $n - $w # skip ${mark#root } (needs root)"
+			continue
+		fi ;;
+	network\ *)
+		if [ -z "$net_ready" ]; then
+			echo "ok $n - $w # skip ${mark#network } (needs root and a mount namespace for port 443 and the test CA)"
 			continue
 		fi ;;
 	esac

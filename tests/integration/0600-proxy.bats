@@ -302,7 +302,7 @@ print("CONNECTED")'
 	[ ! -s "$DNS_LOG" ]
 }
 
-@test "without allow_private, a name resolving to 127.0.0.1 is refused (private_address)" {
+@test "without allow_private, a name resolving to 127.0.0.1 is refused (loopback_address)" {
 	start_dns_stub viadns.sbx.test=127.0.0.1
 	proxy_world
 	write_agent_config bob '{"allow_private": false, "resolve": {}}'
@@ -311,8 +311,8 @@ print("CONNECTED")'
 	    https="$(connect_req "viadns.sbx.test:$CANARY_PORT")" \
 	    http="$(get_req "http://viadns.sbx.test:$CANARY_PORT/" "viadns.sbx.test:$CANARY_PORT")"
 	echo "$output"
-	expect https 403 private_address
-	expect http 403 private_address
+	expect https 403 loopback_address
+	expect http 403 loopback_address
 	# It was resolved (an allowed name), then refused on its address.
 	grep -qx viadns.sbx.test "$DNS_LOG"
 	[ "$(canary_hits)" -eq 0 ]

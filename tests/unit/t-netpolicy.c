@@ -61,23 +61,41 @@ cls(const char *addr)
 	return sbx_np_addr_class((struct sockaddr *)&ss);
 }
 
-static const char *
-check(const struct sbx_netpolicy *np, const char *addr)
+/* An address string into ss; 0, or -1 when it is not one. */
+static int
+mkaddr(const char *addr, struct sockaddr_storage *ss)
 {
-	struct sockaddr_storage	 ss;
-	struct sockaddr_in	*sin = (struct sockaddr_in *)(void *)&ss;
-	struct sockaddr_in6	*sin6 = (struct sockaddr_in6 *)(void *)&ss;
-	const char		*r;
+	struct sockaddr_in	*sin = (struct sockaddr_in *)(void *)ss;
+	struct sockaddr_in6	*sin6 = (struct sockaddr_in6 *)(void *)ss;
 
-	memset(&ss, 0, sizeof(ss));
+	memset(ss, 0, sizeof(*ss));
 	if (inet_pton(AF_INET, addr, &sin->sin_addr) == 1)
 		sin->sin_family = AF_INET;
 	else if (inet_pton(AF_INET6, addr, &sin6->sin6_addr) == 1)
 		sin6->sin6_family = AF_INET6;
 	else
+		return -1;
+	return 0;
+}
+
+/* sbx_np_addr_check for host: "dial" or the reason. */
+static const char *
+check_host(const struct sbx_netpolicy *np, const char *host,
+    const char *addr)
+{
+	struct sockaddr_storage	 ss;
+	const char		*r;
+
+	if (mkaddr(addr, &ss) == -1)
 		return "(test bug: not an address)";
-	r = sbx_np_addr_check(np, (struct sockaddr *)&ss);
+	r = sbx_np_addr_check(np, host, (struct sockaddr *)&ss, NULL, 0);
 	return r != NULL ? r : "dial";
+}
+
+static const char *
+check(const struct sbx_netpolicy *np, const char *addr)
+{
+	return check_host(np, "a.sbx.test", addr);
 }
 
 /* Load a JSON text into a fresh policy; returns sbx_np_load()'s result. */
@@ -668,8 +686,9 @@ test_override(void)
 		is_str(inet_ntop(AF_INET, &sin->sin_addr, buf, sizeof(buf)),
 		    "127.0.0.1", "  127.0.0.1");
 		is_int(sin->sin_port, 0, "  port 0");
-		is_str(sbx_np_addr_check(&np,
-		    (const struct sockaddr *)(const void *)&o->addr) == NULL ?
+		is_str(sbx_np_addr_check(&np, "api.sbx.test",
+		    (const struct sockaddr *)(const void *)&o->addr, NULL,
+		    0) == NULL ?
 		    "dial" : "refused", "dial", "  dialled: allow_private");
 	}
 	o = sbx_np_override(&np, "v6.sbx.test");
@@ -708,7 +727,7 @@ test_override(void)
 
 	/* Without allow_private, a name resolving to 127.0.0.1 is refused. */
 	sbx_np_init(&np);
-	is_str(check(&np, "127.0.0.1"), SBX_NP_PRIVATE, "strict: 127.0.0.1");
+	is_str(check(&np, "127.0.0.1"), SBX_NP_LOOPBACK, "strict: 127.0.0.1");
 	sbx_np_free(&np);
 }
 
@@ -731,13 +750,17 @@ test_addr(void)
 		{ "192.167.255.255", "global" },
 		{ "192.169.0.0", "global" },
 		{ "100.64.0.0", "cgnat" },
-		{ "100.100.100.200", "cgnat" },
+		{ "100.100.100.200", "metadata" },
+		{ "100.100.100.199", "cgnat" },
 		{ "100.127.255.255", "cgnat" },
 		{ "100.63.255.255", "global" },
 		{ "100.128.0.0", "global" },
 		{ "127.0.0.1", "loopback" },
 		{ "127.255.255.254", "loopback" },
-		{ "169.254.169.254", "link_local" },
+		{ "169.254.169.254", "metadata" },
+		{ "169.254.170.2", "metadata" },
+		{ "169.254.170.23", "metadata" },
+		{ "169.254.169.253", "link_local" },
 		{ "169.254.0.1", "link_local" },
 		{ "169.253.255.255", "global" },
 		{ "192.0.0.8", "reserved" },
@@ -764,31 +787,31 @@ test_addr(void)
 		{ "::1", "loopback" },
 		{ "::ffff:127.0.0.1", "loopback" },
 		{ "::ffff:7f00:1", "loopback" },
-		{ "::ffff:169.254.169.254", "link_local" },
-		{ "::ffff:a9fe:a9fe", "link_local" },
+		{ "::ffff:169.254.169.254", "metadata" },
+		{ "::ffff:a9fe:a9fe", "metadata" },
 		{ "::ffff:10.1.2.3", "private" },
 		{ "::ffff:0.0.0.0", "unspecified" },
 		{ "::ffff:255.255.255.255", "broadcast" },
 		{ "::ffff:8.8.8.8", "global" },
 		{ "::127.0.0.1", "loopback" },
-		{ "::169.254.169.254", "link_local" },
+		{ "::169.254.169.254", "metadata" },
 		{ "::8.8.8.8", "reserved" },
 		{ "::ffff:0:127.0.0.1", "loopback" },
 		{ "::ffff:0:8.8.8.8", "reserved" },
 		{ "64:ff9b::7f00:1", "loopback" },
 		{ "64:ff9b::127.0.0.1", "loopback" },
-		{ "64:ff9b::a9fe:a9fe", "link_local" },
+		{ "64:ff9b::a9fe:a9fe", "metadata" },
 		{ "64:ff9b::192.168.1.1", "private" },
 		{ "64:ff9b::808:808", "global" },
 		{ "64:ff9b:1::7f00:1", "loopback" },
-		{ "64:ff9b:1::a9fe:a9fe", "link_local" },
+		{ "64:ff9b:1::a9fe:a9fe", "metadata" },
 		{ "64:ff9b:1::808:808", "reserved" },
 		/* 8.8.8.8 in RFC 6052's /48 layout: reserved either way. */
 		{ "64:ff9b:1:808:8:800::", "unspecified" },
 		{ "64:ff9b:1:808:8:800:808:808", "reserved" },
 		{ "2002:7f00:1::", "loopback" },
 		{ "2002:7f00:1::1", "loopback" },
-		{ "2002:a9fe:a9fe::", "link_local" },
+		{ "2002:a9fe:a9fe::", "metadata" },
 		{ "2002:c000:201::1", "documentation" },
 		{ "2002:a00:1::", "private" },
 		{ "2002:808:808::1", "global" },
@@ -807,7 +830,9 @@ test_addr(void)
 		{ "3fff:fff::1", "documentation" },
 		{ "3fff:1000::1", "global" },
 		{ "fc00::1", "unique_local" },
-		{ "fd00:ec2::254", "unique_local" },
+		{ "fd00:ec2::254", "metadata" },
+		{ "fd00:ec2::23", "metadata" },
+		{ "fd00:ec2::253", "unique_local" },
 		{ "fdff:ffff::1", "unique_local" },
 		{ "fe80::1", "link_local" },
 		{ "febf::1", "link_local" },
@@ -842,19 +867,20 @@ test_addr(void)
 	sbx_np_init(&np);
 	is_str(check(&np, "8.8.8.8"), "dial", "check 8.8.8.8");
 	is_str(check(&np, "2606:4700:4700::1111"), "dial", "check global v6");
-	is_str(check(&np, "127.0.0.1"), SBX_NP_PRIVATE, "check 127.0.0.1");
-	is_str(check(&np, "169.254.169.254"), SBX_NP_PRIVATE,
+	is_str(check(&np, "127.0.0.1"), SBX_NP_LOOPBACK, "check 127.0.0.1");
+	is_str(check(&np, "169.254.169.254"), SBX_NP_METADATA,
 	    "check metadata");
-	is_str(check(&np, "::ffff:127.0.0.1"), SBX_NP_PRIVATE,
+	is_str(check(&np, "::ffff:127.0.0.1"), SBX_NP_LOOPBACK,
 	    "check mapped loopback");
-	is_str(check(&np, "64:ff9b::a9fe:a9fe"), SBX_NP_PRIVATE,
+	is_str(check(&np, "64:ff9b::a9fe:a9fe"), SBX_NP_METADATA,
 	    "check NAT64 metadata");
-	is_str(check(&np, "2002:a9fe:a9fe::"), SBX_NP_PRIVATE,
+	is_str(check(&np, "2002:a9fe:a9fe::"), SBX_NP_METADATA,
 	    "check 6to4 metadata");
-	is_str(check(&np, "0.0.0.0"), SBX_NP_PRIVATE, "check 0.0.0.0");
-	is_str(check(&np, "::"), SBX_NP_PRIVATE, "check ::");
+	is_str(check(&np, "0.0.0.0"), SBX_NP_UNSPEC, "check 0.0.0.0");
+	is_str(check(&np, "::"), SBX_NP_UNSPEC, "check ::");
 	is_str(check(NULL, "10.0.0.1"), SBX_NP_PRIVATE, "NULL policy strict");
-	is_str(sbx_np_addr_check(&np, NULL), SBX_NP_PRIVATE, "NULL address");
+	is_str(sbx_np_addr_check(&np, "a.sbx.test", NULL, NULL, 0),
+	    SBX_NP_RESERVED, "NULL address");
 	sbx_np_free(&np);
 
 	ok(load(&np, "{\"allow_private\":true}", &e) == 0 && np.allow_private,
@@ -862,8 +888,337 @@ test_addr(void)
 	is_str(check(&np, "127.0.0.1"), "dial", "allow_private: 127.0.0.1");
 	is_str(check(&np, "::1"), "dial", "allow_private: ::1");
 	is_str(check(&np, "8.8.8.8"), "dial", "allow_private: 8.8.8.8");
-	is_str(sbx_np_addr_check(&np, (struct sockaddr *)&sun),
-	    SBX_NP_PRIVATE, "allow_private: AF_UNIX still refused");
+	is_str(sbx_np_addr_check(&np, "a.sbx.test", (struct sockaddr *)&sun,
+	    NULL, 0), SBX_NP_RESERVED, "allow_private: AF_UNIX still refused");
+	/* The blunt switch does not open the cloud's credentials. */
+	is_str(check(&np, "169.254.169.254"), SBX_NP_METADATA,
+	    "allow_private: metadata still refused");
+	is_str(check(&np, "::ffff:169.254.169.254"), SBX_NP_METADATA,
+	    "allow_private: mapped metadata still refused");
+	is_str(check(&np, "169.254.1.1"), "dial",
+	    "allow_private: other link-local dialled");
+	sbx_np_free(&np);
+}
+
+/* Issue 11 item 7: the reason is the address class, with a hint. */
+static void
+test_reasons(void)
+{
+	static const char *const cases[][2] = {
+		{ "203.0.113.7", SBX_NP_RESERVED },	/* documentation */
+		{ "198.18.0.1", SBX_NP_RESERVED },	/* benchmark */
+		{ "240.0.0.1", SBX_NP_RESERVED },
+		{ "255.255.255.255", SBX_NP_RESERVED },
+		{ "2001:db8::1", SBX_NP_RESERVED },
+		{ "fec0::1", SBX_NP_RESERVED },
+		{ "127.0.0.1", SBX_NP_LOOPBACK },
+		{ "::1", SBX_NP_LOOPBACK },
+		{ "::ffff:127.0.0.2", SBX_NP_LOOPBACK },
+		{ "10.1.2.3", SBX_NP_PRIVATE },
+		{ "172.16.0.1", SBX_NP_PRIVATE },
+		{ "192.168.1.1", SBX_NP_PRIVATE },
+		{ "100.64.0.1", SBX_NP_PRIVATE },
+		{ "fd12:3456::1", SBX_NP_PRIVATE },
+		{ "169.254.1.1", SBX_NP_LINKLOCAL },
+		{ "fe80::1", SBX_NP_LINKLOCAL },
+		{ "169.254.169.254", SBX_NP_METADATA },
+		{ "100.100.100.200", SBX_NP_METADATA },
+		{ "fd00:ec2::254", SBX_NP_METADATA },
+		{ "224.0.0.1", SBX_NP_MULTICAST },
+		{ "ff02::1", SBX_NP_MULTICAST },
+		{ "0.0.0.0", SBX_NP_UNSPEC },
+		{ "::", SBX_NP_UNSPEC },
+	};
+	struct sockaddr_storage	 ss;
+	struct sbx_netpolicy	 np;
+	char			 t[64];
+	size_t			 i;
+
+	sbx_np_init(&np);
+	for (i = 0; i < NITEMS(cases); i++) {
+		is_str(check(&np, cases[i][0]), cases[i][1], cases[i][0]);
+		mkaddr(cases[i][0], &ss);
+		is_str(sbx_np_addr_reason((struct sockaddr *)&ss), cases[i][1],
+		    "  sbx_np_addr_reason");
+		ok(sbx_np_is_addr_reason(cases[i][1]), "  an address reason");
+	}
+	mkaddr("8.8.8.8", &ss);
+	ok(sbx_np_addr_reason((struct sockaddr *)&ss) == NULL,
+	    "global: no reason");
+	is_str(sbx_np_addr_text((struct sockaddr *)&ss, t, sizeof(t)),
+	    "8.8.8.8", "addr_text v4");
+	mkaddr("fd00:ec2::254", &ss);
+	is_str(sbx_np_addr_text((struct sockaddr *)&ss, t, sizeof(t)),
+	    "fd00:ec2::254", "addr_text v6");
+	is_str(sbx_np_addr_hint(SBX_NP_RESERVED),
+	    "allow it with allow_private_domains or allowed_cidrs",
+	    "hint: reserved");
+	is_str(sbx_np_addr_hint(SBX_NP_LOOPBACK),
+	    "allow it with allow_private_domains or allowed_cidrs",
+	    "hint: loopback");
+	ok(strstr(sbx_np_addr_hint(SBX_NP_METADATA), "allowed_cidrs") !=
+	    NULL && strstr(sbx_np_addr_hint(SBX_NP_METADATA),
+	    "allow_private_domains") == NULL, "hint: metadata");
+	ok(sbx_np_addr_hint(SBX_NP_NOT_ALLOWED) == NULL &&
+	    sbx_np_addr_hint(NULL) == NULL && !sbx_np_is_addr_reason(
+	    SBX_NP_DENIED), "no hint for a name reason");
+	sbx_np_free(&np);
+}
+
+static const char *
+cidr(const char *s)
+{
+	static char		 res[128];
+	struct sbx_np_cidr	 c;
+	const char		*why;
+
+	if (sbx_np_cidr_parse(s, strlen(s), &c, &why) == -1)
+		return why != NULL ? "bad" : "(bug: no reason)";
+	snprintf(res, sizeof(res), "%s", c.text);
+	return res;
+}
+
+static int
+in_cidr(const char *range, const char *addr)
+{
+	struct sockaddr_storage	 ss;
+	struct sbx_np_cidr	 c;
+	const char		*why;
+
+	if (sbx_np_cidr_parse(range, strlen(range), &c, &why) == -1 ||
+	    mkaddr(addr, &ss) == -1)
+		return -1;
+	return sbx_np_cidr_match(&c, (struct sockaddr *)&ss);
+}
+
+static void
+test_cidr(void)
+{
+	static const char *const good[][2] = {
+		{ "10.0.0.0/8", "10.0.0.0/8" },
+		{ "127.0.0.0/8", "127.0.0.0/8" },
+		{ "203.0.113.0/24", "203.0.113.0/24" },
+		{ "10.1.2.3/32", "10.1.2.3/32" },
+		{ "10.1.2.3", "10.1.2.3/32" },
+		{ "0.0.0.0/1", "0.0.0.0/1" },
+		{ "fd00::/8", "fd00::/8" },
+		{ "FD00:0::/8", "fd00::/8" },
+		{ "fc00::/7", "fc00::/7" },
+		{ "fd00:ec2::254/128", "fd00:ec2::254/128" },
+		{ "::1", "::1/128" },
+		{ "2001:db8::/32", "2001:db8::/32" },
+	};
+	static const char *const bad[] = {
+		"", "/", "/8", "10.0.0.0/", "10.0.0.0/0", "::/0",
+		"10.0.0.0/33", "fd00::/129", "10.0.0.0/08", "10.0.0.0/+8",
+		"10.0.0.0/-8", "10.0.0.0/8 ", " 10.0.0.0/8", "10.0.0.0 /8",
+		"10.0.0.0/ 8", "10.1.2.3/8", "10.0.0.1/24", "fd00::1/8",
+		"10.1/16", "10/8", "012.0.0.0/8", "0x0a.0.0.0/8",
+		"10.0.0.256/32",
+		"10.0.0.0/8/8", "10.0.0.0/1000", "example.com/8",
+		"::ffff:10.0.0.0/104", "::ffff:0:0/96", "fe80::1%eth0/128",
+		"10.0.0.0/8,", "10.0.0.0\n/8", "1.2.3.4.5/32",
+	};
+	struct sbx_np_cidr	 c;
+	const char		*why;
+	size_t			 i;
+
+	for (i = 0; i < NITEMS(good); i++)
+		is_str(cidr(good[i][0]), good[i][1], good[i][0]);
+	for (i = 0; i < NITEMS(bad); i++)
+		is_str(cidr(bad[i]), "bad", bad[i]);
+	ok(sbx_np_cidr_parse("10.0.0.0/8\0x", 12, &c, &why) == -1,
+	    "cidr with NUL refused");
+	ok(sbx_np_cidr_parse("10.1.2.3/8", 10, &c, &why) == -1 &&
+	    strstr(why, "host bits") != NULL, "  host bits: says so (%s)",
+	    why);
+	ok(sbx_np_cidr_parse("10.0.0.0/0", 10, &c, &why) == -1 &&
+	    strstr(why, "allow_private") != NULL, "  /0: says so (%s)", why);
+	ok(sbx_np_cidr_parse("::ffff:0:0/96", 13, &c, &why) == -1 &&
+	    strstr(why, "IPv4") != NULL, "  mapped: says so (%s)", why);
+
+	is_int(in_cidr("10.0.0.0/8", "10.255.1.2"), 1, "10/8 has 10.255.1.2");
+	is_int(in_cidr("10.0.0.0/8", "11.0.0.0"), 0, "10/8 not 11.0.0.0");
+	is_int(in_cidr("10.0.0.0/8", "9.255.255.255"), 0,
+	    "10/8 not 9.255.255.255");
+	is_int(in_cidr("172.16.0.0/12", "172.31.255.255"), 1, "/12 edge in");
+	is_int(in_cidr("172.16.0.0/12", "172.32.0.0"), 0, "/12 edge out");
+	is_int(in_cidr("127.0.0.0/8", "127.0.0.1"), 1, "127/8 has 127.0.0.1");
+	is_int(in_cidr("10.1.2.3/32", "10.1.2.3"), 1, "/32 exact");
+	is_int(in_cidr("10.1.2.3/32", "10.1.2.4"), 0, "/32 only it");
+	is_int(in_cidr("10.0.0.0/8", "::ffff:10.1.2.3"), 1,
+	    "mapped IPv6 matched as IPv4");
+	is_int(in_cidr("10.0.0.0/8", "::10.1.2.3"), 0,
+	    "IPv4-compatible is not IPv4");
+	is_int(in_cidr("10.0.0.0/8", "64:ff9b::a01:203"), 0,
+	    "NAT64 is not IPv4");
+	is_int(in_cidr("fd00::/8", "fd12::1"), 1, "fd00::/8 has fd12::1");
+	is_int(in_cidr("fd00::/8", "fc00::1"), 0, "fd00::/8 not fc00::1");
+	is_int(in_cidr("fc00::/7", "fdff::1"), 1, "fc00::/7 has fdff::1");
+	is_int(in_cidr("fd00::/8", "10.0.0.1"), 0, "v6 range, v4 address");
+	is_int(in_cidr("10.0.0.0/8", "fd00::1"), 0, "v4 range, v6 address");
+	ok(sbx_np_cidr_match(NULL, NULL) == 0, "NULL matches nothing");
+}
+
+static void
+test_private_settings(void)
+{
+	struct sbx_netpolicy	 np;
+	struct sbx_error	 e;
+	char			 by[256];
+	struct sockaddr_storage	 ss;
+
+	/* allowed_cidrs: for allowlisted names, those ranges only. */
+	ok(load(&np, "{\"allowed_domains\":[\"*.corp.example\"],"
+	    "\"allowed_cidrs\":[\"10.0.0.0/8\",\"fd00::/8\","
+	    "\"169.254.0.0/16\",\"127.0.0.0/8\"]}", &e) == 0 &&
+	    np.ncidrs == 4, "allowed_cidrs loads");
+	is_str(check(&np, "10.20.30.40"), "dial", "cidrs: 10.20.30.40");
+	is_str(check(&np, "fd00::5"), "dial", "cidrs: fd00::5");
+	is_str(check(&np, "127.0.0.1"), "dial", "cidrs: 127.0.0.1");
+	is_str(check(&np, "192.168.1.1"), SBX_NP_PRIVATE,
+	    "cidrs: 192.168.1.1 not in them");
+	is_str(check(&np, "203.0.113.7"), SBX_NP_RESERVED,
+	    "cidrs: 203.0.113.7 not in them");
+	is_str(check(&np, "169.254.1.1"), "dial", "cidrs: link-local in");
+	is_str(check(&np, "169.254.169.254"), SBX_NP_METADATA,
+	    "cidrs: a range covering metadata does not open it");
+	is_str(check(&np, "8.8.8.8"), "dial", "cidrs: global still dialled");
+	mkaddr("10.1.1.1", &ss);
+	ok(sbx_np_addr_check(&np, "x.corp.example", (struct sockaddr *)&ss,
+	    by, sizeof(by)) == NULL && strcmp(by, "allowed_cidrs 10.0.0.0/8")
+	    == 0, "  by: %s", by);
+	mkaddr("8.8.8.8", &ss);
+	ok(sbx_np_addr_check(&np, "x.corp.example", (struct sockaddr *)&ss,
+	    by, sizeof(by)) == NULL && by[0] == '\0', "  by: global is ''");
+	sbx_np_free(&np);
+
+	/* Metadata: only an entry that is exactly it. */
+	ok(load(&np, "{\"allowed_cidrs\":[\"169.254.169.254/32\","
+	    "\"fd00:ec2::254\"]}", &e) == 0, "exact metadata cidrs load");
+	is_str(check(&np, "169.254.169.254"), "dial", "metadata /32 dialled");
+	is_str(check(&np, "::ffff:169.254.169.254"), "dial",
+	    "  its mapped form too");
+	is_str(check(&np, "fd00:ec2::254"), "dial", "metadata /128 dialled");
+	is_str(check(&np, "169.254.170.2"), SBX_NP_METADATA,
+	    "  another metadata address is not");
+	sbx_np_free(&np);
+
+	/* allow_private_domains: any non-global address, for those names. */
+	ok(load(&np, "{\"allowed_domains\":[\"*.corp.example\","
+	    "\"public.example\"],\"allow_private_domains\":"
+	    "[\"Mirror.Corp.Example.\",\"*.int.corp.example\"]}", &e) == 0
+	    && np.nprivate == 2 && strcmp(np.private_domains[0],
+	    "mirror.corp.example") == 0, "allow_private_domains loads");
+	is_str(check_host(&np, "mirror.corp.example", "10.1.2.3"), "dial",
+	    "private name: 10.1.2.3");
+	is_str(check_host(&np, "mirror.corp.example", "203.0.113.7"), "dial",
+	    "private name: 203.0.113.7");
+	is_str(check_host(&np, "mirror.corp.example", "127.0.0.1"), "dial",
+	    "private name: 127.0.0.1");
+	is_str(check_host(&np, "a.b.int.corp.example", "192.168.0.1"),
+	    "dial", "private wildcard: 192.168.0.1");
+	is_str(check_host(&np, "int.corp.example", "192.168.0.1"),
+	    SBX_NP_PRIVATE, "private wildcard: not the apex");
+	is_str(check_host(&np, "other.corp.example", "10.1.2.3"),
+	    SBX_NP_PRIVATE, "another name: refused");
+	is_str(check_host(&np, "public.example", "203.0.113.7"),
+	    SBX_NP_RESERVED, "another name: reserved_address");
+	is_str(check_host(&np, "mirror.corp.example", "169.254.169.254"),
+	    SBX_NP_METADATA, "private name: metadata still refused");
+	is_str(check_host(&np, NULL, "10.1.2.3"), SBX_NP_PRIVATE,
+	    "no host: refused");
+	mkaddr("10.1.1.1", &ss);
+	ok(sbx_np_addr_check(&np, "x.int.corp.example", (struct sockaddr *)
+	    &ss, by, sizeof(by)) == NULL && strcmp(by,
+	    "allow_private_domains *.int.corp.example") == 0, "  by: %s", by);
+	/* It adds nothing to the allowlist. */
+	is_str(verdict(&np, "mirror.corp.example", 443), "allowed",
+	    "decide: allowed by allowed_domains");
+	sbx_np_free(&np);
+	ok(load(&np, "{\"allowed_domains\":[\"public.example\"],"
+	    "\"allow_private_domains\":[\"mirror.corp.example\"]}", &e) ==
+	    0, "private name not allowlisted loads");
+	is_str(verdict(&np, "mirror.corp.example", 443), SBX_NP_NOT_ALLOWED,
+	    "  but is not allowlisted by it");
+	sbx_np_free(&np);
+
+	/* Refused at load, with the key and the element. */
+	load_bad("{\"allowed_cidrs\":\"10.0.0.0/8\"}",
+	    "`allowed_cidrs` must be an array");
+	load_bad("{\"allowed_cidrs\":[10]}", "not a string");
+	load_bad("{\"allowed_cidrs\":[\"10.0.0.0/8\",\"10.1.2.3/8\"]}",
+	    "`allowed_cidrs[1]` \"10.1.2.3/8\" has host bits set");
+	load_bad("{\"allowed_cidrs\":[\"10.0.0.0/0\"]}", "every address");
+	load_bad("{\"allowed_cidrs\":[\"10.0.0.0/33\"]}", "over 32");
+	load_bad("{\"allowed_cidrs\":[\"corp\"]}", "not an address range");
+	load_bad("{\"allowed_cidrs\":[\"\\u001b[31m\"]}", "\\x1b");
+	load_bad("{\"allow_private_domains\":\"a.example\"}",
+	    "`allow_private_domains` must be an array");
+	load_bad("{\"allow_private_domains\":[\"*\"]}", "bare `*`");
+	load_bad("{\"allow_private_domains\":[\"*.com\"]}",
+	    "single-label wildcard");
+	load_bad("{\"allow_private_domains\":[\"10.0.0.1\"]}",
+	    "is an IP address");
+	load_bad("{\"allow_private_domains\":[\"a.*.example\"]}",
+	    "wildcard");
+	/* A refused file leaves the policy as it was. */
+	ok(load(&np, "{\"allowed_cidrs\":[\"10.0.0.0/8\"]}", &e) == 0,
+	    "first file loads");
+	{
+		json_t	*j = json_loads("{\"allowed_cidrs\":[\"fd00::/8\","
+		    "\"bad\"],\"allow_private_domains\":[\"a.example\"]}",
+		    0, NULL);
+
+		ok(sbx_np_load(&np, j, "b.json", &e) == -1 && np.ncidrs == 1 &&
+		    np.nprivate == 0, "a refused second file changes nothing");
+		json_decref(j);
+	}
+	sbx_np_free(&np);
+}
+
+static void
+test_global(void)
+{
+	struct sbx_netpolicy	 np;
+	struct sbx_error	 e;
+	json_t			*g;
+
+	sbx_np_init(&np);
+	g = json_loads("{\"max_connections\":5,\"allowed_cidrs\":"
+	    "[\"203.0.113.0/24\"],\"allow_private_domains\":"
+	    "[\"*.mirror.example\"]}", 0, NULL);
+	ok(sbx_np_load_global(&np, g, &e) == 0 && np.ncidrs == 1 &&
+	    np.nprivate == 1, "global settings load");
+	json_decref(g);
+	sbx_np_free(&np);
+	sbx_np_init(&np);
+	g = json_loads("{\"allowed_cidrs\":[\"203.0.113.0/24\"]}", 0, NULL);
+	sbx_np_load_global(&np, g, &e);
+	json_decref(g);
+	g = json_loads("{\"allowed_cidrs\":[\"10.0.0.0/8\"]}", 0, NULL);
+	ok(sbx_np_load(&np, g, "config/agents/a.json", &e) == 0 &&
+	    np.ncidrs == 2, "agent settings add to the global ones");
+	json_decref(g);
+	is_str(check(&np, "203.0.113.7"), "dial", "global range applies");
+	is_str(check(&np, "10.0.0.7"), "dial", "agent range applies");
+	sbx_np_free(&np);
+
+	sbx_np_init(&np);
+	g = json_loads("{\"allowed_cidrs\":[\"203.0.113.7/24\"]}", 0, NULL);
+	ok(sbx_np_load_global(&np, g, &e) == -1 && strcmp(e.reason,
+	    "config_invalid") == 0 && strstr(e.message,
+	    "config/sandbox.json: `proxy.allowed_cidrs[0]`") != NULL,
+	    "global: bad range names proxy.allowed_cidrs (%s)", e.message);
+	json_decref(g);
+	g = json_loads("{\"allow_private_domains\":[\"*\"]}", 0, NULL);
+	ok(sbx_np_load_global(&np, g, &e) == -1 && strstr(e.message,
+	    "`proxy.allow_private_domains[0]`") != NULL,
+	    "global: bad pattern names proxy.allow_private_domains (%s)",
+	    e.message);
+	json_decref(g);
+	ok(np.ncidrs == 0 && np.nprivate == 0, "  and nothing was added");
+	ok(sbx_np_load_global(&np, NULL, &e) == 0, "global: NULL is none");
 	sbx_np_free(&np);
 }
 
@@ -881,5 +1236,9 @@ main(void)
 	test_allow();
 	test_override();
 	test_addr();
+	test_reasons();
+	test_cidr();
+	test_private_settings();
+	test_global();
 	return done_testing();
 }

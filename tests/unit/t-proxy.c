@@ -22,6 +22,7 @@
 
 #include "dnsq.h"
 #include "fsutil.h"
+#include "netpolicy.h"
 #include "provision.h"
 #include "proxy.h"
 
@@ -79,6 +80,9 @@ test_config(void)
 		"{\"proxy\":{\"opaque_ports\":[22.0]}}",
 		"{\"proxy\":{\"max_lookups\":0}}",
 		"{\"proxy\":{\"max_lookups_per_agent\":-1}}",
+		"{\"proxy\":{\"allowed_cidrs\":[\"10.1.2.3/8\"]}}",
+		"{\"proxy\":{\"allowed_cidrs\":\"10.0.0.0/8\"}}",
+		"{\"proxy\":{\"allow_private_domains\":[\"*\"]}}",
 	};
 	size_t	 i;
 
@@ -124,6 +128,25 @@ test_config(void)
 		    strcmp(e.reason, "config_invalid") == 0,
 		    "bad config #%zu refused: %s", i, e.message);
 	}
+	/* Issue 11 item 7: the policy settings of every agent. */
+	ok(load("{\"proxy\":{\"allowed_cidrs\":[\"203.0.113.0/24\"],"
+	    "\"allow_private_domains\":[\"*.mirror.example\"]}}", &c, &e) ==
+	    0 && c.policy != NULL && json_array_size(json_object_get(c.policy,
+	    "allowed_cidrs")) == 1, "global allowed_cidrs and "
+	    "allow_private_domains are read");
+	{
+		struct sbx_netpolicy	 np;
+		json_t			*a = json_pack("{s:[s]}",
+					    "allowed_cidrs", "10.0.0.0/8");
+
+		ok(sbx_proxy_policy(&c, a, "config/agents/a.json", &np, &e) ==
+		    0 && np.ncidrs == 2 && np.nprivate == 1,
+		    "an agent's policy has the global settings and its own");
+		sbx_np_free(&np);
+		json_decref(a);
+	}
+	sbx_proxy_config_release(&c);
+	ok(c.policy == NULL, "released");
 	put("config/sandbox.json", "{}");
 }
 
