@@ -43,9 +43,9 @@ trap 'exit 130' INT TERM
 # ours PID: does the process belong to this run?  Its environment carries
 # the run's token, or its command line names the run's directory.
 ours() {
-	tr '\0' '\n' <"/proc/$1/environ" 2>/dev/null |
+	{ tr '\0' '\n' <"/proc/$1/environ"; } 2>/dev/null |
 	    grep -qx "SBX_TEST_RUN=$SBX_TEST_RUN" && return 0
-	tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null |
+	{ tr '\0' ' ' <"/proc/$1/cmdline"; } 2>/dev/null |
 	    grep -qF "$SBX_TEST_TMPDIR" && return 0
 	return 1
 }

@@ -14,18 +14,7 @@
 load lib
 load proxy
 bats_require_minimum_version 1.5.0
-
-setup_file() {
-	export CERTS="$BATS_FILE_TMPDIR/certs"
-	command -v openssl >/dev/null 2>&1 && make_certs "$CERTS"
-	return 0
-}
-
-setup() { proxy_setup; }
-
-# jc JSON FILTER: compact output of a jq filter.
-jc() { printf '%s' "$1" | jq -c "$2"; }
-teardown() { proxy_teardown; }
+# setup_file, setup and teardown: proxy.bash's.
 
 # --- the allowed paths ------------------------------------------------------
 

@@ -12,18 +12,7 @@
 load lib
 load proxy
 bats_require_minimum_version 1.5.0
-
-setup_file() {
-	export CERTS="$BATS_FILE_TMPDIR/certs"
-	command -v openssl >/dev/null 2>&1 && make_certs "$CERTS"
-	return 0
-}
-
-setup() { proxy_setup; }
-teardown() { proxy_teardown; }
-
-# jc JSON FILTER: compact output of a jq filter.
-jc() { printf '%s' "$1" | jq -c "$2"; }
+# setup_file, setup and teardown: proxy.bash's.
 
 # tun A HOST:PORT MODE [ARG]: the test client's tunnel, 1 s to answer.
 tun() {

@@ -15,15 +15,7 @@
 load lib
 load proxy
 bats_require_minimum_version 1.5.0
-
-setup_file() {
-	export CERTS="$BATS_FILE_TMPDIR/certs"
-	command -v openssl >/dev/null 2>&1 && make_certs "$CERTS"
-	return 0
-}
-
-setup() { proxy_setup; }
-teardown() { proxy_teardown; }
+# setup_file, setup and teardown: proxy.bash's.
 
 # rss_kb PID: the resident set of a process, in KiB.
 rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }

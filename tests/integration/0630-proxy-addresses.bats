@@ -17,15 +17,7 @@
 load lib
 load proxy
 bats_require_minimum_version 1.5.0
-
-setup_file() {
-	export CERTS="$BATS_FILE_TMPDIR/certs"
-	command -v openssl >/dev/null 2>&1 && make_certs "$CERTS"
-	return 0
-}
-
-setup() { proxy_setup; }
-teardown() { proxy_teardown; }
+# setup_file, setup and teardown: proxy.bash's.
 
 HINT='allow it with allow_private_domains or allowed_cidrs'
 

@@ -829,3 +829,15 @@ proxy_world() {
 	A=alice
 	AH=$(ahome alice)
 }
+
+# The set-up every proxy test file shares (a file may redefine any).
+setup_file() {
+	export CERTS="$BATS_FILE_TMPDIR/certs"
+	command -v openssl >/dev/null 2>&1 && make_certs "$CERTS"
+	return 0
+}
+setup() { proxy_setup; }
+teardown() { proxy_teardown; }
+
+# jc JSON FILTER: compact output of a jq filter.
+jc() { printf '%s' "$1" | jq -c "$2"; }
