@@ -106,8 +106,14 @@ child_exec(struct sbx_run *r, int in, int out, int err, int st, int ctl)
 		_exit(125);
 	if (dup2(in, 0) == -1 || dup2(out, 1) == -1 || dup2(err, 2) == -1)
 		_exit(125);
+	/*
+	 * A slot left unset must be closed, not inherited: whatever the
+	 * caller of sbx left open on that number would otherwise reach
+	 * bwrap and sbx-init under a slot's meaning.
+	 */
 	for (i = 3; i <= SBX_FD_MAX; i++)
-		if (tmp[i] >= 0 && dup2(tmp[i], i) == -1)
+		if (tmp[i] >= 0 ? dup2(tmp[i], i) == -1 :
+		    (close(i) == -1 && errno != EBADF))
 			_exit(125);
 	/* Nothing else of sbx crosses into bwrap. */
 	sbx_close_from(SBX_FD_MAX + 1, NULL, 0);

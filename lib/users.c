@@ -183,3 +183,18 @@ sbx_user_home(uid_t uid)
 	fclose(f);
 	return home;
 }
+
+int
+sbx_user_each(int (*fn)(const char *, uid_t, const char *, void *), void *arg)
+{
+	struct passwd	*pw;
+	FILE		*f;
+	int		 rc = 0;
+
+	if ((f = passwd_open()) == NULL)
+		return -1;
+	while (rc == 0 && (pw = fgetpwent(f)) != NULL)
+		rc = fn(pw->pw_name, pw->pw_uid, pw->pw_dir, arg);
+	fclose(f);
+	return rc;
+}

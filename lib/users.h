@@ -28,5 +28,9 @@ int	 sbx_user_create(const char *useradd, const char *prefix,
 	    const char *name, uid_t *, gid_t *, struct sbx_error *);
 /* The home directory of uid from /etc/passwd (caller frees), or NULL. */
 char	*sbx_user_home(uid_t);
+/* fn(name, uid, home, arg) for each entry of /etc/passwd, until fn returns
+ * non-zero (that value is returned); 0 at the end, -1 if unreadable. */
+int	 sbx_user_each(int (*fn)(const char *, uid_t, const char *, void *),
+	    void *);
 
 #endif

@@ -1,10 +1,12 @@
 #!/bin/sh
 # lint.sh: the checks behind `make lint`.
 #
-#   1. clang-format --dry-run on cmd/*.c lib/*.c tests/unit/*.c and
-#      tests/helpers/*.c against .clang-format; report-only unless
-#      LINT_STRICT=1, since KNF declaration alignment is more than
-#      clang-format can express;
+#   1. clang-format on the lines a change touched (clang-format-diff over
+#      `git diff -U0` against LINT_BASE, default HEAD, plus untracked C
+#      files): the tree is not reformatted, a new violation fails.  Hunks
+#      that differ from clang-format only in the width of blanks inside
+#      lines pass: KNF declaration alignment is more than clang-format 14
+#      can express (see .clang-format);
 #   2. ShellCheck on scripts/*.sh tests/*.sh tests/integration/*.sh and the
 #      bash completion (bats files are left out: too noisy as bash);
 #   3. zsh -n on the zsh completion;
@@ -35,28 +37,101 @@ existing() {
 }
 
 # --- clang-format ------------------------------------------------------------
+# The C files a change touched: tracked ones against the base, new ones whole.
+cf_diff() {
+	git diff -U0 --no-color "$1" -- '*.c' '*.h'
+	git ls-files --others --exclude-standard -- '*.c' '*.h' |
+	while IFS= read -r f; do
+		git diff --no-index -U0 --no-color /dev/null "$f"
+	done
+}
+# Keep the hunks of clang-format-diff's output that clang-format would
+# change in more than the blanks it puts between words: a hunk passes when
+# its words are the same and the line starts that KNF fixes (a brace alone
+# on its line, `} else`, #) are where clang-format puts them, its lines fit
+# in 80 columns and are indented with tabs and at most 4 spaces.  So
+# declaration alignment and where a long statement wraps are left to the
+# author; `if(x)`, `char* p`, `) {` of a function, a spaces-only indent or
+# an 81st column are not.
+cf_real() {
+	awk '
+	function side(s, l,    lead, t) {
+		match(l, /^[ \t]*/)
+		lead = substr(l, 1, RLENGTH)
+		t = substr(l, RLENGTH + 1)
+		sub(/[ \t]*\\$/, "", t)
+		gsub(/[ \t]+/, " ", t)
+		sub(/ $/, "", t)
+		if (t == "")
+			return s
+		if (t == "{" || t == "}" || t ~ /^(} *)?else/ || t ~ /^#/)
+			return s "\n" t
+		return s " " t
+	}
+	# Where a statement wraps is the author'"'"'s: no blank counts next
+	# to brackets, member access, commas and semicolons.
+	function words(s) {
+		gsub(/[ \n]*\\?\n[ ]*/, "\n", s)
+		gsub(/\( /, "(", s); gsub(/\[ /, "[", s)
+		gsub(/ \)/, ")", s); gsub(/ \]/, "]", s)
+		gsub(/ ?-> ?/, "->", s); gsub(/ ;/, ";", s)
+		return s
+	}
+	function width(l,    i, c, w) {
+		w = 0
+		for (i = 1; i <= length(l); i++) {
+			c = substr(l, i, 1)
+			w = c == "\t" ? w + 8 - w % 8 : w + 1
+		}
+		return w
+	}
+	function flush() {
+		if (hunk != "" && (words(old) != words(new) || badline)) {
+			if (file != shown)
+				print file
+			shown = file
+			printf "%s", hunk
+			bad++
+		}
+		hunk = ""; old = ""; new = ""; badline = 0
+	}
+	/^--- / { flush(); next }
+	/^\+\+\+ / { flush(); file = $0; next }
+	/^@@/ { flush(); hunk = $0 "\n"; next }
+	/^-/ {
+		l = substr($0, 2)
+		hunk = hunk $0 "\n"
+		old = side(old, l)
+		if (width(l) > 80 || l ~ /^\t* {5,}/ || l ~ /^ +[^ *]/)
+			badline = 1
+		next
+	}
+	/^\+/ { hunk = hunk $0 "\n"; new = side(new, substr($0, 2)); next }
+	{ if (hunk != "") hunk = hunk $0 "\n" }
+	END { flush(); exit bad > 0 }
+	'
+}
+cfd=""
+for c in clang-format-diff clang-format-diff-14; do
+	command -v "$c" >/dev/null 2>&1 && { cfd=$c; break; }
+done
 if [ ! -f .clang-format ]; then
 	note "skip: clang-format (no .clang-format)"
-elif ! command -v clang-format >/dev/null 2>&1; then
+elif ! command -v clang-format >/dev/null 2>&1 || [ -z "$cfd" ]; then
 	missing clang-format
+elif ! git rev-parse --git-dir >/dev/null 2>&1; then
+	note "skip: clang-format (not a git checkout: no change to check)"
 else
-	files=$(existing cmd/*.c lib/*.c tests/unit/*.c tests/helpers/*.c)
-	n=0
-	bad=""
-	for f in $files; do
-		n=$((n + 1))
-		clang-format --dry-run --Werror "$f" >/dev/null 2>&1 ||
-		    bad="$bad $f"
-	done
-	note "clang-format: checked $n files"
-	if [ -n "$bad" ]; then
-		if [ "$STRICT" = 1 ]; then
-			# shellcheck disable=SC2086
-			clang-format --dry-run --Werror $bad 2>&1 | head -n 200
-			fail "clang-format:$bad"
+	base=${LINT_BASE:-HEAD}
+	if ! git rev-parse --verify -q "$base^{commit}" >/dev/null; then
+		fail "clang-format: LINT_BASE $base is not a commit"
+	else
+		n=$(cf_diff "$base" | grep -c '^+++ ')
+		if cf_diff "$base" | "$cfd" -p1 | cf_real; then
+			note "clang-format: changed lines of $n files since" \
+			    "$base are formatted"
 		else
-			note "clang-format: not formatted as .clang-format says" \
-			    "(report-only; LINT_STRICT=1 to enforce):$bad"
+			fail "clang-format(changed-lines)"
 		fi
 	fi
 fi

@@ -34,13 +34,6 @@ static int	 nplanted;
 static char	*prepared;
 
 static void
-skip(const char *why)
-{
-	tap_n++;
-	printf("ok %d # skip %s\n", tap_n, why);
-}
-
-static void
 cleanup(void)
 {
 	struct sbx_error	 e;
@@ -122,11 +115,11 @@ file_is(const char *dir, const char *file, const char *want)
 	char	 got[256];
 
 	if (read_line(dir, file, got, sizeof(got)) == -1) {
-		printf("# cannot read %s/%s\n", dir, file);
+		diag("cannot read %s/%s", dir, file);
 		return 0;
 	}
 	if (strcmp(got, want) != 0)
-		printf("# %s/%s: got '%s' want '%s'\n", dir, file, got, want);
+		diag("%s/%s: got '%s' want '%s'", dir, file, got, want);
 	return strcmp(got, want) == 0;
 }
 
@@ -346,7 +339,7 @@ all_gone(char **dirs, int n)
 
 	for (i = 0; i < n; i++)
 		if (stat(dirs[i], &st) == 0 || errno != ENOENT) {
-			printf("# still there: %s\n", dirs[i]);
+			diag("still there: %s", dirs[i]);
 			gone = 0;
 		}
 	return gone;
@@ -431,7 +424,7 @@ test_none(void)
 	ok(e.kind != NULL && strcmp(e.kind, SBX_K_UNAVAILABLE) == 0 &&
 	    strcmp(e.reason, "cgroup_unavailable") == 0 && e.hint[0] != '\0',
 	    "... reported as unavailable with a hint");
-	printf("# why: %s\n", c.why);
+	diag("why: %s", c.why);
 	ok(c.nprocs == 0 && c.enforced == 0, "... nothing to enter");
 	ok(sbx_cgroup_enter(&c) == 0, "... enter is a no-op");
 	if ((d = opendir(tmpdir)) != NULL) {
@@ -564,14 +557,14 @@ main(void)
 	rc = sbx_cgroup_create(name, &lim, &cg, &e);
 	ok(rc == 0, "create %s (%s)", name, rc == 0 ? "ok" : e.message);
 	if (rc == -1 || cg.backend == SBX_CG_NONE) {
-		printf("# %s\n", cg.why);
+		diag("%s", cg.why);
 		skip(geteuid() == 0 ? "no usable cgroup backend" :
 		    "no usable cgroup backend (not root, none delegated)");
 		sbx_cgroup_destroy(&cg, &e);
 		test_v2_plain();
 		return done_testing();
 	}
-	printf("# backend %s, why others were passed over: %s\n",
+	diag("backend %s, why others were passed over: %s",
 	    sbx_cgroup_backend_name(cg.backend), cg.why);
 	is_int(cg.enforced, SBX_LIM_MEMORY | SBX_LIM_CPUS | SBX_LIM_PIDS,
 	    "all three limits enforced");
@@ -579,7 +572,7 @@ main(void)
 	ok(nd >= 1 && cg.nprocs == nd, "%d directories, %d procs fds", nd,
 	    cg.nprocs);
 	for (i = 0; i < nd; i++)
-		printf("# dir %s\n", dirs[i]);
+		diag("dir %s", dirs[i]);
 	ok(cg.procs_fd[0] >= 0 &&
 	    (fcntl(cg.procs_fd[0], F_GETFD) & FD_CLOEXEC),
 	    "procs fds are close-on-exec");

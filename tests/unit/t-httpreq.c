@@ -62,7 +62,7 @@ refuse(const char *buf, size_t len, int status, const char *reason,
 	if (!ok(rc == -1 && st == status && r != NULL &&
 		    strcmp(r, reason) == 0 && cons,
 		"%s: %d %s", name, status, reason))
-		printf("#   got rc %d status %d reason %s%s\n", rc, st,
+		diag("  got rc %d status %d reason %s%s", rc, st,
 		    r ? r : "(null)", cons ? "" : " (prefixes disagree)");
 }
 
@@ -74,7 +74,7 @@ accept_req(const char *buf, size_t len, const char *name)
 
 	rc = parse_both(buf, len, &st, &r, &cons);
 	if (!ok(rc == 1 && cons, "%s: parsed", name))
-		printf("#   got rc %d status %d reason %s%s\n", rc, st,
+		diag("  got rc %d status %d reason %s%s", rc, st,
 		    r ? r : "(null)", cons ? "" : " (prefixes disagree)");
 	return rc == 1;
 }
@@ -404,7 +404,7 @@ check_auth(const char *value, enum sbx_http_auth auth, const char *user,
 	if (!ok(rc == 1 && req.auth == auth && strcmp(req.user, user) == 0 &&
 		    strcmp(req.token, token) == 0,
 		"auth: %s", name))
-		printf("#   rc %d auth %d user '%s' token '%s'\n", rc,
+		diag("  rc %d auth %d user '%s' token '%s'", rc,
 		    (int)req.auth, req.user, req.token);
 }
 
@@ -741,7 +741,7 @@ test_incremental(void)
 		rc = sbx_http_parse(in, i, &req, &st, &r);
 		if (rc != 0) {
 			bad++;
-			printf("# prefix %zu: rc %d %s\n", i, rc, r ? r : "");
+			diag("prefix %zu: rc %d %s", i, rc, r ? r : "");
 		}
 	}
 	ok(bad == 0, "byte by byte: 0 until the head is complete");
@@ -947,7 +947,7 @@ tls_is(const unsigned char *b, size_t n, int want, const char *wreason,
 				     : r != NULL && strcmp(r, wreason) == 0) &&
 		    (wsni == NULL ? sni[0] == '\0' : strcmp(sni, wsni) == 0),
 		"tls: %s", name))
-		printf("#   rc %d reason %s sni '%.255s'\n", rc,
+		diag("  rc %d reason %s sni '%.255s'", rc,
 		    r ? r : "(null)", sni);
 }
 
@@ -1165,7 +1165,7 @@ test_tunnel(void)
 		else if (!ok(rc == -1 && st == bad[i].status &&
 		    strcmp(r, bad[i].reason) == 0 && cons, "tunnel: %s: %d %s",
 		    bad[i].name, bad[i].status, bad[i].reason))
-			printf("#   got rc %d status %d reason %s\n", rc, st,
+			diag("  got rc %d status %d reason %s", rc, st,
 			    r ? r : "(null)");
 	}
 	rc = tunnel("GET / HTTP/1.1\r\nHost: a.example\r\n\r\n", "a.example",

@@ -148,7 +148,7 @@ main(void)
 	/* One of our own directories we cannot read could hide a root that
 	 * a sandbox running as us could open up again. */
 	if (geteuid() == 0) {
-		printf("ok %d # skip root reads every directory\n", ++tap_n);
+		skip("root reads every directory");
 	} else {
 		ok(mkdirat(dfd, "u", 0755) == 0 && mkdirat(dfd, "u/locked",
 		    0000) == 0, "an unreadable directory of ours");

@@ -155,13 +155,13 @@ get_warn(int dfd, unsigned char **p, ssize_t *n, const char **w)
 	*n = -1;
 	*w = "(not set)";
 	if ((fd = sbx_seccomp_fd(dfd, w, &e)) == -1) {
-		printf("# sbx_seccomp_fd: %s (%s)\n", e.message,
+		diag("sbx_seccomp_fd: %s (%s)", e.message,
 		    e.reason ? e.reason : "");
 		return -1;
 	}
 	*n = slurp(fd, p);
 	if (*w != NULL)
-		printf("# warning: %s\n", *w);
+		diag("warning: %s", *w);
 	return fd;
 }
 
@@ -338,7 +338,7 @@ test_cache(const unsigned char *want, ssize_t wantn)
 	(void)h;
 	(void)hex;
 	(void)expect;
-	ok(1, "cache name hash # skip arch token known for x86_64 only");
+	skip("cache name hash: arch token known for x86_64 only");
 #endif
 	ok(fstatat(dfd, name, &st1, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    S_ISREG(st1.st_mode) && (st1.st_mode & 07777) == 0600 &&
@@ -474,12 +474,9 @@ test_cache(const unsigned char *want, ssize_t wantn)
 			ok(0, "chown: %s", strerror(errno));
 		tampered(dfd, name, "someone else's file (the right program)",
 		    want, wantn);
-		ok(1, "unwritable cache directory # skip root ignores modes");
-		ok(1, "unwritable cache directory # skip root ignores modes");
+		skip_n(2, "unwritable cache directory: root ignores modes");
 	} else {
-		ok(1, "someone else's file # skip needs root to chown");
-		ok(1, "someone else's file # skip needs root to chown");
-		ok(1, "someone else's file # skip needs root to chown");
+		skip_n(3, "someone else's file: needs root to chown");
 		unlinkat(dfd, name, 0);
 		chmod(tmpdir, 0500);
 		fd = get_warn(dfd, &p, &n, &w);
@@ -795,7 +792,7 @@ test_behaviour(const unsigned char *prog, ssize_t progn)
 			break;
 		}
 		if (!ok(pass, "filtered: %s", probes[i].what))
-			printf("#   got: r=%ld errno=%d (%s)\n", res.r, res.err,
+			diag("  got: r=%ld errno=%d (%s)", res.r, res.err,
 			    strerror(res.err));
 	}
 	close(pfd[0]);
@@ -865,7 +862,7 @@ test_abi(const unsigned char *prog, ssize_t progn)
 	 */
 	st = in_child(NULL, 0, i386_getpid);
 	if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 101) {
-		ok(1, "i386 syscall # skip the kernel runs no i386 syscalls "
+		skip("i386 syscall: the kernel runs no i386 syscalls "
 		    "(int 0x80 without a filter: status %#x)", st);
 		return;
 	}
@@ -875,8 +872,8 @@ test_abi(const unsigned char *prog, ssize_t progn)
 #else
 	(void)prog;
 	(void)progn;
-	ok(1, "x32 # skip not x86_64");
-	ok(1, "i386 # skip not x86_64");
+	skip("x32: not x86_64");
+	skip("i386: not x86_64");
 #endif
 }
 
@@ -964,7 +961,7 @@ verdict_is(const unsigned char *prog, ssize_t progn, uint32_t arch,
 
 	got = bpf_verdict(prog, progn, arch, nr);
 	if (!ok(got == want, "program: %s (nr %#x)", what, nr))
-		printf("#   got %#x, want %#x\n", got, want);
+		diag("  got %#x, want %#x", got, want);
 }
 
 /*
@@ -1020,11 +1017,9 @@ test_program(const unsigned char *prog, ssize_t progn)
 	verdict_is(prog, progn, AUDIT_ARCH_I386, 20, kill,
 	    "i386 getpid: killed");
 #else
-	ok(1, "modify_ldt # skip x86 only");
-	ok(1, "x32 # skip not x86_64");
-	ok(1, "x32 # skip not x86_64");
-	ok(1, "i386 # skip not x86_64");
-	ok(1, "i386 # skip not x86_64");
+	skip("modify_ldt: x86 only");
+	skip_n(2, "x32: not x86_64");
+	skip_n(2, "i386: not x86_64");
 #endif
 }
 
