@@ -29,6 +29,7 @@
 #include "cmd.h"
 #include "envelope.h"
 #include "fsutil.h"
+#include "idmount.h"
 #include "imageref.h"
 #include "job.h"
 #include "joblog.h"
@@ -531,6 +532,9 @@ struct prep {
 	char			*init;
 	char			 home[PATH_MAX];
 	char			*workdir;	/* canonical */
+	int			 workdir_tree;	/* its private copy, or -1 */
+	char			*workdir_mnt;	/* where the copy goes */
+	struct stat		 workdir_mnt_st;
 	const char		*workdir_resolved; /* = workdir, when asked
 						 * to follow symlinks */
 	char			 cwd[PATH_MAX];
@@ -571,7 +575,7 @@ is_system_dir(const char *path)
 	/* Binding these, or anything inside them, read-write would let
 	 * the sandbox change the host's configuration or kernel state. */
 	static const char *const inside[] = {
-		"/proc", "/sys", "/dev", "/etc", "/boot", "/run", "/root",
+		"/proc", "/sys", "/dev", "/etc", "/boot", "/run",
 		"/usr", "/var/lib", "/var/run", "/var/log", "/var/cache",
 		"/var/spool", "/var/mail", "/bin", "/sbin", "/lib", "/lib64",
 	};
@@ -634,7 +638,7 @@ workdir_visit(int dirfd, const char *path, void *arg, struct sbx_error *e)
  * editor start-up files and the programs on its PATH live.
  */
 static void
-check_home(const char *canon, const char *home)
+check_home(const char *canon, const char *home, const char *user)
 {
 	struct sbx_error	 e;
 	char			 hc[PATH_MAX];
@@ -644,8 +648,9 @@ check_home(const char *canon, const char *home)
 		return;
 	if (sbx_path_overlaps(canon, hc) && strlen(canon) <= strlen(hc)) {
 		sbx_error_set(&e, SBX_K_REJECTED, "workdir", "home_directory",
-		    "refusing to bind %s: it is your home directory or "
-		    "contains it", canon);
+		    "refusing to bind %s: it is %s%s%s home directory or "
+		    "contains it", canon, user ? "the user " : "your",
+		    user ? user : "", user ? "'s" : "");
 		sbx_error_hint(&e, "bind a project directory inside it instead");
 		fail(&e, SBX_EX_FAILED);
 	}
@@ -654,11 +659,120 @@ check_home(const char *canon, const char *home)
 	    canon[n] == '/' && canon[n + 1] == '.') {
 		sbx_error_set(&e, SBX_K_REJECTED, "workdir", "home_dotdir",
 		    "refusing to bind %s: it is in %.*s, a hidden directory of "
-		    "your home, where keys, settings and start-up files live",
-		    canon, (int)(n + 1 + strcspn(canon + n + 1, "/")), canon);
+		    "%s%s%s home, where keys, settings and start-up files live",
+		    canon, (int)(n + 1 + strcspn(canon + n + 1, "/")), canon,
+		    user ? "the user " : "your", user ? user : "",
+		    user ? "'s" : "");
 		sbx_error_hint(&e, "bind a project directory instead");
 		fail(&e, SBX_EX_FAILED);
 	}
+}
+
+/*
+ * Every person's home is as much off limits as the caller's own: root
+ * could otherwise bind /home/alice (and her ~/.ssh) into a sandbox.  Root
+ * and the ordinary uids are people; system accounts' homes are service
+ * directories (the system ones among them are refused as such).
+ */
+static int
+other_home(const char *name, uid_t uid, const char *home, void *arg)
+{
+	if ((uid == 0 || uid >= 1000) && uid != 65534 && uid != getuid())
+		check_home(arg, home, name);
+	return 0;
+}
+
+/*
+ * Can uid/gid (no supplementary groups: lib/run.c drops them) search the
+ * directory st, or, with w, write to it?
+ */
+static int
+id_may(const struct stat *st, uid_t uid, gid_t gid, int w)
+{
+	mode_t	 m = w ? S_IWUSR | S_IXUSR : S_IXUSR;
+
+	if (st->st_uid == uid)
+		return (st->st_mode & m) == m;
+	if (st->st_gid == gid)
+		return (st->st_mode & (m >> 3)) == (m >> 3);
+	return (st->st_mode & (m >> 6)) == (m >> 6);
+}
+
+/* Can uid/gid walk from / down to path (every ancestor searchable)? */
+static int
+id_can_reach(const char *path, uid_t uid, gid_t gid)
+{
+	struct stat	 st;
+	char		 buf[PATH_MAX], *s;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	while ((s = strrchr(buf, '/')) != NULL) {
+		s[s == buf ? 1 : 0] = '\0';
+		if (stat(buf, &st) == -1 || !id_may(&st, uid, gid, 0))
+			return 0;
+		if (s == buf)
+			break;
+	}
+	return 1;
+}
+
+/*
+ * Root's sandbox runs as run_uid.  A workdir that uid cannot write (a
+ * root-owned checkout: every CI job in a container) or cannot reach (one
+ * under /root, 0700: bwrap resolves bind sources by path, as that uid) is
+ * handed over as a private copy of its mount (lib/idmount.c): idmapped so
+ * that its owner's files are run_uid's inside and what the sandbox creates
+ * is its owner's on disk, and attached at the state root's run/workdir,
+ * which the sandbox's uid can reach, in a mount namespace of the run's own
+ * (cg_enter_hook).  Where the filesystem cannot idmap, the run is refused
+ * now, with the fix, rather than failing half-way through a build.
+ */
+static void
+workdir_copy(struct prep *p, const struct stat *st)
+{
+	struct sbx_error	 e;
+	int			 idmap, fd;
+
+	idmap = !id_may(st, p->run_uid, p->run_gid, 1) &&
+	    (st->st_mode & S_IWUSR);
+	if (!idmap && id_can_reach(p->workdir, p->run_uid, p->run_gid))
+		return;
+	p->workdir_tree = sbx_idmount_clone(p->workdir_fd, idmap, st->st_uid,
+	    st->st_gid, p->run_uid, p->run_gid, &e);
+	if (p->workdir_tree == -1) {
+		if (e.reason == NULL || strcmp(e.reason, "idmap_unsupported"))
+			fail(&e, SBX_EX_FAILED);
+		sbx_error_set(&e, SBX_K_REJECTED, "workdir",
+		    "workdir_not_writable", "sbx runs as root, so the sandbox "
+		    "runs as uid %u, which cannot write to %s (owned by uid "
+		    "%u), and its filesystem cannot map the owner onto the "
+		    "sandbox's uid (idmapped mount: %s)", (unsigned)p->run_uid,
+		    p->workdir, (unsigned)st->st_uid, strerror(e.sys_errno));
+		if (st->st_uid != 0)
+			sbx_error_hint(&e, "chown -R %u:%u %s, or set \"run_as\" "
+			    "in %s/config/sandbox.json to its owner (uid %u)",
+			    (unsigned)p->run_uid, (unsigned)p->run_gid,
+			    p->workdir, p->root.path, (unsigned)st->st_uid);
+		else
+			sbx_error_hint(&e, "chown -R %u:%u %s, or use a "
+			    "directory on a filesystem with idmapped mounts "
+			    "(ext4, xfs, btrfs, tmpfs; Linux 5.12 or later)",
+			    (unsigned)p->run_uid, (unsigned)p->run_gid,
+			    p->workdir);
+		fail(&e, SBX_EX_FAILED);
+	}
+	/* The mount point: a directory of the state root's that nothing
+	 * else uses, empty on the host, 0711 like run/ itself. */
+	if ((fd = sbx_mkdirs_at(p->root.fd, "run/workdir", 0711, &e)) == -1)
+		fail(&e, SBX_EX_FAILED);
+	if (fstat(fd, &p->workdir_mnt_st) == -1 ||
+	    asprintf(&p->workdir_mnt, "%s/run/workdir", p->root.path) == -1) {
+		sbx_error_sys(&e, "workdir_mount_point", "%s/run/workdir",
+		    p->root.path);
+		fail(&e, SBX_EX_FAILED);
+	}
+	(void)fchmod(fd, 0711);
+	close(fd);
 }
 
 static void
@@ -729,11 +843,12 @@ prep_workdir(struct prep *p)
 		    "directory", canon);
 		fail(&e, SBX_EX_FAILED);
 	}
-	check_home(canon, getenv("HOME"));
+	check_home(canon, getenv("HOME"), NULL);
 	if ((pwhome = sbx_user_home(getuid())) != NULL) {
-		check_home(canon, pwhome);
+		check_home(canon, pwhome, NULL);
 		free(pwhome);
 	}
+	(void)sbx_user_each(other_home, canon);
 	/* The state root in use, even when it was never marked. */
 	if (realpath(p->root.path, check) != NULL &&
 	    sbx_path_overlaps(canon, check)) {
@@ -789,12 +904,13 @@ prep_workdir(struct prep *p)
 			fprintf(stderr, "sbx: --workdir %s resolves to %s\n",
 			    O.workdir, canon);
 	}
-	if (p->drop_privs &&
-	    !((st.st_uid == p->run_uid && (st.st_mode & S_IWUSR)) ||
-	    (st.st_gid == p->run_gid && (st.st_mode & S_IWGRP)) ||
-	    (st.st_mode & S_IWOTH))) {
+	if (p->drop_privs)
+		workdir_copy(p, &st);
+	if (p->drop_privs && p->workdir_tree == -1 &&
+	    !id_may(&st, p->run_uid, p->run_gid, 1)) {
 		char	 w[PATH_MAX + 128];
 
+		/* Read-only to its owner too: nothing to map. */
 		snprintf(w, sizeof(w), "sbx runs as root, so the sandbox runs "
 		    "as uid %u, which cannot write to %s", (unsigned)p->run_uid,
 		    canon);
@@ -1052,6 +1168,14 @@ cg_enter_hook(void *arg)
 {
 	struct prep	*p = arg;
 
+	/* The workdir's private copy, while still root (see workdir_copy). */
+	if (p->workdir_tree >= 0 && sbx_idmount_attach(p->workdir_tree,
+	    p->workdir_mnt, p->workdir_mnt_st.st_dev,
+	    p->workdir_mnt_st.st_ino) == -1) {
+		fprintf(stderr, "sbx: cannot attach the copy of the workdir at "
+		    "%s: %s\n", p->workdir_mnt, strerror(errno));
+		return -1;
+	}
 	if (p->cg.backend == SBX_CG_NONE)
 		return 0;
 	return sbx_cgroup_enter(&p->cg) == -1 ? -1 : 0;
@@ -1630,7 +1754,7 @@ prepare(struct prep *p)
 	char			 rel[128], *dir;
 	size_t			 i;
 
-	p->home_fd = p->output_fd = p->workdir_fd = -1;
+	p->home_fd = p->output_fd = p->workdir_fd = p->workdir_tree = -1;
 	p->proxy_ctl = p->proxy_chan = -1;
 	p->warnings = json_array();
 
@@ -1841,7 +1965,8 @@ run_setup(struct prep *p, struct sbx_run *r)
 	r->slot[SBX_FD_ENV] = p->env_fd;
 	r->slot[SBX_FD_HOME] = p->home_fd;
 	r->slot[SBX_FD_OUTPUT] = p->output_fd;
-	r->slot[SBX_FD_WORKDIR] = p->workdir_fd;
+	r->slot[SBX_FD_WORKDIR] = p->workdir_tree >= 0 ? p->workdir_tree :
+	    p->workdir_fd;
 	r->slot[SBX_FD_PASSWD] = p->passwd_fd;
 	r->slot[SBX_FD_GROUP] = p->group_fd;
 	r->slot[SBX_FD_HOSTS] = p->hosts_fd;

@@ -47,7 +47,7 @@
  * it, so that the copy an older policy left is not reported as tampered
  * with.
  */
-#define POLICY_ID	"sbx-seccomp-2"
+#define POLICY_ID	"sbx-seccomp-4"
 
 /* The largest program the kernel accepts, in bytes. */
 #define PROG_MAX	(BPF_MAXINSNS * sizeof(struct sock_filter))
@@ -388,6 +388,57 @@ add_personality(scmp_filter_ctx ctx, struct sbx_error *e)
 	    0xfffffff7, e);
 }
 
+/*
+ * No set-user-ID or set-group-ID bit, on any file the sandbox makes or
+ * changes.  What it writes in a --workdir outlives it on the host, and
+ * when sbx runs as root a root-owned workdir is handed over idmapped
+ * (lib/idmount.c): a file the sandbox creates there is root's, group
+ * root, on disk, so a chmod 4755 or 2755 would leave a setuid-root or
+ * setgid-root program for any local user to run.  Every call that sets a
+ * mode is refused when the mode has S_ISUID or S_ISGID (flatpak refuses
+ * both for the same reason); a directory made inside a set-group-ID
+ * directory still inherits the bit from the kernel, which grants no
+ * privilege.  openat2 carries its mode in a structure no rule can read,
+ * so it is answered ENOSYS (callers fall back to openat, which is
+ * checked).
+ */
+static int
+add_setuid(scmp_filter_ctx ctx, struct sbx_error *e)
+{
+	static const struct {
+		const char	*name;
+		int		 nr;	/* common-table number, or 0 */
+		unsigned int	 arg;	/* which argument is the mode */
+	} calls[] = {
+		{ "chmod",	0,	1 },
+		{ "fchmod",	0,	1 },
+		{ "fchmodat",	0,	2 },
+		{ "fchmodat2",	452,	2 },
+		{ "creat",	0,	1 },
+		{ "open",	0,	2 },
+		{ "openat",	0,	3 },
+		{ "mknod",	0,	1 },
+		{ "mknodat",	0,	2 },
+	};
+	static const mode_t	 bits[] = { S_ISUID, S_ISGID };
+	struct scmp_arg_cmp	 cmp;
+	size_t			 i, b;
+
+	for (i = 0; i < sizeof(calls) / sizeof(calls[0]); i++)
+		for (b = 0; b < sizeof(bits) / sizeof(bits[0]); b++) {
+			memset(&cmp, 0, sizeof(cmp));
+			cmp.arg = calls[i].arg;
+			cmp.op = SCMP_CMP_MASKED_EQ;
+			cmp.datum_a = bits[b];
+			cmp.datum_b = bits[b];
+			if (rule_nr(ctx, SCMP_ACT_ERRNO(EPERM), calls[i].name,
+			    calls[i].nr, 1, &cmp, e) == -1)
+				return -1;
+		}
+	return rule_nr(ctx, SCMP_ACT_ERRNO(ENOSYS), "openat2", 437, 0, NULL,
+	    e);
+}
+
 static int
 add_sockets(scmp_filter_ctx ctx, const char *name, struct sbx_error *e)
 {
@@ -448,7 +499,7 @@ add_rules(scmp_filter_ctx ctx, struct sbx_error *e)
 	    e) == -1)
 		return -1;
 
-	if (add_personality(ctx, e) == -1)
+	if (add_personality(ctx, e) == -1 || add_setuid(ctx, e) == -1)
 		return -1;
 	if (add_sockets(ctx, "socket", e) == -1 ||
 	    add_sockets(ctx, "socketpair", e) == -1)

@@ -191,12 +191,17 @@ no_agent_dirs() {
 
 @test "--workdir: missing, system, home and state-root directories are refused" {
 	rejected workdir not_found --workdir "$TEST_ROOT/missing" -- true
-	for w in / /etc /usr /usr/bin /var /tmp /proc /sys /dev /root /boot \
+	for w in / /etc /usr /usr/bin /var /tmp /proc /sys /dev /boot \
 	    /run /home; do
 		[ -d "$w" ] || continue
 		rejected workdir system_directory --workdir "$w" -- \
 		    touch /workspace/agents/default/marker
 	done
+	# root's home is a home, not a system directory (issue 11).
+	if [ -d /root ]; then
+		rejected workdir home_directory --workdir /root -- \
+		    touch /workspace/agents/default/marker
+	fi
 	rejected workdir home_directory --workdir "$HOME" -- true
 	mkdir -p "$SBX_HOME/workspace"
 	rejected workdir state_root --workdir "$SBX_HOME" -- true
