@@ -18,7 +18,8 @@
 # illustrative only: it is skipped with that reason printed.  A line
 # `<!-- readme-test: root REASON -->` runs it only as root (skipped with
 # the reason otherwise); `<!-- readme-test: network REASON -->` only where
-# the network world below could be made (root, a mount namespace).  The network examples reach README names such as
+# the network world below could be made (root, a mount namespace);
+# `<!-- readme-test: dns REASON -->` wherever the test's DNS stub runs.  The network examples reach README names such as
 # example.org only through the proxy's test DNS stub, which maps every
 # name to a loopback server of this test; nothing else is ever dialled.
 set -u
@@ -62,7 +63,7 @@ while i < len(lines):
     l = lines[i]
     if l.startswith("#"):
         heading = l.lstrip("#").strip()
-    m = re.match(r"<!-- readme-test: (skip|root|network) (.*?) -->$", l)
+    m = re.match(r"<!-- readme-test: (skip|root|network|dns) (.*?) -->$", l)
     if m:
         mark = (m.group(1), m.group(2))
     f = re.match(r"```(\w*)$", l)
@@ -117,6 +118,28 @@ fi
 # its refusal).  Loopback is allowed for the README names only through
 # proxy.allowed_cidrs of config/sandbox.json, as a company allows its mirror.
 net_ready=""
+dns_ready=""
+# The DNS stub and config/sandbox.json: enough for `sbx proxy check`.
+dns_world() {
+	local d=$tmp/net i
+	mkdir -p "$d"
+	"$SBX_TEST_BUILD/tests/helpers/dns-stub" -l 127.0.0.1:0 -o "$d/dns.log" \
+	    -a www.example.org=127.0.0.1 -a example.org=127.0.0.1 \
+	    -a example.com=127.0.0.1 -a registry.npmjs.org=10.20.0.7 \
+	    >"$d/dns.port" 2>"$d/dns.err" 3>&- &
+	pids="$pids $!"
+	for i in $(seq 100); do
+		[ -s "$d/dns.port" ] && break
+		sleep 0.05
+	done
+	[ -s "$d/dns.port" ] || return 1
+	mkdir -p "$SBX_HOME/config"
+	jq -n --arg dns "127.0.0.1:$(head -1 "$d/dns.port")" \
+	    '{proxy: {dns_server: $dns, allowed_cidrs: ["127.0.0.1/32"]}}' \
+	    >"$SBX_HOME/config/sandbox.json"
+}
+# The https server on 127.0.0.1:443 and the test CA in the system bundle:
+# root, in the file's own namespaces.
 net_world() {
 	local d=$tmp/net o i
 	[ -n "${SBX_README_NS:-}" ] || return 1
@@ -141,23 +164,15 @@ net_world() {
 	(cd "$d/www" && exec "$o" s_server -accept 127.0.0.1:443 -cert "$d/srv.pem" \
 	    -key "$d/srv.key" -WWW) >"$d/tls.out" 2>&1 3>&- &
 	pids="$pids $!"
-	"$SBX_TEST_BUILD/tests/helpers/dns-stub" -l 127.0.0.1:0 -o "$d/dns.log" \
-	    -a www.example.org=127.0.0.1 -a example.org=127.0.0.1 \
-	    -a example.com=127.0.0.1 -a registry.npmjs.org=10.20.0.7 \
-	    >"$d/dns.port" 2>"$d/dns.err" 3>&- &
-	pids="$pids $!"
 	for i in $(seq 100); do
-		grep -q ACCEPT "$d/tls.out" 2>/dev/null && [ -s "$d/dns.port" ] && break
+		grep -q ACCEPT "$d/tls.out" 2>/dev/null && break
 		sleep 0.05
 	done
-	grep -q ACCEPT "$d/tls.out" && [ -s "$d/dns.port" ] || return 1
-	mkdir -p "$SBX_HOME/config"
-	jq -n --arg dns "127.0.0.1:$(head -1 "$d/dns.port")" \
-	    '{proxy: {dns_server: $dns, allowed_cidrs: ["127.0.0.1/32"]}}' \
-	    >"$SBX_HOME/config/sandbox.json"
+	grep -q ACCEPT "$d/tls.out"
 }
-if net_world; then
-	net_ready=1
+if dns_world; then
+	dns_ready=1
+	net_world && net_ready=1
 fi
 chmod -R a+rX "$tmp"
 
@@ -178,6 +193,11 @@ for where in "$tmp"/blocks/*.where; do
 	root\ *)
 		if [ "$(id -u)" -ne 0 ]; then
 			echo "ok $n - $w # skip ${mark#root } (needs root)"
+			continue
+		fi ;;
+	dns\ *)
+		if [ -z "$dns_ready" ]; then
+			echo "ok $n - $w # skip ${mark#dns } (the DNS stub did not start)"
 			continue
 		fi ;;
 	network\ *)
