@@ -33,6 +33,7 @@ chmod 1777 "$SBX_TEST_TMPDIR"
 SBX_TEST_RUN=${SBX_TEST_TMPDIR##*/}
 export SBX_TEST_TMPDIR SBX_TEST_RUN
 stage=""
+# shellcheck disable=SC2317 # called by the trap
 cleanup() {
 	[ -n "$stage" ] && rm -rf "$stage"
 	rm -rf "$SBX_TEST_TMPDIR"
@@ -99,7 +100,7 @@ case "$SBX_TEST_BUILD" in
 esac
 if [ -n "$files" ]; then
 	# Slowest first, so the long files do not finish last on their own.
-	# shellcheck disable=SC2086
+	# shellcheck disable=SC2046,SC2086 # file names without blanks
 	prove -j"$PROVE_JOBS" $PROVE_FLAGS --exec "sh tests/tap-exec.sh" \
 	    $(ls -S $files 2>/dev/null) || rc=1
 fi
@@ -117,6 +118,7 @@ if [ "$(id -u)" -eq 0 ]; then
 		chmod -R a+rX "$stage"
 		chown 65534:65534 "$stage/home"
 		ufiles=""
+		# shellcheck disable=SC2013,SC2086 # file names without blanks
 		for f in $(grep -l '^# sbx-test: unprivileged' $files 2>/dev/null); do
 			ufiles="$ufiles tests/${f#tests/}"
 		done

@@ -44,6 +44,7 @@ fi
 tmp=$(mktemp -d "${SBX_TEST_TMPDIR:-/tmp}/0020-readme.XXXXXX") || exit 1
 chmod 0755 "$tmp"
 pids=""
+# shellcheck disable=SC2317 # called by the trap
 cleanup() {
 	for p in $pids; do kill "$p" 2>/dev/null; done
 	SBX_HOME="$tmp/state" "$SBX_TEST_BUILD/bin/sbx" proxy stop >/dev/null 2>&1
@@ -99,6 +100,7 @@ chmod 0755 "$HOME" "$HOME/project" "$work"
 ln -s "$SBX_TEST_BUILD/bin/sbx" "$tmp/bin/sbx"
 export PATH="$tmp/bin:$PATH"
 printf 'test:\n\t@echo tests passed\n' >"$work/Makefile"
+# shellcheck disable=SC2016 # make's variable, not the shell's
 printf 'all:\n\t@echo built in $(CURDIR)\n' >"$HOME/project/Makefile"
 # A tiny root file system: busybox and the /etc files sbx binds over.
 if [ -x /bin/busybox ]; then
@@ -121,14 +123,14 @@ net_ready=""
 dns_ready=""
 # The DNS stub and config/sandbox.json: enough for `sbx proxy check`.
 dns_world() {
-	local d=$tmp/net i
+	local d=$tmp/net
 	mkdir -p "$d"
 	"$SBX_TEST_BUILD/tests/helpers/dns-stub" -l 127.0.0.1:0 -o "$d/dns.log" \
 	    -a www.example.org=127.0.0.1 -a example.org=127.0.0.1 \
 	    -a example.com=127.0.0.1 -a registry.npmjs.org=10.20.0.7 \
 	    >"$d/dns.port" 2>"$d/dns.err" 3>&- &
 	pids="$pids $!"
-	for i in $(seq 100); do
+	for _ in $(seq 100); do
 		[ -s "$d/dns.port" ] && break
 		sleep 0.05
 	done
@@ -141,7 +143,7 @@ dns_world() {
 # The https server on 127.0.0.1:443 and the test CA in the system bundle:
 # root, in the file's own namespaces.
 net_world() {
-	local d=$tmp/net o i
+	local d=$tmp/net o
 	[ -n "${SBX_README_NS:-}" ] || return 1
 	o=$(command -v openssl) || return 1
 	mkdir -p "$d/www"
@@ -164,7 +166,7 @@ net_world() {
 	(cd "$d/www" && exec "$o" s_server -accept 127.0.0.1:443 -cert "$d/srv.pem" \
 	    -key "$d/srv.key" -WWW) >"$d/tls.out" 2>&1 3>&- &
 	pids="$pids $!"
-	for i in $(seq 100); do
+	for _ in $(seq 100); do
 		grep -q ACCEPT "$d/tls.out" 2>/dev/null && break
 		sleep 0.05
 	done
@@ -184,7 +186,10 @@ for where in "$tmp"/blocks/*.where; do
 	base=${where%.where}
 	n=$((n + 1))
 	w=$(cat "$where")
-	body=$(ls "$base".* | grep -v -e '\.where$' -e '\.mark$' | head -1)
+	body=""
+	for f in "$base".*; do
+		case "$f" in *.where|*.mark) ;; *) body=$f; break ;; esac
+	done
 	kind=${body##*.}
 	mark=""
 	[ -e "$base.mark" ] && mark=$(cat "$base.mark")

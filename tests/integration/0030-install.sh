@@ -78,6 +78,6 @@ if [ -x "$tmp/stage$tmp/p2/bin/sbx" ] && grep -q "$tmp/p2/libexec/sbx" "$tmp/sta
     ! grep -q "$tmp/stage" "$tmp/stage$tmp/p2/bin/sbx"; then
 	ok "DESTDIR: staged under DESTDIR, looks in PREFIX"
 else
-	not_ok "DESTDIR staging" "$(ls -R "$tmp/stage" 2>&1 | head -5)"
+	not_ok "DESTDIR staging" "$(find "$tmp/stage" 2>&1 | head -5)"
 fi
 exit $((failures > 0))
