@@ -134,6 +134,31 @@ $(B)/libexec/sbx/sbx-exec: $(B)/cmd/sbx-exec.o $(LIBSBX)
 	$(CC) -static-pie -Wl,-z,relro,-z,now -o $@ $^ $(LIBS_STATIC)
 endif
 
+# The digest of the seccomp program (lib/seccomp.c loads a cached program
+# only when its SHA-256 is this one).  A build-only generator, never
+# installed, builds the program from lib/seccomp.c compiled without a
+# digest, linked the way sbx-exec and the front-end are (statically, or
+# dynamically with the sanitizers), and writes the header.  A binary whose
+# libseccomp builds other bytes still works: it builds on every run.
+GEN_SECCOMP = $(B)/gen/gen-seccomp-digest
+$(B)/gen/seccomp-gen.o: lib/seccomp.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -DSBX_SECCOMP_GEN $(CFLAGS) -MMD -MP -c -o $@ $<
+
+$(GEN_SECCOMP): $(B)/gen/gen-seccomp-digest.o $(B)/gen/seccomp-gen.o \
+    $(B)/lib/error.o
+	$(CC) $(FRONT_LDFLAGS) -o $@ $^ $(FRONT_LIBS)
+
+$(B)/gen/gen-seccomp-digest.o: cmd/gen-seccomp-digest.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+$(B)/gen/seccomp-digest.h: $(GEN_SECCOMP)
+	$(GEN_SECCOMP) $@+ && mv -f $@+ $@
+
+$(B)/lib/seccomp.o: $(B)/gen/seccomp-digest.h
+$(B)/lib/seccomp.o: CPPFLAGS += -iquote $(B)/gen
+
 # sbx-proxy alone resolves names, asynchronously, with c-ares: only
 # lib/proxy.c includes it and only the proxy (and its test) link it, so
 # sbx-exec never loads it.
@@ -237,4 +262,4 @@ clean:
 .SECONDARY:
 
 .PHONY: FORCE deps all tests check bench demo install uninstall lint clean fuzz
--include $(LIB_OBJ:.o=.d) $(B)/cmd/*.d
+-include $(LIB_OBJ:.o=.d) $(B)/cmd/*.d $(B)/gen/*.d

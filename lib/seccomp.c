@@ -9,13 +9,15 @@
  * just before it executes the command; by then bwrap has finished its
  * own mounts, so none of the denials below get in its way.
  *
- * The program is built on every run (about half a millisecond) and
- * handed to bwrap in sealed memory.  A copy is kept in the state root's
- * cache/ directory, under a name derived from the policy version and the
- * architecture, as a record and a tripwire, never as a source: the state
- * root can be within a sandbox's reach (a --workdir that holds it), so
- * nothing read from it decides what the filter is.  A copy that differs
- * from the program built is replaced and reported.
+ * The program is handed to bwrap in sealed memory.  A copy is kept in the
+ * state root's cache/ directory, under a name derived from the policy
+ * version and the architecture.  The state root can be within a
+ * sandbox's reach (a --workdir that holds it), so the copy is loaded only
+ * when its SHA-256 is the digest compiled into this binary: the digest of
+ * the program this very source and libseccomp build, computed at build
+ * time by cmd/gen-seccomp-digest.c.  Anything else is not loaded: the
+ * program is built (about half a millisecond), and a copy that differs
+ * from it is replaced and reported.
  */
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -41,6 +43,21 @@
 
 #include "error.h"
 #include "seccomp.h"
+
+/*
+ * The digest of the program, written at build time by
+ * cmd/gen-seccomp-digest.c, which compiles this file with
+ * SBX_SECCOMP_GEN (and so without a digest) to build the program.
+ * SBX_SECCOMP_DIGEST_LEN 0 means none: every run builds.
+ */
+#ifndef SBX_SECCOMP_GEN
+#include "seccomp-digest.h"
+#endif
+#ifndef SBX_SECCOMP_DIGEST_LEN
+#define SBX_SECCOMP_DIGEST_POLICY	""
+#define SBX_SECCOMP_DIGEST_LEN		0
+#define SBX_SECCOMP_DIGEST		""
+#endif
 
 /*
  * Bump whenever a rule below changes: the cache file name derives from
@@ -685,44 +702,67 @@ cache_name(char *name, size_t size)
 	snprintf(name, size, CACHE_PREFIX "%s" CACHE_SUFFIX, hex);
 }
 
-/* What the cache holds at its name, against the program just built. */
+/* What the cache holds at its name. */
 enum cache_state {
 	CACHE_ABSENT,		/* nothing there: a first run */
-	CACHE_SAME,		/* our file, byte for byte the program */
-	CACHE_DIFFERENT		/* anything else */
+	CACHE_READ,		/* a file of ours, read into memory */
+	CACHE_UNUSABLE		/* anything else */
 };
 
+/*
+ * Reads the cache file into buf (PROG_MAX + 1 bytes) and sets *lenp.
+ * Whether the bytes are any good is for the caller to decide.
+ */
 static enum cache_state
-cache_check(int dirfd, const char *name, const unsigned char *want,
-    size_t len)
+cache_read(int dirfd, const char *name, unsigned char *buf, size_t *lenp)
 {
 	struct stat	 st;
-	unsigned char	*got;
 	ssize_t		 r;
-	int		 fd, same;
+	int		 fd;
 
+	*lenp = 0;
 	/*
 	 * O_NOFOLLOW: a symlink planted at the name is not followed to
 	 * wherever it points.  O_NONBLOCK: a FIFO planted there cannot make
 	 * us wait.  Only a regular file of ours that nobody else can write
-	 * is read at all.
+	 * is read at all, and no more of it than a program can be.
 	 */
 	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW |
 	    O_NOCTTY | O_NONBLOCK);
 	if (fd == -1)
-		return errno == ENOENT ? CACHE_ABSENT : CACHE_DIFFERENT;
+		return errno == ENOENT ? CACHE_ABSENT : CACHE_UNUSABLE;
 	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
 	    st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH)) ||
-	    st.st_size != (off_t)len || (got = malloc(len + 1)) == NULL) {
+	    st.st_size <= 0 || (size_t)st.st_size > PROG_MAX) {
 		close(fd);
-		return CACHE_DIFFERENT;
+		return CACHE_UNUSABLE;
 	}
-	/* One byte more than expected: a file that grew is not the same. */
-	r = pread(fd, got, len + 1, 0);
-	same = r == (ssize_t)len && memcmp(got, want, len) == 0;
-	free(got);
+	/* One byte more than stat said: a file that grew is not used. */
+	r = pread(fd, buf, (size_t)st.st_size + 1, 0);
 	close(fd);
-	return same ? CACHE_SAME : CACHE_DIFFERENT;
+	if (r != st.st_size)
+		return CACHE_UNUSABLE;
+	*lenp = (size_t)r;
+	return CACHE_READ;
+}
+
+/*
+ * Whether len bytes at p are the program whose digest was compiled into
+ * this binary (never, when it carries none, or one of another policy).
+ */
+static int
+digest_is_ours(const unsigned char *p, size_t len)
+{
+	/* The 32 bytes of the digest as a string literal, and its NUL. */
+	static const unsigned char	 want[] = SBX_SECCOMP_DIGEST;
+	unsigned char			 h[crypto_hash_sha256_BYTES];
+
+	if (sizeof(want) != sizeof(h) + 1 || SBX_SECCOMP_DIGEST_LEN == 0 ||
+	    len != SBX_SECCOMP_DIGEST_LEN ||
+	    strcmp(SBX_SECCOMP_DIGEST_POLICY, POLICY_ID) != 0)
+		return 0;
+	crypto_hash_sha256(h, p, len);
+	return memcmp(h, want, sizeof(h)) == 0;
 }
 
 /*
@@ -805,27 +845,51 @@ memfd_store(const unsigned char *buf, size_t len, struct sbx_error *e)
 }
 
 int
-sbx_seccomp_fd(int cache_dirfd, const char **warning, struct sbx_error *e)
+sbx_seccomp_fd_info(int cache_dirfd, struct sbx_seccomp_info *info,
+    struct sbx_error *e)
 {
-	unsigned char	*buf;
-	char		 name[CACHE_NAME_MAX];
-	size_t		 len = 0;
-	int		 fd;
+	struct sbx_seccomp_info	 scratch;
+	unsigned char		*buf, *cbuf;
+	char			 name[CACHE_NAME_MAX];
+	size_t			 len = 0, clen = 0;
+	enum cache_state	 cs = CACHE_ABSENT;
+	int			 fd;
 
-	if (warning != NULL)
-		*warning = NULL;
-	if ((buf = malloc(PROG_MAX)) == NULL)
+	if (info == NULL)
+		info = &scratch;
+	memset(info, 0, sizeof(*info));
+	/* The program built, then the cache's bytes (and one more). */
+	if ((buf = malloc(2 * PROG_MAX + 1)) == NULL)
 		return export_error(e, "malloc");
+	cbuf = buf + PROG_MAX;
 	/*
-	 * Built every time, never read back from the cache.  The cache
-	 * lives in the state root, and a state root is not out of reach of
-	 * sandboxes: one given a --workdir that holds another state root
-	 * can write that root's cache/.  An 8-byte "allow" program would
-	 * pass any check of owner, mode and size, and a sound program of
-	 * another policy would even pass the kernel's checks, so the only
-	 * cached program worth loading is one equal to the program built
-	 * here, and then the built one will do.  Building costs about half
-	 * a millisecond.
+	 * The cache lives in the state root, and a state root is not out
+	 * of reach of sandboxes: one given a --workdir that holds another
+	 * state root can write that root's cache/.  An 8-byte "allow"
+	 * program would pass any check of owner, mode and size, and a
+	 * sound program of another policy would even pass the kernel's
+	 * checks.  So the only cached program loaded is one whose SHA-256
+	 * is the digest this binary was built with, the program its own
+	 * code and libseccomp produce; and it is loaded from the bytes read
+	 * and hashed here, copied to sealed memory, never from the file,
+	 * which could be rewritten between the check and bwrap's read.
+	 */
+	if (cache_dirfd >= 0) {
+		cache_name(name, sizeof(name));
+		cs = cache_read(cache_dirfd, name, cbuf, &clen);
+		if (cs == CACHE_READ && digest_is_ours(cbuf, clen)) {
+			info->cached = 1;
+			fd = memfd_store(cbuf, clen, e);
+			free(buf);
+			return fd;
+		}
+	}
+	/*
+	 * Missing, different, or no digest to check it against: build.
+	 * A built program whose digest is not the compiled-in one (a
+	 * libseccomp other than the one this binary was built with, a
+	 * kernel that changes what it emits) is used all the same: it is
+	 * what this code builds here; the cache is then never loaded.
 	 */
 	if (build(buf, &len, e) == -1) {
 		sbx_error_hint(e, "sbx runs nothing without its seccomp filter: "
@@ -834,32 +898,37 @@ sbx_seccomp_fd(int cache_dirfd, const char **warning, struct sbx_error *e)
 		free(buf);
 		return -1;
 	}
+	info->built = 1;
+	info->digest_match = digest_is_ours(buf, len);
 	/*
-	 * The cache file is kept as a record of the program, and checked
-	 * as a tripwire: a file that is not byte for byte the program was
-	 * written by someone else (or by another version of sbx) and is
-	 * replaced, and the run is told.  A cache that cannot be written
-	 * is no reason not to run.
+	 * The cache file is checked as a tripwire: a file that is not byte
+	 * for byte the program was written by someone else (or by another
+	 * version of sbx) and is replaced, and the run is told.  A cache
+	 * that cannot be written is no reason not to run.
 	 */
-	if (cache_dirfd >= 0) {
-		cache_name(name, sizeof(name));
-		switch (cache_check(cache_dirfd, name, buf, len)) {
-		case CACHE_SAME:
-			break;
-		case CACHE_ABSENT:
+	if (cache_dirfd >= 0 && !(cs == CACHE_READ && clen == len &&
+	    memcmp(cbuf, buf, len) == 0)) {
+		if (cs == CACHE_ABSENT)
 			(void)cache_store(cache_dirfd, name, buf, len);
-			break;
-		case CACHE_DIFFERENT:
-			if (cache_store(cache_dirfd, name, buf, len) == 0) {
-				if (warning != NULL)
-					*warning = SBX_SECCOMP_WARN_REPLACED;
-			} else if (warning != NULL)
-				*warning = SBX_SECCOMP_WARN_KEPT;
-			break;
-		}
+		else if (cache_store(cache_dirfd, name, buf, len) == 0)
+			info->warning = SBX_SECCOMP_WARN_REPLACED;
+		else
+			info->warning = SBX_SECCOMP_WARN_KEPT;
 	}
 	fd = memfd_store(buf, len, e);
 	free(buf);
+	return fd;
+}
+
+int
+sbx_seccomp_fd(int cache_dirfd, const char **warning, struct sbx_error *e)
+{
+	struct sbx_seccomp_info	 info;
+	int			 fd;
+
+	fd = sbx_seccomp_fd_info(cache_dirfd, &info, e);
+	if (warning != NULL)
+		*warning = fd == -1 ? NULL : info.warning;
 	return fd;
 }
 

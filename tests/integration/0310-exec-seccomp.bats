@@ -333,6 +333,23 @@ print("sockets ok")' </dev/null
 	[ "$(stat -c %s "$c")" -gt 8 ]
 }
 
+@test "IP-04: the cached program is the one whose digest sbx was built with" {
+	# A cached program is loaded only when its SHA-256 is the digest
+	# compiled in (gen/seccomp-digest.h, from a generator linked as
+	# sbx is): if sbx built other bytes at run time, the cache would
+	# never be used and every run would build the program again.
+	local h c want len
+	h="$SBX_TEST_BUILD/gen/seccomp-digest.h"
+	[ -r "$h" ] || skip "no generated digest: $h"
+	want=$(grep -o '\\x[0-9a-f][0-9a-f]' "$h" | tr -d '\\x\n')
+	len=$(sed -n 's/.*SBX_SECCOMP_DIGEST_LEN[[:space:]]*//p' "$h")
+	[ "${#want}" -eq 64 ]
+	c=$(cache_file)
+	[ -n "$c" ]
+	[ "$(stat -c %s "$c")" = "$len" ]
+	[ "$(sha256sum <"$c" | cut -d ' ' -f 1)" = "$want" ]
+}
+
 @test "IP-04: neither the cache nor any sbx state is visible or writable inside" {
 	local name
 	name=$(basename "$(cache_file)")

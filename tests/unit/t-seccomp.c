@@ -54,6 +54,8 @@
 	(err) == EAFNOSUPPORT)
 
 static char	 tmpdir[64], outdir[64];
+/* How the last get_warn() call came by its program. */
+static struct sbx_seccomp_info	 last;
 
 static void
 rm_flat(const char *dir)
@@ -154,12 +156,14 @@ get_warn(int dfd, unsigned char **p, ssize_t *n, const char **w)
 	*p = NULL;
 	*n = -1;
 	*w = "(not set)";
-	if ((fd = sbx_seccomp_fd(dfd, w, &e)) == -1) {
+	memset(&last, 0xff, sizeof(last));
+	if ((fd = sbx_seccomp_fd_info(dfd, &last, &e)) == -1) {
 		diag("sbx_seccomp_fd: %s (%s)", e.message,
 		    e.reason ? e.reason : "");
 		return -1;
 	}
 	*n = slurp(fd, p);
+	*w = last.warning;
 	if (*w != NULL)
 		diag("warning: %s", *w);
 	return fd;
@@ -228,6 +232,14 @@ test_uncached(unsigned char **want, ssize_t *wantn)
 	ok(*wantn <= (ssize_t)(BPF_MAXINSNS * sizeof(struct sock_filter)),
 	    "uncached: within the kernel's limit (%zd instructions)",
 	    *wantn / (ssize_t)sizeof(struct sock_filter));
+	ok(last.built == 1 && last.cached == 0 && last.warning == NULL,
+	    "uncached: built, quietly");
+	/*
+	 * The digest the build compiled in (cmd/gen-seccomp-digest.c) is
+	 * the one of the program built here: else no cache is ever used.
+	 */
+	ok(last.digest_match == 1,
+	    "uncached: the program's SHA-256 is the compiled-in digest");
 	close(fd);
 }
 
@@ -273,6 +285,8 @@ tampered(int dfd, const char *name, const char *what,
 	    "%s: the program built is returned, in sealed memory", what);
 	ok(w != NULL && strcmp(w, SBX_SECCOMP_WARN_REPLACED) == 0,
 	    "%s: a warning says the cache was replaced", what);
+	ok(last.built == 1 && last.cached == 0,
+	    "%s: the program was built, the cache not loaded", what);
 	ok(cache_holds(dfd, name, want, wantn),
 	    "%s: the cache file is the program again, ours, 0600", what);
 	if (fd >= 0)
@@ -308,6 +322,7 @@ test_cache(const unsigned char *want, ssize_t wantn)
 	ok(fd >= 0 && same(p, n, want, wantn),
 	    "cache miss: same program as uncached");
 	ok(w == NULL, "cache miss: no warning on a first run");
+	ok(last.built == 1 && last.cached == 0, "cache miss: built");
 	cache_entry(tmpdir, name, sizeof(name));
 	good = strncmp(name, "seccomp-", 8) == 0 && strlen(name) == 8 + 64 + 4 &&
 	    strcmp(name + 72, ".bpf") == 0;
@@ -356,11 +371,16 @@ test_cache(const unsigned char *want, ssize_t wantn)
 	fd = get_warn(dfd, &p, &n, &w);
 	ok(fd >= 0 && same(p, n, want, wantn), "cache hit: same program");
 	ok(w == NULL, "cache hit: no warning");
+	ok(last.cached == 1 && last.built == 0,
+	    "cache hit: the cached program (digest checked) is used, "
+	    "not rebuilt");
 	ok(fd >= 0 && fstatat(dfd, name, &st2, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    st2.st_ino == st1.st_ino,
 	    "cache hit: the file is read, not rewritten");
 	ok(fd >= 0 && (fcntl(fd, F_GETFL) & (O_ACCMODE | O_NONBLOCK)) ==
 	    O_RDONLY && sealed(fd), "cache hit: read-only, blocking, sealed");
+	ok(fd >= 0 && fstat(fd, &fst) == 0 && fst.st_ino != st2.st_ino,
+	    "cache hit: the descriptor is a copy in memory, not the file");
 	if (fd >= 0)
 		close(fd);
 	free(p);
@@ -390,6 +410,18 @@ test_cache(const unsigned char *want, ssize_t wantn)
 		other[wantn - 1] ^= 0x01;
 		write_file(dfd, name, other, (size_t)wantn, 0600);
 		tampered(dfd, name, "one bit flipped", want, wantn);
+		/* Replaced by the program: the next run uses it again. */
+		fd = get_warn(dfd, &p, &n, &w);
+		ok(fd >= 0 && same(p, n, want, wantn) && w == NULL &&
+		    last.cached == 1 && last.built == 0,
+		    "one bit flipped: once replaced, the cache is used again");
+		if (fd >= 0)
+			close(fd);
+		free(p);
+		other[0] ^= 0x80;
+		other[wantn - 1] ^= 0x01;
+		write_file(dfd, name, other, (size_t)wantn, 0600);
+		tampered(dfd, name, "first bit flipped", want, wantn);
 		free(other);
 	}
 	/* Truncated to whole instructions; grown by one. */
