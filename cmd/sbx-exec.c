@@ -22,6 +22,7 @@
 #include "cli.h"
 #include "cmd.h"
 #include "envelope.h"
+#include "exec-jobs.h"
 #include "exec.h"
 #include "fsutil.h"
 #include "jobsup.h"
@@ -238,65 +239,13 @@ print_warnings(json_t *w)
 		fprintf(stderr, "%s: warning: %s\n", PROG, json_string_value(v));
 }
 
-/*
- * Options of ps/poll/wait/kill, which may come before or after the job id.
- * argv[0] is the subcommand name; positionals are collected in order.
- * Returns -1 (and *code) when it is done: help, or a usage error.
- */
+/* Options that only a run takes (not a subcommand, nor --request). */
 static int
-parse_sub(int argc, char *argv[], int *code)
+run_option(int ch)
 {
-	struct sbx_error	 e;
-	int			 ch, npos = 0;
-
-	optind = 0;	/* 0: re-read the optstring flags */
-	while ((ch = getopt_long(argc, argv, sub_optstring, longopts, NULL))
-	    != -1) {
-		switch (ch) {
-		case 1:
-			argv[npos++] = optarg;
-			break;
-		case 'a':
-			R.agent = optarg;
-			break;
-		case OPT_HOME:
-			R.home = optarg;
-			break;
-		case 't':	/* wait -t SECONDS, as before -t meant --tty */
-		case OPT_TIMEOUT:
-			R.timeout = optarg;
-			break;
-		case OPT_TAIL:
-			C.tail_arg = optarg;
-			break;
-		case OPT_FORCE:
-			C.force = 1;
-			break;
-		case 'j':
-			C.json = 1;
-			break;
-		case 'q':
-			C.quiet = 1;
-			break;
-		case 'v':
-			C.verbose = 1;
-			break;
-		case 'h':
-			fputs(usage_text, stdout);
-			*code = 0;
-			return -1;
-		default:
-			sbx_cli_getopt_error(argc, argv, sub_optstring,
-			    longopts, &e);
-			*code = usage_err(&e);
-			return -1;
-		}
-	}
-	while (optind < argc)
-		argv[npos++] = argv[optind++];
-	C.argv = argv;
-	C.argc = npos;
-	return 0;
+	return (ch < 256 && strchr("Cwetnbc", ch) != NULL) ||
+	    (ch >= OPT_MEMORY && ch <= OPT_STDIN) || ch == OPT_MAX_OUTPUT ||
+	    ch == OPT_TTY;
 }
 
 /* A limit option: the key of sbx_limits_set(). */
@@ -310,29 +259,31 @@ limit_key(int ch)
 }
 
 /*
- * The getopt loop only records what it sees; every value is judged after
- * it (check_args, sbx_exec_validate), so that the order of the options
- * never changes the result.  Returns -1 (and *code) when it is done.
+ * One getopt loop for sbx exec (optstring "+...") and for the options of
+ * ps/poll/wait/kill ("-..."), which may come before or after the job id
+ * (argv[0] is then the subcommand; operands are collected in order, and
+ * -t is --timeout).  It only records what it sees: every value is judged
+ * after it (check_args, sbx_exec_validate), so that the order of the
+ * options never changes the result.  Returns -1 (and *code) when done.
  */
 static int
-parse_args(int argc, char *argv[], int *code)
+getopts(int argc, char *argv[], const char *optstring, int *code)
 {
 	struct sbx_error	 e;
-	int			 ch;
+	int			 ch, npos = 0, sub = *optstring == '-';
 
-	C.envelope_fd = -1;
-	/* Before getopt: where --json stands never changes how a usage
-	 * error is reported; the command's argv after `--` never counts. */
-	C.json = sbx_cli_wants_json(argc, argv, exec_optstring, longopts,
-	    exec_subs);
+	optind = 0;	/* 0: re-read the optstring flags */
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, exec_optstring, longopts,
-	    NULL)) != -1) {
-		if (strchr("Cwetnbc", ch) != NULL || ch == OPT_WORKDIR_FOLLOW ||
-		    (ch >= OPT_MAX_OUTPUT && ch <= OPT_TTY && ch != OPT_TAIL &&
-		    ch != OPT_FORCE && ch != OPT_VERSION) || ch == 'a')
-			C.runopts++;
+	while ((ch = getopt_long(argc, argv, optstring, longopts, NULL)) !=
+	    -1) {
+		if (sub && (ch == 't' || ch == OPT_TIMEOUT))
+			ch = OPT_TIMEOUT;	/* wait -t SECONDS */
+		else if (sub && (run_option(ch) || ch == OPT_VERSION ||
+		    ch == OPT_REQUEST || ch == OPT_ENVELOPE_FD))
+			ch = '?';
+		C.runopts += run_option(ch) || ch == 'a' || ch == OPT_TIMEOUT;
 		switch (ch) {
+		case 1: argv[npos++] = optarg; break;
 		case 'a': R.agent = optarg; break;
 		case OPT_HOME: R.home = optarg; break;
 		case 'C': R.cwd = optarg; break;
@@ -368,29 +319,50 @@ parse_args(int argc, char *argv[], int *code)
 			break;
 		case 'h':
 			fputs(usage_text, stdout);
-			fputs(help_text, stdout);
+			if (!sub)
+				fputs(help_text, stdout);
 			return *code = 0, -1;
 		case OPT_VERSION:
 			printf("sbx-exec %s\n", SBX_VERSION);
 			return *code = 0, -1;
 		default:
-			sbx_cli_getopt_error(argc, argv, exec_optstring,
-			    longopts, &e);
+			sbx_cli_getopt_error(argc, argv, optstring, longopts,
+			    &e);
 			return *code = usage_err(&e), -1;
 		}
 	}
+	if (sub) {
+		while (optind < argc)
+			argv[npos++] = argv[optind++];
+		C.argv = argv;
+		C.argc = npos;
+	}
+	return 0;
+}
+
+static int
+parse_args(int argc, char *argv[], int *code)
+{
+	const char *const	*s;
+
+	C.envelope_fd = -1;
+	/* Before getopt: where --json stands never changes how a usage
+	 * error is reported; the command's argv after `--` never counts. */
+	C.json = sbx_cli_wants_json(argc, argv, exec_optstring, longopts,
+	    exec_subs);
+	if (getopts(argc, argv, exec_optstring, code) == -1)
+		return -1;
 	C.dashdash = optind > 1 && strcmp(argv[optind - 1], "--") == 0;
 	R.argv = argv + optind;
 	R.argc = argc - optind;
 	/* A subcommand only when it is not after `--`: `sbx exec -- ps`
 	 * runs ps in the sandbox. */
-	if (!C.dashdash && R.shell == NULL && R.argc > 0 &&
-	    (strcmp(R.argv[0], "ps") == 0 || strcmp(R.argv[0], "poll") == 0 ||
-	    strcmp(R.argv[0], "wait") == 0 || strcmp(R.argv[0], "kill") == 0 ||
-	    strcmp(R.argv[0], "gc") == 0)) {
-		C.sub = R.argv[0];
-		return parse_sub(R.argc, R.argv, code);
-	}
+	for (s = exec_subs; !C.dashdash && R.shell == NULL && R.argc > 0 &&
+	    *s != NULL; s++)
+		if (strcmp(R.argv[0], *s) == 0) {
+			C.sub = *s;
+			return getopts(R.argc, R.argv, sub_optstring, code);
+		}
 	return 0;
 }
 
@@ -461,11 +433,7 @@ check_args(struct sbx_error *e)
 static int
 read_request(struct sbx_error *e)
 {
-	struct sbx_buf	 b = SBX_BUF_INIT;
-	json_t		*o;
-	char		 chunk[65536];
-	ssize_t		 n;
-	int		 fd, rc;
+	int	 fd, rc;
 
 	fd = strcmp(C.request, "-") == 0 ? 0 : open(C.request, O_RDONLY |
 	    O_CLOEXEC | O_NOCTTY);
@@ -473,21 +441,9 @@ read_request(struct sbx_error *e)
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "request",
 		    "unreadable", "cannot read the request %s: %s", C.request,
 		    strerror(errno));
-	/* One byte past the cap is enough to refuse it. */
-	while (b.len <= REQUEST_MAX && ((n = read(fd, chunk,
-	    sizeof(chunk))) > 0 || (n == -1 && errno == EINTR)))
-		if (n > 0 && sbx_buf_append(&b, chunk, (size_t)n) == -1)
-			break;
+	rc = sbx_exec_req_read(&R, fd, REQUEST_MAX, e);
 	if (fd != 0)
 		close(fd);
-	o = sbx_json_parse(b.p ? b.p : "", b.len, REQUEST_MAX, e);
-	sbx_buf_release(&b);
-	if (o == NULL) {
-		e->field = "request";
-		return -1;
-	}
-	rc = sbx_exec_req_json(&R, o, e);
-	json_decref(o);
 	if (rc == -1)
 		return -1;
 	/* Standard input carried the request: the command gets none. */
@@ -584,193 +540,11 @@ run(void)
 	return o.code;
 }
 
-/* ---- ps, poll, wait, kill, gc ------------------------------------------ */
-
-static void
-print_tail(json_t *res)
-{
-	const char	*t = json_string_value(json_object_get(res, "log_tail"));
-
-	if (t && *t) {
-		fputs(t, stdout);
-		if (t[strlen(t) - 1] != '\n')
-			putchar('\n');
-	}
-}
-
-/* The text of ps: a header and one escaped line per job. */
-static void
-print_ps(json_t *jobs)
-{
-	struct sbx_buf	 b = SBX_BUF_INIT;
-	json_t		*row, *c;
-	size_t		 i, k;
-	char		 code[24];
-
-	printf("%-16s  %-7s  %-4s  %-20s  %s\n", "JOB", "STATE", "EXIT",
-	    "STARTED", "COMMAND");
-	json_array_foreach(jobs, i, row) {
-		sbx_buf_reset(&b);
-		json_array_foreach(json_object_get(row, "command"), k, c) {
-			const char *s = json_string_value(c);
-			if (k)
-				sbx_buf_puts(&b, " ");
-			if (s)
-				sbx_str_escape_line(&b, s, strlen(s));
-		}
-		if (json_object_get(row, "exit_code"))
-			snprintf(code, sizeof(code), "%lld", (long long)
-			    json_integer_value(json_object_get(row,
-			    "exit_code")));
-		else
-			snprintf(code, sizeof(code), "-");
-		printf("%-16s  %-7s  %-4s  %-20s  %s\n",
-		    json_string_value(json_object_get(row, "job")),
-		    json_string_value(json_object_get(row, "state")), code,
-		    json_string_value(json_object_get(row, "started_at")) ?
-		    json_string_value(json_object_get(row, "started_at")) : "",
-		    b.p ? b.p : "");
-	}
-	sbx_buf_release(&b);
-}
-
-/* A job's result, for people. */
-static void
-print_job(const char *sub, json_t *res, const char *id)
-{
-	json_t	*code = json_object_get(res, "exit_code");
-	int	 killed = json_is_true(json_object_get(res, "killed"));
-
-	if (strcmp(sub, "poll") == 0) {
-		printf("job %s: %s", id, json_string_value(json_object_get(res,
-		    "state")));
-		if (code != NULL)
-			printf(" (exit %lld)", (long long)json_integer_value(
-			    code));
-		putchar('\n');
-		print_tail(res);
-	} else if (strcmp(sub, "wait") == 0) {
-		print_tail(res);
-		if (json_is_true(json_object_get(res, "timed_out")))
-			fprintf(stderr, "%s: job %s still running after %s "
-			    "seconds\n", PROG, id, R.timeout ? R.timeout :
-			    "300");
-	} else if (killed)
-		printf("job %s: sent %s to the sandbox\n", id, C.force ?
-		    "KILL" : "TERM");
-	else
-		printf("job %s: not running\n", id);
-}
-
-static int
-sub_job(struct sbx_root *root)
-{
-	struct sbx_error	 e;
-	json_t			*res;
-	double			 timeout = 300;
-	size_t			 pruned;
-	int			 code = 0, sig;
-	const char		*id = C.argv[0];
-
-	if (strcmp(C.sub, "ps") == 0) {
-		if ((res = sbx_jobsup_ps(root, R.agent, &pruned, &e)) == NULL)
-			return report(&e, SBX_EX_FAILED, NULL);
-		if (!C.json) {
-			print_ps(res);
-			json_decref(res);
-		} else
-			emit(sbx_envelope_ok(tool, json_pack("{s:o,s:s,s:I}",
-			    "jobs", res, "agent", R.agent, "pruned",
-			    (json_int_t)pruned), NULL));
-		return 0;
-	}
-	if (strcmp(C.sub, "poll") == 0)
-		res = sbx_jobsup_poll(root, R.agent, id, C.tail_lines, &e);
-	else if (strcmp(C.sub, "kill") == 0)
-		res = sbx_jobsup_kill(root, R.agent, id, C.force, &e);
-	else if (R.timeout != NULL && sbx_parse_seconds(R.timeout,
-	    31 * 86400.0, &timeout) == -1) {
-		sbx_error_set(&e, SBX_K_INVALID_ARGS, "timeout",
-		    "invalid_number", "argument `timeout` must be a positive "
-		    "number of seconds");
-		return report(&e, SBX_EX_FAILED, NULL);
-	} else if ((res = sbx_jobsup_wait(root, R.agent, id, timeout,
-	    C.tail_lines, &code, &sig, &e)) == NULL && sig != 0)
-		return 128 + sig;
-	if (res == NULL)
-		return report(&e, e.kind && strcmp(e.kind, SBX_K_NOT_FOUND) ==
-		    0 ? SBX_EX_NEGATIVE : SBX_EX_FAILED, NULL);
-	if (strcmp(C.sub, "kill") == 0 &&
-	    !json_is_true(json_object_get(res, "killed")))
-		code = SBX_EX_NEGATIVE;
-	if (!C.json)
-		print_job(C.sub, res, id);
-	else
-		emit(sbx_envelope_ok(tool, json_incref(res), NULL));
-	json_decref(res);
-	return code;
-}
-
-static int
-sub(void)
-{
-	struct sbx_error	 e;
-	struct sbx_root		 root = { .fd = -1 };
-	int			 n;
-
-	if (strcmp(C.sub, "gc") == 0) {
-		/* Reap what supervisors killed with -9 left behind: their
-		 * cgroups and everything still running in them. */
-		tool = "exec.gc";
-		if (C.argc != 0)
-			return usage_err(NULL);
-		if ((n = sbx_cgroup_gc(&e)) == -1)
-			return report(&e, SBX_EX_FAILED, NULL);
-		if (C.json)
-			emit(sbx_envelope_ok(tool, json_pack("{s:i}",
-			    "removed_cgroups", n), NULL));
-		else if (!C.quiet)
-			printf("removed %d stale cgroup%s\n", n, n == 1 ? "" :
-			    "s");
-		return 0;
-	}
-	tool = strcmp(C.sub, "ps") == 0 ? "exec.ps" :
-	    strcmp(C.sub, "poll") == 0 ? "exec.poll" :
-	    strcmp(C.sub, "wait") == 0 ? "exec.wait" : "exec.kill";
-	if (R.agent == NULL)
-		R.agent = getenv("SBX_AGENT") && *getenv("SBX_AGENT") ?
-		    getenv("SBX_AGENT") : "default";
-	if (sbx_agent_valid(R.agent, "agent", &e) == -1 ||
-	    sbx_root_resolve(R.home, &root, &e) == -1)
-		return report(&e, SBX_EX_FAILED, NULL);
-	if ((strcmp(C.sub, "ps") == 0) != (C.argc == 0) || C.argc > 1)
-		return usage_err(NULL);
-	if (sbx_root_open(&root, 0, &e) == -1) {
-		if (e.kind == NULL || strcmp(e.kind, SBX_K_NOT_FOUND) != 0)
-			return report(&e, SBX_EX_FAILED, NULL);
-		if (strcmp(C.sub, "ps") == 0) {
-			if (C.json)
-				emit(sbx_envelope_ok(tool, json_pack(
-				    "{s:[],s:s}", "jobs", "agent", R.agent),
-				    NULL));
-			return 0;
-		}
-		/* No state root yet: no job can exist. */
-		if (sbx_job_id_valid(C.argv[0], &e) == -1)
-			return report(&e, SBX_EX_FAILED, NULL);
-		sbx_error_set(&e, SBX_K_NOT_FOUND, "job", "unknown_job",
-		    "no job %s for agent %s", C.argv[0], R.agent);
-		return report(&e, SBX_EX_NEGATIVE, NULL);
-	}
-	n = sub_job(&root);
-	sbx_root_release(&root);
-	return n;
-}
-
 /* sbx exec, as a program or built into the front-end. */
 int
 cmd_exec(int argc, char *argv[])
 {
+	struct exec_jobs	 J;
 	struct sbx_error	 e;
 	int			 code, rc;
 
@@ -791,8 +565,21 @@ cmd_exec(int argc, char *argv[])
 	if ((rc = check_args(&e)) != 0)
 		return rc == -2 ? usage_err(&e) : report(&e, SBX_EX_FAILED,
 		    NULL);
-	if (C.sub != NULL)
-		return sub();
+	if (C.sub != NULL) {
+		/* The job subcommands (cmd/exec-jobs.c). */
+		J.sub = C.sub;
+		J.agent = R.agent;
+		J.home = R.home;
+		J.timeout = R.timeout;
+		J.json = C.json;
+		J.quiet = C.quiet;
+		J.force = C.force;
+		J.tail_lines = C.tail_lines;
+		J.argv = C.argv;
+		J.argc = C.argc;
+		tool = exec_jobs_tool(C.sub);
+		return (rc = exec_jobs(&J)) == -1 ? usage_err(NULL) : rc;
+	}
 	if (C.request != NULL && read_request(&e) == -1)
 		return report(&e, SBX_EX_DATAERR, NULL);
 	return run();

@@ -143,6 +143,10 @@ void	sbx_exec_req_release(struct sbx_exec_req *);
  */
 int	sbx_exec_req_json(struct sbx_exec_req *, const json_t *,
 	    struct sbx_error *);
+/* Read one request envelope from fd (at most cap bytes, duplicate keys
+ * refused: sbx_json_parse) into req; invalid_args when it is bad. */
+int	sbx_exec_req_read(struct sbx_exec_req *, int fd, size_t cap,
+	    struct sbx_error *);
 /*
  * Check a request without touching the system: 0, or -1 with e.  A
  * request that no run could ever satisfy as written (options that

@@ -7,13 +7,16 @@
  * is checked here for keys and types only; sbx_exec_validate() judges the
  * values, as it does the options'.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
 #include "buf.h"
+#include "envelope.h"
 #include "error.h"
 #include "exec.h"
 
@@ -197,4 +200,32 @@ sbx_exec_req_json(struct sbx_exec_req *q, const json_t *o,
 	q->argv = q->own_argv;
 	q->argc = argc;
 	return 0;
+}
+
+int
+sbx_exec_req_read(struct sbx_exec_req *q, int fd, size_t cap,
+    struct sbx_error *e)
+{
+	struct sbx_buf	 b = SBX_BUF_INIT;
+	json_t		*o;
+	char		 chunk[65536];
+	ssize_t		 n;
+	int		 rc;
+
+	/* One byte past the cap is enough to refuse it. */
+	while (b.len <= cap && ((n = read(fd, chunk, sizeof(chunk))) > 0 ||
+	    (n == -1 && errno == EINTR)))
+		if (n > 0 && sbx_buf_append(&b, chunk, (size_t)n) == -1) {
+			sbx_buf_release(&b);
+			return sbx_error_sys(e, "nomem", "request");
+		}
+	o = sbx_json_parse(b.p ? b.p : "", b.len, cap, e);
+	sbx_buf_release(&b);
+	if (o == NULL) {
+		e->field = "request";
+		return -1;
+	}
+	rc = sbx_exec_req_json(q, o, e);
+	json_decref(o);
+	return rc;
 }
