@@ -501,6 +501,7 @@ run(void)
 	}
 	R.capture = C.json;
 	R.verbose = C.verbose;
+	R.detach_fd = C.envelope_fd;
 	if ((rc = sbx_exec_validate(&R, &e)) != 0)
 		return rc == -2 ? usage_err(&e) : report(&e, SBX_EX_FAILED,
 		    NULL);

@@ -674,7 +674,10 @@ cg_enter_hook(void *arg)
 {
 	struct sbx_exec	*p = arg;
 
-	/* The workdir's private copy, while still root (see workdir_copy). */
+	/* The workdir's private copy, while still root (see workdir_copy).
+	 * This runs in the forked child, which exits 125 on failure: its
+	 * stderr is the only place left to say why (the one message lib/
+	 * writes itself). */
 	if (p->workdir_tree >= 0 && sbx_idmount_attach(p->workdir_tree,
 	    p->workdir_mnt, p->workdir_mnt_st.st_dev,
 	    p->workdir_mnt_st.st_ino) == -1) {
@@ -1262,6 +1265,7 @@ sbx_exec_req_init(struct sbx_exec_req *q)
 	memset(q, 0, sizeof(*q));
 	q->env = q->allow = q->limit_keys = q->own = empty;
 	q->max_output_n = 1 << 20;
+	q->detach_fd = -1;
 }
 
 void

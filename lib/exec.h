@@ -64,6 +64,8 @@ struct sbx_exec_req {
 	int		 background;
 	int		 verbose;	/* keep the bwrap command line */
 	const char	*libexec;	/* where sbx-init is; NULL: beside us */
+	int		 detach_fd;	/* a descriptor of the caller's that a
+					 * job's supervisor closes, or -1 */
 
 	/* parsed */
 	double		 timeout_s;

@@ -71,6 +71,10 @@ monitor(struct sbx_exec *p, const char *id, int jobs_fd, int log_fd,
 		if (devnull > 2)
 			close(devnull);
 	}
+	/* Like stdout, the caller's envelope descriptor is released: whoever
+	 * reads it to its end must not wait for the job's. */
+	if (p->req->detach_fd > 2)
+		close(p->req->detach_fd);
 	(void)!chdir("/");
 	(void)sbx_exec_signals(1);
 	signal(SIGPIPE, SIG_IGN);

@@ -109,6 +109,18 @@ EOF2
 	[[ " $(printf '%s\n' "$output" | tail -n +2 | tr '\n' ' ') " != *" 5 "* ]]
 }
 
+@test "--envelope-fd with --background: the job's supervisor does not hold fd N" {
+	# Read to the end of the pipe: that comes when sbx exec returns, not
+	# when the job ends.
+	env=$(timeout 20 "$SBX" exec -q --background --envelope-fd 3 -- \
+	    sleep 30 3>&1 >/dev/null)
+	[ "$(printf '%s\n' "$env" | wc -l)" -eq 1 ]
+	job=$(json_get "$env" .result.job)
+	[ -n "$job" ] && [ "$job" != null ]
+	run sbx exec kill --force "$job"
+	[ "$status" -eq 0 ]
+}
+
 @test "--envelope-fd: a closed or low descriptor, or with --json, is a usage error" {
 	run -64 sbx exec --envelope-fd 9 -- true
 	run -64 sbx exec --envelope-fd 1 -- true
