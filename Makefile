@@ -96,7 +96,8 @@ $(LIBSBX): $(LIB_OBJ)
 
 # The front-end, linked statically (static-pie keeps ASLR): no dynamic
 # loading on every `sbx foo`; `exec` is built in (cmd/sbx-exec.c compiled a
-# second time with its main() renamed), saving one exec(2) per sandbox.
+# second time without its main(): the front-end calls cmd_exec()), saving
+# one exec(2) per sandbox.
 $(B)/cmd/sbx-front.o: cmd/sbx.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -DSBX_WITH_EXEC $(CFLAGS) -MMD -MP -c -o $@ $<
@@ -115,15 +116,20 @@ $(B)/cmd/sbx-front.o $(B)/cmd/sbx-exec-builtin.o $(B)/cmd/sbx-exec.o: $(B)/SBX-P
 
 $(B)/cmd/sbx-exec-builtin.o: cmd/sbx-exec.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) -DSBX_BUILTIN -Dmain=sbx_exec_main $(CFLAGS) -MMD -MP -c -o $@ $<
+	$(CC) $(CPPFLAGS) -DSBX_BUILTIN $(CFLAGS) -MMD -MP -c -o $@ $<
 
-$(FRONT): $(B)/cmd/sbx-front.o $(B)/cmd/sbx-exec-builtin.o $(LIBSBX)
+$(FRONT): $(B)/cmd/sbx-front.o $(B)/cmd/sbx-exec-builtin.o $(B)/cmd/exec-jobs.o \
+	    $(LIBSBX)
 	@mkdir -p $(dir $@)
 	$(CC) $(FRONT_LDFLAGS) -o $@ $^ $(FRONT_LIBS)
 
 $(B)/libexec/sbx/sbx-%: $(B)/cmd/sbx-%.o $(LIBSBX)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_ALL)
+
+# sbx exec's job subcommands (ps, poll, wait, kill, gc) are a file of their
+# own, linked into sbx-exec and the front-end.
+$(B)/libexec/sbx/sbx-exec: $(B)/cmd/exec-jobs.o
 
 # sbx-exec starts every sandbox: linked statically (static-pie) it pays no
 # dynamic loading (about 1.4 ms a run on the reference machine).  It reads

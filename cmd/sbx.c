@@ -242,8 +242,8 @@ list_commands(void)
 }
 
 #ifdef SBX_WITH_EXEC
-/* cmd/sbx-exec.c, compiled in with its main() renamed. */
-int	sbx_exec_main(int, char *[]);
+/* cmd/sbx-exec.c, compiled in without its main(). */
+int	cmd_exec(int, char *[]);
 #endif
 
 static void __attribute__((noreturn))
@@ -269,7 +269,7 @@ run(const char *name, int argc, char *argv[])
 	 * whole sandbox.  sbx-exec stays a program of its own.
 	 */
 	if (strcmp(name, "exec") == 0)
-		exit(sbx_exec_main(argc, nargv));
+		exit(cmd_exec(argc, nargv));
 #endif
 	execv(path, nargv);
 	free(nargv);

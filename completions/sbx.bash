@@ -94,8 +94,8 @@ _sbx_exec()
 	local -a w=("${@:3}")
 	# Options that take a value, short (one letter) and long.
 	local argshort=aCwetnc
-	local arglong=" --agent --home --cwd --workdir --env --timeout --network --allow-domain --max-output --tail-lines --memory --cpus --pids --disk --wall-timeout --nofile --file-size --seccomp --stdin "
-	local runopts="--agent --home --cwd --workdir --workdir-follow-symlinks --env --timeout --network --allow-domain --json --max-output --memory --cpus --pids --disk --wall-timeout --nofile --file-size --soft-limits --seccomp --stdin --tty --background --quiet --verbose --help --version -a -C -w -e -t -n -c -b -j -q -v -h"
+	local arglong=" --agent --home --cwd --workdir --env --timeout --network --allow-domain --max-output --tail-lines --memory --cpus --pids --disk --wall-timeout --nofile --file-size --seccomp --stdin --request --envelope-fd "
+	local runopts="--agent --home --cwd --workdir --workdir-follow-symlinks --env --timeout --network --allow-domain --json --max-output --memory --cpus --pids --disk --wall-timeout --nofile --file-size --soft-limits --seccomp --stdin --request --envelope-fd --tty --background --quiet --verbose --help --version -a -C -w -e -t -n -c -b -j -q -v -h"
 	local subopts="--agent --home --json --quiet --verbose --help -a -j -q -v -h"
 	local i n=${#w[@]} word sub="" npos=0 home="" agent="" root
 	local dd=-1 take="" k ch
@@ -190,6 +190,15 @@ _sbx_exec()
 		;;
 	--stdin)
 		_sbx_reply "inherit null" "$cur"
+		return 0
+		;;
+	--request)
+		compopt -o default 2>/dev/null
+		COMPREPLY=()
+		return 0
+		;;
+	--envelope-fd)
+		COMPREPLY=()
 		return 0
 		;;
 	-e | e | --env | --timeout | -c | c | --max-output | --tail-lines | --allow-domain | \

@@ -2,7 +2,9 @@
 # sbx exec: bad input (HOSTILE-CASES IV-08, IV-09, IV-10, IV-11).
 #
 # Every rejection is an envelope with `field` and a stable `reason`, exit
-# 125, and nothing is created or run on the host.
+# 125, and nothing is created or run on the host.  The full tables of
+# names, variables and numbers the request validator refuses are unit
+# tests (tests/unit/t-exec.c); here a few of each go end to end.
 # sbx-test: unprivileged
 
 load lib
@@ -61,8 +63,7 @@ no_agent_dirs() {
 
 @test "IV-09: hostile agent names are refused and nothing is created" {
 	long=$(printf 'a%.0s' $(seq 33))
-	for a in ../b a/../../etc . .. '' $'a\nb' -rf a,b a:b A Default \
-	    "$long" 'аgent' 'a b' 'a;b' '$(id)' a/b /abs 'a*' $'a\tb'; do
+	for a in ../b a/../../etc .. $'a\nb' '$(id)' /abs; do
 		rejected agent 'invalid_name|empty|too_long' --agent "$a" -- \
 		    touch /workspace/agents/default/marker
 		no_agent_dirs
@@ -85,26 +86,19 @@ no_agent_dirs() {
 # ---- --env ---------------------------------------------------------------
 
 @test "--env: invalid names are refused" {
-	for e in 1A=x A-B=x =x NOEQUALS 'A B=x' 'A.B=x' $'A\nB=x' 'Ä=x'; do
+	for e in 1A=x NOEQUALS $'A\nB=x'; do
 		rejected env 'invalid_name|missing_equals' --env "$e" -- \
 		    touch /workspace/agents/default/marker
 	done
 	rejected env missing_equals --env NOEQUALS -- true
-	rejected env invalid_name --env 1A=x -- true
-	rejected env invalid_name --env =x -- true
 }
 
 @test "--env: reserved names are refused" {
-	for n in PATH HOME LD_PRELOAD LD_LIBRARY_PATH LD_AUDIT BASH_ENV ENV \
-	    SBX_FOO SBX_AGENT 'BASH_FUNC_x%%' BASH_FUNC_x GCONV_PATH \
-	    GLIBC_TUNABLES SHELLOPTS PS4 IFS USER LANG TERM HTTP_PROXY \
-	    https_proxy; do
+	for n in PATH LD_PRELOAD 'BASH_FUNC_x%%' https_proxy; do
 		rejected env 'reserved_name|invalid_name' --env "$n=x" -- \
 		    touch /workspace/agents/default/marker
 	done
 	rejected env reserved_name --env LD_PRELOAD=/tmp/x.so -- true
-	rejected env reserved_name --env PATH=/tmp -- true
-	rejected env reserved_name --env SBX_FOO=1 -- true
 }
 
 @test "--env: a valid variable is visible inside" {
@@ -148,7 +142,7 @@ no_agent_dirs() {
 # ---- --timeout, command, network -----------------------------------------
 
 @test "--timeout: malformed values are refused" {
-	for t in -1 abc 0 1e3 inf nan -inf '' ' 1' 1s 0x10 99999999999; do
+	for t in -1 0 nan 99999999999; do
 		rejected timeout - --timeout "$t" -- touch /workspace/agents/default/marker
 	done
 	rejected timeout invalid_number --timeout abc -- true

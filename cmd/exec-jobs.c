@@ -1,0 +1,228 @@
+/*
+ * exec-jobs.c: sbx exec ps, poll, wait, kill and gc: lib/jobsup's answers
+ * rendered as text or envelopes.  Linked into sbx-exec and the front-end.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "buf.h"
+#include "cgroup.h"
+#include "cli.h"
+#include "cmd.h"
+#include "envelope.h"
+#include "exec-jobs.h"
+#include "jobsup.h"
+#include "names.h"
+#include "root.h"
+#include "utf8.h"
+
+#define PROG	"sbx-exec"
+
+static const char	*tool = "exec";
+
+static void
+emit(json_t *env)
+{
+	sbx_cmd_emit(env);
+}
+
+const char *
+exec_jobs_tool(const char *sub)
+{
+	return strcmp(sub, "ps") == 0 ? "exec.ps" : strcmp(sub, "poll") == 0 ?
+	    "exec.poll" : strcmp(sub, "wait") == 0 ? "exec.wait" :
+	    strcmp(sub, "kill") == 0 ? "exec.kill" : "exec.gc";
+}
+
+static int
+report(const struct sbx_error *e, int code, json_t *extra, int json)
+{
+	sbx_cmd_report(PROG, tool, json, e, extra, emit);
+	return code;
+}
+
+
+static void
+print_tail(json_t *res)
+{
+	const char	*t = json_string_value(json_object_get(res, "log_tail"));
+
+	if (t && *t) {
+		fputs(t, stdout);
+		if (t[strlen(t) - 1] != '\n')
+			putchar('\n');
+	}
+}
+
+/* The text of ps: a header and one escaped line per job. */
+static void
+print_ps(json_t *jobs)
+{
+	struct sbx_buf	 b = SBX_BUF_INIT;
+	json_t		*row, *c;
+	size_t		 i, k;
+	char		 code[24];
+
+	printf("%-16s  %-7s  %-4s  %-20s  %s\n", "JOB", "STATE", "EXIT",
+	    "STARTED", "COMMAND");
+	json_array_foreach(jobs, i, row) {
+		sbx_buf_reset(&b);
+		json_array_foreach(json_object_get(row, "command"), k, c) {
+			const char *s = json_string_value(c);
+			if (k)
+				sbx_buf_puts(&b, " ");
+			if (s)
+				sbx_str_escape_line(&b, s, strlen(s));
+		}
+		if (json_object_get(row, "exit_code"))
+			snprintf(code, sizeof(code), "%lld", (long long)
+			    json_integer_value(json_object_get(row,
+			    "exit_code")));
+		else
+			snprintf(code, sizeof(code), "-");
+		printf("%-16s  %-7s  %-4s  %-20s  %s\n",
+		    json_string_value(json_object_get(row, "job")),
+		    json_string_value(json_object_get(row, "state")), code,
+		    json_string_value(json_object_get(row, "started_at")) ?
+		    json_string_value(json_object_get(row, "started_at")) : "",
+		    b.p ? b.p : "");
+	}
+	sbx_buf_release(&b);
+}
+
+/* A job's result, for people. */
+static void
+print_job(const struct exec_jobs *J, const char *sub, json_t *res,
+    const char *id)
+{
+	json_t	*code = json_object_get(res, "exit_code");
+	int	 killed = json_is_true(json_object_get(res, "killed"));
+
+	if (strcmp(sub, "poll") == 0) {
+		printf("job %s: %s", id, json_string_value(json_object_get(res,
+		    "state")));
+		if (code != NULL)
+			printf(" (exit %lld)", (long long)json_integer_value(
+			    code));
+		putchar('\n');
+		print_tail(res);
+	} else if (strcmp(sub, "wait") == 0) {
+		print_tail(res);
+		if (json_is_true(json_object_get(res, "timed_out")))
+			fprintf(stderr, "%s: job %s still running after %s "
+			    "seconds\n", PROG, id, J->timeout ? J->timeout :
+			    "300");
+	} else if (killed)
+		printf("job %s: sent %s to the sandbox\n", id, J->force ?
+		    "KILL" : "TERM");
+	else
+		printf("job %s: not running\n", id);
+}
+
+static int
+sub_job(const struct exec_jobs *J, const char *agent, struct sbx_root *root)
+{
+	struct sbx_error	 e;
+	json_t			*res;
+	double			 timeout = 300;
+	size_t			 pruned;
+	int			 code = 0, sig;
+	const char		*id = J->argv[0];
+
+	if (strcmp(J->sub, "ps") == 0) {
+		if ((res = sbx_jobsup_ps(root, agent, &pruned, &e)) == NULL)
+			return report(&e, SBX_EX_FAILED, NULL, J->json);
+		if (!J->json) {
+			print_ps(res);
+			json_decref(res);
+		} else
+			emit(sbx_envelope_ok(tool, json_pack("{s:o,s:s,s:I}",
+			    "jobs", res, "agent", agent, "pruned",
+			    (json_int_t)pruned), NULL));
+		return 0;
+	}
+	if (strcmp(J->sub, "poll") == 0)
+		res = sbx_jobsup_poll(root, agent, id, J->tail_lines, &e);
+	else if (strcmp(J->sub, "kill") == 0)
+		res = sbx_jobsup_kill(root, agent, id, J->force, &e);
+	else if (J->timeout != NULL && sbx_parse_seconds(J->timeout,
+	    31 * 86400.0, &timeout) == -1) {
+		sbx_error_set(&e, SBX_K_INVALID_ARGS, "timeout",
+		    "invalid_number", "argument `timeout` must be a positive "
+		    "number of seconds");
+		return report(&e, SBX_EX_FAILED, NULL, J->json);
+	} else if ((res = sbx_jobsup_wait(root, agent, id, timeout,
+	    J->tail_lines, &code, &sig, &e)) == NULL && sig != 0)
+		return 128 + sig;
+	if (res == NULL)
+		return report(&e, e.kind && strcmp(e.kind, SBX_K_NOT_FOUND) ==
+		    0 ? SBX_EX_NEGATIVE : SBX_EX_FAILED, NULL, J->json);
+	if (strcmp(J->sub, "kill") == 0 &&
+	    !json_is_true(json_object_get(res, "killed")))
+		code = SBX_EX_NEGATIVE;
+	if (!J->json)
+		print_job(J, J->sub, res, id);
+	else
+		emit(sbx_envelope_ok(tool, json_incref(res), NULL));
+	json_decref(res);
+	return code;
+}
+
+int
+exec_jobs(const struct exec_jobs *J)
+{
+	struct sbx_error	 e;
+	struct sbx_root		 root = { .fd = -1 };
+	const char		*agent = J->agent;
+	int			 n;
+
+	tool = exec_jobs_tool(J->sub);
+	if (strcmp(J->sub, "gc") == 0) {
+		/* Reap what supervisors killed with -9 left behind: their
+		 * cgroups and everything still running in them. */
+		if (J->argc != 0)
+			return -1;
+		if ((n = sbx_cgroup_gc(&e)) == -1)
+			return report(&e, SBX_EX_FAILED, NULL, J->json);
+		if (J->json)
+			emit(sbx_envelope_ok(tool, json_pack("{s:i}",
+			    "removed_cgroups", n), NULL));
+		else if (!J->quiet)
+			printf("removed %d stale cgroup%s\n", n, n == 1 ? "" :
+			    "s");
+		return 0;
+	}
+	tool = exec_jobs_tool(J->sub);
+	if (agent == NULL)
+		agent = getenv("SBX_AGENT") && *getenv("SBX_AGENT") ?
+		    getenv("SBX_AGENT") : "default";
+	if (sbx_agent_valid(agent, "agent", &e) == -1 ||
+	    sbx_root_resolve(J->home, &root, &e) == -1)
+		return report(&e, SBX_EX_FAILED, NULL, J->json);
+	if ((strcmp(J->sub, "ps") == 0) != (J->argc == 0) || J->argc > 1)
+		return -1;
+	if (sbx_root_open(&root, 0, &e) == -1) {
+		if (e.kind == NULL || strcmp(e.kind, SBX_K_NOT_FOUND) != 0)
+			return report(&e, SBX_EX_FAILED, NULL, J->json);
+		if (strcmp(J->sub, "ps") == 0) {
+			if (J->json)
+				emit(sbx_envelope_ok(tool, json_pack(
+				    "{s:[],s:s}", "jobs", "agent", agent),
+				    NULL));
+			return 0;
+		}
+		/* No state root yet: no job can exist. */
+		if (sbx_job_id_valid(J->argv[0], &e) == -1)
+			return report(&e, SBX_EX_FAILED, NULL, J->json);
+		sbx_error_set(&e, SBX_K_NOT_FOUND, "job", "unknown_job",
+		    "no job %s for agent %s", J->argv[0], agent);
+		return report(&e, SBX_EX_NEGATIVE, NULL, J->json);
+	}
+	n = sub_job(J, agent, &root);
+	sbx_root_release(&root);
+	return n;
+}
+
