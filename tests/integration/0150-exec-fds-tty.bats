@@ -22,13 +22,23 @@ teardown() {
 			"$SBX" exec kill --force "$id" >/dev/null 2>&1
 		done
 	fi
+	# TERM first: an sbx exec killed with KILL cannot remove its run's
+	# cgroup (gc below reaps what is left then).
 	for p in "${HOSTPIDS[@]}"; do
+		kill -TERM "$p" 2>/dev/null
+	done
+	for p in "${HOSTPIDS[@]}"; do
+		for _ in 1 2 3 4 5 6 7 8 9 10; do
+			kill -0 "$p" 2>/dev/null || break
+			sleep 0.2
+		done
 		kill -KILL "$p" 2>/dev/null
 		wait "$p" 2>/dev/null
 	done
 	for p in $(pgrep -f "sleep $D" 2>/dev/null); do
 		kill -KILL "$p" 2>/dev/null
 	done
+	"$SBX" exec gc >/dev/null 2>&1
 	rm -f "/tmp/pwn-sti-$TOK" 2>/dev/null
 	sbx_teardown
 }

@@ -24,6 +24,9 @@ sbx_setup() {
 }
 
 sbx_teardown() {
+	# A test that killed sbx with SIGKILL leaves its run's cgroup: reap
+	# it (gc removes only cgroups whose sbx process is gone).
+	"$SBX" exec gc >/dev/null 2>&1
 	# Make everything removable (tests chmod 000 things on purpose).
 	[ -n "${TEST_ROOT:-}" ] && chmod -R u+rwX "$TEST_ROOT" 2>/dev/null
 	[ -n "${TEST_ROOT:-}" ] && rm -rf "$TEST_ROOT"
