@@ -75,6 +75,9 @@ LIBSBX   = $(B)/lib/libsbx.a
 # run inside images that carry no C library of ours.
 PROGS    = $(patsubst cmd/%.c,%,$(filter-out cmd/sbx.c cmd/sbx-init.c,$(wildcard cmd/sbx-*.c)))
 PROG_BIN = $(PROGS:%=$(B)/libexec/sbx/%)
+# What the programs share (usage, emit, fail, warnings, the finish step):
+# linked into every program and the front-end.
+CMD_COMMON = $(B)/cmd/common.o
 FRONT    = $(B)/bin/sbx
 INIT     = $(B)/libexec/sbx/sbx-init
 
@@ -119,11 +122,11 @@ $(B)/cmd/sbx-exec-builtin.o: cmd/sbx-exec.c
 	$(CC) $(CPPFLAGS) -DSBX_BUILTIN $(CFLAGS) -MMD -MP -c -o $@ $<
 
 $(FRONT): $(B)/cmd/sbx-front.o $(B)/cmd/sbx-exec-builtin.o $(B)/cmd/exec-jobs.o \
-	    $(LIBSBX)
+	    $(CMD_COMMON) $(LIBSBX)
 	@mkdir -p $(dir $@)
 	$(CC) $(FRONT_LDFLAGS) -o $@ $^ $(FRONT_LIBS)
 
-$(B)/libexec/sbx/sbx-%: $(B)/cmd/sbx-%.o $(LIBSBX)
+$(B)/libexec/sbx/sbx-%: $(B)/cmd/sbx-%.o $(CMD_COMMON) $(LIBSBX)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_ALL)
 
@@ -135,7 +138,7 @@ $(B)/libexec/sbx/sbx-exec: $(B)/cmd/exec-jobs.o
 # dynamic loading (about 1.4 ms a run on the reference machine).  It reads
 # /etc/passwd itself (lib/users.c), so no NSS module is ever needed.
 ifeq ($(SANITIZE),)
-$(B)/libexec/sbx/sbx-exec: $(B)/cmd/sbx-exec.o $(LIBSBX)
+$(B)/libexec/sbx/sbx-exec: $(B)/cmd/sbx-exec.o $(CMD_COMMON) $(LIBSBX)
 	@mkdir -p $(dir $@)
 	$(CC) -static-pie -Wl,-z,relro,-z,now -o $@ $^ $(LIBS_STATIC)
 endif

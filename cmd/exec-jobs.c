@@ -37,11 +37,13 @@ exec_jobs_tool(const char *sub)
 	    strcmp(sub, "kill") == 0 ? "exec.kill" : "exec.gc";
 }
 
+/* A failure of a job subcommand: code, or when negative the status of
+ * the one table (sbx_exit_for). */
 static int
 report(const struct sbx_error *e, int code, json_t *extra, int json)
 {
 	sbx_cmd_report(PROG, tool, json, e, extra, emit);
-	return code;
+	return code < 0 ? sbx_exit_for(e) : code;
 }
 
 
@@ -134,7 +136,7 @@ sub_job(const struct exec_jobs *J, const char *agent, struct sbx_root *root)
 
 	if (strcmp(J->sub, "ps") == 0) {
 		if ((res = sbx_jobsup_ps(root, agent, &pruned, &e)) == NULL)
-			return report(&e, SBX_EX_FAILED, NULL, J->json);
+			return report(&e, -1, NULL, J->json);
 		if (!J->json) {
 			print_ps(res);
 			json_decref(res);
@@ -153,13 +155,12 @@ sub_job(const struct exec_jobs *J, const char *agent, struct sbx_root *root)
 		sbx_error_set(&e, SBX_K_INVALID_ARGS, "timeout",
 		    "invalid_number", "argument `timeout` must be a positive "
 		    "number of seconds");
-		return report(&e, SBX_EX_FAILED, NULL, J->json);
+		return report(&e, -1, NULL, J->json);
 	} else if ((res = sbx_jobsup_wait(root, agent, id, timeout,
 	    J->tail_lines, &code, &sig, &e)) == NULL && sig != 0)
 		return 128 + sig;
 	if (res == NULL)
-		return report(&e, e.kind && strcmp(e.kind, SBX_K_NOT_FOUND) ==
-		    0 ? SBX_EX_NEGATIVE : SBX_EX_FAILED, NULL, J->json);
+		return report(&e, -1, NULL, J->json);
 	if (strcmp(J->sub, "kill") == 0 &&
 	    !json_is_true(json_object_get(res, "killed")))
 		code = SBX_EX_NEGATIVE;
@@ -186,7 +187,7 @@ exec_jobs(const struct exec_jobs *J)
 		if (J->argc != 0)
 			return -1;
 		if ((n = sbx_cgroup_gc(&e)) == -1)
-			return report(&e, SBX_EX_FAILED, NULL, J->json);
+			return report(&e, -1, NULL, J->json);
 		if (J->json)
 			emit(sbx_envelope_ok(tool, json_pack("{s:i}",
 			    "removed_cgroups", n), NULL));
@@ -201,12 +202,12 @@ exec_jobs(const struct exec_jobs *J)
 		    getenv("SBX_AGENT") : "default";
 	if (sbx_agent_valid(agent, "agent", &e) == -1 ||
 	    sbx_root_resolve(J->home, &root, &e) == -1)
-		return report(&e, SBX_EX_FAILED, NULL, J->json);
+		return report(&e, -1, NULL, J->json);
 	if ((strcmp(J->sub, "ps") == 0) != (J->argc == 0) || J->argc > 1)
 		return -1;
 	if (sbx_root_open(&root, 0, &e) == -1) {
 		if (e.kind == NULL || strcmp(e.kind, SBX_K_NOT_FOUND) != 0)
-			return report(&e, SBX_EX_FAILED, NULL, J->json);
+			return report(&e, -1, NULL, J->json);
 		if (strcmp(J->sub, "ps") == 0) {
 			if (J->json)
 				emit(sbx_envelope_ok(tool, json_pack(
@@ -216,7 +217,7 @@ exec_jobs(const struct exec_jobs *J)
 		}
 		/* No state root yet: no job can exist. */
 		if (sbx_job_id_valid(J->argv[0], &e) == -1)
-			return report(&e, SBX_EX_FAILED, NULL, J->json);
+			return report(&e, -1, NULL, J->json);
 		sbx_error_set(&e, SBX_K_NOT_FOUND, "job", "unknown_job",
 		    "no job %s for agent %s", J->argv[0], agent);
 		return report(&e, SBX_EX_NEGATIVE, NULL, J->json);

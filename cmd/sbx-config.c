@@ -115,34 +115,17 @@ emit(json_t *env)
 	sbx_cmd_emit(env);
 }
 
-static int
-exit_for(const struct sbx_error *e)
-{
-	if (e->kind == NULL)
-		return SBX_EX_OSERR;
-	if (strcmp(e->kind, SBX_K_INVALID_ARGS) == 0)
-		return SBX_EX_DATAERR;
-	if (strcmp(e->kind, SBX_K_REJECTED) == 0)
-		return SBX_EX_NOPERM;
-	if (strcmp(e->kind, SBX_K_UNAVAILABLE) == 0 ||
-	    strcmp(e->kind, SBX_K_TIMEOUT) == 0)
-		return SBX_EX_TEMPFAIL;
-	if (strcmp(e->kind, SBX_K_NOT_FOUND) == 0)
-		return SBX_EX_NEGATIVE;
-	return SBX_EX_OSERR;
-}
-
 static void __attribute__((noreturn))
 fail_code(struct sbx_error *e, int code)
 {
-	sbx_cmd_report(PROG, tool, O.json, e, NULL, emit);
-	exit(code);
+	sbx_cmd_fail(PROG, tool, O.json, e, NULL, emit, code);
 }
 
+/* Report a failure and exit with the status of the one table. */
 static void __attribute__((noreturn))
 fail(struct sbx_error *e)
 {
-	fail_code(e, exit_for(e));
+	fail_code(e, -1);
 }
 
 /* A negative number is a VALUE, not an option (set limits.cpus -1). */
@@ -552,6 +535,7 @@ main(int argc, char *argv[])
 
 	if (sbx_fd_sanitize_std() == -1)
 		return SBX_EX_OSERR;
+	sbx_cmd_finish_init(PROG);
 	parse_args(argc, argv);
 	if (O.npos == 0)
 		usage("a subcommand is needed");

@@ -204,10 +204,14 @@ emit(json_t *env)
 }
 
 /* A failure: the envelope (json or --envelope-fd; extra is stolen) and,
- * unless json, the message and hint on stderr.  Returns code. */
+ * unless json, the message and hint on stderr.  Returns code in the
+ * transparent mode (its env(1) convention), else the status of the one
+ * table (sbx_exit_for): under --json and for the job subcommands. */
 static int
 report(const struct sbx_error *e, int code, json_t *extra)
 {
+	if (C.json || C.sub != NULL)
+		code = sbx_exit_for(e);
 	if (C.envelope_fd >= 0) {
 		emit(sbx_envelope_err(tool, e, extra));
 		extra = NULL;
@@ -552,6 +556,7 @@ cmd_exec(int argc, char *argv[])
 	/* Before anything is opened: see sbx_fd_sanitize_std(). */
 	if (sbx_fd_sanitize_std() == -1)
 		return SBX_EX_OSERR;
+	sbx_cmd_finish_init(PROG);
 	sbx_exec_req_init(&R);
 	sbx_exec_init(&X);
 #ifdef SBX_BUILTIN

@@ -123,11 +123,12 @@ emit(json_t *env)
 	json_decref(env);
 }
 
+/* Report a failure and exit: code, or when negative the status of the
+ * one table (sbx_exit_for); a report file that cannot be created is 73. */
 static void __attribute__((noreturn))
 fail(struct sbx_error *e, int code)
 {
-	sbx_cmd_report(PROG, "preflight", O.json, e, NULL, emit);
-	exit(code);
+	sbx_cmd_fail(PROG, "preflight", O.json, e, NULL, emit, code);
 }
 
 static void
@@ -314,6 +315,7 @@ main(int argc, char *argv[])
 	/* Before anything is opened: see sbx_fd_sanitize_std(). */
 	if (sbx_fd_sanitize_std() == -1)
 		return SBX_EX_OSERR;
+	sbx_cmd_finish_init(PROG);
 	parse(argc, argv);
 	if (sbx_cli_json_env())
 		O.json = 1;
@@ -324,15 +326,15 @@ main(int argc, char *argv[])
 	if (O.agent == NULL)
 		O.agent = "default";
 	if (sbx_agent_valid(O.agent, "agent", &e) == -1)
-		fail(&e, SBX_EX_USAGE);
+		fail(&e, -1);
 	if (sbx_root_resolve(O.home, &root, &e) == -1)
-		fail(&e, SBX_EX_USAGE);
+		fail(&e, -1);
 
 	v = secure_getenv("SBX_EXEC_PATH");
 	exec_dir = v != NULL && *v == '/' ? strdup(v) : sbx_self_dir();
 	if (exec_dir == NULL) {
 		sbx_error_sys(&e, "self_unknown", "cannot locate sbx's programs");
-		fail(&e, SBX_EX_SOFTWARE);
+		fail(&e, -1);
 	}
 	front = front_end(exec_dir);
 	v = secure_getenv("SBX_PREFLIGHT_SYSCTL_DIR");
@@ -354,7 +356,7 @@ main(int argc, char *argv[])
 	    (O.junit != NULL && check_out(O.junit, "junit", &e) == -1))
 		fail(&e, SBX_EX_CANTCREAT);
 	if (sbx_preflight_run(&po, &report, &e) == -1)
-		fail(&e, SBX_EX_SOFTWARE);
+		fail(&e, -1);
 	readiness = json_string_value(json_object_get(report,
 	    "overall_readiness"));
 	code = sbx_preflight_exit_status(readiness);
@@ -369,8 +371,7 @@ main(int argc, char *argv[])
 			if (s == NULL)
 				sbx_error_sys(&e, "nomem", "report");
 			free(s);
-			fail(&e, s == NULL ? SBX_EX_SOFTWARE :
-			    SBX_EX_CANTCREAT);
+			fail(&e, s == NULL ? -1 : SBX_EX_CANTCREAT);
 		}
 		free(s);
 		sbx_buf_reset(&b);
@@ -378,7 +379,7 @@ main(int argc, char *argv[])
 	if (O.junit != NULL) {
 		if (sbx_preflight_junit(report, &b) == -1) {
 			sbx_error_sys(&e, "nomem", "JUnit report");
-			fail(&e, SBX_EX_SOFTWARE);
+			fail(&e, -1);
 		}
 		if (write_out(O.junit, b.p, b.len, &e) == -1)
 			fail(&e, SBX_EX_CANTCREAT);
@@ -397,7 +398,7 @@ main(int argc, char *argv[])
 			flags |= SBX_PREFLIGHT_TEXT_QUIET;
 		if (sbx_preflight_text(report, flags, &b) == -1) {
 			sbx_error_sys(&e, "nomem", "text report");
-			fail(&e, SBX_EX_SOFTWARE);
+			fail(&e, -1);
 		}
 		fputs(b.p, stdout);
 		fflush(stdout);

@@ -179,36 +179,18 @@ emit(json_t *env)
 	sbx_cmd_emit(env);
 }
 
-/* The exit status for a failure of this kind (sbx-provision(1)). */
-static int
-exit_for(const struct sbx_error *e)
-{
-	if (e->kind == NULL)
-		return SBX_EX_OSERR;
-	if (strcmp(e->kind, SBX_K_INVALID_ARGS) == 0)
-		return SBX_EX_DATAERR;
-	if (strcmp(e->kind, SBX_K_REJECTED) == 0)
-		return SBX_EX_NOPERM;
-	if (strcmp(e->kind, SBX_K_UNAVAILABLE) == 0 ||
-	    strcmp(e->kind, SBX_K_TIMEOUT) == 0)
-		return SBX_EX_TEMPFAIL;
-	if (strcmp(e->kind, SBX_K_NOT_FOUND) == 0)
-		return SBX_EX_NEGATIVE;
-	return SBX_EX_OSERR;
-}
-
-/* Report a failure (envelope or text) and exit. */
+/* Report a failure (envelope or text) and exit (code < 0: the status
+ * of the one table, sbx_exit_for). */
 static void __attribute__((noreturn))
 fail_extra(struct sbx_error *e, int code, json_t *extra)
 {
-	sbx_cmd_report(PROG, tool, O.json, e, extra, emit);
-	exit(code);
+	sbx_cmd_fail(PROG, tool, O.json, e, extra, emit, code);
 }
 
 static void __attribute__((noreturn))
 fail(struct sbx_error *e)
 {
-	fail_extra(e, exit_for(e), NULL);
+	fail_extra(e, -1, NULL);
 }
 
 /* A path or message for a terminal: control characters escaped. */
@@ -235,14 +217,7 @@ print_list(const char *label, json_t *arr)
 static void
 print_warnings(json_t *warnings)
 {
-	json_t	*v;
-	size_t	 i;
-
-	if (O.quiet)
-		return;
-	json_array_foreach(warnings, i, v)
-		print_line(stderr, PROG ": warning: ", json_string_value(v),
-		    "");
+	sbx_cmd_print_warnings(PROG, warnings, O.quiet);
 }
 
 static json_t *
@@ -1024,7 +999,7 @@ do_provision(void)
 				    "owner)");
 			}
 		}
-		fail_extra(&e, exit_for(&e), extra);
+		fail_extra(&e, -1, extra);
 	}
 	check_reachable(&p);
 	settling = O.image != NULL || O.env || O.no_env;
@@ -1466,6 +1441,7 @@ main(int argc, char *argv[])
 	/* Before anything is opened: see sbx_fd_sanitize_std(). */
 	if (sbx_fd_sanitize_std() == -1)
 		return SBX_EX_OSERR;
+	sbx_cmd_finish_init(PROG);
 	parse_args(argc, argv);
 	if (O.sub != NULL) {
 		s = O.sub;

@@ -115,27 +115,11 @@ usage(void)
 	usage_err(NULL);
 }
 
-static int
-exit_for(const struct sbx_error *e)
-{
-	if (e->kind == NULL)
-		return SBX_EX_SOFTWARE;
-	if (strcmp(e->kind, SBX_K_INVALID_ARGS) == 0)
-		return e->reason != NULL && strcmp(e->reason,
-		    "config_invalid") == 0 ? SBX_EX_CONFIG : SBX_EX_DATAERR;
-	if (strcmp(e->kind, SBX_K_UNAVAILABLE) == 0 ||
-	    strcmp(e->kind, SBX_K_TIMEOUT) == 0)
-		return SBX_EX_UNAVAILABLE;
-	if (strcmp(e->kind, SBX_K_REJECTED) == 0)
-		return SBX_EX_NEGATIVE;
-	return SBX_EX_OSERR;
-}
-
+/* Report a failure and exit with the status of the one table. */
 static void __attribute__((noreturn))
 fail(struct sbx_error *e)
 {
-	sbx_cmd_report(PROG, O.tool, O.json, e, NULL, sbx_cmd_emit);
-	exit(exit_for(e));
+	sbx_cmd_fail(PROG, O.tool, O.json, e, NULL, sbx_cmd_emit, -1);
 }
 
 static void
@@ -518,6 +502,7 @@ main(int argc, char *argv[])
 	/* Before anything is opened: see sbx_fd_sanitize_std(). */
 	if (sbx_fd_sanitize_std() == -1)
 		return SBX_EX_OSERR;
+	sbx_cmd_finish_init(PROG);
 	memset(&e, 0, sizeof(e));
 	/* Before getopt: where --json stands never changes how a usage
 	 * error is reported. */

@@ -273,3 +273,39 @@ sbx_parse_bytes(const char *s, unsigned long long *out)
 	*out = v * mul;
 	return 0;
 }
+
+/* The one exit table (cli.h); reasons first, then kinds. */
+static const struct {
+	const char	*kind;		/* NULL: any kind */
+	const char	*reason;	/* NULL: any reason */
+	int		 code;
+} exit_table[] = {
+	{ NULL,			"config_invalid",	SBX_EX_CONFIG },
+	{ NULL,			"stdout_write",		SBX_EX_IOERR },
+	{ SBX_K_INVALID_ARGS,	NULL,			SBX_EX_DATAERR },
+	{ SBX_K_REJECTED,	NULL,			SBX_EX_NOPERM },
+	{ SBX_K_UNAVAILABLE,	NULL,			SBX_EX_UNAVAILABLE },
+	{ SBX_K_TIMEOUT,	NULL,			SBX_EX_TEMPFAIL },
+	{ SBX_K_EXECUTION_ERROR, NULL,			SBX_EX_OSERR },
+	{ SBX_K_NOT_FOUND,	NULL,			SBX_EX_NEGATIVE },
+	{ SBX_K_USER_DENIED,	NULL,			SBX_EX_NEGATIVE },
+};
+
+int
+sbx_exit_for(const struct sbx_error *e)
+{
+	size_t	 i;
+
+	if (e == NULL || e->kind == NULL)
+		return SBX_EX_SOFTWARE;
+	for (i = 0; i < sizeof(exit_table) / sizeof(exit_table[0]); i++) {
+		if (exit_table[i].reason != NULL && (e->reason == NULL ||
+		    strcmp(e->reason, exit_table[i].reason) != 0))
+			continue;
+		if (exit_table[i].kind != NULL &&
+		    strcmp(e->kind, exit_table[i].kind) != 0)
+			continue;
+		return exit_table[i].code;
+	}
+	return SBX_EX_SOFTWARE;
+}

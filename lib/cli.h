@@ -27,6 +27,18 @@
 #define SBX_EX_CANNOT_EXEC	126
 #define SBX_EX_NOT_FOUND	127
 
+/*
+ * The exit status of a failure, ONE table for every program (DESIGN.md §5,
+ * sbx(7) EXIT STATUS): by reason where a reason needs its own status
+ * (config_invalid 78, stdout_write 74), else by kind:
+ * invalid_args 65, rejected 77, unavailable 69, timeout 75,
+ * execution_error 71, not_found 1, user_denied 1; no or an unknown kind 70.
+ * Usage errors (64) are decided by the parser, and a report file that
+ * cannot be created (73, sbx-preflight --output) by its program.
+ * sbx exec's transparent mode keeps its own 124-127 convention.
+ */
+int	sbx_exit_for(const struct sbx_error *);
+
 /* Text for people: "PROG: message\nPROG: hint: ...\n", with control
  * characters escaped so a hostile string cannot forge lines. */
 int	sbx_cli_error_text(const char *prog, const struct sbx_error *,

@@ -1948,10 +1948,21 @@ sbx_exec_outcome(struct sbx_exec *p, struct sbx_exec_outcome *o)
 	if (r->exit_code == 141)
 		warn_add(p, "exit 141 is SIGPIPE: a reader closed the pipe "
 		    "early; the captured output is still trustworthy");
+	if (r->sink_errno != 0) {
+		char	 m[160];
+
+		snprintf(m, sizeof(m), "cannot write the command's output: "
+		    "%s", strerror(r->sink_errno));
+		warn_add(p, m);
+	}
 	res = result_json(p, r);
 	if (p->events != NULL && json_object_size(p->events) > 0)
 		json_object_set(res, "limit_events", p->events);
 	o->code = r->exit_code < 0 ? SBX_EX_FAILED : r->exit_code;
+	/* The command succeeded but its output was lost (a full disk):
+	 * an I/O error, not a success (sbx-exec(1) EXIT STATUS). */
+	if (r->sink_errno != 0 && o->code == 0)
+		o->code = SBX_EX_IOERR;
 	if (r->limit != NULL && strcmp(r->limit, "memory") == 0) {
 		sbx_error_set(&o->err, SBX_K_EXECUTION_ERROR, "memory",
 		    "memory_limit", "the sandbox ran out of memory: the kernel "

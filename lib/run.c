@@ -192,7 +192,11 @@ relay(struct sbx_run *r, struct stream *s, int is_err, char *buf, size_t bufsz)
 	sbx_capture_add(s->cap, buf, (size_t)n);
 	if (s->sink >= 0 && sink_write(r, s->sink, buf, (size_t)n) == -1) {
 		/* Our reader went away: stop reading, so the command gets
-		 * EPIPE or SIGPIPE just as it would without sbx. */
+		 * EPIPE or SIGPIPE just as it would without sbx.  Any other
+		 * error (a full disk) is kept, for the outcome to say: the
+		 * command's output was lost, not delivered. */
+		if (errno != EPIPE && r->sink_errno == 0)
+			r->sink_errno = errno != 0 ? errno : EIO;
 		s->sink = -1;
 		close(s->fd);
 		s->fd = -1;

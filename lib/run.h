@@ -62,6 +62,8 @@ struct sbx_run {
 	int		  signo;		/* killed by this signal */
 	int		  exec_errno;		/* exec of the command failed */
 	int		  nopipefail;
+	int		  sink_errno;		/* relaying output failed (not
+						 * EPIPE): the write's errno */
 	const char	 *killed_by;		/* "timeout", "user", NULL */
 	const char	 *limit;		/* "wall_time", ... */
 	int		  user_signal;
