@@ -492,9 +492,11 @@ do_write(const char *sub)
 		fail(&e);
 	changed = r;
 	/* The edited file must load as a run loads it: what a run would
-	 * refuse is refused here, with the run's own message. */
+	 * refuse is refused here, with the run's own message (reason
+	 * config_invalid), but it is the VALUE given that is bad, not the
+	 * file: bad input, 65, not 78 as the table says for a file. */
 	if (changed && sbx_cfg_validate(doc, !O.global, rel, &e) == -1)
-		fail(&e);
+		fail_code(&e, SBX_EX_DATAERR);
 	if (changed && sbx_cfg_store(root.fd, agent(), doc, &e) == -1)
 		fail(&e);
 	close(lock);

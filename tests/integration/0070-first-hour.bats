@@ -20,7 +20,7 @@ bats_require_minimum_version 1.5.0
 	[[ "$stderr" == *"sbx is running inside an sbx sandbox; nested sandboxes are not supported"* ]]
 	[[ "$stderr" != *bwrap* ]]
 	run --separate-stderr sbx exec -- ./sbx exec --json -- true
-	[ "$status" -eq 125 ]
+	[ "$status" -eq 77 ]
 	[ "$(json_get "$output" .kind)" = rejected ]
 	[ "$(json_get "$output" .reason)" = nested_sandbox ]
 	# On the host, the same binary runs sandboxes as ever.
@@ -66,7 +66,7 @@ fake_job() {
 	run -0 sbx exec ps --json
 	[ "$(json_get "$output" '.result.jobs | length')" = 1 ]
 	echo '{"jobs":{"keep_days":"x"}}' >"$SBX_HOME/config/sandbox.json"
-	run -125 --separate-stderr sbx exec ps --json
+	run -78 --separate-stderr sbx exec ps --json
 	[ "$(json_get "$output" .reason)" = config_invalid ]
 	[ -e "$d/$old.json" ]
 }

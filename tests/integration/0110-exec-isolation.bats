@@ -132,7 +132,8 @@ true'
 		rm -rf "$SBX_HOME"
 		mkdir -p "$SBX_HOME/$(dirname "$rel")"
 		ln -s "$HOME" "$SBX_HOME/$rel"
-		run -125 sbx exec --json --background -- touch marker
+		run sbx exec --json --background -- touch marker
+		status_is_kind
 		echo "$rel: $output"
 		printf '%s' "$output" | jq -e '.ok == false and
 		    .reason == "symlink_in_path"' >/dev/null
@@ -319,10 +320,10 @@ for p in sys.argv[1:]:
 
 # ---- --cwd -------------------------------------------------------------
 
-# cwd_rejected VALUE REASON: an invalid_args envelope for cwd, exit 125,
+# cwd_rejected VALUE REASON: an invalid_args envelope for cwd, exit 65,
 # nothing run.
 cwd_rejected() {
-	run -125 sbx exec --json --cwd "$1" -- touch "/workspace/agents/default/marker"
+	run -65 sbx exec --json --cwd "$1" -- touch "/workspace/agents/default/marker"
 	echo "cwd=$1: $output"
 	printf '%s' "$output" | jq -e --arg r "$2" '.ok == false and
 	    .kind == "invalid_args" and .field == "cwd" and .reason == $r and

@@ -305,8 +305,8 @@ bg() {
 
 @test "unknown job before the state root exists: not_found, exit 1" {
 	[ ! -e "$SBX_HOME" ]
-	# BUG: with no state root yet, poll/wait/kill report kind not_found
-	# (reason state_root_missing) but exit 125 instead of 1.
+	# With no state root yet, poll/wait/kill report kind not_found and
+	# exit 1, as the one exit table says.
 	run -1 sbx exec poll 0123456789abcdef --json
 	[ "$(json_get "$output" .kind)" = not_found ]
 }
@@ -314,7 +314,7 @@ bg() {
 @test "malformed job ids: invalid_args field job" {
 	sbx exec -- true
 	bad_id() {
-		run -125 sbx exec "$1" --json -- "$2"
+		run -65 sbx exec "$1" --json -- "$2"
 		echo "$1 $2: $output"
 		printf '%s' "$output" | jq -e '.kind == "invalid_args" and
 		    .field == "job"' >/dev/null
@@ -401,6 +401,6 @@ bg() {
 	# A bad cap in the configuration is refused, not ignored.
 	mkdir -p "$SBX_HOME/config"
 	echo '{"jobs": {"max_log_bytes": "1M"}}' >"$SBX_HOME/config/sandbox.json"
-	run -125 sbx exec --json --background -- true
+	run -78 sbx exec --json --background -- true
 	[ "$(json_get "$output" .reason)" = config_invalid ]
 }

@@ -2,7 +2,8 @@
 # sbx exec: bad input (HOSTILE-CASES IV-08, IV-09, IV-10, IV-11).
 #
 # Every rejection is an envelope with `field` and a stable `reason`, exit
-# 125, and nothing is created or run on the host.  The full tables of
+# the status of its kind (65 invalid_args, 77 rejected), and nothing is
+# created or run on the host.  The full tables of
 # names, variables and numbers the request validator refuses are unit
 # tests (tests/unit/t-exec.c); here a few of each go end to end.
 # sbx-test: unprivileged
@@ -33,12 +34,14 @@ teardown() {
 
 # rejected FIELD REASON ARGS...: `sbx exec --json ARGS` is refused with one
 # envelope naming FIELD, with a reason matching the regex REASON (`-`: any),
-# exit 125.  The command, when it gets that far, would create a marker in
+# exit with the status of its kind (65 invalid_args, 77 rejected).  The
+# command, when it gets that far, would create a marker in
 # the home.  (One jq call per check: this file makes many.)
 rejected() {
 	local field=$1 reason=$2
 	shift 2
-	run -125 sbx exec --json "$@"
+	run sbx exec --json "$@"
+	status_is_kind
 	echo "args: $* => $output"
 	printf '%s\n' "$output" | jq -e -s --arg f "$field" --arg r "$reason" '
 	    length == 1 and (.[0] | .ok == false and .field == $f and
@@ -73,7 +76,7 @@ no_agent_dirs() {
 	rejected agent too_long --agent "$long" -- true
 	rejected agent invalid_name --agent 'аgent' -- true
 	# SBX_AGENT goes through the same check.
-	SBX_AGENT=../b run -125 sbx exec --json -- true
+	SBX_AGENT=../b run -65 sbx exec --json -- true
 	[ "$(json_get "$output" .field)" = agent ]
 	no_agent_dirs
 	# A 32-character name is the longest allowed.
@@ -166,7 +169,7 @@ no_agent_dirs() {
 }
 
 @test "missing bubblewrap: kind unavailable, a hint, nothing ran" {
-	SBX_BWRAP=/nonexistent run -125 sbx exec --json -- \
+	SBX_BWRAP=/nonexistent run -69 sbx exec --json -- \
 	    touch /workspace/agents/default/marker
 	echo "$output"
 	[ "$(json_get "$output" .ok)" = false ]

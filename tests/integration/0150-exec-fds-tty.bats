@@ -255,9 +255,9 @@ stty -g")
 	# A pipe is not a terminal: --json still reads it by default.
 	run sbx exec -q --json -- cat <<<"hello"
 	[ "$(json_get "$output" .result.stdout)" = hello ]
-	run -125 sbx exec --json --stdin inherit --background -- true
+	run -65 sbx exec --json --stdin inherit --background -- true
 	[ "$(json_get "$output" .field)" = stdin ]
-	run -125 sbx exec --json --stdin tty -- true
+	run -65 sbx exec --json --stdin tty -- true
 	[ "$(json_get "$output" .reason)" = invalid_mode ]
 }
 

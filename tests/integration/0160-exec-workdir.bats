@@ -22,12 +22,14 @@ teardown() {
 	sbx_teardown
 }
 
-# refused FIELD REASON ARGS...: `sbx exec --json ARGS` exits 125 with one
-# failure envelope naming FIELD, reason matching REASON (a regex).
+# refused FIELD REASON ARGS...: `sbx exec --json ARGS` exits with the
+# status of its kind, with one failure envelope naming FIELD, reason
+# matching REASON (a regex).
 refused() {
 	local reason=$1
 	shift
-	run -125 sbx exec --json "$@"
+	run sbx exec --json "$@"
+	status_is_kind
 	echo "args: $* => $output"
 	printf '%s\n' "$output" | jq -e -s --arg r "$reason" '
 	    length == 1 and (.[0] | .ok == false and .field == "workdir" and

@@ -142,7 +142,7 @@ host_mounts() {
 	    "$2" exec --json --workdir "$1/proj" -- sh -c "echo RAN; touch $3" ' \
 	    sh "$d" "$SBX" "$TEST_ROOT/ran"
 	echo "$output"
-	[ "$status" -eq 125 ]
+	status_is_kind
 	[[ "$output" != *RAN* ]]
 	[ ! -e "$TEST_ROOT/ran" ]
 	printf '%s\n' "$output" | jq -e --arg d "$d/proj" --arg u "$RUN_UID" '
@@ -157,7 +157,7 @@ host_mounts() {
 	need_root
 	home=$(getent passwd 0 | cut -d: -f6)
 	[ -d "$home" ] || skip "root's home $home does not exist"
-	run -125 sbx exec --json --workdir "$home" -- true
+	run -77 sbx exec --json --workdir "$home" -- true
 	echo "$output"
 	printf '%s\n' "$output" | jq -e '.kind == "rejected" and
 	    .reason == "home_directory"' >/dev/null

@@ -27,7 +27,7 @@ bad_request() {
 {"command":["sh","-c","echo \"$FOO\"; pwd; exit 3"],"env":["FOO=bar"],"cwd":"sub","network":"none"}
 EOF2
 	# The cwd does not exist yet: refused as the option would be.
-	[ "$status" -eq 125 ]
+	status_is_kind
 	[ "$(json_get "$output" .field)" = cwd ]
 	mkdir -p "$SBX_HOME/workspace/agents/default/sub"
 	if is_root; then chown "$(sandbox_uid)" "$SBX_HOME/workspace/agents/default/sub"; fi

@@ -310,7 +310,7 @@ print("sockets ok")' </dev/null
 	for m in bogus ON 1 ''; do
 		run --separate-stderr sbx exec --json --seccomp "$m" -- \
 		    touch "$WS/ran-$m"
-		[ "$status" -eq 125 ]
+		[ "$status" -eq 65 ]
 		[ "$(json_get "$output" .kind)" = invalid_args ]
 		[ "$(json_get "$output" .field)" = seccomp ]
 		[ "$(json_get "$output" .reason)" = invalid_mode ]

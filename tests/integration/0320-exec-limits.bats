@@ -337,7 +337,7 @@ time.sleep(0.6)'
 		# shellcheck disable=SC2086
 		SBX_CGROUP_ROOT=$NOCG run --separate-stderr sbx exec --json $a \
 		    -- touch "$WS/ran"
-		[ "$status" -eq 125 ]
+		status_is_kind
 		[ "$(json_get "$output" .ok)" = false ]
 		[ "$(json_get "$output" .kind)" = rejected ]
 		[ "$(json_get "$output" .reason)" = resource_limits_unsupported ]
@@ -382,7 +382,7 @@ time.sleep(0.6)'
 @test "unprivileged, no cgroup exists: explicit --memory is refused" {
 	is_root && skip "root has a cgroup here (see the SBX_CGROUP_ROOT test)"
 	run --separate-stderr sbx exec --json --memory 64 -- touch "$WS/ran"
-	[ "$status" -eq 125 ]
+	status_is_kind
 	[ "$(json_get "$output" .kind)" = rejected ]
 	[ "$(json_get "$output" .reason)" = resource_limits_unsupported ]
 	[ ! -e "$WS/ran" ]
@@ -423,7 +423,7 @@ except MemoryError:
 	    nofile:0:nofile file-size:0:file_size_mib; do
 		IFS=: read -r opt val field <<<"$spec"
 		run --separate-stderr sbx exec --json "--$opt" "$val" -- touch "$WS/ran"
-		[ "$status" -eq 125 ] || { echo "--$opt $val: $status $output"; return 1; }
+		status_is_kind || { echo "--$opt $val: $status $output"; return 1; }
 		[ "$(json_get "$output" .kind)" = invalid_args ]
 		[ "$(json_get "$output" .field)" = "$field" ] ||
 		    { echo "--$opt $val: $output"; return 1; }
@@ -437,7 +437,7 @@ except MemoryError:
 	if ! is_root; then
 		# Asked for in the agent's configuration, so refused here ...
 		run --separate-stderr sbx exec --json -- true
-		[ "$status" -eq 125 ]
+		status_is_kind
 		[ "$(json_get "$output" .reason)" = resource_limits_unsupported ]
 		# ... unless rlimits are accepted.
 		run --separate-stderr sbx exec --json --soft-limits -- true
@@ -477,7 +477,7 @@ except OSError as e:
 	[ "$(json_get "$output" .result.limits.memory_mib)" = 512 ]
 	echo '{"cgroup_v2_root":"sys/fs/cgroup"}' >"$SBX_HOME/config/sandbox.json"
 	run --separate-stderr sbx exec --json -- touch "$WS/ran"
-	[ "$status" -eq 125 ]
+	status_is_kind
 	[ "$(json_get "$output" .kind)" = invalid_args ]
 	[ "$(json_get "$output" .field)" = cgroup_v2_root ]
 	[ "$(json_get "$output" .reason)" = config_invalid ]
@@ -496,7 +496,7 @@ except OSError as e:
 		for body in "${bodies[@]}"; do
 			printf '%s\n' "$body" >"$SBX_HOME/$f"
 			run --separate-stderr sbx exec --json -- touch "$WS/ran"
-			[ "$status" -eq 125 ] || { echo "$f $body: $output"; return 1; }
+			status_is_kind || { echo "$f $body: $output"; return 1; }
 			[ "$(json_get "$output" .kind)" = invalid_args ]
 			[ "$(json_get "$output" .reason)" = config_invalid ] ||
 			    { echo "$f $body: $output"; return 1; }

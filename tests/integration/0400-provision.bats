@@ -458,7 +458,7 @@ etc_unchanged() {
 	cd "$TEST_ROOT"
 	SBX_HOME=rel run -65 sbx provision
 	[[ "$output" == *"SBX_HOME must be an absolute path"* ]]
-	SBX_HOME=rel run -125 sbx exec --json -- true
+	SBX_HOME=rel run -65 sbx exec --json -- true
 	[ "$(json_get "$output" .reason)" = relative_path ]
 	[ "$(json_get "$output" .field)" = home ]
 	[ ! -e "$TEST_ROOT/rel" ]

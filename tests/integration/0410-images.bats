@@ -651,7 +651,7 @@ envrec() { jq -r ".$2" "$SBX_HOME/envs/$1/env.json"; }
 	chmod -R u+w "$SBX_HOME/envs/e"
 	rm -rf "$SBX_HOME/envs/e"
 	ln -s "$FX/fake" "$SBX_HOME/envs/e"
-	run -125 sbx exec --agent e --json -- cat /usr/share/fixture/marker
+	run -77 sbx exec --agent e --json -- cat /usr/share/fixture/marker
 	[ "$(json_get "$output" .kind)" = rejected ]
 	[ "$(json_get "$output" .reason)" = symlink_in_path ]
 	[[ "$output" != *"from the planted tree"* ]]
@@ -666,7 +666,7 @@ envrec() { jq -r ".$2" "$SBX_HOME/envs/$1/env.json"; }
 	chmod u+w "$SBX_HOME/envs/e"
 	mv "$SBX_HOME/envs/e/rootfs" "$FX/moved"
 	ln -s "$FX/fake/rootfs" "$SBX_HOME/envs/e/rootfs"
-	run -125 sbx exec --agent e --json -- echo x
+	run -77 sbx exec --agent e --json -- echo x
 	[ "$(json_get "$output" .reason)" = symlink_in_path ]
 }
 

@@ -155,7 +155,7 @@ nothing_left() {
 @test "HTTP errors are unavailable (retryable), naming the status" {
 	make_fixture
 	start_server
-	run -75 add "http://127.0.0.1:$PORT/nosuch.tar.gz" --sha256 "$D" --json
+	run -69 add "http://127.0.0.1:$PORT/nosuch.tar.gz" --sha256 "$D" --json
 	[ "$(json_get "$output" .kind)" = unavailable ]
 	[ "$(json_get "$output" .reason)" = http_error ]
 	[ "$(json_get "$output" .retryable)" = true ]
@@ -165,7 +165,7 @@ nothing_left() {
 	kill "$SRV_PID"
 	wait "$SRV_PID" 2>/dev/null || true
 	SRV_PID=""
-	run -75 add "http://127.0.0.1:$PORT/x.tar.gz" --sha256 "$D" --json
+	run -69 add "http://127.0.0.1:$PORT/x.tar.gz" --sha256 "$D" --json
 	[ "$(json_get "$output" .reason)" = download_failed ]
 	nothing_left
 }
@@ -231,7 +231,7 @@ nothing_left() {
 @test "https to a server that does not speak TLS is unavailable" {
 	make_fixture
 	start_server
-	run -75 add "https://127.0.0.1:$PORT/x.tar.gz" --sha256 "$D" --json
+	run -69 add "https://127.0.0.1:$PORT/x.tar.gz" --sha256 "$D" --json
 	[ "$(json_get "$output" .kind)" = unavailable ]
 	[ "$(json_get "$output" .reason)" = download_failed ]
 	nothing_left

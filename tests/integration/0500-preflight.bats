@@ -489,7 +489,7 @@ fake_bwrap() {
 	[[ "$output" != *$'\xc2\x9b'* ]]
 	[[ "$output" == *'\xc2\x9b2K'* ]]
 	export SBX_HOME="$TEST_ROOT/bad"$'\e'"x"
-	run -64 sbx preflight --json
+	run -65 sbx preflight --json
 	[ "$(json_get "$output" .reason)" = control_character ]
 }
 
@@ -500,8 +500,8 @@ fake_bwrap() {
 	[ "$(field "$output" state_root.agent_home code)" = location_missing ]
 	[ "$(json_get "$output" '.result.locations[] | select(.id == "agent_home") | .path')" = "$SBX_HOME/workspace/agents/other" ]
 	[[ "$(field "$output" state_root.agent_home repair_suggestion)" == "sbx provision --agent other" ]]
-	run -64 sbx preflight --agent 'Bad/Name'
-	run -64 sbx preflight --json --agent ../x
+	run -65 sbx preflight --agent 'Bad/Name'
+	run -65 sbx preflight --json --agent ../x
 	[ "$(json_get "$output" .kind)" = invalid_args ]
 }
 

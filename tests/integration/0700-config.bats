@@ -193,7 +193,7 @@ add_bb() {
 	echo '{"network": "proxy", "allowed_domains": ["example.org"]}' >"$(cfg r)"
 	run -0 sbx provision unprovision --agent r -q
 	[ ! -e "$SBX_HOME/run/tokens/r" ]
-	run -125 sbx exec --agent r --json -- true
+	run -77 sbx exec --agent r --json -- true
 	[ "$(json_get "$output" .kind)" = rejected ]
 	[ "$(json_get "$output" .reason)" = agent_unprovisioned ]
 	[[ "$(json_get "$output" .hint)" == *"sbx provision --agent r"* ]]

@@ -57,3 +57,17 @@ sandbox_uid() {
 		id -u
 	fi
 }
+
+# status_is_kind: $status is what the one exit table (sbx_exit_for,
+# sbx(7) EXIT STATUS) gives the failure envelope in $output.
+status_is_kind() {
+	local k want
+	k=$(printf '%s\n' "$output" | grep '^{' | tail -n 1 |
+	    jq -r 'if .reason == "config_invalid" then .reason else .kind end')
+	case $k in
+	config_invalid) want=78 ;; invalid_args) want=65 ;; rejected) want=77 ;;
+	unavailable) want=69 ;; timeout) want=75 ;; execution_error) want=71 ;;
+	not_found | user_denied) want=1 ;; *) want=70 ;;
+	esac
+	[ "$status" -eq "$want" ] || { echo "status $status, kind $k: want $want"; return 1; }
+}
