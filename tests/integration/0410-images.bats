@@ -587,7 +587,7 @@ envrec() { jq -r ".$2" "$SBX_HOME/envs/$1/env.json"; }
 	[ "$(json_get "$output" .result.stdout)" = "hello from the image" ]
 	[[ "$(json_get "$output" '.warnings[0]')" == *"does not exist"* ]]
 	echo '{"max_envs":0}' >"$SBX_HOME/config/sandbox.json"
-	run -65 sbx provision --agent a --env --json
+	run -78 sbx provision --agent a --env --json
 	[ "$(json_get "$output" .reason)" = config_invalid ]
 }
 
