@@ -88,40 +88,12 @@ check_legacy_image(const json_t *doc, int agent, const char *origin,
 }
 
 /* sbx exec (cgroup_v2_root), sbx provision (run_as), sbx preflight
- * (preflight.min_free_bytes): the same rules and messages as theirs. */
+ * (preflight.min_free_bytes): the rules preflight applies (runlimits.c). */
 static int
 check_host(const json_t *doc, int agent, const char *origin,
     struct sbx_error *e)
 {
-	const json_t	*v, *m;
-	json_int_t	 u, g;
-
-	v = json_object_get(doc, "cgroup_v2_root");
-	if (v != NULL && (!json_is_string(v) ||
-	    json_string_value(v)[0] != '/'))
-		return sbx_error_set(e, SBX_K_INVALID_ARGS, "cgroup_v2_root",
-		    "config_invalid", "config/sandbox.json: cgroup_v2_root "
-		    "must be an absolute path");
-	if ((v = json_object_get(doc, "run_as")) != NULL &&
-	    (json_unpack((json_t *)v, "{s:I,s:I}", "uid", &u, "gid", &g) ==
-	    -1 || u <= 0 || g <= 0 || u > 0x7fffffff || g > 0x7fffffff))
-		return sbx_error_set(e, SBX_K_INVALID_ARGS, "run_as",
-		    "config_invalid", "config/sandbox.json: run_as must be "
-		    "{\"uid\": N, \"gid\": N} with N > 0");
-	if ((v = json_object_get(doc, "preflight")) != NULL) {
-		if (!json_is_object(v))
-			return sbx_error_set(e, SBX_K_INVALID_ARGS, "preflight",
-			    "config_invalid", "config/sandbox.json: preflight "
-			    "must be an object");
-		m = json_object_get(v, "min_free_bytes");
-		if (m != NULL && (!json_is_integer(m) ||
-		    json_integer_value(m) < 0))
-			return sbx_error_set(e, SBX_K_INVALID_ARGS,
-			    "min_free_bytes", "config_invalid",
-			    "config/sandbox.json: preflight.min_free_bytes "
-			    "must be a non-negative integer");
-	}
-	return 0;
+	return sbx_config_check_host(doc, e);
 }
 
 /* Background jobs: the log cap (lib/joblog.c). */

@@ -1472,36 +1472,15 @@ validate_sandbox_json(struct pf *p, json_t *cfg, struct sbx_error *e)
 {
 	struct sbx_runlimits	 l;
 	json_t			*v, *m;
-	json_int_t		 u, g;
 
 	sbx_limits_defaults(&l);
 	if (sbx_limits_merge_json(&l, json_object_get(cfg, "limits"), 0,
 	    "config/sandbox.json", e) == -1)
 		return -1;
-	v = json_object_get(cfg, "cgroup_v2_root");
-	if (v != NULL && (!json_is_string(v) ||
-	    json_string_value(v)[0] != '/'))
-		return sbx_error_set(e, SBX_K_INVALID_ARGS, "cgroup_v2_root",
-		    "config_invalid", "config/sandbox.json: cgroup_v2_root "
-		    "must be an absolute path");
-	if ((v = json_object_get(cfg, "run_as")) != NULL &&
-	    (json_unpack(v, "{s:I,s:I}", "uid", &u, "gid", &g) == -1 ||
-	    u <= 0 || g <= 0 || u > 0x7fffffff || g > 0x7fffffff))
-		return sbx_error_set(e, SBX_K_INVALID_ARGS, "run_as",
-		    "config_invalid", "config/sandbox.json: run_as must be "
-		    "{\"uid\": N, \"gid\": N} with N > 0");
+	if (sbx_config_check_host(cfg, e) == -1)
+		return -1;
 	if ((v = json_object_get(cfg, "preflight")) != NULL) {
-		if (!json_is_object(v))
-			return sbx_error_set(e, SBX_K_INVALID_ARGS, "preflight",
-			    "config_invalid", "config/sandbox.json: preflight "
-			    "must be an object");
 		m = json_object_get(v, "min_free_bytes");
-		if (m != NULL && (!json_is_integer(m) ||
-		    json_integer_value(m) < 0))
-			return sbx_error_set(e, SBX_K_INVALID_ARGS,
-			    "min_free_bytes", "config_invalid",
-			    "config/sandbox.json: preflight.min_free_bytes "
-			    "must be a non-negative integer");
 		if (m != NULL)
 			p->min_free = (unsigned long long)
 			    json_integer_value(m);
