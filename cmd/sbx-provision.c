@@ -25,6 +25,7 @@
 #include "fsutil.h"
 #include "image.h"
 #include "imageref.h"
+#include "layout.h"
 #include "names.h"
 #include "provision.h"
 #include "root.h"
@@ -495,7 +496,7 @@ do_image_add(void)
 		fail(&e);
 	if ((downloaded = fd != -1))
 		close(fd);
-	snprintf(rel, sizeof(rel), "images/%s/rootfs", a.sha256);
+	SBX_LPATH(rel, SBX_L_IMAGE_ROOTFS, a.sha256);
 	w = image_warnings(&a);
 	if (O.json) {
 		res = json_pack("{s:s,s:s,s:b,s:o,s:I,s:I,s:I,s:I}", "digest",
@@ -747,7 +748,7 @@ write_settings(struct sbx_provision *p, const char *digest, int env,
 
 	if ((lock = sbx_provision_lock(p->rootfd, e)) == -1)
 		return -1;
-	snprintf(rel, sizeof(rel), "config/agents/%s.json", O.agent);
+	SBX_LPATH(rel, SBX_L_AGENT_CONFIG, O.agent);
 	snprintf(name, sizeof(name), "%s.json", O.agent);
 	if (sbx_config_load(p->rootfd, rel, &cfg, e) == -1)
 		goto out;
@@ -869,7 +870,7 @@ env_json(const struct settled *st)
 {
 	char	 rel[96];
 
-	snprintf(rel, sizeof(rel), "envs/%s/rootfs", O.agent);
+	SBX_LPATH(rel, SBX_L_ENV_ROOTFS, O.agent);
 	return json_pack("{s:s,s:s,s:b,s:b,s:s,s:I,s:I,s:I}", "path", rel,
 	    "digest", st->digest, "present", st->x.present, "replaced",
 	    st->x.replaced, "clone", st->x.clone ? st->x.clone : "copy",
@@ -1122,7 +1123,7 @@ agent_summary(int rootfd, int *ok, json_t *problems)
 	res = json_object();
 	if (rootfd < 0)
 		return res;
-	snprintf(rel, sizeof(rel), "config/agents/%s.json", O.agent);
+	SBX_LPATH(rel, SBX_L_AGENT_CONFIG, O.agent);
 	if (sbx_config_load(rootfd, rel, &cfg, &e) == -1) {
 		*ok = 0;
 		json_array_append_new(problems, json_pack("{s:s,s:s,s:s,s:s}",
@@ -1343,7 +1344,7 @@ do_unprovision(void)
 	if (rootfd >= 0 && sbx_provision_unprovision(rootfd, O.agent, removed,
 	    warnings, &e) == -1)
 		fail(&e);
-	snprintf(home, sizeof(home), "workspace/agents/%s", O.agent);
+	SBX_LPATH(home, SBX_L_AGENT_HOME, O.agent);
 	if (O.json) {
 		res = json_pack("{s:s,s:o,s:o,s:[s]}", "agent", O.agent, "root",
 		    root_json(), "removed", removed, "kept", home);

@@ -31,6 +31,7 @@
 #include "cmd.h"
 #include "envelope.h"
 #include "fsutil.h"
+#include "layout.h"
 #include "names.h"
 #include "netpolicy.h"
 #include "proxy.h"
@@ -432,7 +433,7 @@ cmd_check(struct sbx_root *root, const char *target)
 	 * every agent, and --resolve uses its resolver. */
 	if (sbx_proxy_config_load(root->fd, &pcfg, &e) == -1)
 		fail(&e);
-	snprintf(rel, sizeof(rel), "config/agents/%s.json", O.agent);
+	SBX_LPATH(rel, SBX_L_AGENT_CONFIG, O.agent);
 	if (root->fd >= 0 && sbx_config_load(root->fd, rel, &cfg, &e) == -1)
 		fail(&e);
 	if (sbx_proxy_policy(&pcfg, cfg, rel, &pol, &e) == -1)

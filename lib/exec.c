@@ -31,6 +31,7 @@
 #include "jobsup.h"
 #include "imageref.h"
 #include "joblog.h"
+#include "layout.h"
 #include "names.h"
 #include "netpolicy.h"
 #include "provision.h"
@@ -1003,7 +1004,7 @@ prep_image(struct sbx_exec *p, struct sbx_error *e)
 		r = asprintf(&root, "%s/envs/%s/rootfs", p->root.path,
 		    p->sb.agent);
 		snprintf(reach[0], sizeof(reach[0]), "envs");
-		snprintf(reach[1], sizeof(reach[1]), "envs/%s", p->sb.agent);
+		SBX_LPATH(reach[1], SBX_L_ENV, p->sb.agent);
 		nreach = 2;
 	} else {
 		if ((p->sb.image_fd = sbx_imageref_open(p->root.fd, digest,
@@ -1052,8 +1053,7 @@ prep_network(struct sbx_exec *p, struct sbx_error *e)
 	int			 r;
 
 	/* The agent's settings, read once for the whole run. */
-	snprintf(p->agent_rel, sizeof(p->agent_rel), "config/agents/%s.json",
-	    p->sb.agent);
+	SBX_LPATH(p->agent_rel, SBX_L_AGENT_CONFIG, p->sb.agent);
 	if (sbx_config_load(p->root.fd, p->agent_rel, &p->agent_cfg, e) == -1)
 		return -1;
 	/* An unprovisioned agent stays revoked for every run, not only for
@@ -1116,7 +1116,7 @@ prep_proxy(struct sbx_exec *p, struct sbx_error *e)
 		    "or use --allow-domain)");
 	sbx_np_free(&pol);
 
-	snprintf(rel, sizeof(rel), "run/tokens/%s", p->sb.agent);
+	SBX_LPATH(rel, SBX_L_AGENT_TOKEN, p->sb.agent);
 	if (sbx_read_file_at(p->root.fd, rel, 256, &tok, e) == -1) {
 		/* No token yet: provision the agent (idempotent), which
 		 * creates one. */
@@ -1429,12 +1429,12 @@ sbx_exec_prepare(struct sbx_exec *p, const struct sbx_exec_req *q,
 		return -1;
 	if (prep_network(p, e) == -1)
 		return -1;
-	snprintf(rel, sizeof(rel), "workspace/agents/%s", p->sb.agent);
+	SBX_LPATH(rel, SBX_L_AGENT_HOME, p->sb.agent);
 	if ((p->home_fd = sbx_mkdirs_at(p->root.fd, rel, 0700, e)) == -1)
 		return -1;
 	if (own_dir(p, p->home_fd, rel, e) == -1)
 		return -1;
-	snprintf(rel, sizeof(rel), "output/%s", p->sb.agent);
+	SBX_LPATH(rel, SBX_L_AGENT_OUTPUT, p->sb.agent);
 	if ((p->output_fd = sbx_mkdirs_at(p->root.fd, rel, 0700, e)) == -1)
 		return -1;
 	if (own_dir(p, p->output_fd, rel, e) == -1)

@@ -55,9 +55,11 @@ sbx_mkdirs_at(int dirfd, const char *rel, mode_t mode, struct sbx_error *e)
 	const char	*p = rel;
 	int		 fd, nfd, r;
 
-	if (*rel == '/')
+	/* An empty path would hand back dirfd itself: a name that failed to
+	 * build (sbx_layout_path leaves it empty) must open nothing. */
+	if (*rel == '/' || *rel == '\0')
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "path", "absolute",
-		    "path %s must be relative", rel);
+		    "path `%s` must be relative and non-empty", rel);
 	if ((fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3)) == -1)
 		return sbx_error_sys(e, "dup", "dup");
 	while ((r = next_component(&p, comp, sizeof(comp), rel, e)) == 1) {

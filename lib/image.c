@@ -49,6 +49,7 @@
 #include "envelope.h"
 #include "fsutil.h"
 #include "image.h"
+#include "layout.h"
 #include "names.h"
 #include "provision.h"
 #include "runlimits.h"
@@ -1796,7 +1797,7 @@ sbx_image_rm(int rootfd, const char *ref, int force, json_t *res,
 	    json_array_size(agents) == 0))) {
 		if (sbx_provision_rm_tree(imagesfd, digest, e) == -1)
 			goto out;
-		snprintf(rel, sizeof(rel), "images/%s", digest);
+		SBX_LPATH(rel, SBX_L_IMAGE, digest);
 		json_array_append_new(removed, json_string(rel));
 		have = 0;
 	}
@@ -2246,7 +2247,7 @@ env_evict(int envsfd, struct sbx_env *x, struct sbx_error *e)
 			json_array_append_new(x->warnings, json_string(msg));
 			continue;
 		}
-		snprintf(msg, sizeof(msg), "envs/%s", v[i].agent);
+		SBX_LPATH(msg, SBX_L_ENV, v[i].agent);
 		json_array_append_new(x->evicted, json_pack("{s:s,s:s,s:s,s:s}",
 		    "agent", v[i].agent, "path", msg, "digest", v[i].digest,
 		    "last_used", v[i].last_used));
@@ -2291,7 +2292,7 @@ sbx_env_create(int rootfd, struct sbx_env *x, struct sbx_error *e)
 	if ((dfd = sbx_imageref_open(rootfd, x->digest, e)) == -1)
 		return -1;
 	close(dfd);
-	snprintf(rel, sizeof(rel), "images/%s/rootfs", x->digest);
+	SBX_LPATH(rel, SBX_L_IMAGE_ROOTFS, x->digest);
 	if ((tfd = sbx_open_beneath(rootfd, rel, O_RDONLY | O_DIRECTORY, e)) ==
 	    -1)
 		return -1;
@@ -2440,7 +2441,7 @@ sbx_env_remove(int rootfd, const char *agent, json_t *removed,
 		/* A run may be using it: removed all the same (asked for),
 		 * and it runs on for what it already has open. */
 		if ((rc = sbx_provision_rm_tree(envsfd, agent, e)) == 0) {
-			snprintf(rel, sizeof(rel), "envs/%s", agent);
+			SBX_LPATH(rel, SBX_L_ENV, agent);
 			json_array_append_new(removed, json_string(rel));
 		}
 	}

@@ -17,6 +17,7 @@
 #include "envelope.h"
 #include "fsutil.h"
 #include "imageref.h"
+#include "layout.h"
 #include "names.h"
 #include "runlimits.h"
 
@@ -76,7 +77,7 @@ sbx_imageref_agent_env(int rootfd, const char *agent,
 	 * none (an old root, before `sbx provision` migrated it). */
 	if ((r = sbx_imageref_record(rootfd, agent, digest, env, e)) != 0)
 		return r == 1 && digest[0] != '\0' ? 1 : r == 1 ? 0 : -1;
-	snprintf(rel, sizeof(rel), "config/agents/%s.json", agent);
+	SBX_LPATH(rel, SBX_L_AGENT_CONFIG, agent);
 	if (sbx_config_load(rootfd, rel, &cfg, e) == -1)
 		return -1;
 	r = sbx_imageref_of(-1, cfg, rel, agent, digest, env, e);
@@ -148,7 +149,7 @@ sbx_imageref_record_write(int rootfd, const char *agent, const char *digest,
 
 	if (sbx_agent_valid(agent, "agent", e) == -1)
 		return -1;
-	snprintf(rel, sizeof(rel), "agents/%s", agent);
+	SBX_LPATH(rel, SBX_L_AGENT_RECORDS, agent);
 	if ((dfd = sbx_mkdirs_at(rootfd, rel, 0700, e)) == -1)
 		return -1;
 	rec = json_pack("{s:o,s:b}", "digest", digest[0] ?
@@ -236,7 +237,7 @@ sbx_imageref_open(int rootfd, const char *digest, struct sbx_error *e)
 
 	if (!sbx_image_digest_valid(digest))
 		return refuse(e, "image_missing", "?", "is not a digest");
-	snprintf(rel, sizeof(rel), "images/%s", digest);
+	SBX_LPATH(rel, SBX_L_IMAGE, digest);
 	/* Beneath the root, no symlink followed: a planted images/ or
 	 * images/<digest> link never redirects what the sandbox sees. */
 	if ((dfd = sbx_open_beneath(rootfd, rel, O_PATH | O_DIRECTORY, &e2))
@@ -345,7 +346,7 @@ sbx_imageref_env_open(int rootfd, const char *agent, const char *digest,
 
 	if (sbx_agent_valid(agent, "agent", e) == -1)
 		return -1;
-	snprintf(rel, sizeof(rel), "envs/%s", agent);
+	SBX_LPATH(rel, SBX_L_ENV, agent);
 	/* Beneath the root, no symlink followed: a link planted as envs/
 	 * or envs/<agent> is refused, never used as a root file system. */
 	if ((dfd = sbx_open_beneath(rootfd, rel, O_RDONLY | O_DIRECTORY,

@@ -28,6 +28,7 @@
 #include "job.h"
 #include "joblog.h"
 #include "jobsup.h"
+#include "layout.h"
 #include "names.h"
 #include "root.h"
 #include "run.h"
@@ -39,7 +40,7 @@ jobs_dir(struct sbx_root *root, const char *agent, int create,
 {
 	char	 rel[128];
 
-	snprintf(rel, sizeof(rel), "agents/%s/jobs", agent);
+	SBX_LPATH(rel, SBX_L_AGENT_JOBS, agent);
 	if (create)
 		return sbx_mkdirs_at(root->fd, rel, 0700, e);
 	return sbx_open_beneath(root->fd, rel, O_RDONLY | O_DIRECTORY, e);

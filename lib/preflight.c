@@ -35,6 +35,7 @@
 #include "envelope.h"
 #include "fsutil.h"
 #include "image.h"
+#include "layout.h"
 #include "preflight.h"
 #include "runlimits.h"
 #include "tools.h"
@@ -64,85 +65,24 @@ enum area {
 	A_N
 };
 
-/* The locations of DESIGN.md §3, parents first. */
-enum { K_DIR, K_FILE, K_SOCK };
-#define L_REQ		0x01	/* missing: warning, `sbx provision` makes it */
-#define L_DAEMON	0x02	/* a daemon's socket: absent is normal */
-#define L_CONFIG	0x04	/* optional file: the configuration finding */
-#define L_NONEMPTY	0x08	/* an empty file is broken */
-#define L_REACH		0x10	/* 0711 when sbx runs as root */
-
-static const struct locdef {
-	const char	*id;
-	const char	*rel;		/* "%s" is the agent */
-	int		 parent;
-	int		 kind;
-	unsigned	 flags;
-	mode_t		 want;		/* the mode sbx provision gives it */
-	mode_t		 no_write;	/* bits that must be clear: blocked */
-	mode_t		 no_read;	/* bits that should be clear: warning */
-} locdefs[] = {
-#define LOC_ROOT	0
-	{ "root",		"",			-1, K_DIR,
-	    L_REQ | L_REACH,	0700, 022, 0 },
-#define LOC_CONFIG	1
-	{ "config",		"config",		 0, K_DIR,
-	    L_REQ,		0700, 022, 077 },
-#define LOC_SANDBOX_JSON 2
-	{ "sandbox_json",	"config/sandbox.json",	 1, K_FILE,
-	    L_CONFIG,		0600, 022, 0 },
-#define LOC_CONFIG_AGENTS 3
-	{ "config_agents",	"config/agents",	 1, K_DIR,
-	    L_REQ,		0700, 022, 077 },
-#define LOC_AGENT_CONFIG 4
-	{ "agent_config",	"config/agents/%s.json", 3, K_FILE,
-	    L_REQ,		0600, 022, 0 },
-#define LOC_WORKSPACE	5
-	{ "workspace",		"workspace",		 0, K_DIR,
-	    L_REQ | L_REACH,	0700, 022, 0 },
-#define LOC_WS_AGENTS	6
-	{ "workspace_agents",	"workspace/agents",	 5, K_DIR,
-	    L_REQ | L_REACH,	0700, 022, 0 },
-#define LOC_AGENT_HOME	7
-	{ "agent_home",		"workspace/agents/%s",	 6, K_DIR,
-	    L_REQ,		0700, 022, 077 },
-	{ "workspace_shared",	"workspace/shared",	 5, K_DIR,
-	    L_REQ,		0700, 022, 0 },
-#define LOC_OUTPUT	9
-	{ "output",		"output",		 0, K_DIR,
-	    L_REQ | L_REACH,	0700, 022, 0 },
-#define LOC_AGENT_OUTPUT 10
-	{ "agent_output",	"output/%s",		 9, K_DIR,
-	    L_REQ,		0700, 022, 0 },
-#define LOC_IMAGES	11
-	{ "images",		"images",		 0, K_DIR,
-	    L_REQ,		0700, 022, 0 },
-	{ "envs",		"envs",			 0, K_DIR,
-	    L_REQ,		0700, 022, 0 },
-	{ "agents",		"agents",		 0, K_DIR,
-	    L_REQ,		0700, 022, 077 },
-	{ "agent_records",	"agents/%s",		13, K_DIR,
-	    L_REQ,		0700, 022, 077 },
-	{ "plugins",		"plugins",		 0, K_DIR,
-	    L_REQ,		0700, 022, 0 },
-#define LOC_RUN		16
-	{ "run",		"run",			 0, K_DIR,
-	    L_REQ,		0711, 022, 044 },
-	{ "run_tokens",		"run/tokens",		16, K_DIR,
-	    L_REQ,		0700, 077, 0 },
-	{ "agent_token",	"run/tokens/%s",	17, K_FILE,
-	    L_REQ | L_NONEMPTY,	0600, 077, 0 },
-#define LOC_PROXY	19
-	{ "proxy_socket",	"run/proxy.sock",	16, K_SOCK,
-	    L_DAEMON,		0, 0, 0 },
-#define LOC_BRIDGE	20
-	{ "bridge_socket",	"run/bridge.sock",	16, K_SOCK,
-	    L_DAEMON,		0, 0, 0 },
-#define LOC_CACHE	21
-	{ "cache",		"cache",		 0, K_DIR,
-	    L_REQ,		0700, 022, 0 },
-};
-#define NLOC	((int)(sizeof(locdefs) / sizeof(locdefs[0])))
+/* The locations of DESIGN.md §3 (lib/layout.c): those marked
+ * SBX_LF_REPORT, parents first, by their layout id. */
+#define NLOC		SBX_L_N
+#define locdefs(i)	sbx_layout_get((enum sbx_layout_id)(i))
+#define LOC_ROOT	SBX_L_ROOT
+#define LOC_CONFIG	SBX_L_CONFIG
+#define LOC_SANDBOX_JSON SBX_L_SANDBOX_JSON
+#define LOC_AGENT_CONFIG SBX_L_AGENT_CONFIG
+#define LOC_WORKSPACE	SBX_L_WORKSPACE
+#define LOC_WS_AGENTS	SBX_L_WS_AGENTS
+#define LOC_AGENT_HOME	SBX_L_AGENT_HOME
+#define LOC_OUTPUT	SBX_L_OUTPUT
+#define LOC_AGENT_OUTPUT SBX_L_AGENT_OUTPUT
+#define LOC_IMAGES	SBX_L_IMAGES
+#define LOC_RUN		SBX_L_RUN
+#define LOC_PROXY	SBX_L_PROXY_SOCK
+#define LOC_BRIDGE	SBX_L_BRIDGE_SOCK
+#define LOC_CACHE	SBX_L_CACHE
 
 struct lstate {
 	char		*rel;
@@ -1029,13 +969,13 @@ static const char *
 loc_name(struct pf *p, int i)
 {
 	return i == LOC_ROOT ? "the state root" : pf_fmt(p, "%s%s",
-	    p->ls[i].rel, locdefs[i].kind == K_DIR ? "/" : "");
+	    p->ls[i].rel, locdefs(i)->type == SBX_LT_DIR ? "/" : "");
 }
 
 static enum area
 loc_area(int i)
 {
-	return locdefs[i].flags & L_DAEMON ? A_DAEMON : A_STATE;
+	return locdefs(i)->flags & SBX_LF_DAEMON ? A_DAEMON : A_STATE;
 }
 
 static const char *
@@ -1045,14 +985,13 @@ loc_finding_id(struct pf *p, int i)
 		return "daemon.proxy";
 	if (i == LOC_BRIDGE)
 		return "daemon.bridge";
-	return pf_fmt(p, "state_root.%s", locdefs[i].id);
+	return pf_fmt(p, "state_root.%s", locdefs(i)->name);
 }
 
 static mode_t
 want_mode(struct pf *p, int i)
 {
-	return p->as_root && (locdefs[i].flags & L_REACH) ? 0711 :
-	    locdefs[i].want;
+	return sbx_layout_mode((enum sbx_layout_id)i, p->as_root);
 }
 
 /* Is the open directory writable?  A nameless O_TMPFILE proves it and
@@ -1118,9 +1057,9 @@ location_json(struct pf *p, int i, int have_w, int writable,
 		p->oom = 1;
 		return;
 	}
-	jset(p, j, "id", jstr(locdefs[i].id));
+	jset(p, j, "id", jstr(locdefs(i)->name));
 	jset(p, j, "path", jstr(s->path));
-	jset(p, j, "kind", jstr(kinds[locdefs[i].kind]));
+	jset(p, j, "kind", jstr(kinds[locdefs(i)->type]));
 	jset(p, j, "status", jstr(s->status));
 	jset(p, j, "exists", json_boolean(s->exists));
 	if (have_w)
@@ -1150,7 +1089,7 @@ daemon_installed(struct pf *p, int i)
 static void
 check_location(struct pf *p, int i)
 {
-	const struct locdef	*d = &locdefs[i];
+	const struct sbx_layout_entry *d = locdefs(i);
 	struct lstate		*s = &p->ls[i];
 	struct statvfs		 vfs, *vp = NULL;
 	const char		*name, *id = loc_finding_id(p, i);
@@ -1167,12 +1106,11 @@ check_location(struct pf *p, int i)
 		s->rel = strdup("");
 		s->path = strdup(p->o->root_path);
 	} else {
-		const char *pct = strstr(d->rel, "%s");
-		if (pct == NULL)
-			s->rel = strdup(d->rel);
-		else if (asprintf(&s->rel, "%.*s%s%s", (int)(pct - d->rel),
-		    d->rel, p->o->agent, pct + 2) == -1)
-			s->rel = NULL;
+		char rel[SBX_LAYOUT_PATH_MAX];
+
+		/* sbx-preflight validated the agent's name. */
+		s->rel = sbx_layout_path((enum sbx_layout_id)i, p->o->agent,
+		    rel, sizeof(rel), NULL) == 0 ? strdup(rel) : NULL;
 		if (s->rel == NULL || asprintf(&s->path, "%s/%s",
 		    p->o->root_path, s->rel) == -1)
 			s->path = NULL;
@@ -1197,11 +1135,11 @@ check_location(struct pf *p, int i)
 	if (fstatat(pfd, name, &s->st, AT_SYMLINK_NOFOLLOW) == -1) {
 		if (errno == ENOENT) {
 			s->status = "missing";
-			if (d->flags & L_CONFIG) {
+			if (d->flags & SBX_LF_OPTIONAL) {
 				location_json(p, i, 0, 0, NULL, NULL);
 				return;
 			}
-			if (d->flags & L_DAEMON) {
+			if (d->flags & SBX_LF_DAEMON) {
 				/* A daemon this installation does not have
 				 * (no sbx-bridge yet) is not reported. */
 				if (!daemon_installed(p, i))
@@ -1212,7 +1150,7 @@ check_location(struct pf *p, int i)
 				    "running", i == LOC_PROXY ? "sbx-proxy" :
 				    "sbx-bridge"), pf_fmt(p, "no socket at %s; "
 				    "sbx starts the daemon on demand", s->rel),
-				    "", d->id, s->path);
+				    "", d->name, s->path);
 				return;
 			}
 			title = pf_fmt(p, "%s does not exist", loc_name(p, i));
@@ -1222,7 +1160,7 @@ check_location(struct pf *p, int i)
 			location_json(p, i, 0, 0, NULL, p->provision);
 			finding(p, loc_area(i), id, "location_missing",
 			    S_WARNING, T_MISSING, title, detail, p->provision,
-			    d->id, s->path);
+			    d->name, s->path);
 			return;
 		}
 		if (errno == ENOTDIR) {
@@ -1233,7 +1171,7 @@ check_location(struct pf *p, int i)
 			finding(p, loc_area(i), id, "location_wrong_type",
 			    S_BLOCKED, T_FAILED, pf_fmt(p, "%s cannot be a "
 			    "directory", loc_name(p, i)), "a component of "
-			    "its path is not a directory", repair, d->id,
+			    "its path is not a directory", repair, d->name,
 			    s->path);
 			return;
 		}
@@ -1245,7 +1183,7 @@ check_location(struct pf *p, int i)
 		finding(p, loc_area(i), id, "location_not_readable", S_BLOCKED,
 		    T_FAILED, pf_fmt(p, "%s cannot be looked at",
 		    loc_name(p, i)), pf_fmt(p, "lstat: %s", strerror(errno)),
-		    repair, d->id, s->path);
+		    repair, d->name, s->path);
 		return;
 	}
 	s->exists = 1;
@@ -1253,9 +1191,9 @@ check_location(struct pf *p, int i)
 
 	/* A symlink is never followed: planted in the root it could send
 	 * sbx's writes anywhere the user can write. */
-	if (S_ISLNK(mode) || (d->kind == K_DIR && !S_ISDIR(mode)) ||
-	    (d->kind == K_FILE && !S_ISREG(mode)) ||
-	    (d->kind == K_SOCK && !S_ISSOCK(mode))) {
+	if (S_ISLNK(mode) || (d->type == SBX_LT_DIR && !S_ISDIR(mode)) ||
+	    (d->type == SBX_LT_FILE && !S_ISREG(mode)) ||
+	    (d->type == SBX_LT_SOCK && !S_ISSOCK(mode))) {
 		s->status = "wrong_type";
 		if (S_ISLNK(mode) && (n = readlinkat(pfd, name, target,
 		    sizeof(target) - 1)) >= 0) {
@@ -1265,9 +1203,9 @@ check_location(struct pf *p, int i)
 			    target);
 		} else
 			detail = pf_fmt(p, "it is %s, not %s", type_name(mode),
-			    d->kind == K_DIR ? "a directory" : d->kind == K_FILE
+			    d->type == SBX_LT_DIR ? "a directory" : d->type == SBX_LT_FILE
 			    ? "a regular file" : "a socket");
-		repair = d->kind == K_SOCK ? pf_fmt(p, "remove %s; the "
+		repair = d->type == SBX_LT_SOCK ? pf_fmt(p, "remove %s; the "
 		    "daemon creates it", s->path) : i == LOC_ROOT ?
 		    pf_fmt(p, "move %s out of the way (or choose another "
 		    "--home), then run `sbx provision`", s->path) :
@@ -1275,13 +1213,13 @@ check_location(struct pf *p, int i)
 		    s->path, p->provision);
 		location_json(p, i, 0, 0, NULL, repair);
 		finding(p, loc_area(i), id, "location_wrong_type",
-		    d->kind == K_SOCK ? S_WARNING : S_BLOCKED, T_FAILED,
+		    d->type == SBX_LT_SOCK ? S_WARNING : S_BLOCKED, T_FAILED,
 		    pf_fmt(p, "%s is %s", loc_name(p, i), type_name(mode)),
-		    detail, repair, d->id, s->path);
+		    detail, repair, d->name, s->path);
 		return;
 	}
 
-	if (d->kind == K_DIR) {
+	if (d->type == SBX_LT_DIR) {
 		fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 		    O_CLOEXEC);
 		if (fd >= 0 && (fstat(fd, &s->st) == -1 ||
@@ -1301,7 +1239,7 @@ check_location(struct pf *p, int i)
 			    err == ENOTDIR ? "location_wrong_type" :
 			    "location_not_readable", S_BLOCKED, T_FAILED,
 			    pf_fmt(p, "%s cannot be read", loc_name(p, i)),
-			    pf_fmt(p, "%s", strerror(err)), repair, d->id,
+			    pf_fmt(p, "%s", strerror(err)), repair, d->name,
 			    s->path);
 			return;
 		}
@@ -1312,7 +1250,7 @@ check_location(struct pf *p, int i)
 		writable = dir_writable(fd, &err);
 		if (fstatvfs(fd, &vfs) == 0)
 			vp = &vfs;
-	} else if (d->kind == K_FILE) {
+	} else if (d->type == SBX_LT_FILE) {
 		fd = openat(pfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
 		    O_NOCTTY | O_CLOEXEC);
 		if (fd == -1) {
@@ -1323,7 +1261,7 @@ check_location(struct pf *p, int i)
 			finding(p, loc_area(i), id, "location_not_readable",
 			    S_BLOCKED, T_FAILED, pf_fmt(p, "%s cannot be read",
 			    loc_name(p, i)), pf_fmt(p, "%s", strerror(err)),
-			    repair, d->id, s->path);
+			    repair, d->name, s->path);
 			return;
 		}
 		(void)fstat(fd, &s->st);
@@ -1352,7 +1290,7 @@ check_location(struct pf *p, int i)
 		    "sockets or tokens" : "files or symbolic links");
 		repair = pf_fmt(p, "chmod %o %s", (unsigned)want_mode(p, i),
 		    s->path);
-	} else if (d->kind == K_DIR && !writable) {
+	} else if (d->type == SBX_LT_DIR && !writable) {
 		s->status = "not_writable";
 		code = "location_not_writable";
 		sev = S_BLOCKED;
@@ -1364,7 +1302,7 @@ check_location(struct pf *p, int i)
 		    pf_fmt(p, "free space on the volume of %s", s->path) :
 		    pf_fmt(p, "chmod u+w %s (or use a state root you can "
 		    "write: --home DIR)", s->path);
-	} else if ((d->flags & L_NONEMPTY) && s->st.st_size == 0) {
+	} else if ((d->flags & SBX_LF_NONEMPTY) && s->st.st_size == 0) {
 		s->status = "empty_file";
 		code = "location_empty_file";
 		sev = S_WARNING;
@@ -1386,14 +1324,14 @@ check_location(struct pf *p, int i)
 	if (code != NULL) {
 		fstatus = T_FAILED;
 		finding(p, loc_area(i), id, code, sev, fstatus, title, detail,
-		    repair, d->id, s->path);
-	} else if (d->flags & L_DAEMON) {
+		    repair, d->name, s->path);
+	} else if (d->flags & SBX_LF_DAEMON) {
 		finding(p, A_DAEMON, id, "daemon_socket_present", S_OK,
 		    T_PASSED, pf_fmt(p, "%s has a socket", i == LOC_PROXY ?
-		    "sbx-proxy" : "sbx-bridge"), "", "", d->id, s->path);
+		    "sbx-proxy" : "sbx-bridge"), "", "", d->name, s->path);
 	} else {
 		finding(p, loc_area(i), id, "location_ready", S_OK, T_PASSED,
-		    pf_fmt(p, "%s is ready", loc_name(p, i)), "", "", d->id,
+		    pf_fmt(p, "%s is ready", loc_name(p, i)), "", "", d->name,
 		    s->path);
 	}
 }
@@ -1442,23 +1380,23 @@ check_space(struct pf *p)
 		if (freeb < p->min_free)
 			finding(p, A_STATE, i == LOC_ROOT ?
 			    "state_root.free_space" : pf_fmt(p,
-			    "state_root.free_space.%s", locdefs[i].id),
+			    "state_root.free_space.%s", locdefs(i)->name),
 			    "disk_space_low", S_BLOCKED, T_FAILED,
 			    pf_fmt(p, "%llu MiB free, under the %llu MiB floor",
 			    freeb >> 20, p->min_free >> 20), pf_fmt(p, "the "
 			    "volume of %s has %llu of %llu bytes free", where,
 			    freeb, total), pf_fmt(p, "free space on the volume "
 			    "of %s, or lower preflight.min_free_bytes in "
-			    "config/sandbox.json", where), locdefs[i].id,
+			    "config/sandbox.json", where), locdefs(i)->name,
 			    where);
 		else
 			finding(p, A_STATE, i == LOC_ROOT ?
 			    "state_root.free_space" : pf_fmt(p,
-			    "state_root.free_space.%s", locdefs[i].id),
+			    "state_root.free_space.%s", locdefs(i)->name),
 			    "disk_space_ok", S_OK, T_PASSED, pf_fmt(p, "%llu MiB "
 			    "free", freeb >> 20), pf_fmt(p, "the volume of %s "
 			    "has %llu of %llu bytes free (floor %llu)", where,
-			    freeb, total, p->min_free), "", locdefs[i].id,
+			    freeb, total, p->min_free), "", locdefs(i)->name,
 			    where);
 	}
 }
@@ -2205,7 +2143,8 @@ sbx_preflight_run(const struct sbx_preflight_opts *o, json_t **report,
 
 	check_host(&p);
 	for (i = 0; i < NLOC; i++)
-		check_location(&p, i);
+		if (locdefs(i)->flags & SBX_LF_REPORT)
+			check_location(&p, i);
 	check_config(&p);
 	check_space(&p);
 	/* Before any child runs: a delegated cgroup is only usable by a

@@ -27,63 +27,19 @@
 #include "envelope.h"
 #include "fsutil.h"
 #include "job.h"
+#include "layout.h"
 #include "names.h"
 #include "provision.h"
 #include "root.h"
 #include "users.h"
 #include "runlimits.h"
 
-enum etype { E_DIR, E_SOUL, E_CONFIG, E_TOKEN, E_MARKER };
-
-/* One location: pre + (agent when `agent`) + suf. */
-struct entry {
-	const char	*pre;
-	int		 agent;
-	const char	*suf;
-	int		 parent;	/* index of the parent entry; -1: root */
-	enum etype	 type;
-	mode_t		 mode;		/* wanted; 0: not checked */
-	int		 flags;
-};
-
-/*
- * When sbx runs as root its sandboxes run as an unprivileged uid (see
- * sbx_provision_identity), which bwrap needs to reach the homes with:
- * F_REACH directories are then 0711 (search, not list) instead of 0700,
- * and F_AGENT entries (what the sandbox writes) belong to that uid.
- */
-#define F_REACH	0x1
-#define F_AGENT	0x2
-
-/*
- * Parents come before their children.  run/ is 0711 so that, later, a
- * sandbox can be given a socket path inside it without being able to list
- * it; the tokens beneath stay 0700/0600.  Everything else is private.
- */
-static const struct entry layout[] = {
-	{ ".",			0, "",		-1, E_DIR,	0700, F_REACH },/* 0 */
-	{ "run",		0, "",		 0, E_DIR,	0711, 0 },	/* 1 */
-	{ "run/tokens",		0, "",		 1, E_DIR,	0700, 0 },	/* 2 */
-	{ "config",		0, "",		 0, E_DIR,	0700, 0 },	/* 3 */
-	{ "config/agents",	0, "",		 3, E_DIR,	0700, 0 },	/* 4 */
-	{ "workspace",		0, "",		 0, E_DIR,	0700, F_REACH },/* 5 */
-	{ "workspace/agents",	0, "",		 5, E_DIR,	0700, F_REACH },/* 6 */
-	{ "workspace/agents/",	1, "",		 6, E_DIR,	0700, F_AGENT },/* 7 */
-	{ "workspace/shared",	0, "",		 5, E_DIR,	0700, 0 },	/* 8 */
-	{ "output",		0, "",		 0, E_DIR,	0700, F_REACH },/* 9 */
-	{ "output/",		1, "",		 9, E_DIR,	0700, F_AGENT },/* 10 */
-	{ "images",		0, "",		 0, E_DIR,	0700, F_REACH },/* 11 */
-	{ "envs",		0, "",		 0, E_DIR,	0700, F_REACH },/* 12 */
-	{ "agents",		0, "",		 0, E_DIR,	0700, 0 },	/* 13 */
-	{ "agents/",		1, "",		13, E_DIR,	0700, 0 },	/* 14 */
-	{ "plugins",		0, "",		 0, E_DIR,	0700, 0 },	/* 15 */
-	{ "cache",		0, "",		 0, E_DIR,	0700, 0 },	/* 16 */
-	{ "workspace/agents/",	1, "/SOUL.md",	 7, E_SOUL,	0, F_AGENT },	/* 17 */
-	{ "config/agents/",	1, ".json",	 4, E_CONFIG,	0600, 0 },	/* 18 */
-	{ "run/tokens/",	1, "",		 2, E_TOKEN,	0600, 0 },	/* 19 */
-	{ SBX_ROOT_MARKER,	0, "",		 0, E_MARKER,	0600, 0 },	/* 20 */
-};
-#define NENT	((int)(sizeof(layout) / sizeof(layout[0])))
+/* The layout's entries, as provision handles them; `l` is the table's. */
+typedef struct sbx_layout_entry entry_t;
+#define layout_at(i)	sbx_layout_get((enum sbx_layout_id)(i))
+#define NENT		SBX_L_N
+#define is_entry(en, id) ((en) == layout_at(id))
+#define is_dir(en)	((en)->type == SBX_LT_DIR)
 
 static const char soul_text[] =
 "# SOUL.md\n"
@@ -96,19 +52,15 @@ static const char soul_text[] =
 "sbx creates this file once and never overwrites it. Edits take effect at\n"
 "the start of your next session, not in the current one.\n";
 
+/* The agent name was validated (sbx_agent_valid) before any walk; were it
+ * not, the path is left empty and names nothing. */
 static void
-entry_path(const struct entry *en, const char *agent, char *buf, size_t sz)
+entry_path(int i, const char *agent, char *buf, size_t sz)
 {
-	snprintf(buf, sz, "%s%s%s", en->pre, en->agent ? agent : "", en->suf);
+	(void)sbx_layout_path((enum sbx_layout_id)i, agent, buf, sz, NULL);
 }
 
-static const char *
-leaf(const char *rel)
-{
-	const char	*s = strrchr(rel, '/');
-
-	return s ? s + 1 : rel;
-}
+#define leaf(rel)	sbx_layout_leaf(rel)
 
 /* Who owns what, in this run. */
 struct who {
@@ -118,25 +70,25 @@ struct who {
 };
 
 static mode_t
-want_mode(const struct entry *en, const struct who *w)
+want_mode(const entry_t *en, const struct who *w)
 {
-	return w->as_root && (en->flags & F_REACH) ? 0711 : en->mode;
+	return w->as_root && (en->flags & SBX_LF_REACH) ? 0711 : en->mode;
 }
 
 static uid_t
-want_uid(const struct entry *en, const struct who *w)
+want_uid(const entry_t *en, const struct who *w)
 {
-	return en->flags & F_AGENT ? w->uid : geteuid();
+	return en->flags & SBX_LF_SANDBOX ? w->uid : geteuid();
 }
 
 /* Is the owner right?  The group is checked only for what the sandbox
  * owns when we hand it over (as root). */
 static int
-owner_ok(const struct entry *en, const struct who *w, const struct stat *st)
+owner_ok(const entry_t *en, const struct who *w, const struct stat *st)
 {
 	if (st->st_uid != want_uid(en, w))
 		return 0;
-	return !(w->as_root && (en->flags & F_AGENT)) || st->st_gid == w->gid;
+	return !(w->as_root && (en->flags & SBX_LF_SANDBOX)) || st->st_gid == w->gid;
 }
 
 int
@@ -352,7 +304,7 @@ open_dir(int pfd, const char *name, const char *rel, mode_t want, int *fixed,
  * owner; report it. */
 static int
 ensure_dir(struct sbx_provision *p, const struct who *w, int pfd,
-    const struct entry *en, const char *rel, struct sbx_error *e)
+    const entry_t *en, const char *rel, struct sbx_error *e)
 {
 	struct stat	 st;
 	mode_t		 want = want_mode(en, w);
@@ -378,7 +330,7 @@ ensure_dir(struct sbx_provision *p, const struct who *w, int pfd,
 			close(fd);
 			return reject(e, "wrong_owner", rel, NULL);
 		}
-		if (fchown(fd, want_uid(en, w), en->flags & F_AGENT ? w->gid :
+		if (fchown(fd, want_uid(en, w), en->flags & SBX_LF_SANDBOX ? w->gid :
 		    (gid_t)-1) == -1) {
 			sbx_error_sys(e, "chown_failed", "cannot chown %s",
 			    rel);
@@ -733,11 +685,11 @@ ensure_token(struct sbx_provision *p, int pfd, const char *rel,
 /* ---- inspection --------------------------------------------------------- */
 
 static const char *
-judge(const struct entry *en, const struct who *w, const struct stat *st)
+judge(const entry_t *en, const struct who *w, const struct stat *st)
 {
 	mode_t	 want = want_mode(en, w);
 
-	if (en->type == E_SOUL) {
+	if (is_entry(en, SBX_L_SOUL)) {
 		/* Anything the agent put there is its own; only a file
 		 * root made that the sandbox cannot read is wrong. */
 		if (w->as_root && S_ISREG(st->st_mode) && st->st_uid == 0 &&
@@ -747,7 +699,7 @@ judge(const struct entry *en, const struct who *w, const struct stat *st)
 	}
 	if (S_ISLNK(st->st_mode))
 		return "symlink";
-	if (en->type == E_DIR ? !S_ISDIR(st->st_mode) : !S_ISREG(st->st_mode))
+	if (is_dir(en) ? !S_ISDIR(st->st_mode) : !S_ISREG(st->st_mode))
 		return "wrong_type";
 	if (!owner_ok(en, w, st))
 		return "wrong_owner";
@@ -783,14 +735,16 @@ sbx_provision_status(int rootfd, const char *agent, int *ready,
 	for (i = 0; i < NENT; i++)
 		fds[i] = -1;
 	for (i = 0; i < NENT; i++) {
-		const struct entry *en = &layout[i];
+		const entry_t *en = layout_at(i);
 
-		entry_path(en, agent, rel, sizeof(rel));
+		if (!(en->flags & SBX_LF_CREATE))
+			continue;
+		entry_path(i, agent, rel, sizeof(rel));
 		name = leaf(rel);
 		have = 0;
 		state = "missing";
 		pfd = en->parent < 0 ? -1 : fds[en->parent];
-		if (i == 0) {
+		if (i == SBX_L_ROOT) {
 			if (rootfd >= 0 && fstat(rootfd, &st) == 0)
 				have = 1;
 		} else if (pfd >= 0) {
@@ -802,23 +756,23 @@ sbx_provision_status(int rootfd, const char *agent, int *ready,
 			state = "inaccessible";	/* cannot look inside */
 		if (have)
 			state = judge(en, &w, &st);
-		if (have && en->type == E_SOUL && !S_ISREG(st.st_mode)) {
+		if (have && is_entry(en, SBX_L_SOUL) && !S_ISREG(st.st_mode)) {
 			snprintf(msg, sizeof(msg), "%s is not a regular file",
 			    rel);
 			warn(warnings, msg);
 		}
-		if (have && en->type == E_DIR && (strcmp(state, "present") ==
+		if (have && is_dir(en) && (strcmp(state, "present") ==
 		    0 || strcmp(state, "wrong_mode") == 0 ||
 		    strcmp(state, "wrong_owner") == 0)) {
 			/* O_PATH: look, do not touch (no atime, no read
 			 * permission needed). */
-			if (i == 0)
+			if (i == SBX_L_ROOT)
 				fds[i] = fcntl(rootfd, F_DUPFD_CLOEXEC, 3);
 			else
 				fds[i] = openat(pfd, name, O_PATH |
 				    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		}
-		if (have && en->type == E_TOKEN && (strcmp(state, "present") ==
+		if (have && is_entry(en, SBX_L_AGENT_TOKEN) && (strcmp(state, "present") ==
 		    0 || strcmp(state, "wrong_mode") == 0)) {
 			fd = openat(pfd, name, O_RDONLY | O_NOFOLLOW |
 			    O_NONBLOCK | O_CLOEXEC);
@@ -828,7 +782,7 @@ sbx_provision_status(int rootfd, const char *agent, int *ready,
 				close(fd);
 		}
 		it = json_pack("{s:s,s:s,s:s}", "path", rel, "type",
-		    en->type == E_DIR ? "directory" : "file", "state", state);
+		    is_dir(en) ? "directory" : "file", "state", state);
 		if (have && !S_ISLNK(st.st_mode)) {
 			mode_str(m, st.st_mode);
 			json_object_set_new(it, "mode", json_string(m));
@@ -839,7 +793,7 @@ sbx_provision_status(int rootfd, const char *agent, int *ready,
 			json_object_set_new(it, "want_mode", json_string(m));
 		}
 		json_object_set_new(it, "want_uid", json_integer(
-		    en->type == E_SOUL && !w.as_root ? geteuid() :
+		    is_entry(en, SBX_L_SOUL) && !w.as_root ? geteuid() :
 		    want_uid(en, &w)));
 		json_array_append_new(items, it);
 		states[i] = state;
@@ -933,7 +887,7 @@ sbx_provision_agent(struct sbx_provision *p, struct sbx_error *e)
 	struct who	 w;
 	char		 rel[128];
 	mode_t		 want;
-	int		 fds[NENT], i, lockfd = -1, rc = -1, pfd, r = 0;
+	int		 fds[NENT], i, lockfd = -1, rc = -1, pfd, r = 0, r2;
 
 	for (i = 0; i < NENT; i++)
 		fds[i] = -1;
@@ -952,7 +906,7 @@ sbx_provision_agent(struct sbx_provision *p, struct sbx_error *e)
 	if (fstat(p->rootfd, &st) == -1)
 		return sbx_error_sys(e, "stat_failed", "cannot stat the state "
 		    "root");
-	want = want_mode(&layout[0], &w);
+	want = want_mode(layout_at(SBX_L_ROOT), &w);
 	if ((st.st_mode & 07777) != want) {
 		if (fchmod(p->rootfd, want) == -1)
 			return sbx_error_sys(e, "chmod_failed", "cannot chmod "
@@ -962,16 +916,17 @@ sbx_provision_agent(struct sbx_provision *p, struct sbx_error *e)
 		note(p->root_created ? p->created : p->present, ".");
 
 	/* run/ first: it holds the lock that serialises the rest. */
-	if ((fds[1] = ensure_dir(p, &w, p->rootfd, &layout[1], "run", e)) == -1)
+	if ((fds[SBX_L_RUN] = ensure_dir(p, &w, p->rootfd,
+	    layout_at(SBX_L_RUN), "run", e)) == -1)
 		return -1;
-	close(fds[1]);
+	close(fds[SBX_L_RUN]);
 	if ((lockfd = sbx_provision_lock(p->rootfd, e)) == -1)
 		return -1;
 	/* Reopen run/ now that we hold the lock: the lock proved that this
 	 * is the run/ the lock file lives in. */
-	fds[1] = openat(p->rootfd, "run", O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-	    O_CLOEXEC);
-	if (fds[1] == -1) {
+	fds[SBX_L_RUN] = openat(p->rootfd, "run", O_RDONLY | O_DIRECTORY |
+	    O_NOFOLLOW | O_CLOEXEC);
+	if (fds[SBX_L_RUN] == -1) {
 		reject(e, "symlink_in_path", "run", NULL);
 		goto out;
 	}
@@ -987,46 +942,51 @@ sbx_provision_agent(struct sbx_provision *p, struct sbx_error *e)
 		sbx_provision_revoked_error(p->agent, e);
 		goto out;
 	}
-	fds[0] = p->rootfd;
-	for (i = 2; i < NENT; i++) {
-		const struct entry *en = &layout[i];
+	fds[SBX_L_ROOT] = p->rootfd;
+	/* The table's order: parents first, the marker last. */
+	for (i = 0; i < NENT; i++) {
+		const entry_t *en = layout_at(i);
 
-		entry_path(en, p->agent, rel, sizeof(rel));
+		if (!(en->flags & SBX_LF_CREATE) || i == SBX_L_ROOT ||
+		    i == SBX_L_RUN)
+			continue;
+		entry_path(i, p->agent, rel, sizeof(rel));
 		pfd = fds[en->parent];
-		switch (en->type) {
-		case E_DIR:
-			fds[i] = ensure_dir(p, &w, pfd, en, rel, e);
-			if (fds[i] == -1)
+		if (is_dir(en)) {
+			if ((fds[i] = ensure_dir(p, &w, pfd, en, rel, e)) == -1)
 				goto out;
+			continue;
+		}
+		switch (i) {
+		case SBX_L_SOUL:
+			r2 = ensure_soul(p, &w, pfd, rel, e);
 			break;
-		case E_SOUL:
-			if (ensure_soul(p, &w, pfd, rel, e) == -1)
-				goto out;
+		case SBX_L_AGENT_CONFIG:
+			r2 = ensure_config(p, pfd, rel, e);
 			break;
-		case E_CONFIG:
-			if (ensure_config(p, pfd, rel, e) == -1)
-				goto out;
+		case SBX_L_AGENT_TOKEN:
+			r2 = ensure_token(p, pfd, rel, e);
 			break;
-		case E_TOKEN:
-			if (ensure_token(p, pfd, rel, e) == -1)
-				goto out;
+		case SBX_L_MARKER:
+			r2 = ensure_marker(p, pfd, rel, e);
 			break;
-		case E_MARKER:
-			if (ensure_marker(p, pfd, rel, e) == -1)
-				goto out;
+		default:
+			r2 = 0;
 			break;
 		}
+		if (r2 == -1)
+			goto out;
 	}
 	/* Everything is in place: the revocation is lifted last. */
 	if (r == 1) {
-		if (unlinkat(fds[14], SBX_REVOKED_MARKER, 0) == -1 &&
+		if (unlinkat(fds[SBX_L_AGENT_RECORDS], SBX_REVOKED_MARKER, 0) ==
+		    -1 &&
 		    errno != ENOENT) {
 			sbx_error_sys(e, "unlink_failed", "cannot remove "
 			    "agents/%s/%s", p->agent, SBX_REVOKED_MARKER);
 			goto out;
 		}
-		snprintf(rel, sizeof(rel), "agents/%s/%s", p->agent,
-		    SBX_REVOKED_MARKER);
+		SBX_LPATH(rel, SBX_L_AGENT_REVOKED, p->agent);
 		note(p->repaired, rel);
 	}
 	rc = 0;
@@ -1272,13 +1232,13 @@ sbx_provision_unprovision(int rootfd, const char *agent, json_t *removed,
 		if (fstatat(fd, agent, &st, AT_SYMLINK_NOFOLLOW) == 0) {
 			if (sbx_provision_rm_tree(fd, agent, e) == -1)
 				goto out;
-			snprintf(rel, sizeof(rel), "run/tokens/%s", agent);
+			SBX_LPATH(rel, SBX_L_AGENT_TOKEN, agent);
 			note(removed, rel);
 		}
 		close(fd);
 	}
 
-	snprintf(rel, sizeof(rel), "agents/%s", agent);
+	SBX_LPATH(rel, SBX_L_AGENT_RECORDS, agent);
 	if ((fd = open_existing(rootfd, rel, e)) == -1)
 		goto out;
 	if (fd >= 0) {
@@ -1327,7 +1287,7 @@ sbx_provision_unprovision(int rootfd, const char *agent, json_t *removed,
 			}
 			if (sbx_provision_rm_tree(fd, "jobs", e) == -1)
 				goto out;
-			snprintf(rel, sizeof(rel), "agents/%s/jobs", agent);
+			SBX_LPATH(rel, SBX_L_AGENT_JOBS, agent);
 			note(removed, rel);
 		}
 		close(fd);
@@ -1337,7 +1297,7 @@ sbx_provision_unprovision(int rootfd, const char *agent, json_t *removed,
 	 * agent (which would otherwise provision it again and mint a new
 	 * token) is refused until `sbx provision` restores it.
 	 */
-	snprintf(rel, sizeof(rel), "agents/%s", agent);
+	SBX_LPATH(rel, SBX_L_AGENT_RECORDS, agent);
 	if ((fd = sbx_mkdirs_at(rootfd, rel, 0700, e)) == -1)
 		goto out;
 	if (sbx_write_atomic(fd, SBX_REVOKED_MARKER, "", 0, 0600, e) == -1)
@@ -1361,7 +1321,7 @@ sbx_provision_revoked(int rootfd, const char *agent, struct sbx_error *e)
 
 	if (sbx_agent_valid(agent, "agent", e) == -1)
 		return -1;
-	snprintf(rel, sizeof(rel), "agents/%s", agent);
+	SBX_LPATH(rel, SBX_L_AGENT_RECORDS, agent);
 	if ((fd = open_existing(rootfd, rel, e)) == -2)
 		return 0;
 	if (fd == -1)
@@ -1574,7 +1534,7 @@ has_token(int rootfd, const char *agent)
 	char			 rel[128];
 	int			 fd, r;
 
-	snprintf(rel, sizeof(rel), "run/tokens/%s", agent);
+	SBX_LPATH(rel, SBX_L_AGENT_TOKEN, agent);
 	fd = sbx_open_beneath(rootfd, rel, O_RDONLY | O_NONBLOCK, &e);
 	if (fd == -1)
 		return 0;
@@ -1611,8 +1571,8 @@ sbx_provision_list(int rootfd, struct sbx_error *e)
 		v[i++] = key;
 	qsort(v, n, sizeof(*v), cmp_str);
 	for (i = 0; i < n; i++) {
-		snprintf(home, sizeof(home), "workspace/agents/%s", v[i]);
-		snprintf(cfg, sizeof(cfg), "config/agents/%s.json", v[i]);
+		SBX_LPATH(home, SBX_L_AGENT_HOME, v[i]);
+		SBX_LPATH(cfg, SBX_L_AGENT_CONFIG, v[i]);
 		json_array_append_new(out, json_pack("{s:s,s:b,s:b,s:b}",
 		    "agent", v[i], "token", has_token(rootfd, v[i]), "home",
 		    exists_as(rootfd, home, 1), "config",

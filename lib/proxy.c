@@ -49,6 +49,7 @@
 #include "envelope.h"
 #include "fsutil.h"
 #include "httpreq.h"
+#include "layout.h"
 #include "names.h"
 #include "netpolicy.h"
 #include "provision.h"
@@ -1895,7 +1896,7 @@ session_open(struct session *s, json_t *req, int chan, struct sbx_error *e)
 	}
 	snprintf(s->agent, sizeof(s->agent), "%s", agent);
 	snprintf(s->run, sizeof(s->run), "%s", run != NULL ? run : "");
-	snprintf(rel, sizeof(rel), "config/agents/%s.json", agent);
+	SBX_LPATH(rel, SBX_L_AGENT_CONFIG, agent);
 	if (sbx_config_load(P.rootfd, rel, &cfg, e) == -1)
 		return NULL;
 	if (sbx_proxy_policy(P.cfg, cfg, rel, &s->pol, e) == -1 ||
@@ -1910,7 +1911,7 @@ session_open(struct session *s, json_t *req, int chan, struct sbx_error *e)
 			if (!json_is_string(v) || sbx_np_allow(&s->pol,
 			    json_string_value(v), e) == -1)
 				return NULL;
-	snprintf(rel, sizeof(rel), "run/tokens/%s", agent);
+	SBX_LPATH(rel, SBX_L_AGENT_TOKEN, agent);
 	if ((tfd = sbx_open_beneath(P.rootfd, rel, O_RDONLY | O_CLOEXEC, e))
 	    == -1)
 		return NULL;
