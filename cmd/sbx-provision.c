@@ -30,6 +30,7 @@
 #include "provision.h"
 #include "root.h"
 #include "runlimits.h"
+#include "time.h"
 #include "users.h"
 #include "utf8.h"
 
@@ -379,20 +380,12 @@ static struct {
 	long long	 last_ms;
 } bar;
 
-static long long
-mono_ms(void)
-{
-	struct timespec	 ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void
 progress(void *arg, unsigned long long now, unsigned long long total)
 {
 	char		 fill[31];
-	long long	 t = mono_ms();
+	long long	 t = sbx_now_ms();
 	unsigned	 k;
 
 	(void)arg;

@@ -35,6 +35,7 @@
 
 #include "download.h"
 #include "fsutil.h"
+#include "time.h"
 
 /* PROTOCOLS_STR and REDIR_PROTOCOLS_STR, the fence on every hop. */
 #define CURL_NEEDED	0x075500	/* 7.85.0 */
@@ -370,14 +371,6 @@ tmpfile_at(int cachefd, struct sbx_error *e)
 	return fd;
 }
 
-static long long
-now_ms(void)
-{
-	struct timespec	 ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* A curl failure in the envelope's terms. */
 static int
@@ -446,7 +439,7 @@ sbx_download_fetch(int cachefd, struct sbx_download *d, struct sbx_error *e)
 	x.fd = fd;
 	x.cap = d->max_bytes;
 	x.d = d;
-	deadline = now_ms() + (d->timeout > 0 ? d->timeout : 3600) * 1000LL;
+	deadline = sbx_now_ms() + (d->timeout > 0 ? d->timeout : 3600) * 1000LL;
 	for (hop = 0;; hop++) {
 		if ((x.h = C.easy_init()) == NULL) {
 			sbx_error_sys(e, "nomem", "libcurl");
@@ -455,7 +448,7 @@ sbx_download_fetch(int cachefd, struct sbx_download *d, struct sbx_error *e)
 		crypto_hash_sha256_init(&x.st);
 		x.n = 0;
 		x.status_ok = -1;
-		if ((left = deadline - now_ms()) <= 0) {
+		if ((left = deadline - sbx_now_ms()) <= 0) {
 			sbx_error_set(e, SBX_K_TIMEOUT, "source", "timeout",
 			    "the download from %s took too long", host);
 			goto fail;

@@ -53,6 +53,7 @@
 #include "names.h"
 #include "provision.h"
 #include "runlimits.h"
+#include "time.h"
 
 #define NAMES_FILE	"names.json"
 #define SBX_IMAGE_READ_BUF	(64u << 10)
@@ -2310,7 +2311,7 @@ sbx_env_create(int rootfd, struct sbx_env *x, struct sbx_error *e)
 			d = json_string_value(json_object_get(rec, "clone"));
 			x->clone = d && strcmp(d, "reflink") == 0 ? "reflink" :
 			    "copy";
-			sbx_imageref_now(now);
+			sbx_time_utc_iso_ms(now);
 			json_object_set_new(rec, "last_used", json_string(now));
 			if ((s = sbx_envelope_dump(rec)) == NULL ||
 			    sbx_write_atomic(dfd, SBX_ENV_RECORD, s,
@@ -2358,7 +2359,7 @@ sbx_env_create(int rootfd, struct sbx_env *x, struct sbx_error *e)
 	/* As root the sandbox runs as another uid, which bwrap binds the
 	 * rootfs as: it must be able to search (not list) its way down. */
 	(void)fchmod(tmpfd, geteuid() == 0 ? 0711 : 0700);
-	sbx_imageref_now(now);
+	sbx_time_utc_iso_ms(now);
 	json_decref(rec);
 	rec = json_pack("{s:s,s:s,s:s,s:s,s:s,s:I,s:I}", "agent", x->agent,
 	    "digest", x->digest, "created", now, "last_used", now, "clone",

@@ -20,6 +20,7 @@
 #include "layout.h"
 #include "names.h"
 #include "runlimits.h"
+#include "time.h"
 
 int
 sbx_image_digest_valid(const char *s)
@@ -271,26 +272,6 @@ sbx_imageref_open(int rootfd, const char *digest, struct sbx_error *e)
 	return fd;
 }
 
-void
-sbx_imageref_now(char out[32])
-{
-	struct timespec	 ts;
-	struct tm	 tm;
-	size_t		 n;
-	unsigned	 ms;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	ms = (unsigned)(ts.tv_nsec / 1000000) % 1000;
-	n = strftime(out, 24, "%Y-%m-%dT%H:%M:%S", &tm);
-	out[n] = '.';
-	out[n + 1] = (char)('0' + ms / 100);
-	out[n + 2] = (char)('0' + ms / 10 % 10);
-	out[n + 3] = (char)('0' + ms % 10);
-	out[n + 4] = 'Z';
-	out[n + 5] = '\0';
-}
-
 static int
 env_missing(struct sbx_error *e, const char *agent, const char *reason,
     const char *what)
@@ -316,7 +297,7 @@ env_touch(int dfd, json_t *rec)
 	size_t		 n;
 	int		 fd;
 
-	sbx_imageref_now(now);
+	sbx_time_utc_iso_ms(now);
 	json_object_set_new(rec, "last_used", json_string(now));
 	if ((s = sbx_envelope_dump(rec)) == NULL)
 		return;

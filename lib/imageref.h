@@ -70,7 +70,5 @@ int	sbx_imageref_open(int rootfd, const char *digest, struct sbx_error *);
  */
 int	sbx_imageref_env_open(int rootfd, const char *agent,
 	    const char *digest, struct sbx_error *);
-/* Now, UTC, as "2006-01-02T15:04:05.000Z" (sorts as it reads). */
-void	sbx_imageref_now(char out[32]);
 
 #endif

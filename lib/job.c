@@ -167,13 +167,3 @@ sbx_job_remove(int jobs_fd, const char *id)
 	return rc;
 }
 
-void
-sbx_iso8601_now(char out[32])
-{
-	struct timespec	 ts;
-	struct tm	 tm;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}

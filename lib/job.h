@@ -27,7 +27,5 @@ int	 sbx_job_alive(const json_t *);
 int	 sbx_job_expired(const json_t *, time_t now, unsigned days);
 /* Remove a job's record and log from jobs_fd: 0, or -1 with errno. */
 int	 sbx_job_remove(int jobs_fd, const char *id);
-/* ISO 8601 UTC, second precision, of the current time. */
-void	 sbx_iso8601_now(char out[32]);
 
 #endif

@@ -33,6 +33,7 @@
 #include "root.h"
 #include "run.h"
 #include "runlimits.h"
+#include "time.h"
 
 static int
 jobs_dir(struct sbx_root *root, const char *agent, int create,
@@ -95,7 +96,7 @@ monitor(struct sbx_exec *p, const char *id, int jobs_fd, int log_fd,
 		json_object_set_new(rec, "state", json_string("failed"));
 		json_object_set_new(rec, "error", json_string(e.message));
 		(void)sbx_write_all(notify_fd, "F0\n", 3);
-		sbx_iso8601_now(now);
+		sbx_time_utc_iso(now);
 		json_object_set_new(rec, "ended_at", json_string(now));
 		sbx_job_write(jobs_fd, id, rec, &e);
 		_exit(0);
@@ -154,7 +155,7 @@ monitor(struct sbx_exec *p, const char *id, int jobs_fd, int log_fd,
 	json_object_set_new(rec, "log_truncated", json_boolean(jl.truncated));
 	json_object_set_new(rec, "log_dropped_bytes", json_integer(
 	    (json_int_t)sbx_joblog_dropped(&jl)));
-	sbx_iso8601_now(now);
+	sbx_time_utc_iso(now);
 	json_object_set_new(rec, "ended_at", json_string(now));
 	sbx_job_write(jobs_fd, id, rec, &e);
 	_exit(0);
@@ -215,7 +216,7 @@ sbx_jobsup_start(struct sbx_exec *p, struct sbx_error *e)
 	}
 	snprintf(logpath, sizeof(p->logpath), "%s/agents/%s/jobs/%s",
 	    p->root.path, p->sb.agent, name);
-	sbx_iso8601_now(now);
+	sbx_time_utc_iso(now);
 	rec = json_pack("{s:s,s:s,s:o,s:s,s:s,s:s,s:s,s:I}", "job", id, "agent",
 	    p->sb.agent, "command", sbx_exec_command_json(p->req), "cwd",
 	    p->cwd, "log_file", logpath, "started_at", now, "network", p->network,

@@ -38,6 +38,7 @@
 #include "layout.h"
 #include "preflight.h"
 #include "runlimits.h"
+#include "time.h"
 #include "tools.h"
 #include "utf8.h"
 
@@ -186,14 +187,6 @@ jpush(struct pf *p, json_t *a, json_t *v)
 		p->oom = 1;
 }
 
-static long long
-mono_ms(void)
-{
-	struct timespec	 ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void
 finding(struct pf *p, enum area a, const char *id, const char *code,
@@ -287,7 +280,7 @@ child_collect(struct child *c, long long deadline)
 	int		 r, termed = 0;
 
 	while (c->fd >= 0) {
-		now = mono_ms();
+		now = sbx_now_ms();
 		if (now >= deadline) {
 			c->timed_out = 1;
 			if (!termed) {
@@ -2111,7 +2104,6 @@ sbx_preflight_run(const struct sbx_preflight_opts *o, json_t **report,
 	struct pf	 p;
 	json_t		*r, *findings, *root;
 	char		 ts[32];
-	struct tm	 tm;
 	time_t		 now = time(NULL);
 	long long	 deadline;
 	int		 i;
@@ -2155,9 +2147,9 @@ sbx_preflight_run(const struct sbx_preflight_opts *o, json_t **report,
 	spawn_probe(&p);
 	check_install(&p);
 	check_images(&p);
-	deadline = mono_ms() + VERSION_TIMEOUT_MS;
+	deadline = sbx_now_ms() + VERSION_TIMEOUT_MS;
 	check_deps(&p, deadline);
-	deadline = mono_ms() + (o->probe_timeout_ms > 0 ?
+	deadline = sbx_now_ms() + (o->probe_timeout_ms > 0 ?
 	    o->probe_timeout_ms : PROBE_TIMEOUT_MS);
 	check_probe(&p, deadline);
 	settle_covered(&p);
@@ -2166,8 +2158,7 @@ sbx_preflight_run(const struct sbx_preflight_opts *o, json_t **report,
 	for (i = 0; i < A_N; i++)
 		if (json_array_extend(findings, p.f[i]) == -1)
 			p.oom = 1;
-	gmtime_r(&now, &tm);
-	strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	sbx_time_utc_iso_at(now, ts);
 	root = json_object();
 	if (root != NULL) {
 		jset(&p, root, "path", jstr(o->root_path));

@@ -31,6 +31,7 @@
 #include "names.h"
 #include "provision.h"
 #include "root.h"
+#include "time.h"
 #include "users.h"
 #include "runlimits.h"
 
@@ -1000,14 +1001,6 @@ out:
 
 /* ---- the lock ----------------------------------------------------------- */
 
-static long long
-now_ms(void)
-{
-	struct timespec	 ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int
 same_file(const struct stat *a, const struct stat *b)
@@ -1020,7 +1013,7 @@ sbx_provision_lock(int rootfd, struct sbx_error *e)
 {
 	struct stat	 a, b, c, d;
 	struct timespec	 ts;
-	long long	 deadline = now_ms() + SBX_PROVISION_LOCK_WAIT * 1000LL;
+	long long	 deadline = sbx_now_ms() + SBX_PROVISION_LOCK_WAIT * 1000LL;
 	long		 wait_ms = 2;
 	int		 runfd, fd, fixed, attempt;
 
@@ -1058,7 +1051,7 @@ sbx_provision_lock(int rootfd, struct sbx_error *e)
 				    "run/provision.lock");
 				goto fail;
 			}
-			if (now_ms() >= deadline) {
+			if (sbx_now_ms() >= deadline) {
 				sbx_error_set(e, SBX_K_UNAVAILABLE, NULL,
 				    "lock_timeout", "another sbx provision has "
 				    "held run/provision.lock for %d seconds",

@@ -55,6 +55,7 @@
 #include "provision.h"
 #include "proxy.h"
 #include "runlimits.h"
+#include "time.h"
 
 #define MAX_ADDRS	16
 #define PIPE_SIZE	(256 << 10)
@@ -193,14 +194,6 @@ static struct {
 static void conn_close(struct conn *);
 static void conn_update(struct conn *);
 
-static long long
-now_ms(void)
-{
-	struct timespec	 ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* ---- configuration ---------------------------------------------------- */
 
@@ -472,16 +465,10 @@ log_open(void)
 static void
 log_json(json_t *o)
 {
-	struct timespec	 ts;
-	struct tm	 tm;
-	char		 t[64], *s;
+	char		 t[SBX_TIME_ISO_MAX], *s;
 	size_t		 n;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	snprintf(t, sizeof(t), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ",
-	    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-	    tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000);
+	sbx_time_utc_iso_ms(t);
 	json_object_set_new(o, "time", json_string(t));
 	s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
 	json_decref(o);
@@ -516,7 +503,7 @@ conn_log(struct conn *c, const char *verdict, const char *reason)
 	    "port", (int)c->port,
 	    "bytes_in", (json_int_t)c->bytes_in,
 	    "bytes_out", (json_int_t)c->bytes_out,
-	    "duration_ms", (json_int_t)(now_ms() - c->t_start),
+	    "duration_ms", (json_int_t)(sbx_now_ms() - c->t_start),
 	    "status", c->status);
 	if (o == NULL)
 		return;
@@ -572,7 +559,7 @@ conn_linger(struct conn *c)
 		c->ufd = -1;
 	}
 	c->state = C_LINGER;
-	c->t_deadline = now_ms() + LINGER_MS;
+	c->t_deadline = sbx_now_ms() + LINGER_MS;
 	conn_update(c);
 }
 
@@ -799,7 +786,7 @@ conn_close(struct conn *c)
 	}
 	c->s = NULL;
 	if (P.nconns == 0)
-		P.t_idle = now_ms();
+		P.t_idle = sbx_now_ms();
 	c->closed = 1;
 	c->gnext = P.grave;
 	P.grave = c;
@@ -823,7 +810,7 @@ conn_new(struct session *s, int fd)
 	c->cfd = fd;
 	c->ufd = -1;
 	c->p_cu[0] = c->p_cu[1] = c->p_uc[0] = c->p_uc[1] = -1;
-	c->t_start = c->t_last = now_ms();
+	c->t_start = c->t_last = sbx_now_ms();
 	c->t_deadline = c->t_start + P.cfg->header_timeout_ms;
 	c->s = s;
 	c->state = C_HEAD;
@@ -878,7 +865,7 @@ conn_resolve(struct conn *c)
 	struct job			*j;
 
 	c->state = C_RESOLVE;
-	c->t_deadline = now_ms() + P.cfg->connect_timeout_ms;
+	c->t_deadline = sbx_now_ms() + P.cfg->connect_timeout_ms;
 	conn_update(c);
 	if ((ov = sbx_np_override(&c->s->pol, c->host)) != NULL) {
 		/* A test override: no resolver involved, but the same
@@ -1028,7 +1015,7 @@ conn_read_head(struct conn *c)
 	if (r < 0)
 		return;
 	c->len += (size_t)r;
-	c->t_last = now_ms();
+	c->t_last = sbx_now_ms();
 	conn_parse(c);
 }
 
@@ -1057,7 +1044,7 @@ relay_start(struct conn *c)
 		return;
 	}
 	c->state = C_RELAY;
-	c->t_last = now_ms();
+	c->t_last = sbx_now_ms();
 	c->t_deadline = c->t_start + P.cfg->max_duration_ms;
 	conn_update(c);
 }
@@ -1262,7 +1249,7 @@ conn_dial(struct conn *c)
 		c->evu = 0;
 		c->u_hup = 0;
 		c->state = C_CONNECT;
-		c->t_deadline = now_ms() + P.cfg->connect_timeout_ms;
+		c->t_deadline = sbx_now_ms() + P.cfg->connect_timeout_ms;
 		conn_update(c);
 		return;
 	}
@@ -1293,7 +1280,7 @@ conn_connected(struct conn *c)
 		 * way first: the administrator's choice, for protocols
 		 * that are neither TLS nor HTTP. */
 		c->hello = !conn_opaque(c);
-		c->t_hello = now_ms() + P.cfg->header_timeout_ms;
+		c->t_hello = sbx_now_ms() + P.cfg->header_timeout_ms;
 		c->sendoff = 0;
 		relay_start(c);
 		if (!c->closed && c->hello)
@@ -1431,7 +1418,7 @@ conn_relay(struct conn *c)
 		return;
 	}
 	if (moved)
-		c->t_last = now_ms();
+		c->t_last = sbx_now_ms();
 	if (capped_in || capped_out) {
 		conn_log(c, "error", capped_in ? "request_too_large" :
 		    "response_too_large");
@@ -1503,7 +1490,7 @@ static void
 sweep(void)
 {
 	struct conn	*c, *next;
-	long long	 t = now_ms();
+	long long	 t = sbx_now_ms();
 
 	for (c = P.conns; c != NULL; c = next) {
 		next = c->next;
@@ -1862,7 +1849,7 @@ session_free(struct session *s)
 	s->gnext = P.sgrave;
 	P.sgrave = s;
 	if (P.nsessions == 0 && P.nconns == 0)
-		P.t_idle = now_ms();
+		P.t_idle = sbx_now_ms();
 }
 
 /* Open a session: the agent's policy and token, plus the run's extra
@@ -1967,7 +1954,7 @@ ctl_line(struct session *s, char *line, int fd_in)
 		ctl_answer(s->ctl, json_pack("{s:b,s:i,s:i,s:i,s:I}", "ok", 1,
 		    "pid", (int)getpid(), "sessions", (int)P.nsessions - 1,
 		    "connections", (int)P.nconns, "uptime_s",
-		    (json_int_t)((now_ms() - P.t_start) / 1000)));
+		    (json_int_t)((sbx_now_ms() - P.t_start) / 1000)));
 		goto drop;
 	}
 	if (strcmp(op, "stop") == 0) {
@@ -2107,7 +2094,7 @@ listen_accept(void)
 		s->ctl = fd;
 		s->chan = -1;
 		s->fd_in = -1;
-		s->t_open = now_ms();
+		s->t_open = sbx_now_ms();
 		s->kctl.type = K_CTL;
 		s->kctl.p = s;
 		ev.events = EPOLLIN | EPOLLRDHUP;
@@ -2130,7 +2117,7 @@ static void
 sweep_sessions(void)
 {
 	struct session	*s, *next;
-	long long	 t = now_ms();
+	long long	 t = sbx_now_ms();
 
 	for (s = P.sessions; s != NULL; s = next) {
 		next = s->next;
@@ -2207,10 +2194,10 @@ sbx_proxy_serve(int rootfd, int listen_fd,
 		P.have_ch = 0;
 		return -1;
 	}
-	P.t_idle = P.t_start = now_ms();
-	next_sweep = now_ms() + SWEEP_MS;
+	P.t_idle = P.t_start = sbx_now_ms();
+	next_sweep = sbx_now_ms() + SWEEP_MS;
 	while (!P.stop) {
-		t = now_ms();
+		t = sbx_now_ms();
 		if (P.nconns == 0 && P.nsessions == 0) {
 			if (t - P.t_idle >= cfg->idle_exit_ms)
 				break;
@@ -2265,7 +2252,7 @@ sbx_proxy_serve(int rootfd, int listen_fd,
 			    ARES_SOCKET_BAD);
 		dns_pump();
 		bury();
-		if ((t = now_ms()) >= next_sweep) {
+		if ((t = sbx_now_ms()) >= next_sweep) {
 			sweep();
 			sweep_sessions();
 			next_sweep = t + SWEEP_MS;

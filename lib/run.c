@@ -19,18 +19,10 @@
 
 #include "fsutil.h"
 #include "run.h"
+#include "time.h"
 
 #define DRAIN_MS	2000
 #define HOLD_MAX	(64u * 1024)
-
-long long
-sbx_now_ms(void)
-{
-	struct timespec	 ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 void
 sbx_run_init(struct sbx_run *r)

@@ -8,6 +8,7 @@
 #include "capture.h"
 #include "error.h"
 #include "sandbox.h"
+#include "time.h"
 
 /* Grace between SIGTERM to the whole sandbox and SIGKILL. */
 #define SBX_KILL_GRACE_MS	3000
@@ -75,6 +76,5 @@ struct sbx_run {
 void	sbx_run_init(struct sbx_run *);
 int	sbx_run_sandbox(struct sbx_run *, struct sbx_error *);
 void	sbx_run_release(struct sbx_run *);
-long long sbx_now_ms(void);
 
 #endif
