@@ -71,12 +71,14 @@
 #include <termios.h>
 #include <unistd.h>
 
-#define FD_STATUS	3
-#define FD_CTL		4
-#define FD_ENV		5
-#define FD_PROXY	14
-#define PROXY_PORT	3128
-#define ENV_MAX		(8u << 20)
+#include "initproto.h"
+
+#define FD_STATUS	SBX_INIT_FD_STATUS
+#define FD_CTL		SBX_INIT_FD_CTL
+#define FD_ENV		SBX_INIT_FD_ENV
+#define FD_PROXY	SBX_INIT_FD_PROXY
+#define PROXY_PORT	SBX_INIT_PROXY_PORT
+#define ENV_MAX		SBX_INIT_ENV_MAX
 
 extern char **environ;
 
@@ -300,7 +302,7 @@ open_tty(const char *size)
 		struct cmsghdr	 align;
 	}		 u;
 	unsigned	 rows, cols;
-	char		 line[] = "tty\n", path[32];
+	char		 line[] = SBX_INIT_W_TTY "\n", path[32];
 	int		 mfd, sfd = -1, unlock = 0, ptn;
 
 	if (sscanf(size, "%u:%u", &rows, &cols) != 2 || rows > 65535 ||
@@ -499,7 +501,7 @@ main(int argc, char *argv[])
 	int			 ep[2], err = 0, tfd = -1, k;
 	ssize_t			 r;
 
-	if (getpid() != 1 && argc == 2 && strcmp(argv[1], "--probe") == 0)
+	if (getpid() != 1 && argc == 2 && strcmp(argv[1], SBX_INIT_OPT_PROBE) == 0)
 		return probe();
 	if (getpid() != 1) {
 		fprintf(stderr, "sbx-init: internal helper of sbx-exec; "
@@ -507,7 +509,7 @@ main(int argc, char *argv[])
 		return 125;
 	}
 	i = 1;
-	while (i + 1 < argc && strcmp(argv[i], "-r") == 0) {
+	while (i + 1 < argc && strcmp(argv[i], SBX_INIT_OPT_RLIMIT) == 0) {
 		if (set_rlimit(argv[i + 1]) == -1) {
 			fprintf(stderr, "sbx-init: cannot set limit %s: %s\n",
 			    argv[i + 1], strerror(errno));
@@ -529,20 +531,20 @@ main(int argc, char *argv[])
 		    strerror(errno));
 		return 125;
 	}
-	if (i + 2 < argc && strcmp(argv[i], "-W") == 0) {
+	if (i + 2 < argc && strcmp(argv[i], SBX_INIT_OPT_WORKDIR) == 0) {
 		if (check_workdir(argv[i + 1], argv[i + 2]) == -1)
 			return 125;
 		i += 3;
 	}
-	if (i + 1 < argc && strcmp(argv[i], "-T") == 0) {
+	if (i + 1 < argc && strcmp(argv[i], SBX_INIT_OPT_TTY) == 0) {
 		tty = argv[i + 1];
 		i += 2;
 	}
-	if (i < argc && strcmp(argv[i], "-P") == 0) {
+	if (i < argc && strcmp(argv[i], SBX_INIT_OPT_PROXY) == 0) {
 		proxy = 1;
 		i++;
 	}
-	if (i < argc && strcmp(argv[i], "-c") == 0) {
+	if (i < argc && strcmp(argv[i], SBX_INIT_OPT_SHELL) == 0) {
 		shell = 1;
 		i++;
 	}
@@ -583,13 +585,13 @@ main(int argc, char *argv[])
 	}
 	if (tty != NULL && (tfd = open_tty(tty)) == -1)
 		return 125;
-	report("ready\n");
+	report(SBX_INIT_W_READY "\n");
 
 	if (shell) {
 		/* The string, then $0 and the arguments, if any. */
 		if ((shargv = calloc((size_t)argc + 5, sizeof(*shargv))) ==
 		    NULL) {
-			report("exec %d\n", ENOMEM);
+			report(SBX_INIT_W_EXEC " %d\n", ENOMEM);
 			return 126;
 		}
 		k = 0;
@@ -598,7 +600,7 @@ main(int argc, char *argv[])
 			shargv[k++] = "-o";
 			shargv[k++] = "pipefail";
 		} else {
-			report("warn nopipefail\n");
+			report(SBX_INIT_W_NOPIPEFAIL "\n");
 			shargv[k++] = "sh";
 		}
 		shargv[k++] = "-c";
@@ -611,7 +613,7 @@ main(int argc, char *argv[])
 	/* A close-on-exec pipe tells whether the exec happened: EOF means
 	 * it did, an errno means it did not. */
 	if (pipe2(ep, O_CLOEXEC) == -1 || (child = fork()) == -1) {
-		report("exec %d\n", errno);
+		report(SBX_INIT_W_EXEC " %d\n", errno);
 		return 126;
 	}
 	if (child == 0) {
@@ -647,9 +649,9 @@ main(int argc, char *argv[])
 		;
 	close(ep[0]);
 	if (r == (ssize_t)sizeof(err))
-		report("exec %d\n", err);
+		report(SBX_INIT_W_EXEC " %d\n", err);
 	else
-		report("running\n");
+		report(SBX_INIT_W_RUNNING "\n");
 
 	pfd[0].fd = sfd;
 	pfd[0].events = POLLIN;
@@ -676,10 +678,10 @@ main(int argc, char *argv[])
 		}
 		if (ctl_open && (pfd[1].revents & (POLLIN | POLLHUP | POLLERR))) {
 			r = read(FD_CTL, &c, 1);
-			if (r == 1 && c == 'T') {
+			if (r == 1 && c == SBX_INIT_O_TERM) {
 				kill(-1, SIGTERM);
 				kill(-1, SIGCONT);
-			} else if (r == 1 && c == 'K') {
+			} else if (r == 1 && c == SBX_INIT_O_KILL) {
 				kill(-1, SIGKILL);
 			} else if (r == 0 || (r == -1 && errno != EINTR)) {
 				/* sbx is gone: nobody is left to
@@ -705,10 +707,10 @@ main(int argc, char *argv[])
 			 * started. */
 			kill(-1, SIGKILL);
 			if (WIFSIGNALED(status)) {
-				report("signal %d\n", WTERMSIG(status));
+				report(SBX_INIT_W_SIGNAL " %d\n", WTERMSIG(status));
 				_exit(128 + WTERMSIG(status));
 			}
-			report("exit %d\n", WEXITSTATUS(status));
+			report(SBX_INIT_W_EXIT " %d\n", WEXITSTATUS(status));
 			_exit(WEXITSTATUS(status));
 		}
 	}

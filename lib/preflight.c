@@ -35,6 +35,7 @@
 #include "envelope.h"
 #include "fsutil.h"
 #include "image.h"
+#include "initproto.h"
 #include "layout.h"
 #include "preflight.h"
 #include "runlimits.h"
@@ -1648,7 +1649,7 @@ spawn_probe(struct pf *p)
 	{
 		char *argv[] = { "sbx-exec", "--home", (char *)root,
 		    "--agent", (char *)p->o->agent, "--json", "-q",
-		    "--soft-limits", "--", "/run/sbx/init", "--probe", NULL };
+		    "--soft-limits", "--", SBX_INIT_PATH, SBX_INIT_OPT_PROBE, NULL };
 
 		if (env.v == NULL || child_spawn(&p->probe, exec, argv, env.v,
 		    0, PROBE_OUT_MAX) == -1) {

@@ -17,9 +17,10 @@
 #include <jansson.h>
 
 #include "error.h"
+#include "initproto.h"
 
 #define SBX_PROXY_SOCK		"run/proxy.sock"
-#define SBX_PROXY_PORT		3128
+#define SBX_PROXY_PORT		SBX_INIT_PROXY_PORT
 /* A control line (JSON) may not be longer than this. */
 #define SBX_PROXY_LINE_MAX	(256u << 10)
 /* At most this many opaque_ports, globally and per agent. */

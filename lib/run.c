@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "fsutil.h"
+#include "initproto.h"
 #include "run.h"
 #include "time.h"
 
@@ -132,18 +133,18 @@ status_line(struct sbx_run *r, const char *line)
 {
 	int	 n;
 
-	if (strcmp(line, "ready") == 0) {
+	if (strcmp(line, SBX_INIT_W_READY) == 0) {
 		r->started = 1;
-	} else if (strcmp(line, "running") == 0) {
+	} else if (strcmp(line, SBX_INIT_W_RUNNING) == 0) {
 		r->running = 1;
-	} else if (strcmp(line, "warn nopipefail") == 0) {
+	} else if (strcmp(line, SBX_INIT_W_NOPIPEFAIL) == 0) {
 		r->nopipefail = 1;
-	} else if (sscanf(line, "exec %d", &n) == 1) {
+	} else if (sscanf(line, SBX_INIT_W_EXEC " %d", &n) == 1) {
 		if (r->exec_errno == 0)
 			r->exec_errno = n;
-	} else if (sscanf(line, "exit %d", &n) == 1) {
+	} else if (sscanf(line, SBX_INIT_W_EXIT " %d", &n) == 1) {
 		r->exit_code = n;
-	} else if (sscanf(line, "signal %d", &n) == 1) {
+	} else if (sscanf(line, SBX_INIT_W_SIGNAL " %d", &n) == 1) {
 		r->signo = n;
 		r->exit_code = 128 + n;
 	}
@@ -362,18 +363,18 @@ sbx_run_sandbox(struct sbx_run *r, struct sbx_error *e)
 			r->killed_by = "timeout";
 			r->limit = "idle";
 			term_at = now;
-			(void)!write(pc[1], "T", 1);
+			(void)!write(pc[1], &(char){ SBX_INIT_O_TERM }, 1);
 		}
 		if (!reaped && !term_at && r->wall_timeout_ms > 0 &&
 		    now - start >= r->wall_timeout_ms) {
 			r->killed_by = "limit";
 			r->limit = "wall_time";
 			term_at = now;
-			(void)!write(pc[1], "T", 1);
+			(void)!write(pc[1], &(char){ SBX_INIT_O_TERM }, 1);
 		}
 		if (!reaped && term_at && !killed &&
 		    now - term_at >= SBX_KILL_GRACE_MS) {
-			(void)!write(pc[1], "K", 1);
+			(void)!write(pc[1], &(char){ SBX_INIT_O_KILL }, 1);
 			kill(r->bwrap_pid, SIGKILL);
 			if (r->kill_hook != NULL)
 				r->kill_hook(r->child_hook_arg);
@@ -526,13 +527,13 @@ sbx_run_sandbox(struct sbx_run *r, struct sbx_error *e)
 			r->user_signal = (unsigned char)c;
 			if (c == SIGUSR1 || term_at) {
 				/* Forced, or asked twice: no grace. */
-				(void)!write(pc[1], "K", 1);
+				(void)!write(pc[1], &(char){ SBX_INIT_O_KILL }, 1);
 				kill(r->bwrap_pid, SIGKILL);
 				if (r->kill_hook != NULL)
 					r->kill_hook(r->child_hook_arg);
 				killed = 1;
 			} else {
-				(void)!write(pc[1], "T", 1);
+				(void)!write(pc[1], &(char){ SBX_INIT_O_TERM }, 1);
 			}
 			if (!term_at)
 				term_at = sbx_now_ms();

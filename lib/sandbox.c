@@ -293,7 +293,7 @@ etc_done:
 	rc |= sbx_strv_push(v, "--");
 	rc |= sbx_strv_push(v, SBX_IN_INIT);
 	for (i = 0; i < (size_t)sb->nrlimit; i++) {
-		rc |= sbx_strv_push(v, "-r");
+		rc |= sbx_strv_push(v, SBX_INIT_OPT_RLIMIT);
 		rc |= sbx_strv_pushf(v, "%s=%llu", sb->rlimit[i].name,
 		    sb->rlimit[i].value);
 	}
@@ -301,7 +301,7 @@ etc_done:
 	 * what ended up at its path is that directory (device and inode)
 	 * before the command starts. */
 	if (sb->workdir != NULL) {
-		rc |= sbx_strv_push(v, "-W");
+		rc |= sbx_strv_push(v, SBX_INIT_OPT_WORKDIR);
 		rc |= sbx_strv_pushf(v, "%llu:%llu", sb->workdir_dev,
 		    sb->workdir_ino);
 		rc |= sbx_strv_push(v, sb->workdir);
@@ -313,15 +313,15 @@ etc_done:
 	 * pty would not resolve to a name inside.
 	 */
 	if (sb->tty) {
-		rc |= sbx_strv_push(v, "-T");
+		rc |= sbx_strv_push(v, SBX_INIT_OPT_TTY);
 		rc |= sbx_strv_pushf(v, "%u:%u", sb->tty_rows, sb->tty_cols);
 	}
 	if (sb->network != NULL && strcmp(sb->network, SBX_NET_PROXY) == 0)
-		rc |= sbx_strv_push(v, "-P");
+		rc |= sbx_strv_push(v, SBX_INIT_OPT_PROXY);
 	if (sb->shell != NULL) {
 		/* The string is the script; sb->argv, when given, is $0
 		 * and the arguments, as for sh -c. */
-		rc |= sbx_strv_push(v, "-c");
+		rc |= sbx_strv_push(v, SBX_INIT_OPT_SHELL);
 		rc |= sbx_strv_push(v, "--");
 		rc |= sbx_strv_push(v, sb->shell);
 		for (i = 0; sb->argv != NULL && sb->argv[i] != NULL; i++)

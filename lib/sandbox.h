@@ -6,15 +6,16 @@
 
 #include "buf.h"
 #include "error.h"
+#include "initproto.h"
 
 /*
  * File descriptors as the bwrap process sees them.  The run engine dup2()s
  * everything into these slots and closes every other descriptor, so that
  * nothing of sbx leaks into bwrap and, through sbx-init, into the sandbox.
  */
-#define SBX_FD_STATUS	3	/* sbx-init -> sbx: ready, exec errors, exit */
-#define SBX_FD_CTL	4	/* sbx -> sbx-init: T(erminate), K(ill) */
-#define SBX_FD_ENV	5	/* sealed memfd: NAME=VALUE\0... for inside */
+#define SBX_FD_STATUS	SBX_INIT_FD_STATUS /* sbx-init -> sbx: ready, exit */
+#define SBX_FD_CTL	SBX_INIT_FD_CTL	/* sbx -> sbx-init: T(erm), K(ill) */
+#define SBX_FD_ENV	SBX_INIT_FD_ENV	/* sealed memfd: NAME=VALUE\0... */
 #define SBX_FD_HOME	6	/* O_PATH of the agent's home */
 #define SBX_FD_OUTPUT	7	/* O_PATH of output/<agent> */
 #define SBX_FD_WORKDIR	8	/* O_PATH of --workdir, if any */
@@ -23,11 +24,11 @@
 #define SBX_FD_HOSTS	11
 #define SBX_FD_SECCOMP	12	/* BPF program, if any */
 #define SBX_FD_INIT	13	/* O_PATH of sbx-init */
-#define SBX_FD_PROXY	14	/* channel to sbx-proxy (network proxy) */
+#define SBX_FD_PROXY	SBX_INIT_FD_PROXY /* channel to sbx-proxy */
 #define SBX_FD_MAX	14
 
 /* Where things are inside the sandbox. */
-#define SBX_IN_INIT	"/run/sbx/init"
+#define SBX_IN_INIT	SBX_INIT_PATH
 #define SBX_IN_OUTPUT	"/output"
 #define SBX_IN_AGENTS	"/workspace/agents"
 #define SBX_SANDBOX_PATH \
