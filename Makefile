@@ -48,8 +48,10 @@ CFLAGS   += $(OPT) $(WARN) $(HARDEN) $(SANFLAGS) $(PKG_CFLAGS)
 LDFLAGS  += -pie -Wl,-z,relro,-z,now -Wl,--as-needed $(SANFLAGS)
 LIBS_ALL := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 LIBS_STATIC := $(shell $(PKG_CONFIG) --static --libs $(filter-out libarchive,$(PKGS)) 2>/dev/null)
-# lib/image.c hashes with nettle (libarchive's own dependency, so loaded
-# anyway; SHA extensions where the CPU has them).  lib/download.c (https
+# lib/imagemanifest.c hashes with nettle (SHA extensions where the CPU has
+# them): sbx-preflight verifies templates with it and no libarchive, which
+# only lib/image.c (sbx-provision) uses; tests/integration/0910-needed.sh
+# checks what each program links.  lib/download.c (https
 # image sources, in sbx-provision only) needs libcurl's headers but loads
 # the library with dlopen when a URL is given: linked, it and its two dozen
 # libraries would cost every sbx provision ~10 ms at start-up.  sbx-exec

@@ -24,10 +24,13 @@
 #include "envelope.h"
 #include "fsutil.h"
 #include "image.h"
+#include "imagemanifest.h"
+#include "imagestore.h"
 #include "imageref.h"
 #include "layout.h"
 #include "names.h"
 #include "provision.h"
+#include "rootfs.h"
 #include "root.h"
 #include "runlimits.h"
 #include "time.h"
@@ -536,8 +539,8 @@ do_image_list(void)
 	if (O.npos != 1)
 		usage("too many arguments");
 	rootfd = open_root_existing(0);
-	if ((imgs = sbx_image_list(rootfd, &e)) == NULL ||
-	    (envs = sbx_env_list(rootfd, &e)) == NULL)
+	if ((imgs = sbx_imagestore_list(rootfd, &e)) == NULL ||
+	    (envs = sbx_rootfs_list(rootfd, &e)) == NULL)
 		fail(&e);
 	if (O.json) {
 		emit(sbx_envelope_ok(tool, json_pack("{s:o,s:o,s:o}", "images",
@@ -591,7 +594,7 @@ do_image_rm(void)
 		fail(&e);
 	}
 	res = json_object();
-	if (sbx_image_rm(rootfd, O.pos[1], O.force, res, &e) == -1)
+	if (sbx_imagestore_rm(rootfd, O.pos[1], O.force, res, &e) == -1)
 		fail(&e);
 	kept = strcmp(json_string_value(json_object_get(res, "template")),
 	    "kept") == 0;
@@ -640,7 +643,7 @@ do_image_verify(void)
 	rootfd = open_root_existing(0);
 	if (O.npos == 2) {
 		if (rootfd < 0 || (!sbx_image_digest_valid(O.pos[1]) &&
-		    sbx_image_resolve(rootfd, O.pos[1], 0, digest, &e) ==
+		    sbx_imagestore_resolve(rootfd, O.pos[1], 0, digest, &e) ==
 		    -1)) {
 			if (rootfd < 0)
 				sbx_error_set(&e, SBX_K_NOT_FOUND, "image",
@@ -651,13 +654,13 @@ do_image_verify(void)
 		if (sbx_image_digest_valid(O.pos[1]))
 			snprintf(digest, sizeof(digest), "%s", O.pos[1]);
 		imgs = json_pack("[{s:s}]", "digest", digest);
-	} else if ((imgs = sbx_image_list(rootfd, &e)) == NULL)
+	} else if ((imgs = sbx_imagestore_list(rootfd, &e)) == NULL)
 		fail(&e);
 	out = json_array();
 	json_array_foreach(imgs, i, it) {
 		dg = json_string_value(json_object_get(it, "digest"));
 		diffs = json_array();
-		if (sbx_image_verify(rootfd, dg, diffs, &e) == -1)
+		if (sbx_imagemanifest_verify(rootfd, dg, diffs, &e) == -1)
 			fail(&e);
 		if (json_array_size(diffs) > 0)
 			damaged = 1;
@@ -795,8 +798,8 @@ out:
 struct settled {
 	char		 digest[SBX_DIGEST_HEX + 1];	/* "" none */
 	int		 env;		/* the agent has (asked for) one */
-	int		 made;		/* sbx_env_create ran */
-	struct sbx_env	 x;
+	int		 made;		/* sbx_rootfs_create ran */
+	struct sbx_rootfs	 x;
 	json_t		*removed;
 };
 
@@ -826,7 +829,7 @@ settle(struct sbx_provision *p, struct settled *st, struct sbx_error *e)
 	if (O.image == NULL)
 		memcpy(st->digest, cur, sizeof(cur));
 	else if (strcmp(O.image, "none") != 0 &&
-	    sbx_image_resolve(p->rootfd, O.image, 1, st->digest, e) == -1)
+	    sbx_imagestore_resolve(p->rootfd, O.image, 1, st->digest, e) == -1)
 		return -1;
 	st->env = O.env || (had_env && !O.no_env);
 	if (O.env && st->digest[0] == '\0')
@@ -840,12 +843,12 @@ settle(struct sbx_provision *p, struct settled *st, struct sbx_error *e)
 	if (st->env) {
 		st->x.agent = O.agent;
 		st->x.digest = st->digest;
-		if (sbx_env_limits(p->rootfd, &st->x.max_envs, e) == -1 ||
-		    sbx_env_create(p->rootfd, &st->x, e) == -1)
+		if (sbx_rootfs_limits(p->rootfd, &st->x.max_envs, e) == -1 ||
+		    sbx_rootfs_create(p->rootfd, &st->x, e) == -1)
 			return -1;
 		st->made = 1;
 	} else if (had_env || O.no_env)
-		return sbx_env_remove(p->rootfd, O.agent, st->removed, e);
+		return sbx_rootfs_remove(p->rootfd, O.agent, st->removed, e);
 	return 0;
 }
 
@@ -1137,7 +1140,7 @@ agent_summary(int rootfd, int *ok, json_t *problems)
 		    "path", "agents/", "state", "invalid", "message",
 		    e.message, "repair", e.hint));
 	} else if (r == 1) {
-		list = sbx_image_list(rootfd, &e);
+		list = sbx_imagestore_list(rootfd, &e);
 		json_array_foreach(list, i, it)
 			if (strcmp(json_string_value(json_object_get(it,
 			    "digest")), digest) == 0)

@@ -106,8 +106,8 @@ check_jobs(const json_t *doc, int agent, const char *origin,
 	return sbx_joblog_cap_config(doc, &cap, e);
 }
 
-/* Images and environments (lib/image.c: sbx_image_limits,
- * sbx_env_limits), the same rules and messages. */
+/* Images and environments (lib/image.c: sbx_image_limits, lib/rootfs.c:
+ * sbx_rootfs_limits), the same rules and messages. */
 static int
 check_images(const json_t *doc, int agent, const char *origin,
     struct sbx_error *e)

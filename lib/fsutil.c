@@ -855,3 +855,55 @@ fail:
 	rm_release(&w);
 	return -1;
 }
+
+static int
+sorted_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+char **
+sbx_fs_sorted_names(int dfd, size_t *np)
+{
+	DIR		*d;
+	struct dirent	*de;
+	char		**v = NULL, **nv;
+	size_t		 n = 0, cap = 0;
+	int		 fd;
+
+	*np = 0;
+	if ((fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3)) == -1)
+		return NULL;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return NULL;
+	}
+	rewinddir(d);
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 ||
+		    strcmp(de->d_name, "..") == 0)
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 16;
+			if ((nv = realloc(v, cap * sizeof(*v))) == NULL)
+				goto fail;
+			v = nv;
+		}
+		if ((v[n] = strdup(de->d_name)) == NULL)
+			goto fail;
+		n++;
+	}
+	closedir(d);
+	if (n > 0)
+		qsort(v, n, sizeof(*v), sorted_cmp);
+	*np = n;
+	if (v == NULL)
+		v = calloc(1, sizeof(*v));
+	return v;
+fail:
+	while (n > 0)
+		free(v[--n]);
+	free(v);
+	closedir(d);
+	return NULL;
+}

@@ -67,5 +67,8 @@ ssize_t	sbx_send_fd(int sock, const void *buf, size_t len, int fd, int flags);
  * arrived.  flags as for recvmsg. */
 ssize_t	sbx_recv_fds(int sock, void *buf, size_t len, int *fds, size_t maxfds,
 	    size_t *nfds, int flags);
+/* The names in the directory dfd (but `.` and `..`), sorted (strcmp),
+ * each and the vector to be freed; *np gets the count.  NULL on failure. */
+char	**sbx_fs_sorted_names(int dfd, size_t *np);
 
 #endif

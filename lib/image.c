@@ -1,6 +1,8 @@
 /*
- * image.c: root filesystem templates (images/<sha256>/rootfs) and the
- * per-agent environments cloned from them (envs/<agent>/rootfs).
+ * image.c: adding a root filesystem template (images/<sha256>/rootfs) from
+ * a rootfs tarball or an OCI image layout, with libarchive.  The names of
+ * templates are lib/imagestore.c's, their manifests lib/imagemanifest.c's,
+ * the agents' own copies lib/rootfs.c's.
  *
  * A template is built from a rootfs tarball whose sha256 the caller
  * names: the digest is checked over the whole file before anything is
@@ -49,18 +51,13 @@
 #include "envelope.h"
 #include "fsutil.h"
 #include "image.h"
+#include "imagemanifest.h"
+#include "imagestore.h"
 #include "layout.h"
 #include "names.h"
 #include "provision.h"
 #include "runlimits.h"
 #include "time.h"
-
-#define NAMES_FILE	"names.json"
-#define SBX_IMAGE_READ_BUF	(64u << 10)
-#define SRC_RING		4	/* buffers of the unpacking reader */
-#define MANIFEST_MAX	(256u << 20)
-#define NAMES_MAX	(1u << 20)
-#define WALK_DEPTH	128
 
 /* ---- small helpers ------------------------------------------------------ */
 
@@ -117,16 +114,6 @@ printable(const char *s, char *out, size_t sz)
 	out[o] = '\0';
 }
 
-/* The digest of c as 64 lowercase hex digits (c is reset for reuse). */
-static void
-sha_hex(struct sha256_ctx *c, char out[SBX_DIGEST_HEX + 1])
-{
-	unsigned char	 h[SHA256_DIGEST_SIZE];
-
-	sha256_digest(c, sizeof(h), h);
-	sodium_bin2hex(out, SBX_DIGEST_HEX + 1, h, sizeof(h));
-}
-
 static void
 sha_mem(const void *p, size_t n, char out[SBX_DIGEST_HEX + 1])
 {
@@ -134,64 +121,7 @@ sha_mem(const void *p, size_t n, char out[SBX_DIGEST_HEX + 1])
 
 	sha256_init(&c);
 	sha256_update(&c, n, p);
-	sha_hex(&c, out);
-}
-
-/*
- * The read buffers of this module (SRC_RING of SBX_IMAGE_READ_BUF bytes),
- * mapped once per process with MAP_POPULATE: touched page by page, fresh
- * memory costs a page fault a page, which on the reference machine (a
- * paravirtualized guest) is ~14 us, ten times what populating it in one
- * call costs.  Never used by two callers at once (hash_fd, unpack() and
- * its hasher thread take turns; the module is not for concurrent use).
- */
-static unsigned char *
-iobuf(void)
-{
-	static unsigned char	*buf;
-	void			*p;
-
-	if (buf == NULL) {
-		p = mmap(NULL, (size_t)SRC_RING * SBX_IMAGE_READ_BUF,
-		    PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS |
-		    MAP_POPULATE, -1, 0);
-		if (p != MAP_FAILED)
-			buf = p;
-	}
-	return buf;
-}
-
-static int
-hash_fd(int fd, unsigned long long cap, char out[SBX_DIGEST_HEX + 1],
-    unsigned long long *total)
-{
-	struct sha256_ctx	 st;
-	unsigned char		*buf;
-	unsigned long long	 n = 0;
-	ssize_t			 r;
-
-	if ((buf = iobuf()) == NULL)
-		return -1;
-	sha256_init(&st);
-	for (;;) {
-		r = read(fd, buf, SBX_IMAGE_READ_BUF);
-		if (r == -1 && errno == EINTR)
-			continue;
-		if (r == -1)
-			return -1;
-		if (r == 0)
-			break;
-		n += (unsigned long long)r;
-		if (cap && n > cap) {
-			errno = EFBIG;
-			return -1;
-		}
-		sha256_update(&st, (size_t)r, buf);
-	}
-	sha_hex(&st, out);
-	if (total)
-		*total = n;
-	return 0;
+	sbx_imagemanifest_sha_hex(&c, out);
 }
 
 /* A source whose digest was checked, and which unpack() hashes again. */
@@ -218,340 +148,9 @@ blob_check(int fd, const char *hex, unsigned long long cap, struct blob *b,
 		errno = EFBIG;
 		return -1;
 	}
-	if (hash_fd(fd, cap, got, NULL) == -1)
+	if (sbx_imagemanifest_hash_fd(fd, cap, got, NULL) == -1)
 		return -1;
 	return strcmp(got, hex) != 0;
-}
-
-/* ---- manifest ----------------------------------------------------------- */
-
-static int
-cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static char **
-sorted_names(int dfd, size_t *np)
-{
-	DIR		*d;
-	struct dirent	*de;
-	char		**v = NULL, **nv;
-	size_t		 n = 0, cap = 0;
-	int		 fd;
-
-	*np = 0;
-	if ((fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3)) == -1)
-		return NULL;
-	if ((d = fdopendir(fd)) == NULL) {
-		close(fd);
-		return NULL;
-	}
-	rewinddir(d);
-	while ((de = readdir(d)) != NULL) {
-		if (strcmp(de->d_name, ".") == 0 ||
-		    strcmp(de->d_name, "..") == 0)
-			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 16;
-			if ((nv = realloc(v, cap * sizeof(*v))) == NULL)
-				goto fail;
-			v = nv;
-		}
-		if ((v[n] = strdup(de->d_name)) == NULL)
-			goto fail;
-		n++;
-	}
-	closedir(d);
-	if (n > 0)
-		qsort(v, n, sizeof(*v), cmp_str);
-	*np = n;
-	if (v == NULL)
-		v = calloc(1, sizeof(*v));
-	return v;
-fail:
-	while (n > 0)
-		free(v[--n]);
-	free(v);
-	closedir(d);
-	return NULL;
-}
-
-static const char *
-type_name(mode_t m)
-{
-	if (S_ISREG(m))
-		return "file";
-	if (S_ISDIR(m))
-		return "dir";
-	if (S_ISLNK(m))
-		return "symlink";
-	return "other";
-}
-
-/*
- * The manifest entries of the tree under dfd.  sums, when given, maps
- * paths to [size, sha256] recorded while the files were unpacked: a
- * regular file found there with that size is not read again (see
- * extract() for why the record is sure to describe the file).
- */
-static int
-walk(int dfd, const char *prefix, int make_ro, json_t *sums, json_t *entries,
-    int depth, struct sbx_error *e)
-{
-	struct stat	 st;
-	char		 path[PATH_MAX], target[PATH_MAX], digest[SBX_DIGEST_HEX + 1];
-	char		**names;
-	json_t		*it, *rec;
-	const char	*hex;
-	size_t		 n, i;
-	ssize_t		 tl;
-	int		 fd, rc = 0;
-
-	if (depth > WALK_DEPTH)
-		return sbx_error_set(e, SBX_K_REJECTED, "source", "too_deep",
-		    "the tree is nested more than %d levels", WALK_DEPTH);
-	if ((names = sorted_names(dfd, &n)) == NULL)
-		return sbx_error_sys(e, "read_failed", "cannot read %s",
-		    prefix ? prefix : ".");
-	for (i = 0; i < n && rc == 0; i++) {
-		if (prefix)
-			snprintf(path, sizeof(path), "%s/%s", prefix, names[i]);
-		else
-			snprintf(path, sizeof(path), "%s", names[i]);
-		if (fstatat(dfd, names[i], &st, AT_SYMLINK_NOFOLLOW) == -1) {
-			rc = sbx_error_sys(e, "stat_failed", "cannot stat an "
-			    "entry of the template");
-			break;
-		}
-		/* Immutable template: no write bit for anyone.  Symlinks
-		 * have no mode of their own. */
-		if (make_ro && !S_ISLNK(st.st_mode) && (st.st_mode & 0222)) {
-			if (fchmodat(dfd, names[i], st.st_mode & 07555, 0) ==
-			    -1) {
-				rc = sbx_error_sys(e, "chmod_failed", "cannot "
-				    "make the template read-only");
-				break;
-			}
-			st.st_mode &= ~(mode_t)0222;
-		}
-		/* sbx_json_bytes: a name that is not UTF-8 must not fail
-		 * the manifest (it is recorded with U+FFFD, both when
-		 * written and when verified). */
-		it = json_pack("{s:o,s:s,s:i}", "path", sbx_json_bytes(path,
-		    strlen(path)), "type", type_name(st.st_mode), "mode",
-		    (int)(st.st_mode & 07777));
-		if (it == NULL) {
-			rc = sbx_error_sys(e, "nomem", "manifest");
-			break;
-		}
-		if (S_ISREG(st.st_mode) && sums != NULL &&
-		    (rec = json_object_get(sums, path)) != NULL &&
-		    json_integer_value(json_array_get(rec, 0)) ==
-		    (json_int_t)st.st_size &&
-		    (hex = json_string_value(json_array_get(rec, 1))) != NULL) {
-			json_object_set_new(it, "size",
-			    json_integer((json_int_t)st.st_size));
-			json_object_set_new(it, "sha256", json_string(hex));
-		} else if (S_ISREG(st.st_mode)) {
-			fd = openat(dfd, names[i], O_RDONLY | O_NOFOLLOW |
-			    O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
-			if (fd == -1 || hash_fd(fd, 0, digest, NULL) == -1) {
-				if (fd != -1)
-					close(fd);
-				json_decref(it);
-				rc = sbx_error_sys(e, "read_failed", "cannot "
-				    "hash a file of the template");
-				break;
-			}
-			close(fd);
-			json_object_set_new(it, "size",
-			    json_integer((json_int_t)st.st_size));
-			json_object_set_new(it, "sha256", json_string(digest));
-		} else if (S_ISLNK(st.st_mode)) {
-			tl = readlinkat(dfd, names[i], target,
-			    sizeof(target) - 1);
-			target[tl > 0 ? tl : 0] = '\0';
-			json_object_set_new(it, "target", sbx_json_bytes(target,
-			    strlen(target)));
-		}
-		json_array_append_new(entries, it);
-		if (S_ISDIR(st.st_mode)) {
-			fd = openat(dfd, names[i], O_RDONLY | O_DIRECTORY |
-			    O_NOFOLLOW | O_CLOEXEC);
-			if (fd == -1) {
-				rc = sbx_error_sys(e, "read_failed", "cannot "
-				    "open a directory of the template");
-				break;
-			}
-			rc = walk(fd, path, make_ro, sums, entries, depth + 1,
-			    e);
-			close(fd);
-		}
-	}
-	for (i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
-	return rc;
-}
-
-static json_t *
-manifest_build(int dirfd, int make_ro, json_t *sums, struct sbx_error *e)
-{
-	struct stat	 st;
-	json_t		*entries, *m;
-
-	if (fstat(dirfd, &st) == -1) {
-		sbx_error_sys(e, "stat_failed", "template");
-		return NULL;
-	}
-	if (make_ro && (st.st_mode & 0222) &&
-	    fchmod(dirfd, st.st_mode & 07555) == 0)
-		st.st_mode &= ~(mode_t)0222;
-	entries = json_array();
-	json_array_append_new(entries, json_pack("{s:s,s:s,s:i}", "path", ".",
-	    "type", "dir", "mode", (int)(st.st_mode & 07777)));
-	if (walk(dirfd, NULL, make_ro, sums, entries, 0, e) == -1) {
-		json_decref(entries);
-		return NULL;
-	}
-	m = json_pack("{s:i,s:o}", "version", 1, "entries", entries);
-	return m;
-}
-
-json_t *
-sbx_image_manifest_build(int dirfd, int make_ro, struct sbx_error *e)
-{
-	return manifest_build(dirfd, make_ro, NULL, e);
-}
-
-/* {path: entry} from a manifest's entries. */
-static json_t *
-by_path(const json_t *m)
-{
-	json_t		*o = json_object(), *it;
-	size_t		 i;
-	const char	*p;
-
-	json_array_foreach(json_object_get(m, "entries"), i, it)
-		if ((p = json_string_value(json_object_get(it, "path"))))
-			json_object_set(o, p, it);
-	return o;
-}
-
-static void
-diff_add(json_t *diffs, const char *path, const char *change, json_t *want,
-    json_t *got)
-{
-	json_t	*d = json_pack("{s:s,s:s}", "path", path, "change", change);
-
-	if (want)
-		json_object_set(d, "want", want);
-	if (got)
-		json_object_set(d, "got", got);
-	json_array_append_new(diffs, d);
-}
-
-int
-sbx_image_manifest_diff(const json_t *want, const json_t *got, json_t *diffs)
-{
-	static const char *const keys[] = { "type", "mode", "size", "sha256",
-	    "target" };
-	json_t		*w = by_path(want), *g = by_path(got), *a, *b, *va, *vb;
-	const char	*path;
-	size_t		 i;
-
-	json_object_foreach(w, path, a) {
-		if ((b = json_object_get(g, path)) == NULL) {
-			diff_add(diffs, path, "missing", NULL, NULL);
-			continue;
-		}
-		for (i = 0; i < sizeof(keys) / sizeof(*keys); i++) {
-			va = json_object_get(a, keys[i]);
-			vb = json_object_get(b, keys[i]);
-			if ((va == NULL) != (vb == NULL) ||
-			    (va != NULL && !json_equal(va, vb))) {
-				diff_add(diffs, path, keys[i], va, vb);
-				/* A type change makes the rest noise. */
-				if (i == 0)
-					break;
-			}
-		}
-	}
-	json_object_foreach(g, path, b)
-		if (json_object_get(w, path) == NULL)
-			diff_add(diffs, path, "added", NULL, NULL);
-	json_decref(w);
-	json_decref(g);
-	return 0;
-}
-
-/* ---- names -------------------------------------------------------------- */
-
-json_t *
-sbx_image_names_load(int imagesfd, struct sbx_error *e)
-{
-	struct sbx_buf	 b = SBX_BUF_INIT;
-	struct sbx_error e2;
-	json_t		*j, *v;
-	const char	*k;
-
-	if (sbx_read_file_at(imagesfd, NAMES_FILE, NAMES_MAX, &b, &e2) == -1) {
-		sbx_buf_release(&b);
-		if (e2.kind && strcmp(e2.kind, SBX_K_NOT_FOUND) == 0)
-			return json_object();
-		*e = e2;
-		return NULL;
-	}
-	j = sbx_json_parse(b.p, b.len, NAMES_MAX, &e2);
-	sbx_buf_release(&b);
-	if (j != NULL)
-		json_object_foreach(j, k, v)
-			if (!sbx_image_name_valid(k) ||
-			    !sbx_image_digest_valid(json_string_value(v))) {
-				json_decref(j);
-				j = NULL;
-				break;
-			}
-	if (j == NULL)
-		sbx_error_set(e, SBX_K_INVALID_ARGS, "names",
-		    "config_invalid", "images/names.json is malformed");
-	return j;
-}
-
-static int
-names_save(int imagesfd, json_t *names, struct sbx_error *e)
-{
-	char	*s = sbx_envelope_dump(names);
-	int	 rc;
-
-	if (s == NULL)
-		return sbx_error_sys(e, "nomem", "names");
-	rc = sbx_write_atomic(imagesfd, NAMES_FILE, s, strlen(s), 0600, e);
-	free(s);
-	return rc;
-}
-
-static int
-open_images(int rootfd, int create, struct sbx_error *e)
-{
-	/* images/ is opened component-wise without following symlinks: a
-	 * planted link never gets a template (or a temp dir) written
-	 * through it. */
-	if (create)
-		return sbx_mkdirs_at(rootfd, "images", 0700, e);
-	return sbx_open_beneath(rootfd, "images", O_RDONLY | O_DIRECTORY, e);
-}
-
-static int
-complete(int imagesfd, const char *digest)
-{
-	char		 rel[SBX_DIGEST_HEX + 32];
-	struct stat	 st;
-
-	snprintf(rel, sizeof(rel), "%s/%s", digest, SBX_IMAGE_MANIFEST);
-	return fstatat(imagesfd, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-	    S_ISREG(st.st_mode);
 }
 
 /* ---- add ---------------------------------------------------------------- */
@@ -639,8 +238,8 @@ struct src {
 	pthread_cond_t		 cv;
 	int			 head, tail, count, done;
 	int			 hwait, rwait;	/* who sleeps on cv */
-	size_t			 len[SRC_RING];
-	unsigned char		*buf[SRC_RING];	/* slots of iobuf() */
+	size_t			 len[SBX_IMAGE_IOBUF_RING];
+	unsigned char		*buf[SBX_IMAGE_IOBUF_RING];	/* slots of sbx_imagemanifest_iobuf() */
 };
 
 static void *
@@ -663,10 +262,10 @@ src_hasher(void *arg)
 		slot = s->tail;
 		pthread_mutex_unlock(&s->mu);
 		for (i = 0; i < k; i++)
-			sha256_update(&s->st, s->len[(slot + i) % SRC_RING],
-			    s->buf[(slot + i) % SRC_RING]);
+			sha256_update(&s->st, s->len[(slot + i) % SBX_IMAGE_IOBUF_RING],
+			    s->buf[(slot + i) % SBX_IMAGE_IOBUF_RING]);
 		pthread_mutex_lock(&s->mu);
-		s->tail = (s->tail + k) % SRC_RING;
+		s->tail = (s->tail + k) % SBX_IMAGE_IOBUF_RING;
 		s->count -= k;
 		if (s->rwait)
 			pthread_cond_broadcast(&s->cv);
@@ -684,7 +283,7 @@ src_read(struct archive *ar, void *cd, const void **out)
 
 	if (s->threaded) {
 		pthread_mutex_lock(&s->mu);
-		while (s->count == SRC_RING) {
+		while (s->count == SBX_IMAGE_IOBUF_RING) {
 			s->rwait = 1;
 			pthread_cond_wait(&s->cv, &s->mu);
 			s->rwait = 0;
@@ -707,16 +306,16 @@ src_read(struct archive *ar, void *cd, const void **out)
 	if (r > 0 && s->threaded) {
 		pthread_mutex_lock(&s->mu);
 		s->len[slot] = (size_t)r;
-		s->head = (s->head + 1) % SRC_RING;
+		s->head = (s->head + 1) % SBX_IMAGE_IOBUF_RING;
 		s->count++;
 		/* Woken for half a ring at a time (src_finish wakes it for
 		 * the rest). */
-		if (s->hwait && s->count >= SRC_RING / 2)
+		if (s->hwait && s->count >= SBX_IMAGE_IOBUF_RING / 2)
 			pthread_cond_broadcast(&s->cv);
 		pthread_mutex_unlock(&s->mu);
 	} else if (r > 0) {
 		sha256_update(&s->st, (size_t)r, s->buf[slot]);
-		s->head = (s->head + 1) % SRC_RING;
+		s->head = (s->head + 1) % SBX_IMAGE_IOBUF_RING;
 	}
 	*out = s->buf[slot];
 	return r;
@@ -811,7 +410,7 @@ whiteout(int rootfd, const char *norm, const char *path, struct sbx_error *e)
 		return unsafe(e, path, "a whiteout through a symlink");
 	}
 	if (strcmp(leaf, ".wh..wh..opq") == 0) {
-		if ((names = sorted_names(dfd, &n)) == NULL) {
+		if ((names = sbx_fs_sorted_names(dfd, &n)) == NULL) {
 			close(dfd);
 			return sbx_error_sys(e, "read_failed", "whiteout");
 		}
@@ -985,7 +584,7 @@ extract(struct archive *ar, struct archive *w, int rootfd,
 				json_object_del(a->sums, norm);
 		} else if (type == AE_IFREG && inorder &&
 		    fh == (unsigned long long)archive_entry_size(ent)) {
-			sha_hex(&fc, hex);
+			sbx_imagemanifest_sha_hex(&fc, hex);
 			json_object_set_new(a->sums, norm, json_pack("[I,s]",
 			    (json_int_t)fh, hex));
 		} else
@@ -1051,12 +650,12 @@ unpack(const struct blob *b, int rootfd, struct sbx_image_add *a, int pass,
 	int		 cwd, rc;
 	mode_t		 um;
 
-	if ((s = calloc(1, sizeof(*s))) == NULL || iobuf() == NULL) {
+	if ((s = calloc(1, sizeof(*s))) == NULL || sbx_imagemanifest_iobuf() == NULL) {
 		free(s);
 		return sbx_error_sys(e, "nomem", "unpack");
 	}
-	for (cwd = 0; cwd < SRC_RING; cwd++)
-		s->buf[cwd] = iobuf() + (size_t)cwd * SBX_IMAGE_READ_BUF;
+	for (cwd = 0; cwd < SBX_IMAGE_IOBUF_RING; cwd++)
+		s->buf[cwd] = sbx_imagemanifest_iobuf() + (size_t)cwd * SBX_IMAGE_READ_BUF;
 	s->b = b;
 	s->cap = a->max_bytes;
 	sha256_init(&s->st);
@@ -1127,7 +726,7 @@ unpack(const struct blob *b, int rootfd, struct sbx_image_add *a, int pass,
 			;
 	src_finish(s);
 	if (rc == 0) {
-		sha_hex(&s->st, got);
+		sbx_imagemanifest_sha_hex(&s->st, got);
 		if (strcmp(got, b->hex) != 0)
 			rc = sbx_error_set(e, SBX_K_REJECTED, "source",
 			    "integrity_check_failed", "the file changed while "
@@ -1198,7 +797,7 @@ oci_check_blob(int fd, const char *hex, unsigned long long cap,
 {
 	char	 got[SBX_DIGEST_HEX + 1];
 
-	if (hash_fd(fd, cap, got, NULL) == -1)
+	if (sbx_imagemanifest_hash_fd(fd, cap, got, NULL) == -1)
 		return errno == EFBIG ? sbx_error_set(e, SBX_K_REJECTED,
 		    "source", "too_large", "an OCI blob is larger than "
 		    "allowed") : sbx_error_sys(e, "read_failed", "cannot read "
@@ -1356,7 +955,7 @@ sweep_temps(int imagesfd)
 	size_t		 n, i;
 	int		 fd;
 
-	if ((names = sorted_names(imagesfd, &n)) == NULL)
+	if ((names = sbx_fs_sorted_names(imagesfd, &n)) == NULL)
 		return;
 	for (i = 0; i < n; i++) {
 		if (strncmp(names[i], ".tmp-", 5) == 0 &&
@@ -1379,10 +978,10 @@ set_name(int imagesfd, const char *name, const char *digest,
 	json_t	*names;
 	int	 rc;
 
-	if ((names = sbx_image_names_load(imagesfd, e)) == NULL)
+	if ((names = sbx_imagestore_names_load(imagesfd, e)) == NULL)
 		return -1;
 	json_object_set_new(names, name, json_string(digest));
-	rc = names_save(imagesfd, names, e);
+	rc = sbx_imagestore_names_save(imagesfd, names, e);
 	json_decref(names);
 	return rc;
 }
@@ -1414,9 +1013,9 @@ sbx_image_add(int rootfd, struct sbx_image_add *a, struct sbx_error *e)
 	/* The digest names the content: a complete template of it needs
 	 * no source (a URL need not be fetched again). */
 	if (a->present_only) {
-		if ((imagesfd = open_images(rootfd, 1, e)) == -1)
+		if ((imagesfd = sbx_imagestore_open(rootfd, 1, e)) == -1)
 			goto out;
-		if (!complete(imagesfd, a->sha256)) {
+		if (!sbx_imagestore_complete(imagesfd, a->sha256)) {
 			rc = 0;
 			goto out;
 		}
@@ -1477,9 +1076,9 @@ sbx_image_add(int rootfd, struct sbx_image_add *a, struct sbx_error *e)
 		goto out;
 	}
 checked:
-	if ((imagesfd = open_images(rootfd, 1, e)) == -1)
+	if ((imagesfd = sbx_imagestore_open(rootfd, 1, e)) == -1)
 		goto out;
-	if (complete(imagesfd, a->sha256)) {
+	if (sbx_imagestore_complete(imagesfd, a->sha256)) {
 		a->present = 1;
 		goto named;
 	}
@@ -1514,7 +1113,7 @@ checked:
 	    unpack(&b, rfd, a, 0, e)) == -1 ||
 	    etc_placeholders(rfd, a->sums, e) == -1)
 		goto out;
-	if ((m = manifest_build(rfd, 1, a->sums, e)) == NULL)
+	if ((m = sbx_imagemanifest_build_sums(rfd, 1, a->sums, e)) == NULL)
 		goto out;
 	json_object_set_new(m, "digest", json_string(a->sha256));
 	a->entries = json_array_size(json_object_get(m, "entries"));
@@ -1550,12 +1149,12 @@ checked:
 	/* An incomplete leftover (no manifest: an add killed before the
 	 * rename cannot leave one, but a damaged template can) is
 	 * replaced. */
-	if (!complete(imagesfd, a->sha256) &&
+	if (!sbx_imagestore_complete(imagesfd, a->sha256) &&
 	    sbx_provision_rm_tree(imagesfd, a->sha256, e) == -1)
 		goto out;
 	if (renameat(imagesfd, tmp, imagesfd, a->sha256) == -1) {
 		if ((errno != EEXIST && errno != ENOTEMPTY) ||
-		    !complete(imagesfd, a->sha256)) {
+		    !sbx_imagestore_complete(imagesfd, a->sha256)) {
 			sbx_error_sys(e, "rename_failed", "cannot move the "
 			    "template into place");
 			goto out;
@@ -1578,8 +1177,8 @@ named:
 		struct sbx_buf mb = SBX_BUF_INIT;
 		snprintf(rel, sizeof(rel), "%s/%s", a->sha256,
 		    SBX_IMAGE_MANIFEST);
-		if (sbx_read_file_at(imagesfd, rel, MANIFEST_MAX, &mb, &e2) ==
-		    0 && (m = sbx_json_parse(mb.p, mb.len, MANIFEST_MAX, &e2))) {
+		if (sbx_read_file_at(imagesfd, rel, SBX_IMAGE_MANIFEST_MAX, &mb, &e2) ==
+		    0 && (m = sbx_json_parse(mb.p, mb.len, SBX_IMAGE_MANIFEST_MAX, &e2))) {
 			a->entries = json_array_size(json_object_get(m,
 			    "entries"));
 			json_decref(m);
@@ -1608,892 +1207,4 @@ out:
 	if (fd != -1)
 		close(fd);
 	return rc;
-}
-
-/* ---- resolve, list, rm, verify ------------------------------------------ */
-
-int
-sbx_image_resolve(int rootfd, const char *ref, int need_complete,
-    char digest[SBX_DIGEST_HEX + 1], struct sbx_error *e)
-{
-	json_t		*names;
-	const char	*d = NULL;
-	int		 imagesfd;
-
-	if (!sbx_image_digest_valid(ref) && !sbx_image_name_valid(ref))
-		return sbx_error_set(e, SBX_K_INVALID_ARGS, "image",
-		    "invalid_name", "argument `image` must be an image name or "
-		    "a sha256 digest");
-	if ((imagesfd = open_images(rootfd, 0, e)) == -1) {
-		if (e->kind && strcmp(e->kind, SBX_K_NOT_FOUND) == 0)
-			goto missing;
-		return -1;
-	}
-	if (sbx_image_digest_valid(ref))
-		d = ref;
-	else {
-		if ((names = sbx_image_names_load(imagesfd, e)) == NULL) {
-			close(imagesfd);
-			return -1;
-		}
-		if ((d = json_string_value(json_object_get(names, ref))))
-			memcpy(digest, d, SBX_DIGEST_HEX + 1);
-		json_decref(names);
-		d = d ? digest : NULL;
-	}
-	if (d != NULL && (!need_complete || complete(imagesfd, d))) {
-		if (d != digest)
-			memcpy(digest, d, SBX_DIGEST_HEX + 1);
-		close(imagesfd);
-		return 0;
-	}
-	close(imagesfd);
-missing:
-	sbx_error_set(e, SBX_K_NOT_FOUND, "image", "image_missing",
-	    "no image %s in the state root", sbx_image_digest_valid(ref) ?
-	    "with that digest" : "of that name");
-	sbx_error_hint(e, "add it with `sbx provision image add SOURCE "
-	    "--sha256 HEX --name NAME`");
-	return -1;
-}
-
-json_t *
-sbx_image_list(int rootfd, struct sbx_error *e)
-{
-	json_t		*out = json_array(), *names, *nl, *v;
-	char		**dn;
-	const char	*k;
-	size_t		 n, i;
-	int		 imagesfd;
-
-	if (rootfd < 0)
-		return out;
-	if ((imagesfd = open_images(rootfd, 0, e)) == -1) {
-		if (e->kind && strcmp(e->kind, SBX_K_NOT_FOUND) == 0)
-			return out;
-		json_decref(out);
-		return NULL;
-	}
-	if ((names = sbx_image_names_load(imagesfd, e)) == NULL ||
-	    (dn = sorted_names(imagesfd, &n)) == NULL) {
-		json_decref(names);
-		json_decref(out);
-		close(imagesfd);
-		return NULL;
-	}
-	for (i = 0; i < n; i++) {
-		if (sbx_image_digest_valid(dn[i])) {
-			nl = json_array();
-			json_object_foreach(names, k, v)
-				if (strcmp(json_string_value(v), dn[i]) == 0)
-					json_array_append_new(nl,
-					    json_string(k));
-			json_array_append_new(out, json_pack("{s:s,s:o,s:b}",
-			    "digest", dn[i], "names", nl, "complete",
-			    complete(imagesfd, dn[i])));
-		}
-		free(dn[i]);
-	}
-	free(dn);
-	json_decref(names);
-	close(imagesfd);
-	return out;
-}
-
-/* The agents bound to digest, in name order. */
-static json_t *
-bound_agents(int rootfd, const char *digest, struct sbx_error *e)
-{
-	struct sbx_error e2;
-	json_t		*list, *out, *a;
-	const char	*name;
-	char		 d[SBX_DIGEST_HEX + 1];
-	size_t		 i;
-
-	if ((list = sbx_provision_list(rootfd, e)) == NULL)
-		return NULL;
-	out = json_array();
-	json_array_foreach(list, i, a) {
-		name = json_string_value(json_object_get(a, "agent"));
-		/* A malformed binding names no image: it cannot break. */
-		if (name != NULL && sbx_imageref_agent(rootfd, name, d,
-		    &e2) == 1 && strcmp(d, digest) == 0)
-			json_array_append_new(out, json_string(name));
-	}
-	json_decref(list);
-	return out;
-}
-
-int
-sbx_image_rm(int rootfd, const char *ref, int force, json_t *res,
-    struct sbx_error *e)
-{
-	struct stat	 st;
-	json_t		*names, *v, *removed, *gone, *left, *agents = NULL;
-	const char	*k;
-	void		*tmp;
-	char		 digest[SBX_DIGEST_HEX + 1], rel[SBX_DIGEST_HEX + 16];
-	int		 imagesfd, lock, rc = -1, by_name, have;
-
-	if (!sbx_image_digest_valid(ref) && !sbx_image_name_valid(ref))
-		return sbx_error_set(e, SBX_K_INVALID_ARGS, "image",
-		    "invalid_name", "argument `image` must be an image name or "
-		    "a sha256 digest");
-	if ((imagesfd = open_images(rootfd, 0, e)) == -1)
-		return -1;
-	if ((lock = sbx_provision_lock(rootfd, e)) == -1) {
-		close(imagesfd);
-		return -1;
-	}
-	removed = json_array();
-	gone = json_array();
-	left = json_array();
-	if ((names = sbx_image_names_load(imagesfd, e)) == NULL)
-		goto out;
-	by_name = !sbx_image_digest_valid(ref);
-	if (!by_name)
-		memcpy(digest, ref, sizeof(digest));
-	else if ((k = json_string_value(json_object_get(names, ref))))
-		memcpy(digest, k, sizeof(digest));
-	else {
-		sbx_error_set(e, SBX_K_NOT_FOUND, "image", "image_missing",
-		    "no image of that name");
-		goto out;
-	}
-	have = fstatat(imagesfd, digest, &st, AT_SYMLINK_NOFOLLOW) == 0;
-	if ((agents = bound_agents(rootfd, digest, e)) == NULL)
-		goto out;
-	json_object_foreach(names, k, v)
-		if (strcmp(json_string_value(v), digest) == 0 &&
-		    !(by_name && strcmp(k, ref) == 0))
-			json_array_append_new(left, json_string(k));
-
-	/*
-	 * rm NAME takes that name away; the template itself goes only when
-	 * nothing refers to it any more: no other name, no agent bound to
-	 * it.  rm DIGEST means the template: refused while an agent is bound
-	 * to it.  --force removes the template whatever refers to it, and
-	 * says which agents it leaves without their image.
-	 */
-	if (!by_name && !force && json_array_size(agents) > 0) {
-		sbx_error_set(e, SBX_K_REJECTED, "image", "image_in_use",
-		    "image %.12s is bound to %zu agent%s (%s%s)", digest,
-		    json_array_size(agents), json_array_size(agents) == 1 ?
-		    "" : "s", json_string_value(json_array_get(agents, 0)),
-		    json_array_size(agents) > 1 ? ", ..." : "");
-		sbx_error_hint(e, "bind the agents to another image first, or "
-		    "remove it anyway with --force");
-		goto out;
-	}
-	if (!have && by_name == 0 && json_array_size(left) == 0) {
-		sbx_error_set(e, SBX_K_NOT_FOUND, "image", "image_missing",
-		    "no image with that digest");
-		goto out;
-	}
-	if (by_name) {
-		json_object_del(names, ref);
-		json_array_append_new(gone, json_string(ref));
-	}
-	if (have && (force || !by_name || (json_array_size(left) == 0 &&
-	    json_array_size(agents) == 0))) {
-		if (sbx_provision_rm_tree(imagesfd, digest, e) == -1)
-			goto out;
-		SBX_LPATH(rel, SBX_L_IMAGE, digest);
-		json_array_append_new(removed, json_string(rel));
-		have = 0;
-	}
-	if (!have) {
-		/* No template: no name may point at it any more. */
-		json_object_foreach_safe(names, tmp, k, v)
-			if (strcmp(json_string_value(v), digest) == 0) {
-				json_object_del(names, k);
-				json_array_append_new(gone, json_string(k));
-			}
-		json_array_clear(left);
-	}
-	if (json_array_size(gone) > 0 && names_save(imagesfd, names, e) == -1)
-		goto out;
-	json_object_set_new(res, "digest", json_string(digest));
-	json_object_set(res, "removed", removed);
-	json_object_set(res, "names_removed", gone);
-	json_object_set_new(res, "template", json_string(have ? "kept" :
-	    "removed"));
-	json_object_set(res, "names_left", left);
-	json_object_set(res, have ? "agents_bound" : "broken_agents", agents);
-	rc = 0;
-out:
-	json_decref(names);
-	json_decref(removed);
-	json_decref(gone);
-	json_decref(left);
-	json_decref(agents);
-	close(lock);
-	close(imagesfd);
-	return rc;
-}
-
-int
-sbx_image_verify(int rootfd, const char *digest, json_t *diffs,
-    struct sbx_error *e)
-{
-	struct sbx_buf	 b = SBX_BUF_INIT;
-	struct sbx_error e2;
-	json_t		*want = NULL, *got = NULL;
-	char		 rel[SBX_DIGEST_HEX + 32];
-	int		 imagesfd, rfd = -1, rc = -1;
-
-	if ((imagesfd = open_images(rootfd, 0, e)) == -1)
-		return -1;
-	snprintf(rel, sizeof(rel), "%s/%s", digest, SBX_IMAGE_MANIFEST);
-	if (sbx_read_file_at(imagesfd, rel, MANIFEST_MAX, &b, &e2) == -1 ||
-	    (want = sbx_json_parse(b.p, b.len, MANIFEST_MAX, &e2)) == NULL) {
-		diff_add(diffs, SBX_IMAGE_MANIFEST, "manifest", NULL, NULL);
-		rc = 0;
-		goto out;
-	}
-	snprintf(rel, sizeof(rel), "%s/rootfs", digest);
-	if ((rfd = sbx_open_beneath(imagesfd, rel, O_RDONLY | O_DIRECTORY,
-	    &e2)) == -1) {
-		diff_add(diffs, ".", "missing", NULL, NULL);
-		rc = 0;
-		goto out;
-	}
-	if ((got = sbx_image_manifest_build(rfd, 0, e)) == NULL)
-		goto out;
-	rc = sbx_image_manifest_diff(want, got, diffs);
-out:
-	sbx_buf_release(&b);
-	json_decref(want);
-	json_decref(got);
-	if (rfd != -1)
-		close(rfd);
-	close(imagesfd);
-	return rc;
-}
-
-/* ---- per-agent environments --------------------------------------------- */
-
-#define ENVS_DIR	"envs"
-
-int
-sbx_env_limits(int rootfd, unsigned *max_envs, struct sbx_error *e)
-{
-	json_t	*cfg = NULL, *v;
-
-	*max_envs = SBX_ENV_MAX;
-	if (rootfd >= 0 && sbx_config_load(rootfd, "config/sandbox.json",
-	    &cfg, e) == -1)
-		return -1;
-	if (cfg == NULL || (v = json_object_get(cfg, "max_envs")) == NULL) {
-		json_decref(cfg);
-		return 0;
-	}
-	if (!json_is_integer(v) || json_integer_value(v) < 1 ||
-	    json_integer_value(v) > 100000) {
-		json_decref(cfg);
-		return sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
-		    "config_invalid", "config/sandbox.json: max_envs must be "
-		    "a positive integer");
-	}
-	*max_envs = (unsigned)json_integer_value(v);
-	json_decref(cfg);
-	return 0;
-}
-
-struct clone {
-	int			 reflink;	/* still trying FICLONE */
-	unsigned long long	 files, bytes;
-	unsigned char		*buf;		/* read/write fallback */
-};
-
-/* read(2)/write(2), when even copy_file_range(2) is not to be had. */
-static int
-copy_rw(int sf, int df, struct clone *c)
-{
-	ssize_t	 r;
-
-	if (c->buf == NULL && (c->buf = iobuf()) == NULL)
-		return -1;
-	for (;;) {
-		r = read(sf, c->buf, SBX_IMAGE_READ_BUF);
-		if (r == -1 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return (int)r;
-		if (sbx_write_all(df, c->buf, (size_t)r) == -1)
-			return -1;
-	}
-}
-
-/* The data of sf into the empty df: a reflink clone where the file system
- * shares extents (instant, no space used until either is written), else
- * a copy inside the kernel. */
-static int
-copy_data(int sf, int df, const struct stat *st, struct clone *c)
-{
-	ssize_t	 r;
-
-	if (st->st_size == 0)
-		return 0;
-	if (c->reflink) {
-		if (ioctl(df, FICLONE, sf) == 0)
-			return 0;
-		/* Not this file system (or not across these two): copy
-		 * from now on.  Anything else is a real error. */
-		if (errno != EOPNOTSUPP && errno != EXDEV && errno != EINVAL &&
-		    errno != ENOTTY && errno != ENOSYS && errno != EPERM)
-			return -1;
-		c->reflink = 0;
-	}
-	for (;;) {
-		r = copy_file_range(sf, NULL, df, NULL, 1 << 30, 0);
-		if (r == -1 && errno == EINTR)
-			continue;
-		if (r == -1 && (errno == EXDEV || errno == ENOSYS ||
-		    errno == EINVAL || errno == EOPNOTSUPP))
-			return copy_rw(sf, df, c);
-		if (r <= 0)
-			return (int)r;
-	}
-}
-
-static int
-clone_file(int sfd, int dfd, const char *name, const struct stat *st,
-    struct clone *c, struct sbx_error *e)
-{
-	struct timespec	 ts[2] = { st->st_atim, st->st_mtim };
-	int		 sf, df, rc = 0;
-
-	/* O_NOFOLLOW on both sides, O_EXCL on ours: nothing planted is
-	 * read or written through. */
-	if ((sf = openat(sfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
-	    O_NOCTTY | O_CLOEXEC)) == -1)
-		return sbx_error_sys(e, "read_failed", "cannot open a file of "
-		    "the template");
-	if ((df = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-	    O_CLOEXEC, 0600)) == -1) {
-		close(sf);
-		return sbx_error_sys(e, "create_failed", "cannot create a file "
-		    "of the environment");
-	}
-	if (copy_data(sf, df, st, c) == -1)
-		rc = sbx_error_sys(e, "copy_failed", "cannot copy a file of "
-		    "the template");
-	/* The template lost its write bits when it was sealed: the owner
-	 * gets them back in its own copy.  No setuid/setgid ever. */
-	else if (fchmod(df, (st->st_mode & 0777) | 0200) == -1 ||
-	    futimens(df, ts) == -1)
-		rc = sbx_error_sys(e, "chmod_failed", "cannot set the mode of "
-		    "a file of the environment");
-	close(sf);
-	if (close(df) == -1 && rc == 0)
-		rc = sbx_error_sys(e, "write_failed", "cannot write a file of "
-		    "the environment");
-	if (rc == 0) {
-		c->files++;
-		c->bytes += (unsigned long long)st->st_size;
-	}
-	return rc;
-}
-
-static int
-clone_dir(int sfd, int dfd, struct clone *c, int depth, struct sbx_error *e)
-{
-	struct stat	 st;
-	struct timespec	 ts[2];
-	char		 target[PATH_MAX];
-	char		**names;
-	size_t		 n, i;
-	ssize_t		 tl;
-	int		 s2, d2, rc = 0;
-
-	if (depth > WALK_DEPTH)
-		return sbx_error_set(e, SBX_K_REJECTED, "image", "too_deep",
-		    "the template is nested more than %d levels", WALK_DEPTH);
-	if ((names = sorted_names(sfd, &n)) == NULL)
-		return sbx_error_sys(e, "read_failed", "cannot read a "
-		    "directory of the template");
-	for (i = 0; i < n && rc == 0; i++) {
-		if (fstatat(sfd, names[i], &st, AT_SYMLINK_NOFOLLOW) == -1) {
-			rc = sbx_error_sys(e, "stat_failed", "cannot stat an "
-			    "entry of the template");
-			break;
-		}
-		ts[0] = st.st_atim;
-		ts[1] = st.st_mtim;
-		if (S_ISREG(st.st_mode))
-			rc = clone_file(sfd, dfd, names[i], &st, c, e);
-		else if (S_ISLNK(st.st_mode)) {
-			tl = readlinkat(sfd, names[i], target,
-			    sizeof(target) - 1);
-			if (tl < 0) {
-				rc = sbx_error_sys(e, "read_failed", "cannot "
-				    "read a symlink of the template");
-				break;
-			}
-			target[tl] = '\0';
-			/* Copied as a link, never resolved: what it points
-			 * to is the sandbox's business, inside. */
-			if (symlinkat(target, dfd, names[i]) == -1)
-				rc = sbx_error_sys(e, "create_failed", "cannot "
-				    "create a symlink of the environment");
-			else
-				(void)utimensat(dfd, names[i], ts,
-				    AT_SYMLINK_NOFOLLOW);
-		} else if (S_ISDIR(st.st_mode)) {
-			if (mkdirat(dfd, names[i], 0700) == -1) {
-				rc = sbx_error_sys(e, "mkdir_failed", "cannot "
-				    "create a directory of the environment");
-				break;
-			}
-			s2 = openat(sfd, names[i], O_RDONLY | O_DIRECTORY |
-			    O_NOFOLLOW | O_CLOEXEC);
-			d2 = openat(dfd, names[i], O_RDONLY | O_DIRECTORY |
-			    O_NOFOLLOW | O_CLOEXEC);
-			if (s2 == -1 || d2 == -1)
-				rc = sbx_error_sys(e, "open_failed", "cannot "
-				    "open a directory");
-			else
-				rc = clone_dir(s2, d2, c, depth + 1, e);
-			/* The mode last: the directory had to stay writable
-			 * while it was filled. */
-			if (rc == 0 && (fchmod(d2, (st.st_mode & 0777) |
-			    0200) == -1 || futimens(d2, ts) == -1))
-				rc = sbx_error_sys(e, "chmod_failed", "cannot "
-				    "set the mode of a directory");
-			if (s2 != -1)
-				close(s2);
-			if (d2 != -1)
-				close(d2);
-		}
-		/* Anything else (a template has none) is left out. */
-	}
-	for (i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
-	return rc;
-}
-
-int
-sbx_env_clone_tree(int sfd, int dfd, int *reflink, unsigned long long *files,
-    unsigned long long *bytes, struct sbx_error *e)
-{
-	struct clone	 c;
-	int		 rc;
-
-	memset(&c, 0, sizeof(c));
-	c.reflink = *reflink;
-	rc = clone_dir(sfd, dfd, &c, 0, e);
-	*reflink = c.reflink;
-	*files = c.files;
-	*bytes = c.bytes;
-	return rc;
-}
-
-/* envs/<name>/env.json, parsed, or NULL. */
-static json_t *
-env_record(int envsfd, const char *name)
-{
-	struct sbx_buf	 b = SBX_BUF_INIT;
-	struct sbx_error e2;
-	char		 rel[NAME_MAX + 16];
-	json_t		*j = NULL;
-
-	snprintf(rel, sizeof(rel), "%s/%s", name, SBX_ENV_RECORD);
-	if (sbx_read_file_at(envsfd, rel, SBX_ENV_RECORD_MAX, &b, &e2) == 0)
-		j = sbx_json_parse(b.p, b.len, SBX_ENV_RECORD_MAX, &e2);
-	sbx_buf_release(&b);
-	return j;
-}
-
-/*
- * Take envs/<name> apart if nobody uses it: a builder holds the directory
- * itself, a running sbx exec holds its rootfs (flock, shared).  Returns 1
- * removed, 0 in use (left alone), -1 error.
- */
-static int
-env_rm_unused(int envsfd, const char *name, struct sbx_error *e)
-{
-	int	 dfd, rfd = -1, rc;
-
-	if ((dfd = openat(envsfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-	    O_CLOEXEC)) == -1) {
-		if (errno == ENOENT)
-			return 1;
-		/* Not a directory (a planted symlink, a file): it is
-		 * removed itself, never followed. */
-		return sbx_provision_rm_tree(envsfd, name, e) == 0 ? 1 : -1;
-	}
-	if (flock(dfd, LOCK_EX | LOCK_NB) == -1) {
-		close(dfd);
-		return 0;
-	}
-	rfd = openat(dfd, "rootfs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-	    O_CLOEXEC);
-	if (rfd != -1 && flock(rfd, LOCK_EX | LOCK_NB) == -1) {
-		close(rfd);
-		close(dfd);
-		return 0;
-	}
-	/* Held exclusively while it goes: a run starting meanwhile sees it
-	 * as being removed and does not use it. */
-	rc = sbx_provision_rm_tree(envsfd, name, e) == 0 ? 1 : -1;
-	if (rfd != -1)
-		close(rfd);
-	close(dfd);
-	return rc;
-}
-
-/* Remove what killed or superseded builds left in envs/.tmp-*. */
-static void
-env_sweep(int envsfd)
-{
-	struct sbx_error e2;
-	char		**names;
-	size_t		 n, i;
-
-	if ((names = sorted_names(envsfd, &n)) == NULL)
-		return;
-	for (i = 0; i < n; i++) {
-		if (strncmp(names[i], ".tmp-", 5) == 0)
-			(void)env_rm_unused(envsfd, names[i], &e2);
-		free(names[i]);
-	}
-	free(names);
-}
-
-struct env_slot {
-	char	 agent[64];
-	char	 digest[SBX_DIGEST_HEX + 1];
-	char	 last_used[32];
-};
-
-static int
-slot_cmp(const void *a, const void *b)
-{
-	const struct env_slot	*x = a, *y = b;
-	int			 c = strcmp(x->last_used, y->last_used);
-
-	return c != 0 ? c : strcmp(x->agent, y->agent);
-}
-
-/* The environments of envs/, oldest use first. */
-static struct env_slot *
-env_slots(int envsfd, size_t *np)
-{
-	struct env_slot	*v;
-	struct sbx_error e2;
-	json_t		*rec;
-	const char	*s;
-	char		**names;
-	size_t		 n, i, k = 0;
-
-	*np = 0;
-	if ((names = sorted_names(envsfd, &n)) == NULL)
-		return NULL;
-	if ((v = calloc(n + 1, sizeof(*v))) == NULL)
-		goto out;
-	for (i = 0; i < n; i++) {
-		if (sbx_agent_valid(names[i], "agent", &e2) == -1)
-			continue;
-		snprintf(v[k].agent, sizeof(v[k].agent), "%s", names[i]);
-		/* No record (damaged, or a planted file): oldest of all,
-		 * first to go. */
-		if ((rec = env_record(envsfd, names[i])) != NULL) {
-			if ((s = json_string_value(json_object_get(rec,
-			    "last_used"))) != NULL)
-				snprintf(v[k].last_used,
-				    sizeof(v[k].last_used), "%s", s);
-			if ((s = json_string_value(json_object_get(rec,
-			    "digest"))) != NULL && sbx_image_digest_valid(s))
-				memcpy(v[k].digest, s, sizeof(v[k].digest));
-			json_decref(rec);
-		}
-		k++;
-	}
-	qsort(v, k, sizeof(*v), slot_cmp);
-	*np = k;
-out:
-	for (i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
-	return v;
-}
-
-/* Least recently used first, never `keep`, until at most max remain. */
-static int
-env_evict(int envsfd, struct sbx_env *x, struct sbx_error *e)
-{
-	struct env_slot	*v;
-	char		 msg[160];
-	size_t		 n, i, left;
-	int		 r;
-
-	if ((v = env_slots(envsfd, &n)) == NULL)
-		return sbx_error_sys(e, "read_failed", "cannot read envs/");
-	left = n;
-	for (i = 0; i < n && left > x->max_envs; i++) {
-		if (strcmp(v[i].agent, x->agent) == 0)
-			continue;
-		/* Only ever envs/<agent>: homes (workspace/) and templates
-		 * are not the business of eviction. */
-		if ((r = env_rm_unused(envsfd, v[i].agent, e)) == -1) {
-			free(v);
-			return -1;
-		}
-		if (r == 0) {
-			snprintf(msg, sizeof(msg), "the environment of agent "
-			    "%s is in use by a running sbx exec and was not "
-			    "evicted", v[i].agent);
-			json_array_append_new(x->warnings, json_string(msg));
-			continue;
-		}
-		SBX_LPATH(msg, SBX_L_ENV, v[i].agent);
-		json_array_append_new(x->evicted, json_pack("{s:s,s:s,s:s,s:s}",
-		    "agent", v[i].agent, "path", msg, "digest", v[i].digest,
-		    "last_used", v[i].last_used));
-		left--;
-	}
-	free(v);
-	return 0;
-}
-
-static double
-ms_since(const struct timespec *t0)
-{
-	struct timespec	 t1;
-
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	return (double)(t1.tv_sec - t0->tv_sec) * 1e3 +
-	    (double)(t1.tv_nsec - t0->tv_nsec) / 1e6;
-}
-
-int
-sbx_env_create(int rootfd, struct sbx_env *x, struct sbx_error *e)
-{
-	struct sbx_error e2;
-	struct stat	 st;
-	struct timespec	 t0;
-	json_t		*rec = NULL;
-	const char	*d;
-	char		 rel[SBX_DIGEST_HEX + 32], tmp[32], now[32], *s = NULL;
-	unsigned char	 rnd[8];
-	int		 tfd = -1, envsfd = -1, tmpfd = -1, rfd = -1, lock = -1;
-	int		 dfd, made = 0, rc = -1, reflink = 1;
-	mode_t		 um;
-
-	x->present = x->replaced = 0;
-	x->clone = NULL;
-	x->files = x->bytes = 0;
-	x->clone_ms = 0;
-	if (sbx_agent_valid(x->agent, "agent", e) == -1)
-		return -1;
-	/* The template must be complete (the same cheap check as sbx exec
-	 * makes), and is read beneath the root, no symlink followed. */
-	if ((dfd = sbx_imageref_open(rootfd, x->digest, e)) == -1)
-		return -1;
-	close(dfd);
-	SBX_LPATH(rel, SBX_L_IMAGE_ROOTFS, x->digest);
-	if ((tfd = sbx_open_beneath(rootfd, rel, O_RDONLY | O_DIRECTORY, e)) ==
-	    -1)
-		return -1;
-	if ((envsfd = sbx_mkdirs_at(rootfd, ENVS_DIR, 0700, e)) == -1)
-		goto out;
-	/* Kept when it is of the same image: it may hold what the agent
-	 * installed. */
-	if ((rec = env_record(envsfd, x->agent)) != NULL &&
-	    (d = json_string_value(json_object_get(rec, "digest"))) != NULL &&
-	    strcmp(d, x->digest) == 0 && (dfd = openat(envsfd, x->agent,
-	    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) != -1) {
-		if (fstatat(dfd, "rootfs", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    S_ISDIR(st.st_mode)) {
-			x->present = 1;
-			d = json_string_value(json_object_get(rec, "clone"));
-			x->clone = d && strcmp(d, "reflink") == 0 ? "reflink" :
-			    "copy";
-			sbx_time_utc_iso_ms(now);
-			json_object_set_new(rec, "last_used", json_string(now));
-			if ((s = sbx_envelope_dump(rec)) == NULL ||
-			    sbx_write_atomic(dfd, SBX_ENV_RECORD, s,
-			    strlen(s), 0600, e) == -1) {
-				close(dfd);
-				goto out;
-			}
-			close(dfd);
-			goto evict;
-		}
-		close(dfd);
-	}
-	env_sweep(envsfd);
-	randombytes_buf(rnd, sizeof(rnd));
-	memcpy(tmp, ".tmp-", 5);
-	sodium_bin2hex(tmp + 5, sizeof(tmp) - 5, rnd, sizeof(rnd));
-	if (mkdirat(envsfd, tmp, 0700) == -1) {
-		sbx_error_sys(e, "mkdir_failed", "cannot create envs/%s", tmp);
-		goto out;
-	}
-	made = 1;
-	um = umask(022);
-	if ((tmpfd = openat(envsfd, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-	    O_CLOEXEC)) == -1 || flock(tmpfd, LOCK_EX | LOCK_NB) == -1 ||
-	    mkdirat(tmpfd, "rootfs", 0700) == -1 || (rfd = openat(tmpfd,
-	    "rootfs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
-		umask(um);
-		sbx_error_sys(e, "mkdir_failed", "cannot create the "
-		    "environment");
-		goto out;
-	}
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	rc = sbx_env_clone_tree(tfd, rfd, &reflink, &x->files, &x->bytes, e);
-	x->clone_ms = ms_since(&t0);
-	umask(um);
-	if (rc == -1)
-		goto out;
-	rc = -1;
-	x->clone = reflink ? "reflink" : "copy";
-	if (fstat(tfd, &st) == -1 || fchmod(rfd, (st.st_mode & 0777) | 0200) ==
-	    -1) {
-		sbx_error_sys(e, "chmod_failed", "environment");
-		goto out;
-	}
-	/* As root the sandbox runs as another uid, which bwrap binds the
-	 * rootfs as: it must be able to search (not list) its way down. */
-	(void)fchmod(tmpfd, geteuid() == 0 ? 0711 : 0700);
-	sbx_time_utc_iso_ms(now);
-	json_decref(rec);
-	rec = json_pack("{s:s,s:s,s:s,s:s,s:s,s:I,s:I}", "agent", x->agent,
-	    "digest", x->digest, "created", now, "last_used", now, "clone",
-	    x->clone, "files", (json_int_t)x->files, "bytes",
-	    (json_int_t)x->bytes);
-	free(s);
-	if (rec == NULL || (s = sbx_envelope_dump(rec)) == NULL) {
-		sbx_error_sys(e, "nomem", "environment record");
-		goto out;
-	}
-	/* Written last: its presence marks the environment complete. */
-	if (sbx_write_atomic(tmpfd, SBX_ENV_RECORD, s, strlen(s), 0600, e) ==
-	    -1)
-		goto out;
-	if ((lock = sbx_provision_lock(rootfd, e)) == -1)
-		goto out;
-	/* Into place.  Whatever was at envs/<agent> (an env of another
-	 * image, a damaged one, a planted symlink) is swapped out, not
-	 * followed, and removed unless a run still holds it. */
-	if (renameat2(envsfd, tmp, envsfd, x->agent, RENAME_NOREPLACE) == 0)
-		made = 0;
-	else if (errno == EEXIST && renameat2(envsfd, tmp, envsfd, x->agent,
-	    RENAME_EXCHANGE) == 0) {
-		x->replaced = 1;
-		close(tmpfd);
-		tmpfd = -1;
-		if (env_rm_unused(envsfd, tmp, &e2) != 1)
-			json_array_append_new(x->warnings, json_string("the "
-			    "previous environment is still in use by a "
-			    "running sbx exec; it is removed later"));
-		made = 0;
-	} else {
-		sbx_error_sys(e, "rename_failed", "cannot move the environment "
-		    "into place");
-		goto out;
-	}
-	(void)fsync(envsfd);
-evict:
-	if (lock == -1 && (lock = sbx_provision_lock(rootfd, e)) == -1)
-		goto out;
-	if (env_evict(envsfd, x, e) == -1)
-		goto out;
-	rc = 0;
-out:
-	if (rfd != -1)
-		close(rfd);
-	if (tmpfd != -1)
-		close(tmpfd);
-	if (made)
-		(void)sbx_provision_rm_tree(envsfd, tmp, &e2);
-	if (lock != -1)
-		close(lock);
-	if (envsfd != -1)
-		close(envsfd);
-	json_decref(rec);
-	free(s);
-	close(tfd);
-	return rc;
-}
-
-int
-sbx_env_remove(int rootfd, const char *agent, json_t *removed,
-    struct sbx_error *e)
-{
-	struct stat	 st;
-	char		 rel[96];
-	int		 envsfd, lock, rc = 0;
-
-	if (sbx_agent_valid(agent, "agent", e) == -1)
-		return -1;
-	if ((envsfd = sbx_open_beneath(rootfd, ENVS_DIR, O_RDONLY |
-	    O_DIRECTORY, e)) == -1)
-		return e->kind && strcmp(e->kind, SBX_K_NOT_FOUND) == 0 ? 0 :
-		    -1;
-	if ((lock = sbx_provision_lock(rootfd, e)) == -1) {
-		close(envsfd);
-		return -1;
-	}
-	if (fstatat(envsfd, agent, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-		/* A run may be using it: removed all the same (asked for),
-		 * and it runs on for what it already has open. */
-		if ((rc = sbx_provision_rm_tree(envsfd, agent, e)) == 0) {
-			SBX_LPATH(rel, SBX_L_ENV, agent);
-			json_array_append_new(removed, json_string(rel));
-		}
-	}
-	close(lock);
-	close(envsfd);
-	return rc;
-}
-
-json_t *
-sbx_env_list(int rootfd, struct sbx_error *e)
-{
-	struct sbx_error e2;
-	json_t		*out = json_array(), *rec, *it;
-	char		**names;
-	size_t		 n, i;
-	int		 envsfd;
-
-	if (rootfd < 0)
-		return out;
-	if ((envsfd = sbx_open_beneath(rootfd, ENVS_DIR, O_RDONLY |
-	    O_DIRECTORY, e)) == -1) {
-		if (e->kind && strcmp(e->kind, SBX_K_NOT_FOUND) == 0)
-			return out;
-		json_decref(out);
-		return NULL;
-	}
-	if ((names = sorted_names(envsfd, &n)) == NULL) {
-		close(envsfd);
-		json_decref(out);
-		sbx_error_sys(e, "read_failed", "cannot read envs/");
-		return NULL;
-	}
-	for (i = 0; i < n; i++) {
-		if (sbx_agent_valid(names[i], "agent", &e2) == 0) {
-			it = json_pack("{s:s}", "agent", names[i]);
-			if ((rec = env_record(envsfd, names[i])) != NULL) {
-				static const char *const k[] = { "digest",
-				    "created", "last_used", "clone" };
-				size_t j;
-				for (j = 0; j < sizeof(k) / sizeof(*k); j++)
-					if (json_is_string(json_object_get(rec,
-					    k[j])))
-						json_object_set(it, k[j],
-						    json_object_get(rec, k[j]));
-				json_decref(rec);
-			}
-			json_array_append_new(out, it);
-		}
-		free(names[i]);
-	}
-	free(names);
-	close(envsfd);
-	return out;
 }

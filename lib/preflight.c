@@ -34,7 +34,7 @@
 #include "cgroup.h"
 #include "envelope.h"
 #include "fsutil.h"
-#include "image.h"
+#include "imagemanifest.h"
 #include "initproto.h"
 #include "layout.h"
 #include "preflight.h"
@@ -1937,7 +1937,7 @@ verify_image(struct pf *p, const char *digest)
 	const char		*path = pf_fmt(p, "%s/%s", s->path, digest);
 
 	if (p->ls[LOC_ROOT].fd < 0 ||
-	    sbx_image_verify(p->ls[LOC_ROOT].fd, digest, diffs, &e) == -1)
+	    sbx_imagemanifest_verify(p->ls[LOC_ROOT].fd, digest, diffs, &e) == -1)
 		finding(p, A_IMAGES, id, "image_unverified", S_WARNING,
 		    T_UNPROVEN, "a template could not be verified",
 		    p->ls[LOC_ROOT].fd < 0 ? "the state root is not open" :
