@@ -24,6 +24,7 @@
 #include "fsutil.h"
 #include "names.h"
 #include "preflight.h"
+#include "preflightrender.h"
 #include "root.h"
 #include "tools.h"
 
@@ -377,7 +378,7 @@ main(int argc, char *argv[])
 		sbx_buf_reset(&b);
 	}
 	if (O.junit != NULL) {
-		if (sbx_preflight_junit(report, &b) == -1) {
+		if (sbx_preflightrender_junit(report, &b) == -1) {
 			sbx_error_sys(&e, "nomem", "JUnit report");
 			fail(&e, -1);
 		}
@@ -396,7 +397,7 @@ main(int argc, char *argv[])
 			flags |= SBX_PREFLIGHT_TEXT_VERBOSE;
 		if (O.quiet)
 			flags |= SBX_PREFLIGHT_TEXT_QUIET;
-		if (sbx_preflight_text(report, flags, &b) == -1) {
+		if (sbx_preflightrender_text(report, flags, &b) == -1) {
 			sbx_error_sys(&e, "nomem", "text report");
 			fail(&e, -1);
 		}

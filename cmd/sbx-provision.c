@@ -40,8 +40,9 @@
 #define PROG	"sbx-provision"
 
 static const char usage_text[] =
-"usage: sbx provision [--agent A] [--image NAME|DIGEST] [--env | --no-env]\n"
-"                     [--no-create-user] [--home DIR] [--json] [-q] [-v]\n"
+"usage: sbx provision [--agent A] [--image NAME|DIGEST]\n"
+"                     [--own-rootfs | --no-own-rootfs] [--no-create-user]\n"
+"                     [--home DIR] [--json] [-q] [-v]\n"
 "       sbx provision list [--home DIR] [--json]\n"
 "       sbx provision status [--agent A] [--home DIR] [--json]\n"
 "       sbx provision unprovision --agent A [--home DIR] [--json]\n"
@@ -66,7 +67,8 @@ static const char help_text[] =
 "  unprovision   delete the agent's token and host-side records; keep its\n"
 "                home\n"
 "  reset         empty envs/ and cache/; keep homes, images and settings\n"
-"                (agents keep asking for environments: --env remakes one)\n"
+"                (agents keep asking for their own copies: --own-rootfs\n"
+"                remakes one)\n"
 "  remove        delete everything in the state root except workspace/\n"
 "                (only with --yes)\n"
 "  image add     unpack a rootfs tarball (.tar, .tar.gz, .tar.xz, .tar.zst)\n"
@@ -86,11 +88,11 @@ static const char help_text[] =
 "  -y, --yes       remove: really remove\n"
 "      --image REF bind the agent to an image (name or digest; `none`\n"
 "                  unbinds): sbx exec then uses its system directories\n"
-"      --env       give the agent its own writable copy of its image\n"
+"      --own-rootfs  give the agent its own writable copy of its image\n"
 "                  (envs/A/rootfs: a reflink clone, else a copy); at most\n"
 "                  max_envs (default 3) are kept, least recently used\n"
 "                  evicted\n"
-"      --no-env    remove the agent's environment; back to the template\n"
+"      --no-own-rootfs  remove the agent's own copy; back to the template\n"
 "      --no-create-user  as root without run_as or an `sbx` user: do not\n"
 "                  create the system user sbx; sandboxes run as nobody\n"
 "                  (also SBX_NO_CREATE_USER=1)\n"
@@ -106,7 +108,7 @@ static const char help_text[] =
 
 enum {
 	OPT_HOME = 256, OPT_VERSION, OPT_IMAGE, OPT_SHA256, OPT_NAME, OPT_ENV,
-	OPT_NO_ENV, OPT_FORCE, OPT_NO_CREATE_USER,
+	OPT_NO_ENV, OPT_FORCE, OPT_NO_CREATE_USER, OPT_ENV_OLD, OPT_NO_ENV_OLD,
 };
 
 static const struct option longopts[] = {
@@ -114,8 +116,11 @@ static const struct option longopts[] = {
 	{ "home",	required_argument,	NULL, OPT_HOME },
 	{ "yes",	no_argument,		NULL, 'y' },
 	{ "image",	required_argument,	NULL, OPT_IMAGE },
-	{ "env",	no_argument,		NULL, OPT_ENV },
-	{ "no-env",	no_argument,		NULL, OPT_NO_ENV },
+	{ "own-rootfs",	no_argument,		NULL, OPT_ENV },
+	{ "no-own-rootfs", no_argument,		NULL, OPT_NO_ENV },
+	/* The old names, deprecated: exec's --env sets a variable. */
+	{ "env",	no_argument,		NULL, OPT_ENV_OLD },
+	{ "no-env",	no_argument,		NULL, OPT_NO_ENV_OLD },
 	{ "no-create-user", no_argument,	NULL, OPT_NO_CREATE_USER },
 	{ "sha256",	required_argument,	NULL, OPT_SHA256 },
 	{ "name",	required_argument,	NULL, OPT_NAME },
@@ -133,8 +138,9 @@ static struct {
 	const char	*home;
 	const char	*sub;		/* NULL: provision */
 	const char	*image;		/* --image */
-	int		 env;		/* --env */
-	int		 no_env;	/* --no-env */
+	int		 env;		/* --own-rootfs */
+	int		 no_env;	/* --no-own-rootfs */
+	const char	*old_flag;	/* --env or --no-env was used */
 	int		 no_create_user;	/* --no-create-user */
 	const char	*sha256;
 	const char	*name;
@@ -254,9 +260,15 @@ parse(int argc, char *argv[])
 		case OPT_IMAGE:
 			O.image = optarg;
 			break;
+		case OPT_ENV_OLD:
+			O.old_flag = "--env";
+			/* FALLTHROUGH */
 		case OPT_ENV:
 			O.env = 1;
 			break;
+		case OPT_NO_ENV_OLD:
+			O.old_flag = "--no-env";
+			/* FALLTHROUGH */
 		case OPT_NO_ENV:
 			O.no_env = 1;
 			break;
@@ -708,7 +720,7 @@ do_image(void)
 	tool = tool_buf;
 	if (O.agent_given || O.yes || O.image || O.env || O.no_env)
 		usage("image subcommands take no --agent, --yes, --image or "
-		    "--env");
+		    "--own-rootfs");
 	if ((O.sha256 || O.name) && strcmp(act, "add") != 0)
 		usage("--sha256 and --name go only with image add");
 	if (O.force && strcmp(act, "rm") != 0)
@@ -835,7 +847,7 @@ settle(struct sbx_provision *p, struct settled *st, struct sbx_error *e)
 	if (O.env && st->digest[0] == '\0')
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "env", "no_image",
 		    "agent %s is not bound to an image: an environment is a "
-		    "copy of one; give --image NAME with --env", O.agent);
+		    "copy of one; give --image NAME with --own-rootfs", O.agent);
 	if (st->digest[0] == '\0')
 		st->env = 0;
 	if (write_settings(p, st->digest, st->env, 0, e) == -1)
@@ -922,7 +934,7 @@ ensure_run_user(json_t *warnings)
 	gid_t			 gid;
 	int			 r;
 
-	if ((r = sbx_provision_wants_user(root.fd, &e)) == -1)
+	if ((r = sbx_identity_wants_user(root.fd, &e)) == -1)
 		fail(&e);
 	if (r == 0)
 		return NULL;
@@ -1452,10 +1464,14 @@ main(int argc, char *argv[])
 		tool = tool_buf;
 	}
 	if ((O.image != NULL || O.env || O.no_env) && s != NULL)
-		usage("--image, --env and --no-env go only with provision "
-		    "itself");
+		usage("--image, --own-rootfs and --no-own-rootfs go only with "
+		    "provision itself");
 	if (O.env && O.no_env)
-		usage("--env and --no-env exclude each other");
+		usage("--own-rootfs and --no-own-rootfs exclude each other");
+	/* The old names go after one release (sbx-provision(1)). */
+	if (O.old_flag != NULL && !O.quiet)
+		fprintf(stderr, "%s: warning: %s is deprecated; use %s\n", PROG,
+		    O.old_flag, O.env ? "--own-rootfs" : "--no-own-rootfs");
 	if (O.sha256 != NULL || O.name != NULL)
 		usage("--sha256 and --name go only with image add");
 	if (O.yes && (s == NULL || strcmp(s, "remove") != 0))

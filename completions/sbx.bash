@@ -352,7 +352,7 @@ _sbx()
 			if [[ ${words[2]-} == image ]]; then
 				_sbx_reply "--sha256 --name --force --home --json -q --help" "$cur"
 			else
-				_sbx_reply "--agent --home --image --env --no-env --no-create-user --json --yes -q -v --help --version" "$cur"
+				_sbx_reply "--agent --home --image --own-rootfs --no-own-rootfs --no-create-user --json --yes -q -v --help --version" "$cur"
 			fi
 		elif ((cword == 2)) && [[ ${words[1]} == provision ]]; then
 			_sbx_reply "list status unprovision reset remove image" "$cur"

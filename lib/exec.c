@@ -36,6 +36,7 @@
 #include "netpolicy.h"
 #include "provision.h"
 #include "proxy.h"
+#include "proxyclient.h"
 #include "root.h"
 #include "run.h"
 #include "runlimits.h"
@@ -934,7 +935,7 @@ static int
 prep_identity(struct sbx_exec *p, struct sbx_error *e)
 {
 
-	if (sbx_provision_identity(p->root.fd, &p->run_uid, &p->run_gid,
+	if (sbx_identity_get(p->root.fd, &p->run_uid, &p->run_gid,
 	    e) == -1)
 		return -1;
 	if (geteuid() != 0)
@@ -1131,7 +1132,7 @@ prep_proxy(struct sbx_exec *p, struct sbx_error *e)
 	}
 	while (tok.len > 0 && tok.p[tok.len - 1] == '\n')
 		tok.p[--tok.len] = '\0';
-	if (!sbx_provision_token_valid(tok.p, tok.len)) {
+	if (!sbx_token_valid(tok.p, tok.len)) {
 		sbx_error_set(e, SBX_K_REJECTED, "token", "bad_token",
 		    "%s is not a valid token", rel);
 		sbx_error_hint(e, "run `sbx provision unprovision --agent %s` "
@@ -1154,9 +1155,9 @@ prep_proxy(struct sbx_exec *p, struct sbx_error *e)
 	/* A proxy that is exiting because it was idle may still accept
 	 * and then close: try again (it, or its successor, answers). */
 	for (i = 0;; i++) {
-		if ((p->proxy_ctl = sbx_proxy_ensure(p->root.fd, prog,
+		if ((p->proxy_ctl = sbx_proxyclient_ensure(p->root.fd, prog,
 		    p->root.path, e)) != -1 &&
-		    sbx_proxy_session(p->proxy_ctl, p->sb.agent, allow, run,
+		    sbx_proxyclient_session(p->proxy_ctl, p->sb.agent, allow, run,
 		    &p->proxy_chan, e) == 0)
 			break;
 		if (p->proxy_ctl != -1)
@@ -1184,7 +1185,7 @@ finish_proxy(struct sbx_exec *p)
 
 	if (p->proxy_ctl < 0)
 		return;
-	p->violations = sbx_proxy_end(p->proxy_ctl, &e);
+	p->violations = sbx_proxyclient_end(p->proxy_ctl, &e);
 	close(p->proxy_ctl);
 	p->proxy_ctl = -1;
 	if (p->violations == NULL) {

@@ -5,7 +5,7 @@
  * run/, which is 0711 so that a sandbox can later be handed a socket path
  * inside it without being able to list it (the tokens beneath stay
  * 0700/0600).  When sbx runs as root its sandboxes run as an unprivileged
- * uid (sbx_provision_identity), which bwrap needs to reach the homes with:
+ * uid (sbx_identity_get), which bwrap needs to reach the homes with:
  * SBX_LF_REACH directories are then 0711 (search, not list), and
  * SBX_LF_SANDBOX entries (what the sandbox writes) belong to that uid.
  *

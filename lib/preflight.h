@@ -17,6 +17,16 @@
 #include "buf.h"
 #include "error.h"
 
+/* A finding's severity and status. */
+#define SBX_PREFLIGHT_SEV_OK		"ok"
+#define SBX_PREFLIGHT_SEV_INFO		"info"
+#define SBX_PREFLIGHT_SEV_WARNING	"warning"
+#define SBX_PREFLIGHT_SEV_BLOCKED	"blocked"
+#define SBX_PREFLIGHT_ST_PASSED		"passed"
+#define SBX_PREFLIGHT_ST_MISSING	"missing"
+#define SBX_PREFLIGHT_ST_FAILED		"failed"
+#define SBX_PREFLIGHT_ST_UNPROVEN	"unproven"
+
 #define SBX_PREFLIGHT_SCHEMA		1
 #define SBX_PREFLIGHT_MIN_FREE		(1ULL << 30)
 #define SBX_PREFLIGHT_BWRAP_MIN		"0.4.1"
@@ -55,23 +65,6 @@ int		 sbx_preflight_run(const struct sbx_preflight_opts *,
 const char	*sbx_preflight_readiness(const json_t *findings);
 /* 0 ready, 1 needs_setup, 2 unproven, 3 blocked (anything else: 2). */
 int		 sbx_preflight_exit_status(const char *readiness);
-
-/* Text for people: a checklist grouped by area. Every string of the
- * report is escaped (sbx_str_escape_line), so nothing in it can forge a
- * line or drive the terminal. */
-#define SBX_PREFLIGHT_TEXT_COLOR	0x1	/* ANSI colours */
-#define SBX_PREFLIGHT_TEXT_VERBOSE	0x2	/* details of passed ones too */
-#define SBX_PREFLIGHT_TEXT_QUIET	0x4	/* only what is not passed */
-int		 sbx_preflight_text(const json_t *report, unsigned flags,
-		    struct sbx_buf *);
-/* JUnit XML: one testcase per finding; <failure> for blocked and warning,
- * <skipped> for unproven. */
-int		 sbx_preflight_junit(const json_t *report, struct sbx_buf *);
-/* Append src as XML character data or attribute value: the five special
- * characters as entities, tab/newline/CR as character references, other
- * characters XML 1.0 forbids (C0 controls, U+FFFE, U+FFFF) and invalid
- * UTF-8 as the text \xHH (U+FFFD for the non-characters). */
-int		 sbx_xml_escape(struct sbx_buf *, const char *, size_t);
 
 /* Compare dotted numeric versions ("0.11.1" < "0.12"); missing parts
  * are 0, anything after the numbers is ignored. */

@@ -26,11 +26,13 @@
 
 #include "envelope.h"
 #include "fsutil.h"
+#include "identity.h"
 #include "job.h"
 #include "layout.h"
 #include "names.h"
 #include "provision.h"
 #include "root.h"
+#include "token.h"
 #include "time.h"
 #include "users.h"
 #include "runlimits.h"
@@ -92,68 +94,11 @@ owner_ok(const entry_t *en, const struct who *w, const struct stat *st)
 	return !(w->as_root && (en->flags & SBX_LF_SANDBOX)) || st->st_gid == w->gid;
 }
 
-int
-sbx_provision_identity(int rootfd, uid_t *uid, gid_t *gid,
-    struct sbx_error *e)
-{
-	uid_t		 su;
-	gid_t		 sg;
-	json_t		*cfg = NULL, *ra;
-	json_int_t	 u = 65534, g = 65534;
-
-	*uid = getuid();
-	*gid = getgid();
-	if (geteuid() != 0)
-		return 0;
-	/* The same choice as sbx-exec's: never root; run_as, else the sbx
-	 * user, else nobody. */
-	if (sbx_user_by_name("sbx", &su, &sg) == 0 && su != 0) {
-		u = su;
-		g = sg;
-	}
-	if (rootfd >= 0 && sbx_config_load(rootfd, "config/sandbox.json", &cfg,
-	    e) == -1)
-		return -1;
-	if (cfg != NULL && (ra = json_object_get(cfg, "run_as")) != NULL &&
-	    (json_unpack(ra, "{s:I,s:I}", "uid", &u, "gid", &g) == -1 ||
-	    u <= 0 || g <= 0 || u > 0x7fffffff || g > 0x7fffffff)) {
-		json_decref(cfg);
-		return sbx_error_set(e, SBX_K_INVALID_ARGS, "run_as",
-		    "config_invalid", "config/sandbox.json: run_as must be "
-		    "{\"uid\": N, \"gid\": N} with N > 0");
-	}
-	json_decref(cfg);
-	*uid = (uid_t)u;
-	*gid = (gid_t)g;
-	return 0;
-}
-
-int
-sbx_provision_wants_user(int rootfd, struct sbx_error *e)
-{
-	uid_t		 su;
-	gid_t		 sg;
-	json_t		*cfg = NULL;
-	int		 configured;
-
-	if (geteuid() != 0 || sbx_user_by_name(SBX_RUN_USER, &su, &sg) == 0)
-		return 0;
-	if (rootfd >= 0 && sbx_config_load(rootfd, "config/sandbox.json", &cfg,
-	    e) == -1)
-		return -1;
-	configured = cfg != NULL && json_object_get(cfg, "run_as") != NULL;
-	json_decref(cfg);
-	/* Else every agent would run as nobody, whose per-uid budgets
-	 * (RLIMIT_NPROC, the kernel's per-user counts) host daemons share,
-	 * and whose files those daemons can read. */
-	return !configured;
-}
-
 static int
 who_init(struct who *w, int rootfd, struct sbx_error *e)
 {
 	w->as_root = geteuid() == 0;
-	return sbx_provision_identity(rootfd, &w->uid, &w->gid, e);
+	return sbx_identity_get(rootfd, &w->uid, &w->gid, e);
 }
 
 static void
@@ -188,59 +133,6 @@ reject(struct sbx_error *e, const char *reason, const char *rel,
 	sbx_error_hint(e, "move %s out of the state root and run `sbx "
 	    "provision` again", rel);
 	return -1;
-}
-
-/* ---- tokens ------------------------------------------------------------- */
-
-int
-sbx_provision_token_new(char out[SBX_TOKEN_LEN + 1])
-{
-	unsigned char	 bin[32];
-
-	if (sodium_init() < 0)
-		return -1;
-	randombytes_buf(bin, sizeof(bin));
-	sodium_bin2base64(out, SBX_TOKEN_LEN + 1, bin, sizeof(bin),
-	    sodium_base64_VARIANT_URLSAFE_NO_PADDING);
-	sodium_memzero(bin, sizeof(bin));
-	return strlen(out) == SBX_TOKEN_LEN ? 0 : -1;
-}
-
-int
-sbx_provision_token_valid(const char *s, size_t n)
-{
-	size_t	 i;
-
-	if (n != SBX_TOKEN_LEN)
-		return 0;
-	for (i = 0; i < n; i++)
-		if (!((s[i] >= 'A' && s[i] <= 'Z') ||
-		    (s[i] >= 'a' && s[i] <= 'z') ||
-		    (s[i] >= '0' && s[i] <= '9') || s[i] == '_' || s[i] == '-'))
-			return 0;
-	return 1;
-}
-
-/* Is the open file a well-formed token?  The bytes never leave here. */
-static int
-token_fd_valid(int fd)
-{
-	char	 buf[SBX_TOKEN_LEN + 8];
-	size_t	 len = 0;
-	ssize_t	 r;
-	int	 valid;
-
-	while (len < sizeof(buf)) {
-		r = read(fd, buf + len, sizeof(buf) - len);
-		if (r == -1 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		len += (size_t)r;
-	}
-	valid = sbx_provision_token_valid(buf, len);
-	sodium_memzero(buf, sizeof(buf));
-	return valid;
 }
 
 /* ---- small file-system steps ------------------------------------------- */
@@ -592,7 +484,7 @@ write_token(int pfd, const char *name, const char *rel, struct sbx_error *e)
 	char		 tok[SBX_TOKEN_LEN + 1];
 	int		 rc, fd, fixed = 0;
 
-	if (sbx_provision_token_new(tok) == -1)
+	if (sbx_token_new(tok) == -1)
 		return sbx_error_set(e, SBX_K_EXECUTION_ERROR, NULL,
 		    "random_failed", "cannot initialise the random number "
 		    "generator");
@@ -659,7 +551,7 @@ ensure_token(struct sbx_provision *p, int pfd, const char *rel,
 		return 0;
 	}
 	/* A token is stable: rewritten only when it is not one. */
-	if (!token_fd_valid(fd)) {
+	if (!sbx_token_fd_valid(fd)) {
 		close(fd);
 		if (write_token(pfd, p->agent, rel, e) == -1)
 			return -1;
@@ -777,7 +669,7 @@ sbx_provision_status(int rootfd, const char *agent, int *ready,
 		    0 || strcmp(state, "wrong_mode") == 0)) {
 			fd = openat(pfd, name, O_RDONLY | O_NOFOLLOW |
 			    O_NONBLOCK | O_CLOEXEC);
-			if (fd == -1 || !token_fd_valid(fd))
+			if (fd == -1 || !sbx_token_fd_valid(fd))
 				state = "malformed";
 			if (fd >= 0)
 				close(fd);
@@ -1531,7 +1423,7 @@ has_token(int rootfd, const char *agent)
 	fd = sbx_open_beneath(rootfd, rel, O_RDONLY | O_NONBLOCK, &e);
 	if (fd == -1)
 		return 0;
-	r = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && token_fd_valid(fd);
+	r = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && sbx_token_fd_valid(fd);
 	close(fd);
 	return r;
 }

@@ -10,9 +10,9 @@
 #include <jansson.h>
 
 #include "error.h"
+#include "identity.h"
+#include "token.h"
 
-/* 32 random bytes, base64url without padding. */
-#define SBX_TOKEN_LEN		43
 /* How long a provision waits for run/provision.lock (seconds). */
 #define SBX_PROVISION_LOCK_WAIT	60
 
@@ -33,22 +33,6 @@ struct sbx_provision {
 	json_t		*warnings;	/* strings for people */
 	json_t		*problems;	/* on refusal: [{path, state}] */
 };
-
-/* The uid/gid sandboxes run as, and so the owner of homes and outputs:
- * the caller's own; as root (never root itself) run_as in
- * config/sandbox.json (rootfd may be -1), else the `sbx` user, else nobody
- * (65534), as sbx-exec decides. */
-int	 sbx_provision_identity(int rootfd, uid_t *, gid_t *,
-	    struct sbx_error *);
-/* 1 when the caller is root, config/sandbox.json names no run_as and no
- * `sbx` user exists: sandboxes would run as nobody, so `sbx provision`
- * creates the sbx user (sbx_user_create); 0 otherwise, -1 on a bad
- * config. */
-int	 sbx_provision_wants_user(int rootfd, struct sbx_error *);
-/* A new token (NUL-terminated) from libsodium's CSPRNG. */
-int	 sbx_provision_token_new(char out[SBX_TOKEN_LEN + 1]);
-/* Is it exactly SBX_TOKEN_LEN characters of [A-Za-z0-9_-]? */
-int	 sbx_provision_token_valid(const char *, size_t);
 
 int	 sbx_provision_init(struct sbx_provision *, int rootfd,
 	    const char *agent);

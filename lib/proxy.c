@@ -150,7 +150,7 @@ struct conn {
 	long long		 t_hello;
 	unsigned long long	 bytes_in, bytes_out;
 	long long		 t_start, t_last, t_deadline;
-	struct job		*job;		/* its lookup */
+	struct dnsjob		*job;		/* its lookup */
 	int			 closed;
 	struct conn		*gnext;		/* the graveyard */
 	int			 logged;
@@ -162,7 +162,7 @@ struct conn {
 
 /* A lookup.  Its connection may go while it is with the resolver: c is
  * then NULL and the answer is dropped. */
-struct job {
+struct dnsjob {
 	struct sbx_dnsq_item	 qi;
 	struct conn		*c;
 	struct agentcount	*a;
@@ -729,7 +729,7 @@ conn_free(struct conn *c)
 static void
 conn_unresolve(struct conn *c)
 {
-	struct job	*j = c->job;
+	struct dnsjob	*j = c->job;
 
 	if (j == NULL)
 		return;
@@ -862,7 +862,7 @@ conn_resolve(struct conn *c)
 {
 	const struct sbx_np_override	*ov;
 	struct agentcount		*a;
-	struct job			*j;
+	struct dnsjob			*j;
 
 	c->state = C_RESOLVE;
 	c->t_deadline = sbx_now_ms() + P.cfg->connect_timeout_ms;
@@ -1537,7 +1537,7 @@ sweep(void)
 static void
 dns_answer(void *arg, int status, int timeouts, struct ares_addrinfo *res)
 {
-	struct job			*j = arg;
+	struct dnsjob			*j = arg;
 	struct conn			*c = j->c;
 	struct ares_addrinfo_node	*ai;
 	struct sockaddr_storage		 addrs[MAX_ADDRS];
@@ -1580,7 +1580,7 @@ dns_pump(void)
 {
 	struct ares_addrinfo_hints	 hints;
 	struct sbx_dnsq_item		*it;
-	struct job			*j;
+	struct dnsjob			*j;
 
 	/* dns_answer may run inside ares_getaddrinfo; it never pumps, but
 	 * what it closes could: one pump at a time. */
@@ -1592,8 +1592,8 @@ dns_pump(void)
 	hints.ai_socktype = SOCK_STREAM;
 	hints.ai_flags = ARES_AI_NOSORT;
 	while ((it = sbx_dnsq_next(&P.q)) != NULL) {
-		j = (struct job *)(void *)((char *)it -
-		    offsetof(struct job, qi));
+		j = (struct dnsjob *)(void *)((char *)it -
+		    offsetof(struct dnsjob, qi));
 		ares_getaddrinfo(P.ch, j->host, NULL, &hints, dns_answer, j);
 	}
 	P.pumping = 0;
@@ -1907,7 +1907,7 @@ session_open(struct session *s, json_t *req, int chan, struct sbx_error *e)
 		return NULL;
 	while (tok.len > 0 && (tok.p[tok.len - 1] == '\n'))
 		tok.p[--tok.len] = '\0';
-	if (!sbx_provision_token_valid(tok.p, tok.len)) {
+	if (!sbx_token_valid(tok.p, tok.len)) {
 		sodium_memzero(tok.p, tok.len);
 		sbx_buf_release(&tok);
 		sbx_error_set(e, SBX_K_REJECTED, "token", "bad_token",

@@ -23,11 +23,12 @@
 
 #include "fsutil.h"
 #include "proxy.h"
+#include "proxyclient.h"
 
 extern char **environ;
 
 int
-sbx_proxy_connect(int rootfd, struct sbx_error *e)
+sbx_proxyclient_connect(int rootfd, struct sbx_error *e)
 {
 	struct sockaddr_un	 sun;
 	int			 fd, runfd;
@@ -61,7 +62,7 @@ sbx_proxy_connect(int rootfd, struct sbx_error *e)
 }
 
 json_t *
-sbx_proxy_call(int ctl, json_t *req, int fd_pass, int timeout_ms,
+sbx_proxyclient_call(int ctl, json_t *req, int fd_pass, int timeout_ms,
     struct sbx_error *e)
 {
 	char		*s, buf[4096];
@@ -194,12 +195,12 @@ proxy_start(const char *prog, const char *home, struct sbx_error *e)
 }
 
 int
-sbx_proxy_ensure(int rootfd, const char *prog, const char *home,
+sbx_proxyclient_ensure(int rootfd, const char *prog, const char *home,
     struct sbx_error *e)
 {
 	int	 fd, lock, runfd;
 
-	if ((fd = sbx_proxy_connect(rootfd, e)) >= 0)
+	if ((fd = sbx_proxyclient_connect(rootfd, e)) >= 0)
 		return fd;
 	/* Not running: start it under run/proxy.lock, so that concurrent
 	 * runs start one proxy, not several. */
@@ -215,15 +216,15 @@ sbx_proxy_ensure(int rootfd, const char *prog, const char *home,
 			close(lock);
 			return sbx_error_sys(e, "lock", "run/proxy.lock");
 		}
-	if ((fd = sbx_proxy_connect(rootfd, e)) == -1 &&
+	if ((fd = sbx_proxyclient_connect(rootfd, e)) == -1 &&
 	    proxy_start(prog, home, e) == 0)
-		fd = sbx_proxy_connect(rootfd, e);
+		fd = sbx_proxyclient_connect(rootfd, e);
 	close(lock);
 	return fd;
 }
 
 int
-sbx_proxy_session(int ctl, const char *agent, json_t *allow,
+sbx_proxyclient_session(int ctl, const char *agent, json_t *allow,
     const char *run, int *channel, struct sbx_error *e)
 {
 	int	 sp[2];
@@ -235,7 +236,7 @@ sbx_proxy_session(int ctl, const char *agent, json_t *allow,
 	req = json_pack("{s:s,s:s,s:s,s:o}", "op", "session", "agent", agent,
 	    "run", run, "allow", allow != NULL ? json_incref(allow) :
 	    json_array());
-	ans = sbx_proxy_call(ctl, req, sp[0], 10000, e);
+	ans = sbx_proxyclient_call(ctl, req, sp[0], 10000, e);
 	close(sp[0]);
 	if (ans == NULL) {
 		close(sp[1]);
@@ -247,11 +248,11 @@ sbx_proxy_session(int ctl, const char *agent, json_t *allow,
 }
 
 json_t *
-sbx_proxy_end(int ctl, struct sbx_error *e)
+sbx_proxyclient_end(int ctl, struct sbx_error *e)
 {
 	json_t	*ans, *v;
 
-	ans = sbx_proxy_call(ctl, json_pack("{s:s}", "op", "end"), -1, 10000,
+	ans = sbx_proxyclient_call(ctl, json_pack("{s:s}", "op", "end"), -1, 10000,
 	    e);
 	if (ans == NULL)
 		return NULL;
