@@ -48,7 +48,7 @@ CFLAGS   += $(OPT) $(WARN) $(HARDEN) $(SANFLAGS) $(PKG_CFLAGS)
 LDFLAGS  += -pie -Wl,-z,relro,-z,now -Wl,--as-needed $(SANFLAGS)
 LIBS_ALL := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 LIBS_STATIC := $(shell $(PKG_CONFIG) --static --libs $(filter-out libarchive,$(PKGS)) 2>/dev/null)
-# lib/imagemanifest.c hashes with nettle (SHA extensions where the CPU has
+# lib/manifest.c hashes with nettle (SHA extensions where the CPU has
 # them): sbx-preflight verifies templates with it and no libarchive, which
 # only lib/image.c (sbx-provision) uses; tests/integration/0910-needed.sh
 # checks what each program links.  lib/download.c (https

@@ -501,7 +501,8 @@ main(int argc, char *argv[])
 	int			 ep[2], err = 0, tfd = -1, k;
 	ssize_t			 r;
 
-	if (getpid() != 1 && argc == 2 && strcmp(argv[1], SBX_INIT_OPT_PROBE) == 0)
+	if (getpid() != 1 && argc == 2 &&
+	    strcmp(argv[1], SBX_INIT_OPT_PROBE) == 0)
 		return probe();
 	if (getpid() != 1) {
 		fprintf(stderr, "sbx-init: internal helper of sbx-exec; "
@@ -707,7 +708,8 @@ main(int argc, char *argv[])
 			 * started. */
 			kill(-1, SIGKILL);
 			if (WIFSIGNALED(status)) {
-				report(SBX_INIT_W_SIGNAL " %d\n", WTERMSIG(status));
+				report(SBX_INIT_W_SIGNAL " %d\n",
+				    WTERMSIG(status));
 				_exit(128 + WTERMSIG(status));
 			}
 			report(SBX_INIT_W_EXIT " %d\n", WEXITSTATUS(status));

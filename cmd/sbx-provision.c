@@ -24,14 +24,14 @@
 #include "envelope.h"
 #include "fsutil.h"
 #include "image.h"
-#include "imagemanifest.h"
-#include "imagestore.h"
 #include "imageref.h"
+#include "imagestore.h"
 #include "layout.h"
+#include "manifest.h"
 #include "names.h"
 #include "provision.h"
-#include "rootfs.h"
 #include "root.h"
+#include "rootfs.h"
 #include "runlimits.h"
 #include "time.h"
 #include "users.h"
@@ -672,7 +672,7 @@ do_image_verify(void)
 	json_array_foreach(imgs, i, it) {
 		dg = json_string_value(json_object_get(it, "digest"));
 		diffs = json_array();
-		if (sbx_imagemanifest_verify(rootfd, dg, diffs, &e) == -1)
+		if (sbx_manifest_verify(rootfd, dg, diffs, &e) == -1)
 			fail(&e);
 		if (json_array_size(diffs) > 0)
 			damaged = 1;
@@ -847,7 +847,8 @@ settle(struct sbx_provision *p, struct settled *st, struct sbx_error *e)
 	if (O.env && st->digest[0] == '\0')
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "env", "no_image",
 		    "agent %s is not bound to an image: an environment is a "
-		    "copy of one; give --image NAME with --own-rootfs", O.agent);
+		    "copy of one; give --image NAME with --own-rootfs",
+		    O.agent);
 	if (st->digest[0] == '\0')
 		st->env = 0;
 	if (write_settings(p, st->digest, st->env, 0, e) == -1)

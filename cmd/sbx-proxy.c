@@ -298,13 +298,14 @@ cmd_status(struct sbx_root *root, int stop)
 	char			 text[256];
 
 	memset(&e, 0, sizeof(e));
-	if (root->fd < 0 || (ctl = sbx_proxyclient_connect(root->fd, &e)) == -1) {
+	if (root->fd < 0 ||
+	    (ctl = sbx_proxyclient_connect(root->fd, &e)) == -1) {
 		ok(json_pack("{s:b}", "running", 0),
 		    "sbx-proxy: not running");
 		return stop ? 0 : SBX_EX_NEGATIVE;
 	}
-	ans = sbx_proxyclient_call(ctl, json_pack("{s:s}", "op", stop ? "stop" :
-	    "status"), -1, 5000, &e);
+	ans = sbx_proxyclient_call(ctl,
+	    json_pack("{s:s}", "op", stop ? "stop" : "status"), -1, 5000, &e);
 	close(ctl);
 	if (ans == NULL)
 		fail(&e);

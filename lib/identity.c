@@ -9,13 +9,12 @@
 
 #include <jansson.h>
 
-#include "runlimits.h"
 #include "identity.h"
+#include "runlimits.h"
 #include "users.h"
 
 int
-sbx_identity_get(int rootfd, uid_t *uid, gid_t *gid,
-    struct sbx_error *e)
+sbx_identity_get(int rootfd, uid_t *uid, gid_t *gid, struct sbx_error *e)
 {
 	uid_t		 su;
 	gid_t		 sg;

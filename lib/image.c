@@ -1,7 +1,7 @@
 /*
  * image.c: adding a root filesystem template (images/<sha256>/rootfs) from
  * a rootfs tarball or an OCI image layout, with libarchive.  The names of
- * templates are lib/imagestore.c's, their manifests lib/imagemanifest.c's,
+ * templates are lib/imagestore.c's, their manifests lib/manifest.c's,
  * the agents' own copies lib/rootfs.c's.
  *
  * A template is built from a rootfs tarball whose sha256 the caller
@@ -51,9 +51,9 @@
 #include "envelope.h"
 #include "fsutil.h"
 #include "image.h"
-#include "imagemanifest.h"
 #include "imagestore.h"
 #include "layout.h"
+#include "manifest.h"
 #include "names.h"
 #include "provision.h"
 #include "runlimits.h"
@@ -121,7 +121,7 @@ sha_mem(const void *p, size_t n, char out[SBX_DIGEST_HEX + 1])
 
 	sha256_init(&c);
 	sha256_update(&c, n, p);
-	sbx_imagemanifest_sha_hex(&c, out);
+	sbx_manifest_sha_hex(&c, out);
 }
 
 /* A source whose digest was checked, and which unpack() hashes again. */
@@ -148,7 +148,7 @@ blob_check(int fd, const char *hex, unsigned long long cap, struct blob *b,
 		errno = EFBIG;
 		return -1;
 	}
-	if (sbx_imagemanifest_hash_fd(fd, cap, got, NULL) == -1)
+	if (sbx_manifest_hash_fd(fd, cap, got, NULL) == -1)
 		return -1;
 	return strcmp(got, hex) != 0;
 }
@@ -239,7 +239,8 @@ struct src {
 	int			 head, tail, count, done;
 	int			 hwait, rwait;	/* who sleeps on cv */
 	size_t			 len[SBX_IMAGE_IOBUF_RING];
-	unsigned char		*buf[SBX_IMAGE_IOBUF_RING];	/* slots of sbx_imagemanifest_iobuf() */
+	unsigned char
+	    *buf[SBX_IMAGE_IOBUF_RING]; /* slots of sbx_manifest_iobuf() */
 };
 
 static void *
@@ -262,7 +263,8 @@ src_hasher(void *arg)
 		slot = s->tail;
 		pthread_mutex_unlock(&s->mu);
 		for (i = 0; i < k; i++)
-			sha256_update(&s->st, s->len[(slot + i) % SBX_IMAGE_IOBUF_RING],
+			sha256_update(&s->st,
+			    s->len[(slot + i) % SBX_IMAGE_IOBUF_RING],
 			    s->buf[(slot + i) % SBX_IMAGE_IOBUF_RING]);
 		pthread_mutex_lock(&s->mu);
 		s->tail = (s->tail + k) % SBX_IMAGE_IOBUF_RING;
@@ -584,7 +586,7 @@ extract(struct archive *ar, struct archive *w, int rootfd,
 				json_object_del(a->sums, norm);
 		} else if (type == AE_IFREG && inorder &&
 		    fh == (unsigned long long)archive_entry_size(ent)) {
-			sbx_imagemanifest_sha_hex(&fc, hex);
+			sbx_manifest_sha_hex(&fc, hex);
 			json_object_set_new(a->sums, norm, json_pack("[I,s]",
 			    (json_int_t)fh, hex));
 		} else
@@ -650,12 +652,14 @@ unpack(const struct blob *b, int rootfd, struct sbx_image_add *a, int pass,
 	int		 cwd, rc;
 	mode_t		 um;
 
-	if ((s = calloc(1, sizeof(*s))) == NULL || sbx_imagemanifest_iobuf() == NULL) {
+	if ((s = calloc(1, sizeof(*s))) == NULL ||
+	    sbx_manifest_iobuf() == NULL) {
 		free(s);
 		return sbx_error_sys(e, "nomem", "unpack");
 	}
 	for (cwd = 0; cwd < SBX_IMAGE_IOBUF_RING; cwd++)
-		s->buf[cwd] = sbx_imagemanifest_iobuf() + (size_t)cwd * SBX_IMAGE_READ_BUF;
+		s->buf[cwd] =
+		    sbx_manifest_iobuf() + (size_t)cwd * SBX_IMAGE_READ_BUF;
 	s->b = b;
 	s->cap = a->max_bytes;
 	sha256_init(&s->st);
@@ -726,7 +730,7 @@ unpack(const struct blob *b, int rootfd, struct sbx_image_add *a, int pass,
 			;
 	src_finish(s);
 	if (rc == 0) {
-		sbx_imagemanifest_sha_hex(&s->st, got);
+		sbx_manifest_sha_hex(&s->st, got);
 		if (strcmp(got, b->hex) != 0)
 			rc = sbx_error_set(e, SBX_K_REJECTED, "source",
 			    "integrity_check_failed", "the file changed while "
@@ -797,7 +801,7 @@ oci_check_blob(int fd, const char *hex, unsigned long long cap,
 {
 	char	 got[SBX_DIGEST_HEX + 1];
 
-	if (sbx_imagemanifest_hash_fd(fd, cap, got, NULL) == -1)
+	if (sbx_manifest_hash_fd(fd, cap, got, NULL) == -1)
 		return errno == EFBIG ? sbx_error_set(e, SBX_K_REJECTED,
 		    "source", "too_large", "an OCI blob is larger than "
 		    "allowed") : sbx_error_sys(e, "read_failed", "cannot read "
@@ -1113,7 +1117,7 @@ checked:
 	    unpack(&b, rfd, a, 0, e)) == -1 ||
 	    etc_placeholders(rfd, a->sums, e) == -1)
 		goto out;
-	if ((m = sbx_imagemanifest_build_sums(rfd, 1, a->sums, e)) == NULL)
+	if ((m = sbx_manifest_build_sums(rfd, 1, a->sums, e)) == NULL)
 		goto out;
 	json_object_set_new(m, "digest", json_string(a->sha256));
 	a->entries = json_array_size(json_object_get(m, "entries"));
@@ -1177,8 +1181,10 @@ named:
 		struct sbx_buf mb = SBX_BUF_INIT;
 		snprintf(rel, sizeof(rel), "%s/%s", a->sha256,
 		    SBX_IMAGE_MANIFEST);
-		if (sbx_read_file_at(imagesfd, rel, SBX_IMAGE_MANIFEST_MAX, &mb, &e2) ==
-		    0 && (m = sbx_json_parse(mb.p, mb.len, SBX_IMAGE_MANIFEST_MAX, &e2))) {
+		if (sbx_read_file_at(imagesfd, rel, SBX_IMAGE_MANIFEST_MAX, &mb,
+			&e2) == 0 &&
+		    (m = sbx_json_parse(mb.p, mb.len, SBX_IMAGE_MANIFEST_MAX,
+			 &e2))) {
 			a->entries = json_array_size(json_object_get(m,
 			    "entries"));
 			json_decref(m);

@@ -24,9 +24,9 @@
 #include "buf.h"
 #include "envelope.h"
 #include "fsutil.h"
-#include "imagemanifest.h"
 #include "imagestore.h"
 #include "layout.h"
+#include "manifest.h"
 #include "names.h"
 #include "provision.h"
 
@@ -53,7 +53,7 @@ sbx_imagestore_names_load(int imagesfd, struct sbx_error *e)
 	j = sbx_json_parse(b.p, b.len, NAMES_MAX, &e2);
 	sbx_buf_release(&b);
 	if (j != NULL)
-		json_object_foreach(j, k, v)
+		json_object_foreach (j, k, v)
 			if (!sbx_image_name_valid(k) ||
 			    !sbx_image_digest_valid(json_string_value(v))) {
 				json_decref(j);
@@ -132,7 +132,8 @@ sbx_imagestore_resolve(int rootfd, const char *ref, int need_complete,
 		json_decref(names);
 		d = d ? digest : NULL;
 	}
-	if (d != NULL && (!need_complete || sbx_imagestore_complete(imagesfd, d))) {
+	if (d != NULL &&
+	    (!need_complete || sbx_imagestore_complete(imagesfd, d))) {
 		if (d != digest)
 			memcpy(digest, d, SBX_DIGEST_HEX + 1);
 		close(imagesfd);
@@ -175,13 +176,14 @@ sbx_imagestore_list(int rootfd, struct sbx_error *e)
 	for (i = 0; i < n; i++) {
 		if (sbx_image_digest_valid(dn[i])) {
 			nl = json_array();
-			json_object_foreach(names, k, v)
+			json_object_foreach (names, k, v)
 				if (strcmp(json_string_value(v), dn[i]) == 0)
 					json_array_append_new(nl,
 					    json_string(k));
-			json_array_append_new(out, json_pack("{s:s,s:o,s:b}",
-			    "digest", dn[i], "names", nl, "complete",
-			    sbx_imagestore_complete(imagesfd, dn[i])));
+			json_array_append_new(out,
+			    json_pack("{s:s,s:o,s:b}", "digest", dn[i], "names",
+				nl, "complete",
+				sbx_imagestore_complete(imagesfd, dn[i])));
 		}
 		free(dn[i]);
 	}
@@ -204,11 +206,12 @@ bound_agents(int rootfd, const char *digest, struct sbx_error *e)
 	if ((list = sbx_provision_list(rootfd, e)) == NULL)
 		return NULL;
 	out = json_array();
-	json_array_foreach(list, i, a) {
+	json_array_foreach (list, i, a) {
 		name = json_string_value(json_object_get(a, "agent"));
 		/* A malformed binding names no image: it cannot break. */
-		if (name != NULL && sbx_imageref_agent(rootfd, name, d,
-		    &e2) == 1 && strcmp(d, digest) == 0)
+		if (name != NULL &&
+		    sbx_imageref_agent(rootfd, name, d, &e2) == 1 &&
+		    strcmp(d, digest) == 0)
 			json_array_append_new(out, json_string(name));
 	}
 	json_decref(list);
@@ -254,7 +257,7 @@ sbx_imagestore_rm(int rootfd, const char *ref, int force, json_t *res,
 	have = fstatat(imagesfd, digest, &st, AT_SYMLINK_NOFOLLOW) == 0;
 	if ((agents = bound_agents(rootfd, digest, e)) == NULL)
 		goto out;
-	json_object_foreach(names, k, v)
+	json_object_foreach (names, k, v)
 		if (strcmp(json_string_value(v), digest) == 0 &&
 		    !(by_name && strcmp(k, ref) == 0))
 			json_array_append_new(left, json_string(k));
@@ -295,20 +298,21 @@ sbx_imagestore_rm(int rootfd, const char *ref, int force, json_t *res,
 	}
 	if (!have) {
 		/* No template: no name may point at it any more. */
-		json_object_foreach_safe(names, tmp, k, v)
+		json_object_foreach_safe (names, tmp, k, v)
 			if (strcmp(json_string_value(v), digest) == 0) {
 				json_object_del(names, k);
 				json_array_append_new(gone, json_string(k));
 			}
 		json_array_clear(left);
 	}
-	if (json_array_size(gone) > 0 && sbx_imagestore_names_save(imagesfd, names, e) == -1)
+	if (json_array_size(gone) > 0 &&
+	    sbx_imagestore_names_save(imagesfd, names, e) == -1)
 		goto out;
 	json_object_set_new(res, "digest", json_string(digest));
 	json_object_set(res, "removed", removed);
 	json_object_set(res, "names_removed", gone);
-	json_object_set_new(res, "template", json_string(have ? "kept" :
-	    "removed"));
+	json_object_set_new(res, "template",
+	    json_string(have ? "kept" : "removed"));
 	json_object_set(res, "names_left", left);
 	json_object_set(res, have ? "agents_bound" : "broken_agents", agents);
 	rc = 0;

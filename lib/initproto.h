@@ -16,7 +16,7 @@
  * them; sbx-init closes every other one above SBX_INIT_FD_ENV). */
 #define SBX_INIT_FD_STATUS	3	/* out: the status words below */
 #define SBX_INIT_FD_CTL		4	/* in: the orders below; EOF = kill */
-#define SBX_INIT_FD_ENV		5	/* in: NAME=VALUE\0..., a sealed memfd */
+#define SBX_INIT_FD_ENV		5	/* in: NAME=VALUE\0..., sealed memfd */
 #define SBX_INIT_FD_PROXY	14	/* the channel to sbx-proxy (-P) */
 
 /* Status words, one per line on SBX_INIT_FD_STATUS, in this order:

@@ -136,8 +136,8 @@ sbx_layout_mode(enum sbx_layout_id id, int as_root)
 }
 
 int
-sbx_layout_path(enum sbx_layout_id id, const char *arg, char *buf,
-    size_t bufsz, struct sbx_error *e)
+sbx_layout_path(enum sbx_layout_id id, const char *arg, char *buf, size_t bufsz,
+    struct sbx_error *e)
 {
 	const struct sbx_layout_entry	*l = sbx_layout_get(id);
 	const char			*pct;
@@ -147,8 +147,7 @@ sbx_layout_path(enum sbx_layout_id id, const char *arg, char *buf,
 		buf[0] = '\0';
 	if (l == NULL)
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "layout",
-		    "unknown_location",
-		    "no such location in the layout");
+		    "unknown_location", "no such location in the layout");
 	if ((pct = strstr(l->path, "%s")) == NULL)
 		n = snprintf(buf, bufsz, "%s", l->path);
 	else {
@@ -183,8 +182,8 @@ sbx_layout_leaf(const char *rel)
 }
 
 int
-sbx_layout_open(int rootfd, enum sbx_layout_id id, const char *arg,
-    int flags, struct sbx_error *e)
+sbx_layout_open(int rootfd, enum sbx_layout_id id, const char *arg, int flags,
+    struct sbx_error *e)
 {
 	char	 rel[SBX_LAYOUT_PATH_MAX];
 

@@ -27,7 +27,7 @@ enum sbx_layout_id {
 	SBX_L_SOUL,		/* workspace/agents/A/SOUL.md */
 	SBX_L_WS_SHARED,	/* workspace/shared/ */
 	SBX_L_OUTPUT,		/* output/ */
-	SBX_L_AGENT_OUTPUT,	/* output/A/		/output in the sandbox */
+	SBX_L_AGENT_OUTPUT,	/* output/A/		/output inside */
 	SBX_L_IMAGES,		/* images/ */
 	SBX_L_ENVS,		/* envs/ */
 	SBX_L_AGENTS,		/* agents/ */

@@ -34,9 +34,9 @@
 #include "cgroup.h"
 #include "envelope.h"
 #include "fsutil.h"
-#include "imagemanifest.h"
 #include "initproto.h"
 #include "layout.h"
+#include "manifest.h"
 #include "preflight.h"
 #include "runlimits.h"
 #include "time.h"
@@ -1197,14 +1197,21 @@ check_location(struct pf *p, int i)
 			    target);
 		} else
 			detail = pf_fmt(p, "it is %s, not %s", type_name(mode),
-			    d->type == SBX_LT_DIR ? "a directory" : d->type == SBX_LT_FILE
-			    ? "a regular file" : "a socket");
-		repair = d->type == SBX_LT_SOCK ? pf_fmt(p, "remove %s; the "
-		    "daemon creates it", s->path) : i == LOC_ROOT ?
-		    pf_fmt(p, "move %s out of the way (or choose another "
-		    "--home), then run `sbx provision`", s->path) :
-		    pf_fmt(p, "move %s out of the way, then run `%s`",
-		    s->path, p->provision);
+			    d->type == SBX_LT_DIR      ? "a directory" :
+				d->type == SBX_LT_FILE ? "a regular file" :
+							 "a socket");
+		repair = d->type == SBX_LT_SOCK ?
+		    pf_fmt(p,
+			"remove %s; the "
+			"daemon creates it",
+			s->path) :
+		    i == LOC_ROOT ?
+		    pf_fmt(p,
+			"move %s out of the way (or choose another "
+			"--home), then run `sbx provision`",
+			s->path) :
+		    pf_fmt(p, "move %s out of the way, then run `%s`", s->path,
+			p->provision);
 		location_json(p, i, 0, 0, NULL, repair);
 		finding(p, loc_area(i), id, "location_wrong_type",
 		    d->type == SBX_LT_SOCK ? S_WARNING : S_BLOCKED, T_FAILED,
@@ -1372,26 +1379,40 @@ check_space(struct pf *p)
 		freeb = (unsigned long long)v.f_bavail * v.f_frsize;
 		total = (unsigned long long)v.f_blocks * v.f_frsize;
 		if (freeb < p->min_free)
-			finding(p, A_STATE, i == LOC_ROOT ?
-			    "state_root.free_space" : pf_fmt(p,
-			    "state_root.free_space.%s", locdefs(i)->name),
+			finding(p, A_STATE,
+			    i == LOC_ROOT ?
+				"state_root.free_space" :
+				pf_fmt(p, "state_root.free_space.%s",
+				    locdefs(i)->name),
 			    "disk_space_low", S_BLOCKED, T_FAILED,
 			    pf_fmt(p, "%llu MiB free, under the %llu MiB floor",
-			    freeb >> 20, p->min_free >> 20), pf_fmt(p, "the "
-			    "volume of %s has %llu of %llu bytes free", where,
-			    freeb, total), pf_fmt(p, "free space on the volume "
-			    "of %s, or lower preflight.min_free_bytes in "
-			    "config/sandbox.json", where), locdefs(i)->name,
-			    where);
+				freeb >> 20, p->min_free >> 20),
+			    pf_fmt(p,
+				"the "
+				"volume of %s has %llu of %llu bytes free",
+				where, freeb, total),
+			    pf_fmt(p,
+				"free space on the volume "
+				"of %s, or lower preflight.min_free_bytes in "
+				"config/sandbox.json",
+				where),
+			    locdefs(i)->name, where);
 		else
-			finding(p, A_STATE, i == LOC_ROOT ?
-			    "state_root.free_space" : pf_fmt(p,
-			    "state_root.free_space.%s", locdefs(i)->name),
-			    "disk_space_ok", S_OK, T_PASSED, pf_fmt(p, "%llu MiB "
-			    "free", freeb >> 20), pf_fmt(p, "the volume of %s "
-			    "has %llu of %llu bytes free (floor %llu)", where,
-			    freeb, total, p->min_free), "", locdefs(i)->name,
-			    where);
+			finding(p, A_STATE,
+			    i == LOC_ROOT ?
+				"state_root.free_space" :
+				pf_fmt(p, "state_root.free_space.%s",
+				    locdefs(i)->name),
+			    "disk_space_ok", S_OK, T_PASSED,
+			    pf_fmt(p,
+				"%llu MiB "
+				"free",
+				freeb >> 20),
+			    pf_fmt(p,
+				"the volume of %s "
+				"has %llu of %llu bytes free (floor %llu)",
+				where, freeb, total, p->min_free),
+			    "", locdefs(i)->name, where);
 	}
 }
 
@@ -1647,9 +1668,9 @@ spawn_probe(struct pf *p)
 	if ((v = secure_getenv("SBX_CGROUP_ROOT")) != NULL)
 		sbx_strv_pushf(&env, "SBX_CGROUP_ROOT=%s", v);
 	{
-		char *argv[] = { "sbx-exec", "--home", (char *)root,
-		    "--agent", (char *)p->o->agent, "--json", "-q",
-		    "--soft-limits", "--", SBX_INIT_PATH, SBX_INIT_OPT_PROBE, NULL };
+		char *argv[] = { "sbx-exec", "--home", (char *)root, "--agent",
+			(char *)p->o->agent, "--json", "-q", "--soft-limits",
+			"--", SBX_INIT_PATH, SBX_INIT_OPT_PROBE, NULL };
 
 		if (env.v == NULL || child_spawn(&p->probe, exec, argv, env.v,
 		    0, PROBE_OUT_MAX) == -1) {
@@ -1937,7 +1958,7 @@ verify_image(struct pf *p, const char *digest)
 	const char		*path = pf_fmt(p, "%s/%s", s->path, digest);
 
 	if (p->ls[LOC_ROOT].fd < 0 ||
-	    sbx_imagemanifest_verify(p->ls[LOC_ROOT].fd, digest, diffs, &e) == -1)
+	    sbx_manifest_verify(p->ls[LOC_ROOT].fd, digest, diffs, &e) == -1)
 		finding(p, A_IMAGES, id, "image_unverified", S_WARNING,
 		    T_UNPROVEN, "a template could not be verified",
 		    p->ls[LOC_ROOT].fd < 0 ? "the state root is not open" :

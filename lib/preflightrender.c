@@ -114,7 +114,7 @@ sbx_preflightrender_text(const json_t *r, unsigned flags, struct sbx_buf *b)
 	rc |= esc(b, JS(json_object_get(r, "configuration"), "source"));
 	rc |= sbx_buf_puts(b, ")\n");
 
-	json_array_foreach(findings, i, f) {
+	json_array_foreach (findings, i, f) {
 		sev = JS(f, "severity");
 		st = JS(f, "status");
 		id = JS(f, "id");
@@ -131,11 +131,12 @@ sbx_preflightrender_text(const json_t *r, unsigned flags, struct sbx_buf *b)
 			ni++;
 		else
 			np++;
-		if ((flags & SBX_PREFLIGHT_TEXT_QUIET) && strcmp(st,
-		    T_PASSED) == 0)
+		if ((flags & SBX_PREFLIGHT_TEXT_QUIET) &&
+		    strcmp(st, T_PASSED) == 0)
 			continue;
 		title = area_title(id, &plen);
-		if (last == NULL || plen != lastlen || strncmp(id, last, plen)) {
+		if (last == NULL || plen != lastlen ||
+		    strncmp(id, last, plen)) {
 			rc |= sbx_buf_puts(b, "\n");
 			if (title != NULL)
 				rc |= sbx_buf_printf(b, "%s\n", title);
@@ -309,15 +310,16 @@ sbx_preflightrender_junit(const json_t *r, struct sbx_buf *b)
 	snprintf(stamp, sizeof(stamp), "%s", ts ? ts : "");
 	if (stamp[0] && stamp[strlen(stamp) - 1] == 'Z')
 		stamp[strlen(stamp) - 1] = '\0';
-	json_array_foreach(findings, i, f) {
+	json_array_foreach (findings, i, f) {
 		k = junit_kind(f);
 		fails += k == 1;
 		skips += k == 2;
 	}
 	rc |= sbx_buf_puts(b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-	rc |= sbx_buf_printf(b, "<testsuites name=\"sbx preflight\" "
-	    "tests=\"%zu\" failures=\"%d\" errors=\"0\" skipped=\"%d\">\n", n,
-	    fails, skips);
+	rc |= sbx_buf_printf(b,
+	    "<testsuites name=\"sbx preflight\" "
+	    "tests=\"%zu\" failures=\"%d\" errors=\"0\" skipped=\"%d\">\n",
+	    n, fails, skips);
 	/* One suite per area, in report order (findings are grouped). */
 	for (i = 0; i < n; i = j) {
 		int sf = 0, ss = 0;
@@ -366,29 +368,35 @@ sbx_preflightrender_junit(const json_t *r, struct sbx_buf *b)
 			rc |= sbx_buf_puts(b, "\" time=\"0\"");
 			switch (junit_kind(g)) {
 			case 1:
-				rc |= sbx_buf_puts(b, ">\n      <failure "
+				rc |= sbx_buf_puts(b,
+				    ">\n      <failure "
 				    "type=\"");
 				rc |= xml_s(b, JS(g, "severity"));
 				rc |= sbx_buf_puts(b, "\" message=\"");
 				rc |= xml_s(b, JS(g, "title"));
 				rc |= sbx_buf_puts(b, "\">");
 				rc |= junit_body(b, g);
-				rc |= sbx_buf_puts(b, "</failure>\n"
+				rc |= sbx_buf_puts(b,
+				    "</failure>\n"
 				    "    </testcase>\n");
 				break;
 			case 2:
-				rc |= sbx_buf_puts(b, ">\n      <skipped "
+				rc |= sbx_buf_puts(b,
+				    ">\n      <skipped "
 				    "message=\"");
 				rc |= xml_s(b, JS(g, "title"));
-				rc |= sbx_buf_puts(b, "\"/>\n      <system-out>");
+				rc |=
+				    sbx_buf_puts(b, "\"/>\n      <system-out>");
 				rc |= junit_body(b, g);
-				rc |= sbx_buf_puts(b, "</system-out>\n"
+				rc |= sbx_buf_puts(b,
+				    "</system-out>\n"
 				    "    </testcase>\n");
 				break;
 			default:
 				rc |= sbx_buf_puts(b, ">\n      <system-out>");
 				rc |= junit_body(b, g);
-				rc |= sbx_buf_puts(b, "</system-out>\n"
+				rc |= sbx_buf_puts(b,
+				    "</system-out>\n"
 				    "    </testcase>\n");
 			}
 		}

@@ -32,10 +32,10 @@
 #include "names.h"
 #include "provision.h"
 #include "root.h"
-#include "token.h"
-#include "time.h"
-#include "users.h"
 #include "runlimits.h"
+#include "time.h"
+#include "token.h"
+#include "users.h"
 
 /* The layout's entries, as provision handles them; `l` is the table's. */
 typedef struct sbx_layout_entry entry_t;
@@ -91,7 +91,8 @@ owner_ok(const entry_t *en, const struct who *w, const struct stat *st)
 {
 	if (st->st_uid != want_uid(en, w))
 		return 0;
-	return !(w->as_root && (en->flags & SBX_LF_SANDBOX)) || st->st_gid == w->gid;
+	return !(w->as_root && (en->flags & SBX_LF_SANDBOX)) ||
+	    st->st_gid == w->gid;
 }
 
 static int
@@ -223,8 +224,9 @@ ensure_dir(struct sbx_provision *p, const struct who *w, int pfd,
 			close(fd);
 			return reject(e, "wrong_owner", rel, NULL);
 		}
-		if (fchown(fd, want_uid(en, w), en->flags & SBX_LF_SANDBOX ? w->gid :
-		    (gid_t)-1) == -1) {
+		if (fchown(fd, want_uid(en, w),
+			en->flags & SBX_LF_SANDBOX ? w->gid : (gid_t)-1) ==
+		    -1) {
 			sbx_error_sys(e, "chown_failed", "cannot chown %s",
 			    rel);
 			close(fd);
@@ -665,8 +667,9 @@ sbx_provision_status(int rootfd, const char *agent, int *ready,
 				fds[i] = openat(pfd, name, O_PATH |
 				    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		}
-		if (have && is_entry(en, SBX_L_AGENT_TOKEN) && (strcmp(state, "present") ==
-		    0 || strcmp(state, "wrong_mode") == 0)) {
+		if (have && is_entry(en, SBX_L_AGENT_TOKEN) &&
+		    (strcmp(state, "present") == 0 ||
+			strcmp(state, "wrong_mode") == 0)) {
 			fd = openat(pfd, name, O_RDONLY | O_NOFOLLOW |
 			    O_NONBLOCK | O_CLOEXEC);
 			if (fd == -1 || !sbx_token_fd_valid(fd))
@@ -905,10 +908,11 @@ sbx_provision_lock(int rootfd, struct sbx_error *e)
 {
 	struct stat	 a, b, c, d;
 	struct timespec	 ts;
-	long long	 deadline = sbx_now_ms() + SBX_PROVISION_LOCK_WAIT * 1000LL;
+	long long	 deadline;
 	long		 wait_ms = 2;
 	int		 runfd, fd, fixed, attempt;
 
+	deadline = sbx_now_ms() + SBX_PROVISION_LOCK_WAIT * 1000LL;
 	for (attempt = 0; attempt < 100; attempt++) {
 		if (mkdirat(rootfd, "run", 0711) == 0) {
 			if ((runfd = open_dir(rootfd, "run", "run", 0711,
@@ -1423,7 +1427,8 @@ has_token(int rootfd, const char *agent)
 	fd = sbx_open_beneath(rootfd, rel, O_RDONLY | O_NONBLOCK, &e);
 	if (fd == -1)
 		return 0;
-	r = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && sbx_token_fd_valid(fd);
+	r = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	    sbx_token_fd_valid(fd);
 	close(fd);
 	return r;
 }

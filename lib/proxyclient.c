@@ -252,8 +252,8 @@ sbx_proxyclient_end(int ctl, struct sbx_error *e)
 {
 	json_t	*ans, *v;
 
-	ans = sbx_proxyclient_call(ctl, json_pack("{s:s}", "op", "end"), -1, 10000,
-	    e);
+	ans = sbx_proxyclient_call(ctl, json_pack("{s:s}", "op", "end"), -1,
+	    10000, e);
 	if (ans == NULL)
 		return NULL;
 	v = json_object_get(ans, "violations");

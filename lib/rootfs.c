@@ -27,9 +27,9 @@
 #include "buf.h"
 #include "envelope.h"
 #include "fsutil.h"
-#include "imagemanifest.h"
 #include "imageref.h"
 #include "layout.h"
+#include "manifest.h"
 #include "names.h"
 #include "provision.h"
 #include "rootfs.h"
@@ -75,7 +75,7 @@ copy_rw(int sf, int df, struct clone *c)
 {
 	ssize_t	 r;
 
-	if (c->buf == NULL && (c->buf = sbx_imagemanifest_iobuf()) == NULL)
+	if (c->buf == NULL && (c->buf = sbx_manifest_iobuf()) == NULL)
 		return -1;
 	for (;;) {
 		r = read(sf, c->buf, SBX_IMAGE_READ_BUF);
@@ -172,13 +172,16 @@ clone_dir(int sfd, int dfd, struct clone *c, int depth, struct sbx_error *e)
 
 	if (depth > SBX_IMAGE_WALK_DEPTH)
 		return sbx_error_set(e, SBX_K_REJECTED, "image", "too_deep",
-		    "the template is nested more than %d levels", SBX_IMAGE_WALK_DEPTH);
+		    "the template is nested more than %d levels",
+		    SBX_IMAGE_WALK_DEPTH);
 	if ((names = sbx_fs_sorted_names(sfd, &n)) == NULL)
-		return sbx_error_sys(e, "read_failed", "cannot read a "
+		return sbx_error_sys(e, "read_failed",
+		    "cannot read a "
 		    "directory of the template");
 	for (i = 0; i < n && rc == 0; i++) {
 		if (fstatat(sfd, names[i], &st, AT_SYMLINK_NOFOLLOW) == -1) {
-			rc = sbx_error_sys(e, "stat_failed", "cannot stat an "
+			rc = sbx_error_sys(e, "stat_failed",
+			    "cannot stat an "
 			    "entry of the template");
 			break;
 		}

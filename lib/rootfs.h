@@ -17,12 +17,12 @@ struct sbx_rootfs {
 	unsigned		 max_envs;
 	/* out */
 	int			 present;	/* already there, from digest */
-	int			 replaced;	/* one from another image went */
+	int			 replaced;	/* one of another image went */
 	const char		*clone;		/* "reflink" or "copy" */
 	unsigned long long	 files;		/* regular files cloned */
 	unsigned long long	 bytes;
 	double			 clone_ms;
-	json_t			*evicted;	/* [{agent, digest, last_used}] */
+	json_t			*evicted;	/* [{agent,digest,last_used}] */
 	json_t			*warnings;	/* strings */
 };
 

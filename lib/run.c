@@ -527,13 +527,15 @@ sbx_run_sandbox(struct sbx_run *r, struct sbx_error *e)
 			r->user_signal = (unsigned char)c;
 			if (c == SIGUSR1 || term_at) {
 				/* Forced, or asked twice: no grace. */
-				(void)!write(pc[1], &(char){ SBX_INIT_O_KILL }, 1);
+				(void)!write(pc[1], &(char){ SBX_INIT_O_KILL },
+				    1);
 				kill(r->bwrap_pid, SIGKILL);
 				if (r->kill_hook != NULL)
 					r->kill_hook(r->child_hook_arg);
 				killed = 1;
 			} else {
-				(void)!write(pc[1], &(char){ SBX_INIT_O_TERM }, 1);
+				(void)!write(pc[1], &(char){ SBX_INIT_O_TERM },
+				    1);
 			}
 			if (!term_at)
 				term_at = sbx_now_ms();

@@ -10,7 +10,7 @@
 # unlike wall time it hardly moves when other work shares the machine.
 # "w/ libarchive" is the same sbx-preflight with libarchive preloaded
 # (LD_PRELOAD), i.e. the libraries it mapped when it linked lib/image.c
-# whole (before lib/imagemanifest.c was split out).
+# whole (before lib/manifest.c was split out).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${B:-build}

@@ -15,9 +15,9 @@
 #include "download.h"
 #include "envelope.h"
 #include "image.h"
-#include "imagemanifest.h"
-#include "imagestore.h"
 #include "imageref.h"
+#include "imagestore.h"
+#include "manifest.h"
 #include "rootfs.h"
 
 static const char good[] =
@@ -118,7 +118,7 @@ t_manifest(void)
 	(void)!write(fd, "hello\n", 6);
 	close(fd);
 	(void)!symlinkat("tool", dfd, "bin/link");
-	m = sbx_imagemanifest_build(dfd, 1, &e);
+	m = sbx_manifest_build(dfd, 1, &e);
 	ok(m != NULL, "manifest built");
 	ok(json_array_size(json_object_get(m, "entries")) == 4,
 	    "4 entries: ., bin, bin/link, bin/tool");
@@ -126,7 +126,7 @@ t_manifest(void)
 	m2 = sbx_json_parse(s, strlen(s), 1 << 20, &e);
 	free(s);
 	diffs = json_array();
-	sbx_imagemanifest_diff(m, m2, diffs);
+	sbx_manifest_diff(m, m2, diffs);
 	ok(m2 != NULL && json_array_size(diffs) == 0,
 	    "round trip: no differences");
 	json_decref(diffs);
@@ -149,9 +149,9 @@ t_manifest(void)
 	fd = openat(dfd, "bin/new", O_WRONLY | O_CREAT, 0444);
 	close(fd);
 	unlinkat(dfd, "bin/link", 0);
-	m3 = sbx_imagemanifest_build(dfd, 0, &e);
+	m3 = sbx_manifest_build(dfd, 0, &e);
 	diffs = json_array();
-	sbx_imagemanifest_diff(m, m3, diffs);
+	sbx_manifest_diff(m, m3, diffs);
 	ok(has_change(diffs, "bin/tool", "sha256"), "changed content found");
 	ok(!has_change(diffs, "bin/tool", "size"), "same size: no size "
 	    "change");

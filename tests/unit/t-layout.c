@@ -98,11 +98,13 @@ table_checks(void)
 			r++;
 		k++;
 	}
-	ok(r == 0 && report_order[k] == NULL, "the reported entries are "
+	ok(r == 0 && report_order[k] == NULL,
+	    "the reported entries are "
 	    "preflight's locations, in its order");
 	ok(sbx_layout_get(SBX_L_N) == NULL && sbx_layout_get(-1) == NULL,
 	    "out-of-range ids have no entry");
-	is_int(sbx_layout_mode(SBX_L_WS_AGENTS, 1), 0711, "reach: 0711 as root");
+	is_int(sbx_layout_mode(SBX_L_WS_AGENTS, 1), 0711,
+	    "reach: 0711 as root");
 	is_int(sbx_layout_mode(SBX_L_WS_AGENTS, 0), 0700, "reach: 0700 else");
 	is_int(sbx_layout_mode(SBX_L_RUN, 0), 0711, "run/ is 0711");
 	is_int(sbx_layout_mode(SBX_L_AGENT_TOKEN, 1), 0600, "a token is 0600");
@@ -240,9 +242,10 @@ root_checks(void)
 	if (fd >= 0)
 		close(fd);
 	/* A planted symlink is refused, never followed. */
-	ok(symlinkat("/", rootfd, "envs/a1") == 0, "a symlink planted at envs/a1");
-	fd = sbx_layout_open(rootfd, SBX_L_ENV_ROOTFS, "a1", O_RDONLY |
-	    O_DIRECTORY, &e);
+	ok(symlinkat("/", rootfd, "envs/a1") == 0,
+	    "a symlink planted at envs/a1");
+	fd = sbx_layout_open(rootfd, SBX_L_ENV_ROOTFS, "a1",
+	    O_RDONLY | O_DIRECTORY, &e);
 	ok(fd == -1 && strcmp(e.reason, "symlink_in_path") == 0,
 	    "sbx_layout_open refuses a symlink in the way");
 	fd = sbx_layout_mkdirs(rootfd, SBX_L_AGENT_HOME, "", &e);

@@ -480,21 +480,26 @@ test_engine(void)
 
 	/* b's policy: resolve without allow_private is refused at load. */
 	ctl = sbx_proxyclient_connect(rootfd, &e);
-	ok(ctl >= 0 && sbx_proxyclient_session(ctl, "b", NULL, "run2", &chan, &e)
-	    == 0, "b: an empty resolve object is fine");
+	ok(ctl >= 0 &&
+		sbx_proxyclient_session(ctl, "b", NULL, "run2", &chan, &e) == 0,
+	    "b: an empty resolve object is fine");
 	if (ctl >= 0)
 		close(ctl);
 	put("config/agents/b.json", "{\"resolve\":{\"x.sbx.test\":"
 	    "\"127.0.0.1\"}}");
 	ctl = sbx_proxyclient_connect(rootfd, &e);
-	ok(ctl >= 0 && sbx_proxyclient_session(ctl, "b", NULL, "run3", &chan, &e)
-	    == -1, "b: resolve without allow_private refuses the session: %s",
+	ok(ctl >= 0 &&
+		sbx_proxyclient_session(ctl, "b", NULL, "run3", &chan, &e) ==
+		    -1,
+	    "b: resolve without allow_private refuses the session: %s",
 	    e.message);
 	if (ctl >= 0)
 		close(ctl);
 	ctl = sbx_proxyclient_connect(rootfd, &e);
-	ok(ctl >= 0 && sbx_proxyclient_session(ctl, "nobody", NULL, "run4", &chan,
-	    &e) == -1, "an agent without a token: refused");
+	ok(ctl >= 0 &&
+		sbx_proxyclient_session(ctl, "nobody", NULL, "run4", &chan,
+		    &e) == -1,
+	    "an agent without a token: refused");
 	if (ctl >= 0)
 		close(ctl);
 

@@ -1,5 +1,5 @@
 /*
- * imagemanifest.c: what a template holds, described (manifest.json: each
+ * manifest.c: what a template holds, described (manifest.json: each
  * entry's path, type, mode, size, sha256, target) and checked against its
  * manifest (sbx provision image verify, sbx preflight --deep).
  *
@@ -32,13 +32,13 @@
 #include "buf.h"
 #include "envelope.h"
 #include "fsutil.h"
-#include "imagemanifest.h"
 #include "imageref.h"
 #include "layout.h"
+#include "manifest.h"
 
 /* The digest of c as 64 lowercase hex digits (c is reset for reuse). */
 void
-sbx_imagemanifest_sha_hex(struct sha256_ctx *c, char out[SBX_DIGEST_HEX + 1])
+sbx_manifest_sha_hex(struct sha256_ctx *c, char out[SBX_DIGEST_HEX + 1])
 {
 	unsigned char	 h[SHA256_DIGEST_SIZE];
 
@@ -55,15 +55,16 @@ sbx_imagemanifest_sha_hex(struct sha256_ctx *c, char out[SBX_DIGEST_HEX + 1])
  * its hasher thread take turns; the module is not for concurrent use).
  */
 unsigned char *
-sbx_imagemanifest_iobuf(void)
+sbx_manifest_iobuf(void)
 {
 	static unsigned char	*buf;
 	void			*p;
 
 	if (buf == NULL) {
-		p = mmap(NULL, (size_t)SBX_IMAGE_IOBUF_RING * SBX_IMAGE_READ_BUF,
-		    PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS |
-		    MAP_POPULATE, -1, 0);
+		p = mmap(NULL,
+		    (size_t)SBX_IMAGE_IOBUF_RING * SBX_IMAGE_READ_BUF,
+		    PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 		if (p != MAP_FAILED)
 			buf = p;
 	}
@@ -71,15 +72,15 @@ sbx_imagemanifest_iobuf(void)
 }
 
 int
-sbx_imagemanifest_hash_fd(int fd, unsigned long long cap, char out[SBX_DIGEST_HEX + 1],
-    unsigned long long *total)
+sbx_manifest_hash_fd(int fd, unsigned long long cap,
+    char out[SBX_DIGEST_HEX + 1], unsigned long long *total)
 {
 	struct sha256_ctx	 st;
 	unsigned char		*buf;
 	unsigned long long	 n = 0;
 	ssize_t			 r;
 
-	if ((buf = sbx_imagemanifest_iobuf()) == NULL)
+	if ((buf = sbx_manifest_iobuf()) == NULL)
 		return -1;
 	sha256_init(&st);
 	for (;;) {
@@ -97,7 +98,7 @@ sbx_imagemanifest_hash_fd(int fd, unsigned long long cap, char out[SBX_DIGEST_HE
 		}
 		sha256_update(&st, (size_t)r, buf);
 	}
-	sbx_imagemanifest_sha_hex(&st, out);
+	sbx_manifest_sha_hex(&st, out);
 	if (total)
 		*total = n;
 	return 0;
@@ -128,7 +129,8 @@ walk(int dfd, const char *prefix, int make_ro, json_t *sums, json_t *entries,
     int depth, struct sbx_error *e)
 {
 	struct stat	 st;
-	char		 path[PATH_MAX], target[PATH_MAX], digest[SBX_DIGEST_HEX + 1];
+	char		 path[PATH_MAX], target[PATH_MAX];
+	char		 digest[SBX_DIGEST_HEX + 1];
 	char		**names;
 	json_t		*it, *rec;
 	const char	*hex;
@@ -138,7 +140,8 @@ walk(int dfd, const char *prefix, int make_ro, json_t *sums, json_t *entries,
 
 	if (depth > SBX_IMAGE_WALK_DEPTH)
 		return sbx_error_set(e, SBX_K_REJECTED, "source", "too_deep",
-		    "the tree is nested more than %d levels", SBX_IMAGE_WALK_DEPTH);
+		    "the tree is nested more than %d levels",
+		    SBX_IMAGE_WALK_DEPTH);
 	if ((names = sbx_fs_sorted_names(dfd, &n)) == NULL)
 		return sbx_error_sys(e, "read_failed", "cannot read %s",
 		    prefix ? prefix : ".");
@@ -182,13 +185,16 @@ walk(int dfd, const char *prefix, int make_ro, json_t *sums, json_t *entries,
 			    json_integer((json_int_t)st.st_size));
 			json_object_set_new(it, "sha256", json_string(hex));
 		} else if (S_ISREG(st.st_mode)) {
-			fd = openat(dfd, names[i], O_RDONLY | O_NOFOLLOW |
-			    O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
-			if (fd == -1 || sbx_imagemanifest_hash_fd(fd, 0, digest, NULL) == -1) {
+			fd = openat(dfd, names[i],
+			    O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK |
+				O_CLOEXEC);
+			if (fd == -1 ||
+			    sbx_manifest_hash_fd(fd, 0, digest, NULL) == -1) {
 				if (fd != -1)
 					close(fd);
 				json_decref(it);
-				rc = sbx_error_sys(e, "read_failed", "cannot "
+				rc = sbx_error_sys(e, "read_failed",
+				    "cannot "
 				    "hash a file of the template");
 				break;
 			}
@@ -224,7 +230,8 @@ walk(int dfd, const char *prefix, int make_ro, json_t *sums, json_t *entries,
 }
 
 json_t *
-sbx_imagemanifest_build_sums(int dirfd, int make_ro, json_t *sums, struct sbx_error *e)
+sbx_manifest_build_sums(int dirfd, int make_ro, json_t *sums,
+    struct sbx_error *e)
 {
 	struct stat	 st;
 	json_t		*entries, *m;
@@ -248,9 +255,9 @@ sbx_imagemanifest_build_sums(int dirfd, int make_ro, json_t *sums, struct sbx_er
 }
 
 json_t *
-sbx_imagemanifest_build(int dirfd, int make_ro, struct sbx_error *e)
+sbx_manifest_build(int dirfd, int make_ro, struct sbx_error *e)
 {
-	return sbx_imagemanifest_build_sums(dirfd, make_ro, NULL, e);
+	return sbx_manifest_build_sums(dirfd, make_ro, NULL, e);
 }
 
 /* {path: entry} from a manifest's entries. */
@@ -261,7 +268,7 @@ by_path(const json_t *m)
 	size_t		 i;
 	const char	*p;
 
-	json_array_foreach(json_object_get(m, "entries"), i, it)
+	json_array_foreach (json_object_get(m, "entries"), i, it)
 		if ((p = json_string_value(json_object_get(it, "path"))))
 			json_object_set(o, p, it);
 	return o;
@@ -281,7 +288,7 @@ diff_add(json_t *diffs, const char *path, const char *change, json_t *want,
 }
 
 int
-sbx_imagemanifest_diff(const json_t *want, const json_t *got, json_t *diffs)
+sbx_manifest_diff(const json_t *want, const json_t *got, json_t *diffs)
 {
 	static const char *const keys[] = { "type", "mode", "size", "sha256",
 	    "target" };
@@ -289,7 +296,7 @@ sbx_imagemanifest_diff(const json_t *want, const json_t *got, json_t *diffs)
 	const char	*path;
 	size_t		 i;
 
-	json_object_foreach(w, path, a) {
+	json_object_foreach (w, path, a) {
 		if ((b = json_object_get(g, path)) == NULL) {
 			diff_add(diffs, path, "missing", NULL, NULL);
 			continue;
@@ -306,7 +313,7 @@ sbx_imagemanifest_diff(const json_t *want, const json_t *got, json_t *diffs)
 			}
 		}
 	}
-	json_object_foreach(g, path, b)
+	json_object_foreach (g, path, b)
 		if (json_object_get(w, path) == NULL)
 			diff_add(diffs, path, "added", NULL, NULL);
 	json_decref(w);
@@ -315,7 +322,7 @@ sbx_imagemanifest_diff(const json_t *want, const json_t *got, json_t *diffs)
 }
 
 int
-sbx_imagemanifest_verify(int rootfd, const char *digest, json_t *diffs,
+sbx_manifest_verify(int rootfd, const char *digest, json_t *diffs,
     struct sbx_error *e)
 {
 	struct sbx_buf	 b = SBX_BUF_INIT;
@@ -324,12 +331,14 @@ sbx_imagemanifest_verify(int rootfd, const char *digest, json_t *diffs,
 	char		 rel[SBX_DIGEST_HEX + 32];
 	int		 imagesfd, rfd = -1, rc = -1;
 
-	if ((imagesfd = sbx_layout_open(rootfd, SBX_L_IMAGES, NULL, O_RDONLY |
-	    O_DIRECTORY, e)) == -1)
+	if ((imagesfd = sbx_layout_open(rootfd, SBX_L_IMAGES, NULL,
+		 O_RDONLY | O_DIRECTORY, e)) == -1)
 		return -1;
 	snprintf(rel, sizeof(rel), "%s/%s", digest, SBX_IMAGE_MANIFEST);
-	if (sbx_read_file_at(imagesfd, rel, SBX_IMAGE_MANIFEST_MAX, &b, &e2) == -1 ||
-	    (want = sbx_json_parse(b.p, b.len, SBX_IMAGE_MANIFEST_MAX, &e2)) == NULL) {
+	if (sbx_read_file_at(imagesfd, rel, SBX_IMAGE_MANIFEST_MAX, &b, &e2) ==
+		-1 ||
+	    (want = sbx_json_parse(b.p, b.len, SBX_IMAGE_MANIFEST_MAX, &e2)) ==
+		NULL) {
 		diff_add(diffs, SBX_IMAGE_MANIFEST, "manifest", NULL, NULL);
 		rc = 0;
 		goto out;
@@ -341,9 +350,9 @@ sbx_imagemanifest_verify(int rootfd, const char *digest, json_t *diffs,
 		rc = 0;
 		goto out;
 	}
-	if ((got = sbx_imagemanifest_build(rfd, 0, e)) == NULL)
+	if ((got = sbx_manifest_build(rfd, 0, e)) == NULL)
 		goto out;
-	rc = sbx_imagemanifest_diff(want, got, diffs);
+	rc = sbx_manifest_diff(want, got, diffs);
 out:
 	sbx_buf_release(&b);
 	json_decref(want);
