@@ -795,8 +795,8 @@ write_settings(struct sbx_provision *p, const char *digest, int env,
 		sbx_error_sys(e, "nomem", "agent settings");
 		goto out;
 	}
-	if ((dfd = sbx_open_beneath(p->rootfd, "config/agents", O_RDONLY |
-	    O_DIRECTORY, e)) != -1) {
+	if ((dfd = sbx_layout_open(p->rootfd, SBX_L_CONFIG_AGENTS, NULL,
+	    O_RDONLY | O_DIRECTORY, e)) != -1) {
 		rc = sbx_write_atomic(dfd, name, s, strlen(s), 0600, e);
 		close(dfd);
 	}

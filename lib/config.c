@@ -15,6 +15,7 @@
 #include "fsutil.h"
 #include "imageref.h"
 #include "joblog.h"
+#include "layout.h"
 #include "names.h"
 #include "netpolicy.h"
 #include "proxy.h"
@@ -570,14 +571,11 @@ sbx_cfg_parse_value(const struct sbx_cfg_key *k, const char *s,
 int
 sbx_cfg_path(const char *agent, char *rel, size_t relsz, struct sbx_error *e)
 {
-	if (agent == NULL) {
-		snprintf(rel, relsz, "config/sandbox.json");
-		return 0;
-	}
+	if (agent == NULL)
+		return sbx_layout_path(SBX_L_SANDBOX_JSON, NULL, rel, relsz, e);
 	if (sbx_agent_valid(agent, "agent", e) == -1)
 		return -1;
-	snprintf(rel, relsz, "config/agents/%s.json", agent);
-	return 0;
+	return sbx_layout_path(SBX_L_AGENT_CONFIG, agent, rel, relsz, e);
 }
 
 int

@@ -136,7 +136,7 @@ check_home(const char *canon, const char *home, const char *user,
 
 	if (home == NULL || *home != '/' || realpath(home, hc) == NULL)
 		return 0;
-	if (sbx_path_overlaps(canon, hc) && strlen(canon) <= strlen(hc)) {
+	if (sbx_root_path_overlaps(canon, hc) && strlen(canon) <= strlen(hc)) {
 		sbx_error_set(e, SBX_K_REJECTED, "workdir", "home_directory",
 		    "refusing to bind %s: it is %s%s%s home directory or "
 		    "contains it", canon, user ? "the user " : "your",
@@ -264,7 +264,8 @@ workdir_copy(struct sbx_exec *p, const struct stat *st, struct sbx_error *e)
 	}
 	/* The mount point: a directory of the state root's that nothing
 	 * else uses, empty on the host, 0711 like run/ itself. */
-	if ((fd = sbx_mkdirs_at(p->root.fd, "run/workdir", 0711, e)) == -1)
+	if ((fd = sbx_layout_mkdirs(p->root.fd, SBX_L_RUN_WORKDIR, NULL,
+	    e)) == -1)
 		return -1;
 	if (fstat(fd, &p->workdir_mnt_st) == -1 ||
 	    asprintf(&p->workdir_mnt, "%s/run/workdir", p->root.path) == -1) {
@@ -361,7 +362,7 @@ prep_workdir(struct sbx_exec *p, struct sbx_error *e)
 		return -1;
 	/* The state root in use, even when it was never marked. */
 	if (realpath(p->root.path, check) != NULL &&
-	    sbx_path_overlaps(canon, check)) {
+	    sbx_root_path_overlaps(canon, check)) {
 		sbx_error_set(e, SBX_K_REJECTED, "workdir", "state_root",
 		    "refusing to bind %s: it overlaps the sbx state root %s",
 		    canon, check);

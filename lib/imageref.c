@@ -110,7 +110,7 @@ sbx_imageref_record(int rootfd, const char *agent,
 	*env = 0;
 	if (sbx_agent_valid(agent, "agent", e) == -1)
 		return -1;
-	snprintf(rel, sizeof(rel), "agents/%s/%s", agent, SBX_IMAGE_RECORD);
+	SBX_LPATH(rel, SBX_L_AGENT_IMAGE, agent);
 	/* Beneath the root, no symlink followed; small, bounded. */
 	if (sbx_read_file_at(rootfd, rel, 4096, &b, &e2) == -1) {
 		sbx_buf_release(&b);

@@ -330,7 +330,7 @@ child_release(struct child *c)
 /* versions */
 
 int
-sbx_version_cmp(const char *a, const char *b)
+sbx_preflight_version_cmp(const char *a, const char *b)
 {
 	unsigned long	 x, y;
 	char		*ea, *eb;
@@ -883,7 +883,7 @@ check_deps(struct pf *p, long long deadline)
 		if (stat(path, &st) == 0 && st.st_uid == 0 &&
 		    (st.st_mode & S_ISUID))
 			setuid_root = 1;
-		if (d->minimum && have_ver && sbx_version_cmp(ver,
+		if (d->minimum && have_ver && sbx_preflight_version_cmp(ver,
 		    d->minimum) < 0) {
 			status = T_FAILED;
 			finding(p, A_DEP, id, "dependency_too_old", S_BLOCKED,
@@ -923,8 +923,9 @@ check_deps(struct pf *p, long long deadline)
 		}
 		/* Setuid bubblewrap: its set-up runs as root, so its own
 		 * bugs are privilege escalations (IP-08). */
-		if (setuid_root && have_ver && sbx_version_cmp(ver,
-		    "0.11.0") >= 0 && sbx_version_cmp(ver, "0.11.1") <= 0)
+		if (setuid_root && have_ver &&
+		    sbx_preflight_version_cmp(ver, "0.11.0") >= 0 &&
+		    sbx_preflight_version_cmp(ver, "0.11.1") <= 0)
 			finding(p, A_DEP, "dependency.bubblewrap.setuid",
 			    "bwrap_setuid_vulnerable", S_WARNING, T_FAILED,
 			    pf_fmt(p, "setuid bubblewrap %s is vulnerable", ver),

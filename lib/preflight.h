@@ -68,7 +68,7 @@ int		 sbx_preflight_exit_status(const char *readiness);
 
 /* Compare dotted numeric versions ("0.11.1" < "0.12"); missing parts
  * are 0, anything after the numbers is ignored. */
-int		 sbx_version_cmp(const char *, const char *);
+int		 sbx_preflight_version_cmp(const char *, const char *);
 /* The version in the output of `bwrap --version`, `socat -V` or
  * `rg --version` (tool: bwrap, socat, rg): 0 and ver filled, or -1. */
 int		 sbx_preflight_version_of(const char *tool, const char *out,

@@ -1115,7 +1115,8 @@ sbx_provision_unprovision(int rootfd, const char *agent, json_t *removed,
 
 	/* Revoke the token: whatever is at its name goes (a symlink is
 	 * unlinked, never followed). */
-	if ((fd = open_existing(rootfd, "run/tokens", e)) == -1)
+	fd = open_existing(rootfd, layout_at(SBX_L_RUN_TOKENS)->path, e);
+	if (fd == -1)
 		goto out;
 	if (fd >= 0) {
 		if (fstatat(fd, agent, &st, AT_SYMLINK_NOFOLLOW) == 0) {
@@ -1444,8 +1445,9 @@ sbx_provision_list(int rootfd, struct sbx_error *e)
 	if ((out = json_array()) == NULL || rootfd < 0)
 		return out;
 	set = json_object();
-	if (collect(rootfd, "workspace/agents", "", 1, set, e) == -1 ||
-	    collect(rootfd, "config/agents", ".json", 0, set, e) == -1) {
+	if (collect(rootfd, layout_at(SBX_L_WS_AGENTS)->path, "", 1, set,
+	    e) == -1 || collect(rootfd, layout_at(SBX_L_CONFIG_AGENTS)->path,
+	    ".json", 0, set, e) == -1) {
 		json_decref(set);
 		json_decref(out);
 		return NULL;

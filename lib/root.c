@@ -347,7 +347,7 @@ is_prefix_path(const char *a, const char *b)
 }
 
 int
-sbx_path_overlaps(const char *path, const char *other)
+sbx_root_path_overlaps(const char *path, const char *other)
 {
 	return is_prefix_path(path, other) || is_prefix_path(other, path);
 }

@@ -47,6 +47,6 @@ int	sbx_root_find_below(int dirfd, int depth, size_t budget, char *rel,
 	    size_t relsz, struct sbx_error *);
 /* Nonzero when `path` names the root, lies inside it, or is one of its
  * ancestors (so binding it would expose the root). Paths are canonical. */
-int	sbx_path_overlaps(const char *path, const char *other);
+int	sbx_root_path_overlaps(const char *path, const char *other);
 
 #endif

@@ -134,12 +134,13 @@ main(void)
 	is_int(sbx_preflight_exit_status("bogus"), 2, "unknown: unproven");
 
 	/* Versions. */
-	ok(sbx_version_cmp("0.4.0", "0.4.1") < 0, "0.4.0 < 0.4.1");
-	ok(sbx_version_cmp("0.4.1", "0.4.1") == 0, "0.4.1 == 0.4.1");
-	ok(sbx_version_cmp("0.10.0", "0.4.1") > 0, "0.10.0 > 0.4.1");
-	ok(sbx_version_cmp("0.11", "0.11.0") == 0, "0.11 == 0.11.0");
-	ok(sbx_version_cmp("0.11.1", "0.11.0") > 0, "0.11.1 > 0.11.0");
-	ok(sbx_version_cmp("1.0", "0.99.99") > 0, "1.0 > 0.99.99");
+	ok(sbx_preflight_version_cmp("0.4.0", "0.4.1") < 0, "0.4.0 < 0.4.1");
+	ok(sbx_preflight_version_cmp("0.4.1", "0.4.1") == 0, "0.4.1 == 0.4.1");
+	ok(sbx_preflight_version_cmp("0.10.0", "0.4.1") > 0, "0.10.0 > 0.4.1");
+	ok(sbx_preflight_version_cmp("0.11", "0.11.0") == 0, "0.11 == 0.11.0");
+	ok(sbx_preflight_version_cmp("0.11.1", "0.11.0") > 0,
+	    "0.11.1 > 0.11.0");
+	ok(sbx_preflight_version_cmp("1.0", "0.99.99") > 0, "1.0 > 0.99.99");
 	ok(sbx_preflight_version_of("bwrap", "bubblewrap 0.8.0\n", 17, ver,
 	    sizeof(ver)) == 0 && strcmp(ver, "0.8.0") == 0,
 	    "bwrap --version");
