@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 B=${B:-build}
 RUNS=${RUNS:-200}
 BIN=$(cd "$B" && pwd)
-command -v perf >/dev/null || { echo "bench-startup: perf is missing"; exit 69; }
+command -v perf >/dev/null || { echo "bench-startup: skipped: perf is not installed"; exit 0; }
 
 # cpu_ms PROG [ENV=VALUE...]: mean task-clock of PROG --version, in ms.
 cpu_ms() {
