@@ -25,6 +25,7 @@
 #include "cgroup.h"
 #include "cli.h"
 #include "envelope.h"
+#include "etccache.h"
 #include "exec.h"
 #include "fsutil.h"
 #include "idmount.h"
@@ -590,6 +591,38 @@ etc_fd(const char *name, struct sbx_buf *b)
 	return fd;
 }
 
+/*
+ * Host mode: the sandbox's /etc as one cached tree (lib/etccache.c).  When
+ * it cannot be had, the single-file binds do the same job, slower; a cache
+ * that is not sbx's alone is a sign worth a warning.
+ */
+static void
+prep_etc(struct sbx_exec *p, struct sbx_buf *pw, struct sbx_buf *gr,
+    struct sbx_buf *hosts)
+{
+	struct sbx_error	 e;
+	struct sbx_etc_made	 made[3] = {
+		{ "passwd", pw->p ? pw->p : "", pw->len },
+		{ "group", gr->p ? gr->p : "", gr->len },
+		{ "hosts", hosts->p ? hosts->p : "", hosts->len },
+	};
+	struct sbx_etc_spec	 spec;
+	const char		*copy[64];
+	int			 built;
+
+	memset(&e, 0, sizeof(e));
+	spec.copy = copy;
+	spec.ncopy = sbx_sandbox_etc_copies(&p->sb, copy,
+	    sizeof(copy) / sizeof(*copy));
+	spec.made = made;
+	spec.nmade = 3;
+	if ((p->etc_fd = sbx_etccache_open(p->cache_fd, &spec, &built,
+	    &e)) >= 0)
+		p->sb.etc_cached = 1;
+	else if (e.reason != NULL && strcmp(e.reason, "cache_untrusted") == 0)
+		warn_add(p, e.message);
+}
+
 /* Does bwrap know --disable-userns?  A yes is asked once per bwrap
  * binary and remembered under cache/, keyed by its inode and mtime. */
 static int
@@ -886,7 +919,9 @@ others_can_reach(const char *path)
  * As root, the sandbox's uid must be able to walk down to the homes:
  * bwrap resolves bind sources by path, as that uid.  Every ancestor of the
  * state root must let others search it, and the directories between the
- * root and the homes become 0711 (search, not list).
+ * root and the homes become 0711 (search, not list); so does cache/, on
+ * the way to the prepared /etc (lib/etccache.c), whose files are all
+ * copies of what any user may read.
  */
 static int
 reachable_root(struct sbx_exec *p, struct sbx_error *e)
@@ -894,7 +929,7 @@ reachable_root(struct sbx_exec *p, struct sbx_error *e)
 	struct stat		 st;
 	char			 path[PATH_MAX], *s;
 	static const char *const inner[] = { "workspace", "workspace/agents",
-	    "output" };
+	    "output", "cache" };
 	size_t			 i;
 	int			 fd;
 
@@ -1372,6 +1407,7 @@ sbx_exec_init(struct sbx_exec *p)
 	p->home_fd = p->output_fd = p->workdir_fd = p->workdir_tree = -1;
 	p->env_fd = p->passwd_fd = p->group_fd = p->hosts_fd = -1;
 	p->seccomp_fd = p->cache_fd = p->init_fd = -1;
+	p->etc_fd = -1;
 	p->proxy_ctl = p->proxy_chan = -1;
 	p->tty_size_fd = -1;
 	p->sb.image_fd = -1;
@@ -1491,10 +1527,16 @@ sbx_exec_prepare(struct sbx_exec *p, const struct sbx_exec_req *q,
 		if (prep_proxy(p, e) == -1)
 		return -1;
 	if ((p->env_fd = prep_env(p)) == -1 ||
-	    sbx_sandbox_etc(&p->sb, p->run_uid, p->run_gid, &pw, &gr, &hosts) == -1 ||
+	    sbx_sandbox_etc(&p->sb, p->run_uid, p->run_gid, &pw, &gr, &hosts) == -1) {
+		sbx_error_sys(e, "memfd_failed", "preparing the sandbox");
+		return -1;
+	}
+	if (p->sb.image_root == NULL && p->cache_fd >= 0)
+		prep_etc(p, &pw, &gr, &hosts);
+	if (!p->sb.etc_cached && (
 	    (p->passwd_fd = etc_fd("sbx-passwd", &pw)) == -1 ||
 	    (p->group_fd = etc_fd("sbx-group", &gr)) == -1 ||
-	    (p->hosts_fd = etc_fd("sbx-hosts", &hosts)) == -1) {
+	    (p->hosts_fd = etc_fd("sbx-hosts", &hosts)) == -1)) {
 		sbx_error_sys(e, "memfd_failed", "preparing the sandbox");
 		return -1;
 	}
@@ -1569,6 +1611,7 @@ sbx_exec_run_setup(struct sbx_exec *p, struct sbx_run *r)
 	r->slot[SBX_FD_PASSWD] = p->passwd_fd;
 	r->slot[SBX_FD_GROUP] = p->group_fd;
 	r->slot[SBX_FD_HOSTS] = p->hosts_fd;
+	r->slot[SBX_FD_ETC] = p->etc_fd;
 	r->slot[SBX_FD_SECCOMP] = p->seccomp_fd;
 	r->slot[SBX_FD_INIT] = p->init_fd;
 	r->slot[SBX_FD_PROXY] = p->proxy_chan;
@@ -2030,6 +2073,7 @@ sbx_exec_release(struct sbx_exec *p)
 	close_fd(&p->passwd_fd);
 	close_fd(&p->group_fd);
 	close_fd(&p->hosts_fd);
+	close_fd(&p->etc_fd);
 	close_fd(&p->seccomp_fd);
 	close_fd(&p->cache_fd);
 	close_fd(&p->init_fd);

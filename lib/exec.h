@@ -97,6 +97,7 @@ struct sbx_exec {
 	int			 home_fd, output_fd, workdir_fd;
 	int			 env_fd, passwd_fd, group_fd, hosts_fd;
 	int			 seccomp_fd, cache_fd, init_fd;
+	int			 etc_fd;	/* cached /etc tree, or -1 */
 	int			 drop_privs;	/* sbx is root: run as run_uid */
 	uid_t			 run_uid;
 	gid_t			 run_gid;

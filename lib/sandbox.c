@@ -89,6 +89,25 @@ sbx_sandbox_ca_bundle(const struct sbx_sandbox *sb)
 	return NULL;
 }
 
+size_t
+sbx_sandbox_etc_copies(const struct sbx_sandbox *sb, const char **out,
+    size_t max)
+{
+	const char	*ca;
+	size_t		 i, n = 0;
+
+	for (i = 0; i < sizeof(etc_files) / sizeof(*etc_files) && n < max; i++)
+		out[n++] = etc_files[i];
+	/* The CA bundle: under /etc/ssl it is copied already; elsewhere
+	 * (/etc/pki) the one file, not the directory with its keys. */
+	if ((ca = sbx_sandbox_ca_bundle(sb)) != NULL &&
+	    strncmp(ca, "/etc/ssl/", 9) != 0 && n < max)
+		out[n++] = ca;
+	if (strcmp(sb->network, SBX_NET_OUTBOUND) == 0 && n < max)
+		out[n++] = "/etc/resolv.conf";
+	return n;
+}
+
 /*
  * /proc files that describe the host rather than the sandbox's pid
  * namespace, masked with /dev/null as container runtimes do (OCI
@@ -216,6 +235,19 @@ sbx_sandbox_argv(const struct sbx_sandbox *sb, struct sbx_strv *v,
 		} else if (S_ISDIR(st.st_mode))
 			rc |= push3(v, "--ro-bind", sys_dirs[i], sys_dirs[i]);
 	}
+	/*
+	 * /etc: one read-only bind of a tree prepared beforehand (the same
+	 * files, and passwd, group, hosts): bwrap walks the mount table
+	 * after every read-only bind, so single-file binds cost more than
+	 * the rest of the sandbox.  The single binds remain for when the
+	 * tree cannot be had (a read-only state root).
+	 */
+	if (sb->etc_cached) {
+		snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d",
+		    SBX_FD_ETC);
+		rc |= push3(v, "--ro-bind", fdpath, "/etc");
+		goto etc_made;
+	}
 	for (i = 0; i < sizeof(etc_files) / sizeof(*etc_files); i++)
 		rc |= push3(v, "--ro-bind-try", etc_files[i], etc_files[i]);
 	/* The CA bundle: under /etc/ssl it is bound already; elsewhere
@@ -230,6 +262,7 @@ etc_done:
 	rc |= push3(v, "--ro-bind-data", "9", "/etc/passwd");
 	rc |= push3(v, "--ro-bind-data", "10", "/etc/group");
 	rc |= push3(v, "--ro-bind-data", "11", "/etc/hosts");
+etc_made:
 
 	/* A fresh /proc of the new pid namespace, a minimal /dev. */
 	rc |= push2(v, "--proc", "/proc");

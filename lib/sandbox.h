@@ -24,7 +24,8 @@
 #define SBX_FD_SECCOMP	12	/* BPF program, if any */
 #define SBX_FD_INIT	13	/* O_PATH of sbx-init */
 #define SBX_FD_PROXY	14	/* channel to sbx-proxy (network proxy) */
-#define SBX_FD_MAX	14
+#define SBX_FD_ETC	15	/* O_PATH of the prepared /etc (etccache) */
+#define SBX_FD_MAX	15
 
 /* Where things are inside the sandbox. */
 #define SBX_IN_INIT	"/run/sbx/init"
@@ -49,6 +50,9 @@ struct sbx_sandbox {
 	const char	 *cwd;		/* inside */
 	const char	 *network;	/* SBX_NET_* */
 	int		  disable_userns;
+	/* Host mode: /etc is one prepared tree (lib/etccache.c) bound from
+	 * SBX_FD_ETC, in place of single-file binds and passwd memfds. */
+	int		  etc_cached;
 	int		  seccomp;	/* pass SBX_FD_SECCOMP */
 	int		  init_by_copy;	/* copy sbx-init in (bwrap may not
 					   reach its directory) */
@@ -82,6 +86,11 @@ int	sbx_sandbox_inside(void);
 /* The system CA bundle as seen inside (the image's own in image mode),
  * or NULL when there is none. */
 const char	*sbx_sandbox_ca_bundle(const struct sbx_sandbox *);
+/* The host paths a host-mode /etc holds (the CA bundle where it is not
+ * under /etc/ssl, resolv.conf with host networking): at most max of them
+ * go to out; returns how many. */
+size_t	sbx_sandbox_etc_copies(const struct sbx_sandbox *, const char **out,
+	    size_t max);
 /* Contents of the synthesized /etc/passwd, /etc/group and /etc/hosts. */
 int	sbx_sandbox_etc(const struct sbx_sandbox *, uid_t, gid_t,
 	    struct sbx_buf *passwd, struct sbx_buf *group, struct sbx_buf *hosts);
