@@ -97,7 +97,7 @@ part() {	# label: one user's measurements
 		case "$a" in
 		/proc/self/fd/6) bare+=("$home") ;;
 		/proc/self/fd/7) bare+=("$out") ;;
-		/proc/self/fd/9) bare+=("$(ls -d "$h"/cache/etc/*/etc | head -n 1)") ;;
+		/proc/self/fd/15) bare+=("$(ls -d "$h"/cache/etc/*/etc | head -n 1)") ;;
 		--ro-bind-data)
 			n=${argv[$((i + 1))]}; d=${argv[$((i + 2))]}
 			case "$n" in
