@@ -916,6 +916,8 @@ sbx_cgroup_enter(const struct sbx_cgroup *cg)
 	ssize_t	 r;
 	int	 i;
 
+	if (cg->placed_)
+		return 0;
 	for (i = 0; i < cg->nprocs; i++) {
 		while ((r = write(cg->procs_fd[i], "0", 1)) == -1 &&
 		    errno == EINTR)
@@ -924,6 +926,21 @@ sbx_cgroup_enter(const struct sbx_cgroup *cg)
 			return -1;
 	}
 	return 0;
+}
+
+pid_t
+sbx_cgroup_fork(struct sbx_cgroup *cg)
+{
+	pid_t	 pid;
+
+	cg->placed_ = 0;
+	if (cg->backend == SBX_CG_V2 && cg->v2_fd_ >= 0) {
+		cg->placed_ = 1;
+		if ((pid = sbx_cg2_clone_into(cg->v2_fd_)) != -1)
+			return pid;
+		cg->placed_ = 0;
+	}
+	return fork();
 }
 
 /* Every distinct directory of the run, for draining. */

@@ -87,6 +87,9 @@ int	sbx_cg2_try(struct procinfo *, const char *root, const char *name,
 	    const struct sbx_limits *, struct sbx_cgroup *, struct sbx_error *);
 /* Undo the move into a leaf once no run uses the parent (see cgroup2.c). */
 int	sbx_cg2_self_restore(int pfd);
+/* fork() into the cgroup dirfd (clone3, CLONE_INTO_CGROUP); -1 with
+ * errno when the kernel cannot (the caller forks plainly). */
+pid_t	sbx_cg2_clone_into(int dirfd);
 /* gc beneath the v2 parent create would use; how many removed. */
 int	sbx_cg2_gc(struct procinfo *, const char *root, struct sbx_cgroup *);
 

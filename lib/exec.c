@@ -723,6 +723,14 @@ cg_enter_hook(void *arg)
 	return sbx_cgroup_enter(&p->cg) == -1 ? -1 : 0;
 }
 
+static pid_t
+cg_fork_hook(void *arg)
+{
+	struct sbx_exec	*p = arg;
+
+	return sbx_cgroup_fork(&p->cg);
+}
+
 static void
 cg_kill_hook(void *arg)
 {
@@ -1620,6 +1628,7 @@ sbx_exec_run_setup(struct sbx_exec *p, struct sbx_run *r)
 	r->run_gid = p->run_gid;
 	r->wall_timeout_ms = (long long)(p->lim.wall_timeout * 1000.0);
 	r->child_hook = cg_enter_hook;
+	r->fork_hook = cg_fork_hook;
 	r->kill_hook = cg_kill_hook;
 	r->child_hook_arg = p;
 	r->max_output = p->req->max_output_n;

@@ -330,7 +330,8 @@ sbx_run_sandbox(struct sbx_run *r, struct sbx_error *e)
 		goto fail;
 	}
 	start = last = sbx_now_ms();
-	r->bwrap_pid = fork();
+	r->bwrap_pid = r->fork_hook != NULL ?
+	    r->fork_hook(r->child_hook_arg) : fork();
 	if (r->bwrap_pid == -1) {
 		sbx_error_sys(e, "fork_failed", "fork");
 		goto fail;

@@ -33,6 +33,9 @@ struct sbx_run {
 	 * only, e.g. joining the run's cgroup); nonzero return aborts. */
 	int		(*child_hook)(void *);
 	void		 *child_hook_arg;
+	/* Forks the child (NULL: fork()), e.g. straight into the run's
+	 * cgroup; called with child_hook_arg. */
+	pid_t		(*fork_hook)(void *);
 	/* When set, bwrap and the sandbox run as this host uid/gid (no
 	 * supplementary groups): sbx started as root never runs a sandbox
 	 * as host root. */
