@@ -36,7 +36,20 @@
 struct build {
 	struct sbx_buf	 man;
 	size_t		 bytes, entries;
+	const struct sbx_etc_spec *spec;
 };
+
+/* Is hostpath a directory the caller mounts over the tree? */
+static int
+is_mount(const struct build *b, const char *hostpath)
+{
+	size_t	 i;
+
+	for (i = 0; i < b->spec->nmounts; i++)
+		if (strcmp(b->spec->mounts[i], hostpath) == 0)
+			return 1;
+	return 0;
+}
 
 static uint64_t
 fnv(uint64_t h, const void *p, size_t n)
@@ -129,6 +142,9 @@ copy_node(struct build *b, int src_dir, const char *name, int follow,
 	}
 	if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
 		return line(&b->man, follow ? 'H' : 'h', &st, hostpath);
+	/* A mount point only: what is there is bound live, not copied. */
+	if (S_ISDIR(st.st_mode) && is_mount(b, hostpath))
+		return mkdirat(dst_dir, dname, 0700);
 	/* O_NONBLOCK: a FIFO swapped in meanwhile cannot make us wait. */
 	fd = openat(src_dir, name, O_RDONLY | O_CLOEXEC | O_NOCTTY |
 	    O_NONBLOCK | (follow ? 0 : O_NOFOLLOW) |
@@ -315,6 +331,7 @@ build(int etcdir, const char *key, const struct sbx_etc_spec *spec,
 	int		 bfd = -1, tree = -1, rc = -1;
 
 	memset(&b, 0, sizeof(b));
+	b.spec = spec;
 	gc(etcdir);
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	snprintf(tmp, sizeof(tmp), ".b-%s-%ld-%ld", key, (long)getpid(),
@@ -441,6 +458,9 @@ sbx_etccache_open(int cache_fd, const struct sbx_etc_spec *spec, int *built,
 	h = fnv(h, "sbx-etc 1", 10);
 	for (i = 0; i < spec->ncopy; i++)
 		h = fnv(h, spec->copy[i], strlen(spec->copy[i]) + 1);
+	h = fnv(h, "", 1);
+	for (i = 0; i < spec->nmounts; i++)
+		h = fnv(h, spec->mounts[i], strlen(spec->mounts[i]) + 1);
 	for (i = 0; i < spec->nmade; i++) {
 		h = fnv(h, spec->made[i].name, strlen(spec->made[i].name) + 1);
 		h = fnv(h, spec->made[i].data, spec->made[i].len);

@@ -22,6 +22,10 @@ struct sbx_etc_made {
 struct sbx_etc_spec {
 	const char *const	*copy;
 	size_t			 ncopy;
+	/* Directories among those copied that the caller binds over the
+	 * tree: only an empty directory is made for each, a mount point. */
+	const char *const	*mounts;
+	size_t			 nmounts;
 	const struct sbx_etc_made *made;
 	size_t			 nmade;
 };

@@ -36,6 +36,16 @@ static const char *const etc_files[] = {
 };
 
 /*
+ * With /etc as one prepared tree (lib/etccache.c), these directories of
+ * it are bound from the host instead, read-only, over an empty directory
+ * in the tree: hundreds of symlinks each, one inode apiece to copy (and
+ * on a busy file system an inode costs), one mount to bind.
+ */
+static const char *const etc_bound_dirs[] = {
+	"/etc/alternatives", "/etc/ssl/certs",
+};
+
+/*
  * The system's CA bundle, first found wins: runtimes with a CA store of
  * their own (node, python's requests) ignore it unless told, and then
  * fail on a company's TLS-inspecting proxy or mirror that the host trusts.
@@ -87,6 +97,17 @@ sbx_sandbox_ca_bundle(const struct sbx_sandbox *sb)
 			return ca_bundles[i];
 	}
 	return NULL;
+}
+
+size_t
+sbx_sandbox_etc_mounts(const char **out, size_t max)
+{
+	size_t	 i, n = 0;
+
+	for (i = 0; i < sizeof(etc_bound_dirs) / sizeof(*etc_bound_dirs) &&
+	    n < max; i++)
+		out[n++] = etc_bound_dirs[i];
+	return n;
 }
 
 size_t
@@ -246,6 +267,10 @@ sbx_sandbox_argv(const struct sbx_sandbox *sb, struct sbx_strv *v,
 		snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d",
 		    SBX_FD_ETC);
 		rc |= push3(v, "--ro-bind", fdpath, "/etc");
+		for (i = 0; i < sizeof(etc_bound_dirs) /
+		    sizeof(*etc_bound_dirs); i++)
+			rc |= push3(v, "--ro-bind-try", etc_bound_dirs[i],
+			    etc_bound_dirs[i]);
 		goto etc_made;
 	}
 	for (i = 0; i < sizeof(etc_files) / sizeof(*etc_files); i++)

@@ -53,7 +53,7 @@ main(void)
 		{ "passwd", "a:x:1:1::/h:/bin/sh\n", 20 },
 		{ "hosts", "127.0.0.1 localhost\n", 20 },
 	};
-	struct sbx_etc_spec	 spec = { copy, 3, made, 2 };
+	struct sbx_etc_spec	 spec = { copy, 3, NULL, 0, made, 2 };
 	struct stat		 st, st2;
 	char			 tmpl[] = "/tmp/t-etccache.XXXXXX", path[PATH_MAX];
 	char			 host[8192];
@@ -157,6 +157,29 @@ main(void)
 	ok(tree >= 0 && built == 1, "with it gone, the tree is built again");
 	if (tree >= 0)
 		close(tree);
+
+	/* A directory the caller mounts over: an empty mount point. */
+	{
+		static const char *const mnt[] = { "/etc/ld.so.conf.d" };
+		DIR	*d;
+		int	 nent = 0;
+
+		spec.mounts = mnt;
+		spec.nmounts = 1;
+		tree = sbx_etccache_open(cache, &spec, &built, &e);
+		t = reopen(tree);
+		fd = openat(t, "ld.so.conf.d", O_RDONLY | O_DIRECTORY);
+		if (fd >= 0 && (d = fdopendir(fd)) != NULL) {
+			while (readdir(d) != NULL)
+				nent++;
+			closedir(d);
+		}
+		ok(tree >= 0 && built == 1 && nent == 2,
+		    "a directory mounted over is made empty (%d entries)",
+		    nent);
+		close(t);
+		close(tree);
+	}
 
 	close(cache);
 	snprintf(path, sizeof(path), "rm -rf %s", tmpl);
