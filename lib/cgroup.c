@@ -235,6 +235,8 @@ sbx_cg_self_leaf_name(char *buf, size_t len)
 	snprintf(buf, len, "sbx-%ld-self", (long)getpid());
 }
 
+#define PROCINFO_INIT	{ SBX_BUF_INIT, SBX_BUF_INIT, 0, 0 }
+
 static const char *
 proc_text(struct sbx_buf *b, int *have, const char *path)
 {
@@ -424,8 +426,8 @@ sbx_cg_find_parent(struct procinfo *pi, int top, const char *toppath,
 	    (own[n] == '\0' || own[n] == '/'))
 		rel = own + n;
 	else {
-		sbx_cg_why_add(cg, "%s: own cgroup %s is outside the mounted part %s",
-		    label, own, mroot);
+		sbx_cg_why_add(cg, "%s: own cgroup %s is outside the mounted "
+		    "part %s", label, own, mroot);
 		return -1;
 	}
 	while (*rel == '/')
@@ -451,8 +453,8 @@ sbx_cg_find_parent(struct procinfo *pi, int top, const char *toppath,
 		w->fd = sbx_open_beneath(top, own, O_RDONLY | O_DIRECTORY,
 		    &scratch);
 	if (w->fd == -1) {
-		sbx_cg_why_add(cg, "%s: cannot open own cgroup %s/%s: %s", label,
-		    toppath, own, strerror(errno));
+		sbx_cg_why_add(cg, "%s: cannot open own cgroup %s/%s: %s",
+		    label, toppath, own, strerror(errno));
 		return -1;
 	}
 	snprintf(w->path, sizeof(w->path), "%s%s%s", toppath,
@@ -667,8 +669,8 @@ freeze(int dirfd, int on)
 	else
 		return 0;
 	if (!on) {
-		(void)sbx_cg_write(dirfd, v1 ? "freezer.state" : "cgroup.freeze",
-		    v1 ? "THAWED" : "0");
+		(void)sbx_cg_write(dirfd, v1 ? "freezer.state" :
+		    "cgroup.freeze", v1 ? "THAWED" : "0");
 		return 1;
 	}
 	if (sbx_cg_write(dirfd, v1 ? "freezer.state" : "cgroup.freeze",
@@ -681,8 +683,8 @@ freeze(int dirfd, int on)
 			if (sbx_cg_read(dirfd, "freezer.state", &b, 64) == 0 &&
 			    strncmp(b.p, "FROZEN", 6) == 0)
 				break;
-		} else if (sbx_cg_number(dirfd, "cgroup.events", "frozen", &v) &&
-		    v == 1)
+		} else if (sbx_cg_number(dirfd, "cgroup.events", "frozen",
+		    &v) && v == 1)
 			break;
 		sbx_cg_sleep_ms(1);
 	}
@@ -999,8 +1001,8 @@ sbx_cgroup_stats(const struct sbx_cgroup *cg, struct sbx_cg_stats *st)
 	}
 	if ((fd = cg->v1_fd_[SBX_CG1_MEMORY]) != -1) {
 		/* oom_kill is in memory.oom_control since 4.13. */
-		st->have_oom = sbx_cg_number(fd, "memory.oom_control", "oom_kill",
-		    &st->oom_kills);
+		st->have_oom = sbx_cg_number(fd, "memory.oom_control",
+		    "oom_kill", &st->oom_kills);
 		st->have_failcnt = sbx_cg_number(fd, "memory.failcnt", NULL,
 		    &st->memory_failcnt);
 		st->have_peak = sbx_cg_number(fd, "memory.max_usage_in_bytes",
@@ -1050,8 +1052,8 @@ sbx_cgroup_destroy(struct sbx_cgroup *cg, struct sbx_error *e)
 			if (cg->v1_parent_fd_[i] == -1 ||
 			    (cg->v1_alias_ & (1u << i)))
 				continue;
-			if (sbx_cg_remove_tree(cg->v1_parent_fd_[i], cg->name_, 0,
-			    deadline) == -1 && rc == 0)
+			if (sbx_cg_remove_tree(cg->v1_parent_fd_[i],
+			    cg->name_, 0, deadline) == -1 && rc == 0)
 				rc = sbx_error_sys(e, "cgroup_busy", "cannot "
 				    "remove cgroup %s", cg->v1[i]);
 		}
@@ -1109,8 +1111,8 @@ sbx_cg_gc_parent(int pfd)
 		(void)sbx_cg_kill_dir(fd);
 		(void)sbx_cg_drain(&fd, 1, sbx_cg_now_ms() + CG_DRAIN_MS);
 		close(fd);
-		if (sbx_cg_remove_tree(pfd, sub.v[i], 0, sbx_cg_now_ms() + CG_DESTROY_MS) ==
-		    0)
+		if (sbx_cg_remove_tree(pfd, sub.v[i], 0, sbx_cg_now_ms() +
+		    CG_DESTROY_MS) == 0)
 			count++;
 	}
 	sbx_strv_release(&sub);

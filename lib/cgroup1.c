@@ -151,7 +151,8 @@ sbx_cg1_try(struct procinfo *pi, const char *root, const char *name,
 			}
 			continue;
 		}
-		if (sbx_cg_find_parent(pi, h, hpath, v1_tab[i].ctl, &w, cg) == -1) {
+		if (sbx_cg_find_parent(pi, h, hpath, v1_tab[i].ctl, &w,
+		    cg) == -1) {
 			close(h);
 			continue;
 		}
@@ -172,8 +173,8 @@ sbx_cg1_try(struct procinfo *pi, const char *root, const char *name,
 				(void)v1_undo(cg, name, NULL);
 				return -1;
 			}
-			sbx_cg_why_add(cg, "cgroup1: cannot create %s/%s: %s", w.path,
-			    name, strerror(errno));
+			sbx_cg_why_add(cg, "cgroup1: cannot create %s/%s: %s",
+			    w.path, name, strerror(errno));
 			close(w.fd);
 			continue;
 		}
@@ -189,8 +190,8 @@ sbx_cg1_try(struct procinfo *pi, const char *root, const char *name,
 		if (dfd == -1 || !sbx_cg_has_file(dfd, v1_tab[i].probe)) {
 			/* Not the controller we took it for (the probe file
 			 * is missing): a name=... hierarchy, a fake. */
-			sbx_cg_why_add(cg, "cgroup1: %s is not a %s cgroup", cg->v1[i],
-			    v1_tab[i].ctl);
+			sbx_cg_why_add(cg, "cgroup1: %s is not a %s cgroup",
+			    cg->v1[i], v1_tab[i].ctl);
 			if (dfd != -1)
 				close(dfd);
 			if (unlinkat(w.fd, name, AT_REMOVEDIR) == -1) {
@@ -240,7 +241,8 @@ sbx_cg1_try(struct procinfo *pi, const char *root, const char *name,
 	}
 	if (lim->wanted & SBX_LIM_PIDS) {
 		snprintf(val, sizeof(val), "%llu", lim->pids);
-		if (sbx_cg_write(cg->v1_fd_[SBX_CG1_PIDS], "pids.max", val) == -1)
+		if (sbx_cg_write(cg->v1_fd_[SBX_CG1_PIDS], "pids.max",
+		    val) == -1)
 			goto limits_failed;
 		enforced |= SBX_LIM_PIDS;
 	}
@@ -265,7 +267,8 @@ sbx_cg1_try(struct procinfo *pi, const char *root, const char *name,
 	cg->backend = SBX_CG_V1;
 	return 1;
 limits_failed:
-	sbx_cg_why_add(cg, "cgroup1: cannot set up %s: %s", name, strerror(errno));
+	sbx_cg_why_add(cg, "cgroup1: cannot set up %s: %s", name,
+	    strerror(errno));
 	for (i = 0; i < cg->nprocs; i++)
 		sbx_cg_close_fd(&cg->procs_fd[i]);
 	cg->nprocs = 0;

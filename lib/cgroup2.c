@@ -54,8 +54,7 @@ static struct {
 /* The cgroup2 mount: root, else /sys/fs/cgroup, else the hybrid layout's
  * /sys/fs/cgroup/unified. */
 static int
-open_v2_top(const char *root, char *path, size_t pathsz,
-    struct sbx_cgroup *cg)
+open_v2_top(const char *root, char *path, size_t pathsz, struct sbx_cgroup *cg)
 {
 	const char	*cand[2];
 	int		 i, n, fd;
@@ -79,8 +78,8 @@ open_v2_top(const char *root, char *path, size_t pathsz,
 		}
 		close(fd);
 	}
-	sbx_cg_why_add(cg, "cgroup2: no cgroup2 file system at %s", root ? root :
-	    CG_DEFAULT_ROOT " or " CG_HYBRID_V2);
+	sbx_cg_why_add(cg, "cgroup2: no cgroup2 file system at %s", root ?
+	    root : CG_DEFAULT_ROOT " or " CG_HYBRID_V2);
 	return -1;
 }
 
@@ -172,9 +171,11 @@ self_move(struct where *w, const char *enable, unsigned mask,
 	char		 leaf[64];
 	int		 lfd, made = 0;
 
-	if (sbx_cg_read_pids(w->fd, &pv) == -1 || pv.n != 1 || pv.v[0] != getpid()) {
-		sbx_cg_why_add(cg, "cgroup2: own cgroup %s holds other processes, so "
-		    "it cannot pass memory, pids or cpu to a child", w->path);
+	if (sbx_cg_read_pids(w->fd, &pv) == -1 || pv.n != 1 ||
+	    pv.v[0] != getpid()) {
+		sbx_cg_why_add(cg, "cgroup2: own cgroup %s holds other "
+		    "processes, so it cannot pass memory, pids or cpu to a "
+		    "child", w->path);
 		free(pv.v);
 		return -1;
 	}
@@ -228,26 +229,29 @@ v2_enable(struct where *w, unsigned need, struct sbx_cgroup *cg)
 	if (need == 0)
 		return 0;
 	if (sbx_cg_read(w->fd, "cgroup.controllers", &b, CG_FILE_CAP) == -1) {
-		sbx_cg_why_add(cg, "cgroup2: cannot read %s/cgroup.controllers: %s",
-		    w->path, strerror(errno));
+		sbx_cg_why_add(cg, "cgroup2: cannot read "
+		    "%s/cgroup.controllers: %s", w->path, strerror(errno));
 		goto fail;
 	}
 	for (i = 0; i < V2_NCTL; i++)
-		if ((need & v2_tab[i].lim) && !sbx_cg_word_in(b.p, v2_tab[i].ctl))
+		if ((need & v2_tab[i].lim) &&
+		    !sbx_cg_word_in(b.p, v2_tab[i].ctl))
 			missing |= v2_tab[i].lim;
 	if (missing) {
 		ctl_list(enable, sizeof(enable), missing, '\0');
-		sbx_cg_why_add(cg, "cgroup2: controller(s) %s not delegated to %s",
-		    enable, w->path);
+		sbx_cg_why_add(cg, "cgroup2: controller(s) %s not delegated "
+		    "to %s", enable, w->path);
 		goto fail;
 	}
-	if (sbx_cg_read(w->fd, "cgroup.subtree_control", &b, CG_FILE_CAP) == -1) {
-		sbx_cg_why_add(cg, "cgroup2: cannot read %s/cgroup.subtree_control: "
-		    "%s", w->path, strerror(errno));
+	if (sbx_cg_read(w->fd, "cgroup.subtree_control", &b,
+	    CG_FILE_CAP) == -1) {
+		sbx_cg_why_add(cg, "cgroup2: cannot read "
+		    "%s/cgroup.subtree_control: %s", w->path, strerror(errno));
 		goto fail;
 	}
 	for (i = 0; i < V2_NCTL; i++)
-		if ((need & v2_tab[i].lim) && !sbx_cg_word_in(b.p, v2_tab[i].ctl))
+		if ((need & v2_tab[i].lim) &&
+		    !sbx_cg_word_in(b.p, v2_tab[i].ctl))
 			missing |= v2_tab[i].lim;
 	sbx_buf_release(&b);
 	if (missing == 0)
@@ -264,8 +268,8 @@ v2_enable(struct where *w, unsigned need, struct sbx_cgroup *cg)
 	}
 	if (errno == EBUSY && w->own)
 		return self_move(w, enable, missing, cg);
-	sbx_cg_why_add(cg, "cgroup2: cannot enable %s in %s/cgroup.subtree_control: "
-	    "%s", enable, w->path, strerror(errno));
+	sbx_cg_why_add(cg, "cgroup2: cannot enable %s in "
+	    "%s/cgroup.subtree_control: %s", enable, w->path, strerror(errno));
 	return -1;
 fail:
 	sbx_buf_release(&b);
@@ -304,8 +308,8 @@ sbx_cg2_try(struct procinfo *pi, const char *root, const char *name,
 			    "cgroup %s/%s", w.path, name);
 			goto undo;
 		}
-		sbx_cg_why_add(cg, "cgroup2: cannot create %s/%s: %s", w.path, name,
-		    strerror(errno));
+		sbx_cg_why_add(cg, "cgroup2: cannot create %s/%s: %s", w.path,
+		    name, strerror(errno));
 		goto undo;
 	}
 	dfd = openat(w.fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
@@ -363,7 +367,8 @@ limits_failed:
 rmdir:
 	sbx_cg_close_fd(&dfd);
 	cg->swap_limited = 0;
-	if (sbx_cg_remove_tree(w.fd, name, 0, sbx_cg_now_ms() + CG_DESTROY_MS) == -1)
+	if (sbx_cg_remove_tree(w.fd, name, 0, sbx_cg_now_ms() +
+	    CG_DESTROY_MS) == -1)
 		rc = sbx_error_sys(e, "cgroup_busy", "cannot remove cgroup "
 		    "%s/%s", w.path, name);
 undo:

@@ -46,8 +46,6 @@ struct procinfo {
 	int		 have_cgroup, have_mountinfo;	/* 1 read, -1 failed */
 };
 
-#define PROCINFO_INIT	{ SBX_BUF_INIT, SBX_BUF_INIT, 0, 0 }
-
 struct pidv {
 	pid_t	*v;
 	size_t	 n, cap;

@@ -609,9 +609,18 @@ prep_etc(struct sbx_exec *p, struct sbx_buf *pw, struct sbx_buf *gr,
 	};
 	struct sbx_etc_spec	 spec;
 	const char		*copy[64], *mounts[8];
+	struct stat		 st;
 	int			 built;
 
 	memset(&e, 0, sizeof(e));
+	/* As root, bwrap runs as the sandbox's uid and resolves the tree's
+	 * path: cache/ must let it search (not list) on the way, as the
+	 * homes' directories do; everything in the tree is a copy of what
+	 * any user may read.  Here, not in reachable_root: provision (which
+	 * a proxy start runs) makes cache/ 0700 again. */
+	if (p->drop_privs && fstat(p->cache_fd, &st) == 0 &&
+	    (st.st_mode & 07777) != 0711)
+		(void)fchmod(p->cache_fd, 0711);
 	spec.copy = copy;
 	spec.ncopy = sbx_sandbox_etc_copies(&p->sb, copy,
 	    sizeof(copy) / sizeof(*copy));
@@ -960,9 +969,7 @@ others_can_reach(const char *path)
  * As root, the sandbox's uid must be able to walk down to the homes:
  * bwrap resolves bind sources by path, as that uid.  Every ancestor of the
  * state root must let others search it, and the directories between the
- * root and the homes become 0711 (search, not list); so does cache/, on
- * the way to the prepared /etc (lib/etccache.c), whose files are all
- * copies of what any user may read.
+ * root and the homes become 0711 (search, not list).
  */
 static int
 reachable_root(struct sbx_exec *p, struct sbx_error *e)
@@ -970,7 +977,7 @@ reachable_root(struct sbx_exec *p, struct sbx_error *e)
 	struct stat		 st;
 	char			 path[PATH_MAX], *s;
 	static const char *const inner[] = { "workspace", "workspace/agents",
-	    "output", "cache" };
+	    "output" };
 	size_t			 i;
 	int			 fd;
 
@@ -1567,8 +1574,8 @@ sbx_exec_prepare(struct sbx_exec *p, const struct sbx_exec_req *q,
 	if (strcmp(p->network, SBX_NET_PROXY) == 0)
 		if (prep_proxy(p, e) == -1)
 		return -1;
-	if ((p->env_fd = prep_env(p)) == -1 ||
-	    sbx_sandbox_etc(&p->sb, p->run_uid, p->run_gid, &pw, &gr, &hosts) == -1) {
+	if ((p->env_fd = prep_env(p)) == -1 || sbx_sandbox_etc(&p->sb,
+	    p->run_uid, p->run_gid, &pw, &gr, &hosts) == -1) {
 		sbx_error_sys(e, "memfd_failed", "preparing the sandbox");
 		return -1;
 	}

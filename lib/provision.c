@@ -50,8 +50,7 @@ struct entry {
  * When sbx runs as root its sandboxes run as an unprivileged uid (see
  * sbx_provision_identity), which bwrap needs to reach the homes with:
  * F_REACH directories are then 0711 (search, not list) instead of 0700,
- * and F_AGENT entries (what the sandbox writes) belong to that uid.  cache/
- * holds the prepared /etc (lib/etccache.c), bound by path as well.
+ * and F_AGENT entries (what the sandbox writes) belong to that uid.
  */
 #define F_REACH	0x1
 #define F_AGENT	0x2
@@ -78,7 +77,7 @@ static const struct entry layout[] = {
 	{ "agents",		0, "",		 0, E_DIR,	0700, 0 },	/* 13 */
 	{ "agents/",		1, "",		13, E_DIR,	0700, 0 },	/* 14 */
 	{ "plugins",		0, "",		 0, E_DIR,	0700, 0 },	/* 15 */
-	{ "cache",		0, "",		 0, E_DIR,	0700, F_REACH },/* 16 */
+	{ "cache",		0, "",		 0, E_DIR,	0700, 0 },	/* 16 */
 	{ "workspace/agents/",	1, "/SOUL.md",	 7, E_SOUL,	0, F_AGENT },	/* 17 */
 	{ "config/agents/",	1, ".json",	 4, E_CONFIG,	0600, 0 },	/* 18 */
 	{ "run/tokens/",	1, "",		 2, E_TOKEN,	0600, 0 },	/* 19 */

@@ -97,7 +97,8 @@ part() {	# label: one user's measurements
 		case "$a" in
 		/proc/self/fd/6) bare+=("$home") ;;
 		/proc/self/fd/7) bare+=("$out") ;;
-		/proc/self/fd/15) bare+=("$(ls -d "$h"/cache/etc/*/etc | head -n 1)") ;;
+		/proc/self/fd/15) bare+=("$(find "$h/cache/etc" -mindepth 2 \
+		    -maxdepth 2 -name etc -path '*/[0-9a-f]*/etc' | head -n 1)") ;;
 		--ro-bind-data)
 			n=${argv[$((i + 1))]}; d=${argv[$((i + 2))]}
 			case "$n" in
@@ -133,8 +134,8 @@ part() {	# label: one user's measurements
 			bench baseproxy "env SBX_EXEC_PATH=$BASE/libexec/sbx $BASE/bin/sbx exec -q --network proxy -- /bin/true"
 		fi
 	done
-	local m50 m95 p50 p95
-	m50=$(pct "$tmp/$PART.minimal" 50); m95=$(pct "$tmp/$PART.minimal" 95)
+	local m50 p50 p95
+	m50=$(pct "$tmp/$PART.minimal" 50)
 	echo "== $label (uid $(id -u)), $((ROUNDS * RUNS)) runs each, alternating rounds"
 	printf '%-44s %8s %8s %8s\n' "/bin/true" "p50 ms" "p95 ms" "x min"
 	for v in "${names[@]}"; do
@@ -153,10 +154,10 @@ part() {	# label: one user's measurements
 		    "$(awk -v a="$p50" -v b="$m50" 'BEGIN{printf "%.2f", a/b}')"
 	done
 	# The loop: LOOP sequential short commands, median of 3, interleaved.
-	local loops=(minimal sbx) k t0 t1 r
+	local loops=(minimal sbx) k t0 t1
 	[ -z "$BASE" ] || loops+=(base)
 	for k in "${loops[@]}"; do : > "$tmp/$PART.loop.$k"; done
-	for r in 1 2 3; do
+	for _ in 1 2 3; do
 		for k in "${loops[@]}"; do
 			t0=$(date +%s%N)
 			for _ in $(seq "$LOOP"); do

@@ -55,8 +55,8 @@ main(void)
 	};
 	struct sbx_etc_spec	 spec = { copy, 3, NULL, 0, made, 2 };
 	struct stat		 st, st2;
-	char			 tmpl[] = "/tmp/t-etccache.XXXXXX", path[PATH_MAX];
-	char			 host[8192];
+	char			 tmpl[] = "/tmp/t-etccache.XXXXXX";
+	char			 path[PATH_MAX], host[8192];
 	int			 cache, tree, t, built, fd;
 	ssize_t			 n;
 
