@@ -616,8 +616,8 @@ prep_etc(struct sbx_exec *p, struct sbx_buf *pw, struct sbx_buf *gr,
 	/* As root, bwrap runs as the sandbox's uid and resolves the tree's
 	 * path: cache/ must let it search (not list) on the way, as the
 	 * homes' directories do; everything in the tree is a copy of what
-	 * any user may read.  Here, not in reachable_root: provision (which
-	 * a proxy start runs) makes cache/ 0700 again. */
+	 * any user may read.  Provision makes it so too; this covers a root
+	 * made by runs alone, or by an older sbx. */
 	if (p->drop_privs && fstat(p->cache_fd, &st) == 0 &&
 	    (st.st_mode & 07777) != 0711)
 		(void)fchmod(p->cache_fd, 0711);
