@@ -424,6 +424,181 @@ prep_workdir(struct sbx_exec *p, struct sbx_error *e)
 	return 0;
 }
 
+/*
+ * A path of --ro or read_paths: absolute, canonical, an existing
+ * directory or file, and nothing the sandbox must not see: /, the system
+ * trees (there already), the state root, the caller's home itself and
+ * (unless the agent's configuration names it) its hidden directories.
+ */
+static int
+ro_path_ok(struct sbx_exec *p, const char *path, int from_config,
+    struct sbx_error *e)
+{
+	char		 canon[PATH_MAX];
+	const char	*home = getenv("HOME"), *field = from_config ?
+			    "read_paths" : "ro";
+	size_t		 n;
+	int		 fd;
+
+	if (sbx_path_check(path, field, e) == -1)
+		return -1;
+	if (strcmp(path, "/") == 0 || is_system_dir(path) ||
+	    strcmp(path, "/etc") == 0) {
+		sbx_error_set(e, SBX_K_REJECTED, field, "system_directory",
+		    "argument `%s`: %s is a system directory (already "
+		    "read-only in the sandbox, or not to be shown)", field,
+		    path);
+		return -1;
+	}
+	if ((fd = sbx_fs_resolve_nofollow(path, canon, sizeof(canon), NULL,
+	    NULL, e)) == -1) {
+		e->field = field;
+		return -1;
+	}
+	close(fd);
+	n = strlen(p->root.path);
+	if ((strncmp(canon, p->root.path, n) == 0 && (canon[n] == '\0' ||
+	    canon[n] == '/')) || (strncmp(p->root.path, canon,
+	    strlen(canon)) == 0 && p->root.path[strlen(canon)] == '/')) {
+		sbx_error_set(e, SBX_K_REJECTED, field, "state_root",
+		    "argument `%s`: %s holds or is inside the state root",
+		    field, path);
+		return -1;
+	}
+	if (home != NULL && home[0] == '/' && strcmp(home, "/") != 0) {
+		n = strlen(home);
+		while (n > 1 && home[n - 1] == '/')
+			n--;
+		if (strncmp(canon, home, n) == 0 && canon[n] == '\0') {
+			sbx_error_set(e, SBX_K_REJECTED, field,
+			    "home_directory", "argument `%s`: %s is your home "
+			    "directory", field, path);
+			return -1;
+		}
+		if (!from_config && strncmp(canon, home, n) == 0 &&
+		    canon[n] == '/' && canon[n + 1] == '.') {
+			sbx_error_set(e, SBX_K_REJECTED, field, "home_dotdir",
+			    "argument `%s`: %s is a hidden directory of your "
+			    "home", field, path);
+			sbx_error_hint(e, "name it in the agent's read_paths "
+			    "if the sandbox must read it");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int
+is_under(const char *path, const char *dir)
+{
+	size_t	 n = strlen(dir);
+
+	return strncmp(path, dir, n) == 0 && (path[n] == '\0' ||
+	    path[n] == '/');
+}
+
+/*
+ * The file-system policy (lib/fspolicy.c): protected paths in the
+ * workdir, --ro and read_paths, deny_paths, and the unix-socket guard in
+ * none and proxy modes.
+ */
+static int
+prep_fspolicy(struct sbx_exec *p, struct sbx_error *e)
+{
+	struct sbx_strv	 entries = SBX_STRV_INIT, un = SBX_STRV_INIT;
+	struct sbx_strv	 ro = SBX_STRV_INIT, allow = SBX_STRV_INIT;
+	const json_t	*v, *x;
+	char		 src[64], w[PATH_MAX + 128];
+	size_t		 i, n;
+	int		 rc = -1;
+
+	sbx_fspolicy_init(&p->fs);
+	if (sbx_fspolicy_config_check(p->agent_cfg, p->agent_rel, e) == -1)
+		return -1;
+	for (i = 0; i < p->req->unprotect.n; i++) {
+		const char *u = p->req->unprotect.v[i];
+
+		if (p->workdir == NULL) {
+			sbx_error_set(e, SBX_K_INVALID_ARGS, "unprotect",
+			    "requires_workdir", "--unprotect needs --workdir");
+			goto out;
+		}
+		n = strlen(p->workdir);
+		if (u[0] == '/' && strncmp(u, p->workdir, n) == 0 &&
+		    u[n] == '/')
+			u += n + 1;
+		if (sbx_strv_push(&un, u) == -1)
+			goto nomem;
+	}
+	if (p->workdir != NULL) {
+		if (sbx_fspolicy_entries(p->agent_cfg, un.v, un.n, &entries,
+		    e) == -1)
+			goto out;
+		snprintf(src, sizeof(src), "/proc/self/fd/%d", SBX_FD_WORKDIR);
+		if (sbx_fspolicy_protect(&p->fs, p->workdir_fd, p->workdir,
+		    src, &p->workdir, 1, &entries, e) == -1)
+			goto out;
+		for (i = 0; i < un.n; i++) {
+			snprintf(w, sizeof(w), "protection lifted for this "
+			    "run: %s/%s (--unprotect)", p->workdir, un.v[i]);
+			warn_add(p, w);
+		}
+	}
+	/* Read-only paths: the configuration's, then the run's. */
+	v = json_object_get(p->agent_cfg, "read_paths");
+	json_array_foreach(v, i, x)
+		if (ro_path_ok(p, json_string_value(x), 1, e) == -1 ||
+		    sbx_fspolicy_ro(&p->fs, json_string_value(x), e) == -1 ||
+		    sbx_strv_push(&ro, json_string_value(x)) == -1)
+			goto out;
+	for (i = 0; i < p->req->ro.n; i++)
+		if (ro_path_ok(p, p->req->ro.v[i], 0, e) == -1 ||
+		    sbx_fspolicy_ro(&p->fs, p->req->ro.v[i], e) == -1 ||
+		    sbx_strv_push(&ro, p->req->ro.v[i]) == -1)
+			goto out;
+	/* Hidden paths: relative ones in the workdir; absolute ones must
+	 * be inside the workdir or a read-only path. */
+	v = json_object_get(p->agent_cfg, "deny_paths");
+	json_array_foreach(v, i, x) {
+		const char	*d = json_string_value(x);
+		int		 inside = 0;
+
+		if (d[0] != '/') {
+			if (p->workdir == NULL)
+				continue;
+			snprintf(w, sizeof(w), "%s/%s", p->workdir, d);
+			d = w;
+			inside = 1;
+		}
+		inside |= p->workdir != NULL && is_under(d, p->workdir);
+		for (n = 0; n < ro.n; n++)
+			inside |= is_under(d, ro.v[n]);
+		if (!inside)
+			continue;	/* not visible anyway */
+		if (sbx_fspolicy_deny(&p->fs, d, e) == -1)
+			goto out;
+	}
+	/* Unix sockets: a door out that --network none leaves open. */
+	if (strcmp(p->network, SBX_NET_OUTBOUND) != 0) {
+		v = json_object_get(p->agent_cfg, "allow_unix_sockets");
+		json_array_foreach(v, i, x)
+			if (sbx_strv_push(&allow, json_string_value(x)) == -1)
+				goto nomem;
+		if (sbx_fspolicy_unix(&p->fs, allow.v, allow.n, e) == -1)
+			goto out;
+	}
+	rc = 0;
+	goto out;
+nomem:
+	sbx_error_sys(e, "nomem", "file-system policy");
+out:
+	sbx_strv_release(&entries);
+	sbx_strv_release(&un);
+	sbx_strv_release(&ro);
+	sbx_strv_release(&allow);
+	return rc;
+}
+
 /* Validate --cwd against HOME (or the workdir) and check it exists there,
  * without following symlinks out. */
 static int
@@ -1193,6 +1368,65 @@ finish_proxy(struct sbx_exec *p)
 	}
 }
 
+/*
+ * After the run: what the file-system guard refused (sbx-init's reports,
+ * collected by lib/run.c), as violations beside the proxy's; and a
+ * repository the run created where none was (its config and hooks were
+ * not protected: the sandbox wrote them).  Collecting costs nothing on
+ * the way: the guard sees every refusal because it makes it.
+ */
+static void
+finish_fs(struct sbx_exec *p)
+{
+	struct stat	 st;
+	char		 w[PATH_MAX + 160];
+	size_t		 i;
+
+	if (p->violations == NULL && (p->run.fsdeny.n > 0 ||
+	    p->run.sockdeny.n > 0))
+		p->violations = json_array();
+	for (i = 0; i < p->run.fsdeny.n; i++)
+		json_array_append_new(p->violations, json_pack("{s:s,s:s,s:s}",
+		    "type", "filesystem", "path", p->run.fsdeny.v[i], "reason",
+		    "protected_path"));
+	for (i = 0; i < p->run.sockdeny.n; i++)
+		json_array_append_new(p->violations, json_pack("{s:s,s:s,s:s}",
+		    "type", "filesystem", "path", p->run.sockdeny.v[i],
+		    "reason", "unix_socket"));
+	for (i = 0; i < p->fs.no_git.n; i++) {
+		snprintf(w, sizeof(w), "%s/.git", p->fs.no_git.v[i]);
+		if (lstat(w, &st) == -1)
+			continue;
+		snprintf(w, sizeof(w), "the run created a git repository in "
+		    "%s: its config and hooks were written in the sandbox; "
+		    "review them before running git there", p->fs.no_git.v[i]);
+		warn_add(p, w);
+	}
+}
+
+/* One line for people per file-system violation, workdir-relative. */
+static void
+fs_violation_text(const struct sbx_exec *p, const json_t *v,
+    struct sbx_buf *out)
+{
+	struct sbx_buf	 b = SBX_BUF_INIT;
+	const char	*path = json_string_value(json_object_get(v, "path"));
+	const char	*why = json_string_value(json_object_get(v, "reason"));
+	size_t		 n;
+
+	if (json_object_get(v, "type") == NULL || path == NULL || why == NULL)
+		return;
+	if (p->workdir != NULL && (n = strlen(p->workdir),
+	    strncmp(path, p->workdir, n) == 0) && path[n] == '/')
+		path += n + 1;
+	sbx_str_escape_line(&b, path, strlen(path));
+	sbx_buf_printf(out, "%s%s: %s (%s)", out->len ? "\nsbx: " : "",
+	    strcmp(why, "unix_socket") == 0 ? "unix socket" :
+	    "protected path", b.p, strcmp(why, "unix_socket") == 0 ?
+	    "connection refused" : "write refused");
+	sbx_buf_release(&b);
+}
+
 char *
 sbx_exec_violations_text(const struct sbx_exec *p)
 {
@@ -1200,11 +1434,17 @@ sbx_exec_violations_text(const struct sbx_exec *p)
 	json_t		*v;
 	size_t		 i, n;
 
-	n = json_array_size(p->violations);
+	json_array_foreach(p->violations, i, v)
+		fs_violation_text(p, v, &out);
+	n = 0;
+	json_array_foreach(p->violations, i, v)
+		if (json_object_get(v, "type") == NULL)
+			n++;
 	if (n == 0)
-		return NULL;
+		return sbx_buf_detach(&out);
 	sbx_buf_printf(&out, "proxy denied %zu request%s:", n, n == 1 ? "" :
 	    "s");
+	n = 0;
 	json_array_foreach(p->violations, i, v) {
 		struct sbx_buf	 b = SBX_BUF_INIT;
 		const char	*h = json_string_value(json_object_get(v,
@@ -1214,7 +1454,9 @@ sbx_exec_violations_text(const struct sbx_exec *p)
 		const char	*hn = json_string_value(json_object_get(v,
 				    "hint"));
 
-		if (i == 5) {
+		if (json_object_get(v, "type") != NULL)
+			continue;
+		if (n++ == 5) {
 			sbx_buf_puts(&out, " ...");
 			break;
 		}
@@ -1222,7 +1464,7 @@ sbx_exec_violations_text(const struct sbx_exec *p)
 		    strlen(h) : 1);
 		/* An address refused for its class says which address and
 		 * what would allow it (the proxy's own words). */
-		sbx_buf_printf(&out, "%s %s:%lld (%s%s%s%s%s)", i ? "," : "",
+		sbx_buf_printf(&out, "%s %s:%lld (%s%s%s%s%s)", n > 1 ? "," : "",
 		    b.p, json_integer_value(json_object_get(v, "port")),
 		    json_string_value(json_object_get(v, "reason")),
 		    ad != NULL ? " " : "", ad != NULL ? ad : "",
@@ -1264,6 +1506,7 @@ sbx_exec_req_init(struct sbx_exec_req *q)
 
 	memset(q, 0, sizeof(*q));
 	q->env = q->allow = q->limit_keys = q->own = empty;
+	q->unprotect = q->ro = empty;
 	q->max_output_n = 1 << 20;
 	q->detach_fd = -1;
 }
@@ -1274,6 +1517,8 @@ sbx_exec_req_release(struct sbx_exec_req *q)
 	sbx_strv_release(&q->env);
 	sbx_strv_release(&q->allow);
 	sbx_strv_release(&q->limit_keys);
+	sbx_strv_release(&q->unprotect);
+	sbx_strv_release(&q->ro);
 	sbx_strv_release(&q->own);
 	free(q->own_argv);
 	q->own_argv = NULL;
@@ -1447,6 +1692,8 @@ sbx_exec_prepare(struct sbx_exec *p, const struct sbx_exec_req *q,
 		return -1;
 	if (prep_cwd(p, e) == -1)
 		return -1;
+	if (prep_fspolicy(p, e) == -1)
+		return -1;
 
 	p->sb.bwrap = p->bwrap;
 	p->sb.init = p->init;
@@ -1454,6 +1701,8 @@ sbx_exec_prepare(struct sbx_exec *p, const struct sbx_exec_req *q,
 	p->sb.workdir = p->workdir;
 	p->sb.cwd = p->cwd;
 	p->sb.network = p->network;
+	p->sb.fs_ops = p->fs.ops.v;
+	p->sb.fs_init = p->fs.init.v;
 	/* With -c, the arguments after the string are $0, $1... */
 	p->sb.argv = p->req->argv;
 	p->sb.shell = p->req->shell;
@@ -1836,6 +2085,7 @@ foreground(struct sbx_exec *p, struct sbx_error *e)
 	restore_tty();
 	p->events = sbx_exec_finish_limits(p, r);
 	finish_proxy(p);
+	finish_fs(p);
 	return 0;
 }
 
@@ -2034,6 +2284,7 @@ sbx_exec_release(struct sbx_exec *p)
 	close_fd(&p->cache_fd);
 	close_fd(&p->init_fd);
 	sbx_run_release(&p->run);
+	sbx_fspolicy_release(&p->fs);
 	sbx_strv_release(&p->bwrap_argv);
 	json_decref(p->agent_cfg);
 	json_decref(p->violations);

@@ -24,6 +24,7 @@
 #include "buf.h"
 #include "cgroup.h"
 #include "error.h"
+#include "fspolicy.h"
 #include "provision.h"
 #include "root.h"
 #include "run.h"
@@ -47,6 +48,9 @@ struct sbx_exec_req {
 	const char	*cwd;		/* NULL: the workdir, else HOME */
 	const char	*workdir;	/* host directory bound rw, or NULL */
 	int		 workdir_follow;	/* follow symlinks in it */
+	struct sbx_strv	 unprotect;	/* --unprotect PATH (relative to the
+					 * workdir, or inside it) */
+	struct sbx_strv	 ro;		/* --ro PATH: read-only at its path */
 	struct sbx_strv	 env;		/* NAME=VALUE */
 	const char	*network;	/* NULL: the agent's setting, else none */
 	struct sbx_strv	 allow;		/* extra allowed domains (proxy) */
@@ -83,6 +87,7 @@ struct sbx_exec {
 	const char		*network;	/* the mode in force */
 	struct sbx_root		 root;
 	struct sbx_sandbox	 sb;
+	struct sbx_fspolicy	 fs;
 	struct sbx_strv		 bwrap_argv;
 	char			*bwrap;
 	char			*init;

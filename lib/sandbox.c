@@ -269,6 +269,10 @@ etc_done:
 		    SBX_FD_WORKDIR);
 		rc |= push3(v, "--bind", fdpath, sb->workdir);
 	}
+	/* Protected, extra read-only and hidden paths, over the binds
+	 * above (lib/fspolicy.c). */
+	for (i = 0; sb->fs_ops != NULL && sb->fs_ops[i] != NULL; i++)
+		rc |= sbx_strv_push(v, sb->fs_ops[i]);
 	/* When bwrap runs as another uid than sbx it may not reach the
 	 * directory sbx is installed in: the binary is copied in from a
 	 * descriptor sbx opened. */
@@ -306,6 +310,9 @@ etc_done:
 		    sb->workdir_ino);
 		rc |= sbx_strv_push(v, sb->workdir);
 	}
+	/* The guard of names that must not be created (sbx-init). */
+	for (i = 0; sb->fs_init != NULL && sb->fs_init[i] != NULL; i++)
+		rc |= sbx_strv_push(v, sb->fs_init[i]);
 	/*
 	 * A terminal is made inside, on the sandbox's own devpts (bwrap's
 	 * --dev), never handed in from the caller: the caller's terminal

@@ -47,6 +47,10 @@ struct sbx_sandbox {
 	 * start the command unless the mount at `workdir` is this inode. */
 	unsigned long long workdir_dev, workdir_ino;
 	const char	 *cwd;		/* inside */
+	/* The file-system policy (lib/fspolicy.c): bwrap arguments after
+	 * the writable binds, and sbx-init's guard arguments; or NULL. */
+	char *const	 *fs_ops;
+	char *const	 *fs_init;
 	const char	 *network;	/* SBX_NET_* */
 	int		  disable_userns;
 	int		  seccomp;	/* pass SBX_FD_SECCOMP */
