@@ -182,11 +182,18 @@ guard_install(int sock)
 		struct cmsghdr	 align;
 	}			 u;
 	struct cmsghdr		*cm;
-	int			 n = 0, a, j, k, lfd;
+	unsigned		 calls[16];
+	int			 n = 0, a, j, k = 0, lfd, creates;
 	char			 c = 'G';
 
-	k = (int)(sizeof(create_calls) / sizeof(*create_calls)) +
-	    (unix_on ? 1 : 0);
+	/* Without names to guard, only connect is looked at: nothing else
+	 * pays for the guard. */
+	creates = nblocks > 0 || nprot > 0;
+	for (j = 0; creates && j < (int)(sizeof(create_calls) /
+	    sizeof(*create_calls)); j++)
+		calls[k++] = (unsigned)create_calls[j];
+	if (unix_on)
+		calls[k++] = SYS_connect;
 	/* Layout: 0 arch, 1 jump, 2 nr, 3 open, 4 openat, 5.. calls,
 	 * a = allow, a+1 open's flags, a+3 openat's, a+5 notify. */
 	a = 5 + k;
@@ -197,14 +204,14 @@ guard_install(int sock)
 	    AUDIT_ARCH_X86_64, 0, (unsigned char)(a - 2));
 	f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
 	    offsetof(struct seccomp_data, nr));
+	/* (Without names to guard, open and openat never match: -1.) */
 	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
-	    SYS_open, (unsigned char)(a - 3), 0);
+	    creates ? SYS_open : 0xffffffffu, (unsigned char)(a - 3), 0);
 	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
-	    SYS_openat, (unsigned char)(a - 2), 0);
+	    creates ? SYS_openat : 0xffffffffu, (unsigned char)(a - 2), 0);
 	for (j = 0; j < k; j++)
 		f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ |
-		    BPF_K, j < k - (unix_on ? 1 : 0) ? (unsigned)create_calls[j] :
-		    (unsigned)SYS_connect, (unsigned char)(a - 1 - j), 0);
+		    BPF_K, calls[j], (unsigned char)(a - 1 - j), 0);
 	f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K,
 	    SECCOMP_RET_ALLOW);
 	f[n++] = (struct sock_filter)LD_ARG_LO(1);

@@ -40,7 +40,8 @@ int	cmd_exec(int, char *[]);
 
 static const char usage_text[] =
 "usage: sbx exec [--agent A] [--home DIR] [--cwd PATH] [--workdir DIR]\n"
-"                [--workdir-follow-symlinks]\n"
+"                [--workdir-follow-symlinks] [--ro PATH]...\n"
+"                [--unprotect PATH]...\n"
 "                [--env NAME=VALUE]... [--timeout SECONDS] [--tty]\n"
 "                [--network none|proxy|outbound] [--allow-domain D]...\n"
 "                [--json] [--max-output BYTES] [--stdin inherit|null]\n"
@@ -74,6 +75,10 @@ static const char help_text[] =
 "                         and start there (no symbolic links in DIR)\n"
 "      --workdir-follow-symlinks\n"
 "                         follow symbolic links in DIR; print where it leads\n"
+"      --ro PATH          bind host PATH read-only at its own path\n"
+"                         (repeatable; see PROTECTED PATHS in sbx-exec(1))\n"
+"      --unprotect PATH   let this run write the protected PATH of the\n"
+"                         workdir (.git/hooks...; a warning says so)\n"
 "  -e, --env NAME=VALUE   set a variable inside (repeatable)\n"
 "      --timeout SECONDS  kill the command after SECONDS without output\n"
 "                         (output a program buffers counts as silence)\n"
@@ -118,7 +123,7 @@ enum {
 	OPT_MEMORY, OPT_CPUS, OPT_PIDS, OPT_DISK, OPT_WALL, OPT_NOFILE,
 	OPT_WORKDIR_FOLLOW,
 	OPT_FSIZE, OPT_SOFT, OPT_SECCOMP, OPT_ALLOW, OPT_STDIN, OPT_TIMEOUT,
-	OPT_TTY, OPT_REQUEST, OPT_ENVELOPE_FD,
+	OPT_TTY, OPT_REQUEST, OPT_ENVELOPE_FD, OPT_RO, OPT_UNPROTECT,
 };
 
 static const struct option longopts[] = {
@@ -127,6 +132,8 @@ static const struct option longopts[] = {
 	{ "cwd",	required_argument,	NULL, 'C' },
 	{ "workdir",	required_argument,	NULL, 'w' },
 	{ "workdir-follow-symlinks", no_argument, NULL, OPT_WORKDIR_FOLLOW },
+	{ "ro",		required_argument,	NULL, OPT_RO },
+	{ "unprotect",	required_argument,	NULL, OPT_UNPROTECT },
 	{ "env",	required_argument,	NULL, 'e' },
 	{ "timeout",	required_argument,	NULL, OPT_TIMEOUT },
 	{ "tty",	no_argument,		NULL, OPT_TTY },
@@ -249,7 +256,7 @@ run_option(int ch)
 {
 	return (ch < 256 && strchr("Cwetnbc", ch) != NULL) ||
 	    (ch >= OPT_MEMORY && ch <= OPT_STDIN) || ch == OPT_MAX_OUTPUT ||
-	    ch == OPT_TTY;
+	    ch == OPT_TTY || ch == OPT_RO || ch == OPT_UNPROTECT;
 }
 
 /* A limit option: the key of sbx_limits_set(). */
@@ -311,7 +318,10 @@ getopts(int argc, char *argv[], const char *optstring, int *code)
 		case OPT_ENVELOPE_FD: C.envelope_fd_arg = optarg; break;
 		case 'e':
 		case OPT_ALLOW:
-			if (sbx_strv_push(ch == 'e' ? &R.env : &R.allow,
+		case OPT_RO:
+		case OPT_UNPROTECT:
+			if (sbx_strv_push(ch == 'e' ? &R.env : ch == OPT_ALLOW ?
+			    &R.allow : ch == OPT_RO ? &R.ro : &R.unprotect,
 			    optarg) == -1)
 				return *code = SBX_EX_OSERR, -1;
 			break;

@@ -143,7 +143,8 @@ void	sbx_exec_req_init(struct sbx_exec_req *);
 void	sbx_exec_req_release(struct sbx_exec_req *);
 /*
  * Fill req from a request envelope (a JSON object whose keys are the long
- * options: agent, cwd, workdir, workdir_follow_symlinks, env, timeout,
+ * options: agent, cwd, workdir, workdir_follow_symlinks, ro, unprotect,
+ * env, timeout,
  * tty, network, allow_domain, command, shell, args, max_output, stdin,
  * memory, cpus, pids, disk, wall_timeout, nofile, file_size, soft_limits,
  * seccomp, background).  Unknown keys and wrong types are invalid_args.

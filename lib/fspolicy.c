@@ -302,12 +302,14 @@ self_bind(struct root *r, const char *rel)
 }
 
 static int
-ro_bind(struct root *r, const char *rel)
+ro_bind(struct root *r, const char *rel, int entry)
 {
-	if (under(&r->ro, rel))
+	if (under(&r->ro, rel) || has(&r->bound, rel))
 		return 0;
 	r->pol->nprotected++;
-	if (sbx_strv_push(&r->ro, rel) == -1)
+	/* A .git file is bound, but what it names is still to do: it is
+	 * not an entry that covers what is under its name. */
+	if (sbx_strv_push(entry ? &r->ro : &r->bound, rel) == -1)
 		return -1;
 	return sbx_strv_push(&r->pol->ops, "--ro-bind") |
 	    sbx_strv_pushf(&r->pol->ops, "%s/%s", r->src, rel) |
@@ -467,7 +469,7 @@ protect_one(struct root *r, const char *rel, int follow, struct sbx_error *e)
 			break;
 		}
 		if (*rest == '\0') {
-			rc = ro_bind(r, abs);
+			rc = ro_bind(r, abs, 1);
 			break;
 		}
 		if (!S_ISDIR(st.st_mode)) {
@@ -475,7 +477,7 @@ protect_one(struct root *r, const char *rel, int follow, struct sbx_error *e)
 			    S_ISREG(st.st_mode) && follow) {
 				/* Where the repository is, written here:
 				 * read-only too. */
-				if ((rc = ro_bind(r, ".git")) == 0)
+				if ((rc = ro_bind(r, ".git", 0)) == 0)
 					rc = git_file(r, fd, rest, e);
 			}
 			break;
