@@ -193,7 +193,7 @@ $(B)/tests/unit/t-%: tests/unit/t-%.c tests/unit/tap.h $(LIBSBX)
 # Test helpers run inside sandboxes (possibly on images): static, plain.
 $(B)/tests/helpers/%: tests/helpers/%.c
 	@mkdir -p $(dir $@)
-	$(CC) -D_GNU_SOURCE -O1 -static -o $@ cmd/sbx-init.c cmd/initguard.c
+	$(CC) -D_GNU_SOURCE -O1 -static -o $@ $<
 
 tests: $(UNIT_BIN) $(HELP_BIN)
 

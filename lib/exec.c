@@ -488,6 +488,38 @@ ro_path_ok(struct sbx_exec *p, const char *path, int from_config,
 	return 0;
 }
 
+/*
+ * run/empty: an empty read-only file bound over the files of deny_paths.
+ * In sbx's state root, never in the user's tree; run/ is out of every
+ * sandbox's reach, and a file found there that is not empty is replaced.
+ */
+static int
+empty_file(struct sbx_exec *p, char *out, size_t cap, struct sbx_error *e)
+{
+	struct stat	 st;
+	int		 dfd, fd;
+
+	if ((dfd = sbx_mkdirs_at(p->root.fd, "run", 0711, e)) == -1)
+		return -1;
+	fd = openat(dfd, "empty", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0 && (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
+	    st.st_size != 0)) {
+		close(fd);
+		fd = -1;
+		(void)unlinkat(dfd, "empty", 0);
+	}
+	if (fd == -1)
+		fd = openat(dfd, "empty", O_WRONLY | O_CREAT | O_EXCL |
+		    O_NOFOLLOW | O_CLOEXEC, 0444);
+	close(dfd);
+	if (fd == -1)
+		return sbx_error_sys(e, "empty_file", "%s/run/empty",
+		    p->root.path);
+	close(fd);
+	snprintf(out, cap, "%s/run/empty", p->root.path);
+	return 0;
+}
+
 static int
 is_under(const char *path, const char *dir)
 {
@@ -508,10 +540,11 @@ prep_fspolicy(struct sbx_exec *p, struct sbx_error *e)
 	struct sbx_strv	 entries = SBX_STRV_INIT, un = SBX_STRV_INIT;
 	struct sbx_strv	 ro = SBX_STRV_INIT, allow = SBX_STRV_INIT;
 	const json_t	*v, *x;
-	char		 src[64], w[PATH_MAX + 128];
+	char		 src[64], w[PATH_MAX + 128], empty[PATH_MAX];
 	size_t		 i, n;
 	int		 rc = -1;
 
+	empty[0] = '\0';
 	sbx_fspolicy_init(&p->fs);
 	if (sbx_fspolicy_config_check(p->agent_cfg, p->agent_rel, e) == -1)
 		return -1;
@@ -575,7 +608,10 @@ prep_fspolicy(struct sbx_exec *p, struct sbx_error *e)
 			inside |= is_under(d, ro.v[n]);
 		if (!inside)
 			continue;	/* not visible anyway */
-		if (sbx_fspolicy_deny(&p->fs, d, e) == -1)
+		if (empty[0] == '\0' && empty_file(p, empty, sizeof(empty),
+		    e) == -1)
+			goto out;
+		if (sbx_fspolicy_deny(&p->fs, d, empty, e) == -1)
 			goto out;
 	}
 	/* Unix sockets: a door out that --network none leaves open. */
@@ -1440,8 +1476,12 @@ sbx_exec_violations_text(const struct sbx_exec *p)
 	json_array_foreach(p->violations, i, v)
 		if (json_object_get(v, "type") == NULL)
 			n++;
+	if (n == 0 && out.len == 0)
+		return NULL;
 	if (n == 0)
 		return sbx_buf_detach(&out);
+	if (out.len > 0)
+		sbx_buf_puts(&out, "\nsbx: ");
 	sbx_buf_printf(&out, "proxy denied %zu request%s:", n, n == 1 ? "" :
 	    "s");
 	n = 0;

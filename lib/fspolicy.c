@@ -144,10 +144,10 @@ strings(const json_t *doc, const char *key, const char *origin, int absolute,
 
 		if (s == NULL)
 			goto bad;
-		if (absolute == 1 ? sbx_path_check(s, key, &ignored) == -1 ||
-		    strcmp(s, "/") == 0 : absolute == 0 ? !entry_ok(s) :
-		    (s[0] == '/' ? sbx_path_check(s, key, &ignored) == -1 ||
-		    strcmp(s, "/") == 0 : !entry_ok(s)))
+		if (absolute == 1 ? s[0] != '/' || sbx_path_check(s, key,
+		    &ignored) == -1 || strcmp(s, "/") == 0 : absolute == 0 ?
+		    !entry_ok(s) : (s[0] == '/' ? sbx_path_check(s, key,
+		    &ignored) == -1 || strcmp(s, "/") == 0 : !entry_ok(s)))
 			goto bad;
 	}
 	return 0;
@@ -596,7 +596,7 @@ sbx_fspolicy_protect(struct sbx_fspolicy *p, int root_fd, const char *inside,
 }
 
 int
-sbx_fspolicy_deny(struct sbx_fspolicy *p, const char *path,
+sbx_fspolicy_deny(struct sbx_fspolicy *p, const char *path, const char *empty,
     struct sbx_error *e)
 {
 	struct stat	 st;
@@ -613,8 +613,10 @@ sbx_fspolicy_deny(struct sbx_fspolicy *p, const char *path,
 			return sbx_error_sys(e, "nomem", "deny_paths");
 	} else if (S_ISREG(st.st_mode) || S_ISSOCK(st.st_mode) ||
 	    S_ISFIFO(st.st_mode)) {
+		/* An empty file of sbx's own, not /dev/null: a device on
+		 * a nodev mount cannot even be opened for reading. */
 		if (sbx_strv_push(&p->ops, "--ro-bind") |
-		    sbx_strv_push(&p->ops, "/dev/null") |
+		    sbx_strv_push(&p->ops, empty) |
 		    sbx_strv_push(&p->ops, path))
 			return sbx_error_sys(e, "nomem", "deny_paths");
 	} else

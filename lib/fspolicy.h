@@ -57,9 +57,10 @@ int	sbx_fspolicy_protect(struct sbx_fspolicy *, int root_fd,
 	    size_t nroots, const struct sbx_strv *entries, struct sbx_error *);
 
 /* Hide path (a deny_paths entry, absolute, inside a root): an empty
- * read-only tmpfs over a directory, /dev/null over a file. */
+ * read-only tmpfs over a directory, the empty file `empty` (a host path
+ * of sbx's own) over a file. */
 int	sbx_fspolicy_deny(struct sbx_fspolicy *, const char *path,
-	    struct sbx_error *);
+	    const char *empty, struct sbx_error *);
 
 /* A read-only path at its own place (--ro, read_paths). */
 int	sbx_fspolicy_ro(struct sbx_fspolicy *, const char *path,
