@@ -615,13 +615,25 @@ prep_fspolicy(struct sbx_exec *p, struct sbx_error *e)
 			goto out;
 	}
 	/* Unix sockets: a door out that --network none leaves open. */
-	if (strcmp(p->network, SBX_NET_OUTBOUND) != 0) {
+	if (strcmp(p->network, SBX_NET_OUTBOUND) != 0 &&
+	    !p->req->seccomp_off) {
 		v = json_object_get(p->agent_cfg, "allow_unix_sockets");
 		json_array_foreach(v, i, x)
 			if (sbx_strv_push(&allow, json_string_value(x)) == -1)
 				goto nomem;
 		if (sbx_fspolicy_unix(&p->fs, allow.v, allow.n, e) == -1)
 			goto out;
+	}
+	/*
+	 * --seccomp off is for diagnosis: no filter at all, the guard's
+	 * included.  What exists stays read-only (mounts); names that do
+	 * not exist yet are not guarded, and the run says so.
+	 */
+	if (p->req->seccomp_off && p->fs.init.n > 0) {
+		sbx_strv_release(&p->fs.init);
+		warn_add(p, "seccomp is off: protected paths that do not exist "
+		    "yet can be created in this run (existing ones stay "
+		    "read-only)");
 	}
 	rc = 0;
 	goto out;
