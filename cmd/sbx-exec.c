@@ -39,7 +39,7 @@
 int	cmd_exec(int, char *[]);
 
 static const char usage_text[] =
-"usage: sbx exec [--agent A] [--home DIR] [--cwd PATH] [--workdir DIR]\n"
+"usage: sbx exec [--agent A] [--home DIR] [--cwd PATH] [--workdir DIR]...\n"
 "                [--workdir-follow-symlinks] [--ro PATH]...\n"
 "                [--unprotect PATH]...\n"
 "                [--env NAME=VALUE]... [--timeout SECONDS] [--tty]\n"
@@ -72,7 +72,9 @@ static const char help_text[] =
 "  -C, --cwd PATH         start in PATH: relative to HOME, or absolute inside\n"
 "                         HOME or --workdir\n"
 "  -w, --workdir DIR      bind host directory DIR read-write at its own path\n"
-"                         and start there (no symbolic links in DIR)\n"
+"                         and start there (no symbolic links in DIR);\n"
+"                         repeatable: more writable roots, the first is\n"
+"                         the default cwd\n"
 "      --workdir-follow-symlinks\n"
 "                         follow symbolic links in DIR; print where it leads\n"
 "      --ro PATH          bind host PATH read-only at its own path\n"
@@ -298,7 +300,14 @@ getopts(int argc, char *argv[], const char *optstring, int *code)
 		case 'a': R.agent = optarg; break;
 		case OPT_HOME: R.home = optarg; break;
 		case 'C': R.cwd = optarg; break;
-		case 'w': R.workdir = optarg; break;
+		case 'w':
+			/* Repeated: more writable roots; the first is the
+			 * default cwd. */
+			if (R.workdir == NULL)
+				R.workdir = optarg;
+			else if (sbx_strv_push(&R.xworkdirs, optarg) == -1)
+				return *code = SBX_EX_OSERR, -1;
+			break;
 		case OPT_WORKDIR_FOLLOW: R.workdir_follow = 1; break;
 		case OPT_TIMEOUT: R.timeout = optarg; break;
 		case 't': case OPT_TTY: R.tty = 1; break;

@@ -1,9 +1,9 @@
 /*
  * sbx-init: pid 1 inside every sbx sandbox.
  *
- *	sbx-init [-r NAME=VALUE]... [-W DEV:INO PATH] [GUARD...]
+ *	sbx-init [-r NAME=VALUE]... [-W DEV:INO PATH]... [GUARD...]
  *	    [-T ROWS:COLS] [-P] -- COMMAND [ARG...]
- *	sbx-init [-r NAME=VALUE]... [-W DEV:INO PATH] [GUARD...]
+ *	sbx-init [-r NAME=VALUE]... [-W DEV:INO PATH]... [GUARD...]
  *	    [-T ROWS:COLS] [-P] -c -- 'SHELL STRING' [NAME [ARG...]]
  *
  * GUARD (the file-system policy, cmd/initguard.c): -N DEV:INO:NAME (NAME
@@ -538,7 +538,8 @@ main(int argc, char *argv[])
 		    strerror(errno));
 		return 125;
 	}
-	if (i + 2 < argc && strcmp(argv[i], "-W") == 0) {
+	/* One -W per writable root. */
+	while (i + 2 < argc && strcmp(argv[i], "-W") == 0) {
 		if (check_workdir(argv[i + 1], argv[i + 2]) == -1)
 			return 125;
 		i += 3;

@@ -262,12 +262,13 @@ workdir_copy(struct sbx_exec *p, const struct stat *st, struct sbx_error *e)
 	}
 	/* The mount point: a directory of the state root's that nothing
 	 * else uses, empty on the host, 0711 like run/ itself. */
-	if ((fd = sbx_mkdirs_at(p->root.fd, "run/workdir", 0711, e)) == -1)
+	if ((fd = sbx_mkdirs_at(p->root.fd, p->wd_mnt_rel, 0711, e)) == -1)
 		return -1;
 	if (fstat(fd, &p->workdir_mnt_st) == -1 ||
-	    asprintf(&p->workdir_mnt, "%s/run/workdir", p->root.path) == -1) {
-		sbx_error_sys(e, "workdir_mount_point", "%s/run/workdir",
-		    p->root.path);
+	    asprintf(&p->workdir_mnt, "%s/%s", p->root.path,
+	    p->wd_mnt_rel) == -1) {
+		sbx_error_sys(e, "workdir_mount_point", "%s/%s",
+		    p->root.path, p->wd_mnt_rel);
 		return -1;
 	}
 	(void)fchmod(fd, 0711);
@@ -425,6 +426,79 @@ prep_workdir(struct sbx_exec *p, struct sbx_error *e)
 }
 
 /*
+ * --workdir repeated: each further directory is checked exactly as the
+ * first (prep_workdir, run on it), gets its own slot, its own idmapped copy
+ * as root (run/workdir-N) and its own check by sbx-init.  Two roots that
+ * overlap are refused: a root inside another would be bound over a
+ * protected path of the outer one, or the other way round.
+ */
+static int
+prep_xworkdirs(struct sbx_exec *p, struct sbx_error *e)
+{
+	const struct sbx_exec_req	*orig = p->req;
+	struct sbx_exec_req		 q;
+	char				*w0, *m0, rel[48];
+	const char			*res0;
+	struct stat			 ms0;
+	unsigned long long		 d0, i0;
+	int				 fd0, t0, j, k, rc = 0;
+	size_t				 i;
+
+	if (orig->xworkdirs.n == 0)
+		return 0;
+	if (orig->xworkdirs.n > SBX_MAX_XWORKDIRS)
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "workdir",
+		    "too_many", "at most %d --workdir directories",
+		    SBX_MAX_XWORKDIRS + 1);
+	if (orig->workdir_follow)
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "workdir",
+		    "follow_one", "--workdir-follow-symlinks takes one "
+		    "--workdir");
+	w0 = p->workdir; fd0 = p->workdir_fd; t0 = p->workdir_tree;
+	m0 = p->workdir_mnt; ms0 = p->workdir_mnt_st;
+	d0 = p->sb.workdir_dev; i0 = p->sb.workdir_ino;
+	res0 = p->workdir_resolved;
+	for (i = 0; rc == 0 && i < orig->xworkdirs.n; i++) {
+		q = *orig;
+		q.workdir = orig->xworkdirs.v[i];
+		p->req = &q;
+		p->workdir = NULL;
+		p->workdir_fd = p->workdir_tree = -1;
+		p->workdir_mnt = NULL;
+		snprintf(rel, sizeof(rel), "run/workdir-%zu", i + 1);
+		p->wd_mnt_rel = rel;
+		rc = prep_workdir(p, e);
+		k = p->nxwd++;
+		p->xwd[k].path = p->workdir;
+		p->xwd[k].fd = p->workdir_fd;
+		p->xwd[k].tree = p->workdir_tree;
+		p->xwd[k].mnt = p->workdir_mnt;
+		p->xwd[k].mnt_st = p->workdir_mnt_st;
+		p->sb.xworkdir[k].dev = p->sb.workdir_dev;
+		p->sb.xworkdir[k].ino = p->sb.workdir_ino;
+		p->req = orig;
+	}
+	p->workdir = w0; p->workdir_fd = fd0; p->workdir_tree = t0;
+	p->workdir_mnt = m0; p->workdir_mnt_st = ms0;
+	p->sb.workdir_dev = d0; p->sb.workdir_ino = i0;
+	p->workdir_resolved = res0;
+	p->wd_mnt_rel = "run/workdir";
+	if (rc == -1)
+		return -1;
+	for (j = -1; j < p->nxwd; j++)
+		for (k = j + 1; k < p->nxwd; k++) {
+			const char *a = j < 0 ? p->workdir : p->xwd[j].path;
+
+			if (sbx_path_overlaps(a, p->xwd[k].path))
+				return sbx_error_set(e, SBX_K_INVALID_ARGS,
+				    "workdir", "overlap", "--workdir %s and %s "
+				    "overlap: give directories side by side",
+				    a, p->xwd[k].path);
+		}
+	return 0;
+}
+
+/*
  * A path of --ro or read_paths: absolute, canonical, an existing
  * directory or file, and nothing the sandbox must not see: /, the system
  * trees (there already), the state root, the caller's home itself and
@@ -542,7 +616,7 @@ prep_fspolicy(struct sbx_exec *p, struct sbx_error *e)
 	const json_t	*v, *x;
 	char		 src[64], w[PATH_MAX + 128], empty[PATH_MAX];
 	size_t		 i, n;
-	int		 rc = -1;
+	int		 rc = -1, k;
 
 	empty[0] = '\0';
 	sbx_fspolicy_init(&p->fs);
@@ -560,17 +634,31 @@ prep_fspolicy(struct sbx_exec *p, struct sbx_error *e)
 		if (u[0] == '/' && strncmp(u, p->workdir, n) == 0 &&
 		    u[n] == '/')
 			u += n + 1;
+		for (k = 0; u[0] == '/' && k < p->nxwd; k++)
+			if (n = strlen(p->xwd[k].path), strncmp(u,
+			    p->xwd[k].path, n) == 0 && u[n] == '/')
+				u += n + 1;
 		if (sbx_strv_push(&un, u) == -1)
 			goto nomem;
 	}
 	if (p->workdir != NULL) {
+		char	*roots[SBX_MAX_XWORKDIRS + 1];
+
 		if (sbx_fspolicy_entries(p->agent_cfg, un.v, un.n, &entries,
 		    e) == -1)
 			goto out;
-		snprintf(src, sizeof(src), "/proc/self/fd/%d", SBX_FD_WORKDIR);
-		if (sbx_fspolicy_protect(&p->fs, p->workdir_fd, p->workdir,
-		    src, &p->workdir, 1, &entries, e) == -1)
-			goto out;
+		roots[0] = p->workdir;
+		for (k = 0; k < p->nxwd; k++)
+			roots[k + 1] = p->xwd[k].path;
+		/* Every writable root gets the same protection. */
+		for (k = -1; k < p->nxwd; k++) {
+			snprintf(src, sizeof(src), "/proc/self/fd/%d", k < 0 ?
+			    SBX_FD_WORKDIR : SBX_FD_XWORKDIR + k);
+			if (sbx_fspolicy_protect(&p->fs, k < 0 ? p->workdir_fd :
+			    p->xwd[k].fd, roots[k + 1], src, roots,
+			    (size_t)p->nxwd + 1, &entries, e) == -1)
+				goto out;
+		}
 		for (i = 0; i < un.n; i++) {
 			snprintf(w, sizeof(w), "protection lifted for this "
 			    "run: %s/%s (--unprotect)", p->workdir, un.v[i]);
@@ -597,12 +685,21 @@ prep_fspolicy(struct sbx_exec *p, struct sbx_error *e)
 		int		 inside = 0;
 
 		if (d[0] != '/') {
-			if (p->workdir == NULL)
-				continue;
-			snprintf(w, sizeof(w), "%s/%s", p->workdir, d);
-			d = w;
-			inside = 1;
+			/* Relative: in every writable root. */
+			for (k = -1; k < p->nxwd && p->workdir != NULL; k++) {
+				snprintf(w, sizeof(w), "%s/%s", k < 0 ?
+				    p->workdir : p->xwd[k].path, d);
+				if (empty[0] == '\0' && empty_file(p, empty,
+				    sizeof(empty), e) == -1)
+					goto out;
+				if (sbx_fspolicy_deny(&p->fs, w, empty, e) ==
+				    -1)
+					goto out;
+			}
+			continue;
 		}
+		for (k = 0; k < p->nxwd; k++)
+			inside |= is_under(d, p->xwd[k].path);
 		inside |= p->workdir != NULL && is_under(d, p->workdir);
 		for (n = 0; n < ro.n; n++)
 			inside |= is_under(d, ro.v[n]);
@@ -653,7 +750,7 @@ static int
 prep_cwd(struct sbx_exec *p, struct sbx_error *e)
 {
 	const char		*base = NULL, *rel = NULL;
-	int			 basefd = -1, fd;
+	int			 basefd = -1, fd, i;
 	size_t			 n;
 
 	if (p->req->cwd == NULL) {
@@ -685,6 +782,14 @@ prep_cwd(struct sbx_exec *p, struct sbx_error *e)
 		basefd = p->workdir_fd;
 		rel = p->cwd + n;
 	}
+	for (i = 0; base == NULL && i < p->nxwd; i++)
+		if ((n = strlen(p->xwd[i].path), strncmp(p->cwd,
+		    p->xwd[i].path, n) == 0) && (p->cwd[n] == '\0' ||
+		    p->cwd[n] == '/')) {
+			base = p->xwd[i].path;
+			basefd = p->xwd[i].fd;
+			rel = p->cwd + n;
+		}
 	if (base == NULL) {
 		sbx_error_set(e, SBX_K_INVALID_ARGS, "cwd", "outside_home",
 		    "argument `cwd` rejected: %s is outside %s%s%s", p->req->cwd,
@@ -896,6 +1001,7 @@ static int
 cg_enter_hook(void *arg)
 {
 	struct sbx_exec	*p = arg;
+	int		 i;
 
 	/* The workdir's private copy, while still root (see workdir_copy).
 	 * This runs in the forked child, which exits 125 on failure: its
@@ -908,6 +1014,15 @@ cg_enter_hook(void *arg)
 		    "%s: %s\n", p->workdir_mnt, strerror(errno));
 		return -1;
 	}
+	for (i = 0; i < p->nxwd; i++)
+		if (p->xwd[i].tree >= 0 && sbx_idmount_attach(p->xwd[i].tree,
+		    p->xwd[i].mnt, p->xwd[i].mnt_st.st_dev,
+		    p->xwd[i].mnt_st.st_ino) == -1) {
+			fprintf(stderr, "sbx: cannot attach the copy of the "
+			    "workdir at %s: %s\n", p->xwd[i].mnt,
+			    strerror(errno));
+			return -1;
+		}
 	if (p->cg.backend == SBX_CG_NONE)
 		return 0;
 	return sbx_cgroup_enter(&p->cg) == -1 ? -1 : 0;
@@ -1558,7 +1673,7 @@ sbx_exec_req_init(struct sbx_exec_req *q)
 
 	memset(q, 0, sizeof(*q));
 	q->env = q->allow = q->limit_keys = q->own = empty;
-	q->unprotect = q->ro = empty;
+	q->unprotect = q->ro = q->xworkdirs = empty;
 	q->max_output_n = 1 << 20;
 	q->detach_fd = -1;
 }
@@ -1570,6 +1685,7 @@ sbx_exec_req_release(struct sbx_exec_req *q)
 	sbx_strv_release(&q->allow);
 	sbx_strv_release(&q->limit_keys);
 	sbx_strv_release(&q->unprotect);
+	sbx_strv_release(&q->xworkdirs);
 	sbx_strv_release(&q->ro);
 	sbx_strv_release(&q->own);
 	free(q->own_argv);
@@ -1667,6 +1783,7 @@ sbx_exec_init(struct sbx_exec *p)
 	memset(p, 0, sizeof(*p));
 	p->root.fd = -1;
 	p->home_fd = p->output_fd = p->workdir_fd = p->workdir_tree = -1;
+	p->wd_mnt_rel = "run/workdir";
 	p->env_fd = p->passwd_fd = p->group_fd = p->hosts_fd = -1;
 	p->seccomp_fd = p->cache_fd = p->init_fd = -1;
 	p->proxy_ctl = p->proxy_chan = -1;
@@ -1742,6 +1859,8 @@ sbx_exec_prepare(struct sbx_exec *p, const struct sbx_exec_req *q,
 		return -1;
 	if (p->req->workdir != NULL && prep_workdir(p, e) == -1)
 		return -1;
+	if (prep_xworkdirs(p, e) == -1)
+		return -1;
 	if (prep_cwd(p, e) == -1)
 		return -1;
 	if (prep_fspolicy(p, e) == -1)
@@ -1754,6 +1873,10 @@ sbx_exec_prepare(struct sbx_exec *p, const struct sbx_exec_req *q,
 	p->sb.cwd = p->cwd;
 	p->sb.network = p->network;
 	p->sb.fs_ops = p->fs.ops.v;
+	for (i = 0; i < (size_t)p->nxwd; i++) {
+		p->sb.xworkdir[i].path = p->xwd[i].path;
+	}
+	p->sb.nxworkdir = p->nxwd;
 	p->sb.fs_init = p->fs.init.v;
 	/* With -c, the arguments after the string are $0, $1... */
 	p->sb.argv = p->req->argv;
@@ -1860,6 +1983,8 @@ sbx_exec_finish_limits(struct sbx_exec *p, struct sbx_run *r)
 void
 sbx_exec_run_setup(struct sbx_exec *p, struct sbx_run *r)
 {
+	int	 i;
+
 	sbx_run_init(r);
 	r->bwrap_argv = p->bwrap_argv.v;
 	r->slot[SBX_FD_ENV] = p->env_fd;
@@ -1873,6 +1998,9 @@ sbx_exec_run_setup(struct sbx_exec *p, struct sbx_run *r)
 	r->slot[SBX_FD_SECCOMP] = p->seccomp_fd;
 	r->slot[SBX_FD_INIT] = p->init_fd;
 	r->slot[SBX_FD_PROXY] = p->proxy_chan;
+	for (i = 0; i < p->nxwd; i++)
+		r->slot[SBX_FD_XWORKDIR + i] = p->xwd[i].tree >= 0 ?
+		    p->xwd[i].tree : p->xwd[i].fd;
 	r->drop_privs = p->drop_privs;
 	r->run_uid = p->run_uid;
 	r->run_gid = p->run_gid;
@@ -2322,12 +2450,20 @@ close_fd(int *fd)
 void
 sbx_exec_release(struct sbx_exec *p)
 {
+	int	 i;
+
 	close_fd(&p->proxy_ctl);
 	close_fd(&p->proxy_chan);
 	close_fd(&p->home_fd);
 	close_fd(&p->output_fd);
 	close_fd(&p->workdir_fd);
 	close_fd(&p->workdir_tree);
+	for (i = 0; i < p->nxwd; i++) {
+		close_fd(&p->xwd[i].fd);
+		close_fd(&p->xwd[i].tree);
+		free(p->xwd[i].path);
+		free(p->xwd[i].mnt);
+	}
 	close_fd(&p->env_fd);
 	close_fd(&p->passwd_fd);
 	close_fd(&p->group_fd);

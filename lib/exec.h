@@ -48,6 +48,7 @@ struct sbx_exec_req {
 	const char	*cwd;		/* NULL: the workdir, else HOME */
 	const char	*workdir;	/* host directory bound rw, or NULL */
 	int		 workdir_follow;	/* follow symlinks in it */
+	struct sbx_strv	 xworkdirs;	/* --workdir repeated: the others */
 	struct sbx_strv	 unprotect;	/* --unprotect PATH (relative to the
 					 * workdir, or inside it) */
 	struct sbx_strv	 ro;		/* --ro PATH: read-only at its path */
@@ -98,6 +99,15 @@ struct sbx_exec {
 	struct stat		 workdir_mnt_st;
 	const char		*workdir_resolved; /* = workdir, when asked
 						 * to follow symlinks */
+	/* The other writable roots, each checked as the first. */
+	struct {
+		char		*path;		/* canonical */
+		int		 fd, tree;
+		char		*mnt;
+		struct stat	 mnt_st;
+	}			 xwd[SBX_MAX_XWORKDIRS];
+	int			 nxwd;
+	const char		*wd_mnt_rel;	/* run/workdir, run/workdir-N */
 	char			 cwd[PATH_MAX];
 	int			 home_fd, output_fd, workdir_fd;
 	int			 env_fd, passwd_fd, group_fd, hosts_fd;

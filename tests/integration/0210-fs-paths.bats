@@ -1,5 +1,6 @@
 #!/usr/bin/env bats
-# Extra read-only paths (--ro, read_paths) and hidden paths (deny_paths),
+# Extra read-only paths (--ro, read_paths), hidden paths (deny_paths) and
+# several writable roots (--workdir repeated),
 # issue 13: what may be shown, what is refused, and that nothing on the
 # host changes.
 # sbx-test: unprivileged
@@ -126,4 +127,36 @@ refused() {
 	[ -z "$output" ]
 	run sbx exec -- cat "$D/sub/file"
 	[ "$output" = dataset ]
+}
+
+@test "WD2-01: --workdir twice: two writable roots, the first is the cwd, both protected, overlaps refused" {
+	W2="$TEST_ROOT/w2"
+	mkdir -p "$W2"
+	if is_root; then chown -R "$RUN_UID" "$W2"; fi
+	run sbx exec --workdir "$W" --workdir "$W2" -c '
+	    pwd; echo one >a; echo two >"'"$W2"'/b"
+	    (echo x >"'"$W2"'/.envrc") 2>/dev/null && echo WROTE; true'
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == "$W"* ]]
+	[[ "$output" != *WROTE* ]]
+	[ "$(cat "$W/a")" = one ]
+	[ "$(cat "$W2/b")" = two ]
+	[ ! -e "$W2/.envrc" ]
+	# --cwd may name the second; a request envelope says `workdirs`.
+	run sbx exec --json --cwd "$W2" --workdir "$W" --workdir "$W2" -- pwd
+	[ "$(json_get "$output" .result.stdout)" = "$W2" ]
+	run sbx exec --json --request - <<-EOF
+	{"command": ["cat", "$W2/b"], "workdirs": ["$W", "$W2"]}
+	EOF
+	[ "$(json_get "$output" .result.stdout)" = two ]
+	# Each is checked as the first: no state root, no overlap.
+	mkdir -p "$W/sub"
+	run sbx exec --json --workdir "$W" --workdir "$W/sub" -- true
+	[ "$(json_get "$output" .reason)" = overlap ]
+	run sbx exec --json --workdir "$W" --workdir "$SBX_HOME" -- true
+	[ "$(json_get "$output" .field)" = workdir ]
+	[ "$(json_get "$output" .reason)" = state_root ]
+	run sbx exec --json --workdir "$W" --workdir / -- true
+	[ "$(json_get "$output" .reason)" = system_directory ]
 }
