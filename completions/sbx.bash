@@ -94,8 +94,8 @@ _sbx_exec()
 	local -a w=("${@:3}")
 	# Options that take a value, short (one letter) and long.
 	local argshort=aCwetnc
-	local arglong=" --agent --home --cwd --workdir --env --timeout --network --allow-domain --max-output --tail-lines --memory --cpus --pids --disk --wall-timeout --nofile --file-size --seccomp --stdin --request --envelope-fd "
-	local runopts="--agent --home --cwd --workdir --workdir-follow-symlinks --env --timeout --network --allow-domain --json --max-output --memory --cpus --pids --disk --wall-timeout --nofile --file-size --soft-limits --seccomp --stdin --request --envelope-fd --tty --background --quiet --verbose --help --version -a -C -w -e -t -n -c -b -j -q -v -h"
+	local arglong=" --agent --home --cwd --workdir --ro --unprotect --env --timeout --network --allow-domain --max-output --tail-lines --memory --cpus --pids --disk --wall-timeout --nofile --file-size --seccomp --stdin --request --envelope-fd "
+	local runopts="--agent --home --cwd --workdir --workdir-follow-symlinks --ro --unprotect --env --timeout --network --allow-domain --json --max-output --memory --cpus --pids --disk --wall-timeout --nofile --file-size --soft-limits --seccomp --stdin --request --envelope-fd --tty --background --quiet --verbose --help --version -a -C -w -e -t -n -c -b -j -q -v -h"
 	local subopts="--agent --home --json --quiet --verbose --help -a -j -q -v -h"
 	local i n=${#w[@]} word sub="" npos=0 home="" agent="" root
 	local dd=-1 take="" k ch
@@ -172,8 +172,12 @@ _sbx_exec()
 		_sbx_reply "$(_sbx_agents "$root")" "$cur"
 		return 0
 		;;
-	--home | -w | w | --workdir)
+	--home | -w | w | --workdir | --ro)
 		_sbx_dirs "$cur"
+		return 0
+		;;
+	--unprotect)
+		_sbx_reply ".git/config .git/hooks .git/info/attributes .gitmodules .gitconfig .envrc .vscode .idea .claude .cursor .mcp.json .devcontainer .bashrc .bash_profile .bash_login .profile .zshrc .zprofile .zshenv .ripgreprc .npmrc .pypirc .netrc .ssh .gnupg" "$cur"
 		return 0
 		;;
 	-C | C | --cwd)

@@ -1567,6 +1567,14 @@ finish_fs(struct sbx_exec *p)
 	}
 }
 
+static int
+is_fs_violation(const json_t *v)
+{
+	const char	*t = json_string_value(json_object_get(v, "type"));
+
+	return t != NULL && strcmp(t, "filesystem") == 0;
+}
+
 /* One line for people per file-system violation, workdir-relative. */
 static void
 fs_violation_text(const struct sbx_exec *p, const json_t *v,
@@ -1577,7 +1585,7 @@ fs_violation_text(const struct sbx_exec *p, const json_t *v,
 	const char	*why = json_string_value(json_object_get(v, "reason"));
 	size_t		 n;
 
-	if (json_object_get(v, "type") == NULL || path == NULL || why == NULL)
+	if (!is_fs_violation(v) || path == NULL || why == NULL)
 		return;
 	if (p->workdir != NULL && (n = strlen(p->workdir),
 	    strncmp(path, p->workdir, n) == 0) && path[n] == '/')
@@ -1601,7 +1609,7 @@ sbx_exec_violations_text(const struct sbx_exec *p)
 		fs_violation_text(p, v, &out);
 	n = 0;
 	json_array_foreach(p->violations, i, v)
-		if (json_object_get(v, "type") == NULL)
+		if (!is_fs_violation(v))
 			n++;
 	if (n == 0 && out.len == 0)
 		return NULL;
@@ -1621,7 +1629,7 @@ sbx_exec_violations_text(const struct sbx_exec *p)
 		const char	*hn = json_string_value(json_object_get(v,
 				    "hint"));
 
-		if (json_object_get(v, "type") != NULL)
+		if (is_fs_violation(v))
 			continue;
 		if (n++ == 5) {
 			sbx_buf_puts(&out, " ...");
