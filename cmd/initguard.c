@@ -710,22 +710,21 @@ out:
 void
 guard_serve(int nfd, int status_fd)
 {
-	static struct seccomp_notif	*req;
+	static struct seccomp_notif	 *req;
 	static struct seccomp_notif_sizes sz;
-	struct seccomp_notif_addfd	 add;
-	char				 path[PATH_MAX], path2[PATH_MAX];
-	char				 name[NAME_MAX + 1], name2[NAME_MAX + 1];
-	char				 p[64];
-	uint64_t			*a;
-	mode_t				 um, old;
-	pid_t				 pid;
-	int				 mfd = -1, dfd = -1, dfd2 = -1, fd = -1;
-	int				 nr, err = 0, slash, slash2, flags;
-	long long			 val = 0;
+	struct seccomp_notif_addfd	  add;
+	char				  path[PATH_MAX], path2[PATH_MAX];
+	char	  name[NAME_MAX + 1], name2[NAME_MAX + 1];
+	char	  p[64];
+	uint64_t *a;
+	mode_t	  um, old;
+	pid_t	  pid;
+	int	  mfd = -1, dfd = -1, dfd2 = -1, fd = -1;
+	int	  nr, err = 0, slash, slash2, flags;
+	long long val = 0;
 
 	if (req == NULL) {
-		if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sz) ==
-		    -1)
+		if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sz) == -1)
 			sz.seccomp_notif = sizeof(*req);
 		if (sz.seccomp_notif < sizeof(*req))
 			sz.seccomp_notif = sizeof(*req);

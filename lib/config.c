@@ -109,8 +109,7 @@ check_jobs(const json_t *doc, int agent, const char *origin,
 
 /* The file-system policy of an agent (lib/fspolicy.c). */
 static int
-check_fs(const json_t *doc, int agent, const char *origin,
-    struct sbx_error *e)
+check_fs(const json_t *doc, int agent, const char *origin, struct sbx_error *e)
 {
 	return sbx_fspolicy_config_check(doc, origin, e);
 }

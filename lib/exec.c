@@ -635,39 +635,42 @@ prep_fspolicy(struct sbx_exec *p, struct sbx_error *e)
 		    u[n] == '/')
 			u += n + 1;
 		for (k = 0; u[0] == '/' && k < p->nxwd; k++)
-			if (n = strlen(p->xwd[k].path), strncmp(u,
-			    p->xwd[k].path, n) == 0 && u[n] == '/')
+			if (n = strlen(p->xwd[k].path),
+			    strncmp(u, p->xwd[k].path, n) == 0 && u[n] == '/')
 				u += n + 1;
 		if (sbx_strv_push(&un, u) == -1)
 			goto nomem;
 	}
 	if (p->workdir != NULL) {
-		char	*roots[SBX_MAX_XWORKDIRS + 1];
+		char *roots[SBX_MAX_XWORKDIRS + 1];
 
 		if (sbx_fspolicy_entries(p->agent_cfg, un.v, un.n, &entries,
-		    e) == -1)
+			e) == -1)
 			goto out;
 		roots[0] = p->workdir;
 		for (k = 0; k < p->nxwd; k++)
 			roots[k + 1] = p->xwd[k].path;
 		/* Every writable root gets the same protection. */
 		for (k = -1; k < p->nxwd; k++) {
-			snprintf(src, sizeof(src), "/proc/self/fd/%d", k < 0 ?
-			    SBX_FD_WORKDIR : SBX_FD_XWORKDIR + k);
-			if (sbx_fspolicy_protect(&p->fs, k < 0 ? p->workdir_fd :
-			    p->xwd[k].fd, roots[k + 1], src, roots,
-			    (size_t)p->nxwd + 1, &entries, e) == -1)
+			snprintf(src, sizeof(src), "/proc/self/fd/%d",
+			    k < 0 ? SBX_FD_WORKDIR : SBX_FD_XWORKDIR + k);
+			if (sbx_fspolicy_protect(&p->fs,
+				k < 0 ? p->workdir_fd : p->xwd[k].fd,
+				roots[k + 1], src, roots, (size_t)p->nxwd + 1,
+				&entries, e) == -1)
 				goto out;
 		}
 		for (i = 0; i < un.n; i++) {
-			snprintf(w, sizeof(w), "protection lifted for this "
-			    "run: %s/%s (--unprotect)", p->workdir, un.v[i]);
+			snprintf(w, sizeof(w),
+			    "protection lifted for this "
+			    "run: %s/%s (--unprotect)",
+			    p->workdir, un.v[i]);
 			warn_add(p, w);
 		}
 	}
 	/* Read-only paths: the configuration's, then the run's. */
 	v = json_object_get(p->agent_cfg, "read_paths");
-	json_array_foreach(v, i, x)
+	json_array_foreach (v, i, x)
 		if (ro_path_ok(p, json_string_value(x), 1, e) == -1 ||
 		    sbx_fspolicy_ro(&p->fs, json_string_value(x), e) == -1 ||
 		    sbx_strv_push(&ro, json_string_value(x)) == -1)
@@ -680,17 +683,18 @@ prep_fspolicy(struct sbx_exec *p, struct sbx_error *e)
 	/* Hidden paths: relative ones in the workdir; absolute ones must
 	 * be inside the workdir or a read-only path. */
 	v = json_object_get(p->agent_cfg, "deny_paths");
-	json_array_foreach(v, i, x) {
-		const char	*d = json_string_value(x);
-		int		 inside = 0;
+	json_array_foreach (v, i, x) {
+		const char *d = json_string_value(x);
+		int	    inside = 0;
 
 		if (d[0] != '/') {
 			/* Relative: in every writable root. */
 			for (k = -1; k < p->nxwd && p->workdir != NULL; k++) {
-				snprintf(w, sizeof(w), "%s/%s", k < 0 ?
-				    p->workdir : p->xwd[k].path, d);
-				if (empty[0] == '\0' && empty_file(p, empty,
-				    sizeof(empty), e) == -1)
+				snprintf(w, sizeof(w), "%s/%s",
+				    k < 0 ? p->workdir : p->xwd[k].path, d);
+				if (empty[0] == '\0' &&
+				    empty_file(p, empty, sizeof(empty), e) ==
+					-1)
 					goto out;
 				if (sbx_fspolicy_deny(&p->fs, w, empty, e) ==
 				    -1)
@@ -704,18 +708,17 @@ prep_fspolicy(struct sbx_exec *p, struct sbx_error *e)
 		for (n = 0; n < ro.n; n++)
 			inside |= is_under(d, ro.v[n]);
 		if (!inside)
-			continue;	/* not visible anyway */
-		if (empty[0] == '\0' && empty_file(p, empty, sizeof(empty),
-		    e) == -1)
+			continue; /* not visible anyway */
+		if (empty[0] == '\0' &&
+		    empty_file(p, empty, sizeof(empty), e) == -1)
 			goto out;
 		if (sbx_fspolicy_deny(&p->fs, d, empty, e) == -1)
 			goto out;
 	}
 	/* Unix sockets: a door out that --network none leaves open. */
-	if (strcmp(p->network, SBX_NET_OUTBOUND) != 0 &&
-	    !p->req->seccomp_off) {
+	if (strcmp(p->network, SBX_NET_OUTBOUND) != 0 && !p->req->seccomp_off) {
 		v = json_object_get(p->agent_cfg, "allow_unix_sockets");
-		json_array_foreach(v, i, x)
+		json_array_foreach (v, i, x)
 			if (sbx_strv_push(&allow, json_string_value(x)) == -1)
 				goto nomem;
 		if (sbx_fspolicy_unix(&p->fs, allow.v, allow.n, e) == -1)
@@ -1605,10 +1608,10 @@ sbx_exec_violations_text(const struct sbx_exec *p)
 	json_t		*v;
 	size_t		 i, n;
 
-	json_array_foreach(p->violations, i, v)
+	json_array_foreach (p->violations, i, v)
 		fs_violation_text(p, v, &out);
 	n = 0;
-	json_array_foreach(p->violations, i, v)
+	json_array_foreach (p->violations, i, v)
 		if (!is_fs_violation(v))
 			n++;
 	if (n == 0 && out.len == 0)
@@ -1639,8 +1642,9 @@ sbx_exec_violations_text(const struct sbx_exec *p)
 		    strlen(h) : 1);
 		/* An address refused for its class says which address and
 		 * what would allow it (the proxy's own words). */
-		sbx_buf_printf(&out, "%s %s:%lld (%s%s%s%s%s)", n > 1 ? "," : "",
-		    b.p, json_integer_value(json_object_get(v, "port")),
+		sbx_buf_printf(&out, "%s %s:%lld (%s%s%s%s%s)",
+		    n > 1 ? "," : "", b.p,
+		    json_integer_value(json_object_get(v, "port")),
 		    json_string_value(json_object_get(v, "reason")),
 		    ad != NULL ? " " : "", ad != NULL ? ad : "",
 		    hn != NULL ? "; " : "", hn != NULL ? hn : "");

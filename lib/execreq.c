@@ -190,23 +190,25 @@ sbx_exec_req_json(struct sbx_exec_req *q, const json_t *o,
 	 * cwd; instead of workdir, not with it. */
 	if ((v = json_object_get(o, "workdirs")) != NULL) {
 		if (q->workdir != NULL || json_array_size(v) == 0)
-			return bad(e, "workdirs", "invalid", "request: "
+			return bad(e, "workdirs", "invalid",
+			    "request: "
 			    "`workdirs` is a non-empty array, and excludes "
 			    "`workdir`");
-		json_array_foreach(v, i, it)
-			if (i == 0 && (q->workdir = own(q,
-			    json_string_value(it))) == NULL)
+		json_array_foreach (v, i, it)
+			if (i == 0 &&
+			    (q->workdir = own(q, json_string_value(it))) ==
+				NULL)
 				return sbx_error_sys(e, "nomem", "request");
 			else if (i == 0)
 				continue;
 			else if (sbx_strv_push(&q->xworkdirs,
-			    json_string_value(it)) == -1)
+				     json_string_value(it)) == -1)
 				return sbx_error_sys(e, "nomem", "request");
 	}
-	json_array_foreach(json_object_get(o, "ro"), i, it)
+	json_array_foreach (json_object_get(o, "ro"), i, it)
 		if (sbx_strv_push(&q->ro, json_string_value(it)) == -1)
 			return sbx_error_sys(e, "nomem", "request");
-	json_array_foreach(json_object_get(o, "unprotect"), i, it)
+	json_array_foreach (json_object_get(o, "unprotect"), i, it)
 		if (sbx_strv_push(&q->unprotect, json_string_value(it)) == -1)
 			return sbx_error_sys(e, "nomem", "request");
 	v = cmd != NULL ? cmd : args;

@@ -29,6 +29,7 @@
  */
 #include <sys/stat.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
@@ -37,31 +38,28 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <dirent.h>
 
-#include "fsutil.h"
 #include "fspolicy.h"
+#include "fsutil.h"
 
-const char *const sbx_fspolicy_default[] = {
-	".git/config", ".git/hooks", ".git/info/attributes", ".gitmodules",
-	".gitconfig", ".envrc", ".vscode", ".idea", ".claude", ".cursor",
-	".mcp.json", ".devcontainer", ".bashrc", ".bash_profile",
-	".bash_login", ".profile", ".zshrc", ".zprofile", ".zshenv",
-	".ripgreprc", ".npmrc", ".pypirc", ".netrc", ".ssh", ".gnupg",
-	NULL
-};
+const char *const sbx_fspolicy_default[] = { ".git/config", ".git/hooks",
+	".git/info/attributes", ".gitmodules", ".gitconfig", ".envrc",
+	".vscode", ".idea", ".claude", ".cursor", ".mcp.json", ".devcontainer",
+	".bashrc", ".bash_profile", ".bash_login", ".profile", ".zshrc",
+	".zprofile", ".zshenv", ".ripgreprc", ".npmrc", ".pypirc", ".netrc",
+	".ssh", ".gnupg", NULL };
 
-#define MAX_ENTRY	256
-#define MAX_ENTRIES	256
+#define MAX_ENTRY   256
+#define MAX_ENTRIES 256
 
 struct root {
-	struct sbx_fspolicy	*pol;
-	int			 fd;
-	const char		*inside, *src;
-	char *const		*roots;
-	size_t			 nroots;
-	struct sbx_strv		 bound;		/* rels bound rw over themselves */
-	struct sbx_strv		 ro;		/* rels bound read-only */
+	struct sbx_fspolicy *pol;
+	int		     fd;
+	const char	    *inside, *src;
+	char *const	    *roots;
+	size_t		     nroots;
+	struct sbx_strv	     bound; /* rels bound rw over themselves */
+	struct sbx_strv	     ro; /* rels bound read-only */
 };
 
 void
@@ -139,31 +137,37 @@ strings(const json_t *doc, const char *key, const char *origin, int absolute,
 		return 0;
 	if (!json_is_array(v) || json_array_size(v) > MAX_ENTRIES)
 		goto bad;
-	json_array_foreach(v, i, x) {
+	json_array_foreach (v, i, x) {
 		const char *s = json_string_value(x);
 
 		if (s == NULL)
 			goto bad;
-		if (absolute == 1 ? s[0] != '/' || sbx_path_check(s, key,
-		    &ignored) == -1 || strcmp(s, "/") == 0 : absolute == 0 ?
-		    !entry_ok(s) : (s[0] == '/' ? sbx_path_check(s, key,
-		    &ignored) == -1 || strcmp(s, "/") == 0 : !entry_ok(s)))
+		if (absolute == 1 ?
+			s[0] != '/' || sbx_path_check(s, key, &ignored) == -1 ||
+			    strcmp(s, "/") == 0 :
+			absolute == 0 ?
+			!entry_ok(s) :
+			(s[0] == '/' ? sbx_path_check(s, key, &ignored) == -1 ||
+				    strcmp(s, "/") == 0 :
+				       !entry_ok(s)))
 			goto bad;
 	}
 	return 0;
 bad:
 	return sbx_error_set(e, SBX_K_INVALID_ARGS, "config", "config_invalid",
-	    "%s: `%s` must be an array of %s", origin, key, absolute == 1 ?
-	    "absolute paths (no `..`, not /)" : absolute == 0 ?
-	    "paths relative to each writable root (no `..`, no leading /)" :
-	    "paths, absolute or relative to the workdir (no `..`)");
+	    "%s: `%s` must be an array of %s", origin, key,
+	    absolute == 1 ?
+		"absolute paths (no `..`, not /)" :
+		absolute == 0 ?
+		"paths relative to each writable root (no `..`, no leading /)" :
+		"paths, absolute or relative to the workdir (no `..`)");
 }
 
 int
 sbx_fspolicy_config_check(const json_t *doc, const char *origin,
     struct sbx_error *e)
 {
-	const json_t	*v;
+	const json_t *v;
 
 	if (strings(doc, "protected_paths", origin, 0, e) == -1 ||
 	    strings(doc, "read_paths", origin, 1, e) == -1 ||
@@ -211,32 +215,34 @@ int
 sbx_fspolicy_entries(const json_t *cfg, char *const *unprotect, size_t nun,
     struct sbx_strv *out, struct sbx_error *e)
 {
-	struct sbx_strv	 all = { 0 };
-	const json_t	*v, *x;
-	size_t		 i, j;
-	int		 git_ok, rc = -1;
+	struct sbx_strv all = { 0 };
+	const json_t   *v, *x;
+	size_t		i, j;
+	int		git_ok, rc = -1;
 
 	git_ok = json_is_true(json_object_get(cfg, "allow_git_config"));
 	for (i = 0; sbx_fspolicy_default[i] != NULL; i++)
-		if (!(git_ok && strcmp(sbx_fspolicy_default[i],
-		    ".git/config") == 0) && strip_push(&all,
-		    sbx_fspolicy_default[i]) == -1)
+		if (!(git_ok &&
+			strcmp(sbx_fspolicy_default[i], ".git/config") == 0) &&
+		    strip_push(&all, sbx_fspolicy_default[i]) == -1)
 			goto nomem;
 	v = json_object_get(cfg, "protected_paths");
-	json_array_foreach(v, i, x)
+	json_array_foreach (v, i, x)
 		if (json_string_value(x) != NULL &&
 		    entry_ok(json_string_value(x)) &&
 		    strip_push(&all, json_string_value(x)) == -1)
 			goto nomem;
 	for (j = 0; j < nun; j++) {
-		char	 u[MAX_ENTRY + 1];
-		size_t	 n = strlen(unprotect[j]);
-		int	 found = 0;
+		char   u[MAX_ENTRY + 1];
+		size_t n = strlen(unprotect[j]);
+		int    found = 0;
 
 		if (n > MAX_ENTRY || !entry_ok(unprotect[j])) {
 			sbx_error_set(e, SBX_K_INVALID_ARGS, "unprotect",
-			    "invalid", "argument `unprotect`: %s is not a path "
-			    "inside the workdir", unprotect[j]);
+			    "invalid",
+			    "argument `unprotect`: %s is not a path "
+			    "inside the workdir",
+			    unprotect[j]);
 			goto out;
 		}
 		memcpy(u, unprotect[j], n + 1);
@@ -253,9 +259,12 @@ sbx_fspolicy_entries(const json_t *cfg, char *const *unprotect, size_t nun,
 			}
 		if (!found) {
 			sbx_error_set(e, SBX_K_INVALID_ARGS, "unprotect",
-			    "not_protected", "argument `unprotect`: %s is not "
-			    "a protected path", u);
-			sbx_error_hint(e, "protected: the defaults (sbx-exec(1) "
+			    "not_protected",
+			    "argument `unprotect`: %s is not "
+			    "a protected path",
+			    u);
+			sbx_error_hint(e,
+			    "protected: the defaults (sbx-exec(1) "
 			    "PROTECTED PATHS) and the agent's protected_paths");
 			goto out;
 		}

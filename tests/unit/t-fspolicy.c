@@ -61,26 +61,26 @@ main(void)
 		"{}",
 		"{\"protected_paths\": [\"Makefile\", \"*.env\", \"ci/x\"]}",
 		"{\"read_paths\": [\"/opt/tool\"], \"deny_paths\": "
-		    "[\"secrets\", \"/data/private\"]}",
+		"[\"secrets\", \"/data/private\"]}",
 		"{\"allow_unix_sockets\": [\"/run/x.sock\"], "
-		    "\"allow_git_config\": true}",
+		"\"allow_git_config\": true}",
 	};
-	struct sbx_strv		 ent = SBX_STRV_INIT;
-	struct sbx_fspolicy	 p;
-	struct sbx_error	 e;
-	struct stat		 st;
-	char			 tmpl[] = "/tmp/t-fspolicy.XXXXXX", buf[PATH_MAX];
-	char			*un[] = { ".envrc" }, *bogus[] = { "nope" };
-	char			*roots[1];
-	json_t			*cfg;
-	size_t			 i;
-	int			 fd;
+	struct sbx_strv	    ent = SBX_STRV_INIT;
+	struct sbx_fspolicy p;
+	struct sbx_error    e;
+	struct stat	    st;
+	char		    tmpl[] = "/tmp/t-fspolicy.XXXXXX", buf[PATH_MAX];
+	char		   *un[] = { ".envrc" }, *bogus[] = { "nope" };
+	char		   *roots[1];
+	json_t		   *cfg;
+	size_t		    i;
+	int		    fd;
 
 	for (i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
 		cfg = js(bad[i]);
 		ok(sbx_fspolicy_config_check(cfg, "A.json", &e) == -1 &&
-		    strcmp(e.reason, "config_invalid") == 0, "refused: %s",
-		    bad[i]);
+			strcmp(e.reason, "config_invalid") == 0,
+		    "refused: %s", bad[i]);
 		json_decref(cfg);
 	}
 	for (i = 0; i < sizeof(good) / sizeof(*good); i++) {
