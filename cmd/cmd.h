@@ -58,8 +58,9 @@ void	sbx_cmd_finish_init(const char *prog);
  * The hidden options every program with an option table answers before
  * anything else (the shell completions ask them, through `sbx
  * --complete`): `--complete-options [SUB...]`, the options of the
- * (sub)command, and `--complete-subcommands [SUB...]`, the subcommand
- * words that may follow.  Nonzero when argv[1] is one of them (*code is
+ * (sub)command, `--complete-operands [SUB...]`, what completes its first
+ * operand, and `--complete-subcommands [SUB...]`, the subcommand words
+ * that may follow.  Nonzero when argv[1] is one of them (*code is
  * then the exit status: 0, or 1 with nothing printed when the words name
  * no subcommand); 0 otherwise.
  */

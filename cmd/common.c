@@ -136,6 +136,10 @@ sbx_cmd_complete(const struct sbx_opts *t, int argc, char *argv[], int *code)
 	if (strcmp(argv[1], "--complete-options") == 0) {
 		bit = sbx_opts_complete_bit(t, argc - 2, argv + 2);
 		rc = bit == 0 ? -1 : sbx_opts_complete(t, bit, &b);
+	} else if (strcmp(argv[1], "--complete-operands") == 0) {
+		bit = sbx_opts_complete_bit(t, argc - 2, argv + 2);
+		rc = bit == 0 || bit == ~0u ? -1 :
+		    sbx_opts_complete_operands(t, bit, &b);
 	} else if (strcmp(argv[1], "--complete-subcommands") == 0)
 		rc = sbx_opts_complete_subs(t, argc - 2, argv + 2, &b);
 	else

@@ -82,8 +82,9 @@ enum {
 };
 
 static const struct sbx_opts_sub subs[] = {
-	{ "ps", S_PS }, { "poll", S_POLL }, { "wait", S_WAIT },
-	{ "kill", S_KILL }, { "gc", S_GC },
+	{ "ps", S_PS, NULL }, { "poll", S_POLL, "@job" },
+	{ "wait", S_WAIT, "@job" }, { "kill", S_KILL, "@job" },
+	{ "gc", S_GC, NULL },
 };
 
 /* The one option table (lib/opts.h): getopt_long, --help and
@@ -174,7 +175,7 @@ static const struct sbx_opt rows[] = {
 };
 
 static const struct sbx_opts table = SBX_OPTS_TABLE(PROG, "sbx exec", rows,
-    subs, S_RUN, 25);
+    subs, S_RUN, "@command", 25);
 
 /* What the command line says beyond the request itself. */
 struct cli {

@@ -91,11 +91,12 @@ enum {
 };
 
 static const struct sbx_opts_sub subs[] = {
-	{ "list", S_LIST }, { "status", S_STATUS },
-	{ "unprovision", S_UNPROVISION }, { "reset", S_RESET },
-	{ "remove", S_REMOVE }, { "image add", S_IMAGE_ADD },
-	{ "image list", S_IMAGE_LIST }, { "image rm", S_IMAGE_RM },
-	{ "image verify", S_IMAGE_VERIFY },
+	{ "list", S_LIST, NULL }, { "status", S_STATUS, NULL },
+	{ "unprovision", S_UNPROVISION, NULL }, { "reset", S_RESET, NULL },
+	{ "remove", S_REMOVE, NULL }, { "image add", S_IMAGE_ADD, "@file" },
+	{ "image list", S_IMAGE_LIST, NULL },
+	{ "image rm", S_IMAGE_RM, "@image" },
+	{ "image verify", S_IMAGE_VERIFY, "@image" },
 };
 
 /* The one option table (lib/opts.h): getopt_long, --help and
@@ -109,7 +110,7 @@ static const struct sbx_opt rows[] = {
 	    "~/.local/share/sbx)", S_ALL, 0 },
 	{ 'y', "yes", 'y', SBX_OPT_NONE, NULL, NULL, "remove: really remove",
 	    S_REMOVE, 0 },
-	{ OPT_IMAGE, "image", 0, SBX_OPT_REQ, "REF", "@image",
+	{ OPT_IMAGE, "image", 0, SBX_OPT_REQ, "REF", "@image|none",
 	    "bind the agent to an image (name or digest; `none`\n"
 	    "unbinds): sbx exec then uses its system directories", S_MAIN,
 	    0 },
@@ -145,7 +146,7 @@ static const struct sbx_opt rows[] = {
 };
 
 static const struct sbx_opts table = SBX_OPTS_TABLE(PROG, "sbx provision",
-    rows, subs, S_MAIN, 20);
+    rows, subs, S_MAIN, NULL, 20);
 
 static struct {
 	const char	*agent;

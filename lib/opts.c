@@ -456,6 +456,19 @@ sbx_opts_complete_subs(const struct sbx_opts *t, int argc,
 	return rc ? -1 : 0;
 }
 
+int
+sbx_opts_complete_operands(const struct sbx_opts *t, unsigned bit,
+    struct sbx_buf *b)
+{
+	const char	*ops = bit == t->main ? t->main_operands : NULL;
+	size_t		 i;
+
+	for (i = 0; ops == NULL && i < t->nsub; i++)
+		if (t->sub[i].bit == bit)
+			ops = t->sub[i].operands;
+	return ops != NULL ? sbx_buf_printf(b, "%s\n", ops) : 0;
+}
+
 unsigned
 sbx_opts_complete_bit(const struct sbx_opts *t, int argc, char *const argv[])
 {

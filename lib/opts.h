@@ -11,7 +11,7 @@
  *	enum { S_MAIN = 1, S_SET = 2, S_LIST = 4, S_ALL = 7 };
  *	enum { OPT_HOME = 256, OPT_VERSION };
  *	static const struct sbx_opts_sub subs[] = {
- *		{ "set", S_SET }, { "list", S_LIST },
+ *		{ "set", S_SET, "@key" }, { "list", S_LIST, NULL },
  *	};
  *	static const struct sbx_opt rows[] = {
  *		{ 'a', "agent", 'a', SBX_OPT_REQ, "A", "@agent",
@@ -21,7 +21,7 @@
  *		...
  *	};
  *	static const struct sbx_opts table = SBX_OPTS_TABLE("sbx-foo",
- *	    "sbx foo", rows, subs, S_ALL & ~S_MAIN, 21);
+ *	    "sbx foo", rows, subs, 0, NULL, 21);
  *
  * then, in main: `--complete-options [SUB...]` first (sbx_opts_complete),
  * sbx_opts_getopt() for the subcommand's (or the program's) getopt_long
@@ -41,7 +41,9 @@
  * `values` says what completes the argument: "@agent", "@job",
  * "@image", "@dir", "@file", "@cwd" (a directory in the agent's home),
  * "@key" (a setting's key), "@text" (nothing to offer), or the choices
- * separated by '|' ("none|proxy|outbound").
+ * separated by '|' ("none|proxy|outbound"), or a mix ("@image|none").
+ * `operands` (of a subcommand, or main_operands) says the same of the
+ * first operand ("@job"; "@command": after `--`, a command to run).
  *
  * lib/ never prints: everything is written into buffers; cmd/ prints.
  */
@@ -76,6 +78,8 @@ struct sbx_opt {
 struct sbx_opts_sub {
 	const char	*name;		/* "ps", "image add" (words) */
 	unsigned	 bit;
+	const char	*operands;	/* what completes its first operand
+					   (as `values`), or NULL */
 };
 
 struct sbx_opts {
@@ -87,13 +91,14 @@ struct sbx_opts {
 	size_t			  nsub;
 	unsigned		  main;		/* bit of the program itself,
 						   0 when it needs a subcommand */
+	const char		 *main_operands; /* as the subcommands' */
 	int			  help_col;	/* column of the help text */
 };
 
 #define SBX_OPTS_N(a)	(sizeof(a) / sizeof((a)[0]))
-#define SBX_OPTS_TABLE(prog, cmd, rows, subs, mainbit, col)		\
+#define SBX_OPTS_TABLE(prog, cmd, rows, subs, mainbit, mainops, col)	\
 	{ (prog), (cmd), (rows), SBX_OPTS_N(rows), (subs),		\
-	    SBX_OPTS_N(subs), (mainbit), (col) }
+	    SBX_OPTS_N(subs), (mainbit), (mainops), (col) }
 
 /* getopt_long's arguments: every option of the table (one given where it
  * does not go is refused by sbx_opts_check, by name), the letters as they
@@ -167,6 +172,10 @@ int	sbx_opts_complete(const struct sbx_opts *, unsigned bit,
  */
 int	sbx_opts_complete_subs(const struct sbx_opts *, int argc,
 	    char *const argv[], struct sbx_buf *);
+/* The line of --complete-operands for the (sub)command bit: its
+ * operands' spec, or nothing. */
+int	sbx_opts_complete_operands(const struct sbx_opts *, unsigned bit,
+	    struct sbx_buf *);
 /*
  * --complete-options [SUB...]: the bit to complete for (the
  * subcommand the words name; none: the program itself, or, when it needs
