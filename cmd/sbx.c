@@ -19,6 +19,7 @@
 #include "cmd.h"
 #include "complete.h"
 #include "fsutil.h"
+#include "names.h"
 #include "root.h"
 
 #define PROG	"sbx"
@@ -334,6 +335,7 @@ print_strv(const struct sbx_strv *v)
  *   images [--home DIR]           the image names
  *   keys [--global]               the settings' keys (sbx config)
  *   home [--home DIR]             the state root's path
+ *   cwd [--home DIR] [--agent A]  the agent's home (where --cwd starts)
  *
  * Options, subcommands and operands come from the program's own table
  * (sbx-CMD --complete-options...); the state root is resolved as every
@@ -425,10 +427,15 @@ complete(int argc, char *argv[])
 
 		run("config", global ? 3 : 2, kargv);
 	}
-	else if (strcmp(kind, "home") == 0) {
+	else if (strcmp(kind, "home") == 0 || strcmp(kind, "cwd") == 0) {
 		struct sbx_root	 r = SBX_ROOT_INIT;
 
-		if ((rc = sbx_root_resolve(home, &r, &e)) == 0)
+		if ((rc = sbx_root_resolve(home, &r, &e)) == 0 &&
+		    strcmp(kind, "cwd") == 0 &&
+		    (rc = sbx_agent_valid(agent, "agent", &e)) == 0)
+			rc = sbx_strv_pushf(&v, "%s/workspace/agents/%s",
+			    r.path, agent);
+		else if (rc == 0)
 			rc = sbx_strv_push(&v, r.path);
 		sbx_root_release(&r);
 	} else
