@@ -52,11 +52,14 @@ static const char usage_text[] =
 "                -- COMMAND [ARG...]\n"
 "       sbx exec [options] -c 'SHELL STRING' [NAME [ARG...]]\n"
 "       sbx exec --request FILE|- [--home DIR] [--json] [--envelope-fd N]\n"
-"       sbx exec ps [--agent A] [--json]\n"
-"       sbx exec poll JOB [--tail-lines N] [--agent A] [--json]\n"
-"       sbx exec wait JOB [--timeout SECONDS] [--agent A] [--json]\n"
-"       sbx exec kill JOB [--force] [--agent A] [--json]\n"
-"       sbx exec gc [--json]\n";
+"       sbx exec ps [--agent A] [--home DIR] [--json] [-q] [-v]\n"
+"       sbx exec poll JOB [--tail-lines N] [--agent A] [--home DIR] [--json]\n"
+"                [-q] [-v]\n"
+"       sbx exec wait JOB [--timeout SECONDS] [--tail-lines N] [--agent A]\n"
+"                [--home DIR] [--json] [-q] [-v]\n"
+"       sbx exec kill JOB [--force] [--agent A] [--home DIR] [--json] [-q]\n"
+"                [-v]\n"
+"       sbx exec gc [--json] [-q] [-v]\n";
 
 static const char help_text[] =
 "\n"
