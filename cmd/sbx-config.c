@@ -94,8 +94,8 @@ static const struct sbx_opt rows[] = {
 	    "print the version", S_ALL, 0 },
 };
 
-static const struct sbx_opts table = SBX_OPTS_TABLE(PROG, "sbx config",
-    rows, subs, 0, NULL, 21);
+static const struct sbx_opts table = { PROG, "sbx config", rows,
+	SBX_OPTS_N(rows), subs, SBX_OPTS_N(subs), 0, NULL, 21 };
 
 /* The getopt_long arguments of the table, and the options seen (checked
  * against the subcommand once it is known). */

@@ -177,8 +177,8 @@ static const struct sbx_opt rows[] = {
 	    "print the version", S_RUN, 0 },
 };
 
-static const struct sbx_opts table = SBX_OPTS_TABLE(PROG, "sbx exec", rows,
-    subs, S_RUN, "@command", 25);
+static const struct sbx_opts table = { PROG, "sbx exec", rows,
+	SBX_OPTS_N(rows), subs, SBX_OPTS_N(subs), S_RUN, "@command", 25 };
 
 /* What the command line says beyond the request itself. */
 struct cli {

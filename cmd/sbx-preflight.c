@@ -85,7 +85,7 @@ static const struct sbx_opt rows[] = {
 /* The one option table (lib/opts.h): getopt_long, --help and
  * --complete-options come from it. */
 static const struct sbx_opts table = { PROG, "sbx preflight", rows,
-    SBX_OPTS_N(rows), NULL, 0, 1, NULL, 25 };
+	SBX_OPTS_N(rows), NULL, 0, 1, NULL, 25 };
 
 static struct {
 	const char	*agent;

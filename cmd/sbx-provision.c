@@ -145,8 +145,8 @@ static const struct sbx_opt rows[] = {
 	    "print the version", S_MAIN, 0 },
 };
 
-static const struct sbx_opts table = SBX_OPTS_TABLE(PROG, "sbx provision",
-    rows, subs, S_MAIN, NULL, 20);
+static const struct sbx_opts table = { PROG, "sbx provision", rows,
+	SBX_OPTS_N(rows), subs, SBX_OPTS_N(subs), S_MAIN, NULL, 20 };
 
 static struct {
 	const char	*agent;

@@ -100,8 +100,8 @@ static const struct sbx_opt rows[] = {
 	    "print the version", S_ALL, 0 },
 };
 
-static const struct sbx_opts table = SBX_OPTS_TABLE(PROG, "sbx proxy",
-    rows, subs, 0, NULL, 25);
+static const struct sbx_opts table = { PROG, "sbx proxy", rows,
+	SBX_OPTS_N(rows), subs, SBX_OPTS_N(subs), 0, NULL, 25 };
 
 static struct {
 	const char	*agent;

@@ -77,7 +77,7 @@ static const struct sbx_opt rows[] = {
 };
 
 static const struct sbx_opts table = { PROG, "sbx", rows, SBX_OPTS_N(rows),
-    NULL, 0, 1, NULL, 24 };
+	NULL, 0, 1, NULL, 24 };
 
 static const char help_tail[] =
 "\n"
@@ -422,12 +422,11 @@ complete(int argc, char *argv[])
 		rc = sbx_complete_images(home, &v, &e);
 	else if (strcmp(kind, "keys") == 0) {
 		/* sbx config's own list (its schema is not linked here). */
-		char	*kargv[] = { "sbx-config", "keys", global ?
-		    "--global" : NULL, NULL };
+		char *kargv[] = { "sbx-config", "keys",
+			global ? "--global" : NULL, NULL };
 
 		run("config", global ? 3 : 2, kargv);
-	}
-	else if (strcmp(kind, "home") == 0 || strcmp(kind, "cwd") == 0) {
+	} else if (strcmp(kind, "home") == 0 || strcmp(kind, "cwd") == 0) {
 		struct sbx_root	 r = SBX_ROOT_INIT;
 
 		if ((rc = sbx_root_resolve(home, &r, &e)) == 0 &&

@@ -48,8 +48,7 @@ open_root(const char *home, struct sbx_root *r, struct sbx_error *e)
 }
 
 int
-sbx_complete_agents(const char *home, struct sbx_strv *out,
-    struct sbx_error *e)
+sbx_complete_agents(const char *home, struct sbx_strv *out, struct sbx_error *e)
 {
 	struct sbx_root	 r = SBX_ROOT_INIT;
 	json_t		*list, *row;
@@ -66,7 +65,8 @@ sbx_complete_agents(const char *home, struct sbx_strv *out,
 	if (list == NULL)
 		return -1;
 	rc = 0;
-	json_array_foreach(list, i, row) {
+	for (i = 0; i < json_array_size(list); i++) {
+		row = json_array_get(list, i);
 		a = json_string_value(json_object_get(row, "agent"));
 		if (a != NULL && sbx_agent_valid(a, "agent", e) == 0 &&
 		    sbx_strv_push(out, a) == -1)
@@ -122,14 +122,14 @@ sbx_complete_jobs(const char *home, const char *agent, struct sbx_strv *out,
 }
 
 int
-sbx_complete_images(const char *home, struct sbx_strv *out,
-    struct sbx_error *e)
+sbx_complete_images(const char *home, struct sbx_strv *out, struct sbx_error *e)
 {
 	struct sbx_root	 r = SBX_ROOT_INIT;
 	struct sbx_buf	 b = SBX_BUF_INIT;
 	struct sbx_error e2;
-	json_t		*names, *v;
+	json_t		*names;
 	const char	*k;
+	void		*it;
 	int		 rc;
 
 	if ((rc = open_root(home, &r, e)) != 0) {
@@ -147,9 +147,12 @@ sbx_complete_images(const char *home, struct sbx_strv *out,
 	if (names == NULL)
 		return -1;
 	rc = 0;
-	json_object_foreach(names, k, v)
+	for (it = json_object_iter(names); it != NULL;
+	    it = json_object_iter_next(names, it)) {
+		k = json_object_iter_key(it);
 		if (sbx_image_name_valid(k) && sbx_strv_push(out, k) == -1)
 			rc = sbx_error_sys(e, "nomem", "images");
+	}
 	json_decref(names);
 	sort(out);
 	return rc;

@@ -128,9 +128,10 @@ sbx_opts_getopt(const struct sbx_opts *t, unsigned bit, const char *lead,
 	struct sbx_error	 e;
 	const struct sbx_opt	*o;
 	size_t			 i, n = 0, k;
-	char			*s = g->optstring;
+	char			*s;
 
 	memset(g, 0, sizeof(*g));
+	s = g->optstring;
 	if (sbx_opts_valid(t, &e) == -1 || strlen(lead) > 2)
 		return -1;
 	for (k = 0; k < strlen(lead); k++)
@@ -416,8 +417,8 @@ sbx_opts_complete(const struct sbx_opts *t, unsigned bit, struct sbx_buf *b)
 }
 
 int
-sbx_opts_complete_subs(const struct sbx_opts *t, int argc,
-    char *const argv[], struct sbx_buf *b)
+sbx_opts_complete_subs(const struct sbx_opts *t, int argc, char *const argv[],
+    struct sbx_buf *b)
 {
 	const char	*name, *p, *sp;
 	size_t		 i, j, n;

@@ -20,8 +20,8 @@
  *		    "state root", S_ALL, 0 },
  *		...
  *	};
- *	static const struct sbx_opts table = SBX_OPTS_TABLE("sbx-foo",
- *	    "sbx foo", rows, subs, 0, NULL, 21);
+ *	static const struct sbx_opts table = { "sbx-foo", "sbx foo",
+ *		rows, SBX_OPTS_N(rows), subs, SBX_OPTS_N(subs), 0, NULL, 21 };
  *
  * then, in main: `--complete-options [SUB...]` first (sbx_opts_complete),
  * sbx_opts_getopt() for the subcommand's (or the program's) getopt_long
@@ -70,16 +70,17 @@ struct sbx_opt {
 	enum sbx_opt_arg arg;
 	const char	*argname;	/* "DIR": help and man */
 	const char	*values;	/* what completes the argument */
-	const char	*help;		/* lines separated by '\n'; NULL hidden */
+	const char	*help;		/* lines split by '\n'; NULL: hidden */
 	unsigned	 subs;		/* the (sub)commands it goes with */
-	unsigned	 letter_subs;	/* where the letter goes; 0 everywhere */
+	unsigned	 letter_subs;	/* where the letter goes; 0: all */
 };
 
+/* A subcommand: its words ("ps", "image add"), its bit, and what
+ * completes its first operand (as `values`), or NULL. */
 struct sbx_opts_sub {
-	const char	*name;		/* "ps", "image add" (words) */
+	const char	*name;
 	unsigned	 bit;
-	const char	*operands;	/* what completes its first operand
-					   (as `values`), or NULL */
+	const char	*operands;
 };
 
 struct sbx_opts {
@@ -89,16 +90,13 @@ struct sbx_opts {
 	size_t			  nopt;
 	const struct sbx_opts_sub *sub;
 	size_t			  nsub;
-	unsigned		  main;		/* bit of the program itself,
-						   0 when it needs a subcommand */
+	unsigned		  main;		/* the program's bit, or 0 */
 	const char		 *main_operands; /* as the subcommands' */
 	int			  help_col;	/* column of the help text */
 };
 
+/* The number of rows (or subcommands) of an array. */
 #define SBX_OPTS_N(a)	(sizeof(a) / sizeof((a)[0]))
-#define SBX_OPTS_TABLE(prog, cmd, rows, subs, mainbit, mainops, col)	\
-	{ (prog), (cmd), (rows), SBX_OPTS_N(rows), (subs),		\
-	    SBX_OPTS_N(subs), (mainbit), (mainops), (col) }
 
 /* getopt_long's arguments: every option of the table (one given where it
  * does not go is refused by sbx_opts_check, by name), the letters as they
@@ -114,15 +112,15 @@ struct sbx_opts_getopt {
  * character(s) ("+" or "-"; "" none).  -1 when the table breaks a rule
  * (sbx_opts_valid).
  */
-int	sbx_opts_getopt(const struct sbx_opts *, unsigned bit,
-	    const char *lead, struct sbx_opts_getopt *);
+int	sbx_opts_getopt(const struct sbx_opts *, unsigned bit, const char *lead,
+	    struct sbx_opts_getopt *);
 /* The row id of what getopt_long returned (a letter is mapped; anything
  * else is returned as is). */
 int	sbx_opts_id(const struct sbx_opts_getopt *, int ch);
 /* The row of an id that goes with the (sub)command bit, else the first
  * row of that id, else NULL. */
-const struct sbx_opt *sbx_opts_row(const struct sbx_opts *, int id,
-	    unsigned bit);
+const struct sbx_opt *
+	sbx_opts_row(const struct sbx_opts *, int id, unsigned bit);
 
 /*
  * The (sub)command that words names: the longest entry of the table's
