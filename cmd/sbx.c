@@ -349,7 +349,7 @@ complete(int argc, char *argv[])
 	struct sbx_error	 e;
 	struct sbx_buf		 b = SBX_BUF_INIT;
 	const char		*kind, *home = NULL, *agent = NULL, *cmd;
-	char			 alias[64], prog[80], *sub, **nargv;
+	char			 alias[64], prog[PATH_MAX], *sub, **nargv;
 	int			 i, k, fd, rc, global = 0;
 
 	if ((fd = open("/dev/null", O_WRONLY | O_CLOEXEC)) >= 0) {
@@ -382,6 +382,9 @@ complete(int argc, char *argv[])
 				*sub++ = '\0';
 			cmd = alias;
 		}
+		snprintf(prog, sizeof(prog), "%s/sbx-%s", exec_path(), cmd);
+		if (strcmp(cmd, "exec") != 0 && access(prog, X_OK) != 0)
+			return 1;
 		if ((nargv = calloc((size_t)argc + 3, sizeof(*nargv))) == NULL)
 			return 1;
 		snprintf(prog, sizeof(prog), "sbx-%s", cmd);

@@ -287,10 +287,12 @@ int
 sbx_opts_check(const struct sbx_opts *t, const struct sbx_opts_seen *s,
     unsigned bit, struct sbx_error *e)
 {
+	/* Static: the error's field points to it (as sbx_cli_getopt_error's
+	 * does), valid until the next call. */
+	static char		 label[72];
 	const struct sbx_opt	*o;
 	struct sbx_buf		 where = SBX_BUF_INIT;
 	const char		*sub;
-	char			 label[72];
 	size_t			 i, k, n = 0;
 
 	for (i = 0; i < s->n; i++) {

@@ -141,8 +141,8 @@ struct sbx_opts_seen {
 void	sbx_opts_seen(struct sbx_opts_seen *, int id);
 /*
  * Each option seen must go with the (sub)command bit: else an
- * invalid_args error (field the option, reason not_for_subcommand) and
- * -1.
+ * invalid_args error (field the option, in storage of this module valid
+ * until the next call; reason not_for_subcommand) and -1.
  */
 int	sbx_opts_check(const struct sbx_opts *, const struct sbx_opts_seen *,
 	    unsigned bit, struct sbx_error *);
