@@ -21,18 +21,17 @@ static const struct sbx_opt rows[] = {
 	    S_MAIN | S_PS | S_WAIT, 0 },
 	{ OPT_HOME, "home", 0, SBX_OPT_REQ, "DIR", "@dir",
 	    "state root\n(second line)", 31, 0 },
-	{ OPT_TIMEOUT, "timeout", 't', SBX_OPT_REQ, "SECONDS", NULL,
-	    "how long", S_MAIN | S_WAIT, S_WAIT },
-	{ 't', "tty", 't', SBX_OPT_NONE, NULL, NULL, "a terminal", S_MAIN,
+	{ OPT_TIMEOUT, "timeout", 't', SBX_OPT_REQ, "SECONDS", NULL, "how long",
+	    S_MAIN | S_WAIT, S_WAIT },
+	{ 't', "tty", 't', SBX_OPT_NONE, NULL, NULL, "a terminal", S_MAIN, 0 },
+	{ 'c', NULL, 'c', SBX_OPT_REQ, "STRING", NULL, "a shell string", S_MAIN,
 	    0 },
-	{ 'c', NULL, 'c', SBX_OPT_REQ, "STRING", NULL, "a shell string",
-	    S_MAIN, 0 },
-	{ OPT_FORCE, "force", 0, SBX_OPT_NONE, NULL, NULL, "really",
-	    S_IMG_RM, 0 },
+	{ OPT_FORCE, "force", 0, SBX_OPT_NONE, NULL, NULL, "really", S_IMG_RM,
+	    0 },
 	{ OPT_SHA, "sha256", 0, SBX_OPT_REQ, "HEX", NULL, "the digest",
 	    S_IMG_ADD, 0 },
-	{ 'n', "network", 'n', SBX_OPT_REQ, "MODE", "none|proxy", NULL,
-	    S_MAIN, 0 },
+	{ 'n', "network", 'n', SBX_OPT_REQ, "MODE", "none|proxy", NULL, S_MAIN,
+	    0 },
 	{ 'j', "json", 'j', SBX_OPT_NONE, NULL, NULL, "envelopes", 31, 0 },
 };
 
@@ -43,8 +42,8 @@ static const struct sbx_opts T = { "sbx-t", "sbx t", rows, SBX_OPTS_N(rows),
 static int
 parse(unsigned bit, struct sbx_opts_seen *seen, char **argv)
 {
-	struct sbx_opts_getopt	 g;
-	int			 argc = 0, ch;
+	struct sbx_opts_getopt g;
+	int		       argc = 0, ch;
 
 	while (argv[argc] != NULL)
 		argc++;
@@ -53,8 +52,8 @@ parse(unsigned bit, struct sbx_opts_seen *seen, char **argv)
 		return -1;
 	optind = 0;
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, g.optstring, g.longopts,
-	    NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, g.optstring, g.longopts, NULL)) !=
+	    -1) {
 		if (ch == '?')
 			return -1;
 		sbx_opts_seen(seen, sbx_opts_id(&g, ch));
@@ -65,7 +64,7 @@ parse(unsigned bit, struct sbx_opts_seen *seen, char **argv)
 static int
 has_id(const struct sbx_opts_seen *s, int id)
 {
-	size_t	 i;
+	size_t i;
 
 	for (i = 0; i < s->n; i++)
 		if (s->id[i] == id)
@@ -76,14 +75,14 @@ has_id(const struct sbx_opts_seen *s, int id)
 int
 main(void)
 {
-	struct sbx_opts_getopt	 g;
-	struct sbx_opts_seen	 seen;
-	struct sbx_error	 e;
-	struct sbx_buf		 b = SBX_BUF_INIT;
-	struct sbx_opts		 bad;
-	struct sbx_opt		 badrows[2];
-	char			*w[3];
-	int			 used;
+	struct sbx_opts_getopt g;
+	struct sbx_opts_seen   seen;
+	struct sbx_error       e;
+	struct sbx_buf	       b = SBX_BUF_INIT;
+	struct sbx_opts	       bad;
+	struct sbx_opt	       badrows[2];
+	char		      *w[3];
+	int		       used;
 
 	ok(sbx_opts_valid(&T, &e) == 0, "the test table keeps the rules");
 
@@ -92,13 +91,16 @@ main(void)
 	is_str(g.optstring, "+a:tc:n:j", "optstring: the program's letters");
 	ok(sbx_opts_id(&g, 't') == 't', "-t is --tty in the program");
 	ok(sbx_opts_getopt(&T, S_WAIT, "-", &g) == 0, "getopt of wait");
-	is_str(g.optstring, "-a:t:jc:n:", "optstring: wait's -t first, "
+	is_str(g.optstring, "-a:t:jc:n:",
+	    "optstring: wait's -t first, "
 	    "then every shared letter");
 	ok(sbx_opts_id(&g, 't') == OPT_TIMEOUT, "-t is --timeout in wait");
-	ok(g.longopts[0].val == 'a' && strcmp(g.longopts[0].name, "agent") ==
-	    0 && g.longopts[0].has_arg == required_argument, "longopts[0]");
+	ok(g.longopts[0].val == 'a' &&
+		strcmp(g.longopts[0].name, "agent") == 0 &&
+		g.longopts[0].has_arg == required_argument,
+	    "longopts[0]");
 	{
-		int	 i, nlong = 0;
+		int i, nlong = 0;
 
 		for (i = 0; g.longopts[i].name != NULL; i++)
 			nlong++;
@@ -107,28 +109,30 @@ main(void)
 
 	/* Parsing, and options given where they do not go. */
 	{
-		char	*a1[] = { "t", "--agent", "x", "-t", "--json", NULL };
-		char	*a2[] = { "t", "-t", "5", NULL };
-		char	*a3[] = { "t", "--force", NULL };
+		char *a1[] = { "t", "--agent", "x", "-t", "--json", NULL };
+		char *a2[] = { "t", "-t", "5", NULL };
+		char *a3[] = { "t", "--force", NULL };
 
 		ok(parse(S_MAIN, &seen, a1) == 0 && has_id(&seen, 'a') &&
-		    has_id(&seen, 't') && has_id(&seen, 'j'), "a run's options");
+			has_id(&seen, 't') && has_id(&seen, 'j'),
+		    "a run's options");
 		ok(sbx_opts_check(&T, &seen, S_MAIN, &e) == 0,
 		    "they go with the program");
 		ok(sbx_opts_check(&T, &seen, S_PS, &e) == -1 &&
-		    strcmp(e.field, "--tty") == 0 &&
-		    strcmp(e.reason, "not_for_subcommand") == 0 &&
-		    strcmp(e.kind, SBX_K_INVALID_ARGS) == 0,
+			strcmp(e.field, "--tty") == 0 &&
+			strcmp(e.reason, "not_for_subcommand") == 0 &&
+			strcmp(e.kind, SBX_K_INVALID_ARGS) == 0,
 		    "--tty does not go with ps (field --tty)");
 		is_str(e.message, "option `--tty` does not go with sbx t ps",
 		    "the message names the subcommand");
 		is_str(e.hint, "--tty goes with: sbx t", "the hint says where");
 		ok(parse(S_WAIT, &seen, a2) == 0 &&
-		    has_id(&seen, OPT_TIMEOUT) && !has_id(&seen, 't'),
+			has_id(&seen, OPT_TIMEOUT) && !has_id(&seen, 't'),
 		    "wait -t 5 is --timeout 5");
 		ok(parse(S_PS, &seen, a3) == 0 &&
-		    sbx_opts_check(&T, &seen, S_PS, &e) == -1 &&
-		    strcmp(e.field, "--force") == 0, "--force known, refused "
+			sbx_opts_check(&T, &seen, S_PS, &e) == -1 &&
+			strcmp(e.field, "--force") == 0,
+		    "--force known, refused "
 		    "in ps");
 		is_str(e.hint, "--force goes with: sbx t image rm",
 		    "a two-word subcommand in the hint");
@@ -147,7 +151,8 @@ main(void)
 
 	/* --help. */
 	ok(sbx_opts_help(&T, S_MAIN | S_PS | S_WAIT | S_IMG_ADD | S_IMG_RM,
-	    &b) == 0, "help");
+	       &b) == 0,
+	    "help");
 	is_str(b.p,
 	    "  -a, --agent A     agent name\n"
 	    "      --home DIR    state root\n"
@@ -166,18 +171,21 @@ main(void)
 	    "  -a, --agent A     agent name\n"
 	    "      --home DIR    state root\n"
 	    "                    (second line)\n"
-	    "  -j, --json        envelopes\n", "only the rows of ps");
+	    "  -j, --json        envelopes\n",
+	    "only the rows of ps");
 
 	/* --complete-options, -operands, -subcommands. */
 	sbx_buf_reset(&b);
 	ok(sbx_opts_complete(&T, S_WAIT, &b) == 0, "complete wait");
-	is_str(b.p, "--agent\t@agent\n-a\t@agent\n--home\t@dir\n"
+	is_str(b.p,
+	    "--agent\t@agent\n-a\t@agent\n--home\t@dir\n"
 	    "--timeout\t@text\n-t\t@text\n--json\n-j\n",
 	    "wait: options, letters, values");
 	sbx_buf_reset(&b);
 	ok(sbx_opts_complete(&T, S_MAIN, &b) == 0 && b.p != NULL &&
-	    strstr(b.p, "-t\n") != NULL && strstr(b.p, "-c\t@text\n") !=
-	    NULL && strstr(b.p, "--network") == NULL,
+		strstr(b.p, "-t\n") != NULL &&
+		strstr(b.p, "-c\t@text\n") != NULL &&
+		strstr(b.p, "--network") == NULL,
 	    "the program: -t a flag, -c, no hidden --network");
 	sbx_buf_reset(&b);
 	ok(sbx_opts_complete(&T, ~0u, &b) == 0, "complete: common options");
@@ -194,7 +202,8 @@ main(void)
 	is_str(b.p, "@image\n", "image rm takes an image");
 	sbx_buf_reset(&b);
 	ok(sbx_opts_complete_operands(&T, S_MAIN, &b) == 0 && b.p != NULL &&
-	    strcmp(b.p, "@command\n") == 0, "the program takes a command");
+		strcmp(b.p, "@command\n") == 0,
+	    "the program takes a command");
 	w[0] = "image", w[1] = "add";
 	ok(sbx_opts_complete_bit(&T, 2, w) == S_IMG_ADD, "bit of image add");
 	ok(sbx_opts_complete_bit(&T, 1, w) == 0, "no bit for image");
@@ -209,8 +218,9 @@ main(void)
 	badrows[1].letter = 0;
 	bad.opt = badrows;
 	bad.nopt = 2;
-	ok(sbx_opts_valid(&bad, &e) == -1 && strcmp(e.reason,
-	    "name_reused") == 0, "a name with two ids");
+	ok(sbx_opts_valid(&bad, &e) == -1 &&
+		strcmp(e.reason, "name_reused") == 0,
+	    "a name with two ids");
 	badrows[1] = rows[3];
 	badrows[1].subs = S_MAIN | S_PS;
 	badrows[0] = rows[2];
@@ -219,8 +229,9 @@ main(void)
 	badrows[0] = rows[0];
 	badrows[1] = rows[5];
 	badrows[1].subs = 64;
-	ok(sbx_opts_valid(&bad, &e) == -1 && strcmp(e.reason,
-	    "bad_subcommands") == 0, "an unknown subcommand bit");
+	ok(sbx_opts_valid(&bad, &e) == -1 &&
+		strcmp(e.reason, "bad_subcommands") == 0,
+	    "an unknown subcommand bit");
 	ok(sbx_opts_getopt(&bad, S_MAIN, "+", &g) == -1,
 	    "no getopt from a broken table");
 	return done_testing();
