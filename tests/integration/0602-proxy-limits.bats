@@ -398,12 +398,22 @@ bats_require_minimum_version 1.5.0
 		[ -z "$both" ] || { echo "proxy listens on TCP: $both"; false; }
 	else
 		# Not root, and the proxy is not dumpable (its fds are not
-		# ours to read): no listening TCP socket of our uid but the
-		# test's own servers.
-		ports=$(printf '%04X\n' "$TLS_PORT" "$CANARY_PORT")
-		extra=$(awk -v u="$(id -u)" '$4 == "0A" && $8 == u { split($2, a, ":"); print a[2] }' \
-		    /proc/net/tcp /proc/net/tcp6 | grep -vxF "$ports" || true)
-		[ -z "$extra" ] || { echo "listening ports of uid $(id -u): $extra"; false; }
+		# ours to read): every listening TCP socket of our uid must be
+		# held by a process whose fds we can read (a test server, of
+		# this file or of another one running beside it), never by
+		# one we cannot (the proxy).  Read twice: a server of another
+		# test may close between the two reads.
+		for try in 1 2; do
+			extra=$(comm -23 <(awk -v u="$(id -u)" \
+			    '$4 == "0A" && $8 == u { print $10 }' \
+			    /proc/net/tcp /proc/net/tcp6 | sort -u) \
+			    <(find /proc/[0-9]*/fd -type l -printf '%l\n' \
+			    2>/dev/null | sed -n 's/^socket:\[\([0-9]*\)\]$/\1/p' |
+			    sort -u))
+			[ -z "$extra" ] && break
+			sleep 1
+		done
+		[ -z "$extra" ] || { echo "listening sockets of uid $(id -u) held by an unreadable process: $extra"; false; }
 	fi
 	if command -v ss >/dev/null; then
 		run ss -ltnupH
