@@ -73,6 +73,9 @@ struct sbx_run {
 	long long	  duration_ms;
 	struct sbx_capture out, err;
 	struct sbx_buf	  setup_err;		/* stderr before ready */
+	/* Writes the file-system guard refused (sbx-init's "fsdeny PATH"
+	 * and "sockdeny PATH" lines), in order, at most 64 each. */
+	struct sbx_strv	  fsdeny, sockdeny;
 };
 
 void	sbx_run_init(struct sbx_run *);

@@ -327,6 +327,15 @@ etc_made:
 		    SBX_FD_WORKDIR);
 		rc |= push3(v, "--bind", fdpath, sb->workdir);
 	}
+	for (i = 0; i < (size_t)sb->nxworkdir; i++) {
+		snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d",
+		    SBX_FD_XWORKDIR + (int)i);
+		rc |= push3(v, "--bind", fdpath, sb->xworkdir[i].path);
+	}
+	/* Protected, extra read-only and hidden paths, over the binds
+	 * above (lib/fspolicy.c). */
+	for (i = 0; sb->fs_ops != NULL && sb->fs_ops[i] != NULL; i++)
+		rc |= sbx_strv_push(v, sb->fs_ops[i]);
 	/* When bwrap runs as another uid than sbx it may not reach the
 	 * directory sbx is installed in: the binary is copied in from a
 	 * descriptor sbx opened. */
@@ -364,6 +373,15 @@ etc_made:
 		    sb->workdir_ino);
 		rc |= sbx_strv_push(v, sb->workdir);
 	}
+	for (i = 0; i < (size_t)sb->nxworkdir; i++) {
+		rc |= sbx_strv_push(v, "-W");
+		rc |= sbx_strv_pushf(v, "%llu:%llu", sb->xworkdir[i].dev,
+		    sb->xworkdir[i].ino);
+		rc |= sbx_strv_push(v, sb->xworkdir[i].path);
+	}
+	/* The guard of names that must not be created (sbx-init). */
+	for (i = 0; sb->fs_init != NULL && sb->fs_init[i] != NULL; i++)
+		rc |= sbx_strv_push(v, sb->fs_init[i]);
 	/*
 	 * A terminal is made inside, on the sandbox's own devpts (bwrap's
 	 * --dev), never handed in from the caller: the caller's terminal

@@ -25,7 +25,9 @@
 #define SBX_FD_INIT	13	/* O_PATH of sbx-init */
 #define SBX_FD_PROXY	14	/* channel to sbx-proxy (network proxy) */
 #define SBX_FD_ETC	15	/* O_PATH of the prepared /etc (etccache) */
-#define SBX_FD_MAX	15
+#define SBX_FD_XWORKDIR	16	/* O_PATH of the 2nd, 3rd... --workdir */
+#define SBX_MAX_XWORKDIRS 7	/* so 8 workdirs in all */
+#define SBX_FD_MAX	(SBX_FD_XWORKDIR + SBX_MAX_XWORKDIRS - 1)
 
 /* Where things are inside the sandbox. */
 #define SBX_IN_INIT	"/run/sbx/init"
@@ -47,7 +49,18 @@ struct sbx_sandbox {
 	/* What sbx checked and opened as the workdir: sbx-init refuses to
 	 * start the command unless the mount at `workdir` is this inode. */
 	unsigned long long workdir_dev, workdir_ino;
+	/* More writable roots (--workdir repeated), bound from the slots
+	 * SBX_FD_XWORKDIR + i and checked by sbx-init the same way. */
+	struct {
+		const char		*path;
+		unsigned long long	 dev, ino;
+	}		  xworkdir[SBX_MAX_XWORKDIRS];
+	int		  nxworkdir;
 	const char	 *cwd;		/* inside */
+	/* The file-system policy (lib/fspolicy.c): bwrap arguments after
+	 * the writable binds, and sbx-init's guard arguments; or NULL. */
+	char *const	 *fs_ops;
+	char *const	 *fs_init;
 	const char	 *network;	/* SBX_NET_* */
 	int		  disable_userns;
 	/* Host mode: /etc is one prepared tree (lib/etccache.c) bound from
