@@ -82,8 +82,11 @@ static const struct sbx_layout_entry layout[SBX_L_N] = {
 			    0, 0, P | SBX_LF_DAEMON },
 [SBX_L_BRIDGE_SOCK] =	{ "bridge_socket", "run/bridge.sock", SBX_L_RUN, K,
 			    0, 0, 0, P | SBX_LF_DAEMON },
+/* Reachable as well: cache/ holds the sandbox's prepared /etc, which bwrap
+ * resolves by path as the sandbox's uid (lib/etccache.c); nothing in cache/
+ * is readable by that uid but the tree. */
 [SBX_L_CACHE] =		{ "cache", "cache", SBX_L_ROOT, D, 0700, 022, 0,
-			    C | P },
+			    R | C | P },
 /* Written last by provision: a directory holding it is a state root. */
 [SBX_L_MARKER] =	{ "marker", SBX_ROOT_MARKER, SBX_L_ROOT, F, 0600, 022,
 			    0, C },
@@ -101,6 +104,14 @@ static const struct sbx_layout_entry layout[SBX_L_N] = {
 [SBX_L_AGENT_REVOKED] =	{ "agent_revoked", "agents/%s/unprovisioned",
 			    SBX_L_AGENT_RECORDS, F, 0600, 022, 0, A },
 [SBX_L_RUN_WORKDIR] =	{ "run_workdir", "run/workdir", SBX_L_RUN, D, 0711,
+			    022, 0, 0 },
+[SBX_L_RUN_XWORKDIR] =	{ "run_xworkdir", "run/workdir-%s", SBX_L_RUN, D,
+			    0711, 022, 0, SBX_LF_ARG },
+[SBX_L_RUN_EMPTY] =	{ "run_empty", "run/empty", SBX_L_RUN, F, 0444, 022,
+			    0, 0 },
+[SBX_L_CACHE_ETC] =	{ "cache_etc", "cache/etc", SBX_L_CACHE, D, 0711, 022,
+			    0, 0 },
+[SBX_L_CGROUP_GC] =	{ "cgroup_gc", "cache/cgroup-gc", SBX_L_CACHE, F, 0600,
 			    022, 0, 0 },
 [SBX_L_PROVISION_LOCK] = { "provision_lock", "run/provision.lock", SBX_L_RUN,
 			    F, 0600, 022, 0, 0 },

@@ -49,6 +49,10 @@ enum sbx_layout_id {
 	SBX_L_AGENT_IMAGE,	/* agents/A/image.json */
 	SBX_L_AGENT_REVOKED,	/* agents/A/unprovisioned */
 	SBX_L_RUN_WORKDIR,	/* run/workdir/		0711 */
+	SBX_L_RUN_XWORKDIR,	/* run/workdir-N/	0711, N: 1, 2... */
+	SBX_L_RUN_EMPTY,	/* run/empty		bound over deny_paths */
+	SBX_L_CACHE_ETC,	/* cache/etc/		the prepared /etc */
+	SBX_L_CGROUP_GC,	/* cache/cgroup-gc	the last reaping */
 	SBX_L_PROVISION_LOCK,	/* run/provision.lock */
 	SBX_L_PROXY_LOCK,	/* run/proxy.lock */
 	SBX_L_N
@@ -69,7 +73,7 @@ enum sbx_layout_type { SBX_LT_DIR, SBX_LT_FILE, SBX_LT_SOCK };
 #define SBX_LF_DAEMON	0x040	/* a daemon's socket: absent is normal */
 #define SBX_LF_NONEMPTY	0x080	/* an empty file is broken */
 #define SBX_LF_ARG	0x100	/* "%s" in the path is an argument, not an
-				 * agent (the digest of an image) */
+				 * agent (the digest of an image, a number) */
 
 struct sbx_layout_entry {
 	const char		*name;	/* stable id in reports */

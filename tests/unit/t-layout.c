@@ -108,6 +108,9 @@ table_checks(void)
 	is_int(sbx_layout_mode(SBX_L_WS_AGENTS, 0), 0700, "reach: 0700 else");
 	is_int(sbx_layout_mode(SBX_L_RUN, 0), 0711, "run/ is 0711");
 	is_int(sbx_layout_mode(SBX_L_AGENT_TOKEN, 1), 0600, "a token is 0600");
+	/* bwrap, as the sandbox's uid, resolves cache/etc by path. */
+	is_int(sbx_layout_mode(SBX_L_CACHE, 1), 0711, "cache/ is 0711 as root");
+	is_int(sbx_layout_mode(SBX_L_CACHE, 0), 0700, "cache/ is 0700 else");
 }
 
 static void
@@ -125,6 +128,11 @@ path_checks(void)
 	is_str(b, "images/abc/rootfs", "an image's rootfs path");
 	SBX_LPATH(b, SBX_L_CACHE, NULL);
 	is_str(b, "cache", "a path without an argument ignores it");
+	SBX_LPATH(b, SBX_L_RUN_XWORKDIR, "3");
+	is_str(b, "run/workdir-3", "an extra workdir's mount point");
+	SBX_LPATH(b, SBX_L_CACHE_ETC, NULL);
+	is_str(b, "cache/etc", "the prepared /etc");
+	is_str(sbx_layout_leaf(b), "etc", "its leaf");
 	ok(sbx_layout_path(SBX_L_AGENT_HOME, "../x", b, sizeof(b), &e) == -1 &&
 	    strcmp(e.reason, "invalid_component") == 0 && b[0] == '\0',
 	    "a `/` in the agent is refused, the buffer left empty");
