@@ -36,7 +36,7 @@
 #define SBX_MAX_XWORKDIRS 7	/* so 8 workdirs in all */
 #define SBX_FD_MAX	(SBX_FD_XWORKDIR + SBX_MAX_XWORKDIRS - 1)
 
-/* Status words, one per line on SBX_INIT_FD_STATUS, in this order:
+/* Status words, one per line on SBX_FD_STATUS, in this order:
  * "tty" (with -T, carrying the terminal's master by SCM_RIGHTS), "ready",
  * "warn nopipefail", then "running" or "exec ERRNO", then "exit CODE" or
  * "signal SIGNO". */
@@ -51,7 +51,7 @@
 #define SBX_INIT_W_FSDENY	"fsdeny"	/* "fsdeny PATH" */
 #define SBX_INIT_W_SOCKDENY	"sockdeny"	/* "sockdeny PATH" */
 
-/* Orders, one byte each on SBX_INIT_FD_CTL. */
+/* Orders, one byte each on SBX_FD_CTL. */
 #define SBX_INIT_O_TERM		'T'	/* SIGTERM + SIGCONT to everything */
 #define SBX_INIT_O_KILL		'K'	/* SIGKILL to everything */
 
@@ -59,7 +59,7 @@
  * 127.0.0.1 of the sandbox's own network namespace. */
 #define SBX_INIT_PROXY_PORT	3128
 
-/* The largest environment sbx-init reads from SBX_INIT_FD_ENV. */
+/* The largest environment sbx-init reads from SBX_FD_ENV. */
 #define SBX_INIT_ENV_MAX	(8u << 20)
 
 /* Its options, in the order it reads them. */
