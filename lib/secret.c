@@ -17,6 +17,7 @@
 #include "fsutil.h"
 #include "job.h"
 #include "names.h"
+#include "scrub.h"
 #include "secret.h"
 
 #define STORE		"secrets.json"
@@ -866,4 +867,135 @@ sbx_secret_remove_store(int rootfd, const char *agent, struct sbx_error *e)
 		}
 	close(dfd);
 	return 0;
+}
+
+static int
+selected(char *const *sel, size_t nsel, const char *name)
+{
+	size_t	 i;
+
+	if (nsel == 0)
+		return 1;
+	for (i = 0; i < nsel; i++)
+		if (strcmp(sel[i], name) == 0)
+			return 1;
+	return 0;
+}
+
+int
+sbx_secret_load_env(int rootfd, const char *agent, char *const *sel,
+    size_t nsel, const struct sbx_secret_auth *a, struct sbx_secret_env *out,
+    struct sbx_error *e)
+{
+	struct sbx_secret_store	 s;
+	struct sbx_buf		 ad = SBX_BUF_INIT;
+	json_t			*secrets, *rec;
+	const char		*name;
+	unsigned char		 nonce[NONCELEN], *ct = NULL;
+	char			*p;
+	size_t			 i, total = 0, count = 0, clen, nl, bin;
+	int			 rc = -1;
+
+	memset(out, 0, sizeof(*out));
+	/* The common case costs one failed stat: no store, no work. */
+	if (nsel == 0 && !sbx_secret_store_exists(rootfd, agent))
+		return 0;
+	if (sbx_secret_open(&s, rootfd, agent, 0, a, e) == -1) {
+		sbx_secret_close(&s);
+		return -1;
+	}
+	secrets = s.doc != NULL ? json_object_get(s.doc, "secrets") : NULL;
+	for (i = 0; i < nsel; i++)
+		if (json_object_get(secrets, sel[i]) == NULL) {
+			sbx_error_set(e, SBX_K_INVALID_ARGS, "secret",
+			    "secret_missing", "agent %s has no secret %s",
+			    agent, sel[i]);
+			sbx_error_hint(e, "sbx secret set %s --agent %s",
+			    sel[i], agent);
+			goto out;
+		}
+	json_object_foreach(secrets, name, rec) {
+		const char *v = json_string_value(json_object_get(rec,
+		    "value"));
+		if (!selected(sel, nsel, name))
+			continue;
+		total += strlen(name) + 2 + strlen(v) / 4 * 3 + 3;
+		count++;
+	}
+	if (count == 0) {
+		rc = 0;
+		goto out;
+	}
+	if ((out->assign = calloc(count + 1, sizeof(char *))) == NULL ||
+	    (out->block = sodium_malloc(total)) == NULL ||
+	    (ct = malloc(SBX_SECRET_VALUE_MAX + TAGLEN + 4)) == NULL ||
+	    (out->scrub = sbx_scrub_new()) == NULL) {
+		sbx_error_sys(e, "nomem", "loading secrets");
+		goto out;
+	}
+	out->block_len = total;
+	p = out->block;
+	json_object_foreach(secrets, name, rec) {
+		const char *n64 = json_string_value(json_object_get(rec,
+		    "nonce"));
+		const char *c64 = json_string_value(json_object_get(rec,
+		    "value"));
+		if (!selected(sel, nsel, name))
+			continue;
+		if (sodium_base642bin(nonce, sizeof(nonce), n64, strlen(n64),
+		    NULL, &bin, NULL, sodium_base64_VARIANT_ORIGINAL) != 0 ||
+		    bin != NONCELEN || sodium_base642bin(ct,
+		    SBX_SECRET_VALUE_MAX + TAGLEN, c64, strlen(c64), NULL,
+		    &clen, NULL, sodium_base64_VARIANT_ORIGINAL) != 0 ||
+		    clen < TAGLEN)
+			goto bad;
+		nl = strlen(name);
+		memcpy(p, name, nl);
+		p[nl] = '=';
+		ad_make(&ad, "sbx-secret-v1", agent, name);
+		if (crypto_aead_xchacha20poly1305_ietf_decrypt(
+		    (unsigned char *)p + nl + 1, NULL, NULL, ct, clen,
+		    (unsigned char *)ad.p, ad.len, nonce, s.dk) != 0)
+			goto bad;
+		p[nl + 1 + clen - TAGLEN] = '\0';
+		out->assign[out->n++] = p;
+		if (sbx_scrub_add(out->scrub, name, p + nl + 1,
+		    clen - TAGLEN) == -1) {
+			sbx_error_sys(e, "nomem", "loading secrets");
+			goto out;
+		}
+		p += nl + 1 + clen - TAGLEN + 1;
+		continue;
+bad:
+		sbx_error_set(e, SBX_K_REJECTED, "secret",
+		    "secret_store_unreadable", "the record of secret %s does "
+		    "not open for agent %s (damaged, or copied from another "
+		    "agent or name)", name, agent);
+		goto out;
+	}
+	if (sbx_scrub_values(out->scrub) == 0) {
+		sbx_scrub_free(out->scrub);
+		out->scrub = NULL;
+	}
+	rc = 0;
+out:
+	if (json_array_size(s.warnings) > 0)
+		out->warnings = json_incref(s.warnings);
+	free(ct);
+	sbx_buf_release(&ad);
+	sbx_secret_close(&s);
+	if (rc == -1)
+		sbx_secret_env_release(out);
+	return rc;
+}
+
+void
+sbx_secret_env_release(struct sbx_secret_env *v)
+{
+	if (v->block != NULL)
+		sodium_free(v->block);
+	free(v->assign);
+	sbx_scrub_free(v->scrub);
+	json_decref(v->warnings);
+	memset(v, 0, sizeof(*v));
 }

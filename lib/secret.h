@@ -91,6 +91,29 @@ void	sbx_secret_close(struct sbx_secret_store *);
 /* The names of the agent's secrets (for remove's confirmation): a JSON
  * array, empty when none or unreadable. */
 json_t	*sbx_secret_names(int rootfd, const char *agent);
+/*
+ * What a run gets: "NAME=VALUE" strings in one sodium_malloc() block (n of
+ * them, in assign), and a scrubber holding every value of >=
+ * SBX_SCRUB_MIN bytes (NULL when none is that long: output is then never
+ * filtered).  sel (nsel names) picks some; nsel 0 takes all.  A selected
+ * name the store lacks is invalid_args (field "secret", reason
+ * "secret_missing") with the `sbx secret set` command that fixes it.  No
+ * store and no selection: 0 and nothing.
+ */
+struct sbx_scrub;
+struct sbx_secret_env {
+	char			**assign;
+	size_t			  n;
+	void			 *block;
+	size_t			  block_len;
+	struct sbx_scrub	 *scrub;
+	json_t			 *warnings;	/* or NULL */
+};
+int	sbx_secret_load_env(int rootfd, const char *agent,
+	    char *const *sel, size_t nsel, const struct sbx_secret_auth *,
+	    struct sbx_secret_env *, struct sbx_error *);
+void	sbx_secret_env_release(struct sbx_secret_env *);
+
 /* Delete an agent's store files (provision remove).  0 or -1. */
 int	sbx_secret_remove_store(int rootfd, const char *agent,
 	    struct sbx_error *);
