@@ -42,6 +42,7 @@ static const char usage_text[] =
 "usage: sbx exec [--agent A] [--home DIR] [--cwd PATH] [--workdir DIR]\n"
 "                [--workdir-follow-symlinks]\n"
 "                [--env NAME=VALUE]... [--timeout SECONDS] [--tty]\n"
+"                [--secret NAME]... [--no-secrets]\n"
 "                [--network none|proxy|outbound] [--allow-domain D]...\n"
 "                [--json] [--max-output BYTES] [--stdin inherit|null]\n"
 "                [--memory MIB] [--cpus N.N] [--pids N] [--disk MIB]\n"
@@ -75,6 +76,9 @@ static const char help_text[] =
 "      --workdir-follow-symlinks\n"
 "                         follow symbolic links in DIR; print where it leads\n"
 "  -e, --env NAME=VALUE   set a variable inside (repeatable)\n"
+"      --secret NAME      give the command only these of the agent's\n"
+"                         secrets (repeatable; default: all of them)\n"
+"      --no-secrets       give the command none of the agent's secrets\n"
 "      --timeout SECONDS  kill the command after SECONDS without output\n"
 "                         (output a program buffers counts as silence)\n"
 "  -t, --tty              run the command on a terminal of its own (stdout\n"
@@ -118,7 +122,7 @@ enum {
 	OPT_MEMORY, OPT_CPUS, OPT_PIDS, OPT_DISK, OPT_WALL, OPT_NOFILE,
 	OPT_WORKDIR_FOLLOW,
 	OPT_FSIZE, OPT_SOFT, OPT_SECCOMP, OPT_ALLOW, OPT_STDIN, OPT_TIMEOUT,
-	OPT_TTY, OPT_REQUEST, OPT_ENVELOPE_FD,
+	OPT_TTY, OPT_REQUEST, OPT_ENVELOPE_FD, OPT_SECRET, OPT_NO_SECRETS,
 };
 
 static const struct option longopts[] = {
@@ -153,6 +157,8 @@ static const struct option longopts[] = {
 	{ "stdin",	required_argument,	NULL, OPT_STDIN },
 	{ "request",	required_argument,	NULL, OPT_REQUEST },
 	{ "envelope-fd", required_argument,	NULL, OPT_ENVELOPE_FD },
+	{ "secret",	required_argument,	NULL, OPT_SECRET },
+	{ "no-secrets",	no_argument,		NULL, OPT_NO_SECRETS },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -193,6 +199,9 @@ emit(json_t *env)
 {
 	char	*s;
 
+	/* The last line of defence: no string of an envelope (a message
+	 * quoting the command's output, a warning) carries a secret. */
+	sbx_scrub_json(X.secrets.scrub, env);
 	if (C.envelope_fd < 0) {
 		sbx_cmd_emit(env);
 		return;
@@ -249,7 +258,7 @@ run_option(int ch)
 {
 	return (ch < 256 && strchr("Cwetnbc", ch) != NULL) ||
 	    (ch >= OPT_MEMORY && ch <= OPT_STDIN) || ch == OPT_MAX_OUTPUT ||
-	    ch == OPT_TTY;
+	    ch == OPT_TTY || ch == OPT_SECRET || ch == OPT_NO_SECRETS;
 }
 
 /* A limit option: the key of sbx_limits_set(). */
@@ -306,6 +315,11 @@ getopts(int argc, char *argv[], const char *optstring, int *code)
 		case 'v': C.verbose = 1; break;
 		case OPT_SOFT: R.soft_limits = 1; break;
 		case OPT_STDIN: R.stdin_mode = optarg; break;
+		case OPT_NO_SECRETS: R.no_secrets = 1; break;
+		case OPT_SECRET:
+			if (sbx_strv_push(&R.secrets, optarg) == -1)
+				return *code = SBX_EX_OSERR, -1;
+			break;
 		case OPT_SECCOMP: R.seccomp = optarg; break;
 		case OPT_REQUEST: C.request = optarg; break;
 		case OPT_ENVELOPE_FD: C.envelope_fd_arg = optarg; break;
