@@ -3,6 +3,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -998,4 +999,48 @@ sbx_secret_env_release(struct sbx_secret_env *v)
 	sbx_scrub_free(v->scrub);
 	json_decref(v->warnings);
 	memset(v, 0, sizeof(*v));
+}
+
+void
+sbx_secret_describe_stores(int rootfd, json_t *out)
+{
+	struct sbx_error	 e;
+	struct sbx_buf		 b = SBX_BUF_INIT;
+	struct dirent		*d;
+	struct stat		 st;
+	DIR			*dir;
+	json_t			*names, *n;
+	size_t			 i;
+	int			 fd;
+
+	if (rootfd < 0 || (fd = sbx_open_beneath(rootfd, "agents", O_RDONLY |
+	    O_DIRECTORY | O_CLOEXEC, &e)) == -1)
+		goto key;
+	if ((dir = fdopendir(fd)) == NULL) {
+		close(fd);
+		goto key;
+	}
+	while ((d = readdir(dir)) != NULL) {
+		if (d->d_name[0] == '.' || sbx_agent_valid(d->d_name, "agent",
+		    &e) == -1 || !sbx_secret_store_exists(rootfd, d->d_name))
+			continue;
+		names = sbx_secret_names(rootfd, d->d_name);
+		sbx_buf_reset(&b);
+		sbx_buf_printf(&b, "agents/%s/%s (secrets:", d->d_name, STORE);
+		json_array_foreach(names, i, n)
+			sbx_buf_printf(&b, "%s %s", i ? "," : "",
+			    json_string_value(n));
+		if (json_array_size(names) == 0)
+			sbx_buf_puts(&b, " unreadable");
+		sbx_buf_puts(&b, ")");
+		json_array_append_new(out, json_string(b.p));
+		json_decref(names);
+	}
+	closedir(dir);
+key:
+	if (rootfd >= 0 && fstatat(rootfd, SBX_SECRET_KEY_NAME, &st,
+	    AT_SYMLINK_NOFOLLOW) == 0)
+		json_array_append_new(out, json_string(SBX_SECRET_KEY_NAME
+		    " (the key of the secrets)"));
+	sbx_buf_release(&b);
 }

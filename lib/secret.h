@@ -114,6 +114,10 @@ int	sbx_secret_load_env(int rootfd, const char *agent,
 	    struct sbx_secret_env *, struct sbx_error *);
 void	sbx_secret_env_release(struct sbx_secret_env *);
 
+/* For the confirmation of `sbx provision remove`: one line per agent with
+ * a store, "agents/A/secrets.json (secrets: X, Y)", and the key file;
+ * appended to out. */
+void	sbx_secret_describe_stores(int rootfd, json_t *out);
 /* Delete an agent's store files (provision remove).  0 or -1. */
 int	sbx_secret_remove_store(int rootfd, const char *agent,
 	    struct sbx_error *);
