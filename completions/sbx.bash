@@ -50,6 +50,17 @@ _sbx_jobs()
 	done
 }
 
+# _sbx_secret_names SBX [AGENT]: the names of an agent's secrets (names
+# only: `sbx secret list` never prints a value).
+_sbx_secret_names()
+{
+	local a=()
+
+	[[ -n ${2-} ]] && a=(--agent "$2")
+	"$1" secret list --json "${a[@]}" 2>/dev/null |
+	    grep -oE '"name":"[A-Z0-9_]+"' | cut -d'"' -f4
+}
+
 # _sbx_commands SBX: the installed commands, or a fallback.
 _sbx_commands()
 {
@@ -94,8 +105,8 @@ _sbx_exec()
 	local -a w=("${@:3}")
 	# Options that take a value, short (one letter) and long.
 	local argshort=aCwetnc
-	local arglong=" --agent --home --cwd --workdir --env --timeout --network --allow-domain --max-output --tail-lines --memory --cpus --pids --disk --wall-timeout --nofile --file-size --seccomp --stdin --request --envelope-fd "
-	local runopts="--agent --home --cwd --workdir --workdir-follow-symlinks --env --timeout --network --allow-domain --json --max-output --memory --cpus --pids --disk --wall-timeout --nofile --file-size --soft-limits --seccomp --stdin --request --envelope-fd --tty --background --quiet --verbose --help --version -a -C -w -e -t -n -c -b -j -q -v -h"
+	local arglong=" --agent --home --cwd --workdir --env --timeout --network --allow-domain --max-output --tail-lines --memory --cpus --pids --disk --wall-timeout --nofile --file-size --seccomp --stdin --request --envelope-fd --secret "
+	local runopts="--agent --home --cwd --workdir --workdir-follow-symlinks --env --timeout --network --allow-domain --json --max-output --memory --cpus --pids --disk --wall-timeout --nofile --file-size --soft-limits --seccomp --stdin --request --envelope-fd --secret --no-secrets --tty --background --quiet --verbose --help --version -a -C -w -e -t -n -c -b -j -q -v -h"
 	local subopts="--agent --home --json --quiet --verbose --help -a -j -q -v -h"
 	local i n=${#w[@]} word sub="" npos=0 home="" agent="" root
 	local dd=-1 take="" k ch
@@ -199,6 +210,10 @@ _sbx_exec()
 		;;
 	--envelope-fd)
 		COMPREPLY=()
+		return 0
+		;;
+	--secret)
+		_sbx_reply "$(_sbx_secret_names "${words[0]}")" "$cur"
 		return 0
 		;;
 	-e | e | --env | --timeout | -c | c | --max-output | --tail-lines | --allow-domain | \
@@ -383,6 +398,25 @@ _sbx()
 			esac
 		elif [[ ${words[2]} == set && $prev == network ]]; then
 			_sbx_reply "none proxy outbound" "$cur"
+		fi
+		;;
+	secret)
+		local ag="" wd i
+		for ((i = 2; i < cword; i++)); do
+			wd=${words[i]}
+			[[ $wd == --agent || $wd == -a ]] && ag=${words[i + 1]-}
+		done
+		case $prev in
+		--home) compopt -o dirnames 2>/dev/null; return 0 ;;
+		--agent|-a) _sbx_reply "$(_sbx_agents "$(_sbx_state_root)")" "$cur"; return 0 ;;
+		--from-fd|--from-env|--description) return 0 ;;
+		esac
+		if [[ $cur == -* ]]; then
+			_sbx_reply "--agent --from-fd --from-env --description --passphrase --reveal --home --json --quiet --help --version -a -j -q -h" "$cur"
+		elif ((cword == 2)); then
+			_sbx_reply "set check list rm rotate-key scrub get" "$cur"
+		elif ((cword == 3)) && [[ ${words[2]} == check || ${words[2]} == rm || ${words[2]} == get || ${words[2]} == set ]]; then
+			_sbx_reply "$(_sbx_secret_names "${words[0]}" "$ag")" "$cur"
 		fi
 		;;
 	preflight)
