@@ -5,9 +5,10 @@
  * The automaton is a dense table: one row per trie state, one column per
  * byte class (each byte that occurs in some pattern has its own class,
  * every other byte shares class 0, which always leads back to the root).
- * An entry is the next row's offset shifted left by one, its low bit set
- * when some pattern ends in that state, so the inner loop is one load, one
- * add and one test per byte.
+ * An entry is the next row's offset shifted left by three, its low bit set
+ * when some pattern ends in that state and the next two bits holding the
+ * depth of a shallow state (1 to 3; 0 for the root and deeper ones), so
+ * the inner loop is one load, one add and one test per byte.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -30,10 +31,50 @@ struct sbx_scrub {
 	int		 compiled;
 	uint8_t		 cls[256];
 	uint32_t	 nclass, nstates;
-	uint32_t	*delta;		/* (row offset << 1) | has_out */
+	uint32_t	*delta;		/* row << 3 | shallow depth << 1 | out */
 	uint32_t	*out;		/* per state: pattern + 1, or 0 */
 	uint32_t	*depth;		/* per state */
+	uint8_t		*pre;		/* PRE_BITS bits: 4-byte starts */
+	uint8_t		*shift;		/* 1 << SHIFT_BITS: Wu-Manber shifts */
 };
+
+/*
+ * The prefilter: a bitmap of the hashes of every pattern's first 4 bytes
+ * (every pattern has at least SBX_SCRUB_MIN).  At the root, a position
+ * whose 4 bytes are not in it cannot start a match, and the automaton
+ * stays at the root: most text is skipped with one load and one bit test
+ * per byte, instead of a walk through a table far bigger than the cache.
+ */
+#define PRE_BITS	18
+
+/*
+ * Before it, a Wu-Manber shift over the first SBX_SCRUB_MIN bytes of every
+ * pattern: the 3 bytes that end a 6-byte window say how far the window can
+ * move without passing the start of any pattern (a hash of them: a
+ * collision only makes a shift shorter).  Random text moves 4 bytes at a
+ * time.
+ */
+#define SHIFT_BITS	16
+#define SHIFT_B		3
+#define SHIFT_MAX	(SBX_SCRUB_MIN - SHIFT_B + 1)
+
+static inline uint32_t
+shift_hash(const unsigned char *p)
+{
+	uint32_t	 x = (uint32_t)p[0] | (uint32_t)p[1] << 8 |
+	    (uint32_t)p[2] << 16;
+
+	return (x * 2654435761u) >> (32 - SHIFT_BITS);
+}
+
+static inline uint32_t
+pre_hash(const unsigned char *p)
+{
+	uint32_t	 x;
+
+	memcpy(&x, p, 4);
+	return (x * 2654435761u) >> (32 - PRE_BITS);
+}
 
 struct sbx_scrub *
 sbx_scrub_new(void)
@@ -209,18 +250,32 @@ sbx_scrub_compile(struct sbx_scrub *sc)
 		sc->cls[255] = 0;
 	}
 	sc->nclass = nc;
-	if (max > UINT32_MAX / 2 / nc) {
+	if (max > UINT32_MAX / 8 / nc) {
 		errno = ENOMEM;
 		return -1;
 	}
+	sc->pre = calloc(1, (1u << PRE_BITS) / 8);
+	if ((sc->shift = malloc(1u << SHIFT_BITS)) != NULL)
+		memset(sc->shift, SHIFT_MAX, 1u << SHIFT_BITS);
 	sc->delta = calloc(max * nc, sizeof(uint32_t));
 	sc->out = calloc(max, sizeof(uint32_t));
 	sc->depth = calloc(max, sizeof(uint32_t));
 	fail = calloc(max, sizeof(uint32_t));
 	queue = malloc(max * sizeof(uint32_t));
 	if (sc->delta == NULL || sc->out == NULL || sc->depth == NULL ||
-	    fail == NULL || queue == NULL)
+	    fail == NULL || queue == NULL || sc->pre == NULL ||
+	    sc->shift == NULL)
 		goto nomem;
+	for (i = 0; i < sc->npats; i++) {
+		uint32_t h = pre_hash(sc->pats[i].p);
+		sc->pre[h >> 3] |= (uint8_t)(1u << (h & 7));
+		for (j = SHIFT_B - 1; j < SBX_SCRUB_MIN; j++) {
+			uint8_t *sh = &sc->shift[shift_hash(sc->pats[i].p + j -
+			    (SHIFT_B - 1))];
+			if (*sh > SBX_SCRUB_MIN - 1 - j)
+				*sh = (uint8_t)(SBX_SCRUB_MIN - 1 - j);
+		}
+	}
 	/* The trie; delta holds plain state numbers until the end. */
 	sc->nstates = 1;
 	for (i = 0; i < sc->npats; i++) {
@@ -261,7 +316,9 @@ sbx_scrub_compile(struct sbx_scrub *sc)
 	}
 	for (i = 0; i < (size_t)sc->nstates * nc; i++) {
 		t = sc->delta[i];
-		sc->delta[i] = (t * nc) << 1 | (sc->out[t] != 0);
+		sc->delta[i] = (t * nc) << 3 | (sc->out[t] != 0) |
+		    (sc->out[t] == 0 && sc->depth[t] <= 3 ? sc->depth[t] << 1 :
+		    0);
 	}
 	free(fail);
 	free(queue);
@@ -273,7 +330,10 @@ nomem:
 	free(sc->delta);
 	free(sc->out);
 	free(sc->depth);
+	free(sc->pre);
+	free(sc->shift);
 	sc->delta = sc->out = sc->depth = NULL;
+	sc->pre = sc->shift = NULL;
 	errno = ENOMEM;
 	return -1;
 }
@@ -309,6 +369,8 @@ sbx_scrub_free(struct sbx_scrub *sc)
 	free(sc->delta);
 	free(sc->out);
 	free(sc->depth);
+	free(sc->pre);
+	free(sc->shift);
 	free(sc);
 }
 
@@ -460,7 +522,7 @@ sbx_scrub_write(struct sbx_scrub_stream *st, const void *data, size_t n)
 	struct sbx_scrub	*sc = st->sc;
 	const unsigned char	*d = data;
 	const uint32_t		*delta;
-	const uint8_t		*cls;
+	const uint8_t		*cls, *pre, *shift;
 	unsigned long long	 cbase = st->pos, hbase = st->hbase;
 	uint32_t		 e;
 	size_t			 i;
@@ -472,18 +534,56 @@ sbx_scrub_write(struct sbx_scrub_stream *st, const void *data, size_t n)
 		return -1;
 	delta = sc->delta;
 	cls = sc->cls;
-	e = st->state << 1;
+	pre = sc->pre;
+	shift = sc->shift;
+	e = st->state << 3;
 	for (i = 0; i < n; i++) {
-		e = delta[(e >> 1) + cls[d[i]]];
+		if (e == 0) {
+			/* At the root no match is under way: skip what
+			 * cannot start one (see SHIFT_B, PRE_BITS). */
+			while (i + SBX_SCRUB_MIN <= n) {
+				uint8_t k = shift[shift_hash(d + i +
+				    SBX_SCRUB_MIN - SHIFT_B)];
+				uint32_t h;
+				if (k != 0) {
+					i += k;
+					continue;
+				}
+				h = pre_hash(d + i);
+				if (pre[h >> 3] & (1u << (h & 7)))
+					break;
+				i++;
+			}
+			if (i >= n)
+				break;
+		}
+		e = delta[(e >> 3) + cls[d[i]]];
 		if (__builtin_expect(e & 1, 0)) {
-			st->state = e >> 1;
+			st->state = e >> 3;
 			st->pos = cbase + i + 1;
 			if (on_match(st, sc->out[st->state / sc->nclass] - 1,
 			    hbase, d, cbase) == -1)
 				return -1;
+		} else if (e & 6) {
+			/*
+			 * A short partial match, begun at p: when no pattern
+			 * starts there, none starts before i + 1 either
+			 * (depth <= 3 < SBX_SCRUB_MIN), so back to the root
+			 * and on from p + 1 (bytes scanned again: at most 3).
+			 */
+			size_t	 dd = (e >> 1) & 3, p;
+			uint32_t h;
+
+			if (i + 1 >= dd && (p = i + 1 - dd) + 4 <= n) {
+				h = pre_hash(d + p);
+				if (!(pre[h >> 3] & (1u << (h & 7)))) {
+					e = 0;
+					i = p;
+				}
+			}
 		}
 	}
-	st->state = e >> 1;
+	st->state = e >> 3;
 	st->pos = cbase + n;
 	return settle(st, hbase, d, cbase, n);
 }
