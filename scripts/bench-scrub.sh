@@ -147,6 +147,7 @@ main(int argc, char **argv)
 	return 0;
 }
 EOF
+# shellcheck disable=SC2046 # pkg-config's flags are words
 if cc -D_GNU_SOURCE -O2 -iquote lib -o "$tmp/loadenv" "$tmp/loadenv.c" \
     "$BIN/lib/libsbx.a" $(pkg-config --libs libsodium jansson) 2>"$tmp/cc.err"; then
 	read -r f20 l20 < <("$tmp/loadenv" "$SBX_HOME" twenty 20)
