@@ -23,6 +23,8 @@ struct pat {
 };
 
 struct sbx_scrub {
+	struct pat	*vals;		/* the values, until compile */
+	size_t		 nvals;
 	struct pat	*pats;
 	size_t		 npats, cpats;
 	char		**labels;	/* "[REDACTED:NAME]" */
@@ -160,33 +162,17 @@ unreserved(unsigned char c)
 	    c == '~';
 }
 
-int
-sbx_scrub_add(struct sbx_scrub *sc, const char *name, const void *val,
-    size_t n)
+/* Every form of one value, as patterns. */
+static int
+expand_value(struct sbx_scrub *sc, uint32_t id, const void *val, size_t n)
 {
 	static const char	 lo[] = "0123456789abcdef";
 	static const char	 up[] = "0123456789ABCDEF";
 	const unsigned char	*v = val;
 	unsigned char		*t;
-	char			**nl, *label;
-	uint32_t		 id;
 	size_t			 i, k;
 	int			 a, rc = 0;
 
-	if (sc->compiled) {
-		errno = EINVAL;
-		return -1;
-	}
-	if (n < SBX_SCRUB_MIN)
-		return 0;
-	if ((nl = realloc(sc->labels, (sc->nlabels + 1) * sizeof(*nl))) ==
-	    NULL)
-		return -1;
-	sc->labels = nl;
-	if (asprintf(&label, "[REDACTED:%s]", name) == -1)
-		return -1;
-	id = (uint32_t)sc->nlabels;
-	sc->labels[sc->nlabels++] = label;
 	if ((t = malloc(3 * n + 1)) == NULL)
 		return -1;
 	rc |= add_pat(sc, v, n, id);
@@ -219,8 +205,46 @@ sbx_scrub_add(struct sbx_scrub *sc, const char *name, const void *val,
 		rc |= add_b64(sc, v, n, a, b64std, id);
 		rc |= add_b64(sc, v, n, a, b64url, id);
 	}
-	if (rc != 0)
+	return rc != 0 ? -1 : 0;
+}
+
+/*
+ * The value and its label are kept; its forms are made when the automaton
+ * is (the first byte of output): a run that prints nothing pays for
+ * neither.
+ */
+int
+sbx_scrub_add(struct sbx_scrub *sc, const char *name, const void *val,
+    size_t n)
+{
+	struct pat	*nv;
+	char		**nl, *label;
+
+	if (sc->compiled) {
+		errno = EINVAL;
 		return -1;
+	}
+	if (n < SBX_SCRUB_MIN)
+		return 0;
+	if ((nl = realloc(sc->labels, (sc->nlabels + 1) * sizeof(*nl))) ==
+	    NULL)
+		return -1;
+	sc->labels = nl;
+	if ((nv = realloc(sc->vals, (sc->nvals + 1) * sizeof(*nv))) == NULL)
+		return -1;
+	sc->vals = nv;
+	if (asprintf(&label, "[REDACTED:%s]", name) == -1)
+		return -1;
+	nv = &sc->vals[sc->nvals];
+	if ((nv->p = malloc(n)) == NULL) {
+		free(label);
+		return -1;
+	}
+	memcpy(nv->p, val, n);
+	nv->len = n;
+	nv->name = (uint32_t)sc->nlabels;
+	sc->labels[sc->nlabels++] = label;
+	sc->nvals++;
 	sc->values++;
 	return 1;
 }
@@ -234,6 +258,10 @@ sbx_scrub_compile(struct sbx_scrub *sc)
 
 	if (sc->compiled)
 		return 0;
+	for (i = 0; i < sc->nvals; i++)
+		if (expand_value(sc, sc->vals[i].name, sc->vals[i].p,
+		    sc->vals[i].len) == -1)
+			return -1;
 	memset(used, 0, sizeof(used));
 	for (i = 0; i < sc->npats; i++) {
 		max += sc->pats[i].len;
@@ -362,8 +390,13 @@ sbx_scrub_free(struct sbx_scrub *sc)
 		explicit_bzero(sc->pats[i].p, sc->pats[i].len);
 		free(sc->pats[i].p);
 	}
+	for (i = 0; i < sc->nvals; i++) {
+		explicit_bzero(sc->vals[i].p, sc->vals[i].len);
+		free(sc->vals[i].p);
+	}
 	for (i = 0; i < sc->nlabels; i++)
 		free(sc->labels[i]);
+	free(sc->vals);
 	free(sc->pats);
 	free(sc->labels);
 	free(sc->delta);
@@ -527,7 +560,7 @@ sbx_scrub_write(struct sbx_scrub_stream *st, const void *data, size_t n)
 	uint32_t		 e;
 	size_t			 i;
 
-	if (sc == NULL || sc->npats == 0)
+	if (sc == NULL || sc->nvals == 0)
 		return n > 0 ? st->sink(st->arg, data, n) : 0;
 	/* Fail closed: without the automaton nothing is passed on. */
 	if (!sc->compiled && sbx_scrub_compile(sc) == -1)

@@ -58,7 +58,8 @@ int	sbx_scrub_add(struct sbx_scrub *, const char *name, const void *,
 	    size_t);
 /* Build the automaton; 0, or -1 with errno (ENOMEM). */
 int	sbx_scrub_compile(struct sbx_scrub *);
-/* Values added (not counting the short ones) and the longest pattern. */
+/* Values added (not counting the short ones), and the longest pattern
+ * (once compiled). */
 size_t	sbx_scrub_values(const struct sbx_scrub *);
 size_t	sbx_scrub_longest(const struct sbx_scrub *);
 void	sbx_scrub_free(struct sbx_scrub *);
