@@ -20,6 +20,7 @@ setup() {
 
 teardown() {
 	"$SBX" exec kill "${JOB:-0000000000000000}" --force >/dev/null 2>&1
+	"$SBX" proxy stop >/dev/null 2>&1
 	sbx_teardown
 }
 
@@ -112,14 +113,18 @@ teardown() {
 	! grep -rqF "$VAL" "$SBX_HOME/agents/default/jobs"
 }
 
-@test "the value is never in /proc/*/cmdline or /proc/*/environ of sbx, bwrap, sbx-init" {
+@test "the value is never in /proc/*/cmdline or /proc/*/environ of sbx, bwrap, sbx-init or the proxy" {
 	run sbx exec --background -- sh -c 'sleep 3'
 	JOB=$output
 	sbx exec -- sh -c 'sleep 3' &
 	fg=$!
-	sleep 1
+	# Proxy mode: sbx-proxy runs beside the sandbox.
+	sbx exec -q --network proxy -- sh -c 'sleep 3' &
+	px=$!
+	sleep 1.5
+	pgrep -f "sbx-proxy serve --home $SBX_HOME" >/dev/null || { echo "no proxy running"; false; }
 	found=0 seen=0
-	for p in $(pgrep -f 'bin/sbx|sbx-exec|bwrap|sbx-init|/run/sbx/init' 2>/dev/null); do
+	for p in $(pgrep -f 'bin/sbx|sbx-exec|bwrap|sbx-init|/run/sbx/init|sbx-proxy' 2>/dev/null); do
 		[ "$p" = $$ ] && continue
 		for f in cmdline environ; do
 			[ -r "/proc/$p/$f" ] || continue
@@ -131,6 +136,7 @@ teardown() {
 		done
 	done
 	wait "$fg"
+	wait "$px"
 	[ "$seen" -gt 0 ]
 	[ "$found" -eq 0 ]
 }
