@@ -182,9 +182,9 @@ $(B)/tests/unit/t-config: LIBS_ALL += $(CARES_LIBS)
 
 # The init must not depend on anything but libc, statically; no sanitizers
 # (their runtimes are not available statically).
-$(INIT): cmd/sbx-init.c
+$(INIT): cmd/sbx-init.c cmd/initguard.c cmd/initguard.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(OPT) $(WARN) -D_FORTIFY_SOURCE=2 -fstack-protector-strong -static -o $@ $<
+	$(CC) $(CPPFLAGS) $(OPT) $(WARN) -D_FORTIFY_SOURCE=2 -fstack-protector-strong -static -o $@ cmd/sbx-init.c cmd/initguard.c
 
 $(B)/tests/unit/t-%: tests/unit/t-%.c tests/unit/tap.h $(LIBSBX)
 	@mkdir -p $(dir $@)

@@ -26,6 +26,7 @@
 #include "image.h"
 #include "imageref.h"
 #include "names.h"
+#include "opts.h"
 #include "provision.h"
 #include "root.h"
 #include "runlimits.h"
@@ -37,16 +38,17 @@
 static const char usage_text[] =
 "usage: sbx provision [--agent A] [--image NAME|DIGEST] [--env | --no-env]\n"
 "                     [--no-create-user] [--home DIR] [--json] [-q] [-v]\n"
-"       sbx provision list [--home DIR] [--json]\n"
-"       sbx provision status [--agent A] [--home DIR] [--json]\n"
-"       sbx provision unprovision --agent A [--home DIR] [--json]\n"
-"       sbx provision reset [--home DIR] [--json]\n"
-"       sbx provision remove [--yes] [--home DIR] [--json]\n"
+"       sbx provision list [--home DIR] [--json] [-q]\n"
+"       sbx provision status [--agent A] [--home DIR] [--json] [-q]\n"
+"       sbx provision unprovision --agent A [--home DIR] [--json] [-q]\n"
+"       sbx provision reset [--home DIR] [--json] [-q]\n"
+"       sbx provision remove [--yes] [--home DIR] [--json] [-q]\n"
 "       sbx provision image add SOURCE|URL --sha256 HEX [--name NAME]\n"
 "                     [--home DIR] [--json] [-q]\n"
-"       sbx provision image list [--home DIR] [--json]\n"
+"       sbx provision image list [--home DIR] [--json] [-q]\n"
 "       sbx provision image rm NAME|DIGEST [--force] [--home DIR] [--json]\n"
-"       sbx provision image verify [NAME|DIGEST] [--home DIR] [--json]\n";
+"                     [-q]\n"
+"       sbx provision image verify [NAME|DIGEST] [--home DIR] [--json] [-q]\n";
 
 static const char help_text[] =
 "\n"
@@ -74,54 +76,77 @@ static const char help_text[] =
 "                no agent is bound to it (rm DIGEST: the template and its\n"
 "                names, refused while an agent is bound to it)\n"
 "  image verify  compare templates with their manifests (exit 1 if damaged)\n"
-"\n"
-"  -a, --agent A   agent name (default: $SBX_AGENT or \"default\")\n"
-"      --home DIR  state root (default: $SBX_HOME, $XDG_DATA_HOME/sbx,\n"
-"                  ~/.local/share/sbx)\n"
-"  -y, --yes       remove: really remove\n"
-"      --image REF bind the agent to an image (name or digest; `none`\n"
-"                  unbinds): sbx exec then uses its system directories\n"
-"      --env       give the agent its own writable copy of its image\n"
-"                  (envs/A/rootfs: a reflink clone, else a copy); at most\n"
-"                  max_envs (default 3) are kept, least recently used\n"
-"                  evicted\n"
-"      --no-env    remove the agent's environment; back to the template\n"
-"      --no-create-user  as root without run_as or an `sbx` user: do not\n"
-"                  create the system user sbx; sandboxes run as nobody\n"
-"                  (also SBX_NO_CREATE_USER=1)\n"
-"      --sha256 HEX   image add: the expected sha256 of SOURCE\n"
-"      --name NAME    image add: a name for the image\n"
-"      --force        image rm: remove the template even when other names\n"
-"                     or agents refer to it (says which agents it breaks)\n"
-"  -j, --json      print one JSON envelope (also SBX_JSON=1)\n"
-"  -q, --quiet     print nothing but errors\n"
-"  -v, --verbose   also list what was already present\n"
-"  -h, --help      this help\n"
-"      --version   print the version\n";
+"\n";
 
 enum {
 	OPT_HOME = 256, OPT_VERSION, OPT_IMAGE, OPT_SHA256, OPT_NAME, OPT_ENV,
 	OPT_NO_ENV, OPT_FORCE, OPT_NO_CREATE_USER,
 };
 
-static const struct option longopts[] = {
-	{ "agent",	required_argument,	NULL, 'a' },
-	{ "home",	required_argument,	NULL, OPT_HOME },
-	{ "yes",	no_argument,		NULL, 'y' },
-	{ "image",	required_argument,	NULL, OPT_IMAGE },
-	{ "env",	no_argument,		NULL, OPT_ENV },
-	{ "no-env",	no_argument,		NULL, OPT_NO_ENV },
-	{ "no-create-user", no_argument,	NULL, OPT_NO_CREATE_USER },
-	{ "sha256",	required_argument,	NULL, OPT_SHA256 },
-	{ "name",	required_argument,	NULL, OPT_NAME },
-	{ "force",	no_argument,		NULL, OPT_FORCE },
-	{ "json",	no_argument,		NULL, 'j' },
-	{ "quiet",	no_argument,		NULL, 'q' },
-	{ "verbose",	no_argument,		NULL, 'v' },
-	{ "help",	no_argument,		NULL, 'h' },
-	{ "version",	no_argument,		NULL, OPT_VERSION },
-	{ NULL, 0, NULL, 0 }
+/* Provision itself (S_MAIN) and its subcommands. */
+enum {
+	S_MAIN = 1, S_LIST = 2, S_STATUS = 4, S_UNPROVISION = 8, S_RESET = 16,
+	S_REMOVE = 32, S_IMAGE_ADD = 64, S_IMAGE_LIST = 128, S_IMAGE_RM = 256,
+	S_IMAGE_VERIFY = 512, S_ALL = 1023,
 };
+
+static const struct sbx_opts_sub subs[] = {
+	{ "list", S_LIST, NULL }, { "status", S_STATUS, NULL },
+	{ "unprovision", S_UNPROVISION, NULL }, { "reset", S_RESET, NULL },
+	{ "remove", S_REMOVE, NULL }, { "image add", S_IMAGE_ADD, "@file" },
+	{ "image list", S_IMAGE_LIST, NULL },
+	{ "image rm", S_IMAGE_RM, "@image" },
+	{ "image verify", S_IMAGE_VERIFY, "@image" },
+};
+
+/* The one option table (lib/opts.h): getopt_long, --help and
+ * --complete-options come from it. */
+static const struct sbx_opt rows[] = {
+	{ 'a', "agent", 'a', SBX_OPT_REQ, "A", "@agent",
+	    "agent name (default: $SBX_AGENT or \"default\")",
+	    S_MAIN | S_STATUS | S_UNPROVISION, 0 },
+	{ OPT_HOME, "home", 0, SBX_OPT_REQ, "DIR", "@dir",
+	    "state root (default: $SBX_HOME, $XDG_DATA_HOME/sbx,\n"
+	    "~/.local/share/sbx)", S_ALL, 0 },
+	{ 'y', "yes", 'y', SBX_OPT_NONE, NULL, NULL, "remove: really remove",
+	    S_REMOVE, 0 },
+	{ OPT_IMAGE, "image", 0, SBX_OPT_REQ, "REF", "@image|none",
+	    "bind the agent to an image (name or digest; `none`\n"
+	    "unbinds): sbx exec then uses its system directories", S_MAIN,
+	    0 },
+	{ OPT_ENV, "env", 0, SBX_OPT_NONE, NULL, NULL,
+	    "give the agent its own writable copy of its image\n"
+	    "(envs/A/rootfs: a reflink clone, else a copy); at most\n"
+	    "max_envs (default 3) are kept, least recently used\n"
+	    "evicted", S_MAIN, 0 },
+	{ OPT_NO_ENV, "no-env", 0, SBX_OPT_NONE, NULL, NULL,
+	    "remove the agent's environment; back to the template", S_MAIN,
+	    0 },
+	{ OPT_NO_CREATE_USER, "no-create-user", 0, SBX_OPT_NONE, NULL, NULL,
+	    "as root without run_as or an `sbx` user: do not\n"
+	    "create the system user sbx; sandboxes run as nobody\n"
+	    "(also SBX_NO_CREATE_USER=1)", S_MAIN, 0 },
+	{ OPT_SHA256, "sha256", 0, SBX_OPT_REQ, "HEX", NULL,
+	    "image add: the expected sha256 of SOURCE", S_IMAGE_ADD, 0 },
+	{ OPT_NAME, "name", 0, SBX_OPT_REQ, "NAME", NULL,
+	    "image add: a name for the image", S_IMAGE_ADD, 0 },
+	{ OPT_FORCE, "force", 0, SBX_OPT_NONE, NULL, NULL,
+	    "image rm: remove the template even when other names\n"
+	    "or agents refer to it (says which agents it breaks)",
+	    S_IMAGE_RM, 0 },
+	{ 'j', "json", 'j', SBX_OPT_NONE, NULL, NULL,
+	    "print one JSON envelope (also SBX_JSON=1)", S_ALL, 0 },
+	{ 'q', "quiet", 'q', SBX_OPT_NONE, NULL, NULL,
+	    "print nothing but errors", S_ALL, 0 },
+	{ 'v', "verbose", 'v', SBX_OPT_NONE, NULL, NULL,
+	    "also list what was already present", S_MAIN, 0 },
+	{ 'h', "help", 'h', SBX_OPT_NONE, NULL, NULL, "this help", S_ALL, 0 },
+	{ OPT_VERSION, "version", 0, SBX_OPT_NONE, NULL, NULL,
+	    "print the version", S_MAIN, 0 },
+};
+
+static const struct sbx_opts table = { PROG, "sbx provision", rows,
+	SBX_OPTS_N(rows), subs, SBX_OPTS_N(subs), S_MAIN, NULL, 20 };
 
 static struct {
 	const char	*agent;
@@ -147,8 +172,10 @@ static const char	*tool = "provision";
 static char		 tool_buf[32];
 static struct sbx_root	 root = SBX_ROOT_INIT;
 
-/* The options; operands never stop them (no child argv here). */
-static const char	 optstring[] = "+a:yjqvh";
+/* The getopt_long arguments of the table, and the options seen (checked
+ * against the subcommand once it is known). */
+static struct sbx_opts_getopt	 g;
+static struct sbx_opts_seen	 seen;
 
 /* A usage error: an invalid_args envelope under --json (field and
  * reason of e), the message and the synopsis on stderr; exit 64. */
@@ -230,11 +257,15 @@ static void
 parse(int argc, char *argv[])
 {
 	struct sbx_error	 e;
+	struct sbx_buf		 b = SBX_BUF_INIT;
 	int			 ch;
 
 	opterr = 0;	/* a refused option is reported by usage_err() */
-	while ((ch = getopt_long(argc, argv, optstring, longopts, NULL)) !=
-	    -1) {
+	while ((ch = getopt_long(argc, argv, g.optstring, g.longopts, NULL))
+	    != -1) {
+		ch = sbx_opts_id(&g, ch);
+		if (ch != '?' && ch != ':')
+			sbx_opts_seen(&seen, ch);
 		switch (ch) {
 		case 'a':
 			O.agent = optarg;
@@ -279,13 +310,15 @@ parse(int argc, char *argv[])
 		case 'h':
 			fputs(usage_text, stdout);
 			fputs(help_text, stdout);
+			if (sbx_opts_help(&table, S_ALL, &b) == 0 && b.p)
+				fputs(b.p, stdout);
 			exit(0);
 		case OPT_VERSION:
 			printf("%s %s\n", PROG, SBX_VERSION);
 			exit(0);
 		default:
-			sbx_cli_getopt_error(argc, argv, optstring, longopts,
-			    &e);
+			sbx_cli_getopt_error(argc, argv, g.optstring,
+			    g.longopts, &e);
 			usage_err(&e);
 		}
 	}
@@ -296,7 +329,9 @@ parse_args(int argc, char *argv[])
 {
 	/* Before getopt: where --json stands never changes how a usage
 	 * error is reported. */
-	O.json = sbx_cli_wants_json(argc, argv, optstring + 1, longopts,
+	if (sbx_opts_getopt(&table, S_MAIN, "+", &g) == -1)
+		exit(SBX_EX_SOFTWARE);
+	O.json = sbx_cli_wants_json(argc, argv, g.optstring + 1, g.longopts,
 	    NULL);
 	parse(argc, argv);
 	if (optind >= argc)
@@ -325,6 +360,16 @@ parse_args(int argc, char *argv[])
 	parse(argc, argv);
 	if (optind < argc)
 		usage("too many arguments");
+}
+
+/* Every option given must go with the (sub)command bit. */
+static void
+check_options(unsigned bit)
+{
+	struct sbx_error	 e;
+
+	if (sbx_opts_check(&table, &seen, bit, &e) == -1)
+		usage_err(&e);
 }
 
 /* Open the root without creating it: -1 when it does not exist. */
@@ -709,13 +754,11 @@ do_image(void)
 		usage("unknown image subcommand");
 	snprintf(tool_buf, sizeof(tool_buf), "provision.image.%s", act);
 	tool = tool_buf;
-	if (O.agent_given || O.yes || O.image || O.env || O.no_env)
-		usage("image subcommands take no --agent, --yes, --image or "
-		    "--env");
-	if ((O.sha256 || O.name) && strcmp(act, "add") != 0)
-		usage("--sha256 and --name go only with image add");
-	if (O.force && strcmp(act, "rm") != 0)
-		usage("--force goes only with image rm");
+	{
+		char	*w[2] = { (char *)"image", (char *)act };
+
+		check_options(sbx_opts_sub_find(&table, 2, w, NULL));
+	}
 	if (sbx_root_resolve(O.home, &root, &e) == -1)
 		fail(&e);
 	if (strcmp(act, "add") == 0)
@@ -1437,11 +1480,14 @@ main(int argc, char *argv[])
 {
 	struct sbx_error	 e;
 	const char		*s = NULL;
+	int			 rc;
 
 	/* Before anything is opened: see sbx_fd_sanitize_std(). */
 	if (sbx_fd_sanitize_std() == -1)
 		return SBX_EX_OSERR;
 	sbx_cmd_finish_init(PROG);
+	if (sbx_cmd_complete(&table, argc, argv, &rc))
+		return rc;
 	parse_args(argc, argv);
 	if (O.sub != NULL) {
 		s = O.sub;
@@ -1454,23 +1500,17 @@ main(int argc, char *argv[])
 		snprintf(tool_buf, sizeof(tool_buf), "provision.%s", s);
 		tool = tool_buf;
 	}
-	if ((O.image != NULL || O.env || O.no_env) && s != NULL)
-		usage("--image, --env and --no-env go only with provision "
-		    "itself");
+	/* Each option goes only with some (sub)commands: reset and remove,
+	 * which act on the whole root, take no --agent (an --agent there
+	 * would suggest they act on one agent only; see unprovision). */
+	{
+		char	*w[1] = { (char *)s };
+
+		check_options(s == NULL ? S_MAIN : sbx_opts_sub_find(&table,
+		    1, w, NULL));
+	}
 	if (O.env && O.no_env)
 		usage("--env and --no-env exclude each other");
-	if (O.sha256 != NULL || O.name != NULL)
-		usage("--sha256 and --name go only with image add");
-	if (O.yes && (s == NULL || strcmp(s, "remove") != 0))
-		usage("--yes goes only with remove");
-	if (O.force)
-		usage("--force goes only with image rm");
-	/* These act on the whole root: an --agent here would suggest they
-	 * act on one agent only. */
-	if (O.agent_given && s != NULL && (strcmp(s, "reset") == 0 ||
-	    strcmp(s, "remove") == 0))
-		usage("reset and remove act on the whole state root and take "
-		    "no --agent; see unprovision");
 	if (!O.agent_given && s != NULL && strcmp(s, "unprovision") == 0)
 		usage("unprovision needs --agent");
 	if (O.agent == NULL)

@@ -25,6 +25,7 @@
 #include "envelope.h"
 #include "fsutil.h"
 #include "names.h"
+#include "opts.h"
 #include "root.h"
 #include "scrub.h"
 #include "secret.h"
@@ -36,8 +37,9 @@ static const char usage_text[] =
 "usage: sbx secret set NAME [--from-fd N | --from-env VAR]\n"
 "                  [--description TEXT] [--passphrase] [--agent A]\n"
 "                  [--home DIR] [--json] [-q]\n"
-"       sbx secret check|rm NAME [--agent A] [--home DIR] [--json]\n"
+"       sbx secret check|rm NAME [--agent A] [--home DIR] [--json] [-q]\n"
 "       sbx secret list|rotate-key|scrub [--agent A] [--home DIR] [--json]\n"
+"                  [-q]\n"
 "       sbx secret get NAME --reveal [--agent A] [--home DIR]\n";
 
 static const char help_text[] =
@@ -56,20 +58,9 @@ static const char help_text[] =
 "  rotate-key    a new data key; every record re-sealed at once\n"
 "  scrub         standard input to standard output, secrets redacted\n"
 "  get NAME --reveal   print the value, on a terminal only\n"
-"\n"
-"  -a, --agent A          the agent (default: $SBX_AGENT or \"default\")\n"
-"      --from-fd N        read the value from descriptor N\n"
-"      --from-env VAR     take the value from the environment variable VAR\n"
-"      --description TEXT what the secret is for (shown by list)\n"
-"      --passphrase       seal a new store with a passphrase (Argon2id);\n"
-"                         asked on the terminal, or $SBX_SECRET_PASSPHRASE\n"
-"      --reveal           get: print the value\n"
-"      --home DIR         state root (default: $SBX_HOME,\n"
-"                         $XDG_DATA_HOME/sbx, ~/.local/share/sbx)\n"
-"  -j, --json             print one JSON envelope (also SBX_JSON=1)\n"
-"  -q, --quiet            no warnings on stderr\n"
-"  -h, --help             this help\n"
-"      --version          print the version\n"
+"\n";
+
+static const char help_tail[] =
 "\n"
 "The key: $SBX_SECRET_KEY_FILE, $CREDENTIALS_DIRECTORY/sbx-secret-key, or\n"
 "config/secret.key under the state root (32 bytes, 0600, made on first\n"
@@ -78,25 +69,64 @@ static const char help_text[] =
 enum { OPT_HOME = 256, OPT_VERSION, OPT_FROM_FD, OPT_FROM_ENV, OPT_DESC,
     OPT_PASSPHRASE, OPT_REVEAL };
 
-static const struct option longopts[] = {
-	{ "agent",	 required_argument,	NULL, 'a' },
-	{ "from-fd",	 required_argument,	NULL, OPT_FROM_FD },
-	{ "from-env",	 required_argument,	NULL, OPT_FROM_ENV },
-	{ "description", required_argument,	NULL, OPT_DESC },
-	{ "passphrase",	 no_argument,		NULL, OPT_PASSPHRASE },
-	{ "reveal",	 no_argument,		NULL, OPT_REVEAL },
-	{ "home",	 required_argument,	NULL, OPT_HOME },
-	{ "json",	 no_argument,		NULL, 'j' },
-	{ "quiet",	 no_argument,		NULL, 'q' },
-	{ "help",	 no_argument,		NULL, 'h' },
-	{ "version",	 no_argument,		NULL, OPT_VERSION },
-	{ NULL, 0, NULL, 0 }
+/* The subcommands; the program has no form without one. */
+enum {
+	S_SET = 1, S_CHECK = 2, S_LIST = 4, S_RM = 8, S_ROTATE = 16,
+	S_SCRUB = 32, S_GET = 64, S_ALL = 127,
+	/* get --reveal writes to a terminal only: no envelope, and the
+	 * value is the whole output. */
+	S_NOGET = S_ALL & ~S_GET,
 };
+
+static const struct sbx_opts_sub subs[] = {
+	{ "set", S_SET, "@text" }, { "check", S_CHECK, "@text" },
+	{ "list", S_LIST, NULL }, { "rm", S_RM, "@text" },
+	{ "rotate-key", S_ROTATE, NULL }, { "scrub", S_SCRUB, NULL },
+	{ "get", S_GET, "@text" },
+};
+
+/* The one option table (lib/opts.h): getopt_long, --help and
+ * --complete-options come from it.  Values never come from argv: there
+ * is no --value row. */
+static const struct sbx_opt rows[] = {
+	{ 'a', "agent", 'a', SBX_OPT_REQ, "A", "@agent",
+	    "the agent (default: $SBX_AGENT or \"default\")", S_ALL, 0 },
+	{ OPT_FROM_FD, "from-fd", 0, SBX_OPT_REQ, "N", NULL,
+	    "read the value from descriptor N", S_SET, 0 },
+	{ OPT_FROM_ENV, "from-env", 0, SBX_OPT_REQ, "VAR", NULL,
+	    "take the value from the environment variable VAR", S_SET, 0 },
+	{ OPT_DESC, "description", 0, SBX_OPT_REQ, "TEXT", NULL,
+	    "what the secret is for (shown by list)", S_SET, 0 },
+	{ OPT_PASSPHRASE, "passphrase", 0, SBX_OPT_NONE, NULL, NULL,
+	    "seal a new store with a passphrase (Argon2id);\n"
+	    "asked on the terminal, or $SBX_SECRET_PASSPHRASE", S_SET, 0 },
+	{ OPT_REVEAL, "reveal", 0, SBX_OPT_NONE, NULL, NULL,
+	    "get: print the value", S_GET, 0 },
+	{ OPT_HOME, "home", 0, SBX_OPT_REQ, "DIR", "@dir",
+	    "state root (default: $SBX_HOME,\n"
+	    "$XDG_DATA_HOME/sbx, ~/.local/share/sbx)", S_ALL, 0 },
+	{ 'j', "json", 'j', SBX_OPT_NONE, NULL, NULL,
+	    "print one JSON envelope (also SBX_JSON=1)", S_NOGET, 0 },
+	{ 'q', "quiet", 'q', SBX_OPT_NONE, NULL, NULL,
+	    "no warnings on stderr", S_NOGET, 0 },
+	{ 'h', "help", 'h', SBX_OPT_NONE, NULL, NULL, "this help", S_ALL, 0 },
+	{ OPT_VERSION, "version", 0, SBX_OPT_NONE, NULL, NULL,
+	    "print the version", S_ALL, 0 },
+};
+
+static const struct sbx_opts table = { PROG, "sbx secret", rows,
+	SBX_OPTS_N(rows), subs, SBX_OPTS_N(subs), 0, NULL, 25 };
+
+/* The getopt_long arguments of the table, and the options seen (checked
+ * against the subcommand once it is known). */
+static struct sbx_opts_getopt	 g;
+static struct sbx_opts_seen	 seen;
 
 static struct {
 	const char	*agent, *home, *from_fd, *from_env, *desc;
 	int		 passphrase, reveal, json, quiet;
 	const char	*sub, *name;
+	char	       **argv;		/* the operands */
 	int		 nargs;
 } O;
 
@@ -134,15 +164,24 @@ fail(struct sbx_error *e)
 static void
 parse_args(int argc, char *argv[])
 {
-	int	 ch, i;
+	struct sbx_buf	 b = SBX_BUF_INIT;
+	int		 ch, i;
 
+	/* Every option of the table (GNU order: options and operands mixed);
+	 * the subcommand's refuses the others once it is known. */
+	if (sbx_opts_getopt(&table, ~0u, "", &g) == -1)
+		exit(SBX_EX_SOFTWARE);
 	O.json = sbx_cli_json_env();
 	for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
 		if (strcmp(argv[i], "--json") == 0 || strcmp(argv[i], "-j") ==
 		    0)
 			O.json = 1;
 	opterr = !O.json;
-	while ((ch = getopt_long(argc, argv, "a:jqh", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, g.optstring, g.longopts, NULL))
+	    != -1) {
+		ch = sbx_opts_id(&g, ch);
+		if (ch != '?' && ch != ':')
+			sbx_opts_seen(&seen, ch);
 		switch (ch) {
 		case 'a': O.agent = optarg; break;
 		case OPT_FROM_FD: O.from_fd = optarg; break;
@@ -156,6 +195,9 @@ parse_args(int argc, char *argv[])
 		case 'h':
 			fputs(usage_text, stdout);
 			fputs(help_text, stdout);
+			if (sbx_opts_help(&table, S_ALL, &b) == 0 && b.p)
+				fputs(b.p, stdout);
+			fputs(help_tail, stdout);
 			exit(0);
 		case OPT_VERSION:
 			printf("%s %s\n", PROG, SBX_VERSION);
@@ -165,6 +207,7 @@ parse_args(int argc, char *argv[])
 		}
 	}
 	O.nargs = argc - optind;
+	O.argv = argv + optind;
 	if (O.nargs > 0)
 		O.sub = argv[optind];
 	if (O.nargs > 1)
@@ -653,11 +696,14 @@ int
 main(int argc, char *argv[])
 {
 	struct sbx_error	 e;
-	int			 want_name, creating;
+	unsigned		 bit;
+	int			 want_name, creating, rc;
 
 	if (sbx_fd_sanitize_std() == -1)
 		return SBX_EX_OSERR;
 	sbx_cmd_finish_init(PROG);
+	if (sbx_cmd_complete(&table, argc, argv, &rc))
+		return rc;
 	sbx_secret_protect();
 	parse_args(argc, argv);
 	if (sodium_init() == -1) {
@@ -669,20 +715,23 @@ main(int argc, char *argv[])
 		usage("a subcommand is needed");
 	if (strlen(O.sub) < 20)
 		snprintf(tool, sizeof(tool), "secret.%s", O.sub);
-	want_name = strcmp(O.sub, "set") == 0 || strcmp(O.sub, "check") == 0 ||
-	    strcmp(O.sub, "rm") == 0 || strcmp(O.sub, "get") == 0;
-	if (!want_name && strcmp(O.sub, "list") != 0 && strcmp(O.sub,
-	    "rotate-key") != 0 && strcmp(O.sub, "scrub") != 0)
+	if ((bit = sbx_opts_sub_find(&table, 1, O.argv, NULL)) == 0)
 		usage("unknown subcommand");
+	/* An option of another subcommand (--from-fd with get, --reveal
+	 * with list, --json with get) is a usage error, named. */
+	if (sbx_opts_check(&table, &seen, bit, &e) == -1) {
+		if (O.json)
+			sbx_cmd_emit(sbx_envelope_err(tool, &e, NULL));
+		else
+			sbx_cmd_report(PROG, tool, 0, &e, NULL, emit);
+		fputs(usage_text, stderr);
+		exit(SBX_EX_USAGE);
+	}
+	want_name = (bit & (S_SET | S_CHECK | S_RM | S_GET)) != 0;
 	if (want_name && O.nargs != 2)
 		usage("this subcommand takes one NAME");
 	if (!want_name && O.nargs != 1)
 		usage("this subcommand takes no argument");
-	if (strcmp(O.sub, "set") != 0 && (O.from_fd || O.from_env ||
-	    O.desc))
-		usage("--from-fd, --from-env and --description go with set");
-	if (O.reveal && strcmp(O.sub, "get") != 0)
-		usage("--reveal goes with get");
 	if (O.agent == NULL)
 		O.agent = getenv("SBX_AGENT") && *getenv("SBX_AGENT") ?
 		    getenv("SBX_AGENT") : "default";

@@ -8,13 +8,16 @@
  * Life cycle (supervisor):
  *	sbx_cgroup_name(name, sizeof(name));
  *	sbx_cgroup_create(name, &lim, &cg, &e);	(0, cg.backend may be NONE)
- *	fork: child calls sbx_cgroup_enter(&cg) before exec, _exit on -1
+ *	pid = sbx_cgroup_fork(&cg);		(or fork())
+ *	child: sbx_cgroup_enter(&cg) before exec, _exit on -1
  *	... sbx_cgroup_kill(&cg) when the sandbox must die at once ...
  *	sbx_cgroup_stats(&cg, &st);
  *	sbx_cgroup_destroy(&cg, &e);		(always, whatever create said)
  */
 #ifndef SBX_CGROUP_H
 #define SBX_CGROUP_H
+
+#include <sys/types.h>
 
 #include <stddef.h>
 
@@ -55,6 +58,7 @@ struct sbx_cgroup {
 	char			 why[768];	/* why backends were skipped */
 	/* private */
 	int			 inited_;
+	int			 placed_;	/* child born inside (clone3) */
 	char			 name_[SBX_CG_NAME_MAX + 1];
 	int			 v2_fd_, v2_parent_fd_;
 	int			 v1_fd_[SBX_CG1_N], v1_parent_fd_[SBX_CG1_N];
@@ -98,6 +102,13 @@ int	sbx_cgroup_create(const char *name, const struct sbx_limits *,
 int	sbx_cgroup_create_at(const char *root_v2, const char *root_v1,
 	    const char *name, const struct sbx_limits *, struct sbx_cgroup *,
 	    struct sbx_error *);
+
+/* Fork the run's child.  On cgroup v2 the child is born inside the run's
+ * cgroup (clone3 with CLONE_INTO_CGROUP): no migration, whose write lock
+ * costs the caller a grace period of the kernel (~10 ms); sbx_cgroup_enter
+ * in the child is then a no-op.  Elsewhere, or where the kernel refuses
+ * it, a plain fork().  Returns as fork(). */
+pid_t	sbx_cgroup_fork(struct sbx_cgroup *);
 
 /* Async-signal-safe, for the forked child before exec: moves the calling
  * process into the run's cgroup(s). Returns 0, or -1 with errno (the child

@@ -12,6 +12,7 @@
 
 #include "buf.h"
 #include "config.h"
+#include "fspolicy.h"
 #include "fsutil.h"
 #include "imageref.h"
 #include "joblog.h"
@@ -106,6 +107,13 @@ check_jobs(const json_t *doc, int agent, const char *origin,
 	return sbx_joblog_cap_config(doc, &cap, e);
 }
 
+/* The file-system policy of an agent (lib/fspolicy.c). */
+static int
+check_fs(const json_t *doc, int agent, const char *origin, struct sbx_error *e)
+{
+	return sbx_fspolicy_config_check(doc, origin, e);
+}
+
 /* Images and environments (lib/image.c: sbx_image_limits,
  * sbx_env_limits), the same rules and messages. */
 static int
@@ -175,6 +183,16 @@ static const struct sbx_cfg_key keys[] = {
 	    "tests only: name -> address overrides (needs allow_private)" },
 	{ "opaque_ports", IS, A, check_proxy,
 	    "ports whose tunnels are relayed without looking at them" },
+	{ "protected_paths", SS, A, check_fs,
+	    "more protected paths in each writable root (globs)" },
+	{ "allow_git_config", B, A, check_fs,
+	    "let the sandbox write .git/config (remotes)" },
+	{ "read_paths", SS, A, check_fs,
+	    "host paths bound read-only at their own path" },
+	{ "deny_paths", SS, A, check_fs,
+	    "paths in the workdir or read paths hidden from the sandbox" },
+	{ "allow_unix_sockets", SS, A, check_fs,
+	    "host unix sockets the sandbox may connect to" },
 	{ "limits.memory_mib", I, A | G, check_limits,
 	    "memory limit in MiB (0: none)" },
 	{ "limits.cpus", N, A | G, check_limits, "CPU limit (0: none)" },

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -25,6 +26,7 @@
 #include "cgroup.h"
 #include "cli.h"
 #include "envelope.h"
+#include "etccache.h"
 #include "exec.h"
 #include "fsutil.h"
 #include "idmount.h"
@@ -262,12 +264,13 @@ workdir_copy(struct sbx_exec *p, const struct stat *st, struct sbx_error *e)
 	}
 	/* The mount point: a directory of the state root's that nothing
 	 * else uses, empty on the host, 0711 like run/ itself. */
-	if ((fd = sbx_mkdirs_at(p->root.fd, "run/workdir", 0711, e)) == -1)
+	if ((fd = sbx_mkdirs_at(p->root.fd, p->wd_mnt_rel, 0711, e)) == -1)
 		return -1;
 	if (fstat(fd, &p->workdir_mnt_st) == -1 ||
-	    asprintf(&p->workdir_mnt, "%s/run/workdir", p->root.path) == -1) {
-		sbx_error_sys(e, "workdir_mount_point", "%s/run/workdir",
-		    p->root.path);
+	    asprintf(&p->workdir_mnt, "%s/%s", p->root.path,
+	    p->wd_mnt_rel) == -1) {
+		sbx_error_sys(e, "workdir_mount_point", "%s/%s",
+		    p->root.path, p->wd_mnt_rel);
 		return -1;
 	}
 	(void)fchmod(fd, 0711);
@@ -424,13 +427,335 @@ prep_workdir(struct sbx_exec *p, struct sbx_error *e)
 	return 0;
 }
 
+/*
+ * --workdir repeated: each further directory is checked exactly as the
+ * first (prep_workdir, run on it), gets its own slot, its own idmapped copy
+ * as root (run/workdir-N) and its own check by sbx-init.  Two roots that
+ * overlap are refused: a root inside another would be bound over a
+ * protected path of the outer one, or the other way round.
+ */
+static int
+prep_xworkdirs(struct sbx_exec *p, struct sbx_error *e)
+{
+	const struct sbx_exec_req	*orig = p->req;
+	struct sbx_exec_req		 q;
+	char				*w0, *m0, rel[48];
+	const char			*res0;
+	struct stat			 ms0;
+	unsigned long long		 d0, i0;
+	int				 fd0, t0, j, k, rc = 0;
+	size_t				 i;
+
+	if (orig->xworkdirs.n == 0)
+		return 0;
+	if (orig->xworkdirs.n > SBX_MAX_XWORKDIRS)
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "workdir",
+		    "too_many", "at most %d --workdir directories",
+		    SBX_MAX_XWORKDIRS + 1);
+	if (orig->workdir_follow)
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "workdir",
+		    "follow_one", "--workdir-follow-symlinks takes one "
+		    "--workdir");
+	w0 = p->workdir; fd0 = p->workdir_fd; t0 = p->workdir_tree;
+	m0 = p->workdir_mnt; ms0 = p->workdir_mnt_st;
+	d0 = p->sb.workdir_dev; i0 = p->sb.workdir_ino;
+	res0 = p->workdir_resolved;
+	for (i = 0; rc == 0 && i < orig->xworkdirs.n; i++) {
+		q = *orig;
+		q.workdir = orig->xworkdirs.v[i];
+		p->req = &q;
+		p->workdir = NULL;
+		p->workdir_fd = p->workdir_tree = -1;
+		p->workdir_mnt = NULL;
+		snprintf(rel, sizeof(rel), "run/workdir-%zu", i + 1);
+		p->wd_mnt_rel = rel;
+		rc = prep_workdir(p, e);
+		k = p->nxwd++;
+		p->xwd[k].path = p->workdir;
+		p->xwd[k].fd = p->workdir_fd;
+		p->xwd[k].tree = p->workdir_tree;
+		p->xwd[k].mnt = p->workdir_mnt;
+		p->xwd[k].mnt_st = p->workdir_mnt_st;
+		p->sb.xworkdir[k].dev = p->sb.workdir_dev;
+		p->sb.xworkdir[k].ino = p->sb.workdir_ino;
+		p->req = orig;
+	}
+	p->workdir = w0; p->workdir_fd = fd0; p->workdir_tree = t0;
+	p->workdir_mnt = m0; p->workdir_mnt_st = ms0;
+	p->sb.workdir_dev = d0; p->sb.workdir_ino = i0;
+	p->workdir_resolved = res0;
+	p->wd_mnt_rel = "run/workdir";
+	if (rc == -1)
+		return -1;
+	for (j = -1; j < p->nxwd; j++)
+		for (k = j + 1; k < p->nxwd; k++) {
+			const char *a = j < 0 ? p->workdir : p->xwd[j].path;
+
+			if (sbx_path_overlaps(a, p->xwd[k].path))
+				return sbx_error_set(e, SBX_K_INVALID_ARGS,
+				    "workdir", "overlap", "--workdir %s and %s "
+				    "overlap: give directories side by side",
+				    a, p->xwd[k].path);
+		}
+	return 0;
+}
+
+/*
+ * A path of --ro or read_paths: absolute, canonical, an existing
+ * directory or file, and nothing the sandbox must not see: /, the system
+ * trees (there already), the state root, the caller's home itself and
+ * (unless the agent's configuration names it) its hidden directories.
+ */
+static int
+ro_path_ok(struct sbx_exec *p, const char *path, int from_config,
+    struct sbx_error *e)
+{
+	char		 canon[PATH_MAX];
+	const char	*home = getenv("HOME"), *field = from_config ?
+			    "read_paths" : "ro";
+	size_t		 n;
+	int		 fd;
+
+	if (sbx_path_check(path, field, e) == -1)
+		return -1;
+	if (strcmp(path, "/") == 0 || is_system_dir(path) ||
+	    strcmp(path, "/etc") == 0) {
+		sbx_error_set(e, SBX_K_REJECTED, field, "system_directory",
+		    "argument `%s`: %s is a system directory (already "
+		    "read-only in the sandbox, or not to be shown)", field,
+		    path);
+		return -1;
+	}
+	if ((fd = sbx_fs_resolve_nofollow(path, canon, sizeof(canon), NULL,
+	    NULL, e)) == -1) {
+		e->field = field;
+		return -1;
+	}
+	close(fd);
+	n = strlen(p->root.path);
+	if ((strncmp(canon, p->root.path, n) == 0 && (canon[n] == '\0' ||
+	    canon[n] == '/')) || (strncmp(p->root.path, canon,
+	    strlen(canon)) == 0 && p->root.path[strlen(canon)] == '/')) {
+		sbx_error_set(e, SBX_K_REJECTED, field, "state_root",
+		    "argument `%s`: %s holds or is inside the state root",
+		    field, path);
+		return -1;
+	}
+	if (home != NULL && home[0] == '/' && strcmp(home, "/") != 0) {
+		n = strlen(home);
+		while (n > 1 && home[n - 1] == '/')
+			n--;
+		if (strncmp(canon, home, n) == 0 && canon[n] == '\0') {
+			sbx_error_set(e, SBX_K_REJECTED, field,
+			    "home_directory", "argument `%s`: %s is your home "
+			    "directory", field, path);
+			return -1;
+		}
+		if (!from_config && strncmp(canon, home, n) == 0 &&
+		    canon[n] == '/' && canon[n + 1] == '.') {
+			sbx_error_set(e, SBX_K_REJECTED, field, "home_dotdir",
+			    "argument `%s`: %s is a hidden directory of your "
+			    "home", field, path);
+			sbx_error_hint(e, "name it in the agent's read_paths "
+			    "if the sandbox must read it");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * run/empty: an empty read-only file bound over the files of deny_paths.
+ * In sbx's state root, never in the user's tree; run/ is out of every
+ * sandbox's reach, and a file found there that is not empty is replaced.
+ */
+static int
+empty_file(struct sbx_exec *p, char *out, size_t cap, struct sbx_error *e)
+{
+	struct stat	 st;
+	int		 dfd, fd;
+
+	if ((dfd = sbx_mkdirs_at(p->root.fd, "run", 0711, e)) == -1)
+		return -1;
+	fd = openat(dfd, "empty", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0 && (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
+	    st.st_size != 0)) {
+		close(fd);
+		fd = -1;
+		(void)unlinkat(dfd, "empty", 0);
+	}
+	if (fd == -1)
+		fd = openat(dfd, "empty", O_WRONLY | O_CREAT | O_EXCL |
+		    O_NOFOLLOW | O_CLOEXEC, 0444);
+	close(dfd);
+	if (fd == -1)
+		return sbx_error_sys(e, "empty_file", "%s/run/empty",
+		    p->root.path);
+	close(fd);
+	snprintf(out, cap, "%s/run/empty", p->root.path);
+	return 0;
+}
+
+static int
+is_under(const char *path, const char *dir)
+{
+	size_t	 n = strlen(dir);
+
+	return strncmp(path, dir, n) == 0 && (path[n] == '\0' ||
+	    path[n] == '/');
+}
+
+/*
+ * The file-system policy (lib/fspolicy.c): protected paths in the
+ * workdir, --ro and read_paths, deny_paths, and the unix-socket guard in
+ * none and proxy modes.
+ */
+static int
+prep_fspolicy(struct sbx_exec *p, struct sbx_error *e)
+{
+	struct sbx_strv	 entries = SBX_STRV_INIT, un = SBX_STRV_INIT;
+	struct sbx_strv	 ro = SBX_STRV_INIT, allow = SBX_STRV_INIT;
+	const json_t	*v, *x;
+	char		 src[64], w[PATH_MAX + 128], empty[PATH_MAX];
+	size_t		 i, n;
+	int		 rc = -1, k;
+
+	empty[0] = '\0';
+	sbx_fspolicy_init(&p->fs);
+	if (sbx_fspolicy_config_check(p->agent_cfg, p->agent_rel, e) == -1)
+		return -1;
+	for (i = 0; i < p->req->unprotect.n; i++) {
+		const char *u = p->req->unprotect.v[i];
+
+		if (p->workdir == NULL) {
+			sbx_error_set(e, SBX_K_INVALID_ARGS, "unprotect",
+			    "requires_workdir", "--unprotect needs --workdir");
+			goto out;
+		}
+		n = strlen(p->workdir);
+		if (u[0] == '/' && strncmp(u, p->workdir, n) == 0 &&
+		    u[n] == '/')
+			u += n + 1;
+		for (k = 0; u[0] == '/' && k < p->nxwd; k++)
+			if (n = strlen(p->xwd[k].path),
+			    strncmp(u, p->xwd[k].path, n) == 0 && u[n] == '/')
+				u += n + 1;
+		if (sbx_strv_push(&un, u) == -1)
+			goto nomem;
+	}
+	if (p->workdir != NULL) {
+		char *roots[SBX_MAX_XWORKDIRS + 1];
+
+		if (sbx_fspolicy_entries(p->agent_cfg, un.v, un.n, &entries,
+			e) == -1)
+			goto out;
+		roots[0] = p->workdir;
+		for (k = 0; k < p->nxwd; k++)
+			roots[k + 1] = p->xwd[k].path;
+		/* Every writable root gets the same protection. */
+		for (k = -1; k < p->nxwd; k++) {
+			snprintf(src, sizeof(src), "/proc/self/fd/%d",
+			    k < 0 ? SBX_FD_WORKDIR : SBX_FD_XWORKDIR + k);
+			if (sbx_fspolicy_protect(&p->fs,
+				k < 0 ? p->workdir_fd : p->xwd[k].fd,
+				roots[k + 1], src, roots, (size_t)p->nxwd + 1,
+				&entries, e) == -1)
+				goto out;
+		}
+		for (i = 0; i < un.n; i++) {
+			snprintf(w, sizeof(w),
+			    "protection lifted for this "
+			    "run: %s/%s (--unprotect)",
+			    p->workdir, un.v[i]);
+			warn_add(p, w);
+		}
+	}
+	/* Read-only paths: the configuration's, then the run's. */
+	v = json_object_get(p->agent_cfg, "read_paths");
+	json_array_foreach (v, i, x)
+		if (ro_path_ok(p, json_string_value(x), 1, e) == -1 ||
+		    sbx_fspolicy_ro(&p->fs, json_string_value(x), e) == -1 ||
+		    sbx_strv_push(&ro, json_string_value(x)) == -1)
+			goto out;
+	for (i = 0; i < p->req->ro.n; i++)
+		if (ro_path_ok(p, p->req->ro.v[i], 0, e) == -1 ||
+		    sbx_fspolicy_ro(&p->fs, p->req->ro.v[i], e) == -1 ||
+		    sbx_strv_push(&ro, p->req->ro.v[i]) == -1)
+			goto out;
+	/* Hidden paths: relative ones in the workdir; absolute ones must
+	 * be inside the workdir or a read-only path. */
+	v = json_object_get(p->agent_cfg, "deny_paths");
+	json_array_foreach (v, i, x) {
+		const char *d = json_string_value(x);
+		int	    inside = 0;
+
+		if (d[0] != '/') {
+			/* Relative: in every writable root. */
+			for (k = -1; k < p->nxwd && p->workdir != NULL; k++) {
+				snprintf(w, sizeof(w), "%s/%s",
+				    k < 0 ? p->workdir : p->xwd[k].path, d);
+				if (empty[0] == '\0' &&
+				    empty_file(p, empty, sizeof(empty), e) ==
+					-1)
+					goto out;
+				if (sbx_fspolicy_deny(&p->fs, w, empty, e) ==
+				    -1)
+					goto out;
+			}
+			continue;
+		}
+		for (k = 0; k < p->nxwd; k++)
+			inside |= is_under(d, p->xwd[k].path);
+		inside |= p->workdir != NULL && is_under(d, p->workdir);
+		for (n = 0; n < ro.n; n++)
+			inside |= is_under(d, ro.v[n]);
+		if (!inside)
+			continue; /* not visible anyway */
+		if (empty[0] == '\0' &&
+		    empty_file(p, empty, sizeof(empty), e) == -1)
+			goto out;
+		if (sbx_fspolicy_deny(&p->fs, d, empty, e) == -1)
+			goto out;
+	}
+	/* Unix sockets: a door out that --network none leaves open. */
+	if (strcmp(p->network, SBX_NET_OUTBOUND) != 0 && !p->req->seccomp_off) {
+		v = json_object_get(p->agent_cfg, "allow_unix_sockets");
+		json_array_foreach (v, i, x)
+			if (sbx_strv_push(&allow, json_string_value(x)) == -1)
+				goto nomem;
+		if (sbx_fspolicy_unix(&p->fs, allow.v, allow.n, e) == -1)
+			goto out;
+	}
+	/*
+	 * --seccomp off is for diagnosis: no filter at all, the guard's
+	 * included.  What exists stays read-only (mounts); names that do
+	 * not exist yet are not guarded, and the run says so.
+	 */
+	if (p->req->seccomp_off && p->fs.init.n > 0) {
+		sbx_strv_release(&p->fs.init);
+		warn_add(p, "seccomp is off: protected paths that do not exist "
+		    "yet can be created in this run (existing ones stay "
+		    "read-only)");
+	}
+	rc = 0;
+	goto out;
+nomem:
+	sbx_error_sys(e, "nomem", "file-system policy");
+out:
+	sbx_strv_release(&entries);
+	sbx_strv_release(&un);
+	sbx_strv_release(&ro);
+	sbx_strv_release(&allow);
+	return rc;
+}
+
 /* Validate --cwd against HOME (or the workdir) and check it exists there,
  * without following symlinks out. */
 static int
 prep_cwd(struct sbx_exec *p, struct sbx_error *e)
 {
 	const char		*base = NULL, *rel = NULL;
-	int			 basefd = -1, fd;
+	int			 basefd = -1, fd, i;
 	size_t			 n;
 
 	if (p->req->cwd == NULL) {
@@ -462,6 +787,14 @@ prep_cwd(struct sbx_exec *p, struct sbx_error *e)
 		basefd = p->workdir_fd;
 		rel = p->cwd + n;
 	}
+	for (i = 0; base == NULL && i < p->nxwd; i++)
+		if ((n = strlen(p->xwd[i].path), strncmp(p->cwd,
+		    p->xwd[i].path, n) == 0) && (p->cwd[n] == '\0' ||
+		    p->cwd[n] == '/')) {
+			base = p->xwd[i].path;
+			basefd = p->xwd[i].fd;
+			rel = p->cwd + n;
+		}
 	if (base == NULL) {
 		sbx_error_set(e, SBX_K_INVALID_ARGS, "cwd", "outside_home",
 		    "argument `cwd` rejected: %s is outside %s%s%s", p->req->cwd,
@@ -638,6 +971,50 @@ etc_fd(const char *name, struct sbx_buf *b)
 	return fd;
 }
 
+/*
+ * Host mode: the sandbox's /etc as one cached tree (lib/etccache.c).  When
+ * it cannot be had, the single-file binds do the same job, slower; a cache
+ * that is not sbx's alone is a sign worth a warning.
+ */
+static void
+prep_etc(struct sbx_exec *p, struct sbx_buf *pw, struct sbx_buf *gr,
+    struct sbx_buf *hosts)
+{
+	struct sbx_error	 e;
+	struct sbx_etc_made	 made[3] = {
+		{ "passwd", pw->p ? pw->p : "", pw->len },
+		{ "group", gr->p ? gr->p : "", gr->len },
+		{ "hosts", hosts->p ? hosts->p : "", hosts->len },
+	};
+	struct sbx_etc_spec	 spec;
+	const char		*copy[64], *mounts[8];
+	struct stat		 st;
+	int			 built;
+
+	memset(&e, 0, sizeof(e));
+	/* As root, bwrap runs as the sandbox's uid and resolves the tree's
+	 * path: cache/ must let it search (not list) on the way, as the
+	 * homes' directories do; everything in the tree is a copy of what
+	 * any user may read.  Provision makes it so too; this covers a root
+	 * made by runs alone, or by an older sbx. */
+	if (p->drop_privs && fstat(p->cache_fd, &st) == 0 &&
+	    (st.st_mode & 07777) != 0711)
+		(void)fchmod(p->cache_fd, 0711);
+	spec.copy = copy;
+	spec.ncopy = sbx_sandbox_etc_copies(&p->sb, copy,
+	    sizeof(copy) / sizeof(*copy));
+	spec.mounts = mounts;
+	spec.nmounts = sbx_sandbox_etc_mounts(mounts,
+	    sizeof(mounts) / sizeof(*mounts));
+	spec.made = made;
+	spec.nmade = 3;
+	if ((p->etc_fd = sbx_etccache_open(p->cache_fd, &spec, &built,
+	    &e)) >= 0)
+		p->sb.etc_cached = 1;
+	else if (e.reason != NULL && strcmp(e.reason, "cache_untrusted") == 0)
+		warn_add(p, e.message);
+}
+
 /* Does bwrap know --disable-userns?  A yes is asked once per bwrap
  * binary and remembered under cache/, keyed by its inode and mtime. */
 static int
@@ -721,6 +1098,7 @@ static int
 cg_enter_hook(void *arg)
 {
 	struct sbx_exec	*p = arg;
+	int		 i;
 
 	/* The workdir's private copy, while still root (see workdir_copy).
 	 * This runs in the forked child, which exits 125 on failure: its
@@ -733,9 +1111,26 @@ cg_enter_hook(void *arg)
 		    "%s: %s\n", p->workdir_mnt, strerror(errno));
 		return -1;
 	}
+	for (i = 0; i < p->nxwd; i++)
+		if (p->xwd[i].tree >= 0 && sbx_idmount_attach(p->xwd[i].tree,
+		    p->xwd[i].mnt, p->xwd[i].mnt_st.st_dev,
+		    p->xwd[i].mnt_st.st_ino) == -1) {
+			fprintf(stderr, "sbx: cannot attach the copy of the "
+			    "workdir at %s: %s\n", p->xwd[i].mnt,
+			    strerror(errno));
+			return -1;
+		}
 	if (p->cg.backend == SBX_CG_NONE)
 		return 0;
 	return sbx_cgroup_enter(&p->cg) == -1 ? -1 : 0;
+}
+
+static pid_t
+cg_fork_hook(void *arg)
+{
+	struct sbx_exec	*p = arg;
+
+	return sbx_cgroup_fork(&p->cg);
 }
 
 static void
@@ -745,6 +1140,34 @@ cg_kill_hook(void *arg)
 
 	if (p->cg.backend != SBX_CG_NONE)
 		(void)sbx_cgroup_kill(&p->cg);
+}
+
+/*
+ * The walk of every hierarchy for leftovers costs ~130 system calls, on
+ * every run, for what a killed supervisor leaves once in a while: once a
+ * minute per state root is enough (cache/cgroup-gc, touched when it runs).
+ * A stamp planted in the future counts as absent; one planted by whoever
+ * can write the state root can delay a reaping, nothing more.
+ */
+static int
+cgroup_gc_due(struct sbx_exec *p)
+{
+	struct stat	 st;
+	time_t		 now = time(NULL);
+	int		 fd;
+
+	if (p->cache_fd < 0)
+		return 1;
+	if (fstatat(p->cache_fd, "cgroup-gc", &st, AT_SYMLINK_NOFOLLOW) ==
+	    0 && S_ISREG(st.st_mode) && st.st_mtime <= now &&
+	    now - st.st_mtime < 60)
+		return 0;
+	if ((fd = openat(p->cache_fd, "cgroup-gc", O_WRONLY | O_CREAT |
+	    O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600)) >= 0) {
+		(void)futimens(fd, NULL);
+		close(fd);
+	}
+	return 1;
 }
 
 /* Create this run's cgroup with the memory, cpu and task limits. */
@@ -769,9 +1192,10 @@ sbx_exec_cgroup(struct sbx_exec *p, const char *v2root, struct sbx_error *e)
 	}
 	if (l.wanted == 0)
 		return 0;
-	/* A supervisor killed with -9 leaves its cgroup behind; the next
-	 * run reaps such leftovers (cheap: one directory read each). */
-	(void)sbx_cgroup_gc(e);
+	/* A supervisor killed with -9 leaves its cgroup behind; a later
+	 * run reaps such leftovers (`sbx exec gc` at once). */
+	if (cgroup_gc_due(p))
+		(void)sbx_cgroup_gc(e);
 	if (sbx_cgroup_name(name, sizeof(name)) == -1) {
 		sbx_error_sys(e, "cgroup_failed", "naming the run's cgroup");
 		return -1;
@@ -1241,6 +1665,73 @@ finish_proxy(struct sbx_exec *p)
 	}
 }
 
+/*
+ * After the run: what the file-system guard refused (sbx-init's reports,
+ * collected by lib/run.c), as violations beside the proxy's; and a
+ * repository the run created where none was (its config and hooks were
+ * not protected: the sandbox wrote them).  Collecting costs nothing on
+ * the way: the guard sees every refusal because it makes it.
+ */
+static void
+finish_fs(struct sbx_exec *p)
+{
+	struct stat	 st;
+	char		 w[PATH_MAX + 160];
+	size_t		 i;
+
+	if (p->violations == NULL && (p->run.fsdeny.n > 0 ||
+	    p->run.sockdeny.n > 0))
+		p->violations = json_array();
+	for (i = 0; i < p->run.fsdeny.n; i++)
+		json_array_append_new(p->violations, json_pack("{s:s,s:s,s:s}",
+		    "type", "filesystem", "path", p->run.fsdeny.v[i], "reason",
+		    "protected_path"));
+	for (i = 0; i < p->run.sockdeny.n; i++)
+		json_array_append_new(p->violations, json_pack("{s:s,s:s,s:s}",
+		    "type", "filesystem", "path", p->run.sockdeny.v[i],
+		    "reason", "unix_socket"));
+	for (i = 0; i < p->fs.no_git.n; i++) {
+		snprintf(w, sizeof(w), "%s/.git", p->fs.no_git.v[i]);
+		if (lstat(w, &st) == -1)
+			continue;
+		snprintf(w, sizeof(w), "the run created a git repository in "
+		    "%s: its config and hooks were written in the sandbox; "
+		    "review them before running git there", p->fs.no_git.v[i]);
+		warn_add(p, w);
+	}
+}
+
+static int
+is_fs_violation(const json_t *v)
+{
+	const char	*t = json_string_value(json_object_get(v, "type"));
+
+	return t != NULL && strcmp(t, "filesystem") == 0;
+}
+
+/* One line for people per file-system violation, workdir-relative. */
+static void
+fs_violation_text(const struct sbx_exec *p, const json_t *v,
+    struct sbx_buf *out)
+{
+	struct sbx_buf	 b = SBX_BUF_INIT;
+	const char	*path = json_string_value(json_object_get(v, "path"));
+	const char	*why = json_string_value(json_object_get(v, "reason"));
+	size_t		 n;
+
+	if (!is_fs_violation(v) || path == NULL || why == NULL)
+		return;
+	if (p->workdir != NULL && (n = strlen(p->workdir),
+	    strncmp(path, p->workdir, n) == 0) && path[n] == '/')
+		path += n + 1;
+	sbx_str_escape_line(&b, path, strlen(path));
+	sbx_buf_printf(out, "%s%s: %s (%s)", out->len ? "\nsbx: " : "",
+	    strcmp(why, "unix_socket") == 0 ? "unix socket" :
+	    "protected path", b.p, strcmp(why, "unix_socket") == 0 ?
+	    "connection refused" : "write refused");
+	sbx_buf_release(&b);
+}
+
 char *
 sbx_exec_violations_text(const struct sbx_exec *p)
 {
@@ -1248,11 +1739,21 @@ sbx_exec_violations_text(const struct sbx_exec *p)
 	json_t		*v;
 	size_t		 i, n;
 
-	n = json_array_size(p->violations);
-	if (n == 0)
+	json_array_foreach (p->violations, i, v)
+		fs_violation_text(p, v, &out);
+	n = 0;
+	json_array_foreach (p->violations, i, v)
+		if (!is_fs_violation(v))
+			n++;
+	if (n == 0 && out.len == 0)
 		return NULL;
+	if (n == 0)
+		return sbx_buf_detach(&out);
+	if (out.len > 0)
+		sbx_buf_puts(&out, "\nsbx: ");
 	sbx_buf_printf(&out, "proxy denied %zu request%s:", n, n == 1 ? "" :
 	    "s");
+	n = 0;
 	json_array_foreach(p->violations, i, v) {
 		struct sbx_buf	 b = SBX_BUF_INIT;
 		const char	*h = json_string_value(json_object_get(v,
@@ -1262,7 +1763,9 @@ sbx_exec_violations_text(const struct sbx_exec *p)
 		const char	*hn = json_string_value(json_object_get(v,
 				    "hint"));
 
-		if (i == 5) {
+		if (is_fs_violation(v))
+			continue;
+		if (n++ == 5) {
 			sbx_buf_puts(&out, " ...");
 			break;
 		}
@@ -1270,8 +1773,9 @@ sbx_exec_violations_text(const struct sbx_exec *p)
 		    strlen(h) : 1);
 		/* An address refused for its class says which address and
 		 * what would allow it (the proxy's own words). */
-		sbx_buf_printf(&out, "%s %s:%lld (%s%s%s%s%s)", i ? "," : "",
-		    b.p, json_integer_value(json_object_get(v, "port")),
+		sbx_buf_printf(&out, "%s %s:%lld (%s%s%s%s%s)",
+		    n > 1 ? "," : "", b.p,
+		    json_integer_value(json_object_get(v, "port")),
 		    json_string_value(json_object_get(v, "reason")),
 		    ad != NULL ? " " : "", ad != NULL ? ad : "",
 		    hn != NULL ? "; " : "", hn != NULL ? hn : "");
@@ -1312,6 +1816,7 @@ sbx_exec_req_init(struct sbx_exec_req *q)
 
 	memset(q, 0, sizeof(*q));
 	q->env = q->allow = q->limit_keys = q->own = q->secrets = empty;
+	q->unprotect = q->ro = q->xworkdirs = empty;
 	q->max_output_n = 1 << 20;
 	q->detach_fd = -1;
 }
@@ -1323,6 +1828,9 @@ sbx_exec_req_release(struct sbx_exec_req *q)
 	sbx_strv_release(&q->allow);
 	sbx_strv_release(&q->limit_keys);
 	sbx_strv_release(&q->secrets);
+	sbx_strv_release(&q->unprotect);
+	sbx_strv_release(&q->xworkdirs);
+	sbx_strv_release(&q->ro);
 	sbx_strv_release(&q->own);
 	free(q->own_argv);
 	q->own_argv = NULL;
@@ -1430,8 +1938,10 @@ sbx_exec_init(struct sbx_exec *p)
 	memset(p, 0, sizeof(*p));
 	p->root.fd = -1;
 	p->home_fd = p->output_fd = p->workdir_fd = p->workdir_tree = -1;
+	p->wd_mnt_rel = "run/workdir";
 	p->env_fd = p->passwd_fd = p->group_fd = p->hosts_fd = -1;
 	p->seccomp_fd = p->cache_fd = p->init_fd = -1;
+	p->etc_fd = -1;
 	p->proxy_ctl = p->proxy_chan = -1;
 	p->tty_size_fd = -1;
 	p->sb.image_fd = -1;
@@ -1505,7 +2015,11 @@ sbx_exec_prepare(struct sbx_exec *p, const struct sbx_exec_req *q,
 		return -1;
 	if (p->req->workdir != NULL && prep_workdir(p, e) == -1)
 		return -1;
+	if (prep_xworkdirs(p, e) == -1)
+		return -1;
 	if (prep_cwd(p, e) == -1)
+		return -1;
+	if (prep_fspolicy(p, e) == -1)
 		return -1;
 
 	p->sb.bwrap = p->bwrap;
@@ -1514,6 +2028,12 @@ sbx_exec_prepare(struct sbx_exec *p, const struct sbx_exec_req *q,
 	p->sb.workdir = p->workdir;
 	p->sb.cwd = p->cwd;
 	p->sb.network = p->network;
+	p->sb.fs_ops = p->fs.ops.v;
+	for (i = 0; i < (size_t)p->nxwd; i++) {
+		p->sb.xworkdir[i].path = p->xwd[i].path;
+	}
+	p->sb.nxworkdir = p->nxwd;
+	p->sb.fs_init = p->fs.init.v;
 	/* With -c, the arguments after the string are $0, $1... */
 	p->sb.argv = p->req->argv;
 	p->sb.shell = p->req->shell;
@@ -1552,11 +2072,17 @@ sbx_exec_prepare(struct sbx_exec *p, const struct sbx_exec_req *q,
 		return -1;
 	if (!q->no_secrets && prep_secrets(p, e) == -1)
 		return -1;
-	if ((p->env_fd = prep_env(p)) == -1 ||
-	    sbx_sandbox_etc(&p->sb, p->run_uid, p->run_gid, &pw, &gr, &hosts) == -1 ||
+	if ((p->env_fd = prep_env(p)) == -1 || sbx_sandbox_etc(&p->sb,
+	    p->run_uid, p->run_gid, &pw, &gr, &hosts) == -1) {
+		sbx_error_sys(e, "memfd_failed", "preparing the sandbox");
+		return -1;
+	}
+	if (p->sb.image_root == NULL && p->cache_fd >= 0)
+		prep_etc(p, &pw, &gr, &hosts);
+	if (!p->sb.etc_cached && (
 	    (p->passwd_fd = etc_fd("sbx-passwd", &pw)) == -1 ||
 	    (p->group_fd = etc_fd("sbx-group", &gr)) == -1 ||
-	    (p->hosts_fd = etc_fd("sbx-hosts", &hosts)) == -1) {
+	    (p->hosts_fd = etc_fd("sbx-hosts", &hosts)) == -1)) {
 		sbx_error_sys(e, "memfd_failed", "preparing the sandbox");
 		return -1;
 	}
@@ -1621,6 +2147,8 @@ sbx_exec_finish_limits(struct sbx_exec *p, struct sbx_run *r)
 void
 sbx_exec_run_setup(struct sbx_exec *p, struct sbx_run *r)
 {
+	int	 i;
+
 	sbx_run_init(r);
 	r->bwrap_argv = p->bwrap_argv.v;
 	r->slot[SBX_FD_ENV] = p->env_fd;
@@ -1631,14 +2159,19 @@ sbx_exec_run_setup(struct sbx_exec *p, struct sbx_run *r)
 	r->slot[SBX_FD_PASSWD] = p->passwd_fd;
 	r->slot[SBX_FD_GROUP] = p->group_fd;
 	r->slot[SBX_FD_HOSTS] = p->hosts_fd;
+	r->slot[SBX_FD_ETC] = p->etc_fd;
 	r->slot[SBX_FD_SECCOMP] = p->seccomp_fd;
 	r->slot[SBX_FD_INIT] = p->init_fd;
 	r->slot[SBX_FD_PROXY] = p->proxy_chan;
+	for (i = 0; i < p->nxwd; i++)
+		r->slot[SBX_FD_XWORKDIR + i] = p->xwd[i].tree >= 0 ?
+		    p->xwd[i].tree : p->xwd[i].fd;
 	r->drop_privs = p->drop_privs;
 	r->run_uid = p->run_uid;
 	r->run_gid = p->run_gid;
 	r->wall_timeout_ms = (long long)(p->lim.wall_timeout * 1000.0);
 	r->child_hook = cg_enter_hook;
+	r->fork_hook = cg_fork_hook;
 	r->kill_hook = cg_kill_hook;
 	r->child_hook_arg = p;
 	r->max_output = p->req->max_output_n;
@@ -1899,6 +2432,7 @@ foreground(struct sbx_exec *p, struct sbx_error *e)
 	restore_tty();
 	p->events = sbx_exec_finish_limits(p, r);
 	finish_proxy(p);
+	finish_fs(p);
 	return 0;
 }
 
@@ -2114,21 +2648,31 @@ close_fd(int *fd)
 void
 sbx_exec_release(struct sbx_exec *p)
 {
+	int	 i;
+
 	close_fd(&p->proxy_ctl);
 	close_fd(&p->proxy_chan);
 	close_fd(&p->home_fd);
 	close_fd(&p->output_fd);
 	close_fd(&p->workdir_fd);
 	close_fd(&p->workdir_tree);
+	for (i = 0; i < p->nxwd; i++) {
+		close_fd(&p->xwd[i].fd);
+		close_fd(&p->xwd[i].tree);
+		free(p->xwd[i].path);
+		free(p->xwd[i].mnt);
+	}
 	close_fd(&p->env_fd);
 	sbx_secret_env_release(&p->secrets);
 	close_fd(&p->passwd_fd);
 	close_fd(&p->group_fd);
 	close_fd(&p->hosts_fd);
+	close_fd(&p->etc_fd);
 	close_fd(&p->seccomp_fd);
 	close_fd(&p->cache_fd);
 	close_fd(&p->init_fd);
 	sbx_run_release(&p->run);
+	sbx_fspolicy_release(&p->fs);
 	sbx_strv_release(&p->bwrap_argv);
 	json_decref(p->agent_cfg);
 	json_decref(p->violations);

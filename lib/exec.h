@@ -24,6 +24,7 @@
 #include "buf.h"
 #include "cgroup.h"
 #include "error.h"
+#include "fspolicy.h"
 #include "provision.h"
 #include "root.h"
 #include "run.h"
@@ -48,6 +49,10 @@ struct sbx_exec_req {
 	const char	*cwd;		/* NULL: the workdir, else HOME */
 	const char	*workdir;	/* host directory bound rw, or NULL */
 	int		 workdir_follow;	/* follow symlinks in it */
+	struct sbx_strv	 xworkdirs;	/* --workdir repeated: the others */
+	struct sbx_strv	 unprotect;	/* --unprotect PATH (relative to the
+					 * workdir, or inside it) */
+	struct sbx_strv	 ro;		/* --ro PATH: read-only at its path */
 	struct sbx_strv	 env;		/* NAME=VALUE */
 	const char	*network;	/* NULL: the agent's setting, else none */
 	struct sbx_strv	 allow;		/* extra allowed domains (proxy) */
@@ -86,6 +91,7 @@ struct sbx_exec {
 	const char		*network;	/* the mode in force */
 	struct sbx_root		 root;
 	struct sbx_sandbox	 sb;
+	struct sbx_fspolicy	 fs;
 	struct sbx_strv		 bwrap_argv;
 	char			*bwrap;
 	char			*init;
@@ -96,10 +102,20 @@ struct sbx_exec {
 	struct stat		 workdir_mnt_st;
 	const char		*workdir_resolved; /* = workdir, when asked
 						 * to follow symlinks */
+	/* The other writable roots, each checked as the first. */
+	struct {
+		char		*path;		/* canonical */
+		int		 fd, tree;
+		char		*mnt;
+		struct stat	 mnt_st;
+	}			 xwd[SBX_MAX_XWORKDIRS];
+	int			 nxwd;
+	const char		*wd_mnt_rel;	/* run/workdir, run/workdir-N */
 	char			 cwd[PATH_MAX];
 	int			 home_fd, output_fd, workdir_fd;
 	int			 env_fd, passwd_fd, group_fd, hosts_fd;
 	int			 seccomp_fd, cache_fd, init_fd;
+	int			 etc_fd;	/* cached /etc tree, or -1 */
 	int			 drop_privs;	/* sbx is root: run as run_uid */
 	uid_t			 run_uid;
 	gid_t			 run_gid;
@@ -145,7 +161,8 @@ void	sbx_exec_req_init(struct sbx_exec_req *);
 void	sbx_exec_req_release(struct sbx_exec_req *);
 /*
  * Fill req from a request envelope (a JSON object whose keys are the long
- * options: agent, cwd, workdir, workdir_follow_symlinks, env, timeout,
+ * options: agent, cwd, workdir, workdir_follow_symlinks, ro, unprotect,
+ * env, timeout,
  * tty, network, allow_domain, command, shell, args, max_output, stdin,
  * memory, cpus, pids, disk, wall_timeout, nofile, file_size, soft_limits,
  * seccomp, background, secrets, no_secrets).  Unknown keys and wrong types are invalid_args.

@@ -43,6 +43,7 @@ static const struct rkey {
 	{ "no_secrets",	R_BOOL, NULL },
 	{ "nofile",	R_LIMIT, "nofile" },
 	{ "pids",	R_LIMIT, "pids" },
+	{ "ro",		R_STRV, NULL },
 	{ "seccomp",	R_STR, NULL },
 	{ "secrets",	R_STRV, NULL },
 	{ "shell",	R_STR, NULL },
@@ -50,9 +51,11 @@ static const struct rkey {
 	{ "stdin",	R_STR, NULL },
 	{ "timeout",	R_NUM, NULL },
 	{ "tty",	R_BOOL, NULL },
+	{ "unprotect",	R_STRV, NULL },
 	{ "wall_timeout", R_LIMIT, "wall_timeout" },
 	{ "workdir",	R_STR, NULL },
 	{ "workdir_follow_symlinks", R_BOOL, NULL },
+	{ "workdirs",	R_STRV, NULL },
 };
 
 static const struct rkey *
@@ -188,6 +191,31 @@ sbx_exec_req_json(struct sbx_exec_req *q, const json_t *o,
 			return sbx_error_sys(e, "nomem", "request");
 	json_array_foreach(json_object_get(o, "allow_domain"), i, it)
 		if (sbx_strv_push(&q->allow, json_string_value(it)) == -1)
+			return sbx_error_sys(e, "nomem", "request");
+	/* workdirs: every writable root, the first being the default
+	 * cwd; instead of workdir, not with it. */
+	if ((v = json_object_get(o, "workdirs")) != NULL) {
+		if (q->workdir != NULL || json_array_size(v) == 0)
+			return bad(e, "workdirs", "invalid",
+			    "request: "
+			    "`workdirs` is a non-empty array, and excludes "
+			    "`workdir`");
+		json_array_foreach (v, i, it)
+			if (i == 0 &&
+			    (q->workdir = own(q, json_string_value(it))) ==
+				NULL)
+				return sbx_error_sys(e, "nomem", "request");
+			else if (i == 0)
+				continue;
+			else if (sbx_strv_push(&q->xworkdirs,
+				     json_string_value(it)) == -1)
+				return sbx_error_sys(e, "nomem", "request");
+	}
+	json_array_foreach (json_object_get(o, "ro"), i, it)
+		if (sbx_strv_push(&q->ro, json_string_value(it)) == -1)
+			return sbx_error_sys(e, "nomem", "request");
+	json_array_foreach (json_object_get(o, "unprotect"), i, it)
+		if (sbx_strv_push(&q->unprotect, json_string_value(it)) == -1)
 			return sbx_error_sys(e, "nomem", "request");
 	v = cmd != NULL ? cmd : args;
 	n = json_array_size(v);

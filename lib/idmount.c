@@ -175,10 +175,14 @@ sbx_idmount_clone(int dirfd, int idmap, uid_t owner_uid, gid_t owner_gid,
 int
 sbx_idmount_attach(int tree_fd, const char *target, dev_t dev, ino_t ino)
 {
+	static int	 unshared;
 	struct stat	 st;
 	int		 fd, rc, saved;
 
-	if (unshare(CLONE_NEWNS) == -1)
+	/* Once per process: the copies of several workdirs go into one
+	 * namespace (a second unshare would leave the first copy behind,
+	 * in a namespace bwrap never sees). */
+	if (!unshared && unshare(CLONE_NEWNS) == -1)
 		return -1;
 	/*
 	 * Private before anything is mounted: the copy of the host's
@@ -186,8 +190,10 @@ sbx_idmount_attach(int tree_fd, const char *target, dev_t dev, ino_t ino)
 	 * made on a shared one would propagate back to every namespace of
 	 * its peer group.
 	 */
-	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == -1)
+	if (!unshared && mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ==
+	    -1)
 		return -1;
+	unshared = 1;
 	/* Looked up in this namespace (a descriptor opened before unshare
 	 * names the old namespace's mount), and checked to be the same
 	 * directory, so that no link or rename moves where it lands. */

@@ -121,6 +121,12 @@ struct who {
 static mode_t
 want_mode(const struct entry *en, const struct who *w)
 {
+	/* cache/ as well: it holds the sandbox's prepared /etc, which
+	 * bwrap resolves by path as the sandbox's uid (lib/etccache.c);
+	 * nothing in cache/ is readable by that uid but the tree. */
+	if (w->as_root && en->type == E_DIR && !en->agent &&
+	    strcmp(en->pre, "cache") == 0)
+		return 0711;
 	return w->as_root && (en->flags & F_REACH) ? 0711 : en->mode;
 }
 

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <grp.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -53,6 +54,8 @@ sbx_run_release(struct sbx_run *r)
 	sbx_capture_release(&r->out);
 	sbx_capture_release(&r->err);
 	sbx_buf_release(&r->setup_err);
+	sbx_strv_release(&r->fsdeny);
+	sbx_strv_release(&r->sockdeny);
 }
 
 /* In the forked child: arrange descriptors and exec bwrap. */
@@ -154,6 +157,11 @@ status_line(struct sbx_run *r, const char *line)
 	} else if (sscanf(line, "signal %d", &n) == 1) {
 		r->signo = n;
 		r->exit_code = 128 + n;
+	} else if (strncmp(line, "fsdeny /", 8) == 0 && r->fsdeny.n < 64) {
+		(void)sbx_strv_push(&r->fsdeny, line + 7);
+	} else if (strncmp(line, "sockdeny ", 9) == 0 &&
+	    r->sockdeny.n < 64) {
+		(void)sbx_strv_push(&r->sockdeny, line + 9);
 	}
 }
 
@@ -368,7 +376,7 @@ sbx_run_sandbox(struct sbx_run *r, struct sbx_error *e)
 	struct pollfd	 pfd[8];
 	struct stream	 out, err, tt;
 	struct termios	 tio;
-	char		 buf[65536], stbuf[256], ibuf[4096];
+	char		 buf[65536], stbuf[PATH_MAX + 64], ibuf[4096];
 	size_t		 stlen = 0, ioff = 0, ilen = 0;
 	int		 tw = -1, tin = -1, ttaken = 0, last_nl = 1, sig;
 	int		 po[2] = { -1, -1 }, pe[2] = { -1, -1 };
@@ -389,7 +397,8 @@ sbx_run_sandbox(struct sbx_run *r, struct sbx_error *e)
 		goto fail;
 	}
 	start = last = sbx_now_ms();
-	r->bwrap_pid = fork();
+	r->bwrap_pid = r->fork_hook != NULL ?
+	    r->fork_hook(r->child_hook_arg) : fork();
 	if (r->bwrap_pid == -1) {
 		sbx_error_sys(e, "fork_failed", "fork");
 		goto fail;

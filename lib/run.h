@@ -34,6 +34,9 @@ struct sbx_run {
 	 * only, e.g. joining the run's cgroup); nonzero return aborts. */
 	int		(*child_hook)(void *);
 	void		 *child_hook_arg;
+	/* Forks the child (NULL: fork()), e.g. straight into the run's
+	 * cgroup; called with child_hook_arg. */
+	pid_t		(*fork_hook)(void *);
 	/* When set, bwrap and the sandbox run as this host uid/gid (no
 	 * supplementary groups): sbx started as root never runs a sandbox
 	 * as host root. */
@@ -79,6 +82,9 @@ struct sbx_run {
 	long long	  duration_ms;
 	struct sbx_capture out, err;
 	struct sbx_buf	  setup_err;		/* stderr before ready */
+	/* Writes the file-system guard refused (sbx-init's "fsdeny PATH"
+	 * and "sockdeny PATH" lines), in order, at most 64 each. */
+	struct sbx_strv	  fsdeny, sockdeny;
 };
 
 void	sbx_run_init(struct sbx_run *);

@@ -36,6 +36,16 @@ static const char *const etc_files[] = {
 };
 
 /*
+ * With /etc as one prepared tree (lib/etccache.c), these directories of
+ * it are bound from the host instead, read-only, over an empty directory
+ * in the tree: hundreds of symlinks each, one inode apiece to copy (and
+ * on a busy file system an inode costs), one mount to bind.
+ */
+static const char *const etc_bound_dirs[] = {
+	"/etc/alternatives", "/etc/ssl/certs",
+};
+
+/*
  * The system's CA bundle, first found wins: runtimes with a CA store of
  * their own (node, python's requests) ignore it unless told, and then
  * fail on a company's TLS-inspecting proxy or mirror that the host trusts.
@@ -87,6 +97,36 @@ sbx_sandbox_ca_bundle(const struct sbx_sandbox *sb)
 			return ca_bundles[i];
 	}
 	return NULL;
+}
+
+size_t
+sbx_sandbox_etc_mounts(const char **out, size_t max)
+{
+	size_t	 i, n = 0;
+
+	for (i = 0; i < sizeof(etc_bound_dirs) / sizeof(*etc_bound_dirs) &&
+	    n < max; i++)
+		out[n++] = etc_bound_dirs[i];
+	return n;
+}
+
+size_t
+sbx_sandbox_etc_copies(const struct sbx_sandbox *sb, const char **out,
+    size_t max)
+{
+	const char	*ca;
+	size_t		 i, n = 0;
+
+	for (i = 0; i < sizeof(etc_files) / sizeof(*etc_files) && n < max; i++)
+		out[n++] = etc_files[i];
+	/* The CA bundle: under /etc/ssl it is copied already; elsewhere
+	 * (/etc/pki) the one file, not the directory with its keys. */
+	if ((ca = sbx_sandbox_ca_bundle(sb)) != NULL &&
+	    strncmp(ca, "/etc/ssl/", 9) != 0 && n < max)
+		out[n++] = ca;
+	if (strcmp(sb->network, SBX_NET_OUTBOUND) == 0 && n < max)
+		out[n++] = "/etc/resolv.conf";
+	return n;
 }
 
 /*
@@ -216,6 +256,23 @@ sbx_sandbox_argv(const struct sbx_sandbox *sb, struct sbx_strv *v,
 		} else if (S_ISDIR(st.st_mode))
 			rc |= push3(v, "--ro-bind", sys_dirs[i], sys_dirs[i]);
 	}
+	/*
+	 * /etc: one read-only bind of a tree prepared beforehand (the same
+	 * files, and passwd, group, hosts): bwrap walks the mount table
+	 * after every read-only bind, so single-file binds cost more than
+	 * the rest of the sandbox.  The single binds remain for when the
+	 * tree cannot be had (a read-only state root).
+	 */
+	if (sb->etc_cached) {
+		snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d",
+		    SBX_FD_ETC);
+		rc |= push3(v, "--ro-bind", fdpath, "/etc");
+		for (i = 0; i < sizeof(etc_bound_dirs) /
+		    sizeof(*etc_bound_dirs); i++)
+			rc |= push3(v, "--ro-bind-try", etc_bound_dirs[i],
+			    etc_bound_dirs[i]);
+		goto etc_made;
+	}
 	for (i = 0; i < sizeof(etc_files) / sizeof(*etc_files); i++)
 		rc |= push3(v, "--ro-bind-try", etc_files[i], etc_files[i]);
 	/* The CA bundle: under /etc/ssl it is bound already; elsewhere
@@ -230,6 +287,7 @@ etc_done:
 	rc |= push3(v, "--ro-bind-data", "9", "/etc/passwd");
 	rc |= push3(v, "--ro-bind-data", "10", "/etc/group");
 	rc |= push3(v, "--ro-bind-data", "11", "/etc/hosts");
+etc_made:
 
 	/* A fresh /proc of the new pid namespace, a minimal /dev. */
 	rc |= push2(v, "--proc", "/proc");
@@ -269,6 +327,15 @@ etc_done:
 		    SBX_FD_WORKDIR);
 		rc |= push3(v, "--bind", fdpath, sb->workdir);
 	}
+	for (i = 0; i < (size_t)sb->nxworkdir; i++) {
+		snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d",
+		    SBX_FD_XWORKDIR + (int)i);
+		rc |= push3(v, "--bind", fdpath, sb->xworkdir[i].path);
+	}
+	/* Protected, extra read-only and hidden paths, over the binds
+	 * above (lib/fspolicy.c). */
+	for (i = 0; sb->fs_ops != NULL && sb->fs_ops[i] != NULL; i++)
+		rc |= sbx_strv_push(v, sb->fs_ops[i]);
 	/* When bwrap runs as another uid than sbx it may not reach the
 	 * directory sbx is installed in: the binary is copied in from a
 	 * descriptor sbx opened. */
@@ -306,6 +373,15 @@ etc_done:
 		    sb->workdir_ino);
 		rc |= sbx_strv_push(v, sb->workdir);
 	}
+	for (i = 0; i < (size_t)sb->nxworkdir; i++) {
+		rc |= sbx_strv_push(v, "-W");
+		rc |= sbx_strv_pushf(v, "%llu:%llu", sb->xworkdir[i].dev,
+		    sb->xworkdir[i].ino);
+		rc |= sbx_strv_push(v, sb->xworkdir[i].path);
+	}
+	/* The guard of names that must not be created (sbx-init). */
+	for (i = 0; sb->fs_init != NULL && sb->fs_init[i] != NULL; i++)
+		rc |= sbx_strv_push(v, sb->fs_init[i]);
 	/*
 	 * A terminal is made inside, on the sandbox's own devpts (bwrap's
 	 * --dev), never handed in from the caller: the caller's terminal

@@ -24,7 +24,10 @@
 #define SBX_FD_SECCOMP	12	/* BPF program, if any */
 #define SBX_FD_INIT	13	/* O_PATH of sbx-init */
 #define SBX_FD_PROXY	14	/* channel to sbx-proxy (network proxy) */
-#define SBX_FD_MAX	14
+#define SBX_FD_ETC	15	/* O_PATH of the prepared /etc (etccache) */
+#define SBX_FD_XWORKDIR	16	/* O_PATH of the 2nd, 3rd... --workdir */
+#define SBX_MAX_XWORKDIRS 7	/* so 8 workdirs in all */
+#define SBX_FD_MAX	(SBX_FD_XWORKDIR + SBX_MAX_XWORKDIRS - 1)
 
 /* Where things are inside the sandbox. */
 #define SBX_IN_INIT	"/run/sbx/init"
@@ -46,9 +49,23 @@ struct sbx_sandbox {
 	/* What sbx checked and opened as the workdir: sbx-init refuses to
 	 * start the command unless the mount at `workdir` is this inode. */
 	unsigned long long workdir_dev, workdir_ino;
+	/* More writable roots (--workdir repeated), bound from the slots
+	 * SBX_FD_XWORKDIR + i and checked by sbx-init the same way. */
+	struct {
+		const char		*path;
+		unsigned long long	 dev, ino;
+	}		  xworkdir[SBX_MAX_XWORKDIRS];
+	int		  nxworkdir;
 	const char	 *cwd;		/* inside */
+	/* The file-system policy (lib/fspolicy.c): bwrap arguments after
+	 * the writable binds, and sbx-init's guard arguments; or NULL. */
+	char *const	 *fs_ops;
+	char *const	 *fs_init;
 	const char	 *network;	/* SBX_NET_* */
 	int		  disable_userns;
+	/* Host mode: /etc is one prepared tree (lib/etccache.c) bound from
+	 * SBX_FD_ETC, in place of single-file binds and passwd memfds. */
+	int		  etc_cached;
 	int		  seccomp;	/* pass SBX_FD_SECCOMP */
 	int		  init_by_copy;	/* copy sbx-init in (bwrap may not
 					   reach its directory) */
@@ -82,6 +99,13 @@ int	sbx_sandbox_inside(void);
 /* The system CA bundle as seen inside (the image's own in image mode),
  * or NULL when there is none. */
 const char	*sbx_sandbox_ca_bundle(const struct sbx_sandbox *);
+/* The host paths a host-mode /etc holds (the CA bundle where it is not
+ * under /etc/ssl, resolv.conf with host networking): at most max of them
+ * go to out; returns how many. */
+size_t	sbx_sandbox_etc_copies(const struct sbx_sandbox *, const char **out,
+	    size_t max);
+/* The directories of that /etc bound from the host over the tree. */
+size_t	sbx_sandbox_etc_mounts(const char **out, size_t max);
 /* Contents of the synthesized /etc/passwd, /etc/group and /etc/hosts. */
 int	sbx_sandbox_etc(const struct sbx_sandbox *, uid_t, gid_t,
 	    struct sbx_buf *passwd, struct sbx_buf *group, struct sbx_buf *hosts);

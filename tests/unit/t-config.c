@@ -82,6 +82,11 @@ static const struct {
 	{ "proxy.opaque_ports", "[22]", "[0]" },
 	{ "proxy.allow_private_domains", "[\"mirror.example\"]", "[\"*\"]" },
 	{ "proxy.allowed_cidrs", "[\"10.0.0.0/8\"]", "[\"x\"]" },
+	{ "protected_paths", "[\"Makefile\"]", "[\"/abs\"]" },
+	{ "allow_git_config", "true", "\"yes\"" },
+	{ "read_paths", "[\"/opt/x\"]", "[\"rel\"]" },
+	{ "deny_paths", "[\"secrets\"]", "[\"../x\"]" },
+	{ "allow_unix_sockets", "[\"/run/x.sock\"]", "[\"x.sock\"]" },
 };
 
 int
