@@ -62,6 +62,26 @@ bats_require_minimum_version 1.5.0
 	[[ "$stderr" == *"shorter than 6 bytes: it is not scrubbed"* ]]
 }
 
+@test "an option of another subcommand is refused by name; nothing is written" {
+	run sbx secret list --from-fd 3 --json
+	[ "$status" -eq 64 ]
+	[ "$(json_get "$output" .reason)" = not_for_subcommand ]
+	[ "$(json_get "$output" .field)" = --from-fd ]
+	run sbx secret check A --reveal --json
+	[ "$status" -eq 64 ]
+	[ "$(json_get "$output" .field)" = --reveal ]
+	# get writes to a terminal only: no envelope to ask for.
+	run sbx secret get A --reveal --json
+	[ "$status" -eq 64 ]
+	[ "$(json_get "$output" .field)" = --json ]
+	run sbx secret frobnicate
+	[ "$status" -eq 64 ]
+	run sbx secret --complete-options rm
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"--agent"* && "$output" != *"--from-fd"* ]]
+	[ ! -e "$SBX_HOME/agents/default/secrets.json" ]
+}
+
 @test "names: grammar and reserved names (the list in the message)" {
 	for n in PATH LD_PRELOAD PYTHONPATH SBX_X HTTPS_PROXY SSL_CERT_FILE NODE_EXTRA_CA_CERTS TZ GCONV_PATH; do
 		run sbx secret set "$n" --json <<<"some-value"
