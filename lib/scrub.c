@@ -91,6 +91,34 @@ shift_hash(const unsigned char *p)
 	return (x * 2654435761u) >> (32 - SHIFT_BITS);
 }
 
+/*
+ * Text mostly moves by SHIFT_MAX: look at SKIP_WAYS windows, SHIFT_MAX
+ * apart, at once, and move past all of them when none can begin a match.
+ * The lookups do not wait on each other, as one window's shift waits on
+ * the one before it.  Returns where the window by window walk goes on.
+ */
+#define SKIP_WAYS	8
+
+static inline size_t
+skip_far(const uint8_t *shift, const unsigned char *d, size_t i, size_t n)
+{
+	const unsigned char	*q;
+	unsigned		 all;
+	int			 w;
+
+	while (i + SKIP_WAYS * SHIFT_MAX + SBX_SCRUB_MIN - SHIFT_MAX <= n) {
+		q = d + i + SBX_SCRUB_MIN - SHIFT_B;
+		all = 1;
+		for (w = 0; w < SKIP_WAYS; w++)
+			all &= shift[shift_hash(q + w * SHIFT_MAX)] ==
+			    SHIFT_MAX;
+		if (!all)
+			break;
+		i += SKIP_WAYS * SHIFT_MAX;
+	}
+	return i;
+}
+
 static inline uint32_t
 pre_hash(const unsigned char *p)
 {
@@ -659,12 +687,15 @@ sbx_scrub_write(struct sbx_scrub_stream *st, const void *data, size_t n)
 		if (s == 0) {
 			/* At the root no match is under way: skip what
 			 * cannot start one (see SHIFT_B, PRE_BITS). */
+			i = skip_far(shift, d, i, n);
 			while (i + SBX_SCRUB_MIN <= n) {
 				uint8_t k = shift[shift_hash(d + i +
 				    SBX_SCRUB_MIN - SHIFT_B)];
 				uint32_t h;
 				if (k != 0) {
 					i += k;
+					if (k == SHIFT_MAX)
+						i = skip_far(shift, d, i, n);
 					continue;
 				}
 				h = pre_hash(d + i);
