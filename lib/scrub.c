@@ -106,12 +106,25 @@ skip_far(const uint8_t *shift, const unsigned char *d, size_t i, size_t n)
 	unsigned		 all;
 	int			 w;
 
-	while (i + SKIP_WAYS * SHIFT_MAX + SBX_SCRUB_MIN - SHIFT_MAX <= n) {
+	/* Each window's 3 bytes out of 8-byte loads (shift_hash reads
+	 * them little-endian), 4 * SKIP_WAYS bytes from q. */
+	while (i + SBX_SCRUB_MIN - SHIFT_B + SKIP_WAYS * SHIFT_MAX <= n) {
 		q = d + i + SBX_SCRUB_MIN - SHIFT_B;
 		all = 1;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && SHIFT_MAX == 4
+		for (w = 0; w < SKIP_WAYS; w += 2) {
+			uint64_t x;
+			memcpy(&x, q + w * SHIFT_MAX, 8);
+			all &= shift[((uint32_t)x & 0xffffff) * 2654435761u >>
+			    (32 - SHIFT_BITS)] == SHIFT_MAX;
+			all &= shift[((uint32_t)(x >> 32) & 0xffffff) *
+			    2654435761u >> (32 - SHIFT_BITS)] == SHIFT_MAX;
+		}
+#else
 		for (w = 0; w < SKIP_WAYS; w++)
 			all &= shift[shift_hash(q + w * SHIFT_MAX)] ==
 			    SHIFT_MAX;
+#endif
 		if (!all)
 			break;
 		i += SKIP_WAYS * SHIFT_MAX;
