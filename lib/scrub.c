@@ -60,6 +60,8 @@ struct sbx_scrub {
 	struct node	*node;		/* per state */
 	uint8_t		*pre;		/* PRE_BITS bits: 4-byte starts */
 	uint8_t		*shift;		/* 1 << SHIFT_BITS: Wu-Manber shifts */
+	uint32_t	 win;		/* the shift's window */
+	uint32_t	 smax;		/* win - SHIFT_B + 1 */
 };
 
 /*
@@ -72,15 +74,16 @@ struct sbx_scrub {
 #define PRE_BITS	18
 
 /*
- * Before it, a Wu-Manber shift over the first SBX_SCRUB_MIN bytes of every
- * pattern: the 3 bytes that end a 6-byte window say how far the window can
- * move without passing the start of any pattern (a hash of them: a
- * collision only makes a shift shorter).  Random text moves 4 bytes at a
- * time.
+ * Before it, a Wu-Manber shift over the first win bytes of every pattern
+ * (win: the shortest pattern's length, at least SBX_SCRUB_MIN, at most
+ * SHIFT_WIN): the 3 bytes that end a window say how far it can move
+ * without passing the start of any pattern (a hash of them: a collision
+ * only makes a shift shorter).  Text moves up to win - 2 bytes at a time:
+ * 4 for 6-byte values, 14 for the usual long tokens.
  */
 #define SHIFT_BITS	16
 #define SHIFT_B		3
-#define SHIFT_MAX	(SBX_SCRUB_MIN - SHIFT_B + 1)
+#define SHIFT_WIN	16
 
 static inline uint32_t
 shift_hash(const unsigned char *p)
@@ -92,42 +95,45 @@ shift_hash(const unsigned char *p)
 }
 
 /*
- * Text mostly moves by SHIFT_MAX: look at SKIP_WAYS windows, SHIFT_MAX
- * apart, at once, and move past all of them when none can begin a match.
+ * Text mostly moves by smax: look at SKIP_WAYS windows, smax apart, at
+ * once, and move past all of them when none can begin a match.
  * The lookups do not wait on each other, as one window's shift waits on
  * the one before it.  Returns where the window by window walk goes on.
  */
 #define SKIP_WAYS	8
 
 static inline size_t
-skip_far(const uint8_t *shift, const unsigned char *d, size_t i, size_t n)
+skip_far(const struct sbx_scrub *sc, const unsigned char *d, size_t i,
+    size_t n)
 {
+	const uint8_t		*shift = sc->shift;
 	const unsigned char	*q;
-	unsigned		 all;
+	uint32_t		 smax = sc->smax;
+	unsigned		 stop;
 	int			 w;
 
-	/* Each window's 3 bytes out of 8-byte loads (shift_hash reads
-	 * them little-endian), 4 * SKIP_WAYS bytes from q. */
-	while (i + SBX_SCRUB_MIN - SHIFT_B + SKIP_WAYS * SHIFT_MAX <= n) {
-		q = d + i + SBX_SCRUB_MIN - SHIFT_B;
-		all = 1;
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && SHIFT_MAX == 4
-		for (w = 0; w < SKIP_WAYS; w += 2) {
-			uint64_t x;
-			memcpy(&x, q + w * SHIFT_MAX, 8);
-			all &= shift[((uint32_t)x & 0xffffff) * 2654435761u >>
-			    (32 - SHIFT_BITS)] == SHIFT_MAX;
-			all &= shift[((uint32_t)(x >> 32) & 0xffffff) *
-			    2654435761u >> (32 - SHIFT_BITS)] == SHIFT_MAX;
-		}
+	/* The last window's 3 bytes are read as 4 (little-endian, as
+	 * shift_hash takes them). */
+	while (i + sc->win - SHIFT_B + (SKIP_WAYS - 1) * smax + 4 <= n) {
+		q = d + i + sc->win - SHIFT_B;
+		stop = 1u << SKIP_WAYS;
+		for (w = 0; w < SKIP_WAYS; w++) {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+			uint32_t x;
+			memcpy(&x, q + w * smax, 4);
+			stop |= (unsigned)(shift[(x & 0xffffff) * 2654435761u >>
+			    (32 - SHIFT_BITS)] != smax) << w;
 #else
-		for (w = 0; w < SKIP_WAYS; w++)
-			all &= shift[shift_hash(q + w * SHIFT_MAX)] ==
-			    SHIFT_MAX;
+			stop |= (unsigned)(shift[shift_hash(q + w * smax)] !=
+			    smax) << w;
 #endif
-		if (!all)
+		}
+		/* Past every window before the first that may not move
+		 * by smax; that one is the caller's. */
+		w = __builtin_ctz(stop);
+		i += (size_t)w * smax;
+		if (w < SKIP_WAYS)
 			break;
-		i += SKIP_WAYS * SHIFT_MAX;
 	}
 	return i;
 }
@@ -347,8 +353,13 @@ sbx_scrub_compile(struct sbx_scrub *sc)
 		return -1;
 	}
 	sc->pre = calloc(1, (1u << PRE_BITS) / 8);
+	sc->win = SHIFT_WIN;
+	for (i = 0; i < sc->npats; i++)
+		if (sc->pats[i].len < sc->win)
+			sc->win = (uint32_t)sc->pats[i].len;
+	sc->smax = sc->win - SHIFT_B + 1;
 	if ((sc->shift = malloc(1u << SHIFT_BITS)) != NULL)
-		memset(sc->shift, SHIFT_MAX, 1u << SHIFT_BITS);
+		memset(sc->shift, (int)sc->smax, 1u << SHIFT_BITS);
 	/* The full table while building; only its dense rows are kept. */
 	g = calloc(max * nc, sizeof(uint32_t));
 	out = calloc(max, sizeof(uint32_t));
@@ -364,11 +375,11 @@ sbx_scrub_compile(struct sbx_scrub *sc)
 	for (i = 0; i < sc->npats; i++) {
 		uint32_t h = pre_hash(sc->pats[i].p);
 		sc->pre[h >> 3] |= (uint8_t)(1u << (h & 7));
-		for (j = SHIFT_B - 1; j < SBX_SCRUB_MIN; j++) {
+		for (j = SHIFT_B - 1; j < sc->win; j++) {
 			uint8_t *sh = &sc->shift[shift_hash(sc->pats[i].p + j -
 			    (SHIFT_B - 1))];
-			if (*sh > SBX_SCRUB_MIN - 1 - j)
-				*sh = (uint8_t)(SBX_SCRUB_MIN - 1 - j);
+			if (*sh > sc->win - 1 - j)
+				*sh = (uint8_t)(sc->win - 1 - j);
 		}
 	}
 	/* The trie. */
@@ -700,15 +711,15 @@ sbx_scrub_write(struct sbx_scrub_stream *st, const void *data, size_t n)
 		if (s == 0) {
 			/* At the root no match is under way: skip what
 			 * cannot start one (see SHIFT_B, PRE_BITS). */
-			i = skip_far(shift, d, i, n);
-			while (i + SBX_SCRUB_MIN <= n) {
+			i = skip_far(sc, d, i, n);
+			while (i + sc->win <= n) {
 				uint8_t k = shift[shift_hash(d + i +
-				    SBX_SCRUB_MIN - SHIFT_B)];
+				    sc->win - SHIFT_B)];
 				uint32_t h;
 				if (k != 0) {
 					i += k;
-					if (k == SHIFT_MAX)
-						i = skip_far(shift, d, i, n);
+					if (k == sc->smax)
+						i = skip_far(sc, d, i, n);
 					continue;
 				}
 				h = pre_hash(d + i);
