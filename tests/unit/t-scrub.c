@@ -91,6 +91,9 @@ b64(const unsigned char *v, size_t n, int url)
 	return o;
 }
 
+#define FILLER	"compiling src/main.c build ok GET /api/v1/items 200 done in " \
+	"0.13s | -> warning: error build ok compiling src/main.c done ok"
+
 static int
 counting_sink(void *arg, const void *p, size_t n)
 {
@@ -307,6 +310,22 @@ main(void)
 		sbx_buf_release(&lin);
 		sbx_buf_release(&lwant);
 	}
+	/* A value at every offset in filler the skip moves fast over. */
+	bad = 0;
+	for (i = 0; i < 120; i++) {
+		char w[512];
+		snprintf(in, sizeof(in), "%.*svalue-007-%08zx%.*s", (int)i,
+		    FILLER, (size_t)7 * 2654435761u, (int)(120 - i), FILLER);
+		snprintf(w, sizeof(w), "%.*s[REDACTED:V7]%.*s", (int)i,
+		    FILLER, (int)(120 - i), FILLER);
+		got = one(sc, in);
+		if (strcmp(got, w) != 0) {
+			diag("offset %zu: %s", i, got);
+			bad = 1;
+		}
+		free(got);
+	}
+	ok(!bad, "a value at every offset in long filler");
 	sbx_scrub_free(sc);
 
 	/* Deep branches and failure links out of the chain states: values
