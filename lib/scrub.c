@@ -96,9 +96,10 @@ shift_hash(const unsigned char *p)
 
 /*
  * Text mostly moves by smax: look at SKIP_WAYS windows, smax apart, at
- * once, and move past all of them when none can begin a match.
- * The lookups do not wait on each other, as one window's shift waits on
- * the one before it.  Returns where the window by window walk goes on.
+ * once, and move past every one of them before the first whose shift is
+ * shorter.  The lookups do not wait on each other, as one window's shift
+ * waits on the one before it.  Returns where the window by window walk
+ * goes on.
  */
 #define SKIP_WAYS	8
 
