@@ -2,13 +2,17 @@
  * scrub.c: Aho-Corasick over every encoded form of every secret value,
  * streaming, leftmost spans merged, longest name wins (see scrub.h).
  *
- * The automaton is a dense table: one row per trie state, one column per
- * byte class (each byte that occurs in some pattern has its own class,
- * every other byte shares class 0, which always leads back to the root).
- * An entry is the next row's offset shifted left by three, its low bit set
- * when some pattern ends in that state and the next two bits holding the
- * depth of a shallow state (1 to 3; 0 for the root and deeper ones), so
- * the inner loop is one load, one add and one test per byte.
+ * The automaton is small enough to stay in the cache while a long value
+ * is walked (a dense table over every state, ~15 MB for 100 values, made
+ * each match a run of cache misses).  Bytes are first mapped to classes
+ * (each byte that occurs in some pattern has its own class, every other
+ * byte shares class 0, which always leads back to the root).  Only the
+ * shallow states (depth < DENSE_DEPTH) and the deeper ones where the trie
+ * branches have a dense row of next states; every other state is a link
+ * of a chain: the trie goes on by one byte class to the next state number
+ * (the trie gives the states of a pattern's tail consecutive numbers), or
+ * else the failure link is followed, down to a dense row.  A value in the
+ * text is then walked through consecutive memory.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -22,6 +26,25 @@ struct pat {
 	uint32_t	 name;
 };
 
+/*
+ * A state: its dense row (offset in delta) or NOROW; for a chain link the
+ * one class that goes on to state + 1 (NOCLASS: none, a leaf) and the
+ * failure link; the pattern that ends here + 1, or 0; the depth.
+ */
+struct node {
+	uint32_t	 row;
+	uint32_t	 next;
+	uint32_t	 fail;
+	uint32_t	 out;
+	uint32_t	 depth;
+};
+
+#define NOROW		UINT32_MAX
+#define NOCLASS		UINT32_MAX
+/* States shallower than this have a dense row: the text's partial
+ * matches that the prefilter lets through mostly die there at once. */
+#define DENSE_DEPTH	2
+
 struct sbx_scrub {
 	struct pat	*vals;		/* the values, until compile */
 	size_t		 nvals;
@@ -33,11 +56,12 @@ struct sbx_scrub {
 	int		 compiled;
 	uint8_t		 cls[256];
 	uint32_t	 nclass, nstates;
-	uint32_t	*delta;		/* row << 3 | shallow depth << 1 | out */
-	uint32_t	*out;		/* per state: pattern + 1, or 0 */
-	uint32_t	*depth;		/* per state */
+	uint32_t	*delta;		/* dense rows: next state */
+	struct node	*node;		/* per state */
 	uint8_t		*pre;		/* PRE_BITS bits: 4-byte starts */
 	uint8_t		*shift;		/* 1 << SHIFT_BITS: Wu-Manber shifts */
+	uint32_t	 win;		/* the shift's window */
+	uint32_t	 smax;		/* win - SHIFT_B + 1 */
 };
 
 /*
@@ -50,15 +74,16 @@ struct sbx_scrub {
 #define PRE_BITS	18
 
 /*
- * Before it, a Wu-Manber shift over the first SBX_SCRUB_MIN bytes of every
- * pattern: the 3 bytes that end a 6-byte window say how far the window can
- * move without passing the start of any pattern (a hash of them: a
- * collision only makes a shift shorter).  Random text moves 4 bytes at a
- * time.
+ * Before it, a Wu-Manber shift over the first win bytes of every pattern
+ * (win: the shortest pattern's length, at least SBX_SCRUB_MIN, at most
+ * SHIFT_WIN): the 3 bytes that end a window say how far it can move
+ * without passing the start of any pattern (a hash of them: a collision
+ * only makes a shift shorter).  Text moves up to win - 2 bytes at a time:
+ * 4 for 6-byte values, 14 for the usual long tokens.
  */
 #define SHIFT_BITS	16
 #define SHIFT_B		3
-#define SHIFT_MAX	(SBX_SCRUB_MIN - SHIFT_B + 1)
+#define SHIFT_WIN	16
 
 static inline uint32_t
 shift_hash(const unsigned char *p)
@@ -67,6 +92,51 @@ shift_hash(const unsigned char *p)
 	    (uint32_t)p[2] << 16;
 
 	return (x * 2654435761u) >> (32 - SHIFT_BITS);
+}
+
+/*
+ * Text mostly moves by smax: look at SKIP_WAYS windows, smax apart, at
+ * once, and move past every one of them before the first whose shift is
+ * shorter.  The lookups do not wait on each other, as one window's shift
+ * waits on the one before it.  Returns where the window by window walk
+ * goes on.
+ */
+#define SKIP_WAYS	8
+
+static inline size_t
+skip_far(const struct sbx_scrub *sc, const unsigned char *d, size_t i,
+    size_t n)
+{
+	const uint8_t		*shift = sc->shift;
+	const unsigned char	*q;
+	uint32_t		 smax = sc->smax;
+	unsigned		 stop;
+	int			 w;
+
+	/* The last window's 3 bytes are read as 4 (little-endian, as
+	 * shift_hash takes them). */
+	while (i + sc->win - SHIFT_B + (SKIP_WAYS - 1) * smax + 4 <= n) {
+		q = d + i + sc->win - SHIFT_B;
+		stop = 1u << SKIP_WAYS;
+		for (w = 0; w < SKIP_WAYS; w++) {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+			uint32_t x;
+			memcpy(&x, q + w * smax, 4);
+			stop |= (unsigned)(shift[(x & 0xffffff) * 2654435761u >>
+			    (32 - SHIFT_BITS)] != smax) << w;
+#else
+			stop |= (unsigned)(shift[shift_hash(q + w * smax)] !=
+			    smax) << w;
+#endif
+		}
+		/* Past every window before the first that may not move
+		 * by smax; that one is the caller's. */
+		w = __builtin_ctz(stop);
+		i += (size_t)w * smax;
+		if (w < SKIP_WAYS)
+			break;
+	}
+	return i;
 }
 
 static inline uint32_t
@@ -252,7 +322,8 @@ sbx_scrub_add(struct sbx_scrub *sc, const char *name, const void *val,
 int
 sbx_scrub_compile(struct sbx_scrub *sc)
 {
-	uint32_t	*fail = NULL, *queue = NULL, s, t, f, c, nc;
+	uint32_t	*g = NULL, *out = NULL, *depth = NULL, *fail = NULL;
+	uint32_t	*queue = NULL, *nchild = NULL, s, t, f, c, nc, nd;
 	size_t		 i, j, max = 1, qh = 0, qt = 0;
 	int		 used[256];
 
@@ -278,89 +349,121 @@ sbx_scrub_compile(struct sbx_scrub *sc)
 		sc->cls[255] = 0;
 	}
 	sc->nclass = nc;
-	if (max > UINT32_MAX / 8 / nc) {
+	if (max > UINT32_MAX / nc - 1) {
 		errno = ENOMEM;
 		return -1;
 	}
 	sc->pre = calloc(1, (1u << PRE_BITS) / 8);
+	sc->win = SHIFT_WIN;
+	for (i = 0; i < sc->npats; i++)
+		if (sc->pats[i].len < sc->win)
+			sc->win = (uint32_t)sc->pats[i].len;
+	sc->smax = sc->win - SHIFT_B + 1;
 	if ((sc->shift = malloc(1u << SHIFT_BITS)) != NULL)
-		memset(sc->shift, SHIFT_MAX, 1u << SHIFT_BITS);
-	sc->delta = calloc(max * nc, sizeof(uint32_t));
-	sc->out = calloc(max, sizeof(uint32_t));
-	sc->depth = calloc(max, sizeof(uint32_t));
+		memset(sc->shift, (int)sc->smax, 1u << SHIFT_BITS);
+	/* The full table while building; only its dense rows are kept. */
+	g = calloc(max * nc, sizeof(uint32_t));
+	out = calloc(max, sizeof(uint32_t));
+	depth = calloc(max, sizeof(uint32_t));
+	nchild = calloc(max, sizeof(uint32_t));
 	fail = calloc(max, sizeof(uint32_t));
 	queue = malloc(max * sizeof(uint32_t));
-	if (sc->delta == NULL || sc->out == NULL || sc->depth == NULL ||
+	sc->node = calloc(max, sizeof(struct node));
+	if (g == NULL || out == NULL || depth == NULL || nchild == NULL ||
 	    fail == NULL || queue == NULL || sc->pre == NULL ||
-	    sc->shift == NULL)
+	    sc->shift == NULL || sc->node == NULL)
 		goto nomem;
 	for (i = 0; i < sc->npats; i++) {
 		uint32_t h = pre_hash(sc->pats[i].p);
 		sc->pre[h >> 3] |= (uint8_t)(1u << (h & 7));
-		for (j = SHIFT_B - 1; j < SBX_SCRUB_MIN; j++) {
+		for (j = SHIFT_B - 1; j < sc->win; j++) {
 			uint8_t *sh = &sc->shift[shift_hash(sc->pats[i].p + j -
 			    (SHIFT_B - 1))];
-			if (*sh > SBX_SCRUB_MIN - 1 - j)
-				*sh = (uint8_t)(SBX_SCRUB_MIN - 1 - j);
+			if (*sh > sc->win - 1 - j)
+				*sh = (uint8_t)(sc->win - 1 - j);
 		}
 	}
-	/* The trie; delta holds plain state numbers until the end. */
+	/* The trie. */
 	sc->nstates = 1;
 	for (i = 0; i < sc->npats; i++) {
 		s = 0;
 		for (j = 0; j < sc->pats[i].len; j++) {
 			c = sc->cls[sc->pats[i].p[j]];
-			if ((t = sc->delta[(size_t)s * nc + c]) == 0) {
+			if ((t = g[(size_t)s * nc + c]) == 0) {
 				t = sc->nstates++;
-				sc->depth[t] = sc->depth[s] + 1;
-				sc->delta[(size_t)s * nc + c] = t;
+				depth[t] = depth[s] + 1;
+				g[(size_t)s * nc + c] = t;
+				/* A chain link goes on to t == s + 1. */
+				sc->node[s].next = nchild[s]++ == 0 &&
+				    t == s + 1 ? c : NOCLASS;
 			}
 			s = t;
 		}
-		if (sc->out[s] == 0)
-			sc->out[s] = (uint32_t)i + 1;
+		if (out[s] == 0)
+			out[s] = (uint32_t)i + 1;
+	}
+	/* Which states keep a dense row. */
+	nd = 0;
+	for (s = 0; s < sc->nstates; s++) {
+		if (nchild[s] == 0)
+			sc->node[s].next = NOCLASS;
+		if (depth[s] < DENSE_DEPTH || nchild[s] > 1 ||
+		    (nchild[s] == 1 && sc->node[s].next == NOCLASS))
+			sc->node[s].row = nd++ * nc;
+		else
+			sc->node[s].row = NOROW;
 	}
 	/* Failure links, breadth first; missing edges become the edges
 	 * of the failure state, and a state with no pattern of its own
 	 * reports the longest pattern that is a suffix of it. */
 	for (c = 0; c < nc; c++)
-		if ((t = sc->delta[c]) != 0) {
+		if ((t = g[c]) != 0) {
 			fail[t] = 0;
 			queue[qt++] = t;
 		}
 	while (qh < qt) {
 		s = queue[qh++];
 		for (c = 0; c < nc; c++) {
-			t = sc->delta[(size_t)s * nc + c];
-			f = sc->delta[(size_t)fail[s] * nc + c];
+			t = g[(size_t)s * nc + c];
+			f = g[(size_t)fail[s] * nc + c];
 			if (t != 0) {
 				fail[t] = f;
-				if (sc->out[t] == 0)
-					sc->out[t] = sc->out[f];
+				if (out[t] == 0)
+					out[t] = out[f];
 				queue[qt++] = t;
 			} else
-				sc->delta[(size_t)s * nc + c] = f;
+				g[(size_t)s * nc + c] = f;
 		}
 	}
-	for (i = 0; i < (size_t)sc->nstates * nc; i++) {
-		t = sc->delta[i];
-		sc->delta[i] = (t * nc) << 3 | (sc->out[t] != 0) |
-		    (sc->out[t] == 0 && sc->depth[t] <= 3 ? sc->depth[t] << 1 :
-		    0);
+	if ((sc->delta = malloc((size_t)nd * nc * sizeof(uint32_t))) == NULL)
+		goto nomem;
+	for (s = 0; s < sc->nstates; s++) {
+		sc->node[s].fail = fail[s];
+		sc->node[s].out = out[s];
+		sc->node[s].depth = depth[s];
+		if (sc->node[s].row != NOROW)
+			memcpy(sc->delta + sc->node[s].row, g + (size_t)s * nc,
+			    nc * sizeof(uint32_t));
 	}
+	free(g);
+	free(out);
+	free(depth);
+	free(nchild);
 	free(fail);
 	free(queue);
 	sc->compiled = 1;
 	return 0;
 nomem:
+	free(g);
+	free(out);
+	free(depth);
+	free(nchild);
 	free(fail);
 	free(queue);
-	free(sc->delta);
-	free(sc->out);
-	free(sc->depth);
+	free(sc->node);
 	free(sc->pre);
 	free(sc->shift);
-	sc->delta = sc->out = sc->depth = NULL;
+	sc->node = NULL;
 	sc->pre = sc->shift = NULL;
 	errno = ENOMEM;
 	return -1;
@@ -400,8 +503,7 @@ sbx_scrub_free(struct sbx_scrub *sc)
 	free(sc->pats);
 	free(sc->labels);
 	free(sc->delta);
-	free(sc->out);
-	free(sc->depth);
+	free(sc->node);
 	free(sc->pre);
 	free(sc->shift);
 	free(sc);
@@ -423,12 +525,46 @@ sbx_scrub_stream_release(struct sbx_scrub_stream *st)
 	if (st->hold.p != NULL)
 		explicit_bzero(st->hold.p, st->hold.cap);
 	sbx_buf_release(&st->hold);
+	sbx_buf_release(&st->out);
 }
 
 size_t
 sbx_scrub_held(const struct sbx_scrub_stream *st)
 {
 	return (size_t)(st->pos - st->base);
+}
+
+/*
+ * Output is gathered and passed to the sink once per write (a dense text
+ * has a redaction every few hundred bytes: a sink call, often a system
+ * call, for each piece cost more than the matching); long runs go
+ * straight through, and the buffer never grows past OUT_MAX.
+ */
+#define OUT_DIRECT	4096
+#define OUT_MAX		65536
+
+static int
+out_flush(struct sbx_scrub_stream *st)
+{
+	size_t	 n = st->out.len;
+
+	if (n == 0)
+		return 0;
+	st->out.len = 0;
+	return st->sink(st->arg, st->out.p, n);
+}
+
+static int
+emit(struct sbx_scrub_stream *st, const void *p, size_t n)
+{
+	if (n >= OUT_DIRECT) {
+		if (out_flush(st) == -1)
+			return -1;
+		return st->sink(st->arg, p, n);
+	}
+	if (sbx_buf_append(&st->out, p, n) == -1)
+		return -1;
+	return st->out.len >= OUT_MAX ? out_flush(st) : 0;
 }
 
 /*
@@ -444,11 +580,11 @@ emit_raw(struct sbx_scrub_stream *st, unsigned long long hbase,
 
 	if (a < cbase && a < b) {
 		x = b < cbase ? b : cbase;
-		if (st->sink(st->arg, st->hold.p + (a - hbase), x - a) == -1)
+		if (emit(st, st->hold.p + (a - hbase), x - a) == -1)
 			return -1;
 		a = x;
 	}
-	if (a < b && st->sink(st->arg, d + (a - cbase), b - a) == -1)
+	if (a < b && emit(st, d + (a - cbase), b - a) == -1)
 		return -1;
 	return 0;
 }
@@ -462,7 +598,7 @@ commit(struct sbx_scrub_stream *st, unsigned long long hbase,
 	if (emit_raw(st, hbase, st->base, st->span_s, d, cbase) == -1)
 		return -1;
 	label = st->sc->labels[st->sc->pats[st->span_pat].name];
-	if (st->sink(st->arg, label, strlen(label)) == -1)
+	if (emit(st, label, strlen(label)) == -1)
 		return -1;
 	st->base = st->span_e;
 	st->span = 0;
@@ -495,7 +631,7 @@ on_match(struct sbx_scrub_stream *st, uint32_t k, unsigned long long hbase,
 	if (st->span) {
 		/* Overlapping the pending span, or some longer pattern in
 		 * progress may still reach back into it: one span. */
-		safe = st->pos - sc->depth[st->state / sc->nclass];
+		safe = st->pos - sc->node[st->state].depth;
 		if (ms < st->span_e || safe < st->span_e) {
 			merge(st, ms, me, k);
 			return 0;
@@ -522,7 +658,7 @@ settle(struct sbx_scrub_stream *st, unsigned long long hbase,
 	const struct sbx_scrub	*sc = st->sc;
 	unsigned long long	 safe, lim;
 
-	safe = st->pos - sc->depth[st->state / sc->nclass];
+	safe = st->pos - sc->node[st->state].depth;
 	if (st->span && safe >= st->span_e && commit(st, hbase, d,
 	    cbase) == -1)
 		return -1;
@@ -555,9 +691,10 @@ sbx_scrub_write(struct sbx_scrub_stream *st, const void *data, size_t n)
 	struct sbx_scrub	*sc = st->sc;
 	const unsigned char	*d = data;
 	const uint32_t		*delta;
+	const struct node	*node, *nd;
 	const uint8_t		*cls, *pre, *shift;
 	unsigned long long	 cbase = st->pos, hbase = st->hbase;
-	uint32_t		 e;
+	uint32_t		 s, t, c;
 	size_t			 i;
 
 	if (sc == NULL || sc->nvals == 0)
@@ -566,20 +703,24 @@ sbx_scrub_write(struct sbx_scrub_stream *st, const void *data, size_t n)
 	if (!sc->compiled && sbx_scrub_compile(sc) == -1)
 		return -1;
 	delta = sc->delta;
+	node = sc->node;
 	cls = sc->cls;
 	pre = sc->pre;
 	shift = sc->shift;
-	e = st->state << 3;
+	s = st->state;
 	for (i = 0; i < n; i++) {
-		if (e == 0) {
+		if (s == 0) {
 			/* At the root no match is under way: skip what
 			 * cannot start one (see SHIFT_B, PRE_BITS). */
-			while (i + SBX_SCRUB_MIN <= n) {
+			i = skip_far(sc, d, i, n);
+			while (i + sc->win <= n) {
 				uint8_t k = shift[shift_hash(d + i +
-				    SBX_SCRUB_MIN - SHIFT_B)];
+				    sc->win - SHIFT_B)];
 				uint32_t h;
 				if (k != 0) {
 					i += k;
+					if (k == sc->smax)
+						i = skip_far(sc, d, i, n);
 					continue;
 				}
 				h = pre_hash(d + i);
@@ -590,35 +731,42 @@ sbx_scrub_write(struct sbx_scrub_stream *st, const void *data, size_t n)
 			if (i >= n)
 				break;
 		}
-		e = delta[(e >> 3) + cls[d[i]]];
-		if (__builtin_expect(e & 1, 0)) {
-			st->state = e >> 3;
+		c = cls[d[i]];
+		/* Down the chain links' failure links to a dense row. */
+		for (t = s; (nd = &node[t])->row == NOROW; t = nd->fail)
+			if (nd->next == c)
+				break;
+		s = nd->row == NOROW ? t + 1 : delta[nd->row + c];
+		nd = &node[s];
+		if (__builtin_expect(nd->out != 0, 0)) {
+			st->state = s;
 			st->pos = cbase + i + 1;
-			if (on_match(st, sc->out[st->state / sc->nclass] - 1,
-			    hbase, d, cbase) == -1)
+			if (on_match(st, nd->out - 1, hbase, d, cbase) == -1)
 				return -1;
-		} else if (e & 6) {
+		} else if (nd->depth - 1 < 3) {
 			/*
 			 * A short partial match, begun at p: when no pattern
 			 * starts there, none starts before i + 1 either
 			 * (depth <= 3 < SBX_SCRUB_MIN), so back to the root
 			 * and on from p + 1 (bytes scanned again: at most 3).
 			 */
-			size_t	 dd = (e >> 1) & 3, p;
+			size_t	 dd = nd->depth, p;
 			uint32_t h;
 
 			if (i + 1 >= dd && (p = i + 1 - dd) + 4 <= n) {
 				h = pre_hash(d + p);
 				if (!(pre[h >> 3] & (1u << (h & 7)))) {
-					e = 0;
+					s = 0;
 					i = p;
 				}
 			}
 		}
 	}
-	st->state = e >> 3;
+	st->state = s;
 	st->pos = cbase + n;
-	return settle(st, hbase, d, cbase, n);
+	if (settle(st, hbase, d, cbase, n) == -1)
+		return -1;
+	return out_flush(st);
 }
 
 int
@@ -633,7 +781,7 @@ sbx_scrub_flush(struct sbx_scrub_stream *st)
 	sbx_buf_reset(&st->hold);
 	st->base = st->hbase = st->pos;
 	st->state = 0;
-	return 0;
+	return out_flush(st);
 }
 
 static int

@@ -2,8 +2,8 @@
  * scrub.h: the streaming multi-pattern scrubber (secret values out of
  * every byte a sandbox prints).
  *
- * An automaton (Aho-Corasick, compiled to a dense table over the byte
- * classes the patterns use) over every form of every value: the raw bytes,
+ * An automaton (Aho-Corasick over the byte classes the patterns use,
+ * dense rows for the shallow states, chains for the deep ones) over every form of every value: the raw bytes,
  * standard and URL-safe base64 in the three alignments a value can have
  * inside a longer encoding, lower- and upper-case hex and percent-encoding.
  * A match is replaced by "[REDACTED:NAME]"; matches that overlap are
@@ -39,8 +39,9 @@ typedef int (*sbx_scrub_sink)(void *arg, const void *, size_t);
 
 struct sbx_scrub_stream {
 	struct sbx_scrub	*sc;
-	uint32_t		 state;		/* row offset in the table */
+	uint32_t		 state;		/* the automaton's state */
 	struct sbx_buf		 hold;		/* bytes from hbase, not passed */
+	struct sbx_buf		 out;		/* scrubbed, for the sink */
 	unsigned long long	 hbase;		/* offset of hold.p[0] */
 	unsigned long long	 base;		/* first byte not passed on */
 	unsigned long long	 pos;		/* bytes taken in */

@@ -91,6 +91,41 @@ b64(const unsigned char *v, size_t n, int url)
 	return o;
 }
 
+#define FILLER	"compiling src/main.c build ok GET /api/v1/items 200 done in " \
+	"0.13s | -> warning: error build ok compiling src/main.c done ok"
+
+static int
+counting_sink(void *arg, const void *p, size_t n)
+{
+	(*(size_t *)arg)++;
+	return 0;
+}
+
+/*
+ * A long text (over the scrubber's output buffer) of filler, 100 values
+ * and a long run with none, with the output it must give.
+ */
+static void
+long_text(struct sbx_buf *in, struct sbx_buf *want)
+{
+	char	 v[64];
+	size_t	 i, k;
+
+	for (i = 0; i < 1000; i++) {
+		k = i * 7 % 100;
+		snprintf(v, sizeof(v), "value-%03zu-%08zx", k, k * 2654435761u);
+		sbx_buf_printf(in, "GET /api/v1/items 200 ok token=%s in 0.%zus\n",
+		    v, i);
+		sbx_buf_printf(want, "GET /api/v1/items 200 ok token=[REDACTED:"
+		    "V%zu] in 0.%zus\n", k, i);
+		if (i == 500)
+			for (k = 0; k < 2000; k++) {
+				sbx_buf_puts(in, "compiling src/main.c ");
+				sbx_buf_puts(want, "compiling src/main.c ");
+			}
+	}
+}
+
 int
 main(void)
 {
@@ -249,6 +284,65 @@ main(void)
 		free(got);
 	}
 	ok(!bad, "100 values each found");
+	/* A long text through the fast paths (skipping, the output buffer,
+	 * long runs passed straight on), whole and in writes of any size. */
+	{
+		struct sbx_buf lin = SBX_BUF_INIT, lwant = SBX_BUF_INIT;
+		size_t steps[] = { 1, 5, 33, 4095, 65537 }, calls = 0, si;
+
+		long_text(&lin, &lwant);
+		ok(lin.len > 65536, "long text: %zu bytes", lin.len);
+		got = one(sc, lin.p);
+		ok(strcmp(got, lwant.p) == 0, "long text: whole");
+		free(got);
+		for (si = 0; si < sizeof(steps) / sizeof(steps[0]); si++) {
+			got = pieces(sc, lin.p, steps[si]);
+			ok(strcmp(got, lwant.p) == 0, "long text: writes of %zu",
+			    steps[si]);
+			free(got);
+		}
+		/* A short write with several values: one sink call. */
+		sbx_scrub_stream_init(&st, sc, counting_sink, &calls);
+		sbx_scrub_write(&st, lin.p, 1000);
+		is_int((int)calls, 1, "several redactions: one sink call a "
+		    "write");
+		sbx_scrub_stream_release(&st);
+		sbx_buf_release(&lin);
+		sbx_buf_release(&lwant);
+	}
+	/* A value at every offset in filler the skip moves fast over. */
+	bad = 0;
+	for (i = 0; i < 120; i++) {
+		char w[512];
+		snprintf(in, sizeof(in), "%.*svalue-007-%08zx%.*s", (int)i,
+		    FILLER, (size_t)7 * 2654435761u, (int)(120 - i), FILLER);
+		snprintf(w, sizeof(w), "%.*s[REDACTED:V7]%.*s", (int)i,
+		    FILLER, (int)(120 - i), FILLER);
+		got = one(sc, in);
+		if (strcmp(got, w) != 0) {
+			diag("offset %zu: %s", i, got);
+			bad = 1;
+		}
+		free(got);
+	}
+	ok(!bad, "a value at every offset in long filler");
+	sbx_scrub_free(sc);
+
+	/* Deep branches and failure links out of the chain states: values
+	 * sharing a long prefix, one begun inside a near miss of another. */
+	sc = sbx_scrub_new();
+	sbx_scrub_add(sc, "P1", "abcdefgh1234", 12);
+	sbx_scrub_add(sc, "P2", "abcdefgh5678", 12);
+	sbx_scrub_add(sc, "P3", "fgh12Xyz", 8);
+	check(sc, "x abcdefgh1234 y", "x [REDACTED:P1] y", "deep branch");
+	check(sc, "x abcdefgh5678 y", "x [REDACTED:P2] y", "deep branch, "
+	    "the other way");
+	check(sc, "abcdeabcdefgh5678", "abcde[REDACTED:P2]", "a value begun "
+	    "inside a near miss");
+	check(sc, "abcdefgh12Xyz", "abcde[REDACTED:P3]", "failure link from "
+	    "a chain into another value");
+	check(sc, "abcdefgh123 abcdefgh56", "abcdefgh123 abcdefgh56",
+	    "prefixes alone pass");
 	sbx_scrub_free(sc);
 
 	/* No values: a pass-through. */
