@@ -44,6 +44,7 @@ static const char usage_text[] =
 "                [--workdir-follow-symlinks] [--ro PATH]...\n"
 "                [--unprotect PATH]...\n"
 "                [--env NAME=VALUE]... [--timeout SECONDS] [--tty]\n"
+"                [--secret NAME]... [--no-secrets]\n"
 "                [--network none|proxy|outbound] [--allow-domain D]...\n"
 "                [--json] [--max-output BYTES] [--stdin inherit|null]\n"
 "                [--memory MIB] [--cpus N.N] [--pids N] [--disk MIB]\n"
@@ -76,7 +77,8 @@ enum {
 	OPT_MEMORY, OPT_CPUS, OPT_PIDS, OPT_DISK, OPT_WALL, OPT_NOFILE,
 	OPT_WORKDIR_FOLLOW,
 	OPT_FSIZE, OPT_SOFT, OPT_SECCOMP, OPT_ALLOW, OPT_STDIN, OPT_TIMEOUT,
-	OPT_REQUEST, OPT_ENVELOPE_FD, OPT_RO, OPT_UNPROTECT,
+	OPT_REQUEST, OPT_ENVELOPE_FD, OPT_RO, OPT_UNPROTECT, OPT_SECRET,
+	OPT_NO_SECRETS,
 };
 
 /* The run itself (S_RUN) and the job subcommands. */
@@ -119,6 +121,11 @@ static const struct sbx_opt rows[] = {
 	    "workdir (.git/hooks...; a warning says so)", S_RUN, 0 },
 	{ 'e', "env", 'e', SBX_OPT_REQ, "NAME=VALUE", NULL,
 	    "set a variable inside (repeatable)", S_RUN, 0 },
+	{ OPT_SECRET, "secret", 0, SBX_OPT_REQ, "NAME", "@text",
+	    "give the command only these of the agent's\n"
+	    "secrets (repeatable; default: all of them)", S_RUN, 0 },
+	{ OPT_NO_SECRETS, "no-secrets", 0, SBX_OPT_NONE, NULL, NULL,
+	    "give the command none of the agent's secrets", S_RUN, 0 },
 	{ OPT_TIMEOUT, "timeout", 't', SBX_OPT_REQ, "SECONDS", NULL,
 	    "kill the command after SECONDS without output\n"
 	    "(output a program buffers counts as silence);\n"
@@ -227,6 +234,9 @@ emit(json_t *env)
 {
 	char	*s;
 
+	/* The last line of defence: no string of an envelope (a message
+	 * quoting the command's output, a warning) carries a secret. */
+	sbx_scrub_json(X.secrets.scrub, env);
 	if (C.envelope_fd < 0) {
 		sbx_cmd_emit(env);
 		return;
@@ -283,7 +293,8 @@ run_option(int ch)
 {
 	return (ch < 256 && strchr("Cwetnbc", ch) != NULL) ||
 	    (ch >= OPT_MEMORY && ch <= OPT_STDIN) || ch == OPT_MAX_OUTPUT ||
-	    ch == OPT_RO || ch == OPT_UNPROTECT;
+	    ch == OPT_RO || ch == OPT_UNPROTECT || ch == OPT_SECRET ||
+	    ch == OPT_NO_SECRETS;
 }
 
 /* A limit option: the key of sbx_limits_set(). */
@@ -351,6 +362,11 @@ getopts(int argc, char *argv[], unsigned bit, int *code)
 		case 'v': C.verbose = 1; break;
 		case OPT_SOFT: R.soft_limits = 1; break;
 		case OPT_STDIN: R.stdin_mode = optarg; break;
+		case OPT_NO_SECRETS: R.no_secrets = 1; break;
+		case OPT_SECRET:
+			if (sbx_strv_push(&R.secrets, optarg) == -1)
+				return *code = SBX_EX_OSERR, -1;
+			break;
 		case OPT_SECCOMP: R.seccomp = optarg; break;
 		case OPT_REQUEST: C.request = optarg; break;
 		case OPT_ENVELOPE_FD: C.envelope_fd_arg = optarg; break;

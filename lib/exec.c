@@ -909,6 +909,14 @@ prep_env(struct sbx_exec *p)
 		sbx_strv_push(&env, "NO_PROXY=localhost,127.0.0.1,::1");
 		sbx_strv_push(&env, "no_proxy=localhost,127.0.0.1,::1");
 	}
+	/*
+	 * The agent's secrets: only ever in this memfd, which sbx-init
+	 * reads; never in bwrap's argv or environment nor in ours.  Names
+	 * are checked at `secret set` (none is reserved); --env, the
+	 * caller's explicit word for this run, still overrides one.
+	 */
+	for (i = 0; i < p->secrets.n; i++)
+		sbx_strv_push(&env, p->secrets.assign[i]);
 	for (i = 0; i < p->req->env.n; i++) {
 		if ((k = env_find(&env, p->req->env.v[i])) >= 0) {
 			free(env.v[k]);
@@ -919,9 +927,49 @@ prep_env(struct sbx_exec *p)
 	for (i = 0; i < env.n; i++)
 		sbx_buf_append(&b, env.v[i], strlen(env.v[i]) + 1);
 	fd = sbx_memfd_data("sbx-env", b.p ? b.p : "", b.len);
+	/* Copies of the values: wiped, not just freed. */
+	if (p->secrets.n > 0) {
+		for (i = 0; i < env.n; i++)
+			explicit_bzero(env.v[i], strlen(env.v[i]));
+		if (b.p != NULL)
+			explicit_bzero(b.p, b.cap);
+	}
 	sbx_buf_release(&b);
 	sbx_strv_release(&env);
 	return fd;
+}
+
+/*
+ * The agent's secrets (all, or those --secret names), when it has a store:
+ * a run without one pays one failed stat.  A store sealed with a
+ * passphrase is opened with $SBX_SECRET_PASSPHRASE.
+ */
+static int
+prep_secrets(struct sbx_exec *p, struct sbx_error *e)
+{
+	struct sbx_secret_auth	 a;
+	const char		*pw = getenv("SBX_SECRET_PASSPHRASE");
+	size_t			 i;
+	json_t			*w;
+
+	memset(&a, 0, sizeof(a));
+	if (pw != NULL && *pw != '\0') {
+		a.passphrase = pw;
+		a.passphrase_len = strlen(pw);
+	}
+	if (sbx_secret_load_env(p->root.fd, p->sb.agent, p->req->secrets.v,
+	    p->req->secrets.n, &a, &p->secrets, e) == -1) {
+		if (e->reason != NULL && (strcmp(e->reason, "wrong_key") == 0 ||
+		    strcmp(e->reason, "passphrase_required") == 0 ||
+		    strcmp(e->reason, "secret_store_unreadable") == 0) &&
+		    e->hint[0] == '\0')
+			sbx_error_hint(e, "sbx exec --no-secrets runs without "
+			    "them");
+		return -1;
+	}
+	json_array_foreach(p->secrets.warnings, i, w)
+		json_array_append(p->warnings, w);
+	return 0;
 }
 
 static int
@@ -1781,7 +1829,7 @@ sbx_exec_req_init(struct sbx_exec_req *q)
 	static const struct sbx_strv	 empty = SBX_STRV_INIT;
 
 	memset(q, 0, sizeof(*q));
-	q->env = q->allow = q->limit_keys = q->own = empty;
+	q->env = q->allow = q->limit_keys = q->own = q->secrets = empty;
 	q->unprotect = q->ro = q->xworkdirs = empty;
 	q->max_output_n = 1 << 20;
 	q->detach_fd = -1;
@@ -1793,6 +1841,7 @@ sbx_exec_req_release(struct sbx_exec_req *q)
 	sbx_strv_release(&q->env);
 	sbx_strv_release(&q->allow);
 	sbx_strv_release(&q->limit_keys);
+	sbx_strv_release(&q->secrets);
 	sbx_strv_release(&q->unprotect);
 	sbx_strv_release(&q->xworkdirs);
 	sbx_strv_release(&q->ro);
@@ -1871,6 +1920,17 @@ sbx_exec_validate(struct sbx_exec_req *q, struct sbx_error *e)
 	for (i = 0; i < q->env.n; i++)
 		if (sbx_env_assign_valid(q->env.v[i], e) == -1)
 			return -1;
+	if (q->no_secrets && q->secrets.n > 0) {
+		sbx_error_set(e, SBX_K_INVALID_ARGS, "secret",
+		    "secret_with_no_secrets", "--secret and --no-secrets "
+		    "exclude each other");
+		return -2;
+	}
+	for (i = 0; i < q->secrets.n; i++)
+		if (sbx_secret_name_valid(q->secrets.v[i], e) == -1) {
+			e->field = "secret";
+			return -1;
+		}
 	if (q->shell != NULL && *q->shell == '\0')
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "command", "empty",
 		    "argument `-c` is an empty string");
@@ -2023,6 +2083,8 @@ sbx_exec_prepare(struct sbx_exec *p, const struct sbx_exec_req *q,
 	if (strcmp(p->network, SBX_NET_PROXY) == 0)
 		if (prep_proxy(p, e) == -1)
 		return -1;
+	if (!q->no_secrets && prep_secrets(p, e) == -1)
+		return -1;
 	if ((p->env_fd = prep_env(p)) == -1 || sbx_sandbox_etc(&p->sb,
 	    p->run_uid, p->run_gid, &pw, &gr, &hosts) == -1) {
 		sbx_error_sys(e, "memfd_failed", "preparing the sandbox");
@@ -2129,6 +2191,7 @@ sbx_exec_run_setup(struct sbx_exec *p, struct sbx_run *r)
 	r->idle_timeout_ms = (long long)(p->req->timeout_s * 1000.0);
 	r->hold_stderr = 1;
 	r->signal_fd = sigpipe_fds[0];
+	r->scrub = p->secrets.scrub;
 }
 
 /* Does the command hide failures (a pipe, or stderr thrown away)? */
@@ -2451,8 +2514,8 @@ outcome_job(struct sbx_exec *p, struct sbx_exec_outcome *o)
  * clock ended it (124), a signal to sbx ended it (128+n), or it ran to
  * its end (its own status).
  */
-void
-sbx_exec_outcome(struct sbx_exec *p, struct sbx_exec_outcome *o)
+static void
+outcome_judge(struct sbx_exec *p, struct sbx_exec_outcome *o)
 {
 	struct sbx_run	*r = &p->run;
 	json_t		*res;
@@ -2547,6 +2610,37 @@ sbx_exec_outcome(struct sbx_exec *p, struct sbx_exec_outcome *o)
 	o->extra = extra_of(res, p->warnings);
 }
 
+/* A message of ours may quote the command (its set-up errors, a job's
+ * record): scrubbed like its output. */
+static void
+scrub_msg(struct sbx_scrub *sc, char *m, size_t size)
+{
+	char	*t;
+
+	if ((t = sbx_scrub_str(sc, m)) == NULL) {
+		snprintf(m, size, "(a message withheld: it could not be "
+		    "scrubbed of secrets)");
+		return;
+	}
+	snprintf(m, size, "%s", t);
+	free(t);
+}
+
+void
+sbx_exec_outcome(struct sbx_exec *p, struct sbx_exec_outcome *o)
+{
+	struct sbx_scrub	*sc = p->secrets.scrub;
+
+	outcome_judge(p, o);
+	if (sc == NULL)
+		return;
+	scrub_msg(sc, o->err.message, sizeof(o->err.message));
+	scrub_msg(sc, o->err.hint, sizeof(o->err.hint));
+	sbx_scrub_json(sc, o->result);
+	sbx_scrub_json(sc, o->extra);
+	sbx_scrub_json(sc, p->warnings);
+}
+
 void
 sbx_exec_outcome_release(struct sbx_exec_outcome *o)
 {
@@ -2582,6 +2676,7 @@ sbx_exec_release(struct sbx_exec *p)
 		free(p->xwd[i].mnt);
 	}
 	close_fd(&p->env_fd);
+	sbx_secret_env_release(&p->secrets);
 	close_fd(&p->passwd_fd);
 	close_fd(&p->group_fd);
 	close_fd(&p->hosts_fd);

@@ -30,6 +30,7 @@
 #include "run.h"
 #include "runlimits.h"
 #include "sandbox.h"
+#include "secret.h"
 
 enum sbx_exec_stdin {
 	SBX_EXEC_STDIN_AUTO,	/* null for a terminal under capture */
@@ -71,6 +72,8 @@ struct sbx_exec_req {
 	const char	*libexec;	/* where sbx-init is; NULL: beside us */
 	int		 detach_fd;	/* a descriptor of the caller's that a
 					 * job's supervisor closes, or -1 */
+	struct sbx_strv	 secrets;	/* --secret: these only (else all) */
+	int		 no_secrets;	/* --no-secrets */
 
 	/* parsed */
 	double		 timeout_s;
@@ -130,6 +133,10 @@ struct sbx_exec {
 	json_t			*warnings;
 	int			 tty_size_fd;	/* caller's terminal, or -1 */
 	char			*bwrap_line;	/* verbose: the command line */
+	/* The agent's secrets for this run (lib/secret.h): their values go
+	 * into the environment memfd only, and secrets.scrub (when some
+	 * value is long enough) filters every byte that comes out. */
+	struct sbx_secret_env	 secrets;
 
 	/* after sbx_exec_run */
 	struct sbx_run		 run;
@@ -158,7 +165,7 @@ void	sbx_exec_req_release(struct sbx_exec_req *);
  * env, timeout,
  * tty, network, allow_domain, command, shell, args, max_output, stdin,
  * memory, cpus, pids, disk, wall_timeout, nofile, file_size, soft_limits,
- * seccomp, background).  Unknown keys and wrong types are invalid_args.
+ * seccomp, background, secrets, no_secrets).  Unknown keys and wrong types are invalid_args.
  */
 int	sbx_exec_req_json(struct sbx_exec_req *, const json_t *,
 	    struct sbx_error *);

@@ -40,10 +40,12 @@ static const struct rkey {
 	{ "max_output",	R_NUM, NULL },
 	{ "memory",	R_LIMIT, "memory_mib" },
 	{ "network",	R_STR, NULL },
+	{ "no_secrets",	R_BOOL, NULL },
 	{ "nofile",	R_LIMIT, "nofile" },
 	{ "pids",	R_LIMIT, "pids" },
 	{ "ro",		R_STRV, NULL },
 	{ "seccomp",	R_STR, NULL },
+	{ "secrets",	R_STRV, NULL },
 	{ "shell",	R_STR, NULL },
 	{ "soft_limits", R_BOOL, NULL },
 	{ "stdin",	R_STR, NULL },
@@ -172,6 +174,7 @@ sbx_exec_req_json(struct sbx_exec_req *q, const json_t *o,
 	q->tty = BOOL("tty");
 	q->background = BOOL("background");
 	q->soft_limits = BOOL("soft_limits");
+	q->no_secrets = BOOL("no_secrets");
 	if ((v = json_object_get(o, "timeout")) != NULL &&
 	    (q->timeout = num_text(q, v)) == NULL)
 		return sbx_error_sys(e, "nomem", "request");
@@ -182,6 +185,9 @@ sbx_exec_req_json(struct sbx_exec_req *q, const json_t *o,
 #undef BOOL
 	json_array_foreach(json_object_get(o, "env"), i, it)
 		if (sbx_strv_push(&q->env, json_string_value(it)) == -1)
+			return sbx_error_sys(e, "nomem", "request");
+	json_array_foreach(json_object_get(o, "secrets"), i, it)
+		if (sbx_strv_push(&q->secrets, json_string_value(it)) == -1)
 			return sbx_error_sys(e, "nomem", "request");
 	json_array_foreach(json_object_get(o, "allow_domain"), i, it)
 		if (sbx_strv_push(&q->allow, json_string_value(it)) == -1)

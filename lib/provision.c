@@ -31,6 +31,7 @@
 #include "layout.h"
 #include "names.h"
 #include "provision.h"
+#include "secret.h"
 #include "root.h"
 #include "runlimits.h"
 #include "time.h"
@@ -1293,6 +1294,8 @@ sbx_provision_remove_targets(int rootfd, struct sbx_error *e)
 		if (strcmp(names[i], "workspace") != 0)
 			note(out, names[i]);
 	names_free(names);
+	/* Secrets go with agents/ and config/: said by name. */
+	sbx_secret_describe_stores(rootfd, out);
 	return out;
 }
 
@@ -1305,6 +1308,7 @@ sbx_provision_remove(int rootfd, json_t *removed, struct sbx_error *e)
 
 	if ((lockfd = sbx_provision_lock(rootfd, e)) == -1)
 		return -1;
+	sbx_secret_describe_stores(rootfd, removed);
 	if ((names = dir_names(rootfd, e)) == NULL)
 		goto out;
 	for (i = 0; names[i] != NULL; i++) {

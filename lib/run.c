@@ -165,6 +165,11 @@ struct stream {
 	int			 fd;
 	int			 sink;
 	struct sbx_capture	*cap;
+	struct sbx_run		*r;
+	int			 scrubbing;
+	struct sbx_scrub_stream	 sc;
+	long long		 held_at;	/* when bytes were held */
+	int			 lost;		/* the sink failed */
 };
 
 static int
@@ -173,6 +178,69 @@ sink_write(struct sbx_run *r, int fd, const char *buf, size_t n)
 	if (r->sink_write != NULL)
 		return r->sink_write(r->sink_arg, buf, n);
 	return sbx_write_all(fd, buf, n);
+}
+
+/* Output that is ready to leave: captured, and written to the sink. */
+static int
+deliver(void *arg, const void *p, size_t n)
+{
+	struct stream	*s = arg;
+	struct sbx_run	*r = s->r;
+
+	sbx_capture_add(s->cap, p, n);
+	if (s->sink >= 0 && sink_write(r, s->sink, p, n) == -1) {
+		/* Our reader went away: stop reading, so the command gets
+		 * EPIPE or SIGPIPE just as it would without sbx.  Any other
+		 * error (a full disk) is kept, for the outcome to say: the
+		 * command's output was lost, not delivered. */
+		if (errno != EPIPE && r->sink_errno == 0)
+			r->sink_errno = errno != 0 ? errno : EIO;
+		s->sink = -1;
+		s->lost = 1;
+	}
+	return 0;
+}
+
+/* Output from the sandbox: through the scrubber when there is one. */
+static void
+push(struct stream *s, const char *p, size_t n)
+{
+	if (!s->scrubbing) {
+		deliver(s, p, n);
+		return;
+	}
+	/* The scrubber fails only when its automaton cannot be built: the
+	 * output is then lost, never passed on unfiltered. */
+	if (sbx_scrub_write(&s->sc, p, n) == -1) {
+		if (s->r->sink_errno == 0)
+			s->r->sink_errno = errno != 0 ? errno : ENOMEM;
+		s->sink = -1;
+		s->lost = 1;
+	}
+	if (sbx_scrub_held(&s->sc) > 0)
+		s->held_at = sbx_now_ms();
+}
+
+static void
+scrub_flush(struct stream *s)
+{
+	if (s->scrubbing && sbx_scrub_held(&s->sc) > 0)
+		(void)sbx_scrub_flush(&s->sc);
+}
+
+static void
+stream_init(struct stream *s, struct sbx_run *r, int fd, int sink,
+    struct sbx_capture *cap)
+{
+	memset(s, 0, sizeof(*s));
+	s->fd = fd;
+	s->sink = sink;
+	s->cap = cap;
+	s->r = r;
+	if (r->scrub != NULL) {
+		s->scrubbing = 1;
+		sbx_scrub_stream_init(&s->sc, r->scrub, deliver, s);
+	}
 }
 
 static int
@@ -186,6 +254,7 @@ relay(struct sbx_run *r, struct stream *s, int is_err, char *buf, size_t bufsz)
 	if (n <= 0) {
 		close(s->fd);
 		s->fd = -1;
+		scrub_flush(s);
 		return 0;
 	}
 	if (is_err && !r->started && r->hold_stderr &&
@@ -193,15 +262,8 @@ relay(struct sbx_run *r, struct stream *s, int is_err, char *buf, size_t bufsz)
 		sbx_buf_append(&r->setup_err, buf, (size_t)n);
 		return 1;
 	}
-	sbx_capture_add(s->cap, buf, (size_t)n);
-	if (s->sink >= 0 && sink_write(r, s->sink, buf, (size_t)n) == -1) {
-		/* Our reader went away: stop reading, so the command gets
-		 * EPIPE or SIGPIPE just as it would without sbx.  Any other
-		 * error (a full disk) is kept, for the outcome to say: the
-		 * command's output was lost, not delivered. */
-		if (errno != EPIPE && r->sink_errno == 0)
-			r->sink_errno = errno != 0 ? errno : EIO;
-		s->sink = -1;
+	push(s, buf, (size_t)n);
+	if (s->lost && s->fd >= 0) {
 		close(s->fd);
 		s->fd = -1;
 	}
@@ -300,10 +362,7 @@ flush_held(struct sbx_run *r, struct stream *err)
 {
 	if (r->setup_err.len == 0)
 		return;
-	sbx_capture_add(err->cap, r->setup_err.p, r->setup_err.len);
-	if (err->sink >= 0)
-		(void)sink_write(r, err->sink, r->setup_err.p,
-		    r->setup_err.len);
+	push(err, r->setup_err.p, r->setup_err.len);
 	sbx_buf_reset(&r->setup_err);
 }
 
@@ -352,15 +411,9 @@ sbx_run_sandbox(struct sbx_run *r, struct sbx_error *e)
 	 * the loop polls waitpid() every 50 ms. */
 	pidfd = (int)syscall(SYS_pidfd_open, r->bwrap_pid, 0);
 
-	out.fd = po[0];
-	out.sink = r->out_fd;
-	out.cap = &r->out;
-	err.fd = pe[0];
-	err.sink = r->err_fd;
-	err.cap = &r->err;
-	tt.fd = -1;
-	tt.sink = r->out_fd;
-	tt.cap = &r->out;
+	stream_init(&out, r, po[0], r->out_fd, &r->out);
+	stream_init(&err, r, pe[0], r->err_fd, &r->err);
+	stream_init(&tt, r, -1, r->out_fd, &r->out);
 	stfd = ps[0];
 	po[0] = pe[0] = ps[0] = -1;
 
@@ -404,6 +457,20 @@ sbx_run_sandbox(struct sbx_run *r, struct sbx_error *e)
 			dl = start + r->wall_timeout_ms - now;
 		if (!reaped && pidfd < 0 && (dl < 0 || dl > 50))
 			dl = 50;
+		/* Held output goes out once its stream is quiet. */
+		for (i = 0; r->scrub != NULL && i < 3; i++) {
+			struct stream *hs = i == 0 ? &out : i == 1 ? &err : &tt;
+			long long hd;
+			if (sbx_scrub_held(&hs->sc) == 0)
+				continue;
+			hd = hs->held_at + SBX_SCRUB_IDLE_MS - now;
+			if (hd <= 0) {
+				scrub_flush(hs);
+				continue;
+			}
+			if (dl < 0 || hd < dl)
+				dl = hd;
+		}
 		if (dl < 0 && dl != -1)
 			dl = 0;
 
@@ -578,6 +645,27 @@ sbx_run_sandbox(struct sbx_run *r, struct sbx_error *e)
 			sbx_buf_reset(&r->setup_err);
 	} else {
 		flush_held(r, &err);
+	}
+	scrub_flush(&out);
+	scrub_flush(&err);
+	scrub_flush(&tt);
+	/* Set-up errors the caller reports itself: scrubbed too. */
+	if (r->scrub != NULL && r->setup_err.len > 0) {
+		struct sbx_buf	 sb = SBX_BUF_INIT;
+
+		if (sbx_scrub_buf(r->scrub, r->setup_err.p, r->setup_err.len,
+		    &sb) == 0) {
+			sbx_buf_release(&r->setup_err);
+			r->setup_err = sb;
+		} else {
+			sbx_buf_release(&sb);
+			sbx_buf_reset(&r->setup_err);
+		}
+	}
+	if (out.scrubbing) {
+		sbx_scrub_stream_release(&out.sc);
+		sbx_scrub_stream_release(&err.sc);
+		sbx_scrub_stream_release(&tt.sc);
 	}
 	if (r->started && r->exit_code < 0) {
 		/* sbx-init never reported: it was killed with the

@@ -8,6 +8,7 @@
 #include "capture.h"
 #include "error.h"
 #include "sandbox.h"
+#include "scrub.h"
 #include "time.h"
 
 /* Grace between SIGTERM to the whole sandbox and SIGKILL. */
@@ -57,6 +58,14 @@ struct sbx_run {
 	 */
 	int		  tty;
 	int		  tty_size_fd;
+	/*
+	 * When set, every byte of output (relayed, captured, logged, and
+	 * the set-up errors) goes through this first: secret values are
+	 * redacted.  Bytes that may start a value are held back until the
+	 * stream has been quiet for SBX_SCRUB_IDLE_MS.  NULL: no filter,
+	 * no cost.
+	 */
+	struct sbx_scrub *scrub;
 
 	/* out */
 	pid_t		  bwrap_pid;
