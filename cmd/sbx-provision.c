@@ -17,6 +17,7 @@
 
 #include <jansson.h>
 
+#include "agentset.h"
 #include "buf.h"
 #include "cli.h"
 #include "cmd.h"
@@ -415,25 +416,6 @@ open_root_existing(int inspect)
 
 /* ---- images ------------------------------------------------------------- */
 
-static json_t *
-image_warnings(const struct sbx_image_add *a)
-{
-	json_t	*w = json_array();
-	char	 msg[160];
-
-	if (a->dropped > 0) {
-		snprintf(msg, sizeof(msg), "%llu device nodes, FIFOs or "
-		    "sockets in the archive were dropped", a->dropped);
-		json_array_append_new(w, json_string(msg));
-	}
-	if (a->stripped > 0) {
-		snprintf(msg, sizeof(msg), "setuid, setgid or sticky bits were "
-		    "removed from %llu entries", a->stripped);
-		json_array_append_new(w, json_string(msg));
-	}
-	return w;
-}
-
 /* A progress bar on standard error, only when it is a terminal (and not
  * with -q): lib/download.c calls this as data arrives. */
 static struct {
@@ -552,7 +534,7 @@ do_image_add(void)
 	if ((downloaded = fd != -1))
 		close(fd);
 	SBX_LPATH(rel, SBX_L_IMAGE_ROOTFS, a.sha256);
-	w = image_warnings(&a);
+	w = sbx_agentset_image_warnings(&a);
 	if (O.json) {
 		res = json_pack("{s:s,s:s,s:b,s:o,s:I,s:I,s:I,s:I}", "digest",
 		    a.sha256, "path", rel, "present", a.present, "root",
@@ -781,158 +763,6 @@ do_image(void)
 	return do_image_verify();
 }
 
-/*
- * The agent's image and environment settings: sbx-managed state, in the
- * record agents/A/image.json (lib/imageref.h), never in
- * config/agents/A.json, which users edit (a rewrite of that file must not
- * unbind the image).  Under the provision lock: the record is written,
- * then the keys an older sbx kept in the config (`image`, `env`) are
- * removed from it, atomically.  digest "" unbinds.  With migrate set,
- * only an old config without a record is moved (digest and env are
- * ignored): provision does that on every run.
- */
-static int
-write_settings(struct sbx_provision *p, const char *digest, int env,
-    int migrate, struct sbx_error *e)
-{
-	json_t	*cfg;
-	char	 rel[128], name[64], cur[SBX_DIGEST_HEX + 1], *s;
-	int	 lock, dfd, rc = -1, r, cur_env;
-
-	if ((lock = sbx_provision_lock(p->rootfd, e)) == -1)
-		return -1;
-	SBX_LPATH(rel, SBX_L_AGENT_CONFIG, O.agent);
-	snprintf(name, sizeof(name), "%s.json", O.agent);
-	if (sbx_config_load(p->rootfd, rel, &cfg, e) == -1)
-		goto out;
-	if (migrate) {
-		if ((r = sbx_imageref_record(p->rootfd, O.agent, cur, &cur_env,
-		    e)) != 0 || cfg == NULL || (json_object_get(cfg, "image") ==
-		    NULL && json_object_get(cfg, "env") == NULL)) {
-			rc = r == -1 ? -1 : 0;
-			json_decref(cfg);
-			goto out;
-		}
-		if (sbx_imageref_of(-1, cfg, rel, O.agent, cur, &cur_env,
-		    e) == -1) {
-			json_decref(cfg);
-			goto out;
-		}
-		digest = cur;
-		env = cur_env;
-	}
-	if (sbx_imageref_record_write(p->rootfd, O.agent, digest, env,
-	    e) == -1) {
-		json_decref(cfg);
-		goto out;
-	}
-	if (cfg == NULL || (json_object_get(cfg, "image") == NULL &&
-	    json_object_get(cfg, "env") == NULL)) {
-		json_decref(cfg);
-		rc = 0;
-		goto out;
-	}
-	json_object_del(cfg, "image");
-	json_object_del(cfg, "env");
-	s = sbx_envelope_dump(cfg);
-	json_decref(cfg);
-	if (s == NULL) {
-		sbx_error_sys(e, "nomem", "agent settings");
-		goto out;
-	}
-	if ((dfd = sbx_layout_open(p->rootfd, SBX_L_CONFIG_AGENTS, NULL,
-	    O_RDONLY | O_DIRECTORY, e)) != -1) {
-		rc = sbx_write_atomic(dfd, name, s, strlen(s), 0600, e);
-		close(dfd);
-	}
-	free(s);
-out:
-	close(lock);
-	return rc;
-}
-
-/* What --image, --env and --no-env did, for the envelope. */
-struct settled {
-	char		 digest[SBX_DIGEST_HEX + 1];	/* "" none */
-	int		 env;		/* the agent has (asked for) one */
-	int		 made;		/* sbx_rootfs_create ran */
-	struct sbx_rootfs	 x;
-	json_t		*removed;
-};
-
-/*
- * Bind the agent to an image (--image; `none` unbinds) and give it its
- * own environment (--env) or take it away (--no-env).  An agent that has
- * an environment keeps one across a rebinding: it is made again from the
- * new image.  Unbinding removes it.
- */
-static int
-settle(struct sbx_provision *p, struct settled *st, struct sbx_error *e)
-{
-	char	 cur[SBX_DIGEST_HEX + 1];
-	int	 r, had_env = 0;
-
-	memset(st, 0, sizeof(*st));
-	st->removed = json_array();
-	st->x.evicted = json_array();
-	st->x.warnings = json_array();
-	/* The current settings (a malformed image setting is replaced when
-	 * --image is given). */
-	r = sbx_imageref_agent_env(p->rootfd, O.agent, cur, &had_env, e);
-	if (r == -1 && O.image == NULL)
-		return -1;
-	if (r != 1)
-		cur[0] = '\0';
-	if (O.image == NULL)
-		memcpy(st->digest, cur, sizeof(cur));
-	else if (strcmp(O.image, "none") != 0 &&
-	    sbx_imagestore_resolve(p->rootfd, O.image, 1, st->digest, e) == -1)
-		return -1;
-	st->env = O.env || (had_env && !O.no_env);
-	if (O.env && st->digest[0] == '\0')
-		return sbx_error_set(e, SBX_K_INVALID_ARGS, "env", "no_image",
-		    "agent %s is not bound to an image: an environment is a "
-		    "copy of one; give --image NAME with --own-rootfs",
-		    O.agent);
-	if (st->digest[0] == '\0')
-		st->env = 0;
-	if (write_settings(p, st->digest, st->env, 0, e) == -1)
-		return -1;
-	if (st->env) {
-		st->x.agent = O.agent;
-		st->x.digest = st->digest;
-		if (sbx_rootfs_limits(p->rootfd, &st->x.max_envs, e) == -1 ||
-		    sbx_rootfs_create(p->rootfd, &st->x, e) == -1)
-			return -1;
-		st->made = 1;
-	} else if (had_env || O.no_env)
-		return sbx_rootfs_remove(p->rootfd, O.agent, st->removed, e);
-	return 0;
-}
-
-static void
-settled_release(struct settled *st)
-{
-	json_decref(st->removed);
-	json_decref(st->x.evicted);
-	json_decref(st->x.warnings);
-}
-
-/* {path, digest, present, replaced, clone, files, bytes, clone_us} */
-static json_t *
-env_json(const struct settled *st)
-{
-	char	 rel[96];
-
-	SBX_LPATH(rel, SBX_L_ENV_ROOTFS, O.agent);
-	return json_pack("{s:s,s:s,s:b,s:b,s:s,s:I,s:I,s:I}", "path", rel,
-	    "digest", st->digest, "present", st->x.present, "replaced",
-	    st->x.replaced, "clone", st->x.clone ? st->x.clone : "copy",
-	    "files", (json_int_t)st->x.files, "bytes",
-	    (json_int_t)st->x.bytes, "clone_us", (json_int_t)(st->x.clone_ms *
-	    1000.0));
-}
-
 /* ---- provision ---------------------------------------------------------- */
 
 /* As root, sandboxes run as another uid, which bwrap needs to walk down to
@@ -1014,7 +844,7 @@ do_provision(void)
 	struct sbx_provision	 p;
 	struct sbx_error	 e;
 	struct stat		 st;
-	struct settled		 set;
+	struct sbx_agentset	 set;
 	char			*token_file = NULL;
 	json_t			*res, *v, *uwarn, *new_user;
 	size_t			 i;
@@ -1059,10 +889,11 @@ do_provision(void)
 	check_reachable(&p);
 	settling = O.image != NULL || O.env || O.no_env;
 	/* An old config's image binding moves into the record. */
-	if (!settling && write_settings(&p, "", 0, 1, &e) == -1)
+	if (!settling && sbx_agentset_write(&p, O.agent, "", 0, 1, &e) == -1)
 		fail(&e);
 	memset(&set, 0, sizeof(set));
-	if (settling && settle(&p, &set, &e) == -1)
+	if (settling && sbx_agentset_settle(&p, O.agent, O.image,
+	    O.env, O.no_env, &set, &e) == -1)
 		fail(&e);
 	json_array_extend(p.warnings, set.x.warnings);
 	json_array_extend(p.warnings, uwarn);
@@ -1079,7 +910,7 @@ do_provision(void)
 			json_object_set_new(res, "image", set.digest[0] ?
 			    json_string(set.digest) : json_null());
 			json_object_set_new(res, "env", set.made ?
-			    env_json(&set) : json_null());
+			    sbx_agentset_env_json(O.agent, &set) : json_null());
 			json_object_set(res, "evicted", set.x.evicted);
 			json_object_set(res, "removed", set.removed);
 		}
@@ -1118,7 +949,7 @@ do_provision(void)
 	free(token_file);
 	json_decref(new_user);
 	if (settling)
-		settled_release(&set);
+		sbx_agentset_release(&set);
 	sbx_provision_release(&p);
 	return 0;
 }
@@ -1151,92 +982,6 @@ print_item(json_t *it)
 	else if (strcmp(state, "ok") == 0 && json_object_get(it, "mode"))
 		snprintf(extra, sizeof(extra), " (%s)", item_str(it, "mode"));
 	printf("  %-14s %s%s\n", tag, item_str(it, "path"), extra);
-}
-
-/*
- * What the agent's runs will use: its image (by name when one names it,
- * else the short digest) and environment, from the record sbx keeps, and
- * its network mode and allowlist from the settings users edit.  A bound
- * image that is gone or damaged, a revoked agent or settings a run would
- * refuse make the agent not ready (*ok = 0), each with its repair in
- * `problems`.
- */
-static json_t *
-agent_summary(int rootfd, int *ok, json_t *problems)
-{
-	struct sbx_error	 e;
-	json_t			*res, *cfg = NULL, *list, *it, *img = json_null();
-	const json_t		*v;
-	const char		*name = NULL;
-	char			 rel[128], digest[SBX_DIGEST_HEX + 1];
-	char			 net[16] = "none";
-	size_t			 i, nallow = 0;
-	int			 r, env = 0, fd;
-
-	*ok = 1;
-	res = json_object();
-	if (rootfd < 0)
-		return res;
-	SBX_LPATH(rel, SBX_L_AGENT_CONFIG, O.agent);
-	if (sbx_config_load(rootfd, rel, &cfg, &e) == -1) {
-		*ok = 0;
-		json_array_append_new(problems, json_pack("{s:s,s:s,s:s,s:s}",
-		    "path", rel, "state", "invalid", "message", e.message,
-		    "repair", "correct it with `sbx config`"));
-	}
-	if ((v = json_object_get(cfg, "network")) != NULL &&
-	    json_is_string(v))
-		snprintf(net, sizeof(net), "%s", json_string_value(v));
-	if ((v = json_object_get(cfg, "allowed_domains")) != NULL &&
-	    json_is_array(v))
-		nallow = json_array_size(v);
-	r = sbx_imageref_of(rootfd, cfg, rel, O.agent, digest, &env, &e);
-	json_decref(cfg);
-	if (r == -1) {
-		*ok = 0;
-		json_array_append_new(problems, json_pack("{s:s,s:s,s:s,s:s}",
-		    "path", "agents/", "state", "invalid", "message",
-		    e.message, "repair", e.hint));
-	} else if (r == 1) {
-		list = sbx_imagestore_list(rootfd, &e);
-		json_array_foreach(list, i, it)
-			if (strcmp(json_string_value(json_object_get(it,
-			    "digest")), digest) == 0)
-				name = json_string_value(json_array_get(
-				    json_object_get(it, "names"), 0));
-		img = json_pack("{s:s,s:s?}", "digest", digest, "name", name);
-		json_decref(list);
-		if ((fd = sbx_imageref_open(rootfd, digest, &e)) >= 0) {
-			close(fd);
-			json_object_set_new(img, "present", json_true());
-		} else {
-			*ok = 0;
-			json_object_set_new(img, "present", json_false());
-			json_array_append_new(problems, json_pack(
-			    "{s:s+,s:s,s:s,s:s}", "path", "images/", digest,
-			    "state", e.reason, "message", e.message, "repair",
-			    e.hint));
-		}
-	}
-	if ((r = sbx_provision_revoked(rootfd, O.agent, &e)) != 0) {
-		char	 hint[128];
-
-		*ok = 0;
-		snprintf(hint, sizeof(hint), "restore it with `sbx provision "
-		    "--agent %s`", O.agent);
-		json_array_append_new(problems, json_pack("{s:s+++,s:s,s:s,"
-		    "s:s}", "path", "agents/", O.agent, "/",
-		    SBX_REVOKED_MARKER, "state", "unprovisioned", "message",
-		    "the agent was unprovisioned (its token is revoked)",
-		    "repair", hint));
-	}
-	json_object_set_new(res, "image", img);
-	json_object_set_new(res, "env", json_boolean(r >= 0 && env));
-	json_object_set_new(res, "network", json_string(net));
-	json_object_set_new(res, "allowed_domains", json_integer(
-	    (json_int_t)nallow));
-	json_object_set_new(res, "unprovisioned", json_boolean(r == 1));
-	return res;
 }
 
 /* The agent's settings, and the repair of each problem found in them. */
@@ -1310,7 +1055,8 @@ do_status(void)
 			json_array_append_new(problems, json_pack("{s:s,s:s}",
 			    "path", path, "state", state));
 	}
-	summary = agent_summary(rootfd, &agent_ok, problems);
+	summary = sbx_agentset_summary(rootfd, O.agent, &agent_ok,
+	    problems);
 	ready = ready && agent_ok;
 	if (O.json) {
 		res = json_pack("{s:s,s:o,s:b,s:b,s:o,s:o,s:o,s:o,s:o,s:o}",
