@@ -136,6 +136,16 @@ $(B)/libexec/sbx/sbx-%: $(B)/cmd/sbx-%.o $(CMD_COMMON) $(LIBSBX)
 # own, linked into sbx-exec and the front-end.
 $(B)/libexec/sbx/sbx-exec: $(B)/cmd/exec-jobs.o
 
+# sbx provision's commands (provision, image, status and list, unprovision,
+# reset and remove) are files of their own, linked into sbx-provision (before
+# the library, whose members they pull in).
+$(B)/libexec/sbx/sbx-provision: $(B)/cmd/sbx-provision.o \
+    $(B)/cmd/provision-agent.o $(B)/cmd/provision-image.o \
+    $(B)/cmd/provision-status.o $(B)/cmd/provision-remove.o $(CMD_COMMON) \
+    $(LIBSBX)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_ALL)
+
 # sbx-exec starts every sandbox: linked statically (static-pie) it pays no
 # dynamic loading (about 1.4 ms a run on the reference machine).  It reads
 # /etc/passwd itself (lib/users.c), so no NSS module is ever needed.
@@ -184,9 +194,12 @@ $(B)/tests/unit/t-config: LIBS_ALL += $(CARES_LIBS)
 
 # The init must not depend on anything but libc, statically; no sanitizers
 # (their runtimes are not available statically).
-$(INIT): cmd/sbx-init.c cmd/initguard.c cmd/initguard.h lib/initproto.h
+INIT_SRC = cmd/sbx-init.c cmd/init-setup.c cmd/init-guard.c cmd/init-guard-path.c \
+    cmd/init-guard-serve.c
+$(INIT): $(INIT_SRC) cmd/initguard.h cmd/init-int.h cmd/init-guard-int.h \
+    lib/initproto.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(OPT) $(WARN) -D_FORTIFY_SOURCE=2 -fstack-protector-strong -static -o $@ cmd/sbx-init.c cmd/initguard.c
+	$(CC) $(CPPFLAGS) $(OPT) $(WARN) -D_FORTIFY_SOURCE=2 -fstack-protector-strong -static -o $@ $(INIT_SRC)
 
 $(B)/tests/unit/t-%: tests/unit/t-%.c tests/unit/tap.h $(LIBSBX)
 	@mkdir -p $(dir $@)

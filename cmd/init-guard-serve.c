@@ -1,0 +1,449 @@
+/*
+ * init-guard-serve.c: sbx-init's guard (see cmd/init-guard.c): pid 1
+ * answering each notification of the filter, performing the approved call
+ * on the checked directory itself, and checking unix socket peers.
+ */
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "initguard.h"
+#include "initproto.h"
+
+#include "init-guard-int.h"
+
+static void
+answer(int nfd, uint64_t id, long long val, int err)
+{
+	struct seccomp_notif_resp	 resp;
+
+	memset(&resp, 0, sizeof(resp));
+	resp.id = id;
+	resp.val = val;
+	resp.error = err ? -err : 0;
+	(void)ioctl(nfd, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+}
+
+static int
+still_valid(int nfd, uint64_t id)
+{
+	return ioctl(nfd, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;
+}
+
+/* Resolve and check a destination name; EROFS when it is protected. */
+static int
+dest(int status_fd, pid_t pid, int dirfd, const char *path, int follow,
+    int *dfd, char name[NAME_MAX + 1], int *slash)
+{
+	char	 full[PATH_MAX];
+
+	if (resolve(pid, dirfd, path, follow, dfd, name, slash) == -1)
+		return -1;
+	if (blocked(*dfd, name)) {
+		if (dir_path(*dfd, name, full, sizeof(full)) == 0)
+			report_path(status_fd, SBX_INIT_W_FSDENY, full);
+		close(*dfd);
+		*dfd = -1;
+		return errno = EROFS, -1;
+	}
+	return 0;
+}
+
+static int
+sock_type(pid_t pid, unsigned long ino)
+{
+	char		 p[64], line[512];
+	FILE		*f;
+	unsigned long	 i;
+	unsigned	 type;
+	int		 t = -1;
+
+	snprintf(p, sizeof(p), "/proc/%d/net/unix", (int)pid);
+	if ((f = fopen(p, "re")) == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "%*s %*s %*s %*s %x %*s %lu", &type, &i) ==
+		    2 && i == ino) {
+			t = (int)type;
+			break;
+		}
+	fclose(f);
+	return t;
+}
+
+static int
+fd_flags(pid_t pid, int fd)
+{
+	char		 p[64], line[128];
+	FILE		*f;
+	int		 fl = 0;
+
+	snprintf(p, sizeof(p), "/proc/%d/fdinfo/%d", (int)pid, fd);
+	if ((f = fopen(p, "re")) == NULL)
+		return 0;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (strncmp(line, "flags:", 6) == 0)
+			fl = (int)strtol(line + 6, NULL, 8);
+	fclose(f);
+	return fl;
+}
+
+static int
+sock_allowed(const struct stat *st)
+{
+	int	 i;
+
+	for (i = 0; i < nsocks; i++)
+		if (socks[i].dev == (unsigned long long)st->st_dev &&
+		    socks[i].ino == (unsigned long long)st->st_ino)
+			return 1;
+	return 0;
+}
+
+/*
+ * connect(fd, addr, len) on a unix socket, done here and the socket put
+ * in the caller's slot.  Other sockets: the kernel's own call, which an
+ * address swapped in memory cannot turn into a unix connect (the family
+ * is the socket's).
+ */
+static void
+serve_connect(int nfd, struct seccomp_notif *req, int mfd, int status_fd)
+{
+	struct seccomp_notif_addfd	 add;
+	struct sockaddr_un		 sun;
+	struct ucred			 cr;
+	struct stat			 st, pst;
+	socklen_t			 crl = sizeof(cr), len;
+	char				 p[64], path[PATH_MAX];
+	int				 fd = (int)req->data.args[0], type;
+	int				 s = -1, cwd = -1, here = -1, fl, rc;
+	int				 err = 0, have_st = 0;
+
+	snprintf(p, sizeof(p), "/proc/%d/fd/%d", (int)req->pid, fd);
+	if (stat(p, &st) == -1 || !S_ISSOCK(st.st_mode) ||
+	    (type = sock_type(req->pid, (unsigned long)st.st_ino)) < 0) {
+		struct seccomp_notif_resp resp;
+
+		memset(&resp, 0, sizeof(resp));
+		resp.id = req->id;
+		resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+		(void)ioctl(nfd, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+		return;
+	}
+	len = (socklen_t)req->data.args[2];
+	if (len > sizeof(sun) || len < sizeof(sa_family_t)) {
+		answer(nfd, req->id, -1, EINVAL);
+		return;
+	}
+	memset(&sun, 0, sizeof(sun));
+	if (pread(mfd, &sun, len, (off_t)req->data.args[1]) != (ssize_t)len) {
+		answer(nfd, req->id, -1, EFAULT);
+		return;
+	}
+	if (sun.sun_family != AF_UNIX) {
+		answer(nfd, req->id, -1, EINVAL);
+		return;
+	}
+	fl = fd_flags(req->pid, fd);
+	if ((s = socket(AF_UNIX, type | SOCK_CLOEXEC | ((fl & O_NONBLOCK) ?
+	    SOCK_NONBLOCK : 0), 0)) == -1) {
+		answer(nfd, req->id, -1, errno);
+		return;
+	}
+	/* A relative path is the caller's: resolve it from its cwd. */
+	snprintf(p, sizeof(p), "/proc/%d/cwd", (int)req->pid);
+	if ((cwd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC)) == -1 ||
+	    (here = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC)) == -1 ||
+	    fchdir(cwd) == -1) {
+		err = errno;
+		goto out;
+	}
+	if (len > sizeof(sa_family_t) && sun.sun_path[0] != '\0') {
+		snprintf(path, sizeof(path), "%.*s", (int)sizeof(sun.sun_path),
+		    sun.sun_path);
+		have_st = stat(path, &pst) == 0;
+	} else
+		snprintf(path, sizeof(path), "@abstract");
+	if (!still_valid(nfd, req->id)) {
+		err = ENOENT;
+		goto out;
+	}
+	rc = connect(s, (struct sockaddr *)&sun, len);
+	if (rc == -1 && errno != EINPROGRESS) {
+		err = errno;
+		goto out;
+	}
+	if (rc == -1)
+		err = EINPROGRESS;
+	/*
+	 * The peer's pid, as the sandbox's pid namespace sees it: 0 for a
+	 * listener outside the sandbox.  A datagram socket has no peer
+	 * credentials: outside unless allowed, refused.
+	 */
+	if (sun.sun_path[0] != '\0' && !(have_st && sock_allowed(&pst)) &&
+	    (type == SOCK_DGRAM || getsockopt(s, SOL_SOCKET, SO_PEERCRED,
+	    &cr, &crl) == -1 || cr.pid == 0)) {
+		if (path[0] == '/')
+			report_path(status_fd, SBX_INIT_W_SOCKDENY, path);
+		else {
+			char full[PATH_MAX];
+			if (dir_path(cwd, path, full, sizeof(full)) == 0)
+				report_path(status_fd, SBX_INIT_W_SOCKDENY,
+				    full);
+		}
+		err = EACCES;
+		goto out;
+	}
+	memset(&add, 0, sizeof(add));
+	add.id = req->id;
+	add.flags = SECCOMP_ADDFD_FLAG_SETFD;
+	add.srcfd = (unsigned)s;
+	add.newfd = (unsigned)fd;
+	add.newfd_flags = (fl & O_CLOEXEC) ? O_CLOEXEC : 0;
+	if (ioctl(nfd, SECCOMP_IOCTL_NOTIF_ADDFD, &add) == -1)
+		err = errno;
+out:
+	if (here >= 0) {
+		(void)!fchdir(here);
+		close(here);
+	}
+	if (cwd >= 0)
+		close(cwd);
+	if (s >= 0)
+		close(s);
+	answer(nfd, req->id, err ? -1 : 0, err);
+}
+
+void
+guard_serve(int nfd, int status_fd)
+{
+	static struct seccomp_notif	 *req;
+	static struct seccomp_notif_sizes sz;
+	struct seccomp_notif_addfd	  add;
+	char				  path[PATH_MAX], path2[PATH_MAX];
+	char	  name[NAME_MAX + 1], name2[NAME_MAX + 1];
+	char	  p[64];
+	uint64_t *a;
+	mode_t	  um, old;
+	pid_t	  pid;
+	int	  mfd = -1, dfd = -1, dfd2 = -1, fd = -1;
+	int	  nr, err = 0, slash, slash2, flags;
+	long long val = 0;
+
+	if (req == NULL) {
+		if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sz) == -1)
+			sz.seccomp_notif = sizeof(*req);
+		if (sz.seccomp_notif < sizeof(*req))
+			sz.seccomp_notif = sizeof(*req);
+		if ((req = calloc(1, sz.seccomp_notif)) == NULL)
+			return;
+	}
+	memset(req, 0, sz.seccomp_notif);
+	if (ioctl(nfd, SECCOMP_IOCTL_NOTIF_RECV, req) == -1)
+		return;
+	pid = (pid_t)req->pid;
+	nr = req->data.nr;
+	a = (uint64_t *)req->data.args;
+	snprintf(p, sizeof(p), "/proc/%d/mem", (int)pid);
+	/* Fail closed: a caller whose memory cannot be read (it made
+	 * itself undumpable) cannot create names. */
+	if ((mfd = open(p, O_RDONLY | O_CLOEXEC)) == -1 ||
+	    !still_valid(nfd, req->id)) {
+		err = mfd == -1 ? EPERM : ENOENT;
+		goto done;
+	}
+	if (nr == SYS_connect) {
+		serve_connect(nfd, req, mfd, status_fd);
+		close(mfd);
+		return;
+	}
+	um = caller_umask(pid);
+	switch (nr) {
+	case SYS_open:
+	case SYS_openat:
+	case SYS_creat: {
+		int	 dirfd = nr == SYS_openat ? (int)a[0] : AT_FDCWD;
+		mode_t	 mode;
+
+		if (read_str(mfd, nr == SYS_openat ? a[1] : a[0], path,
+		    sizeof(path)) == -1)
+			goto fail;
+		flags = nr == SYS_creat ? O_CREAT | O_WRONLY | O_TRUNC :
+		    (int)(nr == SYS_openat ? a[2] : a[1]);
+		mode = (mode_t)(nr == SYS_openat ? a[3] : nr == SYS_creat ?
+		    a[1] : a[2]);
+		if (dest(status_fd, pid, dirfd, path, !(flags & (O_EXCL |
+		    O_NOFOLLOW)), &dfd, name, &slash) == -1)
+			goto fail;
+		if (slash)
+			goto isdir;
+		old = umask(um);
+		/* The last name was resolved above: a symlink swapped in
+		 * now is refused, not followed.  Never a controlling
+		 * terminal for pid 1; never blocking pid 1 on a FIFO. */
+		fd = openat(dfd, name, (flags & ~O_CLOEXEC) | O_CLOEXEC |
+		    O_NOCTTY | ((flags & O_EXCL) ? 0 : O_NOFOLLOW) |
+		    O_NONBLOCK, mode);
+		umask(old);
+		if (fd == -1) {
+			maybe_report(status_fd, dfd, name, errno);
+			goto fail;
+		}
+		if (!(flags & O_NONBLOCK))
+			(void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) &
+			    ~O_NONBLOCK);
+		memset(&add, 0, sizeof(add));
+		add.id = req->id;
+		add.flags = SECCOMP_ADDFD_FLAG_SEND;
+		add.srcfd = (unsigned)fd;
+		add.newfd_flags = (flags & O_CLOEXEC) ? O_CLOEXEC : 0;
+		/* Answered by the kernel with the new descriptor. */
+		if (ioctl(nfd, SECCOMP_IOCTL_NOTIF_ADDFD, &add) == -1) {
+			err = errno;
+			goto done;
+		}
+		close(fd);
+		close(dfd);
+		close(mfd);
+		return;
+	}
+	case SYS_mkdir:
+	case SYS_mkdirat:
+	case SYS_mknod:
+	case SYS_mknodat: {
+		int	 at = nr == SYS_mkdirat || nr == SYS_mknodat;
+
+		if (read_str(mfd, a[at], path, sizeof(path)) == -1)
+			goto fail;
+		if (dest(status_fd, pid, at ? (int)a[0] : AT_FDCWD, path, 0,
+		    &dfd, name, &slash) == -1)
+			goto fail;
+		old = umask(um);
+		if (nr == SYS_mkdir || nr == SYS_mkdirat)
+			val = mkdirat(dfd, name, (mode_t)a[at + 1]);
+		else if (slash) {
+			umask(old);
+			goto isdir;
+		} else
+			val = mknodat(dfd, name, (mode_t)a[at + 1],
+			    (dev_t)a[at + 2]);
+		umask(old);
+		if (val == -1) {
+			maybe_report(status_fd, dfd, name, errno);
+			goto fail;
+		}
+		break;
+	}
+	case SYS_symlink:
+	case SYS_symlinkat:
+		if (read_str(mfd, a[0], path2, sizeof(path2)) == -1 ||
+		    read_str(mfd, a[nr == SYS_symlinkat ? 2 : 1], path,
+		    sizeof(path)) == -1)
+			goto fail;
+		if (dest(status_fd, pid, nr == SYS_symlinkat ? (int)a[1] :
+		    AT_FDCWD, path, 0, &dfd, name, &slash) == -1)
+			goto fail;
+		if ((val = symlinkat(path2, dfd, name)) == -1) {
+			maybe_report(status_fd, dfd, name, errno);
+			goto fail;
+		}
+		break;
+	case SYS_link:
+	case SYS_linkat: {
+		int	 at = nr == SYS_linkat, lflags = at ? (int)a[4] : 0;
+		int	 ofd;
+
+		if (read_str(mfd, a[at ? 3 : 1], path, sizeof(path)) == -1 ||
+		    read_str(mfd, a[at ? 1 : 0], path2, sizeof(path2)) == -1)
+			goto fail;
+		if (dest(status_fd, pid, at ? (int)a[2] : AT_FDCWD, path, 0,
+		    &dfd, name, &slash) == -1)
+			goto fail;
+		if (at && (lflags & AT_EMPTY_PATH) && path2[0] == '\0') {
+			/* linkat(fd, "", ...): the caller's open file. */
+			snprintf(path2, sizeof(path2), "/proc/%d/fd/%d",
+			    (int)pid, (int)a[0]);
+			val = linkat(AT_FDCWD, path2, dfd, name,
+			    AT_SYMLINK_FOLLOW);
+		} else {
+			if ((ofd = base_fd(pid, at ? (int)a[0] : AT_FDCWD,
+			    path2)) == -1)
+				goto fail;
+			val = linkat(ofd, path2, dfd, name, lflags &
+			    AT_SYMLINK_FOLLOW);
+			err = errno;
+			close(ofd);
+			errno = err;
+			err = 0;
+		}
+		if (val == -1) {
+			maybe_report(status_fd, dfd, name, errno);
+			goto fail;
+		}
+		break;
+	}
+	case SYS_rename:
+	case SYS_renameat:
+	case SYS_renameat2: {
+		int	 at = nr != SYS_rename;
+		unsigned rflags = nr == SYS_renameat2 ? (unsigned)a[4] : 0;
+
+		if (read_str(mfd, a[at ? 1 : 0], path2, sizeof(path2)) ==
+		    -1 || read_str(mfd, a[at ? 3 : 1], path, sizeof(path)) ==
+		    -1)
+			goto fail;
+		if (dest(status_fd, pid, at ? (int)a[2] : AT_FDCWD, path, 0,
+		    &dfd, name, &slash) == -1)
+			goto fail;
+		/* An exchange creates both names. */
+		if ((rflags & RENAME_EXCHANGE ? dest(status_fd, pid, at ?
+		    (int)a[0] : AT_FDCWD, path2, 0, &dfd2, name2, &slash2) :
+		    resolve(pid, at ? (int)a[0] : AT_FDCWD, path2, 0, &dfd2,
+		    name2, &slash2)) == -1)
+			goto fail;
+		if ((val = (long long)syscall(SYS_renameat2, dfd2, name2, dfd,
+		    name, rflags)) == -1) {
+			maybe_report(status_fd, dfd, name, errno);
+			goto fail;
+		}
+		break;
+	}
+	default:
+		err = ENOSYS;
+		goto done;
+	}
+	goto done;
+isdir:
+	err = EISDIR;
+	goto done;
+fail:
+	err = errno ? errno : EPERM;
+	val = -1;
+done:
+	if (fd >= 0)
+		close(fd);
+	if (dfd >= 0)
+		close(dfd);
+	if (dfd2 >= 0)
+		close(dfd2);
+	if (mfd >= 0)
+		close(mfd);
+	answer(nfd, req->id, err ? -1 : val, err);
+}

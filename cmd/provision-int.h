@@ -1,0 +1,71 @@
+/*
+ * provision-int.h: what the files of sbx-provision share: the options,
+ * the state root, and the output helpers of cmd/sbx-provision.c, which
+ * parses and dispatches to the subcommands in cmd/provision-*.c.
+ * Internal to that program.
+ */
+#ifndef SBX_PROVISION_INT_H
+#define SBX_PROVISION_INT_H
+
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "error.h"
+#include "root.h"
+
+#define PROG	"sbx-provision"
+
+struct prov_opts {
+	const char	*agent;
+	const char	*home;
+	const char	*sub;		/* NULL: provision */
+	const char	*image;		/* --image */
+	int		 env;		/* --own-rootfs */
+	int		 no_env;	/* --no-own-rootfs */
+	const char	*old_flag;	/* --env or --no-env was used */
+	int		 no_create_user;	/* --no-create-user */
+	const char	*sha256;
+	const char	*name;
+	const char	*pos[3];	/* image ACTION [ARG] */
+	int		 npos;
+	int		 agent_given;
+	int		 yes;
+	int		 force;
+	int		 json;
+	int		 quiet;
+	int		 verbose;
+};
+
+extern struct prov_opts	 O;
+extern const char	*tool;
+extern struct sbx_root	 root;
+
+void	usage(const char *why) __attribute__((noreturn));
+void	emit(json_t *env);
+void	fail_extra(struct sbx_error *e, int code, json_t *extra)
+	    __attribute__((noreturn));
+void	fail(struct sbx_error *e) __attribute__((noreturn));
+void	print_line(FILE *f, const char *prefix, const char *s,
+	    const char *suffix);
+void	print_list(const char *label, json_t *arr);
+void	print_warnings(json_t *warnings);
+json_t	*root_json(void);
+int	open_root_existing(int inspect);
+
+/* cmd/provision-agent.c */
+int	do_provision(void);
+/* cmd/provision-image.c */
+int	do_image_add(void);
+int	do_image_list(void);
+int	do_image_rm(void);
+int	do_image_verify(void);
+/* cmd/provision-status.c */
+int	do_status(void);
+int	do_list(void);
+/* cmd/provision-remove.c */
+int	do_unprovision(void);
+int	do_reset(void);
+int	do_remove(void);
+
+#endif

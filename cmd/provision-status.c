@@ -1,0 +1,215 @@
+/*
+ * provision-status.c: sbx provision status and list: the checklist of the state root
+ * and the agent's settings (lib/agentset.c), rendered.  Part of
+ * sbx-provision (cmd/sbx-provision.c parses).
+ */
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "agentset.h"
+#include "buf.h"
+#include "cli.h"
+#include "cmd.h"
+#include "download.h"
+#include "envelope.h"
+#include "fsutil.h"
+#include "image.h"
+#include "imageref.h"
+#include "imagestore.h"
+#include "layout.h"
+#include "manifest.h"
+#include "names.h"
+#include "opts.h"
+#include "provision.h"
+#include "root.h"
+#include "rootfs.h"
+#include "runlimits.h"
+#include "time.h"
+#include "users.h"
+#include "utf8.h"
+
+#include "provision-int.h"
+
+/* ---- status ------------------------------------------------------------- */
+
+static const char *
+item_str(json_t *it, const char *key)
+{
+	const char	*s = json_string_value(json_object_get(it, key));
+
+	return s ? s : "";
+}
+
+/* One checklist line: `  [ok]          run (0711)`.  Paths are the
+ * layout's own, with a validated agent name: nothing to escape. */
+static void
+print_item(json_t *it)
+{
+	const char	*state = item_str(it, "state");
+	char		 tag[32], extra[64];
+
+	if (strcmp(state, "present") == 0)
+		state = "ok";
+	snprintf(tag, sizeof(tag), "[%s]", state);
+	extra[0] = '\0';
+	if (strcmp(state, "wrong_mode") == 0)
+		snprintf(extra, sizeof(extra), " (mode %s, want %s)",
+		    item_str(it, "mode"), item_str(it, "want_mode"));
+	else if (strcmp(state, "ok") == 0 && json_object_get(it, "mode"))
+		snprintf(extra, sizeof(extra), " (%s)", item_str(it, "mode"));
+	printf("  %-14s %s%s\n", tag, item_str(it, "path"), extra);
+}
+
+/* The agent's settings, and the repair of each problem found in them. */
+static void
+print_summary(json_t *sum, json_t *problems)
+{
+	const json_t	*img = json_object_get(sum, "image");
+	json_t		*it;
+	const char	*name, *digest, *rep;
+	size_t		 i;
+
+	if (json_object_size(sum) == 0)
+		return;
+	name = json_string_value(json_object_get(img, "name"));
+	digest = json_string_value(json_object_get(img, "digest"));
+	if (digest == NULL)
+		printf("  image          none (host system directories)\n");
+	else
+		printf("  image          %s%s%.12s%s%s\n", name ? name : "",
+		    name ? " (" : "", digest, name ? ")" : "",
+		    json_is_true(json_object_get(img, "present")) ? "" :
+		    " MISSING");
+	printf("  env            %s\n", json_is_true(json_object_get(sum,
+	    "env")) ? "yes (its own copy of the image)" : "no");
+	print_line(stdout, "  network        ", json_string_value(
+	    json_object_get(sum, "network")), "");
+	printf("  allowlist      %lld domain%s\n",
+	    json_integer_value(json_object_get(sum, "allowed_domains")),
+	    json_integer_value(json_object_get(sum, "allowed_domains")) == 1 ?
+	    "" : "s");
+	json_array_foreach(problems, i, it) {
+		if ((rep = json_string_value(json_object_get(it, "repair"))) ==
+		    NULL)
+			continue;
+		print_line(stdout, "  [problem]      ", json_string_value(
+		    json_object_get(it, "message")), "");
+		print_line(stdout, "                 repair: ", rep, "");
+	}
+}
+
+int
+do_status(void)
+{
+	struct sbx_error	 e;
+	json_t			*items, *warnings, *it, *res;
+	json_t			*present, *missing, *wrong_mode, *problems;
+	json_t			*summary;
+	const char		*state, *path;
+	size_t			 i;
+	int			 rootfd, ready, agent_ok;
+
+	rootfd = open_root_existing(1);
+	warnings = json_array();
+	if ((items = sbx_provision_status(rootfd, O.agent, &ready, warnings,
+	    &e)) == NULL)
+		fail(&e);
+	present = json_array();
+	missing = json_array();
+	wrong_mode = json_array();
+	problems = json_array();
+	json_array_foreach(items, i, it) {
+		state = json_string_value(json_object_get(it, "state"));
+		path = json_string_value(json_object_get(it, "path"));
+		if (strcmp(state, "present") == 0)
+			json_array_append_new(present, json_string(path));
+		else if (strcmp(state, "missing") == 0)
+			json_array_append_new(missing, json_string(path));
+		else if (strcmp(state, "wrong_mode") == 0)
+			json_array_append_new(wrong_mode, json_string(path));
+		else
+			json_array_append_new(problems, json_pack("{s:s,s:s}",
+			    "path", path, "state", state));
+	}
+	summary = sbx_agentset_summary(rootfd, O.agent, &agent_ok,
+	    problems);
+	ready = ready && agent_ok;
+	if (O.json) {
+		res = json_pack("{s:s,s:o,s:b,s:b,s:o,s:o,s:o,s:o,s:o,s:o}",
+		    "agent", O.agent, "root", root_json(), "exists",
+		    rootfd >= 0, "ready", ready, "items", items, "present",
+		    present, "missing", missing, "wrong_mode", wrong_mode,
+		    "problems", problems, "settings", summary);
+		emit(sbx_envelope_ok(tool, res, warnings));
+		return ready ? 0 : SBX_EX_NEGATIVE;
+	}
+	if (!O.quiet) {
+		print_line(stdout, "state root ", root.path, "");
+		printf("agent %s\n", O.agent);
+		json_array_foreach(items, i, it)
+			print_item(it);
+		print_summary(summary, problems);
+		print_warnings(warnings);
+		if (ready)
+			printf("ready\n");
+		else
+			printf("not ready: %zu missing, %zu with a wrong mode, "
+			    "%zu other problems; `sbx provision` creates and "
+			    "repairs what it can\n", json_array_size(missing),
+			    json_array_size(wrong_mode),
+			    json_array_size(problems));
+	}
+	json_decref(items);
+	json_decref(warnings);
+	json_decref(present);
+	json_decref(missing);
+	json_decref(wrong_mode);
+	json_decref(problems);
+	json_decref(summary);
+	return ready ? 0 : SBX_EX_NEGATIVE;
+}
+
+/* ---- list --------------------------------------------------------------- */
+
+int
+do_list(void)
+{
+	struct sbx_error	 e;
+	json_t			*agents, *a;
+	size_t			 i;
+	int			 rootfd;
+
+	rootfd = open_root_existing(0);
+	if ((agents = sbx_provision_list(rootfd, &e)) == NULL)
+		fail(&e);
+	if (O.json) {
+		emit(sbx_envelope_ok(tool, json_pack("{s:o,s:o}", "agents",
+		    agents, "root", root_json()), NULL));
+		return 0;
+	}
+	if (!O.quiet) {
+		printf("%-32s  %-5s  %-4s  %s\n", "AGENT", "TOKEN", "HOME",
+		    "CONFIG");
+		json_array_foreach(agents, i, a) {
+			printf("%-32s  %-5s  %-4s  %s\n", json_string_value(
+			    json_object_get(a, "agent")),
+			    json_is_true(json_object_get(a, "token")) ? "yes" :
+			    "no", json_is_true(json_object_get(a, "home")) ?
+			    "yes" : "no", json_is_true(json_object_get(a,
+			    "config")) ? "yes" : "no");
+		}
+	}
+	json_decref(agents);
+	return 0;
+}
