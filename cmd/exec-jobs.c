@@ -1,6 +1,7 @@
 /*
  * exec-jobs.c: sbx exec ps, poll, wait, kill and gc: lib/jobsup's answers
- * rendered as text or envelopes.  Linked into sbx-exec and the front-end.
+ * rendered as text or envelopes; and a run's warnings and failure, for
+ * people.  Linked into sbx-exec and the front-end.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include "cli.h"
 #include "cmd.h"
 #include "envelope.h"
+#include "exec.h"
 #include "exec-jobs.h"
 #include "jobsup.h"
 #include "names.h"
@@ -227,3 +229,70 @@ exec_jobs(const struct exec_jobs *J)
 	return n;
 }
 
+/* ---- a run's outcome, for people ---------------------------------------- */
+
+void
+exec_print_warnings(json_t *w, int quiet)
+{
+	size_t	 i;
+
+	if (quiet)
+		return;
+	for (i = 0; i < json_array_size(w); i++)
+		fprintf(stderr, "%s: warning: %s\n", PROG,
+		    json_string_value(json_array_get(w, i)));
+}
+
+void
+exec_say_outcome(const struct sbx_error *err, json_t *warnings, int quiet)
+{
+	const char	*r = err->reason != NULL ? err->reason : "";
+	struct sbx_buf	 b = SBX_BUF_INIT;
+
+	if (strcmp(r, "memory_limit") == 0) {
+		exec_print_warnings(warnings, quiet);
+		if (!quiet)
+			fprintf(stderr, "%s: %s\n", PROG, err->message);
+	} else if (strcmp(r, "interrupted") == 0) {
+		if (!quiet)
+			fprintf(stderr, "%s: %s\n", PROG, err->message);
+	} else if (strcmp(r, "idle_timeout") == 0 ||
+	    strcmp(r, "wall_time") == 0) {
+		exec_print_warnings(warnings, quiet);
+		fprintf(stderr, "%s: %s\n", PROG, err->message);
+	} else if (sbx_cli_error_text(PROG, err, &b) == 0)
+		fputs(b.p, stderr);
+	sbx_buf_release(&b);
+}
+
+/* The outcome of a run: the denials (violations, freed), the job id
+ * (background), warnings and failure for people; the envelope (of the
+ * tool name) through out when it is not NULL (json or --envelope-fd).  The result and extra
+ * of o are consumed. */
+void
+exec_render_outcome(struct sbx_exec_outcome *o, char *violations,
+    json_t *warnings, const char *job, int json, int quiet,
+    void (*out)(json_t *), const char *name)
+{
+	if (violations != NULL) {
+		fprintf(stderr, "sbx: %s\n", violations);
+		free(violations);
+	}
+	if (o->ok) {
+		exec_print_warnings(warnings, quiet || json);
+		if (job != NULL && !json)
+			printf("%s\n", job);
+		if (out != NULL)
+			out(sbx_envelope_ok(name, o->result,
+			    json_incref(warnings)));
+		o->result = NULL;
+	} else {
+		if (!json)
+			exec_say_outcome(&o->err, warnings, quiet);
+		if (out != NULL)
+			out(sbx_envelope_err(name, &o->err, o->extra));
+		else
+			json_decref(o->extra);
+		o->extra = NULL;
+	}
+}

@@ -6,7 +6,6 @@
  * render.  Built into the front-end as cmd_exec() (-DSBX_BUILTIN), and a
  * program of its own with the main() at the end.
  */
-#include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
@@ -18,19 +17,14 @@
 #include <jansson.h>
 
 #include "buf.h"
-#include "cgroup.h"
 #include "cli.h"
 #include "cmd.h"
 #include "envelope.h"
 #include "exec-jobs.h"
 #include "exec.h"
 #include "fsutil.h"
-#include "jobsup.h"
-#include "names.h"
 #include "opts.h"
-#include "root.h"
 #include "sandbox.h"
-#include "utf8.h"
 
 #define PROG	"sbx-exec"
 
@@ -275,18 +269,6 @@ usage_err(const struct sbx_error *e)
 	return SBX_EX_USAGE;
 }
 
-static void
-print_warnings(json_t *w)
-{
-	size_t	 i;
-	json_t	*v;
-
-	if (C.quiet || C.json)
-		return;
-	json_array_foreach(w, i, v)
-		fprintf(stderr, "%s: warning: %s\n", PROG, json_string_value(v));
-}
-
 /* Options that only a run takes (not a subcommand, nor --request). */
 static int
 run_option(int ch)
@@ -522,59 +504,6 @@ check_args(struct sbx_error *e)
 	return 0;
 }
 
-/* --request FILE|-: one request envelope, into R.  Exit 65 when bad. */
-static int
-read_request(struct sbx_error *e)
-{
-	int	 fd, rc;
-
-	fd = strcmp(C.request, "-") == 0 ? 0 : open(C.request, O_RDONLY |
-	    O_CLOEXEC | O_NOCTTY);
-	if (fd == -1)
-		return sbx_error_set(e, SBX_K_INVALID_ARGS, "request",
-		    "unreadable", "cannot read the request %s: %s", C.request,
-		    strerror(errno));
-	rc = sbx_exec_req_read(&R, fd, REQUEST_MAX, e);
-	if (fd != 0)
-		close(fd);
-	if (rc == -1)
-		return -1;
-	/* Standard input carried the request: the command gets none. */
-	if (fd == 0 && R.stdin_mode != NULL &&
-	    strcmp(R.stdin_mode, "inherit") == 0)
-		return sbx_error_set(e, SBX_K_INVALID_ARGS, "stdin",
-		    "stdin_consumed", "request: `stdin` cannot be inherit when "
-		    "the request is read from standard input");
-	if (fd == 0)
-		R.stdin_mode = "null";
-	return 0;
-}
-
-/* A failed run, for people (the envelope is the same for all). */
-static void
-say_outcome(const struct sbx_exec_outcome *o)
-{
-	const char	*r = o->err.reason != NULL ? o->err.reason : "";
-	struct sbx_buf	 b = SBX_BUF_INIT;
-
-	if (C.json)
-		return;
-	if (strcmp(r, "memory_limit") == 0) {
-		print_warnings(X.warnings);
-		if (!C.quiet)
-			fprintf(stderr, "%s: %s\n", PROG, o->err.message);
-	} else if (strcmp(r, "interrupted") == 0) {
-		if (!C.quiet)
-			fprintf(stderr, "%s: %s\n", PROG, o->err.message);
-	} else if (strcmp(r, "idle_timeout") == 0 ||
-	    strcmp(r, "wall_time") == 0) {
-		print_warnings(X.warnings);
-		fprintf(stderr, "%s: %s\n", PROG, o->err.message);
-	} else if (sbx_cli_error_text(PROG, &o->err, &b) == 0)
-		fputs(b.p, stderr);
-	sbx_buf_release(&b);
-}
-
 /* Prepare, run, judge and render one run. */
 static int
 run(void)
@@ -584,14 +513,8 @@ run(void)
 	char			*v;
 	int			 rc;
 
-	if (sbx_sandbox_inside()) {
-		sbx_error_set(&e, SBX_K_REJECTED, NULL, "nested_sandbox",
-		    "sbx is running inside an sbx sandbox; nested sandboxes "
-		    "are not supported");
-		sbx_error_hint(&e, "run sbx on the host; inside, the command "
-		    "is already sandboxed");
+	if (sbx_sandbox_refuse_nested(&e) == -1)
 		return report(&e, SBX_EX_FAILED, NULL);
-	}
 	R.capture = C.json;
 	R.verbose = C.verbose;
 	R.detach_fd = C.envelope_fd;
@@ -609,27 +532,10 @@ run(void)
 	fflush(NULL);
 	if (sbx_exec_run(&X, &e) == -1)
 		return report(&e, SBX_EX_FAILED, NULL);
-	if (!C.json && !C.quiet && (v = sbx_exec_violations_text(&X)) != NULL) {
-		fprintf(stderr, "sbx: %s\n", v);
-		free(v);
-	}
+	v = C.json || C.quiet ? NULL : sbx_exec_violations_text(&X);
 	sbx_exec_outcome(&X, &o);
-	if (o.ok) {
-		print_warnings(X.warnings);
-		if (R.background && !C.json)
-			printf("%s\n", X.job);
-		if (C.json || C.envelope_fd >= 0)
-			emit(sbx_envelope_ok(tool, o.result,
-			    json_incref(X.warnings)));
-		o.result = NULL;
-	} else {
-		say_outcome(&o);
-		if (C.json || C.envelope_fd >= 0)
-			emit(sbx_envelope_err(tool, &o.err, o.extra));
-		else
-			json_decref(o.extra);
-		o.extra = NULL;
-	}
+	exec_render_outcome(&o, v, X.warnings, R.background ? X.job : NULL,
+	    C.json, C.quiet, C.json || C.envelope_fd >= 0 ? emit : NULL, tool);
 	sbx_exec_outcome_release(&o);
 	return o.code;
 }
@@ -677,7 +583,8 @@ cmd_exec(int argc, char *argv[])
 		tool = exec_jobs_tool(C.sub);
 		return (rc = exec_jobs(&J)) == -1 ? usage_err(NULL) : rc;
 	}
-	if (C.request != NULL && read_request(&e) == -1)
+	if (C.request != NULL && sbx_exec_req_load(&R, C.request, REQUEST_MAX,
+	    &e) == -1)
 		return report(&e, SBX_EX_DATAERR, NULL);
 	return run();
 }

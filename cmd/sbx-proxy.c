@@ -349,71 +349,6 @@ cmd_status(struct sbx_root *root, int stop)
 	return 0;
 }
 
-/*
- * check --resolve: the addresses of an allowed name, judged as the proxy
- * judges them (sbx_np_addrs_check, after its `resolve` overrides or its
- * resolver).  Sets *why, *status and refused (the address refused) when
- * the real run would refuse; appends one line per address to lines.
- */
-static json_t *
-check_addresses(const struct sbx_proxy_config *pcfg,
-    const struct sbx_netpolicy *pol, const char *host, const char **why,
-    int *status, char *refused, size_t rsize, struct sbx_buf *lines)
-{
-	struct sockaddr_storage		 ss[16];
-	socklen_t			 lens[16];
-	const struct sbx_np_override	*ov;
-	struct sbx_error		 e;
-	const struct sockaddr		*sa;
-	const char			*r;
-	json_t				*a, *o;
-	char				 t[INET6_ADDRSTRLEN], by[300];
-	int				 i, n, bad;
-
-	memset(&e, 0, sizeof(e));
-	if ((ov = sbx_np_override(pol, host)) != NULL) {
-		memcpy(&ss[0], &ov->addr, sizeof(ss[0]));
-		lens[0] = ov->addrlen;
-		n = 1;
-	} else if ((n = sbx_proxy_lookup(pcfg, host, ss, lens, 16, &e)) <=
-	    0) {
-		/* What the proxy answers: 502 resolve_failed. */
-		if (n == -1 && !O.quiet && !O.json)
-			fprintf(stderr, "%s: %s\n", PROG, e.message);
-		*why = "resolve_failed";
-		*status = 502;
-		return json_array();
-	}
-	a = json_array();
-	for (i = 0; i < n; i++) {
-		sa = (const struct sockaddr *)(const void *)&ss[i];
-		sbx_np_addr_text(sa, t, sizeof(t));
-		r = sbx_np_addr_check(pol, host, sa, by, sizeof(by));
-		o = json_pack("{s:s,s:s,s:s,s:b}", "address", t, "class",
-		    sbx_np_addr_reason(sa) != NULL ? sbx_np_addr_reason(sa) :
-		    "global", "range", sbx_np_addr_class(sa), "allowed",
-		    r == NULL);
-		if (by[0] != '\0')
-			json_object_set_new(o, "allowed_by", json_string(by));
-		json_array_append_new(a, o);
-		sbx_buf_printf(lines, "\n  %s: %s", t,
-		    sbx_np_addr_reason(sa) != NULL ? sbx_np_addr_reason(sa) :
-		    "global");
-		if (strcmp(sbx_np_addr_class(sa), "global") != 0)
-			sbx_buf_printf(lines, " (%s)", sbx_np_addr_class(sa));
-		if (by[0] != '\0')
-			sbx_buf_printf(lines, ", allowed by %s", by);
-		else if (r != NULL)
-			sbx_buf_puts(lines, ", refused");
-	}
-	if ((*why = sbx_np_addrs_check(pol, host, ss, n, &bad)) != NULL) {
-		*status = 403;
-		sbx_np_addr_text((const struct sockaddr *)(const void *)
-		    &ss[bad], refused, rsize);
-	}
-	return a;
-}
-
 static int
 cmd_check(struct sbx_root *root, const char *target)
 {
@@ -471,9 +406,13 @@ cmd_check(struct sbx_root *root, const char *target)
 	else
 		status = 200;
 	/* As the proxy: a name the policy refuses is never resolved. */
-	if (why == NULL && O.resolve)
-		addrs = check_addresses(&pcfg, &pol, norm, &why, &status,
-		    refused, sizeof(refused), &lines);
+	if (why == NULL && O.resolve) {
+		addrs = sbx_proxy_check_addresses(&pcfg, &pol, norm, &why,
+		    &status, refused, sizeof(refused), &lines, &e);
+		/* What the proxy answers: 502 resolve_failed. */
+		if (e.kind != NULL && !O.quiet && !O.json)
+			fprintf(stderr, "%s: %s\n", PROG, e.message);
+	}
 	sbx_np_free(&pol);
 	sbx_proxy_config_release(&pcfg);
 	res = json_pack("{s:s,s:s,s:i,s:s,s:i}", "agent", O.agent, "host",

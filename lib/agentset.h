@@ -46,9 +46,8 @@ void	 sbx_agentset_release(struct sbx_agentset *);
 /* {path, digest, present, replaced, clone, files, bytes, clone_us} */
 json_t	*sbx_agentset_env_json(const char *agent, const struct sbx_agentset *);
 
-/* What the agent's runs will use; *ok = 0 with repairs in problems when
- * it is not ready. */
-json_t	*sbx_agentset_summary(int rootfd, const char *agent, int *ok,
-	    json_t *problems);
+/* What the runs of the agent (the string) under the root (the fd) will
+ * use; *ok = 0 with repairs in problems when it is not ready. */
+json_t	*sbx_agentset_summary(int, const char *, int *ok, json_t *problems);
 
 #endif

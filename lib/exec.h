@@ -173,6 +173,10 @@ int	sbx_exec_req_json(struct sbx_exec_req *, const json_t *,
  * refused: sbx_json_parse) into req; invalid_args when it is bad. */
 int	sbx_exec_req_read(struct sbx_exec_req *, int fd, size_t cap,
 	    struct sbx_error *);
+/* --request PATH: sbx_exec_req_read of the file, or of standard input
+ * ("-"), which then is not the command's (its stdin is "null"). */
+int	sbx_exec_req_load(struct sbx_exec_req *, const char *path, size_t cap,
+	    struct sbx_error *);
 /*
  * Check a request without touching the system: 0, or -1 with e.  A
  * request that no run could ever satisfy as written (options that

@@ -8,6 +8,7 @@
  * values, as it does the options'.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -262,4 +263,32 @@ sbx_exec_req_read(struct sbx_exec_req *q, int fd, size_t cap,
 	rc = sbx_exec_req_json(q, o, e);
 	json_decref(o);
 	return rc;
+}
+
+int
+sbx_exec_req_load(struct sbx_exec_req *q, const char *path, size_t cap,
+    struct sbx_error *e)
+{
+	int	 fd, rc;
+
+	fd = strcmp(path, "-") == 0 ? 0 : open(path, O_RDONLY | O_CLOEXEC |
+	    O_NOCTTY);
+	if (fd == -1)
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "request",
+		    "unreadable", "cannot read the request %s: %s", path,
+		    strerror(errno));
+	rc = sbx_exec_req_read(q, fd, cap, e);
+	if (fd != 0)
+		close(fd);
+	if (rc == -1)
+		return -1;
+	/* Standard input carried the request: the command gets none. */
+	if (fd == 0 && q->stdin_mode != NULL &&
+	    strcmp(q->stdin_mode, "inherit") == 0)
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "stdin",
+		    "stdin_consumed", "request: `stdin` cannot be inherit when "
+		    "the request is read from standard input");
+	if (fd == 0)
+		q->stdin_mode = "null";
+	return 0;
 }

@@ -79,6 +79,15 @@ int	 sbx_proxy_policy(const struct sbx_proxy_config *,
 int	 sbx_proxy_lookup(const struct sbx_proxy_config *, const char *host,
 	    struct sockaddr_storage *addrs, socklen_t *lens, int max,
 	    struct sbx_error *);
+/* sbx proxy check --resolve: the addresses of host judged as the proxy
+ * judges them, [{address, class, range, allowed[, allowed_by]}]; *why,
+ * *status and refused set when a run would refuse, one line per address
+ * appended to lines, err set when the lookup failed. */
+struct sbx_buf;
+json_t	*sbx_proxy_check_addresses(const struct sbx_proxy_config *,
+	    const struct sbx_netpolicy *, const char *host, const char **why,
+	    int *status, char *refused, size_t rsize, struct sbx_buf *lines,
+	    struct sbx_error *err);
 
 /* Serve until told to stop or idle for idle_exit_ms.  listen_fd is the
  * bound, listening control socket; rootfd the state root. */

@@ -81,6 +81,19 @@ sbx_sandbox_inside(void)
 	    memcmp(buf, SBX_IN_INIT, sizeof(SBX_IN_INIT)) == 0;
 }
 
+int
+sbx_sandbox_refuse_nested(struct sbx_error *e)
+{
+	if (!sbx_sandbox_inside())
+		return 0;
+	sbx_error_set(e, SBX_K_REJECTED, NULL, "nested_sandbox", "sbx is "
+	    "running inside an sbx sandbox; nested sandboxes are not "
+	    "supported");
+	sbx_error_hint(e, "run sbx on the host; inside, the command is "
+	    "already sandboxed");
+	return -1;
+}
+
 const char *
 sbx_sandbox_ca_bundle(const struct sbx_sandbox *sb)
 {

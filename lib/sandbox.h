@@ -77,6 +77,9 @@ int	sbx_sandbox_argv(const struct sbx_sandbox *, struct sbx_strv *out,
 /* Nonzero when this process runs inside an sbx sandbox (its pid 1 is
  * sbx-init at SBX_IN_INIT). */
 int	sbx_sandbox_inside(void);
+/* -1 with a rejected/nested_sandbox error (and its hint) when inside
+ * one: sbx exec refuses to start a sandbox there. */
+int	sbx_sandbox_refuse_nested(struct sbx_error *);
 /* The system CA bundle as seen inside (the image's own in image mode),
  * or NULL when there is none. */
 const char	*sbx_sandbox_ca_bundle(const struct sbx_sandbox *);
