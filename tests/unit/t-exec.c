@@ -2,6 +2,10 @@
  * t-exec: the request validator of lib/exec (what 0130-exec-input.bats
  * checked with one sandbox per case) and the request envelope reader.
  */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
 #include "tap.h"
 
 #include "envelope.h"
@@ -219,5 +223,33 @@ main(void)
 	ok(req("{\"command\":[\"true\"],\"timeout\":0}", "timeout",
 	    "invalid_number"), "values are validated as options are");
 	ok(req("{}", "command", "missing"), "an empty request runs nothing");
+	{
+		/* --request FILE (sbx_exec_req_load): read from a file,
+		 * stdin may stay inherit; a missing file is unreadable. */
+		struct sbx_exec_req	 q;
+		struct sbx_error	 e;
+		char			 path[] = "/tmp/t-exec-req-XXXXXX";
+		const char		*body = "{\"command\":[\"true\"],"
+					    "\"stdin\":\"inherit\"}";
+		int			 fd;
+
+		fd = mkstemp(path);
+		ok(fd >= 0 && write(fd, body, strlen(body)) ==
+		    (ssize_t)strlen(body), "request file written");
+		if (fd >= 0)
+			close(fd);
+		sbx_exec_req_init(&q);
+		ok(sbx_exec_req_load(&q, path, 1 << 20, &e) == 0 &&
+		    q.stdin_mode != NULL &&
+		    strcmp(q.stdin_mode, "inherit") == 0,
+		    "a request file keeps stdin inherit");
+		sbx_exec_req_release(&q);
+		unlink(path);
+		sbx_exec_req_init(&q);
+		ok(sbx_exec_req_load(&q, path, 1 << 20, &e) == -1 &&
+		    strcmp(e.reason, "unreadable") == 0,
+		    "a missing request file is unreadable");
+		sbx_exec_req_release(&q);
+	}
 	return done_testing();
 }
