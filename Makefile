@@ -179,6 +179,8 @@ $(B)/tests/unit/t-proxy: LIBS_ALL += $(CARES_LIBS)
 # sbx config checks the proxy's settings with the proxy's own loader.
 $(B)/libexec/sbx/sbx-config: LIBS_ALL += $(CARES_LIBS)
 $(B)/tests/unit/t-config: LIBS_ALL += $(CARES_LIBS)
+# sbx install checks its registries as `sbx proxy check --resolve` does.
+$(B)/libexec/sbx/sbx-install: LIBS_ALL += $(CARES_LIBS)
 
 # The init must not depend on anything but libc, statically; no sanitizers
 # (their runtimes are not available statically).

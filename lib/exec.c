@@ -28,6 +28,7 @@
 #include "exec.h"
 #include "fsutil.h"
 #include "idmount.h"
+#include "install.h"
 #include "jobsup.h"
 #include "imageref.h"
 #include "joblog.h"
@@ -512,6 +513,38 @@ safe_value(const char *v)
 	return 1;
 }
 
+/*
+ * PATH, with the agent's own tools first: ~/.venv/bin (and VIRTUAL_ENV)
+ * when sbx install made a venv there, ~/.sbx/node_workspace/
+ * node_modules/.bin when it installed npm packages.  Two fstatat(2)
+ * calls beneath the home's descriptor, no walk.
+ */
+static void
+prep_env_path(struct sbx_exec *p, struct sbx_strv *env)
+{
+	struct stat	 st;
+	struct sbx_buf	 b = SBX_BUF_INIT;
+	int		 venv;
+
+	venv = p->home_fd >= 0 && fstatat(p->home_fd, SBX_INSTALL_VENV_DIR
+	    "/bin/python", &st, AT_SYMLINK_NOFOLLOW) == 0;
+	sbx_buf_puts(&b, "PATH=");
+	if (venv)
+		sbx_buf_printf(&b, "%s/" SBX_INSTALL_VENV_DIR "/bin:", p->home);
+	if (p->home_fd >= 0 && fstatat(p->home_fd, SBX_INSTALL_NPM_DIR
+	    "/node_modules/.bin", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISDIR(st.st_mode))
+		sbx_buf_printf(&b, "%s/" SBX_INSTALL_NPM_DIR
+		    "/node_modules/.bin:", p->home);
+	sbx_buf_puts(&b, SBX_SANDBOX_PATH);
+	if (b.p != NULL)
+		sbx_strv_push(env, b.p);
+	sbx_buf_release(&b);
+	if (venv)
+		sbx_strv_pushf(env, "VIRTUAL_ENV=%s/" SBX_INSTALL_VENV_DIR,
+		    p->home);
+}
+
 static int
 prep_env(struct sbx_exec *p)
 {
@@ -522,8 +555,9 @@ prep_env(struct sbx_exec *p)
 	int		 k, fd;
 
 	/* The fixed allowlist; nothing else of the caller's environment
-	 * reaches the sandbox. */
-	sbx_strv_pushf(&env, "PATH=%s", SBX_SANDBOX_PATH);
+	 * reaches the sandbox.  What sbx install put in the home (a venv,
+	 * npm's workspace) comes first on PATH, as an activated venv. */
+	prep_env_path(p, &env);
 	sbx_strv_pushf(&env, "HOME=%s", p->home);
 	sbx_strv_pushf(&env, "USER=%s", p->sb.agent);
 	sbx_strv_pushf(&env, "LOGNAME=%s", p->sb.agent);
@@ -1824,6 +1858,9 @@ foreground(struct sbx_exec *p, struct sbx_error *e)
 		tty_start(p, r);
 	if (p->req->capture) {
 		r->capture = 1;
+		/* sbx install: kept for the envelope and shown as it comes. */
+		if (p->req->capture_tee)
+			r->out_fd = r->err_fd = 2;
 	} else {
 		r->out_fd = 1;
 		r->err_fd = 2;

@@ -57,6 +57,7 @@ struct sbx_exec_req {
 	char	       **argv;		/* the command; with shell: $0, $1... */
 	int		 argc;
 	int		 capture;	/* output kept for an envelope (--json) */
+	int		 capture_tee;	/* capture, and stream it to stderr */
 	const char	*max_output;	/* bytes kept per stream; NULL: 1M */
 	const char	*stdin_mode;	/* inherit, null, or NULL (auto) */
 	int		 tty;		/* a terminal of its own inside */

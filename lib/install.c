@@ -27,6 +27,7 @@
 #include "envelope.h"
 #include "fsutil.h"
 #include "install.h"
+#include "netpolicy.h"
 #include "utf8.h"
 
 static const char *const mgr_names[SBX_INSTALL_NMGR] = { "apt", "npm",
@@ -705,4 +706,117 @@ sbx_install_log_tail(const char *out, size_t len, size_t cap)
 		return strdup("");
 	}
 	return sbx_buf_detach(&b);
+}
+
+int
+sbx_install_url_host(const char *url, char host[254], unsigned *port,
+    int *https)
+{
+	const char	*h, *end, *colon;
+	char		 norm[SBX_NP_HOST_MAX + 1];
+	size_t		 n;
+
+	if (strncmp(url, "https://", 8) == 0) {
+		*https = 1;
+		h = url + 8;
+	} else if (strncmp(url, "http://", 7) == 0) {
+		*https = 0;
+		h = url + 7;
+	} else
+		return -1;
+	end = h + strcspn(h, "/?#");
+	/* user:password@ would end up in logs and in argv. */
+	if (memchr(h, '@', (size_t)(end - h)) != NULL)
+		return -1;
+	colon = memchr(h, ':', (size_t)(end - h));
+	n = (size_t)((colon != NULL ? colon : end) - h);
+	if (n == 0 || sbx_np_host(h, n, norm) != NULL)
+		return -1;
+	*port = *https ? 443 : 80;
+	if (colon != NULL && sbx_np_port(colon + 1, (size_t)(end - colon - 1),
+	    port) == -1)
+		return -1;
+	/* Printable ASCII only: the URL goes into the sandbox's
+	 * environment and into messages. */
+	for (n = 0; url[n] != '\0'; n++)
+		if ((unsigned char)url[n] <= 0x20 || url[n] == 0x7f ||
+		    (unsigned char)url[n] >= 0x80)
+			return -1;
+	snprintf(host, 254, "%s", norm);
+	return 0;
+}
+
+static int
+reg_add(struct sbx_install_reg *r, const char *url, int first)
+{
+	char		 h[254];
+	unsigned	 port;
+	int		 https, i;
+
+	if (strlen(url) >= sizeof(r->url) ||
+	    sbx_install_url_host(url, h, &port, &https) == -1)
+		return -1;
+	if (first) {
+		snprintf(r->url, sizeof(r->url), "%s", url);
+		r->plain_http = !https;
+	}
+	for (i = 0; i < r->nhosts; i++)
+		if (strcmp(r->host[i], h) == 0 && r->port[i] == port)
+			return 0;
+	if (r->nhosts == SBX_INSTALL_MAX_HOSTS)
+		return -1;
+	snprintf(r->host[r->nhosts], sizeof(r->host[0]), "%s", h);
+	r->port[r->nhosts++] = port;
+	return 0;
+}
+
+int
+sbx_install_registry(const json_t *cfg, int mgr, struct sbx_install_reg *r,
+    struct sbx_error *e)
+{
+	static const char *const defaults[SBX_INSTALL_NMGR][3] = {
+		{ NULL, NULL, NULL },
+		{ "https://registry.npmjs.org/", NULL, NULL },
+		{ "https://pypi.org/simple/", "https://files.pythonhosted.org/",
+		    NULL },
+	};
+	const json_t	*v, *it;
+	size_t		 i;
+
+	memset(r, 0, sizeof(*r));
+	v = json_object_get(json_object_get(json_object_get(cfg, "install"),
+	    "registries"), mgr_names[mgr]);
+	if (v == NULL) {
+		for (i = 0; defaults[mgr][i] != NULL; i++)
+			(void)reg_add(r, defaults[mgr][i], i == 0);
+		return 0;
+	}
+	if (!json_is_array(v) || json_array_size(v) == 0 ||
+	    json_array_size(v) > SBX_INSTALL_MAX_HOSTS)
+		goto bad;
+	json_array_foreach(v, i, it)
+		if (!json_is_string(it) ||
+		    reg_add(r, json_string_value(it), i == 0) == -1)
+			goto bad;
+	if (mgr == SBX_INSTALL_APT)
+		r->url[0] = '\0';
+	return 0;
+bad:
+	return sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
+	    "config_invalid", "config/sandbox.json: install.registries.%s "
+	    "must be an array of 1 to %d URLs http(s)://HOST[:PORT]/PATH "
+	    "(a host name, no credentials)", mgr_names[mgr],
+	    SBX_INSTALL_MAX_HOSTS);
+}
+
+int
+sbx_install_config_check(const json_t *cfg, struct sbx_error *e)
+{
+	struct sbx_install_reg	 r;
+	int			 m;
+
+	for (m = 0; m < SBX_INSTALL_NMGR; m++)
+		if (sbx_install_registry(cfg, m, &r, e) == -1)
+			return -1;
+	return 0;
 }

@@ -104,6 +104,34 @@ int	 sbx_install_manifest_write(int agentfd, const json_t *,
 int	sbx_install_lock(int dirfd, const char *name, int wait_s,
 	    struct sbx_error *);
 
+/*
+ * Where a manager downloads from: its registry URL (npm's registry,
+ * pip's index; "" for apt, whose sources are the image's) and the hosts
+ * (and ports) the install run's proxy allowlist gets for that run alone.
+ * Defaults: npm https://registry.npmjs.org/, pip https://pypi.org/simple/
+ * (and files.pythonhosted.org); config/sandbox.json
+ * `install.registries.MANAGER` (an array of URLs: the first is the
+ * registry, the others more hosts to allow) overrides them.  A bad entry
+ * is invalid_args, reason config_invalid.
+ */
+#define SBX_INSTALL_MAX_HOSTS	8
+struct sbx_install_reg {
+	char		 url[512];
+	int		 nhosts;
+	char		 host[SBX_INSTALL_MAX_HOSTS][254];
+	unsigned	 port[SBX_INSTALL_MAX_HOSTS];
+	int		 plain_http;	/* the registry is http:// */
+};
+
+int	sbx_install_registry(const json_t *sandboxcfg, int mgr,
+	    struct sbx_install_reg *, struct sbx_error *);
+/* http(s)://HOST[:PORT][/PATH] -> host (a name: no IP literal, no
+ * credentials), port (default 80/443), *https.  0 or -1. */
+int	sbx_install_url_host(const char *url, char host[254], unsigned *port,
+	    int *https);
+/* The config check of `install.registries` (sbx config). */
+int	sbx_install_config_check(const json_t *sandboxcfg, struct sbx_error *);
+
 /* The tail of out (at most cap bytes, starting after a newline where one
  * is near), as valid UTF-8 for an envelope.  Caller frees. */
 char	*sbx_install_log_tail(const char *out, size_t len, size_t cap);

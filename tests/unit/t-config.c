@@ -82,6 +82,12 @@ static const struct {
 	{ "proxy.opaque_ports", "[22]", "[0]" },
 	{ "proxy.allow_private_domains", "[\"mirror.example\"]", "[\"*\"]" },
 	{ "proxy.allowed_cidrs", "[\"10.0.0.0/8\"]", "[\"x\"]" },
+	{ "install.registries.apt", "[\"http://deb.debian.org/debian\"]",
+	    "[\"ftp://x\"]" },
+	{ "install.registries.npm", "[\"http://npm.sbx.test:8080/\"]",
+	    "[\"http://u:p@npm.sbx.test/\"]" },
+	{ "install.registries.pip", "[\"https://pypi.org/simple/\"]",
+	    "[\"http://127.0.0.1/simple\"]" },
 };
 
 int

@@ -1,0 +1,873 @@
+/*
+ * sbx-install: validated package installs into an agent's sandbox, with a
+ * lock, one cleanup and retry on a transient failure, failure classes and
+ * a manifest.  See sbx-install(1).
+ *
+ * Parse, validate (lib/install.c), check the registries against the
+ * proxy's policy, then run the manager inside the agent's sandbox through
+ * the exec engine (lib/exec.c), which this short-lived program links
+ * directly (DESIGN.md §2).  The manager runs as the agent, never as the
+ * caller: the same sandbox as sbx exec, with the registries added to the
+ * proxy allowlist of that run alone.
+ */
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "buf.h"
+#include "cli.h"
+#include "cmd.h"
+#include "envelope.h"
+#include "exec.h"
+#include "fsutil.h"
+#include "imageref.h"
+#include "install.h"
+#include "names.h"
+#include "netpolicy.h"
+#include "provision.h"
+#include "proxy.h"
+#include "root.h"
+#include "runlimits.h"
+#include "sandbox.h"
+#include "utf8.h"
+
+#define PROG	"sbx-install"
+
+/* How long an install waits for another install of the same agent (or
+ * rootfs) without --timeout. */
+#define LOCK_WAIT_S	600
+/* Exit statuses of the scripts below that mean "the manager is missing". */
+#define RC_NO_MANAGER	90
+#define RC_NO_VENV	91
+
+static const char usage_text[] =
+"usage: sbx install [--agent A] [--home DIR] --manager apt|pip|npm [--json]\n"
+"                   [--timeout SECONDS] [--allow-url] [-q] [-v] PKG...\n"
+"       sbx install list [--agent A] [--home DIR] [--json]\n"
+"       sbx install reconcile [--agent A] [--home DIR] [--json]\n";
+
+static const char help_text[] =
+"\n"
+"Install packages into the agent's sandbox, as the agent: pip into\n"
+"~/.venv, npm into ~/.sbx/node_workspace (both first on PATH in later\n"
+"runs); apt only into the agent's own root filesystem copy (provision\n"
+"--env).  Names are checked before anything runs; the registries are\n"
+"allowed through the proxy for this run alone; a transient failure gets\n"
+"one cleanup and one retry.  What was installed is kept in\n"
+"agents/A/installed-packages.json.\n"
+"\n"
+"  list                 print the manifest\n"
+"  reconcile            rebuild the manifest from what is installed\n"
+"\n"
+"  -a, --agent A        agent name (default: $SBX_AGENT or \"default\")\n"
+"  -m, --manager M      apt, pip or npm\n"
+"      --timeout S      give up after S seconds (the lock wait included)\n"
+"      --allow-url      accept URLs, VCS references and local paths\n"
+"      --home DIR       state root (default: $SBX_HOME, $XDG_DATA_HOME/sbx,\n"
+"                       ~/.local/share/sbx)\n"
+"  -j, --json           print one JSON envelope (also SBX_JSON=1)\n"
+"  -q, --quiet          no progress or warnings on stderr\n"
+"  -v, --verbose        show the bwrap command lines on stderr\n"
+"  -h, --help           this help\n"
+"      --version        print the version\n";
+
+enum { OPT_HOME = 256, OPT_VERSION, OPT_TIMEOUT, OPT_ALLOW_URL };
+
+static const struct option longopts[] = {
+	{ "agent",	required_argument,	NULL, 'a' },
+	{ "manager",	required_argument,	NULL, 'm' },
+	{ "home",	required_argument,	NULL, OPT_HOME },
+	{ "timeout",	required_argument,	NULL, OPT_TIMEOUT },
+	{ "allow-url",	no_argument,		NULL, OPT_ALLOW_URL },
+	{ "json",	no_argument,		NULL, 'j' },
+	{ "quiet",	no_argument,		NULL, 'q' },
+	{ "verbose",	no_argument,		NULL, 'v' },
+	{ "help",	no_argument,		NULL, 'h' },
+	{ "version",	no_argument,		NULL, OPT_VERSION },
+	{ NULL, 0, NULL, 0 }
+};
+static const char	 optstring[] = "a:m:jqvh";
+
+static struct {
+	const char	*agent, *home, *manager, *timeout;
+	int		 allow_url, json, quiet, verbose;
+	char	       **pkgs;
+	int		 npkgs;
+	const char	*sub;		/* list, reconcile, or NULL */
+	double		 timeout_s;
+	int		 mgr;
+} O;
+
+static char		 tool[32] = "install";
+static struct sbx_root	 root = SBX_ROOT_INIT;
+static json_t		*warnings;
+
+static void
+emit(json_t *env)
+{
+	sbx_cmd_emit(env);
+}
+
+static void __attribute__((noreturn))
+fail_extra(const struct sbx_error *e, json_t *extra)
+{
+	if (!O.json)
+		sbx_cmd_print_warnings(PROG, warnings, O.quiet);
+	if (O.json && json_array_size(warnings) > 0) {
+		if (extra == NULL)
+			extra = json_object();
+		json_object_set(extra, "warnings", warnings);
+	}
+	sbx_cmd_fail(PROG, tool, O.json, e, extra, emit, -1);
+}
+
+static void __attribute__((noreturn))
+fail(const struct sbx_error *e)
+{
+	fail_extra(e, NULL);
+}
+
+static void __attribute__((noreturn))
+usage(const struct sbx_error *e)
+{
+	sbx_cmd_usage(PROG, tool, O.json, e, usage_text, emit);
+	exit(SBX_EX_USAGE);
+}
+
+static void
+warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void
+warn(const char *fmt, ...)
+{
+	char	 m[512];
+	va_list	 ap;
+
+	va_start(ap, fmt);
+	vsnprintf(m, sizeof(m), fmt, ap);
+	va_end(ap);
+	json_array_append_new(warnings, json_string(m));
+}
+
+static void
+parse_args(int argc, char *argv[])
+{
+	static const char *const subs[] = { "list", "reconcile", NULL };
+	struct sbx_error	 e;
+	int			 ch;
+
+	O.json = sbx_cli_wants_json(argc, argv, optstring, longopts, subs);
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, optstring, longopts, NULL)) !=
+	    -1) {
+		switch (ch) {
+		case 'a': O.agent = optarg; break;
+		case 'm': O.manager = optarg; break;
+		case OPT_HOME: O.home = optarg; break;
+		case OPT_TIMEOUT: O.timeout = optarg; break;
+		case OPT_ALLOW_URL: O.allow_url = 1; break;
+		case 'j': O.json = 1; break;
+		case 'q': O.quiet = 1; break;
+		case 'v': O.verbose = 1; break;
+		case 'h':
+			fputs(usage_text, stdout);
+			fputs(help_text, stdout);
+			exit(0);
+		case OPT_VERSION:
+			printf("%s %s\n", PROG, SBX_VERSION);
+			exit(0);
+		default:
+			sbx_cli_getopt_error(argc, argv, optstring, longopts,
+			    &e);
+			usage(&e);
+		}
+	}
+	O.pkgs = argv + optind;
+	O.npkgs = argc - optind;
+	/* A subcommand only without --manager: `sbx install --manager npm
+	 * list` installs the npm package called list. */
+	if (O.manager == NULL && O.npkgs > 0 && (strcmp(O.pkgs[0], "list") ==
+	    0 || strcmp(O.pkgs[0], "reconcile") == 0)) {
+		O.sub = O.pkgs[0];
+		snprintf(tool, sizeof(tool), "install.%s", O.sub);
+		O.pkgs++;
+		O.npkgs--;
+		if (O.npkgs > 0) {
+			sbx_error_set(&e, SBX_K_INVALID_ARGS, "args",
+			    "unexpected_argument", "%s takes no argument",
+			    O.sub);
+			usage(&e);
+		}
+		if (O.allow_url || O.timeout != NULL) {
+			sbx_error_set(&e, SBX_K_INVALID_ARGS, "args",
+			    "unexpected_argument", "%s takes no --timeout or "
+			    "--allow-url", O.sub);
+			usage(&e);
+		}
+	} else if (O.manager == NULL) {
+		sbx_error_set(&e, SBX_K_INVALID_ARGS, "manager",
+		    "missing_argument", "--manager apt|pip|npm is needed");
+		usage(&e);
+	}
+	if (O.agent == NULL)
+		O.agent = getenv("SBX_AGENT") != NULL && *getenv("SBX_AGENT") ?
+		    getenv("SBX_AGENT") : "default";
+}
+
+/* The root and the agent: provisioned, not revoked.  Nothing is created
+ * here (sbx provision does that). */
+static void
+open_agent(void)
+{
+	struct sbx_error	 e;
+	struct stat		 st;
+	char			 rel[128];
+
+	if (sbx_agent_valid(O.agent, "agent", &e) == -1)
+		fail(&e);
+	if (sbx_root_resolve(O.home, &root, &e) == -1 ||
+	    sbx_root_open(&root, 0, &e) == -1) {
+		sbx_error_set(&e, SBX_K_UNAVAILABLE, "home", "not_provisioned",
+		    "no state root at %s", root.path != NULL ? root.path :
+		    "(unresolved)");
+		sbx_error_hint(&e, "create it: sbx provision --agent %s",
+		    O.agent);
+		fail(&e);
+	}
+	if (sbx_provision_revoked(root.fd, O.agent, &e) != 0) {
+		sbx_provision_revoked_error(O.agent, &e);
+		fail(&e);
+	}
+	snprintf(rel, sizeof(rel), "workspace/agents/%s", O.agent);
+	if (fstatat(root.fd, rel, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
+	    !S_ISDIR(st.st_mode)) {
+		sbx_error_set(&e, SBX_K_NOT_FOUND, "agent",
+		    "agent_not_provisioned", "agent %s is not provisioned",
+		    O.agent);
+		sbx_error_hint(&e, "sbx provision --agent %s", O.agent);
+		fail(&e);
+	}
+}
+
+/* agents/A/, created 0700 as provision makes it. */
+static int
+agent_dir(struct sbx_error *e)
+{
+	char	 rel[128];
+
+	snprintf(rel, sizeof(rel), "agents/%s", O.agent);
+	return sbx_mkdirs_at(root.fd, rel, 0700, e);
+}
+
+/*
+ * Before anything runs: every registry host must pass the agent's proxy
+ * policy (with the registries added, as the run will have them) and, as
+ * `sbx proxy check --resolve` does, its addresses too.  A refusal is
+ * `rejected` with the proxy's reason and the setting that would allow it.
+ */
+static void
+check_registries(const struct sbx_install_reg *reg)
+{
+	struct sbx_proxy_config		 pcfg;
+	struct sbx_netpolicy		 pol;
+	struct sockaddr_storage		 ss[16];
+	socklen_t			 lens[16];
+	const struct sbx_np_override	*ov;
+	struct sbx_error		 e;
+	json_t				*cfg = NULL;
+	const char			*why, *hint;
+	char				 rel[128], addr[64];
+	int				 i, n, bad;
+
+	memset(&e, 0, sizeof(e));
+	if (sbx_proxy_config_load(root.fd, &pcfg, &e) == -1)
+		fail(&e);
+	snprintf(rel, sizeof(rel), "config/agents/%s.json", O.agent);
+	if (sbx_config_load(root.fd, rel, &cfg, &e) == -1)
+		fail(&e);
+	if (sbx_proxy_policy(&pcfg, cfg, rel, &pol, &e) == -1)
+		fail(&e);
+	json_decref(cfg);
+	for (i = 0; i < reg->nhosts; i++)
+		if (sbx_np_allow(&pol, reg->host[i], &e) == -1)
+			fail(&e);
+	for (i = 0; i < reg->nhosts; i++) {
+		if ((why = sbx_np_decide(&pol, reg->host[i], reg->port[i])) !=
+		    NULL) {
+			sbx_error_set(&e, SBX_K_REJECTED, "registry", why,
+			    "the proxy policy refuses the registry %s:%u (%s)",
+			    reg->host[i], reg->port[i], why);
+			if (strcmp(why, SBX_NP_PORT) == 0)
+				sbx_error_hint(&e, "add %u to the agent's "
+				    "allowed_ports: sbx config add "
+				    "allowed_ports %u --agent %s",
+				    reg->port[i], reg->port[i], O.agent);
+			else
+				sbx_error_hint(&e, "remove it from the agent's "
+				    "denied_domains");
+			goto refused;
+		}
+		if ((ov = sbx_np_override(&pol, reg->host[i])) != NULL) {
+			memcpy(&ss[0], &ov->addr, sizeof(ss[0]));
+			n = 1;
+		} else if ((n = sbx_proxy_lookup(&pcfg, reg->host[i], ss, lens,
+		    16, &e)) <= 0) {
+			if (n == 0)
+				sbx_error_set(&e, SBX_K_UNAVAILABLE,
+				    "registry", "resolve_failed", "the "
+				    "registry %s has no address",
+				    reg->host[i]);
+			sbx_error_hint(&e, "check the name, or set "
+			    "install.registries.%s in config/sandbox.json",
+			    sbx_install_manager_name(O.mgr));
+			goto refused;
+		}
+		if ((why = sbx_np_addrs_check(&pol, reg->host[i], ss, n,
+		    &bad)) != NULL) {
+			sbx_np_addr_text((const struct sockaddr *)(const void *)
+			    &ss[bad], addr, sizeof(addr));
+			sbx_error_set(&e, SBX_K_REJECTED, "registry", why,
+			    "the proxy refuses the registry %s: its address "
+			    "%s is %s", reg->host[i], addr, why);
+			hint = sbx_np_addr_hint(why);
+			sbx_error_hint(&e, "%s", hint != NULL ? hint :
+			    "allow_private_domains lets a mirror on a private "
+			    "address through");
+			goto refused;
+		}
+	}
+	sbx_np_free(&pol);
+	sbx_proxy_config_release(&pcfg);
+	return;
+refused:
+	sbx_np_free(&pol);
+	sbx_proxy_config_release(&pcfg);
+	fail(&e);
+}
+
+/* What one sandboxed run gave. */
+struct run {
+	int		 ok;		/* it ran to its end */
+	int		 exit_code;
+	struct sbx_buf	 out;		/* stdout then stderr */
+	struct sbx_error err;		/* !ok: why */
+	char		 token[SBX_TOKEN_LEN + 1];
+};
+
+/* The proxy token never leaves in a log tail (a manager may print its
+ * proxy URL, credentials and all). */
+static void
+scrub(struct sbx_buf *b, const char *secret)
+{
+	size_t	 n = strlen(secret), i;
+	char	*p;
+
+	if (n < 8 || b->p == NULL)
+		return;
+	while ((p = memmem(b->p, b->len, secret, n)) != NULL)
+		for (i = 0; i < n; i++)
+			p[i] = '*';
+}
+
+/*
+ * Run a fixed script (sh -c, never built from the packages: they are its
+ * arguments, $1...) in the agent's sandbox: network proxy with the
+ * registries allowed when reg is given, else none.  The output is kept
+ * (for the classification and the log tail) and, in transparent mode,
+ * shown on stderr as it comes.
+ */
+static void
+run_script(const char *script, char **args, int nargs,
+    const struct sbx_install_reg *reg, const char *const *env, int tee,
+    struct run *rr)
+{
+	static struct sbx_exec	 X;
+	struct sbx_exec_req	 R;
+	struct sbx_exec_outcome	 o;
+	const json_t		*res;
+	char			*argv[SBX_INSTALL_MAX_PKGS + 2], wall[32], *v;
+	int			 i;
+
+	memset(rr, 0, sizeof(*rr));
+	sbx_exec_req_init(&R);
+	sbx_exec_init(&X);
+	R.agent = O.agent;
+	R.home = root.path;
+	R.shell = script;
+	argv[0] = PROG;
+	for (i = 0; i < nargs && i < SBX_INSTALL_MAX_PKGS; i++)
+		argv[i + 1] = args[i];
+	argv[i + 1] = NULL;
+	R.argv = argv;
+	R.argc = i + 1;
+	R.capture = 1;
+	R.capture_tee = tee && !O.json && !O.quiet;
+	R.max_output = "1M";
+	R.stdin_mode = "null";
+	R.verbose = O.verbose;
+	R.network = reg != NULL ? SBX_NET_PROXY : SBX_NET_NONE;
+	for (i = 0; reg != NULL && i < reg->nhosts; i++)
+		sbx_strv_push(&R.allow, reg->host[i]);
+	for (i = 0; env != NULL && env[i] != NULL; i++)
+		sbx_strv_push(&R.env, env[i]);
+	if (O.timeout != NULL) {
+		snprintf(wall, sizeof(wall), "%s", O.timeout);
+		sbx_strv_push(&R.limit_keys, "wall_timeout");
+		sbx_strv_push(&R.limit_keys, wall);
+	}
+	if (sbx_exec_validate(&R, &rr->err) != 0 ||
+	    sbx_exec_prepare(&X, &R, &rr->err) == -1)
+		goto out;
+	if (X.bwrap_line != NULL)
+		fprintf(stderr, "%s: %s\n", PROG, X.bwrap_line);
+	snprintf(rr->token, sizeof(rr->token), "%s", X.proxy_token);
+	fflush(NULL);
+	if (sbx_exec_run(&X, &rr->err) == -1)
+		goto out;
+	if ((v = sbx_exec_violations_text(&X)) != NULL) {
+		warn("%s", v);
+		free(v);
+	}
+	sbx_exec_outcome(&X, &o);
+	res = o.ok ? o.result : json_object_get(o.extra, "result");
+	if (res != NULL) {
+		sbx_buf_puts(&rr->out, json_string_value(json_object_get(res,
+		    "stdout")) ? json_string_value(json_object_get(res,
+		    "stdout")) : "");
+		sbx_buf_puts(&rr->out, json_string_value(json_object_get(res,
+		    "stderr")) ? json_string_value(json_object_get(res,
+		    "stderr")) : "");
+		rr->exit_code = (int)json_integer_value(json_object_get(res,
+		    "exit_code"));
+	}
+	if (o.ok)
+		rr->ok = 1;
+	else
+		rr->err = o.err;
+	sbx_exec_outcome_release(&o);
+out:
+	scrub(&rr->out, rr->token);
+	sbx_exec_release(&X);
+	sbx_exec_req_release(&R);
+}
+
+/*
+ * The scripts: fixed strings; the packages are "$@", after `--`, so a
+ * manager never reads one as an option (validation refuses a leading
+ * `-` already; this is the second wall).
+ */
+static const char npm_script[] =
+"command -v npm >/dev/null 2>&1 || {\n"
+"  echo 'sbx-install: npm is not available in the sandbox' >&2; exit 90; }\n"
+"d=\"$HOME/.sbx/node_workspace\"\n"
+"mkdir -p \"$d\" && cd \"$d\" || exit 1\n"
+"[ -e package.json ] ||\n"
+"  printf '%s\\n' '{\"name\":\"sbx-node-workspace\",\"private\":true}' "
+">package.json || exit 1\n"
+"exec npm install --no-audit --no-fund --no-update-notifier -- \"$@\"\n";
+
+static const char npm_cleanup[] =
+"npm cache clean --force || exit 1\n"
+"rm -f \"$HOME/.sbx/node_workspace/node_modules/.package-lock.json\"\n";
+
+static const char npm_list[] =
+"cd \"$HOME/.sbx/node_workspace\" 2>/dev/null || { echo '{}'; exit 0; }\n"
+"npm ls --json --depth=0 2>/dev/null\n"
+"exit 0\n";
+
+static const char pip_script[] =
+"v=\"$HOME/.venv\"\n"
+"if [ ! -x \"$v/bin/python\" ]; then\n"
+"  command -v python3 >/dev/null 2>&1 || {\n"
+"    echo 'sbx-install: python3 is not available in the sandbox' >&2;"
+" exit 90; }\n"
+"  python3 -c 'import venv, ensurepip' 2>/dev/null || {\n"
+"    echo 'sbx-install: python3 has no venv module (python3-venv)' >&2;"
+" exit 91; }\n"
+"  python3 -m venv \"$v\" || exit 1\n"
+"fi\n"
+"exec \"$v/bin/python\" -m pip install --disable-pip-version-check "
+"--no-input -- \"$@\"\n";
+
+static const char pip_cleanup[] =
+"[ -x \"$HOME/.venv/bin/python\" ] || exit 0\n"
+"\"$HOME/.venv/bin/python\" -m pip cache purge "
+"--disable-pip-version-check\n";
+
+static const char pip_list[] =
+"[ -x \"$HOME/.venv/bin/python\" ] || { echo '[]'; exit 0; }\n"
+"exec \"$HOME/.venv/bin/python\" -m pip list --format=json --not-required "
+"--exclude pip --exclude setuptools --disable-pip-version-check\n";
+
+/* The manager's environment: where its registry is. */
+static void
+manager_env(const struct sbx_install_reg *reg, struct sbx_strv *env)
+{
+	if (O.mgr == SBX_INSTALL_NPM) {
+		sbx_strv_pushf(env, "npm_config_registry=%s", reg->url);
+		sbx_strv_push(env, "npm_config_update_notifier=false");
+	} else if (O.mgr == SBX_INSTALL_PIP) {
+		sbx_strv_pushf(env, "PIP_INDEX_URL=%s", reg->url);
+		/* pip ignores an http:// index unless told to trust it;
+		 * the proxy policy has already judged the host. */
+		if (reg->plain_http)
+			sbx_strv_pushf(env, "PIP_TRUSTED_HOST=%s",
+			    reg->host[0]);
+	}
+}
+
+static long long
+now_ms(void)
+{
+	struct timespec	 ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static json_t *
+result_of(const struct run *rr, int retried, long long t0)
+{
+	json_t	*r, *inst;
+	char	*tail, *s;
+	int	 i;
+
+	inst = json_array();
+	for (i = 0; i < O.npkgs; i++)
+		if ((s = sbx_install_pkg_name(O.mgr, O.pkgs[i])) != NULL) {
+			json_array_append_new(inst, json_string(s));
+			free(s);
+		}
+	tail = sbx_install_log_tail(rr->out.p, rr->out.len,
+	    SBX_INSTALL_LOG_TAIL);
+	r = json_pack("{s:s,s:o,s:i,s:b,s:I,s:s}", "manager",
+	    sbx_install_manager_name(O.mgr), "installed", inst, "exit_code",
+	    rr->exit_code, "retried", retried, "duration_ms",
+	    (json_int_t)(now_ms() - t0), "log_tail", tail ? tail : "");
+	free(tail);
+	return r;
+}
+
+static void
+update_manifest(int lockdirfd)
+{
+	struct sbx_error	 e;
+	json_t			*m;
+	int			 afd;
+
+	if ((afd = agent_dir(&e)) == -1 ||
+	    (m = sbx_install_manifest_read(afd, &e)) == NULL) {
+		warn("the manifest was not updated: %s", e.message);
+		if (afd >= 0)
+			close(afd);
+		return;
+	}
+	if (sbx_install_manifest_add(m, O.mgr, O.pkgs, O.npkgs) == -1 ||
+	    sbx_install_manifest_write(afd, m, &e) == -1)
+		warn("the manifest was not updated: %s", e.message);
+	json_decref(m);
+	close(afd);
+	(void)lockdirfd;
+}
+
+static int
+do_install(void)
+{
+	struct sbx_install_class c;
+	struct sbx_install_reg	 reg;
+	struct sbx_error	 e;
+	struct sbx_strv		 env = SBX_STRV_INIT;
+	struct run		 rr, cr;
+	json_t			*cfg = NULL, *res, *extra;
+	const char		*script, *cleanup;
+	long long		 t0 = now_ms();
+	int			 afd, lock, retried = 0, cleanup_failed = 0;
+	int			 env_own = 0;
+	char			 digest[SBX_DIGEST_HEX + 1];
+
+	if ((O.mgr = sbx_install_manager(O.manager, &e)) == -1)
+		fail(&e);
+	if (O.timeout != NULL && sbx_parse_seconds(O.timeout, 86400,
+	    &O.timeout_s) == -1) {
+		sbx_error_set(&e, SBX_K_INVALID_ARGS, "timeout",
+		    "invalid_number", "argument `timeout` must be a number of "
+		    "seconds from 0 to 86400");
+		fail(&e);
+	}
+	/* Every name is judged before anything is opened or run. */
+	if (sbx_install_validate(O.mgr, O.pkgs, O.npkgs, O.allow_url, &e) ==
+	    -1)
+		fail(&e);
+	open_agent();
+	if (O.mgr == SBX_INSTALL_APT) {
+		if (sbx_imageref_agent_env(root.fd, O.agent, digest, &env_own,
+		    &e) == -1)
+			fail(&e);
+		if (!env_own) {
+			sbx_error_set(&e, SBX_K_REJECTED, "manager",
+			    "no_writable_rootfs", "apt installs only into the "
+			    "agent's own root filesystem copy, and %s has "
+			    "none", O.agent);
+			sbx_error_hint(&e, "sbx provision --agent %s --image "
+			    "IMAGE --env", O.agent);
+			fail(&e);
+		}
+		/* Not in this version: apt and dpkg need a user namespace
+		 * where they are uid 0 over that copy, mapped to the
+		 * sandbox uid (never host root), and a subordinate range
+		 * for the files of other users.  Refused before anything
+		 * runs rather than half-installed. */
+		sbx_error_set(&e, SBX_K_UNAVAILABLE, "manager",
+		    "apt_unsupported", "apt installs into an agent's own root "
+		    "filesystem are not available in this version of sbx");
+		sbx_error_hint(&e, "install Debian packages into the image "
+		    "before `sbx provision --image`, or use pip or npm");
+		fail(&e);
+	}
+	if (sbx_config_load(root.fd, "config/sandbox.json", &cfg, &e) == -1 ||
+	    sbx_install_registry(cfg, O.mgr, &reg, &e) == -1)
+		fail(&e);
+	json_decref(cfg);
+	check_registries(&reg);
+
+	/* One install per agent at a time; another agent's runs alongside.
+	 * A flock: the kernel drops it when an install is killed. */
+	if ((afd = agent_dir(&e)) == -1)
+		fail(&e);
+	if ((lock = sbx_install_lock(afd, "install.lock", O.timeout != NULL ?
+	    (int)O.timeout_s + 1 : LOCK_WAIT_S, &e)) == -1)
+		fail(&e);
+
+	manager_env(&reg, &env);
+	script = O.mgr == SBX_INSTALL_NPM ? npm_script : pip_script;
+	cleanup = O.mgr == SBX_INSTALL_NPM ? npm_cleanup : pip_cleanup;
+	run_script(script, O.pkgs, O.npkgs, &reg, (const char *const *)env.v,
+	    1, &rr);
+	if (rr.ok && rr.exit_code != 0) {
+		sbx_install_classify(O.mgr, rr.exit_code, rr.out.p, rr.out.len,
+		    &c);
+		/* One cleanup, then exactly one retry; a failed cleanup is
+		 * said, never retried over. */
+		if (c.transient != NULL) {
+			if (!O.quiet && !O.json)
+				fprintf(stderr, "%s: transient failure (%s): "
+				    "cleaning up and retrying once\n", PROG,
+				    c.transient);
+			run_script(cleanup, NULL, 0, NULL, NULL, 1, &cr);
+			if (!cr.ok || cr.exit_code != 0)
+				cleanup_failed = 1;
+			sbx_buf_release(&cr.out);
+			if (!cleanup_failed) {
+				sbx_buf_release(&rr.out);
+				run_script(script, O.pkgs, O.npkgs, &reg,
+				    (const char *const *)env.v, 1, &rr);
+				retried = 1;
+			}
+		}
+	}
+	sbx_strv_release(&env);
+	if (!rr.ok) {
+		close(lock);
+		fail(&rr.err);
+	}
+	res = result_of(&rr, retried, t0);
+	if (cleanup_failed)
+		json_object_set_new(res, "cleanup_failed", json_true());
+	if (rr.exit_code == RC_NO_MANAGER || rr.exit_code == RC_NO_VENV) {
+		sbx_error_set(&e, SBX_K_UNAVAILABLE, "manager",
+		    rr.exit_code == RC_NO_VENV ? "no_venv" : "no_manager",
+		    "%s", rr.exit_code == RC_NO_VENV ? "the sandbox's python3 "
+		    "has no venv module" : O.mgr == SBX_INSTALL_NPM ? "npm is "
+		    "not available in the sandbox" : "python3 is not "
+		    "available in the sandbox");
+		sbx_error_hint(&e, "use an image that has it (python3-venv, "
+		    "npm)");
+		e.retryable = 0;
+		close(lock);
+		fail_extra(&e, json_pack("{s:o}", "result", res));
+	}
+	if (rr.exit_code != 0) {
+		sbx_install_classify(O.mgr, rr.exit_code, rr.out.p, rr.out.len,
+		    &c);
+		sbx_error_set(&e, SBX_K_EXECUTION_ERROR, NULL, c.cls,
+		    "%s install failed (exit %d, %s)%s",
+		    sbx_install_manager_name(O.mgr), rr.exit_code, c.cls,
+		    cleanup_failed ? "; the cleanup before a retry failed" :
+		    retried ? " after one retry" : "");
+		e.retryable = c.retryable;
+		json_array_clear(json_object_get(res, "installed"));
+		extra = json_pack("{s:o,s:s}", "result", res, "class", c.cls);
+		if (retried)
+			json_object_set_new(extra, "retried", json_true());
+		if (cleanup_failed)
+			json_object_set_new(extra, "cleanup_failed",
+			    json_true());
+		close(lock);
+		sbx_buf_release(&rr.out);
+		fail_extra(&e, extra);
+	}
+	update_manifest(afd);
+	close(lock);
+	close(afd);
+	sbx_buf_release(&rr.out);
+	if (O.json)
+		emit(sbx_envelope_ok(tool, res, json_incref(warnings)));
+	else {
+		sbx_cmd_print_warnings(PROG, warnings, O.quiet);
+		if (!O.quiet)
+			printf("installed with %s: %d package%s%s\n",
+			    sbx_install_manager_name(O.mgr), O.npkgs,
+			    O.npkgs == 1 ? "" : "s", retried ?
+			    " (after one retry)" : "");
+		json_decref(res);
+	}
+	return 0;
+}
+
+static int
+do_list(void)
+{
+	struct sbx_error	 e;
+	json_t			*m, *v;
+	const char		*k;
+	size_t			 i;
+	int			 afd;
+	char			 rel[128];
+
+	open_agent();
+	snprintf(rel, sizeof(rel), "agents/%s", O.agent);
+	if ((afd = sbx_open_beneath(root.fd, rel, O_RDONLY | O_DIRECTORY,
+	    &e)) == -1)
+		m = sbx_install_manifest_normalize(NULL);
+	else if ((m = sbx_install_manifest_read(afd, &e)) == NULL)
+		fail(&e);
+	if (afd >= 0)
+		close(afd);
+	if (O.json) {
+		emit(sbx_envelope_ok(tool, json_pack("{s:s,s:o}", "agent",
+		    O.agent, "packages", m), NULL));
+		return 0;
+	}
+	json_object_foreach(m, k, v)
+		for (i = 0; i < json_array_size(v); i++)
+			printf("%s\t%s\n", k, json_string_value(
+			    json_array_get(v, i)));
+	json_decref(m);
+	return 0;
+}
+
+/* Names from `npm ls --json` (dependencies' keys) or `pip list
+ * --format=json` ([{name, version}]). */
+static json_t *
+names_from(int mgr, const struct run *rr)
+{
+	struct sbx_error	 e;
+	json_t			*j, *out = json_array(), *v;
+	const char		*k;
+	size_t			 i, n;
+
+	if (!rr->ok || rr->exit_code != 0 || rr->out.p == NULL)
+		return NULL;
+	/* stdout comes first in out; the JSON document is its start. */
+	n = rr->out.len;
+	j = json_loadb(rr->out.p, n, JSON_DISABLE_EOF_CHECK, NULL);
+	(void)e;
+	if (j == NULL) {
+		json_decref(out);
+		return NULL;
+	}
+	if (mgr == SBX_INSTALL_NPM)
+		json_object_foreach(json_object_get(j, "dependencies"), k, v)
+			json_array_append_new(out, json_string(k));
+	else
+		json_array_foreach(j, i, v)
+			if (json_is_string(json_object_get(v, "name")))
+				json_array_append(out, json_object_get(v,
+				    "name"));
+	json_decref(j);
+	return out;
+}
+
+static int
+do_reconcile(void)
+{
+	static const char *const scripts[SBX_INSTALL_NMGR] = { NULL, npm_list,
+	    pip_list };
+	struct sbx_error	 e;
+	struct run		 rr;
+	json_t			*m, *names;
+	int			 afd, lock, mgr;
+
+	open_agent();
+	if ((afd = agent_dir(&e)) == -1 ||
+	    (lock = sbx_install_lock(afd, "install.lock", LOCK_WAIT_S, &e)) ==
+	    -1 || (m = sbx_install_manifest_read(afd, &e)) == NULL)
+		fail(&e);
+	for (mgr = 0; mgr < SBX_INSTALL_NMGR; mgr++) {
+		if (scripts[mgr] == NULL) {
+			/* apt: only an agent's own rootfs copy holds what
+			 * sbx installed; without one there is nothing. */
+			json_object_set_new(m, "apt", json_array());
+			continue;
+		}
+		run_script(scripts[mgr], NULL, 0, NULL, NULL, 0, &rr);
+		if ((names = names_from(mgr, &rr)) == NULL)
+			warn("%s: could not list what is installed; its "
+			    "entries are kept", sbx_install_manager_name(mgr));
+		else {
+			sbx_install_manifest_set(m, mgr, names);
+			json_decref(names);
+		}
+		sbx_buf_release(&rr.out);
+	}
+	if (sbx_install_manifest_write(afd, m, &e) == -1)
+		fail(&e);
+	close(lock);
+	close(afd);
+	if (O.json)
+		emit(sbx_envelope_ok(tool, json_pack("{s:s,s:o}", "agent",
+		    O.agent, "packages", m), json_incref(warnings)));
+	else {
+		sbx_cmd_print_warnings(PROG, warnings, O.quiet);
+		if (!O.quiet)
+			printf("reconciled: apt %zu, npm %zu, pip %zu\n",
+			    json_array_size(json_object_get(m, "apt")),
+			    json_array_size(json_object_get(m, "npm")),
+			    json_array_size(json_object_get(m, "pip")));
+		json_decref(m);
+	}
+	return 0;
+}
+
+int
+main(int argc, char *argv[])
+{
+	struct sbx_error	 e;
+
+	if (sbx_fd_sanitize_std() == -1)
+		return SBX_EX_OSERR;
+	sbx_cmd_finish_init(PROG);
+	warnings = json_array();
+	parse_args(argc, argv);
+	if (sbx_sandbox_inside()) {
+		sbx_error_set(&e, SBX_K_REJECTED, NULL, "nested_sandbox",
+		    "sbx is running inside an sbx sandbox; nested sandboxes "
+		    "are not supported");
+		fail(&e);
+	}
+	if (O.sub != NULL && strcmp(O.sub, "list") == 0)
+		return do_list();
+	if (O.sub != NULL)
+		return do_reconcile();
+	return do_install();
+}
