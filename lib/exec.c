@@ -516,24 +516,25 @@ safe_value(const char *v)
 /*
  * PATH, with the agent's own tools first: ~/.venv/bin (and VIRTUAL_ENV)
  * when sbx install made a venv there, ~/.sbx/node_workspace/
- * node_modules/.bin when it installed npm packages.  Two fstatat(2)
- * calls beneath the home's descriptor, no walk.
+ * node_modules/.bin (and NODE_PATH) when it installed npm packages.  Two
+ * fstatat(2) calls beneath the home's descriptor, no walk.
  */
 static void
 prep_env_path(struct sbx_exec *p, struct sbx_strv *env)
 {
 	struct stat	 st;
 	struct sbx_buf	 b = SBX_BUF_INIT;
-	int		 venv;
+	int		 venv, npm;
 
 	venv = p->home_fd >= 0 && fstatat(p->home_fd, SBX_INSTALL_VENV_DIR
 	    "/bin/python", &st, AT_SYMLINK_NOFOLLOW) == 0;
+	npm = p->home_fd >= 0 && fstatat(p->home_fd, SBX_INSTALL_NPM_DIR
+	    "/node_modules", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISDIR(st.st_mode);
 	sbx_buf_puts(&b, "PATH=");
 	if (venv)
 		sbx_buf_printf(&b, "%s/" SBX_INSTALL_VENV_DIR "/bin:", p->home);
-	if (p->home_fd >= 0 && fstatat(p->home_fd, SBX_INSTALL_NPM_DIR
-	    "/node_modules/.bin", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-	    S_ISDIR(st.st_mode))
+	if (npm)
 		sbx_buf_printf(&b, "%s/" SBX_INSTALL_NPM_DIR
 		    "/node_modules/.bin:", p->home);
 	sbx_buf_puts(&b, SBX_SANDBOX_PATH);
@@ -543,6 +544,10 @@ prep_env_path(struct sbx_exec *p, struct sbx_strv *env)
 	if (venv)
 		sbx_strv_pushf(env, "VIRTUAL_ENV=%s/" SBX_INSTALL_VENV_DIR,
 		    p->home);
+	/* require("pkg") from anywhere finds what sbx install put there. */
+	if (npm)
+		sbx_strv_pushf(env, "NODE_PATH=%s/" SBX_INSTALL_NPM_DIR
+		    "/node_modules", p->home);
 }
 
 static int
