@@ -244,7 +244,7 @@ EOF
 
 @test "kill -9 during an install: the lock goes with it, the next install works" {
 	need_install_tools
-	install_world pip-timeout:1
+	install_world stall:1
 	sbx install -q --agent alice --manager npm sbx-hello > "$TEST_ROOT/k" 2>&1 &
 	p=$!
 	for _ in $(seq 100); do
@@ -257,4 +257,21 @@ EOF
 	run -0 sbx install --json --agent alice --manager npm sbx-hello
 	echo "$output"
 	run -0 sbx exec --agent alice -- sbx-hello
+}
+
+@test "a transient pip failure (ReadTimeoutError): one cache purge, one retry, success" {
+	need_install_tools
+	install_world pip-timeout:1
+	# pip's own retries off and a short read timeout, so that the first
+	# (stalled) request fails at once with the signature.
+	h=$(ahome alice)
+	mkdir -p "$h/.config/pip"
+	printf '[global]\ntimeout = 1\nretries = 0\n' > "$h/.config/pip/pip.conf"
+	chmod -R a+rX "$h/.config"
+	run sbx install --json --agent alice --manager pip sbxpy-hello
+	echo "$output"
+	cat "$REG_LOG"
+	[ "$status" -eq 0 ]
+	[ "$(json_get "$output" .result.retried)" = true ]
+	run -0 sbx exec --agent alice -- sbxpy_hello-hello
 }

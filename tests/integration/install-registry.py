@@ -7,7 +7,9 @@
 # index, wheels) on 127.0.0.1 on a free port, printed on stdout.  Every
 # request is appended to LOG.  FAIL_SPEC injects failures:
 #   npm-locked:N   the first N requests answer 423 with an ELOCKED error
-#   pip-timeout:N  the first N requests stall 5 s (pip's read timeout)
+#   pip-timeout:N  the first N downloads of a file under /files/ stall 5 s
+#                  (longer than the test's pip read timeout)
+#   stall:N        the first N requests stall 5 s, then fail (503)
 #   npm-404:N      the first N requests answer 404 (a persistent failure
 #                  when N is large)
 import http.server
@@ -39,15 +41,21 @@ class H(http.server.BaseHTTPRequestHandler):
             self.wfile.write(body)
 
     def do_GET(self):
-        with lock:
-            fail = left[0] > 0
-            if fail:
-                left[0] -= 1
+        # pip-timeout stalls a download (a wheel): a stalled index page
+        # is only a debug line to pip, a stalled download its
+        # ReadTimeoutError.
+        if mode == "pip-timeout" and not self.path.startswith("/files/"):
+            fail = False
+        else:
+            with lock:
+                fail = left[0] > 0
+                if fail:
+                    left[0] -= 1
         if fail and mode == "npm-locked":
             return self.send(423, b'{"error":"ELOCKED registry lock held"}')
         if fail and mode == "npm-404":
             return self.send(404, b'{"error":"Not found"}')
-        if fail and mode == "pip-timeout":
+        if fail and mode in ("pip-timeout", "stall"):
             time.sleep(5)
             return self.send(503, b"stalled")
         path = self.path.split("?", 1)[0]
