@@ -47,6 +47,8 @@ static const struct command {
 	    NULL },
 	{ "config", "read and change the settings of agents and of the root",
 	    NULL },
+	{ "install", "install packages (apt, pip, npm) into an agent's "
+	    "sandbox", NULL },
 };
 #define NCOMMANDS	(sizeof(commands) / sizeof(commands[0]))
 

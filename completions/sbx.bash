@@ -385,6 +385,19 @@ _sbx()
 			_sbx_reply "none proxy outbound" "$cur"
 		fi
 		;;
+	install)
+		case $prev in
+		--home) compopt -o dirnames 2>/dev/null; return 0 ;;
+		--agent|-a) _sbx_reply "$(_sbx_agents "$(_sbx_state_root)")" "$cur"; return 0 ;;
+		--manager|-m) _sbx_reply "apt pip npm" "$cur"; return 0 ;;
+		--timeout) return 0 ;;
+		esac
+		if [[ $cur == -* ]]; then
+			_sbx_reply "--agent --manager --home --timeout --allow-url --json --quiet --verbose --help --version -a -m -j -q -v -h" "$cur"
+		elif ((cword == 2)); then
+			_sbx_reply "list reconcile" "$cur"
+		fi
+		;;
 	preflight)
 		case $prev in
 		--home) compopt -o dirnames 2>/dev/null; return 0 ;;

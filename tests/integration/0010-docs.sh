@@ -9,9 +9,9 @@ cd "$(dirname "$0")/../.." || exit 1
 SBX_TEST_BUILD=${SBX_TEST_BUILD:-$(pwd)/build}
 SBX_BIN=$SBX_TEST_BUILD/bin/sbx
 EXEC_BIN=$SBX_TEST_BUILD/libexec/sbx/sbx-exec
-PAGES="man/sbx.1 man/sbx-exec.1 man/sbx.7 man/sbx-envelope.5 man/sbx-provision.1 man/sbx-preflight.1 man/sbx-proxy.1 man/sbx-config.1"
+PAGES="man/sbx.1 man/sbx-exec.1 man/sbx.7 man/sbx-envelope.5 man/sbx-provision.1 man/sbx-preflight.1 man/sbx-proxy.1 man/sbx-config.1 man/sbx-install.1"
 # The other commands: each gets the same three checks as sbx-exec.
-OTHERS="provision preflight proxy config"
+OTHERS="provision preflight proxy config install"
 
 n=0
 failures=0
