@@ -275,3 +275,19 @@ EOF
 	[ "$(json_get "$output" .result.retried)" = true ]
 	run -0 sbx exec --agent alice -- sbxpy_hello-hello
 }
+
+@test "sbx status counts the manifest; sbx provision unprovision clears it" {
+	run -0 sbx provision --agent alice -q
+	run -0 sbx status --agent alice --json
+	[ "$(json_get "$output" .result.packages)" = null ]
+	mkdir -p "$SBX_HOME/agents/alice"
+	echo '{"apt":[],"npm":["a","B","b"],"pip":["x"]}' > "$SBX_HOME/agents/alice/installed-packages.json"
+	run -0 sbx status --agent alice --json
+	[ "$(json_get "$output" .result.packages | jq -c .)" = '{"apt":0,"npm":2,"pip":1}' ]
+	run -0 sbx status --agent alice
+	[[ $output == *"packages (sbx install): apt 0, npm 2, pip 1"* ]]
+	run -0 sbx install list --agent alice --json
+	[ "$(json_get "$output" .result.packages.npm | jq -c .)" = '["a","B"]' ]
+	run -0 sbx provision unprovision --agent alice -q
+	[ ! -e "$SBX_HOME/agents/alice/installed-packages.json" ]
+}
