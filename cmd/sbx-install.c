@@ -321,28 +321,34 @@ check_registries(const struct sbx_install_reg *reg)
 			memcpy(&ss[0], &ov->addr, sizeof(ss[0]));
 			n = 1;
 		} else if ((n = sbx_proxy_lookup(&pcfg, reg->host[i], ss, lens,
-		    16, &e)) <= 0) {
+				16, &e)) <= 0) {
 			if (n == 0)
-				sbx_error_set(&e, SBX_K_UNAVAILABLE,
-				    "registry", "resolve_failed", "the "
+				sbx_error_set(&e, SBX_K_UNAVAILABLE, "registry",
+				    "resolve_failed",
+				    "the "
 				    "registry %s has no address",
 				    reg->host[i]);
-			sbx_error_hint(&e, "check the name, or set "
+			sbx_error_hint(&e,
+			    "check the name, or set "
 			    "install.registries.%s in config/sandbox.json",
 			    sbx_install_manager_name(O.mgr));
 			goto refused;
 		}
 		if ((why = sbx_np_addrs_check(&pol, reg->host[i], ss, n,
-		    &bad)) != NULL) {
-			sbx_np_addr_text((const struct sockaddr *)(const void *)
-			    &ss[bad], addr, sizeof(addr));
+			 &bad)) != NULL) {
+			sbx_np_addr_text(
+			    (const struct sockaddr *)(const void *)&ss[bad],
+			    addr, sizeof(addr));
 			sbx_error_set(&e, SBX_K_REJECTED, "registry", why,
 			    "the proxy refuses the registry %s: its address "
-			    "%s is %s", reg->host[i], addr, why);
+			    "%s is %s",
+			    reg->host[i], addr, why);
 			hint = sbx_np_addr_hint(why);
-			sbx_error_hint(&e, "%s", hint != NULL ? hint :
-			    "allow_private_domains lets a mirror on a private "
-			    "address through");
+			sbx_error_hint(&e, "%s",
+			    hint != NULL ?
+				hint :
+				"allow_private_domains lets a mirror on a private "
+				"address through");
 			goto refused;
 		}
 	}
@@ -737,31 +743,32 @@ do_install(void)
 static int
 do_list(void)
 {
-	struct sbx_error	 e;
-	json_t			*m, *v;
-	const char		*k;
-	size_t			 i;
-	int			 afd;
-	char			 rel[128];
+	struct sbx_error e;
+	json_t		*m, *v;
+	const char	*k;
+	size_t		 i;
+	int		 afd;
+	char		 rel[128];
 
 	open_agent();
 	snprintf(rel, sizeof(rel), "agents/%s", O.agent);
 	if ((afd = sbx_open_beneath(root.fd, rel, O_RDONLY | O_DIRECTORY,
-	    &e)) == -1)
+		 &e)) == -1)
 		m = sbx_install_manifest_normalize(NULL);
 	else if ((m = sbx_install_manifest_read(afd, &e)) == NULL)
 		fail(&e);
 	if (afd >= 0)
 		close(afd);
 	if (O.json) {
-		emit(sbx_envelope_ok(tool, json_pack("{s:s,s:o}", "agent",
-		    O.agent, "packages", m), NULL));
+		emit(sbx_envelope_ok(tool,
+		    json_pack("{s:s,s:o}", "agent", O.agent, "packages", m),
+		    NULL));
 		return 0;
 	}
-	json_object_foreach(m, k, v)
+	json_object_foreach (m, k, v)
 		for (i = 0; i < json_array_size(v); i++)
-			printf("%s\t%s\n", k, json_string_value(
-			    json_array_get(v, i)));
+			printf("%s\t%s\n", k,
+			    json_string_value(json_array_get(v, i)));
 	json_decref(m);
 	return 0;
 }
@@ -787,13 +794,13 @@ names_from(int mgr, const struct run *rr)
 		return NULL;
 	}
 	if (mgr == SBX_INSTALL_NPM)
-		json_object_foreach(json_object_get(j, "dependencies"), k, v)
+		json_object_foreach (json_object_get(j, "dependencies"), k, v)
 			json_array_append_new(out, json_string(k));
 	else
-		json_array_foreach(j, i, v)
+		json_array_foreach (j, i, v)
 			if (json_is_string(json_object_get(v, "name")))
-				json_array_append(out, json_object_get(v,
-				    "name"));
+				json_array_append(out,
+				    json_object_get(v, "name"));
 	json_decref(j);
 	return out;
 }

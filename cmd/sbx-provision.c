@@ -1228,26 +1228,28 @@ print_summary(json_t *sum, json_t *problems)
 static json_t *
 package_counts(int rootfd)
 {
-	struct sbx_error	 e;
-	json_t			*m, *c, *v;
-	const char		*k;
-	char			 rel[128];
-	int			 afd;
+	struct sbx_error e;
+	json_t		*m, *c, *v;
+	const char	*k;
+	char		 rel[128];
+	int		 afd;
 
 	snprintf(rel, sizeof(rel), "agents/%s", O.agent);
-	if (rootfd < 0 || (afd = sbx_open_beneath(rootfd, rel, O_RDONLY |
-	    O_DIRECTORY, &e)) == -1)
+	if (rootfd < 0 ||
+	    (afd = sbx_open_beneath(rootfd, rel, O_RDONLY | O_DIRECTORY, &e)) ==
+		-1)
 		return NULL;
 	if (faccessat(afd, SBX_INSTALL_MANIFEST, F_OK, AT_SYMLINK_NOFOLLOW) ==
-	    -1 || (m = sbx_install_manifest_read(afd, &e)) == NULL) {
+		-1 ||
+	    (m = sbx_install_manifest_read(afd, &e)) == NULL) {
 		close(afd);
 		return NULL;
 	}
 	close(afd);
 	c = json_object();
-	json_object_foreach(m, k, v)
-		json_object_set_new(c, k, json_integer((json_int_t)
-		    json_array_size(v)));
+	json_object_foreach (m, k, v)
+		json_object_set_new(c, k,
+		    json_integer((json_int_t)json_array_size(v)));
 	json_decref(m);
 	return c;
 }
@@ -1307,11 +1309,13 @@ do_status(void)
 		print_summary(summary, problems);
 		if (pkgs != NULL)
 			printf("packages (sbx install): apt %lld, npm %lld, "
-			    "pip %lld\n", (long long)json_integer_value(
-			    json_object_get(pkgs, "apt")), (long long)
-			    json_integer_value(json_object_get(pkgs, "npm")),
-			    (long long)json_integer_value(json_object_get(pkgs,
-			    "pip")));
+			       "pip %lld\n",
+			    (long long)json_integer_value(
+				json_object_get(pkgs, "apt")),
+			    (long long)json_integer_value(
+				json_object_get(pkgs, "npm")),
+			    (long long)json_integer_value(
+				json_object_get(pkgs, "pip")));
 		print_warnings(warnings);
 		if (ready)
 			printf("ready\n");

@@ -30,13 +30,12 @@
 #include "netpolicy.h"
 #include "utf8.h"
 
-static const char *const mgr_names[SBX_INSTALL_NMGR] = { "apt", "npm",
-    "pip" };
+static const char *const mgr_names[SBX_INSTALL_NMGR] = { "apt", "npm", "pip" };
 
 int
 sbx_install_manager(const char *s, struct sbx_error *e)
 {
-	int	 i;
+	int i;
 
 	for (i = 0; s != NULL && i < SBX_INSTALL_NMGR; i++)
 		if (strcmp(s, mgr_names[i]) == 0)
@@ -115,18 +114,21 @@ url_like(int mgr, const char *s)
 		    *s == '.' || *s == '~';
 	default:
 		/* apt: a path to a .deb ("./x.deb", "/tmp/x.deb"). */
-		return strchr(s, '/') != NULL && (*s == '.' || *s == '/' ||
-		    *s == '~');
+		return strchr(s, '/') != NULL &&
+		    (*s == '.' || *s == '/' || *s == '~');
 	}
 }
 
 /* A refusal of packages[i]: the message names the field, never the
  * package itself (it may hold anything). */
-static int __attribute__((format(printf, 4, 5)))
-bad(struct sbx_error *e, const char *field, const char *reason,
-    const char *fmt, ...)
+static int bad(struct sbx_error *, const char *, const char *, const char *,
+    ...) __attribute__((format(printf, 4, 5)));
+
+static int
+bad(struct sbx_error *e, const char *field, const char *reason, const char *fmt,
+    ...)
 {
-	va_list	 ap;
+	va_list ap;
 
 	sbx_error_set(e, SBX_K_INVALID_ARGS, field, reason, "%s", "");
 	va_start(ap, fmt);
@@ -481,8 +483,8 @@ sbx_install_classify(int mgr, int code, const char *out, size_t len,
 static int
 name_cmp(const void *a, const void *b)
 {
-	const char	*x = *(const char *const *)a, *y = *(const char *const *)b;
-	int		 r = strcasecmp(x, y);
+	const char *x = *(const char *const *)a, *y = *(const char *const *)b;
+	int	    r = strcasecmp(x, y);
 
 	return r != 0 ? r : strcmp(x, y);
 }
@@ -492,24 +494,25 @@ name_cmp(const void *a, const void *b)
 static json_t *
 names_clean(const json_t *arr, const json_t *more)
 {
-	const json_t	*src[2] = { arr, more };
-	char		**v = NULL, *s, **nv;
-	const char	*t;
-	size_t		 n = 0, i, j, k, l;
-	json_t		*out, *it;
+	const json_t *src[2] = { arr, more };
+	char	    **v = NULL, *s, **nv;
+	const char   *t;
+	size_t	      n = 0, i, j, k, l;
+	json_t	     *out, *it;
 
 	for (k = 0; k < 2; k++) {
 		if (!json_is_array(src[k]))
 			continue;
-		json_array_foreach(src[k], i, it) {
+		json_array_foreach (src[k], i, it) {
 			if (!json_is_string(it))
 				continue;
 			t = json_string_value(it);
 			while (*t == ' ' || *t == '\t')
 				t++;
 			l = strlen(t);
-			while (l > 0 && (t[l - 1] == ' ' || t[l - 1] == '\t' ||
-			    t[l - 1] == '\n' || t[l - 1] == '\r'))
+			while (l > 0 &&
+			    (t[l - 1] == ' ' || t[l - 1] == '\t' ||
+				t[l - 1] == '\n' || t[l - 1] == '\r'))
 				l--;
 			if (l == 0 || l > SBX_INSTALL_MAX_PKG_LEN)
 				continue;
@@ -625,17 +628,17 @@ sbx_install_manifest_add(json_t *m, int mgr, char *const *specs, int n)
 }
 
 int
-sbx_install_manifest_write(int agentfd, const json_t *m,
-    struct sbx_error *e)
+sbx_install_manifest_write(int agentfd, const json_t *m, struct sbx_error *e)
 {
-	char	*s;
-	int	 rc;
+	char *s;
+	int   rc;
 
 	if ((s = json_dumps(m, JSON_SORT_KEYS | JSON_COMPACT)) == NULL)
-		return sbx_error_sys(e, "out_of_memory", "cannot encode the "
+		return sbx_error_sys(e, "out_of_memory",
+		    "cannot encode the "
 		    "manifest");
-	rc = sbx_write_atomic(agentfd, SBX_INSTALL_MANIFEST, s, strlen(s),
-	    0600, e);
+	rc = sbx_write_atomic(agentfd, SBX_INSTALL_MANIFEST, s, strlen(s), 0600,
+	    e);
 	free(s);
 	return rc;
 }
@@ -647,17 +650,18 @@ on_alarm(int sig)
 }
 
 int
-sbx_install_lock(int dirfd, const char *name, int wait_s,
-    struct sbx_error *e)
+sbx_install_lock(int dirfd, const char *name, int wait_s, struct sbx_error *e)
 {
-	struct sigaction	 sa, old;
-	int			 fd, rc, saved;
+	struct sigaction sa, old;
+	int		 fd, rc, saved;
 
-	fd = openat(dirfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC |
-	    O_NOCTTY, 0600);
+	fd = openat(dirfd, name,
+	    O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
 	if (fd == -1)
-		return sbx_error_sys(e, "lock_failed", "cannot open the "
-		    "install lock %s", name);
+		return sbx_error_sys(e, "lock_failed",
+		    "cannot open the "
+		    "install lock %s",
+		    name);
 	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
 		return fd;
 	if (errno != EWOULDBLOCK || wait_s <= 0)
@@ -794,7 +798,7 @@ sbx_install_registry(const json_t *cfg, int mgr, struct sbx_install_reg *r,
 	if (!json_is_array(v) || json_array_size(v) == 0 ||
 	    json_array_size(v) > SBX_INSTALL_MAX_HOSTS)
 		goto bad;
-	json_array_foreach(v, i, it)
+	json_array_foreach (v, i, it)
 		if (!json_is_string(it) ||
 		    reg_add(r, json_string_value(it), i == 0) == -1)
 			goto bad;

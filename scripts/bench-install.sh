@@ -95,6 +95,7 @@ fresh_agent() { rm -rf "$home/.sbx" "$home/.npm"; }
 sbx_install() { fresh_agent; "$SBX" install -q --agent bench --manager npm sbx-hello >/dev/null 2>&1; }
 bare_in_sandbox() {
 	fresh_agent
+	# shellcheck disable=SC2016 # $HOME is the sandbox's
 	"$SBX" exec -q --agent bench --network proxy --allow-domain npm.sbx.test \
 	    --env "npm_config_registry=http://npm.sbx.test:$port/" -- sh -c '
 	    mkdir -p "$HOME/.sbx/node_workspace" && cd "$HOME/.sbx/node_workspace" &&

@@ -120,60 +120,79 @@ main(void)
 		    SBX_INSTALL_C_PERMISSION, 0, 0 },
 		{ SBX_INSTALL_NPM, 1, "something odd\n", SBX_INSTALL_C_UNKNOWN,
 		    0, 0 },
-		{ SBX_INSTALL_PIP, 1, "pip._vendor.urllib3.exceptions."
+		{ SBX_INSTALL_PIP, 1,
+		    "pip._vendor.urllib3.exceptions."
 		    "ReadTimeoutError: HTTPSConnectionPool(host='x', port=443)"
-		    ": Read timed out.\n", SBX_INSTALL_C_NETWORK, 1, 1 },
-		{ SBX_INSTALL_PIP, 1, "ERROR: Could not install packages due "
+		    ": Read timed out.\n",
+		    SBX_INSTALL_C_NETWORK, 1, 1 },
+		{ SBX_INSTALL_PIP, 1,
+		    "ERROR: Could not install packages due "
 		    "to an OSError: [Errno 2] No such file\n",
 		    SBX_INSTALL_C_UNKNOWN, 1, 0 },
-		{ SBX_INSTALL_PIP, 1, "ERROR: Could not install packages due "
+		{ SBX_INSTALL_PIP, 1,
+		    "ERROR: Could not install packages due "
 		    "to an OSError: [Errno 28] No space left on device\n",
 		    SBX_INSTALL_C_DISK_FULL, 0, 0 },
-		{ SBX_INSTALL_PIP, 1, "ERROR: Could not install packages due "
+		{ SBX_INSTALL_PIP, 1,
+		    "ERROR: Could not install packages due "
 		    "to an OSError: [Errno 13] Permission denied: '/x'\n",
 		    SBX_INSTALL_C_PERMISSION, 0, 0 },
-		{ SBX_INSTALL_PIP, 1, "ERROR: Could not find a version that "
+		{ SBX_INSTALL_PIP, 1,
+		    "ERROR: Could not find a version that "
 		    "satisfies the requirement nope (from versions: none)\n"
 		    "ERROR: No matching distribution found for nope\n",
 		    SBX_INSTALL_C_NOT_FOUND, 0, 0 },
-		{ SBX_INSTALL_PIP, 1, "ERROR: ResolutionImpossible: for help "
-		    "visit ...\n", SBX_INSTALL_C_RESOLUTION, 0, 0 },
-		{ SBX_INSTALL_PIP, 1, "WARNING: Retrying ... after connection "
+		{ SBX_INSTALL_PIP, 1,
+		    "ERROR: ResolutionImpossible: for help "
+		    "visit ...\n",
+		    SBX_INSTALL_C_RESOLUTION, 0, 0 },
+		{ SBX_INSTALL_PIP, 1,
+		    "WARNING: Retrying ... after connection "
 		    "broken by 'ProxyError('Cannot connect to proxy.')'\n",
 		    SBX_INSTALL_C_NETWORK, 0, 1 },
-		{ SBX_INSTALL_APT, 100, "E: Could not get lock /var/lib/dpkg/"
+		{ SBX_INSTALL_APT, 100,
+		    "E: Could not get lock /var/lib/dpkg/"
 		    "lock-frontend. It is held by process 7\n",
 		    SBX_INSTALL_C_LOCK, 1, 1 },
-		{ SBX_INSTALL_APT, 100, "Err:1 http://deb.debian.org bookworm "
+		{ SBX_INSTALL_APT, 100,
+		    "Err:1 http://deb.debian.org bookworm "
 		    "InRelease\n  Temporary failure resolving "
-		    "'deb.debian.org'\n", SBX_INSTALL_C_NETWORK, 1, 1 },
-		{ SBX_INSTALL_APT, 100, "E: Failed to fetch http://x/y.deb  "
-		    "Hash Sum mismatch\n", SBX_INSTALL_C_NETWORK, 1, 1 },
+		    "'deb.debian.org'\n",
+		    SBX_INSTALL_C_NETWORK, 1, 1 },
+		{ SBX_INSTALL_APT, 100,
+		    "E: Failed to fetch http://x/y.deb  "
+		    "Hash Sum mismatch\n",
+		    SBX_INSTALL_C_NETWORK, 1, 1 },
 		{ SBX_INSTALL_APT, 100, "E: Unable to locate package nope\n",
 		    SBX_INSTALL_C_NOT_FOUND, 0, 0 },
-		{ SBX_INSTALL_APT, 100, "The following packages have unmet "
+		{ SBX_INSTALL_APT, 100,
+		    "The following packages have unmet "
 		    "dependencies:\nE: Unable to correct problems, you have "
-		    "held broken packages.\n", SBX_INSTALL_C_RESOLUTION, 0, 0 },
-		{ SBX_INSTALL_APT, 100, "E: Could not open lock file /var/lib/"
+		    "held broken packages.\n",
+		    SBX_INSTALL_C_RESOLUTION, 0, 0 },
+		{ SBX_INSTALL_APT, 100,
+		    "E: Could not open lock file /var/lib/"
 		    "dpkg/lock-frontend - open (13: Permission denied)\nE: "
 		    "Unable to acquire the dpkg frontend lock (/var/lib/dpkg/"
-		    "lock-frontend), are you root?\n", SBX_INSTALL_C_LOCK, 0,
-		    1 },
-		{ SBX_INSTALL_APT, 100, "dpkg: error: No space left on device\n",
+		    "lock-frontend), are you root?\n",
+		    SBX_INSTALL_C_LOCK, 0, 1 },
+		{ SBX_INSTALL_APT, 100,
+		    "dpkg: error: No space left on device\n",
 		    SBX_INSTALL_C_DISK_FULL, 0, 0 },
 	};
-	char		*many[SBX_INSTALL_MAX_PKGS + 1], big[300], *s;
-	char		 tmpl[] = "/tmp/t-install.XXXXXX", buf[512];
-	json_t		*m, *n;
-	size_t		 i;
-	int		 dfd, fd, fd2, st;
-	pid_t		 pid;
+	char   *many[SBX_INSTALL_MAX_PKGS + 1], big[300], *s;
+	char	tmpl[] = "/tmp/t-install.XXXXXX", buf[512];
+	json_t *m, *n;
+	size_t	i;
+	int	dfd, fd, fd2, st;
+	pid_t	pid;
 
 	/* Managers. */
 	ok(sbx_install_manager("npm", &e) == SBX_INSTALL_NPM, "npm");
 	ok(sbx_install_manager("apk", &e) == -1 &&
-	    strcmp(e.reason, "unknown_manager") == 0 &&
-	    strcmp(e.field, "manager") == 0, "apk: unknown_manager");
+		strcmp(e.reason, "unknown_manager") == 0 &&
+		strcmp(e.field, "manager") == 0,
+	    "apk: unknown_manager");
 	is_str(sbx_install_manager_name(SBX_INSTALL_PIP), "pip", "pip name");
 
 	/* Validation: what passes. */
@@ -205,23 +224,28 @@ main(void)
 	ok(valid1(SBX_INSTALL_PIP, "foo @ https://x/y.whl", 1, &e) == 0,
 	    "pip direct reference with --allow-url");
 	ok(valid1(SBX_INSTALL_PIP, "-e", 1, &e) == -1 &&
-	    strcmp(e.reason, "option_like") == 0, "-e refused with --allow-url");
+		strcmp(e.reason, "option_like") == 0,
+	    "-e refused with --allow-url");
 	/* Counts and sizes; the field names the index. */
 	for (i = 0; i <= SBX_INSTALL_MAX_PKGS; i++)
 		many[i] = "jq";
-	ok(sbx_install_validate(SBX_INSTALL_APT, many, SBX_INSTALL_MAX_PKGS,
-	    0, &e) == 0, "32 packages ok");
-	ok(sbx_install_validate(SBX_INSTALL_APT, many, SBX_INSTALL_MAX_PKGS +
-	    1, 0, &e) == -1 && strcmp(e.reason, "too_many_packages") == 0,
+	ok(sbx_install_validate(SBX_INSTALL_APT, many, SBX_INSTALL_MAX_PKGS, 0,
+	       &e) == 0,
+	    "32 packages ok");
+	ok(sbx_install_validate(SBX_INSTALL_APT, many, SBX_INSTALL_MAX_PKGS + 1,
+	       0, &e) == -1 &&
+		strcmp(e.reason, "too_many_packages") == 0,
 	    "33 packages: too_many_packages");
 	ok(sbx_install_validate(SBX_INSTALL_APT, many, 0, 0, &e) == -1 &&
-	    strcmp(e.reason, "no_packages") == 0, "none: no_packages");
+		strcmp(e.reason, "no_packages") == 0,
+	    "none: no_packages");
 	memset(big, 'a', 257);
 	big[257] = '\0';
 	many[3] = big;
 	ok(sbx_install_validate(SBX_INSTALL_NPM, many, 5, 0, &e) == -1 &&
-	    strcmp(e.reason, "too_long") == 0 &&
-	    strcmp(e.field, "packages[3]") == 0, "257 bytes: too_long at [3]");
+		strcmp(e.reason, "too_long") == 0 &&
+		strcmp(e.field, "packages[3]") == 0,
+	    "257 bytes: too_long at [3]");
 	big[256] = '\0';
 	ok(sbx_install_validate(SBX_INSTALL_PIP, many, 5, 0, &e) == 0,
 	    "256 bytes ok");
