@@ -154,6 +154,24 @@ image_dirs(const struct sbx_sandbox *sb, struct sbx_strv *v)
 			rc |= push3(v, "--ro-bind", src, dst);
 		}
 	}
+	/*
+	 * The image's /var, read-only, so that dpkg -l and apt-cache policy
+	 * tell the truth about the image; /var/tmp and /var/cache private
+	 * and writable (tmpfs, gone with the run) where the image has them,
+	 * as programs expect to write there.
+	 */
+	if (fstatat(sb->image_fd, "var", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISDIR(st.st_mode)) {
+		snprintf(src, sizeof(src), "%s/var", sb->image_root);
+		rc |= push3(v, "--ro-bind", src, "/var");
+		if (fstatat(sb->image_fd, "var/tmp", &st,
+		    AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
+			rc |= push2(v, "--perms", "1777") |
+			    push2(v, "--tmpfs", "/var/tmp");
+		if (fstatat(sb->image_fd, "var/cache", &st,
+		    AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
+			rc |= push2(v, "--tmpfs", "/var/cache");
+	}
 	return rc ? -1 : 0;
 }
 

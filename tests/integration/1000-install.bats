@@ -291,3 +291,32 @@ EOF
 	run -0 sbx provision unprovision --agent alice -q
 	[ ! -e "$SBX_HOME/agents/alice/installed-packages.json" ]
 }
+
+@test "image mode: the image's /var read-only (dpkg's status visible), /var/tmp and /var/cache private" {
+	[ -x /bin/busybox ] || skip "busybox is not installed"
+	r=$TEST_ROOT/rootfs
+	mkdir -p "$r/bin" "$r/etc" "$r/var/lib/dpkg" "$r/var/tmp" "$r/var/cache/apt"
+	cp /bin/busybox "$r/bin/busybox"
+	for a in sh cat touch echo; do ln -s busybox "$r/bin/$a"; done
+	echo 'root:x:0:0:root:/root:/bin/sh' > "$r/etc/passwd"
+	printf 'Package: img-pkg\nStatus: install ok installed\n' > "$r/var/lib/dpkg/status"
+	echo cached > "$r/var/cache/apt/pkgcache.bin"
+	tar -C "$r" -cf "$TEST_ROOT/img.tar" .
+	run -0 sbx provision image add "$TEST_ROOT/img.tar" \
+	    --sha256 "$(sha256sum "$TEST_ROOT/img.tar" | cut -d' ' -f1)" --name img -q
+	run -0 sbx provision --agent alice --image img -q
+	run -0 sbx exec --agent alice -- cat /var/lib/dpkg/status
+	[[ $output == *"Package: img-pkg"* ]]
+	run sbx exec --agent alice -- touch /var/lib/dpkg/new
+	[ "$status" -ne 0 ]
+	run -0 sbx exec --agent alice -- sh -c 'echo x > /var/tmp/t && echo y > /var/cache/c && cat /var/tmp/t /var/cache/c'
+	[ "$output" = "$(printf 'x\ny')" ]
+	# Private: the template is untouched, and its cache is not shown.
+	run sbx exec --agent alice -- cat /var/cache/apt/pkgcache.bin
+	[ "$status" -ne 0 ]
+	d=$(sha256sum "$TEST_ROOT/img.tar" | cut -d' ' -f1)
+	[ ! -e "$SBX_HOME/images/$d/rootfs/var/tmp/t" ]
+	[ ! -e "$SBX_HOME/images/$d/rootfs/var/cache/c" ]
+	[ -f "$SBX_HOME/images/$d/rootfs/var/cache/apt/pkgcache.bin" ]
+	[ ! -e "$SBX_HOME/images/$d/rootfs/var/lib/dpkg/new" ]
+}
