@@ -107,6 +107,10 @@ EOF
 	run -0 sbx exec --agent alice -- node -e 'console.log(require("sbx-hello")())'
 	[ "$output" = "hello from sbx-hello" ]
 	[ "$(manifest alice | jq -c .)" = '{"apt":[],"npm":["sbx-hello"],"pip":[]}' ]
+	# Nothing of the caller's changed: npm ran in the sandbox, as the
+	# agent, with the agent's home.
+	[ ! -e "$HOME/.npm" ] && [ ! -e "$HOME/.sbx" ]
+	[ "$(stat -c %u "$(ahome alice)/.sbx/node_workspace/node_modules")" = "$(sandbox_uid)" ]
 	# Installed again: one entry still; list shows it.
 	run -0 sbx install -q --agent alice --manager npm sbx-hello
 	[ "$(manifest alice | jq -c .npm)" = '["sbx-hello"]' ]

@@ -344,6 +344,54 @@ main(void)
 	close(dfd);
 	rmdir(tmpl);
 
+	/* Registries: defaults, an override, refusals. */
+	{
+		struct sbx_install_reg	 r;
+		char			 h[254];
+		unsigned		 port;
+		int			 https;
+		json_t			*cfg;
+
+		ok(sbx_install_registry(NULL, SBX_INSTALL_NPM, &r, &e) == 0 &&
+		    strcmp(r.url, "https://registry.npmjs.org/") == 0 &&
+		    r.nhosts == 1 && r.port[0] == 443, "npm default");
+		ok(sbx_install_registry(NULL, SBX_INSTALL_PIP, &r, &e) == 0 &&
+		    r.nhosts == 2 &&
+		    strcmp(r.host[1], "files.pythonhosted.org") == 0,
+		    "pip default: index and file host");
+		ok(sbx_install_registry(NULL, SBX_INSTALL_APT, &r, &e) == 0 &&
+		    r.nhosts == 0 && r.url[0] == '\0', "apt: the image's");
+		cfg = json_pack("{s:{s:{s:[s,s]}}}", "install", "registries",
+		    "pip", "http://Mirror.Example:8080/simple/",
+		    "https://files.example");
+		ok(sbx_install_registry(cfg, SBX_INSTALL_PIP, &r, &e) == 0 &&
+		    r.plain_http && r.nhosts == 2 &&
+		    strcmp(r.host[0], "mirror.example") == 0 &&
+		    r.port[0] == 8080 && r.port[1] == 443,
+		    "pip override: lowercased host, port, plain http");
+		json_decref(cfg);
+		cfg = json_pack("{s:{s:{s:s}}}", "install", "registries", "npm",
+		    "https://x.example/");
+		ok(sbx_install_registry(cfg, SBX_INSTALL_NPM, &r, &e) == -1 &&
+		    strcmp(e.reason, "config_invalid") == 0,
+		    "a string, not an array: config_invalid");
+		ok(sbx_install_config_check(cfg, &e) == -1, "config check");
+		json_decref(cfg);
+		ok(sbx_install_url_host("http://127.0.0.1/", h, &port,
+		    &https) == -1, "IP literal refused");
+		ok(sbx_install_url_host("https://u:p@x.example/", h, &port,
+		    &https) == -1, "credentials refused");
+		ok(sbx_install_url_host("ftp://x.example/", h, &port,
+		    &https) == -1, "ftp refused");
+		ok(sbx_install_url_host("https://x.example/a b", h, &port,
+		    &https) == -1, "a blank refused");
+		ok(sbx_install_url_host("https://x.example:0/", h, &port,
+		    &https) == -1, "port 0 refused");
+		ok(sbx_install_url_host("https://x.example", h, &port,
+		    &https) == 0 && port == 443 && https &&
+		    strcmp(h, "x.example") == 0, "bare host");
+	}
+
 	/* Log tail: capped, valid UTF-8. */
 	s = sbx_install_log_tail("line1\nline2\n\xff\n", 14, 100);
 	ok(s != NULL && strstr(s, "line1") != NULL && strchr(s, '\xff') ==
