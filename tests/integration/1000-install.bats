@@ -324,3 +324,24 @@ EOF
 	[ -f "$SBX_HOME/images/$d/rootfs/var/cache/apt/pkgcache.bin" ]
 	[ ! -e "$SBX_HOME/images/$d/rootfs/var/lib/dpkg/new" ]
 }
+
+@test "a cleanup that fails: cleanup_failed, and no retry over it" {
+	need_install_tools
+	install_world npm-locked:100
+	# npm's cache, in a directory the agent cannot empty (root's, 0755):
+	# `npm cache clean --force` fails.
+	h=$(ahome alice)
+	mkdir -p "$h/.npm/_cacache/index-v5"
+	echo x > "$h/.npm/_cacache/index-v5/x"
+	chown -R 0:0 "$h/.npm/_cacache"
+	chmod 0755 "$h/.npm/_cacache" "$h/.npm/_cacache/index-v5"
+	chown "$(sandbox_uid)" "$h/.npm"
+	run sbx install --json --agent alice --manager npm sbx-hello
+	echo "$output"
+	status_is_kind
+	[ "$(json_get "$output" .reason)" = lock ]
+	[ "$(json_get "$output" .cleanup_failed)" = true ]
+	[ "$(json_get "$output" .result.cleanup_failed)" = true ]
+	[ "$(json_get "$output" .result.retried)" = false ]
+	[ "$(npm_requests sbx-hello)" -eq 1 ]
+}
