@@ -4,7 +4,7 @@
 #   RUNS=5 scripts/bench-install.sh
 #
 # A loopback npm registry (tests/integration/install-registry.py, run as
-# nobody) serves one small package, sbx-hello.  Each figure is the median
+# uid 65533) serves one small package, sbx-hello.  Each figure is the median
 # of RUNS runs, alternating, each from an empty workspace and an empty npm
 # cache:
 #
@@ -18,13 +18,15 @@
 # Only 127.0.0.1 is contacted (npm.sbx.test is mapped to it by the agent's
 # `resolve` override); everything runs under a fresh state root in a
 # temporary directory, bounded in count, and is removed at the end.
-# Needs root (the registry runs as nobody), npm and /usr/bin/python3.
+# Needs root (the registry runs as uid 65533), npm and /usr/bin/python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${B:-build}
 RUNS=${RUNS:-5}
 PY=/usr/bin/python3
-[ "$(id -u)" -eq 0 ] || { echo "bench-install: needs root (the registry runs as nobody)"; exit 69; }
+# The registry's uid: not root (nor nobody, the unprivileged tests' user).
+REG_UID=65533
+[ "$(id -u)" -eq 0 ] || { echo "bench-install: needs root (the registry runs as uid 65533)"; exit 69; }
 command -v npm >/dev/null || { echo "bench-install: npm is not installed"; exit 69; }
 command -v jq >/dev/null || { echo "bench-install: jq is not installed"; exit 69; }
 [ -x "$PY" ] || { echo "bench-install: $PY is missing"; exit 69; }
@@ -54,7 +56,7 @@ tar -czf "$reg/tarballs/sbx-hello-1.0.0.tgz" -C "$tmp/pkg" package
 : > "$tmp/requests.log"
 chmod 0666 "$tmp/requests.log"
 chmod -R a+rX "$reg"
-setpriv --reuid 65534 --regid 65534 --clear-groups "$PY" \
+setpriv --reuid "$REG_UID" --regid "$REG_UID" --clear-groups "$PY" \
     tests/integration/install-registry.py "$reg" "$tmp/requests.log" > "$tmp/port" &
 server=$!
 for _ in $(seq 100); do [ -s "$tmp/port" ] && break; sleep 0.05; done

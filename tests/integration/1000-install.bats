@@ -4,7 +4,7 @@
 # cleanup, one retry), failure classes, locks, the manifest.
 #
 # The registry (install.bash) is a python3 server on the host's 127.0.0.1,
-# run as nobody, reached from the sandbox through sbx-proxy under names the
+# run as uid 65533, reached from the sandbox through sbx-proxy under names the
 # agent's `resolve` overrides map to it.  No test needs the internet.
 
 load lib

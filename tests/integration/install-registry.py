@@ -1,5 +1,5 @@
 # install-registry.py: a tiny loopback registry for the sbx install tests
-# (1000-install.bats), run as nobody with /usr/bin/python3.
+# (1000-install.bats), run as an unprivileged uid with /usr/bin/python3.
 #
 #   python3 install-registry.py DIR LOG [FAIL_SPEC]
 #

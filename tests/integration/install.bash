@@ -2,7 +2,7 @@
 # loaded after lib.bash and proxy.bash (whose teardown stops the proxy
 # and every server in SERVER_PIDS).
 #
-# One loopback registry (install-registry.py, run as nobody with
+# One loopback registry (install-registry.py, run as uid 65533 with
 # /usr/bin/python3) serves both a static npm registry (packuments and
 # tarballs made at test time with tar) and a PEP 503 simple index (wheels
 # made with zipfile by install-wheel.py).  The sandbox reaches it as
@@ -17,12 +17,15 @@
 # shellcheck disable=SC2034,SC2154  # variables shared with bats and the .bats file
 
 INSTALL_DIR=$BATS_TEST_DIRNAME
+# The registry's uid: not root, and not nobody either, whose listening
+# sockets the unprivileged pass of 0600-proxy.bats counts as its own.
+REG_UID=65533
 
 need_install_tools() {
 	[ -x "$PY" ] || skip "/usr/bin/python3 is not installed"
 	command -v npm >/dev/null 2>&1 || skip "npm is not installed"
 	command -v setpriv >/dev/null 2>&1 || skip "setpriv is not installed"
-	is_root || skip "the registry runs as nobody: needs root"
+	is_root || skip "the registry runs as uid 65533: needs root"
 }
 
 # An npm package sbx-hello (a module and a bin) and its tarball.
@@ -53,7 +56,7 @@ start_registry() {
 	: > "$REG_LOG"
 	chmod 0666 "$REG_LOG"
 	chmod -R a+rX "$REG"
-	setpriv --reuid 65534 --regid 65534 --clear-groups "$PY" \
+	setpriv --reuid "$REG_UID" --regid "$REG_UID" --clear-groups "$PY" \
 	    "$INSTALL_DIR/install-registry.py" "$REG" "$REG_LOG" $spec \
 	    > "$TEST_ROOT/reg.port" 2> "$TEST_ROOT/reg.err" 3>&- &
 	SERVER_PIDS+=("$!")
