@@ -13,9 +13,11 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +51,7 @@
 /* Exit statuses of the scripts below that mean "the manager is missing". */
 #define RC_NO_MANAGER	90
 #define RC_NO_VENV	91
+#define RC_FOREIGN	92	/* apt: a package has files of other owners */
 
 static const char usage_text[] =
 "usage: sbx install [--agent A] [--home DIR] --manager apt|pip|npm [--json]\n"
@@ -109,6 +112,8 @@ static struct {
 } O;
 
 static char		 tool[32] = "install";
+/* apt: runs see the agent's own rootfs copy read-write, as uid 0. */
+static int		 rootfs_rw;
 static struct sbx_root	 root = SBX_ROOT_INIT;
 static json_t		*warnings;
 
@@ -421,6 +426,7 @@ run_script(const char *script, char **args, int nargs,
 	R.max_output = "1M";
 	R.stdin_mode = "null";
 	R.verbose = O.verbose;
+	R.rootfs_rw = rootfs_rw;
 	R.network = reg != NULL ? SBX_NET_PROXY : SBX_NET_NONE;
 	for (i = 0; reg != NULL && i < reg->nhosts; i++)
 		sbx_strv_push(&R.allow, reg->host[i]);
@@ -515,6 +521,43 @@ static const char pip_list[] =
 "exec \"$HOME/.venv/bin/python\" -m pip list --format=json --not-required "
 "--exclude pip --exclude setuptools --disable-pip-version-check\n";
 
+/*
+ * apt, as uid 0 of the sandbox's user namespace over the agent's copy.
+ * The user namespace maps that one uid (bwrap cannot map a range), so a
+ * package with files of another owner or a set-id bit (which the seccomp
+ * filter refuses anyway) could only half-install: the archives are
+ * downloaded first and every one is checked before dpkg runs.
+ */
+static const char apt_script[] =
+"command -v apt-get >/dev/null 2>&1 || {\n"
+"  echo 'sbx-install: apt-get is not available in the sandbox' >&2; exit 90; }\n"
+"export DEBIAN_FRONTEND=noninteractive\n"
+"a() { apt-get -o APT::Sandbox::User=root "
+"-o \"Acquire::http::Proxy=$http_proxy\" "
+"-o \"Acquire::https::Proxy=$https_proxy\" -o Dpkg::Use-Pty=0 "
+"-o quiet=1 \"$@\"; }\n"
+"a update || exit\n"
+"a install -y --no-install-recommends --download-only -- \"$@\" || exit\n"
+"bad=0\n"
+"for f in /var/cache/apt/archives/*.deb; do\n"
+"  [ -f \"$f\" ] || continue\n"
+"  dpkg-deb --fsys-tarfile \"$f\" | tar -tvf - --numeric-owner |\n"
+"  awk -v f=\"${f##*/}\" '$2 != \"0/0\" || substr($1, 4, 1) ~ /[sS]/ ||\n"
+"      substr($1, 7, 1) ~ /[sS]/ { print \"sbx-install: \" f \": \" $0;"
+" bad = 1 }\n"
+"    END { exit bad }' >&2 || { rm -f \"$f\"; bad=1; }\n"
+"done\n"
+"[ \"$bad\" = 0 ] || exit 92\n"
+"a install -y --no-install-recommends -- \"$@\"\n";
+
+static const char apt_cleanup[] =
+"set -- -o APT::Sandbox::User=root -o \"Acquire::http::Proxy=$http_proxy\" "
+"-o \"Acquire::https::Proxy=$https_proxy\" -o quiet=1\n"
+"apt-get \"$@\" clean && apt-get \"$@\" update\n";
+
+static const char apt_list[] =
+"exec dpkg-query -W -f '${db:Status-Status}\\t${Package}\\n'\n";
+
 /* The manager's environment: where its registry is. */
 static void
 manager_env(const struct sbx_install_reg *reg, struct sbx_strv *env)
@@ -586,6 +629,74 @@ update_manifest(int lockdirfd)
 	(void)lockdirfd;
 }
 
+/*
+ * apt: the registries are the hosts of the copy's own sources
+ * (install.registries.apt overrides), read beneath the state root
+ * without following a symlink; as root, the copy is handed to the
+ * sandbox uid, which is uid 0 inside.
+ */
+static void
+apt_prepare(struct sbx_install_reg *reg)
+{
+	struct sbx_error	 e;
+	struct sbx_buf		 b = SBX_BUF_INIT;
+	struct dirent		*de;
+	DIR			*d;
+	char			 rel[PATH_MAX];
+	size_t			 n;
+	uid_t			 uid;
+	gid_t			 gid;
+	int			 fd, dfd, deb822;
+
+	if (geteuid() == 0) {
+		snprintf(rel, sizeof(rel), "envs/%s/rootfs", O.agent);
+		if ((fd = sbx_open_beneath(root.fd, rel, O_RDONLY |
+		    O_DIRECTORY, &e)) == -1 ||
+		    sbx_provision_identity(root.fd, &uid, &gid, &e) == -1 ||
+		    sbx_install_rootfs_own(fd, uid, gid, &e) == -1)
+			fail(&e);
+		close(fd);
+	}
+	if (reg->nhosts > 0)
+		return;
+	snprintf(rel, sizeof(rel), "envs/%s/rootfs/etc/apt", O.agent);
+	if ((fd = sbx_open_beneath(root.fd, rel, O_RDONLY | O_DIRECTORY,
+	    &e)) >= 0) {
+		if (sbx_read_file_at(fd, "sources.list", 1 << 20, &b, &e) ==
+		    0 && b.p != NULL)
+			(void)sbx_install_apt_sources(b.p, 0, reg);
+		sbx_buf_release(&b);
+		if ((dfd = openat(fd, "sources.list.d", O_RDONLY |
+		    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) >= 0 &&
+		    (d = fdopendir(dfd)) != NULL) {
+			while ((de = readdir(d)) != NULL) {
+				n = strlen(de->d_name);
+				deb822 = n > 8 && strcmp(de->d_name + n - 8,
+				    ".sources") == 0;
+				if (!deb822 && !(n > 5 && strcmp(de->d_name +
+				    n - 5, ".list") == 0))
+					continue;
+				if (sbx_read_file_at(dirfd(d), de->d_name,
+				    1 << 20, &b, &e) == 0 && b.p != NULL)
+					(void)sbx_install_apt_sources(b.p,
+					    deb822, reg);
+				sbx_buf_release(&b);
+			}
+			closedir(d);
+		} else if (dfd >= 0)
+			close(dfd);
+		close(fd);
+	}
+	if (reg->nhosts == 0) {
+		sbx_error_set(&e, SBX_K_REJECTED, "registry", "no_apt_sources",
+		    "the root file system of %s names no http(s) apt source "
+		    "(/etc/apt/sources.list, sources.list.d)", O.agent);
+		sbx_error_hint(&e, "add one to the image, or set "
+		    "install.registries.apt in config/sandbox.json");
+		fail(&e);
+	}
+}
+
 static int
 do_install(void)
 {
@@ -628,35 +739,31 @@ do_install(void)
 			    "IMAGE --env", O.agent);
 			fail(&e);
 		}
-		/* Not in this version: apt and dpkg need a user namespace
-		 * where they are uid 0 over that copy, mapped to the
-		 * sandbox uid (never host root), and a subordinate range
-		 * for the files of other users.  Refused before anything
-		 * runs rather than half-installed. */
-		sbx_error_set(&e, SBX_K_UNAVAILABLE, "manager",
-		    "apt_unsupported", "apt installs into an agent's own root "
-		    "filesystem are not available in this version of sbx");
-		sbx_error_hint(&e, "install Debian packages into the image "
-		    "before `sbx provision --image`, or use pip or npm");
-		fail(&e);
+		rootfs_rw = 1;
 	}
 	if (sbx_config_load(root.fd, "config/sandbox.json", &cfg, &e) == -1 ||
 	    sbx_install_registry(cfg, O.mgr, &reg, &e) == -1)
 		fail(&e);
 	json_decref(cfg);
+	if (O.mgr == SBX_INSTALL_APT)
+		apt_prepare(&reg);
 	check_registries(&reg);
 
 	/* One install per agent at a time; another agent's runs alongside.
+	 * apt: one per rootfs copy (the agent's own, so its own lock).
 	 * A flock: the kernel drops it when an install is killed. */
 	if ((afd = agent_dir(&e)) == -1)
 		fail(&e);
-	if ((lock = sbx_install_lock(afd, "install.lock", O.timeout != NULL ?
+	if ((lock = sbx_install_lock(afd, O.mgr == SBX_INSTALL_APT ?
+	    "rootfs.lock" : "install.lock", O.timeout != NULL ?
 	    (int)O.timeout_s + 1 : LOCK_WAIT_S, &e)) == -1)
 		fail(&e);
 
 	manager_env(&reg, &env);
-	script = O.mgr == SBX_INSTALL_NPM ? npm_script : pip_script;
-	cleanup = O.mgr == SBX_INSTALL_NPM ? npm_cleanup : pip_cleanup;
+	script = O.mgr == SBX_INSTALL_NPM ? npm_script :
+	    O.mgr == SBX_INSTALL_PIP ? pip_script : apt_script;
+	cleanup = O.mgr == SBX_INSTALL_NPM ? npm_cleanup :
+	    O.mgr == SBX_INSTALL_PIP ? pip_cleanup : apt_cleanup;
 	run_script(script, O.pkgs, O.npkgs, &reg, (const char *const *)env.v,
 	    1, &rr);
 	if (rr.ok && rr.exit_code != 0) {
@@ -669,7 +776,9 @@ do_install(void)
 				fprintf(stderr, "%s: transient failure (%s): "
 				    "cleaning up and retrying once\n", PROG,
 				    c.transient);
-			run_script(cleanup, NULL, 0, NULL, NULL, 1, &cr);
+			/* apt's cleanup is `apt-get update`: its network. */
+			run_script(cleanup, NULL, 0, rootfs_rw ? &reg : NULL,
+			    NULL, 1, &cr);
 			if (!cr.ok || cr.exit_code != 0)
 				cleanup_failed = 1;
 			sbx_buf_release(&cr.out);
@@ -689,13 +798,28 @@ do_install(void)
 	res = result_of(&rr, retried, t0);
 	if (cleanup_failed)
 		json_object_set_new(res, "cleanup_failed", json_true());
+	if (rootfs_rw && rr.exit_code == RC_FOREIGN) {
+		sbx_error_set(&e, SBX_K_REJECTED, "packages", "foreign_owner",
+		    "a package has files owned by another user than root or "
+		    "with a set-user-ID or set-group-ID bit; the sandbox maps "
+		    "one uid only, so dpkg was not run (nothing was "
+		    "installed)");
+		sbx_error_hint(&e, "see the log tail for the files; install "
+		    "that package into the image before `sbx provision "
+		    "--image`");
+		e.retryable = 0;
+		json_array_clear(json_object_get(res, "installed"));
+		close(lock);
+		fail_extra(&e, json_pack("{s:o}", "result", res));
+	}
 	if (rr.exit_code == RC_NO_MANAGER || rr.exit_code == RC_NO_VENV) {
 		sbx_error_set(&e, SBX_K_UNAVAILABLE, "manager",
 		    rr.exit_code == RC_NO_VENV ? "no_venv" : "no_manager",
 		    "%s", rr.exit_code == RC_NO_VENV ? "the sandbox's python3 "
 		    "has no venv module" : O.mgr == SBX_INSTALL_NPM ? "npm is "
-		    "not available in the sandbox" : "python3 is not "
-		    "available in the sandbox");
+		    "not available in the sandbox" : O.mgr == SBX_INSTALL_APT ?
+		    "apt-get is not available in the agent's root file system" :
+		    "python3 is not available in the sandbox");
 		sbx_error_hint(&e, "use an image that has it (python3-venv, "
 		    "npm)");
 		e.retryable = 0;
@@ -773,6 +897,23 @@ do_list(void)
 	return 0;
 }
 
+static void
+names_apt(const char *p, size_t n, json_t *out)
+{
+	const char	*end = p + n, *nl, *t;
+
+	for (; p < end; p = nl + 1) {
+		if ((nl = memchr(p, '\n', (size_t)(end - p))) == NULL)
+			nl = end;
+		if ((size_t)(nl - p) > 10 && memcmp(p, "installed\t", 10) ==
+		    0) {
+			t = p + 10;
+			json_array_append_new(out, json_stringn(t,
+			    (size_t)(nl - t)));
+		}
+	}
+}
+
 /* Names from `npm ls --json` (dependencies' keys) or `pip list
  * --format=json` ([{name, version}]). */
 static json_t *
@@ -787,11 +928,16 @@ names_from(int mgr, const struct run *rr)
 		return NULL;
 	/* stdout comes first in out; the JSON document is its start. */
 	n = rr->out.len;
-	j = json_loadb(rr->out.p, n, JSON_DISABLE_EOF_CHECK, NULL);
+	j = mgr == SBX_INSTALL_APT ? NULL : json_loadb(rr->out.p, n, JSON_DISABLE_EOF_CHECK, NULL);
 	(void)e;
-	if (j == NULL) {
+	if (j == NULL && mgr != SBX_INSTALL_APT) {
 		json_decref(out);
 		return NULL;
+	}
+	if (mgr == SBX_INSTALL_APT) {
+		/* dpkg-query: "installed<TAB>name" lines, not JSON. */
+		names_apt(rr->out.p, n, out);
+		return out;
 	}
 	if (mgr == SBX_INSTALL_NPM)
 		json_object_foreach (json_object_get(j, "dependencies"), k, v)
@@ -808,8 +954,10 @@ names_from(int mgr, const struct run *rr)
 static int
 do_reconcile(void)
 {
-	static const char *const scripts[SBX_INSTALL_NMGR] = { NULL, npm_list,
-	    pip_list };
+	static const char *const scripts[SBX_INSTALL_NMGR] = { apt_list,
+	    npm_list, pip_list };
+	char			 digest[SBX_DIGEST_HEX + 1];
+	int			 env_own = 0;
 	struct sbx_error	 e;
 	struct run		 rr;
 	json_t			*m, *names;
@@ -821,7 +969,8 @@ do_reconcile(void)
 	    -1 || (m = sbx_install_manifest_read(afd, &e)) == NULL)
 		fail(&e);
 	for (mgr = 0; mgr < SBX_INSTALL_NMGR; mgr++) {
-		if (scripts[mgr] == NULL) {
+		if (mgr == SBX_INSTALL_APT && (sbx_imageref_agent_env(root.fd,
+		    O.agent, digest, &env_own, &e) == -1 || !env_own)) {
 			/* apt: only an agent's own rootfs copy holds what
 			 * sbx installed; without one there is nothing. */
 			json_object_set_new(m, "apt", json_array());

@@ -434,6 +434,10 @@ prep_cwd(struct sbx_exec *p, struct sbx_error *e)
 	int			 basefd = -1, fd;
 	size_t			 n;
 
+	if (p->sb.rootfs_rw) {
+		snprintf(p->cwd, sizeof(p->cwd), "/");
+		return 0;
+	}
 	if (p->req->cwd == NULL) {
 		snprintf(p->cwd, sizeof(p->cwd), "%s",
 		    p->workdir ? p->workdir : p->home);
@@ -1008,6 +1012,38 @@ own_dir(struct sbx_exec *p, int fd, const char *rel, struct sbx_error *e)
  * walk); a missing or damaged one refuses the run, never falls back to
  * the host's system directories.
  */
+static int	prep_image(struct sbx_exec *, struct sbx_error *);
+
+/*
+ * sbx install --manager apt: only the agent's own copy, never a template
+ * (shared by every agent of the image), and nothing else writable.
+ */
+static int
+prep_rootfs_rw(struct sbx_exec *p, struct sbx_error *e)
+{
+	char		 want[PATH_MAX];
+
+	snprintf(want, sizeof(want), "%s/envs/%s/rootfs", p->root.path,
+	    p->sb.agent);
+	/* prep_image falls back to the template when the copy is gone. */
+	if (p->sb.image_root == NULL || strcmp(p->sb.image_root, want) != 0) {
+		sbx_error_set(e, SBX_K_REJECTED, "manager",
+		    "no_writable_rootfs", "agent %s has no root file system "
+		    "copy of its own to write", p->sb.agent);
+		sbx_error_hint(e, "sbx provision --agent %s --image IMAGE "
+		    "--env", p->sb.agent);
+		return -1;
+	}
+	if (p->req->workdir != NULL) {
+		sbx_error_set(e, SBX_K_INVALID_ARGS, "workdir",
+		    "conflicting_options", "a read-write root file system "
+		    "takes no workdir");
+		return -1;
+	}
+	p->sb.rootfs_rw = 1;
+	return 0;
+}
+
 static int
 prep_image(struct sbx_exec *p, struct sbx_error *e)
 {
@@ -1481,6 +1517,8 @@ sbx_exec_prepare(struct sbx_exec *p, const struct sbx_exec_req *q,
 	snprintf(p->home, sizeof(p->home), "%s/%s", SBX_IN_AGENTS,
 	    p->sb.agent);
 	if (prep_image(p, e) == -1)
+		return -1;
+	if (p->req->rootfs_rw && prep_rootfs_rw(p, e) == -1)
 		return -1;
 	if (p->req->workdir != NULL && prep_workdir(p, e) == -1)
 		return -1;

@@ -12,6 +12,8 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 
+#include <dirent.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -823,4 +825,148 @@ sbx_install_config_check(const json_t *cfg, struct sbx_error *e)
 		if (sbx_install_registry(cfg, m, &r, e) == -1)
 			return -1;
 	return 0;
+}
+
+/*
+ * One URI of a sources file: http(s) only (file:, cdrom:, mirror+...
+ * need no proxy or are not followed).  -1 when the table is full.
+ */
+static int
+apt_uri(struct sbx_install_reg *r, const char *s, size_t n)
+{
+	char	 u[512];
+
+	if (n == 0 || n >= sizeof(u))
+		return 0;
+	memcpy(u, s, n);
+	u[n] = '\0';
+	if (strncmp(u, "http://", 7) != 0 && strncmp(u, "https://", 8) != 0)
+		return 0;
+	/* A URI sbx cannot judge (credentials, an IP literal) adds no
+	 * host: the run then fails on the proxy, said in its log. */
+	if (reg_add(r, u, 0) == -1 && r->nhosts == SBX_INSTALL_MAX_HOSTS)
+		return -1;
+	return 0;
+}
+
+int
+sbx_install_apt_sources(const char *text, int deb822,
+    struct sbx_install_reg *r)
+{
+	const char	*l, *nl, *p, *q, *end;
+
+	for (l = text; l != NULL && *l != '\0'; l = nl != NULL ? nl + 1 :
+	    NULL) {
+		nl = strchr(l, '\n');
+		end = nl != NULL ? nl : l + strlen(l);
+		for (p = l; p < end && (*p == ' ' || *p == '\t'); p++)
+			;
+		if (deb822) {
+			/* URIs: a b c, continuation lines not used by
+			 * apt for URIs in practice. */
+			if ((size_t)(end - p) < 5 || strncasecmp(p, "URIs:",
+			    5) != 0)
+				continue;
+			p += 5;
+		} else {
+			/* deb [opts] URI suite comp... */
+			if (strncmp(p, "deb ", 4) == 0 || strncmp(p, "deb\t",
+			    4) == 0)
+				p += 4;
+			else if (strncmp(p, "deb-src", 7) == 0 &&
+			    (p[7] == ' ' || p[7] == '\t'))
+				p += 8;
+			else
+				continue;
+			while (p < end && (*p == ' ' || *p == '\t'))
+				p++;
+			if (p < end && *p == '[') {
+				if ((q = memchr(p, ']', (size_t)(end - p))) ==
+				    NULL)
+					continue;
+				p = q + 1;
+			}
+		}
+		for (;;) {
+			while (p < end && (*p == ' ' || *p == '\t' ||
+			    *p == '\r'))
+				p++;
+			if (p >= end || *p == '#')
+				break;
+			for (q = p; q < end && *q != ' ' && *q != '\t' &&
+			    *q != '\r'; q++)
+				;
+			if (apt_uri(r, p, (size_t)(q - p)) == -1)
+				return -1;
+			p = q;
+			if (!deb822)
+				break;
+		}
+	}
+	return 0;
+}
+
+/*
+ * The copy belongs to the uid the sandbox runs as: uid 0 of its user
+ * namespace is that uid, and writes only what it owns (no capability).
+ * Entry by entry, beneath dirfd, never following a symlink.
+ */
+static int
+own_tree(int dfd, uid_t uid, gid_t gid, int depth, struct sbx_error *e)
+{
+	DIR		*d;
+	struct dirent	*de;
+	struct stat	 st;
+	int		 fd, rc = 0;
+
+	if (depth > 64)
+		return sbx_error_set(e, SBX_K_REJECTED, "rootfs",
+		    "too_deep", "the root file system copy is nested too "
+		    "deep");
+	if ((fd = dup(dfd)) == -1 || (d = fdopendir(fd)) == NULL) {
+		if (fd >= 0)
+			close(fd);
+		return sbx_error_sys(e, "read_failed", "rootfs");
+	}
+	while (rc == 0 && (de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name,
+		    "..") == 0)
+			continue;
+		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == -1)
+			continue;
+		if ((st.st_uid != uid || st.st_gid != gid) &&
+		    fchownat(dfd, de->d_name, uid, gid,
+		    AT_SYMLINK_NOFOLLOW) == -1) {
+			rc = sbx_error_sys(e, "chown_failed", "cannot hand "
+			    "the root file system copy to uid %u",
+			    (unsigned)uid);
+			break;
+		}
+		/* chown clears set-id bits; the copy has none (owners and
+		 * set-id bits are dropped when an image is added). */
+		if (!S_ISDIR(st.st_mode))
+			continue;
+		if ((fd = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY |
+		    O_NOFOLLOW | O_CLOEXEC)) == -1)
+			continue;
+		rc = own_tree(fd, uid, gid, depth + 1, e);
+		close(fd);
+	}
+	closedir(d);
+	return rc;
+}
+
+int
+sbx_install_rootfs_own(int rootfsfd, uid_t uid, gid_t gid,
+    struct sbx_error *e)
+{
+	struct stat	 st;
+
+	if (fstat(rootfsfd, &st) == -1)
+		return sbx_error_sys(e, "stat_failed", "rootfs");
+	if ((st.st_uid != uid || st.st_gid != gid) &&
+	    fchown(rootfsfd, uid, gid) == -1)
+		return sbx_error_sys(e, "chown_failed", "cannot hand the root "
+		    "file system copy to uid %u", (unsigned)uid);
+	return own_tree(rootfsfd, uid, gid, 0, e);
 }

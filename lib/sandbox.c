@@ -215,6 +215,18 @@ sbx_sandbox_argv(const struct sbx_sandbox *sb, struct sbx_strv *v,
 	rc |= sbx_strv_push(v, "--as-pid-1");
 	rc |= push2(v, "--hostname", "sbx");
 
+	if (sb->rootfs_rw && sb->image_root != NULL) {
+		/*
+		 * uid 0 of the new user namespace, whose only mapping is the
+		 * sandbox uid outside: what dpkg chowns to root is the
+		 * sandbox uid's on disk, never host root's.  No capability
+		 * (--cap-drop ALL below): uid 0 writes the copy as its owner.
+		 */
+		rc |= push2(v, "--uid", "0") | push2(v, "--gid", "0");
+		rc |= push3(v, "--bind", sb->image_root, "/");
+		rc |= push2(v, "--tmpfs", "/run");
+		goto rootfs_done;
+	}
 	if (sb->image_root != NULL) {
 		if (image_dirs(sb, v) == -1)
 			return sbx_error_sys(e, "nomem", "building the bwrap "
@@ -248,6 +260,7 @@ etc_done:
 	rc |= push3(v, "--ro-bind-data", "9", "/etc/passwd");
 	rc |= push3(v, "--ro-bind-data", "10", "/etc/group");
 	rc |= push3(v, "--ro-bind-data", "11", "/etc/hosts");
+rootfs_done:
 
 	/* A fresh /proc of the new pid namespace, a minimal /dev. */
 	rc |= push2(v, "--proc", "/proc");
@@ -278,6 +291,8 @@ etc_done:
 	 * following symlinks: what was validated is what gets mounted, even
 	 * if a path component is swapped meanwhile.
 	 */
+	if (sb->rootfs_rw)
+		goto binds_done;
 	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", SBX_FD_HOME);
 	rc |= push3(v, "--bind", fdpath, sb->home);
 	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", SBX_FD_OUTPUT);
@@ -287,6 +302,7 @@ etc_done:
 		    SBX_FD_WORKDIR);
 		rc |= push3(v, "--bind", fdpath, sb->workdir);
 	}
+binds_done:
 	/* When bwrap runs as another uid than sbx it may not reach the
 	 * directory sbx is installed in: the binary is copied in from a
 	 * descriptor sbx opened. */
@@ -299,7 +315,8 @@ etc_done:
 		rc |= push3(v, "--ro-bind", sb->init, SBX_IN_INIT);
 	/* Nothing else under / may be written: the root tmpfs, /etc, /run
 	 * and the mount points become read-only. */
-	rc |= push2(v, "--remount-ro", "/");
+	if (!sb->rootfs_rw)
+		rc |= push2(v, "--remount-ro", "/");
 	rc |= push2(v, "--remount-ro", "/dev");
 	rc |= push2(v, "--chdir", sb->cwd);
 	if (sb->seccomp) {
