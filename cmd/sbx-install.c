@@ -51,7 +51,7 @@
 /* Exit statuses of the scripts below that mean "the manager is missing". */
 #define RC_NO_MANAGER	90
 #define RC_NO_VENV	91
-#define RC_FOREIGN	92	/* apt: a package has files of other owners */
+#define RC_FOREIGN	92 /* apt: a package has files of other owners */
 
 static const char usage_text[] =
 "usage: sbx install [--agent A] [--home DIR] --manager apt|pip|npm [--json]\n"
@@ -64,11 +64,9 @@ static const char help_text[] =
 "Install packages into the agent's sandbox, as the agent: pip into\n"
 "~/.venv, npm into ~/.sbx/node_workspace (both first on PATH in later\n"
 "runs); apt only into the agent's own root filesystem copy (provision\n"
-"--env), mounted read-write as / with apt-get and dpkg as uid 0 of the\n"
-"sandbox's user namespace.  Names are checked before anything runs; the\n"
-"registries are allowed through the proxy for this run alone; a\n"
-"transient failure gets one cleanup and one retry.  What was installed\n"
-"is kept in\n"
+"--env).  Names are checked before anything runs; the registries are\n"
+"allowed through the proxy for this run alone; a transient failure gets\n"
+"one cleanup and one retry.  What was installed is kept in\n"
 "agents/A/installed-packages.json.\n"
 "\n"
 "  list                 print the manifest\n"
@@ -531,34 +529,34 @@ static const char pip_list[] =
  * downloaded first and every one is checked before dpkg runs.
  */
 static const char apt_script[] =
-"command -v apt-get >/dev/null 2>&1 || {\n"
-"  echo 'sbx-install: apt-get is not available in the sandbox' >&2; exit 90; }\n"
-"export DEBIAN_FRONTEND=noninteractive\n"
-"a() { apt-get -o APT::Sandbox::User=root "
-"-o \"Acquire::http::Proxy=$http_proxy\" "
-"-o \"Acquire::https::Proxy=$https_proxy\" -o Dpkg::Use-Pty=0 "
-"-o quiet=1 \"$@\"; }\n"
-"a update || exit\n"
-"a install -y --no-install-recommends --download-only -- \"$@\" || exit\n"
-"bad=0\n"
-"for f in /var/cache/apt/archives/*.deb; do\n"
-"  [ -f \"$f\" ] || continue\n"
-"  dpkg-deb --fsys-tarfile \"$f\" | tar -tvf - --numeric-owner |\n"
-"  awk -v f=\"${f##*/}\" '$2 != \"0/0\" || substr($1, 4, 1) ~ /[sS]/ ||\n"
-"      substr($1, 7, 1) ~ /[sS]/ { print \"sbx-install: \" f \": \" $0;"
-" bad = 1 }\n"
-"    END { exit bad }' >&2 || { rm -f \"$f\"; bad=1; }\n"
-"done\n"
-"[ \"$bad\" = 0 ] || exit 92\n"
-"a install -y --no-install-recommends -- \"$@\"\n";
+    "command -v apt-get >/dev/null 2>&1 || {\n"
+    "  echo 'sbx-install: apt-get is not available in the sandbox' >&2; exit 90; }\n"
+    "export DEBIAN_FRONTEND=noninteractive\n"
+    "a() { apt-get -o APT::Sandbox::User=root "
+    "-o \"Acquire::http::Proxy=$http_proxy\" "
+    "-o \"Acquire::https::Proxy=$https_proxy\" -o Dpkg::Use-Pty=0 "
+    "-o quiet=1 \"$@\"; }\n"
+    "a update || exit\n"
+    "a install -y --no-install-recommends --download-only -- \"$@\" || exit\n"
+    "bad=0\n"
+    "for f in /var/cache/apt/archives/*.deb; do\n"
+    "  [ -f \"$f\" ] || continue\n"
+    "  dpkg-deb --fsys-tarfile \"$f\" | tar -tvf - --numeric-owner |\n"
+    "  awk -v f=\"${f##*/}\" '$2 != \"0/0\" || substr($1, 4, 1) ~ /[sS]/ ||\n"
+    "      substr($1, 7, 1) ~ /[sS]/ { print \"sbx-install: \" f \": \" $0;"
+    " bad = 1 }\n"
+    "    END { exit bad }' >&2 || { rm -f \"$f\"; bad=1; }\n"
+    "done\n"
+    "[ \"$bad\" = 0 ] || exit 92\n"
+    "a install -y --no-install-recommends -- \"$@\"\n";
 
 static const char apt_cleanup[] =
-"set -- -o APT::Sandbox::User=root -o \"Acquire::http::Proxy=$http_proxy\" "
-"-o \"Acquire::https::Proxy=$https_proxy\" -o quiet=1\n"
-"apt-get \"$@\" clean && apt-get \"$@\" update\n";
+    "set -- -o APT::Sandbox::User=root -o \"Acquire::http::Proxy=$http_proxy\" "
+    "-o \"Acquire::https::Proxy=$https_proxy\" -o quiet=1\n"
+    "apt-get \"$@\" clean && apt-get \"$@\" update\n";
 
 static const char apt_list[] =
-"exec dpkg-query -W -f '${db:Status-Status}\\t${Package}\\n'\n";
+    "exec dpkg-query -W -f '${db:Status-Status}\\t${Package}\\n'\n";
 
 /* The manager's environment: where its registry is. */
 static void
@@ -640,20 +638,20 @@ update_manifest(int lockdirfd)
 static void
 apt_prepare(struct sbx_install_reg *reg)
 {
-	struct sbx_error	 e;
-	struct sbx_buf		 b = SBX_BUF_INIT;
-	struct dirent		*de;
-	DIR			*d;
-	char			 rel[PATH_MAX];
-	size_t			 n;
-	uid_t			 uid;
-	gid_t			 gid;
-	int			 fd, dfd, deb822;
+	struct sbx_error e;
+	struct sbx_buf	 b = SBX_BUF_INIT;
+	struct dirent	*de;
+	DIR		*d;
+	char		 rel[PATH_MAX];
+	size_t		 n;
+	uid_t		 uid;
+	gid_t		 gid;
+	int		 fd, dfd, deb822;
 
 	if (geteuid() == 0) {
 		snprintf(rel, sizeof(rel), "envs/%s/rootfs", O.agent);
-		if ((fd = sbx_open_beneath(root.fd, rel, O_RDONLY |
-		    O_DIRECTORY, &e)) == -1 ||
+		if ((fd = sbx_open_beneath(root.fd, rel, O_RDONLY | O_DIRECTORY,
+			 &e)) == -1 ||
 		    sbx_provision_identity(root.fd, &uid, &gid, &e) == -1 ||
 		    sbx_install_rootfs_own(fd, uid, gid, &e) == -1)
 			fail(&e);
@@ -662,24 +660,29 @@ apt_prepare(struct sbx_install_reg *reg)
 	if (reg->nhosts > 0)
 		return;
 	snprintf(rel, sizeof(rel), "envs/%s/rootfs/etc/apt", O.agent);
-	if ((fd = sbx_open_beneath(root.fd, rel, O_RDONLY | O_DIRECTORY,
-	    &e)) >= 0) {
+	if ((fd = sbx_open_beneath(root.fd, rel, O_RDONLY | O_DIRECTORY, &e)) >=
+	    0) {
 		if (sbx_read_file_at(fd, "sources.list", 1 << 20, &b, &e) ==
-		    0 && b.p != NULL)
+			0 &&
+		    b.p != NULL)
 			(void)sbx_install_apt_sources(b.p, 0, reg);
 		sbx_buf_release(&b);
-		if ((dfd = openat(fd, "sources.list.d", O_RDONLY |
-		    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) >= 0 &&
+		if ((dfd = openat(fd, "sources.list.d",
+			 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) >=
+			0 &&
 		    (d = fdopendir(dfd)) != NULL) {
 			while ((de = readdir(d)) != NULL) {
 				n = strlen(de->d_name);
-				deb822 = n > 8 && strcmp(de->d_name + n - 8,
-				    ".sources") == 0;
-				if (!deb822 && !(n > 5 && strcmp(de->d_name +
-				    n - 5, ".list") == 0))
+				deb822 = n > 8 &&
+				    strcmp(de->d_name + n - 8, ".sources") == 0;
+				if (!deb822 &&
+				    !(n > 5 &&
+					strcmp(de->d_name + n - 5, ".list") ==
+					    0))
 					continue;
 				if (sbx_read_file_at(dirfd(d), de->d_name,
-				    1 << 20, &b, &e) == 0 && b.p != NULL)
+					1 << 20, &b, &e) == 0 &&
+				    b.p != NULL)
 					(void)sbx_install_apt_sources(b.p,
 					    deb822, reg);
 				sbx_buf_release(&b);
@@ -692,8 +695,10 @@ apt_prepare(struct sbx_install_reg *reg)
 	if (reg->nhosts == 0) {
 		sbx_error_set(&e, SBX_K_REJECTED, "registry", "no_apt_sources",
 		    "the root file system of %s names no http(s) apt source "
-		    "(/etc/apt/sources.list, sources.list.d)", O.agent);
-		sbx_error_hint(&e, "add one to the image, or set "
+		    "(/etc/apt/sources.list, sources.list.d)",
+		    O.agent);
+		sbx_error_hint(&e,
+		    "add one to the image, or set "
 		    "install.registries.apt in config/sandbox.json");
 		fail(&e);
 	}
@@ -756,16 +761,19 @@ do_install(void)
 	 * A flock: the kernel drops it when an install is killed. */
 	if ((afd = agent_dir(&e)) == -1)
 		fail(&e);
-	if ((lock = sbx_install_lock(afd, O.mgr == SBX_INSTALL_APT ?
-	    "rootfs.lock" : "install.lock", O.timeout != NULL ?
-	    (int)O.timeout_s + 1 : LOCK_WAIT_S, &e)) == -1)
+	if ((lock = sbx_install_lock(afd,
+		 O.mgr == SBX_INSTALL_APT ? "rootfs.lock" : "install.lock",
+		 O.timeout != NULL ? (int)O.timeout_s + 1 : LOCK_WAIT_S, &e)) ==
+	    -1)
 		fail(&e);
 
 	manager_env(&reg, &env);
 	script = O.mgr == SBX_INSTALL_NPM ? npm_script :
-	    O.mgr == SBX_INSTALL_PIP ? pip_script : apt_script;
+	    O.mgr == SBX_INSTALL_PIP	  ? pip_script :
+					    apt_script;
 	cleanup = O.mgr == SBX_INSTALL_NPM ? npm_cleanup :
-	    O.mgr == SBX_INSTALL_PIP ? pip_cleanup : apt_cleanup;
+	    O.mgr == SBX_INSTALL_PIP	   ? pip_cleanup :
+					     apt_cleanup;
 	run_script(script, O.pkgs, O.npkgs, &reg, (const char *const *)env.v,
 	    1, &rr);
 	if (rr.ok && rr.exit_code != 0) {
@@ -806,7 +814,8 @@ do_install(void)
 		    "with a set-user-ID or set-group-ID bit; the sandbox maps "
 		    "one uid only, so dpkg was not run (nothing was "
 		    "installed)");
-		sbx_error_hint(&e, "see the log tail for the files; install "
+		sbx_error_hint(&e,
+		    "see the log tail for the files; install "
 		    "that package into the image before `sbx provision "
 		    "--image`");
 		e.retryable = 0;
@@ -816,12 +825,16 @@ do_install(void)
 	}
 	if (rr.exit_code == RC_NO_MANAGER || rr.exit_code == RC_NO_VENV) {
 		sbx_error_set(&e, SBX_K_UNAVAILABLE, "manager",
-		    rr.exit_code == RC_NO_VENV ? "no_venv" : "no_manager",
-		    "%s", rr.exit_code == RC_NO_VENV ? "the sandbox's python3 "
-		    "has no venv module" : O.mgr == SBX_INSTALL_NPM ? "npm is "
-		    "not available in the sandbox" : O.mgr == SBX_INSTALL_APT ?
-		    "apt-get is not available in the agent's root file system" :
-		    "python3 is not available in the sandbox");
+		    rr.exit_code == RC_NO_VENV ? "no_venv" : "no_manager", "%s",
+		    rr.exit_code == RC_NO_VENV ?
+			"the sandbox's python3 "
+			"has no venv module" :
+			O.mgr == SBX_INSTALL_NPM ?
+			"npm is "
+			"not available in the sandbox" :
+			O.mgr == SBX_INSTALL_APT ?
+			"apt-get is not available in the agent's root file system" :
+			"python3 is not available in the sandbox");
 		sbx_error_hint(&e, "use an image that has it (python3-venv, "
 		    "npm)");
 		e.retryable = 0;
@@ -902,16 +915,16 @@ do_list(void)
 static void
 names_apt(const char *p, size_t n, json_t *out)
 {
-	const char	*end = p + n, *nl, *t;
+	const char *end = p + n, *nl, *t;
 
 	for (; p < end; p = nl + 1) {
 		if ((nl = memchr(p, '\n', (size_t)(end - p))) == NULL)
 			nl = end;
-		if ((size_t)(nl - p) > 10 && memcmp(p, "installed\t", 10) ==
-		    0) {
+		if ((size_t)(nl - p) > 10 &&
+		    memcmp(p, "installed\t", 10) == 0) {
 			t = p + 10;
-			json_array_append_new(out, json_stringn(t,
-			    (size_t)(nl - t)));
+			json_array_append_new(out,
+			    json_stringn(t, (size_t)(nl - t)));
 		}
 	}
 }
@@ -930,7 +943,9 @@ names_from(int mgr, const struct run *rr)
 		return NULL;
 	/* stdout comes first in out; the JSON document is its start. */
 	n = rr->out.len;
-	j = mgr == SBX_INSTALL_APT ? NULL : json_loadb(rr->out.p, n, JSON_DISABLE_EOF_CHECK, NULL);
+	j = mgr == SBX_INSTALL_APT ?
+	    NULL :
+	    json_loadb(rr->out.p, n, JSON_DISABLE_EOF_CHECK, NULL);
 	(void)e;
 	if (j == NULL && mgr != SBX_INSTALL_APT) {
 		json_decref(out);
@@ -957,7 +972,7 @@ static int
 do_reconcile(void)
 {
 	static const char *const scripts[SBX_INSTALL_NMGR] = { apt_list,
-	    npm_list, pip_list };
+		npm_list, pip_list };
 	char			 digest[SBX_DIGEST_HEX + 1];
 	int			 env_own = 0;
 	struct sbx_error	 e;
@@ -971,8 +986,10 @@ do_reconcile(void)
 	    -1 || (m = sbx_install_manifest_read(afd, &e)) == NULL)
 		fail(&e);
 	for (mgr = 0; mgr < SBX_INSTALL_NMGR; mgr++) {
-		if (mgr == SBX_INSTALL_APT && (sbx_imageref_agent_env(root.fd,
-		    O.agent, digest, &env_own, &e) == -1 || !env_own)) {
+		if (mgr == SBX_INSTALL_APT &&
+		    (sbx_imageref_agent_env(root.fd, O.agent, digest, &env_own,
+			 &e) == -1 ||
+			!env_own)) {
 			/* apt: only an agent's own rootfs copy holds what
 			 * sbx installed; without one there is nothing. */
 			json_object_set_new(m, "apt", json_array());

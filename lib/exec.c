@@ -1012,7 +1012,7 @@ own_dir(struct sbx_exec *p, int fd, const char *rel, struct sbx_error *e)
  * walk); a missing or damaged one refuses the run, never falls back to
  * the host's system directories.
  */
-static int	prep_image(struct sbx_exec *, struct sbx_error *);
+static int prep_image(struct sbx_exec *, struct sbx_error *);
 
 /*
  * sbx install --manager apt: only the agent's own copy, never a template
@@ -1021,22 +1021,27 @@ static int	prep_image(struct sbx_exec *, struct sbx_error *);
 static int
 prep_rootfs_rw(struct sbx_exec *p, struct sbx_error *e)
 {
-	char		 want[PATH_MAX];
+	char want[PATH_MAX];
 
 	snprintf(want, sizeof(want), "%s/envs/%s/rootfs", p->root.path,
 	    p->sb.agent);
 	/* prep_image falls back to the template when the copy is gone. */
 	if (p->sb.image_root == NULL || strcmp(p->sb.image_root, want) != 0) {
 		sbx_error_set(e, SBX_K_REJECTED, "manager",
-		    "no_writable_rootfs", "agent %s has no root file system "
-		    "copy of its own to write", p->sb.agent);
-		sbx_error_hint(e, "sbx provision --agent %s --image IMAGE "
-		    "--env", p->sb.agent);
+		    "no_writable_rootfs",
+		    "agent %s has no root file system "
+		    "copy of its own to write",
+		    p->sb.agent);
+		sbx_error_hint(e,
+		    "sbx provision --agent %s --image IMAGE "
+		    "--env",
+		    p->sb.agent);
 		return -1;
 	}
 	if (p->req->workdir != NULL) {
 		sbx_error_set(e, SBX_K_INVALID_ARGS, "workdir",
-		    "conflicting_options", "a read-write root file system "
+		    "conflicting_options",
+		    "a read-write root file system "
 		    "takes no workdir");
 		return -1;
 	}

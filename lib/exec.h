@@ -67,7 +67,7 @@ struct sbx_exec_req {
 	const char	*libexec;	/* where sbx-init is; NULL: beside us */
 	int		 detach_fd;	/* a descriptor of the caller's that a
 					 * job's supervisor closes, or -1 */
-	int		 rootfs_rw;	/* sbx install --manager apt: the
+	int		 rootfs_rw; /* sbx install --manager apt: the
 					 * agent's own rootfs copy read-write
 					 * as /, as uid 0 of the userns */
 

@@ -834,7 +834,7 @@ sbx_install_config_check(const json_t *cfg, struct sbx_error *e)
 static int
 apt_uri(struct sbx_install_reg *r, const char *s, size_t n)
 {
-	char	 u[512];
+	char u[512];
 
 	if (n == 0 || n >= sizeof(u))
 		return 0;
@@ -850,13 +850,12 @@ apt_uri(struct sbx_install_reg *r, const char *s, size_t n)
 }
 
 int
-sbx_install_apt_sources(const char *text, int deb822,
-    struct sbx_install_reg *r)
+sbx_install_apt_sources(const char *text, int deb822, struct sbx_install_reg *r)
 {
-	const char	*l, *nl, *p, *q, *end;
+	const char *l, *nl, *p, *q, *end;
 
-	for (l = text; l != NULL && *l != '\0'; l = nl != NULL ? nl + 1 :
-	    NULL) {
+	for (l = text; l != NULL && *l != '\0';
+	     l = nl != NULL ? nl + 1 : NULL) {
 		nl = strchr(l, '\n');
 		end = nl != NULL ? nl : l + strlen(l);
 		for (p = l; p < end && (*p == ' ' || *p == '\t'); p++)
@@ -864,14 +863,14 @@ sbx_install_apt_sources(const char *text, int deb822,
 		if (deb822) {
 			/* URIs: a b c, continuation lines not used by
 			 * apt for URIs in practice. */
-			if ((size_t)(end - p) < 5 || strncasecmp(p, "URIs:",
-			    5) != 0)
+			if ((size_t)(end - p) < 5 ||
+			    strncasecmp(p, "URIs:", 5) != 0)
 				continue;
 			p += 5;
 		} else {
 			/* deb [opts] URI suite comp... */
-			if (strncmp(p, "deb ", 4) == 0 || strncmp(p, "deb\t",
-			    4) == 0)
+			if (strncmp(p, "deb ", 4) == 0 ||
+			    strncmp(p, "deb\t", 4) == 0)
 				p += 4;
 			else if (strncmp(p, "deb-src", 7) == 0 &&
 			    (p[7] == ' ' || p[7] == '\t'))
@@ -888,13 +887,14 @@ sbx_install_apt_sources(const char *text, int deb822,
 			}
 		}
 		for (;;) {
-			while (p < end && (*p == ' ' || *p == '\t' ||
-			    *p == '\r'))
+			while (
+			    p < end && (*p == ' ' || *p == '\t' || *p == '\r'))
 				p++;
 			if (p >= end || *p == '#')
 				break;
-			for (q = p; q < end && *q != ' ' && *q != '\t' &&
-			    *q != '\r'; q++)
+			for (q = p;
+			     q < end && *q != ' ' && *q != '\t' && *q != '\r';
+			     q++)
 				;
 			if (apt_uri(r, p, (size_t)(q - p)) == -1)
 				return -1;
@@ -914,14 +914,14 @@ sbx_install_apt_sources(const char *text, int deb822,
 static int
 own_tree(int dfd, uid_t uid, gid_t gid, int depth, struct sbx_error *e)
 {
-	DIR		*d;
-	struct dirent	*de;
-	struct stat	 st;
-	int		 fd, rc = 0;
+	DIR	      *d;
+	struct dirent *de;
+	struct stat    st;
+	int	       fd, rc = 0;
 
 	if (depth > 64)
-		return sbx_error_set(e, SBX_K_REJECTED, "rootfs",
-		    "too_deep", "the root file system copy is nested too "
+		return sbx_error_set(e, SBX_K_REJECTED, "rootfs", "too_deep",
+		    "the root file system copy is nested too "
 		    "deep");
 	if ((fd = dup(dfd)) == -1 || (d = fdopendir(fd)) == NULL) {
 		if (fd >= 0)
@@ -929,15 +929,16 @@ own_tree(int dfd, uid_t uid, gid_t gid, int depth, struct sbx_error *e)
 		return sbx_error_sys(e, "read_failed", "rootfs");
 	}
 	while (rc == 0 && (de = readdir(d)) != NULL) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name,
-		    "..") == 0)
+		if (strcmp(de->d_name, ".") == 0 ||
+		    strcmp(de->d_name, "..") == 0)
 			continue;
 		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == -1)
 			continue;
 		if ((st.st_uid != uid || st.st_gid != gid) &&
-		    fchownat(dfd, de->d_name, uid, gid,
-		    AT_SYMLINK_NOFOLLOW) == -1) {
-			rc = sbx_error_sys(e, "chown_failed", "cannot hand "
+		    fchownat(dfd, de->d_name, uid, gid, AT_SYMLINK_NOFOLLOW) ==
+			-1) {
+			rc = sbx_error_sys(e, "chown_failed",
+			    "cannot hand "
 			    "the root file system copy to uid %u",
 			    (unsigned)uid);
 			break;
@@ -946,8 +947,9 @@ own_tree(int dfd, uid_t uid, gid_t gid, int depth, struct sbx_error *e)
 		 * set-id bits are dropped when an image is added). */
 		if (!S_ISDIR(st.st_mode))
 			continue;
-		if ((fd = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY |
-		    O_NOFOLLOW | O_CLOEXEC)) == -1)
+		if ((fd = openat(dfd, de->d_name,
+			 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) ==
+		    -1)
 			continue;
 		rc = own_tree(fd, uid, gid, depth + 1, e);
 		close(fd);
@@ -957,16 +959,17 @@ own_tree(int dfd, uid_t uid, gid_t gid, int depth, struct sbx_error *e)
 }
 
 int
-sbx_install_rootfs_own(int rootfsfd, uid_t uid, gid_t gid,
-    struct sbx_error *e)
+sbx_install_rootfs_own(int rootfsfd, uid_t uid, gid_t gid, struct sbx_error *e)
 {
-	struct stat	 st;
+	struct stat st;
 
 	if (fstat(rootfsfd, &st) == -1)
 		return sbx_error_sys(e, "stat_failed", "rootfs");
 	if ((st.st_uid != uid || st.st_gid != gid) &&
 	    fchown(rootfsfd, uid, gid) == -1)
-		return sbx_error_sys(e, "chown_failed", "cannot hand the root "
-		    "file system copy to uid %u", (unsigned)uid);
+		return sbx_error_sys(e, "chown_failed",
+		    "cannot hand the root "
+		    "file system copy to uid %u",
+		    (unsigned)uid);
 	return own_tree(rootfsfd, uid, gid, 0, e);
 }

@@ -136,11 +136,11 @@ int	sbx_install_config_check(const json_t *sandboxcfg, struct sbx_error *);
 
 /* apt: add the http(s) hosts of a sources file (one-line format, or
  * deb822 `URIs:` fields) to r.  -1 when more hosts than r holds. */
-int	sbx_install_apt_sources(const char *text, int deb822,
-	    struct sbx_install_reg *);
+int
+sbx_install_apt_sources(const char *text, int deb822, struct sbx_install_reg *);
 /* Hand every entry of a root file system copy to uid:gid (no symlink
  * followed). */
-int	sbx_install_rootfs_own(int rootfsfd, uid_t, gid_t, struct sbx_error *);
+int sbx_install_rootfs_own(int rootfsfd, uid_t, gid_t, struct sbx_error *);
 
 /* The tail of out (at most cap bytes, starting after a newline where one
  * is near), as valid UTF-8 for an envelope.  Caller frees. */

@@ -64,7 +64,7 @@ struct sbx_sandbox {
 	 * namespace (mapped to the sandbox uid outside), and no other host
 	 * path is writable: no home, output or workdir, the image's own
 	 * /etc/passwd and group. */
-	int		  rootfs_rw;
+	int		   rootfs_rw;
 	unsigned long long tmp_size;	/* bytes for /tmp, 0 = bwrap default */
 	struct {
 		const char	 *name;		/* nofile, fsize, as */

@@ -395,33 +395,41 @@ main(void)
 	/* apt sources: one-line (options, deb-src, comments, non-http
 	 * schemes skipped) and deb822 (several URIs). */
 	{
-		struct sbx_install_reg	 r;
+		struct sbx_install_reg r;
 
 		memset(&r, 0, sizeof(r));
-		ok(sbx_install_apt_sources("# deb http://no.example/ x\n"
-		    "deb [arch=amd64 signed-by=/k.gpg] http://Deb.Example/debian "
-		    "bookworm main\n"
-		    "  deb-src https://src.example:8443/d bookworm main\n"
-		    "deb file:/srv/repo ./\n"
-		    "deb http://deb.example/debian bookworm-updates main\n"
-		    "debx http://bad.example/ x\n", 0, &r) == 0 &&
-		    r.nhosts == 2 && strcmp(r.host[0], "deb.example") == 0 &&
-		    r.port[0] == 80 && strcmp(r.host[1], "src.example") == 0 &&
-		    r.port[1] == 8443, "apt one-line sources: %d hosts",
-		    r.nhosts);
-		ok(sbx_install_apt_sources("Types: deb\n"
-		    "URIs: http://a.example/debian https://b.example/x\n"
-		    "Suites: bookworm\nComponents: main\n\n"
-		    "Types: deb\nuris: cdrom:/x http://c.example\n", 1, &r) ==
-		    0 && r.nhosts == 5 && strcmp(r.host[2], "a.example") == 0 &&
-		    strcmp(r.host[3], "b.example") == 0 && r.port[3] == 443 &&
-		    strcmp(r.host[4], "c.example") == 0,
+		ok(sbx_install_apt_sources(
+		       "# deb http://no.example/ x\n"
+		       "deb [arch=amd64 signed-by=/k.gpg] http://Deb.Example/debian "
+		       "bookworm main\n"
+		       "  deb-src https://src.example:8443/d bookworm main\n"
+		       "deb file:/srv/repo ./\n"
+		       "deb http://deb.example/debian bookworm-updates main\n"
+		       "debx http://bad.example/ x\n",
+		       0, &r) == 0 &&
+			r.nhosts == 2 &&
+			strcmp(r.host[0], "deb.example") == 0 &&
+			r.port[0] == 80 &&
+			strcmp(r.host[1], "src.example") == 0 &&
+			r.port[1] == 8443,
+		    "apt one-line sources: %d hosts", r.nhosts);
+		ok(sbx_install_apt_sources(
+		       "Types: deb\n"
+		       "URIs: http://a.example/debian https://b.example/x\n"
+		       "Suites: bookworm\nComponents: main\n\n"
+		       "Types: deb\nuris: cdrom:/x http://c.example\n",
+		       1, &r) == 0 &&
+			r.nhosts == 5 && strcmp(r.host[2], "a.example") == 0 &&
+			strcmp(r.host[3], "b.example") == 0 &&
+			r.port[3] == 443 && strcmp(r.host[4], "c.example") == 0,
 		    "apt deb822 sources: %d hosts", r.nhosts);
 		ok(r.url[0] == '\0', "apt sources set no registry URL");
 		memset(&r, 0, sizeof(r));
 		ok(sbx_install_apt_sources("deb http://1.2.3.4/ x\n"
-		    "deb http://u:p@x.example/ x\n", 0, &r) == 0 &&
-		    r.nhosts == 0, "IP literals and credentials add no host");
+					   "deb http://u:p@x.example/ x\n",
+		       0, &r) == 0 &&
+			r.nhosts == 0,
+		    "IP literals and credentials add no host");
 	}
 
 	/* Log tail: capped, valid UTF-8. */
