@@ -1021,7 +1021,10 @@ static int prep_image(struct sbx_exec *, struct sbx_error *);
 static int
 prep_rootfs_rw(struct sbx_exec *p, struct sbx_error *e)
 {
-	char want[PATH_MAX];
+	static const char *const mnt[] = { "proc", "dev", "tmp", "run" };
+	struct stat		 st;
+	char			 want[PATH_MAX];
+	size_t			 i;
 
 	snprintf(want, sizeof(want), "%s/envs/%s/rootfs", p->root.path,
 	    p->sb.agent);
@@ -1045,6 +1048,25 @@ prep_rootfs_rw(struct sbx_exec *p, struct sbx_error *e)
 		    "takes no workdir");
 		return -1;
 	}
+	/*
+	 * What bwrap mounts over inside the copy must not be a symlink: the
+	 * copy is the agent's to change (a postinst runs as its uid 0), and
+	 * bwrap resolves a mount point before pivot_root, where an absolute
+	 * link would name a host path.  A missing one bwrap creates.
+	 */
+	for (i = 0; i < sizeof(mnt) / sizeof(*mnt); i++)
+		if (fstatat(p->sb.image_fd, mnt[i], &st,
+			AT_SYMLINK_NOFOLLOW) == 0 &&
+		    !S_ISDIR(st.st_mode)) {
+			sbx_error_set(e, SBX_K_REJECTED, "rootfs",
+			    "rootfs_unsafe",
+			    "/%s in the root file system copy of %s is not a "
+			    "directory (a symlink?)",
+			    mnt[i], p->sb.agent);
+			sbx_error_hint(e, "make a new copy: sbx provision "
+			    "--agent %s --no-env, then --env", p->sb.agent);
+			return -1;
+		}
 	p->sb.rootfs_rw = 1;
 	return 0;
 }
