@@ -536,6 +536,9 @@ static const char apt_script[] =
     "-o \"Acquire::http::Proxy=$http_proxy\" "
     "-o \"Acquire::https::Proxy=$https_proxy\" -o Dpkg::Use-Pty=0 "
     "-o quiet=1 \"$@\"; }\n"
+    /* An install killed inside dpkg leaves packages half-configured;
+     * finish them first (nothing to do otherwise). */
+    "dpkg --configure -a || exit\n"
     "a update || exit\n"
     "a install -y --no-install-recommends --download-only -- \"$@\" || exit\n"
     "bad=0\n"

@@ -210,3 +210,76 @@ template() { ls -d "$SBX_HOME"/images/*/rootfs; }
 	[ ! -e /etc/sbx-hello ]
 	[ -L "$r/tmp" ]
 }
+
+# apt_server SPEC: a second server of the same repository with injected
+# failures, the agent's copy pointed at it.
+apt_server() {
+	setpriv --reuid 65533 --regid 65533 --clear-groups "$PY" \
+	    "$BATS_TEST_DIRNAME/install-registry.py" "$APT_FX/repo" \
+	    "$TEST_ROOT/req2.log" "$1" > "$TEST_ROOT/port2" \
+	    2> "$TEST_ROOT/server2.err" 3>&- &
+	SERVER_PIDS+=("$!")
+	: > "$TEST_ROOT/req2.log"
+	chmod 0666 "$TEST_ROOT/req2.log"
+	P2=$(wait_line "$TEST_ROOT/port2")
+	echo "deb [trusted=yes] http://apt.sbx.test:$P2/ ./" \
+	    > "$SBX_HOME/envs/alice/rootfs/etc/apt/sources.list"
+	jq --argjson p "$P2" '.allowed_ports += [$p]' \
+	    "$SBX_HOME/config/agents/alice.json" > "$TEST_ROOT/a.json"
+	mv "$TEST_ROOT/a.json" "$SBX_HOME/config/agents/alice.json"
+}
+
+@test "apt: Hash Sum mismatch once -> apt-get clean and update, one retry, installed" {
+	apt_agent alice --env
+	apt_server apt-hash:1
+	run -0 sbx install --agent alice --manager apt --json sbx-hello
+	echo "$output"
+	[ "$(json_get "$output" .result.retried)" = true ]
+	[ "$(grep -c '^GET /pool/sbx-hello_1.0_all.deb' "$TEST_ROOT/req2.log")" = 2 ]
+	run -0 sbx exec --agent alice -- sbx-hello
+}
+
+@test "apt: a persistent Hash Sum mismatch is classified network, retried once only" {
+	apt_agent alice --env
+	apt_server apt-hash:99
+	run sbx install --agent alice --manager apt --json sbx-hello
+	echo "$output"
+	status_is_kind
+	[ "$(json_get "$output" .reason)" = network ]
+	[ "$(json_get "$output" .retried)" = true ]
+	[ "$(json_get "$output" .retryable)" = true ]
+	[ "$(grep -c '^GET /pool/sbx-hello_1.0_all.deb' "$TEST_ROOT/req2.log")" = 2 ]
+	run -0 sbx exec --agent alice -- sh -c 'test -e /usr/bin/sbx-hello && echo yes || echo no'
+	[ "$output" = no ]
+}
+
+@test "apt: the same agent twice at once serialises on the copy's lock; both install" {
+	apt_agent alice --env
+	sbx install --agent alice --manager apt -q sbx-hello \
+	    > "$TEST_ROOT/a.out" 2>&1 &
+	p1=$!
+	sbx install --agent alice --manager apt -q sbx-hello \
+	    > "$TEST_ROOT/b.out" 2>&1 &
+	p2=$!
+	wait "$p1" || { cat "$TEST_ROOT/a.out"; false; }
+	wait "$p2" || { cat "$TEST_ROOT/b.out"; false; }
+	run -0 sbx exec --agent alice -- sbx-hello
+}
+
+@test "apt: kill -9 during an install; the next install works" {
+	apt_agent alice --env
+	n=$(wc -l < "$APT_FX/req.log")
+	sbx install --agent alice --manager apt -q sbx-hello \
+	    > "$TEST_ROOT/k.out" 2>&1 &
+	p=$!
+	for _ in $(seq 200); do
+		[ "$(wc -l < "$APT_FX/req.log")" -gt "$n" ] && break
+		sleep 0.05
+	done
+	kill -KILL "$p"
+	wait "$p" || true
+	run -0 sbx install --agent alice --manager apt --json sbx-hello
+	run -0 sbx exec --agent alice -- sbx-hello
+	# Nothing of the killed run is left: no sandbox of this state root.
+	run ! pgrep -f "$SBX_HOME/envs/alice/rootfs"
+}

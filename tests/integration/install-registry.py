@@ -12,6 +12,8 @@
 #   stall:N        the first N requests stall 5 s, then fail (503)
 #   npm-404:N      the first N requests answer 404 (a persistent failure
 #                  when N is large)
+#   apt-hash:N     the first N downloads of a .deb are corrupted (same
+#                  size, other bytes): apt's "Hash Sum mismatch"
 import http.server
 import os
 import sys
@@ -46,6 +48,8 @@ class H(http.server.BaseHTTPRequestHandler):
         # ReadTimeoutError.
         if mode == "pip-timeout" and not self.path.startswith("/files/"):
             fail = False
+        elif mode == "apt-hash" and not self.path.endswith(".deb"):
+            fail = False
         else:
             with lock:
                 fail = left[0] > 0
@@ -69,6 +73,8 @@ class H(http.server.BaseHTTPRequestHandler):
         if not os.path.isfile(p):
             return self.send(404, b'{"error":"Not found"}')
         data = open(p, "rb").read()
+        if fail and mode == "apt-hash":
+            data = bytes(b ^ 0x55 for b in data)
         ctype = "application/json"
         if p.endswith(".html"):
             ctype = "text/html"
