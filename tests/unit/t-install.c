@@ -1,5 +1,6 @@
 /* t-install: request validation, failure classes, the manifest, locks. */
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <fcntl.h>
@@ -341,6 +342,36 @@ main(void)
 	    sbx_install_lock(dfd, "install.lock", 0, &e) == -1,
 	    "symlinked lock refused");
 	unlinkat(dfd, "install.lock", 0);
+
+	/* The rootfs copy handed to the sandbox uid: every entry, a
+	 * symlink itself and never what it names. */
+	if (geteuid() != 0)
+		skip_n(2, "handing a tree to another uid needs root");
+	else {
+		struct stat	 fst, pw0, pw1;
+		int		 rfd = -1;
+
+		stat("/etc/passwd", &pw0);
+		ok(mkdirat(dfd, "r", 0755) == 0 && mkdirat(dfd, "r/usr",
+		    0755) == 0 && (fd2 = openat(dfd, "r/usr/f", O_CREAT |
+		    O_WRONLY, 0644)) != -1 && close(fd2) == 0 &&
+		    symlinkat("/etc/passwd", dfd, "r/usr/l") == 0 &&
+		    (rfd = openat(dfd, "r", O_RDONLY | O_DIRECTORY)) != -1 &&
+		    sbx_install_rootfs_own(rfd, 65534, 65534, &e) == 0,
+		    "rootfs handed over");
+		stat("/etc/passwd", &pw1);
+		ok(fstatat(dfd, "r/usr/f", &fst, 0) == 0 && fst.st_uid ==
+		    65534 && fst.st_gid == 65534 && fstatat(dfd, "r/usr/l",
+		    &fst, AT_SYMLINK_NOFOLLOW) == 0 && fst.st_uid == 65534 &&
+		    pw1.st_uid == pw0.st_uid && pw1.st_gid == pw0.st_gid,
+		    "files and symlinks handed over; the link's target not");
+		if (rfd >= 0)
+			close(rfd);
+		unlinkat(dfd, "r/usr/l", 0);
+		unlinkat(dfd, "r/usr/f", 0);
+		unlinkat(dfd, "r/usr", AT_REMOVEDIR);
+		unlinkat(dfd, "r", AT_REMOVEDIR);
+	}
 	close(dfd);
 	rmdir(tmpl);
 
