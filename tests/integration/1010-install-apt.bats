@@ -5,7 +5,7 @@
 # refused before dpkg runs; the manifest; the refusals.
 #
 # Once per file: a small Debian image made of the host's own apt, dpkg
-# and tools (install-aptroot.sh), and a local apt repository (dpkg-deb
+# and tools (install-aptroot.bash), and a local apt repository (dpkg-deb
 # --build, dpkg-scanpackages, a Release file) served on 127.0.0.1 by
 # install-registry.py as uid 65533 under the name apt.sbx.test, which
 # only the agent's `resolve` maps there.  No test needs the internet.
@@ -56,7 +56,7 @@ setup_file() {
 	echo "$!" > "$APT_FX/server.pid"
 	export APT_PORT
 	APT_PORT=$(wait_line "$APT_FX/port")
-	sh "$BATS_TEST_DIRNAME/install-aptroot.sh" "$APT_FX/root"
+	sh "$BATS_TEST_DIRNAME/install-aptroot.bash" "$APT_FX/root"
 	echo "deb [trusted=yes] http://apt.sbx.test:$APT_PORT/ ./" \
 	    > "$APT_FX/root/etc/apt/sources.list"
 	tar -C "$APT_FX/root" -cf "$APT_FX/image.tar" .

@@ -1,5 +1,8 @@
 #!/bin/sh
-# install-aptroot.sh DIR: a small Debian root file system in DIR, made of
+# (.bash, not .sh: tests/run.sh runs every *.sh as a test; this is a
+# POSIX sh helper, run with sh.)
+# shellcheck shell=sh
+# install-aptroot.bash DIR: a small Debian root file system in DIR, made of
 # the host's own apt, dpkg and the tools they call (with their libraries,
 # found by ldd), an empty dpkg database and the host's /etc/apt defaults
 # without its sources.  For 1010-install-apt.bats; the host is Debian.
