@@ -16,6 +16,7 @@
 #include "cli.h"
 #include "envelope.h"
 #include "error.h"
+#include "opts.h"
 
 /* One envelope line on stdout (steals env). */
 void	sbx_cmd_emit(json_t *env);
@@ -52,5 +53,18 @@ void	sbx_cmd_print_warnings(const char *prog, json_t *warnings, int quiet);
  * git's run_builtin does.  Output never vanishes silently (>/dev/full).
  */
 void	sbx_cmd_finish_init(const char *prog);
+
+/*
+ * The hidden options every program with an option table answers before
+ * anything else (the shell completions ask them, through `sbx
+ * --complete`): `--complete-options [SUB...]`, the options of the
+ * (sub)command, `--complete-operands [SUB...]`, what completes its first
+ * operand, and `--complete-subcommands [SUB...]`, the subcommand words
+ * that may follow.  Nonzero when argv[1] is one of them (*code is
+ * then the exit status: 0, or 1 with nothing printed when the words name
+ * no subcommand); 0 otherwise.
+ */
+int	sbx_cmd_complete(const struct sbx_opts *, int argc, char *argv[],
+	    int *code);
 
 #endif

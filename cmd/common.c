@@ -123,3 +123,30 @@ sbx_cmd_finish_init(const char *prog)
 	finish_pid = getpid();
 	atexit(finish);
 }
+
+int
+sbx_cmd_complete(const struct sbx_opts *t, int argc, char *argv[], int *code)
+{
+	struct sbx_buf	 b = SBX_BUF_INIT;
+	unsigned	 bit;
+	int		 rc;
+
+	if (argc < 2)
+		return 0;
+	if (strcmp(argv[1], "--complete-options") == 0) {
+		bit = sbx_opts_complete_bit(t, argc - 2, argv + 2);
+		rc = bit == 0 ? -1 : sbx_opts_complete(t, bit, &b);
+	} else if (strcmp(argv[1], "--complete-operands") == 0) {
+		bit = sbx_opts_complete_bit(t, argc - 2, argv + 2);
+		rc = bit == 0 || bit == ~0u ? -1 :
+		    sbx_opts_complete_operands(t, bit, &b);
+	} else if (strcmp(argv[1], "--complete-subcommands") == 0)
+		rc = sbx_opts_complete_subs(t, argc - 2, argv + 2, &b);
+	else
+		return 0;
+	if (rc == 0 && b.p != NULL)
+		fputs(b.p, stdout);
+	sbx_buf_release(&b);
+	*code = rc == 0 ? 0 : SBX_EX_NEGATIVE;
+	return 1;
+}

@@ -22,6 +22,7 @@
 #include "envelope.h"
 #include "fsutil.h"
 #include "names.h"
+#include "opts.h"
 #include "provision.h"
 #include "root.h"
 #include "utf8.h"
@@ -30,9 +31,11 @@
 
 static const char usage_text[] =
 "usage: sbx config get|unset KEY [--agent A | --global] [--home DIR] [--json]\n"
+"                  [-q]\n"
 "       sbx config set|add|rm KEY VALUE ... [--agent A | --global]\n"
 "                  [--json-value] [--home DIR] [--json] [-q]\n"
-"       sbx config show|keys [--agent A | --global] [--home DIR] [--json] [-v]\n";
+"       sbx config show [--agent A | --global] [--home DIR] [--json]\n"
+"       sbx config keys [--agent A | --global] [--home DIR] [--json] [-v]\n";
 
 static const char help_text[] =
 "\n"
@@ -50,32 +53,54 @@ static const char help_text[] =
 "  add, rm       add an element to an array, or remove it\n"
 "  show          print the whole file\n"
 "  keys          list the keys, their types and where they may be set\n"
-"\n"
-"  -a, --agent A      the agent (default: $SBX_AGENT or \"default\")\n"
-"  -g, --global       config/sandbox.json instead\n"
-"      --json-value   VALUE is JSON (objects, arrays, null)\n"
-"      --home DIR     state root (default: $SBX_HOME, $XDG_DATA_HOME/sbx,\n"
-"                     ~/.local/share/sbx)\n"
-"  -j, --json         print one JSON envelope (also SBX_JSON=1)\n"
-"  -q, --quiet        print nothing but errors (and the value of get)\n"
-"  -v, --verbose      keys: also the description of each\n"
-"  -h, --help         this help\n"
-"      --version      print the version\n";
+"\n";
 
 enum { OPT_HOME = 256, OPT_VERSION, OPT_JSON_VALUE };
 
-static const struct option longopts[] = {
-	{ "agent",	required_argument,	NULL, 'a' },
-	{ "global",	no_argument,		NULL, 'g' },
-	{ "json-value",	no_argument,		NULL, OPT_JSON_VALUE },
-	{ "home",	required_argument,	NULL, OPT_HOME },
-	{ "json",	no_argument,		NULL, 'j' },
-	{ "quiet",	no_argument,		NULL, 'q' },
-	{ "verbose",	no_argument,		NULL, 'v' },
-	{ "help",	no_argument,		NULL, 'h' },
-	{ "version",	no_argument,		NULL, OPT_VERSION },
-	{ NULL, 0, NULL, 0 }
+/* The subcommands; the program has no form without one. */
+enum {
+	S_GET = 1, S_SET = 2, S_UNSET = 4, S_ADD = 8, S_RM = 16, S_SHOW = 32,
+	S_KEYS = 64, S_ALL = 127,
 };
+
+static const struct sbx_opts_sub subs[] = {
+	{ "get", S_GET, "@key" }, { "set", S_SET, "@key" },
+	{ "unset", S_UNSET, "@key" }, { "add", S_ADD, "@key" },
+	{ "rm", S_RM, "@key" }, { "show", S_SHOW, NULL },
+	{ "keys", S_KEYS, NULL },
+};
+
+/* The one option table (lib/opts.h): getopt_long, --help and
+ * --complete-options come from it. */
+static const struct sbx_opt rows[] = {
+	{ 'a', "agent", 'a', SBX_OPT_REQ, "A", "@agent",
+	    "the agent (default: $SBX_AGENT or \"default\")", S_ALL, 0 },
+	{ 'g', "global", 'g', SBX_OPT_NONE, NULL, NULL,
+	    "config/sandbox.json instead", S_ALL, 0 },
+	{ OPT_JSON_VALUE, "json-value", 0, SBX_OPT_NONE, NULL, NULL,
+	    "VALUE is JSON (objects, arrays, null)", S_SET | S_ADD | S_RM, 0 },
+	{ OPT_HOME, "home", 0, SBX_OPT_REQ, "DIR", "@dir",
+	    "state root (default: $SBX_HOME, $XDG_DATA_HOME/sbx,\n"
+	    "~/.local/share/sbx)", S_ALL, 0 },
+	{ 'j', "json", 'j', SBX_OPT_NONE, NULL, NULL,
+	    "print one JSON envelope (also SBX_JSON=1)", S_ALL, 0 },
+	{ 'q', "quiet", 'q', SBX_OPT_NONE, NULL, NULL,
+	    "print nothing but errors (and the value of get)",
+	    S_GET | S_SET | S_UNSET | S_ADD | S_RM, 0 },
+	{ 'v', "verbose", 'v', SBX_OPT_NONE, NULL, NULL,
+	    "keys: also the description of each", S_KEYS, 0 },
+	{ 'h', "help", 'h', SBX_OPT_NONE, NULL, NULL, "this help", S_ALL, 0 },
+	{ OPT_VERSION, "version", 0, SBX_OPT_NONE, NULL, NULL,
+	    "print the version", S_ALL, 0 },
+};
+
+static const struct sbx_opts table = { PROG, "sbx config", rows,
+	SBX_OPTS_N(rows), subs, SBX_OPTS_N(subs), 0, NULL, 21 };
+
+/* The getopt_long arguments of the table, and the options seen (checked
+ * against the subcommand once it is known). */
+static struct sbx_opts_getopt	 g;
+static struct sbx_opts_seen	 seen;
 
 static struct {
 	const char	*agent;
@@ -146,10 +171,14 @@ pos_add(const char *s)
 static int
 parse(int argc, char *argv[])
 {
-	int	 ch;
+	struct sbx_buf	 b = SBX_BUF_INIT;
+	int		 ch;
 
-	while ((ch = getopt_long(argc, argv, "+a:gjqvh", longopts, NULL)) !=
-	    -1) {
+	while ((ch = getopt_long(argc, argv, g.optstring, g.longopts, NULL))
+	    != -1) {
+		ch = sbx_opts_id(&g, ch);
+		if (ch != '?' && ch != ':')
+			sbx_opts_seen(&seen, ch);
 		switch (ch) {
 		case 'a':
 			O.agent = optarg;
@@ -175,6 +204,8 @@ parse(int argc, char *argv[])
 		case 'h':
 			fputs(usage_text, stdout);
 			fputs(help_text, stdout);
+			if (sbx_opts_help(&table, S_ALL, &b) == 0 && b.p)
+				fputs(b.p, stdout);
 			exit(0);
 		case OPT_VERSION:
 			printf("%s %s\n", PROG, SBX_VERSION);
@@ -196,6 +227,8 @@ parse_args(int argc, char *argv[])
 {
 	int	 i, dd = 0;
 
+	if (sbx_opts_getopt(&table, ~0u, "+", &g) == -1)
+		exit(SBX_EX_SOFTWARE);
 	O.json = sbx_cli_json_env();
 	for (i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--") == 0)
@@ -534,16 +567,29 @@ main(int argc, char *argv[])
 {
 	struct sbx_error	 e;
 	const char		*sub;
+	unsigned		 bit;
+	int			 rc;
 
 	if (sbx_fd_sanitize_std() == -1)
 		return SBX_EX_OSERR;
 	sbx_cmd_finish_init(PROG);
+	if (sbx_cmd_complete(&table, argc, argv, &rc))
+		return rc;
 	parse_args(argc, argv);
 	if (O.npos == 0)
 		usage("a subcommand is needed");
 	sub = O.pos[0];
 	if (strlen(sub) < 16)
 		snprintf(tool, sizeof(tool), "config.%s", sub);
+	if ((bit = sbx_opts_sub_find(&table, 1, (char **)O.pos, NULL)) != 0 &&
+	    sbx_opts_check(&table, &seen, bit, &e) == -1) {
+		if (O.json)
+			sbx_cmd_emit(sbx_envelope_err(tool, &e, NULL));
+		else
+			sbx_cmd_report(PROG, tool, 0, &e, NULL, emit);
+		fputs(usage_text, stderr);
+		exit(SBX_EX_USAGE);
+	}
 	if (O.agent != NULL && O.global)
 		usage("--agent and --global exclude each other");
 	if (O.agent == NULL)

@@ -27,6 +27,7 @@
 #include "fsutil.h"
 #include "jobsup.h"
 #include "names.h"
+#include "opts.h"
 #include "root.h"
 #include "sandbox.h"
 #include "utf8.h"
@@ -39,9 +40,11 @@
 int	cmd_exec(int, char *[]);
 
 static const char usage_text[] =
-"usage: sbx exec [--agent A] [--home DIR] [--cwd PATH] [--workdir DIR]\n"
-"                [--workdir-follow-symlinks]\n"
+"usage: sbx exec [--agent A] [--home DIR] [--cwd PATH] [--workdir DIR]...\n"
+"                [--workdir-follow-symlinks] [--ro PATH]...\n"
+"                [--unprotect PATH]...\n"
 "                [--env NAME=VALUE]... [--timeout SECONDS] [--tty]\n"
+"                [--secret NAME]... [--no-secrets]\n"
 "                [--network none|proxy|outbound] [--allow-domain D]...\n"
 "                [--json] [--max-output BYTES] [--stdin inherit|null]\n"
 "                [--memory MIB] [--cpus N.N] [--pids N] [--disk MIB]\n"
@@ -51,11 +54,14 @@ static const char usage_text[] =
 "                -- COMMAND [ARG...]\n"
 "       sbx exec [options] -c 'SHELL STRING' [NAME [ARG...]]\n"
 "       sbx exec --request FILE|- [--home DIR] [--json] [--envelope-fd N]\n"
-"       sbx exec ps [--agent A] [--json]\n"
-"       sbx exec poll JOB [--tail-lines N] [--agent A] [--json]\n"
-"       sbx exec wait JOB [--timeout SECONDS] [--agent A] [--json]\n"
-"       sbx exec kill JOB [--force] [--agent A] [--json]\n"
-"       sbx exec gc [--json]\n";
+"       sbx exec ps [--agent A] [--home DIR] [--json] [-q] [-v]\n"
+"       sbx exec poll JOB [--tail-lines N] [--agent A] [--home DIR] [--json]\n"
+"                [-q] [-v]\n"
+"       sbx exec wait JOB [--timeout SECONDS] [--tail-lines N] [--agent A]\n"
+"                [--home DIR] [--json] [-q] [-v]\n"
+"       sbx exec kill JOB [--force] [--agent A] [--home DIR] [--json] [-q]\n"
+"                [-v]\n"
+"       sbx exec gc [--json] [-q] [-v]\n";
 
 static const char help_text[] =
 "\n"
@@ -64,97 +70,131 @@ static const char help_text[] =
 "network unless asked. Without --json the command's output streams\n"
 "through and sbx exits with its status (124 idle timeout, 125 sbx failed,\n"
 "126 cannot execute, 127 not found, 128+N killed by signal N).\n"
-"\n"
-"  -a, --agent A          agent name (default: $SBX_AGENT or \"default\")\n"
-"      --home DIR         state root (default: $SBX_HOME, $XDG_DATA_HOME/sbx,\n"
-"                         ~/.local/share/sbx)\n"
-"  -C, --cwd PATH         start in PATH: relative to HOME, or absolute inside\n"
-"                         HOME or --workdir\n"
-"  -w, --workdir DIR      bind host directory DIR read-write at its own path\n"
-"                         and start there (no symbolic links in DIR)\n"
-"      --workdir-follow-symlinks\n"
-"                         follow symbolic links in DIR; print where it leads\n"
-"  -e, --env NAME=VALUE   set a variable inside (repeatable)\n"
-"      --timeout SECONDS  kill the command after SECONDS without output\n"
-"                         (output a program buffers counts as silence)\n"
-"  -t, --tty              run the command on a terminal of its own (stdout\n"
-"                         and stderr merged; the caller's terminal goes raw)\n"
-"  -n, --network MODE     none (default: loopback only), proxy (only the\n"
-"                         agent's allowed domains, through sbx-proxy) or\n"
-"                         outbound (host network); default: the agent's\n"
-"                         `network` setting, else none\n"
-"      --allow-domain D   proxy mode: also allow D (or *.D) for this run\n"
-"  -c STRING              run STRING with bash -o pipefail -c (sh -c without\n"
-"                         bash); NAME and ARGs after it are $0, $1...\n"
-"      --max-output BYTES captured bytes kept per stream with --json\n"
-"                         (default 1M; K, M, G suffixes)\n"
-"      --stdin MODE       inherit (the caller's stdin) or null (/dev/null);\n"
-"                         default: null when stdin is a terminal and --json\n"
-"                         is given, else inherit (background: always null)\n"
-"      --memory MIB       memory limit, swap included (default: half of RAM)\n"
-"      --cpus N.N         CPU limit in cores (e.g. 0.5)\n"
-"      --pids N           task limit (default 1024)\n"
-"      --disk MIB         size of /tmp and largest file written (soft)\n"
-"      --wall-timeout S   kill the sandbox after S seconds, output or not\n"
-"      --nofile N         open files limit (RLIMIT_NOFILE)\n"
-"      --file-size MIB    largest file the command may write (RLIMIT_FSIZE)\n"
-"      --soft-limits      accept rlimits where no cgroup can enforce a limit\n"
-"      --seccomp MODE     on (default) or off (diagnosis only)\n"
-"  -b, --background       start as a background job and return at once\n"
-"      --request FILE     take the run's options from a request envelope\n"
-"                         (JSON; - reads standard input)\n"
-"      --envelope-fd N    stream the output through and write the result\n"
-"                         envelope to file descriptor N\n"
-"      --tail-lines N     lines of log returned by poll and wait (default 20)\n"
-"      --force            kill: SIGKILL at once instead of SIGTERM\n"
-"  -j, --json             print one JSON envelope (also SBX_JSON=1)\n"
-"  -q, --quiet            no warnings on stderr\n"
-"  -v, --verbose          show the bwrap command on stderr\n"
-"  -h, --help             this help\n"
-"      --version          print the version\n";
+"\n";
 
 enum {
 	OPT_HOME = 256, OPT_MAX_OUTPUT, OPT_TAIL, OPT_FORCE, OPT_VERSION,
 	OPT_MEMORY, OPT_CPUS, OPT_PIDS, OPT_DISK, OPT_WALL, OPT_NOFILE,
 	OPT_WORKDIR_FOLLOW,
 	OPT_FSIZE, OPT_SOFT, OPT_SECCOMP, OPT_ALLOW, OPT_STDIN, OPT_TIMEOUT,
-	OPT_TTY, OPT_REQUEST, OPT_ENVELOPE_FD,
+	OPT_REQUEST, OPT_ENVELOPE_FD, OPT_RO, OPT_UNPROTECT, OPT_SECRET,
+	OPT_NO_SECRETS,
 };
 
-static const struct option longopts[] = {
-	{ "agent",	required_argument,	NULL, 'a' },
-	{ "home",	required_argument,	NULL, OPT_HOME },
-	{ "cwd",	required_argument,	NULL, 'C' },
-	{ "workdir",	required_argument,	NULL, 'w' },
-	{ "workdir-follow-symlinks", no_argument, NULL, OPT_WORKDIR_FOLLOW },
-	{ "env",	required_argument,	NULL, 'e' },
-	{ "timeout",	required_argument,	NULL, OPT_TIMEOUT },
-	{ "tty",	no_argument,		NULL, OPT_TTY },
-	{ "network",	required_argument,	NULL, 'n' },
-	{ "max-output",	required_argument,	NULL, OPT_MAX_OUTPUT },
-	{ "background",	no_argument,		NULL, 'b' },
-	{ "tail-lines",	required_argument,	NULL, OPT_TAIL },
-	{ "force",	no_argument,		NULL, OPT_FORCE },
-	{ "json",	no_argument,		NULL, 'j' },
-	{ "quiet",	no_argument,		NULL, 'q' },
-	{ "verbose",	no_argument,		NULL, 'v' },
-	{ "help",	no_argument,		NULL, 'h' },
-	{ "version",	no_argument,		NULL, OPT_VERSION },
-	{ "memory",	required_argument,	NULL, OPT_MEMORY },
-	{ "cpus",	required_argument,	NULL, OPT_CPUS },
-	{ "pids",	required_argument,	NULL, OPT_PIDS },
-	{ "disk",	required_argument,	NULL, OPT_DISK },
-	{ "wall-timeout", required_argument,	NULL, OPT_WALL },
-	{ "nofile",	required_argument,	NULL, OPT_NOFILE },
-	{ "file-size",	required_argument,	NULL, OPT_FSIZE },
-	{ "soft-limits", no_argument,		NULL, OPT_SOFT },
-	{ "seccomp",	required_argument,	NULL, OPT_SECCOMP },
-	{ "allow-domain", required_argument,	NULL, OPT_ALLOW },
-	{ "stdin",	required_argument,	NULL, OPT_STDIN },
-	{ "request",	required_argument,	NULL, OPT_REQUEST },
-	{ "envelope-fd", required_argument,	NULL, OPT_ENVELOPE_FD },
-	{ NULL, 0, NULL, 0 }
+/* The run itself (S_RUN) and the job subcommands. */
+enum {
+	S_RUN = 1, S_PS = 2, S_POLL = 4, S_WAIT = 8, S_KILL = 16, S_GC = 32,
+	S_JOB = S_PS | S_POLL | S_WAIT | S_KILL, S_ALL = S_RUN | S_JOB | S_GC,
 };
+
+static const struct sbx_opts_sub subs[] = {
+	{ "ps", S_PS, NULL }, { "poll", S_POLL, "@job" },
+	{ "wait", S_WAIT, "@job" }, { "kill", S_KILL, "@job" },
+	{ "gc", S_GC, NULL },
+};
+
+/* The one option table (lib/opts.h): getopt_long, --help and
+ * --complete-options come from it. */
+static const struct sbx_opt rows[] = {
+	{ 'a', "agent", 'a', SBX_OPT_REQ, "A", "@agent",
+	    "agent name (default: $SBX_AGENT or \"default\")",
+	    S_RUN | S_JOB, 0 },
+	{ OPT_HOME, "home", 0, SBX_OPT_REQ, "DIR", "@dir",
+	    "state root (default: $SBX_HOME, $XDG_DATA_HOME/sbx,\n"
+	    "~/.local/share/sbx)", S_RUN | S_JOB, 0 },
+	{ 'C', "cwd", 'C', SBX_OPT_REQ, "PATH", "@cwd",
+	    "start in PATH: relative to HOME, or absolute inside\n"
+	    "HOME or --workdir", S_RUN, 0 },
+	{ 'w', "workdir", 'w', SBX_OPT_REQ, "DIR", "@dir",
+	    "bind host directory DIR read-write at its own path\n"
+	    "and start there (no symbolic links in DIR);\n"
+	    "repeatable: more writable roots, the first is\n"
+	    "the default cwd", S_RUN, 0 },
+	{ OPT_WORKDIR_FOLLOW, "workdir-follow-symlinks", 0, SBX_OPT_NONE,
+	    NULL, NULL,
+	    "follow symbolic links in DIR; print where it leads", S_RUN, 0 },
+	{ OPT_RO, "ro", 0, SBX_OPT_REQ, "PATH", "@dir",
+	    "bind host PATH read-only at its own path\n"
+	    "(repeatable; see PROTECTED PATHS in sbx-exec(1))", S_RUN, 0 },
+	{ OPT_UNPROTECT, "unprotect", 0, SBX_OPT_REQ, "PATH", "@file",
+	    "let this run write the protected PATH of the\n"
+	    "workdir (.git/hooks...; a warning says so)", S_RUN, 0 },
+	{ 'e', "env", 'e', SBX_OPT_REQ, "NAME=VALUE", NULL,
+	    "set a variable inside (repeatable)", S_RUN, 0 },
+	{ OPT_SECRET, "secret", 0, SBX_OPT_REQ, "NAME", "@text",
+	    "give the command only these of the agent's\n"
+	    "secrets (repeatable; default: all of them)", S_RUN, 0 },
+	{ OPT_NO_SECRETS, "no-secrets", 0, SBX_OPT_NONE, NULL, NULL,
+	    "give the command none of the agent's secrets", S_RUN, 0 },
+	{ OPT_TIMEOUT, "timeout", 't', SBX_OPT_REQ, "SECONDS", NULL,
+	    "kill the command after SECONDS without output\n"
+	    "(output a program buffers counts as silence);\n"
+	    "wait: how long to wait (default 300; -t SECONDS)",
+	    S_RUN | S_WAIT, S_WAIT },
+	{ 't', "tty", 't', SBX_OPT_NONE, NULL, NULL,
+	    "run the command on a terminal of its own (stdout\n"
+	    "and stderr merged; the caller's terminal goes raw)", S_RUN, 0 },
+	{ 'n', "network", 'n', SBX_OPT_REQ, "MODE", "none|proxy|outbound",
+	    "none (default: loopback only), proxy (only the\n"
+	    "agent's allowed domains, through sbx-proxy) or\n"
+	    "outbound (host network); default: the agent's\n"
+	    "`network` setting, else none", S_RUN, 0 },
+	{ OPT_ALLOW, "allow-domain", 0, SBX_OPT_REQ, "D", NULL,
+	    "proxy mode: also allow D (or *.D) for this run", S_RUN, 0 },
+	{ 'c', NULL, 'c', SBX_OPT_REQ, "STRING", NULL,
+	    "run STRING with bash -o pipefail -c (sh -c without\n"
+	    "bash); NAME and ARGs after it are $0, $1...", S_RUN, 0 },
+	{ OPT_MAX_OUTPUT, "max-output", 0, SBX_OPT_REQ, "BYTES", NULL,
+	    "captured bytes kept per stream with --json\n"
+	    "(default 1M; K, M, G suffixes)", S_RUN, 0 },
+	{ OPT_STDIN, "stdin", 0, SBX_OPT_REQ, "MODE", "inherit|null",
+	    "inherit (the caller's stdin) or null (/dev/null);\n"
+	    "default: null when stdin is a terminal and --json\n"
+	    "is given, else inherit (background: always null)", S_RUN, 0 },
+	{ OPT_MEMORY, "memory", 0, SBX_OPT_REQ, "MIB", NULL,
+	    "memory limit, swap included (default: half of RAM)", S_RUN, 0 },
+	{ OPT_CPUS, "cpus", 0, SBX_OPT_REQ, "N.N", NULL,
+	    "CPU limit in cores (e.g. 0.5)", S_RUN, 0 },
+	{ OPT_PIDS, "pids", 0, SBX_OPT_REQ, "N", NULL,
+	    "task limit (default 1024)", S_RUN, 0 },
+	{ OPT_DISK, "disk", 0, SBX_OPT_REQ, "MIB", NULL,
+	    "size of /tmp and largest file written (soft)", S_RUN, 0 },
+	{ OPT_WALL, "wall-timeout", 0, SBX_OPT_REQ, "S", NULL,
+	    "kill the sandbox after S seconds, output or not", S_RUN, 0 },
+	{ OPT_NOFILE, "nofile", 0, SBX_OPT_REQ, "N", NULL,
+	    "open files limit (RLIMIT_NOFILE)", S_RUN, 0 },
+	{ OPT_FSIZE, "file-size", 0, SBX_OPT_REQ, "MIB", NULL,
+	    "largest file the command may write (RLIMIT_FSIZE)", S_RUN, 0 },
+	{ OPT_SOFT, "soft-limits", 0, SBX_OPT_NONE, NULL, NULL,
+	    "accept rlimits where no cgroup can enforce a limit", S_RUN, 0 },
+	{ OPT_SECCOMP, "seccomp", 0, SBX_OPT_REQ, "MODE", "on|off",
+	    "on (default) or off (diagnosis only)", S_RUN, 0 },
+	{ 'b', "background", 'b', SBX_OPT_NONE, NULL, NULL,
+	    "start as a background job and return at once", S_RUN, 0 },
+	{ OPT_REQUEST, "request", 0, SBX_OPT_REQ, "FILE", "@file",
+	    "take the run's options from a request envelope\n"
+	    "(JSON; - reads standard input)", S_RUN, 0 },
+	{ OPT_ENVELOPE_FD, "envelope-fd", 0, SBX_OPT_REQ, "N", NULL,
+	    "stream the output through and write the result\n"
+	    "envelope to file descriptor N", S_RUN, 0 },
+	{ OPT_TAIL, "tail-lines", 0, SBX_OPT_REQ, "N", NULL,
+	    "lines of log returned by poll and wait (default 20)",
+	    S_POLL | S_WAIT, 0 },
+	{ OPT_FORCE, "force", 0, SBX_OPT_NONE, NULL, NULL,
+	    "kill: SIGKILL at once instead of SIGTERM", S_KILL, 0 },
+	{ 'j', "json", 'j', SBX_OPT_NONE, NULL, NULL,
+	    "print one JSON envelope (also SBX_JSON=1)", S_ALL, 0 },
+	{ 'q', "quiet", 'q', SBX_OPT_NONE, NULL, NULL,
+	    "no warnings on stderr", S_ALL, 0 },
+	{ 'v', "verbose", 'v', SBX_OPT_NONE, NULL, NULL,
+	    "show the bwrap command on stderr", S_ALL, 0 },
+	{ 'h', "help", 'h', SBX_OPT_NONE, NULL, NULL, "this help", S_ALL, 0 },
+	{ OPT_VERSION, "version", 0, SBX_OPT_NONE, NULL, NULL,
+	    "print the version", S_RUN, 0 },
+};
+
+static const struct sbx_opts table = { PROG, "sbx exec", rows,
+	SBX_OPTS_N(rows), subs, SBX_OPTS_N(subs), S_RUN, "@command", 25 };
 
 /* What the command line says beyond the request itself. */
 struct cli {
@@ -178,13 +218,14 @@ static struct sbx_exec_req	 R;
 static struct sbx_exec		 X;
 static const char		*tool = "exec";
 
-/* The options of sbx exec itself, and of its subcommands (whose options
- * may follow their operands). */
-static const char	 exec_optstring[] = "+a:C:w:e:tn:c:bjqvh";
-static const char	 sub_optstring[] = "-a:t:jqvh";
+/* The subcommands, for sbx_cli_wants_json. */
 static const char *const exec_subs[] = {
 	"ps", "poll", "wait", "kill", "gc", NULL
 };
+/* The options seen, checked against the subcommand once it is known. */
+static struct sbx_opts_seen	 seen;
+
+static void	print_help(void);
 
 /* An envelope: to --envelope-fd when given, else on stdout under --json
  * (steals env). */
@@ -193,6 +234,9 @@ emit(json_t *env)
 {
 	char	*s;
 
+	/* The last line of defence: no string of an envelope (a message
+	 * quoting the command's output, a warning) carries a secret. */
+	sbx_scrub_json(X.secrets.scrub, env);
 	if (C.envelope_fd < 0) {
 		sbx_cmd_emit(env);
 		return;
@@ -249,7 +293,8 @@ run_option(int ch)
 {
 	return (ch < 256 && strchr("Cwetnbc", ch) != NULL) ||
 	    (ch >= OPT_MEMORY && ch <= OPT_STDIN) || ch == OPT_MAX_OUTPUT ||
-	    ch == OPT_TTY;
+	    ch == OPT_RO || ch == OPT_UNPROTECT || ch == OPT_SECRET ||
+	    ch == OPT_NO_SECRETS;
 }
 
 /* A limit option: the key of sbx_limits_set(). */
@@ -263,38 +308,49 @@ limit_key(int ch)
 }
 
 /*
- * One getopt loop for sbx exec (optstring "+...") and for the options of
- * ps/poll/wait/kill ("-..."), which may come before or after the job id
- * (argv[0] is then the subcommand; operands are collected in order, and
- * -t is --timeout).  It only records what it sees: every value is judged
- * after it (check_args, sbx_exec_validate), so that the order of the
- * options never changes the result.  Returns -1 (and *code) when done.
+ * One getopt loop for sbx exec ("+": the run's options stop at the
+ * command) and for the options of ps/poll/wait/kill/gc ("-"), which may
+ * come before or after the job id (argv[0] is then the subcommand;
+ * operands are collected in order).  bit is the (sub)command, whose
+ * letters apply (wait -t SECONDS, but sbx exec -t is --tty).  It only
+ * records what it sees: every value is judged after it (check_args,
+ * sbx_exec_validate), so that the order of the options never changes the
+ * result, and an option that does not go with the subcommand is refused
+ * once the subcommand is known.  Returns -1 (and *code) when done.
  */
 static int
-getopts(int argc, char *argv[], const char *optstring, int *code)
+getopts(int argc, char *argv[], unsigned bit, int *code)
 {
+	struct sbx_opts_getopt	 g;
 	struct sbx_error	 e;
-	int			 ch, npos = 0, sub = *optstring == '-';
+	int			 ch, npos = 0, sub = bit != S_RUN;
 
+	if (sbx_opts_getopt(&table, bit, sub ? "-" : "+", &g) == -1)
+		return *code = SBX_EX_SOFTWARE, -1;
 	optind = 0;	/* 0: re-read the optstring flags */
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, optstring, longopts, NULL)) !=
-	    -1) {
-		if (sub && (ch == 't' || ch == OPT_TIMEOUT))
-			ch = OPT_TIMEOUT;	/* wait -t SECONDS */
-		else if (sub && (run_option(ch) || ch == OPT_VERSION ||
-		    ch == OPT_REQUEST || ch == OPT_ENVELOPE_FD))
-			ch = '?';
+	while ((ch = getopt_long(argc, argv, g.optstring, g.longopts, NULL))
+	    != -1) {
+		ch = sbx_opts_id(&g, ch);
+		if (ch != '?' && ch != ':' && ch != 1)
+			sbx_opts_seen(&seen, ch);
 		C.runopts += run_option(ch) || ch == 'a' || ch == OPT_TIMEOUT;
 		switch (ch) {
 		case 1: argv[npos++] = optarg; break;
 		case 'a': R.agent = optarg; break;
 		case OPT_HOME: R.home = optarg; break;
 		case 'C': R.cwd = optarg; break;
-		case 'w': R.workdir = optarg; break;
+		case 'w':
+			/* Repeated: more writable roots; the first is the
+			 * default cwd. */
+			if (R.workdir == NULL)
+				R.workdir = optarg;
+			else if (sbx_strv_push(&R.xworkdirs, optarg) == -1)
+				return *code = SBX_EX_OSERR, -1;
+			break;
 		case OPT_WORKDIR_FOLLOW: R.workdir_follow = 1; break;
 		case OPT_TIMEOUT: R.timeout = optarg; break;
-		case 't': case OPT_TTY: R.tty = 1; break;
+		case 't': R.tty = 1; break;
 		case 'n': R.network = optarg; break;
 		case 'c': R.shell = optarg; break;
 		case OPT_MAX_OUTPUT: R.max_output = optarg; break;
@@ -306,12 +362,20 @@ getopts(int argc, char *argv[], const char *optstring, int *code)
 		case 'v': C.verbose = 1; break;
 		case OPT_SOFT: R.soft_limits = 1; break;
 		case OPT_STDIN: R.stdin_mode = optarg; break;
+		case OPT_NO_SECRETS: R.no_secrets = 1; break;
+		case OPT_SECRET:
+			if (sbx_strv_push(&R.secrets, optarg) == -1)
+				return *code = SBX_EX_OSERR, -1;
+			break;
 		case OPT_SECCOMP: R.seccomp = optarg; break;
 		case OPT_REQUEST: C.request = optarg; break;
 		case OPT_ENVELOPE_FD: C.envelope_fd_arg = optarg; break;
 		case 'e':
 		case OPT_ALLOW:
-			if (sbx_strv_push(ch == 'e' ? &R.env : &R.allow,
+		case OPT_RO:
+		case OPT_UNPROTECT:
+			if (sbx_strv_push(ch == 'e' ? &R.env : ch == OPT_ALLOW ?
+			    &R.allow : ch == OPT_RO ? &R.ro : &R.unprotect,
 			    optarg) == -1)
 				return *code = SBX_EX_OSERR, -1;
 			break;
@@ -322,16 +386,20 @@ getopts(int argc, char *argv[], const char *optstring, int *code)
 				return *code = SBX_EX_OSERR, -1;
 			break;
 		case 'h':
+			if (sub && sbx_opts_check(&table, &seen, bit, &e) == -1)
+				return *code = usage_err(&e), -1;
 			fputs(usage_text, stdout);
 			if (!sub)
-				fputs(help_text, stdout);
+				print_help();
 			return *code = 0, -1;
 		case OPT_VERSION:
+			if (sub && sbx_opts_check(&table, &seen, bit, &e) == -1)
+				return *code = usage_err(&e), -1;
 			printf("sbx-exec %s\n", SBX_VERSION);
 			return *code = 0, -1;
 		default:
-			sbx_cli_getopt_error(argc, argv, optstring, longopts,
-			    &e);
+			sbx_cli_getopt_error(argc, argv, g.optstring,
+			    g.longopts, &e);
 			return *code = usage_err(&e), -1;
 		}
 	}
@@ -344,29 +412,50 @@ getopts(int argc, char *argv[], const char *optstring, int *code)
 	return 0;
 }
 
+/* --help: the usage, the prose and the options of the table. */
+static void
+print_help(void)
+{
+	struct sbx_buf	 b = SBX_BUF_INIT;
+
+	fputs(help_text, stdout);
+	if (sbx_opts_help(&table, S_ALL, &b) == 0 && b.p != NULL)
+		fputs(b.p, stdout);
+	sbx_buf_release(&b);
+}
+
 static int
 parse_args(int argc, char *argv[], int *code)
 {
-	const char *const	*s;
+	struct sbx_opts_getopt	 g;
+	struct sbx_error	 e;
+	unsigned		 bit = S_RUN;
 
 	C.envelope_fd = -1;
 	/* Before getopt: where --json stands never changes how a usage
 	 * error is reported; the command's argv after `--` never counts. */
-	C.json = sbx_cli_wants_json(argc, argv, exec_optstring, longopts,
+	if (sbx_opts_getopt(&table, S_RUN, "+", &g) == -1)
+		return *code = SBX_EX_SOFTWARE, -1;
+	C.json = sbx_cli_wants_json(argc, argv, g.optstring, g.longopts,
 	    exec_subs);
-	if (getopts(argc, argv, exec_optstring, code) == -1)
+	if (getopts(argc, argv, S_RUN, code) == -1)
 		return -1;
 	C.dashdash = optind > 1 && strcmp(argv[optind - 1], "--") == 0;
 	R.argv = argv + optind;
 	R.argc = argc - optind;
 	/* A subcommand only when it is not after `--`: `sbx exec -- ps`
 	 * runs ps in the sandbox. */
-	for (s = exec_subs; !C.dashdash && R.shell == NULL && R.argc > 0 &&
-	    *s != NULL; s++)
-		if (strcmp(R.argv[0], *s) == 0) {
-			C.sub = *s;
-			return getopts(R.argc, R.argv, sub_optstring, code);
-		}
+	if (!C.dashdash && R.shell == NULL && R.argc > 0 &&
+	    (bit = sbx_opts_sub_find(&table, 1, R.argv, NULL)) != 0) {
+		C.sub = sbx_opts_sub_name(&table, bit);
+		if (getopts(R.argc, R.argv, bit, code) == -1)
+			return -1;
+	} else
+		bit = S_RUN;
+	/* Options before the subcommand, or after it, that do not go with
+	 * it (sbx exec --memory 5 ps, sbx exec ps --force). */
+	if (sbx_opts_check(&table, &seen, bit, &e) == -1)
+		return *code = usage_err(&e), -1;
 	return 0;
 }
 
@@ -557,6 +646,8 @@ cmd_exec(int argc, char *argv[])
 	if (sbx_fd_sanitize_std() == -1)
 		return SBX_EX_OSERR;
 	sbx_cmd_finish_init(PROG);
+	if (sbx_cmd_complete(&table, argc, argv, &code))
+		return code;
 	sbx_exec_req_init(&R);
 	sbx_exec_init(&X);
 #ifdef SBX_BUILTIN

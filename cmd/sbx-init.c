@@ -1,10 +1,16 @@
 /*
  * sbx-init: pid 1 inside every sbx sandbox.
  *
- *	sbx-init [-r NAME=VALUE]... [-W DEV:INO PATH] [-T ROWS:COLS] [-P]
- *	    -- COMMAND [ARG...]
- *	sbx-init [-r NAME=VALUE]... [-W DEV:INO PATH] [-T ROWS:COLS] [-P]
- *	    -c -- 'SHELL STRING' [NAME [ARG...]]
+ *	sbx-init [-r NAME=VALUE]... [-W DEV:INO PATH]... [GUARD...]
+ *	    [-T ROWS:COLS] [-P] -- COMMAND [ARG...]
+ *	sbx-init [-r NAME=VALUE]... [-W DEV:INO PATH]... [GUARD...]
+ *	    [-T ROWS:COLS] [-P] -c -- 'SHELL STRING' [NAME [ARG...]]
+ *
+ * GUARD (the file-system policy, cmd/initguard.c): -N DEV:INO:NAME (NAME
+ * may not be created in that directory), -R PATH (a protected path, for
+ * reports), -U (unix sockets made outside are refused), -A DEV:INO (a
+ * socket that stays reachable).  Refused writes are reported on fd 3 as
+ * "fsdeny PATH" and "sockdeny PATH" lines.
  *
  * -r sets a resource limit (nofile, fsize in bytes, as in bytes) for the
  * command, hard and soft, before it runs.  -W: the directory mounted at
@@ -71,12 +77,15 @@
 #include <termios.h>
 #include <unistd.h>
 
-#define FD_STATUS	3
-#define FD_CTL		4
-#define FD_ENV		5
-#define FD_PROXY	14
-#define PROXY_PORT	3128
-#define ENV_MAX		(8u << 20)
+#include "initguard.h"
+#include "initproto.h"
+
+#define FD_STATUS	SBX_FD_STATUS
+#define FD_CTL		SBX_FD_CTL
+#define FD_ENV		SBX_FD_ENV
+#define FD_PROXY	SBX_FD_PROXY
+#define PROXY_PORT	SBX_INIT_PROXY_PORT
+#define ENV_MAX		SBX_INIT_ENV_MAX
 
 extern char **environ;
 
@@ -300,7 +309,7 @@ open_tty(const char *size)
 		struct cmsghdr	 align;
 	}		 u;
 	unsigned	 rows, cols;
-	char		 line[] = "tty\n", path[32];
+	char		 line[] = SBX_INIT_W_TTY "\n", path[32];
 	int		 mfd, sfd = -1, unlock = 0, ptn;
 
 	if (sscanf(size, "%u:%u", &rows, &cols) != 2 || rows > 65535 ||
@@ -490,16 +499,18 @@ int
 main(int argc, char *argv[])
 {
 	struct signalfd_siginfo	 si;
-	struct pollfd		 pfd[4];
+	struct pollfd		 pfd[5];
 	sigset_t		 mask;
 	char			**envp, **cmd, **shargv, c, *tty = NULL;
 	pid_t			 child, pid;
 	int			 sfd, status, shell = 0, i, ctl_open = 1;
-	int			 proxy = 0, lfd = -1, nfds;
+	int			 proxy = 0, lfd = -1;
 	int			 ep[2], err = 0, tfd = -1, k;
+	int			 gp[2] = { -1, -1 }, gfd = -1;
 	ssize_t			 r;
 
-	if (getpid() != 1 && argc == 2 && strcmp(argv[1], "--probe") == 0)
+	if (getpid() != 1 && argc == 2 &&
+	    strcmp(argv[1], SBX_INIT_OPT_PROBE) == 0)
 		return probe();
 	if (getpid() != 1) {
 		fprintf(stderr, "sbx-init: internal helper of sbx-exec; "
@@ -507,7 +518,7 @@ main(int argc, char *argv[])
 		return 125;
 	}
 	i = 1;
-	while (i + 1 < argc && strcmp(argv[i], "-r") == 0) {
+	while (i + 1 < argc && strcmp(argv[i], SBX_INIT_OPT_RLIMIT) == 0) {
 		if (set_rlimit(argv[i + 1]) == -1) {
 			fprintf(stderr, "sbx-init: cannot set limit %s: %s\n",
 			    argv[i + 1], strerror(errno));
@@ -529,20 +540,43 @@ main(int argc, char *argv[])
 		    strerror(errno));
 		return 125;
 	}
-	if (i + 2 < argc && strcmp(argv[i], "-W") == 0) {
+	/* One -W per writable root. */
+	while (i + 2 < argc && strcmp(argv[i], SBX_INIT_OPT_WORKDIR) == 0) {
 		if (check_workdir(argv[i + 1], argv[i + 2]) == -1)
 			return 125;
 		i += 3;
 	}
-	if (i + 1 < argc && strcmp(argv[i], "-T") == 0) {
+	while (i + 1 < argc ||
+	    (i < argc && strcmp(argv[i], SBX_INIT_OPT_UNIX) == 0)) {
+		if (strcmp(argv[i], SBX_INIT_OPT_UNIX) == 0) {
+			guard_unix();
+			i++;
+			continue;
+		}
+		if (strcmp(argv[i], SBX_INIT_OPT_BLOCK) == 0)
+			k = guard_add_block(argv[i + 1]);
+		else if (strcmp(argv[i], SBX_INIT_OPT_PROTECTED) == 0)
+			k = guard_add_protected(argv[i + 1]);
+		else if (strcmp(argv[i], SBX_INIT_OPT_SOCKET) == 0)
+			k = guard_add_socket(argv[i + 1]);
+		else
+			break;
+		if (k == -1) {
+			fprintf(stderr, "sbx-init: bad %s argument %s: %s\n",
+			    argv[i], argv[i + 1], strerror(errno));
+			return 125;
+		}
+		i += 2;
+	}
+	if (i + 1 < argc && strcmp(argv[i], SBX_INIT_OPT_TTY) == 0) {
 		tty = argv[i + 1];
 		i += 2;
 	}
-	if (i < argc && strcmp(argv[i], "-P") == 0) {
+	if (i < argc && strcmp(argv[i], SBX_INIT_OPT_PROXY) == 0) {
 		proxy = 1;
 		i++;
 	}
-	if (i < argc && strcmp(argv[i], "-c") == 0) {
+	if (i < argc && strcmp(argv[i], SBX_INIT_OPT_SHELL) == 0) {
 		shell = 1;
 		i++;
 	}
@@ -583,13 +617,13 @@ main(int argc, char *argv[])
 	}
 	if (tty != NULL && (tfd = open_tty(tty)) == -1)
 		return 125;
-	report("ready\n");
+	report(SBX_INIT_W_READY "\n");
 
 	if (shell) {
 		/* The string, then $0 and the arguments, if any. */
 		if ((shargv = calloc((size_t)argc + 5, sizeof(*shargv))) ==
 		    NULL) {
-			report("exec %d\n", ENOMEM);
+			report(SBX_INIT_W_EXEC " %d\n", ENOMEM);
 			return 126;
 		}
 		k = 0;
@@ -598,7 +632,7 @@ main(int argc, char *argv[])
 			shargv[k++] = "-o";
 			shargv[k++] = "pipefail";
 		} else {
-			report("warn nopipefail\n");
+			report(SBX_INIT_W_NOPIPEFAIL "\n");
 			shargv[k++] = "sh";
 		}
 		shargv[k++] = "-c";
@@ -610,13 +644,28 @@ main(int argc, char *argv[])
 
 	/* A close-on-exec pipe tells whether the exec happened: EOF means
 	 * it did, an errno means it did not. */
-	if (pipe2(ep, O_CLOEXEC) == -1 || (child = fork()) == -1) {
-		report("exec %d\n", errno);
+	if (pipe2(ep, O_CLOEXEC) == -1 || (guard_active() &&
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, gp) == -1) ||
+	    (child = fork()) == -1) {
+		report(SBX_INIT_W_EXEC " %d\n", errno);
 		return 126;
 	}
 	if (child == 0) {
 		sigprocmask(SIG_UNBLOCK, &mask, NULL);
 		signal(SIGPIPE, SIG_DFL);
+		/*
+		 * The file-system guard: from here on, every call of the
+		 * command that creates a name is pid 1's to check and do
+		 * (cmd/initguard.c).  Fail closed: no guard, no command.
+		 */
+		if (gp[1] >= 0) {
+			close(gp[0]);
+			if (guard_install(gp[1]) == -1) {
+				err = errno;
+				(void)!write(ep[1], &err, sizeof(err));
+				_exit(126);
+			}
+		}
 		/*
 		 * -T: a session of its own with the terminal as controlling
 		 * terminal and as stdin, stdout and stderr, so that job
@@ -639,6 +688,11 @@ main(int argc, char *argv[])
 		_exit(err == ENOENT ? 127 : 126);
 	}
 	close(ep[1]);
+	if (gp[0] >= 0) {
+		close(gp[1]);
+		gfd = guard_receive(gp[0]);
+		close(gp[0]);
+	}
 	/* Only the command holds the terminal: when it and what it started
 	 * are gone, sbx reads the end of it. */
 	if (tfd >= 0)
@@ -647,39 +701,39 @@ main(int argc, char *argv[])
 		;
 	close(ep[0]);
 	if (r == (ssize_t)sizeof(err))
-		report("exec %d\n", err);
+		report(SBX_INIT_W_EXEC " %d\n", err);
 	else
-		report("running\n");
+		report(SBX_INIT_W_RUNNING "\n");
 
 	pfd[0].fd = sfd;
 	pfd[0].events = POLLIN;
-	pfd[1].fd = FD_CTL;
 	pfd[1].events = POLLIN;
-	pfd[2].fd = lfd;
 	pfd[2].events = POLLIN;
-	pfd[2].revents = 0;
-	pfd[3].fd = FD_PROXY;
 	pfd[3].events = POLLOUT;
-	pfd[3].revents = 0;
+	pfd[4].fd = gfd;
+	pfd[4].events = POLLIN;
 	for (;;) {
-		nfds = ctl_open ? 2 : 1;
-		if (ctl_open && lfd >= 0) {
-			/* Accept, or wait for room in the channel. */
-			nfds = 4;
-			pfd[2].fd = held >= 0 ? -1 : lfd;
-			pfd[3].fd = held >= 0 ? FD_PROXY : -1;
-		}
-		if (poll(pfd, (nfds_t)nfds, -1) == -1) {
+		pfd[1].fd = ctl_open ? FD_CTL : -1;
+		/* Accept, or wait for room in the channel. */
+		pfd[2].fd = ctl_open && lfd >= 0 && held < 0 ? lfd : -1;
+		pfd[3].fd = ctl_open && lfd >= 0 && held >= 0 ? FD_PROXY : -1;
+		if (poll(pfd, 5, -1) == -1) {
 			if (errno == EINTR)
 				continue;
 			break;
 		}
-		if (ctl_open && (pfd[1].revents & (POLLIN | POLLHUP | POLLERR))) {
+		if (pfd[4].fd >= 0 && (pfd[4].revents & POLLIN))
+			guard_serve(gfd, FD_STATUS);
+		if (pfd[4].fd >= 0 && (pfd[4].revents & (POLLHUP | POLLERR |
+		    POLLNVAL)) && !(pfd[4].revents & POLLIN))
+			pfd[4].fd = -1;
+		if (pfd[1].fd >= 0 && (pfd[1].revents & (POLLIN | POLLHUP |
+		    POLLERR))) {
 			r = read(FD_CTL, &c, 1);
-			if (r == 1 && c == 'T') {
+			if (r == 1 && c == SBX_INIT_O_TERM) {
 				kill(-1, SIGTERM);
 				kill(-1, SIGCONT);
-			} else if (r == 1 && c == 'K') {
+			} else if (r == 1 && c == SBX_INIT_O_KILL) {
 				kill(-1, SIGKILL);
 			} else if (r == 0 || (r == -1 && errno != EINTR)) {
 				/* sbx is gone: nobody is left to
@@ -689,8 +743,9 @@ main(int argc, char *argv[])
 				_exit(125);
 			}
 		}
-		if (nfds == 4 && ((pfd[2].revents & POLLIN) ||
-		    (pfd[3].revents & (POLLOUT | POLLERR | POLLHUP))))
+		if ((pfd[2].fd >= 0 && (pfd[2].revents & POLLIN)) ||
+		    (pfd[3].fd >= 0 && (pfd[3].revents & (POLLOUT | POLLERR |
+		    POLLHUP))))
 			(void)proxy_accept(lfd);
 		if (!(pfd[0].revents & POLLIN))
 			continue;
@@ -705,10 +760,11 @@ main(int argc, char *argv[])
 			 * started. */
 			kill(-1, SIGKILL);
 			if (WIFSIGNALED(status)) {
-				report("signal %d\n", WTERMSIG(status));
+				report(SBX_INIT_W_SIGNAL " %d\n",
+				    WTERMSIG(status));
 				_exit(128 + WTERMSIG(status));
 			}
-			report("exit %d\n", WEXITSTATUS(status));
+			report(SBX_INIT_W_EXIT " %d\n", WEXITSTATUS(status));
 			_exit(WEXITSTATUS(status));
 		}
 	}

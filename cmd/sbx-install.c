@@ -3,9 +3,9 @@
  * lock, one cleanup and retry on a transient failure, failure classes and
  * a manifest.  See sbx-install(1).
  *
- * Parse, validate (lib/install.c), check the registries against the
+ * Parse, validate (lib/exec/install.c), check the registries against the
  * proxy's policy, then run the manager inside the agent's sandbox through
- * the exec engine (lib/exec.c), which this short-lived program links
+ * the exec engine (lib/exec/exec.c), which this short-lived program links
  * directly (DESIGN.md §2).  The manager runs as the agent, never as the
  * caller: the same sandbox as sbx exec, with the registries added to the
  * proxy allowlist of that run alone.
@@ -36,11 +36,13 @@
 #include "install.h"
 #include "names.h"
 #include "netpolicy.h"
+#include "opts.h"
 #include "provision.h"
 #include "proxy.h"
 #include "root.h"
 #include "runlimits.h"
 #include "sandbox.h"
+#include "time.h"
 #include "utf8.h"
 
 #define PROG	"sbx-install"
@@ -56,50 +58,63 @@
 static const char usage_text[] =
 "usage: sbx install [--agent A] [--home DIR] --manager apt|pip|npm [--json]\n"
 "                   [--timeout SECONDS] [--allow-url] [-q] [-v] PKG...\n"
-"       sbx install list [--agent A] [--home DIR] [--json]\n"
-"       sbx install reconcile [--agent A] [--home DIR] [--json]\n";
+"       sbx install list [--agent A] [--home DIR] [--json] [-q]\n"
+"       sbx install reconcile [--agent A] [--home DIR] [--json] [-q] [-v]\n";
 
 static const char help_text[] =
 "\n"
 "Install packages into the agent's sandbox, as the agent: pip into\n"
 "~/.venv, npm into ~/.sbx/node_workspace (both first on PATH in later\n"
 "runs); apt only into the agent's own root filesystem copy (provision\n"
-"--env).  Names are checked before anything runs; the registries are\n"
-"allowed through the proxy for this run alone; a transient failure gets\n"
-"one cleanup and one retry.  What was installed is kept in\n"
+"--own-rootfs).  Names are checked before anything runs; the registries\n"
+"are allowed through the proxy for this run alone; a transient failure\n"
+"gets one cleanup and one retry.  What was installed is kept in\n"
 "agents/A/installed-packages.json.\n"
 "\n"
 "  list                 print the manifest\n"
 "  reconcile            rebuild the manifest from what is installed\n"
-"\n"
-"  -a, --agent A        agent name (default: $SBX_AGENT or \"default\")\n"
-"  -m, --manager M      apt, pip or npm\n"
-"      --timeout S      give up after S seconds (the lock wait included)\n"
-"      --allow-url      accept URLs, VCS references and local paths\n"
-"      --home DIR       state root (default: $SBX_HOME, $XDG_DATA_HOME/sbx,\n"
-"                       ~/.local/share/sbx)\n"
-"  -j, --json           print one JSON envelope (also SBX_JSON=1)\n"
-"  -q, --quiet          no progress or warnings on stderr\n"
-"  -v, --verbose        show the bwrap command lines on stderr\n"
-"  -h, --help           this help\n"
-"      --version        print the version\n";
+"\n";
 
+enum { S_MAIN = 1, S_LIST = 2, S_RECONCILE = 4, S_ALL = 7 };
 enum { OPT_HOME = 256, OPT_VERSION, OPT_TIMEOUT, OPT_ALLOW_URL };
 
-static const struct option longopts[] = {
-	{ "agent",	required_argument,	NULL, 'a' },
-	{ "manager",	required_argument,	NULL, 'm' },
-	{ "home",	required_argument,	NULL, OPT_HOME },
-	{ "timeout",	required_argument,	NULL, OPT_TIMEOUT },
-	{ "allow-url",	no_argument,		NULL, OPT_ALLOW_URL },
-	{ "json",	no_argument,		NULL, 'j' },
-	{ "quiet",	no_argument,		NULL, 'q' },
-	{ "verbose",	no_argument,		NULL, 'v' },
-	{ "help",	no_argument,		NULL, 'h' },
-	{ "version",	no_argument,		NULL, OPT_VERSION },
-	{ NULL, 0, NULL, 0 }
+static const struct sbx_opts_sub subs[] = {
+	{ "list", S_LIST, NULL }, { "reconcile", S_RECONCILE, NULL },
 };
-static const char	 optstring[] = "a:m:jqvh";
+
+/* The one option table (lib/opts.h): getopt_long, --help and
+ * --complete-options come from it. */
+static const struct sbx_opt rows[] = {
+	{ 'a', "agent", 'a', SBX_OPT_REQ, "A", "@agent",
+	    "agent name (default: $SBX_AGENT or \"default\")", S_ALL, 0 },
+	{ 'm', "manager", 'm', SBX_OPT_REQ, "M", "apt|pip|npm",
+	    "apt, pip or npm", S_MAIN, 0 },
+	{ OPT_TIMEOUT, "timeout", 0, SBX_OPT_REQ, "S", NULL,
+	    "give up after S seconds (the lock wait included)", S_MAIN, 0 },
+	{ OPT_ALLOW_URL, "allow-url", 0, SBX_OPT_NONE, NULL, NULL,
+	    "accept URLs, VCS references and local paths", S_MAIN, 0 },
+	{ OPT_HOME, "home", 0, SBX_OPT_REQ, "DIR", "@dir",
+	    "state root (default: $SBX_HOME, $XDG_DATA_HOME/sbx,\n"
+	    "~/.local/share/sbx)", S_ALL, 0 },
+	{ 'j', "json", 'j', SBX_OPT_NONE, NULL, NULL,
+	    "print one JSON envelope (also SBX_JSON=1)", S_ALL, 0 },
+	{ 'q', "quiet", 'q', SBX_OPT_NONE, NULL, NULL,
+	    "no progress or warnings on stderr", S_ALL, 0 },
+	{ 'v', "verbose", 'v', SBX_OPT_NONE, NULL, NULL,
+	    "show the bwrap command lines on stderr", S_MAIN | S_RECONCILE,
+	    0 },
+	{ 'h', "help", 'h', SBX_OPT_NONE, NULL, NULL, "this help", S_ALL, 0 },
+	{ OPT_VERSION, "version", 0, SBX_OPT_NONE, NULL, NULL,
+	    "print the version", S_MAIN, 0 },
+};
+
+static const struct sbx_opts table = { PROG, "sbx install", rows,
+	SBX_OPTS_N(rows), subs, SBX_OPTS_N(subs), S_MAIN, NULL, 21 };
+
+/* The getopt_long arguments of the table, and the options seen (checked
+ * against the subcommand once it is known). */
+static struct sbx_opts_getopt	 g;
+static struct sbx_opts_seen	 seen;
 
 static struct {
 	const char	*agent, *home, *manager, *timeout;
@@ -167,14 +182,26 @@ warn(const char *fmt, ...)
 static void
 parse_args(int argc, char *argv[])
 {
-	static const char *const subs[] = { "list", "reconcile", NULL };
 	struct sbx_error	 e;
-	int			 ch;
+	struct sbx_buf		 b = SBX_BUF_INIT;
+	unsigned		 bit = S_MAIN;
+	int			 ch, i;
 
-	O.json = sbx_cli_wants_json(argc, argv, optstring, longopts, subs);
+	/* Every option of the table; the subcommand's refuses the others
+	 * once it is known. */
+	if (sbx_opts_getopt(&table, ~0u, "", &g) == -1)
+		exit(SBX_EX_SOFTWARE);
+	O.json = sbx_cli_json_env();
+	for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+		if (strcmp(argv[i], "--json") == 0 || strcmp(argv[i], "-j") ==
+		    0)
+			O.json = 1;
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, optstring, longopts, NULL)) !=
-	    -1) {
+	while ((ch = getopt_long(argc, argv, g.optstring, g.longopts, NULL))
+	    != -1) {
+		ch = sbx_opts_id(&g, ch);
+		if (ch != '?' && ch != ':')
+			sbx_opts_seen(&seen, ch);
 		switch (ch) {
 		case 'a': O.agent = optarg; break;
 		case 'm': O.manager = optarg; break;
@@ -187,13 +214,16 @@ parse_args(int argc, char *argv[])
 		case 'h':
 			fputs(usage_text, stdout);
 			fputs(help_text, stdout);
+			if (sbx_opts_help(&table, S_ALL, &b) == 0 && b.p)
+				fputs(b.p, stdout);
+			sbx_buf_release(&b);
 			exit(0);
 		case OPT_VERSION:
 			printf("%s %s\n", PROG, SBX_VERSION);
 			exit(0);
 		default:
-			sbx_cli_getopt_error(argc, argv, optstring, longopts,
-			    &e);
+			sbx_cli_getopt_error(argc, argv, g.optstring,
+			    g.longopts, &e);
 			usage(&e);
 		}
 	}
@@ -204,6 +234,7 @@ parse_args(int argc, char *argv[])
 	if (O.manager == NULL && O.npkgs > 0 && (strcmp(O.pkgs[0], "list") ==
 	    0 || strcmp(O.pkgs[0], "reconcile") == 0)) {
 		O.sub = O.pkgs[0];
+		bit = strcmp(O.sub, "list") == 0 ? S_LIST : S_RECONCILE;
 		snprintf(tool, sizeof(tool), "install.%s", O.sub);
 		O.pkgs++;
 		O.npkgs--;
@@ -213,13 +244,12 @@ parse_args(int argc, char *argv[])
 			    O.sub);
 			usage(&e);
 		}
-		if (O.allow_url || O.timeout != NULL) {
-			sbx_error_set(&e, SBX_K_INVALID_ARGS, "args",
-			    "unexpected_argument", "%s takes no --timeout or "
-			    "--allow-url", O.sub);
-			usage(&e);
-		}
-	} else if (O.manager == NULL) {
+	}
+	/* An option of another subcommand (--timeout with list) is a usage
+	 * error, named. */
+	if (sbx_opts_check(&table, &seen, bit, &e) == -1)
+		usage(&e);
+	if (O.sub == NULL && O.manager == NULL) {
 		sbx_error_set(&e, SBX_K_INVALID_ARGS, "manager",
 		    "missing_argument", "--manager apt|pip|npm is needed");
 		usage(&e);
@@ -468,6 +498,10 @@ run_script(const char *script, char **args, int nargs,
 		rr->err = o.err;
 	sbx_exec_outcome_release(&o);
 out:
+	/* The agent's secrets are scrubbed by the engine itself (the run's
+	 * streams, tee and capture alike, and the outcome), so log_tail
+	 * never holds one; the run's proxy token is not a secret of the
+	 * store and is masked here. */
 	scrub(&rr->out, rr->token);
 	sbx_exec_release(&X);
 	sbx_exec_req_release(&R);
@@ -578,14 +612,6 @@ manager_env(const struct sbx_install_reg *reg, struct sbx_strv *env)
 	}
 }
 
-static long long
-now_ms(void)
-{
-	struct timespec	 ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static json_t *
 result_of(const struct run *rr, int retried, long long t0)
@@ -605,7 +631,7 @@ result_of(const struct run *rr, int retried, long long t0)
 	r = json_pack("{s:s,s:o,s:i,s:b,s:I,s:s}", "manager",
 	    sbx_install_manager_name(O.mgr), "installed", inst, "exit_code",
 	    rr->exit_code, "retried", retried, "duration_ms",
-	    (json_int_t)(now_ms() - t0), "log_tail", tail ? tail : "");
+	    (json_int_t)(sbx_now_ms() - t0), "log_tail", tail ? tail : "");
 	free(tail);
 	return r;
 }
@@ -655,7 +681,7 @@ apt_prepare(struct sbx_install_reg *reg)
 		snprintf(rel, sizeof(rel), "envs/%s/rootfs", O.agent);
 		if ((fd = sbx_open_beneath(root.fd, rel, O_RDONLY | O_DIRECTORY,
 			 &e)) == -1 ||
-		    sbx_provision_identity(root.fd, &uid, &gid, &e) == -1 ||
+		    sbx_identity_get(root.fd, &uid, &gid, &e) == -1 ||
 		    sbx_install_rootfs_own(fd, uid, gid, &e) == -1)
 			fail(&e);
 		close(fd);
@@ -717,7 +743,7 @@ do_install(void)
 	struct run		 rr, cr;
 	json_t			*cfg = NULL, *res, *extra;
 	const char		*script, *cleanup;
-	long long		 t0 = now_ms();
+	long long		 t0 = sbx_now_ms();
 	int			 afd, lock, retried = 0, cleanup_failed = 0;
 	int			 env_own = 0;
 	char			 digest[SBX_DIGEST_HEX + 1];
@@ -746,7 +772,7 @@ do_install(void)
 			    "agent's own root filesystem copy, and %s has "
 			    "none", O.agent);
 			sbx_error_hint(&e, "sbx provision --agent %s --image "
-			    "IMAGE --env", O.agent);
+			    "IMAGE --own-rootfs", O.agent);
 			fail(&e);
 		}
 		rootfs_rw = 1;
@@ -1031,10 +1057,13 @@ int
 main(int argc, char *argv[])
 {
 	struct sbx_error	 e;
+	int			 rc;
 
 	if (sbx_fd_sanitize_std() == -1)
 		return SBX_EX_OSERR;
 	sbx_cmd_finish_init(PROG);
+	if (sbx_cmd_complete(&table, argc, argv, &rc))
+		return rc;
 	warnings = json_array();
 	parse_args(argc, argv);
 	if (sbx_sandbox_inside()) {

@@ -23,7 +23,9 @@
 #include "envelope.h"
 #include "fsutil.h"
 #include "names.h"
+#include "opts.h"
 #include "preflight.h"
+#include "preflightrender.h"
 #include "root.h"
 #include "tools.h"
 
@@ -42,44 +44,49 @@ static const char help_text[] =
 "Exit status: 0 ready, 1 needs_setup, 2 unproven, 3 blocked (levels below\n"
 "--fail-on exit 0), 64 usage, 70 internal error, 73 a report file cannot\n"
 "be written.\n"
-"\n"
-"  -a, --agent A          agent whose home, output and token are checked\n"
-"                         (default: $SBX_AGENT or \"default\")\n"
-"      --home DIR         state root (default: $SBX_HOME, $XDG_DATA_HOME/sbx,\n"
-"                         ~/.local/share/sbx)\n"
-"  -j, --json             print the report as one JSON envelope (also\n"
-"                         SBX_JSON=1)\n"
-"      --pretty           indent the JSON (implies --json)\n"
-"  -o, --output FILE      also write the JSON report to FILE, atomically\n"
-"      --junit FILE       also write a JUnit XML file, one testcase per\n"
-"                         finding\n"
-"      --deep             also check what is slow to check (templates)\n"
-"      --fail-on LEVEL    the least readiness problem that fails the run:\n"
-"                         warning (default: needs_setup fails), unproven,\n"
-"                         or blocked\n"
-"  -q, --quiet            text: only what did not pass\n"
-"  -v, --verbose          text: details of passed checks too\n"
-"  -h, --help             this help\n"
-"      --version          print the version\n";
+"\n";
 
 enum { OPT_HOME = 256, OPT_PRETTY, OPT_JUNIT, OPT_DEEP, OPT_VERSION,
     OPT_FAIL_ON };
 
-static const struct option longopts[] = {
-	{ "agent",	required_argument,	NULL, 'a' },
-	{ "home",	required_argument,	NULL, OPT_HOME },
-	{ "json",	no_argument,		NULL, 'j' },
-	{ "pretty",	no_argument,		NULL, OPT_PRETTY },
-	{ "output",	required_argument,	NULL, 'o' },
-	{ "junit",	required_argument,	NULL, OPT_JUNIT },
-	{ "deep",	no_argument,		NULL, OPT_DEEP },
-	{ "fail-on",	required_argument,	NULL, OPT_FAIL_ON },
-	{ "quiet",	no_argument,		NULL, 'q' },
-	{ "verbose",	no_argument,		NULL, 'v' },
-	{ "help",	no_argument,		NULL, 'h' },
-	{ "version",	no_argument,		NULL, OPT_VERSION },
-	{ NULL, 0, NULL, 0 }
+/* No subcommands: every option goes with the program (bit 1). */
+static const struct sbx_opt rows[] = {
+	{ 'a', "agent", 'a', SBX_OPT_REQ, "A", "@agent",
+	    "agent whose home, output and token are checked\n"
+	    "(default: $SBX_AGENT or \"default\")", 1, 0 },
+	{ OPT_HOME, "home", 0, SBX_OPT_REQ, "DIR", "@dir",
+	    "state root (default: $SBX_HOME, $XDG_DATA_HOME/sbx,\n"
+	    "~/.local/share/sbx)", 1, 0 },
+	{ 'j', "json", 'j', SBX_OPT_NONE, NULL, NULL,
+	    "print the report as one JSON envelope (also\n"
+	    "SBX_JSON=1)", 1, 0 },
+	{ OPT_PRETTY, "pretty", 0, SBX_OPT_NONE, NULL, NULL,
+	    "indent the JSON (implies --json)", 1, 0 },
+	{ 'o', "output", 'o', SBX_OPT_REQ, "FILE", "@file",
+	    "also write the JSON report to FILE, atomically", 1, 0 },
+	{ OPT_JUNIT, "junit", 0, SBX_OPT_REQ, "FILE", "@file",
+	    "also write a JUnit XML file, one testcase per\n"
+	    "finding", 1, 0 },
+	{ OPT_DEEP, "deep", 0, SBX_OPT_NONE, NULL, NULL,
+	    "also check what is slow to check (templates)", 1, 0 },
+	{ OPT_FAIL_ON, "fail-on", 0, SBX_OPT_REQ, "LEVEL",
+	    "blocked|unproven|warning",
+	    "the least readiness problem that fails the run:\n"
+	    "warning (default: needs_setup fails), unproven,\n"
+	    "or blocked", 1, 0 },
+	{ 'q', "quiet", 'q', SBX_OPT_NONE, NULL, NULL,
+	    "text: only what did not pass", 1, 0 },
+	{ 'v', "verbose", 'v', SBX_OPT_NONE, NULL, NULL,
+	    "text: details of passed checks too", 1, 0 },
+	{ 'h', "help", 'h', SBX_OPT_NONE, NULL, NULL, "this help", 1, 0 },
+	{ OPT_VERSION, "version", 0, SBX_OPT_NONE, NULL, NULL,
+	    "print the version", 1, 0 },
 };
+
+/* The one option table (lib/opts.h): getopt_long, --help and
+ * --complete-options come from it. */
+static const struct sbx_opts table = { PROG, "sbx preflight", rows,
+	SBX_OPTS_N(rows), NULL, 0, 1, NULL, 25 };
 
 static struct {
 	const char	*agent;
@@ -90,7 +97,7 @@ static struct {
 	int		 fail_at;	/* exit statuses below it become 0 */
 } O = { .fail_at = 1 };
 
-static const char	 optstring[] = "+a:jo:qvh";
+static struct sbx_opts_getopt	 g;
 
 static void	emit(json_t *);
 
@@ -135,15 +142,19 @@ static void
 parse(int argc, char *argv[])
 {
 	struct sbx_error	 e;
+	struct sbx_buf		 b = SBX_BUF_INIT;
 	int			 ch;
 
 	/* Before getopt: where --json stands never changes how a usage
 	 * error is reported. */
-	O.json = sbx_cli_wants_json(argc, argv, optstring, longopts, NULL);
+	if (sbx_opts_getopt(&table, 1, "+", &g) == -1)
+		exit(SBX_EX_SOFTWARE);
+	O.json = sbx_cli_wants_json(argc, argv, g.optstring, g.longopts,
+	    NULL);
 	opterr = 0;	/* a refused option is reported by usage_err() */
-	while ((ch = getopt_long(argc, argv, optstring, longopts, NULL))
+	while ((ch = getopt_long(argc, argv, g.optstring, g.longopts, NULL))
 	    != -1) {
-		switch (ch) {
+		switch (sbx_opts_id(&g, ch)) {
 		case 'a':
 			O.agent = optarg;
 			break;
@@ -189,13 +200,15 @@ parse(int argc, char *argv[])
 		case 'h':
 			fputs(usage_text, stdout);
 			fputs(help_text, stdout);
+			if (sbx_opts_help(&table, 1, &b) == 0 && b.p != NULL)
+				fputs(b.p, stdout);
 			exit(0);
 		case OPT_VERSION:
 			printf("sbx-preflight %s\n", SBX_VERSION);
 			exit(0);
 		default:
-			sbx_cli_getopt_error(argc, argv, optstring, longopts,
-			    &e);
+			sbx_cli_getopt_error(argc, argv, g.optstring,
+			    g.longopts, &e);
 			usage_err(&e);
 		}
 	}
@@ -316,6 +329,8 @@ main(int argc, char *argv[])
 	if (sbx_fd_sanitize_std() == -1)
 		return SBX_EX_OSERR;
 	sbx_cmd_finish_init(PROG);
+	if (sbx_cmd_complete(&table, argc, argv, &code))
+		return code;
 	parse(argc, argv);
 	if (sbx_cli_json_env())
 		O.json = 1;
@@ -377,7 +392,7 @@ main(int argc, char *argv[])
 		sbx_buf_reset(&b);
 	}
 	if (O.junit != NULL) {
-		if (sbx_preflight_junit(report, &b) == -1) {
+		if (sbx_preflightrender_junit(report, &b) == -1) {
 			sbx_error_sys(&e, "nomem", "JUnit report");
 			fail(&e, -1);
 		}
@@ -396,7 +411,7 @@ main(int argc, char *argv[])
 			flags |= SBX_PREFLIGHT_TEXT_VERBOSE;
 		if (O.quiet)
 			flags |= SBX_PREFLIGHT_TEXT_QUIET;
-		if (sbx_preflight_text(report, flags, &b) == -1) {
+		if (sbx_preflightrender_text(report, flags, &b) == -1) {
 			sbx_error_sys(&e, "nomem", "text report");
 			fail(&e, -1);
 		}

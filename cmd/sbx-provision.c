@@ -25,29 +25,37 @@
 #include "fsutil.h"
 #include "image.h"
 #include "imageref.h"
+#include "imagestore.h"
 #include "install.h"
+#include "layout.h"
+#include "manifest.h"
 #include "names.h"
+#include "opts.h"
 #include "provision.h"
 #include "root.h"
+#include "rootfs.h"
 #include "runlimits.h"
+#include "time.h"
 #include "users.h"
 #include "utf8.h"
 
 #define PROG	"sbx-provision"
 
 static const char usage_text[] =
-"usage: sbx provision [--agent A] [--image NAME|DIGEST] [--env | --no-env]\n"
-"                     [--no-create-user] [--home DIR] [--json] [-q] [-v]\n"
-"       sbx provision list [--home DIR] [--json]\n"
-"       sbx provision status [--agent A] [--home DIR] [--json]\n"
-"       sbx provision unprovision --agent A [--home DIR] [--json]\n"
-"       sbx provision reset [--home DIR] [--json]\n"
-"       sbx provision remove [--yes] [--home DIR] [--json]\n"
+"usage: sbx provision [--agent A] [--image NAME|DIGEST]\n"
+"                     [--own-rootfs | --no-own-rootfs] [--no-create-user]\n"
+"                     [--home DIR] [--json] [-q] [-v]\n"
+"       sbx provision list [--home DIR] [--json] [-q]\n"
+"       sbx provision status [--agent A] [--home DIR] [--json] [-q]\n"
+"       sbx provision unprovision --agent A [--home DIR] [--json] [-q]\n"
+"       sbx provision reset [--home DIR] [--json] [-q]\n"
+"       sbx provision remove [--yes] [--home DIR] [--json] [-q]\n"
 "       sbx provision image add SOURCE|URL --sha256 HEX [--name NAME]\n"
 "                     [--home DIR] [--json] [-q]\n"
-"       sbx provision image list [--home DIR] [--json]\n"
+"       sbx provision image list [--home DIR] [--json] [-q]\n"
 "       sbx provision image rm NAME|DIGEST [--force] [--home DIR] [--json]\n"
-"       sbx provision image verify [NAME|DIGEST] [--home DIR] [--json]\n";
+"                     [-q]\n"
+"       sbx provision image verify [NAME|DIGEST] [--home DIR] [--json] [-q]\n";
 
 static const char help_text[] =
 "\n"
@@ -62,7 +70,8 @@ static const char help_text[] =
 "  unprovision   delete the agent's token and host-side records; keep its\n"
 "                home\n"
 "  reset         empty envs/ and cache/; keep homes, images and settings\n"
-"                (agents keep asking for environments: --env remakes one)\n"
+"                (agents keep asking for their own copies: --own-rootfs\n"
+"                remakes one)\n"
 "  remove        delete everything in the state root except workspace/\n"
 "                (only with --yes)\n"
 "  image add     unpack a rootfs tarball (.tar, .tar.gz, .tar.xz, .tar.zst)\n"
@@ -75,62 +84,91 @@ static const char help_text[] =
 "                no agent is bound to it (rm DIGEST: the template and its\n"
 "                names, refused while an agent is bound to it)\n"
 "  image verify  compare templates with their manifests (exit 1 if damaged)\n"
-"\n"
-"  -a, --agent A   agent name (default: $SBX_AGENT or \"default\")\n"
-"      --home DIR  state root (default: $SBX_HOME, $XDG_DATA_HOME/sbx,\n"
-"                  ~/.local/share/sbx)\n"
-"  -y, --yes       remove: really remove\n"
-"      --image REF bind the agent to an image (name or digest; `none`\n"
-"                  unbinds): sbx exec then uses its system directories\n"
-"      --env       give the agent its own writable copy of its image\n"
-"                  (envs/A/rootfs: a reflink clone, else a copy); at most\n"
-"                  max_envs (default 3) are kept, least recently used\n"
-"                  evicted\n"
-"      --no-env    remove the agent's environment; back to the template\n"
-"      --no-create-user  as root without run_as or an `sbx` user: do not\n"
-"                  create the system user sbx; sandboxes run as nobody\n"
-"                  (also SBX_NO_CREATE_USER=1)\n"
-"      --sha256 HEX   image add: the expected sha256 of SOURCE\n"
-"      --name NAME    image add: a name for the image\n"
-"      --force        image rm: remove the template even when other names\n"
-"                     or agents refer to it (says which agents it breaks)\n"
-"  -j, --json      print one JSON envelope (also SBX_JSON=1)\n"
-"  -q, --quiet     print nothing but errors\n"
-"  -v, --verbose   also list what was already present\n"
-"  -h, --help      this help\n"
-"      --version   print the version\n";
+"\n";
 
 enum {
 	OPT_HOME = 256, OPT_VERSION, OPT_IMAGE, OPT_SHA256, OPT_NAME, OPT_ENV,
-	OPT_NO_ENV, OPT_FORCE, OPT_NO_CREATE_USER,
+	OPT_NO_ENV, OPT_FORCE, OPT_NO_CREATE_USER, OPT_ENV_OLD, OPT_NO_ENV_OLD,
 };
 
-static const struct option longopts[] = {
-	{ "agent",	required_argument,	NULL, 'a' },
-	{ "home",	required_argument,	NULL, OPT_HOME },
-	{ "yes",	no_argument,		NULL, 'y' },
-	{ "image",	required_argument,	NULL, OPT_IMAGE },
-	{ "env",	no_argument,		NULL, OPT_ENV },
-	{ "no-env",	no_argument,		NULL, OPT_NO_ENV },
-	{ "no-create-user", no_argument,	NULL, OPT_NO_CREATE_USER },
-	{ "sha256",	required_argument,	NULL, OPT_SHA256 },
-	{ "name",	required_argument,	NULL, OPT_NAME },
-	{ "force",	no_argument,		NULL, OPT_FORCE },
-	{ "json",	no_argument,		NULL, 'j' },
-	{ "quiet",	no_argument,		NULL, 'q' },
-	{ "verbose",	no_argument,		NULL, 'v' },
-	{ "help",	no_argument,		NULL, 'h' },
-	{ "version",	no_argument,		NULL, OPT_VERSION },
-	{ NULL, 0, NULL, 0 }
+/* Provision itself (S_MAIN) and its subcommands. */
+enum {
+	S_MAIN = 1, S_LIST = 2, S_STATUS = 4, S_UNPROVISION = 8, S_RESET = 16,
+	S_REMOVE = 32, S_IMAGE_ADD = 64, S_IMAGE_LIST = 128, S_IMAGE_RM = 256,
+	S_IMAGE_VERIFY = 512, S_ALL = 1023,
 };
+
+static const struct sbx_opts_sub subs[] = {
+	{ "list", S_LIST, NULL }, { "status", S_STATUS, NULL },
+	{ "unprovision", S_UNPROVISION, NULL }, { "reset", S_RESET, NULL },
+	{ "remove", S_REMOVE, NULL }, { "image add", S_IMAGE_ADD, "@file" },
+	{ "image list", S_IMAGE_LIST, NULL },
+	{ "image rm", S_IMAGE_RM, "@image" },
+	{ "image verify", S_IMAGE_VERIFY, "@image" },
+};
+
+/* The one option table (lib/opts.h): getopt_long, --help and
+ * --complete-options come from it. */
+static const struct sbx_opt rows[] = {
+	{ 'a', "agent", 'a', SBX_OPT_REQ, "A", "@agent",
+	    "agent name (default: $SBX_AGENT or \"default\")",
+	    S_MAIN | S_STATUS | S_UNPROVISION, 0 },
+	{ OPT_HOME, "home", 0, SBX_OPT_REQ, "DIR", "@dir",
+	    "state root (default: $SBX_HOME, $XDG_DATA_HOME/sbx,\n"
+	    "~/.local/share/sbx)", S_ALL, 0 },
+	{ 'y', "yes", 'y', SBX_OPT_NONE, NULL, NULL, "remove: really remove",
+	    S_REMOVE, 0 },
+	{ OPT_IMAGE, "image", 0, SBX_OPT_REQ, "REF", "@image|none",
+	    "bind the agent to an image (name or digest; `none`\n"
+	    "unbinds): sbx exec then uses its system directories", S_MAIN,
+	    0 },
+	{ OPT_ENV, "own-rootfs", 0, SBX_OPT_NONE, NULL, NULL,
+	    "give the agent its own writable copy of its image\n"
+	    "(envs/A/rootfs: a reflink clone, else a copy); at most\n"
+	    "max_envs (default 3) are kept, least recently used\n"
+	    "evicted", S_MAIN, 0 },
+	{ OPT_NO_ENV, "no-own-rootfs", 0, SBX_OPT_NONE, NULL, NULL,
+	    "remove the agent's own copy; back to the template", S_MAIN,
+	    0 },
+	/* The old names, deprecated (exec's --env sets a variable): hidden
+	 * rows, accepted but neither in --help nor completed. */
+	{ OPT_ENV_OLD, "env", 0, SBX_OPT_NONE, NULL, NULL, NULL, S_MAIN, 0 },
+	{ OPT_NO_ENV_OLD, "no-env", 0, SBX_OPT_NONE, NULL, NULL, NULL, S_MAIN,
+	    0 },
+	{ OPT_NO_CREATE_USER, "no-create-user", 0, SBX_OPT_NONE, NULL, NULL,
+	    "as root without run_as or an `sbx` user: do not\n"
+	    "create the system user sbx; sandboxes run as nobody\n"
+	    "(also SBX_NO_CREATE_USER=1)", S_MAIN, 0 },
+	{ OPT_SHA256, "sha256", 0, SBX_OPT_REQ, "HEX", NULL,
+	    "image add: the expected sha256 of SOURCE", S_IMAGE_ADD, 0 },
+	{ OPT_NAME, "name", 0, SBX_OPT_REQ, "NAME", NULL,
+	    "image add: a name for the image", S_IMAGE_ADD, 0 },
+	{ OPT_FORCE, "force", 0, SBX_OPT_NONE, NULL, NULL,
+	    "image rm: remove the template even when other names\n"
+	    "or agents refer to it (says which agents it breaks)",
+	    S_IMAGE_RM, 0 },
+	{ 'j', "json", 'j', SBX_OPT_NONE, NULL, NULL,
+	    "print one JSON envelope (also SBX_JSON=1)", S_ALL, 0 },
+	{ 'q', "quiet", 'q', SBX_OPT_NONE, NULL, NULL,
+	    "print nothing but errors", S_ALL, 0 },
+	{ 'v', "verbose", 'v', SBX_OPT_NONE, NULL, NULL,
+	    "also list what was already present", S_MAIN, 0 },
+	{ 'h', "help", 'h', SBX_OPT_NONE, NULL, NULL, "this help", S_ALL, 0 },
+	{ OPT_VERSION, "version", 0, SBX_OPT_NONE, NULL, NULL,
+	    "print the version", S_MAIN, 0 },
+};
+
+static const struct sbx_opts table = { PROG, "sbx provision", rows,
+	SBX_OPTS_N(rows), subs, SBX_OPTS_N(subs), S_MAIN, NULL, 20 };
 
 static struct {
 	const char	*agent;
 	const char	*home;
 	const char	*sub;		/* NULL: provision */
 	const char	*image;		/* --image */
-	int		 env;		/* --env */
-	int		 no_env;	/* --no-env */
+	int		 env;		/* --own-rootfs */
+	int		 no_env;	/* --no-own-rootfs */
+	const char	*old_flag;	/* --env or --no-env was used */
 	int		 no_create_user;	/* --no-create-user */
 	const char	*sha256;
 	const char	*name;
@@ -148,8 +186,10 @@ static const char	*tool = "provision";
 static char		 tool_buf[32];
 static struct sbx_root	 root = SBX_ROOT_INIT;
 
-/* The options; operands never stop them (no child argv here). */
-static const char	 optstring[] = "+a:yjqvh";
+/* The getopt_long arguments of the table, and the options seen (checked
+ * against the subcommand once it is known). */
+static struct sbx_opts_getopt	 g;
+static struct sbx_opts_seen	 seen;
 
 /* A usage error: an invalid_args envelope under --json (field and
  * reason of e), the message and the synopsis on stderr; exit 64. */
@@ -231,11 +271,15 @@ static void
 parse(int argc, char *argv[])
 {
 	struct sbx_error	 e;
+	struct sbx_buf		 b = SBX_BUF_INIT;
 	int			 ch;
 
 	opterr = 0;	/* a refused option is reported by usage_err() */
-	while ((ch = getopt_long(argc, argv, optstring, longopts, NULL)) !=
-	    -1) {
+	while ((ch = getopt_long(argc, argv, g.optstring, g.longopts, NULL))
+	    != -1) {
+		ch = sbx_opts_id(&g, ch);
+		if (ch != '?' && ch != ':')
+			sbx_opts_seen(&seen, ch);
 		switch (ch) {
 		case 'a':
 			O.agent = optarg;
@@ -250,9 +294,15 @@ parse(int argc, char *argv[])
 		case OPT_IMAGE:
 			O.image = optarg;
 			break;
+		case OPT_ENV_OLD:
+			O.old_flag = "--env";
+			/* FALLTHROUGH */
 		case OPT_ENV:
 			O.env = 1;
 			break;
+		case OPT_NO_ENV_OLD:
+			O.old_flag = "--no-env";
+			/* FALLTHROUGH */
 		case OPT_NO_ENV:
 			O.no_env = 1;
 			break;
@@ -280,13 +330,15 @@ parse(int argc, char *argv[])
 		case 'h':
 			fputs(usage_text, stdout);
 			fputs(help_text, stdout);
+			if (sbx_opts_help(&table, S_ALL, &b) == 0 && b.p)
+				fputs(b.p, stdout);
 			exit(0);
 		case OPT_VERSION:
 			printf("%s %s\n", PROG, SBX_VERSION);
 			exit(0);
 		default:
-			sbx_cli_getopt_error(argc, argv, optstring, longopts,
-			    &e);
+			sbx_cli_getopt_error(argc, argv, g.optstring,
+			    g.longopts, &e);
 			usage_err(&e);
 		}
 	}
@@ -297,7 +349,9 @@ parse_args(int argc, char *argv[])
 {
 	/* Before getopt: where --json stands never changes how a usage
 	 * error is reported. */
-	O.json = sbx_cli_wants_json(argc, argv, optstring + 1, longopts,
+	if (sbx_opts_getopt(&table, S_MAIN, "+", &g) == -1)
+		exit(SBX_EX_SOFTWARE);
+	O.json = sbx_cli_wants_json(argc, argv, g.optstring + 1, g.longopts,
 	    NULL);
 	parse(argc, argv);
 	if (optind >= argc)
@@ -326,6 +380,16 @@ parse_args(int argc, char *argv[])
 	parse(argc, argv);
 	if (optind < argc)
 		usage("too many arguments");
+}
+
+/* Every option given must go with the (sub)command bit. */
+static void
+check_options(unsigned bit)
+{
+	struct sbx_error	 e;
+
+	if (sbx_opts_check(&table, &seen, bit, &e) == -1)
+		usage_err(&e);
 }
 
 /* Open the root without creating it: -1 when it does not exist. */
@@ -379,20 +443,12 @@ static struct {
 	long long	 last_ms;
 } bar;
 
-static long long
-mono_ms(void)
-{
-	struct timespec	 ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void
 progress(void *arg, unsigned long long now, unsigned long long total)
 {
 	char		 fill[31];
-	long long	 t = mono_ms();
+	long long	 t = sbx_now_ms();
 	unsigned	 k;
 
 	(void)arg;
@@ -496,7 +552,7 @@ do_image_add(void)
 		fail(&e);
 	if ((downloaded = fd != -1))
 		close(fd);
-	snprintf(rel, sizeof(rel), "images/%s/rootfs", a.sha256);
+	SBX_LPATH(rel, SBX_L_IMAGE_ROOTFS, a.sha256);
 	w = image_warnings(&a);
 	if (O.json) {
 		res = json_pack("{s:s,s:s,s:b,s:o,s:I,s:I,s:I,s:I}", "digest",
@@ -543,8 +599,8 @@ do_image_list(void)
 	if (O.npos != 1)
 		usage("too many arguments");
 	rootfd = open_root_existing(0);
-	if ((imgs = sbx_image_list(rootfd, &e)) == NULL ||
-	    (envs = sbx_env_list(rootfd, &e)) == NULL)
+	if ((imgs = sbx_imagestore_list(rootfd, &e)) == NULL ||
+	    (envs = sbx_rootfs_list(rootfd, &e)) == NULL)
 		fail(&e);
 	if (O.json) {
 		emit(sbx_envelope_ok(tool, json_pack("{s:o,s:o,s:o}", "images",
@@ -598,7 +654,7 @@ do_image_rm(void)
 		fail(&e);
 	}
 	res = json_object();
-	if (sbx_image_rm(rootfd, O.pos[1], O.force, res, &e) == -1)
+	if (sbx_imagestore_rm(rootfd, O.pos[1], O.force, res, &e) == -1)
 		fail(&e);
 	kept = strcmp(json_string_value(json_object_get(res, "template")),
 	    "kept") == 0;
@@ -647,7 +703,7 @@ do_image_verify(void)
 	rootfd = open_root_existing(0);
 	if (O.npos == 2) {
 		if (rootfd < 0 || (!sbx_image_digest_valid(O.pos[1]) &&
-		    sbx_image_resolve(rootfd, O.pos[1], 0, digest, &e) ==
+		    sbx_imagestore_resolve(rootfd, O.pos[1], 0, digest, &e) ==
 		    -1)) {
 			if (rootfd < 0)
 				sbx_error_set(&e, SBX_K_NOT_FOUND, "image",
@@ -658,13 +714,13 @@ do_image_verify(void)
 		if (sbx_image_digest_valid(O.pos[1]))
 			snprintf(digest, sizeof(digest), "%s", O.pos[1]);
 		imgs = json_pack("[{s:s}]", "digest", digest);
-	} else if ((imgs = sbx_image_list(rootfd, &e)) == NULL)
+	} else if ((imgs = sbx_imagestore_list(rootfd, &e)) == NULL)
 		fail(&e);
 	out = json_array();
 	json_array_foreach(imgs, i, it) {
 		dg = json_string_value(json_object_get(it, "digest"));
 		diffs = json_array();
-		if (sbx_image_verify(rootfd, dg, diffs, &e) == -1)
+		if (sbx_manifest_verify(rootfd, dg, diffs, &e) == -1)
 			fail(&e);
 		if (json_array_size(diffs) > 0)
 			damaged = 1;
@@ -710,13 +766,11 @@ do_image(void)
 		usage("unknown image subcommand");
 	snprintf(tool_buf, sizeof(tool_buf), "provision.image.%s", act);
 	tool = tool_buf;
-	if (O.agent_given || O.yes || O.image || O.env || O.no_env)
-		usage("image subcommands take no --agent, --yes, --image or "
-		    "--env");
-	if ((O.sha256 || O.name) && strcmp(act, "add") != 0)
-		usage("--sha256 and --name go only with image add");
-	if (O.force && strcmp(act, "rm") != 0)
-		usage("--force goes only with image rm");
+	{
+		char	*w[2] = { (char *)"image", (char *)act };
+
+		check_options(sbx_opts_sub_find(&table, 2, w, NULL));
+	}
 	if (sbx_root_resolve(O.home, &root, &e) == -1)
 		fail(&e);
 	if (strcmp(act, "add") == 0)
@@ -748,7 +802,7 @@ write_settings(struct sbx_provision *p, const char *digest, int env,
 
 	if ((lock = sbx_provision_lock(p->rootfd, e)) == -1)
 		return -1;
-	snprintf(rel, sizeof(rel), "config/agents/%s.json", O.agent);
+	SBX_LPATH(rel, SBX_L_AGENT_CONFIG, O.agent);
 	snprintf(name, sizeof(name), "%s.json", O.agent);
 	if (sbx_config_load(p->rootfd, rel, &cfg, e) == -1)
 		goto out;
@@ -787,8 +841,8 @@ write_settings(struct sbx_provision *p, const char *digest, int env,
 		sbx_error_sys(e, "nomem", "agent settings");
 		goto out;
 	}
-	if ((dfd = sbx_open_beneath(p->rootfd, "config/agents", O_RDONLY |
-	    O_DIRECTORY, e)) != -1) {
+	if ((dfd = sbx_layout_open(p->rootfd, SBX_L_CONFIG_AGENTS, NULL,
+	    O_RDONLY | O_DIRECTORY, e)) != -1) {
 		rc = sbx_write_atomic(dfd, name, s, strlen(s), 0600, e);
 		close(dfd);
 	}
@@ -802,8 +856,8 @@ out:
 struct settled {
 	char		 digest[SBX_DIGEST_HEX + 1];	/* "" none */
 	int		 env;		/* the agent has (asked for) one */
-	int		 made;		/* sbx_env_create ran */
-	struct sbx_env	 x;
+	int		 made;		/* sbx_rootfs_create ran */
+	struct sbx_rootfs	 x;
 	json_t		*removed;
 };
 
@@ -833,13 +887,14 @@ settle(struct sbx_provision *p, struct settled *st, struct sbx_error *e)
 	if (O.image == NULL)
 		memcpy(st->digest, cur, sizeof(cur));
 	else if (strcmp(O.image, "none") != 0 &&
-	    sbx_image_resolve(p->rootfd, O.image, 1, st->digest, e) == -1)
+	    sbx_imagestore_resolve(p->rootfd, O.image, 1, st->digest, e) == -1)
 		return -1;
 	st->env = O.env || (had_env && !O.no_env);
 	if (O.env && st->digest[0] == '\0')
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "env", "no_image",
 		    "agent %s is not bound to an image: an environment is a "
-		    "copy of one; give --image NAME with --env", O.agent);
+		    "copy of one; give --image NAME with --own-rootfs",
+		    O.agent);
 	if (st->digest[0] == '\0')
 		st->env = 0;
 	if (write_settings(p, st->digest, st->env, 0, e) == -1)
@@ -847,12 +902,12 @@ settle(struct sbx_provision *p, struct settled *st, struct sbx_error *e)
 	if (st->env) {
 		st->x.agent = O.agent;
 		st->x.digest = st->digest;
-		if (sbx_env_limits(p->rootfd, &st->x.max_envs, e) == -1 ||
-		    sbx_env_create(p->rootfd, &st->x, e) == -1)
+		if (sbx_rootfs_limits(p->rootfd, &st->x.max_envs, e) == -1 ||
+		    sbx_rootfs_create(p->rootfd, &st->x, e) == -1)
 			return -1;
 		st->made = 1;
 	} else if (had_env || O.no_env)
-		return sbx_env_remove(p->rootfd, O.agent, st->removed, e);
+		return sbx_rootfs_remove(p->rootfd, O.agent, st->removed, e);
 	return 0;
 }
 
@@ -870,7 +925,7 @@ env_json(const struct settled *st)
 {
 	char	 rel[96];
 
-	snprintf(rel, sizeof(rel), "envs/%s/rootfs", O.agent);
+	SBX_LPATH(rel, SBX_L_ENV_ROOTFS, O.agent);
 	return json_pack("{s:s,s:s,s:b,s:b,s:s,s:I,s:I,s:I}", "path", rel,
 	    "digest", st->digest, "present", st->x.present, "replaced",
 	    st->x.replaced, "clone", st->x.clone ? st->x.clone : "copy",
@@ -926,7 +981,7 @@ ensure_run_user(json_t *warnings)
 	gid_t			 gid;
 	int			 r;
 
-	if ((r = sbx_provision_wants_user(root.fd, &e)) == -1)
+	if ((r = sbx_identity_wants_user(root.fd, &e)) == -1)
 		fail(&e);
 	if (r == 0)
 		return NULL;
@@ -1123,7 +1178,7 @@ agent_summary(int rootfd, int *ok, json_t *problems)
 	res = json_object();
 	if (rootfd < 0)
 		return res;
-	snprintf(rel, sizeof(rel), "config/agents/%s.json", O.agent);
+	SBX_LPATH(rel, SBX_L_AGENT_CONFIG, O.agent);
 	if (sbx_config_load(rootfd, rel, &cfg, &e) == -1) {
 		*ok = 0;
 		json_array_append_new(problems, json_pack("{s:s,s:s,s:s,s:s}",
@@ -1144,7 +1199,7 @@ agent_summary(int rootfd, int *ok, json_t *problems)
 		    "path", "agents/", "state", "invalid", "message",
 		    e.message, "repair", e.hint));
 	} else if (r == 1) {
-		list = sbx_image_list(rootfd, &e);
+		list = sbx_imagestore_list(rootfd, &e);
 		json_array_foreach(list, i, it)
 			if (strcmp(json_string_value(json_object_get(it,
 			    "digest")), digest) == 0)
@@ -1388,7 +1443,7 @@ do_unprovision(void)
 	if (rootfd >= 0 && sbx_provision_unprovision(rootfd, O.agent, removed,
 	    warnings, &e) == -1)
 		fail(&e);
-	snprintf(home, sizeof(home), "workspace/agents/%s", O.agent);
+	SBX_LPATH(home, SBX_L_AGENT_HOME, O.agent);
 	if (O.json) {
 		res = json_pack("{s:s,s:o,s:o,s:[s]}", "agent", O.agent, "root",
 		    root_json(), "removed", removed, "kept", home);
@@ -1482,11 +1537,14 @@ main(int argc, char *argv[])
 {
 	struct sbx_error	 e;
 	const char		*s = NULL;
+	int			 rc;
 
 	/* Before anything is opened: see sbx_fd_sanitize_std(). */
 	if (sbx_fd_sanitize_std() == -1)
 		return SBX_EX_OSERR;
 	sbx_cmd_finish_init(PROG);
+	if (sbx_cmd_complete(&table, argc, argv, &rc))
+		return rc;
 	parse_args(argc, argv);
 	if (O.sub != NULL) {
 		s = O.sub;
@@ -1499,23 +1557,21 @@ main(int argc, char *argv[])
 		snprintf(tool_buf, sizeof(tool_buf), "provision.%s", s);
 		tool = tool_buf;
 	}
-	if ((O.image != NULL || O.env || O.no_env) && s != NULL)
-		usage("--image, --env and --no-env go only with provision "
-		    "itself");
+	/* Each option goes only with some (sub)commands: reset and remove,
+	 * which act on the whole root, take no --agent (an --agent there
+	 * would suggest they act on one agent only; see unprovision). */
+	{
+		char	*w[1] = { (char *)s };
+
+		check_options(s == NULL ? S_MAIN : sbx_opts_sub_find(&table,
+		    1, w, NULL));
+	}
 	if (O.env && O.no_env)
-		usage("--env and --no-env exclude each other");
-	if (O.sha256 != NULL || O.name != NULL)
-		usage("--sha256 and --name go only with image add");
-	if (O.yes && (s == NULL || strcmp(s, "remove") != 0))
-		usage("--yes goes only with remove");
-	if (O.force)
-		usage("--force goes only with image rm");
-	/* These act on the whole root: an --agent here would suggest they
-	 * act on one agent only. */
-	if (O.agent_given && s != NULL && (strcmp(s, "reset") == 0 ||
-	    strcmp(s, "remove") == 0))
-		usage("reset and remove act on the whole state root and take "
-		    "no --agent; see unprovision");
+		usage("--own-rootfs and --no-own-rootfs exclude each other");
+	/* The old names go after one release (sbx-provision(1)). */
+	if (O.old_flag != NULL && !O.quiet)
+		fprintf(stderr, "%s: warning: %s is deprecated; use %s\n", PROG,
+		    O.old_flag, O.env ? "--own-rootfs" : "--no-own-rootfs");
 	if (!O.agent_given && s != NULL && strcmp(s, "unprovision") == 0)
 		usage("unprovision needs --agent");
 	if (O.agent == NULL)

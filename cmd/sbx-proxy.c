@@ -31,9 +31,12 @@
 #include "cmd.h"
 #include "envelope.h"
 #include "fsutil.h"
+#include "layout.h"
 #include "names.h"
 #include "netpolicy.h"
+#include "opts.h"
 #include "proxy.h"
+#include "proxyclient.h"
 #include "root.h"
 #include "runlimits.h"
 
@@ -41,10 +44,10 @@
 
 static const char usage_text[] =
 "usage: sbx proxy serve [--foreground] [--home DIR] [--json] [-q] [-v]\n"
-"       sbx proxy status [--home DIR] [--json]\n"
-"       sbx proxy stop [--home DIR] [--json]\n"
+"       sbx proxy status [--home DIR] [--json] [-q]\n"
+"       sbx proxy stop [--home DIR] [--json] [-q]\n"
 "       sbx proxy check [--agent A] [--allow-domain D]... [--resolve]\n"
-"                       HOST[:PORT] [--home DIR] [--json]\n";
+"                       HOST[:PORT] [--home DIR] [--json] [-q]\n";
 
 static const char help_text[] =
 "\n"
@@ -58,35 +61,49 @@ static const char help_text[] =
 "  stop                   ask it to exit\n"
 "  check HOST[:PORT]      the policy's decision for the agent, without\n"
 "                         connecting or resolving (exit 0 allowed, 1 denied)\n"
-"\n"
-"  -a, --agent A          agent (default: $SBX_AGENT or \"default\")\n"
-"      --allow-domain D   check: an extra allowlist entry, as sbx exec's\n"
-"      --foreground       serve: do not detach; log to stderr\n"
-"      --resolve          check: resolve the name as the proxy would and\n"
-"                         judge each address too\n"
-"      --home DIR         state root (default: $SBX_HOME, $XDG_DATA_HOME/sbx,\n"
-"                         ~/.local/share/sbx)\n"
-"  -j, --json             print one JSON envelope (also SBX_JSON=1)\n"
-"  -q, --quiet            print nothing on success\n"
-"  -v, --verbose          more detail\n"
-"  -h, --help             this help\n"
-"      --version          print the version\n";
+"\n";
 
 enum { OPT_HOME = 256, OPT_FOREGROUND, OPT_ALLOW, OPT_VERSION, OPT_RESOLVE };
 
-static const struct option longopts[] = {
-	{ "agent",		required_argument,	NULL, 'a' },
-	{ "allow-domain",	required_argument,	NULL, OPT_ALLOW },
-	{ "foreground",		no_argument,		NULL, OPT_FOREGROUND },
-	{ "home",		required_argument,	NULL, OPT_HOME },
-	{ "json",		no_argument,		NULL, 'j' },
-	{ "quiet",		no_argument,		NULL, 'q' },
-	{ "resolve",		no_argument,		NULL, OPT_RESOLVE },
-	{ "verbose",		no_argument,		NULL, 'v' },
-	{ "help",		no_argument,		NULL, 'h' },
-	{ "version",		no_argument,		NULL, OPT_VERSION },
-	{ NULL, 0, NULL, 0 }
+/* The subcommands; the program has no form without one. */
+enum {
+	S_SERVE = 1, S_STATUS = 2, S_STOP = 4, S_CHECK = 8,
+	S_ALL = S_SERVE | S_STATUS | S_STOP | S_CHECK,
 };
+
+static const struct sbx_opts_sub subs[] = {
+	{ "serve", S_SERVE, NULL }, { "status", S_STATUS, NULL },
+	{ "stop", S_STOP, NULL }, { "check", S_CHECK, "@text" },
+};
+
+/* The one option table (lib/opts.h): getopt_long, --help and
+ * --complete-options come from it. */
+static const struct sbx_opt rows[] = {
+	{ 'a', "agent", 'a', SBX_OPT_REQ, "A", "@agent",
+	    "agent (default: $SBX_AGENT or \"default\")", S_CHECK, 0 },
+	{ OPT_ALLOW, "allow-domain", 0, SBX_OPT_REQ, "D", NULL,
+	    "check: an extra allowlist entry, as sbx exec's", S_CHECK, 0 },
+	{ OPT_FOREGROUND, "foreground", 0, SBX_OPT_NONE, NULL, NULL,
+	    "serve: do not detach; log to stderr", S_SERVE, 0 },
+	{ OPT_RESOLVE, "resolve", 0, SBX_OPT_NONE, NULL, NULL,
+	    "check: resolve the name as the proxy would and\n"
+	    "judge each address too", S_CHECK, 0 },
+	{ OPT_HOME, "home", 0, SBX_OPT_REQ, "DIR", "@dir",
+	    "state root (default: $SBX_HOME, $XDG_DATA_HOME/sbx,\n"
+	    "~/.local/share/sbx)", S_ALL, 0 },
+	{ 'j', "json", 'j', SBX_OPT_NONE, NULL, NULL,
+	    "print one JSON envelope (also SBX_JSON=1)", S_ALL, 0 },
+	{ 'q', "quiet", 'q', SBX_OPT_NONE, NULL, NULL,
+	    "print nothing on success", S_ALL, 0 },
+	{ 'v', "verbose", 'v', SBX_OPT_NONE, NULL, NULL,
+	    "serve: more detail", S_SERVE, 0 },
+	{ 'h', "help", 'h', SBX_OPT_NONE, NULL, NULL, "this help", S_ALL, 0 },
+	{ OPT_VERSION, "version", 0, SBX_OPT_NONE, NULL, NULL,
+	    "print the version", S_ALL, 0 },
+};
+
+static const struct sbx_opts table = { PROG, "sbx proxy", rows,
+	SBX_OPTS_N(rows), subs, SBX_OPTS_N(subs), 0, NULL, 25 };
 
 static struct {
 	const char	*agent;
@@ -96,8 +113,10 @@ static struct {
 	const char	*tool;
 } O;
 
-/* The options; operands never stop them (no child argv here). */
-static const char	 optstring[] = "+a:jqvh";
+/* The getopt_long arguments of the table, and the options seen (checked
+ * against the subcommand once it is known). */
+static struct sbx_opts_getopt	 g;
+static struct sbx_opts_seen	 seen;
 
 /* A usage error: an invalid_args envelope under --json (field and
  * reason of e; NULL: a generic one), the message and the synopsis on
@@ -296,13 +315,14 @@ cmd_status(struct sbx_root *root, int stop)
 	char			 text[256];
 
 	memset(&e, 0, sizeof(e));
-	if (root->fd < 0 || (ctl = sbx_proxy_connect(root->fd, &e)) == -1) {
+	if (root->fd < 0 ||
+	    (ctl = sbx_proxyclient_connect(root->fd, &e)) == -1) {
 		ok(json_pack("{s:b}", "running", 0),
 		    "sbx-proxy: not running");
 		return stop ? 0 : SBX_EX_NEGATIVE;
 	}
-	ans = sbx_proxy_call(ctl, json_pack("{s:s}", "op", stop ? "stop" :
-	    "status"), -1, 5000, &e);
+	ans = sbx_proxyclient_call(ctl,
+	    json_pack("{s:s}", "op", stop ? "stop" : "status"), -1, 5000, &e);
 	close(ctl);
 	if (ans == NULL)
 		fail(&e);
@@ -432,7 +452,7 @@ cmd_check(struct sbx_root *root, const char *target)
 	 * every agent, and --resolve uses its resolver. */
 	if (sbx_proxy_config_load(root->fd, &pcfg, &e) == -1)
 		fail(&e);
-	snprintf(rel, sizeof(rel), "config/agents/%s.json", O.agent);
+	SBX_LPATH(rel, SBX_L_AGENT_CONFIG, O.agent);
 	if (root->fd >= 0 && sbx_config_load(root->fd, rel, &cfg, &e) == -1)
 		fail(&e);
 	if (sbx_proxy_policy(&pcfg, cfg, rel, &pol, &e) == -1)
@@ -496,6 +516,7 @@ main(int argc, char *argv[])
 {
 	struct sbx_root		 root = SBX_ROOT_INIT;
 	struct sbx_error	 e;
+	struct sbx_buf		 b = SBX_BUF_INIT;
 	const char		*sub;
 	int			 ch;
 
@@ -506,7 +527,11 @@ main(int argc, char *argv[])
 	memset(&e, 0, sizeof(e));
 	/* Before getopt: where --json stands never changes how a usage
 	 * error is reported. */
-	O.json = sbx_cli_wants_json(argc, argv, optstring + 1, longopts,
+	if (sbx_cmd_complete(&table, argc, argv, &ch))
+		return ch;
+	if (sbx_opts_getopt(&table, ~0u, "+", &g) == -1)
+		return SBX_EX_SOFTWARE;
+	O.json = sbx_cli_wants_json(argc, argv, g.optstring + 1, g.longopts,
 	    NULL);
 	O.allow = json_array();
 	O.agent = getenv("SBX_AGENT");
@@ -521,8 +546,11 @@ main(int argc, char *argv[])
 		argc--;
 	}
 	opterr = 0;	/* a refused option is reported by usage_err() */
-	while ((ch = getopt_long(argc, argv, optstring, longopts, NULL))
+	while ((ch = getopt_long(argc, argv, g.optstring, g.longopts, NULL))
 	    != -1) {
+		ch = sbx_opts_id(&g, ch);
+		if (ch != '?' && ch != ':')
+			sbx_opts_seen(&seen, ch);
 		switch (ch) {
 		case 'a':
 			O.agent = optarg;
@@ -551,13 +579,16 @@ main(int argc, char *argv[])
 		case 'h':
 			fputs(usage_text, stdout);
 			fputs(help_text, stdout);
+			if (sbx_opts_help(&table, S_ALL, &b) == 0 && b.p)
+				fputs(b.p, stdout);
+			sbx_buf_release(&b);
 			return 0;
 		case OPT_VERSION:
 			printf("%s %s\n", PROG, SBX_VERSION);
 			return 0;
 		default:
-			sbx_cli_getopt_error(argc, argv, optstring, longopts,
-			    &e);
+			sbx_cli_getopt_error(argc, argv, g.optstring,
+			    g.longopts, &e);
 			usage_err(&e);
 		}
 	}
@@ -582,14 +613,18 @@ main(int argc, char *argv[])
 		    "unknown_subcommand", "unknown subcommand `%s`", sub);
 		usage_err(&e);
 	}
-	if ((json_array_size(O.allow) > 0 || O.resolve) &&
-	    strcmp(sub, "check") != 0)
-		usage();
 	{
 		static char tool[32];
 
 		snprintf(tool, sizeof(tool), "proxy.%s", sub);
 		O.tool = tool;
+	}
+	{
+		char		*w[1] = { (char *)sub };
+
+		if (sbx_opts_check(&table, &seen, sbx_opts_sub_find(&table, 1,
+		    w, NULL), &e) == -1)
+			usage_err(&e);
 	}
 	if (sbx_root_resolve(O.home, &root, &e) == -1)
 		fail(&e);

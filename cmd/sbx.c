@@ -17,7 +17,10 @@
 #include <unistd.h>
 
 #include "cmd.h"
+#include "complete.h"
 #include "fsutil.h"
+#include "names.h"
+#include "root.h"
 
 #define PROG	"sbx"
 
@@ -49,6 +52,8 @@ static const struct command {
 	    NULL },
 	{ "install", "install packages (apt, pip, npm) into an agent's "
 	    "sandbox", NULL },
+	{ "secret", "an agent's sealed secrets: set, list, rm; the scrub "
+	    "filter", NULL },
 };
 #define NCOMMANDS	(sizeof(commands) / sizeof(commands[0]))
 
@@ -59,11 +64,26 @@ static const char help_head[] =
 "\n"
 "Commands (sbx help COMMAND for each):\n";
 
+enum { OPT_VERSION = 256, OPT_LIST };
+
+/*
+ * The front-end's own options (lib/opts.h), for --help and the
+ * completions; they stand before the command and are read by hand, as
+ * nothing after the command is the front-end's.  Hidden: `--complete
+ * KIND ...`, which the shell completions call (see complete()).
+ */
+static const struct sbx_opt rows[] = {
+	{ 'h', "help", 'h', SBX_OPT_NONE, NULL, NULL, "this help", 1, 0 },
+	{ OPT_VERSION, "version", 0, SBX_OPT_NONE, NULL, NULL,
+	    "print the version", 1, 0 },
+	{ OPT_LIST, "list-commands", 0, SBX_OPT_NONE, NULL, NULL,
+	    "list the installed commands, one per line", 1, 0 },
+};
+
+static const struct sbx_opts table = { PROG, "sbx", rows, SBX_OPTS_N(rows),
+	NULL, 0, 1, NULL, 24 };
+
 static const char help_tail[] =
-"\n"
-"  -h, --help            this help\n"
-"      --version         print the version\n"
-"      --list-commands   list the installed commands, one per line\n"
 "\n"
 "Environment: SBX_HOME (state root), SBX_AGENT (default agent), SBX_JSON=1\n"
 "(JSON envelopes), SBX_EXEC_PATH (where the sbx-* programs are).\n";
@@ -212,8 +232,10 @@ usage_error(int argc, char *argv[])
 	return 64;
 }
 
+/* The installed commands; with aliases, also the table's aliases and
+ * `help` (what a shell completes after `sbx`). */
 static int
-list_commands(void)
+list_commands(int aliases)
 {
 	DIR		*d;
 	struct dirent	*de;
@@ -235,6 +257,14 @@ list_commands(void)
 		names[n++] = strdup(de->d_name + 4);
 	}
 	closedir(d);
+	for (i = 0; aliases && i < NCOMMANDS && n < 255; i++)
+		if (commands[i].alias != NULL)
+			names[n++] = strdup(commands[i].name);
+	if (aliases)
+		names[n++] = strdup("help");
+	for (i = 0; i < n; i++)
+		if (names[i] == NULL)
+			return 71;
 	qsort(names, n, sizeof(*names), cmp_str);
 	for (i = 0; i < n; i++) {
 		printf("%s\n", names[i]);
@@ -282,10 +312,151 @@ run(const char *name, int argc, char *argv[])
 	exit(126);
 }
 
+/* Print the strings of v, one a line. */
+static int
+print_strv(const struct sbx_strv *v)
+{
+	size_t	 i;
+
+	for (i = 0; i < v->n; i++)
+		printf("%s\n", v->v[i]);
+	return 0;
+}
+
+/*
+ * sbx --complete KIND [ARG...]: the candidates a shell completion offers,
+ * one a line, silent on errors (exit 1, nothing on stderr), so that
+ * completions/sbx.bash and completions/_sbx re-implement nothing:
+ *
+ *   commands                      the commands (and aliases, and help)
+ *   options [CMD [SUB...]]        the options of sbx, or of CMD [SUB]:
+ *                                 OPTION, and TAB VALUES when it takes a
+ *                                 value (lib/opts.h)
+ *   subcommands CMD [SUB...]      the subcommand words that may follow
+ *   operands CMD [SUB...]         what completes the first operand
+ *   agents [--home DIR]           the agents of the state root
+ *   jobs [--home DIR] [--agent A] the agent's background jobs
+ *   images [--home DIR]           the image names
+ *   keys [--global]               the settings' keys (sbx config)
+ *   home [--home DIR]             the state root's path
+ *   cwd [--home DIR] [--agent A]  the agent's home (where --cwd starts)
+ *
+ * Options, subcommands and operands come from the program's own table
+ * (sbx-CMD --complete-options...); the state root is resolved as every
+ * program resolves it (root's is /var/lib/sbx).
+ */
+static int
+complete(int argc, char *argv[])
+{
+	const struct command	*c;
+	struct sbx_strv		 v = SBX_STRV_INIT;
+	struct sbx_error	 e;
+	struct sbx_buf		 b = SBX_BUF_INIT;
+	const char		*kind, *home = NULL, *agent = NULL, *cmd;
+	char			 alias[64], prog[PATH_MAX], *sub, **nargv;
+	int			 i, k, fd, rc, global = 0;
+
+	if ((fd = open("/dev/null", O_WRONLY | O_CLOEXEC)) >= 0) {
+		(void)dup2(fd, 2);
+		close(fd);
+	}
+	if (argc < 1)
+		return 1;
+	kind = argv[0];
+	if (strcmp(kind, "commands") == 0)
+		return argc == 1 ? list_commands(1) : 1;
+	if (strcmp(kind, "options") == 0 && argc == 1) {
+		rc = sbx_opts_complete(&table, 1, &b);
+		if (rc == 0 && b.p != NULL)
+			fputs(b.p, stdout);
+		sbx_buf_release(&b);
+		return rc == 0 ? 0 : 1;
+	}
+	if (strcmp(kind, "options") == 0 || strcmp(kind, "subcommands") == 0 ||
+	    strcmp(kind, "operands") == 0) {
+		if (argc < 2 || !valid_name(argv[1]) || internal(argv[1]))
+			return 1;
+		cmd = argv[1];
+		sub = NULL;
+		/* An alias completes as what it runs: status is
+		 * `provision status`. */
+		if ((c = command_of(cmd)) != NULL && c->alias != NULL) {
+			snprintf(alias, sizeof(alias), "%s", c->alias);
+			if ((sub = strchr(alias, ' ')) != NULL)
+				*sub++ = '\0';
+			cmd = alias;
+		}
+		snprintf(prog, sizeof(prog), "%s/sbx-%s", exec_path(), cmd);
+		if (strcmp(cmd, "exec") != 0 && access(prog, X_OK) != 0)
+			return 1;
+		if ((nargv = calloc((size_t)argc + 3, sizeof(*nargv))) == NULL)
+			return 1;
+		snprintf(prog, sizeof(prog), "sbx-%s", cmd);
+		k = 0;
+		nargv[k++] = prog;
+		nargv[k++] = strcmp(kind, "options") == 0 ?
+		    "--complete-options" : strcmp(kind, "operands") == 0 ?
+		    "--complete-operands" : "--complete-subcommands";
+		if (sub != NULL)
+			nargv[k++] = sub;
+		for (i = 2; i < argc; i++)
+			nargv[k++] = argv[i];
+		nargv[k] = NULL;
+		run(cmd, k, nargv);
+	}
+	for (i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--home") == 0 && i + 1 < argc)
+			home = argv[++i];
+		else if (strncmp(argv[i], "--home=", 7) == 0)
+			home = argv[i] + 7;
+		else if (strcmp(argv[i], "--agent") == 0 && i + 1 < argc)
+			agent = argv[++i];
+		else if (strncmp(argv[i], "--agent=", 8) == 0)
+			agent = argv[i] + 8;
+		else if (strcmp(argv[i], "--global") == 0)
+			global = 1;
+		else
+			return 1;
+	}
+	if (agent == NULL || *agent == '\0')
+		agent = getenv("SBX_AGENT") && *getenv("SBX_AGENT") ?
+		    getenv("SBX_AGENT") : "default";
+	if (strcmp(kind, "agents") == 0)
+		rc = sbx_complete_agents(home, &v, &e);
+	else if (strcmp(kind, "jobs") == 0)
+		rc = sbx_complete_jobs(home, agent, &v, &e);
+	else if (strcmp(kind, "images") == 0)
+		rc = sbx_complete_images(home, &v, &e);
+	else if (strcmp(kind, "keys") == 0) {
+		/* sbx config's own list (its schema is not linked here). */
+		char *kargv[] = { "sbx-config", "keys",
+			global ? "--global" : NULL, NULL };
+
+		run("config", global ? 3 : 2, kargv);
+	} else if (strcmp(kind, "home") == 0 || strcmp(kind, "cwd") == 0) {
+		struct sbx_root	 r = SBX_ROOT_INIT;
+
+		if ((rc = sbx_root_resolve(home, &r, &e)) == 0 &&
+		    strcmp(kind, "cwd") == 0 &&
+		    (rc = sbx_agent_valid(agent, "agent", &e)) == 0)
+			rc = sbx_strv_pushf(&v, "%s/workspace/agents/%s",
+			    r.path, agent);
+		else if (rc == 0)
+			rc = sbx_strv_push(&v, r.path);
+		sbx_root_release(&r);
+	} else
+		rc = -1;
+	if (rc == 0)
+		print_strv(&v);
+	sbx_strv_release(&v);
+	return rc == 0 ? 0 : 1;
+}
+
 static int
 help(const char *name)
 {
 	const struct command	*c;
+	struct sbx_buf		 b = SBX_BUF_INIT;
 	char			 page[96], path[PATH_MAX], prog[64];
 	size_t			 i;
 
@@ -295,6 +466,10 @@ help(const char *name)
 		for (i = 0; i < NCOMMANDS; i++)
 			printf("  %-11s %s\n", commands[i].name,
 			    commands[i].summary);
+		fputs("\n", stdout);
+		if (sbx_opts_help(&table, 1, &b) == 0 && b.p != NULL)
+			fputs(b.p, stdout);
+		sbx_buf_release(&b);
 		fputs(help_tail, stdout);
 		return 0;
 	}
@@ -359,7 +534,9 @@ main(int argc, char *argv[])
 		return 0;
 	}
 	if (strcmp(a, "--list-commands") == 0)
-		return list_commands();
+		return list_commands(0);
+	if (strcmp(a, "--complete") == 0)
+		return complete(argc - 2, argv + 2);
 	if (strcmp(a, "help") == 0)
 		return help(argc > 2 ? argv[2] : NULL);
 	if (a[0] == '-')

@@ -8,7 +8,7 @@
 #    median of RUNS each, and the ratio (target <= 1.5).  add also hashes
 #    the file before unpacking and again while unpacking, hashes every
 #    file for the manifest and seals the template read-only.
-# 2. `sbx provision --agent A --env` of that image: the clone itself (as
+# 2. `sbx provision --agent A --own-rootfs` of that image: the clone itself (as
 #    the envelope reports it) and the whole command; medians (target for
 #    the clone <= 100 ms).
 # 3. `sbx exec -- /bin/true` on that image, on the environment, and in
@@ -68,9 +68,9 @@ add=$(median < "$tmp/add"); tx=$(median < "$tmp/tar")
 : > "$tmp/clone"; : > "$tmp/envcmd"
 clone_kind=""
 for _ in $(seq 1 "$RUNS"); do
-	"$SBX" provision --agent benv --no-env -q
+	"$SBX" provision --agent benv --no-own-rootfs -q
 	t0=$(now)
-	out=$("$SBX" provision --agent benv --env --json)
+	out=$("$SBX" provision --agent benv --own-rootfs --json)
 	t1=$(now)
 	echo $((t1 - t0)) >> "$tmp/envcmd"
 	printf '%s\n' "$out" | jq -r '.result.env.clone_us * 1000' >> "$tmp/clone"
@@ -97,7 +97,7 @@ row() { printf '%-34s %10s   %-28s %10s   %s\n' "$@"; }
 printf 'archive: %d bytes, median of %d runs (ms)\n' "$size" "$RUNS"
 row "sbx provision image add" "$add" "tar -xf" "$tx" \
     "ratio $(ratio "$add" "$tx") (target <= 1.50)"
-row "env clone ($clone_kind)" "$clone" "sbx provision --env (all)" "$envcmd" \
+row "env clone ($clone_kind)" "$clone" "sbx provision --own-rootfs (all)" "$envcmd" \
     "(target: clone <= 100 ms)"
 row "sbx exec -- /bin/true (image)" "$ei" "sbx exec -- /bin/true (host)" "$eh" \
     "ratio $(ratio "$ei" "$eh")"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # Issue 11 item 15, the smaller things a new user hits: sbx inside an sbx
 # sandbox says so; `sbx exec ps` prunes finished jobs older than
-# jobs.keep_days; a second `sbx provision --env` says "already present"
+# jobs.keep_days; a second `sbx provision --own-rootfs` says "already present"
 # without zero counters.
 # sbx-test: unprivileged
 
@@ -71,7 +71,7 @@ fake_job() {
 	[ -e "$d/$old.json" ]
 }
 
-@test "a second provision --env says already present, without counters" {
+@test "a second provision --own-rootfs says already present, without counters" {
 	[ -x /bin/busybox ] || skip "busybox is not installed"
 	r="$TEST_ROOT/rootfs"
 	mkdir -p "$r/bin" "$r/etc"
@@ -82,9 +82,9 @@ fake_job() {
 	sha=$(sha256sum "$TEST_ROOT/img.tar" | cut -d' ' -f1)
 	run -0 sbx provision image add "$TEST_ROOT/img.tar" --sha256 "$sha" \
 	    --name bb -q
-	run -0 --separate-stderr sbx provision --agent e --image bb --env
+	run -0 --separate-stderr sbx provision --agent e --image bb --own-rootfs
 	[[ "$output" == *"env envs/e/rootfs: created ("* ]]
-	run -0 --separate-stderr sbx provision --agent e --image bb --env
+	run -0 --separate-stderr sbx provision --agent e --image bb --own-rootfs
 	[[ "$output" == *"env envs/e/rootfs: already present"* ]]
 	[[ "$output" != *"0 files"* ]]
 	[[ "$output" != *"0 bytes"* ]]

@@ -50,11 +50,12 @@ has() { printf '%s' "$1" | jq -e --arg p "$2" "$3 | index(\$p) != null" >/dev/nu
 	[ "$(mode run/tokens)" = 700 ]
 	[ "$(mode run/tokens/default)" = 600 ]
 	[ "$(mode .sbx-state-root)" = 600 ]
-	for d in workspace workspace/agents output images envs; do
+	# cache/ too: the prepared /etc is bound by path (lib/etccache.c).
+	for d in workspace workspace/agents output images envs cache; do
 		[ "$(mode "$d")" = "$REACH" ]
 	done
 	for d in config config/agents workspace/agents/default workspace/shared \
-	    output/default agents agents/default plugins cache; do
+	    output/default agents agents/default plugins; do
 		[ "$(mode "$d")" = 700 ]
 	done
 	[ "$(owner workspace/agents/default)" = "$RUN_UID" ]

@@ -502,7 +502,7 @@ EOF
 	[ "$(json_get "$output" .reason)" = image_missing ]
 }
 
-# ---- per-agent environments (--env) -----------------------------------------
+# ---- per-agent environments (--own-rootfs) --------------------------------------
 
 # An image named bb (and, with an argument, a second one named NAME whose
 # marker says so); prints nothing.
@@ -517,7 +517,7 @@ envrec() { jq -r ".$2" "$SBX_HOME/envs/$1/env.json"; }
 
 @test "--env: a writable copy of the template; the template is untouched; exec runs on it" {
 	add_bb
-	run -0 sbx provision --agent e --image bb --env --json
+	run -0 sbx provision --agent e --image bb --own-rootfs --json
 	[ "$(json_get "$output" .result.image)" = "$BB" ]
 	[ "$(json_get "$output" .result.env.path)" = envs/e/rootfs ]
 	[ "$(json_get "$output" .result.env.present)" = false ]
@@ -549,7 +549,7 @@ envrec() { jq -r ".$2" "$SBX_HOME/envs/$1/env.json"; }
 	[ "$(envrec e last_used)" \> "$before" ]
 	run -1 sbx exec --agent e -- sh -c 'echo x >/usr/share/fixture/marker'
 	# asked again: kept as it is (it may hold what the agent installed)
-	run -0 sbx provision --agent e --env --json
+	run -0 sbx provision --agent e --own-rootfs --json
 	[ "$(json_get "$output" .result.env.present)" = true ]
 	[ "$(cat "$r/usr/share/fixture/marker")" = "changed in the env" ]
 	# another agent on the same image still sees the template
@@ -562,14 +562,14 @@ envrec() { jq -r ".$2" "$SBX_HOME/envs/$1/env.json"; }
 @test "at most max_envs environments: the least recently used goes, homes stay" {
 	add_bb
 	for a in a b c; do
-		run -0 sbx provision --agent "$a" --image bb --env -q
+		run -0 sbx provision --agent "$a" --image bb --own-rootfs -q
 		sleep 0.01
 	done
 	echo keep >"$SBX_HOME/workspace/agents/b/mine"
 	# a was made first but used last: b is now the least recently used
 	run -0 --separate-stderr sbx exec --agent a -- echo used
 	sleep 0.01
-	run -0 sbx provision --agent d --image bb --env --json
+	run -0 sbx provision --agent d --image bb --own-rootfs --json
 	[ "$(json_get "$output" '.result.evicted | length')" = 1 ]
 	[ "$(json_get "$output" '.result.evicted[0].agent')" = b ]
 	[ "$(json_get "$output" '.result.evicted[0].path')" = envs/b ]
@@ -578,7 +578,7 @@ envrec() { jq -r ".$2" "$SBX_HOME/envs/$1/env.json"; }
 	[ "$(cat "$SBX_HOME/workspace/agents/b/mine")" = keep ]
 	# fewer allowed: asking for one that exists trims the others
 	echo '{"max_envs":2}' >"$SBX_HOME/config/sandbox.json"
-	run -0 sbx provision --agent a --env --json
+	run -0 sbx provision --agent a --own-rootfs --json
 	[ "$(json_get "$output" .result.env.present)" = true ]
 	[ "$(json_get "$output" '[.result.evicted[].agent] | join(",")')" = c ]
 	[ "$(ls "$SBX_HOME/envs")" = "$(printf 'a\nd')" ]
@@ -587,25 +587,25 @@ envrec() { jq -r ".$2" "$SBX_HOME/envs/$1/env.json"; }
 	[ "$(json_get "$output" .result.stdout)" = "hello from the image" ]
 	[[ "$(json_get "$output" '.warnings[0]')" == *"does not exist"* ]]
 	echo '{"max_envs":0}' >"$SBX_HOME/config/sandbox.json"
-	run -78 sbx provision --agent a --env --json
+	run -78 sbx provision --agent a --own-rootfs --json
 	[ "$(json_get "$output" .reason)" = config_invalid ]
 }
 
-@test "--no-env, --image none and reset take the environment away" {
+@test "--no-own-rootfs, --image none and reset take the environment away" {
 	add_bb
-	run -0 sbx provision --agent e --image bb --env -q
-	run -0 sbx provision --agent e --no-env --json
+	run -0 sbx provision --agent e --image bb --own-rootfs -q
+	run -0 sbx provision --agent e --no-own-rootfs --json
 	[ "$(json_get "$output" '.result.removed[0]')" = envs/e ]
 	[ "$(json_get "$output" .result.env)" = null ]
 	[ ! -e "$SBX_HOME/envs/e" ]
 	[ "$(jq -r .env "$SBX_HOME/agents/e/image.json")" = false ]
 	[ "$(jq -r .digest "$SBX_HOME/agents/e/image.json")" = "$BB" ]
-	run -0 sbx provision --agent e --env -q
+	run -0 sbx provision --agent e --own-rootfs -q
 	[ -d "$SBX_HOME/envs/e/rootfs" ]
 	run -0 sbx provision reset --json
 	[ ! -e "$SBX_HOME/envs/e" ]
 	[ -d "$SBX_HOME/images/$BB/rootfs" ]
-	run -0 sbx provision --agent e --env -q
+	run -0 sbx provision --agent e --own-rootfs -q
 	run -0 sbx provision --agent e --image none --json
 	[ "$(json_get "$output" .result.image)" = null ]
 	[ ! -e "$SBX_HOME/envs/e" ]
@@ -613,24 +613,39 @@ envrec() { jq -r ".$2" "$SBX_HOME/envs/$1/env.json"; }
 	[ "$(jq -r .env "$SBX_HOME/agents/e/image.json")" = false ]
 }
 
-@test "rebinding remakes the environment from the new image; --env needs an image" {
+@test "rebinding remakes the environment from the new image; --own-rootfs needs an image" {
 	add_bb
 	echo 'the second image' >"$FX/rootfs/usr/share/fixture/marker"
 	tar -C "$FX/rootfs" -cf "$FX/bb2.tar" .
 	run -0 add "$FX/bb2.tar" --sha256 "$(sha "$FX/bb2.tar")" --name bb2 -q
-	run -0 sbx provision --agent e --image bb --env -q
+	run -0 sbx provision --agent e --image bb --own-rootfs -q
 	run -0 sbx provision --agent e --image bb2 --json
 	[ "$(json_get "$output" .result.env.replaced)" = true ]
 	[ "$(envrec e digest)" = "$(sha "$FX/bb2.tar")" ]
 	run -0 --separate-stderr sbx exec --agent e -- cat /usr/share/fixture/marker
 	[ "$output" = "the second image" ]
 	[ -z "$(ls -A "$SBX_HOME/envs" | grep '^\.tmp-')" ]
-	run -65 sbx provision --agent z --env --json
+	run -65 sbx provision --agent z --own-rootfs --json
 	[ "$(json_get "$output" .kind)" = invalid_args ]
 	[ "$(json_get "$output" .reason)" = no_image ]
-	run -64 sbx provision --agent e --env --no-env
-	run -64 sbx provision status --env
-	run -64 sbx provision image list --env
+	run -64 sbx provision --agent e --own-rootfs --no-own-rootfs
+	run -64 sbx provision status --own-rootfs
+	run -64 sbx provision image list --own-rootfs
+}
+
+@test "--env and --no-env, the deprecated names, still work and say so" {
+	add_bb
+	run -0 --separate-stderr sbx provision --agent e --image bb --env --json
+	[ "$(json_get "$output" .result.env.path)" = envs/e/rootfs ]
+	[ -d "$SBX_HOME/envs/e/rootfs" ]
+	[[ "$stderr" == *"warning: --env is deprecated; use --own-rootfs"* ]]
+	run -0 --separate-stderr sbx provision --agent e --no-env --json
+	[ ! -e "$SBX_HOME/envs/e" ]
+	[[ "$stderr" == *"warning: --no-env is deprecated; use --no-own-rootfs"* ]]
+	# -q: errors only.
+	run -0 --separate-stderr sbx provision --agent e --env -q
+	[ -z "$stderr" ]
+	run -64 sbx provision --agent e --env --no-own-rootfs
 }
 
 @test "a symlink planted as envs/ or envs/<agent> is refused or replaced, never followed" {
@@ -639,11 +654,11 @@ envrec() { jq -r ".$2" "$SBX_HOME/envs/$1/env.json"; }
 	mkdir -p "$FX/elsewhere"
 	rmdir "$SBX_HOME/envs"
 	ln -s "$FX/elsewhere" "$SBX_HOME/envs"
-	run -77 sbx provision --agent e --env --json
+	run -77 sbx provision --agent e --own-rootfs --json
 	[ "$(json_get "$output" .reason)" = symlink_in_path ]
 	[ -z "$(ls -A "$FX/elsewhere")" ]
 	rm "$SBX_HOME/envs"
-	run -0 sbx provision --agent e --env -q
+	run -0 sbx provision --agent e --own-rootfs -q
 	# envs/e swapped for a link to a tree that looks like an env
 	mkdir -p "$FX/fake"
 	cp -a "$SBX_HOME/envs/e/." "$FX/fake/"
@@ -656,7 +671,7 @@ envrec() { jq -r ".$2" "$SBX_HOME/envs/$1/env.json"; }
 	[ "$(json_get "$output" .reason)" = symlink_in_path ]
 	[[ "$output" != *"from the planted tree"* ]]
 	# provisioning replaces the link (the link itself, not its target)
-	run -0 sbx provision --agent e --env --json
+	run -0 sbx provision --agent e --own-rootfs --json
 	[ "$(json_get "$output" .result.env.replaced)" = true ]
 	[ -d "$SBX_HOME/envs/e" ] && [ ! -L "$SBX_HOME/envs/e" ]
 	[ "$(cat "$FX/fake/rootfs/usr/share/fixture/marker")" = "from the planted tree" ]
@@ -672,7 +687,7 @@ envrec() { jq -r ".$2" "$SBX_HOME/envs/$1/env.json"; }
 
 @test "an environment in use by a running sbx exec is not evicted" {
 	add_bb
-	run -0 sbx provision --agent a --image bb --env -q
+	run -0 sbx provision --agent a --image bb --own-rootfs -q
 	echo '{"max_envs":1}' >"$SBX_HOME/config/sandbox.json"
 	# a run on a's environment holds it (a shared lock) while it lasts
 	"$SBX" exec --agent a -- sh -c 'echo up >$HOME/up; i=0
@@ -683,7 +698,7 @@ envrec() { jq -r ".$2" "$SBX_HOME/envs/$1/env.json"; }
 		[ -e "$SBX_HOME/workspace/agents/a/up" ] && break
 		sleep 0.05
 	done
-	run -0 sbx provision --agent b --image bb --env --json
+	run -0 sbx provision --agent b --image bb --own-rootfs --json
 	touch "$SBX_HOME/workspace/agents/a/stop"
 	wait "$BG"
 	BG=""
@@ -691,12 +706,12 @@ envrec() { jq -r ".$2" "$SBX_HOME/envs/$1/env.json"; }
 	[[ "$(json_get "$output" '.warnings[0]')" == *"in use"* ]]
 	[ -d "$SBX_HOME/envs/a/rootfs" ]
 	# once it is over, the next provision evicts it
-	run -0 sbx provision --agent b --env --json
+	run -0 sbx provision --agent b --own-rootfs --json
 	[ "$(json_get "$output" '.result.evicted[0].agent')" = a ]
 	[ ! -e "$SBX_HOME/envs/a" ]
 }
 
-@test "--env on a file system with reflinks (XFS): clones, not copies" {
+@test "--own-rootfs on a file system with reflinks (XFS): clones, not copies" {
 	is_root || skip "needs root (a loop-mounted XFS)"
 	command -v mkfs.xfs >/dev/null || skip "mkfs.xfs is not installed"
 	truncate -s 300M "$TEST_ROOT/xfs.img"
@@ -707,7 +722,7 @@ envrec() { jq -r ".$2" "$SBX_HOME/envs/$1/env.json"; }
 	chmod 0755 "$MNT"
 	export SBX_HOME="$MNT/state"
 	add_bb
-	run -0 sbx provision --agent r --image bb --env --json
+	run -0 sbx provision --agent r --image bb --own-rootfs --json
 	[ "$(json_get "$output" .result.env.clone)" = reflink ]
 	[ "$(envrec r clone)" = reflink ]
 	r="$SBX_HOME/envs/r/rootfs"

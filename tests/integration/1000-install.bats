@@ -85,7 +85,7 @@ EOF
 	status_is_kind
 	[ "$(json_get "$output" .kind)" = rejected ]
 	[ "$(json_get "$output" .reason)" = no_writable_rootfs ]
-	[[ $(json_get "$output" .hint) == *"sbx provision --agent alice"*"--env"* ]]
+	[[ $(json_get "$output" .hint) == *"sbx provision --agent alice"*"--own-rootfs"* ]]
 }
 
 # --- npm and pip against the loopback registry --------------------------------

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # sbx install --manager apt (issue 15): apt-get and dpkg over the agent's
-# own root file system copy (provision --env), read-write as /, as uid 0
+# own root file system copy (provision --own-rootfs), read-write as /, as uid 0
 # of the sandbox's user namespace; a package with files of other owners
 # refused before dpkg runs; the manifest; the refusals.
 #
@@ -76,8 +76,8 @@ setup() {
 }
 teardown() { proxy_teardown; }
 
-# apt_agent A [--env] [JSON]: the test image added, the agent bound to it
-# (with its own copy when --env), apt.sbx.test resolved to the server.
+# apt_agent A [--own-rootfs] [JSON]: the test image added, the agent bound to it
+# (with its own copy when --own-rootfs), apt.sbx.test resolved to the server.
 apt_agent() {
 	local a=$1 env=${2:-} extra=${3:-"{}"}
 	sbx provision image add "$APT_FX/image.tar" --name debmini -q \
@@ -96,7 +96,7 @@ apt_agent() {
 template() { ls -d "$SBX_HOME"/images/*/rootfs; }
 
 @test "apt: the package installs into the agent's copy (postinst as uid 0 inside) and runs in the next exec" {
-	apt_agent alice --env
+	apt_agent alice --own-rootfs
 	run -0 sbx install --agent alice --manager apt --json -v sbx-hello
 	echo "$output"
 	env_json=$(printf '%s\n' "$output" | grep '^{' | tail -n 1)
@@ -132,7 +132,7 @@ template() { ls -d "$SBX_HOME"/images/*/rootfs; }
 }
 
 @test "apt: a package with files of another owner is refused before dpkg; a later install works" {
-	apt_agent alice --env
+	apt_agent alice --own-rootfs
 	run sbx install --agent alice --manager apt --json sbx-owned
 	status_is_kind
 	echo "$output"
@@ -155,13 +155,13 @@ template() { ls -d "$SBX_HOME"/images/*/rootfs; }
 	status_is_kind
 	[ "$(json_get "$output" .kind)" = rejected ]
 	[ "$(json_get "$output" .reason)" = no_writable_rootfs ]
-	[[ $(json_get "$output" .hint) == *"--env"* ]]
+	[[ $(json_get "$output" .hint) == *"--own-rootfs"* ]]
 	[ "$(wc -l < "$APT_FX/req.log")" = "$n" ]
 	[ ! -e "$SBX_HOME/envs/bob" ]
 }
 
 @test "apt: an unknown package is classified package_not_found, not retried" {
-	apt_agent alice --env
+	apt_agent alice --own-rootfs
 	run sbx install --agent alice --manager apt --json sbx-nothere
 	status_is_kind
 	[ "$(json_get "$output" .kind)" = execution_error ]
@@ -170,7 +170,7 @@ template() { ls -d "$SBX_HOME"/images/*/rootfs; }
 }
 
 @test "apt: a source the policy refuses is rejected before anything runs" {
-	apt_agent alice --env '{"allowed_ports": [80, 443]}'
+	apt_agent alice --own-rootfs '{"allowed_ports": [80, 443]}'
 	n=$(wc -l < "$APT_FX/req.log")
 	run sbx install --agent alice --manager apt --json sbx-hello
 	status_is_kind
@@ -188,7 +188,7 @@ template() { ls -d "$SBX_HOME"/images/*/rootfs; }
 }
 
 @test "apt: reconcile fills apt from dpkg-query; list shows it" {
-	apt_agent alice --env
+	apt_agent alice --own-rootfs
 	run -0 sbx install --agent alice --manager apt -q sbx-hello
 	echo '{"apt":[],"npm":[],"pip":[]}' > "$SBX_HOME/agents/alice/installed-packages.json"
 	run -0 sbx install reconcile --agent alice --json
@@ -199,7 +199,7 @@ template() { ls -d "$SBX_HOME"/images/*/rootfs; }
 }
 
 @test "apt: a copy whose mount points are symlinks is refused before bwrap runs" {
-	apt_agent alice --env
+	apt_agent alice --own-rootfs
 	r=$SBX_HOME/envs/alice/rootfs
 	rmdir "$r/tmp"
 	ln -s /etc "$r/tmp"
@@ -230,7 +230,7 @@ apt_server() {
 }
 
 @test "apt: Hash Sum mismatch once -> apt-get clean and update, one retry, installed" {
-	apt_agent alice --env
+	apt_agent alice --own-rootfs
 	apt_server apt-hash:1
 	run -0 sbx install --agent alice --manager apt --json sbx-hello
 	echo "$output"
@@ -240,7 +240,7 @@ apt_server() {
 }
 
 @test "apt: a persistent Hash Sum mismatch is classified network, retried once only" {
-	apt_agent alice --env
+	apt_agent alice --own-rootfs
 	apt_server apt-hash:99
 	run sbx install --agent alice --manager apt --json sbx-hello
 	echo "$output"
@@ -254,7 +254,7 @@ apt_server() {
 }
 
 @test "apt: the same agent twice at once serialises on the copy's lock; both install" {
-	apt_agent alice --env
+	apt_agent alice --own-rootfs
 	sbx install --agent alice --manager apt -q sbx-hello \
 	    > "$TEST_ROOT/a.out" 2>&1 &
 	p1=$!
@@ -267,7 +267,7 @@ apt_server() {
 }
 
 @test "apt: kill -9 during an install; the next install works" {
-	apt_agent alice --env
+	apt_agent alice --own-rootfs
 	n=$(wc -l < "$APT_FX/req.log")
 	sbx install --agent alice --manager apt -q sbx-hello \
 	    > "$TEST_ROOT/k.out" 2>&1 &

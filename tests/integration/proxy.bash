@@ -1,4 +1,4 @@
-# proxy.bash: fixtures for the sbx-proxy tests (0600-proxy.bats), loaded
+# proxy.bash: fixtures for the sbx-proxy tests (0600-0602, 0610-0630), loaded
 # after lib.bash.
 #
 # Every server is bound to the host's 127.0.0.1 and nothing else is ever

@@ -88,6 +88,11 @@ static const struct {
 	    "[\"http://u:p@npm.sbx.test/\"]" },
 	{ "install.registries.pip", "[\"https://pypi.org/simple/\"]",
 	    "[\"http://127.0.0.1/simple\"]" },
+	{ "protected_paths", "[\"Makefile\"]", "[\"/abs\"]" },
+	{ "allow_git_config", "true", "\"yes\"" },
+	{ "read_paths", "[\"/opt/x\"]", "[\"rel\"]" },
+	{ "deny_paths", "[\"secrets\"]", "[\"../x\"]" },
+	{ "allow_unix_sockets", "[\"/run/x.sock\"]", "[\"x.sock\"]" },
 };
 
 int

@@ -377,8 +377,9 @@ main(void)
 	    == -1 && strcmp(e.reason, "insecure_state_root") == 0,
 	    "world-writable root refused");
 	sbx_root_release(&r);
-	ok(sbx_path_overlaps("/a/b", "/a/b/c") && sbx_path_overlaps("/a/b/c",
-	    "/a/b") && !sbx_path_overlaps("/a/bc", "/a/b"), "overlaps");
+	ok(sbx_root_path_overlaps("/a/b", "/a/b/c") &&
+	    sbx_root_path_overlaps("/a/b/c", "/a/b") &&
+	    !sbx_root_path_overlaps("/a/bc", "/a/b"), "overlaps");
 
 	/* Parsers. */
 	ok(sbx_parse_seconds("2", 10, &d) == 0 && d == 2, "seconds 2");

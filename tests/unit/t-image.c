@@ -16,6 +16,9 @@
 #include "envelope.h"
 #include "image.h"
 #include "imageref.h"
+#include "imagestore.h"
+#include "manifest.h"
+#include "rootfs.h"
 
 static const char good[] =
     "99a141a7393453e4c2d530e13bc968a2d9cf51bc412cd6e447748b9864c7a8b8";
@@ -115,7 +118,7 @@ t_manifest(void)
 	(void)!write(fd, "hello\n", 6);
 	close(fd);
 	(void)!symlinkat("tool", dfd, "bin/link");
-	m = sbx_image_manifest_build(dfd, 1, &e);
+	m = sbx_manifest_build(dfd, 1, &e);
 	ok(m != NULL, "manifest built");
 	ok(json_array_size(json_object_get(m, "entries")) == 4,
 	    "4 entries: ., bin, bin/link, bin/tool");
@@ -123,7 +126,7 @@ t_manifest(void)
 	m2 = sbx_json_parse(s, strlen(s), 1 << 20, &e);
 	free(s);
 	diffs = json_array();
-	sbx_image_manifest_diff(m, m2, diffs);
+	sbx_manifest_diff(m, m2, diffs);
 	ok(m2 != NULL && json_array_size(diffs) == 0,
 	    "round trip: no differences");
 	json_decref(diffs);
@@ -146,9 +149,9 @@ t_manifest(void)
 	fd = openat(dfd, "bin/new", O_WRONLY | O_CREAT, 0444);
 	close(fd);
 	unlinkat(dfd, "bin/link", 0);
-	m3 = sbx_image_manifest_build(dfd, 0, &e);
+	m3 = sbx_manifest_build(dfd, 0, &e);
 	diffs = json_array();
-	sbx_image_manifest_diff(m, m3, diffs);
+	sbx_manifest_diff(m, m3, diffs);
 	ok(has_change(diffs, "bin/tool", "sha256"), "changed content found");
 	ok(!has_change(diffs, "bin/tool", "size"), "same size: no size "
 	    "change");
@@ -258,7 +261,7 @@ t_clone(void)
 	(void)!symlinkat("/etc/passwd", src, "abs-link");
 	(void)!symlinkat("bin/tool", src, "rel-link");
 	(void)!fchmodat(src, "bin", 0555, 0);
-	ok(sbx_env_clone_tree(src, dst, &reflink, &files, &bytes, &e) == 0,
+	ok(sbx_rootfs_clone_tree(src, dst, &reflink, &files, &bytes, &e) == 0,
 	    "clone_tree");
 	is_int(files, 2, "2 regular files");
 	is_int(bytes, 6, "6 bytes");
@@ -287,7 +290,7 @@ t_clone(void)
 		close(fd);
 	/* Into a directory that is not empty: refused, nothing clobbered. */
 	reflink = 1;
-	ok(sbx_env_clone_tree(src, dst, &reflink, &files, &bytes, &e) == -1,
+	ok(sbx_rootfs_clone_tree(src, dst, &reflink, &files, &bytes, &e) == -1,
 	    "a second clone into the same directory fails (O_EXCL)");
 	close(src);
 	close(dst);

@@ -8,6 +8,7 @@
 
 #include "buf.h"
 #include "preflight.h"
+#include "preflightrender.h"
 #include "tap.h"
 
 static json_t *
@@ -44,7 +45,7 @@ xml(const char *s, size_t n)
 {
 	struct sbx_buf	 b = SBX_BUF_INIT;
 
-	sbx_xml_escape(&b, s, n);
+	sbx_preflightrender_xml_escape(&b, s, n);
 	return sbx_buf_detach(&b);
 }
 
@@ -133,12 +134,13 @@ main(void)
 	is_int(sbx_preflight_exit_status("bogus"), 2, "unknown: unproven");
 
 	/* Versions. */
-	ok(sbx_version_cmp("0.4.0", "0.4.1") < 0, "0.4.0 < 0.4.1");
-	ok(sbx_version_cmp("0.4.1", "0.4.1") == 0, "0.4.1 == 0.4.1");
-	ok(sbx_version_cmp("0.10.0", "0.4.1") > 0, "0.10.0 > 0.4.1");
-	ok(sbx_version_cmp("0.11", "0.11.0") == 0, "0.11 == 0.11.0");
-	ok(sbx_version_cmp("0.11.1", "0.11.0") > 0, "0.11.1 > 0.11.0");
-	ok(sbx_version_cmp("1.0", "0.99.99") > 0, "1.0 > 0.99.99");
+	ok(sbx_preflight_version_cmp("0.4.0", "0.4.1") < 0, "0.4.0 < 0.4.1");
+	ok(sbx_preflight_version_cmp("0.4.1", "0.4.1") == 0, "0.4.1 == 0.4.1");
+	ok(sbx_preflight_version_cmp("0.10.0", "0.4.1") > 0, "0.10.0 > 0.4.1");
+	ok(sbx_preflight_version_cmp("0.11", "0.11.0") == 0, "0.11 == 0.11.0");
+	ok(sbx_preflight_version_cmp("0.11.1", "0.11.0") > 0,
+	    "0.11.1 > 0.11.0");
+	ok(sbx_preflight_version_cmp("1.0", "0.99.99") > 0, "1.0 > 0.99.99");
 	ok(sbx_preflight_version_of("bwrap", "bubblewrap 0.8.0\n", 17, ver,
 	    sizeof(ver)) == 0 && strcmp(ver, "0.8.0") == 0,
 	    "bwrap --version");
@@ -191,7 +193,7 @@ main(void)
 
 	/* Renderers on hostile strings. */
 	r = hostile_report();
-	ok(sbx_preflight_text(r, 0, &b) == 0, "text renders");
+	ok(sbx_preflightrender_text(r, 0, &b) == 0, "text renders");
 	ok(strchr(b.p, '\x1b') == NULL, "text: no raw ESC");
 	ok(!has_raw_control(b.p, 1), "text: no raw control characters");
 	forged = 0;
@@ -208,15 +210,15 @@ main(void)
 	ok(strstr(b.p, "  [warning/unproven] capability_unproven: t\n") !=
 	    NULL, "text: [severity/status] code: title");
 	sbx_buf_reset(&b);
-	ok(sbx_preflight_text(r, SBX_PREFLIGHT_TEXT_QUIET, &b) == 0 &&
+	ok(sbx_preflightrender_text(r, SBX_PREFLIGHT_TEXT_QUIET, &b) == 0 &&
 	    strstr(b.p, "[ok/passed]") == NULL, "quiet: no passed lines");
 	sbx_buf_reset(&b);
-	ok(sbx_preflight_text(r, SBX_PREFLIGHT_TEXT_COLOR, &b) == 0 &&
+	ok(sbx_preflightrender_text(r, SBX_PREFLIGHT_TEXT_COLOR, &b) == 0 &&
 	    strstr(b.p, "\033[33m[warning/failed]\033[0m") != NULL,
 	    "colour only when asked");
 	sbx_buf_reset(&b);
 
-	ok(sbx_preflight_junit(r, &b) == 0, "junit renders");
+	ok(sbx_preflightrender_junit(r, &b) == 0, "junit renders");
 	ok(!has_raw_control(b.p, 1), "junit: no raw control characters");
 	ok(strstr(b.p, "<testsuites name=\"sbx preflight\" tests=\"4\" "
 	    "failures=\"1\" errors=\"0\" skipped=\"1\">") != NULL,

@@ -172,20 +172,20 @@ main(void)
 	gid_t			 gid;
 
 	/* Tokens. */
-	ok(sbx_provision_token_new(tok) == 0, "token generated");
+	ok(sbx_token_new(tok) == 0, "token generated");
 	is_int(strlen(tok), 43, "43 characters");
-	ok(sbx_provision_token_valid(tok, strlen(tok)), "base64url, no "
+	ok(sbx_token_valid(tok, strlen(tok)), "base64url, no "
 	    "padding");
-	ok(sbx_provision_token_new(tok2) == 0 && strcmp(tok, tok2) != 0,
+	ok(sbx_token_new(tok2) == 0 && strcmp(tok, tok2) != 0,
 	    "two tokens differ");
-	ok(!sbx_provision_token_valid(tok, 42), "42 characters refused");
+	ok(!sbx_token_valid(tok, 42), "42 characters refused");
 	memcpy(buf, tok, 43);
 	buf[42] = '=';
-	ok(!sbx_provision_token_valid(buf, 43), "padding refused");
+	ok(!sbx_token_valid(buf, 43), "padding refused");
 	buf[42] = '+';
-	ok(!sbx_provision_token_valid(buf, 43), "standard alphabet refused");
+	ok(!sbx_token_valid(buf, 43), "standard alphabet refused");
 	buf[42] = '\n';
-	ok(!sbx_provision_token_valid(buf, 43), "newline refused");
+	ok(!sbx_token_valid(buf, 43), "newline refused");
 
 	snprintf(base, sizeof(base), "/tmp/t-provision.XXXXXX");
 	if (mkdtemp(base) == NULL)
@@ -214,7 +214,7 @@ main(void)
 	    "as root)");
 	is_int(mode_of("workspace/agents"), geteuid() == 0 ? 0711 : 0700,
 	    "workspace/agents 0700 (0711 as root)");
-	ok(sbx_provision_identity(rootfd, &uid, &gid, &e) == 0 &&
+	ok(sbx_identity_get(rootfd, &uid, &gid, &e) == 0 &&
 	    (geteuid() != 0 || uid != 0), "sandboxes never run as root");
 	ok(owner_of("workspace/agents/a1") == (int)uid &&
 	    owner_of("workspace/agents/a1/SOUL.md") == (int)uid &&
@@ -227,7 +227,7 @@ main(void)
 	/* As root the sandbox uid must search images/ (0711). */
 	is_int(mode_of("images"), geteuid() == 0 ? 0711 : 0700, "images mode");
 	ok(read_small("run/tokens/a1", tok, sizeof(tok)) == 43 &&
-	    sbx_provision_token_valid(tok, 43), "the token file holds a token");
+	    sbx_token_valid(tok, 43), "the token file holds a token");
 	ok(read_small("config/agents/a1.json", buf, sizeof(buf)) > 0 &&
 	    strcmp(buf, "{\"allow_private\":false,\"allowed_domains\":[],"
 	    "\"allowed_ports\":[80,443],\"denied_domains\":[],\"limits\":{},"
@@ -259,7 +259,7 @@ main(void)
 	ok(run(rootfd, "a1", &p, &e) == 0 && has(p.repaired, "run/tokens/a1"),
 	    "malformed token repaired");
 	ok(read_small("run/tokens/a1", tok2, sizeof(tok2)) == 43 &&
-	    sbx_provision_token_valid(tok2, 43) && strcmp(tok, tok2) != 0,
+	    sbx_token_valid(tok2, 43) && strcmp(tok, tok2) != 0,
 	    "with a new token");
 	is_int(mode_of("run/tokens/a1"), 0600, "token 0600");
 
@@ -371,7 +371,7 @@ main(void)
 		    "clear error");
 
 		has_sbx = sbx_user_by_name("sbx", &su, &sg) == 0;
-		w = sbx_provision_wants_user(rootfd, &e);
+		w = sbx_identity_wants_user(rootfd, &e);
 		if (geteuid() != 0)
 			ok(w == 0, "not root: never creates a user");
 		else if (has_sbx)
@@ -382,7 +382,7 @@ main(void)
 			    base);
 			ok(writefile(path, "{\"run_as\":{\"uid\":65534,"
 			    "\"gid\":65534}}") == 0 &&
-			    sbx_provision_wants_user(rootfd, &e) == 0,
+			    sbx_identity_wants_user(rootfd, &e) == 0,
 			    "root, run_as set: none created");
 			unlink(path);
 		}

@@ -25,6 +25,7 @@
 #include "netpolicy.h"
 #include "provision.h"
 #include "proxy.h"
+#include "proxyclient.h"
 
 static char	 root[] = "/tmp/t-proxy.XXXXXX";
 static int	 rootfd = -1;
@@ -370,10 +371,10 @@ test_engine(void)
 		close(lfd);
 	}
 
-	ok((ctl = sbx_proxy_connect(rootfd, &e)) >= 0, "control socket");
+	ok((ctl = sbx_proxyclient_connect(rootfd, &e)) >= 0, "control socket");
 	v = json_array();
 	json_array_append_new(v, json_string("extra.sbx.test"));
-	ok(sbx_proxy_session(ctl, "a", v, "run1", &chan, &e) == 0,
+	ok(sbx_proxyclient_session(ctl, "a", v, "run1", &chan, &e) == 0,
 	    "a session opens");
 	json_decref(v);
 
@@ -465,7 +466,7 @@ test_engine(void)
 	close(acc);
 
 	/* The session's violations. */
-	v = sbx_proxy_end(ctl, &e);
+	v = sbx_proxyclient_end(ctl, &e);
 	ok(v != NULL && json_array_size(v) >= 7, "violations returned "
 	    "(%zu)", v != NULL ? json_array_size(v) : 0);
 	ok(v != NULL && strcmp(json_string_value(json_object_get(
@@ -478,22 +479,27 @@ test_engine(void)
 	close(chan);
 
 	/* b's policy: resolve without allow_private is refused at load. */
-	ctl = sbx_proxy_connect(rootfd, &e);
-	ok(ctl >= 0 && sbx_proxy_session(ctl, "b", NULL, "run2", &chan, &e)
-	    == 0, "b: an empty resolve object is fine");
+	ctl = sbx_proxyclient_connect(rootfd, &e);
+	ok(ctl >= 0 &&
+		sbx_proxyclient_session(ctl, "b", NULL, "run2", &chan, &e) == 0,
+	    "b: an empty resolve object is fine");
 	if (ctl >= 0)
 		close(ctl);
 	put("config/agents/b.json", "{\"resolve\":{\"x.sbx.test\":"
 	    "\"127.0.0.1\"}}");
-	ctl = sbx_proxy_connect(rootfd, &e);
-	ok(ctl >= 0 && sbx_proxy_session(ctl, "b", NULL, "run3", &chan, &e)
-	    == -1, "b: resolve without allow_private refuses the session: %s",
+	ctl = sbx_proxyclient_connect(rootfd, &e);
+	ok(ctl >= 0 &&
+		sbx_proxyclient_session(ctl, "b", NULL, "run3", &chan, &e) ==
+		    -1,
+	    "b: resolve without allow_private refuses the session: %s",
 	    e.message);
 	if (ctl >= 0)
 		close(ctl);
-	ctl = sbx_proxy_connect(rootfd, &e);
-	ok(ctl >= 0 && sbx_proxy_session(ctl, "nobody", NULL, "run4", &chan,
-	    &e) == -1, "an agent without a token: refused");
+	ctl = sbx_proxyclient_connect(rootfd, &e);
+	ok(ctl >= 0 &&
+		sbx_proxyclient_session(ctl, "nobody", NULL, "run4", &chan,
+		    &e) == -1,
+	    "an agent without a token: refused");
 	if (ctl >= 0)
 		close(ctl);
 

@@ -1,0 +1,27 @@
+/*
+ * initguard.h: sbx-init's guard of the file-system policy (sbx-exec(1),
+ * PROTECTED PATHS and UNIX SOCKETS).  Part of sbx-init: static, links
+ * nothing of lib/.
+ */
+#ifndef SBX_INITGUARD_H
+#define SBX_INITGUARD_H
+
+/* -N DEV:INO:NAME: NAME may not be created in that directory. */
+int	guard_add_block(const char *);
+/* -R PATH: a protected path inside (a refused write there is reported). */
+int	guard_add_protected(const char *);
+/* -U: connect() to a unix socket made outside is refused; -A DEV:INO
+ * names a socket that stays reachable (allow_unix_sockets). */
+void	guard_unix(void);
+int	guard_add_socket(const char *);
+/* Nonzero when the command must run under the guard. */
+int	guard_active(void);
+/* In the command's process, before exec: install the filter and send its
+ * listener over sock.  0, or -1 with errno. */
+int	guard_install(int sock);
+/* In pid 1: the listener, or -1. */
+int	guard_receive(int sock);
+/* In pid 1: answer one notification from the listener. */
+void	guard_serve(int nfd, int status_fd);
+
+#endif

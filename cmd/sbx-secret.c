@@ -1,0 +1,761 @@
+/*
+ * sbx-secret: an agent's sealed secrets (lib/secret.c): set, check, list,
+ * rm, rotate-key, get --reveal, and the scrub filter (lib/scrub.c).  See
+ * sbx-secret(1).  Values never come from argv: a terminal prompt without
+ * echo, standard input, --from-fd or --from-env.
+ */
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <sodium.h>
+
+#include "buf.h"
+#include "cli.h"
+#include "cmd.h"
+#include "envelope.h"
+#include "fsutil.h"
+#include "names.h"
+#include "opts.h"
+#include "root.h"
+#include "scrub.h"
+#include "secret.h"
+#include "utf8.h"
+
+#define PROG	"sbx-secret"
+
+static const char usage_text[] =
+"usage: sbx secret set NAME [--from-fd N | --from-env VAR]\n"
+"                  [--description TEXT] [--passphrase] [--agent A]\n"
+"                  [--home DIR] [--json] [-q]\n"
+"       sbx secret check|rm NAME [--agent A] [--home DIR] [--json] [-q]\n"
+"       sbx secret list|rotate-key|scrub [--agent A] [--home DIR] [--json]\n"
+"                  [-q]\n"
+"       sbx secret get NAME --reveal [--agent A] [--home DIR]\n";
+
+static const char help_text[] =
+"\n"
+"An agent's secrets, sealed under agents/A/secrets.json; `sbx exec` gives\n"
+"them to the command as environment variables and scrubs their values\n"
+"(and their base64, hex and percent-encoded forms) from everything the\n"
+"sandbox prints.\n"
+"\n"
+"  set NAME      store a value: from a terminal prompt (asked twice), else\n"
+"                standard input (one trailing newline dropped), --from-fd\n"
+"                or --from-env; never from the command line\n"
+"  check NAME    is it there and does it open (exit 1 when absent)\n"
+"  list          names, descriptions and times, never values\n"
+"  rm NAME       remove it (exit 1 when absent)\n"
+"  rotate-key    a new data key; every record re-sealed at once\n"
+"  scrub         standard input to standard output, secrets redacted\n"
+"  get NAME --reveal   print the value, on a terminal only\n"
+"\n";
+
+static const char help_tail[] =
+"\n"
+"The key: $SBX_SECRET_KEY_FILE, $CREDENTIALS_DIRECTORY/sbx-secret-key, or\n"
+"config/secret.key under the state root (32 bytes, 0600, made on first\n"
+"use).  Values shorter than 6 bytes are stored but not scrubbed.\n";
+
+enum { OPT_HOME = 256, OPT_VERSION, OPT_FROM_FD, OPT_FROM_ENV, OPT_DESC,
+    OPT_PASSPHRASE, OPT_REVEAL };
+
+/* The subcommands; the program has no form without one. */
+enum {
+	S_SET = 1, S_CHECK = 2, S_LIST = 4, S_RM = 8, S_ROTATE = 16,
+	S_SCRUB = 32, S_GET = 64, S_ALL = 127,
+	/* get --reveal writes to a terminal only: no envelope, and the
+	 * value is the whole output. */
+	S_NOGET = S_ALL & ~S_GET,
+};
+
+static const struct sbx_opts_sub subs[] = {
+	{ "set", S_SET, "@text" }, { "check", S_CHECK, "@text" },
+	{ "list", S_LIST, NULL }, { "rm", S_RM, "@text" },
+	{ "rotate-key", S_ROTATE, NULL }, { "scrub", S_SCRUB, NULL },
+	{ "get", S_GET, "@text" },
+};
+
+/* The one option table (lib/opts.h): getopt_long, --help and
+ * --complete-options come from it.  Values never come from argv: there
+ * is no --value row. */
+static const struct sbx_opt rows[] = {
+	{ 'a', "agent", 'a', SBX_OPT_REQ, "A", "@agent",
+	    "the agent (default: $SBX_AGENT or \"default\")", S_ALL, 0 },
+	{ OPT_FROM_FD, "from-fd", 0, SBX_OPT_REQ, "N", NULL,
+	    "read the value from descriptor N", S_SET, 0 },
+	{ OPT_FROM_ENV, "from-env", 0, SBX_OPT_REQ, "VAR", NULL,
+	    "take the value from the environment variable VAR", S_SET, 0 },
+	{ OPT_DESC, "description", 0, SBX_OPT_REQ, "TEXT", NULL,
+	    "what the secret is for (shown by list)", S_SET, 0 },
+	{ OPT_PASSPHRASE, "passphrase", 0, SBX_OPT_NONE, NULL, NULL,
+	    "seal a new store with a passphrase (Argon2id);\n"
+	    "asked on the terminal, or $SBX_SECRET_PASSPHRASE", S_SET, 0 },
+	{ OPT_REVEAL, "reveal", 0, SBX_OPT_NONE, NULL, NULL,
+	    "get: print the value", S_GET, 0 },
+	{ OPT_HOME, "home", 0, SBX_OPT_REQ, "DIR", "@dir",
+	    "state root (default: $SBX_HOME,\n"
+	    "$XDG_DATA_HOME/sbx, ~/.local/share/sbx)", S_ALL, 0 },
+	{ 'j', "json", 'j', SBX_OPT_NONE, NULL, NULL,
+	    "print one JSON envelope (also SBX_JSON=1)", S_NOGET, 0 },
+	{ 'q', "quiet", 'q', SBX_OPT_NONE, NULL, NULL,
+	    "no warnings on stderr", S_NOGET, 0 },
+	{ 'h', "help", 'h', SBX_OPT_NONE, NULL, NULL, "this help", S_ALL, 0 },
+	{ OPT_VERSION, "version", 0, SBX_OPT_NONE, NULL, NULL,
+	    "print the version", S_ALL, 0 },
+};
+
+static const struct sbx_opts table = { PROG, "sbx secret", rows,
+	SBX_OPTS_N(rows), subs, SBX_OPTS_N(subs), 0, NULL, 25 };
+
+/* The getopt_long arguments of the table, and the options seen (checked
+ * against the subcommand once it is known). */
+static struct sbx_opts_getopt	 g;
+static struct sbx_opts_seen	 seen;
+
+static struct {
+	const char	*agent, *home, *from_fd, *from_env, *desc;
+	int		 passphrase, reveal, json, quiet;
+	const char	*sub, *name;
+	char	       **argv;		/* the operands */
+	int		 nargs;
+} O;
+
+static char		 tool[32] = "secret";
+static struct sbx_root	 root = SBX_ROOT_INIT;
+static struct sbx_secret_auth auth;
+static char		*pass;		/* sodium_malloc, or NULL */
+
+static void
+emit(json_t *env)
+{
+	sbx_cmd_emit(env);
+}
+
+static void __attribute__((noreturn))
+usage(const char *why)
+{
+	struct sbx_error	 e;
+
+	sbx_error_set(&e, SBX_K_INVALID_ARGS, "args", "usage", "%s",
+	    why != NULL ? why : "bad arguments");
+	sbx_cmd_usage(PROG, tool, O.json, why != NULL ? &e : NULL,
+	    usage_text, emit);
+	exit(SBX_EX_USAGE);
+}
+
+static void __attribute__((noreturn))
+fail(struct sbx_error *e)
+{
+	if (pass != NULL)
+		sodium_free(pass);
+	sbx_cmd_fail(PROG, tool, O.json, e, NULL, emit, -1);
+}
+
+static void
+parse_args(int argc, char *argv[])
+{
+	struct sbx_buf	 b = SBX_BUF_INIT;
+	int		 ch, i;
+
+	/* Every option of the table (GNU order: options and operands mixed);
+	 * the subcommand's refuses the others once it is known. */
+	if (sbx_opts_getopt(&table, ~0u, "", &g) == -1)
+		exit(SBX_EX_SOFTWARE);
+	O.json = sbx_cli_json_env();
+	for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+		if (strcmp(argv[i], "--json") == 0 || strcmp(argv[i], "-j") ==
+		    0)
+			O.json = 1;
+	opterr = !O.json;
+	while ((ch = getopt_long(argc, argv, g.optstring, g.longopts, NULL))
+	    != -1) {
+		ch = sbx_opts_id(&g, ch);
+		if (ch != '?' && ch != ':')
+			sbx_opts_seen(&seen, ch);
+		switch (ch) {
+		case 'a': O.agent = optarg; break;
+		case OPT_FROM_FD: O.from_fd = optarg; break;
+		case OPT_FROM_ENV: O.from_env = optarg; break;
+		case OPT_DESC: O.desc = optarg; break;
+		case OPT_PASSPHRASE: O.passphrase = 1; break;
+		case OPT_REVEAL: O.reveal = 1; break;
+		case OPT_HOME: O.home = optarg; break;
+		case 'j': O.json = 1; break;
+		case 'q': O.quiet = 1; break;
+		case 'h':
+			fputs(usage_text, stdout);
+			fputs(help_text, stdout);
+			if (sbx_opts_help(&table, S_ALL, &b) == 0 && b.p)
+				fputs(b.p, stdout);
+			fputs(help_tail, stdout);
+			exit(0);
+		case OPT_VERSION:
+			printf("%s %s\n", PROG, SBX_VERSION);
+			exit(0);
+		default:
+			usage(NULL);
+		}
+	}
+	O.nargs = argc - optind;
+	O.argv = argv + optind;
+	if (O.nargs > 0)
+		O.sub = argv[optind];
+	if (O.nargs > 1)
+		O.name = argv[optind + 1];
+}
+
+/* ---- reading a value ---------------------------------------------------- */
+
+/* Read all of fd into a sodium_malloc'd buffer of cap bytes at most. */
+static int
+read_fd(int fd, unsigned char **out, size_t *len, struct sbx_error *e)
+{
+	unsigned char	*b;
+	size_t		 n = 0;
+	ssize_t		 k;
+
+	if ((b = sodium_malloc(SBX_SECRET_VALUE_MAX + 3)) == NULL)
+		return sbx_error_sys(e, "nomem", "reading the value");
+	for (;;) {
+		k = read(fd, b + n, SBX_SECRET_VALUE_MAX + 2 - n);
+		if (k == -1 && errno == EINTR)
+			continue;
+		if (k == -1) {
+			sodium_free(b);
+			return sbx_error_sys(e, "read_failed", "reading the "
+			    "value");
+		}
+		if (k == 0)
+			break;
+		n += (size_t)k;
+		if (n >= SBX_SECRET_VALUE_MAX + 2)
+			break;
+	}
+	/* One trailing newline is the end of a line, not of the value. */
+	if (n > 0 && b[n - 1] == '\n')
+		n--;
+	if (n > 0 && b[n - 1] == '\r')
+		n--;
+	*out = b;
+	*len = n;
+	return 0;
+}
+
+/* One line from the terminal on fd 0, echo off. */
+static int
+prompt_line(const char *what, unsigned char *buf, size_t cap, size_t *len)
+{
+	struct termios	 t, off;
+	ssize_t		 k;
+	size_t		 n = 0;
+	char		 c;
+
+	fprintf(stderr, "%s", what);
+	fflush(stderr);
+	if (tcgetattr(0, &t) == -1)
+		return -1;
+	off = t;
+	off.c_lflag &= ~(tcflag_t)(ECHO | ECHONL);
+	off.c_lflag |= ICANON;
+	(void)tcsetattr(0, TCSANOW, &off);
+	for (;;) {
+		k = read(0, &c, 1);
+		if (k == -1 && errno == EINTR)
+			continue;
+		if (k <= 0 || c == '\n')
+			break;
+		if (n < cap)
+			buf[n] = (unsigned char)c;
+		n++;
+	}
+	(void)tcsetattr(0, TCSANOW, &t);
+	fputc('\n', stderr);
+	*len = n;
+	sodium_memzero(&c, 1);
+	return k < 0 ? -1 : 0;
+}
+
+/* Asked twice; the two must agree. */
+static int
+prompt_twice(const char *what, unsigned char **out, size_t *len,
+    struct sbx_error *e)
+{
+	unsigned char	*a, *b;
+	size_t		 na, nb;
+	char		 p2[160];
+
+	a = sodium_malloc(SBX_SECRET_VALUE_MAX + 1);
+	b = sodium_malloc(SBX_SECRET_VALUE_MAX + 1);
+	if (a == NULL || b == NULL)
+		return sbx_error_sys(e, "nomem", "reading the value");
+	snprintf(p2, sizeof(p2), "%s (again): ", what);
+	{
+		char p1[160];
+		snprintf(p1, sizeof(p1), "%s: ", what);
+		if (prompt_line(p1, a, SBX_SECRET_VALUE_MAX + 1, &na) == -1 ||
+		    prompt_line(p2, b, SBX_SECRET_VALUE_MAX + 1, &nb) == -1) {
+			sodium_free(a);
+			sodium_free(b);
+			return sbx_error_sys(e, "read_failed", "reading the "
+			    "terminal");
+		}
+	}
+	if (na != nb || sodium_memcmp(a, b, na < SBX_SECRET_VALUE_MAX + 1 ?
+	    na : SBX_SECRET_VALUE_MAX + 1) != 0) {
+		sodium_free(a);
+		sodium_free(b);
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "value",
+		    "mismatch", "the two entries differ; nothing was stored");
+	}
+	sodium_free(b);
+	*out = a;
+	*len = na;
+	return 0;
+}
+
+static int
+read_value(unsigned char **v, size_t *n, struct sbx_error *e)
+{
+	unsigned long long	 fd;
+	const char		*s;
+
+	if (O.from_fd != NULL && O.from_env != NULL)
+		usage("--from-fd and --from-env exclude each other");
+	if (O.from_env != NULL) {
+		/* For CI systems whose secrets arrive as variables. */
+		if ((s = getenv(O.from_env)) == NULL)
+			return sbx_error_set(e, SBX_K_INVALID_ARGS, "from_env",
+			    "unset", "the environment variable %s is not set",
+			    O.from_env);
+		*n = strlen(s);
+		if (*n > SBX_SECRET_VALUE_MAX)
+			return sbx_error_set(e, SBX_K_INVALID_ARGS, "value",
+			    "too_long", "a secret value is at most %d bytes",
+			    SBX_SECRET_VALUE_MAX);
+		if ((*v = sodium_malloc(*n + 1)) == NULL)
+			return sbx_error_sys(e, "nomem", "reading the value");
+		memcpy(*v, s, *n);
+		return 0;
+	}
+	if (O.from_fd != NULL) {
+		if (sbx_parse_uint(O.from_fd, 1 << 20, &fd) == -1 ||
+		    fcntl((int)fd, F_GETFD) == -1)
+			return sbx_error_set(e, SBX_K_INVALID_ARGS, "from_fd",
+			    "bad_fd", "argument `from-fd` must name an open "
+			    "file descriptor");
+		return read_fd((int)fd, v, n, e);
+	}
+	if (isatty(0)) {
+		char what[128];
+		snprintf(what, sizeof(what), "value of %s", O.name);
+		return prompt_twice(what, v, n, e);
+	}
+	return read_fd(0, v, n, e);
+}
+
+/* The passphrase, when one is asked for or the store needs one. */
+static int
+get_passphrase(int creating, struct sbx_error *e)
+{
+	const char	*env = getenv("SBX_SECRET_PASSPHRASE");
+	unsigned char	*v;
+	size_t		 n;
+
+	memset(&auth, 0, sizeof(auth));
+	if (env != NULL && *env != '\0') {
+		n = strlen(env);
+		if ((pass = sodium_malloc(n + 1)) == NULL)
+			return sbx_error_sys(e, "nomem", "passphrase");
+		memcpy(pass, env, n + 1);
+	} else if (O.passphrase || (root.fd >= 0 && O.agent != NULL &&
+	    sbx_secret_needs_passphrase(root.fd, O.agent))) {
+		if (!isatty(0))
+			return sbx_error_set(e, SBX_K_INVALID_ARGS,
+			    "passphrase", "passphrase_required", "a passphrase "
+			    "is needed and there is no terminal to ask it on: "
+			    "set SBX_SECRET_PASSPHRASE");
+		if (creating && !sbx_secret_store_exists(root.fd, O.agent)) {
+			if (prompt_twice("passphrase", &v, &n, e) == -1)
+				return -1;
+		} else {
+			if ((v = sodium_malloc(1025)) == NULL)
+				return sbx_error_sys(e, "nomem", "passphrase");
+			if (prompt_line("passphrase: ", v, 1024, &n) == -1) {
+				sodium_free(v);
+				return sbx_error_sys(e, "read_failed",
+				    "reading the terminal");
+			}
+			if (n > 1024)
+				n = 1024;
+		}
+		pass = (char *)v;
+		pass[n] = '\0';
+	} else
+		return 0;
+	auth.passphrase = pass;
+	auth.passphrase_len = strlen(pass);
+	auth.use_passphrase = 1;
+	return 0;
+}
+
+/* ---- the subcommands ---------------------------------------------------- */
+
+static void
+done(json_t *result, json_t *warnings, const char *text)
+{
+	if (O.json) {
+		emit(sbx_envelope_ok(tool, result, json_incref(warnings)));
+		return;
+	}
+	sbx_cmd_print_warnings(PROG, warnings, O.quiet);
+	json_decref(result);
+	if (text != NULL && !O.quiet)
+		printf("%s\n", text);
+}
+
+static void
+open_store(struct sbx_secret_store *s, int write)
+{
+	struct sbx_error	 e;
+
+	if (sbx_secret_open(s, root.fd, O.agent, write, &auth, &e) == -1)
+		fail(&e);
+}
+
+static int
+do_set(void)
+{
+	struct sbx_secret_store	 s;
+	struct sbx_error	 e;
+	unsigned char		*v;
+	size_t			 n;
+	int			 replaced;
+	char			 text[256];
+
+	if (O.desc != NULL && (strlen(O.desc) > SBX_SECRET_DESC_MAX ||
+	    !sbx_utf8_valid(O.desc, strlen(O.desc))))
+		usage("--description must be UTF-8 text of at most 256 bytes");
+	if (read_value(&v, &n, &e) == -1)
+		fail(&e);
+	if (n == 0) {
+		sodium_free(v);
+		sbx_error_set(&e, SBX_K_INVALID_ARGS, "value", "empty",
+		    "the value of %s is empty; nothing was stored", O.name);
+		fail(&e);
+	}
+	open_store(&s, 1);
+	replaced = json_object_get(json_object_get(s.doc, "secrets"),
+	    O.name) != NULL;
+	if (sbx_secret_put(&s, O.name, v, n, O.desc, &e) == -1 ||
+	    sbx_secret_commit(&s, &e) == -1) {
+		sodium_free(v);
+		sbx_secret_close(&s);
+		fail(&e);
+	}
+	sodium_free(v);
+	if (n < SBX_SCRUB_MIN)
+		json_array_append_new(s.warnings, json_sprintf("the value of "
+		    "%s is shorter than %d bytes: it is not scrubbed from "
+		    "output", O.name, SBX_SCRUB_MIN));
+	snprintf(text, sizeof(text), "%s %s for agent %s", replaced ?
+	    "replaced" : "stored", O.name, O.agent);
+	done(json_pack("{s:s,s:s,s:b}", "agent", O.agent, "name", O.name,
+	    "replaced", replaced), s.warnings, text);
+	sbx_secret_close(&s);
+	return 0;
+}
+
+static int
+do_check(void)
+{
+	struct sbx_secret_store	 s;
+	struct sbx_error	 e;
+	unsigned char		*v;
+	size_t			 n;
+	json_t			*rec, *res;
+
+	open_store(&s, 0);
+	if (sbx_secret_get(&s, O.name, &v, &n, &e) == -1) {
+		sbx_secret_close(&s);
+		fail(&e);
+	}
+	sodium_free(v);
+	rec = json_object_get(json_object_get(s.doc, "secrets"), O.name);
+	res = json_pack("{s:s,s:s,s:b}", "agent", O.agent, "name", O.name,
+	    "present", 1);
+	json_object_set(res, "created", json_object_get(rec, "created"));
+	json_object_set(res, "updated", json_object_get(rec, "updated"));
+	if (json_object_get(rec, "description") != NULL)
+		json_object_set(res, "description", json_object_get(rec,
+		    "description"));
+	done(res, s.warnings, NULL);
+	if (!O.json && !O.quiet)
+		printf("%s: present (agent %s)\n", O.name, O.agent);
+	sbx_secret_close(&s);
+	return 0;
+}
+
+static int
+do_list(void)
+{
+	struct sbx_secret_store	 s;
+	struct sbx_buf		 b = SBX_BUF_INIT;
+	json_t			*a, *o;
+	size_t			 i;
+
+	open_store(&s, 0);
+	a = sbx_secret_list(&s);
+	if (!O.json) {
+		sbx_cmd_print_warnings(PROG, s.warnings, O.quiet);
+		json_array_foreach(a, i, o) {
+			const char *d = json_string_value(json_object_get(o,
+			    "description"));
+			sbx_buf_reset(&b);
+			sbx_buf_printf(&b, "%-24s %s  %s",
+			    json_string_value(json_object_get(o, "name")),
+			    json_string_value(json_object_get(o, "updated")),
+			    d != NULL ? d : "");
+			{
+				struct sbx_buf l = SBX_BUF_INIT;
+				sbx_str_escape_line(&l, b.p, b.len);
+				printf("%s\n", l.p ? l.p : "");
+				sbx_buf_release(&l);
+			}
+		}
+		sbx_buf_release(&b);
+		json_decref(a);
+	} else
+		done(json_pack("{s:s,s:o}", "agent", O.agent, "secrets", a),
+		    s.warnings, NULL);
+	sbx_secret_close(&s);
+	return 0;
+}
+
+static int
+do_rm(void)
+{
+	struct sbx_secret_store	 s;
+	struct sbx_error	 e;
+	char			 text[160];
+	int			 r;
+
+	if (!sbx_secret_store_exists(root.fd, O.agent)) {
+		sbx_error_set(&e, SBX_K_NOT_FOUND, "name", "secret_missing",
+		    "agent %s has no secret %s", O.agent, O.name);
+		fail(&e);
+	}
+	open_store(&s, 1);
+	if ((r = sbx_secret_del(&s, O.name, &e)) == 0) {
+		sbx_secret_close(&s);
+		sbx_error_set(&e, SBX_K_NOT_FOUND, "name", "secret_missing",
+		    "agent %s has no secret %s", O.agent, O.name);
+		fail(&e);
+	}
+	if (sbx_secret_commit(&s, &e) == -1) {
+		sbx_secret_close(&s);
+		fail(&e);
+	}
+	snprintf(text, sizeof(text), "removed %s from agent %s", O.name,
+	    O.agent);
+	done(json_pack("{s:s,s:s}", "agent", O.agent, "name", O.name),
+	    s.warnings, text);
+	sbx_secret_close(&s);
+	return 0;
+}
+
+static int
+do_rotate(void)
+{
+	struct sbx_secret_store	 s;
+	struct sbx_error	 e;
+	char			 text[160];
+	size_t			 n;
+
+	if (!sbx_secret_store_exists(root.fd, O.agent)) {
+		sbx_error_set(&e, SBX_K_NOT_FOUND, NULL, "no_store",
+		    "agent %s has no secrets", O.agent);
+		fail(&e);
+	}
+	open_store(&s, 1);
+	n = json_object_size(json_object_get(s.doc, "secrets"));
+	if (sbx_secret_rotate(&s, &e) == -1 ||
+	    sbx_secret_commit(&s, &e) == -1) {
+		sbx_secret_close(&s);
+		fail(&e);
+	}
+	snprintf(text, sizeof(text), "re-sealed %zu secret%s of agent %s "
+	    "under a new key", n, n == 1 ? "" : "s", O.agent);
+	done(json_pack("{s:s,s:I}", "agent", O.agent, "secrets",
+	    (json_int_t)n), s.warnings, text);
+	sbx_secret_close(&s);
+	return 0;
+}
+
+static int
+out_sink(void *arg, const void *p, size_t n)
+{
+	(void)arg;
+	return sbx_write_all(1, p, n);
+}
+
+/* stdin to stdout, scrubbed; held bytes go out after 50 ms of quiet. */
+static int
+do_scrub(void)
+{
+	struct sbx_secret_env	 env;
+	struct sbx_scrub_stream	 st;
+	struct sbx_error	 e;
+	struct pollfd		 pfd;
+	char			 buf[65536];
+	ssize_t			 k;
+	int			 r;
+
+	if (sbx_secret_load_env(root.fd, O.agent, NULL, 0, &auth, &env,
+	    &e) == -1)
+		fail(&e);
+	sbx_cmd_print_warnings(PROG, env.warnings, O.quiet);
+	/* The values themselves are not needed, only their patterns. */
+	if (env.block != NULL)
+		sodium_memzero(env.block, env.block_len);
+	sbx_scrub_stream_init(&st, env.scrub, out_sink, NULL);
+	pfd.fd = 0;
+	pfd.events = POLLIN;
+	for (;;) {
+		if (sbx_scrub_held(&st) > 0) {
+			r = poll(&pfd, 1, SBX_SCRUB_IDLE_MS);
+			if (r == 0) {
+				if (sbx_scrub_flush(&st) == -1)
+					goto werr;
+				continue;
+			}
+		}
+		k = read(0, buf, sizeof(buf));
+		if (k == -1 && errno == EINTR)
+			continue;
+		if (k == -1) {
+			sbx_error_sys(&e, "read_failed", "reading standard "
+			    "input");
+			fail(&e);
+		}
+		if (k == 0)
+			break;
+		if (sbx_scrub_write(&st, buf, (size_t)k) == -1)
+			goto werr;
+	}
+	if (sbx_scrub_flush(&st) == -1)
+		goto werr;
+	sbx_scrub_stream_release(&st);
+	sbx_secret_env_release(&env);
+	return 0;
+werr:
+	sbx_error_sys(&e, "stdout_write", "writing standard output");
+	fail(&e);
+}
+
+static int
+do_get(void)
+{
+	struct sbx_secret_store	 s;
+	struct sbx_error	 e;
+	unsigned char		*v;
+	size_t			 n;
+
+	/* A value on a screen is a choice a person makes; a value in a
+	 * pipe or a file is a leak: terminals only. */
+	if (!O.reveal)
+		usage("get prints a value only with --reveal");
+	if (O.json || !isatty(1)) {
+		sbx_error_set(&e, SBX_K_REJECTED, NULL, "not_a_terminal",
+		    "get --reveal prints only to a terminal (standard output "
+		    "is %s)", O.json ? "an envelope" : "not a terminal");
+		fail(&e);
+	}
+	open_store(&s, 0);
+	if (sbx_secret_get(&s, O.name, &v, &n, &e) == -1) {
+		sbx_secret_close(&s);
+		fail(&e);
+	}
+	(void)sbx_write_all(1, v, n);
+	(void)sbx_write_all(1, "\n", 1);
+	sodium_free(v);
+	sbx_secret_close(&s);
+	return 0;
+}
+
+int
+main(int argc, char *argv[])
+{
+	struct sbx_error	 e;
+	unsigned		 bit;
+	int			 want_name, creating, rc;
+
+	if (sbx_fd_sanitize_std() == -1)
+		return SBX_EX_OSERR;
+	sbx_cmd_finish_init(PROG);
+	if (sbx_cmd_complete(&table, argc, argv, &rc))
+		return rc;
+	sbx_secret_protect();
+	parse_args(argc, argv);
+	if (sodium_init() == -1) {
+		sbx_error_set(&e, SBX_K_UNAVAILABLE, NULL,
+		    "crypto_unavailable", "libsodium cannot be initialised");
+		fail(&e);
+	}
+	if (O.sub == NULL)
+		usage("a subcommand is needed");
+	if (strlen(O.sub) < 20)
+		snprintf(tool, sizeof(tool), "secret.%s", O.sub);
+	if ((bit = sbx_opts_sub_find(&table, 1, O.argv, NULL)) == 0)
+		usage("unknown subcommand");
+	/* An option of another subcommand (--from-fd with get, --reveal
+	 * with list, --json with get) is a usage error, named. */
+	if (sbx_opts_check(&table, &seen, bit, &e) == -1) {
+		if (O.json)
+			sbx_cmd_emit(sbx_envelope_err(tool, &e, NULL));
+		else
+			sbx_cmd_report(PROG, tool, 0, &e, NULL, emit);
+		fputs(usage_text, stderr);
+		exit(SBX_EX_USAGE);
+	}
+	want_name = (bit & (S_SET | S_CHECK | S_RM | S_GET)) != 0;
+	if (want_name && O.nargs != 2)
+		usage("this subcommand takes one NAME");
+	if (!want_name && O.nargs != 1)
+		usage("this subcommand takes no argument");
+	if (O.agent == NULL)
+		O.agent = getenv("SBX_AGENT") && *getenv("SBX_AGENT") ?
+		    getenv("SBX_AGENT") : "default";
+	if (sbx_agent_valid(O.agent, "agent", &e) == -1)
+		fail(&e);
+	if (want_name && sbx_secret_name_valid(O.name, &e) == -1)
+		fail(&e);
+	creating = strcmp(O.sub, "set") == 0;
+	if (sbx_root_resolve(O.home, &root, &e) == -1 ||
+	    sbx_root_open(&root, 1, &e) == -1)
+		fail(&e);
+	if (get_passphrase(creating, &e) == -1)
+		fail(&e);
+	if (strcmp(O.sub, "set") == 0)
+		return do_set();
+	if (strcmp(O.sub, "check") == 0)
+		return do_check();
+	if (strcmp(O.sub, "list") == 0)
+		return do_list();
+	if (strcmp(O.sub, "rm") == 0)
+		return do_rm();
+	if (strcmp(O.sub, "rotate-key") == 0)
+		return do_rotate();
+	if (strcmp(O.sub, "scrub") == 0)
+		return do_scrub();
+	return do_get();
+}

@@ -1,0 +1,2831 @@
+/*
+ * exec.c: prepare, run and judge one sandbox run (see exec.h).
+ *
+ * The code moved here from cmd/sbx-exec.c unchanged in substance: what
+ * used to print and exit now returns a struct sbx_error or adds a
+ * warning, so that sbx exec, its unit tests and the installer can share it.
+ */
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "buf.h"
+#include "cgroup.h"
+#include "cli.h"
+#include "envelope.h"
+#include "etccache.h"
+#include "exec.h"
+#include "fsutil.h"
+#include "idmount.h"
+#include "install.h"
+#include "jobsup.h"
+#include "imageref.h"
+#include "joblog.h"
+#include "layout.h"
+#include "names.h"
+#include "netpolicy.h"
+#include "provision.h"
+#include "proxy.h"
+#include "proxyclient.h"
+#include "root.h"
+#include "run.h"
+#include "runlimits.h"
+#include "sandbox.h"
+#include "seccomp.h"
+#include "tools.h"
+#include "users.h"
+#include "utf8.h"
+
+static int	 sigpipe_fds[2] = { -1, -1 };
+
+static void
+warn_add(struct sbx_exec *p, const char *msg)
+{
+	json_array_append_new(p->warnings, json_string(msg));
+}
+
+static int
+is_system_dir(const char *path)
+{
+	static const char *const exact[] = {
+		"/", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+		"/usr", "/var", "/home", "/opt", "/srv", "/mnt", "/media",
+		"/tmp", "/var/tmp",
+	};
+	/* Binding these, or anything inside them, read-write would let
+	 * the sandbox change the host's configuration or kernel state. */
+	static const char *const inside[] = {
+		"/proc", "/sys", "/dev", "/etc", "/boot", "/run",
+		"/usr", "/var/lib", "/var/run", "/var/log", "/var/cache",
+		"/var/spool", "/var/mail", "/bin", "/sbin", "/lib", "/lib64",
+	};
+	size_t	 i, n;
+
+	for (i = 0; i < sizeof(exact) / sizeof(*exact); i++)
+		if (strcmp(path, exact[i]) == 0)
+			return 1;
+	for (i = 0; i < sizeof(inside) / sizeof(*inside); i++) {
+		n = strlen(inside[i]);
+		if (strncmp(path, inside[i], n) == 0 &&
+		    (path[n] == '\0' || path[n] == '/'))
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * Each directory of the --workdir walk, from / down to the workdir itself:
+ * none may be an sbx state root.  Binding one, or anything inside one,
+ * would hand the sandbox that root's tokens, agent settings, other agents'
+ * homes and the seccomp programs cached for every later run.
+ */
+static int
+workdir_visit(int dirfd, const char *path, void *arg, struct sbx_error *e)
+{
+	struct stat	 st;
+
+	switch (sbx_root_is_state_root(dirfd)) {
+	case 0:
+		return 0;
+	case -1:
+		/* Someone else's directory we cannot look into is as closed
+		 * to the sandbox (it runs as us, or unprivileged); the walk
+		 * stops there, or the checks below refuse it. */
+		if (errno == EACCES && fstat(dirfd, &st) == 0 &&
+		    st.st_uid != geteuid())
+			return 0;
+		sbx_error_set(e, SBX_K_REJECTED, "workdir",
+		    "state_root_unchecked", "refusing to bind %s: cannot tell "
+		    "whether %s is an sbx state root: %s", (const char *)arg,
+		    path, strerror(errno));
+		break;
+	case 1:
+		sbx_error_set(e, SBX_K_REJECTED, "workdir", "state_root",
+		    "refusing to bind %s: %s is an sbx state root",
+		    (const char *)arg, path);
+		break;
+	}
+	sbx_error_hint(e, "keep state roots out of directories given to "
+	    "--workdir, and bind a project directory beside them");
+	return -1;
+}
+
+/*
+ * The caller's home, from $HOME and from the password file (either may be
+ * what the caller thinks of as home): neither it nor an ancestor may be
+ * bound, and nothing under a dot-directory of it (~/.ssh, ~/.config,
+ * ~/.local/bin, ~/.gnupg...): that is where the caller's keys, shell and
+ * editor start-up files and the programs on its PATH live.
+ */
+static int
+check_home(const char *canon, const char *home, const char *user,
+    struct sbx_error *e)
+{
+	char			 hc[PATH_MAX];
+	size_t			 n;
+
+	if (home == NULL || *home != '/' || realpath(home, hc) == NULL)
+		return 0;
+	if (sbx_root_path_overlaps(canon, hc) && strlen(canon) <= strlen(hc)) {
+		sbx_error_set(e, SBX_K_REJECTED, "workdir", "home_directory",
+		    "refusing to bind %s: it is %s%s%s home directory or "
+		    "contains it", canon, user ? "the user " : "your",
+		    user ? user : "", user ? "'s" : "");
+		sbx_error_hint(e, "bind a project directory inside it instead");
+		return -1;
+	}
+	n = strlen(hc);
+	if (strcmp(hc, "/") != 0 && strncmp(canon, hc, n) == 0 &&
+	    canon[n] == '/' && canon[n + 1] == '.') {
+		sbx_error_set(e, SBX_K_REJECTED, "workdir", "home_dotdir",
+		    "refusing to bind %s: it is in %.*s, a hidden directory of "
+		    "%s%s%s home, where keys, settings and start-up files live",
+		    canon, (int)(n + 1 + strcspn(canon + n + 1, "/")), canon,
+		    user ? "the user " : "your", user ? user : "",
+		    user ? "'s" : "");
+		sbx_error_hint(e, "bind a project directory instead");
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Every person's home is as much off limits as the caller's own: root
+ * could otherwise bind /home/alice (and her ~/.ssh) into a sandbox.  Root
+ * and the ordinary uids are people; system accounts' homes are service
+ * directories (the system ones among them are refused as such).
+ */
+struct other_home {
+	const char		*canon;
+	struct sbx_error	*e;
+	int			 failed;
+};
+
+static int
+other_home(const char *name, uid_t uid, const char *home, void *arg)
+{
+	struct other_home	*oh = arg;
+
+	if ((uid == 0 || uid >= 1000) && uid != 65534 && uid != getuid() &&
+	    check_home(oh->canon, home, name, oh->e) == -1) {
+		oh->failed = 1;
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Can uid/gid (no supplementary groups: lib/run.c drops them) search the
+ * directory st, or, with w, write to it?
+ */
+static int
+id_may(const struct stat *st, uid_t uid, gid_t gid, int w)
+{
+	mode_t	 m = w ? S_IWUSR | S_IXUSR : S_IXUSR;
+
+	if (st->st_uid == uid)
+		return (st->st_mode & m) == m;
+	if (st->st_gid == gid)
+		return (st->st_mode & (m >> 3)) == (m >> 3);
+	return (st->st_mode & (m >> 6)) == (m >> 6);
+}
+
+/* Can uid/gid walk from / down to path (every ancestor searchable)? */
+static int
+id_can_reach(const char *path, uid_t uid, gid_t gid)
+{
+	struct stat	 st;
+	char		 buf[PATH_MAX], *s;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	while ((s = strrchr(buf, '/')) != NULL) {
+		s[s == buf ? 1 : 0] = '\0';
+		if (stat(buf, &st) == -1 || !id_may(&st, uid, gid, 0))
+			return 0;
+		if (s == buf)
+			break;
+	}
+	return 1;
+}
+
+/*
+ * Root's sandbox runs as run_uid.  A workdir that uid cannot write (a
+ * root-owned checkout: every CI job in a container) or cannot reach (one
+ * under /root, 0700: bwrap resolves bind sources by path, as that uid) is
+ * handed over as a private copy of its mount (lib/idmount.c): idmapped so
+ * that its owner's files are run_uid's inside and what the sandbox creates
+ * is its owner's on disk, and attached at the state root's run/workdir,
+ * which the sandbox's uid can reach, in a mount namespace of the run's own
+ * (cg_enter_hook).  Where the filesystem cannot idmap, the run is refused
+ * now, with the fix, rather than failing half-way through a build.
+ */
+static int
+workdir_copy(struct sbx_exec *p, const struct stat *st, struct sbx_error *e)
+{
+	char			 rel[SBX_LAYOUT_PATH_MAX], num[16];
+	enum sbx_layout_id	 id;
+	int			 idmap, fd;
+
+	idmap = !id_may(st, p->run_uid, p->run_gid, 1) &&
+	    (st->st_mode & S_IWUSR);
+	if (!idmap && id_can_reach(p->workdir, p->run_uid, p->run_gid))
+		return 0;
+	p->workdir_tree = sbx_idmount_clone(p->workdir_fd, idmap, st->st_uid,
+	    st->st_gid, p->run_uid, p->run_gid, e);
+	if (p->workdir_tree == -1) {
+		if (e->reason == NULL || strcmp(e->reason, "idmap_unsupported"))
+			return -1;
+		sbx_error_set(e, SBX_K_REJECTED, "workdir",
+		    "workdir_not_writable", "sbx runs as root, so the sandbox "
+		    "runs as uid %u, which cannot write to %s (owned by uid "
+		    "%u), and its filesystem cannot map the owner onto the "
+		    "sandbox's uid (idmapped mount: %s)", (unsigned)p->run_uid,
+		    p->workdir, (unsigned)st->st_uid, strerror(e->sys_errno));
+		if (st->st_uid != 0)
+			sbx_error_hint(e, "chown -R %u:%u %s, or set \"run_as\" "
+			    "in %s/config/sandbox.json to its owner (uid %u)",
+			    (unsigned)p->run_uid, (unsigned)p->run_gid,
+			    p->workdir, p->root.path, (unsigned)st->st_uid);
+		else
+			sbx_error_hint(e, "chown -R %u:%u %s, or use a "
+			    "directory on a filesystem with idmapped mounts "
+			    "(ext4, xfs, btrfs, tmpfs; Linux 5.12 or later)",
+			    (unsigned)p->run_uid, (unsigned)p->run_gid,
+			    p->workdir);
+		return -1;
+	}
+	/* The mount point: a directory of the state root's that nothing
+	 * else uses, empty on the host, 0711 like run/ itself. */
+	snprintf(num, sizeof(num), "%d", p->wd_mnt_n);
+	id = p->wd_mnt_n == 0 ? SBX_L_RUN_WORKDIR : SBX_L_RUN_XWORKDIR;
+	if (sbx_layout_path(id, num, rel, sizeof(rel), e) == -1 ||
+	    (fd = sbx_layout_mkdirs(p->root.fd, id, num, e)) == -1)
+		return -1;
+	if (fstat(fd, &p->workdir_mnt_st) == -1 ||
+	    asprintf(&p->workdir_mnt, "%s/%s", p->root.path, rel) == -1) {
+		sbx_error_sys(e, "workdir_mount_point", "%s/%s",
+		    p->root.path, rel);
+		return -1;
+	}
+	(void)fchmod(fd, 0711);
+	close(fd);
+	return 0;
+}
+
+static int
+prep_workdir(struct sbx_exec *p, struct sbx_error *e)
+{
+	char			 abspath[PATH_MAX], canon[PATH_MAX];
+	char			 check[PATH_MAX], lnk[64], below[PATH_MAX];
+	char			 msg[sizeof(e->message)], *pwhome;
+	struct stat		 st;
+	struct other_home	 oh;
+	ssize_t			 n;
+	int			 r;
+
+	if (sbx_path_check(p->req->workdir, "workdir", e) == -1)
+		return -1;
+	/*
+	 * What to walk.  By default the argument itself, made absolute
+	 * against getcwd(3): the physical current directory, free of
+	 * symlinks, so that the caller's own way into its cwd (a logical
+	 * $PWD through a link) does not count, while every symlink in the
+	 * argument does: an earlier sandbox that could write to a parent
+	 * may have planted it (proj/build -> ../.ssh).  Only
+	 * --workdir-follow-symlinks resolves links, and says where to.
+	 */
+	if (p->req->workdir_follow) {
+		if (realpath(p->req->workdir, abspath) == NULL) {
+			if (errno == ENOENT)
+				sbx_error_set(e, SBX_K_INVALID_ARGS, "workdir",
+				    "not_found", "argument `workdir`: %s does "
+				    "not exist", p->req->workdir);
+			else
+				sbx_error_set(e, SBX_K_INVALID_ARGS, "workdir",
+				    "unusable", "argument `workdir`: %s: %s",
+				    p->req->workdir, strerror(errno));
+			return -1;
+		}
+	} else if (p->req->workdir[0] == '/')
+		snprintf(abspath, sizeof(abspath), "%s", p->req->workdir);
+	else if (getcwd(check, sizeof(check)) == NULL ||
+	    (size_t)snprintf(abspath, sizeof(abspath), "%s/%s", check,
+	    p->req->workdir) >= sizeof(abspath)) {
+		sbx_error_set(e, SBX_K_INVALID_ARGS, "workdir", "unusable",
+		    "argument `workdir`: %s: cannot make it absolute: %s",
+		    p->req->workdir, errno == 0 ? "too long" : strerror(errno));
+		return -1;
+	}
+	/* One component at a time from /, no link followed, each directory
+	 * on the way checked for a state root (workdir_visit). */
+	p->workdir_fd = sbx_fs_resolve_nofollow(abspath, canon, sizeof(canon),
+	    workdir_visit, (void *)p->req->workdir, e);
+	if (p->workdir_fd == -1) {
+		if (e->field == NULL || strcmp(e->field, "workdir") != 0) {
+			snprintf(msg, sizeof(msg), "%s", e->message);
+			e->field = "workdir";
+			snprintf(e->message, sizeof(e->message), "argument "
+			    "`workdir` rejected: %.*s",
+			    (int)(sizeof(e->message) - 32), msg);
+		}
+		if (e->reason != NULL && strcmp(e->reason, "symlink") == 0)
+			sbx_error_hint(e, "give the directory's real path, or "
+			    "--workdir-follow-symlinks after checking where the "
+			    "link leads");
+		return -1;
+	}
+	if (is_system_dir(canon)) {
+		sbx_error_set(e, SBX_K_REJECTED, "workdir", "system_directory",
+		    "refusing to bind %s read-write: it is the root or a system "
+		    "directory", canon);
+		return -1;
+	}
+	if (check_home(canon, getenv("HOME"), NULL, e) == -1)
+		return -1;
+	if ((pwhome = sbx_user_home(getuid())) != NULL) {
+		r = check_home(canon, pwhome, NULL, e);
+		free(pwhome);
+		if (r == -1)
+			return -1;
+	}
+	oh.canon = canon;
+	oh.e = e;
+	oh.failed = 0;
+	(void)sbx_user_each(other_home, &oh);
+	if (oh.failed)
+		return -1;
+	/* The state root in use, even when it was never marked. */
+	if (realpath(p->root.path, check) != NULL &&
+	    sbx_root_path_overlaps(canon, check)) {
+		sbx_error_set(e, SBX_K_REJECTED, "workdir", "state_root",
+		    "refusing to bind %s: it overlaps the sbx state root %s",
+		    canon, check);
+		return -1;
+	}
+	/*
+	 * Any other state root below it (the walk checked those above).
+	 * The whole tree cannot be walked on every run: look a bounded
+	 * number of levels down, and refuse when even that is too large to
+	 * look through, rather than guess.
+	 */
+	r = sbx_root_find_below(p->workdir_fd, SBX_ROOT_SCAN_DEPTH,
+	    SBX_ROOT_SCAN_BUDGET, below, sizeof(below), e);
+	if (r != 0) {
+		if (r == 1)
+			sbx_error_set(e, SBX_K_REJECTED, "workdir",
+			    "state_root", "refusing to bind %s: it contains the "
+			    "sbx state root %s/%s", canon, canon, below);
+		else {
+			snprintf(msg, sizeof(msg), "%s", e->message);
+			sbx_error_set(e, SBX_K_REJECTED, "workdir",
+			    "state_root_unchecked", "refusing to bind %s: %s "
+			    "(sbx looks %d levels down, through at most %d "
+			    "directories)", canon, msg, SBX_ROOT_SCAN_DEPTH,
+			    SBX_ROOT_SCAN_BUDGET);
+		}
+		sbx_error_hint(e, "bind a smaller directory that holds no "
+		    "state root");
+		return -1;
+	}
+	/* The descriptor must name the directory we walked, even if a
+	 * component was renamed in between. */
+	snprintf(lnk, sizeof(lnk), "/proc/self/fd/%d", p->workdir_fd);
+	n = readlink(lnk, check, sizeof(check) - 1);
+	if (n <= 0 || (check[n] = '\0', strcmp(check, canon) != 0) ||
+	    fstat(p->workdir_fd, &st) == -1) {
+		sbx_error_set(e, SBX_K_REJECTED, "workdir", "path_changed",
+		    "argument `workdir`: %s changed while it was checked",
+		    canon);
+		return -1;
+	}
+	/* What sbx-init compares the mount with, inside. */
+	p->sb.workdir_dev = (unsigned long long)st.st_dev;
+	p->sb.workdir_ino = (unsigned long long)st.st_ino;
+	if ((p->workdir = strdup(canon)) == NULL)
+		return sbx_error_sys(e, "nomem", "workdir");
+	/* The caller says where it leads (workdir_resolved). */
+	if (p->req->workdir_follow)
+		p->workdir_resolved = p->workdir;
+	if (p->drop_privs && workdir_copy(p, &st, e) == -1)
+		return -1;
+	if (p->drop_privs && p->workdir_tree == -1 &&
+	    !id_may(&st, p->run_uid, p->run_gid, 1)) {
+		char	 w[PATH_MAX + 128];
+
+		/* Read-only to its owner too: nothing to map. */
+		snprintf(w, sizeof(w), "sbx runs as root, so the sandbox runs "
+		    "as uid %u, which cannot write to %s", (unsigned)p->run_uid,
+		    canon);
+		warn_add(p, w);
+	}
+	return 0;
+}
+
+/*
+ * --workdir repeated: each further directory is checked exactly as the
+ * first (prep_workdir, run on it), gets its own slot, its own idmapped copy
+ * as root (run/workdir-N) and its own check by sbx-init.  Two roots that
+ * overlap are refused: a root inside another would be bound over a
+ * protected path of the outer one, or the other way round.
+ */
+static int
+prep_xworkdirs(struct sbx_exec *p, struct sbx_error *e)
+{
+	const struct sbx_exec_req	*orig = p->req;
+	struct sbx_exec_req		 q;
+	char				*w0, *m0;
+	const char			*res0;
+	struct stat			 ms0;
+	unsigned long long		 d0, i0;
+	int				 fd0, t0, j, k, rc = 0;
+	size_t				 i;
+
+	if (orig->xworkdirs.n == 0)
+		return 0;
+	if (orig->xworkdirs.n > SBX_MAX_XWORKDIRS)
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "workdir",
+		    "too_many", "at most %d --workdir directories",
+		    SBX_MAX_XWORKDIRS + 1);
+	if (orig->workdir_follow)
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "workdir",
+		    "follow_one", "--workdir-follow-symlinks takes one "
+		    "--workdir");
+	w0 = p->workdir; fd0 = p->workdir_fd; t0 = p->workdir_tree;
+	m0 = p->workdir_mnt; ms0 = p->workdir_mnt_st;
+	d0 = p->sb.workdir_dev; i0 = p->sb.workdir_ino;
+	res0 = p->workdir_resolved;
+	for (i = 0; rc == 0 && i < orig->xworkdirs.n; i++) {
+		q = *orig;
+		q.workdir = orig->xworkdirs.v[i];
+		p->req = &q;
+		p->workdir = NULL;
+		p->workdir_fd = p->workdir_tree = -1;
+		p->workdir_mnt = NULL;
+		p->wd_mnt_n = (int)i + 1;
+		rc = prep_workdir(p, e);
+		k = p->nxwd++;
+		p->xwd[k].path = p->workdir;
+		p->xwd[k].fd = p->workdir_fd;
+		p->xwd[k].tree = p->workdir_tree;
+		p->xwd[k].mnt = p->workdir_mnt;
+		p->xwd[k].mnt_st = p->workdir_mnt_st;
+		p->sb.xworkdir[k].dev = p->sb.workdir_dev;
+		p->sb.xworkdir[k].ino = p->sb.workdir_ino;
+		p->req = orig;
+	}
+	p->workdir = w0; p->workdir_fd = fd0; p->workdir_tree = t0;
+	p->workdir_mnt = m0; p->workdir_mnt_st = ms0;
+	p->sb.workdir_dev = d0; p->sb.workdir_ino = i0;
+	p->workdir_resolved = res0;
+	p->wd_mnt_n = 0;
+	if (rc == -1)
+		return -1;
+	for (j = -1; j < p->nxwd; j++)
+		for (k = j + 1; k < p->nxwd; k++) {
+			const char *a = j < 0 ? p->workdir : p->xwd[j].path;
+
+			if (sbx_root_path_overlaps(a, p->xwd[k].path))
+				return sbx_error_set(e, SBX_K_INVALID_ARGS,
+				    "workdir", "overlap", "--workdir %s and %s "
+				    "overlap: give directories side by side",
+				    a, p->xwd[k].path);
+		}
+	return 0;
+}
+
+/*
+ * A path of --ro or read_paths: absolute, canonical, an existing
+ * directory or file, and nothing the sandbox must not see: /, the system
+ * trees (there already), the state root, the caller's home itself and
+ * (unless the agent's configuration names it) its hidden directories.
+ */
+static int
+ro_path_ok(struct sbx_exec *p, const char *path, int from_config,
+    struct sbx_error *e)
+{
+	char		 canon[PATH_MAX];
+	const char	*home = getenv("HOME"), *field = from_config ?
+			    "read_paths" : "ro";
+	size_t		 n;
+	int		 fd;
+
+	if (sbx_path_check(path, field, e) == -1)
+		return -1;
+	if (strcmp(path, "/") == 0 || is_system_dir(path) ||
+	    strcmp(path, "/etc") == 0) {
+		sbx_error_set(e, SBX_K_REJECTED, field, "system_directory",
+		    "argument `%s`: %s is a system directory (already "
+		    "read-only in the sandbox, or not to be shown)", field,
+		    path);
+		return -1;
+	}
+	if ((fd = sbx_fs_resolve_nofollow(path, canon, sizeof(canon), NULL,
+	    NULL, e)) == -1) {
+		e->field = field;
+		return -1;
+	}
+	close(fd);
+	n = strlen(p->root.path);
+	if ((strncmp(canon, p->root.path, n) == 0 && (canon[n] == '\0' ||
+	    canon[n] == '/')) || (strncmp(p->root.path, canon,
+	    strlen(canon)) == 0 && p->root.path[strlen(canon)] == '/')) {
+		sbx_error_set(e, SBX_K_REJECTED, field, "state_root",
+		    "argument `%s`: %s holds or is inside the state root",
+		    field, path);
+		return -1;
+	}
+	if (home != NULL && home[0] == '/' && strcmp(home, "/") != 0) {
+		n = strlen(home);
+		while (n > 1 && home[n - 1] == '/')
+			n--;
+		if (strncmp(canon, home, n) == 0 && canon[n] == '\0') {
+			sbx_error_set(e, SBX_K_REJECTED, field,
+			    "home_directory", "argument `%s`: %s is your home "
+			    "directory", field, path);
+			return -1;
+		}
+		if (!from_config && strncmp(canon, home, n) == 0 &&
+		    canon[n] == '/' && canon[n + 1] == '.') {
+			sbx_error_set(e, SBX_K_REJECTED, field, "home_dotdir",
+			    "argument `%s`: %s is a hidden directory of your "
+			    "home", field, path);
+			sbx_error_hint(e, "name it in the agent's read_paths "
+			    "if the sandbox must read it");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * run/empty: an empty read-only file bound over the files of deny_paths.
+ * In sbx's state root, never in the user's tree; run/ is out of every
+ * sandbox's reach, and a file found there that is not empty is replaced.
+ */
+static int
+empty_file(struct sbx_exec *p, char *out, size_t cap, struct sbx_error *e)
+{
+	char		 rel[SBX_LAYOUT_PATH_MAX];
+	const char	*leaf;
+	struct stat	 st;
+	int		 dfd, fd;
+
+	(void)SBX_LPATH(rel, SBX_L_RUN_EMPTY, NULL);
+	leaf = sbx_layout_leaf(rel);
+	if ((dfd = sbx_layout_mkdirs(p->root.fd, SBX_L_RUN, NULL, e)) == -1)
+		return -1;
+	fd = openat(dfd, leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0 && (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
+	    st.st_size != 0)) {
+		close(fd);
+		fd = -1;
+		(void)unlinkat(dfd, leaf, 0);
+	}
+	if (fd == -1)
+		fd = openat(dfd, leaf, O_WRONLY | O_CREAT | O_EXCL |
+		    O_NOFOLLOW | O_CLOEXEC,
+		    sbx_layout_get(SBX_L_RUN_EMPTY)->mode);
+	close(dfd);
+	if (fd == -1)
+		return sbx_error_sys(e, "empty_file", "%s/%s", p->root.path,
+		    rel);
+	close(fd);
+	snprintf(out, cap, "%s/%s", p->root.path, rel);
+	return 0;
+}
+
+static int
+is_under(const char *path, const char *dir)
+{
+	size_t	 n = strlen(dir);
+
+	return strncmp(path, dir, n) == 0 && (path[n] == '\0' ||
+	    path[n] == '/');
+}
+
+/*
+ * The file-system policy (lib/fspolicy.c): protected paths in the
+ * workdir, --ro and read_paths, deny_paths, and the unix-socket guard in
+ * none and proxy modes.
+ */
+static int
+prep_fspolicy(struct sbx_exec *p, struct sbx_error *e)
+{
+	struct sbx_strv	 entries = SBX_STRV_INIT, un = SBX_STRV_INIT;
+	struct sbx_strv	 ro = SBX_STRV_INIT, allow = SBX_STRV_INIT;
+	const json_t	*v, *x;
+	char		 src[64], w[PATH_MAX + 128], empty[PATH_MAX];
+	size_t		 i, n;
+	int		 rc = -1, k;
+
+	empty[0] = '\0';
+	sbx_fspolicy_init(&p->fs);
+	if (sbx_fspolicy_config_check(p->agent_cfg, p->agent_rel, e) == -1)
+		return -1;
+	for (i = 0; i < p->req->unprotect.n; i++) {
+		const char *u = p->req->unprotect.v[i];
+
+		if (p->workdir == NULL) {
+			sbx_error_set(e, SBX_K_INVALID_ARGS, "unprotect",
+			    "requires_workdir", "--unprotect needs --workdir");
+			goto out;
+		}
+		n = strlen(p->workdir);
+		if (u[0] == '/' && strncmp(u, p->workdir, n) == 0 &&
+		    u[n] == '/')
+			u += n + 1;
+		for (k = 0; u[0] == '/' && k < p->nxwd; k++)
+			if (n = strlen(p->xwd[k].path),
+			    strncmp(u, p->xwd[k].path, n) == 0 && u[n] == '/')
+				u += n + 1;
+		if (sbx_strv_push(&un, u) == -1)
+			goto nomem;
+	}
+	if (p->workdir != NULL) {
+		char *roots[SBX_MAX_XWORKDIRS + 1];
+
+		if (sbx_fspolicy_entries(p->agent_cfg, un.v, un.n, &entries,
+			e) == -1)
+			goto out;
+		roots[0] = p->workdir;
+		for (k = 0; k < p->nxwd; k++)
+			roots[k + 1] = p->xwd[k].path;
+		/* Every writable root gets the same protection. */
+		for (k = -1; k < p->nxwd; k++) {
+			snprintf(src, sizeof(src), "/proc/self/fd/%d",
+			    k < 0 ? SBX_FD_WORKDIR : SBX_FD_XWORKDIR + k);
+			if (sbx_fspolicy_protect(&p->fs,
+				k < 0 ? p->workdir_fd : p->xwd[k].fd,
+				roots[k + 1], src, roots, (size_t)p->nxwd + 1,
+				&entries, e) == -1)
+				goto out;
+		}
+		for (i = 0; i < un.n; i++) {
+			snprintf(w, sizeof(w),
+			    "protection lifted for this "
+			    "run: %s/%s (--unprotect)",
+			    p->workdir, un.v[i]);
+			warn_add(p, w);
+		}
+	}
+	/* Read-only paths: the configuration's, then the run's. */
+	v = json_object_get(p->agent_cfg, "read_paths");
+	json_array_foreach (v, i, x)
+		if (ro_path_ok(p, json_string_value(x), 1, e) == -1 ||
+		    sbx_fspolicy_ro(&p->fs, json_string_value(x), e) == -1 ||
+		    sbx_strv_push(&ro, json_string_value(x)) == -1)
+			goto out;
+	for (i = 0; i < p->req->ro.n; i++)
+		if (ro_path_ok(p, p->req->ro.v[i], 0, e) == -1 ||
+		    sbx_fspolicy_ro(&p->fs, p->req->ro.v[i], e) == -1 ||
+		    sbx_strv_push(&ro, p->req->ro.v[i]) == -1)
+			goto out;
+	/* Hidden paths: relative ones in the workdir; absolute ones must
+	 * be inside the workdir or a read-only path. */
+	v = json_object_get(p->agent_cfg, "deny_paths");
+	json_array_foreach (v, i, x) {
+		const char *d = json_string_value(x);
+		int	    inside = 0;
+
+		if (d[0] != '/') {
+			/* Relative: in every writable root. */
+			for (k = -1; k < p->nxwd && p->workdir != NULL; k++) {
+				snprintf(w, sizeof(w), "%s/%s",
+				    k < 0 ? p->workdir : p->xwd[k].path, d);
+				if (empty[0] == '\0' &&
+				    empty_file(p, empty, sizeof(empty), e) ==
+					-1)
+					goto out;
+				if (sbx_fspolicy_deny(&p->fs, w, empty, e) ==
+				    -1)
+					goto out;
+			}
+			continue;
+		}
+		for (k = 0; k < p->nxwd; k++)
+			inside |= is_under(d, p->xwd[k].path);
+		inside |= p->workdir != NULL && is_under(d, p->workdir);
+		for (n = 0; n < ro.n; n++)
+			inside |= is_under(d, ro.v[n]);
+		if (!inside)
+			continue; /* not visible anyway */
+		if (empty[0] == '\0' &&
+		    empty_file(p, empty, sizeof(empty), e) == -1)
+			goto out;
+		if (sbx_fspolicy_deny(&p->fs, d, empty, e) == -1)
+			goto out;
+	}
+	/* Unix sockets: a door out that --network none leaves open. */
+	if (strcmp(p->network, SBX_NET_OUTBOUND) != 0 && !p->req->seccomp_off) {
+		v = json_object_get(p->agent_cfg, "allow_unix_sockets");
+		json_array_foreach (v, i, x)
+			if (sbx_strv_push(&allow, json_string_value(x)) == -1)
+				goto nomem;
+		if (sbx_fspolicy_unix(&p->fs, allow.v, allow.n, e) == -1)
+			goto out;
+	}
+	/*
+	 * --seccomp off is for diagnosis: no filter at all, the guard's
+	 * included.  What exists stays read-only (mounts); names that do
+	 * not exist yet are not guarded, and the run says so.
+	 */
+	if (p->req->seccomp_off && p->fs.init.n > 0) {
+		sbx_strv_release(&p->fs.init);
+		warn_add(p, "seccomp is off: protected paths that do not exist "
+		    "yet can be created in this run (existing ones stay "
+		    "read-only)");
+	}
+	rc = 0;
+	goto out;
+nomem:
+	sbx_error_sys(e, "nomem", "file-system policy");
+out:
+	sbx_strv_release(&entries);
+	sbx_strv_release(&un);
+	sbx_strv_release(&ro);
+	sbx_strv_release(&allow);
+	return rc;
+}
+
+/* Validate --cwd against HOME (or the workdir) and check it exists there,
+ * without following symlinks out. */
+static int
+prep_cwd(struct sbx_exec *p, struct sbx_error *e)
+{
+	const char		*base = NULL, *rel = NULL;
+	int			 basefd = -1, fd, i;
+	size_t			 n;
+
+	if (p->sb.rootfs_rw) {
+		snprintf(p->cwd, sizeof(p->cwd), "/");
+		return 0;
+	}
+	if (p->req->cwd == NULL) {
+		snprintf(p->cwd, sizeof(p->cwd), "%s",
+		    p->workdir ? p->workdir : p->home);
+		return 0;
+	}
+	if (sbx_path_check(p->req->cwd, "cwd", e) == -1)
+		return -1;
+	if (p->req->cwd[0] != '/') {
+		if ((size_t)snprintf(p->cwd, sizeof(p->cwd), "%s/%s", p->home,
+		    p->req->cwd) >= sizeof(p->cwd)) {
+			sbx_error_set(e, SBX_K_INVALID_ARGS, "cwd",
+			    "too_long", "argument `cwd` is too long");
+			return -1;
+		}
+	} else
+		snprintf(p->cwd, sizeof(p->cwd), "%s", p->req->cwd);
+	n = strlen(p->home);
+	if (strncmp(p->cwd, p->home, n) == 0 &&
+	    (p->cwd[n] == '\0' || p->cwd[n] == '/')) {
+		base = p->home;
+		basefd = p->home_fd;
+		rel = p->cwd + n;
+	} else if (p->workdir != NULL && (n = strlen(p->workdir),
+	    strncmp(p->cwd, p->workdir, n) == 0) &&
+	    (p->cwd[n] == '\0' || p->cwd[n] == '/')) {
+		base = p->workdir;
+		basefd = p->workdir_fd;
+		rel = p->cwd + n;
+	}
+	for (i = 0; base == NULL && i < p->nxwd; i++)
+		if ((n = strlen(p->xwd[i].path), strncmp(p->cwd,
+		    p->xwd[i].path, n) == 0) && (p->cwd[n] == '\0' ||
+		    p->cwd[n] == '/')) {
+			base = p->xwd[i].path;
+			basefd = p->xwd[i].fd;
+			rel = p->cwd + n;
+		}
+	if (base == NULL) {
+		sbx_error_set(e, SBX_K_INVALID_ARGS, "cwd", "outside_home",
+		    "argument `cwd` rejected: %s is outside %s%s%s", p->req->cwd,
+		    p->home, p->workdir ? " and " : "",
+		    p->workdir ? p->workdir : "");
+		return -1;
+	}
+	while (*rel == '/')
+		rel++;
+	if (*rel == '\0')
+		return 0;
+	fd = sbx_open_beneath(basefd, rel, O_PATH | O_DIRECTORY, e);
+	if (fd == -1) {
+		e->kind = SBX_K_INVALID_ARGS;
+		e->retryable = 0;
+		e->field = "cwd";
+		if (e->reason && strcmp(e->reason, "not_found") == 0)
+			e->reason = "not_found";
+		else if (e->reason && strcmp(e->reason, "symlink_in_path") == 0)
+			e->reason = "symlink";
+		snprintf(e->message, sizeof(e->message), "argument `cwd` "
+		    "rejected: %s is not a directory inside %s (missing, or "
+		    "reached through a symlink)", p->req->cwd, base);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+static int
+env_find(struct sbx_strv *env, const char *assign)
+{
+	size_t	 i, n = strcspn(assign, "=");
+
+	for (i = 0; i < env->n; i++)
+		if (strncmp(env->v[i], assign, n) == 0 && env->v[i][n] == '=')
+			return (int)i;
+	return -1;
+}
+
+static int
+safe_value(const char *v)
+{
+	for (; *v; v++)
+		if (!((*v >= 'a' && *v <= 'z') || (*v >= 'A' && *v <= 'Z') ||
+		    (*v >= '0' && *v <= '9') || strchr("._-+@", *v)))
+			return 0;
+	return 1;
+}
+
+/*
+ * PATH, with the agent's own tools first: ~/.venv/bin (and VIRTUAL_ENV)
+ * when sbx install made a venv there, ~/.sbx/node_workspace/
+ * node_modules/.bin (and NODE_PATH) when it installed npm packages.  Two
+ * fstatat(2) calls beneath the home's descriptor, no walk.
+ */
+static void
+prep_env_path(struct sbx_exec *p, struct sbx_strv *env)
+{
+	struct stat	 st;
+	struct sbx_buf	 b = SBX_BUF_INIT;
+	int		 venv, npm;
+
+	venv = p->home_fd >= 0 && fstatat(p->home_fd, SBX_INSTALL_VENV_DIR
+	    "/bin/python", &st, AT_SYMLINK_NOFOLLOW) == 0;
+	npm = p->home_fd >= 0 && fstatat(p->home_fd, SBX_INSTALL_NPM_DIR
+	    "/node_modules", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISDIR(st.st_mode);
+	sbx_buf_puts(&b, "PATH=");
+	if (venv)
+		sbx_buf_printf(&b, "%s/" SBX_INSTALL_VENV_DIR "/bin:", p->home);
+	if (npm)
+		sbx_buf_printf(&b, "%s/" SBX_INSTALL_NPM_DIR
+		    "/node_modules/.bin:", p->home);
+	sbx_buf_puts(&b, SBX_SANDBOX_PATH);
+	if (b.p != NULL)
+		sbx_strv_push(env, b.p);
+	sbx_buf_release(&b);
+	if (venv)
+		sbx_strv_pushf(env, "VIRTUAL_ENV=%s/" SBX_INSTALL_VENV_DIR,
+		    p->home);
+	/* require("pkg") from anywhere finds what sbx install put there. */
+	if (npm)
+		sbx_strv_pushf(env, "NODE_PATH=%s/" SBX_INSTALL_NPM_DIR
+		    "/node_modules", p->home);
+}
+
+static int
+prep_env(struct sbx_exec *p)
+{
+	struct sbx_strv	 env = SBX_STRV_INIT;
+	struct sbx_buf	 b = SBX_BUF_INIT;
+	const char	*v;
+	size_t		 i;
+	int		 k, fd;
+
+	/* The fixed allowlist; nothing else of the caller's environment
+	 * reaches the sandbox.  What sbx install put in the home (a venv,
+	 * npm's workspace) comes first on PATH, as an activated venv. */
+	prep_env_path(p, &env);
+	sbx_strv_pushf(&env, "HOME=%s", p->home);
+	sbx_strv_pushf(&env, "USER=%s", p->sb.agent);
+	sbx_strv_pushf(&env, "LOGNAME=%s", p->sb.agent);
+	v = getenv("LANG");
+	sbx_strv_pushf(&env, "LANG=%s", v && *v && strlen(v) < 64 &&
+	    safe_value(v) ? v : "C.UTF-8");
+	v = getenv("TERM");
+	if (v && *v && strlen(v) < 64 && safe_value(v))
+		sbx_strv_pushf(&env, "TERM=%s", v);
+	/*
+	 * Without a terminal, Python holds its output in a block buffer, so
+	 * a script that prints every second looks silent to --timeout and
+	 * to whoever watches the stream.  Unbuffered, as it would be on a
+	 * terminal; --env PYTHONUNBUFFERED= turns it off.
+	 */
+	sbx_strv_push(&env, "PYTHONUNBUFFERED=1");
+	/*
+	 * The sandbox trusts what the host (or the image) trusts: node,
+	 * python's requests and OpenSSL are pointed at the system bundle,
+	 * which they would otherwise ignore for a store of their own.  Set
+	 * before --env, which may override them.
+	 */
+	if ((v = sbx_sandbox_ca_bundle(&p->sb)) != NULL) {
+		sbx_strv_pushf(&env, "SSL_CERT_FILE=%s", v);
+		sbx_strv_pushf(&env, "NODE_EXTRA_CA_CERTS=%s", v);
+		sbx_strv_pushf(&env, "REQUESTS_CA_BUNDLE=%s", v);
+	}
+	if (strcmp(p->network, SBX_NET_PROXY) == 0) {
+		/* The relay of sbx-init listens here; the token names the
+		 * agent to the proxy.  Set before --env so that a caller
+		 * can still override them (it only hurts itself). */
+		static const char *const names[] = { "HTTP_PROXY",
+		    "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY",
+		    "all_proxy" };
+
+		for (k = 0; k < (int)(sizeof(names) / sizeof(names[0])); k++)
+			sbx_strv_pushf(&env, "%s=http://%s:%s@127.0.0.1:%d",
+			    names[k], p->sb.agent, p->proxy_token,
+			    SBX_PROXY_PORT);
+		sbx_strv_push(&env, "NO_PROXY=localhost,127.0.0.1,::1");
+		sbx_strv_push(&env, "no_proxy=localhost,127.0.0.1,::1");
+	}
+	/*
+	 * The agent's secrets: only ever in this memfd, which sbx-init
+	 * reads; never in bwrap's argv or environment nor in ours.  Names
+	 * are checked at `secret set` (none is reserved); --env, the
+	 * caller's explicit word for this run, still overrides one.
+	 */
+	for (i = 0; i < p->secrets.n; i++)
+		sbx_strv_push(&env, p->secrets.assign[i]);
+	for (i = 0; i < p->req->env.n; i++) {
+		if ((k = env_find(&env, p->req->env.v[i])) >= 0) {
+			free(env.v[k]);
+			env.v[k] = strdup(p->req->env.v[i]);
+		} else
+			sbx_strv_push(&env, p->req->env.v[i]);
+	}
+	for (i = 0; i < env.n; i++)
+		sbx_buf_append(&b, env.v[i], strlen(env.v[i]) + 1);
+	fd = sbx_memfd_data("sbx-env", b.p ? b.p : "", b.len);
+	/* Copies of the values: wiped, not just freed. */
+	if (p->secrets.n > 0) {
+		for (i = 0; i < env.n; i++)
+			explicit_bzero(env.v[i], strlen(env.v[i]));
+		if (b.p != NULL)
+			explicit_bzero(b.p, b.cap);
+	}
+	sbx_buf_release(&b);
+	sbx_strv_release(&env);
+	return fd;
+}
+
+/*
+ * The agent's secrets (all, or those --secret names), when it has a store:
+ * a run without one pays one failed stat.  A store sealed with a
+ * passphrase is opened with $SBX_SECRET_PASSPHRASE.
+ */
+static int
+prep_secrets(struct sbx_exec *p, struct sbx_error *e)
+{
+	struct sbx_secret_auth	 a;
+	const char		*pw = getenv("SBX_SECRET_PASSPHRASE");
+	size_t			 i;
+	json_t			*w;
+
+	memset(&a, 0, sizeof(a));
+	if (pw != NULL && *pw != '\0') {
+		a.passphrase = pw;
+		a.passphrase_len = strlen(pw);
+	}
+	if (sbx_secret_load_env(p->root.fd, p->sb.agent, p->req->secrets.v,
+	    p->req->secrets.n, &a, &p->secrets, e) == -1) {
+		if (e->reason != NULL && (strcmp(e->reason, "wrong_key") == 0 ||
+		    strcmp(e->reason, "passphrase_required") == 0 ||
+		    strcmp(e->reason, "secret_store_unreadable") == 0) &&
+		    e->hint[0] == '\0')
+			sbx_error_hint(e, "sbx exec --no-secrets runs without "
+			    "them");
+		return -1;
+	}
+	json_array_foreach(p->secrets.warnings, i, w)
+		json_array_append(p->warnings, w);
+	return 0;
+}
+
+static int
+etc_fd(const char *name, struct sbx_buf *b)
+{
+	int	 fd = sbx_memfd_data(name, b->p ? b->p : "", b->len);
+
+	sbx_buf_release(b);
+	return fd;
+}
+
+/*
+ * Host mode: the sandbox's /etc as one cached tree (lib/etccache.c).  When
+ * it cannot be had, the single-file binds do the same job, slower; a cache
+ * that is not sbx's alone is a sign worth a warning.
+ */
+static void
+prep_etc(struct sbx_exec *p, struct sbx_buf *pw, struct sbx_buf *gr,
+    struct sbx_buf *hosts)
+{
+	struct sbx_error	 e;
+	struct sbx_etc_made	 made[3] = {
+		{ "passwd", pw->p ? pw->p : "", pw->len },
+		{ "group", gr->p ? gr->p : "", gr->len },
+		{ "hosts", hosts->p ? hosts->p : "", hosts->len },
+	};
+	struct sbx_etc_spec	 spec;
+	const char		*copy[64], *mounts[8];
+	struct stat		 st;
+	int			 built;
+
+	memset(&e, 0, sizeof(e));
+	/* As root, bwrap runs as the sandbox's uid and resolves the tree's
+	 * path: cache/ must let it search (not list) on the way, as the
+	 * homes' directories do; everything in the tree is a copy of what
+	 * any user may read.  Provision makes it so too; this covers a root
+	 * made by runs alone, or by an older sbx. */
+	if (p->drop_privs && fstat(p->cache_fd, &st) == 0 &&
+	    (st.st_mode & 07777) != sbx_layout_mode(SBX_L_CACHE, 1))
+		(void)fchmod(p->cache_fd, sbx_layout_mode(SBX_L_CACHE, 1));
+	spec.copy = copy;
+	spec.ncopy = sbx_sandbox_etc_copies(&p->sb, copy,
+	    sizeof(copy) / sizeof(*copy));
+	spec.mounts = mounts;
+	spec.nmounts = sbx_sandbox_etc_mounts(mounts,
+	    sizeof(mounts) / sizeof(*mounts));
+	spec.made = made;
+	spec.nmade = 3;
+	if ((p->etc_fd = sbx_etccache_open(p->cache_fd, &spec, &built,
+	    &e)) >= 0)
+		p->sb.etc_cached = 1;
+	else if (e.reason != NULL && strcmp(e.reason, "cache_untrusted") == 0)
+		warn_add(p, e.message);
+}
+
+/* Does bwrap know --disable-userns?  A yes is asked once per bwrap
+ * binary and remembered under cache/, keyed by its inode and mtime. */
+static int
+bwrap_has_disable_userns(struct sbx_exec *p)
+{
+	struct sbx_error	 e;
+	struct stat		 st;
+	char			 name[128], out[16384];
+	int			 cfd, fd, pfd[2], status, yes = 0;
+	size_t			 len = 0;
+	ssize_t			 n;
+	pid_t			 pid;
+
+	if (stat(p->bwrap, &st) == -1)
+		return 0;
+	snprintf(name, sizeof(name), "bwrap-%llu-%lld-%lld.features",
+	    (unsigned long long)st.st_ino, (long long)st.st_mtime,
+	    (long long)st.st_size);
+	cfd = p->cache_fd;
+	/*
+	 * Only a yes is taken from the cache.  The state root may be within
+	 * a sandbox's reach (a --workdir holding it), and a planted no would
+	 * drop --disable-userns; a planted yes can only add the option,
+	 * which a bwrap without it refuses, so the run fails closed.  A no
+	 * is asked again, and never written.  O_NONBLOCK: a FIFO planted at
+	 * the name cannot make us wait.
+	 */
+	if (cfd >= 0 && (fd = openat(cfd, name, O_RDONLY | O_NOFOLLOW |
+	    O_CLOEXEC | O_NONBLOCK)) >= 0) {
+		n = read(fd, out, sizeof(out) - 1);
+		close(fd);
+		if (n > 0 && out[0] == '1')
+			return 1;
+	}
+	if (pipe2(pfd, O_CLOEXEC) == -1)
+		goto done;
+	if ((pid = fork()) == 0) {
+		dup2(pfd[1], 1);
+		execve(p->bwrap, (char *[]){ p->bwrap, "--help", NULL },
+		    (char *[]){ NULL });
+		_exit(127);
+	}
+	close(pfd[1]);
+	while (len < sizeof(out) - 1 &&
+	    (n = read(pfd[0], out + len, sizeof(out) - 1 - len)) > 0)
+		len += (size_t)n;
+	out[len] = '\0';
+	close(pfd[0]);
+	if (pid > 0)
+		waitpid(pid, &status, 0);
+	yes = strstr(out, "--disable-userns") != NULL;
+	if (cfd >= 0 && yes)
+		(void)sbx_write_atomic(cfd, name, "1\n", 2, 0600,
+		    &e);
+done:
+	return yes;
+}
+
+/* Whole numbers as integers, so that 0 prints as 0, not 0.0. */
+static json_t *
+number(double d)
+{
+	if (d == (double)(json_int_t)d)
+		return json_integer((json_int_t)d);
+	return json_real(d);
+}
+
+static const char *
+limit_backend_of(unsigned bit, struct sbx_exec *p)
+{
+	unsigned	 cgbit = bit == SBX_RL_MEMORY ? SBX_LIM_MEMORY :
+			    bit == SBX_RL_CPUS ? SBX_LIM_CPUS : SBX_LIM_PIDS;
+
+	if (p->cg.backend != SBX_CG_NONE && (p->cg.enforced & cgbit))
+		return sbx_cgroup_backend_name(p->cg.backend);
+	return "none";
+}
+
+/* Run-engine hooks: join the cgroup in the child, kill it at once. */
+static int
+cg_enter_hook(void *arg)
+{
+	struct sbx_exec	*p = arg;
+	int		 i;
+
+	/* The workdir's private copy, while still root (see workdir_copy).
+	 * This runs in the forked child, which exits 125 on failure: its
+	 * stderr is the only place left to say why (the one message lib/
+	 * writes itself). */
+	if (p->workdir_tree >= 0 && sbx_idmount_attach(p->workdir_tree,
+	    p->workdir_mnt, p->workdir_mnt_st.st_dev,
+	    p->workdir_mnt_st.st_ino) == -1) {
+		fprintf(stderr, "sbx: cannot attach the copy of the workdir at "
+		    "%s: %s\n", p->workdir_mnt, strerror(errno));
+		return -1;
+	}
+	for (i = 0; i < p->nxwd; i++)
+		if (p->xwd[i].tree >= 0 && sbx_idmount_attach(p->xwd[i].tree,
+		    p->xwd[i].mnt, p->xwd[i].mnt_st.st_dev,
+		    p->xwd[i].mnt_st.st_ino) == -1) {
+			fprintf(stderr, "sbx: cannot attach the copy of the "
+			    "workdir at %s: %s\n", p->xwd[i].mnt,
+			    strerror(errno));
+			return -1;
+		}
+	if (p->cg.backend == SBX_CG_NONE)
+		return 0;
+	return sbx_cgroup_enter(&p->cg) == -1 ? -1 : 0;
+}
+
+static pid_t
+cg_fork_hook(void *arg)
+{
+	struct sbx_exec	*p = arg;
+
+	return sbx_cgroup_fork(&p->cg);
+}
+
+static void
+cg_kill_hook(void *arg)
+{
+	struct sbx_exec	*p = arg;
+
+	if (p->cg.backend != SBX_CG_NONE)
+		(void)sbx_cgroup_kill(&p->cg);
+}
+
+/*
+ * The walk of every hierarchy for leftovers costs ~130 system calls, on
+ * every run, for what a killed supervisor leaves once in a while: once a
+ * minute per state root is enough (cache/cgroup-gc, touched when it runs).
+ * A stamp planted in the future counts as absent; one planted by whoever
+ * can write the state root can delay a reaping, nothing more.
+ */
+static int
+cgroup_gc_due(struct sbx_exec *p)
+{
+	char		 rel[SBX_LAYOUT_PATH_MAX];
+	const char	*leaf;
+	struct stat	 st;
+	time_t		 now = time(NULL);
+	int		 fd;
+
+	if (p->cache_fd < 0)
+		return 1;
+	(void)SBX_LPATH(rel, SBX_L_CGROUP_GC, NULL);
+	leaf = sbx_layout_leaf(rel);
+	if (fstatat(p->cache_fd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISREG(st.st_mode) && st.st_mtime <= now &&
+	    now - st.st_mtime < 60)
+		return 0;
+	if ((fd = openat(p->cache_fd, leaf, O_WRONLY | O_CREAT | O_NOFOLLOW |
+	    O_NONBLOCK | O_CLOEXEC,
+	    sbx_layout_get(SBX_L_CGROUP_GC)->mode)) >= 0) {
+		(void)futimens(fd, NULL);
+		close(fd);
+	}
+	return 1;
+}
+
+/* Create this run's cgroup with the memory, cpu and task limits. */
+int
+sbx_exec_cgroup(struct sbx_exec *p, const char *v2root, struct sbx_error *e)
+{
+	struct sbx_limits	 l;
+	char			 name[SBX_CG_NAME_MAX];
+
+	memset(&l, 0, sizeof(l));
+	if (p->lim.memory_mib) {
+		l.memory_bytes = p->lim.memory_mib << 20;
+		l.wanted |= SBX_LIM_MEMORY;
+	}
+	if (p->lim.cpus > 0) {
+		l.cpus = p->lim.cpus;
+		l.wanted |= SBX_LIM_CPUS;
+	}
+	if (p->lim.pids) {
+		l.pids = p->lim.pids;
+		l.wanted |= SBX_LIM_PIDS;
+	}
+	if (l.wanted == 0)
+		return 0;
+	/* A supervisor killed with -9 leaves its cgroup behind; a later
+	 * run reaps such leftovers (`sbx exec gc` at once). */
+	if (cgroup_gc_due(p))
+		(void)sbx_cgroup_gc(e);
+	if (sbx_cgroup_name(name, sizeof(name)) == -1) {
+		sbx_error_sys(e, "cgroup_failed", "naming the run's cgroup");
+		return -1;
+	}
+	if (sbx_cgroup_create_at(v2root, NULL, name, &l, &p->cg, e) == -1)
+		return -1;
+	return 0;
+}
+
+/*
+ * Limits: defaults (pids, memory), then config/sandbox.json, then the
+ * agent's config and the flags, which count as asked for.  What a cgroup
+ * cannot hold is refused when it was asked for, unless --soft-limits
+ * accepts what rlimits can do; defaults go ahead with a warning.
+ */
+static int
+prep_limits(struct sbx_exec *p, struct sbx_error *e)
+{
+	json_t			*cfg, *enf, *v;
+	size_t			 i;
+	unsigned		 unenforced = 0;
+	char			*v2root = NULL;
+	static const struct { unsigned bit; const char *name; } cg[] = {
+		{ SBX_RL_MEMORY, "memory" }, { SBX_RL_CPUS, "cpus" },
+		{ SBX_RL_PIDS, "pids" },
+	};
+
+	sbx_limits_defaults(&p->lim);
+	if (sbx_config_load(p->root.fd, "config/sandbox.json", &cfg, e) == -1)
+		return -1;
+	if (cfg != NULL && sbx_limits_merge_json(&p->lim, json_object_get(cfg,
+	    "limits"), 0, "config/sandbox.json", e) == -1)
+		return -1;
+	v = cfg ? json_object_get(cfg, "cgroup_v2_root") : NULL;
+	if (v != NULL && (!json_is_string(v) ||
+	    json_string_value(v)[0] != '/')) {
+		sbx_error_set(e, SBX_K_INVALID_ARGS, "cgroup_v2_root",
+		    "config_invalid", "config/sandbox.json: cgroup_v2_root "
+		    "must be an absolute path");
+		return -1;
+	}
+	if (v != NULL)
+		v2root = strdup(json_string_value(v));
+	if (p->req->background && sbx_joblog_cap_config(cfg, &p->log_cap, e) == -1)
+		return -1;
+	json_decref(cfg);
+	if (p->agent_cfg != NULL && sbx_limits_merge_json(&p->lim,
+	    json_object_get(p->agent_cfg, "limits"), 1, p->agent_rel, e) == -1)
+		return -1;
+	for (i = 0; i + 1 < p->req->limit_keys.n; i += 2)
+		if (sbx_limits_set(&p->lim, p->req->limit_keys.v[i],
+		    p->req->limit_keys.v[i + 1], e) == -1)
+			return -1;
+	p->lim.soft = p->req->soft_limits;
+	p->cg_v2root = v2root;
+	if (sbx_exec_cgroup(p, v2root, e) == -1)
+		return -1;
+
+	enf = json_object();
+	for (i = 0; i < sizeof(cg) / sizeof(*cg); i++) {
+		int want = (cg[i].bit == SBX_RL_MEMORY && p->lim.memory_mib) ||
+		    (cg[i].bit == SBX_RL_CPUS && p->lim.cpus > 0) ||
+		    (cg[i].bit == SBX_RL_PIDS && p->lim.pids);
+		const char *how = limit_backend_of(cg[i].bit, p);
+		if (!want)
+			continue;
+		if (strcmp(how, "none") == 0)
+			unenforced |= cg[i].bit;
+		json_object_set_new(enf, cg[i].name, json_string(how));
+	}
+	if ((unenforced & p->lim.explicit_mask) && !p->lim.soft) {
+		json_decref(enf);
+		unsigned m = unenforced & p->lim.explicit_mask;
+		sbx_error_set(e, SBX_K_REJECTED, "limits",
+		    "resource_limits_unsupported", "the limits asked for "
+		    "(%s%s%s%s%s) cannot be enforced here: no writable cgroup",
+		    (m & SBX_RL_MEMORY) ? "memory" : "",
+		    (m & SBX_RL_MEMORY) && (m & (SBX_RL_CPUS | SBX_RL_PIDS)) ?
+		    ", " : "", (m & SBX_RL_CPUS) ? "cpus" : "",
+		    (m & SBX_RL_CPUS) && (m & SBX_RL_PIDS) ? ", " : "",
+		    (m & SBX_RL_PIDS) ? "pids" : "");
+		sbx_error_hint(e, "delegate a cgroup v2 subtree (systemd: "
+		    "`systemd-run --user -p Delegate=yes --scope sbx exec ...`,"
+		    " or name a prepared one as cgroup_v2_root in "
+		    "config/sandbox.json), or accept rlimits with --soft-limits");
+		return -1;
+	}
+	/*
+	 * Said after every run's output, a note about the defaults would be
+	 * noise a plain user can do nothing about: a person hears it only
+	 * when a limit was asked for (sbx preflight reports the machine);
+	 * the envelope keeps it, with `enforced` saying what holds.
+	 */
+	if ((unenforced & p->lim.explicit_mask) || (unenforced && p->req->capture))
+		warn_add(p, "no writable cgroup: memory, cpu and task limits "
+		    "are not enforced by a cgroup (rlimits only)");
+	/* rlimits: always available, inherited by bwrap and everything
+	 * below it. */
+	if (p->lim.nofile) {
+		p->sb.rlimit[p->sb.nrlimit].name = "nofile";
+		p->sb.rlimit[p->sb.nrlimit++].value = p->lim.nofile;
+		json_object_set_new(enf, "nofile", json_string("rlimit"));
+	}
+	if (p->lim.file_size_mib || p->lim.disk_mib) {
+		unsigned long long m = p->lim.file_size_mib;
+		if (p->lim.disk_mib && (m == 0 || p->lim.disk_mib < m))
+			m = p->lim.disk_mib;
+		p->sb.rlimit[p->sb.nrlimit].name = "fsize";
+		p->sb.rlimit[p->sb.nrlimit++].value = m << 20;
+		json_object_set_new(enf, "file_size", json_string("rlimit"));
+	}
+	if ((unenforced & SBX_RL_MEMORY) && p->lim.soft &&
+	    (p->lim.explicit_mask & SBX_RL_MEMORY)) {
+		p->sb.rlimit[p->sb.nrlimit].name = "as";
+		p->sb.rlimit[p->sb.nrlimit++].value = p->lim.memory_mib << 20;
+		json_object_set_new(enf, "memory", json_string("rlimit"));
+	}
+	if (p->lim.disk_mib) {
+		p->sb.tmp_size = p->lim.disk_mib << 20;
+		/* /tmp is capped exactly; the home and /output only per
+		 * file (RLIMIT_FSIZE): honestly soft. */
+		json_object_set_new(enf, "disk", json_string("soft"));
+	}
+	if (p->lim.wall_timeout > 0)
+		json_object_set_new(enf, "wall_timeout",
+		    json_string("supervisor"));
+	p->limits = json_pack("{s:s,s:I,s:o,s:I,s:I,s:o,s:I,s:I,s:o}",
+	    "backend", sbx_cgroup_backend_name(p->cg.backend),
+	    "memory_mib", (json_int_t)p->lim.memory_mib,
+	    "cpus", number(p->lim.cpus),
+	    "pids", (json_int_t)p->lim.pids,
+	    "disk_mib", (json_int_t)p->lim.disk_mib,
+	    "wall_timeout", number(p->lim.wall_timeout),
+	    "nofile", (json_int_t)p->lim.nofile,
+	    "file_size_mib", (json_int_t)p->lim.file_size_mib,
+	    "enforced", enf);
+	return 0;
+}
+
+/* Can anyone walk down to path and read it (every ancestor o+x)? */
+static int
+others_can_reach(const char *path)
+{
+	struct stat	 st;
+	char		 buf[PATH_MAX], *s;
+
+	if (stat(path, &st) == -1 || !(st.st_mode & S_IROTH) ||
+	    !(st.st_mode & S_IXOTH))
+		return 0;
+	snprintf(buf, sizeof(buf), "%s", path);
+	while ((s = strrchr(buf, '/')) != NULL && s != buf) {
+		*s = '\0';
+		if (stat(buf, &st) == -1 || !(st.st_mode & S_IXOTH))
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * As root, the sandbox's uid must be able to walk down to the homes:
+ * bwrap resolves bind sources by path, as that uid.  Every ancestor of the
+ * state root must let others search it, and the directories between the
+ * root and the homes become 0711 (search, not list).
+ */
+static int
+reachable_root(struct sbx_exec *p, struct sbx_error *e)
+{
+	struct stat		 st;
+	char			 path[PATH_MAX], *s;
+	static const char *const inner[] = { "workspace", "workspace/agents",
+	    "output" };
+	size_t			 i;
+	int			 fd;
+
+	snprintf(path, sizeof(path), "%s", p->root.path);
+	while ((s = strrchr(path, '/')) != NULL) {
+		s[s == path ? 1 : 0] = '\0';
+		if (stat(path, &st) == -1 || !(st.st_mode & S_IXOTH)) {
+			sbx_error_set(e, SBX_K_REJECTED, "home",
+			    "state_root_unreachable", "sbx runs as root, so the "
+			    "sandbox runs as uid %u, which cannot reach the "
+			    "state root %s through %s", (unsigned)p->run_uid,
+			    p->root.path, path);
+			sbx_error_hint(e, "use a state root under a searchable "
+			    "directory (root's default is /var/lib/sbx)");
+			return -1;
+		}
+		if (s == path)
+			break;
+	}
+	(void)fchmod(p->root.fd, 0711);
+	for (i = 0; i < sizeof(inner) / sizeof(*inner); i++) {
+		if ((fd = sbx_mkdirs_at(p->root.fd, inner[i], 0711, e)) == -1)
+			return -1;
+		(void)fchmod(fd, 0711);
+		close(fd);
+	}
+	return 0;
+}
+
+/*
+ * Who runs the sandbox.  A normal user: that user.  Root: never root (see
+ * lib/run.c), but the uid/gid named by `run_as` in config/sandbox.json, or
+ * the `sbx` system user when there is one, or nobody (65534).
+ */
+static int
+prep_identity(struct sbx_exec *p, struct sbx_error *e)
+{
+
+	if (sbx_identity_get(p->root.fd, &p->run_uid, &p->run_gid,
+	    e) == -1)
+		return -1;
+	if (geteuid() != 0)
+		return 0;
+	p->drop_privs = 1;
+	/* Bind sbx-init by path when the sandbox uid can reach it (an
+	 * installed sbx); copy it in otherwise (a checkout under /root). */
+	p->sb.init_by_copy = !others_can_reach(p->init);
+	return reachable_root(p, e);
+}
+
+/* The sandbox's writable directories belong to the uid that runs it. */
+static int
+own_dir(struct sbx_exec *p, int fd, const char *rel, struct sbx_error *e)
+{
+	struct stat		 st;
+
+	if (!p->drop_privs || fstat(fd, &st) == -1)
+		return 0;
+	if (st.st_uid == p->run_uid && st.st_gid == p->run_gid)
+		return 0;
+	if (fchown(fd, p->run_uid, p->run_gid) == -1) {
+		sbx_error_sys(e, "chown_failed", "cannot hand %s to uid %u",
+		    rel, (unsigned)p->run_uid);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Image mode, when the agent is bound to one (its record
+ * agents/A/image.json, or an old config's `image`): its template must be there and complete (a cheap check, no
+ * walk); a missing or damaged one refuses the run, never falls back to
+ * the host's system directories.
+ */
+static int prep_image(struct sbx_exec *, struct sbx_error *);
+
+/*
+ * sbx install --manager apt: only the agent's own copy, never a template
+ * (shared by every agent of the image), and nothing else writable.
+ */
+static int
+prep_rootfs_rw(struct sbx_exec *p, struct sbx_error *e)
+{
+	static const char *const mnt[] = { "proc", "dev", "tmp", "run" };
+	struct stat		 st;
+	char			 want[PATH_MAX];
+	size_t			 i;
+
+	snprintf(want, sizeof(want), "%s/envs/%s/rootfs", p->root.path,
+	    p->sb.agent);
+	/* prep_image falls back to the template when the copy is gone. */
+	if (p->sb.image_root == NULL || strcmp(p->sb.image_root, want) != 0) {
+		sbx_error_set(e, SBX_K_REJECTED, "manager",
+		    "no_writable_rootfs",
+		    "agent %s has no root file system "
+		    "copy of its own to write",
+		    p->sb.agent);
+		sbx_error_hint(e,
+		    "sbx provision --agent %s --image IMAGE "
+		    "--env",
+		    p->sb.agent);
+		return -1;
+	}
+	if (p->req->workdir != NULL) {
+		sbx_error_set(e, SBX_K_INVALID_ARGS, "workdir",
+		    "conflicting_options",
+		    "a read-write root file system "
+		    "takes no workdir");
+		return -1;
+	}
+	/*
+	 * What bwrap mounts over inside the copy must not be a symlink: the
+	 * copy is the agent's to change (a postinst runs as its uid 0), and
+	 * bwrap resolves a mount point before pivot_root, where an absolute
+	 * link would name a host path.  A missing one bwrap creates.
+	 */
+	for (i = 0; i < sizeof(mnt) / sizeof(*mnt); i++)
+		if (fstatat(p->sb.image_fd, mnt[i], &st,
+			AT_SYMLINK_NOFOLLOW) == 0 &&
+		    !S_ISDIR(st.st_mode)) {
+			sbx_error_set(e, SBX_K_REJECTED, "rootfs",
+			    "rootfs_unsafe",
+			    "/%s in the root file system copy of %s is not a "
+			    "directory (a symlink?)",
+			    mnt[i], p->sb.agent);
+			sbx_error_hint(e, "make a new copy: sbx provision "
+			    "--agent %s --no-env, then --env", p->sb.agent);
+			return -1;
+		}
+	p->sb.rootfs_rw = 1;
+	return 0;
+}
+
+static int
+prep_image(struct sbx_exec *p, struct sbx_error *e)
+{
+	struct stat		 st;
+	char			 digest[SBX_DIGEST_HEX + 1], msg[1600], *root;
+	char			 reach[2][64];
+	int			 r, fd, env, nreach, i;
+
+	if ((r = sbx_imageref_of(p->root.fd, p->agent_cfg, p->agent_rel,
+	    p->sb.agent, digest, &env, e)) == -1)
+		return -1;
+	if (r == 0)
+		return 0;
+	/*
+	 * The agent's own environment when it has one (`env`; mounted
+	 * read-only all the same, as a template is).  One that is gone
+	 * (evicted, reset) or was made from another image means the
+	 * template, and a warning; one that is unsafe (a symlink planted on
+	 * the way, damaged) refuses the run.  Opening it share-locks it
+	 * for as long as this process lives: eviction passes it by.
+	 */
+	p->sb.image_fd = -1;
+	if (env && (p->sb.image_fd = sbx_imageref_env_open(p->root.fd,
+	    p->sb.agent, digest, e)) == -1) {
+		if (e->kind == NULL || strcmp(e->kind, SBX_K_NOT_FOUND) != 0)
+			return -1;
+		snprintf(msg, sizeof(msg), "%s; running on the image template "
+		    "(%s)", e->message, e->hint);
+		warn_add(p, msg);
+	}
+	if (p->sb.image_fd != -1) {
+		r = asprintf(&root, "%s/envs/%s/rootfs", p->root.path,
+		    p->sb.agent);
+		snprintf(reach[0], sizeof(reach[0]), "envs");
+		SBX_LPATH(reach[1], SBX_L_ENV, p->sb.agent);
+		nreach = 2;
+	} else {
+		if ((p->sb.image_fd = sbx_imageref_open(p->root.fd, digest,
+		    e)) == -1)
+			return -1;
+		r = asprintf(&root, "%s/images/%s/rootfs", p->root.path,
+		    digest);
+		snprintf(reach[0], sizeof(reach[0]), "images");
+		nreach = 1;
+	}
+	if (r == -1) {
+		sbx_error_sys(e, "nomem", "image path");
+		return -1;
+	}
+	p->sb.image_root = root;
+	/* bwrap resolves bind sources by path, as the sandbox's uid: as
+	 * root, that uid must be able to search images/ (or envs/ and
+	 * envs/<agent>), not list them; the trees beneath are
+	 * world-readable. */
+	for (i = 0; p->drop_privs && i < nreach; i++)
+		if ((fd = sbx_open_beneath(p->root.fd, reach[i], O_RDONLY |
+		    O_DIRECTORY, e)) >= 0) {
+			if (fstat(fd, &st) == 0 && !(st.st_mode & S_IXOTH))
+				(void)fchmod(fd, (st.st_mode & 0700) | 0011);
+			close(fd);
+		}
+	return 0;
+}
+
+static int
+network_valid(const char *m)
+{
+	return strcmp(m, SBX_NET_NONE) == 0 || strcmp(m, SBX_NET_PROXY) == 0 ||
+	    strcmp(m, SBX_NET_OUTBOUND) == 0;
+}
+
+/*
+ * The network mode: the flag, else the agent's `network` setting, else
+ * none.  --allow-domain only means something in proxy mode: elsewhere it
+ * is refused rather than silently ignored.
+ */
+static int
+prep_network(struct sbx_exec *p, struct sbx_error *e)
+{
+	const char		*v;
+	int			 r;
+
+	/* The agent's settings, read once for the whole run. */
+	SBX_LPATH(p->agent_rel, SBX_L_AGENT_CONFIG, p->sb.agent);
+	if (sbx_config_load(p->root.fd, p->agent_rel, &p->agent_cfg, e) == -1)
+		return -1;
+	/* An unprovisioned agent stays revoked for every run, not only for
+	 * the proxy runs that would mint it a new token, until `sbx
+	 * provision` restores it. */
+	if ((r = sbx_provision_revoked(p->root.fd, p->sb.agent, e)) == 1)
+		sbx_provision_revoked_error(p->sb.agent, e);
+	if (r != 0)
+		return -1;
+	if (p->req->network == NULL) {
+		v = json_string_value(json_object_get(p->agent_cfg,
+		    "network"));
+		if (v != NULL && !network_valid(v)) {
+			sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
+			    "config_invalid", "%s: `network` must be none, "
+			    "proxy or outbound", p->agent_rel);
+			return -1;
+		}
+		if (v != NULL)
+			p->network = strcmp(v, SBX_NET_PROXY) == 0 ?
+			    SBX_NET_PROXY : strcmp(v, SBX_NET_OUTBOUND) == 0 ?
+			    SBX_NET_OUTBOUND : SBX_NET_NONE;
+	}
+	if (p->req->allow.n > 0 && strcmp(p->network, SBX_NET_PROXY) != 0) {
+		sbx_error_set(e, SBX_K_INVALID_ARGS, "allow_domain",
+		    "requires_proxy", "--allow-domain needs --network proxy "
+		    "(the network is %s)", p->network);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Proxy mode: check the agent's policy (a broken allowlist fails here,
+ * before anything runs), make sure it has a token, and open a session
+ * with the proxy of this root (starting it when none runs).  The channel
+ * goes to sbx-init; the control connection stays here for the run.
+ */
+static int
+prep_proxy(struct sbx_exec *p, struct sbx_error *e)
+{
+	struct sbx_netpolicy	 pol;
+	struct sbx_buf		 tok = SBX_BUF_INIT;
+	json_t			*allow;
+	char			 rel[128], run[64], *prog, *slash;
+	size_t			 i;
+
+	sbx_np_init(&pol);
+	if (sbx_np_load(&pol, p->agent_cfg, p->agent_rel, e) == -1)
+		return -1;
+	allow = json_array();
+	for (i = 0; i < p->req->allow.n; i++) {
+		if (sbx_np_allow(&pol, p->req->allow.v[i], e) == -1)
+			return -1;
+		json_array_append_new(allow, json_string(p->req->allow.v[i]));
+	}
+	if (pol.nallowed == 0)
+		warn_add(p, "network proxy: the agent's allowlist is empty, "
+		    "so every destination is refused (set allowed_domains "
+		    "or use --allow-domain)");
+	sbx_np_free(&pol);
+
+	SBX_LPATH(rel, SBX_L_AGENT_TOKEN, p->sb.agent);
+	if (sbx_read_file_at(p->root.fd, rel, 256, &tok, e) == -1) {
+		/* No token yet: provision the agent (idempotent), which
+		 * creates one. */
+		struct sbx_provision	 pv;
+
+		sbx_provision_init(&pv, p->root.fd, p->sb.agent);
+		if (sbx_provision_agent(&pv, e) == -1)
+			return -1;
+		sbx_provision_release(&pv);
+		if (sbx_read_file_at(p->root.fd, rel, 256, &tok, e) == -1)
+			return -1;
+	}
+	while (tok.len > 0 && tok.p[tok.len - 1] == '\n')
+		tok.p[--tok.len] = '\0';
+	if (!sbx_token_valid(tok.p, tok.len)) {
+		sbx_error_set(e, SBX_K_REJECTED, "token", "bad_token",
+		    "%s is not a valid token", rel);
+		sbx_error_hint(e, "run `sbx provision unprovision --agent %s` "
+		    "and `sbx provision --agent %s`", p->sb.agent, p->sb.agent);
+		return -1;
+	}
+	memcpy(p->proxy_token, tok.p, SBX_TOKEN_LEN + 1);
+	explicit_bzero(tok.p, tok.len);
+	sbx_buf_release(&tok);
+
+	/* sbx-proxy lives next to sbx-init. */
+	if ((prog = malloc(strlen(p->init) + 16)) == NULL) {
+		sbx_error_sys(e, "nomem", "proxy path");
+		return -1;
+	}
+	strcpy(prog, p->init);
+	slash = strrchr(prog, '/');
+	strcpy(slash + 1, "sbx-proxy");
+	snprintf(run, sizeof(run), "%d-%lld", (int)getpid(), sbx_now_ms());
+	/* A proxy that is exiting because it was idle may still accept
+	 * and then close: try again (it, or its successor, answers). */
+	for (i = 0;; i++) {
+		if ((p->proxy_ctl = sbx_proxyclient_ensure(p->root.fd, prog,
+			 p->root.path, e)) != -1 &&
+		    sbx_proxyclient_session(p->proxy_ctl, p->sb.agent, allow,
+			run, &p->proxy_chan, e) == 0)
+			break;
+		if (p->proxy_ctl != -1)
+			close(p->proxy_ctl);
+		p->proxy_ctl = -1;
+		if (i == 3 || e->reason == NULL ||
+		    (strcmp(e->reason, "proxy_unreachable") != 0 &&
+		    strcmp(e->reason, "not_running") != 0)) {
+			sbx_error_hint(e, "run `sbx proxy serve --foreground` "
+			    "to see why the proxy does not answer");
+			return -1;
+		}
+		usleep(50000);
+	}
+	free(prog);
+	json_decref(allow);
+	return 0;
+}
+
+/* After the run: the proxy's denials, for the envelope and for people. */
+static void
+finish_proxy(struct sbx_exec *p)
+{
+	struct sbx_error	 e;
+
+	if (p->proxy_ctl < 0)
+		return;
+	p->violations = sbx_proxyclient_end(p->proxy_ctl, &e);
+	close(p->proxy_ctl);
+	p->proxy_ctl = -1;
+	if (p->violations == NULL) {
+		warn_add(p, "the proxy's record of this run is unavailable");
+		p->violations = json_array();
+	}
+}
+
+/*
+ * After the run: what the file-system guard refused (sbx-init's reports,
+ * collected by lib/run.c), as violations beside the proxy's; and a
+ * repository the run created where none was (its config and hooks were
+ * not protected: the sandbox wrote them).  Collecting costs nothing on
+ * the way: the guard sees every refusal because it makes it.
+ */
+static void
+finish_fs(struct sbx_exec *p)
+{
+	struct stat	 st;
+	char		 w[PATH_MAX + 160];
+	size_t		 i;
+
+	if (p->violations == NULL && (p->run.fsdeny.n > 0 ||
+	    p->run.sockdeny.n > 0))
+		p->violations = json_array();
+	for (i = 0; i < p->run.fsdeny.n; i++)
+		json_array_append_new(p->violations, json_pack("{s:s,s:s,s:s}",
+		    "type", "filesystem", "path", p->run.fsdeny.v[i], "reason",
+		    "protected_path"));
+	for (i = 0; i < p->run.sockdeny.n; i++)
+		json_array_append_new(p->violations, json_pack("{s:s,s:s,s:s}",
+		    "type", "filesystem", "path", p->run.sockdeny.v[i],
+		    "reason", "unix_socket"));
+	for (i = 0; i < p->fs.no_git.n; i++) {
+		snprintf(w, sizeof(w), "%s/.git", p->fs.no_git.v[i]);
+		if (lstat(w, &st) == -1)
+			continue;
+		snprintf(w, sizeof(w), "the run created a git repository in "
+		    "%s: its config and hooks were written in the sandbox; "
+		    "review them before running git there", p->fs.no_git.v[i]);
+		warn_add(p, w);
+	}
+}
+
+static int
+is_fs_violation(const json_t *v)
+{
+	const char	*t = json_string_value(json_object_get(v, "type"));
+
+	return t != NULL && strcmp(t, "filesystem") == 0;
+}
+
+/* One line for people per file-system violation, workdir-relative. */
+static void
+fs_violation_text(const struct sbx_exec *p, const json_t *v,
+    struct sbx_buf *out)
+{
+	struct sbx_buf	 b = SBX_BUF_INIT;
+	const char	*path = json_string_value(json_object_get(v, "path"));
+	const char	*why = json_string_value(json_object_get(v, "reason"));
+	size_t		 n;
+
+	if (!is_fs_violation(v) || path == NULL || why == NULL)
+		return;
+	if (p->workdir != NULL && (n = strlen(p->workdir),
+	    strncmp(path, p->workdir, n) == 0) && path[n] == '/')
+		path += n + 1;
+	sbx_str_escape_line(&b, path, strlen(path));
+	sbx_buf_printf(out, "%s%s: %s (%s)", out->len ? "\nsbx: " : "",
+	    strcmp(why, "unix_socket") == 0 ? "unix socket" :
+	    "protected path", b.p, strcmp(why, "unix_socket") == 0 ?
+	    "connection refused" : "write refused");
+	sbx_buf_release(&b);
+}
+
+char *
+sbx_exec_violations_text(const struct sbx_exec *p)
+{
+	struct sbx_buf	 out = SBX_BUF_INIT;
+	json_t		*v;
+	size_t		 i, n;
+
+	json_array_foreach (p->violations, i, v)
+		fs_violation_text(p, v, &out);
+	n = 0;
+	json_array_foreach (p->violations, i, v)
+		if (!is_fs_violation(v))
+			n++;
+	if (n == 0 && out.len == 0)
+		return NULL;
+	if (n == 0)
+		return sbx_buf_detach(&out);
+	if (out.len > 0)
+		sbx_buf_puts(&out, "\nsbx: ");
+	sbx_buf_printf(&out, "proxy denied %zu request%s:", n, n == 1 ? "" :
+	    "s");
+	n = 0;
+	json_array_foreach(p->violations, i, v) {
+		struct sbx_buf	 b = SBX_BUF_INIT;
+		const char	*h = json_string_value(json_object_get(v,
+				    "host"));
+		const char	*ad = json_string_value(json_object_get(v,
+				    "address"));
+		const char	*hn = json_string_value(json_object_get(v,
+				    "hint"));
+
+		if (is_fs_violation(v))
+			continue;
+		if (n++ == 5) {
+			sbx_buf_puts(&out, " ...");
+			break;
+		}
+		sbx_str_escape_line(&b, h != NULL ? h : "-", h != NULL ?
+		    strlen(h) : 1);
+		/* An address refused for its class says which address and
+		 * what would allow it (the proxy's own words). */
+		sbx_buf_printf(&out, "%s %s:%lld (%s%s%s%s%s)",
+		    n > 1 ? "," : "", b.p,
+		    json_integer_value(json_object_get(v, "port")),
+		    json_string_value(json_object_get(v, "reason")),
+		    ad != NULL ? " " : "", ad != NULL ? ad : "",
+		    hn != NULL ? "; " : "", hn != NULL ? hn : "");
+		sbx_buf_release(&b);
+	}
+	return sbx_buf_detach(&out);
+}
+
+/*
+ * -t: the command's terminal starts at the size of the caller's (stdin,
+ * stdout or stderr, whichever is one), else at 24 by 80, as a terminal
+ * that cannot tell its size is taken to be.  That terminal is the one whose
+ * size the command's follows on SIGWINCH (tty_size_fd).
+ */
+static void
+tty_prepare(struct sbx_exec *p)
+{
+	struct winsize	 ws;
+	int		 fd;
+
+	p->sb.tty = 1;
+	p->sb.tty_rows = 24;
+	p->sb.tty_cols = 80;
+	for (fd = 0; fd <= 2; fd++)
+		if (ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0 &&
+		    ws.ws_col > 0) {
+			p->sb.tty_rows = ws.ws_row;
+			p->sb.tty_cols = ws.ws_col;
+			p->tty_size_fd = fd;
+			break;
+		}
+}
+
+void
+sbx_exec_req_init(struct sbx_exec_req *q)
+{
+	static const struct sbx_strv	 empty = SBX_STRV_INIT;
+
+	memset(q, 0, sizeof(*q));
+	q->env = q->allow = q->limit_keys = q->own = q->secrets = empty;
+	q->unprotect = q->ro = q->xworkdirs = empty;
+	q->max_output_n = 1 << 20;
+	q->detach_fd = -1;
+}
+
+void
+sbx_exec_req_release(struct sbx_exec_req *q)
+{
+	sbx_strv_release(&q->env);
+	sbx_strv_release(&q->allow);
+	sbx_strv_release(&q->limit_keys);
+	sbx_strv_release(&q->secrets);
+	sbx_strv_release(&q->unprotect);
+	sbx_strv_release(&q->xworkdirs);
+	sbx_strv_release(&q->ro);
+	sbx_strv_release(&q->own);
+	free(q->own_argv);
+	q->own_argv = NULL;
+}
+
+/*
+ * Everything that can be said of a request before anything is opened, in
+ * a fixed order (not the order of the options): the modes and numbers,
+ * the agent's name, then the command and its environment.
+ */
+int
+sbx_exec_validate(struct sbx_exec_req *q, struct sbx_error *e)
+{
+	unsigned long long	 v;
+	const char		*a;
+	size_t			 i;
+
+	if (q->max_output != NULL) {
+		if (sbx_parse_bytes(q->max_output, &v) == -1 || v < 64 ||
+		    v > (1ULL << 30))
+			return sbx_error_set(e, SBX_K_INVALID_ARGS,
+			    "max_output", "out_of_range", "argument "
+			    "`max-output` must be a byte count from 64 to 1G");
+		q->max_output_n = (size_t)v;
+	} else
+		q->max_output_n = 1 << 20;
+	if (q->stdin_mode == NULL)
+		q->stdin_v = SBX_EXEC_STDIN_AUTO;
+	else if (strcmp(q->stdin_mode, "inherit") == 0)
+		q->stdin_v = SBX_EXEC_STDIN_INHERIT;
+	else if (strcmp(q->stdin_mode, "null") == 0)
+		q->stdin_v = SBX_EXEC_STDIN_NULL;
+	else
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "stdin",
+		    "invalid_mode", "argument `stdin` must be inherit or null");
+	if (q->seccomp == NULL || strcmp(q->seccomp, "on") == 0)
+		q->seccomp_off = 0;
+	else if (strcmp(q->seccomp, "off") == 0)
+		q->seccomp_off = 1;
+	else
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "seccomp",
+		    "invalid_mode", "argument `seccomp` must be on or off");
+	/* A terminal is a session for a person: it has no place in an
+	 * envelope, nor in a detached job nobody is attached to. */
+	if (q->tty && (q->capture || q->background)) {
+		sbx_error_set(e, SBX_K_INVALID_ARGS, "tty", q->capture ?
+		    "tty_with_json" : "tty_with_background", "-t/--tty cannot "
+		    "be used with %s", q->capture ? "--json (or SBX_JSON=1): a "
+		    "terminal's output is a session, not an envelope" :
+		    "--background: a detached job has nobody at a terminal");
+		return -2;
+	}
+	if (q->agent == NULL) {
+		a = getenv("SBX_AGENT");
+		q->agent = a != NULL && *a != '\0' ? a : "default";
+	}
+	if (sbx_agent_valid(q->agent, "agent", e) == -1)
+		return -1;
+	if (q->argc == 0 && q->shell == NULL)
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "command",
+		    "missing", "no command given: use `-- COMMAND [ARG...]` or "
+		    "`-c STRING`");
+	q->timeout_s = 0;
+	if (q->timeout != NULL &&
+	    sbx_parse_seconds(q->timeout, 31 * 86400.0, &q->timeout_s) == -1)
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "timeout",
+		    "invalid_number", "argument `timeout` must be a positive "
+		    "number of seconds (at most 31 days)");
+	if (q->network != NULL && !network_valid(q->network))
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "network",
+		    "invalid_mode", "argument `network` must be none, proxy "
+		    "or outbound");
+	for (i = 0; i < q->env.n; i++)
+		if (sbx_env_assign_valid(q->env.v[i], e) == -1)
+			return -1;
+	if (q->no_secrets && q->secrets.n > 0) {
+		sbx_error_set(e, SBX_K_INVALID_ARGS, "secret",
+		    "secret_with_no_secrets", "--secret and --no-secrets "
+		    "exclude each other");
+		return -2;
+	}
+	for (i = 0; i < q->secrets.n; i++)
+		if (sbx_secret_name_valid(q->secrets.v[i], e) == -1) {
+			e->field = "secret";
+			return -1;
+		}
+	if (q->shell != NULL && *q->shell == '\0')
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "command", "empty",
+		    "argument `-c` is an empty string");
+	/* A detached job has no caller's stdin to read: refused rather than
+	 * silently given /dev/null. */
+	if (q->background && q->stdin_v == SBX_EXEC_STDIN_INHERIT)
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "stdin",
+		    "background_stdin", "--stdin inherit cannot be used with "
+		    "--background (a job's stdin is /dev/null)");
+	if (q->shell == NULL && q->argc > 0 && q->argv[0][0] == '\0')
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "command", "empty",
+		    "the command name is empty");
+	return 0;
+}
+
+void
+sbx_exec_init(struct sbx_exec *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->root.fd = -1;
+	p->home_fd = p->output_fd = p->workdir_fd = p->workdir_tree = -1;
+	p->env_fd = p->passwd_fd = p->group_fd = p->hosts_fd = -1;
+	p->seccomp_fd = p->cache_fd = p->init_fd = -1;
+	p->etc_fd = -1;
+	p->proxy_ctl = p->proxy_chan = -1;
+	p->tty_size_fd = -1;
+	p->sb.image_fd = -1;
+	p->cg.backend = SBX_CG_NONE;
+	sbx_run_init(&p->run);
+}
+
+/* The request must have passed sbx_exec_validate(). */
+int
+sbx_exec_prepare(struct sbx_exec *p, const struct sbx_exec_req *q,
+    struct sbx_error *e)
+{
+	struct sbx_buf		 pw = SBX_BUF_INIT, gr = SBX_BUF_INIT;
+	struct sbx_buf		 hosts = SBX_BUF_INIT;
+	char			 rel[128], *dir;
+	size_t			 i;
+
+	p->req = q;
+	p->warnings = json_array();
+	p->network = q->network != NULL ? q->network : SBX_NET_NONE;
+	p->sb.agent = q->agent;
+	if (sbx_root_resolve(q->home, &p->root, e) == -1)
+		return -1;
+
+	/* Fail closed: no bwrap, no run. */
+	if (sbx_tool_find("bwrap", "SBX_BWRAP", &p->bwrap, e) == -1)
+		return -1;
+	/*
+	 * sbx-init lives next to sbx-exec, or where the caller says (the
+	 * front-end, with exec built in: its exec path).
+	 */
+	dir = q->libexec != NULL ? strdup(q->libexec) : sbx_self_dir();
+	if (dir == NULL || asprintf(&p->init, "%s/sbx-init", dir) == -1) {
+		sbx_error_sys(e, "self_unknown", "cannot locate sbx-init");
+		return -1;
+	}
+	free(dir);
+	if (access(p->init, X_OK) == -1 || (p->init_fd = open(p->init,
+	    O_RDONLY | O_CLOEXEC)) == -1) {
+		sbx_error_set(e, SBX_K_UNAVAILABLE, NULL, "init_missing",
+		    "%s is missing; the installation is incomplete", p->init);
+		return -1;
+	}
+
+	if (sbx_root_open(&p->root, 1, e) == -1)
+		return -1;
+	/* A root made by a run alone is as much a state root as one made
+	 * by provision: mark it, so that --workdir never binds it into
+	 * another run (see prep_workdir).  This run's own isolation does
+	 * not depend on it (its root is checked by path): a root that
+	 * cannot take the marker (read-only) only gets a warning. */
+	if (sbx_root_mark(p->root.fd, e) == -1)
+		warn_add(p, e->message);
+	if (prep_identity(p, e) == -1)
+		return -1;
+	if (prep_network(p, e) == -1)
+		return -1;
+	SBX_LPATH(rel, SBX_L_AGENT_HOME, p->sb.agent);
+	if ((p->home_fd = sbx_mkdirs_at(p->root.fd, rel, 0700, e)) == -1)
+		return -1;
+	if (own_dir(p, p->home_fd, rel, e) == -1)
+		return -1;
+	SBX_LPATH(rel, SBX_L_AGENT_OUTPUT, p->sb.agent);
+	if ((p->output_fd = sbx_mkdirs_at(p->root.fd, rel, 0700, e)) == -1)
+		return -1;
+	if (own_dir(p, p->output_fd, rel, e) == -1)
+		return -1;
+	snprintf(p->home, sizeof(p->home), "%s/%s", SBX_IN_AGENTS,
+	    p->sb.agent);
+	if (prep_image(p, e) == -1)
+		return -1;
+	if (p->req->rootfs_rw && prep_rootfs_rw(p, e) == -1)
+		return -1;
+	if (p->req->workdir != NULL && prep_workdir(p, e) == -1)
+		return -1;
+	if (prep_xworkdirs(p, e) == -1)
+		return -1;
+	if (prep_cwd(p, e) == -1)
+		return -1;
+	if (prep_fspolicy(p, e) == -1)
+		return -1;
+
+	p->sb.bwrap = p->bwrap;
+	p->sb.init = p->init;
+	p->sb.home = p->home;
+	p->sb.workdir = p->workdir;
+	p->sb.cwd = p->cwd;
+	p->sb.network = p->network;
+	p->sb.fs_ops = p->fs.ops.v;
+	for (i = 0; i < (size_t)p->nxwd; i++) {
+		p->sb.xworkdir[i].path = p->xwd[i].path;
+	}
+	p->sb.nxworkdir = p->nxwd;
+	p->sb.fs_init = p->fs.init.v;
+	/* With -c, the arguments after the string are $0, $1... */
+	p->sb.argv = p->req->argv;
+	p->sb.shell = p->req->shell;
+	if (p->req->tty)
+		tty_prepare(p);
+	p->sb.tmp_size = 1ULL << 30;
+	p->cache_fd = sbx_layout_mkdirs(p->root.fd, SBX_L_CACHE, NULL, e);
+	p->sb.disable_userns = bwrap_has_disable_userns(p);
+	if (prep_limits(p, e) == -1)
+		return -1;
+	/* The filter is part of the sandbox: when it cannot be had, nothing
+	 * runs (unless the caller turned it off, for diagnosis). */
+	p->seccomp_fd = -1;
+	if (!p->req->seccomp_off) {
+		const char	*sw;
+
+		if ((p->seccomp_fd = sbx_seccomp_fd(p->cache_fd, &sw,
+		    e)) == -1)
+			return -1;
+		/* Someone wrote the cached copy: say so, it is a sign. */
+		if (sw != NULL)
+			warn_add(p, sw);
+		p->sb.seccomp = 1;
+	} else
+		warn_add(p, "seccomp is off (--seccomp=off): the kernel's "
+		    "whole system call surface is reachable");
+	if (!p->sb.disable_userns)
+		warn_add(p, "this bubblewrap cannot disable nested user "
+		    "namespaces (--disable-userns needs bwrap >= 0.8.0)");
+	if (strcmp(p->network, SBX_NET_OUTBOUND) == 0)
+		warn_add(p, "network outbound: the sandbox shares the host "
+		    "network");
+
+	if (strcmp(p->network, SBX_NET_PROXY) == 0)
+		if (prep_proxy(p, e) == -1)
+		return -1;
+	if (!q->no_secrets && prep_secrets(p, e) == -1)
+		return -1;
+	if ((p->env_fd = prep_env(p)) == -1 || sbx_sandbox_etc(&p->sb,
+	    p->run_uid, p->run_gid, &pw, &gr, &hosts) == -1) {
+		sbx_error_sys(e, "memfd_failed", "preparing the sandbox");
+		return -1;
+	}
+	if (p->sb.image_root == NULL && p->cache_fd >= 0)
+		prep_etc(p, &pw, &gr, &hosts);
+	if (!p->sb.etc_cached && (
+	    (p->passwd_fd = etc_fd("sbx-passwd", &pw)) == -1 ||
+	    (p->group_fd = etc_fd("sbx-group", &gr)) == -1 ||
+	    (p->hosts_fd = etc_fd("sbx-hosts", &hosts)) == -1)) {
+		sbx_error_sys(e, "memfd_failed", "preparing the sandbox");
+		return -1;
+	}
+	if (sbx_sandbox_argv(&p->sb, &p->bwrap_argv, e) == -1)
+		return -1;
+	if (p->req->verbose) {
+		struct sbx_buf b = SBX_BUF_INIT;
+		for (i = 0; i < p->bwrap_argv.n; i++) {
+			if (i)
+				sbx_buf_puts(&b, " ");
+			sbx_str_escape_line(&b, p->bwrap_argv.v[i],
+			    strlen(p->bwrap_argv.v[i]));
+		}
+		p->bwrap_line = sbx_buf_detach(&b);
+	}
+	return 0;
+}
+
+/*
+ * After the run: read the cgroup's counters as evidence of a limit that
+ * ended or hindered the run, then kill what is left, wait for the cgroup
+ * to empty and remove it.  Returns the events object (or NULL).
+ */
+json_t *
+sbx_exec_finish_limits(struct sbx_exec *p, struct sbx_run *r)
+{
+	struct sbx_error	 e;
+	struct sbx_cg_stats	 st;
+	json_t			*ev = NULL;
+
+	if (p->cg.backend == SBX_CG_NONE)
+		return NULL;
+	memset(&st, 0, sizeof(st));
+	if (sbx_cgroup_stats(&p->cg, &st) == 0) {
+		ev = json_object();
+		if (st.have_oom && st.oom_kills > 0)
+			json_object_set_new(ev, "oom_kills",
+			    json_integer((json_int_t)st.oom_kills));
+		if (st.have_pids_events && st.pids_max_events > 0)
+			json_object_set_new(ev, "pids_max",
+			    json_integer((json_int_t)st.pids_max_events));
+		if (st.have_cpu)
+			json_object_set_new(ev, "cpu_usage_ms",
+			    json_integer((json_int_t)(st.cpu_usage_usec / 1000)));
+		if (st.have_peak)
+			json_object_set_new(ev, "memory_peak_mib",
+			    json_integer((json_int_t)(st.memory_peak >> 20)));
+		if (st.have_oom && st.oom_kills > 0 && r->exit_code != 0 &&
+		    r->killed_by == NULL) {
+			r->killed_by = "limit";
+			r->limit = "memory";
+		}
+		if (st.have_pids_events && st.pids_max_events > 0)
+			warn_add(p, "the task limit was reached: some fork() "
+			    "or clone() calls failed with EAGAIN");
+	}
+	if (sbx_cgroup_destroy(&p->cg, &e) == -1)
+		warn_add(p, e.message);
+	return ev;
+}
+
+void
+sbx_exec_run_setup(struct sbx_exec *p, struct sbx_run *r)
+{
+	int	 i;
+
+	sbx_run_init(r);
+	r->bwrap_argv = p->bwrap_argv.v;
+	r->slot[SBX_FD_ENV] = p->env_fd;
+	r->slot[SBX_FD_HOME] = p->home_fd;
+	r->slot[SBX_FD_OUTPUT] = p->output_fd;
+	r->slot[SBX_FD_WORKDIR] = p->workdir_tree >= 0 ? p->workdir_tree :
+	    p->workdir_fd;
+	r->slot[SBX_FD_PASSWD] = p->passwd_fd;
+	r->slot[SBX_FD_GROUP] = p->group_fd;
+	r->slot[SBX_FD_HOSTS] = p->hosts_fd;
+	r->slot[SBX_FD_ETC] = p->etc_fd;
+	r->slot[SBX_FD_SECCOMP] = p->seccomp_fd;
+	r->slot[SBX_FD_INIT] = p->init_fd;
+	r->slot[SBX_FD_PROXY] = p->proxy_chan;
+	for (i = 0; i < p->nxwd; i++)
+		r->slot[SBX_FD_XWORKDIR + i] = p->xwd[i].tree >= 0 ?
+		    p->xwd[i].tree : p->xwd[i].fd;
+	r->drop_privs = p->drop_privs;
+	r->run_uid = p->run_uid;
+	r->run_gid = p->run_gid;
+	r->wall_timeout_ms = (long long)(p->lim.wall_timeout * 1000.0);
+	r->child_hook = cg_enter_hook;
+	r->fork_hook = cg_fork_hook;
+	r->kill_hook = cg_kill_hook;
+	r->child_hook_arg = p;
+	r->max_output = p->req->max_output_n;
+	r->idle_timeout_ms = (long long)(p->req->timeout_s * 1000.0);
+	r->hold_stderr = 1;
+	r->signal_fd = sigpipe_fds[0];
+	r->scrub = p->secrets.scrub;
+}
+
+/* Does the command hide failures (a pipe, or stderr thrown away)? */
+static int
+mentions_pipe(const struct sbx_exec *p)
+{
+	int	 i;
+
+	if (p->req->shell)
+		return strchr(p->req->shell, '|') != NULL ||
+		    strstr(p->req->shell, "2>/dev/null") != NULL ||
+		    strstr(p->req->shell, "2> /dev/null") != NULL;
+	for (i = 0; i < p->req->argc; i++)
+		if (strchr(p->req->argv[i], '|') != NULL ||
+		    strstr(p->req->argv[i], "2>/dev/null") != NULL)
+			return 1;
+	return 0;
+}
+
+const char *
+sbx_signame(int n)
+{
+	static char	 buf[16];
+
+	switch (n) {
+	case SIGHUP: return "SIGHUP";
+	case SIGINT: return "SIGINT";
+	case SIGQUIT: return "SIGQUIT";
+	case SIGILL: return "SIGILL";
+	case SIGABRT: return "SIGABRT";
+	case SIGBUS: return "SIGBUS";
+	case SIGFPE: return "SIGFPE";
+	case SIGKILL: return "SIGKILL";
+	case SIGUSR1: return "SIGUSR1";
+	case SIGSEGV: return "SIGSEGV";
+	case SIGUSR2: return "SIGUSR2";
+	case SIGPIPE: return "SIGPIPE";
+	case SIGALRM: return "SIGALRM";
+	case SIGTERM: return "SIGTERM";
+	case SIGXCPU: return "SIGXCPU";
+	case SIGXFSZ: return "SIGXFSZ";
+	case SIGSYS: return "SIGSYS";
+	}
+	snprintf(buf, sizeof(buf), "SIG%d", n);
+	return buf;
+}
+
+static json_t *
+result_json(struct sbx_exec *p, struct sbx_run *r)
+{
+	struct sbx_buf	 b = SBX_BUF_INIT;
+	json_t		*res = json_object(), *trunc;
+
+	json_object_set_new(res, "exit_code", json_integer(r->exit_code));
+	if (r->signo) {
+		json_object_set_new(res, "signal", json_integer(r->signo));
+		json_object_set_new(res, "signal_name",
+		    json_string(sbx_signame(r->signo)));
+	}
+	if (p->req->capture) {
+		sbx_capture_render(&r->out, &b);
+		json_object_set_new(res, "stdout", sbx_json_bytes(b.p ? b.p :
+		    "", b.len));
+		sbx_buf_reset(&b);
+		sbx_capture_render(&r->err, &b);
+		json_object_set_new(res, "stderr", sbx_json_bytes(b.p ? b.p :
+		    "", b.len));
+		sbx_buf_release(&b);
+		if (sbx_capture_truncated(&r->out) ||
+		    sbx_capture_truncated(&r->err)) {
+			trunc = json_array();
+			if (sbx_capture_truncated(&r->out))
+				json_array_append_new(trunc,
+				    json_string("stdout"));
+			if (sbx_capture_truncated(&r->err))
+				json_array_append_new(trunc,
+				    json_string("stderr"));
+			json_object_set_new(res, "truncated", trunc);
+		}
+	}
+	json_object_set_new(res, "cwd", json_string(p->cwd));
+	if (p->workdir_resolved != NULL)
+		json_object_set_new(res, "workdir_resolved",
+		    json_string(p->workdir_resolved));
+	json_object_set_new(res, "agent", json_string(p->sb.agent));
+	json_object_set_new(res, "duration_ms", json_integer(r->duration_ms));
+	json_object_set_new(res, "network", json_string(p->network));
+	if (p->violations != NULL)
+		json_object_set(res, "violations", p->violations);
+	json_object_set_new(res, "seccomp", json_boolean(!p->req->seccomp_off));
+	json_object_set(res, "limits", p->limits);
+	if (r->limit != NULL && strcmp(r->limit, "idle") != 0)
+		json_object_set_new(res, "limit", json_string(r->limit));
+	if (r->killed_by != NULL)
+		json_object_set_new(res, "killed_by",
+		    json_string(r->killed_by));
+	if (p->req->shell != NULL)
+		json_object_set_new(res, "shell", json_string(r->nopipefail ?
+		    "sh" : "bash"));
+	return res;
+}
+
+/* {"result":..., "warnings":[...]} for a failure envelope (steals res). */
+static json_t *
+extra_of(json_t *res, json_t *warnings)
+{
+	json_t	*x = json_object();
+
+	json_object_set_new(x, "result", res);
+	if (json_array_size(warnings) > 0)
+		json_object_set(x, "warnings", warnings);
+	return x;
+}
+
+/*
+ * Signals reach the run's supervision loop through a self-pipe (the run
+ * engine polls it): the first of INT, TERM, HUP (and USR1, a job's hard
+ * kill) ends the sandbox in order.  Returns the pipe's read end, or -1.
+ */
+static void
+on_signal(int sig)
+{
+	unsigned char	 c = (unsigned char)sig;
+	int		 saved = errno;
+
+	if (sigpipe_fds[1] >= 0)
+		(void)!write(sigpipe_fds[1], &c, 1);
+	errno = saved;
+}
+
+int
+sbx_exec_signals(int with_usr1)
+{
+	struct sigaction	 sa;
+
+	if (sigpipe_fds[0] == -1 &&
+	    pipe2(sigpipe_fds, O_CLOEXEC | O_NONBLOCK) == -1)
+		return -1;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	if (with_usr1)
+		sigaction(SIGUSR1, &sa, NULL);
+	return sigpipe_fds[0];
+}
+
+/*
+ * The caller's terminal, when the sandbox gets it as stdin.  Its settings
+ * are the caller's, not the sandbox's: `stty -echo` or raw mode left behind
+ * by the command (or by one killed half-way) would outlive the run, so
+ * they are put back however the run ends (exit() runs restore_tty too).
+ */
+static struct termios	 saved_tty;
+static int		 saved_tty_ok;
+
+static void
+restore_tty(void)
+{
+	struct sigaction	 ign, old;
+
+	if (!saved_tty_ok)
+		return;
+	/* A background sbx (`sbx exec ... &`) would be stopped by SIGTTOU
+	 * on tcsetattr(): ignored for the call, as shells do. */
+	memset(&ign, 0, sizeof(ign));
+	ign.sa_handler = SIG_IGN;
+	sigemptyset(&ign.sa_mask);
+	sigaction(SIGTTOU, &ign, &old);
+	(void)tcsetattr(0, TCSANOW, &saved_tty);
+	sigaction(SIGTTOU, &old, NULL);
+}
+
+/*
+ * What the sandbox reads.  The caller's stdin, except a terminal in a run
+ * that is not interactive (--json: the caller reads an envelope, not a
+ * session): there the command would read keystrokes meant for the caller,
+ * and could change the terminal's modes or wait on it.  --stdin decides.
+ */
+static int
+stdin_for_run(const struct sbx_exec *p)
+{
+	int	 fd = 0;
+
+	if (p->req->stdin_v == SBX_EXEC_STDIN_NULL ||
+	    (p->req->stdin_v == SBX_EXEC_STDIN_AUTO && p->req->capture &&
+	    isatty(0)))
+		fd = -1;
+	if (fd == 0 && isatty(0) && tcgetattr(0, &saved_tty) == 0 &&
+	    !saved_tty_ok) {
+		saved_tty_ok = 1;
+		atexit(restore_tty);
+	}
+	return fd;
+}
+
+/*
+ * -t: the command's terminal is the one sbx-init made inside; the caller's
+ * terminal only carries keystrokes to it and its output back, so it goes
+ * raw (no echo or line editing of its own; ^C, ^Z and ^D pass as bytes,
+ * and the command's terminal makes of them what a terminal does) until
+ * the run ends, however it ends (restore_tty).  Its window size follows
+ * the caller's (SIGWINCH).
+ */
+static void
+tty_start(struct sbx_exec *p, struct sbx_run *r)
+{
+	struct sigaction	 sa;
+	struct termios		 raw;
+
+	r->tty = 1;
+	r->tty_size_fd = p->tty_size_fd;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGWINCH, &sa, NULL);
+	if (!saved_tty_ok)
+		return;
+	raw = saved_tty;
+	cfmakeraw(&raw);
+	(void)tcsetattr(0, TCSADRAIN, &raw);
+}
+
+/* The run in the foreground: output streamed (or kept, capture). */
+static int
+foreground(struct sbx_exec *p, struct sbx_error *e)
+{
+	struct sbx_run	*r = &p->run;
+
+	sbx_exec_signals(0);
+	signal(SIGPIPE, SIG_IGN);
+	sbx_exec_run_setup(p, r);
+	r->stdin_fd = stdin_for_run(p);
+	if (p->req->tty)
+		tty_start(p, r);
+	if (p->req->capture) {
+		r->capture = 1;
+		/* sbx install: kept for the envelope and shown as it comes. */
+		if (p->req->capture_tee)
+			r->out_fd = r->err_fd = 2;
+	} else {
+		r->out_fd = 1;
+		r->err_fd = 2;
+	}
+	if (sbx_run_sandbox(r, e) == -1) {
+		restore_tty();
+		json_decref(sbx_exec_finish_limits(p, r));
+		return -1;
+	}
+	restore_tty();
+	p->events = sbx_exec_finish_limits(p, r);
+	finish_proxy(p);
+	finish_fs(p);
+	return 0;
+}
+
+int
+sbx_exec_run(struct sbx_exec *p, struct sbx_error *e)
+{
+	if (p->req->background)
+		return sbx_jobsup_start(p, e);
+	return foreground(p, e);
+}
+
+/* "sh" for -c, else the command's name. */
+static const char *
+command_name(const struct sbx_exec *p)
+{
+	return p->req->shell ? "sh" : p->req->argv[0];
+}
+
+static void
+outcome_exec_errno(struct sbx_exec *p, int err, struct sbx_exec_outcome *o)
+{
+	if (err == ENOENT) {
+		sbx_error_set(&o->err, SBX_K_NOT_FOUND, "command",
+		    "command_not_found", "command not found in the sandbox: %s",
+		    command_name(p));
+		o->code = SBX_EX_NOT_FOUND;
+	} else {
+		sbx_error_set(&o->err, SBX_K_EXECUTION_ERROR, "command",
+		    "cannot_execute", "cannot execute %s in the sandbox: %s",
+		    command_name(p), strerror(err));
+		o->code = SBX_EX_CANNOT_EXEC;
+	}
+}
+
+/* A background job: started, or what stopped it from starting. */
+static void
+outcome_job(struct sbx_exec *p, struct sbx_exec_outcome *o)
+{
+	if (p->job_what == 'E') {
+		outcome_exec_errno(p, p->job_val, o);
+		o->extra = json_pack("{s:s}", "job", p->job);
+		return;
+	}
+	if (p->job_what == 'F') {
+		sbx_error_set(&o->err, SBX_K_UNAVAILABLE, NULL,
+		    "sandbox_setup_failed", "the sandbox could not be set up; "
+		    "see %s", p->logpath);
+		o->code = SBX_EX_FAILED;
+		o->extra = json_pack("{s:s}", "job", p->job);
+		return;
+	}
+	o->ok = 1;
+	o->code = 0;
+	o->result = json_pack("{s:s,s:i,s:s,s:s,s:b,s:s}", "job", p->job,
+	    "pid", p->job_pid, "log_file", p->logpath, "cwd", p->cwd,
+	    "background", 1, "agent", p->sb.agent);
+	if (p->workdir_resolved != NULL)
+		json_object_set_new(o->result, "workdir_resolved",
+		    json_string(p->workdir_resolved));
+}
+
+/*
+ * What happened, as an envelope and an exit status: the sandbox could not
+ * be set up (125), the command was not found (127) or could not be
+ * executed (126), the memory limit killed it, the idle timeout or the wall
+ * clock ended it (124), a signal to sbx ended it (128+n), or it ran to
+ * its end (its own status).
+ */
+static void
+outcome_judge(struct sbx_exec *p, struct sbx_exec_outcome *o)
+{
+	struct sbx_run	*r = &p->run;
+	json_t		*res;
+
+	memset(o, 0, sizeof(*o));
+	if (p->req->background) {
+		outcome_job(p, o);
+		return;
+	}
+	if (!r->started) {
+		/* bwrap could not build the sandbox: nothing ran. */
+		struct sbx_buf m = SBX_BUF_INIT;
+		if (r->setup_err.len)
+			sbx_buf_append(&m, r->setup_err.p,
+			    r->setup_err.len > 600 ? 600 : r->setup_err.len);
+		while (m.len && (m.p[m.len - 1] == '\n'))
+			m.p[--m.len] = '\0';
+		sbx_error_set(&o->err, SBX_K_UNAVAILABLE, NULL,
+		    "sandbox_setup_failed", "the sandbox could not be set up: "
+		    "%s", m.len ? m.p : "bwrap failed without a message");
+		sbx_error_hint(&o->err, "run `sbx preflight` to see what this "
+		    "machine lacks");
+		sbx_buf_release(&m);
+		o->code = SBX_EX_FAILED;
+		return;
+	}
+	if (r->exec_errno) {
+		outcome_exec_errno(p, r->exec_errno, o);
+		o->extra = json_pack("{s:o}", "result", result_json(p, r));
+		return;
+	}
+	if (r->nopipefail)
+		warn_add(p, "bash is not available in the sandbox: ran the "
+		    "string with sh -c, so pipefail is unavailable");
+	if (r->exit_code == 0 && r->out.total == 0 && r->err.total == 0 &&
+	    mentions_pipe(p))
+		warn_add(p, "the command exited 0 with no output, but it uses "
+		    "a pipe or discards stderr: errors upstream may have been "
+		    "suppressed");
+	if (r->exit_code == 141)
+		warn_add(p, "exit 141 is SIGPIPE: a reader closed the pipe "
+		    "early; the captured output is still trustworthy");
+	if (r->sink_errno != 0) {
+		char	 m[160];
+
+		snprintf(m, sizeof(m), "cannot write the command's output: "
+		    "%s", strerror(r->sink_errno));
+		warn_add(p, m);
+	}
+	res = result_json(p, r);
+	if (p->events != NULL && json_object_size(p->events) > 0)
+		json_object_set(res, "limit_events", p->events);
+	o->code = r->exit_code < 0 ? SBX_EX_FAILED : r->exit_code;
+	/* The command succeeded but its output was lost (a full disk):
+	 * an I/O error, not a success (sbx-exec(1) EXIT STATUS). */
+	if (r->sink_errno != 0 && o->code == 0)
+		o->code = SBX_EX_IOERR;
+	if (r->limit != NULL && strcmp(r->limit, "memory") == 0) {
+		sbx_error_set(&o->err, SBX_K_EXECUTION_ERROR, "memory",
+		    "memory_limit", "the sandbox ran out of memory: the kernel "
+		    "killed it at the limit of %llu MiB", p->lim.memory_mib);
+		sbx_error_hint(&o->err, "raise --memory (or limits.memory_mib)");
+	} else if (r->killed_by != NULL && strcmp(r->killed_by, "timeout") ==
+	    0) {
+		sbx_error_set(&o->err, SBX_K_TIMEOUT, "timeout",
+		    "idle_timeout", "killed after %s seconds without output (an "
+		    "inactivity timeout, not a limit on run time; output a "
+		    "program buffers counts as silence, see -t)",
+		    p->req->timeout);
+		sbx_error_hint(&o->err, "raise --timeout, make the command "
+		    "print progress and flush it, or run it on a terminal "
+		    "with -t/--tty (most programs then write line by line)");
+		o->code = SBX_EX_TIMEOUT;
+	} else if (r->killed_by != NULL && r->limit != NULL &&
+	    strcmp(r->limit, "wall_time") == 0) {
+		sbx_error_set(&o->err, SBX_K_TIMEOUT, "wall_timeout",
+		    "wall_time", "killed at the wall-clock limit of %g seconds",
+		    p->lim.wall_timeout);
+		sbx_error_hint(&o->err, "raise --wall-timeout (or limits."
+		    "wall_timeout in the agent's configuration)");
+		o->code = SBX_EX_TIMEOUT;
+	} else if (r->killed_by != NULL && strcmp(r->killed_by, "user") == 0) {
+		o->code = 128 + r->user_signal;
+		sbx_error_set(&o->err, SBX_K_EXECUTION_ERROR, NULL,
+		    "interrupted", "the sandbox was terminated on %s",
+		    sbx_signame(r->user_signal));
+	} else {
+		o->ok = 1;
+		o->result = res;
+		return;
+	}
+	o->extra = extra_of(res, p->warnings);
+}
+
+/* A message of ours may quote the command (its set-up errors, a job's
+ * record): scrubbed like its output. */
+static void
+scrub_msg(struct sbx_scrub *sc, char *m, size_t size)
+{
+	char	*t;
+
+	if ((t = sbx_scrub_str(sc, m)) == NULL) {
+		snprintf(m, size, "(a message withheld: it could not be "
+		    "scrubbed of secrets)");
+		return;
+	}
+	snprintf(m, size, "%s", t);
+	free(t);
+}
+
+void
+sbx_exec_outcome(struct sbx_exec *p, struct sbx_exec_outcome *o)
+{
+	struct sbx_scrub	*sc = p->secrets.scrub;
+
+	outcome_judge(p, o);
+	if (sc == NULL)
+		return;
+	scrub_msg(sc, o->err.message, sizeof(o->err.message));
+	scrub_msg(sc, o->err.hint, sizeof(o->err.hint));
+	sbx_scrub_json(sc, o->result);
+	sbx_scrub_json(sc, o->extra);
+	sbx_scrub_json(sc, p->warnings);
+}
+
+void
+sbx_exec_outcome_release(struct sbx_exec_outcome *o)
+{
+	json_decref(o->result);
+	json_decref(o->extra);
+	o->result = o->extra = NULL;
+}
+
+static void
+close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/* Free what a run holds (the run's cgroup went with the run). */
+void
+sbx_exec_release(struct sbx_exec *p)
+{
+	int	 i;
+
+	close_fd(&p->proxy_ctl);
+	close_fd(&p->proxy_chan);
+	close_fd(&p->home_fd);
+	close_fd(&p->output_fd);
+	close_fd(&p->workdir_fd);
+	close_fd(&p->workdir_tree);
+	for (i = 0; i < p->nxwd; i++) {
+		close_fd(&p->xwd[i].fd);
+		close_fd(&p->xwd[i].tree);
+		free(p->xwd[i].path);
+		free(p->xwd[i].mnt);
+	}
+	close_fd(&p->env_fd);
+	sbx_secret_env_release(&p->secrets);
+	close_fd(&p->passwd_fd);
+	close_fd(&p->group_fd);
+	close_fd(&p->hosts_fd);
+	close_fd(&p->etc_fd);
+	close_fd(&p->seccomp_fd);
+	close_fd(&p->cache_fd);
+	close_fd(&p->init_fd);
+	sbx_run_release(&p->run);
+	sbx_fspolicy_release(&p->fs);
+	sbx_strv_release(&p->bwrap_argv);
+	json_decref(p->agent_cfg);
+	json_decref(p->violations);
+	json_decref(p->limits);
+	json_decref(p->warnings);
+	json_decref(p->events);
+	free(p->bwrap);
+	free(p->init);
+	free(p->workdir);
+	free(p->workdir_mnt);
+	free(p->cg_v2root);
+	free(p->bwrap_line);
+	free((char *)p->sb.image_root);
+	if (p->sb.image_fd >= 0)
+		close(p->sb.image_fd);
+	sbx_root_release(&p->root);
+	explicit_bzero(p->proxy_token, sizeof(p->proxy_token));
+	sbx_exec_init(p);
+}
+
+json_t *
+sbx_exec_command_json(const struct sbx_exec_req *q)
+{
+	json_t	*a = json_array();
+	int	 i;
+
+	if (q->shell) {
+		json_array_append_new(a, json_string("-c"));
+		json_array_append_new(a, sbx_json_bytes(q->shell,
+		    strlen(q->shell)));
+	}
+	for (i = 0; i < q->argc; i++)
+		json_array_append_new(a, sbx_json_bytes(q->argv[i],
+		    strlen(q->argv[i])));
+	return a;
+}

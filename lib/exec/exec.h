@@ -1,0 +1,207 @@
+/*
+ * exec.h: the run engine of sbx exec.
+ *
+ * A plain-data request (struct sbx_exec_req, what the options of sbx exec
+ * or a request envelope say) is checked by sbx_exec_validate(), turned
+ * into an opened, ready-to-run sandbox by sbx_exec_prepare(), run by
+ * sbx_exec_run() (in the foreground, or as a supervised background job,
+ * lib/jobsup.c) and judged by sbx_exec_outcome(), which maps what happened
+ * to an envelope kind and an exit status.  sbx_exec_release() frees it.
+ * Nothing here prints or exits: failures are a struct sbx_error, notes
+ * for people are collected in the warnings array.
+ */
+#ifndef SBX_EXEC_H
+#define SBX_EXEC_H
+
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <limits.h>
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "buf.h"
+#include "cgroup.h"
+#include "error.h"
+#include "fspolicy.h"
+#include "provision.h"
+#include "root.h"
+#include "run.h"
+#include "runlimits.h"
+#include "sandbox.h"
+#include "secret.h"
+
+enum sbx_exec_stdin {
+	SBX_EXEC_STDIN_AUTO,	/* null for a terminal under capture */
+	SBX_EXEC_STDIN_INHERIT,
+	SBX_EXEC_STDIN_NULL,
+};
+
+/*
+ * What to run, and how.  Strings are borrowed (the caller keeps them
+ * alive); the numeric fields below `parsed` are filled by
+ * sbx_exec_validate() from the strings above them.
+ */
+struct sbx_exec_req {
+	const char	*agent;		/* NULL: $SBX_AGENT, else "default" */
+	const char	*home;		/* state root, or NULL (the default) */
+	const char	*cwd;		/* NULL: the workdir, else HOME */
+	const char	*workdir;	/* host directory bound rw, or NULL */
+	int		 workdir_follow;	/* follow symlinks in it */
+	struct sbx_strv	 xworkdirs;	/* --workdir repeated: the others */
+	struct sbx_strv	 unprotect;	/* --unprotect PATH (relative to the
+					 * workdir, or inside it) */
+	struct sbx_strv	 ro;		/* --ro PATH: read-only at its path */
+	struct sbx_strv	 env;		/* NAME=VALUE */
+	const char	*network;	/* NULL: the agent's setting, else none */
+	struct sbx_strv	 allow;		/* extra allowed domains (proxy) */
+	struct sbx_strv	 limit_keys;	/* key, value, ... (sbx_limits_set) */
+	int		 soft_limits;
+	const char	*seccomp;	/* "on" (NULL) or "off" */
+	const char	*shell;		/* -c STRING, or NULL */
+	char	       **argv;		/* the command; with shell: $0, $1... */
+	int		 argc;
+	int		 capture;	/* output kept for an envelope (--json) */
+	int		 capture_tee;	/* capture, and stream it to stderr */
+	const char	*max_output;	/* bytes kept per stream; NULL: 1M */
+	const char	*stdin_mode;	/* inherit, null, or NULL (auto) */
+	int		 tty;		/* a terminal of its own inside */
+	const char	*timeout;	/* idle timeout, seconds, or NULL */
+	int		 background;
+	int		 verbose;	/* keep the bwrap command line */
+	const char	*libexec;	/* where sbx-init is; NULL: beside us */
+	int		 detach_fd;	/* a descriptor of the caller's that a
+					 * job's supervisor closes, or -1 */
+	int		 rootfs_rw; /* sbx install --manager apt: the
+					 * agent's own rootfs copy read-write
+					 * as /, as uid 0 of the userns */
+	struct sbx_strv	 secrets;	/* --secret: these only (else all) */
+	int		 no_secrets;	/* --no-secrets */
+
+	/* parsed */
+	double		 timeout_s;
+	size_t		 max_output_n;
+	enum sbx_exec_stdin stdin_v;
+	int		 seccomp_off;
+	/* Strings the request reader made (sbx_exec_req_json) live here. */
+	struct sbx_strv	 own;
+	char	       **own_argv;
+};
+
+/* Everything a run needs, validated and opened, and what happened. */
+struct sbx_exec {
+	const struct sbx_exec_req *req;
+	const char		*network;	/* the mode in force */
+	struct sbx_root		 root;
+	struct sbx_sandbox	 sb;
+	struct sbx_fspolicy	 fs;
+	struct sbx_strv		 bwrap_argv;
+	char			*bwrap;
+	char			*init;
+	char			 home[PATH_MAX];
+	char			*workdir;	/* canonical */
+	int			 workdir_tree;	/* its private copy, or -1 */
+	char			*workdir_mnt;	/* where the copy goes */
+	struct stat		 workdir_mnt_st;
+	const char		*workdir_resolved; /* = workdir, when asked
+						 * to follow symlinks */
+	/* The other writable roots, each checked as the first. */
+	struct {
+		char		*path;		/* canonical */
+		int		 fd, tree;
+		char		*mnt;
+		struct stat	 mnt_st;
+	}			 xwd[SBX_MAX_XWORKDIRS];
+	int			 nxwd;
+	int			 wd_mnt_n;	/* run/workdir(-N): 0, N */
+	char			 cwd[PATH_MAX];
+	int			 home_fd, output_fd, workdir_fd;
+	int			 env_fd, passwd_fd, group_fd, hosts_fd;
+	int			 seccomp_fd, cache_fd, init_fd;
+	int			 etc_fd;	/* cached /etc tree, or -1 */
+	int			 drop_privs;	/* sbx is root: run as run_uid */
+	uid_t			 run_uid;
+	gid_t			 run_gid;
+	struct sbx_runlimits	 lim;
+	unsigned long long	 log_cap;	/* a job's log, bytes */
+	json_t			*agent_cfg;	/* config/agents/A.json, or
+						 * NULL: read once a run */
+	char			 agent_rel[128];
+	int			 proxy_ctl, proxy_chan;
+	char			 proxy_token[SBX_TOKEN_LEN + 1];
+	json_t			*violations;	/* proxy mode, after the run */
+	struct sbx_cgroup	 cg;
+	char			*cg_v2root;	/* cgroup_v2_root, or NULL */
+	json_t			*limits;	/* what is enforced, and how */
+	json_t			*warnings;
+	int			 tty_size_fd;	/* caller's terminal, or -1 */
+	char			*bwrap_line;	/* verbose: the command line */
+	/* The agent's secrets for this run (lib/secret.h): their values go
+	 * into the environment memfd only, and secrets.scrub (when some
+	 * value is long enough) filters every byte that comes out. */
+	struct sbx_secret_env	 secrets;
+
+	/* after sbx_exec_run */
+	struct sbx_run		 run;
+	json_t			*events;	/* cgroup evidence, or NULL */
+	char			 job[32];	/* background: the job id */
+	char			 logpath[PATH_MAX];
+	int			 job_pid;
+	char			 job_what;	/* 'R', 'E' (exec errno), 'F' */
+	int			 job_val;
+};
+
+/* The verdict on a run: a success or failure envelope, and the status. */
+struct sbx_exec_outcome {
+	int		 ok;
+	int		 code;		/* exit status of sbx exec */
+	struct sbx_error err;		/* when !ok */
+	json_t		*result;	/* ok: the result object (owned) */
+	json_t		*extra;		/* !ok: keys beside the error, or NULL */
+};
+
+void	sbx_exec_req_init(struct sbx_exec_req *);
+void	sbx_exec_req_release(struct sbx_exec_req *);
+/*
+ * Fill req from a request envelope (a JSON object whose keys are the long
+ * options: agent, cwd, workdir, workdir_follow_symlinks, ro, unprotect,
+ * env, timeout,
+ * tty, network, allow_domain, command, shell, args, max_output, stdin,
+ * memory, cpus, pids, disk, wall_timeout, nofile, file_size, soft_limits,
+ * seccomp, background, secrets, no_secrets).  Unknown keys and wrong types are invalid_args.
+ */
+int	sbx_exec_req_json(struct sbx_exec_req *, const json_t *,
+	    struct sbx_error *);
+/* Read one request envelope from fd (at most cap bytes, duplicate keys
+ * refused: sbx_json_parse) into req; invalid_args when it is bad. */
+int	sbx_exec_req_read(struct sbx_exec_req *, int fd, size_t cap,
+	    struct sbx_error *);
+/*
+ * Check a request without touching the system: 0, or -1 with e.  A
+ * request that no run could ever satisfy as written (options that
+ * exclude each other) returns -2: a usage error.
+ */
+int	sbx_exec_validate(struct sbx_exec_req *, struct sbx_error *);
+void	sbx_exec_init(struct sbx_exec *);
+int	sbx_exec_prepare(struct sbx_exec *, const struct sbx_exec_req *,
+	    struct sbx_error *);
+int	sbx_exec_run(struct sbx_exec *, struct sbx_error *);
+void	sbx_exec_outcome(struct sbx_exec *, struct sbx_exec_outcome *);
+void	sbx_exec_outcome_release(struct sbx_exec_outcome *);
+void	sbx_exec_release(struct sbx_exec *);
+/* After the run, proxy mode: the proxy's denials as one line for people
+ * ("proxy denied 2 requests: a:443 (...)"), or NULL; caller frees. */
+char	*sbx_exec_violations_text(const struct sbx_exec *);
+/* A signal's name ("SIGTERM"), in static storage for unknown ones. */
+const char *sbx_signame(int);
+
+/* Shared with lib/jobsup.c. */
+int	sbx_exec_signals(int with_usr1);
+int	sbx_exec_cgroup(struct sbx_exec *, const char *v2root,
+	    struct sbx_error *);
+void	sbx_exec_run_setup(struct sbx_exec *, struct sbx_run *);
+json_t	*sbx_exec_finish_limits(struct sbx_exec *, struct sbx_run *);
+json_t	*sbx_exec_command_json(const struct sbx_exec_req *);
+
+#endif

@@ -1,0 +1,2271 @@
+/*
+ * proxy.c: the event loop of sbx-proxy.
+ *
+ * One thread runs an epoll loop over: the control socket (sessions opened
+ * by sbx-exec), each session's control connection and channel (over which
+ * sbx-init passes the sandbox's TCP connections), and every proxied
+ * connection's two sockets.  Names are resolved asynchronously in the
+ * same loop (c-ares, its sockets in an epoll set of their own), so a slow
+ * DNS server holds no thread and no lookup blocks another; lookups wait in
+ * a bounded queue that serves the agents round-robin (dnsq.h), a lookup
+ * whose connection is gone is cancelled or its answer dropped, and one
+ * that is still with the resolver counts against its agent's connection
+ * cap until the resolver lets it go.  Nothing is threaded.  Bytes of an
+ * established connection move between the sockets with splice(2) through
+ * a pipe, never through user-space buffers.
+ *
+ * Order of the checks for a request (a denied request is never resolved,
+ * so no DNS query leaks a denied name): parse, token, host syntax and IP
+ * literals, denied and allowed domains, port; then resolve, refuse any
+ * non-global address, and connect to an address that was checked.
+ */
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <ares.h>
+#include <jansson.h>
+#include <sodium.h>
+
+#include "buf.h"
+#include "dnsq.h"
+#include "envelope.h"
+#include "fsutil.h"
+#include "httpreq.h"
+#include "layout.h"
+#include "names.h"
+#include "netpolicy.h"
+#include "provision.h"
+#include "proxy.h"
+#include "runlimits.h"
+#include "time.h"
+
+#define MAX_ADDRS	16
+#define PIPE_SIZE	(256 << 10)
+#define VIOLATIONS_MAX	100
+#define CTL_TIMEOUT_MS	5000
+#define LINGER_MS	1000
+#define SWEEP_MS	200
+/* Lookups with the resolver at a time, in all and for one agent: an agent
+ * that floods the resolver (abandoned lookups of random names under an
+ * allowed wildcard) fills its own share, never the others'. */
+#define LOOKUPS_INFLIGHT	64
+#define LOOKUPS_INFLIGHT_AGENT	8
+
+enum cstate {
+	C_HEAD,		/* reading the request head */
+	C_RESOLVE,	/* its lookup is queued or with the resolver */
+	C_CONNECT,	/* non-blocking connect in progress */
+	C_RELAY,	/* bytes flow */
+	C_LINGER	/* answered a refusal; draining before close */
+};
+
+struct conn;
+struct session;
+
+/* What an epoll event points at. */
+enum ktype { K_LISTEN, K_DNS, K_CTL, K_CHAN, K_CLIENT, K_UPSTREAM };
+struct key {
+	enum ktype	 type;
+	void		*p;
+};
+
+struct agentcount {
+	char			 name[SBX_AGENT_MAX + 1];
+	unsigned		 n;		/* connections */
+	unsigned		 orphans;	/* lookups of closed ones */
+	struct sbx_dnsq_agent	 q;
+	struct agentcount	*next;
+};
+
+struct session {
+	struct key		 kctl, kchan;
+	int			 ctl, chan;	/* chan -1 until opened */
+	int			 fd_in;		/* received, line not yet */
+	char			 agent[SBX_AGENT_MAX + 1];
+	char			 run[80];
+	char			 token[SBX_TOKEN_LEN + 1];
+	struct sbx_netpolicy	 pol;
+	unsigned short		 opaque[SBX_PROXY_OPAQUE_MAX];
+	size_t			 nopaque;
+	json_t			*violations;
+	unsigned long long	 denied;
+	unsigned		 nconns;
+	int			 ended;
+	/* A control connection before its first line. */
+	char			*line;
+	size_t			 linelen;
+	long long		 t_open;
+	int			 closed;
+	struct session		*gnext;
+	struct session		*prev, *next;
+};
+
+struct conn {
+	struct key		 kc, ku;
+	struct session		*s;
+	enum cstate		 state;
+	int			 cfd, ufd;
+	unsigned		 evc, evu;	/* registered interest */
+	int			 creg, ureg;	/* cfd, ufd in epoll */
+	int			 c_hup, u_hup;	/* EPOLLHUP/ERR seen */
+	char			*buf;		/* head (C_HEAD), first record
+						 * (C_HELLO), pending bytes */
+	size_t			 len, cap;
+	size_t			 sendoff;	/* of buf, already sent up */
+	/* The request, once parsed. */
+	int			 connect;
+	char			 method[24];
+	char			 host[SBX_NP_HOST_MAX + 1];
+	unsigned		 port;
+	long long		 body_left;	/* plain HTTP: body to pass */
+	struct sockaddr_storage	 addrs[MAX_ADDRS];
+	socklen_t		 addrlens[MAX_ADDRS];
+	int			 naddrs, ai;
+	/* Relay. */
+	int			 p_cu[2], p_uc[2];	/* client->up, up->client */
+	size_t			 q_cu, q_uc;		/* bytes in the pipes */
+	int			 eof_c, eof_u, shut_u, shut_c;
+	/* CONNECT: nothing goes either way before the client's first bytes
+	 * were judged (a ClientHello's SNI, or an HTTP request's Host),
+	 * unless the port is opaque. */
+	int			 hello;
+	long long		 t_hello;
+	unsigned long long	 bytes_in, bytes_out;
+	long long		 t_start, t_last, t_deadline;
+	struct dnsjob		*job;		/* its lookup */
+	int			 closed;
+	struct conn		*gnext;		/* the graveyard */
+	int			 logged;
+	int			 status;
+	/* The address a refusal of its class is about, as text. */
+	char			 refused[INET6_ADDRSTRLEN];
+	struct conn		*prev, *next;
+};
+
+/* A lookup.  Its connection may go while it is with the resolver: c is
+ * then NULL and the answer is dropped. */
+struct dnsjob {
+	struct sbx_dnsq_item	 qi;
+	struct conn		*c;
+	struct agentcount	*a;
+	char			 host[SBX_NP_HOST_MAX + 1];
+};
+
+static struct {
+	const struct sbx_proxy_config	*cfg;
+	int			 rootfd, runfd, ep, dep, lfd, logfd;
+	unsigned long long	 logsize;
+	struct key		 klisten, kdns;
+	struct session		*sessions;
+	struct conn		*conns;
+	unsigned		 nconns, nsessions;
+	struct agentcount	*counts;
+	/* Closed in this batch of events, freed after it: later events of
+	 * the same batch may still point at them. */
+	struct conn		*grave;
+	struct session		*sgrave;
+	int			 stop;
+	long long		 t_idle, t_start;
+	/* The resolver: a c-ares channel whose sockets are in dep. */
+	ares_channel		 ch;
+	int			 have_ch, pumping;
+	struct sbx_dnsq		 q;
+	unsigned		 norphans;	/* lookups of closed conns */
+} P;
+
+static void conn_close(struct conn *);
+static void conn_update(struct conn *);
+
+
+/* ---- configuration ---------------------------------------------------- */
+
+static int
+cfg_num(const json_t *o, const char *key, unsigned long long lo,
+    unsigned long long hi, unsigned long long *out, struct sbx_error *e)
+{
+	const json_t	*v = json_object_get(o, key);
+
+	if (v == NULL)
+		return 0;
+	if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+	    (unsigned long long)json_integer_value(v) < lo ||
+	    (unsigned long long)json_integer_value(v) > hi)
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
+		    "config_invalid", "config/sandbox.json: `proxy.%s` must "
+		    "be an integer from %llu to %llu", key, lo, hi);
+	*out = (unsigned long long)json_integer_value(v);
+	return 0;
+}
+
+/* `opaque_ports` (of origin's `where`): absent, or an array of 1..65535,
+ * at most SBX_PROXY_OPAQUE_MAX. */
+static int
+cfg_ports(const json_t *v, const char *origin, const char *where,
+    unsigned short *out, size_t *n, struct sbx_error *e)
+{
+	const json_t	*p;
+	size_t		 i;
+
+	*n = 0;
+	if (v == NULL)
+		return 0;
+	if (!json_is_array(v) || json_array_size(v) > SBX_PROXY_OPAQUE_MAX)
+		goto bad;
+	json_array_foreach(v, i, p) {
+		if (!json_is_integer(p) || json_integer_value(p) < 1 ||
+		    json_integer_value(p) > 65535)
+			goto bad;
+		out[(*n)++] = (unsigned short)json_integer_value(p);
+	}
+	return 0;
+bad:
+	*n = 0;
+	return sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
+	    "config_invalid", "%s: `%sopaque_ports` must be an array of at "
+	    "most %d ports 1..65535", origin, where, SBX_PROXY_OPAQUE_MAX);
+}
+
+/* The loader; with doc given (borrowed), that document instead of the
+ * file (sbx config checks an edit before writing it). */
+static int
+config_parse(int rootfd, const json_t *doc, struct sbx_proxy_config *c,
+    struct sbx_error *e)
+{
+	static const char *const known[] = { "max_connections",
+	    "max_connections_per_agent", "connect_timeout_ms",
+	    "header_timeout_ms", "idle_timeout_ms", "max_duration_s",
+	    "max_request_bytes", "max_response_bytes", "idle_exit_s",
+	    "log_max_bytes", "dns_server", "max_lookups",
+	    "max_lookups_per_agent", "opaque_ports", "allow_private_domains",
+	    "allowed_cidrs", NULL };
+	json_t			*cfg = NULL, *o;
+	const char		*k;
+	json_t			*v;
+	unsigned long long	 n;
+	size_t			 i;
+	int			 rc = -1;
+
+	memset(c, 0, sizeof(*c));
+	c->max_conns = 4096;
+	c->max_conns_agent = 256;
+	c->connect_timeout_ms = 10000;
+	c->header_timeout_ms = 10000;
+	c->idle_timeout_ms = 300000;
+	c->max_duration_ms = 3600 * 1000LL;
+	c->max_request_bytes = 1ULL << 30;
+	c->max_response_bytes = 16ULL << 30;
+	c->idle_exit_ms = 300 * 1000LL;
+	c->log_max_bytes = 10ULL << 20;
+	c->max_lookups = 1024;
+	c->max_lookups_agent = 64;
+	if (doc != NULL)
+		cfg = json_incref((json_t *)doc);
+	else if (rootfd < 0)
+		return 0;
+	else if (sbx_config_load(rootfd, "config/sandbox.json", &cfg, e) == -1)
+		return -1;
+	if (cfg == NULL || (o = json_object_get(cfg, "proxy")) == NULL) {
+		json_decref(cfg);
+		return 0;
+	}
+	if (!json_is_object(o)) {
+		sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
+		    "config_invalid", "config/sandbox.json: `proxy` must be "
+		    "an object");
+		goto out;
+	}
+	json_object_foreach(o, k, v) {
+		for (i = 0; known[i] != NULL; i++)
+			if (strcmp(known[i], k) == 0)
+				break;
+		if (known[i] == NULL) {
+			sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
+			    "config_invalid", "config/sandbox.json: unknown "
+			    "setting `proxy.%s`", k);
+			goto out;
+		}
+	}
+	n = c->max_conns;
+	if (cfg_num(o, "max_connections", 1, 1000000, &n, e) == -1)
+		goto out;
+	c->max_conns = (unsigned)n;
+	n = c->max_conns_agent;
+	if (cfg_num(o, "max_connections_per_agent", 1, 1000000, &n, e) == -1)
+		goto out;
+	c->max_conns_agent = (unsigned)n;
+	n = (unsigned long long)c->connect_timeout_ms;
+	if (cfg_num(o, "connect_timeout_ms", 10, 600000, &n, e) == -1)
+		goto out;
+	c->connect_timeout_ms = (long long)n;
+	n = (unsigned long long)c->header_timeout_ms;
+	if (cfg_num(o, "header_timeout_ms", 10, 600000, &n, e) == -1)
+		goto out;
+	c->header_timeout_ms = (long long)n;
+	n = (unsigned long long)c->idle_timeout_ms;
+	if (cfg_num(o, "idle_timeout_ms", 10, 86400000ULL, &n, e) == -1)
+		goto out;
+	c->idle_timeout_ms = (long long)n;
+	n = (unsigned long long)(c->max_duration_ms / 1000);
+	if (cfg_num(o, "max_duration_s", 1, 31 * 86400ULL, &n, e) == -1)
+		goto out;
+	c->max_duration_ms = (long long)n * 1000;
+	if (cfg_num(o, "max_request_bytes", 0, 1ULL << 50,
+	    &c->max_request_bytes, e) == -1 ||
+	    cfg_num(o, "max_response_bytes", 0, 1ULL << 50,
+	    &c->max_response_bytes, e) == -1 ||
+	    cfg_num(o, "log_max_bytes", 4096, 1ULL << 40,
+	    &c->log_max_bytes, e) == -1)
+		goto out;
+	n = (unsigned long long)(c->idle_exit_ms / 1000);
+	if (cfg_num(o, "idle_exit_s", 1, 31 * 86400ULL, &n, e) == -1)
+		goto out;
+	c->idle_exit_ms = (long long)n * 1000;
+	n = c->max_lookups;
+	if (cfg_num(o, "max_lookups", 1, 1000000, &n, e) == -1)
+		goto out;
+	c->max_lookups = (unsigned)n;
+	n = c->max_lookups_agent;
+	if (cfg_num(o, "max_lookups_per_agent", 1, 1000000, &n, e) == -1)
+		goto out;
+	c->max_lookups_agent = (unsigned)n;
+	if (cfg_ports(json_object_get(o, "opaque_ports"),
+	    "config/sandbox.json", "proxy.", c->opaque_ports, &c->nopaque,
+	    e) == -1)
+		goto out;
+	if ((v = json_object_get(o, "dns_server")) != NULL) {
+		struct in_addr	 a;
+		char		 tmp[64], *colon;
+		unsigned	 port;
+
+		if (!json_is_string(v) || json_string_length(v) >=
+		    sizeof(tmp)) {
+bad_dns:
+			sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
+			    "config_invalid", "config/sandbox.json: "
+			    "`proxy.dns_server` must be \"IPv4:PORT\"");
+			goto out;
+		}
+		snprintf(tmp, sizeof(tmp), "%s", json_string_value(v));
+		if ((colon = strrchr(tmp, ':')) == NULL)
+			goto bad_dns;
+		*colon = '\0';
+		if (inet_pton(AF_INET, tmp, &a) != 1 ||
+		    sbx_np_port(colon + 1, strlen(colon + 1), &port) == -1)
+			goto bad_dns;
+		snprintf(c->dns_server, sizeof(c->dns_server), "%s",
+		    json_string_value(v));
+	}
+	/* The policy settings every agent gets: checked now (a bad range
+	 * is a configuration error at start, not a refusal at the first
+	 * request), applied per session by sbx_proxy_policy(). */
+	if (json_object_get(o, "allow_private_domains") != NULL ||
+	    json_object_get(o, "allowed_cidrs") != NULL) {
+		struct sbx_netpolicy	 np;
+
+		sbx_np_init(&np);
+		i = sbx_np_load_global(&np, o, e) == -1;
+		sbx_np_free(&np);
+		if (i)
+			goto out;
+		c->policy = json_object();
+		if ((v = json_object_get(o, "allow_private_domains")) != NULL)
+			json_object_set(c->policy, "allow_private_domains", v);
+		if ((v = json_object_get(o, "allowed_cidrs")) != NULL)
+			json_object_set(c->policy, "allowed_cidrs", v);
+	}
+	rc = 0;
+out:
+	json_decref(cfg);
+	return rc;
+}
+
+void
+sbx_proxy_config_release(struct sbx_proxy_config *c)
+{
+	json_decref(c->policy);
+	c->policy = NULL;
+}
+
+int
+sbx_proxy_config_load(int rootfd, struct sbx_proxy_config *c,
+    struct sbx_error *e)
+{
+	return config_parse(rootfd, NULL, c, e);
+}
+
+int
+sbx_proxy_config_check(const json_t *doc, struct sbx_error *e)
+{
+	struct sbx_proxy_config	 c;
+	int			 rc;
+
+	rc = config_parse(-1, doc, &c, e);
+	sbx_proxy_config_release(&c);
+	return rc;
+}
+
+int
+sbx_proxy_agent_check(const json_t *agentcfg, const char *origin,
+    struct sbx_error *e)
+{
+	unsigned short	 ports[SBX_PROXY_OPAQUE_MAX];
+	size_t		 n;
+
+	return cfg_ports(json_object_get(agentcfg, "opaque_ports"), origin,
+	    "", ports, &n, e);
+}
+
+int
+sbx_proxy_policy(const struct sbx_proxy_config *c, const json_t *agentcfg,
+    const char *rel, struct sbx_netpolicy *np, struct sbx_error *e)
+{
+	sbx_np_init(np);
+	if (sbx_np_load_global(np, c != NULL ? c->policy : NULL, e) == -1 ||
+	    sbx_np_load(np, agentcfg, rel, e) == -1) {
+		sbx_np_free(np);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- log -------------------------------------------------------------- */
+
+static void
+log_open(void)
+{
+	struct stat	 st;
+
+	if (P.logfd >= 0)
+		close(P.logfd);
+	P.logfd = openat(P.runfd, "proxy.log", O_WRONLY | O_APPEND | O_CREAT |
+	    O_NOFOLLOW | O_CLOEXEC, 0600);
+	P.logsize = 0;
+	if (P.logfd >= 0 && fstat(P.logfd, &st) == 0)
+		P.logsize = (unsigned long long)st.st_size;
+}
+
+static void
+log_json(json_t *o)
+{
+	char		 t[SBX_TIME_ISO_MAX], *s;
+	size_t		 n;
+
+	sbx_time_utc_iso_ms(t);
+	json_object_set_new(o, "time", json_string(t));
+	s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
+	json_decref(o);
+	if (s == NULL)
+		return;
+	n = strlen(s);
+	s[n] = '\n';
+	if (P.logfd >= 0 && P.logsize + n + 1 > P.cfg->log_max_bytes) {
+		/* Rotate: one previous generation is kept. */
+		(void)renameat(P.runfd, "proxy.log", P.runfd, "proxy.log.1");
+		log_open();
+	}
+	if (P.logfd >= 0 && write(P.logfd, s, n + 1) > 0)
+		P.logsize += n + 1;
+	free(s);
+}
+
+/* One line per decision. */
+static void
+conn_log(struct conn *c, const char *verdict, const char *reason)
+{
+	json_t	*o;
+
+	if (c->logged)
+		return;
+	c->logged = 1;
+	o = json_pack("{s:s,s:s,s:s,s:s,s:i,s:I,s:I,s:I,s:i}",
+	    "agent", c->s != NULL ? c->s->agent : "",
+	    "run", c->s != NULL ? c->s->run : "",
+	    "host", c->host,
+	    "method", c->method,
+	    "port", (int)c->port,
+	    "bytes_in", (json_int_t)c->bytes_in,
+	    "bytes_out", (json_int_t)c->bytes_out,
+	    "duration_ms", (json_int_t)(sbx_now_ms() - c->t_start),
+	    "status", c->status);
+	if (o == NULL)
+		return;
+	json_object_set_new(o, "verdict", json_string(verdict));
+	if (reason != NULL)
+		json_object_set_new(o, "reason", json_string(reason));
+	/* An address refused for its class: which one, and what would
+	 * allow it, so that the log says how to fix it. */
+	if (reason != NULL && c->refused[0] != '\0') {
+		json_object_set_new(o, "address", json_string(c->refused));
+		if (sbx_np_addr_hint(reason) != NULL)
+			json_object_set_new(o, "hint",
+			    json_string(sbx_np_addr_hint(reason)));
+	}
+	log_json(o);
+}
+
+/* ---- answers ---------------------------------------------------------- */
+
+static const char *
+status_text(int status)
+{
+	switch (status) {
+	case 200: return "Connection established";
+	case 400: return "Bad Request";
+	case 403: return "Forbidden";
+	case 405: return "Method Not Allowed";
+	case 407: return "Proxy Authentication Required";
+	case 408: return "Request Timeout";
+	case 413: return "Payload Too Large";
+	case 414: return "URI Too Long";
+	case 431: return "Request Header Fields Too Large";
+	case 502: return "Bad Gateway";
+	case 503: return "Service Unavailable";
+	case 504: return "Gateway Timeout";
+	default:  return "Error";
+	}
+}
+
+/* Shut our side, then read and drop what the client still sends for a
+ * moment: closing with unread data would reset the connection and the
+ * client might never see the answer. */
+static void
+conn_linger(struct conn *c)
+{
+	(void)shutdown(c->cfd, SHUT_WR);
+	if (c->ureg) {
+		epoll_ctl(P.ep, EPOLL_CTL_DEL, c->ufd, NULL);
+		c->ureg = 0;
+	}
+	if (c->ufd >= 0) {
+		close(c->ufd);
+		c->ufd = -1;
+	}
+	c->state = C_LINGER;
+	c->t_deadline = sbx_now_ms() + LINGER_MS;
+	conn_update(c);
+}
+
+/*
+ * Refuse: answer status with X-Proxy-Error: reason, log the decision and
+ * record it as a violation of the run when it is a policy denial.
+ */
+static void
+conn_refuse(struct conn *c, int status, const char *reason)
+{
+	char		 head[768], body[600];
+	int		 hn, bn;
+	const char	*verdict, *hint;
+	json_t		*viol;
+
+	c->status = status;
+	hint = c->refused[0] != '\0' ? sbx_np_addr_hint(reason) : NULL;
+	bn = snprintf(body, sizeof(body), "sbx-proxy: %s%s%u: %s%s%s%s%s\n",
+	    c->host[0] ? c->host : "-", ":", c->port, reason,
+	    c->refused[0] != '\0' ? " " : "", c->refused,
+	    hint != NULL ? "; " : "", hint != NULL ? hint : "");
+	if (bn < 0 || (size_t)bn >= sizeof(body))
+		bn = (int)strlen(body);
+	hn = snprintf(head, sizeof(head), "HTTP/1.1 %d %s\r\n"
+	    "X-Proxy-Error: %s\r\n%s"
+	    "Content-Type: text/plain\r\nConnection: close\r\n"
+	    "Content-Length: %d\r\n\r\n", status, status_text(status), reason,
+	    status == 407 ? "Proxy-Authenticate: Basic realm=\"sbx\"\r\n" : "",
+	    bn);
+	if (hn > 0 && (size_t)hn < sizeof(head)) {
+		(void)!send(c->cfd, head, (size_t)hn, MSG_NOSIGNAL |
+		    MSG_DONTWAIT);
+		(void)!send(c->cfd, body, (size_t)bn, MSG_NOSIGNAL |
+		    MSG_DONTWAIT);
+	}
+	verdict = (status == 403 || status == 400 || status == 405 ||
+	    status == 407 || status == 414 || status == 431 ||
+	    status == 413) ? "deny" : "error";
+	conn_log(c, verdict, reason);
+	/* Every refusal of the policy or of the parser is a violation of
+	 * the run; upstream failures and limits are not. */
+	if (c->s != NULL && strcmp(verdict, "deny") == 0) {
+		c->s->denied++;
+		if (json_array_size(c->s->violations) < VIOLATIONS_MAX &&
+		    (viol = json_pack("{s:s,s:s,s:i,s:s}", "type", "network",
+		    "host", c->host[0] ? c->host : "-", "port", (int)c->port,
+		    "reason", reason)) != NULL) {
+			if (c->refused[0] != '\0')
+				json_object_set_new(viol, "address",
+				    json_string(c->refused));
+			if (hint != NULL)
+				json_object_set_new(viol, "hint",
+				    json_string(hint));
+			json_array_append_new(c->s->violations, viol);
+		}
+	}
+	conn_linger(c);
+}
+
+/* ---- connections ------------------------------------------------------ */
+
+static struct agentcount *
+agent_count(const char *agent)
+{
+	struct agentcount	*a;
+
+	for (a = P.counts; a != NULL; a = a->next)
+		if (strcmp(a->name, agent) == 0)
+			return a;
+	if ((a = calloc(1, sizeof(*a))) == NULL)
+		return NULL;
+	snprintf(a->name, sizeof(a->name), "%s", agent);
+	a->next = P.counts;
+	P.counts = a;
+	return a;
+}
+
+static void
+ep_set(int fd, struct key *k, unsigned *have, unsigned want, int *reg)
+{
+	struct epoll_event	 ev;
+
+	if (reg != NULL && !*reg) {
+		if (want == 0)
+			return;
+		ev.events = want;
+		ev.data.ptr = k;
+		if (epoll_ctl(P.ep, EPOLL_CTL_ADD, fd, &ev) == 0) {
+			*reg = 1;
+			*have = want;
+		}
+		return;
+	}
+	if (*have == want)
+		return;
+	ev.events = want;
+	ev.data.ptr = k;
+	if (epoll_ctl(P.ep, EPOLL_CTL_MOD, fd, &ev) == 0)
+		*have = want;
+}
+
+/* The interest of both sockets, from the state. */
+static void
+conn_update(struct conn *c)
+{
+	unsigned	 wc = 0, wu = 0;
+
+	switch (c->state) {
+	case C_HEAD:
+	case C_LINGER:
+		wc = EPOLLIN | EPOLLRDHUP;
+		break;
+	case C_RESOLVE:
+		/* Nothing asked of the client meanwhile: a half-close
+		 * (the request sent, then shutdown) is legitimate, and
+		 * EPOLLHUP/EPOLLERR of a reset arrive without asking. */
+		break;
+	case C_CONNECT:
+		wu = EPOLLOUT;
+		break;
+	case C_RELAY:
+		/* Read a side only while its pipe has room and the
+		 * direction is still open; write a side while its pipe
+		 * holds bytes. */
+		if (c->hello ? c->len < SBX_TLS_RECORD_MAX : !c->eof_c &&
+		    c->q_cu < PIPE_SIZE && (c->connect || c->body_left > 0))
+			wc |= EPOLLIN;
+		if (c->q_uc > 0)
+			wc |= EPOLLOUT;
+		if (!c->hello && !c->eof_u && c->q_uc < PIPE_SIZE)
+			wu |= EPOLLIN;
+		if (!c->hello && (c->q_cu > 0 || c->sendoff < c->len))
+			wu |= EPOLLOUT;
+		break;
+	}
+	/* A hung-up socket reports EPOLLHUP whatever it is asked: while
+	 * nothing is wanted of it, it leaves the set (level-triggered, it
+	 * would otherwise spin the loop). */
+	if (c->c_hup && wc == 0 && c->creg) {
+		epoll_ctl(P.ep, EPOLL_CTL_DEL, c->cfd, NULL);
+		c->creg = 0;
+		c->evc = 0;
+	} else
+		ep_set(c->cfd, &c->kc, &c->evc, wc, &c->creg);
+	if (c->ufd >= 0 && c->u_hup && wu == 0 && c->ureg) {
+		epoll_ctl(P.ep, EPOLL_CTL_DEL, c->ufd, NULL);
+		c->ureg = 0;
+		c->evu = 0;
+	} else if (c->ufd >= 0)
+		ep_set(c->ufd, &c->ku, &c->evu, wu, &c->ureg);
+}
+
+static void
+conn_free(struct conn *c)
+{
+	free(c->buf);
+	free(c);
+}
+
+/*
+ * The connection no longer wants its lookup.  Still queued: taken out,
+ * never sent.  With the resolver (c-ares cannot cancel one query): the
+ * answer will be dropped, and until it comes the lookup counts against
+ * the agent's connection cap, so that lookups abandoned at once cannot
+ * pile up beyond what live connections could.
+ */
+static void
+conn_unresolve(struct conn *c)
+{
+	struct dnsjob	*j = c->job;
+
+	if (j == NULL)
+		return;
+	c->job = NULL;
+	j->c = NULL;
+	if (j->qi.queued) {
+		sbx_dnsq_cancel(&P.q, &j->qi);
+		free(j);
+		return;
+	}
+	j->a->orphans++;
+	P.norphans++;
+}
+
+static void
+conn_close(struct conn *c)
+{
+	struct agentcount	*a;
+
+	conn_unresolve(c);
+	if (c->state == C_RELAY)
+		conn_log(c, "allow", NULL);
+	else if (!c->logged)
+		conn_log(c, "error", "closed");
+	if (c->cfd >= 0) {
+		epoll_ctl(P.ep, EPOLL_CTL_DEL, c->cfd, NULL);
+		close(c->cfd);
+	}
+	if (c->ufd >= 0) {
+		if (c->ureg)
+			epoll_ctl(P.ep, EPOLL_CTL_DEL, c->ufd, NULL);
+		close(c->ufd);
+	}
+	if (c->p_cu[0] >= 0) {
+		close(c->p_cu[0]);
+		close(c->p_cu[1]);
+	}
+	if (c->p_uc[0] >= 0) {
+		close(c->p_uc[0]);
+		close(c->p_uc[1]);
+	}
+	c->cfd = c->ufd = c->p_cu[0] = c->p_uc[0] = -1;
+	if (c->prev != NULL)
+		c->prev->next = c->next;
+	else
+		P.conns = c->next;
+	if (c->next != NULL)
+		c->next->prev = c->prev;
+	P.nconns--;
+	if (c->s != NULL) {
+		c->s->nconns--;
+		if ((a = agent_count(c->s->agent)) != NULL && a->n > 0)
+			a->n--;
+	}
+	c->s = NULL;
+	if (P.nconns == 0)
+		P.t_idle = sbx_now_ms();
+	c->closed = 1;
+	c->gnext = P.grave;
+	P.grave = c;
+}
+
+static void
+conn_new(struct session *s, int fd)
+{
+	struct conn		*c;
+	struct agentcount	*a;
+	int			 one = 1;
+
+	if ((c = calloc(1, sizeof(*c))) == NULL) {
+		close(fd);
+		return;
+	}
+	c->kc.type = K_CLIENT;
+	c->kc.p = c;
+	c->ku.type = K_UPSTREAM;
+	c->ku.p = c;
+	c->cfd = fd;
+	c->ufd = -1;
+	c->p_cu[0] = c->p_cu[1] = c->p_uc[0] = c->p_uc[1] = -1;
+	c->t_start = c->t_last = sbx_now_ms();
+	c->t_deadline = c->t_start + P.cfg->header_timeout_ms;
+	c->s = s;
+	c->state = C_HEAD;
+	c->body_left = 0;
+	snprintf(c->method, sizeof(c->method), "-");
+	c->next = P.conns;
+	if (P.conns != NULL)
+		P.conns->prev = c;
+	P.conns = c;
+	P.nconns++;
+	s->nconns++;
+	a = agent_count(s->agent);
+	if (a != NULL)
+		a->n++;
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	conn_update(c);
+	/* The limits are checked once the connection exists, so that the
+	 * refusal is an answer the client can read, not a reset. */
+	if (P.nconns + P.norphans > P.cfg->max_conns ||
+	    (a != NULL && a->n + a->orphans > P.cfg->max_conns_agent))
+		conn_refuse(c, 503, "too_many_connections");
+}
+
+static int
+buf_reserve(struct conn *c, size_t want)
+{
+	char	*p;
+	size_t	 cap;
+
+	if (c->cap >= want)
+		return 0;
+	cap = c->cap ? c->cap : 1024;
+	while (cap < want)
+		cap *= 2;
+	if ((p = realloc(c->buf, cap)) == NULL)
+		return -1;
+	c->buf = p;
+	c->cap = cap;
+	return 0;
+}
+
+static void conn_resolved(struct conn *, const struct sockaddr_storage *,
+    const socklen_t *, int);
+static void dns_pump(void);
+
+/* Queue the name for the resolver. */
+static void
+conn_resolve(struct conn *c)
+{
+	const struct sbx_np_override	*ov;
+	struct agentcount		*a;
+	struct dnsjob			*j;
+
+	c->state = C_RESOLVE;
+	c->t_deadline = sbx_now_ms() + P.cfg->connect_timeout_ms;
+	conn_update(c);
+	if ((ov = sbx_np_override(&c->s->pol, c->host)) != NULL) {
+		/* A test override: no resolver involved, but the same
+		 * path as an answer (and so the same address checks). */
+		conn_resolved(c, &ov->addr, &ov->addrlen, 1);
+		return;
+	}
+	if ((a = agent_count(c->s->agent)) == NULL ||
+	    (j = calloc(1, sizeof(*j))) == NULL) {
+		conn_refuse(c, 502, "resolve_failed");
+		return;
+	}
+	j->c = c;
+	j->a = a;
+	snprintf(j->host, sizeof(j->host), "%s", c->host);
+	if (sbx_dnsq_push(&P.q, &a->q, &j->qi) == -1) {
+		/* The agent (or everyone) has enough lookups waiting. */
+		free(j);
+		conn_refuse(c, 503, "too_many_lookups");
+		return;
+	}
+	c->job = j;
+	dns_pump();
+}
+
+static void
+conn_parse(struct conn *c)
+{
+	static struct sbx_http_req	 req;	/* one thread: scratch */
+	const char			*reason, *why;
+	char				 host[SBX_NP_HOST_MAX + 1];
+	int				 r, status;
+	size_t				 n;
+
+	r = sbx_http_parse(c->buf, c->len, &req, &status, &reason);
+	if (r == 0)
+		return;
+	if (r == -1) {
+		conn_refuse(c, status, reason);
+		return;
+	}
+	c->connect = req.connect;
+	snprintf(c->method, sizeof(c->method), "%s", req.method);
+	c->port = req.port;
+	/* What is logged before the host is known to be valid: a
+	 * printable prefix. */
+	n = req.hostlen < sizeof(c->host) - 1 ? req.hostlen :
+	    sizeof(c->host) - 1;
+	memcpy(c->host, req.host, n);
+	c->host[n] = '\0';
+	for (n = 0; c->host[n] != '\0'; n++)
+		if ((unsigned char)c->host[n] < 0x21 ||
+		    (unsigned char)c->host[n] > 0x7e)
+			c->host[n] = '?';
+
+	/* Identity: the session fixes the agent; the token must be that
+	 * agent's.  A token of another agent is as good as none. */
+	if (req.auth == SBX_AUTH_NONE) {
+		conn_refuse(c, 407, "missing_token");
+		return;
+	}
+	if (req.auth == SBX_AUTH_INVALID ||
+	    strlen(req.token) != SBX_TOKEN_LEN ||
+	    sodium_memcmp(req.token, c->s->token, SBX_TOKEN_LEN) != 0 ||
+	    (req.auth == SBX_AUTH_BASIC && strcmp(req.user, c->s->agent) !=
+	    0)) {
+		sodium_memzero(req.token, sizeof(req.token));
+		conn_refuse(c, 407, "bad_token");
+		return;
+	}
+	sodium_memzero(req.token, sizeof(req.token));
+
+	if ((why = sbx_np_host(req.host, req.hostlen, host)) != NULL) {
+		conn_refuse(c, strcmp(why, SBX_NP_IP_LITERAL) == 0 ? 403 : 400,
+		    why);
+		return;
+	}
+	snprintf(c->host, sizeof(c->host), "%s", host);
+	if ((why = sbx_np_decide(&c->s->pol, c->host, c->port)) != NULL) {
+		conn_refuse(c, 403, why);
+		return;
+	}
+	if (!c->connect && req.content_length > 0 &&
+	    (unsigned long long)req.content_length >
+	    P.cfg->max_request_bytes) {
+		conn_refuse(c, 413, "request_too_large");
+		return;
+	}
+	/* Keep what goes up: for plain HTTP the rewritten head and the
+	 * body bytes already received; for CONNECT whatever the client
+	 * sent after the head (the start of its first TLS record). */
+	if (c->connect) {
+		memmove(c->buf, c->buf + req.head_len, c->len - req.head_len);
+		c->len -= req.head_len;
+		c->body_left = 0;
+	} else {
+		size_t	 extra = c->len - req.head_len;
+		long long cl = req.content_length > 0 ? req.content_length : 0;
+		char	*nb;
+
+		/* Exactly one request per connection: bytes beyond its
+		 * body are dropped, never forwarded. */
+		if ((long long)extra > cl)
+			extra = (size_t)cl;
+		if ((nb = malloc(req.rewritten_len + extra + 1)) == NULL) {
+			conn_refuse(c, 502, "no_memory");
+			return;
+		}
+		memcpy(nb, req.rewritten, req.rewritten_len);
+		memcpy(nb + req.rewritten_len, c->buf + req.head_len, extra);
+		free(c->buf);
+		c->buf = nb;
+		c->len = req.rewritten_len + extra;
+		c->cap = c->len + 1;
+		c->body_left = cl - (long long)extra;
+		c->bytes_in += extra;
+	}
+	c->sendoff = 0;
+	conn_resolve(c);
+}
+
+static void
+conn_read_head(struct conn *c)
+{
+	ssize_t	 r;
+	size_t	 room;
+
+	/* One byte over the cap is enough for the parser to answer 431. */
+	if (buf_reserve(c, c->len + 4096) == -1) {
+		conn_close(c);
+		return;
+	}
+	room = c->cap - c->len;
+	if (c->len + room > SBX_HTTP_HEAD_MAX + 1)
+		room = SBX_HTTP_HEAD_MAX + 1 - c->len;
+	r = recv(c->cfd, c->buf + c->len, room, 0);
+	if (r == 0 || (r == -1 && errno != EAGAIN && errno != EINTR)) {
+		/* A connection closed before it asked anything decided
+		 * nothing: it is not logged. */
+		if (c->len == 0)
+			c->logged = 1;
+		else
+			conn_log(c, "error", "client_closed");
+		conn_close(c);
+		return;
+	}
+	if (r < 0)
+		return;
+	c->len += (size_t)r;
+	c->t_last = sbx_now_ms();
+	conn_parse(c);
+}
+
+static int
+pipes_open(struct conn *c)
+{
+	if (pipe2(c->p_cu, O_NONBLOCK | O_CLOEXEC) == -1)
+		return -1;
+	if (pipe2(c->p_uc, O_NONBLOCK | O_CLOEXEC) == -1) {
+		close(c->p_cu[0]);
+		close(c->p_cu[1]);
+		c->p_cu[0] = c->p_cu[1] = -1;
+		return -1;
+	}
+	(void)fcntl(c->p_cu[1], F_SETPIPE_SZ, PIPE_SIZE);
+	(void)fcntl(c->p_uc[1], F_SETPIPE_SZ, PIPE_SIZE);
+	return 0;
+}
+
+static void
+relay_start(struct conn *c)
+{
+	if (pipes_open(c) == -1) {
+		conn_log(c, "error", "no_pipes");
+		conn_close(c);
+		return;
+	}
+	c->state = C_RELAY;
+	c->t_last = sbx_now_ms();
+	c->t_deadline = c->t_start + P.cfg->max_duration_ms;
+	conn_update(c);
+}
+
+/* Is the port of this connection one whose tunnels are not judged? */
+static int
+conn_opaque(const struct conn *c)
+{
+	size_t	 i;
+
+	for (i = 0; i < P.cfg->nopaque; i++)
+		if (P.cfg->opaque_ports[i] == c->port)
+			return 1;
+	for (i = 0; c->s != NULL && i < c->s->nopaque; i++)
+		if (c->s->opaque[i] == c->port)
+			return 1;
+	return 0;
+}
+
+/* A tunnel refused on its first bytes: a denial of the run, then closed
+ * without an answer (the client speaks TLS or nothing we know). */
+static void
+tunnel_deny(struct conn *c, const char *reason)
+{
+	conn_log(c, "deny", reason);
+	if (c->s != NULL) {
+		c->s->denied++;
+		if (json_array_size(c->s->violations) < VIOLATIONS_MAX)
+			json_array_append_new(c->s->violations, json_pack(
+			    "{s:s,s:s,s:i,s:s}", "type", "network", "host",
+			    c->host, "port", (int)c->port, "reason", reason));
+	}
+	conn_close(c);
+}
+
+/*
+ * The first request in a tunnel, in plain HTTP.  The upstream routes it on
+ * its Host header, so that must name the authority the tunnel was checked
+ * for: otherwise CONNECT allowed:80 would reach every virtual host on the
+ * same address.  One request, as for absolute-form: its head rewritten
+ * (Connection: close, no Proxy-*), exactly Content-Length bytes of body,
+ * nothing after it, so that no second request with another Host follows
+ * on the same connection.
+ */
+static void
+conn_hello_http(struct conn *c)
+{
+	static struct sbx_http_req	 req;	/* one thread: scratch */
+	const char			*reason;
+	int				 r, status;
+	size_t				 extra;
+	long long			 cl;
+	char				*nb;
+
+	r = sbx_http_parse_tunnel(c->buf, c->len, c->host, c->port, &req,
+	    &status, &reason);
+	if (r == 0)
+		return;
+	if (r == -1) {
+		if (strcmp(reason, "tunnel_not_tls_or_http") == 0)
+			tunnel_deny(c, reason);
+		else
+			/* It speaks HTTP: it can read why. */
+			conn_refuse(c, status, reason);
+		return;
+	}
+	cl = req.content_length > 0 ? req.content_length : 0;
+	if ((unsigned long long)cl > P.cfg->max_request_bytes) {
+		conn_refuse(c, 413, "request_too_large");
+		return;
+	}
+	extra = c->len - req.head_len;
+	if ((long long)extra > cl)
+		extra = (size_t)cl;
+	if ((nb = malloc(req.rewritten_len + extra + 1)) == NULL) {
+		conn_log(c, "error", "no_memory");
+		conn_close(c);
+		return;
+	}
+	memcpy(nb, req.rewritten, req.rewritten_len);
+	memcpy(nb + req.rewritten_len, c->buf + req.head_len, extra);
+	free(c->buf);
+	c->buf = nb;
+	c->len = req.rewritten_len + extra;
+	c->cap = c->len + 1;
+	c->body_left = cl - (long long)extra;
+	/* From here on it is relayed as an absolute-form request is: the
+	 * body, then the response until the upstream closes. */
+	c->connect = 0;
+	c->hello = 0;
+	c->sendoff = 0;
+	conn_update(c);
+}
+
+/*
+ * The tunnel is up: judge the client's first bytes before a byte of them
+ * goes upstream and before a byte of the upstream comes back.  A TLS
+ * ClientHello must name the CONNECT host (SNI); on any other port than
+ * 443, a plain HTTP request must name it in Host.  Anything else would be
+ * a tunnel to whatever the address serves under other names, or a
+ * protocol nobody checks: refused, unless an administrator listed the
+ * port in opaque_ports.
+ */
+static void
+conn_hello(struct conn *c)
+{
+	char		 sni[256], norm[SBX_NP_HOST_MAX + 1];
+	const char	*reason;
+	int		 r;
+
+	if (c->len == 0)
+		return;
+	if ((unsigned char)c->buf[0] != 0x16) {
+		/* On 443 only TLS: whoever asks for the HTTPS port and
+		 * speaks something else is tunnelling. */
+		if (c->port == 443) {
+			tunnel_deny(c, "not_tls");
+			return;
+		}
+		conn_hello_http(c);
+		return;
+	}
+	r = sbx_tls_sni((const unsigned char *)c->buf, c->len, sni,
+	    sizeof(sni), &reason);
+	if (r == 0) {
+		if (c->len >= SBX_TLS_RECORD_MAX)
+			tunnel_deny(c, "malformed_tls");
+		return;
+	}
+	if (r == -1) {
+		tunnel_deny(c, reason);
+		return;
+	}
+	if (sbx_np_host(sni, strlen(sni), norm) != NULL ||
+	    strcmp(norm, c->host) != 0) {
+		tunnel_deny(c, "sni_mismatch");
+		return;
+	}
+	c->hello = 0;
+	c->sendoff = 0;
+	conn_update(c);
+}
+
+static void
+conn_read_hello(struct conn *c)
+{
+	ssize_t	 r;
+
+	if (buf_reserve(c, SBX_TLS_RECORD_MAX) == -1) {
+		conn_close(c);
+		return;
+	}
+	if (c->len >= SBX_TLS_RECORD_MAX)
+		return;
+	r = recv(c->cfd, c->buf + c->len, SBX_TLS_RECORD_MAX - c->len, 0);
+	if (r == 0 || (r == -1 && errno != EAGAIN && errno != EINTR)) {
+		/* Gone before its first bytes could be judged: nothing
+		 * of it went anywhere. */
+		conn_close(c);
+		return;
+	}
+	if (r < 0)
+		return;
+	c->len += (size_t)r;
+	c->bytes_in += (size_t)r;
+	conn_hello(c);
+}
+
+/* Start the next non-blocking connect, to an address that was checked. */
+static void
+conn_dial(struct conn *c)
+{
+	struct sockaddr_storage	*ss;
+	int			 fd, one = 1;
+
+	while (c->ai < c->naddrs) {
+		ss = &c->addrs[c->ai++];
+		if (ss->ss_family == AF_INET)
+			((struct sockaddr_in *)ss)->sin_port =
+			    htons((uint16_t)c->port);
+		else
+			((struct sockaddr_in6 *)ss)->sin6_port =
+			    htons((uint16_t)c->port);
+		fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK |
+		    SOCK_CLOEXEC, 0);
+		if (fd == -1)
+			continue;
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
+		    sizeof(one));
+		if (connect(fd, (struct sockaddr *)ss, c->addrlens[c->ai - 1])
+		    == -1 && errno != EINPROGRESS) {
+			close(fd);
+			continue;
+		}
+		if (c->ufd >= 0) {
+			if (c->ureg)
+				epoll_ctl(P.ep, EPOLL_CTL_DEL, c->ufd, NULL);
+			close(c->ufd);
+		}
+		c->ufd = fd;
+		c->ureg = 0;
+		c->evu = 0;
+		c->u_hup = 0;
+		c->state = C_CONNECT;
+		c->t_deadline = sbx_now_ms() + P.cfg->connect_timeout_ms;
+		conn_update(c);
+		return;
+	}
+	conn_refuse(c, 502, "upstream_unreachable");
+}
+
+static void
+conn_connected(struct conn *c)
+{
+	static const char	 ok[] = "HTTP/1.1 200 Connection established"
+	    "\r\n\r\n";
+	int			 err = 0;
+	socklen_t		 len = sizeof(err);
+
+	if (getsockopt(c->ufd, SOL_SOCKET, SO_ERROR, &err, &len) == -1 ||
+	    err != 0) {
+		conn_dial(c);
+		return;
+	}
+	c->status = 200;
+	if (c->connect) {
+		if (send(c->cfd, ok, sizeof(ok) - 1, MSG_NOSIGNAL |
+		    MSG_DONTWAIT) != (ssize_t)(sizeof(ok) - 1)) {
+			conn_close(c);
+			return;
+		}
+		/* An opaque port (SSH...) relays whatever comes, either
+		 * way first: the administrator's choice, for protocols
+		 * that are neither TLS nor HTTP. */
+		c->hello = !conn_opaque(c);
+		c->t_hello = sbx_now_ms() + P.cfg->header_timeout_ms;
+		c->sendoff = 0;
+		relay_start(c);
+		if (!c->closed && c->hello)
+			conn_hello(c);
+		return;
+	}
+	relay_start(c);
+}
+
+/* The addresses of the connection's name: check every one, then dial. */
+static void
+conn_resolved(struct conn *c, const struct sockaddr_storage *addrs,
+    const socklen_t *lens, int n)
+{
+	const char	*why;
+	int		 i;
+
+	c->state = C_HEAD;	/* leaves C_RESOLVE */
+	if (n == 0) {
+		conn_refuse(c, 502, "resolve_failed");
+		return;
+	}
+	/* Every address must be global (or allowed for this name), not
+	 * just the first: a name with one public and one private address
+	 * could otherwise be steered to the private one. */
+	if ((why = sbx_np_addrs_check(&c->s->pol, c->host, addrs, n, &i)) !=
+	    NULL) {
+		sbx_np_addr_text((const struct sockaddr *)&addrs[i],
+		    c->refused, sizeof(c->refused));
+		conn_refuse(c, 403, why);
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		memcpy(&c->addrs[i], &addrs[i], sizeof(addrs[i]));
+		c->addrlens[i] = lens[i];
+	}
+	c->naddrs = n;
+	c->ai = 0;
+	conn_dial(c);
+}
+
+/* Splice what can move in one direction: from -> pipe -> to. */
+static int
+relay_dir(int from, int to, int p[2], size_t *q, int *eof,
+    unsigned long long *count, unsigned long long cap, long long *left,
+    int *capped)
+{
+	ssize_t		 r;
+	size_t		 want;
+	int		 moved = 0;
+
+	if (!*eof && *q < PIPE_SIZE) {
+		want = PIPE_SIZE - *q;
+		if (left != NULL && (long long)want > *left)
+			want = (size_t)*left;
+		if (*count + want > cap) {
+			want = cap > *count ? (size_t)(cap - *count) : 0;
+			if (want == 0)
+				*capped = 1;
+		}
+		if (want > 0) {
+			r = splice(from, NULL, p[1], NULL, want,
+			    SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+			if (r == 0)
+				*eof = 1;
+			else if (r > 0) {
+				*q += (size_t)r;
+				*count += (unsigned long long)r;
+				if (left != NULL)
+					*left -= r;
+				moved = 1;
+			} else if (errno != EAGAIN && errno != EINTR)
+				return -1;
+		}
+	}
+	if (*q > 0) {
+		r = splice(p[0], NULL, to, NULL, *q, SPLICE_F_MOVE |
+		    SPLICE_F_NONBLOCK);
+		if (r > 0) {
+			*q -= (size_t)r;
+			moved = 1;
+		} else if (r == -1 && errno != EAGAIN && errno != EINTR)
+			return -1;
+	}
+	return moved;
+}
+
+static void
+conn_relay(struct conn *c)
+{
+	ssize_t	 r;
+	int	 capped_in = 0, capped_out = 0, m1, m2, round, moved = 0;
+
+	if (c->hello) {
+		conn_read_hello(c);
+		if (c->closed)
+			return;
+	}
+	/* First the bytes held in user space (the rewritten head, the
+	 * first TLS record), then splice. */
+	while (!c->hello && c->sendoff < c->len) {
+		r = send(c->ufd, c->buf + c->sendoff, c->len - c->sendoff,
+		    MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (r > 0) {
+			c->sendoff += (size_t)r;
+			continue;
+		}
+		if (r == -1 && (errno == EAGAIN || errno == EINTR)) {
+			conn_update(c);
+			return;
+		}
+		conn_close(c);
+		return;
+	}
+	/* Move what can move now, a few rounds at most: fewer wake-ups
+	 * per byte, and no connection holds the loop for long. */
+	for (round = 0, m1 = m2 = 1; round < 4 && (m1 == 1 || m2 == 1);
+	    round++) {
+		m1 = c->hello ? 0 : relay_dir(c->cfd, c->ufd, c->p_cu,
+		    &c->q_cu, &c->eof_c, &c->bytes_in,
+		    P.cfg->max_request_bytes, c->connect ? NULL :
+		    &c->body_left, &capped_in);
+		if (m1 == -1)
+			break;
+		m2 = c->hello ? 0 : relay_dir(c->ufd, c->cfd, c->p_uc,
+		    &c->q_uc, &c->eof_u, &c->bytes_out,
+		    P.cfg->max_response_bytes, NULL, &capped_out);
+		if (m1 == 1 || m2 == 1)
+			moved = 1;
+		if (m2 == -1 || capped_in || capped_out)
+			break;
+	}
+	if (m1 == -1 || m2 == -1) {
+		conn_close(c);
+		return;
+	}
+	if (moved)
+		c->t_last = sbx_now_ms();
+	if (capped_in || capped_out) {
+		conn_log(c, "error", capped_in ? "request_too_large" :
+		    "response_too_large");
+		conn_close(c);
+		return;
+	}
+	/* Half-closes travel on: EOF from one side, once its pipe is
+	 * drained, becomes a shutdown of the other side's write. */
+	if (c->eof_c && c->q_cu == 0 && !c->shut_u && c->connect) {
+		(void)shutdown(c->ufd, SHUT_WR);
+		c->shut_u = 1;
+	}
+	if (c->eof_u && c->q_uc == 0) {
+		if (!c->connect || c->eof_c) {
+			conn_close(c);
+			return;
+		}
+		if (!c->shut_c) {
+			(void)shutdown(c->cfd, SHUT_WR);
+			c->shut_c = 1;
+		}
+	}
+	conn_update(c);
+}
+
+static void
+conn_event(struct conn *c, int upstream, unsigned ev)
+{
+	char	 junk[4096];
+
+	if (ev & (EPOLLHUP | EPOLLERR)) {
+		if (upstream)
+			c->u_hup = 1;
+		else
+			c->c_hup = 1;
+	}
+	switch (c->state) {
+	case C_HEAD:
+		if (!upstream && (ev & (EPOLLIN | EPOLLERR | EPOLLHUP |
+		    EPOLLRDHUP)))
+			conn_read_head(c);
+		break;
+	case C_RESOLVE:
+		if (ev & (EPOLLHUP | EPOLLERR))
+			conn_close(c);
+		break;
+	case C_CONNECT:
+		if (upstream)
+			conn_connected(c);
+		else if (ev & (EPOLLHUP | EPOLLERR))
+			conn_close(c);
+		break;
+	case C_RELAY:
+		conn_relay(c);
+		break;
+	case C_LINGER: {
+		ssize_t r = recv(c->cfd, junk, sizeof(junk), 0);
+
+		if (r == 0 || (r == -1 && errno != EAGAIN && errno != EINTR) ||
+		    (ev & (EPOLLHUP | EPOLLERR)))
+			conn_close(c);
+		break;
+	}
+	}
+}
+
+/* Deadlines, checked a few times a second rather than per event. */
+static void
+sweep(void)
+{
+	struct conn	*c, *next;
+	long long	 t = sbx_now_ms();
+
+	for (c = P.conns; c != NULL; c = next) {
+		next = c->next;
+		switch (c->state) {
+		case C_HEAD:
+			if (t >= c->t_deadline)
+				conn_refuse(c, 408, "header_timeout");
+			break;
+		case C_RESOLVE:
+			if (t >= c->t_deadline) {
+				conn_unresolve(c);
+				conn_refuse(c, 504, "resolve_timeout");
+			}
+			break;
+		case C_CONNECT:
+			if (t >= c->t_deadline)
+				conn_refuse(c, 504, "connect_timeout");
+			break;
+		case C_RELAY:
+			if (c->hello && t >= c->t_hello) {
+				/* No first bytes to judge in time. */
+				conn_log(c, "deny", "hello_timeout");
+				conn_close(c);
+			} else if (t >= c->t_deadline) {
+				conn_log(c, "error", "max_duration");
+				conn_close(c);
+			} else if (t - c->t_last >= P.cfg->idle_timeout_ms) {
+				conn_log(c, "error", "idle_timeout");
+				conn_close(c);
+			}
+			break;
+		case C_LINGER:
+			if (t >= c->t_deadline)
+				conn_close(c);
+			break;
+		}
+	}
+}
+
+/* ---- the resolver ----------------------------------------------------- */
+
+/* c-ares's answer to one lookup; may come from within ares_getaddrinfo
+ * (a name of /etc/hosts) or ares_process_fd. */
+static void
+dns_answer(void *arg, int status, int timeouts, struct ares_addrinfo *res)
+{
+	struct dnsjob			*j = arg;
+	struct conn			*c = j->c;
+	struct ares_addrinfo_node	*ai;
+	struct sockaddr_storage		 addrs[MAX_ADDRS];
+	socklen_t			 lens[MAX_ADDRS] = { 0 };
+	int				 n = 0;
+
+	(void)timeouts;
+	sbx_dnsq_done(&P.q, &j->qi);
+	if (c == NULL) {
+		/* Its connection is gone: the answer is dropped, and the
+		 * agent has its slot back. */
+		if (j->a->orphans > 0)
+			j->a->orphans--;
+		if (P.norphans > 0)
+			P.norphans--;
+	} else {
+		c->job = NULL;
+		if (status == ARES_SUCCESS && res != NULL)
+			for (ai = res->nodes; ai != NULL && n < MAX_ADDRS;
+			    ai = ai->ai_next) {
+				if ((ai->ai_family != AF_INET &&
+				    ai->ai_family != AF_INET6) ||
+				    ai->ai_addrlen > sizeof(addrs[0]))
+					continue;
+				memset(&addrs[n], 0, sizeof(addrs[n]));
+				memcpy(&addrs[n], ai->ai_addr, ai->ai_addrlen);
+				lens[n++] = ai->ai_addrlen;
+			}
+		if (c->state == C_RESOLVE)
+			conn_resolved(c, addrs, lens, n);
+	}
+	if (res != NULL)
+		ares_freeaddrinfo(res);
+	free(j);
+}
+
+/* Hand the resolver what the queue lets through, fairly. */
+static void
+dns_pump(void)
+{
+	struct ares_addrinfo_hints	 hints;
+	struct sbx_dnsq_item		*it;
+	struct dnsjob			*j;
+
+	/* dns_answer may run inside ares_getaddrinfo; it never pumps, but
+	 * what it closes could: one pump at a time. */
+	if (P.pumping)
+		return;
+	P.pumping = 1;
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = ARES_AI_NOSORT;
+	while ((it = sbx_dnsq_next(&P.q)) != NULL) {
+		j = (struct dnsjob *)(void *)((char *)it -
+		    offsetof(struct dnsjob, qi));
+		ares_getaddrinfo(P.ch, j->host, NULL, &hints, dns_answer, j);
+	}
+	P.pumping = 0;
+}
+
+/* c-ares opens, watches and closes its sockets: mirror that in dep. */
+static void
+dns_sock(void *data, ares_socket_t fd, int readable, int writable)
+{
+	struct epoll_event	 ev;
+
+	(void)data;
+	if (!readable && !writable) {
+		(void)epoll_ctl(P.dep, EPOLL_CTL_DEL, fd, NULL);
+		return;
+	}
+	memset(&ev, 0, sizeof(ev));
+	ev.events = (readable ? EPOLLIN : 0) | (writable ? EPOLLOUT : 0);
+	ev.data.fd = fd;
+	if (epoll_ctl(P.dep, EPOLL_CTL_MOD, fd, &ev) == -1 && errno == ENOENT)
+		(void)epoll_ctl(P.dep, EPOLL_CTL_ADD, fd, &ev);
+}
+
+static void
+dns_events(void)
+{
+	struct epoll_event	 evs[16];
+	int			 i, n;
+
+	n = epoll_wait(P.dep, evs, 16, 0);
+	for (i = 0; i < n; i++)
+		ares_process_fd(P.ch, (evs[i].events & (EPOLLIN | EPOLLERR |
+		    EPOLLHUP)) ? evs[i].data.fd : ARES_SOCKET_BAD,
+		    (evs[i].events & EPOLLOUT) ? evs[i].data.fd :
+		    ARES_SOCKET_BAD);
+}
+
+/*
+ * The channel: the system's resolver configuration (resolv.conf, hosts),
+ * or only dns_server when set.  Names are looked up as given, never with
+ * the search domains appended.  Each query has a deadline: tries of
+ * connect_timeout_ms / 3, then twice that, so a lookup whose connection
+ * is gone holds its slot about as long as a connection would wait.
+ */
+static int
+dns_channel(const struct sbx_proxy_config *cfg, ares_channel *ch,
+    ares_sock_state_cb cb, struct sbx_error *e)
+{
+	struct ares_options	 o;
+	int			 mask, r;
+	char			 lookups[] = "b";
+
+	if ((r = ares_library_init(ARES_LIB_INIT_ALL)) != ARES_SUCCESS)
+		return sbx_error_set(e, SBX_K_EXECUTION_ERROR, "resolver",
+		    "resolver_init", "cannot initialise c-ares: %s",
+		    ares_strerror(r));
+	memset(&o, 0, sizeof(o));
+	o.sock_state_cb = cb;
+	o.timeout = (int)(cfg->connect_timeout_ms / 3 > 10 ?
+	    cfg->connect_timeout_ms / 3 : 10);
+	o.tries = 2;
+	o.flags = ARES_FLAG_NOSEARCH;
+	o.ndomains = 0;
+	o.domains = NULL;
+	mask = (cb != NULL ? ARES_OPT_SOCK_STATE_CB : 0) | ARES_OPT_TIMEOUTMS |
+	    ARES_OPT_TRIES | ARES_OPT_FLAGS | ARES_OPT_DOMAINS;
+	if (cfg->dns_server[0] != '\0') {
+		/* DNS only: no hosts file between a test and its stub. */
+		o.lookups = lookups;
+		mask |= ARES_OPT_LOOKUPS;
+	}
+	if ((r = ares_init_options(ch, &o, mask)) != ARES_SUCCESS)
+		return sbx_error_set(e, SBX_K_EXECUTION_ERROR, "resolver",
+		    "resolver_init", "cannot initialise c-ares: %s",
+		    ares_strerror(r));
+	if (cfg->dns_server[0] != '\0' &&
+	    (r = ares_set_servers_ports_csv(*ch, cfg->dns_server)) !=
+	    ARES_SUCCESS) {
+		ares_destroy(*ch);
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
+		    "config_invalid", "proxy.dns_server: %s",
+		    ares_strerror(r));
+	}
+	return 0;
+}
+
+static int
+dns_init(const struct sbx_proxy_config *cfg, struct sbx_error *e)
+{
+	if (dns_channel(cfg, &P.ch, dns_sock, e) == -1)
+		return -1;
+	P.have_ch = 1;
+	sbx_dnsq_init(&P.q, cfg->max_lookups, cfg->max_lookups_agent,
+	    LOOKUPS_INFLIGHT, LOOKUPS_INFLIGHT_AGENT);
+	return 0;
+}
+
+/* The answer of a blocking lookup (sbx_proxy_lookup). */
+struct lookup {
+	int			 done, status, n, max;
+	struct sockaddr_storage	*addrs;
+	socklen_t		*lens;
+};
+
+static void
+lookup_answer(void *arg, int status, int timeouts, struct ares_addrinfo *res)
+{
+	struct lookup			*l = arg;
+	struct ares_addrinfo_node	*ai;
+
+	(void)timeouts;
+	l->done = 1;
+	l->status = status;
+	if (status == ARES_SUCCESS && res != NULL)
+		for (ai = res->nodes; ai != NULL && l->n < l->max;
+		    ai = ai->ai_next) {
+			if ((ai->ai_family != AF_INET &&
+			    ai->ai_family != AF_INET6) ||
+			    ai->ai_addrlen > sizeof(l->addrs[0]))
+				continue;
+			memset(&l->addrs[l->n], 0, sizeof(l->addrs[0]));
+			memcpy(&l->addrs[l->n], ai->ai_addr, ai->ai_addrlen);
+			l->lens[l->n++] = ai->ai_addrlen;
+		}
+	if (res != NULL)
+		ares_freeaddrinfo(res);
+}
+
+/*
+ * The same channel and the same query as the daemon's (dns_init,
+ * dns_pump), driven by poll(2) until it answers: `sbx proxy check
+ * --resolve` must see what a request would.
+ */
+int
+sbx_proxy_lookup(const struct sbx_proxy_config *cfg, const char *host,
+    struct sockaddr_storage *addrs, socklen_t *lens, int max,
+    struct sbx_error *e)
+{
+	struct ares_addrinfo_hints	 hints;
+	struct pollfd			 pfd[ARES_GETSOCK_MAXNUM];
+	struct timeval			 tv, *tvp;
+	struct lookup			 l;
+	ares_socket_t			 socks[ARES_GETSOCK_MAXNUM];
+	ares_channel			 ch;
+	int				 bits, i, np;
+
+	if (dns_channel(cfg, &ch, NULL, e) == -1)
+		return -1;
+	memset(&l, 0, sizeof(l));
+	l.addrs = addrs;
+	l.lens = lens;
+	l.max = max;
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = ARES_AI_NOSORT;
+	ares_getaddrinfo(ch, host, NULL, &hints, lookup_answer, &l);
+	while (!l.done) {
+		bits = ares_getsock(ch, socks, ARES_GETSOCK_MAXNUM);
+		for (i = np = 0; i < ARES_GETSOCK_MAXNUM; i++) {
+			if (!ARES_GETSOCK_READABLE(bits, i) &&
+			    !ARES_GETSOCK_WRITABLE(bits, i))
+				continue;
+			pfd[np].fd = socks[i];
+			pfd[np].events = (ARES_GETSOCK_READABLE(bits, i) ?
+			    POLLIN : 0) | (ARES_GETSOCK_WRITABLE(bits, i) ?
+			    POLLOUT : 0);
+			pfd[np++].revents = 0;
+		}
+		tvp = ares_timeout(ch, NULL, &tv);
+		if (poll(pfd, (nfds_t)np, tvp != NULL ? (int)(tvp->tv_sec *
+		    1000 + tvp->tv_usec / 1000) + 1 : 1000) == -1 &&
+		    errno != EINTR)
+			break;
+		if (np == 0)
+			ares_process_fd(ch, ARES_SOCKET_BAD, ARES_SOCKET_BAD);
+		for (i = 0; i < np; i++)
+			ares_process_fd(ch, (pfd[i].revents & (POLLIN |
+			    POLLERR | POLLHUP)) ? pfd[i].fd : ARES_SOCKET_BAD,
+			    (pfd[i].revents & POLLOUT) ? pfd[i].fd :
+			    ARES_SOCKET_BAD);
+	}
+	ares_destroy(ch);
+	if (!l.done || (l.status != ARES_SUCCESS &&
+	    l.status != ARES_ENOTFOUND && l.status != ARES_ENODATA))
+		return sbx_error_set(e, SBX_K_UNAVAILABLE, "host",
+		    "resolve_failed", "cannot resolve `%s`: %s", host,
+		    ares_strerror(l.done ? l.status : ARES_ETIMEOUT));
+	return l.n;
+}
+
+/* ---- sessions and control --------------------------------------------- */
+
+static void
+ctl_answer(int fd, json_t *o)
+{
+	char	*s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+	size_t	 n;
+
+	json_decref(o);
+	if (s == NULL)
+		return;
+	n = strlen(s);
+	s[n] = '\n';
+	/* Small; the peer waits for it.  A peer that does not read is
+	 * dropped rather than waited for. */
+	(void)!send(fd, s, n + 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+	free(s);
+}
+
+static json_t *
+ctl_error(const struct sbx_error *e)
+{
+	return json_pack("{s:b,s:s,s:s,s:s}", "ok", 0, "kind",
+	    e->kind ? e->kind : SBX_K_EXECUTION_ERROR, "reason",
+	    e->reason ? e->reason : "error", "message", e->message);
+}
+
+static void
+session_free(struct session *s)
+{
+	struct conn	*c, *next;
+
+	for (c = P.conns; c != NULL; c = next) {
+		next = c->next;
+		if (c->s == s)
+			conn_close(c);
+	}
+	if (s->ctl >= 0) {
+		epoll_ctl(P.ep, EPOLL_CTL_DEL, s->ctl, NULL);
+		close(s->ctl);
+	}
+	if (s->chan >= 0) {
+		epoll_ctl(P.ep, EPOLL_CTL_DEL, s->chan, NULL);
+		close(s->chan);
+	}
+	if (s->fd_in >= 0)
+		close(s->fd_in);
+	if (s->prev != NULL)
+		s->prev->next = s->next;
+	else
+		P.sessions = s->next;
+	if (s->next != NULL)
+		s->next->prev = s->prev;
+	P.nsessions--;
+	sbx_np_free(&s->pol);
+	sodium_memzero(s->token, sizeof(s->token));
+	json_decref(s->violations);
+	s->violations = NULL;
+	free(s->line);
+	s->line = NULL;
+	s->closed = 1;
+	s->gnext = P.sgrave;
+	P.sgrave = s;
+	if (P.nsessions == 0 && P.nconns == 0)
+		P.t_idle = sbx_now_ms();
+}
+
+/* Open a session: the agent's policy and token, plus the run's extra
+ * allowlist entries, bound to the channel descriptor. */
+static json_t *
+session_open(struct session *s, json_t *req, int chan, struct sbx_error *e)
+{
+	const char		*agent, *run;
+	json_t			*allow, *v, *cfg = NULL;
+	struct sbx_buf		 tok = SBX_BUF_INIT;
+	struct epoll_event	 ev;
+	char			 rel[128];
+	size_t			 i;
+	int			 type = 0, tfd;
+	socklen_t		 len = sizeof(type);
+
+	agent = json_string_value(json_object_get(req, "agent"));
+	run = json_string_value(json_object_get(req, "run"));
+	allow = json_object_get(req, "allow");
+	if (agent == NULL || sbx_agent_valid(agent, "agent", e) == -1) {
+		if (agent == NULL)
+			sbx_error_set(e, SBX_K_INVALID_ARGS, "agent",
+			    "missing", "session without an agent");
+		return NULL;
+	}
+	if (chan < 0 || getsockopt(chan, SOL_SOCKET, SO_TYPE, &type, &len) ==
+	    -1 || type != SOCK_SEQPACKET) {
+		sbx_error_set(e, SBX_K_INVALID_ARGS, "channel", "bad_channel",
+		    "a session needs a SOCK_SEQPACKET channel");
+		return NULL;
+	}
+	snprintf(s->agent, sizeof(s->agent), "%s", agent);
+	snprintf(s->run, sizeof(s->run), "%s", run != NULL ? run : "");
+	SBX_LPATH(rel, SBX_L_AGENT_CONFIG, agent);
+	if (sbx_config_load(P.rootfd, rel, &cfg, e) == -1)
+		return NULL;
+	if (sbx_proxy_policy(P.cfg, cfg, rel, &s->pol, e) == -1 ||
+	    cfg_ports(json_object_get(cfg, "opaque_ports"), rel, "",
+	    s->opaque, &s->nopaque, e) == -1) {
+		json_decref(cfg);
+		return NULL;
+	}
+	json_decref(cfg);
+	if (allow != NULL && json_is_array(allow))
+		json_array_foreach(allow, i, v)
+			if (!json_is_string(v) || sbx_np_allow(&s->pol,
+			    json_string_value(v), e) == -1)
+				return NULL;
+	SBX_LPATH(rel, SBX_L_AGENT_TOKEN, agent);
+	if ((tfd = sbx_open_beneath(P.rootfd, rel, O_RDONLY | O_CLOEXEC, e))
+	    == -1)
+		return NULL;
+	close(tfd);
+	if (sbx_read_file_at(P.rootfd, rel, 256, &tok, e) == -1)
+		return NULL;
+	while (tok.len > 0 && (tok.p[tok.len - 1] == '\n'))
+		tok.p[--tok.len] = '\0';
+	if (!sbx_token_valid(tok.p, tok.len)) {
+		sodium_memzero(tok.p, tok.len);
+		sbx_buf_release(&tok);
+		sbx_error_set(e, SBX_K_REJECTED, "token", "bad_token",
+		    "%s is not a valid token; run `sbx provision --agent %s`",
+		    rel, agent);
+		return NULL;
+	}
+	memcpy(s->token, tok.p, SBX_TOKEN_LEN);
+	s->token[SBX_TOKEN_LEN] = '\0';
+	sodium_memzero(tok.p, tok.len);
+	sbx_buf_release(&tok);
+	s->chan = chan;
+	s->kchan.type = K_CHAN;
+	s->kchan.p = s;
+	ev.events = EPOLLIN;
+	ev.data.ptr = &s->kchan;
+	if (epoll_ctl(P.ep, EPOLL_CTL_ADD, chan, &ev) == -1) {
+		s->chan = -1;
+		sbx_error_sys(e, "epoll", "cannot watch the channel");
+		return NULL;
+	}
+	s->violations = json_array();
+	return json_pack("{s:b}", "ok", 1);
+}
+
+static void
+ctl_line(struct session *s, char *line, int fd_in)
+{
+	struct sbx_error	 e;
+	json_t			*req, *ans;
+	const char		*op;
+	json_error_t		 jerr;
+
+	memset(&e, 0, sizeof(e));
+	req = json_loads(line, JSON_REJECT_DUPLICATES, &jerr);
+	op = json_string_value(json_object_get(req, "op"));
+	if (req == NULL || op == NULL) {
+		sbx_error_set(&e, SBX_K_INVALID_ARGS, "request", "malformed",
+		    "malformed control request");
+		ctl_answer(s->ctl, ctl_error(&e));
+		goto drop;
+	}
+	if (strcmp(op, "status") == 0) {
+		ctl_answer(s->ctl, json_pack("{s:b,s:i,s:i,s:i,s:I}", "ok", 1,
+		    "pid", (int)getpid(), "sessions", (int)P.nsessions - 1,
+		    "connections", (int)P.nconns, "uptime_s",
+		    (json_int_t)((sbx_now_ms() - P.t_start) / 1000)));
+		goto drop;
+	}
+	if (strcmp(op, "stop") == 0) {
+		ctl_answer(s->ctl, json_pack("{s:b}", "ok", 1));
+		P.stop = 1;
+		goto drop;
+	}
+	if (strcmp(op, "session") == 0 && s->chan < 0 && !s->ended) {
+		if ((ans = session_open(s, req, fd_in, &e)) == NULL) {
+			ctl_answer(s->ctl, ctl_error(&e));
+			goto drop;
+		}
+		ctl_answer(s->ctl, ans);
+		json_decref(req);
+		return;
+	}
+	if (strcmp(op, "end") == 0 && s->chan >= 0) {
+		ctl_answer(s->ctl, json_pack("{s:b,s:O,s:I}", "ok", 1,
+		    "violations", s->violations, "denied",
+		    (json_int_t)s->denied));
+		goto drop;
+	}
+	sbx_error_set(&e, SBX_K_INVALID_ARGS, "op", "unknown_op",
+	    "unknown control operation");
+	ctl_answer(s->ctl, ctl_error(&e));
+drop:
+	if (fd_in >= 0 && fd_in != s->chan)
+		close(fd_in);
+	json_decref(req);
+	session_free(s);
+}
+
+static void
+ctl_read(struct session *s)
+{
+	char		 data[4096], *nl, *p;
+	ssize_t		 r;
+	int		 fd;
+	size_t		 nfd;
+
+	r = sbx_recv_fds(s->ctl, data, sizeof(data), &fd, 1, &nfd,
+	    MSG_DONTWAIT);
+	if (r == -1 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (nfd == 1) {
+		/* One descriptor per request line: the session's channel.
+		 * It may come before the line's end; it is kept until
+		 * then. */
+		if (s->fd_in >= 0 || s->chan != -1)
+			close(fd);
+		else
+			s->fd_in = fd;
+	}
+	if (r <= 0 || s->linelen + (size_t)r > SBX_PROXY_LINE_MAX ||
+	    (p = realloc(s->line, s->linelen + (size_t)r + 1)) == NULL) {
+		/* The client is gone (or abusive): so is its session. */
+		session_free(s);
+		return;
+	}
+	s->line = p;
+	memcpy(s->line + s->linelen, data, (size_t)r);
+	s->linelen += (size_t)r;
+	s->line[s->linelen] = '\0';
+	if ((nl = memchr(s->line, '\n', s->linelen)) == NULL)
+		return;
+	*nl = '\0';
+	s->linelen = 0;
+	fd = s->fd_in;
+	s->fd_in = -1;
+	ctl_line(s, s->line, fd);
+}
+
+/* The sandbox's init hands over accepted connections. */
+static void
+chan_read(struct session *s)
+{
+	char		 b[16];
+	ssize_t		 r;
+	int		 fds[8], type, dom;
+	size_t		 i, nfd;
+	socklen_t	 len;
+	struct stat	 st;
+
+	r = sbx_recv_fds(s->chan, b, sizeof(b), fds, 8, &nfd, MSG_DONTWAIT);
+	if (r == -1 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (r <= 0) {
+		/* The sandbox is gone; the session lasts until sbx-exec
+		 * ends it (it still wants the violations). */
+		for (i = 0; i < nfd; i++)
+			close(fds[i]);
+		epoll_ctl(P.ep, EPOLL_CTL_DEL, s->chan, NULL);
+		close(s->chan);
+		s->chan = -2;
+		return;
+	}
+	{
+		for (i = 0; i < nfd; i++) {
+			/* Only TCP stream sockets are served: whatever else
+			 * the sandbox might pass is closed unused. */
+			len = sizeof(type);
+			if (fstat(fds[i], &st) == -1 || !S_ISSOCK(st.st_mode) ||
+			    getsockopt(fds[i], SOL_SOCKET, SO_TYPE, &type,
+			    &len) == -1 || type != SOCK_STREAM ||
+			    (len = sizeof(dom), getsockopt(fds[i], SOL_SOCKET,
+			    SO_DOMAIN, &dom, &len)) == -1 ||
+			    (dom != AF_INET && dom != AF_INET6)) {
+				close(fds[i]);
+				continue;
+			}
+			(void)fcntl(fds[i], F_SETFL, fcntl(fds[i], F_GETFL) |
+			    O_NONBLOCK);
+			conn_new(s, fds[i]);
+		}
+	}
+}
+
+static void
+listen_accept(void)
+{
+	struct session		*s;
+	struct epoll_event	 ev;
+	struct ucred		 cr;
+	socklen_t		 len = sizeof(cr);
+	int			 fd;
+
+	while ((fd = accept4(P.lfd, NULL, NULL, SOCK_NONBLOCK |
+	    SOCK_CLOEXEC)) >= 0) {
+		/* Only our own uid may open sessions (the socket's mode
+		 * says so too; this holds if that mode is ever wrong). */
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) == -1 ||
+		    cr.uid != geteuid() || (s = calloc(1, sizeof(*s))) ==
+		    NULL) {
+			close(fd);
+			continue;
+		}
+		s->ctl = fd;
+		s->chan = -1;
+		s->fd_in = -1;
+		s->t_open = sbx_now_ms();
+		s->kctl.type = K_CTL;
+		s->kctl.p = s;
+		ev.events = EPOLLIN | EPOLLRDHUP;
+		ev.data.ptr = &s->kctl;
+		if (epoll_ctl(P.ep, EPOLL_CTL_ADD, fd, &ev) == -1) {
+			close(fd);
+			free(s);
+			continue;
+		}
+		s->next = P.sessions;
+		if (P.sessions != NULL)
+			P.sessions->prev = s;
+		P.sessions = s;
+		P.nsessions++;
+	}
+}
+
+/* Control connections that never said anything are dropped. */
+static void
+sweep_sessions(void)
+{
+	struct session	*s, *next;
+	long long	 t = sbx_now_ms();
+
+	for (s = P.sessions; s != NULL; s = next) {
+		next = s->next;
+		if (s->chan == -1 && t - s->t_open > CTL_TIMEOUT_MS)
+			session_free(s);
+	}
+}
+
+static void
+bury(void)
+{
+	struct conn	*c;
+	struct session	*s;
+
+	while ((c = P.grave) != NULL) {
+		P.grave = c->gnext;
+		conn_free(c);
+	}
+	while ((s = P.sgrave) != NULL) {
+		P.sgrave = s->gnext;
+		free(s);
+	}
+}
+
+int
+sbx_proxy_serve(int rootfd, int listen_fd,
+    const struct sbx_proxy_config *cfg, struct sbx_error *e)
+{
+	struct epoll_event	 evs[64];
+	struct rlimit		 rl;
+	struct key		*k;
+	long long		 t, next_sweep;
+	int			 i, n, timeout;
+	struct session		*s;
+
+	memset(&P, 0, sizeof(P));
+	P.cfg = cfg;
+	P.rootfd = rootfd;
+	P.lfd = listen_fd;
+	P.logfd = -1;
+	if (sodium_init() < 0)
+		return sbx_error_sys(e, "sodium", "cannot initialise "
+		    "libsodium");
+	/* Every connection costs up to six descriptors. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if ((P.runfd = sbx_open_beneath(rootfd, "run", O_RDONLY |
+	    O_DIRECTORY | O_CLOEXEC, e)) == -1)
+		return -1;
+	log_open();
+	if ((P.ep = epoll_create1(EPOLL_CLOEXEC)) == -1 ||
+	    (P.dep = epoll_create1(EPOLL_CLOEXEC)) == -1)
+		return sbx_error_sys(e, "epoll", "cannot set up the event "
+		    "loop");
+	P.klisten.type = K_LISTEN;
+	P.kdns.type = K_DNS;
+	{
+		struct epoll_event ev;
+
+		ev.events = EPOLLIN;
+		ev.data.ptr = &P.klisten;
+		epoll_ctl(P.ep, EPOLL_CTL_ADD, listen_fd, &ev);
+		/* The resolver's sockets, as one readable descriptor. */
+		ev.data.ptr = &P.kdns;
+		epoll_ctl(P.ep, EPOLL_CTL_ADD, P.dep, &ev);
+	}
+	(void)fcntl(listen_fd, F_SETFL, fcntl(listen_fd, F_GETFL) |
+	    O_NONBLOCK);
+	if (dns_init(cfg, e) == -1) {
+		if (P.have_ch)
+			ares_destroy(P.ch);
+		P.have_ch = 0;
+		return -1;
+	}
+	P.t_idle = P.t_start = sbx_now_ms();
+	next_sweep = sbx_now_ms() + SWEEP_MS;
+	while (!P.stop) {
+		t = sbx_now_ms();
+		if (P.nconns == 0 && P.nsessions == 0) {
+			if (t - P.t_idle >= cfg->idle_exit_ms)
+				break;
+			timeout = (int)(cfg->idle_exit_ms - (t - P.t_idle));
+			if (timeout > SWEEP_MS)
+				timeout = SWEEP_MS * 5;
+		} else
+			timeout = (int)(next_sweep > t ? next_sweep - t : 0);
+		if (P.q.ninflight > 0) {
+			struct timeval	 tv, *tvp;
+
+			/* Wake up for the resolver's next retry. */
+			if ((tvp = ares_timeout(P.ch, NULL, &tv)) != NULL &&
+			    tvp->tv_sec * 1000 + tvp->tv_usec / 1000 <
+			    timeout)
+				timeout = (int)(tvp->tv_sec * 1000 +
+				    (tvp->tv_usec + 999) / 1000);
+		}
+		n = epoll_wait(P.ep, evs, 64, timeout);
+		if (n == -1 && errno != EINTR)
+			break;
+		for (i = 0; i < n; i++) {
+			k = evs[i].data.ptr;
+			switch (k->type) {
+			case K_LISTEN:
+				listen_accept();
+				break;
+			case K_DNS:
+				dns_events();
+				break;
+			case K_CTL:
+				if (!((struct session *)k->p)->closed)
+					ctl_read(k->p);
+				break;
+			case K_CHAN:
+				if (!((struct session *)k->p)->closed &&
+				    ((struct session *)k->p)->chan >= 0)
+					chan_read(k->p);
+				break;
+			case K_CLIENT:
+			case K_UPSTREAM:
+				if (!((struct conn *)k->p)->closed)
+					conn_event(k->p, k->type ==
+					    K_UPSTREAM, evs[i].events);
+				break;
+			}
+		}
+		/* The resolver's timeouts and retries; then the lookups
+		 * that can go now (some may have ended in this batch). */
+		if (P.q.ninflight > 0)
+			ares_process_fd(P.ch, ARES_SOCKET_BAD,
+			    ARES_SOCKET_BAD);
+		dns_pump();
+		bury();
+		if ((t = sbx_now_ms()) >= next_sweep) {
+			sweep();
+			sweep_sessions();
+			next_sweep = t + SWEEP_MS;
+		}
+	}
+	/* Shut down: sessions (and their connections) first. */
+	while ((s = P.sessions) != NULL)
+		session_free(s);
+	/* Every lookup left is an orphan now: ares_destroy answers them
+	 * (ARES_EDESTRUCTION) and they are freed. */
+	ares_destroy(P.ch);
+	P.have_ch = 0;
+	bury();
+	close(P.dep);
+	return 0;
+}

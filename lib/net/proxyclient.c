@@ -1,0 +1,263 @@
+/*
+ * proxyclient.c: the sbx-exec side of sbx-proxy: find (or start) the proxy
+ * of this state root, open a session for a run, end it.
+ *
+ * Kept apart from proxy.c so that sbx-exec links no server code.
+ */
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "fsutil.h"
+#include "proxy.h"
+#include "proxyclient.h"
+
+extern char **environ;
+
+int
+sbx_proxyclient_connect(int rootfd, struct sbx_error *e)
+{
+	struct sockaddr_un	 sun;
+	int			 fd, runfd;
+
+	/* Connect through /proc/self/fd/N of run/ opened without following
+	 * symlinks: a planted symlink cannot redirect us to someone else's
+	 * socket, and the path stays short whatever the root's length. */
+	if ((runfd = sbx_open_beneath(rootfd, "run", O_PATH | O_DIRECTORY |
+	    O_CLOEXEC, e)) == -1) {
+		if (e->sys_errno == ENOENT)
+			sbx_error_set(e, SBX_K_UNAVAILABLE, NULL, "not_running",
+			    "the proxy is not running");
+		return -1;
+	}
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "/proc/self/fd/%d/%s",
+	    runfd, "proxy.sock");
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1) {
+		close(runfd);
+		return sbx_error_sys(e, "socket", "cannot create a socket");
+	}
+	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+		close(fd);
+		close(runfd);
+		return sbx_error_set(e, SBX_K_UNAVAILABLE, NULL, "not_running",
+		    "the proxy is not running");
+	}
+	close(runfd);
+	return fd;
+}
+
+json_t *
+sbx_proxyclient_call(int ctl, json_t *req, int fd_pass, int timeout_ms,
+    struct sbx_error *e)
+{
+	char		*s, buf[4096];
+	struct pollfd	 pfd;
+	struct timespec	 t0, t1;
+	size_t		 n, len = 0, cap = 0;
+	ssize_t		 r;
+	char		*line = NULL, *nl;
+	json_t		*ans;
+	json_error_t	 jerr;
+	long long	 left;
+
+	s = json_dumps(req, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(req);
+	if (s == NULL)
+		return sbx_error_sys(e, "nomem", "control request"), NULL;
+	n = strlen(s);
+	s[n] = '\n';
+	r = fd_pass >= 0 ? sbx_send_fd(ctl, s, n + 1, fd_pass, 0) :
+	    send(ctl, s, n + 1, MSG_NOSIGNAL);
+	free(s);
+	if (r != (ssize_t)(n + 1))
+		return sbx_error_set(e, SBX_K_UNAVAILABLE, NULL,
+		    "proxy_unreachable", "cannot talk to the proxy"), NULL;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		left = timeout_ms - ((t1.tv_sec - t0.tv_sec) * 1000LL +
+		    (t1.tv_nsec - t0.tv_nsec) / 1000000);
+		pfd.fd = ctl;
+		pfd.events = POLLIN;
+		if (left <= 0 || poll(&pfd, 1, (int)left) == 0) {
+			free(line);
+			return sbx_error_set(e, SBX_K_TIMEOUT, NULL,
+			    "proxy_timeout", "the proxy did not answer"), NULL;
+		}
+		r = read(ctl, buf, sizeof(buf));
+		if (r == -1 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			free(line);
+			return sbx_error_set(e, SBX_K_UNAVAILABLE, NULL,
+			    "proxy_unreachable", "the proxy closed the "
+			    "connection"), NULL;
+		}
+		if (len + (size_t)r + 1 > SBX_PROXY_LINE_MAX) {
+			free(line);
+			return sbx_error_set(e, SBX_K_EXECUTION_ERROR, NULL,
+			    "proxy_answer", "the proxy's answer is too long"),
+			    NULL;
+		}
+		if (len + (size_t)r + 1 > cap) {
+			char *p;
+
+			cap = (len + (size_t)r + 1) * 2;
+			if ((p = realloc(line, cap)) == NULL) {
+				free(line);
+				return sbx_error_sys(e, "nomem", "answer"),
+				    NULL;
+			}
+			line = p;
+		}
+		memcpy(line + len, buf, (size_t)r);
+		len += (size_t)r;
+		line[len] = '\0';
+		if ((nl = memchr(line, '\n', len)) != NULL) {
+			*nl = '\0';
+			break;
+		}
+	}
+	ans = json_loads(line, JSON_REJECT_DUPLICATES, &jerr);
+	free(line);
+	if (!json_is_object(ans)) {
+		json_decref(ans);
+		return sbx_error_set(e, SBX_K_EXECUTION_ERROR, NULL,
+		    "proxy_answer", "malformed answer from the proxy"), NULL;
+	}
+	if (!json_is_true(json_object_get(ans, "ok"))) {
+		const char *kind, *reason, *msg;
+
+		kind = json_string_value(json_object_get(ans, "kind"));
+		reason = json_string_value(json_object_get(ans, "reason"));
+		msg = json_string_value(json_object_get(ans, "message"));
+		/* Map back to the static kind strings. */
+		if (kind != NULL && strcmp(kind, SBX_K_INVALID_ARGS) == 0)
+			kind = SBX_K_INVALID_ARGS;
+		else if (kind != NULL && strcmp(kind, SBX_K_REJECTED) == 0)
+			kind = SBX_K_REJECTED;
+		else
+			kind = SBX_K_UNAVAILABLE;
+		sbx_error_set(e, kind, NULL, "proxy_refused", "sbx-proxy: %s",
+		    msg != NULL ? msg : "refused");
+		(void)reason;
+		json_decref(ans);
+		return NULL;
+	}
+	return ans;
+}
+
+/* Start `prog serve --home HOME -q` and wait until it says it is up. */
+static int
+proxy_start(const char *prog, const char *home, struct sbx_error *e)
+{
+	char		*argv[] = { (char *)prog, "serve", "--home",
+			    (char *)home, "-q", NULL };
+	char		*envp[] = { "PATH=/usr/bin:/bin", "LC_ALL=C", NULL };
+	posix_spawn_file_actions_t fa;
+	pid_t		 pid;
+	int		 st, rc;
+
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+	rc = posix_spawn(&pid, prog, &fa, NULL, argv, envp);
+	posix_spawn_file_actions_destroy(&fa);
+	if (rc != 0) {
+		errno = rc;
+		return sbx_error_sys(e, "proxy_start", "cannot start %s",
+		    prog);
+	}
+	while (waitpid(pid, &st, 0) == -1)
+		if (errno != EINTR)
+			return sbx_error_sys(e, "proxy_start", "waitpid");
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		return sbx_error_set(e, SBX_K_UNAVAILABLE, "network",
+		    "proxy_unavailable", "sbx-proxy could not start (exit "
+		    "status %d); see `sbx proxy serve --foreground`",
+		    WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+	return 0;
+}
+
+int
+sbx_proxyclient_ensure(int rootfd, const char *prog, const char *home,
+    struct sbx_error *e)
+{
+	int	 fd, lock, runfd;
+
+	if ((fd = sbx_proxyclient_connect(rootfd, e)) >= 0)
+		return fd;
+	/* Not running: start it under run/proxy.lock, so that concurrent
+	 * runs start one proxy, not several. */
+	if ((runfd = sbx_mkdirs_at(rootfd, "run", 0711, e)) == -1)
+		return -1;
+	lock = openat(runfd, "proxy.lock", O_RDWR | O_CREAT | O_NOFOLLOW |
+	    O_CLOEXEC, 0600);
+	close(runfd);
+	if (lock == -1)
+		return sbx_error_sys(e, "lock", "cannot open run/proxy.lock");
+	while (flock(lock, LOCK_EX) == -1)
+		if (errno != EINTR) {
+			close(lock);
+			return sbx_error_sys(e, "lock", "run/proxy.lock");
+		}
+	if ((fd = sbx_proxyclient_connect(rootfd, e)) == -1 &&
+	    proxy_start(prog, home, e) == 0)
+		fd = sbx_proxyclient_connect(rootfd, e);
+	close(lock);
+	return fd;
+}
+
+int
+sbx_proxyclient_session(int ctl, const char *agent, json_t *allow,
+    const char *run, int *channel, struct sbx_error *e)
+{
+	int	 sp[2];
+	json_t	*req, *ans;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) == -1)
+		return sbx_error_sys(e, "socketpair", "cannot create the "
+		    "proxy channel");
+	req = json_pack("{s:s,s:s,s:s,s:o}", "op", "session", "agent", agent,
+	    "run", run, "allow", allow != NULL ? json_incref(allow) :
+	    json_array());
+	ans = sbx_proxyclient_call(ctl, req, sp[0], 10000, e);
+	close(sp[0]);
+	if (ans == NULL) {
+		close(sp[1]);
+		return -1;
+	}
+	json_decref(ans);
+	*channel = sp[1];
+	return 0;
+}
+
+json_t *
+sbx_proxyclient_end(int ctl, struct sbx_error *e)
+{
+	json_t	*ans, *v;
+
+	ans = sbx_proxyclient_call(ctl, json_pack("{s:s}", "op", "end"), -1,
+	    10000, e);
+	if (ans == NULL)
+		return NULL;
+	v = json_object_get(ans, "violations");
+	v = json_is_array(v) ? json_incref(v) : json_array();
+	json_decref(ans);
+	return v;
+}

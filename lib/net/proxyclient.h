@@ -1,0 +1,29 @@
+/* proxyclient.h: starting and reaching the proxy of a state root (its
+ * control socket run/proxy.sock), for sbx exec and sbx proxy. */
+#ifndef SBX_PROXYCLIENT_H
+#define SBX_PROXYCLIENT_H
+
+#include <jansson.h>
+
+#include "error.h"
+
+/* Connect to a running proxy's control socket: the fd, or -1 with kind
+ * unavailable (reason not_running) when none answers. */
+int	sbx_proxyclient_connect(int rootfd, struct sbx_error *);
+/* One request line (steals req) and its one-line answer, read with a cap
+ * and a timeout.  fd_pass >= 0 is attached to the request. */
+json_t	*sbx_proxyclient_call(int ctl, json_t *req, int fd_pass, int timeout_ms,
+	    struct sbx_error *);
+/* A control connection to the proxy of this root, starting it first
+ * (`prog serve --home home -q`, under run/proxy.lock) when none runs. */
+int	sbx_proxyclient_ensure(int rootfd, const char *prog, const char *home,
+	    struct sbx_error *);
+/* Open a session on ctl for agent (extra allowlist entries in allow, may
+ * be NULL) and set *channel to the descriptor sbx-init must get.  Keep
+ * ctl open for the run: closing it ends the session. */
+int	sbx_proxyclient_session(int ctl, const char *agent, json_t *allow,
+	    const char *run, int *channel, struct sbx_error *);
+/* End it: the run's violations (array, new reference) or NULL. */
+json_t	*sbx_proxyclient_end(int ctl, struct sbx_error *);
+
+#endif

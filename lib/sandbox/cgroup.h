@@ -1,0 +1,141 @@
+/* cgroup.h: one cgroup per run for hard limits and a reliable kill.
+ *
+ * cgroup v2 first (the caller's own delegated cgroup, or a root the admin
+ * prepared), v1 as the fallback (a child of the caller's cgroup in each of
+ * the memory, pids, cpu, freezer and cpuacct hierarchies), else none; the
+ * caller decides whether "none" is fatal (rlimits are its last resort).
+ *
+ * Life cycle (supervisor):
+ *	sbx_cgroup_name(name, sizeof(name));
+ *	sbx_cgroup_create(name, &lim, &cg, &e);	(0, cg.backend may be NONE)
+ *	pid = sbx_cgroup_fork(&cg);		(or fork())
+ *	child: sbx_cgroup_enter(&cg) before exec, _exit on -1
+ *	... sbx_cgroup_kill(&cg) when the sandbox must die at once ...
+ *	sbx_cgroup_stats(&cg, &st);
+ *	sbx_cgroup_destroy(&cg, &e);		(always, whatever create said)
+ */
+#ifndef SBX_CGROUP_H
+#define SBX_CGROUP_H
+
+#include <sys/types.h>
+
+#include <stddef.h>
+
+#include "error.h"
+
+#define SBX_LIM_MEMORY		0x01
+#define SBX_LIM_CPUS		0x02
+#define SBX_LIM_PIDS		0x04
+
+struct sbx_limits {
+	unsigned long long	 memory_bytes;	/* 0 = no limit */
+	double			 cpus;		/* 0 = no limit; e.g. 0.5 */
+	unsigned long long	 pids;		/* 0 = no limit */
+	unsigned		 wanted;	/* SBX_LIM_* of those set */
+};
+
+enum sbx_cg_backend { SBX_CG_NONE = 0, SBX_CG_V2, SBX_CG_V1 };
+
+/* Slots of sbx_cgroup.v1[]. */
+#define SBX_CG1_MEMORY		0
+#define SBX_CG1_PIDS		1
+#define SBX_CG1_CPU		2
+#define SBX_CG1_FREEZER		3
+#define SBX_CG1_CPUACCT		4	/* NULL when co-mounted with cpu */
+#define SBX_CG1_N		5
+
+/* A run's name: "sbx-<pid>-<8 hex>", pid = getpid() of the supervisor. */
+#define SBX_CG_NAME_MAX		64
+
+struct sbx_cgroup {
+	enum sbx_cg_backend	 backend;
+	unsigned		 enforced;	/* SBX_LIM_* actually written */
+	char			*v2;		/* v2 dir of the run or NULL */
+	char			*v1[SBX_CG1_N];	/* v1 dirs, NULL: unused */
+	int			 procs_fd[SBX_CG1_N];	/* O_WRONLY|O_CLOEXEC */
+	int			 nprocs;	/* procs_fd[0..nprocs-1] open */
+	int			 swap_limited;	/* 0: RAM only, not swap */
+	char			 why[768];	/* why backends were skipped */
+	/* private */
+	int			 inited_;
+	int			 placed_;	/* child born inside (clone3) */
+	char			 name_[SBX_CG_NAME_MAX + 1];
+	int			 v2_fd_, v2_parent_fd_;
+	int			 v1_fd_[SBX_CG1_N], v1_parent_fd_[SBX_CG1_N];
+	unsigned		 v1_alias_;	/* slots sharing a dir */
+};
+
+struct sbx_cg_stats {
+	unsigned long long	 oom_kills;
+	unsigned long long	 pids_max_events;
+	unsigned long long	 cpu_usage_usec;
+	unsigned long long	 memory_peak;
+	unsigned long long	 memory_failcnt;	/* v1: limit hits */
+	int			 have_oom, have_pids_events, have_cpu,
+				 have_peak, have_failcnt;
+};
+
+/* "cgroup2", "cgroup1", "none". */
+const char	*sbx_cgroup_backend_name(enum sbx_cg_backend);
+
+/* Fill buf (>= SBX_CG_NAME_MAX + 1 bytes) with "sbx-<getpid()>-<random>".
+ * Returns 0, or -1 when buf is too small. */
+int	sbx_cgroup_name(char *buf, size_t len);
+
+/* Create this run's cgroup(s) named `name` with the limits written, under
+ * the default roots: /sys/fs/cgroup (cgroup2, or cgroup2 at
+ * /sys/fs/cgroup/unified on hybrid systems) and /sys/fs/cgroup/<ctl> for
+ * v1. SBX_CGROUP_ROOT=DIR (secure_getenv) replaces both roots, for tests.
+ * `name` must be "sbx-<getpid()>-[a-z0-9-]+": sbx_cgroup_gc keys on the pid.
+ * Returns 0 (cg->backend may be SBX_CG_NONE: then nothing was created,
+ * cg->why says why and e is filled with kind unavailable, reason
+ * cgroup_unavailable and a hint, for the caller to report if it makes the
+ * run fail) or -1 on real errors (bad name or limits, a name that already
+ * exists, cleanup that failed), e filled. Nothing is left behind when no
+ * backend was chosen. cg is always initialised: call sbx_cgroup_destroy. */
+int	sbx_cgroup_create(const char *name, const struct sbx_limits *,
+	    struct sbx_cgroup *, struct sbx_error *);
+/* The same with explicit roots (NULL = default). root_v2 is either a
+ * cgroup2 mount point (the run goes beneath the caller's own cgroup there)
+ * or a cgroup the admin prepared and delegated (the run goes directly
+ * beneath it). root_v1 holds the v1 hierarchies as <root_v1>/<controller>. */
+int	sbx_cgroup_create_at(const char *root_v2, const char *root_v1,
+	    const char *name, const struct sbx_limits *, struct sbx_cgroup *,
+	    struct sbx_error *);
+
+/* Fork the run's child.  On cgroup v2 the child is born inside the run's
+ * cgroup (clone3 with CLONE_INTO_CGROUP): no migration, whose write lock
+ * costs the caller a grace period of the kernel (~10 ms); sbx_cgroup_enter
+ * in the child is then a no-op.  Elsewhere, or where the kernel refuses
+ * it, a plain fork().  Returns as fork(). */
+pid_t	sbx_cgroup_fork(struct sbx_cgroup *);
+
+/* Async-signal-safe, for the forked child before exec: moves the calling
+ * process into the run's cgroup(s). Returns 0, or -1 with errno (the child
+ * must then not exec: its limits would not hold). */
+int	sbx_cgroup_enter(const struct sbx_cgroup *);
+
+/* SIGKILL every process in the run's cgroup(s): v2 cgroup.kill, else
+ * freeze, kill and thaw (v1 freezer, v2 cgroup.freeze); then kill again
+ * until the cgroups are empty, for up to ~1 s. Returns 0, or -1 when some
+ * process could not be signalled or was still there. */
+int	sbx_cgroup_kill(struct sbx_cgroup *);
+
+/* Read the counters for the envelope; missing files leave have_* at 0. */
+int	sbx_cgroup_stats(const struct sbx_cgroup *, struct sbx_cg_stats *);
+
+/* Kill what is left, wait (~5 s at most) until empty, remove the
+ * directories, close the fds and free the strings. Safe on a cg that create
+ * initialised whatever it returned, and on a zeroed one; idempotent.
+ * Returns -1 (e filled, reason cgroup_busy) when a directory stayed. */
+int	sbx_cgroup_destroy(struct sbx_cgroup *, struct sbx_error *);
+
+/* Remove the cgroups named sbx-<pid>-* under the parents create would use,
+ * whose <pid> is no longer alive (a supervisor killed with -9): their
+ * processes are killed first. Returns how many directories were removed,
+ * or -1 (e filled) on a real error. */
+int	sbx_cgroup_gc(struct sbx_error *);
+int	sbx_cgroup_gc_at(const char *root_v2, const char *root_v1,
+	    struct sbx_error *);
+
+#endif

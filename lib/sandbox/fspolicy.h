@@ -1,0 +1,76 @@
+/*
+ * fspolicy.h: a run's file-system policy beyond "system read-only, one
+ * workdir read-write": protected paths inside writable roots, extra
+ * read-only paths, hidden paths, and the unix-socket guard.  What it
+ * decides becomes bwrap arguments (ops) and sbx-init arguments (the
+ * guard, cmd/initguard.c).
+ */
+#ifndef SBX_FSPOLICY_H
+#define SBX_FSPOLICY_H
+
+#include <jansson.h>
+
+#include "buf.h"
+#include "error.h"
+
+struct sbx_fspolicy {
+	/* bwrap arguments, in order, after the writable roots' binds */
+	struct sbx_strv	 ops;
+	/* sbx-init arguments: -N DEV:INO:NAME, -R PATH, -U, -A DEV:INO */
+	struct sbx_strv	 init;
+	/* writable roots without a .git at the start (a repository the run
+	 * creates is reported after it) */
+	struct sbx_strv	 no_git;
+	int		 nprotected;	/* entries bound or guarded */
+};
+
+/* The protected entries of every writable root, by default. */
+extern const char *const sbx_fspolicy_default[];
+
+void	sbx_fspolicy_init(struct sbx_fspolicy *);
+void	sbx_fspolicy_release(struct sbx_fspolicy *);
+
+/* The agent configuration's keys (protected_paths, allow_git_config,
+ * read_paths, deny_paths, allow_unix_sockets): 0, or -1 (config_invalid). */
+int	sbx_fspolicy_config_check(const json_t *doc, const char *origin,
+	    struct sbx_error *);
+
+/*
+ * The entries to protect: the defaults, plus the config's protected_paths,
+ * minus .git/config with allow_git_config, minus each of unprotect (which
+ * must name a protected entry: invalid_args "unprotect" otherwise).
+ */
+int	sbx_fspolicy_entries(const json_t *cfg, char *const *unprotect,
+	    size_t nunprotect, struct sbx_strv *out, struct sbx_error *);
+
+/*
+ * Protect entries in one writable root: root_fd (opened, checked), its
+ * path inside the sandbox (= on the host) and the path bwrap binds it
+ * from (/proc/self/fd/N).  Existing entries become read-only binds, their
+ * directories self-binds (a mount point cannot be renamed away), missing
+ * ones guarded names.  A protected symlink is followed once, to a target
+ * inside a writable root (roots, nroots); a loop refuses the run
+ * (rejected, reason symlink_loop).
+ */
+int	sbx_fspolicy_protect(struct sbx_fspolicy *, int root_fd,
+	    const char *inside, const char *src, char *const *roots,
+	    size_t nroots, const struct sbx_strv *entries, struct sbx_error *);
+
+/* Hide path (a deny_paths entry, absolute, inside a root): an empty
+ * read-only tmpfs over a directory, the empty file `empty` (a host path
+ * of sbx's own) over a file. */
+int	sbx_fspolicy_deny(struct sbx_fspolicy *, const char *path,
+	    const char *empty, struct sbx_error *);
+
+/* A read-only path at its own place (--ro, read_paths). */
+int	sbx_fspolicy_ro(struct sbx_fspolicy *, const char *path,
+	    struct sbx_error *);
+
+/* Unix sockets: the guard on, and the sockets allowed through it. */
+int	sbx_fspolicy_unix(struct sbx_fspolicy *, char *const *allowed,
+	    size_t nallowed, struct sbx_error *);
+
+/* Does pattern (fnmatch, components separated by /) match rel? */
+int	sbx_fspolicy_match(const char *pattern, const char *rel);
+
+#endif

@@ -1,0 +1,214 @@
+/*
+ * idmount.c: a private, possibly idmapped, copy of a --workdir's mount.
+ *
+ * Root never runs a sandbox as root (lib/run.c): bwrap and the command run
+ * as an unprivileged uid S.  A checkout owned by root (every CI job in a
+ * container) would be read-only to S, and one under /root (0700) not even
+ * reachable, since bwrap resolves bind sources by path as S.  An idmapped
+ * mount (Documentation/filesystems/idmappings.rst) fixes the first: through
+ * it, files the filesystem stores as owned by the directory's owner O are
+ * seen as owned by S, and what S creates is stored as owned by O.  The map
+ * is taken from a user namespace whose uid_map reads "O S 1": a mount
+ * idmapping maps the filesystem's id O up through it to kernel id S.  The
+ * copy is attached in a mount namespace that only the sandbox's bwrap and
+ * its descendants share, at a path S can reach, so no other process on the
+ * host ever sees it and it goes away with the run.
+ */
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "idmount.h"
+
+static int
+write_file(const char *path, const char *s)
+{
+	ssize_t	 n;
+	int	 fd, saved;
+
+	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) == -1)
+		return -1;
+	n = write(fd, s, strlen(s));
+	saved = errno;
+	close(fd);
+	errno = saved;
+	return n == (ssize_t)strlen(s) ? 0 : -1;
+}
+
+/*
+ * A user namespace that maps owner_uid (inside) to uid (outside), and the
+ * same for the groups: a child unshares one and waits while we write its
+ * maps and keep a descriptor to it; then it exits, and the namespace lives
+ * on in the descriptor alone.  Returns the descriptor, or -1 with errno.
+ */
+static int
+userns_fd(uid_t owner_uid, gid_t owner_gid, uid_t uid, gid_t gid)
+{
+	char	 path[64], map[64], c = 0;
+	int	 ready[2], go[2], fd = -1, saved = 0, status;
+	pid_t	 pid;
+
+	if (pipe2(ready, O_CLOEXEC) == -1)
+		return -1;
+	if (pipe2(go, O_CLOEXEC) == -1) {
+		saved = errno;
+		close(ready[0]);
+		close(ready[1]);
+		errno = saved;
+		return -1;
+	}
+	if ((pid = fork()) == -1) {
+		saved = errno;
+		goto out;
+	}
+	if (pid == 0) {
+		/* Nothing but the namespace: no handler, no exit hooks. */
+		close(ready[0]);
+		close(go[1]);
+		if (unshare(CLONE_NEWUSER) == -1)
+			_exit(1);
+		if (write(ready[1], &c, 1) != 1)
+			_exit(1);
+		if (read(go[0], &c, 1) < 0)
+			_exit(1);
+		_exit(0);
+	}
+	close(ready[1]);
+	ready[1] = -1;
+	if (read(ready[0], &c, 1) != 1) {
+		saved = ECHILD;
+		goto reap;
+	}
+	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)owner_uid,
+	    (unsigned)uid);
+	snprintf(path, sizeof(path), "/proc/%d/uid_map", (int)pid);
+	if (write_file(path, map) == -1) {
+		saved = errno;
+		goto reap;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/setgroups", (int)pid);
+	(void)write_file(path, "deny\n");
+	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)owner_gid,
+	    (unsigned)gid);
+	snprintf(path, sizeof(path), "/proc/%d/gid_map", (int)pid);
+	if (write_file(path, map) == -1) {
+		saved = errno;
+		goto reap;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		saved = errno;
+reap:
+	close(go[1]);
+	go[1] = -1;
+	while (waitpid(pid, &status, 0) == -1 && errno == EINTR)
+		;
+out:
+	close(ready[0]);
+	if (ready[1] >= 0)
+		close(ready[1]);
+	close(go[0]);
+	if (go[1] >= 0)
+		close(go[1]);
+	if (fd == -1)
+		errno = saved;
+	return fd;
+}
+
+int
+sbx_idmount_clone(int dirfd, int idmap, uid_t owner_uid, gid_t owner_gid,
+    uid_t uid, gid_t gid, struct sbx_error *e)
+{
+	struct mount_attr	 attr;
+	int			 tree, ns, saved;
+
+	/*
+	 * Not AT_RECURSIVE: what is mounted below the directory stays out.
+	 * Each submount would need its own filesystem's idmap support, and
+	 * a mount someone placed inside a checkout (a proc, a device, a
+	 * bind of another tree) is nothing a build should be handed
+	 * read-write under the owner's identity.  The clone is of the mount
+	 * at the descriptor sbx checked, not of a path looked up again.
+	 */
+	tree = (int)syscall(SYS_open_tree, dirfd, "",
+	    OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+	if (tree == -1)
+		return sbx_error_sys(e, errno == ENOSYS ? "idmap_unsupported" :
+		    "clone_failed", "cannot copy the mount of the workdir");
+	if (!idmap)
+		return tree;
+	if ((ns = userns_fd(owner_uid, owner_gid, uid, gid)) == -1) {
+		saved = errno;
+		close(tree);
+		errno = saved;
+		return sbx_error_sys(e, "clone_failed", "cannot make the user "
+		    "namespace for the workdir's idmap");
+	}
+	memset(&attr, 0, sizeof(attr));
+	attr.attr_set = MOUNT_ATTR_IDMAP;
+	attr.userns_fd = (unsigned long long)ns;
+	if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH, &attr,
+	    sizeof(attr)) == -1) {
+		saved = errno;
+		close(ns);
+		close(tree);
+		errno = saved;
+		return sbx_error_sys(e, (saved == EINVAL ||
+		    saved == EOPNOTSUPP || saved == EPERM || saved == ENOSYS) ?
+		    "idmap_unsupported" : "clone_failed", "cannot idmap the "
+		    "mount of the workdir");
+	}
+	/* The mount holds its own reference to the namespace. */
+	close(ns);
+	return tree;
+}
+
+int
+sbx_idmount_attach(int tree_fd, const char *target, dev_t dev, ino_t ino)
+{
+	static int	 unshared;
+	struct stat	 st;
+	int		 fd, rc, saved;
+
+	/* Once per process: the copies of several workdirs go into one
+	 * namespace (a second unshare would leave the first copy behind,
+	 * in a namespace bwrap never sees). */
+	if (!unshared && unshare(CLONE_NEWNS) == -1)
+		return -1;
+	/*
+	 * Private before anything is mounted: the copy of the host's
+	 * mounts we now hold may be shared with the host's, and a mount
+	 * made on a shared one would propagate back to every namespace of
+	 * its peer group.
+	 */
+	if (!unshared && mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ==
+	    -1)
+		return -1;
+	unshared = 1;
+	/* Looked up in this namespace (a descriptor opened before unshare
+	 * names the old namespace's mount), and checked to be the same
+	 * directory, so that no link or rename moves where it lands. */
+	fd = open(target, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd == -1)
+		return -1;
+	if (fstat(fd, &st) == -1 || st.st_dev != dev || st.st_ino != ino) {
+		close(fd);
+		errno = ESTALE;
+		return -1;
+	}
+	rc = (int)syscall(SYS_move_mount, tree_fd, "", fd, "",
+	    MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
+	saved = errno;
+	close(fd);
+	errno = saved;
+	return rc;
+}

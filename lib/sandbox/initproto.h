@@ -1,0 +1,82 @@
+/*
+ * initproto.h: the protocol between the run engine (lib/run.c, lib/sandbox.c)
+ * and sbx-init, pid 1 of every sandbox (cmd/sbx-init.c).
+ *
+ * Header only, with no dependency but the C library: sbx-init is linked
+ * statically on its own, never against libsbx.a.  Both sides include it, so
+ * a slot, a word or a port is defined once.
+ *
+ * bwrap starts `SBX_INIT_PATH [-r NAME=VALUE]... [-W DEV:INO PATH]...
+ * [-N DEV:INO:NAME | -R PATH | -U | -A DEV:INO]... [-T ROWS:COLS] [-P] [-c]
+ * -- COMMAND...`, the options in this order.
+ */
+#ifndef SBX_INITPROTO_H
+#define SBX_INITPROTO_H
+
+/*
+ * File descriptors as the bwrap process, then sbx-init, sees them.  The run
+ * engine (lib/run.c) dup2()s everything into these slots and closes every
+ * other descriptor, so that nothing of sbx leaks into bwrap and, through
+ * sbx-init, into the sandbox; sbx-init closes every one above SBX_FD_ENV.
+ */
+#define SBX_FD_STATUS	3	/* out: the status words below */
+#define SBX_FD_CTL	4	/* in: the orders below; EOF = kill */
+#define SBX_FD_ENV	5	/* in: NAME=VALUE\0..., sealed memfd */
+#define SBX_FD_HOME	6	/* O_PATH of the agent's home */
+#define SBX_FD_OUTPUT	7	/* O_PATH of output/<agent> */
+#define SBX_FD_WORKDIR	8	/* O_PATH of --workdir, if any */
+#define SBX_FD_PASSWD	9	/* memfds for synthesized /etc files */
+#define SBX_FD_GROUP	10
+#define SBX_FD_HOSTS	11
+#define SBX_FD_SECCOMP	12	/* BPF program, if any */
+#define SBX_FD_INIT	13	/* O_PATH of sbx-init */
+#define SBX_FD_PROXY	14	/* the channel to sbx-proxy (-P) */
+#define SBX_FD_ETC	15	/* O_PATH of the prepared /etc (etccache) */
+#define SBX_FD_XWORKDIR	16	/* O_PATH of the 2nd, 3rd... --workdir */
+#define SBX_MAX_XWORKDIRS 7	/* so 8 workdirs in all */
+#define SBX_FD_MAX	(SBX_FD_XWORKDIR + SBX_MAX_XWORKDIRS - 1)
+
+/* Status words, one per line on SBX_FD_STATUS, in this order:
+ * "tty" (with -T, carrying the terminal's master by SCM_RIGHTS), "ready",
+ * "warn nopipefail", then "running" or "exec ERRNO", then "exit CODE" or
+ * "signal SIGNO". */
+#define SBX_INIT_W_TTY		"tty"
+#define SBX_INIT_W_READY	"ready"
+#define SBX_INIT_W_NOPIPEFAIL	"warn nopipefail"
+#define SBX_INIT_W_RUNNING	"running"
+#define SBX_INIT_W_EXEC		"exec"		/* "exec %d": errno */
+#define SBX_INIT_W_EXIT		"exit"		/* "exit %d": status */
+#define SBX_INIT_W_SIGNAL	"signal"	/* "signal %d": signo */
+/* At any time while the command runs, with the file-system guard: */
+#define SBX_INIT_W_FSDENY	"fsdeny"	/* "fsdeny PATH" */
+#define SBX_INIT_W_SOCKDENY	"sockdeny"	/* "sockdeny PATH" */
+
+/* Orders, one byte each on SBX_FD_CTL. */
+#define SBX_INIT_O_TERM		'T'	/* SIGTERM + SIGCONT to everything */
+#define SBX_INIT_O_KILL		'K'	/* SIGKILL to everything */
+
+/* Where sbx-init listens for the proxy inside the sandbox (-P), on
+ * 127.0.0.1 of the sandbox's own network namespace. */
+#define SBX_INIT_PROXY_PORT	3128
+
+/* The largest environment sbx-init reads from SBX_FD_ENV. */
+#define SBX_INIT_ENV_MAX	(8u << 20)
+
+/* Its options, in the order it reads them. */
+#define SBX_INIT_OPT_RLIMIT	"-r"	/* NAME=VALUE: nofile, fsize, as */
+#define SBX_INIT_OPT_WORKDIR	"-W"	/* DEV:INO PATH, one per workdir */
+/* The file-system guard (lib/fspolicy.c -> cmd/initguard.c), repeated: */
+#define SBX_INIT_OPT_BLOCK	"-N"	/* DEV:INO:NAME not to be created */
+#define SBX_INIT_OPT_PROTECTED	"-R"	/* PATH, a protected path */
+#define SBX_INIT_OPT_UNIX	"-U"	/* unix sockets made outside: no */
+#define SBX_INIT_OPT_SOCKET	"-A"	/* DEV:INO, a socket left reachable */
+#define SBX_INIT_OPT_TTY	"-T"	/* ROWS:COLS */
+#define SBX_INIT_OPT_PROXY	"-P"
+#define SBX_INIT_OPT_SHELL	"-c"
+/* Not pid 1: run as a command, print what the sandbox enforces. */
+#define SBX_INIT_OPT_PROBE	"--probe"
+
+/* sbx-init's path inside the sandbox. */
+#define SBX_INIT_PATH		"/run/sbx/init"
+
+#endif

@@ -1,0 +1,704 @@
+/* run.c: spawn bwrap, relay and capture output, enforce time, reap. */
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <grp.h>
+#include <limits.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fsutil.h"
+#include "initproto.h"
+#include "run.h"
+#include "time.h"
+
+#define DRAIN_MS	2000
+#define HOLD_MAX	(64u * 1024)
+
+void
+sbx_run_init(struct sbx_run *r)
+{
+	size_t	 i;
+
+	memset(r, 0, sizeof(*r));
+	for (i = 0; i <= SBX_FD_MAX; i++)
+		r->slot[i] = -1;
+	r->stdin_fd = r->out_fd = r->err_fd = -1;
+	r->signal_fd = r->notify_fd = -1;
+	r->tty_size_fd = -1;
+	r->exit_code = -1;
+	r->max_output = 1 << 20;
+}
+
+void
+sbx_run_release(struct sbx_run *r)
+{
+	sbx_capture_release(&r->out);
+	sbx_capture_release(&r->err);
+	sbx_buf_release(&r->setup_err);
+	sbx_strv_release(&r->fsdeny);
+	sbx_strv_release(&r->sockdeny);
+}
+
+/* In the forked child: arrange descriptors and exec bwrap. */
+static void
+child_exec(struct sbx_run *r, int in, int out, int err, int st, int ctl)
+{
+	int	 tmp[SBX_FD_MAX + 1];
+	int	 i, devnull;
+	sigset_t set;
+
+	/* Own process group: a ^C on the terminal reaches sbx, which then
+	 * ends the sandbox in order, not bwrap directly. */
+	setpgid(0, 0);
+	/* Join the run's cgroup before bwrap starts: the command and every
+	 * descendant are inside before their first instruction. */
+	if (r->child_hook != NULL && r->child_hook(r->child_hook_arg) != 0)
+		_exit(125);
+	/*
+	 * Root never runs the sandbox.  A user namespace does not change
+	 * the kernel's idea of who we are: uid 0 inside one is still host
+	 * uid 0 to every file it owns (/proc/sys, setuid bits left in the
+	 * home), so bwrap itself runs as an unprivileged uid, after the
+	 * cgroup was joined (which needed root).
+	 */
+	if (r->drop_privs && (setgroups(0, NULL) == -1 ||
+	    setresgid(r->run_gid, r->run_gid, r->run_gid) == -1 ||
+	    setresuid(r->run_uid, r->run_uid, r->run_uid) == -1 ||
+	    getuid() != r->run_uid || geteuid() != r->run_uid))
+		_exit(125);
+	sigemptyset(&set);
+	sigprocmask(SIG_SETMASK, &set, NULL);
+	signal(SIGPIPE, SIG_DFL);
+
+	r->slot[SBX_FD_STATUS] = st;
+	r->slot[SBX_FD_CTL] = ctl;
+	/* Move everything out of the way first, then into its slot. */
+	for (i = 0; i <= SBX_FD_MAX; i++) {
+		tmp[i] = -1;
+		if (i >= 3 && r->slot[i] >= 0 &&
+		    (tmp[i] = fcntl(r->slot[i], F_DUPFD, 100)) == -1)
+			_exit(125);
+	}
+	if (in < 0) {
+		if ((devnull = open("/dev/null", O_RDONLY)) == -1)
+			_exit(125);
+		in = devnull;
+	}
+	if ((in = fcntl(in, F_DUPFD, 100)) == -1 ||
+	    (out = fcntl(out, F_DUPFD, 100)) == -1 ||
+	    (err = fcntl(err, F_DUPFD, 100)) == -1)
+		_exit(125);
+	if (dup2(in, 0) == -1 || dup2(out, 1) == -1 || dup2(err, 2) == -1)
+		_exit(125);
+	/*
+	 * A slot left unset must be closed, not inherited: whatever the
+	 * caller of sbx left open on that number would otherwise reach
+	 * bwrap and sbx-init under a slot's meaning.
+	 */
+	for (i = 3; i <= SBX_FD_MAX; i++)
+		if (tmp[i] >= 0 ? dup2(tmp[i], i) == -1 :
+		    (close(i) == -1 && errno != EBADF))
+			_exit(125);
+	/* Nothing else of sbx crosses into bwrap. */
+	sbx_close_from(SBX_FD_MAX + 1, NULL, 0);
+	execve(r->bwrap_argv[0], r->bwrap_argv, (char *[]){ NULL });
+	_exit(125);
+}
+
+static void
+notify(struct sbx_run *r, char what, int n)
+{
+	char	 line[32];
+	int	 len;
+
+	if (r->notify_fd < 0)
+		return;
+	len = snprintf(line, sizeof(line), "%c%d\n", what, n);
+	(void)sbx_write_all(r->notify_fd, line, (size_t)len);
+	close(r->notify_fd);
+	r->notify_fd = -1;
+}
+
+static void
+status_line(struct sbx_run *r, const char *line)
+{
+	int	 n;
+
+	if (strcmp(line, SBX_INIT_W_READY) == 0) {
+		r->started = 1;
+	} else if (strcmp(line, SBX_INIT_W_RUNNING) == 0) {
+		r->running = 1;
+	} else if (strcmp(line, SBX_INIT_W_NOPIPEFAIL) == 0) {
+		r->nopipefail = 1;
+	} else if (sscanf(line, SBX_INIT_W_EXEC " %d", &n) == 1) {
+		if (r->exec_errno == 0)
+			r->exec_errno = n;
+	} else if (sscanf(line, SBX_INIT_W_EXIT " %d", &n) == 1) {
+		r->exit_code = n;
+	} else if (sscanf(line, SBX_INIT_W_SIGNAL " %d", &n) == 1) {
+		r->signo = n;
+		r->exit_code = 128 + n;
+	} else if (strncmp(line, SBX_INIT_W_FSDENY " /",
+	    sizeof(SBX_INIT_W_FSDENY) + 1) == 0 && r->fsdeny.n < 64) {
+		(void)sbx_strv_push(&r->fsdeny,
+		    line + sizeof(SBX_INIT_W_FSDENY));
+	} else if (strncmp(line, SBX_INIT_W_SOCKDENY " ",
+	    sizeof(SBX_INIT_W_SOCKDENY)) == 0 && r->sockdeny.n < 64) {
+		(void)sbx_strv_push(&r->sockdeny,
+		    line + sizeof(SBX_INIT_W_SOCKDENY));
+	}
+}
+
+struct stream {
+	int			 fd;
+	int			 sink;
+	struct sbx_capture	*cap;
+	struct sbx_run		*r;
+	int			 scrubbing;
+	struct sbx_scrub_stream	 sc;
+	long long		 held_at;	/* when bytes were held */
+	int			 lost;		/* the sink failed */
+};
+
+static int
+sink_write(struct sbx_run *r, int fd, const char *buf, size_t n)
+{
+	if (r->sink_write != NULL)
+		return r->sink_write(r->sink_arg, buf, n);
+	return sbx_write_all(fd, buf, n);
+}
+
+/* Output that is ready to leave: captured, and written to the sink. */
+static int
+deliver(void *arg, const void *p, size_t n)
+{
+	struct stream	*s = arg;
+	struct sbx_run	*r = s->r;
+
+	sbx_capture_add(s->cap, p, n);
+	if (s->sink >= 0 && sink_write(r, s->sink, p, n) == -1) {
+		/* Our reader went away: stop reading, so the command gets
+		 * EPIPE or SIGPIPE just as it would without sbx.  Any other
+		 * error (a full disk) is kept, for the outcome to say: the
+		 * command's output was lost, not delivered. */
+		if (errno != EPIPE && r->sink_errno == 0)
+			r->sink_errno = errno != 0 ? errno : EIO;
+		s->sink = -1;
+		s->lost = 1;
+	}
+	return 0;
+}
+
+/* Output from the sandbox: through the scrubber when there is one. */
+static void
+push(struct stream *s, const char *p, size_t n)
+{
+	if (!s->scrubbing) {
+		deliver(s, p, n);
+		return;
+	}
+	/* The scrubber fails only when its automaton cannot be built: the
+	 * output is then lost, never passed on unfiltered. */
+	if (sbx_scrub_write(&s->sc, p, n) == -1) {
+		if (s->r->sink_errno == 0)
+			s->r->sink_errno = errno != 0 ? errno : ENOMEM;
+		s->sink = -1;
+		s->lost = 1;
+	}
+	if (sbx_scrub_held(&s->sc) > 0)
+		s->held_at = sbx_now_ms();
+}
+
+static void
+scrub_flush(struct stream *s)
+{
+	if (s->scrubbing && sbx_scrub_held(&s->sc) > 0)
+		(void)sbx_scrub_flush(&s->sc);
+}
+
+static void
+stream_init(struct stream *s, struct sbx_run *r, int fd, int sink,
+    struct sbx_capture *cap)
+{
+	memset(s, 0, sizeof(*s));
+	s->fd = fd;
+	s->sink = sink;
+	s->cap = cap;
+	s->r = r;
+	if (r->scrub != NULL) {
+		s->scrubbing = 1;
+		sbx_scrub_stream_init(&s->sc, r->scrub, deliver, s);
+	}
+}
+
+static int
+relay(struct sbx_run *r, struct stream *s, int is_err, char *buf, size_t bufsz)
+{
+	ssize_t	 n;
+
+	n = read(s->fd, buf, bufsz);
+	if (n == -1 && (errno == EINTR || errno == EAGAIN))
+		return 1;
+	if (n <= 0) {
+		close(s->fd);
+		s->fd = -1;
+		scrub_flush(s);
+		return 0;
+	}
+	if (is_err && !r->started && r->hold_stderr &&
+	    r->setup_err.len < HOLD_MAX) {
+		sbx_buf_append(&r->setup_err, buf, (size_t)n);
+		return 1;
+	}
+	push(s, buf, (size_t)n);
+	if (s->lost && s->fd >= 0) {
+		close(s->fd);
+		s->fd = -1;
+	}
+	return 1;
+}
+
+/*
+ * Read sbx-init's status socket.  With -t, sbx-init sends the master of the
+ * command's terminal along with its "tty" line: the first terminal that
+ * arrives is taken (into *master), and anything else passed (nothing
+ * should be) is closed at once.
+ */
+static ssize_t
+status_recv(struct sbx_run *r, int fd, char *buf, size_t len, int *master,
+    int *taken)
+{
+	union {
+		char		 b[CMSG_SPACE(4 * sizeof(int))];
+		struct cmsghdr	 align;
+	}		 u;
+	struct msghdr	 m;
+	struct iovec	 iov;
+	struct cmsghdr	*cm;
+	ssize_t		 n;
+	size_t		 i, k;
+	int		 fds[4];
+
+	memset(&m, 0, sizeof(m));
+	iov.iov_base = buf;
+	iov.iov_len = len;
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	m.msg_control = u.b;
+	m.msg_controllen = sizeof(u.b);
+	if ((n = recvmsg(fd, &m, MSG_CMSG_CLOEXEC)) <= 0)
+		return n;
+	for (cm = CMSG_FIRSTHDR(&m); cm != NULL; cm = CMSG_NXTHDR(&m, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		if (k > 4)
+			k = 4;
+		memcpy(fds, CMSG_DATA(cm), k * sizeof(int));
+		for (i = 0; i < k; i++) {
+			if (r->tty && !*taken && isatty(fds[i])) {
+				*master = fds[i];
+				*taken = 1;
+			} else
+				close(fds[i]);
+		}
+	}
+	return n;
+}
+
+/* The caller's window size, onto the command's terminal (which sends the
+ * command SIGWINCH when it changed). */
+static void
+tty_resize(struct sbx_run *r, int master)
+{
+	struct winsize	 ws;
+
+	if (master >= 0 && r->tty_size_fd >= 0 &&
+	    ioctl(r->tty_size_fd, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0 &&
+	    ws.ws_col > 0)
+		(void)ioctl(master, TIOCSWINSZ, &ws);
+}
+
+/*
+ * Input for the command's terminal: as much of what is pending as the
+ * terminal takes now, never waiting (the loop must keep its deadlines).
+ * Input nobody can take any more (the terminal is gone) is dropped.
+ */
+static void
+tty_flush(int tw, const char *buf, size_t *off, size_t *len)
+{
+	ssize_t	 n;
+
+	while (*len > 0) {
+		n = write(tw, buf + *off, *len);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1 && errno == EAGAIN)
+			return;
+		if (n <= 0) {
+			*len = 0;
+			break;
+		}
+		*off += (size_t)n;
+		*len -= (size_t)n;
+	}
+	*off = 0;
+}
+
+static void
+flush_held(struct sbx_run *r, struct stream *err)
+{
+	if (r->setup_err.len == 0)
+		return;
+	push(err, r->setup_err.p, r->setup_err.len);
+	sbx_buf_reset(&r->setup_err);
+}
+
+int
+sbx_run_sandbox(struct sbx_run *r, struct sbx_error *e)
+{
+	struct pollfd	 pfd[8];
+	struct stream	 out, err, tt;
+	struct termios	 tio;
+	char		 buf[65536], stbuf[PATH_MAX + 64], ibuf[4096];
+	size_t		 stlen = 0, ioff = 0, ilen = 0;
+	int		 tw = -1, tin = -1, ttaken = 0, last_nl = 1, sig;
+	int		 po[2] = { -1, -1 }, pe[2] = { -1, -1 };
+	int		 ps[2] = { -1, -1 }, pc[2] = { -1, -1 };
+	int		 stfd, pidfd = -1, reaped = 0, wstatus = 0, n, i;
+	long long	 start, now, last, term_at = 0, drain_at = 0, dl;
+	int		 killed = 0;
+	char		 c;
+
+	sbx_capture_init(&r->out, r->max_output, r->capture);
+	sbx_capture_init(&r->err, r->max_output, r->capture);
+	/* The status channel is a socket: with -t, sbx-init passes the
+	 * terminal's master over it. */
+	if (pipe2(po, O_CLOEXEC) == -1 || pipe2(pe, O_CLOEXEC) == -1 ||
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ps) == -1 ||
+	    pipe2(pc, O_CLOEXEC) == -1) {
+		sbx_error_sys(e, "pipe_failed", "pipe");
+		goto fail;
+	}
+	start = last = sbx_now_ms();
+	r->bwrap_pid = r->fork_hook != NULL ?
+	    r->fork_hook(r->child_hook_arg) : fork();
+	if (r->bwrap_pid == -1) {
+		sbx_error_sys(e, "fork_failed", "fork");
+		goto fail;
+	}
+	if (r->bwrap_pid == 0)
+		child_exec(r, r->tty ? -1 : r->stdin_fd, po[1], pe[1], ps[1],
+		    pc[0]);
+	close(po[1]);
+	close(pe[1]);
+	close(ps[1]);
+	close(pc[0]);
+	po[1] = pe[1] = ps[1] = pc[0] = -1;
+	/* A pidfd makes bwrap's exit pollable; without one (old kernels)
+	 * the loop polls waitpid() every 50 ms. */
+	pidfd = (int)syscall(SYS_pidfd_open, r->bwrap_pid, 0);
+
+	stream_init(&out, r, po[0], r->out_fd, &r->out);
+	stream_init(&err, r, pe[0], r->err_fd, &r->err);
+	stream_init(&tt, r, -1, r->out_fd, &r->out);
+	stfd = ps[0];
+	po[0] = pe[0] = ps[0] = -1;
+
+	for (;;) {
+		now = sbx_now_ms();
+		if (reaped && ((out.fd < 0 && err.fd < 0 && stfd < 0 &&
+		    tt.fd < 0) || now >= drain_at))
+			break;
+		/* Deadlines: inactivity, wall time, kill grace, drain. */
+		if (!reaped && !term_at && r->idle_timeout_ms > 0 &&
+		    now - last >= r->idle_timeout_ms) {
+			r->killed_by = "timeout";
+			r->limit = "idle";
+			term_at = now;
+			(void)!write(pc[1], &(char){ SBX_INIT_O_TERM }, 1);
+		}
+		if (!reaped && !term_at && r->wall_timeout_ms > 0 &&
+		    now - start >= r->wall_timeout_ms) {
+			r->killed_by = "limit";
+			r->limit = "wall_time";
+			term_at = now;
+			(void)!write(pc[1], &(char){ SBX_INIT_O_TERM }, 1);
+		}
+		if (!reaped && term_at && !killed &&
+		    now - term_at >= SBX_KILL_GRACE_MS) {
+			(void)!write(pc[1], &(char){ SBX_INIT_O_KILL }, 1);
+			kill(r->bwrap_pid, SIGKILL);
+			if (r->kill_hook != NULL)
+				r->kill_hook(r->child_hook_arg);
+			killed = 1;
+		}
+		dl = -1;
+		if (reaped)
+			dl = drain_at - now;
+		else if (term_at && !killed)
+			dl = term_at + SBX_KILL_GRACE_MS - now;
+		else if (!term_at && r->idle_timeout_ms > 0)
+			dl = last + r->idle_timeout_ms - now;
+		if (!reaped && !term_at && r->wall_timeout_ms > 0 &&
+		    (dl < 0 || start + r->wall_timeout_ms - now < dl))
+			dl = start + r->wall_timeout_ms - now;
+		if (!reaped && pidfd < 0 && (dl < 0 || dl > 50))
+			dl = 50;
+		/* Held output goes out once its stream is quiet. */
+		for (i = 0; r->scrub != NULL && i < 3; i++) {
+			struct stream *hs = i == 0 ? &out : i == 1 ? &err : &tt;
+			long long hd;
+			if (sbx_scrub_held(&hs->sc) == 0)
+				continue;
+			hd = hs->held_at + SBX_SCRUB_IDLE_MS - now;
+			if (hd <= 0) {
+				scrub_flush(hs);
+				continue;
+			}
+			if (dl < 0 || hd < dl)
+				dl = hd;
+		}
+		if (dl < 0 && dl != -1)
+			dl = 0;
+
+		n = 0;
+		pfd[n].fd = stfd;	pfd[n++].events = POLLIN;
+		pfd[n].fd = out.fd;	pfd[n++].events = POLLIN;
+		pfd[n].fd = err.fd;	pfd[n++].events = POLLIN;
+		pfd[n].fd = reaped ? -1 : pidfd; pfd[n++].events = POLLIN;
+		pfd[n].fd = (reaped || killed) ? -1 : r->signal_fd;
+		pfd[n++].events = POLLIN;
+		/* -t: the terminal's output; the caller's input when the
+		 * last of it went in; the terminal again while some waits. */
+		pfd[n].fd = tt.fd;	pfd[n++].events = POLLIN;
+		pfd[n].fd = tw >= 0 && ilen == 0 ? tin : -1;
+		pfd[n++].events = POLLIN;
+		pfd[n].fd = ilen > 0 ? tw : -1;
+		pfd[n++].events = POLLOUT;
+		if (poll(pfd, (nfds_t)n, dl > 0x7fffffff ? 0x7fffffff :
+		    (int)dl) == -1) {
+			if (errno == EINTR)
+				continue;
+			sbx_error_sys(e, "poll_failed", "poll");
+			break;
+		}
+		/* Status first: "ready" must be seen before the stderr
+		 * that follows it is judged. */
+		if (stfd >= 0 && (pfd[0].revents & (POLLIN | POLLHUP))) {
+			int mfd = -1;
+			ssize_t k = status_recv(r, stfd, stbuf + stlen,
+			    sizeof(stbuf) - 1 - stlen, &mfd, &ttaken);
+			if (mfd >= 0) {
+				/* Never blocking on it: the loop keeps
+				 * the deadlines.  Reads go through tt,
+				 * the caller's input through tw. */
+				(void)fcntl(mfd, F_SETFL, fcntl(mfd,
+				    F_GETFL) | O_NONBLOCK);
+				tt.fd = mfd;
+				tw = fcntl(mfd, F_DUPFD_CLOEXEC, 0);
+				tin = r->stdin_fd;
+				tty_resize(r, tw);
+			}
+			if (k <= 0 && !(k == -1 && errno == EINTR)) {
+				close(stfd);
+				stfd = -1;
+			} else if (k > 0) {
+				char *nl, *p = stbuf;
+				stlen += (size_t)k;
+				stbuf[stlen] = '\0';
+				while ((nl = strchr(p, '\n')) != NULL) {
+					int was = r->started;
+					*nl = '\0';
+					status_line(r, p);
+					if (!was && r->started)
+						flush_held(r, &err);
+					if (r->running)
+						notify(r, 'R', 0);
+					if (r->exec_errno)
+						notify(r, 'E',
+						    r->exec_errno);
+					p = nl + 1;
+				}
+				stlen -= (size_t)(p - stbuf);
+				memmove(stbuf, p, stlen);
+				if (stlen == sizeof(stbuf) - 1)
+					stlen = 0;
+			}
+		}
+		if (out.fd >= 0 && (pfd[1].revents & (POLLIN | POLLHUP |
+		    POLLERR))) {
+			last = sbx_now_ms();
+			relay(r, &out, 0, buf, sizeof(buf));
+		}
+		if (err.fd >= 0 && (pfd[2].revents & (POLLIN | POLLHUP |
+		    POLLERR))) {
+			last = sbx_now_ms();
+			relay(r, &err, 1, buf, sizeof(buf));
+		}
+		if (tt.fd >= 0 && (pfd[5].revents & (POLLIN | POLLHUP |
+		    POLLERR))) {
+			last = sbx_now_ms();
+			relay(r, &tt, 0, buf, sizeof(buf));
+			if (tt.fd < 0) {
+				/*
+				 * Every slave is closed: nothing more
+				 * goes in.  tw keeps the master open
+				 * until the end, because closing it
+				 * hangs the terminal up, and the
+				 * command, still in its exit path
+				 * after closing its descriptors, would
+				 * die of SIGHUP.
+				 */
+				tin = -1;
+				ilen = 0;
+			}
+		}
+		if (tw >= 0 && ilen > 0 && (pfd[7].revents & (POLLOUT |
+		    POLLERR | POLLHUP)))
+			tty_flush(tw, ibuf, &ioff, &ilen);
+		if (tw >= 0 && tin >= 0 && ilen == 0 && (pfd[6].revents &
+		    (POLLIN | POLLHUP | POLLERR | POLLNVAL))) {
+			ssize_t k = read(tin, ibuf, sizeof(ibuf));
+			if (k > 0) {
+				ilen = (size_t)k;
+				last_nl = ibuf[k - 1] == '\n';
+			} else if (k == 0 || (errno != EINTR &&
+			    errno != EAGAIN)) {
+				/*
+				 * The end of the caller's input is the
+				 * terminal's end-of-file character (^D),
+				 * twice after a partial line: a reader
+				 * in canonical mode sees end of file, as
+				 * at a keyboard.
+				 */
+				tin = -1;
+				ibuf[0] = ibuf[1] = tcgetattr(tw, &tio) == 0 &&
+				    tio.c_cc[VEOF] != 0 ? (char)tio.c_cc[VEOF] :
+				    4;
+				ilen = last_nl ? 1 : 2;
+			}
+			tty_flush(tw, ibuf, &ioff, &ilen);
+		}
+		sig = 0;
+		if (r->signal_fd >= 0 && (pfd[4].revents & POLLIN) &&
+		    read(r->signal_fd, &c, 1) == 1)
+			sig = (unsigned char)c;
+		if (sig == SIGWINCH) {
+			tty_resize(r, tw);
+			sig = 0;
+		}
+		if (sig != 0) {
+			if (r->killed_by == NULL)
+				r->killed_by = "user";
+			r->user_signal = (unsigned char)c;
+			if (c == SIGUSR1 || term_at) {
+				/* Forced, or asked twice: no grace. */
+				(void)!write(pc[1], &(char){ SBX_INIT_O_KILL },
+				    1);
+				kill(r->bwrap_pid, SIGKILL);
+				if (r->kill_hook != NULL)
+					r->kill_hook(r->child_hook_arg);
+				killed = 1;
+			} else {
+				(void)!write(pc[1], &(char){ SBX_INIT_O_TERM },
+				    1);
+			}
+			if (!term_at)
+				term_at = sbx_now_ms();
+		}
+		if (!reaped && (pidfd < 0 || (pfd[3].revents & POLLIN))) {
+			pid_t w = waitpid(r->bwrap_pid, &wstatus, WNOHANG);
+			if (w == r->bwrap_pid || (w == -1 && errno == ECHILD)) {
+				reaped = 1;
+				r->duration_ms = sbx_now_ms() - start;
+				drain_at = sbx_now_ms() + DRAIN_MS;
+				/* Everything inside is dead now; let
+				 * sbx-init's ctl pipe go. */
+				close(pc[1]);
+				pc[1] = -1;
+			}
+		}
+	}
+	if (!reaped) {
+		kill(r->bwrap_pid, SIGKILL);
+		while (waitpid(r->bwrap_pid, &wstatus, 0) == -1 &&
+		    errno == EINTR)
+			;
+		r->duration_ms = sbx_now_ms() - start;
+	}
+	if (!r->started) {
+		notify(r, 'F', 0);
+		if (!r->hold_stderr)
+			sbx_buf_reset(&r->setup_err);
+	} else {
+		flush_held(r, &err);
+	}
+	scrub_flush(&out);
+	scrub_flush(&err);
+	scrub_flush(&tt);
+	/* Set-up errors the caller reports itself: scrubbed too. */
+	if (r->scrub != NULL && r->setup_err.len > 0) {
+		struct sbx_buf	 sb = SBX_BUF_INIT;
+
+		if (sbx_scrub_buf(r->scrub, r->setup_err.p, r->setup_err.len,
+		    &sb) == 0) {
+			sbx_buf_release(&r->setup_err);
+			r->setup_err = sb;
+		} else {
+			sbx_buf_release(&sb);
+			sbx_buf_reset(&r->setup_err);
+		}
+	}
+	if (out.scrubbing) {
+		sbx_scrub_stream_release(&out.sc);
+		sbx_scrub_stream_release(&err.sc);
+		sbx_scrub_stream_release(&tt.sc);
+	}
+	if (r->started && r->exit_code < 0) {
+		/* sbx-init never reported: it was killed with the
+		 * sandbox (our SIGKILL); take bwrap's word. */
+		if (WIFSIGNALED(wstatus)) {
+			r->signo = WTERMSIG(wstatus);
+			r->exit_code = 128 + r->signo;
+		} else if (WIFEXITED(wstatus))
+			r->exit_code = WEXITSTATUS(wstatus);
+	}
+	if (!r->started && WIFEXITED(wstatus))
+		r->exit_code = WEXITSTATUS(wstatus);
+	if (out.fd >= 0)
+		close(out.fd);
+	if (err.fd >= 0)
+		close(err.fd);
+	if (tt.fd >= 0)
+		close(tt.fd);
+	if (tw >= 0)
+		close(tw);
+	if (stfd >= 0)
+		close(stfd);
+	if (pidfd >= 0)
+		close(pidfd);
+	if (pc[1] >= 0)
+		close(pc[1]);
+	return 0;
+fail:
+	for (i = 0; i < 2; i++) {
+		if (po[i] >= 0) close(po[i]);
+		if (pe[i] >= 0) close(pe[i]);
+		if (ps[i] >= 0) close(ps[i]);
+		if (pc[i] >= 0) close(pc[i]);
+	}
+	return -1;
+}

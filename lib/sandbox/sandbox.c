@@ -1,0 +1,468 @@
+/* sandbox.c: the bwrap command line of an sbx sandbox. */
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sandbox.h"
+
+/*
+ * The system directories visible inside, read-only.  On merged-/usr
+ * systems /bin, /lib... are symlinks into /usr and are recreated as such;
+ * elsewhere they are bound read-only.
+ */
+static const char *const sys_dirs[] = {
+	"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+};
+
+/*
+ * The /etc files a dynamically linked program, a shell and TLS clients need.
+ * Deliberately not: passwd, group, shadow, hosts (synthesized instead),
+ * resolv.conf (only with host networking), machine-id (a host fingerprint),
+ * ssh, sudoers, and everything else.
+ */
+static const char *const etc_files[] = {
+	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
+	"/etc/alternatives", "/etc/nsswitch.conf", "/etc/localtime",
+	"/etc/ssl", "/etc/ca-certificates", "/etc/protocols",
+	"/etc/services", "/etc/os-release", "/etc/debian_version",
+	"/etc/bash.bashrc", "/etc/profile", "/etc/inputrc", "/etc/mime.types",
+	"/etc/gai.conf", "/etc/host.conf", "/etc/timezone",
+	"/etc/locale.alias", "/etc/terminfo", "/etc/magic",
+};
+
+/*
+ * With /etc as one prepared tree (lib/etccache.c), these directories of
+ * it are bound from the host instead, read-only, over an empty directory
+ * in the tree: hundreds of symlinks each, one inode apiece to copy (and
+ * on a busy file system an inode costs), one mount to bind.
+ */
+static const char *const etc_bound_dirs[] = {
+	"/etc/alternatives", "/etc/ssl/certs",
+};
+
+/*
+ * The system's CA bundle, first found wins: runtimes with a CA store of
+ * their own (node, python's requests) ignore it unless told, and then
+ * fail on a company's TLS-inspecting proxy or mirror that the host trusts.
+ * Only the bundle the host (or the image) already trusts is named; the
+ * sandboxed code can add nothing to it.
+ */
+static const char *const ca_bundles[] = {
+	"/etc/ssl/certs/ca-certificates.crt",	/* Debian, Ubuntu, Arch */
+	"/etc/pki/tls/certs/ca-bundle.crt",	/* Fedora, RHEL */
+	"/etc/ssl/ca-bundle.pem",		/* openSUSE */
+	"/etc/ssl/cert.pem",			/* Alpine, Void */
+};
+
+/*
+ * Inside a sandbox, pid 1 is sbx-init, started as SBX_IN_INIT.  Nested
+ * sandboxes cannot work (no capability, nested user namespaces disabled,
+ * and root-owned files show as nobody, so bwrap looks untrusted): saying
+ * so beats a misleading error.  Code inside can fake nothing here that
+ * would weaken a run: a miss only means bwrap's own refusal instead.
+ */
+int
+sbx_sandbox_inside(void)
+{
+	char	 buf[sizeof(SBX_IN_INIT) + 1];
+	ssize_t	 n;
+	int	 fd;
+
+	if ((fd = open("/proc/1/cmdline", O_RDONLY | O_CLOEXEC)) == -1)
+		return 0;
+	n = read(fd, buf, sizeof(buf));
+	close(fd);
+	return n >= (ssize_t)sizeof(SBX_IN_INIT) &&
+	    memcmp(buf, SBX_IN_INIT, sizeof(SBX_IN_INIT)) == 0;
+}
+
+const char *
+sbx_sandbox_ca_bundle(const struct sbx_sandbox *sb)
+{
+	struct stat	 st;
+	size_t		 i;
+
+	for (i = 0; i < sizeof(ca_bundles) / sizeof(*ca_bundles); i++) {
+		/* In an image, a symlink is the image's to resolve inside,
+		 * never sbx's to follow on the host. */
+		if (sb->image_root != NULL ? fstatat(sb->image_fd,
+		    ca_bundles[i] + 1, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) :
+		    stat(ca_bundles[i], &st) == 0 && S_ISREG(st.st_mode))
+			return ca_bundles[i];
+	}
+	return NULL;
+}
+
+size_t
+sbx_sandbox_etc_mounts(const char **out, size_t max)
+{
+	size_t	 i, n = 0;
+
+	for (i = 0; i < sizeof(etc_bound_dirs) / sizeof(*etc_bound_dirs) &&
+	    n < max; i++)
+		out[n++] = etc_bound_dirs[i];
+	return n;
+}
+
+size_t
+sbx_sandbox_etc_copies(const struct sbx_sandbox *sb, const char **out,
+    size_t max)
+{
+	const char	*ca;
+	size_t		 i, n = 0;
+
+	for (i = 0; i < sizeof(etc_files) / sizeof(*etc_files) && n < max; i++)
+		out[n++] = etc_files[i];
+	/* The CA bundle: under /etc/ssl it is copied already; elsewhere
+	 * (/etc/pki) the one file, not the directory with its keys. */
+	if ((ca = sbx_sandbox_ca_bundle(sb)) != NULL &&
+	    strncmp(ca, "/etc/ssl/", 9) != 0 && n < max)
+		out[n++] = ca;
+	if (strcmp(sb->network, SBX_NET_OUTBOUND) == 0 && n < max)
+		out[n++] = "/etc/resolv.conf";
+	return n;
+}
+
+/*
+ * /proc files that describe the host rather than the sandbox's pid
+ * namespace, masked with /dev/null as container runtimes do (OCI
+ * maskedPaths): keys and key-users list the keys, and the key quotas, of
+ * every uid mapped into the sandbox (unprivileged, that is the caller's
+ * own keyrings, whose descriptions can name secrets); locks lists file
+ * locks with device and inode numbers (every lock of the host on older
+ * kernels); timer_list and sched_debug show host tasks and timers; kcore
+ * is the kernel's memory and sysrq-trigger a kernel command channel, both
+ * refused to an unprivileged reader today but not something to leave to
+ * permissions alone.
+ */
+static const char *const proc_masked[] = {
+	"/proc/keys", "/proc/key-users", "/proc/locks", "/proc/timer_list",
+	"/proc/sched_debug", "/proc/kcore", "/proc/sysrq-trigger",
+};
+
+static int
+push2(struct sbx_strv *v, const char *a, const char *b)
+{
+	return sbx_strv_push(v, a) | sbx_strv_push(v, b);
+}
+
+static int
+push3(struct sbx_strv *v, const char *a, const char *b, const char *c)
+{
+	return sbx_strv_push(v, a) | sbx_strv_push(v, b) | sbx_strv_push(v, c);
+}
+
+/*
+ * Image mode: the template's system directories, read-only, in place of
+ * the host's; symlinks (merged /usr) recreated as symlinks.  Nothing of
+ * the host's /usr or /etc is visible.  The template's /etc carries
+ * regular passwd, group, hosts and resolv.conf files (sbx provision image
+ * add makes sure), which sbx's own are bound over below.
+ */
+static int
+image_dirs(const struct sbx_sandbox *sb, struct sbx_strv *v)
+{
+	static const char *const dirs[] = { "usr", "bin", "sbin", "lib",
+	    "lib32", "lib64", "libx32", "etc" };
+	char		 target[PATH_MAX], src[PATH_MAX], dst[32];
+	struct stat	 st;
+	ssize_t		 n;
+	size_t		 i;
+	int		 rc = 0;
+
+	for (i = 0; i < sizeof(dirs) / sizeof(*dirs); i++) {
+		if (fstatat(sb->image_fd, dirs[i], &st, AT_SYMLINK_NOFOLLOW) ==
+		    -1)
+			continue;
+		snprintf(dst, sizeof(dst), "/%s", dirs[i]);
+		if (S_ISLNK(st.st_mode)) {
+			n = readlinkat(sb->image_fd, dirs[i], target,
+			    sizeof(target) - 1);
+			if (n <= 0)
+				continue;
+			target[n] = '\0';
+			rc |= push3(v, "--symlink", target, dst);
+		} else if (S_ISDIR(st.st_mode)) {
+			snprintf(src, sizeof(src), "%s/%s", sb->image_root,
+			    dirs[i]);
+			rc |= push3(v, "--ro-bind", src, dst);
+		}
+	}
+	/*
+	 * The image's /var, read-only, so that dpkg -l and apt-cache policy
+	 * tell the truth about the image; /var/tmp and /var/cache private
+	 * and writable (tmpfs, gone with the run) where the image has them,
+	 * as programs expect to write there.
+	 */
+	if (fstatat(sb->image_fd, "var", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISDIR(st.st_mode)) {
+		snprintf(src, sizeof(src), "%s/var", sb->image_root);
+		rc |= push3(v, "--ro-bind", src, "/var");
+		if (fstatat(sb->image_fd, "var/tmp", &st,
+		    AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
+			rc |= push2(v, "--perms", "1777") |
+			    push2(v, "--tmpfs", "/var/tmp");
+		if (fstatat(sb->image_fd, "var/cache", &st,
+		    AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
+			rc |= push2(v, "--tmpfs", "/var/cache");
+	}
+	return rc ? -1 : 0;
+}
+
+int
+sbx_sandbox_argv(const struct sbx_sandbox *sb, struct sbx_strv *v,
+    struct sbx_error *e)
+{
+	char		 target[PATH_MAX], fdpath[64];
+	const char	*ca;
+	struct stat	 st;
+	ssize_t		 n;
+	size_t		 i;
+	int		 rc = 0;
+
+	rc |= sbx_strv_push(v, sb->bwrap);
+	/*
+	 * Every namespace: the user namespace makes the rest possible
+	 * without privilege, pid hides and fences other processes, ipc and
+	 * uts keep SysV objects and the hostname private, cgroup hides the
+	 * host's hierarchy.  The network namespace is left out only for the
+	 * explicit `outbound` mode.
+	 */
+	rc |= sbx_strv_push(v, "--unshare-user");
+	rc |= sbx_strv_push(v, "--unshare-ipc");
+	rc |= sbx_strv_push(v, "--unshare-pid");
+	rc |= sbx_strv_push(v, "--unshare-uts");
+	rc |= sbx_strv_push(v, "--unshare-cgroup-try");
+	if (strcmp(sb->network, SBX_NET_OUTBOUND) != 0)
+		rc |= sbx_strv_push(v, "--unshare-net");
+	/* Nested user namespaces are the entry point of most namespace
+	 * kernel bugs and of escapes from the other restrictions. */
+	if (sb->disable_userns)
+		rc |= sbx_strv_push(v, "--disable-userns");
+	/* Dies when sbx dies; own session so TIOCSTI cannot reach the
+	 * caller's terminal (CVE-2017-5226); no capabilities at all. */
+	rc |= sbx_strv_push(v, "--die-with-parent");
+	rc |= sbx_strv_push(v, "--new-session");
+	rc |= push2(v, "--cap-drop", "ALL");
+	/* sbx-init is pid 1: when the command ends, init exits and the
+	 * kernel kills everything left in the pid namespace. */
+	rc |= sbx_strv_push(v, "--as-pid-1");
+	rc |= push2(v, "--hostname", "sbx");
+
+	if (sb->rootfs_rw && sb->image_root != NULL) {
+		/*
+		 * uid 0 of the new user namespace, whose only mapping is the
+		 * sandbox uid outside: what dpkg chowns to root is the
+		 * sandbox uid's on disk, never host root's.  No capability
+		 * (--cap-drop ALL below): uid 0 writes the copy as its owner.
+		 */
+		rc |= push2(v, "--uid", "0") | push2(v, "--gid", "0");
+		rc |= push3(v, "--bind", sb->image_root, "/");
+		rc |= push2(v, "--tmpfs", "/run");
+		goto rootfs_done;
+	}
+	if (sb->image_root != NULL) {
+		if (image_dirs(sb, v) == -1)
+			return sbx_error_sys(e, "nomem", "building the bwrap "
+			    "command");
+		goto etc_done;
+	}
+	rc |= push3(v, "--ro-bind", "/usr", "/usr");
+	for (i = 0; i < sizeof(sys_dirs) / sizeof(*sys_dirs); i++) {
+		if (lstat(sys_dirs[i], &st) == -1)
+			continue;
+		if (S_ISLNK(st.st_mode)) {
+			n = readlink(sys_dirs[i], target, sizeof(target) - 1);
+			if (n <= 0)
+				continue;
+			target[n] = '\0';
+			rc |= push3(v, "--symlink", target, sys_dirs[i]);
+		} else if (S_ISDIR(st.st_mode))
+			rc |= push3(v, "--ro-bind", sys_dirs[i], sys_dirs[i]);
+	}
+	/*
+	 * /etc: one read-only bind of a tree prepared beforehand (the same
+	 * files, and passwd, group, hosts): bwrap walks the mount table
+	 * after every read-only bind, so single-file binds cost more than
+	 * the rest of the sandbox.  The single binds remain for when the
+	 * tree cannot be had (a read-only state root).
+	 */
+	if (sb->etc_cached) {
+		snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d",
+		    SBX_FD_ETC);
+		rc |= push3(v, "--ro-bind", fdpath, "/etc");
+		for (i = 0; i < sizeof(etc_bound_dirs) /
+		    sizeof(*etc_bound_dirs); i++)
+			rc |= push3(v, "--ro-bind-try", etc_bound_dirs[i],
+			    etc_bound_dirs[i]);
+		goto etc_made;
+	}
+	for (i = 0; i < sizeof(etc_files) / sizeof(*etc_files); i++)
+		rc |= push3(v, "--ro-bind-try", etc_files[i], etc_files[i]);
+	/* The CA bundle: under /etc/ssl it is bound already; elsewhere
+	 * (/etc/pki) the one file, not the directory with its keys. */
+	if ((ca = sbx_sandbox_ca_bundle(sb)) != NULL &&
+	    strncmp(ca, "/etc/ssl/", 9) != 0)
+		rc |= push3(v, "--ro-bind-try", ca, ca);
+etc_done:
+	if (strcmp(sb->network, SBX_NET_OUTBOUND) == 0)
+		rc |= push3(v, "--ro-bind-try", "/etc/resolv.conf",
+		    "/etc/resolv.conf");
+	rc |= push3(v, "--ro-bind-data", "9", "/etc/passwd");
+	rc |= push3(v, "--ro-bind-data", "10", "/etc/group");
+	rc |= push3(v, "--ro-bind-data", "11", "/etc/hosts");
+etc_made:
+rootfs_done:
+
+	/* A fresh /proc of the new pid namespace, a minimal /dev. */
+	rc |= push2(v, "--proc", "/proc");
+	/*
+	 * The sandbox's /proc is a new instance of the same kernel's: what
+	 * the host's has, it has.  One bind each, only for the files that
+	 * exist (a bind over a missing one would fail the run).  A device
+	 * bind, as --dev's own /dev/null: a plain one is nodev, and reading
+	 * it would fail where a reader (ps, lsof) expects an empty file.
+	 */
+	for (i = 0; i < sizeof(proc_masked) / sizeof(*proc_masked); i++)
+		if (access(proc_masked[i], F_OK) == 0)
+			rc |= push3(v, "--dev-bind", "/dev/null",
+			    proc_masked[i]);
+	rc |= push2(v, "--dev", "/dev");
+	rc |= push2(v, "--perms", "1777");
+	if (sb->tmp_size > 0) {
+		rc |= sbx_strv_push(v, "--size");
+		rc |= sbx_strv_pushf(v, "%llu", sb->tmp_size);
+	}
+	rc |= push2(v, "--tmpfs", "/tmp");
+	rc |= push2(v, "--perms", "1777");
+	rc |= push2(v, "--size", "67108864");
+	rc |= push2(v, "--tmpfs", "/dev/shm");
+
+	/*
+	 * Writable places, bound from descriptors that sbx opened without
+	 * following symlinks: what was validated is what gets mounted, even
+	 * if a path component is swapped meanwhile.
+	 */
+	if (sb->rootfs_rw)
+		goto binds_done;
+	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", SBX_FD_HOME);
+	rc |= push3(v, "--bind", fdpath, sb->home);
+	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", SBX_FD_OUTPUT);
+	rc |= push3(v, "--bind", fdpath, SBX_IN_OUTPUT);
+	if (sb->workdir != NULL) {
+		snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d",
+		    SBX_FD_WORKDIR);
+		rc |= push3(v, "--bind", fdpath, sb->workdir);
+	}
+	for (i = 0; i < (size_t)sb->nxworkdir; i++) {
+		snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d",
+		    SBX_FD_XWORKDIR + (int)i);
+		rc |= push3(v, "--bind", fdpath, sb->xworkdir[i].path);
+	}
+	/* Protected, extra read-only and hidden paths, over the binds
+	 * above (lib/fspolicy.c). */
+	for (i = 0; sb->fs_ops != NULL && sb->fs_ops[i] != NULL; i++)
+		rc |= sbx_strv_push(v, sb->fs_ops[i]);
+binds_done:
+	/* When bwrap runs as another uid than sbx it may not reach the
+	 * directory sbx is installed in: the binary is copied in from a
+	 * descriptor sbx opened. */
+	if (sb->init_by_copy) {
+		rc |= push2(v, "--perms", "0555");
+		rc |= sbx_strv_push(v, "--ro-bind-data");
+		rc |= sbx_strv_pushf(v, "%d", SBX_FD_INIT);
+		rc |= sbx_strv_push(v, SBX_IN_INIT);
+	} else
+		rc |= push3(v, "--ro-bind", sb->init, SBX_IN_INIT);
+	/* Nothing else under / may be written: the root tmpfs, /etc, /run
+	 * and the mount points become read-only. */
+	if (!sb->rootfs_rw)
+		rc |= push2(v, "--remount-ro", "/");
+	rc |= push2(v, "--remount-ro", "/dev");
+	rc |= push2(v, "--chdir", sb->cwd);
+	if (sb->seccomp) {
+		rc |= sbx_strv_push(v, "--seccomp");
+		rc |= sbx_strv_pushf(v, "%d", SBX_FD_SECCOMP);
+	}
+	/* The command comes after `--`: nothing in it is read as an
+	 * option by bwrap or by sbx-init. */
+	rc |= sbx_strv_push(v, "--");
+	rc |= sbx_strv_push(v, SBX_IN_INIT);
+	for (i = 0; i < (size_t)sb->nrlimit; i++) {
+		rc |= sbx_strv_push(v, SBX_INIT_OPT_RLIMIT);
+		rc |= sbx_strv_pushf(v, "%s=%llu", sb->rlimit[i].name,
+		    sb->rlimit[i].value);
+	}
+	/* The workdir was bound from a descriptor; sbx-init checks that
+	 * what ended up at its path is that directory (device and inode)
+	 * before the command starts. */
+	if (sb->workdir != NULL) {
+		rc |= sbx_strv_push(v, SBX_INIT_OPT_WORKDIR);
+		rc |= sbx_strv_pushf(v, "%llu:%llu", sb->workdir_dev,
+		    sb->workdir_ino);
+		rc |= sbx_strv_push(v, sb->workdir);
+	}
+	for (i = 0; i < (size_t)sb->nxworkdir; i++) {
+		rc |= sbx_strv_push(v, SBX_INIT_OPT_WORKDIR);
+		rc |= sbx_strv_pushf(v, "%llu:%llu", sb->xworkdir[i].dev,
+		    sb->xworkdir[i].ino);
+		rc |= sbx_strv_push(v, sb->xworkdir[i].path);
+	}
+	/* The guard of names that must not be created (sbx-init). */
+	for (i = 0; sb->fs_init != NULL && sb->fs_init[i] != NULL; i++)
+		rc |= sbx_strv_push(v, sb->fs_init[i]);
+	/*
+	 * A terminal is made inside, on the sandbox's own devpts (bwrap's
+	 * --dev), never handed in from the caller: the caller's terminal
+	 * is what TIOCSTI and escape-sequence attacks aim at, and a host
+	 * pty would not resolve to a name inside.
+	 */
+	if (sb->tty) {
+		rc |= sbx_strv_push(v, SBX_INIT_OPT_TTY);
+		rc |= sbx_strv_pushf(v, "%u:%u", sb->tty_rows, sb->tty_cols);
+	}
+	if (sb->network != NULL && strcmp(sb->network, SBX_NET_PROXY) == 0)
+		rc |= sbx_strv_push(v, SBX_INIT_OPT_PROXY);
+	if (sb->shell != NULL) {
+		/* The string is the script; sb->argv, when given, is $0
+		 * and the arguments, as for sh -c. */
+		rc |= sbx_strv_push(v, SBX_INIT_OPT_SHELL);
+		rc |= sbx_strv_push(v, "--");
+		rc |= sbx_strv_push(v, sb->shell);
+		for (i = 0; sb->argv != NULL && sb->argv[i] != NULL; i++)
+			rc |= sbx_strv_push(v, sb->argv[i]);
+	} else {
+		rc |= sbx_strv_push(v, "--");
+		for (i = 0; sb->argv[i] != NULL; i++)
+			rc |= sbx_strv_push(v, sb->argv[i]);
+	}
+	if (rc != 0)
+		return sbx_error_sys(e, "nomem", "building the bwrap command");
+	return 0;
+}
+
+int
+sbx_sandbox_etc(const struct sbx_sandbox *sb, uid_t uid, gid_t gid,
+    struct sbx_buf *pw, struct sbx_buf *gr, struct sbx_buf *hosts)
+{
+	int	 rc = 0;
+
+	/* The sandbox user carries the agent's name, never the host's. */
+	rc |= sbx_buf_printf(pw, "%s:x:%u:%u:sbx agent %s:%s:/bin/sh\n",
+	    sb->agent, (unsigned)uid, (unsigned)gid, sb->agent, sb->home);
+	if (uid != 65534)
+		rc |= sbx_buf_puts(pw,
+		    "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n");
+	rc |= sbx_buf_printf(gr, "%s:x:%u:\n", sb->agent, (unsigned)gid);
+	if (gid != 65534)
+		rc |= sbx_buf_puts(gr, "nogroup:x:65534:\n");
+	rc |= sbx_buf_puts(hosts, "127.0.0.1\tlocalhost\n127.0.1.1\tsbx\n"
+	    "::1\tlocalhost ip6-localhost ip6-loopback\n");
+	return rc ? -1 : 0;
+}

@@ -1,0 +1,100 @@
+/* sandbox.h: what a sandbox looks like, as bubblewrap arguments. */
+#ifndef SBX_SANDBOX_H
+#define SBX_SANDBOX_H
+
+#include <sys/types.h>
+
+#include "buf.h"
+#include "error.h"
+#include "initproto.h"
+
+/* The descriptor slots SBX_FD_* are in initproto.h, shared with sbx-init. */
+
+/* Where things are inside the sandbox. */
+#define SBX_IN_INIT	SBX_INIT_PATH
+#define SBX_IN_OUTPUT	"/output"
+#define SBX_IN_AGENTS	"/workspace/agents"
+#define SBX_SANDBOX_PATH \
+	"/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
+
+#define SBX_NET_NONE		"none"
+#define SBX_NET_OUTBOUND	"outbound"
+#define SBX_NET_PROXY		"proxy"
+
+struct sbx_sandbox {
+	const char	 *bwrap;	/* absolute path */
+	const char	 *init;		/* host path of sbx-init */
+	const char	 *agent;
+	const char	 *home;		/* inside: /workspace/agents/<agent> */
+	const char	 *workdir;	/* canonical host path = inside path */
+	/* What sbx checked and opened as the workdir: sbx-init refuses to
+	 * start the command unless the mount at `workdir` is this inode. */
+	unsigned long long workdir_dev, workdir_ino;
+	/* More writable roots (--workdir repeated), bound from the slots
+	 * SBX_FD_XWORKDIR + i and checked by sbx-init the same way. */
+	struct {
+		const char		*path;
+		unsigned long long	 dev, ino;
+	}		  xworkdir[SBX_MAX_XWORKDIRS];
+	int		  nxworkdir;
+	const char	 *cwd;		/* inside */
+	/* The file-system policy (lib/fspolicy.c): bwrap arguments after
+	 * the writable binds, and sbx-init's guard arguments; or NULL. */
+	char *const	 *fs_ops;
+	char *const	 *fs_init;
+	const char	 *network;	/* SBX_NET_* */
+	int		  disable_userns;
+	/* Host mode: /etc is one prepared tree (lib/etccache.c) bound from
+	 * SBX_FD_ETC, in place of single-file binds and passwd memfds. */
+	int		  etc_cached;
+	int		  seccomp;	/* pass SBX_FD_SECCOMP */
+	int		  init_by_copy;	/* copy sbx-init in (bwrap may not
+					   reach its directory) */
+	/* Image mode: the system directories (/usr, /bin, /sbin, /lib*,
+	 * /etc) come from this template instead of the host.  image_root is
+	 * the host path of images/<digest>/rootfs (bwrap binds by path);
+	 * image_fd, sbx's own descriptor of it, is where sbx looks what is
+	 * a directory and what a symlink.  NULL: host mode. */
+	const char	 *image_root;
+	int		  image_fd;
+	/* sbx install --manager apt: image_root (the agent's own copy) is
+	 * bound read-write as /, the command runs as uid 0 of the user
+	 * namespace (mapped to the sandbox uid outside), and no other host
+	 * path is writable: no home, output or workdir, the image's own
+	 * /etc/passwd and group. */
+	int		   rootfs_rw;
+	unsigned long long tmp_size;	/* bytes for /tmp, 0 = bwrap default */
+	struct {
+		const char	 *name;		/* nofile, fsize, as */
+		unsigned long long value;
+	}		  rlimit[4];	/* applied by sbx-init, inside */
+	int		  nrlimit;
+	char *const	 *argv;		/* the command, or NULL with shell */
+	const char	 *shell;	/* -c string, or NULL */
+	/* -t: sbx-init gives the command a terminal of the sandbox's own
+	 * devpts, of this size, and sends its master to sbx. */
+	int		  tty;
+	unsigned	  tty_rows, tty_cols;
+};
+
+/* Build the full bwrap argv (argv[0] = bwrap path) into out. */
+int	sbx_sandbox_argv(const struct sbx_sandbox *, struct sbx_strv *out,
+	    struct sbx_error *);
+/* Nonzero when this process runs inside an sbx sandbox (its pid 1 is
+ * sbx-init at SBX_IN_INIT). */
+int	sbx_sandbox_inside(void);
+/* The system CA bundle as seen inside (the image's own in image mode),
+ * or NULL when there is none. */
+const char	*sbx_sandbox_ca_bundle(const struct sbx_sandbox *);
+/* The host paths a host-mode /etc holds (the CA bundle where it is not
+ * under /etc/ssl, resolv.conf with host networking): at most max of them
+ * go to out; returns how many. */
+size_t	sbx_sandbox_etc_copies(const struct sbx_sandbox *, const char **out,
+	    size_t max);
+/* The directories of that /etc bound from the host over the tree. */
+size_t	sbx_sandbox_etc_mounts(const char **out, size_t max);
+/* Contents of the synthesized /etc/passwd, /etc/group and /etc/hosts. */
+int	sbx_sandbox_etc(const struct sbx_sandbox *, uid_t, gid_t,
+	    struct sbx_buf *passwd, struct sbx_buf *group, struct sbx_buf *hosts);
+
+#endif

@@ -1,0 +1,671 @@
+/* config.c: the schema of the settings users edit, and `sbx config`'s
+ * edits of them. */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "buf.h"
+#include "config.h"
+#include "fspolicy.h"
+#include "fsutil.h"
+#include "imageref.h"
+#include "install.h"
+#include "joblog.h"
+#include "layout.h"
+#include "names.h"
+#include "netpolicy.h"
+#include "proxy.h"
+#include "runlimits.h"
+#include "sandbox.h"
+
+/* ---- checks: the loaders the runs use ----------------------------------- */
+
+/* sbx exec's network mode (cmd/sbx-exec.c prep_network). */
+static int
+check_network(const json_t *doc, int agent, const char *origin,
+    struct sbx_error *e)
+{
+	const json_t	*v = json_object_get(doc, "network");
+	const char	*s = json_string_value(v);
+
+	if (v == NULL || (s != NULL && (strcmp(s, SBX_NET_NONE) == 0 ||
+	    strcmp(s, SBX_NET_PROXY) == 0 || strcmp(s, SBX_NET_OUTBOUND) == 0)))
+		return 0;
+	return sbx_error_set(e, SBX_K_INVALID_ARGS, "config", "config_invalid",
+	    "%s: `network` must be none, proxy or outbound", origin);
+}
+
+/* sbx exec and sbx preflight: limits over the defaults. */
+static int
+check_limits(const json_t *doc, int agent, const char *origin,
+    struct sbx_error *e)
+{
+	struct sbx_runlimits	 l;
+
+	sbx_limits_defaults(&l);
+	return sbx_limits_merge_json(&l, json_object_get(doc, "limits"),
+	    agent, origin, e);
+}
+
+/* The proxy's policy of an agent (allowlist, ports, private names). */
+static int
+check_policy(const json_t *doc, int agent, const char *origin,
+    struct sbx_error *e)
+{
+	struct sbx_netpolicy	 np;
+	int			 rc;
+
+	sbx_np_init(&np);
+	rc = sbx_np_load(&np, doc, origin, e);
+	sbx_np_free(&np);
+	return rc;
+}
+
+/* The proxy's own settings (config/sandbox.json `proxy`), as the proxy
+ * loads them, and an agent's `opaque_ports`. */
+static int
+check_proxy(const json_t *doc, int agent, const char *origin,
+    struct sbx_error *e)
+{
+	if (agent)
+		return sbx_proxy_agent_check(doc, origin, e);
+	return sbx_proxy_config_check(doc, e);
+}
+
+/* A binding an older sbx kept in the agent's config (still honoured
+ * while no record exists). */
+static int
+check_legacy_image(const json_t *doc, int agent, const char *origin,
+    struct sbx_error *e)
+{
+	char	 d[SBX_DIGEST_HEX + 1];
+	int	 env;
+
+	return sbx_imageref_of(-1, doc, origin, "A", d, &env, e) == -1 ? -1 : 0;
+}
+
+/* sbx exec (cgroup_v2_root), sbx provision (run_as), sbx preflight
+ * (preflight.min_free_bytes): the rules preflight applies (runlimits.c). */
+static int
+check_host(const json_t *doc, int agent, const char *origin,
+    struct sbx_error *e)
+{
+	return sbx_config_check_host(doc, e);
+}
+
+/* Background jobs: the log cap (lib/joblog.c). */
+static int
+check_jobs(const json_t *doc, int agent, const char *origin,
+    struct sbx_error *e)
+{
+	unsigned long long	 cap;
+
+	return sbx_joblog_cap_config(doc, &cap, e);
+}
+
+/* The file-system policy of an agent (lib/fspolicy.c). */
+static int
+check_fs(const json_t *doc, int agent, const char *origin, struct sbx_error *e)
+{
+	return sbx_fspolicy_config_check(doc, origin, e);
+}
+
+/* Images and environments (lib/image.c: sbx_image_limits, lib/rootfs.c:
+ * sbx_rootfs_limits), the same rules and messages. */
+static int
+check_images(const json_t *doc, int agent, const char *origin,
+    struct sbx_error *e)
+{
+	static const char *const keys[] = { "max_bytes", "max_unpacked",
+	    "download_timeout" };
+	const json_t	*im, *v;
+	size_t		 i;
+
+	if ((im = json_object_get(doc, "images")) != NULL)
+		for (i = 0; i < 3; i++) {
+			if ((v = json_object_get(im, keys[i])) == NULL)
+				continue;
+			if (!json_is_integer(v) || json_integer_value(v) <= 0 ||
+			    (i == 2 && json_integer_value(v) > 7 * 86400))
+				return sbx_error_set(e, SBX_K_INVALID_ARGS,
+				    "config", "config_invalid",
+				    "config/sandbox.json: images.%s must be a "
+				    "positive integer%s", keys[i], i == 2 ?
+				    " (seconds, at most 604800)" : "");
+		}
+	if ((v = json_object_get(doc, "max_envs")) != NULL &&
+	    (!json_is_integer(v) || json_integer_value(v) < 1 ||
+	    json_integer_value(v) > 100000))
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
+		    "config_invalid", "config/sandbox.json: max_envs must be "
+		    "a positive integer");
+	return 0;
+}
+
+/* sbx install's registries (lib/install.c), the same rules. */
+static int
+check_install(const json_t *doc, int agent, const char *origin,
+    struct sbx_error *e)
+{
+	return sbx_install_config_check(doc, e);
+}
+
+/* ---- the schema --------------------------------------------------------- */
+
+#define A	SBX_CFG_AGENT
+#define G	SBX_CFG_GLOBAL
+#define S	SBX_CFG_STRING
+#define I	SBX_CFG_INT
+#define N	SBX_CFG_NUMBER
+#define B	SBX_CFG_BOOL
+#define SS	SBX_CFG_STRINGS
+#define IS	SBX_CFG_INTS
+#define O	SBX_CFG_OBJECT
+
+/*
+ * Every key a program reads from config/sandbox.json or
+ * config/agents/A.json.  A key added to a loader is added here, or `sbx
+ * config` refuses it: tests/unit/t-config.c keeps the two in step for
+ * the keys it knows.
+ */
+static const struct sbx_cfg_key keys[] = {
+	{ "network", S, A, check_network,
+	    "network mode of the agent's runs: none, proxy or outbound" },
+	{ "allowed_domains", SS, A, check_policy,
+	    "names the proxy lets through (NAME or *.NAME)" },
+	{ "denied_domains", SS, A, check_policy,
+	    "names refused even when allowed" },
+	{ "allowed_ports", IS, A, check_policy,
+	    "ports the proxy lets through (default 80, 443)" },
+	{ "allow_private", B, A, check_policy,
+	    "let allowed names resolve to private addresses (blunt)" },
+	{ "allow_private_domains", SS, A, check_policy,
+	    "names allowed to resolve to non-global addresses" },
+	{ "allowed_cidrs", SS, A, check_policy,
+	    "address ranges allowed for allowlisted names" },
+	{ "resolve", O, A, check_policy,
+	    "tests only: name -> address overrides (needs allow_private)" },
+	{ "opaque_ports", IS, A, check_proxy,
+	    "ports whose tunnels are relayed without looking at them" },
+	{ "protected_paths", SS, A, check_fs,
+	    "more protected paths in each writable root (globs)" },
+	{ "allow_git_config", B, A, check_fs,
+	    "let the sandbox write .git/config (remotes)" },
+	{ "read_paths", SS, A, check_fs,
+	    "host paths bound read-only at their own path" },
+	{ "deny_paths", SS, A, check_fs,
+	    "paths in the workdir or read paths hidden from the sandbox" },
+	{ "allow_unix_sockets", SS, A, check_fs,
+	    "host unix sockets the sandbox may connect to" },
+	{ "limits.memory_mib", I, A | G, check_limits,
+	    "memory limit in MiB (0: none)" },
+	{ "limits.cpus", N, A | G, check_limits, "CPU limit (0: none)" },
+	{ "limits.pids", I, A | G, check_limits, "task limit (0: none)" },
+	{ "limits.disk_mib", I, A | G, check_limits,
+	    "size of /tmp in MiB (0: none)" },
+	{ "limits.wall_timeout", N, A | G, check_limits,
+	    "wall-clock limit in seconds (0: none)" },
+	{ "limits.nofile", I, A | G, check_limits,
+	    "open-file limit (0: inherit)" },
+	{ "limits.file_size_mib", I, A | G, check_limits,
+	    "largest file a run may write, MiB (0: none)" },
+	{ "cgroup_v2_root", S, G, check_host,
+	    "the delegated cgroup v2 directory to run under" },
+	{ "run_as", O, G, check_host,
+	    "as root: {\"uid\": N, \"gid\": N} sandboxes run as" },
+	{ "preflight.min_free_bytes", I, G, check_host,
+	    "free space preflight asks of the state root" },
+	{ "jobs.max_log_bytes", I, G, check_jobs,
+	    "cap of a background job's log" },
+	{ "jobs.keep_days", I, G, check_jobs,
+	    "finished jobs older than this are pruned by exec ps (0: never)" },
+	{ "images.max_bytes", I, G, check_images,
+	    "largest image download or archive" },
+	{ "images.max_unpacked", I, G, check_images,
+	    "largest unpacked image" },
+	{ "images.download_timeout", I, G, check_images,
+	    "image download time limit, seconds" },
+	{ "max_envs", I, G, check_images,
+	    "agent environments kept (least recently used evicted)" },
+	{ "install.registries.apt", SS, G, check_install,
+	    "sbx install: apt hosts to allow (default: the image's sources)" },
+	{ "install.registries.npm", SS, G, check_install,
+	    "sbx install: npm registry URL, then more hosts to allow" },
+	{ "install.registries.pip", SS, G, check_install,
+	    "sbx install: pip index URL, then more hosts to allow" },
+	{ "proxy.max_connections", I, G, check_proxy,
+	    "connections the proxy holds in all" },
+	{ "proxy.max_connections_per_agent", I, G, check_proxy,
+	    "connections per agent" },
+	{ "proxy.connect_timeout_ms", I, G, check_proxy,
+	    "upstream connect timeout" },
+	{ "proxy.header_timeout_ms", I, G, check_proxy,
+	    "time to send a request head" },
+	{ "proxy.idle_timeout_ms", I, G, check_proxy,
+	    "a connection with no byte either way is closed" },
+	{ "proxy.max_duration_s", I, G, check_proxy,
+	    "longest connection" },
+	{ "proxy.max_request_bytes", I, G, check_proxy,
+	    "bytes a connection may send" },
+	{ "proxy.max_response_bytes", I, G, check_proxy,
+	    "bytes a connection may receive" },
+	{ "proxy.idle_exit_s", I, G, check_proxy,
+	    "the proxy exits after this long unused" },
+	{ "proxy.log_max_bytes", I, G, check_proxy,
+	    "size of run/proxy.log before it is rotated" },
+	{ "proxy.dns_server", S, G, check_proxy,
+	    "resolver as IPv4:PORT (default: the host's)" },
+	{ "proxy.max_lookups", I, G, check_proxy,
+	    "name lookups waiting, in all" },
+	{ "proxy.max_lookups_per_agent", I, G, check_proxy,
+	    "name lookups waiting, per agent" },
+	{ "proxy.opaque_ports", IS, G, check_proxy,
+	    "ports relayed without looking, for every agent" },
+	{ "proxy.allow_private_domains", SS, G, check_proxy,
+	    "names allowed to resolve to non-global addresses, every agent" },
+	{ "proxy.allowed_cidrs", SS, G, check_proxy,
+	    "address ranges allowed for allowlisted names, every agent" },
+};
+#define NKEYS	(sizeof(keys) / sizeof(keys[0]))
+
+#undef A
+#undef G
+#undef S
+#undef I
+#undef N
+#undef B
+#undef SS
+#undef IS
+#undef O
+
+const struct sbx_cfg_key *
+sbx_cfg_keys(size_t *n)
+{
+	*n = NKEYS;
+	return keys;
+}
+
+const struct sbx_cfg_key *
+sbx_cfg_key_find(const char *key, unsigned scope)
+{
+	size_t	 i;
+
+	for (i = 0; i < NKEYS; i++)
+		if ((keys[i].scope & scope) && strcmp(keys[i].key, key) == 0)
+			return &keys[i];
+	return NULL;
+}
+
+const char *
+sbx_cfg_type_name(enum sbx_cfg_type t)
+{
+	switch (t) {
+	case SBX_CFG_STRING:	return "string";
+	case SBX_CFG_INT:	return "integer";
+	case SBX_CFG_NUMBER:	return "number";
+	case SBX_CFG_BOOL:	return "boolean";
+	case SBX_CFG_STRINGS:	return "strings";
+	case SBX_CFG_INTS:	return "integers";
+	case SBX_CFG_OBJECT:	return "object";
+	}
+	return "?";
+}
+
+int
+sbx_cfg_is_group(const char *key, unsigned scope)
+{
+	size_t	 i, n = strlen(key);
+
+	for (i = 0; i < NKEYS; i++)
+		if ((keys[i].scope & scope) && strncmp(keys[i].key, key, n) ==
+		    0 && keys[i].key[n] == '.')
+			return 1;
+	return 0;
+}
+
+int
+sbx_cfg_unknown(const char *key, unsigned scope, struct sbx_error *e)
+{
+	struct sbx_buf	 b = SBX_BUF_INIT;
+	char		 shown[80];
+	size_t		 i, j;
+
+	for (i = 0; i < NKEYS; i++)
+		if (keys[i].scope & scope) {
+			if (b.len > 0)
+				sbx_buf_puts(&b, ", ");
+			sbx_buf_puts(&b, keys[i].key);
+		}
+	/* The key is the caller's: printable ASCII only in a message. */
+	for (i = j = 0; key[i] != '\0' && j + 1 < sizeof(shown); i++)
+		shown[j++] = key[i] >= 0x20 && key[i] < 0x7f ? key[i] : '?';
+	shown[j] = '\0';
+	sbx_error_set(e, SBX_K_INVALID_ARGS, "key", "unknown_key",
+	    "unknown %s setting `%s`", scope == SBX_CFG_AGENT ? "agent" :
+	    "global", shown);
+	sbx_error_hint(e, "known keys: %s", b.p != NULL ? b.p : "");
+	sbx_buf_release(&b);
+	return -1;
+}
+
+int
+sbx_cfg_validate(const json_t *doc, int agent, const char *origin,
+    struct sbx_error *e)
+{
+	sbx_cfg_check_fn done[NKEYS];
+	size_t		 i, j, nd = 0;
+	unsigned	 scope = agent ? SBX_CFG_AGENT : SBX_CFG_GLOBAL;
+
+	if (doc == NULL)
+		return 0;
+	if (!json_is_object(doc))
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
+		    "config_invalid", "%s: settings must be an object",
+		    origin);
+	if (agent && check_legacy_image(doc, agent, origin, e) == -1)
+		return -1;
+	/* Each loader once, in table order. */
+	for (i = 0; i < NKEYS; i++) {
+		if (!(keys[i].scope & scope))
+			continue;
+		for (j = 0; j < nd; j++)
+			if (done[j] == keys[i].check)
+				break;
+		if (j < nd)
+			continue;
+		done[nd++] = keys[i].check;
+		if (keys[i].check(doc, agent, origin, e) == -1)
+			return -1;
+	}
+	return 0;
+}
+
+/* ---- the document ------------------------------------------------------- */
+
+/* The object holding the last component of key, and that component;
+ * create: intermediate objects are made.  NULL when a component on the
+ * way is not an object (or is absent and !create). */
+static json_t *
+parent_of(json_t *doc, const char *key, int create, char *leaf,
+    size_t leafsz)
+{
+	const char	*p = key, *dot;
+	char		 part[128];
+	json_t		*o = doc, *next;
+	size_t		 n;
+
+	while ((dot = strchr(p, '.')) != NULL) {
+		n = (size_t)(dot - p);
+		if (n == 0 || n >= sizeof(part))
+			return NULL;
+		memcpy(part, p, n);
+		part[n] = '\0';
+		next = json_object_get(o, part);
+		if (next == NULL) {
+			if (!create)
+				return NULL;
+			next = json_object();
+			if (json_object_set_new(o, part, next) == -1)
+				return NULL;
+		}
+		if (!json_is_object(next))
+			return NULL;
+		o = next;
+		p = dot + 1;
+	}
+	if (*p == '\0' || strlen(p) >= leafsz)
+		return NULL;
+	snprintf(leaf, leafsz, "%s", p);
+	return o;
+}
+
+json_t *
+sbx_cfg_get(const json_t *doc, const char *key)
+{
+	char	 leaf[128];
+	json_t	*o;
+
+	if (doc == NULL || (o = parent_of((json_t *)doc, key, 0, leaf,
+	    sizeof(leaf))) == NULL)
+		return NULL;
+	return json_object_get(o, leaf);
+}
+
+/* Remove the empty objects left on the way to key, deepest first. */
+static void
+prune(json_t *doc, const char *key)
+{
+	char	 path[256], *dot;
+	json_t	*o;
+
+	snprintf(path, sizeof(path), "%s", key);
+	while ((dot = strrchr(path, '.')) != NULL) {
+		*dot = '\0';
+		o = sbx_cfg_get(doc, path);
+		if (o == NULL || !json_is_object(o) || json_object_size(o) > 0)
+			return;
+		{
+			char	 leaf[128];
+			json_t	*p = parent_of(doc, path, 0, leaf,
+				    sizeof(leaf));
+
+			if (p != NULL)
+				json_object_del(p, leaf);
+		}
+	}
+}
+
+static int
+not_object(const char *key, struct sbx_error *e)
+{
+	return sbx_error_set(e, SBX_K_INVALID_ARGS, "key", "config_invalid",
+	    "a part of `%s` is set but is not an object", key);
+}
+
+int
+sbx_cfg_put(json_t *doc, const char *key, json_t *value,
+    struct sbx_error *e)
+{
+	char	 leaf[128];
+	json_t	*o, *cur;
+
+	if (value == NULL) {
+		if ((o = parent_of(doc, key, 0, leaf, sizeof(leaf))) == NULL ||
+		    json_object_get(o, leaf) == NULL)
+			return 0;
+		json_object_del(o, leaf);
+		prune(doc, key);
+		return 1;
+	}
+	if ((o = parent_of(doc, key, 1, leaf, sizeof(leaf))) == NULL) {
+		json_decref(value);
+		return not_object(key, e);
+	}
+	cur = json_object_get(o, leaf);
+	if (cur != NULL && json_equal(cur, value)) {
+		json_decref(value);
+		return 0;
+	}
+	json_object_set_new(o, leaf, value);
+	return 1;
+}
+
+static int
+not_array(const char *key, struct sbx_error *e)
+{
+	return sbx_error_set(e, SBX_K_INVALID_ARGS, "key", "config_invalid",
+	    "`%s` is set but is not an array", key);
+}
+
+int
+sbx_cfg_add(json_t *doc, const char *key, json_t *elem, struct sbx_error *e)
+{
+	json_t	*a, *v;
+	size_t	 i;
+
+	if ((a = sbx_cfg_get(doc, key)) == NULL) {
+		a = json_array();
+		json_array_append_new(a, elem);
+		return sbx_cfg_put(doc, key, a, e);
+	}
+	if (!json_is_array(a)) {
+		json_decref(elem);
+		return not_array(key, e);
+	}
+	json_array_foreach(a, i, v)
+		if (json_equal(v, elem)) {
+			json_decref(elem);
+			return 0;
+		}
+	json_array_append_new(a, elem);
+	return 1;
+}
+
+int
+sbx_cfg_rm(json_t *doc, const char *key, const json_t *elem,
+    struct sbx_error *e)
+{
+	json_t	*a;
+	size_t	 i;
+	int	 changed = 0;
+
+	if ((a = sbx_cfg_get(doc, key)) == NULL)
+		return 0;
+	if (!json_is_array(a))
+		return not_array(key, e);
+	for (i = json_array_size(a); i-- > 0;)
+		if (json_equal(json_array_get(a, i), elem)) {
+			json_array_remove(a, i);
+			changed = 1;
+		}
+	return changed;
+}
+
+json_t *
+sbx_cfg_parse_value(const struct sbx_cfg_key *k, const char *s,
+    int json_value, struct sbx_error *e)
+{
+	json_error_t	 je;
+	json_t		*v;
+	char		*end;
+	long long	 ll;
+	double		 d;
+
+	if (json_value) {
+		if ((v = json_loads(s, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES,
+		    &je)) == NULL)
+			sbx_error_set(e, SBX_K_INVALID_ARGS, "value",
+			    "invalid_json", "--json-value: %s", je.text);
+		return v;
+	}
+	if (k->type == SBX_CFG_OBJECT) {
+		sbx_error_set(e, SBX_K_INVALID_ARGS, "value", "needs_json",
+		    "`%s` is an object: give it with --json-value", k->key);
+		return NULL;
+	}
+	switch (k->type) {
+	case SBX_CFG_INT:
+	case SBX_CFG_INTS:
+	case SBX_CFG_NUMBER:
+		errno = 0;
+		ll = strtoll(s, &end, 10);
+		if (*s != '\0' && *end == '\0' && errno == 0)
+			return json_integer((json_int_t)ll);
+		errno = 0;
+		d = strtod(s, &end);
+		if (*s != '\0' && *end == '\0' && errno == 0 && isfinite(d))
+			return json_real(d);
+		break;
+	case SBX_CFG_BOOL:
+		if (strcmp(s, "true") == 0)
+			return json_true();
+		if (strcmp(s, "false") == 0)
+			return json_false();
+		break;
+	default:
+		break;
+	}
+	/* As given: what does not read as the type is left to the loader,
+	 * which refuses it as a run would. */
+	if ((v = json_stringn(s, strlen(s))) == NULL)
+		sbx_error_set(e, SBX_K_INVALID_ARGS, "value", "invalid_utf8",
+		    "the value of `%s` is not valid UTF-8", k->key);
+	return v;
+}
+
+/* ---- the files ---------------------------------------------------------- */
+
+int
+sbx_cfg_path(const char *agent, char *rel, size_t relsz, struct sbx_error *e)
+{
+	if (agent == NULL)
+		return sbx_layout_path(SBX_L_SANDBOX_JSON, NULL, rel, relsz, e);
+	if (sbx_agent_valid(agent, "agent", e) == -1)
+		return -1;
+	return sbx_layout_path(SBX_L_AGENT_CONFIG, agent, rel, relsz, e);
+}
+
+int
+sbx_cfg_load(int rootfd, const char *agent, json_t **doc, struct sbx_error *e)
+{
+	char	 rel[128];
+
+	*doc = NULL;
+	if (sbx_cfg_path(agent, rel, sizeof(rel), e) == -1)
+		return -1;
+	if (rootfd >= 0 && sbx_config_load(rootfd, rel, doc, e) == -1)
+		return -1;
+	if (*doc != NULL && !json_is_object(*doc)) {
+		json_decref(*doc);
+		*doc = NULL;
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
+		    "config_invalid", "%s: settings must be an object", rel);
+	}
+	if (*doc == NULL && (*doc = json_object()) == NULL)
+		return sbx_error_sys(e, "nomem", "%s", rel);
+	return 0;
+}
+
+int
+sbx_cfg_store(int rootfd, const char *agent, const json_t *doc,
+    struct sbx_error *e)
+{
+	char	 rel[128], *s;
+	int	 dfd, rc;
+
+	if (sbx_cfg_path(agent, rel, sizeof(rel), e) == -1)
+		return -1;
+	/* Component by component, no symlink followed: a link planted as
+	 * config/ or config/agents/ never redirects the write. */
+	if ((dfd = sbx_mkdirs_at(rootfd, agent ? "config/agents" : "config",
+	    0700, e)) == -1)
+		return -1;
+	if ((s = json_dumps(doc, JSON_INDENT(2) | JSON_SORT_KEYS)) == NULL) {
+		close(dfd);
+		return sbx_error_sys(e, "nomem", "%s", rel);
+	}
+	{
+		size_t	 n = strlen(s);
+		char	*t = realloc(s, n + 2);
+
+		if (t == NULL) {
+			free(s);
+			close(dfd);
+			return sbx_error_sys(e, "nomem", "%s", rel);
+		}
+		s = t;
+		s[n] = '\n';
+		s[n + 1] = '\0';
+	}
+	rc = sbx_write_atomic(dfd, strrchr(rel, '/') + 1, s, strlen(s), 0600,
+	    e);
+	free(s);
+	close(dfd);
+	return rc;
+}

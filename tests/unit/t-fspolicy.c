@@ -1,0 +1,184 @@
+/* t-fspolicy: the file-system policy's configuration, entries and plan. */
+#include <sys/stat.h>
+
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "tap.h"
+
+#include "fspolicy.h"
+
+static json_t *
+js(const char *s)
+{
+	return json_loads(s, 0, NULL);
+}
+
+static int
+has(const struct sbx_strv *v, const char *s)
+{
+	size_t	 i;
+
+	for (i = 0; i < v->n; i++)
+		if (strcmp(v->v[i], s) == 0)
+			return 1;
+	return 0;
+}
+
+/* Is the triple (op, a, b) among v's? */
+static int
+has3(const struct sbx_strv *v, const char *op, const char *a, const char *b)
+{
+	size_t	 i;
+
+	for (i = 0; i + 2 < v->n; i++)
+		if (strcmp(v->v[i], op) == 0 && strcmp(v->v[i + 1], a) == 0 &&
+		    strcmp(v->v[i + 2], b) == 0)
+			return 1;
+	return 0;
+}
+
+int
+main(void)
+{
+	static const char *const bad[] = {
+		"{\"protected_paths\": \"x\"}",
+		"{\"protected_paths\": [\"/abs\"]}",
+		"{\"protected_paths\": [\"a/../b\"]}",
+		"{\"protected_paths\": [\"\"]}",
+		"{\"protected_paths\": [1]}",
+		"{\"read_paths\": [\"rel\"]}",
+		"{\"read_paths\": [\"/\"]}",
+		"{\"read_paths\": [\"/a/../b\"]}",
+		"{\"deny_paths\": [\"../up\"]}",
+		"{\"allow_unix_sockets\": [\"run/x.sock\"]}",
+		"{\"allow_git_config\": 1}",
+	};
+	static const char *const good[] = {
+		"{}",
+		"{\"protected_paths\": [\"Makefile\", \"*.env\", \"ci/x\"]}",
+		"{\"read_paths\": [\"/opt/tool\"], \"deny_paths\": "
+		"[\"secrets\", \"/data/private\"]}",
+		"{\"allow_unix_sockets\": [\"/run/x.sock\"], "
+		"\"allow_git_config\": true}",
+	};
+	struct sbx_strv	    ent = SBX_STRV_INIT;
+	struct sbx_fspolicy p;
+	struct sbx_error    e;
+	struct stat	    st;
+	char		    tmpl[] = "/tmp/t-fspolicy.XXXXXX", buf[PATH_MAX];
+	char		   *un[] = { ".envrc" }, *bogus[] = { "nope" };
+	char		   *roots[1];
+	json_t		   *cfg;
+	size_t		    i;
+	int		    fd;
+
+	for (i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+		cfg = js(bad[i]);
+		ok(sbx_fspolicy_config_check(cfg, "A.json", &e) == -1 &&
+			strcmp(e.reason, "config_invalid") == 0,
+		    "refused: %s", bad[i]);
+		json_decref(cfg);
+	}
+	for (i = 0; i < sizeof(good) / sizeof(*good); i++) {
+		cfg = js(good[i]);
+		ok(sbx_fspolicy_config_check(cfg, "A.json", &e) == 0,
+		    "accepted: %s", good[i]);
+		json_decref(cfg);
+	}
+
+	/* Entries: defaults, allow_git_config, unprotect, additions. */
+	ok(sbx_fspolicy_entries(NULL, NULL, 0, &ent, &e) == 0 &&
+	    has(&ent, ".git/config") && has(&ent, ".git/hooks") &&
+	    has(&ent, ".envrc") && has(&ent, ".ssh") &&
+	    !has(&ent, ".git/objects") && !has(&ent, ".git/index"),
+	    "defaults: config and hooks, not objects or index");
+	sbx_strv_release(&ent);
+	cfg = js("{\"allow_git_config\": true, \"protected_paths\": "
+	    "[\"Makefile/\"]}");
+	ok(sbx_fspolicy_entries(cfg, un, 1, &ent, &e) == 0 &&
+	    !has(&ent, ".git/config") && !has(&ent, ".envrc") &&
+	    has(&ent, "Makefile") && has(&ent, ".git/hooks"),
+	    "allow_git_config, --unprotect .envrc, protected_paths");
+	for (i = 1; i < ent.n; i++)
+		if (strcmp(ent.v[i - 1], ent.v[i]) >= 0)
+			break;
+	ok(i == ent.n, "entries sorted: ancestors first");
+	sbx_strv_release(&ent);
+	ok(sbx_fspolicy_entries(cfg, bogus, 1, &ent, &e) == -1 &&
+	    strcmp(e.reason, "not_protected") == 0 &&
+	    strcmp(e.field, "unprotect") == 0, "--unprotect of an unprotected "
+	    "path is refused");
+	json_decref(cfg);
+	sbx_strv_release(&ent);
+
+	ok(sbx_fspolicy_match("*.env", "prod.env") &&
+	    !sbx_fspolicy_match("*.env", "a/prod.env") &&
+	    !sbx_fspolicy_match("*", ".hidden"), "globs: per component, "
+	    "dot files only by name");
+
+	/* The plan of a tree: .git/config exists, .git/hooks does not. */
+	if (mkdtemp(tmpl) == NULL)
+		return 1;
+	snprintf(buf, sizeof(buf), "%s/.git", tmpl);
+	mkdir(buf, 0755);
+	snprintf(buf, sizeof(buf), "%s/.git/config", tmpl);
+	close(open(buf, O_WRONLY | O_CREAT, 0644));
+	snprintf(buf, sizeof(buf), "%s/.claude", tmpl);
+	if (symlink(".cursor", buf) == -1)
+		return 1;
+	fd = open(tmpl, O_PATH | O_DIRECTORY);
+	sbx_fspolicy_init(&p);
+	sbx_fspolicy_entries(NULL, NULL, 0, &ent, &e);
+	roots[0] = tmpl;
+	ok(sbx_fspolicy_protect(&p, fd, tmpl, "/proc/self/fd/8", roots, 1,
+	    &ent, &e) == 0, "plan made");
+	snprintf(buf, sizeof(buf), "%s/.git", tmpl);
+	ok(has3(&p.ops, "--bind", "/proc/self/fd/8/.git", buf),
+	    ".git bound over itself (cannot be renamed away)");
+	snprintf(buf, sizeof(buf), "%s/.git/config", tmpl);
+	ok(has3(&p.ops, "--ro-bind", "/proc/self/fd/8/.git/config", buf),
+	    ".git/config bound read-only");
+	ok(has(&p.init, buf), ".git/config reported when refused (-R)");
+	snprintf(buf, sizeof(buf), "%s/.git", tmpl);
+	stat(buf, &st);
+	snprintf(buf, sizeof(buf), "%llu:%llu:hooks",
+	    (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
+	ok(has(&p.init, buf), "missing .git/hooks guarded by name (-N)");
+	stat(tmpl, &st);
+	snprintf(buf, sizeof(buf), "%llu:%llu:.envrc",
+	    (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
+	ok(has(&p.init, buf), "missing .envrc guarded by name");
+	snprintf(buf, sizeof(buf), "%llu:%llu:.claude",
+	    (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
+	ok(has(&p.init, buf), "a symlinked .claude keeps its name guarded");
+	for (i = 0; i < p.ops.n; i++)
+		if (strncmp(p.ops.v[i], "/proc/self/fd/8/.envrc", 22) == 0)
+			break;
+	ok(i == p.ops.n, "nothing is mounted at a missing name");
+	sbx_fspolicy_release(&p);
+
+	/* A loop among protected names refuses the run. */
+	snprintf(buf, sizeof(buf), "%s/.cursor", tmpl);
+	if (symlink(".claude", buf) == -1)
+		return 1;
+	sbx_fspolicy_init(&p);
+	ok(sbx_fspolicy_protect(&p, fd, tmpl, "/proc/self/fd/8", roots, 1,
+	    &ent, &e) == -1 && strcmp(e.reason, "symlink_loop") == 0,
+	    "symlink loop: refused (symlink_loop)");
+	sbx_fspolicy_release(&p);
+	sbx_strv_release(&ent);
+	close(fd);
+	for (i = 0; i < 4; i++) {
+		static const char *const leaf[] = { ".claude", ".cursor",
+		    ".git/config", ".git" };
+
+		snprintf(buf, sizeof(buf), "%s/%s", tmpl, leaf[i]);
+		(void)(i == 3 ? rmdir(buf) : unlink(buf));
+	}
+	rmdir(tmpl);
+	return done_testing();
+}
