@@ -64,6 +64,19 @@ EOF
 	[[ $output == *"sbx install list"* ]]
 }
 
+@test "list and reconcile refuse install's options, by name; --complete-options per subcommand" {
+	run -64 sbx install list --json --timeout 5
+	[ "$(json_get "$output" .reason)" = not_for_subcommand ]
+	[ "$(json_get "$output" .field)" = --timeout ]
+	run -64 sbx install reconcile --allow-url
+	[[ $output == *"--allow-url"*"does not go with sbx install reconcile"* ]]
+	run -0 sbx install --complete-options list
+	[[ $output == *"--agent"* && $output != *"--manager"* ]]
+	run -0 sbx install --complete-options
+	[[ $output == *"--manager"*"apt|pip|npm"* ]]
+	[ ! -e "$SBX_HOME/agents" ]
+}
+
 @test "an agent that is not provisioned, and one that was unprovisioned" {
 	run sbx install --json --manager npm is-number
 	status_is_kind
