@@ -34,6 +34,7 @@
 #include "fsutil.h"
 #include "imageref.h"
 #include "install.h"
+#include "layout.h"
 #include "names.h"
 #include "netpolicy.h"
 #include "opts.h"
@@ -295,6 +296,16 @@ open_agent(void)
 }
 
 /* agents/A/, created 0700 as provision makes it. */
+/* The name of an install lock in agents/A (lib/state/layout.c). */
+static const char *
+lock_name(enum sbx_layout_id id)
+{
+	static char	 rel[SBX_LAYOUT_PATH_MAX];
+
+	SBX_LPATH(rel, id, O.agent);
+	return sbx_layout_leaf(rel);
+}
+
 static int
 agent_dir(struct sbx_error *e)
 {
@@ -790,8 +801,8 @@ do_install(void)
 	 * A flock: the kernel drops it when an install is killed. */
 	if ((afd = agent_dir(&e)) == -1)
 		fail(&e);
-	if ((lock = sbx_install_lock(afd,
-		 O.mgr == SBX_INSTALL_APT ? "rootfs.lock" : "install.lock",
+	if ((lock = sbx_install_lock(afd, lock_name(O.mgr == SBX_INSTALL_APT ?
+		 SBX_L_AGENT_ROOTFS_LOCK : SBX_L_AGENT_INSTALL_LOCK),
 		 O.timeout != NULL ? (int)O.timeout_s + 1 : LOCK_WAIT_S, &e)) ==
 	    -1)
 		fail(&e);
@@ -1011,7 +1022,8 @@ do_reconcile(void)
 
 	open_agent();
 	if ((afd = agent_dir(&e)) == -1 ||
-	    (lock = sbx_install_lock(afd, "install.lock", LOCK_WAIT_S, &e)) ==
+	    (lock = sbx_install_lock(afd,
+	    lock_name(SBX_L_AGENT_INSTALL_LOCK), LOCK_WAIT_S, &e)) ==
 	    -1 || (m = sbx_install_manifest_read(afd, &e)) == NULL)
 		fail(&e);
 	for (mgr = 0; mgr < SBX_INSTALL_NMGR; mgr++) {

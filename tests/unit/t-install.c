@@ -11,6 +11,7 @@
 #include "tap.h"
 
 #include "install.h"
+#include "layout.h"
 
 static int
 valid1(int mgr, const char *s, int allow_url, struct sbx_error *e)
@@ -475,5 +476,14 @@ main(void)
 	ok(s != NULL && strlen(s) == 198, "log tail starts on a line (%zu)",
 	    s ? strlen(s) : 0);
 	free(s);
+
+	/* The state-root layout names the manifest install.c writes. */
+	{
+		char	 rel[SBX_LAYOUT_PATH_MAX];
+
+		ok(SBX_LPATH(rel, SBX_L_AGENT_INSTALLED, "a1") == 0 &&
+		    strcmp(rel, "agents/a1/" SBX_INSTALL_MANIFEST) == 0,
+		    "layout: the manifest is agents/A/" SBX_INSTALL_MANIFEST);
+	}
 	return done_testing();
 }
