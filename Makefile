@@ -38,9 +38,14 @@ WARN  += -Werror
 endif
 OPT   ?= -O2 -g
 
+# lib/ by area (lib/README): each folder is on the include path, so a
+# module includes "foo.h" wherever foo lives.
+LIB_DIRS   = base state report sandbox exec image net
+LIB_IQUOTE = $(LIB_DIRS:%=-iquote lib/%)
+
 PKGS      = jansson libsodium libseccomp libarchive
 PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
-CPPFLAGS += -D_GNU_SOURCE -iquote lib -DSBX_VERSION='"$(VERSION)"' \
+CPPFLAGS += -D_GNU_SOURCE $(LIB_IQUOTE) -DSBX_VERSION='"$(VERSION)"' \
 	    -DSBX_LIBEXECDIR='"$(LIBEXECDIR)/sbx"'
 CFLAGS   += $(OPT) $(WARN) $(HARDEN) $(SANFLAGS) $(PKG_CFLAGS)
 # --as-needed: a program records only the shared libraries it really uses,
@@ -68,7 +73,7 @@ FRONT_LDFLAGS = -static-pie -Wl,-z,relro,-z,now
 FRONT_LIBS = $(LIBS_STATIC)
 endif
 
-LIB_SRC  = $(sort $(wildcard lib/*.c))
+LIB_SRC  = $(sort $(wildcard $(LIB_DIRS:%=lib/%/*.c)))
 LIB_OBJ  = $(LIB_SRC:%.c=$(B)/%.o)
 LIBSBX   = $(B)/lib/libsbx.a
 
@@ -162,12 +167,12 @@ endif
 # dynamically with the sanitizers), and writes the header.  A binary whose
 # libseccomp builds other bytes still works: it builds on every run.
 GEN_SECCOMP = $(B)/gen/gen-seccomp-digest
-$(B)/gen/seccomp-gen.o: lib/seccomp.c
+$(B)/gen/seccomp-gen.o: lib/sandbox/seccomp.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -DSBX_SECCOMP_GEN $(CFLAGS) -MMD -MP -c -o $@ $<
 
 $(GEN_SECCOMP): $(B)/gen/gen-seccomp-digest.o $(B)/gen/seccomp-gen.o \
-    $(B)/lib/error.o
+    $(B)/lib/base/error.o
 	$(CC) $(FRONT_LDFLAGS) -o $@ $^ $(FRONT_LIBS)
 
 $(B)/gen/gen-seccomp-digest.o: cmd/gen-seccomp-digest.c
@@ -177,27 +182,29 @@ $(B)/gen/gen-seccomp-digest.o: cmd/gen-seccomp-digest.c
 $(B)/gen/seccomp-digest.h: $(GEN_SECCOMP)
 	$(GEN_SECCOMP) $@+ && mv -f $@+ $@
 
-$(B)/lib/seccomp.o: $(B)/gen/seccomp-digest.h
-$(B)/lib/seccomp.o: CPPFLAGS += -iquote $(B)/gen
+$(B)/lib/sandbox/seccomp.o: $(B)/gen/seccomp-digest.h
+$(B)/lib/sandbox/seccomp.o: CPPFLAGS += -iquote $(B)/gen
 
 # sbx-proxy alone resolves names, asynchronously, with c-ares: only
 # lib/proxy.c includes it and only the proxy (and its test) link it, so
 # sbx-exec never loads it.
 CARES_CFLAGS := $(shell $(PKG_CONFIG) --cflags libcares 2>/dev/null)
 CARES_LIBS := $(shell $(PKG_CONFIG) --libs libcares 2>/dev/null || echo -lcares)
-$(B)/lib/proxy.o: CFLAGS += $(CARES_CFLAGS)
+$(B)/lib/net/proxy.o: CFLAGS += $(CARES_CFLAGS)
 $(B)/libexec/sbx/sbx-proxy: LIBS_ALL += $(CARES_LIBS)
 $(B)/tests/unit/t-proxy: LIBS_ALL += $(CARES_LIBS)
 # sbx config checks the proxy's settings with the proxy's own loader.
 $(B)/libexec/sbx/sbx-config: LIBS_ALL += $(CARES_LIBS)
 $(B)/tests/unit/t-config: LIBS_ALL += $(CARES_LIBS)
+# sbx install checks its registries as `sbx proxy check --resolve` does.
+$(B)/libexec/sbx/sbx-install: LIBS_ALL += $(CARES_LIBS)
 
 # The init must not depend on anything but libc, statically; no sanitizers
 # (their runtimes are not available statically).
 INIT_SRC = cmd/sbx-init.c cmd/init-setup.c cmd/init-guard.c cmd/init-guard-path.c \
     cmd/init-guard-serve.c
 $(INIT): $(INIT_SRC) cmd/initguard.h cmd/init-int.h cmd/init-guard-int.h \
-    lib/initproto.h
+    lib/sandbox/initproto.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(OPT) $(WARN) -D_FORTIFY_SOURCE=2 -fstack-protector-strong -static -o $@ $(INIT_SRC)
 
@@ -256,15 +263,15 @@ FUZZ_TIME ?= 30
 FUZZ_FLAGS = -g -O1 -fno-omit-frame-pointer \
 	     -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 
-$(B)/fuzz/fuzz-%: tests/fuzz/fuzz-%.c lib/httpreq.c lib/httpreq.h
+$(B)/fuzz/fuzz-%: tests/fuzz/fuzz-%.c lib/net/httpreq.c lib/net/httpreq.h
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) -D_GNU_SOURCE -iquote lib $(FUZZ_FLAGS) -o $@ $< lib/httpreq.c
+	$(FUZZ_CC) -D_GNU_SOURCE $(LIB_IQUOTE) $(FUZZ_FLAGS) -o $@ $< lib/net/httpreq.c
 
 # The whole decision on a request head: the parser, then the policy.
-$(B)/fuzz/fuzz-policy: tests/fuzz/fuzz-policy.c lib/httpreq.c lib/netpolicy.c lib/error.c
+$(B)/fuzz/fuzz-policy: tests/fuzz/fuzz-policy.c lib/net/httpreq.c lib/net/netpolicy.c lib/base/error.c
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) -D_GNU_SOURCE -iquote lib $(FUZZ_FLAGS) -o $@ $< lib/httpreq.c \
-	    lib/netpolicy.c lib/error.c $(shell $(PKG_CONFIG) --cflags --libs jansson)
+	$(FUZZ_CC) -D_GNU_SOURCE $(LIB_IQUOTE) $(FUZZ_FLAGS) -o $@ $< lib/net/httpreq.c \
+	    lib/net/netpolicy.c lib/base/error.c $(shell $(PKG_CONFIG) --cflags --libs jansson)
 
 fuzz: $(B)/fuzz/fuzz-httpreq $(B)/fuzz/fuzz-tls-sni $(B)/fuzz/fuzz-policy
 	@set -e; for t in httpreq:httpreq tls-sni:tls policy:httpreq; do \

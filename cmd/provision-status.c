@@ -27,6 +27,7 @@
 #include "image.h"
 #include "imageref.h"
 #include "imagestore.h"
+#include "install.h"
 #include "layout.h"
 #include "manifest.h"
 #include "names.h"
@@ -109,13 +110,44 @@ print_summary(json_t *sum, json_t *problems)
 	}
 }
 
+/* What sbx install recorded for the agent: {apt: N, npm: N, pip: N}, or
+ * NULL when nothing was ever installed (or the record is unreadable). */
+static json_t *
+package_counts(int rootfd)
+{
+	struct sbx_error e;
+	json_t		*m, *c, *v;
+	const char	*k;
+	char		 rel[128];
+	int		 afd;
+
+	snprintf(rel, sizeof(rel), "agents/%s", O.agent);
+	if (rootfd < 0 ||
+	    (afd = sbx_open_beneath(rootfd, rel, O_RDONLY | O_DIRECTORY, &e)) ==
+		-1)
+		return NULL;
+	if (faccessat(afd, SBX_INSTALL_MANIFEST, F_OK, AT_SYMLINK_NOFOLLOW) ==
+		-1 ||
+	    (m = sbx_install_manifest_read(afd, &e)) == NULL) {
+		close(afd);
+		return NULL;
+	}
+	close(afd);
+	c = json_object();
+	json_object_foreach (m, k, v)
+		json_object_set_new(c, k,
+		    json_integer((json_int_t)json_array_size(v)));
+	json_decref(m);
+	return c;
+}
+
 int
 do_status(void)
 {
 	struct sbx_error	 e;
 	json_t			*items, *warnings, *it, *res;
 	json_t			*present, *missing, *wrong_mode, *problems;
-	json_t			*summary;
+	json_t			*summary, *pkgs;
 	const char		*state, *path;
 	size_t			 i;
 	int			 rootfd, ready, agent_ok;
@@ -145,12 +177,15 @@ do_status(void)
 	summary = sbx_agentset_summary(rootfd, O.agent, &agent_ok,
 	    problems);
 	ready = ready && agent_ok;
+	pkgs = package_counts(rootfd);
 	if (O.json) {
 		res = json_pack("{s:s,s:o,s:b,s:b,s:o,s:o,s:o,s:o,s:o,s:o}",
 		    "agent", O.agent, "root", root_json(), "exists",
 		    rootfd >= 0, "ready", ready, "items", items, "present",
 		    present, "missing", missing, "wrong_mode", wrong_mode,
 		    "problems", problems, "settings", summary);
+		if (pkgs != NULL)
+			json_object_set_new(res, "packages", pkgs);
 		emit(sbx_envelope_ok(tool, res, warnings));
 		return ready ? 0 : SBX_EX_NEGATIVE;
 	}
@@ -160,6 +195,15 @@ do_status(void)
 		json_array_foreach(items, i, it)
 			print_item(it);
 		print_summary(summary, problems);
+		if (pkgs != NULL)
+			printf("packages (sbx install): apt %lld, npm %lld, "
+			       "pip %lld\n",
+			    (long long)json_integer_value(
+				json_object_get(pkgs, "apt")),
+			    (long long)json_integer_value(
+				json_object_get(pkgs, "npm")),
+			    (long long)json_integer_value(
+				json_object_get(pkgs, "pip")));
 		print_warnings(warnings);
 		if (ready)
 			printf("ready\n");
@@ -177,6 +221,7 @@ do_status(void)
 	json_decref(wrong_mode);
 	json_decref(problems);
 	json_decref(summary);
+	json_decref(pkgs);
 	return ready ? 0 : SBX_EX_NEGATIVE;
 }
 

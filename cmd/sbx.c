@@ -50,6 +50,8 @@ static const struct command {
 	    NULL },
 	{ "config", "read and change the settings of agents and of the root",
 	    NULL },
+	{ "install", "install packages (apt, pip, npm) into an agent's "
+	    "sandbox", NULL },
 	{ "secret", "an agent's sealed secrets: set, list, rm; the scrub "
 	    "filter", NULL },
 };

@@ -192,8 +192,12 @@ else
 	[ -n "$inc" ] || inc=/usr/include
 	# The build machine's architecture: lib/seccomp.c refuses to build
 	# for one whose system call table nobody reviewed.
-	set -- --quiet --error-exitcode=1 --std=c11 -D_GNU_SOURCE -Ilib \
+	set -- --quiet --error-exitcode=1 --std=c11 -D_GNU_SOURCE \
 	    "-D__$(uname -m | tr - _)__"
+	# lib/ is grouped by area; every folder is on the include path.
+	for d in lib/*/; do
+		set -- "$@" "-I${d%/}"
+	done
 	[ -f "$inc/jansson.h" ] && set -- "$@" "--include=$inc/jansson.h"
 	cppcheck "$@" lib cmd || fail "cppcheck"
 	note "cppcheck: checked lib cmd"

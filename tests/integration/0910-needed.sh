@@ -34,6 +34,7 @@ expected() {
 	sbx-provision) echo "libarchive libc libjansson libnettle libsodium" ;;
 	sbx-proxy | sbx-config) echo "libc libcares libjansson libsodium" ;;
 	sbx-secret) echo "libc libjansson libsodium" ;;
+	sbx-install) echo "libc libcares libjansson libseccomp libsodium" ;;
 	*) echo "?" ;;
 	esac
 }

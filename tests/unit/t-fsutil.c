@@ -290,7 +290,7 @@ main(void)
 	char			*argv[] = { "--help", NULL };
 	unsigned long long	 u;
 	double			 d;
-	int			 dfd, fd, i, dd;
+	int			 dfd, fd, i, dd, d2, ro, u0;
 	struct stat		 st;
 
 	if (mkdtemp(tmpl) == NULL)
@@ -433,6 +433,39 @@ main(void)
 		}
 	ok(!HAS("--unshare-net"), "outbound keeps the host network");
 	sbx_strv_release(&v);
+	/* apt (rootfs_rw): the copy read-write as /, uid 0, no home,
+	 * output or passwd of sbx's, / not remounted read-only. */
+	sb.network = SBX_NET_NONE;
+	sb.image_root = "/st/envs/a/rootfs";
+	sb.image_fd = -1;
+	sb.rootfs_rw = 1;
+	sb.cwd = "/";
+	ok(sbx_sandbox_argv(&sb, &v, &e) == 0, "rootfs_rw argv built");
+	for (i = 0, dd = (int)v.n; i < (int)v.n; i++)
+		if (strcmp(v.v[i], "--") == 0) {
+			dd = i;
+			break;
+		}
+	for (i = 0, d2 = -1; i + 2 < dd; i++)
+		if (strcmp(v.v[i], "--bind") == 0 &&
+		    strcmp(v.v[i + 1], "/st/envs/a/rootfs") == 0 &&
+		    strcmp(v.v[i + 2], "/") == 0)
+			d2 = i;
+	ok(d2 > 0, "rootfs_rw: the copy bound read-write as /");
+	for (i = 0, ro = 0, u0 = 0; i + 1 < dd; i++) {
+		if (strcmp(v.v[i], "--remount-ro") == 0 &&
+		    strcmp(v.v[i + 1], "/") == 0)
+			ro = 1;
+		if (strcmp(v.v[i], "--uid") == 0 &&
+		    strcmp(v.v[i + 1], "0") == 0)
+			u0 = 1;
+	}
+	ok(!ro && u0 && HAS("--cap-drop") && !HAS("/etc/passwd") &&
+	    !HAS("/workspace/agents/a") && !HAS(SBX_IN_OUTPUT),
+	    "rootfs_rw: uid 0, no capability, nothing else writable");
+	sbx_strv_release(&v);
+	sb.rootfs_rw = 0;
+	sb.image_root = NULL;
 
 	/*
 	 * Tree removal (issue 10, item 9): a tree the sandbox built as deep

@@ -48,6 +48,9 @@ enum sbx_layout_id {
 	SBX_L_AGENT_JOBS,	/* agents/A/jobs/ */
 	SBX_L_AGENT_IMAGE,	/* agents/A/image.json */
 	SBX_L_AGENT_REVOKED,	/* agents/A/unprovisioned */
+	SBX_L_AGENT_INSTALLED,	/* agents/A/installed-packages.json */
+	SBX_L_AGENT_INSTALL_LOCK, /* agents/A/install.lock	pip, npm */
+	SBX_L_AGENT_ROOTFS_LOCK, /* agents/A/rootfs.lock	apt: the copy */
 	SBX_L_RUN_WORKDIR,	/* run/workdir/		0711 */
 	SBX_L_RUN_XWORKDIR,	/* run/workdir-N/	0711, N: 1, 2... */
 	SBX_L_RUN_EMPTY,	/* run/empty		bound over deny_paths */

@@ -15,6 +15,7 @@
 #include "fspolicy.h"
 #include "fsutil.h"
 #include "imageref.h"
+#include "install.h"
 #include "joblog.h"
 #include "layout.h"
 #include "names.h"
@@ -147,6 +148,14 @@ check_images(const json_t *doc, int agent, const char *origin,
 	return 0;
 }
 
+/* sbx install's registries (lib/install.c), the same rules. */
+static int
+check_install(const json_t *doc, int agent, const char *origin,
+    struct sbx_error *e)
+{
+	return sbx_install_config_check(doc, e);
+}
+
 /* ---- the schema --------------------------------------------------------- */
 
 #define A	SBX_CFG_AGENT
@@ -224,6 +233,12 @@ static const struct sbx_cfg_key keys[] = {
 	    "image download time limit, seconds" },
 	{ "max_envs", I, G, check_images,
 	    "agent environments kept (least recently used evicted)" },
+	{ "install.registries.apt", SS, G, check_install,
+	    "sbx install: apt hosts to allow (default: the image's sources)" },
+	{ "install.registries.npm", SS, G, check_install,
+	    "sbx install: npm registry URL, then more hosts to allow" },
+	{ "install.registries.pip", SS, G, check_install,
+	    "sbx install: pip index URL, then more hosts to allow" },
 	{ "proxy.max_connections", I, G, check_proxy,
 	    "connections the proxy holds in all" },
 	{ "proxy.max_connections_per_agent", I, G, check_proxy,

@@ -207,6 +207,24 @@ image_dirs(const struct sbx_sandbox *sb, struct sbx_strv *v)
 			rc |= push3(v, "--ro-bind", src, dst);
 		}
 	}
+	/*
+	 * The image's /var, read-only, so that dpkg -l and apt-cache policy
+	 * tell the truth about the image; /var/tmp and /var/cache private
+	 * and writable (tmpfs, gone with the run) where the image has them,
+	 * as programs expect to write there.
+	 */
+	if (fstatat(sb->image_fd, "var", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISDIR(st.st_mode)) {
+		snprintf(src, sizeof(src), "%s/var", sb->image_root);
+		rc |= push3(v, "--ro-bind", src, "/var");
+		if (fstatat(sb->image_fd, "var/tmp", &st,
+		    AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
+			rc |= push2(v, "--perms", "1777") |
+			    push2(v, "--tmpfs", "/var/tmp");
+		if (fstatat(sb->image_fd, "var/cache", &st,
+		    AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
+			rc |= push2(v, "--tmpfs", "/var/cache");
+	}
 	return rc ? -1 : 0;
 }
 
@@ -250,6 +268,18 @@ sbx_sandbox_argv(const struct sbx_sandbox *sb, struct sbx_strv *v,
 	rc |= sbx_strv_push(v, "--as-pid-1");
 	rc |= push2(v, "--hostname", "sbx");
 
+	if (sb->rootfs_rw && sb->image_root != NULL) {
+		/*
+		 * uid 0 of the new user namespace, whose only mapping is the
+		 * sandbox uid outside: what dpkg chowns to root is the
+		 * sandbox uid's on disk, never host root's.  No capability
+		 * (--cap-drop ALL below): uid 0 writes the copy as its owner.
+		 */
+		rc |= push2(v, "--uid", "0") | push2(v, "--gid", "0");
+		rc |= push3(v, "--bind", sb->image_root, "/");
+		rc |= push2(v, "--tmpfs", "/run");
+		goto rootfs_done;
+	}
 	if (sb->image_root != NULL) {
 		if (image_dirs(sb, v) == -1)
 			return sbx_error_sys(e, "nomem", "building the bwrap "
@@ -301,6 +331,7 @@ etc_done:
 	rc |= push3(v, "--ro-bind-data", "10", "/etc/group");
 	rc |= push3(v, "--ro-bind-data", "11", "/etc/hosts");
 etc_made:
+rootfs_done:
 
 	/* A fresh /proc of the new pid namespace, a minimal /dev. */
 	rc |= push2(v, "--proc", "/proc");
@@ -331,6 +362,8 @@ etc_made:
 	 * following symlinks: what was validated is what gets mounted, even
 	 * if a path component is swapped meanwhile.
 	 */
+	if (sb->rootfs_rw)
+		goto binds_done;
 	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", SBX_FD_HOME);
 	rc |= push3(v, "--bind", fdpath, sb->home);
 	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", SBX_FD_OUTPUT);
@@ -349,6 +382,7 @@ etc_made:
 	 * above (lib/fspolicy.c). */
 	for (i = 0; sb->fs_ops != NULL && sb->fs_ops[i] != NULL; i++)
 		rc |= sbx_strv_push(v, sb->fs_ops[i]);
+binds_done:
 	/* When bwrap runs as another uid than sbx it may not reach the
 	 * directory sbx is installed in: the binary is copied in from a
 	 * descriptor sbx opened. */
@@ -361,7 +395,8 @@ etc_made:
 		rc |= push3(v, "--ro-bind", sb->init, SBX_IN_INIT);
 	/* Nothing else under / may be written: the root tmpfs, /etc, /run
 	 * and the mount points become read-only. */
-	rc |= push2(v, "--remount-ro", "/");
+	if (!sb->rootfs_rw)
+		rc |= push2(v, "--remount-ro", "/");
 	rc |= push2(v, "--remount-ro", "/dev");
 	rc |= push2(v, "--chdir", sb->cwd);
 	if (sb->seccomp) {

@@ -30,6 +30,7 @@
 #include "exec.h"
 #include "fsutil.h"
 #include "idmount.h"
+#include "install.h"
 #include "jobsup.h"
 #include "imageref.h"
 #include "joblog.h"
@@ -768,6 +769,10 @@ prep_cwd(struct sbx_exec *p, struct sbx_error *e)
 	int			 basefd = -1, fd, i;
 	size_t			 n;
 
+	if (p->sb.rootfs_rw) {
+		snprintf(p->cwd, sizeof(p->cwd), "/");
+		return 0;
+	}
 	if (p->req->cwd == NULL) {
 		snprintf(p->cwd, sizeof(p->cwd), "%s",
 		    p->workdir ? p->workdir : p->home);
@@ -855,6 +860,43 @@ safe_value(const char *v)
 	return 1;
 }
 
+/*
+ * PATH, with the agent's own tools first: ~/.venv/bin (and VIRTUAL_ENV)
+ * when sbx install made a venv there, ~/.sbx/node_workspace/
+ * node_modules/.bin (and NODE_PATH) when it installed npm packages.  Two
+ * fstatat(2) calls beneath the home's descriptor, no walk.
+ */
+static void
+prep_env_path(struct sbx_exec *p, struct sbx_strv *env)
+{
+	struct stat	 st;
+	struct sbx_buf	 b = SBX_BUF_INIT;
+	int		 venv, npm;
+
+	venv = p->home_fd >= 0 && fstatat(p->home_fd, SBX_INSTALL_VENV_DIR
+	    "/bin/python", &st, AT_SYMLINK_NOFOLLOW) == 0;
+	npm = p->home_fd >= 0 && fstatat(p->home_fd, SBX_INSTALL_NPM_DIR
+	    "/node_modules", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISDIR(st.st_mode);
+	sbx_buf_puts(&b, "PATH=");
+	if (venv)
+		sbx_buf_printf(&b, "%s/" SBX_INSTALL_VENV_DIR "/bin:", p->home);
+	if (npm)
+		sbx_buf_printf(&b, "%s/" SBX_INSTALL_NPM_DIR
+		    "/node_modules/.bin:", p->home);
+	sbx_buf_puts(&b, SBX_SANDBOX_PATH);
+	if (b.p != NULL)
+		sbx_strv_push(env, b.p);
+	sbx_buf_release(&b);
+	if (venv)
+		sbx_strv_pushf(env, "VIRTUAL_ENV=%s/" SBX_INSTALL_VENV_DIR,
+		    p->home);
+	/* require("pkg") from anywhere finds what sbx install put there. */
+	if (npm)
+		sbx_strv_pushf(env, "NODE_PATH=%s/" SBX_INSTALL_NPM_DIR
+		    "/node_modules", p->home);
+}
+
 static int
 prep_env(struct sbx_exec *p)
 {
@@ -865,8 +907,9 @@ prep_env(struct sbx_exec *p)
 	int		 k, fd;
 
 	/* The fixed allowlist; nothing else of the caller's environment
-	 * reaches the sandbox. */
-	sbx_strv_pushf(&env, "PATH=%s", SBX_SANDBOX_PATH);
+	 * reaches the sandbox.  What sbx install put in the home (a venv,
+	 * npm's workspace) comes first on PATH, as an activated venv. */
+	prep_env_path(p, &env);
 	sbx_strv_pushf(&env, "HOME=%s", p->home);
 	sbx_strv_pushf(&env, "USER=%s", p->sb.agent);
 	sbx_strv_pushf(&env, "LOGNAME=%s", p->sb.agent);
@@ -1456,6 +1499,65 @@ own_dir(struct sbx_exec *p, int fd, const char *rel, struct sbx_error *e)
  * walk); a missing or damaged one refuses the run, never falls back to
  * the host's system directories.
  */
+static int prep_image(struct sbx_exec *, struct sbx_error *);
+
+/*
+ * sbx install --manager apt: only the agent's own copy, never a template
+ * (shared by every agent of the image), and nothing else writable.
+ */
+static int
+prep_rootfs_rw(struct sbx_exec *p, struct sbx_error *e)
+{
+	static const char *const mnt[] = { "proc", "dev", "tmp", "run" };
+	struct stat		 st;
+	char			 want[PATH_MAX];
+	size_t			 i;
+
+	snprintf(want, sizeof(want), "%s/envs/%s/rootfs", p->root.path,
+	    p->sb.agent);
+	/* prep_image falls back to the template when the copy is gone. */
+	if (p->sb.image_root == NULL || strcmp(p->sb.image_root, want) != 0) {
+		sbx_error_set(e, SBX_K_REJECTED, "manager",
+		    "no_writable_rootfs",
+		    "agent %s has no root file system "
+		    "copy of its own to write",
+		    p->sb.agent);
+		sbx_error_hint(e,
+		    "sbx provision --agent %s --image IMAGE "
+		    "--env",
+		    p->sb.agent);
+		return -1;
+	}
+	if (p->req->workdir != NULL) {
+		sbx_error_set(e, SBX_K_INVALID_ARGS, "workdir",
+		    "conflicting_options",
+		    "a read-write root file system "
+		    "takes no workdir");
+		return -1;
+	}
+	/*
+	 * What bwrap mounts over inside the copy must not be a symlink: the
+	 * copy is the agent's to change (a postinst runs as its uid 0), and
+	 * bwrap resolves a mount point before pivot_root, where an absolute
+	 * link would name a host path.  A missing one bwrap creates.
+	 */
+	for (i = 0; i < sizeof(mnt) / sizeof(*mnt); i++)
+		if (fstatat(p->sb.image_fd, mnt[i], &st,
+			AT_SYMLINK_NOFOLLOW) == 0 &&
+		    !S_ISDIR(st.st_mode)) {
+			sbx_error_set(e, SBX_K_REJECTED, "rootfs",
+			    "rootfs_unsafe",
+			    "/%s in the root file system copy of %s is not a "
+			    "directory (a symlink?)",
+			    mnt[i], p->sb.agent);
+			sbx_error_hint(e, "make a new copy: sbx provision "
+			    "--agent %s --no-env, then --env", p->sb.agent);
+			return -1;
+		}
+	p->sb.rootfs_rw = 1;
+	return 0;
+}
+
 static int
 prep_image(struct sbx_exec *p, struct sbx_error *e)
 {
@@ -2026,6 +2128,8 @@ sbx_exec_prepare(struct sbx_exec *p, const struct sbx_exec_req *q,
 	    p->sb.agent);
 	if (prep_image(p, e) == -1)
 		return -1;
+	if (p->req->rootfs_rw && prep_rootfs_rw(p, e) == -1)
+		return -1;
 	if (p->req->workdir != NULL && prep_workdir(p, e) == -1)
 		return -1;
 	if (prep_xworkdirs(p, e) == -1)
@@ -2433,6 +2537,9 @@ foreground(struct sbx_exec *p, struct sbx_error *e)
 		tty_start(p, r);
 	if (p->req->capture) {
 		r->capture = 1;
+		/* sbx install: kept for the envelope and shown as it comes. */
+		if (p->req->capture_tee)
+			r->out_fd = r->err_fd = 2;
 	} else {
 		r->out_fd = 1;
 		r->err_fd = 2;

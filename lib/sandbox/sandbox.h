@@ -57,6 +57,12 @@ struct sbx_sandbox {
 	 * a directory and what a symlink.  NULL: host mode. */
 	const char	 *image_root;
 	int		  image_fd;
+	/* sbx install --manager apt: image_root (the agent's own copy) is
+	 * bound read-write as /, the command runs as uid 0 of the user
+	 * namespace (mapped to the sandbox uid outside), and no other host
+	 * path is writable: no home, output or workdir, the image's own
+	 * /etc/passwd and group. */
+	int		   rootfs_rw;
 	unsigned long long tmp_size;	/* bytes for /tmp, 0 = bwrap default */
 	struct {
 		const char	 *name;		/* nofile, fsize, as */

@@ -63,6 +63,7 @@ struct sbx_exec_req {
 	char	       **argv;		/* the command; with shell: $0, $1... */
 	int		 argc;
 	int		 capture;	/* output kept for an envelope (--json) */
+	int		 capture_tee;	/* capture, and stream it to stderr */
 	const char	*max_output;	/* bytes kept per stream; NULL: 1M */
 	const char	*stdin_mode;	/* inherit, null, or NULL (auto) */
 	int		 tty;		/* a terminal of its own inside */
@@ -72,6 +73,9 @@ struct sbx_exec_req {
 	const char	*libexec;	/* where sbx-init is; NULL: beside us */
 	int		 detach_fd;	/* a descriptor of the caller's that a
 					 * job's supervisor closes, or -1 */
+	int		 rootfs_rw; /* sbx install --manager apt: the
+					 * agent's own rootfs copy read-write
+					 * as /, as uid 0 of the userns */
 	struct sbx_strv	 secrets;	/* --secret: these only (else all) */
 	int		 no_secrets;	/* --no-secrets */
 
