@@ -229,13 +229,10 @@ parse_args(int argc, char *argv[])
 
 	if (sbx_opts_getopt(&table, ~0u, "+", &g) == -1)
 		exit(SBX_EX_SOFTWARE);
-	O.json = sbx_cli_json_env();
-	for (i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--") == 0)
-			break;
-		if (strcmp(argv[i], "--json") == 0 || strcmp(argv[i], "-j") == 0)
-			O.json = 1;
-	}
+	/* Decided before getopt, skipping option arguments: a value that
+	 * reads "--json" (a description, a setting) is not the flag. */
+	O.json = sbx_cli_wants_json(argc, argv, g.optstring + 1, g.longopts,
+	    NULL);
 	opterr = !O.json;
 	for (;;) {
 		if (argc > 1 && is_number(argv[1])) {

@@ -186,17 +186,16 @@ parse_args(int argc, char *argv[])
 	struct sbx_error	 e;
 	struct sbx_buf		 b = SBX_BUF_INIT;
 	unsigned		 bit = S_MAIN;
-	int			 ch, i;
+	int			 ch;
 
 	/* Every option of the table; the subcommand's refuses the others
 	 * once it is known. */
 	if (sbx_opts_getopt(&table, ~0u, "", &g) == -1)
 		exit(SBX_EX_SOFTWARE);
-	O.json = sbx_cli_json_env();
-	for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
-		if (strcmp(argv[i], "--json") == 0 || strcmp(argv[i], "-j") ==
-		    0)
-			O.json = 1;
+	/* Decided before getopt, skipping option arguments: a value that
+	 * reads "--json" (a description, a setting) is not the flag. */
+	O.json = sbx_cli_wants_json(argc, argv, g.optstring, g.longopts,
+	    NULL);
 	opterr = 0;
 	while ((ch = getopt_long(argc, argv, g.optstring, g.longopts, NULL))
 	    != -1) {

@@ -240,3 +240,16 @@ bats_require_minimum_version 1.5.0
 	[ ! -e "$SBX_HOME/agents/a/secrets.json" ]
 	[ ! -e "$SBX_HOME/config/secret.key" ]
 }
+
+@test "an option's value that reads --json or -j is a value, not the flag" {
+	sbx provision >/dev/null
+	run sh -c 'printf value-123456 | "$0" secret set TOK --description --json' "$SBX"
+	[ "$status" -eq 0 ]
+	[[ "$output" == stored* ]]
+	run "$SBX" secret list --json
+	[ "$status" -eq 0 ]
+	echo "$output" | jq -e '.. | objects | select(.description? == "--json")' >/dev/null
+	run sh -c 'printf value-123456 | "$0" secret set TOK2 --description -j' "$SBX"
+	[ "$status" -eq 0 ]
+	[[ "$output" == stored* ]]
+}
