@@ -580,13 +580,14 @@ struct rm_walk {
 };
 
 /*
- * A directory its owner cannot read or search (mode 000, say) is given
- * u+rwx before we open it, through an O_PATH descriptor that pins the
- * inode: a name swapped for a symlink in between changes nothing.  Only
- * our own directories: someone else's stays as it is and fails to open.
+ * chmod a directory of ours whose owner may lack read or search
+ * permission (mode 000, say: it cannot be opened O_RDONLY), through an
+ * O_PATH descriptor that pins the inode: a name swapped for a symlink in
+ * between changes nothing.  Only our own directories: someone else's
+ * stays as it is (EACCES).  MODE 0 means "the current mode plus u+rwx".
  */
-static int
-rm_chmod_pinned(int dirfd, const char *name)
+int
+sbx_fs_chmod_dir_pinned(int dirfd, const char *name, mode_t mode)
 {
 	struct stat	 st;
 	char		 p[64];
@@ -602,7 +603,7 @@ rm_chmod_pinned(int dirfd, const char *name)
 		return -1;
 	}
 	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
-	r = chmod(p, (st.st_mode & 07777) | 0700);
+	r = chmod(p, mode != 0 ? mode : (st.st_mode & 07777) | 0700);
 	close(fd);
 	if (r == -1)
 		errno = EACCES;
@@ -617,7 +618,8 @@ rm_open(int dirfd, const char *name)
 	/* O_NOFOLLOW|O_DIRECTORY: a symlink is never entered. */
 	fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC);
-	if (fd == -1 && errno == EACCES && rm_chmod_pinned(dirfd, name) == 0)
+	if (fd == -1 && errno == EACCES &&
+	    sbx_fs_chmod_dir_pinned(dirfd, name, 0) == 0)
 		fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 		    O_CLOEXEC);
 	return fd;

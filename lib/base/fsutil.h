@@ -35,6 +35,9 @@ int	sbx_fd_sanitize_std(void);
  * removal stops, reason "mount_point"); our own directories without
  * owner permission (mode 000) are made u+rwx to be emptied. */
 int	sbx_rm_tree_at(int dirfd, const char *name, struct sbx_error *);
+/* chmod our own directory DIRFD/NAME (never through a symlink) to MODE,
+ * or with MODE 0 to its mode plus u+rwx; EACCES when it is not ours. */
+int	sbx_fs_chmod_dir_pinned(int dirfd, const char *name, mode_t mode);
 /* Close every fd >= lowfd except those listed (keep may be NULL). */
 void	sbx_close_from(int lowfd, const int *keep, size_t nkeep);
 /* A sealed, read-only memfd holding data, positioned at 0. */

@@ -139,33 +139,6 @@ reject(struct sbx_error *e, const char *reason, const char *rel,
 
 /* ---- small file-system steps ------------------------------------------- */
 
-/*
- * chmod a directory whose owner lacks read or search permission (so that
- * it cannot be opened O_RDONLY): through an O_PATH descriptor that pins
- * the inode, so a name swapped for a symlink in between changes nothing.
- */
-static int
-chmod_pinned(int dirfd, const char *name, mode_t mode)
-{
-	struct stat	 st;
-	char		 p[64];
-	int		 fd, r;
-
-	fd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	if (fd == -1)
-		return -1;
-	if (fstat(fd, &st) == -1 || !S_ISDIR(st.st_mode) ||
-	    st.st_uid != geteuid()) {
-		close(fd);
-		errno = EACCES;
-		return -1;
-	}
-	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
-	r = chmod(p, mode);
-	close(fd);
-	return r;
-}
-
 /* Open an existing directory O_NOFOLLOW; classify refusals. */
 static int
 open_dir(int pfd, const char *name, const char *rel, mode_t want, int *fixed,
@@ -176,7 +149,7 @@ open_dir(int pfd, const char *name, const char *rel, mode_t want, int *fixed,
 
 	fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd == -1 && errno == EACCES && want != 0 &&
-	    chmod_pinned(pfd, name, want) == 0) {
+	    sbx_fs_chmod_dir_pinned(pfd, name, want) == 0) {
 		*fixed = 1;
 		fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 		    O_CLOEXEC);
