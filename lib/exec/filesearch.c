@@ -201,7 +201,8 @@ parse_json_lines(const struct sbx_filesearch *q, const char *out, size_t n,
 	for (; p < out + n; p = nl + 1) {
 		if ((nl = memchr(p, '\n', (size_t)(out + n - p))) == NULL)
 			break;	/* a cut last line (--max-output) */
-		if ((ev = json_loadb(p, (size_t)(nl - p), 0, NULL)) == NULL)
+		if ((ev = json_loadb(p, (size_t)(nl - p), JSON_ALLOW_NUL,
+		    NULL)) == NULL)
 			continue;
 		type = json_string_value(json_object_get(ev, "type"));
 		data = json_object_get(ev, "data");
