@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <jansson.h>
+#include <sodium.h>
 
 #include "agentfs.h"
 #include "buf.h"
@@ -25,6 +26,8 @@
 #include "names.h"
 #include "opts.h"
 #include "root.h"
+#include "scrub.h"
+#include "secret.h"
 #include "utf8.h"
 
 #define PROG	"sbx-file"
@@ -139,6 +142,7 @@ static struct {
 static char			 tool[32] = "file";
 static struct sbx_root		 root = SBX_ROOT_INIT;
 static struct sbx_agentfs	 fs = SBX_AGENTFS_INIT;
+static struct sbx_scrub		*scrub;	/* the agent's secrets, or NULL */
 
 static void
 emit(json_t *env)
@@ -252,6 +256,52 @@ home_path(const char *p, char *rel, size_t relsz)
 		fail(&e, NULL);
 }
 
+/*
+ * The agent's secrets, as patterns: what sbx file returns is scrubbed as
+ * exec's output is, or a value the sandbox never showed (exec scrubs its
+ * output) would come back through read or search (a line ripgrep's JSON
+ * escaped slips past exec's filter).  Loaded as root, before becoming
+ * the sandbox's uid: the key is root's.
+ */
+static void
+load_scrub(void)
+{
+	struct sbx_secret_auth	 a;
+	struct sbx_secret_env	 env;
+	struct sbx_error	 e;
+	const char		*pw = getenv("SBX_SECRET_PASSPHRASE");
+
+	if (!sbx_secret_store_exists(root.fd, O.agent))
+		return;
+	if (sodium_init() == -1) {
+		sbx_error_set(&e, SBX_K_UNAVAILABLE, NULL,
+		    "crypto_unavailable", "libsodium cannot be initialised");
+		fail(&e, NULL);
+	}
+	memset(&a, 0, sizeof(a));
+	if (pw != NULL && *pw != '\0') {
+		a.passphrase = pw;
+		a.passphrase_len = strlen(pw);
+	}
+	if (sbx_secret_load_env(root.fd, O.agent, NULL, 0, &a, &env, &e) ==
+	    -1)
+		fail(&e, NULL);
+	/* Only the patterns are kept, not the values. */
+	if (env.block != NULL)
+		sodium_memzero(env.block, env.block_len);
+	scrub = env.scrub;
+	env.scrub = NULL;
+	sbx_secret_env_release(&env);
+}
+
+/* Every string of a result, scrubbed. */
+static void
+clean(json_t *res)
+{
+	if (scrub != NULL)
+		sbx_scrub_json(scrub, res);
+}
+
 static void
 done(json_t *res, const char *text)
 {
@@ -309,6 +359,7 @@ do_read(const char *rel)
 		usage("--tail-lines excludes --start-line and --line-count");
 	if (sbx_agentfs_read(&fs, rel, &o, &res, &e) == -1)
 		fail(&e, NULL);
+	clean(res);
 	if (O.json) {
 		done(res, NULL);
 		return 0;
@@ -341,6 +392,7 @@ do_list(const char *rel)
 	number(O.depth, "depth", SBX_AGENTFS_DEPTH_MAX, 0, &depth);
 	if (sbx_agentfs_list(&fs, rel, (int)depth, &res, &e) == -1)
 		fail(&e, NULL);
+	clean(res);
 	if (!O.json)
 		print_listing(res);
 	done(res, NULL);
@@ -486,6 +538,7 @@ do_search(const char *pattern)
 	q.max = (unsigned)max;
 	if (sbx_filesearch_run(&q, &res, &e) == -1)
 		fail(&e, NULL);
+	clean(res);
 	if (!O.json)
 		print_search(res);
 	done(res, NULL);
@@ -531,6 +584,7 @@ main(int argc, char *argv[])
 	    sbx_root_open(&root, 0, &e) == -1 ||
 	    sbx_agentfs_open(&fs, root.fd, O.agent, &e) == -1)
 		fail(&e, NULL);
+	load_scrub();
 	if (bit == S_SEARCH)
 		return do_search(O.argv[1]);
 	/*
