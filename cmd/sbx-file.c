@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include <jansson.h>
-#include <sodium.h>
 
 #include "agentfs.h"
 #include "buf.h"
@@ -283,31 +282,10 @@ home_path(const char *p, char *rel, size_t relsz)
 static void
 load_scrub(void)
 {
-	struct sbx_secret_auth a;
-	struct sbx_secret_env  env;
-	struct sbx_error       e;
-	const char	      *pw = getenv("SBX_SECRET_PASSPHRASE");
+	struct sbx_error e;
 
-	if (!sbx_secret_store_exists(root.fd, O.agent))
-		return;
-	if (sodium_init() == -1) {
-		sbx_error_set(&e, SBX_K_UNAVAILABLE, NULL, "crypto_unavailable",
-		    "libsodium cannot be initialised");
+	if (sbx_secret_scrubber(root.fd, O.agent, &scrub, &e) == -1)
 		fail(&e, NULL);
-	}
-	memset(&a, 0, sizeof(a));
-	if (pw != NULL && *pw != '\0') {
-		a.passphrase = pw;
-		a.passphrase_len = strlen(pw);
-	}
-	if (sbx_secret_load_env(root.fd, O.agent, NULL, 0, &a, &env, &e) == -1)
-		fail(&e, NULL);
-	/* Only the patterns are kept, not the values. */
-	if (env.block != NULL)
-		sodium_memzero(env.block, env.block_len);
-	scrub = env.scrub;
-	env.scrub = NULL;
-	sbx_secret_env_release(&env);
 }
 
 /* Every string of a result, scrubbed. */
