@@ -95,7 +95,7 @@ static const struct sbx_opts_sub subs[] = {
 	{ "search", S_SEARCH, "@text" },
 	{ "write", S_WRITE, "@text" },
 	{ "edit", S_EDIT, "@text" },
-	{ "list", S_LIST, "@text" },
+	{ "list", S_LIST, "@cwd" },
 };
 
 static const struct sbx_opt rows[] = {
@@ -107,7 +107,7 @@ static const struct sbx_opt rows[] = {
 	    "read: the last N lines", S_READ, 0 },
 	{ OPT_CHARS, "max-chars", 0, SBX_OPT_REQ, "N", NULL,
 	    "read: at most N characters (default 15000)", S_READ, 0 },
-	{ OPT_PATH, "path", 0, SBX_OPT_REQ, "P", NULL,
+	{ OPT_PATH, "path", 0, SBX_OPT_REQ, "P", "@cwd",
 	    "search: below P only (default: the home)", S_SEARCH, 0 },
 	{ OPT_GLOB, "glob", 0, SBX_OPT_REQ, "G", NULL,
 	    "search: files matching G only (!G: not; repeatable)", S_SEARCH,
