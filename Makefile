@@ -80,20 +80,22 @@ LIBSBX   = $(B)/lib/libsbx.a
 # Programs: cmd/sbx.c is the front-end; cmd/sbx-*.c are its commands;
 # cmd/sbx-init.c is the in-sandbox pid 1, linked statically because it must
 # run inside images that carry no C library of ours.
-PROGS    = $(patsubst cmd/%.c,%,$(filter-out cmd/sbx.c cmd/sbx-init.c,$(wildcard cmd/sbx-*.c)))
+PROGS    = $(patsubst cmd/%.c,%,$(filter-out cmd/sbx.c cmd/sbx-init.c cmd/sbx-host.c,\
+	   $(wildcard cmd/sbx-*.c)))
 PROG_BIN = $(PROGS:%=$(B)/libexec/sbx/%)
 # What the programs share (usage, emit, fail, warnings, the finish step):
 # linked into every program and the front-end.
 CMD_COMMON = $(B)/cmd/common.o
 FRONT    = $(B)/bin/sbx
 INIT     = $(B)/libexec/sbx/sbx-init
+HOSTCLI  = $(B)/libexec/sbx/sbx-host
 
 UNIT_SRC = $(sort $(wildcard tests/unit/t-*.c))
 UNIT_BIN = $(UNIT_SRC:tests/unit/%.c=$(B)/tests/unit/%)
 HELP_SRC = $(sort $(wildcard tests/helpers/*.c))
 HELP_BIN = $(HELP_SRC:tests/helpers/%.c=$(B)/tests/helpers/%)
 
-all: $(FRONT) $(PROG_BIN) $(INIT)
+all: $(FRONT) $(PROG_BIN) $(INIT) $(HOSTCLI)
 
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -208,6 +210,12 @@ $(INIT): $(INIT_SRC) cmd/initguard.h cmd/init-int.h cmd/init-guard-int.h \
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(OPT) $(WARN) -D_FORTIFY_SOURCE=2 -fstack-protector-strong -static -o $@ $(INIT_SRC)
 
+# sbx-host, the bridge's client inside the sandbox, is bound into images
+# too: static, libc only, like sbx-init (cmd/sbx-host.c includes no lib/).
+$(HOSTCLI): cmd/sbx-host.c
+	@mkdir -p $(dir $@)
+	$(CC) -D_GNU_SOURCE -DSBX_VERSION='"$(VERSION)"' $(OPT) $(WARN) -D_FORTIFY_SOURCE=2 -fstack-protector-strong -static -o $@ cmd/sbx-host.c
+
 $(B)/tests/unit/t-%: tests/unit/t-%.c tests/unit/tap.h $(LIBSBX)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -iquote tests/unit $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBSBX) $(LIBS_ALL)
@@ -239,7 +247,7 @@ install: all
 		$(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man7 \
 		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR)
 	install -m 0755 $(FRONT) $(DESTDIR)$(BINDIR)/sbx
-	install -m 0755 $(PROG_BIN) $(INIT) $(DESTDIR)$(LIBEXECDIR)/sbx/
+	install -m 0755 $(PROG_BIN) $(INIT) $(HOSTCLI) $(DESTDIR)$(LIBEXECDIR)/sbx/
 	for m in man/*.1; do install -m 0644 $$m $(DESTDIR)$(MANDIR)/man1/; done
 	for m in man/*.5; do [ -e "$$m" ] && install -m 0644 $$m $(DESTDIR)$(MANDIR)/man5/; done; true
 	for m in man/*.7; do [ -e "$$m" ] && install -m 0644 $$m $(DESTDIR)$(MANDIR)/man7/; done; true
