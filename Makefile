@@ -201,6 +201,13 @@ $(B)/tests/unit/t-config: LIBS_ALL += $(CARES_LIBS)
 # sbx install checks its registries as `sbx proxy check --resolve` does.
 $(B)/libexec/sbx/sbx-install: LIBS_ALL += $(CARES_LIBS)
 
+# sbx-bridge alone serves HTTP (libmicrohttpd), keeps memory in SQLite
+# (FTS5) and forwards inference with libcurl: only it and its test link
+# them (tests/integration/0910-needed.sh).
+BRIDGE_LIBS := $(shell $(PKG_CONFIG) --libs libmicrohttpd sqlite3 libcurl 2>/dev/null) -lpthread
+$(B)/libexec/sbx/sbx-bridge: LIBS_ALL += $(BRIDGE_LIBS)
+$(B)/tests/unit/t-bridge: LIBS_ALL += $(BRIDGE_LIBS)
+
 # The init must not depend on anything but libc, statically; no sanitizers
 # (their runtimes are not available statically).
 INIT_SRC = cmd/sbx-init.c cmd/init-setup.c cmd/init-guard.c cmd/init-guard-path.c \

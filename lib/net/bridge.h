@@ -63,7 +63,8 @@ struct sbx_bridge_req {
 	const char	*method;
 	const char	*param;		/* the decoded {name}, or NULL */
 	const char	*query_since, *query_limit;
-	json_t		*body;		/* parsed JSON (object), or NULL */
+	json_t		*body;		/* parsed JSON (object; any value with
+					 * SBX_BR_VALUE), or NULL */
 	const struct sbx_bridge_config *cfg;
 };
 
@@ -85,6 +86,7 @@ typedef void (*sbx_bridge_fn)(const struct sbx_bridge_req *,
 
 #define SBX_BR_BODY	0x1	/* needs a JSON object body */
 #define SBX_BR_PARAM	0x2	/* the pattern ends in {name} */
+#define SBX_BR_VALUE	0x4	/* needs a JSON body, any value */
 
 struct sbx_bridge_route {
 	const char		*method;	/* "GET", "PUT"... */

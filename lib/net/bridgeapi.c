@@ -322,7 +322,7 @@ static const struct sbx_bridge_route routes[] = {
 	    "secrets" },
 	{ "GET", "/v1/config/", SBX_BR_PARAM, SBX_BSVC_OTHER, h_config_get,
 	    "config" },
-	{ "PUT", "/v1/config/", SBX_BR_PARAM, SBX_BSVC_OTHER, h_config_put,
+	{ "PUT", "/v1/config/", SBX_BR_PARAM | SBX_BR_VALUE, SBX_BSVC_OTHER, h_config_put,
 	    "config" },
 	{ "DELETE", "/v1/config/", SBX_BR_PARAM, SBX_BSVC_OTHER,
 	    h_config_del, "config" },

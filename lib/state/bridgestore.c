@@ -52,7 +52,7 @@ read_doc(int dirfd, const char *name, size_t cap, struct sbx_error *e)
 	json_t		*doc;
 
 	if (sbx_read_file_at(dirfd, name, cap, &b, e) == -1) {
-		if (e->sys_errno == ENOENT) {
+		if (sbx_error_absent(e)) {
 			memset(e, 0, sizeof(*e));
 			return json_object();
 		}
@@ -399,7 +399,7 @@ read_lines(int dfd, const char *name, long long since, size_t limit,
 	json_t		*o;
 
 	if (sbx_read_file_at(dfd, name, 64u << 20, &b, &e) == -1)
-		return e.sys_errno == ENOENT ? 0 : -1;
+		return sbx_error_absent(&e) ? 0 : -1;
 	for (p = b.p; p != NULL && p < b.p + b.len &&
 	    json_array_size(out) < limit; p = nl + 1) {
 		if ((nl = memchr(p, '\n', (size_t)(b.p + b.len - p))) == NULL)
@@ -427,7 +427,7 @@ sbx_bstore_events_read(int rootfd, const char *agent,
 
 	if ((dfd = sbx_layout_open(rootfd, SBX_L_AGENT_BRIDGE, agent,
 	    O_PATH | O_DIRECTORY | O_CLOEXEC, e)) == -1) {
-		if (e->sys_errno == ENOENT) {
+		if (sbx_error_absent(e)) {
 			memset(e, 0, sizeof(*e));
 			return json_array();
 		}
@@ -457,36 +457,47 @@ static const char schema[] =
     "CREATE VIRTUAL TABLE IF NOT EXISTS mem_fts USING fts5(text, tags, "
     "content='mem', content_rowid='id');";
 
+/*
+ * SQLite opens by path, and opens the WAL and its index by path again
+ * later: it is given /proc/self/fd/N/memory.db of agents/A/bridge/ opened
+ * beneath the root without following symlinks, and N stays open (in
+ * *dfd) until the database is closed.
+ */
 static sqlite3 *
-mem_open(int rootfd, const char *agent, struct sbx_error *e)
+mem_open(int rootfd, const char *agent, int *dfd, struct sbx_error *e)
 {
 	char	 rel[SBX_LAYOUT_PATH_MAX], path[64 + SBX_LAYOUT_PATH_MAX];
 	sqlite3	*db = NULL;
-	int	 dfd;
 
-	if ((dfd = bridge_dir(rootfd, agent, e)) == -1)
+	if ((*dfd = bridge_dir(rootfd, agent, e)) == -1)
 		return NULL;
-	snprintf(path, sizeof(path), "/proc/self/fd/%d/%s", dfd,
+	snprintf(path, sizeof(path), "/proc/self/fd/%d/%s", *dfd,
 	    leaf(SBX_L_AGENT_BR_MEMORY, agent, rel, sizeof(rel)));
 	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE |
-	    SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_NOMUTEX,
-	    NULL) != SQLITE_OK) {
+	    SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
 		sbx_error_set(e, SBX_K_UNAVAILABLE, NULL, "memory_open",
 		    "cannot open %s: %s", rel, db != NULL ?
 		    sqlite3_errmsg(db) : "out of memory");
 		sqlite3_close(db);
-		close(dfd);
+		close(*dfd);
 		return NULL;
 	}
-	close(dfd);
 	sqlite3_busy_timeout(db, 2000);
 	if (sqlite3_exec(db, schema, NULL, NULL, NULL) != SQLITE_OK) {
 		sbx_error_set(e, SBX_K_UNAVAILABLE, NULL, "memory_open",
 		    "%s: %s", rel, sqlite3_errmsg(db));
 		sqlite3_close(db);
+		close(*dfd);
 		return NULL;
 	}
 	return db;
+}
+
+static void
+mem_close(sqlite3 *db, int dfd)
+{
+	sqlite3_close(db);
+	close(dfd);
 }
 
 static int
@@ -538,6 +549,7 @@ sbx_bstore_memory_add(int rootfd, const char *agent, const json_t *body,
 	sqlite3_stmt	*st = NULL;
 	double		 salience = 0.5;
 	long long	 id = -1;
+	int		 dfd;
 	char		 ts[64];
 	size_t		 i;
 
@@ -568,7 +580,7 @@ sbx_bstore_memory_add(int rootfd, const char *agent, const json_t *body,
 		}
 		salience = json_number_value(sal);
 	}
-	if ((db = mem_open(rootfd, agent, e)) == NULL) {
+	if ((db = mem_open(rootfd, agent, &dfd, e)) == NULL) {
 		sbx_buf_release(&tb);
 		return -1;
 	}
@@ -600,7 +612,7 @@ sbx_bstore_memory_add(int rootfd, const char *agent, const json_t *body,
 	st = NULL;
 	if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
 		goto fail;
-	sqlite3_close(db);
+	mem_close(db, dfd);
 	sbx_buf_release(&tb);
 	return id;
 fail:
@@ -608,7 +620,7 @@ fail:
 out:
 	sqlite3_finalize(st);
 	sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
-	sqlite3_close(db);
+	mem_close(db, dfd);
 	sbx_buf_release(&tb);
 	return -1;
 }
@@ -656,7 +668,7 @@ sbx_bstore_memory_query(int rootfd, const char *agent, const json_t *body,
 	sqlite3_stmt	*st;
 	long long	 limit = 10;
 	char		*expr;
-	int		 rc;
+	int		 rc, dfd;
 
 	text = json_string_value(json_object_get(body, "text"));
 	if (text == NULL || strlen(text) > 4096)
@@ -674,7 +686,7 @@ sbx_bstore_memory_query(int rootfd, const char *agent, const json_t *body,
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "text",
 		    "empty_query", "the query has no word to search for"),
 		    NULL;
-	if ((db = mem_open(rootfd, agent, e)) == NULL) {
+	if ((db = mem_open(rootfd, agent, &dfd, e)) == NULL) {
 		free(expr);
 		return NULL;
 	}
@@ -685,7 +697,7 @@ sbx_bstore_memory_query(int rootfd, const char *agent, const json_t *body,
 	    "JOIN mem m ON m.id = mem_fts.rowid WHERE mem_fts MATCH ?1 "
 	    "ORDER BY s LIMIT ?2", -1, &st, NULL) != SQLITE_OK) {
 		db_err(db, e);
-		sqlite3_close(db);
+		mem_close(db, dfd);
 		free(expr);
 		return NULL;
 	}
@@ -715,7 +727,7 @@ sbx_bstore_memory_query(int rootfd, const char *agent, const json_t *body,
 		out = NULL;
 	}
 	sqlite3_finalize(st);
-	sqlite3_close(db);
+	mem_close(db, dfd);
 	free(expr);
 	return out;
 }
@@ -803,7 +815,7 @@ sbx_bstore_task_get(int rootfd, const char *agent, const char *id,
 		return sbx_error_set(e, SBX_K_NOT_FOUND, "id", "no_such_task",
 		    "no task %s", id), NULL;
 	if ((dfd = tasks_dir(rootfd, agent, 0, e)) == -1) {
-		if (e->sys_errno == ENOENT)
+		if (sbx_error_absent(e))
 			sbx_error_set(e, SBX_K_NOT_FOUND, "id", "no_such_task",
 			    "no task %s", id);
 		return NULL;
@@ -829,7 +841,7 @@ sbx_bstore_task_list(int rootfd, const char *agent, struct sbx_error *e)
 	char	  id[32];
 
 	if ((dfd = tasks_dir(rootfd, agent, 0, e)) == -1) {
-		if (e->sys_errno != ENOENT)
+		if (!sbx_error_absent(e))
 			return NULL;
 		memset(e, 0, sizeof(*e));
 		return json_array();
