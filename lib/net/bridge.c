@@ -104,135 +104,6 @@ static struct {
 	int				 stop;
 } P = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-static const char *const svc_names[SBX_BSVC_N] = { "other", "inference",
-	"dispatch" };
-
-/* ---- configuration ------------------------------------------------------ */
-
-static int
-cfg_uint(const json_t *o, const char *key, unsigned long long lo,
-    unsigned long long hi, unsigned long long *out, struct sbx_error *e)
-{
-	const json_t	*v = json_object_get(o, key);
-
-	if (v == NULL)
-		return 0;
-	if (!json_is_integer(v) || json_integer_value(v) < (json_int_t)lo ||
-	    (unsigned long long)json_integer_value(v) > hi)
-		return sbx_error_set(e, SBX_K_INVALID_ARGS, key, "bad_value",
-		    "config/sandbox.json: bridge.%s must be an integer from "
-		    "%llu to %llu", key, lo, hi);
-	*out = (unsigned long long)json_integer_value(v);
-	return 0;
-}
-
-int
-sbx_bridge_config_load(int rootfd, struct sbx_bridge_config *c,
-    struct sbx_error *e)
-{
-	struct sbx_buf		 b = SBX_BUF_INIT;
-	json_t			*doc = NULL, *br, *inf, *rate;
-	unsigned long long	 n;
-	int			 i;
-
-	memset(c, 0, sizeof(*c));
-	c->idle_exit_ms = 300 * 1000LL;
-	c->header_timeout_ms = 10000;
-	c->idle_timeout_s = 120;
-	c->max_conns = 256;
-	c->max_conns_agent = 32;
-	c->rate[SBX_BSVC_OTHER] = 120;
-	c->rate[SBX_BSVC_INFERENCE] = 60;
-	c->rate[SBX_BSVC_DISPATCH] = 10;
-	c->events_max_bytes = 4u << 20;
-	c->memory_max_entries = 100000;
-	c->inf_timeout_s = 120;
-	if (sbx_read_file_at(rootfd, "config/sandbox.json", 1u << 20, &b, e)
-	    == -1) {
-		if (!sbx_error_absent(e))
-			return -1;
-		memset(e, 0, sizeof(*e));
-		return 0;
-	}
-	doc = sbx_json_parse(b.p != NULL ? b.p : "", b.len, 1u << 20, e);
-	sbx_buf_release(&b);
-	if (doc == NULL)
-		return -1;
-	br = json_object_get(doc, "bridge");
-	if (br != NULL && !json_is_object(br)) {
-		json_decref(doc);
-		return sbx_error_set(e, SBX_K_INVALID_ARGS, "bridge",
-		    "bad_value", "config/sandbox.json: bridge must be an "
-		    "object");
-	}
-#define U(key, lo, hi, dst) do {					\
-	n = (unsigned long long)(dst);					\
-	if (cfg_uint(br, key, lo, hi, &n, e) == -1)			\
-		goto fail;						\
-	(dst) = n;							\
-} while (0)
-	n = (unsigned long long)(c->idle_exit_ms / 1000);
-	if (cfg_uint(br, "idle_exit_s", 1, 31 * 86400ULL, &n, e) == -1)
-		goto fail;
-	c->idle_exit_ms = (long long)n * 1000;
-	U("header_timeout_ms", 100, 600000, c->header_timeout_ms);
-	U("idle_timeout_s", 1, 86400, c->idle_timeout_s);
-	U("max_connections", 1, 4096, c->max_conns);
-	U("max_connections_per_agent", 1, 4096, c->max_conns_agent);
-	U("events_max_bytes", 4096, 1ULL << 30, c->events_max_bytes);
-	U("memory_max_entries", 1, 10000000, c->memory_max_entries);
-	rate = json_object_get(br, "rate_limits");
-	for (i = 0; i < SBX_BSVC_N; i++)
-		if (cfg_uint(rate, svc_names[i], 1, 100000, &n, e) == 0 &&
-		    json_object_get(rate, svc_names[i]) != NULL)
-			c->rate[i] = (unsigned)n;
-		else if (e->kind != NULL)
-			goto fail;
-	inf = json_object_get(br, "inference");
-	if (inf != NULL) {
-		const char *url = json_string_value(json_object_get(inf,
-		    "url"));
-		const char *ka = json_string_value(json_object_get(inf,
-		    "key_agent"));
-		const char *kn = json_string_value(json_object_get(inf,
-		    "key_secret"));
-
-		if (url == NULL || (strncmp(url, "http://", 7) != 0 &&
-		    strncmp(url, "https://", 8) != 0)) {
-			sbx_error_set(e, SBX_K_INVALID_ARGS, "bridge.inference",
-			    "bad_value", "config/sandbox.json: bridge."
-			    "inference.url must be an http(s) URL");
-			goto fail;
-		}
-		c->inf_url = strdup(url);
-		c->inf_key_agent = ka != NULL ? strdup(ka) : NULL;
-		c->inf_key_name = kn != NULL ? strdup(kn) : NULL;
-		n = (unsigned long long)c->inf_timeout_s;
-		if (cfg_uint(inf, "timeout_s", 1, 3600, &n, e) == -1)
-			goto fail;
-		c->inf_timeout_s = (long)n;
-		n = 0;
-		if (cfg_uint(inf, "tokens_per_day", 0, 1ULL << 40, &n, e) == -1)
-			goto fail;
-		c->inf_tokens_day = (long long)n;
-	}
-#undef U
-	json_decref(doc);
-	return 0;
-fail:
-	json_decref(doc);
-	sbx_bridge_config_free(c);
-	return -1;
-}
-
-void
-sbx_bridge_config_free(struct sbx_bridge_config *c)
-{
-	free(c->inf_url);
-	free(c->inf_key_agent);
-	free(c->inf_key_name);
-	c->inf_url = c->inf_key_agent = c->inf_key_name = NULL;
-}
 
 /* ---- agents and rate limits (under P.lock) ------------------------------ */
 
@@ -500,7 +371,7 @@ begin(struct MHD_Connection *c, struct conn *cn, const char *url,
 		    "service; retry later");
 
 		json_object_set_new(json_object_get(doc, "error"), "service",
-		    json_string(svc_names[rt->svc]));
+		    json_string(sbx_bridge_svc_names[rt->svc]));
 		return respond_json(c, 429, doc, body, wait);
 	}
 	if ((q = calloc(1, sizeof(*q))) == NULL)

@@ -112,10 +112,20 @@ const struct sbx_bridge_route *sbx_bridge_route_find(const char *method,
 void	sbx_bridge_error(struct sbx_bridge_resp *, unsigned status,
 	    const char *code, const char *fmt, ...)
 	    __attribute__((format(printf, 4, 5)));
-/* Defaults, then config/sandbox.json's "bridge" object. */
+/* The services' names, as in bridge.rate_limits. */
+extern const char *const sbx_bridge_svc_names[SBX_BSVC_N];
+/* Defaults, then config/sandbox.json's "bridge" object (bridgecfg.c). */
+int	sbx_bridge_config_from(const json_t *sandbox_json,
+	    struct sbx_bridge_config *, struct sbx_error *);
 int	sbx_bridge_config_load(int rootfd, struct sbx_bridge_config *,
 	    struct sbx_error *);
 void	sbx_bridge_config_free(struct sbx_bridge_config *);
+/* sbx config's check of either file (agent: only bridge.enabled). */
+int	sbx_bridge_config_check(const json_t *doc, int agent,
+	    const char *origin, struct sbx_error *);
+/* Do the agent's runs get the bridge?  The agent's bridge.enabled, else
+ * the global one, else no. */
+int	sbx_bridge_enabled(const json_t *global, const json_t *agent);
 /* Constant-time token comparison: 1 equal. */
 int	sbx_bridge_token_eq(const char *a, size_t alen, const char *b,
 	    size_t blen);
