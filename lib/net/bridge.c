@@ -105,6 +105,18 @@ static struct {
 } P = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 
+/* Answers written straight to the socket, before libmicrohttpd could. */
+static const char too_large[] = "HTTP/1.1 413 Content Too Large\r\n"
+    "Content-Type: application/json\r\nConnection: close\r\n"
+    "Content-Length: 71\r\n\r\n"
+    "{\"error\":{\"code\":\"body_too_large\",\"message\":\"the body is over 8 MiB\"}}\n";
+
+static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\n"
+    "Content-Type: application/json\r\nConnection: close\r\n"
+    "Retry-After: 1\r\nContent-Length: 80\r\n\r\n"
+    "{\"error\":{\"code\":\"too_many_connections\",\"message\":\"too many "
+    "open connections\"}}\n";
+
 /* ---- agents and rate limits (under P.lock) ------------------------------ */
 
 static struct agent *
@@ -408,10 +420,17 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
 		/* A chunked body is counted as it comes: past the cap, 413
 		 * and the connection closed, the rest never read. */
 		if (q->body.len + *upload_data_size > SBX_BRIDGE_BODY_MAX) {
-			q->answered = 1;
-			*upload_data_size = 0;
-			return respond_err(c, 413, "body_too_large", "the body "
-			    "is over 8 MiB", 1);
+			/*
+			 * libmicrohttpd cannot answer in the middle of an
+			 * upload: the 413 is written here, in this
+			 * connection's own thread, our side shut, and the
+			 * connection dropped.  The client reads the answer
+			 * before it sees the end.
+			 */
+			(void)!send(cn->fd, too_large, sizeof(too_large) - 1,
+			    MSG_NOSIGNAL);
+			(void)shutdown(cn->fd, SHUT_WR);
+			return MHD_NO;
 		}
 		if (sbx_buf_append(&q->body, upload_data, *upload_data_size)
 		    == -1)
@@ -602,12 +621,6 @@ session_open(struct session *s, json_t *req, int chan, struct sbx_error *e)
 	s->chan = chan;
 	return 0;
 }
-
-static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\n"
-    "Content-Type: application/json\r\nConnection: close\r\n"
-    "Retry-After: 1\r\nContent-Length: 86\r\n\r\n"
-    "{\"error\":{\"code\":\"too_many_connections\",\"message\":\"too many "
-    "open connections\"}}\n";
 
 /* A connection from the sandbox, for s's agent. */
 static void
@@ -865,8 +878,8 @@ sbx_bridge_serve(int rootfd, int listen_fd,
 	    MHD_USE_THREAD_PER_CONNECTION | MHD_USE_NO_LISTEN_SOCKET |
 	    MHD_USE_ITC, 0, NULL, NULL,
 	    on_request, NULL,
-	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SBX_BRIDGE_HEAD_MAX +
-	    (size_t)8192,
+	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SBX_BRIDGE_HEAD_MAX,
+	    MHD_OPTION_STRICT_FOR_CLIENT, (int)1,
 	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->idle_timeout_s,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_conns + 8,
 	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
