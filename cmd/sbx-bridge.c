@@ -380,9 +380,10 @@ parse(int argc, char *argv[], const char **subp, int *nargs, char ***args)
 {
 	struct sbx_error	 e = { 0 };
 	struct sbx_buf		 b = SBX_BUF_INIT;
+	static char		*ops[8];
 	const char		*sub;
 	char			*end;
-	int			 ch;
+	int			 ch, nops = 0;
 
 	sub = argc > 1 && argv[1][0] != '-' ? argv[1] : NULL;
 	if (sub != NULL) {
@@ -391,8 +392,23 @@ parse(int argc, char *argv[], const char **subp, int *nargs, char ***args)
 		argc--;
 	}
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, g.optstring, g.longopts, NULL))
-	    != -1) {
+	/* Operands may come before options (task done ID --agent A): each
+	 * one is set aside and getopt goes on after it. */
+	for (;;) {
+	if ((ch = getopt_long(argc, argv, g.optstring, g.longopts, NULL))
+	    == -1) {
+		if (optind >= argc)
+			break;
+		if (strcmp(argv[optind - 1], "--") == 0 && optind > 1) {
+			while (optind < argc && nops < 8)
+				ops[nops++] = argv[optind++];
+			break;
+		}
+		if (nops == 8)
+			usage_err(NULL);
+		ops[nops++] = argv[optind++];
+		continue;
+	}
 		ch = sbx_opts_id(&g, ch);
 		if (ch != '?' && ch != ':')
 			sbx_opts_seen(&seen, ch);
@@ -447,16 +463,13 @@ parse(int argc, char *argv[], const char **subp, int *nargs, char ***args)
 			usage_err(&e);
 		}
 	}
-	argc -= optind;
-	argv += optind;
-	if (sub == NULL && argc > 0) {
-		sub = argv[0];
-		argc--;
-		argv++;
+	if (sub == NULL && nops > 0) {
+		sub = ops[0];
+		memmove(ops, ops + 1, (size_t)--nops * sizeof(*ops));
 	}
 	*subp = sub;
-	*nargs = argc;
-	*args = argv;
+	*nargs = nops;
+	*args = ops;
 }
 
 int

@@ -874,6 +874,7 @@ sbx_bridge_serve(int rootfd, int listen_fd,
 	P.lfd = listen_fd;
 	P.cfg = cfg;
 	signal(SIGPIPE, SIG_IGN);
+	sbx_bridge_inference_init();
 	P.d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |
 	    MHD_USE_THREAD_PER_CONNECTION | MHD_USE_NO_LISTEN_SOCKET |
 	    MHD_USE_ITC, 0, NULL, NULL,

@@ -130,6 +130,11 @@ int	sbx_bridge_enabled(const json_t *global, const json_t *agent);
 int	sbx_bridge_token_eq(const char *a, size_t alen, const char *b,
 	    size_t blen);
 
+/* POST /v1/inference/chat (bridgeinf.c), and its one-time set-up. */
+void	sbx_bridge_inference(const struct sbx_bridge_req *,
+	    struct sbx_bridge_resp *);
+void	sbx_bridge_inference_init(void);
+
 /* The daemon: serve the listening control socket until idle or stopped. */
 int	sbx_bridge_serve(int rootfd, int listen_fd,
 	    const struct sbx_bridge_config *, struct sbx_error *);

@@ -312,9 +312,6 @@ h_dispatch_get(const struct sbx_bridge_req *q, struct sbx_bridge_resp *r)
 	ok(r, t);
 }
 
-/* Inference is in bridgeinf.c (libcurl). */
-void	sbx_bridge_inference(const struct sbx_bridge_req *,
-	    struct sbx_bridge_resp *);
 
 static const struct sbx_bridge_route routes[] = {
 	{ "GET", "/v1/whoami", 0, SBX_BSVC_OTHER, h_whoami, "whoami" },
