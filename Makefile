@@ -232,6 +232,12 @@ $(B)/tests/helpers/%: tests/helpers/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -D_GNU_SOURCE -O1 -static -o $@ $<
 
+# The bridge benchmark's floor links libmicrohttpd, dynamically (it runs
+# on the host only).
+$(B)/tests/helpers/mhd-floor: tests/helpers/mhd-floor.c
+	@mkdir -p $(dir $@)
+	$(CC) -D_GNU_SOURCE -O2 -o $@ $< $(shell $(PKG_CONFIG) --cflags --libs libmicrohttpd)
+
 tests: $(UNIT_BIN) $(HELP_BIN)
 
 # Install what this machine lacks (idempotent; quick when nothing is).

@@ -467,15 +467,41 @@ static const char schema[] =
 /*
  * SQLite opens by path, and opens the WAL and its index by path again
  * later: it is given /proc/self/fd/N/memory.db of agents/A/bridge/ opened
- * beneath the root without following symlinks, and N stays open (in
- * *dfd) until the database is closed.
+ * beneath the root without following symlinks, and N stays open as long
+ * as the database.  Open databases are kept (a few agents, least recently
+ * used closed): opening and checking the schema costs more than a query.
+ * The callers are serialized (bridge.c's lock), so one handle is never
+ * used by two threads.
  */
+#define MEM_CACHE	8
+
+static struct mem_slot {
+	char		 agent[64];
+	sqlite3		*db;
+	int		 dfd;
+	long long	 used;
+} mem_cache[MEM_CACHE];
+static long long	 mem_clock;
+
 static sqlite3 *
 mem_open(int rootfd, const char *agent, int *dfd, struct sbx_error *e)
 {
-	char	 rel[SBX_LAYOUT_PATH_MAX], path[64 + SBX_LAYOUT_PATH_MAX];
-	sqlite3	*db = NULL;
+	char		 rel[SBX_LAYOUT_PATH_MAX];
+	char		 path[64 + SBX_LAYOUT_PATH_MAX];
+	struct mem_slot	*m, *lru = &mem_cache[0];
+	sqlite3		*db = NULL;
+	int		 i;
 
+	for (i = 0; i < MEM_CACHE; i++) {
+		m = &mem_cache[i];
+		if (m->db != NULL && strcmp(m->agent, agent) == 0) {
+			m->used = ++mem_clock;
+			*dfd = m->dfd;
+			return m->db;
+		}
+		if (m->db == NULL || m->used < lru->used)
+			lru = m;
+	}
 	if ((*dfd = bridge_dir(rootfd, agent, e)) == -1)
 		return NULL;
 	snprintf(path, sizeof(path), "/proc/self/fd/%d/%s", *dfd,
@@ -497,14 +523,21 @@ mem_open(int rootfd, const char *agent, int *dfd, struct sbx_error *e)
 		close(*dfd);
 		return NULL;
 	}
+	if (lru->db != NULL) {
+		sqlite3_close(lru->db);
+		close(lru->dfd);
+	}
+	snprintf(lru->agent, sizeof(lru->agent), "%s", agent);
+	lru->db = db;
+	lru->dfd = *dfd;
+	lru->used = ++mem_clock;
 	return db;
 }
 
+/* Kept open in the cache. */
 static void
 mem_close(sqlite3 *db, int dfd)
 {
-	sqlite3_close(db);
-	close(dfd);
 }
 
 static int
@@ -699,10 +732,13 @@ sbx_bstore_memory_query(int rootfd, const char *agent, const json_t *body,
 	}
 	/* bm25() is negative, smaller is better; salience (0..1) makes a
 	 * match up to twice as strong. */
+	/* FTS5 ranks first (its own ORDER BY rank, the cheap path), then
+	 * the best few are weighed by salience. */
 	if (sqlite3_prepare_v2(db, "SELECT m.id, m.text, m.tags, m.salience, "
-	    "m.created, bm25(mem_fts) * (1.0 + m.salience) AS s FROM mem_fts "
-	    "JOIN mem m ON m.id = mem_fts.rowid WHERE mem_fts MATCH ?1 "
-	    "ORDER BY s LIMIT ?2", -1, &st, NULL) != SQLITE_OK) {
+	    "m.created, r.b * (1.0 + m.salience) AS s FROM (SELECT rowid AS "
+	    "id, rank AS b FROM mem_fts WHERE mem_fts MATCH ?1 ORDER BY rank "
+	    "LIMIT ?2 * 4) r JOIN mem m ON m.id = r.id ORDER BY s LIMIT ?2",
+	    -1, &st, NULL) != SQLITE_OK) {
 		db_err(db, e);
 		mem_close(db, dfd);
 		free(expr);
