@@ -20,15 +20,15 @@
 
 #include "init-int.h"
 
-static int	 bheld = -1;
+static int bheld = -1;
 
 /* The token file, from SBX_BRIDGE_TOKEN of the command's environment. */
 static int
 write_token(char **envp)
 {
-	const char	*t = NULL;
-	size_t		 n;
-	int		 fd, rc;
+	const char *t = NULL;
+	size_t	    n;
+	int	    fd, rc;
 
 	for (; envp != NULL && *envp != NULL; envp++)
 		if (strncmp(*envp, "SBX_BRIDGE_TOKEN=", 17) == 0)
@@ -37,8 +37,8 @@ write_token(char **envp)
 		errno = ENOENT;
 		return -1;
 	}
-	fd = open(SBX_INIT_BRIDGE_TOKEN, O_WRONLY | O_CREAT | O_EXCL |
-	    O_NOFOLLOW | O_CLOEXEC, 0600);
+	fd = open(SBX_INIT_BRIDGE_TOKEN,
+	    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd == -1)
 		return -1;
 	n = strlen(t);
@@ -50,16 +50,16 @@ write_token(char **envp)
 int
 bridge_listen(char **envp)
 {
-	struct sockaddr_un	 sun = { .sun_family = AF_UNIX };
-	mode_t			 old;
-	int			 fd;
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	mode_t		   old;
+	int		   fd;
 
 	if (fcntl(FD_BRIDGE, F_SETFD, FD_CLOEXEC) == -1)
 		return -1;
 	if (write_token(envp) == -1)
 		return -1;
 	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
-	    0)) == -1)
+		 0)) == -1)
 		return -1;
 	strcpy(sun.sun_path, SBX_INIT_BRIDGE_SOCK);
 	/* 0600: the sandbox's own uid, which is the command's. */

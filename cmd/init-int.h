@@ -26,9 +26,9 @@ int	proxy_listen(void);
 int	proxy_accept(int lfd);
 int	relay_accept(int lfd, int chan, int *heldp);
 /* The bridge (cmd/init-bridge.c). */
-int	bridge_listen(char **envp);
-int	bridge_accept(int lfd);
-int	bridge_held(void);
+int		 bridge_listen(char **envp);
+int		 bridge_accept(int lfd);
+int		 bridge_held(void);
 int	set_rlimit(const char *spec);
 int	check_workdir(const char *devino, const char *path);
 int	open_tty(const char *size);

@@ -56,8 +56,8 @@ close_others(int keep_proxy, int keep_bridge)
 	int		 fd;
 #ifdef SYS_close_range
 	/* The channels kept, in increasing order (FD_PROXY < FD_BRIDGE). */
-	int		 keep[2], nk = 0, k;
-	unsigned	 lo = FD_ENV + 1;
+	int	 keep[2], nk = 0, k;
+	unsigned lo = FD_ENV + 1;
 
 	if (keep_proxy)
 		keep[nk++] = FD_PROXY;
@@ -65,16 +65,16 @@ close_others(int keep_proxy, int keep_bridge)
 		keep[nk++] = FD_BRIDGE;
 	/* Whatever bwrap or sbx left open must not reach the command. */
 	for (k = 0; k < nk; k++) {
-		if ((unsigned)keep[k] > lo && syscall(SYS_close_range, lo,
-		    (unsigned)keep[k] - 1, 0) != 0)
+		if ((unsigned)keep[k] > lo &&
+		    syscall(SYS_close_range, lo, (unsigned)keep[k] - 1, 0) != 0)
 			break;
 		lo = (unsigned)keep[k] + 1;
 	}
 	if (k == nk && syscall(SYS_close_range, lo, ~0U, 0) == 0)
 		return;
 #endif
-#define KEPT(fd) ((keep_proxy && (fd) == FD_PROXY) || \
-	(keep_bridge && (fd) == FD_BRIDGE))
+#define KEPT(fd) \
+	((keep_proxy && (fd) == FD_PROXY) || (keep_bridge && (fd) == FD_BRIDGE))
 	if ((d = opendir("/proc/self/fd")) == NULL) {
 		for (fd = FD_ENV + 1; fd < 4096; fd++)
 			if (!KEPT(fd))

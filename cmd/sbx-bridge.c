@@ -32,47 +32,53 @@
 #include "proxyclient.h"
 #include "root.h"
 
-#define PROG	"sbx-bridge"
+#define PROG "sbx-bridge"
 
 static const char usage_text[] =
-"usage: sbx bridge serve [--foreground] [--home DIR] [--json] [-q] [-v]\n"
-"       sbx bridge status [--home DIR] [--json] [-q]\n"
-"       sbx bridge stop [--home DIR] [--json] [-q]\n"
-"       sbx bridge events [--agent A] [--since ID] [--follow] [--home DIR]\n"
-"                         [--json] [-q]\n"
-"       sbx bridge tasks [--agent A] [--follow] [--home DIR] [--json] [-q]\n"
-"       sbx bridge task done ID [--agent A] [--result JSON] [--home DIR]\n"
-"                            [--json] [-q]\n";
+    "usage: sbx bridge serve [--foreground] [--home DIR] [--json] [-q] [-v]\n"
+    "       sbx bridge status [--home DIR] [--json] [-q]\n"
+    "       sbx bridge stop [--home DIR] [--json] [-q]\n"
+    "       sbx bridge events [--agent A] [--since ID] [--follow] [--home DIR]\n"
+    "                         [--json] [-q]\n"
+    "       sbx bridge tasks [--agent A] [--follow] [--home DIR] [--json] [-q]\n"
+    "       sbx bridge task done ID [--agent A] [--result JSON] [--home DIR]\n"
+    "                            [--json] [-q]\n";
 
 static const char help_text[] =
-"\n"
-"The host API of code inside the sandbox (sbx-host there): plugin\n"
-"secrets, config, events, memory, inference, dispatch and a log, each\n"
-"request authenticated as one agent by its token. sbx exec starts it on\n"
-"demand for agents with bridge.enabled; it exits after a while without\n"
-"work.\n"
-"\n"
-"  serve                  run the bridge of this state root (one per root)\n"
-"  status                 is it running? (exit 0 yes, 1 no)\n"
-"  stop                   ask it to exit\n"
-"  events                 the agent's events (JSON lines with --json)\n"
-"  tasks                  the agent's dispatched tasks\n"
-"  task done ID           mark a task done\n"
-"\n";
+    "\n"
+    "The host API of code inside the sandbox (sbx-host there): plugin\n"
+    "secrets, config, events, memory, inference, dispatch and a log, each\n"
+    "request authenticated as one agent by its token. sbx exec starts it on\n"
+    "demand for agents with bridge.enabled; it exits after a while without\n"
+    "work.\n"
+    "\n"
+    "  serve                  run the bridge of this state root (one per root)\n"
+    "  status                 is it running? (exit 0 yes, 1 no)\n"
+    "  stop                   ask it to exit\n"
+    "  events                 the agent's events (JSON lines with --json)\n"
+    "  tasks                  the agent's dispatched tasks\n"
+    "  task done ID           mark a task done\n"
+    "\n";
 
-enum { OPT_HOME = 256, OPT_FOREGROUND, OPT_VERSION, OPT_SINCE,
-	OPT_RESULT };
+enum { OPT_HOME = 256, OPT_FOREGROUND, OPT_VERSION, OPT_SINCE, OPT_RESULT };
 
 enum {
-	S_SERVE = 1, S_STATUS = 2, S_STOP = 4, S_EVENTS = 8, S_TASKS = 16,
+	S_SERVE = 1,
+	S_STATUS = 2,
+	S_STOP = 4,
+	S_EVENTS = 8,
+	S_TASKS = 16,
 	S_TASK = 32,
 	S_ALL = S_SERVE | S_STATUS | S_STOP | S_EVENTS | S_TASKS | S_TASK,
 };
 
 static const struct sbx_opts_sub subs[] = {
-	{ "serve", S_SERVE, NULL }, { "status", S_STATUS, NULL },
-	{ "stop", S_STOP, NULL }, { "events", S_EVENTS, NULL },
-	{ "tasks", S_TASKS, NULL }, { "task done", S_TASK, "@text" },
+	{ "serve", S_SERVE, NULL },
+	{ "status", S_STATUS, NULL },
+	{ "stop", S_STOP, NULL },
+	{ "events", S_EVENTS, NULL },
+	{ "tasks", S_TASKS, NULL },
+	{ "task done", S_TASK, "@text" },
 };
 
 static const struct sbx_opt rows[] = {
@@ -89,13 +95,14 @@ static const struct sbx_opt rows[] = {
 	    "events: only those after event ID", S_EVENTS, 0 },
 	{ OPT_HOME, "home", 0, SBX_OPT_REQ, "DIR", "@dir",
 	    "state root (default: $SBX_HOME, $XDG_DATA_HOME/sbx,\n"
-	    "~/.local/share/sbx)", S_ALL, 0 },
+	    "~/.local/share/sbx)",
+	    S_ALL, 0 },
 	{ 'j', "json", 'j', SBX_OPT_NONE, NULL, NULL,
 	    "print JSON (also SBX_JSON=1)", S_ALL, 0 },
 	{ 'q', "quiet", 'q', SBX_OPT_NONE, NULL, NULL,
 	    "print nothing on success", S_ALL, 0 },
-	{ 'v', "verbose", 'v', SBX_OPT_NONE, NULL, NULL,
-	    "serve: more detail", S_SERVE, 0 },
+	{ 'v', "verbose", 'v', SBX_OPT_NONE, NULL, NULL, "serve: more detail",
+	    S_SERVE, 0 },
 	{ 'h', "help", 'h', SBX_OPT_NONE, NULL, NULL, "this help", S_ALL, 0 },
 	{ OPT_VERSION, "version", 0, SBX_OPT_NONE, NULL, NULL,
 	    "print the version", S_ALL, 0 },
@@ -105,24 +112,22 @@ static const struct sbx_opts table = { PROG, "sbx bridge", rows,
 	SBX_OPTS_N(rows), subs, SBX_OPTS_N(subs), 0, NULL, 25 };
 
 static struct {
-	const char	*agent, *home, *result;
-	long long	 since;
-	int		 foreground, json, quiet, verbose, follow;
-	const char	*tool;
+	const char *agent, *home, *result;
+	long long   since;
+	int	    foreground, json, quiet, verbose, follow;
+	const char *tool;
 } O;
 
-static struct sbx_opts_getopt	 g;
-static struct sbx_opts_seen	 seen;
+static struct sbx_opts_getopt g;
+static struct sbx_opts_seen   seen;
 
-static void __attribute__((noreturn))
-usage_err(const struct sbx_error *e)
+static void __attribute__((noreturn)) usage_err(const struct sbx_error *e)
 {
 	sbx_cmd_usage(PROG, O.tool, O.json, e, usage_text, sbx_cmd_emit);
 	exit(SBX_EX_USAGE);
 }
 
-static void __attribute__((noreturn))
-fail(struct sbx_error *e)
+static void __attribute__((noreturn)) fail(struct sbx_error *e)
 {
 	sbx_cmd_fail(PROG, O.tool, O.json, e, NULL, sbx_cmd_emit, -1);
 }
@@ -153,8 +158,8 @@ cmd_serve(struct sbx_root *root)
 		fail(&e);
 	if ((runfd = sbx_mkdirs_at(root->fd, "run", 0711, &e)) == -1)
 		fail(&e);
-	if ((pidfd = openat(runfd, SBX_BRIDGE_PID, O_RDWR | O_CREAT |
-	    O_NOFOLLOW | O_CLOEXEC, 0600)) == -1) {
+	if ((pidfd = openat(runfd, SBX_BRIDGE_PID,
+		 O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600)) == -1) {
 		sbx_error_sys(&e, "pidfile", "cannot open run/%s",
 		    SBX_BRIDGE_PID);
 		fail(&e);
@@ -165,8 +170,9 @@ cmd_serve(struct sbx_root *root)
 
 		b[n > 0 ? n : 0] = '\0';
 		b[strcspn(b, "\n")] = '\0';
-		ok(json_pack("{s:b,s:b,s:s}", "running", 1, "started", 0,
-		    "pid", b), "sbx-bridge: already running");
+		ok(json_pack("{s:b,s:b,s:s}", "running", 1, "started", 0, "pid",
+		       b),
+		    "sbx-bridge: already running");
 		return 0;
 	}
 	if (!O.foreground) {
@@ -178,13 +184,14 @@ cmd_serve(struct sbx_root *root)
 			close(pp[1]);
 			if (read(pp[0], &c, 1) != 1 || c != 'R') {
 				sbx_error_set(&e, SBX_K_UNAVAILABLE, NULL,
-				    "start_failed", "the bridge did not "
+				    "start_failed",
+				    "the bridge did not "
 				    "start; run `sbx bridge serve "
 				    "--foreground` to see why");
 				fail(&e);
 			}
 			ok(json_pack("{s:b,s:b,s:s}", "running", 1, "started",
-			    1, "socket", "run/" SBX_BRIDGE_SOCK),
+			       1, "socket", "run/" SBX_BRIDGE_SOCK),
 			    "sbx-bridge: started");
 			exit(0);
 		}
@@ -235,19 +242,20 @@ cmd_serve(struct sbx_root *root)
 static int
 cmd_status(struct sbx_root *root, int stop)
 {
-	struct sbx_error	 e;
-	json_t			*ans, *res;
-	int			 ctl;
-	char			 text[256];
+	struct sbx_error e;
+	json_t		*ans, *res;
+	int		 ctl;
+	char		 text[256];
 
 	memset(&e, 0, sizeof(e));
-	if (root->fd < 0 || (ctl = sbx_daemon_connect(root->fd,
-	    SBX_BRIDGE_SOCK, "bridge", &e)) == -1) {
+	if (root->fd < 0 ||
+	    (ctl = sbx_daemon_connect(root->fd, SBX_BRIDGE_SOCK, "bridge",
+		 &e)) == -1) {
 		ok(json_pack("{s:b}", "running", 0), "sbx-bridge: not running");
 		return stop ? 0 : SBX_EX_NEGATIVE;
 	}
-	ans = sbx_proxyclient_call(ctl, json_pack("{s:s}", "op", stop ?
-	    "stop" : "status"), -1, 5000, &e);
+	ans = sbx_proxyclient_call(ctl,
+	    json_pack("{s:s}", "op", stop ? "stop" : "status"), -1, 5000, &e);
 	close(ctl);
 	if (ans == NULL)
 		fail(&e);
@@ -257,12 +265,13 @@ cmd_status(struct sbx_root *root, int stop)
 		    "sbx-bridge: stopped");
 		return 0;
 	}
-	res = json_pack("{s:b,s:O,s:O,s:O,s:s}", "running", 1,
-	    "pid", json_object_get(ans, "pid"),
-	    "sessions", json_object_get(ans, "sessions"),
-	    "connections", json_object_get(ans, "connections"),
-	    "socket", "run/" SBX_BRIDGE_SOCK);
-	snprintf(text, sizeof(text), "sbx-bridge: running (pid %lld), %lld "
+	res = json_pack("{s:b,s:O,s:O,s:O,s:s}", "running", 1, "pid",
+	    json_object_get(ans, "pid"), "sessions",
+	    json_object_get(ans, "sessions"), "connections",
+	    json_object_get(ans, "connections"), "socket",
+	    "run/" SBX_BRIDGE_SOCK);
+	snprintf(text, sizeof(text),
+	    "sbx-bridge: running (pid %lld), %lld "
 	    "sessions, %lld connections",
 	    json_integer_value(json_object_get(ans, "pid")),
 	    json_integer_value(json_object_get(ans, "sessions")),
@@ -277,7 +286,7 @@ cmd_status(struct sbx_root *root, int stop)
 static void
 print_item(const json_t *o, int task)
 {
-	char	*s;
+	char *s;
 
 	if (O.json) {
 		s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
@@ -285,16 +294,18 @@ print_item(const json_t *o, int task)
 			printf("%s\n", s);
 		free(s);
 	} else if (task)
-		printf("%s\t%s\t%s\n", json_string_value(json_object_get(o,
-		    "id")), json_string_value(json_object_get(o, "status")),
+		printf("%s\t%s\t%s\n",
+		    json_string_value(json_object_get(o, "id")),
+		    json_string_value(json_object_get(o, "status")),
 		    json_string_value(json_object_get(o, "task")));
 	else {
-		s = json_dumps(json_object_get(o, "data"), JSON_COMPACT |
-		    JSON_ENCODE_ANY);
-		printf("%lld\t%s\t%s\t%s\n", (long long)json_integer_value(
-		    json_object_get(o, "id")), json_string_value(
-		    json_object_get(o, "ts")), json_string_value(
-		    json_object_get(o, "type")), s != NULL ? s : "null");
+		s = json_dumps(json_object_get(o, "data"),
+		    JSON_COMPACT | JSON_ENCODE_ANY);
+		printf("%lld\t%s\t%s\t%s\n",
+		    (long long)json_integer_value(json_object_get(o, "id")),
+		    json_string_value(json_object_get(o, "ts")),
+		    json_string_value(json_object_get(o, "type")),
+		    s != NULL ? s : "null");
 		free(s);
 	}
 	fflush(stdout);
@@ -303,16 +314,16 @@ print_item(const json_t *o, int task)
 static int
 cmd_events(struct sbx_root *root)
 {
-	struct sbx_error	 e = { 0 };
-	long long		 since = O.since;
-	json_t			*a, *v;
-	size_t			 i;
+	struct sbx_error e = { 0 };
+	long long	 since = O.since;
+	json_t		*a, *v;
+	size_t		 i;
 
 	for (;;) {
 		if ((a = sbx_bstore_events_read(root->fd, O.agent,
-		    SBX_BSTORE_EVENTS, since, 1000, &e)) == NULL)
+			 SBX_BSTORE_EVENTS, since, 1000, &e)) == NULL)
 			fail(&e);
-		json_array_foreach(a, i, v) {
+		json_array_foreach (a, i, v) {
 			print_item(v, 0);
 			since = json_integer_value(json_object_get(v, "id"));
 		}
@@ -326,22 +337,23 @@ cmd_events(struct sbx_root *root)
 static int
 cmd_tasks(struct sbx_root *root)
 {
-	struct sbx_error	 e = { 0 };
-	json_t			*a, *v, *seen_ids = json_object();
-	const char		*id;
-	size_t			 i;
+	struct sbx_error e = { 0 };
+	json_t		*a, *v, *seen_ids = json_object();
+	const char	*id;
+	size_t		 i;
 
 	for (;;) {
 		if ((a = sbx_bstore_task_list(root->fd, O.agent, &e)) == NULL)
 			fail(&e);
-		json_array_foreach(a, i, v) {
+		json_array_foreach (a, i, v) {
 			id = json_string_value(json_object_get(v, "id"));
-			if (id == NULL || (json_object_get(seen_ids, id) !=
-			    NULL && json_equal(json_object_get(seen_ids, id),
-			    json_object_get(v, "status"))))
+			if (id == NULL ||
+			    (json_object_get(seen_ids, id) != NULL &&
+				json_equal(json_object_get(seen_ids, id),
+				    json_object_get(v, "status"))))
 				continue;
-			json_object_set(seen_ids, id, json_object_get(v,
-			    "status"));
+			json_object_set(seen_ids, id,
+			    json_object_get(v, "status"));
 			print_item(v, 1);
 		}
 		json_decref(a);
@@ -356,18 +368,18 @@ cmd_tasks(struct sbx_root *root)
 static int
 cmd_task_done(struct sbx_root *root, const char *id)
 {
-	struct sbx_error	 e = { 0 };
-	json_t			*res = NULL, *t;
-	char			 text[128];
+	struct sbx_error e = { 0 };
+	json_t		*res = NULL, *t;
+	char		 text[128];
 
-	if (O.result != NULL && (res = json_loads(O.result,
-	    JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, NULL)) == NULL) {
+	if (O.result != NULL &&
+	    (res = json_loads(O.result,
+		 JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, NULL)) == NULL) {
 		sbx_error_set(&e, SBX_K_INVALID_ARGS, "result", "bad_json",
 		    "--result is not JSON");
 		usage_err(&e);
 	}
-	if ((t = sbx_bstore_task_done(root->fd, O.agent, id, res, &e)) ==
-	    NULL)
+	if ((t = sbx_bstore_task_done(root->fd, O.agent, id, res, &e)) == NULL)
 		fail(&e);
 	json_decref(res);
 	snprintf(text, sizeof(text), "sbx-bridge: task %s done", id);
@@ -378,12 +390,12 @@ cmd_task_done(struct sbx_root *root, const char *id)
 static void
 parse(int argc, char *argv[], const char **subp, int *nargs, char ***args)
 {
-	struct sbx_error	 e = { 0 };
-	struct sbx_buf		 b = SBX_BUF_INIT;
-	static char		*ops[8];
-	const char		*sub;
-	char			*end;
-	int			 ch, nops = 0;
+	struct sbx_error e = { 0 };
+	struct sbx_buf	 b = SBX_BUF_INIT;
+	static char	*ops[8];
+	const char	*sub;
+	char		*end;
+	int		 ch, nops = 0;
 
 	sub = argc > 1 && argv[1][0] != '-' ? argv[1] : NULL;
 	if (sub != NULL) {
@@ -395,36 +407,28 @@ parse(int argc, char *argv[], const char **subp, int *nargs, char ***args)
 	/* Operands may come before options (task done ID --agent A): each
 	 * one is set aside and getopt goes on after it. */
 	for (;;) {
-	if ((ch = getopt_long(argc, argv, g.optstring, g.longopts, NULL))
-	    == -1) {
-		if (optind >= argc)
-			break;
-		if (strcmp(argv[optind - 1], "--") == 0 && optind > 1) {
-			while (optind < argc && nops < 8)
-				ops[nops++] = argv[optind++];
-			break;
+		if ((ch = getopt_long(argc, argv, g.optstring, g.longopts,
+			 NULL)) == -1) {
+			if (optind >= argc)
+				break;
+			if (strcmp(argv[optind - 1], "--") == 0 && optind > 1) {
+				while (optind < argc && nops < 8)
+					ops[nops++] = argv[optind++];
+				break;
+			}
+			if (nops == 8)
+				usage_err(NULL);
+			ops[nops++] = argv[optind++];
+			continue;
 		}
-		if (nops == 8)
-			usage_err(NULL);
-		ops[nops++] = argv[optind++];
-		continue;
-	}
 		ch = sbx_opts_id(&g, ch);
 		if (ch != '?' && ch != ':')
 			sbx_opts_seen(&seen, ch);
 		switch (ch) {
-		case 'a':
-			O.agent = optarg;
-			break;
-		case 'f':
-			O.follow = 1;
-			break;
-		case OPT_FOREGROUND:
-			O.foreground = 1;
-			break;
-		case OPT_RESULT:
-			O.result = optarg;
-			break;
+		case 'a': O.agent = optarg; break;
+		case 'f': O.follow = 1; break;
+		case OPT_FOREGROUND: O.foreground = 1; break;
+		case OPT_RESULT: O.result = optarg; break;
 		case OPT_SINCE:
 			errno = 0;
 			O.since = strtoll(optarg, &end, 10);
@@ -435,18 +439,10 @@ parse(int argc, char *argv[], const char **subp, int *nargs, char ***args)
 				usage_err(&e);
 			}
 			break;
-		case OPT_HOME:
-			O.home = optarg;
-			break;
-		case 'j':
-			O.json = 1;
-			break;
-		case 'q':
-			O.quiet = 1;
-			break;
-		case 'v':
-			O.verbose = 1;
-			break;
+		case OPT_HOME: O.home = optarg; break;
+		case 'j': O.json = 1; break;
+		case 'q': O.quiet = 1; break;
+		case 'v': O.verbose = 1; break;
 		case 'h':
 			fputs(usage_text, stdout);
 			fputs(help_text, stdout);
@@ -454,9 +450,7 @@ parse(int argc, char *argv[], const char **subp, int *nargs, char ***args)
 				fputs(b.p, stdout);
 			sbx_buf_release(&b);
 			exit(0);
-		case OPT_VERSION:
-			printf("%s %s\n", PROG, SBX_VERSION);
-			exit(0);
+		case OPT_VERSION: printf("%s %s\n", PROG, SBX_VERSION); exit(0);
 		default:
 			sbx_cli_getopt_error(argc, argv, g.optstring,
 			    g.longopts, &e);
@@ -475,12 +469,12 @@ parse(int argc, char *argv[], const char **subp, int *nargs, char ***args)
 int
 main(int argc, char *argv[])
 {
-	struct sbx_root		 root = SBX_ROOT_INIT;
-	struct sbx_error	 e = { 0 };
-	const char		*sub;
-	char			**args, *w[2], tool[32];
-	unsigned		 bit;
-	int			 ch, n, nw;
+	struct sbx_root	 root = SBX_ROOT_INIT;
+	struct sbx_error e = { 0 };
+	const char	*sub;
+	char	       **args, *w[2], tool[32];
+	unsigned	 bit;
+	int		 ch, n, nw;
 
 	if (sbx_fd_sanitize_std() == -1)
 		return SBX_EX_OSERR;
@@ -489,8 +483,8 @@ main(int argc, char *argv[])
 		return ch;
 	if (sbx_opts_getopt(&table, ~0u, "+", &g) == -1)
 		return SBX_EX_SOFTWARE;
-	O.json = sbx_cli_wants_json(argc, argv, g.optstring + 1, g.longopts,
-	    NULL);
+	O.json =
+	    sbx_cli_wants_json(argc, argv, g.optstring + 1, g.longopts, NULL);
 	if ((O.agent = getenv("SBX_AGENT")) == NULL || *O.agent == '\0')
 		O.agent = "default";
 	O.tool = "bridge";
@@ -501,12 +495,12 @@ main(int argc, char *argv[])
 	w[0] = (char *)sub;
 	w[1] = n > 0 ? args[0] : NULL;
 	nw = strcmp(sub, "task") == 0 ? 2 : 1;
-	if ((nw == 2 && n == 0) || (bit = sbx_opts_sub_find(&table, nw, w,
-	    NULL)) == 0) {
+	if ((nw == 2 && n == 0) ||
+	    (bit = sbx_opts_sub_find(&table, nw, w, NULL)) == 0) {
 		sbx_error_set(&e, SBX_K_INVALID_ARGS, "subcommand",
 		    "unknown_subcommand", "unknown subcommand `%s%s%s`", sub,
-		    nw == 2 && n > 0 ? " " : "", nw == 2 && n > 0 ? args[0] :
-		    "");
+		    nw == 2 && n > 0 ? " " : "",
+		    nw == 2 && n > 0 ? args[0] : "");
 		usage_err(&e);
 	}
 	if (n != (nw == 2 ? 2 : 0))
@@ -526,8 +520,8 @@ main(int argc, char *argv[])
 			fail(&e);
 		return cmd_serve(&root);
 	}
-	if (sbx_root_open(&root, 0, &e) == -1 && (e.reason == NULL ||
-	    strcmp(e.reason, "state_root_missing") != 0))
+	if (sbx_root_open(&root, 0, &e) == -1 &&
+	    (e.reason == NULL || strcmp(e.reason, "state_root_missing") != 0))
 		fail(&e);
 	if (strcmp(sub, "status") == 0 || strcmp(sub, "stop") == 0)
 		ch = cmd_status(&root, strcmp(sub, "stop") == 0);

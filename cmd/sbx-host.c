@@ -31,45 +31,45 @@
 #include <string.h>
 #include <unistd.h>
 
-#define PROG		"sbx-host"
-#define SOCK_DEFAULT	"/run/sbx/bridge.sock"
-#define TOKEN_FILE	"/run/sbx/token"
-#define TOKEN_MAX	256
-#define BODY_MAX	(8u << 20)	/* the bridge's own cap */
-#define HEAD_MAX	(16u << 10)
-#define TIMEOUT_MS	(600 * 1000)	/* a stalled bridge, not a slow model */
+#define PROG	     "sbx-host"
+#define SOCK_DEFAULT "/run/sbx/bridge.sock"
+#define TOKEN_FILE   "/run/sbx/token"
+#define TOKEN_MAX    256
+#define BODY_MAX     (8u << 20) /* the bridge's own cap */
+#define HEAD_MAX     (16u << 10)
+#define TIMEOUT_MS   (600 * 1000) /* a stalled bridge, not a slow model */
 
 /* Exit codes (DESIGN.md section 5). */
-#define EX_NEGATIVE	1
-#define EX_USAGE	64
-#define EX_DATAERR	65
-#define EX_UNAVAILABLE	69
-#define EX_SOFTWARE	70
-#define EX_OSERR	71
-#define EX_IOERR	74
-#define EX_TEMPFAIL	75
-#define EX_NOPERM	77
+#define EX_NEGATIVE    1
+#define EX_USAGE       64
+#define EX_DATAERR     65
+#define EX_UNAVAILABLE 69
+#define EX_SOFTWARE    70
+#define EX_OSERR       71
+#define EX_IOERR       74
+#define EX_TEMPFAIL    75
+#define EX_NOPERM      77
 
 /* A growable byte string. */
 struct str {
-	char	*p;
-	size_t	 len, cap;
+	char  *p;
+	size_t len, cap;
 };
 
 /* One request, as a command builds it. */
 struct req {
-	const char	*method;
-	struct str	 path;		/* /v1/..., percent-encoded */
-	struct str	 body;		/* JSON, or empty */
-	int		 stream;	/* relay the body as it comes */
+	const char *method;
+	struct str  path; /* /v1/..., percent-encoded */
+	struct str  body; /* JSON, or empty */
+	int	    stream; /* relay the body as it comes */
 };
 
-static const char	*plugin;	/* --plugin, or $SBX_PLUGIN */
+static const char *plugin; /* --plugin, or $SBX_PLUGIN */
 
 static void __attribute__((noreturn, format(printf, 2, 3)))
 die(int code, const char *fmt, ...)
 {
-	va_list	 ap;
+	va_list ap;
 
 	fprintf(stderr, "%s: ", PROG);
 	va_start(ap, fmt);
@@ -83,8 +83,8 @@ static void
 s_add(struct str *s, const void *p, size_t n)
 {
 	if (s->len + n + 1 > s->cap) {
-		size_t	 cap = s->cap ? s->cap : 256;
-		char	*q;
+		size_t cap = s->cap ? s->cap : 256;
+		char  *q;
 
 		while (cap < s->len + n + 1)
 			cap *= 2;
@@ -109,7 +109,7 @@ s_puts(struct str *s, const char *p)
 static void
 s_json(struct str *s, const char *p)
 {
-	char	 u[8];
+	char u[8];
 
 	s_add(s, "\"", 1);
 	for (; *p != '\0'; p++) {
@@ -133,8 +133,8 @@ s_json(struct str *s, const char *p)
 static void
 s_seg(struct str *s, const char *p)
 {
-	static const char	 hex[] = "0123456789ABCDEF";
-	char			 e[3];
+	static const char hex[] = "0123456789ABCDEF";
+	char		  e[3];
 
 	if (*p == '\0')
 		die(EX_USAGE, "empty name");
@@ -160,7 +160,7 @@ s_seg(struct str *s, const char *p)
 static void
 s_value(struct str *s, const char *v)
 {
-	const char	*p = v;
+	const char *p = v;
 
 	while (*p == ' ' || *p == '\t' || *p == '\n')
 		p++;
@@ -176,8 +176,8 @@ s_value(struct str *s, const char *v)
 static void
 s_stdin(struct str *s)
 {
-	char	 b[65536];
-	ssize_t	 r;
+	char	b[65536];
+	ssize_t r;
 
 	for (;;) {
 		r = read(0, b, sizeof(b));
@@ -201,7 +201,7 @@ s_stdin(struct str *s)
 static const char *
 opt(int *argc, char **argv, const char *name, int flag)
 {
-	int	 i, j;
+	int i, j;
 
 	for (i = 0; i < *argc; i++) {
 		const char *v;
@@ -283,7 +283,7 @@ c_events_emit(struct req *r, int argc, char **argv)
 static void
 c_events_list(struct req *r, int argc, char **argv)
 {
-	const char	*since, *limit;
+	const char *since, *limit;
 
 	since = opt(&argc, argv, "--since", 0);
 	limit = opt(&argc, argv, "--limit", 0);
@@ -301,26 +301,27 @@ c_events_list(struct req *r, int argc, char **argv)
 static void
 c_memory_store(struct req *r, int argc, char **argv)
 {
-	const char	*tags, *sal;
+	const char *tags, *sal;
 
 	tags = opt(&argc, argv, "--tags", 0);
 	sal = opt(&argc, argv, "--salience", 0);
 	if (argc != 1)
-		die(EX_USAGE, "usage: memory store TEXT [--tags A,B] "
+		die(EX_USAGE,
+		    "usage: memory store TEXT [--tags A,B] "
 		    "[--salience X]");
 	r->method = "POST";
 	s_puts(&r->path, "/v1/memory");
 	s_puts(&r->body, "{\"text\":");
 	s_json(&r->body, argv[0]);
 	if (tags != NULL) {
-		char	*t, *copy, *save = NULL;
-		int	 first = 1;
+		char *t, *copy, *save = NULL;
+		int   first = 1;
 
 		if ((copy = strdup(tags)) == NULL)
 			die(EX_OSERR, "out of memory");
 		s_puts(&r->body, ",\"tags\":[");
 		for (t = strtok_r(copy, ",", &save); t != NULL;
-		    t = strtok_r(NULL, ",", &save)) {
+		     t = strtok_r(NULL, ",", &save)) {
 			if (!first)
 				s_puts(&r->body, ",");
 			s_json(&r->body, t);
@@ -330,7 +331,7 @@ c_memory_store(struct req *r, int argc, char **argv)
 		free(copy);
 	}
 	if (sal != NULL) {
-		char	*end;
+		char *end;
 
 		(void)strtod(sal, &end);
 		if (*sal == '\0' || *end != '\0')
@@ -344,7 +345,7 @@ c_memory_store(struct req *r, int argc, char **argv)
 static void
 c_memory_query(struct req *r, int argc, char **argv)
 {
-	const char	*limit;
+	const char *limit;
 
 	limit = opt(&argc, argv, "--limit", 0);
 	if (argc != 1)
@@ -366,15 +367,16 @@ c_memory_query(struct req *r, int argc, char **argv)
 static void
 c_inference_chat(struct req *r, int argc, char **argv)
 {
-	const char	*model;
-	int		 stream;
+	const char *model;
+	int	    stream;
 
 	model = opt(&argc, argv, "-m", 0);
 	if (model == NULL)
 		model = opt(&argc, argv, "--model", 0);
 	stream = opt(&argc, argv, "--stream", 1) != NULL;
 	if (model == NULL || argc != 0)
-		die(EX_USAGE, "usage: inference chat -m MODEL [--stream] "
+		die(EX_USAGE,
+		    "usage: inference chat -m MODEL [--stream] "
 		    "< messages.json");
 	r->method = "POST";
 	r->stream = stream;
@@ -384,11 +386,12 @@ c_inference_chat(struct req *r, int argc, char **argv)
 	s_puts(&r->body, stream ? ",\"stream\":true" : ",\"stream\":false");
 	s_puts(&r->body, ",\"messages\":");
 	{
-		struct str	 in = { 0 };
+		struct str in = { 0 };
 
 		s_stdin(&in);
 		if (in.len == 0)
-			die(EX_USAGE, "inference chat reads the messages (a "
+			die(EX_USAGE,
+			    "inference chat reads the messages (a "
 			    "JSON array) on standard input");
 		s_add(&r->body, in.p, in.len);
 		free(in.p);
@@ -436,10 +439,10 @@ c_log(struct req *r, int argc, char **argv)
  * synopsis for usage.  Add a command here and in sbx-host(1).
  */
 static const struct cmd {
-	const char	*w1, *w2;
-	int		 min, max;
-	void		(*build)(struct req *, int, char **);
-	const char	*synopsis;
+	const char *w1, *w2;
+	int	    min, max;
+	void (*build)(struct req *, int, char **);
+	const char *synopsis;
 } cmds[] = {
 	{ "whoami", NULL, 0, 0, c_whoami, "whoami" },
 	{ "secret", "get", 1, 1, c_secret_get, "secret get NAME" },
@@ -460,11 +463,10 @@ static const struct cmd {
 	{ "log", NULL, 2, 2, c_log, "log LEVEL MESSAGE" },
 };
 
-static void __attribute__((noreturn))
-usage(int code)
+static void __attribute__((noreturn)) usage(int code)
 {
-	size_t	 i;
-	FILE	*f = code == 0 ? stdout : stderr;
+	size_t i;
+	FILE  *f = code == 0 ? stdout : stderr;
 
 	fprintf(f, "usage: %s [--plugin ID] COMMAND [ARG...]\n", PROG);
 	for (i = 0; i < sizeof(cmds) / sizeof(*cmds); i++)
@@ -479,10 +481,10 @@ usage(int code)
 static char *
 token(void)
 {
-	static char	 b[TOKEN_MAX + 1];
-	const char	*t;
-	ssize_t		 n;
-	int		 fd;
+	static char b[TOKEN_MAX + 1];
+	const char *t;
+	ssize_t	    n;
+	int	    fd;
 
 	if ((t = getenv("SBX_BRIDGE_TOKEN")) != NULL && *t != '\0') {
 		if (strlen(t) > TOKEN_MAX)
@@ -491,9 +493,11 @@ token(void)
 		return b;
 	}
 	if ((fd = open(TOKEN_FILE, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
-		die(EX_NOPERM, "no bridge token: SBX_BRIDGE_TOKEN is unset "
+		die(EX_NOPERM,
+		    "no bridge token: SBX_BRIDGE_TOKEN is unset "
 		    "and %s cannot be read (%s); is the bridge enabled for "
-		    "this agent?", TOKEN_FILE, strerror(errno));
+		    "this agent?",
+		    TOKEN_FILE, strerror(errno));
 	n = read(fd, b, TOKEN_MAX);
 	close(fd);
 	if (n <= 0)
@@ -506,9 +510,9 @@ token(void)
 static int
 dial(void)
 {
-	struct sockaddr_un	 sun;
-	const char		*path;
-	int			 fd;
+	struct sockaddr_un sun;
+	const char	  *path;
+	int		   fd;
 
 	path = getenv("SBX_BRIDGE_SOCK");
 	if (path == NULL || *path == '\0')
@@ -529,14 +533,16 @@ dial(void)
 static void
 send_all(int fd, const char *p, size_t n)
 {
-	ssize_t	 w;
+	ssize_t w;
 
 	while (n > 0) {
 		if ((w = send(fd, p, n, MSG_NOSIGNAL)) == -1) {
 			if (errno == EINTR)
 				continue;
-			die(EX_UNAVAILABLE, "the bridge closed the connection "
-			    "(%s)", strerror(errno));
+			die(EX_UNAVAILABLE,
+			    "the bridge closed the connection "
+			    "(%s)",
+			    strerror(errno));
 		}
 		p += w;
 		n -= (size_t)w;
@@ -545,17 +551,17 @@ send_all(int fd, const char *p, size_t n)
 
 /* The response reader: a buffer over the socket. */
 static struct {
-	int	 fd;
-	char	 b[65536];
-	size_t	 off, len;
+	int    fd;
+	char   b[65536];
+	size_t off, len;
 } in;
 
 static int
 fill(void)
 {
-	struct pollfd	 pfd = { .fd = in.fd, .events = POLLIN };
-	ssize_t		 r;
-	int		 n;
+	struct pollfd pfd = { .fd = in.fd, .events = POLLIN };
+	ssize_t	      r;
+	int	      n;
 
 	if (in.off > 0 && in.off == in.len)
 		in.off = in.len = 0;
@@ -584,16 +590,18 @@ fill(void)
 static int
 getline_(char *line, size_t max)
 {
-	char	*nl;
-	size_t	 n;
+	char  *nl;
+	size_t n;
 
 	for (;;) {
 		nl = memchr(in.b + in.off, '\n', in.len - in.off);
 		if (nl != NULL)
 			break;
 		if (in.len - in.off >= max)
-			die(EX_SOFTWARE, "the bridge's answer has a line over "
-			    "%zu bytes", max);
+			die(EX_SOFTWARE,
+			    "the bridge's answer has a line over "
+			    "%zu bytes",
+			    max);
 		if (!fill())
 			return 0;
 	}
@@ -610,12 +618,13 @@ getline_(char *line, size_t max)
 static void
 copy_body(long long n, struct str *out, int relay)
 {
-	size_t	 k;
+	size_t k;
 
 	while (n != 0) {
 		if (in.off == in.len && !fill()) {
 			if (n > 0)
-				die(EX_UNAVAILABLE, "the bridge closed the "
+				die(EX_UNAVAILABLE,
+				    "the bridge closed the "
 				    "connection in the middle of its answer");
 			return;
 		}
@@ -628,7 +637,8 @@ copy_body(long long n, struct str *out, int relay)
 			fflush(stdout);
 		} else {
 			if (out->len + k > 4 * BODY_MAX)
-				die(EX_SOFTWARE, "the bridge's answer is too "
+				die(EX_SOFTWARE,
+				    "the bridge's answer is too "
 				    "long");
 			s_add(out, in.b + in.off, k);
 		}
@@ -642,19 +652,21 @@ copy_body(long long n, struct str *out, int relay)
 static int
 response(struct str *body, int relay)
 {
-	char		 line[HEAD_MAX];
-	long long	 clen = -1;
-	int		 status, chunked = 0;
+	char	  line[HEAD_MAX];
+	long long clen = -1;
+	int	  status, chunked = 0;
 
 	if (!getline_(line, sizeof(line)))
-		die(EX_UNAVAILABLE, "the bridge closed the connection without "
+		die(EX_UNAVAILABLE,
+		    "the bridge closed the connection without "
 		    "answering");
 	if (sscanf(line, "HTTP/1.%*d %d", &status) != 1 || status < 100 ||
 	    status > 599)
 		die(EX_SOFTWARE, "malformed answer from the bridge");
 	for (;;) {
 		if (!getline_(line, sizeof(line)))
-			die(EX_UNAVAILABLE, "the bridge closed the connection "
+			die(EX_UNAVAILABLE,
+			    "the bridge closed the connection "
 			    "in the middle of its answer");
 		if (line[0] == '\0')
 			break;
@@ -669,11 +681,12 @@ response(struct str *body, int relay)
 		return status;
 	}
 	for (;;) {
-		long long	 n;
-		char		*end;
+		long long n;
+		char	 *end;
 
 		if (!getline_(line, sizeof(line)))
-			die(EX_UNAVAILABLE, "the bridge closed the connection "
+			die(EX_UNAVAILABLE,
+			    "the bridge closed the connection "
 			    "in the middle of its answer");
 		n = strtoll(line, &end, 16);
 		if (end == line || n < 0)
@@ -682,7 +695,8 @@ response(struct str *body, int relay)
 			break;
 		copy_body(n, body, relay);
 		if (!getline_(line, sizeof(line)))
-			die(EX_UNAVAILABLE, "the bridge closed the connection "
+			die(EX_UNAVAILABLE,
+			    "the bridge closed the connection "
 			    "in the middle of its answer");
 	}
 	return status;
@@ -695,33 +709,37 @@ exit_for(int status)
 	if (status >= 200 && status < 300)
 		return 0;
 	switch (status) {
-	case 400: case 413: case 414: case 415: case 422: case 431:
-		return EX_DATAERR;
-	case 401: case 403:
-		return EX_NOPERM;
-	case 404:
-		return EX_NEGATIVE;
-	case 429: case 408:
-		return EX_TEMPFAIL;
-	case 502: case 503: case 504:
-		return EX_UNAVAILABLE;
-	default:
-		return status >= 500 ? EX_SOFTWARE : EX_NEGATIVE;
+	case 400:
+	case 413:
+	case 414:
+	case 415:
+	case 422:
+	case 431: return EX_DATAERR;
+	case 401:
+	case 403: return EX_NOPERM;
+	case 404: return EX_NEGATIVE;
+	case 429:
+	case 408: return EX_TEMPFAIL;
+	case 502:
+	case 503:
+	case 504: return EX_UNAVAILABLE;
+	default: return status >= 500 ? EX_SOFTWARE : EX_NEGATIVE;
 	}
 }
 
 static int
 run(const struct req *r, const char *tok)
 {
-	struct str	 head = { 0 }, body = { 0 };
-	char		 n[32];
-	int		 status;
+	struct str head = { 0 }, body = { 0 };
+	char	   n[32];
+	int	   status;
 
 	in.fd = dial();
 	s_puts(&head, r->method);
 	s_puts(&head, " ");
 	s_puts(&head, r->path.p);
-	s_puts(&head, " HTTP/1.1\r\nHost: sbx-bridge\r\nConnection: close"
+	s_puts(&head,
+	    " HTTP/1.1\r\nHost: sbx-bridge\r\nConnection: close"
 	    "\r\nAuthorization: Bearer ");
 	s_puts(&head, tok);
 	s_puts(&head, "\r\n");
@@ -765,18 +783,18 @@ run(const struct req *r, const char *tok)
 int
 main(int argc, char *argv[])
 {
-	const struct cmd	*c = NULL;
-	struct req		 r;
-	size_t			 i;
-	int			 skip, nops;
-	char			*tok;
+	const struct cmd *c = NULL;
+	struct req	  r;
+	size_t		  i;
+	int		  skip, nops;
+	char		 *tok;
 
 	signal(SIGPIPE, SIG_IGN);
 	argc--;
 	argv++;
 	while (argc > 0 && argv[0][0] == '-') {
-		if (strcmp(argv[0], "-h") == 0 || strcmp(argv[0], "--help")
-		    == 0)
+		if (strcmp(argv[0], "-h") == 0 ||
+		    strcmp(argv[0], "--help") == 0)
 			usage(0);
 		if (strcmp(argv[0], "--version") == 0) {
 			printf("%s %s\n", PROG, SBX_VERSION);
@@ -788,7 +806,7 @@ main(int argc, char *argv[])
 			argv += 2;
 			continue;
 		}
-		if (strcmp(argv[0], "--json") == 0) {	/* always JSON */
+		if (strcmp(argv[0], "--json") == 0) { /* always JSON */
 			argc--;
 			argv++;
 			continue;
@@ -803,8 +821,8 @@ main(int argc, char *argv[])
 	for (i = 0; i < sizeof(cmds) / sizeof(*cmds); i++) {
 		if (strcmp(argv[0], cmds[i].w1) != 0)
 			continue;
-		if (cmds[i].w2 == NULL || (argc > 1 && strcmp(argv[1],
-		    cmds[i].w2) == 0)) {
+		if (cmds[i].w2 == NULL ||
+		    (argc > 1 && strcmp(argv[1], cmds[i].w2) == 0)) {
 			c = &cmds[i];
 			break;
 		}

@@ -409,8 +409,8 @@ supervise(struct run *ir)
 		    POLLHUP))))
 			(void)proxy_accept(ir->lfd);
 		if ((pfd[5].fd >= 0 && (pfd[5].revents & POLLIN)) ||
-		    (pfd[6].fd >= 0 && (pfd[6].revents & (POLLOUT | POLLERR |
-		    POLLHUP))))
+		    (pfd[6].fd >= 0 &&
+			(pfd[6].revents & (POLLOUT | POLLERR | POLLHUP))))
 			(void)bridge_accept(ir->blfd);
 		if (!(pfd[0].revents & POLLIN))
 			continue;
@@ -427,8 +427,11 @@ supervise(struct run *ir)
 int
 main(int argc, char *argv[])
 {
-	struct run	 ir = { .sfd = -1, .lfd = -1, .blfd = -1, .tfd = -1,
-	    .gfd = -1 };
+	struct run	 ir = { .sfd = -1,
+		      .lfd = -1,
+		      .blfd = -1,
+		      .tfd = -1,
+		      .gfd = -1 };
 	int		 rc;
 
 	if (getpid() != 1 && argc == 2 &&

@@ -82,6 +82,6 @@ sbx_error_hint(struct sbx_error *e, const char *fmt, ...)
 int
 sbx_error_absent(const struct sbx_error *e)
 {
-	return e->sys_errno == ENOENT || (e->kind != NULL &&
-	    strcmp(e->kind, SBX_K_NOT_FOUND) == 0);
+	return e->sys_errno == ENOENT ||
+	    (e->kind != NULL && strcmp(e->kind, SBX_K_NOT_FOUND) == 0);
 }

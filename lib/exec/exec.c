@@ -22,24 +22,24 @@
 
 #include <jansson.h>
 
+#include "bridge.h"
 #include "buf.h"
 #include "cgroup.h"
 #include "cli.h"
+#include "daemon.h"
 #include "envelope.h"
 #include "etccache.h"
 #include "exec.h"
 #include "fsutil.h"
 #include "idmount.h"
-#include "install.h"
-#include "jobsup.h"
 #include "imageref.h"
+#include "install.h"
 #include "joblog.h"
+#include "jobsup.h"
 #include "layout.h"
 #include "names.h"
 #include "netpolicy.h"
 #include "provision.h"
-#include "bridge.h"
-#include "daemon.h"
 #include "proxy.h"
 #include "proxyclient.h"
 #include "root.h"
@@ -1654,10 +1654,10 @@ prep_network(struct sbx_exec *p, struct sbx_error *e)
 		return -1;
 	/* The bridge: the agent's bridge.enabled, else the global one. */
 	{
-		json_t	*g = NULL;
+		json_t *g = NULL;
 
-		if (sbx_config_load(p->root.fd, "config/sandbox.json", &g, e)
-		    == -1)
+		if (sbx_config_load(p->root.fd, "config/sandbox.json", &g, e) ==
+		    -1)
 			return -1;
 		p->bridge = sbx_bridge_enabled(g, p->agent_cfg);
 		json_decref(g);
@@ -1698,8 +1698,8 @@ prep_network(struct sbx_exec *p, struct sbx_error *e)
  * with the proxy of this root (starting it when none runs).  The channel
  * goes to sbx-init; the control connection stays here for the run.
  */
-static int	agent_token(struct sbx_exec *, struct sbx_error *);
-static void	close_fd(int *);
+static int  agent_token(struct sbx_exec *, struct sbx_error *);
+static void close_fd(int *);
 
 static int
 prep_proxy(struct sbx_exec *p, struct sbx_error *e)
@@ -1749,8 +1749,9 @@ prep_proxy(struct sbx_exec *p, struct sbx_error *e)
 		p->proxy_ctl = -1;
 		if (i == 3 || e->reason == NULL ||
 		    (strcmp(e->reason, "proxy_unreachable") != 0 &&
-		    strcmp(e->reason, "not_running") != 0)) {
-			sbx_error_hint(e, "run `sbx proxy serve --foreground` "
+			strcmp(e->reason, "not_running") != 0)) {
+			sbx_error_hint(e,
+			    "run `sbx proxy serve --foreground` "
 			    "to see why the proxy does not answer");
 			return -1;
 		}
@@ -1769,8 +1770,8 @@ prep_proxy(struct sbx_exec *p, struct sbx_error *e)
 static int
 agent_token(struct sbx_exec *p, struct sbx_error *e)
 {
-	struct sbx_buf		 tok = SBX_BUF_INIT;
-	char			 rel[128];
+	struct sbx_buf tok = SBX_BUF_INIT;
+	char	       rel[128];
 
 	if (p->proxy_token[0] != '\0')
 		return 0;
@@ -1809,8 +1810,8 @@ agent_token(struct sbx_exec *p, struct sbx_error *e)
 static int
 prep_bridge(struct sbx_exec *p, struct sbx_error *e)
 {
-	char	 run[64], *prog, *slash;
-	int	 i;
+	char run[64], *prog, *slash;
+	int  i;
 
 	if (agent_token(p, e) == -1)
 		return -1;
@@ -1828,7 +1829,8 @@ prep_bridge(struct sbx_exec *p, struct sbx_error *e)
 	if (access(p->host_cli, X_OK) == 0 && !p->sb.init_by_copy)
 		p->sb.host_cli = p->host_cli;
 	else
-		warn_add(p, "bridge: sbx-host is not bound into this sandbox "
+		warn_add(p,
+		    "bridge: sbx-host is not bound into this sandbox "
 		    "(not found next to sbx-init, or not reachable by "
 		    "bubblewrap); /run/sbx/bridge.sock still answers");
 	snprintf(run, sizeof(run), "%d-%lld", (int)getpid(), sbx_now_ms());
@@ -1836,16 +1838,17 @@ prep_bridge(struct sbx_exec *p, struct sbx_error *e)
 	 * close: try again (it, or its successor, answers). */
 	for (i = 0;; i++) {
 		if ((p->bridge_ctl = sbx_daemon_ensure(p->root.fd,
-		    SBX_BRIDGE_SOCK, SBX_BRIDGE_LOCK, "bridge", prog,
-		    p->root.path, e)) != -1 &&
+			 SBX_BRIDGE_SOCK, SBX_BRIDGE_LOCK, "bridge", prog,
+			 p->root.path, e)) != -1 &&
 		    sbx_proxyclient_session(p->bridge_ctl, p->sb.agent, NULL,
-		    run, &p->bridge_chan, e) == 0)
+			run, &p->bridge_chan, e) == 0)
 			break;
 		close_fd(&p->bridge_ctl);
 		if (i == 3 || e->reason == NULL ||
 		    (strcmp(e->reason, "proxy_unreachable") != 0 &&
 		    strcmp(e->reason, "not_running") != 0)) {
-			sbx_error_hint(e, "run `sbx bridge serve --foreground` "
+			sbx_error_hint(e,
+			    "run `sbx bridge serve --foreground` "
 			    "to see why the bridge does not answer");
 			free(prog);
 			return -1;

@@ -48,70 +48,71 @@
 #include "time.h"
 #include "token.h"
 
-#define CTL_LINE_MAX	4096
-#define FD_TABLE	65536
+#define CTL_LINE_MAX 4096
+#define FD_TABLE     65536
 
 /* An agent the bridge has seen: its connections and rate windows. */
 struct agent {
-	char		 name[64];
-	unsigned	 nconns;
+	char	 name[64];
+	unsigned nconns;
 	/* Sliding windows: the times of the last rate[svc] requests. */
-	long long	*ring[SBX_BSVC_N];
-	unsigned	 head[SBX_BSVC_N], count[SBX_BSVC_N];
-	struct agent	*next;
+	long long    *ring[SBX_BSVC_N];
+	unsigned      head[SBX_BSVC_N], count[SBX_BSVC_N];
+	struct agent *next;
 };
 
 struct session {
-	int		 ctl, chan;
-	char		 agent[64];
-	char		 token[SBX_TOKEN_LEN + 1];
-	char		 line[CTL_LINE_MAX];
-	size_t		 len;
-	long long	 t_open;
-	struct session	*prev, *next;
+	int		ctl, chan;
+	char		agent[64];
+	char		token[SBX_TOKEN_LEN + 1];
+	char		line[CTL_LINE_MAX];
+	size_t		len;
+	long long	t_open;
+	struct session *prev, *next;
 };
 
 /* One connection handed to libmicrohttpd. */
 struct conn {
-	struct agent	*ag;
-	char		 token[SBX_TOKEN_LEN + 1];
-	int		 fd;
-	ino_t		 ino;
-	long long	 t_start;
-	int		 headers_done;
-	struct conn	*prev, *next;
+	struct agent *ag;
+	char	      token[SBX_TOKEN_LEN + 1];
+	int	      fd;
+	ino_t	      ino;
+	long long     t_start;
+	int	      headers_done;
+	struct conn  *prev, *next;
 };
 
 /* One request's state between libmicrohttpd's calls. */
 struct rq {
 	const struct sbx_bridge_route *route;
-	char		 param[SBX_BRIDGE_NAME_MAX + 1];
-	struct sbx_buf	 body;
-	int		 too_large, answered;
+	char			       param[SBX_BRIDGE_NAME_MAX + 1];
+	struct sbx_buf		       body;
+	int			       too_large, answered;
 };
 
 static struct {
-	int				 rootfd, lfd, ep;
-	const struct sbx_bridge_config	*cfg;
-	struct MHD_Daemon		*d;
-	pthread_mutex_t			 lock;	/* all below, and stores */
-	struct agent			*agents;
-	struct session			*sessions;
-	struct conn			*conns;
-	struct conn			*pending[FD_TABLE];
-	unsigned			 nconns, nsessions;
-	long long			 t_idle;
-	int				 stop;
+	int				rootfd, lfd, ep;
+	const struct sbx_bridge_config *cfg;
+	struct MHD_Daemon	       *d;
+	pthread_mutex_t			lock; /* all below, and stores */
+	struct agent		       *agents;
+	struct session		       *sessions;
+	struct conn		       *conns;
+	struct conn		       *pending[FD_TABLE];
+	unsigned			nconns, nsessions;
+	long long			t_idle;
+	int				stop;
 } P = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-
 /* Answers written straight to the socket, before libmicrohttpd could. */
-static const char too_large[] = "HTTP/1.1 413 Content Too Large\r\n"
+static const char too_large[] =
+    "HTTP/1.1 413 Content Too Large\r\n"
     "Content-Type: application/json\r\nConnection: close\r\n"
     "Content-Length: 71\r\n\r\n"
     "{\"error\":{\"code\":\"body_too_large\",\"message\":\"the body is over 8 MiB\"}}\n";
 
-static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\n"
+static const char busy[] =
+    "HTTP/1.1 503 Service Unavailable\r\n"
     "Content-Type: application/json\r\nConnection: close\r\n"
     "Retry-After: 1\r\nContent-Length: 80\r\n\r\n"
     "{\"error\":{\"code\":\"too_many_connections\",\"message\":\"too many "
@@ -122,8 +123,8 @@ static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\n"
 static struct agent *
 agent_get(const char *name)
 {
-	struct agent	*a;
-	int		 i;
+	struct agent *a;
+	int	      i;
 
 	for (a = P.agents; a != NULL; a = a->next)
 		if (strcmp(a->name, name) == 0)
@@ -132,8 +133,8 @@ agent_get(const char *name)
 		return NULL;
 	snprintf(a->name, sizeof(a->name), "%s", name);
 	for (i = 0; i < SBX_BSVC_N; i++)
-		if ((a->ring[i] = calloc(P.cfg->rate[i],
-		    sizeof(long long))) == NULL) {
+		if ((a->ring[i] = calloc(P.cfg->rate[i], sizeof(long long))) ==
+		    NULL) {
 			while (i-- > 0)
 				free(a->ring[i]);
 			free(a);
@@ -149,11 +150,11 @@ agent_get(const char *name)
 static unsigned
 rate_take(struct agent *a, enum sbx_bridge_svc svc)
 {
-	unsigned	 max = P.cfg->rate[svc], oldest;
-	long long	 t = sbx_now_ms(), age;
+	unsigned  max = P.cfg->rate[svc], oldest;
+	long long t = sbx_now_ms(), age;
 
 	if (a->count[svc] == max) {
-		oldest = a->head[svc];	/* the next slot is the oldest */
+		oldest = a->head[svc]; /* the next slot is the oldest */
 		age = t - a->ring[svc][oldest];
 		if (age < 60000)
 			return (unsigned)((60000 - age + 999) / 1000);
@@ -170,12 +171,11 @@ static enum MHD_Result
 respond_json(struct MHD_Connection *c, unsigned status, json_t *doc,
     int close_conn, unsigned retry_after)
 {
-	struct MHD_Response	*r;
-	enum MHD_Result		 ret;
-	char			*s, n[16];
+	struct MHD_Response *r;
+	enum MHD_Result	     ret;
+	char		    *s, n[16];
 
-	s = doc != NULL ? json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS) :
-	    NULL;
+	s = doc != NULL ? json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
 	json_decref(doc);
 	if (s == NULL && (s = strdup("{}")) == NULL)
 		return MHD_NO;
@@ -201,15 +201,16 @@ static enum MHD_Result
 respond_err(struct MHD_Connection *c, unsigned status, const char *code,
     const char *msg, int close_conn)
 {
-	return respond_json(c, status, json_pack("{s:{s:s,s:s}}", "error",
-	    "code", code, "message", msg), close_conn, 0);
+	return respond_json(c, status,
+	    json_pack("{s:{s:s,s:s}}", "error", "code", code, "message", msg),
+	    close_conn, 0);
 }
 
 static ssize_t
 stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
-	int	 fd = (int)(intptr_t)cls;
-	ssize_t	 r;
+	int	fd = (int)(intptr_t)cls;
+	ssize_t r;
 
 	/* A thread per connection: blocking here blocks this one only. */
 	while ((r = read(fd, buf, max)) == -1 && errno == EINTR)
@@ -230,8 +231,8 @@ stream_free(void *cls)
 static enum MHD_Result
 respond(struct MHD_Connection *c, struct sbx_bridge_resp *r)
 {
-	struct MHD_Response	*mr;
-	enum MHD_Result		 ret;
+	struct MHD_Response *mr;
+	enum MHD_Result	     ret;
 
 	if (r->stream_fd < 0)
 		return respond_json(c, r->status, r->json, 0, r->retry_after);
@@ -242,8 +243,9 @@ respond(struct MHD_Connection *c, struct sbx_bridge_resp *r)
 		close(r->stream_fd);
 		return MHD_NO;
 	}
-	MHD_add_response_header(mr, "Content-Type", r->content_type != NULL ?
-	    r->content_type : "application/octet-stream");
+	MHD_add_response_header(mr, "Content-Type",
+	    r->content_type != NULL ? r->content_type :
+				      "application/octet-stream");
 	MHD_add_response_header(mr, "Cache-Control", "no-cache");
 	ret = MHD_queue_response(c, r->status, mr);
 	MHD_destroy_response(mr);
@@ -253,8 +255,8 @@ respond(struct MHD_Connection *c, struct sbx_bridge_resp *r)
 /* ---- requests ----------------------------------------------------------- */
 
 struct auth_scan {
-	int		 n;
-	const char	*value;
+	int	    n;
+	const char *value;
 };
 
 static enum MHD_Result
@@ -279,8 +281,8 @@ auth_iter(void *cls, enum MHD_ValueKind kind, const char *key,
 static int
 authorized(struct MHD_Connection *c, const struct conn *cn)
 {
-	struct auth_scan	 s = { 0, NULL };
-	const char		*t;
+	struct auth_scan s = { 0, NULL };
+	const char	*t;
 
 	MHD_get_connection_values(c, MHD_HEADER_KIND, auth_iter, &s);
 	if (s.n != 1 || s.value == NULL || strncmp(s.value, "Bearer ", 7) != 0)
@@ -292,8 +294,8 @@ authorized(struct MHD_Connection *c, const struct conn *cn)
 static int
 has_body(struct MHD_Connection *c, unsigned long long *clen, int *bad)
 {
-	const char	*v, *te;
-	char		*end;
+	const char *v, *te;
+	char	   *end;
 
 	*bad = 0;
 	*clen = 0;
@@ -314,19 +316,19 @@ run_handler(const struct sbx_bridge_route *rt, struct conn *cn,
     struct MHD_Connection *c, struct rq *q, json_t *body,
     struct sbx_bridge_resp *r)
 {
-	struct sbx_bridge_req	 req;
+	struct sbx_bridge_req req;
 
 	memset(&req, 0, sizeof(req));
 	req.rootfd = P.rootfd;
 	req.agent = cn->ag->name;
-	req.plugin = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-	    "X-Sbx-Plugin");
+	req.plugin =
+	    MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Sbx-Plugin");
 	req.method = rt->method;
 	req.param = (rt->flags & SBX_BR_PARAM) ? q->param : NULL;
-	req.query_since = MHD_lookup_connection_value(c,
-	    MHD_GET_ARGUMENT_KIND, "since");
-	req.query_limit = MHD_lookup_connection_value(c,
-	    MHD_GET_ARGUMENT_KIND, "limit");
+	req.query_since =
+	    MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "since");
+	req.query_limit =
+	    MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "limit");
 	req.body = body;
 	req.cfg = P.cfg;
 	/* Inference waits on the network, unlocked; the stores are
@@ -345,12 +347,12 @@ static enum MHD_Result
 begin(struct MHD_Connection *c, struct conn *cn, const char *url,
     const char *method, void **con_cls)
 {
-	const struct sbx_bridge_route	*rt;
-	struct rq			*q;
-	unsigned long long		 clen;
-	unsigned			 status = 404, wait;
-	int				 body, bad;
-	char				 param[SBX_BRIDGE_NAME_MAX + 1];
+	const struct sbx_bridge_route *rt;
+	struct rq		      *q;
+	unsigned long long	       clen;
+	unsigned		       status = 404, wait;
+	int			       body, bad;
+	char			       param[SBX_BRIDGE_NAME_MAX + 1];
 
 	pthread_mutex_lock(&P.lock);
 	cn->headers_done = 1;
@@ -358,28 +360,39 @@ begin(struct MHD_Connection *c, struct conn *cn, const char *url,
 	body = has_body(c, &clen, &bad);
 	/* Who first: nothing else is said to a caller without the token. */
 	if (!authorized(c, cn))
-		return respond_err(c, 401, "unauthorized", "a valid "
+		return respond_err(c, 401, "unauthorized",
+		    "a valid "
 		    "`Authorization: Bearer TOKEN` header (the agent's token, "
-		    "$SBX_BRIDGE_TOKEN) is required", body);
+		    "$SBX_BRIDGE_TOKEN) is required",
+		    body);
 	if (bad)
-		return respond_err(c, 400, "bad_length", "malformed "
-		    "Content-Length", 1);
+		return respond_err(c, 400, "bad_length",
+		    "malformed "
+		    "Content-Length",
+		    1);
 	if (clen > SBX_BRIDGE_BODY_MAX)
-		return respond_err(c, 413, "body_too_large", "the body is "
-		    "over 8 MiB", 1);
+		return respond_err(c, 413, "body_too_large",
+		    "the body is "
+		    "over 8 MiB",
+		    1);
 	if ((rt = sbx_bridge_route_find(method, url, param, &status)) == NULL)
-		return respond_err(c, status, status == 400 ? "bad_name" :
-		    status == 405 ? "method_not_allowed" : "no_such_route",
-		    status == 400 ? "a name in the path is empty, too long, "
-		    "`.`/`..`, or holds `/`, NUL or a control character" :
-		    status == 405 ? "this path does not take that method" :
-		    "no such route", body);
+		return respond_err(c, status,
+		    status == 400     ? "bad_name" :
+			status == 405 ? "method_not_allowed" :
+					"no_such_route",
+		    status == 400 ?
+			"a name in the path is empty, too long, "
+			"`.`/`..`, or holds `/`, NUL or a control character" :
+			status == 405 ? "this path does not take that method" :
+					"no such route",
+		    body);
 	pthread_mutex_lock(&P.lock);
 	wait = rate_take(cn->ag, rt->svc);
 	pthread_mutex_unlock(&P.lock);
 	if (wait > 0) {
 		json_t *doc = json_pack("{s:{s:s,s:s}}", "error", "code",
-		    "rate_limited", "message", "too many requests for this "
+		    "rate_limited", "message",
+		    "too many requests for this "
 		    "service; retry later");
 
 		json_object_set_new(json_object_get(doc, "error"), "service",
@@ -399,12 +412,12 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
     const char *method, const char *version, const char *upload_data,
     size_t *upload_data_size, void **con_cls)
 {
-	const union MHD_ConnectionInfo	*ci;
-	struct conn			*cn;
-	struct rq			*q = *con_cls;
-	struct sbx_bridge_resp		 r;
-	struct sbx_error		 e = { 0 };
-	json_t				*body = NULL;
+	const union MHD_ConnectionInfo *ci;
+	struct conn		       *cn;
+	struct rq		       *q = *con_cls;
+	struct sbx_bridge_resp		r;
+	struct sbx_error		e = { 0 };
+	json_t			       *body = NULL;
 
 	ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 	cn = ci != NULL ? ci->socket_context : NULL;
@@ -432,8 +445,8 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
 			(void)shutdown(cn->fd, SHUT_WR);
 			return MHD_NO;
 		}
-		if (sbx_buf_append(&q->body, upload_data, *upload_data_size)
-		    == -1)
+		if (sbx_buf_append(&q->body, upload_data, *upload_data_size) ==
+		    -1)
 			return MHD_NO;
 		*upload_data_size = 0;
 		return MHD_YES;
@@ -447,7 +460,7 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
 		if (body == NULL)
 			return respond_err(c, 400, "bad_json", e.message, 0);
 	} else if (q->route->flags & SBX_BR_VALUE) {
-		json_error_t	 je;
+		json_error_t je;
 
 		/* Any JSON value, as strictly: duplicate keys refused;
 		 * jansson bounds the nesting depth and refuses integers it
@@ -470,7 +483,7 @@ static void
 on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     enum MHD_RequestTerminationCode toe)
 {
-	struct rq	*q = *con_cls;
+	struct rq *q = *con_cls;
 
 	if (q == NULL)
 		return;
@@ -483,9 +496,9 @@ static void
 on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
     enum MHD_ConnectionNotificationCode toe)
 {
-	const union MHD_ConnectionInfo	*ci;
-	struct conn			*cn;
-	int				 fd;
+	const union MHD_ConnectionInfo *ci;
+	struct conn		       *cn;
+	int				fd;
 
 	pthread_mutex_lock(&P.lock);
 	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
@@ -532,7 +545,7 @@ no_unescape(void *cls, struct MHD_Connection *c, char *s)
 static void
 ctl_answer(int fd, json_t *o)
 {
-	char	*s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+	char *s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
 
 	json_decref(o);
 	if (s == NULL)
@@ -549,8 +562,7 @@ ctl_error(const struct sbx_error *e)
 {
 	return json_pack("{s:b,s:s,s:s,s:s}", "ok", 0, "kind",
 	    e->kind != NULL ? e->kind : SBX_K_EXECUTION_ERROR, "reason",
-	    e->reason != NULL ? e->reason : "error", "message",
-	    e->message);
+	    e->reason != NULL ? e->reason : "error", "message", e->message);
 }
 
 static void
@@ -580,12 +592,12 @@ session_free(struct session *s)
 static int
 session_open(struct session *s, json_t *req, int chan, struct sbx_error *e)
 {
-	const char		*agent;
-	struct sbx_buf		 tok = SBX_BUF_INIT;
-	struct epoll_event	 ev;
-	char			 rel[SBX_LAYOUT_PATH_MAX];
-	int			 type = 0;
-	socklen_t		 len = sizeof(type);
+	const char	  *agent;
+	struct sbx_buf	   tok = SBX_BUF_INIT;
+	struct epoll_event ev;
+	char		   rel[SBX_LAYOUT_PATH_MAX];
+	int		   type = 0;
+	socklen_t	   len = sizeof(type);
 
 	agent = json_string_value(json_object_get(req, "agent"));
 	if (agent == NULL)
@@ -593,8 +605,9 @@ session_open(struct session *s, json_t *req, int chan, struct sbx_error *e)
 		    "session without an agent");
 	if (sbx_agent_valid(agent, "agent", e) == -1)
 		return -1;
-	if (chan < 0 || getsockopt(chan, SOL_SOCKET, SO_TYPE, &type, &len) ==
-	    -1 || type != SOCK_SEQPACKET)
+	if (chan < 0 ||
+	    getsockopt(chan, SOL_SOCKET, SO_TYPE, &type, &len) == -1 ||
+	    type != SOCK_SEQPACKET)
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "channel",
 		    "bad_channel", "a session needs a SOCK_SEQPACKET channel");
 	SBX_LPATH(rel, SBX_L_AGENT_TOKEN, agent);
@@ -626,12 +639,12 @@ session_open(struct session *s, json_t *req, int chan, struct sbx_error *e)
 static void
 conn_add(struct session *s, int fd)
 {
-	struct sockaddr_un	 sun = { .sun_family = AF_UNIX };
-	struct stat		 st;
-	struct agent		*a;
-	struct conn		*cn;
-	int			 type = 0;
-	socklen_t		 len = sizeof(type);
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct stat	   st;
+	struct agent	  *a;
+	struct conn	  *cn;
+	int		   type = 0;
+	socklen_t	   len = sizeof(type);
 
 	/* Only stream sockets are served; anything else is closed. */
 	if (fd >= FD_TABLE || fstat(fd, &st) == -1 || !S_ISSOCK(st.st_mode) ||
@@ -648,8 +661,8 @@ conn_add(struct session *s, int fd)
 	    P.nconns >= P.cfg->max_conns ||
 	    (cn = calloc(1, sizeof(*cn))) == NULL) {
 		pthread_mutex_unlock(&P.lock);
-		(void)!send(fd, busy, sizeof(busy) - 1, MSG_DONTWAIT |
-		    MSG_NOSIGNAL);
+		(void)!send(fd, busy, sizeof(busy) - 1,
+		    MSG_DONTWAIT | MSG_NOSIGNAL);
 		close(fd);
 		return;
 	}
@@ -663,7 +676,7 @@ conn_add(struct session *s, int fd)
 	P.pending[fd] = cn;
 	pthread_mutex_unlock(&P.lock);
 	if (MHD_add_connection(P.d, fd, (struct sockaddr *)&sun,
-	    sizeof(sun.sun_family)) != MHD_YES) {
+		sizeof(sun.sun_family)) != MHD_YES) {
 		/* libmicrohttpd closed it. */
 		pthread_mutex_lock(&P.lock);
 		if (P.pending[fd] == cn) {
@@ -680,10 +693,10 @@ conn_add(struct session *s, int fd)
 static void
 chan_read(struct session *s)
 {
-	char	 b[16];
-	int	 fds[8];
-	size_t	 nfd, i;
-	ssize_t	 r;
+	char	b[16];
+	int	fds[8];
+	size_t	nfd, i;
+	ssize_t r;
 
 	for (;;) {
 		r = sbx_recv_fds(s->chan, b, sizeof(b), fds, 8, &nfd,
@@ -708,9 +721,9 @@ chan_read(struct session *s)
 static void
 ctl_line(struct session *s, char *line, int fd_in)
 {
-	struct sbx_error	 e = { 0 };
-	json_t			*req;
-	const char		*op;
+	struct sbx_error e = { 0 };
+	json_t		*req;
+	const char	*op;
 
 	req = sbx_json_parse(line, strlen(line), CTL_LINE_MAX, &e);
 	op = json_string_value(json_object_get(req, "op"));
@@ -742,9 +755,10 @@ ctl_line(struct session *s, char *line, int fd_in)
 		close(fd_in);
 	if (strcmp(op, "status") == 0) {
 		pthread_mutex_lock(&P.lock);
-		ctl_answer(s->ctl, json_pack("{s:b,s:i,s:i,s:i}", "ok", 1,
-		    "pid", (int)getpid(), "sessions", (int)P.nsessions - 1,
-		    "connections", (int)P.nconns));
+		ctl_answer(s->ctl,
+		    json_pack("{s:b,s:i,s:i,s:i}", "ok", 1, "pid",
+			(int)getpid(), "sessions", (int)P.nsessions - 1,
+			"connections", (int)P.nconns));
 		pthread_mutex_unlock(&P.lock);
 	} else if (strcmp(op, "stop") == 0) {
 		ctl_answer(s->ctl, json_pack("{s:b}", "ok", 1));
@@ -763,13 +777,13 @@ ctl_line(struct session *s, char *line, int fd_in)
 static void
 ctl_read(struct session *s)
 {
-	char	*nl;
-	int	 fd = -1;
-	size_t	 nfd = 0;
-	ssize_t	 r;
+	char   *nl;
+	int	fd = -1;
+	size_t	nfd = 0;
+	ssize_t r;
 
-	r = sbx_recv_fds(s->ctl, s->line + s->len, sizeof(s->line) - 1 -
-	    s->len, &fd, 1, &nfd, MSG_DONTWAIT);
+	r = sbx_recv_fds(s->ctl, s->line + s->len, sizeof(s->line) - 1 - s->len,
+	    &fd, 1, &nfd, MSG_DONTWAIT);
 	if (r == -1 && (errno == EAGAIN || errno == EINTR))
 		return;
 	if (r <= 0 || (nfd > 0 && s->agent[0] != '\0')) {
@@ -796,14 +810,14 @@ ctl_read(struct session *s)
 static void
 listen_accept(void)
 {
-	struct epoll_event	 ev;
-	struct session		*s;
-	struct ucred		 uc;
-	socklen_t		 len;
-	int			 fd;
+	struct epoll_event ev;
+	struct session	  *s;
+	struct ucred	   uc;
+	socklen_t	   len;
+	int		   fd;
 
-	while ((fd = accept4(P.lfd, NULL, NULL, SOCK_NONBLOCK |
-	    SOCK_CLOEXEC)) >= 0) {
+	while ((fd = accept4(P.lfd, NULL, NULL,
+		    SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
 		/* Only our own uid opens sessions (the socket is 0600 in a
 		 * 0711 directory; checked again on the peer). */
 		len = sizeof(uc);
@@ -834,7 +848,7 @@ listen_accept(void)
 static struct session *
 session_by_fd(int fd, int chan)
 {
-	struct session	*s;
+	struct session *s;
 
 	for (s = P.sessions; s != NULL; s = s->next)
 		if ((chan ? s->chan : s->ctl) == fd)
@@ -847,28 +861,28 @@ session_by_fd(int fd, int chan)
 static void
 sweep(void)
 {
-	struct conn	*cn;
-	struct stat	 st;
-	long long	 t = sbx_now_ms();
+	struct conn *cn;
+	struct stat  st;
+	long long    t = sbx_now_ms();
 
 	pthread_mutex_lock(&P.lock);
 	for (cn = P.conns; cn != NULL; cn = cn->next)
-		if (!cn->headers_done && t - cn->t_start >
-		    P.cfg->header_timeout_ms && fstat(cn->fd, &st) == 0 &&
-		    st.st_ino == cn->ino)
+		if (!cn->headers_done &&
+		    t - cn->t_start > P.cfg->header_timeout_ms &&
+		    fstat(cn->fd, &st) == 0 && st.st_ino == cn->ino)
 			(void)shutdown(cn->fd, SHUT_RDWR);
 	pthread_mutex_unlock(&P.lock);
 }
 
 int
-sbx_bridge_serve(int rootfd, int listen_fd,
-    const struct sbx_bridge_config *cfg, struct sbx_error *e)
+sbx_bridge_serve(int rootfd, int listen_fd, const struct sbx_bridge_config *cfg,
+    struct sbx_error *e)
 {
-	struct epoll_event	 evs[32], ev;
-	struct session		*s;
-	long long		 t;
-	unsigned		 nc;
-	int			 n, i, kind, fd;
+	struct epoll_event evs[32], ev;
+	struct session	  *s;
+	long long	   t;
+	unsigned	   nc;
+	int		   n, i, kind, fd;
 
 	P.rootfd = rootfd;
 	P.lfd = listen_fd;
@@ -876,18 +890,16 @@ sbx_bridge_serve(int rootfd, int listen_fd,
 	signal(SIGPIPE, SIG_IGN);
 	sbx_bridge_inference_init();
 	P.d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |
-	    MHD_USE_THREAD_PER_CONNECTION | MHD_USE_NO_LISTEN_SOCKET |
-	    MHD_USE_ITC, 0, NULL, NULL,
-	    on_request, NULL,
-	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SBX_BRIDGE_HEAD_MAX,
-	    MHD_OPTION_STRICT_FOR_CLIENT, (int)1,
+		MHD_USE_THREAD_PER_CONNECTION | MHD_USE_NO_LISTEN_SOCKET |
+		MHD_USE_ITC,
+	    0, NULL, NULL, on_request, NULL, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+	    (size_t)SBX_BRIDGE_HEAD_MAX, MHD_OPTION_STRICT_FOR_CLIENT, (int)1,
 	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->idle_timeout_s,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_conns + 8,
 	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
 	    MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
 	    MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, NULL,
-	    MHD_OPTION_THREAD_STACK_SIZE, (size_t)(256u << 10),
-	    MHD_OPTION_END);
+	    MHD_OPTION_THREAD_STACK_SIZE, (size_t)(256u << 10), MHD_OPTION_END);
 	if (P.d == NULL)
 		return sbx_error_set(e, SBX_K_UNAVAILABLE, NULL, "mhd_start",
 		    "libmicrohttpd did not start");
@@ -895,8 +907,7 @@ sbx_bridge_serve(int rootfd, int listen_fd,
 		MHD_stop_daemon(P.d);
 		return sbx_error_sys(e, "epoll", "epoll_create1");
 	}
-	(void)fcntl(listen_fd, F_SETFL, fcntl(listen_fd, F_GETFL) |
-	    O_NONBLOCK);
+	(void)fcntl(listen_fd, F_SETFL, fcntl(listen_fd, F_GETFL) | O_NONBLOCK);
 	ev.events = EPOLLIN;
 	ev.data.u64 = (uint32_t)listen_fd;
 	epoll_ctl(P.ep, EPOLL_CTL_ADD, listen_fd, &ev);

@@ -21,49 +21,49 @@
 
 #include "error.h"
 
-#define SBX_BRIDGE_SOCK		"bridge.sock"	/* in run/ */
-#define SBX_BRIDGE_LOCK		"bridge.lock"
-#define SBX_BRIDGE_PID		"bridge.pid"
-#define SBX_BRIDGE_BODY_MAX	(8u << 20)	/* 413 past it */
-#define SBX_BRIDGE_HEAD_MAX	(16u << 10)	/* 431 past it */
-#define SBX_BRIDGE_NAME_MAX	128		/* a {name} or {key} */
+#define SBX_BRIDGE_SOCK	    "bridge.sock" /* in run/ */
+#define SBX_BRIDGE_LOCK	    "bridge.lock"
+#define SBX_BRIDGE_PID	    "bridge.pid"
+#define SBX_BRIDGE_BODY_MAX (8u << 20) /* 413 past it */
+#define SBX_BRIDGE_HEAD_MAX (16u << 10) /* 431 past it */
+#define SBX_BRIDGE_NAME_MAX 128 /* a {name} or {key} */
 
 /* Rate limit services (sliding 60 s windows, per agent). */
 enum sbx_bridge_svc {
 	SBX_BSVC_NONE = -1,
-	SBX_BSVC_OTHER,		/* 120 a minute */
-	SBX_BSVC_INFERENCE,	/* 60 */
-	SBX_BSVC_DISPATCH,	/* 10 */
+	SBX_BSVC_OTHER, /* 120 a minute */
+	SBX_BSVC_INFERENCE, /* 60 */
+	SBX_BSVC_DISPATCH, /* 10 */
 	SBX_BSVC_N
 };
 
 /* The daemon's settings (config/sandbox.json "bridge"). */
 struct sbx_bridge_config {
-	long long	 idle_exit_ms;		/* no session, no connection */
-	long long	 header_timeout_ms;	/* the head must be in by then */
-	unsigned	 idle_timeout_s;	/* a quiet connection */
-	unsigned	 max_conns;		/* in all */
-	unsigned	 max_conns_agent;	/* per agent */
-	unsigned	 rate[SBX_BSVC_N];	/* per minute */
-	size_t		 events_max_bytes;	/* rotation of events.jsonl */
-	size_t		 memory_max_entries;
+	long long idle_exit_ms; /* no session, no connection */
+	long long header_timeout_ms; /* the head must be in by then */
+	unsigned  idle_timeout_s; /* a quiet connection */
+	unsigned  max_conns; /* in all */
+	unsigned  max_conns_agent; /* per agent */
+	unsigned  rate[SBX_BSVC_N]; /* per minute */
+	size_t	  events_max_bytes; /* rotation of events.jsonl */
+	size_t	  memory_max_entries;
 	/* Inference: off unless a url is set. */
-	char		*inf_url;		/* .../v1/chat/completions */
-	char		*inf_key_agent;		/* secret store holding the key */
-	char		*inf_key_name;		/* its name there */
-	long		 inf_timeout_s;		/* whole exchange */
-	long long	 inf_tokens_day;	/* per agent; 0: unlimited */
+	char	 *inf_url; /* .../v1/chat/completions */
+	char	 *inf_key_agent; /* secret store holding the key */
+	char	 *inf_key_name; /* its name there */
+	long	  inf_timeout_s; /* whole exchange */
+	long long inf_tokens_day; /* per agent; 0: unlimited */
 };
 
 /* One request, as a handler sees it. */
 struct sbx_bridge_req {
-	int		 rootfd;
-	const char	*agent;		/* the session's: never from headers */
-	const char	*plugin;	/* X-Sbx-Plugin, or NULL */
-	const char	*method;
-	const char	*param;		/* the decoded {name}, or NULL */
-	const char	*query_since, *query_limit;
-	json_t		*body;		/* parsed JSON (object; any value with
+	int	    rootfd;
+	const char *agent; /* the session's: never from headers */
+	const char *plugin; /* X-Sbx-Plugin, or NULL */
+	const char *method;
+	const char *param; /* the decoded {name}, or NULL */
+	const char *query_since, *query_limit;
+	json_t	   *body; /* parsed JSON (object; any value with
 					 * SBX_BR_VALUE), or NULL */
 	const struct sbx_bridge_config *cfg;
 };
@@ -74,27 +74,27 @@ struct sbx_bridge_req {
  * content_type (server-sent events).
  */
 struct sbx_bridge_resp {
-	unsigned	 status;
-	json_t		*json;
-	int		 stream_fd;
-	const char	*content_type;
-	unsigned	 retry_after;	/* 429: seconds */
+	unsigned    status;
+	json_t	   *json;
+	int	    stream_fd;
+	const char *content_type;
+	unsigned    retry_after; /* 429: seconds */
 };
 
-typedef void (*sbx_bridge_fn)(const struct sbx_bridge_req *,
-    struct sbx_bridge_resp *);
+typedef void (
+    *sbx_bridge_fn)(const struct sbx_bridge_req *, struct sbx_bridge_resp *);
 
-#define SBX_BR_BODY	0x1	/* needs a JSON object body */
-#define SBX_BR_PARAM	0x2	/* the pattern ends in {name} */
-#define SBX_BR_VALUE	0x4	/* needs a JSON body, any value */
+#define SBX_BR_BODY  0x1 /* needs a JSON object body */
+#define SBX_BR_PARAM 0x2 /* the pattern ends in {name} */
+#define SBX_BR_VALUE 0x4 /* needs a JSON body, any value */
 
 struct sbx_bridge_route {
-	const char		*method;	/* "GET", "PUT"... */
-	const char		*prefix;	/* "/v1/config/" with PARAM */
-	unsigned		 flags;
-	enum sbx_bridge_svc	 svc;
-	sbx_bridge_fn		 fn;
-	const char		*what;		/* for whoami */
+	const char	   *method; /* "GET", "PUT"... */
+	const char	   *prefix; /* "/v1/config/" with PARAM */
+	unsigned	    flags;
+	enum sbx_bridge_svc svc;
+	sbx_bridge_fn	    fn;
+	const char	   *what; /* for whoami */
 };
 
 /* The table (bridgeapi.c). */
@@ -107,36 +107,35 @@ const struct sbx_bridge_route *sbx_bridge_routes(size_t *n);
  * control character).
  */
 const struct sbx_bridge_route *sbx_bridge_route_find(const char *method,
-	    const char *path, char *param, unsigned *status);
+    const char *path, char *param, unsigned *status);
 /* An error body {"error":{"code","message"}} into r (status kept). */
-void	sbx_bridge_error(struct sbx_bridge_resp *, unsigned status,
-	    const char *code, const char *fmt, ...)
-	    __attribute__((format(printf, 4, 5)));
+void
+sbx_bridge_error(struct sbx_bridge_resp *, unsigned status, const char *code,
+    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 /* The services' names, as in bridge.rate_limits. */
 extern const char *const sbx_bridge_svc_names[SBX_BSVC_N];
 /* Defaults, then config/sandbox.json's "bridge" object (bridgecfg.c). */
-int	sbx_bridge_config_from(const json_t *sandbox_json,
-	    struct sbx_bridge_config *, struct sbx_error *);
-int	sbx_bridge_config_load(int rootfd, struct sbx_bridge_config *,
-	    struct sbx_error *);
-void	sbx_bridge_config_free(struct sbx_bridge_config *);
+int  sbx_bridge_config_from(const json_t *sandbox_json,
+     struct sbx_bridge_config *, struct sbx_error *);
+int  sbx_bridge_config_load(int rootfd, struct sbx_bridge_config *,
+     struct sbx_error *);
+void sbx_bridge_config_free(struct sbx_bridge_config *);
 /* sbx config's check of either file (agent: only bridge.enabled). */
-int	sbx_bridge_config_check(const json_t *doc, int agent,
-	    const char *origin, struct sbx_error *);
+int sbx_bridge_config_check(const json_t *doc, int agent, const char *origin,
+    struct sbx_error *);
 /* Do the agent's runs get the bridge?  The agent's bridge.enabled, else
  * the global one, else no. */
-int	sbx_bridge_enabled(const json_t *global, const json_t *agent);
+int sbx_bridge_enabled(const json_t *global, const json_t *agent);
 /* Constant-time token comparison: 1 equal. */
-int	sbx_bridge_token_eq(const char *a, size_t alen, const char *b,
-	    size_t blen);
+int sbx_bridge_token_eq(const char *a, size_t alen, const char *b, size_t blen);
 
 /* POST /v1/inference/chat (bridgeinf.c), and its one-time set-up. */
-void	sbx_bridge_inference(const struct sbx_bridge_req *,
-	    struct sbx_bridge_resp *);
-void	sbx_bridge_inference_init(void);
+void
+sbx_bridge_inference(const struct sbx_bridge_req *, struct sbx_bridge_resp *);
+void sbx_bridge_inference_init(void);
 
 /* The daemon: serve the listening control socket until idle or stopped. */
-int	sbx_bridge_serve(int rootfd, int listen_fd,
-	    const struct sbx_bridge_config *, struct sbx_error *);
+int sbx_bridge_serve(int rootfd, int listen_fd,
+    const struct sbx_bridge_config *, struct sbx_error *);
 
 #endif

@@ -21,25 +21,25 @@ void
 sbx_bridge_error(struct sbx_bridge_resp *r, unsigned status, const char *code,
     const char *fmt, ...)
 {
-	char	 msg[512];
-	va_list	 ap;
+	char	msg[512];
+	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	json_decref(r->json);
 	r->status = status;
-	r->json = json_pack("{s:{s:s,s:s}}", "error", "code", code,
-	    "message", msg);
+	r->json =
+	    json_pack("{s:{s:s,s:s}}", "error", "code", code, "message", msg);
 }
 
 /* A failure of the store: its kind decides the status. */
 static void
 store_error(struct sbx_bridge_resp *r, const struct sbx_error *e)
 {
-	unsigned	 st = 500;
+	unsigned st = 500;
 
-	const char	*k = e->kind != NULL ? e->kind : "";
+	const char *k = e->kind != NULL ? e->kind : "";
 
 	if (strcmp(k, SBX_K_INVALID_ARGS) == 0)
 		st = 400;
@@ -64,36 +64,38 @@ ok(struct sbx_bridge_resp *r, json_t *doc)
 static void
 h_whoami(const struct sbx_bridge_req *q, struct sbx_bridge_resp *r)
 {
-	const struct sbx_bridge_route	*t;
-	json_t				*may;
-	size_t				 i, n;
+	const struct sbx_bridge_route *t;
+	json_t			      *may;
+	size_t			       i, n;
 
 	may = json_array();
 	t = sbx_bridge_routes(&n);
 	for (i = 0; i < n; i++)
 		if (strcmp(t[i].what, "inference") != 0 ||
 		    q->cfg->inf_url != NULL)
-			json_array_append_new(may, json_sprintf("%s %s%s",
-			    t[i].method, t[i].prefix, (t[i].flags &
-			    SBX_BR_PARAM) ? "{name}" : ""));
-	ok(r, json_pack("{s:s,s:o,s:b}", "agent", q->agent, "may", may,
-	    "inference", q->cfg->inf_url != NULL));
+			json_array_append_new(may,
+			    json_sprintf("%s %s%s", t[i].method, t[i].prefix,
+				(t[i].flags & SBX_BR_PARAM) ? "{name}" : ""));
+	ok(r,
+	    json_pack("{s:s,s:o,s:b}", "agent", q->agent, "may", may,
+		"inference", q->cfg->inf_url != NULL));
 }
 
 static void
 h_secret(const struct sbx_bridge_req *q, struct sbx_bridge_resp *r)
 {
-	struct sbx_error	 e = { 0 };
-	json_t			*doc;
+	struct sbx_error e = { 0 };
+	json_t		*doc;
 
 	if (q->plugin == NULL) {
-		sbx_bridge_error(r, 403, "plugin_required", "secrets are "
+		sbx_bridge_error(r, 403, "plugin_required",
+		    "secrets are "
 		    "given to plugins only (X-Sbx-Plugin); the agent's own "
 		    "secrets are in its environment");
 		return;
 	}
-	if ((doc = sbx_bstore_secret(q->rootfd, q->agent, q->plugin,
-	    q->param, &e)) == NULL) {
+	if ((doc = sbx_bstore_secret(q->rootfd, q->agent, q->plugin, q->param,
+		 &e)) == NULL) {
 		store_error(r, &e);
 		return;
 	}
@@ -103,11 +105,11 @@ h_secret(const struct sbx_bridge_req *q, struct sbx_bridge_resp *r)
 static void
 h_config_get(const struct sbx_bridge_req *q, struct sbx_bridge_resp *r)
 {
-	struct sbx_error	 e = { 0 };
-	json_t			*v;
+	struct sbx_error e = { 0 };
+	json_t		*v;
 
 	if ((v = sbx_bstore_config(q->rootfd, q->agent, q->plugin, q->param,
-	    NULL, 0, &e)) == NULL) {
+		 NULL, 0, &e)) == NULL) {
 		store_error(r, &e);
 		return;
 	}
@@ -117,11 +119,11 @@ h_config_get(const struct sbx_bridge_req *q, struct sbx_bridge_resp *r)
 static void
 h_config_put(const struct sbx_bridge_req *q, struct sbx_bridge_resp *r)
 {
-	struct sbx_error	 e = { 0 };
-	json_t			*v;
+	struct sbx_error e = { 0 };
+	json_t		*v;
 
 	if ((v = sbx_bstore_config(q->rootfd, q->agent, q->plugin, q->param,
-	    q->body, 1, &e)) == NULL) {
+		 q->body, 1, &e)) == NULL) {
 		store_error(r, &e);
 		return;
 	}
@@ -132,11 +134,11 @@ h_config_put(const struct sbx_bridge_req *q, struct sbx_bridge_resp *r)
 static void
 h_config_del(const struct sbx_bridge_req *q, struct sbx_bridge_resp *r)
 {
-	struct sbx_error	 e = { 0 };
-	json_t			*v;
+	struct sbx_error e = { 0 };
+	json_t		*v;
 
 	if ((v = sbx_bstore_config(q->rootfd, q->agent, q->plugin, q->param,
-	    NULL, 2, &e)) == NULL) {
+		 NULL, 2, &e)) == NULL) {
 		store_error(r, &e);
 		return;
 	}
@@ -148,7 +150,7 @@ static int
 query_num(const char *s, unsigned long long max, unsigned long long dflt,
     unsigned long long *out)
 {
-	char	*end;
+	char *end;
 
 	if (s == NULL) {
 		*out = dflt;
@@ -164,18 +166,19 @@ query_num(const char *s, unsigned long long max, unsigned long long dflt,
 static void
 h_events_get(const struct sbx_bridge_req *q, struct sbx_bridge_resp *r)
 {
-	struct sbx_error	 e = { 0 };
-	unsigned long long	 since, limit;
-	json_t			*a;
+	struct sbx_error   e = { 0 };
+	unsigned long long since, limit;
+	json_t		  *a;
 
 	if (query_num(q->query_since, ~0ULL >> 1, 0, &since) == -1 ||
 	    query_num(q->query_limit, 1000, 100, &limit) == -1 || limit == 0) {
-		sbx_bridge_error(r, 400, "bad_query", "since must be an event "
+		sbx_bridge_error(r, 400, "bad_query",
+		    "since must be an event "
 		    "id, limit a number from 1 to 1000");
 		return;
 	}
-	if ((a = sbx_bstore_events_read(q->rootfd, q->agent,
-	    SBX_BSTORE_EVENTS, since, (size_t)limit, &e)) == NULL) {
+	if ((a = sbx_bstore_events_read(q->rootfd, q->agent, SBX_BSTORE_EVENTS,
+		 since, (size_t)limit, &e)) == NULL) {
 		store_error(r, &e);
 		return;
 	}
@@ -185,21 +188,22 @@ h_events_get(const struct sbx_bridge_req *q, struct sbx_bridge_resp *r)
 static void
 h_events_post(const struct sbx_bridge_req *q, struct sbx_bridge_resp *r)
 {
-	struct sbx_error	 e = { 0 };
-	const char		*type;
-	json_t			*ev;
-	long long		 id;
+	struct sbx_error e = { 0 };
+	const char	*type;
+	json_t		*ev;
+	long long	 id;
 
 	type = json_string_value(json_object_get(q->body, "type"));
 	if (type == NULL || *type == '\0' || strlen(type) > 64) {
-		sbx_bridge_error(r, 400, "bad_type", "an event needs a "
+		sbx_bridge_error(r, 400, "bad_type",
+		    "an event needs a "
 		    "`type` string of 1 to 64 bytes");
 		return;
 	}
 	ev = json_pack("{s:s,s:O*}", "type", type, "data",
 	    json_object_get(q->body, "data"));
-	if ((id = sbx_bstore_append(q->rootfd, q->agent, SBX_BSTORE_EVENTS,
-	    ev, q->cfg->events_max_bytes, &e)) == -1) {
+	if ((id = sbx_bstore_append(q->rootfd, q->agent, SBX_BSTORE_EVENTS, ev,
+		 q->cfg->events_max_bytes, &e)) == -1) {
 		json_decref(ev);
 		store_error(r, &e);
 		return;
@@ -212,7 +216,7 @@ static void
 h_log(const struct sbx_bridge_req *q, struct sbx_bridge_resp *r)
 {
 	static const char *const levels[] = { "debug", "info", "notice",
-	    "warning", "error" };
+		"warning", "error" };
 	struct sbx_error	 e = { 0 };
 	const char		*level, *msg;
 	json_t			*ev;
@@ -225,12 +229,14 @@ h_log(const struct sbx_bridge_req *q, struct sbx_bridge_resp *r)
 		if (strcmp(level, levels[i]) == 0)
 			break;
 	if (level == NULL || i == sizeof(levels) / sizeof(*levels)) {
-		sbx_bridge_error(r, 400, "bad_level", "`level` must be debug, "
+		sbx_bridge_error(r, 400, "bad_level",
+		    "`level` must be debug, "
 		    "info, notice, warning or error");
 		return;
 	}
 	if (msg == NULL || strlen(msg) > 65536) {
-		sbx_bridge_error(r, 400, "bad_message", "`message` must be a "
+		sbx_bridge_error(r, 400, "bad_message",
+		    "`message` must be a "
 		    "string of at most 64 KiB");
 		return;
 	}
@@ -248,11 +254,11 @@ h_log(const struct sbx_bridge_req *q, struct sbx_bridge_resp *r)
 static void
 h_memory_store(const struct sbx_bridge_req *q, struct sbx_bridge_resp *r)
 {
-	struct sbx_error	 e = { 0 };
-	long long		 id;
+	struct sbx_error e = { 0 };
+	long long	 id;
 
 	if ((id = sbx_bstore_memory_add(q->rootfd, q->agent, q->body,
-	    q->cfg->memory_max_entries, &e)) == -1) {
+		 q->cfg->memory_max_entries, &e)) == -1) {
 		store_error(r, &e);
 		return;
 	}
@@ -262,11 +268,11 @@ h_memory_store(const struct sbx_bridge_req *q, struct sbx_bridge_resp *r)
 static void
 h_memory_query(const struct sbx_bridge_req *q, struct sbx_bridge_resp *r)
 {
-	struct sbx_error	 e = { 0 };
-	json_t			*a;
+	struct sbx_error e = { 0 };
+	json_t		*a;
 
-	if ((a = sbx_bstore_memory_query(q->rootfd, q->agent, q->body, &e))
-	    == NULL) {
+	if ((a = sbx_bstore_memory_query(q->rootfd, q->agent, q->body, &e)) ==
+	    NULL) {
 		store_error(r, &e);
 		return;
 	}
@@ -276,21 +282,22 @@ h_memory_query(const struct sbx_bridge_req *q, struct sbx_bridge_resp *r)
 static void
 h_dispatch_post(const struct sbx_bridge_req *q, struct sbx_bridge_resp *r)
 {
-	struct sbx_error	 e = { 0 };
-	const char		*other;
-	json_t			*t;
+	struct sbx_error e = { 0 };
+	const char	*other;
+	json_t		*t;
 
 	/* A task is queued for the agent that asked, never for another:
 	 * naming one is refused, not silently ignored. */
 	other = json_string_value(json_object_get(q->body, "agent_id"));
-	if (json_object_get(q->body, "agent_id") != NULL && (other == NULL ||
-	    strcmp(other, q->agent) != 0)) {
-		sbx_bridge_error(r, 403, "other_agent", "a task can only be "
+	if (json_object_get(q->body, "agent_id") != NULL &&
+	    (other == NULL || strcmp(other, q->agent) != 0)) {
+		sbx_bridge_error(r, 403, "other_agent",
+		    "a task can only be "
 		    "queued for the agent that asks");
 		return;
 	}
-	if ((t = sbx_bstore_task_add(q->rootfd, q->agent, q->body, &e))
-	    == NULL) {
+	if ((t = sbx_bstore_task_add(q->rootfd, q->agent, q->body, &e)) ==
+	    NULL) {
 		store_error(r, &e);
 		return;
 	}
@@ -301,17 +308,16 @@ h_dispatch_post(const struct sbx_bridge_req *q, struct sbx_bridge_resp *r)
 static void
 h_dispatch_get(const struct sbx_bridge_req *q, struct sbx_bridge_resp *r)
 {
-	struct sbx_error	 e = { 0 };
-	json_t			*t;
+	struct sbx_error e = { 0 };
+	json_t		*t;
 
-	if ((t = sbx_bstore_task_get(q->rootfd, q->agent, q->param, &e))
-	    == NULL) {
+	if ((t = sbx_bstore_task_get(q->rootfd, q->agent, q->param, &e)) ==
+	    NULL) {
 		store_error(r, &e);
 		return;
 	}
 	ok(r, t);
 }
-
 
 static const struct sbx_bridge_route routes[] = {
 	{ "GET", "/v1/whoami", 0, SBX_BSVC_OTHER, h_whoami, "whoami" },
@@ -319,10 +325,10 @@ static const struct sbx_bridge_route routes[] = {
 	    "secrets" },
 	{ "GET", "/v1/config/", SBX_BR_PARAM, SBX_BSVC_OTHER, h_config_get,
 	    "config" },
-	{ "PUT", "/v1/config/", SBX_BR_PARAM | SBX_BR_VALUE, SBX_BSVC_OTHER, h_config_put,
+	{ "PUT", "/v1/config/", SBX_BR_PARAM | SBX_BR_VALUE, SBX_BSVC_OTHER,
+	    h_config_put, "config" },
+	{ "DELETE", "/v1/config/", SBX_BR_PARAM, SBX_BSVC_OTHER, h_config_del,
 	    "config" },
-	{ "DELETE", "/v1/config/", SBX_BR_PARAM, SBX_BSVC_OTHER,
-	    h_config_del, "config" },
 	{ "GET", "/v1/events", 0, SBX_BSVC_OTHER, h_events_get, "events" },
 	{ "POST", "/v1/events", SBX_BR_BODY, SBX_BSVC_OTHER, h_events_post,
 	    "events" },
@@ -334,8 +340,8 @@ static const struct sbx_bridge_route routes[] = {
 	    sbx_bridge_inference, "inference" },
 	{ "POST", "/v1/dispatch", SBX_BR_BODY, SBX_BSVC_DISPATCH,
 	    h_dispatch_post, "dispatch" },
-	{ "GET", "/v1/dispatch/", SBX_BR_PARAM, SBX_BSVC_OTHER,
-	    h_dispatch_get, "dispatch" },
+	{ "GET", "/v1/dispatch/", SBX_BR_PARAM, SBX_BSVC_OTHER, h_dispatch_get,
+	    "dispatch" },
 	{ "POST", "/v1/log", SBX_BR_BODY, SBX_BSVC_OTHER, h_log, "log" },
 };
 
@@ -369,8 +375,8 @@ hexval(char c)
 static int
 decode_seg(const char *s, char *out, size_t outsz)
 {
-	size_t	 n = 0;
-	int	 hi, lo;
+	size_t	      n = 0;
+	int	      hi, lo;
 	unsigned char c;
 
 	for (; *s != '\0'; s++) {
@@ -397,9 +403,9 @@ const struct sbx_bridge_route *
 sbx_bridge_route_find(const char *method, const char *path, char *param,
     unsigned *status)
 {
-	size_t		 i, n, plen;
-	const char	*rest;
-	int		 path_seen = 0;
+	size_t	    i, n, plen;
+	const char *rest;
+	int	    path_seen = 0;
 
 	param[0] = '\0';
 	n = sizeof(routes) / sizeof(*routes);
@@ -410,8 +416,8 @@ sbx_bridge_route_find(const char *method, const char *path, char *param,
 		rest = path + plen;
 		if (!(routes[i].flags & SBX_BR_PARAM) && *rest != '\0')
 			continue;
-		if ((routes[i].flags & SBX_BR_PARAM) && (*rest == '\0' ||
-		    strchr(rest, '/') != NULL)) {
+		if ((routes[i].flags & SBX_BR_PARAM) &&
+		    (*rest == '\0' || strchr(rest, '/') != NULL)) {
 			/* /v1/config/a/b: a `/` inside a name. */
 			if (*rest != '\0' && !path_seen) {
 				*status = 400;
@@ -436,8 +442,8 @@ sbx_bridge_route_find(const char *method, const char *path, char *param,
 int
 sbx_bridge_token_eq(const char *a, size_t alen, const char *b, size_t blen)
 {
-	unsigned char	 d = 0;
-	size_t		 i;
+	unsigned char d = 0;
+	size_t	      i;
 
 	/* The length is not a secret (every token has the same one); the
 	 * bytes are compared in full whatever differs. */

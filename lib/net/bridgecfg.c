@@ -21,7 +21,7 @@ static int
 cfg_uint(const json_t *o, const char *key, unsigned long long lo,
     unsigned long long hi, unsigned long long *out, struct sbx_error *e)
 {
-	const json_t	*v = json_object_get(o, key);
+	const json_t *v = json_object_get(o, key);
 
 	if (v == NULL)
 		return 0;
@@ -29,7 +29,8 @@ cfg_uint(const json_t *o, const char *key, unsigned long long lo,
 	    (unsigned long long)json_integer_value(v) > hi)
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, key, "bad_value",
 		    "config/sandbox.json: bridge.%s must be an integer from "
-		    "%llu to %llu", key, lo, hi);
+		    "%llu to %llu",
+		    key, lo, hi);
 	*out = (unsigned long long)json_integer_value(v);
 	return 0;
 }
@@ -38,9 +39,9 @@ int
 sbx_bridge_config_from(const json_t *doc, struct sbx_bridge_config *c,
     struct sbx_error *e)
 {
-	const json_t		*br, *inf, *rate;
-	unsigned long long	 n;
-	int			 i;
+	const json_t	  *br, *inf, *rate;
+	unsigned long long n;
+	int		   i;
 
 	memset(c, 0, sizeof(*c));
 	c->idle_exit_ms = 300 * 1000LL;
@@ -57,15 +58,17 @@ sbx_bridge_config_from(const json_t *doc, struct sbx_bridge_config *c,
 	br = json_object_get(doc, "bridge");
 	if (br != NULL && !json_is_object(br)) {
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "bridge",
-		    "bad_value", "config/sandbox.json: bridge must be an "
+		    "bad_value",
+		    "config/sandbox.json: bridge must be an "
 		    "object");
 	}
-#define U(key, lo, hi, dst) do {					\
-	n = (unsigned long long)(dst);					\
-	if (cfg_uint(br, key, lo, hi, &n, e) == -1)			\
-		goto fail;						\
-	(dst) = n;							\
-} while (0)
+#define U(key, lo, hi, dst) \
+	do { \
+		n = (unsigned long long)(dst); \
+		if (cfg_uint(br, key, lo, hi, &n, e) == -1) \
+			goto fail; \
+		(dst) = n; \
+	} while (0)
 	n = (unsigned long long)(c->idle_exit_ms / 1000);
 	if (cfg_uint(br, "idle_exit_s", 1, 31 * 86400ULL, &n, e) == -1)
 		goto fail;
@@ -78,24 +81,27 @@ sbx_bridge_config_from(const json_t *doc, struct sbx_bridge_config *c,
 	U("memory_max_entries", 1, 10000000, c->memory_max_entries);
 	rate = json_object_get(br, "rate_limits");
 	for (i = 0; i < SBX_BSVC_N; i++)
-		if (cfg_uint(rate, sbx_bridge_svc_names[i], 1, 100000, &n, e) == 0 &&
+		if (cfg_uint(rate, sbx_bridge_svc_names[i], 1, 100000, &n, e) ==
+			0 &&
 		    json_object_get(rate, sbx_bridge_svc_names[i]) != NULL)
 			c->rate[i] = (unsigned)n;
 		else if (e->kind != NULL)
 			goto fail;
 	inf = json_object_get(br, "inference");
 	if (inf != NULL) {
-		const char *url = json_string_value(json_object_get(inf,
-		    "url"));
-		const char *ka = json_string_value(json_object_get(inf,
-		    "key_agent"));
-		const char *kn = json_string_value(json_object_get(inf,
-		    "key_secret"));
+		const char *url =
+		    json_string_value(json_object_get(inf, "url"));
+		const char *ka =
+		    json_string_value(json_object_get(inf, "key_agent"));
+		const char *kn =
+		    json_string_value(json_object_get(inf, "key_secret"));
 
-		if (url == NULL || (strncmp(url, "http://", 7) != 0 &&
-		    strncmp(url, "https://", 8) != 0)) {
+		if (url == NULL ||
+		    (strncmp(url, "http://", 7) != 0 &&
+			strncmp(url, "https://", 8) != 0)) {
 			sbx_error_set(e, SBX_K_INVALID_ARGS, "bridge.inference",
-			    "bad_value", "config/sandbox.json: bridge."
+			    "bad_value",
+			    "config/sandbox.json: bridge."
 			    "inference.url must be an http(s) URL");
 			goto fail;
 		}
@@ -122,8 +128,8 @@ int
 sbx_bridge_config_load(int rootfd, struct sbx_bridge_config *c,
     struct sbx_error *e)
 {
-	json_t	*doc = NULL;
-	int	 rc;
+	json_t *doc = NULL;
+	int	rc;
 
 	if (sbx_config_load(rootfd, "config/sandbox.json", &doc, e) == -1)
 		return -1;
@@ -136,10 +142,10 @@ int
 sbx_bridge_config_check(const json_t *doc, int agent, const char *origin,
     struct sbx_error *e)
 {
-	struct sbx_bridge_config	 c;
-	const json_t			*br = json_object_get(doc, "bridge");
-	const char			*k;
-	json_t				*v;
+	struct sbx_bridge_config c;
+	const json_t		*br = json_object_get(doc, "bridge");
+	const char		*k;
+	json_t			*v;
 
 	if (agent) {
 		/* An agent says only whether its runs get the bridge. */
@@ -149,12 +155,14 @@ sbx_bridge_config_check(const json_t *doc, int agent, const char *origin,
 			return sbx_error_set(e, SBX_K_INVALID_ARGS, "bridge",
 			    "bad_value", "%s: bridge must be an object",
 			    origin);
-		json_object_foreach((json_t *)br, k, v)
+		json_object_foreach ((json_t *)br, k, v)
 			if (strcmp(k, "enabled") != 0 || !json_is_boolean(v))
 				return sbx_error_set(e, SBX_K_INVALID_ARGS,
-				    "bridge", "bad_value", "%s: bridge takes "
+				    "bridge", "bad_value",
+				    "%s: bridge takes "
 				    "only `enabled` (true or false) in an "
-				    "agent's settings", origin);
+				    "agent's settings",
+				    origin);
 		return 0;
 	}
 	if (json_object_get(br, "enabled") != NULL &&
@@ -171,7 +179,7 @@ sbx_bridge_config_check(const json_t *doc, int agent, const char *origin,
 int
 sbx_bridge_enabled(const json_t *global, const json_t *agent)
 {
-	const json_t	*v;
+	const json_t *v;
 
 	v = json_object_get(json_object_get(agent, "bridge"), "enabled");
 	if (v == NULL)
@@ -188,4 +196,3 @@ sbx_bridge_config_free(struct sbx_bridge_config *c)
 	free(c->inf_key_name);
 	c->inf_url = c->inf_key_agent = c->inf_key_name = NULL;
 }
-

@@ -35,10 +35,9 @@
 #include "secret.h"
 #include "time.h"
 
-#define ANSWER_MAX	(8u << 20)
+#define ANSWER_MAX (8u << 20)
 
-
-static pthread_mutex_t	 usage_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t usage_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void
 sbx_bridge_inference_init(void)
@@ -48,40 +47,40 @@ sbx_bridge_inference_init(void)
 
 /* One upstream exchange. */
 struct xfer {
-	CURL			*c;
-	struct curl_slist	*hdrs;
-	char			*body;
-	struct sbx_buf		 out;		/* not streamed: the answer */
-	int			 wfd;		/* streamed: the pipe */
-	long			 events;	/* streamed: "data:" lines */
-	int			 stream;
+	CURL		  *c;
+	struct curl_slist *hdrs;
+	char		  *body;
+	struct sbx_buf	   out; /* not streamed: the answer */
+	int		   wfd; /* streamed: the pipe */
+	long		   events; /* streamed: "data:" lines */
+	int		   stream;
 	/* Streamed: the handler waits for the status under lock. */
-	pthread_mutex_t		 m;
-	pthread_cond_t		 cv;
-	long			 status;	/* 0 until the head is in */
-	int			 done;
-	CURLcode		 rc;
-	int			 refs;		/* handler + thread */
-	char			 agent[64];
-	int			 rootfd;
+	pthread_mutex_t m;
+	pthread_cond_t	cv;
+	long		status; /* 0 until the head is in */
+	int		done;
+	CURLcode	rc;
+	int		refs; /* handler + thread */
+	char		agent[64];
+	int		rootfd;
 };
 
 /* Tokens used today by agent (agents/A/bridge/usage.json), plus add. */
 static long long
 usage_add(int rootfd, const char *agent, long long add)
 {
-	struct sbx_error	 e = { 0 };
-	struct sbx_buf		 b = SBX_BUF_INIT;
-	char			 day[64], s[128];
-	json_t			*doc;
-	long long		 n = 0;
-	int			 dfd;
+	struct sbx_error e = { 0 };
+	struct sbx_buf	 b = SBX_BUF_INIT;
+	char		 day[64], s[128];
+	json_t		*doc;
+	long long	 n = 0;
+	int		 dfd;
 
 	sbx_time_utc_iso(day);
 	day[10] = '\0';
 	pthread_mutex_lock(&usage_lock);
-	if ((dfd = sbx_layout_mkdirs(rootfd, SBX_L_AGENT_BRIDGE, agent, &e))
-	    == -1) {
+	if ((dfd = sbx_layout_mkdirs(rootfd, SBX_L_AGENT_BRIDGE, agent, &e)) ==
+	    -1) {
 		pthread_mutex_unlock(&usage_lock);
 		return 0;
 	}
@@ -89,7 +88,7 @@ usage_add(int rootfd, const char *agent, long long add)
 	    (doc = json_loadb(b.p, b.len, 0, NULL)) != NULL) {
 		if (json_is_string(json_object_get(doc, "day")) &&
 		    strcmp(json_string_value(json_object_get(doc, "day")),
-		    day) == 0)
+			day) == 0)
 			n = json_integer_value(json_object_get(doc, "tokens"));
 		json_decref(doc);
 	}
@@ -109,20 +108,20 @@ usage_add(int rootfd, const char *agent, long long add)
 static size_t
 on_data(char *p, size_t sz, size_t n, void *arg)
 {
-	struct xfer	*x = arg;
-	size_t		 len = sz * n, i;
+	struct xfer *x = arg;
+	size_t	     len = sz * n, i;
 
 	if (!x->stream) {
 		if (x->out.len + len > ANSWER_MAX)
-			return 0;	/* aborts the transfer */
+			return 0; /* aborts the transfer */
 		return sbx_buf_append(&x->out, p, len) == 0 ? len : 0;
 	}
 	/* An error's body is not relayed (the handler answers 502). */
 	if (x->status != 200)
 		return len;
 	for (i = 0; i + 5 <= len; i++)
-		if (memcmp(p + i, "data:", 5) == 0 && (i == 0 ||
-		    p[i - 1] == '\n'))
+		if (memcmp(p + i, "data:", 5) == 0 &&
+		    (i == 0 || p[i - 1] == '\n'))
 			x->events++;
 	/* The reader gone (the sandbox hung up): stop. */
 	return sbx_write_all(x->wfd, p, len) == 0 ? len : 0;
@@ -131,8 +130,8 @@ on_data(char *p, size_t sz, size_t n, void *arg)
 static size_t
 on_header(char *p, size_t sz, size_t n, void *arg)
 {
-	struct xfer	*x = arg;
-	long		 st = 0;
+	struct xfer *x = arg;
+	long	     st = 0;
 
 	if (sz * n <= 2 && (p[0] == '\r' || p[0] == '\n')) {
 		curl_easy_getinfo(x->c, CURLINFO_RESPONSE_CODE, &st);
@@ -149,7 +148,7 @@ on_header(char *p, size_t sz, size_t n, void *arg)
 static void
 xfer_unref(struct xfer *x)
 {
-	int	 last;
+	int last;
 
 	pthread_mutex_lock(&x->m);
 	last = --x->refs == 0;
@@ -172,8 +171,8 @@ xfer_unref(struct xfer *x)
 static void *
 stream_thread(void *arg)
 {
-	struct xfer	*x = arg;
-	CURLcode	 rc;
+	struct xfer *x = arg;
+	CURLcode     rc;
 
 	rc = curl_easy_perform(x->c);
 	if (x->events > 0)
@@ -196,17 +195,16 @@ static int
 api_key_header(const struct sbx_bridge_config *cfg, int rootfd,
     struct curl_slist **hdrs, struct sbx_error *e)
 {
-	struct sbx_secret_store	 st;
-	struct sbx_secret_auth	 auth = { 0 };
-	unsigned char		*v = NULL;
-	size_t			 n = 0;
-	char			*h;
+	struct sbx_secret_store st;
+	struct sbx_secret_auth	auth = { 0 };
+	unsigned char	       *v = NULL;
+	size_t			n = 0;
+	char		       *h;
 
 	if (cfg->inf_key_agent == NULL || cfg->inf_key_name == NULL)
 		return 0;
 	memset(&st, 0, sizeof(st));
-	if (sbx_secret_open(&st, rootfd, cfg->inf_key_agent, 0, &auth, e) ==
-	    -1)
+	if (sbx_secret_open(&st, rootfd, cfg->inf_key_agent, 0, &auth, e) == -1)
 		return -1;
 	if (sbx_secret_get(&st, cfg->inf_key_name, &v, &n, e) == -1) {
 		sbx_secret_close(&st);
@@ -233,22 +231,24 @@ static char *
 upstream_body(const json_t *in, int stream, struct sbx_bridge_resp *r)
 {
 	static const char *const pass[] = { "max_tokens", "temperature",
-	    "top_p", "stop", "seed" };
-	const json_t	*model, *msgs, *v;
-	json_t		*out;
-	size_t		 i;
-	char		*s;
+		"top_p", "stop", "seed" };
+	const json_t		*model, *msgs, *v;
+	json_t			*out;
+	size_t			 i;
+	char			*s;
 
 	model = json_object_get(in, "model");
 	msgs = json_object_get(in, "messages");
 	if (!json_is_string(model) || json_string_length(model) == 0 ||
 	    json_string_length(model) > 128) {
-		sbx_bridge_error(r, 400, "bad_model", "`model` must be a "
+		sbx_bridge_error(r, 400, "bad_model",
+		    "`model` must be a "
 		    "string of 1 to 128 bytes");
 		return NULL;
 	}
 	if (!json_is_array(msgs) || json_array_size(msgs) == 0) {
-		sbx_bridge_error(r, 400, "bad_messages", "`messages` must be "
+		sbx_bridge_error(r, 400, "bad_messages",
+		    "`messages` must be "
 		    "a non-empty array");
 		return NULL;
 	}
@@ -266,37 +266,44 @@ static void
 upstream_failed(struct sbx_bridge_resp *r, CURLcode rc, long status)
 {
 	if (rc == CURLE_OPERATION_TIMEDOUT)
-		sbx_bridge_error(r, 504, "upstream_timeout", "the model "
+		sbx_bridge_error(r, 504, "upstream_timeout",
+		    "the model "
 		    "endpoint did not answer in time");
 	else if (rc != CURLE_OK)
-		sbx_bridge_error(r, 502, "upstream_unreachable", "the model "
-		    "endpoint failed: %s", curl_easy_strerror(rc));
+		sbx_bridge_error(r, 502, "upstream_unreachable",
+		    "the model "
+		    "endpoint failed: %s",
+		    curl_easy_strerror(rc));
 	else
-		sbx_bridge_error(r, 502, "upstream_error", "the model endpoint "
-		    "answered %ld", status);
+		sbx_bridge_error(r, 502, "upstream_error",
+		    "the model endpoint "
+		    "answered %ld",
+		    status);
 }
 
 void
 sbx_bridge_inference(const struct sbx_bridge_req *q, struct sbx_bridge_resp *r)
 {
-	const struct sbx_bridge_config	*cfg = q->cfg;
-	struct sbx_error		 e = { 0 };
-	struct xfer			*x;
-	pthread_t			 th;
-	pthread_attr_t			 at;
-	json_t				*ans;
-	int				 stream, pfd[2];
-	long				 st = 0;
-	CURLcode			 rc;
+	const struct sbx_bridge_config *cfg = q->cfg;
+	struct sbx_error		e = { 0 };
+	struct xfer		       *x;
+	pthread_t			th;
+	pthread_attr_t			at;
+	json_t			       *ans;
+	int				stream, pfd[2];
+	long				st = 0;
+	CURLcode			rc;
 
 	if (cfg->inf_url == NULL) {
-		sbx_bridge_error(r, 503, "inference_off", "inference is not "
+		sbx_bridge_error(r, 503, "inference_off",
+		    "inference is not "
 		    "configured (bridge.inference.url in config/sandbox.json)");
 		return;
 	}
-	if (cfg->inf_tokens_day > 0 && usage_add(q->rootfd, q->agent, 0) >=
-	    cfg->inf_tokens_day) {
-		sbx_bridge_error(r, 429, "token_budget", "the agent's tokens "
+	if (cfg->inf_tokens_day > 0 &&
+	    usage_add(q->rootfd, q->agent, 0) >= cfg->inf_tokens_day) {
+		sbx_bridge_error(r, 429, "token_budget",
+		    "the agent's tokens "
 		    "for today are spent");
 		r->retry_after = 3600;
 		return;
@@ -320,8 +327,10 @@ sbx_bridge_inference(const struct sbx_bridge_req *q, struct sbx_bridge_resp *r)
 	x->hdrs = curl_slist_append(NULL, "Content-Type: application/json");
 	x->hdrs = curl_slist_append(x->hdrs, "Expect:");
 	if (api_key_header(cfg, q->rootfd, &x->hdrs, &e) == -1) {
-		sbx_bridge_error(r, 503, "inference_key", "the API key is not "
-		    "readable on the host: %s", e.message);
+		sbx_bridge_error(r, 503, "inference_key",
+		    "the API key is not "
+		    "readable on the host: %s",
+		    e.message);
 		xfer_unref(x);
 		return;
 	}
@@ -354,14 +363,15 @@ sbx_bridge_inference(const struct sbx_bridge_req *q, struct sbx_bridge_resp *r)
 		    JSON_REJECT_DUPLICATES, NULL);
 		if (!json_is_object(ans)) {
 			json_decref(ans);
-			sbx_bridge_error(r, 502, "upstream_error", "the model "
+			sbx_bridge_error(r, 502, "upstream_error",
+			    "the model "
 			    "endpoint's answer is not a JSON object");
 			xfer_unref(x);
 			return;
 		}
-		(void)usage_add(q->rootfd, q->agent, json_integer_value(
-		    json_object_get(json_object_get(ans, "usage"),
-		    "total_tokens")));
+		(void)usage_add(q->rootfd, q->agent,
+		    json_integer_value(json_object_get(
+			json_object_get(ans, "usage"), "total_tokens")));
 		r->status = 200;
 		r->json = ans;
 		xfer_unref(x);

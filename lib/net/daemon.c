@@ -25,9 +25,9 @@
 void
 sbx_daemon_harden(void)
 {
-	struct __user_cap_header_struct	 h;
-	struct __user_cap_data_struct	 d[2];
-	int				 cap;
+	struct __user_cap_header_struct h;
+	struct __user_cap_data_struct	d[2];
+	int				cap;
 
 	memset(&h, 0, sizeof(h));
 	h.version = _LINUX_CAPABILITY_VERSION_3;
@@ -46,9 +46,9 @@ sbx_daemon_harden(void)
 int
 sbx_daemon_bind(int runfd, const char *sock, struct sbx_error *e)
 {
-	struct sockaddr_un	 sun;
-	int			 fd;
-	mode_t			 old;
+	struct sockaddr_un sun;
+	int		   fd;
+	mode_t		   old;
 
 	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
 		return sbx_error_sys(e, "socket", "cannot create a socket");
@@ -77,14 +77,14 @@ int
 sbx_daemon_connect(int rootfd, const char *sock, const char *what,
     struct sbx_error *e)
 {
-	struct sockaddr_un	 sun;
-	int			 fd, runfd;
+	struct sockaddr_un sun;
+	int		   fd, runfd;
 
 	/* Connect through /proc/self/fd/N of run/ opened without following
 	 * symlinks: a planted symlink cannot redirect us to someone else's
 	 * socket, and the path stays short whatever the root's length. */
-	if ((runfd = sbx_open_beneath(rootfd, "run", O_PATH | O_DIRECTORY |
-	    O_CLOEXEC, e)) == -1) {
+	if ((runfd = sbx_open_beneath(rootfd, "run",
+		 O_PATH | O_DIRECTORY | O_CLOEXEC, e)) == -1) {
 		if (e->sys_errno == ENOENT)
 			sbx_error_set(e, SBX_K_UNAVAILABLE, NULL, "not_running",
 			    "the %s is not running", what);
@@ -112,15 +112,14 @@ extern char **environ;
 
 /* Start `prog serve --home HOME -q` and wait until it says it is up. */
 static int
-start(const char *prog, const char *home, const char *what,
-    struct sbx_error *e)
+start(const char *prog, const char *home, const char *what, struct sbx_error *e)
 {
-	char		*argv[] = { (char *)prog, "serve", "--home",
-			    (char *)home, "-q", NULL };
-	char		*envp[] = { "PATH=/usr/bin:/bin", "LC_ALL=C", NULL };
+	char *argv[] = { (char *)prog, "serve", "--home", (char *)home, "-q",
+		NULL };
+	char *envp[] = { "PATH=/usr/bin:/bin", "LC_ALL=C", NULL };
 	posix_spawn_file_actions_t fa;
-	pid_t		 pid;
-	int		 st, rc;
+	pid_t			   pid;
+	int			   st, rc;
 
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
@@ -137,9 +136,10 @@ start(const char *prog, const char *home, const char *what,
 			return sbx_error_sys(e, "daemon_start", "waitpid");
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
 		return sbx_error_set(e, SBX_K_UNAVAILABLE, "network",
-		    "proxy_unavailable", "sbx-%s could not start (exit "
-		    "status %d); see `sbx %s serve --foreground`", what,
-		    WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st),
+		    "proxy_unavailable",
+		    "sbx-%s could not start (exit "
+		    "status %d); see `sbx %s serve --foreground`",
+		    what, WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st),
 		    what);
 	return 0;
 }
@@ -148,7 +148,7 @@ int
 sbx_daemon_ensure(int rootfd, const char *sock, const char *lockname,
     const char *what, const char *prog, const char *home, struct sbx_error *e)
 {
-	int	 fd, lock, runfd;
+	int fd, lock, runfd;
 
 	if ((fd = sbx_daemon_connect(rootfd, sock, what, e)) >= 0)
 		return fd;
@@ -156,12 +156,11 @@ sbx_daemon_ensure(int rootfd, const char *sock, const char *lockname,
 	 * start one daemon, not several. */
 	if ((runfd = sbx_mkdirs_at(rootfd, "run", 0711, e)) == -1)
 		return -1;
-	lock = openat(runfd, lockname, O_RDWR | O_CREAT | O_NOFOLLOW |
-	    O_CLOEXEC, 0600);
+	lock = openat(runfd, lockname,
+	    O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	close(runfd);
 	if (lock == -1)
-		return sbx_error_sys(e, "lock", "cannot open run/%s",
-		    lockname);
+		return sbx_error_sys(e, "lock", "cannot open run/%s", lockname);
 	while (flock(lock, LOCK_EX) == -1)
 		if (errno != EINTR) {
 			close(lock);

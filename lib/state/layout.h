@@ -59,7 +59,7 @@ enum sbx_layout_id {
 	SBX_L_PROVISION_LOCK,	/* run/provision.lock */
 	SBX_L_PROXY_LOCK,	/* run/proxy.lock */
 	SBX_L_BRIDGE_LOCK,	/* run/bridge.lock */
-	SBX_L_AGENT_PLUGINS,	/* agents/A/plugins.json	installed plugins */
+	SBX_L_AGENT_PLUGINS,	/* agents/A/plugins.json */
 	/* sbx-bridge's records of an agent (lib/state/bridgestore.c). */
 	SBX_L_AGENT_BRIDGE,	/* agents/A/bridge/ */
 	SBX_L_AGENT_BR_CONFIG,	/* agents/A/bridge/config.json */

@@ -30,24 +30,56 @@ no(struct sbx_error *e)
 	sbx_error_set(e, SBX_K_NOT_FOUND, NULL, "stub", "stub");
 	return NULL;
 }
-json_t *sbx_bstore_secret(int r, const char *a, const char *p, const char *n,
-    struct sbx_error *e) { return no(e); }
-json_t *sbx_bstore_config(int r, const char *a, const char *p, const char *k,
-    json_t *v, int op, struct sbx_error *e) { return no(e); }
-long long sbx_bstore_append(int r, const char *a, enum sbx_bstore_log w,
-    json_t *ev, size_t m, struct sbx_error *e) { no(e); return -1; }
-json_t *sbx_bstore_events_read(int r, const char *a, enum sbx_bstore_log w,
-    long long s, size_t l, struct sbx_error *e) { return json_array(); }
-long long sbx_bstore_memory_add(int r, const char *a, const json_t *b,
-    size_t m, struct sbx_error *e) { no(e); return -1; }
-json_t *sbx_bstore_memory_query(int r, const char *a, const json_t *b,
-    struct sbx_error *e) { return no(e); }
-json_t *sbx_bstore_task_add(int r, const char *a, const json_t *b,
-    struct sbx_error *e) { return no(e); }
-json_t *sbx_bstore_task_get(int r, const char *a, const char *i,
-    struct sbx_error *e) { return no(e); }
-void sbx_bridge_inference(const struct sbx_bridge_req *q,
-    struct sbx_bridge_resp *r)
+json_t *
+sbx_bstore_secret(int r, const char *a, const char *p, const char *n,
+    struct sbx_error *e)
+{
+	return no(e);
+}
+json_t *
+sbx_bstore_config(int r, const char *a, const char *p, const char *k, json_t *v,
+    int op, struct sbx_error *e)
+{
+	return no(e);
+}
+long long
+sbx_bstore_append(int r, const char *a, enum sbx_bstore_log w, json_t *ev,
+    size_t m, struct sbx_error *e)
+{
+	no(e);
+	return -1;
+}
+json_t *
+sbx_bstore_events_read(int r, const char *a, enum sbx_bstore_log w, long long s,
+    size_t l, struct sbx_error *e)
+{
+	return json_array();
+}
+long long
+sbx_bstore_memory_add(int r, const char *a, const json_t *b, size_t m,
+    struct sbx_error *e)
+{
+	no(e);
+	return -1;
+}
+json_t *
+sbx_bstore_memory_query(int r, const char *a, const json_t *b,
+    struct sbx_error *e)
+{
+	return no(e);
+}
+json_t *
+sbx_bstore_task_add(int r, const char *a, const json_t *b, struct sbx_error *e)
+{
+	return no(e);
+}
+json_t *
+sbx_bstore_task_get(int r, const char *a, const char *i, struct sbx_error *e)
+{
+	return no(e);
+}
+void
+sbx_bridge_inference(const struct sbx_bridge_req *q, struct sbx_bridge_resp *r)
 {
 	sbx_bridge_error(r, 503, "inference_off", "off");
 }
@@ -55,15 +87,15 @@ void sbx_bridge_inference(const struct sbx_bridge_req *q,
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static struct sbx_bridge_config	 cfg = { .rate = { 1, 1, 1 } };
-	const struct sbx_bridge_route	*rt;
-	struct sbx_bridge_req		 q;
-	struct sbx_bridge_resp		 r;
-	struct sbx_error		 e = { 0 };
-	char				 param[SBX_BRIDGE_NAME_MAX + 1];
-	char				 head[2048], *sp, *nl;
-	unsigned			 st = 0;
-	size_t				 n, i;
+	static struct sbx_bridge_config cfg = { .rate = { 1, 1, 1 } };
+	const struct sbx_bridge_route  *rt;
+	struct sbx_bridge_req		q;
+	struct sbx_bridge_resp		r;
+	struct sbx_error		e = { 0 };
+	char				param[SBX_BRIDGE_NAME_MAX + 1];
+	char				head[2048], *sp, *nl;
+	unsigned			st = 0;
+	size_t				n, i;
 
 	nl = memchr(data, '\n', size);
 	n = nl != NULL ? (size_t)((const uint8_t *)nl - data) : size;
@@ -110,8 +142,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	json_decref(q.body);
 	if (r.status < 200 || r.status > 599 || r.json == NULL)
 		abort();
-	if (r.status >= 400 && !json_is_string(json_object_get(
-	    json_object_get(r.json, "error"), "code")))
+	if (r.status >= 400 &&
+	    !json_is_string(
+		json_object_get(json_object_get(r.json, "error"), "code")))
 		abort();
 	json_decref(r.json);
 	return 0;

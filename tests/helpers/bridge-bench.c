@@ -22,7 +22,7 @@
 static long long
 now_us(void)
 {
-	struct timespec	 t;
+	struct timespec t;
 
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return t.tv_sec * 1000000LL + t.tv_nsec / 1000;
@@ -31,11 +31,11 @@ now_us(void)
 static int
 one(const char *sock, const char *req, size_t len)
 {
-	struct sockaddr_un	 sun = { .sun_family = AF_UNIX };
-	char			 buf[16384];
-	ssize_t			 r;
-	size_t			 got = 0;
-	int			 fd, ok;
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	char		   buf[16384];
+	ssize_t		   r;
+	size_t		   got = 0;
+	int		   fd, ok;
 
 	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", sock);
 	if ((fd = socket(AF_UNIX, SOCK_STREAM, 0)) == -1)
@@ -48,7 +48,7 @@ one(const char *sock, const char *req, size_t len)
 	while ((r = read(fd, buf + got, sizeof(buf) - 1 - got)) > 0) {
 		got += (size_t)r;
 		if (got == sizeof(buf) - 1)
-			got = 0;	/* only the status line matters */
+			got = 0; /* only the status line matters */
 	}
 	buf[got] = '\0';
 	close(fd);
@@ -67,10 +67,10 @@ cmp(const void *a, const void *b)
 int
 main(int argc, char *argv[])
 {
-	int		 clients, count, c, i, p[2], ok = 0, err = 0;
-	long long	*lat, t0, t1, all0;
-	char		 req[65536], body[16384], num[16], *at;
-	size_t		 n, tot = 0;
+	int	   clients, count, c, i, p[2], ok = 0, err = 0;
+	long long *lat, t0, t1, all0;
+	char	   req[65536], body[16384], num[16], *at;
+	size_t	   n, tot = 0;
 
 	if (argc != 8)
 		return 64;
@@ -97,11 +97,14 @@ main(int argc, char *argv[])
 					snprintf(body, sizeof(body), "%s",
 					    argv[5]);
 			}
-			n = (size_t)snprintf(req, sizeof(req), "%s %s HTTP/1.1"
+			n = (size_t)snprintf(req, sizeof(req),
+			    "%s %s HTTP/1.1"
 			    "\r\nHost: b\r\nConnection: close\r\n%s%s%s"
-			    "Content-Length: %zu\r\n\r\n%s", argv[3], argv[4],
+			    "Content-Length: %zu\r\n\r\n%s",
+			    argv[3], argv[4],
 			    strcmp(argv[2], "-") ? "Authorization: Bearer " :
-			    "", strcmp(argv[2], "-") ? argv[2] : "",
+						   "",
+			    strcmp(argv[2], "-") ? argv[2] : "",
 			    strcmp(argv[2], "-") ? "\r\n" : "", strlen(body),
 			    body);
 			t0 = now_us();

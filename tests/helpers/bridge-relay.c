@@ -22,10 +22,10 @@
 static int
 send_fd(int sock, const char *msg, size_t len, int fd)
 {
-	char		 cbuf[CMSG_SPACE(sizeof(int))];
-	struct msghdr	 m;
-	struct iovec	 iov = { (void *)msg, len };
-	struct cmsghdr	*cm;
+	char		cbuf[CMSG_SPACE(sizeof(int))];
+	struct msghdr	m;
+	struct iovec	iov = { (void *)msg, len };
+	struct cmsghdr *cm;
 
 	memset(&m, 0, sizeof(m));
 	memset(cbuf, 0, sizeof(cbuf));
@@ -44,8 +44,8 @@ send_fd(int sock, const char *msg, size_t len, int fd)
 static int
 unix_sock(const char *path, int do_listen)
 {
-	struct sockaddr_un	 sun = { .sun_family = AF_UNIX };
-	int			 fd;
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int		   fd;
 
 	if (strlen(path) >= sizeof(sun.sun_path))
 		return -1;
@@ -65,10 +65,10 @@ unix_sock(const char *path, int do_listen)
 int
 main(int argc, char *argv[])
 {
-	char		 path[4096], req[256], ans[512];
-	int		 ctl, sp[2], lfd, fd;
-	ssize_t		 n;
-	struct pollfd	 pfd[2];
+	char	      path[4096], req[256], ans[512];
+	int	      ctl, sp[2], lfd, fd;
+	ssize_t	      n;
+	struct pollfd pfd[2];
 
 	if (argc != 4) {
 		fprintf(stderr, "usage: bridge-relay ROOT AGENT PATH\n");
@@ -82,8 +82,10 @@ main(int argc, char *argv[])
 	}
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) == -1)
 		return 71;
-	snprintf(req, sizeof(req), "{\"op\":\"session\",\"agent\":\"%s\","
-	    "\"run\":\"test\"}\n", argv[2]);
+	snprintf(req, sizeof(req),
+	    "{\"op\":\"session\",\"agent\":\"%s\","
+	    "\"run\":\"test\"}\n",
+	    argv[2]);
 	if (send_fd(ctl, req, strlen(req), sp[0]) == -1)
 		return 69;
 	close(sp[0]);
@@ -109,7 +111,7 @@ main(int argc, char *argv[])
 		if (poll(pfd, 2, -1) == -1)
 			continue;
 		if (pfd[1].revents)
-			return 0;	/* the bridge ended the session */
+			return 0; /* the bridge ended the session */
 		if ((fd = accept(lfd, NULL, NULL)) == -1)
 			continue;
 		if (send_fd(sp[1], "C", 1, fd) == -1)

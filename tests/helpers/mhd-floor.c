@@ -16,18 +16,17 @@
 
 #include <microhttpd.h>
 
-static const char	*token;
+static const char *token;
 
 static enum MHD_Result
-answer(void *cls, struct MHD_Connection *c, const char *url,
-    const char *method, const char *version, const char *data, size_t *size,
-    void **ctx)
+answer(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+    const char *version, const char *data, size_t *size, void **ctx)
 {
-	static const char	 ok[] = "{\"agent\":\"floor\"}";
-	const char		*a;
-	struct MHD_Response	*r;
-	enum MHD_Result		 ret;
-	int			 good;
+	static const char    ok[] = "{\"agent\":\"floor\"}";
+	const char	    *a;
+	struct MHD_Response *r;
+	enum MHD_Result	     ret;
+	int		     good;
 
 	if (*ctx == NULL) {
 		*ctx = (void *)1;
@@ -51,9 +50,9 @@ answer(void *cls, struct MHD_Connection *c, const char *url,
 int
 main(int argc, char *argv[])
 {
-	struct sockaddr_un	 sun = { .sun_family = AF_UNIX };
-	struct MHD_Daemon	*d;
-	int			 fd;
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct MHD_Daemon *d;
+	int		   fd;
 
 	if (argc != 3)
 		return 64;
@@ -65,8 +64,9 @@ main(int argc, char *argv[])
 	    listen(fd, 4096) == -1)
 		return 71;
 	d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |
-	    MHD_USE_THREAD_PER_CONNECTION, 0, NULL, NULL, answer, NULL,
-	    MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_END);
+		MHD_USE_THREAD_PER_CONNECTION,
+	    0, NULL, NULL, answer, NULL, MHD_OPTION_LISTEN_SOCKET, fd,
+	    MHD_OPTION_END);
 	if (d == NULL)
 		return 69;
 	printf("ready\n");

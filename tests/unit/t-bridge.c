@@ -20,9 +20,9 @@ static void
 route(const char *m, const char *path, const char *want_prefix,
     const char *want_param, unsigned want_status)
 {
-	const struct sbx_bridge_route	*r;
-	char				 param[SBX_BRIDGE_NAME_MAX + 1];
-	unsigned			 st = 0;
+	const struct sbx_bridge_route *r;
+	char			       param[SBX_BRIDGE_NAME_MAX + 1];
+	unsigned		       st = 0;
 
 	r = sbx_bridge_route_find(m, path, param, &st);
 	if (want_prefix == NULL)
@@ -30,20 +30,21 @@ route(const char *m, const char *path, const char *want_prefix,
 		    path, want_status, st);
 	else
 		ok(r != NULL && strcmp(r->prefix, want_prefix) == 0 &&
-		    strcmp(r->method, m) == 0 && (want_param == NULL ||
-		    strcmp(param, want_param) == 0), "%s %s -> %s %s", m, path,
-		    want_prefix, want_param ? want_param : "");
+			strcmp(r->method, m) == 0 &&
+			(want_param == NULL || strcmp(param, want_param) == 0),
+		    "%s %s -> %s %s", m, path, want_prefix,
+		    want_param ? want_param : "");
 }
 
 int
 main(void)
 {
-	struct sbx_error	 e = { 0 };
-	char			 root[] = "/tmp/t-bridge.XXXXXX", *x;
-	json_t			*v, *a;
-	long long		 id;
-	int			 rootfd, i;
-	struct stat		 st;
+	struct sbx_error e = { 0 };
+	char		 root[] = "/tmp/t-bridge.XXXXXX", *x;
+	json_t		*v, *a;
+	long long	 id;
+	int		 rootfd, i;
+	struct stat	 st;
 
 	route("GET", "/v1/whoami", "/v1/whoami", NULL, 0);
 	route("GET", "/v1/config/color", "/v1/config/", "color", 0);
@@ -68,7 +69,7 @@ main(void)
 	route("GET", "/v1/nope", NULL, NULL, 404);
 	route("GET", "/v1/whoami/x", NULL, NULL, 404);
 	{
-		char	 longname[300];
+		char longname[300];
 
 		memset(longname, 'a', sizeof(longname) - 1);
 		longname[sizeof(longname) - 1] = '\0';
@@ -86,8 +87,11 @@ main(void)
 	ok(x && strcmp(x, "\"hello\" OR \"world\"") == 0, "fts: %s", x);
 	free(x);
 	x = sbx_bstore_fts_expr("\"a\" NEAR(b c) text:d *e^ -f");
-	ok(x && strcmp(x, "\"a\" OR \"NEAR\" OR \"b\" OR \"c\" OR \"text\" OR "
-	    "\"d\" OR \"e\" OR \"f\"") == 0, "fts: syntax dropped: %s", x);
+	ok(x &&
+		strcmp(x,
+		    "\"a\" OR \"NEAR\" OR \"b\" OR \"c\" OR \"text\" OR "
+		    "\"d\" OR \"e\" OR \"f\"") == 0,
+	    "fts: syntax dropped: %s", x);
 	free(x);
 	x = sbx_bstore_fts_expr("\" * : ( ) ^");
 	ok(x == NULL, "fts: nothing but syntax: no query");
@@ -110,16 +114,21 @@ main(void)
 	json_decref(v);
 	memset(&e, 0, sizeof(e));
 	ok(sbx_bstore_config(rootfd, "b", NULL, "k", NULL, 0, &e) == NULL &&
-	    strcmp(e.kind, SBX_K_NOT_FOUND) == 0, "config: b does not see a's");
+		strcmp(e.kind, SBX_K_NOT_FOUND) == 0,
+	    "config: b does not see a's");
 	memset(&e, 0, sizeof(e));
 	ok(sbx_bstore_config(rootfd, "a", NULL, "../x", json_true(), 1, &e) ==
-	    NULL && strcmp(e.reason, "bad_key") == 0, "config: bad key");
+		    NULL &&
+		strcmp(e.reason, "bad_key") == 0,
+	    "config: bad key");
 	memset(&e, 0, sizeof(e));
 	ok(sbx_bstore_config(rootfd, "a", "plug", "k", json_true(), 1, &e) ==
-	    NULL && strcmp(e.kind, SBX_K_REJECTED) == 0,
+		    NULL &&
+		strcmp(e.kind, SBX_K_REJECTED) == 0,
 	    "config: a plugin not installed has no namespace");
 	ok(fstatat(rootfd, "agents/a/bridge/config.json", &st, 0) == 0 &&
-	    (st.st_mode & 0777) == 0600, "config.json 0600");
+		(st.st_mode & 0777) == 0600,
+	    "config.json 0600");
 
 	/* Events: ids, since, rotation. */
 	for (i = 1; i <= 50; i++) {
@@ -132,11 +141,14 @@ main(void)
 	}
 	ok(i == 51, "50 events, ids 1..50");
 	ok(fstatat(rootfd, "agents/a/bridge/events.jsonl", &st, 0) == 0 &&
-	    st.st_size <= 2048 && fstatat(rootfd,
-	    "agents/a/bridge/events.jsonl.1", &st, 0) == 0, "rotated at the cap");
+		st.st_size <= 2048 &&
+		fstatat(rootfd, "agents/a/bridge/events.jsonl.1", &st, 0) == 0,
+	    "rotated at the cap");
 	a = sbx_bstore_events_read(rootfd, "a", SBX_BSTORE_EVENTS, 45, 100, &e);
-	ok(a && json_array_size(a) == 5 && json_integer_value(json_object_get(
-	    json_array_get(a, 0), "id")) == 46, "since 45: 46..50");
+	ok(a && json_array_size(a) == 5 &&
+		json_integer_value(
+		    json_object_get(json_array_get(a, 0), "id")) == 46,
+	    "since 45: 46..50");
 	json_decref(a);
 	a = sbx_bstore_events_read(rootfd, "b", SBX_BSTORE_EVENTS, 0, 100, &e);
 	ok(a && json_array_size(a) == 0, "b has no events");
@@ -155,23 +167,26 @@ main(void)
 	v = json_pack("{s:s}", "text", "borrow");
 	a = sbx_bstore_memory_query(rootfd, "a", v, &e);
 	json_decref(v);
-	ok(a && json_array_size(a) == 2 && strcmp(json_string_value(
-	    json_object_get(json_array_get(a, 0), "text")),
-	    "borrow money from the bank") == 0, "salience ranks first");
+	ok(a && json_array_size(a) == 2 &&
+		strcmp(json_string_value(
+			   json_object_get(json_array_get(a, 0), "text")),
+		    "borrow money from the bank") == 0,
+	    "salience ranks first");
 	json_decref(a);
 	{
 		static const char *const inj[] = { "\"", "*", "NEAR(a b)",
-		    "text:x", "tags:finance", "a\" OR \"b", "')--", "{text}",
-		    "rank MATCH", "^borrow", "borrow*" };
-		int	 good = 1;
+			"text:x", "tags:finance", "a\" OR \"b", "')--",
+			"{text}", "rank MATCH", "^borrow", "borrow*" };
+		int			 good = 1;
 
 		for (i = 0; i < (int)(sizeof(inj) / sizeof(*inj)); i++) {
 			memset(&e, 0, sizeof(e));
 			v = json_pack("{s:s}", "text", inj[i]);
 			a = sbx_bstore_memory_query(rootfd, "a", v, &e);
 			json_decref(v);
-			if (a == NULL && (e.reason == NULL ||
-			    strcmp(e.reason, "empty_query") != 0))
+			if (a == NULL &&
+			    (e.reason == NULL ||
+				strcmp(e.reason, "empty_query") != 0))
 				good = 0;
 			json_decref(a);
 		}
@@ -204,21 +219,27 @@ main(void)
 	v = json_pack("{s:s}", "task", "do it");
 	a = sbx_bstore_task_add(rootfd, "a", v, &e);
 	json_decref(v);
-	ok(a && sbx_bstore_task_id_valid(json_string_value(json_object_get(a,
-	    "id"))), "task queued");
+	ok(a &&
+		sbx_bstore_task_id_valid(
+		    json_string_value(json_object_get(a, "id"))),
+	    "task queued");
 	memset(&e, 0, sizeof(e));
-	ok(sbx_bstore_task_get(rootfd, "b", json_string_value(json_object_get(
-	    a, "id")), &e) == NULL && strcmp(e.kind, SBX_K_NOT_FOUND) == 0,
+	ok(sbx_bstore_task_get(rootfd, "b",
+	       json_string_value(json_object_get(a, "id")), &e) == NULL &&
+		strcmp(e.kind, SBX_K_NOT_FOUND) == 0,
 	    "b cannot read a's task");
-	v = sbx_bstore_task_done(rootfd, "a", json_string_value(
-	    json_object_get(a, "id")), json_true(), &e);
-	ok(v && strcmp(json_string_value(json_object_get(v, "status")),
-	    "done") == 0, "task done");
+	v = sbx_bstore_task_done(rootfd, "a",
+	    json_string_value(json_object_get(a, "id")), json_true(), &e);
+	ok(v &&
+		strcmp(json_string_value(json_object_get(v, "status")),
+		    "done") == 0,
+	    "task done");
 	json_decref(v);
 	json_decref(a);
 	ok(!sbx_bstore_task_id_valid("t../../../etc") &&
-	    !sbx_bstore_task_id_valid("T0123456789abcdef") &&
-	    !sbx_bstore_task_id_valid("t0123456789ABCDEF"), "task ids");
+		!sbx_bstore_task_id_valid("T0123456789abcdef") &&
+		!sbx_bstore_task_id_valid("t0123456789ABCDEF"),
+	    "task ids");
 
 	sbx_rm_tree_at(AT_FDCWD, root, &e);
 	return done_testing();
