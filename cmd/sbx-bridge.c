@@ -148,82 +148,37 @@ static int
 cmd_serve(struct sbx_root *root)
 {
 	struct sbx_bridge_config cfg;
+	struct sbx_daemon	 d;
 	struct sbx_error	 e;
-	int			 runfd, pidfd, lfd, pp[2], null;
-	pid_t			 pid;
-	char			 b[32], c = 0;
+	int			 runfd, lfd, rc;
 
 	memset(&e, 0, sizeof(e));
 	if (sbx_bridge_config_load(root->fd, &cfg, &e) == -1)
 		fail(&e);
 	if ((runfd = sbx_mkdirs_at(root->fd, "run", 0711, &e)) == -1)
 		fail(&e);
-	if ((pidfd = openat(runfd, SBX_BRIDGE_PID,
-		 O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600)) == -1) {
-		sbx_error_sys(&e, "pidfile", "cannot open run/%s",
-		    SBX_BRIDGE_PID);
+	if ((rc = sbx_daemon_start(runfd, SBX_BRIDGE_PID, "bridge",
+	    O.foreground, &d, &e)) == -1)
 		fail(&e);
-	}
-	/* One bridge per state root: whoever holds the pid file's lock. */
-	if (flock(pidfd, LOCK_EX | LOCK_NB) == -1) {
-		ssize_t n = pread(pidfd, b, sizeof(b) - 1, 0);
-
-		b[n > 0 ? n : 0] = '\0';
-		b[strcspn(b, "\n")] = '\0';
-		ok(json_pack("{s:b,s:b,s:s}", "running", 1, "started", 0, "pid",
-		       b),
-		    "sbx-bridge: already running");
+	if (rc == SBX_DAEMON_RUNNING) {
+		ok(json_pack("{s:b,s:b,s:s}", "running", 1, "started", 0,
+		    "pid", d.pid), "sbx-bridge: already running");
 		return 0;
 	}
-	if (!O.foreground) {
-		if (pipe2(pp, O_CLOEXEC) == -1 || (pid = fork()) == -1) {
-			sbx_error_sys(&e, "fork", "cannot start the bridge");
-			fail(&e);
-		}
-		if (pid > 0) {
-			close(pp[1]);
-			if (read(pp[0], &c, 1) != 1 || c != 'R') {
-				sbx_error_set(&e, SBX_K_UNAVAILABLE, NULL,
-				    "start_failed",
-				    "the bridge did not "
-				    "start; run `sbx bridge serve "
-				    "--foreground` to see why");
-				fail(&e);
-			}
-			ok(json_pack("{s:b,s:b,s:s}", "running", 1, "started",
-			       1, "socket", "run/" SBX_BRIDGE_SOCK),
-			    "sbx-bridge: started");
-			exit(0);
-		}
-		close(pp[0]);
-		(void)setsid();
-		if ((pid = fork()) == -1)
-			_exit(SBX_EX_OSERR);
-		if (pid > 0)
-			_exit(0);
-		if ((null = open("/dev/null", O_RDWR | O_CLOEXEC)) >= 0) {
-			dup2(null, 0);
-			dup2(null, 1);
-			dup2(null, 2);
-			if (null > 2)
-				close(null);
-		}
-		(void)!chdir("/");
+	if (rc == SBX_DAEMON_STARTED) {
+		ok(json_pack("{s:b,s:b,s:s}", "running", 1, "started", 1,
+		    "socket", "run/" SBX_BRIDGE_SOCK), "sbx-bridge: started");
+		exit(0);
 	}
 	signal(SIGPIPE, SIG_IGN);
 	sbx_daemon_harden();
-	snprintf(b, sizeof(b), "%d\n", (int)getpid());
-	if (ftruncate(pidfd, 0) == 0)
-		(void)!pwrite(pidfd, b, strlen(b), 0);
 	if ((lfd = sbx_daemon_bind(runfd, SBX_BRIDGE_SOCK, &e)) == -1) {
 		if (O.foreground)
 			fail(&e);
 		_exit(SBX_EX_OSERR);
 	}
-	if (!O.foreground) {
-		(void)!write(pp[1], "R", 1);
-		close(pp[1]);
-	} else if (!O.quiet)
+	sbx_daemon_ready(&d);
+	if (O.foreground && !O.quiet)
 		fprintf(stderr, "%s: serving %s/run/%s (pid %d)\n", PROG,
 		    root->path, SBX_BRIDGE_SOCK, (int)getpid());
 	if (sbx_bridge_serve(root->fd, lfd, &cfg, &e) == -1) {
@@ -235,7 +190,7 @@ cmd_serve(struct sbx_root *root)
 	/* The socket goes before the lock: a successor binds its own
 	 * without racing with our unlink. */
 	(void)unlinkat(runfd, SBX_BRIDGE_SOCK, 0);
-	(void)!ftruncate(pidfd, 0);
+	sbx_daemon_done(&d);
 	_exit(0);
 }
 

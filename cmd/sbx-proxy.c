@@ -158,82 +158,37 @@ static int
 cmd_serve(struct sbx_root *root)
 {
 	struct sbx_proxy_config	 cfg;
+	struct sbx_daemon	 d;
 	struct sbx_error	 e;
-	int			 runfd, pidfd, lfd, pp[2], null;
-	pid_t			 pid;
-	char			 b[32], c = 0;
+	int			 runfd, lfd, rc;
 
 	memset(&e, 0, sizeof(e));
 	if (sbx_proxy_config_load(root->fd, &cfg, &e) == -1)
 		fail(&e);
 	if ((runfd = sbx_mkdirs_at(root->fd, "run", 0711, &e)) == -1)
 		fail(&e);
-	if ((pidfd = openat(runfd, "proxy.pid", O_RDWR | O_CREAT | O_NOFOLLOW |
-	    O_CLOEXEC, 0600)) == -1) {
-		sbx_error_sys(&e, "pidfile", "cannot open run/proxy.pid");
+	if ((rc = sbx_daemon_start(runfd, "proxy.pid", "proxy", O.foreground,
+	    &d, &e)) == -1)
 		fail(&e);
-	}
-	/* One proxy per state root: whoever holds the pid file's lock. */
-	if (flock(pidfd, LOCK_EX | LOCK_NB) == -1) {
-		ssize_t n = pread(pidfd, b, sizeof(b) - 1, 0);
-
-		b[n > 0 ? n : 0] = '\0';
-		b[strcspn(b, "\n")] = '\0';
+	if (rc == SBX_DAEMON_RUNNING) {
 		ok(json_pack("{s:b,s:b,s:s}", "running", 1, "started", 0,
-		    "pid", b), "sbx-proxy: already running");
+		    "pid", d.pid), "sbx-proxy: already running");
 		return 0;
 	}
-	if (!O.foreground) {
-		if (pipe2(pp, O_CLOEXEC) == -1 || (pid = fork()) == -1) {
-			sbx_error_sys(&e, "fork", "cannot start the proxy");
-			fail(&e);
-		}
-		if (pid > 0) {
-			/* The parent returns once the socket listens. */
-			close(pp[1]);
-			if (read(pp[0], &c, 1) != 1 || c != 'R') {
-				sbx_error_set(&e, SBX_K_UNAVAILABLE, NULL,
-				    "start_failed", "the proxy did not start; "
-				    "run `sbx proxy serve --foreground` to "
-				    "see why");
-				fail(&e);
-			}
-			ok(json_pack("{s:b,s:b,s:s}", "running", 1, "started",
-			    1, "socket", SBX_PROXY_SOCK),
-			    "sbx-proxy: started");
-			exit(0);
-		}
-		close(pp[0]);
-		(void)setsid();
-		if ((pid = fork()) == -1)
-			_exit(SBX_EX_OSERR);
-		if (pid > 0)
-			_exit(0);
-		if ((null = open("/dev/null", O_RDWR | O_CLOEXEC)) >= 0) {
-			dup2(null, 0);
-			dup2(null, 1);
-			dup2(null, 2);
-			if (null > 2)
-				close(null);
-		}
-		(void)!chdir("/");
+	if (rc == SBX_DAEMON_STARTED) {
+		ok(json_pack("{s:b,s:b,s:s}", "running", 1, "started", 1,
+		    "socket", SBX_PROXY_SOCK), "sbx-proxy: started");
+		exit(0);
 	}
 	signal(SIGPIPE, SIG_IGN);
 	sbx_daemon_harden();
-	/* The lock is inherited through the forks: re-take it in the
-	 * daemon (flock locks belong to the open file, which it shares). */
-	snprintf(b, sizeof(b), "%d\n", (int)getpid());
-	if (ftruncate(pidfd, 0) == 0)
-		(void)!pwrite(pidfd, b, strlen(b), 0);
 	if ((lfd = sbx_daemon_bind(runfd, "proxy.sock", &e)) == -1) {
 		if (O.foreground)
 			fail(&e);
 		_exit(SBX_EX_OSERR);
 	}
-	if (!O.foreground) {
-		(void)!write(pp[1], "R", 1);
-		close(pp[1]);
-	} else if (!O.quiet)
+	sbx_daemon_ready(&d);
+	if (O.foreground && !O.quiet)
 		fprintf(stderr, "%s: serving %s/%s (pid %d)\n", PROG,
 		    root->path, SBX_PROXY_SOCK, (int)getpid());
 	if (sbx_proxy_serve(root->fd, lfd, &cfg, &e) == -1) {
@@ -245,7 +200,7 @@ cmd_serve(struct sbx_root *root)
 	/* Remove the socket before the lock goes: a new proxy may then
 	 * bind its own without racing with our unlink. */
 	(void)unlinkat(runfd, "proxy.sock", 0);
-	(void)!ftruncate(pidfd, 0);
+	sbx_daemon_done(&d);
 	_exit(0);
 }
 

@@ -41,6 +41,7 @@
 
 #include "bridge.h"
 #include "buf.h"
+#include "daemon.h"
 #include "envelope.h"
 #include "fsutil.h"
 #include "layout.h"
@@ -810,20 +811,12 @@ ctl_read(struct session *s)
 static void
 listen_accept(void)
 {
-	struct epoll_event ev;
-	struct session	  *s;
-	struct ucred	   uc;
-	socklen_t	   len;
-	int		   fd;
+	struct epoll_event	 ev;
+	struct session		*s;
+	int			 fd;
 
-	while ((fd = accept4(P.lfd, NULL, NULL,
-		    SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
-		/* Only our own uid opens sessions (the socket is 0600 in a
-		 * 0711 directory; checked again on the peer). */
-		len = sizeof(uc);
-		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) == -1 ||
-		    (uc.uid != geteuid() && uc.uid != 0) ||
-		    (s = calloc(1, sizeof(*s))) == NULL) {
+	while ((fd = sbx_daemon_accept(P.lfd)) >= 0) {
+		if ((s = calloc(1, sizeof(*s))) == NULL) {
 			close(fd);
 			continue;
 		}

@@ -74,6 +74,26 @@ sbx_daemon_bind(int runfd, const char *sock, struct sbx_error *e)
 }
 
 int
+sbx_daemon_accept(int lfd)
+{
+	struct ucred	 cr;
+	socklen_t	 len;
+	int		 fd;
+
+	while ((fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC))
+	    >= 0) {
+		/* Only our own uid may open sessions (the socket's mode
+		 * says so too; this holds if that mode is ever wrong). */
+		len = sizeof(cr);
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) == 0 &&
+		    cr.uid == geteuid())
+			return fd;
+		close(fd);
+	}
+	return -1;
+}
+
+int
 sbx_daemon_connect(int rootfd, const char *sock, const char *what,
     struct sbx_error *e)
 {
@@ -171,4 +191,80 @@ sbx_daemon_ensure(int rootfd, const char *sock, const char *lockname,
 		fd = sbx_daemon_connect(rootfd, sock, what, e);
 	close(lock);
 	return fd;
+}
+
+int
+sbx_daemon_start(int runfd, const char *pidname, const char *what,
+    int foreground, struct sbx_daemon *d, struct sbx_error *e)
+{
+	int	 pp[2], null;
+	pid_t	 pid;
+	ssize_t	 n;
+	char	 c = 0;
+
+	memset(d, 0, sizeof(*d));
+	d->ready = -1;
+	if ((d->pidfd = openat(runfd, pidname, O_RDWR | O_CREAT | O_NOFOLLOW |
+	    O_CLOEXEC, 0600)) == -1)
+		return sbx_error_sys(e, "pidfile", "cannot open run/%s",
+		    pidname);
+	/* One per state root: whoever holds the pid file's lock. */
+	if (flock(d->pidfd, LOCK_EX | LOCK_NB) == -1) {
+		n = pread(d->pidfd, d->pid, sizeof(d->pid) - 1, 0);
+		d->pid[n > 0 ? n : 0] = '\0';
+		d->pid[strcspn(d->pid, "\n")] = '\0';
+		return SBX_DAEMON_RUNNING;
+	}
+	if (!foreground) {
+		if (pipe2(pp, O_CLOEXEC) == -1 || (pid = fork()) == -1)
+			return sbx_error_sys(e, "fork", "cannot start the %s",
+			    what);
+		if (pid > 0) {
+			/* The starter returns once the socket listens. */
+			close(pp[1]);
+			if (read(pp[0], &c, 1) != 1 || c != 'R')
+				return sbx_error_set(e, SBX_K_UNAVAILABLE,
+				    NULL, "start_failed", "the %s did not "
+				    "start; run `sbx %s serve --foreground` "
+				    "to see why", what, what);
+			return SBX_DAEMON_STARTED;
+		}
+		close(pp[0]);
+		d->ready = pp[1];
+		(void)setsid();
+		if ((pid = fork()) == -1)
+			_exit(71);
+		if (pid > 0)
+			_exit(0);
+		if ((null = open("/dev/null", O_RDWR | O_CLOEXEC)) >= 0) {
+			dup2(null, 0);
+			dup2(null, 1);
+			dup2(null, 2);
+			if (null > 2)
+				close(null);
+		}
+		(void)!chdir("/");
+	}
+	/* The lock is inherited through the forks (flock locks belong to
+	 * the open file, which the daemon shares). */
+	snprintf(d->pid, sizeof(d->pid), "%d\n", (int)getpid());
+	if (ftruncate(d->pidfd, 0) == 0)
+		(void)!pwrite(d->pidfd, d->pid, strlen(d->pid), 0);
+	return SBX_DAEMON_CHILD;
+}
+
+void
+sbx_daemon_ready(struct sbx_daemon *d)
+{
+	if (d->ready < 0)
+		return;
+	(void)!write(d->ready, "R", 1);
+	close(d->ready);
+	d->ready = -1;
+}
+
+void
+sbx_daemon_done(struct sbx_daemon *d)
+{
+	(void)!ftruncate(d->pidfd, 0);
 }
