@@ -2,9 +2,9 @@
  * sbx-init: pid 1 inside every sbx sandbox.
  *
  *	sbx-init [-r NAME=VALUE]... [-W DEV:INO PATH]... [GUARD...]
- *	    [-T ROWS:COLS] [-P] -- COMMAND [ARG...]
+ *	    [-T ROWS:COLS] [-P] [-B] -- COMMAND [ARG...]
  *	sbx-init [-r NAME=VALUE]... [-W DEV:INO PATH]... [GUARD...]
- *	    [-T ROWS:COLS] [-P] -c -- 'SHELL STRING' [NAME [ARG...]]
+ *	    [-T ROWS:COLS] [-P] [-B] -c -- 'SHELL STRING' [NAME [ARG...]]
  *
  * GUARD (the file-system policy, cmd/init-guard*.c): -N DEV:INO:NAME (NAME
  * may not be created in that directory), -R PATH (a protected path, for
@@ -33,6 +33,11 @@
  *		    "signal SIGNO\n"
  *	fd 4 (in):  'T' terminate (SIGTERM + SIGCONT to everything),
  *		    'K' kill everything; end of file = sbx is gone, kill.
+ *	fd 23:	    with -B, the channel to sbx-bridge, as fd 14 for the
+ *		    proxy: init writes the agent's token (SBX_BRIDGE_TOKEN of
+ *		    the environment) to /run/sbx/token, listens on
+ *		    /run/sbx/bridge.sock (both 0600) and passes every
+ *		    connection over it (cmd/init-bridge.c).
  *	fd 14:	    with -P, the channel to sbx-proxy (a SOCK_SEQPACKET
  *		    socket): init listens on 127.0.0.1:3128 in the sandbox's
  *		    network namespace before the command starts and passes

@@ -7,7 +7,7 @@
  * a slot, a word or a port is defined once.
  *
  * bwrap starts `SBX_INIT_PATH [-r NAME=VALUE]... [-W DEV:INO PATH]...
- * [-N DEV:INO:NAME | -R PATH | -U | -A DEV:INO]... [-T ROWS:COLS] [-P] [-c]
+ * [-N DEV:INO:NAME | -R PATH | -U | -A DEV:INO]... [-T ROWS:COLS] [-P] [-B] [-c]
  * -- COMMAND...`, the options in this order.
  */
 #ifndef SBX_INITPROTO_H
