@@ -219,9 +219,10 @@ $(INIT): $(INIT_SRC) cmd/initguard.h cmd/init-int.h cmd/init-guard-int.h \
 
 # sbx-host, the bridge's client inside the sandbox, is bound into images
 # too: static, libc only, like sbx-init (cmd/sbx-host.c includes no lib/).
-$(HOSTCLI): cmd/sbx-host.c
+HOSTCLI_SRC = cmd/sbx-host.c cmd/host-http.c
+$(HOSTCLI): $(HOSTCLI_SRC) cmd/host-int.h
 	@mkdir -p $(dir $@)
-	$(CC) -D_GNU_SOURCE -DSBX_VERSION='"$(VERSION)"' $(OPT) $(WARN) -D_FORTIFY_SOURCE=2 -fstack-protector-strong -static -o $@ cmd/sbx-host.c
+	$(CC) -D_GNU_SOURCE -DSBX_VERSION='"$(VERSION)"' $(OPT) $(WARN) -D_FORTIFY_SOURCE=2 -fstack-protector-strong -static -o $@ $(HOSTCLI_SRC)
 
 $(B)/tests/unit/t-%: tests/unit/t-%.c tests/unit/tap.h $(LIBSBX)
 	@mkdir -p $(dir $@)
