@@ -421,10 +421,44 @@ parse(int argc, char *argv[], const char **subp, int *nargs, char ***args)
 	*args = ops;
 }
 
+/* The subcommand, on the state root. */
+static int
+run_sub(const char *sub, char **args)
+{
+	struct sbx_root		 root = SBX_ROOT_INIT;
+	struct sbx_error	 e = { 0 };
+	int			 rc;
+
+	if (sbx_root_resolve(O.home, &root, &e) == -1)
+		fail(&e);
+	if (strcmp(sub, "serve") == 0) {
+		/* A daemon keeps nothing its starter had open. */
+		sbx_close_from(3, NULL, 0);
+		if (sbx_root_open(&root, 1, &e) == -1)
+			fail(&e);
+		return cmd_serve(&root);
+	}
+	/* The others create nothing: a missing root means not running. */
+	if (sbx_root_open(&root, 0, &e) == -1 &&
+	    (e.reason == NULL || strcmp(e.reason, "state_root_missing") != 0))
+		fail(&e);
+	if (strcmp(sub, "status") == 0 || strcmp(sub, "stop") == 0)
+		rc = cmd_status(&root, strcmp(sub, "stop") == 0);
+	else if (root.fd < 0)
+		fail(&e);
+	else if (strcmp(sub, "events") == 0)
+		rc = cmd_events(&root);
+	else if (strcmp(sub, "tasks") == 0)
+		rc = cmd_tasks(&root);
+	else
+		rc = cmd_task_done(&root, args[1]);
+	sbx_root_release(&root);
+	return rc;
+}
+
 int
 main(int argc, char *argv[])
 {
-	struct sbx_root	 root = SBX_ROOT_INIT;
 	struct sbx_error e = { 0 };
 	const char	*sub;
 	char	       **args, *w[2], tool[32];
@@ -466,28 +500,5 @@ main(int argc, char *argv[])
 		usage_err(&e);
 	if (sbx_agent_valid(O.agent, "agent", &e) == -1)
 		usage_err(&e);
-	if (sbx_root_resolve(O.home, &root, &e) == -1)
-		fail(&e);
-	if (strcmp(sub, "serve") == 0) {
-		/* A daemon keeps nothing its starter had open. */
-		sbx_close_from(3, NULL, 0);
-		if (sbx_root_open(&root, 1, &e) == -1)
-			fail(&e);
-		return cmd_serve(&root);
-	}
-	if (sbx_root_open(&root, 0, &e) == -1 &&
-	    (e.reason == NULL || strcmp(e.reason, "state_root_missing") != 0))
-		fail(&e);
-	if (strcmp(sub, "status") == 0 || strcmp(sub, "stop") == 0)
-		ch = cmd_status(&root, strcmp(sub, "stop") == 0);
-	else if (root.fd < 0)
-		fail(&e);
-	else if (strcmp(sub, "events") == 0)
-		ch = cmd_events(&root);
-	else if (strcmp(sub, "tasks") == 0)
-		ch = cmd_tasks(&root);
-	else
-		ch = cmd_task_done(&root, args[1]);
-	sbx_root_release(&root);
-	return ch;
+	return run_sub(sub, args);
 }
