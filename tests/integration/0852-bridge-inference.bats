@@ -13,7 +13,7 @@ setup() {
 	python3 "$BATS_TEST_DIRNAME/bridge-fake-openai.py" "$TEST_ROOT/port" \
 	    "$TEST_ROOT/upstream.log" &
 	FAKE_PID=$!
-	for i in $(seq 50); do [ -s "$TEST_ROOT/port" ] && break; sleep 0.1; done
+	for i in $(seq 300); do [ -s "$TEST_ROOT/port" ] && break; sleep 0.1; done
 	PORT=$(cat "$TEST_ROOT/port")
 	BRIDGE_CONFIG="{\"bridge\":{\"inference\":{\"url\":\"http://127.0.0.1:$PORT/v1/chat/completions\",\"key_agent\":\"keys\",\"key_secret\":\"OPENAI_KEY\",\"timeout_s\":2,\"tokens_per_day\":20}}}"
 	sbx provision --agent keys -q
@@ -86,9 +86,12 @@ bridge_setup_on() {
 
 @test "bad requests never reach the endpoint" {
 	run breq a POST /v1/inference/chat '{"model":"","messages":[]}'
+	echo "$output"
 	[ "${output%% *}" = 400 ]
 	run breq a POST /v1/inference/chat '{"model":"m","messages":"x"}'
+	echo "$output"
 	[ "${output%% *}" = 400 ]
+	[ ! -e "$TEST_ROOT/upstream.log" ] || cat "$TEST_ROOT/upstream.log"
 	[ ! -e "$TEST_ROOT/upstream.log" ]
 }
 

@@ -47,7 +47,7 @@ relay() {
 	"$HELPERS/bridge-relay" "$SBX_HOME" "$1" "$TEST_ROOT/$1.sock" \
 	    >"$out" 2>&1 &
 	RELAY_PIDS="$RELAY_PIDS $!"
-	for i in $(seq 50); do
+	for i in $(seq 300); do
 		grep -q ready "$out" 2>/dev/null && return 0
 		sleep 0.1
 	done
@@ -60,7 +60,7 @@ tok() { eval "printf '%s' \"\$TOK_$1\""; }
 breq() {
 	local a=$1 m=$2 p=$3
 	shift 3
-	curl -s --path-as-is --max-time 20 --unix-socket "$TEST_ROOT/$a.sock" \
+	curl -s --path-as-is --max-time 60 --unix-socket "$TEST_ROOT/$a.sock" \
 	    -o "$TEST_ROOT/body" -w '%{http_code}' -X "$m" \
 	    -H "Authorization: Bearer $(tok "$a")" \
 	    ${1:+-H 'Content-Type: application/json' --data-binary "$1"} \
