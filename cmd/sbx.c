@@ -56,6 +56,8 @@ static const struct command {
 	    "filter", NULL },
 	{ "file", "bounded file tools on an agent's home: read, search, "
 	    "write, edit, list", NULL },
+	{ "bridge", "the host API of code inside the sandbox: serve, status, "
+	    "stop, events, tasks", NULL },
 };
 #define NCOMMANDS	(sizeof(commands) / sizeof(commands[0]))
 
