@@ -268,10 +268,11 @@ $(B)/fuzz/fuzz-%: tests/fuzz/fuzz-%.c lib/net/httpreq.c lib/net/httpreq.h
 	$(FUZZ_CC) -D_GNU_SOURCE $(LIB_IQUOTE) $(FUZZ_FLAGS) -o $@ $< lib/net/httpreq.c
 
 # The whole decision on a request head: the parser, then the policy.
-$(B)/fuzz/fuzz-policy: tests/fuzz/fuzz-policy.c lib/net/httpreq.c lib/net/netpolicy.c lib/base/error.c
+$(B)/fuzz/fuzz-policy: tests/fuzz/fuzz-policy.c lib/net/httpreq.c lib/net/netpolicy.c \
+    lib/net/psl.c lib/base/buf.c lib/base/error.c
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -D_GNU_SOURCE $(LIB_IQUOTE) $(FUZZ_FLAGS) -o $@ $< lib/net/httpreq.c \
-	    lib/net/netpolicy.c lib/base/error.c $(shell $(PKG_CONFIG) --cflags --libs jansson)
+	    lib/net/netpolicy.c lib/net/psl.c lib/base/buf.c lib/base/error.c $(shell $(PKG_CONFIG) --cflags --libs jansson)
 
 fuzz: $(B)/fuzz/fuzz-httpreq $(B)/fuzz/fuzz-tls-sni $(B)/fuzz/fuzz-policy
 	@set -e; for t in httpreq:httpreq tls-sni:tls policy:httpreq; do \

@@ -19,6 +19,10 @@ BUILD_PKGS="$BUILD_PKGS nettle-dev"
 # sbx-proxy's asynchronous resolver (lib/proxy.c; the proxy alone links it).
 BUILD_PKGS="$BUILD_PKGS libc-ares-dev"
 TEST_PKGS="$TEST_PKGS bsdutils xfsprogs"
+# The Public Suffix List (lib/net/psl.c reads its .dat: `*.co.uk` is not a
+# wildcard an allowlist may hold); sshd and ssh for the git-over-SSH test.
+RUN_PKGS="$RUN_PKGS publicsuffix"
+TEST_PKGS="$TEST_PKGS openssh-server openssh-client"
 
 missing=""
 for p in $BUILD_PKGS $RUN_PKGS $TEST_PKGS; do
