@@ -73,6 +73,7 @@ enum cstate {
 	C_HEAD,		/* reading the request head */
 	C_RESOLVE,	/* its lookup is queued or with the resolver */
 	C_CONNECT,	/* non-blocking connect in progress */
+	C_UPHEAD,	/* CONNECT sent to the parent proxy, its answer due */
 	C_RELAY,	/* bytes flow */
 	C_LINGER	/* answered a refusal; draining before close */
 };
@@ -105,6 +106,9 @@ struct session {
 	struct sbx_netpolicy	 pol;
 	unsigned short		 opaque[SBX_PROXY_OPAQUE_MAX];
 	size_t			 nopaque;
+	/* The parent proxy of this agent's connections, if any. */
+	struct sbx_upstream	 up;
+	int			 have_up;
 	json_t			*violations;
 	unsigned long long	 denied;
 	unsigned		 nconns;
@@ -136,6 +140,7 @@ struct conn {
 	char			 host[SBX_NP_HOST_MAX + 1];
 	unsigned		 port;
 	long long		 body_left;	/* plain HTTP: body to pass */
+	int			 via_up;	/* through the parent proxy */
 	struct sockaddr_storage	 addrs[MAX_ADDRS];
 	socklen_t		 addrlens[MAX_ADDRS];
 	int			 naddrs, ai;
@@ -243,6 +248,46 @@ bad:
 	    "most %d ports 1..65535", origin, where, SBX_PROXY_OPAQUE_MAX);
 }
 
+/*
+ * `upstream` and `upstream_auth_file` of o (where: "proxy." or ""): the
+ * parent proxy and the file of its credentials under config/.  The file
+ * is read only when rootfd is a root (a check of an edit names it).
+ */
+static int
+cfg_upstream(int rootfd, const json_t *o, const char *origin,
+    const char *where, struct sbx_upstream *up, int *have,
+    struct sbx_error *e)
+{
+	const json_t	*u = json_object_get(o, "upstream");
+	const json_t	*a = json_object_get(o, "upstream_auth_file");
+	char		 key[64];
+
+	*have = 0;
+	snprintf(key, sizeof(key), "%supstream", where);
+	if (u == NULL && a == NULL)
+		return 0;
+	if (u == NULL || !json_is_string(u))
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
+		    "config_invalid", "%s: `%s` must be \"http://HOST:PORT\"%s",
+		    origin, key, u == NULL ? " when upstream_auth_file is set" :
+		    "");
+	if (sbx_upstream_parse(json_string_value(u), up, origin, key, e) ==
+	    -1)
+		return -1;
+	if (a != NULL && (!json_is_string(a) ||
+	    sbx_upstream_load_auth(rootfd, json_string_value(a), up, origin,
+	    e) == -1)) {
+		if (!json_is_string(a))
+			sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
+			    "config_invalid", "%s: `%supstream_auth_file` must "
+			    "be a file name", origin, where);
+		memset(up, 0, sizeof(*up));
+		return -1;
+	}
+	*have = 1;
+	return 0;
+}
+
 /* The loader; with doc given (borrowed), that document instead of the
  * file (sbx config checks an edit before writing it). */
 static int
@@ -255,7 +300,7 @@ config_parse(int rootfd, const json_t *doc, struct sbx_proxy_config *c,
 	    "max_request_bytes", "max_response_bytes", "idle_exit_s",
 	    "log_max_bytes", "dns_server", "max_lookups",
 	    "max_lookups_per_agent", "opaque_ports", "allow_private_domains",
-	    "allowed_cidrs", NULL };
+	    "allowed_cidrs", "upstream", "upstream_auth_file", NULL };
 	json_t			*cfg = NULL, *o;
 	const char		*k;
 	json_t			*v;
@@ -373,6 +418,9 @@ bad_dns:
 		snprintf(c->dns_server, sizeof(c->dns_server), "%s",
 		    json_string_value(v));
 	}
+	if (cfg_upstream(rootfd, o, "config/sandbox.json", "proxy.",
+	    &c->upstream, &c->have_upstream, e) == -1)
+		goto out;
 	/* The policy settings every agent gets: checked now (a bad range
 	 * is a configuration error at start, not a refusal at the first
 	 * request), applied per session by sbx_proxy_policy(). */
@@ -402,6 +450,7 @@ sbx_proxy_config_release(struct sbx_proxy_config *c)
 {
 	json_decref(c->policy);
 	c->policy = NULL;
+	sodium_memzero(c->upstream.auth, sizeof(c->upstream.auth));
 }
 
 int
@@ -426,11 +475,15 @@ int
 sbx_proxy_agent_check(const json_t *agentcfg, const char *origin,
     struct sbx_error *e)
 {
-	unsigned short	 ports[SBX_PROXY_OPAQUE_MAX];
-	size_t		 n;
+	unsigned short		 ports[SBX_PROXY_OPAQUE_MAX];
+	struct sbx_upstream	 up;
+	size_t			 n;
+	int			 have;
 
-	return cfg_ports(json_object_get(agentcfg, "opaque_ports"), origin,
-	    "", ports, &n, e);
+	if (cfg_ports(json_object_get(agentcfg, "opaque_ports"), origin,
+	    "", ports, &n, e) == -1)
+		return -1;
+	return cfg_upstream(-1, agentcfg, origin, "", &up, &have, e);
 }
 
 int
@@ -680,6 +733,9 @@ conn_update(struct conn *c)
 	case C_CONNECT:
 		wu = EPOLLOUT;
 		break;
+	case C_UPHEAD:
+		wu = EPOLLIN;
+		break;
 	case C_RELAY:
 		/* Read a side only while its pipe has room and the
 		 * direction is still open; write a side while its pipe
@@ -867,7 +923,15 @@ conn_resolve(struct conn *c)
 	c->state = C_RESOLVE;
 	c->t_deadline = sbx_now_ms() + P.cfg->connect_timeout_ms;
 	conn_update(c);
-	if ((ov = sbx_np_override(&c->s->pol, c->host)) != NULL) {
+	if (c->via_up && c->s->up.literal) {
+		conn_resolved(c, &c->s->up.addr, &c->s->up.addrlen, 1);
+		return;
+	}
+	/* Through a parent, the name looked up is the parent's own (the
+	 * sandbox's names are the parent's to resolve); test overrides
+	 * are for the sandbox's names only. */
+	if (!c->via_up &&
+	    (ov = sbx_np_override(&c->s->pol, c->host)) != NULL) {
 		/* A test override: no resolver involved, but the same
 		 * path as an answer (and so the same address checks). */
 		conn_resolved(c, &ov->addr, &ov->addrlen, 1);
@@ -880,7 +944,8 @@ conn_resolve(struct conn *c)
 	}
 	j->c = c;
 	j->a = a;
-	snprintf(j->host, sizeof(j->host), "%s", c->host);
+	snprintf(j->host, sizeof(j->host), "%s", c->via_up ?
+	    c->s->up.host : c->host);
 	if (sbx_dnsq_push(&P.q, &a->q, &j->qi) == -1) {
 		/* The agent (or everyone) has enough lookups waiting. */
 		free(j);
@@ -895,10 +960,12 @@ static void
 conn_parse(struct conn *c)
 {
 	static struct sbx_http_req	 req;	/* one thread: scratch */
+	static char			 up[SBX_HTTP_HEAD_MAX + 64 +
+					    SBX_UPSTREAM_AUTH_MAX + 600];
 	const char			*reason, *why;
 	char				 host[SBX_NP_HOST_MAX + 1];
 	int				 r, status;
-	size_t				 n;
+	size_t				 n, hl;
 
 	r = sbx_http_parse(c->buf, c->len, &req, &status, &reason);
 	if (r == 0)
@@ -970,20 +1037,31 @@ conn_parse(struct conn *c)
 		 * body are dropped, never forwarded. */
 		if ((long long)extra > cl)
 			extra = (size_t)cl;
-		if ((nb = malloc(req.rewritten_len + extra + 1)) == NULL) {
+		if ((nb = malloc(sizeof(up) + extra + 1)) == NULL) {
 			conn_refuse(c, 502, "no_memory");
 			return;
 		}
-		memcpy(nb, req.rewritten, req.rewritten_len);
-		memcpy(nb + req.rewritten_len, c->buf + req.head_len, extra);
+		hl = req.rewritten_len;
+		memcpy(nb, req.rewritten, hl);
+		/* To a parent proxy: absolute-form, with its credentials
+		 * (which never came from, nor go back to, the sandbox). */
+		if (c->s->have_up && (n = (size_t)sbx_upstream_absolute(
+		    &c->s->up, req.rewritten, req.rewritten_len, c->host,
+		    c->port, up, sizeof(up))) != (size_t)-1) {
+			memcpy(nb, up, n);
+			hl = n;
+			sodium_memzero(up, sizeof(up));
+		}
+		memcpy(nb + hl, c->buf + req.head_len, extra);
 		free(c->buf);
 		c->buf = nb;
-		c->len = req.rewritten_len + extra;
-		c->cap = c->len + 1;
+		c->len = hl + extra;
+		c->cap = sizeof(up) + extra + 1;
 		c->body_left = cl - (long long)extra;
 		c->bytes_in += extra;
 	}
 	c->sendoff = 0;
+	c->via_up = c->s->have_up;
 	conn_resolve(c);
 }
 
@@ -1219,15 +1297,16 @@ conn_dial(struct conn *c)
 {
 	struct sockaddr_storage	*ss;
 	int			 fd, one = 1;
+	unsigned		 port = c->via_up ? c->s->up.port : c->port;
 
 	while (c->ai < c->naddrs) {
 		ss = &c->addrs[c->ai++];
 		if (ss->ss_family == AF_INET)
 			((struct sockaddr_in *)ss)->sin_port =
-			    htons((uint16_t)c->port);
+			    htons((uint16_t)port);
 		else
 			((struct sockaddr_in6 *)ss)->sin6_port =
-			    htons((uint16_t)c->port);
+			    htons((uint16_t)port);
 		fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK |
 		    SOCK_CLOEXEC, 0);
 		if (fd == -1)
@@ -1256,19 +1335,14 @@ conn_dial(struct conn *c)
 	conn_refuse(c, 502, "upstream_unreachable");
 }
 
+/* The tunnel is open (to the origin, or through the parent): say so to
+ * the client, then judge its first bytes. */
 static void
-conn_connected(struct conn *c)
+conn_tunnel_ready(struct conn *c)
 {
 	static const char	 ok[] = "HTTP/1.1 200 Connection established"
 	    "\r\n\r\n";
-	int			 err = 0;
-	socklen_t		 len = sizeof(err);
 
-	if (getsockopt(c->ufd, SOL_SOCKET, SO_ERROR, &err, &len) == -1 ||
-	    err != 0) {
-		conn_dial(c);
-		return;
-	}
 	c->status = 200;
 	if (c->connect) {
 		if (send(c->cfd, ok, sizeof(ok) - 1, MSG_NOSIGNAL |
@@ -1290,6 +1364,79 @@ conn_connected(struct conn *c)
 	relay_start(c);
 }
 
+static void
+conn_connected(struct conn *c)
+{
+	char		 req[SBX_UPSTREAM_AUTH_MAX + 2 * SBX_NP_HOST_MAX + 128];
+	int		 err = 0, n;
+	socklen_t	 len = sizeof(err);
+
+	if (getsockopt(c->ufd, SOL_SOCKET, SO_ERROR, &err, &len) == -1 ||
+	    err != 0) {
+		conn_dial(c);
+		return;
+	}
+	if (!c->via_up || !c->connect) {
+		conn_tunnel_ready(c);
+		return;
+	}
+	/* A tunnel through the parent: ask it for one to the checked
+	 * name and port, with the parent's credentials, and wait for its
+	 * answer before the client hears anything. */
+	n = sbx_upstream_connect_req(&c->s->up, c->host, c->port, req,
+	    sizeof(req));
+	if (n < 0 || send(c->ufd, req, (size_t)n, MSG_NOSIGNAL |
+	    MSG_DONTWAIT) != n) {
+		sodium_memzero(req, sizeof(req));
+		conn_refuse(c, 502, "upstream_unreachable");
+		return;
+	}
+	sodium_memzero(req, sizeof(req));
+	c->state = C_UPHEAD;
+	c->t_deadline = sbx_now_ms() + P.cfg->connect_timeout_ms;
+	conn_update(c);
+}
+
+/*
+ * The parent's answer to CONNECT: peeked, so that what follows its head
+ * (the origin's first bytes) stays in the socket for the relay.  Only a
+ * 2xx opens the tunnel; anything else is a 502 of its own reason, and a
+ * parent that does not answer in connect_timeout_ms is one too (sweep).
+ */
+static void
+conn_uphead(struct conn *c)
+{
+	char		 b[SBX_UPSTREAM_HEAD_MAX];
+	ssize_t		 r;
+	size_t		 hl;
+	int		 st, k;
+
+	r = recv(c->ufd, b, sizeof(b), MSG_PEEK | MSG_DONTWAIT);
+	if (r == -1 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (r <= 0) {
+		conn_refuse(c, 502, "upstream_closed");
+		return;
+	}
+	if ((k = sbx_upstream_response(b, (size_t)r, &st, &hl)) == 0)
+		return;
+	if (k == -1) {
+		conn_refuse(c, 502, "upstream_bad_response");
+		return;
+	}
+	if (recv(c->ufd, b, hl, MSG_DONTWAIT) != (ssize_t)hl) {
+		conn_refuse(c, 502, "upstream_bad_response");
+		return;
+	}
+	if (st / 100 != 2) {
+		snprintf(c->refused, sizeof(c->refused), "%d", st);
+		conn_refuse(c, 502, st == 407 ? "upstream_auth_required" :
+		    "upstream_refused");
+		return;
+	}
+	conn_tunnel_ready(c);
+}
+
 /* The addresses of the connection's name: check every one, then dial. */
 static void
 conn_resolved(struct conn *c, const struct sockaddr_storage *addrs,
@@ -1300,13 +1447,15 @@ conn_resolved(struct conn *c, const struct sockaddr_storage *addrs,
 
 	c->state = C_HEAD;	/* leaves C_RESOLVE */
 	if (n == 0) {
-		conn_refuse(c, 502, "resolve_failed");
+		conn_refuse(c, 502, c->via_up ? "upstream_resolve_failed" :
+		    "resolve_failed");
 		return;
 	}
 	/* Every address must be global (or allowed for this name), not
 	 * just the first: a name with one public and one private address
-	 * could otherwise be steered to the private one. */
-	if ((why = sbx_np_addrs_check(&c->s->pol, c->host, addrs, n, &i)) !=
+	 * could otherwise be steered to the private one.  The addresses of
+	 * a parent proxy are the administrator's choice: not checked. */
+	if (!c->via_up && (why = sbx_np_addrs_check(&c->s->pol, c->host, addrs, n, &i)) !=
 	    NULL) {
 		sbx_np_addr_text((const struct sockaddr *)&addrs[i],
 		    c->refused, sizeof(c->refused));
@@ -1471,6 +1620,12 @@ conn_event(struct conn *c, int upstream, unsigned ev)
 		else if (ev & (EPOLLHUP | EPOLLERR))
 			conn_close(c);
 		break;
+	case C_UPHEAD:
+		if (upstream)
+			conn_uphead(c);
+		else if (ev & (EPOLLHUP | EPOLLERR))
+			conn_close(c);
+		break;
 	case C_RELAY:
 		conn_relay(c);
 		break;
@@ -1506,7 +1661,11 @@ sweep(void)
 			}
 			break;
 		case C_CONNECT:
-			if (t >= c->t_deadline)
+		case C_UPHEAD:
+			/* A parent that hangs is bounded as a dial is. */
+			if (t >= c->t_deadline && c->via_up)
+				conn_refuse(c, 502, "upstream_timeout");
+			else if (t >= c->t_deadline)
 				conn_refuse(c, 504, "connect_timeout");
 			break;
 		case C_RELAY:
@@ -1841,6 +2000,7 @@ session_free(struct session *s)
 	P.nsessions--;
 	sbx_np_free(&s->pol);
 	sodium_memzero(s->token, sizeof(s->token));
+	sodium_memzero(s->up.auth, sizeof(s->up.auth));
 	json_decref(s->violations);
 	s->violations = NULL;
 	free(s->line);
@@ -1888,9 +2048,16 @@ session_open(struct session *s, json_t *req, int chan, struct sbx_error *e)
 		return NULL;
 	if (sbx_proxy_policy(P.cfg, cfg, rel, &s->pol, e) == -1 ||
 	    cfg_ports(json_object_get(cfg, "opaque_ports"), rel, "",
-	    s->opaque, &s->nopaque, e) == -1) {
+	    s->opaque, &s->nopaque, e) == -1 ||
+	    cfg_upstream(P.rootfd, cfg, rel, "", &s->up, &s->have_up, e) ==
+	    -1) {
 		json_decref(cfg);
 		return NULL;
+	}
+	/* The agent's own parent, else the one of every agent. */
+	if (!s->have_up && P.cfg->have_upstream) {
+		s->up = P.cfg->upstream;
+		s->have_up = 1;
 	}
 	json_decref(cfg);
 	if (allow != NULL && json_is_array(allow))

@@ -178,9 +178,9 @@ static const struct sbx_cfg_key keys[] = {
 	{ "network", S, A, check_network,
 	    "network mode of the agent's runs: none, proxy or outbound" },
 	{ "allowed_domains", SS, A, check_policy,
-	    "names the proxy lets through (NAME or *.NAME)" },
+	    "names the proxy lets through (NAME, *.NAME, NAME:PORT)" },
 	{ "denied_domains", SS, A, check_policy,
-	    "names refused even when allowed" },
+	    "names refused even when allowed (NAME[:PORT], *:PORT)" },
 	{ "allowed_ports", IS, A, check_policy,
 	    "ports the proxy lets through (default 80, 443)" },
 	{ "allow_private", B, A, check_policy,
@@ -193,6 +193,10 @@ static const struct sbx_cfg_key keys[] = {
 	    "tests only: name -> address overrides (needs allow_private)" },
 	{ "opaque_ports", IS, A, check_proxy,
 	    "ports whose tunnels are relayed without looking at them" },
+	{ "upstream", S, A, check_proxy,
+	    "parent proxy of this agent's connections (http://HOST:PORT)" },
+	{ "upstream_auth_file", S, A, check_proxy,
+	    "file in config/ (0600) with user:password for the parent" },
 	{ "protected_paths", SS, A, check_fs,
 	    "more protected paths in each writable root (globs)" },
 	{ "allow_git_config", B, A, check_fs,
@@ -271,6 +275,10 @@ static const struct sbx_cfg_key keys[] = {
 	    "names allowed to resolve to non-global addresses, every agent" },
 	{ "proxy.allowed_cidrs", SS, G, check_proxy,
 	    "address ranges allowed for allowlisted names, every agent" },
+	{ "proxy.upstream", S, G, check_proxy,
+	    "parent proxy every allowed connection goes through" },
+	{ "proxy.upstream_auth_file", S, G, check_proxy,
+	    "file in config/ (0600) with user:password for the parent" },
 };
 #define NKEYS	(sizeof(keys) / sizeof(keys[0]))
 
