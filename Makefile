@@ -274,8 +274,14 @@ $(B)/fuzz/fuzz-policy: tests/fuzz/fuzz-policy.c lib/net/httpreq.c lib/net/netpol
 	$(FUZZ_CC) -D_GNU_SOURCE $(LIB_IQUOTE) $(FUZZ_FLAGS) -o $@ $< lib/net/httpreq.c \
 	    lib/net/netpolicy.c lib/net/psl.c lib/base/buf.c lib/base/error.c $(shell $(PKG_CONFIG) --cflags --libs jansson)
 
-fuzz: $(B)/fuzz/fuzz-httpreq $(B)/fuzz/fuzz-tls-sni $(B)/fuzz/fuzz-policy
-	@set -e; for t in httpreq:httpreq tls-sni:tls policy:httpreq; do \
+# The SOCKS5 framing of the in-sandbox listener on 1080.
+$(B)/fuzz/fuzz-socks5: tests/fuzz/fuzz-socks5.c lib/net/socks5.c lib/net/socks5.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -D_GNU_SOURCE $(LIB_IQUOTE) $(FUZZ_FLAGS) -o $@ $< lib/net/socks5.c
+
+fuzz: $(B)/fuzz/fuzz-httpreq $(B)/fuzz/fuzz-tls-sni $(B)/fuzz/fuzz-policy \
+    $(B)/fuzz/fuzz-socks5
+	@set -e; for t in httpreq:httpreq tls-sni:tls policy:httpreq socks5:socks5; do \
 		n=$${t%%:*}; c=$${t##*:}; \
 		mkdir -p $(B)/fuzz/corpus-$$c; \
 		echo "== fuzz-$$n for $(FUZZ_TIME) s"; \
