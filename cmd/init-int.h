@@ -14,15 +14,20 @@
 #define FD_ENV		SBX_FD_ENV
 #define FD_PROXY	SBX_FD_PROXY
 #define PROXY_PORT	SBX_INIT_PROXY_PORT
+#define SOCKS_PORT	SBX_INIT_SOCKS_PORT
 #define ENV_MAX		SBX_INIT_ENV_MAX
 
-/* The connection waiting for the proxy channel (cmd/init-setup.c). */
+/* The connection waiting for the proxy channel, and the SOCKS5
+ * listener (cmd/init-setup.c). */
 extern int	 held;
+extern int	 socks_lfd;
 
 void	report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void	close_others(int keep_proxy);
 int	proxy_listen(void);
 int	proxy_accept(int lfd);
+int	socks_listen(void);
+int	socks_accept(void);
 int	set_rlimit(const char *spec);
 int	check_workdir(const char *devino, const char *path);
 int	open_tty(const char *size);

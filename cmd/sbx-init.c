@@ -199,9 +199,11 @@ setup(struct run *ir)
 	fcntl(FD_STATUS, F_SETFD, FD_CLOEXEC);
 	fcntl(FD_CTL, F_SETFD, FD_CLOEXEC);
 	/* Fail closed: proxy mode without its relay does not run. */
-	if (ir->proxy && (ir->lfd = proxy_listen()) == -1) {
+	if (ir->proxy && ((ir->lfd = proxy_listen()) == -1 ||
+	    socks_listen() == -1)) {
 		fprintf(stderr, "sbx-init: cannot listen on 127.0.0.1:%d for "
-		    "the proxy: %s\n", PROXY_PORT, strerror(errno));
+		    "the proxy: %s\n", ir->lfd == -1 ? PROXY_PORT : SOCKS_PORT,
+		    strerror(errno));
 		return 125;
 	}
 	if (ir->tty != NULL && (ir->tfd = open_tty(ir->tty)) == -1)
@@ -364,7 +366,7 @@ static int
 supervise(struct run *ir)
 {
 	struct signalfd_siginfo	 si;
-	struct pollfd		 pfd[5];
+	struct pollfd		 pfd[6];
 
 	pfd[0].fd = ir->sfd;
 	pfd[0].events = POLLIN;
@@ -374,11 +376,13 @@ supervise(struct run *ir)
 	pfd[3].events = POLLOUT;
 	pfd[4].fd = ir->gfd;
 	pfd[4].events = POLLIN;
+	pfd[5].events = POLLIN;
 	for (;;) {
 		/* Accept, or wait for room in the channel. */
 		pfd[2].fd = ir->lfd >= 0 && held < 0 ? ir->lfd : -1;
 		pfd[3].fd = ir->lfd >= 0 && held >= 0 ? FD_PROXY : -1;
-		if (poll(pfd, 5, -1) == -1) {
+		pfd[5].fd = socks_lfd >= 0 && held < 0 ? socks_lfd : -1;
+		if (poll(pfd, 6, -1) == -1) {
 			if (errno == EINTR)
 				continue;
 			break;
@@ -394,6 +398,8 @@ supervise(struct run *ir)
 		    (pfd[3].fd >= 0 && (pfd[3].revents & (POLLOUT | POLLERR |
 		    POLLHUP))))
 			(void)proxy_accept(ir->lfd);
+		if (pfd[5].fd >= 0 && (pfd[5].revents & POLLIN) && held < 0)
+			(void)socks_accept();
 		if (!(pfd[0].revents & POLLIN))
 			continue;
 		if (read(ir->sfd, &si, sizeof(si)) != sizeof(si))

@@ -942,13 +942,18 @@ prep_env(struct sbx_exec *p)
 		 * agent to the proxy.  Set before --env so that a caller
 		 * can still override them (it only hurts itself). */
 		static const char *const names[] = { "HTTP_PROXY",
-		    "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY",
-		    "all_proxy" };
+		    "HTTPS_PROXY", "http_proxy", "https_proxy" };
 
 		for (k = 0; k < (int)(sizeof(names) / sizeof(names[0])); k++)
 			sbx_strv_pushf(&env, "%s=http://%s:%s@127.0.0.1:%d",
 			    names[k], p->sb.agent, p->proxy_token,
 			    SBX_PROXY_PORT);
+		/* Clients that prefer SOCKS (and curl for what is not
+		 * HTTP) get the SOCKS5 listener, names only (socks5h). */
+		sbx_strv_pushf(&env, "ALL_PROXY=socks5h://%s:%s@127.0.0.1:%d",
+		    p->sb.agent, p->proxy_token, SBX_INIT_SOCKS_PORT);
+		sbx_strv_pushf(&env, "all_proxy=socks5h://%s:%s@127.0.0.1:%d",
+		    p->sb.agent, p->proxy_token, SBX_INIT_SOCKS_PORT);
 		sbx_strv_push(&env, "NO_PROXY=localhost,127.0.0.1,::1");
 		sbx_strv_push(&env, "no_proxy=localhost,127.0.0.1,::1");
 	}

@@ -55,6 +55,7 @@
 #include "provision.h"
 #include "proxy.h"
 #include "runlimits.h"
+#include "socks5.h"
 #include "time.h"
 
 #define MAX_ADDRS	16
@@ -71,6 +72,7 @@
 
 enum cstate {
 	C_HEAD,		/* reading the request head */
+	C_SOCKS,	/* reading the SOCKS5 greeting, auth, request */
 	C_RESOLVE,	/* its lookup is queued or with the resolver */
 	C_CONNECT,	/* non-blocking connect in progress */
 	C_UPHEAD,	/* CONNECT sent to the parent proxy, its answer due */
@@ -141,6 +143,8 @@ struct conn {
 	unsigned		 port;
 	long long		 body_left;	/* plain HTTP: body to pass */
 	int			 via_up;	/* through the parent proxy */
+	int			 socks;		/* from 1080: SOCKS5 */
+	int			 sstage;	/* 0 greeting, 1 auth, 2 request */
 	struct sockaddr_storage	 addrs[MAX_ADDRS];
 	socklen_t		 addrlens[MAX_ADDRS];
 	int			 naddrs, ai;
@@ -617,6 +621,40 @@ conn_linger(struct conn *c)
 }
 
 /*
+ * A SOCKS5 client gets the framing it speaks: before its request, a
+ * refused method or credentials (05 FF, 01 01); after it, a reply whose
+ * code says what the HTTP status would (the reason is in the log and the
+ * run's violations).
+ */
+static void
+socks_refuse(struct conn *c, int status, const char *reason)
+{
+	unsigned char	 r[10];
+	int		 code;
+
+	if (c->sstage == 0) {
+		(void)!send(c->cfd, "\x05\xff", 2, MSG_NOSIGNAL | MSG_DONTWAIT);
+		return;
+	}
+	if (c->sstage == 1) {
+		(void)!send(c->cfd, "\x01\x01", 2, MSG_NOSIGNAL | MSG_DONTWAIT);
+		return;
+	}
+	if (strcmp(reason, "socks_bad_command") == 0)
+		code = SBX_SOCKS5_CMD;
+	else if (strcmp(reason, "socks_bad_address_type") == 0)
+		code = SBX_SOCKS5_ATYP;
+	else if (status == 403)
+		code = SBX_SOCKS5_DENIED;
+	else if (status == 502 || status == 504)
+		code = SBX_SOCKS5_UNREACH;
+	else
+		code = SBX_SOCKS5_FAIL;
+	sbx_socks5_reply(r, code);
+	(void)!send(c->cfd, r, sizeof(r), MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+/*
  * Refuse: answer status with X-Proxy-Error: reason, log the decision and
  * record it as a violation of the run when it is a policy denial.
  */
@@ -630,6 +668,11 @@ conn_refuse(struct conn *c, int status, const char *reason)
 
 	c->status = status;
 	hint = c->refused[0] != '\0' ? sbx_np_addr_hint(reason) : NULL;
+	if (c->socks) {
+		socks_refuse(c, status, reason);
+		hn = 0;
+		goto judged;
+	}
 	bn = snprintf(body, sizeof(body), "sbx-proxy: %s%s%u: %s%s%s%s%s\n",
 	    c->host[0] ? c->host : "-", ":", c->port, reason,
 	    c->refused[0] != '\0' ? " " : "", c->refused,
@@ -648,6 +691,7 @@ conn_refuse(struct conn *c, int status, const char *reason)
 		(void)!send(c->cfd, body, (size_t)bn, MSG_NOSIGNAL |
 		    MSG_DONTWAIT);
 	}
+judged:
 	verdict = (status == 403 || status == 400 || status == 405 ||
 	    status == 407 || status == 414 || status == 431 ||
 	    status == 413) ? "deny" : "error";
@@ -722,6 +766,7 @@ conn_update(struct conn *c)
 
 	switch (c->state) {
 	case C_HEAD:
+	case C_SOCKS:
 	case C_LINGER:
 		wc = EPOLLIN | EPOLLRDHUP;
 		break;
@@ -849,7 +894,7 @@ conn_close(struct conn *c)
 }
 
 static void
-conn_new(struct session *s, int fd)
+conn_new(struct session *s, int fd, int socks)
 {
 	struct conn		*c;
 	struct agentcount	*a;
@@ -869,9 +914,10 @@ conn_new(struct session *s, int fd)
 	c->t_start = c->t_last = sbx_now_ms();
 	c->t_deadline = c->t_start + P.cfg->header_timeout_ms;
 	c->s = s;
-	c->state = C_HEAD;
+	c->state = socks ? C_SOCKS : C_HEAD;
+	c->socks = socks;
 	c->body_left = 0;
-	snprintf(c->method, sizeof(c->method), "-");
+	snprintf(c->method, sizeof(c->method), socks ? "SOCKS5" : "-");
 	c->next = P.conns;
 	if (P.conns != NULL)
 		P.conns->prev = c;
@@ -1063,6 +1109,120 @@ conn_parse(struct conn *c)
 	c->sendoff = 0;
 	c->via_up = c->s->have_up;
 	conn_resolve(c);
+}
+
+/*
+ * A SOCKS5 connection: greeting, then the agent's name and token
+ * (RFC 1929), then a CONNECT to a name, each answered as it completes;
+ * then the same checks, in the same order, as a CONNECT of HTTP.
+ */
+static void
+conn_socks(struct conn *c)
+{
+	char		 user[256], pass[256], raw[256];
+	char		 host[SBX_NP_HOST_MAX + 1];
+	const char	*why;
+	size_t		 used, n;
+	int		 r, code;
+	unsigned	 port;
+
+	for (;;) {
+		used = 0;
+		if (c->sstage == 0) {
+			r = sbx_socks5_greeting((unsigned char *)c->buf, c->len,
+			    &used, &why);
+			if (r == 1)
+				(void)!send(c->cfd, "\x05\x02", 2,
+				    MSG_NOSIGNAL | MSG_DONTWAIT);
+		} else if (c->sstage == 1) {
+			r = sbx_socks5_auth((unsigned char *)c->buf, c->len,
+			    &used, user, pass, &why);
+			/* Identity, as for HTTP: the session fixes the
+			 * agent, the password must be its token. */
+			if (r == 1 && (strcmp(user, c->s->agent) != 0 ||
+			    strlen(pass) != SBX_TOKEN_LEN ||
+			    sodium_memcmp(pass, c->s->token, SBX_TOKEN_LEN) !=
+			    0)) {
+				sodium_memzero(pass, sizeof(pass));
+				conn_refuse(c, 407, "bad_token");
+				return;
+			}
+			sodium_memzero(pass, sizeof(pass));
+			if (r == 1)
+				(void)!send(c->cfd, "\x01\x00", 2,
+				    MSG_NOSIGNAL | MSG_DONTWAIT);
+		} else {
+			r = sbx_socks5_request((unsigned char *)c->buf, c->len,
+			    &used, raw, &n, &port, &why, &code);
+		}
+		if (r == 0) {
+			if (c->len >= SBX_SOCKS5_AUTH_MAX)
+				conn_refuse(c, 400, "socks_too_long");
+			return;
+		}
+		if (r == -1) {
+			if (c->sstage == 2 && strcmp(why, "ip_literal") == 0)
+				conn_refuse(c, 403, why);
+			else
+				conn_refuse(c, c->sstage == 1 ? 407 : 400, why);
+			return;
+		}
+		memmove(c->buf, c->buf + used, c->len - used);
+		c->len -= used;
+		if (c->sstage++ == 2)
+			break;
+	}
+	c->connect = 1;
+	c->port = port;
+	snprintf(c->host, sizeof(c->host), "%.200s", raw);
+	for (used = 0; c->host[used] != '\0'; used++)
+		if ((unsigned char)c->host[used] < 0x21 ||
+		    (unsigned char)c->host[used] > 0x7e)
+			c->host[used] = '?';
+	c->sstage = 2;
+	if ((why = sbx_np_host(raw, n, host)) != NULL) {
+		conn_refuse(c, strcmp(why, SBX_NP_IP_LITERAL) == 0 ? 403 : 400,
+		    why);
+		return;
+	}
+	snprintf(c->host, sizeof(c->host), "%s", host);
+	if ((why = sbx_np_decide(&c->s->pol, c->host, c->port)) != NULL) {
+		conn_refuse(c, 403, why);
+		return;
+	}
+	/* What the client sent after its request (the start of a TLS
+	 * record) stays in buf, to be judged as a tunnel's first bytes. */
+	c->body_left = 0;
+	c->sendoff = 0;
+	c->via_up = c->s->have_up;
+	conn_resolve(c);
+}
+
+static void
+conn_read_socks(struct conn *c)
+{
+	ssize_t	 r;
+
+	if (buf_reserve(c, SBX_TLS_RECORD_MAX) == -1) {
+		conn_close(c);
+		return;
+	}
+	if (c->len >= SBX_TLS_RECORD_MAX)
+		return;
+	r = recv(c->cfd, c->buf + c->len, SBX_TLS_RECORD_MAX - c->len, 0);
+	if (r == 0 || (r == -1 && errno != EAGAIN && errno != EINTR)) {
+		if (c->len == 0 && c->sstage == 0)
+			c->logged = 1;
+		else
+			conn_log(c, "error", "client_closed");
+		conn_close(c);
+		return;
+	}
+	if (r < 0)
+		return;
+	c->len += (size_t)r;
+	c->t_last = sbx_now_ms();
+	conn_socks(c);
 }
 
 static void
@@ -1343,10 +1503,15 @@ conn_tunnel_ready(struct conn *c)
 	static const char	 ok[] = "HTTP/1.1 200 Connection established"
 	    "\r\n\r\n";
 
+	unsigned char		 sok[10];
+
 	c->status = 200;
+	sbx_socks5_reply(sok, SBX_SOCKS5_OK);
 	if (c->connect) {
-		if (send(c->cfd, ok, sizeof(ok) - 1, MSG_NOSIGNAL |
-		    MSG_DONTWAIT) != (ssize_t)(sizeof(ok) - 1)) {
+		if (c->socks ? send(c->cfd, sok, sizeof(sok), MSG_NOSIGNAL |
+		    MSG_DONTWAIT) != (ssize_t)sizeof(sok) : send(c->cfd, ok,
+		    sizeof(ok) - 1, MSG_NOSIGNAL | MSG_DONTWAIT) !=
+		    (ssize_t)(sizeof(ok) - 1)) {
 			conn_close(c);
 			return;
 		}
@@ -1610,6 +1775,11 @@ conn_event(struct conn *c, int upstream, unsigned ev)
 		    EPOLLRDHUP)))
 			conn_read_head(c);
 		break;
+	case C_SOCKS:
+		if (!upstream && (ev & (EPOLLIN | EPOLLERR | EPOLLHUP |
+		    EPOLLRDHUP)))
+			conn_read_socks(c);
+		break;
 	case C_RESOLVE:
 		if (ev & (EPOLLHUP | EPOLLERR))
 			conn_close(c);
@@ -1651,6 +1821,7 @@ sweep(void)
 		next = c->next;
 		switch (c->state) {
 		case C_HEAD:
+		case C_SOCKS:
 			if (t >= c->t_deadline)
 				conn_refuse(c, 408, "header_timeout");
 			break;
@@ -2234,7 +2405,10 @@ chan_read(struct session *s)
 			}
 			(void)fcntl(fds[i], F_SETFL, fcntl(fds[i], F_GETFL) |
 			    O_NONBLOCK);
-			conn_new(s, fds[i]);
+			/* sbx-init tags each connection with its listener
+			 * (one message, one byte, one descriptor): 'S' is
+			 * 1080, SOCKS5; anything else is 3128, HTTP. */
+			conn_new(s, fds[i], nfd == 1 && r == 1 && b[0] == 'S');
 		}
 	}
 }

@@ -96,9 +96,13 @@ bats_require_minimum_version 1.5.0
 		echo "no_proxy=${no_proxy-unset}"'
 	echo "$output"
 	[ "$status" -eq 0 ]
-	for v in HTTP_PROXY HTTPS_PROXY http_proxy https_proxy ALL_PROXY; do
+	for v in HTTP_PROXY HTTPS_PROXY http_proxy https_proxy; do
 		grep -qx "$v $want_sum" <<<"$output"
 	done
+	# ALL_PROXY: the SOCKS5 listener, names only (issue 20).
+	want_sum=$(printf '%s' "socks5h://alice:$tok@127.0.0.1:1080" | sha256sum | cut -d' ' -f1)
+	grep -qx "ALL_PROXY $want_sum" <<<"$output"
+	grep -qx "all_proxy $want_sum" <<<"$output"
 	grep -qx 'NO_PROXY=localhost,127.0.0.1,::1' <<<"$output"
 	grep -qx 'no_proxy=localhost,127.0.0.1,::1' <<<"$output"
 	run sbx exec --json --network proxy --agent alice -- true
