@@ -151,6 +151,12 @@ $(B)/libexec/sbx/sbx-provision: $(B)/cmd/sbx-provision.o \
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_ALL)
 
+# sbx proxy's check and ask subcommands (asks, answer): files of their own.
+$(B)/libexec/sbx/sbx-proxy: $(B)/cmd/sbx-proxy.o $(B)/cmd/proxy-ask.o \
+    $(B)/cmd/proxy-check.o $(CMD_COMMON) $(LIBSBX)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_ALL)
+
 # sbx-exec starts every sandbox: linked statically (static-pie) it pays no
 # dynamic loading (about 1.4 ms a run on the reference machine).  It reads
 # /etc/passwd itself (lib/users.c), so no NSS module is ever needed.

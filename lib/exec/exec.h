@@ -56,6 +56,7 @@ struct sbx_exec_req {
 	struct sbx_strv	 env;		/* NAME=VALUE */
 	const char	*network;	/* NULL: the agent's setting, else none */
 	struct sbx_strv	 allow;		/* extra allowed domains (proxy) */
+	int		 ask;		/* ask about names no rule decides */
 	struct sbx_strv	 limit_keys;	/* key, value, ... (sbx_limits_set) */
 	int		 soft_limits;
 	const char	*seccomp;	/* "on" (NULL) or "off" */

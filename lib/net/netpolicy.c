@@ -1384,24 +1384,42 @@ fail:
 	return -1;
 }
 
+/* Add one entry to the allowlist or the deny list (flags of
+ * entry_check); errors name `field`. */
+static int
+add_entry(struct sbx_netpolicy *np, const char *entry, int deny,
+    const char *field, struct sbx_error *e)
+{
+	const char	*why;
+	char		 norm[ENTRY_MAX + 1], shown[128], *dup;
+	char		***v = deny ? &np->denied : &np->allowed;
+	size_t		*n = deny ? &np->ndenied : &np->nallowed;
+
+	if (entry == NULL)
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, field,
+		    "invalid_domain", "argument `%s` is missing", field);
+	if ((why = entry_check(entry, strlen(entry), norm, deny ?
+	    E_PORT | E_STAR : E_PORT)) != NULL)
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, field,
+		    "invalid_domain", "argument `%s` \"%s\" %s", field,
+		    printable(shown, sizeof(shown), entry, strlen(entry)),
+		    why);
+	if (reserve_strv(v, *n, 1) == -1 || (dup = strdup(norm)) == NULL)
+		return sbx_error_sys(e, "nomem", "argument `%s`", field);
+	(*v)[(*n)++] = dup;
+	return 0;
+}
+
 int
 sbx_np_allow(struct sbx_netpolicy *np, const char *entry,
     struct sbx_error *e)
 {
-	const char	*why;
-	char		 norm[ENTRY_MAX + 1], shown[128], *dup;
+	return add_entry(np, entry, 0, "allow_domain", e);
+}
 
-	if (entry == NULL)
-		return sbx_error_set(e, SBX_K_INVALID_ARGS, "allow_domain",
-		    "invalid_domain", "argument `allow_domain` is missing");
-	if ((why = entry_check(entry, strlen(entry), norm, E_PORT)) != NULL)
-		return sbx_error_set(e, SBX_K_INVALID_ARGS, "allow_domain",
-		    "invalid_domain", "argument `allow_domain` \"%s\" %s",
-		    printable(shown, sizeof(shown), entry, strlen(entry)),
-		    why);
-	if (reserve_strv(&np->allowed, np->nallowed, 1) == -1 ||
-	    (dup = strdup(norm)) == NULL)
-		return sbx_error_sys(e, "nomem", "argument `allow_domain`");
-	np->allowed[np->nallowed++] = dup;
-	return 0;
+int
+sbx_np_deny(struct sbx_netpolicy *np, const char *entry,
+    struct sbx_error *e)
+{
+	return add_entry(np, entry, 1, "deny_domain", e);
 }

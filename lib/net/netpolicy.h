@@ -134,6 +134,10 @@ int	 sbx_np_cidr_match(const struct sbx_np_cidr *, const struct sockaddr *);
  * sbx_np_load, failing with field "allow_domain", reason "invalid_domain". */
 int	 sbx_np_allow(struct sbx_netpolicy *, const char *entry,
 	    struct sbx_error *);
+/* Add one deny-list entry (an ask answered deny-always): the checks of
+ * denied_domains, failing with field "deny_domain". */
+int	 sbx_np_deny(struct sbx_netpolicy *, const char *entry,
+	    struct sbx_error *);
 
 /*
  * Validate and normalise a request host (no port, no brackets expected,

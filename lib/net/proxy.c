@@ -45,6 +45,7 @@
 #include <sodium.h>
 
 #include "buf.h"
+#include "config.h"
 #include "dnsq.h"
 #include "envelope.h"
 #include "fsutil.h"
@@ -69,10 +70,15 @@
  * allowed wildcard) fills its own share, never the others'. */
 #define LOOKUPS_INFLIGHT	64
 #define LOOKUPS_INFLIGHT_AGENT	8
+/* Pending asks, in all and per agent: an agent that asks about a flood of
+ * names holds its own few, and refusals beyond them, never the others'. */
+#define ASKS_MAX		256
+#define ASKS_MAX_AGENT		16
 
 enum cstate {
 	C_HEAD,		/* reading the request head */
 	C_SOCKS,	/* reading the SOCKS5 greeting, auth, request */
+	C_ASK,		/* held: a person or an orchestrator is asked */
 	C_RESOLVE,	/* its lookup is queued or with the resolver */
 	C_CONNECT,	/* non-blocking connect in progress */
 	C_UPHEAD,	/* CONNECT sent to the parent proxy, its answer due */
@@ -111,6 +117,12 @@ struct session {
 	/* The parent proxy of this agent's connections, if any. */
 	struct sbx_upstream	 up;
 	int			 have_up;
+	/* Ask about names no rule allows or denies (network_ask, --ask),
+	 * for at most ask_ms; follow: a control connection that gets every
+	 * ask and answer as a line (sbx proxy asks --follow). */
+	int			 ask;
+	long long		 ask_ms;
+	int			 follow;
 	json_t			*violations;
 	unsigned long long	 denied;
 	unsigned		 nconns;
@@ -144,6 +156,7 @@ struct conn {
 	long long		 body_left;	/* plain HTTP: body to pass */
 	int			 via_up;	/* through the parent proxy */
 	int			 socks;		/* from 1080: SOCKS5 */
+	char			 ask_id[17];	/* C_ASK: its decision's id */
 	int			 sstage;	/* 0 greeting, 1 auth, 2 request */
 	struct sockaddr_storage	 addrs[MAX_ADDRS];
 	socklen_t		 addrlens[MAX_ADDRS];
@@ -198,10 +211,13 @@ static struct {
 	int			 have_ch, pumping;
 	struct sbx_dnsq		 q;
 	unsigned		 norphans;	/* lookups of closed conns */
+	unsigned		 nasks;		/* connections in C_ASK */
 } P;
 
 static void conn_close(struct conn *);
 static void conn_update(struct conn *);
+static void ask_publish(json_t *);
+static json_t *ask_json(const struct conn *, const char *);
 
 
 /* ---- configuration ---------------------------------------------------- */
@@ -481,12 +497,24 @@ sbx_proxy_agent_check(const json_t *agentcfg, const char *origin,
 {
 	unsigned short		 ports[SBX_PROXY_OPAQUE_MAX];
 	struct sbx_upstream	 up;
+	const json_t		*v;
 	size_t			 n;
 	int			 have;
 
 	if (cfg_ports(json_object_get(agentcfg, "opaque_ports"), origin,
 	    "", ports, &n, e) == -1)
 		return -1;
+	if ((v = json_object_get(agentcfg, "network_ask")) != NULL &&
+	    !json_is_boolean(v))
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
+		    "config_invalid", "%s: `network_ask` must be true or false",
+		    origin);
+	if ((v = json_object_get(agentcfg, "ask_timeout_s")) != NULL &&
+	    (!json_is_integer(v) || json_integer_value(v) < 1 ||
+	    json_integer_value(v) > 3600))
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
+		    "config_invalid", "%s: `ask_timeout_s` must be an integer "
+		    "from 1 to 3600", origin);
 	return cfg_upstream(-1, agentcfg, origin, "", &up, &have, e);
 }
 
@@ -771,6 +799,7 @@ conn_update(struct conn *c)
 		wc = EPOLLIN | EPOLLRDHUP;
 		break;
 	case C_RESOLVE:
+	case C_ASK:
 		/* Nothing asked of the client meanwhile: a half-close
 		 * (the request sent, then shutdown) is legitimate, and
 		 * EPOLLHUP/EPOLLERR of a reset arrive without asking. */
@@ -851,6 +880,12 @@ conn_close(struct conn *c)
 	struct agentcount	*a;
 
 	conn_unresolve(c);
+	if (c->state == C_ASK) {
+		/* The client gave up before anyone answered. */
+		P.nasks--;
+		ask_publish(ask_json(c, "gone"));
+		c->state = C_HEAD;
+	}
 	if (c->state == C_RELAY)
 		conn_log(c, "allow", NULL);
 	else if (!c->logged)
@@ -1002,6 +1037,223 @@ conn_resolve(struct conn *c)
 	dns_pump();
 }
 
+/* ---- asking about unknown names ---------------------------------------- */
+
+/* Send a line to every follower (sbx proxy asks --follow). */
+static void
+ask_publish(json_t *ev)
+{
+	struct session	*s;
+	char		*line;
+	size_t		 n;
+
+	line = json_dumps(ev, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(ev);
+	if (line == NULL)
+		return;
+	n = strlen(line);
+	line[n] = '\n';
+	for (s = P.sessions; s != NULL; s = s->next)
+		if (s->follow && !s->closed)
+			(void)!send(s->ctl, line, n + 1, MSG_NOSIGNAL |
+			    MSG_DONTWAIT);
+	free(line);
+}
+
+/* A pending ask as the control protocol shows it. */
+static json_t *
+ask_json(const struct conn *c, const char *event)
+{
+	json_t	*o = json_pack("{s:s,s:s,s:s,s:i,s:s,s:I}", "id", c->ask_id,
+	    "agent", c->s != NULL ? c->s->agent : "", "host", c->host,
+	    "port", (int)c->port, "run", c->s != NULL ? c->s->run : "",
+	    "age_ms", (json_int_t)(sbx_now_ms() - c->t_start));
+
+	if (o != NULL && event != NULL)
+		json_object_set_new(o, "event", json_string(event));
+	return o;
+}
+
+/* Is a refusal of this reason one to ask about instead?  Only a name
+ * that no rule allows or denies, and only when the session asks. */
+static int
+conn_askable(const struct conn *c, const char *why)
+{
+	return c->s->ask && strcmp(why, SBX_NP_NOT_ALLOWED) == 0;
+}
+
+/*
+ * Hold the connection and publish a pending decision.  It keeps counting
+ * against its agent's connection cap; the agent's pending asks are capped
+ * too (a flood is refused, 503 too_many_asks), and an unanswered ask is a
+ * denial after ask_ms.
+ */
+static void
+conn_ask(struct conn *c)
+{
+	struct conn	*o;
+	unsigned char	 rnd[8];
+	unsigned	 mine = 0;
+
+	for (o = P.conns; o != NULL; o = o->next)
+		if (o->state == C_ASK && o->s == c->s)
+			mine++;
+	if (P.nasks >= ASKS_MAX || mine >= ASKS_MAX_AGENT) {
+		conn_refuse(c, 503, "too_many_asks");
+		return;
+	}
+	randombytes_buf(rnd, sizeof(rnd));
+	sodium_bin2hex(c->ask_id, sizeof(c->ask_id), rnd, sizeof(rnd));
+	c->state = C_ASK;
+	c->t_deadline = sbx_now_ms() + c->s->ask_ms;
+	P.nasks++;
+	conn_update(c);
+	{
+		json_t	*l = ask_json(c, NULL);
+
+		json_object_set_new(l, "verdict", json_string("ask"));
+		json_object_set_new(l, "method", json_string(c->method));
+		json_object_del(l, "age_ms");
+		log_json(l);
+	}
+	ask_publish(ask_json(c, "ask"));
+}
+
+/* The answer (allow-once, allow-always, deny, deny-always, or "timeout"
+ * when nobody answered): logged, published, acted on. */
+static void
+ask_release(struct conn *c, const char *answer)
+{
+	json_t	*l;
+
+	P.nasks--;
+	c->state = C_HEAD;
+	l = ask_json(c, NULL);
+	json_object_set_new(l, "verdict", json_string("answer"));
+	json_object_set_new(l, "answer", json_string(answer));
+	json_object_del(l, "age_ms");
+	log_json(l);
+	l = ask_json(c, "answered");
+	json_object_set_new(l, "answer", json_string(answer));
+	ask_publish(l);
+	if (strncmp(answer, "allow", 5) == 0) {
+		conn_resolve(c);
+		return;
+	}
+	conn_refuse(c, 403, strcmp(answer, "timeout") == 0 ? "ask_timeout" :
+	    "ask_denied");
+}
+
+/*
+ * allow-always, deny-always: the entry goes into the agent's own config
+ * file through the config code (the same checks as `sbx config add`),
+ * then into the policy of every session of the agent, so that the next
+ * request is decided without asking.  A port outside allowed_ports is
+ * kept in the entry (NAME:PORT).
+ */
+static int
+ask_remember(const struct conn *c, int deny, struct sbx_error *e)
+{
+	struct session	*s;
+	json_t		*doc = NULL;
+	char		 entry[SBX_NP_HOST_MAX + 8], rel[128];
+	int		 rc = -1;
+
+	if (deny || !sbx_np_port_listed(&c->s->pol, c->port))
+		snprintf(entry, sizeof(entry), "%s:%u", c->host, c->port);
+	else
+		snprintf(entry, sizeof(entry), "%s", c->host);
+	SBX_LPATH(rel, SBX_L_AGENT_CONFIG, c->s->agent);
+	if (sbx_cfg_load(P.rootfd, c->s->agent, &doc, e) == -1 ||
+	    sbx_cfg_add(doc, deny ? "denied_domains" : "allowed_domains",
+	    json_string(entry), e) == -1 ||
+	    sbx_cfg_validate(doc, 1, rel, e) == -1 ||
+	    sbx_cfg_store(P.rootfd, c->s->agent, doc, e) == -1)
+		goto out;
+	for (s = P.sessions; s != NULL; s = s->next)
+		if (!s->closed && s->chan != -1 &&
+		    strcmp(s->agent, c->s->agent) == 0 && (deny ?
+		    sbx_np_deny(&s->pol, entry, e) : sbx_np_allow(&s->pol,
+		    entry, e)) == -1)
+			goto out;
+	rc = 0;
+out:
+	json_decref(doc);
+	return rc;
+}
+
+/* `answer` on the control socket: the ask of that id in this proxy (so
+ * of this state root), else not_found. */
+static json_t *
+ask_answer(json_t *req, struct sbx_error *e)
+{
+	const char	*id = json_string_value(json_object_get(req, "id"));
+	const char	*ans = json_string_value(json_object_get(req,
+			    "answer"));
+	struct conn	*c, *o, *next;
+	char		 agent[SBX_AGENT_MAX + 1], host[SBX_NP_HOST_MAX + 1];
+	unsigned	 port;
+	int		 always, deny;
+
+	if (ans == NULL || (strcmp(ans, "allow-once") != 0 &&
+	    strcmp(ans, "allow-always") != 0 && strcmp(ans, "deny") != 0 &&
+	    strcmp(ans, "deny-always") != 0)) {
+		sbx_error_set(e, SBX_K_INVALID_ARGS, "answer", "bad_answer",
+		    "the answer must be allow-once, allow-always, deny or "
+		    "deny-always");
+		return NULL;
+	}
+	for (c = P.conns; c != NULL; c = c->next)
+		if (c->state == C_ASK && id != NULL &&
+		    strcmp(c->ask_id, id) == 0)
+			break;
+	if (c == NULL) {
+		sbx_error_set(e, SBX_K_NOT_FOUND, "id", "no_such_ask",
+		    "no pending ask `%.40s` in this state root's proxy",
+		    id != NULL ? id : "");
+		return NULL;
+	}
+	always = strstr(ans, "-always") != NULL;
+	deny = strncmp(ans, "deny", 4) == 0;
+	if (always && ask_remember(c, deny, e) == -1)
+		return NULL;
+	snprintf(agent, sizeof(agent), "%s", c->s->agent);
+	snprintf(host, sizeof(host), "%s", c->host);
+	port = c->port;
+	if (!always) {
+		ask_release(c, ans);
+		return json_pack("{s:b,s:i}", "ok", 1, "released", 1);
+	}
+	/* Remembered: every pending ask it decides gets the answer. */
+	{
+		int	 n = 0;
+
+		for (o = P.conns; o != NULL; o = next) {
+			next = o->next;
+			if (o->state == C_ASK && strcmp(o->s->agent, agent) ==
+			    0 && strcmp(o->host, host) == 0 && o->port ==
+			    port) {
+				ask_release(o, ans);
+				n++;
+			}
+		}
+		return json_pack("{s:b,s:i}", "ok", 1, "released", n);
+	}
+}
+
+/* `asks`: the pending decisions, oldest first. */
+static json_t *
+ask_list(void)
+{
+	struct conn	*c;
+	json_t		*a = json_array();
+
+	for (c = P.conns; c != NULL; c = c->next)
+		if (c->state == C_ASK)
+			json_array_insert_new(a, 0, ask_json(c, NULL));
+	return json_pack("{s:b,s:o}", "ok", 1, "asks", a);
+}
+
 static void
 conn_parse(struct conn *c)
 {
@@ -1057,7 +1309,8 @@ conn_parse(struct conn *c)
 		return;
 	}
 	snprintf(c->host, sizeof(c->host), "%s", host);
-	if ((why = sbx_np_decide(&c->s->pol, c->host, c->port)) != NULL) {
+	if ((why = sbx_np_decide(&c->s->pol, c->host, c->port)) != NULL &&
+	    !conn_askable(c, why)) {
 		conn_refuse(c, 403, why);
 		return;
 	}
@@ -1108,7 +1361,10 @@ conn_parse(struct conn *c)
 	}
 	c->sendoff = 0;
 	c->via_up = c->s->have_up;
-	conn_resolve(c);
+	if (why != NULL)
+		conn_ask(c);
+	else
+		conn_resolve(c);
 }
 
 /*
@@ -1186,7 +1442,8 @@ conn_socks(struct conn *c)
 		return;
 	}
 	snprintf(c->host, sizeof(c->host), "%s", host);
-	if ((why = sbx_np_decide(&c->s->pol, c->host, c->port)) != NULL) {
+	if ((why = sbx_np_decide(&c->s->pol, c->host, c->port)) != NULL &&
+	    !conn_askable(c, why)) {
 		conn_refuse(c, 403, why);
 		return;
 	}
@@ -1195,7 +1452,10 @@ conn_socks(struct conn *c)
 	c->body_left = 0;
 	c->sendoff = 0;
 	c->via_up = c->s->have_up;
-	conn_resolve(c);
+	if (why != NULL)
+		conn_ask(c);
+	else
+		conn_resolve(c);
 }
 
 static void
@@ -1781,6 +2041,7 @@ conn_event(struct conn *c, int upstream, unsigned ev)
 			conn_read_socks(c);
 		break;
 	case C_RESOLVE:
+	case C_ASK:
 		if (ev & (EPOLLHUP | EPOLLERR))
 			conn_close(c);
 		break;
@@ -1830,6 +2091,11 @@ sweep(void)
 				conn_unresolve(c);
 				conn_refuse(c, 504, "resolve_timeout");
 			}
+			break;
+		case C_ASK:
+			/* Nobody answered: no. */
+			if (t >= c->t_deadline)
+				ask_release(c, "timeout");
 			break;
 		case C_CONNECT:
 		case C_UPHEAD:
@@ -2217,7 +2483,8 @@ session_open(struct session *s, json_t *req, int chan, struct sbx_error *e)
 	SBX_LPATH(rel, SBX_L_AGENT_CONFIG, agent);
 	if (sbx_config_load(P.rootfd, rel, &cfg, e) == -1)
 		return NULL;
-	if (sbx_proxy_policy(P.cfg, cfg, rel, &s->pol, e) == -1 ||
+	if (sbx_proxy_agent_check(cfg, rel, e) == -1 ||
+	    sbx_proxy_policy(P.cfg, cfg, rel, &s->pol, e) == -1 ||
 	    cfg_ports(json_object_get(cfg, "opaque_ports"), rel, "",
 	    s->opaque, &s->nopaque, e) == -1 ||
 	    cfg_upstream(P.rootfd, cfg, rel, "", &s->up, &s->have_up, e) ==
@@ -2225,6 +2492,12 @@ session_open(struct session *s, json_t *req, int chan, struct sbx_error *e)
 		json_decref(cfg);
 		return NULL;
 	}
+	/* Asking: the agent's setting, or this run's --ask. */
+	s->ask = json_is_true(json_object_get(cfg, "network_ask")) ||
+	    json_is_true(json_object_get(req, "ask"));
+	s->ask_ms = json_is_integer(json_object_get(cfg, "ask_timeout_s")) ?
+	    json_integer_value(json_object_get(cfg, "ask_timeout_s")) * 1000 :
+	    30000;
 	/* The agent's own parent, else the one of every agent. */
 	if (!s->have_up && P.cfg->have_upstream) {
 		s->up = P.cfg->upstream;
@@ -2293,6 +2566,21 @@ ctl_line(struct session *s, char *line, int fd_in)
 		    "pid", (int)getpid(), "sessions", (int)P.nsessions - 1,
 		    "connections", (int)P.nconns, "uptime_s",
 		    (json_int_t)((sbx_now_ms() - P.t_start) / 1000)));
+		goto drop;
+	}
+	if (strcmp(op, "asks") == 0 && s->chan == -1) {
+		ctl_answer(s->ctl, ask_list());
+		if (json_is_true(json_object_get(req, "follow"))) {
+			/* Kept open: every ask and answer follows. */
+			s->follow = 1;
+			json_decref(req);
+			return;
+		}
+		goto drop;
+	}
+	if (strcmp(op, "answer") == 0 && s->chan == -1) {
+		ans = ask_answer(req, &e);
+		ctl_answer(s->ctl, ans != NULL ? ans : ctl_error(&e));
 		goto drop;
 	}
 	if (strcmp(op, "stop") == 0) {
@@ -2462,7 +2750,8 @@ sweep_sessions(void)
 
 	for (s = P.sessions; s != NULL; s = next) {
 		next = s->next;
-		if (s->chan == -1 && t - s->t_open > CTL_TIMEOUT_MS)
+		if (s->chan == -1 && !s->follow &&
+		    t - s->t_open > CTL_TIMEOUT_MS)
 			session_free(s);
 	}
 }

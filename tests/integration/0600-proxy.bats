@@ -148,14 +148,14 @@ bats_require_minimum_version 1.5.0
 	[ "$(canary_hits)" -eq 0 ]
 }
 
-@test "the relay on 127.0.0.1:3128 accepts before the command's first instruction, and is the only listener" {
+@test "the relays on 127.0.0.1:3128 and :1080 (SOCKS5) accept before the command's first instruction, and are the only listeners" {
 	proxy_world
-	# cat is the first thing to run: the listener is already in the table.
+	# cat is the first thing to run: the listeners are already in the table.
 	run pexec alice cat /proc/net/tcp
 	echo "$output"
 	[ "$status" -eq 0 ]
-	listeners=$(awk '$4 == "0A" { print $2 }' <<<"$output")
-	[ "$listeners" = "0100007F:0C38" ]
+	listeners=$(awk '$4 == "0A" { print $2 }' <<<"$output" | sort | tr '\n' ' ')
+	[ "$listeners" = "0100007F:0438 0100007F:0C38 " ]
 	run pexec alice "$PY" -c '
 import socket
 s = socket.create_connection(("127.0.0.1", 3128), 2)

@@ -50,6 +50,8 @@ static const struct {
 	{ "allowed_cidrs", "[\"10.0.0.0/8\"]", "[\"10.0.0.1/8\"]" },
 	{ "resolve", NULL, "[1]" },
 	{ "opaque_ports", "[22]", "[70000]" },
+	{ "network_ask", "true", "\"yes\"" },
+	{ "ask_timeout_s", "60", "0" },
 	{ "upstream", "\"http://proxy.corp.example:3128\"",
 	    "\"http://u:p@proxy:3128\"" },
 	{ "upstream_auth_file", NULL, "\"../x\"" },
