@@ -49,32 +49,45 @@ report(const char *fmt, ...)
 }
 
 void
-close_others(int keep_proxy)
+close_others(int keep_proxy, int keep_bridge)
 {
 	DIR		*d;
 	struct dirent	*de;
 	int		 fd;
-
-	/* Whatever bwrap or sbx left open must not reach the command. */
 #ifdef SYS_close_range
-	if (keep_proxy ? syscall(SYS_close_range, FD_ENV + 1, FD_PROXY - 1,
-	    0) == 0 && syscall(SYS_close_range, FD_PROXY + 1, ~0U, 0) == 0 :
-	    syscall(SYS_close_range, FD_ENV + 1, ~0U, 0) == 0)
+	/* The channels kept, in increasing order (FD_PROXY < FD_BRIDGE). */
+	int		 keep[2], nk = 0, k;
+	unsigned	 lo = FD_ENV + 1;
+
+	if (keep_proxy)
+		keep[nk++] = FD_PROXY;
+	if (keep_bridge)
+		keep[nk++] = FD_BRIDGE;
+	/* Whatever bwrap or sbx left open must not reach the command. */
+	for (k = 0; k < nk; k++) {
+		if ((unsigned)keep[k] > lo && syscall(SYS_close_range, lo,
+		    (unsigned)keep[k] - 1, 0) != 0)
+			break;
+		lo = (unsigned)keep[k] + 1;
+	}
+	if (k == nk && syscall(SYS_close_range, lo, ~0U, 0) == 0)
 		return;
 #endif
+#define KEPT(fd) ((keep_proxy && (fd) == FD_PROXY) || \
+	(keep_bridge && (fd) == FD_BRIDGE))
 	if ((d = opendir("/proc/self/fd")) == NULL) {
 		for (fd = FD_ENV + 1; fd < 4096; fd++)
-			if (!keep_proxy || fd != FD_PROXY)
+			if (!KEPT(fd))
 				close(fd);
 		return;
 	}
 	while ((de = readdir(d)) != NULL) {
 		fd = atoi(de->d_name);
-		if (fd > FD_ENV && fd != dirfd(d) &&
-		    (!keep_proxy || fd != FD_PROXY))
+		if (fd > FD_ENV && fd != dirfd(d) && !KEPT(fd))
 			close(fd);
 	}
 	closedir(d);
+#undef KEPT
 }
 
 /* A listening socket on 127.0.0.1:port of the sandbox's own network
@@ -141,8 +154,23 @@ socks_listen(void)
 int		 held = -1;
 static char	 held_tag;
 
-static int
-accept_tagged(int lfd, char tag)
+int
+proxy_accept(int lfd)
+{
+	return relay_accept(lfd, FD_PROXY, &held, 'C', &held_tag);
+}
+
+int
+socks_accept(void)
+{
+	return relay_accept(socks_lfd, FD_PROXY, &held, 'S', &held_tag);
+}
+
+/* Hand every pending connection of lfd over chan (the proxy's, the
+ * bridge's) with its tag, holding one (and its tag) in *heldp, *heldtag
+ * while the channel is full. */
+int
+relay_accept(int lfd, int chan, int *heldp, char tag, char *heldtag)
 {
 	char		 cbuf[CMSG_SPACE(sizeof(int))], c;
 	struct msghdr	 m;
@@ -151,9 +179,9 @@ accept_tagged(int lfd, char tag)
 	int		 fd;
 
 	for (;;) {
-		if (held >= 0) {
-			fd = held;
-			c = held_tag;
+		if (*heldp >= 0) {
+			fd = *heldp;
+			c = *heldtag;
 		} else if (lfd < 0 ||
 		    (fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC)) == -1)
 			return 0;
@@ -175,27 +203,15 @@ accept_tagged(int lfd, char tag)
 		/* Never block pid 1: it must stay free to reap and to obey
 		 * sbx.  A proxy that is gone (EPIPE) loses the connection:
 		 * the client sees it closed. */
-		if (sendmsg(FD_PROXY, &m, MSG_DONTWAIT | MSG_NOSIGNAL) == -1 &&
+		if (sendmsg(chan, &m, MSG_DONTWAIT | MSG_NOSIGNAL) == -1 &&
 		    (errno == EAGAIN || errno == ENOBUFS)) {
-			held = fd;
-			held_tag = c;
+			*heldp = fd;
+			*heldtag = c;
 			return 1;
 		}
-		held = -1;
+		*heldp = -1;
 		close(fd);
 	}
-}
-
-int
-proxy_accept(int lfd)
-{
-	return accept_tagged(lfd, 'C');
-}
-
-int
-socks_accept(void)
-{
-	return accept_tagged(socks_lfd, 'S');
 }
 
 int

@@ -86,9 +86,9 @@ extern char **environ;
 /* What main learns from its arguments and sets up, phase by phase. */
 struct run {
 	char		**cmd, **envp, *tty;
-	int		  proxy, shell;
+	int		  proxy, bridge, shell;
 	sigset_t	  mask;
-	int		  sfd, lfd, tfd, gfd;
+	int		  sfd, lfd, blfd, tfd, gfd;
 	pid_t		  child;
 };
 
@@ -157,6 +157,10 @@ parse(int argc, char *argv[], struct run *ir)
 		ir->proxy = 1;
 		i++;
 	}
+	if (i < argc && strcmp(argv[i], SBX_INIT_OPT_BRIDGE) == 0) {
+		ir->bridge = 1;
+		i++;
+	}
 	if (i < argc && strcmp(argv[i], SBX_INIT_OPT_SHELL) == 0) {
 		ir->shell = 1;
 		i++;
@@ -174,7 +178,7 @@ parse(int argc, char *argv[], struct run *ir)
 static int
 setup(struct run *ir)
 {
-	close_others(ir->proxy);
+	close_others(ir->proxy, ir->bridge);
 	/*
 	 * Not dumpable: code inside the sandbox runs as the same uid and
 	 * could otherwise ptrace pid 1, read its memory or steal the
@@ -204,6 +208,12 @@ setup(struct run *ir)
 		fprintf(stderr, "sbx-init: cannot listen on 127.0.0.1:%d for "
 		    "the proxy: %s\n", ir->lfd == -1 ? PROXY_PORT : SOCKS_PORT,
 		    strerror(errno));
+		return 125;
+	}
+	/* Fail closed as well: the bridge asked for, but not served. */
+	if (ir->bridge && (ir->blfd = bridge_listen(ir->envp)) == -1) {
+		fprintf(stderr, "sbx-init: cannot serve the bridge at %s: %s\n",
+		    SBX_INIT_BRIDGE_SOCK, strerror(errno));
 		return 125;
 	}
 	if (ir->tty != NULL && (ir->tfd = open_tty(ir->tty)) == -1)
@@ -366,7 +376,7 @@ static int
 supervise(struct run *ir)
 {
 	struct signalfd_siginfo	 si;
-	struct pollfd		 pfd[6];
+	struct pollfd		 pfd[8];
 
 	pfd[0].fd = ir->sfd;
 	pfd[0].events = POLLIN;
@@ -377,12 +387,16 @@ supervise(struct run *ir)
 	pfd[4].fd = ir->gfd;
 	pfd[4].events = POLLIN;
 	pfd[5].events = POLLIN;
+	pfd[6].events = POLLOUT;
+	pfd[7].events = POLLIN;
 	for (;;) {
 		/* Accept, or wait for room in the channel. */
 		pfd[2].fd = ir->lfd >= 0 && held < 0 ? ir->lfd : -1;
 		pfd[3].fd = ir->lfd >= 0 && held >= 0 ? FD_PROXY : -1;
-		pfd[5].fd = socks_lfd >= 0 && held < 0 ? socks_lfd : -1;
-		if (poll(pfd, 6, -1) == -1) {
+		pfd[5].fd = ir->blfd >= 0 && !bridge_held() ? ir->blfd : -1;
+		pfd[6].fd = ir->blfd >= 0 && bridge_held() ? FD_BRIDGE : -1;
+		pfd[7].fd = socks_lfd >= 0 && held < 0 ? socks_lfd : -1;
+		if (poll(pfd, 8, -1) == -1) {
 			if (errno == EINTR)
 				continue;
 			break;
@@ -398,8 +412,12 @@ supervise(struct run *ir)
 		    (pfd[3].fd >= 0 && (pfd[3].revents & (POLLOUT | POLLERR |
 		    POLLHUP))))
 			(void)proxy_accept(ir->lfd);
-		if (pfd[5].fd >= 0 && (pfd[5].revents & POLLIN) && held < 0)
+		if (pfd[7].fd >= 0 && (pfd[7].revents & POLLIN) && held < 0)
 			(void)socks_accept();
+		if ((pfd[5].fd >= 0 && (pfd[5].revents & POLLIN)) ||
+		    (pfd[6].fd >= 0 && (pfd[6].revents & (POLLOUT | POLLERR |
+		    POLLHUP))))
+			(void)bridge_accept(ir->blfd);
 		if (!(pfd[0].revents & POLLIN))
 			continue;
 		if (read(ir->sfd, &si, sizeof(si)) != sizeof(si))
@@ -415,7 +433,8 @@ supervise(struct run *ir)
 int
 main(int argc, char *argv[])
 {
-	struct run	 ir = { .sfd = -1, .lfd = -1, .tfd = -1, .gfd = -1 };
+	struct run	 ir = { .sfd = -1, .lfd = -1, .blfd = -1, .tfd = -1,
+	    .gfd = -1 };
 	int		 rc;
 
 	if (getpid() != 1 && argc == 2 &&

@@ -29,6 +29,7 @@
 #include "buf.h"
 #include "cli.h"
 #include "cmd.h"
+#include "daemon.h"
 #include "envelope.h"
 #include "fsutil.h"
 #include "layout.h"
@@ -158,64 +159,6 @@ ok(json_t *result, const char *text)
 	}
 }
 
-/* Drop every capability (root keeps its uid, which owns the state root,
- * but nothing more) and forbid gaining any back. */
-static void
-harden(void)
-{
-	struct __user_cap_header_struct	 h;
-	struct __user_cap_data_struct	 d[2];
-	int				 cap;
-
-	memset(&h, 0, sizeof(h));
-	h.version = _LINUX_CAPABILITY_VERSION_3;
-	memset(d, 0, sizeof(d));
-	(void)prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-	if (geteuid() == 0) {
-		/* The bounding set first (it needs CAP_SETPCAP, which the
-		 * capset below takes away). */
-		for (cap = 0; prctl(PR_CAPBSET_READ, cap, 0, 0, 0) >= 0; cap++)
-			(void)prctl(PR_CAPBSET_DROP, cap, 0, 0, 0);
-		(void)syscall(SYS_capset, &h, d);
-	}
-	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-}
-
-/*
- * Bind run/proxy.sock, 0600, in run/ (0711): the socket is reached by
- * path, so it is created through /proc/self/fd of run/ opened without
- * following symlinks, after removing a stale one.
- */
-static int
-bind_socket(int runfd, struct sbx_error *e)
-{
-	struct sockaddr_un	 sun;
-	int			 fd;
-	mode_t			 old;
-
-	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
-		return sbx_error_sys(e, "socket", "cannot create a socket");
-	(void)unlinkat(runfd, "proxy.sock", 0);
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	snprintf(sun.sun_path, sizeof(sun.sun_path), "/proc/self/fd/%d/%s",
-	    runfd, "proxy.sock");
-	old = umask(0177);
-	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
-		umask(old);
-		close(fd);
-		return sbx_error_sys(e, "bind", "cannot bind run/proxy.sock");
-	}
-	umask(old);
-	(void)!fchmodat(runfd, "proxy.sock", 0600, 0);
-	if (listen(fd, 128) == -1) {
-		close(fd);
-		return sbx_error_sys(e, "listen", "cannot listen on "
-		    "run/proxy.sock");
-	}
-	return fd;
-}
-
 static int
 cmd_serve(struct sbx_root *root)
 {
@@ -281,13 +224,13 @@ cmd_serve(struct sbx_root *root)
 		(void)!chdir("/");
 	}
 	signal(SIGPIPE, SIG_IGN);
-	harden();
+	sbx_daemon_harden();
 	/* The lock is inherited through the forks: re-take it in the
 	 * daemon (flock locks belong to the open file, which it shares). */
 	snprintf(b, sizeof(b), "%d\n", (int)getpid());
 	if (ftruncate(pidfd, 0) == 0)
 		(void)!pwrite(pidfd, b, strlen(b), 0);
-	if ((lfd = bind_socket(runfd, &e)) == -1) {
+	if ((lfd = sbx_daemon_bind(runfd, "proxy.sock", &e)) == -1) {
 		if (O.foreground)
 			fail(&e);
 		_exit(SBX_EX_OSERR);

@@ -38,6 +38,8 @@
 #include "names.h"
 #include "netpolicy.h"
 #include "provision.h"
+#include "bridge.h"
+#include "daemon.h"
 #include "proxy.h"
 #include "proxyclient.h"
 #include "root.h"
@@ -957,6 +959,12 @@ prep_env(struct sbx_exec *p)
 		sbx_strv_push(&env, "NO_PROXY=localhost,127.0.0.1,::1");
 		sbx_strv_push(&env, "no_proxy=localhost,127.0.0.1,::1");
 	}
+	if (p->bridge) {
+		/* sbx-host reads these (and /run/sbx/token, which sbx-init
+		 * writes from the first and removes from nothing). */
+		sbx_strv_pushf(&env, "SBX_BRIDGE_TOKEN=%s", p->proxy_token);
+		sbx_strv_push(&env, "SBX_BRIDGE_SOCK=" SBX_INIT_BRIDGE_SOCK);
+	}
 	/*
 	 * The agent's secrets: only ever in this memfd, which sbx-init
 	 * reads; never in bwrap's argv or environment nor in ours.  Names
@@ -1649,6 +1657,16 @@ prep_network(struct sbx_exec *p, struct sbx_error *e)
 	SBX_LPATH(p->agent_rel, SBX_L_AGENT_CONFIG, p->sb.agent);
 	if (sbx_config_load(p->root.fd, p->agent_rel, &p->agent_cfg, e) == -1)
 		return -1;
+	/* The bridge: the agent's bridge.enabled, else the global one. */
+	{
+		json_t	*g = NULL;
+
+		if (sbx_config_load(p->root.fd, "config/sandbox.json", &g, e)
+		    == -1)
+			return -1;
+		p->bridge = sbx_bridge_enabled(g, p->agent_cfg);
+		json_decref(g);
+	}
 	/* An unprovisioned agent stays revoked for every run, not only for
 	 * the proxy runs that would mint it a new token, until `sbx
 	 * provision` restores it. */
@@ -1685,13 +1703,15 @@ prep_network(struct sbx_exec *p, struct sbx_error *e)
  * with the proxy of this root (starting it when none runs).  The channel
  * goes to sbx-init; the control connection stays here for the run.
  */
+static int	agent_token(struct sbx_exec *, struct sbx_error *);
+static void	close_fd(int *);
+
 static int
 prep_proxy(struct sbx_exec *p, struct sbx_error *e)
 {
 	struct sbx_netpolicy	 pol;
-	struct sbx_buf		 tok = SBX_BUF_INIT;
 	json_t			*allow;
-	char			 rel[128], run[64], *prog, *slash;
+	char			 run[64], *prog, *slash;
 	size_t			 i;
 
 	sbx_np_init(&pol);
@@ -1709,31 +1729,8 @@ prep_proxy(struct sbx_exec *p, struct sbx_error *e)
 		    "or use --allow-domain)");
 	sbx_np_free(&pol);
 
-	SBX_LPATH(rel, SBX_L_AGENT_TOKEN, p->sb.agent);
-	if (sbx_read_file_at(p->root.fd, rel, 256, &tok, e) == -1) {
-		/* No token yet: provision the agent (idempotent), which
-		 * creates one. */
-		struct sbx_provision	 pv;
-
-		sbx_provision_init(&pv, p->root.fd, p->sb.agent);
-		if (sbx_provision_agent(&pv, e) == -1)
-			return -1;
-		sbx_provision_release(&pv);
-		if (sbx_read_file_at(p->root.fd, rel, 256, &tok, e) == -1)
-			return -1;
-	}
-	while (tok.len > 0 && tok.p[tok.len - 1] == '\n')
-		tok.p[--tok.len] = '\0';
-	if (!sbx_token_valid(tok.p, tok.len)) {
-		sbx_error_set(e, SBX_K_REJECTED, "token", "bad_token",
-		    "%s is not a valid token", rel);
-		sbx_error_hint(e, "run `sbx provision unprovision --agent %s` "
-		    "and `sbx provision --agent %s`", p->sb.agent, p->sb.agent);
+	if (agent_token(p, e) == -1)
 		return -1;
-	}
-	memcpy(p->proxy_token, tok.p, SBX_TOKEN_LEN + 1);
-	explicit_bzero(tok.p, tok.len);
-	sbx_buf_release(&tok);
 
 	/* sbx-proxy lives next to sbx-init. */
 	if ((prog = malloc(strlen(p->init) + 16)) == NULL) {
@@ -1766,6 +1763,102 @@ prep_proxy(struct sbx_exec *p, struct sbx_error *e)
 	}
 	free(prog);
 	json_decref(allow);
+	return 0;
+}
+
+/*
+ * The agent's token (run/tokens/A), for the proxy's credentials and the
+ * bridge's bearer: read once a run into p->proxy_token; an agent without
+ * one is provisioned (idempotent), which makes it.
+ */
+static int
+agent_token(struct sbx_exec *p, struct sbx_error *e)
+{
+	struct sbx_buf		 tok = SBX_BUF_INIT;
+	char			 rel[128];
+
+	if (p->proxy_token[0] != '\0')
+		return 0;
+	SBX_LPATH(rel, SBX_L_AGENT_TOKEN, p->sb.agent);
+	if (sbx_read_file_at(p->root.fd, rel, 256, &tok, e) == -1) {
+		/* No token yet: provision the agent (idempotent), which
+		 * creates one. */
+		struct sbx_provision	 pv;
+
+		sbx_provision_init(&pv, p->root.fd, p->sb.agent);
+		if (sbx_provision_agent(&pv, e) == -1)
+			return -1;
+		sbx_provision_release(&pv);
+		if (sbx_read_file_at(p->root.fd, rel, 256, &tok, e) == -1)
+			return -1;
+	}
+	while (tok.len > 0 && tok.p[tok.len - 1] == '\n')
+		tok.p[--tok.len] = '\0';
+	if (!sbx_token_valid(tok.p, tok.len)) {
+		sbx_error_set(e, SBX_K_REJECTED, "token", "bad_token",
+		    "%s is not a valid token", rel);
+		sbx_error_hint(e, "run `sbx provision unprovision --agent %s` "
+		    "and `sbx provision --agent %s`", p->sb.agent, p->sb.agent);
+		return -1;
+	}
+	memcpy(p->proxy_token, tok.p, SBX_TOKEN_LEN + 1);
+	explicit_bzero(tok.p, tok.len);
+	sbx_buf_release(&tok);
+
+	return 0;
+}
+
+/* A session with the bridge of this root (starting it when none runs);
+ * the channel goes to sbx-init, the control connection stays here for
+ * the run. */
+static int
+prep_bridge(struct sbx_exec *p, struct sbx_error *e)
+{
+	char	 run[64], *prog, *slash;
+	int	 i;
+
+	if (agent_token(p, e) == -1)
+		return -1;
+	/* sbx-bridge and sbx-host live next to sbx-init. */
+	if ((prog = malloc(strlen(p->init) + 16)) == NULL ||
+	    (p->host_cli = malloc(strlen(p->init) + 16)) == NULL) {
+		free(prog);
+		return sbx_error_sys(e, "nomem", "bridge path");
+	}
+	strcpy(prog, p->init);
+	slash = strrchr(prog, '/');
+	strcpy(p->host_cli, prog);
+	strcpy(slash + 1, "sbx-bridge");
+	strcpy(p->host_cli + (slash - prog) + 1, "sbx-host");
+	if (access(p->host_cli, X_OK) == 0 && !p->sb.init_by_copy)
+		p->sb.host_cli = p->host_cli;
+	else
+		warn_add(p, "bridge: sbx-host is not bound into this sandbox "
+		    "(not found next to sbx-init, or not reachable by "
+		    "bubblewrap); /run/sbx/bridge.sock still answers");
+	snprintf(run, sizeof(run), "%d-%lld", (int)getpid(), sbx_now_ms());
+	/* A bridge exiting because it was idle may still accept and then
+	 * close: try again (it, or its successor, answers). */
+	for (i = 0;; i++) {
+		if ((p->bridge_ctl = sbx_daemon_ensure(p->root.fd,
+		    SBX_BRIDGE_SOCK, SBX_BRIDGE_LOCK, "bridge", prog,
+		    p->root.path, e)) != -1 &&
+		    sbx_proxyclient_session(p->bridge_ctl, p->sb.agent, NULL, 0,
+		    run, &p->bridge_chan, e) == 0)
+			break;
+		close_fd(&p->bridge_ctl);
+		if (i == 3 || e->reason == NULL ||
+		    (strcmp(e->reason, "proxy_unreachable") != 0 &&
+		    strcmp(e->reason, "not_running") != 0)) {
+			sbx_error_hint(e, "run `sbx bridge serve --foreground` "
+			    "to see why the bridge does not answer");
+			free(prog);
+			return -1;
+		}
+		usleep(50000);
+	}
+	free(prog);
+	p->sb.bridge = 1;
 	return 0;
 }
 
@@ -2063,6 +2156,7 @@ sbx_exec_init(struct sbx_exec *p)
 	p->seccomp_fd = p->cache_fd = p->init_fd = -1;
 	p->etc_fd = -1;
 	p->proxy_ctl = p->proxy_chan = -1;
+	p->bridge_ctl = p->bridge_chan = -1;
 	p->tty_size_fd = -1;
 	p->sb.image_fd = -1;
 	p->cg.backend = SBX_CG_NONE;
@@ -2192,6 +2286,8 @@ sbx_exec_prepare(struct sbx_exec *p, const struct sbx_exec_req *q,
 	if (strcmp(p->network, SBX_NET_PROXY) == 0)
 		if (prep_proxy(p, e) == -1)
 		return -1;
+	if (p->bridge && prep_bridge(p, e) == -1)
+		return -1;
 	if (!q->no_secrets && prep_secrets(p, e) == -1)
 		return -1;
 	if ((p->env_fd = prep_env(p)) == -1 || sbx_sandbox_etc(&p->sb,
@@ -2285,6 +2381,7 @@ sbx_exec_run_setup(struct sbx_exec *p, struct sbx_run *r)
 	r->slot[SBX_FD_SECCOMP] = p->seccomp_fd;
 	r->slot[SBX_FD_INIT] = p->init_fd;
 	r->slot[SBX_FD_PROXY] = p->proxy_chan;
+	r->slot[SBX_FD_BRIDGE] = p->bridge_chan;
 	for (i = 0; i < p->nxwd; i++)
 		r->slot[SBX_FD_XWORKDIR + i] = p->xwd[i].tree >= 0 ?
 		    p->xwd[i].tree : p->xwd[i].fd;
@@ -2557,6 +2654,8 @@ foreground(struct sbx_exec *p, struct sbx_error *e)
 	restore_tty();
 	p->events = sbx_exec_finish_limits(p, r);
 	finish_proxy(p);
+	/* Closing the control connection ends the bridge session. */
+	close_fd(&p->bridge_ctl);
 	finish_fs(p);
 	return 0;
 }
@@ -2777,6 +2876,10 @@ sbx_exec_release(struct sbx_exec *p)
 
 	close_fd(&p->proxy_ctl);
 	close_fd(&p->proxy_chan);
+	close_fd(&p->bridge_ctl);
+	close_fd(&p->bridge_chan);
+	free(p->host_cli);
+	p->host_cli = NULL;
 	close_fd(&p->home_fd);
 	close_fd(&p->output_fd);
 	close_fd(&p->workdir_fd);
