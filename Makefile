@@ -300,9 +300,19 @@ $(B)/fuzz/fuzz-socks5: tests/fuzz/fuzz-socks5.c lib/net/socks5.c lib/net/socks5.
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -D_GNU_SOURCE $(LIB_IQUOTE) $(FUZZ_FLAGS) -o $@ $< lib/net/socks5.c
 
+# The bridge's request path past the transport: routing, {name} decoding,
+# the body's parse and the handlers, over stub stores.
+BRIDGE_FUZZ_SRC = lib/net/bridgeapi.c lib/base/envelope.c lib/base/error.c \
+	lib/base/buf.c lib/base/utf8.c
+$(B)/fuzz/fuzz-bridge: tests/fuzz/fuzz-bridge.c $(BRIDGE_FUZZ_SRC)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -D_GNU_SOURCE $(LIB_IQUOTE) $(FUZZ_FLAGS) -o $@ $< \
+	    $(BRIDGE_FUZZ_SRC) $(shell $(PKG_CONFIG) --cflags --libs jansson)
+
 fuzz: $(B)/fuzz/fuzz-httpreq $(B)/fuzz/fuzz-tls-sni $(B)/fuzz/fuzz-policy \
-    $(B)/fuzz/fuzz-socks5
-	@set -e; for t in httpreq:httpreq tls-sni:tls policy:httpreq socks5:socks5; do \
+    $(B)/fuzz/fuzz-socks5 $(B)/fuzz/fuzz-bridge
+	@set -e; for t in httpreq:httpreq tls-sni:tls policy:httpreq \
+	    socks5:socks5 bridge:bridge; do \
 		n=$${t%%:*}; c=$${t##*:}; \
 		mkdir -p $(B)/fuzz/corpus-$$c; \
 		echo "== fuzz-$$n for $(FUZZ_TIME) s"; \

@@ -72,7 +72,7 @@ enum {
 static const struct sbx_opts_sub subs[] = {
 	{ "serve", S_SERVE, NULL }, { "status", S_STATUS, NULL },
 	{ "stop", S_STOP, NULL }, { "events", S_EVENTS, NULL },
-	{ "tasks", S_TASKS, NULL }, { "task", S_TASK, "@text" },
+	{ "tasks", S_TASKS, NULL }, { "task done", S_TASK, "@text" },
 };
 
 static const struct sbx_opt rows[] = {
@@ -478,8 +478,9 @@ main(int argc, char *argv[])
 	struct sbx_root		 root = SBX_ROOT_INIT;
 	struct sbx_error	 e = { 0 };
 	const char		*sub;
-	char			**args, *w[1], tool[32];
-	int			 ch, n;
+	char			**args, *w[2], tool[32];
+	unsigned		 bit;
+	int			 ch, n, nw;
 
 	if (sbx_fd_sanitize_std() == -1)
 		return SBX_EX_OSERR;
@@ -496,20 +497,23 @@ main(int argc, char *argv[])
 	parse(argc, argv, &sub, &n, &args);
 	if (sub == NULL)
 		usage_err(NULL);
+	/* "task done ID": two words name the subcommand. */
 	w[0] = (char *)sub;
-	if (sbx_opts_sub_find(&table, 1, w, NULL) == 0) {
+	w[1] = n > 0 ? args[0] : NULL;
+	nw = strcmp(sub, "task") == 0 ? 2 : 1;
+	if ((nw == 2 && n == 0) || (bit = sbx_opts_sub_find(&table, nw, w,
+	    NULL)) == 0) {
 		sbx_error_set(&e, SBX_K_INVALID_ARGS, "subcommand",
-		    "unknown_subcommand", "unknown subcommand `%s`", sub);
+		    "unknown_subcommand", "unknown subcommand `%s%s%s`", sub,
+		    nw == 2 && n > 0 ? " " : "", nw == 2 && n > 0 ? args[0] :
+		    "");
 		usage_err(&e);
 	}
-	if (strcmp(sub, "task") == 0 ? (n != 2 || strcmp(args[0], "done") !=
-	    0) : n != 0)
+	if (n != (nw == 2 ? 2 : 0))
 		usage_err(NULL);
 	snprintf(tool, sizeof(tool), "bridge.%s", sub);
 	O.tool = tool;
-	w[0] = (char *)sub;
-	if (sbx_opts_check(&table, &seen, sbx_opts_sub_find(&table, 1, w,
-	    NULL), &e) == -1)
+	if (sbx_opts_check(&table, &seen, bit, &e) == -1)
 		usage_err(&e);
 	if (sbx_agent_valid(O.agent, "agent", &e) == -1)
 		usage_err(&e);

@@ -54,6 +54,8 @@ static const struct command {
 	    "sandbox", NULL },
 	{ "secret", "an agent's sealed secrets: set, list, rm; the scrub "
 	    "filter", NULL },
+	{ "bridge", "the host API of code inside the sandbox: serve, status, "
+	    "stop, events, tasks", NULL },
 };
 #define NCOMMANDS	(sizeof(commands) / sizeof(commands[0]))
 

@@ -18,6 +18,9 @@ TEST_PKGS="bats perl iproute2 curl python3 mandoc jq shellcheck libxml2-utils hy
 BUILD_PKGS="$BUILD_PKGS nettle-dev"
 # sbx-proxy's asynchronous resolver (lib/proxy.c; the proxy alone links it).
 BUILD_PKGS="$BUILD_PKGS libc-ares-dev"
+# sbx-bridge: HTTP (libmicrohttpd), memory (SQLite with FTS5, which
+# Debian's libsqlite3 has built in); inference uses libcurl (above).
+BUILD_PKGS="$BUILD_PKGS libmicrohttpd-dev libsqlite3-dev"
 TEST_PKGS="$TEST_PKGS bsdutils xfsprogs"
 # The Public Suffix List (lib/net/psl.c reads its .dat: `*.co.uk` is not a
 # wildcard an allowlist may hold); sshd and ssh for the git-over-SSH test.

@@ -111,8 +111,15 @@ sbx_bstore_plugin(int rootfd, const char *agent, const char *plugin,
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "plugin",
 		    "bad_plugin", "X-Sbx-Plugin is not a plugin id"), NULL;
 	if ((fd = sbx_layout_open(rootfd, SBX_L_AGENT_RECORDS, agent,
-	    O_PATH | O_DIRECTORY | O_CLOEXEC, e)) == -1)
-		return NULL;
+	    O_PATH | O_DIRECTORY | O_CLOEXEC, e)) == -1) {
+		if (!sbx_error_absent(e))
+			return NULL;
+		/* No records at all: no plugin either. */
+		memset(e, 0, sizeof(*e));
+		return sbx_error_set(e, SBX_K_REJECTED, "plugin",
+		    "not_installed", "plugin %s is not installed for this "
+		    "agent", plugin), NULL;
+	}
 	doc = read_doc(fd, leaf(SBX_L_AGENT_PLUGINS, agent, rel, sizeof(rel)),
 	    1u << 20, e);
 	close(fd);
