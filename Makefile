@@ -225,9 +225,9 @@ $(INIT): $(INIT_SRC) cmd/initguard.h cmd/init-int.h cmd/init-guard-int.h \
 
 # sbx-host, the bridge's client inside the sandbox, is bound into images
 # too: static, libc only, like sbx-init (cmd/sbx-host.c includes no lib/).
-$(HOSTCLI): cmd/sbx-host.c
+$(HOSTCLI): cmd/sbx-host.c cmd/host-connect.c cmd/host-connect.h
 	@mkdir -p $(dir $@)
-	$(CC) -D_GNU_SOURCE -DSBX_VERSION='"$(VERSION)"' $(OPT) $(WARN) -D_FORTIFY_SOURCE=2 -fstack-protector-strong -static -o $@ cmd/sbx-host.c
+	$(CC) -D_GNU_SOURCE -DSBX_VERSION='"$(VERSION)"' $(OPT) $(WARN) -D_FORTIFY_SOURCE=2 -fstack-protector-strong -static -o $@ cmd/sbx-host.c cmd/host-connect.c
 
 $(B)/tests/unit/t-%: tests/unit/t-%.c tests/unit/tap.h $(LIBSBX)
 	@mkdir -p $(dir $@)

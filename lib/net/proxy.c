@@ -1553,6 +1553,10 @@ conn_opaque(const struct conn *c)
 {
 	size_t	 i;
 
+	/* SSH: git over SSH works out of the box for a name allowed on
+	 * port 22 (the name, port and address checks still apply). */
+	if (c->port == 22)
+		return 1;
 	for (i = 0; i < P.cfg->nopaque; i++)
 		if (P.cfg->opaque_ports[i] == c->port)
 			return 1;
