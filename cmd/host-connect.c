@@ -50,7 +50,8 @@ b64(const unsigned char *in, size_t n, char *out)
 	unsigned		 v;
 
 	for (i = 0; i + 2 < n; i += 3) {
-		v = (unsigned)in[i] << 16 | (unsigned)in[i + 1] << 8 | in[i + 2];
+		v = (unsigned)in[i] << 16 | (unsigned)in[i + 1] << 8 |
+		    in[i + 2];
 		out[o++] = t[v >> 18 & 63];
 		out[o++] = t[v >> 12 & 63];
 		out[o++] = t[v >> 6 & 63];

@@ -60,16 +60,17 @@ proxy_cmd_asks(struct sbx_root *root)
 	int			 ctl;
 
 	memset(&e, 0, sizeof(e));
-	if (root->fd < 0 || (ctl = sbx_proxyclient_connect(root->fd, &e)) ==
-	    -1) {
+	if (root->fd < 0 ||
+	    (ctl = sbx_proxyclient_connect(root->fd, &e)) == -1) {
 		/* No proxy: nothing is held. */
 		if (O.follow)
 			fail(&e);
 		ok(json_pack("{s:[]}", "asks"), NULL);
 		return 0;
 	}
-	ans = sbx_proxyclient_call(ctl, json_pack("{s:s,s:b}", "op", "asks",
-	    "follow", O.follow), -1, 5000, &e);
+	ans = sbx_proxyclient_call(ctl,
+	    json_pack("{s:s,s:b}", "op", "asks", "follow", O.follow), -1, 5000,
+	    &e);
 	if (ans == NULL)
 		fail(&e);
 	asks = json_object_get(ans, "asks");
@@ -96,8 +97,8 @@ proxy_cmd_asks(struct sbx_root *root)
 		ask_line(&b, a);
 	if (b.len > 0)
 		b.p[--b.len] = '\0';	/* ok() adds the newline */
-	ok(json_pack("{s:O}", "asks", asks), b.len > 0 ? b.p :
-	    (O.quiet ? NULL : "sbx-proxy: no pending asks"));
+	ok(json_pack("{s:O}", "asks", asks),
+	    b.len > 0 ? b.p : (O.quiet ? NULL : "sbx-proxy: no pending asks"));
 	sbx_buf_release(&b);
 	json_decref(ans);
 	return 0;

@@ -960,8 +960,10 @@ prep_env(struct sbx_exec *p)
 		/* Git over SSH, through the proxy (port 22 is opaque
 		 * there): a user's --env GIT_SSH_COMMAND still wins. */
 		if (p->sb.host_cli != NULL)
-			sbx_strv_push(&env, "GIT_SSH_COMMAND=ssh -o "
-			    "ProxyCommand='" SBX_INIT_HOST_CLI " connect %h %p'");
+			sbx_strv_push(&env,
+			    "GIT_SSH_COMMAND=ssh -o "
+			    "ProxyCommand='" SBX_INIT_HOST_CLI
+			    " connect %h %p'");
 		sbx_strv_push(&env, "no_proxy=localhost,127.0.0.1,::1");
 	}
 	if (p->bridge) {

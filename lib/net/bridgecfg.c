@@ -77,12 +77,15 @@ sbx_bridge_config_from(const json_t *doc, struct sbx_bridge_config *c,
 	U("events_max_bytes", 4096, 1ULL << 30, c->events_max_bytes);
 	U("memory_max_entries", 1, 10000000, c->memory_max_entries);
 	rate = json_object_get(br, "rate_limits");
-	for (i = 0; i < SBX_BSVC_N; i++)
-		if (cfg_uint(rate, sbx_bridge_svc_names[i], 1, 100000, &n, e) == 0 &&
-		    json_object_get(rate, sbx_bridge_svc_names[i]) != NULL)
-			c->rate[i] = (unsigned)n;
-		else if (e->kind != NULL)
+	for (i = 0; i < SBX_BSVC_N; i++) {
+		/* The return says it, not e (a caller's earlier error may
+		 * still be in it). */
+		if (cfg_uint(rate, sbx_bridge_svc_names[i], 1, 100000, &n, e) ==
+		    -1)
 			goto fail;
+		if (json_object_get(rate, sbx_bridge_svc_names[i]) != NULL)
+			c->rate[i] = (unsigned)n;
+	}
 	inf = json_object_get(br, "inference");
 	if (inf != NULL) {
 		const char *url = json_string_value(json_object_get(inf,

@@ -1411,15 +1411,13 @@ add_entry(struct sbx_netpolicy *np, const char *entry, int deny,
 }
 
 int
-sbx_np_allow(struct sbx_netpolicy *np, const char *entry,
-    struct sbx_error *e)
+sbx_np_allow(struct sbx_netpolicy *np, const char *entry, struct sbx_error *e)
 {
 	return add_entry(np, entry, 0, "allow_domain", e);
 }
 
 int
-sbx_np_deny(struct sbx_netpolicy *np, const char *entry,
-    struct sbx_error *e)
+sbx_np_deny(struct sbx_netpolicy *np, const char *entry, struct sbx_error *e)
 {
 	return add_entry(np, entry, 1, "deny_domain", e);
 }

@@ -154,10 +154,10 @@ struct conn {
 	char			 host[SBX_NP_HOST_MAX + 1];
 	unsigned		 port;
 	long long		 body_left;	/* plain HTTP: body to pass */
-	int			 via_up;	/* through the parent proxy */
-	int			 socks;		/* from 1080: SOCKS5 */
-	char			 ask_id[17];	/* C_ASK: its decision's id */
-	int			 sstage;	/* 0 greeting, 1 auth, 2 request */
+	int			 via_up; /* through the parent proxy */
+	int			 socks; /* from 1080: SOCKS5 */
+	char			 ask_id[17]; /* C_ASK: its decision's id */
+	int			 sstage; /* 0 greeting, 1 auth, 2 request */
 	struct sockaddr_storage	 addrs[MAX_ADDRS];
 	socklen_t		 addrlens[MAX_ADDRS];
 	int			 naddrs, ai;
@@ -1876,16 +1876,17 @@ conn_resolved(struct conn *c, const struct sockaddr_storage *addrs,
 
 	c->state = C_HEAD;	/* leaves C_RESOLVE */
 	if (n == 0) {
-		conn_refuse(c, 502, c->via_up ? "upstream_resolve_failed" :
-		    "resolve_failed");
+		conn_refuse(c, 502,
+		    c->via_up ? "upstream_resolve_failed" : "resolve_failed");
 		return;
 	}
 	/* Every address must be global (or allowed for this name), not
 	 * just the first: a name with one public and one private address
 	 * could otherwise be steered to the private one.  The addresses of
 	 * a parent proxy are the administrator's choice: not checked. */
-	if (!c->via_up && (why = sbx_np_addrs_check(&c->s->pol, c->host, addrs, n, &i)) !=
-	    NULL) {
+	if (!c->via_up &&
+	    (why = sbx_np_addrs_check(&c->s->pol, c->host, addrs, n, &i)) !=
+		NULL) {
 		sbx_np_addr_text((const struct sockaddr *)&addrs[i],
 		    c->refused, sizeof(c->refused));
 		conn_refuse(c, 403, why);

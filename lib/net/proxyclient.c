@@ -152,8 +152,8 @@ sbx_proxyclient_ensure(int rootfd, const char *prog, const char *home,
 }
 
 int
-sbx_proxyclient_session(int ctl, const char *agent, json_t *allow,
-    int ask, const char *run, int *channel, struct sbx_error *e)
+sbx_proxyclient_session(int ctl, const char *agent, json_t *allow, int ask,
+    const char *run, int *channel, struct sbx_error *e)
 {
 	int	 sp[2];
 	json_t	*req, *ans;

@@ -481,7 +481,8 @@ test_engine(void)
 	/* b's policy: resolve without allow_private is refused at load. */
 	ctl = sbx_proxyclient_connect(rootfd, &e);
 	ok(ctl >= 0 &&
-		sbx_proxyclient_session(ctl, "b", NULL, 0, "run2", &chan, &e) == 0,
+		sbx_proxyclient_session(ctl, "b", NULL, 0, "run2", &chan, &e) ==
+		    0,
 	    "b: an empty resolve object is fine");
 	if (ctl >= 0)
 		close(ctl);
