@@ -1254,6 +1254,43 @@ ask_list(void)
 	return json_pack("{s:b,s:o}", "ok", 1, "asks", a);
 }
 
+/*
+ * The name and port of a request (HTTP or SOCKS5), in the order of the
+ * checks (the host's syntax and IP literals, then the policy): 0 with
+ * *why NULL (allowed) or the reason to ask about, or -1 when refused.
+ */
+static int
+conn_judge(struct conn *c, const char *raw, size_t n, const char **why)
+{
+	char	 host[SBX_NP_HOST_MAX + 1];
+
+	if ((*why = sbx_np_host(raw, n, host)) != NULL) {
+		conn_refuse(c, strcmp(*why, SBX_NP_IP_LITERAL) == 0 ? 403 :
+		    400, *why);
+		return -1;
+	}
+	snprintf(c->host, sizeof(c->host), "%s", host);
+	if ((*why = sbx_np_decide(&c->s->pol, c->host, c->port)) != NULL &&
+	    !conn_askable(c, *why)) {
+		conn_refuse(c, 403, *why);
+		return -1;
+	}
+	return 0;
+}
+
+/* Judged: ask (why set), or resolve and dial, through the parent if the
+ * agent has one. */
+static void
+conn_go(struct conn *c, const char *why)
+{
+	c->sendoff = 0;
+	c->via_up = c->s->have_up;
+	if (why != NULL)
+		conn_ask(c);
+	else
+		conn_resolve(c);
+}
+
 static void
 conn_parse(struct conn *c)
 {
@@ -1261,7 +1298,6 @@ conn_parse(struct conn *c)
 	static char			 up[SBX_HTTP_HEAD_MAX + 64 +
 					    SBX_UPSTREAM_AUTH_MAX + 600];
 	const char			*reason, *why;
-	char				 host[SBX_NP_HOST_MAX + 1];
 	int				 r, status;
 	size_t				 n, hl;
 
@@ -1303,17 +1339,8 @@ conn_parse(struct conn *c)
 	}
 	sodium_memzero(req.token, sizeof(req.token));
 
-	if ((why = sbx_np_host(req.host, req.hostlen, host)) != NULL) {
-		conn_refuse(c, strcmp(why, SBX_NP_IP_LITERAL) == 0 ? 403 : 400,
-		    why);
+	if (conn_judge(c, req.host, req.hostlen, &why) == -1)
 		return;
-	}
-	snprintf(c->host, sizeof(c->host), "%s", host);
-	if ((why = sbx_np_decide(&c->s->pol, c->host, c->port)) != NULL &&
-	    !conn_askable(c, why)) {
-		conn_refuse(c, 403, why);
-		return;
-	}
 	if (!c->connect && req.content_length > 0 &&
 	    (unsigned long long)req.content_length >
 	    P.cfg->max_request_bytes) {
@@ -1359,12 +1386,7 @@ conn_parse(struct conn *c)
 		c->body_left = cl - (long long)extra;
 		c->bytes_in += extra;
 	}
-	c->sendoff = 0;
-	c->via_up = c->s->have_up;
-	if (why != NULL)
-		conn_ask(c);
-	else
-		conn_resolve(c);
+	conn_go(c, why);
 }
 
 /*
@@ -1376,7 +1398,6 @@ static void
 conn_socks(struct conn *c)
 {
 	char		 user[256], pass[256], raw[256];
-	char		 host[SBX_NP_HOST_MAX + 1];
 	const char	*why;
 	size_t		 used, n;
 	int		 r, code;
@@ -1436,26 +1457,12 @@ conn_socks(struct conn *c)
 		    (unsigned char)c->host[used] > 0x7e)
 			c->host[used] = '?';
 	c->sstage = 2;
-	if ((why = sbx_np_host(raw, n, host)) != NULL) {
-		conn_refuse(c, strcmp(why, SBX_NP_IP_LITERAL) == 0 ? 403 : 400,
-		    why);
+	if (conn_judge(c, raw, n, &why) == -1)
 		return;
-	}
-	snprintf(c->host, sizeof(c->host), "%s", host);
-	if ((why = sbx_np_decide(&c->s->pol, c->host, c->port)) != NULL &&
-	    !conn_askable(c, why)) {
-		conn_refuse(c, 403, why);
-		return;
-	}
 	/* What the client sent after its request (the start of a TLS
 	 * record) stays in buf, to be judged as a tunnel's first bytes. */
 	c->body_left = 0;
-	c->sendoff = 0;
-	c->via_up = c->s->have_up;
-	if (why != NULL)
-		conn_ask(c);
-	else
-		conn_resolve(c);
+	conn_go(c, why);
 }
 
 static void
