@@ -131,6 +131,7 @@ $(B)/cmd/sbx-exec-builtin.o: cmd/sbx-exec.c
 	$(CC) $(CPPFLAGS) -DSBX_BUILTIN $(CFLAGS) -MMD -MP -c -o $@ $<
 
 $(FRONT): $(B)/cmd/sbx-front.o $(B)/cmd/sbx-exec-builtin.o $(B)/cmd/exec-jobs.o \
+	    $(B)/cmd/exec-ask.o \
 	    $(CMD_COMMON) $(LIBSBX)
 	@mkdir -p $(dir $@)
 	$(CC) $(FRONT_LDFLAGS) -o $@ $^ $(FRONT_LIBS)
@@ -140,8 +141,9 @@ $(B)/libexec/sbx/sbx-%: $(B)/cmd/sbx-%.o $(CMD_COMMON) $(LIBSBX)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_ALL)
 
 # sbx exec's job subcommands (ps, poll, wait, kill, gc) are a file of their
-# own, linked into sbx-exec and the front-end.
-$(B)/libexec/sbx/sbx-exec: $(B)/cmd/exec-jobs.o
+# own, linked into sbx-exec and the front-end; so is the terminal prompt of
+# --ask (cmd/exec-ask.c).
+$(B)/libexec/sbx/sbx-exec: $(B)/cmd/exec-jobs.o $(B)/cmd/exec-ask.o
 
 # sbx provision's commands (provision, image, status and list, unprovision,
 # reset and remove) are files of their own, linked into sbx-provision (before

@@ -20,6 +20,7 @@
 #include "cli.h"
 #include "cmd.h"
 #include "envelope.h"
+#include "exec-ask.h"
 #include "exec-jobs.h"
 #include "exec.h"
 #include "fsutil.h"
@@ -516,6 +517,7 @@ run(void)
 	struct sbx_exec_outcome	 o;
 	char			*v;
 	int			 rc;
+	pid_t			 asker;
 
 	if (sbx_sandbox_refuse_nested(&e) == -1)
 		return report(&e, SBX_EX_FAILED, NULL);
@@ -534,7 +536,11 @@ run(void)
 	if (X.bwrap_line != NULL)
 		fprintf(stderr, "%s: %s\n", PROG, X.bwrap_line);
 	fflush(NULL);
-	if (sbx_exec_run(&X, &e) == -1)
+	/* --ask on a terminal: sbx asks the person there (cmd/exec-ask.c). */
+	asker = exec_ask_start(&X);
+	rc = sbx_exec_run(&X, &e);
+	exec_ask_stop(asker);
+	if (rc == -1)
 		return report(&e, SBX_EX_FAILED, NULL);
 	v = C.json || C.quiet ? NULL : sbx_exec_violations_text(&X);
 	sbx_exec_outcome(&X, &o);

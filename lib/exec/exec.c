@@ -1771,6 +1771,7 @@ prep_proxy(struct sbx_exec *p, struct sbx_error *e)
 	slash = strrchr(prog, '/');
 	strcpy(slash + 1, "sbx-proxy");
 	snprintf(run, sizeof(run), "%d-%lld", (int)getpid(), sbx_now_ms());
+	snprintf(p->proxy_run, sizeof(p->proxy_run), "%s", run);
 	/* A proxy that is exiting because it was idle may still accept
 	 * and then close: try again (it, or its successor, answers). */
 	for (i = 0;; i++) {

@@ -130,6 +130,7 @@ struct sbx_exec {
 						 * NULL: read once a run */
 	char			 agent_rel[128];
 	int			 proxy_ctl, proxy_chan;
+	char			 proxy_run[64];	/* the session's run id */
 	char			 proxy_token[SBX_TOKEN_LEN + 1];
 	json_t			*violations;	/* proxy mode, after the run */
 	int			 bridge;	/* bridge.enabled */

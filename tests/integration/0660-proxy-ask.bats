@@ -197,3 +197,35 @@ wait_out() {
 	cat "$TEST_ROOT/hold.out"
 	[ "$(tail -n 1 "$TEST_ROOT/hold.out" | jq .refused503)" -eq 8 ]
 }
+
+@test "ask on a terminal: sbx exec --ask prompts and the answer typed there releases the request" {
+	need_proxy_tools
+	command -v script >/dev/null || skip "script(1) is not installed (bsdutils)"
+	start_canary
+	write_sandbox_config
+	# No network_ask for alice: --ask turns it on for this run.
+	write_agent_config alice '{"ask_timeout_s": 20,
+	    "resolve": {"ask.sbx.test": "127.0.0.1"}}'
+	agent_ready alice
+	cmd="$SBX exec --ask --network proxy --agent alice -- $CURL -sS -m 20 http://ask.sbx.test:$CANARY_PORT/"
+	# The answer is typed once the prompt is there.
+	(
+		for _ in $(seq 100); do
+			grep -q 'for agent alice?' "$TEST_ROOT/tty.out" 2>/dev/null && break
+			sleep 0.1
+		done
+		printf 'o\n'
+		sleep 3
+	) | SBX_HOME=$SBX_HOME timeout 30 script -qfec "$cmd" "$TEST_ROOT/tty.out" > /dev/null 2>&1 || true
+	cat "$TEST_ROOT/tty.out"
+	grep -q "sbx: allow ask.sbx.test:$CANARY_PORT for agent alice? \[o\]nce/\[a\]lways/\[d\]eny" "$TEST_ROOT/tty.out"
+	grep -q canary "$TEST_ROOT/tty.out"
+	grep -q '"answer":"allow-once"' "$PLOG"
+	# Without a terminal nobody is asked here: the ask waits for another
+	# answer (and times out).
+	write_agent_config alice '{"ask_timeout_s": 1,
+	    "resolve": {"ask.sbx.test": "127.0.0.1"}}'
+	run sbx exec --json --ask --network proxy --agent alice -- \
+	    "$CURL" -sS -m 20 "http://ask.sbx.test:$CANARY_PORT/"
+	[ "$(jc "$output" '[.result.violations[] | .reason]')" = '["ask_timeout"]' ]
+}
