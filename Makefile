@@ -131,6 +131,7 @@ $(B)/cmd/sbx-exec-builtin.o: cmd/sbx-exec.c
 	$(CC) $(CPPFLAGS) -DSBX_BUILTIN $(CFLAGS) -MMD -MP -c -o $@ $<
 
 $(FRONT): $(B)/cmd/sbx-front.o $(B)/cmd/sbx-exec-builtin.o $(B)/cmd/exec-jobs.o \
+	    $(B)/cmd/exec-ask.o \
 	    $(CMD_COMMON) $(LIBSBX)
 	@mkdir -p $(dir $@)
 	$(CC) $(FRONT_LDFLAGS) -o $@ $^ $(FRONT_LIBS)
@@ -140,8 +141,9 @@ $(B)/libexec/sbx/sbx-%: $(B)/cmd/sbx-%.o $(CMD_COMMON) $(LIBSBX)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_ALL)
 
 # sbx exec's job subcommands (ps, poll, wait, kill, gc) are a file of their
-# own, linked into sbx-exec and the front-end.
-$(B)/libexec/sbx/sbx-exec: $(B)/cmd/exec-jobs.o
+# own, linked into sbx-exec and the front-end; so is the terminal prompt of
+# --ask (cmd/exec-ask.c).
+$(B)/libexec/sbx/sbx-exec: $(B)/cmd/exec-jobs.o $(B)/cmd/exec-ask.o
 
 # sbx provision's commands (provision, image, status and list, unprovision,
 # reset and remove) are files of their own, linked into sbx-provision (before
@@ -150,6 +152,12 @@ $(B)/libexec/sbx/sbx-provision: $(B)/cmd/sbx-provision.o \
     $(B)/cmd/provision-agent.o $(B)/cmd/provision-image.o \
     $(B)/cmd/provision-status.o $(B)/cmd/provision-remove.o $(CMD_COMMON) \
     $(LIBSBX)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_ALL)
+
+# sbx proxy's check and ask subcommands (asks, answer): files of their own.
+$(B)/libexec/sbx/sbx-proxy: $(B)/cmd/sbx-proxy.o $(B)/cmd/proxy-ask.o \
+    $(B)/cmd/proxy-check.o $(CMD_COMMON) $(LIBSBX)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_ALL)
 
@@ -219,8 +227,8 @@ $(INIT): $(INIT_SRC) cmd/initguard.h cmd/init-int.h cmd/init-guard-int.h \
 
 # sbx-host, the bridge's client inside the sandbox, is bound into images
 # too: static, libc only, like sbx-init (cmd/sbx-host.c includes no lib/).
-HOSTCLI_SRC = cmd/sbx-host.c cmd/host-http.c
-$(HOSTCLI): $(HOSTCLI_SRC) cmd/host-int.h
+HOSTCLI_SRC = cmd/sbx-host.c cmd/host-http.c cmd/host-connect.c
+$(HOSTCLI): $(HOSTCLI_SRC) cmd/host-int.h cmd/host-connect.h
 	@mkdir -p $(dir $@)
 	$(CC) -D_GNU_SOURCE -DSBX_VERSION='"$(VERSION)"' $(OPT) $(WARN) -D_FORTIFY_SOURCE=2 -fstack-protector-strong -static -o $@ $(HOSTCLI_SRC)
 
@@ -290,10 +298,16 @@ $(B)/fuzz/fuzz-%: tests/fuzz/fuzz-%.c lib/net/httpreq.c lib/net/httpreq.h
 	$(FUZZ_CC) -D_GNU_SOURCE $(LIB_IQUOTE) $(FUZZ_FLAGS) -o $@ $< lib/net/httpreq.c
 
 # The whole decision on a request head: the parser, then the policy.
-$(B)/fuzz/fuzz-policy: tests/fuzz/fuzz-policy.c lib/net/httpreq.c lib/net/netpolicy.c lib/base/error.c
+$(B)/fuzz/fuzz-policy: tests/fuzz/fuzz-policy.c lib/net/httpreq.c lib/net/netpolicy.c \
+    lib/net/psl.c lib/base/buf.c lib/base/error.c
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -D_GNU_SOURCE $(LIB_IQUOTE) $(FUZZ_FLAGS) -o $@ $< lib/net/httpreq.c \
-	    lib/net/netpolicy.c lib/base/error.c $(shell $(PKG_CONFIG) --cflags --libs jansson)
+	    lib/net/netpolicy.c lib/net/psl.c lib/base/buf.c lib/base/error.c $(shell $(PKG_CONFIG) --cflags --libs jansson)
+
+# The SOCKS5 framing of the in-sandbox listener on 1080.
+$(B)/fuzz/fuzz-socks5: tests/fuzz/fuzz-socks5.c lib/net/socks5.c lib/net/socks5.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -D_GNU_SOURCE $(LIB_IQUOTE) $(FUZZ_FLAGS) -o $@ $< lib/net/socks5.c
 
 # The bridge's request path past the transport: routing, {name} decoding,
 # the body's parse and the handlers, over stub stores.
@@ -305,9 +319,9 @@ $(B)/fuzz/fuzz-bridge: tests/fuzz/fuzz-bridge.c $(BRIDGE_FUZZ_SRC)
 	    $(BRIDGE_FUZZ_SRC) $(shell $(PKG_CONFIG) --cflags --libs jansson)
 
 fuzz: $(B)/fuzz/fuzz-httpreq $(B)/fuzz/fuzz-tls-sni $(B)/fuzz/fuzz-policy \
-    $(B)/fuzz/fuzz-bridge
+    $(B)/fuzz/fuzz-socks5 $(B)/fuzz/fuzz-bridge
 	@set -e; for t in httpreq:httpreq tls-sni:tls policy:httpreq \
-	    bridge:bridge; do \
+	    socks5:socks5 bridge:bridge; do \
 		n=$${t%%:*}; c=$${t##*:}; \
 		mkdir -p $(B)/fuzz/corpus-$$c; \
 		echo "== fuzz-$$n for $(FUZZ_TIME) s"; \

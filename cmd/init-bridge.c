@@ -77,7 +77,9 @@ bridge_listen(char **envp)
 int
 bridge_accept(int lfd)
 {
-	return relay_accept(lfd, FD_BRIDGE, &bheld);
+	static char	 btag;
+
+	return relay_accept(lfd, FD_BRIDGE, &bheld, 'C', &btag);
 }
 
 int

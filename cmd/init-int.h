@@ -15,16 +15,21 @@
 #define FD_PROXY	SBX_FD_PROXY
 #define FD_BRIDGE	SBX_FD_BRIDGE
 #define PROXY_PORT	SBX_INIT_PROXY_PORT
+#define SOCKS_PORT	SBX_INIT_SOCKS_PORT
 #define ENV_MAX		SBX_INIT_ENV_MAX
 
-/* The connection waiting for the proxy channel (cmd/init-setup.c). */
+/* The connection waiting for the proxy channel, and the SOCKS5
+ * listener (cmd/init-setup.c). */
 extern int	 held;
+extern int	 socks_lfd;
 
 void	report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void	close_others(int keep_proxy, int keep_bridge);
 int	proxy_listen(void);
 int	proxy_accept(int lfd);
-int	relay_accept(int lfd, int chan, int *heldp);
+int	socks_listen(void);
+int	socks_accept(void);
+int	relay_accept(int lfd, int chan, int *heldp, char tag, char *heldtag);
 /* The bridge (cmd/init-bridge.c). */
 int		 bridge_listen(char **envp);
 int		 bridge_accept(int lfd);

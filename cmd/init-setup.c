@@ -90,27 +90,21 @@ close_others(int keep_proxy, int keep_bridge)
 #undef KEPT
 }
 
-/*
- * The proxy relay: a listening socket on 127.0.0.1:3128 of the sandbox's
- * own network namespace.  It exists before the command's first
- * instruction, so a connection never finds the port closed; it is
- * close-on-exec, so the command cannot accept on it.
- */
-int
-proxy_listen(void)
+/* A listening socket on 127.0.0.1:port of the sandbox's own network
+ * namespace, close-on-exec and non-blocking. */
+static int
+listen_loopback(int port)
 {
 	struct sockaddr_in	 sin;
 	int			 fd, one = 1;
 
-	if (fcntl(FD_PROXY, F_SETFD, FD_CLOEXEC) == -1)
-		return -1;
 	if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
 	    0)) == -1)
 		return -1;
 	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	memset(&sin, 0, sizeof(sin));
 	sin.sin_family = AF_INET;
-	sin.sin_port = htons(PROXY_PORT);
+	sin.sin_port = htons((uint16_t)port);
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == -1 ||
 	    listen(fd, 4096) == -1) {
@@ -121,37 +115,78 @@ proxy_listen(void)
 }
 
 /*
+ * The proxy relay: a listening socket on 127.0.0.1:3128 of the sandbox's
+ * own network namespace.  It exists before the command's first
+ * instruction, so a connection never finds the port closed; it is
+ * close-on-exec, so the command cannot accept on it.
+ */
+int
+proxy_listen(void)
+{
+	if (fcntl(FD_PROXY, F_SETFD, FD_CLOEXEC) == -1)
+		return -1;
+	return listen_loopback(PROXY_PORT);
+}
+
+/*
+ * The SOCKS5 listener on 127.0.0.1:1080, for clients that only speak
+ * SOCKS (ALL_PROXY=socks5h://...): served as 3128 is, through the same
+ * channel; each connection is tagged 'S' so that the proxy knows which
+ * protocol to expect (it never guesses from the first bytes).
+ */
+int	 socks_lfd = -1;
+
+int
+socks_listen(void)
+{
+	return socks_lfd = listen_loopback(SOCKS_PORT);
+}
+
+/*
  * (sbx-init links nothing of lib/: this is lib's sbx_send_fd, inline.)
  * Hand every pending connection to sbx-proxy; ours is closed once it is
- * sent.  When the channel is full (a burst of connections), the one in
- * hand waits in `held` and init stops accepting until the channel is
- * writable again: the rest wait in the listen backlog, none is dropped.
- * Returns nonzero while a connection is held.
+ * sent, with its tag ('C' for 3128, 'S' for 1080).  When the channel is
+ * full (a burst of connections), the one in hand waits in `held` and init
+ * stops accepting until the channel is writable again: the rest wait in
+ * the listen backlog, none is dropped.  Returns nonzero while a
+ * connection is held.
  */
 int		 held = -1;
+static char	 held_tag;
 
 int
 proxy_accept(int lfd)
 {
-	return relay_accept(lfd, FD_PROXY, &held);
+	return relay_accept(lfd, FD_PROXY, &held, 'C', &held_tag);
+}
+
+int
+socks_accept(void)
+{
+	return relay_accept(socks_lfd, FD_PROXY, &held, 'S', &held_tag);
 }
 
 /* Hand every pending connection of lfd over chan (the proxy's, the
- * bridge's), holding one in *heldp while the channel is full. */
+ * bridge's) with its tag, holding one (and its tag) in *heldp, *heldtag
+ * while the channel is full. */
 int
-relay_accept(int lfd, int chan, int *heldp)
+relay_accept(int lfd, int chan, int *heldp, char tag, char *heldtag)
 {
-	char		 cbuf[CMSG_SPACE(sizeof(int))], c = 'C';
+	char		 cbuf[CMSG_SPACE(sizeof(int))], c;
 	struct msghdr	 m;
 	struct iovec	 iov;
 	struct cmsghdr	*cm;
 	int		 fd;
 
 	for (;;) {
-		if (*heldp >= 0)
+		if (*heldp >= 0) {
 			fd = *heldp;
-		else if ((fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC)) == -1)
+			c = *heldtag;
+		} else if (lfd < 0 ||
+		    (fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC)) == -1)
 			return 0;
+		else
+			c = tag;
 		memset(&m, 0, sizeof(m));
 		memset(cbuf, 0, sizeof(cbuf));
 		iov.iov_base = &c;
@@ -171,6 +206,7 @@ relay_accept(int lfd, int chan, int *heldp)
 		if (sendmsg(chan, &m, MSG_DONTWAIT | MSG_NOSIGNAL) == -1 &&
 		    (errno == EAGAIN || errno == ENOBUFS)) {
 			*heldp = fd;
+			*heldtag = c;
 			return 1;
 		}
 		*heldp = -1;

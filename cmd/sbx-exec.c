@@ -20,6 +20,7 @@
 #include "cli.h"
 #include "cmd.h"
 #include "envelope.h"
+#include "exec-ask.h"
 #include "exec-jobs.h"
 #include "exec.h"
 #include "fsutil.h"
@@ -40,7 +41,7 @@ static const char usage_text[] =
 "                [--env NAME=VALUE]... [--timeout SECONDS] [--tty]\n"
 "                [--secret NAME]... [--no-secrets]\n"
 "                [--network none|proxy|outbound] [--allow-domain D]...\n"
-"                [--json] [--max-output BYTES] [--stdin inherit|null]\n"
+"                [--ask] [--json] [--max-output BYTES] [--stdin inherit|null]\n"
 "                [--memory MIB] [--cpus N.N] [--pids N] [--disk MIB]\n"
 "                [--wall-timeout SECONDS] [--nofile N] [--file-size MIB]\n"
 "                [--soft-limits] [--seccomp on|off]\n"
@@ -72,7 +73,7 @@ enum {
 	OPT_WORKDIR_FOLLOW,
 	OPT_FSIZE, OPT_SOFT, OPT_SECCOMP, OPT_ALLOW, OPT_STDIN, OPT_TIMEOUT,
 	OPT_REQUEST, OPT_ENVELOPE_FD, OPT_RO, OPT_UNPROTECT, OPT_SECRET,
-	OPT_NO_SECRETS,
+	OPT_NO_SECRETS, OPT_ASK,
 };
 
 /* The run itself (S_RUN) and the job subcommands. */
@@ -135,6 +136,9 @@ static const struct sbx_opt rows[] = {
 	    "`network` setting, else none", S_RUN, 0 },
 	{ OPT_ALLOW, "allow-domain", 0, SBX_OPT_REQ, "D", NULL,
 	    "proxy mode: also allow D (or *.D) for this run", S_RUN, 0 },
+	{ OPT_ASK, "ask", 0, SBX_OPT_NONE, NULL, NULL,
+	    "proxy mode: hold a request for a name no rule\n"
+	    "decides and ask (sbx proxy asks, answer)", S_RUN, 0 },
 	{ 'c', NULL, 'c', SBX_OPT_REQ, "STRING", NULL,
 	    "run STRING with bash -o pipefail -c (sh -c without\n"
 	    "bash); NAME and ARGs after it are $0, $1...", S_RUN, 0 },
@@ -345,6 +349,7 @@ getopts(int argc, char *argv[], unsigned bit, int *code)
 		case OPT_SOFT: R.soft_limits = 1; break;
 		case OPT_STDIN: R.stdin_mode = optarg; break;
 		case OPT_NO_SECRETS: R.no_secrets = 1; break;
+		case OPT_ASK: R.ask = 1; break;
 		case OPT_SECRET:
 			if (sbx_strv_push(&R.secrets, optarg) == -1)
 				return *code = SBX_EX_OSERR, -1;
@@ -512,6 +517,7 @@ run(void)
 	struct sbx_exec_outcome	 o;
 	char			*v;
 	int			 rc;
+	pid_t			 asker;
 
 	if (sbx_sandbox_refuse_nested(&e) == -1)
 		return report(&e, SBX_EX_FAILED, NULL);
@@ -530,7 +536,11 @@ run(void)
 	if (X.bwrap_line != NULL)
 		fprintf(stderr, "%s: %s\n", PROG, X.bwrap_line);
 	fflush(NULL);
-	if (sbx_exec_run(&X, &e) == -1)
+	/* --ask on a terminal: sbx asks the person there (cmd/exec-ask.c). */
+	asker = exec_ask_start(&X);
+	rc = sbx_exec_run(&X, &e);
+	exec_ask_stop(asker);
+	if (rc == -1)
 		return report(&e, SBX_EX_FAILED, NULL);
 	v = C.json || C.quiet ? NULL : sbx_exec_violations_text(&X);
 	sbx_exec_outcome(&X, &o);

@@ -208,9 +208,11 @@ setup(struct run *ir)
 	fcntl(FD_STATUS, F_SETFD, FD_CLOEXEC);
 	fcntl(FD_CTL, F_SETFD, FD_CLOEXEC);
 	/* Fail closed: proxy mode without its relay does not run. */
-	if (ir->proxy && (ir->lfd = proxy_listen()) == -1) {
+	if (ir->proxy && ((ir->lfd = proxy_listen()) == -1 ||
+	    socks_listen() == -1)) {
 		fprintf(stderr, "sbx-init: cannot listen on 127.0.0.1:%d for "
-		    "the proxy: %s\n", PROXY_PORT, strerror(errno));
+		    "the proxy: %s\n", ir->lfd == -1 ? PROXY_PORT : SOCKS_PORT,
+		    strerror(errno));
 		return 125;
 	}
 	/* Fail closed as well: the bridge asked for, but not served. */
@@ -379,7 +381,7 @@ static int
 supervise(struct run *ir)
 {
 	struct signalfd_siginfo	 si;
-	struct pollfd		 pfd[7];
+	struct pollfd		 pfd[8];
 
 	pfd[0].fd = ir->sfd;
 	pfd[0].events = POLLIN;
@@ -391,13 +393,15 @@ supervise(struct run *ir)
 	pfd[4].events = POLLIN;
 	pfd[5].events = POLLIN;
 	pfd[6].events = POLLOUT;
+	pfd[7].events = POLLIN;
 	for (;;) {
 		/* Accept, or wait for room in the channel. */
 		pfd[2].fd = ir->lfd >= 0 && held < 0 ? ir->lfd : -1;
 		pfd[3].fd = ir->lfd >= 0 && held >= 0 ? FD_PROXY : -1;
 		pfd[5].fd = ir->blfd >= 0 && !bridge_held() ? ir->blfd : -1;
 		pfd[6].fd = ir->blfd >= 0 && bridge_held() ? FD_BRIDGE : -1;
-		if (poll(pfd, 7, -1) == -1) {
+		pfd[7].fd = socks_lfd >= 0 && held < 0 ? socks_lfd : -1;
+		if (poll(pfd, 8, -1) == -1) {
 			if (errno == EINTR)
 				continue;
 			break;
@@ -413,6 +417,8 @@ supervise(struct run *ir)
 		    (pfd[3].fd >= 0 && (pfd[3].revents & (POLLOUT | POLLERR |
 		    POLLHUP))))
 			(void)proxy_accept(ir->lfd);
+		if (pfd[7].fd >= 0 && (pfd[7].revents & POLLIN) && held < 0)
+			(void)socks_accept();
 		if ((pfd[5].fd >= 0 && (pfd[5].revents & POLLIN)) ||
 		    (pfd[6].fd >= 0 &&
 			(pfd[6].revents & (POLLOUT | POLLERR | POLLHUP))))

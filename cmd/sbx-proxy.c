@@ -36,19 +36,21 @@
 #include "names.h"
 #include "netpolicy.h"
 #include "opts.h"
+#include "proxy-int.h"
 #include "proxy.h"
 #include "proxyclient.h"
 #include "root.h"
 #include "runlimits.h"
-
-#define PROG	"sbx-proxy"
 
 static const char usage_text[] =
 "usage: sbx proxy serve [--foreground] [--home DIR] [--json] [-q] [-v]\n"
 "       sbx proxy status [--home DIR] [--json] [-q]\n"
 "       sbx proxy stop [--home DIR] [--json] [-q]\n"
 "       sbx proxy check [--agent A] [--allow-domain D]... [--resolve]\n"
-"                       HOST[:PORT] [--home DIR] [--json] [-q]\n";
+"                       HOST[:PORT] [--home DIR] [--json] [-q]\n"
+"       sbx proxy asks [--follow] [--home DIR] [--json] [-q]\n"
+"       sbx proxy answer ID allow-once|allow-always|deny|deny-always\n"
+"                        [--home DIR] [--json] [-q]\n";
 
 static const char help_text[] =
 "\n"
@@ -62,19 +64,26 @@ static const char help_text[] =
 "  stop                   ask it to exit\n"
 "  check HOST[:PORT]      the policy's decision for the agent, without\n"
 "                         connecting or resolving (exit 0 allowed, 1 denied)\n"
+"  asks                   the requests held for a decision (network_ask,\n"
+"                         sbx exec --ask); --follow: JSON lines as they come\n"
+"  answer ID ANSWER       release one: allow-once, allow-always (added to\n"
+"                         the agent's allowlist), deny, deny-always\n"
 "\n";
 
-enum { OPT_HOME = 256, OPT_FOREGROUND, OPT_ALLOW, OPT_VERSION, OPT_RESOLVE };
+enum { OPT_HOME = 256, OPT_FOREGROUND, OPT_ALLOW, OPT_VERSION, OPT_RESOLVE,
+	OPT_FOLLOW };
 
 /* The subcommands; the program has no form without one. */
 enum {
-	S_SERVE = 1, S_STATUS = 2, S_STOP = 4, S_CHECK = 8,
-	S_ALL = S_SERVE | S_STATUS | S_STOP | S_CHECK,
+	S_SERVE = 1, S_STATUS = 2, S_STOP = 4, S_CHECK = 8, S_ASKS = 16,
+	S_ANSWER = 32,
+	S_ALL = S_SERVE | S_STATUS | S_STOP | S_CHECK | S_ASKS | S_ANSWER,
 };
 
 static const struct sbx_opts_sub subs[] = {
 	{ "serve", S_SERVE, NULL }, { "status", S_STATUS, NULL },
 	{ "stop", S_STOP, NULL }, { "check", S_CHECK, "@text" },
+	{ "asks", S_ASKS, NULL }, { "answer", S_ANSWER, "@text" },
 };
 
 /* The one option table (lib/opts.h): getopt_long, --help and
@@ -84,6 +93,8 @@ static const struct sbx_opt rows[] = {
 	    "agent (default: $SBX_AGENT or \"default\")", S_CHECK, 0 },
 	{ OPT_ALLOW, "allow-domain", 0, SBX_OPT_REQ, "D", NULL,
 	    "check: an extra allowlist entry, as sbx exec's", S_CHECK, 0 },
+	{ OPT_FOLLOW, "follow", 0, SBX_OPT_NONE, NULL, NULL,
+	    "asks: keep printing asks and answers as JSON lines", S_ASKS, 0 },
 	{ OPT_FOREGROUND, "foreground", 0, SBX_OPT_NONE, NULL, NULL,
 	    "serve: do not detach; log to stderr", S_SERVE, 0 },
 	{ OPT_RESOLVE, "resolve", 0, SBX_OPT_NONE, NULL, NULL,
@@ -106,13 +117,7 @@ static const struct sbx_opt rows[] = {
 static const struct sbx_opts table = { PROG, "sbx proxy", rows,
 	SBX_OPTS_N(rows), subs, SBX_OPTS_N(subs), 0, NULL, 25 };
 
-static struct {
-	const char	*agent;
-	const char	*home;
-	json_t		*allow;
-	int		 foreground, json, quiet, verbose, resolve;
-	const char	*tool;
-} O;
+struct proxy_opts	 O;
 
 /* The getopt_long arguments of the table, and the options seen (checked
  * against the subcommand once it is known). */
@@ -136,13 +141,13 @@ usage(void)
 }
 
 /* Report a failure and exit with the status of the one table. */
-static void __attribute__((noreturn))
+void
 fail(struct sbx_error *e)
 {
 	sbx_cmd_fail(PROG, O.tool, O.json, e, NULL, sbx_cmd_emit, -1);
 }
 
-static void
+void
 ok(json_t *result, const char *text)
 {
 	if (O.json)
@@ -247,134 +252,18 @@ cmd_status(struct sbx_root *root, int stop)
 	return 0;
 }
 
-static int
-cmd_check(struct sbx_root *root, const char *target)
+/* The options, after the subcommand or before it; returns the
+ * subcommand and leaves its operands in *argcp, *argvp. */
+static const char *
+parse_args(int *argcp, char ***argvp)
 {
-	struct sbx_netpolicy	 pol;
-	struct sbx_proxy_config	 pcfg;
-	struct sbx_error	 e;
-	struct sbx_buf		 lines = SBX_BUF_INIT;
-	json_t			*cfg = NULL, *res, *v, *addrs = NULL;
-	char			 rel[128], norm[SBX_NP_HOST_MAX + 1];
-	char			 text[4096];
-	char			 refused[INET6_ADDRSTRLEN] = "";
-	const char		*colon, *why, *hostp = target, *hint;
-	size_t			 hostlen, i;
-	unsigned		 port = 443;
-	int			 status;
-
-	memset(&e, 0, sizeof(e));
-	if (sbx_agent_valid(O.agent, "agent", &e) == -1)
-		fail(&e);
-	/* HOST[:PORT]; a bracketed IPv6 literal keeps its colons. */
-	colon = strrchr(target, ':');
-	if (target[0] == '[') {
-		const char *rb = strchr(target, ']');
-
-		colon = rb != NULL && rb[1] == ':' ? rb + 1 : NULL;
-	} else if (colon != NULL && strchr(target, ':') != colon)
-		colon = NULL;	/* bare IPv6: all host */
-	hostlen = colon != NULL ? (size_t)(colon - target) : strlen(target);
-	if (colon != NULL && sbx_np_port(colon + 1, strlen(colon + 1), &port)
-	    == -1) {
-		sbx_error_set(&e, SBX_K_INVALID_ARGS, "host", "invalid_port",
-		    "`%s`: the port must be a number from 1 to 65535", target);
-		fail(&e);
-	}
-	/* The proxy's settings too: the global policy settings apply to
-	 * every agent, and --resolve uses its resolver. */
-	if (sbx_proxy_config_load(root->fd, &pcfg, &e) == -1)
-		fail(&e);
-	SBX_LPATH(rel, SBX_L_AGENT_CONFIG, O.agent);
-	if (root->fd >= 0 && sbx_config_load(root->fd, rel, &cfg, &e) == -1)
-		fail(&e);
-	if (sbx_proxy_policy(&pcfg, cfg, rel, &pol, &e) == -1)
-		fail(&e);
-	json_decref(cfg);
-	json_array_foreach(O.allow, i, v)
-		if (sbx_np_allow(&pol, json_string_value(v), &e) == -1)
-			fail(&e);
-	why = sbx_np_host(hostp, hostlen, norm);
-	if (why != NULL) {
-		status = strcmp(why, SBX_NP_IP_LITERAL) == 0 ? 403 : 400;
-		snprintf(norm, sizeof(norm), "%.*s", (int)(hostlen < 200 ?
-		    hostlen : 200), hostp);
-	} else if ((why = sbx_np_decide(&pol, norm, port)) != NULL)
-		status = 403;
-	else
-		status = 200;
-	/* As the proxy: a name the policy refuses is never resolved. */
-	if (why == NULL && O.resolve) {
-		addrs = sbx_proxy_check_addresses(&pcfg, &pol, norm, &why,
-		    &status, refused, sizeof(refused), &lines, &e);
-		/* What the proxy answers: 502 resolve_failed. */
-		if (e.kind != NULL && !O.quiet && !O.json)
-			fprintf(stderr, "%s: %s\n", PROG, e.message);
-	}
-	sbx_np_free(&pol);
-	sbx_proxy_config_release(&pcfg);
-	res = json_pack("{s:s,s:s,s:i,s:s,s:i}", "agent", O.agent, "host",
-	    norm, "port", (int)port, "verdict", why == NULL ? "allow" : "deny",
-	    "status", status);
-	if (why != NULL)
-		json_object_set_new(res, "reason", json_string(why));
-	if (addrs != NULL)
-		json_object_set_new(res, "addresses", addrs);
-	hint = refused[0] != '\0' ? sbx_np_addr_hint(why) : NULL;
-	if (refused[0] != '\0')
-		json_object_set_new(res, "address", json_string(refused));
-	if (hint != NULL)
-		json_object_set_new(res, "hint", json_string(hint));
-	if (why == NULL)
-		snprintf(text, sizeof(text), "allow %s:%u", norm, port);
-	else
-		snprintf(text, sizeof(text), "deny %s:%u (%s%s%s%s%s, HTTP %d)",
-		    norm, port, why, refused[0] != '\0' ? " " : "", refused,
-		    hint != NULL ? "; " : "", hint != NULL ? hint : "",
-		    status);
-	if (status == 400 && !O.json) {
-		sbx_error_set(&e, SBX_K_INVALID_ARGS, "host", why, "`%s` is "
-		    "not a valid host name (%s)", norm, why);
-		json_decref(res);
-		fail(&e);
-	}
-	/* The verdict, then one line per address. */
-	if (lines.len > 0)
-		snprintf(text + strlen(text), sizeof(text) - strlen(text),
-		    "%s", lines.p);
-	sbx_buf_release(&lines);
-	ok(res, text);
-	return why == NULL ? 0 : status == 400 ? SBX_EX_DATAERR :
-	    SBX_EX_NEGATIVE;
-}
-
-int
-main(int argc, char *argv[])
-{
-	struct sbx_root		 root = SBX_ROOT_INIT;
 	struct sbx_error	 e;
 	struct sbx_buf		 b = SBX_BUF_INIT;
+	int			 argc = *argcp, ch;
+	char			**argv = *argvp;
 	const char		*sub;
-	int			 ch;
 
-	/* Before anything is opened: see sbx_fd_sanitize_std(). */
-	if (sbx_fd_sanitize_std() == -1)
-		return SBX_EX_OSERR;
-	sbx_cmd_finish_init(PROG);
 	memset(&e, 0, sizeof(e));
-	/* Before getopt: where --json stands never changes how a usage
-	 * error is reported. */
-	if (sbx_cmd_complete(&table, argc, argv, &ch))
-		return ch;
-	if (sbx_opts_getopt(&table, ~0u, "+", &g) == -1)
-		return SBX_EX_SOFTWARE;
-	O.json = sbx_cli_wants_json(argc, argv, g.optstring + 1, g.longopts,
-	    NULL);
-	O.allow = json_array();
-	O.agent = getenv("SBX_AGENT");
-	if (O.agent == NULL || *O.agent == '\0')
-		O.agent = "default";
-	O.tool = "proxy";
 	/* The subcommand first, options after it (or before). */
 	sub = argc > 1 && argv[1][0] != '-' ? argv[1] : NULL;
 	if (sub != NULL) {
@@ -398,6 +287,9 @@ main(int argc, char *argv[])
 		case OPT_FOREGROUND:
 			O.foreground = 1;
 			break;
+		case OPT_FOLLOW:
+			O.follow = 1;
+			break;
 		case OPT_RESOLVE:
 			O.resolve = 1;
 			break;
@@ -419,10 +311,10 @@ main(int argc, char *argv[])
 			if (sbx_opts_help(&table, S_ALL, &b) == 0 && b.p)
 				fputs(b.p, stdout);
 			sbx_buf_release(&b);
-			return 0;
+			exit(0);
 		case OPT_VERSION:
 			printf("%s %s\n", PROG, SBX_VERSION);
-			return 0;
+			exit(0);
 		default:
 			sbx_cli_getopt_error(argc, argv, g.optstring,
 			    g.longopts, &e);
@@ -436,33 +328,73 @@ main(int argc, char *argv[])
 		argc--;
 		argv++;
 	}
+	*argcp = argc;
+	*argvp = argv;
+	return sub;
+}
+
+/* The subcommand and its operand count; the tool name; the options it
+ * was given checked against it. */
+static void
+check_sub(const char *sub, int argc)
+{
+	static const struct { const char *name; int nargs; } forms[] = {
+		{ "serve", 0 }, { "status", 0 }, { "stop", 0 },
+		{ "check", 1 }, { "asks", 0 }, { "answer", 2 },
+	};
+	static char		 tool[32];
+	struct sbx_error	 e;
+	char			*w[1] = { (char *)sub };
+	size_t			 i;
+
+	memset(&e, 0, sizeof(e));
 	if (sub == NULL)
 		usage();
-	if (strcmp(sub, "serve") == 0 || strcmp(sub, "status") == 0 ||
-	    strcmp(sub, "stop") == 0) {
-		if (argc != 0)
-			usage();
-	} else if (strcmp(sub, "check") == 0) {
-		if (argc != 1)
-			usage();
-	} else {
+	for (i = 0; i < sizeof(forms) / sizeof(forms[0]); i++)
+		if (strcmp(sub, forms[i].name) == 0)
+			break;
+	if (i == sizeof(forms) / sizeof(forms[0])) {
 		sbx_error_set(&e, SBX_K_INVALID_ARGS, "subcommand",
 		    "unknown_subcommand", "unknown subcommand `%s`", sub);
 		usage_err(&e);
 	}
-	{
-		static char tool[32];
+	if (argc != forms[i].nargs)
+		usage();
+	snprintf(tool, sizeof(tool), "proxy.%s", sub);
+	O.tool = tool;
+	if (sbx_opts_check(&table, &seen, sbx_opts_sub_find(&table, 1, w,
+	    NULL), &e) == -1)
+		usage_err(&e);
+}
 
-		snprintf(tool, sizeof(tool), "proxy.%s", sub);
-		O.tool = tool;
-	}
-	{
-		char		*w[1] = { (char *)sub };
+int
+main(int argc, char *argv[])
+{
+	struct sbx_root		 root = SBX_ROOT_INIT;
+	struct sbx_error	 e;
+	const char		*sub;
+	int			 ch;
 
-		if (sbx_opts_check(&table, &seen, sbx_opts_sub_find(&table, 1,
-		    w, NULL), &e) == -1)
-			usage_err(&e);
-	}
+	/* Before anything is opened: see sbx_fd_sanitize_std(). */
+	if (sbx_fd_sanitize_std() == -1)
+		return SBX_EX_OSERR;
+	sbx_cmd_finish_init(PROG);
+	memset(&e, 0, sizeof(e));
+	/* Before getopt: where --json stands never changes how a usage
+	 * error is reported. */
+	if (sbx_cmd_complete(&table, argc, argv, &ch))
+		return ch;
+	if (sbx_opts_getopt(&table, ~0u, "+", &g) == -1)
+		return SBX_EX_SOFTWARE;
+	O.json = sbx_cli_wants_json(argc, argv, g.optstring + 1, g.longopts,
+	    NULL);
+	O.allow = json_array();
+	O.agent = getenv("SBX_AGENT");
+	if (O.agent == NULL || *O.agent == '\0')
+		O.agent = "default";
+	O.tool = "proxy";
+	sub = parse_args(&argc, &argv);
+	check_sub(sub, argc);
 	if (sbx_root_resolve(O.home, &root, &e) == -1)
 		fail(&e);
 	if (strcmp(sub, "serve") == 0) {
@@ -477,8 +409,10 @@ main(int argc, char *argv[])
 	if (sbx_root_open(&root, 0, &e) == -1 && (e.reason == NULL ||
 	    strcmp(e.reason, "state_root_missing") != 0))
 		fail(&e);
-	ch = strcmp(sub, "check") == 0 ? cmd_check(&root, argv[0]) :
-	    cmd_status(&root, strcmp(sub, "stop") == 0);
+	ch = strcmp(sub, "check") == 0 ? proxy_cmd_check(&root, argv[0]) :
+	    strcmp(sub, "asks") == 0 ? proxy_cmd_asks(&root) :
+	    strcmp(sub, "answer") == 0 ? proxy_cmd_answer(&root, argv[0],
+	    argv[1]) : cmd_status(&root, strcmp(sub, "stop") == 0);
 	sbx_root_release(&root);
 	json_decref(O.allow);
 	return ch;

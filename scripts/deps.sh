@@ -22,6 +22,10 @@ BUILD_PKGS="$BUILD_PKGS libc-ares-dev"
 # Debian's libsqlite3 has built in); inference uses libcurl (above).
 BUILD_PKGS="$BUILD_PKGS libmicrohttpd-dev libsqlite3-dev"
 TEST_PKGS="$TEST_PKGS bsdutils xfsprogs"
+# The Public Suffix List (lib/net/psl.c reads its .dat: `*.co.uk` is not a
+# wildcard an allowlist may hold); sshd and ssh for the git-over-SSH test.
+RUN_PKGS="$RUN_PKGS publicsuffix"
+TEST_PKGS="$TEST_PKGS openssh-server openssh-client"
 
 missing=""
 for p in $BUILD_PKGS $RUN_PKGS $TEST_PKGS; do

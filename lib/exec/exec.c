@@ -944,14 +944,26 @@ prep_env(struct sbx_exec *p)
 		 * agent to the proxy.  Set before --env so that a caller
 		 * can still override them (it only hurts itself). */
 		static const char *const names[] = { "HTTP_PROXY",
-		    "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY",
-		    "all_proxy" };
+		    "HTTPS_PROXY", "http_proxy", "https_proxy" };
 
 		for (k = 0; k < (int)(sizeof(names) / sizeof(names[0])); k++)
 			sbx_strv_pushf(&env, "%s=http://%s:%s@127.0.0.1:%d",
 			    names[k], p->sb.agent, p->proxy_token,
 			    SBX_PROXY_PORT);
+		/* Clients that prefer SOCKS (and curl for what is not
+		 * HTTP) get the SOCKS5 listener, names only (socks5h). */
+		sbx_strv_pushf(&env, "ALL_PROXY=socks5h://%s:%s@127.0.0.1:%d",
+		    p->sb.agent, p->proxy_token, SBX_INIT_SOCKS_PORT);
+		sbx_strv_pushf(&env, "all_proxy=socks5h://%s:%s@127.0.0.1:%d",
+		    p->sb.agent, p->proxy_token, SBX_INIT_SOCKS_PORT);
 		sbx_strv_push(&env, "NO_PROXY=localhost,127.0.0.1,::1");
+		/* Git over SSH, through the proxy (port 22 is opaque
+		 * there): a user's --env GIT_SSH_COMMAND still wins. */
+		if (p->sb.host_cli != NULL)
+			sbx_strv_push(&env,
+			    "GIT_SSH_COMMAND=ssh -o "
+			    "ProxyCommand='" SBX_INIT_HOST_CLI
+			    " connect %h %p'");
 		sbx_strv_push(&env, "no_proxy=localhost,127.0.0.1,::1");
 	}
 	if (p->bridge) {
@@ -1701,6 +1713,29 @@ prep_network(struct sbx_exec *p, struct sbx_error *e)
 static int  agent_token(struct sbx_exec *, struct sbx_error *);
 static void close_fd(int *);
 
+/*
+ * sbx-host, next to sbx-init, bound at /run/sbx/bin/sbx-host when it is
+ * there and bubblewrap can reach it: the bridge's client, and in proxy
+ * mode the ProxyCommand of git over SSH (`sbx-host connect %h %p`).
+ * 0 (p->sb.host_cli set or not), -1 out of memory.
+ */
+static int
+host_cli_find(struct sbx_exec *p)
+{
+	char	*slash;
+
+	if (p->host_cli != NULL)
+		return 0;
+	if ((p->host_cli = malloc(strlen(p->init) + 16)) == NULL)
+		return -1;
+	strcpy(p->host_cli, p->init);
+	slash = strrchr(p->host_cli, '/');
+	strcpy(slash + 1, "sbx-host");
+	if (access(p->host_cli, X_OK) == 0 && !p->sb.init_by_copy)
+		p->sb.host_cli = p->host_cli;
+	return 0;
+}
+
 static int
 prep_proxy(struct sbx_exec *p, struct sbx_error *e)
 {
@@ -1736,13 +1771,14 @@ prep_proxy(struct sbx_exec *p, struct sbx_error *e)
 	slash = strrchr(prog, '/');
 	strcpy(slash + 1, "sbx-proxy");
 	snprintf(run, sizeof(run), "%d-%lld", (int)getpid(), sbx_now_ms());
+	snprintf(p->proxy_run, sizeof(p->proxy_run), "%s", run);
 	/* A proxy that is exiting because it was idle may still accept
 	 * and then close: try again (it, or its successor, answers). */
 	for (i = 0;; i++) {
 		if ((p->proxy_ctl = sbx_proxyclient_ensure(p->root.fd, prog,
 			 p->root.path, e)) != -1 &&
 		    sbx_proxyclient_session(p->proxy_ctl, p->sb.agent, allow,
-			run, &p->proxy_chan, e) == 0)
+			p->req->ask, run, &p->proxy_chan, e) == 0)
 			break;
 		if (p->proxy_ctl != -1)
 			close(p->proxy_ctl);
@@ -1817,20 +1853,15 @@ prep_bridge(struct sbx_exec *p, struct sbx_error *e)
 		return -1;
 	/* sbx-bridge and sbx-host live next to sbx-init. */
 	if ((prog = malloc(strlen(p->init) + 16)) == NULL ||
-	    (p->host_cli = malloc(strlen(p->init) + 16)) == NULL) {
+	    host_cli_find(p) == -1) {
 		free(prog);
 		return sbx_error_sys(e, "nomem", "bridge path");
 	}
 	strcpy(prog, p->init);
 	slash = strrchr(prog, '/');
-	strcpy(p->host_cli, prog);
 	strcpy(slash + 1, "sbx-bridge");
-	strcpy(p->host_cli + (slash - prog) + 1, "sbx-host");
-	if (access(p->host_cli, X_OK) == 0 && !p->sb.init_by_copy)
-		p->sb.host_cli = p->host_cli;
-	else
-		warn_add(p,
-		    "bridge: sbx-host is not bound into this sandbox "
+	if (p->sb.host_cli == NULL)
+		warn_add(p, "bridge: sbx-host is not bound into this sandbox "
 		    "(not found next to sbx-init, or not reachable by "
 		    "bubblewrap); /run/sbx/bridge.sock still answers");
 	snprintf(run, sizeof(run), "%d-%lld", (int)getpid(), sbx_now_ms());
@@ -1838,10 +1869,10 @@ prep_bridge(struct sbx_exec *p, struct sbx_error *e)
 	 * close: try again (it, or its successor, answers). */
 	for (i = 0;; i++) {
 		if ((p->bridge_ctl = sbx_daemon_ensure(p->root.fd,
-			 SBX_BRIDGE_SOCK, SBX_BRIDGE_LOCK, "bridge", prog,
-			 p->root.path, e)) != -1 &&
-		    sbx_proxyclient_session(p->bridge_ctl, p->sb.agent, NULL,
-			run, &p->bridge_chan, e) == 0)
+		    SBX_BRIDGE_SOCK, SBX_BRIDGE_LOCK, "bridge", prog,
+		    p->root.path, e)) != -1 &&
+		    sbx_proxyclient_session(p->bridge_ctl, p->sb.agent, NULL, 0,
+		    run, &p->bridge_chan, e) == 0)
 			break;
 		close_fd(&p->bridge_ctl);
 		if (i == 3 || e->reason == NULL ||
@@ -2282,7 +2313,7 @@ sbx_exec_prepare(struct sbx_exec *p, const struct sbx_exec_req *q,
 		    "network");
 
 	if (strcmp(p->network, SBX_NET_PROXY) == 0)
-		if (prep_proxy(p, e) == -1)
+		if (prep_proxy(p, e) == -1 || host_cli_find(p) == -1)
 		return -1;
 	if (p->bridge && prep_bridge(p, e) == -1)
 		return -1;

@@ -56,6 +56,7 @@ struct sbx_exec_req {
 	struct sbx_strv	 env;		/* NAME=VALUE */
 	const char	*network;	/* NULL: the agent's setting, else none */
 	struct sbx_strv	 allow;		/* extra allowed domains (proxy) */
+	int		 ask;		/* ask about names no rule decides */
 	struct sbx_strv	 limit_keys;	/* key, value, ... (sbx_limits_set) */
 	int		 soft_limits;
 	const char	*seccomp;	/* "on" (NULL) or "off" */
@@ -129,6 +130,7 @@ struct sbx_exec {
 						 * NULL: read once a run */
 	char			 agent_rel[128];
 	int			 proxy_ctl, proxy_chan;
+	char			 proxy_run[64];	/* the session's run id */
 	char			 proxy_token[SBX_TOKEN_LEN + 1];
 	json_t			*violations;	/* proxy mode, after the run */
 	int			 bridge; /* bridge.enabled */

@@ -31,6 +31,7 @@ static const struct rkey {
 	{ "agent",	R_STR, NULL },
 	{ "allow_domain", R_STRV, NULL },
 	{ "args",	R_STRV, NULL },
+	{ "ask",	R_BOOL, NULL },
 	{ "background",	R_BOOL, NULL },
 	{ "command",	R_STRV, NULL },
 	{ "cpus",	R_LIMIT, "cpus" },
@@ -176,6 +177,7 @@ sbx_exec_req_json(struct sbx_exec_req *q, const json_t *o,
 	q->background = BOOL("background");
 	q->soft_limits = BOOL("soft_limits");
 	q->no_secrets = BOOL("no_secrets");
+	q->ask = BOOL("ask");
 	if ((v = json_object_get(o, "timeout")) != NULL &&
 	    (q->timeout = num_text(q, v)) == NULL)
 		return sbx_error_sys(e, "nomem", "request");

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "netpolicy.h"
+#include "psl.h"
 
 /* Address classes (sbx_np_addr_class). */
 #define C_GLOBAL	"global"
@@ -33,8 +34,13 @@
 #define C_DOC		"documentation"
 #define C_METADATA	"metadata"
 
-/* An entry is "*." and a name at most: room for both and the NUL. */
-#define ENTRY_MAX	(2 + SBX_NP_HOST_MAX)
+/* An entry is "*." and a name and ":PORT" at most: room for all and the
+ * NUL. */
+#define ENTRY_MAX	(2 + SBX_NP_HOST_MAX + 6)
+
+/* What entry_check accepts beyond a name or a "*." wildcard. */
+#define E_PORT		0x1	/* ":PORT" */
+#define E_STAR		0x2	/* "*:PORT" (denied_domains only) */
 
 #define CFG_ERR(e, ...)							\
 	sbx_error_set((e), SBX_K_INVALID_ARGS, "config", "config_invalid", \
@@ -232,17 +238,39 @@ sbx_np_port(const char *s, size_t len, unsigned *port)
 	return 0;
 }
 
-int
-sbx_np_match(const char *entry, const char *host)
+/*
+ * The name part of a normalised entry and its port (0: none): entries
+ * are "NAME", "*.NAME" or "*", then ":PORT" or nothing, as entry_check()
+ * wrote them.
+ */
+static size_t
+entry_split(const char *entry, unsigned *port)
 {
-	size_t	 el, hl;
+	const char	*colon = strchr(entry, ':');
+
+	*port = 0;
+	if (colon == NULL)
+		return strlen(entry);
+	if (sbx_np_port(colon + 1, strlen(colon + 1), port) == -1)
+		*port = 65536;	/* matches no port: fail closed */
+	return (size_t)(colon - entry);
+}
+
+/* Does the name part entry[0..el) match the host? */
+static int
+name_match(const char *entry, size_t el, const char *host)
+{
+	size_t	 hl;
 
 	/* A host with '*' is a pattern, not a name: it matches nothing. */
 	if (entry == NULL || host == NULL || *host == '\0' ||
 	    strchr(host, '*') != NULL)
 		return 0;
 	hl = strlen(host);
-	if (entry[0] == '*' && entry[1] == '.') {
+	/* "*" alone (only ever "*:PORT" of denied_domains): every host. */
+	if (el == 1 && entry[0] == '*')
+		return 1;
+	if (el >= 2 && entry[0] == '*' && entry[1] == '.') {
 		/*
 		 * Compare against ".example.com", dot included: the dot pins
 		 * the match to a label boundary (never "evil-example.com" or
@@ -251,36 +279,68 @@ sbx_np_match(const char *entry, const char *host)
 		 * longer, with a non-empty label in front (never the apex).
 		 */
 		entry++;
-		el = strlen(entry);
+		el--;
 		return hl > el && host[hl - el - 1] != '.' &&
 		    ascii_eq(host + hl - el, entry, el);
 	}
-	el = strlen(entry);
 	return el == hl && ascii_eq(entry, host, el);
+}
+
+int
+sbx_np_match(const char *entry, const char *host)
+{
+	unsigned	 port;
+
+	if (entry == NULL)
+		return 0;
+	return name_match(entry, entry_split(entry, &port), host);
 }
 
 const char *
 sbx_np_decide(const struct sbx_netpolicy *np, const char *host,
     unsigned port)
 {
-	size_t	 i;
+	size_t		 i, el;
+	unsigned	 ep;
+	int		 named = 0;
 
 	if (np == NULL || host == NULL)
 		return SBX_NP_NOT_ALLOWED;
-	/* Denials first: a denied name stays denied whatever allows it. */
-	for (i = 0; i < np->ndenied; i++)
-		if (sbx_np_match(np->denied[i], host))
+	/* Denials first: a denied name stays denied whatever allows it; a
+	 * denial with a port ("*:22", "example.com:25") only on that
+	 * port. */
+	for (i = 0; i < np->ndenied; i++) {
+		el = entry_split(np->denied[i], &ep);
+		if ((ep == 0 || ep == port) &&
+		    name_match(np->denied[i], el, host))
 			return SBX_NP_DENIED;
-	/* Then the allowlist; an empty one lets nothing through. */
-	for (i = 0; i < np->nallowed; i++)
-		if (sbx_np_match(np->allowed[i], host))
-			break;
-	if (i == np->nallowed)
-		return SBX_NP_NOT_ALLOWED;
+	}
+	/*
+	 * Then the allowlist; an empty one lets nothing through.  An entry
+	 * with a port allows that port alone, one without the ports of
+	 * allowed_ports; the host is allowed when any matching entry
+	 * allows the port.
+	 */
+	for (i = 0; i < np->nallowed; i++) {
+		el = entry_split(np->allowed[i], &ep);
+		if (!name_match(np->allowed[i], el, host))
+			continue;
+		named = 1;
+		if (ep != 0 ? ep == port : sbx_np_port_listed(np, port))
+			return NULL;
+	}
+	return named ? SBX_NP_PORT : SBX_NP_NOT_ALLOWED;
+}
+
+int
+sbx_np_port_listed(const struct sbx_netpolicy *np, unsigned port)
+{
+	size_t	 i;
+
 	for (i = 0; i < np->nports; i++)
 		if (np->ports[i] == port)
-			return NULL;
-	return SBX_NP_PORT;
+			return 1;
+	return 0;
 }
 
 /*
@@ -857,18 +917,47 @@ printable(char *buf, size_t size, const char *s, size_t len)
 }
 
 /*
- * Check and normalise a policy entry into out: a name, or "*." and a name.
+ * Check and normalise a policy entry into out: a name, or "*." and a name,
+ * then ":PORT" when flags has E_PORT; "*:PORT" when it has E_STAR.
  * Returns NULL, or why it is refused (the end of a sentence).
  */
 static const char *
-entry_check(const char *s, size_t len, char out[ENTRY_MAX + 1])
+entry_check(const char *s, size_t len, char out[ENTRY_MAX + 1], int flags)
 {
-	const char	*r;
-	size_t		 i, off = 0;
+	const struct sbx_psl	*psl;
+	struct sbx_error	 pe;
+	const char		*r, *colon;
+	size_t			 i, off = 0;
+	unsigned		 port = 0;
 
 	out[0] = '\0';
-	if (len == 1 && s[0] == '*')
-		return "is a bare `*`, which would allow every host";
+	if (memchr(s, '\0', len) == NULL && len >= 3 &&
+	    memmem(s, len, "://", 3) != NULL)
+		return "has a scheme; write the host name alone, as in "
+		    "example.com or example.com:443";
+	if (memchr(s, '/', len) != NULL)
+		return "has a path; write the host name alone";
+	if ((colon = memrchr(s, ':', len)) != NULL && memchr(s, '[', len) ==
+	    NULL && memchr(s, ':', (size_t)(colon - s)) == NULL) {
+		if (!(flags & E_PORT))
+			return "has a port, which this setting does not "
+			    "take";
+		if (sbx_np_port(colon + 1, len - (size_t)(colon - s) - 1,
+		    &port) == -1)
+			return "has a port that is not a number from 1 to "
+			    "65535";
+		len = (size_t)(colon - s);
+	}
+	if (len == 1 && s[0] == '*') {
+		if (port == 0)
+			return "is a bare `*`, which would allow every host";
+		if (!(flags & E_STAR))
+			return "is `*` with a port, which would allow every "
+			    "host on that port (only denied_domains may say "
+			    "`*:PORT`)";
+		snprintf(out, ENTRY_MAX + 1, "*:%u", port);
+		return NULL;
+	}
 	if (len >= 2 && s[0] == '*' && s[1] == '.')
 		off = 2;
 	r = sbx_np_host(s + off, len - off, out + off);
@@ -889,9 +978,26 @@ entry_check(const char *s, size_t len, char out[ENTRY_MAX + 1])
 		if (strchr(out + 2, '.') == NULL)
 			return "is a single-label wildcard; name at least "
 			    "two labels after `*.`";
+		/*
+		 * And "*.co.uk" every company of the UK: a wildcard under
+		 * a public suffix is refused, and so is every wildcard
+		 * when the list cannot be read (fail closed).
+		 */
+		memset(&pe, 0, sizeof(pe));
+		if ((psl = sbx_psl_system(NULL, &pe)) == NULL)
+			return "cannot be checked against the public suffix "
+			    "list (" SBX_PSL_PATH " is missing: install "
+			    "Debian's `publicsuffix`)";
+		if (sbx_psl_is_suffix(psl, out + 2))
+			return "is a wildcard under a public suffix, which "
+			    "would allow every domain registered there; name "
+			    "a domain below it";
 		out[0] = '*';
 		out[1] = '.';
 	}
+	if (port != 0)
+		snprintf(out + strlen(out), ENTRY_MAX + 1 - strlen(out), ":%u",
+		    port);
 	return NULL;
 }
 
@@ -938,7 +1044,7 @@ reserve_ovr(struct sbx_np_override **v, size_t n, size_t more)
  * (appended).  `pfx` is what messages put before the key ("proxy."). */
 static int
 load_entries_pfx(const json_t *agent, const char *pfx, const char *key,
-    char ***v, size_t *n, const char *origin, struct sbx_error *e)
+    int flags, char ***v, size_t *n, const char *origin, struct sbx_error *e)
 {
 	json_t		*a, *it;
 	const char	*s, *why;
@@ -959,7 +1065,7 @@ load_entries_pfx(const json_t *agent, const char *pfx, const char *key,
 			    origin, pfx, key, i);
 		s = json_string_value(it);
 		len = json_string_length(it);
-		if ((why = entry_check(s, len, norm)) != NULL)
+		if ((why = entry_check(s, len, norm, flags)) != NULL)
 			return CFG_ERR(e, "%s: `%s%s[%zu]` \"%s\" %s", origin,
 			    pfx, key, i, printable(shown, sizeof(shown), s,
 			    len), why);
@@ -972,10 +1078,10 @@ load_entries_pfx(const json_t *agent, const char *pfx, const char *key,
 }
 
 static int
-load_entries(const json_t *agent, const char *key, char ***v, size_t *n,
-    const char *origin, struct sbx_error *e)
+load_entries(const json_t *agent, const char *key, int flags, char ***v,
+    size_t *n, const char *origin, struct sbx_error *e)
 {
-	return load_entries_pfx(agent, "", key, v, n, origin, e);
+	return load_entries_pfx(agent, "", key, flags, v, n, origin, e);
 }
 
 /* Read allowed_cidrs into *v (appended). */
@@ -1061,7 +1167,7 @@ sbx_np_load_global(struct sbx_netpolicy *np, const json_t *proxy,
 	if (!json_is_object(proxy))
 		return CFG_ERR(e, "%s: `proxy` must be an object", origin);
 	memset(&t, 0, sizeof(t));
-	if (load_entries_pfx(proxy, "proxy.", "allow_private_domains",
+	if (load_entries_pfx(proxy, "proxy.", "allow_private_domains", 0,
 	    &t.private_domains, &t.nprivate, origin, e) == -1 ||
 	    load_cidrs(proxy, "proxy.", &t.cidrs, &t.ncidrs, origin, e) == -1)
 		goto fail;
@@ -1207,12 +1313,12 @@ sbx_np_load(struct sbx_netpolicy *np, const json_t *agent,
 	 */
 	memset(&t, 0, sizeof(t));
 	t.allow_private = np->allow_private;
-	if (load_entries(agent, "allowed_domains", &t.allowed, &t.nallowed,
-	    origin, e) == -1 ||
-	    load_entries(agent, "denied_domains", &t.denied, &t.ndenied,
-	    origin, e) == -1 ||
-	    load_entries(agent, "allow_private_domains", &t.private_domains,
-	    &t.nprivate, origin, e) == -1 ||
+	if (load_entries(agent, "allowed_domains", E_PORT, &t.allowed,
+	    &t.nallowed, origin, e) == -1 ||
+	    load_entries(agent, "denied_domains", E_PORT | E_STAR, &t.denied,
+	    &t.ndenied, origin, e) == -1 ||
+	    load_entries(agent, "allow_private_domains", 0,
+	    &t.private_domains, &t.nprivate, origin, e) == -1 ||
 	    load_cidrs(agent, "", &t.cidrs, &t.ncidrs, origin, e) == -1)
 		goto fail;
 	if ((v = json_object_get(agent, "allowed_ports")) != NULL) {
@@ -1278,24 +1384,40 @@ fail:
 	return -1;
 }
 
-int
-sbx_np_allow(struct sbx_netpolicy *np, const char *entry,
-    struct sbx_error *e)
+/* Add one entry to the allowlist or the deny list (flags of
+ * entry_check); errors name `field`. */
+static int
+add_entry(struct sbx_netpolicy *np, const char *entry, int deny,
+    const char *field, struct sbx_error *e)
 {
 	const char	*why;
 	char		 norm[ENTRY_MAX + 1], shown[128], *dup;
+	char		***v = deny ? &np->denied : &np->allowed;
+	size_t		*n = deny ? &np->ndenied : &np->nallowed;
 
 	if (entry == NULL)
-		return sbx_error_set(e, SBX_K_INVALID_ARGS, "allow_domain",
-		    "invalid_domain", "argument `allow_domain` is missing");
-	if ((why = entry_check(entry, strlen(entry), norm)) != NULL)
-		return sbx_error_set(e, SBX_K_INVALID_ARGS, "allow_domain",
-		    "invalid_domain", "argument `allow_domain` \"%s\" %s",
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, field,
+		    "invalid_domain", "argument `%s` is missing", field);
+	if ((why = entry_check(entry, strlen(entry), norm, deny ?
+	    E_PORT | E_STAR : E_PORT)) != NULL)
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, field,
+		    "invalid_domain", "argument `%s` \"%s\" %s", field,
 		    printable(shown, sizeof(shown), entry, strlen(entry)),
 		    why);
-	if (reserve_strv(&np->allowed, np->nallowed, 1) == -1 ||
-	    (dup = strdup(norm)) == NULL)
-		return sbx_error_sys(e, "nomem", "argument `allow_domain`");
-	np->allowed[np->nallowed++] = dup;
+	if (reserve_strv(v, *n, 1) == -1 || (dup = strdup(norm)) == NULL)
+		return sbx_error_sys(e, "nomem", "argument `%s`", field);
+	(*v)[(*n)++] = dup;
 	return 0;
+}
+
+int
+sbx_np_allow(struct sbx_netpolicy *np, const char *entry, struct sbx_error *e)
+{
+	return add_entry(np, entry, 0, "allow_domain", e);
+}
+
+int
+sbx_np_deny(struct sbx_netpolicy *np, const char *entry, struct sbx_error *e)
+{
+	return add_entry(np, entry, 1, "deny_domain", e);
 }

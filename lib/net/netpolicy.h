@@ -94,11 +94,16 @@ void	 sbx_np_free(struct sbx_netpolicy *);
  * of sbx).  `origin` names the file in messages.
  *
  * Entries are normalised (ASCII lowercased, one trailing dot stripped) and
- * must then be a valid name (sbx_np_host) or "*." followed by one; an
- * IP literal, a non-ASCII name (use its xn-- form), "*" alone, "*.com"
- * style single-label wildcards, or a wildcard anywhere but the first label
- * is refused: -1, kind invalid_args, field "config", reason
- * "config_invalid".  `resolve` without allow_private true is refused the
+ * must then be a valid name (sbx_np_host) or "*." followed by one, then
+ * optionally ":PORT" (1..65535) in allowed_domains and denied_domains,
+ * where an entry with a port applies to that port alone (one without
+ * uses allowed_ports; a denial without denies every port).  denied_domains
+ * may also hold "*:PORT" (every host on that port).  Refused: an IP
+ * literal, a non-ASCII name (use its xn-- form), "*" alone, "*:PORT" in
+ * an allowlist, a scheme or a path, a wildcard whose rest is a public
+ * suffix ("*.com", "*.co.uk": psl.h; every wildcard when the list cannot
+ * be read), or a wildcard anywhere but the first label: -1, kind
+ * invalid_args, field "config", reason "config_invalid".  `resolve` without allow_private true is refused the
  * same way (the default must stay strict).
  */
 int	 sbx_np_load(struct sbx_netpolicy *, const json_t *agent,
@@ -129,6 +134,10 @@ int	 sbx_np_cidr_match(const struct sbx_np_cidr *, const struct sockaddr *);
  * sbx_np_load, failing with field "allow_domain", reason "invalid_domain". */
 int	 sbx_np_allow(struct sbx_netpolicy *, const char *entry,
 	    struct sbx_error *);
+/* Add one deny-list entry (an ask answered deny-always): the checks of
+ * denied_domains, failing with field "deny_domain". */
+int	 sbx_np_deny(struct sbx_netpolicy *, const char *entry,
+	    struct sbx_error *);
 
 /*
  * Validate and normalise a request host (no port, no brackets expected,
@@ -147,13 +156,18 @@ const char *sbx_np_host(const char *in, size_t len,
 /* Parse a port: 1..65535, decimal digits only, no sign, no leading zero.
  * 0 and fills *port, or -1. */
 int	 sbx_np_port(const char *s, size_t len, unsigned *port);
-/* Does a normalised host match a normalised entry?  Exact entries match
- * exactly; "*.example.com" matches every strict subdomain, at any depth
- * (a.example.com, a.b.example.com), never example.com itself. */
+/* Does a normalised host match a normalised entry's name (its port, if
+ * any, aside)?  Exact entries match exactly; "*.example.com" matches
+ * every strict subdomain, at any depth (a.example.com, a.b.example.com),
+ * never example.com itself; "*" (of "*:PORT") every host. */
 int	 sbx_np_match(const char *entry, const char *host);
+/* Is the port in allowed_ports? */
+int	 sbx_np_port_listed(const struct sbx_netpolicy *, unsigned port);
 /* The decision for a normalised host and a port: NULL = allowed, else
- * SBX_NP_DENIED (denied_domains first), SBX_NP_NOT_ALLOWED (no allowlist
- * entry matches; an empty allowlist denies everything) or SBX_NP_PORT. */
+ * SBX_NP_DENIED (a denied_domains entry matches the host, and the port
+ * when it names one), SBX_NP_NOT_ALLOWED (no allowlist entry matches;
+ * an empty allowlist denies everything) or SBX_NP_PORT (entries match
+ * the host, none allows the port). */
 const char *sbx_np_decide(const struct sbx_netpolicy *, const char *host,
 	    unsigned port);
 /*

@@ -45,6 +45,7 @@
 #include <sodium.h>
 
 #include "buf.h"
+#include "config.h"
 #include "daemon.h"
 #include "dnsq.h"
 #include "envelope.h"
@@ -56,6 +57,7 @@
 #include "provision.h"
 #include "proxy.h"
 #include "runlimits.h"
+#include "socks5.h"
 #include "time.h"
 
 #define MAX_ADDRS	16
@@ -69,11 +71,18 @@
  * allowed wildcard) fills its own share, never the others'. */
 #define LOOKUPS_INFLIGHT	64
 #define LOOKUPS_INFLIGHT_AGENT	8
+/* Pending asks, in all and per agent: an agent that asks about a flood of
+ * names holds its own few, and refusals beyond them, never the others'. */
+#define ASKS_MAX		256
+#define ASKS_MAX_AGENT		16
 
 enum cstate {
 	C_HEAD,		/* reading the request head */
+	C_SOCKS,	/* reading the SOCKS5 greeting, auth, request */
+	C_ASK,		/* held: a person or an orchestrator is asked */
 	C_RESOLVE,	/* its lookup is queued or with the resolver */
 	C_CONNECT,	/* non-blocking connect in progress */
+	C_UPHEAD,	/* CONNECT sent to the parent proxy, its answer due */
 	C_RELAY,	/* bytes flow */
 	C_LINGER	/* answered a refusal; draining before close */
 };
@@ -106,6 +115,15 @@ struct session {
 	struct sbx_netpolicy	 pol;
 	unsigned short		 opaque[SBX_PROXY_OPAQUE_MAX];
 	size_t			 nopaque;
+	/* The parent proxy of this agent's connections, if any. */
+	struct sbx_upstream	 up;
+	int			 have_up;
+	/* Ask about names no rule allows or denies (network_ask, --ask),
+	 * for at most ask_ms; follow: a control connection that gets every
+	 * ask and answer as a line (sbx proxy asks --follow). */
+	int			 ask;
+	long long		 ask_ms;
+	int			 follow;
 	json_t			*violations;
 	unsigned long long	 denied;
 	unsigned		 nconns;
@@ -137,6 +155,10 @@ struct conn {
 	char			 host[SBX_NP_HOST_MAX + 1];
 	unsigned		 port;
 	long long		 body_left;	/* plain HTTP: body to pass */
+	int			 via_up; /* through the parent proxy */
+	int			 socks; /* from 1080: SOCKS5 */
+	char			 ask_id[17]; /* C_ASK: its decision's id */
+	int			 sstage; /* 0 greeting, 1 auth, 2 request */
 	struct sockaddr_storage	 addrs[MAX_ADDRS];
 	socklen_t		 addrlens[MAX_ADDRS];
 	int			 naddrs, ai;
@@ -190,10 +212,13 @@ static struct {
 	int			 have_ch, pumping;
 	struct sbx_dnsq		 q;
 	unsigned		 norphans;	/* lookups of closed conns */
+	unsigned		 nasks;		/* connections in C_ASK */
 } P;
 
 static void conn_close(struct conn *);
 static void conn_update(struct conn *);
+static void ask_publish(json_t *);
+static json_t *ask_json(const struct conn *, const char *);
 
 
 /* ---- configuration ---------------------------------------------------- */
@@ -244,6 +269,46 @@ bad:
 	    "most %d ports 1..65535", origin, where, SBX_PROXY_OPAQUE_MAX);
 }
 
+/*
+ * `upstream` and `upstream_auth_file` of o (where: "proxy." or ""): the
+ * parent proxy and the file of its credentials under config/.  The file
+ * is read only when rootfd is a root (a check of an edit names it).
+ */
+static int
+cfg_upstream(int rootfd, const json_t *o, const char *origin,
+    const char *where, struct sbx_upstream *up, int *have,
+    struct sbx_error *e)
+{
+	const json_t	*u = json_object_get(o, "upstream");
+	const json_t	*a = json_object_get(o, "upstream_auth_file");
+	char		 key[64];
+
+	*have = 0;
+	snprintf(key, sizeof(key), "%supstream", where);
+	if (u == NULL && a == NULL)
+		return 0;
+	if (u == NULL || !json_is_string(u))
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
+		    "config_invalid", "%s: `%s` must be \"http://HOST:PORT\"%s",
+		    origin, key, u == NULL ? " when upstream_auth_file is set" :
+		    "");
+	if (sbx_upstream_parse(json_string_value(u), up, origin, key, e) ==
+	    -1)
+		return -1;
+	if (a != NULL && (!json_is_string(a) ||
+	    sbx_upstream_load_auth(rootfd, json_string_value(a), up, origin,
+	    e) == -1)) {
+		if (!json_is_string(a))
+			sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
+			    "config_invalid", "%s: `%supstream_auth_file` must "
+			    "be a file name", origin, where);
+		memset(up, 0, sizeof(*up));
+		return -1;
+	}
+	*have = 1;
+	return 0;
+}
+
 /* The loader; with doc given (borrowed), that document instead of the
  * file (sbx config checks an edit before writing it). */
 static int
@@ -256,7 +321,7 @@ config_parse(int rootfd, const json_t *doc, struct sbx_proxy_config *c,
 	    "max_request_bytes", "max_response_bytes", "idle_exit_s",
 	    "log_max_bytes", "dns_server", "max_lookups",
 	    "max_lookups_per_agent", "opaque_ports", "allow_private_domains",
-	    "allowed_cidrs", NULL };
+	    "allowed_cidrs", "upstream", "upstream_auth_file", NULL };
 	json_t			*cfg = NULL, *o;
 	const char		*k;
 	json_t			*v;
@@ -374,6 +439,9 @@ bad_dns:
 		snprintf(c->dns_server, sizeof(c->dns_server), "%s",
 		    json_string_value(v));
 	}
+	if (cfg_upstream(rootfd, o, "config/sandbox.json", "proxy.",
+	    &c->upstream, &c->have_upstream, e) == -1)
+		goto out;
 	/* The policy settings every agent gets: checked now (a bad range
 	 * is a configuration error at start, not a refusal at the first
 	 * request), applied per session by sbx_proxy_policy(). */
@@ -403,6 +471,7 @@ sbx_proxy_config_release(struct sbx_proxy_config *c)
 {
 	json_decref(c->policy);
 	c->policy = NULL;
+	sodium_memzero(c->upstream.auth, sizeof(c->upstream.auth));
 }
 
 int
@@ -427,11 +496,27 @@ int
 sbx_proxy_agent_check(const json_t *agentcfg, const char *origin,
     struct sbx_error *e)
 {
-	unsigned short	 ports[SBX_PROXY_OPAQUE_MAX];
-	size_t		 n;
+	unsigned short		 ports[SBX_PROXY_OPAQUE_MAX];
+	struct sbx_upstream	 up;
+	const json_t		*v;
+	size_t			 n;
+	int			 have;
 
-	return cfg_ports(json_object_get(agentcfg, "opaque_ports"), origin,
-	    "", ports, &n, e);
+	if (cfg_ports(json_object_get(agentcfg, "opaque_ports"), origin,
+	    "", ports, &n, e) == -1)
+		return -1;
+	if ((v = json_object_get(agentcfg, "network_ask")) != NULL &&
+	    !json_is_boolean(v))
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
+		    "config_invalid", "%s: `network_ask` must be true or false",
+		    origin);
+	if ((v = json_object_get(agentcfg, "ask_timeout_s")) != NULL &&
+	    (!json_is_integer(v) || json_integer_value(v) < 1 ||
+	    json_integer_value(v) > 3600))
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
+		    "config_invalid", "%s: `ask_timeout_s` must be an integer "
+		    "from 1 to 3600", origin);
+	return cfg_upstream(-1, agentcfg, origin, "", &up, &have, e);
 }
 
 int
@@ -565,6 +650,40 @@ conn_linger(struct conn *c)
 }
 
 /*
+ * A SOCKS5 client gets the framing it speaks: before its request, a
+ * refused method or credentials (05 FF, 01 01); after it, a reply whose
+ * code says what the HTTP status would (the reason is in the log and the
+ * run's violations).
+ */
+static void
+socks_refuse(struct conn *c, int status, const char *reason)
+{
+	unsigned char	 r[10];
+	int		 code;
+
+	if (c->sstage == 0) {
+		(void)!send(c->cfd, "\x05\xff", 2, MSG_NOSIGNAL | MSG_DONTWAIT);
+		return;
+	}
+	if (c->sstage == 1) {
+		(void)!send(c->cfd, "\x01\x01", 2, MSG_NOSIGNAL | MSG_DONTWAIT);
+		return;
+	}
+	if (strcmp(reason, "socks_bad_command") == 0)
+		code = SBX_SOCKS5_CMD;
+	else if (strcmp(reason, "socks_bad_address_type") == 0)
+		code = SBX_SOCKS5_ATYP;
+	else if (status == 403)
+		code = SBX_SOCKS5_DENIED;
+	else if (status == 502 || status == 504)
+		code = SBX_SOCKS5_UNREACH;
+	else
+		code = SBX_SOCKS5_FAIL;
+	sbx_socks5_reply(r, code);
+	(void)!send(c->cfd, r, sizeof(r), MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+/*
  * Refuse: answer status with X-Proxy-Error: reason, log the decision and
  * record it as a violation of the run when it is a policy denial.
  */
@@ -578,6 +697,11 @@ conn_refuse(struct conn *c, int status, const char *reason)
 
 	c->status = status;
 	hint = c->refused[0] != '\0' ? sbx_np_addr_hint(reason) : NULL;
+	if (c->socks) {
+		socks_refuse(c, status, reason);
+		hn = 0;
+		goto judged;
+	}
 	bn = snprintf(body, sizeof(body), "sbx-proxy: %s%s%u: %s%s%s%s%s\n",
 	    c->host[0] ? c->host : "-", ":", c->port, reason,
 	    c->refused[0] != '\0' ? " " : "", c->refused,
@@ -596,6 +720,7 @@ conn_refuse(struct conn *c, int status, const char *reason)
 		(void)!send(c->cfd, body, (size_t)bn, MSG_NOSIGNAL |
 		    MSG_DONTWAIT);
 	}
+judged:
 	verdict = (status == 403 || status == 400 || status == 405 ||
 	    status == 407 || status == 414 || status == 431 ||
 	    status == 413) ? "deny" : "error";
@@ -670,16 +795,21 @@ conn_update(struct conn *c)
 
 	switch (c->state) {
 	case C_HEAD:
+	case C_SOCKS:
 	case C_LINGER:
 		wc = EPOLLIN | EPOLLRDHUP;
 		break;
 	case C_RESOLVE:
+	case C_ASK:
 		/* Nothing asked of the client meanwhile: a half-close
 		 * (the request sent, then shutdown) is legitimate, and
 		 * EPOLLHUP/EPOLLERR of a reset arrive without asking. */
 		break;
 	case C_CONNECT:
 		wu = EPOLLOUT;
+		break;
+	case C_UPHEAD:
+		wu = EPOLLIN;
 		break;
 	case C_RELAY:
 		/* Read a side only while its pipe has room and the
@@ -751,6 +881,12 @@ conn_close(struct conn *c)
 	struct agentcount	*a;
 
 	conn_unresolve(c);
+	if (c->state == C_ASK) {
+		/* The client gave up before anyone answered. */
+		P.nasks--;
+		ask_publish(ask_json(c, "gone"));
+		c->state = C_HEAD;
+	}
 	if (c->state == C_RELAY)
 		conn_log(c, "allow", NULL);
 	else if (!c->logged)
@@ -794,7 +930,7 @@ conn_close(struct conn *c)
 }
 
 static void
-conn_new(struct session *s, int fd)
+conn_new(struct session *s, int fd, int socks)
 {
 	struct conn		*c;
 	struct agentcount	*a;
@@ -814,9 +950,10 @@ conn_new(struct session *s, int fd)
 	c->t_start = c->t_last = sbx_now_ms();
 	c->t_deadline = c->t_start + P.cfg->header_timeout_ms;
 	c->s = s;
-	c->state = C_HEAD;
+	c->state = socks ? C_SOCKS : C_HEAD;
+	c->socks = socks;
 	c->body_left = 0;
-	snprintf(c->method, sizeof(c->method), "-");
+	snprintf(c->method, sizeof(c->method), socks ? "SOCKS5" : "-");
 	c->next = P.conns;
 	if (P.conns != NULL)
 		P.conns->prev = c;
@@ -868,7 +1005,15 @@ conn_resolve(struct conn *c)
 	c->state = C_RESOLVE;
 	c->t_deadline = sbx_now_ms() + P.cfg->connect_timeout_ms;
 	conn_update(c);
-	if ((ov = sbx_np_override(&c->s->pol, c->host)) != NULL) {
+	if (c->via_up && c->s->up.literal) {
+		conn_resolved(c, &c->s->up.addr, &c->s->up.addrlen, 1);
+		return;
+	}
+	/* Through a parent, the name looked up is the parent's own (the
+	 * sandbox's names are the parent's to resolve); test overrides
+	 * are for the sandbox's names only. */
+	if (!c->via_up &&
+	    (ov = sbx_np_override(&c->s->pol, c->host)) != NULL) {
 		/* A test override: no resolver involved, but the same
 		 * path as an answer (and so the same address checks). */
 		conn_resolved(c, &ov->addr, &ov->addrlen, 1);
@@ -881,7 +1026,8 @@ conn_resolve(struct conn *c)
 	}
 	j->c = c;
 	j->a = a;
-	snprintf(j->host, sizeof(j->host), "%s", c->host);
+	snprintf(j->host, sizeof(j->host), "%s", c->via_up ?
+	    c->s->up.host : c->host);
 	if (sbx_dnsq_push(&P.q, &a->q, &j->qi) == -1) {
 		/* The agent (or everyone) has enough lookups waiting. */
 		free(j);
@@ -892,14 +1038,269 @@ conn_resolve(struct conn *c)
 	dns_pump();
 }
 
+/* ---- asking about unknown names ---------------------------------------- */
+
+/* Send a line to every follower (sbx proxy asks --follow). */
+static void
+ask_publish(json_t *ev)
+{
+	struct session	*s;
+	char		*line;
+	size_t		 n;
+
+	line = json_dumps(ev, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(ev);
+	if (line == NULL)
+		return;
+	n = strlen(line);
+	line[n] = '\n';
+	for (s = P.sessions; s != NULL; s = s->next)
+		if (s->follow && !s->closed)
+			(void)!send(s->ctl, line, n + 1, MSG_NOSIGNAL |
+			    MSG_DONTWAIT);
+	free(line);
+}
+
+/* A pending ask as the control protocol shows it. */
+static json_t *
+ask_json(const struct conn *c, const char *event)
+{
+	json_t	*o = json_pack("{s:s,s:s,s:s,s:i,s:s,s:I}", "id", c->ask_id,
+	    "agent", c->s != NULL ? c->s->agent : "", "host", c->host,
+	    "port", (int)c->port, "run", c->s != NULL ? c->s->run : "",
+	    "age_ms", (json_int_t)(sbx_now_ms() - c->t_start));
+
+	if (o != NULL && event != NULL)
+		json_object_set_new(o, "event", json_string(event));
+	return o;
+}
+
+/* Is a refusal of this reason one to ask about instead?  Only a name
+ * that no rule allows or denies, and only when the session asks. */
+static int
+conn_askable(const struct conn *c, const char *why)
+{
+	return c->s->ask && strcmp(why, SBX_NP_NOT_ALLOWED) == 0;
+}
+
+/*
+ * Hold the connection and publish a pending decision.  It keeps counting
+ * against its agent's connection cap; the agent's pending asks are capped
+ * too (a flood is refused, 503 too_many_asks), and an unanswered ask is a
+ * denial after ask_ms.
+ */
+static void
+conn_ask(struct conn *c)
+{
+	struct conn	*o;
+	unsigned char	 rnd[8];
+	unsigned	 mine = 0;
+
+	for (o = P.conns; o != NULL; o = o->next)
+		if (o->state == C_ASK && o->s == c->s)
+			mine++;
+	if (P.nasks >= ASKS_MAX || mine >= ASKS_MAX_AGENT) {
+		conn_refuse(c, 503, "too_many_asks");
+		return;
+	}
+	randombytes_buf(rnd, sizeof(rnd));
+	sodium_bin2hex(c->ask_id, sizeof(c->ask_id), rnd, sizeof(rnd));
+	c->state = C_ASK;
+	c->t_deadline = sbx_now_ms() + c->s->ask_ms;
+	P.nasks++;
+	conn_update(c);
+	{
+		json_t	*l = ask_json(c, NULL);
+
+		json_object_set_new(l, "verdict", json_string("ask"));
+		json_object_set_new(l, "method", json_string(c->method));
+		json_object_del(l, "age_ms");
+		log_json(l);
+	}
+	ask_publish(ask_json(c, "ask"));
+}
+
+/* The answer (allow-once, allow-always, deny, deny-always, or "timeout"
+ * when nobody answered): logged, published, acted on. */
+static void
+ask_release(struct conn *c, const char *answer)
+{
+	json_t	*l;
+
+	P.nasks--;
+	c->state = C_HEAD;
+	l = ask_json(c, NULL);
+	json_object_set_new(l, "verdict", json_string("answer"));
+	json_object_set_new(l, "answer", json_string(answer));
+	json_object_del(l, "age_ms");
+	log_json(l);
+	l = ask_json(c, "answered");
+	json_object_set_new(l, "answer", json_string(answer));
+	ask_publish(l);
+	if (strncmp(answer, "allow", 5) == 0) {
+		conn_resolve(c);
+		return;
+	}
+	conn_refuse(c, 403, strcmp(answer, "timeout") == 0 ? "ask_timeout" :
+	    "ask_denied");
+}
+
+/*
+ * allow-always, deny-always: the entry goes into the agent's own config
+ * file through the config code (the same checks as `sbx config add`),
+ * then into the policy of every session of the agent, so that the next
+ * request is decided without asking.  A port outside allowed_ports is
+ * kept in the entry (NAME:PORT).
+ */
+static int
+ask_remember(const struct conn *c, int deny, struct sbx_error *e)
+{
+	struct session	*s;
+	json_t		*doc = NULL;
+	char		 entry[SBX_NP_HOST_MAX + 8], rel[128];
+	int		 rc = -1;
+
+	if (deny || !sbx_np_port_listed(&c->s->pol, c->port))
+		snprintf(entry, sizeof(entry), "%s:%u", c->host, c->port);
+	else
+		snprintf(entry, sizeof(entry), "%s", c->host);
+	SBX_LPATH(rel, SBX_L_AGENT_CONFIG, c->s->agent);
+	if (sbx_cfg_load(P.rootfd, c->s->agent, &doc, e) == -1 ||
+	    sbx_cfg_add(doc, deny ? "denied_domains" : "allowed_domains",
+	    json_string(entry), e) == -1 ||
+	    sbx_cfg_validate(doc, 1, rel, e) == -1 ||
+	    sbx_cfg_store(P.rootfd, c->s->agent, doc, e) == -1)
+		goto out;
+	for (s = P.sessions; s != NULL; s = s->next)
+		if (!s->closed && s->chan != -1 &&
+		    strcmp(s->agent, c->s->agent) == 0 && (deny ?
+		    sbx_np_deny(&s->pol, entry, e) : sbx_np_allow(&s->pol,
+		    entry, e)) == -1)
+			goto out;
+	rc = 0;
+out:
+	json_decref(doc);
+	return rc;
+}
+
+/* `answer` on the control socket: the ask of that id in this proxy (so
+ * of this state root), else not_found. */
+static json_t *
+ask_answer(json_t *req, struct sbx_error *e)
+{
+	const char	*id = json_string_value(json_object_get(req, "id"));
+	const char	*ans = json_string_value(json_object_get(req,
+			    "answer"));
+	struct conn	*c, *o, *next;
+	char		 agent[SBX_AGENT_MAX + 1], host[SBX_NP_HOST_MAX + 1];
+	unsigned	 port;
+	int		 always, deny;
+
+	if (ans == NULL || (strcmp(ans, "allow-once") != 0 &&
+	    strcmp(ans, "allow-always") != 0 && strcmp(ans, "deny") != 0 &&
+	    strcmp(ans, "deny-always") != 0)) {
+		sbx_error_set(e, SBX_K_INVALID_ARGS, "answer", "bad_answer",
+		    "the answer must be allow-once, allow-always, deny or "
+		    "deny-always");
+		return NULL;
+	}
+	for (c = P.conns; c != NULL; c = c->next)
+		if (c->state == C_ASK && id != NULL &&
+		    strcmp(c->ask_id, id) == 0)
+			break;
+	if (c == NULL) {
+		sbx_error_set(e, SBX_K_NOT_FOUND, "id", "no_such_ask",
+		    "no pending ask `%.40s` in this state root's proxy",
+		    id != NULL ? id : "");
+		return NULL;
+	}
+	always = strstr(ans, "-always") != NULL;
+	deny = strncmp(ans, "deny", 4) == 0;
+	if (always && ask_remember(c, deny, e) == -1)
+		return NULL;
+	snprintf(agent, sizeof(agent), "%s", c->s->agent);
+	snprintf(host, sizeof(host), "%s", c->host);
+	port = c->port;
+	if (!always) {
+		ask_release(c, ans);
+		return json_pack("{s:b,s:i}", "ok", 1, "released", 1);
+	}
+	/* Remembered: every pending ask it decides gets the answer. */
+	{
+		int	 n = 0;
+
+		for (o = P.conns; o != NULL; o = next) {
+			next = o->next;
+			if (o->state == C_ASK && strcmp(o->s->agent, agent) ==
+			    0 && strcmp(o->host, host) == 0 && o->port ==
+			    port) {
+				ask_release(o, ans);
+				n++;
+			}
+		}
+		return json_pack("{s:b,s:i}", "ok", 1, "released", n);
+	}
+}
+
+/* `asks`: the pending decisions, oldest first. */
+static json_t *
+ask_list(void)
+{
+	struct conn	*c;
+	json_t		*a = json_array();
+
+	for (c = P.conns; c != NULL; c = c->next)
+		if (c->state == C_ASK)
+			json_array_insert_new(a, 0, ask_json(c, NULL));
+	return json_pack("{s:b,s:o}", "ok", 1, "asks", a);
+}
+
+/*
+ * The name and port of a request (HTTP or SOCKS5), in the order of the
+ * checks (the host's syntax and IP literals, then the policy): 0 with
+ * *why NULL (allowed) or the reason to ask about, or -1 when refused.
+ */
+static int
+conn_judge(struct conn *c, const char *raw, size_t n, const char **why)
+{
+	char	 host[SBX_NP_HOST_MAX + 1];
+
+	if ((*why = sbx_np_host(raw, n, host)) != NULL) {
+		conn_refuse(c, strcmp(*why, SBX_NP_IP_LITERAL) == 0 ? 403 :
+		    400, *why);
+		return -1;
+	}
+	snprintf(c->host, sizeof(c->host), "%s", host);
+	if ((*why = sbx_np_decide(&c->s->pol, c->host, c->port)) != NULL &&
+	    !conn_askable(c, *why)) {
+		conn_refuse(c, 403, *why);
+		return -1;
+	}
+	return 0;
+}
+
+/* Judged: ask (why set), or resolve and dial, through the parent if the
+ * agent has one. */
+static void
+conn_go(struct conn *c, const char *why)
+{
+	c->sendoff = 0;
+	c->via_up = c->s->have_up;
+	if (why != NULL)
+		conn_ask(c);
+	else
+		conn_resolve(c);
+}
+
 static void
 conn_parse(struct conn *c)
 {
 	static struct sbx_http_req	 req;	/* one thread: scratch */
+	static char			 up[SBX_HTTP_HEAD_MAX + 64 +
+					    SBX_UPSTREAM_AUTH_MAX + 600];
 	const char			*reason, *why;
-	char				 host[SBX_NP_HOST_MAX + 1];
 	int				 r, status;
-	size_t				 n;
+	size_t				 n, hl;
 
 	r = sbx_http_parse(c->buf, c->len, &req, &status, &reason);
 	if (r == 0)
@@ -939,16 +1340,8 @@ conn_parse(struct conn *c)
 	}
 	sodium_memzero(req.token, sizeof(req.token));
 
-	if ((why = sbx_np_host(req.host, req.hostlen, host)) != NULL) {
-		conn_refuse(c, strcmp(why, SBX_NP_IP_LITERAL) == 0 ? 403 : 400,
-		    why);
+	if (conn_judge(c, req.host, req.hostlen, &why) == -1)
 		return;
-	}
-	snprintf(c->host, sizeof(c->host), "%s", host);
-	if ((why = sbx_np_decide(&c->s->pol, c->host, c->port)) != NULL) {
-		conn_refuse(c, 403, why);
-		return;
-	}
 	if (!c->connect && req.content_length > 0 &&
 	    (unsigned long long)req.content_length >
 	    P.cfg->max_request_bytes) {
@@ -971,21 +1364,133 @@ conn_parse(struct conn *c)
 		 * body are dropped, never forwarded. */
 		if ((long long)extra > cl)
 			extra = (size_t)cl;
-		if ((nb = malloc(req.rewritten_len + extra + 1)) == NULL) {
+		if ((nb = malloc(sizeof(up) + extra + 1)) == NULL) {
 			conn_refuse(c, 502, "no_memory");
 			return;
 		}
-		memcpy(nb, req.rewritten, req.rewritten_len);
-		memcpy(nb + req.rewritten_len, c->buf + req.head_len, extra);
+		hl = req.rewritten_len;
+		memcpy(nb, req.rewritten, hl);
+		/* To a parent proxy: absolute-form, with its credentials
+		 * (which never came from, nor go back to, the sandbox). */
+		if (c->s->have_up && (n = (size_t)sbx_upstream_absolute(
+		    &c->s->up, req.rewritten, req.rewritten_len, c->host,
+		    c->port, up, sizeof(up))) != (size_t)-1) {
+			memcpy(nb, up, n);
+			hl = n;
+			sodium_memzero(up, sizeof(up));
+		}
+		memcpy(nb + hl, c->buf + req.head_len, extra);
 		free(c->buf);
 		c->buf = nb;
-		c->len = req.rewritten_len + extra;
-		c->cap = c->len + 1;
+		c->len = hl + extra;
+		c->cap = sizeof(up) + extra + 1;
 		c->body_left = cl - (long long)extra;
 		c->bytes_in += extra;
 	}
-	c->sendoff = 0;
-	conn_resolve(c);
+	conn_go(c, why);
+}
+
+/*
+ * A SOCKS5 connection: greeting, then the agent's name and token
+ * (RFC 1929), then a CONNECT to a name, each answered as it completes;
+ * then the same checks, in the same order, as a CONNECT of HTTP.
+ */
+static void
+conn_socks(struct conn *c)
+{
+	char		 user[256], pass[256], raw[256];
+	const char	*why;
+	size_t		 used, n;
+	int		 r, code;
+	unsigned	 port;
+
+	for (;;) {
+		used = 0;
+		if (c->sstage == 0) {
+			r = sbx_socks5_greeting((unsigned char *)c->buf, c->len,
+			    &used, &why);
+			if (r == 1)
+				(void)!send(c->cfd, "\x05\x02", 2,
+				    MSG_NOSIGNAL | MSG_DONTWAIT);
+		} else if (c->sstage == 1) {
+			r = sbx_socks5_auth((unsigned char *)c->buf, c->len,
+			    &used, user, pass, &why);
+			/* Identity, as for HTTP: the session fixes the
+			 * agent, the password must be its token. */
+			if (r == 1 && (strcmp(user, c->s->agent) != 0 ||
+			    strlen(pass) != SBX_TOKEN_LEN ||
+			    sodium_memcmp(pass, c->s->token, SBX_TOKEN_LEN) !=
+			    0)) {
+				sodium_memzero(pass, sizeof(pass));
+				conn_refuse(c, 407, "bad_token");
+				return;
+			}
+			sodium_memzero(pass, sizeof(pass));
+			if (r == 1)
+				(void)!send(c->cfd, "\x01\x00", 2,
+				    MSG_NOSIGNAL | MSG_DONTWAIT);
+		} else {
+			r = sbx_socks5_request((unsigned char *)c->buf, c->len,
+			    &used, raw, &n, &port, &why, &code);
+		}
+		if (r == 0) {
+			if (c->len >= SBX_SOCKS5_AUTH_MAX)
+				conn_refuse(c, 400, "socks_too_long");
+			return;
+		}
+		if (r == -1) {
+			if (c->sstage == 2 && strcmp(why, "ip_literal") == 0)
+				conn_refuse(c, 403, why);
+			else
+				conn_refuse(c, c->sstage == 1 ? 407 : 400, why);
+			return;
+		}
+		memmove(c->buf, c->buf + used, c->len - used);
+		c->len -= used;
+		if (c->sstage++ == 2)
+			break;
+	}
+	c->connect = 1;
+	c->port = port;
+	snprintf(c->host, sizeof(c->host), "%.200s", raw);
+	for (used = 0; c->host[used] != '\0'; used++)
+		if ((unsigned char)c->host[used] < 0x21 ||
+		    (unsigned char)c->host[used] > 0x7e)
+			c->host[used] = '?';
+	c->sstage = 2;
+	if (conn_judge(c, raw, n, &why) == -1)
+		return;
+	/* What the client sent after its request (the start of a TLS
+	 * record) stays in buf, to be judged as a tunnel's first bytes. */
+	c->body_left = 0;
+	conn_go(c, why);
+}
+
+static void
+conn_read_socks(struct conn *c)
+{
+	ssize_t	 r;
+
+	if (buf_reserve(c, SBX_TLS_RECORD_MAX) == -1) {
+		conn_close(c);
+		return;
+	}
+	if (c->len >= SBX_TLS_RECORD_MAX)
+		return;
+	r = recv(c->cfd, c->buf + c->len, SBX_TLS_RECORD_MAX - c->len, 0);
+	if (r == 0 || (r == -1 && errno != EAGAIN && errno != EINTR)) {
+		if (c->len == 0 && c->sstage == 0)
+			c->logged = 1;
+		else
+			conn_log(c, "error", "client_closed");
+		conn_close(c);
+		return;
+	}
+	if (r < 0)
+		return;
+	c->len += (size_t)r;
+	c->t_last = sbx_now_ms();
+	conn_socks(c);
 }
 
 static void
@@ -1056,6 +1561,10 @@ conn_opaque(const struct conn *c)
 {
 	size_t	 i;
 
+	/* SSH: git over SSH works out of the box for a name allowed on
+	 * port 22 (the name, port and address checks still apply). */
+	if (c->port == 22)
+		return 1;
 	for (i = 0; i < P.cfg->nopaque; i++)
 		if (P.cfg->opaque_ports[i] == c->port)
 			return 1;
@@ -1220,15 +1729,16 @@ conn_dial(struct conn *c)
 {
 	struct sockaddr_storage	*ss;
 	int			 fd, one = 1;
+	unsigned		 port = c->via_up ? c->s->up.port : c->port;
 
 	while (c->ai < c->naddrs) {
 		ss = &c->addrs[c->ai++];
 		if (ss->ss_family == AF_INET)
 			((struct sockaddr_in *)ss)->sin_port =
-			    htons((uint16_t)c->port);
+			    htons((uint16_t)port);
 		else
 			((struct sockaddr_in6 *)ss)->sin6_port =
-			    htons((uint16_t)c->port);
+			    htons((uint16_t)port);
 		fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK |
 		    SOCK_CLOEXEC, 0);
 		if (fd == -1)
@@ -1257,23 +1767,23 @@ conn_dial(struct conn *c)
 	conn_refuse(c, 502, "upstream_unreachable");
 }
 
+/* The tunnel is open (to the origin, or through the parent): say so to
+ * the client, then judge its first bytes. */
 static void
-conn_connected(struct conn *c)
+conn_tunnel_ready(struct conn *c)
 {
 	static const char	 ok[] = "HTTP/1.1 200 Connection established"
 	    "\r\n\r\n";
-	int			 err = 0;
-	socklen_t		 len = sizeof(err);
 
-	if (getsockopt(c->ufd, SOL_SOCKET, SO_ERROR, &err, &len) == -1 ||
-	    err != 0) {
-		conn_dial(c);
-		return;
-	}
+	unsigned char		 sok[10];
+
 	c->status = 200;
+	sbx_socks5_reply(sok, SBX_SOCKS5_OK);
 	if (c->connect) {
-		if (send(c->cfd, ok, sizeof(ok) - 1, MSG_NOSIGNAL |
-		    MSG_DONTWAIT) != (ssize_t)(sizeof(ok) - 1)) {
+		if (c->socks ? send(c->cfd, sok, sizeof(sok), MSG_NOSIGNAL |
+		    MSG_DONTWAIT) != (ssize_t)sizeof(sok) : send(c->cfd, ok,
+		    sizeof(ok) - 1, MSG_NOSIGNAL | MSG_DONTWAIT) !=
+		    (ssize_t)(sizeof(ok) - 1)) {
 			conn_close(c);
 			return;
 		}
@@ -1291,6 +1801,79 @@ conn_connected(struct conn *c)
 	relay_start(c);
 }
 
+static void
+conn_connected(struct conn *c)
+{
+	char		 req[SBX_UPSTREAM_AUTH_MAX + 2 * SBX_NP_HOST_MAX + 128];
+	int		 err = 0, n;
+	socklen_t	 len = sizeof(err);
+
+	if (getsockopt(c->ufd, SOL_SOCKET, SO_ERROR, &err, &len) == -1 ||
+	    err != 0) {
+		conn_dial(c);
+		return;
+	}
+	if (!c->via_up || !c->connect) {
+		conn_tunnel_ready(c);
+		return;
+	}
+	/* A tunnel through the parent: ask it for one to the checked
+	 * name and port, with the parent's credentials, and wait for its
+	 * answer before the client hears anything. */
+	n = sbx_upstream_connect_req(&c->s->up, c->host, c->port, req,
+	    sizeof(req));
+	if (n < 0 || send(c->ufd, req, (size_t)n, MSG_NOSIGNAL |
+	    MSG_DONTWAIT) != n) {
+		sodium_memzero(req, sizeof(req));
+		conn_refuse(c, 502, "upstream_unreachable");
+		return;
+	}
+	sodium_memzero(req, sizeof(req));
+	c->state = C_UPHEAD;
+	c->t_deadline = sbx_now_ms() + P.cfg->connect_timeout_ms;
+	conn_update(c);
+}
+
+/*
+ * The parent's answer to CONNECT: peeked, so that what follows its head
+ * (the origin's first bytes) stays in the socket for the relay.  Only a
+ * 2xx opens the tunnel; anything else is a 502 of its own reason, and a
+ * parent that does not answer in connect_timeout_ms is one too (sweep).
+ */
+static void
+conn_uphead(struct conn *c)
+{
+	char		 b[SBX_UPSTREAM_HEAD_MAX];
+	ssize_t		 r;
+	size_t		 hl;
+	int		 st, k;
+
+	r = recv(c->ufd, b, sizeof(b), MSG_PEEK | MSG_DONTWAIT);
+	if (r == -1 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (r <= 0) {
+		conn_refuse(c, 502, "upstream_closed");
+		return;
+	}
+	if ((k = sbx_upstream_response(b, (size_t)r, &st, &hl)) == 0)
+		return;
+	if (k == -1) {
+		conn_refuse(c, 502, "upstream_bad_response");
+		return;
+	}
+	if (recv(c->ufd, b, hl, MSG_DONTWAIT) != (ssize_t)hl) {
+		conn_refuse(c, 502, "upstream_bad_response");
+		return;
+	}
+	if (st / 100 != 2) {
+		snprintf(c->refused, sizeof(c->refused), "%d", st);
+		conn_refuse(c, 502, st == 407 ? "upstream_auth_required" :
+		    "upstream_refused");
+		return;
+	}
+	conn_tunnel_ready(c);
+}
+
 /* The addresses of the connection's name: check every one, then dial. */
 static void
 conn_resolved(struct conn *c, const struct sockaddr_storage *addrs,
@@ -1301,14 +1884,17 @@ conn_resolved(struct conn *c, const struct sockaddr_storage *addrs,
 
 	c->state = C_HEAD;	/* leaves C_RESOLVE */
 	if (n == 0) {
-		conn_refuse(c, 502, "resolve_failed");
+		conn_refuse(c, 502,
+		    c->via_up ? "upstream_resolve_failed" : "resolve_failed");
 		return;
 	}
 	/* Every address must be global (or allowed for this name), not
 	 * just the first: a name with one public and one private address
-	 * could otherwise be steered to the private one. */
-	if ((why = sbx_np_addrs_check(&c->s->pol, c->host, addrs, n, &i)) !=
-	    NULL) {
+	 * could otherwise be steered to the private one.  The addresses of
+	 * a parent proxy are the administrator's choice: not checked. */
+	if (!c->via_up &&
+	    (why = sbx_np_addrs_check(&c->s->pol, c->host, addrs, n, &i)) !=
+		NULL) {
 		sbx_np_addr_text((const struct sockaddr *)&addrs[i],
 		    c->refused, sizeof(c->refused));
 		conn_refuse(c, 403, why);
@@ -1462,13 +2048,25 @@ conn_event(struct conn *c, int upstream, unsigned ev)
 		    EPOLLRDHUP)))
 			conn_read_head(c);
 		break;
+	case C_SOCKS:
+		if (!upstream && (ev & (EPOLLIN | EPOLLERR | EPOLLHUP |
+		    EPOLLRDHUP)))
+			conn_read_socks(c);
+		break;
 	case C_RESOLVE:
+	case C_ASK:
 		if (ev & (EPOLLHUP | EPOLLERR))
 			conn_close(c);
 		break;
 	case C_CONNECT:
 		if (upstream)
 			conn_connected(c);
+		else if (ev & (EPOLLHUP | EPOLLERR))
+			conn_close(c);
+		break;
+	case C_UPHEAD:
+		if (upstream)
+			conn_uphead(c);
 		else if (ev & (EPOLLHUP | EPOLLERR))
 			conn_close(c);
 		break;
@@ -1497,6 +2095,7 @@ sweep(void)
 		next = c->next;
 		switch (c->state) {
 		case C_HEAD:
+		case C_SOCKS:
 			if (t >= c->t_deadline)
 				conn_refuse(c, 408, "header_timeout");
 			break;
@@ -1506,8 +2105,17 @@ sweep(void)
 				conn_refuse(c, 504, "resolve_timeout");
 			}
 			break;
-		case C_CONNECT:
+		case C_ASK:
+			/* Nobody answered: no. */
 			if (t >= c->t_deadline)
+				ask_release(c, "timeout");
+			break;
+		case C_CONNECT:
+		case C_UPHEAD:
+			/* A parent that hangs is bounded as a dial is. */
+			if (t >= c->t_deadline && c->via_up)
+				conn_refuse(c, 502, "upstream_timeout");
+			else if (t >= c->t_deadline)
 				conn_refuse(c, 504, "connect_timeout");
 			break;
 		case C_RELAY:
@@ -1842,6 +2450,7 @@ session_free(struct session *s)
 	P.nsessions--;
 	sbx_np_free(&s->pol);
 	sodium_memzero(s->token, sizeof(s->token));
+	sodium_memzero(s->up.auth, sizeof(s->up.auth));
 	json_decref(s->violations);
 	s->violations = NULL;
 	free(s->line);
@@ -1887,11 +2496,25 @@ session_open(struct session *s, json_t *req, int chan, struct sbx_error *e)
 	SBX_LPATH(rel, SBX_L_AGENT_CONFIG, agent);
 	if (sbx_config_load(P.rootfd, rel, &cfg, e) == -1)
 		return NULL;
-	if (sbx_proxy_policy(P.cfg, cfg, rel, &s->pol, e) == -1 ||
+	if (sbx_proxy_agent_check(cfg, rel, e) == -1 ||
+	    sbx_proxy_policy(P.cfg, cfg, rel, &s->pol, e) == -1 ||
 	    cfg_ports(json_object_get(cfg, "opaque_ports"), rel, "",
-	    s->opaque, &s->nopaque, e) == -1) {
+	    s->opaque, &s->nopaque, e) == -1 ||
+	    cfg_upstream(P.rootfd, cfg, rel, "", &s->up, &s->have_up, e) ==
+	    -1) {
 		json_decref(cfg);
 		return NULL;
+	}
+	/* Asking: the agent's setting, or this run's --ask. */
+	s->ask = json_is_true(json_object_get(cfg, "network_ask")) ||
+	    json_is_true(json_object_get(req, "ask"));
+	s->ask_ms = json_is_integer(json_object_get(cfg, "ask_timeout_s")) ?
+	    json_integer_value(json_object_get(cfg, "ask_timeout_s")) * 1000 :
+	    30000;
+	/* The agent's own parent, else the one of every agent. */
+	if (!s->have_up && P.cfg->have_upstream) {
+		s->up = P.cfg->upstream;
+		s->have_up = 1;
 	}
 	json_decref(cfg);
 	if (allow != NULL && json_is_array(allow))
@@ -1956,6 +2579,21 @@ ctl_line(struct session *s, char *line, int fd_in)
 		    "pid", (int)getpid(), "sessions", (int)P.nsessions - 1,
 		    "connections", (int)P.nconns, "uptime_s",
 		    (json_int_t)((sbx_now_ms() - P.t_start) / 1000)));
+		goto drop;
+	}
+	if (strcmp(op, "asks") == 0 && s->chan == -1) {
+		ctl_answer(s->ctl, ask_list());
+		if (json_is_true(json_object_get(req, "follow"))) {
+			/* Kept open: every ask and answer follows. */
+			s->follow = 1;
+			json_decref(req);
+			return;
+		}
+		goto drop;
+	}
+	if (strcmp(op, "answer") == 0 && s->chan == -1) {
+		ans = ask_answer(req, &e);
+		ctl_answer(s->ctl, ans != NULL ? ans : ctl_error(&e));
 		goto drop;
 	}
 	if (strcmp(op, "stop") == 0) {
@@ -2068,7 +2706,10 @@ chan_read(struct session *s)
 			}
 			(void)fcntl(fds[i], F_SETFL, fcntl(fds[i], F_GETFL) |
 			    O_NONBLOCK);
-			conn_new(s, fds[i]);
+			/* sbx-init tags each connection with its listener
+			 * (one message, one byte, one descriptor): 'S' is
+			 * 1080, SOCKS5; anything else is 3128, HTTP. */
+			conn_new(s, fds[i], nfd == 1 && r == 1 && b[0] == 'S');
 		}
 	}
 }
@@ -2115,7 +2756,8 @@ sweep_sessions(void)
 
 	for (s = P.sessions; s != NULL; s = next) {
 		next = s->next;
-		if (s->chan == -1 && t - s->t_open > CTL_TIMEOUT_MS)
+		if (s->chan == -1 && !s->follow &&
+		    t - s->t_open > CTL_TIMEOUT_MS)
 			session_free(s);
 	}
 }

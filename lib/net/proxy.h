@@ -18,6 +18,7 @@
 
 #include "error.h"
 #include "initproto.h"
+#include "upstream.h"
 
 #define SBX_PROXY_SOCK		"run/proxy.sock"
 #define SBX_PROXY_PORT		SBX_INIT_PROXY_PORT
@@ -47,6 +48,10 @@ struct sbx_proxy_config {
 	/* The policy settings of every agent (allow_private_domains,
 	 * allowed_cidrs), validated; NULL when none.  Owned. */
 	json_t		*policy;
+	/* The parent proxy every allowed connection goes through
+	 * (`upstream`, `upstream_auth_file`), when have_upstream. */
+	struct sbx_upstream upstream;
+	int		 have_upstream;
 };
 
 struct sbx_netpolicy;
@@ -60,8 +65,8 @@ void	 sbx_proxy_config_release(struct sbx_proxy_config *);
 /* The same checks on a document (config/sandbox.json's object, may be
  * NULL), for sbx config: 0, or -1 with the error a load would give. */
 int	 sbx_proxy_config_check(const json_t *doc, struct sbx_error *);
-/* An agent's proxy settings of its own (`opaque_ports`), checked as a
- * session checks them. */
+/* An agent's proxy settings of its own (`opaque_ports`, `upstream`,
+ * `upstream_auth_file`), checked as a session checks them. */
 int	 sbx_proxy_agent_check(const json_t *agentcfg, const char *origin,
 	    struct sbx_error *);
 

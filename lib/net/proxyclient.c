@@ -124,11 +124,19 @@ sbx_proxyclient_call(int ctl, json_t *req, int fd_pass, int timeout_ms,
 			kind = SBX_K_INVALID_ARGS;
 		else if (kind != NULL && strcmp(kind, SBX_K_REJECTED) == 0)
 			kind = SBX_K_REJECTED;
+		else if (kind != NULL && strcmp(kind, SBX_K_NOT_FOUND) == 0)
+			kind = SBX_K_NOT_FOUND;
 		else
 			kind = SBX_K_UNAVAILABLE;
-		sbx_error_set(e, kind, NULL, "proxy_refused", "sbx-proxy: %s",
+		/* The reasons a caller acts on, kept (static strings). */
+		if (reason != NULL && strcmp(reason, "no_such_ask") == 0)
+			reason = "no_such_ask";
+		else if (reason != NULL && strcmp(reason, "bad_answer") == 0)
+			reason = "bad_answer";
+		else
+			reason = "proxy_refused";
+		sbx_error_set(e, kind, NULL, reason, "sbx-proxy: %s",
 		    msg != NULL ? msg : "refused");
-		(void)reason;
 		json_decref(ans);
 		return NULL;
 	}
@@ -144,7 +152,7 @@ sbx_proxyclient_ensure(int rootfd, const char *prog, const char *home,
 }
 
 int
-sbx_proxyclient_session(int ctl, const char *agent, json_t *allow,
+sbx_proxyclient_session(int ctl, const char *agent, json_t *allow, int ask,
     const char *run, int *channel, struct sbx_error *e)
 {
 	int	 sp[2];
@@ -153,9 +161,9 @@ sbx_proxyclient_session(int ctl, const char *agent, json_t *allow,
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) == -1)
 		return sbx_error_sys(e, "socketpair", "cannot create the "
 		    "proxy channel");
-	req = json_pack("{s:s,s:s,s:s,s:o}", "op", "session", "agent", agent,
-	    "run", run, "allow", allow != NULL ? json_incref(allow) :
-	    json_array());
+	req = json_pack("{s:s,s:s,s:s,s:o,s:b}", "op", "session", "agent",
+	    agent, "run", run, "allow", allow != NULL ? json_incref(allow) :
+	    json_array(), "ask", ask);
 	ans = sbx_proxyclient_call(ctl, req, sp[0], 10000, e);
 	close(sp[0]);
 	if (ans == NULL) {

@@ -19,10 +19,12 @@ json_t	*sbx_proxyclient_call(int ctl, json_t *req, int fd_pass, int timeout_ms,
 int	sbx_proxyclient_ensure(int rootfd, const char *prog, const char *home,
 	    struct sbx_error *);
 /* Open a session on ctl for agent (extra allowlist entries in allow, may
- * be NULL) and set *channel to the descriptor sbx-init must get.  Keep
- * ctl open for the run: closing it ends the session. */
+ * be NULL; ask: hold requests for names no rule decides and ask, as the
+ * agent setting network_ask does) and set *channel to the descriptor
+ * sbx-init must get.  Keep ctl open for the run: closing it ends the
+ * session. */
 int	sbx_proxyclient_session(int ctl, const char *agent, json_t *allow,
-	    const char *run, int *channel, struct sbx_error *);
+	    int ask, const char *run, int *channel, struct sbx_error *);
 /* End it: the run's violations (array, new reference) or NULL. */
 json_t	*sbx_proxyclient_end(int ctl, struct sbx_error *);
 

@@ -59,6 +59,9 @@
 /* Where sbx-init listens for the proxy inside the sandbox (-P), on
  * 127.0.0.1 of the sandbox's own network namespace. */
 #define SBX_INIT_PROXY_PORT	3128
+/* And its SOCKS5 listener (socks5h only), on the same channel; each
+ * connection passed is tagged: 'C' from 3128, 'S' from 1080. */
+#define SBX_INIT_SOCKS_PORT	1080
 
 /* The largest environment sbx-init reads from SBX_FD_ENV. */
 #define SBX_INIT_ENV_MAX	(8u << 20)

@@ -384,8 +384,9 @@ rootfs_done:
 		rc |= sbx_strv_push(v, sb->fs_ops[i]);
 binds_done:
 	/* The bridge: a tmpfs of its own for sbx-init's socket and the
-	 * token file (the rest of / is read-only), and the client. */
-	if (sb->bridge) {
+	 * token file (the rest of / is read-only), and the client (bound
+	 * in proxy mode too: `sbx-host connect` for git over SSH). */
+	if (sb->bridge || sb->host_cli != NULL) {
 		rc |= push2(v, "--tmpfs", SBX_INIT_RUN_DIR);
 		if (sb->host_cli != NULL)
 			rc |= push3(v, "--ro-bind", sb->host_cli,

@@ -16,6 +16,11 @@
  *   proxy-bench http N PAR HOST:PORT
  *	N small plain-HTTP requests through the proxy, PAR at a time (one
  *	process each); prints "N OK SECONDS".
+ *   proxy-bench parent
+ *	A minimal parent proxy for scripts/bench-proxy-upstream.sh: listen
+ *	on 127.0.0.1 (port printed as for serve), and for each connection
+ *	(a process each) read a CONNECT head, dial 127.0.0.1 on its port
+ *	(every name is this machine's), answer 200 and splice both ways.
  *   proxy-bench hold N HOST:PORT SECONDS
  *	Open N tunnels through the proxy, one after the other, and keep
  *	them for SECONDS; then make one more request.  Prints
@@ -454,6 +459,104 @@ hold(int n, const char *target, double secs)
 	return 0;
 }
 
+/* One direction of a parent's tunnel, spliced through a pipe. */
+static void
+parent_pump(int from, int to)
+{
+	int	 p[2];
+	ssize_t	 r;
+
+	if (pipe(p) == -1)
+		_exit(1);
+	(void)fcntl(p[1], F_SETPIPE_SZ, 1 << 20);
+	for (;;) {
+		r = splice(from, NULL, p[1], NULL, 1 << 20, SPLICE_F_MOVE);
+		if (r <= 0)
+			break;
+		while (r > 0) {
+			ssize_t w = splice(p[0], NULL, to, NULL, (size_t)r,
+			    SPLICE_F_MOVE);
+
+			if (w <= 0)
+				_exit(0);
+			r -= w;
+		}
+	}
+	(void)shutdown(to, SHUT_WR);
+}
+
+static void
+parent_conn(int c)
+{
+	char		 h[8192], *colon;
+	size_t		 n = 0;
+	unsigned	 port;
+	int		 u;
+	pid_t		 pid;
+
+	while (n < sizeof(h) - 1) {
+		if (read(c, h + n, 1) != 1)
+			_exit(1);
+		n++;
+		if (n >= 4 && memcmp(h + n - 4, "\r\n\r\n", 4) == 0)
+			break;
+	}
+	h[n] = '\0';
+	if (strncmp(h, "CONNECT ", 8) != 0 || (colon = strchr(h + 8, ':')) ==
+	    NULL || (port = (unsigned)atoi(colon + 1)) == 0 ||
+	    (u = dial(port)) == -1) {
+		(void)!write(c, "HTTP/1.1 502 Bad Gateway\r\n\r\n", 28);
+		_exit(1);
+	}
+	if (write_all(c, "HTTP/1.1 200 Connection established\r\n\r\n",
+	    39) == -1)
+		_exit(1);
+	if ((pid = fork()) == 0) {
+		parent_pump(u, c);
+		_exit(0);
+	}
+	parent_pump(c, u);
+	waitpid(pid, NULL, 0);
+	_exit(0);
+}
+
+static int
+parent(void)
+{
+	struct sockaddr_in sin;
+	socklen_t	   sl = sizeof(sin);
+	int		   lfd, c, one = 1;
+
+	signal(SIGCHLD, SIG_IGN);
+	if ((lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+		return 1;
+	(void)setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (bind(lfd, (struct sockaddr *)&sin, sizeof(sin)) == -1 ||
+	    listen(lfd, 128) == -1 ||
+	    getsockname(lfd, (struct sockaddr *)&sin, &sl) == -1)
+		return 1;
+	printf("%u\n", ntohs(sin.sin_port));
+	fflush(stdout);
+	fclose(stdout);
+	for (;;) {
+		if ((c = accept(lfd, NULL, NULL)) == -1) {
+			if (errno == EINTR)
+				continue;
+			return 1;
+		}
+		(void)setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one,
+		    sizeof(one));
+		if (fork() == 0) {
+			close(lfd);
+			parent_conn(c);
+		}
+		close(c);
+	}
+}
+
 int
 main(int argc, char **argv)
 {
@@ -468,6 +571,8 @@ main(int argc, char **argv)
 		return stream(0, argv[2]);
 	if (strcmp(argv[1], "http") == 0 && argc == 5)
 		return http(atoi(argv[2]), atoi(argv[3]), argv[4]);
+	if (strcmp(argv[1], "parent") == 0 && argc == 2)
+		return parent();
 	if (strcmp(argv[1], "hold") == 0 && argc == 5)
 		return hold(atoi(argv[2]), argv[3], atof(argv[4]));
 	usage();

@@ -96,9 +96,13 @@ bats_require_minimum_version 1.5.0
 		echo "no_proxy=${no_proxy-unset}"'
 	echo "$output"
 	[ "$status" -eq 0 ]
-	for v in HTTP_PROXY HTTPS_PROXY http_proxy https_proxy ALL_PROXY; do
+	for v in HTTP_PROXY HTTPS_PROXY http_proxy https_proxy; do
 		grep -qx "$v $want_sum" <<<"$output"
 	done
+	# ALL_PROXY: the SOCKS5 listener, names only (issue 20).
+	want_sum=$(printf '%s' "socks5h://alice:$tok@127.0.0.1:1080" | sha256sum | cut -d' ' -f1)
+	grep -qx "ALL_PROXY $want_sum" <<<"$output"
+	grep -qx "all_proxy $want_sum" <<<"$output"
 	grep -qx 'NO_PROXY=localhost,127.0.0.1,::1' <<<"$output"
 	grep -qx 'no_proxy=localhost,127.0.0.1,::1' <<<"$output"
 	run sbx exec --json --network proxy --agent alice -- true
@@ -144,14 +148,14 @@ bats_require_minimum_version 1.5.0
 	[ "$(canary_hits)" -eq 0 ]
 }
 
-@test "the relay on 127.0.0.1:3128 accepts before the command's first instruction, and is the only listener" {
+@test "the relays on 127.0.0.1:3128 and :1080 (SOCKS5) accept before the command's first instruction, and are the only listeners" {
 	proxy_world
-	# cat is the first thing to run: the listener is already in the table.
+	# cat is the first thing to run: the listeners are already in the table.
 	run pexec alice cat /proc/net/tcp
 	echo "$output"
 	[ "$status" -eq 0 ]
-	listeners=$(awk '$4 == "0A" { print $2 }' <<<"$output")
-	[ "$listeners" = "0100007F:0C38" ]
+	listeners=$(awk '$4 == "0A" { print $2 }' <<<"$output" | sort | tr '\n' ' ')
+	[ "$listeners" = "0100007F:0438 0100007F:0C38 " ]
 	run pexec alice "$PY" -c '
 import socket
 s = socket.create_connection(("127.0.0.1", 3128), 2)

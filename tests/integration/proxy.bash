@@ -841,3 +841,114 @@ teardown() { proxy_teardown; }
 
 # jc JSON FILTER: compact output of a jq filter.
 jc() { printf '%s' "$1" | jq -c "$2"; }
+
+# A parent proxy on 127.0.0.1 (issue 20): it logs one JSON line per
+# request to $dir/upstream.log (method, target, the Proxy-Authorization it
+# got, mode) and sends every name to 127.0.0.1 (the test's servers).
+# MODE: ok (CONNECT and absolute-form GET), garbage (a status line, then
+# bytes that are no header), hang (reads, never answers), 407, 200garbage
+# (a proper 200, then garbage, then close).
+UPSTREAM_PY='
+import json, os, socket, sys, threading
+d, mode = sys.argv[1], sys.argv[2]
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", 0))
+s.listen(256)
+lock = threading.Lock()
+def log(o):
+    with lock, open(os.path.join(d, "upstream.log"), "a") as f:
+        f.write(json.dumps(o) + "\n")
+def pump(a, b):
+    try:
+        while True:
+            x = a.recv(65536)
+            if not x:
+                break
+            b.sendall(x)
+    except OSError:
+        pass
+    try:
+        b.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass
+def handle(c):
+    c.settimeout(10)
+    buf = b""
+    try:
+        while b"\r\n\r\n" not in buf and len(buf) < 65536:
+            x = c.recv(65536)
+            if not x:
+                return
+            buf += x
+        head, _, rest = buf.partition(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        method, target = lines[0].split(" ")[:2]
+        auth = ""
+        for l in lines[1:]:
+            k, _, v = l.partition(":")
+            if k.strip().lower() == "proxy-authorization":
+                auth = v.strip()
+        log({"method": method, "target": target, "auth": auth, "mode": mode,
+             "head": head.decode("latin-1")})
+        if mode == "hang":
+            c.recv(1)
+            return
+        if mode == "garbage":
+            c.sendall(b"HTTP/1.1 200 OK\r\n\x00\x01\x02garbage\xff\r\n\r\n")
+            return
+        if mode == "407":
+            c.sendall(b"HTTP/1.1 407 Proxy Authentication Required\r\nContent-Length: 0\r\n\r\n")
+            return
+        if mode == "200garbage":
+            c.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n\x00garbage\xff" * 2)
+            return
+        if method == "CONNECT":
+            port = int(target.rsplit(":", 1)[1])
+            u = socket.create_connection(("127.0.0.1", port), 5)
+            c.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            if rest:
+                u.sendall(rest)
+        else:
+            hp = target.split("://", 1)[1].split("/", 1)
+            port = int(hp[0].rsplit(":", 1)[1]) if ":" in hp[0] else 80
+            path = "/" + (hp[1] if len(hp) > 1 else "")
+            u = socket.create_connection(("127.0.0.1", port), 5)
+            out = [method + " " + path + " " + lines[0].split(" ")[2]]
+            out += [l for l in lines[1:] if not l.lower().startswith("proxy-")]
+            u.sendall(("\r\n".join(out) + "\r\n\r\n").encode("latin-1") + rest)
+        c.settimeout(None)
+        u.settimeout(None)
+        t = threading.Thread(target=pump, args=(u, c), daemon=True)
+        t.start()
+        pump(c, u)
+        t.join(15)
+        u.close()
+    except OSError:
+        pass
+    finally:
+        c.close()
+print(s.getsockname()[1], flush=True)
+while True:
+    c, _ = s.accept()
+    threading.Thread(target=handle, args=(c,), daemon=True).start()
+'
+
+# start_upstream [MODE]: sets UPSTREAM_PORT; its log is $UPSTREAM_LOG.
+start_upstream() {
+	UPSTREAM_LOG=$CANARY_DIR/upstream.log
+	"$PY" -u -c "$UPSTREAM_PY" "$CANARY_DIR" "${1:-ok}" \
+	    > "$TEST_ROOT/upstream.port" 2> "$TEST_ROOT/upstream.err" 3>&- &
+	SERVER_PIDS+=("$!")
+	UPSTREAM_PORT=$(wait_line "$TEST_ROOT/upstream.port") ||
+	    { cat "$TEST_ROOT/upstream.err" >&2; return 1; }
+}
+
+# upstream_lines: the number of requests the parent logged.
+upstream_lines() {
+	if [ -f "$UPSTREAM_LOG" ]; then
+		wc -l < "$UPSTREAM_LOG" | tr -d ' '
+	else
+		echo 0
+	fi
+}

@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "tap.h"
 
@@ -555,10 +556,25 @@ test_load(void)
 	load_bad("{\"allowed_domains\":[\"\"]}", "not a valid domain");
 	load_bad("{\"allowed_domains\":[\".example.com\"]}",
 	    "not a valid domain");
-	load_bad("{\"allowed_domains\":[\"example.com:443\"]}",
-	    "not a valid domain");
+	load_bad("{\"allowed_domains\":[\"example.com:0\"]}",
+	    "port that is not a number from 1 to 65535");
+	load_bad("{\"allowed_domains\":[\"example.com:65536\"]}",
+	    "port that is not");
+	load_bad("{\"allowed_domains\":[\"example.com:\"]}",
+	    "port that is not");
+	load_bad("{\"allowed_domains\":[\"example.com:044\"]}",
+	    "port that is not");
+	load_bad("{\"allowed_domains\":[\"example.com:+1\"]}",
+	    "port that is not");
 	load_bad("{\"allowed_domains\":[\"https://example.com\"]}",
-	    "not a valid domain");
+	    "has a scheme");
+	load_bad("{\"allowed_domains\":[\"example.com/path\"]}",
+	    "has a path");
+	load_bad("{\"allowed_domains\":[\"*:443\"]}",
+	    "only denied_domains may say `*:PORT`");
+	load_bad("{\"denied_domains\":[\"*\"]}", "bare `*`");
+	load_bad("{\"allow_private_domains\":[\"a.example.com:443\"]}",
+	    "has a port");
 	load_bad("{\"allowed_domains\":[\"a_b.example.com\"]}",
 	    "not a valid domain");
 	load_bad("{\"allowed_domains\":[\"example.com\\u0000.evil.net\"]}",
@@ -631,12 +647,88 @@ test_resolve_nul_key(void)
 	sbx_np_free(&np);
 }
 
+/* host:port entries (issue 20): ports per entry, "*:PORT" denials, and
+ * wildcards under public suffixes refused. */
+static void
+test_host_port(void)
+{
+	struct sbx_netpolicy	 np;
+	struct sbx_error	 e;
+	json_t			*j;
+
+	sbx_np_init(&np);
+	j = json_loads("{\"allowed_domains\":[\"Example.COM:8443\","
+	    "\"*.ssh.test:22\",\"both.test\",\"both.test:2222\"],"
+	    "\"denied_domains\":[\"*:25\",\"bad.ssh.test:22\"]}", 0,
+	    NULL);
+	memset(&e, 0, sizeof(e));
+	ok(sbx_np_load(&np, j, "t", &e) == 0, "host:port entries load: %s",
+	    e.message);
+	json_decref(j);
+	ok(np.nallowed == 4 && strcmp(np.allowed[0], "example.com:8443") ==
+	    0 && strcmp(np.allowed[1], "*.ssh.test:22") == 0,
+	    "normalised with their port");
+	ok(np.ndenied == 2 && strcmp(np.denied[0], "*:25") == 0,
+	    "*:25 in the deny list");
+	is_str(verdict(&np, "example.com", 8443), "allowed", "its port");
+	is_str(verdict(&np, "example.com", 443), SBX_NP_PORT,
+	    "a port entry does not take allowed_ports");
+	is_str(verdict(&np, "a.ssh.test", 22), "allowed", "*.ssh.test:22");
+	is_str(verdict(&np, "a.b.ssh.test", 22), "allowed", "  any depth");
+	is_str(verdict(&np, "ssh.test", 22), SBX_NP_NOT_ALLOWED,
+	    "  never the apex");
+	is_str(verdict(&np, "a.ssh.test", 443), SBX_NP_PORT,
+	    "  no other port");
+	is_str(verdict(&np, "bad.ssh.test", 22), SBX_NP_DENIED,
+	    "a denial with a port");
+	is_str(verdict(&np, "both.test", 443), "allowed",
+	    "no port: allowed_ports");
+	is_str(verdict(&np, "both.test", 2222), "allowed",
+	    "and the entry with a port");
+	is_str(verdict(&np, "both.test", 25), SBX_NP_DENIED,
+	    "*:25 denies every host on 25");
+	is_str(verdict(&np, "example.com", 25), SBX_NP_DENIED, "  any host");
+	ok(sbx_np_match("*.ssh.test:22", "x.ssh.test") &&
+	    !sbx_np_match("*.ssh.test:22", "ssh.test") &&
+	    sbx_np_match("*:22", "any.test"), "sbx_np_match ignores the port");
+	ok(sbx_np_port_listed(&np, 80) && !sbx_np_port_listed(&np, 22),
+	    "sbx_np_port_listed");
+	ok(sbx_np_allow(&np, "extra.test:9000", &e) == 0 &&
+	    strcmp(verdict(&np, "extra.test", 9000), "allowed") == 0 &&
+	    strcmp(verdict(&np, "extra.test", 443), SBX_NP_PORT) == 0,
+	    "--allow-domain with a port");
+	ok(sbx_np_allow(&np, "*:443", &e) == -1 &&
+	    strstr(e.message, "only denied_domains") != NULL,
+	    "--allow-domain '*:443' refused");
+	sbx_np_free(&np);
+
+	/* Wildcards under a public suffix (the system's list). */
+	if (access("/usr/share/publicsuffix/public_suffix_list.dat", R_OK) !=
+	    0) {
+		skip_n(7, "the public suffix list is not installed");
+		return;
+	}
+	load_bad("{\"allowed_domains\":[\"*.co.uk\"]}",
+	    "wildcard under a public suffix");
+	load_bad("{\"allowed_domains\":[\"*.com.au:443\"]}",
+	    "public suffix");
+	load_bad("{\"denied_domains\":[\"*.co.uk\"]}", "public suffix");
+	sbx_np_init(&np);
+	j = json_loads("{\"allowed_domains\":[\"*.example.co.uk\","
+	    "\"*.github.io\"]}", 0, NULL);
+	ok(sbx_np_load(&np, j, "t", &e) == 0, "*.example.co.uk and "
+	    "*.github.io (private section) load");
+	json_decref(j);
+	sbx_np_free(&np);
+}
+
 static void
 test_allow(void)
 {
 	static const char *const bad[] = { "*", "*.com", "1.2.3.4",
 	    "[::1]", "b\303\274cher.sbx.test", "", "a.*.b.test",
-	    "example.com:443", "\x1b]0;x\x07" };
+	    "example.com:0", "\x1b]0;x\x07", "*:443", "*.co.uk",
+	    "http://example.com" };
 	struct sbx_netpolicy	 np;
 	struct sbx_error	 e;
 	size_t			 i;
@@ -1234,6 +1326,7 @@ main(void)
 	test_load();
 	test_resolve_nul_key();
 	test_allow();
+	test_host_port();
 	test_override();
 	test_addr();
 	test_reasons();

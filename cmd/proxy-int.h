@@ -1,0 +1,38 @@
+/*
+ * proxy-int.h: what the files of sbx-proxy share: the options and the
+ * output helpers of cmd/sbx-proxy.c, which parses and dispatches, and the
+ * ask subcommands of cmd/proxy-ask.c.  Internal to that program.
+ */
+#ifndef SBX_PROXY_INT_H
+#define SBX_PROXY_INT_H
+
+#include <jansson.h>
+
+#include "error.h"
+#include "root.h"
+
+#define PROG	"sbx-proxy"
+
+struct proxy_opts {
+	const char	*agent;
+	const char	*home;
+	json_t		*allow;
+	int		 foreground, json, quiet, verbose, resolve, follow;
+	const char	*tool;
+};
+
+extern struct proxy_opts	 O;
+
+/* Report a failure and exit with the status of the one table. */
+void	fail(struct sbx_error *) __attribute__((noreturn));
+/* Success: the envelope under --json, else text (unless -q). */
+void	ok(json_t *result, const char *text);
+
+/* sbx proxy check HOST[:PORT] (cmd/proxy-check.c). */
+int	proxy_cmd_check(struct sbx_root *, const char *target);
+/* sbx proxy asks [--follow], sbx proxy answer ID ANSWER. */
+int	proxy_cmd_asks(struct sbx_root *);
+int	proxy_cmd_answer(struct sbx_root *, const char *id,
+	    const char *answer);
+
+#endif
