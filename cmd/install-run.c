@@ -32,6 +32,12 @@
 #include "runlimits.h"
 #include "time.h"
 
+/* apt: the subordinate range of the copy's sandbox, when there is one
+ * (else why there is none). */
+static struct sbx_subids subids;
+static int		 have_subids;
+static char		 no_subids[256];
+
 /* The proxy token never leaves in a log tail (a manager may print its
  * proxy URL, credentials and all). */
 static void
@@ -84,6 +90,11 @@ run_script(const char *script, char **args, int nargs,
 	R.stdin_mode = "null";
 	R.verbose = O.verbose;
 	R.rootfs_rw = rootfs_rw;
+	if (rootfs_rw && have_subids) {
+		R.subid_uid = subids.uid;
+		R.subid_gid = subids.gid;
+		R.subid_count = subids.count;
+	}
 	R.network = reg != NULL ? SBX_NET_PROXY : SBX_NET_NONE;
 	for (i = 0; reg != NULL && i < reg->nhosts; i++)
 		sbx_strv_push(&R.allow, reg->host[i]);
@@ -181,30 +192,47 @@ update_manifest(void)
 }
 
 /*
- * apt: as root, the copy is handed to the sandbox uid, which is uid 0
- * inside; the registries are the copy's own sources unless
- * install.registries.apt names them.
+ * apt: the registries are the copy's own sources unless
+ * install.registries.apt names them; the subordinate range is found.
  */
 static void
-apt_prepare(struct sbx_install_reg *reg)
+apt_prepare(struct sbx_install_reg *reg, struct sbx_strv *env)
 {
 	struct sbx_error e;
-	char		 rel[PATH_MAX];
+
+	if (sbx_installmgr_apt_registry(root.fd, O.agent, reg, &e) == -1 ||
+	    (have_subids = sbx_identity_subids(root.fd, &subids, no_subids,
+	    sizeof(no_subids), &e)) == -1)
+		fail(&e);
+	/* The apt script refuses owners beyond the ids the run maps. */
+	if (sbx_strv_pushf(env, "INSTALL_MAPPED_IDS=%lu", have_subids ?
+	    subids.count : 0UL) == -1) {
+		sbx_error_sys(&e, "nomem", "the manager's environment");
+		fail(&e);
+	}
+}
+
+/* apt, under the copy's lock: as root, the copy is handed to the sandbox
+ * uid (uid 0 inside), once per copy (lib/exec/install.c). */
+static void
+apt_own_copy(void)
+{
+	struct sbx_error e;
 	uid_t		 uid;
 	gid_t		 gid;
-	int		 fd;
+	long long	 t0 = sbx_now_ms();
+	int		 r;
 
-	if (geteuid() == 0) {
-		snprintf(rel, sizeof(rel), "envs/%s/rootfs", O.agent);
-		if ((fd = sbx_open_beneath(root.fd, rel, O_RDONLY | O_DIRECTORY,
-			 &e)) == -1 ||
-		    sbx_identity_get(root.fd, &uid, &gid, &e) == -1 ||
-		    sbx_install_rootfs_own(fd, uid, gid, &e) == -1)
-			fail(&e);
-		close(fd);
-	}
-	if (sbx_installmgr_apt_registry(root.fd, O.agent, reg, &e) == -1)
+	if (geteuid() != 0)
+		return;
+	if (sbx_identity_get(root.fd, &uid, &gid, &e) == -1 ||
+	    (r = sbx_install_rootfs_own(root.fd, O.agent, uid, gid,
+	    have_subids ? &subids : NULL, &e)) == -1)
 		fail(&e);
+	if (O.verbose)
+		fprintf(stderr, "%s: the copy's owners: %s (%lld ms)\n", PROG,
+		    r == 1 ? "walked" : "unchanged since the last install",
+		    sbx_now_ms() - t0);
 }
 
 int
@@ -260,7 +288,7 @@ do_install(void)
 		fail(&e);
 	json_decref(cfg);
 	if (O.mgr == SBX_INSTALL_APT)
-		apt_prepare(&reg);
+		apt_prepare(&reg, &env);
 	if (sbx_installmgr_check_registries(root.fd, O.agent, O.mgr, &reg,
 		&e) == -1)
 		fail(&e);
@@ -277,6 +305,8 @@ do_install(void)
 	    -1)
 		fail(&e);
 
+	if (O.mgr == SBX_INSTALL_APT)
+		apt_own_copy();
 	if (sbx_installmgr_env(O.mgr, &reg, &env) == -1) {
 		sbx_error_sys(&e, "nomem", "the manager's environment");
 		fail(&e);
@@ -320,15 +350,26 @@ do_install(void)
 	if (cleanup_failed)
 		json_object_set_new(res, "cleanup_failed", json_true());
 	if (rootfs_rw && rr.exit_code == SBX_INSTALLMGR_RC_FOREIGN) {
-		sbx_error_set(&e, SBX_K_REJECTED, "packages", "foreign_owner",
-		    "a package has files owned by another user than root or "
-		    "with a set-user-ID or set-group-ID bit; the sandbox maps "
-		    "one uid only, so dpkg was not run (nothing was "
-		    "installed)");
-		sbx_error_hint(&e,
-		    "see the log tail for the files; install "
-		    "that package into the image before `sbx provision "
-		    "--image`");
+		if (have_subids)
+			sbx_error_set(&e, SBX_K_REJECTED, "packages",
+			    "foreign_owner", "a package has files with a "
+			    "set-user-ID or set-group-ID bit (refused in the "
+			    "sandbox) or of an owner beyond the %lu ids it "
+			    "maps, so dpkg was not run (nothing was "
+			    "installed)", subids.count);
+		else
+			sbx_error_set(&e, SBX_K_REJECTED, "packages",
+			    "foreign_owner", "a package has files owned by "
+			    "another user than root or with a set-user-ID or "
+			    "set-group-ID bit, and the sandbox maps one uid "
+			    "only: %s; dpkg was not run (nothing was "
+			    "installed)", no_subids);
+		sbx_error_hint(&e, "see the log tail for the files; %s",
+		    have_subids ? "install that package into the image "
+		    "before `sbx provision --image`" : "give the user "
+		    "subordinate ids (usermod --add-subuids and "
+		    "--add-subgids, 65536 of each), or install that package "
+		    "into the image before `sbx provision --image`");
 		e.retryable = 0;
 		json_array_clear(json_object_get(res, "installed"));
 		close(lock);

@@ -486,25 +486,15 @@ do_get(void)
 	return 0;
 }
 
-int
-main(int argc, char *argv[])
+/* The subcommand: known, with the options and operands it takes.
+ * Returns whether it takes a NAME. */
+static int
+check_sub(void)
 {
 	struct sbx_error	 e;
 	unsigned		 bit;
-	int			 want_name, creating, rc;
+	int			 want_name;
 
-	if (sbx_fd_sanitize_std() == -1)
-		return SBX_EX_OSERR;
-	sbx_cmd_finish_init(PROG);
-	if (sbx_cmd_complete(&table, argc, argv, &rc))
-		return rc;
-	sbx_secret_protect();
-	parse_args(argc, argv);
-	if (sodium_init() == -1) {
-		sbx_error_set(&e, SBX_K_UNAVAILABLE, NULL,
-		    "crypto_unavailable", "libsodium cannot be initialised");
-		fail(&e);
-	}
 	if (O.sub == NULL)
 		usage("a subcommand is needed");
 	if (strlen(O.sub) < 20)
@@ -526,6 +516,28 @@ main(int argc, char *argv[])
 		usage("this subcommand takes one NAME");
 	if (!want_name && O.nargs != 1)
 		usage("this subcommand takes no argument");
+	return want_name;
+}
+
+int
+main(int argc, char *argv[])
+{
+	struct sbx_error	 e;
+	int			 want_name, creating, rc;
+
+	if (sbx_fd_sanitize_std() == -1)
+		return SBX_EX_OSERR;
+	sbx_cmd_finish_init(PROG);
+	if (sbx_cmd_complete(&table, argc, argv, &rc))
+		return rc;
+	sbx_secret_protect();
+	parse_args(argc, argv);
+	if (sodium_init() == -1) {
+		sbx_error_set(&e, SBX_K_UNAVAILABLE, NULL,
+		    "crypto_unavailable", "libsodium cannot be initialised");
+		fail(&e);
+	}
+	want_name = check_sub();
 	if (O.agent == NULL)
 		O.agent = getenv("SBX_AGENT") && *getenv("SBX_AGENT") ?
 		    getenv("SBX_AGENT") : "default";

@@ -67,10 +67,11 @@ static const char pip_list[] =
 
 /*
  * apt, as uid 0 of the sandbox's user namespace over the agent's copy.
- * The user namespace maps that one uid (bwrap cannot map a range), so a
- * package with files of another owner or a set-id bit (which the seccomp
- * filter refuses anyway) could only half-install: the archives are
- * downloaded first and every one is checked before dpkg runs.
+ * That namespace maps ids 1..$INSTALL_MAPPED_IDS besides (a subordinate
+ * range, exec's prep_subids; 0 without one), so a package with files of
+ * an owner beyond them, or with a set-id bit (which the seccomp filter
+ * refuses), could only half-install: the archives are downloaded first
+ * and every one is checked before dpkg runs.
  */
 static const char apt_script[] =
     "command -v apt-get >/dev/null 2>&1 || {\n"
@@ -89,7 +90,9 @@ static const char apt_script[] =
     "for f in /var/cache/apt/archives/*.deb; do\n"
     "  [ -f \"$f\" ] || continue\n"
     "  dpkg-deb --fsys-tarfile \"$f\" | tar -tvf - --numeric-owner |\n"
-    "  awk -v f=\"${f##*/}\" '$2 != \"0/0\" || substr($1, 4, 1) ~ /[sS]/ ||\n"
+    "  awk -v f=\"${f##*/}\" -v n=\"${INSTALL_MAPPED_IDS:-0}\" '\n"
+    "    { split($2, o, \"/\") }\n"
+    "    o[1] + 0 > n + 0 || o[2] + 0 > n + 0 || substr($1, 4, 1) ~ /[sS]/ ||\n"
     "      substr($1, 7, 1) ~ /[sS]/ { print \"sbx-install: \" f \": \" $0;"
     " bad = 1 }\n"
     "    END { exit bad }' >&2 || { rm -f \"$f\"; bad=1; }\n"

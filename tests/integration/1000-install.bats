@@ -6,6 +6,8 @@
 # The registry (install.bash) is a python3 server on the host's 127.0.0.1,
 # run as uid 65533, reached from the sandbox through sbx-proxy under names the
 # agent's `resolve` overrides map to it.  No test needs the internet.
+# As uid 65534 (the unprivileged pass) the registry runs as that uid too.
+# sbx-test: unprivileged
 
 load lib
 load proxy
