@@ -204,7 +204,7 @@ if [ "$apt_ok" = 1 ]; then
 	as=$(median < "$tmp/t.asbx")
 	aw=$(median < "$tmp/t.walk")
 	printf '%-44s %8s\n' "apt-get install sbx-bN (local repo), median" "ms"
-	printf '%-44s %8s\n' "bare apt-get in bwrap (no proxy, seccomp)" "$ab"
+	printf '%-44s %8s\n' "bare apt-get in bwrap (no proxy, no seccomp)" "$ab"
 	printf '%-44s %8s\n' "sbx install --manager apt" "$as"
 	awk -v s="$as" -v b="$ab" 'BEGIN {
 		printf "%-44s %8.2fx\n", "sbx install apt / bare apt-get", s / b

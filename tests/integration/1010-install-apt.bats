@@ -205,6 +205,59 @@ subids_free() {
 	run -0 sbx exec --agent alice -- sbx-hello
 }
 
+@test "apt: an unprivileged user with /etc/subuid and /etc/subgid entries: newuidmap maps the range, the package installs" {
+	is_root || skip "binds a test /etc/subuid and /etc/subgid in a private mount namespace, which needs root (the unprivileged pass checks the refusal without a range)"
+	[ -x /usr/bin/newuidmap ] && [ -x /usr/bin/newgidmap ] ||
+	    skip "newuidmap and newgidmap (package uidmap) are not installed"
+	command -v unshare >/dev/null 2>&1 || skip "unshare is not installed"
+	[ -f /etc/subuid ] && [ -f /etc/subgid ] ||
+	    skip "no /etc/subuid or /etc/subgid to bind a test copy over"
+	before=$(cat /etc/subuid /etc/subgid | cksum)
+	# As nobody, in a private mount namespace where nobody owns
+	# 1879048192..+65535: its own build copy, state root and image.
+	nb=$TEST_ROOT/nb
+	[ -n "$TEST_ROOT" ] && mkdir -p "$nb/build" "$nb/home"
+	cp -a "$SBX_TEST_BUILD/bin" "$SBX_TEST_BUILD/libexec" "$nb/build/"
+	cp "$APT_FX/image.tar" "$nb/"
+	echo nobody:1879048192:65536 > "$nb/subuid"
+	echo nobody:1879048192:65536 > "$nb/subgid"
+	cat > "$nb/run.sh" <<'EOF'
+set -u
+export SBX_HOME=$HOME/state SBX_EXEC_PATH=$NB/build/libexec/sbx
+sbx=$NB/build/bin/sbx
+$sbx provision image add "$NB/image.tar" --name debmini -q --sha256 "$SHA" &&
+    $sbx provision --agent alice --image debmini --own-rootfs -q || exit 1
+mkdir -p "$SBX_HOME/config/agents"
+echo '{"proxy": {"idle_exit_s": 60}}' > "$SBX_HOME/config/sandbox.json"
+printf '{"allow_private": true, "allowed_ports": [80, 443, %s], "resolve": {"apt.sbx.test": "127.0.0.1"}}\n' \
+    "$APT_PORT" > "$SBX_HOME/config/agents/alice.json"
+rc=0
+$sbx install --agent alice --manager apt --json -v sbx-owned 2>&1 || rc=$?
+echo "owner $(stat -c %u:%g "$SBX_HOME/envs/alice/rootfs/usr/share/sbx-owned/f")"
+echo "read $($sbx exec --agent alice -- cat /usr/share/sbx-owned/f)"
+$sbx proxy stop >/dev/null 2>&1
+exit "$rc"
+EOF
+	chmod -R a+rX "$nb"
+	chown 65534:65534 "$nb/home"
+	run unshare -m --propagation private sh -c '
+	    mount --bind "$1/subuid" /etc/subuid &&
+	    mount --bind "$1/subgid" /etc/subgid &&
+	    exec setpriv --reuid 65534 --regid 65534 --clear-groups env -i \
+		PATH=/usr/local/bin:/usr/bin:/bin HOME="$1/home" NB="$1" \
+		SHA="$2" APT_PORT="$3" SBX_TEST_RUN="${SBX_TEST_RUN:-}" \
+		bash "$1/run.sh"' sh "$nb" \
+	    "$(sha256sum "$APT_FX/image.tar" | cut -d' ' -f1)" "$APT_PORT"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	# The range through newuidmap: inside 6:12 is 1879048192 + 5 and + 11.
+	[[ $output == *"--userns "* ]]
+	[[ $output == *"owner $((1879048192 + 5)):$((1879048192 + 11))"* ]]
+	[[ $output == *"read data"* ]]
+	# The host's files are as they were.
+	[ "$(cat /etc/subuid /etc/subgid | cksum)" = "$before" ]
+}
+
 @test "apt: without a copy of its own, rejected no_writable_rootfs with the provision command" {
 	apt_agent bob
 	n=$(wc -l < "$APT_FX/req.log")
