@@ -15,10 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "error.h"
 #include "userns.h"
-
-#define NEWUIDMAP	"/usr/bin/newuidmap"
-#define NEWGIDMAP	"/usr/bin/newgidmap"
 
 static int
 write_file(const char *path, const char *s)
@@ -54,15 +52,19 @@ write_map(pid_t pid, const char *which, const struct sbx_userns_map *m)
 /*
  * Anyone else: newuidmap PID IN OUT COUNT... (and newgidmap), run with an
  * empty environment; they check the ranges against /etc/subuid and
- * /etc/subgid and write the map.
+ * /etc/subgid and write the map.  What they say on failure goes into
+ * why (nothing is printed here).
  */
 static int
-helper_map(pid_t pid, const char *helper, const struct sbx_userns_map *m)
+helper_map(pid_t pid, const char *helper, const struct sbx_userns_map *m,
+    char *why, size_t whysz)
 {
 	char	 args[4][3][24], spid[24];
 	char	*argv[2 + 4 * 3 + 1];
 	pid_t	 h;
-	int	 i, k = 0, status;
+	ssize_t	 n;
+	size_t	 got = 0;
+	int	 i, k = 0, status, err[2];
 
 	argv[k++] = (char *)helper;
 	snprintf(spid, sizeof(spid), "%d", (int)pid);
@@ -78,22 +80,41 @@ helper_map(pid_t pid, const char *helper, const struct sbx_userns_map *m)
 		argv[k++] = args[i][2];
 	}
 	argv[k] = NULL;
-	if ((h = fork()) == -1)
+	if (pipe2(err, O_CLOEXEC) == -1)
 		return -1;
+	if ((h = fork()) == -1) {
+		close(err[0]);
+		close(err[1]);
+		return -1;
+	}
 	if (h == 0) {
 		int devnull = open("/dev/null", O_RDWR);
 
-		if (devnull >= 0) {
-			dup2(devnull, 0);
-			dup2(devnull, 1);
-		}
+		if (devnull == -1 || dup2(devnull, 0) == -1 ||
+		    dup2(devnull, 1) == -1 || dup2(err[1], 2) == -1)
+			_exit(127);
 		execve(helper, argv, (char *[]){ NULL });
 		_exit(127);
 	}
+	close(err[1]);
+	while (got + 1 < whysz && (n = read(err[0], why + got,
+	    whysz - 1 - got)) != 0) {
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1)
+			break;
+		got += (size_t)n;
+	}
+	why[got] = '\0';
+	while (got > 0 && (why[got - 1] == '\n' || why[got - 1] == ' '))
+		why[--got] = '\0';
+	close(err[0]);
 	while (waitpid(h, &status, 0) == -1)
 		if (errno != EINTR)
 			return -1;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		if (got == 0)
+			snprintf(why, whysz, "%s failed", helper);
 		errno = EPERM;
 		return -1;
 	}
@@ -105,8 +126,8 @@ sbx_userns_make(uid_t owner_uid, gid_t owner_gid,
     const struct sbx_userns_map *uids, const struct sbx_userns_map *gids,
     int no_nested, struct sbx_error *e)
 {
-	char	 path[64], c = 0;
-	int	 ready[2], go[2], fd = -1, saved = 0, status, root, nsfd;
+	char	 path[64], why[256] = "", c = 0;
+	int	 ready[2], go[2], fd = -1, saved = 0, status, root;
 	pid_t	 pid;
 	const char *step = "fork";
 
@@ -157,7 +178,7 @@ sbx_userns_make(uid_t owner_uid, gid_t owner_gid,
 	}
 	step = "uid_map";
 	if ((root ? write_map(pid, "uid_map", uids) :
-	    helper_map(pid, NEWUIDMAP, uids)) == -1) {
+	    helper_map(pid, SBX_NEWUIDMAP, uids, why, sizeof(why))) == -1) {
 		saved = errno;
 		goto reap;
 	}
@@ -166,7 +187,7 @@ sbx_userns_make(uid_t owner_uid, gid_t owner_gid,
 	if (root)
 		(void)write_file(path, "deny\n");
 	if ((root ? write_map(pid, "gid_map", gids) :
-	    helper_map(pid, NEWGIDMAP, gids)) == -1) {
+	    helper_map(pid, SBX_NEWGIDMAP, gids, why, sizeof(why))) == -1) {
 		saved = errno;
 		goto reap;
 	}
@@ -188,9 +209,12 @@ out:
 		close(go[1]);
 	if (fd == -1) {
 		errno = saved;
+		if (why[0] != '\0')
+			return sbx_error_set(e, SBX_K_UNAVAILABLE, "userns",
+			    "userns_failed", "cannot make the sandbox's user "
+			    "namespace (%s): %s", step, why);
 		return sbx_error_sys(e, "userns_failed", "cannot make the "
 		    "sandbox's user namespace (%s)", step);
 	}
-	nsfd = fd;
-	return nsfd;
+	return fd;
 }

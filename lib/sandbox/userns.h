@@ -10,6 +10,10 @@
 
 #include "error.h"
 
+/* The setuid helpers that write an unprivileged user's maps (uidmap). */
+#define SBX_NEWUIDMAP	"/usr/bin/newuidmap"
+#define SBX_NEWGIDMAP	"/usr/bin/newgidmap"
+
 /* One line of a uid_map or gid_map: inside, outside, count. */
 struct sbx_userns_map {
 	int		 n;

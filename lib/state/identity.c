@@ -19,6 +19,7 @@
 #include "buf.h"
 #include "fsutil.h"
 #include "users.h"
+#include "userns.h"
 
 int
 sbx_identity_get(int rootfd, uid_t *uid, gid_t *gid, struct sbx_error *e)

@@ -33,8 +33,6 @@ int	sbx_identity_wants_user(int rootfd, struct sbx_error *);
 					 * container range, below 2^31 */
 #define SBX_SUBUID_FILE	"/etc/subuid"
 #define SBX_SUBGID_FILE	"/etc/subgid"
-#define SBX_NEWUIDMAP	"/usr/bin/newuidmap"
-#define SBX_NEWGIDMAP	"/usr/bin/newgidmap"
 
 struct sbx_subids {
 	unsigned long	 uid, gid, count;
