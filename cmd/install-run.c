@@ -202,18 +202,18 @@ apt_prepare(struct sbx_install_reg *reg, struct sbx_strv *env)
 
 	if (sbx_installmgr_apt_registry(root.fd, O.agent, reg, &e) == -1 ||
 	    (have_subids = sbx_identity_subids(root.fd, &subids, no_subids,
-	    sizeof(no_subids), &e)) == -1)
+		 sizeof(no_subids), &e)) == -1)
 		fail(&e);
 	/* The apt script refuses owners beyond the ids the run maps. */
-	if (sbx_strv_pushf(env, "INSTALL_MAPPED_IDS=%lu", have_subids ?
-	    subids.count : 0UL) == -1) {
+	if (sbx_strv_pushf(env, "INSTALL_MAPPED_IDS=%lu",
+		have_subids ? subids.count : 0UL) == -1) {
 		sbx_error_sys(&e, "nomem", "the manager's environment");
 		fail(&e);
 	}
 }
 
 /* apt, under the copy's lock: as root, the copy is handed to the sandbox
- * uid (uid 0 inside), once per copy (lib/exec/install.c). */
+ * uid (uid 0 inside), once per copy and stamped (lib/exec/install.c). */
 static void
 apt_own_copy(void)
 {
@@ -223,11 +223,14 @@ apt_own_copy(void)
 	long long	 t0 = sbx_now_ms();
 	int		 r;
 
-	if (geteuid() != 0)
+	/* Anyone else's copy is theirs already; with a range, the stamp
+	 * (after a walk that finds nothing to change) tells ordinary runs
+	 * to map it too. */
+	if (geteuid() != 0 && !have_subids)
 		return;
 	if (sbx_identity_get(root.fd, &uid, &gid, &e) == -1 ||
 	    (r = sbx_install_rootfs_own(root.fd, O.agent, uid, gid,
-	    have_subids ? &subids : NULL, &e)) == -1)
+		 have_subids ? &subids : NULL, &e)) == -1)
 		fail(&e);
 	if (O.verbose)
 		fprintf(stderr, "%s: the copy's owners: %s (%lld ms)\n", PROG,
@@ -352,24 +355,30 @@ do_install(void)
 	if (rootfs_rw && rr.exit_code == SBX_INSTALLMGR_RC_FOREIGN) {
 		if (have_subids)
 			sbx_error_set(&e, SBX_K_REJECTED, "packages",
-			    "foreign_owner", "a package has files with a "
+			    "foreign_owner",
+			    "a package has files with a "
 			    "set-user-ID or set-group-ID bit (refused in the "
 			    "sandbox) or of an owner beyond the %lu ids it "
 			    "maps, so dpkg was not run (nothing was "
-			    "installed)", subids.count);
+			    "installed)",
+			    subids.count);
 		else
 			sbx_error_set(&e, SBX_K_REJECTED, "packages",
-			    "foreign_owner", "a package has files owned by "
+			    "foreign_owner",
+			    "a package has files owned by "
 			    "another user than root or with a set-user-ID or "
 			    "set-group-ID bit, and the sandbox maps one uid "
 			    "only: %s; dpkg was not run (nothing was "
-			    "installed)", no_subids);
+			    "installed)",
+			    no_subids);
 		sbx_error_hint(&e, "see the log tail for the files; %s",
-		    have_subids ? "install that package into the image "
-		    "before `sbx provision --image`" : "give the user "
-		    "subordinate ids (usermod --add-subuids and "
-		    "--add-subgids, 65536 of each), or install that package "
-		    "into the image before `sbx provision --image`");
+		    have_subids ?
+			"install that package into the image "
+			"before `sbx provision --image`" :
+			"give the user "
+			"subordinate ids (usermod --add-subuids and "
+			"--add-subgids, 65536 of each), or install that package "
+			"into the image before `sbx provision --image`");
 		e.retryable = 0;
 		json_array_clear(json_object_get(res, "installed"));
 		close(lock);

@@ -522,8 +522,8 @@ check_sub(void)
 int
 main(int argc, char *argv[])
 {
-	struct sbx_error	 e;
-	int			 want_name, creating, rc;
+	struct sbx_error e;
+	int		 want_name, creating, rc;
 
 	if (sbx_fd_sanitize_std() == -1)
 		return SBX_EX_OSERR;
@@ -533,8 +533,8 @@ main(int argc, char *argv[])
 	sbx_secret_protect();
 	parse_args(argc, argv);
 	if (sodium_init() == -1) {
-		sbx_error_set(&e, SBX_K_UNAVAILABLE, NULL,
-		    "crypto_unavailable", "libsodium cannot be initialised");
+		sbx_error_set(&e, SBX_K_UNAVAILABLE, NULL, "crypto_unavailable",
+		    "libsodium cannot be initialised");
 		fail(&e);
 	}
 	want_name = check_sub();

@@ -189,13 +189,14 @@ if [ "$apt_ok" = 1 ]; then
 	files=$(find "$SBX_HOME/envs/abench/rootfs" | wc -l)
 fi
 
+row() { printf '%-44s %8s\n' "$1" "$2"; }
 h=$(median < "$tmp/t.host")
 s=$(median < "$tmp/t.sbx")
 b=$(median < "$tmp/t.bare")
-printf '%-44s %8s\n' "npm install sbx-hello, median of $RUNS" "ms"
-printf '%-44s %8s\n' "host npm (no sandbox, no proxy)" "$h"
-printf '%-44s %8s\n' "sbx exec -- npm install (bare, proxy)" "$b"
-printf '%-44s %8s\n' "sbx install --manager npm" "$s"
+row "npm install sbx-hello, median of $RUNS" "ms"
+row "host npm (no sandbox, no proxy)" "$h"
+row "sbx exec -- npm install (bare, proxy)" "$b"
+row "sbx install --manager npm" "$s"
 awk -v s="$s" -v h="$h" -v b="$b" 'BEGIN {
 	printf "%-44s %8.2fx\n", "sbx install / host npm", s / h
 	printf "%-44s %8d\n", "sbx install overhead over bare (ms)", s - b }'
@@ -203,14 +204,14 @@ if [ "$apt_ok" = 1 ]; then
 	ab=$(median < "$tmp/t.abare")
 	as=$(median < "$tmp/t.asbx")
 	aw=$(median < "$tmp/t.walk")
-	printf '%-44s %8s\n' "apt-get install sbx-bN (local repo), median" "ms"
-	printf '%-44s %8s\n' "bare apt-get in bwrap (no proxy, no seccomp)" "$ab"
-	printf '%-44s %8s\n' "sbx install --manager apt" "$as"
+	row "apt-get install sbx-bN (local repo), median" "ms"
+	row "bare apt-get in bwrap (no proxy, no seccomp)" "$ab"
+	row "sbx install --manager apt" "$as"
 	awk -v s="$as" -v b="$ab" 'BEGIN {
 		printf "%-44s %8.2fx\n", "sbx install apt / bare apt-get", s / b
 		printf "%-44s %8d\n", "sbx install apt overhead over bare (ms)", s - b }'
-	printf '%-44s %8s\n' "copy ownership walk, first install ($files files)" "${walk1:-?}"
-	printf '%-44s %8s\n' "copy ownership check, later installs (stamp)" "$aw"
+	row "copy ownership walk, first install ($files files)" "${walk1:-?}"
+	row "copy ownership check, later installs (stamp)" "$aw"
 else
 	echo "apt figures skipped: $apt_why"
 fi

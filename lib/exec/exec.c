@@ -30,10 +30,10 @@
 #include "exec.h"
 #include "fsutil.h"
 #include "idmount.h"
-#include "install.h"
-#include "jobsup.h"
 #include "imageref.h"
+#include "install.h"
 #include "joblog.h"
+#include "jobsup.h"
 #include "layout.h"
 #include "names.h"
 #include "netpolicy.h"
@@ -46,8 +46,8 @@
 #include "sandbox.h"
 #include "seccomp.h"
 #include "tools.h"
-#include "users.h"
 #include "userns.h"
+#include "users.h"
 #include "utf8.h"
 
 static int	 sigpipe_fds[2] = { -1, -1 };
@@ -1565,39 +1565,40 @@ static int
 prep_subids(struct sbx_exec *p, unsigned long su, unsigned long sg,
     unsigned long count, struct sbx_error *e)
 {
-	struct sbx_userns_map	 um, gm;
-	uid_t			 u = p->drop_privs ? p->run_uid : getuid();
-	gid_t			 g = p->drop_privs ? p->run_gid : getgid();
+	struct sbx_userns_map um, gm;
+	uid_t		      u = p->drop_privs ? p->run_uid : getuid();
+	gid_t		      g = p->drop_privs ? p->run_gid : getgid();
 
 	if (count == 0)
 		return 0;
 	subids_map(&um, u, su, count, p->sb.rootfs_rw);
 	subids_map(&gm, g, sg, count, p->sb.rootfs_rw);
 	if ((p->userns_fd = sbx_userns_make(u, g, &um, &gm, 1, e)) == -1) {
-		sbx_error_hint(e, "the subordinate range %lu-%lu (uids) and "
+		sbx_error_hint(e,
+		    "the subordinate range %lu-%lu (uids) and "
 		    "%lu-%lu (gids) must be free and, for a user other than "
-		    "root, in /etc/subuid and /etc/subgid", su, su + count - 1,
-		    sg, sg + count - 1);
+		    "root, in /etc/subuid and /etc/subgid",
+		    su, su + count - 1, sg, sg + count - 1);
 		return -1;
 	}
 	p->sb.userns_slot = SBX_FD_USERNS;
 	return 0;
 }
 
-/* An ordinary run over the agent's own copy, as root: the range its
- * last install mapped, if any (the copy's stamp, lib/exec/install.c). */
+/* An ordinary run over the agent's own copy: the range its last install
+ * mapped, if any (the copy's stamp, lib/exec/install.c). */
 static int
 prep_view_subids(struct sbx_exec *p, struct sbx_error *e)
 {
-	struct sbx_subids	 sub;
-	char			 want[PATH_MAX];
+	struct sbx_subids sub;
+	char		  want[PATH_MAX];
 
 	snprintf(want, sizeof(want), "%s/envs/%s/rootfs", p->root.path,
 	    p->sb.agent);
-	if (p->sb.rootfs_rw || !p->drop_privs || p->sb.image_root == NULL ||
+	if (p->sb.rootfs_rw || p->sb.image_root == NULL ||
 	    strcmp(p->sb.image_root, want) != 0 ||
 	    sbx_install_rootfs_subids(p->root.fd, p->sb.agent, p->run_uid,
-	    p->run_gid, &sub) != 1)
+		p->run_gid, &sub) != 1)
 		return 0;
 	return prep_subids(p, sub.uid, sub.gid, sub.count, e);
 }

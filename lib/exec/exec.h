@@ -125,7 +125,7 @@ struct sbx_exec {
 	int			 env_fd, passwd_fd, group_fd, hosts_fd;
 	int			 seccomp_fd, cache_fd, init_fd;
 	int			 etc_fd;	/* cached /etc tree, or -1 */
-	int			 userns_fd;	/* subid_count: the user
+	int			 userns_fd; /* subid_count: the user
 						 * namespace bwrap enters */
 	int			 drop_privs;	/* sbx is root: run as run_uid */
 	uid_t			 run_uid;

@@ -915,9 +915,9 @@ sbx_install_apt_sources(const char *text, int deb822, struct sbx_install_reg *r)
  * entry, beneath dirfd, never following a symlink.
  */
 struct own {
-	uid_t		 uid;
-	gid_t		 gid;
-	unsigned long	 keep_uid, keep_gid, count;
+	uid_t	      uid;
+	gid_t	      gid;
+	unsigned long keep_uid, keep_gid, count;
 };
 
 static int
@@ -992,32 +992,37 @@ sbx_install_rootfs_own(int rootfd, const char *agent, uid_t uid, gid_t gid,
 	}
 	SBX_LPATH(rel, SBX_L_ENV, agent);
 	if ((envfd = sbx_open_beneath(rootfd, rel, O_RDONLY | O_DIRECTORY,
-	    e)) == -1)
+		 e)) == -1)
 		return -1;
-	if ((fd = openat(envfd, "rootfs", O_RDONLY | O_DIRECTORY |
-	    O_NOFOLLOW | O_CLOEXEC)) == -1 || fstat(fd, &st) == -1) {
+	if ((fd = openat(envfd, "rootfs",
+		 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1 ||
+	    fstat(fd, &st) == -1) {
 		sbx_error_sys(e, "open_failed", "envs/%s/rootfs", agent);
 		goto out;
 	}
 	snprintf(stamp, sizeof(stamp), "%llu %llu %u %u %lu %lu %lu\n",
 	    (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
 	    (unsigned)uid, (unsigned)gid, o.keep_uid, o.keep_gid, o.count);
-	if (sbx_read_file_at(envfd, SBX_INSTALL_OWN_STAMP, 256, &b, &e2) ==
-	    0 && b.p != NULL && strcmp(b.p, stamp) == 0) {
+	if (sbx_read_file_at(envfd, SBX_INSTALL_OWN_STAMP, 256, &b, &e2) == 0 &&
+	    b.p != NULL && strcmp(b.p, stamp) == 0) {
 		rc = 0;
 		goto out;
 	}
 	if ((st.st_uid != uid || st.st_gid != gid) &&
 	    fchown(fd, uid, gid) == -1) {
-		sbx_error_sys(e, "chown_failed", "cannot hand the root file "
-		    "system copy to uid %u", (unsigned)uid);
+		sbx_error_sys(e, "chown_failed",
+		    "cannot hand the root file "
+		    "system copy to uid %u",
+		    (unsigned)uid);
 		goto out;
 	}
 	if (own_tree(fd, &o, 0, e) == -1)
 		goto out;
 	/* Written once the walk is whole: a killed walk is done again. */
 	rc = sbx_write_atomic(envfd, SBX_INSTALL_OWN_STAMP, stamp,
-	    strlen(stamp), 0600, e) == -1 ? -1 : 1;
+		 strlen(stamp), 0600, e) == -1 ?
+	    -1 :
+	    1;
 out:
 	sbx_buf_release(&b);
 	if (fd >= 0)
@@ -1027,24 +1032,25 @@ out:
 }
 
 int
-sbx_install_rootfs_subids(int rootfd, const char *agent, uid_t uid,
-    gid_t gid, struct sbx_subids *sub)
+sbx_install_rootfs_subids(int rootfd, const char *agent, uid_t uid, gid_t gid,
+    struct sbx_subids *sub)
 {
-	struct sbx_buf		 b = SBX_BUF_INIT;
-	struct sbx_error	 e;
-	struct stat		 st;
-	unsigned long long	 dev, ino;
-	unsigned		 u, g;
-	char			 rel[SBX_LAYOUT_PATH_MAX];
-	int			 envfd, ok = 0;
+	struct sbx_buf	   b = SBX_BUF_INIT;
+	struct sbx_error   e;
+	struct stat	   st;
+	unsigned long long dev, ino;
+	unsigned	   u, g;
+	char		   rel[SBX_LAYOUT_PATH_MAX];
+	int		   envfd, ok = 0;
 
 	SBX_LPATH(rel, SBX_L_ENV, agent);
 	if ((envfd = sbx_open_beneath(rootfd, rel, O_RDONLY | O_DIRECTORY,
-	    &e)) == -1)
+		 &e)) == -1)
 		return 0;
 	if (sbx_read_file_at(envfd, SBX_INSTALL_OWN_STAMP, 256, &b, &e) == 0 &&
-	    b.p != NULL && sscanf(b.p, "%llu %llu %u %u %lu %lu %lu", &dev,
-	    &ino, &u, &g, &sub->uid, &sub->gid, &sub->count) == 7 &&
+	    b.p != NULL &&
+	    sscanf(b.p, "%llu %llu %u %u %lu %lu %lu", &dev, &ino, &u, &g,
+		&sub->uid, &sub->gid, &sub->count) == 7 &&
 	    u == uid && g == gid && sub->count > 0 &&
 	    sub->count <= SBX_SUBID_COUNT &&
 	    fstatat(envfd, "rootfs", &st, AT_SYMLINK_NOFOLLOW) == 0 &&

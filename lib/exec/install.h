@@ -149,14 +149,14 @@ sbx_install_apt_sources(const char *text, int deb822, struct sbx_install_reg *);
  * afterwards, and they can only give what they write to mapped ids).
  * Returns 1 (walked), 0 (the stamp matched), or -1.
  */
-#define SBX_INSTALL_OWN_STAMP	"rootfs.owner"
+#define SBX_INSTALL_OWN_STAMP "rootfs.owner"
 struct sbx_subids;
-int	sbx_install_rootfs_own(int rootfd, const char *agent, uid_t, gid_t,
-	    const struct sbx_subids *sub, struct sbx_error *);
+int sbx_install_rootfs_own(int rootfd, const char *agent, uid_t, gid_t,
+    const struct sbx_subids *sub, struct sbx_error *);
 /* The range the stamp of the agent's copy names, when the copy is the
  * one stamped, for uid:gid, with a range: 1; else 0. */
-int	sbx_install_rootfs_subids(int rootfd, const char *agent, uid_t, gid_t,
-	    struct sbx_subids *);
+int sbx_install_rootfs_subids(int rootfd, const char *agent, uid_t, gid_t,
+    struct sbx_subids *);
 
 /* The tail of out (at most cap bytes, starting after a newline where one
  * is near), as valid UTF-8 for an envelope.  Caller frees. */

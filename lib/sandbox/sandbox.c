@@ -43,7 +43,10 @@ static const char *const etc_files[] = {
  */
 /* What uid 0 keeps in a read-write rootfs with a subordinate range. */
 static const char *const rootfs_caps[] = {
-	"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_SETUID",
+	"CAP_CHOWN",
+	"CAP_DAC_OVERRIDE",
+	"CAP_FOWNER",
+	"CAP_SETUID",
 	"CAP_SETGID",
 };
 
@@ -284,8 +287,7 @@ sbx_sandbox_argv(const struct sbx_sandbox *sb, struct sbx_strv *v,
 	 * CAP_MKNOD and the rest stay dropped.
 	 */
 	if (sb->rootfs_rw && sb->userns_slot > 0)
-		for (i = 0; i < sizeof(rootfs_caps) / sizeof(*rootfs_caps);
-		    i++)
+		for (i = 0; i < sizeof(rootfs_caps) / sizeof(*rootfs_caps); i++)
 			rc |= push2(v, "--cap-add", rootfs_caps[i]);
 	/* sbx-init is pid 1: when the command ends, init exits and the
 	 * kernel kills everything left in the pid namespace. */

@@ -11,7 +11,7 @@
 /* The descriptor slots SBX_FD_* are in initproto.h, shared with sbx-init. */
 /* Image mode binds no prepared /etc: that slot carries the user
  * namespace of a subordinate range (bwrap --userns); sbx-init closes it. */
-#define SBX_FD_USERNS	SBX_FD_ETC
+#define SBX_FD_USERNS SBX_FD_ETC
 
 /* Where things are inside the sandbox. */
 #define SBX_IN_INIT	SBX_INIT_PATH

@@ -21,8 +21,8 @@
 static int
 write_file(const char *path, const char *s)
 {
-	ssize_t	 n;
-	int	 fd, saved;
+	ssize_t n;
+	int	fd, saved;
 
 	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) == -1)
 		return -1;
@@ -37,9 +37,9 @@ write_file(const char *path, const char *s)
 static int
 write_map(pid_t pid, const char *which, const struct sbx_userns_map *m)
 {
-	char	 path[64], buf[256];
-	size_t	 off = 0;
-	int	 i;
+	char   path[64], buf[256];
+	size_t off = 0;
+	int    i;
 
 	for (i = 0; i < m->n && i < 4; i++)
 		off += (size_t)snprintf(buf + off, sizeof(buf) - off,
@@ -59,20 +59,19 @@ static int
 helper_map(pid_t pid, const char *helper, const struct sbx_userns_map *m,
     char *why, size_t whysz)
 {
-	char	 args[4][3][24], spid[24];
-	char	*argv[2 + 4 * 3 + 1];
-	pid_t	 h;
-	ssize_t	 n;
-	size_t	 got = 0;
-	int	 i, k = 0, status, err[2];
+	char	args[4][3][24], spid[24];
+	char   *argv[2 + 4 * 3 + 1];
+	pid_t	h;
+	ssize_t n;
+	size_t	got = 0;
+	int	i, k = 0, status, err[2];
 
 	argv[k++] = (char *)helper;
 	snprintf(spid, sizeof(spid), "%d", (int)pid);
 	argv[k++] = spid;
 	for (i = 0; i < m->n && i < 4; i++) {
 		snprintf(args[i][0], sizeof(args[i][0]), "%lu", m->line[i].in);
-		snprintf(args[i][1], sizeof(args[i][1]), "%lu",
-		    m->line[i].out);
+		snprintf(args[i][1], sizeof(args[i][1]), "%lu", m->line[i].out);
 		snprintf(args[i][2], sizeof(args[i][2]), "%lu",
 		    m->line[i].count);
 		argv[k++] = args[i][0];
@@ -97,8 +96,8 @@ helper_map(pid_t pid, const char *helper, const struct sbx_userns_map *m,
 		_exit(127);
 	}
 	close(err[1]);
-	while (got + 1 < whysz && (n = read(err[0], why + got,
-	    whysz - 1 - got)) != 0) {
+	while (got + 1 < whysz &&
+	    (n = read(err[0], why + got, whysz - 1 - got)) != 0) {
 		if (n == -1 && errno == EINTR)
 			continue;
 		if (n == -1)
@@ -126,9 +125,9 @@ sbx_userns_make(uid_t owner_uid, gid_t owner_gid,
     const struct sbx_userns_map *uids, const struct sbx_userns_map *gids,
     int no_nested, struct sbx_error *e)
 {
-	char	 path[64], why[256] = "", c = 0;
-	int	 ready[2], go[2], fd = -1, saved = 0, status, root;
-	pid_t	 pid;
+	char	    path[64], why[256] = "", c = 0;
+	int	    ready[2], go[2], fd = -1, saved = 0, status, root;
+	pid_t	    pid;
 	const char *step = "fork";
 
 	root = geteuid() == 0;
@@ -153,15 +152,17 @@ sbx_userns_make(uid_t owner_uid, gid_t owner_gid,
 		close(go[1]);
 		if (root && (owner_uid != 0 || owner_gid != 0) &&
 		    (setgroups(0, NULL) == -1 ||
-		    setresgid(owner_gid, owner_gid, owner_gid) == -1 ||
-		    setresuid(owner_uid, owner_uid, owner_uid) == -1))
+			setresgid(owner_gid, owner_gid, owner_gid) == -1 ||
+			setresuid(owner_uid, owner_uid, owner_uid) == -1))
 			_exit(1);
 		if (unshare(CLONE_NEWUSER) == -1)
 			_exit(1);
 		/* uid 0 of the new namespace has every capability in it,
 		 * CAP_SYS_RESOURCE included: the limit is its own. */
-		if (no_nested && write_file("/proc/sys/user/"
-		    "max_user_namespaces", "0\n") == -1)
+		if (no_nested &&
+		    write_file("/proc/sys/user/"
+			       "max_user_namespaces",
+			"0\n") == -1)
 			_exit(1);
 		if (write(ready[1], &c, 1) != 1)
 			_exit(1);
@@ -178,7 +179,8 @@ sbx_userns_make(uid_t owner_uid, gid_t owner_gid,
 	}
 	step = "uid_map";
 	if ((root ? write_map(pid, "uid_map", uids) :
-	    helper_map(pid, SBX_NEWUIDMAP, uids, why, sizeof(why))) == -1) {
+		    helper_map(pid, SBX_NEWUIDMAP, uids, why, sizeof(why))) ==
+	    -1) {
 		saved = errno;
 		goto reap;
 	}
@@ -187,7 +189,8 @@ sbx_userns_make(uid_t owner_uid, gid_t owner_gid,
 	if (root)
 		(void)write_file(path, "deny\n");
 	if ((root ? write_map(pid, "gid_map", gids) :
-	    helper_map(pid, SBX_NEWGIDMAP, gids, why, sizeof(why))) == -1) {
+		    helper_map(pid, SBX_NEWGIDMAP, gids, why, sizeof(why))) ==
+	    -1) {
 		saved = errno;
 		goto reap;
 	}
@@ -211,10 +214,14 @@ out:
 		errno = saved;
 		if (why[0] != '\0')
 			return sbx_error_set(e, SBX_K_UNAVAILABLE, "userns",
-			    "userns_failed", "cannot make the sandbox's user "
-			    "namespace (%s): %s", step, why);
-		return sbx_error_sys(e, "userns_failed", "cannot make the "
-		    "sandbox's user namespace (%s)", step);
+			    "userns_failed",
+			    "cannot make the sandbox's user "
+			    "namespace (%s): %s",
+			    step, why);
+		return sbx_error_sys(e, "userns_failed",
+		    "cannot make the "
+		    "sandbox's user namespace (%s)",
+		    step);
 	}
 	return fd;
 }

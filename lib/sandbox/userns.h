@@ -11,15 +11,15 @@
 #include "error.h"
 
 /* The setuid helpers that write an unprivileged user's maps (uidmap). */
-#define SBX_NEWUIDMAP	"/usr/bin/newuidmap"
-#define SBX_NEWGIDMAP	"/usr/bin/newgidmap"
+#define SBX_NEWUIDMAP "/usr/bin/newuidmap"
+#define SBX_NEWGIDMAP "/usr/bin/newgidmap"
 
 /* One line of a uid_map or gid_map: inside, outside, count. */
 struct sbx_userns_map {
-	int		 n;
+	int n;
 	struct {
-		unsigned long	 in, out, count;
-	}		 line[4];
+		unsigned long in, out, count;
+	} line[4];
 };
 
 /*
@@ -34,8 +34,8 @@ struct sbx_userns_map {
  * denied.  Returns a descriptor of the namespace, or -1 with e filled
  * (reason userns_failed).
  */
-int	sbx_userns_make(uid_t owner_uid, gid_t owner_gid,
-	    const struct sbx_userns_map *uids, const struct sbx_userns_map *gids,
-	    int no_nested, struct sbx_error *e);
+int sbx_userns_make(uid_t owner_uid, gid_t owner_gid,
+    const struct sbx_userns_map *uids, const struct sbx_userns_map *gids,
+    int no_nested, struct sbx_error *e);
 
 #endif

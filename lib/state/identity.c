@@ -14,12 +14,12 @@
 
 #include <jansson.h>
 
-#include "identity.h"
-#include "runlimits.h"
 #include "buf.h"
 #include "fsutil.h"
-#include "users.h"
+#include "identity.h"
+#include "runlimits.h"
 #include "userns.h"
+#include "users.h"
 
 int
 sbx_identity_get(int rootfd, uid_t *uid, gid_t *gid, struct sbx_error *e)
@@ -78,14 +78,14 @@ sbx_identity_wants_user(int rootfd, struct sbx_error *e)
 }
 
 struct name_of {
-	uid_t	 uid;
-	char	 name[64];
+	uid_t uid;
+	char  name[64];
 };
 
 static int
 name_cb(const char *name, uid_t uid, const char *home, void *arg)
 {
-	struct name_of	*n = arg;
+	struct name_of *n = arg;
 
 	if (uid != n->uid)
 		return 0;
@@ -100,8 +100,8 @@ name_cb(const char *name, uid_t uid, const char *home, void *arg)
  * [*start, *start + *count).
  */
 static int
-subid_file(const char *path, const char *name, unsigned long id,
-    int overlap, unsigned long *start, unsigned long *count)
+subid_file(const char *path, const char *name, unsigned long id, int overlap,
+    unsigned long *start, unsigned long *count)
 {
 	struct sbx_buf	 b = SBX_BUF_INIT;
 	struct sbx_error e;
@@ -120,7 +120,7 @@ subid_file(const char *path, const char *name, unsigned long id,
 		return 0;
 	snprintf(ids, sizeof(ids), "%lu", id);
 	for (line = strtok_r(b.p, "\n", &save); line != NULL && !found;
-	    line = strtok_r(NULL, "\n", &save)) {
+	     line = strtok_r(NULL, "\n", &save)) {
 		if ((f1 = strchr(line, ':')) == NULL ||
 		    (f2 = strchr(f1 + 1, ':')) == NULL)
 			continue;
@@ -150,25 +150,28 @@ subid_file(const char *path, const char *name, unsigned long id,
 }
 
 int
-sbx_identity_subids(int rootfd, struct sbx_subids *r, char *why,
-    size_t whysz, struct sbx_error *e)
+sbx_identity_subids(int rootfd, struct sbx_subids *r, char *why, size_t whysz,
+    struct sbx_error *e)
 {
-	struct name_of	 n;
-	unsigned long	 us, uc, gs, gc;
-	uid_t		 uid;
-	gid_t		 gid;
+	struct name_of n;
+	unsigned long  us, uc, gs, gc;
+	uid_t	       uid;
+	gid_t	       gid;
 
 	if (sbx_identity_get(rootfd, &uid, &gid, e) == -1)
 		return -1;
 	memset(&n, 0, sizeof(n));
 	n.uid = uid;
 	(void)sbx_user_each(name_cb, &n);
-	if (subid_file(SBX_SUBUID_FILE, n.name[0] ? n.name : NULL, uid, 0,
-	    &us, &uc) && subid_file(SBX_SUBGID_FILE, n.name[0] ? n.name :
-	    NULL, uid, 0, &gs, &gc)) {
-		if (geteuid() != 0 && (access(SBX_NEWUIDMAP, X_OK) == -1 ||
-		    access(SBX_NEWGIDMAP, X_OK) == -1)) {
-			snprintf(why, whysz, "newuidmap and newgidmap are not "
+	if (subid_file(SBX_SUBUID_FILE, n.name[0] ? n.name : NULL, uid, 0, &us,
+		&uc) &&
+	    subid_file(SBX_SUBGID_FILE, n.name[0] ? n.name : NULL, uid, 0, &gs,
+		&gc)) {
+		if (geteuid() != 0 &&
+		    (access(SBX_NEWUIDMAP, X_OK) == -1 ||
+			access(SBX_NEWGIDMAP, X_OK) == -1)) {
+			snprintf(why, whysz,
+			    "newuidmap and newgidmap are not "
 			    "installed (package uidmap)");
 			return 0;
 		}
@@ -180,9 +183,11 @@ sbx_identity_subids(int rootfd, struct sbx_subids *r, char *why,
 		return 1;
 	}
 	if (geteuid() != 0) {
-		snprintf(why, whysz, "%s (uid %u) has no subordinate ids in "
-		    "%s and %s", n.name[0] ? n.name : "this user",
-		    (unsigned)uid, SBX_SUBUID_FILE, SBX_SUBGID_FILE);
+		snprintf(why, whysz,
+		    "%s (uid %u) has no subordinate ids in "
+		    "%s and %s",
+		    n.name[0] ? n.name : "this user", (unsigned)uid,
+		    SBX_SUBUID_FILE, SBX_SUBGID_FILE);
 		return 0;
 	}
 	/* Root may map any range; the default must be no one else's. */
@@ -190,11 +195,12 @@ sbx_identity_subids(int rootfd, struct sbx_subids *r, char *why,
 	uc = gc = SBX_SUBID_COUNT;
 	if (subid_file(SBX_SUBUID_FILE, NULL, 0, 1, &us, &uc) ||
 	    subid_file(SBX_SUBGID_FILE, NULL, 0, 1, &gs, &gc)) {
-		snprintf(why, whysz, "the default range %lu-%lu overlaps an "
+		snprintf(why, whysz,
+		    "the default range %lu-%lu overlaps an "
 		    "entry of %s or %s, and %s has none of its own",
 		    SBX_SUBID_BASE, SBX_SUBID_BASE + SBX_SUBID_COUNT - 1,
-		    SBX_SUBUID_FILE, SBX_SUBGID_FILE, n.name[0] ? n.name :
-		    "the sandbox user");
+		    SBX_SUBUID_FILE, SBX_SUBGID_FILE,
+		    n.name[0] ? n.name : "the sandbox user");
 		return 0;
 	}
 	r->uid = us;

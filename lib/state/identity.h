@@ -28,17 +28,18 @@ int	sbx_identity_wants_user(int rootfd, struct sbx_error *);
  * Returns 1 and the range, 0 when there is none (why: the reason, for a
  * refusal), -1 on error.
  */
-#define SBX_SUBID_COUNT	65536UL
-#define SBX_SUBID_BASE	1879048192UL	/* 0x70000000: above systemd's
+#define SBX_SUBID_COUNT 65536UL
+#define SBX_SUBID_BASE \
+	1879048192UL /* 0x70000000: above systemd's
 					 * container range, below 2^31 */
-#define SBX_SUBUID_FILE	"/etc/subuid"
-#define SBX_SUBGID_FILE	"/etc/subgid"
+#define SBX_SUBUID_FILE "/etc/subuid"
+#define SBX_SUBGID_FILE "/etc/subgid"
 
 struct sbx_subids {
-	unsigned long	 uid, gid, count;
+	unsigned long uid, gid, count;
 };
 
-int	sbx_identity_subids(int rootfd, struct sbx_subids *, char *why,
-	    size_t whysz, struct sbx_error *);
+int sbx_identity_subids(int rootfd, struct sbx_subids *, char *why,
+    size_t whysz, struct sbx_error *);
 
 #endif

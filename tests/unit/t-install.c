@@ -353,43 +353,53 @@ main(void)
 	else {
 		struct sbx_subids sub = { 1879048192UL, 1879048192UL, 65536 };
 		struct stat	 fst, pw0, pw1;
-		int		 rc1 = -2, rc2;
+		int		  rc1 = -2, rc2;
 
 		stat("/etc/passwd", &pw0);
-		ok(mkdirat(dfd, "envs", 0700) == 0 && mkdirat(dfd, "envs/a",
-		    0700) == 0 && mkdirat(dfd, "envs/a/rootfs", 0755) == 0 &&
-		    mkdirat(dfd, "envs/a/rootfs/usr", 0755) == 0 &&
-		    (fd2 = openat(dfd, "envs/a/rootfs/usr/f", O_CREAT |
-		    O_WRONLY, 0644)) != -1 && close(fd2) == 0 &&
-		    (fd2 = openat(dfd, "envs/a/rootfs/usr/m", O_CREAT |
-		    O_WRONLY, 0644)) != -1 && close(fd2) == 0 &&
-		    fchownat(dfd, "envs/a/rootfs/usr/m", 1879048192 + 5,
-		    1879048192 + 11, 0) == 0 &&
-		    symlinkat("/etc/passwd", dfd, "envs/a/rootfs/usr/l") == 0 &&
-		    (rc1 = sbx_install_rootfs_own(dfd, "a", 65534, 65534, &sub,
-		    &e)) == 1, "rootfs handed over");
+		ok(mkdirat(dfd, "envs", 0700) == 0 &&
+			mkdirat(dfd, "envs/a", 0700) == 0 &&
+			mkdirat(dfd, "envs/a/rootfs", 0755) == 0 &&
+			mkdirat(dfd, "envs/a/rootfs/usr", 0755) == 0 &&
+			(fd2 = openat(dfd, "envs/a/rootfs/usr/f",
+			     O_CREAT | O_WRONLY, 0644)) != -1 &&
+			close(fd2) == 0 &&
+			(fd2 = openat(dfd, "envs/a/rootfs/usr/m",
+			     O_CREAT | O_WRONLY, 0644)) != -1 &&
+			close(fd2) == 0 &&
+			fchownat(dfd, "envs/a/rootfs/usr/m", 1879048192 + 5,
+			    1879048192 + 11, 0) == 0 &&
+			symlinkat("/etc/passwd", dfd, "envs/a/rootfs/usr/l") ==
+			    0 &&
+			(rc1 = sbx_install_rootfs_own(dfd, "a", 65534, 65534,
+			     &sub, &e)) == 1,
+		    "rootfs handed over");
 		stat("/etc/passwd", &pw1);
 		ok(fstatat(dfd, "envs/a/rootfs/usr/f", &fst, 0) == 0 &&
-		    fst.st_uid == 65534 && fst.st_gid == 65534 &&
-		    fstatat(dfd, "envs/a/rootfs/usr/l", &fst,
-		    AT_SYMLINK_NOFOLLOW) == 0 && fst.st_uid == 65534 &&
-		    pw1.st_uid == pw0.st_uid && pw1.st_gid == pw0.st_gid,
+			fst.st_uid == 65534 && fst.st_gid == 65534 &&
+			fstatat(dfd, "envs/a/rootfs/usr/l", &fst,
+			    AT_SYMLINK_NOFOLLOW) == 0 &&
+			fst.st_uid == 65534 && pw1.st_uid == pw0.st_uid &&
+			pw1.st_gid == pw0.st_gid,
 		    "files and symlinks handed over; the link's target not");
 		ok(fstatat(dfd, "envs/a/rootfs/usr/m", &fst, 0) == 0 &&
-		    fst.st_uid == 1879048192 + 5 &&
-		    fst.st_gid == 1879048192 + 11,
+			fst.st_uid == 1879048192 + 5 &&
+			fst.st_gid == 1879048192 + 11,
 		    "an entry of the subordinate range keeps its owner");
 		/* Unchanged copy: not walked again (a root-owned file
 		 * planted meanwhile stays as it is). */
 		rc2 = fchownat(dfd, "envs/a/rootfs/usr/f", 0, 0, 0) == 0 ?
 		    sbx_install_rootfs_own(dfd, "a", 65534, 65534, &sub, &e) :
 		    -2;
-		ok(rc2 == 0 && fstatat(dfd, "envs/a/rootfs/usr/f", &fst, 0) ==
-		    0 && fst.st_uid == 0, "the stamp: not walked again");
+		ok(rc2 == 0 &&
+			fstatat(dfd, "envs/a/rootfs/usr/f", &fst, 0) == 0 &&
+			fst.st_uid == 0,
+		    "the stamp: not walked again");
 		/* Another identity: walked again. */
 		ok(sbx_install_rootfs_own(dfd, "a", 65533, 65533, &sub, &e) ==
-		    1 && fstatat(dfd, "envs/a/rootfs/usr/f", &fst, 0) == 0 &&
-		    fst.st_uid == 65533, "another uid: walked again");
+			    1 &&
+			fstatat(dfd, "envs/a/rootfs/usr/f", &fst, 0) == 0 &&
+			fst.st_uid == 65533,
+		    "another uid: walked again");
 		unlinkat(dfd, "envs/a/rootfs/usr/l", 0);
 		unlinkat(dfd, "envs/a/rootfs/usr/f", 0);
 		unlinkat(dfd, "envs/a/rootfs/usr/m", 0);
