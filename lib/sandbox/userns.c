@@ -9,13 +9,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "error.h"
+#include "identity.h"
 #include "userns.h"
 
 static int
@@ -150,10 +150,8 @@ sbx_userns_make(uid_t owner_uid, gid_t owner_gid,
 		 * effective uid that made it. */
 		close(ready[0]);
 		close(go[1]);
-		if (root && (owner_uid != 0 || owner_gid != 0) &&
-		    (setgroups(0, NULL) == -1 ||
-			setresgid(owner_gid, owner_gid, owner_gid) == -1 ||
-			setresuid(owner_uid, owner_uid, owner_uid) == -1))
+		if (root && owner_uid != 0 &&
+		    sbx_identity_become(owner_uid, owner_gid, e) == -1)
 			_exit(1);
 		if (unshare(CLONE_NEWUSER) == -1)
 			_exit(1);
