@@ -19,6 +19,9 @@ BUILD_PKGS="$BUILD_PKGS nettle-dev"
 # sbx-proxy's asynchronous resolver (lib/proxy.c; the proxy alone links it).
 BUILD_PKGS="$BUILD_PKGS libc-ares-dev"
 TEST_PKGS="$TEST_PKGS bsdutils xfsprogs"
+# newuidmap and newgidmap: an unprivileged user's subordinate id range for
+# sbx install --manager apt (1010-install-apt.bats checks that path).
+TEST_PKGS="$TEST_PKGS uidmap"
 
 missing=""
 for p in $BUILD_PKGS $RUN_PKGS $TEST_PKGS; do
