@@ -161,6 +161,19 @@ $(B)/libexec/sbx/sbx-proxy: $(B)/cmd/sbx-proxy.o $(B)/cmd/proxy-ask.o \
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_ALL)
 
+# sbx install's install (the sandboxed runs) is a file of its own, linked
+# into sbx-install as provision's are.
+$(B)/libexec/sbx/sbx-install: $(B)/cmd/sbx-install.o $(B)/cmd/install-run.o \
+    $(CMD_COMMON) $(LIBSBX)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_ALL)
+
+# sbx secret's value and passphrase input is a file of its own.
+$(B)/libexec/sbx/sbx-secret: $(B)/cmd/sbx-secret.o $(B)/cmd/secret-input.o \
+    $(CMD_COMMON) $(LIBSBX)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_ALL)
+
 # sbx-exec starts every sandbox: linked statically (static-pie) it pays no
 # dynamic loading (about 1.4 ms a run on the reference machine).  It reads
 # /etc/passwd itself (lib/users.c), so no NSS module is ever needed.

@@ -259,39 +259,15 @@ parse_args(int argc, char *argv[])
 
 /* ---- output ------------------------------------------------------------- */
 
-static void
-print_escaped(const char *s, size_t n)
-{
-	struct sbx_buf	 b = SBX_BUF_INIT;
-
-	if (sbx_str_escape_line(&b, s, n) == 0)
-		printf("%s\n", b.p != NULL ? b.p : "");
-	sbx_buf_release(&b);
-}
-
-/* A value for people and scripts: a string as itself, an array one
- * element a line, anything else as compact JSON. */
+/* A value for people and scripts (sbx_cfg_value_text). */
 static void
 print_value(const json_t *v)
 {
-	const json_t	*it;
-	char		*s;
-	size_t		 i;
+	struct sbx_buf	 b = SBX_BUF_INIT;
 
-	if (json_is_string(v)) {
-		print_escaped(json_string_value(v), json_string_length(v));
-		return;
-	}
-	if (json_is_array(v)) {
-		json_array_foreach(v, i, it)
-			print_value(it);
-		return;
-	}
-	if ((s = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS |
-	    JSON_ENCODE_ANY)) != NULL) {
-		print_escaped(s, strlen(s));
-		free(s);
-	}
+	if (sbx_cfg_value_text(v, &b) == 0 && b.p != NULL)
+		fputs(b.p, stdout);
+	sbx_buf_release(&b);
 }
 
 /* ---- the commands ------------------------------------------------------- */

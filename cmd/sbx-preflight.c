@@ -312,71 +312,54 @@ front_end(const char *exec_dir)
 	return p;
 }
 
-int
-main(int argc, char *argv[])
+/* The probe's options: the agent, the state root, where sbx's programs
+ * are, and the paths the probe may use. */
+static void
+probe_opts(struct sbx_preflight_opts *po, struct sbx_root *root,
+    char **exec_dir, char **front)
 {
-	struct sbx_preflight_opts	 po;
-	struct sbx_root			 root = SBX_ROOT_INIT;
-	struct sbx_error		 e;
-	struct sbx_buf			 b = SBX_BUF_INIT;
-	json_t				*report;
-	const char			*v, *readiness;
-	char				*exec_dir, *front, *s;
-	unsigned			 flags = 0;
-	int				 code;
+	struct sbx_error e;
+	const char	*v;
 
-	/* Before anything is opened: see sbx_fd_sanitize_std(). */
-	if (sbx_fd_sanitize_std() == -1)
-		return SBX_EX_OSERR;
-	sbx_cmd_finish_init(PROG);
-	if (sbx_cmd_complete(&table, argc, argv, &code))
-		return code;
-	parse(argc, argv);
-	if (sbx_cli_json_env())
-		O.json = 1;
-	memset(&po, 0, sizeof(po));
-	po.agent_flag = O.agent != NULL;
+	memset(po, 0, sizeof(*po));
+	po->agent_flag = O.agent != NULL;
 	if (O.agent == NULL && (v = getenv("SBX_AGENT")) != NULL && *v)
 		O.agent = v;
 	if (O.agent == NULL)
 		O.agent = "default";
 	if (sbx_agent_valid(O.agent, "agent", &e) == -1)
 		fail(&e, -1);
-	if (sbx_root_resolve(O.home, &root, &e) == -1)
+	if (sbx_root_resolve(O.home, root, &e) == -1)
 		fail(&e, -1);
 
 	v = secure_getenv("SBX_EXEC_PATH");
-	exec_dir = v != NULL && *v == '/' ? strdup(v) : sbx_self_dir();
-	if (exec_dir == NULL) {
+	*exec_dir = v != NULL && *v == '/' ? strdup(v) : sbx_self_dir();
+	if (*exec_dir == NULL) {
 		sbx_error_sys(&e, "self_unknown", "cannot locate sbx's programs");
 		fail(&e, -1);
 	}
-	front = front_end(exec_dir);
+	*front = front_end(*exec_dir);
 	v = secure_getenv("SBX_PREFLIGHT_SYSCTL_DIR");
-	po.sysctl_dir = v != NULL && *v == '/' ? v : "/proc/sys";
+	po->sysctl_dir = v != NULL && *v == '/' ? v : "/proc/sys";
 	/* As root the probe sandbox runs as another uid, which must reach
 	 * the temporary root: /tmp, whatever TMPDIR says. */
 	v = secure_getenv("TMPDIR");
-	po.tmp_dir = geteuid() != 0 && v != NULL && *v == '/' ? v : "/tmp";
-	po.root_path = root.path;
-	po.root_source = root.source;
-	po.agent = O.agent;
-	po.exec_dir = exec_dir;
-	po.front_end = front;
-	po.deep = O.deep;
+	po->tmp_dir = geteuid() != 0 && v != NULL && *v == '/' ? v : "/tmp";
+	po->root_path = root->path;
+	po->root_source = root->source;
+	po->agent = O.agent;
+	po->exec_dir = *exec_dir;
+	po->front_end = *front;
+	po->deep = O.deep;
+}
 
-	/* A report file that cannot be written is said before the probe
-	 * runs, not after: CI keeps the file as its proof. */
-	if ((O.output != NULL && check_out(O.output, "output", &e) == -1) ||
-	    (O.junit != NULL && check_out(O.junit, "junit", &e) == -1))
-		fail(&e, SBX_EX_CANTCREAT);
-	if (sbx_preflight_run(&po, &report, &e) == -1)
-		fail(&e, -1);
-	readiness = json_string_value(json_object_get(report,
-	    "overall_readiness"));
-	code = sbx_preflight_exit_status(readiness);
-	if (code > 0 && code < 4 && code < O.fail_at)
-		code = 0;
+/* --output FILE (the JSON report) and --junit FILE. */
+static void
+write_reports(json_t *report)
+{
+	struct sbx_error e;
+	struct sbx_buf	 b = SBX_BUF_INIT;
+	char		*s;
 
 	if (O.output != NULL) {
 		s = json_dumps(report, JSON_SORT_KEYS | (O.pretty ?
@@ -398,28 +381,75 @@ main(int argc, char *argv[])
 		}
 		if (write_out(O.junit, b.p, b.len, &e) == -1)
 			fail(&e, SBX_EX_CANTCREAT);
-		sbx_buf_reset(&b);
-	}
-	if (O.json) {
-		emit(sbx_envelope_ok("preflight", report, NULL));
-	} else {
-		v = getenv("NO_COLOR");
-		if (isatty(STDOUT_FILENO) && (v == NULL || *v == '\0') &&
-		    ((v = getenv("TERM")) == NULL || strcmp(v, "dumb") != 0))
-			flags |= SBX_PREFLIGHT_TEXT_COLOR;
-		if (O.verbose)
-			flags |= SBX_PREFLIGHT_TEXT_VERBOSE;
-		if (O.quiet)
-			flags |= SBX_PREFLIGHT_TEXT_QUIET;
-		if (sbx_preflightrender_text(report, flags, &b) == -1) {
-			sbx_error_sys(&e, "nomem", "text report");
-			fail(&e, -1);
-		}
-		fputs(b.p, stdout);
-		fflush(stdout);
-		json_decref(report);
 	}
 	sbx_buf_release(&b);
+}
+
+/* The report on stdout: an envelope, or text (in colour on a terminal
+ * unless NO_COLOR or TERM=dumb). */
+static void
+render(json_t *report)
+{
+	struct sbx_error e;
+	struct sbx_buf	 b = SBX_BUF_INIT;
+	const char	*v;
+	unsigned	 flags = 0;
+
+	if (O.json) {
+		emit(sbx_envelope_ok("preflight", report, NULL));
+		return;
+	}
+	v = getenv("NO_COLOR");
+	if (isatty(STDOUT_FILENO) && (v == NULL || *v == '\0') &&
+	    ((v = getenv("TERM")) == NULL || strcmp(v, "dumb") != 0))
+		flags |= SBX_PREFLIGHT_TEXT_COLOR;
+	if (O.verbose)
+		flags |= SBX_PREFLIGHT_TEXT_VERBOSE;
+	if (O.quiet)
+		flags |= SBX_PREFLIGHT_TEXT_QUIET;
+	if (sbx_preflightrender_text(report, flags, &b) == -1) {
+		sbx_error_sys(&e, "nomem", "text report");
+		fail(&e, -1);
+	}
+	fputs(b.p, stdout);
+	fflush(stdout);
+	json_decref(report);
+	sbx_buf_release(&b);
+}
+
+int
+main(int argc, char *argv[])
+{
+	struct sbx_preflight_opts po;
+	struct sbx_root		  root = SBX_ROOT_INIT;
+	struct sbx_error	  e;
+	json_t			 *report;
+	char			 *exec_dir, *front;
+	int			  code;
+
+	/* Before anything is opened: see sbx_fd_sanitize_std(). */
+	if (sbx_fd_sanitize_std() == -1)
+		return SBX_EX_OSERR;
+	sbx_cmd_finish_init(PROG);
+	if (sbx_cmd_complete(&table, argc, argv, &code))
+		return code;
+	parse(argc, argv);
+	if (sbx_cli_json_env())
+		O.json = 1;
+	probe_opts(&po, &root, &exec_dir, &front);
+	/* A report file that cannot be written is said before the probe
+	 * runs, not after: CI keeps the file as its proof. */
+	if ((O.output != NULL && check_out(O.output, "output", &e) == -1) ||
+	    (O.junit != NULL && check_out(O.junit, "junit", &e) == -1))
+		fail(&e, SBX_EX_CANTCREAT);
+	if (sbx_preflight_run(&po, &report, &e) == -1)
+		fail(&e, -1);
+	code = sbx_preflight_exit_status(
+	    json_string_value(json_object_get(report, "overall_readiness")));
+	if (code > 0 && code < 4 && code < O.fail_at)
+		code = 0;
+	write_reports(report);
+	render(report);
 	sbx_root_release(&root);
 	free(exec_dir);
 	free(front);

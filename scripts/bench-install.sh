@@ -14,11 +14,23 @@
 #    sandbox: `sbx install` against `sbx exec --network proxy
 #    --allow-domain ... -- npm install ...` (what sbx install adds:
 #    validation, the registry check, the lock, the manifest).
+# 3. apt, from a loopback apt repository (the same server), into a small
+#    Debian root made of the host's own apt and dpkg
+#    (tests/integration/install-aptroot.bash): `sbx install --manager apt`
+#    into the agent's own copy against the bare apt-get (update, install)
+#    in a plain bwrap over another copy of the same root, as uid 0 of a
+#    user namespace of uid 65533, with no proxy and no seccomp.  A new
+#    package each run (sbx-bN), so neither side finds it installed.
+# 4. The copy's ownership walk (handing it to the sandbox uid) on the
+#    first apt install, which every apt install paid before the copy's
+#    stamp, and on the later ones.
 #
 # Only 127.0.0.1 is contacted (npm.sbx.test is mapped to it by the agent's
 # `resolve` override); everything runs under a fresh state root in a
 # temporary directory, bounded in count, and is removed at the end.
-# Needs root (the registry runs as uid 65533), npm and /usr/bin/python3.
+# Needs root (the registry runs as uid 65533), npm, /usr/bin/python3, and
+# for the apt figures apt-get, dpkg-deb and dpkg-scanpackages (skipped,
+# said, without them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${B:-build}
@@ -115,13 +127,91 @@ for _ in $(seq "$RUNS"); do
 	time_of sbx_install >> "$tmp/t.sbx"
 	time_of bare_in_sandbox >> "$tmp/t.bare"
 done
+
+# --- apt -------------------------------------------------------------------
+apt_ok=1
+for t in apt-get dpkg-deb dpkg-scanpackages bwrap; do
+	command -v "$t" >/dev/null || { apt_ok=0; apt_why="$t is not installed"; }
+done
+if [ "$apt_ok" = 1 ]; then
+	repo=$reg/apt
+	mkdir -p "$repo/pool"
+	for i in $(seq 0 "$RUNS"); do
+		d=$tmp/deb/sbx-b$i
+		mkdir -p "$d/DEBIAN" "$d/usr/bin"
+		printf 'Package: sbx-b%s\nVersion: 1.0\nArchitecture: all\nMaintainer: sbx <b@sbx.test>\nDescription: bench\n' \
+		    "$i" > "$d/DEBIAN/control"
+		printf '#!/bin/sh\necho b%s\n' "$i" > "$d/usr/bin/sbx-b$i"
+		chmod 0755 "$d/usr/bin/sbx-b$i"
+		dpkg-deb --root-owner-group --build "$d" "$repo/pool/sbx-b${i}_1.0_all.deb" >/dev/null
+	done
+	(cd "$repo" && dpkg-scanpackages pool /dev/null 2>/dev/null > Packages &&
+	    { printf 'Origin: sbx\nLabel: sbx\nSuite: stable\nCodename: sbx\nArchitectures: all amd64\nSHA256:\n'
+	      printf ' %s %s Packages\n' "$(sha256sum Packages | cut -d' ' -f1)" "$(stat -c %s Packages)"; } > Release)
+	chmod -R a+rX "$reg"
+	sh tests/integration/install-aptroot.bash "$tmp/aroot" >/dev/null
+	echo "deb [trusted=yes] http://apt.sbx.test:$port/apt/ ./" > "$tmp/aroot/etc/apt/sources.list"
+	tar -C "$tmp/aroot" -cf "$tmp/aroot.tar" .
+	"$SBX" provision image add "$tmp/aroot.tar" --name benchdeb -q \
+	    --sha256 "$(sha256sum "$tmp/aroot.tar" | cut -d' ' -f1)"
+	"$SBX" provision --agent abench --image benchdeb --own-rootfs -q
+	jq -n --argjson port "$port" '{allow_private: true, allowed_ports: [80, 443, $port],
+	    resolve: {"apt.sbx.test": "127.0.0.1"}}' > "$SBX_HOME/config/agents/abench.json"
+	# The bare side: another copy, the registry by address, uid 65533.
+	echo "deb [trusted=yes] http://127.0.0.1:$port/apt/ ./" > "$tmp/aroot/etc/apt/sources.list"
+	chown -R "$REG_UID:$REG_UID" "$tmp/aroot"
+	# shellcheck disable=SC2016 # $1 and $o are the inner shell's
+	bare_apt() {
+		setpriv --reuid "$REG_UID" --regid "$REG_UID" --clear-groups \
+		    bwrap --unshare-user --uid 0 --gid 0 --unshare-pid --die-with-parent \
+		    --bind "$tmp/aroot" / --proc /proc --dev /dev --tmpfs /run --tmpfs /tmp \
+		    -- /bin/sh -c 'export DEBIAN_FRONTEND=noninteractive
+		    o="-o APT::Sandbox::User=root -o quiet=1 -o Dpkg::Use-Pty=0"
+		    apt-get $o update && apt-get $o install -y --no-install-recommends -- "$1"' \
+		    sh "$1" >/dev/null 2>&1
+	}
+	sbx_apt() { "$SBX" install -q --agent abench --manager apt "$1" >/dev/null 2>&1; }
+	# The first install walks the copy (and warms the proxy): timed.
+	walk1=$("$SBX" install -v --agent abench --manager apt sbx-b0 2>&1 >/dev/null |
+	    sed -n 's/.*the copy.s owners: walked (\([0-9]*\) ms).*/\1/p')
+	bare_apt sbx-b0
+	: > "$tmp/t.abare"; : > "$tmp/t.asbx"; : > "$tmp/t.walk"
+	for i in $(seq 1 "$RUNS"); do
+		time_of bare_apt "sbx-b$i" >> "$tmp/t.abare"
+		t0=$(now)
+		"$SBX" install -v --agent abench --manager apt "sbx-b$i" 2>"$tmp/v.err" >/dev/null
+		awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.4f\n", b - a }' >> "$tmp/t.asbx"
+		sed -n 's/.*the copy.s owners: .*(\([0-9]*\) ms).*/\1/p' "$tmp/v.err" |
+		    awk '{ printf "%.4f\n", $1 / 1000 }' >> "$tmp/t.walk"
+	done
+	"$SBX" exec --agent abench -- "sbx-b$RUNS" | grep -qx "b$RUNS" ||
+	    { echo "bench-install: sbx-b$RUNS did not run in the next exec"; exit 70; }
+	files=$(find "$SBX_HOME/envs/abench/rootfs" | wc -l)
+fi
+
+row() { printf '%-44s %8s\n' "$1" "$2"; }
 h=$(median < "$tmp/t.host")
 s=$(median < "$tmp/t.sbx")
 b=$(median < "$tmp/t.bare")
-printf '%-44s %8s\n' "npm install sbx-hello, median of $RUNS" "ms"
-printf '%-44s %8s\n' "host npm (no sandbox, no proxy)" "$h"
-printf '%-44s %8s\n' "sbx exec -- npm install (bare, proxy)" "$b"
-printf '%-44s %8s\n' "sbx install --manager npm" "$s"
+row "npm install sbx-hello, median of $RUNS" "ms"
+row "host npm (no sandbox, no proxy)" "$h"
+row "sbx exec -- npm install (bare, proxy)" "$b"
+row "sbx install --manager npm" "$s"
 awk -v s="$s" -v h="$h" -v b="$b" 'BEGIN {
 	printf "%-44s %8.2fx\n", "sbx install / host npm", s / h
 	printf "%-44s %8d\n", "sbx install overhead over bare (ms)", s - b }'
+if [ "$apt_ok" = 1 ]; then
+	ab=$(median < "$tmp/t.abare")
+	as=$(median < "$tmp/t.asbx")
+	aw=$(median < "$tmp/t.walk")
+	row "apt-get install sbx-bN (local repo), median" "ms"
+	row "bare apt-get in bwrap (no proxy, no seccomp)" "$ab"
+	row "sbx install --manager apt" "$as"
+	awk -v s="$as" -v b="$ab" 'BEGIN {
+		printf "%-44s %8.2fx\n", "sbx install apt / bare apt-get", s / b
+		printf "%-44s %8d\n", "sbx install apt overhead over bare (ms)", s - b }'
+	row "copy ownership walk, first install ($files files)" "${walk1:-?}"
+	row "copy ownership check, later installs (stamp)" "$aw"
+else
+	echo "apt figures skipped: $apt_why"
+fi

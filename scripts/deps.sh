@@ -25,7 +25,9 @@ TEST_PKGS="$TEST_PKGS bsdutils xfsprogs"
 # The Public Suffix List (lib/net/psl.c reads its .dat: `*.co.uk` is not a
 # wildcard an allowlist may hold); sshd and ssh for the git-over-SSH test.
 RUN_PKGS="$RUN_PKGS publicsuffix"
-TEST_PKGS="$TEST_PKGS openssh-server openssh-client"
+TEST_PKGS="$TEST_PKGS openssh-server openssh-client uidmap"
+# newuidmap and newgidmap: an unprivileged user's subordinate id range for
+# sbx install --manager apt (1010-install-apt.bats checks that path).
 
 missing=""
 for p in $BUILD_PKGS $RUN_PKGS $TEST_PKGS; do

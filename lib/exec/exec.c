@@ -48,6 +48,7 @@
 #include "sandbox.h"
 #include "seccomp.h"
 #include "tools.h"
+#include "userns.h"
 #include "users.h"
 #include "utf8.h"
 
@@ -1522,6 +1523,107 @@ own_dir(struct sbx_exec *p, int fd, const char *rel, struct sbx_error *e)
 static int prep_image(struct sbx_exec *, struct sbx_error *);
 
 /*
+ * A subordinate range over the agent's own rootfs copy: a user namespace
+ * made here (bwrap cannot map a range) and entered by bwrap with
+ * --userns.  It is owned by the uid bwrap runs as, so bwrap has every
+ * capability in it for the set-up, and no user namespace can be made
+ * inside it (bwrap's --disable-userns needs --unshare-user).
+ *
+ * sbx install (rootfs_rw): uid 0 inside is the sandbox uid, as bwrap's
+ * own --uid 0 would make it, and ids 1..N are the range; dpkg, as uid 0,
+ * keeps CHOWN, DAC_OVERRIDE, FOWNER, SETUID and SETGID (sandbox.c):
+ * capabilities of this namespace, over what it maps, which is nothing on
+ * the host but the copy and the range's ids.
+ *
+ * An ordinary run over a copy that such an install wrote (its stamp
+ * names the range): the agent stays the sandbox uid S, mapped to itself
+ * as bwrap's --unshare-user does, and the range is mapped around it, so
+ * the packages' files show their owners (man, _apt) instead of the
+ * overflow id, which is also the uid of a sandbox run as nobody.  No
+ * capability: the mapping changes what ls shows, not what the agent may
+ * do.
+ */
+static int
+subids_map(struct sbx_userns_map *m, unsigned long self, unsigned long base,
+    unsigned long count, int zero)
+{
+	m->n = 0;
+	if (zero) {
+		m->line[m->n].in = 0;
+		m->line[m->n].out = self;
+		m->line[m->n++].count = 1;
+		m->line[m->n].in = 1;
+		m->line[m->n].out = base;
+		m->line[m->n++].count = count;
+		return 0;
+	}
+	/* Inside N (1..count) is base + N - 1; the agent's own id keeps
+	 * its place and the range's id there is left out. */
+	m->line[m->n].in = self;
+	m->line[m->n].out = self;
+	m->line[m->n++].count = 1;
+	if (self >= 1 && self <= count) {
+		if (self > 1) {
+			m->line[m->n].in = 1;
+			m->line[m->n].out = base;
+			m->line[m->n++].count = self - 1;
+		}
+		if (self < count) {
+			m->line[m->n].in = self + 1;
+			m->line[m->n].out = base + self;
+			m->line[m->n++].count = count - self;
+		}
+	} else {
+		m->line[m->n].in = 1;
+		m->line[m->n].out = base;
+		m->line[m->n++].count = count;
+	}
+	return 0;
+}
+
+static int
+prep_subids(struct sbx_exec *p, unsigned long su, unsigned long sg,
+    unsigned long count, struct sbx_error *e)
+{
+	struct sbx_userns_map um, gm;
+	uid_t		      u = p->drop_privs ? p->run_uid : getuid();
+	gid_t		      g = p->drop_privs ? p->run_gid : getgid();
+
+	if (count == 0)
+		return 0;
+	subids_map(&um, u, su, count, p->sb.rootfs_rw);
+	subids_map(&gm, g, sg, count, p->sb.rootfs_rw);
+	if ((p->userns_fd = sbx_userns_make(u, g, &um, &gm, 1, e)) == -1) {
+		sbx_error_hint(e,
+		    "the subordinate range %lu-%lu (uids) and "
+		    "%lu-%lu (gids) must be free and, for a user other than "
+		    "root, in /etc/subuid and /etc/subgid",
+		    su, su + count - 1, sg, sg + count - 1);
+		return -1;
+	}
+	p->sb.userns_slot = SBX_FD_USERNS;
+	return 0;
+}
+
+/* An ordinary run over the agent's own copy: the range its last install
+ * mapped, if any (the copy's stamp, lib/exec/install.c). */
+static int
+prep_view_subids(struct sbx_exec *p, struct sbx_error *e)
+{
+	struct sbx_subids sub;
+	char		  want[PATH_MAX];
+
+	snprintf(want, sizeof(want), "%s/envs/%s/rootfs", p->root.path,
+	    p->sb.agent);
+	if (p->sb.rootfs_rw || p->sb.image_root == NULL ||
+	    strcmp(p->sb.image_root, want) != 0 ||
+	    sbx_install_rootfs_subids(p->root.fd, p->sb.agent, p->run_uid,
+		p->run_gid, &sub) != 1)
+		return 0;
+	return prep_subids(p, sub.uid, sub.gid, sub.count, e);
+}
+
+/*
  * sbx install --manager apt: only the agent's own copy, never a template
  * (shared by every agent of the image), and nothing else writable.
  */
@@ -1575,7 +1677,8 @@ prep_rootfs_rw(struct sbx_exec *p, struct sbx_error *e)
 			return -1;
 		}
 	p->sb.rootfs_rw = 1;
-	return 0;
+	return prep_subids(p, p->req->subid_uid, p->req->subid_gid,
+	    p->req->subid_count, e);
 }
 
 static int
@@ -2183,7 +2286,7 @@ sbx_exec_init(struct sbx_exec *p)
 	p->home_fd = p->output_fd = p->workdir_fd = p->workdir_tree = -1;
 	p->env_fd = p->passwd_fd = p->group_fd = p->hosts_fd = -1;
 	p->seccomp_fd = p->cache_fd = p->init_fd = -1;
-	p->etc_fd = -1;
+	p->etc_fd = p->userns_fd = -1;
 	p->proxy_ctl = p->proxy_chan = -1;
 	p->bridge_ctl = p->bridge_chan = -1;
 	p->tty_size_fd = -1;
@@ -2257,6 +2360,8 @@ sbx_exec_prepare(struct sbx_exec *p, const struct sbx_exec_req *q,
 	if (prep_image(p, e) == -1)
 		return -1;
 	if (p->req->rootfs_rw && prep_rootfs_rw(p, e) == -1)
+		return -1;
+	if (prep_view_subids(p, e) == -1)
 		return -1;
 	if (p->req->workdir != NULL && prep_workdir(p, e) == -1)
 		return -1;
@@ -2407,6 +2512,10 @@ sbx_exec_run_setup(struct sbx_exec *p, struct sbx_run *r)
 	r->slot[SBX_FD_GROUP] = p->group_fd;
 	r->slot[SBX_FD_HOSTS] = p->hosts_fd;
 	r->slot[SBX_FD_ETC] = p->etc_fd;
+	/* Image mode (no prepared /etc): the slot carries the user
+	 * namespace bwrap enters (--userns). */
+	if (p->userns_fd >= 0)
+		r->slot[SBX_FD_USERNS] = p->userns_fd;
 	r->slot[SBX_FD_SECCOMP] = p->seccomp_fd;
 	r->slot[SBX_FD_INIT] = p->init_fd;
 	r->slot[SBX_FD_PROXY] = p->proxy_chan;
@@ -2913,6 +3022,7 @@ sbx_exec_release(struct sbx_exec *p)
 	close_fd(&p->output_fd);
 	close_fd(&p->workdir_fd);
 	close_fd(&p->workdir_tree);
+	close_fd(&p->userns_fd);
 	for (i = 0; i < p->nxwd; i++) {
 		close_fd(&p->xwd[i].fd);
 		close_fd(&p->xwd[i].tree);

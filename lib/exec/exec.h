@@ -77,6 +77,11 @@ struct sbx_exec_req {
 	int		 rootfs_rw; /* sbx install --manager apt: the
 					 * agent's own rootfs copy read-write
 					 * as /, as uid 0 of the userns */
+	/* With rootfs_rw: ids 1..subid_count inside are host ids
+	 * subid_uid.. and subid_gid.. (a subordinate range,
+	 * sbx_identity_subids), so files of other owners (man, _apt) can
+	 * be had; 0: uid 0 alone is mapped. */
+	unsigned long	 subid_uid, subid_gid, subid_count;
 	struct sbx_strv	 secrets;	/* --secret: these only (else all) */
 	int		 no_secrets;	/* --no-secrets */
 
@@ -121,6 +126,8 @@ struct sbx_exec {
 	int			 env_fd, passwd_fd, group_fd, hosts_fd;
 	int			 seccomp_fd, cache_fd, init_fd;
 	int			 etc_fd;	/* cached /etc tree, or -1 */
+	int			 userns_fd; /* subid_count: the user
+						 * namespace bwrap enters */
 	int			 drop_privs;	/* sbx is root: run as run_uid */
 	uid_t			 run_uid;
 	gid_t			 run_gid;

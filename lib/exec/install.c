@@ -28,7 +28,9 @@
 #include "buf.h"
 #include "envelope.h"
 #include "fsutil.h"
+#include "identity.h"
 #include "install.h"
+#include "layout.h"
 #include "netpolicy.h"
 #include "utf8.h"
 
@@ -908,15 +910,24 @@ sbx_install_apt_sources(const char *text, int deb822, struct sbx_install_reg *r)
 
 /*
  * The copy belongs to the uid the sandbox runs as: uid 0 of its user
- * namespace is that uid, and writes only what it owns (no capability).
- * Entry by entry, beneath dirfd, never following a symlink.
+ * namespace is that uid; the ids of a subordinate range are the
+ * packages' own users (keep_*: that range, count 0: none).  Entry by
+ * entry, beneath dirfd, never following a symlink.
  */
+struct own {
+	uid_t	      uid;
+	gid_t	      gid;
+	unsigned long keep_uid, keep_gid, count;
+};
+
 static int
-own_tree(int dfd, uid_t uid, gid_t gid, int depth, struct sbx_error *e)
+own_tree(int dfd, const struct own *o, int depth, struct sbx_error *e)
 {
 	DIR	      *d;
 	struct dirent *de;
 	struct stat    st;
+	uid_t	       u;
+	gid_t	       g;
 	int	       fd, rc = 0;
 
 	if (depth > 64)
@@ -934,13 +945,15 @@ own_tree(int dfd, uid_t uid, gid_t gid, int depth, struct sbx_error *e)
 			continue;
 		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == -1)
 			continue;
-		if ((st.st_uid != uid || st.st_gid != gid) &&
-		    fchownat(dfd, de->d_name, uid, gid, AT_SYMLINK_NOFOLLOW) ==
+		u = st.st_uid - o->keep_uid < o->count ? st.st_uid : o->uid;
+		g = st.st_gid - o->keep_gid < o->count ? st.st_gid : o->gid;
+		if ((st.st_uid != u || st.st_gid != g) &&
+		    fchownat(dfd, de->d_name, u, g, AT_SYMLINK_NOFOLLOW) ==
 			-1) {
 			rc = sbx_error_sys(e, "chown_failed",
 			    "cannot hand "
 			    "the root file system copy to uid %u",
-			    (unsigned)uid);
+			    (unsigned)o->uid);
 			break;
 		}
 		/* chown clears set-id bits; the copy has none (owners and
@@ -951,7 +964,7 @@ own_tree(int dfd, uid_t uid, gid_t gid, int depth, struct sbx_error *e)
 			 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) ==
 		    -1)
 			continue;
-		rc = own_tree(fd, uid, gid, depth + 1, e);
+		rc = own_tree(fd, o, depth + 1, e);
 		close(fd);
 	}
 	closedir(d);
@@ -959,17 +972,92 @@ own_tree(int dfd, uid_t uid, gid_t gid, int depth, struct sbx_error *e)
 }
 
 int
-sbx_install_rootfs_own(int rootfsfd, uid_t uid, gid_t gid, struct sbx_error *e)
+sbx_install_rootfs_own(int rootfd, const char *agent, uid_t uid, gid_t gid,
+    const struct sbx_subids *sub, struct sbx_error *e)
 {
-	struct stat st;
+	struct sbx_buf	 b = SBX_BUF_INIT;
+	struct sbx_error e2;
+	struct stat	 st;
+	struct own	 o;
+	char		 rel[SBX_LAYOUT_PATH_MAX], stamp[160];
+	int		 envfd, fd, rc = -1;
 
-	if (fstat(rootfsfd, &st) == -1)
-		return sbx_error_sys(e, "stat_failed", "rootfs");
+	memset(&o, 0, sizeof(o));
+	o.uid = uid;
+	o.gid = gid;
+	if (sub != NULL) {
+		o.keep_uid = sub->uid;
+		o.keep_gid = sub->gid;
+		o.count = sub->count;
+	}
+	SBX_LPATH(rel, SBX_L_ENV, agent);
+	if ((envfd = sbx_open_beneath(rootfd, rel, O_RDONLY | O_DIRECTORY,
+		 e)) == -1)
+		return -1;
+	if ((fd = openat(envfd, "rootfs",
+		 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1 ||
+	    fstat(fd, &st) == -1) {
+		sbx_error_sys(e, "open_failed", "envs/%s/rootfs", agent);
+		goto out;
+	}
+	snprintf(stamp, sizeof(stamp), "%llu %llu %u %u %lu %lu %lu\n",
+	    (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
+	    (unsigned)uid, (unsigned)gid, o.keep_uid, o.keep_gid, o.count);
+	if (sbx_read_file_at(envfd, SBX_INSTALL_OWN_STAMP, 256, &b, &e2) == 0 &&
+	    b.p != NULL && strcmp(b.p, stamp) == 0) {
+		rc = 0;
+		goto out;
+	}
 	if ((st.st_uid != uid || st.st_gid != gid) &&
-	    fchown(rootfsfd, uid, gid) == -1)
-		return sbx_error_sys(e, "chown_failed",
-		    "cannot hand the root "
-		    "file system copy to uid %u",
+	    fchown(fd, uid, gid) == -1) {
+		sbx_error_sys(e, "chown_failed",
+		    "cannot hand the root file "
+		    "system copy to uid %u",
 		    (unsigned)uid);
-	return own_tree(rootfsfd, uid, gid, 0, e);
+		goto out;
+	}
+	if (own_tree(fd, &o, 0, e) == -1)
+		goto out;
+	/* Written once the walk is whole: a killed walk is done again. */
+	rc = sbx_write_atomic(envfd, SBX_INSTALL_OWN_STAMP, stamp,
+		 strlen(stamp), 0600, e) == -1 ?
+	    -1 :
+	    1;
+out:
+	sbx_buf_release(&b);
+	if (fd >= 0)
+		close(fd);
+	close(envfd);
+	return rc;
+}
+
+int
+sbx_install_rootfs_subids(int rootfd, const char *agent, uid_t uid, gid_t gid,
+    struct sbx_subids *sub)
+{
+	struct sbx_buf	   b = SBX_BUF_INIT;
+	struct sbx_error   e;
+	struct stat	   st;
+	unsigned long long dev, ino;
+	unsigned	   u, g;
+	char		   rel[SBX_LAYOUT_PATH_MAX];
+	int		   envfd, ok = 0;
+
+	SBX_LPATH(rel, SBX_L_ENV, agent);
+	if ((envfd = sbx_open_beneath(rootfd, rel, O_RDONLY | O_DIRECTORY,
+		 &e)) == -1)
+		return 0;
+	if (sbx_read_file_at(envfd, SBX_INSTALL_OWN_STAMP, 256, &b, &e) == 0 &&
+	    b.p != NULL &&
+	    sscanf(b.p, "%llu %llu %u %u %lu %lu %lu", &dev, &ino, &u, &g,
+		&sub->uid, &sub->gid, &sub->count) == 7 &&
+	    u == uid && g == gid && sub->count > 0 &&
+	    sub->count <= SBX_SUBID_COUNT &&
+	    fstatat(envfd, "rootfs", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    (unsigned long long)st.st_dev == dev &&
+	    (unsigned long long)st.st_ino == ino)
+		ok = 1;
+	sbx_buf_release(&b);
+	close(envfd);
+	return ok;
 }

@@ -28,107 +28,15 @@
 #include <unistd.h>
 
 #include "idmount.h"
-
-static int
-write_file(const char *path, const char *s)
-{
-	ssize_t	 n;
-	int	 fd, saved;
-
-	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) == -1)
-		return -1;
-	n = write(fd, s, strlen(s));
-	saved = errno;
-	close(fd);
-	errno = saved;
-	return n == (ssize_t)strlen(s) ? 0 : -1;
-}
-
-/*
- * A user namespace that maps owner_uid (inside) to uid (outside), and the
- * same for the groups: a child unshares one and waits while we write its
- * maps and keep a descriptor to it; then it exits, and the namespace lives
- * on in the descriptor alone.  Returns the descriptor, or -1 with errno.
- */
-static int
-userns_fd(uid_t owner_uid, gid_t owner_gid, uid_t uid, gid_t gid)
-{
-	char	 path[64], map[64], c = 0;
-	int	 ready[2], go[2], fd = -1, saved = 0, status;
-	pid_t	 pid;
-
-	if (pipe2(ready, O_CLOEXEC) == -1)
-		return -1;
-	if (pipe2(go, O_CLOEXEC) == -1) {
-		saved = errno;
-		close(ready[0]);
-		close(ready[1]);
-		errno = saved;
-		return -1;
-	}
-	if ((pid = fork()) == -1) {
-		saved = errno;
-		goto out;
-	}
-	if (pid == 0) {
-		/* Nothing but the namespace: no handler, no exit hooks. */
-		close(ready[0]);
-		close(go[1]);
-		if (unshare(CLONE_NEWUSER) == -1)
-			_exit(1);
-		if (write(ready[1], &c, 1) != 1)
-			_exit(1);
-		if (read(go[0], &c, 1) < 0)
-			_exit(1);
-		_exit(0);
-	}
-	close(ready[1]);
-	ready[1] = -1;
-	if (read(ready[0], &c, 1) != 1) {
-		saved = ECHILD;
-		goto reap;
-	}
-	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)owner_uid,
-	    (unsigned)uid);
-	snprintf(path, sizeof(path), "/proc/%d/uid_map", (int)pid);
-	if (write_file(path, map) == -1) {
-		saved = errno;
-		goto reap;
-	}
-	snprintf(path, sizeof(path), "/proc/%d/setgroups", (int)pid);
-	(void)write_file(path, "deny\n");
-	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)owner_gid,
-	    (unsigned)gid);
-	snprintf(path, sizeof(path), "/proc/%d/gid_map", (int)pid);
-	if (write_file(path, map) == -1) {
-		saved = errno;
-		goto reap;
-	}
-	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
-		saved = errno;
-reap:
-	close(go[1]);
-	go[1] = -1;
-	while (waitpid(pid, &status, 0) == -1 && errno == EINTR)
-		;
-out:
-	close(ready[0]);
-	if (ready[1] >= 0)
-		close(ready[1]);
-	close(go[0]);
-	if (go[1] >= 0)
-		close(go[1]);
-	if (fd == -1)
-		errno = saved;
-	return fd;
-}
+#include "userns.h"
 
 int
 sbx_idmount_clone(int dirfd, int idmap, uid_t owner_uid, gid_t owner_gid,
     uid_t uid, gid_t gid, struct sbx_error *e)
 {
 	struct mount_attr	 attr;
+	struct sbx_userns_map	 um = { 1, { { 0, 0, 1 } } };
+	struct sbx_userns_map	 gm = { 1, { { 0, 0, 1 } } };
 	int			 tree, ns, saved;
 
 	/*
@@ -146,7 +54,14 @@ sbx_idmount_clone(int dirfd, int idmap, uid_t owner_uid, gid_t owner_gid,
 		    "clone_failed", "cannot copy the mount of the workdir");
 	if (!idmap)
 		return tree;
-	if ((ns = userns_fd(owner_uid, owner_gid, uid, gid)) == -1) {
+	/* Owned by us (root), mapping the owner O to S: the map of the
+	 * mount. */
+	um.line[0].in = owner_uid;
+	um.line[0].out = uid;
+	gm.line[0].in = owner_gid;
+	gm.line[0].out = gid;
+	if ((ns = sbx_userns_make(geteuid(), getegid(), &um, &gm, 0, e)) ==
+	    -1) {
 		saved = errno;
 		close(tree);
 		errno = saved;

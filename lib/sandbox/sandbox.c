@@ -41,6 +41,15 @@ static const char *const etc_files[] = {
  * in the tree: hundreds of symlinks each, one inode apiece to copy (and
  * on a busy file system an inode costs), one mount to bind.
  */
+/* What uid 0 keeps in a read-write rootfs with a subordinate range. */
+static const char *const rootfs_caps[] = {
+	"CAP_CHOWN",
+	"CAP_DAC_OVERRIDE",
+	"CAP_FOWNER",
+	"CAP_SETUID",
+	"CAP_SETGID",
+};
+
 static const char *const etc_bound_dirs[] = {
 	"/etc/alternatives", "/etc/ssl/certs",
 };
@@ -247,7 +256,13 @@ sbx_sandbox_argv(const struct sbx_sandbox *sb, struct sbx_strv *v,
 	 * host's hierarchy.  The network namespace is left out only for the
 	 * explicit `outbound` mode.
 	 */
-	rc |= sbx_strv_push(v, "--unshare-user");
+	if (sb->userns_slot > 0) {
+		/* A namespace sbx made with a subordinate range (bwrap maps
+		 * one id only); nested ones are off in it already. */
+		rc |= sbx_strv_push(v, "--userns");
+		rc |= sbx_strv_pushf(v, "%d", sb->userns_slot);
+	} else
+		rc |= sbx_strv_push(v, "--unshare-user");
 	rc |= sbx_strv_push(v, "--unshare-ipc");
 	rc |= sbx_strv_push(v, "--unshare-pid");
 	rc |= sbx_strv_push(v, "--unshare-uts");
@@ -256,13 +271,24 @@ sbx_sandbox_argv(const struct sbx_sandbox *sb, struct sbx_strv *v,
 		rc |= sbx_strv_push(v, "--unshare-net");
 	/* Nested user namespaces are the entry point of most namespace
 	 * kernel bugs and of escapes from the other restrictions. */
-	if (sb->disable_userns)
+	if (sb->disable_userns && sb->userns_slot == 0)
 		rc |= sbx_strv_push(v, "--disable-userns");
 	/* Dies when sbx dies; own session so TIOCSTI cannot reach the
 	 * caller's terminal (CVE-2017-5226); no capabilities at all. */
 	rc |= sbx_strv_push(v, "--die-with-parent");
 	rc |= sbx_strv_push(v, "--new-session");
 	rc |= push2(v, "--cap-drop", "ALL");
+	/*
+	 * dpkg over a copy with a subordinate range: uid 0 inside chowns
+	 * what it unpacks to the packages' owners (man, _apt) and writes
+	 * into their directories.  Capabilities of the sandbox's own user
+	 * namespace, which maps the sandbox uid and the range alone: over
+	 * a host file of anyone else they are nothing, and CAP_SYS_ADMIN,
+	 * CAP_MKNOD and the rest stay dropped.
+	 */
+	if (sb->rootfs_rw && sb->userns_slot > 0)
+		for (i = 0; i < sizeof(rootfs_caps) / sizeof(*rootfs_caps); i++)
+			rc |= push2(v, "--cap-add", rootfs_caps[i]);
 	/* sbx-init is pid 1: when the command ends, init exits and the
 	 * kernel kills everything left in the pid namespace. */
 	rc |= sbx_strv_push(v, "--as-pid-1");

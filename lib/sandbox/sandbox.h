@@ -9,6 +9,9 @@
 #include "initproto.h"
 
 /* The descriptor slots SBX_FD_* are in initproto.h, shared with sbx-init. */
+/* Image mode binds no prepared /etc: that slot carries the user
+ * namespace of a subordinate range (bwrap --userns); sbx-init closes it. */
+#define SBX_FD_USERNS SBX_FD_ETC
 
 /* Where things are inside the sandbox. */
 #define SBX_IN_INIT	SBX_INIT_PATH
@@ -65,6 +68,10 @@ struct sbx_sandbox {
 	 * path is writable: no home, output or workdir, the image's own
 	 * /etc/passwd and group. */
 	int		   rootfs_rw;
+	/* Image mode over the agent's own copy: the slot of a user
+	 * namespace with a subordinate range for bwrap to enter (--userns),
+	 * or 0. */
+	int		   userns_slot;
 	unsigned long long tmp_size;	/* bytes for /tmp, 0 = bwrap default */
 	struct {
 		const char	 *name;		/* nofile, fsize, as */

@@ -24,6 +24,7 @@
 #include "proxy.h"
 #include "runlimits.h"
 #include "sandbox.h"
+#include "utf8.h"
 
 /* ---- checks: the loaders the runs use ----------------------------------- */
 
@@ -706,5 +707,34 @@ sbx_cfg_store(int rootfd, const char *agent, const json_t *doc,
 	    e);
 	free(s);
 	close(dfd);
+	return rc;
+}
+
+int
+sbx_cfg_value_text(const json_t *v, struct sbx_buf *out)
+{
+	const json_t *it;
+	char	     *s;
+	size_t	      i;
+	int	      rc;
+
+	if (json_is_string(v))
+		return sbx_str_escape_line(out, json_string_value(v),
+			   json_string_length(v)) == 0 ?
+		    sbx_buf_puts(out, "\n") :
+		    -1;
+	if (json_is_array(v)) {
+		json_array_foreach (v, i, it)
+			if (sbx_cfg_value_text(it, out) == -1)
+				return -1;
+		return 0;
+	}
+	if ((s = json_dumps(v,
+		 JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY)) == NULL)
+		return -1;
+	rc = sbx_str_escape_line(out, s, strlen(s)) == 0 ?
+	    sbx_buf_puts(out, "\n") :
+	    -1;
+	free(s);
 	return rc;
 }

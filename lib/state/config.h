@@ -92,4 +92,10 @@ int	sbx_cfg_load(int rootfd, const char *agent, json_t **doc,
 int	sbx_cfg_store(int rootfd, const char *agent, const json_t *doc,
 	    struct sbx_error *);
 
+struct sbx_buf;
+/* A value for people and scripts, appended to out: a string as itself,
+ * an array one element a line, anything else as compact JSON; each line
+ * escaped (sbx_str_escape_line) and ended with a newline. */
+int sbx_cfg_value_text(const json_t *v, struct sbx_buf *out);
+
 #endif

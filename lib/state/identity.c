@@ -5,14 +5,21 @@
  */
 #include <sys/types.h>
 
+#include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
-
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <jansson.h>
 
+#include "buf.h"
+#include "fsutil.h"
 #include "identity.h"
 #include "runlimits.h"
+#include "userns.h"
 #include "users.h"
 
 int
@@ -87,4 +94,136 @@ sbx_identity_become(uid_t uid, gid_t gid, struct sbx_error *e)
 		return sbx_error_sys(e, "drop_privileges", "cannot become "
 		    "uid %u gid %u", (unsigned)uid, (unsigned)gid);
 	return 0;
+}
+
+struct name_of {
+	uid_t uid;
+	char  name[64];
+};
+
+static int
+name_cb(const char *name, uid_t uid, const char *home, void *arg)
+{
+	struct name_of *n = arg;
+
+	if (uid != n->uid)
+		return 0;
+	snprintf(n->name, sizeof(n->name), "%s", name);
+	return 1;
+}
+
+/*
+ * /etc/subuid or /etc/subgid: the first entry "NAME:START:COUNT" (or
+ * "UID:START:COUNT") of the user, into *start and *count (1 found, 0
+ * not).  With overlap set instead, 1 when any entry overlaps
+ * [*start, *start + *count).
+ */
+static int
+subid_file(const char *path, const char *name, unsigned long id, int overlap,
+    unsigned long *start, unsigned long *count)
+{
+	struct sbx_buf	 b = SBX_BUF_INIT;
+	struct sbx_error e;
+	char		*line, *save = NULL, *who, *f1, *f2, *end;
+	char		 ids[24];
+	unsigned long	 s, c;
+	int		 found = 0, dfd, rc;
+
+	/* /etc/subuid: read beneath /etc, the file itself no symlink. */
+	if (strncmp(path, "/etc/", 5) != 0 ||
+	    (dfd = open("/etc", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return 0;
+	rc = sbx_read_file_at(dfd, path + 5, 1 << 20, &b, &e);
+	close(dfd);
+	if (rc == -1 || b.p == NULL)
+		return 0;
+	snprintf(ids, sizeof(ids), "%lu", id);
+	for (line = strtok_r(b.p, "\n", &save); line != NULL && !found;
+	     line = strtok_r(NULL, "\n", &save)) {
+		if ((f1 = strchr(line, ':')) == NULL ||
+		    (f2 = strchr(f1 + 1, ':')) == NULL)
+			continue;
+		who = line;
+		*f1++ = '\0';
+		*f2++ = '\0';
+		errno = 0;
+		s = strtoul(f1, &end, 10);
+		if (errno != 0 || *end != '\0' || end == f1)
+			continue;
+		c = strtoul(f2, &end, 10);
+		if (errno != 0 || (*end != '\0' && *end != ' ') || c == 0)
+			continue;
+		if (overlap) {
+			found = s < *start + *count && *start < s + c;
+			continue;
+		}
+		if ((name != NULL && strcmp(who, name) == 0) ||
+		    strcmp(who, ids) == 0) {
+			*start = s;
+			*count = c;
+			found = 1;
+		}
+	}
+	sbx_buf_release(&b);
+	return found;
+}
+
+int
+sbx_identity_subids(int rootfd, struct sbx_subids *r, char *why, size_t whysz,
+    struct sbx_error *e)
+{
+	struct name_of n;
+	unsigned long  us, uc, gs, gc;
+	uid_t	       uid;
+	gid_t	       gid;
+
+	if (sbx_identity_get(rootfd, &uid, &gid, e) == -1)
+		return -1;
+	memset(&n, 0, sizeof(n));
+	n.uid = uid;
+	(void)sbx_user_each(name_cb, &n);
+	if (subid_file(SBX_SUBUID_FILE, n.name[0] ? n.name : NULL, uid, 0, &us,
+		&uc) &&
+	    subid_file(SBX_SUBGID_FILE, n.name[0] ? n.name : NULL, uid, 0, &gs,
+		&gc)) {
+		if (geteuid() != 0 &&
+		    (access(SBX_NEWUIDMAP, X_OK) == -1 ||
+			access(SBX_NEWGIDMAP, X_OK) == -1)) {
+			snprintf(why, whysz,
+			    "newuidmap and newgidmap are not "
+			    "installed (package uidmap)");
+			return 0;
+		}
+		r->uid = us;
+		r->gid = gs;
+		r->count = uc < gc ? uc : gc;
+		if (r->count > SBX_SUBID_COUNT)
+			r->count = SBX_SUBID_COUNT;
+		return 1;
+	}
+	if (geteuid() != 0) {
+		snprintf(why, whysz,
+		    "%s (uid %u) has no subordinate ids in "
+		    "%s and %s",
+		    n.name[0] ? n.name : "this user", (unsigned)uid,
+		    SBX_SUBUID_FILE, SBX_SUBGID_FILE);
+		return 0;
+	}
+	/* Root may map any range; the default must be no one else's. */
+	us = gs = SBX_SUBID_BASE;
+	uc = gc = SBX_SUBID_COUNT;
+	if (subid_file(SBX_SUBUID_FILE, NULL, 0, 1, &us, &uc) ||
+	    subid_file(SBX_SUBGID_FILE, NULL, 0, 1, &gs, &gc)) {
+		snprintf(why, whysz,
+		    "the default range %lu-%lu overlaps an "
+		    "entry of %s or %s, and %s has none of its own",
+		    SBX_SUBID_BASE, SBX_SUBID_BASE + SBX_SUBID_COUNT - 1,
+		    SBX_SUBUID_FILE, SBX_SUBGID_FILE,
+		    n.name[0] ? n.name : "the sandbox user");
+		return 0;
+	}
+	r->uid = us;
+	r->gid = gs;
+	r->count = SBX_SUBID_COUNT;
+	return 1;
 }

@@ -22,4 +22,29 @@ int	sbx_identity_wants_user(int rootfd, struct sbx_error *);
  * anyone else, nothing (they are the sandbox's uid already). */
 int	sbx_identity_become(uid_t, gid_t, struct sbx_error *);
 
+/*
+ * A subordinate id range for the sandbox's own root file system copy
+ * (sbx install --manager apt: packages with files of other owners): ids
+ * 1..count inside the sandbox's user namespace are host ids uid.. and
+ * gid..  The entry of the sandbox's user in /etc/subuid and /etc/subgid
+ * (at most SBX_SUBID_COUNT ids of it); as root without one,
+ * SBX_SUBID_COUNT ids from SBX_SUBID_BASE, unless an entry of someone
+ * else overlaps them.  Anyone else also needs newuidmap and newgidmap.
+ * Returns 1 and the range, 0 when there is none (why: the reason, for a
+ * refusal), -1 on error.
+ */
+#define SBX_SUBID_COUNT 65536UL
+#define SBX_SUBID_BASE \
+	1879048192UL /* 0x70000000: above systemd's
+					 * container range, below 2^31 */
+#define SBX_SUBUID_FILE "/etc/subuid"
+#define SBX_SUBGID_FILE "/etc/subgid"
+
+struct sbx_subids {
+	unsigned long uid, gid, count;
+};
+
+int sbx_identity_subids(int rootfd, struct sbx_subids *, char *why,
+    size_t whysz, struct sbx_error *);
+
 #endif

@@ -6,6 +6,8 @@
 # The registry (install.bash) is a python3 server on the host's 127.0.0.1,
 # run as uid 65533, reached from the sandbox through sbx-proxy under names the
 # agent's `resolve` overrides map to it.  No test needs the internet.
+# As uid 65534 (the unprivileged pass) the registry runs as that uid too.
+# sbx-test: unprivileged
 
 load lib
 load proxy
@@ -341,14 +343,19 @@ EOF
 @test "a cleanup that fails: cleanup_failed, and no retry over it" {
 	need_install_tools
 	install_world npm-locked:100
-	# npm's cache, in a directory the agent cannot empty (root's, 0755):
-	# `npm cache clean --force` fails.
+	# npm's cache, in a directory the agent cannot empty (root's, 0755;
+	# as anyone else, the agent's own at 0555): `npm cache clean
+	# --force` fails.
 	h=$(ahome alice)
 	mkdir -p "$h/.npm/_cacache/index-v5"
 	echo x > "$h/.npm/_cacache/index-v5/x"
-	chown -R 0:0 "$h/.npm/_cacache"
-	chmod 0755 "$h/.npm/_cacache" "$h/.npm/_cacache/index-v5"
-	chown "$(sandbox_uid)" "$h/.npm"
+	if is_root; then
+		chown -R 0:0 "$h/.npm/_cacache"
+		chmod 0755 "$h/.npm/_cacache" "$h/.npm/_cacache/index-v5"
+		chown "$(sandbox_uid)" "$h/.npm"
+	else
+		chmod 0555 "$h/.npm/_cacache/index-v5" "$h/.npm/_cacache"
+	fi
 	run sbx install --json --agent alice --manager npm sbx-hello
 	echo "$output"
 	status_is_kind

@@ -7,16 +7,20 @@
 # Once per file: a small Debian image made of the host's own apt, dpkg
 # and tools (install-aptroot.bash), and a local apt repository (dpkg-deb
 # --build, dpkg-scanpackages, a Release file) served on 127.0.0.1 by
-# install-registry.py as uid 65533 under the name apt.sbx.test, which
-# only the agent's `resolve` maps there.  No test needs the internet.
+# install-registry.py (as uid 65533 when root) under the name apt.sbx.test,
+# which only the agent's `resolve` maps there.  No test needs the internet.
+# As uid 65534 (the unprivileged pass) every case runs but the one with a
+# subordinate range: nobody has none, so its refusal is checked instead.
+# sbx-test: unprivileged
 
 load lib
 load proxy
+load install
 bats_require_minimum_version 1.5.0
 
 setup_file() {
 	export APT_FX=
-	is_root && command -v dpkg-deb >/dev/null 2>&1 &&
+	command -v dpkg-deb >/dev/null 2>&1 && command -v ar >/dev/null 2>&1 &&
 	    command -v dpkg-scanpackages >/dev/null 2>&1 &&
 	    command -v apt-get >/dev/null 2>&1 && [ -x "$PY" ] || return 0
 	APT_FX=$(mktemp -d /tmp/sbx-aptfx.XXXXXX)
@@ -35,10 +39,21 @@ setup_file() {
 	sed 's/sbx-hello/sbx-owned/; s/with a postinst/with files of user man/' \
 	    "$p/hello/DEBIAN/control" > "$p/owned/DEBIAN/control"
 	echo data > "$p/owned/usr/share/sbx-owned/f"
-	chown -R 6:12 "$p/owned/usr/share/sbx-owned"
 	dpkg-deb --root-owner-group --build "$p/hello" \
 	    "$r/pool/sbx-hello_1.0_all.deb" >/dev/null
-	dpkg-deb --build "$p/owned" "$r/pool/sbx-owned_1.0_all.deb" >/dev/null
+	# dpkg-deb takes owners from the files, which only root may set:
+	# sbx-owned is put together by hand (ar of debian-binary and the
+	# control and data tarballs), usr/share/sbx-owned owned by 6:12.
+	(cd "$p/owned" &&
+	    tar --owner=0 --group=0 --numeric-owner -czf ../control.tar.gz \
+		-C DEBIAN ./control &&
+	    tar --owner=0 --group=0 --numeric-owner --no-recursion \
+		-cf ../data.tar ./ ./usr ./usr/share &&
+	    tar --owner=6 --group=12 --numeric-owner -rf ../data.tar \
+		./usr/share/sbx-owned &&
+	    gzip -n ../data.tar && echo 2.0 > ../debian-binary &&
+	    cd .. && ar rc "$r/pool/sbx-owned_1.0_all.deb" debian-binary \
+		control.tar.gz data.tar.gz)
 	(cd "$r" && dpkg-scanpackages pool /dev/null 2>/dev/null > Packages &&
 	    gzip -k Packages &&
 	    { printf 'Origin: sbx\nLabel: sbx\nSuite: stable\nCodename: sbx\n'
@@ -50,7 +65,7 @@ setup_file() {
 	chmod -R a+rX "$APT_FX"
 	: > "$APT_FX/req.log"
 	chmod 0666 "$APT_FX/req.log"
-	setpriv --reuid 65533 --regid 65533 --clear-groups "$PY" \
+	as_server "$PY" \
 	    "$BATS_TEST_DIRNAME/install-registry.py" "$r" "$APT_FX/req.log" \
 	    > "$APT_FX/port" 2> "$APT_FX/server.err" 3>&- &
 	echo "$!" > "$APT_FX/server.pid"
@@ -71,7 +86,7 @@ teardown_file() {
 
 setup() {
 	[ -n "$APT_FX" ] && [ -n "$APT_PORT" ] ||
-	    skip "needs root, python3, apt-get, dpkg-deb and dpkg-scanpackages (a Debian host)"
+	    skip "needs python3, apt-get, ar, dpkg-deb and dpkg-scanpackages (a Debian host)"
 	proxy_setup
 }
 teardown() { proxy_teardown; }
@@ -131,13 +146,55 @@ template() { ls -d "$SBX_HOME"/images/*/rootfs; }
 	run ! getent passwd sbx
 }
 
-@test "apt: a package with files of another owner is refused before dpkg; a later install works" {
+# subids_free: would root's default subordinate range be had (no entry of
+# /etc/subuid or /etc/subgid overlaps it)?
+subids_free() {
+	awk -F: -v b=1879048192 -v c=65536 '$2 < b + c && b < $2 + $3 { x = 1 }
+	    END { exit x }' /etc/subuid /etc/subgid 2>/dev/null
+}
+
+@test "apt: a package with files of other owners: installed with a subordinate range, else refused before dpkg" {
 	apt_agent alice --own-rootfs
+	if is_root && subids_free; then
+		# uid 0 inside is the sandbox uid; ids 1..65536 inside are
+		# the range from 1879048192 (inside N: 1879048192 + N - 1).
+		run -0 sbx install --agent alice --manager apt --json -v sbx-owned
+		echo "$output"
+		line=$(printf '%s\n' "$output" | grep 'sbx-install: .*bwrap' | head -n 1)
+		[[ $line == *"--userns "* ]]
+		[[ $line != *"--unshare-user"* ]]
+		[[ $line == *"--cap-add CAP_CHOWN"* ]]
+		[[ $line == *"--seccomp"* ]]
+		f=$SBX_HOME/envs/alice/rootfs/usr/share/sbx-owned/f
+		[ "$(stat -c '%u:%g' "$f")" = "$((1879048192 + 5)):$((1879048192 + 11))" ]
+		# The package's own files and its dpkg record; root's files
+		# stay the sandbox uid's, never host root's.
+		[ "$(stat -c %u "$SBX_HOME/envs/alice/rootfs/var/lib/dpkg/status")" = "$(sandbox_uid)" ]
+		[ "$(find "$SBX_HOME/envs/alice/rootfs" -uid 0 | wc -l)" = 0 ]
+		# Inside the next install run the owners read 6 and 12.
+		run -0 sbx install --agent alice --manager apt -q sbx-hello
+		# The agent's ordinary view: read-only, the file readable,
+		# its owner not the agent.
+		run -0 sbx exec --agent alice -- sh -c 'cat /usr/share/sbx-owned/f; stat -c %u /usr/share/sbx-owned/f; id -u'
+		echo "$output"
+		[ "${lines[0]}" = data ]
+		[ "${lines[1]}" = 6 ]
+		[ "${lines[2]}" = "$(sandbox_uid)" ]
+		run sbx exec --agent alice -- sh -c 'echo x > /usr/share/sbx-owned/f'
+		[ "$status" -ne 0 ]
+		[ "$(jq -r '.apt | join(",")' "$SBX_HOME/agents/alice/installed-packages.json")" = "sbx-hello,sbx-owned" ]
+		run ! getent passwd sbx
+		return 0
+	fi
+	# No subordinate range (not root and no /etc/subuid entry, or the
+	# default range taken): refused with the reason before dpkg runs.
 	run sbx install --agent alice --manager apt --json sbx-owned
 	status_is_kind
 	echo "$output"
 	[ "$(json_get "$output" .kind)" = rejected ]
 	[ "$(json_get "$output" .reason)" = foreign_owner ]
+	[[ $(json_get "$output" .message) == *"subordinate"* ]]
+	[[ $(json_get "$output" .hint) == *"add-subuids"* ]]
 	[ "$(json_get "$output" '.result.installed | length')" = 0 ]
 	[[ $(json_get "$output" .result.log_tail) == *"6/12"*"usr/share/sbx-owned"* ]]
 	run -0 sbx exec --agent alice -- sh -c 'dpkg-query -W sbx-owned || echo absent; ls /usr/share/sbx-owned || true'
@@ -146,6 +203,60 @@ template() { ls -d "$SBX_HOME"/images/*/rootfs; }
 	[ "$(jq -r '.apt | length' "$SBX_HOME/agents/alice/installed-packages.json" 2>/dev/null || echo 0)" = 0 ]
 	run -0 sbx install --agent alice --manager apt -q sbx-hello
 	run -0 sbx exec --agent alice -- sbx-hello
+}
+
+@test "apt: an unprivileged user with /etc/subuid and /etc/subgid entries: newuidmap maps the range, the package installs" {
+	is_root || skip "binds a test /etc/subuid and /etc/subgid in a private mount namespace, which needs root (the unprivileged pass checks the refusal without a range)"
+	[ -x /usr/bin/newuidmap ] && [ -x /usr/bin/newgidmap ] ||
+	    skip "newuidmap and newgidmap (package uidmap) are not installed"
+	command -v unshare >/dev/null 2>&1 || skip "unshare is not installed"
+	[ -f /etc/subuid ] && [ -f /etc/subgid ] ||
+	    skip "no /etc/subuid or /etc/subgid to bind a test copy over"
+	before=$(cat /etc/subuid /etc/subgid | cksum)
+	# As nobody, in a private mount namespace where nobody owns
+	# 1879048192..+65535: its own build copy, state root and image.
+	nb=$TEST_ROOT/nb
+	[ -n "$TEST_ROOT" ] && mkdir -p "$nb/build" "$nb/home"
+	cp -a "$SBX_TEST_BUILD/bin" "$SBX_TEST_BUILD/libexec" "$nb/build/"
+	cp "$APT_FX/image.tar" "$nb/"
+	echo nobody:1879048192:65536 > "$nb/subuid"
+	echo nobody:1879048192:65536 > "$nb/subgid"
+	cat > "$nb/run.sh" <<'EOF'
+set -u
+export SBX_HOME=$HOME/state SBX_EXEC_PATH=$NB/build/libexec/sbx
+sbx=$NB/build/bin/sbx
+$sbx provision image add "$NB/image.tar" --name debmini -q --sha256 "$SHA" &&
+    $sbx provision --agent alice --image debmini --own-rootfs -q || exit 1
+mkdir -p "$SBX_HOME/config/agents"
+echo '{"proxy": {"idle_exit_s": 60}}' > "$SBX_HOME/config/sandbox.json"
+printf '{"allow_private": true, "allowed_ports": [80, 443, %s], "resolve": {"apt.sbx.test": "127.0.0.1"}}\n' \
+    "$APT_PORT" > "$SBX_HOME/config/agents/alice.json"
+rc=0
+$sbx install --agent alice --manager apt --json -v sbx-owned 2>&1 || rc=$?
+echo "owner $(stat -c %u:%g "$SBX_HOME/envs/alice/rootfs/usr/share/sbx-owned/f")"
+echo "read $($sbx exec --agent alice -- sh -c 'cat /usr/share/sbx-owned/f; stat -c %u:%g /usr/share/sbx-owned/f' | tr '\n' ' ')"
+$sbx proxy stop >/dev/null 2>&1
+exit "$rc"
+EOF
+	chmod -R a+rX "$nb"
+	chown 65534:65534 "$nb/home"
+	run unshare -m --propagation private sh -c '
+	    mount --bind "$1/subuid" /etc/subuid &&
+	    mount --bind "$1/subgid" /etc/subgid &&
+	    exec setpriv --reuid 65534 --regid 65534 --clear-groups env -i \
+		PATH=/usr/local/bin:/usr/bin:/bin HOME="$1/home" NB="$1" \
+		SHA="$2" APT_PORT="$3" SBX_TEST_RUN="${SBX_TEST_RUN:-}" \
+		bash "$1/run.sh"' sh "$nb" \
+	    "$(sha256sum "$APT_FX/image.tar" | cut -d' ' -f1)" "$APT_PORT"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	# The range through newuidmap: inside 6:12 is 1879048192 + 5 and + 11.
+	[[ $output == *"--userns "* ]]
+	[[ $output == *"owner $((1879048192 + 5)):$((1879048192 + 11))"* ]]
+	# The ordinary view maps the range too: the owners read 6:12.
+	[[ $output == *"read data 6:12 "* ]]
+	# The host's files are as they were.
+	[ "$(cat /etc/subuid /etc/subgid | cksum)" = "$before" ]
 }
 
 @test "apt: without a copy of its own, rejected no_writable_rootfs with the provision command" {
@@ -214,7 +325,7 @@ template() { ls -d "$SBX_HOME"/images/*/rootfs; }
 # apt_server SPEC: a second server of the same repository with injected
 # failures, the agent's copy pointed at it.
 apt_server() {
-	setpriv --reuid 65533 --regid 65533 --clear-groups "$PY" \
+	as_server "$PY" \
 	    "$BATS_TEST_DIRNAME/install-registry.py" "$APT_FX/repo" \
 	    "$TEST_ROOT/req2.log" "$1" > "$TEST_ROOT/port2" \
 	    2> "$TEST_ROOT/server2.err" 3>&- &

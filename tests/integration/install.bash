@@ -24,8 +24,20 @@ REG_UID=65533
 need_install_tools() {
 	[ -x "$PY" ] || skip "/usr/bin/python3 is not installed"
 	command -v npm >/dev/null 2>&1 || skip "npm is not installed"
-	command -v setpriv >/dev/null 2>&1 || skip "setpriv is not installed"
-	is_root || skip "the registry runs as uid 65533: needs root"
+	! is_root || command -v setpriv >/dev/null 2>&1 ||
+	    skip "setpriv is not installed"
+}
+
+# as_server CMD... &: a test server, as uid 65533 when we are root (never
+# root, nor nobody: see REG_UID), else as ourselves.  Run in the
+# background only: it execs, so that $! is the server (which teardown
+# kills), not a subshell around it.
+as_server() {
+	if is_root; then
+		exec setpriv --reuid "$REG_UID" --regid "$REG_UID" \
+		    --clear-groups "$@"
+	fi
+	exec "$@"
 }
 
 # An npm package sbx-hello (a module and a bin) and its tarball.
@@ -56,8 +68,7 @@ start_registry() {
 	: > "$REG_LOG"
 	chmod 0666 "$REG_LOG"
 	chmod -R a+rX "$REG"
-	setpriv --reuid "$REG_UID" --regid "$REG_UID" --clear-groups "$PY" \
-	    "$INSTALL_DIR/install-registry.py" "$REG" "$REG_LOG" $spec \
+	as_server "$PY" "$INSTALL_DIR/install-registry.py" "$REG" "$REG_LOG" $spec \
 	    > "$TEST_ROOT/reg.port" 2> "$TEST_ROOT/reg.err" 3>&- &
 	SERVER_PIDS+=("$!")
 	REG_PORT=$(wait_line "$TEST_ROOT/reg.port") ||

@@ -10,6 +10,7 @@
 
 #include "tap.h"
 
+#include "identity.h"
 #include "install.h"
 #include "layout.h"
 
@@ -345,33 +346,68 @@ main(void)
 	unlinkat(dfd, "install.lock", 0);
 
 	/* The rootfs copy handed to the sandbox uid: every entry, a
-	 * symlink itself and never what it names. */
+	 * symlink itself and never what it names; the ids of the
+	 * subordinate range kept; once per copy (the stamp). */
 	if (geteuid() != 0)
-		skip_n(2, "handing a tree to another uid needs root");
+		skip_n(5, "handing a tree to another uid needs root");
 	else {
+		struct sbx_subids sub = { 1879048192UL, 1879048192UL, 65536 };
 		struct stat	 fst, pw0, pw1;
-		int		 rfd = -1;
+		int		  rc1 = -2, rc2;
 
 		stat("/etc/passwd", &pw0);
-		ok(mkdirat(dfd, "r", 0755) == 0 && mkdirat(dfd, "r/usr",
-		    0755) == 0 && (fd2 = openat(dfd, "r/usr/f", O_CREAT |
-		    O_WRONLY, 0644)) != -1 && close(fd2) == 0 &&
-		    symlinkat("/etc/passwd", dfd, "r/usr/l") == 0 &&
-		    (rfd = openat(dfd, "r", O_RDONLY | O_DIRECTORY)) != -1 &&
-		    sbx_install_rootfs_own(rfd, 65534, 65534, &e) == 0,
+		ok(mkdirat(dfd, "envs", 0700) == 0 &&
+			mkdirat(dfd, "envs/a", 0700) == 0 &&
+			mkdirat(dfd, "envs/a/rootfs", 0755) == 0 &&
+			mkdirat(dfd, "envs/a/rootfs/usr", 0755) == 0 &&
+			(fd2 = openat(dfd, "envs/a/rootfs/usr/f",
+			     O_CREAT | O_WRONLY, 0644)) != -1 &&
+			close(fd2) == 0 &&
+			(fd2 = openat(dfd, "envs/a/rootfs/usr/m",
+			     O_CREAT | O_WRONLY, 0644)) != -1 &&
+			close(fd2) == 0 &&
+			fchownat(dfd, "envs/a/rootfs/usr/m", 1879048192 + 5,
+			    1879048192 + 11, 0) == 0 &&
+			symlinkat("/etc/passwd", dfd, "envs/a/rootfs/usr/l") ==
+			    0 &&
+			(rc1 = sbx_install_rootfs_own(dfd, "a", 65534, 65534,
+			     &sub, &e)) == 1,
 		    "rootfs handed over");
 		stat("/etc/passwd", &pw1);
-		ok(fstatat(dfd, "r/usr/f", &fst, 0) == 0 && fst.st_uid ==
-		    65534 && fst.st_gid == 65534 && fstatat(dfd, "r/usr/l",
-		    &fst, AT_SYMLINK_NOFOLLOW) == 0 && fst.st_uid == 65534 &&
-		    pw1.st_uid == pw0.st_uid && pw1.st_gid == pw0.st_gid,
+		ok(fstatat(dfd, "envs/a/rootfs/usr/f", &fst, 0) == 0 &&
+			fst.st_uid == 65534 && fst.st_gid == 65534 &&
+			fstatat(dfd, "envs/a/rootfs/usr/l", &fst,
+			    AT_SYMLINK_NOFOLLOW) == 0 &&
+			fst.st_uid == 65534 && pw1.st_uid == pw0.st_uid &&
+			pw1.st_gid == pw0.st_gid,
 		    "files and symlinks handed over; the link's target not");
-		if (rfd >= 0)
-			close(rfd);
-		unlinkat(dfd, "r/usr/l", 0);
-		unlinkat(dfd, "r/usr/f", 0);
-		unlinkat(dfd, "r/usr", AT_REMOVEDIR);
-		unlinkat(dfd, "r", AT_REMOVEDIR);
+		ok(fstatat(dfd, "envs/a/rootfs/usr/m", &fst, 0) == 0 &&
+			fst.st_uid == 1879048192 + 5 &&
+			fst.st_gid == 1879048192 + 11,
+		    "an entry of the subordinate range keeps its owner");
+		/* Unchanged copy: not walked again (a root-owned file
+		 * planted meanwhile stays as it is). */
+		rc2 = fchownat(dfd, "envs/a/rootfs/usr/f", 0, 0, 0) == 0 ?
+		    sbx_install_rootfs_own(dfd, "a", 65534, 65534, &sub, &e) :
+		    -2;
+		ok(rc2 == 0 &&
+			fstatat(dfd, "envs/a/rootfs/usr/f", &fst, 0) == 0 &&
+			fst.st_uid == 0,
+		    "the stamp: not walked again");
+		/* Another identity: walked again. */
+		ok(sbx_install_rootfs_own(dfd, "a", 65533, 65533, &sub, &e) ==
+			    1 &&
+			fstatat(dfd, "envs/a/rootfs/usr/f", &fst, 0) == 0 &&
+			fst.st_uid == 65533,
+		    "another uid: walked again");
+		unlinkat(dfd, "envs/a/rootfs/usr/l", 0);
+		unlinkat(dfd, "envs/a/rootfs/usr/f", 0);
+		unlinkat(dfd, "envs/a/rootfs/usr/m", 0);
+		unlinkat(dfd, "envs/a/rootfs/usr", AT_REMOVEDIR);
+		unlinkat(dfd, "envs/a/rootfs", AT_REMOVEDIR);
+		unlinkat(dfd, "envs/a/" SBX_INSTALL_OWN_STAMP, 0);
+		unlinkat(dfd, "envs/a", AT_REMOVEDIR);
+		unlinkat(dfd, "envs", AT_REMOVEDIR);
 	}
 	close(dfd);
 	rmdir(tmpl);

@@ -1,0 +1,347 @@
+/*
+ * installmgr.c: what sbx install runs and asks around a run (see
+ * installmgr.h).  Nothing here runs a sandbox: cmd/install-run.c does,
+ * through the exec engine.
+ */
+#include <sys/socket.h>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "fsutil.h"
+#include "installmgr.h"
+#include "layout.h"
+#include "netpolicy.h"
+#include "proxy.h"
+#include "runlimits.h"
+
+static const char npm_script[] =
+    "command -v npm >/dev/null 2>&1 || {\n"
+    "  echo 'sbx-install: npm is not available in the sandbox' >&2; exit 90; }\n"
+    "d=\"$HOME/.sbx/node_workspace\"\n"
+    "mkdir -p \"$d\" && cd \"$d\" || exit 1\n"
+    "[ -e package.json ] ||\n"
+    "  printf '%s\\n' '{\"name\":\"sbx-node-workspace\",\"private\":true}' "
+    ">package.json || exit 1\n"
+    "exec npm install --no-audit --no-fund --no-update-notifier -- \"$@\"\n";
+
+static const char npm_cleanup[] =
+    "npm cache clean --force || exit 1\n"
+    "rm -f \"$HOME/.sbx/node_workspace/node_modules/.package-lock.json\"\n";
+
+static const char npm_list[] =
+    "cd \"$HOME/.sbx/node_workspace\" 2>/dev/null || { echo '{}'; exit 0; }\n"
+    "npm ls --json --depth=0 2>/dev/null\n"
+    "exit 0\n";
+
+static const char pip_script[] =
+    "v=\"$HOME/.venv\"\n"
+    "if [ ! -x \"$v/bin/python\" ]; then\n"
+    "  command -v python3 >/dev/null 2>&1 || {\n"
+    "    echo 'sbx-install: python3 is not available in the sandbox' >&2;"
+    " exit 90; }\n"
+    "  python3 -c 'import venv, ensurepip' 2>/dev/null || {\n"
+    "    echo 'sbx-install: python3 has no venv module (python3-venv)' >&2;"
+    " exit 91; }\n"
+    "  python3 -m venv \"$v\" || exit 1\n"
+    "fi\n"
+    "exec \"$v/bin/python\" -m pip install --disable-pip-version-check "
+    "--no-input -- \"$@\"\n";
+
+static const char pip_cleanup[] =
+    "[ -x \"$HOME/.venv/bin/python\" ] || exit 0\n"
+    "\"$HOME/.venv/bin/python\" -m pip cache purge "
+    "--disable-pip-version-check\n";
+
+static const char pip_list[] =
+    "[ -x \"$HOME/.venv/bin/python\" ] || { echo '[]'; exit 0; }\n"
+    "exec \"$HOME/.venv/bin/python\" -m pip list --format=json --not-required "
+    "--exclude pip --exclude setuptools --disable-pip-version-check\n";
+
+/*
+ * apt, as uid 0 of the sandbox's user namespace over the agent's copy.
+ * That namespace maps ids 1..$INSTALL_MAPPED_IDS besides (a subordinate
+ * range, exec's prep_subids; 0 without one), so a package with files of
+ * an owner beyond them, or with a set-id bit (which the seccomp filter
+ * refuses), could only half-install: the archives are downloaded first
+ * and every one is checked before dpkg runs.
+ */
+static const char apt_script[] =
+    "command -v apt-get >/dev/null 2>&1 || {\n"
+    "  echo 'sbx-install: apt-get is not available in the sandbox' >&2; exit 90; }\n"
+    "export DEBIAN_FRONTEND=noninteractive\n"
+    "a() { apt-get -o APT::Sandbox::User=root "
+    "-o \"Acquire::http::Proxy=$http_proxy\" "
+    "-o \"Acquire::https::Proxy=$https_proxy\" -o Dpkg::Use-Pty=0 "
+    "-o quiet=1 \"$@\"; }\n"
+    /* An install killed inside dpkg leaves packages half-configured;
+     * finish them first (nothing to do otherwise). */
+    "dpkg --configure -a || exit\n"
+    "a update || exit\n"
+    "a install -y --no-install-recommends --download-only -- \"$@\" || exit\n"
+    "bad=0\n"
+    "for f in /var/cache/apt/archives/*.deb; do\n"
+    "  [ -f \"$f\" ] || continue\n"
+    "  dpkg-deb --fsys-tarfile \"$f\" | tar -tvf - --numeric-owner |\n"
+    "  awk -v f=\"${f##*/}\" -v n=\"${INSTALL_MAPPED_IDS:-0}\" '\n"
+    "    { split($2, o, \"/\") }\n"
+    "    o[1] + 0 > n + 0 || o[2] + 0 > n + 0 || substr($1, 4, 1) ~ /[sS]/ ||\n"
+    "      substr($1, 7, 1) ~ /[sS]/ { print \"sbx-install: \" f \": \" $0;"
+    " bad = 1 }\n"
+    "    END { exit bad }' >&2 || { rm -f \"$f\"; bad=1; }\n"
+    "done\n"
+    "[ \"$bad\" = 0 ] || exit 92\n"
+    "a install -y --no-install-recommends -- \"$@\"\n";
+
+static const char apt_cleanup[] =
+    "set -- -o APT::Sandbox::User=root -o \"Acquire::http::Proxy=$http_proxy\" "
+    "-o \"Acquire::https::Proxy=$https_proxy\" -o quiet=1\n"
+    "apt-get \"$@\" clean && apt-get \"$@\" update\n";
+
+static const char apt_list[] =
+    "exec dpkg-query -W -f '${db:Status-Status}\\t${Package}\\n'\n";
+
+const char *
+sbx_installmgr_script(int mgr, enum sbx_installmgr_script which)
+{
+	static const char *const s[SBX_INSTALL_NMGR][3] = {
+		[SBX_INSTALL_APT] = { apt_script, apt_cleanup, apt_list },
+		[SBX_INSTALL_NPM] = { npm_script, npm_cleanup, npm_list },
+		[SBX_INSTALL_PIP] = { pip_script, pip_cleanup, pip_list },
+	};
+
+	if (mgr < 0 || mgr >= SBX_INSTALL_NMGR || which > SBX_INSTALLMGR_LIST)
+		return NULL;
+	return s[mgr][which];
+}
+
+int
+sbx_installmgr_env(int mgr, const struct sbx_install_reg *reg,
+    struct sbx_strv *env)
+{
+	int rc = 0;
+
+	if (mgr == SBX_INSTALL_NPM) {
+		rc |= sbx_strv_pushf(env, "npm_config_registry=%s", reg->url);
+		rc |= sbx_strv_push(env, "npm_config_update_notifier=false");
+	} else if (mgr == SBX_INSTALL_PIP) {
+		rc |= sbx_strv_pushf(env, "PIP_INDEX_URL=%s", reg->url);
+		/* pip ignores an http:// index unless told to trust it;
+		 * the proxy policy has already judged the host. */
+		if (reg->plain_http)
+			rc |= sbx_strv_pushf(env, "PIP_TRUSTED_HOST=%s",
+			    reg->host[0]);
+	}
+	return rc ? -1 : 0;
+}
+
+static void
+names_apt(const char *p, size_t n, json_t *out)
+{
+	const char *end = p + n, *nl, *t;
+
+	for (; p < end; p = nl + 1) {
+		if ((nl = memchr(p, '\n', (size_t)(end - p))) == NULL)
+			nl = end;
+		if ((size_t)(nl - p) > 10 &&
+		    memcmp(p, "installed\t", 10) == 0) {
+			t = p + 10;
+			json_array_append_new(out,
+			    json_stringn(t, (size_t)(nl - t)));
+		}
+	}
+}
+
+/* Names from `npm ls --json` (dependencies' keys) or `pip list
+ * --format=json` ([{name, version}]); dpkg-query's lines for apt. */
+json_t *
+sbx_installmgr_names(int mgr, const char *p, size_t n)
+{
+	json_t	   *j, *out, *v;
+	const char *k;
+	size_t	    i;
+
+	if (p == NULL || (out = json_array()) == NULL)
+		return NULL;
+	if (mgr == SBX_INSTALL_APT) {
+		/* dpkg-query: "installed<TAB>name" lines, not JSON. */
+		names_apt(p, n, out);
+		return out;
+	}
+	/* stdout comes first; the JSON document is its start. */
+	if ((j = json_loadb(p, n, JSON_DISABLE_EOF_CHECK, NULL)) == NULL) {
+		json_decref(out);
+		return NULL;
+	}
+	if (mgr == SBX_INSTALL_NPM)
+		json_object_foreach (json_object_get(j, "dependencies"), k, v)
+			json_array_append_new(out, json_string(k));
+	else
+		json_array_foreach (j, i, v)
+			if (json_is_string(json_object_get(v, "name")))
+				json_array_append(out,
+				    json_object_get(v, "name"));
+	json_decref(j);
+	return out;
+}
+
+/*
+ * apt: the registries are the hosts of the copy's own sources
+ * (install.registries.apt, already in reg, overrides), read beneath the
+ * state root without following a symlink.
+ */
+int
+sbx_installmgr_apt_registry(int rootfd, const char *agent,
+    struct sbx_install_reg *reg, struct sbx_error *e)
+{
+	struct sbx_buf	 b = SBX_BUF_INIT;
+	struct sbx_error e2;
+	struct dirent	*de;
+	DIR		*d;
+	char		 rel[PATH_MAX];
+	size_t		 n;
+	int		 fd, dfd, deb822;
+
+	if (reg->nhosts > 0)
+		return 0;
+	snprintf(rel, sizeof(rel), "envs/%s/rootfs/etc/apt", agent);
+	if ((fd = sbx_open_beneath(rootfd, rel, O_RDONLY | O_DIRECTORY, &e2)) >=
+	    0) {
+		if (sbx_read_file_at(fd, "sources.list", 1 << 20, &b, &e2) ==
+			0 &&
+		    b.p != NULL)
+			(void)sbx_install_apt_sources(b.p, 0, reg);
+		sbx_buf_release(&b);
+		if ((dfd = openat(fd, "sources.list.d",
+			 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) >=
+			0 &&
+		    (d = fdopendir(dfd)) != NULL) {
+			while ((de = readdir(d)) != NULL) {
+				n = strlen(de->d_name);
+				deb822 = n > 8 &&
+				    strcmp(de->d_name + n - 8, ".sources") == 0;
+				if (!deb822 &&
+				    !(n > 5 &&
+					strcmp(de->d_name + n - 5, ".list") ==
+					    0))
+					continue;
+				if (sbx_read_file_at(dirfd(d), de->d_name,
+					1 << 20, &b, &e2) == 0 &&
+				    b.p != NULL)
+					(void)sbx_install_apt_sources(b.p,
+					    deb822, reg);
+				sbx_buf_release(&b);
+			}
+			closedir(d);
+		} else if (dfd >= 0)
+			close(dfd);
+		close(fd);
+	}
+	if (reg->nhosts == 0) {
+		sbx_error_set(e, SBX_K_REJECTED, "registry", "no_apt_sources",
+		    "the root file system of %s names no http(s) apt source "
+		    "(/etc/apt/sources.list, sources.list.d)",
+		    agent);
+		sbx_error_hint(e,
+		    "add one to the image, or set "
+		    "install.registries.apt in config/sandbox.json");
+		return -1;
+	}
+	return 0;
+}
+
+int
+sbx_installmgr_check_registries(int rootfd, const char *agent, int mgr,
+    const struct sbx_install_reg *reg, struct sbx_error *e)
+{
+	struct sbx_proxy_config	      pcfg;
+	struct sbx_netpolicy	      pol;
+	struct sockaddr_storage	      ss[16];
+	socklen_t		      lens[16];
+	const struct sbx_np_override *ov;
+	json_t			     *cfg = NULL;
+	const char		     *why, *hint;
+	char			      rel[128], addr[64];
+	int			      i, n, bad;
+
+	if (sbx_proxy_config_load(rootfd, &pcfg, e) == -1)
+		return -1;
+	snprintf(rel, sizeof(rel), "config/agents/%s.json", agent);
+	if (sbx_config_load(rootfd, rel, &cfg, e) == -1)
+		goto fail;
+	i = sbx_proxy_policy(&pcfg, cfg, rel, &pol, e);
+	json_decref(cfg);
+	if (i == -1)
+		goto fail;
+	for (i = 0; i < reg->nhosts; i++)
+		if (sbx_np_allow(&pol, reg->host[i], e) == -1)
+			goto refused;
+	for (i = 0; i < reg->nhosts; i++) {
+		if ((why = sbx_np_decide(&pol, reg->host[i], reg->port[i])) !=
+		    NULL) {
+			sbx_error_set(e, SBX_K_REJECTED, "registry", why,
+			    "the proxy policy refuses the registry %s:%u (%s)",
+			    reg->host[i], reg->port[i], why);
+			if (strcmp(why, SBX_NP_PORT) == 0)
+				sbx_error_hint(e,
+				    "add %u to the agent's "
+				    "allowed_ports: sbx config add "
+				    "allowed_ports %u --agent %s",
+				    reg->port[i], reg->port[i], agent);
+			else
+				sbx_error_hint(e,
+				    "remove it from the agent's "
+				    "denied_domains");
+			goto refused;
+		}
+		if ((ov = sbx_np_override(&pol, reg->host[i])) != NULL) {
+			memcpy(&ss[0], &ov->addr, sizeof(ss[0]));
+			n = 1;
+		} else if ((n = sbx_proxy_lookup(&pcfg, reg->host[i], ss, lens,
+				16, e)) <= 0) {
+			if (n == 0)
+				sbx_error_set(e, SBX_K_UNAVAILABLE, "registry",
+				    "resolve_failed",
+				    "the "
+				    "registry %s has no address",
+				    reg->host[i]);
+			sbx_error_hint(e,
+			    "check the name, or set "
+			    "install.registries.%s in config/sandbox.json",
+			    sbx_install_manager_name(mgr));
+			goto refused;
+		}
+		if ((why = sbx_np_addrs_check(&pol, reg->host[i], ss, n,
+			 &bad)) != NULL) {
+			sbx_np_addr_text(
+			    (const struct sockaddr *)(const void *)&ss[bad],
+			    addr, sizeof(addr));
+			sbx_error_set(e, SBX_K_REJECTED, "registry", why,
+			    "the proxy refuses the registry %s: its address "
+			    "%s is %s",
+			    reg->host[i], addr, why);
+			hint = sbx_np_addr_hint(why);
+			sbx_error_hint(e, "%s",
+			    hint != NULL ?
+				hint :
+				"allow_private_domains lets a mirror on a private "
+				"address through");
+			goto refused;
+		}
+	}
+	sbx_np_free(&pol);
+	sbx_proxy_config_release(&pcfg);
+	return 0;
+refused:
+	sbx_np_free(&pol);
+fail:
+	sbx_proxy_config_release(&pcfg);
+	return -1;
+}
