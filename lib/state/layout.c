@@ -111,6 +111,23 @@ static const struct sbx_layout_entry layout[SBX_L_N] = {
 			    SBX_L_AGENT_RECORDS, F, 0600, 022, 0, A },
 [SBX_L_AGENT_ROOTFS_LOCK] = { "agent_rootfs_lock", "agents/%s/rootfs.lock",
 			    SBX_L_AGENT_RECORDS, F, 0600, 022, 0, A },
+/* Plugin recipes (lib/state/plugin.c): the library, and per agent what
+ * is installed (the record the bridge reads, a copy of each installed
+ * recipe, which runs use: never the library's newer one) and the files,
+ * in the home, where the sandbox sees them. */
+[SBX_L_PLUGIN] =	{ "plugin", "plugins/%s.json", SBX_L_PLUGINS, F, 0600,
+			    022, 0, SBX_LF_ARG },
+[SBX_L_PLUGINS_LOCK] =	{ "plugins_lock", "plugins/library.lock",
+			    SBX_L_PLUGINS, F, 0600, 022, 0, 0 },
+[SBX_L_AGENT_PLUGINS] =	{ "agent_plugins", "agents/%s/plugins.json",
+			    SBX_L_AGENT_RECORDS, F, 0600, 022, 0, A },
+[SBX_L_AGENT_PLUGINS_LOCK] = { "agent_plugins_lock", "agents/%s/plugins.lock",
+			    SBX_L_AGENT_RECORDS, F, 0600, 022, 0, A },
+[SBX_L_AGENT_PLUGIN_RECIPES] = { "agent_plugin_recipes", "agents/%s/plugins",
+			    SBX_L_AGENT_RECORDS, D, 0700, 022, 077, A },
+[SBX_L_AGENT_PLUGIN_DIRS] = { "agent_plugin_dirs",
+			    "workspace/agents/%s/.sbx/plugins",
+			    SBX_L_AGENT_HOME, D, 0, 0, 0, A | S },
 [SBX_L_RUN_WORKDIR] =	{ "run_workdir", "run/workdir", SBX_L_RUN, D, 0711,
 			    022, 0, 0 },
 [SBX_L_RUN_XWORKDIR] =	{ "run_xworkdir", "run/workdir-%s", SBX_L_RUN, D,
