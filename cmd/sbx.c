@@ -54,6 +54,9 @@ static const struct command {
 	    "sandbox", NULL },
 	{ "secret", "an agent's sealed secrets: set, list, rm; the scrub "
 	    "filter", NULL },
+	{ "plugin", "plugin recipes: tools that extend agents (add, install, "
+	    "run, register)", NULL },
+	{ "tools", "the same as `sbx plugin tools`", "plugin tools" },
 };
 #define NCOMMANDS	(sizeof(commands) / sizeof(commands[0]))
 

@@ -30,6 +30,14 @@
 #include "time.h"
 #include "utf8.h"
 
+/* Did the open fail only because the file is not there? */
+static int
+absent(const struct sbx_error *e)
+{
+	return e->sys_errno == ENOENT || (e->reason != NULL &&
+	    strcmp(e->reason, "not_found") == 0);
+}
+
 /* Limits of a directory source. */
 struct dirsrc {
 	json_t		*files;
@@ -266,7 +274,7 @@ sbx_plugin_lib_get(int rootfd, const char *id,
 		return NULL;
 	if (sbx_read_file_at(rootfd, rel, SBX_RECIPE_MAX + 4096, &b, e) ==
 	    -1) {
-		if (e->sys_errno == ENOENT) {
+		if (absent(e)) {
 			sbx_error_set(e, SBX_K_NOT_FOUND, "id",
 			    "plugin_not_found", "no plugin %s in the library",
 			    id);
@@ -347,7 +355,7 @@ sbx_plugin_lib_list(int rootfd, struct sbx_error *e)
 
 	if ((dfd = sbx_layout_open(rootfd, SBX_L_PLUGINS, NULL, O_RDONLY |
 	    O_DIRECTORY, e)) == -1)
-		return e->sys_errno == ENOENT ? out : (json_decref(out), NULL);
+		return absent(e) ? out : (json_decref(out), NULL);
 	if ((names = sbx_fs_sorted_names(dfd, &n)) == NULL) {
 		close(dfd);
 		json_decref(out);
@@ -461,7 +469,7 @@ sbx_plugin_installed_read(int rootfd, const char *agent, struct sbx_error *e)
 	    -1)
 		return NULL;
 	if (sbx_read_file_at(rootfd, rel, 1 << 20, &b, e) == -1) {
-		if (e->sys_errno == ENOENT)
+		if (absent(e))
 			return json_pack("{s:i,s:[]}", "version", 1,
 			    "plugins");
 		return NULL;
