@@ -340,6 +340,7 @@ print_strv(const struct sbx_strv *v)
  *   agents [--home DIR]           the agents of the state root
  *   jobs [--home DIR] [--agent A] the agent's background jobs
  *   images [--home DIR]           the image names
+ *   plugins [--home DIR]          the plugin library's ids
  *   keys [--global]               the settings' keys (sbx config)
  *   home [--home DIR]             the state root's path
  *   cwd [--home DIR] [--agent A]  the agent's home (where --cwd starts)
@@ -430,6 +431,8 @@ complete(int argc, char *argv[])
 		rc = sbx_complete_jobs(home, agent, &v, &e);
 	else if (strcmp(kind, "images") == 0)
 		rc = sbx_complete_images(home, &v, &e);
+	else if (strcmp(kind, "plugins") == 0)
+		rc = sbx_complete_plugins(home, &v, &e);
 	else if (strcmp(kind, "keys") == 0) {
 		/* sbx config's own list (its schema is not linked here). */
 		char *kargv[] = { "sbx-config", "keys",

@@ -114,6 +114,9 @@ EOF
 	[ "$sha" = "$(sha256sum "$SBX_HOME/plugins/types.json" | cut -d' ' -f1)" ]
 	run sbx plugin list --json
 	[ "$(json_get "$output" '.result.plugins[0].id')" = types ]
+	# What the shell completions offer after `sbx plugin install`.
+	[ "$(sbx --complete plugins)" = types ]
+	[ "$(sbx --complete operands plugin install)" = @plugin ]
 	[ "$(json_get "$output" '.result.plugins[0].created_by')" = person ]
 	run sbx plugin show --json types
 	[ "$(json_get "$output" .result.recipe.metadata.homepage)" = https://example.com ]
