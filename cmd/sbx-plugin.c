@@ -35,7 +35,7 @@
 #include "utf8.h"
 
 static const char usage_text[] =
-"usage: sbx plugin add FILE|DIR [--home DIR] [--json] [-q]\n"
+"usage: sbx plugin add FILE|DIR|- [--home DIR] [--json] [-q]\n"
 "       sbx plugin list [--home DIR] [--json]\n"
 "       sbx plugin show ID [--home DIR] [--json]\n"
 "       sbx plugin rm ID [--home DIR] [--json] [-q]\n"
@@ -264,28 +264,16 @@ say_stored(const char *verb, const char *id, const char *sha, int replaced)
 		    ": an update for the agents that have it installed" : "");
 }
 
-static int
-do_add(void)
+/* A recipe file or directory of the person's: the path resolved as they
+ * wrote it; beneath it (a directory source) nothing is followed. */
+static json_t *
+read_source(const char *src)
 {
 	struct sbx_error	 e;
-	json_t			*in, *r, *cfg;
-	const char		*src = operand(0, "a recipe file or directory");
-	char			 id[SBX_RECIPE_ID_MAX + 1];
-	char			 sha[SBX_RECIPE_SHA_HEX + 1], abs[PATH_MAX];
-	int			 replaced, fd;
+	json_t			*in;
+	char			 abs[PATH_MAX];
+	int			 fd;
 
-	no_more(1);
-	if (strncmp(src, "https://", 8) == 0 || strncmp(src, "http://", 7) ==
-	    0) {
-		sbx_error_set(&e, SBX_K_UNAVAILABLE, "source",
-		    "url_not_supported", "recipes from URLs are not supported "
-		    "by this version");
-		sbx_error_hint(&e, "download it, check its sha256, then sbx "
-		    "plugin add FILE");
-		plugin_fail(&e);
-	}
-	/* The person's own path, resolved as they wrote it; beneath it
-	 * (a directory source) nothing is followed (symlink refused). */
 	if (realpath(src, abs) == NULL) {
 		sbx_error_sys(&e, "not_found", "cannot read %s", src);
 		e.kind = SBX_K_NOT_FOUND;
@@ -297,6 +285,51 @@ do_add(void)
 	    &e)) == NULL)
 		plugin_fail(&e);
 	close(fd);
+	return in;
+}
+
+static int
+do_add(void)
+{
+	struct sbx_error	 e;
+	json_t			*in, *r, *cfg;
+	const char		*src = operand(0, "a recipe file or directory");
+	char			 id[SBX_RECIPE_ID_MAX + 1];
+	char			 sha[SBX_RECIPE_SHA_HEX + 1];
+	int			 replaced;
+
+	no_more(1);
+	if (strncmp(src, "https://", 8) == 0 || strncmp(src, "http://", 7) ==
+	    0) {
+		sbx_error_set(&e, SBX_K_UNAVAILABLE, "source",
+		    "url_not_supported", "recipes from URLs are not supported "
+		    "by this version");
+		sbx_error_hint(&e, "download it, check its sha256, then sbx "
+		    "plugin add FILE");
+		plugin_fail(&e);
+	}
+	if (strcmp(src, "-") == 0) {
+		/* Standard input: one JSON recipe, size-capped. */
+		struct sbx_buf	 b = SBX_BUF_INIT;
+		char		 chunk[8192];
+		ssize_t		 n;
+
+		while ((n = read(0, chunk, sizeof(chunk))) > 0 ||
+		    (n == -1 && errno == EINTR))
+			if (n > 0 && (b.len + (size_t)n > SBX_RECIPE_MAX ||
+			    sbx_buf_append(&b, chunk, (size_t)n) == -1)) {
+				sbx_error_set(&e, SBX_K_INVALID_ARGS, "recipe",
+				    "too_large", "the recipe is larger than "
+				    "%u bytes", SBX_RECIPE_MAX);
+				plugin_fail(&e);
+			}
+		in = sbx_json_parse(b.p != NULL ? b.p : "", b.len,
+		    SBX_RECIPE_MAX, &e);
+		sbx_buf_release(&b);
+		if (in == NULL)
+			plugin_fail(&e);
+	} else
+		in = read_source(src);
 	plugin_open_root();
 	cfg = plugin_sandbox_cfg();
 	r = sbx_recipe_check(in, 0, cfg, warnings, &e);
