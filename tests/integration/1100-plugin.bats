@@ -127,6 +127,36 @@ EOF
 	[ "$status" -eq 1 ]
 }
 
+@test "add URL --sha256: the bytes must have that digest; without one, or with a file, refused" {
+	mkdir -p "$TEST_ROOT/www"
+	printf '%s\n' "$TYPES_RECIPE" > "$TEST_ROOT/www/types.json"
+	sha=$(sha256sum "$TEST_ROOT/www/types.json" | cut -d' ' -f1)
+	"$PY" -u -c '
+import functools, http.server, sys
+h = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[1])
+h.log_message = lambda *a: None
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), h)
+print(s.server_address[1], flush=True)
+s.serve_forever()' "$TEST_ROOT/www" > "$TEST_ROOT/www.port" 2>"$TEST_ROOT/www.err" 3>&- &
+	SERVER_PIDS+=("$!")
+	port=$(wait_line "$TEST_ROOT/www.port")
+	url=http://127.0.0.1:$port/types.json
+	run sbx plugin add --json "$url"
+	[ "$(json_get "$output" .reason)" = missing_sha256 ]
+	run sbx plugin add --json --sha256 "$(printf '%064d' 0)" "$url"
+	echo "$output"
+	[ "$(json_get "$output" .reason)" = integrity_check_failed ]
+	[ -z "$(library)" ]
+	run sbx plugin add --json --sha256 "$sha" "$TEST_ROOT/www/types.json"
+	[ "$(json_get "$output" .reason)" = sha256_without_url ]
+	run sbx plugin add --json --sha256 "$sha" "$url"
+	echo "$output"
+	[ "$(json_get "$output" .result.id)" = types ]
+	# https to a name is the rule; plain http only to a loopback address.
+	run sbx plugin add --json --sha256 "$sha" "http://example.com/x.json"
+	[ "$(json_get "$output" .reason)" = insecure_http ]
+}
+
 # --- install, run ---------------------------------------------------------------
 
 @test "a tool run with each parameter type; defaults fill gaps; required and wrong types refused" {
