@@ -40,19 +40,20 @@
 #include "tooldefs.h"
 #include "tools.h"
 
-extern char	**environ;
+extern char **environ;
 
 /* A tool's idle timeout when neither --timeout nor the recipe says. */
 #define RUN_TIMEOUT	"30"
 /* What sbx-install may print: one envelope. */
-#define INSTALL_OUT_MAX	(1u << 20)
+#define INSTALL_OUT_MAX (1u << 20)
 
 static void
 prepare_req(struct sbx_exec_req *R, const json_t *r, const char *id)
 {
-	const json_t	*net = json_object_get(json_object_get(r,
-			    "permissions"), "network"), *v;
-	size_t		 i;
+	const json_t *net = json_object_get(json_object_get(r, "permissions"),
+			 "network"),
+		     *v;
+	size_t i;
 
 	R->agent = O.agent;
 	R->home = root.path;
@@ -65,14 +66,14 @@ prepare_req(struct sbx_exec_req *R, const json_t *r, const char *id)
 	 * denied names, ports, addresses). */
 	if (json_is_array(net)) {
 		R->network = SBX_NET_PROXY;
-		json_array_foreach(net, i, v)
+		json_array_foreach (net, i, v)
 			sbx_strv_push(&R->allow, json_string_value(v));
 	} else
 		R->network = SBX_NET_NONE;
 	/* The declared secrets only; none when none is declared. */
 	if (json_array_size(json_object_get(r, "secrets")) == 0)
 		R->no_secrets = 1;
-	json_array_foreach(json_object_get(r, "secrets"), i, v)
+	json_array_foreach (json_object_get(r, "secrets"), i, v)
 		sbx_strv_push(&R->secrets, json_string_value(v));
 	sbx_strv_pushf(&R->own, "%s/%s", SBX_PLUGIN_HOME_DIR, id);
 	R->cwd = R->own.v[R->own.n - 1];
@@ -84,13 +85,13 @@ prepare_req(struct sbx_exec_req *R, const json_t *r, const char *id)
  * variables only, never spliced into it).  The outcome is the caller's.
  */
 static int
-run_command(const json_t *r, const char *id, const char *cmd,
-    const char *argv0, const struct sbx_strv *env, int capture, int tee,
-    struct sbx_exec *X, struct sbx_exec_req *R, struct sbx_exec_outcome *o,
-    char **violations, struct sbx_error *e)
+run_command(const json_t *r, const char *id, const char *cmd, const char *argv0,
+    const struct sbx_strv *env, int capture, int tee, struct sbx_exec *X,
+    struct sbx_exec_req *R, struct sbx_exec_outcome *o, char **violations,
+    struct sbx_error *e)
 {
-	static char	*argv[2];
-	size_t		 i;
+	static char *argv[2];
+	size_t	     i;
 
 	sbx_exec_req_init(R);
 	sbx_exec_init(X);
@@ -127,18 +128,18 @@ run_command(const json_t *r, const char *id, const char *cmd,
 static void
 install_deps(const json_t *r)
 {
-	static const char *const mgrs[] = { "apt", "npm", "pip" };
-	struct sbx_error	 e;
-	struct sbx_buf		 out = SBX_BUF_INIT;
-	struct sbx_strv		 av = SBX_STRV_INIT;
-	const json_t		*pk, *v;
-	json_t			*env;
-	char			*dir, prog[PATH_MAX], chunk[4096];
+	static const char *const   mgrs[] = { "apt", "npm", "pip" };
+	struct sbx_error	   e;
+	struct sbx_buf		   out = SBX_BUF_INIT;
+	struct sbx_strv		   av = SBX_STRV_INIT;
+	const json_t		  *pk, *v;
+	json_t			  *env;
+	char			  *dir, prog[PATH_MAX], chunk[4096];
 	posix_spawn_file_actions_t fa;
-	size_t			 i, k;
-	ssize_t			 n;
-	pid_t			 pid;
-	int			 p[2], st;
+	size_t			   i, k;
+	ssize_t			   n;
+	pid_t			   pid;
+	int			   p[2], st;
 
 	for (k = 0; k < 3; k++) {
 		pk = json_object_get(json_object_get(r, "dependencies"),
@@ -146,7 +147,8 @@ install_deps(const json_t *r)
 		if (json_array_size(pk) == 0)
 			continue;
 		if ((dir = sbx_self_dir()) == NULL) {
-			sbx_error_sys(&e, "self_unknown", "cannot find the "
+			sbx_error_sys(&e, "self_unknown",
+			    "cannot find the "
 			    "libexec directory");
 			plugin_fail(&e);
 		}
@@ -165,7 +167,7 @@ install_deps(const json_t *r)
 			sbx_strv_push(&av, O.timeout);
 		}
 		sbx_strv_push(&av, "--");
-		json_array_foreach(pk, i, v)
+		json_array_foreach (pk, i, v)
 			sbx_strv_push(&av, json_string_value(v));
 		if (!O.json && !O.quiet)
 			fprintf(stderr, "%s: installing %zu %s package%s\n",
@@ -179,7 +181,7 @@ install_deps(const json_t *r)
 		posix_spawn_file_actions_adddup2(&fa, p[1], 1);
 		fflush(NULL);
 		if ((errno = posix_spawn(&pid, prog, &fa, NULL, av.v,
-		    environ)) != 0) {
+			 environ)) != 0) {
 			sbx_error_sys(&e, "spawn_failed", "cannot run %s",
 			    prog);
 			plugin_fail(&e);
@@ -193,25 +195,32 @@ install_deps(const json_t *r)
 		close(p[0]);
 		while (waitpid(pid, &st, 0) == -1 && errno == EINTR)
 			;
-		env = out.p != NULL ? json_loadb(out.p, out.len, 0, NULL) :
-		    NULL;
+		env =
+		    out.p != NULL ? json_loadb(out.p, out.len, 0, NULL) : NULL;
 		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-			const char *kind = json_string_value(json_object_get(
-			    env, "kind"));
+			const char *kind =
+			    json_string_value(json_object_get(env, "kind"));
 
-			sbx_error_set(&e, kind != NULL ? (strcmp(kind,
-			    SBX_K_UNAVAILABLE) == 0 ? SBX_K_UNAVAILABLE :
-			    strcmp(kind, SBX_K_REJECTED) == 0 ?
-			    SBX_K_REJECTED : strcmp(kind,
-			    SBX_K_INVALID_ARGS) == 0 ? SBX_K_INVALID_ARGS :
-			    SBX_K_EXECUTION_ERROR) : SBX_K_EXECUTION_ERROR,
+			sbx_error_set(&e,
+			    kind != NULL ?
+				(strcmp(kind, SBX_K_UNAVAILABLE) == 0 ?
+					SBX_K_UNAVAILABLE :
+					strcmp(kind, SBX_K_REJECTED) == 0 ?
+					SBX_K_REJECTED :
+					strcmp(kind, SBX_K_INVALID_ARGS) == 0 ?
+					SBX_K_INVALID_ARGS :
+					SBX_K_EXECUTION_ERROR) :
+				SBX_K_EXECUTION_ERROR,
 			    "dependencies", "dependency_failed",
 			    "installing the %s dependencies failed: %s",
-			    mgrs[k], json_string_value(json_object_get(env,
-			    "message")) ? json_string_value(json_object_get(
-			    env, "message")) : "sbx-install gave no envelope");
-			plugin_fail_extra(&e, env != NULL ? json_pack(
-			    "{s:o}", "install", env) : NULL);
+			    mgrs[k],
+			    json_string_value(json_object_get(env, "message")) ?
+				json_string_value(
+				    json_object_get(env, "message")) :
+				"sbx-install gave no envelope");
+			plugin_fail_extra(&e,
+			    env != NULL ? json_pack("{s:o}", "install", env) :
+					  NULL);
 		}
 		json_decref(env);
 		sbx_buf_reset(&out);
@@ -224,18 +233,19 @@ install_deps(const json_t *r)
 static void
 check_secrets(const json_t *r)
 {
-	struct sbx_error	 e;
-	const json_t		*v, *w;
-	json_t			*have = sbx_secret_names(root.fd, O.agent);
-	size_t			 i, j;
+	struct sbx_error e;
+	const json_t	*v, *w;
+	json_t		*have = sbx_secret_names(root.fd, O.agent);
+	size_t		 i, j;
 
-	json_array_foreach(json_object_get(r, "secrets"), i, v) {
-		json_array_foreach(have, j, w)
+	json_array_foreach (json_object_get(r, "secrets"), i, v) {
+		json_array_foreach (have, j, w)
 			if (json_equal((json_t *)v, (json_t *)w))
 				break;
 		if (j == json_array_size(have)) {
 			sbx_error_set(&e, SBX_K_INVALID_ARGS, "secrets",
-			    "secret_missing", "the plugin needs the secret %s, "
+			    "secret_missing",
+			    "the plugin needs the secret %s, "
 			    "which agent %s does not have",
 			    json_string_value(v), O.agent);
 			sbx_error_hint(&e, "sbx secret set %s --agent %s",
@@ -250,23 +260,22 @@ check_secrets(const json_t *r)
 int
 plugin_install(void)
 {
-	struct sbx_error	 e;
-	struct sbx_exec		 X;
-	struct sbx_exec_req	 R;
-	struct sbx_exec_outcome	 o;
-	const char		*id;
-	json_t			*r, *doc, *res;
-	char			 sha[SBX_RECIPE_SHA_HEX + 1], *viol = NULL;
-	char			 argv0[64];
-	uid_t			 uid;
-	gid_t			 gid;
-	int			 lock, setup_rc = -1;
+	struct sbx_error	e;
+	struct sbx_exec		X;
+	struct sbx_exec_req	R;
+	struct sbx_exec_outcome o;
+	const char	       *id;
+	json_t		       *r, *doc, *res;
+	char			sha[SBX_RECIPE_SHA_HEX + 1], *viol = NULL;
+	char			argv0[64];
+	uid_t			uid;
+	gid_t			gid;
+	int			lock, setup_rc = -1;
 
 	if (O.nops != 1) {
 		sbx_error_set(&e, SBX_K_INVALID_ARGS, "id", "usage",
 		    "sbx plugin install takes one plugin id");
-		sbx_cmd_usage(PROG, tool, O.json, &e, NULL, plugin_emit);
-		exit(SBX_EX_USAGE);
+		plugin_usage(&e);
 	}
 	id = O.ops[0];
 	plugin_open_agent();
@@ -282,28 +291,34 @@ plugin_install(void)
 		plugin_fail(&e);
 	if (json_is_string(json_object_get(r, "setup"))) {
 		snprintf(argv0, sizeof(argv0), "plugin.%s.setup", id);
-		if (run_command(r, id, json_string_value(json_object_get(r,
-		    "setup")), argv0, NULL, 1, !O.json && !O.quiet, &X, &R, &o,
-		    &viol, &e) == -1) {
+		if (run_command(r, id,
+			json_string_value(json_object_get(r, "setup")), argv0,
+			NULL, 1, !O.json && !O.quiet, &X, &R, &o, &viol,
+			&e) == -1) {
 			sbx_plugin_files_remove(root.fd, O.agent, id, NULL);
 			plugin_fail(&e);
 		}
 		if (viol != NULL)
 			plugin_warn("setup: %s", viol);
 		free(viol);
-		setup_rc = o.ok ? (int)json_integer_value(json_object_get(
-		    o.result, "exit_code")) : -1;
+		setup_rc = o.ok ? (int)json_integer_value(
+				      json_object_get(o.result, "exit_code")) :
+				  -1;
 		if (setup_rc != 0) {
 			sbx_plugin_files_remove(root.fd, O.agent, id, NULL);
 			if (o.ok)
 				sbx_error_set(&o.err, SBX_K_EXECUTION_ERROR,
-				    "setup", "setup_failed", "the plugin's "
+				    "setup", "setup_failed",
+				    "the plugin's "
 				    "setup exited with %d; nothing was "
-				    "installed", setup_rc);
-			plugin_fail_extra(&o.err, json_pack("{s:O}", "result",
-			    o.ok ? o.result : json_object_get(o.extra,
-			    "result") ? json_object_get(o.extra, "result") :
-			    json_null()));
+				    "installed",
+				    setup_rc);
+			plugin_fail_extra(&o.err,
+			    json_pack("{s:O}", "result",
+				o.ok ? o.result :
+				    json_object_get(o.extra, "result") ?
+				       json_object_get(o.extra, "result") :
+				       json_null()));
 		}
 		sbx_exec_outcome_release(&o);
 		sbx_exec_release(&X);
@@ -330,20 +345,19 @@ plugin_install(void)
 int
 plugin_uninstall(void)
 {
-	struct sbx_error	 e;
-	const char		*id;
-	json_t			*doc;
-	int			 lock, had;
+	struct sbx_error e;
+	const char	*id;
+	json_t		*doc;
+	int		 lock, had;
 
 	if (O.nops != 1) {
 		sbx_error_set(&e, SBX_K_INVALID_ARGS, "id", "usage",
 		    "sbx plugin uninstall takes one plugin id");
-		sbx_cmd_usage(PROG, tool, O.json, &e, NULL, plugin_emit);
-		exit(SBX_EX_USAGE);
+		plugin_usage(&e);
 	}
 	id = O.ops[0];
 	plugin_open_agent();
-	if (sbx_recipe_id(id, (char [SBX_RECIPE_ID_MAX + 1]){ 0 }, &e) == -1)
+	if (sbx_recipe_id(id, (char[SBX_RECIPE_ID_MAX + 1]){ 0 }, &e) == -1)
 		plugin_fail(&e);
 	if ((lock = sbx_plugin_agent_lock(root.fd, O.agent, &e)) == -1 ||
 	    (doc = sbx_plugin_installed_read(root.fd, O.agent, &e)) == NULL)
@@ -370,22 +384,21 @@ plugin_uninstall(void)
 int
 plugin_run(void)
 {
-	struct sbx_error	 e;
-	struct sbx_exec		 X;
-	struct sbx_exec_req	 R;
-	struct sbx_exec_outcome	 o;
-	struct sbx_strv		 env = SBX_STRV_INIT;
-	const json_t		*t;
-	json_t			*r, *args, *vals;
-	const char		*id, *tid;
-	char			*viol = NULL;
-	size_t			 i;
+	struct sbx_error	e;
+	struct sbx_exec		X;
+	struct sbx_exec_req	R;
+	struct sbx_exec_outcome o;
+	struct sbx_strv		env = SBX_STRV_INIT;
+	const json_t	       *t;
+	json_t		       *r, *args, *vals;
+	const char	       *id, *tid;
+	char		       *viol = NULL;
+	size_t			i;
 
 	if (O.nops != 2) {
 		sbx_error_set(&e, SBX_K_INVALID_ARGS, "tool", "usage",
 		    "sbx plugin run takes a plugin id and a tool id");
-		sbx_cmd_usage(PROG, tool, O.json, &e, NULL, plugin_emit);
-		exit(SBX_EX_USAGE);
+		plugin_usage(&e);
 	}
 	id = O.ops[0];
 	tid = O.ops[1];
@@ -396,8 +409,7 @@ plugin_run(void)
 	plugin_open_agent();
 	/* The installed copy, never the library's: an update is applied
 	 * by a person (sbx plugin install), not by a run. */
-	if ((r = sbx_plugin_installed_recipe(root.fd, O.agent, id, &e)) ==
-	    NULL)
+	if ((r = sbx_plugin_installed_recipe(root.fd, O.agent, id, &e)) == NULL)
 		plugin_fail(&e);
 	if ((t = sbx_recipe_tool(r, tid)) == NULL) {
 		sbx_error_set(&e, SBX_K_NOT_FOUND, "tool", "tool_not_found",
@@ -414,7 +426,7 @@ plugin_run(void)
 	json_decref(args);
 	json_decref(vals);
 	if (run_command(r, id, json_string_value(json_object_get(t, "run")),
-	    tool, &env, O.json, 0, &X, &R, &o, &viol, &e) == -1)
+		tool, &env, O.json, 0, &X, &R, &o, &viol, &e) == -1)
 		plugin_fail(&e);
 	exec_render_outcome(&o, O.json || O.quiet ? (free(viol), NULL) : viol,
 	    X.warnings, NULL, O.json, O.quiet, O.json ? plugin_emit : NULL,
@@ -434,14 +446,14 @@ plugin_run(void)
 static void
 builtin_tools(json_t *out)
 {
-	const struct sbx_tooldef	*d;
-	json_t				*j;
-	size_t				 i;
+	const struct sbx_tooldef *d;
+	json_t			 *j;
+	size_t			  i;
 
 	for (i = 0; (d = sbx_tooldef_at(i)) != NULL; i++)
 		if ((j = sbx_tooldef_json(d)) != NULL) {
-			json_object_set_new(j, "source", json_string(
-			    "builtin"));
+			json_object_set_new(j, "source",
+			    json_string("builtin"));
 			json_array_append_new(out, j);
 		}
 }
@@ -451,36 +463,39 @@ builtin_tools(json_t *out)
 static void
 plugin_tools_of(json_t *out)
 {
-	struct sbx_error	 e;
-	const json_t		*p, *t;
-	json_t			*doc, *r, *j, *in;
-	const char		*id;
-	char			 name[160];
-	size_t			 i, k;
+	struct sbx_error e;
+	const json_t	*p, *t;
+	json_t		*doc, *r, *j, *in;
+	const char	*id;
+	char		 name[160];
+	size_t		 i, k;
 
 	if ((doc = sbx_plugin_installed_read(root.fd, O.agent, &e)) == NULL)
 		plugin_fail(&e);
-	json_array_foreach(json_object_get(doc, "plugins"), i, p) {
+	json_array_foreach (json_object_get(doc, "plugins"), i, p) {
 		id = json_string_value(json_object_get(p, "id"));
-		if (id == NULL || (r = sbx_plugin_installed_recipe(root.fd,
-		    O.agent, id, &e)) == NULL) {
+		if (id == NULL ||
+		    (r = sbx_plugin_installed_recipe(root.fd, O.agent, id,
+			 &e)) == NULL) {
 			plugin_warn("plugin %s: its installed recipe is "
-			    "missing; reinstall it", id ? id : "?");
+				    "missing; reinstall it",
+			    id ? id : "?");
 			continue;
 		}
-		json_array_foreach(json_object_get(r, "tools"), k, t) {
+		json_array_foreach (json_object_get(r, "tools"), k, t) {
 			snprintf(name, sizeof(name), "plugin.%s.%s", id,
 			    json_string_value(json_object_get(t, "id")));
 			in = sbx_recipe_input_schema(t);
-			json_object_set_new(in, "$schema", json_string(
-			    "https://json-schema.org/draft/2020-12/schema"));
+			json_object_set_new(in, "$schema",
+			    json_string(
+				"https://json-schema.org/draft/2020-12/schema"));
 			j = json_pack("{s:s,s:O,s:o,s:s,s:s,s:{s:b,s:b}}",
-			    "name", name, "description", json_object_get(t,
-			    "description"), "inputSchema", in, "source",
-			    "plugin", "plugin", id, "annotations",
+			    "name", name, "description",
+			    json_object_get(t, "description"), "inputSchema",
+			    in, "source", "plugin", "plugin", id, "annotations",
 			    "readOnlyHint", 0, "openWorldHint",
-			    json_is_array(json_object_get(json_object_get(r,
-			    "permissions"), "network")));
+			    json_is_array(json_object_get(
+				json_object_get(r, "permissions"), "network")));
 			json_array_append_new(out, j);
 		}
 		json_decref(r);
@@ -491,25 +506,24 @@ plugin_tools_of(json_t *out)
 int
 plugin_tools(void)
 {
-	struct sbx_error	 e;
-	json_t			*tools = json_array(), *t;
-	size_t			 i;
+	struct sbx_error e;
+	json_t		*tools = json_array(), *t;
+	size_t		 i;
 
 	if (O.nops != 0) {
 		sbx_error_set(&e, SBX_K_INVALID_ARGS, "args",
 		    "unexpected_argument", "sbx plugin tools takes no operand");
-		sbx_cmd_usage(PROG, tool, O.json, &e, NULL, plugin_emit);
-		exit(SBX_EX_USAGE);
+		plugin_usage(&e);
 	}
 	snprintf(tool, sizeof(tool), "tools");
 	builtin_tools(tools);
 	plugin_open_agent();
 	plugin_tools_of(tools);
 	if (!O.json)
-		json_array_foreach(tools, i, t)
-			printf("%s\t%s\n", json_string_value(json_object_get(t,
-			    "name")), json_string_value(json_object_get(t,
-			    "source")));
+		json_array_foreach (tools, i, t)
+			printf("%s\t%s\n",
+			    json_string_value(json_object_get(t, "name")),
+			    json_string_value(json_object_get(t, "source")));
 	plugin_ok(json_pack("{s:s,s:o}", "agent", O.agent, "tools", tools));
 	return 0;
 }

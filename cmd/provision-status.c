@@ -210,11 +210,12 @@ do_status(void)
 				json_object_get(pkgs, "npm")),
 			    (long long)json_integer_value(
 				json_object_get(pkgs, "pip")));
-		json_array_foreach(updates, i, it)
+		json_array_foreach (updates, i, it)
 			printf("plugin update available: %s (sbx plugin "
-			    "install %s --agent %s)\n", json_string_value(
-			    json_object_get(it, "id")), json_string_value(
-			    json_object_get(it, "id")), O.agent);
+			       "install %s --agent %s)\n",
+			    json_string_value(json_object_get(it, "id")),
+			    json_string_value(json_object_get(it, "id")),
+			    O.agent);
 		print_warnings(warnings);
 		if (ready)
 			printf("ready\n");

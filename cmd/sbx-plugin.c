@@ -36,57 +36,67 @@
 #include "utf8.h"
 
 static const char usage_text[] =
-"usage: sbx plugin add FILE|DIR|- [--home DIR] [--json] [-q]\n"
-"       sbx plugin add URL --sha256 HEX [--home DIR] [--json] [-q]\n"
-"       sbx plugin list [--home DIR] [--json]\n"
-"       sbx plugin show ID [--home DIR] [--json]\n"
-"       sbx plugin rm ID [--home DIR] [--json] [-q]\n"
-"       sbx plugin install ID [--agent A] [--home DIR] [--timeout SECONDS]\n"
-"                         [--json] [-q] [-v]\n"
-"       sbx plugin uninstall ID [--agent A] [--home DIR] [--json] [-q]\n"
-"       sbx plugin run ID TOOL [--agent A] [--param NAME=VALUE]...\n"
-"                         [--timeout SECONDS] [--home DIR] [--json] [-q] [-v]\n"
-"       sbx plugin register DIR [--agent A] [--home DIR] [--json] [-q]\n"
-"       sbx plugin tools [--agent A] [--home DIR] [--json]\n";
+    "usage: sbx plugin add FILE|DIR|- [--home DIR] [--json] [-q]\n"
+    "       sbx plugin add URL --sha256 HEX [--home DIR] [--json] [-q]\n"
+    "       sbx plugin list [--home DIR] [--json]\n"
+    "       sbx plugin show ID [--home DIR] [--json]\n"
+    "       sbx plugin rm ID [--home DIR] [--json] [-q]\n"
+    "       sbx plugin install ID [--agent A] [--home DIR] [--timeout SECONDS]\n"
+    "                         [--json] [-q] [-v]\n"
+    "       sbx plugin uninstall ID [--agent A] [--home DIR] [--json] [-q]\n"
+    "       sbx plugin run ID TOOL [--agent A] [--param NAME=VALUE]...\n"
+    "                         [--timeout SECONDS] [--home DIR] [--json] [-q] [-v]\n"
+    "       sbx plugin register DIR [--agent A] [--home DIR] [--json] [-q]\n"
+    "       sbx plugin tools [--agent A] [--home DIR] [--json]\n";
 
 static const char help_text[] =
-"\n"
-"Plugin recipes give an agent new tools: a JSON file (sbx-recipe(5)) with\n"
-"files, dependencies, secrets and network permissions.  The library\n"
-"(plugins/ of the state root) is the source of truth; install copies a\n"
-"recipe into one agent's sandbox and records its hash; a changed recipe\n"
-"is an update that `sbx status` shows, never applied silently.\n"
-"\n"
-"  add          check a recipe (a file, or a directory with recipe.json\n"
-"               and its files) and store it in the library\n"
-"  list, show   the library; rm removes a recipe from it\n"
-"  install      dependencies (sbx install), files, setup, for an agent\n"
-"  uninstall    the files and the record\n"
-"  run          one tool, in the agent's sandbox (exec envelope, tool\n"
-"               plugin.ID.TOOL)\n"
-"  register     an agent's own recipe (DIR in its home), with\n"
-"               restricted defaults\n"
-"  tools        every tool an agent has, with its JSON Schema (also\n"
-"               `sbx tools`)\n"
-"\n";
+    "\n"
+    "Plugin recipes give an agent new tools: a JSON file (sbx-recipe(5)) with\n"
+    "files, dependencies, secrets and network permissions.  The library\n"
+    "(plugins/ of the state root) is the source of truth; install copies a\n"
+    "recipe into one agent's sandbox and records its hash; a changed recipe\n"
+    "is an update that `sbx status` shows, never applied silently.\n"
+    "\n"
+    "  add          check a recipe (a file, or a directory with recipe.json\n"
+    "               and its files) and store it in the library\n"
+    "  list, show   the library; rm removes a recipe from it\n"
+    "  install      dependencies (sbx install), files, setup, for an agent\n"
+    "  uninstall    the files and the record\n"
+    "  run          one tool, in the agent's sandbox (exec envelope, tool\n"
+    "               plugin.ID.TOOL)\n"
+    "  register     an agent's own recipe (DIR in its home), with\n"
+    "               restricted defaults\n"
+    "  tools        every tool an agent has, with its JSON Schema (also\n"
+    "               `sbx tools`)\n"
+    "\n";
 
 enum {
-	S_ADD = 1, S_LIST = 2, S_SHOW = 4, S_RM = 8, S_INSTALL = 16,
-	S_UNINSTALL = 32, S_RUN = 64, S_REGISTER = 128, S_TOOLS = 256,
+	S_ADD = 1,
+	S_LIST = 2,
+	S_SHOW = 4,
+	S_RM = 8,
+	S_INSTALL = 16,
+	S_UNINSTALL = 32,
+	S_RUN = 64,
+	S_REGISTER = 128,
+	S_TOOLS = 256,
 	S_ALL = 511,
 };
 enum { OPT_HOME = 256, OPT_VERSION, OPT_PARAM, OPT_TIMEOUT, OPT_SHA256 };
 
 static const struct sbx_opts_sub subs[] = {
-	{ "add", S_ADD, "@file" }, { "list", S_LIST, NULL },
-	{ "show", S_SHOW, "@plugin" }, { "rm", S_RM, "@plugin" },
+	{ "add", S_ADD, "@file" },
+	{ "list", S_LIST, NULL },
+	{ "show", S_SHOW, "@plugin" },
+	{ "rm", S_RM, "@plugin" },
 	{ "install", S_INSTALL, "@plugin" },
 	{ "uninstall", S_UNINSTALL, "@plugin" },
-	{ "run", S_RUN, "@plugin" }, { "register", S_REGISTER, "@dir" },
+	{ "run", S_RUN, "@plugin" },
+	{ "register", S_REGISTER, "@dir" },
 	{ "tools", S_TOOLS, NULL },
 };
 
-#define AGENT_SUBS	(S_INSTALL | S_UNINSTALL | S_RUN | S_REGISTER | S_TOOLS)
+#define AGENT_SUBS (S_INSTALL | S_UNINSTALL | S_RUN | S_REGISTER | S_TOOLS)
 
 static const struct sbx_opt rows[] = {
 	{ 'a', "agent", 'a', SBX_OPT_REQ, "A", "@agent",
@@ -100,12 +110,13 @@ static const struct sbx_opt rows[] = {
 	    S_RUN | S_INSTALL, 0 },
 	{ OPT_HOME, "home", 0, SBX_OPT_REQ, "DIR", "@dir",
 	    "state root (default: $SBX_HOME, $XDG_DATA_HOME/sbx,\n"
-	    "~/.local/share/sbx)", S_ALL, 0 },
+	    "~/.local/share/sbx)",
+	    S_ALL, 0 },
 	{ 'j', "json", 'j', SBX_OPT_NONE, NULL, NULL,
 	    "print one JSON envelope (also SBX_JSON=1)", S_ALL, 0 },
 	{ 'q', "quiet", 'q', SBX_OPT_NONE, NULL, NULL,
-	    "no progress or warnings on stderr", S_ADD | S_RM | S_INSTALL |
-	    S_UNINSTALL | S_RUN | S_REGISTER, 0 },
+	    "no progress or warnings on stderr",
+	    S_ADD | S_RM | S_INSTALL | S_UNINSTALL | S_RUN | S_REGISTER, 0 },
 	{ 'v', "verbose", 'v', SBX_OPT_NONE, NULL, NULL,
 	    "show the bwrap command lines on stderr", S_INSTALL | S_RUN, 0 },
 	{ 'h', "help", 'h', SBX_OPT_NONE, NULL, NULL, "this help", S_ALL, 0 },
@@ -116,13 +127,13 @@ static const struct sbx_opt rows[] = {
 static const struct sbx_opts table = { PROG, "sbx plugin", rows,
 	SBX_OPTS_N(rows), subs, SBX_OPTS_N(subs), 0, NULL, 23 };
 
-static struct sbx_opts_getopt	 g;
-static struct sbx_opts_seen	 seen;
+static struct sbx_opts_getopt g;
+static struct sbx_opts_seen   seen;
 
-struct plugin_opts	 O;
-struct sbx_root		 root = SBX_ROOT_INIT;
-json_t			*warnings;
-char			 tool[160] = "plugin";
+struct plugin_opts O;
+struct sbx_root	   root = SBX_ROOT_INIT;
+json_t		  *warnings;
+char		   tool[160] = "plugin";
 
 void
 plugin_emit(json_t *env)
@@ -152,8 +163,8 @@ plugin_fail(const struct sbx_error *e)
 void
 plugin_warn(const char *fmt, ...)
 {
-	char	 m[512];
-	va_list	 ap;
+	char	m[512];
+	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(m, sizeof(m), fmt, ap);
@@ -165,16 +176,16 @@ void
 plugin_ok(json_t *result)
 {
 	if (O.json)
-		plugin_emit(sbx_envelope_ok(tool, result,
-		    json_incref(warnings)));
+		plugin_emit(
+		    sbx_envelope_ok(tool, result, json_incref(warnings)));
 	else {
 		sbx_cmd_print_warnings(PROG, warnings, O.quiet);
 		json_decref(result);
 	}
 }
 
-static void __attribute__((noreturn))
-usage(const struct sbx_error *e)
+void
+plugin_usage(const struct sbx_error *e)
 {
 	sbx_cmd_usage(PROG, tool, O.json, e, usage_text, plugin_emit);
 	exit(SBX_EX_USAGE);
@@ -183,13 +194,13 @@ usage(const struct sbx_error *e)
 void
 plugin_open_root(void)
 {
-	struct sbx_error	 e;
+	struct sbx_error e;
 
 	if (sbx_root_resolve(O.home, &root, &e) == -1 ||
 	    sbx_root_open(&root, 0, &e) == -1) {
 		sbx_error_set(&e, SBX_K_UNAVAILABLE, "home", "not_provisioned",
-		    "no state root at %s", root.path != NULL ? root.path :
-		    "(unresolved)");
+		    "no state root at %s",
+		    root.path != NULL ? root.path : "(unresolved)");
 		sbx_error_hint(&e, "create it: sbx provision");
 		plugin_fail(&e);
 	}
@@ -198,9 +209,9 @@ plugin_open_root(void)
 void
 plugin_open_agent(void)
 {
-	struct sbx_error	 e;
-	struct stat		 st;
-	char			 rel[SBX_LAYOUT_PATH_MAX];
+	struct sbx_error e;
+	struct stat	 st;
+	char		 rel[SBX_LAYOUT_PATH_MAX];
 
 	if (sbx_agent_valid(O.agent, "agent", &e) == -1)
 		plugin_fail(&e);
@@ -223,8 +234,8 @@ plugin_open_agent(void)
 json_t *
 plugin_sandbox_cfg(void)
 {
-	struct sbx_error	 e;
-	json_t			*cfg = NULL;
+	struct sbx_error e;
+	json_t		*cfg = NULL;
 
 	if (sbx_config_load(root.fd, "config/sandbox.json", &cfg, &e) == -1)
 		plugin_fail(&e);
@@ -235,12 +246,12 @@ plugin_sandbox_cfg(void)
 static const char *
 operand(int i, const char *what)
 {
-	struct sbx_error	 e;
+	struct sbx_error e;
 
 	if (O.nops <= i) {
 		sbx_error_set(&e, SBX_K_INVALID_ARGS, what, "missing_argument",
 		    "sbx plugin %s needs %s", O.sub, what);
-		usage(&e);
+		plugin_usage(&e);
 	}
 	return O.ops[i];
 }
@@ -248,13 +259,13 @@ operand(int i, const char *what)
 static void
 no_more(int n)
 {
-	struct sbx_error	 e;
+	struct sbx_error e;
 
 	if (O.nops > n) {
 		sbx_error_set(&e, SBX_K_INVALID_ARGS, "args",
 		    "unexpected_argument", "sbx plugin %s: unexpected `%s`",
 		    O.sub, O.ops[n]);
-		usage(&e);
+		plugin_usage(&e);
 	}
 }
 
@@ -264,8 +275,10 @@ static void
 say_stored(const char *verb, const char *id, const char *sha, int replaced)
 {
 	if (!O.json && !O.quiet)
-		printf("%s %s (sha256 %.12s)%s\n", verb, id, sha, replaced ?
-		    ": an update for the agents that have it installed" : "");
+		printf("%s %s (sha256 %.12s)%s\n", verb, id, sha,
+		    replaced ?
+			": an update for the agents that have it installed" :
+			"");
 }
 
 /* A recipe file or directory of the person's: the path resolved as they
@@ -273,10 +286,10 @@ say_stored(const char *verb, const char *id, const char *sha, int replaced)
 static json_t *
 read_source(const char *src)
 {
-	struct sbx_error	 e;
-	json_t			*in;
-	char			 abs[PATH_MAX];
-	int			 fd;
+	struct sbx_error e;
+	json_t		*in;
+	char		 abs[PATH_MAX];
+	int		 fd;
 
 	if (realpath(src, abs) == NULL) {
 		sbx_error_sys(&e, "not_found", "cannot read %s", src);
@@ -286,7 +299,7 @@ read_source(const char *src)
 	}
 	if ((fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1 ||
 	    (in = sbx_plugin_source_read(fd, abs[1] != '\0' ? abs + 1 : ".",
-	    &e)) == NULL)
+		 &e)) == NULL)
 		plugin_fail(&e);
 	close(fd);
 	return in;
@@ -301,25 +314,27 @@ read_source(const char *src)
 static json_t *
 read_url(const char *url)
 {
-	struct sbx_download	 d;
-	struct sbx_error	 e;
-	struct sbx_buf		 b = SBX_BUF_INIT;
-	json_t			*in;
-	size_t			 i;
-	int			 cachefd, fd;
+	struct sbx_download d;
+	struct sbx_error    e;
+	struct sbx_buf	    b = SBX_BUF_INIT;
+	json_t		   *in;
+	size_t		    i;
+	int		    cachefd, fd;
 
 	if (O.sha256 == NULL) {
 		sbx_error_set(&e, SBX_K_INVALID_ARGS, "sha256",
-		    "missing_sha256", "a recipe URL needs --sha256 HEX: the "
+		    "missing_sha256",
+		    "a recipe URL needs --sha256 HEX: the "
 		    "digest of the file you reviewed");
 		plugin_fail(&e);
 	}
 	for (i = 0; O.sha256[i] != '\0'; i++)
 		if (!((O.sha256[i] >= '0' && O.sha256[i] <= '9') ||
-		    (O.sha256[i] >= 'a' && O.sha256[i] <= 'f')))
+			(O.sha256[i] >= 'a' && O.sha256[i] <= 'f')))
 			break;
 	if (i != SBX_RECIPE_SHA_HEX || O.sha256[i] != '\0') {
-		sbx_error_set(&e, SBX_K_INVALID_ARGS, "sha256", "invalid_digest",
+		sbx_error_set(&e, SBX_K_INVALID_ARGS, "sha256",
+		    "invalid_digest",
 		    "argument `sha256` must be 64 lowercase hex digits");
 		plugin_fail(&e);
 	}
@@ -329,16 +344,15 @@ read_url(const char *url)
 	d.timeout = 120;
 	d.expect = O.sha256;
 	plugin_open_root();
-	if ((cachefd = sbx_layout_mkdirs(root.fd, SBX_L_CACHE, NULL, &e)) ==
-	    -1)
+	if ((cachefd = sbx_layout_mkdirs(root.fd, SBX_L_CACHE, NULL, &e)) == -1)
 		plugin_fail(&e);
 	fd = sbx_download_fetch(cachefd, &d, &e);
 	close(cachefd);
 	if (fd == -1)
 		plugin_fail(&e);
 	for (;;) {
-		char	 chunk[8192];
-		ssize_t	 n = read(fd, chunk, sizeof(chunk));
+		char	chunk[8192];
+		ssize_t n = read(fd, chunk, sizeof(chunk));
 
 		if (n == -1 && errno == EINTR)
 			continue;
@@ -357,12 +371,12 @@ read_url(const char *url)
 static int
 do_add(void)
 {
-	struct sbx_error	 e;
-	json_t			*in, *r, *cfg;
-	const char		*src = operand(0, "a recipe file or directory");
-	char			 id[SBX_RECIPE_ID_MAX + 1];
-	char			 sha[SBX_RECIPE_SHA_HEX + 1];
-	int			 replaced;
+	struct sbx_error e;
+	json_t		*in, *r, *cfg;
+	const char	*src = operand(0, "a recipe file or directory");
+	char		 id[SBX_RECIPE_ID_MAX + 1];
+	char		 sha[SBX_RECIPE_SHA_HEX + 1];
+	int		 replaced;
 
 	no_more(1);
 	if (O.sha256 != NULL && !sbx_download_is_url(src)) {
@@ -374,17 +388,20 @@ do_add(void)
 		in = read_url(src);
 	else if (strcmp(src, "-") == 0) {
 		/* Standard input: one JSON recipe, size-capped. */
-		struct sbx_buf	 b = SBX_BUF_INIT;
-		char		 chunk[8192];
-		ssize_t		 n;
+		struct sbx_buf b = SBX_BUF_INIT;
+		char	       chunk[8192];
+		ssize_t	       n;
 
 		while ((n = read(0, chunk, sizeof(chunk))) > 0 ||
 		    (n == -1 && errno == EINTR))
-			if (n > 0 && (b.len + (size_t)n > SBX_RECIPE_MAX ||
-			    sbx_buf_append(&b, chunk, (size_t)n) == -1)) {
+			if (n > 0 &&
+			    (b.len + (size_t)n > SBX_RECIPE_MAX ||
+				sbx_buf_append(&b, chunk, (size_t)n) == -1)) {
 				sbx_error_set(&e, SBX_K_INVALID_ARGS, "recipe",
-				    "too_large", "the recipe is larger than "
-				    "%u bytes", SBX_RECIPE_MAX);
+				    "too_large",
+				    "the recipe is larger than "
+				    "%u bytes",
+				    SBX_RECIPE_MAX);
 				plugin_fail(&e);
 			}
 		in = sbx_json_parse(b.p != NULL ? b.p : "", b.len,
@@ -413,24 +430,29 @@ do_add(void)
 static int
 do_list(void)
 {
-	struct sbx_error	 e;
-	json_t			*l, *p;
-	size_t			 i;
+	struct sbx_error e;
+	json_t		*l, *p;
+	size_t		 i;
 
 	no_more(0);
 	plugin_open_root();
 	if ((l = sbx_plugin_lib_list(root.fd, &e)) == NULL)
 		plugin_fail(&e);
 	if (!O.json)
-		json_array_foreach(l, i, p)
+		json_array_foreach (l, i, p)
 			printf("%s\t%s\t%s\t%s\n",
 			    json_string_value(json_object_get(p, "id")),
 			    json_string_value(json_object_get(p, "version")) ?
-			    json_string_value(json_object_get(p, "version")) :
-			    "-", json_string_value(json_object_get(p,
-			    "created_by")) ? json_string_value(json_object_get(
-			    p, "created_by")) : "-", json_string_value(
-			    json_object_get(p, "description")));
+				json_string_value(
+				    json_object_get(p, "version")) :
+				"-",
+			    json_string_value(
+				json_object_get(p, "created_by")) ?
+				json_string_value(
+				    json_object_get(p, "created_by")) :
+				"-",
+			    json_string_value(
+				json_object_get(p, "description")));
 	plugin_ok(json_pack("{s:o}", "plugins", l));
 	return 0;
 }
@@ -438,10 +460,10 @@ do_list(void)
 static int
 do_show(void)
 {
-	struct sbx_error	 e;
-	json_t			*r;
-	const char		*id = operand(0, "a plugin id");
-	char			 sha[SBX_RECIPE_SHA_HEX + 1], *s;
+	struct sbx_error e;
+	json_t		*r;
+	const char	*id = operand(0, "a plugin id");
+	char		 sha[SBX_RECIPE_SHA_HEX + 1], *s;
 
 	no_more(1);
 	plugin_open_root();
@@ -452,17 +474,17 @@ do_show(void)
 		printf("# %s sha256 %s\n%s\n", id, sha, s != NULL ? s : "");
 		free(s);
 	}
-	plugin_ok(json_pack("{s:s,s:s,s:o}", "id", id, "sha256", sha,
-	    "recipe", r));
+	plugin_ok(
+	    json_pack("{s:s,s:s,s:o}", "id", id, "sha256", sha, "recipe", r));
 	return 0;
 }
 
 static int
 do_rm(void)
 {
-	struct sbx_error	 e;
-	const char		*id = operand(0, "a plugin id");
-	int			 rc;
+	struct sbx_error e;
+	const char	*id = operand(0, "a plugin id");
+	int		 rc;
 
 	no_more(1);
 	plugin_open_root();
@@ -475,7 +497,8 @@ do_rm(void)
 	}
 	if (!O.json && !O.quiet)
 		printf("removed %s from the library (installed copies stay "
-		    "until uninstalled)\n", id);
+		       "until uninstalled)\n",
+		    id);
 	plugin_ok(json_pack("{s:s,s:b}", "id", id, "removed", 1));
 	return 0;
 }
@@ -489,12 +512,14 @@ do_rm(void)
 static int
 do_register(void)
 {
-	struct sbx_error	 e;
-	json_t			*in, *res, *cfg;
-	const char		*dir = operand(0, "a directory in the agent's "
-				    "home"), *rel;
-	char			 inside[SBX_LAYOUT_PATH_MAX], hrel[SBX_LAYOUT_PATH_MAX];
-	int			 home;
+	struct sbx_error e;
+	json_t		*in, *res, *cfg;
+	const char	*dir = operand(0,
+			    "a directory in the agent's "
+				 "home"),
+		   *rel;
+	char inside[SBX_LAYOUT_PATH_MAX], hrel[SBX_LAYOUT_PATH_MAX];
+	int  home;
 
 	no_more(1);
 	plugin_open_agent();
@@ -505,12 +530,13 @@ do_register(void)
 	else if (dir[0] == '/') {
 		sbx_error_set(&e, SBX_K_INVALID_ARGS, "dir", "outside_home",
 		    "argument `dir` must be in the agent's home (relative to "
-		    "it, or under %s)", inside);
+		    "it, or under %s)",
+		    inside);
 		plugin_fail(&e);
 	}
 	SBX_LPATH(hrel, SBX_L_AGENT_HOME, O.agent);
 	if ((home = sbx_open_beneath(root.fd, hrel, O_RDONLY | O_DIRECTORY,
-	    &e)) == -1)
+		 &e)) == -1)
 		plugin_fail(&e);
 	in = sbx_plugin_source_read(home, rel, &e);
 	close(home);
@@ -518,7 +544,7 @@ do_register(void)
 		plugin_fail(&e);
 	cfg = plugin_sandbox_cfg();
 	if (sbx_plugin_register(root.fd, O.agent, in, cfg, warnings, &res,
-	    &e) == -1)
+		&e) == -1)
 		plugin_fail(&e);
 	json_decref(in);
 	json_decref(cfg);
@@ -534,23 +560,25 @@ do_register(void)
 static void
 parse_args(int argc, char *argv[])
 {
-	struct sbx_error	 e;
-	struct sbx_buf		 b = SBX_BUF_INIT;
-	unsigned		 bit;
-	int			 ch, i;
+	struct sbx_error e;
+	struct sbx_buf	 b = SBX_BUF_INIT;
+	unsigned	 bit;
+	int		 ch, i;
 
 	if (sbx_opts_getopt(&table, ~0u, "", &g) == -1)
 		exit(SBX_EX_SOFTWARE);
-	O.json = sbx_cli_wants_json(argc, argv, g.optstring, g.longopts,
-	    NULL);
+	O.json = sbx_cli_wants_json(argc, argv, g.optstring, g.longopts, NULL);
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, g.optstring, g.longopts, NULL))
-	    != -1) {
+	while ((ch = getopt_long(argc, argv, g.optstring, g.longopts, NULL)) !=
+	    -1) {
 		ch = sbx_opts_id(&g, ch);
 		if (ch != '?' && ch != ':')
 			sbx_opts_seen(&seen, ch);
 		switch (ch) {
-		case 'a': O.agent = optarg; O.agent_given = 1; break;
+		case 'a':
+			O.agent = optarg;
+			O.agent_given = 1;
+			break;
 		case OPT_PARAM: sbx_strv_push(&O.params, optarg); break;
 		case OPT_SHA256: O.sha256 = optarg; break;
 		case OPT_TIMEOUT: O.timeout = optarg; break;
@@ -565,19 +593,17 @@ parse_args(int argc, char *argv[])
 				fputs(b.p, stdout);
 			sbx_buf_release(&b);
 			exit(0);
-		case OPT_VERSION:
-			printf("%s %s\n", PROG, SBX_VERSION);
-			exit(0);
+		case OPT_VERSION: printf("%s %s\n", PROG, SBX_VERSION); exit(0);
 		default:
 			sbx_cli_getopt_error(argc, argv, g.optstring,
 			    g.longopts, &e);
-			usage(&e);
+			plugin_usage(&e);
 		}
 	}
 	if (optind >= argc) {
 		sbx_error_set(&e, SBX_K_INVALID_ARGS, "args",
 		    "missing_argument", "a subcommand is needed");
-		usage(&e);
+		plugin_usage(&e);
 	}
 	O.sub = argv[optind];
 	if (strlen(O.sub) < 16)
@@ -585,29 +611,32 @@ parse_args(int argc, char *argv[])
 	if ((bit = sbx_opts_sub_find(&table, 1, argv + optind, NULL)) == 0) {
 		sbx_error_set(&e, SBX_K_INVALID_ARGS, "args",
 		    "unknown_subcommand", "unknown subcommand `%.32s`", O.sub);
-		usage(&e);
+		plugin_usage(&e);
 	}
 	if (sbx_opts_check(&table, &seen, bit, &e) == -1)
-		usage(&e);
+		plugin_usage(&e);
 	O.ops = argv + optind + 1;
 	O.nops = argc - optind - 1;
 	for (i = 0; i < O.nops; i++)
 		if (O.ops[i][0] == '-' && O.ops[i][1] != '\0') {
 			sbx_error_set(&e, SBX_K_INVALID_ARGS, "args",
-			    "unexpected_argument", "options go before the "
-			    "operands: `%.32s`", O.ops[i]);
-			usage(&e);
+			    "unexpected_argument",
+			    "options go before the "
+			    "operands: `%.32s`",
+			    O.ops[i]);
+			plugin_usage(&e);
 		}
 	if (O.agent == NULL)
 		O.agent = getenv("SBX_AGENT") != NULL && *getenv("SBX_AGENT") ?
-		    getenv("SBX_AGENT") : "default";
+		    getenv("SBX_AGENT") :
+		    "default";
 }
 
 int
 main(int argc, char *argv[])
 {
-	struct sbx_error	 e;
-	int			 rc;
+	struct sbx_error e;
+	int		 rc;
 
 	if (sbx_fd_sanitize_std() == -1)
 		return SBX_EX_OSERR;
