@@ -645,12 +645,8 @@ main(int argc, char *argv[])
 		return rc;
 	warnings = json_array();
 	parse_args(argc, argv);
-	if (sbx_sandbox_inside()) {
-		sbx_error_set(&e, SBX_K_REJECTED, NULL, "nested_sandbox",
-		    "sbx is running inside an sbx sandbox; nested sandboxes "
-		    "are not supported");
+	if (sbx_sandbox_refuse_nested(&e) == -1)
 		plugin_fail(&e);
-	}
 	if (strcmp(O.sub, "add") == 0)
 		return do_add();
 	if (strcmp(O.sub, "list") == 0)

@@ -224,6 +224,29 @@ PARAM_S=a b
 	[ "$(json_get "$output" .kind)" = not_found ]
 }
 
+@test "install never follows what the agent planted in its home: a link at the plugin directory or at .sbx" {
+	f=$(recipe t "$TYPES_RECIPE")
+	sbx plugin add -q "$f"
+	mkdir -p "$TEST_ROOT/victim" "$WS/.sbx/plugins"
+	echo keep > "$TEST_ROOT/victim/file"
+	chmod -R a+rwX "$TEST_ROOT/victim"
+	# The plugin's own directory is a link to a host directory: removed
+	# (the link, not its target) and made afresh.
+	ln -s "$TEST_ROOT/victim" "$WS/.sbx/plugins/types"
+	sbx plugin install -q types
+	[ -d "$WS/.sbx/plugins/types" ] && [ ! -L "$WS/.sbx/plugins/types" ]
+	[ "$(ls "$TEST_ROOT/victim")" = file ] && [ "$(cat "$TEST_ROOT/victim/file")" = keep ]
+	sbx plugin uninstall -q types
+	# .sbx itself a link: refused, nothing written through it.
+	rm -rf "$WS/.sbx"
+	ln -s "$TEST_ROOT/victim" "$WS/.sbx"
+	run sbx plugin install --json types
+	echo "$output"
+	[ "$(json_get "$output" .ok)" = false ]
+	[ "$(ls "$TEST_ROOT/victim")" = file ]
+	[ "$(jq '.plugins | length' "$SBX_HOME/agents/default/plugins.json")" -eq 0 ]
+}
+
 @test "a changed recipe in the library: an update in sbx status, never applied to runs" {
 	f=$(recipe t "$TYPES_RECIPE")
 	sbx plugin add -q "$f"
