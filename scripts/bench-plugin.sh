@@ -32,6 +32,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# shellcheck disable=SC2016 # expanded in the sandbox, not here
 cmd='printf "%s %s\n" "$PARAM_WHO" "$PARAM_N"'
 jq -n --arg cmd "$cmd" '{name: "bench", description: "bench",
     tools: [{id: "t", description: "t", run: $cmd,

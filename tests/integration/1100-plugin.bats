@@ -33,7 +33,7 @@ recipe() {
 }
 
 # The library's files (nothing else may appear after a refusal).
-library() { ls "$SBX_HOME/plugins" 2>/dev/null | grep -v '^library.lock$' || true; }
+library() { find "$SBX_HOME/plugins" -mindepth 1 ! -name library.lock 2>/dev/null || true; }
 
 TYPES_RECIPE='{"name": "Types", "description": "prints its parameters",
  "tools": [{"id": "show", "description": "env",
