@@ -196,6 +196,18 @@ PARAM_S=a b
 	[[ $output == *"PARAM_S=q"* ]]
 }
 
+@test "a tool that goes quiet: the idle timeout (--timeout) ends it, a timeout envelope" {
+	f=$(recipe q '{"name":"quiet","description":"d","tools":[{"id":"wait","description":"d","run":"sleep 30"}]}')
+	sbx plugin add -q "$f"
+	sbx plugin install -q quiet
+	run sbx plugin run --json --timeout 1 quiet wait
+	echo "$output"
+	# The status of sbx exec: 124, as timeout(1).
+	[ "$status" -eq 124 ]
+	[ "$(json_get "$output" .kind)" = timeout ]
+	[ "$(json_get "$output" .tool)" = plugin.quiet.wait ]
+}
+
 @test "install into two agents, uninstall from one; plugins.json has the agreed shape" {
 	"$SBX" provision -q --agent bob
 	f=$(recipe t "$TYPES_RECIPE")
