@@ -150,7 +150,10 @@ sbx_plugin_source_read(int dirfd, const char *name, struct sbx_error *e)
 	json_t	      *r = NULL, *files, *v;
 	int	       fd;
 
-	if ((fd = sbx_open_beneath(dirfd, name, O_RDONLY | O_NOCTTY, e)) == -1)
+	/* O_NONBLOCK: a FIFO under the name (an agent's directory) must not
+	 * hang the reader; it is refused as not a regular file. */
+	if ((fd = sbx_open_beneath(dirfd, name,
+	    O_RDONLY | O_NOCTTY | O_NONBLOCK, e)) == -1)
 		return NULL;
 	if (fstat(fd, &st) == -1) {
 		sbx_error_sys(e, "read_failed", "cannot stat %s", name);

@@ -346,6 +346,19 @@ PARAM_S=a b
 	[ "$(json_get "$output" .ok)" = false ]
 	run sbx plugin register --json ../bob
 	[ "$(json_get "$output" .ok)" = false ]
+	# A FIFO where the recipe or a file should be: refused at once,
+	# never waited on.
+	mkdir -p "$WS/fifo" "$WS/fifo2"
+	mkfifo "$WS/fifo/recipe.json"
+	run timeout 10 "$SBX" plugin register --json fifo
+	echo "$output"
+	[ "$status" -ne 124 ] && [ "$(json_get "$output" .ok)" = false ]
+	cp "$WS/evil/recipe.json" "$WS/fifo2/recipe.json"
+	sed -i 's/"types"/"fifo2"/' "$WS/fifo2/recipe.json"
+	mkfifo "$WS/fifo2/pipe"
+	run timeout 10 "$SBX" plugin register --json fifo2
+	echo "$output"
+	[ "$(json_get "$output" .reason)" = not_regular ]
 }
 
 # --- sbx tools ----------------------------------------------------------------------
