@@ -257,6 +257,25 @@ check_secrets(const json_t *r)
 	json_decref(have);
 }
 
+/*
+ * A failed install leaves no half: the files, the installed copy and the
+ * record's entry go (an older version that was there included: its files
+ * were already replaced), so that the record never names a plugin that
+ * cannot run.
+ */
+static void
+undo_install(const char *id)
+{
+	struct sbx_error e;
+	json_t		*doc;
+
+	sbx_plugin_files_remove(root.fd, O.agent, id, NULL);
+	if ((doc = sbx_plugin_installed_read(root.fd, O.agent, &e)) != NULL &&
+	    sbx_plugin_installed_del(doc, id) == 1)
+		(void)sbx_plugin_installed_write(root.fd, O.agent, doc, &e);
+	json_decref(doc);
+}
+
 int
 plugin_install(void)
 {
@@ -287,15 +306,17 @@ plugin_install(void)
 	if ((lock = sbx_plugin_agent_lock(root.fd, O.agent, &e)) == -1)
 		plugin_fail(&e);
 	install_deps(r);
-	if (sbx_plugin_files_put(root.fd, O.agent, id, r, uid, gid, &e) == -1)
+	if (sbx_plugin_files_put(root.fd, O.agent, id, r, uid, gid, &e) == -1) {
+		undo_install(id);
 		plugin_fail(&e);
+	}
 	if (json_is_string(json_object_get(r, "setup"))) {
 		snprintf(argv0, sizeof(argv0), "plugin.%s.setup", id);
 		if (run_command(r, id,
 			json_string_value(json_object_get(r, "setup")), argv0,
 			NULL, 1, !O.json && !O.quiet, &X, &R, &o, &viol,
 			&e) == -1) {
-			sbx_plugin_files_remove(root.fd, O.agent, id, NULL);
+			undo_install(id);
 			plugin_fail(&e);
 		}
 		if (viol != NULL)
@@ -305,7 +326,7 @@ plugin_install(void)
 				      json_object_get(o.result, "exit_code")) :
 				  -1;
 		if (setup_rc != 0) {
-			sbx_plugin_files_remove(root.fd, O.agent, id, NULL);
+			undo_install(id);
 			if (o.ok)
 				sbx_error_set(&o.err, SBX_K_EXECUTION_ERROR,
 				    "setup", "setup_failed",

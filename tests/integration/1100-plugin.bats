@@ -301,6 +301,16 @@ PARAM_S=a b
 	[ "$(json_get "$output" .result.exit_code)" = 3 ]
 	[ ! -e "$WS/.sbx/plugins/badsetup" ]
 	[ "$(jq '[.plugins[].id]' -c "$SBX_HOME/agents/default/plugins.json")" = '["withsetup"]' ]
+	# A new version whose setup fails: no half install is left, and the
+	# record does not name what cannot run.
+	f=$(recipe s '{"name":"withsetup","description":"d","setup":"exit 4",
+	    "tools":[{"id":"x","description":"d","run":"true"}]}')
+	sbx plugin add -q "$f"
+	run sbx plugin install --json withsetup
+	[ "$(json_get "$output" .reason)" = setup_failed ]
+	[ ! -e "$WS/.sbx/plugins/withsetup" ]
+	[ ! -e "$SBX_HOME/agents/default/plugins/withsetup.json" ]
+	[ "$(jq '.plugins | length' "$SBX_HOME/agents/default/plugins.json")" -eq 0 ]
 }
 
 # --- agent-authored -----------------------------------------------------------------
