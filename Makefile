@@ -80,20 +80,22 @@ LIBSBX   = $(B)/lib/libsbx.a
 # Programs: cmd/sbx.c is the front-end; cmd/sbx-*.c are its commands;
 # cmd/sbx-init.c is the in-sandbox pid 1, linked statically because it must
 # run inside images that carry no C library of ours.
-PROGS    = $(patsubst cmd/%.c,%,$(filter-out cmd/sbx.c cmd/sbx-init.c,$(wildcard cmd/sbx-*.c)))
+PROGS    = $(patsubst cmd/%.c,%,$(filter-out cmd/sbx.c cmd/sbx-init.c cmd/sbx-host.c,\
+	   $(wildcard cmd/sbx-*.c)))
 PROG_BIN = $(PROGS:%=$(B)/libexec/sbx/%)
 # What the programs share (usage, emit, fail, warnings, the finish step):
 # linked into every program and the front-end.
 CMD_COMMON = $(B)/cmd/common.o
 FRONT    = $(B)/bin/sbx
 INIT     = $(B)/libexec/sbx/sbx-init
+HOSTCLI  = $(B)/libexec/sbx/sbx-host
 
 UNIT_SRC = $(sort $(wildcard tests/unit/t-*.c))
 UNIT_BIN = $(UNIT_SRC:tests/unit/%.c=$(B)/tests/unit/%)
 HELP_SRC = $(sort $(wildcard tests/helpers/*.c))
 HELP_BIN = $(HELP_SRC:tests/helpers/%.c=$(B)/tests/helpers/%)
 
-all: $(FRONT) $(PROG_BIN) $(INIT)
+all: $(FRONT) $(PROG_BIN) $(INIT) $(HOSTCLI)
 
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -206,14 +208,28 @@ $(B)/tests/unit/t-config: LIBS_ALL += $(CARES_LIBS)
 # sbx install checks its registries as `sbx proxy check --resolve` does.
 $(B)/libexec/sbx/sbx-install: LIBS_ALL += $(CARES_LIBS)
 
+# sbx-bridge alone serves HTTP (libmicrohttpd), keeps memory in SQLite
+# (FTS5) and forwards inference with libcurl: only it and its test link
+# them (tests/integration/0910-needed.sh).
+BRIDGE_LIBS := $(shell $(PKG_CONFIG) --libs libmicrohttpd sqlite3 libcurl 2>/dev/null) -lpthread
+$(B)/libexec/sbx/sbx-bridge: LIBS_ALL += $(BRIDGE_LIBS)
+$(B)/tests/unit/t-bridge: LIBS_ALL += $(BRIDGE_LIBS)
+
 # The init must not depend on anything but libc, statically; no sanitizers
 # (their runtimes are not available statically).
 INIT_SRC = cmd/sbx-init.c cmd/init-setup.c cmd/init-guard.c cmd/init-guard-path.c \
-    cmd/init-guard-serve.c
+    cmd/init-guard-serve.c cmd/init-bridge.c
 $(INIT): $(INIT_SRC) cmd/initguard.h cmd/init-int.h cmd/init-guard-int.h \
     lib/sandbox/initproto.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(OPT) $(WARN) -D_FORTIFY_SOURCE=2 -fstack-protector-strong -static -o $@ $(INIT_SRC)
+
+# sbx-host, the bridge's client inside the sandbox, is bound into images
+# too: static, libc only, like sbx-init (cmd/sbx-host.c includes no lib/).
+HOSTCLI_SRC = cmd/sbx-host.c cmd/host-http.c
+$(HOSTCLI): $(HOSTCLI_SRC) cmd/host-int.h
+	@mkdir -p $(dir $@)
+	$(CC) -D_GNU_SOURCE -DSBX_VERSION='"$(VERSION)"' $(OPT) $(WARN) -D_FORTIFY_SOURCE=2 -fstack-protector-strong -static -o $@ $(HOSTCLI_SRC)
 
 $(B)/tests/unit/t-%: tests/unit/t-%.c tests/unit/tap.h $(LIBSBX)
 	@mkdir -p $(dir $@)
@@ -223,6 +239,12 @@ $(B)/tests/unit/t-%: tests/unit/t-%.c tests/unit/tap.h $(LIBSBX)
 $(B)/tests/helpers/%: tests/helpers/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -D_GNU_SOURCE -O1 -static -o $@ $<
+
+# The bridge benchmark's floor links libmicrohttpd, dynamically (it runs
+# on the host only).
+$(B)/tests/helpers/mhd-floor: tests/helpers/mhd-floor.c
+	@mkdir -p $(dir $@)
+	$(CC) -D_GNU_SOURCE -O2 -o $@ $< $(shell $(PKG_CONFIG) --cflags --libs libmicrohttpd)
 
 tests: $(UNIT_BIN) $(HELP_BIN)
 
@@ -246,7 +268,7 @@ install: all
 		$(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man7 \
 		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR)
 	install -m 0755 $(FRONT) $(DESTDIR)$(BINDIR)/sbx
-	install -m 0755 $(PROG_BIN) $(INIT) $(DESTDIR)$(LIBEXECDIR)/sbx/
+	install -m 0755 $(PROG_BIN) $(INIT) $(HOSTCLI) $(DESTDIR)$(LIBEXECDIR)/sbx/
 	for m in man/*.1; do install -m 0644 $$m $(DESTDIR)$(MANDIR)/man1/; done
 	for m in man/*.5; do [ -e "$$m" ] && install -m 0644 $$m $(DESTDIR)$(MANDIR)/man5/; done; true
 	for m in man/*.7; do [ -e "$$m" ] && install -m 0644 $$m $(DESTDIR)$(MANDIR)/man7/; done; true
@@ -280,8 +302,19 @@ $(B)/fuzz/fuzz-policy: tests/fuzz/fuzz-policy.c lib/net/httpreq.c lib/net/netpol
 	$(FUZZ_CC) -D_GNU_SOURCE $(LIB_IQUOTE) $(FUZZ_FLAGS) -o $@ $< lib/net/httpreq.c \
 	    lib/net/netpolicy.c lib/base/error.c $(shell $(PKG_CONFIG) --cflags --libs jansson)
 
-fuzz: $(B)/fuzz/fuzz-httpreq $(B)/fuzz/fuzz-tls-sni $(B)/fuzz/fuzz-policy
-	@set -e; for t in httpreq:httpreq tls-sni:tls policy:httpreq; do \
+# The bridge's request path past the transport: routing, {name} decoding,
+# the body's parse and the handlers, over stub stores.
+BRIDGE_FUZZ_SRC = lib/net/bridgeapi.c lib/base/envelope.c lib/base/error.c \
+	lib/base/buf.c lib/base/utf8.c
+$(B)/fuzz/fuzz-bridge: tests/fuzz/fuzz-bridge.c $(BRIDGE_FUZZ_SRC)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -D_GNU_SOURCE $(LIB_IQUOTE) $(FUZZ_FLAGS) -o $@ $< \
+	    $(BRIDGE_FUZZ_SRC) $(shell $(PKG_CONFIG) --cflags --libs jansson)
+
+fuzz: $(B)/fuzz/fuzz-httpreq $(B)/fuzz/fuzz-tls-sni $(B)/fuzz/fuzz-policy \
+    $(B)/fuzz/fuzz-bridge
+	@set -e; for t in httpreq:httpreq tls-sni:tls policy:httpreq \
+	    bridge:bridge; do \
 		n=$${t%%:*}; c=$${t##*:}; \
 		mkdir -p $(B)/fuzz/corpus-$$c; \
 		echo "== fuzz-$$n for $(FUZZ_TIME) s"; \

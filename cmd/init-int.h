@@ -13,6 +13,7 @@
 #define FD_CTL		SBX_FD_CTL
 #define FD_ENV		SBX_FD_ENV
 #define FD_PROXY	SBX_FD_PROXY
+#define FD_BRIDGE	SBX_FD_BRIDGE
 #define PROXY_PORT	SBX_INIT_PROXY_PORT
 #define ENV_MAX		SBX_INIT_ENV_MAX
 
@@ -20,9 +21,14 @@
 extern int	 held;
 
 void	report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void	close_others(int keep_proxy);
+void	close_others(int keep_proxy, int keep_bridge);
 int	proxy_listen(void);
 int	proxy_accept(int lfd);
+int	relay_accept(int lfd, int chan, int *heldp);
+/* The bridge (cmd/init-bridge.c). */
+int		 bridge_listen(char **envp);
+int		 bridge_accept(int lfd);
+int		 bridge_held(void);
 int	set_rlimit(const char *spec);
 int	check_workdir(const char *devino, const char *path);
 int	open_tty(const char *size);

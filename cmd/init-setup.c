@@ -49,32 +49,45 @@ report(const char *fmt, ...)
 }
 
 void
-close_others(int keep_proxy)
+close_others(int keep_proxy, int keep_bridge)
 {
 	DIR		*d;
 	struct dirent	*de;
 	int		 fd;
-
-	/* Whatever bwrap or sbx left open must not reach the command. */
 #ifdef SYS_close_range
-	if (keep_proxy ? syscall(SYS_close_range, FD_ENV + 1, FD_PROXY - 1,
-	    0) == 0 && syscall(SYS_close_range, FD_PROXY + 1, ~0U, 0) == 0 :
-	    syscall(SYS_close_range, FD_ENV + 1, ~0U, 0) == 0)
+	/* The channels kept, in increasing order (FD_PROXY < FD_BRIDGE). */
+	int	 keep[2], nk = 0, k;
+	unsigned lo = FD_ENV + 1;
+
+	if (keep_proxy)
+		keep[nk++] = FD_PROXY;
+	if (keep_bridge)
+		keep[nk++] = FD_BRIDGE;
+	/* Whatever bwrap or sbx left open must not reach the command. */
+	for (k = 0; k < nk; k++) {
+		if ((unsigned)keep[k] > lo &&
+		    syscall(SYS_close_range, lo, (unsigned)keep[k] - 1, 0) != 0)
+			break;
+		lo = (unsigned)keep[k] + 1;
+	}
+	if (k == nk && syscall(SYS_close_range, lo, ~0U, 0) == 0)
 		return;
 #endif
+#define KEPT(fd) \
+	((keep_proxy && (fd) == FD_PROXY) || (keep_bridge && (fd) == FD_BRIDGE))
 	if ((d = opendir("/proc/self/fd")) == NULL) {
 		for (fd = FD_ENV + 1; fd < 4096; fd++)
-			if (!keep_proxy || fd != FD_PROXY)
+			if (!KEPT(fd))
 				close(fd);
 		return;
 	}
 	while ((de = readdir(d)) != NULL) {
 		fd = atoi(de->d_name);
-		if (fd > FD_ENV && fd != dirfd(d) &&
-		    (!keep_proxy || fd != FD_PROXY))
+		if (fd > FD_ENV && fd != dirfd(d) && !KEPT(fd))
 			close(fd);
 	}
 	closedir(d);
+#undef KEPT
 }
 
 /*
@@ -120,6 +133,14 @@ int		 held = -1;
 int
 proxy_accept(int lfd)
 {
+	return relay_accept(lfd, FD_PROXY, &held);
+}
+
+/* Hand every pending connection of lfd over chan (the proxy's, the
+ * bridge's), holding one in *heldp while the channel is full. */
+int
+relay_accept(int lfd, int chan, int *heldp)
+{
 	char		 cbuf[CMSG_SPACE(sizeof(int))], c = 'C';
 	struct msghdr	 m;
 	struct iovec	 iov;
@@ -127,8 +148,8 @@ proxy_accept(int lfd)
 	int		 fd;
 
 	for (;;) {
-		if (held >= 0)
-			fd = held;
+		if (*heldp >= 0)
+			fd = *heldp;
 		else if ((fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC)) == -1)
 			return 0;
 		memset(&m, 0, sizeof(m));
@@ -147,12 +168,12 @@ proxy_accept(int lfd)
 		/* Never block pid 1: it must stay free to reap and to obey
 		 * sbx.  A proxy that is gone (EPIPE) loses the connection:
 		 * the client sees it closed. */
-		if (sendmsg(FD_PROXY, &m, MSG_DONTWAIT | MSG_NOSIGNAL) == -1 &&
+		if (sendmsg(chan, &m, MSG_DONTWAIT | MSG_NOSIGNAL) == -1 &&
 		    (errno == EAGAIN || errno == ENOBUFS)) {
-			held = fd;
+			*heldp = fd;
 			return 1;
 		}
-		held = -1;
+		*heldp = -1;
 		close(fd);
 	}
 }

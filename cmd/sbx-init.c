@@ -2,9 +2,9 @@
  * sbx-init: pid 1 inside every sbx sandbox.
  *
  *	sbx-init [-r NAME=VALUE]... [-W DEV:INO PATH]... [GUARD...]
- *	    [-T ROWS:COLS] [-P] -- COMMAND [ARG...]
+ *	    [-T ROWS:COLS] [-P] [-B] -- COMMAND [ARG...]
  *	sbx-init [-r NAME=VALUE]... [-W DEV:INO PATH]... [GUARD...]
- *	    [-T ROWS:COLS] [-P] -c -- 'SHELL STRING' [NAME [ARG...]]
+ *	    [-T ROWS:COLS] [-P] [-B] -c -- 'SHELL STRING' [NAME [ARG...]]
  *
  * GUARD (the file-system policy, cmd/init-guard*.c): -N DEV:INO:NAME (NAME
  * may not be created in that directory), -R PATH (a protected path, for
@@ -33,6 +33,11 @@
  *		    "signal SIGNO\n"
  *	fd 4 (in):  'T' terminate (SIGTERM + SIGCONT to everything),
  *		    'K' kill everything; end of file = sbx is gone, kill.
+ *	fd 23:	    with -B, the channel to sbx-bridge, as fd 14 for the
+ *		    proxy: init writes the agent's token (SBX_BRIDGE_TOKEN of
+ *		    the environment) to /run/sbx/token, listens on
+ *		    /run/sbx/bridge.sock (both 0600) and passes every
+ *		    connection over it (cmd/init-bridge.c).
  *	fd 14:	    with -P, the channel to sbx-proxy (a SOCK_SEQPACKET
  *		    socket): init listens on 127.0.0.1:3128 in the sandbox's
  *		    network namespace before the command starts and passes
@@ -86,9 +91,9 @@ extern char **environ;
 /* What main learns from its arguments and sets up, phase by phase. */
 struct run {
 	char		**cmd, **envp, *tty;
-	int		  proxy, shell;
+	int		  proxy, bridge, shell;
 	sigset_t	  mask;
-	int		  sfd, lfd, tfd, gfd;
+	int		  sfd, lfd, blfd, tfd, gfd;
 	pid_t		  child;
 };
 
@@ -157,6 +162,10 @@ parse(int argc, char *argv[], struct run *ir)
 		ir->proxy = 1;
 		i++;
 	}
+	if (i < argc && strcmp(argv[i], SBX_INIT_OPT_BRIDGE) == 0) {
+		ir->bridge = 1;
+		i++;
+	}
 	if (i < argc && strcmp(argv[i], SBX_INIT_OPT_SHELL) == 0) {
 		ir->shell = 1;
 		i++;
@@ -174,7 +183,7 @@ parse(int argc, char *argv[], struct run *ir)
 static int
 setup(struct run *ir)
 {
-	close_others(ir->proxy);
+	close_others(ir->proxy, ir->bridge);
 	/*
 	 * Not dumpable: code inside the sandbox runs as the same uid and
 	 * could otherwise ptrace pid 1, read its memory or steal the
@@ -202,6 +211,12 @@ setup(struct run *ir)
 	if (ir->proxy && (ir->lfd = proxy_listen()) == -1) {
 		fprintf(stderr, "sbx-init: cannot listen on 127.0.0.1:%d for "
 		    "the proxy: %s\n", PROXY_PORT, strerror(errno));
+		return 125;
+	}
+	/* Fail closed as well: the bridge asked for, but not served. */
+	if (ir->bridge && (ir->blfd = bridge_listen(ir->envp)) == -1) {
+		fprintf(stderr, "sbx-init: cannot serve the bridge at %s: %s\n",
+		    SBX_INIT_BRIDGE_SOCK, strerror(errno));
 		return 125;
 	}
 	if (ir->tty != NULL && (ir->tfd = open_tty(ir->tty)) == -1)
@@ -364,7 +379,7 @@ static int
 supervise(struct run *ir)
 {
 	struct signalfd_siginfo	 si;
-	struct pollfd		 pfd[5];
+	struct pollfd		 pfd[7];
 
 	pfd[0].fd = ir->sfd;
 	pfd[0].events = POLLIN;
@@ -374,11 +389,15 @@ supervise(struct run *ir)
 	pfd[3].events = POLLOUT;
 	pfd[4].fd = ir->gfd;
 	pfd[4].events = POLLIN;
+	pfd[5].events = POLLIN;
+	pfd[6].events = POLLOUT;
 	for (;;) {
 		/* Accept, or wait for room in the channel. */
 		pfd[2].fd = ir->lfd >= 0 && held < 0 ? ir->lfd : -1;
 		pfd[3].fd = ir->lfd >= 0 && held >= 0 ? FD_PROXY : -1;
-		if (poll(pfd, 5, -1) == -1) {
+		pfd[5].fd = ir->blfd >= 0 && !bridge_held() ? ir->blfd : -1;
+		pfd[6].fd = ir->blfd >= 0 && bridge_held() ? FD_BRIDGE : -1;
+		if (poll(pfd, 7, -1) == -1) {
 			if (errno == EINTR)
 				continue;
 			break;
@@ -394,6 +413,10 @@ supervise(struct run *ir)
 		    (pfd[3].fd >= 0 && (pfd[3].revents & (POLLOUT | POLLERR |
 		    POLLHUP))))
 			(void)proxy_accept(ir->lfd);
+		if ((pfd[5].fd >= 0 && (pfd[5].revents & POLLIN)) ||
+		    (pfd[6].fd >= 0 &&
+			(pfd[6].revents & (POLLOUT | POLLERR | POLLHUP))))
+			(void)bridge_accept(ir->blfd);
 		if (!(pfd[0].revents & POLLIN))
 			continue;
 		if (read(ir->sfd, &si, sizeof(si)) != sizeof(si))
@@ -409,7 +432,11 @@ supervise(struct run *ir)
 int
 main(int argc, char *argv[])
 {
-	struct run	 ir = { .sfd = -1, .lfd = -1, .tfd = -1, .gfd = -1 };
+	struct run	 ir = { .sfd = -1,
+		      .lfd = -1,
+		      .blfd = -1,
+		      .tfd = -1,
+		      .gfd = -1 };
 	int		 rc;
 
 	if (getpid() != 1 && argc == 2 &&

@@ -29,6 +29,7 @@
 #include "buf.h"
 #include "cli.h"
 #include "cmd.h"
+#include "daemon.h"
 #include "envelope.h"
 #include "fsutil.h"
 #include "layout.h"
@@ -153,144 +154,41 @@ ok(json_t *result, const char *text)
 	}
 }
 
-/* Drop every capability (root keeps its uid, which owns the state root,
- * but nothing more) and forbid gaining any back. */
-static void
-harden(void)
-{
-	struct __user_cap_header_struct	 h;
-	struct __user_cap_data_struct	 d[2];
-	int				 cap;
-
-	memset(&h, 0, sizeof(h));
-	h.version = _LINUX_CAPABILITY_VERSION_3;
-	memset(d, 0, sizeof(d));
-	(void)prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-	if (geteuid() == 0) {
-		/* The bounding set first (it needs CAP_SETPCAP, which the
-		 * capset below takes away). */
-		for (cap = 0; prctl(PR_CAPBSET_READ, cap, 0, 0, 0) >= 0; cap++)
-			(void)prctl(PR_CAPBSET_DROP, cap, 0, 0, 0);
-		(void)syscall(SYS_capset, &h, d);
-	}
-	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-}
-
-/*
- * Bind run/proxy.sock, 0600, in run/ (0711): the socket is reached by
- * path, so it is created through /proc/self/fd of run/ opened without
- * following symlinks, after removing a stale one.
- */
-static int
-bind_socket(int runfd, struct sbx_error *e)
-{
-	struct sockaddr_un	 sun;
-	int			 fd;
-	mode_t			 old;
-
-	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
-		return sbx_error_sys(e, "socket", "cannot create a socket");
-	(void)unlinkat(runfd, "proxy.sock", 0);
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	snprintf(sun.sun_path, sizeof(sun.sun_path), "/proc/self/fd/%d/%s",
-	    runfd, "proxy.sock");
-	old = umask(0177);
-	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
-		umask(old);
-		close(fd);
-		return sbx_error_sys(e, "bind", "cannot bind run/proxy.sock");
-	}
-	umask(old);
-	(void)!fchmodat(runfd, "proxy.sock", 0600, 0);
-	if (listen(fd, 128) == -1) {
-		close(fd);
-		return sbx_error_sys(e, "listen", "cannot listen on "
-		    "run/proxy.sock");
-	}
-	return fd;
-}
-
 static int
 cmd_serve(struct sbx_root *root)
 {
 	struct sbx_proxy_config	 cfg;
+	struct sbx_daemon	 d;
 	struct sbx_error	 e;
-	int			 runfd, pidfd, lfd, pp[2], null;
-	pid_t			 pid;
-	char			 b[32], c = 0;
+	int			 runfd, lfd, rc;
 
 	memset(&e, 0, sizeof(e));
 	if (sbx_proxy_config_load(root->fd, &cfg, &e) == -1)
 		fail(&e);
 	if ((runfd = sbx_mkdirs_at(root->fd, "run", 0711, &e)) == -1)
 		fail(&e);
-	if ((pidfd = openat(runfd, "proxy.pid", O_RDWR | O_CREAT | O_NOFOLLOW |
-	    O_CLOEXEC, 0600)) == -1) {
-		sbx_error_sys(&e, "pidfile", "cannot open run/proxy.pid");
+	if ((rc = sbx_daemon_start(runfd, "proxy.pid", "proxy", O.foreground,
+	    &d, &e)) == -1)
 		fail(&e);
-	}
-	/* One proxy per state root: whoever holds the pid file's lock. */
-	if (flock(pidfd, LOCK_EX | LOCK_NB) == -1) {
-		ssize_t n = pread(pidfd, b, sizeof(b) - 1, 0);
-
-		b[n > 0 ? n : 0] = '\0';
-		b[strcspn(b, "\n")] = '\0';
+	if (rc == SBX_DAEMON_RUNNING) {
 		ok(json_pack("{s:b,s:b,s:s}", "running", 1, "started", 0,
-		    "pid", b), "sbx-proxy: already running");
+		    "pid", d.pid), "sbx-proxy: already running");
 		return 0;
 	}
-	if (!O.foreground) {
-		if (pipe2(pp, O_CLOEXEC) == -1 || (pid = fork()) == -1) {
-			sbx_error_sys(&e, "fork", "cannot start the proxy");
-			fail(&e);
-		}
-		if (pid > 0) {
-			/* The parent returns once the socket listens. */
-			close(pp[1]);
-			if (read(pp[0], &c, 1) != 1 || c != 'R') {
-				sbx_error_set(&e, SBX_K_UNAVAILABLE, NULL,
-				    "start_failed", "the proxy did not start; "
-				    "run `sbx proxy serve --foreground` to "
-				    "see why");
-				fail(&e);
-			}
-			ok(json_pack("{s:b,s:b,s:s}", "running", 1, "started",
-			    1, "socket", SBX_PROXY_SOCK),
-			    "sbx-proxy: started");
-			exit(0);
-		}
-		close(pp[0]);
-		(void)setsid();
-		if ((pid = fork()) == -1)
-			_exit(SBX_EX_OSERR);
-		if (pid > 0)
-			_exit(0);
-		if ((null = open("/dev/null", O_RDWR | O_CLOEXEC)) >= 0) {
-			dup2(null, 0);
-			dup2(null, 1);
-			dup2(null, 2);
-			if (null > 2)
-				close(null);
-		}
-		(void)!chdir("/");
+	if (rc == SBX_DAEMON_STARTED) {
+		ok(json_pack("{s:b,s:b,s:s}", "running", 1, "started", 1,
+		    "socket", SBX_PROXY_SOCK), "sbx-proxy: started");
+		exit(0);
 	}
 	signal(SIGPIPE, SIG_IGN);
-	harden();
-	/* The lock is inherited through the forks: re-take it in the
-	 * daemon (flock locks belong to the open file, which it shares). */
-	snprintf(b, sizeof(b), "%d\n", (int)getpid());
-	if (ftruncate(pidfd, 0) == 0)
-		(void)!pwrite(pidfd, b, strlen(b), 0);
-	if ((lfd = bind_socket(runfd, &e)) == -1) {
+	sbx_daemon_harden();
+	if ((lfd = sbx_daemon_bind(runfd, "proxy.sock", &e)) == -1) {
 		if (O.foreground)
 			fail(&e);
 		_exit(SBX_EX_OSERR);
 	}
-	if (!O.foreground) {
-		(void)!write(pp[1], "R", 1);
-		close(pp[1]);
-	} else if (!O.quiet)
+	sbx_daemon_ready(&d);
+	if (O.foreground && !O.quiet)
 		fprintf(stderr, "%s: serving %s/%s (pid %d)\n", PROG,
 		    root->path, SBX_PROXY_SOCK, (int)getpid());
 	if (sbx_proxy_serve(root->fd, lfd, &cfg, &e) == -1) {
@@ -302,7 +200,7 @@ cmd_serve(struct sbx_root *root)
 	/* Remove the socket before the lock goes: a new proxy may then
 	 * bind its own without racing with our unlink. */
 	(void)unlinkat(runfd, "proxy.sock", 0);
-	(void)!ftruncate(pidfd, 0);
+	sbx_daemon_done(&d);
 	_exit(0);
 }
 

@@ -54,6 +54,8 @@ static const struct command {
 	    "sandbox", NULL },
 	{ "secret", "an agent's sealed secrets: set, list, rm; the scrub "
 	    "filter", NULL },
+	{ "bridge", "the host API of code inside the sandbox: serve, status, "
+	    "stop, events, tasks", NULL },
 	{ "plugin", "plugin recipes: tools that extend agents (add, install, "
 	    "run, register)", NULL },
 	{ "tools", "the same as `sbx plugin tools`", "plugin tools" },

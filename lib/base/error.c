@@ -78,3 +78,10 @@ sbx_error_hint(struct sbx_error *e, const char *fmt, ...)
 		e->hint[0] = '\0';
 	va_end(ap);
 }
+
+int
+sbx_error_absent(const struct sbx_error *e)
+{
+	return e->sys_errno == ENOENT ||
+	    (e->kind != NULL && strcmp(e->kind, SBX_K_NOT_FOUND) == 0);
+}

@@ -22,18 +22,20 @@
 
 #include <jansson.h>
 
+#include "bridge.h"
 #include "buf.h"
 #include "cgroup.h"
 #include "cli.h"
+#include "daemon.h"
 #include "envelope.h"
 #include "etccache.h"
 #include "exec.h"
 #include "fsutil.h"
 #include "idmount.h"
-#include "install.h"
-#include "jobsup.h"
 #include "imageref.h"
+#include "install.h"
 #include "joblog.h"
+#include "jobsup.h"
 #include "layout.h"
 #include "names.h"
 #include "netpolicy.h"
@@ -952,6 +954,12 @@ prep_env(struct sbx_exec *p)
 		sbx_strv_push(&env, "NO_PROXY=localhost,127.0.0.1,::1");
 		sbx_strv_push(&env, "no_proxy=localhost,127.0.0.1,::1");
 	}
+	if (p->bridge) {
+		/* sbx-host reads these (and /run/sbx/token, which sbx-init
+		 * writes from the first and removes from nothing). */
+		sbx_strv_pushf(&env, "SBX_BRIDGE_TOKEN=%s", p->proxy_token);
+		sbx_strv_push(&env, "SBX_BRIDGE_SOCK=" SBX_INIT_BRIDGE_SOCK);
+	}
 	/*
 	 * The agent's secrets: only ever in this memfd, which sbx-init
 	 * reads; never in bwrap's argv or environment nor in ours.  Names
@@ -1644,6 +1652,16 @@ prep_network(struct sbx_exec *p, struct sbx_error *e)
 	SBX_LPATH(p->agent_rel, SBX_L_AGENT_CONFIG, p->sb.agent);
 	if (sbx_config_load(p->root.fd, p->agent_rel, &p->agent_cfg, e) == -1)
 		return -1;
+	/* The bridge: the agent's bridge.enabled, else the global one. */
+	{
+		json_t *g = NULL;
+
+		if (sbx_config_load(p->root.fd, "config/sandbox.json", &g, e) ==
+		    -1)
+			return -1;
+		p->bridge = sbx_bridge_enabled(g, p->agent_cfg);
+		json_decref(g);
+	}
 	/* An unprovisioned agent stays revoked for every run, not only for
 	 * the proxy runs that would mint it a new token, until `sbx
 	 * provision` restores it. */
@@ -1680,13 +1698,15 @@ prep_network(struct sbx_exec *p, struct sbx_error *e)
  * with the proxy of this root (starting it when none runs).  The channel
  * goes to sbx-init; the control connection stays here for the run.
  */
+static int  agent_token(struct sbx_exec *, struct sbx_error *);
+static void close_fd(int *);
+
 static int
 prep_proxy(struct sbx_exec *p, struct sbx_error *e)
 {
 	struct sbx_netpolicy	 pol;
-	struct sbx_buf		 tok = SBX_BUF_INIT;
 	json_t			*allow;
-	char			 rel[128], run[64], *prog, *slash;
+	char			 run[64], *prog, *slash;
 	size_t			 i;
 
 	sbx_np_init(&pol);
@@ -1704,6 +1724,57 @@ prep_proxy(struct sbx_exec *p, struct sbx_error *e)
 		    "or use --allow-domain)");
 	sbx_np_free(&pol);
 
+	if (agent_token(p, e) == -1)
+		return -1;
+
+	/* sbx-proxy lives next to sbx-init. */
+	if ((prog = malloc(strlen(p->init) + 16)) == NULL) {
+		sbx_error_sys(e, "nomem", "proxy path");
+		return -1;
+	}
+	strcpy(prog, p->init);
+	slash = strrchr(prog, '/');
+	strcpy(slash + 1, "sbx-proxy");
+	snprintf(run, sizeof(run), "%d-%lld", (int)getpid(), sbx_now_ms());
+	/* A proxy that is exiting because it was idle may still accept
+	 * and then close: try again (it, or its successor, answers). */
+	for (i = 0;; i++) {
+		if ((p->proxy_ctl = sbx_proxyclient_ensure(p->root.fd, prog,
+			 p->root.path, e)) != -1 &&
+		    sbx_proxyclient_session(p->proxy_ctl, p->sb.agent, allow,
+			run, &p->proxy_chan, e) == 0)
+			break;
+		if (p->proxy_ctl != -1)
+			close(p->proxy_ctl);
+		p->proxy_ctl = -1;
+		if (i == 3 || e->reason == NULL ||
+		    (strcmp(e->reason, "proxy_unreachable") != 0 &&
+			strcmp(e->reason, "not_running") != 0)) {
+			sbx_error_hint(e,
+			    "run `sbx proxy serve --foreground` "
+			    "to see why the proxy does not answer");
+			return -1;
+		}
+		usleep(50000);
+	}
+	free(prog);
+	json_decref(allow);
+	return 0;
+}
+
+/*
+ * The agent's token (run/tokens/A), for the proxy's credentials and the
+ * bridge's bearer: read once a run into p->proxy_token; an agent without
+ * one is provisioned (idempotent), which makes it.
+ */
+static int
+agent_token(struct sbx_exec *p, struct sbx_error *e)
+{
+	struct sbx_buf tok = SBX_BUF_INIT;
+	char	       rel[128];
+
+	if (p->proxy_token[0] != '\0')
+		return 0;
 	SBX_LPATH(rel, SBX_L_AGENT_TOKEN, p->sb.agent);
 	if (sbx_read_file_at(p->root.fd, rel, 256, &tok, e) == -1) {
 		/* No token yet: provision the agent (idempotent), which
@@ -1730,37 +1801,62 @@ prep_proxy(struct sbx_exec *p, struct sbx_error *e)
 	explicit_bzero(tok.p, tok.len);
 	sbx_buf_release(&tok);
 
-	/* sbx-proxy lives next to sbx-init. */
-	if ((prog = malloc(strlen(p->init) + 16)) == NULL) {
-		sbx_error_sys(e, "nomem", "proxy path");
+	return 0;
+}
+
+/* A session with the bridge of this root (starting it when none runs);
+ * the channel goes to sbx-init, the control connection stays here for
+ * the run. */
+static int
+prep_bridge(struct sbx_exec *p, struct sbx_error *e)
+{
+	char run[64], *prog, *slash;
+	int  i;
+
+	if (agent_token(p, e) == -1)
 		return -1;
+	/* sbx-bridge and sbx-host live next to sbx-init. */
+	if ((prog = malloc(strlen(p->init) + 16)) == NULL ||
+	    (p->host_cli = malloc(strlen(p->init) + 16)) == NULL) {
+		free(prog);
+		return sbx_error_sys(e, "nomem", "bridge path");
 	}
 	strcpy(prog, p->init);
 	slash = strrchr(prog, '/');
-	strcpy(slash + 1, "sbx-proxy");
+	strcpy(p->host_cli, prog);
+	strcpy(slash + 1, "sbx-bridge");
+	strcpy(p->host_cli + (slash - prog) + 1, "sbx-host");
+	if (access(p->host_cli, X_OK) == 0 && !p->sb.init_by_copy)
+		p->sb.host_cli = p->host_cli;
+	else
+		warn_add(p,
+		    "bridge: sbx-host is not bound into this sandbox "
+		    "(not found next to sbx-init, or not reachable by "
+		    "bubblewrap); /run/sbx/bridge.sock still answers");
 	snprintf(run, sizeof(run), "%d-%lld", (int)getpid(), sbx_now_ms());
-	/* A proxy that is exiting because it was idle may still accept
-	 * and then close: try again (it, or its successor, answers). */
+	/* A bridge exiting because it was idle may still accept and then
+	 * close: try again (it, or its successor, answers). */
 	for (i = 0;; i++) {
-		if ((p->proxy_ctl = sbx_proxyclient_ensure(p->root.fd, prog,
+		if ((p->bridge_ctl = sbx_daemon_ensure(p->root.fd,
+			 SBX_BRIDGE_SOCK, SBX_BRIDGE_LOCK, "bridge", prog,
 			 p->root.path, e)) != -1 &&
-		    sbx_proxyclient_session(p->proxy_ctl, p->sb.agent, allow,
-			run, &p->proxy_chan, e) == 0)
+		    sbx_proxyclient_session(p->bridge_ctl, p->sb.agent, NULL,
+			run, &p->bridge_chan, e) == 0)
 			break;
-		if (p->proxy_ctl != -1)
-			close(p->proxy_ctl);
-		p->proxy_ctl = -1;
+		close_fd(&p->bridge_ctl);
 		if (i == 3 || e->reason == NULL ||
 		    (strcmp(e->reason, "proxy_unreachable") != 0 &&
 		    strcmp(e->reason, "not_running") != 0)) {
-			sbx_error_hint(e, "run `sbx proxy serve --foreground` "
-			    "to see why the proxy does not answer");
+			sbx_error_hint(e,
+			    "run `sbx bridge serve --foreground` "
+			    "to see why the bridge does not answer");
+			free(prog);
 			return -1;
 		}
 		usleep(50000);
 	}
 	free(prog);
-	json_decref(allow);
+	p->sb.bridge = 1;
 	return 0;
 }
 
@@ -2058,6 +2154,7 @@ sbx_exec_init(struct sbx_exec *p)
 	p->seccomp_fd = p->cache_fd = p->init_fd = -1;
 	p->etc_fd = -1;
 	p->proxy_ctl = p->proxy_chan = -1;
+	p->bridge_ctl = p->bridge_chan = -1;
 	p->tty_size_fd = -1;
 	p->sb.image_fd = -1;
 	p->cg.backend = SBX_CG_NONE;
@@ -2187,6 +2284,8 @@ sbx_exec_prepare(struct sbx_exec *p, const struct sbx_exec_req *q,
 	if (strcmp(p->network, SBX_NET_PROXY) == 0)
 		if (prep_proxy(p, e) == -1)
 		return -1;
+	if (p->bridge && prep_bridge(p, e) == -1)
+		return -1;
 	if (!q->no_secrets && prep_secrets(p, e) == -1)
 		return -1;
 	if ((p->env_fd = prep_env(p)) == -1 || sbx_sandbox_etc(&p->sb,
@@ -2280,6 +2379,7 @@ sbx_exec_run_setup(struct sbx_exec *p, struct sbx_run *r)
 	r->slot[SBX_FD_SECCOMP] = p->seccomp_fd;
 	r->slot[SBX_FD_INIT] = p->init_fd;
 	r->slot[SBX_FD_PROXY] = p->proxy_chan;
+	r->slot[SBX_FD_BRIDGE] = p->bridge_chan;
 	for (i = 0; i < p->nxwd; i++)
 		r->slot[SBX_FD_XWORKDIR + i] = p->xwd[i].tree >= 0 ?
 		    p->xwd[i].tree : p->xwd[i].fd;
@@ -2552,6 +2652,8 @@ foreground(struct sbx_exec *p, struct sbx_error *e)
 	restore_tty();
 	p->events = sbx_exec_finish_limits(p, r);
 	finish_proxy(p);
+	/* Closing the control connection ends the bridge session. */
+	close_fd(&p->bridge_ctl);
 	finish_fs(p);
 	return 0;
 }
@@ -2772,6 +2874,10 @@ sbx_exec_release(struct sbx_exec *p)
 
 	close_fd(&p->proxy_ctl);
 	close_fd(&p->proxy_chan);
+	close_fd(&p->bridge_ctl);
+	close_fd(&p->bridge_chan);
+	free(p->host_cli);
+	p->host_cli = NULL;
 	close_fd(&p->home_fd);
 	close_fd(&p->output_fd);
 	close_fd(&p->workdir_fd);

@@ -131,6 +131,9 @@ struct sbx_exec {
 	int			 proxy_ctl, proxy_chan;
 	char			 proxy_token[SBX_TOKEN_LEN + 1];
 	json_t			*violations;	/* proxy mode, after the run */
+	int			 bridge; /* bridge.enabled */
+	int			 bridge_ctl, bridge_chan;
+	char			*host_cli; /* sbx-host, or NULL */
 	struct sbx_cgroup	 cg;
 	char			*cg_v2root;	/* cgroup_v2_root, or NULL */
 	json_t			*limits;	/* what is enforced, and how */

@@ -45,6 +45,7 @@
 #include <sodium.h>
 
 #include "buf.h"
+#include "daemon.h"
 #include "dnsq.h"
 #include "envelope.h"
 #include "fsutil.h"
@@ -2077,17 +2078,10 @@ listen_accept(void)
 {
 	struct session		*s;
 	struct epoll_event	 ev;
-	struct ucred		 cr;
-	socklen_t		 len = sizeof(cr);
 	int			 fd;
 
-	while ((fd = accept4(P.lfd, NULL, NULL, SOCK_NONBLOCK |
-	    SOCK_CLOEXEC)) >= 0) {
-		/* Only our own uid may open sessions (the socket's mode
-		 * says so too; this holds if that mode is ever wrong). */
-		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) == -1 ||
-		    cr.uid != geteuid() || (s = calloc(1, sizeof(*s))) ==
-		    NULL) {
+	while ((fd = sbx_daemon_accept(P.lfd)) >= 0) {
+		if ((s = calloc(1, sizeof(*s))) == NULL) {
 			close(fd);
 			continue;
 		}

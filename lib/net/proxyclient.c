@@ -21,6 +21,7 @@
 
 #include <jansson.h>
 
+#include "daemon.h"
 #include "fsutil.h"
 #include "proxy.h"
 #include "proxyclient.h"
@@ -30,35 +31,7 @@ extern char **environ;
 int
 sbx_proxyclient_connect(int rootfd, struct sbx_error *e)
 {
-	struct sockaddr_un	 sun;
-	int			 fd, runfd;
-
-	/* Connect through /proc/self/fd/N of run/ opened without following
-	 * symlinks: a planted symlink cannot redirect us to someone else's
-	 * socket, and the path stays short whatever the root's length. */
-	if ((runfd = sbx_open_beneath(rootfd, "run", O_PATH | O_DIRECTORY |
-	    O_CLOEXEC, e)) == -1) {
-		if (e->sys_errno == ENOENT)
-			sbx_error_set(e, SBX_K_UNAVAILABLE, NULL, "not_running",
-			    "the proxy is not running");
-		return -1;
-	}
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	snprintf(sun.sun_path, sizeof(sun.sun_path), "/proc/self/fd/%d/%s",
-	    runfd, "proxy.sock");
-	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1) {
-		close(runfd);
-		return sbx_error_sys(e, "socket", "cannot create a socket");
-	}
-	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
-		close(fd);
-		close(runfd);
-		return sbx_error_set(e, SBX_K_UNAVAILABLE, NULL, "not_running",
-		    "the proxy is not running");
-	}
-	close(runfd);
-	return fd;
+	return sbx_daemon_connect(rootfd, "proxy.sock", "proxy", e);
 }
 
 json_t *
@@ -162,65 +135,12 @@ sbx_proxyclient_call(int ctl, json_t *req, int fd_pass, int timeout_ms,
 	return ans;
 }
 
-/* Start `prog serve --home HOME -q` and wait until it says it is up. */
-static int
-proxy_start(const char *prog, const char *home, struct sbx_error *e)
-{
-	char		*argv[] = { (char *)prog, "serve", "--home",
-			    (char *)home, "-q", NULL };
-	char		*envp[] = { "PATH=/usr/bin:/bin", "LC_ALL=C", NULL };
-	posix_spawn_file_actions_t fa;
-	pid_t		 pid;
-	int		 st, rc;
-
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-	rc = posix_spawn(&pid, prog, &fa, NULL, argv, envp);
-	posix_spawn_file_actions_destroy(&fa);
-	if (rc != 0) {
-		errno = rc;
-		return sbx_error_sys(e, "proxy_start", "cannot start %s",
-		    prog);
-	}
-	while (waitpid(pid, &st, 0) == -1)
-		if (errno != EINTR)
-			return sbx_error_sys(e, "proxy_start", "waitpid");
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-		return sbx_error_set(e, SBX_K_UNAVAILABLE, "network",
-		    "proxy_unavailable", "sbx-proxy could not start (exit "
-		    "status %d); see `sbx proxy serve --foreground`",
-		    WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
-	return 0;
-}
-
 int
 sbx_proxyclient_ensure(int rootfd, const char *prog, const char *home,
     struct sbx_error *e)
 {
-	int	 fd, lock, runfd;
-
-	if ((fd = sbx_proxyclient_connect(rootfd, e)) >= 0)
-		return fd;
-	/* Not running: start it under run/proxy.lock, so that concurrent
-	 * runs start one proxy, not several. */
-	if ((runfd = sbx_mkdirs_at(rootfd, "run", 0711, e)) == -1)
-		return -1;
-	lock = openat(runfd, "proxy.lock", O_RDWR | O_CREAT | O_NOFOLLOW |
-	    O_CLOEXEC, 0600);
-	close(runfd);
-	if (lock == -1)
-		return sbx_error_sys(e, "lock", "cannot open run/proxy.lock");
-	while (flock(lock, LOCK_EX) == -1)
-		if (errno != EINTR) {
-			close(lock);
-			return sbx_error_sys(e, "lock", "run/proxy.lock");
-		}
-	if ((fd = sbx_proxyclient_connect(rootfd, e)) == -1 &&
-	    proxy_start(prog, home, e) == 0)
-		fd = sbx_proxyclient_connect(rootfd, e);
-	close(lock);
-	return fd;
+	return sbx_daemon_ensure(rootfd, "proxy.sock", "proxy.lock", "proxy",
+	    prog, home, e);
 }
 
 int

@@ -7,7 +7,7 @@
  * a slot, a word or a port is defined once.
  *
  * bwrap starts `SBX_INIT_PATH [-r NAME=VALUE]... [-W DEV:INO PATH]...
- * [-N DEV:INO:NAME | -R PATH | -U | -A DEV:INO]... [-T ROWS:COLS] [-P] [-c]
+ * [-N DEV:INO:NAME | -R PATH | -U | -A DEV:INO]... [-T ROWS:COLS] [-P] [-B] [-c]
  * -- COMMAND...`, the options in this order.
  */
 #ifndef SBX_INITPROTO_H
@@ -34,7 +34,8 @@
 #define SBX_FD_ETC	15	/* O_PATH of the prepared /etc (etccache) */
 #define SBX_FD_XWORKDIR	16	/* O_PATH of the 2nd, 3rd... --workdir */
 #define SBX_MAX_XWORKDIRS 7	/* so 8 workdirs in all */
-#define SBX_FD_MAX	(SBX_FD_XWORKDIR + SBX_MAX_XWORKDIRS - 1)
+#define SBX_FD_BRIDGE	  23 /* the channel to sbx-bridge (-B) */
+#define SBX_FD_MAX	  SBX_FD_BRIDGE
 
 /* Status words, one per line on SBX_FD_STATUS, in this order:
  * "tty" (with -T, carrying the terminal's master by SCM_RIGHTS), "ready",
@@ -72,11 +73,20 @@
 #define SBX_INIT_OPT_SOCKET	"-A"	/* DEV:INO, a socket left reachable */
 #define SBX_INIT_OPT_TTY	"-T"	/* ROWS:COLS */
 #define SBX_INIT_OPT_PROXY	"-P"
+#define SBX_INIT_OPT_BRIDGE	"-B" /* after -P */
 #define SBX_INIT_OPT_SHELL	"-c"
 /* Not pid 1: run as a command, print what the sandbox enforces. */
 #define SBX_INIT_OPT_PROBE	"--probe"
 
 /* sbx-init's path inside the sandbox. */
 #define SBX_INIT_PATH		"/run/sbx/init"
+
+/* The bridge inside (-B): sbx-init listens on the socket and writes the
+ * agent's token (from SBX_BRIDGE_TOKEN of the environment) to the file,
+ * both 0600, in a tmpfs at SBX_INIT_RUN_DIR; sbx-host is bound there. */
+#define SBX_INIT_RUN_DIR      "/run/sbx"
+#define SBX_INIT_BRIDGE_SOCK  "/run/sbx/bridge.sock"
+#define SBX_INIT_BRIDGE_TOKEN "/run/sbx/token"
+#define SBX_INIT_HOST_CLI     "/run/sbx/bin/sbx-host"
 
 #endif

@@ -383,6 +383,14 @@ rootfs_done:
 	for (i = 0; sb->fs_ops != NULL && sb->fs_ops[i] != NULL; i++)
 		rc |= sbx_strv_push(v, sb->fs_ops[i]);
 binds_done:
+	/* The bridge: a tmpfs of its own for sbx-init's socket and the
+	 * token file (the rest of / is read-only), and the client. */
+	if (sb->bridge) {
+		rc |= push2(v, "--tmpfs", SBX_INIT_RUN_DIR);
+		if (sb->host_cli != NULL)
+			rc |= push3(v, "--ro-bind", sb->host_cli,
+			    SBX_INIT_HOST_CLI);
+	}
 	/* When bwrap runs as another uid than sbx it may not reach the
 	 * directory sbx is installed in: the binary is copied in from a
 	 * descriptor sbx opened. */
@@ -442,6 +450,8 @@ binds_done:
 	}
 	if (sb->network != NULL && strcmp(sb->network, SBX_NET_PROXY) == 0)
 		rc |= sbx_strv_push(v, SBX_INIT_OPT_PROXY);
+	if (sb->bridge)
+		rc |= sbx_strv_push(v, SBX_INIT_OPT_BRIDGE);
 	if (sb->shell != NULL) {
 		/* The string is the script; sb->argv, when given, is $0
 		 * and the arguments, as for sh -c. */

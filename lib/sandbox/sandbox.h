@@ -48,6 +48,8 @@ struct sbx_sandbox {
 	 * SBX_FD_ETC, in place of single-file binds and passwd memfds. */
 	int		  etc_cached;
 	int		  seccomp;	/* pass SBX_FD_SECCOMP */
+	int		  bridge; /* -B: the bridge's socket inside */
+	const char	 *host_cli; /* sbx-host to bind, or NULL */
 	int		  init_by_copy;	/* copy sbx-init in (bwrap may not
 					   reach its directory) */
 	/* Image mode: the system directories (/usr, /bin, /sbin, /lib*,

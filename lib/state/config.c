@@ -10,6 +10,7 @@
 
 #include <jansson.h>
 
+#include "bridge.h"
 #include "buf.h"
 #include "config.h"
 #include "fspolicy.h"
@@ -76,6 +77,14 @@ check_proxy(const json_t *doc, int agent, const char *origin,
 	if (agent)
 		return sbx_proxy_agent_check(doc, origin, e);
 	return sbx_proxy_config_check(doc, e);
+}
+
+/* sbx-bridge's settings (lib/net/bridgecfg.c). */
+static int
+check_bridge(const json_t *doc, int agent, const char *origin,
+    struct sbx_error *e)
+{
+	return sbx_bridge_config_check(doc, agent, origin, e);
 }
 
 /* A binding an older sbx kept in the agent's config (still honoured
@@ -215,6 +224,26 @@ static const struct sbx_cfg_key keys[] = {
 	    "open-file limit (0: inherit)" },
 	{ "limits.file_size_mib", I, A | G, check_limits,
 	    "largest file a run may write, MiB (0: none)" },
+	{ "bridge.enabled", B, A | G, check_bridge,
+	    "serve the host bridge (sbx-host) in the agent's runs" },
+	{ "bridge.idle_exit_s", I, G, check_bridge,
+	    "sbx-bridge exits after this long without work" },
+	{ "bridge.header_timeout_ms", I, G, check_bridge,
+	    "a request's head must arrive within this" },
+	{ "bridge.idle_timeout_s", I, G, check_bridge,
+	    "a quiet bridge connection is closed after this" },
+	{ "bridge.max_connections", I, G, check_bridge,
+	    "bridge connections in all" },
+	{ "bridge.max_connections_per_agent", I, G, check_bridge,
+	    "bridge connections per agent" },
+	{ "bridge.events_max_bytes", I, G, check_bridge,
+	    "an agent's event log is rotated past this" },
+	{ "bridge.memory_max_entries", I, G, check_bridge,
+	    "an agent's memory keeps at most this many entries" },
+	{ "bridge.rate_limits", O, G, check_bridge,
+	    "requests a minute per agent: {other, inference, dispatch}" },
+	{ "bridge.inference", O, G, check_bridge,
+	    "{url, key_agent, key_secret, timeout_s, tokens_per_day}" },
 	{ "cgroup_v2_root", S, G, check_host,
 	    "the delegated cgroup v2 directory to run under" },
 	{ "run_as", O, G, check_host,
@@ -227,8 +256,7 @@ static const struct sbx_cfg_key keys[] = {
 	    "finished jobs older than this are pruned by exec ps (0: never)" },
 	{ "images.max_bytes", I, G, check_images,
 	    "largest image download or archive" },
-	{ "images.max_unpacked", I, G, check_images,
-	    "largest unpacked image" },
+	{ "images.max_unpacked", I, G, check_images, "largest unpacked image" },
 	{ "images.download_timeout", I, G, check_images,
 	    "image download time limit, seconds" },
 	{ "max_envs", I, G, check_images,
@@ -249,8 +277,7 @@ static const struct sbx_cfg_key keys[] = {
 	    "time to send a request head" },
 	{ "proxy.idle_timeout_ms", I, G, check_proxy,
 	    "a connection with no byte either way is closed" },
-	{ "proxy.max_duration_s", I, G, check_proxy,
-	    "longest connection" },
+	{ "proxy.max_duration_s", I, G, check_proxy, "longest connection" },
 	{ "proxy.max_request_bytes", I, G, check_proxy,
 	    "bytes a connection may send" },
 	{ "proxy.max_response_bytes", I, G, check_proxy,

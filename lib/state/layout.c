@@ -144,6 +144,25 @@ static const struct sbx_layout_entry layout[SBX_L_N] = {
 			    F, 0600, 022, 0, 0 },
 [SBX_L_PROXY_LOCK] =	{ "proxy_lock", "run/proxy.lock", SBX_L_RUN, F, 0600,
 			    022, 0, 0 },
+[SBX_L_BRIDGE_LOCK] =	{ "bridge_lock", "run/bridge.lock", SBX_L_RUN, F, 0600,
+			    022, 0, 0 },
+/* The bridge's records: written by sbx-bridge only, never by the sandbox,
+ * and read back only for the agent whose token asked. */
+[SBX_L_AGENT_BRIDGE] =	{ "agent_bridge", "agents/%s/bridge",
+			    SBX_L_AGENT_RECORDS, D, 0700, 077, 0, A },
+[SBX_L_AGENT_BR_CONFIG] = { "agent_bridge_config",
+			    "agents/%s/bridge/config.json", SBX_L_AGENT_BRIDGE,
+			    F, 0600, 077, 0, A },
+[SBX_L_AGENT_BR_EVENTS] = { "agent_bridge_events",
+			    "agents/%s/bridge/events.jsonl", SBX_L_AGENT_BRIDGE,
+			    F, 0600, 077, 0, A },
+[SBX_L_AGENT_BR_LOG] =	{ "agent_bridge_log", "agents/%s/bridge/log.jsonl",
+			    SBX_L_AGENT_BRIDGE, F, 0600, 077, 0, A },
+[SBX_L_AGENT_BR_MEMORY] = { "agent_bridge_memory",
+			    "agents/%s/bridge/memory.db", SBX_L_AGENT_BRIDGE,
+			    F, 0600, 077, 0, A },
+[SBX_L_AGENT_BR_TASKS] = { "agent_bridge_tasks", "agents/%s/bridge/tasks",
+			    SBX_L_AGENT_BRIDGE, D, 0700, 077, 0, A },
 };
 
 #undef A

@@ -65,6 +65,14 @@ enum sbx_layout_id {
 	SBX_L_CGROUP_GC,	/* cache/cgroup-gc	the last reaping */
 	SBX_L_PROVISION_LOCK,	/* run/provision.lock */
 	SBX_L_PROXY_LOCK,	/* run/proxy.lock */
+	SBX_L_BRIDGE_LOCK,	/* run/bridge.lock */
+	/* sbx-bridge's records of an agent (lib/state/bridgestore.c). */
+	SBX_L_AGENT_BRIDGE,	/* agents/A/bridge/ */
+	SBX_L_AGENT_BR_CONFIG,	/* agents/A/bridge/config.json */
+	SBX_L_AGENT_BR_EVENTS,	/* agents/A/bridge/events.jsonl (+ .1) */
+	SBX_L_AGENT_BR_LOG,	/* agents/A/bridge/log.jsonl (+ .1) */
+	SBX_L_AGENT_BR_MEMORY,	/* agents/A/bridge/memory.db	SQLite FTS5 */
+	SBX_L_AGENT_BR_TASKS,	/* agents/A/bridge/tasks/	ID.json */
 	SBX_L_N
 };
 

@@ -93,6 +93,18 @@ static const struct {
 	{ "read_paths", "[\"/opt/x\"]", "[\"rel\"]" },
 	{ "deny_paths", "[\"secrets\"]", "[\"../x\"]" },
 	{ "allow_unix_sockets", "[\"/run/x.sock\"]", "[\"x.sock\"]" },
+	{ "bridge.enabled", "true", "\"yes\"" },
+	{ "bridge.idle_exit_s", "60", "0" },
+	{ "bridge.header_timeout_ms", "1000", "1" },
+	{ "bridge.idle_timeout_s", "30", "0" },
+	{ "bridge.max_connections", "64", "0" },
+	{ "bridge.max_connections_per_agent", "8", "0" },
+	{ "bridge.events_max_bytes", "65536", "1" },
+	{ "bridge.memory_max_entries", "1000", "0" },
+	{ "bridge.rate_limits", "{\"dispatch\": 5}", "{\"dispatch\": 0}" },
+	{ "bridge.inference",
+	    "{\"url\": \"http://127.0.0.1:1/v1/chat/completions\"}",
+	    "{\"url\": \"ftp://x\"}" },
 };
 
 int

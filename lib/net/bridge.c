@@ -1,0 +1,938 @@
+/*
+ * bridge.c: sbx-bridge's server.
+ *
+ * The main thread runs an epoll loop over the control socket
+ * (run/bridge.sock: sessions opened by sbx exec, status and stop), each
+ * session's control connection and its channel, over which the sandbox's
+ * sbx-init passes the connections it accepts on /run/sbx/bridge.sock.
+ * Each such connection is given to libmicrohttpd with MHD_add_connection()
+ * (no listening socket of its own), tagged with the session's agent and
+ * token: the identity of a request is the channel it came over, never
+ * anything it says.  libmicrohttpd runs a thread per connection, so that a
+ * slow model behind /v1/inference blocks nobody else; the stores are
+ * reached under one lock.
+ *
+ * Bounds, each decided before the next byte is read: a connection count
+ * per agent and in all (over it, a canned 503 and the connection closed,
+ * before libmicrohttpd sees it); the head within 16 KiB (libmicrohttpd's
+ * memory pool answers 431) and within header_timeout_ms (a sweep shuts
+ * slow heads down: slowloris); a quiet connection closed after
+ * idle_timeout_s; a body of at most 8 MiB, 413 from Content-Length before
+ * it is read and by a running count for chunked bodies; the token checked
+ * (401) before the body is read; rate limits per agent and service (429).
+ */
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <microhttpd.h>
+
+#include "bridge.h"
+#include "buf.h"
+#include "daemon.h"
+#include "envelope.h"
+#include "fsutil.h"
+#include "layout.h"
+#include "names.h"
+#include "time.h"
+#include "token.h"
+
+#define CTL_LINE_MAX 4096
+#define FD_TABLE     65536
+
+/* An agent the bridge has seen: its connections and rate windows. */
+struct agent {
+	char	 name[64];
+	unsigned nconns;
+	/* Sliding windows: the times of the last rate[svc] requests. */
+	long long    *ring[SBX_BSVC_N];
+	unsigned      head[SBX_BSVC_N], count[SBX_BSVC_N];
+	struct agent *next;
+};
+
+struct session {
+	int		ctl, chan;
+	char		agent[64];
+	char		token[SBX_TOKEN_LEN + 1];
+	char		line[CTL_LINE_MAX];
+	size_t		len;
+	long long	t_open;
+	struct session *prev, *next;
+};
+
+/* One connection handed to libmicrohttpd. */
+struct conn {
+	struct agent *ag;
+	char	      token[SBX_TOKEN_LEN + 1];
+	int	      fd;
+	ino_t	      ino;
+	long long     t_start;
+	int	      headers_done;
+	struct conn  *prev, *next;
+};
+
+/* One request's state between libmicrohttpd's calls. */
+struct rq {
+	const struct sbx_bridge_route *route;
+	char			       param[SBX_BRIDGE_NAME_MAX + 1];
+	struct sbx_buf		       body;
+	int			       too_large, answered;
+};
+
+static struct {
+	int				rootfd, lfd, ep;
+	const struct sbx_bridge_config *cfg;
+	struct MHD_Daemon	       *d;
+	pthread_mutex_t			lock; /* all below, and stores */
+	struct agent		       *agents;
+	struct session		       *sessions;
+	struct conn		       *conns;
+	struct conn		       *pending[FD_TABLE];
+	unsigned			nconns, nsessions;
+	long long			t_idle;
+	int				stop;
+} P = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* Answers written straight to the socket, before libmicrohttpd could. */
+static const char too_large[] =
+    "HTTP/1.1 413 Content Too Large\r\n"
+    "Content-Type: application/json\r\nConnection: close\r\n"
+    "Content-Length: 71\r\n\r\n"
+    "{\"error\":{\"code\":\"body_too_large\",\"message\":\"the body is over 8 MiB\"}}\n";
+
+static const char busy[] =
+    "HTTP/1.1 503 Service Unavailable\r\n"
+    "Content-Type: application/json\r\nConnection: close\r\n"
+    "Retry-After: 1\r\nContent-Length: 80\r\n\r\n"
+    "{\"error\":{\"code\":\"too_many_connections\",\"message\":\"too many "
+    "open connections\"}}\n";
+
+/* ---- agents and rate limits (under P.lock) ------------------------------ */
+
+static struct agent *
+agent_get(const char *name)
+{
+	struct agent *a;
+	int	      i;
+
+	for (a = P.agents; a != NULL; a = a->next)
+		if (strcmp(a->name, name) == 0)
+			return a;
+	if ((a = calloc(1, sizeof(*a))) == NULL)
+		return NULL;
+	snprintf(a->name, sizeof(a->name), "%s", name);
+	for (i = 0; i < SBX_BSVC_N; i++)
+		if ((a->ring[i] = calloc(P.cfg->rate[i], sizeof(long long))) ==
+		    NULL) {
+			while (i-- > 0)
+				free(a->ring[i]);
+			free(a);
+			return NULL;
+		}
+	a->next = P.agents;
+	P.agents = a;
+	return a;
+}
+
+/* 0: allowed (counted); else the seconds until the oldest request of
+ * the window leaves it. */
+static unsigned
+rate_take(struct agent *a, enum sbx_bridge_svc svc)
+{
+	unsigned  max = P.cfg->rate[svc], oldest;
+	long long t = sbx_now_ms(), age;
+
+	if (a->count[svc] == max) {
+		oldest = a->head[svc]; /* the next slot is the oldest */
+		age = t - a->ring[svc][oldest];
+		if (age < 60000)
+			return (unsigned)((60000 - age + 999) / 1000);
+	} else
+		a->count[svc]++;
+	a->ring[svc][a->head[svc]] = t;
+	a->head[svc] = (a->head[svc] + 1) % max;
+	return 0;
+}
+
+/* ---- responses ---------------------------------------------------------- */
+
+static enum MHD_Result
+respond_json(struct MHD_Connection *c, unsigned status, json_t *doc,
+    int close_conn, unsigned retry_after)
+{
+	struct MHD_Response *r;
+	enum MHD_Result	     ret;
+	char		    *s, n[16];
+
+	s = doc != NULL ? json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	json_decref(doc);
+	if (s == NULL && (s = strdup("{}")) == NULL)
+		return MHD_NO;
+	r = MHD_create_response_from_buffer(strlen(s), s,
+	    MHD_RESPMEM_MUST_FREE);
+	if (r == NULL) {
+		free(s);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, "Content-Type", "application/json");
+	if (close_conn)
+		MHD_add_response_header(r, "Connection", "close");
+	if (retry_after > 0) {
+		snprintf(n, sizeof(n), "%u", retry_after);
+		MHD_add_response_header(r, "Retry-After", n);
+	}
+	ret = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result
+respond_err(struct MHD_Connection *c, unsigned status, const char *code,
+    const char *msg, int close_conn)
+{
+	return respond_json(c, status,
+	    json_pack("{s:{s:s,s:s}}", "error", "code", code, "message", msg),
+	    close_conn, 0);
+}
+
+static ssize_t
+stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	int	fd = (int)(intptr_t)cls;
+	ssize_t r;
+
+	/* A thread per connection: blocking here blocks this one only. */
+	while ((r = read(fd, buf, max)) == -1 && errno == EINTR)
+		;
+	if (r == 0)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	if (r < 0)
+		return MHD_CONTENT_READER_END_WITH_ERROR;
+	return r;
+}
+
+static void
+stream_free(void *cls)
+{
+	close((int)(intptr_t)cls);
+}
+
+static enum MHD_Result
+respond(struct MHD_Connection *c, struct sbx_bridge_resp *r)
+{
+	struct MHD_Response *mr;
+	enum MHD_Result	     ret;
+
+	if (r->stream_fd < 0)
+		return respond_json(c, r->status, r->json, 0, r->retry_after);
+	json_decref(r->json);
+	mr = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384,
+	    stream_read, (void *)(intptr_t)r->stream_fd, stream_free);
+	if (mr == NULL) {
+		close(r->stream_fd);
+		return MHD_NO;
+	}
+	MHD_add_response_header(mr, "Content-Type",
+	    r->content_type != NULL ? r->content_type :
+				      "application/octet-stream");
+	MHD_add_response_header(mr, "Cache-Control", "no-cache");
+	ret = MHD_queue_response(c, r->status, mr);
+	MHD_destroy_response(mr);
+	return ret;
+}
+
+/* ---- requests ----------------------------------------------------------- */
+
+struct auth_scan {
+	int	    n;
+	const char *value;
+};
+
+static enum MHD_Result
+auth_iter(void *cls, enum MHD_ValueKind kind, const char *key,
+    const char *value)
+{
+	struct auth_scan *s = cls;
+
+	if (strcasecmp(key, "Authorization") == 0) {
+		s->n++;
+		s->value = value;
+	}
+	return MHD_YES;
+}
+
+/*
+ * The token must be the one of the agent whose session the connection
+ * came over: exactly one Authorization header, "Bearer " and the token,
+ * compared in constant time.  Two headers are refused rather than one
+ * picked, so that no proxy or client library can make us read another.
+ */
+static int
+authorized(struct MHD_Connection *c, const struct conn *cn)
+{
+	struct auth_scan s = { 0, NULL };
+	const char	*t;
+
+	MHD_get_connection_values(c, MHD_HEADER_KIND, auth_iter, &s);
+	if (s.n != 1 || s.value == NULL || strncmp(s.value, "Bearer ", 7) != 0)
+		return 0;
+	t = s.value + 7;
+	return sbx_bridge_token_eq(t, strlen(t), cn->token, strlen(cn->token));
+}
+
+static int
+has_body(struct MHD_Connection *c, unsigned long long *clen, int *bad)
+{
+	const char *v, *te;
+	char	   *end;
+
+	*bad = 0;
+	*clen = 0;
+	te = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+	    "Transfer-Encoding");
+	v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+	if (v != NULL) {
+		errno = 0;
+		*clen = strtoull(v, &end, 10);
+		if (*v < '0' || *v > '9' || *end != '\0' || errno != 0)
+			*bad = 1;
+	}
+	return te != NULL || *clen > 0;
+}
+
+static void
+run_handler(const struct sbx_bridge_route *rt, struct conn *cn,
+    struct MHD_Connection *c, struct rq *q, json_t *body,
+    struct sbx_bridge_resp *r)
+{
+	struct sbx_bridge_req req;
+
+	memset(&req, 0, sizeof(req));
+	req.rootfd = P.rootfd;
+	req.agent = cn->ag->name;
+	req.plugin =
+	    MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Sbx-Plugin");
+	req.method = rt->method;
+	req.param = (rt->flags & SBX_BR_PARAM) ? q->param : NULL;
+	req.query_since =
+	    MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "since");
+	req.query_limit =
+	    MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "limit");
+	req.body = body;
+	req.cfg = P.cfg;
+	/* Inference waits on the network, unlocked; the stores are
+	 * serialized. */
+	if (rt->svc == SBX_BSVC_INFERENCE) {
+		rt->fn(&req, r);
+		return;
+	}
+	pthread_mutex_lock(&P.lock);
+	rt->fn(&req, r);
+	pthread_mutex_unlock(&P.lock);
+}
+
+/* The first call: the head is complete, nothing of the body was read. */
+static enum MHD_Result
+begin(struct MHD_Connection *c, struct conn *cn, const char *url,
+    const char *method, void **con_cls)
+{
+	const struct sbx_bridge_route *rt;
+	struct rq		      *q;
+	unsigned long long	       clen;
+	unsigned		       status = 404, wait;
+	int			       body, bad;
+	char			       param[SBX_BRIDGE_NAME_MAX + 1];
+
+	pthread_mutex_lock(&P.lock);
+	cn->headers_done = 1;
+	pthread_mutex_unlock(&P.lock);
+	body = has_body(c, &clen, &bad);
+	/* Who first: nothing else is said to a caller without the token. */
+	if (!authorized(c, cn))
+		return respond_err(c, 401, "unauthorized",
+		    "a valid "
+		    "`Authorization: Bearer TOKEN` header (the agent's token, "
+		    "$SBX_BRIDGE_TOKEN) is required",
+		    body);
+	if (bad)
+		return respond_err(c, 400, "bad_length",
+		    "malformed "
+		    "Content-Length",
+		    1);
+	if (clen > SBX_BRIDGE_BODY_MAX)
+		return respond_err(c, 413, "body_too_large",
+		    "the body is "
+		    "over 8 MiB",
+		    1);
+	if ((rt = sbx_bridge_route_find(method, url, param, &status)) == NULL)
+		return respond_err(c, status,
+		    status == 400     ? "bad_name" :
+			status == 405 ? "method_not_allowed" :
+					"no_such_route",
+		    status == 400 ?
+			"a name in the path is empty, too long, "
+			"`.`/`..`, or holds `/`, NUL or a control character" :
+			status == 405 ? "this path does not take that method" :
+					"no such route",
+		    body);
+	pthread_mutex_lock(&P.lock);
+	wait = rate_take(cn->ag, rt->svc);
+	pthread_mutex_unlock(&P.lock);
+	if (wait > 0) {
+		json_t *doc = json_pack("{s:{s:s,s:s}}", "error", "code",
+		    "rate_limited", "message",
+		    "too many requests for this "
+		    "service; retry later");
+
+		json_object_set_new(json_object_get(doc, "error"), "service",
+		    json_string(sbx_bridge_svc_names[rt->svc]));
+		return respond_json(c, 429, doc, body, wait);
+	}
+	if ((q = calloc(1, sizeof(*q))) == NULL)
+		return MHD_NO;
+	q->route = rt;
+	memcpy(q->param, param, sizeof(param));
+	*con_cls = q;
+	return MHD_YES;
+}
+
+static enum MHD_Result
+on_request(void *cls, struct MHD_Connection *c, const char *url,
+    const char *method, const char *version, const char *upload_data,
+    size_t *upload_data_size, void **con_cls)
+{
+	const union MHD_ConnectionInfo *ci;
+	struct conn		       *cn;
+	struct rq		       *q = *con_cls;
+	struct sbx_bridge_resp		r;
+	struct sbx_error		e = { 0 };
+	json_t			       *body = NULL;
+
+	ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	cn = ci != NULL ? ci->socket_context : NULL;
+	/* No identity, no answer (a connection that did not come over a
+	 * session; cannot happen, fails closed if it does). */
+	if (cn == NULL)
+		return MHD_NO;
+	if (q == NULL)
+		return begin(c, cn, url, method, con_cls);
+	if (q->answered)
+		return MHD_YES;
+	if (*upload_data_size > 0) {
+		/* A chunked body is counted as it comes: past the cap, 413
+		 * and the connection closed, the rest never read. */
+		if (q->body.len + *upload_data_size > SBX_BRIDGE_BODY_MAX) {
+			/*
+			 * libmicrohttpd cannot answer in the middle of an
+			 * upload: the 413 is written here, in this
+			 * connection's own thread, our side shut, and the
+			 * connection dropped.  The client reads the answer
+			 * before it sees the end.
+			 */
+			(void)!send(cn->fd, too_large, sizeof(too_large) - 1,
+			    MSG_NOSIGNAL);
+			(void)shutdown(cn->fd, SHUT_WR);
+			return MHD_NO;
+		}
+		if (sbx_buf_append(&q->body, upload_data, *upload_data_size) ==
+		    -1)
+			return MHD_NO;
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	q->answered = 1;
+	memset(&r, 0, sizeof(r));
+	r.stream_fd = -1;
+	if (q->route->flags & SBX_BR_BODY) {
+		body = sbx_json_parse(q->body.p != NULL ? q->body.p : "",
+		    q->body.len, SBX_BRIDGE_BODY_MAX, &e);
+		if (body == NULL)
+			return respond_err(c, 400, "bad_json", e.message, 0);
+	} else if (q->route->flags & SBX_BR_VALUE) {
+		json_error_t je;
+
+		/* Any JSON value, as strictly: duplicate keys refused;
+		 * jansson bounds the nesting depth and refuses integers it
+		 * cannot hold. */
+		body = json_loadb(q->body.p != NULL ? q->body.p : "",
+		    q->body.len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
+		if (body == NULL)
+			return respond_err(c, 400, "bad_json", je.text, 0);
+	}
+	run_handler(q->route, cn, c, q, body, &r);
+	json_decref(body);
+	if (r.status == 0) {
+		json_decref(r.json);
+		return respond_err(c, 500, "internal", "no answer", 0);
+	}
+	return respond(c, &r);
+}
+
+static void
+on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+    enum MHD_RequestTerminationCode toe)
+{
+	struct rq *q = *con_cls;
+
+	if (q == NULL)
+		return;
+	sbx_buf_release(&q->body);
+	free(q);
+	*con_cls = NULL;
+}
+
+static void
+on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+    enum MHD_ConnectionNotificationCode toe)
+{
+	const union MHD_ConnectionInfo *ci;
+	struct conn		       *cn;
+	int				fd;
+
+	pthread_mutex_lock(&P.lock);
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		ci = MHD_get_connection_info(c,
+		    MHD_CONNECTION_INFO_CONNECTION_FD);
+		fd = ci != NULL ? ci->connect_fd : -1;
+		if (fd >= 0 && fd < FD_TABLE && (cn = P.pending[fd]) != NULL) {
+			P.pending[fd] = NULL;
+			*socket_context = cn;
+			cn->next = P.conns;
+			if (P.conns != NULL)
+				P.conns->prev = cn;
+			P.conns = cn;
+		}
+	} else if ((cn = *socket_context) != NULL) {
+		if (cn->prev != NULL)
+			cn->prev->next = cn->next;
+		else
+			P.conns = cn->next;
+		if (cn->next != NULL)
+			cn->next->prev = cn->prev;
+		cn->ag->nconns--;
+		P.nconns--;
+		if (P.nconns == 0)
+			P.t_idle = sbx_now_ms();
+		explicit_bzero(cn->token, sizeof(cn->token));
+		free(cn);
+		*socket_context = NULL;
+	}
+	pthread_mutex_unlock(&P.lock);
+}
+
+/* libmicrohttpd decodes %HH in the path before routing; we route on the
+ * raw path and decode each {name} ourselves (bridgeapi.c), so that an
+ * encoded `/` or NUL cannot change what was routed. */
+static size_t
+no_unescape(void *cls, struct MHD_Connection *c, char *s)
+{
+	return strlen(s);
+}
+
+/* ---- sessions ----------------------------------------------------------- */
+
+static void
+ctl_answer(int fd, json_t *o)
+{
+	char *s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+
+	json_decref(o);
+	if (s == NULL)
+		return;
+	/* Control clients are our own uid; a full buffer drops the answer
+	 * rather than block the loop. */
+	(void)!send(fd, s, strlen(s), MSG_DONTWAIT | MSG_NOSIGNAL);
+	(void)!send(fd, "\n", 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+	free(s);
+}
+
+static json_t *
+ctl_error(const struct sbx_error *e)
+{
+	return json_pack("{s:b,s:s,s:s,s:s}", "ok", 0, "kind",
+	    e->kind != NULL ? e->kind : SBX_K_EXECUTION_ERROR, "reason",
+	    e->reason != NULL ? e->reason : "error", "message", e->message);
+}
+
+static void
+session_free(struct session *s)
+{
+	epoll_ctl(P.ep, EPOLL_CTL_DEL, s->ctl, NULL);
+	close(s->ctl);
+	if (s->chan >= 0) {
+		epoll_ctl(P.ep, EPOLL_CTL_DEL, s->chan, NULL);
+		close(s->chan);
+	}
+	if (s->prev != NULL)
+		s->prev->next = s->next;
+	else
+		P.sessions = s->next;
+	if (s->next != NULL)
+		s->next->prev = s->prev;
+	explicit_bzero(s->token, sizeof(s->token));
+	free(s);
+	P.nsessions--;
+	if (P.nsessions == 0 && P.nconns == 0)
+		P.t_idle = sbx_now_ms();
+}
+
+/* The agent's token, read when the session opens: a run that started
+ * before `sbx provision` rotated it keeps the one it was given. */
+static int
+session_open(struct session *s, json_t *req, int chan, struct sbx_error *e)
+{
+	const char	  *agent;
+	struct sbx_buf	   tok = SBX_BUF_INIT;
+	struct epoll_event ev;
+	char		   rel[SBX_LAYOUT_PATH_MAX];
+	int		   type = 0;
+	socklen_t	   len = sizeof(type);
+
+	agent = json_string_value(json_object_get(req, "agent"));
+	if (agent == NULL)
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "agent", "missing",
+		    "session without an agent");
+	if (sbx_agent_valid(agent, "agent", e) == -1)
+		return -1;
+	if (chan < 0 ||
+	    getsockopt(chan, SOL_SOCKET, SO_TYPE, &type, &len) == -1 ||
+	    type != SOCK_SEQPACKET)
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "channel",
+		    "bad_channel", "a session needs a SOCK_SEQPACKET channel");
+	SBX_LPATH(rel, SBX_L_AGENT_TOKEN, agent);
+	if (sbx_read_file_at(P.rootfd, rel, 256, &tok, e) == -1)
+		return -1;
+	while (tok.len > 0 && tok.p[tok.len - 1] == '\n')
+		tok.p[--tok.len] = '\0';
+	if (!sbx_token_valid(tok.p, tok.len)) {
+		explicit_bzero(tok.p, tok.len);
+		sbx_buf_release(&tok);
+		return sbx_error_set(e, SBX_K_REJECTED, "token", "bad_token",
+		    "%s is not a valid token", rel);
+	}
+	memcpy(s->token, tok.p, SBX_TOKEN_LEN);
+	s->token[SBX_TOKEN_LEN] = '\0';
+	explicit_bzero(tok.p, tok.len);
+	sbx_buf_release(&tok);
+	snprintf(s->agent, sizeof(s->agent), "%s", agent);
+	(void)fcntl(chan, F_SETFL, fcntl(chan, F_GETFL) | O_NONBLOCK);
+	ev.events = EPOLLIN;
+	ev.data.u64 = ((uint64_t)2 << 32) | (uint32_t)chan;
+	if (epoll_ctl(P.ep, EPOLL_CTL_ADD, chan, &ev) == -1)
+		return sbx_error_sys(e, "epoll", "cannot watch the channel");
+	s->chan = chan;
+	return 0;
+}
+
+/* A connection from the sandbox, for s's agent. */
+static void
+conn_add(struct session *s, int fd)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct stat	   st;
+	struct agent	  *a;
+	struct conn	  *cn;
+	int		   type = 0;
+	socklen_t	   len = sizeof(type);
+
+	/* Only stream sockets are served; anything else is closed. */
+	if (fd >= FD_TABLE || fstat(fd, &st) == -1 || !S_ISSOCK(st.st_mode) ||
+	    getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == -1 ||
+	    type != SOCK_STREAM) {
+		close(fd);
+		return;
+	}
+	pthread_mutex_lock(&P.lock);
+	a = agent_get(s->agent);
+	/* Caps per agent and in all: one agent's thousand idle connections
+	 * must not starve another's. */
+	if (a == NULL || a->nconns >= P.cfg->max_conns_agent ||
+	    P.nconns >= P.cfg->max_conns ||
+	    (cn = calloc(1, sizeof(*cn))) == NULL) {
+		pthread_mutex_unlock(&P.lock);
+		(void)!send(fd, busy, sizeof(busy) - 1,
+		    MSG_DONTWAIT | MSG_NOSIGNAL);
+		close(fd);
+		return;
+	}
+	cn->ag = a;
+	memcpy(cn->token, s->token, sizeof(cn->token));
+	cn->fd = fd;
+	cn->ino = st.st_ino;
+	cn->t_start = sbx_now_ms();
+	a->nconns++;
+	P.nconns++;
+	P.pending[fd] = cn;
+	pthread_mutex_unlock(&P.lock);
+	if (MHD_add_connection(P.d, fd, (struct sockaddr *)&sun,
+		sizeof(sun.sun_family)) != MHD_YES) {
+		/* libmicrohttpd closed it. */
+		pthread_mutex_lock(&P.lock);
+		if (P.pending[fd] == cn) {
+			P.pending[fd] = NULL;
+			a->nconns--;
+			P.nconns--;
+			explicit_bzero(cn->token, sizeof(cn->token));
+			free(cn);
+		}
+		pthread_mutex_unlock(&P.lock);
+	}
+}
+
+static void
+chan_read(struct session *s)
+{
+	char	b[16];
+	int	fds[8];
+	size_t	nfd, i;
+	ssize_t r;
+
+	for (;;) {
+		r = sbx_recv_fds(s->chan, b, sizeof(b), fds, 8, &nfd,
+		    MSG_DONTWAIT);
+		if (r == -1 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (r <= 0) {
+			/* The sandbox is gone: so is the channel.  The
+			 * session ends when sbx exec closes its control. */
+			for (i = 0; r == 0 && i < nfd; i++)
+				close(fds[i]);
+			epoll_ctl(P.ep, EPOLL_CTL_DEL, s->chan, NULL);
+			close(s->chan);
+			s->chan = -1;
+			return;
+		}
+		for (i = 0; i < nfd; i++)
+			conn_add(s, fds[i]);
+	}
+}
+
+static void
+ctl_line(struct session *s, char *line, int fd_in)
+{
+	struct sbx_error e = { 0 };
+	json_t		*req;
+	const char	*op;
+
+	req = sbx_json_parse(line, strlen(line), CTL_LINE_MAX, &e);
+	op = json_string_value(json_object_get(req, "op"));
+	if (op == NULL) {
+		if (fd_in >= 0)
+			close(fd_in);
+		if (req != NULL)
+			sbx_error_set(&e, SBX_K_INVALID_ARGS, "op", "bad_op",
+			    "no op");
+		ctl_answer(s->ctl, ctl_error(&e));
+		json_decref(req);
+		session_free(s);
+		return;
+	}
+	if (strcmp(op, "session") == 0 && s->chan < 0 && s->agent[0] == '\0') {
+		if (session_open(s, req, fd_in, &e) == -1) {
+			if (fd_in >= 0)
+				close(fd_in);
+			ctl_answer(s->ctl, ctl_error(&e));
+			json_decref(req);
+			session_free(s);
+			return;
+		}
+		ctl_answer(s->ctl, json_pack("{s:b}", "ok", 1));
+		json_decref(req);
+		return;
+	}
+	if (fd_in >= 0)
+		close(fd_in);
+	if (strcmp(op, "status") == 0) {
+		pthread_mutex_lock(&P.lock);
+		ctl_answer(s->ctl,
+		    json_pack("{s:b,s:i,s:i,s:i}", "ok", 1, "pid",
+			(int)getpid(), "sessions", (int)P.nsessions - 1,
+			"connections", (int)P.nconns));
+		pthread_mutex_unlock(&P.lock);
+	} else if (strcmp(op, "stop") == 0) {
+		ctl_answer(s->ctl, json_pack("{s:b}", "ok", 1));
+		P.stop = 1;
+	} else if (strcmp(op, "end") == 0) {
+		ctl_answer(s->ctl, json_pack("{s:b}", "ok", 1));
+	} else {
+		sbx_error_set(&e, SBX_K_INVALID_ARGS, "op", "bad_op",
+		    "unknown op %s", op);
+		ctl_answer(s->ctl, ctl_error(&e));
+	}
+	json_decref(req);
+	session_free(s);
+}
+
+static void
+ctl_read(struct session *s)
+{
+	char   *nl;
+	int	fd = -1;
+	size_t	nfd = 0;
+	ssize_t r;
+
+	r = sbx_recv_fds(s->ctl, s->line + s->len, sizeof(s->line) - 1 - s->len,
+	    &fd, 1, &nfd, MSG_DONTWAIT);
+	if (r == -1 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (r <= 0 || (nfd > 0 && s->agent[0] != '\0')) {
+		if (nfd > 0)
+			close(fd);
+		/* The run is over (or the client is abusive). */
+		session_free(s);
+		return;
+	}
+	s->len += (size_t)r;
+	s->line[s->len] = '\0';
+	if ((nl = memchr(s->line, '\n', s->len)) == NULL) {
+		if (s->len == sizeof(s->line) - 1)
+			session_free(s);
+		else if (nfd > 0)
+			close(fd);
+		return;
+	}
+	*nl = '\0';
+	s->len = 0;
+	ctl_line(s, s->line, nfd > 0 ? fd : -1);
+}
+
+static void
+listen_accept(void)
+{
+	struct epoll_event	 ev;
+	struct session		*s;
+	int			 fd;
+
+	while ((fd = sbx_daemon_accept(P.lfd)) >= 0) {
+		if ((s = calloc(1, sizeof(*s))) == NULL) {
+			close(fd);
+			continue;
+		}
+		s->ctl = fd;
+		s->chan = -1;
+		s->t_open = sbx_now_ms();
+		ev.events = EPOLLIN;
+		ev.data.u64 = ((uint64_t)1 << 32) | (uint32_t)fd;
+		if (epoll_ctl(P.ep, EPOLL_CTL_ADD, fd, &ev) == -1) {
+			close(fd);
+			free(s);
+			continue;
+		}
+		s->next = P.sessions;
+		if (P.sessions != NULL)
+			P.sessions->prev = s;
+		P.sessions = s;
+		P.nsessions++;
+	}
+}
+
+static struct session *
+session_by_fd(int fd, int chan)
+{
+	struct session *s;
+
+	for (s = P.sessions; s != NULL; s = s->next)
+		if ((chan ? s->chan : s->ctl) == fd)
+			return s;
+	return NULL;
+}
+
+/* Heads that take too long (slowloris) are shut down; libmicrohttpd's
+ * thread then sees the end and lets the connection go. */
+static void
+sweep(void)
+{
+	struct conn *cn;
+	struct stat  st;
+	long long    t = sbx_now_ms();
+
+	pthread_mutex_lock(&P.lock);
+	for (cn = P.conns; cn != NULL; cn = cn->next)
+		if (!cn->headers_done &&
+		    t - cn->t_start > P.cfg->header_timeout_ms &&
+		    fstat(cn->fd, &st) == 0 && st.st_ino == cn->ino)
+			(void)shutdown(cn->fd, SHUT_RDWR);
+	pthread_mutex_unlock(&P.lock);
+}
+
+int
+sbx_bridge_serve(int rootfd, int listen_fd, const struct sbx_bridge_config *cfg,
+    struct sbx_error *e)
+{
+	struct epoll_event evs[32], ev;
+	struct session	  *s;
+	long long	   t;
+	unsigned	   nc;
+	int		   n, i, kind, fd;
+
+	P.rootfd = rootfd;
+	P.lfd = listen_fd;
+	P.cfg = cfg;
+	signal(SIGPIPE, SIG_IGN);
+	sbx_bridge_inference_init();
+	P.d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |
+		MHD_USE_THREAD_PER_CONNECTION | MHD_USE_NO_LISTEN_SOCKET |
+		MHD_USE_ITC,
+	    0, NULL, NULL, on_request, NULL, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+	    (size_t)SBX_BRIDGE_HEAD_MAX, MHD_OPTION_STRICT_FOR_CLIENT, (int)1,
+	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->idle_timeout_s,
+	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_conns + 8,
+	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
+	    MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
+	    MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, NULL,
+	    MHD_OPTION_THREAD_STACK_SIZE, (size_t)(256u << 10), MHD_OPTION_END);
+	if (P.d == NULL)
+		return sbx_error_set(e, SBX_K_UNAVAILABLE, NULL, "mhd_start",
+		    "libmicrohttpd did not start");
+	if ((P.ep = epoll_create1(EPOLL_CLOEXEC)) == -1) {
+		MHD_stop_daemon(P.d);
+		return sbx_error_sys(e, "epoll", "epoll_create1");
+	}
+	(void)fcntl(listen_fd, F_SETFL, fcntl(listen_fd, F_GETFL) | O_NONBLOCK);
+	ev.events = EPOLLIN;
+	ev.data.u64 = (uint32_t)listen_fd;
+	epoll_ctl(P.ep, EPOLL_CTL_ADD, listen_fd, &ev);
+	P.t_idle = sbx_now_ms();
+	while (!P.stop) {
+		t = sbx_now_ms();
+		pthread_mutex_lock(&P.lock);
+		nc = P.nconns;
+		pthread_mutex_unlock(&P.lock);
+		if (nc == 0 && P.nsessions == 0 &&
+		    t - P.t_idle >= cfg->idle_exit_ms)
+			break;
+		n = epoll_wait(P.ep, evs, 32, 250);
+		for (i = 0; i < n; i++) {
+			kind = (int)(evs[i].data.u64 >> 32);
+			fd = (int)(uint32_t)evs[i].data.u64;
+			if (kind == 0) {
+				listen_accept();
+				continue;
+			}
+			if ((s = session_by_fd(fd, kind == 2)) == NULL)
+				continue;
+			if (kind == 1)
+				ctl_read(s);
+			else
+				chan_read(s);
+		}
+		sweep();
+	}
+	while (P.sessions != NULL)
+		session_free(P.sessions);
+	MHD_stop_daemon(P.d);
+	close(P.ep);
+	return 0;
+}
