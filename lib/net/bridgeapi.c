@@ -16,6 +16,8 @@
 
 #include "bridge.h"
 #include "bridgestore.h"
+#include "plugin.h"
+#include "runlimits.h"
 
 void
 sbx_bridge_error(struct sbx_bridge_resp *r, unsigned status, const char *code,
@@ -319,6 +321,42 @@ h_dispatch_get(const struct sbx_bridge_req *q, struct sbx_bridge_resp *r)
 	ok(r, t);
 }
 
+/*
+ * POST /v1/plugins: an agent registers a recipe it wrote (the body is the
+ * recipe, files inline), judged with the restricted defaults of
+ * sbx_plugin_register (lib/state/plugin.c, as `sbx plugin register`):
+ * no network unless every entry is a valid domain pattern, no inference,
+ * created_by "agent".  It lands in the library only; a person installs
+ * it.  The bridge's per-agent rate limit (the route's service) applies.
+ */
+static void
+h_plugins_post(const struct sbx_bridge_req *q, struct sbx_bridge_resp *r)
+{
+	struct sbx_error e = { 0 };
+	json_t		*cfg = NULL, *w, *res;
+
+	if (sbx_config_load(q->rootfd, "config/sandbox.json", &cfg, &e) ==
+	    -1) {
+		store_error(r, &e);
+		return;
+	}
+	w = json_array();
+	if (sbx_plugin_register(q->rootfd, q->agent, q->body, cfg, w, &res,
+		&e) == -1) {
+		store_error(r, &e);
+		if (e.field != NULL)
+			json_object_set_new(json_object_get(r->json, "error"),
+			    "field", json_string(e.field));
+		json_decref(w);
+		json_decref(cfg);
+		return;
+	}
+	json_decref(cfg);
+	json_object_set_new(res, "warnings", w);
+	r->status = 201;
+	r->json = res;
+}
+
 static const struct sbx_bridge_route routes[] = {
 	{ "GET", "/v1/whoami", 0, SBX_BSVC_OTHER, h_whoami, "whoami" },
 	{ "GET", "/v1/secrets/", SBX_BR_PARAM, SBX_BSVC_OTHER, h_secret,
@@ -343,6 +381,8 @@ static const struct sbx_bridge_route routes[] = {
 	{ "GET", "/v1/dispatch/", SBX_BR_PARAM, SBX_BSVC_OTHER, h_dispatch_get,
 	    "dispatch" },
 	{ "POST", "/v1/log", SBX_BR_BODY, SBX_BSVC_OTHER, h_log, "log" },
+	{ "POST", "/v1/plugins", SBX_BR_BODY, SBX_BSVC_OTHER, h_plugins_post,
+	    "plugins" },
 };
 
 const struct sbx_bridge_route *

@@ -36,6 +36,9 @@ expected() {
 	sbx-proxy | sbx-config) echo "libc libcares libjansson libsodium" ;;
 	sbx-secret | sbx-file) echo "libc libjansson libsodium" ;;
 	sbx-install) echo "libc libcares libjansson libseccomp libsodium" ;;
+	# sbx plugin runs tools through the engine (seccomp); recipe URLs
+	# load libcurl on demand (lib/image/download.c), never at start-up.
+	sbx-plugin) echo "libc libjansson libseccomp libsodium" ;;
 	*) echo "?" ;;
 	esac
 }
