@@ -816,7 +816,10 @@ input(struct srv *s)
 	p = s->inbuf.p;
 	len = s->inbuf.len;
 	while ((nl = memchr(p, '\n', len)) != NULL) {
-		if (!s->discarding)
+		if (!s->discarding && (size_t)(nl - p) > s->c->msg_max)
+			send_error(s, NULL, E_REQUEST, "message larger than "
+			    "%zu bytes", s->c->msg_max);
+		else if (!s->discarding)
 			message(s, p, (size_t)(nl - p));
 		s->discarding = 0;
 		len -= (size_t)(nl - p) + 1;
