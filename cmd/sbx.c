@@ -54,6 +54,8 @@ static const struct command {
 	    "sandbox", NULL },
 	{ "secret", "an agent's sealed secrets: set, list, rm; the scrub "
 	    "filter", NULL },
+	{ "file", "bounded file tools on an agent's home: read, search, "
+	    "write, edit, list", NULL },
 	{ "mcp", "an MCP server on stdio: the agent's sandbox as tools for "
 	    "any MCP client", NULL },
 };

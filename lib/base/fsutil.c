@@ -168,19 +168,28 @@ sbx_write_all(int fd, const void *data, size_t n)
 	return 0;
 }
 
-int
-sbx_write_atomic(int dirfd, const char *name, const void *data, size_t n,
-    mode_t mode, struct sbx_error *e)
+/*
+ * Temp file, write, fsync, rename, fsync.  exact: the temp name does not
+ * grow with the name (".sbx-PID-I.tmp": an agent's file names may be
+ * NAME_MAX long) and the mode is set with fchmod, not left to the umask.
+ */
+static int
+write_atomic(int dirfd, const char *name, const void *data, size_t n,
+    mode_t mode, int exact, struct sbx_error *e)
 {
 	char	 tmp[NAME_MAX + 1];
 	int	 fd, i;
 
-	if (strchr(name, '/') || strlen(name) + 16 > NAME_MAX)
+	if (strchr(name, '/') || (!exact && strlen(name) + 16 > NAME_MAX))
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "path",
 		    "invalid_name", "bad file name %s", name);
 	for (i = 0; i < 100; i++) {
-		snprintf(tmp, sizeof(tmp), ".%s.%d.%d.tmp", name, (int)getpid(),
-		    i);
+		if (exact)
+			snprintf(tmp, sizeof(tmp), ".sbx-%d-%d.tmp",
+			    (int)getpid(), i);
+		else
+			snprintf(tmp, sizeof(tmp), ".%s.%d.%d.tmp", name,
+			    (int)getpid(), i);
 		fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL |
 		    O_NOFOLLOW | O_CLOEXEC, mode);
 		if (fd != -1 || errno != EEXIST)
@@ -189,7 +198,8 @@ sbx_write_atomic(int dirfd, const char *name, const void *data, size_t n,
 	if (fd == -1)
 		return sbx_error_sys(e, "write_failed", "cannot create %s",
 		    tmp);
-	if (sbx_write_all(fd, data, n) == -1 || fsync(fd) == -1) {
+	if ((exact && fchmod(fd, mode) == -1) ||
+	    sbx_write_all(fd, data, n) == -1 || fsync(fd) == -1) {
 		sbx_error_sys(e, "write_failed", "cannot write %s", name);
 		close(fd);
 		unlinkat(dirfd, tmp, 0);
@@ -204,6 +214,20 @@ sbx_write_atomic(int dirfd, const char *name, const void *data, size_t n,
 	}
 	(void)fsync(dirfd);
 	return 0;
+}
+
+int
+sbx_write_atomic(int dirfd, const char *name, const void *data, size_t n,
+    mode_t mode, struct sbx_error *e)
+{
+	return write_atomic(dirfd, name, data, n, mode, 0, e);
+}
+
+int
+sbx_fs_replace_at(int dirfd, const char *name, const void *data, size_t n,
+    mode_t mode, struct sbx_error *e)
+{
+	return write_atomic(dirfd, name, data, n, mode, 1, e);
 }
 
 int

@@ -22,6 +22,10 @@ int	sbx_open_beneath(int dirfd, const char *rel, int flags,
 /* Write data to dirfd/name atomically: temp file, fsync, rename, fsync. */
 int	sbx_write_atomic(int dirfd, const char *name, const void *, size_t,
 	    mode_t, struct sbx_error *);
+/* sbx_write_atomic for names of any length, the mode set exactly (fchmod,
+ * whatever the umask): the temp file is .sbx-PID-N.tmp in dirfd. */
+int	sbx_fs_replace_at(int dirfd, const char *name, const void *, size_t,
+	    mode_t, struct sbx_error *);
 /* Read a regular file beneath dirfd (no symlinks) of at most cap bytes. */
 int	sbx_read_file_at(int dirfd, const char *name, size_t cap,
 	    struct sbx_buf *, struct sbx_error *);

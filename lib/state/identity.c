@@ -5,6 +5,8 @@
  */
 #include <sys/types.h>
 
+#include <grp.h>
+
 #include <unistd.h>
 
 #include <jansson.h>
@@ -67,4 +69,22 @@ sbx_identity_wants_user(int rootfd, struct sbx_error *e)
 	 * (RLIMIT_NPROC, the kernel's per-user counts) host daemons share,
 	 * and whose files those daemons can read. */
 	return !configured;
+}
+
+int
+sbx_identity_become(uid_t uid, gid_t gid, struct sbx_error *e)
+{
+	if (geteuid() != 0)
+		return 0;
+	if (uid == 0)
+		return sbx_error_set(e, SBX_K_REJECTED, NULL, "run_as_root",
+		    "refusing to act as root for a sandbox");
+	/* Groups first: once the uid is gone, so is the right to drop
+	 * them.  Checked after, as setresuid's failure modes are many. */
+	if (setgroups(0, NULL) == -1 || setresgid(gid, gid, gid) == -1 ||
+	    setresuid(uid, uid, uid) == -1 || getuid() != uid ||
+	    geteuid() != uid || getegid() != gid)
+		return sbx_error_sys(e, "drop_privileges", "cannot become "
+		    "uid %u gid %u", (unsigned)uid, (unsigned)gid);
+	return 0;
 }

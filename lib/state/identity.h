@@ -16,5 +16,10 @@ int	sbx_identity_get(int rootfd, uid_t *, gid_t *, struct sbx_error *);
  * creates the sbx user (sbx_user_create); 0 otherwise, -1 on a bad
  * config. */
 int	sbx_identity_wants_user(int rootfd, struct sbx_error *);
+/* As root, become uid/gid for good (no supplementary groups; real,
+ * effective and saved ids), so that the kernel checks every later file
+ * access as the sandbox would and what is created belongs to it; as
+ * anyone else, nothing (they are the sandbox's uid already). */
+int	sbx_identity_become(uid_t, gid_t, struct sbx_error *);
 
 #endif

@@ -33,7 +33,7 @@ expected() {
 	sbx-preflight) echo "libc libjansson libnettle libsodium" ;;
 	sbx-provision) echo "libarchive libc libjansson libnettle libsodium" ;;
 	sbx-proxy | sbx-config) echo "libc libcares libjansson libsodium" ;;
-	sbx-secret) echo "libc libjansson libsodium" ;;
+	sbx-secret | sbx-file) echo "libc libjansson libsodium" ;;
 	sbx-install) echo "libc libcares libjansson libseccomp libsodium" ;;
 	*) echo "?" ;;
 	esac
