@@ -268,3 +268,47 @@ EOF
 	run -65 sbx mcp --json --agent ../x
 	[ "$(json_get "$output" .field)" = agent ]
 }
+
+@test "file tools through MCP: traversal in every spelling, links out of the home, a FIFO; nothing outside changes" {
+	[ -x "$SBX_EXEC_PATH/sbx-file" ] || skip "sbx file is not built (branch file)"
+	sbx provision -q
+	ln -s /etc "$WS/etc-link"
+	ln -s /proc/self/root "$WS/root-link"
+	mkfifo "$WS/fifo"
+	echo secret-of-bob > "$TEST_ROOT/outside"
+	ln -s "$TEST_ROOT/outside" "$WS/out-link"
+	if is_root; then chown -h "$(sandbox_uid)" "$WS"/*-link "$WS/fifo"; fi
+	n=0
+	{
+	for p in ../../../etc/passwd /etc/passwd 'a/../../x' './../x' '' 'a//b' \
+	    /workspace/agents/other/x etc-link/passwd root-link/etc/passwd \
+	    out-link; do
+		for t in file_read file_list file_write file_edit; do
+			n=$((n + 1))
+			case $t in
+			file_write) a=$(jq -cn --arg p "$p" '{path:$p,content:"pwned"}') ;;
+			file_edit) a=$(jq -cn --arg p "$p" '{path:$p,old:"root",new:"pwned"}') ;;
+			*) a=$(jq -cn --arg p "$p" '{path:$p}') ;;
+			esac
+			printf '{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"%s","arguments":%s}}\n' "$n" "$t" "$a"
+		done
+		n=$((n + 1))
+		printf '{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"file_search","arguments":%s}}\n' \
+		    "$n" "$(jq -cn --arg p "$p" '{pattern:"root",path:$p}')"
+	done
+	printf '{"jsonrpc":"2.0","id":1000,"method":"tools/call","params":{"name":"file_read","arguments":{"path":"fifo"}}}\n'
+	} > "$TEST_ROOT/calls"
+	mcp_raw "$((n + 2))" --max-runs 64 --max-per-minute 0 < "$TEST_ROOT/calls"
+	# Every call is a tool error (an empty path is refused by the schema
+	# or by sbx file), but a search that follows no link out of the home
+	# and finds nothing; none answered with a file's content.
+	printf '%s' "$output" | jq -c 'select(.id != 0 and .id != null) | select(.result.isError != true) | [.id, .result.structuredContent.result.count]'
+	[ "$(printf '%s' "$output" | jq -s '[.[] | select(.id != 0 and .id != null) | select(.result.isError != true) | select(.result.structuredContent.result.count != 0)] | length')" = 0 ]
+	[ "$(reply 1000 | jq -r .result.structuredContent.kind)" = invalid_args ]
+	[ "$(printf '%s' "$output" | jq -s '[.[] | select(.id != 0) | .result.structuredContent.kind] | unique | join(",")')" != '""' ]
+	[[ "$output" != *"root:x:0:0"* ]]
+	[[ "$output" != *secret-of-bob* ]]
+	[ "$(cat "$TEST_ROOT/outside")" = secret-of-bob ]
+	grep -q '^root:' /etc/passwd
+	! grep -rq pwned "$WS" "$TEST_ROOT/outside" /etc/passwd
+}
