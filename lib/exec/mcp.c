@@ -389,8 +389,8 @@ reap(struct srv *s)
 /* ---- tools ------------------------------------------------------- */
 
 /*
- * The plugin tools of `sbx tools --agent A --json`: the entries whose
- * name starts with "plugin." or that name a plugin.  A missing program
+ * The plugin tools of `sbx plugin tools --agent A --json` (`sbx tools`):
+ * the entries whose name starts with "plugin." or that name a plugin.  A missing program
  * or a failure leaves the built-in tools alone (logged).
  */
 static void
@@ -407,7 +407,8 @@ load_plugins(struct srv *s)
 	int			 st;
 
 	s->plugins = json_object();
-	if (sbx_strv_pushf(&sp.argv, "%s/sbx-tools", s->c->libexec) == -1 ||
+	if (sbx_strv_pushf(&sp.argv, "%s/sbx-plugin", s->c->libexec) == -1 ||
+	    sbx_strv_push(&sp.argv, "tools") == -1 ||
 	    sbx_strv_push(&sp.argv, "--agent") == -1 ||
 	    sbx_strv_push(&sp.argv, s->c->agent) == -1 ||
 	    sbx_strv_push(&sp.argv, "--json") == -1 ||
@@ -465,9 +466,12 @@ plugin_tool(const char *name, const json_t *t)
 
 	if (in == NULL)
 		in = json_object_get(t, "input_schema");
-	if (!json_is_object(in))
-		in = NULL;
-	return json_pack("{s:s,s:s,s:O,s:{s:b,s:b,s:b}}", "name", name,
+	in = json_is_object(in) ? json_deep_copy(in) : NULL;
+	/* 2020-12 is MCP's default dialect (2025-11-25); a client whose
+	 * validator knows only draft-07 would fail on the keyword alone. */
+	if (in != NULL)
+		json_object_del(in, "$schema");
+	return json_pack("{s:s,s:s,s:o,s:{s:b,s:b,s:b}}", "name", name,
 	    "description", json_string_value(json_object_get(t,
 	    "description")) ? json_string_value(json_object_get(t,
 	    "description")) : "A plugin tool.", "inputSchema", in != NULL ?

@@ -265,13 +265,22 @@ plugin(const json_t *pl, const json_t *args, const struct sbx_mcp_who *w,
 {
 	struct sbx_strv	*v = &sp->argv;
 	const char	*id = str(pl, "plugin"), *tool = str(pl, "tool"), *k;
+	const char	*name = str(pl, "name");
 	const json_t	*x;
 	char		*s;
 	int		 rc;
 
+	/* sbx plugin tools names a tool plugin.ID.TOOL. */
+	if (tool == NULL && id != NULL && name != NULL &&
+	    strncmp(name, "plugin.", 7) == 0 &&
+	    strncmp(name + 7, id, strlen(id)) == 0 &&
+	    name[7 + strlen(id)] == '.')
+		tool = name + 8 + strlen(id);
+
 	if (id == NULL || tool == NULL)
 		return sbx_error_set(e, SBX_K_UNAVAILABLE, "name",
-		    "plugin_entry", "the plugin tool's entry in `sbx tools` "
+		    "plugin_entry", "the plugin tool's entry in `sbx plugin "
+		    "tools` "
 		    "names no plugin and tool");
 	if (prog(v, w, "plugin") == -1 || sbx_strv_push(v, "run") == -1 ||
 	    common(v, w) == -1)
