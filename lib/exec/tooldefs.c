@@ -7,7 +7,9 @@
  * The descriptions are written for a model: what the tool does, what it
  * returns, when to use another tool.  Limits in the schemas (maxLength,
  * maximum) are the first bound on what a client may send; the programs
- * behind the tools check their own limits again.
+ * behind the tools check their own limits again.  file_edit's old and new
+ * travel as arguments of sbx file edit: 32,000 characters (at most 4
+ * bytes each) stay under the kernel's 128 KiB for one argument.
  */
 #include <string.h>
 
@@ -183,9 +185,9 @@ static const struct sbx_tooldef defs[] = {
 	    "enabled). No '..' components.\",\"minLength\":1,"
 	    "\"maxLength\":4096},\"old\":{\"type\":\"string\","
 	    "\"description\":\"Exact text to replace (whitespace and "
-	    "indentation included).\",\"minLength\":1,\"maxLength\":1048576},"
+	    "indentation included).\",\"minLength\":1,\"maxLength\":32000},"
 	    "\"new\":{\"type\":\"string\",\"description\":\"Replacement "
-	    "text.\",\"maxLength\":1048576},\"all\":{\"type\":\"boolean\","
+	    "text.\",\"maxLength\":32000},\"all\":{\"type\":\"boolean\","
 	    "\"description\":\"Replace every occurrence of old.\"}},"
 	    "\"additionalProperties\":false,\"required\":[\"path\",\"old\","
 	    "\"new\"]}",

@@ -35,6 +35,8 @@ expected() {
 	sbx-proxy | sbx-config) echo "libc libcares libjansson libsodium" ;;
 	sbx-secret | sbx-file) echo "libc libjansson libsodium" ;;
 	sbx-install) echo "libc libcares libjansson libseccomp libsodium" ;;
+	# The MCP server: jansson alone; the engine runs in its children.
+	sbx-mcp) echo "libc libjansson" ;;
 	*) echo "?" ;;
 	esac
 }
