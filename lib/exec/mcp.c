@@ -377,7 +377,10 @@ reap(struct srv *s)
 	int			 st, i;
 
 	while (read(s->sigfd, &si, sizeof(si)) == sizeof(si))
-		;
+		/* Told to stop (the client ending its child, a terminal's
+		 * ^C): the session ends as at EOF, its runs with it. */
+		if (si.ssi_signo != SIGCHLD)
+			s->eof = 1;
 	while ((pid = waitpid(-1, &st, WNOHANG)) > 0)
 		for (i = 0; i < SBX_MCP_RUNS_MAX; i++)
 			if (s->run[i].used && s->run[i].pid == pid) {
@@ -763,7 +766,15 @@ message(struct srv *s, const char *p, size_t n)
 		return;
 	}
 	if ((msg = sbx_json_parse(p, n, s->c->msg_max, &e)) == NULL) {
-		send_error(s, NULL, E_PARSE, "parse error: %s", e.message);
+		/* JSON, but not an object: not a request (42, "x", null). */
+		if (p[i] != '{' && (msg = json_loadb(p, n, JSON_DECODE_ANY,
+		    NULL)) != NULL) {
+			json_decref(msg);
+			send_error(s, NULL, E_REQUEST, "invalid request: not "
+			    "an object");
+		} else
+			send_error(s, NULL, E_PARSE, "parse error: %s",
+			    e.message);
 		return;
 	}
 	id = json_object_get(msg, "id");
@@ -985,10 +996,15 @@ sbx_mcp_serve(const struct sbx_mcp_conf *c, struct sbx_error *e)
 	if (c->per_minute > 0 && (s.starts = calloc(c->per_minute,
 	    sizeof(*s.starts))) == NULL)
 		return sbx_error_sys(e, "nomem", "out of memory");
-	/* SIGCHLD through a signalfd: the loop reaps in order with the
-	 * rest of its work, and no handler runs between two writes. */
+	/* SIGCHLD (and SIGTERM, SIGINT, SIGHUP) through a signalfd: the
+	 * loop reaps in order with the rest of its work, no handler runs
+	 * between two writes, and a server told to stop still stops its
+	 * runs first. */
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	if ((s.sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK)) == -1) {
 		free(s.starts);

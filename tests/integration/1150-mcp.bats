@@ -123,7 +123,7 @@ EOF
 
 @test "malformed JSON -32700, not JSON-RPC -32600, batches -32600, unknown tool -32602: the session goes on" {
 	sbx provision -q
-	mcp_raw 10 <<'EOF'
+	mcp_raw 12 <<'EOF'
 {"jsonrpc":"2.0","id":1,"method":"ping"
 {"jsonrpc":"1.0","id":2,"method":"ping"}
 {"jsonrpc":"2.0","id":{"x":1},"method":"ping"}
@@ -132,10 +132,12 @@ EOF
 {"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"rm_rf"}}
 {"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"shell_run","arguments":"echo"}}
 {"jsonrpc":"2.0","id":8,"method":"tools/call","params":[1]}
+42
+"ping"
 {"jsonrpc":"2.0","id":9,"method":"ping"}
 EOF
 	echo "$output"
-	[ "$(printf '%s\n' "$output" | jq -s '[.[] | select(.id == null) | .error.code] | sort | join(",")')" = '"-32700,-32700,-32600,-32600"' ]
+	[ "$(printf '%s\n' "$output" | jq -s '[.[] | select(.id == null) | .error.code] | sort | join(",")')" = '"-32700,-32700,-32600,-32600,-32600,-32600"' ]
 	[ "$(reply 2 | jq -r .error.code)" = -32600 ]
 	[ "$(reply 6 | jq -r .error.code)" = -32602 ]
 	[ "$(reply 7 | jq -r .error.code)" = -32602 ]
@@ -245,6 +247,23 @@ EOF
 	sbx provision -q
 	run -0 timeout 20 sh -c 'printf "%s" "{\"jsonrpc\":\"2.0\",\"id\":1,\"meth" | "$1" mcp' sh "$SBX"
 	[ -z "$output" ]
+}
+
+@test "a server told to stop (SIGTERM): its runs are killed first" {
+	sbx provision -q
+	coproc MCP { exec "$SBX" mcp 2>/dev/null; }
+	local pid=$MCP_PID in
+	exec {in}>&"${MCP[1]}"
+	printf '%s\n' "$INIT" '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"shell_run","arguments":{"command":"sleep 57.75"}}}' >&"$in"
+	for i in $(seq 100); do
+		grep -qsF 'sleep 57.75' /proc/[0-9]*/cmdline && break
+		sleep 0.05
+	done
+	grep -qsF 'sleep 57.75' /proc/[0-9]*/cmdline
+	kill -TERM "$pid"
+	wait "$pid" || true
+	exec {in}>&-
+	gone 'sleep 57.75'
 }
 
 @test "a client that disappears: its runs are killed, its background jobs too" {
