@@ -21,8 +21,10 @@
 #include "envelope.h"
 #include "fsutil.h"
 #include "mcp.h"
+#include "mcpconf.h"
 #include "names.h"
 #include "opts.h"
+#include "root.h"
 
 #define PROG	"sbx-mcp"
 
@@ -51,10 +53,11 @@ static const struct sbx_opt rows[] = {
 	    "state root (default: $SBX_HOME,\n"
 	    "$XDG_DATA_HOME/sbx, ~/.local/share/sbx)", 1, 0 },
 	{ OPT_MAX_RUNS, "max-runs", 0, SBX_OPT_REQ, "N", NULL,
-	    "tool calls running at once (default 8, at most 64)", 1, 0 },
+	    "tool calls running at once (default: mcp.max_runs\n"
+	    "of the settings, or 8; at most 64)", 1, 0 },
 	{ OPT_PER_MINUTE, "max-per-minute", 0, SBX_OPT_REQ, "N", NULL,
-	    "tool calls started per minute (default 120;\n"
-	    "0: no limit)", 1, 0 },
+	    "tool calls started per minute (default:\n"
+	    "mcp.max_per_minute, or 120; 0: no limit)", 1, 0 },
 	{ OPT_MAX_MESSAGE, "max-message", 0, SBX_OPT_REQ, "BYTES", NULL,
 	    "largest message accepted (default 16777216)", 1, 0 },
 	{ 'j', "json", 'j', SBX_OPT_NONE, NULL, NULL,
@@ -153,6 +156,34 @@ number(const char *arg, const char *field, unsigned long long lo,
 	return v;
 }
 
+/*
+ * The limits: the options, else the agent's settings (mcp.max_runs,
+ * mcp.max_per_minute), else the global ones, else the defaults.  A root
+ * that does not exist yet has no settings; one that is unreadable or has
+ * a bad value is a failure before serving.
+ */
+static void
+limits(struct sbx_mcp_conf *c)
+{
+	struct sbx_mcp_limits	 l = { SBX_MCP_RUNS_DEFAULT,
+	    SBX_MCP_PER_MINUTE_DEFAULT };
+	struct sbx_root		 root = SBX_ROOT_INIT;
+	struct sbx_error	 e;
+
+	if (sbx_root_resolve(O.home, &root, &e) == -1)
+		fail(&e);
+	if (sbx_root_open(&root, 0, &e) == 0) {
+		if (sbx_mcpconf_load(root.fd, c->agent, &l, &e) == -1)
+			fail(&e);
+	} else if (e.kind == NULL || strcmp(e.kind, SBX_K_NOT_FOUND) != 0)
+		fail(&e);
+	sbx_root_release(&root);
+	c->max_runs = (unsigned)number(O.max_runs, "max-runs", 1,
+	    SBX_MCP_RUNS_LIMIT, l.max_runs);
+	c->per_minute = (unsigned)number(O.per_minute, "max-per-minute", 0,
+	    SBX_MCP_PER_MINUTE_LIMIT, l.per_minute);
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -175,10 +206,7 @@ main(int argc, char *argv[])
 	if (sbx_agent_valid(c.agent, "agent", &e) == -1)
 		fail(&e);
 	c.home = O.home;
-	c.max_runs = (unsigned)number(O.max_runs, "max-runs", 1,
-	    SBX_MCP_RUNS_MAX, 8);
-	c.per_minute = (unsigned)number(O.per_minute, "max-per-minute", 0,
-	    100000, 120);
+	limits(&c);
 	c.msg_max = (size_t)number(O.max_message, "max-message", 1024,
 	    SBX_ENVELOPE_MAX, SBX_MCP_MSG_MAX);
 	/* The tools' programs, where the front-end finds them: secure_getenv

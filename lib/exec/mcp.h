@@ -15,7 +15,7 @@
 extern const char *const sbx_mcp_revisions[];
 
 #define SBX_MCP_MSG_MAX		(16u << 20)	/* default message cap */
-#define SBX_MCP_RUNS_MAX	64		/* hard cap on concurrent calls */
+#define SBX_MCP_RUNS_MAX	64		/* = SBX_MCP_RUNS_LIMIT */
 
 struct sbx_mcp_conf {
 	const char	*libexec;	/* directory of the sbx-* programs */

@@ -203,6 +203,25 @@ EOF
 	[ "$(reply 1000 | jq -c .result)" = '{}' ]
 }
 
+@test "the agent's settings: mcp.max_runs and mcp.max_per_minute, the options win, a bad value stops the server" {
+	sbx provision -q
+	sbx config set mcp.max_runs 2 --agent default
+	sbx config set mcp.max_per_minute 50 --global
+	mcp_raw 6 < <(for i in 1 2 3 4 5; do
+		printf '{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"shell_run","arguments":{"argv":["sleep","0.3"]}}}\n' "$i"
+	done)
+	[ "$(printf '%s' "$output" | jq -s '[.[] | select(.result.structuredContent.limit == 2)] | length')" -ge 1 ]
+	[ "$(printf '%s' "$output" | jq -s '[.[] | select(.result.isError == false)] | length')" -ge 2 ]
+	mcp_raw 6 --max-runs 5 < <(for i in 1 2 3 4 5; do
+		printf '{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"shell_run","arguments":{"argv":["sleep","0.3"]}}}\n' "$i"
+	done)
+	[ "$(printf '%s' "$output" | jq -s '[.[] | select(.result.isError == false)] | length')" -eq 5 ]
+	run -65 sbx config set mcp.max_runs 65 --agent default
+	echo '{"mcp":{"max_runs":"lots"}}' > "$SBX_HOME/config/agents/default.json"
+	run -78 sbx mcp </dev/null
+	[[ "$output" == *"mcp.max_runs must be an integer from 1 to 64"* ]]
+}
+
 @test "commands per minute: over --max-per-minute, rejected (retryable) with the limit" {
 	sbx provision -q
 	mcp_raw 4 --max-per-minute 2 <<'EOF'

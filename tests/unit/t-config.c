@@ -82,6 +82,8 @@ static const struct {
 	{ "proxy.opaque_ports", "[22]", "[0]" },
 	{ "proxy.allow_private_domains", "[\"mirror.example\"]", "[\"*\"]" },
 	{ "proxy.allowed_cidrs", "[\"10.0.0.0/8\"]", "[\"x\"]" },
+	{ "mcp.max_runs", "4", "65" },
+	{ "mcp.max_per_minute", "0", "-1" },
 	{ "install.registries.apt", "[\"http://deb.debian.org/debian\"]",
 	    "[\"ftp://x\"]" },
 	{ "install.registries.npm", "[\"http://npm.sbx.test:8080/\"]",
