@@ -8,7 +8,9 @@
 //                                    and file_read; prints p50/p95 in ms
 //
 // Environment: SBX (the front-end), SBX_HOME, SBX_EXEC_PATH, AGENT
-// (default "default"), MCP_PLUGIN_TOOL (a plugin tool to call, optional).
+// (default "default"), MCP_INSTALL_PKG (a pip package of the loopback
+// registry), MCP_PLUGIN_TOOL, MCP_PLUGIN_ARGS (JSON), MCP_PLUGIN_EXPECT (a
+// string its result holds): the plugin tool to call (else the first).
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -174,13 +176,20 @@ async function acceptance() {
 	});
 
 	await step('plugin', async () => {
-		const p = tools.find((t) => !builtins.includes(t.name));
+		const want = process.env.MCP_PLUGIN_TOOL;
+		const p = tools.find((t) => want ? t.name === want :
+		    !builtins.includes(t.name));
 		if (!p) {
+			if (want)
+				throw new Error(`${want} is not listed`);
 			skip('plugin', 'no plugin tool installed for the agent');
 			return;
 		}
-		const r = await c.callTool({ name: p.name, arguments: {} });
-		if (r.isError)
+		const args = JSON.parse(process.env.MCP_PLUGIN_ARGS || '{}');
+		const r = await c.callTool({ name: p.name, arguments: args });
+		const out = JSON.stringify(sc(r));
+		if (r.isError || (process.env.MCP_PLUGIN_EXPECT &&
+		    !out.includes(process.env.MCP_PLUGIN_EXPECT)))
 			throw new Error(JSON.stringify(r).slice(0, 300));
 		pass(`plugin ${p.name} called`);
 	});

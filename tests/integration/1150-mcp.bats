@@ -91,6 +91,31 @@ gone() {
 	[ "$output" = "hello from sbxpy-hello" ]
 }
 
+@test "the reference SDK client: a plugin tool, listed with its schema and called" {
+	need_client
+	[ -x "$SBX_EXEC_PATH/sbx-plugin" ] || skip "sbx plugin is not built (branch plugins)"
+	sbx provision -q
+	printf '%s\n' '{"name": "Greet", "description": "greets",
+	 "tools": [{"id": "hello", "description": "says hello to someone",
+	  "parameters": {"type": "object", "properties": {"who": {"type": "string"}},
+	   "required": ["who"]},
+	  "run": "echo \"hello $PARAM_WHO\""}]}' > "$TEST_ROOT/greet.json"
+	sbx plugin add -q "$TEST_ROOT/greet.json"
+	sbx plugin install -q greet
+	MCP_PLUGIN_TOOL=plugin.greet.hello MCP_PLUGIN_ARGS='{"who":"mcp"}' \
+	    MCP_PLUGIN_EXPECT='hello mcp' SBX="$SBX" run -0 timeout 120 node "$CLIENT" acceptance
+	echo "$output"
+	[[ "$output" == *"PASS plugin plugin.greet.hello called"* ]]
+	[[ "$output" != *FAIL* ]]
+	# Its schema is checked before anything runs.
+	mcp_raw 3 <<'EOF'
+{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"plugin.greet.hello","arguments":{}}}
+{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"plugin.greet.hello","arguments":{"who":1}}}
+EOF
+	[ "$(reply 1 | jq -r .result.structuredContent.reason)" = missing_property ]
+	[ "$(reply 2 | jq -r .result.structuredContent.reason)" = wrong_type ]
+}
+
 @test "a Python MCP client: skipped without Debian's python3-mcp" {
 	if ! /usr/bin/python3 -c 'import mcp' 2>/dev/null; then
 		skip "Debian has no python3-mcp package (and the Python mcp module is not installed)"
