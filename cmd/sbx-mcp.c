@@ -165,8 +165,8 @@ number(const char *arg, const char *field, unsigned long long lo,
 static void
 limits(struct sbx_mcp_conf *c)
 {
-	struct sbx_mcp_limits	 l = { SBX_MCP_RUNS_DEFAULT,
-	    SBX_MCP_PER_MINUTE_DEFAULT };
+	static struct sbx_mcp_limits l = { SBX_MCP_RUNS_DEFAULT,
+	    SBX_MCP_PER_MINUTE_DEFAULT, "none" };
 	struct sbx_root		 root = SBX_ROOT_INIT;
 	struct sbx_error	 e;
 
@@ -178,6 +178,7 @@ limits(struct sbx_mcp_conf *c)
 	} else if (e.kind == NULL || strcmp(e.kind, SBX_K_NOT_FOUND) != 0)
 		fail(&e);
 	sbx_root_release(&root);
+	c->network_max = l.network;
 	c->max_runs = (unsigned)number(O.max_runs, "max-runs", 1,
 	    SBX_MCP_RUNS_LIMIT, l.max_runs);
 	c->per_minute = (unsigned)number(O.per_minute, "max-per-minute", 0,

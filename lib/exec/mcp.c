@@ -991,6 +991,7 @@ sbx_mcp_serve(const struct sbx_mcp_conf *c, struct sbx_error *e)
 	s.who.libexec = c->libexec;
 	s.who.agent = c->agent;
 	s.who.home = c->home;
+	s.who.network_max = c->network_max;
 	s.loglevel = 3;
 	s.structured = 1;
 	if (c->per_minute > 0 && (s.starts = calloc(c->per_minute,

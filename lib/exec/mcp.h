@@ -26,6 +26,7 @@ struct sbx_mcp_conf {
 	unsigned	 per_minute;	/* tool calls started in 60 s */
 	size_t		 msg_max;	/* largest message, bytes */
 	const char	*version;	/* serverInfo.version */
+	const char	*network_max;	/* the agent's network setting */
 };
 
 /*

@@ -86,6 +86,37 @@ common(struct sbx_strv *v, const struct sbx_mcp_who *w)
 	return 0;
 }
 
+static int
+network_rank(const char *m)
+{
+	return m == NULL ? 0 : strcmp(m, "outbound") == 0 ? 2 :
+	    strcmp(m, "proxy") == 0 ? 1 : 0;
+}
+
+/*
+ * A model picks the network of its runs only within the agent's
+ * settings: `sbx exec --network outbound` is the user's explicit choice
+ * on a command line and wins over the settings, but a tool call is not
+ * the user, so a mode beyond the agent's `network` (none unless set) is
+ * refused here, before sbx exec could grant it.
+ */
+static int
+network_check(const json_t *args, const struct sbx_mcp_who *w,
+    struct sbx_error *e)
+{
+	const char	*want = str(args, "network");
+	const char	*max = w->network_max ? w->network_max : "none";
+
+	if (want == NULL || network_rank(want) <= network_rank(max))
+		return 0;
+	sbx_error_set(e, SBX_K_REJECTED, "network", "network_not_allowed",
+	    "agent %s may use network %s at most; %s was asked", w->agent,
+	    max, want);
+	sbx_error_hint(e, "the user can allow more with: sbx config set "
+	    "network %s --agent %s", want, w->agent);
+	return -1;
+}
+
 /*
  * The request envelope of sbx exec (lib/exec/execreq.c) for a run:
  * command (a shell string: `shell`) or argv (`command`), cwd, timeout,
@@ -101,6 +132,8 @@ exec_request(const json_t *args, const struct sbx_mcp_who *w, int bg,
 	char		*s;
 	int		 rc;
 
+	if (network_check(args, w, e) == -1)
+		return -1;
 	if ((json_object_get(args, "command") != NULL) ==
 	    (json_object_get(args, "argv") != NULL))
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "command",

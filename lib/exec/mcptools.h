@@ -21,6 +21,8 @@ struct sbx_mcp_who {
 	const char	*libexec;	/* directory of the sbx-* programs */
 	const char	*agent;
 	const char	*home;		/* --home, or NULL */
+	const char	*network_max;	/* none, proxy or outbound: the most
+					 * a call may ask (NULL: none) */
 };
 
 struct sbx_mcp_spawn {

@@ -61,7 +61,7 @@ sbx_mcpconf_check(const json_t *doc, int agent, const char *origin,
 }
 
 static int
-load_one(int rootfd, const char *rel, struct sbx_mcp_limits *l,
+load_one(int rootfd, const char *rel, int agent, struct sbx_mcp_limits *l,
     struct sbx_error *e)
 {
 	struct sbx_buf	 b = SBX_BUF_INIT;
@@ -80,6 +80,10 @@ load_one(int rootfd, const char *rel, struct sbx_mcp_limits *l,
 		return -1;
 	}
 	rc = sbx_mcpconf_apply(doc, rel, l, e);
+	if (rc == 0 && agent && json_is_string(json_object_get(doc,
+	    "network")))
+		snprintf(l->network, sizeof(l->network), "%s",
+		    json_string_value(json_object_get(doc, "network")));
 	json_decref(doc);
 	return rc;
 }
@@ -92,8 +96,9 @@ sbx_mcpconf_load(int rootfd, const char *agent, struct sbx_mcp_limits *l,
 
 	l->max_runs = SBX_MCP_RUNS_DEFAULT;
 	l->per_minute = SBX_MCP_PER_MINUTE_DEFAULT;
-	if (load_one(rootfd, "config/sandbox.json", l, e) == -1)
+	snprintf(l->network, sizeof(l->network), "none");
+	if (load_one(rootfd, "config/sandbox.json", 0, l, e) == -1)
 		return -1;
 	snprintf(rel, sizeof(rel), "config/agents/%s.json", agent);
-	return load_one(rootfd, rel, l, e);
+	return load_one(rootfd, rel, 1, l, e);
 }

@@ -20,6 +20,8 @@
 struct sbx_mcp_limits {
 	unsigned	 max_runs;
 	unsigned	 per_minute;	/* 0: no limit */
+	char		 network[16];	/* the agent's `network`, or "none":
+					 * the most a tool call may ask */
 };
 
 /* The "mcp" settings of one document: checked, and put into *l where
@@ -30,7 +32,8 @@ int	sbx_mcpconf_apply(const json_t *doc, const char *origin,
 int	sbx_mcpconf_check(const json_t *doc, int agent, const char *origin,
 	    struct sbx_error *);
 /* The defaults, then config/sandbox.json, then config/agents/A.json of
- * the root open at rootfd (a file that is not there changes nothing). */
+ * the root open at rootfd (a file that is not there changes nothing);
+ * network from the agent's file alone. */
 int	sbx_mcpconf_load(int rootfd, const char *agent,
 	    struct sbx_mcp_limits *, struct sbx_error *);
 

@@ -247,6 +247,26 @@ EOF
 	[[ "$output" == *"mcp.max_runs must be an integer from 1 to 64"* ]]
 }
 
+@test "the network of a call stays within the agent's setting: outbound refused unless configured" {
+	sbx provision -q
+	mcp_raw 3 <<'EOF'
+{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"shell_run","arguments":{"command":"touch pwned","network":"outbound"}}}
+{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"shell_run","arguments":{"command":"true","network":"none"}}}
+EOF
+	echo "$output"
+	[ "$(reply 1 | jq -r .result.structuredContent.kind)" = rejected ]
+	[ "$(reply 1 | jq -r .result.structuredContent.reason)" = network_not_allowed ]
+	[[ "$(reply 1 | jq -r .result.structuredContent.hint)" == *"sbx config set network outbound --agent default"* ]]
+	[ ! -e "$WS/pwned" ]
+	[ "$(reply 2 | jq -r .result.structuredContent.result.network)" = none ]
+	sbx config set network outbound --agent default
+	mcp_raw 2 <<'EOF'
+{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"shell_run","arguments":{"command":"true","network":"outbound"}}}
+EOF
+	echo "$output"
+	[ "$(reply 1 | jq -r .result.structuredContent.result.network)" = outbound ]
+}
+
 @test "commands per minute: over --max-per-minute, rejected (retryable) with the limit" {
 	sbx provision -q
 	mcp_raw 4 --max-per-minute 2 <<'EOF'

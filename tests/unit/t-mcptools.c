@@ -6,7 +6,7 @@
 
 #include "mcptools.h"
 
-static const struct sbx_mcp_who who = { "/lx", "alice", NULL };
+static const struct sbx_mcp_who who = { "/lx", "alice", NULL, "proxy" };
 
 /* The argv of a call, joined with '|', or the error's reason. */
 static char *
@@ -71,6 +71,16 @@ main(void)
 	is("shell_run", "{\"argv\":[\"a\"]}", NULL,
 	    "/lx/sbx-exec|--request|-|--envelope-fd|3", "\"agent\":\"alice\"");
 	is("shell_run", "{}", NULL, "error:command_or_argv", NULL);
+	/* The network within the agent's setting (here proxy). */
+	is("shell_run", "{\"argv\":[\"a\"],\"network\":\"proxy\"}", NULL,
+	    "/lx/sbx-exec|--request|-|--envelope-fd|3",
+	    "\"network\":\"proxy\"");
+	is("shell_run", "{\"argv\":[\"a\"],\"network\":\"outbound\"}", NULL,
+	    "error:network_not_allowed", NULL);
+	is("sandbox_process",
+	    "{\"action\":\"start\",\"argv\":[\"a\"],"
+	    "\"network\":\"outbound\"}",
+	    NULL, "error:network_not_allowed", NULL);
 	is("sandbox_process", "{\"action\":\"start\",\"command\":\"s\"}", NULL,
 	    "/lx/sbx-exec|--request|-|--envelope-fd|3", "\"background\":true");
 	is("sandbox_process",
