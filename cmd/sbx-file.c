@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include <jansson.h>
-#include <sodium.h>
 
 #include "agentfs.h"
 #include "buf.h"
@@ -30,51 +29,73 @@
 #include "secret.h"
 #include "utf8.h"
 
-#define PROG	"sbx-file"
+#define PROG "sbx-file"
 
 static const char usage_text[] =
-"usage: sbx file read PATH [--start-line N] [--line-count N]\n"
-"                [--tail-lines N] [--max-chars N] [--agent A] [--home DIR]\n"
-"                [--json] [-q]\n"
-"       sbx file search PATTERN [--path P] [--glob G]... [--files]\n"
-"                [--context N] [--max N] [--agent A] [--home DIR] [--json]\n"
-"                [-q]\n"
-"       sbx file write PATH [--create-dirs] [--mode MODE] [--agent A]\n"
-"                [--home DIR] [--json] [-q]\n"
-"       sbx file edit PATH --old TEXT --new TEXT [--all] [--agent A]\n"
-"                [--home DIR] [--json] [-q]\n"
-"       sbx file list PATH [--depth N] [--agent A] [--home DIR] [--json]\n"
-"                [-q]\n";
+    "usage: sbx file read PATH [--start-line N] [--line-count N]\n"
+    "                [--tail-lines N] [--max-chars N] [--agent A] [--home DIR]\n"
+    "                [--json] [-q]\n"
+    "       sbx file search PATTERN [--path P] [--glob G]... [--files]\n"
+    "                [--context N] [--max N] [--agent A] [--home DIR] [--json]\n"
+    "                [-q]\n"
+    "       sbx file write PATH [--create-dirs] [--mode MODE] [--agent A]\n"
+    "                [--home DIR] [--json] [-q]\n"
+    "       sbx file edit PATH --old TEXT --new TEXT [--all] [--agent A]\n"
+    "                [--home DIR] [--json] [-q]\n"
+    "       sbx file list PATH [--depth N] [--agent A] [--home DIR] [--json]\n"
+    "                [-q]\n";
 
 static const char help_text[] =
-"\n"
-"Bounded file tools on an agent's home, for agent frameworks.  PATH is\n"
-"relative to the home or absolute under /workspace/agents/A; `..`, empty\n"
-"components, NUL and control characters are refused, and a symbolic link\n"
-"that leads out of the home is refused by the kernel (openat2).\n"
-"\n"
-"  read PATH     a regular file's text (at most 15,000 characters unless\n"
-"                --max-chars; a directory: its listing)\n"
-"  search PAT    ripgrep inside the agent's sandbox; matches with context\n"
-"  write PATH    standard input replaces PATH atomically (at most 16 MiB)\n"
-"  edit PATH     replace the exact text --old by --new (unique unless\n"
-"                --all)\n"
-"  list PATH     the entries of a directory, --depth levels down\n"
-"\n";
-
-enum { OPT_HOME = 256, OPT_VERSION, OPT_START, OPT_COUNT, OPT_TAIL,
-    OPT_CHARS, OPT_PATH, OPT_GLOB, OPT_FILES, OPT_CONTEXT, OPT_MAX,
-    OPT_DIRS, OPT_MODE, OPT_OLD, OPT_NEW, OPT_ALL, OPT_DEPTH };
+    "\n"
+    "Bounded file tools on an agent's home, for agent frameworks.  PATH is\n"
+    "relative to the home or absolute under /workspace/agents/A; `..`, empty\n"
+    "components, NUL and control characters are refused, and a symbolic link\n"
+    "that leads out of the home is refused by the kernel (openat2).\n"
+    "\n"
+    "  read PATH     a regular file's text (at most 15,000 characters unless\n"
+    "                --max-chars; a directory: its listing)\n"
+    "  search PAT    ripgrep inside the agent's sandbox; matches with context\n"
+    "  write PATH    standard input replaces PATH atomically (at most 16 MiB)\n"
+    "  edit PATH     replace the exact text --old by --new (unique unless\n"
+    "                --all)\n"
+    "  list PATH     the entries of a directory, --depth levels down\n"
+    "\n";
 
 enum {
-	S_READ = 1, S_SEARCH = 2, S_WRITE = 4, S_EDIT = 8, S_LIST = 16,
+	OPT_HOME = 256,
+	OPT_VERSION,
+	OPT_START,
+	OPT_COUNT,
+	OPT_TAIL,
+	OPT_CHARS,
+	OPT_PATH,
+	OPT_GLOB,
+	OPT_FILES,
+	OPT_CONTEXT,
+	OPT_MAX,
+	OPT_DIRS,
+	OPT_MODE,
+	OPT_OLD,
+	OPT_NEW,
+	OPT_ALL,
+	OPT_DEPTH
+};
+
+enum {
+	S_READ = 1,
+	S_SEARCH = 2,
+	S_WRITE = 4,
+	S_EDIT = 8,
+	S_LIST = 16,
 	S_ALL = 31,
 };
 
 static const struct sbx_opts_sub subs[] = {
-	{ "read", S_READ, "@text" }, { "search", S_SEARCH, "@text" },
-	{ "write", S_WRITE, "@text" }, { "edit", S_EDIT, "@text" },
-	{ "list", S_LIST, "@text" },
+	{ "read", S_READ, "@text" },
+	{ "search", S_SEARCH, "@text" },
+	{ "write", S_WRITE, "@text" },
+	{ "edit", S_EDIT, "@text" },
+	{ "list", S_LIST, "@cwd" },
 };
 
 static const struct sbx_opt rows[] = {
@@ -86,18 +107,18 @@ static const struct sbx_opt rows[] = {
 	    "read: the last N lines", S_READ, 0 },
 	{ OPT_CHARS, "max-chars", 0, SBX_OPT_REQ, "N", NULL,
 	    "read: at most N characters (default 15000)", S_READ, 0 },
-	{ OPT_PATH, "path", 0, SBX_OPT_REQ, "P", NULL,
+	{ OPT_PATH, "path", 0, SBX_OPT_REQ, "P", "@cwd",
 	    "search: below P only (default: the home)", S_SEARCH, 0 },
 	{ OPT_GLOB, "glob", 0, SBX_OPT_REQ, "G", NULL,
-	    "search: files matching G only (!G: not; repeatable)",
-	    S_SEARCH, 0 },
+	    "search: files matching G only (!G: not; repeatable)", S_SEARCH,
+	    0 },
 	{ OPT_FILES, "files", 0, SBX_OPT_NONE, NULL, NULL,
 	    "search: the files that would be searched", S_SEARCH, 0 },
 	{ OPT_CONTEXT, "context", 0, SBX_OPT_REQ, "N", NULL,
 	    "search: N lines before and after each match", S_SEARCH, 0 },
 	{ OPT_MAX, "max", 0, SBX_OPT_REQ, "N", NULL,
-	    "search: at most N results (default 100, at most 500)",
-	    S_SEARCH, 0 },
+	    "search: at most N results (default 100, at most 500)", S_SEARCH,
+	    0 },
 	{ OPT_DIRS, "create-dirs", 0, SBX_OPT_NONE, NULL, NULL,
 	    "write: create missing directories", S_WRITE, 0 },
 	{ OPT_MODE, "mode", 0, SBX_OPT_REQ, "MODE", NULL,
@@ -114,35 +135,36 @@ static const struct sbx_opt rows[] = {
 	    "the agent (default: $SBX_AGENT or \"default\")", S_ALL, 0 },
 	{ OPT_HOME, "home", 0, SBX_OPT_REQ, "DIR", "@dir",
 	    "state root (default: $SBX_HOME,\n"
-	    "$XDG_DATA_HOME/sbx, ~/.local/share/sbx)", S_ALL, 0 },
+	    "$XDG_DATA_HOME/sbx, ~/.local/share/sbx)",
+	    S_ALL, 0 },
 	{ 'j', "json", 'j', SBX_OPT_NONE, NULL, NULL,
 	    "print one JSON envelope (also SBX_JSON=1)", S_ALL, 0 },
-	{ 'q', "quiet", 'q', SBX_OPT_NONE, NULL, NULL,
-	    "no warnings on stderr", S_ALL, 0 },
+	{ 'q', "quiet", 'q', SBX_OPT_NONE, NULL, NULL, "no warnings on stderr",
+	    S_ALL, 0 },
 	{ 'h', "help", 'h', SBX_OPT_NONE, NULL, NULL, "this help", S_ALL, 0 },
 	{ OPT_VERSION, "version", 0, SBX_OPT_NONE, NULL, NULL,
 	    "print the version", S_ALL, 0 },
 };
 
-static const struct sbx_opts table = { PROG, "sbx file", rows,
-	SBX_OPTS_N(rows), subs, SBX_OPTS_N(subs), 0, NULL, 25 };
+static const struct sbx_opts table = { PROG, "sbx file", rows, SBX_OPTS_N(rows),
+	subs, SBX_OPTS_N(subs), 0, NULL, 25 };
 
-static struct sbx_opts_getopt	 g;
-static struct sbx_opts_seen	 seen;
+static struct sbx_opts_getopt g;
+static struct sbx_opts_seen   seen;
 
 static struct {
-	const char	*agent, *home, *path, *mode, *old, *new;
-	const char	*start, *count, *tail, *chars, *context, *max, *depth;
-	struct sbx_strv	 globs;
-	int		 json, quiet, dirs, files, all;
-	char	       **argv;		/* the operands */
-	int		 nargs;
+	const char     *agent, *home, *path, *mode, *old, *new;
+	const char     *start, *count, *tail, *chars, *context, *max, *depth;
+	struct sbx_strv globs;
+	int		json, quiet, dirs, files, all;
+	char	      **argv; /* the operands */
+	int		nargs;
 } O;
 
-static char			 tool[32] = "file";
-static struct sbx_root		 root = SBX_ROOT_INIT;
-static struct sbx_agentfs	 fs = SBX_AGENTFS_INIT;
-static struct sbx_scrub		*scrub;	/* the agent's secrets, or NULL */
+static char		  tool[32] = "file";
+static struct sbx_root	  root = SBX_ROOT_INIT;
+static struct sbx_agentfs fs = SBX_AGENTFS_INIT;
+static struct sbx_scrub	 *scrub; /* the agent's secrets, or NULL */
 
 static void
 emit(json_t *env)
@@ -150,20 +172,18 @@ emit(json_t *env)
 	sbx_cmd_emit(env);
 }
 
-static void __attribute__((noreturn))
-usage(const char *why)
+static void __attribute__((noreturn)) usage(const char *why)
 {
-	struct sbx_error	 e;
+	struct sbx_error e;
 
 	sbx_error_set(&e, SBX_K_INVALID_ARGS, "args", "usage", "%s",
 	    why != NULL ? why : "bad arguments");
-	sbx_cmd_usage(PROG, tool, O.json, why != NULL ? &e : NULL,
-	    usage_text, emit);
+	sbx_cmd_usage(PROG, tool, O.json, why != NULL ? &e : NULL, usage_text,
+	    emit);
 	exit(SBX_EX_USAGE);
 }
 
-static void __attribute__((noreturn))
-fail(struct sbx_error *e, json_t *extra)
+static void __attribute__((noreturn)) fail(struct sbx_error *e, json_t *extra)
 {
 	sbx_cmd_fail(PROG, tool, O.json, e, extra, emit, -1);
 }
@@ -171,18 +191,17 @@ fail(struct sbx_error *e, json_t *extra)
 static void
 parse_args(int argc, char *argv[])
 {
-	struct sbx_buf	 b = SBX_BUF_INIT;
-	int		 ch;
+	struct sbx_buf b = SBX_BUF_INIT;
+	int	       ch;
 
 	if (sbx_opts_getopt(&table, ~0u, "", &g) == -1)
 		exit(SBX_EX_SOFTWARE);
 	/* Decided before getopt, skipping option arguments: an --old TEXT
 	 * that reads "--json" is not the flag. */
-	O.json = sbx_cli_wants_json(argc, argv, g.optstring, g.longopts,
-	    NULL);
+	O.json = sbx_cli_wants_json(argc, argv, g.optstring, g.longopts, NULL);
 	opterr = !O.json;
-	while ((ch = getopt_long(argc, argv, g.optstring, g.longopts, NULL))
-	    != -1) {
+	while ((ch = getopt_long(argc, argv, g.optstring, g.longopts, NULL)) !=
+	    -1) {
 		ch = sbx_opts_id(&g, ch);
 		if (ch != '?' && ch != ':')
 			sbx_opts_seen(&seen, ch);
@@ -215,11 +234,8 @@ parse_args(int argc, char *argv[])
 			if (sbx_opts_help(&table, S_ALL, &b) == 0 && b.p)
 				fputs(b.p, stdout);
 			exit(0);
-		case OPT_VERSION:
-			printf("%s %s\n", PROG, SBX_VERSION);
-			exit(0);
-		default:
-			usage(NULL);
+		case OPT_VERSION: printf("%s %s\n", PROG, SBX_VERSION); exit(0);
+		default: usage(NULL);
 		}
 	}
 	O.nargs = argc - optind;
@@ -232,8 +248,8 @@ static void
 number(const char *s, const char *field, unsigned long long max, int zero_ok,
     unsigned long *v)
 {
-	struct sbx_error	 e;
-	unsigned long long	 n;
+	struct sbx_error   e;
+	unsigned long long n;
 
 	if (s == NULL)
 		return;
@@ -250,7 +266,7 @@ number(const char *s, const char *field, unsigned long long max, int zero_ok,
 static void
 home_path(const char *p, char *rel, size_t relsz)
 {
-	struct sbx_error	 e;
+	struct sbx_error e;
 
 	if (sbx_agentfs_path(fs.home, p, strlen(p), rel, relsz, &e) == -1)
 		fail(&e, NULL);
@@ -266,32 +282,10 @@ home_path(const char *p, char *rel, size_t relsz)
 static void
 load_scrub(void)
 {
-	struct sbx_secret_auth	 a;
-	struct sbx_secret_env	 env;
-	struct sbx_error	 e;
-	const char		*pw = getenv("SBX_SECRET_PASSPHRASE");
+	struct sbx_error e;
 
-	if (!sbx_secret_store_exists(root.fd, O.agent))
-		return;
-	if (sodium_init() == -1) {
-		sbx_error_set(&e, SBX_K_UNAVAILABLE, NULL,
-		    "crypto_unavailable", "libsodium cannot be initialised");
+	if (sbx_secret_scrubber(root.fd, O.agent, &scrub, &e) == -1)
 		fail(&e, NULL);
-	}
-	memset(&a, 0, sizeof(a));
-	if (pw != NULL && *pw != '\0') {
-		a.passphrase = pw;
-		a.passphrase_len = strlen(pw);
-	}
-	if (sbx_secret_load_env(root.fd, O.agent, NULL, 0, &a, &env, &e) ==
-	    -1)
-		fail(&e, NULL);
-	/* Only the patterns are kept, not the values. */
-	if (env.block != NULL)
-		sodium_memzero(env.block, env.block_len);
-	scrub = env.scrub;
-	env.scrub = NULL;
-	sbx_secret_env_release(&env);
 }
 
 /* Every string of a result, scrubbed. */
@@ -305,7 +299,7 @@ clean(json_t *res)
 static void
 done(json_t *res, const char *text)
 {
-	struct sbx_buf	 l = SBX_BUF_INIT;
+	struct sbx_buf l = SBX_BUF_INIT;
 
 	if (O.json) {
 		json_object_set_new(res, "home", json_string(fs.home));
@@ -324,32 +318,35 @@ done(json_t *res, const char *text)
 static void
 print_listing(json_t *res)
 {
-	struct sbx_buf	 l = SBX_BUF_INIT;
-	json_t		*ent;
-	const char	*p;
-	size_t		 i;
+	struct sbx_buf l = SBX_BUF_INIT;
+	json_t	      *ent;
+	const char    *p;
+	size_t	       i;
 
-	json_array_foreach(json_object_get(res, "entries"), i, ent) {
+	json_array_foreach (json_object_get(res, "entries"), i, ent) {
 		p = json_string_value(json_object_get(ent, "path"));
 		sbx_buf_reset(&l);
 		sbx_str_escape_line(&l, p, strlen(p));
-		printf("%-9s %10lld  %s\n", json_string_value(json_object_get(
-		    ent, "type")), (long long)json_integer_value(
-		    json_object_get(ent, "size")), l.p != NULL ? l.p : "");
+		printf("%-9s %10lld  %s\n",
+		    json_string_value(json_object_get(ent, "type")),
+		    (long long)json_integer_value(json_object_get(ent, "size")),
+		    l.p != NULL ? l.p : "");
 	}
 	sbx_buf_release(&l);
 	if (json_is_true(json_object_get(res, "truncated")) && !O.quiet)
-		fprintf(stderr, "%s: warning: listing truncated at %d "
-		    "entries\n", PROG, SBX_AGENTFS_ENTRIES_MAX);
+		fprintf(stderr,
+		    "%s: warning: listing truncated at %d "
+		    "entries\n",
+		    PROG, SBX_AGENTFS_ENTRIES_MAX);
 }
 
 static int
 do_read(const char *rel)
 {
-	struct sbx_agentfs_readopt	 o = { 0, 0, 0, 0 };
-	struct sbx_error		 e;
-	json_t				*res;
-	const char			*c;
+	struct sbx_agentfs_readopt o = { 0, 0, 0, 0 };
+	struct sbx_error	   e;
+	json_t			  *res;
+	const char		  *c;
 
 	number(O.start, "start_line", 1UL << 31, 0, &o.start_line);
 	number(O.count, "line_count", 1UL << 31, 0, &o.line_count);
@@ -365,18 +362,18 @@ do_read(const char *rel)
 		return 0;
 	}
 	if (strcmp(json_string_value(json_object_get(res, "type")),
-	    "directory") == 0)
+		"directory") == 0)
 		print_listing(res);
 	else {
 		c = json_string_value(json_object_get(res, "content"));
 		fputs(c, stdout);
-		if (json_is_true(json_object_get(res, "truncated")) &&
-		    !O.quiet)
-			fprintf(stderr, "%s: warning: cut at %lu characters; "
-			    "--start-line %lld goes on\n", PROG, o.max_chars ?
-			    o.max_chars : SBX_AGENTFS_CHARS, (long long)
-			    json_integer_value(json_object_get(res,
-			    "next_start_line")));
+		if (json_is_true(json_object_get(res, "truncated")) && !O.quiet)
+			fprintf(stderr,
+			    "%s: warning: cut at %lu characters; "
+			    "--start-line %lld goes on\n",
+			    PROG, o.max_chars ? o.max_chars : SBX_AGENTFS_CHARS,
+			    (long long)json_integer_value(
+				json_object_get(res, "next_start_line")));
 	}
 	json_decref(res);
 	return 0;
@@ -385,9 +382,9 @@ do_read(const char *rel)
 static int
 do_list(const char *rel)
 {
-	struct sbx_error	 e;
-	unsigned long		 depth = 1;
-	json_t			*res;
+	struct sbx_error e;
+	unsigned long	 depth = 1;
+	json_t		*res;
 
 	number(O.depth, "depth", SBX_AGENTFS_DEPTH_MAX, 0, &depth);
 	if (sbx_agentfs_list(&fs, rel, (int)depth, &res, &e) == -1)
@@ -404,16 +401,17 @@ do_list(const char *rel)
 static void
 read_stdin(struct sbx_buf *b)
 {
-	struct sbx_error	 e;
-	char			 chunk[65536];
-	ssize_t			 k;
+	struct sbx_error e;
+	char		 chunk[65536];
+	ssize_t		 k;
 
 	for (;;) {
 		k = read(0, chunk, sizeof(chunk));
 		if (k == -1 && errno == EINTR)
 			continue;
 		if (k == -1) {
-			sbx_error_sys(&e, "read_failed", "reading standard "
+			sbx_error_sys(&e, "read_failed",
+			    "reading standard "
 			    "input");
 			fail(&e, NULL);
 		}
@@ -421,8 +419,10 @@ read_stdin(struct sbx_buf *b)
 			break;
 		if (b->len + (size_t)k > SBX_AGENTFS_WRITE_MAX) {
 			sbx_error_set(&e, SBX_K_INVALID_ARGS, "content",
-			    "too_large", "the content on standard input is "
-			    "more than %u bytes", SBX_AGENTFS_WRITE_MAX);
+			    "too_large",
+			    "the content on standard input is "
+			    "more than %u bytes",
+			    SBX_AGENTFS_WRITE_MAX);
 			fail(&e, NULL);
 		}
 		if (sbx_buf_append(b, chunk, (size_t)k) == -1)
@@ -433,11 +433,11 @@ read_stdin(struct sbx_buf *b)
 static int
 do_write(const char *rel)
 {
-	struct sbx_buf		 b = SBX_BUF_INIT;
-	struct sbx_error	 e;
-	char			*end, text[PATH_MAX + 64];
-	long			 mode = -1;
-	json_t			*res;
+	struct sbx_buf	 b = SBX_BUF_INIT;
+	struct sbx_error e;
+	char		*end, text[PATH_MAX + 64];
+	long		 mode = -1;
+	json_t		*res;
 
 	if (O.mode != NULL) {
 		errno = 0;
@@ -445,14 +445,15 @@ do_write(const char *rel)
 		if (errno != 0 || end == O.mode || *end != '\0' ||
 		    *O.mode == '-' || *O.mode == '+' || mode > 07777) {
 			sbx_error_set(&e, SBX_K_INVALID_ARGS, "mode",
-			    "bad_mode", "argument `mode` must be an octal "
+			    "bad_mode",
+			    "argument `mode` must be an octal "
 			    "mode such as 0644");
 			fail(&e, NULL);
 		}
 	}
 	read_stdin(&b);
 	if (sbx_agentfs_write(&fs, rel, b.p != NULL ? b.p : "", b.len, O.dirs,
-	    (int)mode, &res, &e) == -1)
+		(int)mode, &res, &e) == -1)
 		fail(&e, NULL);
 	snprintf(text, sizeof(text), "wrote %zu bytes to %s", b.len, rel);
 	sbx_buf_release(&b);
@@ -463,19 +464,20 @@ do_write(const char *rel)
 static int
 do_edit(const char *rel)
 {
-	struct sbx_error	 e;
-	char			 text[PATH_MAX + 64];
-	json_t			*res, *extra;
+	struct sbx_error e;
+	char		 text[PATH_MAX + 64];
+	json_t		*res, *extra;
 
 	if (O.old == NULL || O.new == NULL)
 		usage("edit needs --old TEXT and --new TEXT");
 	if (sbx_agentfs_edit(&fs, rel, O.old, strlen(O.old), O.new,
-	    strlen(O.new), O.all, &res, &extra, &e) == -1)
+		strlen(O.new), O.all, &res, &extra, &e) == -1)
 		fail(&e, extra);
 	snprintf(text, sizeof(text), "replaced %lld occurrence%s in %s",
-	    (long long)json_integer_value(json_object_get(res,
-	    "replacements")), json_integer_value(json_object_get(res,
-	    "replacements")) == 1 ? "" : "s", rel);
+	    (long long)json_integer_value(json_object_get(res, "replacements")),
+	    json_integer_value(json_object_get(res, "replacements")) == 1 ? "" :
+									    "s",
+	    rel);
 	done(res, text);
 	return 0;
 }
@@ -484,23 +486,23 @@ do_edit(const char *rel)
 static void
 print_search(json_t *res)
 {
-	struct sbx_buf	 l = SBX_BUF_INIT;
-	json_t		*m;
-	size_t		 i;
+	struct sbx_buf l = SBX_BUF_INIT;
+	json_t	      *m;
+	size_t	       i;
 
-	json_array_foreach(json_object_get(res, "files"), i, m) {
+	json_array_foreach (json_object_get(res, "files"), i, m) {
 		sbx_buf_reset(&l);
 		sbx_str_escape_line(&l, json_string_value(m),
 		    json_string_length(m));
 		printf("%s\n", l.p != NULL ? l.p : "");
 	}
-	json_array_foreach(json_object_get(res, "matches"), i, m) {
+	json_array_foreach (json_object_get(res, "matches"), i, m) {
 		sbx_buf_reset(&l);
 		sbx_buf_printf(&l, "%s:%lld:%lld:%s",
 		    json_string_value(json_object_get(m, "path")),
 		    (long long)json_integer_value(json_object_get(m, "line")),
-		    (long long)json_integer_value(json_object_get(m,
-		    "column")), json_string_value(json_object_get(m, "text")));
+		    (long long)json_integer_value(json_object_get(m, "column")),
+		    json_string_value(json_object_get(m, "text")));
 		{
 			struct sbx_buf t = SBX_BUF_INIT;
 			sbx_str_escape_line(&t, l.p, l.len);
@@ -517,11 +519,11 @@ print_search(json_t *res)
 static int
 do_search(const char *pattern)
 {
-	struct sbx_filesearch	 q;
-	struct sbx_error	 e;
-	unsigned long		 ctx = 0, max = SBX_FILESEARCH_MAX_DEFAULT;
-	char			 rel[PATH_MAX];
-	json_t			*res;
+	struct sbx_filesearch q;
+	struct sbx_error      e;
+	unsigned long	      ctx = 0, max = SBX_FILESEARCH_MAX_DEFAULT;
+	char		      rel[PATH_MAX];
+	json_t		     *res;
 
 	number(O.context, "context", SBX_FILESEARCH_CONTEXT_MAX, 1, &ctx);
 	number(O.max, "max", SBX_FILESEARCH_MAX, 0, &max);
@@ -548,12 +550,12 @@ do_search(const char *pattern)
 int
 main(int argc, char *argv[])
 {
-	struct sbx_error	 e;
-	char			 rel[PATH_MAX];
-	unsigned		 bit;
-	uid_t			 uid;
-	gid_t			 gid;
-	int			 rc;
+	struct sbx_error e;
+	char		 rel[PATH_MAX];
+	unsigned	 bit;
+	uid_t		 uid;
+	gid_t		 gid;
+	int		 rc;
 
 	if (sbx_fd_sanitize_std() == -1)
 		return SBX_EX_OSERR;
@@ -574,10 +576,11 @@ main(int argc, char *argv[])
 	}
 	if (O.nargs != 2)
 		usage(bit == S_SEARCH ? "search takes one PATTERN" :
-		    "this subcommand takes one PATH");
+					"this subcommand takes one PATH");
 	if (O.agent == NULL)
 		O.agent = getenv("SBX_AGENT") && *getenv("SBX_AGENT") ?
-		    getenv("SBX_AGENT") : "default";
+		    getenv("SBX_AGENT") :
+		    "default";
 	if (sbx_agent_valid(O.agent, "agent", &e) == -1)
 		fail(&e, NULL);
 	if (sbx_root_resolve(O.home, &root, &e) == -1 ||
@@ -599,13 +602,9 @@ main(int argc, char *argv[])
 		fail(&e, NULL);
 	home_path(O.argv[1], rel, sizeof(rel));
 	switch (bit) {
-	case S_READ:
-		return do_read(rel);
-	case S_WRITE:
-		return do_write(rel);
-	case S_EDIT:
-		return do_edit(rel);
-	default:
-		return do_list(rel);
+	case S_READ: return do_read(rel);
+	case S_WRITE: return do_write(rel);
+	case S_EDIT: return do_edit(rel);
+	default: return do_list(rel);
 	}
 }

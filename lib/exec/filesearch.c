@@ -31,7 +31,7 @@ int
 sbx_filesearch_argv(const struct sbx_filesearch *q, const char *exec,
     struct sbx_strv *v, struct sbx_error *e)
 {
-	size_t	 i, n = strlen(q->pattern);
+	size_t i, n = strlen(q->pattern);
 
 	if (n == 0)
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "pattern", "empty",
@@ -43,7 +43,8 @@ sbx_filesearch_argv(const struct sbx_filesearch *q, const char *exec,
 	for (i = 0; i < q->nglobs; i++)
 		if (*q->globs[i] == '\0' || strlen(q->globs[i]) > 1024)
 			return sbx_error_set(e, SBX_K_INVALID_ARGS, "glob",
-			    "bad_glob", "argument `glob` must be 1 to 1024 "
+			    "bad_glob",
+			    "argument `glob` must be 1 to 1024 "
 			    "bytes");
 	/* Network none: a search never needs one, whatever the agent's
 	 * setting.  --max-output bounds what comes back; --timeout a
@@ -51,8 +52,9 @@ sbx_filesearch_argv(const struct sbx_filesearch *q, const char *exec,
 	if (sbx_strv_push(v, exec) == -1 || sbx_strv_push(v, "--json") == -1 ||
 	    sbx_strv_push(v, "--agent") == -1 ||
 	    sbx_strv_push(v, q->agent) == -1 ||
-	    (q->home != NULL && (sbx_strv_push(v, "--home") == -1 ||
-	    sbx_strv_push(v, q->home) == -1)) ||
+	    (q->home != NULL &&
+		(sbx_strv_push(v, "--home") == -1 ||
+		    sbx_strv_push(v, q->home) == -1)) ||
 	    sbx_strv_push(v, "--stdin") == -1 ||
 	    sbx_strv_push(v, "null") == -1 ||
 	    sbx_strv_push(v, "--network") == -1 ||
@@ -60,13 +62,14 @@ sbx_filesearch_argv(const struct sbx_filesearch *q, const char *exec,
 	    sbx_strv_push(v, "--timeout") == -1 ||
 	    sbx_strv_push(v, "60") == -1 ||
 	    sbx_strv_pushf(v, "--max-output=%u", SBX_FILESEARCH_OUTPUT_MAX) ==
-	    -1 || sbx_strv_push(v, "--") == -1 ||
-	    sbx_strv_push(v, "rg") == -1 ||
+		-1 ||
+	    sbx_strv_push(v, "--") == -1 || sbx_strv_push(v, "rg") == -1 ||
 	    sbx_strv_push(v, "--no-config") == -1 ||
 	    sbx_strv_push(v, q->files ? "--files-with-matches" : "--json") ==
-	    -1 || sbx_strv_pushf(v, "--max-count=%u", q->max) == -1 ||
+		-1 ||
+	    sbx_strv_pushf(v, "--max-count=%u", q->max) == -1 ||
 	    (!q->files && q->context > 0 &&
-	    sbx_strv_pushf(v, "--context=%u", q->context) == -1))
+		sbx_strv_pushf(v, "--context=%u", q->context) == -1))
 		return sbx_error_sys(e, "nomem", "search");
 	for (i = 0; i < q->nglobs; i++)
 		if (sbx_strv_pushf(v, "--glob=%s", q->globs[i]) == -1)
@@ -86,10 +89,10 @@ sbx_filesearch_argv(const struct sbx_filesearch *q, const char *exec,
 static json_t *
 rg_text(json_t *o, int *cut)
 {
-	const char	*t, *b64;
-	unsigned char	*raw = NULL;
-	size_t		 n, rawn, i, chars = 0;
-	json_t		*r;
+	const char    *t, *b64;
+	unsigned char *raw = NULL;
+	size_t	       n, rawn, i, chars = 0;
+	json_t	      *r;
 
 	if ((t = json_string_value(json_object_get(o, "text"))) != NULL)
 		n = json_string_length(json_object_get(o, "text"));
@@ -98,7 +101,7 @@ rg_text(json_t *o, int *cut)
 		n = strlen(b64);
 		if ((raw = malloc(n + 1)) == NULL ||
 		    sodium_base642bin(raw, n + 1, b64, n, NULL, &rawn, NULL,
-		    sodium_base64_VARIANT_ORIGINAL) != 0) {
+			sodium_base64_VARIANT_ORIGINAL) != 0) {
 			free(raw);
 			return json_string("");
 		}
@@ -127,9 +130,9 @@ rg_text(json_t *o, int *cut)
 static json_t *
 rg_path(json_t *data)
 {
-	json_t		*p = rg_text(json_object_get(data, "path"), NULL);
-	const char	*s = json_string_value(p);
-	json_t		*r;
+	json_t	   *p = rg_text(json_object_get(data, "path"), NULL);
+	const char *s = json_string_value(p);
+	json_t	   *r;
 
 	if (s == NULL || strncmp(s, "./", 2) != 0)
 		return p;
@@ -140,22 +143,22 @@ rg_path(json_t *data)
 
 /* The lines of one file: matches and context, by line number. */
 struct file {
-	json_t	*lines;		/* "N" -> text */
-	json_t	*matches;	/* pending matches of the file */
+	json_t *lines; /* "N" -> text */
+	json_t *matches; /* pending matches of the file */
 };
 
 static void
 file_flush(struct file *f, const struct sbx_filesearch *q, json_t *out,
     int binary, int *truncated, unsigned *skipped)
 {
-	json_t		*m, *b, *a, *t;
-	json_int_t	 ln, k;
-	size_t		 i;
-	char		 key[32];
+	json_t	  *m, *b, *a, *t;
+	json_int_t ln, k;
+	size_t	   i;
+	char	   key[32];
 
 	if (binary && json_array_size(f->matches) > 0)
 		(*skipped)++;
-	json_array_foreach(f->matches, i, m) {
+	json_array_foreach (f->matches, i, m) {
 		if (binary)
 			break;
 		if (json_array_size(out) >= q->max) {
@@ -167,8 +170,8 @@ file_flush(struct file *f, const struct sbx_filesearch *q, json_t *out,
 		a = json_array();
 		for (k = ln - (json_int_t)q->context; k < ln; k++) {
 			snprintf(key, sizeof(key), "%lld", (long long)k);
-			if (k > 0 && (t = json_object_get(f->lines, key)) !=
-			    NULL)
+			if (k > 0 &&
+			    (t = json_object_get(f->lines, key)) != NULL)
 				json_array_append(b, t);
 		}
 		for (k = ln + 1; k <= ln + (json_int_t)q->context; k++) {
@@ -188,11 +191,11 @@ static int
 parse_json_lines(const struct sbx_filesearch *q, const char *out, size_t n,
     json_t *matches, int *truncated, unsigned *skipped, int *cut)
 {
-	struct file	 f;
-	const char	*p = out, *nl, *type;
-	json_t		*ev, *data, *sub, *m;
-	json_int_t	 ln, col;
-	char		 key[32];
+	struct file f;
+	const char *p = out, *nl, *type;
+	json_t	   *ev, *data, *sub, *m;
+	json_int_t  ln, col;
+	char	    key[32];
 
 	f.lines = json_object();
 	f.matches = json_array();
@@ -200,9 +203,9 @@ parse_json_lines(const struct sbx_filesearch *q, const char *out, size_t n,
 		return -1;
 	for (; p < out + n; p = nl + 1) {
 		if ((nl = memchr(p, '\n', (size_t)(out + n - p))) == NULL)
-			break;	/* a cut last line (--max-output) */
+			break; /* a cut last line (--max-output) */
 		if ((ev = json_loadb(p, (size_t)(nl - p), JSON_ALLOW_NUL,
-		    NULL)) == NULL)
+			 NULL)) == NULL)
 			continue;
 		type = json_string_value(json_object_get(ev, "type"));
 		data = json_object_get(ev, "data");
@@ -211,25 +214,27 @@ parse_json_lines(const struct sbx_filesearch *q, const char *out, size_t n,
 			continue;
 		}
 		ln = json_integer_value(json_object_get(data, "line_number"));
-		if (strcmp(type, "match") == 0 || strcmp(type, "context") ==
-		    0) {
+		if (strcmp(type, "match") == 0 ||
+		    strcmp(type, "context") == 0) {
 			snprintf(key, sizeof(key), "%lld", (long long)ln);
-			json_object_set_new(f.lines, key, rg_text(
-			    json_object_get(data, "lines"), cut));
+			json_object_set_new(f.lines, key,
+			    rg_text(json_object_get(data, "lines"), cut));
 		}
 		if (strcmp(type, "match") == 0) {
-			sub = json_array_get(json_object_get(data,
-			    "submatches"), 0);
-			col = json_integer_value(json_object_get(sub,
-			    "start")) + 1;
+			sub = json_array_get(
+			    json_object_get(data, "submatches"), 0);
+			col =
+			    json_integer_value(json_object_get(sub, "start")) +
+			    1;
 			m = json_pack("{s:o,s:I,s:I,s:O}", "path",
 			    rg_path(data), "line", ln, "column", col, "text",
 			    json_object_get(f.lines, key));
 			json_array_append_new(f.matches, m);
 		} else if (strcmp(type, "end") == 0)
-			file_flush(&f, q, matches, !json_is_null(
-			    json_object_get(data, "binary_offset")) &&
-			    json_object_get(data, "binary_offset") != NULL,
+			file_flush(&f, q, matches,
+			    !json_is_null(
+				json_object_get(data, "binary_offset")) &&
+				json_object_get(data, "binary_offset") != NULL,
 			    truncated, skipped);
 		json_decref(ev);
 	}
@@ -244,13 +249,13 @@ parse_json_lines(const struct sbx_filesearch *q, const char *out, size_t n,
 }
 
 int
-sbx_filesearch_parse(const struct sbx_filesearch *q, const char *out,
-    size_t n, json_t **res, struct sbx_error *e)
+sbx_filesearch_parse(const struct sbx_filesearch *q, const char *out, size_t n,
+    json_t **res, struct sbx_error *e)
 {
-	json_t		*items, *one;
-	const char	*p, *nl;
-	unsigned	 skipped = 0;
-	int		 truncated = 0, cut = 0;
+	json_t	   *items, *one;
+	const char *p, *nl;
+	unsigned    skipped = 0;
+	int	    truncated = 0, cut = 0;
 
 	if ((items = json_array()) == NULL)
 		return sbx_error_sys(e, "nomem", "search");
@@ -265,21 +270,21 @@ sbx_filesearch_parse(const struct sbx_filesearch *q, const char *out,
 				truncated = 1;
 				break;
 			}
-			one = sbx_json_bytes(p + (strncmp(p, "./", 2) == 0 ?
-			    2 : 0), (size_t)(nl - p) - (strncmp(p, "./", 2) ==
-			    0 ? 2 : 0));
+			one = sbx_json_bytes(p +
+				(strncmp(p, "./", 2) == 0 ? 2 : 0),
+			    (size_t)(nl - p) -
+				(strncmp(p, "./", 2) == 0 ? 2 : 0));
 			json_array_append_new(items, one);
 		}
 	} else if (parse_json_lines(q, out, n, items, &truncated, &skipped,
-	    &cut) == -1) {
+		       &cut) == -1) {
 		json_decref(items);
 		return sbx_error_sys(e, "nomem", "search");
 	}
-	*res = json_pack("{s:s,s:s,s:I,s:o,s:b,s:I,s:b}", "pattern",
-	    q->pattern, "path", q->path, "count",
-	    (json_int_t)json_array_size(items), q->files ? "files" : "matches",
-	    items, "truncated", truncated, "binary_skipped",
-	    (json_int_t)skipped, "lines_cut", cut);
+	*res = json_pack("{s:s,s:s,s:I,s:o,s:b,s:I,s:b}", "pattern", q->pattern,
+	    "path", q->path, "count", (json_int_t)json_array_size(items),
+	    q->files ? "files" : "matches", items, "truncated", truncated,
+	    "binary_skipped", (json_int_t)skipped, "lines_cut", cut);
 	if (*res == NULL)
 		return sbx_error_sys(e, "nomem", "search");
 	return 0;
@@ -293,11 +298,11 @@ static int
 run_capture(char **argv, struct sbx_buf *b, size_t cap, int *status,
     struct sbx_error *e)
 {
-	posix_spawn_file_actions_t	 fa;
-	char				 chunk[65536];
-	ssize_t				 k;
-	pid_t				 pid;
-	int				 pfd[2], rc;
+	posix_spawn_file_actions_t fa;
+	char			   chunk[65536];
+	ssize_t			   k;
+	pid_t			   pid;
+	int			   pfd[2], rc;
 
 	if (pipe2(pfd, O_CLOEXEC) == -1)
 		return sbx_error_sys(e, "pipe", "search");
@@ -333,8 +338,8 @@ run_capture(char **argv, struct sbx_buf *b, size_t cap, int *status,
 static void
 one_line(const char *s, char *out, size_t outsz)
 {
-	size_t	 n = 0;
-	int	 blank = 1;
+	size_t n = 0;
+	int    blank = 1;
 
 	for (; *s != '\0' && n + 1 < outsz; s++) {
 		if (*s == '\n' || *s == ' ' || *s == '\t') {
@@ -355,28 +360,30 @@ int
 sbx_filesearch_run(const struct sbx_filesearch *q, json_t **res,
     struct sbx_error *e)
 {
-	struct sbx_strv	 v = SBX_STRV_INIT;
-	struct sbx_buf	 b = SBX_BUF_INIT;
-	char		*dir = NULL, *exec = NULL, line[320];
-	const char	*out, *err;
-	json_t		*env = NULL, *r;
-	json_int_t	 code;
-	int		 status, rv = -1;
+	struct sbx_strv v = SBX_STRV_INIT;
+	struct sbx_buf	b = SBX_BUF_INIT;
+	char	       *dir = NULL, *exec = NULL, line[320];
+	const char     *out, *err;
+	json_t	       *env = NULL, *r;
+	json_int_t	code;
+	int		status, rv = -1;
 
 	if (q->exec == NULL) {
 		if ((dir = sbx_self_dir()) == NULL ||
 		    asprintf(&exec, "%s/sbx-exec", dir) == -1) {
 			exec = NULL;
-			sbx_error_sys(e, "self_unknown", "cannot locate "
+			sbx_error_sys(e, "self_unknown",
+			    "cannot locate "
 			    "sbx-exec");
 			goto out;
 		}
 	}
 	if (sbx_filesearch_argv(q, exec != NULL ? exec : q->exec, &v, e) ==
-	    -1 || run_capture(v.v, &b, SBX_ENVELOPE_MAX, &status, e) == -1)
+		-1 ||
+	    run_capture(v.v, &b, SBX_ENVELOPE_MAX, &status, e) == -1)
 		goto out;
-	if (b.len == 0 || (env = sbx_json_parse(b.p, b.len, SBX_ENVELOPE_MAX,
-	    e)) == NULL) {
+	if (b.len == 0 ||
+	    (env = sbx_json_parse(b.p, b.len, SBX_ENVELOPE_MAX, e)) == NULL) {
 		sbx_error_set(e, SBX_K_EXECUTION_ERROR, NULL, "exec_failed",
 		    "sbx exec gave no envelope (status %d)", status);
 		goto out;
@@ -384,13 +391,18 @@ sbx_filesearch_run(const struct sbx_filesearch *q, json_t **res,
 	if (!json_is_true(json_object_get(env, "ok"))) {
 		/* exec's own failure (no bwrap, a bad setting...): its
 		 * kind and reason are ours. */
-		sbx_error_set(e, json_string_value(json_object_get(env,
-		    "kind")) != NULL && strcmp(json_string_value(
-		    json_object_get(env, "kind")), SBX_K_TIMEOUT) == 0 ?
-		    SBX_K_TIMEOUT : SBX_K_UNAVAILABLE, NULL, "exec_failed",
+		sbx_error_set(e,
+		    json_string_value(json_object_get(env, "kind")) != NULL &&
+			    strcmp(
+				json_string_value(json_object_get(env, "kind")),
+				SBX_K_TIMEOUT) == 0 ?
+			SBX_K_TIMEOUT :
+			SBX_K_UNAVAILABLE,
+		    NULL, "exec_failed",
 		    "the search could not run in the sandbox: %s",
 		    json_string_value(json_object_get(env, "message")) ?
-		    json_string_value(json_object_get(env, "message")) : "?");
+			json_string_value(json_object_get(env, "message")) :
+			"?");
 		goto out;
 	}
 	r = json_object_get(env, "result");
@@ -421,9 +433,10 @@ sbx_filesearch_run(const struct sbx_filesearch *q, json_t **res,
 		    "ripgrep failed (exit %lld): %s", (long long)code, line);
 		goto out;
 	}
-	if (sbx_filesearch_parse(q, out != NULL ? out : "", out != NULL ?
-	    json_string_length(json_object_get(r, "stdout")) : 0, res, e) ==
-	    -1)
+	if (sbx_filesearch_parse(q, out != NULL ? out : "",
+		out != NULL ? json_string_length(json_object_get(r, "stdout")) :
+			      0,
+		res, e) == -1)
 		goto out;
 	/* Exit 2 with results: some files could not be read. */
 	if (code == 2)

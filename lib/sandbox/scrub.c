@@ -838,8 +838,8 @@ sbx_scrub_json(struct sbx_scrub *sc, json_t *j)
 	} else if (json_is_string(j)) {
 		if (sbx_scrub_buf(sc, json_string_value(j),
 		    json_string_length(j), &b) == 0 && (b.len !=
-		    json_string_length(j) || memcmp(b.p, json_string_value(j),
-		    b.len) != 0))
+		    json_string_length(j) || (b.len > 0 && memcmp(b.p,
+		    json_string_value(j), b.len) != 0)))
 			json_string_setn_nocheck(j, b.p ? b.p : "", b.len);
 		sbx_buf_release(&b);
 	}

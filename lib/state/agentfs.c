@@ -39,10 +39,10 @@ int
 sbx_agentfs_path(const char *home, const char *p, size_t len, char *rel,
     size_t relsz, struct sbx_error *e)
 {
-	struct sbx_buf	 abs = SBX_BUF_INIT;
-	const char	*s, *end, *top;
-	size_t		 i, n, hl;
-	int		 r = -1;
+	struct sbx_buf abs = SBX_BUF_INIT;
+	const char    *s, *end, *top;
+	size_t	       i, n, hl;
+	int	       r = -1;
 
 	if (len == 0)
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "path", "empty",
@@ -54,7 +54,8 @@ sbx_agentfs_path(const char *home, const char *p, size_t len, char *rel,
 	for (i = 0; i < len; i++)
 		if ((unsigned char)p[i] < 0x20 || p[i] == 0x7f)
 			return sbx_error_set(e, SBX_K_INVALID_ARGS, "path",
-			    "control_character", "argument `path` contains a "
+			    "control_character",
+			    "argument `path` contains a "
 			    "control character (byte 0x%02x at offset %zu)",
 			    (unsigned)(unsigned char)p[i], i);
 	if (len >= PATH_MAX || len >= relsz)
@@ -73,25 +74,29 @@ sbx_agentfs_path(const char *home, const char *p, size_t len, char *rel,
 		n = (size_t)(end - s);
 		if (n == 0) {
 			sbx_error_set(e, SBX_K_INVALID_ARGS, "path",
-			    "empty_component", "argument `path` has an empty "
+			    "empty_component",
+			    "argument `path` has an empty "
 			    "component (`//`)");
 			goto out;
 		}
 		if (n == 2 && s[0] == '.' && s[1] == '.') {
 			sbx_error_set(e, SBX_K_INVALID_ARGS, "path",
-			    "traversal", "argument `path` rejected: path "
+			    "traversal",
+			    "argument `path` rejected: path "
 			    "contains `..`");
 			goto out;
 		}
 		if (n > NAME_MAX) {
 			sbx_error_set(e, SBX_K_INVALID_ARGS, "path",
-			    "component_too_long", "argument `path` has a "
-			    "component longer than %d bytes", NAME_MAX);
+			    "component_too_long",
+			    "argument `path` has a "
+			    "component longer than %d bytes",
+			    NAME_MAX);
 			goto out;
 		}
 		if (n > 0 && !(n == 1 && s[0] == '.') &&
 		    (sbx_buf_append(&abs, "/", 1) == -1 ||
-		    sbx_buf_append(&abs, s, n) == -1)) {
+			sbx_buf_append(&abs, s, n) == -1)) {
 			sbx_error_sys(e, "nomem", "path");
 			goto out;
 		}
@@ -105,12 +110,14 @@ sbx_agentfs_path(const char *home, const char *p, size_t len, char *rel,
 		 * on whole components ("/workspace/agents/ab" is not under
 		 * "/workspace/agents/a"). */
 		hl = strlen(home);
-		if (strncmp(top, home, hl) != 0 || (top[hl] != '\0' &&
-		    top[hl] != '/')) {
+		if (strncmp(top, home, hl) != 0 ||
+		    (top[hl] != '\0' && top[hl] != '/')) {
 			sbx_error_set(e, SBX_K_INVALID_ARGS, "path",
-			    "outside_home", "argument `path` is outside the "
+			    "outside_home",
+			    "argument `path` is outside the "
 			    "agent's home %s (the only root sbx file serves; "
-			    "/workspace/shared is not enabled)", home);
+			    "/workspace/shared is not enabled)",
+			    home);
 			goto out;
 		}
 		top += hl;
@@ -143,8 +150,10 @@ sbx_agentfs_open(struct sbx_agentfs *fs, int rootfd, const char *agent,
 			sbx_error_set(e, SBX_K_NOT_FOUND, "agent",
 			    "agent_home_missing", "agent %s has no home yet",
 			    agent);
-			sbx_error_hint(e, "sbx provision --agent %s (or any sbx "
-			    "exec --agent %s) makes it", agent, agent);
+			sbx_error_hint(e,
+			    "sbx provision --agent %s (or any sbx "
+			    "exec --agent %s) makes it",
+			    agent, agent);
 		}
 		return -1;
 	}
@@ -174,7 +183,8 @@ open_error(int err, const char *rel, struct sbx_error *e)
 	case EXDEV:
 		sbx_error_set(e, SBX_K_INVALID_ARGS, "path", "symlink_escape",
 		    "%s leads outside the home (through a symbolic link); "
-		    "only what lies in the home can be used", rel);
+		    "only what lies in the home can be used",
+		    rel);
 		break;
 	case ELOOP:
 		sbx_error_set(e, SBX_K_INVALID_ARGS, "path", "symlink",
@@ -183,9 +193,10 @@ open_error(int err, const char *rel, struct sbx_error *e)
 		    rel);
 		break;
 	case ENOTDIR:
-		sbx_error_set(e, SBX_K_INVALID_ARGS, "path",
-		    "not_a_directory", "a component of %s is not a "
-		    "directory", rel);
+		sbx_error_set(e, SBX_K_INVALID_ARGS, "path", "not_a_directory",
+		    "a component of %s is not a "
+		    "directory",
+		    rel);
 		break;
 	case EACCES:
 	case EPERM:
@@ -194,9 +205,8 @@ open_error(int err, const char *rel, struct sbx_error *e)
 		break;
 	case ENXIO:
 		/* open(2) of a unix socket. */
-		sbx_error_set(e, SBX_K_INVALID_ARGS, "path",
-		    "not_regular_file", "%s is a socket, not a regular file",
-		    rel);
+		sbx_error_set(e, SBX_K_INVALID_ARGS, "path", "not_regular_file",
+		    "%s is a socket, not a regular file", rel);
 		break;
 	case ENAMETOOLONG:
 		sbx_error_set(e, SBX_K_INVALID_ARGS, "path", "too_long",
@@ -223,9 +233,9 @@ open_error(int err, const char *rel, struct sbx_error *e)
 static int
 open_in(int dirfd, const char *rel, int flags, struct sbx_error *e)
 {
-	static int	 no_openat2;
-	struct open_how	 how;
-	int		 fd = -1, i;
+	static int	no_openat2;
+	struct open_how how;
+	int		fd = -1, i;
 
 	if (strcmp(rel, ".") == 0) {
 		if ((fd = openat(dirfd, ".", flags | O_CLOEXEC)) == -1)
@@ -286,7 +296,8 @@ too_large(const char *rel, unsigned long long size, struct sbx_error *e)
 	sbx_error_set(e, SBX_K_INVALID_ARGS, "path", "too_large",
 	    "%s is %llu bytes, more than the %u bytes sbx file reads", rel,
 	    size, SBX_AGENTFS_FILE_MAX);
-	sbx_error_hint(e, "read a part of it with a command (sbx exec -- "
+	sbx_error_hint(e,
+	    "read a part of it with a command (sbx exec -- "
 	    "head -c N FILE)");
 	return -1;
 }
@@ -304,7 +315,7 @@ static int
 open_regular(int home, const char *rel, struct stat *st, int *dir,
     struct sbx_error *e)
 {
-	int	 pfd, fd;
+	int pfd, fd;
 
 	if ((pfd = open_in(home, rel, O_PATH, e)) == -1)
 		return -1;
@@ -337,8 +348,8 @@ open_regular(int home, const char *rel, struct stat *st, int *dir,
 static int
 read_capped(int fd, const char *rel, struct sbx_buf *b, struct sbx_error *e)
 {
-	char	 chunk[65536];
-	ssize_t	 k;
+	char	chunk[65536];
+	ssize_t k;
 
 	for (;;) {
 		k = read(fd, chunk, sizeof(chunk));
@@ -365,8 +376,8 @@ read_capped(int fd, const char *rel, struct sbx_buf *b, struct sbx_error *e)
 static size_t
 line_offset(const char *p, size_t n, unsigned long line)
 {
-	const char	*q;
-	size_t		 off = 0;
+	const char *q;
+	size_t	    off = 0;
 
 	while (line > 1 && off < n) {
 		if ((q = memchr(p + off, '\n', n - off)) == NULL)
@@ -380,8 +391,8 @@ line_offset(const char *p, size_t n, unsigned long line)
 static unsigned long
 count_lines(const char *p, size_t n)
 {
-	unsigned long	 c = 0;
-	const char	*q = p, *end = p + n;
+	unsigned long c = 0;
+	const char   *q = p, *end = p + n;
 
 	while (q < end && (q = memchr(q, '\n', (size_t)(end - q))) != NULL) {
 		c++;
@@ -396,11 +407,11 @@ int
 sbx_agentfs_read(struct sbx_agentfs *fs, const char *rel,
     const struct sbx_agentfs_readopt *o, json_t **res, struct sbx_error *e)
 {
-	struct sbx_buf	 b = SBX_BUF_INIT;
-	struct stat	 st;
-	unsigned long	 total, start, count, endl, maxc, chars;
-	size_t		 off, end, i;
-	int		 fd, dir = 0, cut = 0;
+	struct sbx_buf b = SBX_BUF_INIT;
+	struct stat    st;
+	unsigned long  total, start, count, endl, maxc, chars;
+	size_t	       off, end, i;
+	int	       fd, dir = 0, cut = 0;
 
 	if ((fd = open_regular(fs->home_fd, rel, &st, &dir, e)) == -1)
 		return dir ? sbx_agentfs_list(fs, rel, 1, res, e) : -1;
@@ -420,8 +431,10 @@ sbx_agentfs_read(struct sbx_agentfs *fs, const char *rel,
 	if (start > total && !(start == 1 && total == 0)) {
 		sbx_buf_release(&b);
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "start_line",
-		    "beyond_end", "%s has %lu lines; --start-line %lu is past "
-		    "its end", rel, total, start);
+		    "beyond_end",
+		    "%s has %lu lines; --start-line %lu is past "
+		    "its end",
+		    rel, total, start);
 	}
 	off = line_offset(b.p, b.len, start);
 	end = count > 0 ? line_offset(b.p, b.len, start + count) : b.len;
@@ -438,20 +451,21 @@ sbx_agentfs_read(struct sbx_agentfs *fs, const char *rel,
 		}
 		chars++;
 	}
-	endl = end > off ? start + count_lines(b.p + off, end - off) - 1 :
-	    start;
-	*res = json_pack("{s:s,s:s,s:o,s:I,s:I,s:I,s:I,s:b,s:b}",
-	    "path", rel, "type", "file",
-	    "content", sbx_json_bytes(b.p + off, end - off),
+	endl =
+	    end > off ? start + count_lines(b.p + off, end - off) - 1 : start;
+	*res = json_pack("{s:s,s:s,s:o,s:I,s:I,s:I,s:I,s:b,s:b}", "path", rel,
+	    "type", "file", "content", sbx_json_bytes(b.p + off, end - off),
 	    "size", (json_int_t)b.len, "total_lines", (json_int_t)total,
 	    "start_line", (json_int_t)start, "end_line", (json_int_t)endl,
-	    "truncated", cut, "binary", memchr(b.p + off, '\0', end - off) !=
-	    NULL);
+	    "truncated", cut, "binary",
+	    memchr(b.p + off, '\0', end - off) != NULL);
 	/* Where to go on: after what was shown, when anything is left. */
 	if (*res != NULL && end < b.len)
-		json_object_set_new(*res, "next_start_line", json_integer(
-		    (json_int_t)(end > off && b.p[end - 1] == '\n' ? endl + 1 :
-		    endl)));
+		json_object_set_new(*res, "next_start_line",
+		    json_integer(
+			(json_int_t)(end > off && b.p[end - 1] == '\n' ?
+				endl + 1 :
+				endl)));
 	sbx_buf_release(&b);
 	if (*res == NULL)
 		return sbx_error_sys(e, "nomem", "reading %s", rel);
@@ -461,19 +475,19 @@ sbx_agentfs_read(struct sbx_agentfs *fs, const char *rel,
 /* ---- list ----------------------------------------------------------------- */
 
 struct walk {
-	json_t	*entries;
-	size_t	 n;
-	int	 truncated;
+	json_t *entries;
+	size_t	n;
+	int	truncated;
 };
 
 static int
 walk_dir(int dfd, const char *prefix, int depth, struct walk *w)
 {
-	struct stat	 st;
-	char		**names, path[PATH_MAX];
-	size_t		 i, n;
-	int		 sub;
-	json_t		*ent;
+	struct stat st;
+	char	  **names, path[PATH_MAX];
+	size_t	    i, n;
+	int	    sub;
+	json_t	   *ent;
 
 	if ((names = sbx_fs_sorted_names(dfd, &n)) == NULL)
 		return -1;
@@ -483,15 +497,14 @@ walk_dir(int dfd, const char *prefix, int depth, struct walk *w)
 			break;
 		}
 		if (fstatat(dfd, names[i], &st, AT_SYMLINK_NOFOLLOW) == -1)
-			continue;	/* gone since readdir */
+			continue; /* gone since readdir */
 		if ((size_t)snprintf(path, sizeof(path), "%s%s%s", prefix,
-		    *prefix ? "/" : "", names[i]) >= sizeof(path))
+			*prefix ? "/" : "", names[i]) >= sizeof(path))
 			continue;
-		ent = json_pack("{s:o,s:o,s:s,s:I}",
-		    "name", sbx_json_bytes(names[i], strlen(names[i])),
-		    "path", sbx_json_bytes(path, strlen(path)),
-		    "type", type_name(st.st_mode),
-		    "size", (json_int_t)st.st_size);
+		ent = json_pack("{s:o,s:o,s:s,s:I}", "name",
+		    sbx_json_bytes(names[i], strlen(names[i])), "path",
+		    sbx_json_bytes(path, strlen(path)), "type",
+		    type_name(st.st_mode), "size", (json_int_t)st.st_size);
 		if (ent == NULL || json_array_append_new(w->entries, ent) == -1)
 			break;
 		w->n++;
@@ -499,8 +512,9 @@ walk_dir(int dfd, const char *prefix, int depth, struct walk *w)
 			continue;
 		/* O_NOFOLLOW: the entry was a directory a moment ago; if it
 		 * is a link now, it is not entered. */
-		sub = openat(dfd, names[i], O_RDONLY | O_DIRECTORY |
-		    O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		sub = openat(dfd, names[i],
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK |
+			O_CLOEXEC);
 		if (sub == -1)
 			continue;
 		(void)walk_dir(sub, path, depth - 1, w);
@@ -516,15 +530,15 @@ int
 sbx_agentfs_list(struct sbx_agentfs *fs, const char *rel, int depth,
     json_t **res, struct sbx_error *e)
 {
-	struct walk	 w = { NULL, 0, 0 };
-	int		 dfd;
+	struct walk w = { NULL, 0, 0 };
+	int	    dfd;
 
 	if (depth < 1 || depth > SBX_AGENTFS_DEPTH_MAX)
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "depth",
 		    "out_of_range", "argument `depth` must be 1 to %d",
 		    SBX_AGENTFS_DEPTH_MAX);
-	if ((dfd = open_in(fs->home_fd, rel, O_RDONLY | O_DIRECTORY |
-	    O_NONBLOCK, e)) == -1)
+	if ((dfd = open_in(fs->home_fd, rel,
+		 O_RDONLY | O_DIRECTORY | O_NONBLOCK, e)) == -1)
 		return -1;
 	if ((w.entries = json_array()) == NULL ||
 	    walk_dir(dfd, strcmp(rel, ".") == 0 ? "" : rel, depth, &w) == -1) {
@@ -534,9 +548,9 @@ sbx_agentfs_list(struct sbx_agentfs *fs, const char *rel, int depth,
 		return -1;
 	}
 	close(dfd);
-	*res = json_pack("{s:s,s:s,s:i,s:o,s:b}", "path", rel, "type",
-	    "directory", "depth", depth, "entries", w.entries, "truncated",
-	    w.truncated);
+	*res =
+	    json_pack("{s:s,s:s,s:i,s:o,s:b}", "path", rel, "type", "directory",
+		"depth", depth, "entries", w.entries, "truncated", w.truncated);
 	if (*res == NULL)
 		return sbx_error_sys(e, "nomem", "listing %s", rel);
 	return 0;
@@ -549,16 +563,16 @@ static int
 open_parent(int home, const char *rel, int create, char *leaf, size_t leafsz,
     int *made, struct sbx_error *e)
 {
-	char		 parent[PATH_MAX], comp[NAME_MAX + 1];
-	const char	*slash = strrchr(rel, '/'), *s, *end;
-	int		 fd, nfd;
+	char	    parent[PATH_MAX], comp[NAME_MAX + 1];
+	const char *slash = strrchr(rel, '/'), *s, *end;
+	int	    fd, nfd;
 
 	if (strcmp(rel, ".") == 0)
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "path",
 		    "is_a_directory", "the home is a directory, not a file");
 	snprintf(leaf, leafsz, "%s", slash != NULL ? slash + 1 : rel);
-	snprintf(parent, sizeof(parent), "%.*s", slash != NULL ?
-	    (int)(slash - rel) : 1, slash != NULL ? rel : ".");
+	snprintf(parent, sizeof(parent), "%.*s",
+	    slash != NULL ? (int)(slash - rel) : 1, slash != NULL ? rel : ".");
 	fd = open_in(home, parent, O_RDONLY | O_DIRECTORY, e);
 	if (fd >= 0 || !create || errno != ENOENT)
 		return fd;
@@ -599,18 +613,21 @@ check_writable(int dfd, const char *leaf, const char *rel,
 	if (S_ISLNK(st->st_mode))
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "path", "symlink",
 		    "%s is a symbolic link; write to the file it names "
-		    "instead", rel);
+		    "instead",
+		    rel);
 	if (S_ISDIR(st->st_mode))
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "path",
 		    "is_a_directory", "%s is a directory", rel);
 	if (!S_ISREG(st->st_mode))
 		return not_regular(rel, st->st_mode, e);
 	if (faccessat(dfd, leaf, W_OK, AT_EACCESS | AT_SYMLINK_NOFOLLOW) ==
-	    -1 && (errno == EACCES || errno == EPERM || errno == EROFS)) {
+		-1 &&
+	    (errno == EACCES || errno == EPERM || errno == EROFS)) {
 		sbx_error_set(e, SBX_K_REJECTED, "path", "read_only",
 		    "%s is read-only (mode %04o)", rel,
 		    (unsigned)(st->st_mode & 07777));
-		sbx_error_hint(e, "make it writable first (chmod u+w) if it "
+		sbx_error_hint(e,
+		    "make it writable first (chmod u+w) if it "
 		    "is meant to change");
 		return -1;
 	}
@@ -618,13 +635,14 @@ check_writable(int dfd, const char *leaf, const char *rel,
 }
 
 static int
-replace(int dfd, const char *leaf, const char *rel, const void *data,
-    size_t n, mode_t mode, struct sbx_error *e)
+replace(int dfd, const char *leaf, const char *rel, const void *data, size_t n,
+    mode_t mode, struct sbx_error *e)
 {
 	if (sbx_fs_replace_at(dfd, leaf, data, n, mode, e) == 0)
 		return 0;
-	if (e != NULL && (e->sys_errno == EACCES || e->sys_errno == EPERM ||
-	    e->sys_errno == EROFS)) {
+	if (e != NULL &&
+	    (e->sys_errno == EACCES || e->sys_errno == EPERM ||
+		e->sys_errno == EROFS)) {
 		sbx_error_set(e, SBX_K_REJECTED, "path", "read_only_directory",
 		    "the directory of %s is not writable", rel);
 		sbx_error_hint(e, "make it writable first (chmod u+w DIR)");
@@ -643,10 +661,10 @@ int
 sbx_agentfs_write(struct sbx_agentfs *fs, const char *rel, const void *data,
     size_t n, int create_dirs, int mode, json_t **res, struct sbx_error *e)
 {
-	struct stat	 st;
-	char		 leaf[NAME_MAX + 1];
-	mode_t		 m;
-	int		 dfd, created = 0, made = 0;
+	struct stat st;
+	char	    leaf[NAME_MAX + 1];
+	mode_t	    m;
+	int	    dfd, created = 0, made = 0;
 
 	if (n > SBX_AGENTFS_WRITE_MAX)
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "content",
@@ -654,10 +672,11 @@ sbx_agentfs_write(struct sbx_agentfs *fs, const char *rel, const void *data,
 		    SBX_AGENTFS_WRITE_MAX);
 	if (mode > 0777)
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "mode",
-		    "mode_not_allowed", "argument `mode` must be 0000 to 0777 "
+		    "mode_not_allowed",
+		    "argument `mode` must be 0000 to 0777 "
 		    "(no setuid, setgid or sticky bit)");
 	if ((dfd = open_parent(fs->home_fd, rel, create_dirs, leaf,
-	    sizeof(leaf), &made, e)) == -1)
+		 sizeof(leaf), &made, e)) == -1)
 		return -1;
 	if (fstatat(dfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0) {
 		if (check_writable(dfd, leaf, rel, &st, e) == -1)
@@ -689,13 +708,13 @@ sbx_agentfs_edit(struct sbx_agentfs *fs, const char *rel, const char *old,
     size_t oldn, const char *new, size_t newn, int all, json_t **res,
     json_t **extra, struct sbx_error *e)
 {
-	struct sbx_buf	 b = SBX_BUF_INIT, out = SBX_BUF_INIT;
-	struct stat	 st, now;
-	char		 leaf[NAME_MAX + 1];
-	const char	*p, *q, *lp;
-	json_t		*lines = NULL;
-	size_t		 count = 0, line = 1;
-	int		 fd, dfd = -1, made = 0, r = -1;
+	struct sbx_buf b = SBX_BUF_INIT, out = SBX_BUF_INIT;
+	struct stat    st, now;
+	char	       leaf[NAME_MAX + 1];
+	const char    *p, *q, *lp;
+	json_t	      *lines = NULL;
+	size_t	       count = 0, line = 1;
+	int	       fd, dfd = -1, made = 0, r = -1;
 
 	if (extra != NULL)
 		*extra = NULL;
@@ -713,13 +732,14 @@ sbx_agentfs_edit(struct sbx_agentfs *fs, const char *rel, const char *old,
 		goto nomem;
 	/* Count every match, non-overlapping, and the lines of the first
 	 * few, so that an agent can widen `old` to the one it means. */
-	for (p = lp = b.p; (q = memmem(p, b.len - (size_t)(p - b.p), old,
-	    oldn)) != NULL; p = q + oldn) {
+	for (p = lp = b.p;
+	     (q = memmem(p, b.len - (size_t)(p - b.p), old, oldn)) != NULL;
+	     p = q + oldn) {
 		if (json_array_size(lines) < SBX_AGENTFS_LINES_SHOWN) {
 			for (; lp < q; lp++)
 				line += *lp == '\n';
-			json_array_append_new(lines, json_integer(
-			    (json_int_t)line));
+			json_array_append_new(lines,
+			    json_integer((json_int_t)line));
 		}
 		count++;
 		if (sbx_buf_append(&out, p, (size_t)(q - p)) == -1 ||
@@ -734,13 +754,15 @@ sbx_agentfs_edit(struct sbx_agentfs *fs, const char *rel, const char *old,
 		if (count == 0)
 			sbx_error_set(e, SBX_K_INVALID_ARGS, "old", "no_match",
 			    "argument `old` does not occur in %s (the match "
-			    "is exact: spaces, tabs and newlines count)", rel);
+			    "is exact: spaces, tabs and newlines count)",
+			    rel);
 		else
 			sbx_error_set(e, SBX_K_INVALID_ARGS, "old",
-			    "multiple_matches", "argument `old` occurs %zu "
+			    "multiple_matches",
+			    "argument `old` occurs %zu "
 			    "times in %s; give more of the text around it to "
-			    "make it unique, or --all to replace each", count,
-			    rel);
+			    "make it unique, or --all to replace each",
+			    count, rel);
 		if (extra != NULL) {
 			*extra = json_pack("{s:I,s:O}", "count",
 			    (json_int_t)count, "lines", lines);
@@ -755,7 +777,7 @@ sbx_agentfs_edit(struct sbx_agentfs *fs, const char *rel, const char *old,
 		goto out;
 	}
 	if ((dfd = open_parent(fs->home_fd, rel, 0, leaf, sizeof(leaf), &made,
-	    e)) == -1)
+		 e)) == -1)
 		goto out;
 	/* What we read must still be what the name holds: a link put in
 	 * its place is not replaced by a file, a different file is not
@@ -769,15 +791,16 @@ sbx_agentfs_edit(struct sbx_agentfs *fs, const char *rel, const char *old,
 	if (now.st_dev != st.st_dev || now.st_ino != st.st_ino) {
 		sbx_error_set(e, SBX_K_UNAVAILABLE, "path", "changed",
 		    "%s changed while it was being edited; nothing was "
-		    "written", rel);
+		    "written",
+		    rel);
 		goto out;
 	}
 	if (replace(dfd, leaf, rel, out.p, out.len, st.st_mode & 07777, e) ==
 	    -1)
 		goto out;
 	*res = json_pack("{s:s,s:I,s:I,s:I,s:O}", "path", rel, "replacements",
-	    (json_int_t)count, "bytes_before", (json_int_t)b.len,
-	    "bytes_after", (json_int_t)out.len, "lines", lines);
+	    (json_int_t)count, "bytes_before", (json_int_t)b.len, "bytes_after",
+	    (json_int_t)out.len, "lines", lines);
 	if (*res == NULL)
 		goto nomem;
 	r = 0;

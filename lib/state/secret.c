@@ -1002,6 +1002,30 @@ sbx_secret_env_release(struct sbx_secret_env *v)
 	memset(v, 0, sizeof(*v));
 }
 
+int
+sbx_secret_scrubber(int rootfd, const char *agent, struct sbx_scrub **out,
+    struct sbx_error *e)
+{
+	struct sbx_secret_auth	 a;
+	struct sbx_secret_env	 env;
+	const char		*pw = getenv("SBX_SECRET_PASSPHRASE");
+
+	*out = NULL;
+	if (!sbx_secret_store_exists(rootfd, agent))
+		return 0;
+	memset(&a, 0, sizeof(a));
+	if (pw != NULL && *pw != '\0') {
+		a.passphrase = pw;
+		a.passphrase_len = strlen(pw);
+	}
+	if (sbx_secret_load_env(rootfd, agent, NULL, 0, &a, &env, e) == -1)
+		return -1;
+	*out = env.scrub;
+	env.scrub = NULL;
+	sbx_secret_env_release(&env);	/* the values, zeroed */
+	return 0;
+}
+
 void
 sbx_secret_describe_stores(int rootfd, json_t *out)
 {

@@ -113,6 +113,11 @@ int	sbx_secret_load_env(int rootfd, const char *agent,
 	    char *const *sel, size_t nsel, const struct sbx_secret_auth *,
 	    struct sbx_secret_env *, struct sbx_error *);
 void	sbx_secret_env_release(struct sbx_secret_env *);
+/* The scrubber of an agent's secrets alone (the values are not kept):
+ * NULL in *out when the agent has no store; the passphrase, when the
+ * store needs one, from SBX_SECRET_PASSPHRASE, as for sbx exec. */
+int	sbx_secret_scrubber(int rootfd, const char *agent,
+	    struct sbx_scrub **out, struct sbx_error *);
 
 /* For the confirmation of `sbx provision remove`: one line per agent with
  * a store, "agents/A/secrets.json (secrets: X, Y)", and the key file;

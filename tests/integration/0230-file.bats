@@ -300,3 +300,30 @@ as_agent() {
 	run sbx file write x --mode 9 --json <<<x
 	[ "$(json_get "$output" .reason)" = bad_mode ]
 }
+
+@test "a race: d swapped between a directory and a link out while sbx file reads and writes through it" {
+	mkdir "$TEST_ROOT/out"
+	chmod 777 "$TEST_ROOT/out"
+	before=$(ls -A "$TEST_ROOT/out")
+	as_agent mkdir "$WS/real"
+	echo inside | as_agent tee "$WS/real/passwd" >/dev/null
+	# The agent flips d between its own directory and links to /etc and
+	# to a directory outside, as fast as it can (bounded: 20 s at most).
+	as_agent timeout 20 sh -c '
+		cd "$1" || exit 1
+		while :; do
+			ln -sfn real d.new && mv -T d.new d
+			ln -sfn /etc d.new && mv -T d.new d
+			ln -sfn "$2" d.new && mv -T d.new d
+		done' flip "$WS" "$TEST_ROOT/out" &
+	flipper=$!
+	for _ in $(seq 100); do
+		out=$("$SBX" file read d/passwd --json 2>&1) || true
+		[[ "$out" != *root:* ]] || { kill "$flipper"; echo "$out"; false; }
+		"$SBX" file write d/pwned --json <<<x >/dev/null 2>&1 || true
+	done
+	kill "$flipper" 2>/dev/null || true
+	wait "$flipper" 2>/dev/null || true
+	[ "$(ls -A "$TEST_ROOT/out")" = "$before" ]
+	[ ! -e /etc/pwned ]
+}

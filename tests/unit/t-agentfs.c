@@ -21,16 +21,16 @@
 #include "fsutil.h"
 #include "identity.h"
 
-#define HOME_IN	"/workspace/agents/a"
+#define HOME_IN "/workspace/agents/a"
 
-static char	 tmpl[] = "/tmp/t-agentfs.XXXXXX";
-static int	 homefd;
+static char tmpl[] = "/tmp/t-agentfs.XXXXXX";
+static int  homefd;
 
 static void
 put(const char *rel, const char *s)
 {
-	char	 p[PATH_MAX];
-	FILE	*f;
+	char  p[PATH_MAX];
+	FILE *f;
 
 	snprintf(p, sizeof(p), "%s/home/%s", tmpl, rel);
 	if ((f = fopen(p, "w")) != NULL) {
@@ -42,10 +42,10 @@ put(const char *rel, const char *s)
 static char *
 get(const char *rel)
 {
-	static char	 buf[65536];
-	char		 p[PATH_MAX];
-	size_t		 n = 0;
-	FILE		*f;
+	static char buf[65536];
+	char	    p[PATH_MAX];
+	size_t	    n = 0;
+	FILE	   *f;
 
 	buf[0] = '\0';
 	snprintf(p, sizeof(p), "%s/%s", tmpl, rel);
@@ -61,9 +61,9 @@ get(const char *rel)
 static const char *
 path_reason(const char *p, size_t n)
 {
-	static char		 out[PATH_MAX + 8];
-	struct sbx_error	 e;
-	char			 rel[PATH_MAX];
+	static char	 out[PATH_MAX + 8];
+	struct sbx_error e;
+	char		 rel[PATH_MAX];
 
 	memset(&e, 0, sizeof(e));
 	if (sbx_agentfs_path(HOME_IN, p, n, rel, sizeof(rel), &e) == 0) {
@@ -76,7 +76,7 @@ path_reason(const char *p, size_t n)
 static void
 test_paths(void)
 {
-	char	 big[PATH_MAX + 10], comp[NAME_MAX + 10];
+	char big[PATH_MAX + 10], comp[NAME_MAX + 10];
 
 	is_str(path_reason("", 0), "empty", "path: empty");
 	is_str(path_reason("a\0b", 3), "nul_byte", "path: NUL inside");
@@ -89,7 +89,8 @@ test_paths(void)
 	is_str(path_reason("..", 2), "traversal", "path: ..");
 	is_str(path_reason("../x", 4), "traversal", "path: ../x");
 	is_str(path_reason("a/../..", 7), "traversal", "path: a/../..");
-	is_str(path_reason("a/..", 4), "traversal", "path: a/.. (even "
+	is_str(path_reason("a/..", 4), "traversal",
+	    "path: a/.. (even "
 	    "harmless, no normalising)");
 	is_str(path_reason(HOME_IN "/..", strlen(HOME_IN "/..")), "traversal",
 	    "path: absolute home/..");
@@ -110,7 +111,8 @@ test_paths(void)
 	is_str(path_reason(comp, NAME_MAX + 1), "component_too_long",
 	    "path: component too long");
 	is_str(path_reason(".", 1), "ok:.", "path: . is the home");
-	is_str(path_reason("./a/./b", 7), "ok:a/b", "path: . components "
+	is_str(path_reason("./a/./b", 7), "ok:a/b",
+	    "path: . components "
 	    "dropped");
 	is_str(path_reason("src/", 4), "ok:src", "path: one trailing slash");
 	is_str(path_reason("%2e%2e", 6), "ok:%2e%2e", "path: %2e%2e is a name");
@@ -121,14 +123,14 @@ test_paths(void)
 	    "path: absolute under the home");
 }
 
-static struct sbx_agentfs	 fs;
+static struct sbx_agentfs fs;
 
 static const char *
 read_reason(const char *rel, json_t **res)
 {
-	static struct sbx_error		 e;
-	struct sbx_agentfs_readopt	 o = { 0, 0, 0, 0 };
-	json_t				*r = NULL;
+	static struct sbx_error	   e;
+	struct sbx_agentfs_readopt o = { 0, 0, 0, 0 };
+	json_t			  *r = NULL;
 
 	memset(&e, 0, sizeof(e));
 	if (sbx_agentfs_read(&fs, rel, &o, &r, &e) == 0) {
@@ -144,12 +146,12 @@ read_reason(const char *rel, json_t **res)
 static const char *
 write_reason(const char *rel, const char *data, int dirs, int mode)
 {
-	static struct sbx_error	 e;
-	json_t			*r = NULL;
+	static struct sbx_error e;
+	json_t		       *r = NULL;
 
 	memset(&e, 0, sizeof(e));
 	if (sbx_agentfs_write(&fs, rel, data, strlen(data), dirs, mode, &r,
-	    &e) == 0) {
+		&e) == 0) {
 		json_decref(r);
 		return "ok";
 	}
@@ -167,9 +169,9 @@ on_alarm(int sig)
 static void
 test_open(void)
 {
-	struct sockaddr_un	 sa;
-	json_t			*r = NULL;
-	int			 s;
+	struct sockaddr_un sa;
+	json_t		  *r = NULL;
+	int		   s;
 
 	put("../outside", "outside\n");
 	put("../other/secret", "other\n");
@@ -230,52 +232,59 @@ test_open(void)
 	is_str(write_reason("inlink", "x", 0, -1), "symlink",
 	    "write over a link that stays inside: refused too");
 	alarm(0);
-	is_str(get("outside"), "outside\n", "the file outside the home is "
+	is_str(get("outside"), "outside\n",
+	    "the file outside the home is "
 	    "unchanged");
-	is_str(get("other/secret"), "other\n", "the other agent's file is "
+	is_str(get("other/secret"), "other\n",
+	    "the other agent's file is "
 	    "unchanged");
 	ok(faccessat(homefd, "up", F_OK, AT_SYMLINK_NOFOLLOW) == 0 &&
-	    faccessat(homefd, "inlink", F_OK, AT_SYMLINK_NOFOLLOW) == 0,
+		faccessat(homefd, "inlink", F_OK, AT_SYMLINK_NOFOLLOW) == 0,
 	    "the links are still links");
 }
 
 static void
 test_read(void)
 {
-	struct sbx_agentfs_readopt	 o = { 0, 0, 0, 0 };
-	struct sbx_error		 e;
-	json_t				*r = NULL;
-	int				 fd;
+	struct sbx_agentfs_readopt o = { 0, 0, 0, 0 };
+	struct sbx_error	   e;
+	json_t			  *r = NULL;
+	int			   fd;
 
 	put("lines", "1\n2\n3\n4\n5\n");
 	o.start_line = 2;
 	o.line_count = 2;
 	ok(sbx_agentfs_read(&fs, "lines", &o, &r, &e) == 0 &&
-	    strcmp(json_string_value(json_object_get(r, "content")),
-	    "2\n3\n") == 0 && json_integer_value(json_object_get(r,
-	    "end_line")) == 3 && json_integer_value(json_object_get(r,
-	    "next_start_line")) == 4 && json_integer_value(json_object_get(r,
-	    "total_lines")) == 5, "read --start-line 2 --line-count 2");
+		strcmp(json_string_value(json_object_get(r, "content")),
+		    "2\n3\n") == 0 &&
+		json_integer_value(json_object_get(r, "end_line")) == 3 &&
+		json_integer_value(json_object_get(r, "next_start_line")) ==
+		    4 &&
+		json_integer_value(json_object_get(r, "total_lines")) == 5,
+	    "read --start-line 2 --line-count 2");
 	json_decref(r);
 	memset(&o, 0, sizeof(o));
 	o.tail_lines = 2;
 	ok(sbx_agentfs_read(&fs, "lines", &o, &r, &e) == 0 &&
-	    strcmp(json_string_value(json_object_get(r, "content")),
-	    "4\n5\n") == 0 && json_object_get(r, "next_start_line") == NULL,
+		strcmp(json_string_value(json_object_get(r, "content")),
+		    "4\n5\n") == 0 &&
+		json_object_get(r, "next_start_line") == NULL,
 	    "read --tail-lines 2");
 	json_decref(r);
 	memset(&o, 0, sizeof(o));
 	o.start_line = 9;
 	ok(sbx_agentfs_read(&fs, "lines", &o, &r, &e) == -1 &&
-	    strcmp(e.reason, "beyond_end") == 0, "read past the end");
+		strcmp(e.reason, "beyond_end") == 0,
+	    "read past the end");
 	memset(&o, 0, sizeof(o));
 	put("utf", "h\xc3\xa9llo w\xc3\xb6rld\n");
 	o.max_chars = 3;
 	ok(sbx_agentfs_read(&fs, "utf", &o, &r, &e) == 0 &&
-	    strcmp(json_string_value(json_object_get(r, "content")),
-	    "h\xc3\xa9l") == 0 && json_is_true(json_object_get(r,
-	    "truncated")) && json_integer_value(json_object_get(r,
-	    "next_start_line")) == 1, "read --max-chars counts characters, "
+		strcmp(json_string_value(json_object_get(r, "content")),
+		    "h\xc3\xa9l") == 0 &&
+		json_is_true(json_object_get(r, "truncated")) &&
+		json_integer_value(json_object_get(r, "next_start_line")) == 1,
+	    "read --max-chars counts characters, "
 	    "cuts between them");
 	json_decref(r);
 	memset(&o, 0, sizeof(o));
@@ -285,11 +294,12 @@ test_read(void)
 		close(fd);
 	}
 	ok(sbx_agentfs_read(&fs, "bin", &o, &r, &e) == 0 &&
-	    json_is_true(json_object_get(r, "binary")), "read a NUL: binary");
+		json_is_true(json_object_get(r, "binary")),
+	    "read a NUL: binary");
 	json_decref(r);
 	put("empty", "");
 	ok(sbx_agentfs_read(&fs, "empty", &o, &r, &e) == 0 &&
-	    json_integer_value(json_object_get(r, "total_lines")) == 0,
+		json_integer_value(json_object_get(r, "total_lines")) == 0,
 	    "read an empty file");
 	json_decref(r);
 	/* Sparse: the cap is checked on the size, nothing is read. */
@@ -297,23 +307,26 @@ test_read(void)
 		(void)!ftruncate(fd, (off_t)SBX_AGENTFS_FILE_MAX + 1);
 		close(fd);
 	}
-	is_str(read_reason("big", NULL), "too_large", "read a file over the "
+	is_str(read_reason("big", NULL), "too_large",
+	    "read a file over the "
 	    "cap: refused before reading");
 	ok(sbx_agentfs_read(&fs, ".", &o, &r, &e) == 0 &&
-	    strcmp(json_string_value(json_object_get(r, "type")),
-	    "directory") == 0 && json_array_size(json_object_get(r,
-	    "entries")) > 5, "read a directory: a listing");
+		strcmp(json_string_value(json_object_get(r, "type")),
+		    "directory") == 0 &&
+		json_array_size(json_object_get(r, "entries")) > 5,
+	    "read a directory: a listing");
 	json_decref(r);
 }
 
 static void
 test_write(void)
 {
-	struct stat	 st;
+	struct stat st;
 
 	is_str(write_reason("w", "new\n", 0, -1), "ok", "write a new file");
 	ok(fstatat(homefd, "w", &st, 0) == 0 && (st.st_mode & 07777) == 0644 &&
-	    st.st_uid == geteuid(), "... 0644, ours");
+		st.st_uid == geteuid(),
+	    "... 0644, ours");
 	(void)!fchmodat(homefd, "w", 0600, 0);
 	is_str(write_reason("w", "again\n", 0, -1), "ok", "write it again");
 	ok(fstatat(homefd, "w", &st, 0) == 0 && (st.st_mode & 07777) == 0600,
@@ -352,12 +365,12 @@ static const char *
 edit_reason(const char *rel, const char *old, const char *new, int all,
     json_t **res, json_t **extra)
 {
-	static struct sbx_error	 e;
-	json_t			*r = NULL;
+	static struct sbx_error e;
+	json_t		       *r = NULL;
 
 	memset(&e, 0, sizeof(e));
-	if (sbx_agentfs_edit(&fs, rel, old, strlen(old), new, strlen(new),
-	    all, &r, extra, &e) == 0) {
+	if (sbx_agentfs_edit(&fs, rel, old, strlen(old), new, strlen(new), all,
+		&r, extra, &e) == 0) {
 		if (res != NULL)
 			*res = r;
 		else
@@ -370,31 +383,32 @@ edit_reason(const char *rel, const char *old, const char *new, int all,
 static void
 test_edit(void)
 {
-	struct sbx_buf	 b = SBX_BUF_INIT;
-	struct stat	 st;
-	json_t		*r = NULL, *x = NULL;
-	int		 i;
+	struct sbx_buf b = SBX_BUF_INIT;
+	struct stat    st;
+	json_t	      *r = NULL, *x = NULL;
+	int	       i;
 
 	put("e", "alpha\nbeta\ngamma beta\n");
 	(void)!fchmodat(homefd, "e", 0640, 0);
 	is_str(edit_reason("e", "delta", "x", 0, NULL, &x), "no_match",
 	    "edit: 0 matches");
-	ok(json_integer_value(json_object_get(x, "count")) == 0,
-	    "... count 0");
+	ok(json_integer_value(json_object_get(x, "count")) == 0, "... count 0");
 	json_decref(x);
 	is_str(edit_reason("e", "beta", "x", 0, NULL, &x), "multiple_matches",
 	    "edit: 2 matches without --all");
 	ok(json_integer_value(json_object_get(x, "count")) == 2 &&
-	    json_integer_value(json_array_get(json_object_get(x, "lines"),
-	    0)) == 2 && json_integer_value(json_array_get(json_object_get(x,
-	    "lines"), 1)) == 3, "... count 2, lines 2 and 3");
+		json_integer_value(
+		    json_array_get(json_object_get(x, "lines"), 0)) == 2 &&
+		json_integer_value(
+		    json_array_get(json_object_get(x, "lines"), 1)) == 3,
+	    "... count 2, lines 2 and 3");
 	json_decref(x);
 	is_str(get("home/e"), "alpha\nbeta\ngamma beta\n", "... unchanged");
 	is_str(edit_reason("e", "alpha\n", "A\n", 0, &r, NULL), "ok",
 	    "edit: 1 match");
 	ok(json_integer_value(json_object_get(r, "replacements")) == 1 &&
-	    json_integer_value(json_object_get(r, "bytes_before")) == 22 &&
-	    json_integer_value(json_object_get(r, "bytes_after")) == 18,
+		json_integer_value(json_object_get(r, "bytes_before")) == 22 &&
+		json_integer_value(json_object_get(r, "bytes_after")) == 18,
 	    "... replacements 1, bytes_before 22, bytes_after 18");
 	json_decref(r);
 	ok(fstatat(homefd, "e", &st, 0) == 0 && (st.st_mode & 07777) == 0640,
@@ -404,16 +418,17 @@ test_edit(void)
 	for (i = 0; i < 1000; i++)
 		sbx_buf_puts(&b, "tok\n");
 	put("many", b.p);
-	is_str(edit_reason("many", "tok", "T", 0, NULL, &x),
-	    "multiple_matches", "edit: 1,000 matches without --all");
+	is_str(edit_reason("many", "tok", "T", 0, NULL, &x), "multiple_matches",
+	    "edit: 1,000 matches without --all");
 	ok(json_integer_value(json_object_get(x, "count")) == 1000 &&
-	    json_array_size(json_object_get(x, "lines")) ==
-	    SBX_AGENTFS_LINES_SHOWN, "... count 1000, the first 10 lines");
+		json_array_size(json_object_get(x, "lines")) ==
+		    SBX_AGENTFS_LINES_SHOWN,
+	    "... count 1000, the first 10 lines");
 	json_decref(x);
 	is_str(edit_reason("many", "tok", "T", 1, &r, NULL), "ok",
 	    "edit --all: 1,000 matches");
 	ok(json_integer_value(json_object_get(r, "replacements")) == 1000 &&
-	    json_integer_value(json_object_get(r, "bytes_after")) == 2000,
+		json_integer_value(json_object_get(r, "bytes_after")) == 2000,
 	    "... 1000 replacements, 2000 bytes");
 	json_decref(r);
 	is_str(edit_reason("ro", "ro", "rw", 0, NULL, NULL), "read_only",
@@ -431,48 +446,50 @@ test_edit(void)
 static void
 test_list(void)
 {
-	struct sbx_error	 e;
-	json_t			*r = NULL, *ent;
-	size_t			 i;
-	int			 saw_deep = 0, saw_link = 0, followed = 0;
+	struct sbx_error e;
+	json_t		*r = NULL, *ent;
+	size_t		 i;
+	int		 saw_deep = 0, saw_link = 0, followed = 0;
 
 	ok(sbx_agentfs_list(&fs, ".", 3, &r, &e) == 0, "list --depth 3");
-	json_array_foreach(json_object_get(r, "entries"), i, ent) {
-		const char *p = json_string_value(json_object_get(ent,
-		    "path"));
-		const char *t = json_string_value(json_object_get(ent,
-		    "type"));
+	json_array_foreach (json_object_get(r, "entries"), i, ent) {
+		const char *p = json_string_value(json_object_get(ent, "path"));
+		const char *t = json_string_value(json_object_get(ent, "type"));
 		saw_deep |= strcmp(p, "d1/d2/f") == 0;
 		saw_link |= strcmp(p, "etc") == 0 && strcmp(t, "symlink") == 0;
-		followed |= strncmp(p, "etc/", 4) == 0 ||
-		    strncmp(p, "oth/", 4) == 0;
+		followed |=
+		    strncmp(p, "etc/", 4) == 0 || strncmp(p, "oth/", 4) == 0;
 	}
-	ok(saw_deep && saw_link && !followed, "... d1/d2/f listed, links "
+	ok(saw_deep && saw_link && !followed,
+	    "... d1/d2/f listed, links "
 	    "listed as links, never entered");
 	json_decref(r);
 	ok(sbx_agentfs_list(&fs, "d1", 1, &r, &e) == 0 &&
-	    json_array_size(json_object_get(r, "entries")) == 1,
+		json_array_size(json_object_get(r, "entries")) == 1,
 	    "list d1 --depth 1: one entry");
 	json_decref(r);
 	ok(sbx_agentfs_list(&fs, ".", 17, &r, &e) == -1 &&
-	    strcmp(e.reason, "out_of_range") == 0, "list --depth 17: refused");
+		strcmp(e.reason, "out_of_range") == 0,
+	    "list --depth 17: refused");
 	ok(sbx_agentfs_list(&fs, "etc", 1, &r, &e) == -1 &&
-	    strcmp(e.reason, "symlink_escape") == 0, "list a link to /etc");
+		strcmp(e.reason, "symlink_escape") == 0,
+	    "list a link to /etc");
 	ok(sbx_agentfs_list(&fs, "f", 1, &r, &e) == -1 &&
-	    strcmp(e.reason, "not_a_directory") == 0, "list a file");
+		strcmp(e.reason, "not_a_directory") == 0,
+	    "list a file");
 }
 
 static void
 test_search(void)
 {
-	struct sbx_filesearch	 q;
-	struct sbx_strv		 v = SBX_STRV_INIT;
-	struct sbx_error	 e;
-	const char		*globs[] = { "*.c", "!x" };
-	json_t			*r = NULL, *m;
-	size_t			 i;
-	int			 has_dashed = 0;
-	const char		*out =
+	struct sbx_filesearch q;
+	struct sbx_strv	      v = SBX_STRV_INIT;
+	struct sbx_error      e;
+	const char	     *globs[] = { "*.c", "!x" };
+	json_t		     *r = NULL, *m;
+	size_t		      i;
+	int		      has_dashed = 0;
+	const char	     *out =
 	    "{\"type\":\"begin\",\"data\":{\"path\":{\"text\":\"./a.txt\"}}}\n"
 	    "{\"type\":\"context\",\"data\":{\"path\":{\"text\":\"./a.txt\"},"
 	    "\"lines\":{\"text\":\"one\\n\"},\"line_number\":1}}\n"
@@ -502,49 +519,57 @@ test_search(void)
 	q.nglobs = 2;
 	q.context = 1;
 	q.max = 100;
-	ok(sbx_filesearch_argv(&q, "/x/sbx-exec", &v, &e) == 0,
-	    "search argv");
+	ok(sbx_filesearch_argv(&q, "/x/sbx-exec", &v, &e) == 0, "search argv");
 	for (i = 0; i < v.n; i++)
 		has_dashed |= strcmp(v.v[i], "--regexp=-foo") == 0;
 	ok(has_dashed && strcmp(v.v[v.n - 1], ".") == 0 &&
-	    strcmp(v.v[v.n - 2], "--") == 0, "... a pattern starting with - "
+		strcmp(v.v[v.n - 2], "--") == 0,
+	    "... a pattern starting with - "
 	    "stays a pattern; the path after --");
 	sbx_strv_release(&v);
 	q.pattern = "";
 	ok(sbx_filesearch_argv(&q, "/x/sbx-exec", &v, &e) == -1 &&
-	    strcmp(e.reason, "empty") == 0, "search: empty pattern refused");
+		strcmp(e.reason, "empty") == 0,
+	    "search: empty pattern refused");
 	sbx_strv_release(&v);
 	q.pattern = "foo";
 
 	ok(sbx_filesearch_parse(&q, out, strlen(out), &r, &e) == 0 &&
-	    json_integer_value(json_object_get(r, "count")) == 2,
+		json_integer_value(json_object_get(r, "count")) == 2,
 	    "parse: 2 matches, the binary file left out");
 	ok(json_integer_value(json_object_get(r, "binary_skipped")) == 1,
 	    "... binary_skipped 1");
 	m = json_array_get(json_object_get(r, "matches"), 0);
-	ok(m != NULL && strcmp(json_string_value(json_object_get(m, "path")),
-	    "a.txt") == 0 && json_integer_value(json_object_get(m, "line")) ==
-	    2 && json_integer_value(json_object_get(m, "column")) == 5 &&
-	    strcmp(json_string_value(json_object_get(m, "text")), "two foo") ==
-	    0, "... path a.txt (no ./), line 2, column 5, text");
+	ok(m != NULL &&
+		strcmp(json_string_value(json_object_get(m, "path")),
+		    "a.txt") == 0 &&
+		json_integer_value(json_object_get(m, "line")) == 2 &&
+		json_integer_value(json_object_get(m, "column")) == 5 &&
+		strcmp(json_string_value(json_object_get(m, "text")),
+		    "two foo") == 0,
+	    "... path a.txt (no ./), line 2, column 5, text");
 	ok(json_array_size(json_object_get(m, "before")) == 1 &&
-	    strcmp(json_string_value(json_array_get(json_object_get(m,
-	    "before"), 0)), "one") == 0 && json_array_size(json_object_get(m,
-	    "after")) == 1, "... before [one], after [the next match's line]");
+		strcmp(json_string_value(
+			   json_array_get(json_object_get(m, "before"), 0)),
+		    "one") == 0 &&
+		json_array_size(json_object_get(m, "after")) == 1,
+	    "... before [one], after [the next match's line]");
 	m = json_array_get(json_object_get(r, "matches"), 1);
-	ok(m != NULL && strncmp(json_string_value(json_object_get(m, "text")),
-	    "foo ", 4) == 0, "... a non-UTF-8 line (base64 bytes) decoded");
+	ok(m != NULL &&
+		strncmp(json_string_value(json_object_get(m, "text")), "foo ",
+		    4) == 0,
+	    "... a non-UTF-8 line (base64 bytes) decoded");
 	json_decref(r);
 	q.max = 1;
 	ok(sbx_filesearch_parse(&q, out, strlen(out), &r, &e) == 0 &&
-	    json_integer_value(json_object_get(r, "count")) == 1 &&
-	    json_is_true(json_object_get(r, "truncated")),
+		json_integer_value(json_object_get(r, "count")) == 1 &&
+		json_is_true(json_object_get(r, "truncated")),
 	    "parse --max 1: one, truncated");
 	json_decref(r);
 	q.files = 1;
 	ok(sbx_filesearch_parse(&q, "./a\nb/c\n", 8, &r, &e) == 0 &&
-	    json_array_size(json_object_get(r, "files")) == 1 &&
-	    json_is_true(json_object_get(r, "truncated")),
+		json_array_size(json_object_get(r, "files")) == 1 &&
+		json_is_true(json_object_get(r, "truncated")),
 	    "parse --files --max 1");
 	json_decref(r);
 }
@@ -552,9 +577,9 @@ test_search(void)
 int
 main(void)
 {
-	struct sbx_error	 e;
-	char			 p[PATH_MAX];
-	int			 rootfd;
+	struct sbx_error e;
+	char		 p[PATH_MAX];
+	int		 rootfd;
 
 	test_paths();
 	if (mkdtemp(tmpl) == NULL)
