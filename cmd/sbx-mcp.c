@@ -26,73 +26,79 @@
 #include "opts.h"
 #include "root.h"
 
-#define PROG	"sbx-mcp"
+#define PROG "sbx-mcp"
 
 static const char usage_text[] =
-"usage: sbx mcp [--agent A] [--home DIR] [--max-runs N]\n"
-"               [--max-per-minute N] [--max-message BYTES] [--json]\n"
-"               [-q] [-v]\n";
+    "usage: sbx mcp [--agent A] [--home DIR] [--max-runs N]\n"
+    "               [--max-per-minute N] [--max-message BYTES] [--json]\n"
+    "               [-q] [-v]\n";
 
 static const char help_text[] =
-"\n"
-"Serve the Model Context Protocol on stdin and stdout (JSON-RPC 2.0, one\n"
-"message a line) for one client and one agent: shell_run,\n"
-"sandbox_process, file_read, file_search, file_write, file_edit,\n"
-"file_list, sandbox_install, secret_check, secret_request and the\n"
-"agent's plugin tools, each run in the agent's sandbox.  A client\n"
-"configures it as {\"command\":\"sbx\",\"args\":[\"mcp\",\"--agent\",\"A\"]}.\n"
-"\n";
+    "\n"
+    "Serve the Model Context Protocol on stdin and stdout (JSON-RPC 2.0, one\n"
+    "message a line) for one client and one agent: shell_run,\n"
+    "sandbox_process, file_read, file_search, file_write, file_edit,\n"
+    "file_list, sandbox_install, secret_check, secret_request and the\n"
+    "agent's plugin tools, each run in the agent's sandbox.  A client\n"
+    "configures it as {\"command\":\"sbx\",\"args\":[\"mcp\",\"--agent\",\"A\"]}.\n"
+    "\n";
 
-enum { OPT_HOME = 256, OPT_VERSION, OPT_MAX_RUNS, OPT_PER_MINUTE,
-    OPT_MAX_MESSAGE };
+enum {
+	OPT_HOME = 256,
+	OPT_VERSION,
+	OPT_MAX_RUNS,
+	OPT_PER_MINUTE,
+	OPT_MAX_MESSAGE
+};
 
 static const struct sbx_opt rows[] = {
 	{ 'a', "agent", 'a', SBX_OPT_REQ, "A", "@agent",
 	    "the agent (default: $SBX_AGENT or \"default\")", 1, 0 },
 	{ OPT_HOME, "home", 0, SBX_OPT_REQ, "DIR", "@dir",
 	    "state root (default: $SBX_HOME,\n"
-	    "$XDG_DATA_HOME/sbx, ~/.local/share/sbx)", 1, 0 },
+	    "$XDG_DATA_HOME/sbx, ~/.local/share/sbx)",
+	    1, 0 },
 	{ OPT_MAX_RUNS, "max-runs", 0, SBX_OPT_REQ, "N", NULL,
 	    "tool calls running at once (default: mcp.max_runs\n"
-	    "of the settings, or 8; at most 64)", 1, 0 },
+	    "of the settings, or 8; at most 64)",
+	    1, 0 },
 	{ OPT_PER_MINUTE, "max-per-minute", 0, SBX_OPT_REQ, "N", NULL,
 	    "tool calls started per minute (default:\n"
-	    "mcp.max_per_minute, or 120; 0: no limit)", 1, 0 },
+	    "mcp.max_per_minute, or 120; 0: no limit)",
+	    1, 0 },
 	{ OPT_MAX_MESSAGE, "max-message", 0, SBX_OPT_REQ, "BYTES", NULL,
 	    "largest message accepted (default 16777216)", 1, 0 },
 	{ 'j', "json", 'j', SBX_OPT_NONE, NULL, NULL,
 	    "a failure before serving as a JSON envelope", 1, 0 },
-	{ 'q', "quiet", 'q', SBX_OPT_NONE, NULL, NULL,
-	    "no warnings on stderr", 1, 0 },
-	{ 'v', "verbose", 'v', SBX_OPT_NONE, NULL, NULL,
-	    "more on stderr", 1, 0 },
+	{ 'q', "quiet", 'q', SBX_OPT_NONE, NULL, NULL, "no warnings on stderr",
+	    1, 0 },
+	{ 'v', "verbose", 'v', SBX_OPT_NONE, NULL, NULL, "more on stderr", 1,
+	    0 },
 	{ 'h', "help", 'h', SBX_OPT_NONE, NULL, NULL, "this help", 1, 0 },
 	{ OPT_VERSION, "version", 0, SBX_OPT_NONE, NULL, NULL,
 	    "print the version", 1, 0 },
 };
 
-static const struct sbx_opts table = { PROG, "sbx mcp", rows,
-	SBX_OPTS_N(rows), NULL, 0, 1, NULL, 25 };
+static const struct sbx_opts table = { PROG, "sbx mcp", rows, SBX_OPTS_N(rows),
+	NULL, 0, 1, NULL, 25 };
 
 static struct {
-	const char	*agent, *home, *max_runs, *per_minute, *max_message;
-	int		 json;
+	const char *agent, *home, *max_runs, *per_minute, *max_message;
+	int	    json;
 } O;
 
-static void __attribute__((noreturn))
-usage(const char *why)
+static void __attribute__((noreturn)) usage(const char *why)
 {
-	struct sbx_error	 e;
+	struct sbx_error e;
 
 	sbx_error_set(&e, SBX_K_INVALID_ARGS, "args", "usage", "%s",
 	    why != NULL ? why : "bad arguments");
-	sbx_cmd_usage(PROG, "mcp", O.json, why != NULL ? &e : NULL,
-	    usage_text, sbx_cmd_emit);
+	sbx_cmd_usage(PROG, "mcp", O.json, why != NULL ? &e : NULL, usage_text,
+	    sbx_cmd_emit);
 	exit(SBX_EX_USAGE);
 }
 
-static void __attribute__((noreturn))
-fail(const struct sbx_error *e)
+static void __attribute__((noreturn)) fail(const struct sbx_error *e)
 {
 	sbx_cmd_fail(PROG, "mcp", O.json, e, NULL, sbx_cmd_emit, -1);
 }
@@ -100,17 +106,16 @@ fail(const struct sbx_error *e)
 static void
 parse_args(int argc, char *argv[])
 {
-	struct sbx_opts_getopt	 g;
-	struct sbx_buf		 b = SBX_BUF_INIT;
-	int			 ch;
+	struct sbx_opts_getopt g;
+	struct sbx_buf	       b = SBX_BUF_INIT;
+	int		       ch;
 
 	if (sbx_opts_getopt(&table, 1, "", &g) == -1)
 		exit(SBX_EX_SOFTWARE);
-	O.json = sbx_cli_wants_json(argc, argv, g.optstring, g.longopts,
-	    NULL);
+	O.json = sbx_cli_wants_json(argc, argv, g.optstring, g.longopts, NULL);
 	opterr = !O.json;
-	while ((ch = getopt_long(argc, argv, g.optstring, g.longopts, NULL))
-	    != -1) {
+	while ((ch = getopt_long(argc, argv, g.optstring, g.longopts, NULL)) !=
+	    -1) {
 		switch (sbx_opts_id(&g, ch)) {
 		case 'a': O.agent = optarg; break;
 		case OPT_HOME: O.home = optarg; break;
@@ -118,7 +123,8 @@ parse_args(int argc, char *argv[])
 		case OPT_PER_MINUTE: O.per_minute = optarg; break;
 		case OPT_MAX_MESSAGE: O.max_message = optarg; break;
 		case 'j': O.json = 1; break;
-		case 'q': case 'v': break;
+		case 'q':
+		case 'v': break;
 		case 'h':
 			fputs(usage_text, stdout);
 			fputs(help_text, stdout);
@@ -126,11 +132,8 @@ parse_args(int argc, char *argv[])
 				fputs(b.p, stdout);
 			sbx_buf_release(&b);
 			exit(0);
-		case OPT_VERSION:
-			printf("%s %s\n", PROG, SBX_VERSION);
-			exit(0);
-		default:
-			usage(NULL);
+		case OPT_VERSION: printf("%s %s\n", PROG, SBX_VERSION); exit(0);
+		default: usage(NULL);
 		}
 	}
 	if (optind != argc)
@@ -142,8 +145,8 @@ static unsigned long long
 number(const char *arg, const char *field, unsigned long long lo,
     unsigned long long hi, unsigned long long def)
 {
-	struct sbx_error	 e;
-	unsigned long long	 v;
+	struct sbx_error   e;
+	unsigned long long v;
 
 	if (arg == NULL)
 		return def;
@@ -166,9 +169,9 @@ static void
 limits(struct sbx_mcp_conf *c)
 {
 	static struct sbx_mcp_limits l = { SBX_MCP_RUNS_DEFAULT,
-	    SBX_MCP_PER_MINUTE_DEFAULT, "none" };
-	struct sbx_root		 root = SBX_ROOT_INIT;
-	struct sbx_error	 e;
+		SBX_MCP_PER_MINUTE_DEFAULT, "none" };
+	struct sbx_root		     root = SBX_ROOT_INIT;
+	struct sbx_error	     e;
 
 	if (sbx_root_resolve(O.home, &root, &e) == -1)
 		fail(&e);
@@ -188,10 +191,10 @@ limits(struct sbx_mcp_conf *c)
 int
 main(int argc, char *argv[])
 {
-	struct sbx_mcp_conf	 c;
-	struct sbx_error	 e;
-	const char		*p;
-	int			 rc;
+	struct sbx_mcp_conf c;
+	struct sbx_error    e;
+	const char	   *p;
+	int		    rc;
 
 	if (sbx_fd_sanitize_std() == -1)
 		return SBX_EX_OSERR;
@@ -203,7 +206,8 @@ main(int argc, char *argv[])
 	c.agent = O.agent;
 	if (c.agent == NULL)
 		c.agent = getenv("SBX_AGENT") && *getenv("SBX_AGENT") ?
-		    getenv("SBX_AGENT") : "default";
+		    getenv("SBX_AGENT") :
+		    "default";
 	if (sbx_agent_valid(c.agent, "agent", &e) == -1)
 		fail(&e);
 	c.home = O.home;

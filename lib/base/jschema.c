@@ -13,21 +13,21 @@
 
 #include "jschema.h"
 
-#define DEPTH_MAX	16
+#define DEPTH_MAX 16
 
-static char	 field[256];
+static char field[256];
 
 /* The path of a value, "a.b[3]", truncated when long. */
 struct path {
-	char	 s[sizeof(field)];
-	size_t	 len;
+	char   s[sizeof(field)];
+	size_t len;
 };
 
 static size_t
 path_push(struct path *p, const char *key, size_t idx, int is_idx)
 {
-	size_t	 was = p->len;
-	int	 n;
+	size_t was = p->len;
+	int    n;
 
 	if (is_idx)
 		n = snprintf(p->s + p->len, sizeof(p->s) - p->len, "[%zu]",
@@ -36,7 +36,8 @@ path_push(struct path *p, const char *key, size_t idx, int is_idx)
 		n = snprintf(p->s + p->len, sizeof(p->s) - p->len, "%s%.64s",
 		    p->len ? "." : "", key);
 	if (n > 0)
-		p->len += (size_t)n < sizeof(p->s) - p->len ? (size_t)n :
+		p->len += (size_t)n < sizeof(p->s) - p->len ?
+		    (size_t)n :
 		    sizeof(p->s) - p->len - 1;
 	return was;
 }
@@ -75,16 +76,18 @@ type_is(const json_t *v, const char *t)
 	/* 3.0 is an integer to JSON Schema, as it is to a JavaScript
 	 * client that cannot tell the two apart. */
 	if (strcmp(t, "integer") == 0)
-		return json_is_integer(v) || (json_is_real(v) &&
-		    json_real_value(v) == (double)(long long)json_real_value(v));
+		return json_is_integer(v) ||
+		    (json_is_real(v) &&
+			json_real_value(v) ==
+			    (double)(long long)json_real_value(v));
 	return 0;
 }
 
 static int
 type_ok(const json_t *s, const json_t *v)
 {
-	const json_t	*t = json_object_get(s, "type");
-	size_t		 i;
+	const json_t *t = json_object_get(s, "type");
+	size_t	      i;
 
 	if (json_is_string(t))
 		return type_is(v, json_string_value(t));
@@ -101,7 +104,7 @@ type_ok(const json_t *s, const json_t *v)
 static size_t
 chars(const char *s, size_t n)
 {
-	size_t	 i, c = 0;
+	size_t i, c = 0;
 
 	for (i = 0; i < n; i++)
 		if (((unsigned char)s[i] & 0xc0) != 0x80)
@@ -112,7 +115,7 @@ chars(const char *s, size_t n)
 static int
 num(const json_t *s, const char *k, double *out)
 {
-	const json_t	*v = json_object_get(s, k);
+	const json_t *v = json_object_get(s, k);
 
 	if (!json_is_number(v))
 		return 0;
@@ -124,21 +127,21 @@ static int
 check_string(const json_t *s, const json_t *v, const struct path *p,
     struct sbx_error *e)
 {
-	const char	*str = json_string_value(v);
-	size_t		 n = chars(str, json_string_length(v));
-	const json_t	*pat;
-	regex_t		 re;
-	double		 lim;
-	int		 m;
+	const char   *str = json_string_value(v);
+	size_t	      n = chars(str, json_string_length(v));
+	const json_t *pat;
+	regex_t	      re;
+	double	      lim;
+	int	      m;
 
 	if (num(s, "maxLength", &lim) && (double)n > lim)
 		return fail(e, p, "too_long", "is longer than allowed");
 	if (num(s, "minLength", &lim) && (double)n < lim)
-		return fail(e, p, "too_short", n == 0 ? "is empty" :
-		    "is shorter than allowed");
+		return fail(e, p, "too_short",
+		    n == 0 ? "is empty" : "is shorter than allowed");
 	if (json_is_string(pat = json_object_get(s, "pattern"))) {
-		if (regcomp(&re, json_string_value(pat), REG_EXTENDED |
-		    REG_NOSUB) != 0)
+		if (regcomp(&re, json_string_value(pat),
+			REG_EXTENDED | REG_NOSUB) != 0)
 			return fail(e, p, "bad_format", "cannot be checked");
 		/* A NUL inside the string would end it early for regexec:
 		 * such a string never matches. */
@@ -146,42 +149,44 @@ check_string(const json_t *s, const json_t *v, const struct path *p,
 		    regexec(&re, str, 0, NULL, 0) == 0;
 		regfree(&re);
 		if (!m)
-			return fail(e, p, "bad_format", "does not have the "
+			return fail(e, p, "bad_format",
+			    "does not have the "
 			    "expected form");
 	}
 	return 0;
 }
 
-static int	check(const json_t *, const json_t *, struct path *, int,
-		    struct sbx_error *);
+static int
+check(const json_t *, const json_t *, struct path *, int, struct sbx_error *);
 
 static int
 check_object(const json_t *s, const json_t *v, struct path *p, int depth,
     struct sbx_error *e)
 {
-	const json_t	*props = json_object_get(s, "properties");
-	const json_t	*extra = json_object_get(s, "additionalProperties");
-	const json_t	*req = json_object_get(s, "required"), *ps, *x;
-	const char	*k;
-	double		 lim;
-	size_t		 i, was;
+	const json_t *props = json_object_get(s, "properties");
+	const json_t *extra = json_object_get(s, "additionalProperties");
+	const json_t *req = json_object_get(s, "required"), *ps, *x;
+	const char   *k;
+	double	      lim;
+	size_t	      i, was;
 
 	if (num(s, "maxProperties", &lim) && (double)json_object_size(v) > lim)
 		return fail(e, p, "too_many", "has too many entries");
-	json_array_foreach(req, i, x) {
-		if (json_is_string(x) && json_object_get(v,
-		    json_string_value(x)) == NULL) {
+	json_array_foreach (req, i, x) {
+		if (json_is_string(x) &&
+		    json_object_get(v, json_string_value(x)) == NULL) {
 			was = path_push(p, json_string_value(x), 0, 0);
 			fail(e, p, "missing_property", "is required");
 			path_pop(p, was);
 			return -1;
 		}
 	}
-	json_object_foreach((json_t *)v, k, x) {
+	json_object_foreach ((json_t *)v, k, x) {
 		was = path_push(p, k, 0, 0);
 		if ((ps = json_object_get(props, k)) == NULL) {
 			if (json_is_false(extra)) {
-				fail(e, p, "unknown_property", "is not a "
+				fail(e, p, "unknown_property",
+				    "is not a "
 				    "parameter of this tool");
 				return -1;
 			}
@@ -198,9 +203,9 @@ static int
 check_array(const json_t *s, const json_t *v, struct path *p, int depth,
     struct sbx_error *e)
 {
-	const json_t	*items = json_object_get(s, "items");
-	double		 lim;
-	size_t		 i, was;
+	const json_t *items = json_object_get(s, "items");
+	double	      lim;
+	size_t	      i, was;
 
 	if (num(s, "maxItems", &lim) && (double)json_array_size(v) > lim)
 		return fail(e, p, "too_many", "has too many items");
@@ -221,9 +226,9 @@ static int
 check(const json_t *s, const json_t *v, struct path *p, int depth,
     struct sbx_error *e)
 {
-	const json_t	*en;
-	double		 lim, x;
-	size_t		 i;
+	const json_t *en;
+	double	      lim, x;
+	size_t	      i;
 
 	if (depth > DEPTH_MAX)
 		return fail(e, p, "too_deep", "is nested too deeply");
@@ -234,7 +239,8 @@ check(const json_t *s, const json_t *v, struct path *p, int depth,
 			if (json_equal(json_array_get(en, i), (json_t *)v))
 				break;
 		if (i == json_array_size(en))
-			return fail(e, p, "not_allowed", "is not one of the "
+			return fail(e, p, "not_allowed",
+			    "is not one of the "
 			    "allowed values");
 	}
 	if (json_is_number(v)) {
@@ -257,7 +263,7 @@ int
 sbx_jschema_check(const json_t *schema, const json_t *value,
     struct sbx_error *e)
 {
-	struct path	 p = { "", 0 };
+	struct path p = { "", 0 };
 
 	return check(schema, value, &p, 0, e);
 }

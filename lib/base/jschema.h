@@ -22,7 +22,7 @@
  * too_many, bad_format (pattern).  The field lives in static storage until
  * the next call.
  */
-int	sbx_jschema_check(const json_t *schema, const json_t *value,
-	    struct sbx_error *);
+int sbx_jschema_check(const json_t *schema, const json_t *value,
+    struct sbx_error *);
 
 #endif

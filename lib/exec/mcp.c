@@ -21,9 +21,9 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,55 +43,54 @@
 #include "time.h"
 #include "tooldefs.h"
 
-const char *const sbx_mcp_revisions[] = {
-	"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", NULL
-};
+const char *const sbx_mcp_revisions[] = { "2025-11-25", "2025-06-18",
+	"2025-03-26", "2024-11-05", NULL };
 
-#define OUTPUT_CAP	(128u << 10)	/* stdout, stderr kept per run */
-#define KILL_GRACE_MS	3000
-#define PROGRESS_MS	1000
-#define RATE_WINDOW_MS	60000
-#define PLUGIN_LIST_MS	10000
+#define OUTPUT_CAP     (128u << 10) /* stdout, stderr kept per run */
+#define KILL_GRACE_MS  3000
+#define PROGRESS_MS    1000
+#define RATE_WINDOW_MS 60000
+#define PLUGIN_LIST_MS 10000
 
 /* JSON-RPC 2.0 error codes. */
-#define E_PARSE		-32700
-#define E_REQUEST	-32600
-#define E_METHOD	-32601
-#define E_PARAMS	-32602
-#define E_INTERNAL	-32603
+#define E_PARSE	   -32700
+#define E_REQUEST  -32600
+#define E_METHOD   -32601
+#define E_PARAMS   -32602
+#define E_INTERNAL -32603
 
 struct run {
-	int			 used;
-	json_t			*id;		/* the request's id */
-	json_t			*ptoken;	/* progressToken, or NULL */
-	json_t			*args;		/* the call's arguments */
-	char			 name[129];
-	pid_t			 pid;
-	int			 fd[4];		/* stdin, stdout, stderr, env */
-	struct sbx_buf		 in;
-	size_t			 in_off;
-	struct sbx_capture	 cap[2];	/* the command's stdout, stderr */
-	struct sbx_buf		 env;		/* the envelope's bytes */
-	int			 envelope;	/* SBX_MCP_ENV_* */
-	int			 background;
-	int			 exited, status, cancelled, overflow;
-	long long		 started, next_progress, kill_at;
+	int		   used;
+	json_t		  *id; /* the request's id */
+	json_t		  *ptoken; /* progressToken, or NULL */
+	json_t		  *args; /* the call's arguments */
+	char		   name[129];
+	pid_t		   pid;
+	int		   fd[4]; /* stdin, stdout, stderr, env */
+	struct sbx_buf	   in;
+	size_t		   in_off;
+	struct sbx_capture cap[2]; /* the command's stdout, stderr */
+	struct sbx_buf	   env; /* the envelope's bytes */
+	int		   envelope; /* SBX_MCP_ENV_* */
+	int		   background;
+	int		   exited, status, cancelled, overflow;
+	long long	   started, next_progress, kill_at;
 };
 
 struct srv {
 	const struct sbx_mcp_conf *c;
-	struct sbx_mcp_who	 who;
-	struct run		 run[SBX_MCP_RUNS_MAX];
-	unsigned		 nrun;
-	long long		*starts;	/* ring of per_minute start times */
-	unsigned		 nstarts, starts_pos;
-	struct sbx_buf		 inbuf;
-	int			 discarding, eof, gone, sigfd;
-	int			 structured;	/* revision >= 2025-06-18 */
-	int			 loglevel;	/* index in levels[] */
-	json_t			*tools;		/* tools/list, once built */
-	json_t			*plugins;	/* name -> `sbx tools` entry */
-	struct sbx_strv		 jobs;		/* started in this session */
+	struct sbx_mcp_who	   who;
+	struct run		   run[SBX_MCP_RUNS_MAX];
+	unsigned		   nrun;
+	long long		  *starts; /* ring of per_minute start times */
+	unsigned		   nstarts, starts_pos;
+	struct sbx_buf		   inbuf;
+	int			   discarding, eof, gone, sigfd;
+	int			   structured; /* revision >= 2025-06-18 */
+	int			   loglevel; /* index in levels[] */
+	json_t			  *tools; /* tools/list, once built */
+	json_t			  *plugins; /* name -> `sbx tools` entry */
+	struct sbx_strv		   jobs; /* started in this session */
 };
 
 static const char *const levels[] = { "debug", "info", "notice", "warning",
@@ -102,7 +101,7 @@ static const char *const levels[] = { "debug", "info", "notice", "warning",
 static void
 send_msg(struct srv *s, json_t *msg)
 {
-	char	*p;
+	char *p;
 
 	if (msg == NULL)
 		return;
@@ -115,22 +114,22 @@ send_msg(struct srv *s, json_t *msg)
 	json_decref(msg);
 }
 
-static void
-send_error(struct srv *s, const json_t *id, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+static void send_error(struct srv *s, const json_t *id, int code,
+    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 static void
 send_error(struct srv *s, const json_t *id, int code, const char *fmt, ...)
 {
-	char	 m[512];
-	va_list	 ap;
+	char	m[512];
+	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(m, sizeof(m), fmt, ap);
 	va_end(ap);
-	send_msg(s, json_pack("{s:s,s:O,s:{s:i,s:s}}", "jsonrpc", "2.0",
-	    "id", id != NULL ? id : json_null(), "error", "code", code,
-	    "message", m));
+	send_msg(s,
+	    json_pack("{s:s,s:O,s:{s:i,s:s}}", "jsonrpc", "2.0", "id",
+		id != NULL ? id : json_null(), "error", "code", code, "message",
+		m));
 }
 
 static void
@@ -140,29 +139,30 @@ send_result(struct srv *s, const json_t *id, json_t *result)
 		send_error(s, id, E_INTERNAL, "out of memory");
 		return;
 	}
-	send_msg(s, json_pack("{s:s,s:O,s:o}", "jsonrpc", "2.0", "id", id,
-	    "result", result));
+	send_msg(s,
+	    json_pack("{s:s,s:O,s:o}", "jsonrpc", "2.0", "id", id, "result",
+		result));
 }
 
 /* notifications/message, when the client asked for that level. */
-static void
-log_msg(struct srv *s, int level, const char *fmt, ...)
+static void log_msg(struct srv *s, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 static void
 log_msg(struct srv *s, int level, const char *fmt, ...)
 {
-	char	 m[512];
-	va_list	 ap;
+	char	m[512];
+	va_list ap;
 
 	if (level < s->loglevel)
 		return;
 	va_start(ap, fmt);
 	vsnprintf(m, sizeof(m), fmt, ap);
 	va_end(ap);
-	send_msg(s, json_pack("{s:s,s:s,s:{s:s,s:s,s:s}}", "jsonrpc", "2.0",
-	    "method", "notifications/message", "params", "level",
-	    levels[level], "logger", "sbx", "data", m));
+	send_msg(s,
+	    json_pack("{s:s,s:s,s:{s:s,s:s,s:s}}", "jsonrpc", "2.0", "method",
+		"notifications/message", "params", "level", levels[level],
+		"logger", "sbx", "data", m));
 }
 
 /* ---- children ---------------------------------------------------- */
@@ -170,7 +170,7 @@ log_msg(struct srv *s, int level, const char *fmt, ...)
 static void
 run_free(struct srv *s, struct run *r)
 {
-	int	 i;
+	int i;
 
 	for (i = 0; i < 4; i++)
 		if (r->fd[i] >= 0)
@@ -220,7 +220,7 @@ child(const struct sbx_mcp_spawn *sp, int p[4][2])
 static int
 spawn(struct run *r, struct sbx_mcp_spawn *sp, struct sbx_error *e)
 {
-	int	 p[4][2], i, n = sp->envelope == SBX_MCP_ENV_FD ? 4 : 3;
+	int p[4][2], i, n = sp->envelope == SBX_MCP_ENV_FD ? 4 : 3;
 
 	for (i = 0; i < 4; i++)
 		p[i][0] = p[i][1] = -1;
@@ -264,8 +264,8 @@ fail:
 static void
 run_read(struct run *r, int i)
 {
-	char	 b[16384];
-	ssize_t	 n;
+	char	b[16384];
+	ssize_t n;
 
 	while ((n = read(r->fd[i], b, sizeof(b))) > 0) {
 		if ((i == 3 || (i == 1 && r->envelope == SBX_MCP_ENV_STDOUT))) {
@@ -285,7 +285,7 @@ run_read(struct run *r, int i)
 static void
 run_write(struct run *r)
 {
-	ssize_t	 n;
+	ssize_t n;
 
 	while (r->in_off < r->in.len) {
 		n = write(r->fd[0], r->in.p + r->in_off, r->in.len - r->in_off);
@@ -306,8 +306,8 @@ run_write(struct run *r)
 static json_t *
 envelope_of(struct run *r)
 {
-	struct sbx_error	 e;
-	char			*p, *end, *nl;
+	struct sbx_error e;
+	char		*p, *end, *nl;
 
 	if (r->overflow || r->env.len == 0)
 		return NULL;
@@ -323,28 +323,29 @@ envelope_of(struct run *r)
 static void
 run_finish(struct srv *s, struct run *r)
 {
-	struct sbx_mcp_done	 d;
-	struct sbx_buf		 o = SBX_BUF_INIT, er = SBX_BUF_INIT;
-	json_t			*env, *res;
-	int			 i;
+	struct sbx_mcp_done d;
+	struct sbx_buf	    o = SBX_BUF_INIT, er = SBX_BUF_INIT;
+	json_t		   *env, *res;
+	int		    i;
 
 	for (i = 1; i < 4; i++)
 		if (r->fd[i] >= 0)
 			run_read(r, i);
 	env = envelope_of(r);
-	if (env != NULL && r->background && json_is_true(json_object_get(env,
-	    "ok")) && json_is_string(json_object_get(json_object_get(env,
-	    "result"), "job")))
-		sbx_strv_push(&s->jobs, json_string_value(json_object_get(
-		    json_object_get(env, "result"), "job")));
+	if (env != NULL && r->background &&
+	    json_is_true(json_object_get(env, "ok")) &&
+	    json_is_string(
+		json_object_get(json_object_get(env, "result"), "job")))
+		sbx_strv_push(&s->jobs,
+		    json_string_value(json_object_get(
+			json_object_get(env, "result"), "job")));
 	if (!r->cancelled) {
 		sbx_capture_render(&r->cap[0], &o);
 		sbx_capture_render(&r->cap[1], &er);
 		memset(&d, 0, sizeof(d));
 		d.name = r->name;
 		d.envelope = env;
-		d.out = r->envelope == SBX_MCP_ENV_FD ? (o.p ? o.p : "") :
-		    NULL;
+		d.out = r->envelope == SBX_MCP_ENV_FD ? (o.p ? o.p : "") : NULL;
 		d.err = er.p;
 		d.status = r->status;
 		d.structured = s->structured;
@@ -372,9 +373,9 @@ run_kill(struct run *r, long long now)
 static void
 reap(struct srv *s)
 {
-	struct signalfd_siginfo	 si;
-	pid_t			 pid;
-	int			 st, i;
+	struct signalfd_siginfo si;
+	pid_t			pid;
+	int			st, i;
 
 	while (read(s->sigfd, &si, sizeof(si)) == sizeof(si))
 		/* Told to stop (the client ending its child, a terminal's
@@ -399,15 +400,15 @@ reap(struct srv *s)
 static void
 load_plugins(struct srv *s)
 {
-	struct sbx_mcp_spawn	 sp = { SBX_STRV_INIT, SBX_BUF_INIT, 0, 0, 0 };
-	struct sbx_error	 e;
-	struct run		 r;
-	json_t			*env, *t;
-	struct pollfd		 pf;
-	const char		*name;
-	long long		 end;
-	size_t			 i;
-	int			 st;
+	struct sbx_mcp_spawn sp = { SBX_STRV_INIT, SBX_BUF_INIT, 0, 0, 0 };
+	struct sbx_error     e;
+	struct run	     r;
+	json_t		    *env, *t;
+	struct pollfd	     pf;
+	const char	    *name;
+	long long	     end;
+	size_t		     i;
+	int		     st;
 
 	s->plugins = json_object();
 	if (sbx_strv_pushf(&sp.argv, "%s/sbx-plugin", s->c->libexec) == -1 ||
@@ -415,8 +416,9 @@ load_plugins(struct srv *s)
 	    sbx_strv_push(&sp.argv, "--agent") == -1 ||
 	    sbx_strv_push(&sp.argv, s->c->agent) == -1 ||
 	    sbx_strv_push(&sp.argv, "--json") == -1 ||
-	    (s->c->home != NULL && (sbx_strv_push(&sp.argv, "--home") == -1 ||
-	    sbx_strv_push(&sp.argv, s->c->home) == -1)))
+	    (s->c->home != NULL &&
+		(sbx_strv_push(&sp.argv, "--home") == -1 ||
+		    sbx_strv_push(&sp.argv, s->c->home) == -1)))
 		goto out;
 	if (access(sp.argv.v[0], X_OK) != 0)
 		goto out;
@@ -443,11 +445,12 @@ load_plugins(struct srv *s)
 	if ((env = envelope_of(&r)) == NULL ||
 	    !json_is_true(json_object_get(env, "ok")))
 		log_msg(s, 3, "plugin tools: sbx tools gave no list");
-	json_array_foreach(json_object_get(json_object_get(env, "result"),
-	    "tools"), i, t) {
+	json_array_foreach (
+	    json_object_get(json_object_get(env, "result"), "tools"), i, t) {
 		name = json_string_value(json_object_get(t, "name"));
-		if (name != NULL && (strncmp(name, "plugin.", 7) == 0 ||
-		    json_object_get(t, "plugin") != NULL) &&
+		if (name != NULL &&
+		    (strncmp(name, "plugin.", 7) == 0 ||
+			json_object_get(t, "plugin") != NULL) &&
 		    sbx_tooldef_find(name) == NULL)
 			json_object_set(s->plugins, name, t);
 	}
@@ -465,7 +468,7 @@ out:
 static json_t *
 plugin_tool(const char *name, const json_t *t)
 {
-	json_t	*in = json_object_get(t, "inputSchema");
+	json_t *in = json_object_get(t, "inputSchema");
 
 	if (in == NULL)
 		in = json_object_get(t, "input_schema");
@@ -475,10 +478,14 @@ plugin_tool(const char *name, const json_t *t)
 	if (in != NULL)
 		json_object_del(in, "$schema");
 	return json_pack("{s:s,s:s,s:o,s:{s:b,s:b,s:b}}", "name", name,
-	    "description", json_string_value(json_object_get(t,
-	    "description")) ? json_string_value(json_object_get(t,
-	    "description")) : "A plugin tool.", "inputSchema", in != NULL ?
-	    in : json_pack("{s:s,s:{}}", "type", "object", "properties"),
+	    "description",
+	    json_string_value(json_object_get(t, "description")) ?
+		json_string_value(json_object_get(t, "description")) :
+		"A plugin tool.",
+	    "inputSchema",
+	    in != NULL ?
+		in :
+		json_pack("{s:s,s:{}}", "type", "object", "properties"),
 	    "annotations", "readOnlyHint", 0, "destructiveHint", 1,
 	    "openWorldHint", 1);
 }
@@ -486,10 +493,10 @@ plugin_tool(const char *name, const json_t *t)
 static json_t *
 tools_list(struct srv *s)
 {
-	const struct sbx_tooldef	*d;
-	json_t				*t, *v;
-	const char			*k;
-	size_t				 i;
+	const struct sbx_tooldef *d;
+	json_t			 *t, *v;
+	const char		 *k;
+	size_t			  i;
 
 	if (s->tools != NULL)
 		return json_incref(s->tools);
@@ -506,7 +513,7 @@ tools_list(struct srv *s)
 		json_array_append_new(s->tools, t);
 	}
 	load_plugins(s);
-	json_object_foreach(s->plugins, k, v)
+	json_object_foreach (s->plugins, k, v)
 		json_array_append_new(s->tools, plugin_tool(k, v));
 	return json_incref(s->tools);
 }
@@ -516,8 +523,7 @@ static void
 tool_refused(struct srv *s, const json_t *id, const char *tool,
     const struct sbx_error *e, json_t *extra)
 {
-	send_result(s, id, sbx_mcp_tool_error(tool, e, extra,
-	    s->structured));
+	send_result(s, id, sbx_mcp_tool_error(tool, e, extra, s->structured));
 }
 
 /* Is there room for one more call (concurrency, rate)?  Records its
@@ -525,29 +531,32 @@ tool_refused(struct srv *s, const json_t *id, const char *tool,
 static int
 admit(struct srv *s, const json_t *id, const char *name)
 {
-	struct sbx_error	 e;
-	long long		 now = sbx_now_ms();
-	unsigned		 n = s->c->per_minute;
+	struct sbx_error e;
+	long long	 now = sbx_now_ms();
+	unsigned	 n = s->c->per_minute;
 
 	if (s->nrun >= s->c->max_runs) {
 		sbx_error_set(&e, SBX_K_REJECTED, NULL, "concurrency_limit",
 		    "agent %s already has %u tool calls running, the most "
-		    "allowed at once", s->c->agent, s->c->max_runs);
-		sbx_error_hint(&e, "wait for a call to finish, or use "
+		    "allowed at once",
+		    s->c->agent, s->c->max_runs);
+		sbx_error_hint(&e,
+		    "wait for a call to finish, or use "
 		    "sandbox_process to run long commands in the background");
-		tool_refused(s, id, name, &e, json_pack("{s:I}", "limit",
-		    (json_int_t)s->c->max_runs));
+		tool_refused(s, id, name, &e,
+		    json_pack("{s:I}", "limit", (json_int_t)s->c->max_runs));
 		log_msg(s, 3, "%s", e.message);
 		return 0;
 	}
-	if (n > 0 && s->nstarts == n && now - s->starts[s->starts_pos] <
-	    RATE_WINDOW_MS) {
+	if (n > 0 && s->nstarts == n &&
+	    now - s->starts[s->starts_pos] < RATE_WINDOW_MS) {
 		sbx_error_set(&e, SBX_K_REJECTED, NULL, "rate_limit",
 		    "agent %s has started %u tool calls in the last minute, "
-		    "the most allowed", s->c->agent, n);
+		    "the most allowed",
+		    s->c->agent, n);
 		e.retryable = 1;
-		tool_refused(s, id, name, &e, json_pack("{s:I}", "limit",
-		    (json_int_t)n));
+		tool_refused(s, id, name, &e,
+		    json_pack("{s:I}", "limit", (json_int_t)n));
 		log_msg(s, 3, "%s", e.message);
 		return 0;
 	}
@@ -563,7 +572,7 @@ admit(struct srv *s, const json_t *id, const char *name)
 static struct run *
 run_by_id(struct srv *s, const json_t *id)
 {
-	int	 i;
+	int i;
 
 	for (i = 0; i < SBX_MCP_RUNS_MAX; i++)
 		if (s->run[i].used && !s->run[i].cancelled &&
@@ -575,25 +584,26 @@ run_by_id(struct srv *s, const json_t *id)
 static void
 tools_call(struct srv *s, const json_t *id, const json_t *params)
 {
-	struct sbx_mcp_spawn		 sp = { SBX_STRV_INIT, SBX_BUF_INIT,
-	    0, NULL, 0 };
-	const struct sbx_tooldef	*d;
-	struct sbx_error		 e;
-	const json_t			*args, *pl = NULL;
-	json_t				*schema, *empty = NULL, *list;
-	const char			*name;
-	struct run			*r;
-	int				 i, rc;
+	struct sbx_mcp_spawn sp = { SBX_STRV_INIT, SBX_BUF_INIT, 0, NULL, 0 };
+	const struct sbx_tooldef *d;
+	struct sbx_error	  e;
+	const json_t		 *args, *pl = NULL;
+	json_t			 *schema, *empty = NULL, *list;
+	const char		 *name;
+	struct run		 *r;
+	int			  i, rc;
 
 	name = json_string_value(json_object_get(params, "name"));
 	args = json_object_get(params, "arguments");
 	if (name == NULL) {
-		send_error(s, id, E_PARAMS, "tools/call: `name` must be a "
+		send_error(s, id, E_PARAMS,
+		    "tools/call: `name` must be a "
 		    "string");
 		return;
 	}
 	if (args != NULL && !json_is_object(args)) {
-		send_error(s, id, E_PARAMS, "tools/call: `arguments` must be "
+		send_error(s, id, E_PARAMS,
+		    "tools/call: `arguments` must be "
 		    "an object");
 		return;
 	}
@@ -612,7 +622,7 @@ tools_call(struct srv *s, const json_t *id, const json_t *params)
 	 * properties, wrong types and oversized strings are refused
 	 * before anything runs. */
 	schema = d != NULL ? sbx_tooldef_input(d) :
-	    json_incref(json_object_get(pl, "inputSchema"));
+			     json_incref(json_object_get(pl, "inputSchema"));
 	rc = schema != NULL ? sbx_jschema_check(schema, args, &e) : 0;
 	json_decref(schema);
 	if (rc == -1) {
@@ -622,7 +632,8 @@ tools_call(struct srv *s, const json_t *id, const json_t *params)
 	if (run_by_id(s, id) != NULL) {
 		/* The first call keeps its id; this one cannot be answered
 		 * under it without confusing the two. */
-		send_error(s, NULL, E_REQUEST, "request id already in use by "
+		send_error(s, NULL, E_REQUEST,
+		    "request id already in use by "
 		    "a call that is still running");
 		goto out;
 	}
@@ -650,8 +661,8 @@ tools_call(struct srv *s, const json_t *id, const json_t *params)
 	r->id = json_deep_copy(id);
 	r->args = json_deep_copy(args);
 	snprintf(r->name, sizeof(r->name), "%s", name);
-	r->ptoken = json_incref(json_object_get(json_object_get(params,
-	    "_meta"), "progressToken"));
+	r->ptoken = json_incref(
+	    json_object_get(json_object_get(params, "_meta"), "progressToken"));
 	r->started = sbx_now_ms();
 	r->next_progress = r->started + PROGRESS_MS;
 out:
@@ -664,10 +675,10 @@ out:
 static json_t *
 initialize(struct srv *s, const json_t *params)
 {
-	const char	*want = json_string_value(json_object_get(params,
-	    "protocolVersion"));
-	const char	*v = sbx_mcp_revisions[0];
-	size_t		 i;
+	const char *want =
+	    json_string_value(json_object_get(params, "protocolVersion"));
+	const char *v = sbx_mcp_revisions[0];
+	size_t	    i;
 
 	/* The client's revision when we speak it, else our newest: the
 	 * client then decides whether it can go on (lifecycle, version
@@ -679,11 +690,10 @@ initialize(struct srv *s, const json_t *params)
 	json_decref(s->tools);
 	s->tools = NULL;
 	return json_pack("{s:s,s:{s:{s:b},s:{}},s:{s:s,s:s,s:s},s:s}",
-	    "protocolVersion", v,
-	    "capabilities", "tools", "listChanged", 0, "logging",
-	    "serverInfo", "name", "sbx", "title", "sbx sandbox", "version",
-	    s->c->version,
-	    "instructions", "Every tool runs in this agent's Linux sandbox "
+	    "protocolVersion", v, "capabilities", "tools", "listChanged", 0,
+	    "logging", "serverInfo", "name", "sbx", "title", "sbx sandbox",
+	    "version", s->c->version, "instructions",
+	    "Every tool runs in this agent's Linux sandbox "
 	    "(sbx): commands, files and packages stay in the agent's home "
 	    "(/workspace/agents/<agent>). Use shell_run for commands, "
 	    "sandbox_process for long-running ones, the file_* tools to "
@@ -695,7 +705,7 @@ initialize(struct srv *s, const json_t *params)
 static void
 cancelled(struct srv *s, const json_t *params)
 {
-	struct run	*r;
+	struct run *r;
 
 	if ((r = run_by_id(s, json_object_get(params, "requestId"))) == NULL)
 		return;
@@ -709,9 +719,8 @@ cancelled(struct srv *s, const json_t *params)
 static void
 set_level(struct srv *s, const json_t *id, const json_t *params)
 {
-	const char	*l = json_string_value(json_object_get(params,
-	    "level"));
-	int		 i;
+	const char *l = json_string_value(json_object_get(params, "level"));
+	int	    i;
 
 	for (i = 0; l != NULL && levels[i] != NULL; i++)
 		if (strcmp(levels[i], l) == 0) {
@@ -737,24 +746,22 @@ request(struct srv *s, const char *method, const json_t *id,
 	else if (strcmp(method, "ping") == 0)
 		send_result(s, id, json_object());
 	else if (strcmp(method, "tools/list") == 0)
-		send_result(s, id, json_pack("{s:o}", "tools",
-		    tools_list(s)));
+		send_result(s, id, json_pack("{s:o}", "tools", tools_list(s)));
 	else if (strcmp(method, "tools/call") == 0)
 		tools_call(s, id, params);
 	else if (strcmp(method, "logging/setLevel") == 0)
 		set_level(s, id, params);
 	else
-		send_error(s, id, E_METHOD, "method not found: %.64s",
-		    method);
+		send_error(s, id, E_METHOD, "method not found: %.64s", method);
 }
 
 static void
 message(struct srv *s, const char *p, size_t n)
 {
-	struct sbx_error	 e;
-	const json_t		*id, *params, *m;
-	json_t			*msg, *empty = NULL;
-	size_t			 i;
+	struct sbx_error e;
+	const json_t	*id, *params, *m;
+	json_t		*msg, *empty = NULL;
+	size_t		 i;
 
 	for (i = 0; i < n && strchr(" \t\r", p[i]) != NULL; i++)
 		;
@@ -767,10 +774,11 @@ message(struct srv *s, const char *p, size_t n)
 	}
 	if ((msg = sbx_json_parse(p, n, s->c->msg_max, &e)) == NULL) {
 		/* JSON, but not an object: not a request (42, "x", null). */
-		if (p[i] != '{' && (msg = json_loadb(p, n, JSON_DECODE_ANY,
-		    NULL)) != NULL) {
+		if (p[i] != '{' &&
+		    (msg = json_loadb(p, n, JSON_DECODE_ANY, NULL)) != NULL) {
 			json_decref(msg);
-			send_error(s, NULL, E_REQUEST, "invalid request: not "
+			send_error(s, NULL, E_REQUEST,
+			    "invalid request: not "
 			    "an object");
 		} else
 			send_error(s, NULL, E_PARSE, "parse error: %s",
@@ -781,8 +789,9 @@ message(struct srv *s, const char *p, size_t n)
 	m = json_object_get(msg, "method");
 	params = json_object_get(msg, "params");
 	if (!json_is_string(json_object_get(msg, "jsonrpc")) ||
-	    strcmp(json_string_value(json_object_get(msg, "jsonrpc")),
-	    "2.0") != 0 || (id != NULL && !valid_id(id))) {
+	    strcmp(json_string_value(json_object_get(msg, "jsonrpc")), "2.0") !=
+		0 ||
+	    (id != NULL && !valid_id(id))) {
 		send_error(s, valid_id(id) ? id : NULL, E_REQUEST,
 		    "invalid request: want jsonrpc \"2.0\" and a string or "
 		    "integer id");
@@ -791,21 +800,23 @@ message(struct srv *s, const char *p, size_t n)
 		 * it. */
 		if (json_object_get(msg, "result") == NULL &&
 		    json_object_get(msg, "error") == NULL)
-			send_error(s, id, E_REQUEST, "invalid request: no "
+			send_error(s, id, E_REQUEST,
+			    "invalid request: no "
 			    "method");
 	} else if (!json_is_string(m)) {
-		send_error(s, id, E_REQUEST, "invalid request: `method` "
+		send_error(s, id, E_REQUEST,
+		    "invalid request: `method` "
 		    "must be a string");
 	} else if (params != NULL && !json_is_object(params)) {
 		if (id != NULL)
-			send_error(s, id, E_PARAMS, "`params` must be an "
+			send_error(s, id, E_PARAMS,
+			    "`params` must be an "
 			    "object");
 	} else if (id != NULL) {
 		if (params == NULL)
 			params = empty = json_object();
 		request(s, json_string_value(m), id, params);
-	} else if (strcmp(json_string_value(m), "notifications/cancelled") ==
-	    0)
+	} else if (strcmp(json_string_value(m), "notifications/cancelled") == 0)
 		cancelled(s, params);
 	json_decref(empty);
 	json_decref(msg);
@@ -816,9 +827,9 @@ message(struct srv *s, const char *p, size_t n)
 static void
 input(struct srv *s)
 {
-	char	 b[65536], *nl, *p;
-	ssize_t	 n;
-	size_t	 len;
+	char	b[65536], *nl, *p;
+	ssize_t n;
+	size_t	len;
 
 	n = read(s->c->in_fd, b, sizeof(b));
 	if (n == -1 && (errno == EINTR || errno == EAGAIN))
@@ -832,8 +843,10 @@ input(struct srv *s)
 	len = s->inbuf.len;
 	while ((nl = memchr(p, '\n', len)) != NULL) {
 		if (!s->discarding && (size_t)(nl - p) > s->c->msg_max)
-			send_error(s, NULL, E_REQUEST, "message larger than "
-			    "%zu bytes", s->c->msg_max);
+			send_error(s, NULL, E_REQUEST,
+			    "message larger than "
+			    "%zu bytes",
+			    s->c->msg_max);
 		else if (!s->discarding)
 			message(s, p, (size_t)(nl - p));
 		s->discarding = 0;
@@ -842,8 +855,10 @@ input(struct srv *s)
 	}
 	if (len > s->c->msg_max) {
 		if (!s->discarding)
-			send_error(s, NULL, E_REQUEST, "message larger than "
-			    "%zu bytes", s->c->msg_max);
+			send_error(s, NULL, E_REQUEST,
+			    "message larger than "
+			    "%zu bytes",
+			    s->c->msg_max);
 		s->discarding = 1;
 		len = 0;
 	}
@@ -856,26 +871,26 @@ input(struct srv *s)
 static void
 progress(struct srv *s, struct run *r, long long now)
 {
-	unsigned long long	 t = (now - r->started) / 1000;
+	unsigned long long t = (now - r->started) / 1000;
 
 	r->next_progress = now + PROGRESS_MS;
 	if (r->ptoken == NULL || r->cancelled)
 		return;
-	send_msg(s, json_pack("{s:s,s:s,s:{s:O,s:I,s:s+}}", "jsonrpc", "2.0",
-	    "method", "notifications/progress", "params", "progressToken",
-	    r->ptoken, "progress", (json_int_t)t, "message", r->name,
-	    " running"));
+	send_msg(s,
+	    json_pack("{s:s,s:s,s:{s:O,s:I,s:s+}}", "jsonrpc", "2.0", "method",
+		"notifications/progress", "params", "progressToken", r->ptoken,
+		"progress", (json_int_t)t, "message", r->name, " running"));
 }
 
 static int
 poll_once(struct srv *s)
 {
-	struct pollfd	 pf[2 + 4 * SBX_MCP_RUNS_MAX];
-	struct run	*who[2 + 4 * SBX_MCP_RUNS_MAX];
-	int		 idx[2 + 4 * SBX_MCP_RUNS_MAX];
-	int		 n = 0, i, j, timeout = -1, in_idx = -1;
-	long long	 now = sbx_now_ms(), next = LLONG_MAX;
-	struct run	*r;
+	struct pollfd pf[2 + 4 * SBX_MCP_RUNS_MAX];
+	struct run   *who[2 + 4 * SBX_MCP_RUNS_MAX];
+	int	      idx[2 + 4 * SBX_MCP_RUNS_MAX];
+	int	      n = 0, i, j, timeout = -1, in_idx = -1;
+	long long     now = sbx_now_ms(), next = LLONG_MAX;
+	struct run   *r;
 
 	pf[n].fd = s->sigfd;
 	pf[n++].events = POLLIN;
@@ -936,12 +951,12 @@ poll_once(struct srv *s)
 static void
 teardown(struct srv *s)
 {
-	struct sbx_mcp_spawn	 sp;
-	struct sbx_error	 e;
-	json_t			*args;
-	long long		 now = sbx_now_ms();
-	size_t			 i;
-	int			 k;
+	struct sbx_mcp_spawn sp;
+	struct sbx_error     e;
+	json_t		    *args;
+	long long	     now = sbx_now_ms();
+	size_t		     i;
+	int		     k;
 
 	for (k = 0; k < SBX_MCP_RUNS_MAX; k++)
 		if (s->run[k].used) {
@@ -955,8 +970,9 @@ teardown(struct srv *s)
 		memset(&sp, 0, sizeof(sp));
 		args = json_pack("{s:s,s:s}", "action", "kill", "job",
 		    s->jobs.v[i]);
-		if (args != NULL && sbx_mcp_tool_spawn(&s->who,
-		    "sandbox_process", NULL, args, &sp, &e) == 0 &&
+		if (args != NULL &&
+		    sbx_mcp_tool_spawn(&s->who, "sandbox_process", NULL, args,
+			&sp, &e) == 0 &&
 		    s->nrun < SBX_MCP_RUNS_MAX) {
 			for (k = 0; s->run[k].used; k++)
 				;
@@ -982,9 +998,9 @@ teardown(struct srv *s)
 int
 sbx_mcp_serve(const struct sbx_mcp_conf *c, struct sbx_error *e)
 {
-	struct srv	 s;
-	sigset_t	 set;
-	int		 rc = 0;
+	struct srv s;
+	sigset_t   set;
+	int	   rc = 0;
 
 	memset(&s, 0, sizeof(s));
 	s.c = c;
@@ -994,8 +1010,8 @@ sbx_mcp_serve(const struct sbx_mcp_conf *c, struct sbx_error *e)
 	s.who.network_max = c->network_max;
 	s.loglevel = 3;
 	s.structured = 1;
-	if (c->per_minute > 0 && (s.starts = calloc(c->per_minute,
-	    sizeof(*s.starts))) == NULL)
+	if (c->per_minute > 0 &&
+	    (s.starts = calloc(c->per_minute, sizeof(*s.starts))) == NULL)
 		return sbx_error_sys(e, "nomem", "out of memory");
 	/* SIGCHLD (and SIGTERM, SIGINT, SIGHUP) through a signalfd: the
 	 * loop reaps in order with the rest of its work, no handler runs

@@ -14,19 +14,19 @@
  * that asks for one we do not speak. */
 extern const char *const sbx_mcp_revisions[];
 
-#define SBX_MCP_MSG_MAX		(16u << 20)	/* default message cap */
-#define SBX_MCP_RUNS_MAX	64		/* = SBX_MCP_RUNS_LIMIT */
+#define SBX_MCP_MSG_MAX	 (16u << 20) /* default message cap */
+#define SBX_MCP_RUNS_MAX 64 /* = SBX_MCP_RUNS_LIMIT */
 
 struct sbx_mcp_conf {
-	const char	*libexec;	/* directory of the sbx-* programs */
-	const char	*agent;
-	const char	*home;		/* --home, or NULL */
-	int		 in_fd, out_fd;
-	unsigned	 max_runs;	/* tool calls running at once */
-	unsigned	 per_minute;	/* tool calls started in 60 s */
-	size_t		 msg_max;	/* largest message, bytes */
-	const char	*version;	/* serverInfo.version */
-	const char	*network_max;	/* the agent's network setting */
+	const char *libexec; /* directory of the sbx-* programs */
+	const char *agent;
+	const char *home; /* --home, or NULL */
+	int	    in_fd, out_fd;
+	unsigned    max_runs; /* tool calls running at once */
+	unsigned    per_minute; /* tool calls started in 60 s */
+	size_t	    msg_max; /* largest message, bytes */
+	const char *version; /* serverInfo.version */
+	const char *network_max; /* the agent's network setting */
 };
 
 /*
@@ -34,6 +34,6 @@ struct sbx_mcp_conf {
  * every run of the session is killed and reaped.  -1 with the error when
  * the server cannot run at all (no pipes, no signalfd).
  */
-int	sbx_mcp_serve(const struct sbx_mcp_conf *, struct sbx_error *);
+int sbx_mcp_serve(const struct sbx_mcp_conf *, struct sbx_error *);
 
 #endif

@@ -41,19 +41,26 @@ str(const json_t *args, const char *k)
 static int
 opt(struct sbx_strv *v, const json_t *args, const char *k, const char *o)
 {
-	const json_t	*x = json_object_get(args, k);
+	const json_t *x = json_object_get(args, k);
 
 	if (x == NULL)
 		return 0;
 	if (json_is_string(x))
 		return sbx_strv_push(v, o) == -1 ||
-		    sbx_strv_push(v, json_string_value(x)) == -1 ? -1 : 0;
+			sbx_strv_push(v, json_string_value(x)) == -1 ?
+		    -1 :
+		    0;
 	if (json_is_integer(x))
-		return sbx_strv_push(v, o) == -1 || sbx_strv_pushf(v, "%lld",
-		    (long long)json_integer_value(x)) == -1 ? -1 : 0;
+		return sbx_strv_push(v, o) == -1 ||
+			sbx_strv_pushf(v, "%lld",
+			    (long long)json_integer_value(x)) == -1 ?
+		    -1 :
+		    0;
 	if (json_is_real(x))
-		return sbx_strv_push(v, o) == -1 || sbx_strv_pushf(v, "%.17g",
-		    json_real_value(x)) == -1 ? -1 : 0;
+		return sbx_strv_push(v, o) == -1 ||
+			sbx_strv_pushf(v, "%.17g", json_real_value(x)) == -1 ?
+		    -1 :
+		    0;
 	return 0;
 }
 
@@ -61,8 +68,7 @@ opt(struct sbx_strv *v, const json_t *args, const char *k, const char *o)
 static int
 flag(struct sbx_strv *v, const json_t *args, const char *k, const char *o)
 {
-	return json_is_true(json_object_get(args, k)) ?
-	    sbx_strv_push(v, o) : 0;
+	return json_is_true(json_object_get(args, k)) ? sbx_strv_push(v, o) : 0;
 }
 
 /* argv[0] and the options every program takes. */
@@ -80,8 +86,9 @@ common(struct sbx_strv *v, const struct sbx_mcp_who *w)
 	if (sbx_strv_push(v, "--agent") == -1 ||
 	    sbx_strv_push(v, w->agent) == -1 || sbx_strv_push(v, "--json"))
 		return -1;
-	if (w->home != NULL && (sbx_strv_push(v, "--home") == -1 ||
-	    sbx_strv_push(v, w->home) == -1))
+	if (w->home != NULL &&
+	    (sbx_strv_push(v, "--home") == -1 ||
+		sbx_strv_push(v, w->home) == -1))
 		return -1;
 	return 0;
 }
@@ -89,8 +96,10 @@ common(struct sbx_strv *v, const struct sbx_mcp_who *w)
 static int
 network_rank(const char *m)
 {
-	return m == NULL ? 0 : strcmp(m, "outbound") == 0 ? 2 :
-	    strcmp(m, "proxy") == 0 ? 1 : 0;
+	return m == NULL	       ? 0 :
+	    strcmp(m, "outbound") == 0 ? 2 :
+	    strcmp(m, "proxy") == 0    ? 1 :
+					 0;
 }
 
 /*
@@ -104,16 +113,18 @@ static int
 network_check(const json_t *args, const struct sbx_mcp_who *w,
     struct sbx_error *e)
 {
-	const char	*want = str(args, "network");
-	const char	*max = w->network_max ? w->network_max : "none";
+	const char *want = str(args, "network");
+	const char *max = w->network_max ? w->network_max : "none";
 
 	if (want == NULL || network_rank(want) <= network_rank(max))
 		return 0;
 	sbx_error_set(e, SBX_K_REJECTED, "network", "network_not_allowed",
-	    "agent %s may use network %s at most; %s was asked", w->agent,
-	    max, want);
-	sbx_error_hint(e, "the user can allow more with: sbx config set "
-	    "network %s --agent %s", want, w->agent);
+	    "agent %s may use network %s at most; %s was asked", w->agent, max,
+	    want);
+	sbx_error_hint(e,
+	    "the user can allow more with: sbx config set "
+	    "network %s --agent %s",
+	    want, w->agent);
 	return -1;
 }
 
@@ -127,20 +138,21 @@ static int
 exec_request(const json_t *args, const struct sbx_mcp_who *w, int bg,
     struct sbx_mcp_spawn *sp, struct sbx_error *e)
 {
-	json_t		*q, *env, *x;
-	const char	*k;
-	char		*s;
-	int		 rc;
+	json_t	   *q, *env, *x;
+	const char *k;
+	char	   *s;
+	int	    rc;
 
 	if (network_check(args, w, e) == -1)
 		return -1;
 	if ((json_object_get(args, "command") != NULL) ==
 	    (json_object_get(args, "argv") != NULL))
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "command",
-		    "command_or_argv", "give `command` (a shell command "
+		    "command_or_argv",
+		    "give `command` (a shell command "
 		    "line) or `argv` (an argument vector), exactly one");
-	if ((q = json_pack("{s:s,s:s}", "agent", w->agent, "stdin",
-	    "null")) == NULL)
+	if ((q = json_pack("{s:s,s:s}", "agent", w->agent, "stdin", "null")) ==
+	    NULL)
 		return nomem(e);
 	if ((x = json_object_get(args, "command")) != NULL)
 		json_object_set(q, "shell", x);
@@ -156,9 +168,10 @@ exec_request(const json_t *args, const struct sbx_mcp_who *w, int bg,
 		json_object_set_new(q, "background", json_true());
 	if (json_object_size(json_object_get(args, "env")) > 0) {
 		env = json_array();
-		json_object_foreach(json_object_get(args, "env"), k, x)
-			if ((s = NULL, asprintf(&s, "%s=%s", k,
-			    json_string_value(x))) == -1 ||
+		json_object_foreach (json_object_get(args, "env"), k, x)
+			if ((s = NULL,
+				asprintf(&s, "%s=%s", k,
+				    json_string_value(x))) == -1 ||
 			    json_array_append_new(env, json_string(s)) == -1) {
 				free(s);
 				json_decref(env);
@@ -179,8 +192,9 @@ exec_request(const json_t *args, const struct sbx_mcp_who *w, int bg,
 	    sbx_strv_push(&sp->argv, "-") == -1 ||
 	    sbx_strv_push(&sp->argv, "--envelope-fd") == -1 ||
 	    sbx_strv_push(&sp->argv, "3") == -1 ||
-	    (w->home != NULL && (sbx_strv_push(&sp->argv, "--home") == -1 ||
-	    sbx_strv_push(&sp->argv, w->home) == -1)))
+	    (w->home != NULL &&
+		(sbx_strv_push(&sp->argv, "--home") == -1 ||
+		    sbx_strv_push(&sp->argv, w->home) == -1)))
 		return nomem(e);
 	sp->envelope = SBX_MCP_ENV_FD;
 	sp->tool = "exec";
@@ -195,18 +209,21 @@ process(const json_t *args, const struct sbx_mcp_who *w,
     struct sbx_mcp_spawn *sp, struct sbx_error *e)
 {
 	const char	*act = str(args, "action"), *job = str(args, "job");
-	struct sbx_strv	*v = &sp->argv;
+	struct sbx_strv *v = &sp->argv;
 
 	if (strcmp(act, "start") == 0)
 		return exec_request(args, w, 1, sp, e);
 	if (strcmp(act, "list") != 0 && job == NULL)
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "job",
-		    "missing_property", "argument `job` is required for "
-		    "action `%s`: the id that start returned", act);
-	if (prog(v, w, "exec") == -1 || sbx_strv_push(v,
-	    strcmp(act, "list") == 0 ? "ps" : act) == -1 ||
+		    "missing_property",
+		    "argument `job` is required for "
+		    "action `%s`: the id that start returned",
+		    act);
+	if (prog(v, w, "exec") == -1 ||
+	    sbx_strv_push(v, strcmp(act, "list") == 0 ? "ps" : act) == -1 ||
 	    (job != NULL && strcmp(act, "list") != 0 &&
-	    sbx_strv_push(v, job) == -1) || common(v, w) == -1)
+		sbx_strv_push(v, job) == -1) ||
+	    common(v, w) == -1)
 		return nomem(e);
 	if (strcmp(act, "poll") == 0 || strcmp(act, "wait") == 0)
 		if (opt(v, args, "tail_lines", "--tail-lines") == -1)
@@ -214,8 +231,7 @@ process(const json_t *args, const struct sbx_mcp_who *w,
 	if (strcmp(act, "wait") == 0 &&
 	    opt(v, args, "timeout", "--timeout") == -1)
 		return nomem(e);
-	if (strcmp(act, "kill") == 0 && flag(v, args, "force", "--force") ==
-	    -1)
+	if (strcmp(act, "kill") == 0 && flag(v, args, "force", "--force") == -1)
 		return nomem(e);
 	sp->tool = strcmp(act, "list") == 0 ? "exec.ps" : act;
 	return 0;
@@ -226,7 +242,7 @@ static int
 file(const char *sub, const json_t *args, const struct sbx_mcp_who *w,
     struct sbx_mcp_spawn *sp, struct sbx_error *e)
 {
-	struct sbx_strv	*v = &sp->argv;
+	struct sbx_strv *v = &sp->argv;
 	const json_t	*x;
 	const char	*operand;
 	size_t		 i;
@@ -246,7 +262,7 @@ file(const char *sub, const json_t *args, const struct sbx_mcp_who *w,
 		    flag(v, args, "files", "--files") |
 		    opt(v, args, "context", "--context") |
 		    opt(v, args, "max", "--max");
-		json_array_foreach(json_object_get(args, "glob"), i, x)
+		json_array_foreach (json_object_get(args, "glob"), i, x)
 			rc |= sbx_strv_push(v, "--glob") |
 			    sbx_strv_push(v, json_string_value(x));
 	} else if (strcmp(sub, "write") == 0) {
@@ -256,15 +272,18 @@ file(const char *sub, const json_t *args, const struct sbx_mcp_who *w,
 		rc |= sbx_buf_append(&sp->input, json_string_value(x),
 		    json_string_length(x));
 	} else if (strcmp(sub, "edit") == 0)
-		rc = opt(v, args, "old", "--old") | opt(v, args, "new",
-		    "--new") | flag(v, args, "all", "--all");
+		rc = opt(v, args, "old", "--old") |
+		    opt(v, args, "new", "--new") |
+		    flag(v, args, "all", "--all");
 	else if (strcmp(sub, "list") == 0) {
 		rc = opt(v, args, "depth", "--depth");
 		if (operand == NULL)
 			operand = ".";
 	}
-	if (rc != 0 || (operand != NULL && (sbx_strv_push(v, "--") == -1 ||
-	    sbx_strv_push(v, operand) == -1)))
+	if (rc != 0 ||
+	    (operand != NULL &&
+		(sbx_strv_push(v, "--") == -1 ||
+		    sbx_strv_push(v, operand) == -1)))
 		return nomem(e);
 	sp->tool = NULL;
 	return 0;
@@ -274,7 +293,7 @@ static int
 install(const json_t *args, const struct sbx_mcp_who *w,
     struct sbx_mcp_spawn *sp, struct sbx_error *e)
 {
-	struct sbx_strv	*v = &sp->argv;
+	struct sbx_strv *v = &sp->argv;
 	const json_t	*x;
 	size_t		 i;
 
@@ -283,7 +302,7 @@ install(const json_t *args, const struct sbx_mcp_who *w,
 	    opt(v, args, "timeout", "--timeout") == -1 ||
 	    sbx_strv_push(v, "--") == -1)
 		return nomem(e);
-	json_array_foreach(json_object_get(args, "packages"), i, x)
+	json_array_foreach (json_object_get(args, "packages"), i, x)
 		if (sbx_strv_push(v, json_string_value(x)) == -1)
 			return nomem(e);
 	sp->tool = "install";
@@ -296,7 +315,7 @@ static int
 plugin(const json_t *pl, const json_t *args, const struct sbx_mcp_who *w,
     struct sbx_mcp_spawn *sp, struct sbx_error *e)
 {
-	struct sbx_strv	*v = &sp->argv;
+	struct sbx_strv *v = &sp->argv;
 	const char	*id = str(pl, "plugin"), *tool = str(pl, "tool"), *k;
 	const char	*name = str(pl, "name");
 	const json_t	*x;
@@ -312,14 +331,16 @@ plugin(const json_t *pl, const json_t *args, const struct sbx_mcp_who *w,
 
 	if (id == NULL || tool == NULL)
 		return sbx_error_set(e, SBX_K_UNAVAILABLE, "name",
-		    "plugin_entry", "the plugin tool's entry in `sbx plugin "
+		    "plugin_entry",
+		    "the plugin tool's entry in `sbx plugin "
 		    "tools` "
 		    "names no plugin and tool");
 	if (prog(v, w, "plugin") == -1 || sbx_strv_push(v, "run") == -1 ||
 	    common(v, w) == -1)
 		return nomem(e);
-	json_object_foreach((json_t *)args, k, x) {
-		s = json_is_string(x) ? strdup(json_string_value(x)) :
+	json_object_foreach ((json_t *)args, k, x) {
+		s = json_is_string(x) ?
+		    strdup(json_string_value(x)) :
 		    json_dumps(x, JSON_COMPACT | JSON_ENCODE_ANY);
 		rc = s == NULL || sbx_strv_push(v, "--param") == -1 ||
 		    sbx_strv_pushf(v, "%s=%s", k, s) == -1;
@@ -339,7 +360,7 @@ sbx_mcp_tool_spawn(const struct sbx_mcp_who *w, const char *name,
     const json_t *pl, const json_t *args, struct sbx_mcp_spawn *sp,
     struct sbx_error *e)
 {
-	struct sbx_strv	*v = &sp->argv;
+	struct sbx_strv *v = &sp->argv;
 
 	sp->envelope = SBX_MCP_ENV_STDOUT;
 	sp->background = 0;
@@ -358,8 +379,9 @@ sbx_mcp_tool_spawn(const struct sbx_mcp_who *w, const char *name,
 	    strcmp(name, "secret_request") == 0) {
 		/* secret_request never takes a value: it checks whether the
 		 * secret is there and tells the user how to set it. */
-		if (prog(v, w, "secret") == -1 || sbx_strv_push(v, "check") ==
-		    -1 || common(v, w) == -1 || sbx_strv_push(v, "--") == -1 ||
+		if (prog(v, w, "secret") == -1 ||
+		    sbx_strv_push(v, "check") == -1 || common(v, w) == -1 ||
+		    sbx_strv_push(v, "--") == -1 ||
 		    sbx_strv_push(v, str(args, "name")) == -1)
 			return nomem(e);
 		sp->tool = "secret.check";
@@ -374,11 +396,11 @@ sbx_mcp_tool_spawn(const struct sbx_mcp_who *w, const char *name,
 static json_t *
 made_envelope(const struct sbx_mcp_done *d)
 {
-	struct sbx_error	 e;
-	json_t			*extra = NULL;
+	struct sbx_error e;
+	json_t		*extra = NULL;
 
-	if (WIFEXITED(d->status) && (WEXITSTATUS(d->status) == 126 ||
-	    WEXITSTATUS(d->status) == 127))
+	if (WIFEXITED(d->status) &&
+	    (WEXITSTATUS(d->status) == 126 || WEXITSTATUS(d->status) == 127))
 		sbx_error_set(&e, SBX_K_UNAVAILABLE, "name", "program_missing",
 		    "the program behind tool %s is not installed (exit %d)",
 		    d->name, WEXITSTATUS(d->status));
@@ -389,28 +411,29 @@ made_envelope(const struct sbx_mcp_done *d)
 	else
 		sbx_error_set(&e, SBX_K_EXECUTION_ERROR, NULL, "no_envelope",
 		    "the program behind tool %s exited with status %d "
-		    "without a result", d->name, WIFEXITED(d->status) ?
-		    WEXITSTATUS(d->status) : -1);
+		    "without a result",
+		    d->name,
+		    WIFEXITED(d->status) ? WEXITSTATUS(d->status) : -1);
 	if (d->err != NULL && *d->err)
-		extra = json_pack("{s:o}", "stderr", sbx_json_bytes(d->err,
-		    strlen(d->err)));
+		extra = json_pack("{s:o}", "stderr",
+		    sbx_json_bytes(d->err, strlen(d->err)));
 	return sbx_envelope_err(d->name, &e, extra);
 }
 
 static void
 text_failure(struct sbx_buf *t, const json_t *env)
 {
-	const char	*field = str(env, "field"), *reason = str(env, "reason");
-	const char	*hint = str(env, "hint");
+	const char *field = str(env, "field"), *reason = str(env, "reason");
+	const char *hint = str(env, "hint");
 
-	sbx_buf_printf(t, "error: %s", str(env, "kind") ? str(env, "kind") :
-	    "failed");
+	sbx_buf_printf(t, "error: %s",
+	    str(env, "kind") ? str(env, "kind") : "failed");
 	if (reason != NULL)
 		sbx_buf_printf(t, " (%s)", reason);
 	if (field != NULL)
 		sbx_buf_printf(t, " in argument `%s`", field);
-	sbx_buf_printf(t, ": %s\n", str(env, "message") ? str(env,
-	    "message") : "");
+	sbx_buf_printf(t, ": %s\n",
+	    str(env, "message") ? str(env, "message") : "");
 	if (hint != NULL)
 		sbx_buf_printf(t, "hint: %s\n", hint);
 	if (json_is_true(json_object_get(env, "retryable")))
@@ -420,8 +443,8 @@ text_failure(struct sbx_buf *t, const json_t *env)
 static void
 text_run(struct sbx_buf *t, const json_t *res)
 {
-	const json_t	*x;
-	const char	*o = str(res, "stdout"), *er = str(res, "stderr");
+	const json_t *x;
+	const char   *o = str(res, "stdout"), *er = str(res, "stderr");
 
 	if ((x = json_object_get(res, "exit_code")) != NULL)
 		sbx_buf_printf(t, "exit code: %lld\n",
@@ -441,12 +464,12 @@ text_run(struct sbx_buf *t, const json_t *res)
 static json_t *
 secret_request(const struct sbx_mcp_done *d, json_t *env)
 {
-	json_t	*res = json_object_get(env, "result");
-	int	 present = json_is_true(json_object_get(env, "ok")) &&
+	json_t *res = json_object_get(env, "result");
+	int	present = json_is_true(json_object_get(env, "ok")) &&
 	    json_is_true(json_object_get(res, "present"));
-	char		*cmd = NULL;
-	const char	*name;
-	json_t		*out;
+	char	   *cmd = NULL;
+	const char *name;
+	json_t	   *out;
 
 	if (!json_is_true(json_object_get(env, "ok")) &&
 	    strcmp(str(env, "kind") ? str(env, "kind") : "", "not_found") != 0)
@@ -455,12 +478,17 @@ secret_request(const struct sbx_mcp_done *d, json_t *env)
 	if (asprintf(&cmd, "sbx secret set %s --agent %s", name, d->agent) ==
 	    -1)
 		return NULL;
-	out = sbx_envelope_ok("secret.request", json_pack("{s:s,s:b,s:s,"
-	    "s:s}", "name", name, "present", present, "command", cmd,
-	    "message", present ? "the secret is set: shell_run commands find "
-	    "it in their environment" : "ask the user to run this command in "
-	    "a terminal; the value is typed there, never sent through this "
-	    "conversation"), NULL);
+	out = sbx_envelope_ok("secret.request",
+	    json_pack("{s:s,s:b,s:s,"
+		      "s:s}",
+		"name", name, "present", present, "command", cmd, "message",
+		present ?
+		    "the secret is set: shell_run commands find "
+		    "it in their environment" :
+		    "ask the user to run this command in "
+		    "a terminal; the value is typed there, never sent through this "
+		    "conversation"),
+	    NULL);
 	free(cmd);
 	return out;
 }
@@ -468,17 +496,17 @@ secret_request(const struct sbx_mcp_done *d, json_t *env)
 static json_t *
 content(const char *text, json_t *env, int structured, int is_error)
 {
-	json_t	*r;
-	char	*s = NULL;
+	json_t *r;
+	char   *s = NULL;
 
-	if (!structured && (s = json_dumps(env, JSON_COMPACT |
-	    JSON_SORT_KEYS)) == NULL)
+	if (!structured &&
+	    (s = json_dumps(env, JSON_COMPACT | JSON_SORT_KEYS)) == NULL)
 		return NULL;
-	r = json_pack("{s:[{s:s,s:s}],s:b}", "content", "type", "text",
-	    "text", text, "isError", is_error);
+	r = json_pack("{s:[{s:s,s:s}],s:b}", "content", "type", "text", "text",
+	    text, "isError", is_error);
 	if (r != NULL && s != NULL)
-		json_array_append_new(json_object_get(r, "content"), json_pack(
-		    "{s:s,s:s}", "type", "text", "text", s));
+		json_array_append_new(json_object_get(r, "content"),
+		    json_pack("{s:s,s:s}", "type", "text", "text", s));
 	free(s);
 	if (r != NULL && structured)
 		json_object_set(r, "structuredContent", env);
@@ -488,13 +516,12 @@ content(const char *text, json_t *env, int structured, int is_error)
 json_t *
 sbx_mcp_tool_result(const struct sbx_mcp_done *d)
 {
-	struct sbx_buf	 t = SBX_BUF_INIT;
-	json_t		*env, *res, *r;
-	char		*s;
-	int		 ok;
+	struct sbx_buf t = SBX_BUF_INIT;
+	json_t	      *env, *res, *r;
+	char	      *s;
+	int	       ok;
 
-	env = d->envelope != NULL ? json_incref(d->envelope) :
-	    made_envelope(d);
+	env = d->envelope != NULL ? json_incref(d->envelope) : made_envelope(d);
 	if (env != NULL && strcmp(d->name, "secret_request") == 0) {
 		r = secret_request(d, env);
 		json_decref(env);
@@ -509,25 +536,27 @@ sbx_mcp_tool_result(const struct sbx_mcp_done *d)
 	if (json_is_object(res) && d->out != NULL &&
 	    json_object_get(res, "stdout") == NULL &&
 	    json_object_get(res, "background") == NULL) {
-		json_object_set_new(res, "stdout", sbx_json_bytes(d->out,
-		    strlen(d->out)));
-		json_object_set_new(res, "stderr", sbx_json_bytes(d->err ?
-		    d->err : "", d->err ? strlen(d->err) : 0));
+		json_object_set_new(res, "stdout",
+		    sbx_json_bytes(d->out, strlen(d->out)));
+		json_object_set_new(res, "stderr",
+		    sbx_json_bytes(d->err ? d->err : "",
+			d->err ? strlen(d->err) : 0));
 	}
 	ok = json_is_true(json_object_get(env, "ok"));
 	if (!ok)
 		text_failure(&t, env);
 	else if (json_object_get(res, "background") != NULL)
-		sbx_buf_printf(&t, "started job %s (poll, wait or kill it "
-		    "with sandbox_process and job=\"%s\")\n", str(res, "job"),
-		    str(res, "job"));
+		sbx_buf_printf(&t,
+		    "started job %s (poll, wait or kill it "
+		    "with sandbox_process and job=\"%s\")\n",
+		    str(res, "job"), str(res, "job"));
 	else if (json_object_get(res, "exit_code") != NULL &&
 	    strcmp(d->name, "shell_run") == 0)
 		text_run(&t, res);
 	else if (json_is_string(json_object_get(res, "content")))
 		sbx_buf_puts(&t, str(res, "content"));
-	else if (str(res, "message") != NULL && strcmp(d->name,
-	    "secret_request") == 0)
+	else if (str(res, "message") != NULL &&
+	    strcmp(d->name, "secret_request") == 0)
 		sbx_buf_printf(&t, "%s: %s\n", str(res, "message"),
 		    str(res, "command"));
 	else if ((s = json_dumps(res, JSON_INDENT(1) | JSON_SORT_KEYS)) !=
@@ -542,11 +571,11 @@ sbx_mcp_tool_result(const struct sbx_mcp_done *d)
 }
 
 json_t *
-sbx_mcp_tool_error(const char *tool, const struct sbx_error *e,
-    json_t *extra, int structured)
+sbx_mcp_tool_error(const char *tool, const struct sbx_error *e, json_t *extra,
+    int structured)
 {
-	struct sbx_buf	 t = SBX_BUF_INIT;
-	json_t		*env, *r;
+	struct sbx_buf t = SBX_BUF_INIT;
+	json_t	      *env, *r;
 
 	if ((env = sbx_envelope_err(tool, e, extra)) == NULL)
 		return NULL;

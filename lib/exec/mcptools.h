@@ -13,27 +13,28 @@
 #include "error.h"
 
 /* Where the child's envelope comes from. */
-#define SBX_MCP_ENV_STDOUT	1	/* --json: the last line of stdout */
-#define SBX_MCP_ENV_FD		3	/* sbx exec --envelope-fd 3: stdout
+#define SBX_MCP_ENV_STDOUT 1 /* --json: the last line of stdout */
+#define SBX_MCP_ENV_FD \
+	3 /* sbx exec --envelope-fd 3: stdout
 					 * and stderr are the command's */
 
 struct sbx_mcp_who {
-	const char	*libexec;	/* directory of the sbx-* programs */
-	const char	*agent;
-	const char	*home;		/* --home, or NULL */
-	const char	*network_max;	/* none, proxy or outbound: the most
+	const char *libexec; /* directory of the sbx-* programs */
+	const char *agent;
+	const char *home; /* --home, or NULL */
+	const char *network_max; /* none, proxy or outbound: the most
 					 * a call may ask (NULL: none) */
 };
 
 struct sbx_mcp_spawn {
-	struct sbx_strv	 argv;		/* argv[0]: the program's path */
-	struct sbx_buf	 input;		/* the child's stdin */
-	int		 envelope;	/* SBX_MCP_ENV_* */
-	const char	*tool;		/* envelope tool, if it gives none */
-	int		 background;	/* starts a job: remember its id */
+	struct sbx_strv argv; /* argv[0]: the program's path */
+	struct sbx_buf	input; /* the child's stdin */
+	int		envelope; /* SBX_MCP_ENV_* */
+	const char     *tool; /* envelope tool, if it gives none */
+	int		background; /* starts a job: remember its id */
 };
 
-void	sbx_mcp_spawn_release(struct sbx_mcp_spawn *);
+void sbx_mcp_spawn_release(struct sbx_mcp_spawn *);
 
 /*
  * The child that runs built-in tool name with args (already checked
@@ -41,21 +42,21 @@ void	sbx_mcp_spawn_release(struct sbx_mcp_spawn *);
  * tools` (NULL for a built-in).  -1 with an invalid_args error for what
  * the schema cannot say (command and argv both, a job id missing).
  */
-int	sbx_mcp_tool_spawn(const struct sbx_mcp_who *, const char *name,
-	    const json_t *plugin, const json_t *args, struct sbx_mcp_spawn *,
-	    struct sbx_error *);
+int sbx_mcp_tool_spawn(const struct sbx_mcp_who *, const char *name,
+    const json_t *plugin, const json_t *args, struct sbx_mcp_spawn *,
+    struct sbx_error *);
 
 /* What the child left, for the result. */
 struct sbx_mcp_done {
-	const char	*name;		/* the tool called */
-	json_t		*envelope;	/* parsed, or NULL (borrowed) */
-	const char	*out;		/* the command's stdout (ENV_FD) */
-	const char	*err;		/* its stderr (ENV_FD), or the
+	const char   *name; /* the tool called */
+	json_t	     *envelope; /* parsed, or NULL (borrowed) */
+	const char   *out; /* the command's stdout (ENV_FD) */
+	const char   *err; /* its stderr (ENV_FD), or the
 					 * program's (ENV_STDOUT) */
-	int		 status;	/* wait status */
-	int		 structured;	/* structuredContent (2025-06-18+) */
-	const char	*agent;
-	const json_t	*args;		/* the call's arguments */
+	int	      status; /* wait status */
+	int	      structured; /* structuredContent (2025-06-18+) */
+	const char   *agent;
+	const json_t *args; /* the call's arguments */
 };
 
 /*
@@ -65,10 +66,10 @@ struct sbx_mcp_done {
  * envelope is not ok.  Without an envelope (the program is missing or
  * died) one is made: kind unavailable or execution_error.
  */
-json_t	*sbx_mcp_tool_result(const struct sbx_mcp_done *);
+json_t *sbx_mcp_tool_result(const struct sbx_mcp_done *);
 
 /* A tool error result for a failure found before any child ran. */
-json_t	*sbx_mcp_tool_error(const char *tool, const struct sbx_error *,
-	    json_t *extra, int structured);
+json_t *sbx_mcp_tool_error(const char *tool, const struct sbx_error *,
+    json_t *extra, int structured);
 
 #endif

@@ -159,8 +159,7 @@ check_install(const json_t *doc, int agent, const char *origin,
 
 /* sbx mcp's limits (lib/state/mcpconf.c). */
 static int
-check_mcp(const json_t *doc, int agent, const char *origin,
-    struct sbx_error *e)
+check_mcp(const json_t *doc, int agent, const char *origin, struct sbx_error *e)
 {
 	return sbx_mcpconf_check(doc, agent, origin, e);
 }
