@@ -151,6 +151,13 @@ $(B)/libexec/sbx/sbx-provision: $(B)/cmd/sbx-provision.o \
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_ALL)
 
+# sbx plugin's install, run and tools (cmd/plugin-run.c) run sandboxes
+# through the engine and render runs as sbx exec does (cmd/exec-jobs.c).
+$(B)/libexec/sbx/sbx-plugin: $(B)/cmd/sbx-plugin.o $(B)/cmd/plugin-run.o \
+    $(B)/cmd/exec-jobs.o $(CMD_COMMON) $(LIBSBX)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_ALL)
+
 # sbx-exec starts every sandbox: linked statically (static-pie) it pays no
 # dynamic loading (about 1.4 ms a run on the reference machine).  It reads
 # /etc/passwd itself (lib/users.c), so no NSS module is ever needed.

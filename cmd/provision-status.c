@@ -32,6 +32,7 @@
 #include "manifest.h"
 #include "names.h"
 #include "opts.h"
+#include "plugin.h"
 #include "provision.h"
 #include "root.h"
 #include "rootfs.h"
@@ -147,7 +148,7 @@ do_status(void)
 	struct sbx_error	 e;
 	json_t			*items, *warnings, *it, *res;
 	json_t			*present, *missing, *wrong_mode, *problems;
-	json_t			*summary, *pkgs;
+	json_t			*summary, *pkgs, *updates;
 	const char		*state, *path;
 	size_t			 i;
 	int			 rootfd, ready, agent_ok;
@@ -178,6 +179,10 @@ do_status(void)
 	    problems);
 	ready = ready && agent_ok;
 	pkgs = package_counts(rootfd);
+	/* Plugins whose library recipe changed since the agent installed
+	 * them: shown as available updates, never applied here. */
+	updates = rootfd >= 0 ? sbx_plugin_updates(rootfd, O.agent) :
+	    json_array();
 	if (O.json) {
 		res = json_pack("{s:s,s:o,s:b,s:b,s:o,s:o,s:o,s:o,s:o,s:o}",
 		    "agent", O.agent, "root", root_json(), "exists",
@@ -186,6 +191,7 @@ do_status(void)
 		    "problems", problems, "settings", summary);
 		if (pkgs != NULL)
 			json_object_set_new(res, "packages", pkgs);
+		json_object_set_new(res, "plugin_updates", updates);
 		emit(sbx_envelope_ok(tool, res, warnings));
 		return ready ? 0 : SBX_EX_NEGATIVE;
 	}
@@ -204,6 +210,12 @@ do_status(void)
 				json_object_get(pkgs, "npm")),
 			    (long long)json_integer_value(
 				json_object_get(pkgs, "pip")));
+		json_array_foreach (updates, i, it)
+			printf("plugin update available: %s (sbx plugin "
+			       "install %s --agent %s)\n",
+			    json_string_value(json_object_get(it, "id")),
+			    json_string_value(json_object_get(it, "id")),
+			    O.agent);
 		print_warnings(warnings);
 		if (ready)
 			printf("ready\n");

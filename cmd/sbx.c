@@ -58,6 +58,9 @@ static const struct command {
 	    "write, edit, list", NULL },
 	{ "mcp", "an MCP server on stdio: the agent's sandbox as tools for "
 	    "any MCP client", NULL },
+	{ "plugin", "plugin recipes: tools that extend agents (add, install, "
+	    "run, register)", NULL },
+	{ "tools", "the same as `sbx plugin tools`", "plugin tools" },
 };
 #define NCOMMANDS	(sizeof(commands) / sizeof(commands[0]))
 
@@ -341,6 +344,7 @@ print_strv(const struct sbx_strv *v)
  *   agents [--home DIR]           the agents of the state root
  *   jobs [--home DIR] [--agent A] the agent's background jobs
  *   images [--home DIR]           the image names
+ *   plugins [--home DIR]          the plugin library's ids
  *   keys [--global]               the settings' keys (sbx config)
  *   home [--home DIR]             the state root's path
  *   cwd [--home DIR] [--agent A]  the agent's home (where --cwd starts)
@@ -431,6 +435,8 @@ complete(int argc, char *argv[])
 		rc = sbx_complete_jobs(home, agent, &v, &e);
 	else if (strcmp(kind, "images") == 0)
 		rc = sbx_complete_images(home, &v, &e);
+	else if (strcmp(kind, "plugins") == 0)
+		rc = sbx_complete_plugins(home, &v, &e);
 	else if (strcmp(kind, "keys") == 0) {
 		/* sbx config's own list (its schema is not linked here). */
 		char *kargv[] = { "sbx-config", "keys",

@@ -54,6 +54,7 @@ _sbx_values()
 		@agent) words+=" $(_sbx_ask agents "${_sbx_home[@]}")" ;;
 		@job) words+=" $(_sbx_ask jobs "${_sbx_home[@]}" "${_sbx_agent[@]}")" ;;
 		@image) words+=" $(_sbx_ask images "${_sbx_home[@]}")" ;;
+		@plugin) words+=" $(_sbx_ask plugins "${_sbx_home[@]}")" ;;
 		@key) words+=" $(_sbx_ask keys "${_sbx_global[@]}")" ;;
 		@command)
 			mapfile -t COMPREPLY < <(compgen -c -- "$cur" | sort -u)

@@ -11,7 +11,7 @@ BUILD_PKGS="build-essential pkg-config libjansson-dev libsodium-dev libseccomp-d
 # Runtime tools.
 RUN_PKGS="bubblewrap socat ripgrep"
 # Tests, lint and benchmarks.
-TEST_PKGS="bats perl iproute2 curl python3 mandoc jq shellcheck libxml2-utils hyperfine util-linux procps busybox-static openssl clang-format zsh time zstd xz-utils cppcheck"
+TEST_PKGS="bats perl iproute2 curl python3 python3-jsonschema mandoc jq shellcheck libxml2-utils hyperfine util-linux procps busybox-static openssl clang-format zsh time zstd xz-utils cppcheck"
 # Images: nettle's SHA-256 (lib/image.c; libarchive's own dependency);
 # script(1) gives the download progress test a terminal; mkfs.xfs a file
 # system with reflinks for the environment clone test.

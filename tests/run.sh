@@ -114,7 +114,7 @@ if [ "$(id -u)" -eq 0 ]; then
 		    "$stage/build/"
 		[ -d "$SBX_TEST_BUILD/tests" ] &&
 		    cp -a "$SBX_TEST_BUILD/tests" "$stage/build/"
-		cp -a tests scripts completions README.md "$stage/"
+		cp -a tests scripts completions recipes README.md "$stage/"
 		chmod -R a+rX "$stage"
 		chown 65534:65534 "$stage/home"
 		ufiles=""

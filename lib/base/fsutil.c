@@ -239,7 +239,10 @@ sbx_read_file_at(int dirfd, const char *name, size_t cap, struct sbx_buf *b,
 	ssize_t		 r;
 	int		 fd;
 
-	if ((fd = sbx_open_beneath(dirfd, name, O_RDONLY, e)) == -1)
+	/* O_NONBLOCK: a FIFO planted under the name would block the open
+	 * forever; it is refused below as not a regular file instead. */
+	if ((fd = sbx_open_beneath(dirfd, name, O_RDONLY | O_NONBLOCK, e)) ==
+	    -1)
 		return -1;
 	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
 		close(fd);

@@ -13,17 +13,17 @@
 #include "error.h"
 
 /* Where the child's envelope comes from. */
-#define SBX_MCP_ENV_STDOUT 1 /* --json: the last line of stdout */
-#define SBX_MCP_ENV_FD \
-	3 /* sbx exec --envelope-fd 3: stdout
-					 * and stderr are the command's */
+/* --json: the last line of stdout. */
+#define SBX_MCP_ENV_STDOUT 1
+/* sbx exec --envelope-fd 3: stdout and stderr are the command's. */
+#define SBX_MCP_ENV_FD	   3
 
 struct sbx_mcp_who {
 	const char *libexec; /* directory of the sbx-* programs */
 	const char *agent;
 	const char *home; /* --home, or NULL */
-	const char *network_max; /* none, proxy or outbound: the most
-					 * a call may ask (NULL: none) */
+	/* none, proxy or outbound: the most a call may ask (NULL: none) */
+	const char *network_max;
 };
 
 struct sbx_mcp_spawn {
@@ -48,11 +48,11 @@ int sbx_mcp_tool_spawn(const struct sbx_mcp_who *, const char *name,
 
 /* What the child left, for the result. */
 struct sbx_mcp_done {
-	const char   *name; /* the tool called */
-	json_t	     *envelope; /* parsed, or NULL (borrowed) */
-	const char   *out; /* the command's stdout (ENV_FD) */
-	const char   *err; /* its stderr (ENV_FD), or the
-					 * program's (ENV_STDOUT) */
+	const char *name; /* the tool called */
+	json_t	   *envelope; /* parsed, or NULL (borrowed) */
+	const char *out; /* the command's stdout (ENV_FD) */
+	/* its stderr (ENV_FD), or the program's (ENV_STDOUT) */
+	const char   *err;
 	int	      status; /* wait status */
 	int	      structured; /* structuredContent (2025-06-18+) */
 	const char   *agent;

@@ -77,32 +77,31 @@ sbx_complete_agents(const char *home, struct sbx_strv *out, struct sbx_error *e)
 	return rc;
 }
 
-int
-sbx_complete_jobs(const char *home, const char *agent, struct sbx_strv *out,
-    struct sbx_error *e)
+/* The NAME of each DIR/NAME.json beneath the root that valid() accepts,
+ * sorted; none when the directory is not there. */
+static int
+json_names(const char *home, const char *rel, int (*valid)(const char *),
+    struct sbx_strv *out, struct sbx_error *e)
 {
 	struct sbx_root	 r = SBX_ROOT_INIT;
 	struct sbx_error e2;
 	struct dirent	*de;
 	DIR		*d;
-	char		 rel[128], id[64];
+	char		 id[64];
 	size_t		 n;
 	int		 fd, rc;
 
-	if (sbx_agent_valid(agent, "agent", e) == -1)
-		return -1;
 	if ((rc = open_root(home, &r, e)) != 0) {
 		sbx_root_release(&r);
 		return rc == 1 ? 0 : -1;
 	}
-	snprintf(rel, sizeof(rel), "agents/%s/jobs", agent);
 	fd = sbx_open_beneath(r.fd, rel, O_RDONLY | O_DIRECTORY, &e2);
 	sbx_root_release(&r);
 	if (fd == -1)
-		return 0;	/* no jobs yet */
+		return 0;	/* none yet */
 	if ((d = fdopendir(fd)) == NULL) {
 		close(fd);
-		return sbx_error_sys(e, "jobs", "cannot read %s", rel);
+		return sbx_error_sys(e, "complete", "cannot read %s", rel);
 	}
 	rc = 0;
 	while ((de = readdir(d)) != NULL) {
@@ -112,13 +111,47 @@ sbx_complete_jobs(const char *home, const char *agent, struct sbx_strv *out,
 			continue;
 		memcpy(id, de->d_name, n - 5);
 		id[n - 5] = '\0';
-		if (sbx_job_id_valid(id, &e2) == 0 &&
-		    sbx_strv_push(out, id) == -1)
-			rc = sbx_error_sys(e, "nomem", "jobs");
+		if (valid(id) && sbx_strv_push(out, id) == -1)
+			rc = sbx_error_sys(e, "nomem", "%s", rel);
 	}
 	closedir(d);
 	sort(out);
 	return rc;
+}
+
+static int
+job_ok(const char *id)
+{
+	struct sbx_error e;
+
+	return sbx_job_id_valid(id, &e) == 0;
+}
+
+static int
+plugin_ok(const char *id)
+{
+	struct sbx_error e;
+
+	return sbx_agent_valid(id, "id", &e) == 0;
+}
+
+int
+sbx_complete_jobs(const char *home, const char *agent, struct sbx_strv *out,
+    struct sbx_error *e)
+{
+	char	 rel[128];
+
+	if (sbx_agent_valid(agent, "agent", e) == -1)
+		return -1;
+	snprintf(rel, sizeof(rel), "agents/%s/jobs", agent);
+	return json_names(home, rel, job_ok, out, e);
+}
+
+int
+sbx_complete_plugins(const char *home, struct sbx_strv *out,
+    struct sbx_error *e)
+{
+	return json_names(home, "plugins", plugin_ok, out, e);
 }
 
 int

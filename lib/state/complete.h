@@ -18,6 +18,9 @@ int	sbx_complete_agents(const char *home, struct sbx_strv *,
 /* The ids of the agent's background jobs (agents/A/jobs/ID.json), sorted. */
 int	sbx_complete_jobs(const char *home, const char *agent,
 	    struct sbx_strv *, struct sbx_error *);
+/* The ids of the plugin library (plugins/ID.json), sorted. */
+int	sbx_complete_plugins(const char *home, struct sbx_strv *,
+	    struct sbx_error *);
 /* The image names (images/names.json), sorted. */
 int	sbx_complete_images(const char *home, struct sbx_strv *,
 	    struct sbx_error *);

@@ -51,6 +51,13 @@ enum sbx_layout_id {
 	SBX_L_AGENT_INSTALLED,	/* agents/A/installed-packages.json */
 	SBX_L_AGENT_INSTALL_LOCK, /* agents/A/install.lock	pip, npm */
 	SBX_L_AGENT_ROOTFS_LOCK, /* agents/A/rootfs.lock	apt: the copy */
+	SBX_L_PLUGIN,		/* plugins/ID.json	a library recipe */
+	SBX_L_PLUGINS_LOCK,	/* plugins/library.lock */
+	SBX_L_AGENT_PLUGINS,	/* agents/A/plugins.json */
+	SBX_L_AGENT_PLUGINS_LOCK, /* agents/A/plugins.lock */
+	SBX_L_AGENT_PLUGIN_RECIPES, /* agents/A/plugins/ */
+	SBX_L_AGENT_SBX_DIR,	/* workspace/agents/A/.sbx/ */
+	SBX_L_AGENT_PLUGIN_DIRS, /* workspace/agents/A/.sbx/plugins/ (files) */
 	SBX_L_RUN_WORKDIR,	/* run/workdir/		0711 */
 	SBX_L_RUN_XWORKDIR,	/* run/workdir-N/	0711, N: 1, 2... */
 	SBX_L_RUN_EMPTY,	/* run/empty		bound over deny_paths */

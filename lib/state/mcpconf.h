@@ -20,8 +20,8 @@
 struct sbx_mcp_limits {
 	unsigned max_runs;
 	unsigned per_minute; /* 0: no limit */
-	char	 network[16]; /* the agent's `network`, or "none":
-					 * the most a tool call may ask */
+	/* the agent's `network`, or "none": the most a call may ask */
+	char network[16];
 };
 
 /* The "mcp" settings of one document: checked, and put into *l where

@@ -37,6 +37,9 @@ expected() {
 	sbx-install) echo "libc libcares libjansson libseccomp libsodium" ;;
 	# The MCP server: jansson alone; the engine runs in its children.
 	sbx-mcp) echo "libc libjansson" ;;
+	# sbx plugin runs tools through the engine (seccomp); recipe URLs
+	# load libcurl on demand (lib/image/download.c), never at start-up.
+	sbx-plugin) echo "libc libjansson libseccomp libsodium" ;;
 	*) echo "?" ;;
 	esac
 }

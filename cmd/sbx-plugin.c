@@ -1,0 +1,667 @@
+/*
+ * sbx-plugin: plugin recipes, JSON tools that extend agents (see
+ * sbx-plugin(1), sbx-recipe(5)).  This file: the command line and the
+ * library (add, list, show, rm, register); cmd/plugin-run.c installs,
+ * runs and lists tools.  Parse, validate (lib/state/recipe.c), store
+ * (lib/state/plugin.c), render.
+ */
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "cli.h"
+#include "cmd.h"
+#include "download.h"
+#include "envelope.h"
+#include "fsutil.h"
+#include "layout.h"
+#include "names.h"
+#include "opts.h"
+#include "plugin-int.h"
+#include "plugin.h"
+#include "provision.h"
+#include "recipe.h"
+#include "runlimits.h"
+#include "sandbox.h"
+#include "utf8.h"
+
+static const char usage_text[] =
+    "usage: sbx plugin add FILE|DIR|- [--home DIR] [--json] [-q]\n"
+    "       sbx plugin add URL --sha256 HEX [--home DIR] [--json] [-q]\n"
+    "       sbx plugin list [--home DIR] [--json]\n"
+    "       sbx plugin show ID [--home DIR] [--json]\n"
+    "       sbx plugin rm ID [--home DIR] [--json] [-q]\n"
+    "       sbx plugin install ID [--agent A] [--home DIR] [--timeout SECONDS]\n"
+    "                         [--json] [-q] [-v]\n"
+    "       sbx plugin uninstall ID [--agent A] [--home DIR] [--json] [-q]\n"
+    "       sbx plugin run ID TOOL [--agent A] [--param NAME=VALUE]...\n"
+    "                         [--timeout SECONDS] [--home DIR] [--json] [-q] [-v]\n"
+    "       sbx plugin register DIR [--agent A] [--home DIR] [--json] [-q]\n"
+    "       sbx plugin tools [--agent A] [--home DIR] [--json]\n";
+
+static const char help_text[] =
+    "\n"
+    "Plugin recipes give an agent new tools: a JSON file (sbx-recipe(5)) with\n"
+    "files, dependencies, secrets and network permissions.  The library\n"
+    "(plugins/ of the state root) is the source of truth; install copies a\n"
+    "recipe into one agent's sandbox and records its hash; a changed recipe\n"
+    "is an update that `sbx status` shows, never applied silently.\n"
+    "\n"
+    "  add          check a recipe (a file, or a directory with recipe.json\n"
+    "               and its files) and store it in the library\n"
+    "  list, show   the library; rm removes a recipe from it\n"
+    "  install      dependencies (sbx install), files, setup, for an agent\n"
+    "  uninstall    the files and the record\n"
+    "  run          one tool, in the agent's sandbox (exec envelope, tool\n"
+    "               plugin.ID.TOOL)\n"
+    "  register     an agent's own recipe (DIR in its home), with\n"
+    "               restricted defaults\n"
+    "  tools        every tool an agent has, with its JSON Schema (also\n"
+    "               `sbx tools`)\n"
+    "\n";
+
+enum {
+	S_ADD = 1,
+	S_LIST = 2,
+	S_SHOW = 4,
+	S_RM = 8,
+	S_INSTALL = 16,
+	S_UNINSTALL = 32,
+	S_RUN = 64,
+	S_REGISTER = 128,
+	S_TOOLS = 256,
+	S_ALL = 511,
+};
+enum { OPT_HOME = 256, OPT_VERSION, OPT_PARAM, OPT_TIMEOUT, OPT_SHA256 };
+
+static const struct sbx_opts_sub subs[] = {
+	{ "add", S_ADD, "@file" },
+	{ "list", S_LIST, NULL },
+	{ "show", S_SHOW, "@plugin" },
+	{ "rm", S_RM, "@plugin" },
+	{ "install", S_INSTALL, "@plugin" },
+	{ "uninstall", S_UNINSTALL, "@plugin" },
+	{ "run", S_RUN, "@plugin" },
+	{ "register", S_REGISTER, "@dir" },
+	{ "tools", S_TOOLS, NULL },
+};
+
+#define AGENT_SUBS (S_INSTALL | S_UNINSTALL | S_RUN | S_REGISTER | S_TOOLS)
+
+static const struct sbx_opt rows[] = {
+	{ 'a', "agent", 'a', SBX_OPT_REQ, "A", "@agent",
+	    "agent name (default: $SBX_AGENT or \"default\")", AGENT_SUBS, 0 },
+	{ OPT_SHA256, "sha256", 0, SBX_OPT_REQ, "HEX", "@text",
+	    "the SHA-256 a recipe URL must have", S_ADD, 0 },
+	{ OPT_PARAM, "param", 0, SBX_OPT_REQ, "NAME=VALUE", "@text",
+	    "a parameter of the tool (repeat)", S_RUN, 0 },
+	{ OPT_TIMEOUT, "timeout", 0, SBX_OPT_REQ, "SECONDS", NULL,
+	    "run: idle timeout (default 30); install: the whole install",
+	    S_RUN | S_INSTALL, 0 },
+	{ OPT_HOME, "home", 0, SBX_OPT_REQ, "DIR", "@dir",
+	    "state root (default: $SBX_HOME, $XDG_DATA_HOME/sbx,\n"
+	    "~/.local/share/sbx)",
+	    S_ALL, 0 },
+	{ 'j', "json", 'j', SBX_OPT_NONE, NULL, NULL,
+	    "print one JSON envelope (also SBX_JSON=1)", S_ALL, 0 },
+	{ 'q', "quiet", 'q', SBX_OPT_NONE, NULL, NULL,
+	    "no progress or warnings on stderr",
+	    S_ADD | S_RM | S_INSTALL | S_UNINSTALL | S_RUN | S_REGISTER, 0 },
+	{ 'v', "verbose", 'v', SBX_OPT_NONE, NULL, NULL,
+	    "show the bwrap command lines on stderr", S_INSTALL | S_RUN, 0 },
+	{ 'h', "help", 'h', SBX_OPT_NONE, NULL, NULL, "this help", S_ALL, 0 },
+	{ OPT_VERSION, "version", 0, SBX_OPT_NONE, NULL, NULL,
+	    "print the version", S_ALL, 0 },
+};
+
+static const struct sbx_opts table = { PROG, "sbx plugin", rows,
+	SBX_OPTS_N(rows), subs, SBX_OPTS_N(subs), 0, NULL, 23 };
+
+static struct sbx_opts_getopt g;
+static struct sbx_opts_seen   seen;
+
+struct plugin_opts O;
+struct sbx_root	   root = SBX_ROOT_INIT;
+json_t		  *warnings;
+char		   tool[160] = "plugin";
+
+void
+plugin_emit(json_t *env)
+{
+	sbx_cmd_emit(env);
+}
+
+void
+plugin_fail_extra(const struct sbx_error *e, json_t *extra)
+{
+	if (!O.json)
+		sbx_cmd_print_warnings(PROG, warnings, O.quiet);
+	if (O.json && json_array_size(warnings) > 0) {
+		if (extra == NULL)
+			extra = json_object();
+		json_object_set(extra, "warnings", warnings);
+	}
+	sbx_cmd_fail(PROG, tool, O.json, e, extra, plugin_emit, -1);
+}
+
+void
+plugin_fail(const struct sbx_error *e)
+{
+	plugin_fail_extra(e, NULL);
+}
+
+void
+plugin_warn(const char *fmt, ...)
+{
+	char	m[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(m, sizeof(m), fmt, ap);
+	va_end(ap);
+	json_array_append_new(warnings, json_string(m));
+}
+
+void
+plugin_ok(json_t *result)
+{
+	if (O.json)
+		plugin_emit(
+		    sbx_envelope_ok(tool, result, json_incref(warnings)));
+	else {
+		sbx_cmd_print_warnings(PROG, warnings, O.quiet);
+		json_decref(result);
+	}
+}
+
+void
+plugin_usage(const struct sbx_error *e)
+{
+	sbx_cmd_usage(PROG, tool, O.json, e, usage_text, plugin_emit);
+	exit(SBX_EX_USAGE);
+}
+
+void
+plugin_open_root(void)
+{
+	struct sbx_error e;
+
+	if (sbx_root_resolve(O.home, &root, &e) == -1 ||
+	    sbx_root_open(&root, 0, &e) == -1) {
+		sbx_error_set(&e, SBX_K_UNAVAILABLE, "home", "not_provisioned",
+		    "no state root at %s",
+		    root.path != NULL ? root.path : "(unresolved)");
+		sbx_error_hint(&e, "create it: sbx provision");
+		plugin_fail(&e);
+	}
+}
+
+void
+plugin_open_agent(void)
+{
+	struct sbx_error e;
+	struct stat	 st;
+	char		 rel[SBX_LAYOUT_PATH_MAX];
+
+	if (sbx_agent_valid(O.agent, "agent", &e) == -1)
+		plugin_fail(&e);
+	plugin_open_root();
+	if (sbx_provision_revoked(root.fd, O.agent, &e) != 0) {
+		sbx_provision_revoked_error(O.agent, &e);
+		plugin_fail(&e);
+	}
+	SBX_LPATH(rel, SBX_L_AGENT_HOME, O.agent);
+	if (fstatat(root.fd, rel, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
+	    !S_ISDIR(st.st_mode)) {
+		sbx_error_set(&e, SBX_K_NOT_FOUND, "agent",
+		    "agent_not_provisioned", "agent %s is not provisioned",
+		    O.agent);
+		sbx_error_hint(&e, "sbx provision --agent %s", O.agent);
+		plugin_fail(&e);
+	}
+}
+
+json_t *
+plugin_sandbox_cfg(void)
+{
+	struct sbx_error e;
+	json_t		*cfg = NULL;
+
+	if (sbx_config_load(root.fd, "config/sandbox.json", &cfg, &e) == -1)
+		plugin_fail(&e);
+	return cfg;
+}
+
+/* One operand: the id of a plugin (or a path), and nothing more. */
+static const char *
+operand(int i, const char *what)
+{
+	struct sbx_error e;
+
+	if (O.nops <= i) {
+		sbx_error_set(&e, SBX_K_INVALID_ARGS, what, "missing_argument",
+		    "sbx plugin %s needs %s", O.sub, what);
+		plugin_usage(&e);
+	}
+	return O.ops[i];
+}
+
+static void
+no_more(int n)
+{
+	struct sbx_error e;
+
+	if (O.nops > n) {
+		sbx_error_set(&e, SBX_K_INVALID_ARGS, "args",
+		    "unexpected_argument", "sbx plugin %s: unexpected `%s`",
+		    O.sub, O.ops[n]);
+		plugin_usage(&e);
+	}
+}
+
+/* ---- the library ---------------------------------------------------------- */
+
+static void
+say_stored(const char *verb, const char *id, const char *sha, int replaced)
+{
+	if (!O.json && !O.quiet)
+		printf("%s %s (sha256 %.12s)%s\n", verb, id, sha,
+		    replaced ?
+			": an update for the agents that have it installed" :
+			"");
+}
+
+/* A recipe file or directory of the person's: the path resolved as they
+ * wrote it; beneath it (a directory source) nothing is followed. */
+static json_t *
+read_source(const char *src)
+{
+	struct sbx_error e;
+	json_t		*in;
+	char		 abs[PATH_MAX];
+	int		 fd;
+
+	if (realpath(src, abs) == NULL) {
+		sbx_error_sys(&e, "not_found", "cannot read %s", src);
+		e.kind = SBX_K_NOT_FOUND;
+		e.field = "source";
+		plugin_fail(&e);
+	}
+	if ((fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1 ||
+	    (in = sbx_plugin_source_read(fd, abs[1] != '\0' ? abs + 1 : ".",
+		 &e)) == NULL)
+		plugin_fail(&e);
+	close(fd);
+	return in;
+}
+
+/*
+ * A recipe from an https URL (plain http only to a loopback address, for
+ * tests: lib/image/download.c's policy), whose bytes must have the
+ * SHA-256 the person gave: nothing from the network is judged before its
+ * hash is checked.
+ */
+static json_t *
+read_url(const char *url)
+{
+	struct sbx_download d;
+	struct sbx_error    e;
+	struct sbx_buf	    b = SBX_BUF_INIT;
+	json_t		   *in;
+	size_t		    i;
+	int		    cachefd, fd;
+
+	if (O.sha256 == NULL) {
+		sbx_error_set(&e, SBX_K_INVALID_ARGS, "sha256",
+		    "missing_sha256",
+		    "a recipe URL needs --sha256 HEX: the "
+		    "digest of the file you reviewed");
+		plugin_fail(&e);
+	}
+	for (i = 0; O.sha256[i] != '\0'; i++)
+		if (!((O.sha256[i] >= '0' && O.sha256[i] <= '9') ||
+			(O.sha256[i] >= 'a' && O.sha256[i] <= 'f')))
+			break;
+	if (i != SBX_RECIPE_SHA_HEX || O.sha256[i] != '\0') {
+		sbx_error_set(&e, SBX_K_INVALID_ARGS, "sha256",
+		    "invalid_digest",
+		    "argument `sha256` must be 64 lowercase hex digits");
+		plugin_fail(&e);
+	}
+	memset(&d, 0, sizeof(d));
+	d.url = url;
+	d.max_bytes = SBX_RECIPE_MAX;
+	d.timeout = 120;
+	d.expect = O.sha256;
+	plugin_open_root();
+	if ((cachefd = sbx_layout_mkdirs(root.fd, SBX_L_CACHE, NULL, &e)) == -1)
+		plugin_fail(&e);
+	fd = sbx_download_fetch(cachefd, &d, &e);
+	close(cachefd);
+	if (fd == -1)
+		plugin_fail(&e);
+	for (;;) {
+		char	chunk[8192];
+		ssize_t n = read(fd, chunk, sizeof(chunk));
+
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		sbx_buf_append(&b, chunk, (size_t)n);
+	}
+	close(fd);
+	in = sbx_json_parse(b.p != NULL ? b.p : "", b.len, SBX_RECIPE_MAX, &e);
+	sbx_buf_release(&b);
+	if (in == NULL)
+		plugin_fail(&e);
+	return in;
+}
+
+static int
+do_add(void)
+{
+	struct sbx_error e;
+	json_t		*in, *r, *cfg;
+	const char	*src = operand(0, "a recipe file or directory");
+	char		 id[SBX_RECIPE_ID_MAX + 1];
+	char		 sha[SBX_RECIPE_SHA_HEX + 1];
+	int		 replaced;
+
+	no_more(1);
+	if (O.sha256 != NULL && !sbx_download_is_url(src)) {
+		sbx_error_set(&e, SBX_K_INVALID_ARGS, "sha256",
+		    "sha256_without_url", "--sha256 goes with a recipe URL");
+		plugin_fail(&e);
+	}
+	if (sbx_download_is_url(src))
+		in = read_url(src);
+	else if (strcmp(src, "-") == 0) {
+		/* Standard input: one JSON recipe, size-capped. */
+		struct sbx_buf b = SBX_BUF_INIT;
+		char	       chunk[8192];
+		ssize_t	       n;
+
+		while ((n = read(0, chunk, sizeof(chunk))) > 0 ||
+		    (n == -1 && errno == EINTR))
+			if (n > 0 &&
+			    (b.len + (size_t)n > SBX_RECIPE_MAX ||
+				sbx_buf_append(&b, chunk, (size_t)n) == -1)) {
+				sbx_error_set(&e, SBX_K_INVALID_ARGS, "recipe",
+				    "too_large",
+				    "the recipe is larger than "
+				    "%u bytes",
+				    SBX_RECIPE_MAX);
+				plugin_fail(&e);
+			}
+		in = sbx_json_parse(b.p != NULL ? b.p : "", b.len,
+		    SBX_RECIPE_MAX, &e);
+		sbx_buf_release(&b);
+		if (in == NULL)
+			plugin_fail(&e);
+	} else
+		in = read_source(src);
+	plugin_open_root();
+	cfg = plugin_sandbox_cfg();
+	r = sbx_recipe_check(in, 0, cfg, warnings, &e);
+	json_decref(in);
+	json_decref(cfg);
+	if (r == NULL)
+		plugin_fail(&e);
+	if (sbx_plugin_lib_put(root.fd, r, id, sha, &replaced, &e) == -1)
+		plugin_fail(&e);
+	say_stored("added", id, sha, replaced);
+	plugin_ok(json_pack("{s:s,s:s,s:b,s:o}", "id", id, "sha256", sha,
+	    "replaced", replaced, "plugin", sbx_plugin_summary(r, sha)));
+	json_decref(r);
+	return 0;
+}
+
+static int
+do_list(void)
+{
+	struct sbx_error e;
+	json_t		*l, *p;
+	size_t		 i;
+
+	no_more(0);
+	plugin_open_root();
+	if ((l = sbx_plugin_lib_list(root.fd, &e)) == NULL)
+		plugin_fail(&e);
+	if (!O.json)
+		json_array_foreach (l, i, p)
+			printf("%s\t%s\t%s\t%s\n",
+			    json_string_value(json_object_get(p, "id")),
+			    json_string_value(json_object_get(p, "version")) ?
+				json_string_value(
+				    json_object_get(p, "version")) :
+				"-",
+			    json_string_value(
+				json_object_get(p, "created_by")) ?
+				json_string_value(
+				    json_object_get(p, "created_by")) :
+				"-",
+			    json_string_value(
+				json_object_get(p, "description")));
+	plugin_ok(json_pack("{s:o}", "plugins", l));
+	return 0;
+}
+
+static int
+do_show(void)
+{
+	struct sbx_error e;
+	json_t		*r;
+	const char	*id = operand(0, "a plugin id");
+	char		 sha[SBX_RECIPE_SHA_HEX + 1], *s;
+
+	no_more(1);
+	plugin_open_root();
+	if ((r = sbx_plugin_lib_get(root.fd, id, sha, &e)) == NULL)
+		plugin_fail(&e);
+	if (!O.json) {
+		s = json_dumps(r, JSON_INDENT(2) | JSON_SORT_KEYS);
+		printf("# %s sha256 %s\n%s\n", id, sha, s != NULL ? s : "");
+		free(s);
+	}
+	plugin_ok(
+	    json_pack("{s:s,s:s,s:o}", "id", id, "sha256", sha, "recipe", r));
+	return 0;
+}
+
+static int
+do_rm(void)
+{
+	struct sbx_error e;
+	const char	*id = operand(0, "a plugin id");
+	int		 rc;
+
+	no_more(1);
+	plugin_open_root();
+	if ((rc = sbx_plugin_lib_rm(root.fd, id, &e)) == -1)
+		plugin_fail(&e);
+	if (rc == 0) {
+		sbx_error_set(&e, SBX_K_NOT_FOUND, "id", "plugin_not_found",
+		    "no plugin %s in the library", id);
+		plugin_fail(&e);
+	}
+	if (!O.json && !O.quiet)
+		printf("removed %s from the library (installed copies stay "
+		       "until uninstalled)\n",
+		    id);
+	plugin_ok(json_pack("{s:s,s:b}", "id", id, "removed", 1));
+	return 0;
+}
+
+/*
+ * An agent's recipe: DIR is in the agent's home (relative to it, or the
+ * home's path inside the sandbox, /workspace/agents/A/...), read beneath
+ * the home without following a link: an agent cannot point register at
+ * a file of the host's.
+ */
+static int
+do_register(void)
+{
+	struct sbx_error e;
+	json_t		*in, *res, *cfg;
+	const char	*dir = operand(0,
+			    "a directory in the agent's "
+				 "home"),
+		   *rel;
+	char inside[SBX_LAYOUT_PATH_MAX], hrel[SBX_LAYOUT_PATH_MAX];
+	int  home;
+
+	no_more(1);
+	plugin_open_agent();
+	snprintf(inside, sizeof(inside), "/workspace/agents/%s/", O.agent);
+	rel = dir;
+	if (strncmp(dir, inside, strlen(inside)) == 0)
+		rel = dir + strlen(inside);
+	else if (dir[0] == '/') {
+		sbx_error_set(&e, SBX_K_INVALID_ARGS, "dir", "outside_home",
+		    "argument `dir` must be in the agent's home (relative to "
+		    "it, or under %s)",
+		    inside);
+		plugin_fail(&e);
+	}
+	SBX_LPATH(hrel, SBX_L_AGENT_HOME, O.agent);
+	if ((home = sbx_open_beneath(root.fd, hrel, O_RDONLY | O_DIRECTORY,
+		 &e)) == -1)
+		plugin_fail(&e);
+	in = sbx_plugin_source_read(home, rel, &e);
+	close(home);
+	if (in == NULL)
+		plugin_fail(&e);
+	cfg = plugin_sandbox_cfg();
+	if (sbx_plugin_register(root.fd, O.agent, in, cfg, warnings, &res,
+		&e) == -1)
+		plugin_fail(&e);
+	json_decref(in);
+	json_decref(cfg);
+	say_stored("registered", json_string_value(json_object_get(res, "id")),
+	    json_string_value(json_object_get(res, "sha256")),
+	    json_is_true(json_object_get(res, "replaced")));
+	plugin_ok(res);
+	return 0;
+}
+
+/* ---- the command line ------------------------------------------------------ */
+
+static void
+parse_args(int argc, char *argv[])
+{
+	struct sbx_error e;
+	struct sbx_buf	 b = SBX_BUF_INIT;
+	unsigned	 bit;
+	int		 ch, i;
+
+	if (sbx_opts_getopt(&table, ~0u, "", &g) == -1)
+		exit(SBX_EX_SOFTWARE);
+	O.json = sbx_cli_wants_json(argc, argv, g.optstring, g.longopts, NULL);
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, g.optstring, g.longopts, NULL)) !=
+	    -1) {
+		ch = sbx_opts_id(&g, ch);
+		if (ch != '?' && ch != ':')
+			sbx_opts_seen(&seen, ch);
+		switch (ch) {
+		case 'a':
+			O.agent = optarg;
+			O.agent_given = 1;
+			break;
+		case OPT_PARAM: sbx_strv_push(&O.params, optarg); break;
+		case OPT_SHA256: O.sha256 = optarg; break;
+		case OPT_TIMEOUT: O.timeout = optarg; break;
+		case OPT_HOME: O.home = optarg; break;
+		case 'j': O.json = 1; break;
+		case 'q': O.quiet = 1; break;
+		case 'v': O.verbose = 1; break;
+		case 'h':
+			fputs(usage_text, stdout);
+			fputs(help_text, stdout);
+			if (sbx_opts_help(&table, S_ALL, &b) == 0 && b.p)
+				fputs(b.p, stdout);
+			sbx_buf_release(&b);
+			exit(0);
+		case OPT_VERSION: printf("%s %s\n", PROG, SBX_VERSION); exit(0);
+		default:
+			sbx_cli_getopt_error(argc, argv, g.optstring,
+			    g.longopts, &e);
+			plugin_usage(&e);
+		}
+	}
+	if (optind >= argc) {
+		sbx_error_set(&e, SBX_K_INVALID_ARGS, "args",
+		    "missing_argument", "a subcommand is needed");
+		plugin_usage(&e);
+	}
+	O.sub = argv[optind];
+	if (strlen(O.sub) < 16)
+		snprintf(tool, sizeof(tool), "plugin.%s", O.sub);
+	if ((bit = sbx_opts_sub_find(&table, 1, argv + optind, NULL)) == 0) {
+		sbx_error_set(&e, SBX_K_INVALID_ARGS, "args",
+		    "unknown_subcommand", "unknown subcommand `%.32s`", O.sub);
+		plugin_usage(&e);
+	}
+	if (sbx_opts_check(&table, &seen, bit, &e) == -1)
+		plugin_usage(&e);
+	O.ops = argv + optind + 1;
+	O.nops = argc - optind - 1;
+	for (i = 0; i < O.nops; i++)
+		if (O.ops[i][0] == '-' && O.ops[i][1] != '\0') {
+			sbx_error_set(&e, SBX_K_INVALID_ARGS, "args",
+			    "unexpected_argument",
+			    "options go before the "
+			    "operands: `%.32s`",
+			    O.ops[i]);
+			plugin_usage(&e);
+		}
+	if (O.agent == NULL)
+		O.agent = getenv("SBX_AGENT") != NULL && *getenv("SBX_AGENT") ?
+		    getenv("SBX_AGENT") :
+		    "default";
+}
+
+int
+main(int argc, char *argv[])
+{
+	struct sbx_error e;
+	int		 rc;
+
+	if (sbx_fd_sanitize_std() == -1)
+		return SBX_EX_OSERR;
+	sbx_cmd_finish_init(PROG);
+	if (sbx_cmd_complete(&table, argc, argv, &rc))
+		return rc;
+	warnings = json_array();
+	parse_args(argc, argv);
+	if (sbx_sandbox_refuse_nested(&e) == -1)
+		plugin_fail(&e);
+	if (strcmp(O.sub, "add") == 0)
+		return do_add();
+	if (strcmp(O.sub, "list") == 0)
+		return do_list();
+	if (strcmp(O.sub, "show") == 0)
+		return do_show();
+	if (strcmp(O.sub, "rm") == 0)
+		return do_rm();
+	if (strcmp(O.sub, "register") == 0)
+		return do_register();
+	if (strcmp(O.sub, "install") == 0)
+		return plugin_install();
+	if (strcmp(O.sub, "uninstall") == 0)
+		return plugin_uninstall();
+	if (strcmp(O.sub, "run") == 0)
+		return plugin_run();
+	return plugin_tools();
+}
