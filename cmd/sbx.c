@@ -58,6 +58,8 @@ static const struct command {
 	    "write, edit, list", NULL },
 	{ "bridge", "the host API of code inside the sandbox: serve, status, "
 	    "stop, events, tasks", NULL },
+	{ "mcp", "an MCP server on stdio: the agent's sandbox as tools for "
+	    "any MCP client", NULL },
 	{ "plugin", "plugin recipes: tools that extend agents (add, install, "
 	    "run, register)", NULL },
 	{ "tools", "the same as `sbx plugin tools`", "plugin tools" },

@@ -29,6 +29,20 @@ TEST_PKGS="$TEST_PKGS openssh-server openssh-client uidmap"
 # newuidmap and newgidmap: an unprivileged user's subordinate id range for
 # sbx install --manager apt (1010-install-apt.bats checks that path).
 
+# The reference MCP client (the TypeScript SDK) that drives sbx mcp in
+# tests/integration/1150-mcp.bats and scripts/bench-mcp.sh: test-only,
+# into tests/mcp-client/node_modules (git-ignored, never installed), from
+# the committed package-lock.json, when node and npm are here.  A failure
+# (no registry reachable) is said and leaves the tests to skip.
+mcp_client=$(dirname "$0")/../tests/mcp-client
+if command -v npm >/dev/null 2>&1 && [ -f "$mcp_client/package-lock.json" ] &&
+    ! cmp -s "$mcp_client/package-lock.json" \
+    "$mcp_client/node_modules/.sbx-installed-lock" 2>/dev/null; then
+	(cd "$mcp_client" && npm ci --no-audit --no-fund --loglevel=error &&
+	    cp package-lock.json node_modules/.sbx-installed-lock) ||
+	    echo "deps.sh: npm ci in tests/mcp-client failed; the MCP client tests will skip" >&2
+fi
+
 missing=""
 for p in $BUILD_PKGS $RUN_PKGS $TEST_PKGS; do
 	if command -v dpkg-query >/dev/null 2>&1; then

@@ -7,7 +7,9 @@
  * The descriptions are written for a model: what the tool does, what it
  * returns, when to use another tool.  Limits in the schemas (maxLength,
  * maximum) are the first bound on what a client may send; the programs
- * behind the tools check their own limits again.
+ * behind the tools check their own limits again.  file_edit's old and new
+ * travel as arguments of sbx file edit: 32,000 characters (at most 4
+ * bytes each) stay under the kernel's 128 KiB for one argument.
  */
 #include <string.h>
 
@@ -183,9 +185,9 @@ static const struct sbx_tooldef defs[] = {
 	    "enabled). No '..' components.\",\"minLength\":1,"
 	    "\"maxLength\":4096},\"old\":{\"type\":\"string\","
 	    "\"description\":\"Exact text to replace (whitespace and "
-	    "indentation included).\",\"minLength\":1,\"maxLength\":1048576},"
+	    "indentation included).\",\"minLength\":1,\"maxLength\":32000},"
 	    "\"new\":{\"type\":\"string\",\"description\":\"Replacement "
-	    "text.\",\"maxLength\":1048576},\"all\":{\"type\":\"boolean\","
+	    "text.\",\"maxLength\":32000},\"all\":{\"type\":\"boolean\","
 	    "\"description\":\"Replace every occurrence of old.\"}},"
 	    "\"additionalProperties\":false,\"required\":[\"path\",\"old\","
 	    "\"new\"]}",
@@ -272,7 +274,7 @@ sbx_tooldef_at(size_t i)
 const struct sbx_tooldef *
 sbx_tooldef_find(const char *name)
 {
-	size_t	 i;
+	size_t i;
 
 	for (i = 0; i < sbx_tooldefs_count(); i++)
 		if (strcmp(defs[i].name, name) == 0)
@@ -296,30 +298,24 @@ sbx_tooldef_input(const struct sbx_tooldef *d)
 json_t *
 sbx_tooldef_output(const struct sbx_tooldef *d)
 {
-	json_t	*res;
+	json_t *res;
 
 	if ((res = json_loads(d->result_schema, JSON_REJECT_DUPLICATES,
-	    NULL)) == NULL)
+		 NULL)) == NULL)
 		return NULL;
 	return json_pack("{s:s,s:{s:{s:s},s:{s:s},s:o,s:{s:s},s:{s:s},"
-	    "s:{s:s},s:{s:s},s:{s:s},s:{s:s,s:{s:s}}},s:[s,s]}",
-	    "type", "object", "properties",
-	    "ok", "type", "boolean",
-	    "tool", "type", "string",
-	    "result", res,
-	    "kind", "type", "string",
-	    "field", "type", "string",
-	    "reason", "type", "string",
-	    "message", "type", "string",
-	    "retryable", "type", "boolean",
-	    "warnings", "type", "array", "items", "type", "string",
-	    "required", "ok", "tool");
+			 "s:{s:s},s:{s:s},s:{s:s},s:{s:s,s:{s:s}}},s:[s,s]}",
+	    "type", "object", "properties", "ok", "type", "boolean", "tool",
+	    "type", "string", "result", res, "kind", "type", "string", "field",
+	    "type", "string", "reason", "type", "string", "message", "type",
+	    "string", "retryable", "type", "boolean", "warnings", "type",
+	    "array", "items", "type", "string", "required", "ok", "tool");
 }
 
 json_t *
 sbx_tooldef_json(const struct sbx_tooldef *d)
 {
-	json_t	*in, *out;
+	json_t *in, *out;
 
 	in = sbx_tooldef_input(d);
 	out = sbx_tooldef_output(d);
@@ -330,9 +326,8 @@ sbx_tooldef_json(const struct sbx_tooldef *d)
 	}
 	return json_pack("{s:s,s:s,s:s,s:o,s:o,s:{s:s,s:b,s:b,s:b,s:b}}",
 	    "name", d->name, "title", d->title, "description", d->description,
-	    "inputSchema", in, "outputSchema", out, "annotations",
-	    "title", d->title,
-	    "readOnlyHint", (d->hints & SBX_TOOL_READ_ONLY) != 0,
+	    "inputSchema", in, "outputSchema", out, "annotations", "title",
+	    d->title, "readOnlyHint", (d->hints & SBX_TOOL_READ_ONLY) != 0,
 	    "destructiveHint", (d->hints & SBX_TOOL_DESTRUCTIVE) != 0,
 	    "idempotentHint", (d->hints & SBX_TOOL_IDEMPOTENT) != 0,
 	    "openWorldHint", (d->hints & SBX_TOOL_OPEN_WORLD) != 0);

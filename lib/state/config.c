@@ -19,6 +19,7 @@
 #include "install.h"
 #include "joblog.h"
 #include "layout.h"
+#include "mcpconf.h"
 #include "names.h"
 #include "netpolicy.h"
 #include "proxy.h"
@@ -166,6 +167,13 @@ check_install(const json_t *doc, int agent, const char *origin,
 	return sbx_install_config_check(doc, e);
 }
 
+/* sbx mcp's limits (lib/state/mcpconf.c). */
+static int
+check_mcp(const json_t *doc, int agent, const char *origin, struct sbx_error *e)
+{
+	return sbx_mcpconf_check(doc, agent, origin, e);
+}
+
 /* ---- the schema --------------------------------------------------------- */
 
 #define A	SBX_CFG_AGENT
@@ -270,6 +278,10 @@ static const struct sbx_cfg_key keys[] = {
 	    "image download time limit, seconds" },
 	{ "max_envs", I, G, check_images,
 	    "agent environments kept (least recently used evicted)" },
+	{ "mcp.max_runs", I, A | G, check_mcp,
+	    "sbx mcp: tool calls running at once (1 to 64, default 8)" },
+	{ "mcp.max_per_minute", I, A | G, check_mcp,
+	    "sbx mcp: tool calls started per minute (0: no limit)" },
 	{ "install.registries.apt", SS, G, check_install,
 	    "sbx install: apt hosts to allow (default: the image's sources)" },
 	{ "install.registries.npm", SS, G, check_install,

@@ -36,6 +36,8 @@ expected() {
 	sbx-proxy | sbx-config) echo "libc libcares libjansson libsodium" ;;
 	sbx-secret | sbx-file) echo "libc libjansson libsodium" ;;
 	sbx-install) echo "libc libcares libjansson libseccomp libsodium" ;;
+	# The MCP server: jansson alone; the engine runs in its children.
+	sbx-mcp) echo "libc libjansson" ;;
 	# sbx plugin runs tools through the engine (seccomp); recipe URLs
 	# load libcurl on demand (lib/image/download.c), never at start-up.
 	sbx-plugin) echo "libc libjansson libseccomp libsodium" ;;

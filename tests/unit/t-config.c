@@ -89,6 +89,8 @@ static const struct {
 	{ "proxy.allowed_cidrs", "[\"10.0.0.0/8\"]", "[\"x\"]" },
 	{ "proxy.upstream", "\"http://10.0.0.1:3128\"", "\"https://p:1\"" },
 	{ "proxy.upstream_auth_file", NULL, "\"a/b\"" },
+	{ "mcp.max_runs", "4", "65" },
+	{ "mcp.max_per_minute", "0", "-1" },
 	{ "install.registries.apt", "[\"http://deb.debian.org/debian\"]",
 	    "[\"ftp://x\"]" },
 	{ "install.registries.npm", "[\"http://npm.sbx.test:8080/\"]",

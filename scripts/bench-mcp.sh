@@ -1,0 +1,48 @@
+#!/bin/bash
+# bench-mcp.sh: what MCP costs, side by side.
+#
+#   N=50 scripts/bench-mcp.sh
+#
+# In one run, against one fresh state root (a temporary directory removed
+# at the end):
+#   direct     `sbx exec -- true`, N runs (hyperfine, 2 warm-up)
+#   shell_run  tools/call of shell_run {argv:["true"]} through the
+#              reference TypeScript SDK client (tests/helpers/mcp-client.mjs)
+#              over one `sbx mcp` session, N round trips
+#   file_read  tools/call of file_read of a small file, N round trips
+# p50/p95 in ms and the p50 ratio of each MCP call to the direct run.
+# Only local processes; bounded: 3 x N calls.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+B=${B:-build}
+N=${N:-50}
+command -v hyperfine >/dev/null || { echo "bench-mcp: hyperfine is not installed (scripts/deps.sh)"; exit 69; }
+command -v jq >/dev/null || { echo "bench-mcp: jq is not installed"; exit 69; }
+command -v node >/dev/null || { echo "bench-mcp: node is not installed"; exit 69; }
+[ -d tests/mcp-client/node_modules/@modelcontextprotocol/sdk ] ||
+    { echo "bench-mcp: the MCP SDK is not installed (scripts/deps.sh)"; exit 69; }
+BIN=$(cd "$B" && pwd)
+export SBX_NO_CREATE_USER=1 SBX_EXEC_PATH=$BIN/libexec/sbx SBX=$BIN/bin/sbx
+
+tmp=$(mktemp -d /tmp/sbx-bench-mcp.XXXXXX)
+chmod 0755 "$tmp"
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 130' INT TERM
+export SBX_HOME=$tmp/state
+"$SBX" provision -q
+
+hyperfine -N --style none -w 2 -r "$N" --export-json "$tmp/h.json" \
+    "$SBX exec -- true" >/dev/null 2>&1 ||
+    { echo "bench-mcp: sbx exec -- true failed" >&2; exit 1; }
+read -r d50 d95 < <(jq -r '[.results[0].times[] * 1000] | sort |
+    "\(.[(length * 0.5 | floor)]) \(.[(length * 0.95 | floor)])"' "$tmp/h.json")
+
+node tests/helpers/mcp-client.mjs bench "$N" > "$tmp/mcp.txt"
+
+printf '%-28s %10s %10s %8s\n' "" "p50 ms" "p95 ms" "p50 x"
+printf '%-28s %10.2f %10.2f %8s\n' "sbx exec -- true" "$d50" "$d95" "1.00"
+while read -r name _ p50 _ _ p95 _; do
+	printf '%-28s %10.2f %10.2f %8.2f\n' "mcp tools/call $name" "$p50" \
+	    "$p95" "$(awk -v a="$p50" -v b="$d50" 'BEGIN { print a / b }')"
+done < "$tmp/mcp.txt"
+grep -o '(n=.*' "$tmp/mcp.txt" | sed 's/^/# /'

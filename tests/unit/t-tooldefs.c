@@ -1,0 +1,96 @@
+/* t-tooldefs: the built-in tool table shared by sbx mcp and sbx tools. */
+#include "tap.h"
+
+#include "tooldefs.h"
+
+/* Every property of an object schema is typed and described, and every
+ * nested object schema refuses unknown properties too. */
+static int
+props_ok(json_t *schema)
+{
+	json_t	   *props, *p, *ap;
+	const char *k;
+
+	props = json_object_get(schema, "properties");
+	if (!json_is_object(props))
+		return 0;
+	ap = json_object_get(schema, "additionalProperties");
+	if (!json_is_false(ap))
+		return 0;
+	json_object_foreach (props, k, p) {
+		if (!json_is_object(p) || json_object_get(p, "type") == NULL ||
+		    !json_is_string(json_object_get(p, "description")))
+			return 0;
+	}
+	return 1;
+}
+
+int
+main(void)
+{
+	const struct sbx_tooldef *d;
+	json_t			 *in, *out, *tool, *req, *v;
+	size_t			  i, j, n;
+	static const char *const  want[] = { "shell_run", "sandbox_process",
+		 "file_read", "file_search", "file_write", "file_edit",
+		 "file_list", "sandbox_install", "secret_check",
+		 "secret_request" };
+
+	n = sbx_tooldefs_count();
+	ok(n == sizeof(want) / sizeof(*want), "%zu built-in tools", n);
+	for (i = 0; i < sizeof(want) / sizeof(*want); i++)
+		ok(sbx_tooldef_find(want[i]) != NULL, "%s is defined", want[i]);
+	ok(sbx_tooldef_find("nope") == NULL, "unknown name: NULL");
+	ok(sbx_tooldef_at(n) == NULL, "past the end: NULL");
+	for (i = 0; (d = sbx_tooldef_at(i)) != NULL; i++) {
+		in = sbx_tooldef_input(d);
+		ok(json_is_object(in) &&
+			json_is_string(json_object_get(in, "type")) &&
+			strcmp(json_string_value(json_object_get(in, "type")),
+			    "object") == 0,
+		    "%s: inputSchema parses, type "
+		    "object",
+		    d->name);
+		ok(in != NULL && props_ok(in),
+		    "%s: properties typed, "
+		    "described, additionalProperties false",
+		    d->name);
+		req = json_object_get(in, "required");
+		json_array_foreach (req, j, v)
+			if (!json_is_string(v) ||
+			    json_object_get(json_object_get(in, "properties"),
+				json_string_value(v)) == NULL)
+				break;
+		ok(req == NULL || j == json_array_size(req),
+		    "%s: required "
+		    "names defined properties",
+		    d->name);
+		out = sbx_tooldef_output(d);
+		ok(json_is_object(out) &&
+			strcmp(json_string_value(json_object_get(out, "type")),
+			    "object") == 0 &&
+			json_is_object(json_object_get(
+			    json_object_get(out, "properties"), "result")),
+		    "%s: outputSchema is the "
+		    "envelope with its result",
+		    d->name);
+		tool = sbx_tooldef_json(d);
+		ok(tool != NULL &&
+			json_is_object(json_object_get(tool, "annotations")) &&
+			json_is_boolean(json_object_get(
+			    json_object_get(tool, "annotations"),
+			    "readOnlyHint")) &&
+			strlen(json_string_value(
+			    json_object_get(tool, "description"))) > 40,
+		    "%s: MCP tool object", d->name);
+		ok(!((d->hints & SBX_TOOL_READ_ONLY) &&
+		       (d->hints & SBX_TOOL_DESTRUCTIVE)),
+		    "%s: read-only tools "
+		    "are not destructive",
+		    d->name);
+		json_decref(in);
+		json_decref(out);
+		json_decref(tool);
+	}
+	return done_testing();
+}
