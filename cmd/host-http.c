@@ -206,7 +206,7 @@ dial(void)
 	return fd;
 }
 
-static void
+static int
 send_all(int fd, const char *p, size_t n)
 {
 	ssize_t w;
@@ -215,14 +215,12 @@ send_all(int fd, const char *p, size_t n)
 		if ((w = send(fd, p, n, MSG_NOSIGNAL)) == -1) {
 			if (errno == EINTR)
 				continue;
-			die(EX_UNAVAILABLE,
-			    "the bridge closed the connection "
-			    "(%s)",
-			    strerror(errno));
+			return -1;
 		}
 		p += w;
 		n -= (size_t)w;
 	}
+	return 0;
 }
 
 /* The response reader: a buffer over the socket. */
@@ -436,9 +434,10 @@ host_run(const struct req *r, const char *tok)
 	if (r->stream)
 		s_puts(&head, "Accept: text/event-stream\r\n");
 	s_puts(&head, "\r\n");
-	send_all(in.fd, head.p, head.len);
-	if (r->body.len > 0)
-		send_all(in.fd, r->body.p, r->body.len);
+	/* The bridge may answer before the body is in (401, 413, 429) and
+	 * close: a failed send still reads that answer. */
+	if (send_all(in.fd, head.p, head.len) == 0 && r->body.len > 0)
+		(void)send_all(in.fd, r->body.p, r->body.len);
 	explicit_bzero(head.p, head.len);
 	free(head.p);
 	status = response(&body, r->stream);

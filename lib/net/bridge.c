@@ -546,15 +546,19 @@ no_unescape(void *cls, struct MHD_Connection *c, char *s)
 static void
 ctl_answer(int fd, json_t *o)
 {
-	char *s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+	char	*s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS), *line;
 
 	json_decref(o);
 	if (s == NULL)
 		return;
-	/* Control clients are our own uid; a full buffer drops the answer
-	 * rather than block the loop. */
-	(void)!send(fd, s, strlen(s), MSG_DONTWAIT | MSG_NOSIGNAL);
-	(void)!send(fd, "\n", 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+	/* One send, newline included: a client reading one line gets it
+	 * whole.  Control clients are our own uid; a full buffer drops the
+	 * answer rather than block the loop. */
+	if (asprintf(&line, "%s\n", s) != -1) {
+		(void)!send(fd, line, strlen(line), MSG_DONTWAIT |
+		    MSG_NOSIGNAL);
+		free(line);
+	}
 	free(s);
 }
 

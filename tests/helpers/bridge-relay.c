@@ -110,8 +110,12 @@ main(int argc, char *argv[])
 	for (;;) {
 		if (poll(pfd, 2, -1) == -1)
 			continue;
-		if (pfd[1].revents)
-			return 0; /* the bridge ended the session */
+		if (pfd[1].revents) {
+			/* The bridge ended the session (EOF), or said more. */
+			if ((n = read(ctl, ans, sizeof(ans))) <= 0)
+				return 0;
+			continue;
+		}
 		if ((fd = accept(lfd, NULL, NULL)) == -1)
 			continue;
 		if (send_fd(sp[1], "C", 1, fd) == -1)
