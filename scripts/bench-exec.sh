@@ -13,7 +13,10 @@
 #             through setpriv as uid 65534, as sbx runs it)
 #   sbx       sbx exec -- /bin/true; --json; --network proxy (proxy up)
 #   base      the same three of another build (BASE=dir), if given
-# p50/p95 in ms and the p50 ratio against the minimal bwrap.  Then LOOP
+# p50/p95 in ms and the p50 ratio against the minimal bwrap; then the CPU
+# time per run (user+system of the command and its children, from
+# getrusage via hyperfine; median of the rounds' means) and its ratio:
+# on a loaded machine wall-clock waits for a core, CPU time much less.  Then LOOP
 # sequential `sh -c 'echo hi'` (a Makefile, an agent loop): the minimal
 # bwrap against sbx exec -c (and BASE), median of 3 loops each, interleaved.
 # Targets (issue 19): <= 1.4x as a user, <= 1.6x as root, loop <= 1.5x.
@@ -57,6 +60,8 @@ bench() {	# name command: append per-run seconds to $tmp/<part>.name
 	hyperfine -N --style none -w 2 -r "$RUNS" --export-json "$tmp/h.json" \
 	    "$*" >/dev/null 2>&1 || { echo "bench-exec: failed: $*" >&2; exit 1; }
 	jq -r '.results[0].times[]' "$tmp/h.json" >> "$tmp/$PART.$name"
+	jq -r '.results[0].user + .results[0].system' "$tmp/h.json" \
+	    >> "$tmp/$PART.$name.cpu"
 }
 pct() {	# file pct
 	sort -g "$1" | awk -v p="$2" '{a[NR]=$1} END {i=int((NR-1)*p/100)+1; printf "%.2f", a[i]*1000}'
@@ -120,7 +125,7 @@ part() {	# label: one user's measurements
 	min_cmd=$(printf '%q ' "${minimal[@]}" /bin/true)
 	local names=(minimal own sbx json proxy)
 	[ -z "$BASE" ] || names+=(base basejson baseproxy)
-	for v in "${names[@]}"; do : > "$tmp/$PART.$v"; done
+	for v in "${names[@]}"; do : > "$tmp/$PART.$v"; : > "$tmp/$PART.$v.cpu"; done
 	bx() { SBX_EXEC_PATH="$BASE/libexec/sbx" "$BASE/bin/sbx" "$@"; }
 	for _ in $(seq "$ROUNDS"); do
 		bench minimal "$min_cmd"
@@ -134,10 +139,12 @@ part() {	# label: one user's measurements
 			bench baseproxy "env SBX_EXEC_PATH=$BASE/libexec/sbx $BASE/bin/sbx exec -q --network proxy -- /bin/true"
 		fi
 	done
-	local m50 p50 p95
+	local m50 p50 p95 mc c
 	m50=$(pct "$tmp/$PART.minimal" 50)
+	mc=$(pct "$tmp/$PART.minimal.cpu" 50)
 	echo "== $label (uid $(id -u)), $((ROUNDS * RUNS)) runs each, alternating rounds"
-	printf '%-44s %8s %8s %8s\n' "/bin/true" "p50 ms" "p95 ms" "x min"
+	printf '%-40s %7s %7s %6s %7s %6s\n' "/bin/true" "p50 ms" "p95 ms" \
+	    "x min" "cpu ms" "x min"
 	for v in "${names[@]}"; do
 		case $v in
 		minimal) d="bwrap, minimal hand-rolled sandbox" ;;
@@ -150,8 +157,10 @@ part() {	# label: one user's measurements
 		baseproxy) d="base: sbx exec --network proxy" ;;
 		esac
 		p50=$(pct "$tmp/$PART.$v" 50); p95=$(pct "$tmp/$PART.$v" 95)
-		printf '%-44s %8s %8s %8s\n' "$d" "$p50" "$p95" \
-		    "$(awk -v a="$p50" -v b="$m50" 'BEGIN{printf "%.2f", a/b}')"
+		c=$(pct "$tmp/$PART.$v.cpu" 50)
+		printf '%-40s %7s %7s %6s %7s %6s\n' "$d" "$p50" "$p95" \
+		    "$(awk -v a="$p50" -v b="$m50" 'BEGIN{printf "%.2f", a/b}')" \
+		    "$c" "$(awk -v a="$c" -v b="$mc" 'BEGIN{printf "%.2f", a/b}')"
 	done
 	# The loop: LOOP sequential short commands, median of 3, interleaved.
 	local loops=(minimal sbx) k t0 t1
