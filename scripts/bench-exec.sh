@@ -13,7 +13,10 @@
 #             through setpriv as uid 65534, as sbx runs it)
 #   sbx       sbx exec -- /bin/true; --json; --network proxy (proxy up)
 #   base      the same three of another build (BASE=dir), if given
-# p50/p95 in ms and the p50 ratio against the minimal bwrap.  Then LOOP
+# p50/p95 in ms and the p50 ratio against the minimal bwrap; then the CPU
+# time per run (perf stat task-clock of the command and all its
+# descendants, CPURUNS runs per round, median of the rounds) and its
+# ratio: on a loaded machine wall-clock waits for a core, CPU time less.  Then LOOP
 # sequential `sh -c 'echo hi'` (a Makefile, an agent loop): the minimal
 # bwrap against sbx exec -c (and BASE), median of 3 loops each, interleaved.
 # Targets (issue 19): <= 1.4x as a user, <= 1.6x as root, loop <= 1.5x.
@@ -32,6 +35,12 @@ command -v jq >/dev/null || { echo "bench-exec: jq is not installed"; exit 69; }
 BIN=$(cd "$B" && pwd)
 [ -z "$BASE" ] || BASE=$(cd "$BASE" && pwd)
 BWRAP=$(command -v bwrap)
+# CPU time per run needs perf (linux-perf) allowed to count its own
+# children's task-clock (perf_event_paranoid <= 2); without it, "-".
+CPURUNS=${CPURUNS:-10}
+PERF=$(command -v perf || true)
+if [ -n "$PERF" ] && ! "$PERF" stat -x, -e task-clock -o /dev/null -- true \
+    >/dev/null 2>&1; then PERF=; fi
 export SBX_NO_CREATE_USER=1
 
 tmp=${BENCH_TMP:-}
@@ -57,8 +66,16 @@ bench() {	# name command: append per-run seconds to $tmp/<part>.name
 	hyperfine -N --style none -w 2 -r "$RUNS" --export-json "$tmp/h.json" \
 	    "$*" >/dev/null 2>&1 || { echo "bench-exec: failed: $*" >&2; exit 1; }
 	jq -r '.results[0].times[]' "$tmp/h.json" >> "$tmp/$PART.$name"
+	# CPU: perf counts every descendant, in any namespace (getrusage
+	# misses some of bwrap's), as task-clock ms per run.
+	[ -n "$PERF" ] || return 0
+	eval "$PERF stat -x, -e task-clock -o $tmp/perf.txt -r $CPURUNS -- $*" \
+	    >/dev/null 2>&1 || { echo "bench-exec: perf failed: $*" >&2; exit 1; }
+	awk -F, '/task-clock/ {print $1 / 1000; exit}' "$tmp/perf.txt" \
+	    >> "$tmp/$PART.$name.cpu"
 }
 pct() {	# file pct
+	[ -s "$1" ] || { printf -- -; return; }
 	sort -g "$1" | awk -v p="$2" '{a[NR]=$1} END {i=int((NR-1)*p/100)+1; printf "%.2f", a[i]*1000}'
 }
 median3() { sort -g | sed -n 2p; }
@@ -120,7 +137,7 @@ part() {	# label: one user's measurements
 	min_cmd=$(printf '%q ' "${minimal[@]}" /bin/true)
 	local names=(minimal own sbx json proxy)
 	[ -z "$BASE" ] || names+=(base basejson baseproxy)
-	for v in "${names[@]}"; do : > "$tmp/$PART.$v"; done
+	for v in "${names[@]}"; do : > "$tmp/$PART.$v"; : > "$tmp/$PART.$v.cpu"; done
 	bx() { SBX_EXEC_PATH="$BASE/libexec/sbx" "$BASE/bin/sbx" "$@"; }
 	for _ in $(seq "$ROUNDS"); do
 		bench minimal "$min_cmd"
@@ -134,10 +151,12 @@ part() {	# label: one user's measurements
 			bench baseproxy "env SBX_EXEC_PATH=$BASE/libexec/sbx $BASE/bin/sbx exec -q --network proxy -- /bin/true"
 		fi
 	done
-	local m50 p50 p95
+	local m50 p50 p95 mc c
 	m50=$(pct "$tmp/$PART.minimal" 50)
+	mc=$(pct "$tmp/$PART.minimal.cpu" 50)
 	echo "== $label (uid $(id -u)), $((ROUNDS * RUNS)) runs each, alternating rounds"
-	printf '%-44s %8s %8s %8s\n' "/bin/true" "p50 ms" "p95 ms" "x min"
+	printf '%-40s %7s %7s %6s %7s %6s\n' "/bin/true" "p50 ms" "p95 ms" \
+	    "x min" "cpu ms" "x min"
 	for v in "${names[@]}"; do
 		case $v in
 		minimal) d="bwrap, minimal hand-rolled sandbox" ;;
@@ -150,8 +169,11 @@ part() {	# label: one user's measurements
 		baseproxy) d="base: sbx exec --network proxy" ;;
 		esac
 		p50=$(pct "$tmp/$PART.$v" 50); p95=$(pct "$tmp/$PART.$v" 95)
-		printf '%-44s %8s %8s %8s\n' "$d" "$p50" "$p95" \
-		    "$(awk -v a="$p50" -v b="$m50" 'BEGIN{printf "%.2f", a/b}')"
+		c=$(pct "$tmp/$PART.$v.cpu" 50)
+		printf '%-40s %7s %7s %6s %7s %6s\n' "$d" "$p50" "$p95" \
+		    "$(awk -v a="$p50" -v b="$m50" 'BEGIN{printf "%.2f", a/b}')" \
+		    "$c" "$(awk -v a="$c" -v b="$mc" 'BEGIN{if (b + 0 > 0)
+		    printf "%.2f", a/b; else printf "-"}')"
 	done
 	# The loop: LOOP sequential short commands, median of 3, interleaved.
 	local loops=(minimal sbx) k t0 t1

@@ -52,7 +52,7 @@ struct sbx_cgroup {
 	unsigned		 enforced;	/* SBX_LIM_* actually written */
 	char			*v2;		/* v2 dir of the run or NULL */
 	char			*v1[SBX_CG1_N];	/* v1 dirs, NULL: unused */
-	int			 procs_fd[SBX_CG1_N];	/* O_WRONLY|O_CLOEXEC */
+	int			 procs_fd[SBX_CG1_N];	/* v1: "tasks" */
 	int			 nprocs;	/* procs_fd[0..nprocs-1] open */
 	int			 swap_limited;	/* 0: RAM only, not swap */
 	char			 why[768];	/* why backends were skipped */

@@ -254,10 +254,24 @@ sbx_cg1_try(struct procinfo *pi, const char *root, const char *name,
 			goto limits_failed;
 		enforced |= SBX_LIM_CPUS;
 	}
+	/*
+	 * The child enters with "0" written to tasks, not cgroup.procs:
+	 * moving a whole thread group takes the kernel's global
+	 * cgroup_threadgroup_rwsem for writing, and the first such write of
+	 * a while waits out an RCU grace period (4-22 ms measured here, the
+	 * larger part of a root run's start-up).  Moving only the writing
+	 * thread, the kernel skips that lock ("cgroup: Optimize single
+	 * thread migration": Linux 6.0, and the 5.4+ stable series since
+	 * September 2022; before, it takes it as cgroup.procs does).  The
+	 * writer is a child just forked, which has one thread (fork copies
+	 * the caller only), so the thread is the whole process: the same
+	 * placement, and everything it starts (bwrap, sbx-init, the
+	 * command) is born inside.
+	 */
 	for (i = 0; i < SBX_CG1_N; i++) {
 		if (!(have & (1u << i)) || (cg->v1_alias_ & (1u << i)))
 			continue;
-		cg->procs_fd[cg->nprocs] = openat(cg->v1_fd_[i], "cgroup.procs",
+		cg->procs_fd[cg->nprocs] = openat(cg->v1_fd_[i], "tasks",
 		    O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
 		if (cg->procs_fd[cg->nprocs] == -1)
 			goto limits_failed;
