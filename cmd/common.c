@@ -80,7 +80,7 @@ sbx_cmd_print_warnings(const char *prog, json_t *warnings, int quiet)
 		if ((s = json_string_value(v)) == NULL)
 			continue;
 		sbx_buf_reset(&b);
-		if (sbx_str_escape_line(&b, s, strlen(s)) == 0)
+		if (sbx_utf8_escape_line(&b, s, strlen(s)) == 0)
 			fprintf(stderr, "%s: warning: %s\n", prog,
 			    b.p ? b.p : "");
 	}

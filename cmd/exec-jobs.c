@@ -79,7 +79,7 @@ print_ps(json_t *jobs)
 			if (k)
 				sbx_buf_puts(&b, " ");
 			if (s)
-				sbx_str_escape_line(&b, s, strlen(s));
+				sbx_utf8_escape_line(&b, s, strlen(s));
 		}
 		if (json_object_get(row, "exit_code"))
 			snprintf(code, sizeof(code), "%lld", (long long)
@@ -152,7 +152,7 @@ sub_job(const struct exec_jobs *J, const char *agent, struct sbx_root *root)
 		res = sbx_jobsup_poll(root, agent, id, J->tail_lines, &e);
 	else if (strcmp(J->sub, "kill") == 0)
 		res = sbx_jobsup_kill(root, agent, id, J->force, &e);
-	else if (J->timeout != NULL && sbx_parse_seconds(J->timeout,
+	else if (J->timeout != NULL && sbx_cli_parse_seconds(J->timeout,
 	    31 * 86400.0, &timeout) == -1) {
 		sbx_error_set(&e, SBX_K_INVALID_ARGS, "timeout",
 		    "invalid_number", "argument `timeout` must be a positive "
@@ -202,7 +202,7 @@ exec_jobs(const struct exec_jobs *J)
 	if (agent == NULL)
 		agent = getenv("SBX_AGENT") && *getenv("SBX_AGENT") ?
 		    getenv("SBX_AGENT") : "default";
-	if (sbx_agent_valid(agent, "agent", &e) == -1 ||
+	if (sbx_names_agent_valid(agent, "agent", &e) == -1 ||
 	    sbx_root_resolve(J->home, &root, &e) == -1)
 		return report(&e, -1, NULL, J->json);
 	if ((strcmp(J->sub, "ps") == 0) != (J->argc == 0) || J->argc > 1)
@@ -218,7 +218,7 @@ exec_jobs(const struct exec_jobs *J)
 			return 0;
 		}
 		/* No state root yet: no job can exist. */
-		if (sbx_job_id_valid(J->argv[0], &e) == -1)
+		if (sbx_names_job_id_valid(J->argv[0], &e) == -1)
 			return report(&e, -1, NULL, J->json);
 		sbx_error_set(&e, SBX_K_NOT_FOUND, "job", "unknown_job",
 		    "no job %s for agent %s", J->argv[0], agent);

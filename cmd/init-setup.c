@@ -143,7 +143,7 @@ socks_listen(void)
 }
 
 /*
- * (sbx-init links nothing of lib/: this is lib's sbx_send_fd, inline.)
+ * (sbx-init links nothing of lib/: this is lib's sbx_fs_send_fd, inline.)
  * Hand every pending connection to sbx-proxy; ours is closed once it is
  * sent, with its tag ('C' for 3128, 'S' for 1080).  When the channel is
  * full (a burst of connections), the one in hand waits in `held` and init

@@ -256,7 +256,7 @@ do_install(void)
 	if ((O.mgr = sbx_install_manager(O.manager, &e)) == -1)
 		fail(&e);
 	if (O.timeout != NULL &&
-	    sbx_parse_seconds(O.timeout, 86400, &O.timeout_s) == -1) {
+	    sbx_cli_parse_seconds(O.timeout, 86400, &O.timeout_s) == -1) {
 		sbx_error_set(&e, SBX_K_INVALID_ARGS, "timeout",
 		    "invalid_number",
 		    "argument `timeout` must be a number of "

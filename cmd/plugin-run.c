@@ -146,7 +146,7 @@ install_deps(const json_t *r)
 		    mgrs[k]);
 		if (json_array_size(pk) == 0)
 			continue;
-		if ((dir = sbx_self_dir()) == NULL) {
+		if ((dir = sbx_tools_self_dir()) == NULL) {
 			sbx_error_sys(&e, "self_unknown",
 			    "cannot find the "
 			    "libexec directory");

@@ -100,7 +100,7 @@ download(struct sbx_image_add *a, struct sbx_download *d)
 	d->expect = a->sha256;
 	d->progress = progress;
 	bar.on = !O.quiet && isatty(STDERR_FILENO);
-	if ((cachefd = sbx_mkdirs_at(root.fd, "cache", 0700, &e)) == -1)
+	if ((cachefd = sbx_fs_mkdirs_at(root.fd, "cache", 0700, &e)) == -1)
 		fail(&e);
 	fd = sbx_download_fetch(cachefd, d, &e);
 	progress_end();

@@ -124,8 +124,8 @@ package_counts(int rootfd)
 
 	snprintf(rel, sizeof(rel), "agents/%s", O.agent);
 	if (rootfd < 0 ||
-	    (afd = sbx_open_beneath(rootfd, rel, O_RDONLY | O_DIRECTORY, &e)) ==
-		-1)
+	    (afd = sbx_fs_open_beneath(rootfd, rel, O_RDONLY | O_DIRECTORY,
+		 &e)) == -1)
 		return NULL;
 	if (faccessat(afd, SBX_INSTALL_MANIFEST, F_OK, AT_SYMLINK_NOFOLLOW) ==
 		-1 ||

@@ -38,7 +38,7 @@ proxy_cmd_check(struct sbx_root *root, const char *target)
 	int			 status;
 
 	memset(&e, 0, sizeof(e));
-	if (sbx_agent_valid(O.agent, "agent", &e) == -1)
+	if (sbx_names_agent_valid(O.agent, "agent", &e) == -1)
 		fail(&e);
 	/* HOST[:PORT]; a bracketed IPv6 literal keeps its colons. */
 	colon = strrchr(target, ':');

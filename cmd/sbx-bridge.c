@@ -155,7 +155,7 @@ cmd_serve(struct sbx_root *root)
 	memset(&e, 0, sizeof(e));
 	if (sbx_bridge_config_load(root->fd, &cfg, &e) == -1)
 		fail(&e);
-	if ((runfd = sbx_mkdirs_at(root->fd, "run", 0711, &e)) == -1)
+	if ((runfd = sbx_fs_mkdirs_at(root->fd, "run", 0711, &e)) == -1)
 		fail(&e);
 	if ((rc = sbx_daemon_start(runfd, SBX_BRIDGE_PID, "bridge",
 	    O.foreground, &d, &e)) == -1)
@@ -433,7 +433,7 @@ run_sub(const char *sub, char **args)
 		fail(&e);
 	if (strcmp(sub, "serve") == 0) {
 		/* A daemon keeps nothing its starter had open. */
-		sbx_close_from(3, NULL, 0);
+		sbx_fs_close_from(3, NULL, 0);
 		if (sbx_root_open(&root, 1, &e) == -1)
 			fail(&e);
 		return cmd_serve(&root);
@@ -465,7 +465,7 @@ main(int argc, char *argv[])
 	unsigned	 bit;
 	int		 ch, n, nw;
 
-	if (sbx_fd_sanitize_std() == -1)
+	if (sbx_fs_sanitize_std() == -1)
 		return SBX_EX_OSERR;
 	sbx_cmd_finish_init(PROG);
 	if (sbx_cmd_complete(&table, argc, argv, &ch))
@@ -498,7 +498,7 @@ main(int argc, char *argv[])
 	O.tool = tool;
 	if (sbx_opts_check(&table, &seen, bit, &e) == -1)
 		usage_err(&e);
-	if (sbx_agent_valid(O.agent, "agent", &e) == -1)
+	if (sbx_names_agent_valid(O.agent, "agent", &e) == -1)
 		usage_err(&e);
 	return run_sub(sub, args);
 }

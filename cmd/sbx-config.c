@@ -523,7 +523,7 @@ do_write(const char *sub)
 		if ((v = sbx_cfg_get(doc, key)) != NULL)
 			s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
 		if (s != NULL)
-			sbx_str_escape_line(&b, s, strlen(s));
+			sbx_utf8_escape_line(&b, s, strlen(s));
 		printf("%s: %s%s%s (%s)\n", rel, key, s != NULL ? " = " :
 		    " unset", b.p != NULL ? b.p : "", changed ? "changed" :
 		    "unchanged");
@@ -543,7 +543,7 @@ main(int argc, char *argv[])
 	unsigned		 bit;
 	int			 rc;
 
-	if (sbx_fd_sanitize_std() == -1)
+	if (sbx_fs_sanitize_std() == -1)
 		return SBX_EX_OSERR;
 	sbx_cmd_finish_init(PROG);
 	if (sbx_cmd_complete(&table, argc, argv, &rc))
@@ -568,7 +568,7 @@ main(int argc, char *argv[])
 	if (O.agent == NULL)
 		O.agent = getenv("SBX_AGENT") && *getenv("SBX_AGENT") ?
 		    getenv("SBX_AGENT") : "default";
-	if (!O.global && sbx_agent_valid(O.agent, "agent", &e) == -1)
+	if (!O.global && sbx_names_agent_valid(O.agent, "agent", &e) == -1)
 		fail(&e);
 	if (O.json_value && strcmp(sub, "set") != 0 && strcmp(sub, "add") !=
 	    0 && strcmp(sub, "rm") != 0)

@@ -240,7 +240,7 @@ emit(json_t *env)
 		return;
 	}
 	if ((s = sbx_envelope_dump(env)) != NULL)
-		(void)sbx_write_all(C.envelope_fd, s, strlen(s));
+		(void)sbx_fs_write_all(C.envelope_fd, s, strlen(s));
 	free(s);
 	json_decref(env);
 }
@@ -454,7 +454,7 @@ check_args(struct sbx_error *e)
 
 	C.tail_lines = 20;
 	if (C.tail_arg != NULL) {
-		if (sbx_parse_uint(C.tail_arg, 10000, &v) == -1) {
+		if (sbx_cli_parse_uint(C.tail_arg, 10000, &v) == -1) {
 			if (C.sub != NULL)
 				return sbx_error_set(e, SBX_K_INVALID_ARGS,
 				    "tail_lines", "usage", "argument "
@@ -467,7 +467,7 @@ check_args(struct sbx_error *e)
 		C.tail_lines = (int)v;
 	}
 	if (C.envelope_fd_arg != NULL) {
-		if (sbx_parse_uint(C.envelope_fd_arg, INT_MAX, &v) == -1 ||
+		if (sbx_cli_parse_uint(C.envelope_fd_arg, INT_MAX, &v) == -1 ||
 		    v < 3 || fcntl((int)v, F_GETFD) == -1)
 			return sbx_error_set(e, SBX_K_INVALID_ARGS,
 			    "envelope_fd", "bad_fd", "argument `envelope-fd` "
@@ -558,8 +558,8 @@ cmd_exec(int argc, char *argv[])
 	struct sbx_error	 e;
 	int			 code, rc;
 
-	/* Before anything is opened: see sbx_fd_sanitize_std(). */
-	if (sbx_fd_sanitize_std() == -1)
+	/* Before anything is opened: see sbx_fs_sanitize_std(). */
+	if (sbx_fs_sanitize_std() == -1)
 		return SBX_EX_OSERR;
 	sbx_cmd_finish_init(PROG);
 	if (sbx_cmd_complete(&table, argc, argv, &code))

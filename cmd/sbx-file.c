@@ -253,7 +253,7 @@ number(const char *s, const char *field, unsigned long long max, int zero_ok,
 
 	if (s == NULL)
 		return;
-	if (sbx_parse_uint(s, max, &n) == -1 || (n == 0 && !zero_ok)) {
+	if (sbx_cli_parse_uint(s, max, &n) == -1 || (n == 0 && !zero_ok)) {
 		sbx_error_set(&e, SBX_K_INVALID_ARGS, field, "out_of_range",
 		    "argument `%s` must be a number from %d to %llu", field,
 		    zero_ok ? 0 : 1, max);
@@ -307,7 +307,7 @@ done(json_t *res, const char *text)
 		return;
 	}
 	if (text != NULL && !O.quiet) {
-		sbx_str_escape_line(&l, text, strlen(text));
+		sbx_utf8_escape_line(&l, text, strlen(text));
 		printf("%s\n", l.p != NULL ? l.p : "");
 		sbx_buf_release(&l);
 	}
@@ -326,7 +326,7 @@ print_listing(json_t *res)
 	json_array_foreach (json_object_get(res, "entries"), i, ent) {
 		p = json_string_value(json_object_get(ent, "path"));
 		sbx_buf_reset(&l);
-		sbx_str_escape_line(&l, p, strlen(p));
+		sbx_utf8_escape_line(&l, p, strlen(p));
 		printf("%-9s %10lld  %s\n",
 		    json_string_value(json_object_get(ent, "type")),
 		    (long long)json_integer_value(json_object_get(ent, "size")),
@@ -492,7 +492,7 @@ print_search(json_t *res)
 
 	json_array_foreach (json_object_get(res, "files"), i, m) {
 		sbx_buf_reset(&l);
-		sbx_str_escape_line(&l, json_string_value(m),
+		sbx_utf8_escape_line(&l, json_string_value(m),
 		    json_string_length(m));
 		printf("%s\n", l.p != NULL ? l.p : "");
 	}
@@ -505,7 +505,7 @@ print_search(json_t *res)
 		    json_string_value(json_object_get(m, "text")));
 		{
 			struct sbx_buf t = SBX_BUF_INIT;
-			sbx_str_escape_line(&t, l.p, l.len);
+			sbx_utf8_escape_line(&t, l.p, l.len);
 			printf("%s\n", t.p != NULL ? t.p : "");
 			sbx_buf_release(&t);
 		}
@@ -557,7 +557,7 @@ main(int argc, char *argv[])
 	gid_t		 gid;
 	int		 rc;
 
-	if (sbx_fd_sanitize_std() == -1)
+	if (sbx_fs_sanitize_std() == -1)
 		return SBX_EX_OSERR;
 	sbx_cmd_finish_init(PROG);
 	if (sbx_cmd_complete(&table, argc, argv, &rc))
@@ -581,7 +581,7 @@ main(int argc, char *argv[])
 		O.agent = getenv("SBX_AGENT") && *getenv("SBX_AGENT") ?
 		    getenv("SBX_AGENT") :
 		    "default";
-	if (sbx_agent_valid(O.agent, "agent", &e) == -1)
+	if (sbx_names_agent_valid(O.agent, "agent", &e) == -1)
 		fail(&e, NULL);
 	if (sbx_root_resolve(O.home, &root, &e) == -1 ||
 	    sbx_root_open(&root, 0, &e) == -1 ||

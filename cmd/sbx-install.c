@@ -234,7 +234,7 @@ open_agent(void)
 	struct stat		 st;
 	char			 rel[128];
 
-	if (sbx_agent_valid(O.agent, "agent", &e) == -1)
+	if (sbx_names_agent_valid(O.agent, "agent", &e) == -1)
 		fail(&e);
 	if (sbx_root_resolve(O.home, &root, &e) == -1 ||
 	    sbx_root_open(&root, 0, &e) == -1) {
@@ -277,7 +277,7 @@ agent_dir(struct sbx_error *e)
 	char	 rel[128];
 
 	snprintf(rel, sizeof(rel), "agents/%s", O.agent);
-	return sbx_mkdirs_at(root.fd, rel, 0700, e);
+	return sbx_fs_mkdirs_at(root.fd, rel, 0700, e);
 }
 
 static int
@@ -292,7 +292,7 @@ do_list(void)
 
 	open_agent();
 	snprintf(rel, sizeof(rel), "agents/%s", O.agent);
-	if ((afd = sbx_open_beneath(root.fd, rel, O_RDONLY | O_DIRECTORY,
+	if ((afd = sbx_fs_open_beneath(root.fd, rel, O_RDONLY | O_DIRECTORY,
 		 &e)) == -1)
 		m = sbx_install_manifest_normalize(NULL);
 	else if ((m = sbx_install_manifest_read(afd, &e)) == NULL)
@@ -378,7 +378,7 @@ main(int argc, char *argv[])
 	struct sbx_error	 e;
 	int			 rc;
 
-	if (sbx_fd_sanitize_std() == -1)
+	if (sbx_fs_sanitize_std() == -1)
 		return SBX_EX_OSERR;
 	sbx_cmd_finish_init(PROG);
 	if (sbx_cmd_complete(&table, argc, argv, &rc))

@@ -150,7 +150,7 @@ number(const char *arg, const char *field, unsigned long long lo,
 
 	if (arg == NULL)
 		return def;
-	if (sbx_parse_uint(arg, hi, &v) == -1 || v < lo) {
+	if (sbx_cli_parse_uint(arg, hi, &v) == -1 || v < lo) {
 		sbx_error_set(&e, SBX_K_INVALID_ARGS, field, "out_of_range",
 		    "argument `%s` must be a number from %llu to %llu", field,
 		    lo, hi);
@@ -196,7 +196,7 @@ main(int argc, char *argv[])
 	const char	   *p;
 	int		    rc;
 
-	if (sbx_fd_sanitize_std() == -1)
+	if (sbx_fs_sanitize_std() == -1)
 		return SBX_EX_OSERR;
 	sbx_cmd_finish_init(PROG);
 	if (sbx_cmd_complete(&table, argc, argv, &rc))
@@ -208,7 +208,7 @@ main(int argc, char *argv[])
 		c.agent = getenv("SBX_AGENT") && *getenv("SBX_AGENT") ?
 		    getenv("SBX_AGENT") :
 		    "default";
-	if (sbx_agent_valid(c.agent, "agent", &e) == -1)
+	if (sbx_names_agent_valid(c.agent, "agent", &e) == -1)
 		fail(&e);
 	c.home = O.home;
 	limits(&c);

@@ -213,7 +213,7 @@ plugin_open_agent(void)
 	struct stat	 st;
 	char		 rel[SBX_LAYOUT_PATH_MAX];
 
-	if (sbx_agent_valid(O.agent, "agent", &e) == -1)
+	if (sbx_names_agent_valid(O.agent, "agent", &e) == -1)
 		plugin_fail(&e);
 	plugin_open_root();
 	if (sbx_provision_revoked(root.fd, O.agent, &e) != 0) {
@@ -535,7 +535,7 @@ do_register(void)
 		plugin_fail(&e);
 	}
 	SBX_LPATH(hrel, SBX_L_AGENT_HOME, O.agent);
-	if ((home = sbx_open_beneath(root.fd, hrel, O_RDONLY | O_DIRECTORY,
+	if ((home = sbx_fs_open_beneath(root.fd, hrel, O_RDONLY | O_DIRECTORY,
 		 &e)) == -1)
 		plugin_fail(&e);
 	in = sbx_plugin_source_read(home, rel, &e);
@@ -638,7 +638,7 @@ main(int argc, char *argv[])
 	struct sbx_error e;
 	int		 rc;
 
-	if (sbx_fd_sanitize_std() == -1)
+	if (sbx_fs_sanitize_std() == -1)
 		return SBX_EX_OSERR;
 	sbx_cmd_finish_init(PROG);
 	if (sbx_cmd_complete(&table, argc, argv, &rc))

@@ -246,7 +246,7 @@ write_out(const char *file, const char *data, size_t n, struct sbx_error *e)
 		    "%s", file);
 		goto out;
 	}
-	rc = sbx_write_atomic(dfd, base, data, n, 0644, e);
+	rc = sbx_fs_write_atomic(dfd, base, data, n, 0644, e);
 	close(dfd);
 out:
 	free(d);
@@ -327,13 +327,13 @@ probe_opts(struct sbx_preflight_opts *po, struct sbx_root *root,
 		O.agent = v;
 	if (O.agent == NULL)
 		O.agent = "default";
-	if (sbx_agent_valid(O.agent, "agent", &e) == -1)
+	if (sbx_names_agent_valid(O.agent, "agent", &e) == -1)
 		fail(&e, -1);
 	if (sbx_root_resolve(O.home, root, &e) == -1)
 		fail(&e, -1);
 
 	v = secure_getenv("SBX_EXEC_PATH");
-	*exec_dir = v != NULL && *v == '/' ? strdup(v) : sbx_self_dir();
+	*exec_dir = v != NULL && *v == '/' ? strdup(v) : sbx_tools_self_dir();
 	if (*exec_dir == NULL) {
 		sbx_error_sys(&e, "self_unknown", "cannot locate sbx's programs");
 		fail(&e, -1);
@@ -427,8 +427,8 @@ main(int argc, char *argv[])
 	char			 *exec_dir, *front;
 	int			  code;
 
-	/* Before anything is opened: see sbx_fd_sanitize_std(). */
-	if (sbx_fd_sanitize_std() == -1)
+	/* Before anything is opened: see sbx_fs_sanitize_std(). */
+	if (sbx_fs_sanitize_std() == -1)
 		return SBX_EX_OSERR;
 	sbx_cmd_finish_init(PROG);
 	if (sbx_cmd_complete(&table, argc, argv, &code))

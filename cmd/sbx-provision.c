@@ -222,7 +222,7 @@ print_line(FILE *f, const char *prefix, const char *s, const char *suffix)
 {
 	struct sbx_buf	 b = SBX_BUF_INIT;
 
-	if (sbx_str_escape_line(&b, s, strlen(s)) == 0)
+	if (sbx_utf8_escape_line(&b, s, strlen(s)) == 0)
 		fprintf(f, "%s%s%s\n", prefix, b.p ? b.p : "", suffix);
 	sbx_buf_release(&b);
 }
@@ -463,7 +463,7 @@ check_command(const char *s)
 	if (O.agent == NULL)
 		O.agent = getenv("SBX_AGENT") && *getenv("SBX_AGENT") ?
 		    getenv("SBX_AGENT") : "default";
-	if (sbx_agent_valid(O.agent, "agent", &e) == -1)
+	if (sbx_names_agent_valid(O.agent, "agent", &e) == -1)
 		fail(&e);
 	if (sbx_root_resolve(O.home, &root, &e) == -1)
 		fail(&e);
@@ -476,8 +476,8 @@ main(int argc, char *argv[])
 	size_t	 i;
 	int	 rc;
 
-	/* Before anything is opened: see sbx_fd_sanitize_std(). */
-	if (sbx_fd_sanitize_std() == -1)
+	/* Before anything is opened: see sbx_fs_sanitize_std(). */
+	if (sbx_fs_sanitize_std() == -1)
 		return SBX_EX_OSERR;
 	sbx_cmd_finish_init(PROG);
 	if (sbx_cmd_complete(&table, argc, argv, &rc))

@@ -170,7 +170,7 @@ cmd_serve(struct sbx_root *root)
 	memset(&e, 0, sizeof(e));
 	if (sbx_proxy_config_load(root->fd, &cfg, &e) == -1)
 		fail(&e);
-	if ((runfd = sbx_mkdirs_at(root->fd, "run", 0711, &e)) == -1)
+	if ((runfd = sbx_fs_mkdirs_at(root->fd, "run", 0711, &e)) == -1)
 		fail(&e);
 	if ((rc = sbx_daemon_start(runfd, "proxy.pid", "proxy", O.foreground,
 	    &d, &e)) == -1)
@@ -375,8 +375,8 @@ main(int argc, char *argv[])
 	const char		*sub;
 	int			 ch;
 
-	/* Before anything is opened: see sbx_fd_sanitize_std(). */
-	if (sbx_fd_sanitize_std() == -1)
+	/* Before anything is opened: see sbx_fs_sanitize_std(). */
+	if (sbx_fs_sanitize_std() == -1)
 		return SBX_EX_OSERR;
 	sbx_cmd_finish_init(PROG);
 	memset(&e, 0, sizeof(e));
@@ -400,7 +400,7 @@ main(int argc, char *argv[])
 	if (strcmp(sub, "serve") == 0) {
 		/* A daemon keeps nothing its starter had open: a pipe held
 		 * by it would keep the starter's reader waiting forever. */
-		sbx_close_from(3, NULL, 0);
+		sbx_fs_close_from(3, NULL, 0);
 		if (sbx_root_open(&root, 1, &e) == -1)
 			fail(&e);
 		return cmd_serve(&root);

@@ -321,7 +321,7 @@ do_list(void)
 			    d != NULL ? d : "");
 			{
 				struct sbx_buf l = SBX_BUF_INIT;
-				sbx_str_escape_line(&l, b.p, b.len);
+				sbx_utf8_escape_line(&l, b.p, b.len);
 				printf("%s\n", l.p ? l.p : "");
 				sbx_buf_release(&l);
 			}
@@ -399,7 +399,7 @@ static int
 out_sink(void *arg, const void *p, size_t n)
 {
 	(void)arg;
-	return sbx_write_all(1, p, n);
+	return sbx_fs_write_all(1, p, n);
 }
 
 /* stdin to stdout, scrubbed; held bytes go out after 50 ms of quiet. */
@@ -479,8 +479,8 @@ do_get(void)
 		sbx_secret_close(&s);
 		fail(&e);
 	}
-	(void)sbx_write_all(1, v, n);
-	(void)sbx_write_all(1, "\n", 1);
+	(void)sbx_fs_write_all(1, v, n);
+	(void)sbx_fs_write_all(1, "\n", 1);
 	sodium_free(v);
 	sbx_secret_close(&s);
 	return 0;
@@ -525,7 +525,7 @@ main(int argc, char *argv[])
 	struct sbx_error e;
 	int		 want_name, creating, rc;
 
-	if (sbx_fd_sanitize_std() == -1)
+	if (sbx_fs_sanitize_std() == -1)
 		return SBX_EX_OSERR;
 	sbx_cmd_finish_init(PROG);
 	if (sbx_cmd_complete(&table, argc, argv, &rc))
@@ -541,7 +541,7 @@ main(int argc, char *argv[])
 	if (O.agent == NULL)
 		O.agent = getenv("SBX_AGENT") && *getenv("SBX_AGENT") ?
 		    getenv("SBX_AGENT") : "default";
-	if (sbx_agent_valid(O.agent, "agent", &e) == -1)
+	if (sbx_names_agent_valid(O.agent, "agent", &e) == -1)
 		fail(&e);
 	if (want_name && sbx_secret_name_valid(O.name, &e) == -1)
 		fail(&e);

@@ -450,7 +450,7 @@ complete(int argc, char *argv[])
 
 		if ((rc = sbx_root_resolve(home, &r, &e)) == 0 &&
 		    strcmp(kind, "cwd") == 0 &&
-		    (rc = sbx_agent_valid(agent, "agent", &e)) == 0)
+		    (rc = sbx_names_agent_valid(agent, "agent", &e)) == 0)
 			rc = sbx_strv_pushf(&v, "%s/workspace/agents/%s",
 			    r.path, agent);
 		else if (rc == 0)
@@ -533,8 +533,8 @@ main(int argc, char *argv[])
 	const struct command	*c;
 	const char		*a;
 
-	/* Before anything is opened: see sbx_fd_sanitize_std(). */
-	if (sbx_fd_sanitize_std() == -1)
+	/* Before anything is opened: see sbx_fs_sanitize_std(). */
+	if (sbx_fs_sanitize_std() == -1)
 		return 71;
 	if (argc < 2)
 		return usage_error(argc, argv);

@@ -157,7 +157,7 @@ read_value(unsigned char **v, size_t *n, struct sbx_error *e)
 		return 0;
 	}
 	if (O.from_fd != NULL) {
-		if (sbx_parse_uint(O.from_fd, 1 << 20, &fd) == -1 ||
+		if (sbx_cli_parse_uint(O.from_fd, 1 << 20, &fd) == -1 ||
 		    fcntl((int)fd, F_GETFD) == -1)
 			return sbx_error_set(e, SBX_K_INVALID_ARGS, "from_fd",
 			    "bad_fd",

@@ -16,11 +16,11 @@ sbx_cli_error_text(const char *prog, const struct sbx_error *e,
 	int	 rc = 0;
 
 	rc |= sbx_buf_printf(b, "%s: ", prog);
-	rc |= sbx_str_escape_line(b, e->message, strlen(e->message));
+	rc |= sbx_utf8_escape_line(b, e->message, strlen(e->message));
 	rc |= sbx_buf_puts(b, "\n");
 	if (e->hint[0]) {
 		rc |= sbx_buf_printf(b, "%s: hint: ", prog);
-		rc |= sbx_str_escape_line(b, e->hint, strlen(e->hint));
+		rc |= sbx_utf8_escape_line(b, e->hint, strlen(e->hint));
 		rc |= sbx_buf_puts(b, "\n");
 	}
 	return rc ? -1 : 0;
@@ -209,7 +209,7 @@ sbx_cli_getopt_error(int argc, char *const argv[], const char *optstring,
 }
 
 int
-sbx_parse_seconds(const char *s, double max, double *out)
+sbx_cli_parse_seconds(const char *s, double max, double *out)
 {
 	char	*end;
 	double	 d;
@@ -230,7 +230,8 @@ sbx_parse_seconds(const char *s, double max, double *out)
 }
 
 int
-sbx_parse_uint(const char *s, unsigned long long max, unsigned long long *out)
+sbx_cli_parse_uint(const char *s, unsigned long long max,
+    unsigned long long *out)
 {
 	char			*end;
 	unsigned long long	 v;
@@ -246,7 +247,7 @@ sbx_parse_uint(const char *s, unsigned long long max, unsigned long long *out)
 }
 
 int
-sbx_parse_bytes(const char *s, unsigned long long *out)
+sbx_cli_parse_bytes(const char *s, unsigned long long *out)
 {
 	char			*end;
 	unsigned long long	 v, mul = 1;

@@ -70,11 +70,11 @@ void	sbx_cli_getopt_error(int argc, char *const argv[],
  * in storage of this module valid until the next call. */
 const char	*sbx_cli_option_field(const char *opt, size_t n);
 /* Parse a decimal number of seconds (e.g. "2", "0.5"); > 0, <= max. */
-int	sbx_parse_seconds(const char *, double max, double *);
+int	sbx_cli_parse_seconds(const char *, double max, double *);
 /* Parse a byte count with optional K, M or G suffix (binary). */
-int	sbx_parse_bytes(const char *, unsigned long long *);
+int	sbx_cli_parse_bytes(const char *, unsigned long long *);
 /* Parse a non-negative integer <= max. */
-int	sbx_parse_uint(const char *, unsigned long long max,
+int	sbx_cli_parse_uint(const char *, unsigned long long max,
 	    unsigned long long *);
 
 #endif

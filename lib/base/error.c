@@ -7,7 +7,7 @@
 #include "error.h"
 
 int
-sbx_kind_retryable(const char *kind)
+sbx_error_kind_retryable(const char *kind)
 {
 	return kind != NULL && (strcmp(kind, SBX_K_UNAVAILABLE) == 0 ||
 	    strcmp(kind, SBX_K_TIMEOUT) == 0);
@@ -20,7 +20,7 @@ error_vset(struct sbx_error *e, const char *kind, const char *field,
 	e->kind = kind;
 	e->field = field;
 	e->reason = reason;
-	e->retryable = sbx_kind_retryable(kind);
+	e->retryable = sbx_error_kind_retryable(kind);
 	e->hint[0] = '\0';
 	if (vsnprintf(e->message, sizeof(e->message), fmt, ap) < 0)
 		e->message[0] = '\0';

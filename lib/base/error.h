@@ -35,7 +35,7 @@ int	sbx_error_sys(struct sbx_error *, const char *reason, const char *fmt,
 	    ...) __attribute__((format(printf, 3, 4)));
 void	sbx_error_hint(struct sbx_error *, const char *fmt, ...)
 	    __attribute__((format(printf, 2, 3)));
-int	sbx_kind_retryable(const char *kind);
+int	sbx_error_kind_retryable(const char *kind);
 /* Is e a missing file or directory (kind not_found, or ENOENT)? */
 int sbx_error_absent(const struct sbx_error *);
 

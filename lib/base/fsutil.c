@@ -49,7 +49,7 @@ next_component(const char **p, char *out, size_t outsz, const char *rel,
 }
 
 int
-sbx_mkdirs_at(int dirfd, const char *rel, mode_t mode, struct sbx_error *e)
+sbx_fs_mkdirs_at(int dirfd, const char *rel, mode_t mode, struct sbx_error *e)
 {
 	char		 comp[NAME_MAX + 1];
 	const char	*p = rel;
@@ -96,7 +96,7 @@ sbx_mkdirs_at(int dirfd, const char *rel, mode_t mode, struct sbx_error *e)
 }
 
 int
-sbx_open_beneath(int dirfd, const char *rel, int flags, struct sbx_error *e)
+sbx_fs_open_beneath(int dirfd, const char *rel, int flags, struct sbx_error *e)
 {
 	char		 comp[NAME_MAX + 1];
 	const char	*p = rel, *q;
@@ -150,7 +150,7 @@ sbx_open_beneath(int dirfd, const char *rel, int flags, struct sbx_error *e)
 }
 
 int
-sbx_write_all(int fd, const void *data, size_t n)
+sbx_fs_write_all(int fd, const void *data, size_t n)
 {
 	const char	*p = data;
 	ssize_t		 w;
@@ -199,7 +199,7 @@ write_atomic(int dirfd, const char *name, const void *data, size_t n,
 		return sbx_error_sys(e, "write_failed", "cannot create %s",
 		    tmp);
 	if ((exact && fchmod(fd, mode) == -1) ||
-	    sbx_write_all(fd, data, n) == -1 || fsync(fd) == -1) {
+	    sbx_fs_write_all(fd, data, n) == -1 || fsync(fd) == -1) {
 		sbx_error_sys(e, "write_failed", "cannot write %s", name);
 		close(fd);
 		unlinkat(dirfd, tmp, 0);
@@ -217,7 +217,7 @@ write_atomic(int dirfd, const char *name, const void *data, size_t n,
 }
 
 int
-sbx_write_atomic(int dirfd, const char *name, const void *data, size_t n,
+sbx_fs_write_atomic(int dirfd, const char *name, const void *data, size_t n,
     mode_t mode, struct sbx_error *e)
 {
 	return write_atomic(dirfd, name, data, n, mode, 0, e);
@@ -231,7 +231,7 @@ sbx_fs_replace_at(int dirfd, const char *name, const void *data, size_t n,
 }
 
 int
-sbx_read_file_at(int dirfd, const char *name, size_t cap, struct sbx_buf *b,
+sbx_fs_read_file_at(int dirfd, const char *name, size_t cap, struct sbx_buf *b,
     struct sbx_error *e)
 {
 	struct stat	 st;
@@ -241,7 +241,7 @@ sbx_read_file_at(int dirfd, const char *name, size_t cap, struct sbx_buf *b,
 
 	/* O_NONBLOCK: a FIFO planted under the name would block the open
 	 * forever; it is refused below as not a regular file instead. */
-	if ((fd = sbx_open_beneath(dirfd, name, O_RDONLY | O_NONBLOCK, e)) ==
+	if ((fd = sbx_fs_open_beneath(dirfd, name, O_RDONLY | O_NONBLOCK, e)) ==
 	    -1)
 		return -1;
 	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
@@ -300,7 +300,7 @@ is_kept(int fd, const int *keep, size_t nkeep)
  * without close-on-exec: the standard streams must survive exec.
  */
 int
-sbx_fd_sanitize_std(void)
+sbx_fs_sanitize_std(void)
 {
 	int	 fd, nfd;
 
@@ -320,7 +320,7 @@ sbx_fd_sanitize_std(void)
 }
 
 void
-sbx_close_from(int lowfd, const int *keep, size_t nkeep)
+sbx_fs_close_from(int lowfd, const int *keep, size_t nkeep)
 {
 	DIR		*d;
 	struct dirent	*de;
@@ -350,14 +350,15 @@ sbx_close_from(int lowfd, const int *keep, size_t nkeep)
 }
 
 int
-sbx_memfd_data(const char *name, const void *data, size_t n)
+sbx_fs_memfd_data(const char *name, const void *data, size_t n)
 {
 	int	 fd;
 
 	fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd == -1)
 		return -1;
-	if (sbx_write_all(fd, data, n) == -1 || lseek(fd, 0, SEEK_SET) == -1) {
+	if (sbx_fs_write_all(fd, data, n) == -1 ||
+	    lseek(fd, 0, SEEK_SET) == -1) {
 		close(fd);
 		return -1;
 	}
@@ -368,7 +369,7 @@ sbx_memfd_data(const char *name, const void *data, size_t n)
 }
 
 int
-sbx_path_check(const char *path, const char *field, struct sbx_error *e)
+sbx_fs_path_check(const char *path, const char *field, struct sbx_error *e)
 {
 	const char	*s, *end;
 	size_t		 n;
@@ -510,7 +511,7 @@ fail:
 }
 
 ssize_t
-sbx_send_fd(int sock, const void *buf, size_t len, int fd, int flags)
+sbx_fs_send_fd(int sock, const void *buf, size_t len, int fd, int flags)
 {
 	char		 cbuf[CMSG_SPACE(sizeof(int))];
 	struct msghdr	 m;
@@ -534,7 +535,7 @@ sbx_send_fd(int sock, const void *buf, size_t len, int fd, int flags)
 }
 
 ssize_t
-sbx_recv_fds(int sock, void *buf, size_t len, int *fds, size_t maxfds,
+sbx_fs_recv_fds(int sock, void *buf, size_t len, int *fds, size_t maxfds,
     size_t *nfds, int flags)
 {
 	char		 cbuf[CMSG_SPACE(sizeof(int) * 16)];
@@ -577,7 +578,7 @@ sbx_recv_fds(int sock, void *buf, size_t len, int *fds, size_t maxfds,
 /* ---- tree removal -------------------------------------------------------- */
 
 /*
- * sbx_rm_tree_at walks the tree with an explicit stack, not recursion: a
+ * sbx_fs_rm_tree_at walks the tree with an explicit stack, not recursion: a
  * tree the sandbox built (it owns /output and its home) can be as deep as
  * it likes, and a walk that stops at a depth cap, or at PATH_MAX, leaves
  * it behind.  Only the deepest RM_OPEN_MAX directories stay open, so a
@@ -846,7 +847,7 @@ rm_pop(struct rm_walk *w)
 }
 
 int
-sbx_rm_tree_at(int pfd, const char *name, struct sbx_error *e)
+sbx_fs_rm_tree_at(int pfd, const char *name, struct sbx_error *e)
 {
 	struct rm_walk	 w;
 	struct rm_frame	*f;

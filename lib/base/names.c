@@ -4,7 +4,7 @@
 #include "names.h"
 
 int
-sbx_agent_valid(const char *s, const char *field, struct sbx_error *e)
+sbx_names_agent_valid(const char *s, const char *field, struct sbx_error *e)
 {
 	size_t	 i, n;
 
@@ -30,7 +30,7 @@ sbx_agent_valid(const char *s, const char *field, struct sbx_error *e)
 }
 
 int
-sbx_job_id_valid(const char *s, struct sbx_error *e)
+sbx_names_job_id_valid(const char *s, struct sbx_error *e)
 {
 	size_t	 i;
 
@@ -70,7 +70,7 @@ static const char *const reserved_prefix[] = {
 };
 
 int
-sbx_env_name_reserved(const char *name, size_t len)
+sbx_names_env_reserved(const char *name, size_t len)
 {
 	size_t	 i, k;
 
@@ -88,7 +88,7 @@ sbx_env_name_reserved(const char *name, size_t len)
 }
 
 int
-sbx_env_assign_valid(const char *s, struct sbx_error *e)
+sbx_names_env_assign_valid(const char *s, struct sbx_error *e)
 {
 	const char	*eq;
 	size_t		 i, n;
@@ -111,7 +111,7 @@ sbx_env_assign_valid(const char *s, struct sbx_error *e)
 			    "invalid_name", "argument `env`: name must match "
 			    "^[A-Za-z_][A-Za-z0-9_]*$");
 	}
-	if (sbx_env_name_reserved(s, n))
+	if (sbx_names_env_reserved(s, n))
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "env",
 		    "reserved_name", "argument `env`: %.*s is reserved and "
 		    "cannot be set", (int)n, s);

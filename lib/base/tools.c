@@ -25,7 +25,7 @@ tool_package(const char *name)
 }
 
 int
-sbx_tool_find(const char *name, const char *env, char **out,
+sbx_tools_find(const char *name, const char *env, char **out,
     struct sbx_error *e)
 {
 	char		 path[PATH_MAX];
@@ -79,7 +79,7 @@ sbx_tool_find(const char *name, const char *env, char **out,
 }
 
 char *
-sbx_self_dir(void)
+sbx_tools_self_dir(void)
 {
 	char	 buf[PATH_MAX];
 	ssize_t	 n;

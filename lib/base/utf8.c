@@ -72,7 +72,7 @@ sbx_utf8_sanitize(struct sbx_buf *dst, const char *src, size_t len)
 }
 
 int
-sbx_str_escape_line(struct sbx_buf *dst, const char *src, size_t len)
+sbx_utf8_escape_line(struct sbx_buf *dst, const char *src, size_t len)
 {
 	const unsigned char	*s = (const unsigned char *)src;
 	size_t			 i, k;

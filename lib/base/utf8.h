@@ -13,6 +13,6 @@ int	sbx_utf8_valid(const char *src, size_t len);
 /* Append src escaped for one line on a terminal: control characters
  * (C0, DEL, C1, ESC) become \xHH, backslash becomes \\, so a hostile string
  * can neither forge a line nor drive the terminal. */
-int	sbx_str_escape_line(struct sbx_buf *dst, const char *src, size_t len);
+int	sbx_utf8_escape_line(struct sbx_buf *dst, const char *src, size_t len);
 
 #endif

@@ -299,7 +299,7 @@ prep_workdir(struct sbx_exec *p, struct sbx_error *e)
 	ssize_t			 n;
 	int			 r;
 
-	if (sbx_path_check(p->req->workdir, "workdir", e) == -1)
+	if (sbx_fs_path_check(p->req->workdir, "workdir", e) == -1)
 		return -1;
 	/*
 	 * What to walk.  By default the argument itself, made absolute
@@ -525,7 +525,7 @@ ro_path_ok(struct sbx_exec *p, const char *path, int from_config,
 	size_t		 n;
 	int		 fd;
 
-	if (sbx_path_check(path, field, e) == -1)
+	if (sbx_fs_path_check(path, field, e) == -1)
 		return -1;
 	if (strcmp(path, "/") == 0 || is_system_dir(path) ||
 	    strcmp(path, "/etc") == 0) {
@@ -781,7 +781,7 @@ prep_cwd(struct sbx_exec *p, struct sbx_error *e)
 		    p->workdir ? p->workdir : p->home);
 		return 0;
 	}
-	if (sbx_path_check(p->req->cwd, "cwd", e) == -1)
+	if (sbx_fs_path_check(p->req->cwd, "cwd", e) == -1)
 		return -1;
 	if (p->req->cwd[0] != '/') {
 		if ((size_t)snprintf(p->cwd, sizeof(p->cwd), "%s/%s", p->home,
@@ -824,7 +824,7 @@ prep_cwd(struct sbx_exec *p, struct sbx_error *e)
 		rel++;
 	if (*rel == '\0')
 		return 0;
-	fd = sbx_open_beneath(basefd, rel, O_PATH | O_DIRECTORY, e);
+	fd = sbx_fs_open_beneath(basefd, rel, O_PATH | O_DIRECTORY, e);
 	if (fd == -1) {
 		e->kind = SBX_K_INVALID_ARGS;
 		e->retryable = 0;
@@ -990,7 +990,7 @@ prep_env(struct sbx_exec *p)
 	}
 	for (i = 0; i < env.n; i++)
 		sbx_buf_append(&b, env.v[i], strlen(env.v[i]) + 1);
-	fd = sbx_memfd_data("sbx-env", b.p ? b.p : "", b.len);
+	fd = sbx_fs_memfd_data("sbx-env", b.p ? b.p : "", b.len);
 	/* Copies of the values: wiped, not just freed. */
 	if (p->secrets.n > 0) {
 		for (i = 0; i < env.n; i++)
@@ -1039,7 +1039,7 @@ prep_secrets(struct sbx_exec *p, struct sbx_error *e)
 static int
 etc_fd(const char *name, struct sbx_buf *b)
 {
-	int	 fd = sbx_memfd_data(name, b->p ? b->p : "", b->len);
+	int	 fd = sbx_fs_memfd_data(name, b->p ? b->p : "", b->len);
 
 	sbx_buf_release(b);
 	return fd;
@@ -1140,7 +1140,7 @@ bwrap_has_disable_userns(struct sbx_exec *p)
 		waitpid(pid, &status, 0);
 	yes = strstr(out, "--disable-userns") != NULL;
 	if (cfd >= 0 && yes)
-		(void)sbx_write_atomic(cfd, name, "1\n", 2, 0600,
+		(void)sbx_fs_write_atomic(cfd, name, "1\n", 2, 0600,
 		    &e);
 done:
 	return yes;
@@ -1466,7 +1466,8 @@ reachable_root(struct sbx_exec *p, struct sbx_error *e)
 	}
 	(void)fchmod(p->root.fd, 0711);
 	for (i = 0; i < sizeof(inner) / sizeof(*inner); i++) {
-		if ((fd = sbx_mkdirs_at(p->root.fd, inner[i], 0711, e)) == -1)
+		if ((fd = sbx_fs_mkdirs_at(p->root.fd, inner[i], 0711, e)) ==
+		    -1)
 			return -1;
 		(void)fchmod(fd, 0711);
 		close(fd);
@@ -1735,7 +1736,7 @@ prep_image(struct sbx_exec *p, struct sbx_error *e)
 	 * envs/<agent>), not list them; the trees beneath are
 	 * world-readable. */
 	for (i = 0; p->drop_privs && i < nreach; i++)
-		if ((fd = sbx_open_beneath(p->root.fd, reach[i], O_RDONLY |
+		if ((fd = sbx_fs_open_beneath(p->root.fd, reach[i], O_RDONLY |
 		    O_DIRECTORY, e)) >= 0) {
 			if (fstat(fd, &st) == 0 && !(st.st_mode & S_IXOTH))
 				(void)fchmod(fd, (st.st_mode & 0700) | 0011);
@@ -1914,7 +1915,7 @@ agent_token(struct sbx_exec *p, struct sbx_error *e)
 	if (p->proxy_token[0] != '\0')
 		return 0;
 	SBX_LPATH(rel, SBX_L_AGENT_TOKEN, p->sb.agent);
-	if (sbx_read_file_at(p->root.fd, rel, 256, &tok, e) == -1) {
+	if (sbx_fs_read_file_at(p->root.fd, rel, 256, &tok, e) == -1) {
 		/* No token yet: provision the agent (idempotent), which
 		 * creates one. */
 		struct sbx_provision	 pv;
@@ -1923,7 +1924,7 @@ agent_token(struct sbx_exec *p, struct sbx_error *e)
 		if (sbx_provision_agent(&pv, e) == -1)
 			return -1;
 		sbx_provision_release(&pv);
-		if (sbx_read_file_at(p->root.fd, rel, 256, &tok, e) == -1)
+		if (sbx_fs_read_file_at(p->root.fd, rel, 256, &tok, e) == -1)
 			return -1;
 	}
 	while (tok.len > 0 && tok.p[tok.len - 1] == '\n')
@@ -2069,7 +2070,7 @@ fs_violation_text(const struct sbx_exec *p, const json_t *v,
 	if (p->workdir != NULL && (n = strlen(p->workdir),
 	    strncmp(path, p->workdir, n) == 0) && path[n] == '/')
 		path += n + 1;
-	sbx_str_escape_line(&b, path, strlen(path));
+	sbx_utf8_escape_line(&b, path, strlen(path));
 	sbx_buf_printf(out, "%s%s: %s (%s)", out->len ? "\nsbx: " : "",
 	    strcmp(why, "unix_socket") == 0 ? "unix socket" :
 	    "protected path", b.p, strcmp(why, "unix_socket") == 0 ?
@@ -2114,7 +2115,7 @@ sbx_exec_violations_text(const struct sbx_exec *p)
 			sbx_buf_puts(&out, " ...");
 			break;
 		}
-		sbx_str_escape_line(&b, h != NULL ? h : "-", h != NULL ?
+		sbx_utf8_escape_line(&b, h != NULL ? h : "-", h != NULL ?
 		    strlen(h) : 1);
 		/* An address refused for its class says which address and
 		 * what would allow it (the proxy's own words). */
@@ -2194,7 +2195,7 @@ sbx_exec_validate(struct sbx_exec_req *q, struct sbx_error *e)
 	size_t			 i;
 
 	if (q->max_output != NULL) {
-		if (sbx_parse_bytes(q->max_output, &v) == -1 || v < 64 ||
+		if (sbx_cli_parse_bytes(q->max_output, &v) == -1 || v < 64 ||
 		    v > (1ULL << 30))
 			return sbx_error_set(e, SBX_K_INVALID_ARGS,
 			    "max_output", "out_of_range", "argument "
@@ -2232,7 +2233,7 @@ sbx_exec_validate(struct sbx_exec_req *q, struct sbx_error *e)
 		a = getenv("SBX_AGENT");
 		q->agent = a != NULL && *a != '\0' ? a : "default";
 	}
-	if (sbx_agent_valid(q->agent, "agent", e) == -1)
+	if (sbx_names_agent_valid(q->agent, "agent", e) == -1)
 		return -1;
 	if (q->argc == 0 && q->shell == NULL)
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "command",
@@ -2240,7 +2241,8 @@ sbx_exec_validate(struct sbx_exec_req *q, struct sbx_error *e)
 		    "`-c STRING`");
 	q->timeout_s = 0;
 	if (q->timeout != NULL &&
-	    sbx_parse_seconds(q->timeout, 31 * 86400.0, &q->timeout_s) == -1)
+	    sbx_cli_parse_seconds(q->timeout, 31 * 86400.0, &q->timeout_s) ==
+		-1)
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "timeout",
 		    "invalid_number", "argument `timeout` must be a positive "
 		    "number of seconds (at most 31 days)");
@@ -2249,7 +2251,7 @@ sbx_exec_validate(struct sbx_exec_req *q, struct sbx_error *e)
 		    "invalid_mode", "argument `network` must be none, proxy "
 		    "or outbound");
 	for (i = 0; i < q->env.n; i++)
-		if (sbx_env_assign_valid(q->env.v[i], e) == -1)
+		if (sbx_names_env_assign_valid(q->env.v[i], e) == -1)
 			return -1;
 	if (q->no_secrets && q->secrets.n > 0) {
 		sbx_error_set(e, SBX_K_INVALID_ARGS, "secret",
@@ -2312,13 +2314,13 @@ sbx_exec_prepare(struct sbx_exec *p, const struct sbx_exec_req *q,
 		return -1;
 
 	/* Fail closed: no bwrap, no run. */
-	if (sbx_tool_find("bwrap", "SBX_BWRAP", &p->bwrap, e) == -1)
+	if (sbx_tools_find("bwrap", "SBX_BWRAP", &p->bwrap, e) == -1)
 		return -1;
 	/*
 	 * sbx-init lives next to sbx-exec, or where the caller says (the
 	 * front-end, with exec built in: its exec path).
 	 */
-	dir = q->libexec != NULL ? strdup(q->libexec) : sbx_self_dir();
+	dir = q->libexec != NULL ? strdup(q->libexec) : sbx_tools_self_dir();
 	if (dir == NULL || asprintf(&p->init, "%s/sbx-init", dir) == -1) {
 		sbx_error_sys(e, "self_unknown", "cannot locate sbx-init");
 		return -1;
@@ -2345,12 +2347,12 @@ sbx_exec_prepare(struct sbx_exec *p, const struct sbx_exec_req *q,
 	if (prep_network(p, e) == -1)
 		return -1;
 	SBX_LPATH(rel, SBX_L_AGENT_HOME, p->sb.agent);
-	if ((p->home_fd = sbx_mkdirs_at(p->root.fd, rel, 0700, e)) == -1)
+	if ((p->home_fd = sbx_fs_mkdirs_at(p->root.fd, rel, 0700, e)) == -1)
 		return -1;
 	if (own_dir(p, p->home_fd, rel, e) == -1)
 		return -1;
 	SBX_LPATH(rel, SBX_L_AGENT_OUTPUT, p->sb.agent);
-	if ((p->output_fd = sbx_mkdirs_at(p->root.fd, rel, 0700, e)) == -1)
+	if ((p->output_fd = sbx_fs_mkdirs_at(p->root.fd, rel, 0700, e)) == -1)
 		return -1;
 	if (own_dir(p, p->output_fd, rel, e) == -1)
 		return -1;
@@ -2444,7 +2446,7 @@ sbx_exec_prepare(struct sbx_exec *p, const struct sbx_exec_req *q,
 		for (i = 0; i < p->bwrap_argv.n; i++) {
 			if (i)
 				sbx_buf_puts(&b, " ");
-			sbx_str_escape_line(&b, p->bwrap_argv.v[i],
+			sbx_utf8_escape_line(&b, p->bwrap_argv.v[i],
 			    strlen(p->bwrap_argv.v[i]));
 		}
 		p->bwrap_line = sbx_buf_detach(&b);
@@ -2555,7 +2557,7 @@ mentions_pipe(const struct sbx_exec *p)
 }
 
 const char *
-sbx_signame(int n)
+sbx_exec_signame(int n)
 {
 	static char	 buf[16];
 
@@ -2592,7 +2594,7 @@ result_json(struct sbx_exec *p, struct sbx_run *r)
 	if (r->signo) {
 		json_object_set_new(res, "signal", json_integer(r->signo));
 		json_object_set_new(res, "signal_name",
-		    json_string(sbx_signame(r->signo)));
+		    json_string(sbx_exec_signame(r->signo)));
 	}
 	if (p->req->capture) {
 		sbx_capture_render(&r->out, &b);
@@ -2949,7 +2951,7 @@ outcome_judge(struct sbx_exec *p, struct sbx_exec_outcome *o)
 		o->code = 128 + r->user_signal;
 		sbx_error_set(&o->err, SBX_K_EXECUTION_ERROR, NULL,
 		    "interrupted", "the sandbox was terminated on %s",
-		    sbx_signame(r->user_signal));
+		    sbx_exec_signame(r->user_signal));
 	} else {
 		o->ok = 1;
 		o->result = res;

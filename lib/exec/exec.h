@@ -210,7 +210,7 @@ void	sbx_exec_release(struct sbx_exec *);
  * ("proxy denied 2 requests: a:443 (...)"), or NULL; caller frees. */
 char	*sbx_exec_violations_text(const struct sbx_exec *);
 /* A signal's name ("SIGTERM"), in static storage for unknown ones. */
-const char *sbx_signame(int);
+const char *sbx_exec_signame(int);
 
 /* Shared with lib/jobsup.c. */
 int	sbx_exec_signals(int with_usr1);

@@ -369,7 +369,7 @@ sbx_filesearch_run(const struct sbx_filesearch *q, json_t **res,
 	int		status, rv = -1;
 
 	if (q->exec == NULL) {
-		if ((dir = sbx_self_dir()) == NULL ||
+		if ((dir = sbx_tools_self_dir()) == NULL ||
 		    asprintf(&exec, "%s/sbx-exec", dir) == -1) {
 			exec = NULL;
 			sbx_error_sys(e, "self_unknown",

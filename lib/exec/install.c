@@ -578,7 +578,7 @@ sbx_install_manifest_read(int agentfd, struct sbx_error *e)
 	if (fstatat(agentfd, SBX_INSTALL_MANIFEST, &st,
 	    AT_SYMLINK_NOFOLLOW) == -1 && errno == ENOENT)
 		return sbx_install_manifest_normalize(NULL);
-	if (sbx_read_file_at(agentfd, SBX_INSTALL_MANIFEST,
+	if (sbx_fs_read_file_at(agentfd, SBX_INSTALL_MANIFEST,
 	    SBX_INSTALL_MANIFEST_MAX, &b, e) == -1)
 		return NULL;
 	j = sbx_json_parse(b.p ? b.p : "", b.len, SBX_INSTALL_MANIFEST_MAX, e);
@@ -641,8 +641,8 @@ sbx_install_manifest_write(int agentfd, const json_t *m, struct sbx_error *e)
 		return sbx_error_sys(e, "out_of_memory",
 		    "cannot encode the "
 		    "manifest");
-	rc = sbx_write_atomic(agentfd, SBX_INSTALL_MANIFEST, s, strlen(s), 0600,
-	    e);
+	rc = sbx_fs_write_atomic(agentfd, SBX_INSTALL_MANIFEST, s, strlen(s),
+	    0600, e);
 	free(s);
 	return rc;
 }
@@ -991,7 +991,7 @@ sbx_install_rootfs_own(int rootfd, const char *agent, uid_t uid, gid_t gid,
 		o.count = sub->count;
 	}
 	SBX_LPATH(rel, SBX_L_ENV, agent);
-	if ((envfd = sbx_open_beneath(rootfd, rel, O_RDONLY | O_DIRECTORY,
+	if ((envfd = sbx_fs_open_beneath(rootfd, rel, O_RDONLY | O_DIRECTORY,
 		 e)) == -1)
 		return -1;
 	if ((fd = openat(envfd, "rootfs",
@@ -1003,7 +1003,8 @@ sbx_install_rootfs_own(int rootfd, const char *agent, uid_t uid, gid_t gid,
 	snprintf(stamp, sizeof(stamp), "%llu %llu %u %u %lu %lu %lu\n",
 	    (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
 	    (unsigned)uid, (unsigned)gid, o.keep_uid, o.keep_gid, o.count);
-	if (sbx_read_file_at(envfd, SBX_INSTALL_OWN_STAMP, 256, &b, &e2) == 0 &&
+	if (sbx_fs_read_file_at(envfd, SBX_INSTALL_OWN_STAMP, 256, &b, &e2) ==
+		0 &&
 	    b.p != NULL && strcmp(b.p, stamp) == 0) {
 		rc = 0;
 		goto out;
@@ -1019,7 +1020,7 @@ sbx_install_rootfs_own(int rootfd, const char *agent, uid_t uid, gid_t gid,
 	if (own_tree(fd, &o, 0, e) == -1)
 		goto out;
 	/* Written once the walk is whole: a killed walk is done again. */
-	rc = sbx_write_atomic(envfd, SBX_INSTALL_OWN_STAMP, stamp,
+	rc = sbx_fs_write_atomic(envfd, SBX_INSTALL_OWN_STAMP, stamp,
 		 strlen(stamp), 0600, e) == -1 ?
 	    -1 :
 	    1;
@@ -1044,10 +1045,11 @@ sbx_install_rootfs_subids(int rootfd, const char *agent, uid_t uid, gid_t gid,
 	int		   envfd, ok = 0;
 
 	SBX_LPATH(rel, SBX_L_ENV, agent);
-	if ((envfd = sbx_open_beneath(rootfd, rel, O_RDONLY | O_DIRECTORY,
+	if ((envfd = sbx_fs_open_beneath(rootfd, rel, O_RDONLY | O_DIRECTORY,
 		 &e)) == -1)
 		return 0;
-	if (sbx_read_file_at(envfd, SBX_INSTALL_OWN_STAMP, 256, &b, &e) == 0 &&
+	if (sbx_fs_read_file_at(envfd, SBX_INSTALL_OWN_STAMP, 256, &b, &e) ==
+		0 &&
 	    b.p != NULL &&
 	    sscanf(b.p, "%llu %llu %u %u %lu %lu %lu", &dev, &ino, &u, &g,
 		&sub->uid, &sub->gid, &sub->count) == 7 &&

@@ -212,9 +212,9 @@ sbx_installmgr_apt_registry(int rootfd, const char *agent,
 	if (reg->nhosts > 0)
 		return 0;
 	snprintf(rel, sizeof(rel), "envs/%s/rootfs/etc/apt", agent);
-	if ((fd = sbx_open_beneath(rootfd, rel, O_RDONLY | O_DIRECTORY, &e2)) >=
-	    0) {
-		if (sbx_read_file_at(fd, "sources.list", 1 << 20, &b, &e2) ==
+	if ((fd = sbx_fs_open_beneath(rootfd, rel, O_RDONLY | O_DIRECTORY,
+		 &e2)) >= 0) {
+		if (sbx_fs_read_file_at(fd, "sources.list", 1 << 20, &b, &e2) ==
 			0 &&
 		    b.p != NULL)
 			(void)sbx_install_apt_sources(b.p, 0, reg);
@@ -232,7 +232,7 @@ sbx_installmgr_apt_registry(int rootfd, const char *agent,
 					strcmp(de->d_name + n - 5, ".list") ==
 					    0))
 					continue;
-				if (sbx_read_file_at(dirfd(d), de->d_name,
+				if (sbx_fs_read_file_at(dirfd(d), de->d_name,
 					1 << 20, &b, &e2) == 0 &&
 				    b.p != NULL)
 					(void)sbx_install_apt_sources(b.p,

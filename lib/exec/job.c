@@ -39,7 +39,7 @@ sbx_job_write(int jobs_fd, const char *id, const json_t *rec,
 	snprintf(name, sizeof(name), "%s.json", id);
 	if ((s = sbx_envelope_dump(rec)) == NULL)
 		return sbx_error_sys(e, "nomem", "job record");
-	rc = sbx_write_atomic(jobs_fd, name, s, strlen(s), 0600, e);
+	rc = sbx_fs_write_atomic(jobs_fd, name, s, strlen(s), 0600, e);
 	free(s);
 	return rc;
 }
@@ -51,10 +51,11 @@ sbx_job_read(int jobs_fd, const char *id, struct sbx_error *e)
 	char		 name[64];
 	json_t		*j;
 
-	if (sbx_job_id_valid(id, e) == -1)
+	if (sbx_names_job_id_valid(id, e) == -1)
 		return NULL;
 	snprintf(name, sizeof(name), "%s.json", id);
-	if (sbx_read_file_at(jobs_fd, name, SBX_JOB_RECORD_MAX, &b, e) == -1) {
+	if (sbx_fs_read_file_at(jobs_fd, name, SBX_JOB_RECORD_MAX, &b, e) ==
+	    -1) {
 		if (e->kind && strcmp(e->kind, SBX_K_NOT_FOUND) == 0)
 			sbx_error_set(e, SBX_K_NOT_FOUND, "job", "unknown_job",
 			    "no job %s for this agent", id);
@@ -67,7 +68,7 @@ sbx_job_read(int jobs_fd, const char *id, struct sbx_error *e)
 }
 
 int
-sbx_proc_starttime(pid_t pid, unsigned long long *out)
+sbx_job_proc_starttime(pid_t pid, unsigned long long *out)
 {
 	char	 path[64], buf[1024], *p;
 	int	 fd, i;
@@ -127,7 +128,7 @@ sbx_job_alive(const json_t *rec)
 	    "pid_start"));
 	if (pid <= 1 || (kill((pid_t)pid, 0) == -1 && errno == ESRCH))
 		return 0;
-	if (sbx_proc_starttime((pid_t)pid, &st) == -1)
+	if (sbx_job_proc_starttime((pid_t)pid, &st) == -1)
 		return 0;
 	return st == want && !proc_is_zombie((pid_t)pid);
 }

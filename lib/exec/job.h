@@ -18,7 +18,7 @@ int	 sbx_job_write(int jobs_fd, const char *id, const json_t *,
 json_t	*sbx_job_read(int jobs_fd, const char *id, struct sbx_error *);
 /* Start time of pid in clock ticks since boot (/proc/PID/stat field 22):
  * with the pid it names one process, immune to pid reuse. */
-int	 sbx_proc_starttime(pid_t, unsigned long long *);
+int	 sbx_job_proc_starttime(pid_t, unsigned long long *);
 /* Is the record's supervisor still the process it was? */
 int	 sbx_job_alive(const json_t *);
 /* The tail of a job's log: sbx_joblog_tail() in joblog.h. */

@@ -346,7 +346,7 @@ sbx_joblog_tail(int dirfd, const char *name, unsigned long long cap,
 
 	if (dropped != NULL)
 		*dropped = 0;
-	if ((fd = sbx_open_beneath(dirfd, name, O_RDONLY, &e)) == -1)
+	if ((fd = sbx_fs_open_beneath(dirfd, name, O_RDONLY, &e)) == -1)
 		return -1;
 	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode))
 		goto done;

@@ -43,8 +43,8 @@ jobs_dir(struct sbx_root *root, const char *agent, int create,
 
 	SBX_LPATH(rel, SBX_L_AGENT_JOBS, agent);
 	if (create)
-		return sbx_mkdirs_at(root->fd, rel, 0700, e);
-	return sbx_open_beneath(root->fd, rel, O_RDONLY | O_DIRECTORY, e);
+		return sbx_fs_mkdirs_at(root->fd, rel, 0700, e);
+	return sbx_fs_open_beneath(root->fd, rel, O_RDONLY | O_DIRECTORY, e);
 }
 
 static int
@@ -80,13 +80,13 @@ monitor(struct sbx_exec *p, const char *id, int jobs_fd, int log_fd,
 	(void)!chdir("/");
 	(void)sbx_exec_signals(1);
 	signal(SIGPIPE, SIG_IGN);
-	sbx_proc_starttime(getpid(), &st);
+	sbx_job_proc_starttime(getpid(), &st);
 	json_object_set_new(rec, "pid", json_integer(getpid()));
 	json_object_set_new(rec, "pid_start", json_integer((json_int_t)st));
 	json_object_set_new(rec, "state", json_string("running"));
 	sbx_job_write(jobs_fd, id, rec, &e);
 	snprintf(line, sizeof(line), "P%d\n", (int)getpid());
-	(void)sbx_write_all(notify_fd, line, strlen(line));
+	(void)sbx_fs_write_all(notify_fd, line, strlen(line));
 
 	/* The cgroup carries the supervisor's pid in its name (that is how
 	 * `gc` tells leftovers from live runs): make it here, not in the
@@ -95,7 +95,7 @@ monitor(struct sbx_exec *p, const char *id, int jobs_fd, int log_fd,
 	    sbx_exec_cgroup(p, p->cg_v2root, &e) == -1) {
 		json_object_set_new(rec, "state", json_string("failed"));
 		json_object_set_new(rec, "error", json_string(e.message));
-		(void)sbx_write_all(notify_fd, "F0\n", 3);
+		(void)sbx_fs_write_all(notify_fd, "F0\n", 3);
 		sbx_time_utc_iso(now);
 		json_object_set_new(rec, "ended_at", json_string(now));
 		sbx_job_write(jobs_fd, id, rec, &e);
@@ -338,7 +338,7 @@ sbx_jobsup_load(struct sbx_root *root, const char *agent, const char *id,
 	json_t			*rec;
 	int			 jobs_fd;
 
-	if (sbx_job_id_valid(id, e) == -1)
+	if (sbx_names_job_id_valid(id, e) == -1)
 		return NULL;
 	if ((jobs_fd = jobs_dir(root, agent, 0, e)) == -1 ||
 	    (rec = sbx_job_read(jobs_fd, id, e)) == NULL) {
@@ -506,7 +506,7 @@ sbx_jobsup_ps(struct sbx_root *root, const char *agent, size_t *pruned,
 				continue;
 			memcpy(id, de->d_name, SBX_JOB_LEN);
 			id[SBX_JOB_LEN] = '\0';
-			if (sbx_job_id_valid(id, &ign) == -1 ||
+			if (sbx_names_job_id_valid(id, &ign) == -1 ||
 			    (rec = sbx_job_read(dirfd(d), id, &ign)) == NULL)
 				continue;
 			row = json_pack("{s:s}", "job", id);

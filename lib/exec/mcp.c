@@ -106,8 +106,8 @@ send_msg(struct srv *s, json_t *msg)
 	if (msg == NULL)
 		return;
 	if (!s->gone && (p = json_dumps(msg, JSON_COMPACT)) != NULL) {
-		if (sbx_write_all(s->c->out_fd, p, strlen(p)) == -1 ||
-		    sbx_write_all(s->c->out_fd, "\n", 1) == -1)
+		if (sbx_fs_write_all(s->c->out_fd, p, strlen(p)) == -1 ||
+		    sbx_fs_write_all(s->c->out_fd, "\n", 1) == -1)
 			s->gone = 1;
 		free(p);
 	}
@@ -212,7 +212,7 @@ child(const struct sbx_mcp_spawn *sp, int p[4][2])
 		else if (dup2(p[i][i == 0 ? 0 : 1], to[i]) == -1)
 			_exit(126);
 	}
-	sbx_close_from(3, keep, sp->envelope == SBX_MCP_ENV_FD ? 1 : 0);
+	sbx_fs_close_from(3, keep, sp->envelope == SBX_MCP_ENV_FD ? 1 : 0);
 	execv(sp->argv.v[0], sp->argv.v);
 	_exit(127);
 }

@@ -323,7 +323,7 @@ on_data(char *p, size_t size, size_t nmemb, void *arg)
 		x->too_large = 1;
 		return 0;	/* aborts the transfer */
 	}
-	if (sbx_write_all(x->fd, p, n) == -1) {
+	if (sbx_fs_write_all(x->fd, p, n) == -1) {
 		x->write_failed = errno ? errno : EIO;
 		return 0;
 	}

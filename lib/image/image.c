@@ -166,7 +166,7 @@ write_new(int dirfd, const char *name, const void *data, size_t n,
 	if ((fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
 	    O_CLOEXEC, mode)) == -1)
 		return sbx_error_sys(e, "write_failed", "cannot create %s", name);
-	if (sbx_write_all(fd, data, n) == -1 || fchmod(fd, mode) == -1) {
+	if (sbx_fs_write_all(fd, data, n) == -1 || fchmod(fd, mode) == -1) {
 		sbx_error_sys(e, "write_failed", "cannot write %s", name);
 		close(fd);
 		(void)unlinkat(dirfd, name, 0);
@@ -365,8 +365,8 @@ hardlink_ok(int rootfd, const char *target)
 		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - target),
 		    target);
 		leaf = slash + 1;
-		if ((dfd = sbx_open_beneath(rootfd, dir, O_PATH | O_DIRECTORY,
-		    &e2)) == -1)
+		if ((dfd = sbx_fs_open_beneath(rootfd, dir,
+			 O_PATH | O_DIRECTORY, &e2)) == -1)
 			return 0;
 	} else if ((dfd = fcntl(rootfd, F_DUPFD_CLOEXEC, 3)) == -1)
 		return 0;
@@ -396,7 +396,7 @@ whiteout(int rootfd, const char *norm, const char *path, struct sbx_error *e)
 	name = leaf + 4;
 	if (slash != NULL) {
 		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - norm), norm);
-		dfd = sbx_open_beneath(rootfd, dir, O_RDONLY | O_DIRECTORY,
+		dfd = sbx_fs_open_beneath(rootfd, dir, O_RDONLY | O_DIRECTORY,
 		    &e2);
 	} else
 		dfd = fcntl(rootfd, F_DUPFD_CLOEXEC, 3);
@@ -756,7 +756,7 @@ oci_json(int dfd, const char *rel, struct sbx_error *e)
 	struct sbx_error e2;
 	json_t		*j = NULL;
 
-	if (sbx_read_file_at(dfd, rel, OCI_JSON_MAX, &b, &e2) == -1 ||
+	if (sbx_fs_read_file_at(dfd, rel, OCI_JSON_MAX, &b, &e2) == -1 ||
 	    (j = sbx_json_parse(b.p, b.len, OCI_JSON_MAX, &e2)) == NULL)
 		sbx_error_set(e, SBX_K_INVALID_ARGS, "source",
 		    "malformed_archive", "OCI layout: %s: %s", rel, e2.message);
@@ -784,7 +784,8 @@ oci_blob(int dfd, const char *hex, struct stat *st, struct sbx_error *e)
 	int	 fd;
 
 	snprintf(rel, sizeof(rel), "blobs/sha256/%s", hex);
-	if ((fd = sbx_open_beneath(dfd, rel, O_RDONLY | O_NONBLOCK, e)) == -1)
+	if ((fd = sbx_fs_open_beneath(dfd, rel, O_RDONLY | O_NONBLOCK, e)) ==
+	    -1)
 		return -1;
 	if (fstat(fd, st) == -1 || !S_ISREG(st->st_mode)) {
 		close(fd);
@@ -848,7 +849,8 @@ oci_layers(int dfd, struct sbx_image_add *a, struct sbx_error *e)
 		char rel[SBX_DIGEST_HEX + 16], got[SBX_DIGEST_HEX + 1];
 
 		snprintf(rel, sizeof(rel), "blobs/sha256/%s", a->sha256);
-		if (sbx_read_file_at(dfd, rel, OCI_JSON_MAX, &b, &e2) == -1) {
+		if (sbx_fs_read_file_at(dfd, rel, OCI_JSON_MAX, &b, &e2) ==
+		    -1) {
 			sbx_buf_release(&b);
 			sbx_error_set(e, SBX_K_INVALID_ARGS, "source",
 			    "malformed_archive", "OCI layout: manifest: %s",
@@ -1181,8 +1183,8 @@ named:
 		struct sbx_buf mb = SBX_BUF_INIT;
 		snprintf(rel, sizeof(rel), "%s/%s", a->sha256,
 		    SBX_IMAGE_MANIFEST);
-		if (sbx_read_file_at(imagesfd, rel, SBX_IMAGE_MANIFEST_MAX, &mb,
-			&e2) == 0 &&
+		if (sbx_fs_read_file_at(imagesfd, rel, SBX_IMAGE_MANIFEST_MAX,
+			&mb, &e2) == 0 &&
 		    (m = sbx_json_parse(mb.p, mb.len, SBX_IMAGE_MANIFEST_MAX,
 			 &e2))) {
 			a->entries = json_array_size(json_object_get(m,

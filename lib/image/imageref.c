@@ -108,11 +108,11 @@ sbx_imageref_record(int rootfd, const char *agent,
 
 	digest[0] = '\0';
 	*env = 0;
-	if (sbx_agent_valid(agent, "agent", e) == -1)
+	if (sbx_names_agent_valid(agent, "agent", e) == -1)
 		return -1;
 	SBX_LPATH(rel, SBX_L_AGENT_IMAGE, agent);
 	/* Beneath the root, no symlink followed; small, bounded. */
-	if (sbx_read_file_at(rootfd, rel, 4096, &b, &e2) == -1) {
+	if (sbx_fs_read_file_at(rootfd, rel, 4096, &b, &e2) == -1) {
 		sbx_buf_release(&b);
 		if (e2.kind != NULL && strcmp(e2.kind, SBX_K_NOT_FOUND) == 0)
 			return 0;
@@ -148,10 +148,10 @@ sbx_imageref_record_write(int rootfd, const char *agent, const char *digest,
 	char	 rel[96], *s;
 	int	 dfd, rc;
 
-	if (sbx_agent_valid(agent, "agent", e) == -1)
+	if (sbx_names_agent_valid(agent, "agent", e) == -1)
 		return -1;
 	SBX_LPATH(rel, SBX_L_AGENT_RECORDS, agent);
-	if ((dfd = sbx_mkdirs_at(rootfd, rel, 0700, e)) == -1)
+	if ((dfd = sbx_fs_mkdirs_at(rootfd, rel, 0700, e)) == -1)
 		return -1;
 	rec = json_pack("{s:o,s:b}", "digest", digest[0] ?
 	    json_string(digest) : json_null(), "env", digest[0] && env);
@@ -161,7 +161,7 @@ sbx_imageref_record_write(int rootfd, const char *agent, const char *digest,
 		close(dfd);
 		return sbx_error_sys(e, "nomem", "image record");
 	}
-	rc = sbx_write_atomic(dfd, SBX_IMAGE_RECORD, s, strlen(s), 0600, e);
+	rc = sbx_fs_write_atomic(dfd, SBX_IMAGE_RECORD, s, strlen(s), 0600, e);
 	free(s);
 	close(dfd);
 	return rc;
@@ -241,7 +241,7 @@ sbx_imageref_open(int rootfd, const char *digest, struct sbx_error *e)
 	SBX_LPATH(rel, SBX_L_IMAGE, digest);
 	/* Beneath the root, no symlink followed: a planted images/ or
 	 * images/<digest> link never redirects what the sandbox sees. */
-	if ((dfd = sbx_open_beneath(rootfd, rel, O_PATH | O_DIRECTORY, &e2))
+	if ((dfd = sbx_fs_open_beneath(rootfd, rel, O_PATH | O_DIRECTORY, &e2))
 	    == -1) {
 		if (e2.kind != NULL && strcmp(e2.kind, SBX_K_NOT_FOUND) == 0)
 			return refuse(e, "image_missing", digest, "is not in "
@@ -305,7 +305,7 @@ env_touch(int dfd, json_t *rec)
 	n = strlen(s);
 	if ((fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
 	    O_CLOEXEC, 0600)) != -1) {
-		if (sbx_write_all(fd, s, n) == 0 && close(fd) == 0)
+		if (sbx_fs_write_all(fd, s, n) == 0 && close(fd) == 0)
 			(void)renameat(dfd, tmp, dfd, SBX_ENV_RECORD);
 		else
 			(void)unlinkat(dfd, tmp, 0);
@@ -325,12 +325,12 @@ sbx_imageref_env_open(int rootfd, const char *agent, const char *digest,
 	char		 rel[96];
 	int		 dfd, fd;
 
-	if (sbx_agent_valid(agent, "agent", e) == -1)
+	if (sbx_names_agent_valid(agent, "agent", e) == -1)
 		return -1;
 	SBX_LPATH(rel, SBX_L_ENV, agent);
 	/* Beneath the root, no symlink followed: a link planted as envs/
 	 * or envs/<agent> is refused, never used as a root file system. */
-	if ((dfd = sbx_open_beneath(rootfd, rel, O_RDONLY | O_DIRECTORY,
+	if ((dfd = sbx_fs_open_beneath(rootfd, rel, O_RDONLY | O_DIRECTORY,
 	    &e2)) == -1) {
 		if (e2.kind != NULL && strcmp(e2.kind, SBX_K_NOT_FOUND) == 0)
 			return env_missing(e, agent, "env_missing", "does not "
@@ -338,7 +338,7 @@ sbx_imageref_env_open(int rootfd, const char *agent, const char *digest,
 		*e = e2;
 		return -1;
 	}
-	if (sbx_read_file_at(dfd, SBX_ENV_RECORD, SBX_ENV_RECORD_MAX, &b,
+	if (sbx_fs_read_file_at(dfd, SBX_ENV_RECORD, SBX_ENV_RECORD_MAX, &b,
 	    &e2) == -1 || (rec = sbx_json_parse(b.p, b.len,
 	    SBX_ENV_RECORD_MAX, &e2)) == NULL) {
 		sbx_buf_release(&b);

@@ -43,7 +43,8 @@ sbx_imagestore_names_load(int imagesfd, struct sbx_error *e)
 	json_t		*j, *v;
 	const char	*k;
 
-	if (sbx_read_file_at(imagesfd, NAMES_FILE, NAMES_MAX, &b, &e2) == -1) {
+	if (sbx_fs_read_file_at(imagesfd, NAMES_FILE, NAMES_MAX, &b, &e2) ==
+	    -1) {
 		sbx_buf_release(&b);
 		if (e2.kind && strcmp(e2.kind, SBX_K_NOT_FOUND) == 0)
 			return json_object();
@@ -74,7 +75,7 @@ sbx_imagestore_names_save(int imagesfd, json_t *names, struct sbx_error *e)
 
 	if (s == NULL)
 		return sbx_error_sys(e, "nomem", "names");
-	rc = sbx_write_atomic(imagesfd, NAMES_FILE, s, strlen(s), 0600, e);
+	rc = sbx_fs_write_atomic(imagesfd, NAMES_FILE, s, strlen(s), 0600, e);
 	free(s);
 	return rc;
 }
@@ -86,8 +87,8 @@ sbx_imagestore_open(int rootfd, int create, struct sbx_error *e)
 	 * planted link never gets a template (or a temp dir) written
 	 * through it. */
 	if (create)
-		return sbx_mkdirs_at(rootfd, "images", 0700, e);
-	return sbx_open_beneath(rootfd, "images", O_RDONLY | O_DIRECTORY, e);
+		return sbx_fs_mkdirs_at(rootfd, "images", 0700, e);
+	return sbx_fs_open_beneath(rootfd, "images", O_RDONLY | O_DIRECTORY, e);
 }
 
 int

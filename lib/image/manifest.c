@@ -335,8 +335,8 @@ sbx_manifest_verify(int rootfd, const char *digest, json_t *diffs,
 		 O_RDONLY | O_DIRECTORY, e)) == -1)
 		return -1;
 	snprintf(rel, sizeof(rel), "%s/%s", digest, SBX_IMAGE_MANIFEST);
-	if (sbx_read_file_at(imagesfd, rel, SBX_IMAGE_MANIFEST_MAX, &b, &e2) ==
-		-1 ||
+	if (sbx_fs_read_file_at(imagesfd, rel, SBX_IMAGE_MANIFEST_MAX, &b,
+		&e2) == -1 ||
 	    (want = sbx_json_parse(b.p, b.len, SBX_IMAGE_MANIFEST_MAX, &e2)) ==
 		NULL) {
 		diff_add(diffs, SBX_IMAGE_MANIFEST, "manifest", NULL, NULL);
@@ -344,7 +344,7 @@ sbx_manifest_verify(int rootfd, const char *digest, json_t *diffs,
 		goto out;
 	}
 	snprintf(rel, sizeof(rel), "%s/rootfs", digest);
-	if ((rfd = sbx_open_beneath(imagesfd, rel, O_RDONLY | O_DIRECTORY,
+	if ((rfd = sbx_fs_open_beneath(imagesfd, rel, O_RDONLY | O_DIRECTORY,
 	    &e2)) == -1) {
 		diff_add(diffs, ".", "missing", NULL, NULL);
 		rc = 0;

@@ -83,7 +83,7 @@ copy_rw(int sf, int df, struct clone *c)
 			continue;
 		if (r <= 0)
 			return (int)r;
-		if (sbx_write_all(df, c->buf, (size_t)r) == -1)
+		if (sbx_fs_write_all(df, c->buf, (size_t)r) == -1)
 			return -1;
 	}
 }
@@ -266,7 +266,7 @@ env_record(int envsfd, const char *name)
 	json_t		*j = NULL;
 
 	snprintf(rel, sizeof(rel), "%s/%s", name, SBX_ENV_RECORD);
-	if (sbx_read_file_at(envsfd, rel, SBX_ENV_RECORD_MAX, &b, &e2) == 0)
+	if (sbx_fs_read_file_at(envsfd, rel, SBX_ENV_RECORD_MAX, &b, &e2) == 0)
 		j = sbx_json_parse(b.p, b.len, SBX_ENV_RECORD_MAX, &e2);
 	sbx_buf_release(&b);
 	return j;
@@ -360,7 +360,7 @@ env_slots(int envsfd, size_t *np)
 	if ((v = calloc(n + 1, sizeof(*v))) == NULL)
 		goto out;
 	for (i = 0; i < n; i++) {
-		if (sbx_agent_valid(names[i], "agent", &e2) == -1)
+		if (sbx_names_agent_valid(names[i], "agent", &e2) == -1)
 			continue;
 		snprintf(v[k].agent, sizeof(v[k].agent), "%s", names[i]);
 		/* No record (damaged, or a planted file): oldest of all,
@@ -452,7 +452,7 @@ sbx_rootfs_create(int rootfd, struct sbx_rootfs *x, struct sbx_error *e)
 	x->clone = NULL;
 	x->files = x->bytes = 0;
 	x->clone_ms = 0;
-	if (sbx_agent_valid(x->agent, "agent", e) == -1)
+	if (sbx_names_agent_valid(x->agent, "agent", e) == -1)
 		return -1;
 	/* The template must be complete (the same cheap check as sbx exec
 	 * makes), and is read beneath the root, no symlink followed. */
@@ -460,10 +460,10 @@ sbx_rootfs_create(int rootfd, struct sbx_rootfs *x, struct sbx_error *e)
 		return -1;
 	close(dfd);
 	SBX_LPATH(rel, SBX_L_IMAGE_ROOTFS, x->digest);
-	if ((tfd = sbx_open_beneath(rootfd, rel, O_RDONLY | O_DIRECTORY, e)) ==
-	    -1)
+	if ((tfd = sbx_fs_open_beneath(rootfd, rel, O_RDONLY | O_DIRECTORY,
+		 e)) == -1)
 		return -1;
-	if ((envsfd = sbx_mkdirs_at(rootfd, ENVS_DIR, 0700, e)) == -1)
+	if ((envsfd = sbx_fs_mkdirs_at(rootfd, ENVS_DIR, 0700, e)) == -1)
 		goto out;
 	/* Kept when it is of the same image: it may hold what the agent
 	 * installed. */
@@ -480,7 +480,7 @@ sbx_rootfs_create(int rootfd, struct sbx_rootfs *x, struct sbx_error *e)
 			sbx_time_utc_iso_ms(now);
 			json_object_set_new(rec, "last_used", json_string(now));
 			if ((s = sbx_envelope_dump(rec)) == NULL ||
-			    sbx_write_atomic(dfd, SBX_ENV_RECORD, s,
+			    sbx_fs_write_atomic(dfd, SBX_ENV_RECORD, s,
 			    strlen(s), 0600, e) == -1) {
 				close(dfd);
 				goto out;
@@ -537,7 +537,7 @@ sbx_rootfs_create(int rootfd, struct sbx_rootfs *x, struct sbx_error *e)
 		goto out;
 	}
 	/* Written last: its presence marks the environment complete. */
-	if (sbx_write_atomic(tmpfd, SBX_ENV_RECORD, s, strlen(s), 0600, e) ==
+	if (sbx_fs_write_atomic(tmpfd, SBX_ENV_RECORD, s, strlen(s), 0600, e) ==
 	    -1)
 		goto out;
 	if ((lock = sbx_provision_lock(rootfd, e)) == -1)
@@ -594,9 +594,9 @@ sbx_rootfs_remove(int rootfd, const char *agent, json_t *removed,
 	char		 rel[96];
 	int		 envsfd, lock, rc = 0;
 
-	if (sbx_agent_valid(agent, "agent", e) == -1)
+	if (sbx_names_agent_valid(agent, "agent", e) == -1)
 		return -1;
-	if ((envsfd = sbx_open_beneath(rootfd, ENVS_DIR, O_RDONLY |
+	if ((envsfd = sbx_fs_open_beneath(rootfd, ENVS_DIR, O_RDONLY |
 	    O_DIRECTORY, e)) == -1)
 		return e->kind && strcmp(e->kind, SBX_K_NOT_FOUND) == 0 ? 0 :
 		    -1;
@@ -628,7 +628,7 @@ sbx_rootfs_list(int rootfd, struct sbx_error *e)
 
 	if (rootfd < 0)
 		return out;
-	if ((envsfd = sbx_open_beneath(rootfd, ENVS_DIR, O_RDONLY |
+	if ((envsfd = sbx_fs_open_beneath(rootfd, ENVS_DIR, O_RDONLY |
 	    O_DIRECTORY, e)) == -1) {
 		if (e->kind && strcmp(e->kind, SBX_K_NOT_FOUND) == 0)
 			return out;
@@ -642,7 +642,7 @@ sbx_rootfs_list(int rootfd, struct sbx_error *e)
 		return NULL;
 	}
 	for (i = 0; i < n; i++) {
-		if (sbx_agent_valid(names[i], "agent", &e2) == 0) {
+		if (sbx_names_agent_valid(names[i], "agent", &e2) == 0) {
 			it = json_pack("{s:s}", "agent", names[i]);
 			if ((rec = env_record(envsfd, names[i])) != NULL) {
 				static const char *const k[] = { "digest",

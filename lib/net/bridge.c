@@ -608,7 +608,7 @@ session_open(struct session *s, json_t *req, int chan, struct sbx_error *e)
 	if (agent == NULL)
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "agent", "missing",
 		    "session without an agent");
-	if (sbx_agent_valid(agent, "agent", e) == -1)
+	if (sbx_names_agent_valid(agent, "agent", e) == -1)
 		return -1;
 	if (chan < 0 ||
 	    getsockopt(chan, SOL_SOCKET, SO_TYPE, &type, &len) == -1 ||
@@ -616,7 +616,7 @@ session_open(struct session *s, json_t *req, int chan, struct sbx_error *e)
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "channel",
 		    "bad_channel", "a session needs a SOCK_SEQPACKET channel");
 	SBX_LPATH(rel, SBX_L_AGENT_TOKEN, agent);
-	if (sbx_read_file_at(P.rootfd, rel, 256, &tok, e) == -1)
+	if (sbx_fs_read_file_at(P.rootfd, rel, 256, &tok, e) == -1)
 		return -1;
 	while (tok.len > 0 && tok.p[tok.len - 1] == '\n')
 		tok.p[--tok.len] = '\0';
@@ -704,7 +704,7 @@ chan_read(struct session *s)
 	ssize_t r;
 
 	for (;;) {
-		r = sbx_recv_fds(s->chan, b, sizeof(b), fds, 8, &nfd,
+		r = sbx_fs_recv_fds(s->chan, b, sizeof(b), fds, 8, &nfd,
 		    MSG_DONTWAIT);
 		if (r == -1 && (errno == EAGAIN || errno == EINTR))
 			return;
@@ -787,8 +787,8 @@ ctl_read(struct session *s)
 	size_t	nfd = 0;
 	ssize_t r;
 
-	r = sbx_recv_fds(s->ctl, s->line + s->len, sizeof(s->line) - 1 - s->len,
-	    &fd, 1, &nfd, MSG_DONTWAIT);
+	r = sbx_fs_recv_fds(s->ctl, s->line + s->len,
+	    sizeof(s->line) - 1 - s->len, &fd, 1, &nfd, MSG_DONTWAIT);
 	if (r == -1 && (errno == EAGAIN || errno == EINTR))
 		return;
 	if (r <= 0 || (nfd > 0 && s->agent[0] != '\0')) {

@@ -84,7 +84,7 @@ usage_add(int rootfd, const char *agent, long long add)
 		pthread_mutex_unlock(&usage_lock);
 		return 0;
 	}
-	if (sbx_read_file_at(dfd, "usage.json", 4096, &b, &e) == 0 &&
+	if (sbx_fs_read_file_at(dfd, "usage.json", 4096, &b, &e) == 0 &&
 	    (doc = json_loadb(b.p, b.len, 0, NULL)) != NULL) {
 		if (json_is_string(json_object_get(doc, "day")) &&
 		    strcmp(json_string_value(json_object_get(doc, "day")),
@@ -97,7 +97,7 @@ usage_add(int rootfd, const char *agent, long long add)
 		n += add;
 		snprintf(s, sizeof(s), "{\"day\":\"%s\",\"tokens\":%lld}\n",
 		    day, n);
-		(void)sbx_write_atomic(dfd, "usage.json", s, strlen(s), 0600,
+		(void)sbx_fs_write_atomic(dfd, "usage.json", s, strlen(s), 0600,
 		    &e);
 	}
 	close(dfd);
@@ -124,7 +124,7 @@ on_data(char *p, size_t sz, size_t n, void *arg)
 		    (i == 0 || p[i - 1] == '\n'))
 			x->events++;
 	/* The reader gone (the sandbox hung up): stop. */
-	return sbx_write_all(x->wfd, p, len) == 0 ? len : 0;
+	return sbx_fs_write_all(x->wfd, p, len) == 0 ? len : 0;
 }
 
 static size_t

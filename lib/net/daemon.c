@@ -103,7 +103,7 @@ sbx_daemon_connect(int rootfd, const char *sock, const char *what,
 	/* Connect through /proc/self/fd/N of run/ opened without following
 	 * symlinks: a planted symlink cannot redirect us to someone else's
 	 * socket, and the path stays short whatever the root's length. */
-	if ((runfd = sbx_open_beneath(rootfd, "run",
+	if ((runfd = sbx_fs_open_beneath(rootfd, "run",
 		 O_PATH | O_DIRECTORY | O_CLOEXEC, e)) == -1) {
 		if (e->sys_errno == ENOENT)
 			sbx_error_set(e, SBX_K_UNAVAILABLE, NULL, "not_running",
@@ -174,7 +174,7 @@ sbx_daemon_ensure(int rootfd, const char *sock, const char *lockname,
 		return fd;
 	/* Not running: start it under run/LOCK, so that concurrent runs
 	 * start one daemon, not several. */
-	if ((runfd = sbx_mkdirs_at(rootfd, "run", 0711, e)) == -1)
+	if ((runfd = sbx_fs_mkdirs_at(rootfd, "run", 0711, e)) == -1)
 		return -1;
 	lock = openat(runfd, lockname,
 	    O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);

@@ -2479,7 +2479,7 @@ session_open(struct session *s, json_t *req, int chan, struct sbx_error *e)
 	agent = json_string_value(json_object_get(req, "agent"));
 	run = json_string_value(json_object_get(req, "run"));
 	allow = json_object_get(req, "allow");
-	if (agent == NULL || sbx_agent_valid(agent, "agent", e) == -1) {
+	if (agent == NULL || sbx_names_agent_valid(agent, "agent", e) == -1) {
 		if (agent == NULL)
 			sbx_error_set(e, SBX_K_INVALID_ARGS, "agent",
 			    "missing", "session without an agent");
@@ -2523,11 +2523,11 @@ session_open(struct session *s, json_t *req, int chan, struct sbx_error *e)
 			    json_string_value(v), e) == -1)
 				return NULL;
 	SBX_LPATH(rel, SBX_L_AGENT_TOKEN, agent);
-	if ((tfd = sbx_open_beneath(P.rootfd, rel, O_RDONLY | O_CLOEXEC, e))
+	if ((tfd = sbx_fs_open_beneath(P.rootfd, rel, O_RDONLY | O_CLOEXEC, e))
 	    == -1)
 		return NULL;
 	close(tfd);
-	if (sbx_read_file_at(P.rootfd, rel, 256, &tok, e) == -1)
+	if (sbx_fs_read_file_at(P.rootfd, rel, 256, &tok, e) == -1)
 		return NULL;
 	while (tok.len > 0 && (tok.p[tok.len - 1] == '\n'))
 		tok.p[--tok.len] = '\0';
@@ -2634,7 +2634,7 @@ ctl_read(struct session *s)
 	int		 fd;
 	size_t		 nfd;
 
-	r = sbx_recv_fds(s->ctl, data, sizeof(data), &fd, 1, &nfd,
+	r = sbx_fs_recv_fds(s->ctl, data, sizeof(data), &fd, 1, &nfd,
 	    MSG_DONTWAIT);
 	if (r == -1 && (errno == EAGAIN || errno == EINTR))
 		return;
@@ -2677,7 +2677,7 @@ chan_read(struct session *s)
 	socklen_t	 len;
 	struct stat	 st;
 
-	r = sbx_recv_fds(s->chan, b, sizeof(b), fds, 8, &nfd, MSG_DONTWAIT);
+	r = sbx_fs_recv_fds(s->chan, b, sizeof(b), fds, 8, &nfd, MSG_DONTWAIT);
 	if (r == -1 && (errno == EAGAIN || errno == EINTR))
 		return;
 	if (r <= 0) {
@@ -2802,7 +2802,7 @@ sbx_proxy_serve(int rootfd, int listen_fd,
 		rl.rlim_cur = rl.rlim_max;
 		(void)setrlimit(RLIMIT_NOFILE, &rl);
 	}
-	if ((P.runfd = sbx_open_beneath(rootfd, "run", O_RDONLY |
+	if ((P.runfd = sbx_fs_open_beneath(rootfd, "run", O_RDONLY |
 	    O_DIRECTORY | O_CLOEXEC, e)) == -1)
 		return -1;
 	log_open();

@@ -54,7 +54,7 @@ sbx_proxyclient_call(int ctl, json_t *req, int fd_pass, int timeout_ms,
 		return sbx_error_sys(e, "nomem", "control request"), NULL;
 	n = strlen(s);
 	s[n] = '\n';
-	r = fd_pass >= 0 ? sbx_send_fd(ctl, s, n + 1, fd_pass, 0) :
+	r = fd_pass >= 0 ? sbx_fs_send_fd(ctl, s, n + 1, fd_pass, 0) :
 	    send(ctl, s, n + 1, MSG_NOSIGNAL);
 	free(s);
 	if (r != (ssize_t)(n + 1))

@@ -119,7 +119,7 @@ sbx_upstream_load_auth(int rootfd, const char *name, struct sbx_upstream *up,
 		return 0;
 	snprintf(rel, sizeof(rel), "config/%s", name);
 	/* Credentials: ours alone, or they are not used. */
-	if ((fd = sbx_open_beneath(rootfd, rel, O_RDONLY | O_CLOEXEC, e)) ==
+	if ((fd = sbx_fs_open_beneath(rootfd, rel, O_RDONLY | O_CLOEXEC, e)) ==
 	    -1)
 		return -1;
 	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
@@ -130,7 +130,7 @@ sbx_upstream_load_auth(int rootfd, const char *name, struct sbx_upstream *up,
 		    "mode 0600", rel);
 	}
 	close(fd);
-	if (sbx_read_file_at(rootfd, rel, 1024, &b, e) == -1)
+	if (sbx_fs_read_file_at(rootfd, rel, 1024, &b, e) == -1)
 		return -1;
 	n = strcspn(b.p != NULL ? b.p : "", "\r\n");
 	if (n == 0 || memchr(b.p, ':', n) == NULL ||

@@ -259,7 +259,7 @@ child_spawn(struct child *c, const char *path, char *const argv[],
 			_exit(127);
 		for (i = 0; i < 3; i++)
 			(void)fcntl(i, F_SETFD, 0);
-		sbx_close_from(3, NULL, 0);
+		sbx_fs_close_from(3, NULL, 0);
 		execve(path, argv, envp);
 		_exit(127);
 	}
@@ -815,7 +815,7 @@ find_deps(struct pf *p)
 	int	 i;
 
 	for (i = 0; i < NDEP; i++)
-		if (sbx_tool_find(depdefs[i].bin, depdefs[i].env,
+		if (sbx_tools_find(depdefs[i].bin, depdefs[i].env,
 		    &p->tool_path[i], &p->tool_err[i]) == -1)
 			p->tool_path[i] = NULL;
 }
@@ -1607,7 +1607,7 @@ rm_tree_at(int dfd, const char *name)
 {
 	struct sbx_error	 e;
 
-	(void)sbx_rm_tree_at(dfd, name, &e);
+	(void)sbx_fs_rm_tree_at(dfd, name, &e);
 }
 
 static int

@@ -69,7 +69,7 @@ esc(struct sbx_buf *b, const char *s)
 {
 	if (s == NULL)
 		s = "";
-	return sbx_str_escape_line(b, s, strlen(s));
+	return sbx_utf8_escape_line(b, s, strlen(s));
 }
 
 static int
@@ -141,7 +141,7 @@ sbx_preflightrender_text(const json_t *r, unsigned flags, struct sbx_buf *b)
 			if (title != NULL)
 				rc |= sbx_buf_printf(b, "%s\n", title);
 			else {
-				rc |= sbx_str_escape_line(b, id, plen);
+				rc |= sbx_utf8_escape_line(b, id, plen);
 				rc |= sbx_buf_puts(b, "\n");
 			}
 			last = id;

@@ -9,7 +9,7 @@
 #include "buf.h"
 
 /* Text for people: a checklist grouped by area. Every string of the
- * report is escaped (sbx_str_escape_line), so nothing in it can forge a
+ * report is escaped (sbx_utf8_escape_line), so nothing in it can forge a
  * line or drive the terminal. */
 #define SBX_PREFLIGHT_TEXT_COLOR	0x1	/* ANSI colours */
 #define SBX_PREFLIGHT_TEXT_VERBOSE	0x2	/* details of passed ones too */

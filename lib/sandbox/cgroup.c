@@ -104,7 +104,7 @@ sbx_cg_write(int dirfd, const char *file, const char *val)
 
 	if ((fd = openat(dirfd, file, O_WRONLY | O_NOFOLLOW | O_CLOEXEC)) == -1)
 		return -1;
-	rc = sbx_write_all(fd, val, strlen(val));
+	rc = sbx_fs_write_all(fd, val, strlen(val));
 	saved = errno;
 	close(fd);
 	errno = saved;
@@ -450,7 +450,7 @@ sbx_cg_find_parent(struct procinfo *pi, int top, const char *toppath,
 	else
 		/* O_NOFOLLOW all the way down: the subtree may be delegated
 		 * to the uid our sandboxes run as. */
-		w->fd = sbx_open_beneath(top, own, O_RDONLY | O_DIRECTORY,
+		w->fd = sbx_fs_open_beneath(top, own, O_RDONLY | O_DIRECTORY,
 		    &scratch);
 	if (w->fd == -1) {
 		sbx_cg_why_add(cg, "%s: cannot open own cgroup %s/%s: %s",

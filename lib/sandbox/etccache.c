@@ -98,7 +98,7 @@ copy_data(struct build *b, int in, int out)
 			errno = EFBIG;
 			return -1;
 		}
-		if (sbx_write_all(out, buf, (size_t)n) == -1)
+		if (sbx_fs_write_all(out, buf, (size_t)n) == -1)
 			return -1;
 	}
 	return 0;
@@ -223,7 +223,7 @@ copy_top(struct build *b, int tree, const char *path)
 	*slash = '\0';
 	if (access(path, F_OK) == -1)
 		return sbx_buf_printf(&b->man, "- %s\n", path);
-	if ((dst = sbx_mkdirs_at(tree, rel, 0700, &e)) == -1)
+	if ((dst = sbx_fs_mkdirs_at(tree, rel, 0700, &e)) == -1)
 		return -1;
 	rc = copy_node(b, AT_FDCWD, path, 1, path, dst, slash + 1, 0);
 	close(dst);
@@ -289,7 +289,8 @@ make_file(int tree, const struct sbx_etc_made *m)
 	if ((fd = openat(tree, m->name, O_WRONLY | O_CREAT | O_EXCL |
 	    O_NOFOLLOW | O_CLOEXEC, 0600)) == -1)
 		return -1;
-	if (sbx_write_all(fd, m->data, m->len) == -1 || fchmod(fd, 0444) == -1)
+	if (sbx_fs_write_all(fd, m->data, m->len) == -1 ||
+	    fchmod(fd, 0444) == -1)
 		rc = -1;
 	close(fd);
 	return rc;
@@ -316,7 +317,7 @@ gc(int etcdir)
 		if (strncmp(de->d_name, ".b-", 3) == 0 &&
 		    fstatat(etcdir, de->d_name, &st, AT_SYMLINK_NOFOLLOW) ==
 		    0 && st.st_mtime + STALE_SEC < now)
-			(void)sbx_rm_tree_at(etcdir, de->d_name, &e);
+			(void)sbx_fs_rm_tree_at(etcdir, de->d_name, &e);
 	closedir(d);
 }
 
@@ -354,7 +355,8 @@ build(int etcdir, const char *key, const struct sbx_etc_spec *spec,
 		if (make_file(tree, &spec->made[i]) == -1)
 			goto fail;
 	if (record_copy(&b, tree, ".", 0) == -1 ||
-	    sbx_write_atomic(bfd, MANIFEST, b.man.p, b.man.len, 0600, e) == -1)
+	    sbx_fs_write_atomic(bfd, MANIFEST, b.man.p, b.man.len, 0600, e) ==
+		-1)
 		goto fail;
 	/* Published whole: a new key appears at once; a stale tree is
 	 * exchanged with the new one in one step.  The old one stays
@@ -371,7 +373,7 @@ build(int etcdir, const char *key, const struct sbx_etc_spec *spec,
 fail:
 	sbx_error_sys(e, "cache_failed", "cannot build the sandbox's /etc "
 	    "in cache/etc");
-	(void)sbx_rm_tree_at(etcdir, tmp, &(struct sbx_error){ 0 });
+	(void)sbx_fs_rm_tree_at(etcdir, tmp, &(struct sbx_error){ 0 });
 out:
 	if (tree != -1)
 		close(tree);
@@ -470,7 +472,7 @@ sbx_etccache_open(int cache_fd, const struct sbx_etc_spec *spec, int *built,
 
 	/* 0711: bwrap, run as the sandbox's uid when sbx is root, resolves
 	 * the tree's path (it holds only what any user may read). */
-	if ((etcdir = sbx_mkdirs_at(cache_fd, "etc", 0711, e)) == -1)
+	if ((etcdir = sbx_fs_mkdirs_at(cache_fd, "etc", 0711, e)) == -1)
 		return -1;
 	/*
 	 * Whatever is in here becomes every sandbox's /etc (ld.so.preload

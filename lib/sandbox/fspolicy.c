@@ -143,14 +143,14 @@ strings(const json_t *doc, const char *key, const char *origin, int absolute,
 
 		if (s == NULL)
 			goto bad;
-		if (absolute == 1 ?
-			s[0] != '/' || sbx_path_check(s, key, &ignored) == -1 ||
+		if (absolute == 1 ? s[0] != '/' ||
+			    sbx_fs_path_check(s, key, &ignored) == -1 ||
 			    strcmp(s, "/") == 0 :
-			absolute == 0 ?
-			!entry_ok(s) :
-			(s[0] == '/' ? sbx_path_check(s, key, &ignored) == -1 ||
-				    strcmp(s, "/") == 0 :
-				       !entry_ok(s)))
+			absolute == 0 ? !entry_ok(s) :
+					(s[0] == '/' ? sbx_fs_path_check(s, key,
+							   &ignored) == -1 ||
+						    strcmp(s, "/") == 0 :
+						       !entry_ok(s)))
 			goto bad;
 	}
 	return 0;

@@ -112,7 +112,7 @@ child_exec(struct sbx_run *r, int in, int out, int err, int st, int ctl)
 		    (close(i) == -1 && errno != EBADF))
 			_exit(125);
 	/* Nothing else of sbx crosses into bwrap. */
-	sbx_close_from(SBX_FD_MAX + 1, NULL, 0);
+	sbx_fs_close_from(SBX_FD_MAX + 1, NULL, 0);
 	execve(r->bwrap_argv[0], r->bwrap_argv, (char *[]){ NULL });
 	_exit(125);
 }
@@ -126,7 +126,7 @@ notify(struct sbx_run *r, char what, int n)
 	if (r->notify_fd < 0)
 		return;
 	len = snprintf(line, sizeof(line), "%c%d\n", what, n);
-	(void)sbx_write_all(r->notify_fd, line, (size_t)len);
+	(void)sbx_fs_write_all(r->notify_fd, line, (size_t)len);
 	close(r->notify_fd);
 	r->notify_fd = -1;
 }
@@ -177,7 +177,7 @@ sink_write(struct sbx_run *r, int fd, const char *buf, size_t n)
 {
 	if (r->sink_write != NULL)
 		return r->sink_write(r->sink_arg, buf, n);
-	return sbx_write_all(fd, buf, n);
+	return sbx_fs_write_all(fd, buf, n);
 }
 
 /* Output that is ready to leave: captured, and written to the sink. */

@@ -135,13 +135,14 @@ sbx_limits_set(struct sbx_runlimits *l, const char *key, const char *value,
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, key, "unknown",
 		    "unknown limit %s", key);
 	if (k->real) {
-		if (sbx_parse_seconds(value, k->max, &d) == -1)
+		if (sbx_cli_parse_seconds(value, k->max, &d) == -1)
 			return sbx_error_set(e, SBX_K_INVALID_ARGS, key,
 			    "invalid_number", "argument `%s` must be a positive "
 			    "number up to %.0f", option_of(key), k->max);
 	} else {
-		if (sbx_parse_uint(value, (unsigned long long)k->max, &u) == -1
-		    || u == 0)
+		if (sbx_cli_parse_uint(value, (unsigned long long)k->max, &u) ==
+			-1 ||
+		    u == 0)
 			return sbx_error_set(e, SBX_K_INVALID_ARGS, key,
 			    "invalid_number", "argument `%s` must be an integer "
 			    "from 1 to %.0f", option_of(key), k->max);
@@ -160,7 +161,7 @@ sbx_config_load(int rootfd, const char *rel, json_t **out,
 	json_t		*j;
 
 	*out = NULL;
-	if (sbx_read_file_at(rootfd, rel, CONFIG_MAX, &b, &e2) == -1) {
+	if (sbx_fs_read_file_at(rootfd, rel, CONFIG_MAX, &b, &e2) == -1) {
 		sbx_buf_release(&b);
 		if (e2.kind && strcmp(e2.kind, SBX_K_NOT_FOUND) == 0)
 			return 0;

@@ -228,7 +228,7 @@ open_error(int err, const char *rel, struct sbx_error *e)
  * RESOLVE_NO_MAGICLINKS (ELOOP for /proc/self/root and its kin, which
  * would jump anywhere).  Symbolic links that stay inside are followed, as
  * the agent's own tools would.  Where the kernel lacks openat2 (ENOSYS)
- * the component walk of sbx_open_beneath refuses every link instead.
+ * the component walk of sbx_fs_open_beneath refuses every link instead.
  */
 static int
 open_in(int dirfd, const char *rel, int flags, struct sbx_error *e)
@@ -260,7 +260,7 @@ open_in(int dirfd, const char *rel, int flags, struct sbx_error *e)
 			return open_error(errno, rel, e);
 		no_openat2 = 1;
 	}
-	return sbx_open_beneath(dirfd, rel, flags, e);
+	return sbx_fs_open_beneath(dirfd, rel, flags, e);
 }
 
 static const char *

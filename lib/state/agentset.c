@@ -98,7 +98,7 @@ sbx_agentset_write(struct sbx_provision *p, const char *agent,
 	}
 	if ((dfd = sbx_layout_open(p->rootfd, SBX_L_CONFIG_AGENTS, NULL,
 	    O_RDONLY | O_DIRECTORY, e)) != -1) {
-		rc = sbx_write_atomic(dfd, name, s, strlen(s), 0600, e);
+		rc = sbx_fs_write_atomic(dfd, name, s, strlen(s), 0600, e);
 		close(dfd);
 	}
 	free(s);

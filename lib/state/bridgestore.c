@@ -51,7 +51,7 @@ read_doc(int dirfd, const char *name, size_t cap, struct sbx_error *e)
 	struct sbx_buf b = SBX_BUF_INIT;
 	json_t	      *doc;
 
-	if (sbx_read_file_at(dirfd, name, cap, &b, e) == -1) {
+	if (sbx_fs_read_file_at(dirfd, name, cap, &b, e) == -1) {
 		if (sbx_error_absent(e)) {
 			memset(e, 0, sizeof(*e));
 			return json_object();
@@ -77,7 +77,7 @@ write_doc(int dirfd, const char *name, const json_t *doc, size_t cap,
 		return sbx_error_set(e, SBX_K_REJECTED, NULL, "store_full",
 		    "%s would exceed %zu bytes", name, cap);
 	}
-	rc = sbx_write_atomic(dirfd, name, s, strlen(s), 0600, e);
+	rc = sbx_fs_write_atomic(dirfd, name, s, strlen(s), 0600, e);
 	free(s);
 	return rc;
 }
@@ -398,7 +398,7 @@ sbx_bstore_append(int rootfd, const char *agent, enum sbx_bstore_log which,
 		(void)renameat(dfd, name, dfd, old);
 	fd = openat(dfd, name,
 	    O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd == -1 || sbx_write_all(fd, line, n) == -1) {
+	if (fd == -1 || sbx_fs_write_all(fd, line, n) == -1) {
 		free(line);
 		if (fd != -1)
 			close(fd);
@@ -420,7 +420,7 @@ read_lines(int dfd, const char *name, long long since, size_t limit,
 	char		*p, *nl;
 	json_t		*o;
 
-	if (sbx_read_file_at(dfd, name, 64u << 20, &b, &e) == -1)
+	if (sbx_fs_read_file_at(dfd, name, 64u << 20, &b, &e) == -1)
 		return sbx_error_absent(&e) ? 0 : -1;
 	for (p = b.p;
 	     p != NULL && p < b.p + b.len && json_array_size(out) < limit;

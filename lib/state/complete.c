@@ -68,7 +68,7 @@ sbx_complete_agents(const char *home, struct sbx_strv *out, struct sbx_error *e)
 	for (i = 0; i < json_array_size(list); i++) {
 		row = json_array_get(list, i);
 		a = json_string_value(json_object_get(row, "agent"));
-		if (a != NULL && sbx_agent_valid(a, "agent", e) == 0 &&
+		if (a != NULL && sbx_names_agent_valid(a, "agent", e) == 0 &&
 		    sbx_strv_push(out, a) == -1)
 			rc = sbx_error_sys(e, "nomem", "agents");
 	}
@@ -95,7 +95,7 @@ json_names(const char *home, const char *rel, int (*valid)(const char *),
 		sbx_root_release(&r);
 		return rc == 1 ? 0 : -1;
 	}
-	fd = sbx_open_beneath(r.fd, rel, O_RDONLY | O_DIRECTORY, &e2);
+	fd = sbx_fs_open_beneath(r.fd, rel, O_RDONLY | O_DIRECTORY, &e2);
 	sbx_root_release(&r);
 	if (fd == -1)
 		return 0;	/* none yet */
@@ -124,7 +124,7 @@ job_ok(const char *id)
 {
 	struct sbx_error e;
 
-	return sbx_job_id_valid(id, &e) == 0;
+	return sbx_names_job_id_valid(id, &e) == 0;
 }
 
 static int
@@ -132,7 +132,7 @@ plugin_ok(const char *id)
 {
 	struct sbx_error e;
 
-	return sbx_agent_valid(id, "id", &e) == 0;
+	return sbx_names_agent_valid(id, "id", &e) == 0;
 }
 
 int
@@ -141,7 +141,7 @@ sbx_complete_jobs(const char *home, const char *agent, struct sbx_strv *out,
 {
 	char	 rel[128];
 
-	if (sbx_agent_valid(agent, "agent", e) == -1)
+	if (sbx_names_agent_valid(agent, "agent", e) == -1)
 		return -1;
 	snprintf(rel, sizeof(rel), "agents/%s/jobs", agent);
 	return json_names(home, rel, job_ok, out, e);
@@ -169,7 +169,7 @@ sbx_complete_images(const char *home, struct sbx_strv *out, struct sbx_error *e)
 		sbx_root_release(&r);
 		return rc == 1 ? 0 : -1;
 	}
-	rc = sbx_read_file_at(r.fd, "images/names.json", NAMES_MAX, &b, &e2);
+	rc = sbx_fs_read_file_at(r.fd, "images/names.json", NAMES_MAX, &b, &e2);
 	sbx_root_release(&r);
 	if (rc == -1) {
 		sbx_buf_release(&b);

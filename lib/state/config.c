@@ -658,7 +658,7 @@ sbx_cfg_path(const char *agent, char *rel, size_t relsz, struct sbx_error *e)
 {
 	if (agent == NULL)
 		return sbx_layout_path(SBX_L_SANDBOX_JSON, NULL, rel, relsz, e);
-	if (sbx_agent_valid(agent, "agent", e) == -1)
+	if (sbx_names_agent_valid(agent, "agent", e) == -1)
 		return -1;
 	return sbx_layout_path(SBX_L_AGENT_CONFIG, agent, rel, relsz, e);
 }
@@ -695,7 +695,7 @@ sbx_cfg_store(int rootfd, const char *agent, const json_t *doc,
 		return -1;
 	/* Component by component, no symlink followed: a link planted as
 	 * config/ or config/agents/ never redirects the write. */
-	if ((dfd = sbx_mkdirs_at(rootfd, agent ? "config/agents" : "config",
+	if ((dfd = sbx_fs_mkdirs_at(rootfd, agent ? "config/agents" : "config",
 	    0700, e)) == -1)
 		return -1;
 	if ((s = json_dumps(doc, JSON_INDENT(2) | JSON_SORT_KEYS)) == NULL) {
@@ -715,7 +715,7 @@ sbx_cfg_store(int rootfd, const char *agent, const json_t *doc,
 		s[n] = '\n';
 		s[n + 1] = '\0';
 	}
-	rc = sbx_write_atomic(dfd, strrchr(rel, '/') + 1, s, strlen(s), 0600,
+	rc = sbx_fs_write_atomic(dfd, strrchr(rel, '/') + 1, s, strlen(s), 0600,
 	    e);
 	free(s);
 	close(dfd);
@@ -731,7 +731,7 @@ sbx_cfg_value_text(const json_t *v, struct sbx_buf *out)
 	int	      rc;
 
 	if (json_is_string(v))
-		return sbx_str_escape_line(out, json_string_value(v),
+		return sbx_utf8_escape_line(out, json_string_value(v),
 			   json_string_length(v)) == 0 ?
 		    sbx_buf_puts(out, "\n") :
 		    -1;
@@ -744,7 +744,7 @@ sbx_cfg_value_text(const json_t *v, struct sbx_buf *out)
 	if ((s = json_dumps(v,
 		 JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY)) == NULL)
 		return -1;
-	rc = sbx_str_escape_line(out, s, strlen(s)) == 0 ?
+	rc = sbx_utf8_escape_line(out, s, strlen(s)) == 0 ?
 	    sbx_buf_puts(out, "\n") :
 	    -1;
 	free(s);

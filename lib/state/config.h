@@ -95,7 +95,7 @@ int	sbx_cfg_store(int rootfd, const char *agent, const json_t *doc,
 struct sbx_buf;
 /* A value for people and scripts, appended to out: a string as itself,
  * an array one element a line, anything else as compact JSON; each line
- * escaped (sbx_str_escape_line) and ended with a newline. */
+ * escaped (sbx_utf8_escape_line) and ended with a newline. */
 int sbx_cfg_value_text(const json_t *v, struct sbx_buf *out);
 
 #endif

@@ -133,7 +133,7 @@ subid_file(const char *path, const char *name, unsigned long id, int overlap,
 	if (strncmp(path, "/etc/", 5) != 0 ||
 	    (dfd = open("/etc", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
 		return 0;
-	rc = sbx_read_file_at(dfd, path + 5, 1 << 20, &b, &e);
+	rc = sbx_fs_read_file_at(dfd, path + 5, 1 << 20, &b, &e);
 	close(dfd);
 	if (rc == -1 || b.p == NULL)
 		return 0;

@@ -246,7 +246,7 @@ sbx_layout_open(int rootfd, enum sbx_layout_id id, const char *arg, int flags,
 
 	if (sbx_layout_path(id, arg, rel, sizeof(rel), e) == -1)
 		return -1;
-	return sbx_open_beneath(rootfd, rel, flags, e);
+	return sbx_fs_open_beneath(rootfd, rel, flags, e);
 }
 
 int
@@ -258,5 +258,5 @@ sbx_layout_mkdirs(int rootfd, enum sbx_layout_id id, const char *arg,
 
 	if (sbx_layout_path(id, arg, rel, sizeof(rel), e) == -1)
 		return -1;
-	return sbx_mkdirs_at(rootfd, rel, l->mode != 0 ? l->mode : 0700, e);
+	return sbx_fs_mkdirs_at(rootfd, rel, l->mode != 0 ? l->mode : 0700, e);
 }

@@ -121,11 +121,11 @@ int	sbx_layout_path(enum sbx_layout_id, const char *arg, char *buf,
 /* The last component of a path built by sbx_layout_path. */
 const char *sbx_layout_leaf(const char *rel);
 /* Open the existing location id beneath rootfd, never following a
- * symbolic link (sbx_open_beneath); flags as for openat. */
+ * symbolic link (sbx_fs_open_beneath); flags as for openat. */
 int	sbx_layout_open(int rootfd, enum sbx_layout_id, const char *arg,
 	    int flags, struct sbx_error *);
 /* Create (as needed) and open the directory id beneath rootfd, one
- * component at a time (sbx_mkdirs_at); new directories get the table's
+ * component at a time (sbx_fs_mkdirs_at); new directories get the table's
  * mode (sbx provision widens SBX_LF_REACH ones for root). */
 int	sbx_layout_mkdirs(int rootfd, enum sbx_layout_id, const char *arg,
 	    struct sbx_error *);

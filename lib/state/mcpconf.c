@@ -71,7 +71,7 @@ load_one(int rootfd, const char *rel, int agent, struct sbx_mcp_limits *l,
 	json_t	      *doc;
 	int	       rc;
 
-	if (sbx_read_file_at(rootfd, rel, SETTINGS_MAX, &b, e) == -1) {
+	if (sbx_fs_read_file_at(rootfd, rel, SETTINGS_MAX, &b, e) == -1) {
 		sbx_buf_release(&b);
 		return e->kind != NULL &&
 			strcmp(e->kind, SBX_K_NOT_FOUND) == 0 ?

@@ -117,7 +117,7 @@ dir_walk(int dfd, const char *prefix, int depth, struct dirsrc *s,
 			goto out;
 		}
 		sbx_buf_reset(&b);
-		if (sbx_read_file_at(dfd, names[i], SBX_RECIPE_FILE_MAX, &b,
+		if (sbx_fs_read_file_at(dfd, names[i], SBX_RECIPE_FILE_MAX, &b,
 			e) == -1)
 			goto out;
 		if ((b.len > 0 && memchr(b.p, '\0', b.len) != NULL) ||
@@ -152,7 +152,7 @@ sbx_plugin_source_read(int dirfd, const char *name, struct sbx_error *e)
 
 	/* O_NONBLOCK: a FIFO under the name (an agent's directory) must not
 	 * hang the reader; it is refused as not a regular file. */
-	if ((fd = sbx_open_beneath(dirfd, name,
+	if ((fd = sbx_fs_open_beneath(dirfd, name,
 	    O_RDONLY | O_NOCTTY | O_NONBLOCK, e)) == -1)
 		return NULL;
 	if (fstat(fd, &st) == -1) {
@@ -160,11 +160,12 @@ sbx_plugin_source_read(int dirfd, const char *name, struct sbx_error *e)
 		goto out;
 	}
 	if (!S_ISDIR(st.st_mode)) {
-		if (sbx_read_file_at(dirfd, name, SBX_RECIPE_MAX, &b, e) == 0)
+		if (sbx_fs_read_file_at(dirfd, name, SBX_RECIPE_MAX, &b, e) ==
+		    0)
 			r = sbx_json_parse(b.p, b.len, SBX_RECIPE_MAX, e);
 		goto out;
 	}
-	if (sbx_read_file_at(fd, SBX_RECIPE_FILE, SBX_RECIPE_MAX, &b, e) ==
+	if (sbx_fs_read_file_at(fd, SBX_RECIPE_FILE, SBX_RECIPE_MAX, &b, e) ==
 		-1 ||
 	    (r = sbx_json_parse(b.p, b.len, SBX_RECIPE_MAX, e)) == NULL)
 		goto out;
@@ -285,7 +286,8 @@ sbx_plugin_lib_get(int rootfd, const char *id, char sha[SBX_RECIPE_SHA_HEX + 1],
 	}
 	if (sbx_layout_path(SBX_L_PLUGIN, id, rel, sizeof(rel), e) == -1)
 		return NULL;
-	if (sbx_read_file_at(rootfd, rel, SBX_RECIPE_MAX + 4096, &b, e) == -1) {
+	if (sbx_fs_read_file_at(rootfd, rel, SBX_RECIPE_MAX + 4096, &b, e) ==
+	    -1) {
 		if (absent(e)) {
 			sbx_error_set(e, SBX_K_NOT_FOUND, "id",
 			    "plugin_not_found", "no plugin %s in the library",
@@ -347,8 +349,9 @@ sbx_plugin_lib_put(int rootfd, const json_t *recipe,
 		*replaced = strcmp(osha, sha) != 0;
 		json_decref(old);
 	}
-	if (sbx_write_atomic(dfd, leaf_of(SBX_L_PLUGIN, id, rel, sizeof(rel)),
-		text, n, 0600, e) == -1)
+	if (sbx_fs_write_atomic(dfd,
+		leaf_of(SBX_L_PLUGIN, id, rel, sizeof(rel)), text, n, 0600,
+		e) == -1)
 		goto out;
 	rc = 0;
 out:
@@ -484,7 +487,7 @@ sbx_plugin_installed_read(int rootfd, const char *agent, struct sbx_error *e)
 	if (sbx_layout_path(SBX_L_AGENT_PLUGINS, agent, rel, sizeof(rel), e) ==
 	    -1)
 		return NULL;
-	if (sbx_read_file_at(rootfd, rel, 1 << 20, &b, e) == -1) {
+	if (sbx_fs_read_file_at(rootfd, rel, 1 << 20, &b, e) == -1) {
 		if (absent(e))
 			return json_pack("{s:i,s:[]}", "version", 1, "plugins");
 		return NULL;
@@ -538,7 +541,7 @@ sbx_plugin_installed_write(int rootfd, const char *agent, const json_t *doc,
 		free(s);
 		return -1;
 	}
-	rc = sbx_write_atomic(afd,
+	rc = sbx_fs_write_atomic(afd,
 	    leaf_of(SBX_L_AGENT_PLUGINS, agent, rel, sizeof(rel)), s, strlen(s),
 	    0600, e);
 	free(s);
@@ -644,8 +647,8 @@ plugin_dirs(int rootfd, const char *agent, uid_t uid, gid_t gid,
 	int  home, a, b;
 
 	SBX_LPATH(rel, SBX_L_AGENT_HOME, agent);
-	if ((home = sbx_open_beneath(rootfd, rel, O_RDONLY | O_DIRECTORY, e)) ==
-	    -1)
+	if ((home = sbx_fs_open_beneath(rootfd, rel, O_RDONLY | O_DIRECTORY,
+		 e)) == -1)
 		return -1;
 	a = mkdir_open(home, ".sbx", e);
 	close(home);
@@ -699,7 +702,7 @@ put_file(int pfd, const char *path, const json_t *text, uid_t uid, gid_t gid,
 		    path);
 	}
 	close(dfd);
-	rc = sbx_write_all(fd, s, n) == -1 ?
+	rc = sbx_fs_write_all(fd, s, n) == -1 ?
 	    sbx_error_sys(e, "write_failed", "cannot write %s", path) :
 	    own(fd, uid, gid, n > 2 && s[0] == '#' && s[1] == '!' ? 0755 : 0644,
 		e);
@@ -720,8 +723,8 @@ sbx_plugin_files_put(int rootfd, const char *agent, const char *id,
 	if ((dirs = plugin_dirs(rootfd, agent, uid, gid, e)) == -1)
 		return -1;
 	/* Made afresh: what a previous version (or the agent) left there
-	 * goes, links unfollowed (sbx_rm_tree_at). */
-	if (sbx_rm_tree_at(dirs, id, e) == -1 ||
+	 * goes, links unfollowed (sbx_fs_rm_tree_at). */
+	if (sbx_fs_rm_tree_at(dirs, id, e) == -1 ||
 	    (pfd = mkdir_open(dirs, id, e)) == -1)
 		goto out;
 	json_object_foreach ((json_t *)json_object_get(recipe, "files"), k, v)
@@ -738,7 +741,7 @@ sbx_plugin_files_put(int rootfd, const char *agent, const char *id,
 		goto out;
 	}
 	snprintf(rel, sizeof(rel), "%s.json", id);
-	rc = sbx_write_atomic(rfd, rel, text, n, 0600, e);
+	rc = sbx_fs_write_atomic(rfd, rel, text, n, 0600, e);
 	free(text);
 out:
 	if (rfd >= 0)
@@ -757,15 +760,15 @@ sbx_plugin_files_remove(int rootfd, const char *agent, const char *id,
 	int  fd, rc = 0;
 
 	SBX_LPATH(rel, SBX_L_AGENT_PLUGIN_DIRS, agent);
-	if ((fd = sbx_open_beneath(rootfd, rel, O_RDONLY | O_DIRECTORY, e)) >=
-	    0) {
-		rc = sbx_rm_tree_at(fd, id, e);
+	if ((fd = sbx_fs_open_beneath(rootfd, rel, O_RDONLY | O_DIRECTORY,
+		 e)) >= 0) {
+		rc = sbx_fs_rm_tree_at(fd, id, e);
 		close(fd);
 	}
 	SBX_LPATH(rel, SBX_L_AGENT_PLUGIN_RECIPES, agent);
 	snprintf(name, sizeof(name), "%s.json", id);
-	if ((fd = sbx_open_beneath(rootfd, rel, O_RDONLY | O_DIRECTORY, e)) >=
-	    0) {
+	if ((fd = sbx_fs_open_beneath(rootfd, rel, O_RDONLY | O_DIRECTORY,
+		 e)) >= 0) {
 		if (unlinkat(fd, name, 0) == -1 && errno != ENOENT)
 			rc = sbx_error_sys(e, "remove_failed",
 			    "cannot "
@@ -789,7 +792,8 @@ sbx_plugin_installed_recipe(int rootfd, const char *agent, const char *id,
 	n = strlen(rel);
 	snprintf(rel + n, sizeof(rel) - n, "/%s.json", id);
 	if (strchr(id, '/') != NULL ||
-	    sbx_read_file_at(rootfd, rel, SBX_RECIPE_MAX + 4096, &b, e) == -1) {
+	    sbx_fs_read_file_at(rootfd, rel, SBX_RECIPE_MAX + 4096, &b, e) ==
+		-1) {
 		sbx_error_set(e, SBX_K_NOT_FOUND, "id", "plugin_not_installed",
 		    "plugin %s is not installed for agent %s", id, agent);
 		sbx_error_hint(e, "sbx plugin install %s --agent %s", id,

@@ -56,7 +56,7 @@ static const char soul_text[] =
 "sbx creates this file once and never overwrites it. Edits take effect at\n"
 "the start of your next session, not in the current one.\n";
 
-/* The agent name was validated (sbx_agent_valid) before any walk; were it
+/* The agent name was validated (sbx_names_agent_valid) before any walk; were it
  * not, the path is left empty and names nothing. */
 static void
 entry_path(int i, const char *agent, char *buf, size_t sz)
@@ -240,7 +240,7 @@ create_exclusive(int dirfd, const char *name, const void *data, size_t n,
 	*existed = 0;
 	fd = openat(dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, mode);
 	if (fd >= 0) {
-		if (sbx_write_all(fd, data, n) == -1 ||
+		if (sbx_fs_write_all(fd, data, n) == -1 ||
 		    fchmod(fd, mode) == -1 ||
 		    (uid != (uid_t)-1 && fchown(fd, uid, gid) == -1) ||
 		    fsync(fd) == -1) {
@@ -279,7 +279,7 @@ create_exclusive(int dirfd, const char *name, const void *data, size_t n,
 	if (fd == -1)
 		return sbx_error_sys(e, "write_failed", "cannot create %s",
 		    rel);
-	if (sbx_write_all(fd, data, n) == -1 || fchmod(fd, mode) == -1 ||
+	if (sbx_fs_write_all(fd, data, n) == -1 || fchmod(fd, mode) == -1 ||
 	    (uid != (uid_t)-1 && fchown(fd, uid, gid) == -1) ||
 	    fsync(fd) == -1) {
 		sbx_error_sys(e, "write_failed", "cannot write %s", rel);
@@ -464,7 +464,7 @@ write_token(int pfd, const char *name, const char *rel, struct sbx_error *e)
 		return sbx_error_set(e, SBX_K_EXECUTION_ERROR, NULL,
 		    "random_failed", "cannot initialise the random number "
 		    "generator");
-	rc = sbx_write_atomic(pfd, name, tok, SBX_TOKEN_LEN, 0600, e);
+	rc = sbx_fs_write_atomic(pfd, name, tok, SBX_TOKEN_LEN, 0600, e);
 	sodium_memzero(tok, sizeof(tok));
 	if (rc == -1)
 		return -1;
@@ -480,7 +480,7 @@ write_token(int pfd, const char *name, const char *rel, struct sbx_error *e)
 	return 0;
 }
 
-/* Remove temporaries an interrupted sbx_write_atomic left in run/tokens
+/* Remove temporaries an interrupted sbx_fs_write_atomic left in run/tokens
  * (only provision writes there, and we hold the lock). */
 static void
 clean_stale_temps(int dirfd)
@@ -761,7 +761,7 @@ sbx_provision_agent(struct sbx_provision *p, struct sbx_error *e)
 
 	for (i = 0; i < NENT; i++)
 		fds[i] = -1;
-	if (sbx_agent_valid(p->agent, "agent", e) == -1)
+	if (sbx_names_agent_valid(p->agent, "agent", e) == -1)
 		return -1;
 	if (who_init(&w, p->rootfd, e) == -1)
 		return -1;
@@ -958,12 +958,12 @@ fail:
 
 /* ---- removal ------------------------------------------------------------ */
 
-/* One removal for the whole tree: sbx_rm_tree_at (lib/fsutil.c), which
+/* One removal for the whole tree: sbx_fs_rm_tree_at (lib/fsutil.c), which
  * has no depth cap for a deep tree the sandbox built to defeat. */
 int
 sbx_provision_rm_tree(int dirfd, const char *name, struct sbx_error *e)
 {
-	return sbx_rm_tree_at(dirfd, name, e);
+	return sbx_fs_rm_tree_at(dirfd, name, e);
 }
 
 static int
@@ -1037,7 +1037,7 @@ open_existing(int rootfd, const char *rel, struct sbx_error *e)
 {
 	int	 fd;
 
-	fd = sbx_open_beneath(rootfd, rel, O_RDONLY | O_DIRECTORY, e);
+	fd = sbx_fs_open_beneath(rootfd, rel, O_RDONLY | O_DIRECTORY, e);
 	if (fd == -1 && e->kind && strcmp(e->kind, SBX_K_NOT_FOUND) == 0)
 		return -2;
 	return fd;
@@ -1082,7 +1082,7 @@ sbx_provision_unprovision(int rootfd, const char *agent, json_t *removed,
 	char		 rel[128];
 	int		 lockfd, fd = -1, sub, rc = -1;
 
-	if (sbx_agent_valid(agent, "agent", e) == -1)
+	if (sbx_names_agent_valid(agent, "agent", e) == -1)
 		return -1;
 	if ((lockfd = sbx_provision_lock(rootfd, e)) == -1)
 		return -1;
@@ -1124,7 +1124,7 @@ sbx_provision_unprovision(int rootfd, const char *agent, json_t *removed,
 				    "directory");
 				goto out;
 			}
-			sub = sbx_open_beneath(fd, "plugins", O_RDONLY |
+			sub = sbx_fs_open_beneath(fd, "plugins", O_RDONLY |
 			    O_DIRECTORY, e);
 			if (sub == -1)
 				goto out;
@@ -1144,8 +1144,9 @@ sbx_provision_unprovision(int rootfd, const char *agent, json_t *removed,
 			(void)unlinkat(fd, "plugins", AT_REMOVEDIR);
 		}
 		if (fstatat(fd, "jobs", &st, AT_SYMLINK_NOFOLLOW) == 0) {
-			if (S_ISDIR(st.st_mode) && (sub = sbx_open_beneath(fd,
-			    "jobs", O_RDONLY | O_DIRECTORY, e)) >= 0) {
+			if (S_ISDIR(st.st_mode) &&
+			    (sub = sbx_fs_open_beneath(fd, "jobs",
+				 O_RDONLY | O_DIRECTORY, e)) >= 0) {
 				warn_running_jobs(sub, agent, warnings);
 				close(sub);
 			}
@@ -1162,9 +1163,9 @@ sbx_provision_unprovision(int rootfd, const char *agent, json_t *removed,
 	 * token) is refused until `sbx provision` restores it.
 	 */
 	SBX_LPATH(rel, SBX_L_AGENT_RECORDS, agent);
-	if ((fd = sbx_mkdirs_at(rootfd, rel, 0700, e)) == -1)
+	if ((fd = sbx_fs_mkdirs_at(rootfd, rel, 0700, e)) == -1)
 		goto out;
-	if (sbx_write_atomic(fd, SBX_REVOKED_MARKER, "", 0, 0600, e) == -1)
+	if (sbx_fs_write_atomic(fd, SBX_REVOKED_MARKER, "", 0, 0600, e) == -1)
 		goto out;
 	close(fd);
 	fd = -1;
@@ -1183,7 +1184,7 @@ sbx_provision_revoked(int rootfd, const char *agent, struct sbx_error *e)
 	char		 rel[128];
 	int		 fd;
 
-	if (sbx_agent_valid(agent, "agent", e) == -1)
+	if (sbx_names_agent_valid(agent, "agent", e) == -1)
 		return -1;
 	SBX_LPATH(rel, SBX_L_AGENT_RECORDS, agent);
 	if ((fd = open_existing(rootfd, rel, e)) == -2)
@@ -1334,7 +1335,7 @@ valid_name(const char *s)
 {
 	struct sbx_error	 e;
 
-	return sbx_agent_valid(s, "agent", &e) == 0;
+	return sbx_names_agent_valid(s, "agent", &e) == 0;
 }
 
 /* Add the agent names found in rel (with suffix stripped) to set. */
@@ -1384,7 +1385,7 @@ exists_as(int rootfd, const char *rel, int want_dir)
 	struct stat		 st;
 	int			 fd, r;
 
-	fd = sbx_open_beneath(rootfd, rel, O_PATH, &e);
+	fd = sbx_fs_open_beneath(rootfd, rel, O_PATH, &e);
 	if (fd == -1)
 		return 0;
 	r = fstat(fd, &st) == 0 && (want_dir ? S_ISDIR(st.st_mode) :
@@ -1402,7 +1403,7 @@ has_token(int rootfd, const char *agent)
 	int			 fd, r;
 
 	SBX_LPATH(rel, SBX_L_AGENT_TOKEN, agent);
-	fd = sbx_open_beneath(rootfd, rel, O_RDONLY | O_NONBLOCK, &e);
+	fd = sbx_fs_open_beneath(rootfd, rel, O_RDONLY | O_NONBLOCK, &e);
 	if (fd == -1)
 		return 0;
 	r = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&

@@ -106,7 +106,7 @@ sbx_recipe_id(const char *name, char id[SBX_RECIPE_ID_MAX + 1],
 					     (char)c;
 	}
 	id[n] = '\0';
-	if (sbx_agent_valid(id, "name", e) == -1) {
+	if (sbx_names_agent_valid(id, "name", e) == -1) {
 		id[0] = '\0';
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "name",
 		    "invalid_name",

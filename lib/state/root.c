@@ -79,7 +79,7 @@ sbx_root_resolve(const char *flag, struct sbx_root *r, struct sbx_error *e)
 			return sbx_error_sys(e, "nomem", "state root");
 		v = b.p;
 	}
-	if (sbx_path_check(v, "home", e) == -1) {
+	if (sbx_fs_path_check(v, "home", e) == -1) {
 		sbx_buf_release(&b);
 		return -1;
 	}
@@ -186,7 +186,7 @@ sbx_root_mark(int rootfd, struct sbx_error *e)
 		return sbx_error_sys(e, "state_root_unusable", "cannot create "
 		    "%s in the state root", SBX_ROOT_MARKER);
 	}
-	if (sbx_write_all(fd, text, sizeof(text) - 1) == -1) {
+	if (sbx_fs_write_all(fd, text, sizeof(text) - 1) == -1) {
 		sbx_error_sys(e, "state_root_unusable", "cannot write %s in the "
 		    "state root", SBX_ROOT_MARKER);
 		close(fd);

@@ -70,7 +70,7 @@ sbx_secret_name_valid(const char *s, struct sbx_error *e)
 	if (strstr(s, "_CA_") != NULL || strncmp(s, "CA_", 3) == 0 ||
 	    (n >= 3 && strcmp(s + n - 3, "_CA") == 0))
 		goto reserved;
-	if (sbx_env_name_reserved(s, n))
+	if (sbx_names_env_reserved(s, n))
 		goto reserved;
 	return 0;
 reserved:
@@ -94,8 +94,8 @@ agent_dir(int rootfd, const char *agent, int create, struct sbx_error *e)
 
 	snprintf(rel, sizeof(rel), "agents/%s", agent);
 	if (create)
-		return sbx_mkdirs_at(rootfd, rel, 0700, e);
-	return sbx_open_beneath(rootfd, rel, O_RDONLY | O_DIRECTORY |
+		return sbx_fs_mkdirs_at(rootfd, rel, 0700, e);
+	return sbx_fs_open_beneath(rootfd, rel, O_RDONLY | O_DIRECTORY |
 	    O_CLOEXEC, e);
 }
 
@@ -208,7 +208,7 @@ load(int dirfd, const char *name, const char *agent, int *present)
 	if (faccessat(dirfd, name, F_OK, AT_SYMLINK_NOFOLLOW) == -1)
 		return NULL;
 	*present = 1;
-	if (sbx_read_file_at(dirfd, name, STORE_CAP, &b, &e) == -1)
+	if (sbx_fs_read_file_at(dirfd, name, STORE_CAP, &b, &e) == -1)
 		return NULL;
 	doc = sbx_json_parse(b.p ? b.p : "", b.len, STORE_CAP, &e);
 	sbx_buf_release(&b);
@@ -279,7 +279,7 @@ master_key(struct sbx_secret_store *s, const struct sbx_secret_auth *a,
 		struct sbx_error	 ce;
 		int			 cfd;
 
-		if ((cfd = sbx_mkdirs_at(s->rootfd, "config", 0700,
+		if ((cfd = sbx_fs_mkdirs_at(s->rootfd, "config", 0700,
 		    &ce)) == -1)
 			return sbx_error_set(e, SBX_K_UNAVAILABLE, "key_file",
 			    "key_file_unreadable", "%s", ce.message);
@@ -295,7 +295,7 @@ master_key(struct sbx_secret_store *s, const struct sbx_secret_auth *a,
 			fd = openat(cfd, "secret.key", O_WRONLY | O_CREAT |
 			    O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 			if (fd >= 0) {
-				if (sbx_write_all(fd, k, sizeof(k)) == -1 ||
+				if (sbx_fs_write_all(fd, k, sizeof(k)) == -1 ||
 				    fsync(fd) == -1) {
 					sodium_memzero(k, sizeof(k));
 					close(fd);
@@ -745,9 +745,9 @@ sbx_secret_commit(struct sbx_secret_store *s, struct sbx_error *e)
 		return sbx_error_sys(e, "write_failed", "writing agent %s's "
 		    "secrets", s->agent);
 	}
-	rc = sbx_write_all(fd, text, strlen(text));
+	rc = sbx_fs_write_all(fd, text, strlen(text));
 	if (rc == 0)
-		rc = sbx_write_all(fd, "\n", 1);
+		rc = sbx_fs_write_all(fd, "\n", 1);
 	if (rc == 0)
 		rc = fsync(fd);
 	close(fd);
@@ -1038,7 +1038,7 @@ sbx_secret_describe_stores(int rootfd, json_t *out)
 	size_t			 i;
 	int			 fd;
 
-	if (rootfd < 0 || (fd = sbx_open_beneath(rootfd, "agents", O_RDONLY |
+	if (rootfd < 0 || (fd = sbx_fs_open_beneath(rootfd, "agents", O_RDONLY |
 	    O_DIRECTORY | O_CLOEXEC, &e)) == -1)
 		goto key;
 	if ((dir = fdopendir(fd)) == NULL) {
@@ -1046,8 +1046,9 @@ sbx_secret_describe_stores(int rootfd, json_t *out)
 		goto key;
 	}
 	while ((d = readdir(dir)) != NULL) {
-		if (d->d_name[0] == '.' || sbx_agent_valid(d->d_name, "agent",
-		    &e) == -1 || !sbx_secret_store_exists(rootfd, d->d_name))
+		if (d->d_name[0] == '.' ||
+		    sbx_names_agent_valid(d->d_name, "agent", &e) == -1 ||
+		    !sbx_secret_store_exists(rootfd, d->d_name))
 			continue;
 		names = sbx_secret_names(rootfd, d->d_name);
 		sbx_buf_reset(&b);

@@ -359,7 +359,7 @@ cwd_rejected() {
 	ln -s real "$WS/rel"
 	cwd_rejected etcl/ssl symlink
 	cwd_rejected rel/.x symlink
-	# BUG: when the symlink is the last component, sbx_open_beneath gets
+	# BUG: when the symlink is the last component, sbx_fs_open_beneath gets
 	# ENOTDIR (O_PATH|O_DIRECTORY|O_NOFOLLOW on a symlink) and prep_cwd
 	# reports the unstable reason `open_failed` instead of `symlink`
 	# (it is still refused, and nothing runs).

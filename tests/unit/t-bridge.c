@@ -241,6 +241,6 @@ main(void)
 		!sbx_bstore_task_id_valid("t0123456789ABCDEF"),
 	    "task ids");
 
-	sbx_rm_tree_at(AT_FDCWD, root, &e);
+	sbx_fs_rm_tree_at(AT_FDCWD, root, &e);
 	return done_testing();
 }

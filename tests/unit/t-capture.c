@@ -59,10 +59,10 @@ main(void)
 	j = sbx_json_bytes("x\x80y", 3);
 	ok(j != NULL && json_is_string(j), "json from invalid bytes");
 	json_decref(j);
-	sbx_str_escape_line(&b, "a\x1b[2Jb\nREADY\\", 13);
+	sbx_utf8_escape_line(&b, "a\x1b[2Jb\nREADY\\", 13);
 	is_str(b.p, "a\\x1b[2Jb\\x0aREADY\\\\", "terminal escaping");
 	sbx_buf_release(&b);
-	sbx_str_escape_line(&b, "\xc2\x9b" "x", 3);
+	sbx_utf8_escape_line(&b, "\xc2\x9b" "x", 3);
 	is_str(b.p, "\\xc2\\x9bx", "C1 control escaped");
 	sbx_buf_release(&b);
 	return done_testing();

@@ -92,7 +92,7 @@ mount_case(int dfd, const char *dir)
 		    (fd = open(p, O_RDONLY | O_DIRECTORY)) == -1 ||
 		    touch_at(fd, "precious", 0644) == -1)
 			_exit(2);
-		if (sbx_rm_tree_at(dfd, "mnt/a", &e) != -1 ||
+		if (sbx_fs_rm_tree_at(dfd, "mnt/a", &e) != -1 ||
 		    strcmp(e.reason, "mount_point") != 0 ||
 		    faccessat(fd, "precious", F_OK, 0) == -1)
 			_exit(1);
@@ -101,7 +101,7 @@ mount_case(int dfd, const char *dir)
 		snprintf(q, sizeof(q), "%s/bsrc", dir);
 		if (mount(q, p, NULL, MS_BIND, NULL) == -1)
 			_exit(2);
-		if (sbx_rm_tree_at(dfd, "mnt/b", &e) != -1 ||
+		if (sbx_fs_rm_tree_at(dfd, "mnt/b", &e) != -1 ||
 		    strcmp(e.reason, "mount_point") != 0 ||
 		    faccessat(dfd, "bsrc/precious", F_OK, 0) == -1)
 			_exit(1);
@@ -297,50 +297,50 @@ main(void)
 		return 1;
 	dfd = open(tmpl, O_RDONLY | O_DIRECTORY);
 
-	fd = sbx_mkdirs_at(dfd, "a/b/c", 0700, &e);
+	fd = sbx_fs_mkdirs_at(dfd, "a/b/c", 0700, &e);
 	ok(fd >= 0, "mkdirs_at creates a chain");
 	close(fd);
 	snprintf(path, sizeof(path), "%s/a/b/c", tmpl);
 	ok(stat(path, &st) == 0 && (st.st_mode & 0777) == 0700, "mode 0700");
 	snprintf(path, sizeof(path), "%s/link", tmpl);
 	ok(symlink("/etc", path) == 0, "planted a symlink");
-	ok(sbx_mkdirs_at(dfd, "link/x", 0700, &e) == -1 &&
+	ok(sbx_fs_mkdirs_at(dfd, "link/x", 0700, &e) == -1 &&
 	    strcmp(e.reason, "symlink_in_path") == 0, "symlink not followed");
 	ok(access("/etc/x", F_OK) == -1, "nothing created through it");
-	ok(sbx_mkdirs_at(dfd, "a/../../x", 0700, &e) == -1 &&
+	ok(sbx_fs_mkdirs_at(dfd, "a/../../x", 0700, &e) == -1 &&
 	    strcmp(e.reason, "traversal") == 0, "`..` refused");
-	ok(sbx_mkdirs_at(dfd, "/etc", 0700, &e) == -1, "absolute refused");
+	ok(sbx_fs_mkdirs_at(dfd, "/etc", 0700, &e) == -1, "absolute refused");
 
-	ok(sbx_write_atomic(dfd, "f.json", "{}", 2, 0600, &e) == 0,
+	ok(sbx_fs_write_atomic(dfd, "f.json", "{}", 2, 0600, &e) == 0,
 	    "atomic write");
-	ok(sbx_read_file_at(dfd, "f.json", 100, &b, &e) == 0 &&
+	ok(sbx_fs_read_file_at(dfd, "f.json", 100, &b, &e) == 0 &&
 	    strcmp(b.p, "{}") == 0, "read back");
 	sbx_buf_release(&b);
-	ok(sbx_read_file_at(dfd, "f.json", 1, &b, &e) == -1 &&
+	ok(sbx_fs_read_file_at(dfd, "f.json", 1, &b, &e) == -1 &&
 	    strcmp(e.reason, "too_large") == 0, "read cap");
 	sbx_buf_release(&b);
 	snprintf(path, sizeof(path), "%s/passwd-link", tmpl);
 	ok(symlink("/etc/passwd", path) == 0, "planted a symlink");
-	ok(sbx_read_file_at(dfd, "passwd-link", 100000, &b, &e) == -1,
+	ok(sbx_fs_read_file_at(dfd, "passwd-link", 100000, &b, &e) == -1,
 	    "read through a symlink refused");
 	sbx_buf_release(&b);
-	ok(sbx_open_beneath(dfd, "link/passwd", O_RDONLY, &e) == -1 &&
+	ok(sbx_fs_open_beneath(dfd, "link/passwd", O_RDONLY, &e) == -1 &&
 	    strcmp(e.reason, "symlink_in_path") == 0, "open_beneath: symlink");
-	ok(sbx_open_beneath(dfd, "nope", O_RDONLY, &e) == -1 &&
+	ok(sbx_fs_open_beneath(dfd, "nope", O_RDONLY, &e) == -1 &&
 	    strcmp(e.kind, SBX_K_NOT_FOUND) == 0, "open_beneath: not found");
-	fd = sbx_open_beneath(dfd, "a/b", O_RDONLY | O_DIRECTORY, &e);
+	fd = sbx_fs_open_beneath(dfd, "a/b", O_RDONLY | O_DIRECTORY, &e);
 	ok(fd >= 0, "open_beneath: ok");
 	close(fd);
 
-	ok(sbx_path_check("/workspace/x", "cwd", &e) == 0, "path ok");
-	ok(sbx_path_check("a/../b", "cwd", &e) == -1 &&
+	ok(sbx_fs_path_check("/workspace/x", "cwd", &e) == 0, "path ok");
+	ok(sbx_fs_path_check("a/../b", "cwd", &e) == -1 &&
 	    strcmp(e.reason, "traversal") == 0, "path traversal");
-	ok(sbx_path_check("a\nb", "cwd", &e) == -1 &&
+	ok(sbx_fs_path_check("a\nb", "cwd", &e) == -1 &&
 	    strcmp(e.reason, "control_character") == 0, "path newline");
-	ok(sbx_path_check("", "cwd", &e) == -1, "path empty");
+	ok(sbx_fs_path_check("", "cwd", &e) == -1, "path empty");
 	memset(path, 'a', sizeof(path) - 1);
 	path[sizeof(path) - 1] = '\0';
-	ok(sbx_path_check(path, "cwd", &e) == -1 &&
+	ok(sbx_fs_path_check(path, "cwd", &e) == -1 &&
 	    strcmp(e.reason, "too_long") == 0, "component too long");
 
 	/* State root resolution order. */
@@ -382,20 +382,22 @@ main(void)
 	    !sbx_root_path_overlaps("/a/bc", "/a/b"), "overlaps");
 
 	/* Parsers. */
-	ok(sbx_parse_seconds("2", 10, &d) == 0 && d == 2, "seconds 2");
-	ok(sbx_parse_seconds("0.5", 10, &d) == 0 && d == 0.5, "seconds 0.5");
-	ok(sbx_parse_seconds("-1", 10, &d) == -1, "seconds -1");
-	ok(sbx_parse_seconds("0", 10, &d) == -1, "seconds 0");
-	ok(sbx_parse_seconds("1e3", 1e9, &d) == -1, "seconds 1e3");
-	ok(sbx_parse_seconds("inf", 1e9, &d) == -1, "seconds inf");
-	ok(sbx_parse_seconds("abc", 10, &d) == -1, "seconds abc");
-	ok(sbx_parse_seconds("1.2.3", 10, &d) == -1, "seconds 1.2.3");
-	ok(sbx_parse_seconds("11", 10, &d) == -1, "seconds over max");
-	ok(sbx_parse_bytes("64K", &u) == 0 && u == 65536, "bytes 64K");
-	ok(sbx_parse_bytes("1MiB", &u) == 0 && u == 1048576, "bytes 1MiB");
-	ok(sbx_parse_bytes("1X", &u) == -1, "bytes bad suffix");
-	ok(sbx_parse_bytes("-1", &u) == -1, "bytes negative");
-	ok(sbx_parse_bytes("99999999999999999999G", &u) == -1, "bytes overflow");
+	ok(sbx_cli_parse_seconds("2", 10, &d) == 0 && d == 2, "seconds 2");
+	ok(sbx_cli_parse_seconds("0.5", 10, &d) == 0 && d == 0.5,
+	    "seconds 0.5");
+	ok(sbx_cli_parse_seconds("-1", 10, &d) == -1, "seconds -1");
+	ok(sbx_cli_parse_seconds("0", 10, &d) == -1, "seconds 0");
+	ok(sbx_cli_parse_seconds("1e3", 1e9, &d) == -1, "seconds 1e3");
+	ok(sbx_cli_parse_seconds("inf", 1e9, &d) == -1, "seconds inf");
+	ok(sbx_cli_parse_seconds("abc", 10, &d) == -1, "seconds abc");
+	ok(sbx_cli_parse_seconds("1.2.3", 10, &d) == -1, "seconds 1.2.3");
+	ok(sbx_cli_parse_seconds("11", 10, &d) == -1, "seconds over max");
+	ok(sbx_cli_parse_bytes("64K", &u) == 0 && u == 65536, "bytes 64K");
+	ok(sbx_cli_parse_bytes("1MiB", &u) == 0 && u == 1048576, "bytes 1MiB");
+	ok(sbx_cli_parse_bytes("1X", &u) == -1, "bytes bad suffix");
+	ok(sbx_cli_parse_bytes("-1", &u) == -1, "bytes negative");
+	ok(sbx_cli_parse_bytes("99999999999999999999G", &u) == -1,
+	    "bytes overflow");
 
 	/* The bwrap command line: argv only after `--`, key isolation. */
 	memset(&sb, 0, sizeof(sb));
@@ -480,13 +482,14 @@ main(void)
 		low = old;
 		low.rlim_cur = 128;	/* far fewer than 5,000 descriptors */
 		setrlimit(RLIMIT_NOFILE, &low);
-		rc = sbx_rm_tree_at(dfd, "deep", &e);
+		rc = sbx_fs_rm_tree_at(dfd, "deep", &e);
 		setrlimit(RLIMIT_NOFILE, &old);
 		ok(rc == 0, "removed with 128 descriptors%s%s", rc ? ": " : "",
 		    rc ? e.message : "");
 		ok(fstatat(dfd, "deep", &st, AT_SYMLINK_NOFOLLOW) == -1 &&
 		    errno == ENOENT, "nothing of it is left");
-		ok(sbx_rm_tree_at(dfd, "deep", &e) == 0, "absent: nothing to do");
+		ok(sbx_fs_rm_tree_at(dfd, "deep", &e) == 0,
+		    "absent: nothing to do");
 
 		/* Symlinks inside, to a directory and a file outside: unlinked,
 		 * their targets survive. */
@@ -509,18 +512,18 @@ main(void)
 		    touch_at(dfd, "t/z/sub/f", 0600) == 0 &&
 		    fchmodat(dfd, "t/z/sub", 0, 0) == 0 &&
 		    fchmodat(dfd, "t/z", 0, 0) == 0, "unwritable entries");
-		rc = sbx_rm_tree_at(dfd, "t", &e);
+		rc = sbx_fs_rm_tree_at(dfd, "t", &e);
 		ok(rc == 0 && faccessat(dfd, "t", F_OK, AT_SYMLINK_NOFOLLOW)
 		    == -1, "removed, mode 000 and 0500 directories included%s%s",
 		    rc ? ": " : "", rc ? e.message : "");
 		ok(faccessat(dfd, "keep/file", F_OK, 0) == 0,
 		    "a symlink's target survives");
-		ok(sbx_rm_tree_at(dfd, "top", &e) == 0 &&
+		ok(sbx_fs_rm_tree_at(dfd, "top", &e) == 0 &&
 		    faccessat(dfd, "top", F_OK, AT_SYMLINK_NOFOLLOW) == -1 &&
 		    faccessat(dfd, "keep/file", F_OK, 0) == 0,
 		    "a symlink as the top: unlinked, not followed");
 		ok(touch_at(dfd, "plain", 0400) == 0 &&
-		    sbx_rm_tree_at(dfd, "plain", &e) == 0 &&
+		    sbx_fs_rm_tree_at(dfd, "plain", &e) == 0 &&
 		    faccessat(dfd, "plain", F_OK, 0) == -1, "a plain file");
 
 		/* The directory holding the top is not part of the tree:
@@ -529,9 +532,11 @@ main(void)
 			ok(mkdirat(dfd, "f", 0755) == 0 &&
 			    mkdirat(dfd, "f/x", 0755) == 0, "a tree in f/");
 			keep = fchmodat(dfd, "f", 0555, 0);
-			ok(keep == 0 && sbx_rm_tree_at(dfd, "f/x", &e) == -1 &&
-			    e.sys_errno == EACCES && strstr(e.message,
-			    "cannot remove f/x") != NULL, "f/ 0555: an "
+			ok(keep == 0 &&
+				sbx_fs_rm_tree_at(dfd, "f/x", &e) == -1 &&
+				e.sys_errno == EACCES &&
+				strstr(e.message, "cannot remove f/x") != NULL,
+			    "f/ 0555: an "
 			    "error naming f/x, f/ left as it was");
 			(void)!fchmodat(dfd, "f", 0755, 0);
 		} else {
@@ -557,7 +562,7 @@ main(void)
 	(void)resolve_cases(tmpl, "openat2");
 	resolve_fallback(tmpl);
 
-	/* sbx_fd_sanitize_std, in a child: 0 and 2 closed come back as
+	/* sbx_fs_sanitize_std, in a child: 0 and 2 closed come back as
 	 * /dev/null, inherited across exec; 1 is left as it was. */
 	{
 		pid_t	 pid;
@@ -572,7 +577,7 @@ main(void)
 			n1 = readlink("/proc/self/fd/1", l1, sizeof(l1));
 			close(0);
 			close(2);
-			if (sbx_fd_sanitize_std() == -1)
+			if (sbx_fs_sanitize_std() == -1)
 				_exit(1);
 			n0 = readlink("/proc/self/fd/0", l0, sizeof(l0));
 			n1b = readlink("/proc/self/fd/1", l1b, sizeof(l1b));
@@ -583,10 +588,11 @@ main(void)
 			    n1 > 0 && n1 == n1b && memcmp(l1, l1b, n1) == 0 &&
 			    nfd > 2 && fcntl(0, F_GETFD) == 0 &&
 			    fcntl(2, F_GETFD) == 0 &&
-			    sbx_fd_sanitize_std() == 0 ? 0 : 2);
+			    sbx_fs_sanitize_std() == 0 ? 0 : 2);
 		}
 		ok(pid > 0 && waitpid(pid, &wst, 0) == pid && WIFEXITED(wst) &&
-		    WEXITSTATUS(wst) == 0, "sbx_fd_sanitize_std: closed 0 and 2 "
+			WEXITSTATUS(wst) == 0,
+		    "sbx_fs_sanitize_std: closed 0 and 2 "
 		    "become /dev/null (kept across exec), 1 is left alone");
 	}
 

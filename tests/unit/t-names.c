@@ -31,22 +31,24 @@ main(void)
 	size_t	 i;
 
 	for (i = 0; i < sizeof(good) / sizeof(*good); i++)
-		ok(sbx_agent_valid(good[i], "agent", &e) == 0, "agent '%s' ok",
-		    good[i]);
+		ok(sbx_names_agent_valid(good[i], "agent", &e) == 0,
+		    "agent '%s' ok", good[i]);
 	for (i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
-		ok(sbx_agent_valid(bad[i], "agent", &e) == -1 &&
+		ok(sbx_names_agent_valid(bad[i], "agent", &e) == -1 &&
 		    strcmp(e.kind, SBX_K_INVALID_ARGS) == 0 &&
 		    strcmp(e.field, "agent") == 0, "agent #%zu rejected", i);
 	}
-	ok(sbx_job_id_valid("0123456789abcdef", &e) == 0, "job id ok");
-	ok(sbx_job_id_valid("0123456789ABCDEF", &e) == -1, "uppercase job id");
-	ok(sbx_job_id_valid("../../etc/passwd", &e) == -1, "traversal job id");
-	ok(sbx_job_id_valid("0123456789abcde", &e) == -1, "short job id");
+	ok(sbx_names_job_id_valid("0123456789abcdef", &e) == 0, "job id ok");
+	ok(sbx_names_job_id_valid("0123456789ABCDEF", &e) == -1,
+	    "uppercase job id");
+	ok(sbx_names_job_id_valid("../../etc/passwd", &e) == -1,
+	    "traversal job id");
+	ok(sbx_names_job_id_valid("0123456789abcde", &e) == -1, "short job id");
 	for (i = 0; i < sizeof(env_ok) / sizeof(*env_ok); i++)
-		ok(sbx_env_assign_valid(env_ok[i], &e) == 0, "env '%s' ok",
-		    env_ok[i]);
+		ok(sbx_names_env_assign_valid(env_ok[i], &e) == 0,
+		    "env '%s' ok", env_ok[i]);
 	for (i = 0; i < sizeof(env_bad) / sizeof(*env_bad); i++) {
-		int r = sbx_env_assign_valid(env_bad[i][0], &e);
+		int r = sbx_names_env_assign_valid(env_bad[i][0], &e);
 		ok(r == -1 && strcmp(e.reason, env_bad[i][1]) == 0 &&
 		    strcmp(e.field, "env") == 0, "env #%zu rejected: %s", i,
 		    env_bad[i][1]);

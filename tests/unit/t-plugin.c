@@ -44,7 +44,7 @@ main(void)
 		skip_all("mkdtemp failed");
 	rootfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	snprintf(path, sizeof(path), "%s/workspace/agents/a", dir);
-	ok(sbx_mkdirs_at(rootfd, "workspace/agents/a", 0700, &e) >= 0,
+	ok(sbx_fs_mkdirs_at(rootfd, "workspace/agents/a", 0700, &e) >= 0,
 	    "a home");
 
 	r = checked(
@@ -123,8 +123,8 @@ main(void)
 	    "record read back: six keys, the hash");
 	/* A link planted where the plugin's directory goes. */
 	snprintf(path, sizeof(path), "%s/workspace/agents/a/.sbx/plugins", dir);
-	ok(sbx_mkdirs_at(rootfd, "workspace/agents/a/.sbx/plugins", 0700, &e) >=
-		0,
+	ok(sbx_fs_mkdirs_at(rootfd, "workspace/agents/a/.sbx/plugins", 0700,
+	       &e) >= 0,
 	    "the home's plugin directory");
 	snprintf(path, sizeof(path),
 	    "%s/workspace/agents/a/.sbx/plugins/"
@@ -190,6 +190,6 @@ main(void)
 	json_decref(doc);
 	json_decref(r);
 	close(rootfd);
-	sbx_rm_tree_at(AT_FDCWD, dir, &e);
+	sbx_fs_rm_tree_at(AT_FDCWD, dir, &e);
 	return done_testing();
 }

@@ -40,8 +40,8 @@ put(const char *rel, const char *text)
 	snprintf(dir, sizeof(dir), "%s", rel);
 	slash = strrchr(dir, '/');
 	*slash = '\0';
-	if ((fd = sbx_mkdirs_at(rootfd, dir, 0700, &e)) == -1 ||
-	    sbx_write_atomic(fd, slash + 1, text, strlen(text), 0600, &e) ==
+	if ((fd = sbx_fs_mkdirs_at(rootfd, dir, 0700, &e)) == -1 ||
+	    sbx_fs_write_atomic(fd, slash + 1, text, strlen(text), 0600, &e) ==
 	    -1) {
 		printf("Bail out! cannot write %s: %s\n", rel, e.message);
 		exit(1);
@@ -288,7 +288,7 @@ client(int chan, int lfd, unsigned port)
 	if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == -1 ||
 	    (acc = accept(lfd, NULL, NULL)) == -1)
 		return -1;
-	if (sbx_send_fd(chan, "C", 1, acc, 0) != 1)
+	if (sbx_fs_send_fd(chan, "C", 1, acc, 0) != 1)
 		return -1;
 	close(acc);
 	return fd;

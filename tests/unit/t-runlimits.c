@@ -346,7 +346,7 @@ put(int dfd, const char *rel, const char *text)
 	if ((fd = openat(dfd, rel, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
 	    0644)) == -1)
 		return -1;
-	rc = sbx_write_all(fd, text, strlen(text));
+	rc = sbx_fs_write_all(fd, text, strlen(text));
 	close(fd);
 	return rc;
 }

@@ -63,7 +63,7 @@ readf(const char *rel, size_t *n)
 	struct sbx_buf		 b = SBX_BUF_INIT;
 	struct sbx_error	 e;
 
-	if (sbx_read_file_at(rootfd, rel, 1 << 24, &b, &e) == -1)
+	if (sbx_fs_read_file_at(rootfd, rel, 1 << 24, &b, &e) == -1)
 		return NULL;
 	*n = b.len;
 	return sbx_buf_detach(&b);
@@ -194,7 +194,7 @@ main(void)
 	free(v);
 	/* A whole store copied to another agent: its key is bound too. */
 	cur = readf("agents/a/secrets.json", &n);
-	sbx_mkdirs_at(rootfd, "agents/c", 0700, &e);
+	sbx_fs_mkdirs_at(rootfd, "agents/c", 0700, &e);
 	doc = sbx_json_parse(cur, n, 1 << 24, &e);
 	free(cur);
 	json_object_set_new(doc, "agent", json_string("c"));
@@ -332,6 +332,6 @@ main(void)
 	ok(sbx_secret_remove_store(rootfd, "a", &e) == 0 &&
 	    !sbx_secret_store_exists(rootfd, "a"), "store removed");
 
-	sbx_rm_tree_at(AT_FDCWD, root, &e);
+	sbx_fs_rm_tree_at(AT_FDCWD, root, &e);
 	return done_testing();
 }

@@ -72,24 +72,24 @@ test_override(void)
 	setenv(ENVVAR, "bwrap", 1);
 	memset(&e, 0, sizeof(e));
 	out = (char *)"unset";
-	ok(sbx_tool_find("bwrap", ENVVAR, &out, &e) == -1 && out == NULL &&
+	ok(sbx_tools_find("bwrap", ENVVAR, &out, &e) == -1 && out == NULL &&
 	    is_err(&e, SBX_K_INVALID_ARGS, "not_absolute", ENVVAR) &&
 	    e.field != NULL && strcmp(e.field, ENVVAR) == 0,
 	    "override: a relative path is refused, naming the variable");
 	setenv(ENVVAR, "./x", 1);
-	ok(sbx_tool_find("bwrap", ENVVAR, &out, &e) == -1 && out == NULL,
+	ok(sbx_tools_find("bwrap", ENVVAR, &out, &e) == -1 && out == NULL,
 	    "override: ./x is refused too");
 
 	/* Missing, a directory, not executable. */
 	snprintf(path, sizeof(path), "%s/missing", tmp);
 	setenv(ENVVAR, path, 1);
 	memset(&e, 0, sizeof(e));
-	ok(sbx_tool_find("bwrap", ENVVAR, &out, &e) == -1 && out == NULL &&
+	ok(sbx_tools_find("bwrap", ENVVAR, &out, &e) == -1 && out == NULL &&
 	    is_err(&e, SBX_K_UNAVAILABLE, "tool_missing", path) &&
 	    strstr(e.hint, "bubblewrap") != NULL && strstr(e.hint, ENVVAR),
 	    "override: a missing file, the hint names the Debian package");
 	setenv(ENVVAR, tmp, 1);
-	ok(sbx_tool_find("rg", ENVVAR, &out, &e) == -1 && out == NULL &&
+	ok(sbx_tools_find("rg", ENVVAR, &out, &e) == -1 && out == NULL &&
 	    is_err(&e, SBX_K_UNAVAILABLE, "tool_missing", NULL) &&
 	    strstr(e.hint, "ripgrep") != NULL,
 	    "override: a directory is refused (rg: package ripgrep)");
@@ -98,7 +98,7 @@ test_override(void)
 		ok(0, "create %s: %s", path, strerror(errno));
 	setenv(ENVVAR, path, 1);
 	/* access(X_OK) holds even for root only when some x bit is set. */
-	ok(sbx_tool_find("socat", ENVVAR, &out, &e) == -1 && out == NULL &&
+	ok(sbx_tools_find("socat", ENVVAR, &out, &e) == -1 && out == NULL &&
 	    is_err(&e, SBX_K_UNAVAILABLE, "tool_missing",
 	    "not an executable file"),
 	    "override: a file without x bits is refused");
@@ -110,14 +110,14 @@ test_override(void)
 		ok(0, "create %s: %s", path, strerror(errno));
 	setenv(ENVVAR, path, 1);
 	out = NULL;
-	ok(sbx_tool_find("bwrap", ENVVAR, &out, &e) == 0 && out != NULL &&
+	ok(sbx_tools_find("bwrap", ENVVAR, &out, &e) == 0 && out != NULL &&
 	    strcmp(out, path) == 0, "override: an executable file is used");
 	free(out);
 
 	/* Empty: as if unset, the system directories. */
 	setenv(ENVVAR, "", 1);
 	out = NULL;
-	rc = sbx_tool_find("sh", ENVVAR, &out, &e);
+	rc = sbx_tools_find("sh", ENVVAR, &out, &e);
 	ok(rc == 0 && out != NULL && out[0] == '/' && strcmp(out, path) != 0,
 	    "override: empty is ignored (sh found at %s)", out ? out : "-");
 	free(out);
@@ -139,7 +139,7 @@ test_no_path(void)
 	setenv("PATH", tmp, 1);
 	out = (char *)"unset";
 	memset(&e, 0, sizeof(e));
-	ok(sbx_tool_find(name, NULL, &out, &e) == -1 && out == NULL &&
+	ok(sbx_tools_find(name, NULL, &out, &e) == -1 && out == NULL &&
 	    is_err(&e, SBX_K_UNAVAILABLE, "tool_missing", "is not installed")
 	    && strstr(e.hint, "apt-get install") != NULL,
 	    "$PATH is not searched: a tool only there is not installed");
@@ -149,7 +149,7 @@ test_no_path(void)
 	if (make_file(path, 0755) == -1)
 		ok(0, "create %s: %s", path, strerror(errno));
 	out = NULL;
-	rc = sbx_tool_find("sh", NULL, &out, &e);
+	rc = sbx_tools_find("sh", NULL, &out, &e);
 	ok(rc == 0 && out != NULL &&
 	    strncmp(out, tmp, strlen(tmp)) != 0 && (strcmp(out,
 	    "/usr/bin/sh") == 0 || strcmp(out, "/bin/sh") == 0),
@@ -170,12 +170,12 @@ test_self_dir(void)
 	char	 exe[PATH_MAX], *dir;
 	ssize_t	 n;
 
-	dir = sbx_self_dir();
+	dir = sbx_tools_self_dir();
 	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	if (n > 0)
 		exe[n] = '\0';
 	ok(dir != NULL && n > 0 && strcmp(dir, dirname(exe)) == 0 &&
-	    dir[0] == '/', "sbx_self_dir: this test's directory (%s)",
+	    dir[0] == '/', "sbx_tools_self_dir: this test's directory (%s)",
 	    dir ? dir : "-");
 	free(dir);
 }
@@ -249,7 +249,7 @@ test_ownership(void)
 		return;
 	}
 	out = NULL;
-	ok(sbx_tool_find(name, NULL, &out, &e) == 0 && out != NULL &&
+	ok(sbx_tools_find(name, NULL, &out, &e) == 0 && out != NULL &&
 	    strcmp(out, path) == 0, "root's 0755 binary in %s is used",
 	    LOCAL);
 	free(out);
@@ -258,25 +258,25 @@ test_ownership(void)
 	(void)chmod(path, 0757);
 	out = (char *)"unset";
 	memset(&e, 0, sizeof(e));
-	ok(sbx_tool_find(name, NULL, &out, &e) == -1 && out == NULL &&
+	ok(sbx_tools_find(name, NULL, &out, &e) == -1 && out == NULL &&
 	    is_err(&e, SBX_K_UNAVAILABLE, "tool_untrusted",
 	    "not owned by root or writable by others"),
 	    "a binary writable by others is refused (tool_untrusted)");
 	(void)chmod(path, 0775);
-	ok(sbx_tool_find(name, NULL, &out, &e) == -1 && out == NULL &&
+	ok(sbx_tools_find(name, NULL, &out, &e) == -1 && out == NULL &&
 	    is_err(&e, SBX_K_UNAVAILABLE, "tool_untrusted", NULL),
 	    "a binary writable by its group is refused");
 
 	/* Not executable: missing, not untrusted. */
 	(void)chmod(path, 0644);
-	ok(sbx_tool_find(name, NULL, &out, &e) == -1 && is_err(&e,
+	ok(sbx_tools_find(name, NULL, &out, &e) == -1 && is_err(&e,
 	    SBX_K_UNAVAILABLE, "tool_missing", NULL),
 	    "root's file without x bits is not a tool");
 
 	/* A directory of that name is passed over. */
 	(void)unlink(path);
 	(void)mkdir(path, 0755);
-	ok(sbx_tool_find(name, NULL, &out, &e) == -1 && is_err(&e,
+	ok(sbx_tools_find(name, NULL, &out, &e) == -1 && is_err(&e,
 	    SBX_K_UNAVAILABLE, "tool_missing", NULL),
 	    "a directory of that name is not a tool");
 	(void)rmdir(path);
@@ -289,7 +289,7 @@ test_ownership(void)
 	}
 	(void)make_file(path, 0755);
 	(void)!chown(path, 65534, 65534);
-	ok(sbx_tool_find(name, NULL, &out, &e) == -1 && out == NULL &&
+	ok(sbx_tools_find(name, NULL, &out, &e) == -1 && out == NULL &&
 	    is_err(&e, SBX_K_UNAVAILABLE, "tool_untrusted", NULL),
 	    "a 0755 binary owned by uid 65534 is refused");
 	(void)unlink(path);
@@ -298,7 +298,7 @@ test_ownership(void)
 	    chown(target, 65534, 65534) == -1 || symlink(target, path) == -1)
 		ok(0, "plant a symlink: %s", strerror(errno));
 	else
-		ok(sbx_tool_find(name, NULL, &out, &e) == -1 && out == NULL &&
+		ok(sbx_tools_find(name, NULL, &out, &e) == -1 && out == NULL &&
 		    is_err(&e, SBX_K_UNAVAILABLE, "tool_untrusted", NULL),
 		    "a symlink to someone else's binary is refused");
 	(void)unlink(path);
