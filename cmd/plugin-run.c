@@ -61,11 +61,12 @@ prepare_req(struct sbx_exec_req *R, const json_t *r, const char *id)
 	R->verbose = O.verbose;
 	R->max_output = "1M";
 	/* The plugin's network is its own, whatever the agent's setting:
-	 * none, or the proxy with its declared names added to the run's
-	 * allowlist (the agent's own policy still applies on top:
-	 * denied names, ports, addresses). */
+	 * none, or the proxy with exactly its declared names (the agent's
+	 * allowed names are not added; its denied names, ports and address
+	 * rules still apply). */
 	if (json_is_array(net)) {
 		R->network = SBX_NET_PROXY;
+		R->allow_only = 1;
 		json_array_foreach (net, i, v)
 			sbx_strv_push(&R->allow, json_string_value(v));
 	} else

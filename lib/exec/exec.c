@@ -1881,7 +1881,9 @@ prep_proxy(struct sbx_exec *p, struct sbx_error *e)
 		if ((p->proxy_ctl = sbx_proxyclient_ensure(p->root.fd, prog,
 			 p->root.path, e)) != -1 &&
 		    sbx_proxyclient_session(p->proxy_ctl, p->sb.agent, allow,
-			p->req->ask, run, &p->proxy_chan, e) == 0)
+			(p->req->ask ? SBX_PROXYCLIENT_ASK : 0) |
+			(p->req->allow_only ? SBX_PROXYCLIENT_ALLOW_ONLY : 0),
+			run, &p->proxy_chan, e) == 0)
 			break;
 		if (p->proxy_ctl != -1)
 			close(p->proxy_ctl);

@@ -57,6 +57,7 @@ struct sbx_exec_req {
 	const char	*network;	/* NULL: the agent's setting, else none */
 	struct sbx_strv	 allow;		/* extra allowed domains (proxy) */
 	int		 ask;		/* ask about names no rule decides */
+	int		 allow_only;	/* allow: the only names (a plugin's) */
 	struct sbx_strv	 limit_keys;	/* key, value, ... (sbx_limits_set) */
 	int		 soft_limits;
 	const char	*seccomp;	/* "on" (NULL) or "off" */

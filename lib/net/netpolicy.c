@@ -1410,6 +1410,14 @@ add_entry(struct sbx_netpolicy *np, const char *entry, int deny,
 	return 0;
 }
 
+void
+sbx_np_allow_reset(struct sbx_netpolicy *np)
+{
+	strv_free(np->allowed, np->nallowed);
+	np->allowed = NULL;
+	np->nallowed = 0;
+}
+
 int
 sbx_np_allow(struct sbx_netpolicy *np, const char *entry, struct sbx_error *e)
 {

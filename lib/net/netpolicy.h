@@ -78,6 +78,8 @@ struct sbx_netpolicy {
 	size_t			  ncidrs;
 };
 
+/* Forget the allowed names (a run that brings exactly its own). */
+void	sbx_np_allow_reset(struct sbx_netpolicy *);
 /* Defaults: nothing allowed, nothing denied, ports 80 and 443, private
  * addresses refused, no overrides. */
 void	 sbx_np_init(struct sbx_netpolicy *);

@@ -2517,6 +2517,15 @@ session_open(struct session *s, json_t *req, int chan, struct sbx_error *e)
 		s->have_up = 1;
 	}
 	json_decref(cfg);
+	/*
+	 * A plugin's run: its declared names are the only ones allowed, not
+	 * added to the agent's; nothing to ask about either.  The agent's
+	 * denials, ports and address rules stay.
+	 */
+	if (json_is_true(json_object_get(req, "allow_only"))) {
+		sbx_np_allow_reset(&s->pol);
+		s->ask = 0;
+	}
 	if (allow != NULL && json_is_array(allow))
 		json_array_foreach(allow, i, v)
 			if (!json_is_string(v) || sbx_np_allow(&s->pol,

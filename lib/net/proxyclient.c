@@ -152,7 +152,7 @@ sbx_proxyclient_ensure(int rootfd, const char *prog, const char *home,
 }
 
 int
-sbx_proxyclient_session(int ctl, const char *agent, json_t *allow, int ask,
+sbx_proxyclient_session(int ctl, const char *agent, json_t *allow, int flags,
     const char *run, int *channel, struct sbx_error *e)
 {
 	int	 sp[2];
@@ -161,9 +161,10 @@ sbx_proxyclient_session(int ctl, const char *agent, json_t *allow, int ask,
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) == -1)
 		return sbx_error_sys(e, "socketpair", "cannot create the "
 		    "proxy channel");
-	req = json_pack("{s:s,s:s,s:s,s:o,s:b}", "op", "session", "agent",
+	req = json_pack("{s:s,s:s,s:s,s:o,s:b,s:b}", "op", "session", "agent",
 	    agent, "run", run, "allow", allow != NULL ? json_incref(allow) :
-	    json_array(), "ask", ask);
+	    json_array(), "ask", (flags & SBX_PROXYCLIENT_ASK) != 0,
+	    "allow_only", (flags & SBX_PROXYCLIENT_ALLOW_ONLY) != 0);
 	ans = sbx_proxyclient_call(ctl, req, sp[0], 10000, e);
 	close(sp[0]);
 	if (ans == NULL) {

@@ -19,12 +19,16 @@ json_t	*sbx_proxyclient_call(int ctl, json_t *req, int fd_pass, int timeout_ms,
 int	sbx_proxyclient_ensure(int rootfd, const char *prog, const char *home,
 	    struct sbx_error *);
 /* Open a session on ctl for agent (extra allowlist entries in allow, may
- * be NULL; ask: hold requests for names no rule decides and ask, as the
- * agent setting network_ask does) and set *channel to the descriptor
- * sbx-init must get.  Keep ctl open for the run: closing it ends the
- * session. */
+ * be NULL) and set *channel to the descriptor sbx-init must get.  Keep ctl
+ * open for the run: closing it ends the session.  Flags: ASK holds
+ * requests for names no rule decides and asks, as the agent setting
+ * network_ask does; ALLOW_ONLY makes allow replace the agent's allowed
+ * names instead of adding to them (a plugin's permissions.network: exactly
+ * those names; the agent's denials, ports and address rules still apply). */
+#define SBX_PROXYCLIENT_ASK		1
+#define SBX_PROXYCLIENT_ALLOW_ONLY	2
 int	sbx_proxyclient_session(int ctl, const char *agent, json_t *allow,
-	    int ask, const char *run, int *channel, struct sbx_error *);
+	    int flags, const char *run, int *channel, struct sbx_error *);
 /* End it: the run's violations (array, new reference) or NULL. */
 json_t	*sbx_proxyclient_end(int ctl, struct sbx_error *);
 

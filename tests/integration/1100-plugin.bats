@@ -521,7 +521,10 @@ s.serve_forever()
 	SERVER_PIDS+=("$!")
 	port=$(wait_line "$TEST_ROOT/api.port")
 	mkdir -p "$SBX_HOME/config/agents"
+	# The agent itself may reach other.example.com; the plugin, which
+	# declares only api.example.com, may not (exactly its names).
 	jq -n --argjson p "$port" '{allow_private: true, allowed_ports: [80, 443, $p],
+	    allowed_domains: ["other.example.com"],
 	    resolve: {"api.example.com": "127.0.0.1", "other.example.com": "127.0.0.1"}}' \
 	    > "$SBX_HOME/config/agents/default.json"
 	sbx plugin add -q "$RECIPES/http-api.json"
@@ -558,6 +561,12 @@ s.serve_forever()
 	echo "$output"
 	[ "$(json_get "$output" .result.exit_code)" = 1 ]
 	[ "$(jc "$output" '[.result.violations[] | [.host, .reason]]')" = '[["other.example.com","not_allowlisted"]]' ]
+	# ... though the agent's own runs reach it: the plugin's names
+	# replaced the agent's allowlist, they were not added to it.
+	run sbx exec --json --network proxy -- python3 -c "import os, urllib.request as u; print(u.urlopen('http://other.example.com:$port/y').status)"
+	echo "$output"
+	[ "$(json_get "$output" .ok)" = true ]
+	[ "$(json_get "$output" .result.stdout)" = 200 ]
 }
 
 @test "shipped: slugify installs its npm dependency from the local registry and runs offline" {
