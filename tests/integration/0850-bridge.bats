@@ -292,14 +292,17 @@ teardown() { bridge_teardown; }
 	sbx config set bridge.enabled true --agent a -q
 	sbx exec --agent a -- sh -c '
 		/run/sbx/bin/sbx-host whoami >/dev/null || exit 9
+		touch /output/ready
 		while [ ! -e /output/go ]; do sleep 0.05; done
 		/run/sbx/bin/sbx-host whoami; echo "rc=$?"' >"$TEST_ROOT/out" 2>&1 &
 	epid=$!
-	for i in $(seq 100); do
-		[ -s "$SBX_HOME/run/bridge.pid" ] && break
+	# Killed only once the run has been served once (a first run in a
+	# new root may take a while to start: its /etc is built then).
+	for i in $(seq 300); do
+		[ -e "$SBX_HOME/output/a/ready" ] && break
 		sleep 0.1
 	done
-	sleep 0.5
+	[ -e "$SBX_HOME/output/a/ready" ]
 	kill -9 "$(cat "$SBX_HOME/run/bridge.pid")"
 	touch "$SBX_HOME/output/a/go"
 	wait "$epid" || true
