@@ -1061,7 +1061,7 @@ prep_etc(struct sbx_exec *p, struct sbx_buf *pw, struct sbx_buf *gr,
 		{ "hosts", hosts->p ? hosts->p : "", hosts->len },
 	};
 	struct sbx_etc_spec	 spec;
-	const char		*copy[64];
+	const char		*copy[64], *mounts[8];
 	struct stat		 st;
 	int			 built;
 
@@ -1077,8 +1077,9 @@ prep_etc(struct sbx_exec *p, struct sbx_buf *pw, struct sbx_buf *gr,
 	spec.copy = copy;
 	spec.ncopy = sbx_sandbox_etc_copies(&p->sb, copy,
 	    sizeof(copy) / sizeof(*copy));
-	spec.mounts = NULL;	/* nothing bound over the tree */
-	spec.nmounts = 0;
+	spec.mounts = mounts;
+	spec.nmounts = sbx_sandbox_etc_mounts(mounts,
+	    sizeof(mounts) / sizeof(*mounts));
 	spec.made = made;
 	spec.nmade = 3;
 	if ((p->etc_fd = sbx_etccache_open(p->cache_fd, &spec, &built,

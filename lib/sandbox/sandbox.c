@@ -45,6 +45,16 @@ static const char *const rootfs_caps[] = {
 };
 
 /*
+ * With /etc as one prepared tree (lib/etccache.c), these directories of
+ * it are bound from the host instead, read-only, over an empty directory
+ * in the tree: hundreds of symlinks each, one inode apiece to copy (and
+ * on a busy file system an inode costs), one mount to bind.
+ */
+static const char *const etc_bound_dirs[] = {
+	"/etc/alternatives", "/etc/ssl/certs",
+};
+
+/*
  * The system's CA bundle, first found wins: runtimes with a CA store of
  * their own (node, python's requests) ignore it unless told, and then
  * fail on a company's TLS-inspecting proxy or mirror that the host trusts.
@@ -109,6 +119,17 @@ sbx_sandbox_ca_bundle(const struct sbx_sandbox *sb)
 			return ca_bundles[i];
 	}
 	return NULL;
+}
+
+size_t
+sbx_sandbox_etc_mounts(const char **out, size_t max)
+{
+	size_t	 i, n = 0;
+
+	for (i = 0; i < sizeof(etc_bound_dirs) / sizeof(*etc_bound_dirs) &&
+	    n < max; i++)
+		out[n++] = etc_bound_dirs[i];
+	return n;
 }
 
 size_t
@@ -306,19 +327,19 @@ sbx_sandbox_argv(const struct sbx_sandbox *sb, struct sbx_strv *v,
 	}
 	/*
 	 * /etc: one read-only bind of a tree prepared beforehand (the same
-	 * files, and passwd, group, hosts): bwrap reads and parses the whole
-	 * of /proc/self/mountinfo after every bind (0.15-0.3 ms each here),
-	 * so single-file binds cost more than the rest of the sandbox.  The
-	 * symlink farms (/etc/alternatives, /etc/ssl/certs) are in the tree
-	 * too: their symlinks are copied once per rebuild, and the
-	 * directory's mtime, checked per run, moves when one is replaced.
-	 * The single binds remain for when the tree cannot be had (a
-	 * read-only state root).
+	 * files, and passwd, group, hosts): bwrap walks the mount table
+	 * after every read-only bind, so single-file binds cost more than
+	 * the rest of the sandbox.  The single binds remain for when the
+	 * tree cannot be had (a read-only state root).
 	 */
 	if (sb->etc_cached) {
 		snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d",
 		    SBX_FD_ETC);
 		rc |= push3(v, "--ro-bind", fdpath, "/etc");
+		for (i = 0; i < sizeof(etc_bound_dirs) /
+		    sizeof(*etc_bound_dirs); i++)
+			rc |= push3(v, "--ro-bind-try", etc_bound_dirs[i],
+			    etc_bound_dirs[i]);
 		goto etc_made;
 	}
 	for (i = 0; i < sizeof(etc_files) / sizeof(*etc_files); i++)

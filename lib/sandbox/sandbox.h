@@ -103,6 +103,8 @@ const char	*sbx_sandbox_ca_bundle(const struct sbx_sandbox *);
  * go to out; returns how many. */
 size_t	sbx_sandbox_etc_copies(const struct sbx_sandbox *, const char **out,
 	    size_t max);
+/* The directories of that /etc bound from the host over the tree. */
+size_t	sbx_sandbox_etc_mounts(const char **out, size_t max);
 /* Contents of the synthesized /etc/passwd, /etc/group and /etc/hosts. */
 int	sbx_sandbox_etc(const struct sbx_sandbox *, uid_t, gid_t,
 	    struct sbx_buf *passwd, struct sbx_buf *group, struct sbx_buf *hosts);
