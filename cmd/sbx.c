@@ -186,6 +186,14 @@ unknown(const char *name)
 	const char	*best = NULL;
 	size_t		 i, d, bestd = SIZE_MAX;
 
+	/* One of ours, but its program is not where we look: say so, not
+	 * "did you mean" the very same name. */
+	if (command_of(name) != NULL) {
+		fprintf(stderr, "%s: sbx-%s is missing from %s; the "
+		    "installation is incomplete (or SBX_EXEC_PATH is wrong)\n",
+		    PROG, name, exec_path());
+		exit(127);
+	}
 	fprintf(stderr, "%s: '%s' is not an sbx command; see 'sbx "
 	    "--list-commands'\n", PROG, name);
 	for (i = 0; i < NCOMMANDS; i++) {

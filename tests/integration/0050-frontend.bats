@@ -19,6 +19,12 @@ bats_require_minimum_version 1.5.0
 	[[ "$output" == *"--list-commands"* ]]
 }
 
+@test "a known command whose program is missing: named as missing, not 'did you mean' itself" {
+	SBX_EXEC_PATH="$TEST_ROOT/empty" run -127 sbx provision
+	[[ "$output" == *"sbx-provision is missing from $TEST_ROOT/empty"* ]]
+	[[ "$output" != *"did you mean"* ]]
+}
+
 @test "invalid command names are refused, not looked up" {
 	for n in ../exec EXEC 'ex ec' 'exec;id' init; do
 		run -127 sbx "$n"
