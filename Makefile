@@ -124,7 +124,8 @@ $(B)/SBX-PREFIX: FORCE
 	@printf '%s\n' '$(LIBEXECDIR)' >$@+; \
 	if cmp -s $@+ $@; then rm -f $@+; else mv -f $@+ $@; fi
 
-$(B)/cmd/sbx-front.o $(B)/cmd/sbx-exec-builtin.o $(B)/cmd/sbx-exec.o: $(B)/SBX-PREFIX
+$(B)/cmd/sbx-front.o $(B)/cmd/sbx-exec-builtin.o $(B)/cmd/sbx-exec.o \
+    $(B)/cmd/sbx-mcp.o: $(B)/SBX-PREFIX
 
 $(B)/cmd/sbx-exec-builtin.o: cmd/sbx-exec.c
 	@mkdir -p $(dir $@)

@@ -25,6 +25,7 @@
 #include "names.h"
 #include "opts.h"
 #include "root.h"
+#include "tools.h"
 
 #define PROG "sbx-mcp"
 
@@ -214,10 +215,15 @@ main(int argc, char *argv[])
 	limits(&c);
 	c.msg_max = (size_t)number(O.max_message, "max-message", 1024,
 	    SBX_ENVELOPE_MAX, SBX_MCP_MSG_MAX);
-	/* The tools' programs, where the front-end finds them: secure_getenv
-	 * ignores the variable in a set-id context. */
+	/* The tools' programs: SBX_EXEC_PATH (secure_getenv ignores it in a
+	 * set-id context), else our own directory, where sbx-mcp and its
+	 * siblings are installed together (not the libexec directory of
+	 * the build, which `make install PREFIX=` may have moved). */
 	p = secure_getenv("SBX_EXEC_PATH");
-	c.libexec = p != NULL && *p == '/' ? p : SBX_LIBEXECDIR;
+	if (p != NULL && *p == '/')
+		c.libexec = p;
+	else if ((c.libexec = sbx_tools_self_dir()) == NULL)
+		c.libexec = SBX_LIBEXECDIR;
 	c.in_fd = STDIN_FILENO;
 	c.out_fd = STDOUT_FILENO;
 	c.version = SBX_VERSION;

@@ -28,9 +28,11 @@ INIT='{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":
 # initialize one included) have come, 60 s at most; stdin stays open
 # until then, as a client's would (EOF ends the session and its runs).
 mcp_raw() {
-	local want=$1 line n=0 in out pid
+	local want=$1 line n=0 in out pid prog=("$SBX" mcp)
 	shift
-	coproc MCP { exec "$SBX" mcp "$@" 2>/dev/null; }
+	# MCP_DIRECT: that sbx-mcp itself, without SBX_EXEC_PATH.
+	[ -n "${MCP_DIRECT:-}" ] && prog=(env -u SBX_EXEC_PATH "$MCP_DIRECT")
+	coproc MCP { exec "${prog[@]}" "$@" 2>/dev/null; }
 	# bash forgets the coprocess's fds and pid when it ends: kept.
 	pid=$MCP_PID
 	exec {in}>&"${MCP[1]}" {out}<&"${MCP[0]}"
@@ -194,6 +196,21 @@ EOF
 	[ "$(reply 7 | jq -r .result.structuredContent.field)" = env.A ]
 	run ls "$WS"
 	[[ "$output" != *pwned* ]]
+}
+
+@test "sbx-mcp finds its tools' programs next to itself (an install moved by make install PREFIX=)" {
+	sbx provision -q
+	# Calls run at once: the read in a second session, after the write.
+	MCP_DIRECT=$SBX_EXEC_PATH/sbx-mcp mcp_raw 2 <<'EOF'
+{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"file_write","arguments":{"path":"moved.txt","content":"here\n"}}}
+EOF
+	echo "$output"
+	[ "$(reply 1 | jq -r .result.isError)" = false ]
+	MCP_DIRECT=$SBX_EXEC_PATH/sbx-mcp mcp_raw 2 <<'EOF'
+{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"file_read","arguments":{"path":"moved.txt"}}}
+EOF
+	echo "$output"
+	[ "$(reply 2 | jq -r .result.structuredContent.result.content)" = here ]
 }
 
 @test "a tool that fails is a tool error with the envelope, not a JSON-RPC error" {
