@@ -130,10 +130,14 @@ sbx_root_open(struct sbx_root *r, int create, struct sbx_error *e)
 	}
 	fd = open(r->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd == -1) {
-		if (errno == ENOENT)
-			return sbx_error_set(e, SBX_K_NOT_FOUND, "home",
+		if (errno == ENOENT) {
+			sbx_error_set(e, SBX_K_NOT_FOUND, "home",
 			    "state_root_missing", "state root %s does not "
 			    "exist", r->path);
+			sbx_error_hint(e, "run `sbx provision` (or any `sbx "
+			    "exec`) to make it");
+			return -1;
+		}
 		if (errno == ENOTDIR)
 			return sbx_error_set(e, SBX_K_REJECTED, "home",
 			    "state_root_not_directory", "state root %s is not "
