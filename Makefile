@@ -132,7 +132,7 @@ $(B)/cmd/sbx-exec-builtin.o: cmd/sbx-exec.c
 	$(CC) $(CPPFLAGS) -DSBX_BUILTIN $(CFLAGS) -MMD -MP -c -o $@ $<
 
 $(FRONT): $(B)/cmd/sbx-front.o $(B)/cmd/sbx-exec-builtin.o $(B)/cmd/exec-jobs.o \
-	    $(B)/cmd/exec-ask.o \
+	    $(B)/cmd/exec-ask.o $(B)/cmd/exec-opts.o \
 	    $(CMD_COMMON) $(LIBSBX)
 	@mkdir -p $(dir $@)
 	$(CC) $(FRONT_LDFLAGS) -o $@ $^ $(FRONT_LIBS)
@@ -142,9 +142,10 @@ $(B)/libexec/sbx/sbx-%: $(B)/cmd/sbx-%.o $(CMD_COMMON) $(LIBSBX)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_ALL)
 
 # sbx exec's job subcommands (ps, poll, wait, kill, gc) are a file of their
-# own, linked into sbx-exec and the front-end; so is the terminal prompt of
-# --ask (cmd/exec-ask.c).
-$(B)/libexec/sbx/sbx-exec: $(B)/cmd/exec-jobs.o $(B)/cmd/exec-ask.o
+# own, linked into sbx-exec and the front-end; so are the terminal prompt of
+# --ask (cmd/exec-ask.c) and the option table (cmd/exec-opts.c).
+$(B)/libexec/sbx/sbx-exec: $(B)/cmd/exec-jobs.o $(B)/cmd/exec-ask.o \
+    $(B)/cmd/exec-opts.o
 
 # sbx provision's commands (provision, image, status and list, unprovision,
 # reset and remove) are files of their own, linked into sbx-provision (before
@@ -175,9 +176,17 @@ $(B)/libexec/sbx/sbx-secret: $(B)/cmd/sbx-secret.o $(B)/cmd/secret-input.o \
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_ALL)
 
+# sbx file's text output (cmd/file-text.c) is a file of its own.
+$(B)/libexec/sbx/sbx-file: $(B)/cmd/sbx-file.o $(B)/cmd/file-text.o \
+    $(CMD_COMMON) $(LIBSBX)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_ALL)
+
 # sbx plugin's install, run and tools (cmd/plugin-run.c) run sandboxes
-# through the engine and render runs as sbx exec does (cmd/exec-jobs.c).
+# through the engine and render runs as sbx exec does (cmd/exec-jobs.c);
+# reading a recipe from a path or an URL is cmd/plugin-source.c.
 $(B)/libexec/sbx/sbx-plugin: $(B)/cmd/sbx-plugin.o $(B)/cmd/plugin-run.o \
+    $(B)/cmd/plugin-source.o \
     $(B)/cmd/exec-jobs.o $(CMD_COMMON) $(LIBSBX)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_ALL)

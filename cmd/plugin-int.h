@@ -1,6 +1,7 @@
-/* plugin-int.h: what sbx-plugin's two files share (cmd/sbx-plugin.c: the
- * command line and the library; cmd/plugin-run.c: install, uninstall,
- * run and the tools list, which run sandboxes). */
+/* plugin-int.h: what sbx-plugin's files share (cmd/sbx-plugin.c: the
+ * command line and the library; cmd/plugin-source.c: reading a recipe;
+ * cmd/plugin-run.c: install, uninstall, run and the tools list, which run
+ * sandboxes). */
 #ifndef SBX_PLUGIN_INT_H
 #define SBX_PLUGIN_INT_H
 
@@ -40,6 +41,11 @@ void plugin_open_agent(void);
 json_t *plugin_sandbox_cfg(void);
 /* The success envelope (json) or nothing; warnings printed for people. */
 void plugin_ok(json_t *result);
+
+/* A recipe from a file or directory, or from an URL (--sha256 needed):
+ * the parsed JSON, or plugin_fail(). */
+json_t *plugin_read_source(const char *);
+json_t *plugin_read_url(const char *);
 
 int plugin_install(void);
 int plugin_uninstall(void);

@@ -4,7 +4,8 @@
  *
  * Parse, validate, call lib/exec (the engine) or lib/jobsup (the jobs),
  * render.  Built into the front-end as cmd_exec() (-DSBX_BUILTIN), and a
- * program of its own with the main() at the end.
+ * program of its own with the main() at the end.  The option table, the
+ * usage and the help are cmd/exec-opts.c.
  */
 #include <fcntl.h>
 #include <getopt.h>
@@ -22,6 +23,7 @@
 #include "envelope.h"
 #include "exec-ask.h"
 #include "exec-jobs.h"
+#include "exec-opts.h"
 #include "exec.h"
 #include "fsutil.h"
 #include "opts.h"
@@ -33,166 +35,6 @@
 #define REQUEST_MAX	(4u << 20)
 
 int	cmd_exec(int, char *[]);
-
-static const char usage_text[] =
-"usage: sbx exec [--agent A] [--home DIR] [--cwd PATH] [--workdir DIR]...\n"
-"                [--workdir-follow-symlinks] [--ro PATH]...\n"
-"                [--unprotect PATH]...\n"
-"                [--env NAME=VALUE]... [--timeout SECONDS] [--tty]\n"
-"                [--secret NAME]... [--no-secrets]\n"
-"                [--network none|proxy|outbound] [--allow-domain D]...\n"
-"                [--ask] [--json] [--max-output BYTES] [--stdin inherit|null]\n"
-"                [--memory MIB] [--cpus N.N] [--pids N] [--disk MIB]\n"
-"                [--wall-timeout SECONDS] [--nofile N] [--file-size MIB]\n"
-"                [--soft-limits] [--seccomp on|off]\n"
-"                [--background] [--envelope-fd N] [-q] [-v]\n"
-"                -- COMMAND [ARG...]\n"
-"       sbx exec [options] -c 'SHELL STRING' [NAME [ARG...]]\n"
-"       sbx exec --request FILE|- [--home DIR] [--json] [--envelope-fd N]\n"
-"       sbx exec ps [--agent A] [--home DIR] [--json] [-q] [-v]\n"
-"       sbx exec poll JOB [--tail-lines N] [--agent A] [--home DIR] [--json]\n"
-"                [-q] [-v]\n"
-"       sbx exec wait JOB [--timeout SECONDS] [--tail-lines N] [--agent A]\n"
-"                [--home DIR] [--json] [-q] [-v]\n"
-"       sbx exec kill JOB [--force] [--agent A] [--home DIR] [--json] [-q]\n"
-"                [-v]\n"
-"       sbx exec gc [--json] [-q] [-v]\n";
-
-static const char help_text[] =
-"\n"
-"Run COMMAND in the agent's sandbox: every namespace unshared, system\n"
-"directories read-only, HOME=/workspace/agents/AGENT, private /tmp, no\n"
-"network unless asked. Without --json the command's output streams\n"
-"through and sbx exits with its status (124 idle timeout, 125 sbx failed,\n"
-"126 cannot execute, 127 not found, 128+N killed by signal N).\n"
-"\n";
-
-enum {
-	OPT_HOME = 256, OPT_MAX_OUTPUT, OPT_TAIL, OPT_FORCE, OPT_VERSION,
-	OPT_MEMORY, OPT_CPUS, OPT_PIDS, OPT_DISK, OPT_WALL, OPT_NOFILE,
-	OPT_WORKDIR_FOLLOW,
-	OPT_FSIZE, OPT_SOFT, OPT_SECCOMP, OPT_ALLOW, OPT_STDIN, OPT_TIMEOUT,
-	OPT_REQUEST, OPT_ENVELOPE_FD, OPT_RO, OPT_UNPROTECT, OPT_SECRET,
-	OPT_NO_SECRETS, OPT_ASK,
-};
-
-/* The run itself (S_RUN) and the job subcommands. */
-enum {
-	S_RUN = 1, S_PS = 2, S_POLL = 4, S_WAIT = 8, S_KILL = 16, S_GC = 32,
-	S_JOB = S_PS | S_POLL | S_WAIT | S_KILL, S_ALL = S_RUN | S_JOB | S_GC,
-};
-
-static const struct sbx_opts_sub subs[] = {
-	{ "ps", S_PS, NULL }, { "poll", S_POLL, "@job" },
-	{ "wait", S_WAIT, "@job" }, { "kill", S_KILL, "@job" },
-	{ "gc", S_GC, NULL },
-};
-
-/* The one option table (lib/opts.h): getopt_long, --help and
- * --complete-options come from it. */
-static const struct sbx_opt rows[] = {
-	{ 'a', "agent", 'a', SBX_OPT_REQ, "A", "@agent",
-	    "agent name (default: $SBX_AGENT or \"default\")",
-	    S_RUN | S_JOB, 0 },
-	{ OPT_HOME, "home", 0, SBX_OPT_REQ, "DIR", "@dir",
-	    "state root (default: $SBX_HOME, $XDG_DATA_HOME/sbx,\n"
-	    "~/.local/share/sbx)", S_RUN | S_JOB, 0 },
-	{ 'C', "cwd", 'C', SBX_OPT_REQ, "PATH", "@cwd",
-	    "start in PATH: relative to HOME, or absolute inside\n"
-	    "HOME or --workdir", S_RUN, 0 },
-	{ 'w', "workdir", 'w', SBX_OPT_REQ, "DIR", "@dir",
-	    "bind host directory DIR read-write at its own path\n"
-	    "and start there (no symbolic links in DIR);\n"
-	    "repeatable: more writable roots, the first is\n"
-	    "the default cwd", S_RUN, 0 },
-	{ OPT_WORKDIR_FOLLOW, "workdir-follow-symlinks", 0, SBX_OPT_NONE,
-	    NULL, NULL,
-	    "follow symbolic links in DIR; print where it leads", S_RUN, 0 },
-	{ OPT_RO, "ro", 0, SBX_OPT_REQ, "PATH", "@dir",
-	    "bind host PATH read-only at its own path\n"
-	    "(repeatable; see PROTECTED PATHS in sbx-exec(1))", S_RUN, 0 },
-	{ OPT_UNPROTECT, "unprotect", 0, SBX_OPT_REQ, "PATH", "@file",
-	    "let this run write the protected PATH of the\n"
-	    "workdir (.git/hooks...; a warning says so)", S_RUN, 0 },
-	{ 'e', "env", 'e', SBX_OPT_REQ, "NAME=VALUE", NULL,
-	    "set a variable inside (repeatable)", S_RUN, 0 },
-	{ OPT_SECRET, "secret", 0, SBX_OPT_REQ, "NAME", "@text",
-	    "give the command only these of the agent's\n"
-	    "secrets (repeatable; default: all of them)", S_RUN, 0 },
-	{ OPT_NO_SECRETS, "no-secrets", 0, SBX_OPT_NONE, NULL, NULL,
-	    "give the command none of the agent's secrets", S_RUN, 0 },
-	{ OPT_TIMEOUT, "timeout", 't', SBX_OPT_REQ, "SECONDS", NULL,
-	    "kill the command after SECONDS without output\n"
-	    "(output a program buffers counts as silence);\n"
-	    "wait: how long to wait (default 300; -t SECONDS)",
-	    S_RUN | S_WAIT, S_WAIT },
-	{ 't', "tty", 't', SBX_OPT_NONE, NULL, NULL,
-	    "run the command on a terminal of its own (stdout\n"
-	    "and stderr merged; the caller's terminal goes raw)", S_RUN, 0 },
-	{ 'n', "network", 'n', SBX_OPT_REQ, "MODE", "none|proxy|outbound",
-	    "none (default: loopback only), proxy (only the\n"
-	    "agent's allowed domains, through sbx-proxy) or\n"
-	    "outbound (host network); default: the agent's\n"
-	    "`network` setting, else none", S_RUN, 0 },
-	{ OPT_ALLOW, "allow-domain", 0, SBX_OPT_REQ, "D", NULL,
-	    "proxy mode: also allow D (or *.D) for this run", S_RUN, 0 },
-	{ OPT_ASK, "ask", 0, SBX_OPT_NONE, NULL, NULL,
-	    "proxy mode: hold a request for a name no rule\n"
-	    "decides and ask (sbx proxy asks, answer)", S_RUN, 0 },
-	{ 'c', NULL, 'c', SBX_OPT_REQ, "STRING", NULL,
-	    "run STRING with bash -o pipefail -c (sh -c without\n"
-	    "bash); NAME and ARGs after it are $0, $1...", S_RUN, 0 },
-	{ OPT_MAX_OUTPUT, "max-output", 0, SBX_OPT_REQ, "BYTES", NULL,
-	    "captured bytes kept per stream with --json\n"
-	    "(default 1M; K, M, G suffixes)", S_RUN, 0 },
-	{ OPT_STDIN, "stdin", 0, SBX_OPT_REQ, "MODE", "inherit|null",
-	    "inherit (the caller's stdin) or null (/dev/null);\n"
-	    "default: null when stdin is a terminal and --json\n"
-	    "is given, else inherit (background: always null)", S_RUN, 0 },
-	{ OPT_MEMORY, "memory", 0, SBX_OPT_REQ, "MIB", NULL,
-	    "memory limit, swap included (default: half of RAM)", S_RUN, 0 },
-	{ OPT_CPUS, "cpus", 0, SBX_OPT_REQ, "N.N", NULL,
-	    "CPU limit in cores (e.g. 0.5)", S_RUN, 0 },
-	{ OPT_PIDS, "pids", 0, SBX_OPT_REQ, "N", NULL,
-	    "task limit (default 1024)", S_RUN, 0 },
-	{ OPT_DISK, "disk", 0, SBX_OPT_REQ, "MIB", NULL,
-	    "size of /tmp and largest file written (soft)", S_RUN, 0 },
-	{ OPT_WALL, "wall-timeout", 0, SBX_OPT_REQ, "S", NULL,
-	    "kill the sandbox after S seconds, output or not", S_RUN, 0 },
-	{ OPT_NOFILE, "nofile", 0, SBX_OPT_REQ, "N", NULL,
-	    "open files limit (RLIMIT_NOFILE)", S_RUN, 0 },
-	{ OPT_FSIZE, "file-size", 0, SBX_OPT_REQ, "MIB", NULL,
-	    "largest file the command may write (RLIMIT_FSIZE)", S_RUN, 0 },
-	{ OPT_SOFT, "soft-limits", 0, SBX_OPT_NONE, NULL, NULL,
-	    "accept rlimits where no cgroup can enforce a limit", S_RUN, 0 },
-	{ OPT_SECCOMP, "seccomp", 0, SBX_OPT_REQ, "MODE", "on|off",
-	    "on (default) or off (diagnosis only)", S_RUN, 0 },
-	{ 'b', "background", 'b', SBX_OPT_NONE, NULL, NULL,
-	    "start as a background job and return at once", S_RUN, 0 },
-	{ OPT_REQUEST, "request", 0, SBX_OPT_REQ, "FILE", "@file",
-	    "take the run's options from a request envelope\n"
-	    "(JSON; - reads standard input)", S_RUN, 0 },
-	{ OPT_ENVELOPE_FD, "envelope-fd", 0, SBX_OPT_REQ, "N", NULL,
-	    "stream the output through and write the result\n"
-	    "envelope to file descriptor N", S_RUN, 0 },
-	{ OPT_TAIL, "tail-lines", 0, SBX_OPT_REQ, "N", NULL,
-	    "lines of log returned by poll and wait (default 20)",
-	    S_POLL | S_WAIT, 0 },
-	{ OPT_FORCE, "force", 0, SBX_OPT_NONE, NULL, NULL,
-	    "kill: SIGKILL at once instead of SIGTERM", S_KILL, 0 },
-	{ 'j', "json", 'j', SBX_OPT_NONE, NULL, NULL,
-	    "print one JSON envelope (also SBX_JSON=1)", S_ALL, 0 },
-	{ 'q', "quiet", 'q', SBX_OPT_NONE, NULL, NULL,
-	    "no warnings on stderr", S_ALL, 0 },
-	{ 'v', "verbose", 'v', SBX_OPT_NONE, NULL, NULL,
-	    "show the bwrap command on stderr", S_ALL, 0 },
-	{ 'h', "help", 'h', SBX_OPT_NONE, NULL, NULL, "this help", S_ALL, 0 },
-	{ OPT_VERSION, "version", 0, SBX_OPT_NONE, NULL, NULL,
-	    "print the version", S_RUN, 0 },
-};
-
-static const struct sbx_opts table = { PROG, "sbx exec", rows,
-	SBX_OPTS_N(rows), subs, SBX_OPTS_N(subs), S_RUN, "@command", 25 };
 
 /* What the command line says beyond the request itself. */
 struct cli {
@@ -269,7 +111,7 @@ usage_err(const struct sbx_error *e)
 {
 	if (C.envelope_fd >= 0 && e != NULL)
 		emit(sbx_envelope_err(tool, e, NULL));
-	sbx_cmd_usage(PROG, tool, C.json, e, usage_text, sbx_cmd_emit);
+	sbx_cmd_usage(PROG, tool, C.json, e, exec_usage_text, sbx_cmd_emit);
 	return SBX_EX_USAGE;
 }
 
@@ -311,7 +153,7 @@ getopts(int argc, char *argv[], unsigned bit, int *code)
 	struct sbx_error	 e;
 	int			 ch, npos = 0, sub = bit != S_RUN;
 
-	if (sbx_opts_getopt(&table, bit, sub ? "-" : "+", &g) == -1)
+	if (sbx_opts_getopt(&exec_table, bit, sub ? "-" : "+", &g) == -1)
 		return *code = SBX_EX_SOFTWARE, -1;
 	optind = 0;	/* 0: re-read the optstring flags */
 	opterr = 0;
@@ -373,14 +215,16 @@ getopts(int argc, char *argv[], unsigned bit, int *code)
 				return *code = SBX_EX_OSERR, -1;
 			break;
 		case 'h':
-			if (sub && sbx_opts_check(&table, &seen, bit, &e) == -1)
+			if (sub && sbx_opts_check(&exec_table, &seen, bit,
+			    &e) == -1)
 				return *code = usage_err(&e), -1;
-			fputs(usage_text, stdout);
+			fputs(exec_usage_text, stdout);
 			if (!sub)
 				print_help();
 			return *code = 0, -1;
 		case OPT_VERSION:
-			if (sub && sbx_opts_check(&table, &seen, bit, &e) == -1)
+			if (sub && sbx_opts_check(&exec_table, &seen, bit,
+			    &e) == -1)
 				return *code = usage_err(&e), -1;
 			printf("sbx-exec %s\n", SBX_VERSION);
 			return *code = 0, -1;
@@ -405,8 +249,8 @@ print_help(void)
 {
 	struct sbx_buf	 b = SBX_BUF_INIT;
 
-	fputs(help_text, stdout);
-	if (sbx_opts_help(&table, S_ALL, &b) == 0 && b.p != NULL)
+	fputs(exec_help_text, stdout);
+	if (sbx_opts_help(&exec_table, S_ALL, &b) == 0 && b.p != NULL)
 		fputs(b.p, stdout);
 	sbx_buf_release(&b);
 }
@@ -421,7 +265,7 @@ parse_args(int argc, char *argv[], int *code)
 	C.envelope_fd = -1;
 	/* Before getopt: where --json stands never changes how a usage
 	 * error is reported; the command's argv after `--` never counts. */
-	if (sbx_opts_getopt(&table, S_RUN, "+", &g) == -1)
+	if (sbx_opts_getopt(&exec_table, S_RUN, "+", &g) == -1)
 		return *code = SBX_EX_SOFTWARE, -1;
 	C.json = sbx_cli_wants_json(argc, argv, g.optstring, g.longopts,
 	    exec_subs);
@@ -433,15 +277,15 @@ parse_args(int argc, char *argv[], int *code)
 	/* A subcommand only when it is not after `--`: `sbx exec -- ps`
 	 * runs ps in the sandbox. */
 	if (!C.dashdash && R.shell == NULL && R.argc > 0 &&
-	    (bit = sbx_opts_sub_find(&table, 1, R.argv, NULL)) != 0) {
-		C.sub = sbx_opts_sub_name(&table, bit);
+	    (bit = sbx_opts_sub_find(&exec_table, 1, R.argv, NULL)) != 0) {
+		C.sub = sbx_opts_sub_name(&exec_table, bit);
 		if (getopts(R.argc, R.argv, bit, code) == -1)
 			return -1;
 	} else
 		bit = S_RUN;
 	/* Options before the subcommand, or after it, that do not go with
 	 * it (sbx exec --memory 5 ps, sbx exec ps --force). */
-	if (sbx_opts_check(&table, &seen, bit, &e) == -1)
+	if (sbx_opts_check(&exec_table, &seen, bit, &e) == -1)
 		return *code = usage_err(&e), -1;
 	return 0;
 }
@@ -562,7 +406,7 @@ cmd_exec(int argc, char *argv[])
 	if (sbx_fs_sanitize_std() == -1)
 		return SBX_EX_OSERR;
 	sbx_cmd_finish_init(PROG);
-	if (sbx_cmd_complete(&table, argc, argv, &code))
+	if (sbx_cmd_complete(&exec_table, argc, argv, &code))
 		return code;
 	sbx_exec_req_init(&R);
 	sbx_exec_init(&X);

@@ -2,7 +2,8 @@
  * sbx-file: bounded file tools on an agent's home (lib/agentfs.c): read,
  * search (ripgrep inside the sandbox, lib/filesearch.c), write, edit,
  * list.  See sbx-file(1).  As root, everything but search runs as the
- * sandbox's uid once the home is open (sbx_identity_become).
+ * sandbox's uid once the home is open (sbx_identity_become).  The text
+ * renderings of a listing and a search are cmd/file-text.c.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -19,6 +20,7 @@
 #include "cli.h"
 #include "cmd.h"
 #include "envelope.h"
+#include "file-int.h"
 #include "filesearch.h"
 #include "fsutil.h"
 #include "identity.h"
@@ -28,8 +30,6 @@
 #include "scrub.h"
 #include "secret.h"
 #include "utf8.h"
-
-#define PROG "sbx-file"
 
 static const char usage_text[] =
     "usage: sbx file read PATH [--start-line N] [--line-count N]\n"
@@ -314,32 +314,6 @@ done(json_t *res, const char *text)
 	json_decref(res);
 }
 
-/* Text output of a listing: "TYPE SIZE PATH" a line. */
-static void
-print_listing(json_t *res)
-{
-	struct sbx_buf l = SBX_BUF_INIT;
-	json_t	      *ent;
-	const char    *p;
-	size_t	       i;
-
-	json_array_foreach (json_object_get(res, "entries"), i, ent) {
-		p = json_string_value(json_object_get(ent, "path"));
-		sbx_buf_reset(&l);
-		sbx_utf8_escape_line(&l, p, strlen(p));
-		printf("%-9s %10lld  %s\n",
-		    json_string_value(json_object_get(ent, "type")),
-		    (long long)json_integer_value(json_object_get(ent, "size")),
-		    l.p != NULL ? l.p : "");
-	}
-	sbx_buf_release(&l);
-	if (json_is_true(json_object_get(res, "truncated")) && !O.quiet)
-		fprintf(stderr,
-		    "%s: warning: listing truncated at %d "
-		    "entries\n",
-		    PROG, SBX_AGENTFS_ENTRIES_MAX);
-}
-
 static int
 do_read(const char *rel)
 {
@@ -363,7 +337,7 @@ do_read(const char *rel)
 	}
 	if (strcmp(json_string_value(json_object_get(res, "type")),
 		"directory") == 0)
-		print_listing(res);
+		file_print_listing(res, O.quiet);
 	else {
 		c = json_string_value(json_object_get(res, "content"));
 		fputs(c, stdout);
@@ -391,7 +365,7 @@ do_list(const char *rel)
 		fail(&e, NULL);
 	clean(res);
 	if (!O.json)
-		print_listing(res);
+		file_print_listing(res, O.quiet);
 	done(res, NULL);
 	return 0;
 }
@@ -482,40 +456,6 @@ do_edit(const char *rel)
 	return 0;
 }
 
-/* Text output of a search: "PATH:LINE:COLUMN:TEXT", or the names. */
-static void
-print_search(json_t *res)
-{
-	struct sbx_buf l = SBX_BUF_INIT;
-	json_t	      *m;
-	size_t	       i;
-
-	json_array_foreach (json_object_get(res, "files"), i, m) {
-		sbx_buf_reset(&l);
-		sbx_utf8_escape_line(&l, json_string_value(m),
-		    json_string_length(m));
-		printf("%s\n", l.p != NULL ? l.p : "");
-	}
-	json_array_foreach (json_object_get(res, "matches"), i, m) {
-		sbx_buf_reset(&l);
-		sbx_buf_printf(&l, "%s:%lld:%lld:%s",
-		    json_string_value(json_object_get(m, "path")),
-		    (long long)json_integer_value(json_object_get(m, "line")),
-		    (long long)json_integer_value(json_object_get(m, "column")),
-		    json_string_value(json_object_get(m, "text")));
-		{
-			struct sbx_buf t = SBX_BUF_INIT;
-			sbx_utf8_escape_line(&t, l.p, l.len);
-			printf("%s\n", t.p != NULL ? t.p : "");
-			sbx_buf_release(&t);
-		}
-	}
-	sbx_buf_release(&l);
-	if (json_is_true(json_object_get(res, "truncated")) && !O.quiet)
-		fprintf(stderr, "%s: warning: results truncated (--max)\n",
-		    PROG);
-}
-
 static int
 do_search(const char *pattern)
 {
@@ -542,7 +482,7 @@ do_search(const char *pattern)
 		fail(&e, NULL);
 	clean(res);
 	if (!O.json)
-		print_search(res);
+		file_print_search(res, O.quiet);
 	done(res, NULL);
 	return 0;
 }

@@ -317,12 +317,27 @@ static void __attribute__((noreturn)) usage(int code)
 	exit(code);
 }
 
+/* The command named by argv: one word, or two for the grouped ones. */
+static const struct cmd *
+find_cmd(int argc, char **argv)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(cmds) / sizeof(*cmds); i++) {
+		if (strcmp(argv[0], cmds[i].w1) != 0)
+			continue;
+		if (cmds[i].w2 == NULL ||
+		    (argc > 1 && strcmp(argv[1], cmds[i].w2) == 0))
+			return &cmds[i];
+	}
+	return NULL;
+}
+
 int
 main(int argc, char *argv[])
 {
-	const struct cmd *c = NULL;
+	const struct cmd *c;
 	struct req	  r;
-	size_t		  i;
 	int		  skip, nops;
 	char		 *tok;
 
@@ -355,16 +370,7 @@ main(int argc, char *argv[])
 		host_plugin = getenv("SBX_PLUGIN");
 	if (argc == 0)
 		usage(EX_USAGE);
-	for (i = 0; i < sizeof(cmds) / sizeof(*cmds); i++) {
-		if (strcmp(argv[0], cmds[i].w1) != 0)
-			continue;
-		if (cmds[i].w2 == NULL ||
-		    (argc > 1 && strcmp(argv[1], cmds[i].w2) == 0)) {
-			c = &cmds[i];
-			break;
-		}
-	}
-	if (c == NULL) {
+	if ((c = find_cmd(argc, argv)) == NULL) {
 		fprintf(stderr, "%s: unknown command `%s`\n", PROG, argv[0]);
 		usage(EX_USAGE);
 	}

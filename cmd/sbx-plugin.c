@@ -1,8 +1,9 @@
 /*
  * sbx-plugin: plugin recipes, JSON tools that extend agents (see
  * sbx-plugin(1), sbx-recipe(5)).  This file: the command line and the
- * library (add, list, show, rm, register); cmd/plugin-run.c installs,
- * runs and lists tools.  Parse, validate (lib/state/recipe.c), store
+ * library (add, list, show, rm, register); cmd/plugin-source.c reads a
+ * recipe from a path or an URL; cmd/plugin-run.c installs, runs and lists
+ * tools.  Parse, validate (lib/state/recipe.c), store
  * (lib/state/plugin.c), render.
  */
 #include <sys/stat.h>
@@ -281,93 +282,6 @@ say_stored(const char *verb, const char *id, const char *sha, int replaced)
 			"");
 }
 
-/* A recipe file or directory of the person's: the path resolved as they
- * wrote it; beneath it (a directory source) nothing is followed. */
-static json_t *
-read_source(const char *src)
-{
-	struct sbx_error e;
-	json_t		*in;
-	char		 abs[PATH_MAX];
-	int		 fd;
-
-	if (realpath(src, abs) == NULL) {
-		sbx_error_sys(&e, "not_found", "cannot read %s", src);
-		e.kind = SBX_K_NOT_FOUND;
-		e.field = "source";
-		plugin_fail(&e);
-	}
-	if ((fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1 ||
-	    (in = sbx_plugin_source_read(fd, abs[1] != '\0' ? abs + 1 : ".",
-		 &e)) == NULL)
-		plugin_fail(&e);
-	close(fd);
-	return in;
-}
-
-/*
- * A recipe from an https URL (plain http only to a loopback address, for
- * tests: lib/image/download.c's policy), whose bytes must have the
- * SHA-256 the person gave: nothing from the network is judged before its
- * hash is checked.
- */
-static json_t *
-read_url(const char *url)
-{
-	struct sbx_download d;
-	struct sbx_error    e;
-	struct sbx_buf	    b = SBX_BUF_INIT;
-	json_t		   *in;
-	size_t		    i;
-	int		    cachefd, fd;
-
-	if (O.sha256 == NULL) {
-		sbx_error_set(&e, SBX_K_INVALID_ARGS, "sha256",
-		    "missing_sha256",
-		    "a recipe URL needs --sha256 HEX: the "
-		    "digest of the file you reviewed");
-		plugin_fail(&e);
-	}
-	for (i = 0; O.sha256[i] != '\0'; i++)
-		if (!((O.sha256[i] >= '0' && O.sha256[i] <= '9') ||
-			(O.sha256[i] >= 'a' && O.sha256[i] <= 'f')))
-			break;
-	if (i != SBX_RECIPE_SHA_HEX || O.sha256[i] != '\0') {
-		sbx_error_set(&e, SBX_K_INVALID_ARGS, "sha256",
-		    "invalid_digest",
-		    "argument `sha256` must be 64 lowercase hex digits");
-		plugin_fail(&e);
-	}
-	memset(&d, 0, sizeof(d));
-	d.url = url;
-	d.max_bytes = SBX_RECIPE_MAX;
-	d.timeout = 120;
-	d.expect = O.sha256;
-	plugin_open_root();
-	if ((cachefd = sbx_layout_mkdirs(root.fd, SBX_L_CACHE, NULL, &e)) == -1)
-		plugin_fail(&e);
-	fd = sbx_download_fetch(cachefd, &d, &e);
-	close(cachefd);
-	if (fd == -1)
-		plugin_fail(&e);
-	for (;;) {
-		char	chunk[8192];
-		ssize_t n = read(fd, chunk, sizeof(chunk));
-
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		sbx_buf_append(&b, chunk, (size_t)n);
-	}
-	close(fd);
-	in = sbx_json_parse(b.p != NULL ? b.p : "", b.len, SBX_RECIPE_MAX, &e);
-	sbx_buf_release(&b);
-	if (in == NULL)
-		plugin_fail(&e);
-	return in;
-}
-
 static int
 do_add(void)
 {
@@ -385,7 +299,7 @@ do_add(void)
 		plugin_fail(&e);
 	}
 	if (sbx_download_is_url(src))
-		in = read_url(src);
+		in = plugin_read_url(src);
 	else if (strcmp(src, "-") == 0) {
 		/* Standard input: one JSON recipe, size-capped. */
 		struct sbx_buf b = SBX_BUF_INIT;
@@ -410,7 +324,7 @@ do_add(void)
 		if (in == NULL)
 			plugin_fail(&e);
 	} else
-		in = read_source(src);
+		in = plugin_read_source(src);
 	plugin_open_root();
 	cfg = plugin_sandbox_cfg();
 	r = sbx_recipe_check(in, 0, cfg, warnings, &e);
