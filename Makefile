@@ -277,6 +277,12 @@ $(B)/tests/helpers/mhd-floor: tests/helpers/mhd-floor.c
 	@mkdir -p $(dir $@)
 	$(CC) -D_GNU_SOURCE -O2 -o $@ $< $(shell $(PKG_CONFIG) --cflags --libs libmicrohttpd)
 
+# jget answers the tests' plain jq paths (tests/helpers/jget.c); host only,
+# with jansson, dynamically.
+$(B)/tests/helpers/jget: tests/helpers/jget.c
+	@mkdir -p $(dir $@)
+	$(CC) -D_GNU_SOURCE $(OPT) $(WARN) -o $@ $< $(shell $(PKG_CONFIG) --cflags --libs jansson)
+
 tests: $(UNIT_BIN) $(HELP_BIN)
 
 # Install what this machine lacks (idempotent; quick when nothing is).
