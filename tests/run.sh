@@ -1,17 +1,25 @@
 #!/bin/sh
 # run.sh: the test suite behind `make check`.
 #
-# 1. unit tests and integration tests as the invoking user (root in CI);
+# 1. unit tests, then integration tests as the invoking user (root in CI);
 # 2. when root, the integration tests marked `# sbx-test: unprivileged`
 #    once more as the unprivileged user nobody, from a world-readable copy
 #    of the build (the checkout itself may not be readable by nobody).
+#    The two integration passes run at the same time (the tests wait on
+#    sockets, daemons and sleeps much of the time: measured, together
+#    they take much less than one after the other on two CPUs); the
+#    second's output is kept in a file and printed after the first's.
+# Each pass starts its slowest files first (tests/durations), so that no
+# long file starts last and runs on its own.
 #
 # Environment:
 #   B                build directory (default build)
-#   PROVE_JOBS       parallel test files (default: the number of CPUs)
-#   PROVE_FLAGS      more flags for prove
+#   PROVE_JOBS       parallel test files per pass (default: the number of
+#                    CPUs)
+#   PROVE_FLAGS      more flags for prove (e.g. --timer)
 #   SBX_TEST_ONLY    space-separated patterns; run only the test files whose
 #                    name matches one (e.g. "0130 t-seccomp")
+#   SBX_TEST_SERIAL  1: run the unprivileged pass after the first one
 #
 # The leftover check at the end looks only at what this run started: every
 # test's temp dir lives under one run directory and every process of the
@@ -25,6 +33,7 @@ export SBX_TEST_BUILD
 PROVE_JOBS=${PROVE_JOBS:-$(nproc 2>/dev/null || echo 2)}
 PROVE_FLAGS=${PROVE_FLAGS:-}
 SBX_TEST_ONLY=${SBX_TEST_ONLY:-}
+SBX_TEST_SERIAL=${SBX_TEST_SERIAL:-}
 
 SBX_TEST_TMPDIR=$(mktemp -d /tmp/sbx-run.XXXXXX) || exit 70
 # World-writable and sticky, as /tmp: the unprivileged pass makes its test
@@ -79,6 +88,19 @@ wanted() {
 	return 1
 }
 
+# slowest_first COLUMN FILE...: the files slowest first by their expected
+# seconds in column COLUMN of tests/durations (2: as root, 3: as uid
+# 65534); files it does not list come first.
+slowest_first() {
+	col=$1
+	shift
+	for f in "$@"; do
+		t=$(awk -v n="${f##*/}" -v c="$col" '$1 == n { print $c; exit }' \
+		    tests/durations 2>/dev/null)
+		printf '%s %s\n' "${t:-999999}" "$f"
+	done | sort -k1,1nr -k2,2 | cut -d' ' -f2
+}
+
 rc=0
 units=""
 for f in "$SBX_TEST_BUILD"/tests/unit/t-*; do
@@ -98,14 +120,10 @@ fi
 case "$SBX_TEST_BUILD" in
 *-san) export ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}" ;;
 esac
-if [ -n "$files" ]; then
-	# Slowest first, so the long files do not finish last on their own.
-	# shellcheck disable=SC2046,SC2086 # file names without blanks
-	prove -j"$PROVE_JOBS" $PROVE_FLAGS --exec "sh tests/tap-exec.sh" \
-	    $(ls -S $files 2>/dev/null) || rc=1
-fi
-
-if [ "$(id -u)" -eq 0 ]; then
+# The unprivileged pass: its stage and its file list first, so that it
+# can start with the first pass.
+ufiles=""
+if [ -n "$files" ] && [ "$(id -u)" -eq 0 ]; then
 	if command -v setpriv >/dev/null 2>&1; then
 		stage=$(mktemp -d /tmp/sbx-unpriv.XXXXXX)
 		chmod 0755 "$stage"
@@ -117,28 +135,45 @@ if [ "$(id -u)" -eq 0 ]; then
 		cp -a tests scripts completions recipes README.md "$stage/"
 		chmod -R a+rX "$stage"
 		chown 65534:65534 "$stage/home"
-		ufiles=""
-		# shellcheck disable=SC2013,SC2086 # file names without blanks
-		for f in $(grep -l '^# sbx-test: unprivileged' $files 2>/dev/null); do
-			ufiles="$ufiles tests/${f#tests/}"
-		done
-		if [ -n "$ufiles" ]; then
-			echo "# unprivileged run (uid 65534):"
-			# shellcheck disable=SC2086
-			(cd "$stage" && setpriv --reuid=65534 --regid=65534 \
-			    --clear-groups env -i PATH=/usr/local/bin:/usr/bin:/bin \
-			    HOME="$stage/home" SBX_TEST_BUILD="$stage/build" \
-			    SBX_TEST_TMPDIR="$SBX_TEST_TMPDIR" \
-			    SBX_TEST_RUN="$SBX_TEST_RUN" \
-			    SBX_TEST_UNPRIV=1 ASAN_OPTIONS="${ASAN_OPTIONS:-}" \
-			    prove -j"$PROVE_JOBS" $PROVE_FLAGS \
-			    --exec "sh tests/tap-exec.sh" $ufiles) || rc=1
-		fi
+		# shellcheck disable=SC2046,SC2086 # file names without blanks
+		ufiles=$(slowest_first 3 $(grep -l '^# sbx-test: unprivileged' \
+		    $files 2>/dev/null))
+		[ -z "$ufiles" ] && echo "# unprivileged run: no test file is marked"
 	else
 		echo "# skip: unprivileged run: setpriv is not installed"
 	fi
-else
+elif [ -n "$files" ]; then
 	echo "# skip: unprivileged run: already unprivileged (uid $(id -u))"
+fi
+unpriv() {
+	# shellcheck disable=SC2086
+	(cd "$stage" && setpriv --reuid=65534 --regid=65534 \
+	    --clear-groups env -i PATH=/usr/local/bin:/usr/bin:/bin \
+	    HOME="$stage/home" SBX_TEST_BUILD="$stage/build" \
+	    SBX_TEST_TMPDIR="$SBX_TEST_TMPDIR" \
+	    SBX_TEST_RUN="$SBX_TEST_RUN" \
+	    SBX_TEST_UNPRIV=1 ASAN_OPTIONS="${ASAN_OPTIONS:-}" \
+	    prove -j"$PROVE_JOBS" $PROVE_FLAGS \
+	    --exec "sh tests/tap-exec.sh" $ufiles)
+}
+upid=""
+ulog="$SBX_TEST_TMPDIR/.unpriv.log"
+if [ -n "$ufiles" ] && [ "$SBX_TEST_SERIAL" != 1 ]; then
+	unpriv >"$ulog" 2>&1 &
+	upid=$!
+fi
+if [ -n "$files" ]; then
+	# shellcheck disable=SC2046,SC2086 # file names without blanks
+	prove -j"$PROVE_JOBS" $PROVE_FLAGS --exec "sh tests/tap-exec.sh" \
+	    $(slowest_first 2 $files) || rc=1
+fi
+if [ -n "$upid" ]; then
+	wait "$upid" || rc=1
+	echo "# unprivileged run (uid 65534), run alongside:"
+	cat "$ulog"
+elif [ -n "$ufiles" ]; then
+	echo "# unprivileged run (uid 65534):"
+	unpriv || rc=1
 fi
 
 # Give detached supervisors a moment to finish their own clean-up.
