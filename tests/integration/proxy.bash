@@ -648,36 +648,44 @@ start_dns_stub() {
 # write_sandbox_config [JSON]: config/sandbox.json with a `proxy` object:
 # the defaults below (dns_server when the stub runs) merged with JSON.
 write_sandbox_config() {
-	local extra=${1:-"{}"}
+	local extra=${1:-"{}"} proxy
+	proxy="{\"idle_exit_s\":120,\"header_timeout_ms\":5000${DNS_PORT:+,\"dns_server\":\"127.0.0.1:$DNS_PORT\"}}"
 	mkdir -p "$SBX_HOME/config"
-	jq -n --arg dns "${DNS_PORT:+127.0.0.1:$DNS_PORT}" --argjson x "$extra" '
-	    {proxy: ({idle_exit_s: 120, header_timeout_ms: 5000}
-	        + (if $dns != "" then {dns_server: $dns} else {} end) + $x)}' \
-	    > "$SBX_HOME/config/sandbox.json"
+	json_merge "$proxy" "$extra" | json_wrap proxy > "$SBX_HOME/config/sandbox.json"
 }
+
+# json_merge A B: the JSON object A with B's keys over it (jq's A + B);
+# without jq (~40 ms of CPU a start) when B is {}, as in most tests.
+json_merge() {
+	if [ "$2" = "{}" ]; then
+		printf '%s\n' "$1"
+	else
+		jq -c -n --argjson a "$1" --argjson b "$2" '$a + $b'
+	fi
+}
+
+# json_wrap KEY: the JSON read from stdin, as the value of KEY in an object.
+json_wrap() { printf '{"%s":%s}\n' "$1" "$(cat)"; }
 
 # write_agent_config A [JSON]: config/agents/A.json: the test names mapped
 # to 127.0.0.1 (resolve + allow_private), the servers' ports allowed; JSON
 # replaces keys (give "resolve": {} to drop the overrides).
 write_agent_config() {
 	local a=$1 extra=${2:-"{}"} ports
-	ports=$(printf '%s\n' 80 443 ${TLS_PORT:+"$TLS_PORT"} \
-	    ${CANARY_PORT:+"$CANARY_PORT"} ${BANNER_PORT:+"$BANNER_PORT"} |
-	    jq -s -c 'map(tonumber)')
+	ports="80,443${TLS_PORT:+,$((TLS_PORT))}${CANARY_PORT:+,$((CANARY_PORT))}${BANNER_PORT:+,$((BANNER_PORT))}"
 	mkdir -p "$SBX_HOME/config/agents"
-	jq -n --argjson ports "$ports" --argjson x "$extra" '
-	    {network: "proxy",
-	     allowed_domains: ["allowed.sbx.test", "*.wild.sbx.test",
-	         "viadns.sbx.test", "xn--bcher-kva.sbx.test", "other.sbx.test"],
-	     denied_domains: ["blocked.wild.sbx.test"],
-	     allowed_ports: $ports,
-	     allow_private: true,
-	     resolve: {"allowed.sbx.test": "127.0.0.1",
-	         "www.wild.sbx.test": "127.0.0.1",
-	         "a.b.wild.sbx.test": "127.0.0.1",
-	         "blocked.wild.sbx.test": "127.0.0.1",
-	         "other.sbx.test": "127.0.0.1",
-	         "xn--bcher-kva.sbx.test": "127.0.0.1"}} + $x' \
+	json_merge '{"network":"proxy",
+	    "allowed_domains":["allowed.sbx.test","*.wild.sbx.test",
+	        "viadns.sbx.test","xn--bcher-kva.sbx.test","other.sbx.test"],
+	    "denied_domains":["blocked.wild.sbx.test"],
+	    "allowed_ports":['"$ports"'],
+	    "allow_private":true,
+	    "resolve":{"allowed.sbx.test":"127.0.0.1",
+	        "www.wild.sbx.test":"127.0.0.1",
+	        "a.b.wild.sbx.test":"127.0.0.1",
+	        "blocked.wild.sbx.test":"127.0.0.1",
+	        "other.sbx.test":"127.0.0.1",
+	        "xn--bcher-kva.sbx.test":"127.0.0.1"}}' "$extra" \
 	    > "$SBX_HOME/config/agents/$a.json"
 }
 
