@@ -61,10 +61,18 @@ start_registry() {
 	local spec=${1:-}
 	REG=$TEST_ROOT/reg
 	REG_LOG=$TEST_ROOT/requests.log
-	mkdir -p "$REG/tarballs"
-	make_npm_package "$REG/tarballs" sbx-hello 1.0.0
-	"$PY" "$INSTALL_DIR/install-wheel.py" "$REG" sbxpy-hello 1.0
-	"$PY" "$INSTALL_DIR/install-wheel.py" "$REG" sbxpy-dep 2.0
+	# The packages are the same for every test of a file: made once
+	# (two python3 starts and a tar), copied for each test.
+	local tpl=${BATS_FILE_TMPDIR:-$TEST_ROOT}/reg-template
+	if [ ! -d "$tpl" ]; then
+		mkdir -p "$tpl.new/tarballs"
+		make_npm_package "$tpl.new/tarballs" sbx-hello 1.0.0
+		"$PY" "$INSTALL_DIR/install-wheel.py" "$tpl.new" sbxpy-hello 1.0
+		"$PY" "$INSTALL_DIR/install-wheel.py" "$tpl.new" sbxpy-dep 2.0
+		mv "$tpl.new" "$tpl"
+	fi
+	mkdir -p "$REG"
+	cp -a "$tpl/." "$REG/"
 	: > "$REG_LOG"
 	chmod 0666 "$REG_LOG"
 	chmod -R a+rX "$REG"
@@ -95,11 +103,10 @@ install_agent() {
 	local a=$1 extra=${2:-"{}"}
 	"$SBX" provision --agent "$a" -q || return 1
 	mkdir -p "$SBX_HOME/config/agents"
-	jq -n --argjson port "$REG_PORT" --argjson x "$extra" '
-	    {allow_private: true,
-	     allowed_ports: [80, 443, $port],
-	     resolve: {"npm.sbx.test": "127.0.0.1",
-	         "pypi.sbx.test": "127.0.0.1"}} + $x' \
+	json_merge '{"allow_private":true,
+	    "allowed_ports":[80,443,'"$((REG_PORT))"'],
+	    "resolve":{"npm.sbx.test":"127.0.0.1",
+	        "pypi.sbx.test":"127.0.0.1"}}' "$extra" \
 	    > "$SBX_HOME/config/agents/$a.json"
 }
 
@@ -109,11 +116,10 @@ install_world() {
 	shift || true
 	start_registry "$spec" || return 1
 	mkdir -p "$SBX_HOME/config"
-	jq -n --argjson port "$REG_PORT" '
-	    {proxy: {idle_exit_s: 120},
-	     install: {registries: {
-	         npm: ["http://npm.sbx.test:\($port)/"],
-	         pip: ["http://pypi.sbx.test:\($port)/simple/"]}}}' \
+	printf '%s\n' '{"proxy":{"idle_exit_s":120},
+	    "install":{"registries":{
+	        "npm":["http://npm.sbx.test:'"$((REG_PORT))"'/"],
+	        "pip":["http://pypi.sbx.test:'"$((REG_PORT))"'/simple/"]}}}' \
 	    > "$SBX_HOME/config/sandbox.json"
 	[ $# -gt 0 ] || set -- alice
 	for a in "$@"; do
