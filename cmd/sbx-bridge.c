@@ -127,6 +127,10 @@ static void __attribute__((noreturn)) usage_err(const struct sbx_error *e)
 	exit(SBX_EX_USAGE);
 }
 
+/* The options every program has (cmd/common.c). */
+static const struct sbx_cmd_opts cmdopts = { PROG, usage_text, help_text,
+	NULL, &table, S_ALL, &O.json, &O.quiet, &O.verbose, usage_err };
+
 static void __attribute__((noreturn)) fail(struct sbx_error *e)
 {
 	sbx_cmd_fail(PROG, O.tool, O.json, e, NULL, sbx_cmd_emit, -1);
@@ -135,13 +139,7 @@ static void __attribute__((noreturn)) fail(struct sbx_error *e)
 static void
 ok(json_t *result, const char *text)
 {
-	if (O.json)
-		sbx_cmd_emit(sbx_envelope_ok(O.tool, result, NULL));
-	else {
-		json_decref(result);
-		if (!O.quiet && text != NULL)
-			printf("%s\n", text);
-	}
+	sbx_cmd_ok(O.tool, O.json, O.quiet, result, text);
 }
 
 static int
@@ -346,7 +344,6 @@ static void
 parse(int argc, char *argv[], const char **subp, int *nargs, char ***args)
 {
 	struct sbx_error e = { 0 };
-	struct sbx_buf	 b = SBX_BUF_INIT;
 	static char	*ops[8];
 	const char	*sub;
 	char		*end;
@@ -395,21 +392,9 @@ parse(int argc, char *argv[], const char **subp, int *nargs, char ***args)
 			}
 			break;
 		case OPT_HOME: O.home = optarg; break;
-		case 'j': O.json = 1; break;
-		case 'q': O.quiet = 1; break;
-		case 'v': O.verbose = 1; break;
-		case 'h':
-			fputs(usage_text, stdout);
-			fputs(help_text, stdout);
-			if (sbx_opts_help(&table, S_ALL, &b) == 0 && b.p)
-				fputs(b.p, stdout);
-			sbx_buf_release(&b);
-			exit(0);
-		case OPT_VERSION: printf("%s %s\n", PROG, SBX_VERSION); exit(0);
 		default:
-			sbx_cli_getopt_error(argc, argv, g.optstring,
-			    g.longopts, &e);
-			usage_err(&e);
+			sbx_cmd_opt(&cmdopts, ch, argc, argv, &g);
+			break;
 		}
 	}
 	if (sub == NULL && nops > 0) {

@@ -153,6 +153,19 @@ fail(struct sbx_error *e)
 	fail_code(e, -1);
 }
 
+/* A refused option: an invalid_args envelope naming it under --json, the
+ * message and the synopsis on stderr; exit 64. */
+static void __attribute__((noreturn))
+usage_err(const struct sbx_error *e)
+{
+	sbx_cmd_usage(PROG, tool, O.json, e, usage_text, emit);
+	exit(SBX_EX_USAGE);
+}
+
+/* The options every program has (cmd/common.c). */
+static const struct sbx_cmd_opts cmdopts = { PROG, usage_text, help_text,
+	NULL, &table, S_ALL, &O.json, &O.quiet, &O.verbose, usage_err };
+
 /* A negative number is a VALUE, not an option (set limits.cpus -1). */
 static int
 is_number(const char *s)
@@ -171,7 +184,6 @@ pos_add(const char *s)
 static int
 parse(int argc, char *argv[])
 {
-	struct sbx_buf	 b = SBX_BUF_INIT;
 	int		 ch;
 
 	while ((ch = getopt_long(argc, argv, g.optstring, g.longopts, NULL))
@@ -192,26 +204,9 @@ parse(int argc, char *argv[])
 		case OPT_HOME:
 			O.home = optarg;
 			break;
-		case 'j':
-			O.json = 1;
-			break;
-		case 'q':
-			O.quiet = 1;
-			break;
-		case 'v':
-			O.verbose = 1;
-			break;
-		case 'h':
-			fputs(usage_text, stdout);
-			fputs(help_text, stdout);
-			if (sbx_opts_help(&table, S_ALL, &b) == 0 && b.p)
-				fputs(b.p, stdout);
-			exit(0);
-		case OPT_VERSION:
-			printf("%s %s\n", PROG, SBX_VERSION);
-			exit(0);
 		default:
-			usage(NULL);
+			sbx_cmd_opt(&cmdopts, ch, argc, argv, &g);
+			break;
 		}
 	}
 	return optind;
@@ -233,7 +228,7 @@ parse_args(int argc, char *argv[])
 	 * reads "--json" (a description, a setting) is not the flag. */
 	O.json = sbx_cli_wants_json(argc, argv, g.optstring + 1, g.longopts,
 	    NULL);
-	opterr = !O.json;
+	opterr = 0;	/* a refused option is reported by usage_err() */
 	for (;;) {
 		if (argc > 1 && is_number(argv[1])) {
 			pos_add(argv[1]);

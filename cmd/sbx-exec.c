@@ -65,8 +65,6 @@ static const char *const exec_subs[] = {
 /* The options seen, checked against the subcommand once it is known. */
 static struct sbx_opts_seen	 seen;
 
-static void	print_help(void);
-
 /* An envelope: to --envelope-fd when given, else on stdout under --json
  * (steals env). */
 static void
@@ -114,6 +112,18 @@ usage_err(const struct sbx_error *e)
 	sbx_cmd_usage(PROG, tool, C.json, e, exec_usage_text, sbx_cmd_emit);
 	return SBX_EX_USAGE;
 }
+
+/* A refused option (getopt_long): usage_err and exit. */
+static void __attribute__((noreturn))
+usage_exit(const struct sbx_error *e)
+{
+	exit(usage_err(e));
+}
+
+/* The options every program has (cmd/common.c). */
+static const struct sbx_cmd_opts cmdopts = { PROG, exec_usage_text,
+	exec_help_text, NULL, &exec_table, S_ALL, &C.json, &C.quiet,
+	&C.verbose, usage_exit };
 
 /* Options that only a run takes (not a subcommand, nor --request). */
 static int
@@ -185,9 +195,6 @@ getopts(int argc, char *argv[], unsigned bit, int *code)
 		case 'b': R.background = 1; break;
 		case OPT_TAIL: C.tail_arg = optarg; break;
 		case OPT_FORCE: C.force = 1; break;
-		case 'j': C.json = 1; break;
-		case 'q': C.quiet = 1; break;
-		case 'v': C.verbose = 1; break;
 		case OPT_SOFT: R.soft_limits = 1; break;
 		case OPT_STDIN: R.stdin_mode = optarg; break;
 		case OPT_NO_SECRETS: R.no_secrets = 1; break;
@@ -215,23 +222,18 @@ getopts(int argc, char *argv[], unsigned bit, int *code)
 				return *code = SBX_EX_OSERR, -1;
 			break;
 		case 'h':
-			if (sub && sbx_opts_check(&exec_table, &seen, bit,
-			    &e) == -1)
-				return *code = usage_err(&e), -1;
-			fputs(exec_usage_text, stdout);
-			if (!sub)
-				print_help();
-			return *code = 0, -1;
 		case OPT_VERSION:
 			if (sub && sbx_opts_check(&exec_table, &seen, bit,
 			    &e) == -1)
 				return *code = usage_err(&e), -1;
-			printf("sbx-exec %s\n", SBX_VERSION);
-			return *code = 0, -1;
+			if (sub && ch == 'h') {
+				fputs(exec_usage_text, stdout);
+				return *code = 0, -1;
+			}
+			/* FALLTHROUGH */
 		default:
-			sbx_cli_getopt_error(argc, argv, g.optstring,
-			    g.longopts, &e);
-			return *code = usage_err(&e), -1;
+			sbx_cmd_opt(&cmdopts, ch, argc, argv, &g);
+			break;
 		}
 	}
 	if (sub) {
@@ -241,18 +243,6 @@ getopts(int argc, char *argv[], unsigned bit, int *code)
 		C.argc = npos;
 	}
 	return 0;
-}
-
-/* --help: the usage, the prose and the options of the table. */
-static void
-print_help(void)
-{
-	struct sbx_buf	 b = SBX_BUF_INIT;
-
-	fputs(exec_help_text, stdout);
-	if (sbx_opts_help(&exec_table, S_ALL, &b) == 0 && b.p != NULL)
-		fputs(b.p, stdout);
-	sbx_buf_release(&b);
 }
 
 static int

@@ -111,14 +111,7 @@ emit(json_t *env)
 void
 fail_extra(const struct sbx_error *e, json_t *extra)
 {
-	if (!O.json)
-		sbx_cmd_print_warnings(PROG, warnings, O.quiet);
-	if (O.json && json_array_size(warnings) > 0) {
-		if (extra == NULL)
-			extra = json_object();
-		json_object_set(extra, "warnings", warnings);
-	}
-	sbx_cmd_fail(PROG, tool, O.json, e, extra, emit, -1);
+	sbx_cmd_fail_warned(PROG, tool, O.json, O.quiet, warnings, e, extra);
 }
 
 void
@@ -134,23 +127,14 @@ usage(const struct sbx_error *e)
 	exit(SBX_EX_USAGE);
 }
 
-void
-warn(const char *fmt, ...)
-{
-	char	 m[512];
-	va_list	 ap;
-
-	va_start(ap, fmt);
-	vsnprintf(m, sizeof(m), fmt, ap);
-	va_end(ap);
-	json_array_append_new(warnings, json_string(m));
-}
+/* The options every program has (cmd/common.c). */
+static const struct sbx_cmd_opts cmdopts = { PROG, usage_text, help_text,
+	NULL, &table, S_ALL, &O.json, &O.quiet, &O.verbose, usage };
 
 static void
 parse_args(int argc, char *argv[])
 {
 	struct sbx_error	 e;
-	struct sbx_buf		 b = SBX_BUF_INIT;
 	unsigned		 bit = S_MAIN;
 	int			 ch;
 
@@ -174,23 +158,9 @@ parse_args(int argc, char *argv[])
 		case OPT_HOME: O.home = optarg; break;
 		case OPT_TIMEOUT: O.timeout = optarg; break;
 		case OPT_ALLOW_URL: O.allow_url = 1; break;
-		case 'j': O.json = 1; break;
-		case 'q': O.quiet = 1; break;
-		case 'v': O.verbose = 1; break;
-		case 'h':
-			fputs(usage_text, stdout);
-			fputs(help_text, stdout);
-			if (sbx_opts_help(&table, S_ALL, &b) == 0 && b.p)
-				fputs(b.p, stdout);
-			sbx_buf_release(&b);
-			exit(0);
-		case OPT_VERSION:
-			printf("%s %s\n", PROG, SBX_VERSION);
-			exit(0);
 		default:
-			sbx_cli_getopt_error(argc, argv, g.optstring,
-			    g.longopts, &e);
-			usage(&e);
+			sbx_cmd_opt(&cmdopts, ch, argc, argv, &g);
+			break;
 		}
 	}
 	O.pkgs = argv + optind;
@@ -345,8 +315,9 @@ do_reconcile(void)
 		    sbx_installmgr_names(mgr, rr.out.p, rr.out.len) :
 		    NULL;
 		if (names == NULL)
-			warn("%s: could not list what is installed; its "
-			    "entries are kept", sbx_install_manager_name(mgr));
+			sbx_cmd_warnf(warnings, "%s: could not list what is "
+			    "installed; its entries are kept",
+			    sbx_install_manager_name(mgr));
 		else {
 			sbx_install_manifest_set(m, mgr, names);
 			json_decref(names);

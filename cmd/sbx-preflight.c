@@ -110,6 +110,10 @@ usage_err(const struct sbx_error *e)
 	exit(SBX_EX_USAGE);
 }
 
+/* The options every program has (cmd/common.c). */
+static const struct sbx_cmd_opts cmdopts = { PROG, usage_text, help_text,
+	NULL, &table, 1, &O.json, &O.quiet, &O.verbose, usage_err };
+
 static void
 emit(json_t *env)
 {
@@ -142,7 +146,6 @@ static void
 parse(int argc, char *argv[])
 {
 	struct sbx_error	 e;
-	struct sbx_buf		 b = SBX_BUF_INIT;
 	int			 ch;
 
 	/* Before getopt: where --json stands never changes how a usage
@@ -154,15 +157,12 @@ parse(int argc, char *argv[])
 	opterr = 0;	/* a refused option is reported by usage_err() */
 	while ((ch = getopt_long(argc, argv, g.optstring, g.longopts, NULL))
 	    != -1) {
-		switch (sbx_opts_id(&g, ch)) {
+		switch (ch = sbx_opts_id(&g, ch)) {
 		case 'a':
 			O.agent = optarg;
 			break;
 		case OPT_HOME:
 			O.home = optarg;
-			break;
-		case 'j':
-			O.json = 1;
 			break;
 		case OPT_PRETTY:
 			O.pretty = O.json = 1;
@@ -191,25 +191,9 @@ parse(int argc, char *argv[])
 				usage_err(&e);
 			}
 			break;
-		case 'q':
-			O.quiet = 1;
-			break;
-		case 'v':
-			O.verbose = 1;
-			break;
-		case 'h':
-			fputs(usage_text, stdout);
-			fputs(help_text, stdout);
-			if (sbx_opts_help(&table, 1, &b) == 0 && b.p != NULL)
-				fputs(b.p, stdout);
-			exit(0);
-		case OPT_VERSION:
-			printf("sbx-preflight %s\n", SBX_VERSION);
-			exit(0);
 		default:
-			sbx_cli_getopt_error(argc, argv, g.optstring,
-			    g.longopts, &e);
-			usage_err(&e);
+			sbx_cmd_opt(&cmdopts, ch, argc, argv, &g);
+			break;
 		}
 	}
 	if (optind < argc) {

@@ -182,6 +182,10 @@ usage_err(const struct sbx_error *e)
 	exit(SBX_EX_USAGE);
 }
 
+/* The options every program has (cmd/common.c). */
+static const struct sbx_cmd_opts cmdopts = { PROG, usage_text, help_text,
+	NULL, &table, S_ALL, &O.json, &O.quiet, &O.verbose, usage_err };
+
 void __attribute__((noreturn))
 usage(const char *why)
 {
@@ -252,8 +256,6 @@ root_json(void)
 static void
 parse(int argc, char *argv[])
 {
-	struct sbx_error	 e;
-	struct sbx_buf		 b = SBX_BUF_INIT;
 	int			 ch;
 
 	opterr = 0;	/* a refused option is reported by usage_err() */
@@ -300,28 +302,9 @@ parse(int argc, char *argv[])
 		case OPT_NAME:
 			O.name = optarg;
 			break;
-		case 'j':
-			O.json = 1;
-			break;
-		case 'q':
-			O.quiet = 1;
-			break;
-		case 'v':
-			O.verbose = 1;
-			break;
-		case 'h':
-			fputs(usage_text, stdout);
-			fputs(help_text, stdout);
-			if (sbx_opts_help(&table, S_ALL, &b) == 0 && b.p)
-				fputs(b.p, stdout);
-			exit(0);
-		case OPT_VERSION:
-			printf("%s %s\n", PROG, SBX_VERSION);
-			exit(0);
 		default:
-			sbx_cli_getopt_error(argc, argv, g.optstring,
-			    g.longopts, &e);
-			usage_err(&e);
+			sbx_cmd_opt(&cmdopts, ch, argc, argv, &g);
+			break;
 		}
 	}
 }

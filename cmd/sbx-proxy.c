@@ -134,6 +134,10 @@ usage_err(const struct sbx_error *e)
 	exit(SBX_EX_USAGE);
 }
 
+/* The options every program has (cmd/common.c). */
+static const struct sbx_cmd_opts cmdopts = { PROG, usage_text, help_text,
+	NULL, &table, S_ALL, &O.json, &O.quiet, &O.verbose, usage_err };
+
 static void __attribute__((noreturn))
 usage(void)
 {
@@ -150,13 +154,7 @@ fail(struct sbx_error *e)
 void
 ok(json_t *result, const char *text)
 {
-	if (O.json)
-		sbx_cmd_emit(sbx_envelope_ok(O.tool, result, NULL));
-	else {
-		json_decref(result);
-		if (!O.quiet && text != NULL)
-			printf("%s\n", text);
-	}
+	sbx_cmd_ok(O.tool, O.json, O.quiet, result, text);
 }
 
 static int
@@ -257,13 +255,10 @@ cmd_status(struct sbx_root *root, int stop)
 static const char *
 parse_args(int *argcp, char ***argvp)
 {
-	struct sbx_error	 e;
-	struct sbx_buf		 b = SBX_BUF_INIT;
 	int			 argc = *argcp, ch;
 	char			**argv = *argvp;
 	const char		*sub;
 
-	memset(&e, 0, sizeof(e));
 	/* The subcommand first, options after it (or before). */
 	sub = argc > 1 && argv[1][0] != '-' ? argv[1] : NULL;
 	if (sub != NULL) {
@@ -296,29 +291,8 @@ parse_args(int *argcp, char ***argvp)
 		case OPT_HOME:
 			O.home = optarg;
 			break;
-		case 'j':
-			O.json = 1;
-			break;
-		case 'q':
-			O.quiet = 1;
-			break;
-		case 'v':
-			O.verbose = 1;
-			break;
-		case 'h':
-			fputs(usage_text, stdout);
-			fputs(help_text, stdout);
-			if (sbx_opts_help(&table, S_ALL, &b) == 0 && b.p)
-				fputs(b.p, stdout);
-			sbx_buf_release(&b);
-			exit(0);
-		case OPT_VERSION:
-			printf("%s %s\n", PROG, SBX_VERSION);
-			exit(0);
 		default:
-			sbx_cli_getopt_error(argc, argv, g.optstring,
-			    g.longopts, &e);
-			usage_err(&e);
+			sbx_cmd_opt(&cmdopts, ch, argc, argv, &g);
 		}
 	}
 	argc -= optind;

@@ -150,10 +150,22 @@ fail(struct sbx_error *e)
 	sbx_cmd_fail(PROG, tool, O.json, e, NULL, emit, -1);
 }
 
+/* A refused option: an invalid_args envelope naming it under --json, the
+ * message and the synopsis on stderr; exit 64. */
+static void __attribute__((noreturn))
+usage_err(const struct sbx_error *e)
+{
+	sbx_cmd_usage(PROG, tool, O.json, e, usage_text, emit);
+	exit(SBX_EX_USAGE);
+}
+
+/* The options every program has (cmd/common.c). */
+static const struct sbx_cmd_opts cmdopts = { PROG, usage_text, help_text,
+	help_tail, &table, S_ALL, &O.json, &O.quiet, NULL, usage_err };
+
 static void
 parse_args(int argc, char *argv[])
 {
-	struct sbx_buf	 b = SBX_BUF_INIT;
 	int		 ch;
 
 	/* Every option of the table (GNU order: options and operands mixed);
@@ -164,7 +176,7 @@ parse_args(int argc, char *argv[])
 	 * reads "--json" (a description, a setting) is not the flag. */
 	O.json = sbx_cli_wants_json(argc, argv, g.optstring, g.longopts,
 	    NULL);
-	opterr = !O.json;
+	opterr = 0;	/* a refused option is reported by usage_err() */
 	while ((ch = getopt_long(argc, argv, g.optstring, g.longopts, NULL))
 	    != -1) {
 		ch = sbx_opts_id(&g, ch);
@@ -178,20 +190,9 @@ parse_args(int argc, char *argv[])
 		case OPT_PASSPHRASE: O.passphrase = 1; break;
 		case OPT_REVEAL: O.reveal = 1; break;
 		case OPT_HOME: O.home = optarg; break;
-		case 'j': O.json = 1; break;
-		case 'q': O.quiet = 1; break;
-		case 'h':
-			fputs(usage_text, stdout);
-			fputs(help_text, stdout);
-			if (sbx_opts_help(&table, S_ALL, &b) == 0 && b.p)
-				fputs(b.p, stdout);
-			fputs(help_tail, stdout);
-			exit(0);
-		case OPT_VERSION:
-			printf("%s %s\n", PROG, SBX_VERSION);
-			exit(0);
 		default:
-			usage(NULL);
+			sbx_cmd_opt(&cmdopts, ch, argc, argv, &g);
+			break;
 		}
 	}
 	O.nargs = argc - optind;
