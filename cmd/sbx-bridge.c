@@ -197,21 +197,17 @@ cmd_status(struct sbx_root *root, int stop)
 {
 	struct sbx_error e;
 	json_t		*ans, *res;
-	int		 ctl;
+	int		 rc;
 	char		 text[256];
 
 	memset(&e, 0, sizeof(e));
-	if (root->fd < 0 ||
-	    (ctl = sbx_daemon_connect(root->fd, SBX_BRIDGE_SOCK, "bridge",
-		 &e)) == -1) {
+	if ((rc = sbx_daemon_ask(root->fd, SBX_BRIDGE_SOCK, "bridge",
+	    stop ? "stop" : "status", &ans, &e)) == -1)
+		fail(&e);
+	if (rc == 0) {
 		ok(json_pack("{s:b}", "running", 0), "sbx-bridge: not running");
 		return stop ? 0 : SBX_EX_NEGATIVE;
 	}
-	ans = sbx_proxyclient_call(ctl,
-	    json_pack("{s:s}", "op", stop ? "stop" : "status"), -1, 5000, &e);
-	close(ctl);
-	if (ans == NULL)
-		fail(&e);
 	if (stop) {
 		json_decref(ans);
 		ok(json_pack("{s:b,s:b}", "running", 0, "stopped", 1),
