@@ -96,7 +96,7 @@ struct sbx_cmd_opts {
 	const char		*prog;		/* "sbx-proxy" */
 	const char		*usage;		/* the synopsis */
 	const char		*help;		/* prose after it */
-	const char		*help_tail;	/* after the option lines, or NULL */
+	const char		*help_tail;	/* after the options, or NULL */
 	const struct sbx_opts	*table;
 	unsigned		 help_mask;	/* the rows --help shows */
 	int			*json;		/* NULL: accepted, ignored */

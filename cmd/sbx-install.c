@@ -74,19 +74,15 @@ static const struct sbx_opt rows[] = {
 	    "give up after S seconds (the lock wait included)", S_MAIN, 0 },
 	{ OPT_ALLOW_URL, "allow-url", 0, SBX_OPT_NONE, NULL, NULL,
 	    "accept URLs, VCS references and local paths", S_MAIN, 0 },
-	{ OPT_HOME, "home", 0, SBX_OPT_REQ, "DIR", "@dir",
-	    "state root (default: $SBX_HOME, $XDG_DATA_HOME/sbx,\n"
-	    "~/.local/share/sbx)", S_ALL, 0 },
-	{ 'j', "json", 'j', SBX_OPT_NONE, NULL, NULL,
-	    "print one JSON envelope (also SBX_JSON=1)", S_ALL, 0 },
+	SBX_OPT_ROW_HOME(OPT_HOME, S_ALL),
+	SBX_OPT_ROW_JSON(S_ALL),
 	{ 'q', "quiet", 'q', SBX_OPT_NONE, NULL, NULL,
 	    "no progress or warnings on stderr", S_ALL, 0 },
 	{ 'v', "verbose", 'v', SBX_OPT_NONE, NULL, NULL,
 	    "show the bwrap command lines on stderr", S_MAIN | S_RECONCILE,
 	    0 },
-	{ 'h', "help", 'h', SBX_OPT_NONE, NULL, NULL, "this help", S_ALL, 0 },
-	{ OPT_VERSION, "version", 0, SBX_OPT_NONE, NULL, NULL,
-	    "print the version", S_MAIN, 0 },
+	SBX_OPT_ROW_HELP(S_ALL),
+	SBX_OPT_ROW_VERSION(OPT_VERSION, S_MAIN),
 };
 
 static const struct sbx_opts table = { PROG, "sbx install", rows,

@@ -75,9 +75,8 @@ static const struct sbx_opt rows[] = {
 	    1, 0 },
 	{ 'v', "verbose", 'v', SBX_OPT_NONE, NULL, NULL, "more on stderr", 1,
 	    0 },
-	{ 'h', "help", 'h', SBX_OPT_NONE, NULL, NULL, "this help", 1, 0 },
-	{ OPT_VERSION, "version", 0, SBX_OPT_NONE, NULL, NULL,
-	    "print the version", 1, 0 },
+	SBX_OPT_ROW_HELP(1),
+	SBX_OPT_ROW_VERSION(OPT_VERSION, 1),
 };
 
 static const struct sbx_opts table = { PROG, "sbx mcp", rows, SBX_OPTS_N(rows),

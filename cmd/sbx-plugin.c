@@ -112,16 +112,14 @@ static const struct sbx_opt rows[] = {
 	    "state root (default: $SBX_HOME, $XDG_DATA_HOME/sbx,\n"
 	    "~/.local/share/sbx)",
 	    S_ALL, 0 },
-	{ 'j', "json", 'j', SBX_OPT_NONE, NULL, NULL,
-	    "print one JSON envelope (also SBX_JSON=1)", S_ALL, 0 },
+	SBX_OPT_ROW_JSON(S_ALL),
 	{ 'q', "quiet", 'q', SBX_OPT_NONE, NULL, NULL,
 	    "no progress or warnings on stderr",
 	    S_ADD | S_RM | S_INSTALL | S_UNINSTALL | S_RUN | S_REGISTER, 0 },
 	{ 'v', "verbose", 'v', SBX_OPT_NONE, NULL, NULL,
 	    "show the bwrap command lines on stderr", S_INSTALL | S_RUN, 0 },
-	{ 'h', "help", 'h', SBX_OPT_NONE, NULL, NULL, "this help", S_ALL, 0 },
-	{ OPT_VERSION, "version", 0, SBX_OPT_NONE, NULL, NULL,
-	    "print the version", S_ALL, 0 },
+	SBX_OPT_ROW_HELP(S_ALL),
+	SBX_OPT_ROW_VERSION(OPT_VERSION, S_ALL),
 };
 
 static const struct sbx_opts table = { PROG, "sbx plugin", rows,

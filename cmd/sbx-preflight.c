@@ -54,9 +54,7 @@ static const struct sbx_opt rows[] = {
 	{ 'a', "agent", 'a', SBX_OPT_REQ, "A", "@agent",
 	    "agent whose home, output and token are checked\n"
 	    "(default: $SBX_AGENT or \"default\")", 1, 0 },
-	{ OPT_HOME, "home", 0, SBX_OPT_REQ, "DIR", "@dir",
-	    "state root (default: $SBX_HOME, $XDG_DATA_HOME/sbx,\n"
-	    "~/.local/share/sbx)", 1, 0 },
+	SBX_OPT_ROW_HOME(OPT_HOME, 1),
 	{ 'j', "json", 'j', SBX_OPT_NONE, NULL, NULL,
 	    "print the report as one JSON envelope (also\n"
 	    "SBX_JSON=1)", 1, 0 },
@@ -78,9 +76,8 @@ static const struct sbx_opt rows[] = {
 	    "text: only what did not pass", 1, 0 },
 	{ 'v', "verbose", 'v', SBX_OPT_NONE, NULL, NULL,
 	    "text: details of passed checks too", 1, 0 },
-	{ 'h', "help", 'h', SBX_OPT_NONE, NULL, NULL, "this help", 1, 0 },
-	{ OPT_VERSION, "version", 0, SBX_OPT_NONE, NULL, NULL,
-	    "print the version", 1, 0 },
+	SBX_OPT_ROW_HELP(1),
+	SBX_OPT_ROW_VERSION(OPT_VERSION, 1),
 };
 
 /* The one option table (lib/opts.h): getopt_long, --help and

@@ -114,9 +114,7 @@ static const struct sbx_opt rows[] = {
 	{ 'a', "agent", 'a', SBX_OPT_REQ, "A", "@agent",
 	    "agent name (default: $SBX_AGENT or \"default\")",
 	    S_MAIN | S_STATUS | S_UNPROVISION, 0 },
-	{ OPT_HOME, "home", 0, SBX_OPT_REQ, "DIR", "@dir",
-	    "state root (default: $SBX_HOME, $XDG_DATA_HOME/sbx,\n"
-	    "~/.local/share/sbx)", S_ALL, 0 },
+	SBX_OPT_ROW_HOME(OPT_HOME, S_ALL),
 	{ 'y', "yes", 'y', SBX_OPT_NONE, NULL, NULL, "remove: really remove",
 	    S_REMOVE, 0 },
 	{ OPT_IMAGE, "image", 0, SBX_OPT_REQ, "REF", "@image|none",
@@ -148,15 +146,13 @@ static const struct sbx_opt rows[] = {
 	    "image rm: remove the template even when other names\n"
 	    "or agents refer to it (says which agents it breaks)",
 	    S_IMAGE_RM, 0 },
-	{ 'j', "json", 'j', SBX_OPT_NONE, NULL, NULL,
-	    "print one JSON envelope (also SBX_JSON=1)", S_ALL, 0 },
+	SBX_OPT_ROW_JSON(S_ALL),
 	{ 'q', "quiet", 'q', SBX_OPT_NONE, NULL, NULL,
 	    "print nothing but errors", S_ALL, 0 },
 	{ 'v', "verbose", 'v', SBX_OPT_NONE, NULL, NULL,
 	    "also list what was already present", S_MAIN, 0 },
-	{ 'h', "help", 'h', SBX_OPT_NONE, NULL, NULL, "this help", S_ALL, 0 },
-	{ OPT_VERSION, "version", 0, SBX_OPT_NONE, NULL, NULL,
-	    "print the version", S_MAIN, 0 },
+	SBX_OPT_ROW_HELP(S_ALL),
+	SBX_OPT_ROW_VERSION(OPT_VERSION, S_MAIN),
 };
 
 static const struct sbx_opts table = { PROG, "sbx provision", rows,

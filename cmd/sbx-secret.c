@@ -101,13 +101,11 @@ static const struct sbx_opt rows[] = {
 	{ OPT_HOME, "home", 0, SBX_OPT_REQ, "DIR", "@dir",
 	    "state root (default: $SBX_HOME,\n"
 	    "$XDG_DATA_HOME/sbx, ~/.local/share/sbx)", S_ALL, 0 },
-	{ 'j', "json", 'j', SBX_OPT_NONE, NULL, NULL,
-	    "print one JSON envelope (also SBX_JSON=1)", S_NOGET, 0 },
+	SBX_OPT_ROW_JSON(S_NOGET),
 	{ 'q', "quiet", 'q', SBX_OPT_NONE, NULL, NULL,
 	    "no warnings on stderr", S_NOGET, 0 },
-	{ 'h', "help", 'h', SBX_OPT_NONE, NULL, NULL, "this help", S_ALL, 0 },
-	{ OPT_VERSION, "version", 0, SBX_OPT_NONE, NULL, NULL,
-	    "print the version", S_ALL, 0 },
+	SBX_OPT_ROW_HELP(S_ALL),
+	SBX_OPT_ROW_VERSION(OPT_VERSION, S_ALL),
 };
 
 static const struct sbx_opts table = { PROG, "sbx secret", rows,
