@@ -75,6 +75,16 @@ void	sbx_cmd_print_warnings(const char *prog, json_t *warnings, int quiet);
 void	sbx_cmd_finish_init(const char *prog);
 
 /*
+ * What every program with an option table does first, before anything is
+ * opened: its standard descriptors made safe (sbx_fs_sanitize_std), the
+ * finish step registered (sbx_cmd_finish_init), the hidden --complete-*
+ * options answered (sbx_cmd_complete).  Nonzero when main must return
+ * *code at once (71 when the descriptors cannot be made safe).
+ */
+int	sbx_cmd_start(const char *prog, const struct sbx_opts *, int argc,
+	    char *argv[], int *code);
+
+/*
  * The hidden options every program with an option table answers before
  * anything else (the shell completions ask them, through `sbx
  * --complete`): `--complete-options [SUB...]`, the options of the

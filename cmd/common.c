@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cmd.h"
+#include "fsutil.h"
 #include "utf8.h"
 
 void
@@ -235,4 +236,16 @@ sbx_cmd_opt(const struct sbx_cmd_opts *c, int id, int argc, char *argv[],
 	}
 	if (flag != NULL)
 		*flag = 1;
+}
+
+int
+sbx_cmd_start(const char *prog, const struct sbx_opts *t, int argc,
+    char *argv[], int *code)
+{
+	if (sbx_fs_sanitize_std() == -1) {
+		*code = SBX_EX_OSERR;
+		return 1;
+	}
+	sbx_cmd_finish_init(prog);
+	return sbx_cmd_complete(t, argc, argv, code);
 }

@@ -445,10 +445,7 @@ main(int argc, char *argv[])
 	unsigned	 bit;
 	int		 ch, n, nw;
 
-	if (sbx_fs_sanitize_std() == -1)
-		return SBX_EX_OSERR;
-	sbx_cmd_finish_init(PROG);
-	if (sbx_cmd_complete(&table, argc, argv, &ch))
+	if (sbx_cmd_start(PROG, &table, argc, argv, &ch))
 		return ch;
 	if (sbx_opts_getopt(&table, ~0u, "+", &g) == -1)
 		return SBX_EX_SOFTWARE;

@@ -392,11 +392,7 @@ cmd_exec(int argc, char *argv[])
 	struct sbx_error	 e;
 	int			 code, rc;
 
-	/* Before anything is opened: see sbx_fs_sanitize_std(). */
-	if (sbx_fs_sanitize_std() == -1)
-		return SBX_EX_OSERR;
-	sbx_cmd_finish_init(PROG);
-	if (sbx_cmd_complete(&exec_table, argc, argv, &code))
+	if (sbx_cmd_start(PROG, &exec_table, argc, argv, &code))
 		return code;
 	sbx_exec_req_init(&R);
 	sbx_exec_init(&X);

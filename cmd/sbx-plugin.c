@@ -521,10 +521,7 @@ main(int argc, char *argv[])
 	struct sbx_error e;
 	int		 rc;
 
-	if (sbx_fs_sanitize_std() == -1)
-		return SBX_EX_OSERR;
-	sbx_cmd_finish_init(PROG);
-	if (sbx_cmd_complete(&table, argc, argv, &rc))
+	if (sbx_cmd_start(PROG, &table, argc, argv, &rc))
 		return rc;
 	warnings = json_array();
 	parse_args(argc, argv);

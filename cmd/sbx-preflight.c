@@ -408,11 +408,7 @@ main(int argc, char *argv[])
 	char			 *exec_dir, *front;
 	int			  code;
 
-	/* Before anything is opened: see sbx_fs_sanitize_std(). */
-	if (sbx_fs_sanitize_std() == -1)
-		return SBX_EX_OSERR;
-	sbx_cmd_finish_init(PROG);
-	if (sbx_cmd_complete(&table, argc, argv, &code))
+	if (sbx_cmd_start(PROG, &table, argc, argv, &code))
 		return code;
 	parse(argc, argv);
 	if (sbx_cli_json_env())

@@ -342,15 +342,11 @@ main(int argc, char *argv[])
 	const char		*sub;
 	int			 ch;
 
-	/* Before anything is opened: see sbx_fs_sanitize_std(). */
-	if (sbx_fs_sanitize_std() == -1)
-		return SBX_EX_OSERR;
-	sbx_cmd_finish_init(PROG);
+	if (sbx_cmd_start(PROG, &table, argc, argv, &ch))
+		return ch;
 	memset(&e, 0, sizeof(e));
 	/* Before getopt: where --json stands never changes how a usage
 	 * error is reported. */
-	if (sbx_cmd_complete(&table, argc, argv, &ch))
-		return ch;
 	if (sbx_opts_getopt(&table, ~0u, "+", &g) == -1)
 		return SBX_EX_SOFTWARE;
 	O.json = sbx_cli_wants_json(argc, argv, g.optstring + 1, g.longopts,

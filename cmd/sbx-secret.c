@@ -524,10 +524,7 @@ main(int argc, char *argv[])
 	struct sbx_error e;
 	int		 want_name, creating, rc;
 
-	if (sbx_fs_sanitize_std() == -1)
-		return SBX_EX_OSERR;
-	sbx_cmd_finish_init(PROG);
-	if (sbx_cmd_complete(&table, argc, argv, &rc))
+	if (sbx_cmd_start(PROG, &table, argc, argv, &rc))
 		return rc;
 	sbx_secret_protect();
 	parse_args(argc, argv);

@@ -533,18 +533,7 @@ ensure_token(struct sbx_provision *p, int pfd, const char *rel,
 		note(p->repaired, rel);
 		return 0;
 	}
-	if ((st.st_mode & 07777) != 0600) {
-		if (fchmod(fd, 0600) == -1) {
-			sbx_error_sys(e, "chmod_failed", "cannot chmod %s",
-			    rel);
-			close(fd);
-			return -1;
-		}
-		fixed = 1;
-	}
-	note(fixed ? p->repaired : p->present, rel);
-	close(fd);
-	return 0;
+	return keep_0600(p, fd, &st, fixed, rel, e);
 }
 
 /* ---- inspection --------------------------------------------------------- */
