@@ -117,6 +117,15 @@ struct sbx_cmd_opts {
 };
 
 /*
+ * The next option of a program's getopt loop: getopt_long over g, the
+ * row id it stands for (sbx_opts_id), recorded in seen (NULL: not) unless
+ * getopt_long refused it ('?', ':') or it is an operand (1, with a "-"
+ * lead); -1 at the end.
+ */
+int	sbx_cmd_getopt(int argc, char *argv[],
+	    const struct sbx_opts_getopt *g, struct sbx_opts_seen *seen);
+
+/*
  * The options every program has, known by the long names of their rows
  * (the ids are each program's): --json, --quiet and --verbose set their
  * flag; --help prints the synopsis, the prose and the table's option

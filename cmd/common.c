@@ -3,6 +3,7 @@
  * and to finish (cmd.h).  Linked into every program and the front-end.
  */
 #include <errno.h>
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -190,6 +191,21 @@ sbx_cmd_complete(const struct sbx_opts *t, int argc, char *argv[], int *code)
 	sbx_buf_release(&b);
 	*code = rc == 0 ? 0 : SBX_EX_NEGATIVE;
 	return 1;
+}
+
+int
+sbx_cmd_getopt(int argc, char *argv[], const struct sbx_opts_getopt *g,
+    struct sbx_opts_seen *seen)
+{
+	int	 ch;
+
+	if ((ch = getopt_long(argc, argv, g->optstring, g->longopts,
+	    NULL)) == -1)
+		return -1;
+	ch = sbx_opts_id(g, ch);
+	if (seen != NULL && ch != '?' && ch != ':' && ch != 1)
+		sbx_opts_seen(seen, ch);
+	return ch;
 }
 
 void

@@ -24,6 +24,7 @@
 #include "buf.h"
 #include "cli.h"
 #include "cmd.h"
+#include "daemon-serve.h"
 #include "daemon.h"
 #include "envelope.h"
 #include "fsutil.h"
@@ -141,54 +142,25 @@ ok(json_t *result, const char *text)
 	sbx_cmd_ok(O.tool, O.json, O.quiet, result, text);
 }
 
+/* The daemon's loop (daemon-serve.h). */
+static int
+serve(int rootfd, int lfd, void *cfg, struct sbx_error *e)
+{
+	return sbx_bridge_serve(rootfd, lfd, cfg, e);
+}
+
 static int
 cmd_serve(struct sbx_root *root)
 {
 	struct sbx_bridge_config cfg;
-	struct sbx_daemon	 d;
 	struct sbx_error	 e;
-	int			 runfd, lfd, rc;
+	struct sbx_cmd_daemon	 d = { PROG, O.tool, "bridge", SBX_BRIDGE_PID,
+	    SBX_BRIDGE_SOCK, O.json, O.quiet, O.foreground, serve, &cfg };
 
 	memset(&e, 0, sizeof(e));
 	if (sbx_bridge_config_load(root->fd, &cfg, &e) == -1)
 		fail(&e);
-	if ((runfd = sbx_fs_mkdirs_at(root->fd, "run", 0711, &e)) == -1)
-		fail(&e);
-	if ((rc = sbx_daemon_start(runfd, SBX_BRIDGE_PID, "bridge",
-	    O.foreground, &d, &e)) == -1)
-		fail(&e);
-	if (rc == SBX_DAEMON_RUNNING) {
-		ok(json_pack("{s:b,s:b,s:s}", "running", 1, "started", 0,
-		    "pid", d.pid), "sbx-bridge: already running");
-		return 0;
-	}
-	if (rc == SBX_DAEMON_STARTED) {
-		ok(json_pack("{s:b,s:b,s:s}", "running", 1, "started", 1,
-		    "socket", "run/" SBX_BRIDGE_SOCK), "sbx-bridge: started");
-		exit(0);
-	}
-	signal(SIGPIPE, SIG_IGN);
-	sbx_daemon_harden();
-	if ((lfd = sbx_daemon_bind(runfd, SBX_BRIDGE_SOCK, &e)) == -1) {
-		if (O.foreground)
-			fail(&e);
-		_exit(SBX_EX_OSERR);
-	}
-	sbx_daemon_ready(&d);
-	if (O.foreground && !O.quiet)
-		fprintf(stderr, "%s: serving %s/run/%s (pid %d)\n", PROG,
-		    root->path, SBX_BRIDGE_SOCK, (int)getpid());
-	if (sbx_bridge_serve(root->fd, lfd, &cfg, &e) == -1) {
-		(void)unlinkat(runfd, SBX_BRIDGE_SOCK, 0);
-		if (O.foreground)
-			fail(&e);
-		_exit(SBX_EX_OSERR);
-	}
-	/* The socket goes before the lock: a successor binds its own
-	 * without racing with our unlink. */
-	(void)unlinkat(runfd, SBX_BRIDGE_SOCK, 0);
-	sbx_daemon_done(&d);
-	_exit(0);
+	return sbx_cmd_daemon_serve(&d, root);
 }
 
 static int
@@ -354,8 +326,7 @@ parse(int argc, char *argv[], const char **subp, int *nargs, char ***args)
 	/* Operands may come before options (task done ID --agent A): each
 	 * one is set aside and getopt goes on after it. */
 	for (;;) {
-		if ((ch = getopt_long(argc, argv, g.optstring, g.longopts,
-			 NULL)) == -1) {
+		if ((ch = sbx_cmd_getopt(argc, argv, &g, &seen)) == -1) {
 			if (optind >= argc)
 				break;
 			if (strcmp(argv[optind - 1], "--") == 0 && optind > 1) {
@@ -368,9 +339,6 @@ parse(int argc, char *argv[], const char **subp, int *nargs, char ***args)
 			ops[nops++] = argv[optind++];
 			continue;
 		}
-		ch = sbx_opts_id(&g, ch);
-		if (ch != '?' && ch != ':')
-			sbx_opts_seen(&seen, ch);
 		switch (ch) {
 		case 'a': O.agent = optarg; break;
 		case 'f': O.follow = 1; break;

@@ -182,11 +182,7 @@ parse(int argc, char *argv[])
 {
 	int		 ch;
 
-	while ((ch = getopt_long(argc, argv, g.optstring, g.longopts, NULL))
-	    != -1) {
-		ch = sbx_opts_id(&g, ch);
-		if (ch != '?' && ch != ':')
-			sbx_opts_seen(&seen, ch);
+	while ((ch = sbx_cmd_getopt(argc, argv, &g, &seen)) != -1) {
 		switch (ch) {
 		case 'a':
 			O.agent = optarg;

@@ -167,11 +167,7 @@ getopts(int argc, char *argv[], unsigned bit, int *code)
 		return *code = SBX_EX_SOFTWARE, -1;
 	optind = 0;	/* 0: re-read the optstring flags */
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, g.optstring, g.longopts, NULL))
-	    != -1) {
-		ch = sbx_opts_id(&g, ch);
-		if (ch != '?' && ch != ':' && ch != 1)
-			sbx_opts_seen(&seen, ch);
+	while ((ch = sbx_cmd_getopt(argc, argv, &g, &seen)) != -1) {
 		C.runopts += run_option(ch) || ch == 'a' || ch == OPT_TIMEOUT;
 		switch (ch) {
 		case 1: argv[npos++] = optarg; break;

@@ -210,11 +210,7 @@ parse_args(int argc, char *argv[])
 	 * that reads "--json" is not the flag. */
 	O.json = sbx_cli_wants_json(argc, argv, g.optstring, g.longopts, NULL);
 	opterr = 0;	/* a refused option is reported by usage_err() */
-	while ((ch = getopt_long(argc, argv, g.optstring, g.longopts, NULL)) !=
-	    -1) {
-		ch = sbx_opts_id(&g, ch);
-		if (ch != '?' && ch != ':')
-			sbx_opts_seen(&seen, ch);
+	while ((ch = sbx_cmd_getopt(argc, argv, &g, &seen)) != -1) {
 		switch (ch) {
 		case OPT_START: O.start = optarg; break;
 		case OPT_COUNT: O.count = optarg; break;

@@ -126,9 +126,8 @@ parse_args(int argc, char *argv[])
 		exit(SBX_EX_SOFTWARE);
 	O.json = sbx_cli_wants_json(argc, argv, g.optstring, g.longopts, NULL);
 	opterr = 0;	/* a refused option is reported by usage_err() */
-	while ((ch = getopt_long(argc, argv, g.optstring, g.longopts, NULL)) !=
-	    -1) {
-		switch (ch = sbx_opts_id(&g, ch)) {
+	while ((ch = sbx_cmd_getopt(argc, argv, &g, NULL)) != -1) {
+		switch (ch) {
 		case 'a': O.agent = optarg; break;
 		case OPT_HOME: O.home = optarg; break;
 		case OPT_MAX_RUNS: O.max_runs = optarg; break;

@@ -464,11 +464,7 @@ parse_args(int argc, char *argv[])
 		exit(SBX_EX_SOFTWARE);
 	O.json = sbx_cli_wants_json(argc, argv, g.optstring, g.longopts, NULL);
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, g.optstring, g.longopts, NULL)) !=
-	    -1) {
-		ch = sbx_opts_id(&g, ch);
-		if (ch != '?' && ch != ':')
-			sbx_opts_seen(&seen, ch);
+	while ((ch = sbx_cmd_getopt(argc, argv, &g, &seen)) != -1) {
 		switch (ch) {
 		case 'a':
 			O.agent = optarg;

@@ -29,6 +29,7 @@
 #include "buf.h"
 #include "cli.h"
 #include "cmd.h"
+#include "daemon-serve.h"
 #include "daemon.h"
 #include "envelope.h"
 #include "fsutil.h"
@@ -153,54 +154,25 @@ ok(json_t *result, const char *text)
 	sbx_cmd_ok(O.tool, O.json, O.quiet, result, text);
 }
 
+/* The daemon's loop (daemon-serve.h). */
+static int
+serve(int rootfd, int lfd, void *cfg, struct sbx_error *e)
+{
+	return sbx_proxy_serve(rootfd, lfd, cfg, e);
+}
+
 static int
 cmd_serve(struct sbx_root *root)
 {
 	struct sbx_proxy_config	 cfg;
-	struct sbx_daemon	 d;
 	struct sbx_error	 e;
-	int			 runfd, lfd, rc;
+	struct sbx_cmd_daemon	 d = { PROG, O.tool, "proxy", "proxy.pid",
+	    "proxy.sock", O.json, O.quiet, O.foreground, serve, &cfg };
 
 	memset(&e, 0, sizeof(e));
 	if (sbx_proxy_config_load(root->fd, &cfg, &e) == -1)
 		fail(&e);
-	if ((runfd = sbx_fs_mkdirs_at(root->fd, "run", 0711, &e)) == -1)
-		fail(&e);
-	if ((rc = sbx_daemon_start(runfd, "proxy.pid", "proxy", O.foreground,
-	    &d, &e)) == -1)
-		fail(&e);
-	if (rc == SBX_DAEMON_RUNNING) {
-		ok(json_pack("{s:b,s:b,s:s}", "running", 1, "started", 0,
-		    "pid", d.pid), "sbx-proxy: already running");
-		return 0;
-	}
-	if (rc == SBX_DAEMON_STARTED) {
-		ok(json_pack("{s:b,s:b,s:s}", "running", 1, "started", 1,
-		    "socket", SBX_PROXY_SOCK), "sbx-proxy: started");
-		exit(0);
-	}
-	signal(SIGPIPE, SIG_IGN);
-	sbx_daemon_harden();
-	if ((lfd = sbx_daemon_bind(runfd, "proxy.sock", &e)) == -1) {
-		if (O.foreground)
-			fail(&e);
-		_exit(SBX_EX_OSERR);
-	}
-	sbx_daemon_ready(&d);
-	if (O.foreground && !O.quiet)
-		fprintf(stderr, "%s: serving %s/%s (pid %d)\n", PROG,
-		    root->path, SBX_PROXY_SOCK, (int)getpid());
-	if (sbx_proxy_serve(root->fd, lfd, &cfg, &e) == -1) {
-		(void)unlinkat(runfd, "proxy.sock", 0);
-		if (O.foreground)
-			fail(&e);
-		_exit(SBX_EX_OSERR);
-	}
-	/* Remove the socket before the lock goes: a new proxy may then
-	 * bind its own without racing with our unlink. */
-	(void)unlinkat(runfd, "proxy.sock", 0);
-	sbx_daemon_done(&d);
-	_exit(0);
+	return sbx_cmd_daemon_serve(&d, root);
 }
 
 static int
@@ -260,11 +232,7 @@ parse_args(int *argcp, char ***argvp)
 		argc--;
 	}
 	opterr = 0;	/* a refused option is reported by usage_err() */
-	while ((ch = getopt_long(argc, argv, g.optstring, g.longopts, NULL))
-	    != -1) {
-		ch = sbx_opts_id(&g, ch);
-		if (ch != '?' && ch != ':')
-			sbx_opts_seen(&seen, ch);
+	while ((ch = sbx_cmd_getopt(argc, argv, &g, &seen)) != -1) {
 		switch (ch) {
 		case 'a':
 			O.agent = optarg;

@@ -175,11 +175,7 @@ parse_args(int argc, char *argv[])
 	O.json = sbx_cli_wants_json(argc, argv, g.optstring, g.longopts,
 	    NULL);
 	opterr = 0;	/* a refused option is reported by usage_err() */
-	while ((ch = getopt_long(argc, argv, g.optstring, g.longopts, NULL))
-	    != -1) {
-		ch = sbx_opts_id(&g, ch);
-		if (ch != '?' && ch != ':')
-			sbx_opts_seen(&seen, ch);
+	while ((ch = sbx_cmd_getopt(argc, argv, &g, &seen)) != -1) {
 		switch (ch) {
 		case 'a': O.agent = optarg; break;
 		case OPT_FROM_FD: O.from_fd = optarg; break;

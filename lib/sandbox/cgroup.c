@@ -114,8 +114,26 @@ sbx_cg_write(int dirfd, const char *file, const char *val)
 static int
 read_fd(int fd, struct sbx_buf *b, size_t cap)
 {
+	char	 chunk[4096];
+	ssize_t	 r;
+
 	sbx_buf_reset(b);
-	return sbx_fs_read_fd(fd, b, cap);
+	for (;;) {
+		r = read(fd, chunk, sizeof(chunk));
+		if (r == -1 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		if (b->len + (size_t)r > cap) {
+			errno = EFBIG;
+			return -1;
+		}
+		if (sbx_buf_append(b, chunk, (size_t)r) == -1)
+			return -1;
+	}
+	if (r == -1)
+		return -1;
+	return sbx_buf_append(b, "", 0);
 }
 
 int
