@@ -159,7 +159,7 @@ $(B)/libexec/sbx/sbx-provision: $(B)/cmd/sbx-provision.o \
 
 # sbx proxy's check and ask subcommands (asks, answer): files of their own.
 $(B)/libexec/sbx/sbx-proxy: $(B)/cmd/sbx-proxy.o $(B)/cmd/proxy-ask.o \
-    $(B)/cmd/proxy-check.o $(CMD_COMMON) $(LIBSBX)
+    $(B)/cmd/proxy-check.o $(B)/cmd/daemon-serve.o $(CMD_COMMON) $(LIBSBX)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_ALL)
 
@@ -238,6 +238,10 @@ $(B)/libexec/sbx/sbx-config: LIBS_ALL += $(CARES_LIBS)
 $(B)/tests/unit/t-config: LIBS_ALL += $(CARES_LIBS)
 # sbx install checks its registries as `sbx proxy check --resolve` does.
 $(B)/libexec/sbx/sbx-install: LIBS_ALL += $(CARES_LIBS)
+
+# The daemons' `serve` (become the daemon of run/, bind, serve): sbx-proxy
+# above and sbx-bridge only.
+$(B)/libexec/sbx/sbx-bridge: $(B)/cmd/daemon-serve.o
 
 # sbx-bridge alone serves HTTP (libmicrohttpd), keeps memory in SQLite
 # (FTS5) and forwards inference with libcurl: only it and its test link

@@ -41,6 +41,26 @@ void	sbx_cmd_usage(const char *prog, const char *tool, int json,
 	    const struct sbx_error *e, const char *synopsis,
 	    void (*emit)(json_t *));
 
+/* A success: the envelope of result (stolen) under json, else the line
+ * text on stdout unless quiet or NULL. */
+void	sbx_cmd_ok(const char *tool, int json, int quiet, json_t *result,
+	    const char *text);
+
+/*
+ * The failure of a program that gathers warnings as it goes (install,
+ * plugin): under json they travel in the envelope (extra's "warnings"),
+ * else they are printed (unless quiet) before the message; then exit
+ * with sbx_exit_for(e).
+ */
+void	sbx_cmd_fail_warned(const char *prog, const char *tool, int json,
+	    int quiet, json_t *warnings, const struct sbx_error *e,
+	    json_t *extra) __attribute__((noreturn));
+
+/* One warning appended to the array warnings (printf format, at most
+ * 511 bytes). */
+void	sbx_cmd_warnf(json_t *warnings, const char *fmt, ...)
+	    __attribute__((format(printf, 2, 3)));
+
 /* The warnings of a result on stderr, "PROG: warning: ...", escaped;
  * nothing when quiet. */
 void	sbx_cmd_print_warnings(const char *prog, json_t *warnings, int quiet);
@@ -55,6 +75,16 @@ void	sbx_cmd_print_warnings(const char *prog, json_t *warnings, int quiet);
 void	sbx_cmd_finish_init(const char *prog);
 
 /*
+ * What every program with an option table does first, before anything is
+ * opened: its standard descriptors made safe (sbx_fs_sanitize_std), the
+ * finish step registered (sbx_cmd_finish_init), the hidden --complete-*
+ * options answered (sbx_cmd_complete).  Nonzero when main must return
+ * *code at once (71 when the descriptors cannot be made safe).
+ */
+int	sbx_cmd_start(const char *prog, const struct sbx_opts *, int argc,
+	    char *argv[], int *code);
+
+/*
  * The hidden options every program with an option table answers before
  * anything else (the shell completions ask them, through `sbx
  * --complete`): `--complete-options [SUB...]`, the options of the
@@ -66,5 +96,47 @@ void	sbx_cmd_finish_init(const char *prog);
  */
 int	sbx_cmd_complete(const struct sbx_opts *, int argc, char *argv[],
 	    int *code);
+
+/*
+ * What every program's getopt loop shares, filled once per program: the
+ * flags every program has and what --help, --version and a refused
+ * option do.
+ */
+struct sbx_cmd_opts {
+	const char		*prog;		/* "sbx-proxy" */
+	const char		*usage;		/* the synopsis */
+	const char		*help;		/* prose after it */
+	const char		*help_tail;	/* after the options, or NULL */
+	const struct sbx_opts	*table;
+	unsigned		 help_mask;	/* the rows --help shows */
+	int			*json;		/* NULL: accepted, ignored */
+	int			*quiet;
+	int			*verbose;
+	/* A usage error (e: what getopt_long refused); must not return. */
+	void			(*usage_err)(const struct sbx_error *e);
+};
+
+/*
+ * The next option of a program's getopt loop: getopt_long over g, the
+ * row id it stands for (sbx_opts_id), recorded in seen (NULL: not) unless
+ * getopt_long refused it ('?', ':') or it is an operand (1, with a "-"
+ * lead); -1 at the end.
+ */
+int	sbx_cmd_getopt(int argc, char *argv[],
+	    const struct sbx_opts_getopt *g, struct sbx_opts_seen *seen);
+
+/*
+ * The options every program has, known by the long names of their rows
+ * (the ids are each program's): --json, --quiet and --verbose set their
+ * flag; --help prints the synopsis, the prose and the table's option
+ * lines, --version "PROG VERSION", and both exit 0; what getopt_long
+ * refused ('?', ':') becomes an invalid_args error naming the option
+ * (unknown_option, missing_argument, unexpected_argument), handed to
+ * usage_err.  Called from the default case of a program's switch, after
+ * its own options; g is what sbx_opts_getopt gave the loop.  An option of
+ * the table that neither handles is a bug: exit 70.
+ */
+void	sbx_cmd_opt(const struct sbx_cmd_opts *, int id, int argc,
+	    char *argv[], const struct sbx_opts_getopt *g);
 
 #endif

@@ -3,12 +3,15 @@
  * and to finish (cmd.h).  Linked into every program and the front-end.
  */
 #include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cmd.h"
+#include "fsutil.h"
 #include "utf8.h"
 
 void
@@ -64,6 +67,45 @@ sbx_cmd_usage(const char *prog, const char *tool, int json,
 	if (e != NULL)
 		sbx_cmd_report(prog, tool, json, e, NULL, emit);
 	fputs(synopsis, stderr);
+}
+
+void
+sbx_cmd_ok(const char *tool, int json, int quiet, json_t *result,
+    const char *text)
+{
+	if (json) {
+		sbx_cmd_emit(sbx_envelope_ok(tool, result, NULL));
+		return;
+	}
+	json_decref(result);
+	if (!quiet && text != NULL)
+		printf("%s\n", text);
+}
+
+void
+sbx_cmd_fail_warned(const char *prog, const char *tool, int json, int quiet,
+    json_t *warnings, const struct sbx_error *e, json_t *extra)
+{
+	if (!json)
+		sbx_cmd_print_warnings(prog, warnings, quiet);
+	if (json && json_array_size(warnings) > 0) {
+		if (extra == NULL)
+			extra = json_object();
+		json_object_set(extra, "warnings", warnings);
+	}
+	sbx_cmd_fail(prog, tool, json, e, extra, sbx_cmd_emit, -1);
+}
+
+void
+sbx_cmd_warnf(json_t *warnings, const char *fmt, ...)
+{
+	char	 m[512];
+	va_list	 ap;
+
+	va_start(ap, fmt);
+	vsnprintf(m, sizeof(m), fmt, ap);
+	va_end(ap);
+	json_array_append_new(warnings, json_string(m));
 }
 
 void
@@ -149,4 +191,77 @@ sbx_cmd_complete(const struct sbx_opts *t, int argc, char *argv[], int *code)
 	sbx_buf_release(&b);
 	*code = rc == 0 ? 0 : SBX_EX_NEGATIVE;
 	return 1;
+}
+
+int
+sbx_cmd_getopt(int argc, char *argv[], const struct sbx_opts_getopt *g,
+    struct sbx_opts_seen *seen)
+{
+	int	 ch;
+
+	if ((ch = getopt_long(argc, argv, g->optstring, g->longopts,
+	    NULL)) == -1)
+		return -1;
+	ch = sbx_opts_id(g, ch);
+	if (seen != NULL && ch != '?' && ch != ':' && ch != 1)
+		sbx_opts_seen(seen, ch);
+	return ch;
+}
+
+void
+sbx_cmd_opt(const struct sbx_cmd_opts *c, int id, int argc, char *argv[],
+    const struct sbx_opts_getopt *g)
+{
+	const struct sbx_opt	*row;
+	struct sbx_error	 e;
+	struct sbx_buf		 b = SBX_BUF_INIT;
+	const char		*name;
+	int			*flag = NULL;
+
+	if (id == '?' || id == ':') {
+		sbx_cli_getopt_error(argc, argv, g->optstring, g->longopts,
+		    &e);
+		c->usage_err(&e);
+		exit(SBX_EX_USAGE);	/* not reached */
+	}
+	row = sbx_opts_row(c->table, id, 0);
+	name = row != NULL && row->name != NULL ? row->name : "";
+	if (strcmp(name, "json") == 0)
+		flag = c->json;
+	else if (strcmp(name, "quiet") == 0)
+		flag = c->quiet;
+	else if (strcmp(name, "verbose") == 0)
+		flag = c->verbose;
+	else if (strcmp(name, "help") == 0) {
+		fputs(c->usage, stdout);
+		fputs(c->help, stdout);
+		if (sbx_opts_help(c->table, c->help_mask, &b) == 0 &&
+		    b.p != NULL)
+			fputs(b.p, stdout);
+		sbx_buf_release(&b);
+		if (c->help_tail != NULL)
+			fputs(c->help_tail, stdout);
+		exit(0);
+	} else if (strcmp(name, "version") == 0) {
+		printf("%s %s\n", c->prog, SBX_VERSION);
+		exit(0);
+	} else {
+		fprintf(stderr, "%s: option `%s' (%d) is not handled\n",
+		    c->prog, name, id);
+		exit(SBX_EX_SOFTWARE);
+	}
+	if (flag != NULL)
+		*flag = 1;
+}
+
+int
+sbx_cmd_start(const char *prog, const struct sbx_opts *t, int argc,
+    char *argv[], int *code)
+{
+	if (sbx_fs_sanitize_std() == -1) {
+		*code = SBX_EX_OSERR;
+		return 1;
+	}
+	sbx_cmd_finish_init(prog);
+	return sbx_cmd_complete(t, argc, argv, code);
 }

@@ -91,7 +91,7 @@ follow(const struct sbx_exec *x, FILE *tty)
 	 * been quicker), then each new one. */
 	o = sbx_proxyclient_call(ctl, json_pack("{s:s,s:b}", "op", "asks",
 	    "follow", 1), -1, 5000, &e);
-	json_array_foreach(json_object_get(o, "asks"), len, a)
+	json_array_foreach (json_object_get(o, "asks"), len, a)
 		if (mine(x, a))
 			answer(x->root.fd, json_string_value(
 			    json_object_get(a, "id")), prompt(tty, a));

@@ -52,9 +52,7 @@ static const struct sbx_opt rows[] = {
 	{ 'a', "agent", 'a', SBX_OPT_REQ, "A", "@agent",
 	    "agent name (default: $SBX_AGENT or \"default\")",
 	    S_RUN | S_JOB, 0 },
-	{ OPT_HOME, "home", 0, SBX_OPT_REQ, "DIR", "@dir",
-	    "state root (default: $SBX_HOME, $XDG_DATA_HOME/sbx,\n"
-	    "~/.local/share/sbx)", S_RUN | S_JOB, 0 },
+	SBX_OPT_ROW_HOME(OPT_HOME, S_RUN | S_JOB),
 	{ 'C', "cwd", 'C', SBX_OPT_REQ, "PATH", "@cwd",
 	    "start in PATH: relative to HOME, or absolute inside\n"
 	    "HOME or --workdir", S_RUN, 0 },
@@ -138,15 +136,13 @@ static const struct sbx_opt rows[] = {
 	    S_POLL | S_WAIT, 0 },
 	{ OPT_FORCE, "force", 0, SBX_OPT_NONE, NULL, NULL,
 	    "kill: SIGKILL at once instead of SIGTERM", S_KILL, 0 },
-	{ 'j', "json", 'j', SBX_OPT_NONE, NULL, NULL,
-	    "print one JSON envelope (also SBX_JSON=1)", S_ALL, 0 },
+	SBX_OPT_ROW_JSON(S_ALL),
 	{ 'q', "quiet", 'q', SBX_OPT_NONE, NULL, NULL,
 	    "no warnings on stderr", S_ALL, 0 },
 	{ 'v', "verbose", 'v', SBX_OPT_NONE, NULL, NULL,
 	    "show the bwrap command on stderr", S_ALL, 0 },
-	{ 'h', "help", 'h', SBX_OPT_NONE, NULL, NULL, "this help", S_ALL, 0 },
-	{ OPT_VERSION, "version", 0, SBX_OPT_NONE, NULL, NULL,
-	    "print the version", S_RUN, 0 },
+	SBX_OPT_ROW_HELP(S_ALL),
+	SBX_OPT_ROW_VERSION(OPT_VERSION, S_RUN),
 };
 
 const struct sbx_opts exec_table = { "sbx-exec", "sbx exec", rows,

@@ -44,8 +44,8 @@ fail(int code, const char *fmt, ...)
 static void
 b64(const unsigned char *in, size_t n, char *out)
 {
-	static const char	 t[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnop"
-	    "qrstuvwxyz0123456789+/";
+	static const char	 t[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 	size_t			 i, o = 0;
 	unsigned		 v;
 

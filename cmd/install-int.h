@@ -41,7 +41,6 @@ void emit(json_t *env);
 void
 fail_extra(const struct sbx_error *, json_t *extra) __attribute__((noreturn));
 void	    fail(const struct sbx_error *) __attribute__((noreturn));
-void	    warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void	    open_agent(void);
 int	    agent_dir(struct sbx_error *);
 const char *lock_name(enum sbx_layout_id);

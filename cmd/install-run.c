@@ -115,7 +115,7 @@ run_script(const char *script, char **args, int nargs,
 	if (sbx_exec_run(&X, &rr->err) == -1)
 		goto out;
 	if ((v = sbx_exec_violations_text(&X)) != NULL) {
-		warn("%s", v);
+		sbx_cmd_warnf(warnings, "%s", v);
 		free(v);
 	}
 	sbx_exec_outcome(&X, &o);
@@ -179,14 +179,16 @@ update_manifest(void)
 
 	if ((afd = agent_dir(&e)) == -1 ||
 	    (m = sbx_install_manifest_read(afd, &e)) == NULL) {
-		warn("the manifest was not updated: %s", e.message);
+		sbx_cmd_warnf(warnings, "the manifest was not updated: %s",
+		    e.message);
 		if (afd >= 0)
 			close(afd);
 		return;
 	}
 	if (sbx_install_manifest_add(m, O.mgr, O.pkgs, O.npkgs) == -1 ||
 	    sbx_install_manifest_write(afd, m, &e) == -1)
-		warn("the manifest was not updated: %s", e.message);
+		sbx_cmd_warnf(warnings, "the manifest was not updated: %s",
+		    e.message);
 	json_decref(m);
 	close(afd);
 }

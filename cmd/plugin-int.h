@@ -32,7 +32,6 @@ void plugin_fail(const struct sbx_error *) __attribute__((noreturn));
 void
 plugin_fail_extra(const struct sbx_error *, json_t *) __attribute__((noreturn));
 void plugin_usage(const struct sbx_error *) __attribute__((noreturn));
-void plugin_warn(const char *, ...) __attribute__((format(printf, 1, 2)));
 /* The root, opened (not_provisioned when there is none). */
 void plugin_open_root(void);
 /* The root and the agent: provisioned, not revoked. */

@@ -321,7 +321,7 @@ plugin_install(void)
 			plugin_fail(&e);
 		}
 		if (viol != NULL)
-			plugin_warn("setup: %s", viol);
+			sbx_cmd_warnf(warnings, "setup: %s", viol);
 		free(viol);
 		setup_rc = o.ok ? (int)json_integer_value(
 				      json_object_get(o.result, "exit_code")) :
@@ -499,9 +499,8 @@ plugin_tools_of(json_t *out)
 		if (id == NULL ||
 		    (r = sbx_plugin_installed_recipe(root.fd, O.agent, id,
 			 &e)) == NULL) {
-			plugin_warn("plugin %s: its installed recipe is "
-				    "missing; reinstall it",
-			    id ? id : "?");
+			sbx_cmd_warnf(warnings, "plugin %s: its installed "
+			    "recipe is missing; reinstall it", id ? id : "?");
 			continue;
 		}
 		json_array_foreach (json_object_get(r, "tools"), k, t) {

@@ -75,7 +75,7 @@ proxy_cmd_asks(struct sbx_root *root)
 		fail(&e);
 	asks = json_object_get(ans, "asks");
 	if (O.follow) {
-		json_array_foreach(asks, i, a) {
+		json_array_foreach (asks, i, a) {
 			json_t	*l = json_deep_copy(a);
 			char	*s;
 
@@ -93,7 +93,7 @@ proxy_cmd_asks(struct sbx_root *root)
 		return (int)i;
 	}
 	close(ctl);
-	json_array_foreach(asks, i, a)
+	json_array_foreach (asks, i, a)
 		ask_line(&b, a);
 	if (b.len > 0)
 		b.p[--b.len] = '\0';	/* ok() adds the newline */

@@ -65,7 +65,7 @@ proxy_cmd_check(struct sbx_root *root, const char *target)
 	if (sbx_proxy_policy(&pcfg, cfg, rel, &pol, &e) == -1)
 		fail(&e);
 	json_decref(cfg);
-	json_array_foreach(O.allow, i, v)
+	json_array_foreach (O.allow, i, v)
 		if (sbx_np_allow(&pol, json_string_value(v), &e) == -1)
 			fail(&e);
 	why = sbx_np_host(hostp, hostlen, norm);

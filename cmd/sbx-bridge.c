@@ -24,6 +24,7 @@
 #include "buf.h"
 #include "cli.h"
 #include "cmd.h"
+#include "daemon-serve.h"
 #include "daemon.h"
 #include "envelope.h"
 #include "fsutil.h"
@@ -103,9 +104,8 @@ static const struct sbx_opt rows[] = {
 	    "print nothing on success", S_ALL, 0 },
 	{ 'v', "verbose", 'v', SBX_OPT_NONE, NULL, NULL, "serve: more detail",
 	    S_SERVE, 0 },
-	{ 'h', "help", 'h', SBX_OPT_NONE, NULL, NULL, "this help", S_ALL, 0 },
-	{ OPT_VERSION, "version", 0, SBX_OPT_NONE, NULL, NULL,
-	    "print the version", S_ALL, 0 },
+	SBX_OPT_ROW_HELP(S_ALL),
+	SBX_OPT_ROW_VERSION(OPT_VERSION, S_ALL),
 };
 
 static const struct sbx_opts table = { PROG, "sbx bridge", rows,
@@ -127,6 +127,10 @@ static void __attribute__((noreturn)) usage_err(const struct sbx_error *e)
 	exit(SBX_EX_USAGE);
 }
 
+/* The options every program has (cmd/common.c). */
+static const struct sbx_cmd_opts cmdopts = { PROG, usage_text, help_text,
+	NULL, &table, S_ALL, &O.json, &O.quiet, &O.verbose, usage_err };
+
 static void __attribute__((noreturn)) fail(struct sbx_error *e)
 {
 	sbx_cmd_fail(PROG, O.tool, O.json, e, NULL, sbx_cmd_emit, -1);
@@ -135,63 +139,28 @@ static void __attribute__((noreturn)) fail(struct sbx_error *e)
 static void
 ok(json_t *result, const char *text)
 {
-	if (O.json)
-		sbx_cmd_emit(sbx_envelope_ok(O.tool, result, NULL));
-	else {
-		json_decref(result);
-		if (!O.quiet && text != NULL)
-			printf("%s\n", text);
-	}
+	sbx_cmd_ok(O.tool, O.json, O.quiet, result, text);
+}
+
+/* The daemon's loop (daemon-serve.h). */
+static int
+serve(int rootfd, int lfd, void *cfg, struct sbx_error *e)
+{
+	return sbx_bridge_serve(rootfd, lfd, cfg, e);
 }
 
 static int
 cmd_serve(struct sbx_root *root)
 {
 	struct sbx_bridge_config cfg;
-	struct sbx_daemon	 d;
 	struct sbx_error	 e;
-	int			 runfd, lfd, rc;
+	struct sbx_cmd_daemon	 d = { PROG, O.tool, "bridge", SBX_BRIDGE_PID,
+	    SBX_BRIDGE_SOCK, O.json, O.quiet, O.foreground, serve, &cfg };
 
 	memset(&e, 0, sizeof(e));
 	if (sbx_bridge_config_load(root->fd, &cfg, &e) == -1)
 		fail(&e);
-	if ((runfd = sbx_fs_mkdirs_at(root->fd, "run", 0711, &e)) == -1)
-		fail(&e);
-	if ((rc = sbx_daemon_start(runfd, SBX_BRIDGE_PID, "bridge",
-	    O.foreground, &d, &e)) == -1)
-		fail(&e);
-	if (rc == SBX_DAEMON_RUNNING) {
-		ok(json_pack("{s:b,s:b,s:s}", "running", 1, "started", 0,
-		    "pid", d.pid), "sbx-bridge: already running");
-		return 0;
-	}
-	if (rc == SBX_DAEMON_STARTED) {
-		ok(json_pack("{s:b,s:b,s:s}", "running", 1, "started", 1,
-		    "socket", "run/" SBX_BRIDGE_SOCK), "sbx-bridge: started");
-		exit(0);
-	}
-	signal(SIGPIPE, SIG_IGN);
-	sbx_daemon_harden();
-	if ((lfd = sbx_daemon_bind(runfd, SBX_BRIDGE_SOCK, &e)) == -1) {
-		if (O.foreground)
-			fail(&e);
-		_exit(SBX_EX_OSERR);
-	}
-	sbx_daemon_ready(&d);
-	if (O.foreground && !O.quiet)
-		fprintf(stderr, "%s: serving %s/run/%s (pid %d)\n", PROG,
-		    root->path, SBX_BRIDGE_SOCK, (int)getpid());
-	if (sbx_bridge_serve(root->fd, lfd, &cfg, &e) == -1) {
-		(void)unlinkat(runfd, SBX_BRIDGE_SOCK, 0);
-		if (O.foreground)
-			fail(&e);
-		_exit(SBX_EX_OSERR);
-	}
-	/* The socket goes before the lock: a successor binds its own
-	 * without racing with our unlink. */
-	(void)unlinkat(runfd, SBX_BRIDGE_SOCK, 0);
-	sbx_daemon_done(&d);
-	_exit(0);
+	return sbx_cmd_daemon_serve(&d, root);
 }
 
 static int
@@ -199,21 +168,17 @@ cmd_status(struct sbx_root *root, int stop)
 {
 	struct sbx_error e;
 	json_t		*ans, *res;
-	int		 ctl;
+	int		 rc;
 	char		 text[256];
 
 	memset(&e, 0, sizeof(e));
-	if (root->fd < 0 ||
-	    (ctl = sbx_daemon_connect(root->fd, SBX_BRIDGE_SOCK, "bridge",
-		 &e)) == -1) {
+	if ((rc = sbx_daemon_ask(root->fd, SBX_BRIDGE_SOCK, "bridge",
+	    stop ? "stop" : "status", &ans, &e)) == -1)
+		fail(&e);
+	if (rc == 0) {
 		ok(json_pack("{s:b}", "running", 0), "sbx-bridge: not running");
 		return stop ? 0 : SBX_EX_NEGATIVE;
 	}
-	ans = sbx_proxyclient_call(ctl,
-	    json_pack("{s:s}", "op", stop ? "stop" : "status"), -1, 5000, &e);
-	close(ctl);
-	if (ans == NULL)
-		fail(&e);
 	if (stop) {
 		json_decref(ans);
 		ok(json_pack("{s:b,s:b}", "running", 0, "stopped", 1),
@@ -346,7 +311,6 @@ static void
 parse(int argc, char *argv[], const char **subp, int *nargs, char ***args)
 {
 	struct sbx_error e = { 0 };
-	struct sbx_buf	 b = SBX_BUF_INIT;
 	static char	*ops[8];
 	const char	*sub;
 	char		*end;
@@ -362,8 +326,7 @@ parse(int argc, char *argv[], const char **subp, int *nargs, char ***args)
 	/* Operands may come before options (task done ID --agent A): each
 	 * one is set aside and getopt goes on after it. */
 	for (;;) {
-		if ((ch = getopt_long(argc, argv, g.optstring, g.longopts,
-			 NULL)) == -1) {
+		if ((ch = sbx_cmd_getopt(argc, argv, &g, &seen)) == -1) {
 			if (optind >= argc)
 				break;
 			if (strcmp(argv[optind - 1], "--") == 0 && optind > 1) {
@@ -376,9 +339,6 @@ parse(int argc, char *argv[], const char **subp, int *nargs, char ***args)
 			ops[nops++] = argv[optind++];
 			continue;
 		}
-		ch = sbx_opts_id(&g, ch);
-		if (ch != '?' && ch != ':')
-			sbx_opts_seen(&seen, ch);
 		switch (ch) {
 		case 'a': O.agent = optarg; break;
 		case 'f': O.follow = 1; break;
@@ -395,21 +355,9 @@ parse(int argc, char *argv[], const char **subp, int *nargs, char ***args)
 			}
 			break;
 		case OPT_HOME: O.home = optarg; break;
-		case 'j': O.json = 1; break;
-		case 'q': O.quiet = 1; break;
-		case 'v': O.verbose = 1; break;
-		case 'h':
-			fputs(usage_text, stdout);
-			fputs(help_text, stdout);
-			if (sbx_opts_help(&table, S_ALL, &b) == 0 && b.p)
-				fputs(b.p, stdout);
-			sbx_buf_release(&b);
-			exit(0);
-		case OPT_VERSION: printf("%s %s\n", PROG, SBX_VERSION); exit(0);
 		default:
-			sbx_cli_getopt_error(argc, argv, g.optstring,
-			    g.longopts, &e);
-			usage_err(&e);
+			sbx_cmd_opt(&cmdopts, ch, argc, argv, &g);
+			break;
 		}
 	}
 	if (sub == NULL && nops > 0) {
@@ -465,10 +413,7 @@ main(int argc, char *argv[])
 	unsigned	 bit;
 	int		 ch, n, nw;
 
-	if (sbx_fs_sanitize_std() == -1)
-		return SBX_EX_OSERR;
-	sbx_cmd_finish_init(PROG);
-	if (sbx_cmd_complete(&table, argc, argv, &ch))
+	if (sbx_cmd_start(PROG, &table, argc, argv, &ch))
 		return ch;
 	if (sbx_opts_getopt(&table, ~0u, "+", &g) == -1)
 		return SBX_EX_SOFTWARE;

@@ -79,19 +79,15 @@ static const struct sbx_opt rows[] = {
 	    "config/sandbox.json instead", S_ALL, 0 },
 	{ OPT_JSON_VALUE, "json-value", 0, SBX_OPT_NONE, NULL, NULL,
 	    "VALUE is JSON (objects, arrays, null)", S_SET | S_ADD | S_RM, 0 },
-	{ OPT_HOME, "home", 0, SBX_OPT_REQ, "DIR", "@dir",
-	    "state root (default: $SBX_HOME, $XDG_DATA_HOME/sbx,\n"
-	    "~/.local/share/sbx)", S_ALL, 0 },
-	{ 'j', "json", 'j', SBX_OPT_NONE, NULL, NULL,
-	    "print one JSON envelope (also SBX_JSON=1)", S_ALL, 0 },
+	SBX_OPT_ROW_HOME(OPT_HOME, S_ALL),
+	SBX_OPT_ROW_JSON(S_ALL),
 	{ 'q', "quiet", 'q', SBX_OPT_NONE, NULL, NULL,
 	    "print nothing but errors (and the value of get)",
 	    S_GET | S_SET | S_UNSET | S_ADD | S_RM, 0 },
 	{ 'v', "verbose", 'v', SBX_OPT_NONE, NULL, NULL,
 	    "keys: also the description of each", S_KEYS, 0 },
-	{ 'h', "help", 'h', SBX_OPT_NONE, NULL, NULL, "this help", S_ALL, 0 },
-	{ OPT_VERSION, "version", 0, SBX_OPT_NONE, NULL, NULL,
-	    "print the version", S_ALL, 0 },
+	SBX_OPT_ROW_HELP(S_ALL),
+	SBX_OPT_ROW_VERSION(OPT_VERSION, S_ALL),
 };
 
 static const struct sbx_opts table = { PROG, "sbx config", rows,
@@ -153,6 +149,19 @@ fail(struct sbx_error *e)
 	fail_code(e, -1);
 }
 
+/* A refused option: an invalid_args envelope naming it under --json, the
+ * message and the synopsis on stderr; exit 64. */
+static void __attribute__((noreturn))
+usage_err(const struct sbx_error *e)
+{
+	sbx_cmd_usage(PROG, tool, O.json, e, usage_text, emit);
+	exit(SBX_EX_USAGE);
+}
+
+/* The options every program has (cmd/common.c). */
+static const struct sbx_cmd_opts cmdopts = { PROG, usage_text, help_text,
+	NULL, &table, S_ALL, &O.json, &O.quiet, &O.verbose, usage_err };
+
 /* A negative number is a VALUE, not an option (set limits.cpus -1). */
 static int
 is_number(const char *s)
@@ -171,14 +180,9 @@ pos_add(const char *s)
 static int
 parse(int argc, char *argv[])
 {
-	struct sbx_buf	 b = SBX_BUF_INIT;
 	int		 ch;
 
-	while ((ch = getopt_long(argc, argv, g.optstring, g.longopts, NULL))
-	    != -1) {
-		ch = sbx_opts_id(&g, ch);
-		if (ch != '?' && ch != ':')
-			sbx_opts_seen(&seen, ch);
+	while ((ch = sbx_cmd_getopt(argc, argv, &g, &seen)) != -1) {
 		switch (ch) {
 		case 'a':
 			O.agent = optarg;
@@ -192,26 +196,9 @@ parse(int argc, char *argv[])
 		case OPT_HOME:
 			O.home = optarg;
 			break;
-		case 'j':
-			O.json = 1;
-			break;
-		case 'q':
-			O.quiet = 1;
-			break;
-		case 'v':
-			O.verbose = 1;
-			break;
-		case 'h':
-			fputs(usage_text, stdout);
-			fputs(help_text, stdout);
-			if (sbx_opts_help(&table, S_ALL, &b) == 0 && b.p)
-				fputs(b.p, stdout);
-			exit(0);
-		case OPT_VERSION:
-			printf("%s %s\n", PROG, SBX_VERSION);
-			exit(0);
 		default:
-			usage(NULL);
+			sbx_cmd_opt(&cmdopts, ch, argc, argv, &g);
+			break;
 		}
 	}
 	return optind;
@@ -233,7 +220,7 @@ parse_args(int argc, char *argv[])
 	 * reads "--json" (a description, a setting) is not the flag. */
 	O.json = sbx_cli_wants_json(argc, argv, g.optstring + 1, g.longopts,
 	    NULL);
-	opterr = !O.json;
+	opterr = 0;	/* a refused option is reported by usage_err() */
 	for (;;) {
 		if (argc > 1 && is_number(argv[1])) {
 			pos_add(argv[1]);
@@ -543,10 +530,7 @@ main(int argc, char *argv[])
 	unsigned		 bit;
 	int			 rc;
 
-	if (sbx_fs_sanitize_std() == -1)
-		return SBX_EX_OSERR;
-	sbx_cmd_finish_init(PROG);
-	if (sbx_cmd_complete(&table, argc, argv, &rc))
+	if (sbx_cmd_start(PROG, &table, argc, argv, &rc))
 		return rc;
 	parse_args(argc, argv);
 	if (O.npos == 0)

@@ -65,8 +65,6 @@ static const char *const exec_subs[] = {
 /* The options seen, checked against the subcommand once it is known. */
 static struct sbx_opts_seen	 seen;
 
-static void	print_help(void);
-
 /* An envelope: to --envelope-fd when given, else on stdout under --json
  * (steals env). */
 static void
@@ -115,6 +113,18 @@ usage_err(const struct sbx_error *e)
 	return SBX_EX_USAGE;
 }
 
+/* A refused option (getopt_long): usage_err and exit. */
+static void __attribute__((noreturn))
+usage_exit(const struct sbx_error *e)
+{
+	exit(usage_err(e));
+}
+
+/* The options every program has (cmd/common.c). */
+static const struct sbx_cmd_opts cmdopts = { PROG, exec_usage_text,
+	exec_help_text, NULL, &exec_table, S_ALL, &C.json, &C.quiet,
+	&C.verbose, usage_exit };
+
 /* Options that only a run takes (not a subcommand, nor --request). */
 static int
 run_option(int ch)
@@ -157,11 +167,7 @@ getopts(int argc, char *argv[], unsigned bit, int *code)
 		return *code = SBX_EX_SOFTWARE, -1;
 	optind = 0;	/* 0: re-read the optstring flags */
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, g.optstring, g.longopts, NULL))
-	    != -1) {
-		ch = sbx_opts_id(&g, ch);
-		if (ch != '?' && ch != ':' && ch != 1)
-			sbx_opts_seen(&seen, ch);
+	while ((ch = sbx_cmd_getopt(argc, argv, &g, &seen)) != -1) {
 		C.runopts += run_option(ch) || ch == 'a' || ch == OPT_TIMEOUT;
 		switch (ch) {
 		case 1: argv[npos++] = optarg; break;
@@ -185,9 +191,6 @@ getopts(int argc, char *argv[], unsigned bit, int *code)
 		case 'b': R.background = 1; break;
 		case OPT_TAIL: C.tail_arg = optarg; break;
 		case OPT_FORCE: C.force = 1; break;
-		case 'j': C.json = 1; break;
-		case 'q': C.quiet = 1; break;
-		case 'v': C.verbose = 1; break;
 		case OPT_SOFT: R.soft_limits = 1; break;
 		case OPT_STDIN: R.stdin_mode = optarg; break;
 		case OPT_NO_SECRETS: R.no_secrets = 1; break;
@@ -215,23 +218,18 @@ getopts(int argc, char *argv[], unsigned bit, int *code)
 				return *code = SBX_EX_OSERR, -1;
 			break;
 		case 'h':
-			if (sub && sbx_opts_check(&exec_table, &seen, bit,
-			    &e) == -1)
-				return *code = usage_err(&e), -1;
-			fputs(exec_usage_text, stdout);
-			if (!sub)
-				print_help();
-			return *code = 0, -1;
 		case OPT_VERSION:
 			if (sub && sbx_opts_check(&exec_table, &seen, bit,
 			    &e) == -1)
 				return *code = usage_err(&e), -1;
-			printf("sbx-exec %s\n", SBX_VERSION);
-			return *code = 0, -1;
+			if (sub && ch == 'h') {
+				fputs(exec_usage_text, stdout);
+				return *code = 0, -1;
+			}
+			/* FALLTHROUGH */
 		default:
-			sbx_cli_getopt_error(argc, argv, g.optstring,
-			    g.longopts, &e);
-			return *code = usage_err(&e), -1;
+			sbx_cmd_opt(&cmdopts, ch, argc, argv, &g);
+			break;
 		}
 	}
 	if (sub) {
@@ -241,18 +239,6 @@ getopts(int argc, char *argv[], unsigned bit, int *code)
 		C.argc = npos;
 	}
 	return 0;
-}
-
-/* --help: the usage, the prose and the options of the table. */
-static void
-print_help(void)
-{
-	struct sbx_buf	 b = SBX_BUF_INIT;
-
-	fputs(exec_help_text, stdout);
-	if (sbx_opts_help(&exec_table, S_ALL, &b) == 0 && b.p != NULL)
-		fputs(b.p, stdout);
-	sbx_buf_release(&b);
 }
 
 static int
@@ -402,11 +388,7 @@ cmd_exec(int argc, char *argv[])
 	struct sbx_error	 e;
 	int			 code, rc;
 
-	/* Before anything is opened: see sbx_fs_sanitize_std(). */
-	if (sbx_fs_sanitize_std() == -1)
-		return SBX_EX_OSERR;
-	sbx_cmd_finish_init(PROG);
-	if (sbx_cmd_complete(&exec_table, argc, argv, &code))
+	if (sbx_cmd_start(PROG, &exec_table, argc, argv, &code))
 		return code;
 	sbx_exec_req_init(&R);
 	sbx_exec_init(&X);

@@ -137,13 +137,11 @@ static const struct sbx_opt rows[] = {
 	    "state root (default: $SBX_HOME,\n"
 	    "$XDG_DATA_HOME/sbx, ~/.local/share/sbx)",
 	    S_ALL, 0 },
-	{ 'j', "json", 'j', SBX_OPT_NONE, NULL, NULL,
-	    "print one JSON envelope (also SBX_JSON=1)", S_ALL, 0 },
+	SBX_OPT_ROW_JSON(S_ALL),
 	{ 'q', "quiet", 'q', SBX_OPT_NONE, NULL, NULL, "no warnings on stderr",
 	    S_ALL, 0 },
-	{ 'h', "help", 'h', SBX_OPT_NONE, NULL, NULL, "this help", S_ALL, 0 },
-	{ OPT_VERSION, "version", 0, SBX_OPT_NONE, NULL, NULL,
-	    "print the version", S_ALL, 0 },
+	SBX_OPT_ROW_HELP(S_ALL),
+	SBX_OPT_ROW_VERSION(OPT_VERSION, S_ALL),
 };
 
 static const struct sbx_opts table = { PROG, "sbx file", rows, SBX_OPTS_N(rows),
@@ -188,10 +186,22 @@ static void __attribute__((noreturn)) fail(struct sbx_error *e, json_t *extra)
 	sbx_cmd_fail(PROG, tool, O.json, e, extra, emit, -1);
 }
 
+/* A refused option: an invalid_args envelope naming it under --json, the
+ * message and the synopsis on stderr; exit 64. */
+static void __attribute__((noreturn))
+usage_err(const struct sbx_error *e)
+{
+	sbx_cmd_usage(PROG, tool, O.json, e, usage_text, emit);
+	exit(SBX_EX_USAGE);
+}
+
+/* The options every program has (cmd/common.c). */
+static const struct sbx_cmd_opts cmdopts = { PROG, usage_text, help_text,
+	NULL, &table, S_ALL, &O.json, &O.quiet, NULL, usage_err };
+
 static void
 parse_args(int argc, char *argv[])
 {
-	struct sbx_buf b = SBX_BUF_INIT;
 	int	       ch;
 
 	if (sbx_opts_getopt(&table, ~0u, "", &g) == -1)
@@ -199,12 +209,8 @@ parse_args(int argc, char *argv[])
 	/* Decided before getopt, skipping option arguments: an --old TEXT
 	 * that reads "--json" is not the flag. */
 	O.json = sbx_cli_wants_json(argc, argv, g.optstring, g.longopts, NULL);
-	opterr = !O.json;
-	while ((ch = getopt_long(argc, argv, g.optstring, g.longopts, NULL)) !=
-	    -1) {
-		ch = sbx_opts_id(&g, ch);
-		if (ch != '?' && ch != ':')
-			sbx_opts_seen(&seen, ch);
+	opterr = 0;	/* a refused option is reported by usage_err() */
+	while ((ch = sbx_cmd_getopt(argc, argv, &g, &seen)) != -1) {
 		switch (ch) {
 		case OPT_START: O.start = optarg; break;
 		case OPT_COUNT: O.count = optarg; break;
@@ -226,16 +232,9 @@ parse_args(int argc, char *argv[])
 		case OPT_DEPTH: O.depth = optarg; break;
 		case 'a': O.agent = optarg; break;
 		case OPT_HOME: O.home = optarg; break;
-		case 'j': O.json = 1; break;
-		case 'q': O.quiet = 1; break;
-		case 'h':
-			fputs(usage_text, stdout);
-			fputs(help_text, stdout);
-			if (sbx_opts_help(&table, S_ALL, &b) == 0 && b.p)
-				fputs(b.p, stdout);
-			exit(0);
-		case OPT_VERSION: printf("%s %s\n", PROG, SBX_VERSION); exit(0);
-		default: usage(NULL);
+		default:
+			sbx_cmd_opt(&cmdopts, ch, argc, argv, &g);
+			break;
 		}
 	}
 	O.nargs = argc - optind;
@@ -497,10 +496,7 @@ main(int argc, char *argv[])
 	gid_t		 gid;
 	int		 rc;
 
-	if (sbx_fs_sanitize_std() == -1)
-		return SBX_EX_OSERR;
-	sbx_cmd_finish_init(PROG);
-	if (sbx_cmd_complete(&table, argc, argv, &rc))
+	if (sbx_cmd_start(PROG, &table, argc, argv, &rc))
 		return rc;
 	parse_args(argc, argv);
 	if (O.nargs < 1)

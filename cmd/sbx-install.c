@@ -74,19 +74,15 @@ static const struct sbx_opt rows[] = {
 	    "give up after S seconds (the lock wait included)", S_MAIN, 0 },
 	{ OPT_ALLOW_URL, "allow-url", 0, SBX_OPT_NONE, NULL, NULL,
 	    "accept URLs, VCS references and local paths", S_MAIN, 0 },
-	{ OPT_HOME, "home", 0, SBX_OPT_REQ, "DIR", "@dir",
-	    "state root (default: $SBX_HOME, $XDG_DATA_HOME/sbx,\n"
-	    "~/.local/share/sbx)", S_ALL, 0 },
-	{ 'j', "json", 'j', SBX_OPT_NONE, NULL, NULL,
-	    "print one JSON envelope (also SBX_JSON=1)", S_ALL, 0 },
+	SBX_OPT_ROW_HOME(OPT_HOME, S_ALL),
+	SBX_OPT_ROW_JSON(S_ALL),
 	{ 'q', "quiet", 'q', SBX_OPT_NONE, NULL, NULL,
 	    "no progress or warnings on stderr", S_ALL, 0 },
 	{ 'v', "verbose", 'v', SBX_OPT_NONE, NULL, NULL,
 	    "show the bwrap command lines on stderr", S_MAIN | S_RECONCILE,
 	    0 },
-	{ 'h', "help", 'h', SBX_OPT_NONE, NULL, NULL, "this help", S_ALL, 0 },
-	{ OPT_VERSION, "version", 0, SBX_OPT_NONE, NULL, NULL,
-	    "print the version", S_MAIN, 0 },
+	SBX_OPT_ROW_HELP(S_ALL),
+	SBX_OPT_ROW_VERSION(OPT_VERSION, S_MAIN),
 };
 
 static const struct sbx_opts table = { PROG, "sbx install", rows,
@@ -111,14 +107,7 @@ emit(json_t *env)
 void
 fail_extra(const struct sbx_error *e, json_t *extra)
 {
-	if (!O.json)
-		sbx_cmd_print_warnings(PROG, warnings, O.quiet);
-	if (O.json && json_array_size(warnings) > 0) {
-		if (extra == NULL)
-			extra = json_object();
-		json_object_set(extra, "warnings", warnings);
-	}
-	sbx_cmd_fail(PROG, tool, O.json, e, extra, emit, -1);
+	sbx_cmd_fail_warned(PROG, tool, O.json, O.quiet, warnings, e, extra);
 }
 
 void
@@ -134,23 +123,14 @@ usage(const struct sbx_error *e)
 	exit(SBX_EX_USAGE);
 }
 
-void
-warn(const char *fmt, ...)
-{
-	char	 m[512];
-	va_list	 ap;
-
-	va_start(ap, fmt);
-	vsnprintf(m, sizeof(m), fmt, ap);
-	va_end(ap);
-	json_array_append_new(warnings, json_string(m));
-}
+/* The options every program has (cmd/common.c). */
+static const struct sbx_cmd_opts cmdopts = { PROG, usage_text, help_text,
+	NULL, &table, S_ALL, &O.json, &O.quiet, &O.verbose, usage };
 
 static void
 parse_args(int argc, char *argv[])
 {
 	struct sbx_error	 e;
-	struct sbx_buf		 b = SBX_BUF_INIT;
 	unsigned		 bit = S_MAIN;
 	int			 ch;
 
@@ -163,34 +143,16 @@ parse_args(int argc, char *argv[])
 	O.json = sbx_cli_wants_json(argc, argv, g.optstring, g.longopts,
 	    NULL);
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, g.optstring, g.longopts, NULL))
-	    != -1) {
-		ch = sbx_opts_id(&g, ch);
-		if (ch != '?' && ch != ':')
-			sbx_opts_seen(&seen, ch);
+	while ((ch = sbx_cmd_getopt(argc, argv, &g, &seen)) != -1) {
 		switch (ch) {
 		case 'a': O.agent = optarg; break;
 		case 'm': O.manager = optarg; break;
 		case OPT_HOME: O.home = optarg; break;
 		case OPT_TIMEOUT: O.timeout = optarg; break;
 		case OPT_ALLOW_URL: O.allow_url = 1; break;
-		case 'j': O.json = 1; break;
-		case 'q': O.quiet = 1; break;
-		case 'v': O.verbose = 1; break;
-		case 'h':
-			fputs(usage_text, stdout);
-			fputs(help_text, stdout);
-			if (sbx_opts_help(&table, S_ALL, &b) == 0 && b.p)
-				fputs(b.p, stdout);
-			sbx_buf_release(&b);
-			exit(0);
-		case OPT_VERSION:
-			printf("%s %s\n", PROG, SBX_VERSION);
-			exit(0);
 		default:
-			sbx_cli_getopt_error(argc, argv, g.optstring,
-			    g.longopts, &e);
-			usage(&e);
+			sbx_cmd_opt(&cmdopts, ch, argc, argv, &g);
+			break;
 		}
 	}
 	O.pkgs = argv + optind;
@@ -345,8 +307,9 @@ do_reconcile(void)
 		    sbx_installmgr_names(mgr, rr.out.p, rr.out.len) :
 		    NULL;
 		if (names == NULL)
-			warn("%s: could not list what is installed; its "
-			    "entries are kept", sbx_install_manager_name(mgr));
+			sbx_cmd_warnf(warnings, "%s: could not list what is "
+			    "installed; its entries are kept",
+			    sbx_install_manager_name(mgr));
 		else {
 			sbx_install_manifest_set(m, mgr, names);
 			json_decref(names);
@@ -378,10 +341,7 @@ main(int argc, char *argv[])
 	struct sbx_error	 e;
 	int			 rc;
 
-	if (sbx_fs_sanitize_std() == -1)
-		return SBX_EX_OSERR;
-	sbx_cmd_finish_init(PROG);
-	if (sbx_cmd_complete(&table, argc, argv, &rc))
+	if (sbx_cmd_start(PROG, &table, argc, argv, &rc))
 		return rc;
 	warnings = json_array();
 	parse_args(argc, argv);

@@ -75,9 +75,8 @@ static const struct sbx_opt rows[] = {
 	    1, 0 },
 	{ 'v', "verbose", 'v', SBX_OPT_NONE, NULL, NULL, "more on stderr", 1,
 	    0 },
-	{ 'h', "help", 'h', SBX_OPT_NONE, NULL, NULL, "this help", 1, 0 },
-	{ OPT_VERSION, "version", 0, SBX_OPT_NONE, NULL, NULL,
-	    "print the version", 1, 0 },
+	SBX_OPT_ROW_HELP(1),
+	SBX_OPT_ROW_VERSION(OPT_VERSION, 1),
 };
 
 static const struct sbx_opts table = { PROG, "sbx mcp", rows, SBX_OPTS_N(rows),
@@ -104,37 +103,39 @@ static void __attribute__((noreturn)) fail(const struct sbx_error *e)
 	sbx_cmd_fail(PROG, "mcp", O.json, e, NULL, sbx_cmd_emit, -1);
 }
 
+/* A refused option: an invalid_args envelope naming it under --json, the
+ * message and the synopsis on stderr; exit 64. */
+static void __attribute__((noreturn))
+usage_err(const struct sbx_error *e)
+{
+	sbx_cmd_usage(PROG, "mcp", O.json, e, usage_text, sbx_cmd_emit);
+	exit(SBX_EX_USAGE);
+}
+
+/* The options every program has (cmd/common.c). */
+static const struct sbx_cmd_opts cmdopts = { PROG, usage_text, help_text,
+	NULL, &table, 1, &O.json, NULL, NULL, usage_err };
+
 static void
 parse_args(int argc, char *argv[])
 {
 	struct sbx_opts_getopt g;
-	struct sbx_buf	       b = SBX_BUF_INIT;
 	int		       ch;
 
 	if (sbx_opts_getopt(&table, 1, "", &g) == -1)
 		exit(SBX_EX_SOFTWARE);
 	O.json = sbx_cli_wants_json(argc, argv, g.optstring, g.longopts, NULL);
-	opterr = !O.json;
-	while ((ch = getopt_long(argc, argv, g.optstring, g.longopts, NULL)) !=
-	    -1) {
-		switch (sbx_opts_id(&g, ch)) {
+	opterr = 0;	/* a refused option is reported by usage_err() */
+	while ((ch = sbx_cmd_getopt(argc, argv, &g, NULL)) != -1) {
+		switch (ch) {
 		case 'a': O.agent = optarg; break;
 		case OPT_HOME: O.home = optarg; break;
 		case OPT_MAX_RUNS: O.max_runs = optarg; break;
 		case OPT_PER_MINUTE: O.per_minute = optarg; break;
 		case OPT_MAX_MESSAGE: O.max_message = optarg; break;
-		case 'j': O.json = 1; break;
-		case 'q':
-		case 'v': break;
-		case 'h':
-			fputs(usage_text, stdout);
-			fputs(help_text, stdout);
-			if (sbx_opts_help(&table, 1, &b) == 0 && b.p)
-				fputs(b.p, stdout);
-			sbx_buf_release(&b);
-			exit(0);
-		case OPT_VERSION: printf("%s %s\n", PROG, SBX_VERSION); exit(0);
-		default: usage(NULL);
+		default:
+			sbx_cmd_opt(&cmdopts, ch, argc, argv, &g);
+			break;
 		}
 	}
 	if (optind != argc)
@@ -197,10 +198,7 @@ main(int argc, char *argv[])
 	const char	   *p;
 	int		    rc;
 
-	if (sbx_fs_sanitize_std() == -1)
-		return SBX_EX_OSERR;
-	sbx_cmd_finish_init(PROG);
-	if (sbx_cmd_complete(&table, argc, argv, &rc))
+	if (sbx_cmd_start(PROG, &table, argc, argv, &rc))
 		return rc;
 	parse_args(argc, argv);
 	memset(&c, 0, sizeof(c));

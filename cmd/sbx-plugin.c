@@ -12,7 +12,6 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,16 +112,14 @@ static const struct sbx_opt rows[] = {
 	    "state root (default: $SBX_HOME, $XDG_DATA_HOME/sbx,\n"
 	    "~/.local/share/sbx)",
 	    S_ALL, 0 },
-	{ 'j', "json", 'j', SBX_OPT_NONE, NULL, NULL,
-	    "print one JSON envelope (also SBX_JSON=1)", S_ALL, 0 },
+	SBX_OPT_ROW_JSON(S_ALL),
 	{ 'q', "quiet", 'q', SBX_OPT_NONE, NULL, NULL,
 	    "no progress or warnings on stderr",
 	    S_ADD | S_RM | S_INSTALL | S_UNINSTALL | S_RUN | S_REGISTER, 0 },
 	{ 'v', "verbose", 'v', SBX_OPT_NONE, NULL, NULL,
 	    "show the bwrap command lines on stderr", S_INSTALL | S_RUN, 0 },
-	{ 'h', "help", 'h', SBX_OPT_NONE, NULL, NULL, "this help", S_ALL, 0 },
-	{ OPT_VERSION, "version", 0, SBX_OPT_NONE, NULL, NULL,
-	    "print the version", S_ALL, 0 },
+	SBX_OPT_ROW_HELP(S_ALL),
+	SBX_OPT_ROW_VERSION(OPT_VERSION, S_ALL),
 };
 
 static const struct sbx_opts table = { PROG, "sbx plugin", rows,
@@ -145,32 +142,13 @@ plugin_emit(json_t *env)
 void
 plugin_fail_extra(const struct sbx_error *e, json_t *extra)
 {
-	if (!O.json)
-		sbx_cmd_print_warnings(PROG, warnings, O.quiet);
-	if (O.json && json_array_size(warnings) > 0) {
-		if (extra == NULL)
-			extra = json_object();
-		json_object_set(extra, "warnings", warnings);
-	}
-	sbx_cmd_fail(PROG, tool, O.json, e, extra, plugin_emit, -1);
+	sbx_cmd_fail_warned(PROG, tool, O.json, O.quiet, warnings, e, extra);
 }
 
 void
 plugin_fail(const struct sbx_error *e)
 {
 	plugin_fail_extra(e, NULL);
-}
-
-void
-plugin_warn(const char *fmt, ...)
-{
-	char	m[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(m, sizeof(m), fmt, ap);
-	va_end(ap);
-	json_array_append_new(warnings, json_string(m));
 }
 
 void
@@ -191,6 +169,10 @@ plugin_usage(const struct sbx_error *e)
 	sbx_cmd_usage(PROG, tool, O.json, e, usage_text, plugin_emit);
 	exit(SBX_EX_USAGE);
 }
+
+/* The options every program has (cmd/common.c). */
+static const struct sbx_cmd_opts cmdopts = { PROG, usage_text, help_text,
+	NULL, &table, S_ALL, &O.json, &O.quiet, &O.verbose, plugin_usage };
 
 void
 plugin_open_root(void)
@@ -475,7 +457,6 @@ static void
 parse_args(int argc, char *argv[])
 {
 	struct sbx_error e;
-	struct sbx_buf	 b = SBX_BUF_INIT;
 	unsigned	 bit;
 	int		 ch, i;
 
@@ -483,11 +464,7 @@ parse_args(int argc, char *argv[])
 		exit(SBX_EX_SOFTWARE);
 	O.json = sbx_cli_wants_json(argc, argv, g.optstring, g.longopts, NULL);
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, g.optstring, g.longopts, NULL)) !=
-	    -1) {
-		ch = sbx_opts_id(&g, ch);
-		if (ch != '?' && ch != ':')
-			sbx_opts_seen(&seen, ch);
+	while ((ch = sbx_cmd_getopt(argc, argv, &g, &seen)) != -1) {
 		switch (ch) {
 		case 'a':
 			O.agent = optarg;
@@ -497,21 +474,9 @@ parse_args(int argc, char *argv[])
 		case OPT_SHA256: O.sha256 = optarg; break;
 		case OPT_TIMEOUT: O.timeout = optarg; break;
 		case OPT_HOME: O.home = optarg; break;
-		case 'j': O.json = 1; break;
-		case 'q': O.quiet = 1; break;
-		case 'v': O.verbose = 1; break;
-		case 'h':
-			fputs(usage_text, stdout);
-			fputs(help_text, stdout);
-			if (sbx_opts_help(&table, S_ALL, &b) == 0 && b.p)
-				fputs(b.p, stdout);
-			sbx_buf_release(&b);
-			exit(0);
-		case OPT_VERSION: printf("%s %s\n", PROG, SBX_VERSION); exit(0);
 		default:
-			sbx_cli_getopt_error(argc, argv, g.optstring,
-			    g.longopts, &e);
-			plugin_usage(&e);
+			sbx_cmd_opt(&cmdopts, ch, argc, argv, &g);
+			break;
 		}
 	}
 	if (optind >= argc) {
@@ -552,10 +517,7 @@ main(int argc, char *argv[])
 	struct sbx_error e;
 	int		 rc;
 
-	if (sbx_fs_sanitize_std() == -1)
-		return SBX_EX_OSERR;
-	sbx_cmd_finish_init(PROG);
-	if (sbx_cmd_complete(&table, argc, argv, &rc))
+	if (sbx_cmd_start(PROG, &table, argc, argv, &rc))
 		return rc;
 	warnings = json_array();
 	parse_args(argc, argv);

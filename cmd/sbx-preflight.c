@@ -54,9 +54,7 @@ static const struct sbx_opt rows[] = {
 	{ 'a', "agent", 'a', SBX_OPT_REQ, "A", "@agent",
 	    "agent whose home, output and token are checked\n"
 	    "(default: $SBX_AGENT or \"default\")", 1, 0 },
-	{ OPT_HOME, "home", 0, SBX_OPT_REQ, "DIR", "@dir",
-	    "state root (default: $SBX_HOME, $XDG_DATA_HOME/sbx,\n"
-	    "~/.local/share/sbx)", 1, 0 },
+	SBX_OPT_ROW_HOME(OPT_HOME, 1),
 	{ 'j', "json", 'j', SBX_OPT_NONE, NULL, NULL,
 	    "print the report as one JSON envelope (also\n"
 	    "SBX_JSON=1)", 1, 0 },
@@ -78,9 +76,8 @@ static const struct sbx_opt rows[] = {
 	    "text: only what did not pass", 1, 0 },
 	{ 'v', "verbose", 'v', SBX_OPT_NONE, NULL, NULL,
 	    "text: details of passed checks too", 1, 0 },
-	{ 'h', "help", 'h', SBX_OPT_NONE, NULL, NULL, "this help", 1, 0 },
-	{ OPT_VERSION, "version", 0, SBX_OPT_NONE, NULL, NULL,
-	    "print the version", 1, 0 },
+	SBX_OPT_ROW_HELP(1),
+	SBX_OPT_ROW_VERSION(OPT_VERSION, 1),
 };
 
 /* The one option table (lib/opts.h): getopt_long, --help and
@@ -109,6 +106,10 @@ usage_err(const struct sbx_error *e)
 	sbx_cmd_usage(PROG, "preflight", O.json, e, usage_text, emit);
 	exit(SBX_EX_USAGE);
 }
+
+/* The options every program has (cmd/common.c). */
+static const struct sbx_cmd_opts cmdopts = { PROG, usage_text, help_text,
+	NULL, &table, 1, &O.json, &O.quiet, &O.verbose, usage_err };
 
 static void
 emit(json_t *env)
@@ -142,7 +143,6 @@ static void
 parse(int argc, char *argv[])
 {
 	struct sbx_error	 e;
-	struct sbx_buf		 b = SBX_BUF_INIT;
 	int			 ch;
 
 	/* Before getopt: where --json stands never changes how a usage
@@ -152,17 +152,13 @@ parse(int argc, char *argv[])
 	O.json = sbx_cli_wants_json(argc, argv, g.optstring, g.longopts,
 	    NULL);
 	opterr = 0;	/* a refused option is reported by usage_err() */
-	while ((ch = getopt_long(argc, argv, g.optstring, g.longopts, NULL))
-	    != -1) {
-		switch (sbx_opts_id(&g, ch)) {
+	while ((ch = sbx_cmd_getopt(argc, argv, &g, NULL)) != -1) {
+		switch (ch) {
 		case 'a':
 			O.agent = optarg;
 			break;
 		case OPT_HOME:
 			O.home = optarg;
-			break;
-		case 'j':
-			O.json = 1;
 			break;
 		case OPT_PRETTY:
 			O.pretty = O.json = 1;
@@ -191,25 +187,9 @@ parse(int argc, char *argv[])
 				usage_err(&e);
 			}
 			break;
-		case 'q':
-			O.quiet = 1;
-			break;
-		case 'v':
-			O.verbose = 1;
-			break;
-		case 'h':
-			fputs(usage_text, stdout);
-			fputs(help_text, stdout);
-			if (sbx_opts_help(&table, 1, &b) == 0 && b.p != NULL)
-				fputs(b.p, stdout);
-			exit(0);
-		case OPT_VERSION:
-			printf("sbx-preflight %s\n", SBX_VERSION);
-			exit(0);
 		default:
-			sbx_cli_getopt_error(argc, argv, g.optstring,
-			    g.longopts, &e);
-			usage_err(&e);
+			sbx_cmd_opt(&cmdopts, ch, argc, argv, &g);
+			break;
 		}
 	}
 	if (optind < argc) {
@@ -427,11 +407,7 @@ main(int argc, char *argv[])
 	char			 *exec_dir, *front;
 	int			  code;
 
-	/* Before anything is opened: see sbx_fs_sanitize_std(). */
-	if (sbx_fs_sanitize_std() == -1)
-		return SBX_EX_OSERR;
-	sbx_cmd_finish_init(PROG);
-	if (sbx_cmd_complete(&table, argc, argv, &code))
+	if (sbx_cmd_start(PROG, &table, argc, argv, &code))
 		return code;
 	parse(argc, argv);
 	if (sbx_cli_json_env())

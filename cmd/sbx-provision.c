@@ -114,9 +114,7 @@ static const struct sbx_opt rows[] = {
 	{ 'a', "agent", 'a', SBX_OPT_REQ, "A", "@agent",
 	    "agent name (default: $SBX_AGENT or \"default\")",
 	    S_MAIN | S_STATUS | S_UNPROVISION, 0 },
-	{ OPT_HOME, "home", 0, SBX_OPT_REQ, "DIR", "@dir",
-	    "state root (default: $SBX_HOME, $XDG_DATA_HOME/sbx,\n"
-	    "~/.local/share/sbx)", S_ALL, 0 },
+	SBX_OPT_ROW_HOME(OPT_HOME, S_ALL),
 	{ 'y', "yes", 'y', SBX_OPT_NONE, NULL, NULL, "remove: really remove",
 	    S_REMOVE, 0 },
 	{ OPT_IMAGE, "image", 0, SBX_OPT_REQ, "REF", "@image|none",
@@ -148,15 +146,13 @@ static const struct sbx_opt rows[] = {
 	    "image rm: remove the template even when other names\n"
 	    "or agents refer to it (says which agents it breaks)",
 	    S_IMAGE_RM, 0 },
-	{ 'j', "json", 'j', SBX_OPT_NONE, NULL, NULL,
-	    "print one JSON envelope (also SBX_JSON=1)", S_ALL, 0 },
+	SBX_OPT_ROW_JSON(S_ALL),
 	{ 'q', "quiet", 'q', SBX_OPT_NONE, NULL, NULL,
 	    "print nothing but errors", S_ALL, 0 },
 	{ 'v', "verbose", 'v', SBX_OPT_NONE, NULL, NULL,
 	    "also list what was already present", S_MAIN, 0 },
-	{ 'h', "help", 'h', SBX_OPT_NONE, NULL, NULL, "this help", S_ALL, 0 },
-	{ OPT_VERSION, "version", 0, SBX_OPT_NONE, NULL, NULL,
-	    "print the version", S_MAIN, 0 },
+	SBX_OPT_ROW_HELP(S_ALL),
+	SBX_OPT_ROW_VERSION(OPT_VERSION, S_MAIN),
 };
 
 static const struct sbx_opts table = { PROG, "sbx provision", rows,
@@ -181,6 +177,10 @@ usage_err(const struct sbx_error *e)
 	sbx_cmd_usage(PROG, tool, O.json, e, usage_text, sbx_cmd_emit);
 	exit(SBX_EX_USAGE);
 }
+
+/* The options every program has (cmd/common.c). */
+static const struct sbx_cmd_opts cmdopts = { PROG, usage_text, help_text,
+	NULL, &table, S_ALL, &O.json, &O.quiet, &O.verbose, usage_err };
 
 void __attribute__((noreturn))
 usage(const char *why)
@@ -252,16 +252,10 @@ root_json(void)
 static void
 parse(int argc, char *argv[])
 {
-	struct sbx_error	 e;
-	struct sbx_buf		 b = SBX_BUF_INIT;
 	int			 ch;
 
 	opterr = 0;	/* a refused option is reported by usage_err() */
-	while ((ch = getopt_long(argc, argv, g.optstring, g.longopts, NULL))
-	    != -1) {
-		ch = sbx_opts_id(&g, ch);
-		if (ch != '?' && ch != ':')
-			sbx_opts_seen(&seen, ch);
+	while ((ch = sbx_cmd_getopt(argc, argv, &g, &seen)) != -1) {
 		switch (ch) {
 		case 'a':
 			O.agent = optarg;
@@ -300,28 +294,9 @@ parse(int argc, char *argv[])
 		case OPT_NAME:
 			O.name = optarg;
 			break;
-		case 'j':
-			O.json = 1;
-			break;
-		case 'q':
-			O.quiet = 1;
-			break;
-		case 'v':
-			O.verbose = 1;
-			break;
-		case 'h':
-			fputs(usage_text, stdout);
-			fputs(help_text, stdout);
-			if (sbx_opts_help(&table, S_ALL, &b) == 0 && b.p)
-				fputs(b.p, stdout);
-			exit(0);
-		case OPT_VERSION:
-			printf("%s %s\n", PROG, SBX_VERSION);
-			exit(0);
 		default:
-			sbx_cli_getopt_error(argc, argv, g.optstring,
-			    g.longopts, &e);
-			usage_err(&e);
+			sbx_cmd_opt(&cmdopts, ch, argc, argv, &g);
+			break;
 		}
 	}
 }
@@ -476,11 +451,7 @@ main(int argc, char *argv[])
 	size_t	 i;
 	int	 rc;
 
-	/* Before anything is opened: see sbx_fs_sanitize_std(). */
-	if (sbx_fs_sanitize_std() == -1)
-		return SBX_EX_OSERR;
-	sbx_cmd_finish_init(PROG);
-	if (sbx_cmd_complete(&table, argc, argv, &rc))
+	if (sbx_cmd_start(PROG, &table, argc, argv, &rc))
 		return rc;
 	parse_args(argc, argv);
 	if (O.sub != NULL) {

@@ -29,6 +29,7 @@
 #include "buf.h"
 #include "cli.h"
 #include "cmd.h"
+#include "daemon-serve.h"
 #include "daemon.h"
 #include "envelope.h"
 #include "fsutil.h"
@@ -100,18 +101,14 @@ static const struct sbx_opt rows[] = {
 	{ OPT_RESOLVE, "resolve", 0, SBX_OPT_NONE, NULL, NULL,
 	    "check: resolve the name as the proxy would and\n"
 	    "judge each address too", S_CHECK, 0 },
-	{ OPT_HOME, "home", 0, SBX_OPT_REQ, "DIR", "@dir",
-	    "state root (default: $SBX_HOME, $XDG_DATA_HOME/sbx,\n"
-	    "~/.local/share/sbx)", S_ALL, 0 },
-	{ 'j', "json", 'j', SBX_OPT_NONE, NULL, NULL,
-	    "print one JSON envelope (also SBX_JSON=1)", S_ALL, 0 },
+	SBX_OPT_ROW_HOME(OPT_HOME, S_ALL),
+	SBX_OPT_ROW_JSON(S_ALL),
 	{ 'q', "quiet", 'q', SBX_OPT_NONE, NULL, NULL,
 	    "print nothing on success", S_ALL, 0 },
 	{ 'v', "verbose", 'v', SBX_OPT_NONE, NULL, NULL,
 	    "serve: more detail", S_SERVE, 0 },
-	{ 'h', "help", 'h', SBX_OPT_NONE, NULL, NULL, "this help", S_ALL, 0 },
-	{ OPT_VERSION, "version", 0, SBX_OPT_NONE, NULL, NULL,
-	    "print the version", S_ALL, 0 },
+	SBX_OPT_ROW_HELP(S_ALL),
+	SBX_OPT_ROW_VERSION(OPT_VERSION, S_ALL),
 };
 
 static const struct sbx_opts table = { PROG, "sbx proxy", rows,
@@ -134,6 +131,10 @@ usage_err(const struct sbx_error *e)
 	exit(SBX_EX_USAGE);
 }
 
+/* The options every program has (cmd/common.c). */
+static const struct sbx_cmd_opts cmdopts = { PROG, usage_text, help_text,
+	NULL, &table, S_ALL, &O.json, &O.quiet, &O.verbose, usage_err };
+
 static void __attribute__((noreturn))
 usage(void)
 {
@@ -150,63 +151,28 @@ fail(struct sbx_error *e)
 void
 ok(json_t *result, const char *text)
 {
-	if (O.json)
-		sbx_cmd_emit(sbx_envelope_ok(O.tool, result, NULL));
-	else {
-		json_decref(result);
-		if (!O.quiet && text != NULL)
-			printf("%s\n", text);
-	}
+	sbx_cmd_ok(O.tool, O.json, O.quiet, result, text);
+}
+
+/* The daemon's loop (daemon-serve.h). */
+static int
+serve(int rootfd, int lfd, void *cfg, struct sbx_error *e)
+{
+	return sbx_proxy_serve(rootfd, lfd, cfg, e);
 }
 
 static int
 cmd_serve(struct sbx_root *root)
 {
 	struct sbx_proxy_config	 cfg;
-	struct sbx_daemon	 d;
 	struct sbx_error	 e;
-	int			 runfd, lfd, rc;
+	struct sbx_cmd_daemon	 d = { PROG, O.tool, "proxy", "proxy.pid",
+	    "proxy.sock", O.json, O.quiet, O.foreground, serve, &cfg };
 
 	memset(&e, 0, sizeof(e));
 	if (sbx_proxy_config_load(root->fd, &cfg, &e) == -1)
 		fail(&e);
-	if ((runfd = sbx_fs_mkdirs_at(root->fd, "run", 0711, &e)) == -1)
-		fail(&e);
-	if ((rc = sbx_daemon_start(runfd, "proxy.pid", "proxy", O.foreground,
-	    &d, &e)) == -1)
-		fail(&e);
-	if (rc == SBX_DAEMON_RUNNING) {
-		ok(json_pack("{s:b,s:b,s:s}", "running", 1, "started", 0,
-		    "pid", d.pid), "sbx-proxy: already running");
-		return 0;
-	}
-	if (rc == SBX_DAEMON_STARTED) {
-		ok(json_pack("{s:b,s:b,s:s}", "running", 1, "started", 1,
-		    "socket", SBX_PROXY_SOCK), "sbx-proxy: started");
-		exit(0);
-	}
-	signal(SIGPIPE, SIG_IGN);
-	sbx_daemon_harden();
-	if ((lfd = sbx_daemon_bind(runfd, "proxy.sock", &e)) == -1) {
-		if (O.foreground)
-			fail(&e);
-		_exit(SBX_EX_OSERR);
-	}
-	sbx_daemon_ready(&d);
-	if (O.foreground && !O.quiet)
-		fprintf(stderr, "%s: serving %s/%s (pid %d)\n", PROG,
-		    root->path, SBX_PROXY_SOCK, (int)getpid());
-	if (sbx_proxy_serve(root->fd, lfd, &cfg, &e) == -1) {
-		(void)unlinkat(runfd, "proxy.sock", 0);
-		if (O.foreground)
-			fail(&e);
-		_exit(SBX_EX_OSERR);
-	}
-	/* Remove the socket before the lock goes: a new proxy may then
-	 * bind its own without racing with our unlink. */
-	(void)unlinkat(runfd, "proxy.sock", 0);
-	sbx_daemon_done(&d);
-	_exit(0);
+	return sbx_cmd_daemon_serve(&d, root);
 }
 
 static int
@@ -214,21 +180,18 @@ cmd_status(struct sbx_root *root, int stop)
 {
 	struct sbx_error	 e;
 	json_t			*ans, *res;
-	int			 ctl;
+	int			 rc;
 	char			 text[256];
 
 	memset(&e, 0, sizeof(e));
-	if (root->fd < 0 ||
-	    (ctl = sbx_proxyclient_connect(root->fd, &e)) == -1) {
+	if ((rc = sbx_daemon_ask(root->fd, "proxy.sock", "proxy",
+	    stop ? "stop" : "status", &ans, &e)) == -1)
+		fail(&e);
+	if (rc == 0) {
 		ok(json_pack("{s:b}", "running", 0),
 		    "sbx-proxy: not running");
 		return stop ? 0 : SBX_EX_NEGATIVE;
 	}
-	ans = sbx_proxyclient_call(ctl,
-	    json_pack("{s:s}", "op", stop ? "stop" : "status"), -1, 5000, &e);
-	close(ctl);
-	if (ans == NULL)
-		fail(&e);
 	if (stop) {
 		json_decref(ans);
 		ok(json_pack("{s:b,s:b}", "running", 0, "stopped", 1),
@@ -257,13 +220,10 @@ cmd_status(struct sbx_root *root, int stop)
 static const char *
 parse_args(int *argcp, char ***argvp)
 {
-	struct sbx_error	 e;
-	struct sbx_buf		 b = SBX_BUF_INIT;
 	int			 argc = *argcp, ch;
 	char			**argv = *argvp;
 	const char		*sub;
 
-	memset(&e, 0, sizeof(e));
 	/* The subcommand first, options after it (or before). */
 	sub = argc > 1 && argv[1][0] != '-' ? argv[1] : NULL;
 	if (sub != NULL) {
@@ -272,11 +232,7 @@ parse_args(int *argcp, char ***argvp)
 		argc--;
 	}
 	opterr = 0;	/* a refused option is reported by usage_err() */
-	while ((ch = getopt_long(argc, argv, g.optstring, g.longopts, NULL))
-	    != -1) {
-		ch = sbx_opts_id(&g, ch);
-		if (ch != '?' && ch != ':')
-			sbx_opts_seen(&seen, ch);
+	while ((ch = sbx_cmd_getopt(argc, argv, &g, &seen)) != -1) {
 		switch (ch) {
 		case 'a':
 			O.agent = optarg;
@@ -296,29 +252,8 @@ parse_args(int *argcp, char ***argvp)
 		case OPT_HOME:
 			O.home = optarg;
 			break;
-		case 'j':
-			O.json = 1;
-			break;
-		case 'q':
-			O.quiet = 1;
-			break;
-		case 'v':
-			O.verbose = 1;
-			break;
-		case 'h':
-			fputs(usage_text, stdout);
-			fputs(help_text, stdout);
-			if (sbx_opts_help(&table, S_ALL, &b) == 0 && b.p)
-				fputs(b.p, stdout);
-			sbx_buf_release(&b);
-			exit(0);
-		case OPT_VERSION:
-			printf("%s %s\n", PROG, SBX_VERSION);
-			exit(0);
 		default:
-			sbx_cli_getopt_error(argc, argv, g.optstring,
-			    g.longopts, &e);
-			usage_err(&e);
+			sbx_cmd_opt(&cmdopts, ch, argc, argv, &g);
 		}
 	}
 	argc -= optind;
@@ -375,15 +310,11 @@ main(int argc, char *argv[])
 	const char		*sub;
 	int			 ch;
 
-	/* Before anything is opened: see sbx_fs_sanitize_std(). */
-	if (sbx_fs_sanitize_std() == -1)
-		return SBX_EX_OSERR;
-	sbx_cmd_finish_init(PROG);
+	if (sbx_cmd_start(PROG, &table, argc, argv, &ch))
+		return ch;
 	memset(&e, 0, sizeof(e));
 	/* Before getopt: where --json stands never changes how a usage
 	 * error is reported. */
-	if (sbx_cmd_complete(&table, argc, argv, &ch))
-		return ch;
 	if (sbx_opts_getopt(&table, ~0u, "+", &g) == -1)
 		return SBX_EX_SOFTWARE;
 	O.json = sbx_cli_wants_json(argc, argv, g.optstring + 1, g.longopts,

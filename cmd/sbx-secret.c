@@ -101,13 +101,11 @@ static const struct sbx_opt rows[] = {
 	{ OPT_HOME, "home", 0, SBX_OPT_REQ, "DIR", "@dir",
 	    "state root (default: $SBX_HOME,\n"
 	    "$XDG_DATA_HOME/sbx, ~/.local/share/sbx)", S_ALL, 0 },
-	{ 'j', "json", 'j', SBX_OPT_NONE, NULL, NULL,
-	    "print one JSON envelope (also SBX_JSON=1)", S_NOGET, 0 },
+	SBX_OPT_ROW_JSON(S_NOGET),
 	{ 'q', "quiet", 'q', SBX_OPT_NONE, NULL, NULL,
 	    "no warnings on stderr", S_NOGET, 0 },
-	{ 'h', "help", 'h', SBX_OPT_NONE, NULL, NULL, "this help", S_ALL, 0 },
-	{ OPT_VERSION, "version", 0, SBX_OPT_NONE, NULL, NULL,
-	    "print the version", S_ALL, 0 },
+	SBX_OPT_ROW_HELP(S_ALL),
+	SBX_OPT_ROW_VERSION(OPT_VERSION, S_ALL),
 };
 
 static const struct sbx_opts table = { PROG, "sbx secret", rows,
@@ -150,10 +148,22 @@ fail(struct sbx_error *e)
 	sbx_cmd_fail(PROG, tool, O.json, e, NULL, emit, -1);
 }
 
+/* A refused option: an invalid_args envelope naming it under --json, the
+ * message and the synopsis on stderr; exit 64. */
+static void __attribute__((noreturn))
+usage_err(const struct sbx_error *e)
+{
+	sbx_cmd_usage(PROG, tool, O.json, e, usage_text, emit);
+	exit(SBX_EX_USAGE);
+}
+
+/* The options every program has (cmd/common.c). */
+static const struct sbx_cmd_opts cmdopts = { PROG, usage_text, help_text,
+	help_tail, &table, S_ALL, &O.json, &O.quiet, NULL, usage_err };
+
 static void
 parse_args(int argc, char *argv[])
 {
-	struct sbx_buf	 b = SBX_BUF_INIT;
 	int		 ch;
 
 	/* Every option of the table (GNU order: options and operands mixed);
@@ -164,12 +174,8 @@ parse_args(int argc, char *argv[])
 	 * reads "--json" (a description, a setting) is not the flag. */
 	O.json = sbx_cli_wants_json(argc, argv, g.optstring, g.longopts,
 	    NULL);
-	opterr = !O.json;
-	while ((ch = getopt_long(argc, argv, g.optstring, g.longopts, NULL))
-	    != -1) {
-		ch = sbx_opts_id(&g, ch);
-		if (ch != '?' && ch != ':')
-			sbx_opts_seen(&seen, ch);
+	opterr = 0;	/* a refused option is reported by usage_err() */
+	while ((ch = sbx_cmd_getopt(argc, argv, &g, &seen)) != -1) {
 		switch (ch) {
 		case 'a': O.agent = optarg; break;
 		case OPT_FROM_FD: O.from_fd = optarg; break;
@@ -178,20 +184,9 @@ parse_args(int argc, char *argv[])
 		case OPT_PASSPHRASE: O.passphrase = 1; break;
 		case OPT_REVEAL: O.reveal = 1; break;
 		case OPT_HOME: O.home = optarg; break;
-		case 'j': O.json = 1; break;
-		case 'q': O.quiet = 1; break;
-		case 'h':
-			fputs(usage_text, stdout);
-			fputs(help_text, stdout);
-			if (sbx_opts_help(&table, S_ALL, &b) == 0 && b.p)
-				fputs(b.p, stdout);
-			fputs(help_tail, stdout);
-			exit(0);
-		case OPT_VERSION:
-			printf("%s %s\n", PROG, SBX_VERSION);
-			exit(0);
 		default:
-			usage(NULL);
+			sbx_cmd_opt(&cmdopts, ch, argc, argv, &g);
+			break;
 		}
 	}
 	O.nargs = argc - optind;
@@ -525,10 +520,7 @@ main(int argc, char *argv[])
 	struct sbx_error e;
 	int		 want_name, creating, rc;
 
-	if (sbx_fs_sanitize_std() == -1)
-		return SBX_EX_OSERR;
-	sbx_cmd_finish_init(PROG);
-	if (sbx_cmd_complete(&table, argc, argv, &rc))
+	if (sbx_cmd_start(PROG, &table, argc, argv, &rc))
 		return rc;
 	sbx_secret_protect();
 	parse_args(argc, argv);

@@ -82,9 +82,8 @@ enum { OPT_VERSION = 256, OPT_LIST };
  * KIND ...`, which the shell completions call (see complete()).
  */
 static const struct sbx_opt rows[] = {
-	{ 'h', "help", 'h', SBX_OPT_NONE, NULL, NULL, "this help", 1, 0 },
-	{ OPT_VERSION, "version", 0, SBX_OPT_NONE, NULL, NULL,
-	    "print the version", 1, 0 },
+	SBX_OPT_ROW_HELP(1),
+	SBX_OPT_ROW_VERSION(OPT_VERSION, 1),
 	{ OPT_LIST, "list-commands", 0, SBX_OPT_NONE, NULL, NULL,
 	    "list the installed commands, one per line", 1, 0 },
 };

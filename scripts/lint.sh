@@ -97,17 +97,28 @@ cf_real() {
 	}
 	/^--- / { flush(); next }
 	/^\+\+\+ / { flush(); file = $0; next }
-	/^@@/ { flush(); hunk = $0 "\n"; next }
+	/^@@/ { flush(); hunk = $0 "\n"; top = 0; next }
+	# Four spaces alone are KNF'"'"'s continuation of a definition that
+	# starts in column 0 (its parameters); anywhere else, a spaces-only
+	# indent is not.
 	/^-/ {
 		l = substr($0, 2)
 		hunk = hunk $0 "\n"
 		old = side(old, l)
-		if (width(l) > 80 || l ~ /^\t* {5,}/ || l ~ /^ +[^ *]/)
+		cont = top && l ~ /^    [^ \t]/
+		if (width(l) > 80 || l ~ /^\t* {5,}/ ||
+		    (l ~ /^ +[^ *]/ && !cont))
 			badline = 1
+		top = l ~ /^[A-Za-z_]/ || cont
 		next
 	}
 	/^\+/ { hunk = hunk $0 "\n"; new = side(new, substr($0, 2)); next }
-	{ if (hunk != "") hunk = hunk $0 "\n" }
+	{
+		if (hunk != "")
+			hunk = hunk $0 "\n"
+		l = substr($0, 2)
+		top = l ~ /^[A-Za-z_]/ || (top && l ~ /^    [^ \t]/)
+	}
 	END { flush(); exit bad > 0 }
 	'
 }

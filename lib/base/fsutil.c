@@ -235,8 +235,6 @@ sbx_fs_read_file_at(int dirfd, const char *name, size_t cap, struct sbx_buf *b,
     struct sbx_error *e)
 {
 	struct stat	 st;
-	char		 chunk[16384];
-	ssize_t		 r;
 	int		 fd;
 
 	/* O_NONBLOCK: a FIFO planted under the name would block the open
@@ -254,31 +252,46 @@ sbx_fs_read_file_at(int dirfd, const char *name, size_t cap, struct sbx_buf *b,
 		return sbx_error_set(e, SBX_K_REJECTED, "path", "too_large",
 		    "%s is larger than %zu bytes", name, cap);
 	}
-	for (;;) {
-		r = read(fd, chunk, sizeof(chunk));
-		if (r == -1 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		if (b->len + (size_t)r > cap) {
-			close(fd);
-			return sbx_error_set(e, SBX_K_REJECTED, "path",
-			    "too_large", "%s grew past %zu bytes", name, cap);
-		}
-		if (sbx_buf_append(b, chunk, (size_t)r) == -1) {
-			close(fd);
-			return sbx_error_sys(e, "nomem", "read %s", name);
-		}
-	}
-	if (r == -1) {
-		sbx_error_sys(e, "read_failed", "cannot read %s", name);
+	if (sbx_fs_read_fd(fd, b, cap) == -1) {
+		if (errno == EFBIG)
+			sbx_error_set(e, SBX_K_REJECTED, "path", "too_large",
+			    "%s grew past %zu bytes", name, cap);
+		else if (errno == ENOMEM)
+			sbx_error_sys(e, "nomem", "read %s", name);
+		else
+			sbx_error_sys(e, "read_failed", "cannot read %s",
+			    name);
 		close(fd);
 		return -1;
 	}
 	close(fd);
-	if (b->p == NULL)
-		sbx_buf_append(b, "", 0);
 	return 0;
+}
+
+int
+sbx_fs_read_fd(int fd, struct sbx_buf *b, size_t cap)
+{
+	char	 chunk[16384];
+	ssize_t	 r;
+
+	for (;;) {
+		r = read(fd, chunk, sizeof(chunk));
+		if (r == -1 && errno == EINTR)
+			continue;
+		if (r == -1)
+			return -1;
+		if (r == 0)
+			break;
+		if (b->len + (size_t)r > cap) {
+			errno = EFBIG;
+			return -1;
+		}
+		if (sbx_buf_append(b, chunk, (size_t)r) == -1) {
+			errno = ENOMEM;
+			return -1;
+		}
+	}
+	return sbx_buf_append(b, "", 0) == -1 ? (errno = ENOMEM, -1) : 0;
 }
 
 static int

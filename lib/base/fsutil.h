@@ -48,6 +48,10 @@ void	sbx_fs_close_from(int lowfd, const int *keep, size_t nkeep);
 int	sbx_fs_memfd_data(const char *name, const void *, size_t);
 /* Write all of buf, retrying on EINTR and short writes. */
 int	sbx_fs_write_all(int fd, const void *, size_t);
+/* Read fd to its end, appended to b (always NUL-terminated, b->p never
+ * NULL on success) while b->len stays within cap: 0, or -1 with errno
+ * (EFBIG past cap, ENOMEM, or read's). */
+int	sbx_fs_read_fd(int fd, struct sbx_buf *b, size_t cap);
 /* Sandbox-path check: absolute, no `..`, `.`, empty components or NUL;
  * at most PATH_MAX. Returns 0 or -1 with reason in e (field given). */
 int	sbx_fs_path_check(const char *, const char *field, struct sbx_error *);

@@ -98,6 +98,23 @@ struct sbx_opts {
 /* The number of rows (or subcommands) of an array. */
 #define SBX_OPTS_N(a)	(sizeof(a) / sizeof((a)[0]))
 
+/* The rows most programs share, in the same words (sbx_cmd_opt in cmd/
+ * knows them by their names): --home, --json, --help, --version. */
+/* clang-format off */
+#define SBX_OPT_ROW_HOME(id, subs)					\
+	{ (id), "home", 0, SBX_OPT_REQ, "DIR", "@dir",			\
+	    "state root (default: $SBX_HOME, $XDG_DATA_HOME/sbx,\n"	\
+	    "~/.local/share/sbx)", (subs), 0 }
+#define SBX_OPT_ROW_JSON(subs)						\
+	{ 'j', "json", 'j', SBX_OPT_NONE, NULL, NULL,			\
+	    "print one JSON envelope (also SBX_JSON=1)", (subs), 0 }
+#define SBX_OPT_ROW_HELP(subs)						\
+	{ 'h', "help", 'h', SBX_OPT_NONE, NULL, NULL, "this help", (subs), 0 }
+#define SBX_OPT_ROW_VERSION(id, subs)					\
+	{ (id), "version", 0, SBX_OPT_NONE, NULL, NULL,			\
+	    "print the version", (subs), 0 }
+/* clang-format on */
+
 /* getopt_long's arguments: every option of the table (one given where it
  * does not go is refused by sbx_opts_check, by name), the letters as they
  * are in one (sub)command. */

@@ -3,16 +3,18 @@
 
 #include "utf8.h"
 
-/* Length of the valid UTF-8 sequence at s (1..4), or 0 when invalid. */
-static size_t
-utf8_seq(const unsigned char *s, size_t n)
+size_t
+sbx_utf8_decode(const char *src, size_t n, unsigned long *cpp)
 {
-	unsigned int	 c = s[0];
-	size_t		 len, i;
-	unsigned long	 cp;
+	const unsigned char	*s = (const unsigned char *)src;
+	unsigned int		 c = s[0];
+	size_t			 len, i;
+	unsigned long		 cp;
 
-	if (c < 0x80)
+	if (c < 0x80) {
+		*cpp = c;
 		return 1;
+	}
 	if (c >= 0xc2 && c <= 0xdf) {
 		len = 2;
 		cp = c & 0x1f;
@@ -34,7 +36,17 @@ utf8_seq(const unsigned char *s, size_t n)
 	if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
 	    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
 		return 0;
+	*cpp = cp;
 	return len;
+}
+
+/* Length of the valid UTF-8 sequence at s (1..4), or 0 when invalid. */
+static size_t
+utf8_seq(const unsigned char *s, size_t n)
+{
+	unsigned long	 cp;
+
+	return sbx_utf8_decode((const char *)s, n, &cp);
 }
 
 int

@@ -86,13 +86,16 @@ sbx_joblog_init(struct sbx_joblog *l, int fd, unsigned long long cap)
 	regions(l->cap, &l->head, &l->ring);
 }
 
+/* All n bytes at off, read (wr 0) or written, or -1 (errno; EIO for a
+ * short file). */
 static int
-pwrite_all(int fd, const char *p, size_t n, unsigned long long off)
+pio_all(int fd, char *p, size_t n, unsigned long long off, int wr)
 {
 	ssize_t	 k;
 
 	while (n > 0) {
-		k = pwrite(fd, p, n, (off_t)off);
+		k = wr ? pwrite(fd, p, n, (off_t)off) :
+		    pread(fd, p, n, (off_t)off);
 		if (k == -1 && errno == EINTR)
 			continue;
 		if (k <= 0) {
@@ -108,24 +111,15 @@ pwrite_all(int fd, const char *p, size_t n, unsigned long long off)
 }
 
 static int
+pwrite_all(int fd, const char *p, size_t n, unsigned long long off)
+{
+	return pio_all(fd, (char *)p, n, off, 1);
+}
+
+static int
 pread_all(int fd, char *p, size_t n, unsigned long long off)
 {
-	ssize_t	 k;
-
-	while (n > 0) {
-		k = pread(fd, p, n, (off_t)off);
-		if (k == -1 && errno == EINTR)
-			continue;
-		if (k <= 0) {
-			if (k == 0)
-				errno = EIO;
-			return -1;
-		}
-		p += k;
-		n -= (size_t)k;
-		off += (unsigned long long)k;
-	}
-	return 0;
+	return pio_all(fd, p, n, off, 0);
 }
 
 unsigned long long

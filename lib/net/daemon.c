@@ -21,6 +21,7 @@
 
 #include "daemon.h"
 #include "fsutil.h"
+#include "proxyclient.h"
 
 void
 sbx_daemon_harden(void)
@@ -162,6 +163,23 @@ start(const char *prog, const char *home, const char *what, struct sbx_error *e)
 		    what, WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st),
 		    what);
 	return 0;
+}
+
+int
+sbx_daemon_ask(int rootfd, const char *sock, const char *what,
+    const char *op, json_t **ans, struct sbx_error *e)
+{
+	struct sbx_error	 ce;
+	int			 ctl;
+
+	*ans = NULL;
+	if (rootfd < 0 || (ctl = sbx_daemon_connect(rootfd, sock, what,
+	    &ce)) == -1)
+		return 0;
+	*ans = sbx_proxyclient_call(ctl, json_pack("{s:s}", "op", op), -1,
+	    5000, e);
+	close(ctl);
+	return *ans == NULL ? -1 : 1;
 }
 
 int

@@ -6,6 +6,8 @@
 #ifndef SBX_DAEMON_H
 #define SBX_DAEMON_H
 
+#include <jansson.h>
+
 #include "error.h"
 
 /* Drop every capability (root keeps its uid, which owns the state root,
@@ -21,6 +23,14 @@ int	sbx_daemon_accept(int lfd);
  * not_running; the message names what, "the proxy"). */
 int sbx_daemon_connect(int rootfd, const char *sock, const char *what,
     struct sbx_error *);
+/*
+ * Ask the daemon on run/SOCK for op ("status", "stop"), what `sbx proxy
+ * status` and `sbx bridge stop` say: 1 and its answer in *ans (the
+ * caller's), 0 when none listens (rootfd < 0 too: no state root), -1
+ * with e when it was reached but did not answer.
+ */
+int	sbx_daemon_ask(int rootfd, const char *sock, const char *what,
+	    const char *op, json_t **ans, struct sbx_error *);
 /* A connection to run/SOCK, starting `prog serve --home home -q` under
  * run/LOCK first when none answers. */
 int sbx_daemon_ensure(int rootfd, const char *sock, const char *lock,

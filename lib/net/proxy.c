@@ -1466,37 +1466,50 @@ conn_socks(struct conn *c)
 	conn_go(c, why);
 }
 
-static void
-conn_read_socks(struct conn *c)
+/*
+ * Read what the client sent next into buf, at most room bytes: 1 when
+ * some came; 0 when none did yet, or when the client is gone (c is then
+ * closed, and logged as client_closed unless quiet: a connection closed
+ * before it asked anything decided nothing, and is not logged).
+ */
+static int
+conn_recv(struct conn *c, size_t room, int quiet)
 {
 	ssize_t	 r;
 
+	r = recv(c->cfd, c->buf + c->len, room, 0);
+	if (r == 0 || (r == -1 && errno != EAGAIN && errno != EINTR)) {
+		if (quiet)
+			c->logged = 1;
+		else
+			conn_log(c, "error", "client_closed");
+		conn_close(c);
+		return 0;
+	}
+	if (r < 0)
+		return 0;
+	c->len += (size_t)r;
+	c->t_last = sbx_now_ms();
+	return 1;
+}
+
+static void
+conn_read_socks(struct conn *c)
+{
 	if (buf_reserve(c, SBX_TLS_RECORD_MAX) == -1) {
 		conn_close(c);
 		return;
 	}
 	if (c->len >= SBX_TLS_RECORD_MAX)
 		return;
-	r = recv(c->cfd, c->buf + c->len, SBX_TLS_RECORD_MAX - c->len, 0);
-	if (r == 0 || (r == -1 && errno != EAGAIN && errno != EINTR)) {
-		if (c->len == 0 && c->sstage == 0)
-			c->logged = 1;
-		else
-			conn_log(c, "error", "client_closed");
-		conn_close(c);
-		return;
-	}
-	if (r < 0)
-		return;
-	c->len += (size_t)r;
-	c->t_last = sbx_now_ms();
-	conn_socks(c);
+	if (conn_recv(c, SBX_TLS_RECORD_MAX - c->len,
+	    c->len == 0 && c->sstage == 0))
+		conn_socks(c);
 }
 
 static void
 conn_read_head(struct conn *c)
 {
-	ssize_t	 r;
 	size_t	 room;
 
 	/* One byte over the cap is enough for the parser to answer 431. */
@@ -1507,22 +1520,8 @@ conn_read_head(struct conn *c)
 	room = c->cap - c->len;
 	if (c->len + room > SBX_HTTP_HEAD_MAX + 1)
 		room = SBX_HTTP_HEAD_MAX + 1 - c->len;
-	r = recv(c->cfd, c->buf + c->len, room, 0);
-	if (r == 0 || (r == -1 && errno != EAGAIN && errno != EINTR)) {
-		/* A connection closed before it asked anything decided
-		 * nothing: it is not logged. */
-		if (c->len == 0)
-			c->logged = 1;
-		else
-			conn_log(c, "error", "client_closed");
-		conn_close(c);
-		return;
-	}
-	if (r < 0)
-		return;
-	c->len += (size_t)r;
-	c->t_last = sbx_now_ms();
-	conn_parse(c);
+	if (conn_recv(c, room, c->len == 0))
+		conn_parse(c);
 }
 
 static int

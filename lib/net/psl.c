@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "fsutil.h"
 #include "psl.h"
 
 #define LABEL_MAX	63
@@ -312,9 +313,7 @@ sbx_psl_system(const char *path, struct sbx_error *e)
 	static struct sbx_psl	 sys;
 	static int		 loaded;
 	struct sbx_buf		 b = SBX_BUF_INIT;
-	char			 chunk[16384];
-	ssize_t			 r;
-	int			 fd;
+	int			 fd, r;
 
 	if (loaded)
 		return &sys;
@@ -322,18 +321,7 @@ sbx_psl_system(const char *path, struct sbx_error *e)
 		path = SBX_PSL_PATH;
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
 		goto missing;
-	for (;;) {
-		r = read(fd, chunk, sizeof(chunk));
-		if (r == -1 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		if (b.len + (size_t)r > SBX_PSL_FILE_MAX ||
-		    sbx_buf_append(&b, chunk, (size_t)r) == -1) {
-			r = -1;
-			break;
-		}
-	}
+	r = sbx_fs_read_fd(fd, &b, SBX_PSL_FILE_MAX);
 	close(fd);
 	if (r == -1 || b.len == 0) {
 		sbx_buf_release(&b);

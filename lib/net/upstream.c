@@ -29,11 +29,13 @@ sbx_upstream_parse(const char *url, struct sbx_upstream *up,
 {
 	const char		*p, *hp, *colon, *end;
 	char			 host[254], norm[SBX_NP_HOST_MAX + 1];
-	struct sockaddr_in	*sin = (struct sockaddr_in *)(void *)&up->addr;
-	struct sockaddr_in6	*sin6 = (struct sockaddr_in6 *)(void *)&up->addr;
+	struct sockaddr_in	*sin;
+	struct sockaddr_in6	*sin6;
 	size_t			 hl, len;
 
 	memset(up, 0, sizeof(*up));
+	sin = (struct sockaddr_in *)(void *)&up->addr;
+	sin6 = (struct sockaddr_in6 *)(void *)&up->addr;
 	if (url == NULL || (len = strlen(url)) == 0 || len > 300)
 		goto bad;
 	if (strncmp(url, "http://", 7) != 0) {

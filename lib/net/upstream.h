@@ -23,7 +23,7 @@
 #define SBX_UPSTREAM_AUTH_MAX	1024
 
 struct sbx_upstream {
-	char			 host[254];	/* a name (<= 253) or an address */
+	char			 host[254];	/* a name or an address */
 	unsigned		 port;
 	int			 literal;	/* host is an address */
 	struct sockaddr_storage	 addr;		/* when literal, port set */

@@ -173,40 +173,6 @@ sbx_preflightrender_text(const json_t *r, unsigned flags, struct sbx_buf *b)
 /* ------------------------------------------------------------------ */
 /* JUnit XML */
 
-/* Length of the valid UTF-8 sequence at s, or 0; *cp gets the code point. */
-static size_t
-utf8_at(const unsigned char *s, size_t n, unsigned long *cp)
-{
-	size_t	 len, i;
-
-	if (s[0] < 0x80) {
-		*cp = s[0];
-		return 1;
-	}
-	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
-		len = 2;
-		*cp = s[0] & 0x1f;
-	} else if (s[0] >= 0xe0 && s[0] <= 0xef) {
-		len = 3;
-		*cp = s[0] & 0x0f;
-	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
-		len = 4;
-		*cp = s[0] & 0x07;
-	} else
-		return 0;
-	if (n < len)
-		return 0;
-	for (i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		*cp = (*cp << 6) | (s[i] & 0x3f);
-	}
-	if ((len == 3 && *cp < 0x800) || (len == 4 && *cp < 0x10000) ||
-	    *cp > 0x10ffff || (*cp >= 0xd800 && *cp <= 0xdfff))
-		return 0;
-	return len;
-}
-
 int
 sbx_preflightrender_xml_escape(struct sbx_buf *b, const char *src, size_t n)
 {
@@ -227,7 +193,7 @@ sbx_preflightrender_xml_escape(struct sbx_buf *b, const char *src, size_t n)
 		case '\n': rc = sbx_buf_puts(b, "&#10;"); i++; continue;
 		case '\r': rc = sbx_buf_puts(b, "&#13;"); i++; continue;
 		}
-		k = utf8_at(s + i, n - i, &cp);
+		k = sbx_utf8_decode(src + i, n - i, &cp);
 		/* XML 1.0 has no way to carry C0 controls (not even as
 		 * &#N;), and U+FFFE/U+FFFF are not characters; DEL and the
 		 * C1 controls are legal but drive terminals. */

@@ -383,6 +383,26 @@ ensure_soul(struct sbx_provision *p, const struct who *w, int pfd,
 	return 0;
 }
 
+/* A file of the root that exists (fd, its stat): made 0600 when it was
+ * not, noted present or repaired (fixed: already repaired), closed. */
+static int
+keep_0600(struct sbx_provision *p, int fd, const struct stat *st, int fixed,
+    const char *rel, struct sbx_error *e)
+{
+	if ((st->st_mode & 07777) != 0600) {
+		if (fchmod(fd, 0600) == -1) {
+			sbx_error_sys(e, "chmod_failed", "cannot chmod %s",
+			    rel);
+			close(fd);
+			return -1;
+		}
+		fixed = 1;
+	}
+	note(fixed ? p->repaired : p->present, rel);
+	close(fd);
+	return 0;
+}
+
 static int
 ensure_config(struct sbx_provision *p, int pfd, const char *rel,
     struct sbx_error *e)
@@ -392,20 +412,8 @@ ensure_config(struct sbx_provision *p, int pfd, const char *rel,
 	char		*s;
 	int		 fd, existed, rc, fixed = 0;
 
-	if ((fd = open_file(pfd, leaf(rel), rel, &st, &fixed, e)) >= 0) {
-		if ((st.st_mode & 07777) != 0600) {
-			if (fchmod(fd, 0600) == -1) {
-				sbx_error_sys(e, "chmod_failed", "cannot chmod "
-				    "%s", rel);
-				close(fd);
-				return -1;
-			}
-			fixed = 1;
-		}
-		note(fixed ? p->repaired : p->present, rel);
-		close(fd);
-		return 0;
-	}
+	if ((fd = open_file(pfd, leaf(rel), rel, &st, &fixed, e)) >= 0)
+		return keep_0600(p, fd, &st, fixed, rel, e);
 	if (errno != ENOENT)
 		return -1;
 	cfg = json_pack("{s:s,s:[],s:[],s:[i,i],s:b,s:{}}", "network", "none",
@@ -433,20 +441,8 @@ ensure_marker(struct sbx_provision *p, int pfd, const char *rel,
 	struct stat	 st;
 	int		 fd, fixed = 0;
 
-	if ((fd = open_file(pfd, rel, rel, &st, &fixed, e)) >= 0) {
-		if ((st.st_mode & 07777) != 0600) {
-			if (fchmod(fd, 0600) == -1) {
-				sbx_error_sys(e, "chmod_failed", "cannot chmod "
-				    "%s", rel);
-				close(fd);
-				return -1;
-			}
-			fixed = 1;
-		}
-		note(fixed ? p->repaired : p->present, rel);
-		close(fd);
-		return 0;
-	}
+	if ((fd = open_file(pfd, rel, rel, &st, &fixed, e)) >= 0)
+		return keep_0600(p, fd, &st, fixed, rel, e);
 	if (errno != ENOENT || sbx_root_mark(pfd, e) == -1)
 		return -1;
 	note(p->created, rel);
@@ -537,18 +533,7 @@ ensure_token(struct sbx_provision *p, int pfd, const char *rel,
 		note(p->repaired, rel);
 		return 0;
 	}
-	if ((st.st_mode & 07777) != 0600) {
-		if (fchmod(fd, 0600) == -1) {
-			sbx_error_sys(e, "chmod_failed", "cannot chmod %s",
-			    rel);
-			close(fd);
-			return -1;
-		}
-		fixed = 1;
-	}
-	note(fixed ? p->repaired : p->present, rel);
-	close(fd);
-	return 0;
+	return keep_0600(p, fd, &st, fixed, rel, e);
 }
 
 /* ---- inspection --------------------------------------------------------- */

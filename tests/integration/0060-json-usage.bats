@@ -79,6 +79,12 @@ each() {
 	usage_envelope arguments usage
 }
 
+@test "sbx config, file, secret, mcp: a refused option names itself too" {
+	for p in config file secret mcp; do
+		each sbx $p
+	done
+}
+
 @test "the front-end's own usage errors under --json or SBX_JSON=1" {
 	run -64 --separate-stderr sbx --json --bogus
 	usage_envelope --bogus unknown_option
