@@ -1497,6 +1497,25 @@ prep_identity(struct sbx_exec *p, struct sbx_error *e)
 	return reachable_root(p, e);
 }
 
+/*
+ * sbx-init executed from its descriptor, nothing mounted for it (see
+ * lib/sandbox.c), when any uid may execute it: the sandbox's uid is the
+ * caller's, nobody, or uid 0 of a namespace where host root is unmapped.
+ * Not when the command is sbx-init itself by its path inside (sbx
+ * preflight's probe): then it is bound there as before.
+ */
+static int
+init_exec_fd(const struct sbx_exec *p)
+{
+	struct stat	 st;
+
+	if (p->sb.shell == NULL && p->sb.argv != NULL &&
+	    p->sb.argv[0] != NULL && strcmp(p->sb.argv[0], SBX_IN_INIT) == 0)
+		return 0;
+	return fstat(p->init_fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	    (st.st_mode & 0111) == 0111;
+}
+
 /* The sandbox's writable directories belong to the uid that runs it. */
 static int
 own_dir(struct sbx_exec *p, int fd, const char *rel, struct sbx_error *e)
@@ -2391,6 +2410,7 @@ sbx_exec_prepare(struct sbx_exec *p, const struct sbx_exec_req *q,
 	/* With -c, the arguments after the string are $0, $1... */
 	p->sb.argv = p->req->argv;
 	p->sb.shell = p->req->shell;
+	p->sb.init_exec_fd = init_exec_fd(p);
 	if (p->req->tty)
 		tty_prepare(p);
 	p->sb.tmp_size = 1ULL << 30;

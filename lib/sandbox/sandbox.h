@@ -55,6 +55,9 @@ struct sbx_sandbox {
 	const char	 *host_cli; /* sbx-host to bind, or NULL */
 	int		  init_by_copy;	/* copy sbx-init in (bwrap may not
 					   reach its directory) */
+	/* Execute sbx-init from SBX_FD_INIT (as /proc/self/fd/N) instead
+	 * of binding or copying it at SBX_IN_INIT: one mount less. */
+	int		  init_exec_fd;
 	/* Image mode: the system directories (/usr, /bin, /sbin, /lib*,
 	 * /etc) come from this template instead of the host.  image_root is
 	 * the host path of images/<digest>/rootfs (bwrap binds by path);
