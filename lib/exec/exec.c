@@ -1082,6 +1082,7 @@ prep_etc(struct sbx_exec *p, struct sbx_buf *pw, struct sbx_buf *gr,
 	    sizeof(mounts) / sizeof(*mounts));
 	spec.made = made;
 	spec.nmade = 3;
+	spec.bound = &p->sb.etc_bound;
 	if ((p->etc_fd = sbx_etccache_open(p->cache_fd, &spec, &built,
 	    &e)) >= 0)
 		p->sb.etc_cached = 1;

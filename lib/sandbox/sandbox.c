@@ -46,9 +46,9 @@ static const char *const rootfs_caps[] = {
 
 /*
  * With /etc as one prepared tree (lib/etccache.c), these directories of
- * it are bound from the host instead, read-only, over an empty directory
- * in the tree: hundreds of symlinks each, one inode apiece to copy (and
- * on a busy file system an inode costs), one mount to bind.
+ * it hold hundreds of symlinks each: the tree has them as hard links of
+ * the host's when it can; otherwise (not root) they are bound from the
+ * host, read-only, over an empty directory in the tree.
  */
 static const char *const etc_bound_dirs[] = {
 	"/etc/alternatives", "/etc/ssl/certs",
@@ -338,8 +338,9 @@ sbx_sandbox_argv(const struct sbx_sandbox *sb, struct sbx_strv *v,
 		rc |= push3(v, "--ro-bind", fdpath, "/etc");
 		for (i = 0; i < sizeof(etc_bound_dirs) /
 		    sizeof(*etc_bound_dirs); i++)
-			rc |= push3(v, "--ro-bind-try", etc_bound_dirs[i],
-			    etc_bound_dirs[i]);
+			if (sb->etc_bound & (1u << i))
+				rc |= push3(v, "--ro-bind-try",
+				    etc_bound_dirs[i], etc_bound_dirs[i]);
 		goto etc_made;
 	}
 	for (i = 0; i < sizeof(etc_files) / sizeof(*etc_files); i++)

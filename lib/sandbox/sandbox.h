@@ -50,6 +50,9 @@ struct sbx_sandbox {
 	/* Host mode: /etc is one prepared tree (lib/etccache.c) bound from
 	 * SBX_FD_ETC, in place of single-file binds and passwd memfds. */
 	int		  etc_cached;
+	/* With it, bit i: bind the host's etc_bound_dirs[i] (see
+	 * sbx_sandbox_etc_mounts) over the tree, which could not hold it. */
+	unsigned	  etc_bound;
 	int		  seccomp;	/* pass SBX_FD_SECCOMP */
 	int		  bridge; /* -B: the bridge's socket inside */
 	const char	 *host_cli; /* sbx-host to bind, or NULL */
