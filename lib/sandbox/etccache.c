@@ -107,8 +107,8 @@ copy_data(struct build *b, int in, int out)
 	return 0;
 }
 
-static int copy_node(struct build *, int, const char *, int, const char *,
-    int, const char *, int);
+static int copy_node(struct build *, int, const char *, int, const char *, int,
+    const char *, int);
 
 /*
  * A farm of symlinks (/etc/alternatives, /etc/ssl/certs: hundreds each).
