@@ -453,6 +453,20 @@ main(int argc, char *argv[])
 		    "not to be run directly\n");
 		return 125;
 	}
+	/*
+	 * Started from its descriptor (/proc/self/fd/N, see lib/sandbox.c):
+	 * named SBX_IN_INIT in /proc/1/cmdline all the same, in place
+	 * (the name is shorter), as sbx's check for a nested run expects,
+	 * and "init" in ps and top (the kernel named it "N").
+	 */
+	if (strncmp(argv[0], "/proc/self/fd/", 14) == 0 &&
+	    strlen(argv[0]) >= sizeof(SBX_INIT_PATH) - 1) {
+		size_t n = strlen(argv[0]);
+
+		memset(argv[0], 0, n);
+		memcpy(argv[0], SBX_INIT_PATH, sizeof(SBX_INIT_PATH) - 1);
+		(void)prctl(PR_SET_NAME, "init", 0, 0, 0);
+	}
 	if ((rc = parse(argc, argv, &ir)) != 0 || (rc = setup(&ir)) != 0)
 		return rc;
 	if (ir.shell && (rc = shell_argv(&ir, argc)) != 0)

@@ -1082,6 +1082,7 @@ prep_etc(struct sbx_exec *p, struct sbx_buf *pw, struct sbx_buf *gr,
 	    sizeof(mounts) / sizeof(*mounts));
 	spec.made = made;
 	spec.nmade = 3;
+	spec.bound = &p->sb.etc_bound;
 	if ((p->etc_fd = sbx_etccache_open(p->cache_fd, &spec, &built,
 	    &e)) >= 0)
 		p->sb.etc_cached = 1;
@@ -1495,6 +1496,25 @@ prep_identity(struct sbx_exec *p, struct sbx_error *e)
 	 * installed sbx); copy it in otherwise (a checkout under /root). */
 	p->sb.init_by_copy = !others_can_reach(p->init);
 	return reachable_root(p, e);
+}
+
+/*
+ * sbx-init executed from its descriptor, nothing mounted for it (see
+ * lib/sandbox.c), when any uid may execute it: the sandbox's uid is the
+ * caller's, nobody, or uid 0 of a namespace where host root is unmapped.
+ * Not when the command is sbx-init itself by its path inside (sbx
+ * preflight's probe): then it is bound there as before.
+ */
+static int
+init_exec_fd(const struct sbx_exec *p)
+{
+	struct stat	 st;
+
+	if (p->sb.shell == NULL && p->sb.argv != NULL &&
+	    p->sb.argv[0] != NULL && strcmp(p->sb.argv[0], SBX_IN_INIT) == 0)
+		return 0;
+	return fstat(p->init_fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	    (st.st_mode & 0111) == 0111;
 }
 
 /* The sandbox's writable directories belong to the uid that runs it. */
@@ -2391,6 +2411,7 @@ sbx_exec_prepare(struct sbx_exec *p, const struct sbx_exec_req *q,
 	/* With -c, the arguments after the string are $0, $1... */
 	p->sb.argv = p->req->argv;
 	p->sb.shell = p->req->shell;
+	p->sb.init_exec_fd = init_exec_fd(p);
 	if (p->req->tty)
 		tty_prepare(p);
 	p->sb.tmp_size = 1ULL << 30;

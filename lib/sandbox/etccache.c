@@ -7,6 +7,8 @@
  * one.  Checking that it is current is one stat per host file copied
  * (and per directory: its mtime moves when an entry is added, removed or
  * replaced, which is how symlinks change), and one per file of the copy.
+ * Version 2: the farms of symlinks are in the tree (hard links), not
+ * empty mount points.
  */
 #include <sys/stat.h>
 
@@ -37,9 +39,10 @@ struct build {
 	struct sbx_buf	 man;
 	size_t		 bytes, entries;
 	const struct sbx_etc_spec *spec;
+	int		 linking;	/* in a farm: symlinks hard-linked */
 };
 
-/* Is hostpath a directory the caller mounts over the tree? */
+/* Is hostpath a farm of symlinks (spec->mounts)? */
 static int
 is_mount(const struct build *b, const char *hostpath)
 {
@@ -104,6 +107,48 @@ copy_data(struct build *b, int in, int out)
 	return 0;
 }
 
+static int copy_node(struct build *, int, const char *, int, const char *, int,
+    const char *, int);
+
+/*
+ * A farm of symlinks (/etc/alternatives, /etc/ssl/certs: hundreds each).
+ * A symlink made is an inode made, and on some file systems (this host's
+ * ext4) that costs a millisecond: 800 made a new state root's first run
+ * take a second.  So the host's symlinks are hard-linked instead (a name,
+ * no inode: 800 in 50 ms there); their regular files are copied as
+ * anywhere else.  A symlink's target cannot be changed in place, only the
+ * name replaced, which moves the directory's mtime, recorded here: the
+ * copy holds what a read-only bind of the directory showed.  Where a link
+ * cannot be made (another file system; fs.protected_hardlinks when the
+ * symlinks are not ours, as for any user but root) the directory is left
+ * empty, a mount point, recorded as "M path": the caller binds the host's
+ * over it.
+ */
+static int
+copy_farm(struct build *b, int src_dir, const char *name, int follow,
+    const char *hostpath, int dst_dir, const char *dname, int depth)
+{
+	struct sbx_error	 e;
+	size_t			 mark = b->man.len, entries = b->entries;
+	int			 rc;
+
+	b->linking = 1;
+	rc = copy_node(b, src_dir, name, follow, hostpath, dst_dir, dname,
+	    depth);
+	b->linking = 0;
+	if (rc == 0 || (errno != EPERM && errno != EXDEV && errno != EMLINK &&
+	    errno != EACCES))
+		return rc;
+	memset(&e, 0, sizeof(e));
+	b->man.len = mark;
+	b->entries = entries;
+	if (sbx_fs_rm_tree_at(dst_dir, dname, &e) == -1 && errno != ENOENT)
+		return -1;
+	if (mkdirat(dst_dir, dname, 0700) == -1)
+		return -1;
+	return sbx_buf_printf(&b->man, "M %s\n", hostpath);
+}
+
 /*
  * Copy src_dir/name (the host's hostpath) to dst_dir/name.  At the top
  * (follow), a symlink is followed, as a bind of that path would; below,
@@ -138,13 +183,17 @@ copy_node(struct build *b, int src_dir, const char *name, int follow,
 		    sizeof(target) - 1)) <= 0)
 			return 0;
 		target[n] = '\0';
+		/* In a farm, the host's symlink itself, one more name for
+		 * its inode: no inode to make (see copy_farm). */
+		if (b->linking)
+			return linkat(src_dir, name, dst_dir, dname, 0);
 		return symlinkat(target, dst_dir, dname);
 	}
 	if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
 		return line(&b->man, follow ? 'H' : 'h', &st, hostpath);
-	/* A mount point only: what is there is bound live, not copied. */
-	if (S_ISDIR(st.st_mode) && is_mount(b, hostpath))
-		return mkdirat(dst_dir, dname, 0700);
+	if (S_ISDIR(st.st_mode) && is_mount(b, hostpath) && !b->linking)
+		return copy_farm(b, src_dir, name, follow, hostpath, dst_dir,
+		    dname, depth);
 	/* O_NONBLOCK: a FIFO swapped in meanwhile cannot make us wait. */
 	fd = openat(src_dir, name, O_RDONLY | O_CLOEXEC | O_NOCTTY |
 	    O_NONBLOCK | (follow ? 0 : O_NOFOLLOW) |
@@ -346,7 +395,7 @@ build(int etcdir, const char *key, const struct sbx_etc_spec *spec,
 		    tmp);
 		goto out;
 	}
-	if (sbx_buf_printf(&b.man, "sbx-etc 1 %s\n", key) == -1)
+	if (sbx_buf_printf(&b.man, "sbx-etc 2 %s\n", key) == -1)
 		goto fail;
 	for (i = 0; i < spec->ncopy; i++)
 		if (copy_top(&b, tree, spec->copy[i]) == -1)
@@ -383,10 +432,13 @@ out:
 	return rc;
 }
 
-/* Is every line of the manifest still true? */
+/* Is every line of the manifest still true?  Which farms are to be
+ * bound (spec->bound). */
 static int
-current(int dfd, int tree, const char *key)
+current(int dfd, int tree, const char *key, const struct sbx_etc_spec *spec)
 {
+	size_t		 k;
+	unsigned	 bound = 0;
 	struct sbx_buf	 m = SBX_BUF_INIT, now = SBX_BUF_INIT;
 	struct stat	 st;
 	char		 head[64], *p, *nl, *path;
@@ -410,7 +462,7 @@ current(int dfd, int tree, const char *key)
 	if (m.len != (size_t)st.st_size)
 		goto out;
 	m.p[m.len] = '\0';
-	snprintf(head, sizeof(head), "sbx-etc 1 %s\n", key);
+	snprintf(head, sizeof(head), "sbx-etc 2 %s\n", key);
 	if (strncmp(m.p, head, strlen(head)) != 0)
 		goto out;
 	for (p = m.p + strlen(head); *p != '\0'; p = nl + 1) {
@@ -420,6 +472,12 @@ current(int dfd, int tree, const char *key)
 		if (p[0] == '-') {
 			if (stat(p + 2, &st) == 0 || errno != ENOENT)
 				goto out;
+			continue;
+		}
+		if (p[0] == 'M') {
+			for (k = 0; k < spec->nmounts; k++)
+				if (strcmp(p + 2, spec->mounts[k]) == 0)
+					bound |= 1u << k;
 			continue;
 		}
 		/* The path is what follows the seventh space. */
@@ -440,6 +498,8 @@ current(int dfd, int tree, const char *key)
 			goto out;
 	}
 	ok = 1;
+	if (spec->bound != NULL)
+		*spec->bound = bound;
 out:
 	sbx_buf_release(&m);
 	sbx_buf_release(&now);
@@ -457,7 +517,7 @@ sbx_etccache_open(int cache_fd, const struct sbx_etc_spec *spec, int *built,
 	int		 etcdir, dfd, tree, attempt;
 
 	*built = 0;
-	h = fnv(h, "sbx-etc 1", 10);
+	h = fnv(h, "sbx-etc 2", 10);
 	for (i = 0; i < spec->ncopy; i++)
 		h = fnv(h, spec->copy[i], strlen(spec->copy[i]) + 1);
 	h = fnv(h, "", 1);
@@ -499,7 +559,7 @@ sbx_etccache_open(int cache_fd, const struct sbx_etc_spec *spec, int *built,
 				tree = openat(dfd, TREE, O_PATH | O_DIRECTORY |
 				    O_NOFOLLOW | O_CLOEXEC);
 			if (tree != -1 && fstat(tree, &st) == 0 &&
-			    trusted(&st) && current(dfd, tree, key)) {
+			    trusted(&st) && current(dfd, tree, key, spec)) {
 				close(dfd);
 				close(etcdir);
 				return tree;

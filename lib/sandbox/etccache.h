@@ -22,12 +22,16 @@ struct sbx_etc_made {
 struct sbx_etc_spec {
 	const char *const	*copy;
 	size_t			 ncopy;
-	/* Directories among those copied that the caller binds over the
-	 * tree: only an empty directory is made for each, a mount point. */
+	/* Directories of symlinks among those copied (at most 32): their
+	 * symlinks are hard-linked, not made (see copy_farm); where that
+	 * cannot be, an empty directory is left, a mount point, and bit i
+	 * of *bound (if not NULL) tells the caller to bind mounts[i] over
+	 * the tree. */
 	const char *const	*mounts;
 	size_t			 nmounts;
 	const struct sbx_etc_made *made;
 	size_t			 nmade;
+	unsigned		*bound;
 };
 
 /*

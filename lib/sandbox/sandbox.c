@@ -46,9 +46,9 @@ static const char *const rootfs_caps[] = {
 
 /*
  * With /etc as one prepared tree (lib/etccache.c), these directories of
- * it are bound from the host instead, read-only, over an empty directory
- * in the tree: hundreds of symlinks each, one inode apiece to copy (and
- * on a busy file system an inode costs), one mount to bind.
+ * it hold hundreds of symlinks each: the tree has them as hard links of
+ * the host's when it can; otherwise (not root) they are bound from the
+ * host, read-only, over an empty directory in the tree.
  */
 static const char *const etc_bound_dirs[] = {
 	"/etc/alternatives", "/etc/ssl/certs",
@@ -338,8 +338,9 @@ sbx_sandbox_argv(const struct sbx_sandbox *sb, struct sbx_strv *v,
 		rc |= push3(v, "--ro-bind", fdpath, "/etc");
 		for (i = 0; i < sizeof(etc_bound_dirs) /
 		    sizeof(*etc_bound_dirs); i++)
-			rc |= push3(v, "--ro-bind-try", etc_bound_dirs[i],
-			    etc_bound_dirs[i]);
+			if (sb->etc_bound & (1u << i))
+				rc |= push3(v, "--ro-bind-try",
+				    etc_bound_dirs[i], etc_bound_dirs[i]);
 		goto etc_made;
 	}
 	for (i = 0; i < sizeof(etc_files) / sizeof(*etc_files); i++)
@@ -418,10 +419,16 @@ binds_done:
 			rc |= push3(v, "--ro-bind", sb->host_cli,
 			    SBX_INIT_HOST_CLI);
 	}
-	/* When bwrap runs as another uid than sbx it may not reach the
-	 * directory sbx is installed in: the binary is copied in from a
-	 * descriptor sbx opened. */
-	if (sb->init_by_copy) {
+	/*
+	 * sbx-init is executed from the descriptor sbx opened (see the
+	 * command below): nothing is mounted for it, and bwrap's every
+	 * bind re-reads the mount table.  Otherwise, when bwrap runs as
+	 * another uid than sbx it may not reach the directory sbx is
+	 * installed in: the binary is copied in from that descriptor.
+	 */
+	if (sb->init_exec_fd)
+		rc |= push2(v, "--dir", "/run");	/* as it was */
+	else if (sb->init_by_copy) {
 		rc |= push2(v, "--perms", "0555");
 		rc |= sbx_strv_push(v, "--ro-bind-data");
 		rc |= sbx_strv_pushf(v, "%d", SBX_FD_INIT);
@@ -438,10 +445,25 @@ binds_done:
 		rc |= sbx_strv_push(v, "--seccomp");
 		rc |= sbx_strv_pushf(v, "%d", SBX_FD_SECCOMP);
 	}
-	/* The command comes after `--`: nothing in it is read as an
-	 * option by bwrap or by sbx-init. */
+	/*
+	 * The command comes after `--`: nothing in it is read as an
+	 * option by bwrap or by sbx-init.  sbx-init from its descriptor:
+	 * bwrap executes /proc/self/fd/N after the pivot, through the
+	 * sandbox's own /proc, so the file is the one sbx opened and
+	 * checked, whatever its path outside has become since, and its
+	 * directory need not be reachable by the sandbox's uid.  The
+	 * descriptor is not the command's: sbx-init closes every one above
+	 * SBX_FD_ENV before anything else.  sbx-init renames its argv[0]
+	 * to SBX_IN_INIT (/proc/1/cmdline is how sbx knows it runs inside
+	 * a sandbox); /proc/1/exe, which names the file's host path, is
+	 * unreadable to the sandbox's processes: sbx-init makes itself
+	 * non-dumpable.
+	 */
 	rc |= sbx_strv_push(v, "--");
-	rc |= sbx_strv_push(v, SBX_IN_INIT);
+	if (sb->init_exec_fd)
+		rc |= sbx_strv_pushf(v, "/proc/self/fd/%d", SBX_FD_INIT);
+	else
+		rc |= sbx_strv_push(v, SBX_IN_INIT);
 	for (i = 0; i < (size_t)sb->nrlimit; i++) {
 		rc |= sbx_strv_push(v, SBX_INIT_OPT_RLIMIT);
 		rc |= sbx_strv_pushf(v, "%s=%llu", sb->rlimit[i].name,

@@ -50,11 +50,17 @@ struct sbx_sandbox {
 	/* Host mode: /etc is one prepared tree (lib/etccache.c) bound from
 	 * SBX_FD_ETC, in place of single-file binds and passwd memfds. */
 	int		  etc_cached;
+	/* With it, bit i: bind the host's etc_bound_dirs[i] (see
+	 * sbx_sandbox_etc_mounts) over the tree, which could not hold it. */
+	unsigned	  etc_bound;
 	int		  seccomp;	/* pass SBX_FD_SECCOMP */
 	int		  bridge; /* -B: the bridge's socket inside */
 	const char	 *host_cli; /* sbx-host to bind, or NULL */
 	int		  init_by_copy;	/* copy sbx-init in (bwrap may not
 					   reach its directory) */
+	/* Execute sbx-init from SBX_FD_INIT (as /proc/self/fd/N) instead
+	 * of binding or copying it at SBX_IN_INIT: one mount less. */
+	int		  init_exec_fd;
 	/* Image mode: the system directories (/usr, /bin, /sbin, /lib*,
 	 * /etc) come from this template instead of the host.  image_root is
 	 * the host path of images/<digest>/rootfs (bwrap binds by path);

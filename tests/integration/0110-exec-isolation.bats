@@ -171,6 +171,29 @@ true'
 	[ "${lines[2]}" = 0 ]
 }
 
+@test "FS-08: sbx-init, run from a descriptor, leaves the command no way to it" {
+	# sbx-init is executed from the descriptor sbx opened, nothing is
+	# mounted for it: the command holds no descriptor but 0-2, and
+	# pid 1's exe link, fds and memory (its host path, its channels to
+	# sbx) are closed to it; pid 1 still calls itself /run/sbx/init.
+	run sbx exec -q -- sh -c '
+		ls /proc/self/fd | tr "\n" " "; echo
+		readlink /proc/1/exe >/dev/null 2>&1 && echo "EXE readable"
+		cat /proc/1/exe >/dev/null 2>&1 && echo "EXE opened"
+		ls /proc/1/fd >/dev/null 2>&1 && echo "FDS listed"
+		head -c1 /proc/1/mem >/dev/null 2>&1 && echo "MEM read"
+		ln /proc/1/exe ~/h4 2>/dev/null && echo "LINKED h4"
+		cat /proc/1/comm
+		tr "\0" "\n" < /proc/1/cmdline | head -n 1'
+	[ "$status" -eq 0 ]
+	# ls's own directory descriptor is the one above 2.
+	[ "${lines[0]}" = "0 1 2 3 " ]
+	[ "${lines[1]}" = init ]
+	[ "${lines[2]}" = /run/sbx/init ]
+	[ "${#lines[@]}" -eq 3 ]
+	[ ! -e "$WS/h4" ]
+}
+
 @test "FS-08: no host process environment and no host variable is visible" {
 	export SBX_CANARY="canary-$TOK"
 	# A host process carrying the canary in its environment.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # sbx exec: the sandbox's /etc is one prepared tree under cache/etc, bound
-# read-only once, with /etc/alternatives and /etc/ssl/certs bound over it
-# (issue 19): the same files as before, current with the
+# read-only once, the symlink farms /etc/alternatives and /etc/ssl/certs
+# hard-linked into it as root, bound over it otherwise (issue 19): the
+# same files as before, current with the
 # host, rebuilt when its copy was touched, never built through a planted
 # symlink, refused when others could write it.
 # sbx-test: unprivileged
@@ -12,12 +13,16 @@ bats_require_minimum_version 1.5.0
 tree() { ls -d "$SBX_HOME"/cache/etc/[0-9a-f]*/etc; }
 
 @test "/etc is one read-only mount with the usual files and sbx's passwd" {
-	# Besides the tree, only the two symlink farms are bound (see
-	# etc_bound_dirs in lib/sandbox.c), when the host has them.
+	# As root the tree alone (the farms' symlinks are hard-linked into
+	# it); otherwise the two symlink farms are bound over it too (see
+	# etc_bound_dirs in lib/sandbox.c), when the host has them:
+	# protected_hardlinks refuses links to root's symlinks.
 	want=1
-	for d in /etc/alternatives /etc/ssl/certs; do
-		[ -d "$d" ] && want=$((want + 1))
-	done
+	if ! is_root; then
+		for d in /etc/alternatives /etc/ssl/certs; do
+			[ -d "$d" ] && want=$((want + 1))
+		done
+	fi
 	run --separate-stderr sbx exec -- sh -c '
 	    awk "\$5 == \"/etc\" || \$5 ~ \"^/etc/\"" /proc/self/mountinfo | wc -l
 	    awk "\$5 == \"/etc\" {print \$6}" /proc/self/mountinfo
@@ -36,6 +41,48 @@ tree() { ls -d "$SBX_HOME"/cache/etc/[0-9a-f]*/etc; }
 	[ "${lines[6]}" = read-only ]
 	run -0 sbx exec -- cat /etc/services
 	[ "$output" = "$(cat /etc/services)" ]
+}
+
+@test "the symlink farms are the host's" {
+	for d in /etc/alternatives /etc/ssl/certs; do
+		[ -d "$d" ] || continue
+		host=$(cd "$d" && for f in *; do
+		    [ -L "$f" ] && printf '%s %s\n' "$f" "$(readlink "$f")"
+		done | sort | sha256sum)
+		run -0 sbx exec -- sh -c 'cd "$1" && for f in *; do
+		    [ -L "$f" ] && printf "%s %s\n" "$f" "$(readlink "$f")"
+		done | sort | sha256sum' sh "$d"
+		[ "$output" = "$host" ]
+	done
+	[ -e /etc/ssl/certs/ca-certificates.crt ] || skip "no CA bundle"
+	run -0 sbx exec -- cmp /etc/ssl/certs/ca-certificates.crt \
+	    /etc/ssl/certs/ca-certificates.crt
+	# Linked, the same inodes as the host's; nothing of the host moved.
+	if is_root && [ -L /etc/alternatives/awk ]; then
+		[ "$(stat -c %i "$(tree)/alternatives/awk")" = \
+		    "$(stat -c %i /etc/alternatives/awk)" ]
+	fi
+}
+
+@test "a symlink replaced in a farm is picked up" {
+	is_root || skip "needs a private mount namespace over /etc (root)"
+	command -v unshare >/dev/null || skip "unshare is not installed"
+	[ -d /etc/alternatives ] || skip "no /etc/alternatives"
+	mkdir "$TEST_ROOT/alt"
+	cp -a /etc/alternatives/. "$TEST_ROOT/alt/"
+	run --separate-stderr unshare -m --propagation private sh -c '
+	    mount --bind "$1/alt" /etc/alternatives &&
+	    "$2" exec -- readlink /etc/alternatives/sbx-test-link;
+	    ln -s /usr/bin/sbx-test-one /etc/alternatives/sbx-test-link &&
+	    "$2" exec -- readlink /etc/alternatives/sbx-test-link &&
+	    ln -sfn /usr/bin/sbx-test-two /etc/alternatives/sbx-test-link &&
+	    "$2" exec -- readlink /etc/alternatives/sbx-test-link' sh \
+	    "$TEST_ROOT" "$SBX"
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = /usr/bin/sbx-test-one ]
+	[ "${lines[1]}" = /usr/bin/sbx-test-two ]
+	# The host's own directory was never touched.
+	[ ! -e /etc/alternatives/sbx-test-link ]
 }
 
 @test "the tree is built once, then reused" {

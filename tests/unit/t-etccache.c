@@ -53,7 +53,7 @@ main(void)
 		{ "passwd", "a:x:1:1::/h:/bin/sh\n", 20 },
 		{ "hosts", "127.0.0.1 localhost\n", 20 },
 	};
-	struct sbx_etc_spec	 spec = { copy, 3, NULL, 0, made, 2 };
+	struct sbx_etc_spec	 spec = { copy, 3, NULL, 0, made, 2, NULL };
 	struct stat		 st, st2;
 	char			 tmpl[] = "/tmp/t-etccache.XXXXXX";
 	char			 path[PATH_MAX], host[8192];
@@ -158,26 +158,67 @@ main(void)
 	if (tree >= 0)
 		close(tree);
 
-	/* A directory the caller mounts over: an empty mount point. */
+	/* A farm of symlinks: hard-linked as root (the same inodes as the
+	 * host's); as anyone else, protected_hardlinks refuses the links
+	 * and it is left empty, to be bound. */
 	{
-		static const char *const mnt[] = { "/etc/ld.so.conf.d" };
-		DIR	*d;
-		int	 nent = 0;
+		static const char *const mnt[] = { "/etc/alternatives" };
+		struct dirent	*de;
+		DIR		*d;
+		unsigned	 bound = 7;
+		int		 nent = 0, nhost = 0, same = 0;
 
+		static const char *const copy2[] = { "/etc/os-release",
+		    "/etc/alternatives" };
+
+		spec.copy = copy2;
+		spec.ncopy = 2;
 		spec.mounts = mnt;
 		spec.nmounts = 1;
-		tree = sbx_etccache_open(cache, &spec, &built, &e);
-		t = reopen(tree);
-		fd = openat(t, "ld.so.conf.d", O_RDONLY | O_DIRECTORY);
-		if (fd >= 0 && (d = fdopendir(fd)) != NULL) {
+		spec.bound = &bound;
+		if ((d = opendir("/etc/alternatives")) != NULL) {
 			while (readdir(d) != NULL)
-				nent++;
+				nhost++;
 			closedir(d);
 		}
-		ok(tree >= 0 && built == 1 && nent == 2,
-		    "a directory mounted over is made empty (%d entries)",
-		    nent);
+		memset(&e, 0, sizeof(e));
+		tree = sbx_etccache_open(cache, &spec, &built, &e);
+		t = reopen(tree);
+		fd = openat(t, "alternatives", O_RDONLY | O_DIRECTORY);
+		if (fd >= 0 && (d = fdopendir(fd)) != NULL) {
+			while ((de = readdir(d)) != NULL) {
+				nent++;
+				if (de->d_name[0] == '.')
+					continue;
+				snprintf(path, sizeof(path),
+				    "/etc/alternatives/%s", de->d_name);
+				if (lstat(path, &st) == 0 && fstatat(dirfd(d),
+				    de->d_name, &st2, AT_SYMLINK_NOFOLLOW) ==
+				    0 && (!S_ISLNK(st.st_mode) ||
+				    st.st_ino == st2.st_ino))
+					same++;
+			}
+			closedir(d);
+		}
+		if (nhost == 0)
+			skip_n(1, "no /etc/alternatives here");
+		else if (geteuid() == 0)
+			ok(tree >= 0 && built == 1 && bound == 0 &&
+			    nent == nhost && same == nhost - 2,
+			    "a farm is hard-linked (%d of %d entries, %d the "
+			    "host's, bound %u)", nent, nhost, same, bound);
+		else
+			ok(tree >= 0 && built == 1 && ((bound == 1 &&
+			    nent == 2) || (bound == 0 && nent == nhost)),
+			    "a farm is hard-linked or left to bind (%d "
+			    "entries, bound %u)", nent, bound);
+		bound = 7;
+		memset(&e, 0, sizeof(e));
 		close(t);
+		close(tree);
+		tree = sbx_etccache_open(cache, &spec, &built, &e);
+		ok(tree >= 0 && built == 0 && bound != 7,
+		    "reused, it says again what to bind (%u)", bound);
 		close(tree);
 	}
 
