@@ -99,7 +99,13 @@ assert_ready_but_cgroup() {
 }
 
 @test "a fresh machine: needs_setup, repaired by sbx provision, nothing created" {
-	n_tmp=$(find /tmp -maxdepth 1 -name 'sbx-preflight.*' 2>/dev/null | wc -l)
+	# The throw-away probe roots: in TMPDIR when not root (a private one
+	# here), else in /tmp, where only our uid's count (the unprivileged
+	# pass runs beside the root pass, and both run preflight).
+	mkdir -p "$TEST_ROOT/tmp"
+	export TMPDIR="$TEST_ROOT/tmp"
+	n_tmp=$(find /tmp -maxdepth 1 -name 'sbx-preflight.*' -user "$(id -u)" \
+	    2>/dev/null | wc -l)
 	run -1 sbx preflight --json
 	[ "$(json_get "$output" .ok)" = true ]
 	[ "$(json_get "$output" .tool)" = preflight ]
@@ -116,7 +122,9 @@ assert_ready_but_cgroup() {
 	[ "$(field "$output" capability.seccomp code)" = seccomp_ok ]
 	# Preflight changes nothing: no root, no leftover probe root.
 	[ ! -e "$SBX_HOME" ]
-	[ "$(find /tmp -maxdepth 1 -name 'sbx-preflight.*' 2>/dev/null | wc -l)" -eq "$n_tmp" ]
+	[ "$(find /tmp -maxdepth 1 -name 'sbx-preflight.*' -user "$(id -u)" \
+	    2>/dev/null | wc -l)" -eq "$n_tmp" ]
+	[ -z "$(ls -A "$TEST_ROOT/tmp")" ]
 	run -1 sbx preflight
 	[[ "$output" == *"[warning/missing] location_missing: the state root does not exist"* ]]
 	[[ "$output" == *"repair: sbx provision"* ]]
