@@ -8,7 +8,8 @@
 #    CONNECT tunnel from inside `sbx exec --network proxy` (a plain TCP
 #    tunnel on an allowed port: no TLS cost) against the same client
 #    reading it directly on the host; best of 3 each, alternating; the
-#    ratio (target >= 90 %).
+#    ratio (target >= 45 %, issue 19: every byte crosses loopback twice through
+#    the proxy, so about 50 % is the ceiling on a 2-core machine).
 # 2. Small plain-HTTP requests through the proxy: REQUESTS requests, one
 #    per connection as the proxy wants it, PAR clients at a time; req/s.
 # 3. CONNS tunnels held at once (the proxy's own count, from `sbx proxy
@@ -180,7 +181,7 @@ if [ -n "$relay_port" ]; then
 	    "" "$best_relay" \
 	    "$(awk -v a="$best_relay" -v b="$best_direct" 'BEGIN { print 100 * a / b }')"
 fi
-echo "  target: ratio >= 90 %"
+echo "  target: ratio >= 45 % (each byte crosses loopback twice: ~50 % is the ceiling)"
 printf '%-44s %s req/s (%s of %s ok, %s clients, %s ms)\n' \
     "small plain-HTTP requests" "$rps" "$okn" "$n" "$PAR" "$(ms "$secs")"
 printf '%-44s %s opened, %s still open after 3 s, proxy counted %s\n' \
