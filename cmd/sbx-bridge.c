@@ -55,7 +55,7 @@ static const char help_text[] =
     "\n"
     "  serve                  run the bridge of this state root (one per root)\n"
     "  status                 is it running? (exit 0 yes, 1 no)\n"
-    "  stop                   ask it to exit\n"
+    "  stop                   ask it to exit; wait until it has\n"
     "  events                 the agent's events (JSON lines with --json)\n"
     "  tasks                  the agent's dispatched tasks\n"
     "  task done ID           mark a task done\n"
@@ -181,6 +181,11 @@ cmd_status(struct sbx_root *root, int stop)
 	}
 	if (stop) {
 		json_decref(ans);
+		/* Stopped means gone: a start right after this one must
+		 * not find the old daemon still holding run/bridge.pid. */
+		if (sbx_daemon_wait_gone(root->fd, SBX_BRIDGE_PID, "bridge",
+			10000, &e) == -1)
+			fail(&e);
 		ok(json_pack("{s:b,s:b}", "running", 0, "stopped", 1),
 		    "sbx-bridge: stopped");
 		return 0;

@@ -62,7 +62,7 @@ static const char help_text[] =
 "\n"
 "  serve                  run the proxy of this state root (one per root)\n"
 "  status                 is it running? (exit 0 yes, 1 no)\n"
-"  stop                   ask it to exit\n"
+"  stop                   ask it to exit; wait until it has\n"
 "  check HOST[:PORT]      the policy's decision for the agent, without\n"
 "                         connecting or resolving (exit 0 allowed, 1 denied)\n"
 "  asks                   the requests held for a decision (network_ask,\n"
@@ -194,6 +194,11 @@ cmd_status(struct sbx_root *root, int stop)
 	}
 	if (stop) {
 		json_decref(ans);
+		/* Stopped means gone: a start right after this one must
+		 * not find the old daemon still holding run/proxy.pid. */
+		if (sbx_daemon_wait_gone(root->fd, "proxy.pid", "proxy", 10000,
+			&e) == -1)
+			fail(&e);
 		ok(json_pack("{s:b,s:b}", "running", 0, "stopped", 1),
 		    "sbx-proxy: stopped");
 		return 0;

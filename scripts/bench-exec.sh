@@ -18,11 +18,12 @@
 # descendants, CPURUNS runs per round, median of the rounds) and its
 # ratio: on a loaded machine wall-clock waits for a core, CPU time less.  Then LOOP
 # sequential `sh -c 'echo hi'` (a Makefile, an agent loop): the minimal
-# bwrap against sbx exec -c (and BASE), median of 3 loops each, interleaved.
+# bwrap against `sbx exec -- sh -c` (the same shell; and BASE), and sbx exec -c
+# (bash -o pipefail -c) for reference, median of 3 loops each, interleaved.
 # Targets (issue 19): <= 1.4x as a user, <= 1.6x as root, loop <= 1.5x.
 # Only loopback is used; everything lives in a temporary directory that
 # is removed at the end.  Bounded: 2 x (ROUNDS x RUNS x 6) runs and
-# 2 x 3 x LOOP x 2 (or 3) runs.
+# 2 x 3 x LOOP x 3 (or 4) runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${B:-build}
@@ -176,7 +177,9 @@ part() {	# label: one user's measurements
 		    printf "%.2f", a/b; else printf "-"}')"
 	done
 	# The loop: LOOP sequential short commands, median of 3, interleaved.
-	local loops=(minimal sbx) k t0 t1
+	# The same `sh -c` for all (the issue's loop); "sbx -c" is sbx exec's
+	# own shell form, bash -o pipefail -c, for reference.
+	local loops=(minimal sbx sbx-c) k t0 t1
 	[ -z "$BASE" ] || loops+=(base)
 	for k in "${loops[@]}"; do : > "$tmp/$PART.loop.$k"; done
 	for _ in 1 2 3; do
@@ -185,8 +188,9 @@ part() {	# label: one user's measurements
 			for _ in $(seq "$LOOP"); do
 				case $k in
 				minimal) "${minimal[@]}" sh -c 'echo hi' ;;
-				sbx) "$sbx" exec -q -c 'echo hi' ;;
-				base) bx exec -q -c 'echo hi' ;;
+				sbx) "$sbx" exec -q -- sh -c 'echo hi' ;;
+				sbx-c) "$sbx" exec -q -c 'echo hi' ;;
+				base) bx exec -q -- sh -c 'echo hi' ;;
 				esac
 			done >/dev/null
 			t1=$(date +%s%N)
@@ -198,7 +202,13 @@ part() {	# label: one user's measurements
 	printf '%-44s %8s %8s\n' "$LOOP x sh -c 'echo hi' (median of 3)" "ms" "x min"
 	for k in "${loops[@]}"; do
 		t0=$(median3 < "$tmp/$PART.loop.$k")
-		printf '%-44s %8s %8s\n' "$k" "$t0" \
+		case $k in
+		sbx) d="sbx exec -- sh -c" ;;
+		sbx-c) d="sbx exec -c (bash -o pipefail -c)" ;;
+		base) d="base: sbx exec -- sh -c" ;;
+		*) d=$k ;;
+		esac
+		printf '%-44s %8s %8s\n' "$d" "$t0" \
 		    "$(awk -v a="$t0" -v b="$lm" 'BEGIN{printf "%.2f", a/b}')"
 	done
 	"$sbx" proxy stop >/dev/null 2>&1 || true

@@ -15,6 +15,7 @@
 #include <spawn.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <linux/capability.h>
@@ -131,6 +132,15 @@ sbx_daemon_connect(int rootfd, const char *sock, const char *what,
 
 extern char **environ;
 
+static void
+nap_ms(int ms)
+{
+	struct timespec ts = { 0, (long)ms * 1000000L };
+
+	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+		;
+}
+
 /* Start `prog serve --home HOME -q` and wait until it says it is up. */
 static int
 start(const char *prog, const char *home, const char *what, struct sbx_error *e)
@@ -186,7 +196,7 @@ int
 sbx_daemon_ensure(int rootfd, const char *sock, const char *lockname,
     const char *what, const char *prog, const char *home, struct sbx_error *e)
 {
-	int fd, lock, runfd;
+	int fd, lock, runfd, tries;
 
 	if ((fd = sbx_daemon_connect(rootfd, sock, what, e)) >= 0)
 		return fd;
@@ -204,11 +214,55 @@ sbx_daemon_ensure(int rootfd, const char *sock, const char *lockname,
 			close(lock);
 			return sbx_error_sys(e, "lock", "run/%s", lockname);
 		}
-	if ((fd = sbx_daemon_connect(rootfd, sock, what, e)) == -1 &&
-	    start(prog, home, what, e) == 0)
-		fd = sbx_daemon_connect(rootfd, sock, what, e);
+	/*
+	 * A daemon that was just told to stop has removed its socket but
+	 * may still hold its pid file for a moment: `serve` then says
+	 * "already running" and nothing listens.  Start again until one
+	 * answers, bounded (~5 s), rather than fail a run for that moment.
+	 */
+	for (tries = 0; (fd = sbx_daemon_connect(rootfd, sock, what, e)) ==
+	    -1 && tries < 250; tries++) {
+		if (start(prog, home, what, e) == -1)
+			break;
+		if ((fd = sbx_daemon_connect(rootfd, sock, what, e)) >= 0)
+			break;
+		nap_ms(20);
+	}
 	close(lock);
 	return fd;
+}
+
+int
+sbx_daemon_wait_gone(int rootfd, const char *pidname, const char *what,
+    int timeout_ms, struct sbx_error *e)
+{
+	int	 fd, runfd, waited;
+
+	if ((runfd = sbx_fs_open_beneath(rootfd, "run",
+	    O_PATH | O_DIRECTORY | O_CLOEXEC, e)) == -1)
+		return e->sys_errno == ENOENT ? 0 : -1;
+	fd = openat(runfd, pidname, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	close(runfd);
+	if (fd == -1)
+		return errno == ENOENT ? 0 : sbx_error_sys(e, "pidfile",
+		    "cannot open run/%s", pidname);
+	/* The daemon holds the pid file's lock until its last moment. */
+	for (waited = 0; flock(fd, LOCK_SH | LOCK_NB) == -1; waited += 10) {
+		if (errno != EWOULDBLOCK && errno != EINTR) {
+			close(fd);
+			return sbx_error_sys(e, "pidfile", "run/%s", pidname);
+		}
+		if (waited >= timeout_ms) {
+			close(fd);
+			return sbx_error_set(e, SBX_K_TIMEOUT, NULL,
+			    "stop_timeout", "the %s was asked to stop but "
+			    "has not exited after %d s", what,
+			    timeout_ms / 1000);
+		}
+		nap_ms(10);
+	}
+	close(fd);
+	return 0;
 }
 
 int

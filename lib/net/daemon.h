@@ -31,6 +31,13 @@ int sbx_daemon_connect(int rootfd, const char *sock, const char *what,
  */
 int	sbx_daemon_ask(int rootfd, const char *sock, const char *what,
 	    const char *op, json_t **ans, struct sbx_error *);
+/*
+ * Wait until the daemon of run/PIDNAME has exited (its lock is free), at
+ * most timeout_ms: what `stop` waits for, so that stopped means stopped.
+ * 0, or -1 with e (kind timeout).
+ */
+int	sbx_daemon_wait_gone(int rootfd, const char *pidname, const char *what,
+	    int timeout_ms, struct sbx_error *);
 /* A connection to run/SOCK, starting `prog serve --home home -q` under
  * run/LOCK first when none answers. */
 int sbx_daemon_ensure(int rootfd, const char *sock, const char *lock,

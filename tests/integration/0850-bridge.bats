@@ -287,6 +287,22 @@ teardown() { bridge_teardown; }
 	[[ "$output" == *"[]"* ]]
 }
 
+@test "stop returns once the bridge has exited; a run right after it starts a new one" {
+	[ -s "$SBX_HOME/run/bridge.pid" ]
+	"$BRIDGE" stop -q
+	# Its pid file's lock is free: nothing of the old bridge is left to
+	# make the next start say "already running" with nothing listening.
+	flock -n "$SBX_HOME/run/bridge.pid" true
+	sbx config set bridge.enabled true --agent a -q
+	run sbx exec --agent a -- /run/sbx/bin/sbx-host whoami
+	[ "$status" -eq 0 ]
+	[[ "$output" == *'"agent":"a"'* ]]
+	"$BRIDGE" stop -q
+	flock -n "$SBX_HOME/run/bridge.pid" true
+	run "$BRIDGE" status
+	[ "$status" -eq 1 ]
+}
+
 @test "the bridge killed mid-run: the sandbox gets a clean error" {
 	"$BRIDGE" stop -q
 	sbx config set bridge.enabled true --agent a -q
