@@ -1173,24 +1173,24 @@ static int
 cg_enter_hook(void *arg)
 {
 	struct sbx_exec	*p = arg;
-	int		 i;
+	int		 i, unshared = 0;
 
 	/* The workdir's private copy, while still root (see workdir_copy).
-	 * This runs in the forked child, which exits 125 on failure: its
-	 * stderr is the only place left to say why (the one message lib/
-	 * writes itself). */
+	 * This runs in the child, in sbx's memory (SBX_RUN_SPAWN: it writes
+	 * none of it), which exits 125 on failure: its stderr is the only
+	 * place left to say why (the one message lib/ writes itself). */
 	if (p->workdir_tree >= 0 && sbx_idmount_attach(p->workdir_tree,
 	    p->workdir_mnt, p->workdir_mnt_st.st_dev,
-	    p->workdir_mnt_st.st_ino) == -1) {
-		fprintf(stderr, "sbx: cannot attach the copy of the workdir at "
+	    p->workdir_mnt_st.st_ino, &unshared) == -1) {
+		dprintf(2, "sbx: cannot attach the copy of the workdir at "
 		    "%s: %s\n", p->workdir_mnt, strerror(errno));
 		return -1;
 	}
 	for (i = 0; i < p->nxwd; i++)
 		if (p->xwd[i].tree >= 0 && sbx_idmount_attach(p->xwd[i].tree,
 		    p->xwd[i].mnt, p->xwd[i].mnt_st.st_dev,
-		    p->xwd[i].mnt_st.st_ino) == -1) {
-			fprintf(stderr, "sbx: cannot attach the copy of the "
+		    p->xwd[i].mnt_st.st_ino, &unshared) == -1) {
+			dprintf(2, "sbx: cannot attach the copy of the "
 			    "workdir at %s: %s\n", p->xwd[i].mnt,
 			    strerror(errno));
 			return -1;
@@ -1205,6 +1205,10 @@ cg_fork_hook(void *arg)
 {
 	struct sbx_exec	*p = arg;
 
+	/* Placed by the clone itself (v2), or by cg_enter_hook: then the
+	 * cheap start (lib/sandbox/run.c, spawn()). */
+	if (!sbx_cgroup_places(&p->cg))
+		return SBX_RUN_SPAWN;
 	return sbx_cgroup_fork(&p->cg);
 }
 

@@ -930,6 +930,13 @@ sbx_cgroup_enter(const struct sbx_cgroup *cg)
 	return 0;
 }
 
+int
+sbx_cgroup_places(struct sbx_cgroup *cg)
+{
+	cg->placed_ = 0;
+	return cg->backend == SBX_CG_V2 && cg->v2_fd_ >= 0;
+}
+
 pid_t
 sbx_cgroup_fork(struct sbx_cgroup *cg)
 {

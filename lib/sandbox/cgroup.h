@@ -110,6 +110,11 @@ int	sbx_cgroup_create_at(const char *root_v2, const char *root_v1,
  * it, a plain fork().  Returns as fork(). */
 pid_t	sbx_cgroup_fork(struct sbx_cgroup *);
 
+/* Would sbx_cgroup_fork() place the child itself (cgroup v2)?  If not,
+ * the caller may start it any way it likes, vfork included, provided
+ * the child calls sbx_cgroup_enter() before it execs. */
+int	sbx_cgroup_places(struct sbx_cgroup *);
+
 /* Async-signal-safe, for the forked child before exec: moves the calling
  * process into the run's cgroup(s). Returns 0, or -1 with errno (the child
  * must then not exec: its limits would not hold). */

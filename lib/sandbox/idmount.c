@@ -88,15 +88,18 @@ sbx_idmount_clone(int dirfd, int idmap, uid_t owner_uid, gid_t owner_gid,
 }
 
 int
-sbx_idmount_attach(int tree_fd, const char *target, dev_t dev, ino_t ino)
+sbx_idmount_attach(int tree_fd, const char *target, dev_t dev, ino_t ino,
+    int *unshared_p)
 {
-	static int	 unshared;
 	struct stat	 st;
-	int		 fd, rc, saved;
+	int		 fd, rc, saved, unshared = *unshared_p;
 
-	/* Once per process: the copies of several workdirs go into one
+	/* Once per child: the copies of several workdirs go into one
 	 * namespace (a second unshare would leave the first copy behind,
-	 * in a namespace bwrap never sees). */
+	 * in a namespace bwrap never sees).  The flag is the caller's, on
+	 * the child's own stack: the child may share its parent's memory
+	 * (lib/sandbox/run.c, spawn()), where a static would stay set for
+	 * the parent's next child. */
 	if (!unshared && unshare(CLONE_NEWNS) == -1)
 		return -1;
 	/*
@@ -108,7 +111,7 @@ sbx_idmount_attach(int tree_fd, const char *target, dev_t dev, ino_t ino)
 	if (!unshared && mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ==
 	    -1)
 		return -1;
-	unshared = 1;
+	*unshared_p = 1;
 	/* Looked up in this namespace (a descriptor opened before unshare
 	 * names the old namespace's mount), and checked to be the same
 	 * directory, so that no link or rename moves where it lands. */

@@ -23,9 +23,11 @@ int	 sbx_idmount_clone(int dirfd, int idmap, uid_t owner_uid,
  * its own whose mounts propagate nowhere, and the copy attached there on
  * top of the directory at `target`, which must still be the directory
  * dev/ino (no symbolic link followed).  Nothing of it is visible outside
- * the new namespace, which ends with its last process.  0, or -1 with
- * errno.
+ * the new namespace, which ends with its last process.  *unshared (0
+ * before the child's first call) says the namespace was made.  0, or -1
+ * with errno.
  */
-int	 sbx_idmount_attach(int tree_fd, const char *target, dev_t, ino_t);
+int	 sbx_idmount_attach(int tree_fd, const char *target, dev_t, ino_t,
+	    int *unshared);
 
 #endif

@@ -14,6 +14,8 @@
 /* Grace between SIGTERM to the whole sandbox and SIGKILL. */
 #define SBX_KILL_GRACE_MS	3000
 
+#define SBX_RUN_SPAWN	((pid_t)-2)	/* fork_hook: start it the cheap way */
+
 struct sbx_run {
 	/* in */
 	char *const	 *bwrap_argv;
@@ -35,8 +37,11 @@ struct sbx_run {
 	 * only, e.g. joining the run's cgroup); nonzero return aborts. */
 	int		(*child_hook)(void *);
 	void		 *child_hook_arg;
-	/* Forks the child (NULL: fork()), e.g. straight into the run's
-	 * cgroup; called with child_hook_arg. */
+	/* Forks the child, e.g. straight into the run's cgroup; called
+	 * with child_hook_arg.  NULL, or SBX_RUN_SPAWN returned: the child
+	 * is started the cheap way, as posix_spawn(3) does (CLONE_VM |
+	 * CLONE_VFORK), and child_hook then runs in sbx's memory: it must
+	 * write nothing of it. */
 	pid_t		(*fork_hook)(void *);
 	/* When set, bwrap and the sandbox run as this host uid/gid (no
 	 * supplementary groups): sbx started as root never runs a sandbox

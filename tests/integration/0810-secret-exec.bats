@@ -66,9 +66,11 @@ teardown() {
 }
 
 @test "a prompt without a newline is not held back" {
-	# The prompt must reach the reader while the command still waits.
-	run bash -c '"$0" exec -- sh -c "printf \"name? \"; sleep 2; echo done" | { IFS= read -r -t 1.5 -n 6 p; printf "[%s]" "$p"; cat >/dev/null; }' "$SBX"
-	[ "$output" = "[name? ]" ]
+	# The prompt must reach the reader while the command still waits:
+	# it waits for the reader's answer (a file in the workspace), so a
+	# prompt held back would time out (20 s), however slow the start.
+	run bash -c '"$0" exec -- sh -c "printf \"name? \"; i=0; while [ ! -e answered ] && [ \$i -lt 300 ]; do sleep 0.1; i=\$((i + 1)); done; echo done" | { IFS= read -r -t 20 -n 6 p; printf "[%s]" "$p"; touch "$1/answered"; cat; }' "$SBX" "$WS"
+	[ "$output" = "[name? ]done" ]
 }
 
 @test "--json: stdout, stderr, the exit message and a failure envelope are scrubbed" {
