@@ -334,6 +334,30 @@ unescape_octal(char *s)
 	*d = '\0';
 }
 
+/*
+ * Does this mount of a hierarchy show all of it, as the caller's cgroup
+ * paths are written?  The top of a hierarchy is inode 1 (kernfs numbers
+ * its root first), and /proc/self/cgroup is written from the top when we
+ * are in the initial cgroup namespace (its inode is a constant of the
+ * kernel's, PROC_CGROUP_INIT_INO).  Then mountinfo, whose every line the
+ * kernel formats anew on each read (~0.1 ms a run here, issue 19), has
+ * nothing to add.  In any other namespace, or for a mount of a part, it
+ * is read.
+ */
+static int
+shows_whole(const struct stat *top)
+{
+	static int	 initial = -1;
+	struct stat	 st;
+
+	if (top->st_ino != 1)
+		return 0;
+	if (initial == -1)
+		initial = stat("/proc/self/ns/cgroup", &st) == 0 &&
+		    st.st_ino == 0xEFFFFFFBUL;
+	return initial;
+}
+
 /* Which cgroup a mount of a cgroup hierarchy shows: mountinfo's root
  * field, "/" unless bind-mounted from a sub-cgroup (docker on v1 without
  * a cgroup namespace does that). Defaults to "/" when not found. */
@@ -348,9 +372,10 @@ mount_root(struct procinfo *pi, int fd, char *out, size_t outsz)
 	int		 i;
 
 	snprintf(out, outsz, "/");
+	if (fstat(fd, &st) == -1 || shows_whole(&st))
+		return;
 	snprintf(lnk, sizeof(lnk), "/proc/self/fd/%d", fd);
-	if (fstat(fd, &st) == -1 ||
-	    (n = readlink(lnk, path, sizeof(path) - 1)) <= 0)
+	if ((n = readlink(lnk, path, sizeof(path) - 1)) <= 0)
 		return;
 	path[n] = '\0';
 	snprintf(devs, sizeof(devs), "%u:%u", major(st.st_dev),

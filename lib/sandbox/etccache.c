@@ -441,6 +441,51 @@ out:
 	return rc;
 }
 
+/* One number of a manifest line, in base 8 or 10 (negative: signed,
+ * as mtimes before 1970 are), then c; NULL if it is not there. */
+static const char *
+num(const char *p, int base, char c, unsigned long long *v)
+{
+	char	*end;
+
+	if ((*p < '0' || *p > '9') && (*p != '-' || base > 0))
+		return NULL;
+	errno = 0;
+	*v = base > 0 ? strtoull(p, &end, base) :
+	    (unsigned long long)strtoll(p, &end, -base);
+	return errno == 0 && end != p && *end == c ? end + 1 : NULL;
+}
+
+/*
+ * Does a manifest line (after its tag) say what this stat says, and is
+ * path what follows?  The numbers line() wrote are read back and
+ * compared: formatting each stat anew to compare text cost as much as
+ * the stats themselves (issue 19).
+ */
+static int
+same(const char *p, const char *path, const struct stat *st)
+{
+	/* dev ino mode size mtime.nsec ctime.nsec */
+	static const struct { int base; char end; } f[8] = {
+		{ 10, ' ' }, { 10, ' ' }, { 8, ' ' }, { -10, ' ' },
+		{ -10, '.' }, { -10, ' ' }, { -10, '.' }, { -10, ' ' },
+	};
+	unsigned long long	 v[8];
+	size_t			 i;
+
+	for (i = 0; i < 8; i++)
+		if ((p = num(p, f[i].base, f[i].end, &v[i])) == NULL)
+			return 0;
+	return p == path && v[0] == (unsigned long long)st->st_dev &&
+	    v[1] == (unsigned long long)st->st_ino &&
+	    v[2] == (unsigned long long)(unsigned)st->st_mode &&
+	    (long long)v[3] == (long long)st->st_size &&
+	    (long long)v[4] == (long long)st->st_mtim.tv_sec &&
+	    (long long)v[5] == (long long)st->st_mtim.tv_nsec &&
+	    (long long)v[6] == (long long)st->st_ctim.tv_sec &&
+	    (long long)v[7] == (long long)st->st_ctim.tv_nsec;
+}
+
 /* Is every line of the manifest still true?  Which farms are to be
  * bound (spec->bound). */
 static int
@@ -448,7 +493,7 @@ current(int dfd, int tree, const char *key, const struct sbx_etc_spec *spec)
 {
 	size_t		 k;
 	unsigned	 bound = 0;
-	struct sbx_buf	 m = SBX_BUF_INIT, now = SBX_BUF_INIT;
+	struct sbx_buf	 m = SBX_BUF_INIT;
 	struct stat	 st;
 	char		 head[64], *p, *nl, *path;
 	int		 fd, ok = 0, i;
@@ -500,10 +545,7 @@ current(int dfd, int tree, const char *key, const struct sbx_etc_spec *spec)
 		    p[0] == 'c' ? fstatat(tree, path, &st,
 		    AT_SYMLINK_NOFOLLOW) == -1 : 1)
 			goto out;
-		now.len = 0;
-		if (line(&now, p[0], &st, path) == -1 ||
-		    now.len != (size_t)(nl - p) + 1 ||
-		    memcmp(now.p, p, now.len - 1) != 0)
+		if (p[1] != ' ' || !same(p + 2, path, &st))
 			goto out;
 	}
 	ok = 1;
@@ -511,7 +553,6 @@ current(int dfd, int tree, const char *key, const struct sbx_etc_spec *spec)
 		*spec->bound = bound;
 out:
 	sbx_buf_release(&m);
-	sbx_buf_release(&now);
 	return ok;
 }
 
