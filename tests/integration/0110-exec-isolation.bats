@@ -394,6 +394,18 @@ cwd_rejected() {
 @test "FS-14: /proc files that show host state (keys, locks, timers) are empty inside" {
 	masked="/proc/keys /proc/key-users /proc/locks /proc/timer_list
 	    /proc/sched_debug /proc/kcore /proc/sysrq-trigger"
+	# A lock held on the host meanwhile: /proc/locks is not masked on
+	# kernels that list only the sandbox's own locks (lib/sandbox.c,
+	# locks_filtered), and must not show this one.
+	command -v flock >/dev/null || skip "flock is not installed"
+	: >"$TEST_ROOT/held"
+	flock "$TEST_ROOT/held" sleep 30 </dev/null >/dev/null 2>&1 3>&- &
+	holder=$!
+	for _ in $(seq 100); do
+		grep -q FLOCK /proc/locks && break
+		sleep 0.05
+	done
+	grep -q FLOCK /proc/locks
 	# Each one is absent, or reads as empty: not one byte of it (and
 	# not refused either, which would only hide it from this uid).
 	run sbx exec -q -- sh -c '
@@ -406,6 +418,9 @@ for p; do
 		echo "$p unreadable"
 	fi
 done' sh $masked
+	pkill -P "$holder" sleep 2>/dev/null || true
+	kill "$holder" 2>/dev/null || true
+	wait "$holder" 2>/dev/null || true
 	[ "$status" -eq 0 ]
 	echo "$output"
 	for p in $masked; do
