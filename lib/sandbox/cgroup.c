@@ -1061,8 +1061,9 @@ sbx_cgroup_destroy(struct sbx_cgroup *cg, struct sbx_error *e)
 
 	if (!cg->inited_)
 		return 0;
-	if (cg->backend != SBX_CG_NONE) {
-		(void)sbx_cgroup_kill(cg);
+	/* Drained once more, for longer, only if the kill's own drain
+	 * found the run's cgroups still occupied when its time was up. */
+	if (cg->backend != SBX_CG_NONE && sbx_cgroup_kill(cg) == -1) {
 		n = run_dirs(cg, fds);
 		(void)sbx_cg_drain(fds, n, deadline);
 	}
