@@ -13,12 +13,47 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "buf.h"
+#include "fsutil.h"
 #include "users.h"
 
+#define PASSWD_MAX	(16UL << 20)
+
+/*
+ * The file read whole, then parsed from memory: fgetpwent() on the file
+ * itself asks the kernel for its position after every entry, one lseek
+ * per user of the host on every run (issue 19).
+ */
+struct pwfile {
+	struct sbx_buf	 text;
+	FILE		*f;
+};
+
 static FILE *
-passwd_open(void)
+pw_open(struct pwfile *pf, const char *path)
 {
-	return fopen("/etc/passwd", "re");
+	int	 fd, rc;
+
+	memset(pf, 0, sizeof(*pf));
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) == -1)
+		return NULL;
+	rc = sbx_fs_read_fd(fd, &pf->text, PASSWD_MAX);
+	close(fd);
+	/* An empty file: its terminating NUL, a stream with no entry. */
+	if (rc == -1 || (pf->f = fmemopen(pf->text.p, pf->text.len > 0 ?
+	    pf->text.len : 1, "r")) == NULL) {
+		sbx_buf_release(&pf->text);
+		return NULL;
+	}
+	return pf->f;
+}
+
+static void
+pw_close(struct pwfile *pf)
+{
+	if (pf->f != NULL)
+		fclose(pf->f);
+	sbx_buf_release(&pf->text);
 }
 
 /* prefix/etc/passwd (prefix NULL: /etc/passwd). */
@@ -26,19 +61,15 @@ static int
 user_in(const char *prefix, const char *name, uid_t *uid, gid_t *gid)
 {
 	struct passwd	*pw;
+	struct pwfile	 pf;
 	char		 path[4096];
 	FILE		*f;
 	int		 rc = -1;
 
-	if (prefix == NULL)
-		f = passwd_open();
-	else {
-		if ((size_t)snprintf(path, sizeof(path), "%s/etc/passwd",
-		    prefix) >= sizeof(path))
-			return -1;
-		f = fopen(path, "re");
-	}
-	if (f == NULL)
+	if ((size_t)snprintf(path, sizeof(path), "%s/etc/passwd",
+	    prefix != NULL ? prefix : "") >= sizeof(path))
+		return -1;
+	if ((f = pw_open(&pf, path)) == NULL)
 		return -1;
 	while ((pw = fgetpwent(f)) != NULL)
 		if (strcmp(pw->pw_name, name) == 0) {
@@ -47,7 +78,7 @@ user_in(const char *prefix, const char *name, uid_t *uid, gid_t *gid)
 			rc = 0;
 			break;
 		}
-	fclose(f);
+	pw_close(&pf);
 	return rc;
 }
 
@@ -170,17 +201,18 @@ char *
 sbx_user_home(uid_t uid)
 {
 	struct passwd	*pw;
+	struct pwfile	 pf;
 	FILE		*f;
 	char		*home = NULL;
 
-	if ((f = passwd_open()) == NULL)
+	if ((f = pw_open(&pf, "/etc/passwd")) == NULL)
 		return NULL;
 	while ((pw = fgetpwent(f)) != NULL)
 		if (pw->pw_uid == uid) {
 			home = strdup(pw->pw_dir);
 			break;
 		}
-	fclose(f);
+	pw_close(&pf);
 	return home;
 }
 
@@ -188,13 +220,14 @@ int
 sbx_user_each(int (*fn)(const char *, uid_t, const char *, void *), void *arg)
 {
 	struct passwd	*pw;
+	struct pwfile	 pf;
 	FILE		*f;
 	int		 rc = 0;
 
-	if ((f = passwd_open()) == NULL)
+	if ((f = pw_open(&pf, "/etc/passwd")) == NULL)
 		return -1;
 	while (rc == 0 && (pw = fgetpwent(f)) != NULL)
 		rc = fn(pw->pw_name, pw->pw_uid, pw->pw_dir, arg);
-	fclose(f);
+	pw_close(&pf);
 	return rc;
 }
