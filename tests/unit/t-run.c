@@ -239,6 +239,12 @@ hook_mark(void *arg)
 static int	 killed_hooks;
 
 static void
+usr1_handler(int sig)
+{
+	(void)sig;
+}
+
+static void
 kill_hook(void *arg)
 {
 	killed_hooks++;
@@ -277,6 +283,30 @@ test_child(void)
 	if (p[0] >= 0)
 		close(p[0]);
 	sbx_run_release(&r);
+
+	/*
+	 * The child shares our memory until it executes (CLONE_VM |
+	 * CLONE_VFORK): it must leave the slot table as it found it, and
+	 * reset our handlers in itself only.
+	 */
+	{
+		struct sigaction sa, now;
+
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = usr1_handler;
+		sigemptyset(&sa.sa_mask);
+		(void)sigaction(SIGUSR1, &sa, NULL);
+		sbx_run_init(&r);
+		ok(run_sh(&r, "echo ready >&3; echo 'exit 0' >&3") == 0 &&
+		    r.exit_code == 0 && r.slot[SBX_FD_STATUS] == -1 &&
+		    r.slot[SBX_FD_CTL] == -1 && sigaction(SIGUSR1, NULL,
+		    &now) == 0 && now.sa_handler == usr1_handler,
+		    "the child wrote nothing of ours: slots %d %d, our "
+		    "SIGUSR1 handler kept", r.slot[SBX_FD_STATUS],
+		    r.slot[SBX_FD_CTL]);
+		sbx_run_release(&r);
+		(void)signal(SIGUSR1, SIG_DFL);
+	}
 
 	/* stdin: a pipe's contents, or /dev/null. */
 	sbx_run_init(&r);
