@@ -7,8 +7,8 @@
 # index, wheels) on 127.0.0.1 on a free port, printed on stdout.  Every
 # request is appended to LOG.  FAIL_SPEC injects failures:
 #   npm-locked:N   the first N requests answer 423 with an ELOCKED error
-#   pip-timeout:N  the first N downloads of a file under /files/ stall 5 s
-#                  (longer than the test's pip read timeout)
+#   pip-timeout:N  the first N downloads of a file under /files/ stall 15 s
+#                  (longer than the test's pip read timeout, 3 s)
 #   stall:N        the first N requests stall 5 s, then fail (503)
 #   npm-404:N      the first N requests answer 404 (a persistent failure
 #                  when N is large)
@@ -59,7 +59,12 @@ class H(http.server.BaseHTTPRequestHandler):
             return self.send(423, b'{"error":"ELOCKED registry lock held"}')
         if fail and mode == "npm-404":
             return self.send(404, b'{"error":"Not found"}')
-        if fail and mode in ("pip-timeout", "stall"):
+        if fail and mode == "pip-timeout":
+            # Well past the test's pip read timeout (3 s), which leaves
+            # the requests that are not stalled room on a loaded machine.
+            time.sleep(15)
+            return self.send(503, b"stalled")
+        if fail and mode == "stall":
             time.sleep(5)
             return self.send(503, b"stalled")
         path = self.path.split("?", 1)[0]
