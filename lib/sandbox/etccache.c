@@ -8,8 +8,7 @@
  * (and per directory: its mtime moves when an entry is added, removed or
  * replaced, which is how symlinks change), and one per file of the copy.
  * Version 2: the farms of symlinks are in the tree (hard links), not
- * empty mount points.  Version 3: where they cannot be linked, their
- * symlinks are made anew in the tree, not bound from the host.
+ * empty mount points.
  */
 #include <sys/stat.h>
 
@@ -41,7 +40,6 @@ struct build {
 	size_t		 bytes, entries;
 	const struct sbx_etc_spec *spec;
 	int		 linking;	/* in a farm: symlinks hard-linked */
-	int		 plain;		/* a farm copied like any directory */
 };
 
 /* Is hostpath a farm of symlinks (spec->mounts)? */
@@ -114,19 +112,19 @@ static int copy_node(struct build *, int, const char *, int, const char *, int,
 
 /*
  * A farm of symlinks (/etc/alternatives, /etc/ssl/certs: hundreds each).
- * A symlink made is an inode made: on this host's ext4 ~0.1 ms, 80 ms
- * for its 760, more on a loaded disk.  So the host's symlinks are
- * hard-linked where the kernel allows it (a name, no inode: 800 in 50 ms
- * here); their regular files are copied as anywhere else.  Where it does
- * not (fs.protected_hardlinks, since the symlinks are not ours, for any
- * user but root; another file system), they are made anew, once per
- * build: bound from the host instead, each farm would cost bwrap a
- * mount and a reading of the mount table on every run (0.2-0.35 ms,
- * issue 19).  A symlink's target cannot be changed in place, only the
+ * A symlink made is an inode made, and on some file systems (this host's
+ * ext4) that costs a millisecond: 800 made a new state root's first run
+ * take a second.  So the host's symlinks are hard-linked instead (a name,
+ * no inode: 800 in 50 ms there); their regular files are copied as
+ * anywhere else.  A symlink's target cannot be changed in place, only the
  * name replaced, which moves the directory's mtime, recorded here: the
- * copy holds what a read-only bind of the directory showed.  Only if
- * neither can be made is the directory left empty, a mount point,
- * recorded as "M path": the caller binds the host's over it.
+ * copy holds what a read-only bind of the directory showed.  Where a link
+ * cannot be made (another file system; fs.protected_hardlinks when the
+ * symlinks are not ours, as for any user but root) the directory is left
+ * empty, a mount point, recorded as "M path": the caller binds the host's
+ * over it.  (Measured again for issue 19: made anew, the symlinks cost a
+ * fresh state root's first run 0.3 to 1 s here instead of 0.07 s, and
+ * the test suite four minutes; the two binds cost a run 0.7 ms.)
  */
 static int
 copy_farm(struct build *b, int src_dir, const char *name, int follow,
@@ -134,24 +132,20 @@ copy_farm(struct build *b, int src_dir, const char *name, int follow,
 {
 	struct sbx_error	 e;
 	size_t			 mark = b->man.len, entries = b->entries;
-	int			 rc, pass;
+	int			 rc;
 
-	for (pass = 0; pass < 2; pass++) {
-		b->linking = pass == 0;
-		b->plain = pass == 1;
-		rc = copy_node(b, src_dir, name, follow, hostpath, dst_dir,
-		    dname, depth);
-		b->linking = b->plain = 0;
-		if (rc == 0 || (errno != EPERM && errno != EXDEV &&
-		    errno != EMLINK && errno != EACCES))
-			return rc;
-		memset(&e, 0, sizeof(e));
-		b->man.len = mark;
-		b->entries = entries;
-		if (sbx_fs_rm_tree_at(dst_dir, dname, &e) == -1 &&
-		    errno != ENOENT)
-			return -1;
-	}
+	b->linking = 1;
+	rc = copy_node(b, src_dir, name, follow, hostpath, dst_dir, dname,
+	    depth);
+	b->linking = 0;
+	if (rc == 0 || (errno != EPERM && errno != EXDEV && errno != EMLINK &&
+	    errno != EACCES))
+		return rc;
+	memset(&e, 0, sizeof(e));
+	b->man.len = mark;
+	b->entries = entries;
+	if (sbx_fs_rm_tree_at(dst_dir, dname, &e) == -1 && errno != ENOENT)
+		return -1;
 	if (mkdirat(dst_dir, dname, 0700) == -1)
 		return -1;
 	return sbx_buf_printf(&b->man, "M %s\n", hostpath);
@@ -199,8 +193,7 @@ copy_node(struct build *b, int src_dir, const char *name, int follow,
 	}
 	if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
 		return line(&b->man, follow ? 'H' : 'h', &st, hostpath);
-	if (S_ISDIR(st.st_mode) && is_mount(b, hostpath) && !b->linking &&
-	    !b->plain)
+	if (S_ISDIR(st.st_mode) && is_mount(b, hostpath) && !b->linking)
 		return copy_farm(b, src_dir, name, follow, hostpath, dst_dir,
 		    dname, depth);
 	/* O_NONBLOCK: a FIFO swapped in meanwhile cannot make us wait. */
@@ -404,7 +397,7 @@ build(int etcdir, const char *key, const struct sbx_etc_spec *spec,
 		    tmp);
 		goto out;
 	}
-	if (sbx_buf_printf(&b.man, "sbx-etc 3 %s\n", key) == -1)
+	if (sbx_buf_printf(&b.man, "sbx-etc 2 %s\n", key) == -1)
 		goto fail;
 	for (i = 0; i < spec->ncopy; i++)
 		if (copy_top(&b, tree, spec->copy[i]) == -1)
@@ -516,7 +509,7 @@ current(int dfd, int tree, const char *key, const struct sbx_etc_spec *spec)
 	if (m.len != (size_t)st.st_size)
 		goto out;
 	m.p[m.len] = '\0';
-	snprintf(head, sizeof(head), "sbx-etc 3 %s\n", key);
+	snprintf(head, sizeof(head), "sbx-etc 2 %s\n", key);
 	if (strncmp(m.p, head, strlen(head)) != 0)
 		goto out;
 	for (p = m.p + strlen(head); *p != '\0'; p = nl + 1) {
@@ -567,7 +560,7 @@ sbx_etccache_open(int cache_fd, const struct sbx_etc_spec *spec, int *built,
 	int		 etcdir, dfd, tree, attempt;
 
 	*built = 0;
-	h = fnv(h, "sbx-etc 3", 10);
+	h = fnv(h, "sbx-etc 2", 10);
 	for (i = 0; i < spec->ncopy; i++)
 		h = fnv(h, spec->copy[i], strlen(spec->copy[i]) + 1);
 	h = fnv(h, "", 1);

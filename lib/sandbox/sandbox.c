@@ -48,9 +48,8 @@ static const char *const rootfs_caps[] = {
 /*
  * With /etc as one prepared tree (lib/etccache.c), these directories of
  * it hold hundreds of symlinks each: the tree has them as hard links of
- * the host's when it can, as symlinks made anew otherwise (not root); only
- * where neither can be made are they bound from the host, read-only, over
- * an empty directory in the tree.
+ * the host's when it can; otherwise (not root) they are bound from the
+ * host, read-only, over an empty directory in the tree.
  */
 static const char *const etc_bound_dirs[] = {
 	"/etc/alternatives", "/etc/ssl/certs",
