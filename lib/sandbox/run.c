@@ -153,7 +153,9 @@ child_main(void *arg)
  * (CLONE_VM) and sbx sleeps (CLONE_VFORK) until it has executed bwrap or
  * exited.  A fork() copies sbx's page tables only for the exec to throw
  * them away, and sbx then takes a fault on every page it writes again:
- * ~0.3 ms of every run (issue 19).  The child runs on a stack of its own,
+ * ~0.3 ms of every run (issue 19).  Not posix_spawn(3) itself: the child
+ * must join the run's cgroup, attach the workdir's copy and drop to the
+ * sandbox's uid before it executes.  The child runs on a stack of its own,
  * below a guard page; every signal is blocked across the clone, and the
  * child resets sbx's handlers before it unblocks them (child_exec).
  */

@@ -45,6 +45,79 @@ reopen(int fd)
 	return open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
 
+/*
+ * Rewrite the first "H " line of the only tree's MANIFEST under
+ * cache/etc: how names the edit.  0, or -1.
+ */
+static int
+edit_manifest(const char *cache, int how)
+{
+	char		 path[PATH_MAX], buf[65536], *h, *nl, *sp;
+	struct dirent	*de;
+	DIR		*d;
+	ssize_t		 n;
+	size_t		 len;
+	int		 fd, i;
+
+	snprintf(path, sizeof(path), "%s/etc", cache);
+	if ((d = opendir(path)) == NULL)
+		return -1;
+	path[0] = '\0';
+	while ((de = readdir(d)) != NULL)
+		if (de->d_name[0] != '.')
+			snprintf(path, sizeof(path), "%s/etc/%s/MANIFEST",
+			    cache, de->d_name);
+	closedir(d);
+	if (path[0] == '\0' || (fd = open(path, O_RDWR)) == -1)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	if (n <= 0 || (h = strstr(buf, "\nH ")) == NULL ||
+	    (nl = strchr(h + 1, '\n')) == NULL) {
+		close(fd);
+		return -1;
+	}
+	buf[n] = '\0';
+	h++;
+	/* sp: the fifth field, the size; then mtime sec.nsec. */
+	for (sp = h, i = 0; i < 4 && sp != NULL; i++)
+		if ((sp = strchr(sp, ' ')) != NULL)
+			sp++;
+	if (sp == NULL || sp > nl) {
+		close(fd);
+		return -1;
+	}
+	switch (how) {
+	case 0:		/* the size, one more */
+		*sp = *sp == '9' ? '8' : (char)(*sp + 1);
+		break;
+	case 1:		/* a letter in it */
+		*sp = 'x';
+		break;
+	case 2:		/* cut after the size: no times, no path */
+		sp = strchr(sp, ' ');
+		memmove(sp, nl, strlen(nl) + 1);
+		break;
+	case 3:		/* a second space before the path */
+		for (sp = h, i = 0; i < 7 && sp != NULL && sp < nl; i++)
+			if ((sp = strchr(sp, ' ')) != NULL)
+				sp++;
+		if (sp == NULL || sp > nl) {
+			close(fd);
+			return -1;
+		}
+		memmove(sp + 1, sp, strlen(sp) + 1);
+		*sp = ' ';
+		break;
+	}
+	len = strlen(buf);
+	if (ftruncate(fd, 0) == -1 || pwrite(fd, buf, len, 0) != (ssize_t)len) {
+		close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
 int
 main(void)
 {
@@ -120,6 +193,29 @@ main(void)
 	    "the rebuilt copy is read-only again");
 	close(t);
 	close(tree);
+
+	/* A manifest line that no longer says what the host file is, or
+	 * that cannot be read as one: rebuilt, never taken as current. */
+	{
+		static const char *const what[] = { "a size off by one",
+		    "a letter in a number", "a line cut after the size",
+		    "a second space before the path" };
+		int	 how;
+
+		for (how = 0; how < 4; how++) {
+			int ed = edit_manifest(tmpl, how);
+
+			tree = sbx_etccache_open(cache, &spec, &built, &e);
+			ok(ed == 0 && tree >= 0 && built == 1,
+			    "a manifest with %s: rebuilt", what[how]);
+			if (tree >= 0)
+				close(tree);
+		}
+		tree = sbx_etccache_open(cache, &spec, &built, &e);
+		ok(tree >= 0 && built == 0, "the rebuilt one is current");
+		if (tree >= 0)
+			close(tree);
+	}
 
 	/* Another spec, another tree. */
 	made[0].data = "b:x:2:2::/h:/bin/sh\n";
