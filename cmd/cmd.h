@@ -119,11 +119,14 @@ struct sbx_cmd_opts {
 /*
  * The next option of a program's getopt loop: getopt_long over g, the
  * row id it stands for (sbx_opts_id), recorded in seen (NULL: not) unless
- * getopt_long refused it ('?', ':') or it is an operand (1, with a "-"
- * lead); -1 at the end.
+ * getopt_long refused it ('?', ':'); -1 at the end.  Where g permutes
+ * (lib/opts.h), options may stand anywhere before `--`: the operands are
+ * set aside as they come and, at the end, are every word of
+ * argv[optind..argc), in order (those after `--` last, whatever they look
+ * like); otherwise the loop ends at the first operand (a command's argv).
  */
-int	sbx_cmd_getopt(int argc, char *argv[],
-	    const struct sbx_opts_getopt *g, struct sbx_opts_seen *seen);
+int	sbx_cmd_getopt(int argc, char *argv[], struct sbx_opts_getopt *g,
+	    struct sbx_opts_seen *seen);
 
 /*
  * The options every program has, known by the long names of their rows

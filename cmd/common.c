@@ -194,14 +194,33 @@ sbx_cmd_complete(const struct sbx_opts *t, int argc, char *argv[], int *code)
 }
 
 int
-sbx_cmd_getopt(int argc, char *argv[], const struct sbx_opts_getopt *g,
+sbx_cmd_getopt(int argc, char *argv[], struct sbx_opts_getopt *g,
     struct sbx_opts_seen *seen)
 {
 	int	 ch;
 
-	if ((ch = getopt_long(argc, argv, g->optstring, g->longopts,
-	    NULL)) == -1)
+	for (;;) {
+		/* A negative number is a value (set limits.cpus -1), never
+		 * an option; optind 0 (a restart) is left to getopt_long. */
+		if (g->permute && optind > 0 && optind < argc &&
+		    sbx_opts_is_operand(argv[optind])) {
+			optind++;
+			sbx_opts_operand(g, argv, &optind);
+			continue;
+		}
+		ch = getopt_long(argc, argv, g->optstring, g->longopts, NULL);
+		if (ch == 1 && g->permute) {
+			sbx_opts_operand(g, argv, &optind);
+			continue;
+		}
+		break;
+	}
+	if (ch == -1) {
+		/* Every operand, in order, at argv[optind..argc). */
+		if (g->permute)
+			sbx_opts_operands_done(g, argv, &optind);
 		return -1;
+	}
 	ch = sbx_opts_id(g, ch);
 	if (seen != NULL && ch != '?' && ch != ':' && ch != 1)
 		sbx_opts_seen(seen, ch);

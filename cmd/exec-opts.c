@@ -146,4 +146,5 @@ static const struct sbx_opt rows[] = {
 };
 
 const struct sbx_opts exec_table = { "sbx-exec", "sbx exec", rows,
-	SBX_OPTS_N(rows), subs, SBX_OPTS_N(subs), S_RUN, "@command", 25 };
+	SBX_OPTS_N(rows), subs, SBX_OPTS_N(subs), S_RUN, "@command", 25,
+	S_RUN };

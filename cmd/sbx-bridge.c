@@ -109,7 +109,7 @@ static const struct sbx_opt rows[] = {
 };
 
 static const struct sbx_opts table = { PROG, "sbx bridge", rows,
-	SBX_OPTS_N(rows), subs, SBX_OPTS_N(subs), 0, NULL, 25 };
+	SBX_OPTS_N(rows), subs, SBX_OPTS_N(subs), 0, NULL, 25, 0 };
 
 static struct {
 	const char *agent, *home, *result;
@@ -328,22 +328,9 @@ parse(int argc, char *argv[], const char **subp, int *nargs, char ***args)
 		argc--;
 	}
 	opterr = 0;
-	/* Operands may come before options (task done ID --agent A): each
-	 * one is set aside and getopt goes on after it. */
-	for (;;) {
-		if ((ch = sbx_cmd_getopt(argc, argv, &g, &seen)) == -1) {
-			if (optind >= argc)
-				break;
-			if (strcmp(argv[optind - 1], "--") == 0 && optind > 1) {
-				while (optind < argc && nops < 8)
-					ops[nops++] = argv[optind++];
-				break;
-			}
-			if (nops == 8)
-				usage_err(NULL);
-			ops[nops++] = argv[optind++];
-			continue;
-		}
+	/* Operands may come before options (task done ID --agent A):
+	 * sbx_cmd_getopt leaves them, in order, at argv[optind..]. */
+	while ((ch = sbx_cmd_getopt(argc, argv, &g, &seen)) != -1) {
 		switch (ch) {
 		case 'a': O.agent = optarg; break;
 		case 'f': O.follow = 1; break;
@@ -364,6 +351,11 @@ parse(int argc, char *argv[], const char **subp, int *nargs, char ***args)
 			sbx_cmd_opt(&cmdopts, ch, argc, argv, &g);
 			break;
 		}
+	}
+	for (; optind < argc; optind++) {
+		if (nops == 8)
+			usage_err(NULL);
+		ops[nops++] = argv[optind];
 	}
 	if (sub == NULL && nops > 0) {
 		sub = ops[0];
@@ -420,10 +412,10 @@ main(int argc, char *argv[])
 
 	if (sbx_cmd_start(PROG, &table, argc, argv, &ch))
 		return ch;
-	if (sbx_opts_getopt(&table, ~0u, "+", &g) == -1)
+	if (sbx_opts_getopt(&table, ~0u, &g) == -1)
 		return SBX_EX_SOFTWARE;
 	O.json =
-	    sbx_cli_wants_json(argc, argv, g.optstring + 1, g.longopts, NULL);
+	    sbx_cli_wants_json(argc, argv, g.optstring, g.longopts, NULL);
 	if ((O.agent = getenv("SBX_AGENT")) == NULL || *O.agent == '\0')
 		O.agent = "default";
 	O.tool = "bridge";

@@ -91,7 +91,7 @@ static const struct sbx_opt rows[] = {
 };
 
 static const struct sbx_opts table = { PROG, "sbx config", rows,
-	SBX_OPTS_N(rows), subs, SBX_OPTS_N(subs), 0, NULL, 21 };
+	SBX_OPTS_N(rows), subs, SBX_OPTS_N(subs), 0, NULL, 21, 0 };
 
 /* The getopt_long arguments of the table, and the options seen (checked
  * against the subcommand once it is known). */
@@ -162,13 +162,6 @@ usage_err(const struct sbx_error *e)
 static const struct sbx_cmd_opts cmdopts = { PROG, usage_text, help_text,
 	NULL, &table, S_ALL, &O.json, &O.quiet, &O.verbose, usage_err };
 
-/* A negative number is a VALUE, not an option (set limits.cpus -1). */
-static int
-is_number(const char *s)
-{
-	return s[0] == '-' && ((s[1] >= '0' && s[1] <= '9') || s[1] == '.');
-}
-
 static void
 pos_add(const char *s)
 {
@@ -205,43 +198,26 @@ parse(int argc, char *argv[])
 }
 
 /*
- * Options and positionals in any order (there is no child argv to keep
- * from reordering); `--` ends the options.  --json anywhere decides the
- * output mode before any usage error is reported.
+ * Options and positionals in any order before `--` (there is no child
+ * argv to keep from reordering; a negative number is a value: set
+ * limits.cpus -1): sbx_cmd_getopt, lib/opts.h.  --json anywhere decides
+ * the output mode before any usage error is reported.
  */
 static void
 parse_args(int argc, char *argv[])
 {
-	int	 i, dd = 0;
+	int	 i;
 
-	if (sbx_opts_getopt(&table, ~0u, "+", &g) == -1)
+	if (sbx_opts_getopt(&table, ~0u, &g) == -1)
 		exit(SBX_EX_SOFTWARE);
 	/* Decided before getopt, skipping option arguments: a value that
 	 * reads "--json" (a description, a setting) is not the flag. */
-	O.json = sbx_cli_wants_json(argc, argv, g.optstring + 1, g.longopts,
+	O.json = sbx_cli_wants_json(argc, argv, g.optstring, g.longopts,
 	    NULL);
 	opterr = 0;	/* a refused option is reported by usage_err() */
-	for (;;) {
-		if (argc > 1 && is_number(argv[1])) {
-			pos_add(argv[1]);
-			argc--;
-			argv++;
-			continue;
-		}
-		optind = 0;	/* 0: restart, re-reading the optstring */
-		parse(argc, argv);
-		if (optind >= argc)
-			break;
-		dd = optind > 1 && strcmp(argv[optind - 1], "--") == 0;
-		if (dd) {
-			for (i = optind; i < argc; i++)
-				pos_add(argv[i]);
-			break;
-		}
-		pos_add(argv[optind]);
-		argc -= optind;
-		argv += optind;
-	}
+	optind = 0;	/* 0: start, reading the optstring */
+	for (i = parse(argc, argv); i < argc; i++)
+		pos_add(argv[i]);
 }
 
 /* ---- output ------------------------------------------------------------- */

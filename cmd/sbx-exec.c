@@ -146,10 +146,10 @@ limit_key(int ch)
 }
 
 /*
- * One getopt loop for sbx exec ("+": the run's options stop at the
- * command) and for the options of ps/poll/wait/kill/gc ("-"), which may
- * come before or after the job id (argv[0] is then the subcommand;
- * operands are collected in order).  bit is the (sub)command, whose
+ * One getopt loop for sbx exec (in order: the run's options stop at the
+ * command) and for the options of ps/poll/wait/kill/gc, which may come
+ * before or after the job id (argv[0] is then the subcommand; operands
+ * are collected in order: lib/opts.h).  bit is the (sub)command, whose
  * letters apply (wait -t SECONDS, but sbx exec -t is --tty).  It only
  * records what it sees: every value is judged after it (check_args,
  * sbx_exec_validate), so that the order of the options never changes the
@@ -163,14 +163,13 @@ getopts(int argc, char *argv[], unsigned bit, int *code)
 	struct sbx_error	 e;
 	int			 ch, npos = 0, sub = bit != S_RUN;
 
-	if (sbx_opts_getopt(&exec_table, bit, sub ? "-" : "+", &g) == -1)
+	if (sbx_opts_getopt(&exec_table, bit, &g) == -1)
 		return *code = SBX_EX_SOFTWARE, -1;
 	optind = 0;	/* 0: re-read the optstring flags */
 	opterr = 0;
 	while ((ch = sbx_cmd_getopt(argc, argv, &g, &seen)) != -1) {
 		C.runopts += run_option(ch) || ch == 'a' || ch == OPT_TIMEOUT;
 		switch (ch) {
-		case 1: argv[npos++] = optarg; break;
 		case 'a': R.agent = optarg; break;
 		case OPT_HOME: R.home = optarg; break;
 		case 'C': R.cwd = optarg; break;
@@ -251,7 +250,7 @@ parse_args(int argc, char *argv[], int *code)
 	C.envelope_fd = -1;
 	/* Before getopt: where --json stands never changes how a usage
 	 * error is reported; the command's argv after `--` never counts. */
-	if (sbx_opts_getopt(&exec_table, S_RUN, "+", &g) == -1)
+	if (sbx_opts_getopt(&exec_table, S_RUN, &g) == -1)
 		return *code = SBX_EX_SOFTWARE, -1;
 	C.json = sbx_cli_wants_json(argc, argv, g.optstring, g.longopts,
 	    exec_subs);

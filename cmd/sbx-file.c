@@ -145,7 +145,7 @@ static const struct sbx_opt rows[] = {
 };
 
 static const struct sbx_opts table = { PROG, "sbx file", rows, SBX_OPTS_N(rows),
-	subs, SBX_OPTS_N(subs), 0, NULL, 25 };
+	subs, SBX_OPTS_N(subs), 0, NULL, 25, 0 };
 
 static struct sbx_opts_getopt g;
 static struct sbx_opts_seen   seen;
@@ -204,7 +204,7 @@ parse_args(int argc, char *argv[])
 {
 	int	       ch;
 
-	if (sbx_opts_getopt(&table, ~0u, "", &g) == -1)
+	if (sbx_opts_getopt(&table, ~0u, &g) == -1)
 		exit(SBX_EX_SOFTWARE);
 	/* Decided before getopt, skipping option arguments: an --old TEXT
 	 * that reads "--json" is not the flag. */

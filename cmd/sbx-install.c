@@ -86,7 +86,7 @@ static const struct sbx_opt rows[] = {
 };
 
 static const struct sbx_opts table = { PROG, "sbx install", rows,
-	SBX_OPTS_N(rows), subs, SBX_OPTS_N(subs), S_MAIN, NULL, 21 };
+	SBX_OPTS_N(rows), subs, SBX_OPTS_N(subs), S_MAIN, NULL, 21, 0 };
 
 /* The getopt_long arguments of the table, and the options seen (checked
  * against the subcommand once it is known). */
@@ -136,7 +136,7 @@ parse_args(int argc, char *argv[])
 
 	/* Every option of the table; the subcommand's refuses the others
 	 * once it is known. */
-	if (sbx_opts_getopt(&table, ~0u, "", &g) == -1)
+	if (sbx_opts_getopt(&table, ~0u, &g) == -1)
 		exit(SBX_EX_SOFTWARE);
 	/* Decided before getopt, skipping option arguments: a value that
 	 * reads "--json" (a description, a setting) is not the flag. */

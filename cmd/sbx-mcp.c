@@ -80,7 +80,7 @@ static const struct sbx_opt rows[] = {
 };
 
 static const struct sbx_opts table = { PROG, "sbx mcp", rows, SBX_OPTS_N(rows),
-	NULL, 0, 1, NULL, 25 };
+	NULL, 0, 1, NULL, 25, 0 };
 
 static struct {
 	const char *agent, *home, *max_runs, *per_minute, *max_message;
@@ -122,7 +122,7 @@ parse_args(int argc, char *argv[])
 	struct sbx_opts_getopt g;
 	int		       ch;
 
-	if (sbx_opts_getopt(&table, 1, "", &g) == -1)
+	if (sbx_opts_getopt(&table, 1, &g) == -1)
 		exit(SBX_EX_SOFTWARE);
 	O.json = sbx_cli_wants_json(argc, argv, g.optstring, g.longopts, NULL);
 	opterr = 0;	/* a refused option is reported by usage_err() */

@@ -123,7 +123,7 @@ static const struct sbx_opt rows[] = {
 };
 
 static const struct sbx_opts table = { PROG, "sbx plugin", rows,
-	SBX_OPTS_N(rows), subs, SBX_OPTS_N(subs), 0, NULL, 23 };
+	SBX_OPTS_N(rows), subs, SBX_OPTS_N(subs), 0, NULL, 23, 0 };
 
 static struct sbx_opts_getopt g;
 static struct sbx_opts_seen   seen;
@@ -458,9 +458,9 @@ parse_args(int argc, char *argv[])
 {
 	struct sbx_error e;
 	unsigned	 bit;
-	int		 ch, i;
+	int		 ch;
 
-	if (sbx_opts_getopt(&table, ~0u, "", &g) == -1)
+	if (sbx_opts_getopt(&table, ~0u, &g) == -1)
 		exit(SBX_EX_SOFTWARE);
 	O.json = sbx_cli_wants_json(argc, argv, g.optstring, g.longopts, NULL);
 	opterr = 0;
@@ -494,17 +494,10 @@ parse_args(int argc, char *argv[])
 	}
 	if (sbx_opts_check(&table, &seen, bit, &e) == -1)
 		plugin_usage(&e);
+	/* Options stood anywhere before `--` (lib/opts.h): what is left
+	 * is operands, even one that starts with '-' (after `--`). */
 	O.ops = argv + optind + 1;
 	O.nops = argc - optind - 1;
-	for (i = 0; i < O.nops; i++)
-		if (O.ops[i][0] == '-' && O.ops[i][1] != '\0') {
-			sbx_error_set(&e, SBX_K_INVALID_ARGS, "args",
-			    "unexpected_argument",
-			    "options go before the "
-			    "operands: `%.32s`",
-			    O.ops[i]);
-			plugin_usage(&e);
-		}
 	if (O.agent == NULL)
 		O.agent = getenv("SBX_AGENT") != NULL && *getenv("SBX_AGENT") ?
 		    getenv("SBX_AGENT") :

@@ -83,7 +83,7 @@ static const struct sbx_opt rows[] = {
 /* The one option table (lib/opts.h): getopt_long, --help and
  * --complete-options come from it. */
 static const struct sbx_opts table = { PROG, "sbx preflight", rows,
-	SBX_OPTS_N(rows), NULL, 0, 1, NULL, 25 };
+	SBX_OPTS_N(rows), NULL, 0, 1, NULL, 25, 0 };
 
 static struct {
 	const char	*agent;
@@ -147,7 +147,7 @@ parse(int argc, char *argv[])
 
 	/* Before getopt: where --json stands never changes how a usage
 	 * error is reported. */
-	if (sbx_opts_getopt(&table, 1, "+", &g) == -1)
+	if (sbx_opts_getopt(&table, 1, &g) == -1)
 		exit(SBX_EX_SOFTWARE);
 	O.json = sbx_cli_wants_json(argc, argv, g.optstring, g.longopts,
 	    NULL);

@@ -156,7 +156,7 @@ static const struct sbx_opt rows[] = {
 };
 
 static const struct sbx_opts table = { PROG, "sbx provision", rows,
-	SBX_OPTS_N(rows), subs, SBX_OPTS_N(subs), S_MAIN, NULL, 20 };
+	SBX_OPTS_N(rows), subs, SBX_OPTS_N(subs), S_MAIN, NULL, 20, 0 };
 
 struct prov_opts O;
 
@@ -306,35 +306,27 @@ parse_args(int argc, char *argv[])
 {
 	/* Before getopt: where --json stands never changes how a usage
 	 * error is reported. */
-	if (sbx_opts_getopt(&table, S_MAIN, "+", &g) == -1)
+	if (sbx_opts_getopt(&table, S_MAIN, &g) == -1)
 		exit(SBX_EX_SOFTWARE);
-	O.json = sbx_cli_wants_json(argc, argv, g.optstring + 1, g.longopts,
+	O.json = sbx_cli_wants_json(argc, argv, g.optstring, g.longopts,
 	    NULL);
+	/* Options anywhere before `--`, operands in order after it
+	 * (sbx_cmd_getopt, lib/opts.h): no child argv here to protect from
+	 * reordering. */
+	optind = 0;	/* 0: start, reading the optstring */
 	parse(argc, argv);
 	if (optind >= argc)
 		return;
-	O.sub = argv[optind];
-	/* Options may also follow the subcommand. */
-	argc -= optind;
-	argv += optind;
-	optind = 0;	/* 0: restart, re-reading the optstring's flags */
+	O.sub = argv[optind++];
 	if (strcmp(O.sub, "image") == 0 || strcmp(O.sub, "images") == 0) {
-		/* image ACTION [ARG]: positionals and options in any order
-		 * (no child argv here to protect from reordering). */
-		for (;;) {
-			parse(argc, argv);
-			if (optind >= argc)
-				break;
+		/* image ACTION [ARG] */
+		while (optind < argc) {
 			if (O.npos >= 3)
 				usage("too many arguments");
-			O.pos[O.npos++] = argv[optind];
-			argc -= optind;
-			argv += optind;
-			optind = 0;
+			O.pos[O.npos++] = argv[optind++];
 		}
 		return;
 	}
-	parse(argc, argv);
 	if (optind < argc)
 		usage("too many arguments");
 }

@@ -112,7 +112,7 @@ static const struct sbx_opt rows[] = {
 };
 
 static const struct sbx_opts table = { PROG, "sbx proxy", rows,
-	SBX_OPTS_N(rows), subs, SBX_OPTS_N(subs), 0, NULL, 25 };
+	SBX_OPTS_N(rows), subs, SBX_OPTS_N(subs), 0, NULL, 25, 0 };
 
 struct proxy_opts	 O;
 
@@ -320,9 +320,9 @@ main(int argc, char *argv[])
 	memset(&e, 0, sizeof(e));
 	/* Before getopt: where --json stands never changes how a usage
 	 * error is reported. */
-	if (sbx_opts_getopt(&table, ~0u, "+", &g) == -1)
+	if (sbx_opts_getopt(&table, ~0u, &g) == -1)
 		return SBX_EX_SOFTWARE;
-	O.json = sbx_cli_wants_json(argc, argv, g.optstring + 1, g.longopts,
+	O.json = sbx_cli_wants_json(argc, argv, g.optstring, g.longopts,
 	    NULL);
 	O.allow = json_array();
 	O.agent = getenv("SBX_AGENT");

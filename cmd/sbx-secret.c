@@ -109,7 +109,7 @@ static const struct sbx_opt rows[] = {
 };
 
 static const struct sbx_opts table = { PROG, "sbx secret", rows,
-	SBX_OPTS_N(rows), subs, SBX_OPTS_N(subs), 0, NULL, 25 };
+	SBX_OPTS_N(rows), subs, SBX_OPTS_N(subs), 0, NULL, 25, 0 };
 
 /* The getopt_long arguments of the table, and the options seen (checked
  * against the subcommand once it is known). */
@@ -168,7 +168,7 @@ parse_args(int argc, char *argv[])
 
 	/* Every option of the table (GNU order: options and operands mixed);
 	 * the subcommand's refuses the others once it is known. */
-	if (sbx_opts_getopt(&table, ~0u, "", &g) == -1)
+	if (sbx_opts_getopt(&table, ~0u, &g) == -1)
 		exit(SBX_EX_SOFTWARE);
 	/* Decided before getopt, skipping option arguments: a value that
 	 * reads "--json" (a description, a setting) is not the flag. */

@@ -89,7 +89,7 @@ static const struct sbx_opt rows[] = {
 };
 
 static const struct sbx_opts table = { PROG, "sbx", rows, SBX_OPTS_N(rows),
-	NULL, 0, 1, NULL, 24 };
+	NULL, 0, 1, NULL, 24, 0 };
 
 static const char help_tail[] =
 "\n"

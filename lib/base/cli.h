@@ -66,6 +66,18 @@ int	sbx_cli_wants_json(int argc, char *const argv[], const char *optstring,
 void	sbx_cli_getopt_error(int argc, char *const argv[],
 	    const char *optstring, const struct option *longopts,
 	    struct sbx_error *);
+/*
+ * Optimal string alignment distance of a and b (Damerau-Levenshtein with
+ * adjacent transpositions, as git's help.c suggests a command);
+ * SIZE_MAX when either is longer than 64 bytes.
+ */
+size_t	sbx_cli_distance(const char *a, const char *b);
+/*
+ * The suggestion for an unknown word: the candidate nearest to it, when
+ * at most two edits away or when the word (two bytes or more) starts it;
+ * NULL when none is.  names is NULL-terminated.
+ */
+const char *sbx_cli_nearest(const char *word, const char *const *names);
 /* OPT (n bytes) as an envelope field: printable ASCII, at most 67 bytes,
  * in storage of this module valid until the next call. */
 const char	*sbx_cli_option_field(const char *opt, size_t n);

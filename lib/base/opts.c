@@ -122,7 +122,7 @@ give_letter(const struct sbx_opt *o, struct sbx_opts_getopt *g, char **s)
 }
 
 int
-sbx_opts_getopt(const struct sbx_opts *t, unsigned bit, const char *lead,
+sbx_opts_getopt(const struct sbx_opts *t, unsigned bit,
     struct sbx_opts_getopt *g)
 {
 	struct sbx_error	 e;
@@ -132,10 +132,17 @@ sbx_opts_getopt(const struct sbx_opts *t, unsigned bit, const char *lead,
 
 	memset(g, 0, sizeof(*g));
 	s = g->optstring;
-	if (sbx_opts_valid(t, &e) == -1 || strlen(lead) > 2)
+	if (sbx_opts_valid(t, &e) == -1)
 		return -1;
-	for (k = 0; k < strlen(lead); k++)
-		*s++ = lead[k];
+	/*
+	 * '+': the first operand starts a command's argv, whose options are
+	 * the command's (sbx exec -- ls -la; never reordered).  '-' rather
+	 * than glibc's permutation elsewhere: each operand comes back in
+	 * order, and POSIXLY_CORRECT in the environment cannot change what a
+	 * command line means.
+	 */
+	g->permute = bit == ~0u || (bit & t->in_order) == 0;
+	*s++ = g->permute ? '-' : '+';
 	for (i = 0; i < t->nopt; i++) {
 		o = &t->opt[i];
 		/* A name is one option in the whole table: one entry. */
@@ -164,6 +171,36 @@ sbx_opts_getopt(const struct sbx_opts *t, unsigned bit, const char *lead,
 	}
 	*s = '\0';
 	return 0;
+}
+
+void
+sbx_opts_operand(struct sbx_opts_getopt *g, char *argv[], int *optindp)
+{
+	/* Slot 1 + nops is before the operand itself, which getopt_long
+	 * has passed: every word there has been read. */
+	argv[1 + g->nops] = argv[*optindp - 1];
+	g->nops++;
+}
+
+void
+sbx_opts_operands_done(struct sbx_opts_getopt *g, char *argv[],
+    int *optindp)
+{
+	int	 j;
+
+	/* From the last: the slots may overlap (an operand that no option
+	 * preceded moves onto itself). */
+	for (j = g->nops - 1; j >= 0; j--)
+		argv[*optindp - g->nops + j] = argv[1 + j];
+	*optindp -= g->nops;
+	g->nops = 0;
+}
+
+int
+sbx_opts_is_operand(const char *a)
+{
+	return a[0] == '-' && ((a[1] >= '0' && a[1] <= '9') ||
+	    (a[1] == '.' && a[2] >= '0' && a[2] <= '9'));
 }
 
 int

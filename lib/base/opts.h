@@ -21,7 +21,8 @@
  *		...
  *	};
  *	static const struct sbx_opts table = { "sbx-foo", "sbx foo",
- *		rows, SBX_OPTS_N(rows), subs, SBX_OPTS_N(subs), 0, NULL, 21 };
+ *		rows, SBX_OPTS_N(rows), subs, SBX_OPTS_N(subs), 0, NULL, 21,
+ *		0 };
  *
  * then, in main: `--complete-options [SUB...]` first (sbx_opts_complete),
  * sbx_opts_getopt() for the subcommand's (or the program's) getopt_long
@@ -44,6 +45,15 @@
  * separated by '|' ("none|proxy|outbound"), or a mix ("@image|none").
  * `operands` (of a subcommand, or main_operands) says the same of the
  * first operand ("@job"; "@command": after `--`, a command to run).
+ *
+ * Where options may stand (one rule for every program, as git's
+ * parse-options): anywhere before `--`, between and after the operands
+ * (`sbx proxy check HOST --json`), except in the (sub)commands of
+ * `in_order`, whose first operand starts the argv of a command to run
+ * (`sbx exec`): there the options stop at it, so that the command's own
+ * options stay its own.  After `--` nothing is an option (`sbx secret rm
+ * -- -x` names `-x`).  The order is kept by sbx_cmd_getopt (cmd/), not
+ * left to glibc's permutation, which POSIXLY_CORRECT turns off.
  *
  * lib/ never prints: everything is written into buffers; cmd/ prints.
  */
@@ -93,6 +103,9 @@ struct sbx_opts {
 	unsigned		  main;		/* the program's bit, or 0 */
 	const char		 *main_operands; /* as the subcommands' */
 	int			  help_col;	/* column of the help text */
+	unsigned		  in_order;	/* bits whose operands are a
+						 * command: options stop at
+						 * the first one */
 };
 
 /* The number of rows (or subcommands) of an array. */
@@ -122,15 +135,36 @@ struct sbx_opts_getopt {
 	struct option	 longopts[SBX_OPTS_MAX + 1];
 	char		 optstring[3 * SBX_OPTS_MAX + 4];
 	int		 letter_id[128];	/* letter -> row id */
+	int		 permute;	/* options anywhere before `--` */
+	int		 nops;		/* operands set aside so far */
 };
 
 /*
- * Fill g for the (sub)command bit; lead is the optstring's first
- * character(s) ("+" or "-"; "" none).  -1 when the table breaks a rule
- * (sbx_opts_valid).
+ * Fill g for the (sub)command bit (~0u: any of them).  The optstring
+ * starts with '+' (options stop at the first operand) when bit is one of
+ * the table's in_order, else with '-' (getopt_long returns each operand
+ * as 1, in order; sbx_opts_operand sets it aside).  -1 when the table
+ * breaks a rule (sbx_opts_valid).
  */
-int	sbx_opts_getopt(const struct sbx_opts *, unsigned bit, const char *lead,
+int	sbx_opts_getopt(const struct sbx_opts *, unsigned bit,
 	    struct sbx_opts_getopt *);
+/*
+ * The loop's part of "options anywhere before `--`", for a g that
+ * permutes.  sbx_opts_operand: argv[*optindp - 1], just returned by
+ * getopt_long as an operand (1), set aside (moved to the front of argv,
+ * whose words before *optindp getopt_long never reads again).
+ * sbx_opts_operands_done: once getopt_long returned -1, the operands set
+ * aside are moved to just before argv[*optindp] (the words after `--`,
+ * if any) and *optindp is moved back over them, so that the caller finds
+ * every operand, in order, at argv[optind..argc).
+ * sbx_opts_is_operand: a word getopt_long would take for an option that
+ * is an operand: a negative number (`set limits.cpus -1`; no sbx option
+ * is a digit).
+ */
+void	sbx_opts_operand(struct sbx_opts_getopt *, char *argv[], int *optindp);
+void	sbx_opts_operands_done(struct sbx_opts_getopt *, char *argv[],
+	    int *optindp);
+int	sbx_opts_is_operand(const char *);
 /* The row id of what getopt_long returned (a letter is mapped; anything
  * else is returned as is). */
 int	sbx_opts_id(const struct sbx_opts_getopt *, int ch);

@@ -187,3 +187,92 @@ bash_complete() {
 	run -0 bash_complete exec -- ech
 	[[ "$output" == *echo* ]]
 }
+
+# ---- where options may stand (issue 28 item 7) --------------------------
+
+# json_after CMD...: `sbx CMD --json` (the option after the operands)
+# answers with one envelope that is not a usage error, with and without
+# POSIXLY_CORRECT (which turns glibc's permutation off).
+json_after() {
+	local env
+	for env in "" POSIXLY_CORRECT=1; do
+		run --separate-stderr env $env "$SBX" "$@" --json
+		[ "${#lines[@]}" -eq 1 ] ||
+		    { echo "$env sbx $* --json: $output $stderr"; return 1; }
+		[ -n "$(json_get "$output" .tool)" ]
+		case $(json_get "$output" .reason) in
+		usage | unknown_option | unexpected_argument | missing_argument)
+			echo "$env sbx $* --json: a usage error: $output"
+			return 1 ;;
+		esac
+		[ "$status" -ne 64 ] || { echo "$env sbx $*: 64"; return 1; }
+	done
+}
+
+@test "every program takes its options after the operands, before --" {
+	sbx provision -q
+	printf 'a\n' >"$WS/f.txt"
+	job=0123456789abcdef
+	# Every subcommand that takes operands, one line each.
+	json_after proxy check example.com
+	json_after proxy answer 0000 deny
+	SBXT_V=v json_after secret set tok --from-env SBXT_V
+	json_after secret check tok
+	json_after secret rm tok
+	json_after config get network
+	json_after config set network none
+	json_after config add allowed_domains example.com
+	json_after config rm allowed_domains example.com
+	json_after config unset network
+	json_after config set limits.cpus -1	# a negative number: a value
+	json_after provision image rm nosuch
+	json_after provision image verify nosuch
+	json_after file read f.txt
+	json_after file list .
+	json_after file search a
+	json_after file edit f.txt --old a --new b
+	json_after bridge task done 1
+	json_after plugin show nosuch
+	json_after plugin rm nosuch
+	json_after plugin install nosuch
+	json_after plugin run nosuch tool
+	json_after install nosuch-pkg --manager bogus
+	json_after exec poll "$job"
+	json_after exec wait "$job" -t 1
+	json_after exec kill "$job"
+	# And between operands.
+	run -0 --separate-stderr sbx config set --json network none
+	[ "$(json_get "$output" .ok)" = true ]
+	run -1 --separate-stderr sbx proxy check --agent default example.com \
+	    --json --allow-domain x.example
+	[ "$(json_get "$output" .result.verdict)" = deny ]
+}
+
+@test "after --, an operand that starts with - is an operand" {
+	sbx provision -q
+	printf 'x\n' >"$WS/-dash.txt"
+	run -0 --separate-stderr sbx file read --json -- -dash.txt
+	[ "$(json_get "$output" .ok)" = true ]
+	run --separate-stderr sbx config get --json -- -bogus
+	[ "$(json_get "$output" .reason)" = unknown_key ]
+	run --separate-stderr sbx plugin show --json -- -nosuch
+	[ "$status" -ne 64 ]
+	[ "$(json_get "$output" .reason)" != unexpected_argument ]
+	# After --, --json is an operand, not the flag: too many operands.
+	run -64 --separate-stderr sbx secret check tok -- --json
+	[ -z "$output" ]
+}
+
+@test "sbx exec: the options stop at the command; after -- nothing is read" {
+	sbx provision -q
+	# -la is not sbx exec's: no "unknown option -l", but the hint to
+	# put -- before the command.
+	run -64 --separate-stderr sbx exec ls -la
+	[[ "$stderr" == *"put \`--\` before the command"* ]]
+	[[ "$stderr" != *"unknown option"* ]]
+	# The command's own --json and -q reach it untouched.
+	run -0 --separate-stderr sbx exec --json -- sh -c 'echo "$*"' sh --json -q
+	[ "$(json_get "$output" .result.stdout)" = "--json -q" ]
+	run -0 --separate-stderr env POSIXLY_CORRECT=1 "$SBX" exec -- echo -q --json
+	[ "$output" = "-q --json" ]
+}

@@ -36,7 +36,52 @@ static const struct sbx_opt rows[] = {
 };
 
 static const struct sbx_opts T = { "sbx-t", "sbx t", rows, SBX_OPTS_N(rows),
-	subs, SBX_OPTS_N(subs), S_MAIN, "@command", 20 };
+	subs, SBX_OPTS_N(subs), S_MAIN, "@command", 20, S_MAIN };
+
+/*
+ * The loop of cmd/common.c's sbx_cmd_getopt, with the lib's part of it:
+ * argv (NULL-terminated) parsed with the getopt of bit; the options seen,
+ * as letters or "L" for a long one, in *opts, and the operands left at
+ * argv[optind..], joined by '|', in *ops.
+ */
+static void
+order(unsigned bit, char **argv, char *opts, char *ops)
+{
+	struct sbx_opts_getopt g;
+	int		       argc = 0, ch, i;
+
+	while (argv[argc] != NULL)
+		argc++;
+	*opts = *ops = '\0';
+	if (sbx_opts_getopt(&T, bit, &g) == -1)
+		return;
+	optind = 0;
+	opterr = 0;
+	for (;;) {
+		if (g.permute && optind > 0 && optind < argc &&
+		    sbx_opts_is_operand(argv[optind])) {
+			optind++;
+			sbx_opts_operand(&g, argv, &optind);
+			continue;
+		}
+		ch = getopt_long(argc, argv, g.optstring, g.longopts, NULL);
+		if (ch == 1 && g.permute) {
+			sbx_opts_operand(&g, argv, &optind);
+			continue;
+		}
+		if (ch == -1)
+			break;
+		ch = sbx_opts_id(&g, ch);
+		strcat(opts, ch < 128 ? (char[]){ (char)ch, 0 } : "L");
+	}
+	if (g.permute)
+		sbx_opts_operands_done(&g, argv, &optind);
+	for (i = optind; i < argc; i++) {
+		strcat(ops, argv[i]);
+		if (i + 1 < argc)
+			strcat(ops, "|");
+	}
+}
 
 /* Parse argv (NULL-terminated) with the getopt of bit; the ids seen. */
 static int
@@ -48,7 +93,7 @@ parse(unsigned bit, struct sbx_opts_seen *seen, char **argv)
 	while (argv[argc] != NULL)
 		argc++;
 	memset(seen, 0, sizeof(*seen));
-	if (sbx_opts_getopt(&T, bit, "+", &g) == -1)
+	if (sbx_opts_getopt(&T, bit, &g) == -1)
 		return -1;
 	optind = 0;
 	opterr = 0;
@@ -87,10 +132,10 @@ main(void)
 	ok(sbx_opts_valid(&T, &e) == 0, "the test table keeps the rules");
 
 	/* getopt_long's arguments. */
-	ok(sbx_opts_getopt(&T, S_MAIN, "+", &g) == 0, "getopt of the program");
+	ok(sbx_opts_getopt(&T, S_MAIN, &g) == 0, "getopt of the program");
 	is_str(g.optstring, "+a:tc:n:j", "optstring: the program's letters");
 	ok(sbx_opts_id(&g, 't') == 't', "-t is --tty in the program");
-	ok(sbx_opts_getopt(&T, S_WAIT, "-", &g) == 0, "getopt of wait");
+	ok(sbx_opts_getopt(&T, S_WAIT, &g) == 0, "getopt of wait");
 	is_str(g.optstring, "-a:t:jc:n:",
 	    "optstring: wait's -t first, "
 	    "then every shared letter");
@@ -232,7 +277,50 @@ main(void)
 	ok(sbx_opts_valid(&bad, &e) == -1 &&
 		strcmp(e.reason, "bad_subcommands") == 0,
 	    "an unknown subcommand bit");
-	ok(sbx_opts_getopt(&bad, S_MAIN, "+", &g) == -1,
+	ok(sbx_opts_getopt(&bad, S_MAIN, &g) == -1,
 	    "no getopt from a broken table");
+
+	/* Where options may stand (issue 28 item 7). */
+	{
+		char	 o[64], p[256];
+		char	*a1[] = { "t", "wait", "JOB", "-j", "--agent", "x",
+			"OTHER", NULL };
+		char	*a2[] = { "t", "-j", "--", "-x", "--agent", NULL };
+		char	*a3[] = { "t", "A", "--", "B", "-j", NULL };
+		char	*a4[] = { "t", "-j", "ls", "-la", "--agent", NULL };
+		char	*a5[] = { "t", "-j", "--", "ls", "-j", NULL };
+		char	*a6[] = { "t", "set", "k", "-1", "-j", "-.5", NULL };
+		char	*a7[] = { "t", "A", "B", "C", NULL };
+
+		order(S_WAIT, a1, o, p);
+		ok(strcmp(o, "ja") == 0 && strcmp(p, "wait|JOB|OTHER") == 0,
+		    "permuted: options between and after operands (%s; %s)",
+		    o, p);
+		order(S_PS, a2, o, p);
+		ok(strcmp(o, "j") == 0 && strcmp(p, "-x|--agent") == 0,
+		    "after --: operands, whatever they look like (%s)", p);
+		order(~0u, a3, o, p);
+		ok(strcmp(o, "") == 0 && strcmp(p, "A|B|-j") == 0,
+		    "operands before and after -- keep their order (%s)", p);
+		order(S_MAIN, a4, o, p);
+		ok(strcmp(o, "j") == 0 && strcmp(p, "ls|-la|--agent") == 0,
+		    "in order: the first operand starts a command (%s; %s)",
+		    o, p);
+		order(S_MAIN, a5, o, p);
+		ok(strcmp(o, "j") == 0 && strcmp(p, "ls|-j") == 0,
+		    "in order: after -- nothing is an option (%s)", p);
+		order(S_PS, a6, o, p);
+		ok(strcmp(o, "j") == 0 && strcmp(p, "set|k|-1|-.5") == 0,
+		    "a negative number is an operand (%s; %s)", o, p);
+		order(S_PS, a7, o, p);
+		ok(strcmp(o, "") == 0 && strcmp(p, "A|B|C") == 0,
+		    "operands only: as given (%s)", p);
+		setenv("POSIXLY_CORRECT", "1", 1);
+		char	*a8[] = { "t", "check", "HOST", "-j", NULL };
+		order(S_PS, a8, o, p);
+		unsetenv("POSIXLY_CORRECT");
+		ok(strcmp(o, "j") == 0 && strcmp(p, "check|HOST") == 0,
+		    "POSIXLY_CORRECT changes nothing (%s; %s)", o, p);
+	}
 	return done_testing();
 }
