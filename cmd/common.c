@@ -66,6 +66,20 @@ sbx_cmd_usage(const char *prog, const char *tool, int json,
 	}
 	if (e != NULL)
 		sbx_cmd_report(prog, tool, json, e, NULL, emit);
+	/*
+	 * A mistyped option: the error, the nearest option (its hint) and
+	 * where the rest is, in three lines, as git says it; the synopsis
+	 * (twenty lines for sbx exec) would bury the one that matters.
+	 */
+	if (e != NULL && e->reason != NULL &&
+	    strcmp(e->reason, "unknown_option") == 0) {
+		if (strncmp(prog, "sbx-", 4) == 0)
+			fprintf(stderr, "%s: see `sbx %s --help`\n", prog,
+			    prog + 4);
+		else
+			fprintf(stderr, "%s: see `%s --help`\n", prog, prog);
+		return;
+	}
 	fputs(synopsis, stderr);
 }
 

@@ -147,44 +147,26 @@ cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Optimal string alignment distance (Damerau-Levenshtein with adjacent
- * transpositions), as git's help.c uses to suggest a command. */
-static size_t
-distance(const char *a, const char *b)
+/* "did you mean" for a name that is not a command, when one is near
+ * (at most two edits, or a prefix: sbx_cli_nearest). */
+static void
+suggest(const char *name)
 {
-	size_t	 la = strlen(a), lb = strlen(b), i, j, d[65][65];
+	const char	*names[NCOMMANDS + 1], *best;
+	size_t		 i;
 
-	if (la > 64 || lb > 64)
-		return SIZE_MAX;
-	for (i = 0; i <= la; i++)
-		d[i][0] = i;
-	for (j = 0; j <= lb; j++)
-		d[0][j] = j;
-	for (i = 1; i <= la; i++)
-		for (j = 1; j <= lb; j++) {
-			size_t c = a[i - 1] != b[j - 1], v;
-
-			v = d[i - 1][j] + 1;
-			if (d[i][j - 1] + 1 < v)
-				v = d[i][j - 1] + 1;
-			if (d[i - 1][j - 1] + c < v)
-				v = d[i - 1][j - 1] + c;
-			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] &&
-			    a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < v)
-				v = d[i - 2][j - 2] + 1;
-			d[i][j] = v;
-		}
-	return d[la][lb];
+	for (i = 0; i < NCOMMANDS; i++)
+		names[i] = commands[i].name;
+	names[i] = NULL;
+	if ((best = sbx_cli_nearest(name, names)) != NULL)
+		fprintf(stderr, "%s: did you mean '%s'?\n", PROG, best);
 }
 
-/* The unknown-command message, with the nearest command when one is close
- * (at most two edits, or a prefix). */
+/* The unknown-command message, with the nearest command when one is
+ * close. */
 static void __attribute__((noreturn))
 unknown(const char *name)
 {
-	const char	*best = NULL;
-	size_t		 i, d, bestd = SIZE_MAX;
-
 	/* One of ours, but its program is not where we look: say so, not
 	 * "did you mean" the very same name. */
 	if (command_of(name) != NULL) {
@@ -195,18 +177,7 @@ unknown(const char *name)
 	}
 	fprintf(stderr, "%s: '%s' is not an sbx command; see 'sbx "
 	    "--list-commands'\n", PROG, name);
-	for (i = 0; i < NCOMMANDS; i++) {
-		d = distance(name, commands[i].name);
-		if (strncmp(commands[i].name, name, strlen(name)) == 0 &&
-		    strlen(name) >= 2)
-			d = 1;
-		if (d < bestd) {
-			bestd = d;
-			best = commands[i].name;
-		}
-	}
-	if (best != NULL && bestd <= 2)
-		fprintf(stderr, "%s: did you mean '%s'?\n", PROG, best);
+	suggest(name);
 	exit(127);
 }
 
@@ -509,6 +480,7 @@ help(const char *name)
 	if (access(path, X_OK) != 0) {
 		fprintf(stderr, "%s: '%s' is not an sbx command; see 'sbx "
 		    "--list-commands'\n", PROG, name);
+		suggest(name);
 		return 127;
 	}
 	/* The man page when man(1) and the page are there, else --help. */
@@ -517,9 +489,13 @@ help(const char *name)
 		pid_t pid = fork();
 		int st;
 		if (pid == 0) {
-			int fd = open("/dev/null", 1);
-			if (fd >= 0)
+			/* Only its status: `man -w` prints the page's path,
+			 * which is not the help asked for. */
+			int fd = open("/dev/null", O_WRONLY);
+			if (fd >= 0) {
+				dup2(fd, 1);
 				dup2(fd, 2);
+			}
 			execl("/usr/bin/man", "man", "-w", page, (char *)NULL);
 			_exit(127);
 		}

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,12 +154,79 @@ sbx_cli_option_field(const char *opt, size_t n)
 	return field;
 }
 
+size_t
+sbx_cli_distance(const char *a, const char *b)
+{
+	size_t	 la = strlen(a), lb = strlen(b), i, j, c, v, d[65][65];
+
+	if (la > 64 || lb > 64)
+		return SIZE_MAX;
+	for (i = 0; i <= la; i++)
+		d[i][0] = i;
+	for (j = 0; j <= lb; j++)
+		d[0][j] = j;
+	for (i = 1; i <= la; i++)
+		for (j = 1; j <= lb; j++) {
+			c = a[i - 1] != b[j - 1];
+			v = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < v)
+				v = d[i][j - 1] + 1;
+			if (d[i - 1][j - 1] + c < v)
+				v = d[i - 1][j - 1] + c;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] &&
+			    a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < v)
+				v = d[i - 2][j - 2] + 1;
+			d[i][j] = v;
+		}
+	return d[la][lb];
+}
+
+const char *
+sbx_cli_nearest(const char *word, const char *const *names)
+{
+	const char	*best = NULL;
+	size_t		 i, d, bestd = SIZE_MAX;
+
+	for (i = 0; names[i] != NULL; i++) {
+		d = sbx_cli_distance(word, names[i]);
+		if (strlen(word) >= 2 &&
+		    strncmp(names[i], word, strlen(word)) == 0)
+			d = 1;
+		if (d < bestd) {
+			bestd = d;
+			best = names[i];
+		}
+	}
+	return bestd <= 2 ? best : NULL;
+}
+
+/* The long option nearest to the unknown --NAME (n bytes), or NULL. */
+static const char *
+nearest_long(const struct option *lo, const char *name, size_t n)
+{
+	const char	*names[128], *hit;
+	char		 word[65];
+	size_t		 i;
+
+	if (n == 0 || n >= sizeof(word))
+		return NULL;
+	memcpy(word, name, n);
+	word[n] = '\0';
+	for (i = 0; lo != NULL && lo[i].name != NULL && i < 127; i++)
+		names[i] = lo[i].name;
+	names[i] = NULL;
+	hit = sbx_cli_nearest(word, names);
+	/* Only a name getopt_long did not take as it is. */
+	return hit != NULL && strcmp(hit, word) != 0 ? hit : NULL;
+}
+
 void
 sbx_cli_getopt_error(int argc, char *const argv[], const char *optstring,
     const struct option *longopts, struct sbx_error *e)
 {
 	const struct option	*o = NULL;
 	const char		*a = NULL, *eq = NULL, *p, *reason, *field;
+	const char		*hit;
 	char			 buf[68];
 	size_t			 n = 0;
 
@@ -197,9 +265,14 @@ sbx_cli_getopt_error(int argc, char *const argv[], const char *optstring,
 		snprintf(buf, sizeof(buf), "-%c", optopt);
 		field = sbx_cli_option_field(buf, strlen(buf));
 	}
-	if (strcmp(reason, "unknown_option") == 0)
+	if (strcmp(reason, "unknown_option") == 0) {
 		sbx_error_set(e, SBX_K_INVALID_ARGS, field, reason,
 		    "unknown option `%s`", field);
+		/* A typo: the nearest option, as git suggests a command. */
+		if (a != NULL && (hit = nearest_long(longopts, a + 2,
+		    n - 2)) != NULL)
+			sbx_error_hint(e, "did you mean `--%s`?", hit);
+	}
 	else if (strcmp(reason, "missing_argument") == 0)
 		sbx_error_set(e, SBX_K_INVALID_ARGS, field, reason,
 		    "option `%s` needs an argument", field);

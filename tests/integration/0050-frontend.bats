@@ -93,3 +93,42 @@ bats_require_minimum_version 1.5.0
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"sbx proxy"* ]]
 }
+
+@test "an option typo: the error, did you mean, where the help is (issue 28 item 9)" {
+	run -64 --separate-stderr sbx exec --agnet x -- true
+	[ "${#stderr_lines[@]}" -eq 3 ]
+	[ "${stderr_lines[0]}" = "sbx-exec: unknown option \`--agnet\`" ]
+	[ "${stderr_lines[1]}" = "sbx-exec: hint: did you mean \`--agent\`?" ]
+	[ "${stderr_lines[2]}" = "sbx-exec: see \`sbx exec --help\`" ]
+	run -64 --separate-stderr sbx secret list --jsno
+	[[ "$stderr" == *"did you mean \`--json\`?"* ]]
+	[[ "$stderr" == *"see \`sbx secret --help\`"* ]]
+	[[ "$stderr" != *usage:* ]]
+	# Under --json the suggestion is the envelope's hint.
+	run -64 --separate-stderr sbx proxy status --json --hoem /x
+	[ "$(json_get "$output" .reason)" = unknown_option ]
+	[ "$(json_get "$output" .hint)" = "did you mean \`--home\`?" ]
+	# Nothing near: no guess.
+	run -64 --separate-stderr sbx config show --zzzzzzzz
+	[[ "$stderr" != *"did you mean"* ]]
+	[[ "$stderr" == *"see \`sbx config --help\`"* ]]
+}
+
+@test "sbx help with a mistyped command suggests, as sbx does" {
+	run -127 --separate-stderr sbx help exce
+	[[ "$stderr" == *"did you mean 'exec'?"* ]]
+	run -127 --separate-stderr sbx help zzzzzzz
+	[[ "$stderr" != *"did you mean"* ]]
+}
+
+@test "sbx help CMD at a terminal shows the page, not its path first" {
+	command -v script >/dev/null || skip "no script(1)"
+	[ -x /usr/bin/man ] || skip "no man(1)"
+	mkdir -p "$TEST_ROOT/man/man1"
+	cp "$BATS_TEST_DIRNAME/../../man/sbx-exec.1" "$TEST_ROOT/man/man1/"
+	chmod -R a+rX "$TEST_ROOT/man"
+	MANPATH="$TEST_ROOT/man" MANPAGER=cat PAGER=cat run -0 \
+	    script -qec "$SBX help exec" /dev/null
+	[[ "$output" != *"$TEST_ROOT/man"* ]]
+	[[ "$output" == *"sbx exec"* ]]
+}
