@@ -331,6 +331,13 @@ check_args(struct sbx_error *e)
 		    "dashdash_with_c", "-c takes the script and then $0 and "
 		    "arguments, without --: sbx exec -c 'SCRIPT' NAME "
 		    "ARG...") - 1;
+	/* A missing command is a usage error (64), as every program's
+	 * missing operand, not one of sbx exec's own failures (125): the
+	 * command line is wrong, nothing was tried. */
+	if (R.shell == NULL && R.argc == 0)
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "command",
+		    "missing", "no command given: use `-- COMMAND [ARG...]` or "
+		    "`-c STRING`") - 1;
 	if (R.shell == NULL && R.argc > 0 && !C.dashdash)
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "command",
 		    "unexpected_argument", "put `--` before the command: sbx "

@@ -152,8 +152,15 @@ no_agent_dirs() {
 }
 
 @test "no command: invalid_args field command" {
-	rejected command missing
-	rejected command missing --
+	# A usage error, 64 (issue 28 item 9: it was 125, sbx exec's own
+	# failure, though nothing was tried; DESIGN.md §5: usage is 64).
+	run -64 --separate-stderr sbx exec --json
+	[ "$(json_get "$output" .field)" = command ]
+	[ "$(json_get "$output" .reason)" = missing ]
+	run -64 --separate-stderr sbx exec --
+	[[ "$stderr" == *"no command given"* ]]
+	[[ "$stderr" == *usage:* ]]
+	run -64 --separate-stderr sbx exec
 	rejected command - -- ''
 	rejected command - -c ''
 }
