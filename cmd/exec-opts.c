@@ -106,13 +106,15 @@ static const struct sbx_opt rows[] = {
 	    "default: null when stdin is a terminal and --json\n"
 	    "is given, else inherit (background: always null)", S_RUN, 0 },
 	{ OPT_MEMORY, "memory", 0, SBX_OPT_REQ, "MIB", NULL,
-	    "memory limit, swap included (default: half of RAM)", S_RUN, 0 },
+	    "memory limit in MiB, or with a unit (512m, 1g),\n"
+	    "swap included (default: half of RAM)", S_RUN, 0 },
 	{ OPT_CPUS, "cpus", 0, SBX_OPT_REQ, "N.N", NULL,
 	    "CPU limit in cores (e.g. 0.5)", S_RUN, 0 },
 	{ OPT_PIDS, "pids", 0, SBX_OPT_REQ, "N", NULL,
 	    "task limit (default 1024)", S_RUN, 0 },
 	{ OPT_DISK, "disk", 0, SBX_OPT_REQ, "MIB", NULL,
-	    "size of /tmp and largest file written (soft)", S_RUN, 0 },
+	    "size of /tmp and largest file written (soft;\n"
+	    "MiB, or 512m, 1g)", S_RUN, 0 },
 	{ OPT_WALL, "wall-timeout", 0, SBX_OPT_REQ, "S", NULL,
 	    "kill the sandbox after S seconds, output or not", S_RUN, 0 },
 	{ OPT_NOFILE, "nofile", 0, SBX_OPT_REQ, "N", NULL,

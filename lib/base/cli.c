@@ -320,6 +320,53 @@ sbx_cli_parse_uint(const char *s, unsigned long long max,
 }
 
 int
+sbx_cli_parse_mib(const char *s, unsigned long long max,
+    unsigned long long *out)
+{
+	static const char	 units[] = "kmgt";
+	const char		*end, *u;
+	unsigned long long	 v;
+	size_t			 n;
+	int			 shift;	/* of the unit, against one MiB */
+
+	n = strspn(s, "0123456789");
+	if (n == 0 || n > 19)
+		return -1;
+	end = s + n;
+	shift = 0;
+	if (*end != '\0') {
+		if ((u = strchr(units, end[0] | 0x20)) == NULL)
+			return -1;
+		shift = ((int)(u - units) - 1) * 10;	/* k -10, m 0, g 10 */
+		end++;
+		if ((*end | 0x20) == 'i' && (end[1] | 0x20) == 'b')
+			end += 2;
+		else if ((*end | 0x20) == 'b')
+			end++;
+		if (*end != '\0')
+			return -1;
+	}
+	errno = 0;
+	v = strtoull(s, NULL, 10);
+	if (errno != 0)
+		return -1;
+	if (shift < 0) {
+		/* KiB: only a whole number of MiB. */
+		if (v % 1024 != 0)
+			return -1;
+		v /= 1024;
+	} else if (shift > 0) {
+		if (v > max >> shift)
+			return -1;
+		v <<= shift;
+	}
+	if (v == 0 || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int
 sbx_cli_parse_bytes(const char *s, unsigned long long *out)
 {
 	char			*end;

@@ -85,6 +85,15 @@ const char	*sbx_cli_option_field(const char *opt, size_t n);
 int	sbx_cli_parse_seconds(const char *, double max, double *);
 /* Parse a byte count with optional K, M or G suffix (binary). */
 int	sbx_cli_parse_bytes(const char *, unsigned long long *);
+/*
+ * Parse a size in mebibytes (--memory, --disk, --file-size): a plain
+ * integer is MiB; a k, m, g or t after the digits (either case,
+ * optionally followed by b or ib: 1g, 1G, 1gb, 1GiB) is that binary unit,
+ * as docker's --memory reads it.  The size must come to a whole number of
+ * MiB from 1 to max.  0, or -1 when malformed or out of range.
+ */
+int	sbx_cli_parse_mib(const char *, unsigned long long max,
+	    unsigned long long *);
 /* Parse a non-negative integer <= max. */
 int	sbx_cli_parse_uint(const char *, unsigned long long max,
 	    unsigned long long *);

@@ -105,6 +105,14 @@ sbx_limits_merge_json(struct sbx_runlimits *l, const json_t *obj,
 	return 0;
 }
 
+/* A size in MiB (memory_mib, disk_mib, file_size_mib)? */
+static int
+is_mib(const struct key *k)
+{
+	return k->bit == SBX_RL_MEMORY || k->bit == SBX_RL_DISK ||
+	    k->bit == SBX_RL_FSIZE;
+}
+
 /* The command-line option behind a key, for messages. */
 static const char *
 option_of(const char *key)
@@ -139,6 +147,18 @@ sbx_limits_set(struct sbx_runlimits *l, const char *key, const char *value,
 			return sbx_error_set(e, SBX_K_INVALID_ARGS, key,
 			    "invalid_number", "argument `%s` must be a positive "
 			    "number up to %.0f", option_of(key), k->max);
+	} else if (is_mib(k)) {
+		/* 1g, 512m, as docker reads --memory; a plain number is
+		 * MiB, as it always was. */
+		if (sbx_cli_parse_mib(value, (unsigned long long)k->max, &u) ==
+		    -1)
+			return sbx_error_set(e, SBX_K_INVALID_ARGS, key,
+			    "invalid_number", "argument `%s` must be a size "
+			    "from 1 MiB to %.0f MiB: a whole number of MiB "
+			    "(512), or a number with a unit k, m, g or t "
+			    "(512m, 1g; binary, a whole number of MiB)",
+			    option_of(key), k->max);
+		d = (double)u;
 	} else {
 		if (sbx_cli_parse_uint(value, (unsigned long long)k->max, &u) ==
 			-1 ||

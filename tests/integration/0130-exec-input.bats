@@ -346,3 +346,19 @@ no_agent_dirs() {
 	[ "$(printf '%s\n' "$output" | head -1 | jq -r .kind)" = invalid_args ]
 	[ ! -e "$WS/marker" ]
 }
+
+@test "--memory 1g, --disk 512m: docker's units; an unknown one names them" {
+	# issue 28 item 9: a unit was refused without saying which are known.
+	run -65 --separate-stderr sbx exec --json --memory 1q -- true
+	[ "$(json_get "$output" .field)" = memory_mib ]
+	[ "$(json_get "$output" .reason)" = invalid_number ]
+	[[ "$(json_get "$output" .message)" == *"k, m, g or t"* ]]
+	# Accepted (whatever the machine can enforce: soft limits).
+	run --separate-stderr sbx exec --json --soft-limits --memory 1g \
+	    --disk 512m -- true
+	[ "$(json_get "$output" .reason)" != invalid_number ]
+	if [ "$(json_get "$output" .ok)" = true ]; then
+		[ "$(json_get "$output" .result.limits.memory_mib)" = 1024 ]
+		[ "$(json_get "$output" .result.limits.disk_mib)" = 512 ]
+	fi
+}

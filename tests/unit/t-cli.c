@@ -99,5 +99,38 @@ main(void)
 
 		is_str(f, "--?[31m?", "a field is printable ASCII");
 	}
+
+	/* Sizes in MiB with docker's units (issue 28 item 9). */
+	{
+		static const struct { const char *s; unsigned long long v; }
+		    good[] = {
+			{ "512", 512 }, { "512m", 512 }, { "512M", 512 },
+			{ "1g", 1024 }, { "1G", 1024 }, { "1gb", 1024 },
+			{ "1GiB", 1024 }, { "2048k", 2 }, { "1t", 1048576 },
+			{ "1mb", 1 }, { "1MiB", 1 },
+		};
+		static const char *const bad[] = { "", "0", "0g", "1x",
+			"1.5g", "-1", "1 g", "g", "1gg", "1bi", "1kb", "1536k",
+			"1025t", "99999999999999999999", "1ib", "1i" };
+		unsigned long long v;
+		size_t i;
+		int all = 1;
+
+		for (i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+			if (sbx_cli_parse_mib(good[i].s, 1 << 30, &v) != 0 ||
+			    v != good[i].v) {
+				diag("%s: not %llu", good[i].s, good[i].v);
+				all = 0;
+			}
+		ok(all, "sizes: MiB, k, m, g, t, any case, b or ib");
+		for (all = 1, i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+			if (sbx_cli_parse_mib(bad[i], 1 << 30, &v) != -1) {
+				diag("%s: accepted", bad[i]);
+				all = 0;
+			}
+		ok(all, "sizes: malformed, zero, not whole MiB, too big");
+		ok(sbx_cli_parse_mib("1024g", 1 << 20, &v) == 0 &&
+		    v == 1 << 20, "the max itself");
+	}
 	return done_testing();
 }

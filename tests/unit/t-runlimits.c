@@ -259,6 +259,29 @@ test_precedence(void)
 	    "an implicit 0 removes the default pids limit");
 }
 
+/* --memory 1g, --disk 512m (issue 28 item 9): docker's units. */
+static void
+test_set_units(void)
+{
+	struct sbx_runlimits	 l;
+	struct sbx_error	 e;
+
+	sbx_limits_defaults(&l);
+	ok(sbx_limits_set(&l, "memory_mib", "1g", &e) == 0 &&
+	    l.memory_mib == 1024, "--memory 1g: 1024 MiB");
+	ok(sbx_limits_set(&l, "disk_mib", "512m", &e) == 0 &&
+	    l.disk_mib == 512, "--disk 512m: 512 MiB");
+	ok(sbx_limits_set(&l, "file_size_mib", "2GiB", &e) == 0 &&
+	    l.file_size_mib == 2048, "--file-size 2GiB: 2048 MiB");
+	memset(&e, 0, sizeof(e));
+	ok(sbx_limits_set(&l, "memory_mib", "1q", &e) == -1 &&
+	    strstr(e.message, "k, m, g or t") != NULL &&
+	    strstr(e.message, "--memory") != NULL,
+	    "an unknown unit: the message names the option and the units");
+	ok(sbx_limits_set(&l, "pids", "1k", &e) == -1,
+	    "no units for a count (--pids)");
+}
+
 static void
 test_set(void)
 {
@@ -291,6 +314,8 @@ test_set(void)
 		ok(sbx_limits_set(&l, keys[i].key, v, &e) == -1 && is_err(&e,
 		    SBX_K_INVALID_ARGS, keys[i].key, "invalid_number",
 		    keys[i].real ? "must be a positive number up to" :
+		    strstr(keys[i].key, "_mib") != NULL ?
+		    "must be a size from 1 MiB to" :
 		    "must be an integer from 1 to") &&
 		    value_of(&l, keys[i].bit) == 1,
 		    "set %s %s: above the maximum, value unchanged",
@@ -460,6 +485,7 @@ main(void)
 	test_merge_shape();
 	test_precedence();
 	test_set();
+	test_set_units();
 	test_config_load();
 	json_decref(last);
 	return done_testing();
