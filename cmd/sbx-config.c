@@ -35,7 +35,8 @@ static const char usage_text[] =
 "       sbx config set|add|rm KEY VALUE ... [--agent A | --global]\n"
 "                  [--json-value] [--home DIR] [--json] [-q]\n"
 "       sbx config show [--agent A | --global] [--home DIR] [--json]\n"
-"       sbx config keys [--agent A | --global] [--home DIR] [--json] [-v]\n";
+"       sbx config keys [--agent A | --global] [--home DIR] [--json]\n"
+"                  [-q | -v]\n";
 
 static const char help_text[] =
 "\n"
@@ -52,7 +53,8 @@ static const char help_text[] =
 "  unset         remove the key (back to the default)\n"
 "  add, rm       add an element to an array, or remove it\n"
 "  show          print the whole file\n"
-"  keys          list the keys, their types and where they may be set\n"
+"  keys          list the keys, with their types and meanings (-q: the\n"
+"                keys only; -v: also where each may be set)\n"
 "\n";
 
 enum { OPT_HOME = 256, OPT_VERSION, OPT_JSON_VALUE };
@@ -82,10 +84,11 @@ static const struct sbx_opt rows[] = {
 	SBX_OPT_ROW_HOME(OPT_HOME, S_ALL),
 	SBX_OPT_ROW_JSON(S_ALL),
 	{ 'q', "quiet", 'q', SBX_OPT_NONE, NULL, NULL,
-	    "print nothing but errors (and the value of get)",
-	    S_GET | S_SET | S_UNSET | S_ADD | S_RM, 0 },
+	    "print nothing but errors (and the value of get);\n"
+	    "keys: the keys only, one a line",
+	    S_GET | S_SET | S_UNSET | S_ADD | S_RM | S_KEYS, 0 },
 	{ 'v', "verbose", 'v', SBX_OPT_NONE, NULL, NULL,
-	    "keys: also the description of each", S_KEYS, 0 },
+	    "keys: also where each may be set", S_KEYS, 0 },
 	SBX_OPT_ROW_HELP(S_ALL),
 	SBX_OPT_ROW_VERSION(OPT_VERSION, S_ALL),
 };
@@ -327,11 +330,19 @@ do_keys(void)
 			    (k[i].scope & SBX_CFG_AGENT) != 0, "global",
 			    (k[i].scope & SBX_CFG_GLOBAL) != 0, "doc",
 			    k[i].doc));
-		} else if (O.verbose)
+		} else if (O.quiet)
+			printf("%s\n", k[i].key);
+		else if (O.verbose)
+			printf("%-34s %-9s %-12s %s\n", k[i].key,
+			    sbx_cfg_type_name(k[i].type),
+			    k[i].scope == (SBX_CFG_AGENT | SBX_CFG_GLOBAL) ?
+			    "agent,global" : k[i].scope == SBX_CFG_AGENT ?
+			    "agent" : "global", k[i].doc);
+		else
+			/* A key alone says little to someone who has to
+			 * set it: its type and meaning, one line each. */
 			printf("%-34s %-9s %s\n", k[i].key,
 			    sbx_cfg_type_name(k[i].type), k[i].doc);
-		else
-			printf("%s\n", k[i].key);
 	}
 	if (O.json)
 		emit(sbx_envelope_ok(tool, json_pack("{s:s,s:o}", "scope",

@@ -419,10 +419,10 @@ complete(int argc, char *argv[])
 		rc = sbx_complete_plugins(home, &v, &e);
 	else if (strcmp(kind, "keys") == 0) {
 		/* sbx config's own list (its schema is not linked here). */
-		char *kargv[] = { "sbx-config", "keys",
+		char *kargv[] = { "sbx-config", "keys", "-q",
 			global ? "--global" : NULL, NULL };
 
-		run("config", global ? 3 : 2, kargv);
+		run("config", global ? 4 : 3, kargv);
 	} else if (strcmp(kind, "home") == 0 || strcmp(kind, "cwd") == 0) {
 		struct sbx_root	 r = SBX_ROOT_INIT;
 

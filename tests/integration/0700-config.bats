@@ -212,3 +212,23 @@ add_bb() {
 	# other agents were never affected
 	run -0 --separate-stderr sbx exec --agent other -- echo ok
 }
+
+@test "sbx config keys: each key with its type and meaning; -q the keys alone" {
+	# issue 28 item 9: a hundred bare keys said nothing of what to set.
+	run -0 --separate-stderr sbx config keys
+	line=$(printf '%s\n' "$output" | grep '^limits.memory_mib ')
+	[[ "$line" == *" integer "* ]]
+	[[ "$line" == *"memory limit"* ]]
+	# Every line has a type and a meaning after the key.
+	while read -r key type doc; do
+		[ -n "$type" ] && [ -n "$doc" ] || { echo "bare: $key"; return 1; }
+	done <<<"$output"
+	run -0 --separate-stderr sbx config keys -q
+	[ "$(printf '%s\n' "$output" | grep -c ' ')" -eq 0 ]
+	[[ "$output" == *limits.memory_mib* ]]
+	run -0 --separate-stderr sbx config keys -v --global
+	[[ "$(printf '%s\n' "$output" | grep '^limits.cpus ')" == *agent,global* ]]
+	# The completions still get the keys alone.
+	run -0 sbx --complete keys
+	[ "$output" = "$(sbx config keys -q)" ]
+}
