@@ -114,6 +114,18 @@ internal(const char *name)
 	return strcmp(name, "init") == 0;
 }
 
+/*
+ * Programs that run but are not offered (--list-commands, the
+ * completions): sbx-host is the client of code inside a sandbox
+ * (/run/sbx/bin/sbx-host there), with nothing to do on the host; `sbx
+ * host` and `sbx help host` still work, for who asks by name.
+ */
+static int
+unlisted(const char *name)
+{
+	return strcmp(name, "host") == 0;
+}
+
 static const char *
 exec_path(void)
 {
@@ -236,7 +248,8 @@ list_commands(int aliases)
 	}
 	while ((de = readdir(d)) != NULL && n < 256) {
 		if (strncmp(de->d_name, "sbx-", 4) != 0 ||
-		    !valid_name(de->d_name + 4) || internal(de->d_name + 4))
+		    !valid_name(de->d_name + 4) || internal(de->d_name + 4) ||
+		    unlisted(de->d_name + 4))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", exec_path(), de->d_name);
 		if (access(path, X_OK) != 0)

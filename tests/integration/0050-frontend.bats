@@ -11,6 +11,12 @@ bats_require_minimum_version 1.5.0
 	[[ "$output" == *exec* ]]
 	[[ "$output" == *provision* ]]
 	[[ "$output" != *init* ]]
+	# Nor the in-sandbox client (issue 28 item 9), which still runs.
+	[[ "$output" != *host* ]]
+	run -0 sbx --complete commands
+	[[ "$output" != *host* ]]
+	[[ "$output" == *exec* ]]
+	run -0 sbx host --help
 }
 
 @test "unknown command: 127 with a hint" {
