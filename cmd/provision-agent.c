@@ -183,6 +183,8 @@ do_provision(void)
 		res = json_pack("{s:s,s:o,s:s,s:O,s:O,s:O}", "agent", O.agent,
 		    "root", root_json(), "token_file", token_file, "created",
 		    p.created, "repaired", p.repaired, "present", p.present);
+		json_object_set_new(res, "restored",
+		    json_boolean(p.restored));
 		if (new_user != NULL)
 			json_object_set(res, "created_user", new_user);
 		if (settling) {
@@ -200,6 +202,9 @@ do_provision(void)
 		print_list("repaired  ", p.repaired);
 		if (O.verbose)
 			print_list("present   ", p.present);
+		if (p.restored)
+			printf("agent %s restored: it had been unprovisioned; "
+			    "a new token is issued\n", O.agent);
 		printf("agent %s provisioned in %s: %zu created, %zu repaired, "
 		    "%zu already present\n", O.agent, root.path,
 		    json_array_size(p.created), json_array_size(p.repaired),

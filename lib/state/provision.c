@@ -841,8 +841,10 @@ sbx_provision_agent(struct sbx_provision *p, struct sbx_error *e)
 			    "agents/%s/%s", p->agent, SBX_REVOKED_MARKER);
 			goto out;
 		}
-		SBX_LPATH(rel, SBX_L_AGENT_REVOKED, p->agent);
-		note(p->repaired, rel);
+		/* A restore, not a repair: nothing was broken, and
+		 * "repaired agents/A/unprovisioned" read as the opposite of
+		 * what happened. */
+		p->restored = 1;
 	}
 	rc = 0;
 out:

@@ -199,9 +199,11 @@ has() { printf '%s' "$1" | jq -e --arg p "$2" "$3 | index(\$p) != null" >/dev/nu
 	run -0 sbx provision list --json
 	[ "$(json_get "$output" '.result.agents[0].token')" = false ]
 	[ "$(json_get "$output" '.result.agents[0].home')" = true ]
-	# provisioning again issues a new token
+	# provisioning again issues a new token: a restore, not a repair
 	run -0 sbx provision --json
 	has "$output" run/tokens/default .result.created
+	[ "$(json_get "$output" .result.restored)" = true ]
+	[ "$(json_get "$output" '.result.repaired | length')" = 0 ]
 	new=$(cat "$SBX_HOME/run/tokens/default")
 	[ "${#new}" -eq 43 ]
 	[ "$new" != "$old" ]

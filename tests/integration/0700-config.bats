@@ -203,8 +203,12 @@ add_bb() {
 	run -125 sbx exec --agent r --network none -- true
 	run -1 sbx status --agent r --json
 	[ "$(json_get "$output" .result.settings.unprovisioned)" = true ]
-	# provision restores it
-	run -0 sbx provision --agent r -q
+	# provision restores it, and says so: a restore, not a repair of
+	# agents/r/unprovisioned (issue 28 item 9)
+	run -0 --separate-stderr sbx provision --agent r
+	[[ "$output" == *"agent r restored"* ]]
+	[[ "$output" != *unprovisioned* || "$output" == *"had been unprovisioned"* ]]
+	[[ "$output" != *"repaired  agents/r/unprovisioned"* ]]
 	[ -e "$SBX_HOME/run/tokens/r" ]
 	[ ! -e "$SBX_HOME/agents/r/unprovisioned" ]
 	run -0 --separate-stderr sbx exec --agent r --network none -- echo ok
