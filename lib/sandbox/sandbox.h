@@ -17,8 +17,11 @@
 #define SBX_IN_INIT	SBX_INIT_PATH
 #define SBX_IN_OUTPUT	"/output"
 #define SBX_IN_AGENTS	"/workspace/agents"
+/* /run/sbx/bin (sbx-host, when the bridge is enabled) last: sbx's own
+ * read-only bind, found by name, shadowing no system command. */
 #define SBX_SANDBOX_PATH \
-	"/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
+	"/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin:" \
+	"/run/sbx/bin"
 
 #define SBX_NET_NONE		"none"
 #define SBX_NET_OUTBOUND	"outbound"
