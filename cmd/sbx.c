@@ -204,7 +204,8 @@ static int
 usage_error(int argc, char *argv[])
 {
 	struct sbx_error	 e;
-	const char		*bad = NULL;
+	const char		*bad = NULL, *near;
+	const char		*names[SBX_OPTS_N(rows) + 1];
 	int			 i, json = sbx_cli_json_env();
 
 	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
@@ -222,11 +223,20 @@ usage_error(int argc, char *argv[])
 		sbx_error_set(&e, SBX_K_INVALID_ARGS, "--json",
 		    "unknown_option", "unknown option `--json`: it goes after "
 		    "the command (sbx COMMAND --json ...)");
-	else
+	else {
 		/* The field is printable ASCII only: argv is the caller's. */
 		sbx_error_set(&e, SBX_K_INVALID_ARGS,
 		    sbx_cli_option_field(bad, strlen(bad)), "unknown_option",
 		    "unknown option `%s`", bad);
+		/* A typo of one of ours (--verison), as the programs say. */
+		for (i = 0; i < (int)SBX_OPTS_N(rows); i++)
+			names[i] = rows[i].name;
+		names[i] = NULL;
+		if (strncmp(bad, "--", 2) == 0 &&
+		    (near = sbx_cli_nearest(bad + 2, names)) != NULL &&
+		    strcmp(near, bad + 2) != 0)
+			sbx_error_hint(&e, "did you mean `--%s`?", near);
+	}
 	sbx_cmd_usage(PROG, "sbx", json, &e, usage_text, sbx_cmd_emit);
 	return 64;
 }
