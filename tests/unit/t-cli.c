@@ -100,6 +100,34 @@ main(void)
 		is_str(f, "--?[31m?", "a field is printable ASCII");
 	}
 
+	/* "did you mean" (issue 28 item 9). */
+	{
+		static const char *const names[] = { "agent", "home", "json",
+			"quiet", NULL };
+		struct sbx_error e;
+		char *av[] = { "p", "--agnet", "x", NULL };
+		int c;
+
+		is_str(sbx_cli_nearest("agnet", names), "agent",
+		    "a transposition is near");
+		is_str(sbx_cli_nearest("hom", names), "home",
+		    "the start of a name is near");
+		ok(sbx_cli_nearest("zzzzzz", names) == NULL,
+		    "nothing near: no guess");
+		ok(sbx_cli_distance("exce", "exec") == 1 &&
+		    sbx_cli_distance("", "abc") == 3, "the distance");
+		optind = 0;
+		opterr = 0;
+		while ((c = getopt_long(3, av, "-a:jq", lo, NULL)) != '?' &&
+		    c != -1)
+			;
+		memset(&e, 0, sizeof(e));
+		sbx_cli_getopt_error(3, av, "-a:jq", lo, &e);
+		ok(strcmp(e.reason, "unknown_option") == 0 &&
+		    strcmp(e.hint, "did you mean `--agent`?") == 0,
+		    "an unknown long option hints the nearest (%s)", e.hint);
+	}
+
 	/* Sizes in MiB with docker's units (issue 28 item 9). */
 	{
 		static const struct { const char *s; unsigned long long v; }
