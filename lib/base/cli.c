@@ -269,11 +269,10 @@ sbx_cli_getopt_error(int argc, char *const argv[], const char *optstring,
 		sbx_error_set(e, SBX_K_INVALID_ARGS, field, reason,
 		    "unknown option `%s`", field);
 		/* A typo: the nearest option, as git suggests a command. */
-		if (a != NULL && (hit = nearest_long(longopts, a + 2,
-		    n - 2)) != NULL)
+		if (a != NULL &&
+		    (hit = nearest_long(longopts, a + 2, n - 2)) != NULL)
 			sbx_error_hint(e, "did you mean `--%s`?", hit);
-	}
-	else if (strcmp(reason, "missing_argument") == 0)
+	} else if (strcmp(reason, "missing_argument") == 0)
 		sbx_error_set(e, SBX_K_INVALID_ARGS, field, reason,
 		    "option `%s` needs an argument", field);
 	else

@@ -27,7 +27,7 @@ struct sbx_provision {
 	int		 as_root;	/* set by sbx_provision_agent: */
 	uid_t		 run_uid;	/* who the sandbox runs as, and so */
 	gid_t		 run_gid;	/* owns the home and output */
-	int		 restored;	/* an unprovision was lifted (restore) */
+	int		 restored;	/* an unprovision was lifted */
 	json_t		*created;
 	json_t		*repaired;
 	json_t		*present;
