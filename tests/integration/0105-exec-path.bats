@@ -18,7 +18,7 @@ teardown() {
 	sbx provision -q
 	run -0 --separate-stderr sbx exec -- sh -c 'printf %s "$PATH"'
 	[ "$output" = /usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin:/run/sbx/bin ]
-	# Without the bridge there is no sbx-host to find.
+	# Without the bridge (and network none) there is no sbx-host to find.
 	run -0 --separate-stderr sbx exec -- sh -c \
 	    'command -v sbx-host || echo none'
 	[ "$output" = none ]
