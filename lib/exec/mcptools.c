@@ -131,7 +131,8 @@ network_check(const json_t *args, const struct sbx_mcp_who *w,
 /*
  * The request envelope of sbx exec (lib/exec/execreq.c) for a run:
  * command (a shell string: `shell`) or argv (`command`), cwd, timeout,
- * env (an object here, NAME=VALUE strings there), network.  stdin is the
+ * env (an object here, NAME=VALUE strings there), network,
+ * fail_on_violation.  stdin is the
  * request itself, so the command's stdin is /dev/null.
  */
 static int
@@ -164,6 +165,8 @@ exec_request(const json_t *args, const struct sbx_mcp_who *w, int bg,
 		json_object_set(q, "network", x);
 	if (!bg && (x = json_object_get(args, "timeout")) != NULL)
 		json_object_set(q, "timeout", x);
+	if (!bg && json_is_true(json_object_get(args, "fail_on_violation")))
+		json_object_set_new(q, "fail_on_violation", json_true());
 	if (bg)
 		json_object_set_new(q, "background", json_true());
 	if (json_object_size(json_object_get(args, "env")) > 0) {
@@ -310,24 +313,18 @@ install(const json_t *args, const struct sbx_mcp_who *w,
 }
 
 /* A plugin tool: sbx plugin run ID TOOL --param k=v... (values that are
- * not strings as JSON text). */
+ * not strings as JSON text).  The entry of `sbx tools` names the plugin
+ * and the tool ("plugin", "tool"): its name (plugin-ID-TOOL, perhaps cut
+ * and hashed) is for clients, not to be taken apart. */
 static int
 plugin(const json_t *pl, const json_t *args, const struct sbx_mcp_who *w,
     struct sbx_mcp_spawn *sp, struct sbx_error *e)
 {
 	struct sbx_strv *v = &sp->argv;
 	const char	*id = str(pl, "plugin"), *tool = str(pl, "tool"), *k;
-	const char	*name = str(pl, "name");
 	const json_t	*x;
 	char		*s;
 	int		 rc;
-
-	/* sbx plugin tools names a tool plugin.ID.TOOL. */
-	if (tool == NULL && id != NULL && name != NULL &&
-	    strncmp(name, "plugin.", 7) == 0 &&
-	    strncmp(name + 7, id, strlen(id)) == 0 &&
-	    name[7 + strlen(id)] == '.')
-		tool = name + 8 + strlen(id);
 
 	if (id == NULL || tool == NULL)
 		return sbx_error_set(e, SBX_K_UNAVAILABLE, "name",
@@ -542,9 +539,21 @@ sbx_mcp_tool_result(const struct sbx_mcp_done *d)
 		    sbx_json_bytes(d->err ? d->err : "",
 			d->err ? strlen(d->err) : 0));
 	}
+	/* A job's log_file is a path on the host, under the state root: no
+	 * tool of the model's can open it (file_read sees the agent's home),
+	 * and the host's layout is none of its business.  The job id is what
+	 * it uses: sandbox_process poll and wait return the log's tail. */
+	if (json_is_object(res))
+		json_object_del(res, "log_file");
 	ok = json_is_true(json_object_get(env, "ok"));
-	if (!ok)
+	if (!ok) {
 		text_failure(&t, env);
+		/* A run that ran (a violation under fail_on_violation, a
+		 * timeout): its output too, as the model would read it. */
+		if (json_object_get(res, "exit_code") != NULL &&
+		    strcmp(d->name, "shell_run") == 0)
+			text_run(&t, res);
+	}
 	else if (json_object_get(res, "background") != NULL)
 		sbx_buf_printf(&t,
 		    "started job %s (poll, wait or kill it "

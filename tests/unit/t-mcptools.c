@@ -139,8 +139,9 @@ main(void)
 	    "/lx/sbx-secret|"
 	    "check|--agent|alice|--json|--|TOKEN",
 	    NULL);
-	is("plugin.greet.hello", "{\"who\":\"a b\",\"n\":2}",
-	    "{\"name\":\"plugin.greet.hello\",\"plugin\":\"greet\"}",
+	is("plugin-greet-hello", "{\"who\":\"a b\",\"n\":2}",
+	    "{\"name\":\"plugin-greet-hello\",\"plugin\":\"greet\","
+	    "\"tool\":\"hello\"}",
 	    "/lx/sbx-plugin|run|--agent|alice|--json|--param|who=a b|"
 	    "--param|n=2|--|greet|hello",
 	    NULL);
