@@ -1,5 +1,5 @@
 // mcp-client.mjs: drives `sbx mcp` with the reference MCP TypeScript SDK
-// client (tests/mcp-client/node_modules, installed by scripts/deps.sh).
+// client (tests/mcp-client/node_modules, installed by scripts/deps.sh --mcp-client).
 //
 //   node mcp-client.mjs acceptance   the issue's acceptance steps; prints
 //                                    "PASS step", "SKIP step: why" or

@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # sbx mcp (issue 18): the MCP server over stdio.  The acceptance test
 # drives it with the reference TypeScript SDK client (tests/helpers/
-# mcp-client.mjs, the SDK installed by scripts/deps.sh into
+# mcp-client.mjs, the SDK installed by scripts/deps.sh --mcp-client into
 # tests/mcp-client); the hostile tests speak raw JSON-RPC lines to it.
 # sbx-test: unprivileged
 
@@ -18,7 +18,7 @@ teardown() { proxy_teardown; }
 
 need_client() {
 	command -v node >/dev/null 2>&1 || skip "node is not installed"
-	[ -d "$SDK" ] || skip "the MCP SDK is not installed (scripts/deps.sh: npm ci in tests/mcp-client)"
+	[ -d "$SDK" ] || skip "the MCP SDK is not installed (sh scripts/deps.sh --mcp-client: npm ci in tests/mcp-client)"
 }
 
 INIT='{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bats","version":"1"}}}'
