@@ -195,6 +195,9 @@ exec_request(const json_t *args, const struct sbx_mcp_who *w, int bg,
 	    sbx_strv_push(&sp->argv, "-") == -1 ||
 	    sbx_strv_push(&sp->argv, "--envelope-fd") == -1 ||
 	    sbx_strv_push(&sp->argv, "3") == -1 ||
+	    /* Its notes for people (warnings, the proxy's denials) are in
+	     * the envelope: on stderr they would read as the command's. */
+	    sbx_strv_push(&sp->argv, "-q") == -1 ||
 	    (w->home != NULL &&
 		(sbx_strv_push(&sp->argv, "--home") == -1 ||
 		    sbx_strv_push(&sp->argv, w->home) == -1)))
@@ -514,8 +517,9 @@ json_t *
 sbx_mcp_tool_result(const struct sbx_mcp_done *d)
 {
 	struct sbx_buf t = SBX_BUF_INIT;
-	json_t	      *env, *res, *r;
+	json_t	      *env, *res, *r, *w;
 	char	      *s;
+	size_t	       i;
 	int	       ok;
 
 	env = d->envelope != NULL ? json_incref(d->envelope) : made_envelope(d);
@@ -573,6 +577,11 @@ sbx_mcp_tool_result(const struct sbx_mcp_done *d)
 		sbx_buf_puts(&t, s);
 		free(s);
 	}
+	/* The envelope's warnings (sbx exec runs -q: they are not in the
+	 * command's stderr) for a model that reads the text alone. */
+	json_array_foreach (json_object_get(env, "warnings"), i, w)
+		if (json_is_string(w))
+			sbx_buf_printf(&t, "warning: %s\n", json_string_value(w));
 	r = content(t.p ? t.p : "", env, d->structured, !ok);
 	sbx_buf_release(&t);
 	json_decref(env);

@@ -62,22 +62,22 @@ main(void)
 	is("shell_run",
 	    "{\"command\":\"echo $A\",\"env\":{\"A\":\"1\"},"
 	    "\"cwd\":\"src\",\"timeout\":5}",
-	    NULL, "/lx/sbx-exec|--request|-|--envelope-fd|3",
+	    NULL, "/lx/sbx-exec|--request|-|--envelope-fd|3|-q",
 	    "\"shell\":\"echo $A\"");
 	is("shell_run", "{\"command\":\"x\",\"fail_on_violation\":true}",
-	    NULL, "/lx/sbx-exec|--request|-|--envelope-fd|3",
+	    NULL, "/lx/sbx-exec|--request|-|--envelope-fd|3|-q",
 	    "\"fail_on_violation\":true");
 	is("shell_run", "{\"command\":\"x\",\"env\":{\"A\":\"1\"}}", NULL,
-	    "/lx/sbx-exec|--request|-|--envelope-fd|3", "\"env\":[\"A=1\"]");
+	    "/lx/sbx-exec|--request|-|--envelope-fd|3|-q", "\"env\":[\"A=1\"]");
 	is("shell_run", "{\"argv\":[\"-rf\",\"/\"]}", NULL,
-	    "/lx/sbx-exec|--request|-|--envelope-fd|3",
+	    "/lx/sbx-exec|--request|-|--envelope-fd|3|-q",
 	    "\"command\":[\"-rf\",\"/\"]");
 	is("shell_run", "{\"argv\":[\"a\"]}", NULL,
-	    "/lx/sbx-exec|--request|-|--envelope-fd|3", "\"agent\":\"alice\"");
+	    "/lx/sbx-exec|--request|-|--envelope-fd|3|-q", "\"agent\":\"alice\"");
 	is("shell_run", "{}", NULL, "error:command_or_argv", NULL);
 	/* The network within the agent's setting (here proxy). */
 	is("shell_run", "{\"argv\":[\"a\"],\"network\":\"proxy\"}", NULL,
-	    "/lx/sbx-exec|--request|-|--envelope-fd|3",
+	    "/lx/sbx-exec|--request|-|--envelope-fd|3|-q",
 	    "\"network\":\"proxy\"");
 	is("shell_run", "{\"argv\":[\"a\"],\"network\":\"outbound\"}", NULL,
 	    "error:network_not_allowed", NULL);
@@ -86,7 +86,7 @@ main(void)
 	    "\"network\":\"outbound\"}",
 	    NULL, "error:network_not_allowed", NULL);
 	is("sandbox_process", "{\"action\":\"start\",\"command\":\"s\"}", NULL,
-	    "/lx/sbx-exec|--request|-|--envelope-fd|3", "\"background\":true");
+	    "/lx/sbx-exec|--request|-|--envelope-fd|3|-q", "\"background\":true");
 	is("sandbox_process",
 	    "{\"action\":\"wait\",\"job\":\"0123\","
 	    "\"timeout\":2,\"tail_lines\":5}",
