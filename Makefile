@@ -302,7 +302,7 @@ SUBJOBS  = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(NPROC))
 # all of them, or an SBX_TEST_ONLY that names 1150; never for make demo.
 check: deps
 	@$(MAKE) --no-print-directory $(SUBJOBS) all tests
-	@case "$${SBX_TEST_ONLY-1150}" in *1150*) sh scripts/deps.sh --mcp-client ;; esac
+	@case "$${SBX_TEST_ONLY:-1150}" in *1150*) sh scripts/deps.sh --mcp-client ;; esac
 	@B=$(B) sh tests/run.sh
 
 bench: all tests

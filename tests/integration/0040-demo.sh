@@ -49,8 +49,14 @@ grep -q '^npm ci' "$t/called" 2>/dev/null
 check $? "scripts/deps.sh --mcp-client installs the test client with npm ci"
 # make demo builds with the machine's cores (a sub-make with -jN), and
 # keeps a -j of the caller's.
-out=$(make -n demo 2>&1 | grep -E '^(make|sh|B=)' | grep -E 'all$|deps.sh')
-printf '%s\n' "$out" | grep -q -- "-j$(nproc) all\$" &&
-    ! printf '%s\n' "$out" | grep -q -- '--mcp-client' &&
-    make -n -j1 demo 2>&1 | grep -E 'all$' | grep -qv -- "-j$(nproc) all"
-check $? "make demo builds with -j$(nproc) (the machine's cores) and asks deps.sh for no npm client"
+if [ ! -f Makefile ] || ! command -v make >/dev/null 2>&1; then
+	# The unprivileged pass runs from a copy of tests/ and scripts/.
+	n=$((n + 1))
+	echo "ok $n - make demo's build # skip no Makefile here (or no make)"
+else
+	out=$(make -n demo 2>&1 | grep -E '^(make|sh|B=)' | grep -E 'all$|deps.sh')
+	printf '%s\n' "$out" | grep -q -- "-j$(nproc) all\$" &&
+	    ! printf '%s\n' "$out" | grep -q -- '--mcp-client' &&
+	    make -n -j1 demo 2>&1 | grep -E 'all$' | grep -qv -- "-j$(nproc) all"
+	check $? "make demo builds with -j$(nproc) (the machine's cores) and asks deps.sh for no npm client"
+fi
