@@ -2894,9 +2894,10 @@ outcome_job(struct sbx_exec *p, struct sbx_exec_outcome *o)
 		/* The job id, not the log's host path: the caller may be a
 		 * model (sbx mcp) that can read the log only through poll. */
 		sbx_error_set(&o->err, SBX_K_UNAVAILABLE, NULL,
-		    "sandbox_setup_failed", "the sandbox of job %s could not be "
-		    "set up; its log says why: sbx exec poll %s", p->job,
-		    p->job);
+		    "sandbox_setup_failed",
+		    "the sandbox of job %s could not be "
+		    "set up; its log says why: sbx exec poll %s",
+		    p->job, p->job);
 		o->code = SBX_EX_FAILED;
 		o->extra = json_pack("{s:s}", "job", p->job);
 		return;

@@ -557,8 +557,7 @@ sbx_mcp_tool_result(const struct sbx_mcp_done *d)
 		if (json_object_get(res, "exit_code") != NULL &&
 		    strcmp(d->name, "shell_run") == 0)
 			text_run(&t, res);
-	}
-	else if (json_object_get(res, "background") != NULL)
+	} else if (json_object_get(res, "background") != NULL)
 		sbx_buf_printf(&t,
 		    "started job %s (poll, wait or kill it "
 		    "with sandbox_process and job=\"%s\")\n",
@@ -581,7 +580,8 @@ sbx_mcp_tool_result(const struct sbx_mcp_done *d)
 	 * command's stderr) for a model that reads the text alone. */
 	json_array_foreach (json_object_get(env, "warnings"), i, w)
 		if (json_is_string(w))
-			sbx_buf_printf(&t, "warning: %s\n", json_string_value(w));
+			sbx_buf_printf(&t, "warning: %s\n",
+			    json_string_value(w));
 	r = content(t.p ? t.p : "", env, d->structured, !ok);
 	sbx_buf_release(&t);
 	json_decref(env);

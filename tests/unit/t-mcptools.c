@@ -64,8 +64,8 @@ main(void)
 	    "\"cwd\":\"src\",\"timeout\":5}",
 	    NULL, "/lx/sbx-exec|--request|-|--envelope-fd|3|-q",
 	    "\"shell\":\"echo $A\"");
-	is("shell_run", "{\"command\":\"x\",\"fail_on_violation\":true}",
-	    NULL, "/lx/sbx-exec|--request|-|--envelope-fd|3|-q",
+	is("shell_run", "{\"command\":\"x\",\"fail_on_violation\":true}", NULL,
+	    "/lx/sbx-exec|--request|-|--envelope-fd|3|-q",
 	    "\"fail_on_violation\":true");
 	is("shell_run", "{\"command\":\"x\",\"env\":{\"A\":\"1\"}}", NULL,
 	    "/lx/sbx-exec|--request|-|--envelope-fd|3|-q", "\"env\":[\"A=1\"]");
@@ -73,7 +73,8 @@ main(void)
 	    "/lx/sbx-exec|--request|-|--envelope-fd|3|-q",
 	    "\"command\":[\"-rf\",\"/\"]");
 	is("shell_run", "{\"argv\":[\"a\"]}", NULL,
-	    "/lx/sbx-exec|--request|-|--envelope-fd|3|-q", "\"agent\":\"alice\"");
+	    "/lx/sbx-exec|--request|-|--envelope-fd|3|-q",
+	    "\"agent\":\"alice\"");
 	is("shell_run", "{}", NULL, "error:command_or_argv", NULL);
 	/* The network within the agent's setting (here proxy). */
 	is("shell_run", "{\"argv\":[\"a\"],\"network\":\"proxy\"}", NULL,
@@ -86,7 +87,8 @@ main(void)
 	    "\"network\":\"outbound\"}",
 	    NULL, "error:network_not_allowed", NULL);
 	is("sandbox_process", "{\"action\":\"start\",\"command\":\"s\"}", NULL,
-	    "/lx/sbx-exec|--request|-|--envelope-fd|3|-q", "\"background\":true");
+	    "/lx/sbx-exec|--request|-|--envelope-fd|3|-q",
+	    "\"background\":true");
 	is("sandbox_process",
 	    "{\"action\":\"wait\",\"job\":\"0123\","
 	    "\"timeout\":2,\"tail_lines\":5}",
@@ -206,9 +208,11 @@ main(void)
 	r = sbx_mcp_tool_result(&d);
 	s = json_dumps(r, JSON_COMPACT);
 	ok(s != NULL && strstr(s, "/var/lib/sbx") == NULL &&
-	    strstr(s, "log_file") == NULL && strstr(s,
-	    "job=\\\"0123456789abcdef\\\"") != NULL, "a job's start: its id, "
-	    "no host path: %s", s ? s : "");
+		strstr(s, "log_file") == NULL &&
+		strstr(s, "job=\\\"0123456789abcdef\\\"") != NULL,
+	    "a job's start: its id, "
+	    "no host path: %s",
+	    s ? s : "");
 	free(s);
 	json_decref(r);
 	json_decref(env);
@@ -228,8 +232,8 @@ main(void)
 	t = json_string_value(json_object_get(
 	    json_array_get(json_object_get(r, "content"), 0), "text"));
 	ok(json_is_true(json_object_get(r, "isError")) && t != NULL &&
-	    strstr(t, "error: rejected (violation)") != NULL &&
-	    strstr(t, "stdout:\ncurl saw 403\n") != NULL,
+		strstr(t, "error: rejected (violation)") != NULL &&
+		strstr(t, "stdout:\ncurl saw 403\n") != NULL,
 	    "a rejected run: isError, the verdict and its output: %s",
 	    t ? t : "");
 	json_decref(r);
