@@ -2940,9 +2940,10 @@ violation_failure(struct sbx_exec *p, json_t *res, struct sbx_exec_outcome *o)
 		snprintf(b, sizeof(b), "%zu file-system access%s", fs,
 		    fs == 1 ? "" : "es");
 	sbx_error_set(&o->err, SBX_K_REJECTED, NULL, "violation",
-	    "the sandbox refused %s%s%s of this run, and --fail-on-violation "
-	    "(or the agent's fail_on_violation) makes that a failure", a,
-	    net > 0 && fs > 0 ? " and " : "", b);
+	    "the sandbox refused %s%s%s of this run, and %s makes that a "
+	    "failure", a, net > 0 && fs > 0 ? " and " : "", b,
+	    p->req->fail_on_violation > 0 ? "--fail-on-violation" :
+	    "the agent's fail_on_violation setting");
 	sbx_error_hint(&o->err, "the run's violations say what was refused; "
 	    "allow it in the agent's settings (sbx config) if it is needed");
 	if (o->code == 0)

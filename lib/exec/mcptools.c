@@ -563,7 +563,9 @@ sbx_mcp_tool_result(const struct sbx_mcp_done *d)
 		    "with sandbox_process and job=\"%s\")\n",
 		    str(res, "job"), str(res, "job"));
 	else if (json_object_get(res, "exit_code") != NULL &&
-	    strcmp(d->name, "shell_run") == 0)
+	    (strcmp(d->name, "shell_run") == 0 ||
+		json_is_string(json_object_get(res, "stdout"))))
+		/* A run: shell_run's, or a plugin tool's (sbx plugin run). */
 		text_run(&t, res);
 	else if (json_is_string(json_object_get(res, "content")))
 		sbx_buf_puts(&t, str(res, "content"));
