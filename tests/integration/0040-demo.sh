@@ -43,7 +43,7 @@ chmod +x "$t/bin/"*
 out=$(PATH="$t/bin:$PATH" sh "$t/scripts/deps.sh" 2>&1)
 rc=$?
 [ $rc -eq 0 ] && [ ! -e "$t/called" ]
-check $? "scripts/deps.sh (make demo's deps) calls no npm: $(tr '\n' ' ' <"$t/called" 2>/dev/null)"
+check $? "scripts/deps.sh (make demo's deps) calls no npm: $(tr '\n' ' ' 2>/dev/null <"$t/called")"
 out=$(PATH="$t/bin:$PATH" sh "$t/scripts/deps.sh" --mcp-client 2>&1)
 grep -q '^npm ci' "$t/called" 2>/dev/null
 check $? "scripts/deps.sh --mcp-client installs the test client with npm ci"
