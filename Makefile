@@ -293,15 +293,25 @@ tests: $(UNIT_BIN) $(HELP_BIN)
 deps:
 	@sh scripts/deps.sh
 
+# The builds that check and demo start use the machine's cores, unless
+# the caller chose (-j) and its job server is passed on.
+NPROC   := $(shell nproc 2>/dev/null || echo 1)
+SUBJOBS  = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(NPROC))
+
+# The npm client (test-only) is installed when the tests to run use it:
+# all of them, or an SBX_TEST_ONLY that names 1150; never for make demo.
 check: deps
-	@$(MAKE) --no-print-directory all tests
+	@$(MAKE) --no-print-directory $(SUBJOBS) all tests
+	@case "$${SBX_TEST_ONLY:-1150}" in *1150*) sh scripts/deps.sh --mcp-client ;; esac
 	@B=$(B) sh tests/run.sh
 
 bench: all tests
+	@sh scripts/deps.sh --mcp-client
 	@for s in scripts/bench-*.sh; do echo "== $$s"; B=$(B) sh $$s || exit 1; done
 
+# Offline once the Debian packages are here: deps.sh alone, no npm.
 demo: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory $(SUBJOBS) all
 	@B=$(B) sh scripts/demo.sh
 
 install: all

@@ -260,6 +260,13 @@ exec_say_outcome(const struct sbx_error *err, json_t *warnings, int quiet)
 	    strcmp(r, "wall_time") == 0) {
 		exec_print_warnings(warnings, quiet);
 		fprintf(stderr, "%s: %s\n", PROG, err->message);
+	} else if (strcmp(r, "violation") == 0) {
+		/* The run ran: its warnings (an empty allowlist) say why
+		 * as much as the verdict does.  -q keeps all three to the
+		 * status (sbx mcp: stderr is the command's). */
+		exec_print_warnings(warnings, quiet);
+		if (!quiet && sbx_cli_error_text(PROG, err, &b) == 0)
+			fputs(b.p, stderr);
 	} else if (sbx_cli_error_text(PROG, err, &b) == 0)
 		fputs(b.p, stderr);
 	sbx_buf_release(&b);

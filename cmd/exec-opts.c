@@ -18,7 +18,8 @@ const char exec_usage_text[] =
 "                [--memory MIB] [--cpus N.N] [--pids N] [--disk MIB]\n"
 "                [--wall-timeout SECONDS] [--nofile N] [--file-size MIB]\n"
 "                [--soft-limits] [--seccomp on|off]\n"
-"                [--background] [--envelope-fd N] [-q] [-v]\n"
+"                [--fail-on-violation] [--background] [--envelope-fd N]\n"
+"                [-q] [-v]\n"
 "                -- COMMAND [ARG...]\n"
 "       sbx exec [options] -c 'SHELL STRING' [NAME [ARG...]]\n"
 "       sbx exec --request FILE|- [--home DIR] [--json] [--envelope-fd N]\n"
@@ -125,6 +126,12 @@ static const struct sbx_opt rows[] = {
 	    "accept rlimits where no cgroup can enforce a limit", S_RUN, 0 },
 	{ OPT_SECCOMP, "seccomp", 0, SBX_OPT_REQ, "MODE", "on|off",
 	    "on (default) or off (diagnosis only)", S_RUN, 0 },
+	{ OPT_FAIL_ON_VIOLATION, "fail-on-violation", 0, SBX_OPT_NONE, NULL,
+	    NULL,
+	    "a network or file-system violation fails the run:\n"
+	    "a rejected envelope, the command's status if it\n"
+	    "failed, else 77 (default: the agent's\n"
+	    "fail_on_violation setting)", S_RUN, 0 },
 	{ 'b', "background", 'b', SBX_OPT_NONE, NULL, NULL,
 	    "start as a background job and return at once", S_RUN, 0 },
 	{ OPT_REQUEST, "request", 0, SBX_OPT_REQ, "FILE", "@file",

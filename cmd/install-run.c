@@ -88,6 +88,9 @@ run_script(const char *script, char **args, int nargs,
 	R.capture_tee = tee && !O.json && !O.quiet;
 	R.max_output = "1M";
 	R.stdin_mode = "null";
+	/* An install judges its own run (failure classes): the agent's
+	 * fail_on_violation is for its commands. */
+	R.fail_on_violation = -1;
 	R.verbose = O.verbose;
 	R.rootfs_rw = rootfs_rw;
 	if (rootfs_rw && have_subids) {

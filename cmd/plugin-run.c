@@ -463,7 +463,7 @@ plugin_run(void)
 
 /*
  * The built-in tools (lib/exec/tooldefs.c, shared with sbx mcp), each as
- * its MCP Tool object with "source": "builtin".
+ * its MCP Tool object with "source": "builtin" and its "id" (the name).
  */
 static void
 builtin_tools(json_t *out)
@@ -476,20 +476,43 @@ builtin_tools(json_t *out)
 		if ((j = sbx_tooldef_json(d)) != NULL) {
 			json_object_set_new(j, "source",
 			    json_string("builtin"));
+			json_object_set_new(j, "id", json_string(d->name));
 			json_array_append_new(out, j);
 		}
 }
 
-/* The agent's plugin tools: plugin.ID.TOOL, the recipe's description,
- * the parameters as inputSchema, annotations from the permissions. */
+/* Is name already the name of a tool in out? */
+static int
+name_taken(const json_t *out, const char *name)
+{
+	const json_t	*t;
+	size_t		 i;
+
+	json_array_foreach (out, i, t)
+		if (strcmp(json_string_value(json_object_get(t, "name")),
+		    name) == 0)
+			return 1;
+	return 0;
+}
+
+/*
+ * The agent's plugin tools: the recipe's description, the parameters as
+ * inputSchema, annotations from the permissions.  The name is one every
+ * client takes, plugin-ID-TOOL, cut and hashed past 64 characters
+ * (sbx_recipe_tool_name); the id people know, plugin.ID.TOOL, is the
+ * "id", the "title" and the annotations' title, and "plugin" and "tool"
+ * say what sbx plugin run runs.  A second tool of a name already listed
+ * (two cut names that met) is left out with a warning: a client must
+ * never be handed two tools of one name.
+ */
 static void
 plugin_tools_of(json_t *out)
 {
 	struct sbx_error e;
 	const json_t	*p, *t;
 	json_t		*doc, *r, *j, *in;
-	const char	*id;
-	char		 name[160];
+	const char	*id, *tid;
+	char		 name[SBX_TOOL_NAME_MAX + 1], full[160];
 	size_t		 i, k;
 
 	if ((doc = sbx_plugin_installed_read(root.fd, O.agent, &e)) == NULL)
@@ -504,16 +527,26 @@ plugin_tools_of(json_t *out)
 			continue;
 		}
 		json_array_foreach (json_object_get(r, "tools"), k, t) {
-			snprintf(name, sizeof(name), "plugin.%s.%s", id,
-			    json_string_value(json_object_get(t, "id")));
+			tid = json_string_value(json_object_get(t, "id"));
+			if (tid == NULL)
+				continue;
+			snprintf(full, sizeof(full), "plugin.%s.%s", id, tid);
+			sbx_recipe_tool_name(id, tid, name);
+			if (name_taken(out, name)) {
+				sbx_cmd_warnf(warnings, "tool %s: its name %s "
+				    "is already listed; left out", full, name);
+				continue;
+			}
 			in = sbx_recipe_input_schema(t);
 			json_object_set_new(in, "$schema",
 			    json_string(
 				"https://json-schema.org/draft/2020-12/schema"));
-			j = json_pack("{s:s,s:O,s:o,s:s,s:s,s:{s:b,s:b}}",
-			    "name", name, "description",
-			    json_object_get(t, "description"), "inputSchema",
-			    in, "source", "plugin", "plugin", id, "annotations",
+			j = json_pack("{s:s,s:s,s:s,s:O,s:o,s:s,s:s,s:s,"
+			    "s:{s:s,s:b,s:b}}",
+			    "name", name, "id", full, "title", full,
+			    "description", json_object_get(t, "description"),
+			    "inputSchema", in, "source", "plugin", "plugin", id,
+			    "tool", tid, "annotations", "title", full,
 			    "readOnlyHint", 0, "openWorldHint",
 			    json_is_array(json_object_get(
 				json_object_get(r, "permissions"), "network")));
@@ -542,9 +575,13 @@ plugin_tools(void)
 	plugin_tools_of(tools);
 	if (!O.json)
 		json_array_foreach (tools, i, t)
-			printf("%s\t%s\n",
+			/* A plugin tool: its id beside its name. */
+			printf("%s\t%s%s%s\n",
 			    json_string_value(json_object_get(t, "name")),
-			    json_string_value(json_object_get(t, "source")));
+			    json_string_value(json_object_get(t, "source")),
+			    json_object_get(t, "plugin") != NULL ? "\t" : "",
+			    json_object_get(t, "plugin") != NULL ?
+			    json_string_value(json_object_get(t, "id")) : "");
 	plugin_ok(json_pack("{s:s,s:o}", "agent", O.agent, "tools", tools));
 	return 0;
 }

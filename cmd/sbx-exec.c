@@ -132,7 +132,7 @@ run_option(int ch)
 	return (ch < 256 && strchr("Cwetnbc", ch) != NULL) ||
 	    (ch >= OPT_MEMORY && ch <= OPT_STDIN) || ch == OPT_MAX_OUTPUT ||
 	    ch == OPT_RO || ch == OPT_UNPROTECT || ch == OPT_SECRET ||
-	    ch == OPT_NO_SECRETS;
+	    ch == OPT_NO_SECRETS || ch == OPT_FAIL_ON_VIOLATION;
 }
 
 /* A limit option: the key of sbx_limits_set(). */
@@ -194,6 +194,7 @@ getopts(int argc, char *argv[], unsigned bit, int *code)
 		case OPT_STDIN: R.stdin_mode = optarg; break;
 		case OPT_NO_SECRETS: R.no_secrets = 1; break;
 		case OPT_ASK: R.ask = 1; break;
+		case OPT_FAIL_ON_VIOLATION: R.fail_on_violation = 1; break;
 		case OPT_SECRET:
 			if (sbx_strv_push(&R.secrets, optarg) == -1)
 				return *code = SBX_EX_OSERR, -1;

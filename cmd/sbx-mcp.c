@@ -40,8 +40,11 @@ static const char help_text[] =
     "message a line) for one client and one agent: shell_run,\n"
     "sandbox_process, file_read, file_search, file_write, file_edit,\n"
     "file_list, sandbox_install, secret_check, secret_request and the\n"
-    "agent's plugin tools, each run in the agent's sandbox.  A client\n"
-    "configures it as {\"command\":\"sbx\",\"args\":[\"mcp\",\"--agent\",\"A\"]}.\n"
+    "agent's plugin tools (plugin-ID-TOOL), each run in the agent's\n"
+    "sandbox.  A client configures it as\n"
+    "{\"command\":\"sbx\",\"args\":[\"mcp\",\"--agent\",\"A\"]}.  At the end\n"
+    "of its input it answers the calls still running, then exits; a signal\n"
+    "cancels them.\n"
     "\n";
 
 enum {

@@ -20,7 +20,7 @@ command -v hyperfine >/dev/null || { echo "bench-mcp: hyperfine is not installed
 command -v jq >/dev/null || { echo "bench-mcp: jq is not installed"; exit 69; }
 command -v node >/dev/null || { echo "bench-mcp: node is not installed"; exit 69; }
 [ -d tests/mcp-client/node_modules/@modelcontextprotocol/sdk ] ||
-    { echo "bench-mcp: the MCP SDK is not installed (scripts/deps.sh)"; exit 69; }
+    { echo "bench-mcp: the MCP SDK is not installed (sh scripts/deps.sh --mcp-client)"; exit 69; }
 BIN=$(cd "$B" && pwd)
 export SBX_NO_CREATE_USER=1 SBX_EXEC_PATH=$BIN/libexec/sbx SBX=$BIN/bin/sbx
 

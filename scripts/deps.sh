@@ -1,5 +1,6 @@
 #!/bin/sh
 # deps.sh: install what sbx needs to build, run and test; idempotent.
+# `deps.sh --mcp-client`: the test-only MCP client from npm instead.
 #
 # On Debian/Ubuntu the missing packages are installed with apt-get (as root,
 # or through sudo).  Elsewhere the script prints what it would need and
@@ -30,17 +31,28 @@ TEST_PKGS="$TEST_PKGS openssh-server openssh-client uidmap"
 # sbx install --manager apt (1010-install-apt.bats checks that path).
 
 # The reference MCP client (the TypeScript SDK) that drives sbx mcp in
-# tests/integration/1150-mcp.bats and scripts/bench-mcp.sh: test-only,
-# into tests/mcp-client/node_modules (git-ignored, never installed), from
-# the committed package-lock.json, when node and npm are here.  A failure
-# (no registry reachable) is said and leaves the tests to skip.
-mcp_client=$(dirname "$0")/../tests/mcp-client
-if command -v npm >/dev/null 2>&1 && [ -f "$mcp_client/package-lock.json" ] &&
-    ! cmp -s "$mcp_client/package-lock.json" \
-    "$mcp_client/node_modules/.sbx-installed-lock" 2>/dev/null; then
-	(cd "$mcp_client" && npm ci --no-audit --no-fund --loglevel=error &&
-	    cp package-lock.json node_modules/.sbx-installed-lock) ||
-	    echo "deps.sh: npm ci in tests/mcp-client failed; the MCP client tests will skip" >&2
+# tests/integration/1150-mcp.bats and scripts/bench-mcp.sh: test-only, and
+# only with --mcp-client (make check and make bench ask for it when their
+# tests use it; make demo never does, so it works offline once the Debian
+# packages are here).  Into tests/mcp-client/node_modules (git-ignored,
+# never installed), from the committed package-lock.json, when node and
+# npm are here.  A failure (no registry reachable) is said and leaves the
+# tests to skip.
+if [ "${1:-}" = --mcp-client ]; then
+	mcp_client=$(dirname "$0")/../tests/mcp-client
+	if ! command -v npm >/dev/null 2>&1; then
+		echo "deps.sh: no npm; the MCP client tests will skip" >&2
+	elif ! cmp -s "$mcp_client/package-lock.json" \
+	    "$mcp_client/node_modules/.sbx-installed-lock" 2>/dev/null; then
+		(cd "$mcp_client" && npm ci --no-audit --no-fund --loglevel=error &&
+		    cp package-lock.json node_modules/.sbx-installed-lock) ||
+		    echo "deps.sh: npm ci in tests/mcp-client failed; the MCP client tests will skip" >&2
+	fi
+	exit 0
+fi
+if [ $# -gt 0 ]; then
+	echo "usage: sh scripts/deps.sh [--mcp-client]" >&2
+	exit 64
 fi
 
 missing=""

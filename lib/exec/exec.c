@@ -1809,6 +1809,19 @@ prep_network(struct sbx_exec *p, struct sbx_error *e)
 		sbx_provision_revoked_error(p->sb.agent, e);
 	if (r != 0)
 		return -1;
+	/* --fail-on-violation, else the agent's fail_on_violation (for the
+	 * runs whose caller lets the setting decide: not sbx install's). */
+	if (json_object_get(p->agent_cfg, "fail_on_violation") != NULL &&
+	    !json_is_boolean(json_object_get(p->agent_cfg,
+	    "fail_on_violation"))) {
+		sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
+		    "config_invalid", "%s: `fail_on_violation` must be true or "
+		    "false", p->agent_rel);
+		return -1;
+	}
+	p->fail_on_violation = p->req->fail_on_violation > 0 ||
+	    (p->req->fail_on_violation == 0 && !p->req->background &&
+	    json_is_true(json_object_get(p->agent_cfg, "fail_on_violation")));
 	if (p->req->network == NULL) {
 		v = json_string_value(json_object_get(p->agent_cfg,
 		    "network"));
@@ -2254,6 +2267,16 @@ sbx_exec_validate(struct sbx_exec_req *q, struct sbx_error *e)
 		    "be used with %s", q->capture ? "--json (or SBX_JSON=1): a "
 		    "terminal's output is a session, not an envelope" :
 		    "--background: a detached job has nobody at a terminal");
+		return -2;
+	}
+	/* A job's record keeps no violations (the supervisor outlives the
+	 * proxy's session of its start): a failure on one could not be
+	 * given, so it is not promised. */
+	if (q->fail_on_violation > 0 && q->background) {
+		sbx_error_set(e, SBX_K_INVALID_ARGS, "fail_on_violation",
+		    "fail_on_violation_with_background", "--fail-on-violation "
+		    "cannot be used with --background: a job's record keeps "
+		    "no violations");
 		return -2;
 	}
 	if (q->agent == NULL) {
@@ -2868,9 +2891,13 @@ outcome_job(struct sbx_exec *p, struct sbx_exec_outcome *o)
 		return;
 	}
 	if (p->job_what == 'F') {
+		/* The job id, not the log's host path: the caller may be a
+		 * model (sbx mcp) that can read the log only through poll. */
 		sbx_error_set(&o->err, SBX_K_UNAVAILABLE, NULL,
-		    "sandbox_setup_failed", "the sandbox could not be set up; "
-		    "see %s", p->logpath);
+		    "sandbox_setup_failed",
+		    "the sandbox of job %s could not be "
+		    "set up; its log says why: sbx exec poll %s",
+		    p->job, p->job);
 		o->code = SBX_EX_FAILED;
 		o->extra = json_pack("{s:s}", "job", p->job);
 		return;
@@ -2883,6 +2910,46 @@ outcome_job(struct sbx_exec *p, struct sbx_exec_outcome *o)
 	if (p->workdir_resolved != NULL)
 		json_object_set_new(o->result, "workdir_resolved",
 		    json_string(p->workdir_resolved));
+}
+
+/*
+ * --fail-on-violation: a run that the proxy or the file-system guard
+ * refused something ran to its end, but an agent that judges by status
+ * alone would take a denied request (curl saw the proxy's 403 and exited
+ * 0) for a success.  It is `rejected` instead, the violations listed
+ * beside the result, and the status is the command's own when that is a
+ * failure already, else 77 (the one table's status for `rejected`).  The
+ * output has streamed by then: only the verdict changes.
+ */
+static void
+violation_failure(struct sbx_exec *p, json_t *res, struct sbx_exec_outcome *o)
+{
+	const json_t	*v;
+	size_t		 i, net = 0, fs = 0;
+	char		 a[48] = "", b[48] = "";
+
+	json_array_foreach (p->violations, i, v)
+		if (is_fs_violation(v))
+			fs++;
+		else
+			net++;
+	if (net > 0)
+		snprintf(a, sizeof(a), "%zu network request%s", net,
+		    net == 1 ? "" : "s");
+	if (fs > 0)
+		snprintf(b, sizeof(b), "%zu file-system access%s", fs,
+		    fs == 1 ? "" : "es");
+	sbx_error_set(&o->err, SBX_K_REJECTED, NULL, "violation",
+	    "the sandbox refused %s%s%s of this run, and %s makes that a "
+	    "failure", a, net > 0 && fs > 0 ? " and " : "", b,
+	    p->req->fail_on_violation > 0 ? "--fail-on-violation" :
+	    "the agent's fail_on_violation setting");
+	sbx_error_hint(&o->err, "the run's violations say what was refused; "
+	    "allow it in the agent's settings (sbx config) if it is needed");
+	if (o->code == 0)
+		o->code = SBX_EX_NOPERM;
+	o->extra = extra_of(res, p->warnings);
+	json_object_set(o->extra, "violations", p->violations);
 }
 
 /*
@@ -2980,6 +3047,10 @@ outcome_judge(struct sbx_exec *p, struct sbx_exec_outcome *o)
 		sbx_error_set(&o->err, SBX_K_EXECUTION_ERROR, NULL,
 		    "interrupted", "the sandbox was terminated on %s",
 		    sbx_exec_signame(r->user_signal));
+	} else if (p->fail_on_violation && json_array_size(p->violations) >
+	    0) {
+		violation_failure(p, res, o);
+		return;
 	} else {
 		o->ok = 1;
 		o->result = res;

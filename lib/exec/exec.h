@@ -83,6 +83,10 @@ struct sbx_exec_req {
 	 * sbx_identity_subids), so files of other owners (man, _apt) can
 	 * be had; 0: uid 0 alone is mapped. */
 	unsigned long	 subid_uid, subid_gid, subid_count;
+	/* --fail-on-violation: 1 a violation fails the run (rejected,
+	 * exit status); 0 the agent's fail_on_violation decides; -1 never
+	 * (sbx install judges its own runs) */
+	int		 fail_on_violation;
 	struct sbx_strv	 secrets;	/* --secret: these only (else all) */
 	int		 no_secrets;	/* --no-secrets */
 
@@ -141,6 +145,7 @@ struct sbx_exec {
 	char			 proxy_run[64];	/* the session's run id */
 	char			 proxy_token[SBX_TOKEN_LEN + 1];
 	json_t			*violations;	/* proxy mode, after the run */
+	int			 fail_on_violation; /* in force */
 	int			 bridge; /* bridge.enabled */
 	int			 bridge_ctl, bridge_chan;
 	char			*host_cli; /* sbx-host, or NULL */
@@ -182,7 +187,7 @@ void	sbx_exec_req_release(struct sbx_exec_req *);
  * env, timeout,
  * tty, network, allow_domain, command, shell, args, max_output, stdin,
  * memory, cpus, pids, disk, wall_timeout, nofile, file_size, soft_limits,
- * seccomp, background, secrets, no_secrets).  Unknown keys and wrong types are invalid_args.
+ * seccomp, background, secrets, no_secrets, fail_on_violation).  Unknown keys and wrong types are invalid_args.
  */
 int	sbx_exec_req_json(struct sbx_exec_req *, const json_t *,
 	    struct sbx_error *);

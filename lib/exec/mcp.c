@@ -12,8 +12,9 @@
  * read it and repair its call.
  *
  * Each tool call is a child program in a process group of its own: a
- * cancellation (notifications/cancelled), or the client going away,
- * sends SIGTERM to that group (sbx exec then tears its sandbox down and
+ * cancellation (notifications/cancelled), a signal to the server, or the
+ * client going away (its end of our output closed) sends SIGTERM to that
+ * group (sbx exec then tears its sandbox down and
  * removes its cgroup), and SIGKILL when it is still there KILL_GRACE_MS
  * later.  The number of calls at once and started per minute is bounded
  * (max_runs, per_minute): a call over either is a `rejected` tool error
@@ -85,7 +86,7 @@ struct srv {
 	long long		  *starts; /* ring of per_minute start times */
 	unsigned		   nstarts, starts_pos;
 	struct sbx_buf		   inbuf;
-	int			   discarding, eof, gone, sigfd;
+	int			   discarding, eof, gone, stop, sigfd;
 	int			   structured; /* revision >= 2025-06-18 */
 	int			   loglevel; /* index in levels[] */
 	json_t			  *tools; /* tools/list, once built */
@@ -379,9 +380,9 @@ reap(struct srv *s)
 
 	while (read(s->sigfd, &si, sizeof(si)) == sizeof(si))
 		/* Told to stop (the client ending its child, a terminal's
-		 * ^C): the session ends as at EOF, its runs with it. */
+		 * ^C): the session ends now, its runs cancelled. */
 		if (si.ssi_signo != SIGCHLD)
-			s->eof = 1;
+			s->stop = 1;
 	while ((pid = waitpid(-1, &st, WNOHANG)) > 0)
 		for (i = 0; i < SBX_MCP_RUNS_MAX; i++)
 			if (s->run[i].used && s->run[i].pid == pid) {
@@ -445,13 +446,20 @@ load_plugins(struct srv *s)
 	if ((env = envelope_of(&r)) == NULL ||
 	    !json_is_true(json_object_get(env, "ok")))
 		log_msg(s, 3, "plugin tools: sbx tools gave no list");
+	/* Only names every client takes, once each: one bad name would
+	 * cost the client the whole list (sbx tools makes none; this is
+	 * the last check before a client sees them). */
 	json_array_foreach (
 	    json_object_get(json_object_get(env, "result"), "tools"), i, t) {
 		name = json_string_value(json_object_get(t, "name"));
-		if (name != NULL &&
-		    (strncmp(name, "plugin.", 7) == 0 ||
-			json_object_get(t, "plugin") != NULL) &&
-		    sbx_tooldef_find(name) == NULL)
+		if (name == NULL || json_object_get(t, "plugin") == NULL)
+			continue;
+		if (!sbx_tooldef_name_valid(name) ||
+		    sbx_tooldef_find(name) != NULL ||
+		    json_object_get(s->plugins, name) != NULL)
+			log_msg(s, 3, "plugin tools: %.80s left out: not a "
+			    "name clients take, or taken", name);
+		else
 			json_object_set(s->plugins, name, t);
 	}
 	json_decref(env);
@@ -468,7 +476,8 @@ out:
 static json_t *
 plugin_tool(const char *name, const json_t *t)
 {
-	json_t *in = json_object_get(t, "inputSchema");
+	json_t	   *in = json_object_get(t, "inputSchema");
+	const char *id = json_string_value(json_object_get(t, "id"));
 
 	if (in == NULL)
 		in = json_object_get(t, "input_schema");
@@ -477,8 +486,10 @@ plugin_tool(const char *name, const json_t *t)
 	 * validator knows only draft-07 would fail on the keyword alone. */
 	if (in != NULL)
 		json_object_del(in, "$schema");
-	return json_pack("{s:s,s:s,s:o,s:{s:b,s:b,s:b}}", "name", name,
-	    "description",
+	/* The id people know (plugin.ID.TOOL) is the title: the name is
+	 * only what every client takes. */
+	return json_pack("{s:s,s:s,s:s,s:o,s:{s:s,s:b,s:b,s:b}}", "name", name,
+	    "title", id != NULL ? id : name, "description",
 	    json_string_value(json_object_get(t, "description")) ?
 		json_string_value(json_object_get(t, "description")) :
 		"A plugin tool.",
@@ -486,8 +497,8 @@ plugin_tool(const char *name, const json_t *t)
 	    in != NULL ?
 		in :
 		json_pack("{s:s,s:{}}", "type", "object", "properties"),
-	    "annotations", "readOnlyHint", 0, "destructiveHint", 1,
-	    "openWorldHint", 1);
+	    "annotations", "title", id != NULL ? id : name, "readOnlyHint", 0,
+	    "destructiveHint", 1, "openWorldHint", 1);
 }
 
 static json_t *
@@ -513,8 +524,13 @@ tools_list(struct srv *s)
 		json_array_append_new(s->tools, t);
 	}
 	load_plugins(s);
-	json_object_foreach (s->plugins, k, v)
-		json_array_append_new(s->tools, plugin_tool(k, v));
+	json_object_foreach (s->plugins, k, v) {
+		if ((t = plugin_tool(k, v)) == NULL)
+			continue;
+		if (!s->structured)
+			json_object_del(t, "title");
+		json_array_append_new(s->tools, t);
+	}
 	return json_incref(s->tools);
 }
 
@@ -588,8 +604,8 @@ tools_call(struct srv *s, const json_t *id, const json_t *params)
 	const struct sbx_tooldef *d;
 	struct sbx_error	  e;
 	const json_t		 *args, *pl = NULL;
-	json_t			 *schema, *empty = NULL, *list;
-	const char		 *name;
+	json_t			 *schema, *empty = NULL, *list, *v;
+	const char		 *name, *k;
 	struct run		 *r;
 	int			  i, rc;
 
@@ -613,6 +629,15 @@ tools_call(struct srv *s, const json_t *id, const json_t *params)
 		if (s->plugins == NULL && (list = tools_list(s)) != NULL)
 			json_decref(list);
 		pl = json_object_get(s->plugins, name);
+		/* The id of a plugin tool (plugin.ID.TOOL), as clients
+		 * written before the names had no dots called it. */
+		json_object_foreach ((json_t *)s->plugins, k, v)
+			if (pl == NULL && json_is_string(json_object_get(v,
+			    "id")) && strcmp(json_string_value(
+			    json_object_get(v, "id")), name) == 0) {
+				pl = v;
+				name = k;
+			}
 	}
 	if (d == NULL && pl == NULL) {
 		send_error(s, id, E_PARAMS, "unknown tool: %.64s", name);
@@ -888,7 +913,7 @@ poll_once(struct srv *s)
 	struct pollfd pf[2 + 4 * SBX_MCP_RUNS_MAX];
 	struct run   *who[2 + 4 * SBX_MCP_RUNS_MAX];
 	int	      idx[2 + 4 * SBX_MCP_RUNS_MAX];
-	int	      n = 0, i, j, timeout = -1, in_idx = -1;
+	int	      n = 0, i, j, timeout = -1, in_idx = -1, out_idx = -1;
 	long long     now = sbx_now_ms(), next = LLONG_MAX;
 	struct run   *r;
 
@@ -898,6 +923,13 @@ poll_once(struct srv *s)
 		in_idx = n;
 		pf[n].fd = s->c->in_fd;
 		pf[n++].events = POLLIN;
+	} else if (!s->gone) {
+		/* After EOF the calls in flight still get their answers,
+		 * unless the client has closed its end of our output too
+		 * (POLLERR on a pipe): then nobody waits for them. */
+		out_idx = n;
+		pf[n].fd = s->c->out_fd;
+		pf[n++].events = 0;
 	}
 	for (i = 0; i < SBX_MCP_RUNS_MAX; i++) {
 		r = &s->run[i];
@@ -925,7 +957,10 @@ poll_once(struct srv *s)
 	for (i = 1; i < n; i++) {
 		if (pf[i].revents == 0)
 			continue;
-		if (i == in_idx)
+		if (i == out_idx) {
+			if (pf[i].revents & (POLLERR | POLLHUP | POLLNVAL))
+				s->gone = 1;
+		} else if (i == in_idx)
 			input(s);
 		else if (idx[i] == 0)
 			run_write(who[i]);
@@ -947,7 +982,9 @@ poll_once(struct srv *s)
 	return 0;
 }
 
-/* The client is gone: its runs go too, and the jobs it started. */
+/* The session is over (EOF and every call answered, a signal, or the
+ * client gone): runs still going are cancelled, and the background jobs
+ * the session started are killed. */
 static void
 teardown(struct srv *s)
 {
@@ -1030,7 +1067,11 @@ sbx_mcp_serve(const struct sbx_mcp_conf *c, struct sbx_error *e)
 	/* A client that stops reading gets EPIPE on our writes, not a
 	 * signal that would leave the runs behind. */
 	signal(SIGPIPE, SIG_IGN);
-	while (!s.eof && !s.gone)
+	/* Input ends (EOF): nothing more is read, and the calls in flight
+	 * run to their end (their own timeouts bound them) and are answered:
+	 * `printf '...' | sbx mcp` gets its results.  Only a signal, a
+	 * notifications/cancelled or a client that is gone cancels. */
+	while (!s.gone && !s.stop && (!s.eof || s.nrun > 0))
 		if (poll_once(&s) == -1) {
 			rc = sbx_error_sys(e, "poll", "poll failed");
 			break;

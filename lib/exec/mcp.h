@@ -30,8 +30,9 @@ struct sbx_mcp_conf {
 };
 
 /*
- * Serve until the client closes in_fd (or out_fd fails): 0 then, after
- * every run of the session is killed and reaped.  -1 with the error when
+ * Serve until the client closes in_fd and every call in flight has been
+ * answered, or out_fd fails, or SIGTERM, SIGINT or SIGHUP: 0 then, after
+ * what still runs is killed and reaped.  -1 with the error when
  * the server cannot run at all (no pipes, no signalfd).
  */
 int sbx_mcp_serve(const struct sbx_mcp_conf *, struct sbx_error *);

@@ -131,7 +131,8 @@ network_check(const json_t *args, const struct sbx_mcp_who *w,
 /*
  * The request envelope of sbx exec (lib/exec/execreq.c) for a run:
  * command (a shell string: `shell`) or argv (`command`), cwd, timeout,
- * env (an object here, NAME=VALUE strings there), network.  stdin is the
+ * env (an object here, NAME=VALUE strings there), network,
+ * fail_on_violation.  stdin is the
  * request itself, so the command's stdin is /dev/null.
  */
 static int
@@ -164,6 +165,8 @@ exec_request(const json_t *args, const struct sbx_mcp_who *w, int bg,
 		json_object_set(q, "network", x);
 	if (!bg && (x = json_object_get(args, "timeout")) != NULL)
 		json_object_set(q, "timeout", x);
+	if (!bg && json_is_true(json_object_get(args, "fail_on_violation")))
+		json_object_set_new(q, "fail_on_violation", json_true());
 	if (bg)
 		json_object_set_new(q, "background", json_true());
 	if (json_object_size(json_object_get(args, "env")) > 0) {
@@ -192,6 +195,9 @@ exec_request(const json_t *args, const struct sbx_mcp_who *w, int bg,
 	    sbx_strv_push(&sp->argv, "-") == -1 ||
 	    sbx_strv_push(&sp->argv, "--envelope-fd") == -1 ||
 	    sbx_strv_push(&sp->argv, "3") == -1 ||
+	    /* Its notes for people (warnings, the proxy's denials) are in
+	     * the envelope: on stderr they would read as the command's. */
+	    sbx_strv_push(&sp->argv, "-q") == -1 ||
 	    (w->home != NULL &&
 		(sbx_strv_push(&sp->argv, "--home") == -1 ||
 		    sbx_strv_push(&sp->argv, w->home) == -1)))
@@ -310,24 +316,18 @@ install(const json_t *args, const struct sbx_mcp_who *w,
 }
 
 /* A plugin tool: sbx plugin run ID TOOL --param k=v... (values that are
- * not strings as JSON text). */
+ * not strings as JSON text).  The entry of `sbx tools` names the plugin
+ * and the tool ("plugin", "tool"): its name (plugin-ID-TOOL, perhaps cut
+ * and hashed) is for clients, not to be taken apart. */
 static int
 plugin(const json_t *pl, const json_t *args, const struct sbx_mcp_who *w,
     struct sbx_mcp_spawn *sp, struct sbx_error *e)
 {
 	struct sbx_strv *v = &sp->argv;
 	const char	*id = str(pl, "plugin"), *tool = str(pl, "tool"), *k;
-	const char	*name = str(pl, "name");
 	const json_t	*x;
 	char		*s;
 	int		 rc;
-
-	/* sbx plugin tools names a tool plugin.ID.TOOL. */
-	if (tool == NULL && id != NULL && name != NULL &&
-	    strncmp(name, "plugin.", 7) == 0 &&
-	    strncmp(name + 7, id, strlen(id)) == 0 &&
-	    name[7 + strlen(id)] == '.')
-		tool = name + 8 + strlen(id);
 
 	if (id == NULL || tool == NULL)
 		return sbx_error_set(e, SBX_K_UNAVAILABLE, "name",
@@ -517,8 +517,9 @@ json_t *
 sbx_mcp_tool_result(const struct sbx_mcp_done *d)
 {
 	struct sbx_buf t = SBX_BUF_INIT;
-	json_t	      *env, *res, *r;
+	json_t	      *env, *res, *r, *w;
 	char	      *s;
+	size_t	       i;
 	int	       ok;
 
 	env = d->envelope != NULL ? json_incref(d->envelope) : made_envelope(d);
@@ -542,16 +543,29 @@ sbx_mcp_tool_result(const struct sbx_mcp_done *d)
 		    sbx_json_bytes(d->err ? d->err : "",
 			d->err ? strlen(d->err) : 0));
 	}
+	/* A job's log_file is a path on the host, under the state root: no
+	 * tool of the model's can open it (file_read sees the agent's home),
+	 * and the host's layout is none of its business.  The job id is what
+	 * it uses: sandbox_process poll and wait return the log's tail. */
+	if (json_is_object(res))
+		json_object_del(res, "log_file");
 	ok = json_is_true(json_object_get(env, "ok"));
-	if (!ok)
+	if (!ok) {
 		text_failure(&t, env);
-	else if (json_object_get(res, "background") != NULL)
+		/* A run that ran (a violation under fail_on_violation, a
+		 * timeout): its output too, as the model would read it. */
+		if (json_object_get(res, "exit_code") != NULL &&
+		    strcmp(d->name, "shell_run") == 0)
+			text_run(&t, res);
+	} else if (json_object_get(res, "background") != NULL)
 		sbx_buf_printf(&t,
 		    "started job %s (poll, wait or kill it "
 		    "with sandbox_process and job=\"%s\")\n",
 		    str(res, "job"), str(res, "job"));
 	else if (json_object_get(res, "exit_code") != NULL &&
-	    strcmp(d->name, "shell_run") == 0)
+	    (strcmp(d->name, "shell_run") == 0 ||
+		json_is_string(json_object_get(res, "stdout"))))
+		/* A run: shell_run's, or a plugin tool's (sbx plugin run). */
 		text_run(&t, res);
 	else if (json_is_string(json_object_get(res, "content")))
 		sbx_buf_puts(&t, str(res, "content"));
@@ -564,6 +578,12 @@ sbx_mcp_tool_result(const struct sbx_mcp_done *d)
 		sbx_buf_puts(&t, s);
 		free(s);
 	}
+	/* The envelope's warnings (sbx exec runs -q: they are not in the
+	 * command's stderr) for a model that reads the text alone. */
+	json_array_foreach (json_object_get(env, "warnings"), i, w)
+		if (json_is_string(w))
+			sbx_buf_printf(&t, "warning: %s\n",
+			    json_string_value(w));
 	r = content(t.p ? t.p : "", env, d->structured, !ok);
 	sbx_buf_release(&t);
 	json_decref(env);

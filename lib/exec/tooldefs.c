@@ -47,7 +47,11 @@ static const struct sbx_tooldef defs[] = {
 	    "\"outbound\"]},\"timeout\":{\"type\":\"number\","
 	    "\"exclusiveMinimum\":0,\"maximum\":86400,"
 	    "\"description\":\"Seconds without output after which the command "
-	    "is killed (exit code 124).\"}},\"additionalProperties\":false}",
+	    "is killed (exit code 124).\"},\"fail_on_violation\":{\"type\":"
+	    "\"boolean\",\"description\":\"Make a run in which the sandbox "
+	    "refused a network request or a file access an error (kind "
+	    "rejected, the violations listed), even when the command exited "
+	    "0.\"}},\"additionalProperties\":false}",
 	    "{\"type\":\"object\",\"properties\":{\"exit_code\":{\"type\":\"int"
 	    "eger\"},\"stdout\":{\"type\":\"string\"},"
 	    "\"stderr\":{\"type\":\"string\"},\"cwd\":{\"type\":\"string\"},"
@@ -280,6 +284,22 @@ sbx_tooldef_find(const char *name)
 		if (strcmp(defs[i].name, name) == 0)
 			return &defs[i];
 	return NULL;
+}
+
+int
+sbx_tooldef_name_valid(const char *s)
+{
+	size_t i, n = s != NULL ? strlen(s) : 0;
+
+	if (n == 0 || n > 64)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') ||
+			(s[i] >= 'A' && s[i] <= 'Z') ||
+			(s[i] >= '0' && s[i] <= '9') || s[i] == '_' ||
+			s[i] == '-'))
+			return 0;
+	return 1;
 }
 
 json_t *

@@ -34,6 +34,12 @@ size_t			 sbx_tooldefs_count(void);
 const struct sbx_tooldef *sbx_tooldef_at(size_t);
 /* The tool of that name, or NULL. */
 const struct sbx_tooldef *sbx_tooldef_find(const char *);
+/*
+ * A tool name every client takes: ^[a-zA-Z0-9_-]{1,64}$ (Claude Desktop
+ * refuses a whole tool list, and the OpenAI-style APIs a call, for one
+ * name outside it; the MCP specification would allow dots).
+ */
+int			 sbx_tooldef_name_valid(const char *);
 /* The parsed inputSchema (a new reference), or NULL on memory failure. */
 json_t			*sbx_tooldef_input(const struct sbx_tooldef *);
 /* The outputSchema: the sbx envelope (DESIGN.md §5) whose `result` is the

@@ -167,6 +167,21 @@ check_install(const json_t *doc, int agent, const char *origin,
 	return sbx_install_config_check(doc, e);
 }
 
+/* sbx exec's fail_on_violation (lib/exec/exec.c prep_network): true or
+ * false, nothing else (a string "false" would read as false there, and
+ * a person who wrote it meant something). */
+static int
+check_exec(const json_t *doc, int agent, const char *origin,
+    struct sbx_error *e)
+{
+	const json_t	*v = json_object_get(doc, "fail_on_violation");
+
+	if (v == NULL || json_is_boolean(v))
+		return 0;
+	return sbx_error_set(e, SBX_K_INVALID_ARGS, "config", "config_invalid",
+	    "%s: `fail_on_violation` must be true or false", origin);
+}
+
 /* sbx mcp's limits (lib/state/mcpconf.c). */
 static int
 check_mcp(const json_t *doc, int agent, const char *origin, struct sbx_error *e)
@@ -195,6 +210,8 @@ check_mcp(const json_t *doc, int agent, const char *origin, struct sbx_error *e)
 static const struct sbx_cfg_key keys[] = {
 	{ "network", S, A, check_network,
 	    "network mode of the agent's runs: none, proxy or outbound" },
+	{ "fail_on_violation", B, A, check_exec,
+	    "a run with a network or file-system violation fails (rejected)" },
 	{ "allowed_domains", SS, A, check_policy,
 	    "names the proxy lets through (NAME, *.NAME, NAME:PORT)" },
 	{ "denied_domains", SS, A, check_policy,

@@ -988,6 +988,33 @@ sbx_recipe_sha256(const void *p, size_t n, char sha[SBX_RECIPE_SHA_HEX + 1])
 	sodium_bin2hex(sha, SBX_RECIPE_SHA_HEX + 1, h, sizeof(h));
 }
 
+void
+sbx_recipe_tool_name(const char *id, const char *tool,
+    char name[SBX_TOOL_NAME_MAX + 1])
+{
+	char	 full[8 + SBX_RECIPE_ID_MAX + 1 + 64 + 1];
+	char	 sha[SBX_RECIPE_SHA_HEX + 1];
+	size_t	 i;
+	int	 n;
+
+	n = snprintf(full, sizeof(full), "plugin-%s-%s", id, tool);
+	if (n >= 0 && (size_t)n <= SBX_TOOL_NAME_MAX &&
+	    (size_t)n < sizeof(full)) {
+		memcpy(name, full, (size_t)n + 1);
+		return;
+	}
+	/* The hash is of the id as people know it, "plugin.ID.TOOL"
+	 * (printf 'plugin.%s.%s' ID TOOL | sha256sum). */
+	n = snprintf(full, sizeof(full), "plugin.%s.%s", id, tool);
+	sbx_recipe_sha256(full, n < 0 ? 0 : strlen(full), sha);
+	snprintf(full, sizeof(full), "plugin-%s-%s", id, tool);
+	memcpy(name, full, 55);
+	name[55] = '-';
+	for (i = 0; i < 8; i++)
+		name[56 + i] = (char)toupper((unsigned char)sha[i]);
+	name[64] = '\0';
+}
+
 char *
 sbx_recipe_canonical(const json_t *r, size_t *len,
     char sha[SBX_RECIPE_SHA_HEX + 1])

@@ -70,6 +70,25 @@ int sbx_recipe_path_valid(const char *path, size_t len, struct sbx_error *);
  * recipe, and its SHA-256 in hex.  Caller frees; NULL on ENOMEM. */
 char *sbx_recipe_canonical(const json_t *recipe, size_t *len,
     char sha[SBX_RECIPE_SHA_HEX + 1]);
+/*
+ * The name a client sees for tool TOOL of plugin ID (sbx tools, sbx mcp).
+ * The id "plugin.ID.TOOL" has dots, which the MCP specification allows
+ * but the clients people use do not: Claude Desktop refuses a server's
+ * whole tool list, and the OpenAI-style function APIs a call, when a name
+ * is not ^[a-zA-Z0-9_-]{1,64}$.  So the name is the id with its dots made
+ * dashes, "plugin-ID-TOOL": a tool id has no dash, so the last dash ends
+ * the plugin id and no two ids share a name, and no built-in tool has a
+ * dash.  A name longer than SBX_TOOL_NAME_MAX (a long plugin id and a long
+ * tool id) is cut to its first 55 characters, a dash and the first 8
+ * hexadecimal digits of the SHA-256 of the id, in capitals: what follows
+ * its last dash then is no tool id (those are lowercase and start with a
+ * letter), so a cut name never equals a whole one.  The caller still
+ * refuses a second tool of the same name (two cut names could share
+ * both their head and their 32 bits).  ID and TOOL are checked ones.
+ */
+#define SBX_TOOL_NAME_MAX	64
+void sbx_recipe_tool_name(const char *id, const char *tool,
+    char name[SBX_TOOL_NAME_MAX + 1]);
 /* Hex SHA-256 of bytes. */
 void sbx_recipe_sha256(const void *, size_t, char sha[SBX_RECIPE_SHA_HEX + 1]);
 /* The tool `id` of a checked recipe (borrowed), or NULL. */

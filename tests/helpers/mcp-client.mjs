@@ -1,5 +1,5 @@
 // mcp-client.mjs: drives `sbx mcp` with the reference MCP TypeScript SDK
-// client (tests/mcp-client/node_modules, installed by scripts/deps.sh).
+// client (tests/mcp-client/node_modules, installed by scripts/deps.sh --mcp-client).
 //
 //   node mcp-client.mjs acceptance   the issue's acceptance steps; prints
 //                                    "PASS step", "SKIP step: why" or
@@ -81,6 +81,13 @@ async function acceptance() {
 		for (const b of builtins)
 			if (!names.includes(b))
 				throw new Error(`${b} missing`);
+		// What Claude Desktop and the OpenAI-style APIs accept: one
+		// name outside it and they refuse the whole list.
+		for (const n of names)
+			if (!/^[a-zA-Z0-9_-]{1,64}$/.test(n))
+				throw new Error(`${n}: a name clients refuse`);
+		if (new Set(names).size !== names.length)
+			throw new Error('two tools of one name');
 		for (const t of tools) {
 			if (t.inputSchema.type !== 'object')
 				throw new Error(`${t.name}: not an object`);
@@ -118,6 +125,9 @@ async function acceptance() {
 		const job = sc(st).result && sc(st).result.job;
 		if (st.isError || !job)
 			throw new Error(JSON.stringify(st).slice(0, 300));
+		// The job id is what the model uses, not a host path.
+		if ('log_file' in sc(st).result)
+			throw new Error(`log_file: ${sc(st).result.log_file}`);
 		const p = await c.callTool({ name: 'sandbox_process',
 		    arguments: { action: 'poll', job } });
 		if (p.isError || sc(p).result.state !== 'running')

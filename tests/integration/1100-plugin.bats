@@ -384,8 +384,9 @@ PARAM_S=a b
 	run sbx tools --json
 	echo "$output" | head -c 2000
 	[ "$(json_get "$output" .tool)" = tools ]
-	json_get "$output" '.result.tools[].name' | grep -qx plugin.types.show
-	json_get "$output" '.result.tools[].name' | grep -qx plugin.code-search.search
+	json_get "$output" '.result.tools[].name' | grep -qx plugin-types-show
+	json_get "$output" '.result.tools[].name' | grep -qx plugin-code-search-search
+	json_get "$output" '.result.tools[].id' | grep -qx plugin.code-search.search
 	[ "$(json_get "$output" '[.result.tools[] | select(.source == "builtin")] | length')" -gt 0 ]
 	printf '%s' "$output" > "$TEST_ROOT/tools.json"
 	run "$PY" - "$TEST_ROOT/tools.json" <<'EOF'
@@ -398,7 +399,8 @@ for t in env["result"]["tools"]:
     names.add(t["name"])
     Draft202012Validator.check_schema(t["inputSchema"])
     assert t["inputSchema"]["type"] == "object"
-s = [t for t in env["result"]["tools"] if t["name"] == "plugin.types.show"][0]
+s = [t for t in env["result"]["tools"] if t["name"] == "plugin-types-show"][0]
+assert s["id"] == s["title"] == "plugin.types.show", s
 v = Draft202012Validator(s["inputSchema"])
 v.validate({"s": "x", "i": 3, "b": True, "a": [1], "o": {}, "m": "x"})
 for bad in ({}, {"s": 1}, {"s": "x", "m": "z"}, {"s": "x", "extra": 1}):

@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # sbx mcp (issue 18): the MCP server over stdio.  The acceptance test
 # drives it with the reference TypeScript SDK client (tests/helpers/
-# mcp-client.mjs, the SDK installed by scripts/deps.sh into
+# mcp-client.mjs, the SDK installed by scripts/deps.sh --mcp-client into
 # tests/mcp-client); the hostile tests speak raw JSON-RPC lines to it.
 # sbx-test: unprivileged
 
@@ -18,7 +18,7 @@ teardown() { proxy_teardown; }
 
 need_client() {
 	command -v node >/dev/null 2>&1 || skip "node is not installed"
-	[ -d "$SDK" ] || skip "the MCP SDK is not installed (scripts/deps.sh: npm ci in tests/mcp-client)"
+	[ -d "$SDK" ] || skip "the MCP SDK is not installed (sh scripts/deps.sh --mcp-client: npm ci in tests/mcp-client)"
 }
 
 INIT='{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bats","version":"1"}}}'
@@ -104,18 +104,74 @@ gone() {
 	  "run": "echo \"hello $PARAM_WHO\""}]}' > "$TEST_ROOT/greet.json"
 	sbx plugin add -q "$TEST_ROOT/greet.json"
 	sbx plugin install -q greet
-	MCP_PLUGIN_TOOL=plugin.greet.hello MCP_PLUGIN_ARGS='{"who":"mcp"}' \
+	MCP_PLUGIN_TOOL=plugin-greet-hello MCP_PLUGIN_ARGS='{"who":"mcp"}' \
 	    MCP_PLUGIN_EXPECT='hello mcp' SBX="$SBX" run -0 timeout 120 node "$CLIENT" acceptance
 	echo "$output"
-	[[ "$output" == *"PASS plugin plugin.greet.hello called"* ]]
+	[[ "$output" == *"PASS plugin plugin-greet-hello called"* ]]
 	[[ "$output" != *FAIL* ]]
 	# Its schema is checked before anything runs.
 	mcp_raw 3 <<'EOF'
-{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"plugin.greet.hello","arguments":{}}}
-{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"plugin.greet.hello","arguments":{"who":1}}}
+{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"plugin-greet-hello","arguments":{}}}
+{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"plugin-greet-hello","arguments":{"who":1}}}
 EOF
 	[ "$(reply 1 | jq -r .result.structuredContent.reason)" = missing_property ]
 	[ "$(reply 2 | jq -r .result.structuredContent.reason)" = wrong_type ]
+}
+
+@test "plugin tool names: every one a name clients take, unique, however long the ids; the id in the title (issue 28)" {
+	[ -x "$SBX_EXEC_PATH/sbx-plugin" ] || skip "sbx plugin is not built"
+	sbx provision -q
+	# The longest plugin id (32) with the longest tool ids (64), two
+	# tools that differ only past the cut, and two short ones that a
+	# careless joining would give one name.
+	pid=pppppppppppppppppppppppppppppppp
+	t1=$(printf 't%.0s' $(seq 64))
+	t2=$(printf 't%.0s' $(seq 63))u
+	jq -n --arg n "$pid" --arg a "$t1" --arg b "$t2" '{name: $n,
+	    description: "long names", tools: [
+	    {id: $a, description: "one", run: "echo one"},
+	    {id: $b, description: "two", run: "echo two"}]}' > "$TEST_ROOT/long.json"
+	printf '%s\n' '{"name": "a-b", "description": "d", "tools": [{"id": "c",
+	    "description": "dash", "run": "echo dash"}]}' > "$TEST_ROOT/ab.json"
+	printf '%s\n' '{"name": "a", "description": "d", "tools": [{"id": "b_c",
+	    "description": "underscore", "run": "echo underscore"}]}' > "$TEST_ROOT/a.json"
+	for f in long ab a; do
+		sbx plugin add -q "$TEST_ROOT/$f.json"
+	done
+	sbx plugin install -q "$pid"
+	sbx plugin install -q a-b
+	sbx plugin install -q a
+	# sbx tools --json: the name and the id side by side.
+	run -0 sbx tools --json
+	[ "$(json_get "$output" '[.result.tools[] | select(.id == "plugin.a-b.c") | .name, .title, .plugin, .tool] | join(" ")')" = \
+	    "plugin-a-b-c plugin.a-b.c a-b c" ]
+	[ "$(json_get "$output" '[.result.tools[] | select(.id == "plugin.a.b_c") | .name] | join(" ")')" = plugin-a-b_c ]
+	long1=$(printf '%s' "$output" | jq -r --arg id "plugin.$pid.$t1" '.result.tools[] | select(.id == $id) | .name')
+	long2=$(printf '%s' "$output" | jq -r --arg id "plugin.$pid.$t2" '.result.tools[] | select(.id == $id) | .name')
+	want1=plugin-$pid-${t1:0:15}-$(printf 'plugin.%s.%s' "$pid" "$t1" | sha256sum | cut -c1-8 | tr a-f A-F)
+	echo "$long1 $long2"
+	[ "$long1" = "$want1" ]
+	[ "${#long2}" -eq 64 ]
+	[ "$long1" != "$long2" ]
+	# The text output names the id beside the name.
+	run -0 sbx tools
+	[[ "$output" == *$'plugin-a-b-c\tplugin\tplugin.a-b.c'* ]]
+	# tools/list: every name is one clients take, none twice; the title
+	# is the id.
+	mcp_raw 4 <<EOF
+{"jsonrpc":"2.0","id":1,"method":"tools/list"}
+{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"$long2","arguments":{}}}
+{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"plugin.a-b.c","arguments":{}}}
+EOF
+	echo "$output" | cut -c1-300
+	reply 1 | jq -e '.result.tools | map(.name) |
+	    all(test("^[a-zA-Z0-9_-]{1,64}$")) and (unique | length) == length'
+	reply 1 | jq -e --arg n "$long1" --arg id "plugin.$pid.$t1" \
+	    '.result.tools[] | select(.name == $n) | .title == $id and .annotations.title == $id'
+	[ "$(reply 1 | jq '[.result.tools[] | select(.title | startswith("plugin."))] | length')" -eq 4 ]
+	[ "$(reply 2 | jq -r .result.structuredContent.result.stdout)" = two ]
+	# The dotted id, as clients written before called it, still works.
+	[ "$(reply 3 | jq -r .result.structuredContent.result.stdout)" = dash ]
 }
 
 @test "a Python MCP client: skipped without Debian's python3-mcp" {
@@ -347,18 +403,63 @@ EOF
 	gone 'sleep 57.75'
 }
 
-@test "a client that disappears: its runs are killed, its background jobs too" {
+@test "a client that disappears (both of its pipes closed): its runs are killed, its background jobs too" {
 	sbx provision -q
-	run -0 timeout 30 sh -c '{ echo "$1"
-	    echo "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"sandbox_process\",\"arguments\":{\"action\":\"start\",\"command\":\"sleep 58.5\"}}}"
-	    echo "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"shell_run\",\"arguments\":{\"command\":\"sleep 59.5\"}}}"
-	    sleep 2; } | "$2" mcp' sh "$INIT" "$SBX"
+	coproc MCP { exec "$SBX" mcp 2>/dev/null; }
+	local pid=$MCP_PID in out line
+	exec {in}>&"${MCP[1]}" {out}<&"${MCP[0]}"
+	printf '%s\n' "$INIT" \
+	    '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sandbox_process","arguments":{"action":"start","command":"sleep 58.5"}}}' \
+	    '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"shell_run","arguments":{"command":"sleep 59.5"}}}' >&"$in"
+	output=
+	while IFS= read -r -t 60 line <&"$out"; do
+		output+=$line$'\n'
+		case $line in '{"jsonrpc":"2.0","id":1,'*) break ;; esac
+	done
+	for i in $(seq 100); do
+		grep -qsF 'sleep 59.5' /proc/[0-9]*/cmdline && break
+		sleep 0.05
+	done
+	# The client goes: its ends of both pipes close.
+	exec {in}>&- {out}<&-
+	eval "exec ${MCP[1]:-$in}>&- ${MCP[0]:-$out}<&-" 2>/dev/null || true
+	timeout 30 tail --pid="$pid" -f /dev/null
 	echo "$output"
 	[ "$(reply 1 | jq -r .result.isError)" = false ]
-	# No answer for the run cut short; nothing left on the host.
-	[ -z "$(reply 2)" ]
 	gone 'sleep 59.5'
 	gone 'sleep 58.5'
+}
+
+@test "sbx mcp fed by a pipe: EOF answers the calls in flight before it exits (issue 28)" {
+	sbx provision -q
+	# printf ... | sbx mcp: the input ends at once, the calls still run.
+	run -0 timeout 60 sh -c 'printf "%s\n" "$1" \
+	    "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"shell_run\",\"arguments\":{\"command\":\"sleep 0.5; echo hello from the sandbox\"}}}" \
+	    "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"file_list\",\"arguments\":{}}}" \
+	    "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":\"shell_run\",\"arguments\":{\"command\":\"sleep 600\",\"timeout\":1}}}" |
+	    "$2" mcp' sh "$INIT" "$SBX"
+	echo "$output" | cut -c1-300
+	[ "$(reply 2 | jq -r .result.structuredContent.result.stdout)" = "hello from the sandbox" ]
+	[ "$(reply 2 | jq -r .result.isError)" = false ]
+	[ -n "$(reply 3)" ]
+	# Bounded by its own timeout: answered as a timeout, not dropped.
+	[ "$(reply 4 | jq -r .result.structuredContent.reason)" = idle_timeout ]
+	gone 'sleep 600'
+}
+
+@test "a background job's start gives the model its id, no host path (log_file under the state root)" {
+	sbx provision -q
+	mcp_raw 3 <<'EOF'
+{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sandbox_process","arguments":{"action":"start","command":"echo up"}}}
+{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"sandbox_process","arguments":{"action":"list"}}}
+EOF
+	echo "$output"
+	job=$(reply 1 | jq -r .result.structuredContent.result.job)
+	[[ "$job" =~ ^[0-9a-f]{16}$ ]]
+	[ "$(reply 1 | jq -r '.result.structuredContent.result | has("log_file")')" = false ]
+	[[ "$(reply 1 | jq -r '.result.content[0].text')" == *"job=\"$job\""* ]]
+	# No answer carries the host's state root.
+	[[ "$output" != *"$SBX_HOME"* ]]
 }
 
 @test "usage: no operand, bad numbers, an invalid agent" {

@@ -90,6 +90,7 @@ static const struct {
 	{ "proxy.upstream", "\"http://10.0.0.1:3128\"", "\"https://p:1\"" },
 	{ "proxy.upstream_auth_file", NULL, "\"a/b\"" },
 	{ "mcp.max_runs", "4", "65" },
+	{ "fail_on_violation", "true", "\"yes\"" },
 	{ "mcp.max_per_minute", "0", "-1" },
 	{ "install.registries.apt", "[\"http://deb.debian.org/debian\"]",
 	    "[\"ftp://x\"]" },

@@ -57,23 +57,28 @@ main(void)
 	struct sbx_mcp_done d;
 	json_t		   *r, *env;
 	const char	   *t;
+	char		   *s;
 
 	is("shell_run",
 	    "{\"command\":\"echo $A\",\"env\":{\"A\":\"1\"},"
 	    "\"cwd\":\"src\",\"timeout\":5}",
-	    NULL, "/lx/sbx-exec|--request|-|--envelope-fd|3",
+	    NULL, "/lx/sbx-exec|--request|-|--envelope-fd|3|-q",
 	    "\"shell\":\"echo $A\"");
+	is("shell_run", "{\"command\":\"x\",\"fail_on_violation\":true}", NULL,
+	    "/lx/sbx-exec|--request|-|--envelope-fd|3|-q",
+	    "\"fail_on_violation\":true");
 	is("shell_run", "{\"command\":\"x\",\"env\":{\"A\":\"1\"}}", NULL,
-	    "/lx/sbx-exec|--request|-|--envelope-fd|3", "\"env\":[\"A=1\"]");
+	    "/lx/sbx-exec|--request|-|--envelope-fd|3|-q", "\"env\":[\"A=1\"]");
 	is("shell_run", "{\"argv\":[\"-rf\",\"/\"]}", NULL,
-	    "/lx/sbx-exec|--request|-|--envelope-fd|3",
+	    "/lx/sbx-exec|--request|-|--envelope-fd|3|-q",
 	    "\"command\":[\"-rf\",\"/\"]");
 	is("shell_run", "{\"argv\":[\"a\"]}", NULL,
-	    "/lx/sbx-exec|--request|-|--envelope-fd|3", "\"agent\":\"alice\"");
+	    "/lx/sbx-exec|--request|-|--envelope-fd|3|-q",
+	    "\"agent\":\"alice\"");
 	is("shell_run", "{}", NULL, "error:command_or_argv", NULL);
 	/* The network within the agent's setting (here proxy). */
 	is("shell_run", "{\"argv\":[\"a\"],\"network\":\"proxy\"}", NULL,
-	    "/lx/sbx-exec|--request|-|--envelope-fd|3",
+	    "/lx/sbx-exec|--request|-|--envelope-fd|3|-q",
 	    "\"network\":\"proxy\"");
 	is("shell_run", "{\"argv\":[\"a\"],\"network\":\"outbound\"}", NULL,
 	    "error:network_not_allowed", NULL);
@@ -82,7 +87,8 @@ main(void)
 	    "\"network\":\"outbound\"}",
 	    NULL, "error:network_not_allowed", NULL);
 	is("sandbox_process", "{\"action\":\"start\",\"command\":\"s\"}", NULL,
-	    "/lx/sbx-exec|--request|-|--envelope-fd|3", "\"background\":true");
+	    "/lx/sbx-exec|--request|-|--envelope-fd|3|-q",
+	    "\"background\":true");
 	is("sandbox_process",
 	    "{\"action\":\"wait\",\"job\":\"0123\","
 	    "\"timeout\":2,\"tail_lines\":5}",
@@ -139,8 +145,9 @@ main(void)
 	    "/lx/sbx-secret|"
 	    "check|--agent|alice|--json|--|TOKEN",
 	    NULL);
-	is("plugin.greet.hello", "{\"who\":\"a b\",\"n\":2}",
-	    "{\"name\":\"plugin.greet.hello\",\"plugin\":\"greet\"}",
+	is("plugin-greet-hello", "{\"who\":\"a b\",\"n\":2}",
+	    "{\"name\":\"plugin-greet-hello\",\"plugin\":\"greet\","
+	    "\"tool\":\"hello\"}",
 	    "/lx/sbx-plugin|run|--agent|alice|--json|--param|who=a b|"
 	    "--param|n=2|--|greet|hello",
 	    NULL);
@@ -187,5 +194,49 @@ main(void)
 	    "no envelope: unavailable, the envelope as text before "
 	    "2025-06-18");
 	json_decref(r);
+	/* A background start: the job id, never the host's log path. */
+	env = json_loads("{\"ok\":true,\"tool\":\"exec\",\"result\":"
+			 "{\"job\":\"0123456789abcdef\",\"background\":true,"
+			 "\"pid\":7,\"log_file\":\"/var/lib/sbx/agents/alice/"
+			 "jobs/0123456789abcdef.log\"}}",
+	    0, NULL);
+	memset(&d, 0, sizeof(d));
+	d.name = "sandbox_process";
+	d.envelope = env;
+	d.out = "";
+	d.structured = 1;
+	r = sbx_mcp_tool_result(&d);
+	s = json_dumps(r, JSON_COMPACT);
+	ok(s != NULL && strstr(s, "/var/lib/sbx") == NULL &&
+		strstr(s, "log_file") == NULL &&
+		strstr(s, "job=\\\"0123456789abcdef\\\"") != NULL,
+	    "a job's start: its id, "
+	    "no host path: %s",
+	    s ? s : "");
+	free(s);
+	json_decref(r);
+	json_decref(env);
+	/* A run rejected for a violation: the verdict and the output. */
+	env = json_loads("{\"ok\":false,\"tool\":\"exec\",\"kind\":"
+			 "\"rejected\",\"reason\":\"violation\",\"message\":"
+			 "\"refused\",\"result\":{\"exit_code\":0},"
+			 "\"violations\":[{\"type\":\"network\"}]}",
+	    0, NULL);
+	memset(&d, 0, sizeof(d));
+	d.name = "shell_run";
+	d.envelope = env;
+	d.out = "curl saw 403\n";
+	d.err = "";
+	d.structured = 1;
+	r = sbx_mcp_tool_result(&d);
+	t = json_string_value(json_object_get(
+	    json_array_get(json_object_get(r, "content"), 0), "text"));
+	ok(json_is_true(json_object_get(r, "isError")) && t != NULL &&
+		strstr(t, "error: rejected (violation)") != NULL &&
+		strstr(t, "stdout:\ncurl saw 403\n") != NULL,
+	    "a rejected run: isError, the verdict and its output: %s",
+	    t ? t : "");
+	json_decref(r);
+	json_decref(env);
 	return done_testing();
 }

@@ -1,5 +1,6 @@
 /* t-recipe: plugin recipes judged (every refusal), made canonical,
  * agent-authored defaults, parameters to values and environment. */
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -430,5 +431,64 @@ main(void)
 	    "the input schema: the parameters, additionalProperties false");
 	json_decref(s);
 	json_decref(r);
+	/* Tool names clients take (sbx tools, sbx mcp). */
+	{
+		char m1[SBX_TOOL_NAME_MAX + 1], m2[SBX_TOOL_NAME_MAX + 1];
+		char m3[SBX_TOOL_NAME_MAX + 1], sha[SBX_RECIPE_SHA_HEX + 1];
+		char longid[SBX_RECIPE_ID_MAX + 1], longtool[65];
+		const char *full;
+		size_t	    j;
+
+		sbx_recipe_tool_name("greet", "hello", m1);
+		is_str(m1, "plugin-greet-hello",
+		    "plugin.ID.TOOL: the dots "
+		    "made dashes");
+		sbx_recipe_tool_name("a-b", "c", m1);
+		sbx_recipe_tool_name("a", "b_c", m2);
+		ok(strcmp(m1, "plugin-a-b-c") == 0 &&
+			strcmp(m2, "plugin-a-b_c") == 0,
+		    "a dash in the plugin id, an "
+		    "underscore in the tool's: two names");
+		memset(longid, 'p', SBX_RECIPE_ID_MAX);
+		longid[SBX_RECIPE_ID_MAX] = '\0';
+		memset(longtool, 't', 64);
+		longtool[64] = '\0';
+		sbx_recipe_tool_name(longid, longtool, m1);
+		ok(strlen(m1) == 64, "the longest ids: 64 characters");
+		for (j = 0; m1[j] != '\0'; j++)
+			if (!(isalnum((unsigned char)m1[j]) || m1[j] == '-' ||
+				m1[j] == '_'))
+				break;
+		ok(m1[j] == '\0', "only letters, digits, - and _: %s", m1);
+		full =
+		    "plugin.pppppppppppppppppppppppppppppppp.tttttttttttttttt"
+		    "tttttttttttttttttttttttttttttttttttttttttttttttt";
+		sbx_recipe_sha256(full, strlen(full), sha);
+		for (j = 0; j < 8; j++)
+			sha[j] = (char)toupper((unsigned char)sha[j]);
+		ok(strncmp(m1,
+		       "plugin-pppppppppppppppppppppppppppppppp-"
+		       "ttttttttttttttt-",
+		       56) == 0 &&
+			memcmp(m1 + 56, sha, 8) == 0,
+		    "cut: 55 characters, a dash, the id's SHA-256 in 8 "
+		    "capital hex digits");
+		longtool[63] = 'u';
+		sbx_recipe_tool_name(longid, longtool, m2);
+		ok(strlen(m2) == 64 && strcmp(m1, m2) != 0,
+		    "two long ids "
+		    "that differ past the cut: two names");
+		/* A whole name of 64 whose tool id looks like a hash: a
+		 * tool id is lowercase, a cut name's tail is not. */
+		sbx_recipe_tool_name("pppppppppppppppppppppppppppppppp",
+		    "ttttttttttttttttabcdef12", m3);
+		ok(strlen(m3) == 64 && strcmp(m3, m1) != 0 &&
+			strcmp(m3, m2) != 0,
+		    "a whole name of 64 never equals a "
+		    "cut one");
+		sbx_recipe_tool_name("greet", "hello", m3);
+		sbx_recipe_tool_name("greet", "hello", m2);
+		is_str(m2, m3, "stable: the same ids, the same name");
+	}
 	return done_testing();
 }

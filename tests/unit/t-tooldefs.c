@@ -41,6 +41,30 @@ main(void)
 	for (i = 0; i < sizeof(want) / sizeof(*want); i++)
 		ok(sbx_tooldef_find(want[i]) != NULL, "%s is defined", want[i]);
 	ok(sbx_tooldef_find("nope") == NULL, "unknown name: NULL");
+	/* Names every client takes: ^[a-zA-Z0-9_-]{1,64}$. */
+	for (i = 0; (d = sbx_tooldef_at(i)) != NULL; i++)
+		ok(sbx_tooldef_name_valid(d->name) &&
+			strchr(d->name, '-') == NULL,
+		    "%s: a name clients take, no dash (the plugin "
+		    "tools' mark)",
+		    d->name);
+	ok(sbx_tooldef_name_valid("plugin-a_b-C9") &&
+		!sbx_tooldef_name_valid("plugin.greet.hello") &&
+		!sbx_tooldef_name_valid("") && !sbx_tooldef_name_valid("a b") &&
+		!sbx_tooldef_name_valid("caf\xc3\xa9") &&
+		sbx_tooldef_name_valid(
+		    "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+		    "xxxxxxxxxxxxxxxxxxx") &&
+		!sbx_tooldef_name_valid(
+		    "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+		    "xxxxxxxxxxxxxxxxxxxxxx"),
+	    "name_valid: letters, digits, _ and -, "
+	    "1 to 64; no dot, space, UTF-8");
+	in = sbx_tooldef_input(sbx_tooldef_find("shell_run"));
+	ok(json_is_object(json_object_get(json_object_get(in, "properties"),
+	       "fail_on_violation")),
+	    "shell_run takes fail_on_violation");
+	json_decref(in);
 	ok(sbx_tooldef_at(n) == NULL, "past the end: NULL");
 	for (i = 0; (d = sbx_tooldef_at(i)) != NULL; i++) {
 		in = sbx_tooldef_input(d);
