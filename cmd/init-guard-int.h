@@ -17,8 +17,8 @@
 #define RENAME_EXCHANGE	(1 << 1)
 #endif
 
-#define MAX_BLOCK	512
-#define MAX_PROT	256
+#define MAX_BLOCK	2048
+#define MAX_PROT	4096
 #define MAX_SOCK	64
 #define MAX_REPORTED	64
 #define MAX_HOPS	40

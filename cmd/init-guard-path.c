@@ -178,13 +178,17 @@ git_path_refused(const char *path)
 		 * any depth, one that exists (a submodule, a vendored clone)
 		 * or one the run would make (git init, a planted .git file
 		 * naming a git directory of the run's own).  Its own name is
-		 * never created; what is below follows the rule.
+		 * never created; what is below follows the rule.  A bare
+		 * repository, NAME.git by custom, is one too (a push to it
+		 * on the host runs its hooks); its name may be made, what
+		 * is in it follows the rule.
 		 */
 		for (c = path + n + 1; *c != '\0'; c += *c == '/') {
 			n = strcspn(c, "/");
-			if (n == 4 && strncmp(c, ".git", 4) == 0) {
-				rel = c + 4;
-				if (*rel == '\0' || git_rel_refused(rel + 1))
+			if (n >= 4 && strncmp(c + n - 4, ".git", 4) == 0) {
+				rel = c + n;
+				if (*rel == '\0' ? n == 4 :
+				    git_rel_refused(rel + 1))
 					return 1;
 				break;
 			}

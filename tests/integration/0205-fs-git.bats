@@ -77,11 +77,12 @@ host_git() {
 	    ln ev/config .git/commondir 2>/dev/null && echo PLANTED-link
 	    echo done'
 	echo "$output"
+	# First what matters: the host's git runs nothing planted.
+	host_git "$W" status
 	[ "$status" -eq 0 ]
 	[[ "$output" != *PLANTED* ]]
 	[[ "$output" == *done* ]]
 	[ ! -e "$W/.git/commondir" ] && [ ! -e "$W/.git/config.worktree" ]
-	host_git "$W" status
 }
 
 @test "GIT-02: every existing name of .git but objects, refs, logs, index... is read-only; commit, fetch, gc, stash work" {
@@ -103,11 +104,12 @@ host_git() {
 	    git submodule status && echo SUBSTATUS
 	    git log --oneline | wc -l'
 	echo "$output"
+	# First what matters: the host's git runs nothing planted.
+	host_git "$W" status
 	[ "$status" -eq 0 ]
 	[[ "$output" != *PLANTED* ]]
 	for w in COMMIT FETCH STASH GC WTLIST SUBSTATUS; do [[ "$output" == *$w* ]]; done
 	[ "$(git -C "$W" log --oneline | wc -l)" -eq 2 ]
-	host_git "$W" status
 	host_git "$W" checkout -q HEAD~1
 }
 
@@ -129,11 +131,12 @@ host_git() {
 	    (cd sub && echo s >s && git add s && git commit -qm s2 && echo SUBCOMMIT)
 	    echo done'
 	echo "$output"
+	# First what matters: the host's git runs nothing planted.
+	host_git "$W" status
+	host_git "$W/sub" status
 	[ "$status" -eq 0 ]
 	[[ "$output" != *PLANTED* ]]
 	[[ "$output" == *SUBCOMMIT* ]]
-	host_git "$W" status
-	host_git "$W/sub" status
 }
 
 @test "GIT-04: a linked worktree in the tree: worktrees/ID and its .git file cannot be changed" {
@@ -149,11 +152,12 @@ host_git() {
 	    (cd wt && echo w >w && git add w && git commit -qm w && echo WTCOMMIT)
 	    echo done'
 	echo "$output"
+	# First what matters: the host's git runs nothing planted.
+	host_git "$W/wt" status
+	host_git "$W" status
 	[ "$status" -eq 0 ]
 	[[ "$output" != *PLANTED* ]]
 	[[ "$output" == *WTCOMMIT* ]]
-	host_git "$W/wt" status
-	host_git "$W" status
 }
 
 @test "GIT-05: a .git the run would make, at the root or below, is refused; --unprotect .git allows it, with a warning" {
@@ -167,11 +171,12 @@ host_git() {
 	    ln -s ../ev sub/.git 2>/dev/null && echo PLANTED-symlink
 	    echo done'
 	echo "$output"
+	# First what matters: the host's git runs nothing planted.
+	host_git "$W/sub" status
+	host_git "$W/sub/deeper" status
 	[ "$status" -eq 0 ]
 	[[ "$output" != *PLANTED* ]]
 	[ ! -e "$W/sub/.git" ] && [ ! -e "$W/sub/deeper/.git" ]
-	host_git "$W/sub" status
-	host_git "$W/sub/deeper" status
 	# A workdir without a repository: git init is refused too.
 	mkdir -p "$TEST_ROOT/w2"
 	own "$TEST_ROOT/w2"
@@ -187,7 +192,20 @@ host_git() {
 
 @test "GIT-06: an existing nested repository: new hooks and config names are refused, git config cannot rewrite it" {
 	git init -q "$W/vendor/x"
+	# A bare one (NAME.git) that the host pushes to: its hooks run then.
+	git init -q --bare "$W/b.git"
+	git -C "$W" remote add b "$W/b.git"
 	own "$W"
+	run sbx exec --workdir "$W" -c "$IN"'
+	    (printf "#!/bin/sh\ntouch %s\n" '"$PWN"' >b.git/hooks/post-receive && chmod +x b.git/hooks/post-receive) 2>/dev/null && echo PLANTED-bare
+	    (fsm '"$PWN"' >>b.git/config) 2>/dev/null && echo PLANTED-bareconfig
+	    git push -q b HEAD:refs/heads/main && echo PUSHED
+	    true'
+	echo "$output"
+	# First what matters: the host's git runs nothing planted.
+	host_git "$W" push -q b HEAD:refs/heads/other
+	[[ "$output" != *PLANTED* ]]
+	[[ "$output" == *PUSHED* ]]
 	run sbx exec --workdir "$W" -c "$IN"'
 	    (echo "#!/bin/sh" >vendor/x/.git/hooks/pre-commit) 2>/dev/null && echo PLANTED-hook
 	    echo ../ev >vendor/x/.git/commondir 2>/dev/null && echo PLANTED-commondir
@@ -197,10 +215,10 @@ host_git() {
 	    (cd vendor/x && echo v >v && git add v && git commit -qm v && echo NESTEDCOMMIT)
 	    echo done'
 	echo "$output"
+	host_git "$W/vendor/x" status
 	[ "$status" -eq 0 ]
 	[[ "$output" != *PLANTED* ]]
 	[[ "$output" == *NESTEDCOMMIT* ]]
-	host_git "$W/vendor/x" status
 }
 
 @test "GIT-07: core.hooksPath inside the tree (husky) is read-only, present or not" {
@@ -214,16 +232,17 @@ host_git() {
 	own "$TEST_ROOT/w3"
 	run sbx exec --workdir "$W" -c "$IN"'
 	    printf "#!/bin/sh\ntouch %s\n" '"$PWN"' | wr .husky/pre-commit 2>/dev/null && echo PLANTED-husky
-	    (printf "#!/bin/sh\ntouch %s\n" '"$PWN"' >.husky/_/pre-commit) 2>/dev/null && echo PLANTED-husky_
+	    (printf "#!/bin/sh\ntouch %s\n" '"$PWN"' >.husky/_/pre-commit && chmod +x .husky/_/pre-commit) 2>/dev/null && echo PLANTED-husky_
 	    echo done'
 	echo "$output"
+	# First what matters: the host's git runs nothing planted.
+	host_git "$W" commit -q --allow-empty -m h
 	[[ "$output" != *PLANTED* ]]
 	run sbx exec --workdir "$TEST_ROOT/w3" -c "$IN"'
 	    mkdir -p .githooks 2>/dev/null && echo PLANTED-dir
 	    (printf "#!/bin/sh\ntouch %s\n" '"$PWN"' >.githooks/pre-commit && chmod +x .githooks/pre-commit) 2>/dev/null && echo PLANTED-hook
 	    echo done'
 	echo "$output"
-	[[ "$output" != *PLANTED* ]]
-	host_git "$W" commit -q --allow-empty -m h
 	host_git "$TEST_ROOT/w3" commit -q --allow-empty -m h
+	[[ "$output" != *PLANTED* ]]
 }
