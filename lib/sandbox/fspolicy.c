@@ -1077,6 +1077,52 @@ git_configs(struct root *r, struct sbx_error *e)
 }
 
 /*
+ * Hook managers whose hook, in .git/hooks, runs what a file in the work
+ * tree says: the pre-commit framework (.pre-commit-config.yaml, `entry:`
+ * commands of `repo: local`), lefthook (lefthook.yml and its variants).
+ * Husky is core.hooksPath (git_cfg_paths).  When the repository has a hook
+ * of its own (not a sample), those files are protected like an entry: a
+ * run that rewrote one would run code at the person's next commit.
+ */
+static int
+git_hook_configs(struct root *r, const char *gitdir, struct sbx_error *e)
+{
+	static const char *const files[] = { ".pre-commit-config.yaml",
+	    "lefthook.yml", ".lefthook.yml", "lefthook.yaml",
+	    ".lefthook.yaml", "lefthook-local.yml", ".lefthook-local.yml",
+	    NULL };
+	struct sbx_error ignored;
+	struct dirent	*de;
+	char		 rel[PATH_MAX];
+	size_t		 i, n;
+	int		 dfd, fd, any = 0, rc = 0;
+	DIR		*d;
+
+	if (snprintf(rel, sizeof(rel), "%s/hooks", gitdir) >=
+	    (int)sizeof(rel))
+		return 0;
+	if ((dfd = sbx_fs_open_beneath(r->fd, rel, O_RDONLY | O_DIRECTORY,
+	    &ignored)) == -1)
+		return 0;
+	if ((fd = dup(dfd)) == -1 || (d = fdopendir(fd)) == NULL) {
+		if (fd >= 0)
+			close(fd);
+		close(dfd);
+		return 0;
+	}
+	while (!any && (de = readdir(d)) != NULL) {
+		n = strlen(de->d_name);
+		any = de->d_name[0] != '.' && !(n > 7 &&
+		    strcmp(de->d_name + n - 7, ".sample") == 0);
+	}
+	closedir(d);
+	close(dfd);
+	for (i = 0; any && rc == 0 && files[i] != NULL; i++)
+		rc = protect_one(r, files[i], 1, e);
+	return rc;
+}
+
+/*
  * The root's repository, and the submodules its .gitmodules names
  * (`git status` recurses into them): each one's .git (a file naming
  * .git/modules/NAME, or a directory) by the rule.  Other repositories
@@ -1135,6 +1181,8 @@ git_root(struct root *r, struct sbx_error *e)
 	sbx_buf_release(&b);
 	if (rc == 0)
 		rc = git_configs(r, e);
+	if (rc == 0 && r->gitdirs.n > 0)
+		rc = git_hook_configs(r, r->gitdirs.v[0], e);
 	return rc;
 }
 

@@ -246,3 +246,23 @@ host_git() {
 	host_git "$TEST_ROOT/w3" commit -q --allow-empty -m h
 	[[ "$output" != *PLANTED* ]]
 }
+
+@test "GIT-08: a hook manager's config in the tree (pre-commit, lefthook) is read-only when the repository has a hook" {
+	command -v python3 >/dev/null || skip "python3 is not installed"
+	# What `pre-commit install` leaves: a hook that runs what the
+	# tree's .pre-commit-config.yaml says (here, a stand-in that does).
+	printf '#!/bin/sh\nexec sh -c "$(sed -n "s/^ *entry: //p" .pre-commit-config.yaml)"\n' \
+	    >"$W/.git/hooks/pre-commit"
+	chmod +x "$W/.git/hooks/pre-commit"
+	printf 'repos:\n- repo: local\n  hooks:\n  - id: ok\n    entry: true\n' \
+	    >"$W/.pre-commit-config.yaml"
+	own "$W"
+	run sbx exec --workdir "$W" -c "$IN"'
+	    printf "    entry: touch %s\n" '"$PWN"' | wr .pre-commit-config.yaml 2>/dev/null && echo PLANTED-precommit
+	    (echo "pre-commit: {commands: {x: {run: touch '"$PWN"'}}}" >lefthook.yml) 2>/dev/null && echo PLANTED-lefthook
+	    echo done'
+	echo "$output"
+	host_git "$W" commit -q --allow-empty -m h
+	[[ "$output" != *PLANTED* ]]
+	[[ "$output" == *done* ]]
+}
