@@ -17,11 +17,12 @@
 #define RENAME_EXCHANGE	(1 << 1)
 #endif
 
-#define MAX_BLOCK	512
-#define MAX_PROT	256
+#define MAX_BLOCK	2048
+#define MAX_PROT	4096
 #define MAX_SOCK	64
 #define MAX_REPORTED	64
 #define MAX_HOPS	40
+#define MAX_GIT		64
 
 struct block {
 	unsigned long long	 dev, ino;
@@ -43,6 +44,13 @@ extern int		 nsocks;
 extern int		 unix_on;
 extern char		*reported[MAX_REPORTED];
 extern int		 nreported;
+/* The git rule (-g ROOT, -G GITDIR). */
+extern char		*git_roots[MAX_GIT];
+extern int		 ngit_roots;
+extern char		*git_dirs[MAX_GIT];
+extern int		 ngit_dirs;
+extern char		*git_open[MAX_GIT];
+extern int		 ngit_open;
 
 /* cmd/init-guard-path.c */
 void	report_path(int status_fd, const char *what, const char *path);
@@ -50,6 +58,8 @@ int	dir_path(int dfd, const char *name, char *out, size_t cap);
 int	under_protected(const char *path);
 void	maybe_report(int status_fd, int dfd, const char *name, int err);
 int	blocked(int dfd, const char *name);
+int	git_path_refused(const char *path);
+int	git_refused(int dfd, const char *name);
 int	read_str(int mfd, uint64_t addr, char *buf, size_t cap);
 int	base_fd(pid_t pid, int dirfd, const char *path);
 int	resolve(pid_t pid, int dirfd, const char *path, int follow, int *dfd,

@@ -117,6 +117,100 @@ blocked(int dfd, const char *name)
 	return 0;
 }
 
+/*
+ * The git rule below a git directory: rel is what follows it.  A name
+ * at its top is writable when git's commits and fetches write it
+ * (sbx_git_name_writable); modules/NAME and worktrees/ID are git
+ * directories of their own, judged the same way one level down (a
+ * submodule whose name holds a / stays read-only).  The directory's own
+ * name, and modules or worktrees themselves, are never made here.
+ */
+static int
+git_rel_refused(const char *rel)
+{
+	char		 first[NAME_MAX + 1];
+	const char	*rest;
+	size_t		 n;
+	int		 i;
+
+	for (;;) {
+		n = strcspn(rel, "/");
+		if (n == 0 || n > NAME_MAX)
+			return 1;
+		memcpy(first, rel, n);
+		first[n] = '\0';
+		rest = rel + n + (rel[n] == '/');
+		for (i = 0; i < ngit_open; i++)
+			if (strcmp(first, git_open[i]) == 0)
+				return 0;
+		if (strcmp(first, "modules") != 0 &&
+		    strcmp(first, "worktrees") != 0)
+			return !sbx_git_name_writable(first);
+		/* modules/NAME/...: NAME's own rule. */
+		n = strcspn(rest, "/");
+		if (n == 0 || rest[n] != '/')
+			return 1;
+		rel = rest + n + 1;
+	}
+}
+
+/* Is path (absolute, as pid 1 resolved it) refused by the git rule? */
+int
+git_path_refused(const char *path)
+{
+	const char	*c, *rel;
+	size_t		 n;
+	int		 i;
+
+	for (i = 0; i < ngit_dirs; i++) {
+		n = strlen(git_dirs[i]);
+		if (strncmp(path, git_dirs[i], n) == 0 && (path[n] == '\0' ||
+		    path[n] == '/'))
+			if (path[n] == '\0' || git_rel_refused(path + n + 1))
+				return 1;
+	}
+	for (i = 0; i < ngit_roots; i++) {
+		n = strlen(git_roots[i]);
+		if (strncmp(path, git_roots[i], n) != 0 || path[n] != '/')
+			continue;
+		/*
+		 * The first .git component beneath the root: a repository at
+		 * any depth, one that exists (a submodule, a vendored clone)
+		 * or one the run would make (git init, a planted .git file
+		 * naming a git directory of the run's own).  Its own name is
+		 * never created; what is below follows the rule.  A bare
+		 * repository, NAME.git by custom, is one too (a push to it
+		 * on the host runs its hooks); its name may be made, what
+		 * is in it follows the rule.
+		 */
+		for (c = path + n + 1; *c != '\0'; c += *c == '/') {
+			n = strcspn(c, "/");
+			if (n >= 4 && strncmp(c + n - 4, ".git", 4) == 0) {
+				rel = c + n;
+				if (*rel == '\0' ? n == 4 :
+				    git_rel_refused(rel + 1))
+					return 1;
+				break;
+			}
+			c += n;
+		}
+	}
+	return 0;
+}
+
+/* The git rule for name in dfd; fails closed when the path is unknown. */
+int
+git_refused(int dfd, const char *name)
+{
+	char	 path[PATH_MAX];
+
+	if (ngit_roots == 0 && ngit_dirs == 0)
+		return 0;
+	if (dir_path(dfd, name, path, sizeof(path)) == -1)
+		return 1;
+	return git_path_refused(path);
+}
+
 /* A string argument, read once from the caller's memory. */
 int
 read_str(int mfd, uint64_t addr, char *buf, size_t cap)

@@ -56,7 +56,7 @@ dest(int status_fd, pid_t pid, int dirfd, const char *path, int follow,
 
 	if (resolve(pid, dirfd, path, follow, dfd, name, slash) == -1)
 		return -1;
-	if (blocked(*dfd, name)) {
+	if (blocked(*dfd, name) || git_refused(*dfd, name)) {
 		if (dir_path(*dfd, name, full, sizeof(full)) == 0)
 			report_path(status_fd, SBX_INIT_W_FSDENY, full);
 		close(*dfd);
@@ -64,6 +64,30 @@ dest(int status_fd, pid_t pid, int dirfd, const char *path, int follow,
 		return errno = EROFS, -1;
 	}
 	return 0;
+}
+
+/*
+ * A hard link's source under the git rule: a second name for a git
+ * directory's config or hook, outside it, would take the writes the rule
+ * refuses.  (The read-only mounts need no such check: a link across
+ * mounts fails with EXDEV.)  fdpath names the source's open file.
+ */
+static int
+link_src_refused(int status_fd, const char *fdpath)
+{
+	char	 full[PATH_MAX];
+	ssize_t	 n;
+
+	if (ngit_roots == 0 && ngit_dirs == 0)
+		return 0;
+	if ((n = readlink(fdpath, full, sizeof(full) - 1)) <= 0)
+		return errno = EROFS, 1;	/* fail closed */
+	full[n] = '\0';
+	if (!git_path_refused(full))
+		return 0;
+	report_path(status_fd, SBX_INIT_W_FSDENY, full);
+	errno = EROFS;
+	return 1;
 }
 
 static int
@@ -368,7 +392,7 @@ guard_serve(int nfd, int status_fd)
 	case SYS_link:
 	case SYS_linkat: {
 		int	 at = nr == SYS_linkat, lflags = at ? (int)a[4] : 0;
-		int	 ofd;
+		int	 ofd, sfd;
 
 		if (read_str(mfd, a[at ? 3 : 1], path, sizeof(path)) == -1 ||
 		    read_str(mfd, a[at ? 1 : 0], path2, sizeof(path2)) == -1)
@@ -380,16 +404,35 @@ guard_serve(int nfd, int status_fd)
 			/* linkat(fd, "", ...): the caller's open file. */
 			snprintf(path2, sizeof(path2), "/proc/%d/fd/%d",
 			    (int)pid, (int)a[0]);
+			if (link_src_refused(status_fd, path2))
+				goto fail;
 			val = linkat(AT_FDCWD, path2, dfd, name,
 			    AT_SYMLINK_FOLLOW);
 		} else {
 			if ((ofd = base_fd(pid, at ? (int)a[0] : AT_FDCWD,
 			    path2)) == -1)
 				goto fail;
-			val = linkat(ofd, path2, dfd, name, lflags &
-			    AT_SYMLINK_FOLLOW);
+			/* The source opened once, checked, and linked from
+			 * that descriptor: a name swapped meanwhile is not
+			 * what gets linked. */
+			sfd = openat(ofd, path2, O_PATH | O_CLOEXEC |
+			    ((lflags & AT_SYMLINK_FOLLOW) ? 0 : O_NOFOLLOW));
 			err = errno;
 			close(ofd);
+			if (sfd == -1) {
+				errno = err;
+				goto fail;
+			}
+			snprintf(path2, sizeof(path2), "/proc/self/fd/%d",
+			    sfd);
+			if (link_src_refused(status_fd, path2)) {
+				close(sfd);
+				goto fail;
+			}
+			val = linkat(AT_FDCWD, path2, dfd, name,
+			    AT_SYMLINK_FOLLOW);
+			err = errno;
+			close(sfd);
 			errno = err;
 			err = 0;
 		}

@@ -67,6 +67,12 @@ int		 nsocks;
 int		 unix_on;
 char		*reported[MAX_REPORTED];
 int		 nreported;
+char		*git_roots[MAX_GIT];
+int		 ngit_roots;
+char		*git_dirs[MAX_GIT];
+int		 ngit_dirs;
+char		*git_open[MAX_GIT];
+int		 ngit_open;
 
 static int
 devino(const char *s, unsigned long long *dev, unsigned long long *ino,
@@ -115,6 +121,45 @@ guard_add_protected(const char *path)
 	return 0;
 }
 
+/* A path as sbx-init gets it, normalized: absolute, no trailing /. */
+static int
+add_path(char **v, int *n, char *path)
+{
+	size_t	 len = strlen(path);
+
+	if (*n == MAX_GIT)
+		return errno = E2BIG, -1;
+	if (path[0] != '/' || len < 2)
+		return errno = EINVAL, -1;
+	while (len > 1 && path[len - 1] == '/')
+		path[--len] = '\0';
+	v[(*n)++] = path;
+	return 0;
+}
+
+int
+guard_add_gitroot(const char *path)
+{
+	return add_path(git_roots, &ngit_roots, (char *)path);
+}
+
+int
+guard_add_gitdir(const char *path)
+{
+	return add_path(git_dirs, &ngit_dirs, (char *)path);
+}
+
+int
+guard_add_gitopen(const char *name)
+{
+	if (ngit_open == MAX_GIT)
+		return errno = E2BIG, -1;
+	if (name[0] == '\0' || strchr(name, '/') != NULL)
+		return errno = EINVAL, -1;
+	git_open[ngit_open++] = (char *)name;
+	return 0;
+}
+
 void
 guard_unix(void)
 {
@@ -138,7 +183,8 @@ guard_add_socket(const char *spec)
 int
 guard_active(void)
 {
-	return nblocks > 0 || nprot > 0 || unix_on;
+	return nblocks > 0 || nprot > 0 || ngit_roots > 0 || ngit_dirs > 0 ||
+	    unix_on;
 }
 
 #define LD_ARG_LO(n)	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, \
@@ -176,7 +222,8 @@ guard_install(int sock)
 
 	/* Without names to guard, only connect is looked at: nothing else
 	 * pays for the guard. */
-	creates = nblocks > 0 || nprot > 0;
+	creates = nblocks > 0 || nprot > 0 || ngit_roots > 0 ||
+	    ngit_dirs > 0;
 	for (j = 0; creates && j < (int)(sizeof(create_calls) /
 	    sizeof(*create_calls)); j++)
 		calls[k++] = (unsigned)create_calls[j];

@@ -10,6 +10,14 @@
 int	guard_add_block(const char *);
 /* -R PATH: a protected path inside (a refused write there is reported). */
 int	guard_add_protected(const char *);
+/* -g ROOT: beneath ROOT, a name under a .git component follows the git
+ * rule (git_path_refused); -G GITDIR: a git directory named otherwise
+ * (a .git file's gitdir), the same rule beneath it. */
+int	guard_add_gitroot(const char *);
+int	guard_add_gitdir(const char *);
+/* -X NAME: a name at the top of every git directory left writable
+ * (allow_git_config, --unprotect .git/NAME). */
+int	guard_add_gitopen(const char *);
 /* -U: connect() to a unix socket made outside is refused; -A DEV:INO
  * names a socket that stays reachable (allow_unix_sockets). */
 void	guard_unix(void);

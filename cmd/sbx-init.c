@@ -143,6 +143,12 @@ parse(int argc, char *argv[], struct run *ir)
 			k = guard_add_block(argv[i + 1]);
 		else if (strcmp(argv[i], SBX_INIT_OPT_PROTECTED) == 0)
 			k = guard_add_protected(argv[i + 1]);
+		else if (strcmp(argv[i], SBX_INIT_OPT_GITROOT) == 0)
+			k = guard_add_gitroot(argv[i + 1]);
+		else if (strcmp(argv[i], SBX_INIT_OPT_GITDIR) == 0)
+			k = guard_add_gitdir(argv[i + 1]);
+		else if (strcmp(argv[i], SBX_INIT_OPT_GITOPEN) == 0)
+			k = guard_add_gitopen(argv[i + 1]);
 		else if (strcmp(argv[i], SBX_INIT_OPT_SOCKET) == 0)
 			k = guard_add_socket(argv[i + 1]);
 		else

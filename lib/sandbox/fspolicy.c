@@ -43,8 +43,8 @@
 #include "fsutil.h"
 #include "initproto.h"
 
-const char *const sbx_fspolicy_default[] = { ".git/config", ".git/hooks",
-	".git/info/attributes", ".gitmodules", ".gitconfig", ".envrc",
+/* ".git" is the git rule (git_root below), not one read-only path. */
+const char *const sbx_fspolicy_default[] = { ".git", ".gitmodules", ".gitconfig", ".envrc",
 	".vscode", ".idea", ".claude", ".cursor", ".mcp.json", ".devcontainer",
 	".bashrc", ".bash_profile", ".bash_login", ".profile", ".zshrc",
 	".zprofile", ".zshenv", ".ripgreprc", ".npmrc", ".pypirc", ".netrc",
@@ -61,6 +61,8 @@ struct root {
 	size_t		     nroots;
 	struct sbx_strv	     bound; /* rels bound rw over themselves */
 	struct sbx_strv	     ro; /* rels bound read-only */
+	struct sbx_strv	     gitdirs; /* rels under the git rule */
+	const struct sbx_strv *entries;
 };
 
 void
@@ -223,10 +225,12 @@ sbx_fspolicy_entries(const json_t *cfg, char *const *unprotect, size_t nun,
 
 	git_ok = json_is_true(json_object_get(cfg, "allow_git_config"));
 	for (i = 0; sbx_fspolicy_default[i] != NULL; i++)
-		if (!(git_ok &&
-			strcmp(sbx_fspolicy_default[i], ".git/config") == 0) &&
-		    strip_push(&all, sbx_fspolicy_default[i]) == -1)
+		if (strip_push(&all, sbx_fspolicy_default[i]) == -1)
 			goto nomem;
+	/* An exemption from the git rule is "/NAME" (no entry starts with
+	 * a /): that name at the top of the git directory stays writable. */
+	if (git_ok && strip_push(&all, "/config") == -1)
+		goto nomem;
 	v = json_object_get(cfg, "protected_paths");
 	json_array_foreach (v, i, x)
 		if (json_string_value(x) != NULL &&
@@ -249,6 +253,14 @@ sbx_fspolicy_entries(const json_t *cfg, char *const *unprotect, size_t nun,
 		memcpy(u, unprotect[j], n + 1);
 		while (n > 1 && u[n - 1] == '/')
 			u[--n] = '\0';
+		/* .git/NAME: one name of the git directory, writable. */
+		if (strncmp(u, ".git/", 5) == 0 && has(&all, ".git") &&
+		    strchr(u + 5, '/') == NULL &&
+		    !sbx_git_name_writable(u + 5)) {
+			if (strip_push(&all, u + 4) == -1)
+				goto nomem;
+			continue;
+		}
 		for (i = 0; i < all.n; i++)
 			if (strcmp(all.v[i], u) == 0) {
 				free(all.v[i]);
@@ -446,16 +458,13 @@ protect_one(struct root *r, const char *rel, int follow, struct sbx_error *e)
 				break;
 			}
 			/*
-			 * A repository that does not exist yet: `git init`
-			 * in the sandbox makes it, config and hooks
-			 * included; the run reports it (no_git).
+			 * A repository that does not exist yet: its name is
+			 * the git rule's (the guard refuses it), or, with
+			 * the rule lifted, the run's to make, and reported
+			 * after it (no_git).
 			 */
-			if (first && strcmp(comp, ".git") == 0 && *rest) {
-				if (!has(&r->pol->no_git, r->inside))
-					rc = sbx_strv_push(&r->pol->no_git,
-					    r->inside);
+			if (first && strcmp(comp, ".git") == 0 && *rest)
 				break;
-			}
 			rc = block(r, fd, comp);
 			break;
 		}
@@ -559,12 +568,631 @@ glob_walk(struct root *r, int dfd, const char *prefix, const char *pat,
 	return rc;
 }
 
+/*
+ * The git rule.  Git finds configuration and hooks through many names of
+ * a git directory, not only config and hooks: commondir (read for every
+ * repository: a config of the run's own, core.fsmonitor and all, in a
+ * directory it names), config.worktree, worktrees/ID/{commondir,gitdir},
+ * modules/NAME (submodules, which `git status` recurses into), and more
+ * with each version.  So the rule is the other way round: a git directory
+ * is read-only as a whole, but for what commits, fetches, merges, stashes
+ * and gc write (sbx_git_name_writable, initproto.h, shared with the
+ * guard).  What exists is bound read-only here, the git directory itself
+ * over itself (it cannot be renamed away); a name that does not exist is
+ * refused by sbx-init's guard (-g, -G), which applies the same rule to a
+ * .git at any depth of the writable root, existing or made by the run.
+ */
+
+/* Is rel the git rule's already? */
+static int
+git_done(struct root *r, const char *rel)
+{
+	return has(&r->gitdirs, rel) || under(&r->ro, rel);
+}
+
+/* Exempt from the rule by allow_git_config or --unprotect .git/NAME. */
+static int
+git_exempt(const struct root *r, const char *name)
+{
+	size_t	 i;
+
+	for (i = 0; i < r->entries->n; i++)
+		if (r->entries->v[i][0] == '/' &&
+		    strcmp(r->entries->v[i] + 1, name) == 0)
+			return 1;
+	return 0;
+}
+
+/* Does rel have a .git component (the guard's -g covers it then)? */
+static int
+has_git_comp(const char *rel)
+{
+	const char	*c = rel;
+	size_t		 n;
+
+	for (;;) {
+		n = strcspn(c, "/");
+		if (n == 4 && strncmp(c, ".git", 4) == 0)
+			return 1;
+		if (c[n] == '\0')
+			return 0;
+		c += n + 1;
+	}
+}
+
+static int	git_rule(struct root *, const char *rel, struct sbx_error *);
+static int	rel_of(const struct root *, const char *base, const char *path,
+		    char *out, size_t cap);
+
+/* worktrees/ID/gitdir: the worktree's .git file, read-only if here. */
+static int
+worktree_file(struct root *r, const char *admin, struct sbx_error *e)
+{
+	struct sbx_error ignored;
+	struct sbx_buf	 b = SBX_BUF_INIT;
+	struct stat	 st;
+	char		 path[PATH_MAX], rel[PATH_MAX];
+	int		 rc = 0;
+
+	if (snprintf(path, sizeof(path), "%s/gitdir", admin) >=
+	    (int)sizeof(path))
+		return 0;
+	if (sbx_fs_read_file_at(r->fd, path, PATH_MAX, &b, &ignored) == 0 &&
+	    b.p != NULL) {
+		b.p[strcspn(b.p, "\r\n")] = '\0';
+		if (b.p[0] == '/' && rel_of(r, "", b.p, rel, sizeof(rel)) ==
+		    0 && fstatat(r->fd, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISREG(st.st_mode) && !under(&r->ro, rel) &&
+		    !has(&r->bound, rel))
+			rc = ro_bind(r, rel, 0) == -1 ? sbx_error_sys(e,
+			    "nomem", "protected paths") : 0;
+	}
+	sbx_buf_release(&b);
+	return rc;
+}
+
+/* modules/ or worktrees/: read-only, each git directory in it by the rule. */
+static int
+git_nested(struct root *r, int dfd, const char *rel, struct sbx_error *e)
+{
+	char		 sub[PATH_MAX];
+	struct dirent	*de;
+	struct stat	 st;
+	DIR		*d;
+	int		 fd, rc = 0;
+
+	/*
+	 * Read-only over itself, but not an entry that covers what is
+	 * below it: each git directory in it gets its writable parts bound
+	 * again on top, and its config, hooks... read-only once more (they
+	 * would be writable through that bind).  Counted as bound, so that
+	 * nothing binds it read-write again as a directory on the way.
+	 */
+	if (!has(&r->bound, rel) && (sbx_strv_push(&r->bound, rel) |
+	    sbx_strv_push(&r->pol->ops, "--ro-bind") |
+	    sbx_strv_pushf(&r->pol->ops, "%s/%s", r->src, rel) |
+	    sbx_strv_pushf(&r->pol->ops, "%s/%s", r->inside, rel) |
+	    sbx_strv_push(&r->pol->init, SBX_INIT_OPT_PROTECTED) |
+	    sbx_strv_pushf(&r->pol->init, "%s/%s", r->inside, rel)))
+		return sbx_error_sys(e, "nomem", "protected paths");
+	r->pol->nprotected++;
+	if ((fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) ==
+	    -1)
+		return 0;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return 0;
+	}
+	while (rc == 0 && (de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 ||
+		    strcmp(de->d_name, "..") == 0 ||
+		    fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
+		    !S_ISDIR(st.st_mode))
+			continue;
+		if (snprintf(sub, sizeof(sub), "%s/%s", rel, de->d_name) >=
+		    (int)sizeof(sub))
+			continue;
+		if ((rc = git_rule(r, sub, e)) == -1)
+			break;
+		/* A linked worktree in this root: its .git file (named by
+		 * worktrees/ID/gitdir) says where its git directory is. */
+		if (strlen(rel) >= 10 &&
+		    strcmp(rel + strlen(rel) - 10, "/worktrees") == 0)
+			rc = worktree_file(r, sub, e);
+	}
+	closedir(d);
+	return rc;
+}
+
+/* rel (a directory beneath the root, no symlink on the way): the rule. */
+static int
+git_rule(struct root *r, const char *rel, struct sbx_error *e)
+{
+	char		 sub[PATH_MAX];
+	struct dirent	*de;
+	struct stat	 st;
+	DIR		*d;
+	int		 dfd, fd, rc = 0;
+
+	if (has(&r->gitdirs, rel))
+		return 0;
+	if (r->gitdirs.n >= MAX_ENTRIES)
+		return sbx_error_set(e, SBX_K_REJECTED, "workdir",
+		    "too_many_repositories", "refusing to run: more than %d "
+		    "git directories to protect in %s", MAX_ENTRIES, r->inside);
+	if (sbx_strv_push(&r->gitdirs, rel) == -1)
+		return sbx_error_sys(e, "nomem", "protected paths");
+	/* The directory over itself (and each one on the way): a mount
+	 * point cannot be renamed away. */
+	{
+		char	 pre[PATH_MAX];
+		size_t	 i;
+
+		snprintf(pre, sizeof(pre), "%s", rel);
+		for (i = 0; pre[i] != '\0'; i++)
+			if (pre[i] == '/') {
+				pre[i] = '\0';
+				if (!under(&r->ro, pre) && self_bind(r, pre) == -1)
+					return sbx_error_sys(e, "nomem",
+					    "protected paths");
+				pre[i] = '/';
+			}
+		if (self_bind(r, rel) == -1)
+			return sbx_error_sys(e, "nomem", "protected paths");
+	}
+	/* A git directory named otherwise (a .git file's gitdir): the
+	 * guard's -g sees no .git in its path. */
+	if (!has_git_comp(rel) &&
+	    (sbx_strv_push(&r->pol->init, SBX_INIT_OPT_GITDIR) |
+	    sbx_strv_pushf(&r->pol->init, "%s/%s", r->inside, rel)))
+		return sbx_error_sys(e, "nomem", "protected paths");
+	r->pol->nprotected++;
+	if ((dfd = sbx_fs_open_beneath(r->fd, rel, O_RDONLY | O_DIRECTORY,
+	    e)) == -1)
+		return -1;
+	if ((fd = dup(dfd)) == -1 || (d = fdopendir(fd)) == NULL) {
+		if (fd >= 0)
+			close(fd);
+		close(dfd);
+		return sbx_error_sys(e, "protect", "cannot read %s/%s",
+		    r->inside, rel);
+	}
+	while (rc == 0 && (de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 ||
+		    strcmp(de->d_name, "..") == 0 ||
+		    sbx_git_name_writable(de->d_name) ||
+		    git_exempt(r, de->d_name))
+			continue;
+		if (snprintf(sub, sizeof(sub), "%s/%s", rel, de->d_name) >=
+		    (int)sizeof(sub))
+			continue;
+		if ((strcmp(de->d_name, "modules") == 0 ||
+		    strcmp(de->d_name, "worktrees") == 0) &&
+		    fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISDIR(st.st_mode)) {
+			int nfd = openat(dfd, de->d_name, O_PATH |
+			    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+			if (nfd == -1)
+				continue;
+			rc = git_nested(r, nfd, sub, e);
+			close(nfd);
+			continue;
+		}
+		/* Files, directories, links (followed once, as every
+		 * protected name). */
+		rc = protect_one(r, sub, 1, e);
+	}
+	closedir(d);
+	close(dfd);
+	return rc;
+}
+
+/*
+ * Lexically: base/path (path relative to base, both relative to the
+ * root, or path absolute) as a path relative to the root, or -1 when it
+ * is outside (or `..` climbs out of it).
+ */
+static int
+rel_of(const struct root *r, const char *base, const char *path, char *out,
+    size_t cap)
+{
+	char		 buf[PATH_MAX * 2];
+	const char	*c, *rel;
+	size_t		 o = 0, n;
+
+	if (path[0] == '/') {
+		if ((rel = rel_to(r, path)) == NULL)
+			return -1;
+		snprintf(buf, sizeof(buf), "%s", rel);
+	} else if (snprintf(buf, sizeof(buf), "%s%s%s", base, *base ? "/" :
+	    "", path) >= (int)sizeof(buf))
+		return -1;
+	out[0] = '\0';
+	for (c = buf; *c != '\0'; c += *c == '/') {
+		n = strcspn(c, "/");
+		if (n == 0 || (n == 1 && c[0] == '.')) {
+			c += n;
+			continue;
+		}
+		if (n == 2 && c[0] == '.' && c[1] == '.') {
+			char *sl;
+
+			if (o == 0)
+				return -1;
+			sl = strrchr(out, '/');
+			o = sl == NULL ? 0 : (size_t)(sl - out);
+			out[o] = '\0';
+			c += n;
+			continue;
+		}
+		if (o + n + 2 > cap)
+			return -1;
+		if (o > 0)
+			out[o++] = '/';
+		memcpy(out + o, c, n);
+		o += n;
+		out[o] = '\0';
+		c += n;
+	}
+	return o == 0 ? -1 : 0;
+}
+
+/* A .git file at rel ("" for the root's): read-only; its gitdir, when in
+ * this root, by the rule. */
+static int
+git_file_rule(struct root *r, const char *dir, struct sbx_error *e)
+{
+	struct sbx_error ignored;
+	struct sbx_buf	 b = SBX_BUF_INIT;
+	struct stat	 st;
+	char		 name[PATH_MAX], rel[PATH_MAX];
+	char		*v;
+	int		 rc = 0;
+
+	snprintf(name, sizeof(name), "%s%s.git", dir, *dir ? "/" : "");
+	if (ro_bind(r, name, 0) == -1)
+		return sbx_error_sys(e, "nomem", "protected paths");
+	if (sbx_fs_read_file_at(r->fd, name, PATH_MAX, &b, &ignored) == -1)
+		return 0;
+	if (b.len > 8 && strncmp(b.p, "gitdir: ", 8) == 0) {
+		v = b.p + 8;
+		v[strcspn(v, "\r\n")] = '\0';
+		if (rel_of(r, dir, v, rel, sizeof(rel)) == 0 &&
+		    !git_done(r, rel) && fstatat(r->fd, rel, &st,
+		    AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
+			rc = git_rule(r, rel, e);
+	}
+	sbx_buf_release(&b);
+	return rc;
+}
+
+/* The repository at dir ("" for the root): .git a directory, a file, a
+ * link (followed once) or nothing (its name refused by the guard). */
+static int
+git_at(struct root *r, const char *dir, struct sbx_error *e)
+{
+	struct stat	 st;
+	char		 name[PATH_MAX];
+
+	snprintf(name, sizeof(name), "%s%s.git", dir, *dir ? "/" : "");
+	if (fstatat(r->fd, name, &st, AT_SYMLINK_NOFOLLOW) == -1)
+		return 0;
+	if (S_ISDIR(st.st_mode))
+		return git_rule(r, name, e);
+	if (S_ISREG(st.st_mode))
+		return git_file_rule(r, dir, e);
+	return protect_one(r, name, 1, e);
+}
+
+/* One value of a git config: unquoted, comments and escapes gone. */
+static void
+cfg_value(char *v)
+{
+	char	*o = v;
+	int	 q = 0;
+
+	for (; *v != '\0'; v++) {
+		if (*v == '"') {
+			q = !q;
+			continue;
+		}
+		if (!q && (*v == '#' || *v == ';'))
+			break;
+		if (*v == '\\' && v[1] != '\0')
+			v++;
+		*o++ = *v;
+	}
+	while (o > v && (o[-1] == ' ' || o[-1] == '\t'))
+		o--;
+	*o = '\0';
+}
+
+/* A path from a config: protected when it is in this root. */
+static int
+cfg_protect(struct root *r, const char *base, const char *path,
+    struct sbx_error *e)
+{
+	char	 rel[PATH_MAX], abs[PATH_MAX];
+	char	*sl;
+	int	 rc;
+
+	if (strncmp(path, "~/", 2) == 0 && getenv("HOME") != NULL) {
+		snprintf(abs, sizeof(abs), "%s/%s", getenv("HOME"), path + 2);
+		path = abs;
+	}
+	if (rel_of(r, base, path, rel, sizeof(rel)) == -1 ||
+	    !entry_ok(rel))
+		return 0;
+	/* husky 9: core.hooksPath=.husky/_, whose hooks run the scripts
+	 * one level up: that directory as a whole (first: a directory
+	 * bound read-write on the way to the other could not be bound
+	 * read-only after). */
+	if ((sl = strrchr(rel, '/')) != NULL && strcmp(sl, "/_") == 0) {
+		*sl = '\0';
+		if ((rc = protect_one(r, rel, 1, e)) == -1)
+			return -1;
+		*sl = '/';
+	}
+	return protect_one(r, rel, 1, e);
+}
+
+/*
+ * What a git config names that runs or is read as configuration, and
+ * may be in the writable root: core.hooksPath (relative to the work
+ * tree), include.path and includeIf.*.path (relative to the config's
+ * directory), and the commands git runs on its own (core.fsmonitor in
+ * every `git status`, filters on checkout and status, pagers, editors,
+ * helpers) when they are a path.  Any of them in the tree would be code
+ * the run could write for the host's next git.
+ */
+static int
+git_cfg_paths(struct root *r, const char *text, const char *cfgdir,
+    struct sbx_error *e)
+{
+	static const char *const cmds[] = { "core.fsmonitor", "core.pager",
+	    "core.editor", "core.askpass", "core.sshcommand",
+	    "sequence.editor", "gpg.program", "credential.helper",
+	    "*.clean", "*.smudge", "*.process", "*.textconv", "*.command",
+	    "*.driver", "*.program", "*.helper", NULL };
+	char		 sect[128] = "", key[256], line[PATH_MAX + 256];
+	const char	*c = text;
+	char		*k, *v, *end;
+	size_t		 n, i;
+	int		 rc = 0;
+
+	while (rc == 0 && *c != '\0') {
+		n = strcspn(c, "\n");
+		if (n >= sizeof(line)) {
+			c += n + (c[n] == '\n');
+			continue;
+		}
+		memcpy(line, c, n);
+		line[n] = '\0';
+		c += n + (c[n] == '\n');
+		for (k = line; *k == ' ' || *k == '\t'; k++)
+			;
+		if (*k == '[') {
+			/* [core], [includeIf "gitdir:x"], [a.b]: the
+			 * section's first word is what matters here. */
+			n = strcspn(k + 1, " \t\"]");
+			if (n >= sizeof(sect))
+				n = sizeof(sect) - 1;
+			for (i = 0; i < n; i++)
+				sect[i] = (char)(k[1 + i] | 0x20);
+			sect[n] = '\0';
+			continue;
+		}
+		if ((v = strchr(k, '=')) == NULL)
+			continue;
+		*v++ = '\0';
+		for (end = v - 1; end > k && (end[-1] == ' ' ||
+		    end[-1] == '\t'); end--)
+			;
+		*end = '\0';
+		while (*v == ' ' || *v == '\t')
+			v++;
+		cfg_value(v);
+		if (snprintf(key, sizeof(key), "%s.%s", sect, k) >=
+		    (int)sizeof(key))
+			continue;
+		for (i = 0; key[i] != '\0'; i++)
+			key[i] = (char)(key[i] >= 'A' && key[i] <= 'Z' ?
+			    key[i] | 0x20 : key[i]);
+		if (strcmp(key, "core.hookspath") == 0) {
+			rc = cfg_protect(r, "", v, e);
+			continue;
+		}
+		if (strcmp(key, "include.path") == 0 ||
+		    strcmp(key, "includeif.path") == 0) {
+			rc = cfg_protect(r, cfgdir, v, e);
+			continue;
+		}
+		for (i = 0; cmds[i] != NULL; i++) {
+			const char *dot = strrchr(key, '.');
+
+			if (cmds[i][0] == '*' ? dot == NULL ||
+			    strcmp(dot, cmds[i] + 1) != 0 :
+			    strcmp(key, cmds[i]) != 0)
+				continue;
+			/* The command's first word, when it is a path. */
+			if (*v == '!')
+				v++;
+			v[strcspn(v, " \t")] = '\0';
+			if (strchr(v, '/') != NULL)
+				rc = cfg_protect(r, "", v, e);
+			break;
+		}
+	}
+	return rc;
+}
+
+/* The root's repository config (beneath the root) and the caller's own
+ * (~/.gitconfig, $XDG_CONFIG_HOME/git/config): what they name. */
+static int
+git_configs(struct root *r, struct sbx_error *e)
+{
+	struct sbx_error ignored;
+	struct sbx_buf	 b = SBX_BUF_INIT;
+	const char	*home = getenv("HOME"), *xdg = getenv("XDG_CONFIG_HOME");
+	char		 path[PATH_MAX];
+	size_t		 i;
+	int		 fd, rc = 0;
+
+	for (i = 0; rc == 0 && i < r->gitdirs.n; i++) {
+		/* The repository's own, and its worktree config. */
+		static const char *const names[] = { "config",
+		    "config.worktree" };
+		size_t j;
+
+		for (j = 0; rc == 0 && j < 2; j++) {
+			snprintf(path, sizeof(path), "%s/%s", r->gitdirs.v[i],
+			    names[j]);
+			sbx_buf_reset(&b);
+			if (sbx_fs_read_file_at(r->fd, path, 1 << 20, &b,
+			    &ignored) == 0 && b.p != NULL)
+				rc = git_cfg_paths(r, b.p, r->gitdirs.v[i], e);
+		}
+	}
+	for (i = 0; rc == 0 && i < 2; i++) {
+		if (i == 0 && home != NULL)
+			snprintf(path, sizeof(path), "%s/.gitconfig", home);
+		else if (i == 1 && xdg != NULL && xdg[0] == '/')
+			snprintf(path, sizeof(path), "%s/git/config", xdg);
+		else if (i == 1 && home != NULL)
+			snprintf(path, sizeof(path), "%s/.config/git/config",
+			    home);
+		else
+			continue;
+		if ((fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) ==
+		    -1)
+			continue;
+		sbx_buf_reset(&b);
+		if (sbx_fs_read_fd(fd, &b, 1 << 20) == 0 && b.p != NULL)
+			rc = git_cfg_paths(r, b.p, "", e);
+		close(fd);
+	}
+	sbx_buf_release(&b);
+	return rc;
+}
+
+/*
+ * Hook managers whose hook, in .git/hooks, runs what a file in the work
+ * tree says: the pre-commit framework (.pre-commit-config.yaml, `entry:`
+ * commands of `repo: local`), lefthook (lefthook.yml and its variants).
+ * Husky is core.hooksPath (git_cfg_paths).  When the repository has a hook
+ * of its own (not a sample), those files are protected like an entry: a
+ * run that rewrote one would run code at the person's next commit.
+ */
+static int
+git_hook_configs(struct root *r, const char *gitdir, struct sbx_error *e)
+{
+	static const char *const files[] = { ".pre-commit-config.yaml",
+	    "lefthook.yml", ".lefthook.yml", "lefthook.yaml",
+	    ".lefthook.yaml", "lefthook-local.yml", ".lefthook-local.yml",
+	    NULL };
+	struct sbx_error ignored;
+	struct dirent	*de;
+	char		 rel[PATH_MAX];
+	size_t		 i, n;
+	int		 dfd, fd, any = 0, rc = 0;
+	DIR		*d;
+
+	if (snprintf(rel, sizeof(rel), "%s/hooks", gitdir) >=
+	    (int)sizeof(rel))
+		return 0;
+	if ((dfd = sbx_fs_open_beneath(r->fd, rel, O_RDONLY | O_DIRECTORY,
+	    &ignored)) == -1)
+		return 0;
+	if ((fd = dup(dfd)) == -1 || (d = fdopendir(fd)) == NULL) {
+		if (fd >= 0)
+			close(fd);
+		close(dfd);
+		return 0;
+	}
+	while (!any && (de = readdir(d)) != NULL) {
+		n = strlen(de->d_name);
+		any = de->d_name[0] != '.' && !(n > 7 &&
+		    strcmp(de->d_name + n - 7, ".sample") == 0);
+	}
+	closedir(d);
+	close(dfd);
+	for (i = 0; any && rc == 0 && files[i] != NULL; i++)
+		rc = protect_one(r, files[i], 1, e);
+	return rc;
+}
+
+/*
+ * The root's repository, and the submodules its .gitmodules names
+ * (`git status` recurses into them): each one's .git (a file naming
+ * .git/modules/NAME, or a directory) by the rule.  Other repositories
+ * below the root are found by the guard as they are written to, not by
+ * a walk of the tree (sbx-exec(1), PROTECTED PATHS).
+ */
+static int
+git_root(struct root *r, struct sbx_error *e)
+{
+	struct sbx_error ignored;
+	struct sbx_buf	 b = SBX_BUF_INIT;
+	char		 rel[PATH_MAX];
+	char		*c, *line, *v;
+	size_t		 n, i;
+	int		 rc;
+
+	if (sbx_strv_push(&r->pol->init, SBX_INIT_OPT_GITROOT) |
+	    sbx_strv_push(&r->pol->init, r->inside))
+		return sbx_error_sys(e, "nomem", "protected paths");
+	/* The exemptions, for the guard too (once per run). */
+	for (i = 0; i < r->entries->n; i++)
+		if (r->entries->v[i][0] == '/' &&
+		    !has(&r->pol->init, r->entries->v[i] + 1) &&
+		    (sbx_strv_push(&r->pol->init, SBX_INIT_OPT_GITOPEN) |
+		    sbx_strv_push(&r->pol->init, r->entries->v[i] + 1)))
+			return sbx_error_sys(e, "nomem", "protected paths");
+	if ((rc = git_at(r, "", e)) == -1)
+		return -1;
+	if (sbx_fs_read_file_at(r->fd, ".gitmodules", 1 << 20, &b,
+	    &ignored) == 0 && b.p != NULL) {
+		for (c = b.p; rc == 0 && *c != '\0'; c += n + (c[n] == '\n')) {
+			n = strcspn(c, "\n");
+			line = c;
+			while (*line == ' ' || *line == '\t')
+				line++;
+			if (strncmp(line, "path", 4) != 0)
+				continue;
+			v = line + 4;
+			while (*v == ' ' || *v == '\t')
+				v++;
+			if (*v != '=' || (size_t)(v - c) >= n)
+				continue;
+			v++;
+			while (*v == ' ' || *v == '\t')
+				v++;
+			if ((size_t)(v - c) >= n ||
+			    (size_t)(c + n - v) >= sizeof(rel))
+				continue;
+			memcpy(rel, v, (size_t)(c + n - v));
+			rel[c + n - v] = '\0';
+			cfg_value(rel);
+			if (entry_ok(rel) && strlen(rel) < PATH_MAX - 6)
+				rc = git_at(r, rel, e);
+		}
+	}
+	sbx_buf_release(&b);
+	if (rc == 0)
+		rc = git_configs(r, e);
+	if (rc == 0 && r->gitdirs.n > 0)
+		rc = git_hook_configs(r, r->gitdirs.v[0], e);
+	return rc;
+}
+
 int
 sbx_fspolicy_protect(struct sbx_fspolicy *p, int root_fd, const char *inside,
     const char *src, char *const *roots, size_t nroots,
     const struct sbx_strv *entries, struct sbx_error *e)
 {
 	struct root	 r;
+	struct stat	 st;
 	size_t		 i;
 	int		 rc = 0, dfd;
 
@@ -575,9 +1203,16 @@ sbx_fspolicy_protect(struct sbx_fspolicy *p, int root_fd, const char *inside,
 	r.src = src;
 	r.roots = roots;
 	r.nroots = nroots;
+	r.entries = entries;
 	for (i = 0; rc == 0 && i < entries->n; i++) {
 		const char *s = entries->v[i];
 
+		if (s[0] == '/')
+			continue;	/* an exemption from the git rule */
+		if (strcmp(s, ".git") == 0) {
+			rc = git_root(&r, e);
+			continue;
+		}
 		if (strpbrk(s, "*?[") == NULL) {
 			rc = protect_one(&r, s, 1, e);
 			continue;
@@ -600,8 +1235,15 @@ sbx_fspolicy_protect(struct sbx_fspolicy *p, int root_fd, const char *inside,
 			close(rd);
 		}
 	}
+	/* The rule lifted (--unprotect .git): a repository the run makes
+	 * is reported after it. */
+	if (rc == 0 && !has(entries, ".git") && fstatat(root_fd, ".git",
+	    &st, AT_SYMLINK_NOFOLLOW) == -1 && errno == ENOENT &&
+	    !has(&p->no_git, inside) && sbx_strv_push(&p->no_git, inside) == -1)
+		rc = sbx_error_sys(e, "nomem", "protected paths");
 	sbx_strv_release(&r.bound);
 	sbx_strv_release(&r.ro);
+	sbx_strv_release(&r.gitdirs);
 	return rc;
 }
 

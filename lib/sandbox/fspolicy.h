@@ -16,7 +16,8 @@
 struct sbx_fspolicy {
 	/* bwrap arguments, in order, after the writable roots' binds */
 	struct sbx_strv	 ops;
-	/* sbx-init arguments: -N DEV:INO:NAME, -R PATH, -U, -A DEV:INO */
+	/* sbx-init arguments: -N DEV:INO:NAME, -R PATH, -g ROOT, -G GITDIR,
+	 * -X NAME, -U, -A DEV:INO */
 	struct sbx_strv	 init;
 	/* writable roots without a .git at the start (a repository the run
 	 * creates is reported after it) */
@@ -37,8 +38,11 @@ int	sbx_fspolicy_config_check(const json_t *doc, const char *origin,
 
 /*
  * The entries to protect: the defaults, plus the config's protected_paths,
- * minus .git/config with allow_git_config, minus each of unprotect (which
- * must name a protected entry: invalid_args "unprotect" otherwise).
+ * minus each of unprotect (which must name a protected entry:
+ * invalid_args "unprotect" otherwise).  ".git" is the git rule (a git
+ * directory read-only but for what commits write; sbx-exec(1)); "/NAME"
+ * exempts NAME of every git directory from it (allow_git_config gives
+ * "/config", --unprotect .git/NAME "/NAME"; no other entry starts with /).
  */
 int	sbx_fspolicy_entries(const json_t *cfg, char *const *unprotect,
 	    size_t nunprotect, struct sbx_strv *out, struct sbx_error *);

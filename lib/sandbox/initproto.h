@@ -7,11 +7,14 @@
  * a slot, a word or a port is defined once.
  *
  * bwrap starts `SBX_INIT_PATH [-r NAME=VALUE]... [-W DEV:INO PATH]...
- * [-N DEV:INO:NAME | -R PATH | -U | -A DEV:INO]... [-T ROWS:COLS] [-P] [-B] [-c]
+ * [-N DEV:INO:NAME | -R PATH | -g ROOT | -G GITDIR | -X NAME | -U |
+ * -A DEV:INO]... [-T ROWS:COLS] [-P] [-B] [-c]
  * -- COMMAND...`, the options in this order.
  */
 #ifndef SBX_INITPROTO_H
 #define SBX_INITPROTO_H
+
+#include <string.h>
 
 /*
  * File descriptors as the bwrap process, then sbx-init, sees them.  The run
@@ -72,6 +75,9 @@
 /* The file-system guard (lib/fspolicy.c -> cmd/initguard.c), repeated: */
 #define SBX_INIT_OPT_BLOCK	"-N"	/* DEV:INO:NAME not to be created */
 #define SBX_INIT_OPT_PROTECTED	"-R"	/* PATH, a protected path */
+#define SBX_INIT_OPT_GITROOT	"-g"	/* ROOT: .git beneath it, git rule */
+#define SBX_INIT_OPT_GITDIR	"-G"	/* GITDIR: a git dir, git rule */
+#define SBX_INIT_OPT_GITOPEN	"-X"	/* NAME: left writable by the rule */
 #define SBX_INIT_OPT_UNIX	"-U"	/* unix sockets made outside: no */
 #define SBX_INIT_OPT_SOCKET	"-A"	/* DEV:INO, a socket left reachable */
 #define SBX_INIT_OPT_TTY	"-T"	/* ROWS:COLS */
@@ -80,6 +86,50 @@
 #define SBX_INIT_OPT_SHELL	"-c"
 /* Not pid 1: run as a command, print what the sandbox enforces. */
 #define SBX_INIT_OPT_PROBE	"--probe"
+
+/*
+ * The git rule (lib/fspolicy.c mounts it, sbx-init's guard refuses the
+ * names): a git directory is read-only as a whole but for what commits,
+ * fetches, merges, stashes and gc write.  Git finds configuration and
+ * hooks through many names (config, config.worktree, commondir, hooks,
+ * info/attributes, modules/<name>, worktrees/<id>/gitdir...) and new git
+ * versions add more: an allowlist of what may be written stays safe when
+ * they do, a list of what may not would not.  Everything here is data
+ * (objects, refs, reflogs, the index, pseudo-refs such as HEAD or
+ * MERGE_MSG, lock files); none of it names a program or another
+ * directory that git would read configuration from.  Deliberately not:
+ * rebase-merge, rebase-apply and sequencer, whose todo lists run `exec`
+ * lines when a person continues them on the host.
+ */
+static inline int
+sbx_git_name_writable(const char *n)
+{
+	static const char *const names[] = { "objects", "refs", "logs",
+	    "index", "packed-refs", "packed-refs.new", "shallow", "rr-cache",
+	    "lfs", "gc.pid", "gc.log" };
+	const char	*c;
+	size_t		 len = strlen(n), i;
+
+	for (i = 0; i < sizeof(names) / sizeof(*names); i++)
+		if (strcmp(n, names[i]) == 0)
+			return 1;
+	/* Lock files: what git writes, then renames over a name that is
+	 * judged on its own (a read-only mount, or refused). */
+	if (len > 5 && strcmp(n + len - 5, ".lock") == 0)
+		return 1;
+	/* index.stash.PID (git stash), sharedindex.SHA (split index). */
+	if ((len > 6 && strncmp(n, "index.", 6) == 0) || (len > 12 &&
+	    strncmp(n, "sharedindex.", 12) == 0))
+		return 1;
+	/* Pseudo-refs and messages: HEAD, ORIG_HEAD, FETCH_HEAD, MERGE_*,
+	 * CHERRY_PICK_HEAD, COMMIT_EDITMSG, BISECT_*: upper case and _. */
+	if (n[0] < 'A' || n[0] > 'Z')
+		return 0;
+	for (c = n; *c != '\0'; c++)
+		if (!((*c >= 'A' && *c <= 'Z') || *c == '_'))
+			return 0;
+	return 1;
+}
 
 /* sbx-init's path inside the sandbox. */
 #define SBX_INIT_PATH		"/run/sbx/init"

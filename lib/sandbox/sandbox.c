@@ -542,6 +542,199 @@ binds_done:
 	}
 	if (rc != 0)
 		return sbx_error_sys(e, "nomem", "building the bwrap command");
+	return sbx_sandbox_check_dests(sb, v, e);
+}
+
+/*
+ * Where bwrap mounts is resolved by bwrap, before the sandbox's root is
+ * in place: a symbolic link on the way to a destination, in a tree the
+ * agent can change (its own root file system copy, where a package's
+ * maintainer script runs as uid 0 of the namespace, or an image's
+ * content), is followed there, and an absolute one (or one that climbs
+ * with ..) names a host path: bwrap creates missing directories and files
+ * on the host through it, as the sandbox's uid, and mounts over it.  So
+ * every destination of the command line is looked at as bwrap will reach
+ * it: the mount it falls in (the latest one whose destination holds it),
+ * and when that mount comes from the image, each component beneath the
+ * image's descriptor, none followed; one that is a link refuses the run.
+ * A destination under a link bwrap recreates (--symlink, merged /usr) is
+ * refused too.  The command line itself is read, not a list kept beside
+ * it: a destination added to sbx_sandbox_argv later is checked as well;
+ * an option this does not know refuses the run (fail closed).
+ */
+struct dest_mount {
+	const char	*dest;
+	const char	*rel;	/* in the image; NULL: not from it */
+	int		 link;	/* a symlink bwrap makes */
+};
+
+/* Is path equal to or under dir (both absolute)? */
+static size_t
+dest_under(const char *path, const char *dir)
+{
+	size_t	 n = strlen(dir);
+
+	if (strcmp(dir, "/") == 0)
+		return 1;
+	if (strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/'))
+		return n;
+	return 0;
+}
+
+static int
+dest_unsafe(struct sbx_error *e, const char *dest, const char *why)
+{
+	sbx_error_set(e, SBX_K_REJECTED, "rootfs", "rootfs_unsafe",
+	    "refusing to run: the sandbox's %s %s", dest, why);
+	sbx_error_hint(e, "a package or a command changed the agent's root "
+	    "file system copy: make a new one (sbx provision --agent AGENT "
+	    "--no-own-rootfs, then --own-rootfs)");
+	return -1;
+}
+
+/* Walk rel beneath the image: no component may be a symlink. */
+static int
+dest_walk(int image_fd, const char *rel, const char *dest,
+    struct sbx_error *e)
+{
+	char		 comp[NAME_MAX + 1];
+	const char	*c = rel;
+	struct stat	 st;
+	size_t		 n;
+	int		 fd, nfd;
+
+	if ((fd = fcntl(image_fd, F_DUPFD_CLOEXEC, 0)) == -1)
+		return sbx_error_sys(e, "rootfs", "checking %s", dest);
+	while (*c != '\0') {
+		n = strcspn(c, "/");
+		if (n == 0) {
+			c++;
+			continue;
+		}
+		if (n > NAME_MAX || (n == 2 && c[0] == '.' && c[1] == '.')) {
+			close(fd);
+			return dest_unsafe(e, dest, "is not a plain path");
+		}
+		memcpy(comp, c, n);
+		comp[n] = '\0';
+		c += n;
+		if (fstatat(fd, comp, &st, AT_SYMLINK_NOFOLLOW) == -1) {
+			/* Missing: bwrap makes it, in a directory that was
+			 * reached without a link. */
+			close(fd);
+			return 0;
+		}
+		if (S_ISLNK(st.st_mode)) {
+			close(fd);
+			return dest_unsafe(e, dest, "is reached through a "
+			    "symbolic link in the root file system");
+		}
+		if (*c == '\0' || !S_ISDIR(st.st_mode))
+			break;
+		if ((nfd = openat(fd, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW |
+		    O_CLOEXEC)) == -1) {
+			close(fd);
+			return dest_unsafe(e, dest, "cannot be opened without "
+			    "following a link");
+		}
+		close(fd);
+		fd = nfd;
+	}
+	close(fd);
+	return 0;
+}
+
+int
+sbx_sandbox_check_dests(const struct sbx_sandbox *sb,
+    const struct sbx_strv *v, struct sbx_error *e)
+{
+	/* bwrap's options: how many arguments, which is the destination
+	 * (1-based; 0 none), and whether the first is a mount source. */
+	static const struct {
+		const char	*opt;
+		int		 nargs, dest, mount;
+	} opts[] = {
+		{ "--bind", 2, 2, 1 }, { "--ro-bind", 2, 2, 1 },
+		{ "--dev-bind", 2, 2, 1 }, { "--bind-try", 2, 2, 1 },
+		{ "--ro-bind-try", 2, 2, 1 }, { "--dev-bind-try", 2, 2, 1 },
+		{ "--tmpfs", 1, 1, 2 }, { "--proc", 1, 1, 2 },
+		{ "--dev", 1, 1, 2 }, { "--mqueue", 1, 1, 2 },
+		{ "--dir", 1, 1, 0 }, { "--remount-ro", 1, 1, 0 },
+		{ "--ro-bind-data", 2, 2, 2 }, { "--bind-data", 2, 2, 2 },
+		{ "--file", 2, 2, 0 }, { "--symlink", 2, 2, 3 },
+		{ "--chmod", 2, 2, 0 },
+		{ "--userns", 1, 0, 0 }, { "--cap-drop", 1, 0, 0 },
+		{ "--cap-add", 1, 0, 0 }, { "--hostname", 1, 0, 0 },
+		{ "--uid", 1, 0, 0 }, { "--gid", 1, 0, 0 },
+		{ "--perms", 1, 0, 0 }, { "--size", 1, 0, 0 },
+		{ "--chdir", 1, 0, 0 }, { "--seccomp", 1, 0, 0 },
+		{ "--unshare-user", 0, 0, 0 }, { "--unshare-ipc", 0, 0, 0 },
+		{ "--unshare-pid", 0, 0, 0 }, { "--unshare-uts", 0, 0, 0 },
+		{ "--unshare-cgroup-try", 0, 0, 0 },
+		{ "--unshare-net", 0, 0, 0 }, { "--disable-userns", 0, 0, 0 },
+		{ "--die-with-parent", 0, 0, 0 }, { "--new-session", 0, 0, 0 },
+		{ "--as-pid-1", 0, 0, 0 },
+	};
+	struct dest_mount m[256];
+	char		  rel[PATH_MAX];
+	size_t		  nm = 0, i, k, j, best, len, rl;
+	const char	 *dest, *src;
+	int		  o;
+
+	if (sb->image_root == NULL || sb->image_fd < 0)
+		return 0;
+	rl = strlen(sb->image_root);
+	for (i = 1; i < v->n && strcmp(v->v[i], "--") != 0; i += 1 +
+	    (size_t)opts[o].nargs) {
+		for (o = 0; o < (int)(sizeof(opts) / sizeof(*opts)); o++)
+			if (strcmp(v->v[i], opts[o].opt) == 0)
+				break;
+		if (o == (int)(sizeof(opts) / sizeof(*opts)) ||
+		    i + (size_t)opts[o].nargs >= v->n)
+			return sbx_error_set(e, SBX_K_REJECTED, "rootfs",
+			    "rootfs_unsafe", "refusing to run: bwrap option "
+			    "%s is not known to the destination check",
+			    v->v[i]);
+		if (opts[o].dest == 0)
+			continue;
+		dest = v->v[i + (size_t)opts[o].dest];
+		if (dest[0] != '/')
+			return dest_unsafe(e, dest, "is not absolute");
+		/* The mount it falls in: the latest, longest one. */
+		for (k = 0, best = nm, len = 0; k < nm; k++)
+			if ((j = dest_under(dest, m[k].dest)) > 0 && j >= len) {
+				best = k;
+				len = j;
+			}
+		if (best < nm && m[best].link && strcmp(dest, m[best].dest) !=
+		    0)
+			return dest_unsafe(e, dest, "is under a symbolic link "
+			    "of the root file system");
+		if (best < nm && m[best].rel != NULL) {
+			const char *rest = dest + (strcmp(m[best].dest, "/") ==
+			    0 ? 0 : strlen(m[best].dest));
+
+			if (snprintf(rel, sizeof(rel), "%s%s", m[best].rel,
+			    rest) >= (int)sizeof(rel))
+				return dest_unsafe(e, dest, "is too long");
+			if (dest_walk(sb->image_fd, rel, dest, e) == -1)
+				return -1;
+		}
+		if (opts[o].mount == 0)
+			continue;
+		if (nm == sizeof(m) / sizeof(*m))
+			return sbx_error_set(e, SBX_K_REJECTED, "rootfs",
+			    "rootfs_unsafe", "refusing to run: too many "
+			    "mounts to check");
+		m[nm].dest = dest;
+		m[nm].rel = NULL;
+		m[nm].link = opts[o].mount == 3;
+		src = v->v[i + 1];
+		if (opts[o].mount == 1 && strncmp(src, sb->image_root, rl) ==
+		    0 && (src[rl] == '\0' || src[rl] == '/'))
+			m[nm].rel = src + rl + (src[rl] == '/');
+		nm++;
+	}
 	return 0;
 }
 

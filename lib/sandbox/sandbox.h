@@ -98,6 +98,14 @@ struct sbx_sandbox {
 /* Build the full bwrap argv (argv[0] = bwrap path) into out. */
 int	sbx_sandbox_argv(const struct sbx_sandbox *, struct sbx_strv *out,
 	    struct sbx_error *);
+/*
+ * Image mode (image_fd open): every destination of the bwrap command line
+ * v (sbx_sandbox_argv's) that lies in a directory bound from the image or
+ * the agent's copy must be reached there without a symbolic link, last
+ * component included.  0, or -1 (rejected, reason rootfs_unsafe).
+ */
+int	sbx_sandbox_check_dests(const struct sbx_sandbox *,
+	    const struct sbx_strv *v, struct sbx_error *);
 /* Nonzero when this process runs inside an sbx sandbox (its pid 1 is
  * sbx-init at SBX_IN_INIT). */
 int	sbx_sandbox_inside(void);

@@ -150,10 +150,13 @@ DIRS=".git/hooks .vscode .idea .claude .cursor .devcontainer .ssh .gnupg"
 	json_get "$output" '.result | has("violations") | not' | grep -qx true
 }
 
-@test "FS-05: git init, add and commit work in the sandbox; a repository it created is reported" {
+@test "FS-05: git init is refused (0205); with --unprotect .git it works, and the repository it created is reported" {
 	command -v git >/dev/null || skip "git is not installed"
 	if is_root; then chown -R "$RUN_UID" "$W"; fi
-	run sbx exec --json --workdir "$W" -c '
+	run sbx exec --workdir "$W" -c 'git init -q . 2>/dev/null && echo INIT; true'
+	[[ "$output" != *INIT* ]]
+	[ ! -e "$W/.git" ]
+	run sbx exec --json --workdir "$W" --unprotect .git -c '
 	    export GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@b \
 	        GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@b
 	    git init -q . && echo hi >f && git add f &&

@@ -10,6 +10,7 @@
 #include "tap.h"
 
 #include "fspolicy.h"
+#include "initproto.h"
 
 static json_t *
 js(const char *s)
@@ -92,22 +93,52 @@ main(void)
 
 	/* Entries: defaults, allow_git_config, unprotect, additions. */
 	ok(sbx_fspolicy_entries(NULL, NULL, 0, &ent, &e) == 0 &&
-	    has(&ent, ".git/config") && has(&ent, ".git/hooks") &&
-	    has(&ent, ".envrc") && has(&ent, ".ssh") &&
-	    !has(&ent, ".git/objects") && !has(&ent, ".git/index"),
-	    "defaults: config and hooks, not objects or index");
+	    has(&ent, ".git") && has(&ent, ".envrc") && has(&ent, ".ssh") &&
+	    !has(&ent, "/config"),
+	    "defaults: the git rule (.git), no exemption");
 	sbx_strv_release(&ent);
 	cfg = js("{\"allow_git_config\": true, \"protected_paths\": "
 	    "[\"Makefile/\"]}");
 	ok(sbx_fspolicy_entries(cfg, un, 1, &ent, &e) == 0 &&
-	    !has(&ent, ".git/config") && !has(&ent, ".envrc") &&
-	    has(&ent, "Makefile") && has(&ent, ".git/hooks"),
-	    "allow_git_config, --unprotect .envrc, protected_paths");
+	    has(&ent, "/config") && has(&ent, ".git") && !has(&ent, ".envrc") &&
+	    has(&ent, "Makefile") && !has(&ent, "/hooks"),
+	    "allow_git_config (config exempt), --unprotect .envrc, "
+	    "protected_paths");
 	for (i = 1; i < ent.n; i++)
 		if (strcmp(ent.v[i - 1], ent.v[i]) >= 0)
 			break;
 	ok(i == ent.n, "entries sorted: ancestors first");
 	sbx_strv_release(&ent);
+	{
+		char *u2[] = { ".git/hooks" }, *u3[] = { ".git/objects" };
+		char *u4[] = { ".git" };
+
+		ok(sbx_fspolicy_entries(NULL, u2, 1, &ent, &e) == 0 &&
+		    has(&ent, "/hooks") && has(&ent, ".git"),
+		    "--unprotect .git/hooks: one name exempt");
+		sbx_strv_release(&ent);
+		ok(sbx_fspolicy_entries(NULL, u3, 1, &ent, &e) == -1 &&
+		    strcmp(e.reason, "not_protected") == 0,
+		    "--unprotect .git/objects: writable already, refused");
+		sbx_strv_release(&ent);
+		ok(sbx_fspolicy_entries(NULL, u4, 1, &ent, &e) == 0 &&
+		    !has(&ent, ".git"), "--unprotect .git: the rule lifted");
+		sbx_strv_release(&ent);
+		ok(sbx_git_name_writable("objects") &&
+		    sbx_git_name_writable("index.lock") &&
+		    sbx_git_name_writable("ORIG_HEAD") &&
+		    sbx_git_name_writable("index.stash.12") &&
+		    !sbx_git_name_writable("config") &&
+		    !sbx_git_name_writable("commondir") &&
+		    !sbx_git_name_writable("config.worktree") &&
+		    !sbx_git_name_writable("hooks") &&
+		    !sbx_git_name_writable("modules") &&
+		    !sbx_git_name_writable("worktrees") &&
+		    !sbx_git_name_writable("rebase-merge") &&
+		    !sbx_git_name_writable("Head") &&
+		    !sbx_git_name_writable(".lock"),
+		    "the git rule's writable names");
+	}
 	ok(sbx_fspolicy_entries(cfg, bogus, 1, &ent, &e) == -1 &&
 	    strcmp(e.reason, "not_protected") == 0 &&
 	    strcmp(e.field, "unprotect") == 0, "--unprotect of an unprotected "
@@ -143,11 +174,8 @@ main(void)
 	ok(has3(&p.ops, "--ro-bind", "/proc/self/fd/8/.git/config", buf),
 	    ".git/config bound read-only");
 	ok(has(&p.init, buf), ".git/config reported when refused (-R)");
-	snprintf(buf, sizeof(buf), "%s/.git", tmpl);
-	stat(buf, &st);
-	snprintf(buf, sizeof(buf), "%llu:%llu:hooks",
-	    (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
-	ok(has(&p.init, buf), "missing .git/hooks guarded by name (-N)");
+	ok(has(&p.init, SBX_INIT_OPT_GITROOT) && has(&p.init, tmpl),
+	    "missing .git/hooks, commondir...: the guard's git rule (-g)");
 	stat(tmpl, &st);
 	snprintf(buf, sizeof(buf), "%llu:%llu:.envrc",
 	    (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);

@@ -470,6 +470,64 @@ main(void)
 	sb.image_root = NULL;
 
 	/*
+	 * Issue 27 §6: every bwrap destination in a directory bound from the
+	 * image (or the agent's copy) is reached there without a link.
+	 */
+	{
+		char	 img[PATH_MAX];
+		int	 ifd;
+
+		snprintf(img, sizeof(img), "%s/img", tmpl);
+		ok(mkdir(img, 0755) == 0 && mkdirat(dfd, "img/etc", 0755) ==
+		    0 && mkdirat(dfd, "img/usr", 0755) == 0 &&
+		    mkdirat(dfd, "img/var", 0755) == 0 &&
+		    symlinkat("/oldroot/victim", dfd, "img/var/tmp") == 0,
+		    "an image with a planted /var/tmp link");
+		ifd = open(img, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		sb.image_root = img;
+		sb.image_fd = ifd;
+		sb.workdir = "/var/tmp/w";
+		sb.cwd = "/var/tmp/w";
+		memset(&e, 0, sizeof(e));
+		ok(sbx_sandbox_argv(&sb, &v, &e) == -1 && e.reason != NULL &&
+		    strcmp(e.reason, "rootfs_unsafe") == 0 &&
+		    strstr(e.message, "/var/tmp/w") != NULL,
+		    "a workdir through it: rootfs_unsafe");
+		sbx_strv_release(&v);
+		/* The link gone: a directory, the same argv is fine. */
+		ok(unlinkat(dfd, "img/var/tmp", 0) == 0 &&
+		    mkdirat(dfd, "img/var/tmp", 0755) == 0, "a directory");
+		memset(&e, 0, sizeof(e));
+		ok(sbx_sandbox_argv(&sb, &v, &e) == 0, "then the run may go");
+		sbx_strv_release(&v);
+		/* /usr a link (recreated as one): a --ro path below it. */
+		ok(unlinkat(dfd, "img/usr", AT_REMOVEDIR) == 0 &&
+		    symlinkat("/oldroot/victim", dfd, "img/usr") == 0,
+		    "/usr a link");
+		{
+			struct sbx_strv ops = SBX_STRV_INIT;
+			char *const   *save = sb.fs_ops;
+
+			sbx_strv_push(&ops, "--ro-bind");
+			sbx_strv_push(&ops, "/usr/share/x");
+			sbx_strv_push(&ops, "/usr/share/x");
+			sb.fs_ops = ops.v;
+			memset(&e, 0, sizeof(e));
+			ok(sbx_sandbox_argv(&sb, &v, &e) == -1 && e.reason !=
+			    NULL && strcmp(e.reason, "rootfs_unsafe") == 0,
+			    "a destination under it: rootfs_unsafe");
+			sbx_strv_release(&v);
+			sb.fs_ops = save;
+			sbx_strv_release(&ops);
+		}
+		close(ifd);
+		sb.image_root = NULL;
+		sb.image_fd = -1;
+		sb.workdir = NULL;
+		sb.cwd = sb.home;
+	}
+
+	/*
 	 * Tree removal (issue 10, item 9): a tree the sandbox built as deep
 	 * as it likes must not defeat removal, with few descriptors.
 	 */

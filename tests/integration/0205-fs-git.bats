@@ -1,0 +1,268 @@
+#!/usr/bin/env bats
+# The git rule (issue 27 §1): a git directory in a writable root is
+# read-only as a whole but for what commits and fetches write, and every
+# way git finds configuration or hooks is closed to the sandbox: commondir,
+# config.worktree, worktrees/ID/{commondir,config.worktree,gitdir},
+# modules/NAME/{config,hooks}, a .git file (the root's, a submodule's, a
+# linked worktree's), a core.hooksPath inside the tree (husky), a
+# repository the run makes (git init), at the root or below it.
+#
+# Method: the sandbox plants, in each spelling, a core.fsmonitor (run by
+# every `git status`) or a hook that would touch a file on the host; the
+# host's own git then runs in the tree, and the file must not appear.
+# sbx-test: unprivileged
+
+load lib
+bats_require_minimum_version 1.5.0
+
+setup() {
+	command -v git >/dev/null || skip "git is not installed"
+	sbx_setup
+	RUN_UID=$(sandbox_uid)
+	W="$TEST_ROOT/w"
+	PWN="$TEST_ROOT/pwned"
+	mkdir -p "$W"
+	# The host's git: no system config, a global one that trusts every
+	# directory (as root the tree is the sandbox uid's, and git would
+	# otherwise refuse it as "dubious": the test must not depend on it).
+	export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL="$TEST_ROOT/gitconfig"
+	cat >"$GIT_CONFIG_GLOBAL" <<-'EOF'
+	[safe]
+		directory = *
+	[user]
+		name = h
+		email = h@h
+	[protocol "file"]
+		allow = always
+	EOF
+	chmod 0644 "$GIT_CONFIG_GLOBAL"
+	git -C "$W" init -q
+	echo a >"$W/a"
+	git -C "$W" add a
+	git -C "$W" commit -qm one
+}
+
+teardown() { sbx_teardown; }
+
+own() { if is_root; then chown -R "$RUN_UID" "$1"; fi; }
+
+# The sandbox's git: a name, no config of the host's.
+IN='export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null
+    GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@b GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@b
+    export GIT_AUTHOR_NAME GIT_AUTHOR_EMAIL GIT_COMMITTER_NAME GIT_COMMITTER_EMAIL
+    fsm() { printf "[core]\n\trepositoryformatversion = 0\n\tfsmonitor = \"touch %s\"\n" "$1"; }
+    # A write that creates nothing (O_WRONLY, no O_CREAT): only a mount stops it.
+    wr() { python3 -c "import os,sys; fd=os.open(sys.argv[1], os.O_WRONLY|os.O_APPEND); os.write(fd, sys.stdin.buffer.read())" "$1"; }
+'
+
+# host_git DIR ARGS...: the person's next git in DIR; nothing planted runs.
+host_git() {
+	local d=$1
+	shift
+	git -C "$d" "$@" >/dev/null 2>&1 || true
+	if [ -e "$PWN" ]; then
+		echo "host git in $d ran what the sandbox planted: $(cat "$PWN" 2>/dev/null)"
+		return 1
+	fi
+}
+
+@test "GIT-01: commondir and config.worktree cannot be planted in .git" {
+	git -C "$W" config extensions.worktreeConfig true
+	own "$W"
+	run sbx exec --workdir "$W" -c "$IN"'
+	    mkdir ev && cp -r .git/objects .git/refs ev/ && fsm '"$PWN"' >ev/config
+	    echo ../ev >.git/commondir 2>/dev/null && echo PLANTED-commondir
+	    fsm '"$PWN"' >.git/config.worktree 2>/dev/null && echo PLANTED-worktree
+	    python3 -c "import os; os.rename(\"ev/config\", \".git/config.worktree\")" 2>/dev/null && echo PLANTED-rename
+	    ln ev/config .git/commondir 2>/dev/null && echo PLANTED-link
+	    echo done'
+	echo "$output"
+	# First what matters: the host's git runs nothing planted.
+	host_git "$W" status
+	[ "$status" -eq 0 ]
+	[[ "$output" != *PLANTED* ]]
+	[[ "$output" == *done* ]]
+	[ ! -e "$W/.git/commondir" ] && [ ! -e "$W/.git/config.worktree" ]
+}
+
+@test "GIT-02: every existing name of .git but objects, refs, logs, index... is read-only; commit, fetch, gc, stash work" {
+	# A remote the sandbox can see: a bare clone inside the tree.
+	git clone -q --bare "$W" "$W/remote.git"
+	git -C "$W" remote add origin "$W/remote.git"
+	echo "ref: refs/heads/x" >"$W/.git/description"
+	own "$W"
+	run sbx exec --workdir "$W" -c "$IN"'
+	    fsm '"$PWN"' | wr .git/config 2>/dev/null && echo PLANTED-config
+	    echo x | wr .git/description 2>/dev/null && echo PLANTED-description
+	    (echo "#!/bin/sh" >.git/hooks/post-checkout) 2>/dev/null && echo PLANTED-hook
+	    (echo "* filter=x" >.git/info/attributes) 2>/dev/null && echo PLANTED-attributes
+	    echo b >b && git add b && git commit -qm two && echo COMMIT
+	    git fetch -q origin && echo FETCH
+	    echo c >>a && git stash -q && git stash pop -q && echo STASH
+	    git gc -q && echo GC
+	    git worktree list >/dev/null && echo WTLIST
+	    git submodule status && echo SUBSTATUS
+	    git log --oneline | wc -l'
+	echo "$output"
+	# First what matters: the host's git runs nothing planted.
+	host_git "$W" status
+	[ "$status" -eq 0 ]
+	[[ "$output" != *PLANTED* ]]
+	for w in COMMIT FETCH STASH GC WTLIST SUBSTATUS; do [[ "$output" == *$w* ]]; done
+	[ "$(git -C "$W" log --oneline | wc -l)" -eq 2 ]
+	host_git "$W" checkout -q HEAD~1
+}
+
+@test "GIT-03: a submodule: modules/NAME/config and hooks are read-only, its .git file cannot be redirected" {
+	git init -q "$TEST_ROOT/subsrc"
+	git -C "$TEST_ROOT/subsrc" commit -q --allow-empty -m s
+	git -C "$W" submodule add -q "$TEST_ROOT/subsrc" sub
+	git -C "$W" commit -qm sub
+	own "$W"
+	run sbx exec --workdir "$W" -c "$IN"'
+	    fsm '"$PWN"' | wr .git/modules/sub/config 2>/dev/null && echo PLANTED-modconfig
+	    (fsm '"$PWN"' >>.git/modules/sub/config) 2>/dev/null && echo PLANTED-modconfig2
+	    (echo "#!/bin/sh" >.git/modules/sub/hooks/pre-commit) 2>/dev/null && echo PLANTED-modhook
+	    echo x >.git/modules/sub/commondir 2>/dev/null && echo PLANTED-modcommondir
+	    mkdir -p ev && cp -r .git/modules/sub/objects .git/modules/sub/refs .git/modules/sub/HEAD ev/ && fsm '"$PWN"' >ev/config
+	    echo "gitdir: ../ev" | wr sub/.git 2>/dev/null && echo PLANTED-gitfile
+	    (echo "gitdir: ../ev" >sub/.git) 2>/dev/null && echo PLANTED-gitfile2
+	    mkdir -p .git/modules/new 2>/dev/null && echo PLANTED-newmodule
+	    (cd sub && echo s >s && git add s && git commit -qm s2 && echo SUBCOMMIT)
+	    echo done'
+	echo "$output"
+	# First what matters: the host's git runs nothing planted.
+	host_git "$W" status
+	host_git "$W/sub" status
+	[ "$status" -eq 0 ]
+	[[ "$output" != *PLANTED* ]]
+	[[ "$output" == *SUBCOMMIT* ]]
+}
+
+@test "GIT-04: a linked worktree in the tree: worktrees/ID and its .git file cannot be changed" {
+	git -C "$W" config extensions.worktreeConfig true
+	git -C "$W" worktree add -q "$W/wt"
+	own "$W"
+	run sbx exec --workdir "$W" -c "$IN"'
+	    mkdir ev && cp -r .git/objects .git/refs ev/ && fsm '"$PWN"' >ev/config
+	    fsm '"$PWN"' >.git/worktrees/wt/config.worktree 2>/dev/null && echo PLANTED-cw
+	    echo x | wr .git/worktrees/wt/commondir 2>/dev/null && echo PLANTED-commondir
+	    echo x | wr .git/worktrees/wt/gitdir 2>/dev/null && echo PLANTED-gitdir
+	    echo "gitdir: '"$W"'/ev" | wr wt/.git 2>/dev/null && echo PLANTED-gitfile
+	    (cd wt && echo w >w && git add w && git commit -qm w && echo WTCOMMIT)
+	    echo done'
+	echo "$output"
+	# First what matters: the host's git runs nothing planted.
+	host_git "$W/wt" status
+	host_git "$W" status
+	[ "$status" -eq 0 ]
+	[[ "$output" != *PLANTED* ]]
+	[[ "$output" == *WTCOMMIT* ]]
+}
+
+@test "GIT-05: a .git the run would make, at the root or below, is refused; --unprotect .git allows it, with a warning" {
+	own "$W"
+	run sbx exec --workdir "$W" -c "$IN"'
+	    mkdir -p sub/deeper
+	    git init -q sub/deeper 2>/dev/null && echo PLANTED-init
+	    mkdir ev && cp -r .git/objects .git/refs .git/HEAD ev/ && fsm '"$PWN"' >ev/config
+	    (echo "gitdir: ../ev" >sub/.git) 2>/dev/null && echo PLANTED-gitfile
+	    mv ev sub/.git 2>/dev/null && echo PLANTED-rename
+	    ln -s ../ev sub/.git 2>/dev/null && echo PLANTED-symlink
+	    echo done'
+	echo "$output"
+	# First what matters: the host's git runs nothing planted.
+	host_git "$W/sub" status
+	host_git "$W/sub/deeper" status
+	[ "$status" -eq 0 ]
+	[[ "$output" != *PLANTED* ]]
+	[ ! -e "$W/sub/.git" ] && [ ! -e "$W/sub/deeper/.git" ]
+	# A workdir without a repository: git init is refused too.
+	mkdir -p "$TEST_ROOT/w2"
+	own "$TEST_ROOT/w2"
+	run sbx exec --workdir "$TEST_ROOT/w2" -c "$IN"'git init -q . 2>/dev/null && echo PLANTED; true'
+	[[ "$output" != *PLANTED* ]]
+	[ ! -e "$TEST_ROOT/w2/.git" ]
+	# Lifted for one run: the repository is the run's, and it says so.
+	run sbx exec --json --workdir "$TEST_ROOT/w2" --unprotect .git -c "$IN"'git init -q . && echo hi >f && git add f && git commit -qm one && echo OK'
+	echo "$output"
+	[ "$(json_get "$output" .result.stdout)" = OK ]
+	json_get "$output" '.warnings[]' | grep -q "created a git repository in $TEST_ROOT/w2"
+}
+
+@test "GIT-06: an existing nested repository: new hooks and config names are refused, git config cannot rewrite it" {
+	git init -q "$W/vendor/x"
+	# A bare one (NAME.git) that the host pushes to: its hooks run then.
+	git init -q --bare "$W/b.git"
+	git -C "$W" remote add b "$W/b.git"
+	own "$W"
+	run sbx exec --workdir "$W" -c "$IN"'
+	    (printf "#!/bin/sh\ntouch %s\n" '"$PWN"' >b.git/hooks/post-receive && chmod +x b.git/hooks/post-receive) 2>/dev/null && echo PLANTED-bare
+	    (fsm '"$PWN"' >>b.git/config) 2>/dev/null && echo PLANTED-bareconfig
+	    git push -q b HEAD:refs/heads/main && echo PUSHED
+	    true'
+	echo "$output"
+	# First what matters: the host's git runs nothing planted.
+	host_git "$W" push -q b HEAD:refs/heads/other
+	[[ "$output" != *PLANTED* ]]
+	[[ "$output" == *PUSHED* ]]
+	run sbx exec --workdir "$W" -c "$IN"'
+	    (echo "#!/bin/sh" >vendor/x/.git/hooks/pre-commit) 2>/dev/null && echo PLANTED-hook
+	    echo ../ev >vendor/x/.git/commondir 2>/dev/null && echo PLANTED-commondir
+	    git -C vendor/x config core.fsmonitor "touch '"$PWN"'" 2>/dev/null && echo PLANTED-config
+	    (fsm '"$PWN"' >>vendor/x/.git/config) 2>/dev/null && echo PLANTED-append
+	    ln vendor/x/.git/config cfg 2>/dev/null && echo PLANTED-hardlink
+	    (cd vendor/x && echo v >v && git add v && git commit -qm v && echo NESTEDCOMMIT)
+	    echo done'
+	echo "$output"
+	host_git "$W/vendor/x" status
+	[ "$status" -eq 0 ]
+	[[ "$output" != *PLANTED* ]]
+	[[ "$output" == *NESTEDCOMMIT* ]]
+}
+
+@test "GIT-07: core.hooksPath inside the tree (husky) is read-only, present or not" {
+	mkdir -p "$W/.husky/_"
+	echo 'echo ok' >"$W/.husky/pre-commit"
+	git -C "$W" config core.hooksPath .husky/_
+	# A second repository whose hooksPath does not exist yet.
+	git init -q "$TEST_ROOT/w3"
+	git -C "$TEST_ROOT/w3" config core.hooksPath .githooks
+	own "$W"
+	own "$TEST_ROOT/w3"
+	run sbx exec --workdir "$W" -c "$IN"'
+	    printf "#!/bin/sh\ntouch %s\n" '"$PWN"' | wr .husky/pre-commit 2>/dev/null && echo PLANTED-husky
+	    (printf "#!/bin/sh\ntouch %s\n" '"$PWN"' >.husky/_/pre-commit && chmod +x .husky/_/pre-commit) 2>/dev/null && echo PLANTED-husky_
+	    echo done'
+	echo "$output"
+	# First what matters: the host's git runs nothing planted.
+	host_git "$W" commit -q --allow-empty -m h
+	[[ "$output" != *PLANTED* ]]
+	run sbx exec --workdir "$TEST_ROOT/w3" -c "$IN"'
+	    mkdir -p .githooks 2>/dev/null && echo PLANTED-dir
+	    (printf "#!/bin/sh\ntouch %s\n" '"$PWN"' >.githooks/pre-commit && chmod +x .githooks/pre-commit) 2>/dev/null && echo PLANTED-hook
+	    echo done'
+	echo "$output"
+	host_git "$TEST_ROOT/w3" commit -q --allow-empty -m h
+	[[ "$output" != *PLANTED* ]]
+}
+
+@test "GIT-08: a hook manager's config in the tree (pre-commit, lefthook) is read-only when the repository has a hook" {
+	command -v python3 >/dev/null || skip "python3 is not installed"
+	# What `pre-commit install` leaves: a hook that runs what the
+	# tree's .pre-commit-config.yaml says (here, a stand-in that does).
+	printf '#!/bin/sh\nexec sh -c "$(sed -n "s/^ *entry: //p" .pre-commit-config.yaml)"\n' \
+	    >"$W/.git/hooks/pre-commit"
+	chmod +x "$W/.git/hooks/pre-commit"
+	printf 'repos:\n- repo: local\n  hooks:\n  - id: ok\n    entry: true\n' \
+	    >"$W/.pre-commit-config.yaml"
+	own "$W"
+	run sbx exec --workdir "$W" -c "$IN"'
+	    printf "    entry: touch %s\n" '"$PWN"' | wr .pre-commit-config.yaml 2>/dev/null && echo PLANTED-precommit
+	    (echo "pre-commit: {commands: {x: {run: touch '"$PWN"'}}}" >lefthook.yml) 2>/dev/null && echo PLANTED-lefthook
+	    echo done'
+	echo "$output"
+	host_git "$W" commit -q --allow-empty -m h
+	[[ "$output" != *PLANTED* ]]
+	[[ "$output" == *done* ]]
+}
