@@ -15,6 +15,7 @@
  * text is then walked through consecutive memory.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -858,28 +859,68 @@ sbx_scrub_str(struct sbx_scrub *sc, const char *s)
 	return sbx_buf_detach(&b);
 }
 
+/* What stands for a string the scrubber could not filter (ENOMEM): the
+ * string is withheld rather than passed on unfiltered. */
+#define WITHHELD	"[REDACTED:unscrubbed]"
+
 void
 sbx_scrub_json(struct sbx_scrub *sc, json_t *j)
 {
 	struct sbx_buf	 b = SBX_BUF_INIT;
 	const char	*k;
-	json_t		*v;
-	size_t		 i;
+	json_t		*v, *moved;
+	size_t		 i, n;
 	void		*tmp;
+	char		*nk, *uk;
 
 	if (sc == NULL || j == NULL)
 		return;
 	if (json_is_object(j)) {
-		json_object_foreach_safe(j, tmp, k, v)
+		/*
+		 * Keys too: a record a sandbox writes is any JSON, and a
+		 * secret as a key prints as plainly as one as a value.  A
+		 * key that changes is moved; one that lands on a key
+		 * already there gets a number, so nothing is lost.
+		 */
+		moved = NULL;
+		json_object_foreach_safe(j, tmp, k, v) {
 			sbx_scrub_json(sc, v);
+			if ((nk = sbx_scrub_str(sc, k)) == NULL)
+				nk = strdup(WITHHELD);
+			if (nk != NULL && strcmp(nk, k) == 0) {
+				free(nk);
+				continue;
+			}
+			if (moved == NULL)
+				moved = json_object();
+			for (n = 1, uk = nk; uk != NULL && (json_object_get(j,
+			    uk) != NULL || json_object_get(moved, uk) !=
+			    NULL); n++) {
+				if (uk != nk)
+					free(uk);
+				if (asprintf(&uk, "%s#%zu", nk, n) == -1)
+					uk = NULL;
+			}
+			if (uk != NULL)
+				json_object_set(moved, uk, v);
+			if (uk != nk)
+				free(uk);
+			free(nk);
+			json_object_del(j, k);
+		}
+		if (moved != NULL) {
+			json_object_update(j, moved);
+			json_decref(moved);
+		}
 	} else if (json_is_array(j)) {
 		json_array_foreach(j, i, v)
 			sbx_scrub_json(sc, v);
 	} else if (json_is_string(j)) {
 		if (sbx_scrub_buf(sc, json_string_value(j),
-		    json_string_length(j), &b) == 0 && (b.len !=
-		    json_string_length(j) || (b.len > 0 && memcmp(b.p,
-		    json_string_value(j), b.len) != 0)))
+		    json_string_length(j), &b) == -1)
+			json_string_set(j, WITHHELD);
+		else if (b.len != json_string_length(j) || (b.len > 0 &&
+		    memcmp(b.p, json_string_value(j), b.len) != 0))
 			json_string_setn_nocheck(j, b.p ? b.p : "", b.len);
 		sbx_buf_release(&b);
 	}

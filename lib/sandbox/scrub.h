@@ -88,7 +88,9 @@ int	sbx_scrub_buf(struct sbx_scrub *, const void *, size_t,
 /* A NUL-terminated string, scrubbed: a new string (caller frees), or
  * NULL on ENOMEM. */
 char	*sbx_scrub_str(struct sbx_scrub *, const char *);
-/* Every string (values, not keys) in a JSON tree, in place. */
+/* Every string in a JSON tree, in place: values and object keys (a key
+ * that changes is moved, numbered "#N" if it lands on another); a string
+ * that cannot be filtered (ENOMEM) is replaced, never passed on. */
 void	sbx_scrub_json(struct sbx_scrub *, json_t *);
 
 #endif

@@ -365,6 +365,23 @@ main(void)
 	    "hex in either case, and mixed");
 	check(sc, "Sup3rSecretHostLabe", "Sup3rSecretHostLabe",
 	    "a prefix alone passes, case kept");
+
+	/* Issue 27: a JSON record is scrubbed in its keys as in its values,
+	 * and a key that collides keeps both. */
+	{
+		json_t	*j = json_pack("{s:s,s:{s:i},s:i}", "k",
+		    "x Sup3rSecretHostLabel y", "Sup3rSecretHostLabel", "n", 1,
+		    "[REDACTED:HOSTY]", 2);
+		char	*d;
+
+		sbx_scrub_json(sc, j);
+		d = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+		is_str(d, "{\"[REDACTED:HOSTY]\":2,\"[REDACTED:HOSTY]#1\":"
+		    "{\"n\":1},\"k\":\"x [REDACTED:HOSTY] y\"}",
+		    "json: keys and values scrubbed, a colliding key numbered");
+		free(d);
+		json_decref(j);
+	}
 	sbx_scrub_free(sc);
 
 	/* No values: a pass-through. */
