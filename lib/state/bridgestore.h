@@ -9,6 +9,13 @@
  * here.  The bridge serializes calls (one lock); the host-side commands
  * (sbx bridge tasks, task done, events) only read, or replace a task's
  * file atomically.
+ *
+ * Every record is scrubbed of the agent's secrets (lib/sandbox/scrub.h,
+ * the agent's whole store) when it is stored and again when it is read:
+ * one rule for every reader, so that a run cannot get a secret past the
+ * scrubber of its output by storing it and having the host print it.
+ * When the store cannot be opened for that, the call fails (unavailable,
+ * reason "cannot_scrub"), never passing the raw record.
  */
 #ifndef SBX_BRIDGESTORE_H
 #define SBX_BRIDGESTORE_H
