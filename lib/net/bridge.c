@@ -46,10 +46,13 @@
 #include "fsutil.h"
 #include "layout.h"
 #include "names.h"
+#include "secret.h"
 #include "time.h"
 #include "token.h"
 
-#define CTL_LINE_MAX 4096
+/* A session line: a plugin's session names the digests of the values its
+ * run holds (64 hex digits and a name each). */
+#define CTL_LINE_MAX 16384
 #define FD_TABLE     65536
 
 /* An agent the bridge has seen: its connections and rate windows. */
@@ -65,6 +68,8 @@ struct agent {
 struct session {
 	int		ctl, chan;
 	char		agent[64];
+	char		plugin[64]; /* sbx plugin run's, or "" */
+	json_t	       *secrets; /* with plugin: {name: digest} */
 	char		token[SBX_TOKEN_LEN + 1];
 	char		line[CTL_LINE_MAX];
 	size_t		len;
@@ -76,6 +81,8 @@ struct session {
 struct conn {
 	struct agent *ag;
 	char	      token[SBX_TOKEN_LEN + 1];
+	char	      plugin[64]; /* the session's */
+	json_t	     *secrets; /* the session's (a copy) */
 	int	      fd;
 	ino_t	      ino;
 	long long     t_start;
@@ -292,6 +299,40 @@ authorized(struct MHD_Connection *c, const struct conn *cn)
 	return sbx_bridge_token_eq(t, strlen(t), cn->token, strlen(cn->token));
 }
 
+struct claim_scan {
+	const char *plugin;
+	int	    bad;
+};
+
+static enum MHD_Result
+claim_iter(void *cls, enum MHD_ValueKind kind, const char *key,
+    const char *value)
+{
+	struct claim_scan *s = cls;
+
+	if (strcasecmp(key, "X-Sbx-Plugin") == 0 &&
+	    (s->plugin[0] == '\0' || strcmp(value, s->plugin) != 0))
+		s->bad = 1;
+	return MHD_YES;
+}
+
+/*
+ * Which plugin asks is the session's (`sbx plugin run` opens it with the
+ * plugin's id), never what the sandbox writes: any code in any run could
+ * write X-Sbx-Plugin.  The header is still accepted when it says what the
+ * session says (sbx-host --plugin), and refused when it says anything
+ * else, in every copy, rather than ignored: a client that believes it
+ * speaks for a plugin learns that it does not.
+ */
+static int
+plugin_claim_ok(struct MHD_Connection *c, const struct conn *cn)
+{
+	struct claim_scan s = { cn->plugin, 0 };
+
+	MHD_get_connection_values(c, MHD_HEADER_KIND, claim_iter, &s);
+	return !s.bad;
+}
+
 static int
 has_body(struct MHD_Connection *c, unsigned long long *clen, int *bad)
 {
@@ -322,8 +363,9 @@ run_handler(const struct sbx_bridge_route *rt, struct conn *cn,
 	memset(&req, 0, sizeof(req));
 	req.rootfd = P.rootfd;
 	req.agent = cn->ag->name;
-	req.plugin =
-	    MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Sbx-Plugin");
+	/* The session's plugin, never a header (plugin_claim). */
+	req.plugin = cn->plugin[0] != '\0' ? cn->plugin : NULL;
+	req.secrets = cn->secrets;
 	req.method = rt->method;
 	req.param = (rt->flags & SBX_BR_PARAM) ? q->param : NULL;
 	req.query_since =
@@ -366,6 +408,10 @@ begin(struct MHD_Connection *c, struct conn *cn, const char *url,
 		    "`Authorization: Bearer TOKEN` header (the agent's token, "
 		    "$SBX_BRIDGE_TOKEN) is required",
 		    body);
+	if (!plugin_claim_ok(c, cn))
+		return respond_err(c, 403, "plugin_not_in_session",
+		    "X-Sbx-Plugin does not name this run's plugin: a plugin "
+		    "is the run's (`sbx plugin run`), never a header", body);
 	if (bad)
 		return respond_err(c, 400, "bad_length",
 		    "malformed "
@@ -526,6 +572,7 @@ on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
 		if (P.nconns == 0)
 			P.t_idle = sbx_now_ms();
 		explicit_bzero(cn->token, sizeof(cn->token));
+		json_decref(cn->secrets);
 		free(cn);
 		*socket_context = NULL;
 	}
@@ -586,10 +633,45 @@ session_free(struct session *s)
 	if (s->next != NULL)
 		s->next->prev = s->prev;
 	explicit_bzero(s->token, sizeof(s->token));
+	json_decref(s->secrets);
 	free(s);
 	P.nsessions--;
 	if (P.nsessions == 0 && P.nconns == 0)
 		P.t_idle = sbx_now_ms();
+}
+
+/*
+ * A session of `sbx plugin run` names its plugin, and the digests of the
+ * secret values its run holds (lib/exec/exec.c, bridge_session): a
+ * session without a plugin is given no secret at all.  Only sbx itself
+ * opens sessions (the control socket is 0600, its peer's uid checked);
+ * the sandbox never reaches it.
+ */
+static int
+session_plugin(struct session *s, json_t *req, struct sbx_error *e)
+{
+	const json_t *pl = json_object_get(req, "plugin"),
+		     *sec = json_object_get(req, "secrets"), *v;
+	const char   *k;
+
+	if (pl == NULL && sec == NULL)
+		return 0;
+	if (!json_is_string(pl) || sbx_names_agent_valid(json_string_value(pl),
+	    "plugin", e) == -1)
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "plugin",
+		    "bad_plugin", "a session's plugin must be a plugin id");
+	if (sec != NULL && !json_is_object(sec))
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "secrets",
+		    "bad_secrets", "a session's secrets are {name: digest}");
+	json_object_foreach ((json_t *)sec, k, v)
+		if (!json_is_string(v) ||
+		    strlen(json_string_value(v)) != SBX_SECRET_DIGEST_HEX)
+			return sbx_error_set(e, SBX_K_INVALID_ARGS, "secrets",
+			    "bad_secrets", "a session's secrets are {name: "
+			    "digest}");
+	snprintf(s->plugin, sizeof(s->plugin), "%s", json_string_value(pl));
+	s->secrets = sec != NULL ? json_deep_copy(sec) : json_object();
+	return s->secrets != NULL ? 0 : sbx_error_sys(e, "nomem", "session");
 }
 
 /* The agent's token, read when the session opens: a run that started
@@ -630,6 +712,8 @@ session_open(struct session *s, json_t *req, int chan, struct sbx_error *e)
 	s->token[SBX_TOKEN_LEN] = '\0';
 	explicit_bzero(tok.p, tok.len);
 	sbx_buf_release(&tok);
+	if (session_plugin(s, req, e) == -1)
+		return -1;
 	snprintf(s->agent, sizeof(s->agent), "%s", agent);
 	(void)fcntl(chan, F_SETFL, fcntl(chan, F_GETFL) | O_NONBLOCK);
 	ev.events = EPOLLIN;
@@ -673,6 +757,16 @@ conn_add(struct session *s, int fd)
 	}
 	cn->ag = a;
 	memcpy(cn->token, s->token, sizeof(cn->token));
+	memcpy(cn->plugin, s->plugin, sizeof(cn->plugin));
+	/* A copy: the connection may outlive the session, in another
+	 * thread. */
+	if (s->secrets != NULL && (cn->secrets = json_deep_copy(s->secrets)) ==
+	    NULL) {
+		pthread_mutex_unlock(&P.lock);
+		free(cn);
+		close(fd);
+		return;
+	}
 	cn->fd = fd;
 	cn->ino = st.st_ino;
 	cn->t_start = sbx_now_ms();
@@ -689,6 +783,7 @@ conn_add(struct session *s, int fd)
 			a->nconns--;
 			P.nconns--;
 			explicit_bzero(cn->token, sizeof(cn->token));
+			json_decref(cn->secrets);
 			free(cn);
 		}
 		pthread_mutex_unlock(&P.lock);

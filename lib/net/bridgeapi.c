@@ -47,6 +47,9 @@ store_error(struct sbx_bridge_resp *r, const struct sbx_error *e)
 		st = 400;
 	else if (strcmp(k, SBX_K_NOT_FOUND) == 0)
 		st = 404;
+	else if (e->reason != NULL &&
+	    strcmp(e->reason, "secret_not_in_run") == 0)
+		st = 409;	/* refused for now: a new run may have it */
 	else if (strcmp(k, SBX_K_REJECTED) == 0)
 		st = 403;
 	else if (strcmp(k, SBX_K_UNAVAILABLE) == 0 ||
@@ -83,6 +86,14 @@ h_whoami(const struct sbx_bridge_req *q, struct sbx_bridge_resp *r)
 		"inference", q->cfg->inf_url != NULL));
 }
 
+/*
+ * A secret, to a plugin's run only: the plugin is the session's (`sbx
+ * plugin run`), the store says whether it is installed and declared the
+ * name, and the value must be the one the run holds (its digest is in the
+ * session): that run's scrubber then redacts it from everything the
+ * sandbox prints.  A value set since the run started is refused: served,
+ * it would come back unscrubbed.
+ */
 static void
 h_secret(const struct sbx_bridge_req *q, struct sbx_bridge_resp *r)
 {
@@ -91,13 +102,12 @@ h_secret(const struct sbx_bridge_req *q, struct sbx_bridge_resp *r)
 
 	if (q->plugin == NULL) {
 		sbx_bridge_error(r, 403, "plugin_required",
-		    "secrets are "
-		    "given to plugins only (X-Sbx-Plugin); the agent's own "
-		    "secrets are in its environment");
+		    "secrets are given to a plugin's own run only (sbx plugin "
+		    "run); the agent's own secrets are in its environment");
 		return;
 	}
 	if ((doc = sbx_bstore_secret(q->rootfd, q->agent, q->plugin, q->param,
-		 &e)) == NULL) {
+		 q->secrets, &e)) == NULL) {
 		store_error(r, &e);
 		return;
 	}

@@ -194,8 +194,10 @@ audit(int rootfd, const char *agent, const char *fmt, ...)
 
 json_t *
 sbx_bstore_secret(int rootfd, const char *agent, const char *plugin,
-    const char *name, struct sbx_error *e)
+    const char *name, const json_t *held, struct sbx_error *e)
 {
+	char			hex[SBX_SECRET_DIGEST_HEX + 1];
+	const char	       *want;
 	struct sbx_secret_store st;
 	struct sbx_secret_auth	auth = { 0 };
 	unsigned char	       *val = NULL;
@@ -238,6 +240,23 @@ sbx_bstore_secret(int rootfd, const char *agent, const char *plugin,
 		return NULL;
 	}
 	sbx_secret_close(&st);
+	/*
+	 * The run's scrubber holds the values it was started with: a value
+	 * set since would reach the sandbox and come back unscrubbed.  The
+	 * run sends the digest of each (the bridge never gets its copy).
+	 */
+	sbx_secret_digest(val, len, hex);
+	want = json_string_value(json_object_get(held, name));
+	if (want == NULL || sodium_memcmp(hex, want, sizeof(hex) - 1) != 0) {
+		sbx_secret_free_value(val, len);
+		audit(rootfd, agent, "secret %s refused: not the value the run "
+		    "of plugin %s holds", name, plugin);
+		return sbx_error_set(e, SBX_K_REJECTED, "name",
+			   "secret_not_in_run", "secret %s is not the value "
+			   "this run was started with (set or changed since): "
+			   "its output would not be scrubbed of it; run the "
+			   "tool again", name), NULL;
+	}
 	out = json_pack("{s:s,s:s%}", "name", name, "value", (char *)val, len);
 	sbx_secret_free_value(val, len);
 	if (out == NULL)

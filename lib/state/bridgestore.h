@@ -34,10 +34,13 @@
 enum sbx_bstore_log { SBX_BSTORE_EVENTS, SBX_BSTORE_LOG };
 
 /* A secret for plugin, if agents/A/plugins.json lists the plugin with
- * name among its secrets: {"name","value"}; rejected otherwise.  Both
- * outcomes are written to the agent's log (audit). */
+ * name among its secrets, and if its value is the one the asking run
+ * holds (held: {name: sbx_secret_digest}, the session's): {"name",
+ * "value"}; rejected otherwise (reason "secret_not_in_run" for a value
+ * the run does not hold).  Every outcome is written to the agent's log
+ * (audit). */
 json_t *sbx_bstore_secret(int rootfd, const char *agent, const char *plugin,
-    const char *name, struct sbx_error *);
+    const char *name, const json_t *held, struct sbx_error *);
 /* Is plugin installed for agent (agents/A/plugins.json)?  Its entry
  * (new reference) or NULL (not_found, or the file's error). */
 json_t *sbx_bstore_plugin(int rootfd, const char *agent, const char *plugin,

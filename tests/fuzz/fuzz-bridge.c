@@ -34,7 +34,7 @@ no(struct sbx_error *e)
 }
 json_t *
 sbx_bstore_secret(int r, const char *a, const char *p, const char *n,
-    struct sbx_error *e)
+    const json_t *h, struct sbx_error *e)
 {
 	return no(e);
 }
