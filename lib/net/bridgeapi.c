@@ -18,6 +18,8 @@
 #include "bridgestore.h"
 #include "plugin.h"
 #include "runlimits.h"
+#include "scrub.h"
+#include "secret.h"
 
 void
 sbx_bridge_error(struct sbx_bridge_resp *r, unsigned status, const char *code,
@@ -342,17 +344,37 @@ h_dispatch_get(const struct sbx_bridge_req *q, struct sbx_bridge_resp *r)
 static void
 h_plugins_post(const struct sbx_bridge_req *q, struct sbx_bridge_resp *r)
 {
-	struct sbx_error e = { 0 };
-	json_t		*cfg = NULL, *w, *res;
+	struct sbx_error  e = { 0 };
+	struct sbx_scrub *sc;
+	json_t		 *cfg = NULL, *w, *res, *body;
 
+	/*
+	 * The recipe is a record the run sends like any other, and a
+	 * person reads it (sbx plugin list, show): it is scrubbed of the
+	 * agent's secrets before it is judged and stored (issue 27), its
+	 * files included.  Withheld when the store cannot be opened.
+	 */
+	if (sbx_secret_scrubber_cached(q->rootfd, q->agent, &sc, &e) == -1) {
+		sbx_bridge_error(r, 503, "cannot_scrub", "the recipe is not "
+		    "stored: the agent's secret store cannot be opened to "
+		    "scrub it (%s)", e.message);
+		return;
+	}
+	if ((body = json_deep_copy(q->body)) == NULL) {
+		sbx_bridge_error(r, 500, "nomem", "out of memory");
+		return;
+	}
+	sbx_scrub_json(sc, body);
 	if (sbx_config_load(q->rootfd, "config/sandbox.json", &cfg, &e) ==
 	    -1) {
+		json_decref(body);
 		store_error(r, &e);
 		return;
 	}
 	w = json_array();
-	if (sbx_plugin_register(q->rootfd, q->agent, q->body, cfg, w, &res,
+	if (sbx_plugin_register(q->rootfd, q->agent, body, cfg, w, &res,
 		&e) == -1) {
+		json_decref(body);
 		store_error(r, &e);
 		if (e.field != NULL)
 			json_object_set_new(json_object_get(r->json, "error"),
@@ -362,6 +384,7 @@ h_plugins_post(const struct sbx_bridge_req *q, struct sbx_bridge_resp *r)
 		return;
 	}
 	json_decref(cfg);
+	json_decref(body);
 	json_object_set_new(res, "warnings", w);
 	r->status = 201;
 	r->json = res;

@@ -191,3 +191,19 @@ hreq() {
 	# Marked done, the task is written again: scrubbed.
 	! grep -qF "$S" "$SBX_HOME/agents/a/bridge/tasks/$id.json"
 }
+
+@test "a recipe an agent registers (POST /v1/plugins) is a record too: scrubbed before it is stored and listed" {
+	S=Recipe-Secret-Value-0853
+	printf '%s' "$S" | sbx secret set RCP --agent a -q
+	s=$(printf '%s' "$S" | tr 'A-Z' 'a-z')
+	run breq a POST /v1/plugins "{\"name\":\"leaky\",\"description\":\"has $s\",
+	  \"files\":{\"run.sh\":\"#!/bin/sh\\necho $S\\n\"},
+	  \"tools\":[{\"id\":\"go\",\"description\":\"d $S\",\"run\":\"./run.sh\"}]}"
+	echo "$output"
+	[ "${output%% *}" = 201 ]
+	! grep -rqiF "$S" "$SBX_HOME/plugins"
+	run sbx plugin list --json
+	echo "$output"
+	[[ "$output" == *'[REDACTED:RCP]'* ]]
+	! grep -qiF "$S" <<<"$output"
+}
