@@ -579,7 +579,7 @@ log_scrub(json_t *o)
 		sbx_scrub_json(sc, o);
 		return;
 	}
-	json_object_foreach_safe(o, tmp, k, v) {
+	json_object_foreach_safe (o, tmp, k, v) {
 		for (i = 0; i < sizeof(ours) / sizeof(*ours); i++)
 			if (strcmp(k, ours[i]) == 0)
 				break;

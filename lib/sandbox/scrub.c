@@ -883,7 +883,7 @@ sbx_scrub_json(struct sbx_scrub *sc, json_t *j)
 		 * already there gets a number, so nothing is lost.
 		 */
 		moved = NULL;
-		json_object_foreach_safe(j, tmp, k, v) {
+		json_object_foreach_safe (j, tmp, k, v) {
 			sbx_scrub_json(sc, v);
 			if ((nk = sbx_scrub_str(sc, k)) == NULL)
 				nk = strdup(WITHHELD);
