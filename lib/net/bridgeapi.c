@@ -86,6 +86,9 @@ h_whoami(const struct sbx_bridge_req *q, struct sbx_bridge_resp *r)
 	ok(r,
 	    json_pack("{s:s,s:o,s:b}", "agent", q->agent, "may", may,
 		"inference", q->cfg->inf_url != NULL));
+	/* The session's plugin (sbx plugin run), as the bridge sees it. */
+	if (q->plugin != NULL)
+		json_object_set_new(r->json, "plugin", json_string(q->plugin));
 }
 
 /*

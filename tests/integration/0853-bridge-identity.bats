@@ -59,6 +59,11 @@ hreq() {
 	run hreq pa a /v1/secrets/GH_TOKEN 'X-Sbx-Plugin: code-search' 'X-Sbx-Plugin: other'
 	[ "${output%% *}" = 403 ]
 	[[ "$output" != *"$GH"* ]]
+	# whoami says whose session it is.
+	run phost pa a whoami
+	[ "$(json_get "$output" .plugin)" = code-search ]
+	run host a whoami
+	[ "$(json_get "$output" '.plugin // "none"')" = none ]
 	# The session alone is enough, and the header that agrees is taken.
 	run hreq pa a /v1/secrets/GH_TOKEN
 	[ "${output%% *}" = 200 ]
