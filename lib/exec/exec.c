@@ -1973,6 +1973,48 @@ agent_token(struct sbx_exec *p, struct sbx_error *e)
 }
 
 /*
+ * The run's secret values, for the bridge to scrub the records this run
+ * sends (lib/state/bridgestore.c) even when it cannot open the agent's
+ * store itself (sealed with a passphrase, or a key file named in our
+ * environment, neither of which the bridge has): a memfd of the
+ * "NAME=VALUE" strings, each NUL-terminated, over the 0600 control
+ * socket, read once by the bridge.  A run without secrets sends none.
+ */
+static int
+bridge_scrub(struct sbx_exec *p, struct sbx_error *e)
+{
+	json_t		*ans;
+	char		*b;
+	size_t		 i, n = 0, k;
+	int		 fd;
+
+	if (p->secrets.n == 0)
+		return 0;
+	/* One allocation, wiped: no copy left behind by a realloc. */
+	for (i = 0; i < p->secrets.n; i++)
+		n += strlen(p->secrets.assign[i]) + 1;
+	if ((b = malloc(n)) == NULL)
+		return sbx_error_sys(e, "nomem", "bridge scrub");
+	for (i = n = 0; i < p->secrets.n; i++) {
+		k = strlen(p->secrets.assign[i]) + 1;
+		memcpy(b + n, p->secrets.assign[i], k);
+		n += k;
+	}
+	fd = sbx_fs_memfd_data("sbx-bridge-scrub", b, n);
+	explicit_bzero(b, n);
+	free(b);
+	if (fd == -1)
+		return sbx_error_sys(e, "memfd_failed", "bridge scrub");
+	ans = sbx_proxyclient_call(p->bridge_ctl, json_pack("{s:s}", "op",
+	    "scrub"), fd, 10000, e);
+	close(fd);
+	if (ans == NULL)
+		return -1;
+	json_decref(ans);
+	return 0;
+}
+
+/*
  * The session's request.  Identity is the session, never a header the
  * sandbox writes (DESIGN.md §2): the agent, and for `sbx plugin run` the
  * plugin, which the bridge needs to give a plugin its declared secrets.
@@ -2020,6 +2062,10 @@ bridge_session(struct sbx_exec *p, const char *run, struct sbx_error *e)
 		return -1;
 	}
 	json_decref(ans);
+	if (bridge_scrub(p, e) == -1) {
+		close(sp[1]);
+		return -1;
+	}
 	p->bridge_chan = sp[1];
 	return 0;
 }

@@ -40,12 +40,14 @@
 #include <microhttpd.h>
 
 #include "bridge.h"
+#include "bridgestore.h"
 #include "buf.h"
 #include "daemon.h"
 #include "envelope.h"
 #include "fsutil.h"
 #include "layout.h"
 #include "names.h"
+#include "scrub.h"
 #include "secret.h"
 #include "time.h"
 #include "token.h"
@@ -65,8 +67,22 @@ struct agent {
 	struct agent *next;
 };
 
+/*
+ * A run's own secret values, as a scrubber (the "scrub" op): shared by
+ * the session and its connections, which may outlive it; counted under
+ * P.lock.
+ */
+struct rscrub {
+	struct sbx_scrub *sc;
+	unsigned	  refs;
+};
+
+/* Its values are at most this much in all (a run's environment is). */
+#define RSCRUB_MAX (8u << 20)
+
 struct session {
 	int		ctl, chan;
+	struct rscrub  *rsc; /* the run's values, or NULL */
 	char		agent[64];
 	char		plugin[64]; /* sbx plugin run's, or "" */
 	json_t	       *secrets; /* with plugin: {name: digest} */
@@ -83,6 +99,7 @@ struct conn {
 	char	      token[SBX_TOKEN_LEN + 1];
 	char	      plugin[64]; /* the session's */
 	json_t	     *secrets; /* the session's (a copy) */
+	struct rscrub *rsc; /* the session's, or NULL */
 	int	      fd;
 	ino_t	      ino;
 	long long     t_start;
@@ -125,6 +142,17 @@ static const char busy[] =
     "Retry-After: 1\r\nContent-Length: 80\r\n\r\n"
     "{\"error\":{\"code\":\"too_many_connections\",\"message\":\"too many "
     "open connections\"}}\n";
+
+/* ---- a run's scrubber (under P.lock) ------------------------------------ */
+
+static void
+rscrub_put(struct rscrub *r)
+{
+	if (r == NULL || --r->refs > 0)
+		return;
+	sbx_scrub_free(r->sc); /* its values wiped */
+	free(r);
+}
 
 /* ---- agents and rate limits (under P.lock) ------------------------------ */
 
@@ -381,7 +409,9 @@ run_handler(const struct sbx_bridge_route *rt, struct conn *cn,
 		return;
 	}
 	pthread_mutex_lock(&P.lock);
+	sbx_bstore_run_scrubber(cn->rsc != NULL ? cn->rsc->sc : NULL);
 	rt->fn(&req, r);
+	sbx_bstore_run_scrubber(NULL);
 	pthread_mutex_unlock(&P.lock);
 }
 
@@ -573,6 +603,7 @@ on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
 			P.t_idle = sbx_now_ms();
 		explicit_bzero(cn->token, sizeof(cn->token));
 		json_decref(cn->secrets);
+		rscrub_put(cn->rsc);
 		free(cn);
 		*socket_context = NULL;
 	}
@@ -634,6 +665,9 @@ session_free(struct session *s)
 		s->next->prev = s->prev;
 	explicit_bzero(s->token, sizeof(s->token));
 	json_decref(s->secrets);
+	pthread_mutex_lock(&P.lock);
+	rscrub_put(s->rsc);
+	pthread_mutex_unlock(&P.lock);
 	free(s);
 	P.nsessions--;
 	if (P.nsessions == 0 && P.nconns == 0)
@@ -767,6 +801,8 @@ conn_add(struct session *s, int fd)
 		close(fd);
 		return;
 	}
+	if ((cn->rsc = s->rsc) != NULL)
+		cn->rsc->refs++;
 	cn->fd = fd;
 	cn->ino = st.st_ino;
 	cn->t_start = sbx_now_ms();
@@ -784,6 +820,7 @@ conn_add(struct session *s, int fd)
 			P.nconns--;
 			explicit_bzero(cn->token, sizeof(cn->token));
 			json_decref(cn->secrets);
+			rscrub_put(cn->rsc);
 			free(cn);
 		}
 		pthread_mutex_unlock(&P.lock);
@@ -818,6 +855,63 @@ chan_read(struct session *s)
 	}
 }
 
+/*
+ * The "scrub" op: after its session, the run (sbx exec, the same uid: the
+ * control socket is 0600 and its peer checked) passes a memfd of its
+ * secret values, "NAME=VALUE" each NUL-terminated, so that the records it
+ * sends are scrubbed of them even when this process cannot open the
+ * agent's store itself (sealed with a passphrase, or a key file named in
+ * the caller's environment).  Read once, wiped, closed.
+ */
+static int
+session_scrub(struct session *s, int fd, struct sbx_error *e)
+{
+	struct stat	  st;
+	struct rscrub	 *r;
+	char		 *buf, *p, *end, *eq, *nul, name[SBX_SECRET_NAME_MAX + 1];
+	ssize_t		  n;
+	size_t		  got = 0;
+
+	if (fd < 0 || fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
+	    st.st_size <= 0 || st.st_size > (off_t)RSCRUB_MAX)
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "fd", "bad_scrub",
+		    "scrub takes a memfd of the run's values");
+	if ((buf = malloc((size_t)st.st_size)) == NULL)
+		return sbx_error_sys(e, "nomem", "scrub");
+	while (got < (size_t)st.st_size &&
+	    ((n = pread(fd, buf + got, (size_t)st.st_size - got,
+		 (off_t)got)) > 0 || (n == -1 && errno == EINTR)))
+		if (n > 0)
+			got += (size_t)n;
+	if ((r = calloc(1, sizeof(*r))) == NULL ||
+	    (r->sc = sbx_scrub_new()) == NULL) {
+		free(r);
+		explicit_bzero(buf, got);
+		free(buf);
+		return sbx_error_sys(e, "nomem", "scrub");
+	}
+	r->refs = 1;
+	for (p = buf, end = buf + got; p < end; p = nul + 1) {
+		if ((nul = memchr(p, '\0', (size_t)(end - p))) == NULL)
+			nul = end;
+		if ((eq = memchr(p, '=', (size_t)(nul - p))) != NULL &&
+		    (size_t)(eq - p) < sizeof(name)) {
+			memcpy(name, p, (size_t)(eq - p));
+			name[eq - p] = '\0';
+			if (sbx_scrub_add(r->sc, name, eq + 1,
+			    (size_t)(nul - eq - 1)) == -1)
+				break;
+		}
+	}
+	explicit_bzero(buf, got);
+	free(buf);
+	pthread_mutex_lock(&P.lock);
+	rscrub_put(s->rsc);
+	s->rsc = r;
+	pthread_mutex_unlock(&P.lock);
+	return 0;
+}
+
 static void
 ctl_line(struct session *s, char *line, int fd_in)
 {
@@ -847,6 +941,21 @@ ctl_line(struct session *s, char *line, int fd_in)
 			session_free(s);
 			return;
 		}
+		ctl_answer(s->ctl, json_pack("{s:b}", "ok", 1));
+		json_decref(req);
+		return;
+	}
+	if (strcmp(op, "scrub") == 0 && s->agent[0] != '\0' &&
+	    s->rsc == NULL) {
+		if (session_scrub(s, fd_in, &e) == -1) {
+			if (fd_in >= 0)
+				close(fd_in);
+			ctl_answer(s->ctl, ctl_error(&e));
+			json_decref(req);
+			session_free(s);
+			return;
+		}
+		close(fd_in);
 		ctl_answer(s->ctl, json_pack("{s:b}", "ok", 1));
 		json_decref(req);
 		return;
@@ -886,7 +995,9 @@ ctl_read(struct session *s)
 	    sizeof(s->line) - 1 - s->len, &fd, 1, &nfd, MSG_DONTWAIT);
 	if (r == -1 && (errno == EAGAIN || errno == EINTR))
 		return;
-	if (r <= 0 || (nfd > 0 && s->agent[0] != '\0')) {
+	/* After its session, a control connection may pass one descriptor
+	 * more (the scrub op's), and no other. */
+	if (r <= 0 || (nfd > 0 && s->agent[0] != '\0' && s->rsc != NULL)) {
 		if (nfd > 0)
 			close(fd);
 		/* The run is over (or the client is abusive). */

@@ -18,8 +18,6 @@
 #include "bridgestore.h"
 #include "plugin.h"
 #include "runlimits.h"
-#include "scrub.h"
-#include "secret.h"
 
 void
 sbx_bridge_error(struct sbx_bridge_resp *r, unsigned status, const char *code,
@@ -348,7 +346,6 @@ static void
 h_plugins_post(const struct sbx_bridge_req *q, struct sbx_bridge_resp *r)
 {
 	struct sbx_error  e = { 0 };
-	struct sbx_scrub *sc;
 	json_t		 *cfg = NULL, *w, *res, *body;
 
 	/*
@@ -357,17 +354,15 @@ h_plugins_post(const struct sbx_bridge_req *q, struct sbx_bridge_resp *r)
 	 * agent's secrets before it is judged and stored (issue 27), its
 	 * files included.  Withheld when the store cannot be opened.
 	 */
-	if (sbx_secret_scrubber_cached(q->rootfd, q->agent, &sc, &e) == -1) {
-		sbx_bridge_error(r, 503, "cannot_scrub", "the recipe is not "
-		    "stored: the agent's secret store cannot be opened to "
-		    "scrub it (%s)", e.message);
-		return;
-	}
 	if ((body = json_deep_copy(q->body)) == NULL) {
 		sbx_bridge_error(r, 500, "nomem", "out of memory");
 		return;
 	}
-	sbx_scrub_json(sc, body);
+	if (sbx_bstore_scrub(q->rootfd, q->agent, body, &e) == -1) {
+		json_decref(body);
+		store_error(r, &e);
+		return;
+	}
 	if (sbx_config_load(q->rootfd, "config/sandbox.json", &cfg, &e) ==
 	    -1) {
 		json_decref(body);

@@ -33,6 +33,16 @@
 
 enum sbx_bstore_log { SBX_BSTORE_EVENTS, SBX_BSTORE_LOG };
 
+struct sbx_scrub;
+/* The asking run's scrubber (its secret values, which the bridge got from
+ * the run), used beside the store's until set again; NULL: none.  Callers
+ * serialize (the bridge's lock). */
+void sbx_bstore_run_scrubber(struct sbx_scrub *);
+/* j scrubbed in place as a record is (the store's and the run's values);
+ * -1 (unavailable, "cannot_scrub") when neither is to be had. */
+int sbx_bstore_scrub(int rootfd, const char *agent, json_t *j,
+    struct sbx_error *);
+
 /* A secret for plugin, if agents/A/plugins.json lists the plugin with
  * name among its secrets, and if its value is the one the asking run
  * holds (held: {name: sbx_secret_digest}, the session's): {"name",

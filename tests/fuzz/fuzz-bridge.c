@@ -22,8 +22,6 @@
 #include "envelope.h"
 #include "plugin.h"
 #include "runlimits.h"
-#include "scrub.h"
-#include "secret.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
@@ -34,17 +32,10 @@ no(struct sbx_error *e)
 	sbx_error_set(e, SBX_K_NOT_FOUND, NULL, "stub", "stub");
 	return NULL;
 }
-/* No secrets: nothing to scrub (the scrubber is tested in t-scrub). */
 int
-sbx_secret_scrubber_cached(int r, const char *a, struct sbx_scrub **out,
-    struct sbx_error *e)
+sbx_bstore_scrub(int r, const char *a, json_t *j, struct sbx_error *e)
 {
-	*out = NULL;
 	return 0;
-}
-void
-sbx_scrub_json(struct sbx_scrub *sc, json_t *j)
-{
 }
 json_t *
 sbx_bstore_secret(int r, const char *a, const char *p, const char *n,

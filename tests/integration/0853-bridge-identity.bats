@@ -212,3 +212,32 @@ hreq() {
 	[[ "$output" == *'[REDACTED:RCP]'* ]]
 	! grep -qiF "$S" <<<"$output"
 }
+
+@test "a store the bridge cannot open (sealed with a passphrase): a run's records are scrubbed of the values it holds; a run holding none has them withheld (503 cannot_scrub), never stored raw" {
+	S=Pass-Secret-Value-0853
+	sbx config set bridge.enabled true --agent a -q
+	printf '%s' "$S" | SBX_SECRET_PASSPHRASE=pass-0853 \
+	    sbx secret set PSEC --agent a --passphrase -q
+	run env SBX_SECRET_PASSPHRASE=pass-0853 "$SBX" exec --agent a -- sh -c \
+	    '/run/sbx/bin/sbx-host events emit step "{\"k\":\"$PSEC\"}" &&
+	     /run/sbx/bin/sbx-host config set k "\"$PSEC\""'
+	echo "$output"
+	[ "$status" -eq 0 ]
+	! grep -rqiF "$S" "$SBX_HOME/agents/a/bridge"
+	grep -qF '[REDACTED:PSEC]' "$SBX_HOME/agents/a/bridge/events.jsonl"
+	# A run that holds no secret: nothing to scrub with, nothing stored.
+	run sbx exec --no-secrets --agent a -- sh -c \
+	    '/run/sbx/bin/sbx-host events emit step "{\"k\":\"x\"}"'
+	echo "$output"
+	[ "$status" -eq 69 ]
+	[[ "$output" == *cannot_scrub* ]]
+	[ "$(grep -c . "$SBX_HOME/agents/a/bridge/events.jsonl")" -eq 1 ]
+	# The host-side reader opens the store as sbx exec does.
+	run sbx bridge events --agent a
+	[ "$status" -ne 0 ]
+	[[ "$output" != *"$S"* ]]
+	run env SBX_SECRET_PASSPHRASE=pass-0853 "$SBX" bridge events --agent a
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *'[REDACTED:PSEC]'* ]]
+}
