@@ -20,6 +20,11 @@
  * idle_timeout_s; a body of at most 8 MiB, 413 from Content-Length before
  * it is read and by a running count for chunked bodies; the token checked
  * (401) before the body is read; rate limits per agent and service (429).
+ *
+ * A session also says which plugin it is for (`sbx plugin run`, with the
+ * digests of the secret values its run holds) and may hand over the run's
+ * values (the "scrub" op) for the records it sends; neither is ever taken
+ * from a request (issue 27).
  */
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -866,11 +871,12 @@ chan_read(struct session *s)
 static int
 session_scrub(struct session *s, int fd, struct sbx_error *e)
 {
-	struct stat	  st;
-	struct rscrub	 *r;
-	char		 *buf, *p, *end, *eq, *nul, name[SBX_SECRET_NAME_MAX + 1];
-	ssize_t		  n;
-	size_t		  got = 0;
+	struct stat    st;
+	struct rscrub *r;
+	char	      *buf, *p, *end, *eq, *nul;
+	char	       name[SBX_SECRET_NAME_MAX + 1];
+	ssize_t	       n;
+	size_t	       got = 0;
 
 	if (fd < 0 || fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
 	    st.st_size <= 0 || st.st_size > (off_t)RSCRUB_MAX)
