@@ -392,6 +392,7 @@ exit_for(int status)
 	case 401:
 	case 403: return EX_NOPERM;
 	case 404: return EX_NEGATIVE;
+	case 409: /* a secret changed since the run began: run again */
 	case 429:
 	case 408: return EX_TEMPFAIL;
 	case 502:

@@ -76,6 +76,9 @@ prepare_req(struct sbx_exec_req *R, const json_t *r, const char *id)
 		R->no_secrets = 1;
 	json_array_foreach (json_object_get(r, "secrets"), i, v)
 		sbx_strv_push(&R->secrets, json_string_value(v));
+	/* The bridge session is the plugin's: its declared secrets are
+	 * served to this run only, and to no run that merely says so. */
+	R->plugin = id;
 	sbx_strv_pushf(&R->own, "%s/%s", SBX_PLUGIN_HOME_DIR, id);
 	R->cwd = R->own.v[R->own.n - 1];
 }

@@ -6,6 +6,7 @@
  * warning, so that sbx exec, its unit tests and the installer can share it.
  */
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -46,6 +47,7 @@
 #include "run.h"
 #include "runlimits.h"
 #include "sandbox.h"
+#include "scrub.h"
 #include "seccomp.h"
 #include "tools.h"
 #include "userns.h"
@@ -1983,6 +1985,104 @@ agent_token(struct sbx_exec *p, struct sbx_error *e)
 	return 0;
 }
 
+/*
+ * The run's secret values, for the bridge to scrub the records this run
+ * sends (lib/state/bridgestore.c) even when it cannot open the agent's
+ * store itself (sealed with a passphrase, or a key file named in our
+ * environment, neither of which the bridge has): a memfd of the
+ * "NAME=VALUE" strings, each NUL-terminated, over the 0600 control
+ * socket, read once by the bridge.  A run without secrets sends none.
+ */
+static int
+bridge_scrub(struct sbx_exec *p, struct sbx_error *e)
+{
+	json_t		*ans;
+	char		*b;
+	size_t		 i, n = 0, k;
+	int		 fd;
+
+	if (p->secrets.n == 0)
+		return 0;
+	/* One allocation, wiped: no copy left behind by a realloc. */
+	for (i = 0; i < p->secrets.n; i++)
+		n += strlen(p->secrets.assign[i]) + 1;
+	if ((b = malloc(n)) == NULL)
+		return sbx_error_sys(e, "nomem", "bridge scrub");
+	for (i = n = 0; i < p->secrets.n; i++) {
+		k = strlen(p->secrets.assign[i]) + 1;
+		memcpy(b + n, p->secrets.assign[i], k);
+		n += k;
+	}
+	fd = sbx_fs_memfd_data("sbx-bridge-scrub", b, n);
+	explicit_bzero(b, n);
+	free(b);
+	if (fd == -1)
+		return sbx_error_sys(e, "memfd_failed", "bridge scrub");
+	ans = sbx_proxyclient_call(p->bridge_ctl, json_pack("{s:s}", "op",
+	    "scrub"), fd, 10000, e);
+	close(fd);
+	if (ans == NULL)
+		return -1;
+	json_decref(ans);
+	return 0;
+}
+
+/*
+ * The session's request.  Identity is the session, never a header the
+ * sandbox writes (DESIGN.md §2): the agent, and for `sbx plugin run` the
+ * plugin, which the bridge needs to give a plugin its declared secrets.
+ * With the plugin go digests of the secret values this run loaded (its
+ * environment and its scrubber hold exactly these): the bridge serves a
+ * secret only when the store still holds that value, so every value the
+ * sandbox is given over the bridge is one this run's output scrubber
+ * redacts.  A value set since the run started is refused, not served
+ * unscrubbed.  Digests, not values: the bridge needs no copy of them.
+ */
+static int
+bridge_session(struct sbx_exec *p, const char *run, struct sbx_error *e)
+{
+	char		 hex[SBX_SECRET_DIGEST_HEX + 1];
+	char		 name[SBX_SECRET_NAME_MAX + 1];
+	const char	*eq;
+	json_t		*req, *dig, *ans;
+	size_t		 i, nl;
+	int		 sp[2];
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) == -1)
+		return sbx_error_sys(e, "socketpair", "cannot create the "
+		    "bridge channel");
+	req = json_pack("{s:s,s:s,s:s}", "op", "session", "agent", p->sb.agent,
+	    "run", run);
+	if (p->req->plugin != NULL) {
+		dig = json_object();
+		for (i = 0; i < p->secrets.n; i++) {
+			if ((eq = strchr(p->secrets.assign[i], '=')) == NULL ||
+			    (nl = (size_t)(eq - p->secrets.assign[i])) >=
+			    sizeof(name))
+				continue;
+			memcpy(name, p->secrets.assign[i], nl);
+			name[nl] = '\0';
+			sbx_secret_digest(eq + 1, strlen(eq + 1), hex);
+			json_object_set_new(dig, name, json_string(hex));
+		}
+		json_object_set_new(req, "plugin", json_string(p->req->plugin));
+		json_object_set_new(req, "secrets", dig);
+	}
+	ans = sbx_proxyclient_call(p->bridge_ctl, req, sp[0], 10000, e);
+	close(sp[0]);
+	if (ans == NULL) {
+		close(sp[1]);
+		return -1;
+	}
+	json_decref(ans);
+	if (bridge_scrub(p, e) == -1) {
+		close(sp[1]);
+		return -1;
+	}
+	p->bridge_chan = sp[1];
+	return 0;
+}
+
 /* A session with the bridge of this root (starting it when none runs);
  * the channel goes to sbx-init, the control connection stays here for
  * the run. */
@@ -2014,8 +2114,7 @@ prep_bridge(struct sbx_exec *p, struct sbx_error *e)
 		if ((p->bridge_ctl = sbx_daemon_ensure(p->root.fd,
 		    SBX_BRIDGE_SOCK, SBX_BRIDGE_LOCK, "bridge", prog,
 		    p->root.path, e)) != -1 &&
-		    sbx_proxyclient_session(p->bridge_ctl, p->sb.agent, NULL, 0,
-		    run, &p->bridge_chan, e) == 0)
+		    bridge_session(p, run, e) == 0)
 			break;
 		close_fd(&p->bridge_ctl);
 		if (i == 3 || e->reason == NULL ||
@@ -2049,6 +2148,14 @@ finish_proxy(struct sbx_exec *p)
 		warn_add(p, "the proxy's record of this run is unavailable");
 		p->violations = json_array();
 	}
+	/*
+	 * What the proxy reports is the sandbox's words (a host name, a
+	 * method) in the proxy's spelling: a secret used as a host name
+	 * comes back lowercased.  Scrubbed here, before it enters the
+	 * envelope, a job's record or the "proxy denied" line (the scrubber
+	 * ignores ASCII case).
+	 */
+	sbx_scrub_json(p->secrets.scrub, p->violations);
 }
 
 /*
@@ -2472,9 +2579,11 @@ sbx_exec_prepare(struct sbx_exec *p, const struct sbx_exec_req *q,
 	if (strcmp(p->network, SBX_NET_PROXY) == 0)
 		if (prep_proxy(p, e) == -1 || host_cli_find(p) == -1)
 		return -1;
-	if (p->bridge && prep_bridge(p, e) == -1)
-		return -1;
+	/* Secrets first: a plugin's bridge session names the values this
+	 * run holds (bridge_session). */
 	if (!q->no_secrets && prep_secrets(p, e) == -1)
+		return -1;
+	if (p->bridge && prep_bridge(p, e) == -1)
 		return -1;
 	if ((p->env_fd = prep_env(p)) == -1 || sbx_sandbox_etc(&p->sb,
 	    p->run_uid, p->run_gid, &pw, &gr, &hosts) == -1) {

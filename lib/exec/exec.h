@@ -89,6 +89,10 @@ struct sbx_exec_req {
 	int		 fail_on_violation;
 	struct sbx_strv	 secrets;	/* --secret: these only (else all) */
 	int		 no_secrets;	/* --no-secrets */
+	/* sbx plugin run: the plugin whose bridge session this is (its
+	 * declared secrets are served over the bridge to this run only).
+	 * Set by the program, never read from a request envelope. */
+	const char	*plugin;
 
 	/* parsed */
 	double		 timeout_s;

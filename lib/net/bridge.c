@@ -20,6 +20,11 @@
  * idle_timeout_s; a body of at most 8 MiB, 413 from Content-Length before
  * it is read and by a running count for chunked bodies; the token checked
  * (401) before the body is read; rate limits per agent and service (429).
+ *
+ * A session also says which plugin it is for (`sbx plugin run`, with the
+ * digests of the secret values its run holds) and may hand over the run's
+ * values (the "scrub" op) for the records it sends; neither is ever taken
+ * from a request (issue 27).
  */
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -40,16 +45,21 @@
 #include <microhttpd.h>
 
 #include "bridge.h"
+#include "bridgestore.h"
 #include "buf.h"
 #include "daemon.h"
 #include "envelope.h"
 #include "fsutil.h"
 #include "layout.h"
 #include "names.h"
+#include "scrub.h"
+#include "secret.h"
 #include "time.h"
 #include "token.h"
 
-#define CTL_LINE_MAX 4096
+/* A session line: a plugin's session names the digests of the values its
+ * run holds (64 hex digits and a name each). */
+#define CTL_LINE_MAX 16384
 #define FD_TABLE     65536
 
 /* An agent the bridge has seen: its connections and rate windows. */
@@ -62,9 +72,25 @@ struct agent {
 	struct agent *next;
 };
 
+/*
+ * A run's own secret values, as a scrubber (the "scrub" op): shared by
+ * the session and its connections, which may outlive it; counted under
+ * P.lock.
+ */
+struct rscrub {
+	struct sbx_scrub *sc;
+	unsigned	  refs;
+};
+
+/* Its values are at most this much in all (a run's environment is). */
+#define RSCRUB_MAX (8u << 20)
+
 struct session {
 	int		ctl, chan;
+	struct rscrub  *rsc; /* the run's values, or NULL */
 	char		agent[64];
+	char		plugin[64]; /* sbx plugin run's, or "" */
+	json_t	       *secrets; /* with plugin: {name: digest} */
 	char		token[SBX_TOKEN_LEN + 1];
 	char		line[CTL_LINE_MAX];
 	size_t		len;
@@ -76,6 +102,9 @@ struct session {
 struct conn {
 	struct agent *ag;
 	char	      token[SBX_TOKEN_LEN + 1];
+	char	      plugin[64]; /* the session's */
+	json_t	     *secrets; /* the session's (a copy) */
+	struct rscrub *rsc; /* the session's, or NULL */
 	int	      fd;
 	ino_t	      ino;
 	long long     t_start;
@@ -118,6 +147,17 @@ static const char busy[] =
     "Retry-After: 1\r\nContent-Length: 80\r\n\r\n"
     "{\"error\":{\"code\":\"too_many_connections\",\"message\":\"too many "
     "open connections\"}}\n";
+
+/* ---- a run's scrubber (under P.lock) ------------------------------------ */
+
+static void
+rscrub_put(struct rscrub *r)
+{
+	if (r == NULL || --r->refs > 0)
+		return;
+	sbx_scrub_free(r->sc); /* its values wiped */
+	free(r);
+}
 
 /* ---- agents and rate limits (under P.lock) ------------------------------ */
 
@@ -292,6 +332,40 @@ authorized(struct MHD_Connection *c, const struct conn *cn)
 	return sbx_bridge_token_eq(t, strlen(t), cn->token, strlen(cn->token));
 }
 
+struct claim_scan {
+	const char *plugin;
+	int	    bad;
+};
+
+static enum MHD_Result
+claim_iter(void *cls, enum MHD_ValueKind kind, const char *key,
+    const char *value)
+{
+	struct claim_scan *s = cls;
+
+	if (strcasecmp(key, "X-Sbx-Plugin") == 0 &&
+	    (s->plugin[0] == '\0' || strcmp(value, s->plugin) != 0))
+		s->bad = 1;
+	return MHD_YES;
+}
+
+/*
+ * Which plugin asks is the session's (`sbx plugin run` opens it with the
+ * plugin's id), never what the sandbox writes: any code in any run could
+ * write X-Sbx-Plugin.  The header is still accepted when it says what the
+ * session says (sbx-host --plugin), and refused when it says anything
+ * else, in every copy, rather than ignored: a client that believes it
+ * speaks for a plugin learns that it does not.
+ */
+static int
+plugin_claim_ok(struct MHD_Connection *c, const struct conn *cn)
+{
+	struct claim_scan s = { cn->plugin, 0 };
+
+	MHD_get_connection_values(c, MHD_HEADER_KIND, claim_iter, &s);
+	return !s.bad;
+}
+
 static int
 has_body(struct MHD_Connection *c, unsigned long long *clen, int *bad)
 {
@@ -322,8 +396,9 @@ run_handler(const struct sbx_bridge_route *rt, struct conn *cn,
 	memset(&req, 0, sizeof(req));
 	req.rootfd = P.rootfd;
 	req.agent = cn->ag->name;
-	req.plugin =
-	    MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Sbx-Plugin");
+	/* The session's plugin, never a header (plugin_claim). */
+	req.plugin = cn->plugin[0] != '\0' ? cn->plugin : NULL;
+	req.secrets = cn->secrets;
 	req.method = rt->method;
 	req.param = (rt->flags & SBX_BR_PARAM) ? q->param : NULL;
 	req.query_since =
@@ -339,7 +414,9 @@ run_handler(const struct sbx_bridge_route *rt, struct conn *cn,
 		return;
 	}
 	pthread_mutex_lock(&P.lock);
+	sbx_bstore_run_scrubber(cn->rsc != NULL ? cn->rsc->sc : NULL);
 	rt->fn(&req, r);
+	sbx_bstore_run_scrubber(NULL);
 	pthread_mutex_unlock(&P.lock);
 }
 
@@ -366,6 +443,10 @@ begin(struct MHD_Connection *c, struct conn *cn, const char *url,
 		    "`Authorization: Bearer TOKEN` header (the agent's token, "
 		    "$SBX_BRIDGE_TOKEN) is required",
 		    body);
+	if (!plugin_claim_ok(c, cn))
+		return respond_err(c, 403, "plugin_not_in_session",
+		    "X-Sbx-Plugin does not name this run's plugin: a plugin "
+		    "is the run's (`sbx plugin run`), never a header", body);
 	if (bad)
 		return respond_err(c, 400, "bad_length",
 		    "malformed "
@@ -526,6 +607,8 @@ on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
 		if (P.nconns == 0)
 			P.t_idle = sbx_now_ms();
 		explicit_bzero(cn->token, sizeof(cn->token));
+		json_decref(cn->secrets);
+		rscrub_put(cn->rsc);
 		free(cn);
 		*socket_context = NULL;
 	}
@@ -586,10 +669,48 @@ session_free(struct session *s)
 	if (s->next != NULL)
 		s->next->prev = s->prev;
 	explicit_bzero(s->token, sizeof(s->token));
+	json_decref(s->secrets);
+	pthread_mutex_lock(&P.lock);
+	rscrub_put(s->rsc);
+	pthread_mutex_unlock(&P.lock);
 	free(s);
 	P.nsessions--;
 	if (P.nsessions == 0 && P.nconns == 0)
 		P.t_idle = sbx_now_ms();
+}
+
+/*
+ * A session of `sbx plugin run` names its plugin, and the digests of the
+ * secret values its run holds (lib/exec/exec.c, bridge_session): a
+ * session without a plugin is given no secret at all.  Only sbx itself
+ * opens sessions (the control socket is 0600, its peer's uid checked);
+ * the sandbox never reaches it.
+ */
+static int
+session_plugin(struct session *s, json_t *req, struct sbx_error *e)
+{
+	const json_t *pl = json_object_get(req, "plugin"),
+		     *sec = json_object_get(req, "secrets"), *v;
+	const char   *k;
+
+	if (pl == NULL && sec == NULL)
+		return 0;
+	if (!json_is_string(pl) || sbx_names_agent_valid(json_string_value(pl),
+	    "plugin", e) == -1)
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "plugin",
+		    "bad_plugin", "a session's plugin must be a plugin id");
+	if (sec != NULL && !json_is_object(sec))
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "secrets",
+		    "bad_secrets", "a session's secrets are {name: digest}");
+	json_object_foreach ((json_t *)sec, k, v)
+		if (!json_is_string(v) ||
+		    strlen(json_string_value(v)) != SBX_SECRET_DIGEST_HEX)
+			return sbx_error_set(e, SBX_K_INVALID_ARGS, "secrets",
+			    "bad_secrets", "a session's secrets are {name: "
+			    "digest}");
+	snprintf(s->plugin, sizeof(s->plugin), "%s", json_string_value(pl));
+	s->secrets = sec != NULL ? json_deep_copy(sec) : json_object();
+	return s->secrets != NULL ? 0 : sbx_error_sys(e, "nomem", "session");
 }
 
 /* The agent's token, read when the session opens: a run that started
@@ -630,6 +751,8 @@ session_open(struct session *s, json_t *req, int chan, struct sbx_error *e)
 	s->token[SBX_TOKEN_LEN] = '\0';
 	explicit_bzero(tok.p, tok.len);
 	sbx_buf_release(&tok);
+	if (session_plugin(s, req, e) == -1)
+		return -1;
 	snprintf(s->agent, sizeof(s->agent), "%s", agent);
 	(void)fcntl(chan, F_SETFL, fcntl(chan, F_GETFL) | O_NONBLOCK);
 	ev.events = EPOLLIN;
@@ -673,6 +796,18 @@ conn_add(struct session *s, int fd)
 	}
 	cn->ag = a;
 	memcpy(cn->token, s->token, sizeof(cn->token));
+	memcpy(cn->plugin, s->plugin, sizeof(cn->plugin));
+	/* A copy: the connection may outlive the session, in another
+	 * thread. */
+	if (s->secrets != NULL && (cn->secrets = json_deep_copy(s->secrets)) ==
+	    NULL) {
+		pthread_mutex_unlock(&P.lock);
+		free(cn);
+		close(fd);
+		return;
+	}
+	if ((cn->rsc = s->rsc) != NULL)
+		cn->rsc->refs++;
 	cn->fd = fd;
 	cn->ino = st.st_ino;
 	cn->t_start = sbx_now_ms();
@@ -689,6 +824,8 @@ conn_add(struct session *s, int fd)
 			a->nconns--;
 			P.nconns--;
 			explicit_bzero(cn->token, sizeof(cn->token));
+			json_decref(cn->secrets);
+			rscrub_put(cn->rsc);
 			free(cn);
 		}
 		pthread_mutex_unlock(&P.lock);
@@ -723,6 +860,64 @@ chan_read(struct session *s)
 	}
 }
 
+/*
+ * The "scrub" op: after its session, the run (sbx exec, the same uid: the
+ * control socket is 0600 and its peer checked) passes a memfd of its
+ * secret values, "NAME=VALUE" each NUL-terminated, so that the records it
+ * sends are scrubbed of them even when this process cannot open the
+ * agent's store itself (sealed with a passphrase, or a key file named in
+ * the caller's environment).  Read once, wiped, closed.
+ */
+static int
+session_scrub(struct session *s, int fd, struct sbx_error *e)
+{
+	struct stat    st;
+	struct rscrub *r;
+	char	      *buf, *p, *end, *eq, *nul;
+	char	       name[SBX_SECRET_NAME_MAX + 1];
+	ssize_t	       n;
+	size_t	       got = 0;
+
+	if (fd < 0 || fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
+	    st.st_size <= 0 || st.st_size > (off_t)RSCRUB_MAX)
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "fd", "bad_scrub",
+		    "scrub takes a memfd of the run's values");
+	if ((buf = malloc((size_t)st.st_size)) == NULL)
+		return sbx_error_sys(e, "nomem", "scrub");
+	while (got < (size_t)st.st_size &&
+	    ((n = pread(fd, buf + got, (size_t)st.st_size - got,
+		 (off_t)got)) > 0 || (n == -1 && errno == EINTR)))
+		if (n > 0)
+			got += (size_t)n;
+	if ((r = calloc(1, sizeof(*r))) == NULL ||
+	    (r->sc = sbx_scrub_new()) == NULL) {
+		free(r);
+		explicit_bzero(buf, got);
+		free(buf);
+		return sbx_error_sys(e, "nomem", "scrub");
+	}
+	r->refs = 1;
+	for (p = buf, end = buf + got; p < end; p = nul + 1) {
+		if ((nul = memchr(p, '\0', (size_t)(end - p))) == NULL)
+			nul = end;
+		if ((eq = memchr(p, '=', (size_t)(nul - p))) != NULL &&
+		    (size_t)(eq - p) < sizeof(name)) {
+			memcpy(name, p, (size_t)(eq - p));
+			name[eq - p] = '\0';
+			if (sbx_scrub_add(r->sc, name, eq + 1,
+			    (size_t)(nul - eq - 1)) == -1)
+				break;
+		}
+	}
+	explicit_bzero(buf, got);
+	free(buf);
+	pthread_mutex_lock(&P.lock);
+	rscrub_put(s->rsc);
+	s->rsc = r;
+	pthread_mutex_unlock(&P.lock);
+	return 0;
+}
+
 static void
 ctl_line(struct session *s, char *line, int fd_in)
 {
@@ -752,6 +947,21 @@ ctl_line(struct session *s, char *line, int fd_in)
 			session_free(s);
 			return;
 		}
+		ctl_answer(s->ctl, json_pack("{s:b}", "ok", 1));
+		json_decref(req);
+		return;
+	}
+	if (strcmp(op, "scrub") == 0 && s->agent[0] != '\0' &&
+	    s->rsc == NULL) {
+		if (session_scrub(s, fd_in, &e) == -1) {
+			if (fd_in >= 0)
+				close(fd_in);
+			ctl_answer(s->ctl, ctl_error(&e));
+			json_decref(req);
+			session_free(s);
+			return;
+		}
+		close(fd_in);
 		ctl_answer(s->ctl, json_pack("{s:b}", "ok", 1));
 		json_decref(req);
 		return;
@@ -791,7 +1001,9 @@ ctl_read(struct session *s)
 	    sizeof(s->line) - 1 - s->len, &fd, 1, &nfd, MSG_DONTWAIT);
 	if (r == -1 && (errno == EAGAIN || errno == EINTR))
 		return;
-	if (r <= 0 || (nfd > 0 && s->agent[0] != '\0')) {
+	/* After its session, a control connection may pass one descriptor
+	 * more (the scrub op's), and no other. */
+	if (r <= 0 || (nfd > 0 && s->agent[0] != '\0' && s->rsc != NULL)) {
 		if (nfd > 0)
 			close(fd);
 		/* The run is over (or the client is abusive). */

@@ -59,7 +59,10 @@ struct sbx_bridge_config {
 struct sbx_bridge_req {
 	int	    rootfd;
 	const char *agent; /* the session's: never from headers */
-	const char *plugin; /* X-Sbx-Plugin, or NULL */
+	const char *plugin; /* the session's (sbx plugin run), or
+					 * NULL: never from a header */
+	const json_t *secrets; /* with plugin: {name: digest} of
+					 * the values the run holds */
 	const char *method;
 	const char *param; /* the decoded {name}, or NULL */
 	const char *query_since, *query_limit;

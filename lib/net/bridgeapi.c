@@ -47,6 +47,9 @@ store_error(struct sbx_bridge_resp *r, const struct sbx_error *e)
 		st = 400;
 	else if (strcmp(k, SBX_K_NOT_FOUND) == 0)
 		st = 404;
+	else if (e->reason != NULL &&
+	    strcmp(e->reason, "secret_not_in_run") == 0)
+		st = 409;	/* refused for now: a new run may have it */
 	else if (strcmp(k, SBX_K_REJECTED) == 0)
 		st = 403;
 	else if (strcmp(k, SBX_K_UNAVAILABLE) == 0 ||
@@ -81,8 +84,19 @@ h_whoami(const struct sbx_bridge_req *q, struct sbx_bridge_resp *r)
 	ok(r,
 	    json_pack("{s:s,s:o,s:b}", "agent", q->agent, "may", may,
 		"inference", q->cfg->inf_url != NULL));
+	/* The session's plugin (sbx plugin run), as the bridge sees it. */
+	if (q->plugin != NULL)
+		json_object_set_new(r->json, "plugin", json_string(q->plugin));
 }
 
+/*
+ * A secret, to a plugin's run only: the plugin is the session's (`sbx
+ * plugin run`), the store says whether it is installed and declared the
+ * name, and the value must be the one the run holds (its digest is in the
+ * session): that run's scrubber then redacts it from everything the
+ * sandbox prints.  A value set since the run started is refused: served,
+ * it would come back unscrubbed.
+ */
 static void
 h_secret(const struct sbx_bridge_req *q, struct sbx_bridge_resp *r)
 {
@@ -91,13 +105,12 @@ h_secret(const struct sbx_bridge_req *q, struct sbx_bridge_resp *r)
 
 	if (q->plugin == NULL) {
 		sbx_bridge_error(r, 403, "plugin_required",
-		    "secrets are "
-		    "given to plugins only (X-Sbx-Plugin); the agent's own "
-		    "secrets are in its environment");
+		    "secrets are given to a plugin's own run only (sbx plugin "
+		    "run); the agent's own secrets are in its environment");
 		return;
 	}
 	if ((doc = sbx_bstore_secret(q->rootfd, q->agent, q->plugin, q->param,
-		 &e)) == NULL) {
+		 q->secrets, &e)) == NULL) {
 		store_error(r, &e);
 		return;
 	}
@@ -332,17 +345,34 @@ h_dispatch_get(const struct sbx_bridge_req *q, struct sbx_bridge_resp *r)
 static void
 h_plugins_post(const struct sbx_bridge_req *q, struct sbx_bridge_resp *r)
 {
-	struct sbx_error e = { 0 };
-	json_t		*cfg = NULL, *w, *res;
+	struct sbx_error  e = { 0 };
+	json_t		 *cfg = NULL, *w, *res, *body;
 
+	/*
+	 * The recipe is a record the run sends like any other, and a
+	 * person reads it (sbx plugin list, show): it is scrubbed of the
+	 * agent's secrets before it is judged and stored (issue 27), its
+	 * files included.  Withheld when the store cannot be opened.
+	 */
+	if ((body = json_deep_copy(q->body)) == NULL) {
+		sbx_bridge_error(r, 500, "nomem", "out of memory");
+		return;
+	}
+	if (sbx_bstore_scrub(q->rootfd, q->agent, body, &e) == -1) {
+		json_decref(body);
+		store_error(r, &e);
+		return;
+	}
 	if (sbx_config_load(q->rootfd, "config/sandbox.json", &cfg, &e) ==
 	    -1) {
+		json_decref(body);
 		store_error(r, &e);
 		return;
 	}
 	w = json_array();
-	if (sbx_plugin_register(q->rootfd, q->agent, q->body, cfg, w, &res,
+	if (sbx_plugin_register(q->rootfd, q->agent, body, cfg, w, &res,
 		&e) == -1) {
+		json_decref(body);
 		store_error(r, &e);
 		if (e.field != NULL)
 			json_object_set_new(json_object_get(r->json, "error"),
@@ -352,6 +382,7 @@ h_plugins_post(const struct sbx_bridge_req *q, struct sbx_bridge_resp *r)
 		return;
 	}
 	json_decref(cfg);
+	json_decref(body);
 	json_object_set_new(res, "warnings", w);
 	r->status = 201;
 	r->json = res;

@@ -57,6 +57,8 @@
 #include "provision.h"
 #include "proxy.h"
 #include "runlimits.h"
+#include "scrub.h"
+#include "secret.h"
 #include "socks5.h"
 #include "time.h"
 
@@ -548,12 +550,52 @@ log_open(void)
 		P.logsize = (unsigned long long)st.st_size;
 }
 
+/*
+ * A log line quotes the sandbox (the host it named, its method), in the
+ * proxy's spelling: a secret used as a host name arrives lowercased.  The
+ * line is scrubbed of the agent's secrets (the scrubber ignores ASCII
+ * case) before it is written.  When the agent's store cannot be opened
+ * here (sealed with a passphrase, or a key file named in an environment
+ * the proxy does not have), what the sandbox spelled is withheld: the
+ * log must not be the way around the scrubber.
+ */
+static void
+log_scrub(json_t *o)
+{
+	static const char *const ours[] = { "agent", "run", "time",
+		"verdict", "reason", "answer", "hint", "id" };
+	struct sbx_error	 e;
+	struct sbx_scrub	*sc;
+	const char		*agent, *k;
+	json_t			*v;
+	void			*tmp;
+	size_t			 i;
+
+	agent = json_string_value(json_object_get(o, "agent"));
+	if (agent == NULL || *agent == '\0')
+		return;
+	memset(&e, 0, sizeof(e));
+	if (sbx_secret_scrubber_cached(P.rootfd, agent, &sc, &e) == 0) {
+		sbx_scrub_json(sc, o);
+		return;
+	}
+	json_object_foreach_safe (o, tmp, k, v) {
+		for (i = 0; i < sizeof(ours) / sizeof(*ours); i++)
+			if (strcmp(k, ours[i]) == 0)
+				break;
+		if (i == sizeof(ours) / sizeof(*ours) && json_is_string(v))
+			json_object_set_new(o, k,
+			    json_string("[REDACTED:unscrubbed]"));
+	}
+}
+
 static void
 log_json(json_t *o)
 {
 	char		 t[SBX_TIME_ISO_MAX], *s;
 	size_t		 n;
 
+	log_scrub(o);
 	sbx_time_utc_iso_ms(t);
 	json_object_set_new(o, "time", json_string(t));
 	s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);

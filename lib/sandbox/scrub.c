@@ -15,6 +15,7 @@
  * text is then walked through consecutive memory.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,14 +83,21 @@ struct sbx_scrub {
  * 4 for 6-byte values, 14 for the usual long tokens.
  */
 #define SHIFT_BITS	16
+/*
+ * Matching ignores ASCII case (see scrub.h): both hashes are taken over
+ * every byte with bit 0x20 set, which makes an upper-case letter its
+ * lower-case one (it also merges some other bytes, which only lets more
+ * text through to the automaton, never less).
+ */
+#define FOLD4		0x20202020u
 #define SHIFT_B		3
 #define SHIFT_WIN	16
 
 static inline uint32_t
 shift_hash(const unsigned char *p)
 {
-	uint32_t	 x = (uint32_t)p[0] | (uint32_t)p[1] << 8 |
-	    (uint32_t)p[2] << 16;
+	uint32_t	 x = ((uint32_t)p[0] | (uint32_t)p[1] << 8 |
+	    (uint32_t)p[2] << 16) | (FOLD4 & 0xffffff);
 
 	return (x * 2654435761u) >> (32 - SHIFT_BITS);
 }
@@ -122,7 +130,8 @@ skip_far(const struct sbx_scrub *sc, const unsigned char *d, size_t i,
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 			uint32_t x;
 			memcpy(&x, q + w * smax, 4);
-			stop |= (unsigned)(shift[(x & 0xffffff) * 2654435761u >>
+			stop |= (unsigned)(shift[((x | FOLD4) & 0xffffff) *
+			    2654435761u >>
 			    (32 - SHIFT_BITS)] != smax) << w;
 #else
 			stop |= (unsigned)(shift[shift_hash(q + w * smax)] !=
@@ -145,7 +154,7 @@ pre_hash(const unsigned char *p)
 	uint32_t	 x;
 
 	memcpy(&x, p, 4);
-	return (x * 2654435761u) >> (32 - PRE_BITS);
+	return ((x | FOLD4) * 2654435761u) >> (32 - PRE_BITS);
 }
 
 struct sbx_scrub *
@@ -154,19 +163,40 @@ sbx_scrub_new(void)
 	return calloc(1, sizeof(struct sbx_scrub));
 }
 
+static inline unsigned char
+lower(unsigned char c)
+{
+	return c >= 'A' && c <= 'Z' ? (unsigned char)(c - 'A' + 'a') : c;
+}
+
+static void
+fold(unsigned char *p, size_t n)
+{
+	size_t	 i;
+
+	for (i = 0; i < n; i++)
+		p[i] = lower(p[i]);
+}
+
+/* Patterns are kept with ASCII letters in lower case (the automaton
+ * maps an upper-case letter of the text to its lower-case class). */
 static int
 add_pat(struct sbx_scrub *sc, const unsigned char *p, size_t len,
     uint32_t name)
 {
 	struct pat	*np;
-	size_t		 i;
+	size_t		 i, j;
 
 	if (len < SBX_SCRUB_MIN)
 		return 0;
-	for (i = 0; i < sc->npats; i++)
-		if (sc->pats[i].len == len && memcmp(sc->pats[i].p, p,
-		    len) == 0)
+	for (i = 0; i < sc->npats; i++) {
+		if (sc->pats[i].len != len)
+			continue;
+		for (j = 0; j < len && sc->pats[i].p[j] == lower(p[j]); j++)
+			;
+		if (j == len)
 			return 0;
+	}
 	if (sc->npats == sc->cpats) {
 		size_t n = sc->cpats ? sc->cpats * 2 : 16;
 		if ((np = realloc(sc->pats, n * sizeof(*np))) == NULL)
@@ -177,6 +207,7 @@ add_pat(struct sbx_scrub *sc, const unsigned char *p, size_t len,
 	if ((np = &sc->pats[sc->npats])->p = malloc(len), np->p == NULL)
 		return -1;
 	memcpy(np->p, p, len);
+	fold(np->p, len);
 	np->len = len;
 	np->name = name;
 	sc->npats++;
@@ -348,6 +379,16 @@ sbx_scrub_compile(struct sbx_scrub *sc)
 		nc = 256;
 		sc->cls[255] = 0;
 	}
+	/*
+	 * Case-insensitive for ASCII: a secret can come back through a path
+	 * that normalises it (the proxy lowercases host names; a tool may
+	 * upper-case a hex dump), and a value that differs only in the case
+	 * of its letters is as telling as the value.  The patterns hold
+	 * lower-case letters only; an upper-case letter of the text walks
+	 * the automaton as its lower-case one.
+	 */
+	for (i = 'A'; i <= 'Z'; i++)
+		sc->cls[i] = sc->cls[i - 'A' + 'a'];
 	sc->nclass = nc;
 	if (max > UINT32_MAX / nc - 1) {
 		errno = ENOMEM;
@@ -818,28 +859,68 @@ sbx_scrub_str(struct sbx_scrub *sc, const char *s)
 	return sbx_buf_detach(&b);
 }
 
+/* What stands for a string the scrubber could not filter (ENOMEM): the
+ * string is withheld rather than passed on unfiltered. */
+#define WITHHELD	"[REDACTED:unscrubbed]"
+
 void
 sbx_scrub_json(struct sbx_scrub *sc, json_t *j)
 {
 	struct sbx_buf	 b = SBX_BUF_INIT;
 	const char	*k;
-	json_t		*v;
-	size_t		 i;
+	json_t		*v, *moved;
+	size_t		 i, n;
 	void		*tmp;
+	char		*nk, *uk;
 
 	if (sc == NULL || j == NULL)
 		return;
 	if (json_is_object(j)) {
-		json_object_foreach_safe(j, tmp, k, v)
+		/*
+		 * Keys too: a record a sandbox writes is any JSON, and a
+		 * secret as a key prints as plainly as one as a value.  A
+		 * key that changes is moved; one that lands on a key
+		 * already there gets a number, so nothing is lost.
+		 */
+		moved = NULL;
+		json_object_foreach_safe (j, tmp, k, v) {
 			sbx_scrub_json(sc, v);
+			if ((nk = sbx_scrub_str(sc, k)) == NULL)
+				nk = strdup(WITHHELD);
+			if (nk != NULL && strcmp(nk, k) == 0) {
+				free(nk);
+				continue;
+			}
+			if (moved == NULL)
+				moved = json_object();
+			for (n = 1, uk = nk; uk != NULL && (json_object_get(j,
+			    uk) != NULL || json_object_get(moved, uk) !=
+			    NULL); n++) {
+				if (uk != nk)
+					free(uk);
+				if (asprintf(&uk, "%s#%zu", nk, n) == -1)
+					uk = NULL;
+			}
+			if (uk != NULL)
+				json_object_set(moved, uk, v);
+			if (uk != nk)
+				free(uk);
+			free(nk);
+			json_object_del(j, k);
+		}
+		if (moved != NULL) {
+			json_object_update(j, moved);
+			json_decref(moved);
+		}
 	} else if (json_is_array(j)) {
 		json_array_foreach(j, i, v)
 			sbx_scrub_json(sc, v);
 	} else if (json_is_string(j)) {
 		if (sbx_scrub_buf(sc, json_string_value(j),
-		    json_string_length(j), &b) == 0 && (b.len !=
-		    json_string_length(j) || (b.len > 0 && memcmp(b.p,
-		    json_string_value(j), b.len) != 0)))
+		    json_string_length(j), &b) == -1)
+			json_string_set(j, WITHHELD);
+		else if (b.len != json_string_length(j) || (b.len > 0 &&
+		    memcmp(b.p, json_string_value(j), b.len) != 0))
 			json_string_setn_nocheck(j, b.p ? b.p : "", b.len);
 		sbx_buf_release(&b);
 	}

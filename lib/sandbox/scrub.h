@@ -6,9 +6,13 @@
  * dense rows for the shallow states, chains for the deep ones) over every form of every value: the raw bytes,
  * standard and URL-safe base64 in the three alignments a value can have
  * inside a longer encoding, lower- and upper-case hex and percent-encoding.
- * A match is replaced by "[REDACTED:NAME]"; matches that overlap are
- * merged into one span named after the longest of them, so a longer value
- * wins over a shorter one inside it and no part of either leaks.
+ * Matching ignores the case of ASCII letters (a value comes back case-
+ * folded through paths that normalise it, such as a host name the proxy
+ * lowercases), in every form: the cost is a few more false hits in base64
+ * forms, none in the rest.  A match is replaced by "[REDACTED:NAME]";
+ * matches that overlap are merged into one span named after the longest
+ * of them, so a longer value wins over a shorter one inside it and no part
+ * of either leaks.
  *
  * A stream (struct sbx_scrub_stream) is fed writes of any size, down to
  * one byte at a time; it passes on at once every byte that cannot begin a
@@ -84,7 +88,9 @@ int	sbx_scrub_buf(struct sbx_scrub *, const void *, size_t,
 /* A NUL-terminated string, scrubbed: a new string (caller frees), or
  * NULL on ENOMEM. */
 char	*sbx_scrub_str(struct sbx_scrub *, const char *);
-/* Every string (values, not keys) in a JSON tree, in place. */
+/* Every string in a JSON tree, in place: values and object keys (a key
+ * that changes is moved, numbered "#N" if it lands on another); a string
+ * that cannot be filtered (ENOMEM) is replaced, never passed on. */
 void	sbx_scrub_json(struct sbx_scrub *, json_t *);
 
 #endif

@@ -26,6 +26,7 @@
 #include "envelope.h"
 #include "fsutil.h"
 #include "layout.h"
+#include "scrub.h"
 #include "secret.h"
 #include "time.h"
 
@@ -80,6 +81,60 @@ write_doc(int dirfd, const char *name, const json_t *doc, size_t cap,
 	rc = sbx_fs_write_atomic(dirfd, name, s, strlen(s), 0600, e);
 	free(s);
 	return rc;
+}
+
+/*
+ * One rule for every record a run sends (issue 27): what the sandbox
+ * prints is scrubbed of the agent's secrets, and so is what it stores
+ * here, when it is stored and again when it is read, by whoever reads it
+ * (the read routes, `sbx bridge events|tasks`, task done).  Scrubbing when
+ * stored keeps the value off the disk; scrubbing when read also covers a
+ * record stored before a secret was set, or by an older sbx.  The
+ * scrubber is the agent's whole store (a superset of any run's), kept
+ * while the store file is the same.  When the store cannot be opened (it
+ * is sealed with a passphrase this process does not have), nothing is
+ * stored or shown: the caller gets an error, never the raw record.
+ */
+static struct sbx_scrub *run_sc;
+
+void
+sbx_bstore_run_scrubber(struct sbx_scrub *sc)
+{
+	run_sc = sc;
+}
+
+static int
+scrub_rec(int rootfd, const char *agent, json_t *j, struct sbx_error *e)
+{
+	struct sbx_scrub *sc;
+	struct sbx_error  se = { 0 };
+
+	if (j == NULL)
+		return 0;
+	/*
+	 * The store, and the asking run's own values when the bridge has
+	 * them: a store this process cannot open (a passphrase, a key file
+	 * named in the caller's environment) is then covered by the run,
+	 * which opened it.  Neither: withheld.
+	 */
+	if (sbx_secret_scrubber_cached(rootfd, agent, &sc, &se) == -1) {
+		if (run_sc == NULL)
+			return sbx_error_set(e, SBX_K_UNAVAILABLE, NULL,
+			    "cannot_scrub", "the record is withheld: agent "
+			    "%s's secret store cannot be opened to scrub it "
+			    "(%s)", agent, se.message);
+		sc = NULL;
+	}
+	sbx_scrub_json(sc, j);
+	sbx_scrub_json(run_sc, j);
+	return 0;
+}
+
+int
+sbx_bstore_scrub(int rootfd, const char *agent, json_t *j,
+    struct sbx_error *e)
+{
+	return scrub_rec(rootfd, agent, j, e);
 }
 
 /* Keys and plugin ids: what a person would write, nothing a path or a
@@ -165,8 +220,10 @@ audit(int rootfd, const char *agent, const char *fmt, ...)
 
 json_t *
 sbx_bstore_secret(int rootfd, const char *agent, const char *plugin,
-    const char *name, struct sbx_error *e)
+    const char *name, const json_t *held, struct sbx_error *e)
 {
+	char			hex[SBX_SECRET_DIGEST_HEX + 1];
+	const char	       *want;
 	struct sbx_secret_store st;
 	struct sbx_secret_auth	auth = { 0 };
 	unsigned char	       *val = NULL;
@@ -209,6 +266,23 @@ sbx_bstore_secret(int rootfd, const char *agent, const char *plugin,
 		return NULL;
 	}
 	sbx_secret_close(&st);
+	/*
+	 * The run's scrubber holds the values it was started with: a value
+	 * set since would reach the sandbox and come back unscrubbed.  The
+	 * run sends the digest of each (the bridge never gets its copy).
+	 */
+	sbx_secret_digest(val, len, hex);
+	want = json_string_value(json_object_get(held, name));
+	if (want == NULL || sodium_memcmp(hex, want, sizeof(hex) - 1) != 0) {
+		sbx_secret_free_value(val, len);
+		audit(rootfd, agent, "secret %s refused: not the value the run "
+		    "of plugin %s holds", name, plugin);
+		return sbx_error_set(e, SBX_K_REJECTED, "name",
+			   "secret_not_in_run", "secret %s is not the value "
+			   "this run was started with (set or changed since): "
+			   "its output would not be scrubbed of it; run the "
+			   "tool again", name), NULL;
+	}
 	out = json_pack("{s:s,s:s%}", "name", name, "value", (char *)val, len);
 	sbx_secret_free_value(val, len);
 	if (out == NULL)
@@ -279,6 +353,10 @@ sbx_bstore_config(int rootfd, const char *agent, const char *plugin,
 		json_incref(v);
 		json_decref(doc);
 		close(fd);
+		if (scrub_rec(rootfd, agent, v, e) == -1) {
+			json_decref(v);
+			return NULL;
+		}
 		return v;
 	}
 	if (ns == NULL) {
@@ -293,9 +371,19 @@ sbx_bstore_config(int rootfd, const char *agent, const char *plugin,
 			    plugin, ns);
 		}
 	}
-	if (op == 1)
-		json_object_set(ns, key, value);
-	else
+	if (op == 1) {
+		/* The caller's value is left alone; the copy is stored. */
+		if ((v = json_deep_copy(value)) == NULL ||
+		    scrub_rec(rootfd, agent, v, e) == -1) {
+			if (v == NULL)
+				sbx_error_sys(e, "nomem", "a config value");
+			json_decref(v);
+			json_decref(doc);
+			close(fd);
+			return NULL;
+		}
+		json_object_set_new(ns, key, v);
+	} else
 		json_object_del(ns, key);
 	if (write_doc(fd, sbx_layout_leaf(rel), doc, SBX_BSTORE_CONFIG_MAX,
 		e) == -1) {
@@ -368,7 +456,8 @@ sbx_bstore_append(int rootfd, const char *agent, enum sbx_bstore_log which,
 	size_t	    n;
 	int	    dfd, fd;
 
-	if ((dfd = bridge_dir(rootfd, agent, e)) == -1)
+	if (scrub_rec(rootfd, agent, ev, e) == -1 ||
+	    (dfd = bridge_dir(rootfd, agent, e)) == -1)
 		return -1;
 	name = leaf(log_id(which), agent, rel, sizeof(rel));
 	snprintf(old, sizeof(old), "%s.1", name);
@@ -465,6 +554,10 @@ sbx_bstore_events_read(int rootfd, const char *agent, enum sbx_bstore_log which,
 		return sbx_error_sys(e, "read", "cannot read %s", rel), NULL;
 	}
 	close(dfd);
+	if (scrub_rec(rootfd, agent, out, e) == -1) {
+		json_decref(out);
+		return NULL;
+	}
 	return out;
 }
 
@@ -594,9 +687,9 @@ mem_evict(sqlite3 *db, size_t max, struct sbx_error *e)
 	return 0;
 }
 
-long long
-sbx_bstore_memory_add(int rootfd, const char *agent, const json_t *body,
-    size_t max, struct sbx_error *e)
+static long long
+memory_add(int rootfd, const char *agent, const json_t *body, size_t max,
+    struct sbx_error *e)
 {
 	const char    *text;
 	json_t	      *tags, *sal, *t;
@@ -800,6 +893,10 @@ sbx_bstore_memory_query(int rootfd, const char *agent, const json_t *body,
 	sqlite3_finalize(st);
 	mem_close(db, dfd);
 	free(expr);
+	if (out != NULL && scrub_rec(rootfd, agent, out, e) == -1) {
+		json_decref(out);
+		out = NULL;
+	}
 	return out;
 }
 
@@ -829,8 +926,8 @@ tasks_dir(int rootfd, const char *agent, int create, struct sbx_error *e)
 	    O_RDONLY | O_DIRECTORY | O_CLOEXEC, e);
 }
 
-json_t *
-sbx_bstore_task_add(int rootfd, const char *agent, const json_t *body,
+static json_t *
+task_add(int rootfd, const char *agent, const json_t *body,
     struct sbx_error *e)
 {
 	const char   *task;
@@ -903,6 +1000,10 @@ sbx_bstore_task_get(int rootfd, const char *agent, const char *id,
 			   "no task %s", id),
 		       NULL;
 	}
+	if (t != NULL && scrub_rec(rootfd, agent, t, e) == -1) {
+		json_decref(t);
+		return NULL;
+	}
 	return t;
 }
 
@@ -931,6 +1032,15 @@ sbx_bstore_task_list(int rootfd, const char *agent, struct sbx_error *e)
 			if ((t = sbx_bstore_task_get(rootfd, agent, id, e)) !=
 			    NULL)
 				json_array_append_new(out, t);
+			else if (e->reason != NULL &&
+			    strcmp(e->reason, "cannot_scrub") == 0) {
+				/* Withheld, not silently left out. */
+				for (; i < n; i++)
+					free(names[i]);
+				free(names);
+				json_decref(out);
+				return NULL;
+			}
 		}
 		free(names[i]);
 	}
@@ -971,8 +1081,13 @@ sbx_bstore_task_done(int rootfd, const char *agent, const char *id,
 	sbx_time_utc_iso_ms(ts);
 	json_object_set_new(t, "status", json_string("done"));
 	json_object_set_new(t, "done", json_string(ts));
-	if (result != NULL)
+	if (result != NULL) {
 		json_object_set(t, "result", result);
+		if (scrub_rec(rootfd, agent, t, e) == -1) {
+			json_decref(t);
+			return NULL;
+		}
+	}
 	if ((dfd = tasks_dir(rootfd, agent, 0, e)) == -1) {
 		json_decref(t);
 		return NULL;
@@ -983,5 +1098,49 @@ sbx_bstore_task_done(int rootfd, const char *agent, const char *id,
 		t = NULL;
 	}
 	close(dfd);
+	return t;
+}
+
+/* What the run sent, scrubbed before it is looked at (a tag that was a
+ * secret is then no tag: refused, not stored). */
+static json_t *
+scrubbed_copy(int rootfd, const char *agent, const json_t *body,
+    struct sbx_error *e)
+{
+	json_t	*c;
+
+	if ((c = json_deep_copy(body)) == NULL)
+		return sbx_error_sys(e, "nomem", "a record"), NULL;
+	if (scrub_rec(rootfd, agent, c, e) == -1) {
+		json_decref(c);
+		return NULL;
+	}
+	return c;
+}
+
+long long
+sbx_bstore_memory_add(int rootfd, const char *agent, const json_t *body,
+    size_t max, struct sbx_error *e)
+{
+	json_t		*c;
+	long long	 id;
+
+	if ((c = scrubbed_copy(rootfd, agent, body, e)) == NULL)
+		return -1;
+	id = memory_add(rootfd, agent, c, max, e);
+	json_decref(c);
+	return id;
+}
+
+json_t *
+sbx_bstore_task_add(int rootfd, const char *agent, const json_t *body,
+    struct sbx_error *e)
+{
+	json_t	*c, *t;
+
+	if ((c = scrubbed_copy(rootfd, agent, body, e)) == NULL)
+		return NULL;
+	t = task_add(rootfd, agent, c, e);
+	json_decref(c);
 	return t;
 }

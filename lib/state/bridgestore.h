@@ -9,6 +9,13 @@
  * here.  The bridge serializes calls (one lock); the host-side commands
  * (sbx bridge tasks, task done, events) only read, or replace a task's
  * file atomically.
+ *
+ * Every record is scrubbed of the agent's secrets (lib/sandbox/scrub.h,
+ * the agent's whole store) when it is stored and again when it is read:
+ * one rule for every reader, so that a run cannot get a secret past the
+ * scrubber of its output by storing it and having the host print it.
+ * When the store cannot be opened for that, the call fails (unavailable,
+ * reason "cannot_scrub"), never passing the raw record.
  */
 #ifndef SBX_BRIDGESTORE_H
 #define SBX_BRIDGESTORE_H
@@ -26,11 +33,24 @@
 
 enum sbx_bstore_log { SBX_BSTORE_EVENTS, SBX_BSTORE_LOG };
 
+struct sbx_scrub;
+/* The asking run's scrubber (its secret values, which the bridge got from
+ * the run), used beside the store's until set again; NULL: none.  Callers
+ * serialize (the bridge's lock). */
+void sbx_bstore_run_scrubber(struct sbx_scrub *);
+/* j scrubbed in place as a record is (the store's and the run's values);
+ * -1 (unavailable, "cannot_scrub") when neither is to be had. */
+int sbx_bstore_scrub(int rootfd, const char *agent, json_t *j,
+    struct sbx_error *);
+
 /* A secret for plugin, if agents/A/plugins.json lists the plugin with
- * name among its secrets: {"name","value"}; rejected otherwise.  Both
- * outcomes are written to the agent's log (audit). */
+ * name among its secrets, and if its value is the one the asking run
+ * holds (held: {name: sbx_secret_digest}, the session's): {"name",
+ * "value"}; rejected otherwise (reason "secret_not_in_run" for a value
+ * the run does not hold).  Every outcome is written to the agent's log
+ * (audit). */
 json_t *sbx_bstore_secret(int rootfd, const char *agent, const char *plugin,
-    const char *name, struct sbx_error *);
+    const char *name, const json_t *held, struct sbx_error *);
 /* Is plugin installed for agent (agents/A/plugins.json)?  Its entry
  * (new reference) or NULL (not_found, or the file's error). */
 json_t *sbx_bstore_plugin(int rootfd, const char *agent, const char *plugin,

@@ -1026,6 +1026,99 @@ sbx_secret_scrubber(int rootfd, const char *agent, struct sbx_scrub **out,
 	return 0;
 }
 
+/*
+ * A daemon (the bridge, the proxy) scrubs what a run sends it with the
+ * agent's secrets; unsealing the store for every record would cost a
+ * decryption each, so the scrubber is kept while the store is the same
+ * file.  Every write of the store is a rename of a new file (and a key
+ * rotation re-seals into one), so inode, size and times change with any
+ * value.
+ */
+struct scache {
+	char		 agent[64];
+	int		 have;		/* the store existed */
+	dev_t		 dev;
+	ino_t		 ino;
+	off_t		 size;
+	struct timespec	 mtim, ctim;
+	struct sbx_scrub *sc;
+	struct scache	*next;
+};
+
+static struct scache	*scaches;
+
+static int
+store_stat(int rootfd, const char *agent, struct stat *st)
+{
+	char	 rel[160];
+
+	snprintf(rel, sizeof(rel), "agents/%s/" STORE, agent);
+	if (fstatat(rootfd, rel, st, AT_SYMLINK_NOFOLLOW) == 0)
+		return 1;
+	snprintf(rel, sizeof(rel), "agents/%s/" STORE_PREV, agent);
+	return fstatat(rootfd, rel, st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+int
+sbx_secret_scrubber_cached(int rootfd, const char *agent,
+    struct sbx_scrub **out, struct sbx_error *e)
+{
+	struct scache	*c;
+	struct stat	 st;
+	int		 have;
+
+	*out = NULL;
+	if (sbx_names_agent_valid(agent, "agent", e) == -1)
+		return -1;
+	have = store_stat(rootfd, agent, &st);
+	for (c = scaches; c != NULL; c = c->next)
+		if (strcmp(c->agent, agent) == 0)
+			break;
+	if (c != NULL && c->have == have && (!have || (c->dev == st.st_dev &&
+	    c->ino == st.st_ino && c->size == st.st_size &&
+	    c->mtim.tv_sec == st.st_mtim.tv_sec &&
+	    c->mtim.tv_nsec == st.st_mtim.tv_nsec &&
+	    c->ctim.tv_sec == st.st_ctim.tv_sec &&
+	    c->ctim.tv_nsec == st.st_ctim.tv_nsec))) {
+		*out = c->sc;
+		return 0;
+	}
+	if (c == NULL) {
+		if ((c = calloc(1, sizeof(*c))) == NULL)
+			return sbx_error_sys(e, "nomem", "scrubber cache");
+		snprintf(c->agent, sizeof(c->agent), "%s", agent);
+		c->next = scaches;
+		scaches = c;
+	}
+	sbx_scrub_free(c->sc);
+	c->sc = NULL;
+	c->have = -1;	/* stale until rebuilt */
+	if (have && sbx_secret_scrubber(rootfd, agent, &c->sc, e) == -1)
+		return -1;
+	/* An empty store is no filter (sbx_scrub_json passes all). */
+	c->have = have;
+	if (have) {
+		c->dev = st.st_dev;
+		c->ino = st.st_ino;
+		c->size = st.st_size;
+		c->mtim = st.st_mtim;
+		c->ctim = st.st_ctim;
+	}
+	*out = c->sc;
+	return 0;
+}
+
+void
+sbx_secret_digest(const void *val, size_t len,
+    char hex[SBX_SECRET_DIGEST_HEX + 1])
+{
+	unsigned char	 h[SBX_SECRET_DIGEST_HEX / 2];
+
+	crypto_generichash(h, sizeof(h), val, len, NULL, 0);
+	sodium_bin2hex(hex, SBX_SECRET_DIGEST_HEX + 1, h, sizeof(h));
+	sodium_memzero(h, sizeof(h));
+}
+
 void
 sbx_secret_describe_stores(int rootfd, json_t *out)
 {

@@ -119,6 +119,22 @@ void	sbx_secret_env_release(struct sbx_secret_env *);
 int	sbx_secret_scrubber(int rootfd, const char *agent,
 	    struct sbx_scrub **out, struct sbx_error *);
 
+/*
+ * The same, kept between calls while agents/A/secrets.json is the same
+ * file (any write or rotation makes a new one): a borrowed pointer, valid
+ * until the next call for that agent; NULL when the agent has no store.
+ * For daemons that scrub every record a run sends; callers serialize.
+ * -1 with e when the store cannot be opened (a passphrase the process
+ * does not have): the caller fails closed.
+ */
+int	sbx_secret_scrubber_cached(int rootfd, const char *agent,
+	    struct sbx_scrub **out, struct sbx_error *e);
+/* BLAKE2b-256 of a value, in hex: how a run tells the bridge which value
+ * its scrubber holds without sending the value. */
+#define SBX_SECRET_DIGEST_HEX	64
+void	sbx_secret_digest(const void *val, size_t len,
+	    char hex[SBX_SECRET_DIGEST_HEX + 1]);
+
 /* For the confirmation of `sbx provision remove`: one line per agent with
  * a store, "agents/A/secrets.json (secrets: X, Y)", and the key file;
  * appended to out. */

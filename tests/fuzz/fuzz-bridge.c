@@ -32,9 +32,14 @@ no(struct sbx_error *e)
 	sbx_error_set(e, SBX_K_NOT_FOUND, NULL, "stub", "stub");
 	return NULL;
 }
+int
+sbx_bstore_scrub(int r, const char *a, json_t *j, struct sbx_error *e)
+{
+	return 0;
+}
 json_t *
 sbx_bstore_secret(int r, const char *a, const char *p, const char *n,
-    struct sbx_error *e)
+    const json_t *h, struct sbx_error *e)
 {
 	return no(e);
 }

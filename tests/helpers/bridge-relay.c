@@ -1,9 +1,11 @@
 /*
  * bridge-relay: stand-in for sbx exec and sbx-init in the bridge's tests.
  *
- *	bridge-relay ROOT AGENT PATH
+ *	bridge-relay ROOT AGENT PATH [PLUGIN [NAME=DIGEST...]]
  *
- * Opens a session for AGENT on ROOT/run/bridge.sock, as sbx exec does,
+ * Opens a session for AGENT on ROOT/run/bridge.sock, as sbx exec does
+ * (with PLUGIN and the digests of the secret values its run holds, as
+ * `sbx plugin run` does; names and digests are not checked here),
  * then listens on the unix socket PATH and hands every connection it
  * accepts to the bridge over the session's channel, as sbx-init does
  * inside a sandbox.  Prints "ready" once PATH listens; runs until killed
@@ -65,13 +67,16 @@ unix_sock(const char *path, int do_listen)
 int
 main(int argc, char *argv[])
 {
-	char	      path[4096], req[256], ans[512];
+	char	      path[4096], req[8192], ans[512];
+	size_t	      k;
+	int	      i;
 	int	      ctl, sp[2], lfd, fd;
 	ssize_t	      n;
 	struct pollfd pfd[2];
 
-	if (argc != 4) {
-		fprintf(stderr, "usage: bridge-relay ROOT AGENT PATH\n");
+	if (argc < 4) {
+		fprintf(stderr, "usage: bridge-relay ROOT AGENT PATH "
+		    "[PLUGIN [NAME=DIGEST...]]\n");
 		return 64;
 	}
 	snprintf(path, sizeof(path), "%s/run/bridge.sock", argv[1]);
@@ -82,10 +87,27 @@ main(int argc, char *argv[])
 	}
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) == -1)
 		return 71;
-	snprintf(req, sizeof(req),
-	    "{\"op\":\"session\",\"agent\":\"%s\","
-	    "\"run\":\"test\"}\n",
+	k = (size_t)snprintf(req, sizeof(req),
+	    "{\"op\":\"session\",\"agent\":\"%s\",\"run\":\"test\"",
 	    argv[2]);
+	if (argc > 4) {
+		k += (size_t)snprintf(req + k, sizeof(req) - k,
+		    ",\"plugin\":\"%s\",\"secrets\":{", argv[4]);
+		for (i = 5; i < argc && k < sizeof(req); i++) {
+			const char *eq = strchr(argv[i], '=');
+
+			if (eq == NULL)
+				return 64;
+			k += (size_t)snprintf(req + k, sizeof(req) - k,
+			    "%s\"%.*s\":\"%s\"", i > 5 ? "," : "",
+			    (int)(eq - argv[i]), argv[i], eq + 1);
+		}
+		if (k < sizeof(req))
+			k += (size_t)snprintf(req + k, sizeof(req) - k, "}");
+	}
+	if (k >= sizeof(req) - 3)
+		return 64;
+	snprintf(req + k, sizeof(req) - k, "}\n");
 	if (send_fd(ctl, req, strlen(req), sp[0]) == -1)
 		return 69;
 	close(sp[0]);

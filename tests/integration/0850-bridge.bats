@@ -58,46 +58,55 @@ teardown() { bridge_teardown; }
 @test "config: a plugin's namespace exists only for an installed plugin" {
 	printf '%s\n' '{"version":1,"plugins":[{"id":"code-search","sha256":"00","secrets":["GH_TOKEN"],"created_by":"person"}]}' \
 	    >"$SBX_HOME/agents/a/plugins.json"
-	run env SBX_PLUGIN=code-search SBX_BRIDGE_SOCK="$TEST_ROOT/a.sock" SBX_BRIDGE_TOKEN="$TOK_a" "$HOSTCLI" config set idx 1
+	# The plugin is its session's (sbx plugin run), not a header.
+	prelay pa a code-search
+	prelay pb b code-search
+	run phost pa a config set idx 1
 	[ "$status" -eq 0 ]
-	run env SBX_PLUGIN=code-search SBX_BRIDGE_SOCK="$TEST_ROOT/a.sock" SBX_BRIDGE_TOKEN="$TOK_a" "$HOSTCLI" config get idx
+	run phost pa a config get idx
 	[ "$(json_get "$output" .value)" = 1 ]
 	# The agent's own namespace does not have it.
 	run host a config get idx
 	[ "$status" -eq 1 ]
 	# Not installed for b.
-	run env SBX_PLUGIN=code-search SBX_BRIDGE_SOCK="$TEST_ROOT/b.sock" SBX_BRIDGE_TOKEN="$TOK_b" "$HOSTCLI" config get idx
+	run phost pb b config get idx
 	[ "$status" -eq 77 ]
 }
 
-@test "secrets: only to a plugin that declared the name, audited; 403 otherwise" {
+@test "secrets: only to a plugin's own session that declared the name, audited; 403 otherwise" {
 	printf '%s\n' '{"version":1,"plugins":[{"id":"code-search","sha256":"00","secrets":["GH_TOKEN"],"created_by":"person"}]}' \
 	    >"$SBX_HOME/agents/a/plugins.json"
 	sbx secret set GH_TOKEN --agent a -q <<<"ghp-value-0850"
 	sbx secret set OTHER --agent a -q <<<"other-value-0850"
-	run host a --plugin code-search secret get GH_TOKEN
+	prelay pa a code-search GH_TOKEN=ghp-value-0850 OTHER=other-value-0850
+	prelay pnope a nope GH_TOKEN=ghp-value-0850
+	prelay pb b code-search GH_TOKEN=ghp-value-0850
+	run phost pa a secret get GH_TOKEN
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[ "$(json_get "$output" .value)" = ghp-value-0850 ]
+	# sbx-host --plugin saying what the session says is accepted.
+	run phost pa a --plugin code-search secret get GH_TOKEN
+	[ "$status" -eq 0 ]
 	# Not declared by the plugin.
-	run host a --plugin code-search secret get OTHER
+	run phost pa a secret get OTHER
 	[ "$status" -eq 77 ]
 	[[ "$output" != *other-value* ]]
-	# No plugin header: the agent's own secrets are not served here.
+	# No plugin session: the agent's own secrets are not served here.
 	run host a secret get GH_TOKEN
 	[ "$status" -eq 77 ]
 	# Another plugin id, and another agent with the same id.
-	run host a --plugin nope secret get GH_TOKEN
+	run phost pnope a secret get GH_TOKEN
 	[ "$status" -eq 77 ]
-	run host b --plugin code-search secret get GH_TOKEN
+	run phost pb b secret get GH_TOKEN
 	[ "$status" -eq 77 ]
 	[[ "$output" != *ghp-value* ]]
 	# Bad names never reach the store.
 	run breq a GET /v1/secrets/..
 	[ "${output%% *}" = 400 ]
-	# The audit: granted once, refused twice for a (not b's business).
+	# The audit: granted twice, refused twice for a (not b's business).
 	grep -c '"level":"audit"' "$SBX_HOME/agents/a/bridge/log.jsonl"
-	[ "$(grep -c 'given to plugin code-search' "$SBX_HOME/agents/a/bridge/log.jsonl")" -eq 1 ]
+	[ "$(grep -c 'given to plugin code-search' "$SBX_HOME/agents/a/bridge/log.jsonl")" -eq 2 ]
 	[ "$(grep -c 'refused' "$SBX_HOME/agents/a/bridge/log.jsonl")" -ge 2 ]
 	! grep -q ghp-value "$SBX_HOME/agents/a/bridge/log.jsonl"
 }

@@ -5,6 +5,11 @@
 #   relay A                          a relay for agent A -> $TEST_ROOT/A.sock
 #                                    (tests/helpers/bridge-relay: what sbx
 #                                    exec and sbx-init do for a run)
+#   prelay L A P [NAME=VALUE...]     a plugin P's session for agent A (what
+#                                    sbx plugin run opens), its run holding
+#                                    those secret values -> $TEST_ROOT/L.sock
+#   preq L A METHOD PATH [BODY]      breq over L.sock with A's token
+#   phost L A ARGS...                sbx-host over L.sock with A's token
 #   breq A METHOD PATH [BODY]        curl over A's socket with A's token;
 #                                    prints "STATUS BODY"
 #   host A ARGS...                   sbx-host over A's socket, A's token
@@ -43,9 +48,29 @@ bridge_teardown() {
 }
 
 relay() {
-	local out="$TEST_ROOT/relay-$1.out" i
-	"$HELPERS/bridge-relay" "$SBX_HOME" "$1" "$TEST_ROOT/$1.sock" \
-	    >"$out" 2>&1 &
+	_relay "$1" "$1"
+}
+
+# The digest of a value as sbx exec sends it (BLAKE2b-256, hex).
+digest() {
+	printf '%s' "$1" | python3 -c 'import hashlib, sys
+print(hashlib.blake2b(sys.stdin.buffer.read(), digest_size=32).hexdigest())'
+}
+
+prelay() {
+	local label=$1 agent=$2 plugin=$3 kv args=()
+	shift 3
+	for kv in "$@"; do
+		args+=("${kv%%=*}=$(digest "${kv#*=}")")
+	done
+	_relay "$label" "$agent" "$plugin" "${args[@]}"
+}
+
+_relay() {
+	local label=$1 out="$TEST_ROOT/relay-$1.out" i
+	shift
+	"$HELPERS/bridge-relay" "$SBX_HOME" "$1" "$TEST_ROOT/$label.sock" \
+	    "${@:2}" >"$out" 2>&1 &
 	RELAY_PIDS="$RELAY_PIDS $!"
 	for i in $(seq 300); do
 		grep -q ready "$out" 2>/dev/null && return 0
@@ -58,9 +83,13 @@ relay() {
 tok() { eval "printf '%s' \"\$TOK_$1\""; }
 
 breq() {
-	local a=$1 m=$2 p=$3
-	shift 3
-	curl -s --path-as-is --max-time 60 --unix-socket "$TEST_ROOT/$a.sock" \
+	preq "$1" "$@"
+}
+
+preq() {
+	local l=$1 a=$2 m=$3 p=$4
+	shift 4
+	curl -s --path-as-is --max-time 60 --unix-socket "$TEST_ROOT/$l.sock" \
 	    -o "$TEST_ROOT/body" -w '%{http_code}' -X "$m" \
 	    -H "Authorization: Bearer $(tok "$a")" \
 	    ${1:+-H 'Content-Type: application/json' --data-binary "$1"} \
@@ -72,6 +101,14 @@ host() {
 	local a=$1
 	shift
 	SBX_BRIDGE_SOCK="$TEST_ROOT/$a.sock" SBX_BRIDGE_TOKEN="$(tok "$a")" \
+	    "$HOSTCLI" "$@"
+}
+
+# sbx-host over L.sock (a plugin's session) with A's token.
+phost() {
+	local l=$1 a=$2
+	shift 2
+	SBX_BRIDGE_SOCK="$TEST_ROOT/$l.sock" SBX_BRIDGE_TOKEN="$(tok "$a")" \
 	    "$HOSTCLI" "$@"
 }
 

@@ -345,6 +345,45 @@ main(void)
 	    "prefixes alone pass");
 	sbx_scrub_free(sc);
 
+	/*
+	 * Issue 27: a value comes back case-folded through paths that
+	 * normalise it (the proxy lowercases host names): ASCII case is
+	 * ignored, in the raw form and in every encoded one, and the rest of
+	 * the text keeps its own case.
+	 */
+	sc = sbx_scrub_new();
+	sbx_scrub_add(sc, "HOSTY", "Sup3rSecretHostLabel", 20);
+	sbx_scrub_add(sc, "HEXY", "\xAB\xCD\xEF\x01\x23\x45", 6);
+	check(sc, "GET http://sup3rsecrethostlabel.example.com/ X",
+	    "GET http://[REDACTED:HOSTY].example.com/ X", "lowercased value");
+	check(sc, "DENIED SUP3RSECRETHOSTLABEL:443",
+	    "DENIED [REDACTED:HOSTY]:443", "uppercased value");
+	check(sc, "sUP3RsECRETHOSTlABEL", "[REDACTED:HOSTY]",
+	    "mixed case value");
+	check(sc, "hex abcdef012345 ABCDEF012345 AbCdEf012345 .",
+	    "hex [REDACTED:HEXY] [REDACTED:HEXY] [REDACTED:HEXY] .",
+	    "hex in either case, and mixed");
+	check(sc, "Sup3rSecretHostLabe", "Sup3rSecretHostLabe",
+	    "a prefix alone passes, case kept");
+
+	/* Issue 27: a JSON record is scrubbed in its keys as in its values,
+	 * and a key that collides keeps both. */
+	{
+		json_t	*j = json_pack("{s:s,s:{s:i},s:i}", "k",
+		    "x Sup3rSecretHostLabel y", "Sup3rSecretHostLabel", "n", 1,
+		    "[REDACTED:HOSTY]", 2);
+		char	*d;
+
+		sbx_scrub_json(sc, j);
+		d = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+		is_str(d, "{\"[REDACTED:HOSTY]\":2,\"[REDACTED:HOSTY]#1\":"
+		    "{\"n\":1},\"k\":\"x [REDACTED:HOSTY] y\"}",
+		    "json: keys and values scrubbed, a colliding key numbered");
+		free(d);
+		json_decref(j);
+	}
+	sbx_scrub_free(sc);
+
 	/* No values: a pass-through. */
 	sc = sbx_scrub_new();
 	got = one(sc, "plain");
