@@ -24,6 +24,7 @@ setup() {
 	open(sys.argv[1] + ".up", "w").close()
 	while True:
 	    c, _ = s.accept()
+	    open(sys.argv[1] + ".conn", "a").write("x")
 	    try:
 	        c.sendall(b"HOSTDATA\n")
 	    except OSError:
@@ -116,4 +117,56 @@ agent_cfg() {
 	echo "$output"
 	[[ "$output" != *HOSTDATA* ]]
 	[[ "$output" == "host refused 13"* ]]
+}
+
+# Issue 27 §2: the guard never lets the kernel redo a socket call on what
+# the caller holds by then (SECCOMP_USER_NOTIF_FLAG_CONTINUE).  pid 1 takes
+# the caller's socket itself, reads the address once and performs the call
+# on that file with that copy.
+
+@test "SOCK-05: swapping the descriptor (dup2) under a connect() never reaches the host listener" {
+	cat >"$W/race.py" <<-'EOF'
+	import ctypes, os, socket, sys, threading
+	libc = ctypes.CDLL(None, use_errno=True)
+	def sun(path):
+	    p = path.encode()
+	    b = ctypes.create_string_buffer(110)
+	    b[0:2] = socket.AF_UNIX.to_bytes(2, "little")
+	    b[2:2 + len(p)] = p
+	    return b, 2 + len(p) + 1
+	addr, alen = sun(sys.argv[1])
+	n = int(sys.argv[2])
+	t = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+	u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+	N = os.dup(t.fileno())
+	stop = False
+	def swap():
+	    while not stop:
+	        os.dup2(u.fileno(), N)
+	        os.dup2(t.fileno(), N)
+	th = threading.Thread(target=swap)
+	th.start()
+	won = 0
+	errs = set()
+	for i in range(n):
+	    if libc.connect(N, addr, alen) == 0:
+	        won = i + 1
+	        break
+	    errs.add(ctypes.get_errno())
+	stop = True
+	th.join()
+	if won:
+	    u.settimeout(5)
+	    print("reached", u.recv(100).decode().strip(), "after", won)
+	else:
+	    print("held", n, sorted(errs))
+	EOF
+	chmod a+r "$W/race.py"
+	run --separate-stderr sbx exec --workdir "$W" -- "$PY" race.py host.sock 20000
+	echo "$output"
+	echo "$stderr"
+	[ "$status" -eq 0 ]
+	[[ "$output" == "held 20000 "* ]]
+	# The host's listener never saw a connection: refused before it.
+	[ ! -e "$W/host.sock.conn" ]
 }
