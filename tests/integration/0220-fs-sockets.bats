@@ -162,11 +162,171 @@ agent_cfg() {
 	    print("held", n, sorted(errs))
 	EOF
 	chmod a+r "$W/race.py"
-	run --separate-stderr sbx exec --workdir "$W" -- "$PY" race.py host.sock 20000
+	run --separate-stderr timeout 600 "$SBX" exec --workdir "$W" -- "$PY" race.py host.sock 20000
 	echo "$output"
 	echo "$stderr"
 	[ "$status" -eq 0 ]
 	[[ "$output" == "held 20000 "* ]]
 	# The host's listener never saw a connection: refused before it.
 	[ ! -e "$W/host.sock.conn" ]
+}
+
+@test "SOCK-06: a datagram to a host socket (sendto, sendmsg, sendmmsg, connect) is refused, also under a swapped descriptor or address; the sandbox's own datagrams and descriptor passing work" {
+	# The host's datagram listener (a syslog or NOTIFY_SOCKET): it
+	# records every datagram it gets.
+	cat >"$TEST_ROOT/dsrv.py" <<-'EOF'
+	import os, socket, sys
+	s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+	s.bind(sys.argv[1])
+	os.chmod(sys.argv[1], 0o777)
+	open(sys.argv[1] + ".up", "w").close()
+	while True:
+	    d = s.recv(4096)
+	    with open(sys.argv[2], "ab") as f:
+	        f.write(d + b"\n")
+	EOF
+	cat >"$W/dgram.py" <<-'EOF'
+	import ctypes, os, socket, sys, threading
+	libc = ctypes.CDLL(None, use_errno=True)
+	host, n = sys.argv[1], int(sys.argv[2])
+	def tryit(what, f):
+	    try:
+	        f()
+	        print(what, "sent")
+	    except OSError as e:
+	        print(what, "refused", e.errno)
+	d = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+	tryit("sendto", lambda: d.sendto(b"SENDTO", host))
+	tryit("sendmsg", lambda: d.sendmsg([b"SENDMSG"], [], 0, host))
+	tryit("connect", lambda: d.connect(host))
+	a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+	tryit("pair", lambda: a.sendto(b"PAIR", host))
+	# sendmmsg, which Python lacks: two messages, by ctypes.
+	class iovec(ctypes.Structure):
+	    _fields_ = [("base", ctypes.c_char_p), ("len", ctypes.c_size_t)]
+	class msghdr(ctypes.Structure):
+	    _fields_ = [("name", ctypes.c_void_p), ("namelen", ctypes.c_uint),
+	        ("iov", ctypes.POINTER(iovec)), ("iovlen", ctypes.c_size_t),
+	        ("control", ctypes.c_void_p), ("controllen", ctypes.c_size_t),
+	        ("flags", ctypes.c_int)]
+	class mmsghdr(ctypes.Structure):
+	    _fields_ = [("hdr", msghdr), ("len", ctypes.c_uint)]
+	def sun(path):
+	    p = path.encode()
+	    b = ctypes.create_string_buffer(110)
+	    b[0:2] = socket.AF_UNIX.to_bytes(2, "little")
+	    b[2:2 + len(p)] = p
+	    return b, 2 + len(p) + 1
+	def mmsg(path):
+	    nm, nl = sun(path)
+	    iov = iovec(b"MMSG", 4)
+	    v = (mmsghdr * 2)()
+	    for m in v:
+	        m.hdr.name = ctypes.cast(nm, ctypes.c_void_p)
+	        m.hdr.namelen = nl
+	        m.hdr.iov = ctypes.pointer(iov)
+	        m.hdr.iovlen = 1
+	    r = libc.sendmmsg(d.fileno(), v, 2, 0)
+	    return r, ctypes.get_errno(), [m.len for m in v], (nm, iov)
+	r, e, lens, _ = mmsg(host)
+	print("sendmmsg", r, e if r < 0 else lens)
+	# The sandbox's own datagram socket: reachable, every way.
+	own = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+	own.bind("/tmp/own.dgram")
+	d.sendto(b"OWN1", "/tmp/own.dgram")
+	d.sendmsg([b"OWN", b"2"], [], 0, "/tmp/own.dgram")
+	r, e, lens, _ = mmsg("/tmp/own.dgram")
+	got = [own.recv(10) for _ in range(2 + (r if r > 0 else 0))]
+	print("own", b" ".join(got).decode(), lens)
+	c = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+	c.connect("/tmp/own.dgram")
+	c.send(b"CONNECTED")
+	print("own", own.recv(20).decode())
+	# A descriptor passed over a stream pair arrives and works.
+	s1, s2 = socket.socketpair()
+	r_, w_ = os.pipe()
+	socket.send_fds(s1, [b"FD"], [w_])
+	msg, fds, _, _ = socket.recv_fds(s2, 10, 1)
+	os.write(fds[0], b"PIPED")
+	print("fds", msg.decode(), os.read(r_, 10).decode())
+	# The races: a unix datagram socket dup2()ed over a UDP socket's
+	# descriptor, and the address rewritten in memory, under sendto.
+	udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+	N = os.dup(udp.fileno())
+	ha, hl = sun(host)
+	oa, ol = sun("/tmp/own.dgram")
+	buf = ctypes.create_string_buffer(110)
+	ctypes.memmove(buf, oa, 110)
+	stop = False
+	def swap():
+	    while not stop:
+	        os.dup2(d.fileno(), N)
+	        os.dup2(udp.fileno(), N)
+	        ctypes.memmove(buf, ha, 110)
+	        ctypes.memmove(buf, oa, 110)
+	th = threading.Thread(target=swap)
+	th.start()
+	# (MSG_DONTWAIT: nobody reads own.dgram meanwhile, and a full
+	# queue would block the sender, as it would without sbx.)
+	for i in range(n):
+	    libc.sendto(N, b"RACE", 4, socket.MSG_DONTWAIT, ha, hl)
+	    libc.sendto(d.fileno(), b"RACE2", 5, socket.MSG_DONTWAIT, buf,
+	        max(hl, ol))
+	stop = True
+	th.join()
+	print("raced", n)
+	EOF
+	chmod a+r "$W/dgram.py"
+	python3 "$TEST_ROOT/dsrv.py" "$W/host.dgram" "$TEST_ROOT/got" &
+	DSRV=$!
+	for _ in $(seq 100); do [ -e "$W/host.dgram.up" ] && break; sleep 0.05; done
+	[ -e "$W/host.dgram.up" ]
+	run --separate-stderr timeout 600 "$SBX" exec --workdir "$W" -- "$PY" dgram.py host.dgram 5000
+	kill "$DSRV" 2>/dev/null; wait "$DSRV" 2>/dev/null || true
+	echo "$output"
+	echo "$stderr"
+	echo "host got: $(cat "$TEST_ROOT/got" 2>/dev/null | head -n 5)"
+	[ "$status" -eq 0 ]
+	[ "$(printf '%s\n' "$output" | head -n 5)" = "$(printf 'sendto refused 13\nsendmsg refused 13\nconnect refused 13\npair refused 13\nsendmmsg -1 13')" ]
+	[[ "$output" == *"own OWN1 OWN2 MMSG MMSG [4, 4]"* ]]
+	[[ "$output" == *"own CONNECTED"* ]]
+	[[ "$output" == *"fds FD PIPED"* ]]
+	[[ "$output" == *"raced 5000"* ]]
+	[[ "$stderr" == *"sbx: unix socket: host.dgram (connection refused)"* ]]
+	# Not one datagram reached the host.
+	[ ! -s "$TEST_ROOT/got" ]
+}
+
+@test "SOCK-07: bind() cannot create a protected name (a socket named .envrc); other names keep the address they were bound with" {
+	mkdir -p "$W/sub"
+	chmod -R a+rwX "$W"
+	cat >"$W/bind.py" <<-'EOF'
+	import os, socket, stat, sys
+	def b(p):
+	    s = socket.socket(socket.AF_UNIX)
+	    try:
+	        s.bind(p)
+	        print(p, "bound", s.getsockname())
+	    except OSError as e:
+	        print(p, "refused", e.errno)
+	    return s
+	keep = [b(".envrc"), b("sub/../.envrc"), b(sys.argv[1] + "/.bashrc"),
+	    b(".npmrc")]
+	os.umask(0o022)
+	keep.append(b("app.sock"))
+	keep.append(b("/tmp/abs.sock"))
+	print("mode", oct(stat.S_IMODE(os.stat("app.sock").st_mode)))
+	s = socket.socket(socket.AF_INET)
+	s.bind(("127.0.0.1", 0))
+	print("inet", s.getsockname()[0])
+	EOF
+	chmod a+r "$W/bind.py"
+	run --separate-stderr sbx exec --workdir "$W" -- "$PY" bind.py "$W"
+	echo "$output"
+	echo "$stderr"
+	[ "$status" -eq 0 ]
+	[ "$output" = "$(printf '%s\n' '.envrc refused 30' 'sub/../.envrc refused 30' "$W/.bashrc refused 30" '.npmrc refused 30' "app.sock bound app.sock" "/tmp/abs.sock bound /tmp/abs.sock" "mode 0o755" "inet 127.0.0.1")" ]
+	# Nothing protected was left in the user's tree.
+	[ ! -e "$W/.envrc" ] && [ ! -e "$W/.bashrc" ] && [ ! -e "$W/.npmrc" ]
+	[ -S "$W/app.sock" ]
 }
