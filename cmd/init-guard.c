@@ -10,8 +10,8 @@
  * name but these" either: its rights are per directory.  So the names are
  * refused at the system call: the command runs under a seccomp filter
  * that hands every call able to create a name (open/openat/creat with
- * O_CREAT, mkdir, mknod, symlink, link, rename) to pid 1, which is the
- * supervisor (SECCOMP_RET_USER_NOTIF).
+ * O_CREAT, mkdir, mknod, symlink, link, rename, bind) to pid 1, which is
+ * the supervisor (SECCOMP_RET_USER_NOTIF).
  *
  * The supervisor never lets the kernel redo a call it approved
  * (SECCOMP_USER_NOTIF_FLAG_CONTINUE): the kernel would read the path from
@@ -25,12 +25,14 @@
  * the same namespaces as the command, with its umask set to the caller's
  * for the call, so the result is the one the kernel would have given.
  *
- * Unix sockets (-U): connect() to a socket file is performed the same way
- * (pid 1 connects a socket of its own of the caller's type and puts it in
- * the caller's descriptor slot), then the peer is checked: a listener
- * started outside the sandbox has no pid in the sandbox's pid namespace
- * (SO_PEERCRED says 0).  Such a connection is closed and the call fails
- * with EACCES, unless the socket is one of -A (allow_unix_sockets).
+ * Unix sockets (-U): connect(), and the sends that carry an address
+ * (sendto, sendmsg, sendmmsg), are performed the same way, never
+ * continued: pid 1 takes the caller's socket (pidfd_getfd), reads the
+ * address once, decides a unix peer on its file and reaches that very
+ * file (cmd/init-guard-sock.c).  A socket file no socket of the sandbox's
+ * network namespace is bound to is refused with EACCES, unless it is one
+ * of -A (allow_unix_sockets).  bind() of a unix path creates a name, and
+ * is guarded with the other calls that do.
  */
 #include <sys/ioctl.h>
 #include <sys/prctl.h>

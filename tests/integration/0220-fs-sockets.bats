@@ -316,6 +316,11 @@ agent_cfg() {
 	keep.append(b("app.sock"))
 	keep.append(b("/tmp/abs.sock"))
 	print("mode", oct(stat.S_IMODE(os.stat("app.sock").st_mode)))
+	# A socket the sandbox bound in the workdir is its own to reach.
+	keep[-2].listen(1)
+	c = socket.socket(socket.AF_UNIX)
+	c.connect("app.sock")
+	print("own", keep[-2].accept()[0].getpeername() == "", c.getpeername())
 	s = socket.socket(socket.AF_INET)
 	s.bind(("127.0.0.1", 0))
 	print("inet", s.getsockname()[0])
@@ -325,7 +330,7 @@ agent_cfg() {
 	echo "$output"
 	echo "$stderr"
 	[ "$status" -eq 0 ]
-	[ "$output" = "$(printf '%s\n' '.envrc refused 30' 'sub/../.envrc refused 30' "$W/.bashrc refused 30" '.npmrc refused 30' "app.sock bound app.sock" "/tmp/abs.sock bound /tmp/abs.sock" "mode 0o755" "inet 127.0.0.1")" ]
+	[ "$output" = "$(printf '%s\n' '.envrc refused 30' 'sub/../.envrc refused 30' "$W/.bashrc refused 30" '.npmrc refused 30' "app.sock bound app.sock" "/tmp/abs.sock bound /tmp/abs.sock" "mode 0o755" "own True app.sock" "inet 127.0.0.1")" ]
 	# Nothing protected was left in the user's tree.
 	[ ! -e "$W/.envrc" ] && [ ! -e "$W/.bashrc" ] && [ ! -e "$W/.npmrc" ]
 	[ -S "$W/app.sock" ]
