@@ -98,15 +98,50 @@ struct job {
 	int			 nfds;
 };
 
-static int	told_diag;
+static int	told_diag, told_take;
 
-/* The caller's open file at descriptor fd (pidfd_getfd). */
+#ifndef PIDFD_THREAD
+#define PIDFD_THREAD	O_EXCL
+#endif
+
+/* A thread's process (its thread group's leader). */
+static pid_t
+tgid_of(pid_t tid)
+{
+	char	 p[64], line[128];
+	FILE	*f;
+	pid_t	 t = -1;
+
+	snprintf(p, sizeof(p), "/proc/%d/status", (int)tid);
+	if ((f = fopen(p, "re")) == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (strncmp(line, "Tgid:", 5) == 0) {
+			t = (pid_t)strtol(line + 5, NULL, 10);
+			break;
+		}
+	fclose(f);
+	return t;
+}
+
+/*
+ * The caller's open file at descriptor fd (pidfd_getfd).  The caller is
+ * a thread (the notification names its tid): a pidfd of that very thread
+ * (PIDFD_THREAD, Linux 6.9) reaches its own descriptor table; before
+ * that, its process's, which is the same table unless the thread was
+ * made without CLONE_FILES (then the file taken is its process's; what
+ * pid 1 performs is still only ever what it checked).
+ */
 static int
 take_fd(pid_t pid, int fd)
 {
+	pid_t	 tg;
 	int	 pfd, f, err;
 
-	if ((pfd = (int)syscall(SYS_pidfd_open, pid, 0)) == -1)
+	if ((pfd = (int)syscall(SYS_pidfd_open, pid, PIDFD_THREAD)) == -1 &&
+	    errno == EINVAL && (tg = tgid_of(pid)) > 0)
+		pfd = (int)syscall(SYS_pidfd_open, tg, 0);
+	if (pfd == -1)
 		return -1;
 	f = (int)syscall(SYS_pidfd_getfd, pfd, fd, 0);
 	err = errno;
@@ -675,6 +710,11 @@ do_bind(struct job *j, int mfd, const uint64_t *a)
 		if (resolve(j->pid, AT_FDCWD, path, 0, &dfd, name, &slash) ==
 		    -1)
 			goto fail;
+		/* "name/" is no socket's name: the kernel's answer. */
+		if (slash) {
+			errno = ENOENT;
+			goto fail;
+		}
 		if (blocked(dfd, name)) {
 			if (dir_path(dfd, name, full, sizeof(full)) == 0)
 				report_path(j->status_fd, SBX_INIT_W_FSDENY,
@@ -738,7 +778,7 @@ serve_sock(int nfd, struct seccomp_notif *req, int mfd, int status_fd)
 	 */
 	if ((j->sfd = take_fd(j->pid, (int)a[0])) == -1) {
 		err = errno == EBADF ? EBADF : EPERM;
-		if (err == EPERM)
+		if (err == EPERM && !told_take++)
 			fprintf(stderr, "sbx-init: unix socket guard: cannot "
 			    "take the caller's socket (pidfd_getfd): %s; the "
 			    "call is refused\n", strerror(errno));

@@ -160,6 +160,24 @@ agent_cfg() {
 	    print("reached", u.recv(100).decode().strip(), "after", won)
 	else:
 	    print("held", n, sorted(errs))
+	# From a thread that is not the process's first: the same answers.
+	srv = socket.socket(socket.AF_UNIX)
+	srv.bind("/tmp/own.sock")
+	srv.listen(1)
+	def other():
+	    c = socket.socket(socket.AF_UNIX)
+	    try:
+	        c.connect(sys.argv[1])
+	        print("thread host reached")
+	    except OSError as e:
+	        print("thread host refused", e.errno)
+	    c = socket.socket(socket.AF_UNIX)
+	    c.connect("/tmp/own.sock")
+	    srv.accept()[0].sendall(b"OWN")
+	    print("thread own", c.recv(10).decode())
+	th = threading.Thread(target=other)
+	th.start()
+	th.join()
 	EOF
 	chmod a+r "$W/race.py"
 	run --separate-stderr timeout 600 "$SBX" exec --workdir "$W" -- "$PY" race.py host.sock 20000
@@ -167,6 +185,8 @@ agent_cfg() {
 	echo "$stderr"
 	[ "$status" -eq 0 ]
 	[[ "$output" == "held 20000 "* ]]
+	[[ "$output" == *"thread host refused 13"* ]]
+	[[ "$output" == *"thread own OWN"* ]]
 	# The host's listener never saw a connection: refused before it.
 	[ ! -e "$W/host.sock.conn" ]
 }
