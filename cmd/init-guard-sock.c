@@ -78,6 +78,7 @@ struct smsg {
 	struct msghdr		 m;
 	struct sockaddr_storage	 name;
 	struct iovec		 iov;
+	char			*data, *ctl;	/* ours, to free */
 	int			 tfd;	/* the unix peer reached, or -1 */
 };
 
@@ -92,7 +93,8 @@ struct job {
 	char			 where[PATH_MAX];
 	/* sends */
 	struct smsg		*msgs;
-	int			 nmsgs, memfd;
+	int			 nmsgs, memfd, first;
+	long long		 sent;
 	uint64_t		 vec;
 	int			 fds[MAX_MMSG];	/* taken for SCM_RIGHTS */
 	int			 nfds;
@@ -357,6 +359,64 @@ sock_int(int fd, int opt)
 	return v;
 }
 
+/*
+ * The sends of a job, from message j->first on, with the caller's flags
+ * and more.  1 when one would block (more is MSG_DONTWAIT) and nothing
+ * can be answered yet: j->first and j->sent say where to go on.  Else 0,
+ * with the answer in *val (sendto, sendmsg: the bytes sent; sendmmsg:
+ * the messages sent, their msg_len written back) or *err.
+ */
+static int
+sends(struct job *j, int more, long long *val, int *err)
+{
+	struct smsg	*s;
+	unsigned	 len;
+	ssize_t		 r;
+
+	*err = 0;
+	for (; j->first < j->nmsgs; j->first++) {
+		s = &j->msgs[j->first];
+		r = sendmsg(j->sfd, &s->m, j->flags | more);
+		if (r == -1) {
+			if (more && (errno == EAGAIN || errno == EWOULDBLOCK) &&
+			    (j->nr == SYS_sendmmsg ? j->first == 0 :
+			    j->sent == 0))
+				return 1;
+			if (errno == EPIPE && !(j->flags & MSG_NOSIGNAL))
+				(void)kill(j->pid, SIGPIPE);
+			/* After some progress, the progress is the answer. */
+			if (j->nr == SYS_sendmmsg ? j->first == 0 :
+			    j->sent == 0)
+				*err = errno;
+			break;
+		}
+		if (j->nr != SYS_sendmmsg) {
+			j->sent += r;
+			/*
+			 * A stream send cut short by a full buffer: the rest
+			 * waits, without the control data, which went with
+			 * the first bytes.
+			 */
+			if (more && (size_t)r < s->iov.iov_len) {
+				s->iov.iov_base = (char *)s->iov.iov_base + r;
+				s->iov.iov_len -= (size_t)r;
+				s->m.msg_control = NULL;
+				s->m.msg_controllen = 0;
+				return 1;
+			}
+			break;
+		}
+		len = (unsigned)r;
+		/* msg_len follows the msghdr in struct mmsghdr. */
+		if (pwrite(j->memfd, &len, sizeof(len), (off_t)(j->vec +
+		    (uint64_t)j->first * sizeof(struct mmsghdr) +
+		    offsetof(struct mmsghdr, msg_len))) != (ssize_t)sizeof(len))
+			break;
+	}
+	*val = j->nr == SYS_sendmmsg ? j->first : j->sent;
+	return 0;
+}
+
 /* Perform the decided call; the answer is sent here. */
 static void
 run_job(int nfd, struct job *j)
@@ -364,8 +424,7 @@ run_job(int nfd, struct job *j)
 	struct ucred	 cr;
 	socklen_t	 crl = sizeof(cr);
 	long long	 val = 0;
-	unsigned	 len;
-	int		 err = 0, i;
+	int		 err = 0;
 
 	if (j->nr == SYS_connect) {
 		if (connect(j->sfd, (struct sockaddr *)&j->addr, j->alen) ==
@@ -383,31 +442,7 @@ run_job(int nfd, struct job *j)
 		}
 		goto out;
 	}
-	/* sendto, sendmsg: one message; sendmmsg: the count sent. */
-	for (i = 0; i < j->nmsgs; i++) {
-		ssize_t r = sendmsg(j->sfd, &j->msgs[i].m, j->flags);
-
-		if (r == -1) {
-			if (i == 0)
-				err = errno;
-			if (errno == EPIPE && !(j->flags & MSG_NOSIGNAL))
-				(void)kill(j->pid, SIGPIPE);
-			break;
-		}
-		if (j->nr != SYS_sendmmsg) {
-			val = r;
-			break;
-		}
-		len = (unsigned)r;
-		/* msg_len follows the msghdr in struct mmsghdr. */
-		if (pwrite(j->memfd, &len, sizeof(len), (off_t)(j->vec +
-		    (uint64_t)i * sizeof(struct mmsghdr) +
-		    offsetof(struct mmsghdr, msg_len))) != (ssize_t)sizeof(len))
-			break;
-		val = i + 1;
-	}
-	if (j->nr == SYS_sendmmsg && val > 0)
-		err = 0;
+	(void)sends(j, 0, &val, &err);
 out:
 	answer(nfd, j->id, err ? -1 : val, err);
 }
@@ -416,10 +451,20 @@ out:
 static void
 perform(int nfd, struct job *j, int may_block)
 {
-	pid_t	 p;
+	long long	 val;
+	pid_t		 p;
+	int		 err;
 
 	if (!may_block) {
 		run_job(nfd, j);
+		return;
+	}
+	/*
+	 * A send is tried without waiting first: most complete at once,
+	 * and a child per send would cost far more than the send.
+	 */
+	if (j->nr != SYS_connect && sends(j, MSG_DONTWAIT, &val, &err) == 0) {
+		answer(nfd, j->id, err ? -1 : val, err);
 		return;
 	}
 	if ((p = fork()) == 0) {
@@ -492,6 +537,7 @@ copy_msg(struct job *j, int mfd, const struct msghdr *hdr,
 		got += l;
 	}
 	*total += got;
+	s->data = data;
 	s->iov.iov_base = data;
 	s->iov.iov_len = got;
 	s->m.msg_iov = &s->iov;
@@ -505,6 +551,7 @@ copy_msg(struct job *j, int mfd, const struct msghdr *hdr,
 		    rd(mfd, (uint64_t)(uintptr_t)hdr->msg_control, ctl,
 		    hdr->msg_controllen) == -1)
 			goto fail;
+		s->ctl = ctl;
 		s->m.msg_control = ctl;
 		s->m.msg_controllen = hdr->msg_controllen;
 		/* Descriptors are numbers in the caller's table. */
@@ -541,6 +588,7 @@ fail:
 	free(iov);
 	free(data);
 	free(ctl);
+	s->data = s->ctl = NULL;
 	s->m.msg_iov = NULL;
 	s->m.msg_control = NULL;
 	errno = (int)k;
@@ -553,9 +601,8 @@ job_free(struct job *j)
 	int	 i;
 
 	for (i = 0; j->msgs != NULL && i < j->nmsgs; i++) {
-		if (j->msgs[i].m.msg_iov != NULL)
-			free(j->msgs[i].iov.iov_base);
-		free(j->msgs[i].m.msg_control);
+		free(j->msgs[i].data);
+		free(j->msgs[i].ctl);
 		if (j->msgs[i].tfd >= 0)
 			close(j->msgs[i].tfd);
 	}

@@ -269,6 +269,23 @@ agent_cfg() {
 	msg, fds, _, _ = socket.recv_fds(s2, 10, 1)
 	os.write(fds[0], b"PIPED")
 	print("fds", msg.decode(), os.read(r_, 10).decode())
+	# A blocking send larger than the socket's buffer: it waits for the
+	# reader, who first creates a file (a call pid 1 answers: pid 1 is
+	# not the one waiting).
+	s1, s2 = socket.socketpair()
+	big = os.urandom(600000)
+	got = []
+	def reader():
+	    open("/tmp/made-while-sending", "w").close()
+	    buf = b""
+	    while len(buf) < len(big):
+	        buf += s2.recv(65536)
+	    got.append(buf)
+	th = threading.Thread(target=reader)
+	th.start()
+	sent = s1.sendmsg([big[:300000], big[300000:]])
+	th.join()
+	print("big", sent == len(big), got[0] == big)
 	# The races: a unix datagram socket dup2()ed over a UDP socket's
 	# descriptor, and the address rewritten in memory, under sendto.
 	udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -311,6 +328,7 @@ agent_cfg() {
 	[[ "$output" == *"own OWN1 OWN2 MMSG MMSG [4, 4]"* ]]
 	[[ "$output" == *"own CONNECTED"* ]]
 	[[ "$output" == *"fds FD PIPED"* ]]
+	[[ "$output" == *"big True True"* ]]
 	[[ "$output" == *"raced 5000"* ]]
 	[[ "$stderr" == *"sbx: unix socket: host.dgram (connection refused)"* ]]
 	# Not one datagram reached the host.
