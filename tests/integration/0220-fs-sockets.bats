@@ -373,3 +373,23 @@ agent_cfg() {
 	[ ! -e "$W/.envrc" ] && [ ! -e "$W/.bashrc" ] && [ ! -e "$W/.npmrc" ]
 	[ -S "$W/app.sock" ]
 }
+
+@test "SOCK-08: pidfd_getfd, which sbx's filter leaves to pid 1, stays refused to every command, guarded or not" {
+	TRY="$HELPERS/try-syscall"
+	[ -x "$TRY" ] || skip "not built: make tests ($TRY)"
+	[ "$(uname -m)" = x86_64 ] || skip "sbx's own filter refuses it on $(uname -m)"
+	cp "$TRY" "$W/try-syscall"
+	chmod a+rx "$W/try-syscall"
+	# With the guard (network none, a workdir) ...
+	run --separate-stderr sbx exec --workdir "$W" -- ./try-syscall pidfd_getfd </dev/null
+	echo "$output"
+	[[ "$output" == "pidfd_getfd errno=1 "* ]]
+	# ... and without one (outbound, no workdir: nothing to guard).
+	mkdir -p "$WS"
+	cp "$TRY" "$WS/try-syscall"
+	run --separate-stderr sbx exec -q --network outbound -- \
+	    sh -c './try-syscall pidfd_getfd; tr "\0" " " </proc/1/cmdline' </dev/null
+	echo "$output"
+	[[ "$output" == "pidfd_getfd errno=1 "* ]]
+	[[ "$output" != *" -U "* ]] && [[ "$output" != *" -N "* ]]
+}
