@@ -281,7 +281,7 @@ guard_install(int sock)
 		    &prog);
 	/*
 	 * Killable waits: once pid 1 has the notification, a signal no
-	 * longer interrupts the call (only SIGKILL does).  pid 1 performs
+	 * longer interrupts the call (only a fatal one does).  pid 1 performs
 	 * the call itself (a name created, a socket connected, a datagram
 	 * sent); an interrupted call that the kernel restarts would do it
 	 * twice (the same datagram or stream bytes sent again).  Kernels
