@@ -1,7 +1,8 @@
 /*
  * init-guard-int.h: what the files of sbx-init's guard share (cmd/init-guard.c
  * holds the policy and installs the filter, cmd/init-guard-path.c resolves
- * and checks paths, cmd/init-guard-serve.c answers the notifications).
+ * and checks paths, cmd/init-guard-serve.c answers the notifications,
+ * cmd/init-guard-sock.c the socket calls).
  * Internal to the sbx-init program; see cmd/initguard.h for its interface.
  */
 #ifndef SBX_INIT_GUARD_INT_H
@@ -51,6 +52,16 @@ extern char		*git_dirs[MAX_GIT];
 extern int		 ngit_dirs;
 extern char		*git_open[MAX_GIT];
 extern int		 ngit_open;
+
+struct seccomp_notif;
+
+/* cmd/init-guard-serve.c */
+void	answer(int nfd, uint64_t id, long long val, int err);
+int	still_valid(int nfd, uint64_t id);
+
+/* cmd/init-guard-sock.c: connect, bind, sendto, sendmsg, sendmmsg. */
+void	serve_sock(int nfd, struct seccomp_notif *req, int mfd,
+	    int status_fd);
 
 /* cmd/init-guard-path.c */
 void	report_path(int status_fd, const char *what, const char *path);

@@ -1,7 +1,8 @@
 /*
  * init-guard-serve.c: sbx-init's guard (see cmd/init-guard.c): pid 1
- * answering each notification of the filter, performing the approved call
- * on the checked directory itself, and checking unix socket peers.
+ * answering each notification of the filter and performing the approved
+ * call on the checked directory itself (the socket calls are
+ * cmd/init-guard-sock.c's).
  */
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
@@ -29,7 +30,7 @@
 
 #include "init-guard-int.h"
 
-static void
+void
 answer(int nfd, uint64_t id, long long val, int err)
 {
 	struct seccomp_notif_resp	 resp;
@@ -41,7 +42,7 @@ answer(int nfd, uint64_t id, long long val, int err)
 	(void)ioctl(nfd, SECCOMP_IOCTL_NOTIF_SEND, &resp);
 }
 
-static int
+int
 still_valid(int nfd, uint64_t id)
 {
 	return ioctl(nfd, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;
@@ -90,171 +91,6 @@ link_src_refused(int status_fd, const char *fdpath)
 	return 1;
 }
 
-static int
-sock_type(pid_t pid, unsigned long ino)
-{
-	char		 p[64], line[512];
-	FILE		*f;
-	unsigned long	 i;
-	unsigned	 type;
-	int		 t = -1;
-
-	snprintf(p, sizeof(p), "/proc/%d/net/unix", (int)pid);
-	if ((f = fopen(p, "re")) == NULL)
-		return -1;
-	while (fgets(line, sizeof(line), f) != NULL)
-		if (sscanf(line, "%*s %*s %*s %*s %x %*s %lu", &type, &i) ==
-		    2 && i == ino) {
-			t = (int)type;
-			break;
-		}
-	fclose(f);
-	return t;
-}
-
-static int
-fd_flags(pid_t pid, int fd)
-{
-	char		 p[64], line[128];
-	FILE		*f;
-	int		 fl = 0;
-
-	snprintf(p, sizeof(p), "/proc/%d/fdinfo/%d", (int)pid, fd);
-	if ((f = fopen(p, "re")) == NULL)
-		return 0;
-	while (fgets(line, sizeof(line), f) != NULL)
-		if (strncmp(line, "flags:", 6) == 0)
-			fl = (int)strtol(line + 6, NULL, 8);
-	fclose(f);
-	return fl;
-}
-
-static int
-sock_allowed(const struct stat *st)
-{
-	int	 i;
-
-	for (i = 0; i < nsocks; i++)
-		if (socks[i].dev == (unsigned long long)st->st_dev &&
-		    socks[i].ino == (unsigned long long)st->st_ino)
-			return 1;
-	return 0;
-}
-
-/*
- * connect(fd, addr, len) on a unix socket, done here and the socket put
- * in the caller's slot.  Other sockets: the kernel's own call, which an
- * address swapped in memory cannot turn into a unix connect (the family
- * is the socket's).
- */
-static void
-serve_connect(int nfd, struct seccomp_notif *req, int mfd, int status_fd)
-{
-	struct seccomp_notif_addfd	 add;
-	struct sockaddr_un		 sun;
-	struct ucred			 cr;
-	struct stat			 st, pst;
-	socklen_t			 crl = sizeof(cr), len;
-	char				 p[64], path[PATH_MAX];
-	int				 fd = (int)req->data.args[0], type;
-	int				 s = -1, cwd = -1, here = -1, fl, rc;
-	int				 err = 0, have_st = 0;
-
-	snprintf(p, sizeof(p), "/proc/%d/fd/%d", (int)req->pid, fd);
-	if (stat(p, &st) == -1 || !S_ISSOCK(st.st_mode) ||
-	    (type = sock_type(req->pid, (unsigned long)st.st_ino)) < 0) {
-		struct seccomp_notif_resp resp;
-
-		memset(&resp, 0, sizeof(resp));
-		resp.id = req->id;
-		resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
-		(void)ioctl(nfd, SECCOMP_IOCTL_NOTIF_SEND, &resp);
-		return;
-	}
-	len = (socklen_t)req->data.args[2];
-	if (len > sizeof(sun) || len < sizeof(sa_family_t)) {
-		answer(nfd, req->id, -1, EINVAL);
-		return;
-	}
-	memset(&sun, 0, sizeof(sun));
-	if (pread(mfd, &sun, len, (off_t)req->data.args[1]) != (ssize_t)len) {
-		answer(nfd, req->id, -1, EFAULT);
-		return;
-	}
-	if (sun.sun_family != AF_UNIX) {
-		answer(nfd, req->id, -1, EINVAL);
-		return;
-	}
-	fl = fd_flags(req->pid, fd);
-	if ((s = socket(AF_UNIX, type | SOCK_CLOEXEC | ((fl & O_NONBLOCK) ?
-	    SOCK_NONBLOCK : 0), 0)) == -1) {
-		answer(nfd, req->id, -1, errno);
-		return;
-	}
-	/* A relative path is the caller's: resolve it from its cwd. */
-	snprintf(p, sizeof(p), "/proc/%d/cwd", (int)req->pid);
-	if ((cwd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC)) == -1 ||
-	    (here = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC)) == -1 ||
-	    fchdir(cwd) == -1) {
-		err = errno;
-		goto out;
-	}
-	if (len > sizeof(sa_family_t) && sun.sun_path[0] != '\0') {
-		snprintf(path, sizeof(path), "%.*s", (int)sizeof(sun.sun_path),
-		    sun.sun_path);
-		have_st = stat(path, &pst) == 0;
-	} else
-		snprintf(path, sizeof(path), "@abstract");
-	if (!still_valid(nfd, req->id)) {
-		err = ENOENT;
-		goto out;
-	}
-	rc = connect(s, (struct sockaddr *)&sun, len);
-	if (rc == -1 && errno != EINPROGRESS) {
-		err = errno;
-		goto out;
-	}
-	if (rc == -1)
-		err = EINPROGRESS;
-	/*
-	 * The peer's pid, as the sandbox's pid namespace sees it: 0 for a
-	 * listener outside the sandbox.  A datagram socket has no peer
-	 * credentials: outside unless allowed, refused.
-	 */
-	if (sun.sun_path[0] != '\0' && !(have_st && sock_allowed(&pst)) &&
-	    (type == SOCK_DGRAM || getsockopt(s, SOL_SOCKET, SO_PEERCRED,
-	    &cr, &crl) == -1 || cr.pid == 0)) {
-		if (path[0] == '/')
-			report_path(status_fd, SBX_INIT_W_SOCKDENY, path);
-		else {
-			char full[PATH_MAX];
-			if (dir_path(cwd, path, full, sizeof(full)) == 0)
-				report_path(status_fd, SBX_INIT_W_SOCKDENY,
-				    full);
-		}
-		err = EACCES;
-		goto out;
-	}
-	memset(&add, 0, sizeof(add));
-	add.id = req->id;
-	add.flags = SECCOMP_ADDFD_FLAG_SETFD;
-	add.srcfd = (unsigned)s;
-	add.newfd = (unsigned)fd;
-	add.newfd_flags = (fl & O_CLOEXEC) ? O_CLOEXEC : 0;
-	if (ioctl(nfd, SECCOMP_IOCTL_NOTIF_ADDFD, &add) == -1)
-		err = errno;
-out:
-	if (here >= 0) {
-		(void)!fchdir(here);
-		close(here);
-	}
-	if (cwd >= 0)
-		close(cwd);
-	if (s >= 0)
-		close(s);
-	answer(nfd, req->id, err ? -1 : 0, err);
-}
-
 void
 guard_serve(int nfd, int status_fd)
 {
@@ -293,8 +129,10 @@ guard_serve(int nfd, int status_fd)
 		err = mfd == -1 ? EPERM : ENOENT;
 		goto done;
 	}
-	if (nr == SYS_connect) {
-		serve_connect(nfd, req, mfd, status_fd);
+	/* The socket calls: cmd/init-guard-sock.c. */
+	if (nr == SYS_connect || nr == SYS_bind || nr == SYS_sendto ||
+	    nr == SYS_sendmsg || nr == SYS_sendmmsg) {
+		serve_sock(nfd, req, mfd, status_fd);
 		close(mfd);
 		return;
 	}

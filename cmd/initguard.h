@@ -6,6 +6,8 @@
 #ifndef SBX_INITGUARD_H
 #define SBX_INITGUARD_H
 
+#include <sys/types.h>
+
 /* -N DEV:INO:NAME: NAME may not be created in that directory. */
 int	guard_add_block(const char *);
 /* -R PATH: a protected path inside (a refused write there is reported). */
@@ -24,11 +26,12 @@ void	guard_unix(void);
 int	guard_add_socket(const char *);
 /* Nonzero when the command must run under the guard. */
 int	guard_active(void);
-/* In the command's process, before exec: install the filter and send its
- * listener over sock.  0, or -1 with errno. */
+/* In the command's process, before exec: install the filter and hand its
+ * listener to pid 1 over sock; sock -1 (no guard): only refuse
+ * pidfd_getfd.  0, or -1 with errno. */
 int	guard_install(int sock);
-/* In pid 1: the listener, or -1. */
-int	guard_receive(int sock);
+/* In pid 1: take the listener from child, or -1. */
+int	guard_receive(int sock, pid_t child);
 /* In pid 1: answer one notification from the listener. */
 void	guard_serve(int nfd, int status_fd);
 

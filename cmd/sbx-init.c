@@ -274,8 +274,10 @@ child_exec(struct run *ir, int ep, int gsock)
 	 * The file-system guard: from here on, every call of the
 	 * command that creates a name is pid 1's to check and do
 	 * (cmd/init-guard*.c).  Fail closed: no guard, no command.
+	 * Without one (gsock -1), the filter only refuses pidfd_getfd,
+	 * which sbx's own filter leaves to pid 1.
 	 */
-	if (gsock >= 0 && guard_install(gsock) == -1) {
+	if (guard_install(gsock) == -1) {
 		err = errno;
 		(void)!write(ep, &err, sizeof(err));
 		_exit(126);
@@ -325,7 +327,7 @@ start(struct run *ir)
 	close(ep[1]);
 	if (gp[0] >= 0) {
 		close(gp[1]);
-		ir->gfd = guard_receive(gp[0]);
+		ir->gfd = guard_receive(gp[0], ir->child);
 		close(gp[0]);
 	}
 	/* Only the command holds the terminal: when it and what it started
