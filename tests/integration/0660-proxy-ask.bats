@@ -198,6 +198,54 @@ wait_out() {
 	[ "$(tail -n 1 "$TEST_ROOT/hold.out" | jq .refused503)" -eq 8 ]
 }
 
+@test "ask flood over several runs: the cap on pending asks is the agent's, not each run's" {
+	ask_world
+	write_agent_config bob '{"network_ask": true, "ask_timeout_s": 20, "resolve": {"bob.sbx.test": "127.0.0.1"}}'
+	agent_ready bob
+	printf -v req 'CONNECT f.sbx.test:443 HTTP/1.1\r\nHost: f.sbx.test:443\r\nProxy-Authorization: Basic %s\r\n\r\n' \
+	    "$(basic_auth alice "$(proxy_token alice)")"
+	# Two runs of alice, 12 asks each, held until the test says: counted
+	# per run, all 24 would be pending (and 16 runs of one agent would
+	# fill the proxy's whole table); per agent, 16 are, 8 are refused.
+	until=/workspace/agents/alice/req/done
+	rm -f "$(ahome alice)/req/done"
+	for i in 1 2; do
+		pexec alice "$PY" /workspace/agents/alice/pc.py hold 12 \
+		    --send "$req" --until "$until" --max 40 \
+		    > "$TEST_ROOT/hold$i.out" 2>&1 3>&- &
+		BG_PIDS+=("$!")
+		# The first run's asks are all pending before the second's.
+		for _ in $(seq 200); do
+			[ "$(grep -c '"event":"ask"' "$FOLLOW")" -ge 12 ] && break
+			sleep 0.1
+		done
+	done
+	# Every one of the 24 is either pending or refused.
+	for _ in $(seq 200); do
+		[ "$(( $(grep -c '"event":"ask"' "$FOLLOW") +
+		    $(grep -c '"reason":"too_many_asks"' "$PLOG") ))" -ge 24 ] && break
+		sleep 0.1
+	done
+	run sbx proxy asks --json
+	echo "$output"
+	[ "$(jc "$output" '[.result.asks[] | select(.agent == "alice")] | length')" -eq 16 ]
+	[ "$(jc "$output" '[.result.asks[] | select(.agent == "alice") | .run] | unique | length')" -eq 2 ]
+	[ "$(grep -c '"reason":"too_many_asks"' "$PLOG")" -eq 8 ]
+	# bob asks while alice's runs hold their share.
+	held bob "http://bob.sbx.test:$CANARY_PORT/" "$TEST_ROOT/b1"
+	id=$(ask_id bob.sbx.test)
+	[ -n "$id" ]
+	sbx proxy answer "$id" allow-once
+	[ "$(wait_out "$TEST_ROOT/b1")" = 200 ]
+	touch "$(ahome alice)/req/done"
+	for i in 1 2; do
+		for _ in $(seq 300); do [ -s "$TEST_ROOT/hold$i.out" ] && break; sleep 0.1; done
+		cat "$TEST_ROOT/hold$i.out"
+	done
+	[ "$(( $(tail -n 1 "$TEST_ROOT/hold1.out" | jq .refused503) +
+	    $(tail -n 1 "$TEST_ROOT/hold2.out" | jq .refused503) ))" -eq 8 ]
+}
+
 @test "ask on a terminal: sbx exec --ask prompts and the answer typed there releases the request" {
 	need_proxy_tools
 	command -v script >/dev/null || skip "script(1) is not installed (bsdutils)"
