@@ -64,18 +64,9 @@
 #define QUEUE_MAX	64
 #define LINE_MAX_ASK	256
 
-/*
- * Said to the terminal before each question: end any escape string the
- * sandbox left open (ST) and cancel any sequence (CAN); plain attributes
- * (no invisible or same-colour text); the ASCII character set (no
- * line-drawing look-alikes); leave the alternate screen; with the cursor
- * saved and restored around them (both move it home), the full screen as
- * the scroll region and origin mode off; insert mode off, autowrap on,
- * the cursor shown; bracketed paste off; then a fresh, cleared line.
- */
-static const char	 reset_seq[] = "\033\\\030\033[0m\033(B\017"
-			    "\033[?1049l\0337\033[r\033[?6l\0338"
-			    "\033[4l\033[?7h\033[?25h\033[?2004l\r\n\033[K";
+/* Said to the terminal before each question: SBX_TERM_SANE (utf8.h), then
+ * a fresh, cleared line. */
+static const char	 reset_seq[] = SBX_TERM_SANE "\r\n\033[K";
 
 struct ask {
 	char		 id[17];

@@ -327,6 +327,9 @@ tty_world() {
 	grep -aq "sbx\[$tag\]: that is not the host name" "$out"
 	grep -aq "sbx\[$tag\]: ask.sbx.test:$CANARY_PORT for agent alice: denied" "$out"
 	grep -aq 'CODE=403 STOLEN=0' "$out"
+	# What sbx says after the run is not hidden by the invisible text
+	# the sandbox left on: the terminal is reset before it.
+	grep -aq $'\e\\[0m.*sbx: proxy denied 1 request: ask.sbx.test' "$out"
 	# The sandbox never had the terminal on fd 0.
 	run ! grep -aq 'FD0' "$out"
 	# Held, not lost: SPOOF 1..LAST, each once, in order.
