@@ -692,18 +692,18 @@ sbx_run_sandbox(struct sbx_run *r, struct sbx_error *e)
 					stlen = 0;
 			}
 		}
-		if (!held && out.fd >= 0 && (pfd[1].revents & (POLLIN | POLLHUP |
-		    POLLERR))) {
+		if (!held && out.fd >= 0 && (pfd[1].revents & (POLLIN |
+		    POLLHUP | POLLERR))) {
 			last = sbx_now_ms();
 			relay(r, &out, 0, buf, sizeof(buf));
 		}
-		if (!held && err.fd >= 0 && (pfd[2].revents & (POLLIN | POLLHUP |
-		    POLLERR))) {
+		if (!held && err.fd >= 0 && (pfd[2].revents & (POLLIN |
+		    POLLHUP | POLLERR))) {
 			last = sbx_now_ms();
 			relay(r, &err, 1, buf, sizeof(buf));
 		}
-		if (!held && tt.fd >= 0 && (pfd[5].revents & (POLLIN | POLLHUP |
-		    POLLERR))) {
+		if (!held && tt.fd >= 0 && (pfd[5].revents & (POLLIN |
+		    POLLHUP | POLLERR))) {
 			last = sbx_now_ms();
 			relay(r, &tt, 0, buf, sizeof(buf));
 			if (tt.fd < 0) {
