@@ -313,7 +313,7 @@ tty_restore(void)
 	A.saved_ok = 0;
 }
 
-/* Send the answer: NULL, or why it could not be given (kept in e). */
+/* Send the answer: 0, or -1 with why it could not be given in e. */
 static int
 answer(const char *id, const char *ans, struct sbx_error *e)
 {
