@@ -7,10 +7,12 @@
 struct sbx_exec;
 
 /* When the run asks (--ask, proxy mode) and a person is at the terminal
- * (stdin and stderr are one, not --tty, not --json): a child that prompts
- * on /dev/tty for each ask of this run and answers it.  Its pid, or -1
- * when there is none to start. */
-pid_t	exec_ask_start(const struct sbx_exec *);
+ * (stdin and stderr are one, sbx in its foreground, not --tty, not --json,
+ * not --background): a child that asks on /dev/tty for each ask of this
+ * run and answers it, holding the run's output meanwhile through
+ * x->ask_hold_fd (set here).  Its pid, or -1 when there is none to
+ * start. */
+pid_t	exec_ask_start(struct sbx_exec *);
 /* End it (after the run). */
 void	exec_ask_stop(pid_t);
 

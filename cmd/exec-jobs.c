@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -281,6 +282,14 @@ exec_render_outcome(struct sbx_exec_outcome *o, char *violations,
     json_t *warnings, const char *job, int json, int quiet,
     void (*out)(json_t *), const char *name)
 {
+	/* The sandbox wrote to this terminal: whatever state it left it in
+	 * (invisible or same-colour text, the alternate screen, an escape
+	 * string left open) must not hide or disguise what sbx says of the
+	 * run, its violations above all.  Only when sbx has something to
+	 * say: a run that ends quietly stays transparent. */
+	if (!json && isatty(STDERR_FILENO) && (violations != NULL || !o->ok ||
+	    (!quiet && json_array_size(warnings) > 0)))
+		fputs(SBX_TERM_SANE, stderr);
 	if (violations != NULL) {
 		fprintf(stderr, "sbx: %s\n", violations);
 		free(violations);

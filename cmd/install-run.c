@@ -31,6 +31,7 @@
 #include "names.h"
 #include "runlimits.h"
 #include "time.h"
+#include "utf8.h"
 
 /* apt: the subordinate range of the copy's sandbox, when there is one
  * (else why there is none). */
@@ -70,7 +71,7 @@ run_script(const char *script, char **args, int nargs,
 	struct sbx_exec_outcome o;
 	const json_t	       *res;
 	char		       *argv[SBX_INSTALL_MAX_PKGS + 2], wall[32], *v;
-	int			i;
+	int			i, rc;
 
 	memset(rr, 0, sizeof(*rr));
 	sbx_exec_req_init(&R);
@@ -115,7 +116,13 @@ run_script(const char *script, char **args, int nargs,
 		fprintf(stderr, "%s: %s\n", PROG, X.bwrap_line);
 	snprintf(rr->token, sizeof(rr->token), "%s", X.proxy_token);
 	fflush(NULL);
-	if (sbx_exec_run(&X, &rr->err) == -1)
+	rc = sbx_exec_run(&X, &rr->err);
+	/* The package manager's output went to this terminal: what sbx
+	 * install says next (installed or not, the warnings) must not be
+	 * hidden or disguised by the state it left the terminal in. */
+	if (R.capture_tee && isatty(STDERR_FILENO))
+		fputs(SBX_TERM_SANE, stderr);
+	if (rc == -1)
 		goto out;
 	if ((v = sbx_exec_violations_text(&X)) != NULL) {
 		sbx_cmd_warnf(warnings, "%s", v);

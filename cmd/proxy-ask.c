@@ -17,18 +17,34 @@
 #include "cmd.h"
 #include "proxy-int.h"
 #include "proxyclient.h"
+#include "utf8.h"
+
+/* A string of the proxy's answer, escaped for one line of a terminal: the
+ * proxy checked the names, this does not rely on it. */
+static void
+safe(struct sbx_buf *b, const json_t *a, const char *key)
+{
+	const char	*s = json_string_value(json_object_get(a, key));
+
+	if (s == NULL)
+		s = "?";
+	(void)sbx_utf8_escape_line(b, s, strlen(s));
+}
 
 /* A pending ask, for people: "ID agent alice asks example.org:443 (run R,
  * 3 s)". */
 static void
 ask_line(struct sbx_buf *b, const json_t *a)
 {
-	sbx_buf_printf(b, "%s agent %s asks %s:%lld (run %s, %lld s)\n",
-	    json_string_value(json_object_get(a, "id")),
-	    json_string_value(json_object_get(a, "agent")),
-	    json_string_value(json_object_get(a, "host")),
-	    json_integer_value(json_object_get(a, "port")),
-	    json_string_value(json_object_get(a, "run")),
+	safe(b, a, "id");
+	sbx_buf_printf(b, " agent ");
+	safe(b, a, "agent");
+	sbx_buf_printf(b, " asks ");
+	safe(b, a, "host");
+	sbx_buf_printf(b, ":%lld (run ",
+	    json_integer_value(json_object_get(a, "port")));
+	safe(b, a, "run");
+	sbx_buf_printf(b, ", %lld s)\n",
 	    json_integer_value(json_object_get(a, "age_ms")) / 1000);
 }
 

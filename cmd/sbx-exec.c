@@ -377,6 +377,10 @@ run(void)
 	asker = exec_ask_start(&X);
 	rc = sbx_exec_run(&X, &e);
 	exec_ask_stop(asker);
+	if (X.ask_hold_fd >= 0) {
+		close(X.ask_hold_fd);
+		X.ask_hold_fd = -1;
+	}
 	if (rc == -1)
 		return report(&e, SBX_EX_FAILED, NULL);
 	v = C.json || C.quiet ? NULL : sbx_exec_violations_text(&X);

@@ -2448,6 +2448,7 @@ sbx_exec_init(struct sbx_exec *p)
 	p->proxy_ctl = p->proxy_chan = -1;
 	p->bridge_ctl = p->bridge_chan = -1;
 	p->tty_size_fd = -1;
+	p->ask_hold_fd = -1;
 	p->sb.image_fd = -1;
 	p->cg.backend = SBX_CG_NONE;
 	sbx_run_init(&p->run);
@@ -2936,6 +2937,9 @@ foreground(struct sbx_exec *p, struct sbx_error *e)
 	r->stdin_fd = stdin_for_run(p);
 	if (p->req->tty)
 		tty_start(p, r);
+	r->hold_fd = p->ask_hold_fd;
+	r->stdin_relay = p->ask_hold_fd >= 0 && r->stdin_fd >= 0 &&
+	    isatty(r->stdin_fd);
 	if (p->req->capture) {
 		r->capture = 1;
 		/* sbx install: kept for the envelope and shown as it comes. */

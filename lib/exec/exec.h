@@ -158,6 +158,13 @@ struct sbx_exec {
 	json_t			*limits;	/* what is enforced, and how */
 	json_t			*warnings;
 	int			 tty_size_fd;	/* caller's terminal, or -1 */
+	/* Set by the caller before sbx_exec_run: the socket on which the
+	 * asker of `sbx exec --ask` holds the output while a question is
+	 * on the terminal (sbx_run's hold_fd), or -1.  With it, a terminal
+	 * on stdin is relayed through a pipe, never handed to the sandbox
+	 * (which could otherwise draw over the question, or read the
+	 * answer, through it). */
+	int			 ask_hold_fd;
 	char			*bwrap_line;	/* verbose: the command line */
 	/* The agent's secrets for this run (lib/secret.h): their values go
 	 * into the environment memfd only, and secrets.scrub (when some

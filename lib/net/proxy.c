@@ -73,8 +73,11 @@
  * allowed wildcard) fills its own share, never the others'. */
 #define LOOKUPS_INFLIGHT	64
 #define LOOKUPS_INFLIGHT_AGENT	8
-/* Pending asks, in all and per agent: an agent that asks about a flood of
- * names holds its own few, and refusals beyond them, never the others'. */
+/* Pending asks, in all and per agent (not per run: an agent may have any
+ * number of runs at once): an agent that asks about a flood of names holds
+ * its own few, and refusals beyond them, never the others'.  The whole
+ * table fills only when ASKS_MAX / ASKS_MAX_AGENT agents each hold their
+ * share, so no agent's asks can crowd another's out. */
 #define ASKS_MAX		256
 #define ASKS_MAX_AGENT		16
 
@@ -1138,8 +1141,12 @@ conn_ask(struct conn *c)
 	unsigned char	 rnd[8];
 	unsigned	 mine = 0;
 
+	/* Counted by agent name, over every run of the agent: counted by
+	 * session, one agent's runs together could fill ASKS_MAX and every
+	 * other agent's asks would be refused. */
 	for (o = P.conns; o != NULL; o = o->next)
-		if (o->state == C_ASK && o->s == c->s)
+		if (o->state == C_ASK && o->s != NULL &&
+		    strcmp(o->s->agent, c->s->agent) == 0)
 			mine++;
 	if (P.nasks >= ASKS_MAX || mine >= ASKS_MAX_AGENT) {
 		conn_refuse(c, 503, "too_many_asks");

@@ -72,7 +72,20 @@ sbx_proxyclient_call(int ctl, json_t *req, int fd_pass, int timeout_ms,
 			return sbx_error_set(e, SBX_K_TIMEOUT, NULL,
 			    "proxy_timeout", "the proxy did not answer"), NULL;
 		}
-		r = read(ctl, buf, sizeof(buf));
+		/*
+		 * The answer's line and no byte more: on a connection that
+		 * follows the asks (sbx exec --ask, sbx proxy asks
+		 * --follow) the next lines are events that may already be
+		 * there, and whoever follows must get them.  So peek, and
+		 * take up to the end of the line only.
+		 */
+		r = recv(ctl, buf, sizeof(buf), MSG_PEEK);
+		if (r > 0) {
+			char *end = memchr(buf, '\n', (size_t)r);
+
+			r = read(ctl, buf, end != NULL ? (size_t)(end - buf +
+			    1) : (size_t)r);
+		}
 		if (r == -1 && errno == EINTR)
 			continue;
 		if (r <= 0) {

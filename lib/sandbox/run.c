@@ -39,6 +39,7 @@ sbx_run_init(struct sbx_run *r)
 	r->stdin_fd = r->out_fd = r->err_fd = -1;
 	r->signal_fd = r->notify_fd = -1;
 	r->tty_size_fd = -1;
+	r->hold_fd = -1;
 	r->exit_code = -1;
 	r->max_output = 1 << 20;
 }
@@ -404,11 +405,12 @@ tty_resize(struct sbx_run *r, int master)
 }
 
 /*
- * Input for the command's terminal: as much of what is pending as the
- * terminal takes now, never waiting (the loop must keep its deadlines).
- * Input nobody can take any more (the terminal is gone) is dropped.
+ * Input for the command's terminal (or its stdin pipe, stdin_relay): as
+ * much of what is pending as it takes now, never waiting (the loop must
+ * keep its deadlines).  Input nobody can take any more (the terminal is
+ * gone, the pipe's reader closed it) is dropped, and -1 says so.
  */
-static void
+static int
 tty_flush(int tw, const char *buf, size_t *off, size_t *len)
 {
 	ssize_t	 n;
@@ -418,15 +420,49 @@ tty_flush(int tw, const char *buf, size_t *off, size_t *len)
 		if (n == -1 && errno == EINTR)
 			continue;
 		if (n == -1 && errno == EAGAIN)
-			return;
+			return 0;
 		if (n <= 0) {
 			*len = 0;
-			break;
+			*off = 0;
+			return -1;
 		}
 		*off += (size_t)n;
 		*len -= (size_t)n;
 	}
 	*off = 0;
+	return 0;
+}
+
+/*
+ * The caller's hold socket (hold_fd): 'H' holds the output, 'R' lets it go;
+ * the end of the socket (the asker is gone) lets it go for good.  Returns
+ * the new state; *fd is -1 at the end (the caller closes the socket).
+ */
+static int
+hold_read(int *fd, int held)
+{
+	char	 b[16];
+	ssize_t	 n, i;
+
+	n = read(*fd, b, sizeof(b));
+	if (n == -1 && (errno == EINTR || errno == EAGAIN))
+		return held;
+	if (n <= 0) {
+		*fd = -1;
+		return 0;
+	}
+	for (i = 0; i < n; i++) {
+		if (b[i] == 'H')
+			held = 1;
+		else if (b[i] == 'R')
+			held = 0;
+	}
+	/* Nothing is written between polls: once the loop is here, no
+	 * output goes out until 'R'.  The asker waits for this before it
+	 * draws its question. */
+	if (held)
+		(void)!send(*fd, "h", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+	return held;
 }
 
 static void
@@ -441,7 +477,7 @@ flush_held(struct sbx_run *r, struct stream *err)
 int
 sbx_run_sandbox(struct sbx_run *r, struct sbx_error *e)
 {
-	struct pollfd	 pfd[8];
+	struct pollfd	 pfd[9];
 	struct stream	 out, err, tt;
 	struct termios	 tio;
 	char		 buf[65536], stbuf[PATH_MAX + 64], ibuf[4096];
@@ -451,7 +487,8 @@ sbx_run_sandbox(struct sbx_run *r, struct sbx_error *e)
 	int		 ps[2] = { -1, -1 }, pc[2] = { -1, -1 };
 	int		 stfd, pidfd = -1, reaped = 0, wstatus = 0, n, i;
 	long long	 start, now, last, term_at = 0, drain_at = 0, dl;
-	int		 killed = 0;
+	int		 killed = 0, held = 0, hfd = r->hold_fd, relay_in = 0;
+	int		 pi[2] = { -1, -1 };
 	char		 c;
 	struct child	 ch;
 
@@ -465,9 +502,16 @@ sbx_run_sandbox(struct sbx_run *r, struct sbx_error *e)
 		sbx_error_sys(e, "pipe_failed", "pipe");
 		goto fail;
 	}
+	/* stdin_relay: the command reads a pipe; sbx reads the caller's
+	 * stdin (the terminal) and writes it in. */
+	relay_in = r->stdin_relay && !r->tty && r->stdin_fd >= 0;
+	if (relay_in && pipe2(pi, O_CLOEXEC) == -1) {
+		sbx_error_sys(e, "pipe_failed", "pipe");
+		goto fail;
+	}
 	start = last = sbx_now_ms();
 	ch.r = r;
-	ch.in = r->tty ? -1 : r->stdin_fd;
+	ch.in = r->tty ? -1 : relay_in ? pi[0] : r->stdin_fd;
 	ch.out = po[1];
 	ch.err = pe[1];
 	ch.st = ps[1];
@@ -488,6 +532,13 @@ sbx_run_sandbox(struct sbx_run *r, struct sbx_error *e)
 	close(ps[1]);
 	close(pc[0]);
 	po[1] = pe[1] = ps[1] = pc[0] = -1;
+	if (relay_in) {
+		close(pi[0]);
+		tw = pi[1];
+		pi[0] = pi[1] = -1;
+		(void)fcntl(tw, F_SETFL, fcntl(tw, F_GETFL) | O_NONBLOCK);
+		tin = r->stdin_fd;
+	}
 	/* A pidfd makes bwrap's exit pollable; without one (old kernels)
 	 * the loop polls waitpid() every 50 ms. */
 	pidfd = (int)syscall(SYS_pidfd_open, r->bwrap_pid, 0);
@@ -500,11 +551,16 @@ sbx_run_sandbox(struct sbx_run *r, struct sbx_error *e)
 
 	for (;;) {
 		now = sbx_now_ms();
-		if (reaped && ((out.fd < 0 && err.fd < 0 && stfd < 0 &&
-		    tt.fd < 0) || now >= drain_at))
+		/* Held: the asker's question is on the terminal and the
+		 * output waits for it, even once the sandbox is gone (the
+		 * ask ends with the run's connections, or times out). */
+		if (reaped && !held && ((out.fd < 0 && err.fd < 0 &&
+		    stfd < 0 && tt.fd < 0) || now >= drain_at))
 			break;
-		/* Deadlines: inactivity, wall time, kill grace, drain. */
-		if (!reaped && !term_at && r->idle_timeout_ms > 0 &&
+		/* Deadlines: inactivity, wall time, kill grace, drain.  A
+		 * person thinking about a question is not the command
+		 * idling: the idle clock stops while held. */
+		if (!reaped && !term_at && !held && r->idle_timeout_ms > 0 &&
 		    now - last >= r->idle_timeout_ms) {
 			r->killed_by = "timeout";
 			r->limit = "idle";
@@ -528,18 +584,19 @@ sbx_run_sandbox(struct sbx_run *r, struct sbx_error *e)
 		}
 		dl = -1;
 		if (reaped)
-			dl = drain_at - now;
+			dl = held ? -1 : drain_at - now;
 		else if (term_at && !killed)
 			dl = term_at + SBX_KILL_GRACE_MS - now;
-		else if (!term_at && r->idle_timeout_ms > 0)
+		else if (!term_at && !held && r->idle_timeout_ms > 0)
 			dl = last + r->idle_timeout_ms - now;
 		if (!reaped && !term_at && r->wall_timeout_ms > 0 &&
 		    (dl < 0 || start + r->wall_timeout_ms - now < dl))
 			dl = start + r->wall_timeout_ms - now;
 		if (!reaped && pidfd < 0 && (dl < 0 || dl > 50))
 			dl = 50;
-		/* Held output goes out once its stream is quiet. */
-		for (i = 0; r->scrub != NULL && i < 3; i++) {
+		/* Held output goes out once its stream is quiet (and
+		 * nobody holds the terminal). */
+		for (i = 0; r->scrub != NULL && !held && i < 3; i++) {
 			struct stream *hs = i == 0 ? &out : i == 1 ? &err : &tt;
 			long long hd;
 			if (sbx_scrub_held(&hs->sc) == 0)
@@ -557,24 +614,40 @@ sbx_run_sandbox(struct sbx_run *r, struct sbx_error *e)
 
 		n = 0;
 		pfd[n].fd = stfd;	pfd[n++].events = POLLIN;
-		pfd[n].fd = out.fd;	pfd[n++].events = POLLIN;
-		pfd[n].fd = err.fd;	pfd[n++].events = POLLIN;
+		pfd[n].fd = held ? -1 : out.fd;	pfd[n++].events = POLLIN;
+		pfd[n].fd = held ? -1 : err.fd;	pfd[n++].events = POLLIN;
 		pfd[n].fd = reaped ? -1 : pidfd; pfd[n++].events = POLLIN;
 		pfd[n].fd = (reaped || killed) ? -1 : r->signal_fd;
 		pfd[n++].events = POLLIN;
 		/* -t: the terminal's output; the caller's input when the
 		 * last of it went in; the terminal again while some waits. */
-		pfd[n].fd = tt.fd;	pfd[n++].events = POLLIN;
-		pfd[n].fd = tw >= 0 && ilen == 0 ? tin : -1;
+		pfd[n].fd = held ? -1 : tt.fd;	pfd[n++].events = POLLIN;
+		pfd[n].fd = tw >= 0 && ilen == 0 && !held ? tin : -1;
 		pfd[n++].events = POLLIN;
 		pfd[n].fd = ilen > 0 ? tw : -1;
 		pfd[n++].events = POLLOUT;
+		pfd[n].fd = hfd;	pfd[n++].events = POLLIN;
 		if (poll(pfd, (nfds_t)n, dl > 0x7fffffff ? 0x7fffffff :
 		    (int)dl) == -1) {
 			if (errno == EINTR)
 				continue;
 			sbx_error_sys(e, "poll_failed", "poll");
 			break;
+		}
+		/* The hold before anything is relayed: after 'H' nothing of
+		 * this round goes out. */
+		if (hfd >= 0 && (pfd[8].revents & (POLLIN | POLLHUP |
+		    POLLERR))) {
+			int was = held;
+			held = hold_read(&hfd, held);
+			if (was && !held) {
+				now = sbx_now_ms();
+				last = now;
+				if (reaped)
+					drain_at = now + DRAIN_MS;
+				if (r->started)
+					flush_held(r, &err);
+			}
 		}
 		/* Status first: "ready" must be seen before the stderr
 		 * that follows it is judged. */
@@ -604,7 +677,7 @@ sbx_run_sandbox(struct sbx_run *r, struct sbx_error *e)
 					int was = r->started;
 					*nl = '\0';
 					status_line(r, p);
-					if (!was && r->started)
+					if (!was && r->started && !held)
 						flush_held(r, &err);
 					if (r->running)
 						notify(r, 'R', 0);
@@ -619,18 +692,18 @@ sbx_run_sandbox(struct sbx_run *r, struct sbx_error *e)
 					stlen = 0;
 			}
 		}
-		if (out.fd >= 0 && (pfd[1].revents & (POLLIN | POLLHUP |
-		    POLLERR))) {
+		if (!held && out.fd >= 0 && (pfd[1].revents & (POLLIN |
+		    POLLHUP | POLLERR))) {
 			last = sbx_now_ms();
 			relay(r, &out, 0, buf, sizeof(buf));
 		}
-		if (err.fd >= 0 && (pfd[2].revents & (POLLIN | POLLHUP |
-		    POLLERR))) {
+		if (!held && err.fd >= 0 && (pfd[2].revents & (POLLIN |
+		    POLLHUP | POLLERR))) {
 			last = sbx_now_ms();
 			relay(r, &err, 1, buf, sizeof(buf));
 		}
-		if (tt.fd >= 0 && (pfd[5].revents & (POLLIN | POLLHUP |
-		    POLLERR))) {
+		if (!held && tt.fd >= 0 && (pfd[5].revents & (POLLIN |
+		    POLLHUP | POLLERR))) {
 			last = sbx_now_ms();
 			relay(r, &tt, 0, buf, sizeof(buf));
 			if (tt.fd < 0) {
@@ -648,14 +721,26 @@ sbx_run_sandbox(struct sbx_run *r, struct sbx_error *e)
 			}
 		}
 		if (tw >= 0 && ilen > 0 && (pfd[7].revents & (POLLOUT |
-		    POLLERR | POLLHUP)))
-			tty_flush(tw, ibuf, &ioff, &ilen);
-		if (tw >= 0 && tin >= 0 && ilen == 0 && (pfd[6].revents &
-		    (POLLIN | POLLHUP | POLLERR | POLLNVAL))) {
+		    POLLERR | POLLHUP)) && tty_flush(tw, ibuf, &ioff,
+		    &ilen) == -1 && relay_in) {
+			/* The command closed its stdin: the caller's
+			 * input stays where it is, unread. */
+			close(tw);
+			tw = tin = -1;
+		}
+		if (tw >= 0 && tin >= 0 && ilen == 0 && !held &&
+		    (pfd[6].revents & (POLLIN | POLLHUP | POLLERR |
+		    POLLNVAL))) {
 			ssize_t k = read(tin, ibuf, sizeof(ibuf));
 			if (k > 0) {
 				ilen = (size_t)k;
 				last_nl = ibuf[k - 1] == '\n';
+			} else if (relay_in && (k == 0 || (errno != EINTR &&
+			    errno != EAGAIN))) {
+				/* The end of the caller's input is the
+				 * end of the pipe. */
+				close(tw);
+				tw = tin = -1;
 			} else if (k == 0 || (errno != EINTR &&
 			    errno != EAGAIN)) {
 				/*
@@ -671,7 +756,11 @@ sbx_run_sandbox(struct sbx_run *r, struct sbx_error *e)
 				    4;
 				ilen = last_nl ? 1 : 2;
 			}
-			tty_flush(tw, ibuf, &ioff, &ilen);
+			if (tw >= 0 && tty_flush(tw, ibuf, &ioff, &ilen) ==
+			    -1 && relay_in) {
+				close(tw);
+				tw = tin = -1;
+			}
 		}
 		sig = 0;
 		if (r->signal_fd >= 0 && (pfd[4].revents & POLLIN) &&
@@ -780,6 +869,7 @@ fail:
 		if (pe[i] >= 0) close(pe[i]);
 		if (ps[i] >= 0) close(ps[i]);
 		if (pc[i] >= 0) close(pc[i]);
+		if (pi[i] >= 0) close(pi[i]);
 	}
 	return -1;
 }

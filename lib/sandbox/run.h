@@ -71,6 +71,25 @@ struct sbx_run {
 	 * no cost.
 	 */
 	struct sbx_scrub *scrub;
+	/*
+	 * When >= 0, a socket on which the caller holds the output while it
+	 * asks the person at the terminal (sbx exec --ask): a byte 'H' stops
+	 * the relay and is answered 'h' once nothing more will be written to
+	 * out_fd or err_fd; 'R', or the end of the socket, relays again.
+	 * While held, the sandbox's pipes are not read (a command that keeps
+	 * writing blocks once they are full: backpressure, no memory grows,
+	 * nothing is lost), nor is the caller's stdin, and neither the idle
+	 * clock nor the drain after the end runs.
+	 */
+	int		  hold_fd;
+	/*
+	 * Not -t: stdin_fd is read by sbx and written into a pipe that is
+	 * the command's stdin, instead of being handed to the sandbox; so
+	 * the sandbox never holds the caller's terminal (to write to it,
+	 * read from it or change its modes) and hold_fd can stop its input
+	 * too.  The pipe is closed at the end of stdin_fd.
+	 */
+	int		  stdin_relay;
 
 	/* out */
 	pid_t		  bwrap_pid;

@@ -85,8 +85,7 @@ wait_out() {
 	grep -q '"verdict":"ask"' "$PLOG"
 	grep -q '"answer":"allow-once"' "$PLOG"
 	# Once: the next request asks again (nothing was remembered).
-	! grep -q ask.sbx.test "$SBX_HOME/config/agents/alice.json" ||
-	    ! jq -e '.allowed_domains | index("ask.sbx.test")' \
+	run ! jq -e '.allowed_domains // [] | index("ask.sbx.test")' \
 	    "$SBX_HOME/config/agents/alice.json"
 }
 
@@ -198,28 +197,90 @@ wait_out() {
 	[ "$(tail -n 1 "$TEST_ROOT/hold.out" | jq .refused503)" -eq 8 ]
 }
 
-@test "ask on a terminal: sbx exec --ask prompts and the answer typed there releases the request" {
-	need_proxy_tools
-	command -v script >/dev/null || skip "script(1) is not installed (bsdutils)"
-	start_canary
-	write_sandbox_config
-	# No network_ask for alice: --ask turns it on for this run.
-	write_agent_config alice '{"ask_timeout_s": 20,
-	    "resolve": {"ask.sbx.test": "127.0.0.1"}}'
-	agent_ready alice
-	cmd="$SBX exec --ask --network proxy --agent alice -- $CURL -sS -m 20 http://ask.sbx.test:$CANARY_PORT/"
-	# The answer is typed once the prompt is there.
-	(
-		for _ in $(seq 100); do
-			grep -q 'for agent alice?' "$TEST_ROOT/tty.out" 2>/dev/null && break
+@test "ask flood over several runs: the cap on pending asks is the agent's, not each run's" {
+	ask_world
+	write_agent_config bob '{"network_ask": true, "ask_timeout_s": 20, "resolve": {"bob.sbx.test": "127.0.0.1"}}'
+	agent_ready bob
+	printf -v req 'CONNECT f.sbx.test:443 HTTP/1.1\r\nHost: f.sbx.test:443\r\nProxy-Authorization: Basic %s\r\n\r\n' \
+	    "$(basic_auth alice "$(proxy_token alice)")"
+	# Two runs of alice, 12 asks each, held until the test says: counted
+	# per run, all 24 would be pending (and 16 runs of one agent would
+	# fill the proxy's whole table); per agent, 16 are, 8 are refused.
+	until=/workspace/agents/alice/req/done
+	rm -f "$(ahome alice)/req/done"
+	for i in 1 2; do
+		pexec alice "$PY" /workspace/agents/alice/pc.py hold 12 \
+		    --send "$req" --until "$until" --max 40 \
+		    > "$TEST_ROOT/hold$i.out" 2>&1 3>&- &
+		BG_PIDS+=("$!")
+		# The first run's asks are all pending before the second's.
+		for _ in $(seq 200); do
+			[ "$(grep -c '"event":"ask"' "$FOLLOW")" -ge 12 ] && break
 			sleep 0.1
 		done
-		printf 'o\n'
-		sleep 3
-	) | SBX_HOME=$SBX_HOME timeout 30 script -qfec "$cmd" "$TEST_ROOT/tty.out" > /dev/null 2>&1 || true
-	cat "$TEST_ROOT/tty.out"
-	grep -q "sbx: allow ask.sbx.test:$CANARY_PORT for agent alice? \[o\]nce/\[a\]lways/\[d\]eny" "$TEST_ROOT/tty.out"
-	grep -q canary "$TEST_ROOT/tty.out"
+	done
+	# Every one of the 24 is either pending or refused.
+	for _ in $(seq 200); do
+		[ "$(( $(grep -c '"event":"ask"' "$FOLLOW") +
+		    $(grep -c '"reason":"too_many_asks"' "$PLOG") ))" -ge 24 ] && break
+		sleep 0.1
+	done
+	run sbx proxy asks --json
+	echo "$output"
+	[ "$(jc "$output" '[.result.asks[] | select(.agent == "alice")] | length')" -eq 16 ]
+	[ "$(jc "$output" '[.result.asks[] | select(.agent == "alice") | .run] | unique | length')" -eq 2 ]
+	[ "$(grep -c '"reason":"too_many_asks"' "$PLOG")" -eq 8 ]
+	# bob asks while alice's runs hold their share.
+	held bob "http://bob.sbx.test:$CANARY_PORT/" "$TEST_ROOT/b1"
+	id=$(ask_id bob.sbx.test)
+	[ -n "$id" ]
+	sbx proxy answer "$id" allow-once
+	[ "$(wait_out "$TEST_ROOT/b1")" = 200 ]
+	touch "$(ahome alice)/req/done"
+	for i in 1 2; do
+		for _ in $(seq 300); do [ -s "$TEST_ROOT/hold$i.out" ] && break; sleep 0.1; done
+		cat "$TEST_ROOT/hold$i.out"
+	done
+	[ "$(( $(tail -n 1 "$TEST_ROOT/hold1.out" | jq .refused503) +
+	    $(tail -n 1 "$TEST_ROOT/hold2.out" | jq .refused503) ))" -eq 8 ]
+}
+
+# ask_tty OUT STEPS SCRIPT: sbx exec --ask for alice on a pseudo-terminal
+# of its own, the sandbox running sh -c SCRIPT; pty-answer.py answers it
+# (STEPS) and leaves what the terminal showed in OUT/.
+ask_tty() {
+	mkdir -p "$1"
+	"$PY" "$BATS_TEST_DIRNAME/pty-answer.py" "$1" 90 "$2" -- \
+	    env SBX_HOME="$SBX_HOME" ${ASK_WRAP:-} "$SBX" exec --ask --network proxy \
+	    --agent alice -- sh -c "$3" || {
+		echo "pty-answer.py: $? ($(cat "$1/result.json"))"
+		tr -d '\r' <"$1/out" | sed 's/\x1b/<ESC>/g'
+		return 1
+	}
+}
+
+# tty_world: alice with --ask only (no network_ask), ask.sbx.test mapped
+# to the canary and named by no rule.
+tty_world() {
+	need_proxy_tools
+	start_canary
+	write_sandbox_config
+	write_agent_config alice '{"ask_timeout_s": 60,
+	    "resolve": {"ask.sbx.test": "127.0.0.1"}}'
+	agent_ready alice
+	Q="sbx\\[([0-9a-f]{4})\\]: allow ask\\.sbx\\.test:$CANARY_PORT for agent alice\\? \\[o\\]nce/\\[a\\]lways/\\[d\\]eny "
+}
+
+@test "ask on a terminal: sbx exec --ask asks there, the answer typed releases the request, the decision is shown" {
+	tty_world
+	ask_tty "$TEST_ROOT/t1" "$(jq -nc --arg q "$Q" '[[$q, "o\n", 0]]')" \
+	    "$CURL -sS -m 60 http://ask.sbx.test:$CANARY_PORT/"
+	tr -d '\r' <"$TEST_ROOT/t1/out"
+	[ "$(jq .status "$TEST_ROOT/t1/result.json")" = 0 ]
+	tag=$(grep -aoE "$Q" "$TEST_ROOT/t1/out" | sed -E 's/^sbx\[([0-9a-f]{4})\].*/\1/')
+	[ -n "$tag" ]
+	grep -aq "sbx\[$tag\]: ask.sbx.test:$CANARY_PORT for agent alice: allowed once" "$TEST_ROOT/t1/out"
+	grep -aq canary "$TEST_ROOT/t1/out"
 	grep -q '"answer":"allow-once"' "$PLOG"
 	# Without a terminal nobody is asked here: the ask waits for another
 	# answer (and times out).
@@ -228,4 +289,62 @@ wait_out() {
 	run sbx exec --json --ask --network proxy --agent alice -- \
 	    "$CURL" -sS -m 20 "http://ask.sbx.test:$CANARY_PORT/"
 	[ "$(jc "$output" '[.result.violations[] | .reason]')" = '["ask_timeout"]' ]
+}
+
+@test "ask on a terminal, hostile: the sandbox cannot draw over the question, read the answer, or turn one key into allow-always" {
+	tty_world
+	command -v od >/dev/null || skip "od is not installed"
+	# The sandbox: a question of its own first, then invisible text;
+	# then, while sbx asks, it keeps drawing (over the question: erase
+	# line, carriage return), writes to its stdin (the terminal, if it
+	# were handed in) and reads its stdin (for the answer).  SPOOF lines
+	# are numbered: none may be lost.
+	script='printf "sbx: allow ok.sbx.test:443 for agent alice? [o]nce/[a]lways/[d]eny \033[8m"
+	exec 3<&0; cat <&3 >/tmp/stolen 3<&- &
+	( n=0; while [ ! -e /tmp/done ] && [ $n -lt 3000 ]; do n=$((n+1))
+	    printf "\033[2K\rSPOOF %d\n" $n; printf "FD0 %d\033[2K\r" $n >&0 2>/dev/null
+	    sleep 0.02; done; echo "SPOOF-LAST $n" ) &
+	spoof=$!
+	code=$('"$CURL"' -sS -m 60 -o /dev/null -w "%{http_code}" http://ask.sbx.test:'"$CANARY_PORT"'/)
+	touch /tmp/done; wait $spoof
+	echo "CODE=$code STOLEN=$(wc -c </tmp/stolen)"'
+	# One key "a" and a wrong name: not allow-always (denied).  The pause
+	# after the question gives the sandbox time to draw, were it able.
+	# (Any question of sbx's for ask.sbx.test, tagged or not, is taken.)
+	ql="sbx(\\[[0-9a-f]{4}\\])?: allow ask\\.sbx\\.test:$CANARY_PORT for agent alice\\? "
+	ask_tty "$TEST_ROOT/t1" "$(jq -nc --arg q "$ql" '[[$q, "a\n", 1],
+	    ["type the host name \\(ask\\.sbx\\.test\\): ", "ask.sbx.tes\n", 1]]')" "$script" || true
+	out=$TEST_ROOT/t1/out
+	tr -d '\r' <"$out" | sed 's/\x1b/<ESC>/g'
+	# Nothing of the sandbox's between the question and the answers.
+	run ! grep -aq 'SPOOF\|FD0' "$TEST_ROOT/t1/held.0"
+	[ "$(jq .steps "$TEST_ROOT/t1/result.json")" = 2 ]
+	run ! grep -aq 'SPOOF\|FD0' "$TEST_ROOT/t1/held.1"
+	# The terminal was reset before the question: attributes, and the
+	# line cleared after a fresh one.
+	grep -aoE $'\e\\[0m.*\r\n\e\\[K'"$Q" "$out" >/dev/null
+	tag=$(grep -aoE "$Q" "$out" | sed -E 's/^sbx\[([0-9a-f]{4})\].*/\1/')
+	grep -aq "sbx\[$tag\]: that is not the host name" "$out"
+	grep -aq "sbx\[$tag\]: ask.sbx.test:$CANARY_PORT for agent alice: denied" "$out"
+	grep -aq 'CODE=403 STOLEN=0' "$out"
+	# What sbx says after the run is not hidden by the invisible text
+	# the sandbox left on: the terminal is reset before it.
+	grep -aq $'\e\\[0m.*sbx: proxy denied 1 request: ask.sbx.test' "$out"
+	# The sandbox never had the terminal on fd 0.
+	run ! grep -aq 'FD0' "$out"
+	# Held, not lost: SPOOF 1..LAST, each once, in order.
+	last=$(grep -ao 'SPOOF-LAST [0-9]*' "$out" | cut -d' ' -f2)
+	[ "$last" -gt 0 ]
+	[ "$(grep -ao 'SPOOF [0-9]*' "$out" | cut -d' ' -f2 | tr '\n' ' ')" = "$(seq -s ' ' 1 "$last") " ]
+	grep -q '"answer":"deny"' "$PLOG"
+	run ! jq -e '.allowed_domains // [] | index("ask.sbx.test")' \
+	    "$SBX_HOME/config/agents/alice.json"
+	# allow-always takes the host name typed out; then it is remembered.
+	ask_tty "$TEST_ROOT/t2" "$(jq -nc --arg q "$Q" '[[$q, "a\n", 0],
+	    ["type the host name \\(ask\\.sbx\\.test\\): ", "ask.sbx.test\n", 0]]')" "$script"
+	tr -d '\r' <"$TEST_ROOT/t2/out" | sed 's/\x1b/<ESC>/g'
+	grep -aq "for agent alice: allowed always" "$TEST_ROOT/t2/out"
+	grep -aq 'CODE=200 STOLEN=0' "$TEST_ROOT/t2/out"
+	jq -e '.allowed_domains | index("ask.sbx.test")' \
+	    "$SBX_HOME/config/agents/alice.json"
 }

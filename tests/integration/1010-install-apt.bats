@@ -84,9 +84,21 @@ teardown_file() {
 	rm -rf "$APT_FX"
 }
 
+# host_state: what of the host a test here must leave as it found it, and
+# may assert no more of than that: the system user sbx (root's `sbx
+# provision` creates it, so a machine where sbx was ever used as root has
+# one before the run) and the paths a test package would reach if an
+# install escaped the agent's copy.  1011 runs this file with an sbx user.
+host_state() {
+	getent passwd sbx
+	stat -c '%n %i %s %Y' /usr/bin/sbx-hello /etc/sbx-hello
+	return 0
+} 2>/dev/null
+
 setup() {
 	[ -n "$APT_FX" ] && [ -n "$APT_PORT" ] ||
 	    skip "needs python3, apt-get, ar, dpkg-deb and dpkg-scanpackages (a Debian host)"
+	HOST_BEFORE=$(host_state)
 	proxy_setup
 }
 teardown() { proxy_teardown; }
@@ -141,9 +153,10 @@ template() { ls -d "$SBX_HOME"/images/*/rootfs; }
 	# is untouched.
 	[ "$(jq -r '.apt | join(",")' "$SBX_HOME/agents/alice/installed-packages.json")" = sbx-hello ]
 	[ ! -e "$(template)/usr/bin/sbx-hello" ]
-	[ ! -e /usr/bin/sbx-hello ]
 	grep -q '^GET /pool/sbx-hello_1.0_all.deb' "$APT_FX/req.log"
-	run ! getent passwd sbx
+	# Nothing reached the host: no sbx-hello there, no sbx user made
+	# (or changed).
+	[ "$(host_state)" = "$HOST_BEFORE" ]
 }
 
 # subids_free: would root's default subordinate range be had (no entry of
@@ -183,7 +196,7 @@ subids_free() {
 		run sbx exec --agent alice -- sh -c 'echo x > /usr/share/sbx-owned/f'
 		[ "$status" -ne 0 ]
 		[ "$(jq -r '.apt | join(",")' "$SBX_HOME/agents/alice/installed-packages.json")" = "sbx-hello,sbx-owned" ]
-		run ! getent passwd sbx
+		[ "$(host_state)" = "$HOST_BEFORE" ]
 		return 0
 	fi
 	# No subordinate range (not root and no /etc/subuid entry, or the
@@ -318,7 +331,7 @@ EOF
 	echo "$output"
 	status_is_kind
 	[ "$(json_get "$output" .reason)" = rootfs_unsafe ]
-	[ ! -e /etc/sbx-hello ]
+	[ "$(host_state)" = "$HOST_BEFORE" ]
 	[ -L "$r/tmp" ]
 }
 

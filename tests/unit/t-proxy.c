@@ -512,6 +512,39 @@ test_engine(void)
 	close(up);
 }
 
+/* A control call takes its answer's line and nothing more: on a
+ * connection that follows the asks, an event right behind the answer
+ * stays for the follower (it was read with the answer and lost). */
+static void
+test_client_line(void)
+{
+	struct sbx_error	 e;
+	json_t			*a;
+	char			 buf[256];
+	const char		 two[] = "{\"asks\":[],\"ok\":true}\n"
+				    "{\"event\":\"ask\",\"id\":\"x\"}\n";
+	ssize_t			 n;
+	int			 sv[2];
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == -1) {
+		skip("client: socketpair");
+		return;
+	}
+	memset(&e, 0, sizeof(e));
+	/* Both lines there before the call reads anything. */
+	(void)!write(sv[1], two, sizeof(two) - 1);
+	a = sbx_proxyclient_call(sv[0], json_pack("{s:s,s:b}", "op", "asks",
+	    "follow", 1), -1, 5000, &e);
+	n = recv(sv[0], buf, sizeof(buf) - 1, MSG_DONTWAIT);
+	buf[n > 0 ? n : 0] = '\0';
+	ok(a != NULL && json_is_array(json_object_get(a, "asks")) &&
+	    strcmp(buf, "{\"event\":\"ask\",\"id\":\"x\"}\n") == 0,
+	    "client: the answer's line is taken, the event behind it stays");
+	json_decref(a);
+	close(sv[0]);
+	close(sv[1]);
+}
+
 int
 main(void)
 {
@@ -526,6 +559,7 @@ main(void)
 	test_config();
 	test_dnsq();
 	test_engine();
+	test_client_line();
 	if (server > 0) {
 		kill(server, SIGKILL);
 		waitpid(server, NULL, 0);

@@ -9,6 +9,8 @@
  * is on elapsed time.
  */
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <errno.h>
@@ -19,6 +21,7 @@
 
 #include "tap.h"
 
+#include "buf.h"
 #include "fsutil.h"
 #include "run.h"
 
@@ -499,6 +502,149 @@ test_deadlines(void)
 	sbx_run_release(&r);
 }
 
+/* The hold (sbx exec --ask's question on the terminal): what the sink got,
+ * and whether each write came after the asker let the output go. */
+struct held_sink {
+	struct sbx_buf		 b;
+	volatile int		*released;
+	int			 early;
+};
+
+static int
+held_fn(void *arg, const void *p, size_t n)
+{
+	struct held_sink	*s = arg;
+
+	if (!*s->released)
+		s->early++;
+	return sbx_buf_append(&s->b, p, n);
+}
+
+static int
+wait_file(const char *path)
+{
+	int	 i;
+
+	for (i = 0; i < 3000; i++) {
+		if (access(path, F_OK) == 0)
+			return 0;
+		usleep(10000);
+	}
+	return -1;
+}
+
+static void
+test_hold(void)
+{
+	struct sbx_run		 r;
+	struct held_sink	 s;
+	struct sbx_buf		 want = SBX_BUF_INIT;
+	volatile int		*shared;
+	char			 dir[] = "/tmp/t-run-hold.XXXXXX", script[512];
+	char			 w[64], f[64], c;
+	int			 sv[2], i, st, in;
+	pid_t			 pid;
+
+	shared = mmap(NULL, sizeof(int) * 2, PROT_READ | PROT_WRITE,
+	    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (shared == MAP_FAILED || mkdtemp(dir) == NULL ||
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == -1) {
+		skip("hold: no shared memory, temporary directory or socket");
+		skip("hold: ...");
+		skip("hold: ...");
+		return;
+	}
+	shared[0] = shared[1] = 0;
+	snprintf(w, sizeof(w), "%s/w", dir);
+	snprintf(f, sizeof(f), "%s/f", dir);
+	/* Held from the start; the command then writes 4 pipes' worth. */
+	(void)!write(sv[1], "H", 1);
+	if ((pid = fork()) == 0) {
+		/* The asker: the run loop's word that nothing more goes out,
+		 * the command under way; then, a moment later, did it get
+		 * to the end (it must not: it blocks on the full pipe)?
+		 * Then let go. */
+		close(sv[0]);
+		if (read(sv[1], &c, 1) != 1 || c != 'h' || wait_file(w) == -1)
+			_exit(1);
+		usleep(200000);
+		shared[1] = access(f, F_OK) == 0;
+		shared[0] = 1;
+		(void)!write(sv[1], "R", 1);
+		_exit(0);
+	}
+	sbx_run_init(&r);
+	memset(&s, 0, sizeof(s));
+	s.released = shared;
+	r.sink_write = held_fn;
+	r.sink_arg = &s;
+	r.hold_fd = sv[0];
+	snprintf(script, sizeof(script), "echo ready >&3; touch %s; i=0; "
+	    "while [ $i -lt 4000 ]; do echo \"line $i of the output the hold "
+	    "must neither lose nor let out early\"; i=$((i+1)); done; "
+	    "touch %s; echo 'exit 0' >&3", w, f);
+	for (i = 0; i < 4000; i++)
+		sbx_buf_printf(&want, "line %d of the output the hold must "
+		    "neither lose nor let out early\n", i);
+	ok(run_sh(&r, script) == 0 && r.exit_code == 0 && s.early == 0 &&
+	    s.b.len == want.len && memcmp(s.b.p, want.p, want.len) == 0,
+	    "hold: nothing goes out until the asker lets go, then all of it, "
+	    "in order");
+	ok(waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+	    WEXITSTATUS(st) == 0 && shared[1] == 0,
+	    "hold: the command waits on the full pipe (backpressure), it "
+	    "is not read into memory");
+	if (s.early != 0 || s.b.len != want.len)
+		diag("  early writes %d, %zu bytes of %zu", s.early, s.b.len,
+		    want.len);
+	sbx_run_release(&r);
+	close(sv[0]);
+	close(sv[1]);
+	sbx_buf_release(&s.b);
+	sbx_buf_release(&want);
+
+	/* The asker gone while holding: the output goes out all the same,
+	 * and the run ends. */
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0) {
+		(void)!write(sv[1], "H", 1);
+		close(sv[1]);
+		sbx_run_init(&r);
+		r.hold_fd = sv[0];
+		ok(run_sh(&r, "echo ready >&3; echo after; echo 'exit 0' >&3")
+		    == 0 && strcmp(outs, "after\n") == 0,
+		    "hold: the end of the hold socket lets the output go");
+		sbx_run_release(&r);
+		close(sv[0]);
+	} else
+		skip("hold: socketpair");
+
+	/* stdin_relay: the command's stdin is a pipe sbx feeds, not the
+	 * caller's descriptor (here a file), to its end. */
+	snprintf(w, sizeof(w), "%s/in", dir);
+	if ((in = open(w, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) >= 0 &&
+	    write(in, "typed\n", 6) == 6 && lseek(in, 0, SEEK_SET) == 0) {
+		sbx_run_init(&r);
+		r.stdin_fd = in;
+		r.stdin_relay = 1;
+		ok(run_sh(&r, "echo ready >&3; [ -p /dev/stdin ] && echo pipe; "
+		    "cat; echo 'exit 0' >&3") == 0 &&
+		    strcmp(outs, "pipe\ntyped\n") == 0,
+		    "stdin_relay: the command reads a pipe, fed to the end");
+		if (strcmp(outs, "pipe\ntyped\n") != 0)
+			diag("  got '%s'", outs);
+		sbx_run_release(&r);
+	} else
+		skip("stdin_relay: no file");
+	if (in >= 0)
+		close(in);
+	unlink(w);
+	unlink(f);
+	snprintf(w, sizeof(w), "%s/w", dir);
+	unlink(w);
+	rmdir(dir);
+	munmap((void *)shared, sizeof(int) * 2);
+}
+
 static void
 test_drop(void)
 {
@@ -531,6 +677,7 @@ main(void)
 	test_child();
 	test_output();
 	test_deadlines();
+	test_hold();
 	test_drop();
 	return done_testing();
 }
