@@ -12,6 +12,8 @@
 #               printed below it in the README must appear in what the
 #               command printed (stdout and stderr);
 #   ```yaml     the `run:` commands of a CI step, run as an sh block;
+#               the files an upload step's `path:` names must then exist
+#               (the artifacts the pipeline keeps);
 #   ```json     an example of output, not a command: skipped, and said so.
 #
 # A line `<!-- readme-test: skip REASON -->` right before a block marks it
@@ -220,10 +222,43 @@ for where in "$tmp"/blocks/*.where; do
 		(cd "$work" && bash -e -o pipefail "$body") >"$out" 2>&1
 		rc=$? ;;
 	yaml)
-		sed -n 's/^ *run: *|* *//p; /^ *run: *|$/,/^ *- /{/^ *run:/d; /^ *- /d; s/^ *//p}' "$body" |
-		    sed '/^$/d' >"$body.sh"
-		(cd "$work" && bash -e -o pipefail "$body.sh") >"$out" 2>&1
-		rc=$? ;;
+		# Each `run:` of the steps: `run: CMD`, or `run: |` and the
+		# lines indented below it.  A block that yields no command is
+		# a failure, not an empty script that passes.
+		python3 - "$body" "$body.paths" >"$body.sh" <<'EOF'
+import re, sys
+out, paths, lines = [], [], open(sys.argv[1]).read().split("\n")
+i = 0
+while i < len(lines):
+    m = re.match(r"^(\s*)(?:- )?(run|path):\s*(.*)$", lines[i])
+    i += 1
+    if not m:
+        continue
+    dest = out if m.group(2) == "run" else paths
+    if m.group(3) not in ("|", "|-", ">"):
+        dest.append(m.group(3))
+        continue
+    ind = len(m.group(1))
+    while i < len(lines) and (not lines[i].strip() or
+            len(lines[i]) - len(lines[i].lstrip()) > ind):
+        if lines[i].strip():
+            dest.append(lines[i].strip())
+        i += 1
+print("\n".join(out))
+open(sys.argv[2], "w").write("".join(p + "\n" for p in paths))
+EOF
+		if grep -q . "$body.sh"; then
+			(cd "$work" && bash -e -o pipefail "$body.sh") >"$out" 2>&1
+			rc=$?
+			while IFS= read -r f; do
+				[ -e "$work/$f" ] && continue
+				echo "# the step's artifact $f was not written" >>"$out"
+				rc=1
+			done <"$body.paths"
+		else
+			echo "no run: command found in the block" >"$out"
+			rc=1
+		fi ;;
 	console)
 		rc=0
 		: >"$out"

@@ -618,6 +618,27 @@ shape() {
 	[ ! -e "$TEST_ROOT/nope" ]
 }
 
+@test "--output and --junit with plain file names write into the working directory" {
+	# The README's CI step: `--output preflight.json` named no directory,
+	# and the check looked for a directory called preflight.json.
+	provision
+	mkdir "$TEST_ROOT/ci"
+	cd "$TEST_ROOT/ci"
+	run sbx preflight --json --output preflight.json --junit preflight.xml
+	[ "$status" -ne 73 ]
+	jq -e .overall_readiness preflight.json
+	[ "$(printf '%s' "$output" | jq -S .result)" = "$(jq -S . preflight.json)" ]
+	grep -q '<testsuites' preflight.xml
+	[ "$(ls -A)" = "$(printf 'preflight.json\npreflight.xml')" ]
+	# a plain name whose directory (the working one) cannot be written
+	if ! is_root; then
+		chmod 0555 "$TEST_ROOT/ci"
+		run -73 sbx preflight --output again.json
+		[[ "$output" == *"cannot write the report to again.json: directory .: Permission denied"* ]]
+		chmod 0755 "$TEST_ROOT/ci"
+	fi
+}
+
 @test "daemons that this installation does not have are not listed" {
 	provision
 	run sbx preflight --json
