@@ -66,7 +66,7 @@ setup_file() {
 	: > "$APT_FX/req.log"
 	chmod 0666 "$APT_FX/req.log"
 	as_server "$PY" \
-	    "$BATS_TEST_DIRNAME/install-registry.py" "$r" "$APT_FX/req.log" \
+	    "$(server_script "$APT_FX")" "$r" "$APT_FX/req.log" \
 	    > "$APT_FX/port" 2> "$APT_FX/server.err" 3>&- &
 	echo "$!" > "$APT_FX/server.pid"
 	export APT_PORT
@@ -326,7 +326,7 @@ EOF
 # failures, the agent's copy pointed at it.
 apt_server() {
 	as_server "$PY" \
-	    "$BATS_TEST_DIRNAME/install-registry.py" "$APT_FX/repo" \
+	    "$(server_script "$TEST_ROOT")" "$APT_FX/repo" \
 	    "$TEST_ROOT/req2.log" "$1" > "$TEST_ROOT/port2" \
 	    2> "$TEST_ROOT/server2.err" 3>&- &
 	SERVER_PIDS+=("$!")
