@@ -61,7 +61,7 @@ out=$(cd "$t" && env -u SBX_TEST_TMPDIR -u SBX_TEST_RUN -u SBX_TEST_TAPDIR \
     B=build sh tests/run.sh 2>&1)
 rc=$?
 echo "1..10"
-[ "$rc" -ne 0 ] && ok "the run fails (exit $rc)" || notok "the run fails (exit $rc)"
+if [ "$rc" -ne 0 ]; then ok "the run fails (exit $rc)"; else notok "the run fails (exit $rc)"; fi
 # prove's closing lines are there, untouched.
 if printf '%s\n' "$out" | grep -q '^Result: FAIL$'; then
 	ok "prove's summary is kept"
