@@ -118,6 +118,10 @@ struct pf {
 	int			 as_root;
 	/* configuration */
 	int			 cfg_invalid, agent_cfg_invalid;
+	/* SBX_RL_* the agent's config asks for (sbx exec refuses a run
+	 * whose asked-for limit no cgroup can hold) */
+	unsigned		 hard_limits;
+	const char		*limits;	/* "hard", "soft", "unproven" */
 	unsigned long long	 min_free;
 	char			*v2root;
 	/* dependencies */
@@ -1509,6 +1513,10 @@ check_config(struct pf *p)
 			    p->ls[LOC_AGENT_CONFIG].path, p->provision),
 			    "agent_config", p->ls[LOC_AGENT_CONFIG].path);
 		} else {
+			p->hard_limits = l.explicit_mask &
+			    ((l.memory_mib ? SBX_RL_MEMORY : 0) |
+			    (l.cpus > 0 ? SBX_RL_CPUS : 0) |
+			    (l.pids ? SBX_RL_PIDS : 0));
 			finding(p, A_CONFIG, "configuration.agent",
 			    "config_loaded", S_OK, T_PASSED,
 			    pf_fmt(p, "%s is valid", rel), "", "",
@@ -1528,9 +1536,9 @@ check_cgroup(struct pf *p)
 	struct sbx_limits	 l;
 	struct sbx_cgroup	 cg;
 	char			 name[SBX_CG_NAME_MAX + 1];
-	const char		*backend, *repair, *why = "";
+	const char		*backend, *repair, *why = "", *asked;
 	enum sbx_cg_backend	 be;
-	unsigned		 enforced;
+	unsigned		 enforced, refused;
 	int			 r;
 
 	memset(&l, 0, sizeof(l));
@@ -1543,6 +1551,7 @@ check_cgroup(struct pf *p)
 	    "...`), or name one prepared for sbx as cgroup_v2_root in "
 	    "config/sandbox.json; without a cgroup, memory and task limits "
 	    "are rlimits only";
+	p->limits = "unproven";
 	if (sbx_cgroup_name(name, sizeof(name)) == -1) {
 		capability(p, "cgroup_limits", T_UNPROVEN, "no cgroup name");
 		finding(p, A_CAP, "capability.cgroup_limits",
@@ -1567,26 +1576,58 @@ check_cgroup(struct pf *p)
 		    "capability_unproven", S_WARNING, T_UNPROVEN,
 		    "cgroup limits could not be tested", e.message, repair,
 		    NULL, NULL);
-	} else if (be == SBX_CG_NONE) {
-		capability(p, "cgroup_limits", T_MISSING, pf_fmt(p, "none: %s",
-		    why));
-		finding(p, A_CAP, "capability.cgroup_limits",
-		    "cgroup_unavailable", S_WARNING, T_MISSING,
-		    "no writable cgroup for resource limits", why, repair,
-		    NULL, NULL);
-	} else if ((enforced & (SBX_LIM_PIDS | SBX_LIM_MEMORY)) !=
+	} else if (be == SBX_CG_NONE ||
+	    (enforced & (SBX_LIM_PIDS | SBX_LIM_MEMORY)) !=
 	    (SBX_LIM_PIDS | SBX_LIM_MEMORY)) {
-		capability(p, "cgroup_limits", T_FAILED, pf_fmt(p, "%s: only "
-		    "%s%s", backend, enforced & SBX_LIM_PIDS ? "pids" : "",
-		    enforced & SBX_LIM_MEMORY ? "memory" : ""));
+		/*
+		 * Soft limits only.  Every run still works: sbx exec applies
+		 * rlimits and goes ahead with the default limits, so a
+		 * machine without a cgroup (a plain user without systemd
+		 * delegation) is ready, and this is said as info and as
+		 * the report's warning.  It is needs_setup only when the
+		 * agent's config asks for a limit the cgroup cannot hold:
+		 * sbx exec refuses those runs (fail closed, DESIGN.md 6).
+		 */
+		refused = be == SBX_CG_NONE ? p->hard_limits :
+		    p->hard_limits & ((enforced & SBX_LIM_PIDS ? 0 : SBX_RL_PIDS) |
+		    (enforced & SBX_LIM_MEMORY ? 0 : SBX_RL_MEMORY));
+		asked = pf_fmt(p, "%s%s%s%s%s",
+		    refused & SBX_RL_MEMORY ? "memory_mib" : "",
+		    refused & SBX_RL_MEMORY && refused & (SBX_RL_CPUS |
+		    SBX_RL_PIDS) ? ", " : "", refused & SBX_RL_CPUS ? "cpus" :
+		    "", refused & SBX_RL_CPUS && refused & SBX_RL_PIDS ? ", " :
+		    "", refused & SBX_RL_PIDS ? "pids" : "");
+		if (be == SBX_CG_NONE)
+			capability(p, "cgroup_limits", T_MISSING, pf_fmt(p,
+			    "none: %s", why));
+		else
+			capability(p, "cgroup_limits", T_FAILED, pf_fmt(p,
+			    "%s: only %s%s", backend, enforced & SBX_LIM_PIDS ?
+			    "pids" : "", enforced & SBX_LIM_MEMORY ? "memory" :
+			    ""));
+		if (be != SBX_CG_NONE)
+			why = pf_fmt(p, "a test cgroup was created, but the %s "
+			    "controller is not available to it", enforced &
+			    SBX_LIM_PIDS ? "memory" : "pids");
 		finding(p, A_CAP, "capability.cgroup_limits",
-		    "cgroup_unavailable", S_WARNING, T_FAILED,
-		    pf_fmt(p, "the %s cgroup cannot limit %s", backend,
-		    enforced & SBX_LIM_PIDS ? "memory" : "tasks"),
-		    pf_fmt(p, "a test cgroup was created, but the %s "
-		    "controller is not available to it", enforced &
-		    SBX_LIM_PIDS ? "memory" : "pids"), repair, NULL, NULL);
+		    "cgroup_unavailable", refused ? S_WARNING : S_INFO,
+		    be == SBX_CG_NONE ? T_MISSING : T_FAILED,
+		    be == SBX_CG_NONE ? "no writable cgroup: memory and task "
+		    "limits are soft (rlimits)" : pf_fmt(p, "the %s cgroup "
+		    "cannot limit %s: those limits are soft (rlimits)",
+		    backend, enforced & SBX_LIM_PIDS ? "memory" : "tasks"),
+		    refused ? pf_fmt(p, "%s; %s asks for %s, and sbx exec "
+		    "refuses its runs until a cgroup can hold %s (or a run "
+		    "accepts --soft-limits)", why,
+		    p->ls[LOC_AGENT_CONFIG].rel, asked,
+		    refused & (refused - 1) ? "them" : "it") : pf_fmt(p,
+		    "%s; every run works, with rlimits for memory and tasks; "
+		    "a limit an agent's config or a run asks for is refused "
+		    "(sbx exec --soft-limits accepts rlimits)", why),
+		    repair, NULL, NULL);
+		p->limits = "soft";
 	} else {
+		p->limits = "hard";
 		capability(p, "cgroup_limits", T_PASSED, pf_fmt(p, "%s%s",
 		    backend, be == SBX_CG_V2 ? " (delegated)" :
 		    " (writable)"));
@@ -2200,6 +2241,8 @@ sbx_preflight_run(const struct sbx_preflight_opts *o, json_t **report,
 	jset(&p, r, "sbx_version", json_string(SBX_VERSION));
 	jset(&p, r, "overall_readiness",
 	    json_string(sbx_preflight_readiness(findings)));
+	jset(&p, r, "limits", json_string(p.limits != NULL ? p.limits :
+	    "unproven"));
 	jset(&p, r, "root", root);
 	jset(&p, r, "configuration", json_incref(p.config));
 	jset(&p, r, "host", json_incref(p.host));
