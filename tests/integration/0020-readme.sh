@@ -117,9 +117,9 @@ fi
 
 # The network world: every name the README's network examples use resolves,
 # through the proxy's test DNS stub, to this machine's loopback servers
-# (an https server on 127.0.0.1:443), except registry.npmjs.org, which
-# resolves to a private address that is never dialled (the example shows
-# its refusal).  Loopback is allowed for the README names only through
+# (an https server on 127.0.0.1:443), except registry.npmjs.org and
+# npm.corp.example, which resolve to private addresses that are never
+# dialled (the examples show their refusal).  Loopback is allowed for the README names only through
 # proxy.allowed_cidrs of config/sandbox.json, as a company allows its mirror.
 net_ready=""
 dns_ready=""
@@ -130,6 +130,7 @@ dns_world() {
 	"$SBX_TEST_BUILD/tests/helpers/dns-stub" -l 127.0.0.1:0 -o "$d/dns.log" \
 	    -a www.example.org=127.0.0.1 -a example.org=127.0.0.1 \
 	    -a example.com=127.0.0.1 -a registry.npmjs.org=10.20.0.7 \
+	    -a npm.corp.example=10.30.0.9 \
 	    >"$d/dns.port" 2>"$d/dns.err" 3>&- &
 	pids="$pids $!"
 	for _ in $(seq 100); do
