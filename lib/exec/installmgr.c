@@ -304,14 +304,15 @@ join_hosts(struct sbx_buf *b, const struct sbx_install_reg *reg,
 
 	for (k = 0; k < n; k++) {
 		if (want != NULL ? strcmp(r[k].why, want) != 0 :
-		    !sbx_np_is_addr_reason(r[k].why) ||
-		    strcmp(r[k].why, SBX_NP_METADATA) == 0)
+				   !sbx_np_is_addr_reason(r[k].why) ||
+			    strcmp(r[k].why, SBX_NP_METADATA) == 0)
 			continue;
 		/* one word per host (or port), in the order of reg */
 		for (dup = 0, j = 0; j < k; j++)
-			if (strcmp(r[j].why, r[k].why) == 0 && (ports ?
-			    reg->port[r[j].i] == reg->port[r[k].i] :
-			    strcmp(reg->host[r[j].i], reg->host[r[k].i]) == 0))
+			if (strcmp(r[j].why, r[k].why) == 0 &&
+			    (ports ? reg->port[r[j].i] == reg->port[r[k].i] :
+				     strcmp(reg->host[r[j].i],
+					 reg->host[r[k].i]) == 0))
 				dup = 1;
 		if (dup)
 			continue;
@@ -336,11 +337,12 @@ sbx_installmgr_check_registries(int rootfd, const char *agent, int mgr,
 	struct sbx_buf		      msg = SBX_BUF_INIT, hint = SBX_BUF_INIT;
 	struct sbx_buf		      w = SBX_BUF_INIT;
 	json_t			     *cfg = NULL;
-	const char		     *why, *mname = sbx_install_manager_name(mgr);
+	const char		     *why, *mname;
 	char			      rel[128];
 	int			      i, k, n, bad, nr = 0, nresolve = 0;
 	int			      have_ports;
 
+	mname = sbx_install_manager_name(mgr);
 	if (sbx_proxy_config_load(rootfd, &pcfg, e) == -1)
 		return -1;
 	snprintf(rel, sizeof(rel), "config/agents/%s.json", agent);
@@ -380,18 +382,18 @@ sbx_installmgr_check_registries(int rootfd, const char *agent, int mgr,
 			memcpy(&ss[0], &ov->addr, sizeof(ss[0]));
 			n = 1;
 		} else if ((n = sbx_proxy_lookup(&pcfg, reg->host[i], ss, lens,
-		    16, &e2)) <= 0) {
+				16, &e2)) <= 0) {
 			if (nr > 0 && r[nr - 1].i == i)
-				continue;	/* refused by its port already */
+				continue; /* refused by its port already */
 			r[nr++].why = "resolve_failed";
 			nresolve++;
 			continue;
 		}
 		if ((why = sbx_np_addrs_check(&pol, reg->host[i], ss, n,
-		    &bad)) != NULL) {
-			sbx_np_addr_text((const struct sockaddr *)
-			    (const void *)&ss[bad], r[nr].addr,
-			    sizeof(r[nr].addr));
+			 &bad)) != NULL) {
+			sbx_np_addr_text(
+			    (const struct sockaddr *)(const void *)&ss[bad],
+			    r[nr].addr, sizeof(r[nr].addr));
 			r[nr++].why = why;
 		}
 	}
@@ -403,15 +405,17 @@ sbx_installmgr_check_registries(int rootfd, const char *agent, int mgr,
 	/* The message: each refused host and why. */
 	for (k = 0, n = 0; k < nr; k++)
 		n += k == 0 || r[k - 1].i != r[k].i;
-	(void)sbx_buf_printf(&msg, n == 1 ? "the proxy refuses the registry" :
-	    "the proxy refuses %d registries:", n);
+	(void)sbx_buf_printf(&msg,
+	    n == 1 ? "the proxy refuses the registry" :
+		     "the proxy refuses %d registries:",
+	    n);
 	for (k = 0; k < nr; k++) {
 		i = r[k].i;
 		if (k > 0 && r[k - 1].i == i)
 			(void)sbx_buf_printf(&msg, "; ");
 		else
-			(void)sbx_buf_printf(&msg, "%s %s:%u (", k > 0 ? ")," :
-			    "", reg->host[i], reg->port[i]);
+			(void)sbx_buf_printf(&msg, "%s %s:%u (",
+			    k > 0 ? ")," : "", reg->host[i], reg->port[i]);
 		if (strcmp(r[k].why, "resolve_failed") == 0)
 			(void)sbx_buf_printf(&msg, "it has no address");
 		else if (r[k].addr[0] != '\0')
@@ -424,31 +428,38 @@ sbx_installmgr_check_registries(int rootfd, const char *agent, int mgr,
 	/* The repair: the exact commands, every host of a kind at once. */
 	join_hosts(&w, reg, r, nr, NULL, 0);
 	if (w.len > 0)
-		(void)sbx_buf_printf(&hint, "%ssbx config add "
-		    "allow_private_domains%s --agent %s", hint.len ? "; " : "",
-		    w.p, agent);
+		(void)sbx_buf_printf(&hint,
+		    "%ssbx config add "
+		    "allow_private_domains%s --agent %s",
+		    hint.len ? "; " : "", w.p, agent);
 	sbx_buf_reset(&w);
 	join_hosts(&w, reg, r, nr, SBX_NP_PORT, 1);
 	/* A list of ports replaces the default 80 and 443: an agent
 	 * without one keeps them by naming them. */
 	if (w.len > 0)
-		(void)sbx_buf_printf(&hint, "%ssbx config add allowed_ports%s%s "
-		    "--agent %s", hint.len ? "; " : "", have_ports ? "" :
-		    " 80 443", w.p, agent);
+		(void)sbx_buf_printf(&hint,
+		    "%ssbx config add allowed_ports%s%s "
+		    "--agent %s",
+		    hint.len ? "; " : "", have_ports ? "" : " 80 443", w.p,
+		    agent);
 	for (k = 0; k < nr; k++)
 		if (strcmp(r[k].why, SBX_NP_METADATA) == 0)
-			(void)sbx_buf_printf(&hint, "%sa metadata address "
+			(void)sbx_buf_printf(&hint,
+			    "%sa metadata address "
 			    "opens only to an allowed_cidrs entry that is "
 			    "exactly it: sbx config add allowed_cidrs %s --agent "
-			    "%s", hint.len ? "; " : "", r[k].addr, agent);
+			    "%s",
+			    hint.len ? "; " : "", r[k].addr, agent);
 	sbx_buf_reset(&w);
 	join_hosts(&w, reg, r, nr, SBX_NP_DENIED, 0);
 	if (w.len > 0)
-		(void)sbx_buf_printf(&hint, "%sremove the entries that match"
-		    "%s from the agent's denied_domains", hint.len ? "; " : "",
-		    w.p);
+		(void)sbx_buf_printf(&hint,
+		    "%sremove the entries that match"
+		    "%s from the agent's denied_domains",
+		    hint.len ? "; " : "", w.p);
 	if (nresolve > 0)
-		(void)sbx_buf_printf(&hint, "%scheck the name%s, or set "
+		(void)sbx_buf_printf(&hint,
+		    "%scheck the name%s, or set "
 		    "install.registries.%s in config/sandbox.json",
 		    hint.len ? "; " : "", nresolve > 1 ? "s" : "", mname);
 	for (k = 0; k < nr; k++)
@@ -456,8 +467,8 @@ sbx_installmgr_check_registries(int rootfd, const char *agent, int mgr,
 		    strcmp(r[k].why, SBX_NP_DENIED) != 0 &&
 		    strcmp(r[k].why, "resolve_failed") != 0 &&
 		    !sbx_np_is_addr_reason(r[k].why))
-			(void)sbx_buf_printf(&hint, "%s%s: %s", hint.len ?
-			    "; " : "", reg->host[r[k].i], r[k].why);
+			(void)sbx_buf_printf(&hint, "%s%s: %s",
+			    hint.len ? "; " : "", reg->host[r[k].i], r[k].why);
 	sbx_error_set(e, nresolve == nr ? SBX_K_UNAVAILABLE : SBX_K_REJECTED,
 	    "registry", r[0].why, "%s", msg.p != NULL ? msg.p : "");
 	if (hint.p != NULL)

@@ -1449,6 +1449,22 @@ validate_sandbox_json(struct pf *p, json_t *cfg, struct sbx_error *e)
 	return 0;
 }
 
+/* The limits a config asks for (explicit and set): the SBX_RL_* that
+ * only a cgroup holds. */
+static unsigned
+asked_limits(const struct sbx_runlimits *l)
+{
+	unsigned	 m = 0;
+
+	if (l->memory_mib)
+		m |= SBX_RL_MEMORY;
+	if (l->cpus > 0)
+		m |= SBX_RL_CPUS;
+	if (l->pids)
+		m |= SBX_RL_PIDS;
+	return m & l->explicit_mask;
+}
+
 static void
 check_config(struct pf *p)
 {
@@ -1513,10 +1529,7 @@ check_config(struct pf *p)
 			    p->ls[LOC_AGENT_CONFIG].path, p->provision),
 			    "agent_config", p->ls[LOC_AGENT_CONFIG].path);
 		} else {
-			p->hard_limits = l.explicit_mask &
-			    ((l.memory_mib ? SBX_RL_MEMORY : 0) |
-			    (l.cpus > 0 ? SBX_RL_CPUS : 0) |
-			    (l.pids ? SBX_RL_PIDS : 0));
+			p->hard_limits = asked_limits(&l);
 			finding(p, A_CONFIG, "configuration.agent",
 			    "config_loaded", S_OK, T_PASSED,
 			    pf_fmt(p, "%s is valid", rel), "", "",
@@ -1537,6 +1550,7 @@ check_cgroup(struct pf *p)
 	struct sbx_cgroup	 cg;
 	char			 name[SBX_CG_NAME_MAX + 1];
 	const char		*backend, *repair, *why = "", *asked;
+	const char		*title, *detail;
 	enum sbx_cg_backend	 be;
 	unsigned		 enforced, refused;
 	int			 r;
@@ -1578,7 +1592,7 @@ check_cgroup(struct pf *p)
 		    NULL, NULL);
 	} else if (be == SBX_CG_NONE ||
 	    (enforced & (SBX_LIM_PIDS | SBX_LIM_MEMORY)) !=
-	    (SBX_LIM_PIDS | SBX_LIM_MEMORY)) {
+		(SBX_LIM_PIDS | SBX_LIM_MEMORY)) {
 		/*
 		 * Soft limits only.  Every run still works: sbx exec applies
 		 * rlimits and goes ahead with the default limits, so a
@@ -1588,42 +1602,55 @@ check_cgroup(struct pf *p)
 		 * agent's config asks for a limit the cgroup cannot hold:
 		 * sbx exec refuses those runs (fail closed, DESIGN.md 6).
 		 */
-		refused = be == SBX_CG_NONE ? p->hard_limits :
-		    p->hard_limits & ((enforced & SBX_LIM_PIDS ? 0 : SBX_RL_PIDS) |
-		    (enforced & SBX_LIM_MEMORY ? 0 : SBX_RL_MEMORY));
-		asked = pf_fmt(p, "%s%s%s%s%s",
-		    refused & SBX_RL_MEMORY ? "memory_mib" : "",
-		    refused & SBX_RL_MEMORY && refused & (SBX_RL_CPUS |
-		    SBX_RL_PIDS) ? ", " : "", refused & SBX_RL_CPUS ? "cpus" :
-		    "", refused & SBX_RL_CPUS && refused & SBX_RL_PIDS ? ", " :
-		    "", refused & SBX_RL_PIDS ? "pids" : "");
-		if (be == SBX_CG_NONE)
-			capability(p, "cgroup_limits", T_MISSING, pf_fmt(p,
-			    "none: %s", why));
-		else
-			capability(p, "cgroup_limits", T_FAILED, pf_fmt(p,
-			    "%s: only %s%s", backend, enforced & SBX_LIM_PIDS ?
-			    "pids" : "", enforced & SBX_LIM_MEMORY ? "memory" :
-			    ""));
+		refused = p->hard_limits;
 		if (be != SBX_CG_NONE)
-			why = pf_fmt(p, "a test cgroup was created, but the %s "
-			    "controller is not available to it", enforced &
-			    SBX_LIM_PIDS ? "memory" : "pids");
+			refused &= (enforced & SBX_LIM_PIDS ? 0 : SBX_RL_PIDS) |
+			    (enforced & SBX_LIM_MEMORY ? 0 : SBX_RL_MEMORY);
+		if (be == SBX_CG_NONE) {
+			capability(p, "cgroup_limits", T_MISSING,
+			    pf_fmt(p, "none: %s", why));
+			title =
+			    "no writable cgroup: memory and task limits are "
+			    "soft (rlimits)";
+		} else {
+			capability(p, "cgroup_limits", T_FAILED,
+			    pf_fmt(p, "%s: only %s%s", backend,
+				enforced & SBX_LIM_PIDS ? "pids" : "",
+				enforced & SBX_LIM_MEMORY ? "memory" : ""));
+			title = pf_fmt(p,
+			    "the %s cgroup cannot limit %s: those "
+			    "limits are soft (rlimits)",
+			    backend,
+			    enforced & SBX_LIM_PIDS ? "memory" : "tasks");
+			why = pf_fmt(p,
+			    "a test cgroup was created, but the %s "
+			    "controller is not available to it",
+			    enforced & SBX_LIM_PIDS ? "memory" : "pids");
+		}
+		if (refused) {
+			/* ", memory_mib, pids" without its first ", " ("" when
+			 * out of memory) */
+			asked = pf_fmt(p, "%s%s%s",
+			    refused & SBX_RL_MEMORY ? ", memory_mib" : "",
+			    refused & SBX_RL_CPUS ? ", cpus" : "",
+			    refused & SBX_RL_PIDS ? ", pids" : "");
+			asked += strlen(asked) > 2 ? 2 : 0;
+			detail = pf_fmt(p,
+			    "%s; %s asks for %s, and sbx exec "
+			    "refuses its runs until a cgroup can hold %s (or "
+			    "a run accepts --soft-limits)",
+			    why, p->ls[LOC_AGENT_CONFIG].rel, asked,
+			    refused & (refused - 1) ? "them" : "it");
+		} else
+			detail = pf_fmt(p,
+			    "%s; every run works, with rlimits "
+			    "for memory and tasks; a limit an agent's config "
+			    "or a run asks for is refused (sbx exec "
+			    "--soft-limits accepts rlimits)",
+			    why);
 		finding(p, A_CAP, "capability.cgroup_limits",
 		    "cgroup_unavailable", refused ? S_WARNING : S_INFO,
-		    be == SBX_CG_NONE ? T_MISSING : T_FAILED,
-		    be == SBX_CG_NONE ? "no writable cgroup: memory and task "
-		    "limits are soft (rlimits)" : pf_fmt(p, "the %s cgroup "
-		    "cannot limit %s: those limits are soft (rlimits)",
-		    backend, enforced & SBX_LIM_PIDS ? "memory" : "tasks"),
-		    refused ? pf_fmt(p, "%s; %s asks for %s, and sbx exec "
-		    "refuses its runs until a cgroup can hold %s (or a run "
-		    "accepts --soft-limits)", why,
-		    p->ls[LOC_AGENT_CONFIG].rel, asked,
-		    refused & (refused - 1) ? "them" : "it") : pf_fmt(p,
-		    "%s; every run works, with rlimits for memory and tasks; "
-		    "a limit an agent's config or a run asks for is refused "
-		    "(sbx exec --soft-limits accepts rlimits)", why),
+		    be == SBX_CG_NONE ? T_MISSING : T_FAILED, title, detail,
 		    repair, NULL, NULL);
 		p->limits = "soft";
 	} else {
@@ -2241,8 +2268,8 @@ sbx_preflight_run(const struct sbx_preflight_opts *o, json_t **report,
 	jset(&p, r, "sbx_version", json_string(SBX_VERSION));
 	jset(&p, r, "overall_readiness",
 	    json_string(sbx_preflight_readiness(findings)));
-	jset(&p, r, "limits", json_string(p.limits != NULL ? p.limits :
-	    "unproven"));
+	jset(&p, r, "limits",
+	    json_string(p.limits != NULL ? p.limits : "unproven"));
 	jset(&p, r, "root", root);
 	jset(&p, r, "configuration", json_incref(p.config));
 	jset(&p, r, "host", json_incref(p.host));
