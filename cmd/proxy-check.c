@@ -14,6 +14,8 @@
 
 #include "buf.h"
 #include "cmd.h"
+#include "install.h"
+#include "installmgr.h"
 #include "layout.h"
 #include "names.h"
 #include "netpolicy.h"
@@ -68,6 +70,20 @@ proxy_cmd_check(struct sbx_root *root, const char *target)
 	json_array_foreach (O.allow, i, v)
 		if (sbx_np_allow(&pol, json_string_value(v), &e) == -1)
 			fail(&e);
+	/* --install: the allowlist an install run of that manager has
+	 * (its registries, for that run alone), so that the answer is the
+	 * one sbx install gets before it runs anything. */
+	if (O.install != NULL) {
+		struct sbx_install_reg reg;
+		int mgr;
+
+		/* checked by the option parser */
+		if ((mgr = sbx_install_manager(O.install, &e)) == -1)
+			fail(&e);
+		if (sbx_installmgr_registries(root->fd, O.agent, mgr, &reg,
+		    &e) == -1 || sbx_installmgr_allow(&reg, &pol, &e) == -1)
+			fail(&e);
+	}
 	why = sbx_np_host(hostp, hostlen, norm);
 	if (why != NULL) {
 		status = strcmp(why, SBX_NP_IP_LITERAL) == 0 ? 403 : 400;
@@ -90,6 +106,8 @@ proxy_cmd_check(struct sbx_root *root, const char *target)
 	res = json_pack("{s:s,s:s,s:i,s:s,s:i}", "agent", O.agent, "host",
 	    norm, "port", (int)port, "verdict", why == NULL ? "allow" : "deny",
 	    "status", status);
+	if (O.install != NULL)
+		json_object_set_new(res, "install", json_string(O.install));
 	if (why != NULL)
 		json_object_set_new(res, "reason", json_string(why));
 	if (addrs != NULL)

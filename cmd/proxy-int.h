@@ -17,6 +17,7 @@ struct proxy_opts {
 	const char	*agent;
 	const char	*home;
 	json_t		*allow;
+	const char	*install;	/* check --install MANAGER */
 	int		 foreground, json, quiet, verbose, resolve, follow;
 	const char	*tool;
 };

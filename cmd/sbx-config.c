@@ -51,7 +51,7 @@ static const char help_text[] =
 "  get           print the value (exit 1 when it is not set)\n"
 "  set           set the value (arrays: one VALUE per element)\n"
 "  unset         remove the key (back to the default)\n"
-"  add, rm       add an element to an array, or remove it\n"
+"  add, rm       add each VALUE to an array, or remove it\n"
 "  show          print the whole file\n"
 "  keys          list the keys, with their types and meanings (-q: the\n"
 "                keys only; -v: also where each may be set)\n"
@@ -425,10 +425,13 @@ do_write(const char *sub)
 	if (!is_unset && O.npos < 3)
 		usage("a VALUE is needed");
 	k = key_of(key, is_unset);
-	if (k != NULL && O.npos > 3 && (strcmp(sub, "set") != 0 ||
+	/* Several VALUEs: set an array to them, or add (rm) each of them,
+	 * as a refusal's hint names every host at once
+	 * (`sbx config add allow_private_domains H1 H2 --agent A`). */
+	if (k != NULL && O.npos > 3 && (is_unset ||
 	    (k->type != SBX_CFG_STRINGS && k->type != SBX_CFG_INTS) ||
-	    O.json_value))
-		usage("one VALUE only (several only to set an array)");
+	    (is_set && O.json_value)))
+		usage("one VALUE only (several only for a list: set, add, rm)");
 	if (k != NULL && !is_set && !is_unset && k->type != SBX_CFG_STRINGS &&
 	    k->type != SBX_CFG_INTS) {
 		sbx_error_set(&e, SBX_K_INVALID_ARGS, "key", "not_an_array",
@@ -464,10 +467,15 @@ do_write(const char *sub)
 		r = sbx_cfg_put(doc, key, json_incref(v), &e);
 	else if (is_unset)
 		r = sbx_cfg_put(doc, key, NULL, &e);
-	else if (strcmp(sub, "add") == 0)
-		r = sbx_cfg_add(doc, key, json_incref(v), &e);
 	else
-		r = sbx_cfg_rm(doc, key, v, &e);
+		for (r = 0, i = 0; r != -1 && (size_t)i < json_array_size(vals);
+		    i++) {
+			v = json_array_get(vals, i);
+			if ((changed = strcmp(sub, "add") == 0 ?
+			    sbx_cfg_add(doc, key, json_incref(v), &e) :
+			    sbx_cfg_rm(doc, key, v, &e)) != 0)
+				r = changed;
+		}
 	if (r == -1)
 		fail(&e);
 	changed = r;

@@ -239,28 +239,32 @@ out:
 static int
 check_out(const char *file, const char *field, struct sbx_error *e)
 {
-	char		*d = strdup(file);
+	char		*d = strdup(file), *dir;
 	struct stat	 st;
 	int		 rc = -1;
 
 	if (d == NULL)
 		return sbx_error_sys(e, "nomem", "%s", file);
+	/* dirname() may return a pointer of its own ("." for a name
+	 * without a slash) and leave d as it was: the directory is what it
+	 * returns, never d. */
+	dir = dirname(d);
 	if (*file == '\0' || file[strlen(file) - 1] == '/')
 		sbx_error_set(e, SBX_K_INVALID_ARGS, field, "not_a_file",
 		    "argument `%s` does not name a file", file);
-	else if (stat(dirname(d), &st) == -1)
+	else if (stat(dir, &st) == -1)
 		sbx_error_set(e, SBX_K_INVALID_ARGS, field, errno == ENOENT ?
 		    "no_such_directory" : "directory_unreadable",
 		    "cannot write the report to %s: directory %s: %s", file,
-		    d, strerror(errno));
+		    dir, strerror(errno));
 	else if (!S_ISDIR(st.st_mode))
 		sbx_error_set(e, SBX_K_INVALID_ARGS, field, "not_a_directory",
 		    "cannot write the report to %s: %s is not a directory",
-		    file, d);
-	else if (access(d, W_OK | X_OK) == -1)
+		    file, dir);
+	else if (access(dir, W_OK | X_OK) == -1)
 		sbx_error_set(e, SBX_K_INVALID_ARGS, field, "not_writable",
 		    "cannot write the report to %s: directory %s: %s", file,
-		    d, strerror(errno));
+		    dir, strerror(errno));
 	else if (stat(file, &st) == 0 && S_ISDIR(st.st_mode))
 		sbx_error_set(e, SBX_K_INVALID_ARGS, field, "not_a_file",
 		    "cannot write the report to %s: it is a directory", file);
@@ -376,7 +380,17 @@ render(json_t *report)
 	unsigned	 flags = 0;
 
 	if (O.json) {
-		emit(sbx_envelope_ok("preflight", report, NULL));
+		json_t *w = NULL;
+
+		/* Ready with a warning: every run works, with soft limits
+		 * (the finding cgroup_unavailable says why and the repair). */
+		v = json_string_value(json_object_get(report, "limits"));
+		if (v != NULL && strcmp(v, "soft") == 0)
+			w = json_pack("[s]", "limits are soft here: no cgroup "
+			    "can hold memory and task limits, so they are "
+			    "rlimits only; a limit an agent asks for is "
+			    "refused unless the run accepts --soft-limits");
+		emit(sbx_envelope_ok("preflight", report, w));
 		return;
 	}
 	v = getenv("NO_COLOR");

@@ -33,6 +33,7 @@
 #include "daemon.h"
 #include "envelope.h"
 #include "fsutil.h"
+#include "install.h"
 #include "layout.h"
 #include "names.h"
 #include "netpolicy.h"
@@ -47,8 +48,9 @@ static const char usage_text[] =
 "usage: sbx proxy serve [--foreground] [--home DIR] [--json] [-q] [-v]\n"
 "       sbx proxy status [--home DIR] [--json] [-q]\n"
 "       sbx proxy stop [--home DIR] [--json] [-q]\n"
-"       sbx proxy check [--agent A] [--allow-domain D]... [--resolve]\n"
-"                       HOST[:PORT] [--home DIR] [--json] [-q]\n"
+"       sbx proxy check [--agent A] [--allow-domain D]...\n"
+"                       [--install apt|npm|pip] [--resolve] HOST[:PORT]\n"
+"                       [--home DIR] [--json] [-q]\n"
 "       sbx proxy asks [--follow] [--home DIR] [--json] [-q]\n"
 "       sbx proxy answer ID allow-once|allow-always|deny|deny-always\n"
 "                        [--home DIR] [--json] [-q]\n";
@@ -72,7 +74,7 @@ static const char help_text[] =
 "\n";
 
 enum { OPT_HOME = 256, OPT_FOREGROUND, OPT_ALLOW, OPT_VERSION, OPT_RESOLVE,
-	OPT_FOLLOW };
+	OPT_FOLLOW, OPT_INSTALL };
 
 /* The subcommands; the program has no form without one. */
 enum {
@@ -98,6 +100,9 @@ static const struct sbx_opt rows[] = {
 	    "asks: keep printing asks and answers as JSON lines", S_ASKS, 0 },
 	{ OPT_FOREGROUND, "foreground", 0, SBX_OPT_NONE, NULL, NULL,
 	    "serve: do not detach; log to stderr", S_SERVE, 0 },
+	{ OPT_INSTALL, "install", 0, SBX_OPT_REQ, "MANAGER", "apt|npm|pip",
+	    "check: as an sbx install run of MANAGER: its\n"
+	    "registries are allowed, as that run allows them", S_CHECK, 0 },
 	{ OPT_RESOLVE, "resolve", 0, SBX_OPT_NONE, NULL, NULL,
 	    "check: resolve the name as the proxy would and\n"
 	    "judge each address too", S_CHECK, 0 },
@@ -225,6 +230,7 @@ cmd_status(struct sbx_root *root, int stop)
 static const char *
 parse_args(int *argcp, char ***argvp)
 {
+	struct sbx_error	 e;
 	int			 argc = *argcp, ch;
 	char			**argv = *argvp;
 	const char		*sub;
@@ -253,6 +259,16 @@ parse_args(int *argcp, char ***argvp)
 			break;
 		case OPT_RESOLVE:
 			O.resolve = 1;
+			break;
+		case OPT_INSTALL:
+			if (sbx_install_manager(optarg, &e) == -1) {
+				sbx_error_set(&e, SBX_K_INVALID_ARGS,
+				    "--install", "invalid_value", "--install: "
+				    "`%s` is not a package manager: apt, npm "
+				    "or pip", optarg);
+				usage_err(&e);
+			}
+			O.install = optarg;
 			break;
 		case OPT_HOME:
 			O.home = optarg;

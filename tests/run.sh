@@ -21,6 +21,11 @@
 #                    name matches one (e.g. "0130 t-seccomp")
 #   SBX_TEST_SERIAL  1: run the unprivileged pass after the first one
 #
+# At the very end, after prove's own summaries, the files that failed are
+# named, each with its first failing assertion and the diagnostics under
+# it (tests/tap-exec.sh keeps each file's TAP): prove's summary gives only
+# numbers, and a CI log should say what broke.
+#
 # The leftover check at the end looks only at what this run started: every
 # test's temp dir lives under one run directory and every process of the
 # run carries SBX_TEST_RUN in its environment, so sandboxes or cgroups
@@ -42,6 +47,12 @@ chmod 1777 "$SBX_TEST_TMPDIR"
 SBX_TEST_RUN=${SBX_TEST_TMPDIR##*/}
 export SBX_TEST_TMPDIR SBX_TEST_RUN
 stage=""
+# Each file's TAP and exit status, one directory per pass.
+tapdir=$SBX_TEST_TMPDIR/.tap
+mkdir -p "$tapdir/root" "$tapdir/unpriv"
+[ "$(id -u)" -eq 0 ] && chown 65534:65534 "$tapdir/unpriv"
+SBX_TEST_TAPDIR=$tapdir/root
+export SBX_TEST_TAPDIR
 # shellcheck disable=SC2317 # called by the trap
 cleanup() {
 	[ -n "$stage" ] && rm -rf "$stage"
@@ -155,6 +166,7 @@ unpriv() {
 	    SBX_TEST_TMPDIR="$SBX_TEST_TMPDIR" \
 	    SBX_TEST_RUN="$SBX_TEST_RUN" \
 	    SBX_TEST_UNPRIV=1 ASAN_OPTIONS="${ASAN_OPTIONS:-}" \
+	    SBX_TEST_TAPDIR="$tapdir/unpriv" \
 	    prove -j"$PROVE_JOBS" $PROVE_FLAGS \
 	    --exec "sh tests/tap-exec.sh" $ufiles)
 }
@@ -224,6 +236,47 @@ if [ -n "$ourcg" ]; then
 fi
 if [ -n "$ourcg" ]; then
 	echo "# leftover cgroups of this run:$ourcg"
+	rc=1
+fi
+
+# failed_files PASS LABEL: each file of that pass that failed, its first
+# failing assertion (a `not ok` that is not a TODO) and up to 12 lines of
+# the diagnostics below it; else what went wrong instead (an exit status,
+# a plan that was not kept).
+failed_files() {
+	for st in "$tapdir/$1"/*.rc; do
+		[ -e "$st" ] || continue
+		log=${st%.rc}
+		name=${log##*/}
+		code=$(cat "$st")
+		first=$(grep -n '^not ok' "$log" | grep -vi '# *todo' | head -1)
+		plan=$(sed -n 's/^1\.\.\([0-9][0-9]*\).*/\1/p' "$log" | head -1)
+		ran=$(grep -c '^\(not \)\{0,1\}ok' "$log")
+		if [ -z "$first" ] && [ "$code" = 0 ] &&
+		    [ -n "$plan" ] && [ "$plan" = "$ran" ]; then
+			continue
+		fi
+		printf '#   %s (%s): ' "$name" "$2"
+		if [ -n "$first" ]; then
+			n=${first%%:*}
+			printf '%s\n' "${first#*:}"
+			sed -n "$((n + 1)),\$p" "$log" |
+			    sed -n '/^#/!q; p' | head -12 | sed 's/^/#     /'
+		elif [ "$code" != 0 ]; then
+			printf 'exit %s, no failing assertion (%s of %s planned ran); its last lines:\n' \
+			    "$code" "$ran" "${plan:-no plan}"
+			tail -5 "$log" | sed 's/^/#     /'
+		else
+			printf '%s of %s planned tests ran\n' "$ran" "${plan:-no plan}"
+		fi
+	done
+}
+# A file prove ran that kept no status (killed before it ended) shows
+# in prove's summary; this names what the files said themselves.
+failed=$(failed_files root "as $(id -un 2>/dev/null || id -u)"; failed_files unpriv "as uid 65534")
+if [ -n "$failed" ]; then
+	echo "# failed test files, with the first failing assertion of each:"
+	printf '%s\n' "$failed"
 	rc=1
 fi
 exit $rc

@@ -799,7 +799,12 @@ sbx_install_registry(const json_t *cfg, int mgr, struct sbx_install_reg *r,
 			(void)reg_add(r, defaults[mgr][i], i == 0);
 		return 0;
 	}
-	if (!json_is_array(v) || json_array_size(v) == 0 ||
+	/* One URL alone, as npm's own `registry` setting is written, is
+	 * that registry and no more hosts. */
+	if (json_is_string(v)) {
+		if (reg_add(r, json_string_value(v), 1) == -1)
+			goto bad;
+	} else if (!json_is_array(v) || json_array_size(v) == 0 ||
 	    json_array_size(v) > SBX_INSTALL_MAX_HOSTS)
 		goto bad;
 	json_array_foreach (v, i, it)
@@ -812,8 +817,9 @@ sbx_install_registry(const json_t *cfg, int mgr, struct sbx_install_reg *r,
 bad:
 	return sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
 	    "config_invalid", "config/sandbox.json: install.registries.%s "
-	    "must be an array of 1 to %d URLs http(s)://HOST[:PORT]/PATH "
-	    "(a host name, no credentials)", mgr_names[mgr],
+	    "must be a URL or an array of 1 to %d URLs "
+	    "http(s)://HOST[:PORT]/PATH (a host name, no credentials)",
+	    mgr_names[mgr],
 	    SBX_INSTALL_MAX_HOSTS);
 }
 

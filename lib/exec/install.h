@@ -113,7 +113,8 @@ int	sbx_install_lock(int dirfd, const char *name, int wait_s,
  * Defaults: npm https://registry.npmjs.org/, pip https://pypi.org/simple/
  * (and files.pythonhosted.org); config/sandbox.json
  * `install.registries.MANAGER` (an array of URLs: the first is the
- * registry, the others more hosts to allow) overrides them.  A bad entry
+ * registry, the others more hosts to allow; or one URL, as npm's own
+ * `registry` is written) overrides them.  A bad entry
  * is invalid_args, reason config_invalid.
  */
 #define SBX_INSTALL_MAX_HOSTS	8

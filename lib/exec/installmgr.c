@@ -258,6 +258,72 @@ sbx_installmgr_apt_registry(int rootfd, const char *agent,
 }
 
 int
+sbx_installmgr_registries(int rootfd, const char *agent, int mgr,
+    struct sbx_install_reg *reg, struct sbx_error *e)
+{
+	json_t	*cfg = NULL;
+	int	 rc;
+
+	/* No state root yet: the defaults (apt: no copy, no sources). */
+	if (rootfd >= 0 &&
+	    sbx_config_load(rootfd, "config/sandbox.json", &cfg, e) == -1)
+		return -1;
+	rc = sbx_install_registry(cfg, mgr, reg, e);
+	json_decref(cfg);
+	if (rc == 0 && mgr == SBX_INSTALL_APT)
+		rc = sbx_installmgr_apt_registry(rootfd, agent, reg, e);
+	return rc;
+}
+
+int
+sbx_installmgr_allow(const struct sbx_install_reg *reg,
+    struct sbx_netpolicy *pol, struct sbx_error *e)
+{
+	int	 i;
+
+	for (i = 0; i < reg->nhosts; i++)
+		if (sbx_np_allow(pol, reg->host[i], e) == -1)
+			return -1;
+	return 0;
+}
+
+/* One refused registry host: what refused it, and the address. */
+struct refusal {
+	int		 i;		/* index in reg */
+	const char	*why;		/* SBX_NP_*, or "resolve_failed" */
+	char		 addr[64];	/* the refused address, or "" */
+};
+
+/* " A B C" of the refusals whose reason matches (want; NULL: address
+ * refusals other than metadata), hosts or ports. */
+static void
+join_hosts(struct sbx_buf *b, const struct sbx_install_reg *reg,
+    const struct refusal *r, int n, const char *want, int ports)
+{
+	int	 k, j, dup;
+
+	for (k = 0; k < n; k++) {
+		if (want != NULL ? strcmp(r[k].why, want) != 0 :
+				   !sbx_np_is_addr_reason(r[k].why) ||
+			    strcmp(r[k].why, SBX_NP_METADATA) == 0)
+			continue;
+		/* one word per host (or port), in the order of reg */
+		for (dup = 0, j = 0; j < k; j++)
+			if (strcmp(r[j].why, r[k].why) == 0 &&
+			    (ports ? reg->port[r[j].i] == reg->port[r[k].i] :
+				     strcmp(reg->host[r[j].i],
+					 reg->host[r[k].i]) == 0))
+				dup = 1;
+		if (dup)
+			continue;
+		if (ports)
+			(void)sbx_buf_printf(b, " %u", reg->port[r[k].i]);
+		else
+			(void)sbx_buf_printf(b, " %s", reg->host[r[k].i]);
+	}
+}
+
+int
 sbx_installmgr_check_registries(int rootfd, const char *agent, int mgr,
     const struct sbx_install_reg *reg, struct sbx_error *e)
 {
@@ -266,81 +332,151 @@ sbx_installmgr_check_registries(int rootfd, const char *agent, int mgr,
 	struct sockaddr_storage	      ss[16];
 	socklen_t		      lens[16];
 	const struct sbx_np_override *ov;
+	struct refusal		      r[2 * SBX_INSTALL_MAX_HOSTS];
+	struct sbx_error	      e2;
+	struct sbx_buf		      msg = SBX_BUF_INIT, hint = SBX_BUF_INIT;
+	struct sbx_buf		      w = SBX_BUF_INIT;
 	json_t			     *cfg = NULL;
-	const char		     *why, *hint;
-	char			      rel[128], addr[64];
-	int			      i, n, bad;
+	const char		     *why, *mname;
+	char			      rel[128];
+	int			      i, k, n, bad, nr = 0, nresolve = 0;
+	int			      have_ports;
 
+	mname = sbx_install_manager_name(mgr);
 	if (sbx_proxy_config_load(rootfd, &pcfg, e) == -1)
 		return -1;
 	snprintf(rel, sizeof(rel), "config/agents/%s.json", agent);
 	if (sbx_config_load(rootfd, rel, &cfg, e) == -1)
 		goto fail;
 	i = sbx_proxy_policy(&pcfg, cfg, rel, &pol, e);
+	have_ports = json_object_get(cfg, "allowed_ports") != NULL;
 	json_decref(cfg);
 	if (i == -1)
 		goto fail;
-	for (i = 0; i < reg->nhosts; i++)
-		if (sbx_np_allow(&pol, reg->host[i], e) == -1)
-			goto refused;
+	if (sbx_installmgr_allow(reg, &pol, e) == -1) {
+		sbx_np_free(&pol);
+		goto fail;
+	}
+	/*
+	 * Every host is judged before the refusal is said, so that one
+	 * attempt names them all (apt's sources are often several mirrors
+	 * behind one private range): a user fixes them in one go, not one
+	 * failed install at a time.
+	 */
 	for (i = 0; i < reg->nhosts; i++) {
+		r[nr].i = i;
+		r[nr].addr[0] = '\0';
 		if ((why = sbx_np_decide(&pol, reg->host[i], reg->port[i])) !=
 		    NULL) {
-			sbx_error_set(e, SBX_K_REJECTED, "registry", why,
-			    "the proxy policy refuses the registry %s:%u (%s)",
-			    reg->host[i], reg->port[i], why);
-			if (strcmp(why, SBX_NP_PORT) == 0)
-				sbx_error_hint(e,
-				    "add %u to the agent's "
-				    "allowed_ports: sbx config add "
-				    "allowed_ports %u --agent %s",
-				    reg->port[i], reg->port[i], agent);
-			else
-				sbx_error_hint(e,
-				    "remove it from the agent's "
-				    "denied_domains");
-			goto refused;
+			r[nr++].why = why;
+			/* A port is not the only thing that can be wrong with
+			 * a mirror: its addresses are judged too.  (These are
+			 * the configuration's names, not the sandbox's, so
+			 * resolving a refused one tells nobody anything.) */
+			if (strcmp(why, SBX_NP_PORT) != 0)
+				continue;
+			r[nr].i = i;
+			r[nr].addr[0] = '\0';
 		}
 		if ((ov = sbx_np_override(&pol, reg->host[i])) != NULL) {
 			memcpy(&ss[0], &ov->addr, sizeof(ss[0]));
 			n = 1;
 		} else if ((n = sbx_proxy_lookup(&pcfg, reg->host[i], ss, lens,
-				16, e)) <= 0) {
-			if (n == 0)
-				sbx_error_set(e, SBX_K_UNAVAILABLE, "registry",
-				    "resolve_failed",
-				    "the "
-				    "registry %s has no address",
-				    reg->host[i]);
-			sbx_error_hint(e,
-			    "check the name, or set "
-			    "install.registries.%s in config/sandbox.json",
-			    sbx_install_manager_name(mgr));
-			goto refused;
+				16, &e2)) <= 0) {
+			if (nr > 0 && r[nr - 1].i == i)
+				continue; /* refused by its port already */
+			r[nr++].why = "resolve_failed";
+			nresolve++;
+			continue;
 		}
 		if ((why = sbx_np_addrs_check(&pol, reg->host[i], ss, n,
 			 &bad)) != NULL) {
 			sbx_np_addr_text(
 			    (const struct sockaddr *)(const void *)&ss[bad],
-			    addr, sizeof(addr));
-			sbx_error_set(e, SBX_K_REJECTED, "registry", why,
-			    "the proxy refuses the registry %s: its address "
-			    "%s is %s",
-			    reg->host[i], addr, why);
-			hint = sbx_np_addr_hint(why);
-			sbx_error_hint(e, "%s",
-			    hint != NULL ?
-				hint :
-				"allow_private_domains lets a mirror on a private "
-				"address through");
-			goto refused;
+			    r[nr].addr, sizeof(r[nr].addr));
+			r[nr++].why = why;
 		}
 	}
 	sbx_np_free(&pol);
 	sbx_proxy_config_release(&pcfg);
-	return 0;
-refused:
-	sbx_np_free(&pol);
+	if (nr == 0)
+		return 0;
+
+	/* The message: each refused host and why. */
+	for (k = 0, n = 0; k < nr; k++)
+		n += k == 0 || r[k - 1].i != r[k].i;
+	(void)sbx_buf_printf(&msg,
+	    n == 1 ? "the proxy refuses the registry" :
+		     "the proxy refuses %d registries:",
+	    n);
+	for (k = 0; k < nr; k++) {
+		i = r[k].i;
+		if (k > 0 && r[k - 1].i == i)
+			(void)sbx_buf_printf(&msg, "; ");
+		else
+			(void)sbx_buf_printf(&msg, "%s %s:%u (",
+			    k > 0 ? ")," : "", reg->host[i], reg->port[i]);
+		if (strcmp(r[k].why, "resolve_failed") == 0)
+			(void)sbx_buf_printf(&msg, "it has no address");
+		else if (r[k].addr[0] != '\0')
+			(void)sbx_buf_printf(&msg, "its address %s is %s",
+			    r[k].addr, r[k].why);
+		else
+			(void)sbx_buf_printf(&msg, "%s", r[k].why);
+	}
+	(void)sbx_buf_printf(&msg, ")");
+	/* The repair: the exact commands, every host of a kind at once. */
+	join_hosts(&w, reg, r, nr, NULL, 0);
+	if (w.len > 0)
+		(void)sbx_buf_printf(&hint,
+		    "%ssbx config add "
+		    "allow_private_domains%s --agent %s",
+		    hint.len ? "; " : "", w.p, agent);
+	sbx_buf_reset(&w);
+	join_hosts(&w, reg, r, nr, SBX_NP_PORT, 1);
+	/* A list of ports replaces the default 80 and 443: an agent
+	 * without one keeps them by naming them. */
+	if (w.len > 0)
+		(void)sbx_buf_printf(&hint,
+		    "%ssbx config add allowed_ports%s%s "
+		    "--agent %s",
+		    hint.len ? "; " : "", have_ports ? "" : " 80 443", w.p,
+		    agent);
+	for (k = 0; k < nr; k++)
+		if (strcmp(r[k].why, SBX_NP_METADATA) == 0)
+			(void)sbx_buf_printf(&hint,
+			    "%sa metadata address "
+			    "opens only to an allowed_cidrs entry that is "
+			    "exactly it: sbx config add allowed_cidrs %s --agent "
+			    "%s",
+			    hint.len ? "; " : "", r[k].addr, agent);
+	sbx_buf_reset(&w);
+	join_hosts(&w, reg, r, nr, SBX_NP_DENIED, 0);
+	if (w.len > 0)
+		(void)sbx_buf_printf(&hint,
+		    "%sremove the entries that match"
+		    "%s from the agent's denied_domains",
+		    hint.len ? "; " : "", w.p);
+	if (nresolve > 0)
+		(void)sbx_buf_printf(&hint,
+		    "%scheck the name%s, or set "
+		    "install.registries.%s in config/sandbox.json",
+		    hint.len ? "; " : "", nresolve > 1 ? "s" : "", mname);
+	for (k = 0; k < nr; k++)
+		if (strcmp(r[k].why, SBX_NP_PORT) != 0 &&
+		    strcmp(r[k].why, SBX_NP_DENIED) != 0 &&
+		    strcmp(r[k].why, "resolve_failed") != 0 &&
+		    !sbx_np_is_addr_reason(r[k].why))
+			(void)sbx_buf_printf(&hint, "%s%s: %s",
+			    hint.len ? "; " : "", reg->host[r[k].i], r[k].why);
+	sbx_error_set(e, nresolve == nr ? SBX_K_UNAVAILABLE : SBX_K_REJECTED,
+	    "registry", r[0].why, "%s", msg.p != NULL ? msg.p : "");
+	if (hint.p != NULL)
+		sbx_error_hint(e, "%s", hint.p);
+	sbx_buf_release(&msg);
+	sbx_buf_release(&hint);
+	sbx_buf_release(&w);
+	return -1;
 fail:
 	sbx_proxy_config_release(&pcfg);
 	return -1;

@@ -52,12 +52,30 @@ json_t *sbx_installmgr_names(int mgr, const char *out, size_t len);
 int sbx_installmgr_apt_registry(int rootfd, const char *agent,
     struct sbx_install_reg *, struct sbx_error *);
 
+struct sbx_netpolicy;
+
 /*
- * Before anything runs, as `sbx proxy check --resolve` would: every host
- * of reg passes the agent's proxy policy (with reg's hosts allowed, as
- * the run will have them), and so do its addresses.  A refusal is
- * rejected (or unavailable when a name does not resolve) with the
- * setting that would allow it.
+ * The registries of an install run of mgr for agent: install.registries
+ * of config/sandbox.json or the defaults, and for apt (unless that names
+ * them) the hosts of the agent's copy's sources.
+ */
+int sbx_installmgr_registries(int rootfd, const char *agent, int mgr,
+    struct sbx_install_reg *, struct sbx_error *);
+
+/* Allow reg's hosts in a policy, as the install run's allowlist does
+ * (`sbx proxy check --install`). */
+int sbx_installmgr_allow(const struct sbx_install_reg *,
+    struct sbx_netpolicy *, struct sbx_error *);
+
+/*
+ * Before anything runs, as `sbx proxy check --install MGR --resolve`
+ * would: every host of reg passes the agent's proxy policy (with reg's
+ * hosts allowed, as the run will have them), and so do its addresses.
+ * Every host is judged first; the refusal names each refused one and why
+ * (rejected, or unavailable when no name resolves; reason: the first
+ * refusal's), and its hint the exact commands that allow them, all hosts
+ * of a kind in one: `sbx config add allow_private_domains H1 H2 --agent
+ * A`, `sbx config add allowed_ports P --agent A`.
  */
 int sbx_installmgr_check_registries(int rootfd, const char *agent, int mgr,
     const struct sbx_install_reg *, struct sbx_error *);

@@ -118,6 +118,10 @@ struct pf {
 	int			 as_root;
 	/* configuration */
 	int			 cfg_invalid, agent_cfg_invalid;
+	/* SBX_RL_* the agent's config asks for (sbx exec refuses a run
+	 * whose asked-for limit no cgroup can hold) */
+	unsigned		 hard_limits;
+	const char		*limits;	/* "hard", "soft", "unproven" */
 	unsigned long long	 min_free;
 	char			*v2root;
 	/* dependencies */
@@ -1445,6 +1449,22 @@ validate_sandbox_json(struct pf *p, json_t *cfg, struct sbx_error *e)
 	return 0;
 }
 
+/* The limits a config asks for (explicit and set): the SBX_RL_* that
+ * only a cgroup holds. */
+static unsigned
+asked_limits(const struct sbx_runlimits *l)
+{
+	unsigned	 m = 0;
+
+	if (l->memory_mib)
+		m |= SBX_RL_MEMORY;
+	if (l->cpus > 0)
+		m |= SBX_RL_CPUS;
+	if (l->pids)
+		m |= SBX_RL_PIDS;
+	return m & l->explicit_mask;
+}
+
 static void
 check_config(struct pf *p)
 {
@@ -1509,6 +1529,7 @@ check_config(struct pf *p)
 			    p->ls[LOC_AGENT_CONFIG].path, p->provision),
 			    "agent_config", p->ls[LOC_AGENT_CONFIG].path);
 		} else {
+			p->hard_limits = asked_limits(&l);
 			finding(p, A_CONFIG, "configuration.agent",
 			    "config_loaded", S_OK, T_PASSED,
 			    pf_fmt(p, "%s is valid", rel), "", "",
@@ -1528,9 +1549,10 @@ check_cgroup(struct pf *p)
 	struct sbx_limits	 l;
 	struct sbx_cgroup	 cg;
 	char			 name[SBX_CG_NAME_MAX + 1];
-	const char		*backend, *repair, *why = "";
+	const char		*backend, *repair, *why = "", *asked;
+	const char		*title, *detail;
 	enum sbx_cg_backend	 be;
-	unsigned		 enforced;
+	unsigned		 enforced, refused;
 	int			 r;
 
 	memset(&l, 0, sizeof(l));
@@ -1543,6 +1565,7 @@ check_cgroup(struct pf *p)
 	    "...`), or name one prepared for sbx as cgroup_v2_root in "
 	    "config/sandbox.json; without a cgroup, memory and task limits "
 	    "are rlimits only";
+	p->limits = "unproven";
 	if (sbx_cgroup_name(name, sizeof(name)) == -1) {
 		capability(p, "cgroup_limits", T_UNPROVEN, "no cgroup name");
 		finding(p, A_CAP, "capability.cgroup_limits",
@@ -1567,26 +1590,71 @@ check_cgroup(struct pf *p)
 		    "capability_unproven", S_WARNING, T_UNPROVEN,
 		    "cgroup limits could not be tested", e.message, repair,
 		    NULL, NULL);
-	} else if (be == SBX_CG_NONE) {
-		capability(p, "cgroup_limits", T_MISSING, pf_fmt(p, "none: %s",
-		    why));
+	} else if (be == SBX_CG_NONE ||
+	    (enforced & (SBX_LIM_PIDS | SBX_LIM_MEMORY)) !=
+		(SBX_LIM_PIDS | SBX_LIM_MEMORY)) {
+		/*
+		 * Soft limits only.  Every run still works: sbx exec applies
+		 * rlimits and goes ahead with the default limits, so a
+		 * machine without a cgroup (a plain user without systemd
+		 * delegation) is ready, and this is said as info and as
+		 * the report's warning.  It is needs_setup only when the
+		 * agent's config asks for a limit the cgroup cannot hold:
+		 * sbx exec refuses those runs (fail closed, DESIGN.md 6).
+		 */
+		refused = p->hard_limits;
+		if (be != SBX_CG_NONE)
+			refused &= (enforced & SBX_LIM_PIDS ? 0 : SBX_RL_PIDS) |
+			    (enforced & SBX_LIM_MEMORY ? 0 : SBX_RL_MEMORY);
+		if (be == SBX_CG_NONE) {
+			capability(p, "cgroup_limits", T_MISSING,
+			    pf_fmt(p, "none: %s", why));
+			title =
+			    "no writable cgroup: memory and task limits are "
+			    "soft (rlimits)";
+		} else {
+			capability(p, "cgroup_limits", T_FAILED,
+			    pf_fmt(p, "%s: only %s%s", backend,
+				enforced & SBX_LIM_PIDS ? "pids" : "",
+				enforced & SBX_LIM_MEMORY ? "memory" : ""));
+			title = pf_fmt(p,
+			    "the %s cgroup cannot limit %s: those "
+			    "limits are soft (rlimits)",
+			    backend,
+			    enforced & SBX_LIM_PIDS ? "memory" : "tasks");
+			why = pf_fmt(p,
+			    "a test cgroup was created, but the %s "
+			    "controller is not available to it",
+			    enforced & SBX_LIM_PIDS ? "memory" : "pids");
+		}
+		if (refused) {
+			/* ", memory_mib, pids" without its first ", " ("" when
+			 * out of memory) */
+			asked = pf_fmt(p, "%s%s%s",
+			    refused & SBX_RL_MEMORY ? ", memory_mib" : "",
+			    refused & SBX_RL_CPUS ? ", cpus" : "",
+			    refused & SBX_RL_PIDS ? ", pids" : "");
+			asked += strlen(asked) > 2 ? 2 : 0;
+			detail = pf_fmt(p,
+			    "%s; %s asks for %s, and sbx exec "
+			    "refuses its runs until a cgroup can hold %s (or "
+			    "a run accepts --soft-limits)",
+			    why, p->ls[LOC_AGENT_CONFIG].rel, asked,
+			    refused & (refused - 1) ? "them" : "it");
+		} else
+			detail = pf_fmt(p,
+			    "%s; every run works, with rlimits "
+			    "for memory and tasks; a limit an agent's config "
+			    "or a run asks for is refused (sbx exec "
+			    "--soft-limits accepts rlimits)",
+			    why);
 		finding(p, A_CAP, "capability.cgroup_limits",
-		    "cgroup_unavailable", S_WARNING, T_MISSING,
-		    "no writable cgroup for resource limits", why, repair,
-		    NULL, NULL);
-	} else if ((enforced & (SBX_LIM_PIDS | SBX_LIM_MEMORY)) !=
-	    (SBX_LIM_PIDS | SBX_LIM_MEMORY)) {
-		capability(p, "cgroup_limits", T_FAILED, pf_fmt(p, "%s: only "
-		    "%s%s", backend, enforced & SBX_LIM_PIDS ? "pids" : "",
-		    enforced & SBX_LIM_MEMORY ? "memory" : ""));
-		finding(p, A_CAP, "capability.cgroup_limits",
-		    "cgroup_unavailable", S_WARNING, T_FAILED,
-		    pf_fmt(p, "the %s cgroup cannot limit %s", backend,
-		    enforced & SBX_LIM_PIDS ? "memory" : "tasks"),
-		    pf_fmt(p, "a test cgroup was created, but the %s "
-		    "controller is not available to it", enforced &
-		    SBX_LIM_PIDS ? "memory" : "pids"), repair, NULL, NULL);
+		    "cgroup_unavailable", refused ? S_WARNING : S_INFO,
+		    be == SBX_CG_NONE ? T_MISSING : T_FAILED, title, detail,
+		    repair, NULL, NULL);
+		p->limits = "soft";
 	} else {
+		p->limits = "hard";
 		capability(p, "cgroup_limits", T_PASSED, pf_fmt(p, "%s%s",
 		    backend, be == SBX_CG_V2 ? " (delegated)" :
 		    " (writable)"));
@@ -2200,6 +2268,8 @@ sbx_preflight_run(const struct sbx_preflight_opts *o, json_t **report,
 	jset(&p, r, "sbx_version", json_string(SBX_VERSION));
 	jset(&p, r, "overall_readiness",
 	    json_string(sbx_preflight_readiness(findings)));
+	jset(&p, r, "limits",
+	    json_string(p.limits != NULL ? p.limits : "unproven"));
 	jset(&p, r, "root", root);
 	jset(&p, r, "configuration", json_incref(p.config));
 	jset(&p, r, "host", json_incref(p.host));

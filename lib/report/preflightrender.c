@@ -92,7 +92,7 @@ sbx_preflightrender_text(const json_t *r, unsigned flags, struct sbx_buf *b)
 {
 	const json_t	*findings = json_object_get(r, "findings");
 	const char	*ready = JS(r, "overall_readiness"), *sev, *st, *id;
-	const char	*title, *last = NULL, *reset = "\033[0m";
+	const char	*title, *last = NULL, *reset = "\033[0m", *limits;
 	size_t		 i, plen, lastlen = 0;
 	json_t		*f;
 	int		 rc = 0, color = flags & SBX_PREFLIGHT_TEXT_COLOR;
@@ -113,6 +113,16 @@ sbx_preflightrender_text(const json_t *r, unsigned flags, struct sbx_buf *b)
 	rc |= sbx_buf_puts(b, " (");
 	rc |= esc(b, JS(json_object_get(r, "configuration"), "source"));
 	rc |= sbx_buf_puts(b, ")\n");
+	limits = JS(r, "limits");
+	if (limits != NULL) {
+		rc |= sbx_buf_puts(b, "limits: ");
+		rc |= sbx_buf_puts(b, strcmp(limits, "hard") == 0 ? "hard (a "
+		    "cgroup holds memory and task limits)" : strcmp(limits,
+		    "soft") == 0 ? "soft (warning: no cgroup can hold them "
+		    "here; memory and task limits are rlimits only)" :
+		    "unproven (the test cgroup could not be tried)");
+		rc |= sbx_buf_puts(b, "\n");
+	}
 
 	json_array_foreach (findings, i, f) {
 		sev = JS(f, "severity");
@@ -149,8 +159,13 @@ sbx_preflightrender_text(const json_t *r, unsigned flags, struct sbx_buf *b)
 		}
 		rc |= sbx_buf_printf(b, "  %s[", color ? sgr(sev, st) : "");
 		rc |= esc(b, sev);
-		rc |= sbx_buf_puts(b, "/");
-		rc |= esc(b, st);
+		/* Info is worth knowing and never changes the readiness:
+		 * "[info/failed]" read as a failure.  Its status stays in
+		 * the JSON report. */
+		if (strcmp(sev, S_INFO) != 0) {
+			rc |= sbx_buf_puts(b, "/");
+			rc |= esc(b, st);
+		}
 		rc |= sbx_buf_printf(b, "]%s ", color ? reset : "");
 		rc |= esc(b, JS(f, "code"));
 		rc |= sbx_buf_puts(b, ": ");

@@ -583,6 +583,18 @@ sbx_cfg_add(json_t *doc, const char *key, json_t *elem, struct sbx_error *e)
 		json_array_append_new(a, elem);
 		return sbx_cfg_put(doc, key, a, e);
 	}
+	/* A list given as one string (install.registries.npm written as
+	 * npm's own `registry` is) is a list of that one string. */
+	if (json_is_string(a) && json_is_string(elem)) {
+		if (json_equal(a, elem)) {
+			json_decref(elem);
+			return 0;
+		}
+		v = json_array();
+		json_array_append(v, a);
+		json_array_append_new(v, elem);
+		return sbx_cfg_put(doc, key, v, e);
+	}
 	if (!json_is_array(a)) {
 		json_decref(elem);
 		return not_array(key, e);
@@ -606,6 +618,9 @@ sbx_cfg_rm(json_t *doc, const char *key, const json_t *elem,
 
 	if ((a = sbx_cfg_get(doc, key)) == NULL)
 		return 0;
+	/* One string: a list of one (sbx_cfg_add). */
+	if (json_is_string(a))
+		return json_equal(a, elem) ? sbx_cfg_put(doc, key, NULL, e) : 0;
 	if (!json_is_array(a))
 		return not_array(key, e);
 	for (i = json_array_size(a); i-- > 0;)

@@ -12,6 +12,8 @@
 #               printed below it in the README must appear in what the
 #               command printed (stdout and stderr);
 #   ```yaml     the `run:` commands of a CI step, run as an sh block;
+#               the files an upload step's `path:` names must then exist
+#               (the artifacts the pipeline keeps);
 #   ```json     an example of output, not a command: skipped, and said so.
 #
 # A line `<!-- readme-test: skip REASON -->` right before a block marks it
@@ -115,9 +117,9 @@ fi
 
 # The network world: every name the README's network examples use resolves,
 # through the proxy's test DNS stub, to this machine's loopback servers
-# (an https server on 127.0.0.1:443), except registry.npmjs.org, which
-# resolves to a private address that is never dialled (the example shows
-# its refusal).  Loopback is allowed for the README names only through
+# (an https server on 127.0.0.1:443), except registry.npmjs.org and
+# npm.corp.example, which resolve to private addresses that are never
+# dialled (the examples show their refusal).  Loopback is allowed for the README names only through
 # proxy.allowed_cidrs of config/sandbox.json, as a company allows its mirror.
 net_ready=""
 dns_ready=""
@@ -128,6 +130,7 @@ dns_world() {
 	"$SBX_TEST_BUILD/tests/helpers/dns-stub" -l 127.0.0.1:0 -o "$d/dns.log" \
 	    -a www.example.org=127.0.0.1 -a example.org=127.0.0.1 \
 	    -a example.com=127.0.0.1 -a registry.npmjs.org=10.20.0.7 \
+	    -a npm.corp.example=10.30.0.9 \
 	    >"$d/dns.port" 2>"$d/dns.err" 3>&- &
 	pids="$pids $!"
 	for _ in $(seq 100); do
@@ -220,10 +223,43 @@ for where in "$tmp"/blocks/*.where; do
 		(cd "$work" && bash -e -o pipefail "$body") >"$out" 2>&1
 		rc=$? ;;
 	yaml)
-		sed -n 's/^ *run: *|* *//p; /^ *run: *|$/,/^ *- /{/^ *run:/d; /^ *- /d; s/^ *//p}' "$body" |
-		    sed '/^$/d' >"$body.sh"
-		(cd "$work" && bash -e -o pipefail "$body.sh") >"$out" 2>&1
-		rc=$? ;;
+		# Each `run:` of the steps: `run: CMD`, or `run: |` and the
+		# lines indented below it.  A block that yields no command is
+		# a failure, not an empty script that passes.
+		python3 - "$body" "$body.paths" >"$body.sh" <<'EOF'
+import re, sys
+out, paths, lines = [], [], open(sys.argv[1]).read().split("\n")
+i = 0
+while i < len(lines):
+    m = re.match(r"^(\s*)(?:- )?(run|path):\s*(.*)$", lines[i])
+    i += 1
+    if not m:
+        continue
+    dest = out if m.group(2) == "run" else paths
+    if m.group(3) not in ("|", "|-", ">"):
+        dest.append(m.group(3))
+        continue
+    ind = len(m.group(1))
+    while i < len(lines) and (not lines[i].strip() or
+            len(lines[i]) - len(lines[i].lstrip()) > ind):
+        if lines[i].strip():
+            dest.append(lines[i].strip())
+        i += 1
+print("\n".join(out))
+open(sys.argv[2], "w").write("".join(p + "\n" for p in paths))
+EOF
+		if grep -q . "$body.sh"; then
+			(cd "$work" && bash -e -o pipefail "$body.sh") >"$out" 2>&1
+			rc=$?
+			while IFS= read -r f; do
+				[ -e "$work/$f" ] && continue
+				echo "# the step's artifact $f was not written" >>"$out"
+				rc=1
+			done <"$body.paths"
+		else
+			echo "no run: command found in the block" >"$out"
+			rc=1
+		fi ;;
 	console)
 		rc=0
 		: >"$out"

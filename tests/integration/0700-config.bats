@@ -72,6 +72,36 @@ add_bb() {
 	[ -z "$(find "$SBX_HOME/config" -name '*.tmp*')" ]
 }
 
+@test "add and rm take several values; a registry written as one string is a list of one" {
+	# The form a refusal of sbx install names: every host at once.
+	run -0 sbx config add allow_private_domains m1.corp.example m2.corp.example --agent alice
+	run -0 sbx config add allow_private_domains m2.corp.example m3.corp.example --agent alice --json
+	[ "$(json_get "$output" .result.changed)" = true ]
+	[ "$(jq -c .allow_private_domains "$(cfg alice)")" = '["m1.corp.example","m2.corp.example","m3.corp.example"]' ]
+	run -0 sbx config rm allow_private_domains m1.corp.example m3.corp.example --agent alice
+	[ "$(jq -c .allow_private_domains "$(cfg alice)")" = '["m2.corp.example"]' ]
+	run -0 sbx config add allowed_ports 4873 8080 --agent alice
+	[ "$(jq -c .allowed_ports "$(cfg alice)")" = '[4873,8080]' ]
+	# one bad value: nothing is written
+	run -65 sbx config add allowed_ports 9000 0 --agent alice
+	[ "$(jq -c .allowed_ports "$(cfg alice)")" = '[4873,8080]' ]
+	run -64 sbx config add network proxy none --agent alice
+	run -64 sbx config unset network proxy --agent alice
+	# install.registries.npm as npm's own `registry` is written: accepted
+	# as it is, and add makes it a list.
+	mkdir -p "$SBX_HOME/config"
+	echo '{"install":{"registries":{"npm":"https://npm.corp.example/"}}}' \
+	    > "$SBX_HOME/config/sandbox.json"
+	run -0 sbx config get --global install.registries.npm
+	[ "$output" = https://npm.corp.example/ ]
+	run -0 sbx config add --global install.registries.npm https://files.corp.example/
+	[ "$(jq -c .install.registries.npm "$SBX_HOME/config/sandbox.json")" = '["https://npm.corp.example/","https://files.corp.example/"]' ]
+	run -0 sbx config set --global --json-value install.registries.npm '"https://npm2.corp.example/"'
+	[ "$(jq -r .install.registries.npm "$SBX_HOME/config/sandbox.json")" = https://npm2.corp.example/ ]
+	run -65 sbx config set --global --json-value install.registries.npm '"ftp://npm.corp.example/"'
+	[[ $output == *"must be a URL or an array"* ]]
+}
+
 @test "invalid values are refused with the reason a run gives, and nothing is written" {
 	run -0 sbx config set --agent a network none
 	before=$(cat "$(cfg a)")

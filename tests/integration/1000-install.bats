@@ -18,6 +18,25 @@ setup_file() { :; }
 setup() { proxy_setup; }
 teardown() { proxy_teardown; }
 
+# --- the fixtures -------------------------------------------------------------
+
+@test "the test registry starts from a checkout that its uid cannot traverse" {
+	# make check from a clone in root's home or a `mktemp -d` directory:
+	# uid 65533 cannot open the checkout's install-registry.py.
+	is_root || skip "the registry runs as uid 65533 only when root"
+	need_install_tools
+	local priv=$TEST_ROOT/private
+	mkdir -p "$priv/tests"
+	chmod 0700 "$priv"
+	cp "$INSTALL_DIR"/install-*.py "$priv/tests/"
+	INSTALL_DIR=$priv/tests
+	start_registry
+	[ -n "$REG_PORT" ]
+	run -0 "$PY" -c 'import sys, urllib.request
+print(urllib.request.urlopen("http://127.0.0.1:%s/sbx-hello" % sys.argv[1]).read().decode())' "$REG_PORT"
+	[[ "$output" == *'"name": "sbx-hello"'* ]]
+}
+
 # --- validation: before anything runs ----------------------------------------
 
 @test "every refused name: invalid_args, field packages[i], a reason; nothing is created" {

@@ -87,6 +87,65 @@ teardown() { proxy_teardown; }
 	[[ $output != 200* ]]
 }
 
+@test "mirrors on private and reserved addresses: every refused host at once, the exact command; proxy check --install answers the same" {
+	# Nothing is ever dialled: the names resolve (through the test DNS
+	# stub) to addresses that are refused, and once they are allowed
+	# only sbx proxy check is asked.
+	start_dns_stub m1.sbx.test=10.20.0.7 m2.sbx.test=198.18.0.9 \
+	    npm.sbx.test=10.20.0.8
+	mkdir -p "$SBX_HOME/config"
+	jq -n --arg dns "127.0.0.1:$DNS_PORT" '{proxy: {dns_server: $dns},
+	    install: {registries: {
+	        pip: ["http://m1.sbx.test/simple/", "http://m2.sbx.test/"],
+	        npm: "http://npm.sbx.test:4873/"}}}' \
+	    >"$SBX_HOME/config/sandbox.json"
+	sbx provision -q --agent alice
+	# Both pip hosts are named in one refusal, with one command for both.
+	run sbx install --json --agent alice --manager pip sbxpy-hello
+	echo "$output"
+	status_is_kind
+	[ "$(json_get "$output" .kind)" = rejected ]
+	[ "$(json_get "$output" .reason)" = private_address ]
+	[[ $(json_get "$output" .message) == *"refuses 2 registries: m1.sbx.test:80 (its address 10.20.0.7 is private_address), m2.sbx.test:80 (its address 198.18.0.9 is reserved_address)"* ]]
+	hint=$(json_get "$output" .hint)
+	[ "$hint" = "sbx config add allow_private_domains m1.sbx.test m2.sbx.test --agent alice" ]
+	# sbx proxy check: not allowlisted for sbx exec; as the install run
+	# (its registries allowed), the install's own answer.
+	run -1 sbx proxy check --agent alice --resolve --json m1.sbx.test:80
+	[ "$(json_get "$output" .result.reason)" = not_allowlisted ]
+	run -1 sbx proxy check --agent alice --install pip --resolve --json m1.sbx.test:80
+	[ "$(json_get "$output" .result.reason)" = private_address ]
+	[ "$(json_get "$output" .result.install)" = pip ]
+	run -1 sbx proxy check --agent alice --install pip --resolve m2.sbx.test
+	[[ $output == *"deny m2.sbx.test:443 (reserved_address 198.18.0.9"* ]]
+	# The hint, run as it is written, allows them both.
+	eval "$hint"
+	run -0 sbx proxy check --agent alice --install pip --resolve m1.sbx.test:80
+	[[ $output == *"allow m1.sbx.test:80"* ]]
+	[[ $output == *"allowed by allow_private_domains m1.sbx.test"* ]]
+	run -0 sbx proxy check --agent alice --install pip --resolve m2.sbx.test:80
+	# npm's registry given as one string, as npm's own `registry` is:
+	# the install judges it (a port and an address to allow), it is not
+	# a configuration error.
+	run sbx install --json --agent alice --manager npm sbx-hello
+	echo "$output"
+	[ "$(json_get "$output" .reason)" = port_not_allowed ]
+	[[ $(json_get "$output" .message) == *"npm.sbx.test:4873 (port_not_allowed; its address 10.20.0.8 is private_address)"* ]]
+	[ "$(json_get "$output" .hint)" = "sbx config add allow_private_domains npm.sbx.test --agent alice; sbx config add allowed_ports 4873 --agent alice" ]
+	# An agent without allowed_ports has 80 and 443, which a list
+	# replaces: the command keeps them.
+	run -0 sbx config unset allowed_ports --agent alice
+	run sbx install --json --agent alice --manager npm sbx-hello
+	[[ $(json_get "$output" .hint) == *"; sbx config add allowed_ports 80 443 4873 --agent alice" ]]
+	run -0 sbx config add install.registries.npm http://npm2.sbx.test/ --global
+	[ "$(jq -c .install.registries.npm "$SBX_HOME/config/sandbox.json")" = '["http://npm.sbx.test:4873/","http://npm2.sbx.test/"]' ]
+	# A manager that is none is a usage error.
+	run -64 sbx proxy check --install gem x.example
+	[[ $output == *"--install: \`gem\` is not a package manager"* ]]
+	# Nothing reached a registry: only the stub was asked.
+	[ ! -s "$TEST_ROOT/requests.log" ]
+}
+
 # --- locks ---------------------------------------------------------------------
 
 @test "two agents install at once; the same agent twice at once is serialised" {

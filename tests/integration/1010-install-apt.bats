@@ -66,7 +66,7 @@ setup_file() {
 	: > "$APT_FX/req.log"
 	chmod 0666 "$APT_FX/req.log"
 	as_server "$PY" \
-	    "$BATS_TEST_DIRNAME/install-registry.py" "$r" "$APT_FX/req.log" \
+	    "$(server_script "$APT_FX")" "$r" "$APT_FX/req.log" \
 	    > "$APT_FX/port" 2> "$APT_FX/server.err" 3>&- &
 	echo "$!" > "$APT_FX/server.pid"
 	export APT_PORT
@@ -311,6 +311,35 @@ EOF
 	[[ $(json_get "$output" .message) == *mirror.sbx.test* ]]
 }
 
+@test "apt: every source host of the copy is judged before apt runs; the refused ones are named at once" {
+	apt_agent alice --own-rootfs '{"allowed_ports": [80, 443]}'
+	# Two mirrors on a private and a reserved address, reached through
+	# the test DNS stub (never dialled: the install stops before).
+	start_dns_stub deb.sbx.test=10.20.0.7 sec.sbx.test=198.18.0.9
+	jq -n --arg dns "127.0.0.1:$DNS_PORT" '{proxy: {dns_server: $dns}}' \
+	    > "$SBX_HOME/config/sandbox.json"
+	jq -n '{allowed_ports: [80, 443]}' > "$SBX_HOME/config/agents/alice.json"
+	r=$SBX_HOME/envs/alice/rootfs/etc/apt
+	echo "deb [trusted=yes] http://deb.sbx.test/debian ./" > "$r/sources.list"
+	mkdir -p "$r/sources.list.d"
+	printf 'Types: deb\nURIs: http://sec.sbx.test/debian-security\nSuites: ./\n' \
+	    > "$r/sources.list.d/security.sources"
+	n=$(wc -l < "$APT_FX/req.log")
+	run sbx install --agent alice --manager apt --json sbx-hello
+	echo "$output"
+	status_is_kind
+	[ "$(json_get "$output" .kind)" = rejected ]
+	[[ $(json_get "$output" .message) == *"refuses 2 registries: deb.sbx.test:80 (its address 10.20.0.7 is private_address), sec.sbx.test:80 (its address 198.18.0.9 is reserved_address)"* ]]
+	[ "$(json_get "$output" .hint)" = "sbx config add allow_private_domains deb.sbx.test sec.sbx.test --agent alice" ]
+	[ "$(wc -l < "$APT_FX/req.log")" = "$n" ]
+	# sbx proxy check, as the install run: the same answer.
+	run -1 sbx proxy check --agent alice --install apt --resolve deb.sbx.test:80
+	[[ $output == *"deny deb.sbx.test:80 (private_address 10.20.0.7"* ]]
+	sbx config add allow_private_domains deb.sbx.test sec.sbx.test --agent alice
+	run -0 sbx proxy check --agent alice --install apt --resolve sec.sbx.test:80
+	[[ $output == *"allowed by allow_private_domains sec.sbx.test"* ]]
+}
+
 @test "apt: reconcile fills apt from dpkg-query; list shows it" {
 	apt_agent alice --own-rootfs
 	run -0 sbx install --agent alice --manager apt -q sbx-hello
@@ -339,7 +368,7 @@ EOF
 # failures, the agent's copy pointed at it.
 apt_server() {
 	as_server "$PY" \
-	    "$BATS_TEST_DIRNAME/install-registry.py" "$APT_FX/repo" \
+	    "$(server_script "$TEST_ROOT")" "$APT_FX/repo" \
 	    "$TEST_ROOT/req2.log" "$1" > "$TEST_ROOT/port2" \
 	    2> "$TEST_ROOT/server2.err" 3>&- &
 	SERVER_PIDS+=("$!")

@@ -40,6 +40,16 @@ as_server() {
 	exec "$@"
 }
 
+# server_script DIR: a copy of install-registry.py in DIR (which the
+# server's uid can traverse), printed.  The server never runs the
+# checkout's own file: a clone in root's home or in a `mktemp -d`
+# directory is closed to uid 65533, and python3 could not even open it.
+server_script() {
+	install -m 0644 "$INSTALL_DIR/install-registry.py" \
+	    "$1/install-registry.py" || return 1
+	printf '%s\n' "$1/install-registry.py"
+}
+
 # An npm package sbx-hello (a module and a bin) and its tarball.
 make_npm_package() {
 	local d=$1 name=$2 ver=$3
@@ -58,7 +68,7 @@ make_npm_package() {
 # start_registry [FAIL_SPEC]: the server on a free port (REG_PORT), its
 # files under $REG, its requests in $REG_LOG.
 start_registry() {
-	local spec=${1:-}
+	local spec=${1:-} script
 	REG=$TEST_ROOT/reg
 	REG_LOG=$TEST_ROOT/requests.log
 	# The packages are the same for every test of a file: made once
@@ -76,7 +86,8 @@ start_registry() {
 	: > "$REG_LOG"
 	chmod 0666 "$REG_LOG"
 	chmod -R a+rX "$REG"
-	as_server "$PY" "$INSTALL_DIR/install-registry.py" "$REG" "$REG_LOG" $spec \
+	script=$(server_script "$TEST_ROOT") || return 1
+	as_server "$PY" "$script" "$REG" "$REG_LOG" $spec \
 	    > "$TEST_ROOT/reg.port" 2> "$TEST_ROOT/reg.err" 3>&- &
 	SERVER_PIDS+=("$!")
 	REG_PORT=$(wait_line "$TEST_ROOT/reg.port") ||

@@ -261,6 +261,28 @@ main(void)
 	ok(sbx_cfg_add(doc, "limits", json_string("x"), &e) == -1 &&
 	    sbx_cfg_rm(doc, "limits", v, &e) == -1, "add/rm on a non-array");
 	json_decref(v);
+	/* A list written as one string (npm's own `registry` is): add
+	 * makes it a list of both, rm of that string unsets it. */
+	ok(sbx_cfg_put(doc, "install.registries.npm",
+	    json_string("https://a.example/"), &e) == 1 &&
+	    sbx_cfg_add(doc, "install.registries.npm",
+	    json_string("https://a.example/"), &e) == 0 &&
+	    sbx_cfg_add(doc, "install.registries.npm",
+	    json_string("https://b.example/"), &e) == 1 &&
+	    json_array_size(sbx_cfg_get(doc, "install.registries.npm")) == 2 &&
+	    strcmp(json_string_value(json_array_get(sbx_cfg_get(doc,
+	    "install.registries.npm"), 0)), "https://a.example/") == 0,
+	    "add to a one-string list: a list of both, the string first");
+	sbx_cfg_put(doc, "install.registries.npm",
+	    json_string("https://a.example/"), &e);
+	v = json_string("https://b.example/");
+	ok(sbx_cfg_rm(doc, "install.registries.npm", v, &e) == 0, "rm of "
+	    "another string from a one-string list: unchanged");
+	json_decref(v);
+	v = json_string("https://a.example/");
+	ok(sbx_cfg_rm(doc, "install.registries.npm", v, &e) == 1 &&
+	    sbx_cfg_get(doc, "install") == NULL, "rm of that string: unset");
+	json_decref(v);
 	json_decref(doc);
 
 	/* Paths. */

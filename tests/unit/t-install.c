@@ -440,10 +440,24 @@ main(void)
 		json_decref(cfg);
 		cfg = json_pack("{s:{s:{s:s}}}", "install", "registries", "npm",
 		    "https://x.example/");
+		ok(sbx_install_registry(cfg, SBX_INSTALL_NPM, &r, &e) == 0 &&
+		    strcmp(r.url, "https://x.example/") == 0 &&
+		    r.nhosts == 1 && strcmp(r.host[0], "x.example") == 0,
+		    "one URL as a string, as npm's registry setting: accepted");
+		ok(sbx_install_config_check(cfg, &e) == 0, "config check");
+		json_decref(cfg);
+		cfg = json_pack("{s:{s:{s:s}}}", "install", "registries", "npm",
+		    "ftp://x.example/");
 		ok(sbx_install_registry(cfg, SBX_INSTALL_NPM, &r, &e) == -1 &&
-		    strcmp(e.reason, "config_invalid") == 0,
-		    "a string, not an array: config_invalid");
+		    strcmp(e.reason, "config_invalid") == 0 &&
+		    strstr(e.message, "must be a URL or an array") != NULL,
+		    "a string that is no http(s) URL: config_invalid");
 		ok(sbx_install_config_check(cfg, &e) == -1, "config check");
+		json_decref(cfg);
+		cfg = json_pack("{s:{s:{s:i}}}", "install", "registries", "npm",
+		    1);
+		ok(sbx_install_registry(cfg, SBX_INSTALL_NPM, &r, &e) == -1,
+		    "a number: config_invalid");
 		json_decref(cfg);
 		ok(sbx_install_url_host("http://127.0.0.1/", h, &port,
 		    &https) == -1, "IP literal refused");
