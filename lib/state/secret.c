@@ -348,11 +348,16 @@ master_key(struct sbx_secret_store *s, const struct sbx_secret_auth *a,
 		    0 && bin == KEYLEN)
 			rc = 0;
 		sodium_memzero(kb, sizeof(kb));
-		if (rc == -1)
+		if (rc == -1) {
 			sbx_error_set(e, SBX_K_REJECTED, "key_file",
 			    "key_file_invalid", "the secret key file %s must "
 			    "hold 32 bytes (or 64 hex digits)", path);
+			sbx_error_hint(e, "restore %s from a backup: without "
+			    "it the agents' secrets cannot be opened", path);
+		}
 	}
+	if (rc == 0)
+		snprintf(s->keyfile, sizeof(s->keyfile), "%s", path);
 out:
 	close(fd);
 	return rc;
@@ -410,11 +415,13 @@ open_dk(struct sbx_secret_store *s, const unsigned char *mk,
 		    s->agent, s->agent, STORE);
 	else {
 		sbx_error_set(e, SBX_K_REJECTED, NULL, "wrong_key", "the key "
-		    "does not open the secret store of agent %s (a wrong key "
-		    "or passphrase, or a store copied from another agent)",
-		    s->agent);
+		    "(%s) does not open the secret store of agent %s, "
+		    "agents/%s/%s (a wrong or damaged key or passphrase, or a "
+		    "store copied from another agent)", s->keyfile[0] != '\0' ?
+		    s->keyfile : "the passphrase", s->agent, s->agent, STORE);
 		sbx_error_hint(e, "use the key file or passphrase the store "
-		    "was made with (SBX_SECRET_KEY_FILE, --passphrase)");
+		    "was made with (SBX_SECRET_KEY_FILE, --passphrase); a "
+		    "damaged key file must be restored from a backup");
 	}
 	free(nonce);
 	free(sealed);

@@ -55,6 +55,7 @@ struct sbx_secret_store {
 	unsigned char	*mk;		/* master key (sodium_malloc), or NULL */
 	json_t		*warnings;
 	json_t		*aside;		/* damaged records set aside, or NULL */
+	char		 keyfile[256];	/* the key file read, for messages */
 };
 
 /* ^[A-Z_][A-Z0-9_]{0,63}$, and not reserved (the message lists them). */
