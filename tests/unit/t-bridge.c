@@ -361,6 +361,20 @@ main(void)
 		(st.st_mode & 0777) == 0600,
 	    "memory.db 0600 (mode %o)", (unsigned)(st.st_mode & 0777));
 
+	/* A garbled memory.db (agent d, never opened before): named, with
+	 * the repair. */
+	(void)mkdirat(rootfd, "agents/d", 0700);
+	(void)mkdirat(rootfd, "agents/d/bridge", 0700);
+	put(rootfd, "agents/d/bridge/memory.db",
+	    "SQLite format 3\nthis is not a database at all, garbled", 0);
+	v = json_pack("{s:s}", "text", "x");
+	memset(&e, 0, sizeof(e));
+	ok(sbx_bstore_memory_add(rootfd, "d", v, 10, &e) == -1 &&
+		strstr(e.message, "agents/d/bridge/memory.db") != NULL &&
+		strstr(e.hint, "memory.db aside") != NULL,
+	    "a garbled memory.db is named: %s", e.message);
+	json_decref(v);
+
 	sbx_fs_rm_tree_at(AT_FDCWD, root, &e);
 	return done_testing();
 }
