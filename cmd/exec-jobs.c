@@ -77,8 +77,8 @@ print_ps(json_t *jobs)
 		if (json_is_string(json_object_get(row, "message"))) {
 			/* A damaged record: what is wrong, in place of the
 			 * command. */
-			const char *m = json_string_value(
-			    json_object_get(row, "message"));
+			const char *m =
+			    json_string_value(json_object_get(row, "message"));
 
 			sbx_utf8_escape_line(&b, m, strlen(m));
 		}

@@ -176,8 +176,8 @@ static void manifest_named(struct sbx_error *);
 static int
 update_manifest(struct sbx_error *e)
 {
-	json_t	*m;
-	int	 afd, rc = 0;
+	json_t *m;
+	int	afd, rc = 0;
 
 	if ((afd = agent_dir(e)) == -1)
 		return -1;
@@ -202,8 +202,10 @@ manifest_named(struct sbx_error *e)
 	char rel[SBX_LAYOUT_PATH_MAX];
 
 	SBX_LPATH(rel, SBX_L_AGENT_INSTALLED, O.agent);
-	sbx_error_in_file(e, rel, "sbx install reconcile --agent %s rebuilds "
-	    "it from what is installed", O.agent);
+	sbx_error_in_file(e, rel,
+	    "sbx install reconcile --agent %s rebuilds "
+	    "it from what is installed",
+	    O.agent);
 }
 
 /*
@@ -459,8 +461,10 @@ do_install(void)
 		 * reconcile would be the only way to learn of it). */
 		char msg[2 * sizeof(e.message)];
 
-		snprintf(msg, sizeof(msg), "the packages were installed but "
-		    "the manifest was not updated: %s", e.message);
+		snprintf(msg, sizeof(msg),
+		    "the packages were installed but "
+		    "the manifest was not updated: %s",
+		    e.message);
 		memcpy(e.message, msg, sizeof(e.message) - 1);
 		e.message[sizeof(e.message) - 1] = '\0';
 		e.kind = SBX_K_EXECUTION_ERROR;

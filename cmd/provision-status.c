@@ -117,9 +117,10 @@ static void
 damaged(json_t *problems, const char *path, const struct sbx_error *e,
     const char *repair)
 {
-	json_array_append_new(problems, json_pack("{s:s,s:s,s:s,s:s}", "path",
-	    path, "state", "damaged", "message", e->message, "repair",
-	    e->hint[0] != '\0' ? e->hint : repair));
+	json_array_append_new(problems,
+	    json_pack("{s:s,s:s,s:s,s:s}", "path", path, "state", "damaged",
+		"message", e->message, "repair",
+		e->hint[0] != '\0' ? e->hint : repair));
 }
 
 /*
@@ -144,40 +145,50 @@ damaged_records(int rootfd, const json_t *summary, json_t *problems)
 	memset(&e, 0, sizeof(e));
 	if ((d = sbx_plugin_installed_read(rootfd, O.agent, &e)) == NULL) {
 		SBX_LPATH(rel, SBX_L_AGENT_PLUGINS, O.agent);
-		sbx_error_in_file(&e, rel, "move it aside and install the "
+		sbx_error_in_file(&e, rel,
+		    "move it aside and install the "
 		    "agent's plugins again (sbx plugin install ID --agent %s)",
 		    O.agent);
 		damaged(problems, rel, &e, "");
 		bad = 1;
 	}
 	json_decref(d);
-	digest = json_string_value(json_object_get(json_object_get(summary,
-	    "image"), "digest"));
-	if (digest != NULL && json_is_true(json_object_get(json_object_get(
-	    summary, "image"), "present"))) {
+	digest = json_string_value(
+	    json_object_get(json_object_get(summary, "image"), "digest"));
+	if (digest != NULL &&
+	    json_is_true(json_object_get(json_object_get(summary, "image"),
+		"present"))) {
 		snprintf(rel, sizeof(rel), "images/%s/%s", digest,
 		    SBX_IMAGE_MANIFEST);
 		memset(&e, 0, sizeof(e));
 		if (sbx_fs_read_file_at(rootfd, rel, SBX_IMAGE_MANIFEST_MAX, &b,
-		    &e) == 0) {
+			&e) == 0) {
 			/* Whole is enough here: a document that ends where
 			 * it began; a full parse is image verify's. */
-			for (i = 0; i < b.len && (b.p[i] == ' ' ||
-			    b.p[i] == '\n' || b.p[i] == '\t'); i++)
+			for (i = 0; i < b.len &&
+			     (b.p[i] == ' ' || b.p[i] == '\n' ||
+				 b.p[i] == '\t');
+			     i++)
 				;
-			for (j = b.len; j > i && (b.p[j - 1] == ' ' ||
-			    b.p[j - 1] == '\n' || b.p[j - 1] == '\t'); j--)
+			for (j = b.len; j > i &&
+			     (b.p[j - 1] == ' ' || b.p[j - 1] == '\n' ||
+				 b.p[j - 1] == '\t');
+			     j--)
 				;
 			if (j - i < 2 || b.p[i] != '{' || b.p[j - 1] != '}')
 				sbx_error_set(&e, SBX_K_REJECTED, NULL,
-				    "image_damaged", "%s is damaged (empty or "
-				    "cut short)", rel);
+				    "image_damaged",
+				    "%s is damaged (empty or "
+				    "cut short)",
+				    rel);
 		}
 		sbx_buf_release(&b);
 		if (e.kind != NULL) {
-			sbx_error_in_file(&e, rel, "sbx provision image verify "
+			sbx_error_in_file(&e, rel,
+			    "sbx provision image verify "
 			    "%s shows what differs; add the image again to "
-			    "repair it", digest);
+			    "repair it",
+			    digest);
 			damaged(problems, rel, &e, "");
 			bad = 1;
 		}
@@ -211,8 +222,10 @@ package_counts(int rootfd, json_t *problems, int *bad)
 		close(afd);
 		snprintf(rel, sizeof(rel), "agents/%s/%s", O.agent,
 		    SBX_INSTALL_MANIFEST);
-		sbx_error_in_file(&e, rel, "sbx install reconcile --agent %s "
-		    "rebuilds it from what is installed", O.agent);
+		sbx_error_in_file(&e, rel,
+		    "sbx install reconcile --agent %s "
+		    "rebuilds it from what is installed",
+		    O.agent);
 		damaged(problems, rel, &e, "");
 		*bad = 1;
 		return NULL;

@@ -226,8 +226,7 @@ print_item(const json_t *o, int task)
 			    json_string_value(json_object_get(o, "file")),
 			    (long long)json_integer_value(
 				json_object_get(o, "line")));
-		fprintf(stderr,
-		    "sbx-bridge: warning: %s is damaged; %s\n",
+		fprintf(stderr, "sbx-bridge: warning: %s is damaged; %s\n",
 		    json_string_value(json_object_get(o, "file")),
 		    task ? "move it aside (the task is lost; the orchestrator "
 			   "may queue it again)" :

@@ -260,8 +260,10 @@ do_list(void)
 	else if ((m = sbx_install_manifest_read(afd, &e)) == NULL) {
 		snprintf(rel, sizeof(rel), "agents/%s/%s", O.agent,
 		    SBX_INSTALL_MANIFEST);
-		sbx_error_in_file(&e, rel, "sbx install reconcile --agent %s "
-		    "rebuilds it from what is installed", O.agent);
+		sbx_error_in_file(&e, rel,
+		    "sbx install reconcile --agent %s "
+		    "rebuilds it from what is installed",
+		    O.agent);
 		fail(&e);
 	}
 	if (afd >= 0)
@@ -292,8 +294,8 @@ do_reconcile(void)
 
 	open_agent();
 	if ((afd = agent_dir(&e)) == -1 ||
-	    (lock = sbx_install_lock(afd,
-	    lock_name(SBX_L_AGENT_INSTALL_LOCK), LOCK_WAIT_S, &e)) == -1)
+	    (lock = sbx_install_lock(afd, lock_name(SBX_L_AGENT_INSTALL_LOCK),
+		 LOCK_WAIT_S, &e)) == -1)
 		fail(&e);
 	if ((m = sbx_install_manifest_read(afd, &e)) == NULL) {
 		/*
@@ -306,12 +308,15 @@ do_reconcile(void)
 		    strcmp(e.reason, "manifest_invalid") != 0)
 			fail(&e);
 		if (renameat(afd, SBX_INSTALL_MANIFEST, afd,
-		    SBX_INSTALL_MANIFEST ".damaged") == -1) {
-			sbx_error_sys(&e, "write", "cannot move the damaged "
-			    "%s aside", SBX_INSTALL_MANIFEST);
+			SBX_INSTALL_MANIFEST ".damaged") == -1) {
+			sbx_error_sys(&e, "write",
+			    "cannot move the damaged "
+			    "%s aside",
+			    SBX_INSTALL_MANIFEST);
 			fail(&e);
 		}
-		sbx_cmd_warnf(warnings, "agents/%s/%s was damaged: rebuilt "
+		sbx_cmd_warnf(warnings,
+		    "agents/%s/%s was damaged: rebuilt "
 		    "from what is installed (the old file is %s.damaged)",
 		    O.agent, SBX_INSTALL_MANIFEST, SBX_INSTALL_MANIFEST);
 		m = sbx_install_manifest_normalize(NULL);

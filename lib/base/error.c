@@ -87,11 +87,10 @@ sbx_error_absent(const struct sbx_error *e)
 }
 
 void
-sbx_error_in_file(struct sbx_error *e, const char *path, const char *fmt,
-    ...)
+sbx_error_in_file(struct sbx_error *e, const char *path, const char *fmt, ...)
 {
-	char	 msg[2 * sizeof(e->message)];
-	va_list	 ap;
+	char	msg[2 * sizeof(e->message)];
+	va_list ap;
 
 	if (e == NULL || path == NULL)
 		return;

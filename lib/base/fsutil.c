@@ -171,11 +171,11 @@ sbx_fs_write_all(int fd, const void *data, size_t n)
 off_t
 sbx_fs_repair_tail(int fd)
 {
-	char		 buf[4096], *nl;
-	struct stat	 st;
-	off_t		 end, off;
-	ssize_t		 n;
-	size_t		 want;
+	char	    buf[4096], *nl;
+	struct stat st;
+	off_t	    end, off;
+	ssize_t	    n;
+	size_t	    want;
 
 	if (fstat(fd, &st) == -1)
 		return -1;

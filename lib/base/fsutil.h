@@ -52,7 +52,7 @@ int	sbx_fs_write_all(int fd, const void *, size_t);
  * line without its newline (a write cut short by a full disk or a kill)
  * is cut off, so the next line starts on its own.  The bytes dropped
  * (0 when the tail was whole), or -1 with errno. */
-off_t	sbx_fs_repair_tail(int fd);
+off_t sbx_fs_repair_tail(int fd);
 /* Read fd to its end, appended to b (always NUL-terminated, b->p never
  * NULL on success) while b->len stays within cap: 0, or -1 with errno
  * (EFBIG past cap, ENOMEM, or read's). */

@@ -579,7 +579,7 @@ sbx_install_manifest_read(int agentfd, struct sbx_error *e)
 	    AT_SYMLINK_NOFOLLOW) == -1 && errno == ENOENT)
 		return sbx_install_manifest_normalize(NULL);
 	if (sbx_fs_read_file_at(agentfd, SBX_INSTALL_MANIFEST,
-	    SBX_INSTALL_MANIFEST_MAX, &b, e) == -1) {
+		SBX_INSTALL_MANIFEST_MAX, &b, e) == -1) {
 		if (e->sys_errno == EFBIG) {
 			/* Past its cap: damaged too (sbx never writes one
 			 * that large), so reconcile may rebuild it. */
@@ -587,7 +587,8 @@ sbx_install_manifest_read(int agentfd, struct sbx_error *e)
 			    "manifest_invalid", "%s is larger than %u bytes",
 			    SBX_INSTALL_MANIFEST,
 			    (unsigned)SBX_INSTALL_MANIFEST_MAX);
-			sbx_error_hint(e, "`sbx install reconcile` rebuilds "
+			sbx_error_hint(e,
+			    "`sbx install reconcile` rebuilds "
 			    "it from what is installed");
 		}
 		return NULL;

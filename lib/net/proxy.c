@@ -541,8 +541,8 @@ log_open(void)
 
 	if (P.logfd >= 0)
 		close(P.logfd);
-	P.logfd = openat(P.runfd, "proxy.log", O_RDWR | O_APPEND | O_CREAT |
-	    O_NOFOLLOW | O_CLOEXEC, 0600);
+	P.logfd = openat(P.runfd, "proxy.log",
+	    O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	/* A last line cut short (a full disk, a kill mid-write) is dropped
 	 * so the next one starts on its own line (issue 30). */
 	if (P.logfd >= 0)

@@ -1012,8 +1012,8 @@ sbx_bstore_task_add(int rootfd, const char *agent, const json_t *body,
 	return t;
 }
 
-#define TASK_REPAIR                                                         \
-	"move the file aside (the task is lost; the orchestrator may queue "  \
+#define TASK_REPAIR \
+	"move the file aside (the task is lost; the orchestrator may queue " \
 	"it again)"
 
 /* agents/A/bridge/tasks/NAME, for messages. */
@@ -1107,8 +1107,8 @@ sbx_bstore_task_list(int rootfd, const char *agent, struct sbx_error *e)
 				 * vanished would never be redone. */
 				task_rel(agent, names[i], rel, sizeof(rel));
 				json_array_append_new(bad,
-				    json_pack("{s:b,s:s,s:s,s:s}", "damaged",
-					1, "id", id, "file", rel, "message",
+				    json_pack("{s:b,s:s,s:s,s:s}", "damaged", 1,
+					"id", id, "file", rel, "message",
 					e->message));
 			}
 			memset(e, 0, sizeof(*e));

@@ -298,9 +298,9 @@ sbx_plugin_lib_get(int rootfd, const char *id, char sha[SBX_RECIPE_SHA_HEX + 1],
 	}
 	if (sha != NULL)
 		sbx_recipe_sha256(b.p, b.len, sha);
-	if ((r = sbx_json_parse(b.p, b.len, SBX_RECIPE_MAX + 4096, e)) ==
-	    NULL)
-		sbx_error_in_file(e, rel, "add the plugin to the library "
+	if ((r = sbx_json_parse(b.p, b.len, SBX_RECIPE_MAX + 4096, e)) == NULL)
+		sbx_error_in_file(e, rel,
+		    "add the plugin to the library "
 		    "again (sbx plugin add)");
 	sbx_buf_release(&b);
 	return r;
@@ -504,7 +504,8 @@ sbx_plugin_installed_read(int rootfd, const char *agent, struct sbx_error *e)
 		    "record_invalid", "%s has no `plugins` array", rel);
 	}
 	if (d == NULL)
-		sbx_error_in_file(e, rel, "move it aside and install the "
+		sbx_error_in_file(e, rel,
+		    "move it aside and install the "
 		    "agent's plugins again (sbx plugin install ID --agent %s)",
 		    agent);
 	return d;
@@ -807,10 +808,11 @@ sbx_plugin_installed_recipe(int rootfd, const char *agent, const char *id,
 		    agent);
 		return NULL;
 	}
-	if ((r = sbx_json_parse(b.p, b.len, SBX_RECIPE_MAX + 4096, e)) ==
-	    NULL)
-		sbx_error_in_file(e, rel, "install the plugin again (sbx "
-		    "plugin install %s --agent %s)", id, agent);
+	if ((r = sbx_json_parse(b.p, b.len, SBX_RECIPE_MAX + 4096, e)) == NULL)
+		sbx_error_in_file(e, rel,
+		    "install the plugin again (sbx "
+		    "plugin install %s --agent %s)",
+		    id, agent);
 	sbx_buf_release(&b);
 	return r;
 }

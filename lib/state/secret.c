@@ -244,7 +244,8 @@ master_key(struct sbx_secret_store *s, const struct sbx_secret_auth *a,
 		if ((salt = b64dec(kdf, "salt", crypto_pwhash_SALTBYTES, 0,
 		    NULL)) == NULL)
 			return sbx_error_set(e, SBX_K_REJECTED, NULL,
-			    "secret_store_unreadable", "the secret store of "
+			    "secret_store_unreadable",
+			    "the secret store of "
 			    "agent %s has a damaged salt (agents/%s/%s)",
 			    s->agent, s->agent, STORE);
 		if (crypto_pwhash(mk, KEYLEN, a->passphrase,
@@ -352,8 +353,10 @@ master_key(struct sbx_secret_store *s, const struct sbx_secret_auth *a,
 			sbx_error_set(e, SBX_K_REJECTED, "key_file",
 			    "key_file_invalid", "the secret key file %s must "
 			    "hold 32 bytes (or 64 hex digits)", path);
-			sbx_error_hint(e, "restore %s from a backup: without "
-			    "it the agents' secrets cannot be opened", path);
+			sbx_error_hint(e,
+			    "restore %s from a backup: without "
+			    "it the agents' secrets cannot be opened",
+			    path);
 		}
 	}
 	if (rc == 0)
@@ -410,16 +413,20 @@ open_dk(struct sbx_secret_store *s, const unsigned char *mk,
 		rc = 0;
 	else if (nonce == NULL || sealed == NULL)
 		sbx_error_set(e, SBX_K_REJECTED, NULL,
-		    "secret_store_unreadable", "the secret store of agent %s "
+		    "secret_store_unreadable",
+		    "the secret store of agent %s "
 		    "is damaged (its sealed key is malformed: agents/%s/%s)",
 		    s->agent, s->agent, STORE);
 	else {
-		sbx_error_set(e, SBX_K_REJECTED, NULL, "wrong_key", "the key "
+		sbx_error_set(e, SBX_K_REJECTED, NULL, "wrong_key",
+		    "the key "
 		    "(%s) does not open the secret store of agent %s, "
 		    "agents/%s/%s (a wrong or damaged key or passphrase, or a "
-		    "store copied from another agent)", s->keyfile[0] != '\0' ?
-		    s->keyfile : "the passphrase", s->agent, s->agent, STORE);
-		sbx_error_hint(e, "use the key file or passphrase the store "
+		    "store copied from another agent)",
+		    s->keyfile[0] != '\0' ? s->keyfile : "the passphrase",
+		    s->agent, s->agent, STORE);
+		sbx_error_hint(e,
+		    "use the key file or passphrase the store "
 		    "was made with (SBX_SECRET_KEY_FILE, --passphrase); a "
 		    "damaged key file must be restored from a backup");
 	}
@@ -459,11 +466,11 @@ static int record_opens(struct sbx_secret_store *, const char *);
 static void
 set_aside(struct sbx_secret_store *s)
 {
-	json_t		*secrets = json_object_get(s->doc, "secrets"), *rec;
-	const char	*name;
-	void		*tmp;
+	json_t	   *secrets = json_object_get(s->doc, "secrets"), *rec;
+	const char *name;
+	void	   *tmp;
 
-	json_object_foreach_safe(secrets, tmp, name, rec) {
+	json_object_foreach_safe (secrets, tmp, name, rec) {
 		if (record_opens(s, name))
 			continue;
 		if (s->aside == NULL)
@@ -512,13 +519,16 @@ sbx_secret_open(struct sbx_secret_store *s, int rootfd, const char *agent,
 		s->doc = load(s->dirfd, STORE_PREV, agent, &prev_present);
 		if (s->doc == NULL && (present || prev_present)) {
 			sbx_error_set(e, SBX_K_REJECTED, NULL,
-			    "secret_store_unreadable", "the secret store of "
+			    "secret_store_unreadable",
+			    "the secret store of "
 			    "agent %s is damaged and has no sound previous "
-			    "generation (agents/%s/%s)", agent, agent, STORE);
-			sbx_error_hint(e, "move agents/%s/%s and %s aside and "
+			    "generation (agents/%s/%s)",
+			    agent, agent, STORE);
+			sbx_error_hint(e,
+			    "move agents/%s/%s and %s aside and "
 			    "set the agent's secrets again (sbx secret set "
-			    "NAME --agent %s)", agent, STORE, STORE_PREV,
-			    agent);
+			    "NAME --agent %s)",
+			    agent, STORE, STORE_PREV, agent);
 			return -1;
 		}
 		if (s->doc != NULL && present) {
@@ -615,10 +625,11 @@ record_damaged(struct sbx_error *e, const char *agent, const char *name)
 	char path[128];
 
 	snprintf(path, sizeof(path), "agents/%s/%s", agent, STORE);
-	sbx_error_in_file(e, path, "set it again (sbx secret set %s --agent "
+	sbx_error_in_file(e, path,
+	    "set it again (sbx secret set %s --agent "
 	    "%s; the damaged record is kept in agents/%s/%s), or remove it "
-	    "(sbx secret rm %s --agent %s)", name, agent, agent, STORE_ASIDE,
-	    name, agent);
+	    "(sbx secret rm %s --agent %s)",
+	    name, agent, agent, STORE_ASIDE, name, agent);
 }
 
 int
@@ -648,8 +659,10 @@ sbx_secret_get(struct sbx_secret_store *s, const char *name,
 		free(nonce);
 		free(ct);
 		sbx_error_set(e, SBX_K_REJECTED, "name",
-		    "secret_store_unreadable", "the record of secret %s of "
-		    "agent %s is damaged", name, s->agent);
+		    "secret_store_unreadable",
+		    "the record of secret %s of "
+		    "agent %s is damaged",
+		    name, s->agent);
 		record_damaged(e, s->agent, name);
 		return -1;
 	}
@@ -661,9 +674,11 @@ sbx_secret_get(struct sbx_secret_store *s, const char *name,
 		free(ct);
 		sbx_buf_release(&ad);
 		sbx_error_set(e, SBX_K_REJECTED, "name",
-		    "secret_store_unreadable", "the record of secret %s does "
+		    "secret_store_unreadable",
+		    "the record of secret %s does "
 		    "not open for agent %s (damaged, or copied from another "
-		    "agent or name)", name, s->agent);
+		    "agent or name)",
+		    name, s->agent);
 		record_damaged(e, s->agent, name);
 		return -1;
 	}
@@ -812,8 +827,7 @@ keep_aside(struct sbx_secret_store *s, struct sbx_error *e)
 	char		 now[SBX_TIME_ISO_MAX], key[128], *text;
 	int		 rc;
 
-	if (sbx_fs_read_file_at(s->dirfd, STORE_ASIDE, STORE_CAP, &b,
-	    &e2) == 0)
+	if (sbx_fs_read_file_at(s->dirfd, STORE_ASIDE, STORE_CAP, &b, &e2) == 0)
 		doc = json_loadb(b.p, b.len, 0, NULL);
 	sbx_buf_release(&b);
 	if (!json_is_object(doc) ||
@@ -825,22 +839,25 @@ keep_aside(struct sbx_secret_store *s, struct sbx_error *e)
 	}
 	recs = json_object_get(doc, "records");
 	sbx_time_utc_iso(now);
-	json_object_foreach(s->aside, name, rec) {
+	json_object_foreach (s->aside, name, rec) {
 		snprintf(key, sizeof(key), "%s@%s", name, now);
 		json_object_set(recs, key, rec);
-		json_array_append_new(s->warnings, json_sprintf(
-		    "the record of secret %s of agent %s does not open "
-		    "(damaged): it is set aside in agents/%s/%s and "
-		    "agents/%s/%s is kept as it was; set the secret again "
-		    "(sbx secret set %s --agent %s)", name, s->agent,
-		    s->agent, STORE_ASIDE, s->agent, STORE_PREV, name,
-		    s->agent));
+		json_array_append_new(s->warnings,
+		    json_sprintf(
+			"the record of secret %s of agent %s does not open "
+			"(damaged): it is set aside in agents/%s/%s and "
+			"agents/%s/%s is kept as it was; set the secret again "
+			"(sbx secret set %s --agent %s)",
+			name, s->agent, s->agent, STORE_ASIDE, s->agent,
+			STORE_PREV, name, s->agent));
 	}
 	text = json_dumps(doc, JSON_SORT_KEYS | JSON_INDENT(1));
 	json_decref(doc);
 	if (text == NULL)
-		return sbx_error_sys(e, "nomem", "writing agent %s's damaged "
-		    "secrets", s->agent);
+		return sbx_error_sys(e, "nomem",
+		    "writing agent %s's damaged "
+		    "secrets",
+		    s->agent);
 	rc = sbx_fs_write_atomic(s->dirfd, STORE_ASIDE, text, strlen(text),
 	    0600, e);
 	free(text);
@@ -892,8 +909,8 @@ sbx_secret_commit(struct sbx_secret_store *s, struct sbx_error *e)
 	 * may be the last copy where that record is whole.  Then the new
 	 * file takes the current name.
 	 */
-	if (!s->from_prev && s->aside == NULL && faccessat(s->dirfd, STORE, F_OK,
-	    AT_SYMLINK_NOFOLLOW) == 0) {
+	if (!s->from_prev && s->aside == NULL &&
+	    faccessat(s->dirfd, STORE, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
 		(void)unlinkat(s->dirfd, STORE_PREV, 0);
 		if (linkat(s->dirfd, STORE, s->dirfd, STORE_PREV, 0) == -1) {
 			sbx_error_sys(e, "write_failed", "keeping the previous "

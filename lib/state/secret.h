@@ -54,8 +54,8 @@ struct sbx_secret_store {
 	unsigned char	*dk;		/* data key (sodium_malloc), or NULL */
 	unsigned char	*mk;		/* master key (sodium_malloc), or NULL */
 	json_t		*warnings;
-	json_t		*aside;		/* damaged records set aside, or NULL */
-	char		 keyfile[256];	/* the key file read, for messages */
+	json_t		*aside; /* damaged records set aside, or NULL */
+	char		 keyfile[256]; /* the key file read, for messages */
 };
 
 /* ^[A-Z_][A-Z0-9_]{0,63}$, and not reserved (the message lists them). */

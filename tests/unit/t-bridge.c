@@ -188,8 +188,8 @@ main(void)
 	ok(id == 4, "after a cut line: id 4 (got %lld)", id);
 	a = sbx_bstore_events_list(rootfd, "c", SBX_BSTORE_EVENTS, 3, 100, &e);
 	ok(a && json_array_size(a) == 1 &&
-		json_integer_value(json_object_get(json_array_get(a, 0),
-		    "data")) == 5,
+		json_integer_value(
+		    json_object_get(json_array_get(a, 0), "data")) == 5,
 	    "the entry after the cut line is whole, --since 3 shows it");
 	json_decref(a);
 	/* A garbled complete line: listed as damaged, and the ids do not
@@ -206,14 +206,15 @@ main(void)
 	ok(id == 6, "a garbled last line: id 6 (got %lld)", id);
 	a = sbx_bstore_events_list(rootfd, "c", SBX_BSTORE_EVENTS, 4, 100, &e);
 	ok(a && json_array_size(a) == 4 &&
-		json_is_true(json_object_get(json_array_get(a, 0), "damaged")) &&
-		json_integer_value(json_object_get(json_array_get(a, 0),
-		    "line")) == 5 &&
-		strcmp(json_string_value(json_object_get(json_array_get(a, 0),
-			   "file")),
+		json_is_true(
+		    json_object_get(json_array_get(a, 0), "damaged")) &&
+		json_integer_value(
+		    json_object_get(json_array_get(a, 0), "line")) == 5 &&
+		strcmp(json_string_value(
+			   json_object_get(json_array_get(a, 0), "file")),
 		    "agents/c/bridge/events.jsonl") == 0 &&
-		json_integer_value(json_object_get(json_array_get(a, 1),
-		    "id")) == 5 &&
+		json_integer_value(
+		    json_object_get(json_array_get(a, 1), "id")) == 5 &&
 		json_is_true(json_object_get(json_array_get(a, 2), "damaged")),
 	    "events list: the damaged lines where they stand, with file and "
 	    "line");
@@ -331,10 +332,12 @@ main(void)
 	memset(&e, 0, sizeof(e));
 	a = sbx_bstore_task_list(rootfd, "a", &e);
 	ok(a && json_array_size(a) == 3 &&
-		json_is_true(json_object_get(json_array_get(a, 1), "damaged")) &&
-		json_is_true(json_object_get(json_array_get(a, 2), "damaged")) &&
-		strcmp(json_string_value(json_object_get(json_array_get(a, 1),
-			   "file")),
+		json_is_true(
+		    json_object_get(json_array_get(a, 1), "damaged")) &&
+		json_is_true(
+		    json_object_get(json_array_get(a, 2), "damaged")) &&
+		strcmp(json_string_value(
+			   json_object_get(json_array_get(a, 1), "file")),
 		    "agents/a/bridge/tasks/t00000000000000aa.json") == 0,
 	    "tasks: the good one, then the damaged ones listed as such");
 	json_decref(a);

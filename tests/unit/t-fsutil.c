@@ -282,10 +282,10 @@ resolve_fallback(const char *tmpl)
 static void
 tail_case(const char *s, const char *want, long long cut, const char *what)
 {
-	char	 tmp[] = "/tmp/t-fsutil-tail.XXXXXX", buf[8192];
-	ssize_t	 n;
-	off_t	 got;
-	int	 fd;
+	char	tmp[] = "/tmp/t-fsutil-tail.XXXXXX", buf[8192];
+	ssize_t n;
+	off_t	got;
+	int	fd;
 
 	if ((fd = mkstemp(tmp)) == -1) {
 		ok(0, "%s: mkstemp", what);
