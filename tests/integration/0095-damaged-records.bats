@@ -18,6 +18,7 @@ world() {
 	run -0 sbx secret set TOK --agent alice -q <<<"tok-0095"
 	a=$SBX_HOME/agents/alice
 	echo '{"network":"none"}' > "$SBX_HOME/config/sandbox.json"
+	echo '{}' > "$SBX_HOME/images/names.json"
 	echo '{"plugins":[],"version":1}' > "$a/plugins.json"
 	echo '{"apt":[],"npm":[],"pip":[]}' > "$a/installed-packages.json"
 	mkdir -p "$a/jobs" "$a/bridge/tasks"
@@ -40,7 +41,7 @@ damage() {
 	esac
 }
 
-@test "every refusal of a damaged state file names it and says how to repair (3 damages x 8 files)" {
+@test "every refusal of a damaged state file names it and says how to repair (3 damages x 9 files)" {
 	world
 	fails=0
 	while IFS='|' read -r rel cmd; do
@@ -76,6 +77,7 @@ agents/alice/plugins.json|plugin tools --agent alice
 agents/alice/installed-packages.json|install list --agent alice
 agents/alice/jobs/$JOB.json|exec poll $JOB --agent alice
 agents/alice/bridge/tasks/$TASK.json|bridge task done $TASK --agent alice
+images/names.json|provision image list
 EOF
 	[ "$fails" -eq 0 ]
 }
