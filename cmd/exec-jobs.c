@@ -75,6 +75,14 @@ print_ps(json_t *jobs)
 	    "STARTED", "COMMAND");
 	json_array_foreach(jobs, i, row) {
 		sbx_buf_reset(&b);
+		if (json_is_string(json_object_get(row, "message"))) {
+			/* A damaged record: what is wrong, in place of the
+			 * command. */
+			const char *m =
+			    json_string_value(json_object_get(row, "message"));
+
+			sbx_utf8_escape_line(&b, m, strlen(m));
+		}
 		json_array_foreach(json_object_get(row, "command"), k, c) {
 			const char *s = json_string_value(c);
 			if (k)

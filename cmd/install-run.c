@@ -180,27 +180,42 @@ result_of(const struct run *rr, int retried, long long t0)
 	return r;
 }
 
-static void
-update_manifest(void)
-{
-	struct sbx_error e;
-	json_t		*m;
-	int		 afd;
+static void manifest_named(struct sbx_error *);
 
-	if ((afd = agent_dir(&e)) == -1 ||
-	    (m = sbx_install_manifest_read(afd, &e)) == NULL) {
-		sbx_cmd_warnf(warnings, "the manifest was not updated: %s",
-		    e.message);
-		if (afd >= 0)
-			close(afd);
-		return;
-	}
-	if (sbx_install_manifest_add(m, O.mgr, O.pkgs, O.npkgs) == -1 ||
-	    sbx_install_manifest_write(afd, m, &e) == -1)
-		sbx_cmd_warnf(warnings, "the manifest was not updated: %s",
-		    e.message);
+/* The manifest with this install added: 0, or -1 with e naming it. */
+static int
+update_manifest(struct sbx_error *e)
+{
+	json_t *m;
+	int	afd, rc = 0;
+
+	if ((afd = agent_dir(e)) == -1)
+		return -1;
+	if ((m = sbx_install_manifest_read(afd, e)) == NULL)
+		rc = -1;
+	else if (sbx_install_manifest_add(m, O.mgr, O.pkgs, O.npkgs) == -1) {
+		sbx_error_sys(e, "nomem", "adding to the manifest");
+		rc = -1;
+	} else if (sbx_install_manifest_write(afd, m, e) == -1)
+		rc = -1;
 	json_decref(m);
 	close(afd);
+	if (rc == -1)
+		manifest_named(e);
+	return rc;
+}
+
+/* e names agents/A/installed-packages.json, and the repair. */
+static void
+manifest_named(struct sbx_error *e)
+{
+	char rel[SBX_LAYOUT_PATH_MAX];
+
+	SBX_LPATH(rel, SBX_L_AGENT_INSTALLED, O.agent);
+	sbx_error_in_file(e, rel,
+	    "sbx install reconcile --agent %s rebuilds "
+	    "it from what is installed",
+	    O.agent);
 }
 
 /*
@@ -320,6 +335,18 @@ do_install(void)
 	    -1)
 		fail(&e);
 
+	/* A manifest that cannot be read is refused before anything is
+	 * installed: the install could not be recorded (issue 30). */
+	{
+		json_t *m;
+
+		if ((m = sbx_install_manifest_read(afd, &e)) == NULL) {
+			manifest_named(&e);
+			close(lock);
+			fail(&e);
+		}
+		json_decref(m);
+	}
 	if (O.mgr == SBX_INSTALL_APT)
 		apt_own_copy();
 	if (sbx_installmgr_env(O.mgr, &reg, &env) == -1) {
@@ -439,7 +466,26 @@ do_install(void)
 		sbx_buf_release(&rr.out);
 		fail_extra(&e, extra);
 	}
-	update_manifest();
+	if (update_manifest(&e) == -1) {
+		/* Installed, but not recorded: not a success (a later
+		 * reconcile would be the only way to learn of it). */
+		char msg[2 * sizeof(e.message)];
+
+		snprintf(msg, sizeof(msg),
+		    "the packages were installed but "
+		    "the manifest was not updated: %s",
+		    e.message);
+		memcpy(e.message, msg, sizeof(e.message) - 1);
+		e.message[sizeof(e.message) - 1] = '\0';
+		e.kind = SBX_K_EXECUTION_ERROR;
+		e.reason = "manifest_not_updated";
+		e.field = NULL;
+		e.retryable = 0;
+		close(lock);
+		close(afd);
+		sbx_buf_release(&rr.out);
+		fail_extra(&e, json_pack("{s:o}", "result", res));
+	}
 	close(lock);
 	close(afd);
 	sbx_buf_release(&rr.out);

@@ -111,10 +111,96 @@ print_summary(json_t *sum, json_t *problems)
 	}
 }
 
+/* A damaged record as one of status's problems: named, with its repair;
+ * the agent is then not ready. */
+static void
+damaged(json_t *problems, const char *path, const struct sbx_error *e,
+    const char *repair)
+{
+	json_array_append_new(problems,
+	    json_pack("{s:s,s:s,s:s,s:s}", "path", path, "state", "damaged",
+		"message", e->message, "repair",
+		e->hint[0] != '\0' ? e->hint : repair));
+}
+
+/*
+ * The records sbx keeps for the agent that a run or an install reads:
+ * its plugins (agents/A/plugins.json) and the manifest of its bound
+ * template (images/D/manifest.json: emptied or cut short; `sbx
+ * provision image verify` compares it in full).  0 when all are sound.
+ */
+static int
+damaged_records(int rootfd, const json_t *summary, json_t *problems)
+{
+	struct sbx_error e;
+	struct sbx_buf	 b = SBX_BUF_INIT;
+	const char	*digest;
+	char		 rel[SBX_LAYOUT_PATH_MAX];
+	json_t		*d;
+	size_t		 i, j;
+	int		 bad = 0;
+
+	if (rootfd < 0)
+		return 0;
+	memset(&e, 0, sizeof(e));
+	if ((d = sbx_plugin_installed_read(rootfd, O.agent, &e)) == NULL) {
+		SBX_LPATH(rel, SBX_L_AGENT_PLUGINS, O.agent);
+		sbx_error_in_file(&e, rel,
+		    "move it aside and install the "
+		    "agent's plugins again (sbx plugin install ID --agent %s)",
+		    O.agent);
+		damaged(problems, rel, &e, "");
+		bad = 1;
+	}
+	json_decref(d);
+	digest = json_string_value(
+	    json_object_get(json_object_get(summary, "image"), "digest"));
+	if (digest != NULL &&
+	    json_is_true(json_object_get(json_object_get(summary, "image"),
+		"present"))) {
+		snprintf(rel, sizeof(rel), "images/%s/%s", digest,
+		    SBX_IMAGE_MANIFEST);
+		memset(&e, 0, sizeof(e));
+		if (sbx_fs_read_file_at(rootfd, rel, SBX_IMAGE_MANIFEST_MAX, &b,
+			&e) == 0) {
+			/* Whole is enough here: a document that ends where
+			 * it began; a full parse is image verify's. */
+			for (i = 0; i < b.len &&
+			     (b.p[i] == ' ' || b.p[i] == '\n' ||
+				 b.p[i] == '\t');
+			     i++)
+				;
+			for (j = b.len; j > i &&
+			     (b.p[j - 1] == ' ' || b.p[j - 1] == '\n' ||
+				 b.p[j - 1] == '\t');
+			     j--)
+				;
+			if (j - i < 2 || b.p[i] != '{' || b.p[j - 1] != '}')
+				sbx_error_set(&e, SBX_K_REJECTED, NULL,
+				    "image_damaged",
+				    "%s is damaged (empty or "
+				    "cut short)",
+				    rel);
+		}
+		sbx_buf_release(&b);
+		if (e.kind != NULL) {
+			sbx_error_in_file(&e, rel,
+			    "sbx provision image verify "
+			    "%s shows what differs; add the image again to "
+			    "repair it",
+			    digest);
+			damaged(problems, rel, &e, "");
+			bad = 1;
+		}
+	}
+	return bad;
+}
+
 /* What sbx install recorded for the agent: {apt: N, npm: N, pip: N}, or
- * NULL when nothing was ever installed (or the record is unreadable). */
+ * NULL when nothing was ever installed; a damaged record is one of
+ * problems (and not counted). */
 static json_t *
-package_counts(int rootfd)
+package_counts(int rootfd, json_t *problems, int *bad)
 {
 	struct sbx_error e;
 	json_t		*m, *c, *v;
@@ -128,9 +214,20 @@ package_counts(int rootfd)
 		 &e)) == -1)
 		return NULL;
 	if (faccessat(afd, SBX_INSTALL_MANIFEST, F_OK, AT_SYMLINK_NOFOLLOW) ==
-		-1 ||
-	    (m = sbx_install_manifest_read(afd, &e)) == NULL) {
+	    -1) {
 		close(afd);
+		return NULL;
+	}
+	if ((m = sbx_install_manifest_read(afd, &e)) == NULL) {
+		close(afd);
+		snprintf(rel, sizeof(rel), "agents/%s/%s", O.agent,
+		    SBX_INSTALL_MANIFEST);
+		sbx_error_in_file(&e, rel,
+		    "sbx install reconcile --agent %s "
+		    "rebuilds it from what is installed",
+		    O.agent);
+		damaged(problems, rel, &e, "");
+		*bad = 1;
 		return NULL;
 	}
 	close(afd);
@@ -151,7 +248,7 @@ do_status(void)
 	json_t			*summary, *pkgs, *updates;
 	const char		*state, *path;
 	size_t			 i;
-	int			 rootfd, ready, agent_ok;
+	int			 rootfd, ready, agent_ok, bad;
 
 	rootfd = open_root_existing(1);
 	warnings = json_array();
@@ -178,7 +275,9 @@ do_status(void)
 	summary = sbx_agentset_summary(rootfd, O.agent, &agent_ok,
 	    problems);
 	ready = ready && agent_ok;
-	pkgs = package_counts(rootfd);
+	bad = damaged_records(rootfd, summary, problems);
+	pkgs = package_counts(rootfd, problems, &bad);
+	ready = ready && !bad;
 	/* Plugins whose library recipe changed since the agent installed
 	 * them: shown as available updates, never applied here. */
 	updates = rootfd >= 0 ? sbx_plugin_updates(rootfd, O.agent) :

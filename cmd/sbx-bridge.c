@@ -213,6 +213,28 @@ print_item(const json_t *o, int task)
 {
 	char *s;
 
+	if (json_is_true(json_object_get(o, "damaged")) && !O.json) {
+		/* A record that cannot be read is shown where it stands,
+		 * never skipped: the orchestrator would otherwise wait for
+		 * it forever. */
+		if (task)
+			printf("%s\tdamaged\t%s\n",
+			    json_string_value(json_object_get(o, "id")),
+			    json_string_value(json_object_get(o, "message")));
+		else
+			printf("-\tdamaged\t%s line %lld\n",
+			    json_string_value(json_object_get(o, "file")),
+			    (long long)json_integer_value(
+				json_object_get(o, "line")));
+		fprintf(stderr, "sbx-bridge: warning: %s is damaged; %s\n",
+		    json_string_value(json_object_get(o, "file")),
+		    task ? "move it aside (the task is lost; the orchestrator "
+			   "may queue it again)" :
+			   "the line is kept as it is; the entries around it "
+			   "are listed");
+		fflush(stdout);
+		return;
+	}
 	if (O.json) {
 		s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
 		if (s != NULL)
@@ -241,20 +263,36 @@ cmd_events(struct sbx_root *root)
 {
 	struct sbx_error e = { 0 };
 	long long	 since = O.since;
-	json_t		*a, *v;
+	json_t		*a, *v, *shown = json_object();
+	char		 key[64];
 	size_t		 i;
 
 	for (;;) {
-		if ((a = sbx_bstore_events_read(root->fd, O.agent,
+		if ((a = sbx_bstore_events_list(root->fd, O.agent,
 			 SBX_BSTORE_EVENTS, since, 1000, &e)) == NULL)
 			fail(&e);
 		json_array_foreach (a, i, v) {
+			if (json_is_true(json_object_get(v, "damaged"))) {
+				/* Shown once under --follow: its place (the
+				 * id before it, its line) survives rotation. */
+				snprintf(key, sizeof(key), "%lld/%lld",
+				    (long long)json_integer_value(
+					json_object_get(v, "after")),
+				    (long long)json_integer_value(
+					json_object_get(v, "line")));
+				if (json_object_get(shown, key) == NULL)
+					print_item(v, 0);
+				json_object_set_new(shown, key, json_true());
+				continue;
+			}
 			print_item(v, 0);
 			since = json_integer_value(json_object_get(v, "id"));
 		}
 		json_decref(a);
-		if (!O.follow)
+		if (!O.follow) {
+			json_decref(shown);
 			return 0;
+		}
 		usleep(200000);
 	}
 }

@@ -257,8 +257,15 @@ do_list(void)
 	if ((afd = sbx_fs_open_beneath(root.fd, rel, O_RDONLY | O_DIRECTORY,
 		 &e)) == -1)
 		m = sbx_install_manifest_normalize(NULL);
-	else if ((m = sbx_install_manifest_read(afd, &e)) == NULL)
+	else if ((m = sbx_install_manifest_read(afd, &e)) == NULL) {
+		snprintf(rel, sizeof(rel), "agents/%s/%s", O.agent,
+		    SBX_INSTALL_MANIFEST);
+		sbx_error_in_file(&e, rel,
+		    "sbx install reconcile --agent %s "
+		    "rebuilds it from what is installed",
+		    O.agent);
 		fail(&e);
+	}
 	if (afd >= 0)
 		close(afd);
 	if (O.json) {
@@ -287,10 +294,33 @@ do_reconcile(void)
 
 	open_agent();
 	if ((afd = agent_dir(&e)) == -1 ||
-	    (lock = sbx_install_lock(afd,
-	    lock_name(SBX_L_AGENT_INSTALL_LOCK), LOCK_WAIT_S, &e)) ==
-	    -1 || (m = sbx_install_manifest_read(afd, &e)) == NULL)
+	    (lock = sbx_install_lock(afd, lock_name(SBX_L_AGENT_INSTALL_LOCK),
+		 LOCK_WAIT_S, &e)) == -1)
 		fail(&e);
+	if ((m = sbx_install_manifest_read(afd, &e)) == NULL) {
+		/*
+		 * Damaged: rebuilt from what is installed, which is what
+		 * reconcile is for; the old file is kept aside for a person
+		 * to look at.  Any other failure (permissions, I/O) is not
+		 * damage and is not papered over.
+		 */
+		if (e.reason == NULL ||
+		    strcmp(e.reason, "manifest_invalid") != 0)
+			fail(&e);
+		if (renameat(afd, SBX_INSTALL_MANIFEST, afd,
+			SBX_INSTALL_MANIFEST ".damaged") == -1) {
+			sbx_error_sys(&e, "write",
+			    "cannot move the damaged "
+			    "%s aside",
+			    SBX_INSTALL_MANIFEST);
+			fail(&e);
+		}
+		sbx_cmd_warnf(warnings,
+		    "agents/%s/%s was damaged: rebuilt "
+		    "from what is installed (the old file is %s.damaged)",
+		    O.agent, SBX_INSTALL_MANIFEST, SBX_INSTALL_MANIFEST);
+		m = sbx_install_manifest_normalize(NULL);
+	}
 	for (mgr = 0; mgr < SBX_INSTALL_NMGR; mgr++) {
 		if (mgr == SBX_INSTALL_APT &&
 		    (sbx_imageref_agent_env(root.fd, O.agent, digest, &env_own,

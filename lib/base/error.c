@@ -85,3 +85,27 @@ sbx_error_absent(const struct sbx_error *e)
 	return e->sys_errno == ENOENT ||
 	    (e->kind != NULL && strcmp(e->kind, SBX_K_NOT_FOUND) == 0);
 }
+
+void
+sbx_error_in_file(struct sbx_error *e, const char *path, const char *fmt, ...)
+{
+	char	msg[2 * sizeof(e->message)];
+	va_list ap;
+
+	if (e == NULL || path == NULL)
+		return;
+	/* Already named (a message of the form "PATH: ..." or naming it
+	 * elsewhere): left as it is. */
+	if (strstr(e->message, path) == NULL) {
+		snprintf(msg, sizeof(msg), "%s: %s", path,
+		    e->message[0] != '\0' ? e->message : "cannot be read");
+		memcpy(e->message, msg, sizeof(e->message) - 1);
+		e->message[sizeof(e->message) - 1] = '\0';
+	}
+	if (fmt != NULL) {
+		va_start(ap, fmt);
+		if (vsnprintf(e->hint, sizeof(e->hint), fmt, ap) < 0)
+			e->hint[0] = '\0';
+		va_end(ap);
+	}
+}

@@ -36,6 +36,12 @@ int	sbx_error_sys(struct sbx_error *, const char *reason, const char *fmt,
 void	sbx_error_hint(struct sbx_error *, const char *fmt, ...)
 	    __attribute__((format(printf, 2, 3)));
 int	sbx_error_kind_retryable(const char *kind);
+/* e is about the state file path (relative to the root): the message is
+ * made to name it ("PATH: ..." unless it names it already) and, fmt given,
+ * the hint says how to repair it.  Every refusal of a damaged file goes
+ * through here, so none leaves a person guessing which file it was. */
+void sbx_error_in_file(struct sbx_error *, const char *path, const char *fmt,
+    ...) __attribute__((format(printf, 3, 4)));
 /* Is e a missing file or directory (kind not_found, or ENOENT)? */
 int sbx_error_absent(const struct sbx_error *);
 

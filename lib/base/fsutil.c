@@ -168,6 +168,43 @@ sbx_fs_write_all(int fd, const void *data, size_t n)
 	return 0;
 }
 
+off_t
+sbx_fs_repair_tail(int fd)
+{
+	char	    buf[4096], *nl;
+	struct stat st;
+	off_t	    end, off;
+	ssize_t	    n;
+	size_t	    want;
+
+	if (fstat(fd, &st) == -1)
+		return -1;
+	if (!S_ISREG(st.st_mode) || st.st_size == 0)
+		return 0;
+	end = st.st_size;
+	if (pread(fd, buf, 1, end - 1) != 1)
+		return -1;
+	if (buf[0] == '\n')
+		return 0;
+	/* Back to the last newline, a block at a time; none at all: the
+	 * whole file is one unfinished line. */
+	for (off = end; off > 0; off -= (off_t)want) {
+		want = off > (off_t)sizeof(buf) ? sizeof(buf) : (size_t)off;
+		if ((n = pread(fd, buf, want, off - (off_t)want)) !=
+		    (ssize_t)want)
+			return n == -1 ? -1 : (errno = EIO, -1);
+		if ((nl = memrchr(buf, '\n', want)) != NULL) {
+			off = off - (off_t)want + (nl - buf) + 1;
+			break;
+		}
+	}
+	if (off < 0)
+		off = 0;
+	if (ftruncate(fd, off) == -1)
+		return -1;
+	return end - off;
+}
+
 /*
  * Temp file, write, fsync, rename, fsync.  exact: the temp name does not
  * grow with the name (".sbx-PID-I.tmp": an agent's file names may be

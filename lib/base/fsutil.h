@@ -48,6 +48,11 @@ void	sbx_fs_close_from(int lowfd, const int *keep, size_t nkeep);
 int	sbx_fs_memfd_data(const char *name, const void *, size_t);
 /* Write all of buf, retrying on EINTR and short writes. */
 int	sbx_fs_write_all(int fd, const void *, size_t);
+/* An append-only log of lines (fd open for reading and writing): a last
+ * line without its newline (a write cut short by a full disk or a kill)
+ * is cut off, so the next line starts on its own.  The bytes dropped
+ * (0 when the tail was whole), or -1 with errno. */
+off_t sbx_fs_repair_tail(int fd);
 /* Read fd to its end, appended to b (always NUL-terminated, b->p never
  * NULL on success) while b->len stays within cap: 0, or -1 with errno
  * (EFBIG past cap, ENOMEM, or read's). */

@@ -579,8 +579,20 @@ sbx_install_manifest_read(int agentfd, struct sbx_error *e)
 	    AT_SYMLINK_NOFOLLOW) == -1 && errno == ENOENT)
 		return sbx_install_manifest_normalize(NULL);
 	if (sbx_fs_read_file_at(agentfd, SBX_INSTALL_MANIFEST,
-	    SBX_INSTALL_MANIFEST_MAX, &b, e) == -1)
+		SBX_INSTALL_MANIFEST_MAX, &b, e) == -1) {
+		if (e->sys_errno == EFBIG) {
+			/* Past its cap: damaged too (sbx never writes one
+			 * that large), so reconcile may rebuild it. */
+			sbx_error_set(e, SBX_K_REJECTED, "manifest",
+			    "manifest_invalid", "%s is larger than %u bytes",
+			    SBX_INSTALL_MANIFEST,
+			    (unsigned)SBX_INSTALL_MANIFEST_MAX);
+			sbx_error_hint(e,
+			    "`sbx install reconcile` rebuilds "
+			    "it from what is installed");
+		}
 		return NULL;
+	}
 	j = sbx_json_parse(b.p ? b.p : "", b.len, SBX_INSTALL_MANIFEST_MAX, e);
 	sbx_buf_release(&b);
 	if (j == NULL || !json_is_object(j)) {

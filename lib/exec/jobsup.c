@@ -331,6 +331,23 @@ log_tail_json(json_t *res, int jobs_fd, const char *id, const json_t *rec,
 	sbx_buf_release(&b);
 }
 
+/* A job record that cannot be read: the refusal names it and says what
+ * is left (the log) and how to repair. */
+static void
+job_damaged(struct sbx_error *e, const char *agent, const char *id)
+{
+	char dir[128], rel[192];
+
+	SBX_LPATH(dir, SBX_L_AGENT_JOBS, agent);
+	snprintf(rel, sizeof(rel), "%s%s%s.json", dir,
+	    dir[0] != '\0' && dir[strlen(dir) - 1] == '/' ? "" : "/", id);
+	sbx_error_in_file(e, rel,
+	    "the job's status is lost (its output may remain in %.*s.log); "
+	    "stop it with sbx exec kill if it still runs, then move the "
+	    "record aside",
+	    (int)(strlen(rel) - 5), rel);
+}
+
 json_t *
 sbx_jobsup_load(struct sbx_root *root, const char *agent, const char *id,
     int *jobs_fd_out, struct sbx_error *e)
@@ -346,6 +363,8 @@ sbx_jobsup_load(struct sbx_root *root, const char *agent, const char *id,
 			sbx_error_set(e, SBX_K_NOT_FOUND, "job",
 			    "unknown_job", "no job %s for agent %s", id,
 			    agent);
+		else if (jobs_fd >= 0)
+			job_damaged(e, agent, id);
 		if (jobs_fd >= 0)
 			close(jobs_fd);
 		return NULL;
@@ -506,9 +525,21 @@ sbx_jobsup_ps(struct sbx_root *root, const char *agent, size_t *pruned,
 				continue;
 			memcpy(id, de->d_name, SBX_JOB_LEN);
 			id[SBX_JOB_LEN] = '\0';
-			if (sbx_names_job_id_valid(id, &ign) == -1 ||
-			    (rec = sbx_job_read(dirfd(d), id, &ign)) == NULL)
+			if (sbx_names_job_id_valid(id, &ign) == -1)
 				continue;
+			if ((rec = sbx_job_read(dirfd(d), id, &ign)) == NULL) {
+				/* Listed as damaged, never skipped: a job
+				 * that silently left ps would be waited
+				 * for by no one. */
+				if (sbx_error_absent(&ign))
+					continue;
+				job_damaged(&ign, agent, id);
+				json_array_append_new(jobs,
+				    json_pack("{s:s,s:s,s:s,s:s}", "job", id,
+					"state", "damaged", "message",
+					ign.message, "repair", ign.hint));
+				continue;
+			}
 			row = json_pack("{s:s}", "job", id);
 			job_status_fields(row, rec, &alive);
 			if (!alive && sbx_job_expired(rec, now, keep_days) &&

@@ -61,9 +61,13 @@ sbx_imagestore_names_load(int imagesfd, struct sbx_error *e)
 				j = NULL;
 				break;
 			}
-	if (j == NULL)
+	if (j == NULL) {
 		sbx_error_set(e, SBX_K_INVALID_ARGS, "names",
 		    "config_invalid", "images/names.json is malformed");
+		sbx_error_hint(e, "move it aside and name the templates again "
+		    "(sbx provision image add ... --name NAME; the templates "
+		    "themselves are kept)");
+	}
 	return j;
 }
 

@@ -546,8 +546,12 @@ log_open(void)
 
 	if (P.logfd >= 0)
 		close(P.logfd);
-	P.logfd = openat(P.runfd, "proxy.log", O_WRONLY | O_APPEND | O_CREAT |
-	    O_NOFOLLOW | O_CLOEXEC, 0600);
+	P.logfd = openat(P.runfd, "proxy.log",
+	    O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	/* A last line cut short (a full disk, a kill mid-write) is dropped
+	 * so the next one starts on its own line (issue 30). */
+	if (P.logfd >= 0)
+		(void)sbx_fs_repair_tail(P.logfd);
 	P.logsize = 0;
 	if (P.logfd >= 0 && fstat(P.logfd, &st) == 0)
 		P.logsize = (unsigned long long)st.st_size;
@@ -597,6 +601,7 @@ log_json(json_t *o)
 {
 	char		 t[SBX_TIME_ISO_MAX], *s;
 	size_t		 n;
+	ssize_t		 w;
 
 	log_scrub(o);
 	sbx_time_utc_iso_ms(t);
@@ -612,8 +617,16 @@ log_json(json_t *o)
 		(void)renameat(P.runfd, "proxy.log", P.runfd, "proxy.log.1");
 		log_open();
 	}
-	if (P.logfd >= 0 && write(P.logfd, s, n + 1) > 0)
-		P.logsize += n + 1;
+	if (P.logfd >= 0) {
+		w = write(P.logfd, s, n + 1);
+		if (w == (ssize_t)(n + 1))
+			P.logsize += n + 1;
+		else if (w > 0)
+			/* Cut short (the disk is full): the part written is
+			 * taken back, or the next line would be glued to
+			 * it. */
+			(void)sbx_fs_repair_tail(P.logfd);
+	}
 	free(s);
 }
 

@@ -1465,6 +1465,59 @@ asked_limits(const struct sbx_runlimits *l)
 	return m & l->explicit_mask;
 }
 
+/*
+ * The agent's records a run or an install reads and refuses when damaged
+ * (issue 30): reported here, named, with their repair, rather than found
+ * by the next run.  Only JSON well-formedness: what each holds is its
+ * owner's to judge.
+ */
+static void
+check_records(struct pf *p)
+{
+	static const struct {
+		enum sbx_layout_id id;
+		const char	  *what, *pre, *post;
+	} recs[] = {
+		{ SBX_L_AGENT_PLUGINS, "plugins",
+		    "move it aside and install the agent's plugins again "
+		    "(sbx plugin install ID",
+		    ")" },
+		{ SBX_L_AGENT_INSTALLED, "packages", "sbx install reconcile",
+		    " rebuilds it from what is installed" },
+	};
+	struct sbx_buf	 b = SBX_BUF_INIT;
+	struct sbx_error e;
+	char		 rel[SBX_LAYOUT_PATH_MAX];
+	json_t		*j;
+	size_t		 i;
+
+	if (!p->ls[LOC_ROOT].usable)
+		return;
+	for (i = 0; i < sizeof(recs) / sizeof(*recs); i++) {
+		if (sbx_layout_path(recs[i].id, p->o->agent, rel, sizeof(rel),
+			NULL) == -1)
+			continue;
+		memset(&e, 0, sizeof(e));
+		sbx_buf_reset(&b);
+		if (sbx_fs_read_file_at(p->ls[LOC_ROOT].fd, rel, 1u << 20, &b,
+			&e) == -1) {
+			if (sbx_error_absent(&e))
+				continue;
+		} else if ((j = sbx_json_parse(b.p, b.len, 1u << 20, &e)) !=
+		    NULL) {
+			json_decref(j);
+			continue;
+		}
+		finding(p, A_STATE, pf_fmt(p, "state.%s", recs[i].what),
+		    "record_damaged", S_WARNING, T_FAILED,
+		    pf_fmt(p, "%s is damaged", rel), e.message,
+		    pf_fmt(p, "%s --agent %s%s", recs[i].pre, p->o->agent,
+			recs[i].post),
+		    "root", pf_fmt(p, "%s/%s", p->o->root_path, rel));
+	}
+	sbx_buf_release(&b);
+}
+
 static void
 check_config(struct pf *p)
 {
@@ -1537,6 +1590,7 @@ check_config(struct pf *p)
 		}
 		json_decref(cfg);
 	}
+	check_records(p);
 }
 
 /* ------------------------------------------------------------------ */
@@ -2045,6 +2099,38 @@ verify_image(struct pf *p, const char *digest)
 	json_decref(diffs);
 }
 
+/*
+ * A template's manifest.json that is there but emptied or cut short
+ * (issue 30): it must begin with `{` and end with `}` (bar white space).
+ * Two reads, not a parse: a manifest may be large and preflight walks
+ * nothing by default; --deep compares it in full.
+ */
+static int
+manifest_whole(int ifd)
+{
+	char	c[64];
+	ssize_t n;
+	off_t	size;
+	int	fd, ok = 0, i;
+
+	if ((fd = openat(ifd, "manifest.json",
+		 O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1)
+		return 0;
+	if ((size = lseek(fd, 0, SEEK_END)) > 1 && pread(fd, c, 1, 0) == 1 &&
+	    c[0] == '{') {
+		n = pread(fd, c, sizeof(c),
+		    size > (off_t)sizeof(c) ? size - (off_t)sizeof(c) : 0);
+		for (i = (int)n - 1; i >= 0 &&
+		     (c[i] == ' ' || c[i] == '\n' || c[i] == '\t' ||
+			 c[i] == '\r');
+		     i--)
+			;
+		ok = i >= 0 && c[i] == '}';
+	}
+	close(fd);
+	return ok;
+}
+
 static void
 check_images(struct pf *p)
 {
@@ -2073,10 +2159,13 @@ check_images(struct pf *p)
 		if (is_sha256(de->d_name)) {
 			int ifd = openat(s->fd, de->d_name, O_RDONLY |
 			    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			int ok = ifd >= 0 && fstatat(ifd, "rootfs", &st,
-			    AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
+			int ok = ifd >= 0 &&
+			    fstatat(ifd, "rootfs", &st, AT_SYMLINK_NOFOLLOW) ==
+				0 &&
+			    S_ISDIR(st.st_mode) &&
 			    fstatat(ifd, "manifest.json", &st,
-			    AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+				AT_SYMLINK_NOFOLLOW) == 0 &&
+			    S_ISREG(st.st_mode) && manifest_whole(ifd);
 			if (ifd >= 0)
 				close(ifd);
 			if (ok) {
@@ -2086,15 +2175,21 @@ check_images(struct pf *p)
 				continue;
 			}
 			if (shown++ < IMAGE_FINDINGS_MAX)
-				finding(p, A_IMAGES, pf_fmt(p, "images.%.12s",
-				    de->d_name), "image_incomplete", S_WARNING,
-				    T_FAILED, "a root file system template "
-				    "is incomplete", pf_fmt(p, "images/%s lacks "
-				    "rootfs/ or manifest.json", de->d_name),
-				    pf_fmt(p, "remove %s/%s, then add the image "
-				    "again",
-				    s->path, de->d_name), "images", pf_fmt(p,
-				    "%s/%s", s->path, de->d_name));
+				finding(p, A_IMAGES,
+				    pf_fmt(p, "images.%.12s", de->d_name),
+				    "image_incomplete", S_WARNING, T_FAILED,
+				    "a root file system template "
+				    "is incomplete",
+				    pf_fmt(p,
+					"images/%s lacks "
+					"rootfs/ or a whole manifest.json",
+					de->d_name),
+				    pf_fmt(p,
+					"remove %s/%s, then add the image "
+					"again",
+					s->path, de->d_name),
+				    "images",
+				    pf_fmt(p, "%s/%s", s->path, de->d_name));
 			else
 				hidden++;
 			continue;

@@ -190,9 +190,15 @@ sbx_config_load(int rootfd, const char *rel, json_t **out,
 	}
 	j = sbx_json_parse(b.p, b.len, CONFIG_MAX, &e2);
 	sbx_buf_release(&b);
-	if (j == NULL)
-		return sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
-		    "config_invalid", "%s: %s", rel, e2.message);
+	if (j == NULL) {
+		sbx_error_set(e, SBX_K_INVALID_ARGS, "config", "config_invalid",
+		    "%s: %s", rel, e2.message);
+		sbx_error_hint(e,
+		    "correct its JSON by hand, or move it aside "
+		    "(the defaults then apply) and set the values again with "
+		    "sbx config");
+		return -1;
+	}
 	*out = j;
 	return 0;
 }

@@ -45,9 +45,11 @@ leaf(enum sbx_layout_id id, const char *agent, char *buf, size_t sz)
 	return sbx_layout_leaf(buf);
 }
 
-/* A JSON document beneath dirfd, or an empty object when absent. */
+/* A JSON document beneath dirfd, or an empty object when absent.  A
+ * refusal names rel (the file from the root) and says how to repair. */
 static json_t *
-read_doc(int dirfd, const char *name, size_t cap, struct sbx_error *e)
+read_doc(int dirfd, const char *name, const char *rel, const char *repair,
+    size_t cap, struct sbx_error *e)
 {
 	struct sbx_buf b = SBX_BUF_INIT;
 	json_t	      *doc;
@@ -57,9 +59,12 @@ read_doc(int dirfd, const char *name, size_t cap, struct sbx_error *e)
 			memset(e, 0, sizeof(*e));
 			return json_object();
 		}
+		sbx_error_in_file(e, rel, "%s", repair);
 		return NULL;
 	}
-	doc = sbx_json_parse(b.p != NULL ? b.p : "", b.len, cap, e);
+	if ((doc = sbx_json_parse(b.p != NULL ? b.p : "", b.len, cap, e)) ==
+	    NULL)
+		sbx_error_in_file(e, rel, "%s", repair);
 	sbx_buf_release(&b);
 	return doc;
 }
@@ -180,6 +185,9 @@ sbx_bstore_plugin(int rootfd, const char *agent, const char *plugin,
 		       NULL;
 	}
 	doc = read_doc(fd, leaf(SBX_L_AGENT_PLUGINS, agent, rel, sizeof(rel)),
+	    rel,
+	    "move it aside and install the agent's plugins again "
+	    "(sbx plugin install)",
 	    1u << 20, e);
 	close(fd);
 	if (doc == NULL)
@@ -332,8 +340,10 @@ sbx_bstore_config(int rootfd, const char *agent, const char *plugin,
 	if ((fd = bridge_dir(rootfd, agent, e)) == -1)
 		return NULL;
 	leaf(SBX_L_AGENT_BR_CONFIG, agent, rel, sizeof(rel));
-	if ((doc = read_doc(fd, sbx_layout_leaf(rel), SBX_BSTORE_CONFIG_MAX,
-		 e)) == NULL) {
+	if ((doc = read_doc(fd, sbx_layout_leaf(rel), rel,
+		 "fix its JSON by hand, or move it aside (the agent's "
+		 "bridge config values are then lost)",
+		 SBX_BSTORE_CONFIG_MAX, e)) == NULL) {
 		close(fd);
 		return NULL;
 	}
@@ -405,43 +415,90 @@ log_id(enum sbx_bstore_log which)
 					    SBX_L_AGENT_BR_LOG;
 }
 
-/* The id of the last complete line of dirfd/name, or 0. */
+/*
+ * The id of the last complete line of fd that has one, or 0.  Lines are
+ * tried from the end back: a garbled last record does not make the ids
+ * start again at 1 (a reader's --since N would then skip every later
+ * event).
+ */
 static long long
-last_id(int dirfd, const char *name)
+last_id_fd(int fd)
 {
-	char	    buf[SBX_BSTORE_LINE_MAX + 2], *p, *end;
+	char	    buf[SBX_BSTORE_LINE_MAX + 2], *p, *end, *nl;
 	struct stat st;
 	off_t	    off;
 	ssize_t	    n;
 	json_t	   *o;
 	long long   id = 0;
-	int	    fd;
 
-	if ((fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1)
+	if (fstat(fd, &st) == -1 || st.st_size == 0)
 		return 0;
-	if (fstat(fd, &st) == -1 || st.st_size == 0) {
-		close(fd);
-		return 0;
-	}
 	off = st.st_size > (off_t)sizeof(buf) - 1 ?
 	    st.st_size - (off_t)sizeof(buf) + 1 :
 	    0;
 	n = pread(fd, buf, sizeof(buf) - 1, off);
-	close(fd);
 	if (n <= 0)
 		return 0;
 	buf[n] = '\0';
-	/* The last line ends the file with a newline. */
-	end = buf + n;
-	if (end[-1] == '\n')
-		*--end = '\0';
-	p = memrchr(buf, '\n', (size_t)(end - buf));
-	p = p != NULL ? p + 1 : buf;
-	if ((o = json_loads(p, 0, NULL)) != NULL) {
-		id = json_integer_value(json_object_get(o, "id"));
-		json_decref(o);
+	/* Only whole lines: what precedes the first newline of a window
+	 * that starts inside the file may be the end of a longer one. */
+	p = buf;
+	if (off > 0) {
+		if ((nl = memchr(buf, '\n', (size_t)n)) == NULL)
+			return 0;
+		p = nl + 1;
 	}
+	end = buf + n;
+	while (end > p && id <= 0) {
+		if (end[-1] == '\n')
+			*--end = '\0';
+		nl = memrchr(p, '\n', (size_t)(end - p));
+		o = json_loads(nl != NULL ? nl + 1 : p, 0, NULL);
+		if (o != NULL) {
+			id = json_integer_value(json_object_get(o, "id"));
+			json_decref(o);
+		}
+		end = nl != NULL ? nl + 1 : p;
+	}
+	return id > 0 ? id : 0;
+}
+
+static long long
+last_id(int dirfd, const char *name)
+{
+	long long id;
+	int	  fd;
+
+	if ((fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1)
+		return 0;
+	id = last_id_fd(fd);
+	close(fd);
 	return id;
+}
+
+static int
+log_open(int dfd, const char *name, const char *rel, struct sbx_error *e)
+{
+	int fd;
+
+	fd = openat(dfd, name,
+	    O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd == -1)
+		return sbx_error_sys(e, "write", "cannot open %s", rel);
+	/*
+	 * A last line cut short (a full disk, a kill between two write()s)
+	 * is dropped before anything is appended: written after it, the
+	 * next entry would be glued to it and lost as well.  The cut line
+	 * was never acknowledged (its append failed).
+	 */
+	if (sbx_fs_repair_tail(fd) == -1) {
+		sbx_error_sys(e, "write",
+		    "cannot repair the unfinished last line of %s", rel);
+		sbx_error_hint(e, "free some space, or move %s aside", rel);
+		close(fd);
+		return -1;
+	}
+	return fd;
 }
 
 long long
@@ -452,7 +509,8 @@ sbx_bstore_append(int rootfd, const char *agent, enum sbx_bstore_log which,
 	char	    ts[64], *line;
 	const char *name;
 	struct stat st;
-	long long   id;
+	long long   id, id1;
+	off_t	    size0;
 	size_t	    n;
 	int	    dfd, fd;
 
@@ -461,19 +519,27 @@ sbx_bstore_append(int rootfd, const char *agent, enum sbx_bstore_log which,
 		return -1;
 	name = leaf(log_id(which), agent, rel, sizeof(rel));
 	snprintf(old, sizeof(old), "%s.1", name);
-	if ((id = last_id(dfd, name)) == 0)
-		id = last_id(dfd, old);
+	if ((fd = log_open(dfd, name, rel, e)) == -1) {
+		close(dfd);
+		return -1;
+	}
+	/* The larger of the two generations: ids never go back. */
+	id = last_id_fd(fd);
+	if ((id1 = last_id(dfd, old)) > id)
+		id = id1;
 	id++;
 	sbx_time_utc_iso_ms(ts);
 	json_object_set_new(ev, "id", json_integer(id));
 	json_object_set_new(ev, "ts", json_string(ts));
 	if ((line = json_dumps(ev, JSON_COMPACT | JSON_SORT_KEYS)) == NULL) {
+		close(fd);
 		close(dfd);
 		return sbx_error_sys(e, "nomem", "encoding an event");
 	}
 	n = strlen(line);
 	if (n > SBX_BSTORE_LINE_MAX) {
 		free(line);
+		close(fd);
 		close(dfd);
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "body", "too_large",
 		    "an entry is at most %u bytes once encoded",
@@ -482,17 +548,27 @@ sbx_bstore_append(int rootfd, const char *agent, enum sbx_bstore_log which,
 	line[n++] = '\n';
 	/* Capped: past max_bytes the file becomes NAME.1 (the one before
 	 * is dropped), so an agent cannot fill the disk with events. */
-	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-	    (size_t)st.st_size + n > max_bytes)
-		(void)renameat(dfd, name, dfd, old);
-	fd = openat(dfd, name,
-	    O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd == -1 || sbx_fs_write_all(fd, line, n) == -1) {
+	if (fstat(fd, &st) == 0 && (size_t)st.st_size + n > max_bytes &&
+	    renameat(dfd, name, dfd, old) == 0) {
+		close(fd);
+		if ((fd = log_open(dfd, name, rel, e)) == -1) {
+			free(line);
+			close(dfd);
+			return -1;
+		}
+	}
+	size0 = fstat(fd, &st) == 0 ? st.st_size : -1;
+	if (sbx_fs_write_all(fd, line, n) == -1) {
+		sbx_error_sys(e, "write", "cannot append to %s", rel);
+		/* Nothing half written stays behind (best effort; the next
+		 * append repairs the tail anyway). */
+		if (size0 >= 0 && ftruncate(fd, size0) == -1) {
+			/* The next append repairs the tail. */
+		}
 		free(line);
-		if (fd != -1)
-			close(fd);
+		close(fd);
 		close(dfd);
-		return sbx_error_sys(e, "write", "cannot append to %s", rel);
+		return -1;
 	}
 	free(line);
 	close(fd);
@@ -500,14 +576,24 @@ sbx_bstore_append(int rootfd, const char *agent, enum sbx_bstore_log which,
 	return id;
 }
 
+/*
+ * The entries of dfd/name with id > since.  A complete line that is not
+ * an entry (garbled, cut by hand, no id) is either skipped (the bridge's
+ * own API) or, with damaged, listed as {"damaged":true,"file","line",
+ * "after"} where it stands, so a person sees it was there: after is the
+ * id before it, and it is listed when after >= since.  *prev carries the
+ * last good id from one file to the next.  The unfinished last line of a
+ * log being written is not damage: it is left alone.
+ */
 static int
-read_lines(int dfd, const char *name, long long since, size_t limit,
-    json_t *out)
+read_lines(int dfd, const char *name, const char *rel, long long since,
+    size_t limit, int damaged, long long *prev, json_t *out)
 {
 	struct sbx_buf	 b = SBX_BUF_INIT;
 	struct sbx_error e = { 0 };
 	char		*p, *nl;
-	json_t		*o;
+	json_t		*o, *idv;
+	long long	 line = 0;
 
 	if (sbx_fs_read_file_at(dfd, name, 64u << 20, &b, &e) == -1)
 		return sbx_error_absent(&e) ? 0 : -1;
@@ -517,9 +603,20 @@ read_lines(int dfd, const char *name, long long since, size_t limit,
 		if ((nl = memchr(p, '\n', (size_t)(b.p + b.len - p))) == NULL)
 			break;
 		*nl = '\0';
-		if ((o = json_loads(p, 0, NULL)) == NULL)
+		line++;
+		o = json_loads(p, 0, NULL);
+		idv = json_object_get(o, "id");
+		if (!json_is_integer(idv) || json_integer_value(idv) <= 0) {
+			json_decref(o);
+			if (damaged && *prev >= since)
+				json_array_append_new(out,
+				    json_pack("{s:b,s:s,s:I,s:I}", "damaged", 1,
+					"file", rel, "line", (json_int_t)line,
+					"after", (json_int_t)*prev));
 			continue;
-		if (json_integer_value(json_object_get(o, "id")) > since)
+		}
+		*prev = json_integer_value(idv);
+		if (json_integer_value(idv) > since)
 			json_array_append(out, o);
 		json_decref(o);
 	}
@@ -527,13 +624,15 @@ read_lines(int dfd, const char *name, long long since, size_t limit,
 	return 0;
 }
 
-json_t *
-sbx_bstore_events_read(int rootfd, const char *agent, enum sbx_bstore_log which,
-    long long since, size_t limit, struct sbx_error *e)
+static json_t *
+events_read(int rootfd, const char *agent, enum sbx_bstore_log which,
+    long long since, size_t limit, int damaged, struct sbx_error *e)
 {
 	char	    rel[SBX_LAYOUT_PATH_MAX], old[SBX_LAYOUT_PATH_MAX + 4];
+	char	    relold[SBX_LAYOUT_PATH_MAX + 4];
 	const char *name;
 	json_t	   *out;
+	long long   prev = 0;
 	int	    dfd;
 
 	if ((dfd = sbx_layout_open(rootfd, SBX_L_AGENT_BRIDGE, agent,
@@ -546,9 +645,12 @@ sbx_bstore_events_read(int rootfd, const char *agent, enum sbx_bstore_log which,
 	}
 	name = leaf(log_id(which), agent, rel, sizeof(rel));
 	snprintf(old, sizeof(old), "%s.1", name);
+	snprintf(relold, sizeof(relold), "%s.1", rel);
 	out = json_array();
-	if (read_lines(dfd, old, since, limit, out) == -1 ||
-	    read_lines(dfd, name, since, limit, out) == -1) {
+	if (read_lines(dfd, old, relold, since, limit, damaged, &prev, out) ==
+		-1 ||
+	    read_lines(dfd, name, rel, since, limit, damaged, &prev, out) ==
+		-1) {
 		close(dfd);
 		json_decref(out);
 		return sbx_error_sys(e, "read", "cannot read %s", rel), NULL;
@@ -559,6 +661,20 @@ sbx_bstore_events_read(int rootfd, const char *agent, enum sbx_bstore_log which,
 		return NULL;
 	}
 	return out;
+}
+
+json_t *
+sbx_bstore_events_read(int rootfd, const char *agent, enum sbx_bstore_log which,
+    long long since, size_t limit, struct sbx_error *e)
+{
+	return events_read(rootfd, agent, which, since, limit, 0, e);
+}
+
+json_t *
+sbx_bstore_events_list(int rootfd, const char *agent, enum sbx_bstore_log which,
+    long long since, size_t limit, struct sbx_error *e)
+{
+	return events_read(rootfd, agent, which, since, limit, 1, e);
 }
 
 /* ---- memory ------------------------------------------------------------- */
@@ -598,7 +714,7 @@ mem_open(int rootfd, const char *agent, int *dfd, struct sbx_error *e)
 	char		 path[64 + SBX_LAYOUT_PATH_MAX];
 	struct mem_slot *m, *lru = &mem_cache[0];
 	sqlite3		*db = NULL;
-	int		 i;
+	int		 i, fd;
 
 	for (i = 0; i < MEM_CACHE; i++) {
 		m = &mem_cache[i];
@@ -614,6 +730,22 @@ mem_open(int rootfd, const char *agent, int *dfd, struct sbx_error *e)
 		return NULL;
 	snprintf(path, sizeof(path), "/proc/self/fd/%d/%s", *dfd,
 	    leaf(SBX_L_AGENT_BR_MEMORY, agent, rel, sizeof(rel)));
+	/*
+	 * Created here 0600 like every other state file, not by SQLite
+	 * (0644 less the umask: other users could read the agent's
+	 * memory); SQLite gives its -wal and -shm the database's mode.  An
+	 * older database made 0644 is narrowed.
+	 */
+	if ((fd = openat(*dfd, sbx_layout_leaf(rel),
+		 O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600)) == -1 ||
+	    fchmod(fd, 0600) == -1) {
+		sbx_error_sys(e, "memory_open", "cannot create %s", rel);
+		if (fd != -1)
+			close(fd);
+		close(*dfd);
+		return NULL;
+	}
+	close(fd);
 	if (sqlite3_open_v2(path, &db,
 		SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
 		    SQLITE_OPEN_NOMUTEX,
@@ -629,6 +761,10 @@ mem_open(int rootfd, const char *agent, int *dfd, struct sbx_error *e)
 	if (sqlite3_exec(db, schema, NULL, NULL, NULL) != SQLITE_OK) {
 		sbx_error_set(e, SBX_K_UNAVAILABLE, NULL, "memory_open",
 		    "%s: %s", rel, sqlite3_errmsg(db));
+		sbx_error_hint(e,
+		    "if the database is damaged, move %s aside (with its "
+		    "-wal and -shm; the agent's memory is then lost)",
+		    rel);
 		sqlite3_close(db);
 		close(*dfd);
 		return NULL;
@@ -973,11 +1109,27 @@ task_add(int rootfd, const char *agent, const json_t *body,
 	return t;
 }
 
+#define TASK_REPAIR \
+	"move the file aside (the task is lost; the orchestrator may queue " \
+	"it again)"
+
+/* agents/A/bridge/tasks/NAME, for messages. */
+static void
+task_rel(const char *agent, const char *name, char *rel, size_t sz)
+{
+	char dir[SBX_LAYOUT_PATH_MAX];
+
+	if (sbx_layout_path(SBX_L_AGENT_BR_TASKS, agent, dir, sizeof(dir),
+		NULL) == -1)
+		dir[0] = '\0';
+	snprintf(rel, sz, "%s/%s", dir, name);
+}
+
 json_t *
 sbx_bstore_task_get(int rootfd, const char *agent, const char *id,
     struct sbx_error *e)
 {
-	char	name[32];
+	char	name[32], rel[SBX_LAYOUT_PATH_MAX + 40];
 	json_t *t;
 	int	dfd;
 
@@ -992,13 +1144,31 @@ sbx_bstore_task_get(int rootfd, const char *agent, const char *id,
 		return NULL;
 	}
 	snprintf(name, sizeof(name), "%s.json", id);
-	t = read_doc(dfd, name, 1u << 20, e);
+	task_rel(agent, name, rel, sizeof(rel));
+	t = read_doc(dfd, name, rel, TASK_REPAIR, 1u << 20, e);
 	close(dfd);
 	if (t != NULL && json_object_size(t) == 0) {
 		json_decref(t);
 		return sbx_error_set(e, SBX_K_NOT_FOUND, "id", "no_such_task",
 			   "no task %s", id),
 		       NULL;
+	}
+	/* A record that parses but is not a task (cut by hand, another
+	 * file renamed into place) is damaged as well: its readers index
+	 * these fields. */
+	if (t != NULL &&
+	    (!json_is_string(json_object_get(t, "id")) ||
+		strcmp(json_string_value(json_object_get(t, "id")), id) != 0 ||
+		!json_is_string(json_object_get(t, "status")) ||
+		!json_is_string(json_object_get(t, "task")) ||
+		!json_is_string(json_object_get(t, "created")))) {
+		json_decref(t);
+		sbx_error_set(e, SBX_K_EXECUTION_ERROR, NULL, "damaged_record",
+		    "%s is not a task record (id, task, status or created "
+		    "missing)",
+		    rel);
+		sbx_error_hint(e, "%s", TASK_REPAIR);
+		return NULL;
 	}
 	if (t != NULL && scrub_rec(rootfd, agent, t, e) == -1) {
 		json_decref(t);
@@ -1012,9 +1182,9 @@ sbx_bstore_task_list(int rootfd, const char *agent, struct sbx_error *e)
 {
 	char  **names;
 	size_t	n, i;
-	json_t *out, *t;
+	json_t *out, *bad, *t;
 	int	dfd;
-	char	id[32];
+	char	id[32], rel[SBX_LAYOUT_PATH_MAX + 40];
 
 	if ((dfd = tasks_dir(rootfd, agent, 0, e)) == -1) {
 		if (!sbx_error_absent(e))
@@ -1025,6 +1195,7 @@ sbx_bstore_task_list(int rootfd, const char *agent, struct sbx_error *e)
 	names = sbx_fs_sorted_names(dfd, &n);
 	close(dfd);
 	out = json_array();
+	bad = json_array();
 	for (i = 0; names != NULL && i < n; i++) {
 		snprintf(id, sizeof(id), "%s", names[i]);
 		if (strlen(id) == 22 && strcmp(id + 17, ".json") == 0) {
@@ -1039,8 +1210,18 @@ sbx_bstore_task_list(int rootfd, const char *agent, struct sbx_error *e)
 					free(names[i]);
 				free(names);
 				json_decref(out);
+				json_decref(bad);
 				return NULL;
+			} else if (!sbx_error_absent(e)) {
+				/* Listed, not skipped: a task that silently
+				 * vanished would never be redone. */
+				task_rel(agent, names[i], rel, sizeof(rel));
+				json_array_append_new(bad,
+				    json_pack("{s:b,s:s,s:s,s:s}", "damaged", 1,
+					"id", id, "file", rel, "message",
+					e->message));
 			}
+			memset(e, 0, sizeof(*e));
 		}
 		free(names[i]);
 	}
@@ -1065,6 +1246,8 @@ sbx_bstore_task_list(int rootfd, const char *agent, struct sbx_error *e)
 				json_array_set_new(out, b, x);
 			}
 	}
+	json_array_extend(out, bad);
+	json_decref(bad);
 	return out;
 }
 

@@ -67,6 +67,11 @@ long long sbx_bstore_append(int rootfd, const char *agent, enum sbx_bstore_log,
 /* Entries with id > since, oldest first, at most limit (an array). */
 json_t *sbx_bstore_events_read(int rootfd, const char *agent,
     enum sbx_bstore_log, long long since, size_t limit, struct sbx_error *);
+/* The same for people (sbx bridge events): a damaged line is listed where
+ * it stands as {"damaged":true,"file","line","after"} (after: the id
+ * before it; listed when after >= since), not skipped. */
+json_t *sbx_bstore_events_list(int rootfd, const char *agent,
+    enum sbx_bstore_log, long long since, size_t limit, struct sbx_error *);
 /* Memory: store {"text","tags","salience"} (the oldest least salient
  * entry goes past max); the id, or -1. */
 long long sbx_bstore_memory_add(int rootfd, const char *agent,
@@ -84,7 +89,8 @@ json_t *sbx_bstore_task_add(int rootfd, const char *agent, const json_t *body,
     struct sbx_error *);
 json_t *sbx_bstore_task_get(int rootfd, const char *agent, const char *id,
     struct sbx_error *);
-/* Every task of the agent, oldest first (an array). */
+/* Every task of the agent, oldest first (an array); a record that cannot
+ * be read is listed last as {"damaged":true,"id","file","message"}. */
 json_t *sbx_bstore_task_list(int rootfd, const char *agent, struct sbx_error *);
 /* Mark a task done with result (may be NULL); the record. */
 json_t *sbx_bstore_task_done(int rootfd, const char *agent, const char *id,

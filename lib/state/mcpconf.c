@@ -82,6 +82,9 @@ load_one(int rootfd, const char *rel, int agent, struct sbx_mcp_limits *l,
 	sbx_buf_release(&b);
 	if (doc == NULL) {
 		e->reason = "config_invalid";
+		sbx_error_in_file(e, rel, "correct its JSON by hand, or move "
+		    "it aside (the defaults then apply) and set the values "
+		    "again with sbx config");
 		return -1;
 	}
 	rc = sbx_mcpconf_apply(doc, rel, l, e);

@@ -298,7 +298,10 @@ sbx_plugin_lib_get(int rootfd, const char *id, char sha[SBX_RECIPE_SHA_HEX + 1],
 	}
 	if (sha != NULL)
 		sbx_recipe_sha256(b.p, b.len, sha);
-	r = sbx_json_parse(b.p, b.len, SBX_RECIPE_MAX + 4096, e);
+	if ((r = sbx_json_parse(b.p, b.len, SBX_RECIPE_MAX + 4096, e)) == NULL)
+		sbx_error_in_file(e, rel,
+		    "add the plugin to the library "
+		    "again (sbx plugin add)");
 	sbx_buf_release(&b);
 	return r;
 }
@@ -496,10 +499,15 @@ sbx_plugin_installed_read(int rootfd, const char *agent, struct sbx_error *e)
 	sbx_buf_release(&b);
 	if (d != NULL && !json_is_array(json_object_get(d, "plugins"))) {
 		json_decref(d);
+		d = NULL;
 		sbx_error_set(e, SBX_K_INVALID_ARGS, "plugins",
 		    "record_invalid", "%s has no `plugins` array", rel);
-		return NULL;
 	}
+	if (d == NULL)
+		sbx_error_in_file(e, rel,
+		    "move it aside and install the "
+		    "agent's plugins again (sbx plugin install ID --agent %s)",
+		    agent);
 	return d;
 }
 
@@ -800,7 +808,11 @@ sbx_plugin_installed_recipe(int rootfd, const char *agent, const char *id,
 		    agent);
 		return NULL;
 	}
-	r = sbx_json_parse(b.p, b.len, SBX_RECIPE_MAX + 4096, e);
+	if ((r = sbx_json_parse(b.p, b.len, SBX_RECIPE_MAX + 4096, e)) == NULL)
+		sbx_error_in_file(e, rel,
+		    "install the plugin again (sbx "
+		    "plugin install %s --agent %s)",
+		    id, agent);
 	sbx_buf_release(&b);
 	return r;
 }

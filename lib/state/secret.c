@@ -25,6 +25,7 @@
 #define STORE		"secrets.json"
 #define STORE_PREV	"secrets.json.prev"
 #define STORE_TMP	"secrets.json.tmp"
+#define STORE_ASIDE	"secrets.json.damaged"
 #define STORE_LOCK	"secrets.lock"
 #define STORE_CAP	(64u << 20)
 #define KEYLEN		crypto_aead_xchacha20poly1305_ietf_KEYBYTES
@@ -243,8 +244,10 @@ master_key(struct sbx_secret_store *s, const struct sbx_secret_auth *a,
 		if ((salt = b64dec(kdf, "salt", crypto_pwhash_SALTBYTES, 0,
 		    NULL)) == NULL)
 			return sbx_error_set(e, SBX_K_REJECTED, NULL,
-			    "secret_store_unreadable", "the secret store of "
-			    "agent %s has a damaged salt", s->agent);
+			    "secret_store_unreadable",
+			    "the secret store of "
+			    "agent %s has a damaged salt (agents/%s/%s)",
+			    s->agent, s->agent, STORE);
 		if (crypto_pwhash(mk, KEYLEN, a->passphrase,
 		    a->passphrase_len, salt,
 		    (unsigned long long)json_integer_value(json_object_get(kdf,
@@ -346,11 +349,18 @@ master_key(struct sbx_secret_store *s, const struct sbx_secret_auth *a,
 		    0 && bin == KEYLEN)
 			rc = 0;
 		sodium_memzero(kb, sizeof(kb));
-		if (rc == -1)
+		if (rc == -1) {
 			sbx_error_set(e, SBX_K_REJECTED, "key_file",
 			    "key_file_invalid", "the secret key file %s must "
 			    "hold 32 bytes (or 64 hex digits)", path);
+			sbx_error_hint(e,
+			    "restore %s from a backup: without "
+			    "it the agents' secrets cannot be opened",
+			    path);
+		}
 	}
+	if (rc == 0)
+		snprintf(s->keyfile, sizeof(s->keyfile), "%s", path);
 out:
 	close(fd);
 	return rc;
@@ -403,15 +413,22 @@ open_dk(struct sbx_secret_store *s, const unsigned char *mk,
 		rc = 0;
 	else if (nonce == NULL || sealed == NULL)
 		sbx_error_set(e, SBX_K_REJECTED, NULL,
-		    "secret_store_unreadable", "the secret store of agent %s "
-		    "is damaged (its sealed key is malformed)", s->agent);
+		    "secret_store_unreadable",
+		    "the secret store of agent %s "
+		    "is damaged (its sealed key is malformed: agents/%s/%s)",
+		    s->agent, s->agent, STORE);
 	else {
-		sbx_error_set(e, SBX_K_REJECTED, NULL, "wrong_key", "the key "
-		    "does not open the secret store of agent %s (a wrong key "
-		    "or passphrase, or a store copied from another agent)",
-		    s->agent);
-		sbx_error_hint(e, "use the key file or passphrase the store "
-		    "was made with (SBX_SECRET_KEY_FILE, --passphrase)");
+		sbx_error_set(e, SBX_K_REJECTED, NULL, "wrong_key",
+		    "the key "
+		    "(%s) does not open the secret store of agent %s, "
+		    "agents/%s/%s (a wrong or damaged key or passphrase, or a "
+		    "store copied from another agent)",
+		    s->keyfile[0] != '\0' ? s->keyfile : "the passphrase",
+		    s->agent, s->agent, STORE);
+		sbx_error_hint(e,
+		    "use the key file or passphrase the store "
+		    "was made with (SBX_SECRET_KEY_FILE, --passphrase); a "
+		    "damaged key file must be restored from a backup");
 	}
 	free(nonce);
 	free(sealed);
@@ -435,6 +452,33 @@ sbx_secret_needs_passphrase(int rootfd, const char *agent)
 	r = kdf != NULL && !json_is_null(kdf);
 	json_decref(doc);
 	return r;
+}
+
+static int record_opens(struct sbx_secret_store *, const char *);
+
+/*
+ * A writer takes every record that does not open out of the document: the
+ * next generation must not carry it on (it would block every run of the
+ * agent again), and it is not thrown away either; sbx_secret_commit keeps
+ * it in secrets.json.damaged and leaves secrets.json.prev, the last copy
+ * that may hold it whole, as it was.
+ */
+static void
+set_aside(struct sbx_secret_store *s)
+{
+	json_t	   *secrets = json_object_get(s->doc, "secrets"), *rec;
+	const char *name;
+	void	   *tmp;
+
+	json_object_foreach_safe (secrets, tmp, name, rec) {
+		if (record_opens(s, name))
+			continue;
+		if (s->aside == NULL)
+			s->aside = json_object();
+		json_object_set(s->aside, name, rec);
+		json_object_del(secrets, name);
+		s->dirty = 1;
+	}
 }
 
 int
@@ -473,11 +517,20 @@ sbx_secret_open(struct sbx_secret_store *s, int rootfd, const char *agent,
 	s->doc = load(s->dirfd, STORE, agent, &present);
 	if (s->doc == NULL) {
 		s->doc = load(s->dirfd, STORE_PREV, agent, &prev_present);
-		if (s->doc == NULL && (present || prev_present))
-			return sbx_error_set(e, SBX_K_REJECTED, NULL,
-			    "secret_store_unreadable", "the secret store of "
+		if (s->doc == NULL && (present || prev_present)) {
+			sbx_error_set(e, SBX_K_REJECTED, NULL,
+			    "secret_store_unreadable",
+			    "the secret store of "
 			    "agent %s is damaged and has no sound previous "
-			    "generation (agents/%s/%s)", agent, agent, STORE);
+			    "generation (agents/%s/%s)",
+			    agent, agent, STORE);
+			sbx_error_hint(e,
+			    "move agents/%s/%s and %s aside and "
+			    "set the agent's secrets again (sbx secret set "
+			    "NAME --agent %s)",
+			    agent, STORE, STORE_PREV, agent);
+			return -1;
+		}
 		if (s->doc != NULL && present) {
 			s->from_prev = 1;
 			json_array_append_new(s->warnings, json_sprintf(
@@ -522,6 +575,8 @@ sbx_secret_open(struct sbx_secret_store *s, int rootfd, const char *agent,
 		if (master_key(s, a, kdf, 0, mk, e) == -1 ||
 		    open_dk(s, mk, e) == -1)
 			goto fail;
+		if (write)
+			set_aside(s);
 	}
 	s->mk = mk;
 	return 0;
@@ -562,6 +617,21 @@ seal_value(struct sbx_secret_store *s, const char *name,
 	return 0;
 }
 
+/* A record that does not open: the refusal names the store and says
+ * how to repair (the next write sets the record aside). */
+static void
+record_damaged(struct sbx_error *e, const char *agent, const char *name)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "agents/%s/%s", agent, STORE);
+	sbx_error_in_file(e, path,
+	    "set it again (sbx secret set %s --agent "
+	    "%s; the damaged record is kept in agents/%s/%s), or remove it "
+	    "(sbx secret rm %s --agent %s)",
+	    name, agent, agent, STORE_ASIDE, name, agent);
+}
+
 int
 sbx_secret_get(struct sbx_secret_store *s, const char *name,
     unsigned char **val, size_t *len, struct sbx_error *e)
@@ -588,9 +658,13 @@ sbx_secret_get(struct sbx_secret_store *s, const char *name,
 	    (pt = sodium_malloc(clen - TAGLEN + 1)) == NULL) {
 		free(nonce);
 		free(ct);
-		return sbx_error_set(e, SBX_K_REJECTED, "name",
-		    "secret_store_unreadable", "the record of secret %s of "
-		    "agent %s is damaged", name, s->agent);
+		sbx_error_set(e, SBX_K_REJECTED, "name",
+		    "secret_store_unreadable",
+		    "the record of secret %s of "
+		    "agent %s is damaged",
+		    name, s->agent);
+		record_damaged(e, s->agent, name);
+		return -1;
 	}
 	ad_make(&ad, "sbx-secret-v1", s->agent, name);
 	if (crypto_aead_xchacha20poly1305_ietf_decrypt(pt, NULL, NULL, ct,
@@ -599,10 +673,14 @@ sbx_secret_get(struct sbx_secret_store *s, const char *name,
 		free(nonce);
 		free(ct);
 		sbx_buf_release(&ad);
-		return sbx_error_set(e, SBX_K_REJECTED, "name",
-		    "secret_store_unreadable", "the record of secret %s does "
+		sbx_error_set(e, SBX_K_REJECTED, "name",
+		    "secret_store_unreadable",
+		    "the record of secret %s does "
 		    "not open for agent %s (damaged, or copied from another "
-		    "agent or name)", name, s->agent);
+		    "agent or name)",
+		    name, s->agent);
+		record_damaged(e, s->agent, name);
+		return -1;
 	}
 	pt[clen - TAGLEN] = '\0';
 	free(nonce);
@@ -611,6 +689,19 @@ sbx_secret_get(struct sbx_secret_store *s, const char *name,
 	*val = pt;
 	*len = clen - TAGLEN;
 	return 0;
+}
+
+static int
+record_opens(struct sbx_secret_store *s, const char *name)
+{
+	struct sbx_error e;
+	unsigned char	*v;
+	size_t		 len;
+
+	if (sbx_secret_get(s, name, &v, &len, &e) == -1)
+		return 0;
+	sodium_free(v);
+	return 1;
 }
 
 void
@@ -724,6 +815,55 @@ out:
 	return rc;
 }
 
+/* The records set aside, added to agents/A/secrets.json.damaged (name,
+ * and when set aside) before the new generation drops them. */
+static int
+keep_aside(struct sbx_secret_store *s, struct sbx_error *e)
+{
+	struct sbx_buf	 b = SBX_BUF_INIT;
+	struct sbx_error e2;
+	json_t		*doc = NULL, *recs, *rec;
+	const char	*name;
+	char		 now[SBX_TIME_ISO_MAX], key[128], *text;
+	int		 rc;
+
+	if (sbx_fs_read_file_at(s->dirfd, STORE_ASIDE, STORE_CAP, &b, &e2) == 0)
+		doc = json_loadb(b.p, b.len, 0, NULL);
+	sbx_buf_release(&b);
+	if (!json_is_object(doc) ||
+	    !json_is_object(json_object_get(doc, "records"))) {
+		/* Unreadable itself: started again (it only ever holds
+		 * records that did not open). */
+		json_decref(doc);
+		doc = json_pack("{s:s,s:{}}", "agent", s->agent, "records");
+	}
+	recs = json_object_get(doc, "records");
+	sbx_time_utc_iso(now);
+	json_object_foreach (s->aside, name, rec) {
+		snprintf(key, sizeof(key), "%s@%s", name, now);
+		json_object_set(recs, key, rec);
+		json_array_append_new(s->warnings,
+		    json_sprintf(
+			"the record of secret %s of agent %s does not open "
+			"(damaged): it is set aside in agents/%s/%s and "
+			"agents/%s/%s is kept as it was; set the secret again "
+			"(sbx secret set %s --agent %s)",
+			name, s->agent, s->agent, STORE_ASIDE, s->agent,
+			STORE_PREV, name, s->agent));
+	}
+	text = json_dumps(doc, JSON_SORT_KEYS | JSON_INDENT(1));
+	json_decref(doc);
+	if (text == NULL)
+		return sbx_error_sys(e, "nomem",
+		    "writing agent %s's damaged "
+		    "secrets",
+		    s->agent);
+	rc = sbx_fs_write_atomic(s->dirfd, STORE_ASIDE, text, strlen(text),
+	    0600, e);
+	free(text);
+	return rc;
+}
+
 int
 sbx_secret_commit(struct sbx_secret_store *s, struct sbx_error *e)
 {
@@ -758,13 +898,19 @@ sbx_secret_commit(struct sbx_secret_store *s, struct sbx_error *e)
 		(void)unlinkat(s->dirfd, STORE_TMP, 0);
 		return -1;
 	}
+	if (s->aside != NULL && keep_aside(s, e) == -1) {
+		(void)unlinkat(s->dirfd, STORE_TMP, 0);
+		return -1;
+	}
 	/*
 	 * The current file becomes the previous generation (a hard link, so
 	 * that the current name never goes missing) unless it is the damaged
-	 * one, then the new file takes the current name.
+	 * one, or holds a record that does not open: the previous generation
+	 * may be the last copy where that record is whole.  Then the new
+	 * file takes the current name.
 	 */
-	if (!s->from_prev && faccessat(s->dirfd, STORE, F_OK,
-	    AT_SYMLINK_NOFOLLOW) == 0) {
+	if (!s->from_prev && s->aside == NULL &&
+	    faccessat(s->dirfd, STORE, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
 		(void)unlinkat(s->dirfd, STORE_PREV, 0);
 		if (linkat(s->dirfd, STORE, s->dirfd, STORE_PREV, 0) == -1) {
 			sbx_error_sys(e, "write_failed", "keeping the previous "
@@ -782,6 +928,8 @@ sbx_secret_commit(struct sbx_secret_store *s, struct sbx_error *e)
 	(void)fsync(s->dirfd);
 	s->dirty = 0;
 	s->from_prev = 0;
+	json_decref(s->aside);
+	s->aside = NULL;
 	return 0;
 }
 
@@ -822,7 +970,8 @@ sbx_secret_close(struct sbx_secret_store *s)
 	s->dk = s->mk = NULL;
 	json_decref(s->doc);
 	json_decref(s->warnings);
-	s->doc = s->warnings = NULL;
+	json_decref(s->aside);
+	s->doc = s->warnings = s->aside = NULL;
 	if (s->lockfd >= 0)
 		close(s->lockfd);
 	if (s->dirfd >= 0)
@@ -973,6 +1122,7 @@ bad:
 		    "secret_store_unreadable", "the record of secret %s does "
 		    "not open for agent %s (damaged, or copied from another "
 		    "agent or name)", name, agent);
+		record_damaged(e, agent, name);
 		goto out;
 	}
 	if (sbx_scrub_values(out->scrub) == 0) {

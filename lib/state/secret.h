@@ -14,7 +14,10 @@
  * Writes: locked per agent (secrets.lock), temp file, fsync, the current
  * file kept as secrets.json.prev, rename.  A damaged current file (torn,
  * truncated) makes the previous generation the one read (with a warning);
- * with none, the reason is "secret_store_unreadable"; a key that does not
+ * with none, the reason is "secret_store_unreadable".  A record that does
+ * not open is set aside when the store is written (secrets.json.damaged),
+ * and that write keeps secrets.json.prev as it was: a backup is never
+ * rotated over the last good copy.  A key that does not
  * open the store is "wrong_key".  Keys and values live in sodium_malloc()
  * memory, wiped when freed; the process is made non-dumpable first.
  */
@@ -51,6 +54,8 @@ struct sbx_secret_store {
 	unsigned char	*dk;		/* data key (sodium_malloc), or NULL */
 	unsigned char	*mk;		/* master key (sodium_malloc), or NULL */
 	json_t		*warnings;
+	json_t		*aside; /* damaged records set aside, or NULL */
+	char		 keyfile[256]; /* the key file read, for messages */
 };
 
 /* ^[A-Z_][A-Z0-9_]{0,63}$, and not reserved (the message lists them). */

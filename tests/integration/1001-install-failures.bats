@@ -272,3 +272,31 @@ teardown() { proxy_teardown; }
 	[ "$(json_get "$output" .result.retried)" = false ]
 	[ "$(npm_requests sbx-hello)" -eq 1 ]
 }
+
+# --- a damaged manifest (issue 30) ---------------------------------------------
+
+@test "a damaged manifest: install refuses before running, naming it; reconcile rebuilds it; status reports it" {
+	need_install_tools
+	install_world
+	run -0 sbx install -q --agent alice --manager pip sbxpy-hello
+	m=$SBX_HOME/agents/alice/installed-packages.json
+	head -c 7 "$m" > "$m.tmp" && mv "$m.tmp" "$m"
+	run sbx status --agent alice
+	echo "$output"
+	[[ $output == *"agents/alice/installed-packages.json"* ]]
+	: > "$REG_LOG"
+	run sbx install --json --agent alice --manager npm sbx-hello
+	echo "$output"
+	[ "$status" -ne 0 ]
+	[ "$(json_get "$output" .ok)" = false ]
+	[[ $(json_get "$output" .message) == *"agents/alice/installed-packages.json"* ]]
+	[[ $(json_get "$output" .hint) == *"sbx install reconcile"* ]]
+	# Refused before anything ran: the registry saw no request.
+	[ ! -s "$REG_LOG" ]
+	run -0 sbx install reconcile --json --agent alice
+	echo "$output"
+	[[ $(json_get "$output" '.warnings[0]') == *"was damaged: rebuilt"* ]]
+	[ "$(manifest alice | jq -c .pip)" = '["sbxpy-hello"]' ]
+	[ -f "$m.damaged" ]
+	run -0 sbx install list --agent alice
+}

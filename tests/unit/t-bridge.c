@@ -36,6 +36,22 @@ route(const char *m, const char *path, const char *want_prefix,
 		    want_param ? want_param : "");
 }
 
+/* Write s at rel beneath rootfd: appended (a torn write) or replacing. */
+static void
+put(int rootfd, const char *rel, const char *s, int append)
+{
+	int fd;
+
+	fd = openat(rootfd, rel,
+	    O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC),
+	    0600);
+	if (fd == -1 || sbx_fs_write_all(fd, s, strlen(s)) == -1) {
+		diag("cannot write %s", rel);
+		exit(1);
+	}
+	close(fd);
+}
+
 int
 main(void)
 {
@@ -103,6 +119,8 @@ main(void)
 	if (mkdtemp(root) == NULL)
 		return 1;
 	rootfd = open(root, O_RDONLY | O_DIRECTORY);
+	/* The usual umask: modes below are sbx's own, not the umask's. */
+	umask(022);
 
 	/* Config, per agent and per plugin. */
 	v = json_pack("{s:i}", "n", 3);
@@ -153,6 +171,70 @@ main(void)
 	a = sbx_bstore_events_read(rootfd, "b", SBX_BSTORE_EVENTS, 0, 100, &e);
 	ok(a && json_array_size(a) == 0, "b has no events");
 	json_decref(a);
+
+	/* A partly written last line (a full disk, a kill mid-write): cut
+	 * off on the next append, which keeps the ids going (issue 30). */
+	for (i = 1; i <= 3; i++) {
+		v = json_pack("{s:s,s:i}", "type", "t", "data", i);
+		sbx_bstore_append(rootfd, "c", SBX_BSTORE_EVENTS, v, 1u << 20,
+		    &e);
+		json_decref(v);
+	}
+	put(rootfd, "agents/c/bridge/events.jsonl", "{\"data\":4,\"id\":4,\"ty",
+	    1);
+	v = json_pack("{s:s,s:i}", "type", "t", "data", 5);
+	id = sbx_bstore_append(rootfd, "c", SBX_BSTORE_EVENTS, v, 1u << 20, &e);
+	json_decref(v);
+	ok(id == 4, "after a cut line: id 4 (got %lld)", id);
+	a = sbx_bstore_events_list(rootfd, "c", SBX_BSTORE_EVENTS, 3, 100, &e);
+	ok(a && json_array_size(a) == 1 &&
+		json_integer_value(
+		    json_object_get(json_array_get(a, 0), "data")) == 5,
+	    "the entry after the cut line is whole, --since 3 shows it");
+	json_decref(a);
+	/* A garbled complete line: listed as damaged, and the ids do not
+	 * start again at 1 past it. */
+	put(rootfd, "agents/c/bridge/events.jsonl", "#garbled#\n", 1);
+	v = json_pack("{s:s}", "type", "t");
+	id = sbx_bstore_append(rootfd, "c", SBX_BSTORE_EVENTS, v, 1u << 20, &e);
+	json_decref(v);
+	ok(id == 5, "past a garbled line: id 5 (got %lld)", id);
+	put(rootfd, "agents/c/bridge/events.jsonl", "#garbled#\n", 1);
+	v = json_pack("{s:s}", "type", "t");
+	id = sbx_bstore_append(rootfd, "c", SBX_BSTORE_EVENTS, v, 1u << 20, &e);
+	json_decref(v);
+	ok(id == 6, "a garbled last line: id 6 (got %lld)", id);
+	a = sbx_bstore_events_list(rootfd, "c", SBX_BSTORE_EVENTS, 4, 100, &e);
+	ok(a && json_array_size(a) == 4 &&
+		json_is_true(
+		    json_object_get(json_array_get(a, 0), "damaged")) &&
+		json_integer_value(
+		    json_object_get(json_array_get(a, 0), "line")) == 5 &&
+		strcmp(json_string_value(
+			   json_object_get(json_array_get(a, 0), "file")),
+		    "agents/c/bridge/events.jsonl") == 0 &&
+		json_integer_value(
+		    json_object_get(json_array_get(a, 1), "id")) == 5 &&
+		json_is_true(json_object_get(json_array_get(a, 2), "damaged")),
+	    "events list: the damaged lines where they stand, with file and "
+	    "line");
+	json_decref(a);
+	a = sbx_bstore_events_read(rootfd, "c", SBX_BSTORE_EVENTS, 4, 100, &e);
+	ok(a && json_array_size(a) == 2, "the bridge's own read skips them");
+	json_decref(a);
+	/* Rotated, and the new file holds only a cut line: the ids go on
+	 * from events.jsonl.1. */
+	ok(renameat(rootfd, "agents/c/bridge/events.jsonl", rootfd,
+	       "agents/c/bridge/events.jsonl.1") == 0,
+	    "rotate by hand");
+	put(rootfd, "agents/c/bridge/events.jsonl", "{\"id\":7,", 0);
+	v = json_pack("{s:s}", "type", "t");
+	id = sbx_bstore_append(rootfd, "c", SBX_BSTORE_EVENTS, v, 1u << 20, &e);
+	json_decref(v);
+	ok(id == 7, "a cut line alone after rotation: id 7 (got %lld)", id);
+	ok(fstatat(rootfd, "agents/c/bridge/events.jsonl", &st, 0) == 0 &&
+		(st.st_mode & 0777) == 0600,
+	    "events.jsonl 0600");
 
 	/* Memory: ranking, salience, injection, eviction. */
 	v = json_pack("{s:s,s:f}", "text", "rust borrow checker notes",
@@ -240,6 +322,61 @@ main(void)
 		!sbx_bstore_task_id_valid("T0123456789abcdef") &&
 		!sbx_bstore_task_id_valid("t0123456789ABCDEF"),
 	    "task ids");
+
+	/* Damaged records: listed, and every refusal names the file. */
+	(void)mkdirat(rootfd, "agents/a/bridge/tasks", 0700);
+	put(rootfd, "agents/a/bridge/tasks/t00000000000000aa.json",
+	    "{\"id\":\"t00000", 0);
+	put(rootfd, "agents/a/bridge/tasks/t00000000000000bb.json",
+	    "{\"id\":\"t00000000000000bb\"}", 0);
+	memset(&e, 0, sizeof(e));
+	a = sbx_bstore_task_list(rootfd, "a", &e);
+	ok(a && json_array_size(a) == 3 &&
+		json_is_true(
+		    json_object_get(json_array_get(a, 1), "damaged")) &&
+		json_is_true(
+		    json_object_get(json_array_get(a, 2), "damaged")) &&
+		strcmp(json_string_value(
+			   json_object_get(json_array_get(a, 1), "file")),
+		    "agents/a/bridge/tasks/t00000000000000aa.json") == 0,
+	    "tasks: the good one, then the damaged ones listed as such");
+	json_decref(a);
+	memset(&e, 0, sizeof(e));
+	ok(sbx_bstore_task_get(rootfd, "a", "t00000000000000aa", &e) == NULL &&
+		strstr(e.message,
+		    "agents/a/bridge/tasks/t00000000000000aa.json") != NULL &&
+		e.hint[0] != '\0',
+	    "a damaged task's refusal names it and says how to repair: %s",
+	    e.message);
+	put(rootfd, "agents/a/plugins.json", "{\"plugins\":[", 0);
+	memset(&e, 0, sizeof(e));
+	ok(sbx_bstore_plugin(rootfd, "a", "plug", &e) == NULL &&
+		strstr(e.message, "agents/a/plugins.json") != NULL &&
+		e.hint[0] != '\0',
+	    "a damaged plugins.json is named: %s", e.message);
+	put(rootfd, "agents/a/bridge/config.json", "", 0);
+	memset(&e, 0, sizeof(e));
+	ok(sbx_bstore_config(rootfd, "a", NULL, "k", NULL, 0, &e) == NULL &&
+		strstr(e.message, "agents/a/bridge/config.json") != NULL &&
+		e.hint[0] != '\0',
+	    "a damaged bridge config is named: %s", e.message);
+	ok(fstatat(rootfd, "agents/a/bridge/memory.db", &st, 0) == 0 &&
+		(st.st_mode & 0777) == 0600,
+	    "memory.db 0600 (mode %o)", (unsigned)(st.st_mode & 0777));
+
+	/* A garbled memory.db (agent d, never opened before): named, with
+	 * the repair. */
+	(void)mkdirat(rootfd, "agents/d", 0700);
+	(void)mkdirat(rootfd, "agents/d/bridge", 0700);
+	put(rootfd, "agents/d/bridge/memory.db",
+	    "SQLite format 3\nthis is not a database at all, garbled", 0);
+	v = json_pack("{s:s}", "text", "x");
+	memset(&e, 0, sizeof(e));
+	ok(sbx_bstore_memory_add(rootfd, "d", v, 10, &e) == -1 &&
+		strstr(e.message, "agents/d/bridge/memory.db") != NULL &&
+		strstr(e.hint, "memory.db aside") != NULL,
+	    "a garbled memory.db is named: %s", e.message);
+	json_decref(v);
 
 	sbx_fs_rm_tree_at(AT_FDCWD, root, &e);
 	return done_testing();

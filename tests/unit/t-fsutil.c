@@ -278,6 +278,33 @@ resolve_fallback(const char *tmpl)
 	ok((n & 63) > 0, "fallback: the O_NOFOLLOW walk ran its cases");
 }
 
+/* sbx_fs_repair_tail on a file holding s: what is left, bytes cut. */
+static void
+tail_case(const char *s, const char *want, long long cut, const char *what)
+{
+	char	tmp[] = "/tmp/t-fsutil-tail.XXXXXX", buf[8192];
+	ssize_t n;
+	off_t	got;
+	int	fd;
+
+	if ((fd = mkstemp(tmp)) == -1) {
+		ok(0, "%s: mkstemp", what);
+		return;
+	}
+	unlink(tmp);
+	if (sbx_fs_write_all(fd, s, strlen(s)) == -1) {
+		ok(0, "%s: write", what);
+		close(fd);
+		return;
+	}
+	got = sbx_fs_repair_tail(fd);
+	n = pread(fd, buf, sizeof(buf) - 1, 0);
+	buf[n > 0 ? n : 0] = '\0';
+	ok(got == cut && strcmp(buf, want) == 0, "repair_tail: %s (cut %lld)",
+	    what, (long long)got);
+	close(fd);
+}
+
 int
 main(void)
 {
@@ -656,5 +683,19 @@ main(void)
 
 	snprintf(path, sizeof(path), "rm -rf %s", tmpl);
 	(void)!system(path);
+	tail_case("", "", 0, "empty");
+	tail_case("a\nb\n", "a\nb\n", 0, "whole");
+	tail_case("a\nb\n{\"id\":3", "a\nb\n", 7, "a cut last line");
+	tail_case("{\"id\":1", "", 7, "only a cut line");
+	{
+		/* The newline is more than a block back. */
+		static char big[6000];
+
+		memset(big, 'x', sizeof(big) - 1);
+		big[0] = 'a';
+		big[1] = '\n';
+		tail_case(big, "a\n", (long long)sizeof(big) - 3,
+		    "a cut line longer than a block");
+	}
 	return done_testing();
 }

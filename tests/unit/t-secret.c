@@ -247,6 +247,70 @@ main(void)
 	free(cur);
 	free(prevf);
 
+	/* One damaged record (issue 30): its refusal names the file; the
+	 * next unrelated set neither carries it on nor rotates the backup
+	 * over the last good copy; the record is kept aside. */
+	ok(set("h", "GOOD", "good-value", NULL, &e) == 0 &&
+		set("h", "HURT", "hurt-value", NULL, &e) == 0 &&
+		set("h", "GOOD", "good-value-2", NULL, &e) == 0,
+	    "store h");
+	prevf = readf("agents/h/secrets.json.prev", &np);
+	cur = readf("agents/h/secrets.json", &n);
+	doc = sbx_json_parse(cur, n, 1 << 24, &e);
+	free(cur);
+	{
+		json_t *r =
+		    json_object_get(json_object_get(doc, "secrets"), "HURT");
+		char *c =
+		    strdup(json_string_value(json_object_get(r, "value")));
+
+		c[3] = c[3] == 'A' ? 'B' : 'A';
+		json_object_set_new(r, "value", json_string(c));
+		free(c);
+	}
+	cur = json_dumps(doc, 0);
+	writef("agents/h/secrets.json", cur, strlen(cur));
+	free(cur);
+	json_decref(doc);
+	v = get("h", "HURT", NULL, &e, NULL);
+	ok(v == NULL && strstr(e.message, "agents/h/secrets.json") != NULL &&
+		strstr(e.hint, "sbx secret set HURT") != NULL,
+	    "a damaged record's refusal names the file and the repair: %s",
+	    e.message);
+	{
+		struct sbx_secret_store ss;
+		size_t			np2;
+		char		       *prev2, *aside;
+
+		memset(&e, 0, sizeof(e));
+		ok(sbx_secret_open(&ss, rootfd, "h", 1, NULL, &e) == 0 &&
+			sbx_secret_put(&ss, "OTHER", (const unsigned char *)"x",
+			    1, NULL, &e) == 0 &&
+			sbx_secret_commit(&ss, &e) == 0 &&
+			json_array_size(ss.warnings) == 1 &&
+			strstr(
+			    json_string_value(json_array_get(ss.warnings, 0)),
+			    "secrets.json.damaged") != NULL,
+		    "an unrelated set over it: done, with a warning: %s",
+		    e.message);
+		sbx_secret_close(&ss);
+		prev2 = readf("agents/h/secrets.json.prev", &np2);
+		ok(prev2 != NULL && np2 == np && memcmp(prev2, prevf, np) == 0,
+		    "secrets.json.prev is the last good copy still");
+		free(prev2);
+		aside = readf("agents/h/secrets.json.damaged", &np2);
+		ok(aside != NULL && strstr(aside, "\"HURT@") != NULL,
+		    "the damaged record is kept aside");
+		free(aside);
+	}
+	v = get("h", "HURT", NULL, &e, NULL);
+	ok(v == NULL && strcmp(e.reason, "secret_missing") == 0,
+	    "the new generation does not carry it on");
+	v = get("h", "GOOD", NULL, &e, NULL);
+	ok(v != NULL && strcmp(v, "good-value-2") == 0, "the others stay");
+	free(v);
+	free(prevf);
+
 	/* Another key file: wrong_key; a readable one: refused. */
 	snprintf(kpath, sizeof(kpath), "%s/other.key", root);
 	fd = open(kpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
