@@ -102,6 +102,22 @@ slowest_first() {
 }
 
 rc=0
+# A sanitizer build: every report of ASan and UBSan goes to a file of its
+# own under the run's directory (log_path: <prefix>.<pid>), not to stderr,
+# where the integration tests compare what sbx prints and a report would
+# turn a good run red for the wrong reason, or a recoverable UBSan report
+# would pass unseen.  Any report written fails the run (below), printed.
+sanlog=""
+case "$SBX_TEST_BUILD" in
+*-san)
+	sanlog="$SBX_TEST_TMPDIR/sanitizer"
+	mkdir -p "$sanlog"
+	# The unprivileged pass writes its reports here too.
+	chmod 1777 "$sanlog"
+	export ASAN_OPTIONS="log_path=$sanlog/report${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+	export UBSAN_OPTIONS="print_stacktrace=1:log_path=$sanlog/report${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
+	;;
+esac
 units=""
 for f in "$SBX_TEST_BUILD"/tests/unit/t-*; do
 	[ -e "$f" ] && wanted "$f" && units="$units $f"
@@ -153,6 +169,7 @@ unpriv() {
 	    SBX_TEST_TMPDIR="$SBX_TEST_TMPDIR" \
 	    SBX_TEST_RUN="$SBX_TEST_RUN" \
 	    SBX_TEST_UNPRIV=1 ASAN_OPTIONS="${ASAN_OPTIONS:-}" \
+	    UBSAN_OPTIONS="${UBSAN_OPTIONS:-}" \
 	    prove -j"$PROVE_JOBS" $PROVE_FLAGS \
 	    --exec "sh tests/tap-exec.sh" $ufiles)
 }
@@ -208,5 +225,20 @@ done
 if [ -n "$ourcg" ]; then
 	echo "# leftover cgroups of this run:$ourcg"
 	rc=1
+fi
+# Sanitizer reports of this run: each is a failure, whichever test's
+# program wrote it (the test itself may have passed).
+if [ -n "$sanlog" ]; then
+	reports=$(find "$sanlog" -type f -size +0 2>/dev/null | sort)
+	if [ -n "$reports" ]; then
+		echo "# sanitizer reports of this run:"
+		for f in $reports; do
+			echo "# == ${f##*/}"
+			sed 's/^/#   /' "$f"
+		done
+		rc=1
+	else
+		echo "# no sanitizer report"
+	fi
 fi
 exit $rc
