@@ -36,6 +36,7 @@ trap 'rm -rf "$T"' EXIT
 unset ASAN_OPTIONS UBSAN_OPTIONS
 
 n=0
+# shellcheck disable=SC2086 # a list of words
 set -- $TARGETS
 echo "1..$(($# * 2))"
 for t in "$@"; do
