@@ -11,6 +11,8 @@
 #    second's output is kept in a file and printed after the first's.
 # Each pass starts its slowest files first (tests/durations), so that no
 # long file starts last and runs on its own.
+# A sanitizer build (B=build-san): ASan's and UBSan's reports go to files
+# under the run's directory (log_path), and any report fails the run.
 #
 # Environment:
 #   B                build directory (default build)
