@@ -30,6 +30,7 @@
 #include "jobsup.h"
 #include "layout.h"
 #include "names.h"
+#include "proc.h"
 #include "root.h"
 #include "run.h"
 #include "runlimits.h"
@@ -307,8 +308,9 @@ sbx_jobsup_start(struct sbx_exec *p, struct sbx_error *e)
 		return sbx_error_set(e, SBX_K_EXECUTION_ERROR, NULL,
 		    "supervisor_failed", "the job supervisor did not start");
 	if (what == 'F' || what == 'E') {
-		/* Let the supervisor finish its record first. */
-		for (n = 0; n < 100 && kill(jpid, 0) == 0; n++)
+		/* Let the supervisor finish its record first (a zombie
+		 * has: its reaper may be slow to wait for it). */
+		for (n = 0; n < 100 && sbx_proc_running(jpid, 0); n++)
 			usleep(10000);
 	}
 	p->job_pid = jpid;
