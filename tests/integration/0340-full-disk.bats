@@ -60,6 +60,8 @@ fill() {
 	[ "$status" -ne 0 ]
 	[ "$(json_get "$output" .ok)" = false ]
 	[ "$(json_get "$output" .reason)" = job_record_failed ]
+	# No job id anywhere: there is no job.
+	[ "$(json_get "$output" .job)" = null ]
 	[[ "$(json_get "$output" .message)" == *"No space left on device"* ]]
 	[ -z "$(ls -A "$jobs" 2>/dev/null)" ]
 	# Space back: no phantom job, and the next job is recorded.
