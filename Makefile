@@ -5,7 +5,8 @@
 #   make SANITIZE=address,undefined check   the same, built with sanitizers into build-san/
 #   make install PREFIX=/usr/local DESTDIR=
 #   make lint            clang-format check, shellcheck, mandoc -Tlint
-#   make fuzz            libFuzzer targets, FUZZ_TIME seconds each (clang)
+#   make fuzz            libFuzzer targets, FUZZ_TIME seconds each (clang);
+#                        check builds them (fuzz-build) and runs each briefly
 #   make bench           scripts/bench-*.sh
 
 VERSION    = 0.1.0
@@ -302,6 +303,7 @@ SUBJOBS  = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(NPROC))
 # all of them, or an SBX_TEST_ONLY that names 1150; never for make demo.
 check: deps
 	@$(MAKE) --no-print-directory $(SUBJOBS) all tests
+	@$(MAKE) --no-print-directory $(SUBJOBS) fuzz-build
 	@case "$${SBX_TEST_ONLY:-1150}" in *1150*) sh scripts/deps.sh --mcp-client ;; esac
 	@B=$(B) sh tests/run.sh
 
@@ -334,25 +336,32 @@ uninstall:
 lint:
 	@sh scripts/lint.sh
 
-# libFuzzer targets (not part of check), built with clang straight from
-# the lib sources they exercise (libsbx.a is gcc's, without coverage), each
-# run FUZZ_TIME seconds from a seed corpus; new inputs go to
-# $(B)/fuzz/corpus-*, crashes to $(B)/fuzz/.
+# libFuzzer targets, built with clang straight from the lib sources they
+# exercise (libsbx.a is gcc's, without coverage).  `make fuzz` runs each
+# FUZZ_TIME seconds from a seed corpus; new inputs go to $(B)/fuzz/corpus-*,
+# crashes to $(B)/fuzz/.  `make check` builds every target too (fuzz-build,
+# where clang has libFuzzer; it says why not otherwise) and
+# tests/integration/0004-fuzz.sh runs each a few seconds, so that a target
+# whose link or seeds rot fails the suite, not the next fuzzing campaign.
 FUZZ_CC   ?= clang
 FUZZ_TIME ?= 30
 FUZZ_FLAGS = -g -O1 -fno-omit-frame-pointer \
 	     -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+FUZZ_TARGETS = httpreq tls-sni policy socks5 bridge
+FUZZ_BIN  = $(FUZZ_TARGETS:%=$(B)/fuzz/fuzz-%)
 
 $(B)/fuzz/fuzz-%: tests/fuzz/fuzz-%.c lib/net/httpreq.c lib/net/httpreq.h
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -D_GNU_SOURCE $(LIB_IQUOTE) $(FUZZ_FLAGS) -o $@ $< lib/net/httpreq.c
 
-# The whole decision on a request head: the parser, then the policy.
-$(B)/fuzz/fuzz-policy: tests/fuzz/fuzz-policy.c lib/net/httpreq.c lib/net/netpolicy.c \
-    lib/net/psl.c lib/base/buf.c lib/base/error.c
+# The whole decision on a request head: the parser, then the policy (which
+# reads the Public Suffix List with fsutil's sbx_fs_read_fd).
+POLICY_FUZZ_SRC = lib/net/httpreq.c lib/net/netpolicy.c lib/net/psl.c \
+	lib/base/buf.c lib/base/error.c lib/base/fsutil.c
+$(B)/fuzz/fuzz-policy: tests/fuzz/fuzz-policy.c $(POLICY_FUZZ_SRC)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) -D_GNU_SOURCE $(LIB_IQUOTE) $(FUZZ_FLAGS) -o $@ $< lib/net/httpreq.c \
-	    lib/net/netpolicy.c lib/net/psl.c lib/base/buf.c lib/base/error.c $(shell $(PKG_CONFIG) --cflags --libs jansson)
+	$(FUZZ_CC) -D_GNU_SOURCE $(LIB_IQUOTE) $(FUZZ_FLAGS) -o $@ $< \
+	    $(POLICY_FUZZ_SRC) $(shell $(PKG_CONFIG) --cflags --libs jansson)
 
 # The SOCKS5 framing of the in-sandbox listener on 1080.
 $(B)/fuzz/fuzz-socks5: tests/fuzz/fuzz-socks5.c lib/net/socks5.c lib/net/socks5.h
@@ -368,8 +377,35 @@ $(B)/fuzz/fuzz-bridge: tests/fuzz/fuzz-bridge.c $(BRIDGE_FUZZ_SRC)
 	$(FUZZ_CC) -D_GNU_SOURCE $(LIB_IQUOTE) $(FUZZ_FLAGS) -o $@ $< \
 	    $(BRIDGE_FUZZ_SRC) $(shell $(PKG_CONFIG) --cflags --libs jansson)
 
-fuzz: $(B)/fuzz/fuzz-httpreq $(B)/fuzz/fuzz-tls-sni $(B)/fuzz/fuzz-policy \
-    $(B)/fuzz/fuzz-socks5 $(B)/fuzz/fuzz-bridge
+# Can $(FUZZ_CC) link a libFuzzer program here?  A one-line probe, so that a
+# machine without clang (or without its runtime) skips with the reason
+# instead of failing check; the reason is kept for 0004-fuzz.sh to print.
+$(B)/fuzz/.probe: FORCE
+	@mkdir -p $(dir $@)
+	@[ -f $@ ] && [ ! -s $@ ] && exit 0; \
+	printf '%s\n' '#include <stddef.h>' '#include <stdint.h>' \
+	    'int LLVMFuzzerTestOneInput(const uint8_t *, size_t);' \
+	    'int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) { (void)d; (void)n; return 0; }' \
+	    >$(B)/fuzz/probe.c; \
+	if ! command -v $(FUZZ_CC) >/dev/null 2>&1; then \
+		echo "$(FUZZ_CC) is not installed (scripts/deps.sh installs clang)" >$@; \
+	elif ! $(FUZZ_CC) $(FUZZ_FLAGS) -o $(B)/fuzz/probe $(B)/fuzz/probe.c \
+	    >$(B)/fuzz/probe.log 2>&1; then \
+		echo "$(FUZZ_CC) cannot link -fsanitize=fuzzer,address,undefined: $$(head -c 300 $(B)/fuzz/probe.log | tr '\n' ' ')" >$@; \
+	else \
+		: >$@; \
+	fi; \
+	rm -f $(B)/fuzz/probe $(B)/fuzz/probe.c $(B)/fuzz/probe.log
+# (A success is kept: only a machine that could not is probed again.)
+
+fuzz-build: $(B)/fuzz/.probe
+	@if [ -s $(B)/fuzz/.probe ]; then \
+		echo "# skip: fuzz targets: $$(cat $(B)/fuzz/.probe)"; \
+	else \
+		$(MAKE) --no-print-directory $(FUZZ_BIN); \
+	fi
+
+fuzz: $(FUZZ_BIN)
 	@set -e; for t in httpreq:httpreq tls-sni:tls policy:httpreq \
 	    socks5:socks5 bridge:bridge; do \
 		n=$${t%%:*}; c=$${t##*:}; \
@@ -389,5 +425,6 @@ clean:
 # plain `make` recompiles and relinks them every time.
 .SECONDARY:
 
-.PHONY: FORCE deps all tests check bench demo install uninstall lint clean fuzz
+.PHONY: FORCE deps all tests check bench demo install uninstall lint clean fuzz \
+    fuzz-build
 -include $(LIB_OBJ:.o=.d) $(B)/cmd/*.d $(B)/gen/*.d

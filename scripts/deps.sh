@@ -29,6 +29,10 @@ RUN_PKGS="$RUN_PKGS publicsuffix"
 TEST_PKGS="$TEST_PKGS openssh-server openssh-client uidmap"
 # newuidmap and newgidmap: an unprivileged user's subordinate id range for
 # sbx install --manager apt (1010-install-apt.bats checks that path).
+# The libFuzzer targets that make check builds and runs briefly
+# (tests/integration/0004-fuzz.sh): clang, and its runtime libraries
+# (libFuzzer, ASan, UBSan), which clang only recommends.
+TEST_PKGS="$TEST_PKGS clang libclang-rt-dev"
 
 # The reference MCP client (the TypeScript SDK) that drives sbx mcp in
 # tests/integration/1150-mcp.bats and scripts/bench-mcp.sh: test-only, and

@@ -11,6 +11,8 @@
 #    second's output is kept in a file and printed after the first's.
 # Each pass starts its slowest files first (tests/durations), so that no
 # long file starts last and runs on its own.
+# A sanitizer build (B=build-san): ASan's and UBSan's reports go to files
+# under the run's directory (log_path), and any report fails the run.
 #
 # Environment:
 #   B                build directory (default build)
@@ -115,6 +117,22 @@ slowest_first() {
 }
 
 rc=0
+# A sanitizer build: every report of ASan and UBSan goes to a file of its
+# own under the run's directory (log_path: <prefix>.<pid>), not to stderr,
+# where the integration tests compare what sbx prints and a report would
+# turn a good run red for the wrong reason, or a recoverable UBSan report
+# would pass unseen.  Any report written fails the run (below), printed.
+sanlog=""
+case "$SBX_TEST_BUILD" in
+*-san)
+	sanlog="$SBX_TEST_TMPDIR/sanitizer"
+	mkdir -p "$sanlog"
+	# The unprivileged pass writes its reports here too.
+	chmod 1777 "$sanlog"
+	export ASAN_OPTIONS="log_path=$sanlog/report${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+	export UBSAN_OPTIONS="print_stacktrace=1:log_path=$sanlog/report${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
+	;;
+esac
 units=""
 for f in "$SBX_TEST_BUILD"/tests/unit/t-*; do
 	[ -e "$f" ] && wanted "$f" && units="$units $f"
@@ -167,6 +185,7 @@ unpriv() {
 	    SBX_TEST_RUN="$SBX_TEST_RUN" \
 	    SBX_TEST_UNPRIV=1 ASAN_OPTIONS="${ASAN_OPTIONS:-}" \
 	    SBX_TEST_TAPDIR="$tapdir/unpriv" \
+	    UBSAN_OPTIONS="${UBSAN_OPTIONS:-}" \
 	    prove -j"$PROVE_JOBS" $PROVE_FLAGS \
 	    --exec "sh tests/tap-exec.sh" $ufiles)
 }
@@ -237,6 +256,21 @@ fi
 if [ -n "$ourcg" ]; then
 	echo "# leftover cgroups of this run:$ourcg"
 	rc=1
+fi
+# Sanitizer reports of this run: each is a failure, whichever test's
+# program wrote it (the test itself may have passed).
+if [ -n "$sanlog" ]; then
+	reports=$(find "$sanlog" -type f -size +0 2>/dev/null | sort)
+	if [ -n "$reports" ]; then
+		echo "# sanitizer reports of this run:"
+		for f in $reports; do
+			echo "# == ${f##*/}"
+			sed 's/^/#   /' "$f"
+		done
+		rc=1
+	else
+		echo "# no sanitizer report"
+	fi
 fi
 
 # failed_files PASS LABEL: each file of that pass that failed, its first

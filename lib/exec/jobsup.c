@@ -30,6 +30,7 @@
 #include "jobsup.h"
 #include "layout.h"
 #include "names.h"
+#include "proc.h"
 #include "root.h"
 #include "run.h"
 #include "runlimits.h"
@@ -84,7 +85,25 @@ monitor(struct sbx_exec *p, const char *id, int jobs_fd, int log_fd,
 	json_object_set_new(rec, "pid", json_integer(getpid()));
 	json_object_set_new(rec, "pid_start", json_integer((json_int_t)st));
 	json_object_set_new(rec, "state", json_string("running"));
-	sbx_job_write(jobs_fd, id, rec, &e);
+	/*
+	 * The record is the job: without it `ps` never lists the job and
+	 * `poll` says there is none.  So the caller prints the job's id only
+	 * once the record is on disk (written, fsync'd, renamed into place,
+	 * the directory fsync'd); on a full disk it says why instead and
+	 * nothing is left behind (issue 30: a job id was printed, no record
+	 * was written, an empty log stayed).
+	 */
+	memset(&e, 0, sizeof(e));
+	if (sbx_job_write(jobs_fd, id, rec, &e) == -1)
+		rc = e.sys_errno > 0 ? e.sys_errno : EIO;
+	else
+		rc = fsync(jobs_fd) == -1 ? errno : 0;
+	if (rc != 0) {
+		(void)sbx_job_remove(jobs_fd, id);
+		snprintf(line, sizeof(line), "W%d\n", rc);
+		(void)sbx_fs_write_all(notify_fd, line, strlen(line));
+		_exit(0);
+	}
 	snprintf(line, sizeof(line), "P%d\n", (int)getpid());
 	(void)sbx_fs_write_all(notify_fd, line, strlen(line));
 
@@ -172,7 +191,7 @@ sbx_jobsup_start(struct sbx_exec *p, struct sbx_error *e)
 	pid_t			 pid;
 	json_t			*rec;
 	char			 what = 0;
-	int			 val = 0;
+	int			 val = 0, werr = 0;
 	enum sbx_cg_backend	 had_cg = p->cg.backend;
 	struct pollfd		 pfd;
 	long long		 deadline;
@@ -188,7 +207,9 @@ sbx_jobsup_start(struct sbx_exec *p, struct sbx_error *e)
 	log_fd = openat(jobs_fd, name, O_RDWR | O_CREAT | O_EXCL |
 	    O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (log_fd == -1)
-		return sbx_error_sys(e, "log_failed", "cannot create the job log");
+		return sbx_error_sys(e, "log_failed", "cannot create the job "
+		    "log %s/agents/%s/jobs/%s", p->root.path, p->sb.agent,
+		    name);
 	/*
 	 * The log is the sandbox's output, so it is bounded as the
 	 * sandbox's own files are: never more than jobs.max_log_bytes, nor
@@ -263,15 +284,33 @@ sbx_jobsup_start(struct sbx_exec *p, struct sbx_error *e)
 		buf[len] = '\0';
 		if (sscanf(buf, "P%d\n%c%d", &jpid, &what, &val) == 3)
 			break;
+		if (buf[0] == 'W' && strchr(buf, '\n') != NULL &&
+		    sscanf(buf, "W%d", &werr) == 1)
+			break;
 	}
 	close(np[0]);
 	json_decref(rec);
+	if (werr > 0) {
+		/* The supervisor could not record the job: it removed the
+		 * log and whatever it wrote, and ran nothing. */
+		(void)sbx_job_remove(jobs_fd, id);
+		errno = werr;
+		sbx_error_sys(e, "job_record_failed", "cannot record the job "
+		    "in %s/agents/%s/jobs/%s.json, so it was not started",
+		    p->root.path, p->sb.agent, id);
+		if (werr == ENOSPC || werr == EDQUOT)
+			sbx_error_hint(e, "the file system of the state root "
+			    "is full: free space there and start the job "
+			    "again");
+		return -1;
+	}
 	if (jpid <= 0)
 		return sbx_error_set(e, SBX_K_EXECUTION_ERROR, NULL,
 		    "supervisor_failed", "the job supervisor did not start");
 	if (what == 'F' || what == 'E') {
-		/* Let the supervisor finish its record first. */
-		for (n = 0; n < 100 && kill(jpid, 0) == 0; n++)
+		/* Let the supervisor finish its record first (a zombie
+		 * has: its reaper may be slow to wait for it). */
+		for (n = 0; n < 100 && sbx_proc_running(jpid, 0); n++)
 			usleep(10000);
 	}
 	p->job_pid = jpid;

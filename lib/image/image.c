@@ -156,18 +156,20 @@ blob_check(int fd, const char *hex, unsigned long long cap, struct blob *b,
 /* ---- add ---------------------------------------------------------------- */
 
 /* A new file dirfd/name holding data, created exclusively (no symlink
- * followed), mode set exactly. */
+ * followed), mode set exactly; shown is its path from the state root, for
+ * messages. */
 static int
-write_new(int dirfd, const char *name, const void *data, size_t n,
-    mode_t mode, struct sbx_error *e)
+write_new(int dirfd, const char *name, const char *shown, const void *data,
+    size_t n, mode_t mode, struct sbx_error *e)
 {
 	int	 fd;
 
 	if ((fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
 	    O_CLOEXEC, mode)) == -1)
-		return sbx_error_sys(e, "write_failed", "cannot create %s", name);
+		return sbx_error_sys(e, "write_failed", "cannot create %s",
+		    shown);
 	if (sbx_fs_write_all(fd, data, n) == -1 || fchmod(fd, mode) == -1) {
-		sbx_error_sys(e, "write_failed", "cannot write %s", name);
+		sbx_error_sys(e, "write_failed", "cannot write %s", shown);
 		close(fd);
 		(void)unlinkat(dirfd, name, 0);
 		return -1;
@@ -175,7 +177,7 @@ write_new(int dirfd, const char *name, const void *data, size_t n,
 	if (close(fd) == -1) {
 		(void)unlinkat(dirfd, name, 0);
 		return sbx_error_sys(e, "write_failed", "cannot write %s",
-		    name);
+		    shown);
 	}
 	return 0;
 }
@@ -337,6 +339,37 @@ src_finish(struct src *s)
 	pthread_mutex_destroy(&s->mu);
 	pthread_cond_destroy(&s->cv);
 	s->threaded = 0;
+}
+
+/* Did libarchive's write fail for want of a resource (a full disk, a
+ * quota, an I/O error), not because it refused the entry? */
+static int
+resource_errno(int err)
+{
+	return err == ENOSPC || err == EDQUOT || err == EIO || err == EROFS ||
+	    err == EFBIG || err == ENOMEM || err == EMFILE || err == ENFILE;
+}
+
+/* A write of the template failed: name the file (under the state root)
+ * and the errno, never libarchive's bare "Write failed". */
+static int
+io_failed(struct sbx_error *e, const struct sbx_image_add *a,
+    const char *path, int err, const char *what)
+{
+	char	 p[128];
+
+	printable(path, p, sizeof(p));
+	if (err <= 0)
+		err = EIO;
+	sbx_error_set(e, SBX_K_EXECUTION_ERROR, "source", "write_failed",
+	    "cannot %s %s%s%s: %s", what, a->where, a->where[0] ? "/" : "",
+	    p, strerror(err));
+	e->sys_errno = err;
+	if (err == ENOSPC || err == EDQUOT)
+		sbx_error_hint(e, "the file system of the state root is full "
+		    "(or the user's quota is used up): free space there and "
+		    "add the image again; nothing of it was kept");
+	return -1;
 }
 
 static int
@@ -525,9 +558,13 @@ extract(struct archive *ar, struct archive *w, int rootfd,
 				    a->max_unpacked);
 		}
 		archive_entry_set_pathname(ent, norm);
-		if (archive_write_header(w, ent) < ARCHIVE_WARN)
+		if (archive_write_header(w, ent) < ARCHIVE_WARN) {
+			if (resource_errno(archive_errno(w)))
+				return io_failed(e, a, norm, archive_errno(w),
+				    "create");
 			return unsafe(e, path, archive_error_string(w) ?
 			    archive_error_string(w) : "cannot be written");
+		}
 		sha256_init(&fc);
 		fh = 0;
 		inorder = 1;
@@ -550,10 +587,8 @@ extract(struct archive *ar, struct archive *w, int rootfd,
 					inorder = 0;
 				if (archive_write_data_block(w, blk, len, off)
 				    < ARCHIVE_OK)
-					return sbx_error_set(e,
-					    SBX_K_EXECUTION_ERROR, "source",
-					    "write_failed", "cannot write: %s",
-					    archive_error_string(w));
+					return io_failed(e, a, norm,
+					    archive_errno(w), "write");
 			}
 			if (r != ARCHIVE_EOF)
 				return sbx_error_set(e, SBX_K_INVALID_ARGS,
@@ -562,9 +597,13 @@ extract(struct archive *ar, struct archive *w, int rootfd,
 				    archive_error_string(ar) ?
 				    archive_error_string(ar) : "read error");
 		}
-		if (archive_write_finish_entry(w) < ARCHIVE_WARN)
+		if (archive_write_finish_entry(w) < ARCHIVE_WARN) {
+			if (resource_errno(archive_errno(w)))
+				return io_failed(e, a, norm, archive_errno(w),
+				    "write");
 			return unsafe(e, path, archive_error_string(w) ?
 			    archive_error_string(w) : "cannot be written");
+		}
 		/*
 		 * What the manifest may take from here.  Every regular file
 		 * libarchive creates goes through this loop and replaces the
@@ -714,10 +753,15 @@ unpack(const struct blob *b, int rootfd, struct sbx_image_add *a, int pass,
 		    archive_error_string(ar) ? archive_error_string(ar) : "?");
 	else
 		rc = extract(ar, w, rootfd, a, pass, e);
-	if (archive_write_close(w) != ARCHIVE_OK && rc == 0)
+	if (archive_write_close(w) != ARCHIVE_OK && rc == 0) {
 		rc = sbx_error_set(e, SBX_K_EXECUTION_ERROR, "source",
-		    "write_failed", "cannot finish unpacking: %s",
-		    archive_error_string(w));
+		    "write_failed", "cannot finish unpacking into %s: %s%s%s",
+		    a->where[0] ? a->where : "the template",
+		    archive_error_string(w) ? archive_error_string(w) : "?",
+		    archive_errno(w) > 0 ? ": " : "",
+		    archive_errno(w) > 0 ? strerror(archive_errno(w)) : "");
+		e->sys_errno = archive_errno(w) > 0 ? archive_errno(w) : 0;
+	}
 	if (fchdir(cwd) == -1 && rc == 0)
 		rc = sbx_error_sys(e, "chdir_failed", "cannot return to the "
 		    "working directory");
@@ -997,7 +1041,7 @@ sbx_image_add(int rootfd, struct sbx_image_add *a, struct sbx_error *e)
 {
 	struct stat		 st;
 	struct blob		 b = { -1, NULL };
-	char			 got[SBX_DIGEST_HEX + 1], tmp[32];
+	char			 got[SBX_DIGEST_HEX + 1], tmp[32], shown[96];
 	unsigned char		 rnd[8];
 	json_t			*m;
 	char			*s;
@@ -1092,6 +1136,7 @@ checked:
 	randombytes_buf(rnd, sizeof(rnd));
 	memcpy(tmp, ".tmp-", 5);
 	sodium_bin2hex(tmp + 5, sizeof(tmp) - 5, rnd, sizeof(rnd));
+	snprintf(a->where, sizeof(a->where), "images/%s/rootfs", tmp);
 	if (mkdirat(imagesfd, tmp, 0700) == -1) {
 		sbx_error_sys(e, "mkdir_failed", "cannot create images/%s",
 		    tmp);
@@ -1144,10 +1189,18 @@ checked:
 	 * template's files are not synced either (a syncfs would cost as much
 	 * as the whole unpacking); after a power loss `image verify` tells.
 	 */
-	rc = write_new(tmpfd, SBX_IMAGE_MANIFEST, s, strlen(s), 0444, e);
+	snprintf(shown, sizeof(shown), "images/%s/%s", tmp,
+	    SBX_IMAGE_MANIFEST);
+	rc = write_new(tmpfd, SBX_IMAGE_MANIFEST, shown, s, strlen(s), 0444,
+	    e);
 	free(s);
-	if (rc == -1)
+	if (rc == -1) {
+		if (e->sys_errno == ENOSPC || e->sys_errno == EDQUOT)
+			sbx_error_hint(e, "the file system of the state root "
+			    "is full: free space there and add the image "
+			    "again; nothing of it was kept");
 		goto out;
+	}
 	rc = -1;
 	(void)fchmod(tmpfd, 0555);
 	if ((lock = sbx_provision_lock(rootfd, e)) == -1)

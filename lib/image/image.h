@@ -45,6 +45,9 @@ struct sbx_image_add {
 	 * file as it was unpacked, {path: [size, hex]} */
 	unsigned long long	 count, declared, written;
 	json_t			*sums;
+	/* internal: where the template is being unpacked, relative to the
+	 * state root ("images/.tmp-XXXX/rootfs"), for messages */
+	char			 where[64];
 };
 
 /* Fill the limits from config/sandbox.json `images` (max_bytes,

@@ -35,6 +35,7 @@
 #include "error.h"
 #include "cgroupint.h"
 #include "fsutil.h"
+#include "proc.h"
 
 long long
 sbx_cg_now_ms(void)
@@ -825,6 +826,21 @@ sbx_cgroup_backend_name(enum sbx_cg_backend b)
 	}
 }
 
+/* This process's start time (0: unknown), read once per process. */
+static unsigned long long
+self_start(void)
+{
+	static pid_t			 pid;
+	static unsigned long long	 start;
+	struct sbx_proc_stat		 ps;
+
+	if (pid != getpid()) {
+		start = sbx_proc_stat(getpid(), &ps) == 0 ? ps.start : 0;
+		pid = getpid();
+	}
+	return start;
+}
+
 int
 sbx_cgroup_name(char *buf, size_t len)
 {
@@ -836,7 +852,11 @@ sbx_cgroup_name(char *buf, size_t len)
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		r = (unsigned int)ts.tv_nsec ^ (unsigned int)getpid() << 16;
 	}
-	n = snprintf(buf, len, "sbx-%ld-%08x", (long)getpid(), r);
+	if (self_start() != 0)
+		n = snprintf(buf, len, "sbx-%ld-%08x-%llu", (long)getpid(), r,
+		    self_start());
+	else
+		n = snprintf(buf, len, "sbx-%ld-%08x", (long)getpid(), r);
 	return n < 0 || (size_t)n >= len ? -1 : 0;
 }
 
@@ -1103,6 +1123,22 @@ sbx_cgroup_destroy(struct sbx_cgroup *cg, struct sbx_error *e)
 	return rc;
 }
 
+/* The supervisor's start time in the rest of a run's name,
+ * "<random>-<start>" (sbx_cgroup_name); 0 when the name has none. */
+static unsigned long long
+name_start(const char *rest)
+{
+	const char	*p = strrchr(rest, '-');
+	char		*end;
+	unsigned long long v;
+
+	if (p == NULL || p == rest || p[1] < '1' || p[1] > '9')
+		return 0;
+	errno = 0;
+	v = strtoull(p + 1, &end, 10);
+	return errno != 0 || *end != '\0' ? 0 : v;
+}
+
 /* Collect the stale runs in one parent. Returns how many directories were
  * removed, or -1. */
 int
@@ -1120,14 +1156,21 @@ sbx_cg_gc_parent(int pfd)
 		if ((pid = sbx_cg_name_pid(sub.v[i], &rest)) <= 0 ||
 		    pid == (long)getpid())
 			continue;
-		/* Alive, or at least its pid is: it may be another process
-		 * by now, but then we leak a directory rather than kill a
-		 * live run. EPERM means alive too (another uid's). Runs go
-		 * beneath their supervisor's own cgroup, so the supervisors
-		 * sharing a parent normally share our pid namespace too; one
-		 * in another pid namespace but the same cgroup would look
-		 * dead here (use a cgroup per pid namespace). */
-		if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+		/* Is the supervisor still running?  Not only whether its
+		 * pid is: a supervisor killed with -9 stays a zombie until
+		 * its parent reaps it (kill(pid, 0) succeeds on a zombie,
+		 * and a parent that never waits kept such runs forever),
+		 * and by the time gc runs the pid may name a later process
+		 * (the start time in the name tells them apart; names
+		 * without it, made before it was there, go by pid and
+		 * state).  What /proc cannot tell (EPERM, hidepid) counts
+		 * as running: we leak a directory rather than kill a live
+		 * run. Runs go beneath their supervisor's own cgroup, so
+		 * the supervisors sharing a parent normally share our pid
+		 * namespace too; one in another pid namespace but the same
+		 * cgroup would look dead here (use a cgroup per pid
+		 * namespace). */
+		if (sbx_proc_running((pid_t)pid, name_start(rest)))
 			continue;
 		if (strcmp(rest, "self") == 0) {
 			/* A dead supervisor's own leaf: empty unless it left

@@ -78,8 +78,11 @@ struct sbx_cg_stats {
 /* "cgroup2", "cgroup1", "none". */
 const char	*sbx_cgroup_backend_name(enum sbx_cg_backend);
 
-/* Fill buf (>= SBX_CG_NAME_MAX + 1 bytes) with "sbx-<getpid()>-<random>".
- * Returns 0, or -1 when buf is too small. */
+/* Fill buf (>= SBX_CG_NAME_MAX + 1 bytes) with
+ * "sbx-<getpid()>-<random>-<start>", start being this process's start time
+ * (/proc/self/stat; the part is left out where /proc cannot say): with the
+ * pid it names the supervisor, so that sbx_cgroup_gc tells it from a later
+ * process that got the same pid.  Returns 0, or -1 when buf is too small. */
 int	sbx_cgroup_name(char *buf, size_t len);
 
 /* Create this run's cgroup(s) named `name` with the limits written, under

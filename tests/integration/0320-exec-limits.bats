@@ -326,6 +326,42 @@ time.sleep(0.6)'
 	[ -z "$(cg_of "$spid")" ]
 }
 
+@test "gc: a supervisor killed with -9 and kept a zombie by its parent is dead" {
+	need_cgroup
+	local spid ppid i st
+	# The parent: a shell that starts sbx, then becomes a sleep that
+	# never waits for it, so that sbx killed with -9 stays a zombie
+	# (kill(pid, 0) succeeds on one; gc used to keep its cgroup).
+	bash -c '"$0" exec -q -- sh -c "sleep 1$1; : $2" >/dev/null 2>&1 3>&- &
+	    echo $! >"$3"; exec sleep 3$1' "$SBX" "$D" "$TOK" \
+	    "$TEST_ROOT/spid" 3>&- &
+	ppid=$!
+	HOSTPIDS+=("$ppid")
+	for ((i = 0; i < 100; i++)); do
+		pgrep -f "^sleep 1$D" >/dev/null && break
+		sleep 0.05
+	done
+	pgrep -f "^sleep 1$D" >/dev/null
+	spid=$(cat "$TEST_ROOT/spid")
+	[ -n "$(cg_of "$spid")" ]
+	kill -KILL "$spid"
+	# The sandbox dies with its supervisor; the supervisor stays a zombie.
+	wait_gone "$TOK" 5
+	for ((i = 0; i < 100; i++)); do
+		st=$(awk '{ print $3 }' "/proc/$spid/stat" 2>/dev/null)
+		[ "$st" = Z ] && break
+		sleep 0.05
+	done
+	echo "supervisor $spid: state $st, its cgroups: $(cg_of "$spid")"
+	[ "$st" = Z ]
+	run --separate-stderr sbx exec gc --json
+	[ "$status" -eq 0 ]
+	[ "$(json_get "$output" .result.removed_cgroups)" -ge 1 ]
+	[ -z "$(cg_of "$spid")" ]
+	# Still a zombie: gc went by its state, not by its disappearance.
+	[ "$(awk '{ print $3 }' "/proc/$spid/stat" 2>/dev/null)" = Z ]
+}
+
 @test "sbx exec gc: text output, and no arguments" {
 	run --separate-stderr sbx exec gc
 	[ "$status" -eq 0 ]

@@ -20,6 +20,7 @@
 #include "tap.h"
 
 #include "cgroup.h"
+#include "proc.h"
 
 #define MIB		(1024ULL * 1024ULL)
 #define STALE		"sbx-99999999-x"
@@ -331,6 +332,45 @@ child_stale(void *arg)
 		pause();
 }
 
+/* Child: exit at once (a zombie until we reap it). */
+static int
+child_exit(void *arg)
+{
+	(void)arg;
+	return 0;
+}
+
+/* Child: wait to be killed. */
+static int
+child_wait(void *arg)
+{
+	(void)arg;
+	for (;;)
+		pause();
+	return 0;
+}
+
+/* Plant parent/sbx-<pid>-0badc0de[-<start>] (start 0: none); its path is
+ * kept in planted[] for the clean-up. */
+static char *
+plant(const char *parent, pid_t pid, unsigned long long start)
+{
+	char	 path[PATH_MAX];
+	int	 n;
+
+	if (nplanted >= MAXDIRS)
+		return NULL;
+	if (start != 0)
+		n = snprintf(path, sizeof(path), "%s/sbx-%ld-0badc0de-%llu",
+		    parent, (long)pid, start);
+	else
+		n = snprintf(path, sizeof(path), "%s/sbx-%ld-0badc0de",
+		    parent, (long)pid);
+	if (n < 0 || (size_t)n >= sizeof(path) || mkdir(path, 0755) == -1)
+		return NULL;
+	return planted[nplanted++] = strdup(path);
+}
+
 static int
 all_gone(char **dirs, int n)
 {
@@ -358,9 +398,17 @@ test_api(void)
 	is_str(sbx_cgroup_backend_name(SBX_CG_NONE), "none", "name none");
 	ok(sbx_cgroup_name(name, sizeof(name)) == 0, "sbx_cgroup_name");
 	snprintf(want, sizeof(want), "sbx-%ld-", (long)getpid());
-	ok(strncmp(name, want, strlen(want)) == 0 &&
-	    strlen(name) == strlen(want) + 8, "name is %s<8 hex>: %s", want,
-	    name);
+	{
+		struct sbx_proc_stat	 ps;
+		char			 st[32];
+
+		ok(sbx_proc_stat(getpid(), &ps) == 0, "our start time");
+		snprintf(st, sizeof(st), "-%llu", ps.start);
+		ok(strncmp(name, want, strlen(want)) == 0 &&
+		    strlen(name) == strlen(want) + 8 + strlen(st) &&
+		    strcmp(name + strlen(want) + 8, st) == 0,
+		    "name is %s<8 hex>%s: %s", want, st, name);
+	}
 	ok(sbx_cgroup_name(name, 8) == -1, "short buffer refused");
 
 	memset(&c, 0, sizeof(c));
@@ -685,6 +733,62 @@ main(void)
 	ok(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL,
 	    "its process was killed");
 	is_int(sbx_cgroup_gc(&e), 0, "second gc finds nothing");
+
+	/* gc goes by what the kernel says of a supervisor, not only by
+	 * kill(pid, 0): one killed with -9 whose parent never reaps it is a
+	 * zombie (kill succeeds on it) and dead; a pid that a later process
+	 * got (another start time) is dead; a running supervisor with its
+	 * start time, or in a name made before the start time was there,
+	 * is alive.  Issue 30: 4 of 30 supervisors killed under a parent
+	 * that had not reaped them yet kept their cgroups. */
+	if (nplanted > 0) {
+		struct sbx_proc_stat	 ps;
+		char			 par[PATH_MAX], *zd, *rd, *ld, *od;
+		pid_t			 zpid, lpid;
+		unsigned long long	 zstart = 0, lstart = 0;
+
+		snprintf(par, sizeof(par), "%s", planted[0]);
+		*strrchr(par, '/') = '\0';
+		zpid = spawn(child_exit, NULL);
+		for (i = 0; i < 3000; i++) {
+			if (sbx_proc_stat(zpid, &ps) == 0 && ps.state == 'Z')
+				break;
+			usleep(10000);
+		}
+		rc = kill(zpid, 0);
+		ok(i < 3000 && rc == 0, "child %ld is a zombie "
+		    "(state %c), and kill(pid, 0) finds it", (long)zpid,
+		    ps.state);
+		zstart = ps.start;
+		lpid = spawn(child_wait, NULL);
+		memset(&ps, 0, sizeof(ps));
+		rc = sbx_proc_stat(lpid, &ps);
+		ok(rc == 0 && ps.start != 0 && ps.state != 'Z',
+		    "a running child: state %c, start %llu", ps.state,
+		    ps.start);
+		lstart = ps.start;
+		zd = plant(par, zpid, zstart);
+		rd = plant(par, lpid, lstart > 1 ? lstart - 1 : 2);
+		ld = plant(par, lpid, lstart);
+		od = plant(par, lpid, 0);
+		ok(zd && rd && ld && od, "planted four runs in %s", par);
+		n = sbx_cgroup_gc(&e);
+		ok(zd && access(zd, F_OK) == -1 && errno == ENOENT,
+		    "a zombie supervisor's run is removed");
+		ok(rd && access(rd, F_OK) == -1 && errno == ENOENT,
+		    "a reused pid's run (another start time) is removed");
+		ok(ld && access(ld, F_OK) == 0, "a running supervisor's run "
+		    "is kept");
+		ok(od && access(od, F_OK) == 0, "... and one named without a "
+		    "start time");
+		ok(n >= 2, "gc counted them: %d", n);
+		kill(lpid, SIGKILL);
+		reap(lpid);
+		reap(zpid);
+		ok(sbx_cgroup_gc(&e) >= 2 && access(ld, F_OK) == -1 &&
+		    access(od, F_OK) == -1, "once it is gone, gc removes the "
+		    "other two");
+	}
 
 	test_v2_plain();
 	test_v2_prepared();

@@ -366,8 +366,10 @@ main(void)
 	v = get("p", "P", NULL, &e, NULL);
 	ok(v == NULL && strcmp(e.reason, "passphrase_required") == 0,
 	    "without it: passphrase_required");
+	/* The length goes with the string: "wrong horse" is shorter than
+	 * "correct horse", and the store reads passphrase_len bytes. */
 	pa.passphrase = "wrong horse";
-	pa.passphrase_len = strlen(pa.passphrase);	/* ASan: no over-read */
+	pa.passphrase_len = strlen(pa.passphrase);
 	v = get("p", "P", &pa, &e, NULL);
 	ok(v == NULL && strcmp(e.reason, "wrong_key") == 0, "a wrong one: "
 	    "wrong_key");
