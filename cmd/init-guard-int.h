@@ -17,6 +17,14 @@
 #ifndef RENAME_EXCHANGE
 #define RENAME_EXCHANGE	(1 << 1)
 #endif
+/* Linux 5.3 and 5.6; older headers lack the numbers (the guard fails
+ * closed where the kernel lacks the calls). */
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open	434
+#endif
+#ifndef SYS_pidfd_getfd
+#define SYS_pidfd_getfd	438
+#endif
 
 #define MAX_BLOCK	2048
 #define MAX_PROT	4096

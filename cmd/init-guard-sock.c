@@ -60,13 +60,6 @@
 
 #include "init-guard-int.h"
 
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open	434
-#endif
-#ifndef SYS_pidfd_getfd
-#define SYS_pidfd_getfd	438
-#endif
-
 /* What one guarded send copies: the kernel's own limits are near these
  * (a datagram is bounded by the send buffer); a longer stream send is
  * cut short, as a send may be. */

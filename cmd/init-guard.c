@@ -197,12 +197,6 @@ guard_active(void)
 #ifndef SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
 #define SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV	(1UL << 5)
 #endif
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open	434
-#endif
-#ifndef SYS_pidfd_getfd
-#define SYS_pidfd_getfd	438
-#endif
 
 /*
  * The calls that create a name (besides open/openat with O_CREAT, checked

@@ -180,8 +180,6 @@ result_of(const struct run *rr, int retried, long long t0)
 	return r;
 }
 
-static void manifest_named(struct sbx_error *);
-
 /* The manifest with this install added: 0, or -1 with e naming it. */
 static int
 update_manifest(struct sbx_error *e)
@@ -201,21 +199,8 @@ update_manifest(struct sbx_error *e)
 	json_decref(m);
 	close(afd);
 	if (rc == -1)
-		manifest_named(e);
+		sbx_install_manifest_named(e, O.agent);
 	return rc;
-}
-
-/* e names agents/A/installed-packages.json, and the repair. */
-static void
-manifest_named(struct sbx_error *e)
-{
-	char rel[SBX_LAYOUT_PATH_MAX];
-
-	SBX_LPATH(rel, SBX_L_AGENT_INSTALLED, O.agent);
-	sbx_error_in_file(e, rel,
-	    "sbx install reconcile --agent %s rebuilds "
-	    "it from what is installed",
-	    O.agent);
 }
 
 /*
@@ -341,7 +326,7 @@ do_install(void)
 		json_t *m;
 
 		if ((m = sbx_install_manifest_read(afd, &e)) == NULL) {
-			manifest_named(&e);
+			sbx_install_manifest_named(&e, O.agent);
 			close(lock);
 			fail(&e);
 		}

@@ -220,12 +220,8 @@ package_counts(int rootfd, json_t *problems, int *bad)
 	}
 	if ((m = sbx_install_manifest_read(afd, &e)) == NULL) {
 		close(afd);
-		snprintf(rel, sizeof(rel), "agents/%s/%s", O.agent,
-		    SBX_INSTALL_MANIFEST);
-		sbx_error_in_file(&e, rel,
-		    "sbx install reconcile --agent %s "
-		    "rebuilds it from what is installed",
-		    O.agent);
+		SBX_LPATH(rel, SBX_L_AGENT_INSTALLED, O.agent);
+		sbx_install_manifest_named(&e, O.agent);
 		damaged(problems, rel, &e, "");
 		*bad = 1;
 		return NULL;

@@ -258,12 +258,7 @@ do_list(void)
 		 &e)) == -1)
 		m = sbx_install_manifest_normalize(NULL);
 	else if ((m = sbx_install_manifest_read(afd, &e)) == NULL) {
-		snprintf(rel, sizeof(rel), "agents/%s/%s", O.agent,
-		    SBX_INSTALL_MANIFEST);
-		sbx_error_in_file(&e, rel,
-		    "sbx install reconcile --agent %s "
-		    "rebuilds it from what is installed",
-		    O.agent);
+		sbx_install_manifest_named(&e, O.agent);
 		fail(&e);
 	}
 	if (afd >= 0)

@@ -568,6 +568,18 @@ sbx_install_manifest_normalize(const json_t *m)
 	return out;
 }
 
+void
+sbx_install_manifest_named(struct sbx_error *e, const char *agent)
+{
+	char rel[SBX_LAYOUT_PATH_MAX];
+
+	SBX_LPATH(rel, SBX_L_AGENT_INSTALLED, agent);
+	sbx_error_in_file(e, rel,
+	    "sbx install reconcile --agent %s rebuilds "
+	    "it from what is installed",
+	    agent);
+}
+
 json_t *
 sbx_install_manifest_read(int agentfd, struct sbx_error *e)
 {

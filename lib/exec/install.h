@@ -89,6 +89,9 @@ void	sbx_install_classify(int mgr, int exit_code, const char *out,
  * merged.  write: atomically under the agent's directory fd.
  */
 json_t	*sbx_install_manifest_read(int agentfd, struct sbx_error *);
+/* e, a failure of agent's manifest, names agents/A/installed-packages.json
+ * and its repair (sbx install reconcile), for every program that reads it. */
+void	 sbx_install_manifest_named(struct sbx_error *, const char *agent);
 json_t	*sbx_install_manifest_normalize(const json_t *);
 int	 sbx_install_manifest_add(json_t *, int mgr, char *const *specs,
 	    int n);
