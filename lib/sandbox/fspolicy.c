@@ -69,6 +69,7 @@ void
 sbx_fspolicy_init(struct sbx_fspolicy *p)
 {
 	memset(p, 0, sizeof(*p));
+	p->git_search = SBX_GIT_SEARCH_DEFAULT;
 }
 
 void
@@ -77,6 +78,7 @@ sbx_fspolicy_release(struct sbx_fspolicy *p)
 	sbx_strv_release(&p->ops);
 	sbx_strv_release(&p->init);
 	sbx_strv_release(&p->no_git);
+	sbx_strv_release(&p->warnings);
 }
 
 static int
@@ -182,7 +184,22 @@ sbx_fspolicy_config_check(const json_t *doc, const char *origin,
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
 		    "config_invalid", "%s: `allow_git_config` must be true "
 		    "or false", origin);
+	if ((v = json_object_get(doc, "git_search_limit")) != NULL &&
+	    (!json_is_integer(v) || json_integer_value(v) < 0 ||
+	    json_integer_value(v) > SBX_GIT_SEARCH_MAX))
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
+		    "config_invalid", "%s: `git_search_limit` must be an "
+		    "integer from 0 to %ld", origin, SBX_GIT_SEARCH_MAX);
 	return 0;
+}
+
+long
+sbx_fspolicy_git_search(const json_t *cfg)
+{
+	const json_t	*v = json_object_get(cfg, "git_search_limit");
+
+	return json_is_integer(v) ? (long)json_integer_value(v) :
+	    SBX_GIT_SEARCH_DEFAULT;
 }
 
 int
@@ -1123,11 +1140,135 @@ git_hook_configs(struct root *r, const char *gitdir, struct sbx_error *e)
 }
 
 /*
+ * The other repositories below the root: a checkout inside the checkout
+ * (vendor/foo/.git), a directory of separately cloned repositories, a
+ * bare NAME.git, a git directory made with --separate-git-dir.  The
+ * guard refuses *creating* a name in a .git, but an existing config or
+ * hooks/post-checkout opened for writing without O_CREAT (>, cp, mv over
+ * it, truncate) is not something it sees, and the host's next `git
+ * status` in that directory would run what the sandbox wrote.  So they
+ * are searched for when the run is prepared and get the same rule as the
+ * root's .git.
+ *
+ * Breadth first, so that the shallow repositories (where a person runs
+ * git) are found first, and bounded: at most `limit` directories are
+ * read (git_search_limit, sbx-config(1), 0 for none); the search skips nothing by
+ * name (a repository can be anywhere, node_modules included).  Past the
+ * bound the rest of the tree is not searched and the run says so in a
+ * warning: refusing every run in a large tree would only teach people to
+ * turn the search off.  A directory is a repository when it has a .git
+ * (directory, file or link: git_at), and a git directory itself when it
+ * holds HEAD, objects and refs (what git's is_git_directory asks): that
+ * covers NAME.git and --separate-git-dir, whatever the name.  Neither is
+ * descended into (git_rule handles modules/ and worktrees/).  Symlinks
+ * are not followed: a link to a repository in this root is searched at
+ * its real place, one elsewhere is not writable here.
+ */
+static int
+git_search(struct root *r, struct sbx_error *e)
+{
+	struct sbx_strv	 q = SBX_STRV_INIT, kids = SBX_STRV_INIT;
+	struct sbx_error ignored;
+	struct dirent	*de;
+	struct stat	 st;
+	char		 rel[PATH_MAX];
+	const char	*dir;
+	size_t		 head = 0, i;
+	int		 fd, rc = 0, gitdir, dot_git, dropped = 0;
+	unsigned	 marks;
+	DIR		*d;
+
+	if (r->pol->git_search <= 0)
+		return 0;
+	if (sbx_strv_push(&q, "") == -1)
+		return sbx_error_sys(e, "nomem", "protected paths");
+	while (rc == 0 && head < q.n) {
+		dir = q.v[head++];
+		fd = *dir == '\0' ? openat(r->fd, ".", O_RDONLY |
+		    O_DIRECTORY | O_CLOEXEC) : sbx_fs_open_beneath(r->fd, dir,
+		    O_RDONLY | O_DIRECTORY, &ignored);
+		if (fd == -1)
+			continue;	/* gone, or no longer a directory */
+		if ((d = fdopendir(fd)) == NULL) {
+			close(fd);
+			continue;
+		}
+		marks = 0;
+		dot_git = 0;
+		sbx_strv_release(&kids);
+		while ((de = readdir(d)) != NULL) {
+			if (strcmp(de->d_name, ".") == 0 ||
+			    strcmp(de->d_name, "..") == 0)
+				continue;
+			if (strcmp(de->d_name, ".git") == 0) {
+				dot_git = 1;
+				continue;
+			}
+			marks |= strcmp(de->d_name, "HEAD") == 0 ? 1 :
+			    strcmp(de->d_name, "objects") == 0 ? 2 :
+			    strcmp(de->d_name, "refs") == 0 ? 4 : 0;
+			if (de->d_type == DT_UNKNOWN) {
+				if (fstatat(fd, de->d_name, &st,
+				    AT_SYMLINK_NOFOLLOW) == -1 ||
+				    !S_ISDIR(st.st_mode))
+					continue;
+			} else if (de->d_type != DT_DIR)
+				continue;
+			if (snprintf(rel, sizeof(rel), "%s%s%s", dir,
+			    *dir ? "/" : "", de->d_name) >= (int)sizeof(rel))
+				continue;
+			if (sbx_strv_push(&kids, rel) == -1) {
+				rc = sbx_error_sys(e, "nomem",
+				    "protected paths");
+				break;
+			}
+		}
+		closedir(d);
+		if (rc == -1)
+			break;
+		/* The root's own .git is git_root's; a git directory is not
+		 * a work tree to search. */
+		gitdir = *dir != '\0' && marks == 7;
+		if (gitdir) {
+			if (!git_done(r, dir))
+				rc = git_rule(r, dir, e);
+			continue;
+		}
+		if (dot_git && *dir != '\0' && strlen(dir) < PATH_MAX - 6)
+			rc = git_at(r, dir, e);
+		/* The bound: a directory past it is never read (nor kept:
+		 * one huge directory costs no more than the bound). */
+		for (i = 0; rc == 0 && i < kids.n; i++) {
+			if (under(&r->ro, kids.v[i]))
+				continue;
+			if (q.n >= (size_t)r->pol->git_search) {
+				dropped = 1;
+				break;
+			}
+			if (sbx_strv_push(&q, kids.v[i]) == -1)
+				rc = sbx_error_sys(e, "nomem",
+				    "protected paths");
+		}
+	}
+	if (rc == 0 && dropped) {
+		r->pol->git_search_hit++;
+		if (sbx_strv_pushf(&r->pol->warnings, "the search for git "
+		    "repositories below %s stopped at %ld directories "
+		    "(git_search_limit): a repository deeper in the tree is "
+		    "not protected from writes to its existing config and "
+		    "hooks", r->inside, r->pol->git_search) == -1)
+			rc = sbx_error_sys(e, "nomem", "protected paths");
+	}
+	sbx_strv_release(&kids);
+	sbx_strv_release(&q);
+	return rc;
+}
+
+/*
  * The root's repository, and the submodules its .gitmodules names
  * (`git status` recurses into them): each one's .git (a file naming
- * .git/modules/NAME, or a directory) by the rule.  Other repositories
- * below the root are found by the guard as they are written to, not by
- * a walk of the tree (sbx-exec(1), PROTECTED PATHS).
+ * .git/modules/NAME, or a directory) by the rule.  Then every other
+ * repository below the root that a bounded search finds (git_search).
  */
 static int
 git_root(struct root *r, struct sbx_error *e)
@@ -1179,6 +1320,8 @@ git_root(struct root *r, struct sbx_error *e)
 		}
 	}
 	sbx_buf_release(&b);
+	if (rc == 0)
+		rc = git_search(r, e);
 	if (rc == 0)
 		rc = git_configs(r, e);
 	if (rc == 0 && r->gitdirs.n > 0)
