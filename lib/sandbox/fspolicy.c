@@ -28,6 +28,9 @@
  * cannot be swapped for a directory.  A loop refuses the run.
  */
 #include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include <linux/openat2.h>
 
 #include <dirent.h>
 #include <errno.h>
@@ -1164,11 +1167,38 @@ git_hook_configs(struct root *r, const char *gitdir, struct sbx_error *e)
  * are not followed: a link to a repository in this root is searched at
  * its real place, one elsewhere is not writable here.
  */
+/* A directory of the search, beneath the root, no symlink on the way: one
+ * openat2 (the kernel walks the path), or a walk of openat per component
+ * where the kernel lacks it. */
+static int
+search_open(int rootfd, const char *rel)
+{
+	static int	 no_openat2;
+	struct sbx_error ignored;
+	struct open_how	 how;
+	int		 fd;
+
+	if (*rel == '\0')
+		return openat(rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (!no_openat2) {
+		memset(&how, 0, sizeof(how));
+		how.flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+		how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+		    RESOLVE_NO_MAGICLINKS;
+		fd = (int)syscall(SYS_openat2, rootfd, rel, &how, sizeof(how));
+		if (fd >= 0 || (errno != ENOSYS && errno != E2BIG &&
+		    errno != EPERM))
+			return fd;
+		no_openat2 = 1;
+	}
+	return sbx_fs_open_beneath(rootfd, rel, O_RDONLY | O_DIRECTORY,
+	    &ignored);
+}
+
 static int
 git_search(struct root *r, struct sbx_error *e)
 {
 	struct sbx_strv	 q = SBX_STRV_INIT, kids = SBX_STRV_INIT;
-	struct sbx_error ignored;
 	struct dirent	*de;
 	struct stat	 st;
 	char		 rel[PATH_MAX];
@@ -1184,10 +1214,7 @@ git_search(struct root *r, struct sbx_error *e)
 		return sbx_error_sys(e, "nomem", "protected paths");
 	while (rc == 0 && head < q.n) {
 		dir = q.v[head++];
-		fd = *dir == '\0' ? openat(r->fd, ".", O_RDONLY |
-		    O_DIRECTORY | O_CLOEXEC) : sbx_fs_open_beneath(r->fd, dir,
-		    O_RDONLY | O_DIRECTORY, &ignored);
-		if (fd == -1)
+		if ((fd = search_open(r->fd, dir)) == -1)
 			continue;	/* gone, or no longer a directory */
 		if ((d = fdopendir(fd)) == NULL) {
 			close(fd);
