@@ -55,6 +55,7 @@ const char *const sbx_fspolicy_default[] = { ".git", ".gitmodules", ".gitconfig"
 
 #define MAX_ENTRY   256
 #define MAX_ENTRIES 256
+#define SEARCH_BUF  (32 * 1024)
 
 struct root {
 	struct sbx_fspolicy *pol;
@@ -1199,58 +1200,62 @@ static int
 git_search(struct root *r, struct sbx_error *e)
 {
 	struct sbx_strv	 q = SBX_STRV_INIT, kids = SBX_STRV_INIT;
-	struct dirent	*de;
+	struct dirent64	*de;
 	struct stat	 st;
-	char		 rel[PATH_MAX];
+	char		 rel[PATH_MAX], *buf;
 	const char	*dir;
 	size_t		 head = 0, i;
+	ssize_t		 n, off;
 	int		 fd, rc = 0, gitdir, dot_git, dropped = 0;
 	unsigned	 marks;
-	DIR		*d;
 
 	if (r->pol->git_search <= 0)
 		return 0;
-	if (sbx_strv_push(&q, "") == -1)
+	/* getdents64 into one buffer, not opendir: a directory costs an
+	 * open, its reads and a close (this runs before every run). */
+	if ((buf = malloc(SEARCH_BUF)) == NULL || sbx_strv_push(&q, "") == -1) {
+		free(buf);
 		return sbx_error_sys(e, "nomem", "protected paths");
+	}
 	while (rc == 0 && head < q.n) {
 		dir = q.v[head++];
 		if ((fd = search_open(r->fd, dir)) == -1)
 			continue;	/* gone, or no longer a directory */
-		if ((d = fdopendir(fd)) == NULL) {
-			close(fd);
-			continue;
-		}
 		marks = 0;
 		dot_git = 0;
 		sbx_strv_release(&kids);
-		while ((de = readdir(d)) != NULL) {
-			if (strcmp(de->d_name, ".") == 0 ||
-			    strcmp(de->d_name, "..") == 0)
-				continue;
-			if (strcmp(de->d_name, ".git") == 0) {
-				dot_git = 1;
-				continue;
-			}
-			marks |= strcmp(de->d_name, "HEAD") == 0 ? 1 :
-			    strcmp(de->d_name, "objects") == 0 ? 2 :
-			    strcmp(de->d_name, "refs") == 0 ? 4 : 0;
-			if (de->d_type == DT_UNKNOWN) {
-				if (fstatat(fd, de->d_name, &st,
-				    AT_SYMLINK_NOFOLLOW) == -1 ||
-				    !S_ISDIR(st.st_mode))
+		while (rc == 0 && (n = getdents64(fd, buf, SEARCH_BUF)) > 0) {
+			for (off = 0; rc == 0 && off < n; off += de->d_reclen) {
+				de = (struct dirent64 *)(void *)(buf + off);
+				if (strcmp(de->d_name, ".") == 0 ||
+				    strcmp(de->d_name, "..") == 0)
 					continue;
-			} else if (de->d_type != DT_DIR)
-				continue;
-			if (snprintf(rel, sizeof(rel), "%s%s%s", dir,
-			    *dir ? "/" : "", de->d_name) >= (int)sizeof(rel))
-				continue;
-			if (sbx_strv_push(&kids, rel) == -1) {
-				rc = sbx_error_sys(e, "nomem",
-				    "protected paths");
-				break;
+				if (strcmp(de->d_name, ".git") == 0) {
+					dot_git = 1;
+					continue;
+				}
+				marks |= strcmp(de->d_name, "HEAD") == 0 ? 1 :
+				    strcmp(de->d_name, "objects") == 0 ? 2 :
+				    strcmp(de->d_name, "refs") == 0 ? 4 : 0;
+				if (de->d_type == DT_UNKNOWN) {
+					if (fstatat(fd, de->d_name, &st,
+					    AT_SYMLINK_NOFOLLOW) == -1 ||
+					    !S_ISDIR(st.st_mode))
+						continue;
+				} else if (de->d_type != DT_DIR)
+					continue;
+				if (snprintf(rel, sizeof(rel), "%s%s%s", dir,
+				    *dir ? "/" : "", de->d_name) >=
+				    (int)sizeof(rel))
+					continue;
+				if (sbx_strv_push(&kids, rel) == -1) {
+					rc = sbx_error_sys(e, "nomem",
+					    "protected paths");
+					break;
+				}
 			}
 		}
-		closedir(d);
+		close(fd);
 		if (rc == -1)
 			break;
 		/* The root's own .git is git_root's; a git directory is not
@@ -1288,6 +1293,7 @@ git_search(struct root *r, struct sbx_error *e)
 	}
 	sbx_strv_release(&kids);
 	sbx_strv_release(&q);
+	free(buf);
 	return rc;
 }
 
