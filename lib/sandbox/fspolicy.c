@@ -969,7 +969,7 @@ cfg_protect(struct root *r, const char *base, const char *path,
  */
 static int
 git_cfg_paths(struct root *r, const char *text, const char *cfgdir,
-    struct sbx_error *e)
+    const char *wt, struct sbx_error *e)
 {
 	static const char *const cmds[] = { "core.fsmonitor", "core.pager",
 	    "core.editor", "core.askpass", "core.sshcommand",
@@ -1021,7 +1021,7 @@ git_cfg_paths(struct root *r, const char *text, const char *cfgdir,
 			key[i] = (char)(key[i] >= 'A' && key[i] <= 'Z' ?
 			    key[i] | 0x20 : key[i]);
 		if (strcmp(key, "core.hookspath") == 0) {
-			rc = cfg_protect(r, "", v, e);
+			rc = cfg_protect(r, wt, v, e);
 			continue;
 		}
 		if (strcmp(key, "include.path") == 0 ||
@@ -1041,11 +1041,30 @@ git_cfg_paths(struct root *r, const char *text, const char *cfgdir,
 				v++;
 			v[strcspn(v, " \t")] = '\0';
 			if (strchr(v, '/') != NULL)
-				rc = cfg_protect(r, "", v, e);
+				rc = cfg_protect(r, wt, v, e);
 			break;
 		}
 	}
 	return rc;
+}
+
+/* The work tree of gitdir (DIR/.git: DIR, "" for the root's), which a
+ * relative core.hooksPath or command of its config is relative to; -1
+ * when it is not known here (a bare one, modules/NAME). */
+static int
+work_tree(const char *gitdir, char *out, size_t cap)
+{
+	size_t	 n = strlen(gitdir);
+
+	if (strcmp(gitdir, ".git") == 0) {
+		out[0] = '\0';
+		return 0;
+	}
+	if (n < 5 || strcmp(gitdir + n - 5, "/.git") != 0 || n - 5 >= cap)
+		return -1;
+	memcpy(out, gitdir, n - 5);
+	out[n - 5] = '\0';
+	return 0;
 }
 
 /* The root's repository config (beneath the root) and the caller's own
@@ -1056,7 +1075,7 @@ git_configs(struct root *r, struct sbx_error *e)
 	struct sbx_error ignored;
 	struct sbx_buf	 b = SBX_BUF_INIT;
 	const char	*home = getenv("HOME"), *xdg = getenv("XDG_CONFIG_HOME");
-	char		 path[PATH_MAX];
+	char		 path[PATH_MAX], wt[PATH_MAX];
 	size_t		 i;
 	int		 fd, rc = 0;
 
@@ -1072,7 +1091,9 @@ git_configs(struct root *r, struct sbx_error *e)
 			sbx_buf_reset(&b);
 			if (sbx_fs_read_file_at(r->fd, path, 1 << 20, &b,
 			    &ignored) == 0 && b.p != NULL)
-				rc = git_cfg_paths(r, b.p, r->gitdirs.v[i], e);
+				rc = git_cfg_paths(r, b.p, r->gitdirs.v[i],
+				    work_tree(r->gitdirs.v[i], wt, sizeof(wt)) ==
+				    0 ? wt : "", e);
 		}
 	}
 	for (i = 0; rc == 0 && i < 2; i++) {
@@ -1090,7 +1111,7 @@ git_configs(struct root *r, struct sbx_error *e)
 			continue;
 		sbx_buf_reset(&b);
 		if (sbx_fs_read_fd(fd, &b, 1 << 20) == 0 && b.p != NULL)
-			rc = git_cfg_paths(r, b.p, "", e);
+			rc = git_cfg_paths(r, b.p, "", "", e);
 		close(fd);
 	}
 	sbx_buf_release(&b);
@@ -1106,7 +1127,8 @@ git_configs(struct root *r, struct sbx_error *e)
  * run that rewrote one would run code at the person's next commit.
  */
 static int
-git_hook_configs(struct root *r, const char *gitdir, struct sbx_error *e)
+git_hook_configs(struct root *r, const char *gitdir, const char *wt,
+    struct sbx_error *e)
 {
 	static const char *const files[] = { ".pre-commit-config.yaml",
 	    "lefthook.yml", ".lefthook.yml", "lefthook.yaml",
@@ -1138,8 +1160,12 @@ git_hook_configs(struct root *r, const char *gitdir, struct sbx_error *e)
 	}
 	closedir(d);
 	close(dfd);
-	for (i = 0; any && rc == 0 && files[i] != NULL; i++)
-		rc = protect_one(r, files[i], 1, e);
+	for (i = 0; any && rc == 0 && files[i] != NULL; i++) {
+		if (snprintf(rel, sizeof(rel), "%s%s%s", wt, *wt ? "/" : "",
+		    files[i]) >= (int)sizeof(rel))
+			continue;
+		rc = protect_one(r, rel, 1, e);
+	}
 	return rc;
 }
 
@@ -1357,8 +1383,16 @@ git_root(struct root *r, struct sbx_error *e)
 		rc = git_search(r, e);
 	if (rc == 0)
 		rc = git_configs(r, e);
-	if (rc == 0 && r->gitdirs.n > 0)
-		rc = git_hook_configs(r, r->gitdirs.v[0], e);
+	/* The root's repository (first), and each nested one whose work
+	 * tree is known (DIR/.git). */
+	for (i = 0; rc == 0 && i < r->gitdirs.n; i++) {
+		char wt[PATH_MAX];
+
+		if (work_tree(r->gitdirs.v[i], wt, sizeof(wt)) == 0)
+			rc = git_hook_configs(r, r->gitdirs.v[i], wt, e);
+		else if (i == 0)
+			rc = git_hook_configs(r, r->gitdirs.v[i], "", e);
+	}
 	return rc;
 }
 

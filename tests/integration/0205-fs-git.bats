@@ -355,3 +355,24 @@ nested_sums() {
 	echo "$output"
 	[ "$(json_get "$output" .reason)" = config_invalid ]
 }
+
+@test "GIT-09: a nested repository's core.hooksPath and hook manager config are read-only in its own work tree" {
+	git init -q "$W/sub/inner"
+	git -C "$W/sub/inner" config core.hooksPath .githooks
+	git init -q "$W/sub/pc"
+	printf '#!/bin/sh\nexec sh -c "$(sed -n "s/^ *entry: //p" .pre-commit-config.yaml)"\n' \
+	    >"$W/sub/pc/.git/hooks/pre-commit"
+	chmod +x "$W/sub/pc/.git/hooks/pre-commit"
+	printf 'repos:\n- repo: local\n  hooks:\n  - id: ok\n    entry: true\n' \
+	    >"$W/sub/pc/.pre-commit-config.yaml"
+	own "$W"
+	run sbx exec --workdir "$W" -c "$IN"'
+	    (mkdir -p sub/inner/.githooks && printf "#!/bin/sh\ntouch %s\n" '"$PWN"' >sub/inner/.githooks/pre-commit && chmod +x sub/inner/.githooks/pre-commit) 2>/dev/null && echo PLANTED-hookspath
+	    printf "    entry: touch %s\n" '"$PWN"' | wr sub/pc/.pre-commit-config.yaml 2>/dev/null && echo PLANTED-precommit
+	    echo done'
+	echo "$output"
+	host_git "$W/sub/inner" commit -q --allow-empty -m h
+	host_git "$W/sub/pc" commit -q --allow-empty -m h
+	[[ "$output" != *PLANTED* ]]
+	[[ "$output" == *done* ]]
+}
