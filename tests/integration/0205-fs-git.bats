@@ -302,7 +302,7 @@ nested_sums() {
 	before=$(nested_sums)
 	for how in otrunc redir cp mv truncate; do
 		run sbx exec --workdir "$W" -c "$IN"'
-		    mkdir -p ev && cp -r sub/inner/.git/objects sub/inner/.git/refs ev/ && fsm '"$PWN"' >ev/config
+		    rm -rf ev && mkdir ev && cp -r sub/inner/.git/objects sub/inner/.git/refs ev/ && fsm '"$PWN"' >ev/config
 		    printf "#!/bin/sh\ntouch %s\n" '"$PWN"' >hook && chmod +x hook
 		    echo "'"$W"'/ev" >cdir
 		    put() {	# put SRC DEST, one way
@@ -330,6 +330,8 @@ nested_sums() {
 		[[ "$output" != *PLANTED* ]]
 		[[ "$output" == *NESTEDCOMMIT* ]]
 		[ "$(nested_sums)" = "$before" ]
+		# The host's commit (as root) made objects of root's.
+		own "$W"
 	done
 }
 
