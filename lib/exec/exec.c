@@ -640,6 +640,7 @@ prep_fspolicy(struct sbx_exec *p, struct sbx_error *e)
 	sbx_fspolicy_init(&p->fs);
 	if (sbx_fspolicy_config_check(p->agent_cfg, p->agent_rel, e) == -1)
 		return -1;
+	p->fs.git_search = sbx_fspolicy_git_search(p->agent_cfg);
 	for (i = 0; i < p->req->unprotect.n; i++) {
 		const char *u = p->req->unprotect.v[i];
 
@@ -678,6 +679,8 @@ prep_fspolicy(struct sbx_exec *p, struct sbx_error *e)
 				&entries, e) == -1)
 				goto out;
 		}
+		for (i = 0; i < p->fs.warnings.n; i++)
+			warn_add(p, p->fs.warnings.v[i]);
 		for (i = 0; i < un.n; i++) {
 			snprintf(w, sizeof(w),
 			    "protection lifted for this "

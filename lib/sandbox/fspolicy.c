@@ -28,6 +28,9 @@
  * cannot be swapped for a directory.  A loop refuses the run.
  */
 #include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include <linux/openat2.h>
 
 #include <dirent.h>
 #include <errno.h>
@@ -52,6 +55,7 @@ const char *const sbx_fspolicy_default[] = { ".git", ".gitmodules", ".gitconfig"
 
 #define MAX_ENTRY   256
 #define MAX_ENTRIES 256
+#define SEARCH_BUF  (32 * 1024)
 
 struct root {
 	struct sbx_fspolicy *pol;
@@ -69,6 +73,7 @@ void
 sbx_fspolicy_init(struct sbx_fspolicy *p)
 {
 	memset(p, 0, sizeof(*p));
+	p->git_search = SBX_GIT_SEARCH_DEFAULT;
 }
 
 void
@@ -77,6 +82,7 @@ sbx_fspolicy_release(struct sbx_fspolicy *p)
 	sbx_strv_release(&p->ops);
 	sbx_strv_release(&p->init);
 	sbx_strv_release(&p->no_git);
+	sbx_strv_release(&p->warnings);
 }
 
 static int
@@ -182,7 +188,22 @@ sbx_fspolicy_config_check(const json_t *doc, const char *origin,
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
 		    "config_invalid", "%s: `allow_git_config` must be true "
 		    "or false", origin);
+	if ((v = json_object_get(doc, "git_search_limit")) != NULL &&
+	    (!json_is_integer(v) || json_integer_value(v) < 0 ||
+	    json_integer_value(v) > SBX_GIT_SEARCH_MAX))
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
+		    "config_invalid", "%s: `git_search_limit` must be an "
+		    "integer from 0 to %ld", origin, SBX_GIT_SEARCH_MAX);
 	return 0;
+}
+
+long
+sbx_fspolicy_git_search(const json_t *cfg)
+{
+	const json_t	*v = json_object_get(cfg, "git_search_limit");
+
+	return json_is_integer(v) ? (long)json_integer_value(v) :
+	    SBX_GIT_SEARCH_DEFAULT;
 }
 
 int
@@ -948,7 +969,7 @@ cfg_protect(struct root *r, const char *base, const char *path,
  */
 static int
 git_cfg_paths(struct root *r, const char *text, const char *cfgdir,
-    struct sbx_error *e)
+    const char *wt, struct sbx_error *e)
 {
 	static const char *const cmds[] = { "core.fsmonitor", "core.pager",
 	    "core.editor", "core.askpass", "core.sshcommand",
@@ -1000,7 +1021,7 @@ git_cfg_paths(struct root *r, const char *text, const char *cfgdir,
 			key[i] = (char)(key[i] >= 'A' && key[i] <= 'Z' ?
 			    key[i] | 0x20 : key[i]);
 		if (strcmp(key, "core.hookspath") == 0) {
-			rc = cfg_protect(r, "", v, e);
+			rc = cfg_protect(r, wt, v, e);
 			continue;
 		}
 		if (strcmp(key, "include.path") == 0 ||
@@ -1020,11 +1041,30 @@ git_cfg_paths(struct root *r, const char *text, const char *cfgdir,
 				v++;
 			v[strcspn(v, " \t")] = '\0';
 			if (strchr(v, '/') != NULL)
-				rc = cfg_protect(r, "", v, e);
+				rc = cfg_protect(r, wt, v, e);
 			break;
 		}
 	}
 	return rc;
+}
+
+/* The work tree of gitdir (DIR/.git: DIR, "" for the root's), which a
+ * relative core.hooksPath or command of its config is relative to; -1
+ * when it is not known here (a bare one, modules/NAME). */
+static int
+work_tree(const char *gitdir, char *out, size_t cap)
+{
+	size_t	 n = strlen(gitdir);
+
+	if (strcmp(gitdir, ".git") == 0) {
+		out[0] = '\0';
+		return 0;
+	}
+	if (n < 5 || strcmp(gitdir + n - 5, "/.git") != 0 || n - 5 >= cap)
+		return -1;
+	memcpy(out, gitdir, n - 5);
+	out[n - 5] = '\0';
+	return 0;
 }
 
 /* The root's repository config (beneath the root) and the caller's own
@@ -1035,7 +1075,7 @@ git_configs(struct root *r, struct sbx_error *e)
 	struct sbx_error ignored;
 	struct sbx_buf	 b = SBX_BUF_INIT;
 	const char	*home = getenv("HOME"), *xdg = getenv("XDG_CONFIG_HOME");
-	char		 path[PATH_MAX];
+	char		 path[PATH_MAX], wt[PATH_MAX];
 	size_t		 i;
 	int		 fd, rc = 0;
 
@@ -1051,7 +1091,9 @@ git_configs(struct root *r, struct sbx_error *e)
 			sbx_buf_reset(&b);
 			if (sbx_fs_read_file_at(r->fd, path, 1 << 20, &b,
 			    &ignored) == 0 && b.p != NULL)
-				rc = git_cfg_paths(r, b.p, r->gitdirs.v[i], e);
+				rc = git_cfg_paths(r, b.p, r->gitdirs.v[i],
+				    work_tree(r->gitdirs.v[i], wt, sizeof(wt)) ==
+				    0 ? wt : "", e);
 		}
 	}
 	for (i = 0; rc == 0 && i < 2; i++) {
@@ -1069,7 +1111,7 @@ git_configs(struct root *r, struct sbx_error *e)
 			continue;
 		sbx_buf_reset(&b);
 		if (sbx_fs_read_fd(fd, &b, 1 << 20) == 0 && b.p != NULL)
-			rc = git_cfg_paths(r, b.p, "", e);
+			rc = git_cfg_paths(r, b.p, "", "", e);
 		close(fd);
 	}
 	sbx_buf_release(&b);
@@ -1085,7 +1127,8 @@ git_configs(struct root *r, struct sbx_error *e)
  * run that rewrote one would run code at the person's next commit.
  */
 static int
-git_hook_configs(struct root *r, const char *gitdir, struct sbx_error *e)
+git_hook_configs(struct root *r, const char *gitdir, const char *wt,
+    struct sbx_error *e)
 {
 	static const char *const files[] = { ".pre-commit-config.yaml",
 	    "lefthook.yml", ".lefthook.yml", "lefthook.yaml",
@@ -1117,17 +1160,174 @@ git_hook_configs(struct root *r, const char *gitdir, struct sbx_error *e)
 	}
 	closedir(d);
 	close(dfd);
-	for (i = 0; any && rc == 0 && files[i] != NULL; i++)
-		rc = protect_one(r, files[i], 1, e);
+	for (i = 0; any && rc == 0 && files[i] != NULL; i++) {
+		if (snprintf(rel, sizeof(rel), "%s%s%s", wt, *wt ? "/" : "",
+		    files[i]) >= (int)sizeof(rel))
+			continue;
+		rc = protect_one(r, rel, 1, e);
+	}
+	return rc;
+}
+
+/*
+ * The other repositories below the root: a checkout inside the checkout
+ * (vendor/foo/.git), a directory of separately cloned repositories, a
+ * bare NAME.git, a git directory made with --separate-git-dir.  The
+ * guard refuses *creating* a name in a .git, but an existing config or
+ * hooks/post-checkout opened for writing without O_CREAT (>, cp, mv over
+ * it, truncate) is not something it sees, and the host's next `git
+ * status` in that directory would run what the sandbox wrote.  So they
+ * are searched for when the run is prepared and get the same rule as the
+ * root's .git.
+ *
+ * Breadth first, so that the shallow repositories (where a person runs
+ * git) are found first, and bounded: at most `limit` directories are
+ * read (git_search_limit, sbx-config(1), 0 for none); the search skips nothing by
+ * name (a repository can be anywhere, node_modules included).  Past the
+ * bound the rest of the tree is not searched and the run says so in a
+ * warning: refusing every run in a large tree would only teach people to
+ * turn the search off.  A directory is a repository when it has a .git
+ * (directory, file or link: git_at), and a git directory itself when it
+ * holds HEAD, objects and refs (what git's is_git_directory asks): that
+ * covers NAME.git and --separate-git-dir, whatever the name.  Neither is
+ * descended into (git_rule handles modules/ and worktrees/).  Symlinks
+ * are not followed: a link to a repository in this root is searched at
+ * its real place, one elsewhere is not writable here.
+ */
+/* A directory of the search, beneath the root, no symlink on the way: one
+ * openat2 (the kernel walks the path), or a walk of openat per component
+ * where the kernel lacks it. */
+static int
+search_open(int rootfd, const char *rel)
+{
+	static int	 no_openat2;
+	struct sbx_error ignored;
+	struct open_how	 how;
+	int		 fd;
+
+	if (*rel == '\0')
+		return openat(rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (!no_openat2) {
+		memset(&how, 0, sizeof(how));
+		how.flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+		how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+		    RESOLVE_NO_MAGICLINKS;
+		fd = (int)syscall(SYS_openat2, rootfd, rel, &how, sizeof(how));
+		if (fd >= 0 || (errno != ENOSYS && errno != E2BIG &&
+		    errno != EPERM))
+			return fd;
+		no_openat2 = 1;
+	}
+	return sbx_fs_open_beneath(rootfd, rel, O_RDONLY | O_DIRECTORY,
+	    &ignored);
+}
+
+static int
+git_search(struct root *r, struct sbx_error *e)
+{
+	struct sbx_strv	 q = SBX_STRV_INIT, kids = SBX_STRV_INIT;
+	struct dirent64	*de;
+	struct stat	 st;
+	char		 rel[PATH_MAX], *buf;
+	const char	*dir;
+	size_t		 head = 0, i;
+	ssize_t		 n, off;
+	int		 fd, rc = 0, gitdir, dot_git, dropped = 0;
+	unsigned	 marks;
+
+	if (r->pol->git_search <= 0)
+		return 0;
+	/* getdents64 into one buffer, not opendir: a directory costs an
+	 * open, its reads and a close (this runs before every run). */
+	if ((buf = malloc(SEARCH_BUF)) == NULL || sbx_strv_push(&q, "") == -1) {
+		free(buf);
+		return sbx_error_sys(e, "nomem", "protected paths");
+	}
+	while (rc == 0 && head < q.n) {
+		dir = q.v[head++];
+		if ((fd = search_open(r->fd, dir)) == -1)
+			continue;	/* gone, or no longer a directory */
+		marks = 0;
+		dot_git = 0;
+		sbx_strv_release(&kids);
+		while (rc == 0 && (n = getdents64(fd, buf, SEARCH_BUF)) > 0) {
+			for (off = 0; rc == 0 && off < n; off += de->d_reclen) {
+				de = (struct dirent64 *)(void *)(buf + off);
+				if (strcmp(de->d_name, ".") == 0 ||
+				    strcmp(de->d_name, "..") == 0)
+					continue;
+				if (strcmp(de->d_name, ".git") == 0) {
+					dot_git = 1;
+					continue;
+				}
+				marks |= strcmp(de->d_name, "HEAD") == 0 ? 1 :
+				    strcmp(de->d_name, "objects") == 0 ? 2 :
+				    strcmp(de->d_name, "refs") == 0 ? 4 : 0;
+				if (de->d_type == DT_UNKNOWN) {
+					if (fstatat(fd, de->d_name, &st,
+					    AT_SYMLINK_NOFOLLOW) == -1 ||
+					    !S_ISDIR(st.st_mode))
+						continue;
+				} else if (de->d_type != DT_DIR)
+					continue;
+				if (snprintf(rel, sizeof(rel), "%s%s%s", dir,
+				    *dir ? "/" : "", de->d_name) >=
+				    (int)sizeof(rel))
+					continue;
+				if (sbx_strv_push(&kids, rel) == -1) {
+					rc = sbx_error_sys(e, "nomem",
+					    "protected paths");
+					break;
+				}
+			}
+		}
+		close(fd);
+		if (rc == -1)
+			break;
+		/* The root's own .git is git_root's; a git directory is not
+		 * a work tree to search. */
+		gitdir = *dir != '\0' && marks == 7;
+		if (gitdir) {
+			if (!git_done(r, dir))
+				rc = git_rule(r, dir, e);
+			continue;
+		}
+		if (dot_git && *dir != '\0' && strlen(dir) < PATH_MAX - 6)
+			rc = git_at(r, dir, e);
+		/* The bound: a directory past it is never read (nor kept:
+		 * one huge directory costs no more than the bound). */
+		for (i = 0; rc == 0 && i < kids.n; i++) {
+			if (under(&r->ro, kids.v[i]))
+				continue;
+			if (q.n >= (size_t)r->pol->git_search) {
+				dropped = 1;
+				break;
+			}
+			if (sbx_strv_push(&q, kids.v[i]) == -1)
+				rc = sbx_error_sys(e, "nomem",
+				    "protected paths");
+		}
+	}
+	if (rc == 0 && dropped) {
+		r->pol->git_search_hit++;
+		if (sbx_strv_pushf(&r->pol->warnings, "the search for git "
+		    "repositories below %s stopped at %ld directories "
+		    "(git_search_limit): a repository deeper in the tree is "
+		    "not protected from writes to its existing config and "
+		    "hooks", r->inside, r->pol->git_search) == -1)
+			rc = sbx_error_sys(e, "nomem", "protected paths");
+	}
+	sbx_strv_release(&kids);
+	sbx_strv_release(&q);
+	free(buf);
 	return rc;
 }
 
 /*
  * The root's repository, and the submodules its .gitmodules names
  * (`git status` recurses into them): each one's .git (a file naming
- * .git/modules/NAME, or a directory) by the rule.  Other repositories
- * below the root are found by the guard as they are written to, not by
- * a walk of the tree (sbx-exec(1), PROTECTED PATHS).
+ * .git/modules/NAME, or a directory) by the rule.  Then every other
+ * repository below the root that a bounded search finds (git_search).
  */
 static int
 git_root(struct root *r, struct sbx_error *e)
@@ -1180,9 +1380,19 @@ git_root(struct root *r, struct sbx_error *e)
 	}
 	sbx_buf_release(&b);
 	if (rc == 0)
+		rc = git_search(r, e);
+	if (rc == 0)
 		rc = git_configs(r, e);
-	if (rc == 0 && r->gitdirs.n > 0)
-		rc = git_hook_configs(r, r->gitdirs.v[0], e);
+	/* The root's repository (first), and each nested one whose work
+	 * tree is known (DIR/.git). */
+	for (i = 0; rc == 0 && i < r->gitdirs.n; i++) {
+		char wt[PATH_MAX];
+
+		if (work_tree(r->gitdirs.v[i], wt, sizeof(wt)) == 0)
+			rc = git_hook_configs(r, r->gitdirs.v[i], wt, e);
+		else if (i == 0)
+			rc = git_hook_configs(r, r->gitdirs.v[i], "", e);
+	}
 	return rc;
 }
 

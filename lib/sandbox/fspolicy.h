@@ -23,7 +23,20 @@ struct sbx_fspolicy {
 	 * creates is reported after it) */
 	struct sbx_strv	 no_git;
 	int		 nprotected;	/* entries bound or guarded */
+	/* directories read, per writable root, in the search for nested
+	 * repositories (git_search_limit; 0: no search), and how many
+	 * roots the bound stopped */
+	long		 git_search;
+	int		 git_search_hit;
+	/* for the run's warnings */
+	struct sbx_strv	 warnings;
 };
+
+#define SBX_GIT_SEARCH_DEFAULT	20000L
+#define SBX_GIT_SEARCH_MAX	10000000L
+
+/* git_search_limit of an agent configuration (checked), or the default. */
+long	sbx_fspolicy_git_search(const json_t *cfg);
 
 /* The protected entries of every writable root, by default. */
 extern const char *const sbx_fspolicy_default[];

@@ -240,6 +240,8 @@ static const struct sbx_cfg_key keys[] = {
 	    "more protected paths in each writable root (globs)" },
 	{ "allow_git_config", B, A, check_fs,
 	    "let the sandbox write .git/config (remotes)" },
+	{ "git_search_limit", I, A, check_fs,
+	    "directories searched for nested git repositories (0: none)" },
 	{ "read_paths", SS, A, check_fs,
 	    "host paths bound read-only at their own path" },
 	{ "deny_paths", SS, A, check_fs,

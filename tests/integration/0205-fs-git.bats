@@ -266,3 +266,115 @@ host_git() {
 	[[ "$output" != *PLANTED* ]]
 	[[ "$output" == *done* ]]
 }
+
+# GIT-09: a repository below the workdir that is neither the root's nor a
+# submodule (a checkout inside the checkout), its linked worktree, a bare
+# one and a --separate-git-dir one: what exists in them is overwritten in
+# place (no O_CREAT, which the guard does not see) in every way a shell
+# does it, and the host's next git there must run nothing.
+nested_setup() {
+	git init -q "$W/sub/inner"
+	echo i >"$W/sub/inner/i"
+	git -C "$W/sub/inner" add i
+	git -C "$W/sub/inner" commit -qm i
+	printf '#!/bin/sh\nexit 0\n' >"$W/sub/inner/.git/hooks/pre-commit"
+	chmod +x "$W/sub/inner/.git/hooks/pre-commit"
+	# A linked worktree: worktrees/wt/commondir exists.
+	git -C "$W/sub/inner" worktree add -q "$W/sub/wt" 2>/dev/null
+	# Not named .git: a bare repository and a separate git directory,
+	# recognized by what they hold.
+	git init -q --bare "$W/srv/proj"
+	mkdir -p "$W/store"
+	git init -q --separate-git-dir "$W/store/sep" "$W/sub/sep"
+	own "$W"
+}
+
+# Sums of what the sandbox aims at: nothing may change on the host.
+nested_sums() {
+	(cd "$W" && cat sub/inner/.git/config sub/inner/.git/hooks/pre-commit \
+	    sub/inner/.git/worktrees/wt/commondir srv/proj/config \
+	    store/sep/config | md5sum)
+}
+
+@test "GIT-09: a nested repository's existing config, hooks and commondir cannot be overwritten in place (O_TRUNC, >, cp, mv, truncate)" {
+	command -v python3 >/dev/null || skip "python3 is not installed"
+	nested_setup
+	before=$(nested_sums)
+	for how in otrunc redir cp mv truncate; do
+		run sbx exec --workdir "$W" -c "$IN"'
+		    rm -rf ev && mkdir ev && cp -r sub/inner/.git/objects sub/inner/.git/refs ev/ && fsm '"$PWN"' >ev/config
+		    printf "#!/bin/sh\ntouch %s\n" '"$PWN"' >hook && chmod +x hook
+		    echo "'"$W"'/ev" >cdir
+		    put() {	# put SRC DEST, one way
+			case '"$how"' in
+			otrunc) python3 -c "import os,sys; fd=os.open(sys.argv[2], os.O_WRONLY|os.O_TRUNC); os.write(fd, open(sys.argv[1],\"rb\").read())" "$1" "$2" ;;
+			redir) cat "$1" >"$2" ;;
+			cp) cp "$1" "$2" ;;
+			mv) cp "$1" "$1.m" && mv -f "$1.m" "$2" ;;
+			truncate) truncate -s 0 "$2" && cat "$1" | wr "$2" ;;
+			esac
+		    }
+		    for f in sub/inner/.git/config srv/proj/config store/sep/config; do
+			put ev/config $f 2>/dev/null && echo PLANTED-$f
+		    done
+		    put hook sub/inner/.git/hooks/pre-commit 2>/dev/null && echo PLANTED-hook
+		    put cdir sub/inner/.git/worktrees/wt/commondir 2>/dev/null && echo PLANTED-commondir
+		    (cd sub/inner && echo v >>i && git commit -qam v && echo NESTEDCOMMIT)
+		    echo done'
+		echo "$how: $output"
+		# First what matters: the host's git runs nothing planted.
+		host_git "$W/sub/inner" status
+		host_git "$W/sub/wt" status
+		host_git "$W/sub/sep" status
+		host_git "$W/sub/inner" commit -q --allow-empty -m h
+		[[ "$output" != *PLANTED* ]]
+		[[ "$output" == *NESTEDCOMMIT* ]]
+		[ "$(nested_sums)" = "$before" ]
+		# The host's commit (as root) made objects of root's.
+		own "$W"
+	done
+}
+
+@test "GIT-09: the search for nested repositories is bounded by git_search_limit, and says so when it stops" {
+	nested_setup
+	mkdir -p "$SBX_HOME/config/agents"
+	# Within the bound: no warning, the nested config is read-only.
+	run sbx exec --json --workdir "$W" -c 'cat /dev/null >sub/inner/.git/config 2>/dev/null && echo PLANTED; echo done'
+	echo "$output"
+	[[ "$(json_get "$output" '.result.stdout')" != *PLANTED* ]]
+	! json_get "$output" '.warnings[]?' | grep -q git_search_limit
+	# Two directories: the search stops before sub/inner, and says so.
+	printf '{"git_search_limit": 2}\n' >"$SBX_HOME/config/agents/default.json"
+	run sbx exec --json --workdir "$W" -c 'true'
+	echo "$output"
+	json_get "$output" '.warnings[]' | grep -q "stopped at 2 directories (git_search_limit)"
+	# 0: no search, no warning (the guard still refuses new names).
+	printf '{"git_search_limit": 0}\n' >"$SBX_HOME/config/agents/default.json"
+	run sbx exec --json --workdir "$W" -c 'true'
+	! json_get "$output" '.warnings[]?' | grep -q git_search_limit
+	printf '{"git_search_limit": -1}\n' >"$SBX_HOME/config/agents/default.json"
+	run sbx exec --json --workdir "$W" -c 'true'
+	echo "$output"
+	[ "$(json_get "$output" .reason)" = config_invalid ]
+}
+
+@test "GIT-09: a nested repository's core.hooksPath and hook manager config are read-only in its own work tree" {
+	git init -q "$W/sub/inner"
+	git -C "$W/sub/inner" config core.hooksPath .githooks
+	git init -q "$W/sub/pc"
+	printf '#!/bin/sh\nexec sh -c "$(sed -n "s/^ *entry: //p" .pre-commit-config.yaml)"\n' \
+	    >"$W/sub/pc/.git/hooks/pre-commit"
+	chmod +x "$W/sub/pc/.git/hooks/pre-commit"
+	printf 'repos:\n- repo: local\n  hooks:\n  - id: ok\n    entry: true\n' \
+	    >"$W/sub/pc/.pre-commit-config.yaml"
+	own "$W"
+	run sbx exec --workdir "$W" -c "$IN"'
+	    (mkdir -p sub/inner/.githooks && printf "#!/bin/sh\ntouch %s\n" '"$PWN"' >sub/inner/.githooks/pre-commit && chmod +x sub/inner/.githooks/pre-commit) 2>/dev/null && echo PLANTED-hookspath
+	    printf "    entry: touch %s\n" '"$PWN"' | wr sub/pc/.pre-commit-config.yaml 2>/dev/null && echo PLANTED-precommit
+	    echo done'
+	echo "$output"
+	host_git "$W/sub/inner" commit -q --allow-empty -m h
+	host_git "$W/sub/pc" commit -q --allow-empty -m h
+	[[ "$output" != *PLANTED* ]]
+	[[ "$output" == *done* ]]
+}

@@ -100,6 +100,7 @@ static const struct {
 	    "[\"http://127.0.0.1/simple\"]" },
 	{ "protected_paths", "[\"Makefile\"]", "[\"/abs\"]" },
 	{ "allow_git_config", "true", "\"yes\"" },
+	{ "git_search_limit", "100", "-1" },
 	{ "read_paths", "[\"/opt/x\"]", "[\"rel\"]" },
 	{ "deny_paths", "[\"secrets\"]", "[\"../x\"]" },
 	{ "allow_unix_sockets", "[\"/run/x.sock\"]", "[\"x.sock\"]" },

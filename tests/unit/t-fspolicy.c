@@ -2,6 +2,7 @@
 #include <sys/stat.h>
 
 #include <fcntl.h>
+#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,31 @@
 
 #include "fspolicy.h"
 #include "initproto.h"
+
+static int
+rm_one(const char *path, const struct stat *st, int flag, struct FTW *f)
+{
+	return remove(path);
+}
+
+/* mkdir -p dir of rel beneath base, then rel itself: a file, or a
+ * directory when it ends in /. */
+static void
+mk(const char *base, const char *rel)
+{
+	char	 path[PATH_MAX];
+	size_t	 i, n;
+
+	n = (size_t)snprintf(path, sizeof(path), "%s/%s", base, rel);
+	for (i = strlen(base) + 1; i < n; i++)
+		if (path[i] == '/') {
+			path[i] = '\0';
+			mkdir(path, 0755);
+			path[i] = '/';
+		}
+	if (path[n - 1] != '/')
+		close(open(path, O_WRONLY | O_CREAT, 0644));
+}
 
 static json_t *
 js(const char *s)
@@ -57,6 +83,8 @@ main(void)
 		"{\"deny_paths\": [\"../up\"]}",
 		"{\"allow_unix_sockets\": [\"run/x.sock\"]}",
 		"{\"allow_git_config\": 1}",
+		"{\"git_search_limit\": -1}",
+		"{\"git_search_limit\": \"9\"}",
 	};
 	static const char *const good[] = {
 		"{}",
@@ -208,5 +236,71 @@ main(void)
 		(void)(i == 3 ? rmdir(buf) : unlink(buf));
 	}
 	rmdir(tmpl);
+
+	/* Nested repositories: a checkout in the checkout, a bare one and
+	 * a separate git directory by what they hold; not descended. */
+	snprintf(tmpl, sizeof(tmpl), "/tmp/t-fspolicy.XXXXXX");
+	if (mkdtemp(tmpl) == NULL)
+		return 1;
+	mk(tmpl, "sub/inner/.git/config");
+	mk(tmpl, "sub/inner/.git/objects/");
+	mk(tmpl, "srv/proj/HEAD");
+	mk(tmpl, "srv/proj/config");
+	mk(tmpl, "srv/proj/objects/");
+	mk(tmpl, "srv/proj/refs/");
+	mk(tmpl, "srv/proj/hooks/x/HEAD");
+	mk(tmpl, "srv/proj/hooks/x/objects/");
+	mk(tmpl, "srv/proj/hooks/x/refs/");
+	mk(tmpl, "srv/half/HEAD");
+	mk(tmpl, "srv/half/refs/");
+	mk(tmpl, "srv/half/config");
+	fd = open(tmpl, O_PATH | O_DIRECTORY);
+	sbx_fspolicy_init(&p);
+	ok(p.git_search == SBX_GIT_SEARCH_DEFAULT &&
+	    sbx_fspolicy_git_search(NULL) == SBX_GIT_SEARCH_DEFAULT,
+	    "git_search_limit: the default");
+	sbx_fspolicy_entries(NULL, NULL, 0, &ent, &e);
+	roots[0] = tmpl;
+	ok(sbx_fspolicy_protect(&p, fd, tmpl, "/proc/self/fd/8", roots, 1,
+	    &ent, &e) == 0, "nested: plan made");
+	snprintf(buf, sizeof(buf), "%s/sub/inner/.git/config", tmpl);
+	ok(has3(&p.ops, "--ro-bind", "/proc/self/fd/8/sub/inner/.git/config",
+	    buf), "nested sub/inner/.git/config read-only");
+	snprintf(buf, sizeof(buf), "%s/sub/inner/.git/objects", tmpl);
+	ok(!has(&p.ops, buf), "nested: objects stays writable");
+	snprintf(buf, sizeof(buf), "%s/srv/proj/config", tmpl);
+	ok(has3(&p.ops, "--ro-bind", "/proc/self/fd/8/srv/proj/config", buf),
+	    "a bare repository by HEAD, objects, refs: config read-only");
+	snprintf(buf, sizeof(buf), "%s/srv/proj", tmpl);
+	ok(has(&p.init, SBX_INIT_OPT_GITDIR) && has(&p.init, buf),
+	    "a git directory not named .git: the guard's -G");
+	snprintf(buf, sizeof(buf), "%s/srv/half/config", tmpl);
+	ok(!has(&p.ops, buf), "HEAD and refs without objects: not a "
+	    "git directory");
+	snprintf(buf, sizeof(buf), "%s/srv/proj/hooks/x", tmpl);
+	ok(!has(&p.init, buf), "a git directory is not searched inside");
+	ok(p.warnings.n == 0 && p.git_search_hit == 0, "within the bound: "
+	    "no warning");
+	sbx_fspolicy_release(&p);
+
+	/* The bound: the root and sub are read, sub/inner is not. */
+	sbx_fspolicy_init(&p);
+	p.git_search = 2;
+	ok(sbx_fspolicy_protect(&p, fd, tmpl, "/proc/self/fd/8", roots, 1,
+	    &ent, &e) == 0, "bounded: plan made");
+	snprintf(buf, sizeof(buf), "%s/sub/inner/.git/config", tmpl);
+	ok(!has(&p.ops, buf) && p.git_search_hit == 1 && p.warnings.n == 1 &&
+	    strstr(p.warnings.v[0], "git_search_limit") != NULL,
+	    "past the bound: not searched, and a warning that says so");
+	sbx_fspolicy_release(&p);
+	sbx_fspolicy_init(&p);
+	p.git_search = 0;
+	ok(sbx_fspolicy_protect(&p, fd, tmpl, "/proc/self/fd/8", roots, 1,
+	    &ent, &e) == 0 && !has(&p.ops, buf) && p.warnings.n == 0,
+	    "git_search_limit 0: no search, no warning");
+	sbx_fspolicy_release(&p);
+	sbx_strv_release(&ent);
+	close(fd);
+	nftw(tmpl, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	return done_testing();
 }
