@@ -1181,8 +1181,9 @@ git_hook_configs(struct root *r, const char *gitdir, const char *wt,
  * root's .git.
  *
  * Breadth first, so that the shallow repositories (where a person runs
- * git) are found first, and bounded: at most `limit` directories are
- * read (git_search_limit, sbx-config(1), 0 for none); the search skips nothing by
+ * git) are found first, and bounded: SBX_GIT_SEARCH_DEPTH levels down,
+ * and at most `limit` directories are read (git_search_limit,
+ * sbx-config(1), 0 for none); the search skips nothing by
  * name (a repository can be anywhere, node_modules included).  Past the
  * bound the rest of the tree is not searched and the run says so in a
  * warning: refusing every run in a large tree would only teach people to
@@ -1220,6 +1221,17 @@ search_open(int rootfd, const char *rel)
 	}
 	return sbx_fs_open_beneath(rootfd, rel, O_RDONLY | O_DIRECTORY,
 	    &ignored);
+}
+
+/* Levels of rel below the root: "" 0, "a" 1, "a/b" 2. */
+static int
+depth_of(const char *rel)
+{
+	int d = *rel != '\0';
+
+	for (; *rel != '\0'; rel++)
+		d += *rel == '/';
+	return d;
 }
 
 static int
@@ -1296,6 +1308,11 @@ git_search(struct root *r, struct sbx_error *e)
 			rc = git_at(r, dir, e);
 		/* The bound: a directory past it is never read (nor kept:
 		 * one huge directory costs no more than the bound). */
+		/* The depth bound: a per-run walk of the whole tree is what
+		 * DESIGN §7 rules out; nested repositories sit near the top
+		 * (vendor/X, packages/X).  Deeper ones get the guard only. */
+		if (depth_of(dir) >= SBX_GIT_SEARCH_DEPTH)
+			continue;
 		for (i = 0; rc == 0 && i < kids.n; i++) {
 			if (under(&r->ro, kids.v[i]))
 				continue;

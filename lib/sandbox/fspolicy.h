@@ -32,7 +32,11 @@ struct sbx_fspolicy {
 	struct sbx_strv	 warnings;
 };
 
-#define SBX_GIT_SEARCH_DEFAULT	20000L
+#define SBX_GIT_SEARCH_DEFAULT	4096L
+/* Levels below a writable root the search reads (a repository whose work
+ * tree is that deep or shallower is found): the depth of the state-root
+ * scan (SBX_ROOT_SCAN_DEPTH) and of srt's mandatoryDenySearchDepth. */
+#define SBX_GIT_SEARCH_DEPTH	3
 #define SBX_GIT_SEARCH_MAX	10000000L
 
 /* git_search_limit of an agent configuration (checked), or the default. */

@@ -342,7 +342,7 @@ nested_sums() {
 	run sbx exec --json --workdir "$W" -c 'cat /dev/null >sub/inner/.git/config 2>/dev/null && echo PLANTED; echo done'
 	echo "$output"
 	[[ "$(json_get "$output" '.result.stdout')" != *PLANTED* ]]
-	! json_get "$output" '.warnings[]?' | grep -q git_search_limit
+	if json_get "$output" '.warnings[]?' | grep -q git_search_limit; then false; fi
 	# Two directories: the search stops before sub/inner, and says so.
 	printf '{"git_search_limit": 2}\n' >"$SBX_HOME/config/agents/default.json"
 	run sbx exec --json --workdir "$W" -c 'true'
@@ -351,7 +351,7 @@ nested_sums() {
 	# 0: no search, no warning (the guard still refuses new names).
 	printf '{"git_search_limit": 0}\n' >"$SBX_HOME/config/agents/default.json"
 	run sbx exec --json --workdir "$W" -c 'true'
-	! json_get "$output" '.warnings[]?' | grep -q git_search_limit
+	if json_get "$output" '.warnings[]?' | grep -q git_search_limit; then false; fi
 	printf '{"git_search_limit": -1}\n' >"$SBX_HOME/config/agents/default.json"
 	run sbx exec --json --workdir "$W" -c 'true'
 	echo "$output"
@@ -377,4 +377,27 @@ nested_sums() {
 	host_git "$W/sub/pc" commit -q --allow-empty -m h
 	[[ "$output" != *PLANTED* ]]
 	[[ "$output" == *done* ]]
+}
+
+@test "GIT-09: the search reads three levels down: a repository at a/b/c is protected, one deeper has the guard" {
+	mkdir -p "$W/l1/l2/l3" "$W/m1/m2/m3/m4"
+	git init -q "$W/l1/l2/l3"
+	git init -q "$W/m1/m2/m3/m4"
+	own "$W"
+	run sbx exec --json --workdir "$W" -c '
+	    echo x >>l1/l2/l3/.git/config 2>/dev/null && echo PLANTED-3
+	    : >m1/m2/m3/m4/.git/hooks/post-checkout 2>/dev/null && echo PLANTED-NEW
+	    echo x >>m1/m2/m3/m4/.git/config 2>/dev/null && echo WROTE-4
+	    echo done'
+	echo "$output"
+	out=$(json_get "$output" '.result.stdout')
+	[[ "$out" == *done* ]]
+	# Three levels down: found, read-only.
+	[[ "$out" != *PLANTED-3* ]]
+	# Deeper: not searched, but what a shell does (a new name, and `>>`,
+	# which opens with O_CREAT) is still the guard's to refuse; only an
+	# open without O_CREAT is not seen there (documented).
+	[[ "$out" != *PLANTED-NEW* ]]
+	[[ "$out" != *WROTE-4* ]]
+	[ ! -e "$W/m1/m2/m3/m4/.git/hooks/post-checkout" ]
 }
