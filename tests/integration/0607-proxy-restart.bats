@@ -94,3 +94,34 @@ kill_proxy() {
 	    grep -q 'sbx-proxy died during the run and could not be restarted'
 	[ "$(canary_hits)" -eq 0 ]
 }
+
+@test "a background job: the proxy killed mid-run is restarted; poll and wait carry the warning" {
+	proxy_world
+	url="https://allowed.sbx.test:$TLS_PORT/index.txt"
+	run sbx exec --json --background --network proxy --agent alice -- sh -c '
+		c="'"$CURL"' -sS -m 10 --cacert /workspace/agents/alice/ca.pem"
+		$c "'"$url"'" || exit 9
+		touch /workspace/agents/alice/ready
+		while [ ! -e /workspace/agents/alice/go ]; do sleep 0.05; done
+		$c "'"$url"'"; echo "rc=$?"'
+	echo "$output"
+	[ "$status" -eq 0 ]
+	JOB=$(json_get "$output" .result.job)
+	for i in $(seq 600); do
+		[ -e "$AH/ready" ] && break
+		sleep 0.1
+	done
+	[ -e "$AH/ready" ]
+	kill_proxy
+	touch "$AH/go"
+	run sbx exec wait --agent alice --json "$JOB" --timeout 120
+	echo "$output"
+	[ "$(json_get "$output" .result.state)" = exited ]
+	[ "$(json_get "$output" .result.exit_code)" = 0 ]
+	[[ "$(json_get "$output" .result.log_tail)" == *hello-over-tls*rc=0* ]]
+	json_get "$output" '.result.warnings[]' |
+	    grep -q 'sbx-proxy died during the run and was restarted'
+	run sbx exec poll --agent alice --json "$JOB"
+	json_get "$output" '.result.warnings[]' |
+	    grep -q 'sbx-proxy died during the run and was restarted'
+}
