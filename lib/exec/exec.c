@@ -2226,8 +2226,10 @@ relay_restart(struct sbx_exec *p, int k)
 	const char		*what = k == 0 ? "proxy" : "bridge";
 	char			 msg[1400];
 
-	close_fd(relay_ctl(p, k));
 	close_fd(relay_chan(p, k));
+	if (rl->stopped)
+		return;
+	close_fd(relay_ctl(p, k));
 	rl->ctl_watch = 0;
 	if (rl->restarts >= RELAY_RESTARTS) {
 		if (rl->restarts++ == RELAY_RESTARTS) {
@@ -2392,18 +2394,35 @@ relay_watch(void *arg, struct sbx_run *r, int i, short revents)
 {
 	struct sbx_exec	*p = arg;
 	ssize_t		 n;
-	char		 c;
+	char		 buf[64], msg[128];
 	int		 k = i / 2;
 
 	(void)revents;
 	if (i % 2 == 0) {
-		n = recv(*relay_ctl(p, k), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+		n = recv(*relay_ctl(p, k), buf, sizeof(buf), MSG_PEEK |
+		    MSG_DONTWAIT);
 		if (n == 0 || (n == -1 && errno != EAGAIN && errno != EINTR))
 			relay_restart(p, k);
-		else if (n > 0)
+		else if (n > 0) {
 			/* Not ours to read mid-run (the end of the run
-			 * reads the answers): stop watching. */
+			 * reads the answers): stop watching.  A daemon
+			 * stopped on purpose (`sbx proxy stop`) says so
+			 * first, and is not started again: the run's
+			 * connections end as the stop promises. */
 			p->relay[k].ctl_watch = 0;
+			if ((size_t)n >= sizeof(SBX_DAEMON_STOPPING) - 1 &&
+			    memcmp(buf, SBX_DAEMON_STOPPING,
+			    sizeof(SBX_DAEMON_STOPPING) - 1) == 0) {
+				p->relay[k].stopped = 1;
+				close_fd(relay_chan(p, k));
+				snprintf(msg, sizeof(msg), "sbx-%s was "
+				    "stopped (sbx %s stop) during the run: "
+				    "the sandbox's connections to it are "
+				    "closed", k == 0 ? "proxy" : "bridge",
+				    k == 0 ? "proxy" : "bridge");
+				warn_add(p, msg);
+			}
+		}
 	} else
 		relay_pump(p, k);
 	relay_arm(p, r);
@@ -2417,7 +2436,9 @@ finish_proxy(struct sbx_exec *p)
 
 	if (p->proxy_ctl < 0)
 		return;
-	p->violations = sbx_proxyclient_end(p->proxy_ctl, &e);
+	/* Stopped on purpose mid-run: the record went with it. */
+	p->violations = p->relay[0].stopped ? NULL :
+	    sbx_proxyclient_end(p->proxy_ctl, &e);
 	close(p->proxy_ctl);
 	p->proxy_ctl = -1;
 	if (p->violations == NULL) {

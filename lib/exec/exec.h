@@ -113,6 +113,7 @@ struct sbx_exec_relay {
 	char	 tag;		/* its tag */
 	int	 restarts;	/* of the daemon, this run */
 	int	 ctl_watch;	/* watch the control connection for EOF */
+	int	 stopped;	/* the daemon was stopped on purpose */
 };
 
 struct sbx_exec {

@@ -125,3 +125,24 @@ kill_proxy() {
 	json_get "$output" '.result.warnings[]' |
 	    grep -q 'sbx-proxy died during the run and was restarted'
 }
+
+@test "sbx proxy stop mid-run is not a crash: no restart, the next request fails, a warning" {
+	proxy_world
+	run_waiting '$c "https://allowed.sbx.test:'"$TLS_PORT"'/index.txt"; echo "rc=$?"'
+	OLD=$(proxy_pid)
+	run sbx proxy stop
+	[ "$status" -eq 0 ]
+	touch "$AH/go"
+	wait "$EPID" || true
+	cat "$TEST_ROOT/out" "$TEST_ROOT/err"
+	env=$(cat "$TEST_ROOT/out")
+	out=$(json_get "$env" .result.stdout)
+	[ "$(grep -c hello-over-tls <<<"$out")" -eq 1 ]
+	[[ "$out" == *rc=* ]]
+	[[ "$out" != *rc=0* ]]
+	json_get "$env" '.warnings[]' |
+	    grep -q 'sbx-proxy was stopped (sbx proxy stop) during the run'
+	! json_get "$env" '.warnings[]' | grep -q 'restarted'
+	# Nothing started it again.
+	[ -z "$(proxy_pid)" ] || ! proxy_alive "$(proxy_pid)"
+}

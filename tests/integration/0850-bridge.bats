@@ -392,3 +392,30 @@ teardown() { bridge_teardown; }
 	json_get "$(cat "$TEST_ROOT/out")" '.warnings[]' |
 	    grep -q 'sbx-bridge died during the run and could not be restarted'
 }
+
+@test "sbx-bridge stop mid-run is not a crash: no restart, the next call fails, a warning" {
+	"$BRIDGE" stop -q
+	sbx config set bridge.enabled true --agent a -q
+	sbx exec --json --agent a -- sh -c '
+		/run/sbx/bin/sbx-host whoami >/dev/null || exit 9
+		touch /output/ready
+		while [ ! -e /output/go ]; do sleep 0.05; done
+		/run/sbx/bin/sbx-host whoami; echo "rc=$?"' \
+	    >"$TEST_ROOT/out" 2>"$TEST_ROOT/err" &
+	epid=$!
+	for i in $(seq 300); do
+		[ -e "$SBX_HOME/output/a/ready" ] && break
+		sleep 0.1
+	done
+	[ -e "$SBX_HOME/output/a/ready" ]
+	"$BRIDGE" stop -q
+	touch "$SBX_HOME/output/a/go"
+	wait "$epid" || true
+	cat "$TEST_ROOT/out" "$TEST_ROOT/err"
+	out=$(json_get "$(cat "$TEST_ROOT/out")" .result.stdout)
+	[[ "$out" == *rc=69* ]]
+	json_get "$(cat "$TEST_ROOT/out")" '.warnings[]' |
+	    grep -q 'sbx-bridge was stopped (sbx bridge stop) during the run'
+	run "$BRIDGE" status
+	[ "$status" -eq 1 ]
+}
