@@ -1860,7 +1860,6 @@ static int  relay_open(struct sbx_exec_relay *, struct sbx_error *);
 static int  bridge_open(struct sbx_exec *, struct sbx_error *);
 static char *helper_path(struct sbx_exec *, const char *);
 static void close_fd(int *);
-static void close_fd(int *);
 
 /*
  * sbx-host, next to sbx-init, bound at /run/sbx/bin/sbx-host when it is

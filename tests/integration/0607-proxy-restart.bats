@@ -146,3 +146,51 @@ kill_proxy() {
 	# Nothing started it again.
 	[ -z "$(proxy_pid)" ] || ! proxy_alive "$(proxy_pid)"
 }
+
+@test "a proxy that keeps dying is restarted at most 8 times a run, then connections are closed" {
+	proxy_world
+	url="https://allowed.sbx.test:$TLS_PORT/index.txt"
+	"$SBX" exec --json --network proxy --agent alice -- sh -c '
+		c="'"$CURL"' -sS -m 10 --cacert /workspace/agents/alice/ca.pem"
+		for i in 1 2 3 4 5 6 7 8 9 10; do
+			$c "'"$url"'" >/dev/null 2>&1; echo "rc$i=$?"
+			touch /workspace/agents/alice/ready$i
+			while [ ! -e /workspace/agents/alice/go$i ]; do
+				sleep 0.05
+			done
+		done' >"$TEST_ROOT/out" 2>"$TEST_ROOT/err" 3>&- &
+	EPID=$!
+	BG_PIDS+=("$EPID")
+	for n in 1 2 3 4 5 6 7 8 9 10; do
+		for i in $(seq 600); do
+			[ -e "$AH/ready$n" ] && break
+			kill -0 "$EPID" 2>/dev/null || break
+			sleep 0.1
+		done
+		[ -e "$AH/ready$n" ]
+		if [ "$n" -le 9 ]; then
+			kill_proxy
+			# The restart (or not) happens at once, on the end of
+			# the session: wait for it before the next request.
+			for i in $(seq 100); do
+				p=$(proxy_pid)
+				[ -n "$p" ] && [ "$p" != "$OLD" ] && proxy_alive "$p" &&
+				    break
+				[ "$n" -eq 9 ] && break
+				sleep 0.1
+			done
+		fi
+		touch "$AH/go$n"
+	done
+	wait "$EPID" || true
+	cat "$TEST_ROOT/out" "$TEST_ROOT/err"
+	env=$(cat "$TEST_ROOT/out")
+	out=$(json_get "$env" .result.stdout)
+	# Requests 1 to 9 went through (8 restarts), the 10th did not.
+	for n in 1 2 3 4 5 6 7 8 9; do
+		[[ "$out" == *"rc$n=0"* ]]
+	done
+	[[ "$out" != *"rc10=0"* ]]
+	[ "$(json_get "$env" '.warnings[]' | grep -c 'was restarted')" -eq 8 ]
+	json_get "$env" '.warnings[]' | grep -q 'was not restarted (at most 8'
+}
