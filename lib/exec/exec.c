@@ -3471,6 +3471,26 @@ outcome_judge(struct sbx_exec *p, struct sbx_exec_outcome *o)
 	    0) {
 		violation_failure(p, res, o);
 		return;
+	} else if (p->fail_on_violation && p->relay[0].restarts > 0) {
+		/*
+		 * The proxy died mid-run and its record of the denials
+		 * before that went with it: a run that may have had one is
+		 * not called clean (fail closed; relay_open).
+		 */
+		sbx_error_set(&o->err, SBX_K_REJECTED, NULL,
+		    "violations_unknown", "sbx-proxy died during the run and "
+		    "its record of the requests it denied before that is "
+		    "lost, and %s makes a run that may have had one a "
+		    "failure", p->req->fail_on_violation > 0 ?
+		    "--fail-on-violation" :
+		    "the agent's fail_on_violation setting");
+		sbx_error_hint(&o->err, "see run/proxy.log for the requests "
+		    "of this run, or run it again");
+		if (o->code == 0)
+			o->code = SBX_EX_NOPERM;
+		o->extra = extra_of(res, p->warnings);
+		json_object_set(o->extra, "violations", p->violations);
+		return;
 	} else {
 		o->ok = 1;
 		o->result = res;

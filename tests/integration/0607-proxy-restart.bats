@@ -194,3 +194,32 @@ kill_proxy() {
 	[ "$(json_get "$env" '.warnings[]' | grep -c 'was restarted')" -eq 8 ]
 	json_get "$env" '.warnings[]' | grep -q 'was not restarted (at most 8'
 }
+
+@test "--fail-on-violation: a run whose proxy was restarted is not called clean (its earlier denials are lost)" {
+	proxy_world
+	url="https://allowed.sbx.test:$TLS_PORT/index.txt"
+	"$SBX" exec --json --fail-on-violation --network proxy --agent alice -- sh -c '
+		c="'"$CURL"' -sS -m 10 --cacert /workspace/agents/alice/ca.pem"
+		$c -s -o /dev/null "https://evil.sbx.test:'"$TLS_PORT"'/"
+		touch /workspace/agents/alice/ready
+		while [ ! -e /workspace/agents/alice/go ]; do sleep 0.05; done
+		$c "'"$url"'"' >"$TEST_ROOT/out" 2>"$TEST_ROOT/err" 3>&- &
+	EPID=$!
+	BG_PIDS+=("$EPID")
+	for i in $(seq 600); do
+		[ -e "$AH/ready" ] && break
+		kill -0 "$EPID" 2>/dev/null || break
+		sleep 0.1
+	done
+	[ -e "$AH/ready" ]
+	kill_proxy
+	touch "$AH/go"
+	rc=0
+	wait "$EPID" || rc=$?
+	cat "$TEST_ROOT/out" "$TEST_ROOT/err"
+	env=$(cat "$TEST_ROOT/out")
+	[ "$rc" -eq 77 ]
+	[ "$(json_get "$env" .ok)" = false ]
+	[ "$(json_get "$env" .reason)" = violations_unknown ]
+	[[ "$(json_get "$env" .result.stdout)" == *hello-over-tls* ]]
+}
