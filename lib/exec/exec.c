@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1857,6 +1858,10 @@ prep_network(struct sbx_exec *p, struct sbx_error *e)
  * goes to sbx-init; the control connection stays here for the run.
  */
 static int  agent_token(struct sbx_exec *, struct sbx_error *);
+static int  proxy_open(struct sbx_exec *, struct sbx_error *);
+static int  relay_open(struct sbx_exec_relay *, struct sbx_error *);
+static int  bridge_open(struct sbx_exec *, struct sbx_error *);
+static char *helper_path(struct sbx_exec *, const char *);
 static void close_fd(int *);
 
 /*
@@ -1887,7 +1892,7 @@ prep_proxy(struct sbx_exec *p, struct sbx_error *e)
 {
 	struct sbx_netpolicy	 pol;
 	json_t			*allow;
-	char			 run[64], *prog, *slash;
+	char			 run[64];
 	size_t			 i;
 
 	sbx_np_init(&pol);
@@ -1908,41 +1913,64 @@ prep_proxy(struct sbx_exec *p, struct sbx_error *e)
 	if (agent_token(p, e) == -1)
 		return -1;
 
-	/* sbx-proxy lives next to sbx-init. */
-	if ((prog = malloc(strlen(p->init) + 16)) == NULL) {
-		sbx_error_sys(e, "nomem", "proxy path");
-		return -1;
-	}
-	strcpy(prog, p->init);
-	slash = strrchr(prog, '/');
-	strcpy(slash + 1, "sbx-proxy");
 	snprintf(run, sizeof(run), "%d-%lld", (int)getpid(), sbx_now_ms());
 	snprintf(p->proxy_run, sizeof(p->proxy_run), "%s", run);
+	/* Kept for the run: a restarted proxy gets the same session. */
+	p->proxy_allow = allow;
+	if (proxy_open(p, e) == -1)
+		return -1;
+	return relay_open(&p->relay[0], e);
+}
+
+/* The program name next to sbx-init (sbx-proxy, sbx-bridge, ...). */
+static char *
+helper_path(struct sbx_exec *p, const char *name)
+{
+	char	*prog, *slash;
+
+	if ((prog = malloc(strlen(p->init) + strlen(name) + 2)) == NULL)
+		return NULL;
+	strcpy(prog, p->init);
+	slash = strrchr(prog, '/');
+	strcpy(slash + 1, name);
+	return prog;
+}
+
+/* A session with the proxy of this root, starting it when none runs:
+ * p->proxy_ctl and p->proxy_chan, for the agent, p->proxy_allow and
+ * p->proxy_run (at the start of the run, and again when it died). */
+static int
+proxy_open(struct sbx_exec *p, struct sbx_error *e)
+{
+	char	*prog;
+	int	 i;
+
+	if ((prog = helper_path(p, "sbx-proxy")) == NULL)
+		return sbx_error_sys(e, "nomem", "proxy path");
 	/* A proxy that is exiting because it was idle may still accept
 	 * and then close: try again (it, or its successor, answers). */
 	for (i = 0;; i++) {
 		if ((p->proxy_ctl = sbx_proxyclient_ensure(p->root.fd, prog,
 			 p->root.path, e)) != -1 &&
-		    sbx_proxyclient_session(p->proxy_ctl, p->sb.agent, allow,
+		    sbx_proxyclient_session(p->proxy_ctl, p->sb.agent,
+			p->proxy_allow,
 			(p->req->ask ? SBX_PROXYCLIENT_ASK : 0) |
 			(p->req->allow_only ? SBX_PROXYCLIENT_ALLOW_ONLY : 0),
-			run, &p->proxy_chan, e) == 0)
+			p->proxy_run, &p->proxy_chan, e) == 0)
 			break;
-		if (p->proxy_ctl != -1)
-			close(p->proxy_ctl);
-		p->proxy_ctl = -1;
+		close_fd(&p->proxy_ctl);
 		if (i == 3 || e->reason == NULL ||
 		    (strcmp(e->reason, "proxy_unreachable") != 0 &&
 			strcmp(e->reason, "not_running") != 0)) {
 			sbx_error_hint(e,
 			    "run `sbx proxy serve --foreground` "
 			    "to see why the proxy does not answer");
+			free(prog);
 			return -1;
 		}
 		usleep(50000);
 	}
 	free(prog);
-	json_decref(allow);
 	return 0;
 }
 
@@ -2092,32 +2120,41 @@ bridge_session(struct sbx_exec *p, const char *run, struct sbx_error *e)
 static int
 prep_bridge(struct sbx_exec *p, struct sbx_error *e)
 {
-	char run[64], *prog, *slash;
-	int  i;
-
 	if (agent_token(p, e) == -1)
 		return -1;
 	/* sbx-bridge and sbx-host live next to sbx-init. */
-	if ((prog = malloc(strlen(p->init) + 16)) == NULL ||
-	    host_cli_find(p) == -1) {
-		free(prog);
+	if (host_cli_find(p) == -1)
 		return sbx_error_sys(e, "nomem", "bridge path");
-	}
-	strcpy(prog, p->init);
-	slash = strrchr(prog, '/');
-	strcpy(slash + 1, "sbx-bridge");
 	if (p->sb.host_cli == NULL)
 		warn_add(p, "bridge: sbx-host is not bound into this sandbox "
 		    "(not found next to sbx-init, or not reachable by "
 		    "bubblewrap); /run/sbx/bridge.sock still answers");
-	snprintf(run, sizeof(run), "%d-%lld", (int)getpid(), sbx_now_ms());
+	snprintf(p->bridge_run, sizeof(p->bridge_run), "%d-%lld",
+	    (int)getpid(), sbx_now_ms());
+	if (bridge_open(p, e) == -1 || relay_open(&p->relay[1], e) == -1)
+		return -1;
+	p->sb.bridge = 1;
+	return 0;
+}
+
+/* A session with the bridge of this root, starting it when none runs:
+ * p->bridge_ctl and p->bridge_chan (at the start of the run, and again
+ * when it died: the same agent, plugin, secret digests and scrub). */
+static int
+bridge_open(struct sbx_exec *p, struct sbx_error *e)
+{
+	char	*prog;
+	int	 i;
+
+	if ((prog = helper_path(p, "sbx-bridge")) == NULL)
+		return sbx_error_sys(e, "nomem", "bridge path");
 	/* A bridge exiting because it was idle may still accept and then
 	 * close: try again (it, or its successor, answers). */
 	for (i = 0;; i++) {
 		if ((p->bridge_ctl = sbx_daemon_ensure(p->root.fd,
 		    SBX_BRIDGE_SOCK, SBX_BRIDGE_LOCK, "bridge", prog,
 		    p->root.path, e)) != -1 &&
-		    bridge_session(p, run, e) == 0)
+		    bridge_session(p, p->bridge_run, e) == 0)
 			break;
 		close_fd(&p->bridge_ctl);
 		if (i == 3 || e->reason == NULL ||
@@ -2132,8 +2169,265 @@ prep_bridge(struct sbx_exec *p, struct sbx_error *e)
 		usleep(50000);
 	}
 	free(prog);
-	p->sb.bridge = 1;
 	return 0;
+}
+
+/*
+ * The relays.  sbx-init hands every connection of the sandbox (the proxy's
+ * listeners, the bridge's socket) with a one-byte tag over the channel it
+ * has as fd 14 or 23.  That channel ends here, in sbx, which passes each
+ * descriptor on, with its tag, to the daemon's session channel: only the
+ * descriptor goes through sbx, the connection's data flows between the
+ * sandbox and the daemon directly.  sbx holds the session (its control
+ * connection) for the whole run and the daemon writes nothing on it
+ * mid-run, so end of file there, or EPIPE on the session channel, means
+ * the daemon died.  Then sbx starts it again and opens the same session
+ * (agent, allowlist, run id, plugin, secret digests, scrub values), with
+ * a warning in the envelope, and the sandbox's next connection works.
+ * Lost: the connections in flight, the dead proxy's record of the run's
+ * denials, the bridge's in-memory rate windows.  A restart that fails
+ * leaves no channel: connections are closed as they arrive, as when no
+ * daemon answered, never sent anywhere unfiltered.  RELAY_RESTARTS bounds
+ * the restarts of a run, so a daemon that dies on every connection the
+ * sandbox makes cannot keep sbx busy starting it.
+ */
+#define RELAY_RESTARTS	8
+
+static int
+relay_open(struct sbx_exec_relay *rl, struct sbx_error *e)
+{
+	int	 sp[2];
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) == -1)
+		return sbx_error_sys(e, "socketpair", "cannot create the "
+		    "relay channel");
+	rl->init_end = sp[0];
+	rl->mine = sp[1];
+	rl->held = -1;
+	rl->ctl_watch = 1;
+	return 0;
+}
+
+static int *
+relay_ctl(struct sbx_exec *p, int k)
+{
+	return k == 0 ? &p->proxy_ctl : &p->bridge_ctl;
+}
+
+static int *
+relay_chan(struct sbx_exec *p, int k)
+{
+	return k == 0 ? &p->proxy_chan : &p->bridge_chan;
+}
+
+static void
+relay_restart(struct sbx_exec *p, int k)
+{
+	struct sbx_exec_relay	*rl = &p->relay[k];
+	struct sbx_error	 e;
+	const char		*what = k == 0 ? "proxy" : "bridge";
+	char			 msg[1400];
+
+	close_fd(relay_chan(p, k));
+	if (rl->stopped)
+		return;
+	close_fd(relay_ctl(p, k));
+	rl->ctl_watch = 0;
+	if (rl->restarts >= RELAY_RESTARTS) {
+		if (rl->restarts++ == RELAY_RESTARTS) {
+			snprintf(msg, sizeof(msg), "sbx-%s died again during "
+			    "the run and was not restarted (at most %d times "
+			    "a run): the sandbox's connections to it are "
+			    "closed", what, RELAY_RESTARTS);
+			warn_add(p, msg);
+		}
+		return;
+	}
+	rl->restarts++;
+	memset(&e, 0, sizeof(e));
+	if ((k == 0 ? proxy_open(p, &e) : bridge_open(p, &e)) == 0) {
+		rl->ctl_watch = 1;
+		snprintf(msg, sizeof(msg), "sbx-%s died during the run and "
+		    "was restarted: connections in flight were lost%s", what,
+		    k == 0 ? ", and denials before the restart are not in "
+		    "this run's record" : ", and its rate limits start "
+		    "afresh");
+	} else
+		snprintf(msg, sizeof(msg), "sbx-%s died during the run and "
+		    "could not be restarted (%s): the sandbox's connections "
+		    "to it are closed", what, e.message);
+	warn_add(p, msg);
+}
+
+/* One descriptor and its tag from sbx-init: the descriptor; -1 when
+ * nothing waits, -2 at the end, -3 for a message dropped (call again). */
+static int
+relay_recv(int fd, char *tag)
+{
+	char		 cbuf[CMSG_SPACE(4 * sizeof(int))];
+	struct msghdr	 m;
+	struct iovec	 iov;
+	struct cmsghdr	*cm;
+	ssize_t		 n;
+	int		 got = -1, bad = 0, one, j, nfd;
+
+	memset(&m, 0, sizeof(m));
+	iov.iov_base = tag;
+	iov.iov_len = 1;
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	m.msg_control = cbuf;
+	m.msg_controllen = sizeof(cbuf);
+	n = recvmsg(fd, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	if (n == -1)
+		return errno == EAGAIN || errno == EINTR ? -1 : -2;
+	if (n == 0 && m.msg_controllen == 0)
+		return -2;
+	/* Exactly one descriptor, as sbx-init sends: anything else is
+	 * closed, not passed on. */
+	for (cm = CMSG_FIRSTHDR(&m); cm != NULL; cm = CMSG_NXTHDR(&m, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET ||
+		    cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		nfd = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		for (j = 0; j < nfd; j++) {
+			memcpy(&one, CMSG_DATA(cm) + j * sizeof(int),
+			    sizeof(int));
+			if (got == -1)
+				got = one;
+			else {
+				close(one);
+				bad = 1;
+			}
+		}
+	}
+	if (got >= 0 && (bad || n != 1 || (m.msg_flags & MSG_CTRUNC))) {
+		close(got);
+		got = -1;
+	}
+	return got == -1 ? -3 : got;
+}
+
+static int
+relay_send(int chan, int fd, char tag)
+{
+	char		 cbuf[CMSG_SPACE(sizeof(int))];
+	struct msghdr	 m;
+	struct iovec	 iov;
+	struct cmsghdr	*cm;
+
+	memset(&m, 0, sizeof(m));
+	memset(cbuf, 0, sizeof(cbuf));
+	iov.iov_base = &tag;
+	iov.iov_len = 1;
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	m.msg_control = cbuf;
+	m.msg_controllen = sizeof(cbuf);
+	cm = CMSG_FIRSTHDR(&m);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	return sendmsg(chan, &m, MSG_DONTWAIT | MSG_NOSIGNAL) == -1 ? -1 : 0;
+}
+
+/* Pass on what sbx-init sent, holding one descriptor while the daemon's
+ * channel is full (sbx-init holds the next ones: backpressure). */
+static void
+relay_pump(struct sbx_exec *p, int k)
+{
+	struct sbx_exec_relay	*rl = &p->relay[k];
+	int			*chan = relay_chan(p, k);
+	int			 fd;
+
+	for (;;) {
+		if (rl->held < 0) {
+			if ((fd = relay_recv(rl->mine, &rl->tag)) == -1)
+				return;
+			if (fd == -2) {
+				/* sbx-init is gone. */
+				close_fd(&rl->mine);
+				return;
+			}
+			if (fd == -3)
+				continue;
+			rl->held = fd;
+		}
+		if (*chan < 0) {
+			close_fd(&rl->held);
+			continue;
+		}
+		if (relay_send(*chan, rl->held, rl->tag) == 0) {
+			close_fd(&rl->held);
+			continue;
+		}
+		if (errno == EAGAIN || errno == ENOBUFS)
+			return;
+		/* The daemon is gone: start it again and send this
+		 * connection to the new one (bounded: see above). */
+		relay_restart(p, k);
+	}
+}
+
+/* What the run's loop polls for the relays. */
+static void
+relay_arm(struct sbx_exec *p, struct sbx_run *r)
+{
+	struct sbx_exec_relay	*rl;
+	int			 k;
+
+	for (k = 0; k < 2; k++) {
+		rl = &p->relay[k];
+		r->watch[2 * k].fd = rl->ctl_watch ? *relay_ctl(p, k) : -1;
+		r->watch[2 * k].events = POLLIN;
+		if (rl->held >= 0) {
+			r->watch[2 * k + 1].fd = *relay_chan(p, k);
+			r->watch[2 * k + 1].events = POLLOUT;
+		} else {
+			r->watch[2 * k + 1].fd = rl->mine;
+			r->watch[2 * k + 1].events = POLLIN;
+		}
+	}
+}
+
+static void
+relay_watch(void *arg, struct sbx_run *r, int i, short revents)
+{
+	struct sbx_exec	*p = arg;
+	ssize_t		 n;
+	char		 buf[64], msg[128];
+	int		 k = i / 2;
+
+	(void)revents;
+	if (i % 2 == 0) {
+		n = recv(*relay_ctl(p, k), buf, sizeof(buf), MSG_PEEK |
+		    MSG_DONTWAIT);
+		if (n == 0 || (n == -1 && errno != EAGAIN && errno != EINTR))
+			relay_restart(p, k);
+		else if (n > 0) {
+			/* Not ours to read mid-run (the end of the run
+			 * reads the answers): stop watching.  A daemon
+			 * stopped on purpose (`sbx proxy stop`) says so
+			 * first, and is not started again: the run's
+			 * connections end as the stop promises. */
+			p->relay[k].ctl_watch = 0;
+			if ((size_t)n >= sizeof(SBX_DAEMON_STOPPING) - 1 &&
+			    memcmp(buf, SBX_DAEMON_STOPPING,
+			    sizeof(SBX_DAEMON_STOPPING) - 1) == 0) {
+				p->relay[k].stopped = 1;
+				close_fd(relay_chan(p, k));
+				snprintf(msg, sizeof(msg), "sbx-%s was "
+				    "stopped (sbx %s stop) during the run: "
+				    "the sandbox's connections to it are "
+				    "closed", k == 0 ? "proxy" : "bridge",
+				    k == 0 ? "proxy" : "bridge");
+				warn_add(p, msg);
+			}
+		}
+	} else
+		relay_pump(p, k);
+	relay_arm(p, r);
 }
 
 /* After the run: the proxy's denials, for the envelope and for people. */
@@ -2144,7 +2438,9 @@ finish_proxy(struct sbx_exec *p)
 
 	if (p->proxy_ctl < 0)
 		return;
-	p->violations = sbx_proxyclient_end(p->proxy_ctl, &e);
+	/* Stopped on purpose mid-run: the record went with it. */
+	p->violations = p->relay[0].stopped ? NULL :
+	    sbx_proxyclient_end(p->proxy_ctl, &e);
 	close(p->proxy_ctl);
 	p->proxy_ctl = -1;
 	if (p->violations == NULL) {
@@ -2442,6 +2738,8 @@ sbx_exec_validate(struct sbx_exec_req *q, struct sbx_error *e)
 void
 sbx_exec_init(struct sbx_exec *p)
 {
+	int	 i;
+
 	memset(p, 0, sizeof(*p));
 	p->root.fd = -1;
 	p->home_fd = p->output_fd = p->workdir_fd = p->workdir_tree = -1;
@@ -2450,6 +2748,9 @@ sbx_exec_init(struct sbx_exec *p)
 	p->etc_fd = p->userns_fd = -1;
 	p->proxy_ctl = p->proxy_chan = -1;
 	p->bridge_ctl = p->bridge_chan = -1;
+	for (i = 0; i < 2; i++)
+		p->relay[i].init_end = p->relay[i].mine =
+		    p->relay[i].held = -1;
 	p->tty_size_fd = -1;
 	p->ask_hold_fd = -1;
 	p->sb.image_fd = -1;
@@ -2683,8 +2984,14 @@ sbx_exec_run_setup(struct sbx_exec *p, struct sbx_run *r)
 		r->slot[SBX_FD_USERNS] = p->userns_fd;
 	r->slot[SBX_FD_SECCOMP] = p->seccomp_fd;
 	r->slot[SBX_FD_INIT] = p->init_fd;
-	r->slot[SBX_FD_PROXY] = p->proxy_chan;
-	r->slot[SBX_FD_BRIDGE] = p->bridge_chan;
+	/* sbx-init's channels end here, at the relays (see relay_open). */
+	r->slot[SBX_FD_PROXY] = p->relay[0].init_end;
+	r->slot[SBX_FD_BRIDGE] = p->relay[1].init_end;
+	if (p->relay[0].mine >= 0 || p->relay[1].mine >= 0) {
+		relay_arm(p, r);
+		r->watch_cb = relay_watch;
+		r->watch_arg = p;
+	}
 	for (i = 0; i < p->nxwd; i++)
 		r->slot[SBX_FD_XWORKDIR + i] = p->xwd[i].tree >= 0 ?
 		    p->xwd[i].tree : p->xwd[i].fd;
@@ -3167,6 +3474,26 @@ outcome_judge(struct sbx_exec *p, struct sbx_exec_outcome *o)
 	    0) {
 		violation_failure(p, res, o);
 		return;
+	} else if (p->fail_on_violation && p->relay[0].restarts > 0) {
+		/*
+		 * The proxy died mid-run and its record of the denials
+		 * before that went with it: a run that may have had one is
+		 * not called clean (fail closed; relay_open).
+		 */
+		sbx_error_set(&o->err, SBX_K_REJECTED, NULL,
+		    "violations_unknown", "sbx-proxy died during the run and "
+		    "its record of the requests it denied before that is "
+		    "lost, and %s makes a run that may have had one a "
+		    "failure", p->req->fail_on_violation > 0 ?
+		    "--fail-on-violation" :
+		    "the agent's fail_on_violation setting");
+		sbx_error_hint(&o->err, "see run/proxy.log for the requests "
+		    "of this run, or run it again");
+		if (o->code == 0)
+			o->code = SBX_EX_NOPERM;
+		o->extra = extra_of(res, p->warnings);
+		json_object_set(o->extra, "violations", p->violations);
+		return;
 	} else {
 		o->ok = 1;
 		o->result = res;
@@ -3232,6 +3559,13 @@ sbx_exec_release(struct sbx_exec *p)
 	close_fd(&p->proxy_chan);
 	close_fd(&p->bridge_ctl);
 	close_fd(&p->bridge_chan);
+	for (i = 0; i < 2; i++) {
+		close_fd(&p->relay[i].init_end);
+		close_fd(&p->relay[i].mine);
+		close_fd(&p->relay[i].held);
+	}
+	json_decref(p->proxy_allow);
+	p->proxy_allow = NULL;
 	free(p->host_cli);
 	p->host_cli = NULL;
 	close_fd(&p->home_fd);

@@ -105,6 +105,17 @@ struct sbx_exec_req {
 };
 
 /* Everything a run needs, validated and opened, and what happened. */
+/* A relay between sbx-init and a daemon (see relay_open in exec.c). */
+struct sbx_exec_relay {
+	int	 init_end;	/* sbx-init's fd 14 or 23 */
+	int	 mine;		/* what sbx-init sends arrives here */
+	int	 held;		/* a connection waiting for room, or -1 */
+	char	 tag;		/* its tag */
+	int	 restarts;	/* of the daemon, this run */
+	int	 ctl_watch;	/* watch the control connection for EOF */
+	int	 stopped;	/* the daemon was stopped on purpose */
+};
+
 struct sbx_exec {
 	const struct sbx_exec_req *req;
 	const char		*network;	/* the mode in force */
@@ -147,11 +158,17 @@ struct sbx_exec {
 	char			 agent_rel[128];
 	int			 proxy_ctl, proxy_chan;
 	char			 proxy_run[64];	/* the session's run id */
+	json_t			*proxy_allow;	/* the session's allowlist */
+	/* sbx-init's channels to the proxy [0] and the bridge [1] end
+	 * here: sbx passes the connections on and restarts a daemon that
+	 * died (relay_open in exec.c). */
+	struct sbx_exec_relay	 relay[2];
 	char			 proxy_token[SBX_TOKEN_LEN + 1];
 	json_t			*violations;	/* proxy mode, after the run */
 	int			 fail_on_violation; /* in force */
 	int			 bridge; /* bridge.enabled */
 	int			 bridge_ctl, bridge_chan;
+	char			 bridge_run[64];	/* the session's run id */
 	char			*host_cli; /* sbx-host, or NULL */
 	struct sbx_cgroup	 cg;
 	char			*cg_v2root;	/* cgroup_v2_root, or NULL */

@@ -34,6 +34,7 @@
 #include "root.h"
 #include "run.h"
 #include "runlimits.h"
+#include "scrub.h"
 #include "time.h"
 
 static int
@@ -65,6 +66,7 @@ monitor(struct sbx_exec *p, const char *id, int jobs_fd, int log_fd,
 	unsigned long long	 st = 0;
 	char			 now[32], line[32];
 	int			 devnull, rc;
+	size_t			 nwarn;
 	json_t			*ev;
 
 	if ((devnull = open("/dev/null", O_RDWR)) >= 0) {
@@ -129,7 +131,19 @@ monitor(struct sbx_exec *p, const char *id, int jobs_fd, int log_fd,
 	r.sink_write = log_sink;
 	r.sink_arg = &jl;
 	r.notify_fd = notify_fd;
+	nwarn = json_array_size(p->warnings);
 	rc = sbx_run_sandbox(&r, &e);
+	/* What happened during the run (a daemon restarted, see relay_open
+	 * in exec.c) for poll and wait: there is no envelope of the run. */
+	if (json_array_size(p->warnings) > nwarn) {
+		json_t	*w = json_array();
+		size_t	 k;
+
+		for (k = nwarn; k < json_array_size(p->warnings); k++)
+			json_array_append(w, json_array_get(p->warnings, k));
+		sbx_scrub_json(p->secrets.scrub, w);
+		json_object_set_new(rec, "warnings", w);
+	}
 	if ((ev = sbx_exec_finish_limits(p, &r)) != NULL) {
 		if (json_object_size(ev) > 0)
 			json_object_set(rec, "limit_events", ev);
@@ -345,6 +359,9 @@ job_status_fields(json_t *res, json_t *rec, int *alive)
 		json_object_set(res, "killed_by", v);
 	if ((v = json_object_get(rec, "limit")) != NULL)
 		json_object_set(res, "limit", v);
+	if ((v = json_object_get(rec, "warnings")) != NULL &&
+	    json_is_array(v))
+		json_object_set(res, "warnings", v);
 }
 
 /* log_tail, log_truncated and log_dropped_bytes of a job into res. */

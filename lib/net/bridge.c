@@ -1146,6 +1146,14 @@ sbx_bridge_serve(int rootfd, int listen_fd, const struct sbx_bridge_config *cfg,
 		}
 		sweep();
 	}
+	/* A stop asked for: each run's sbx exec is told, so that it does
+	 * not start the bridge again (see proxy.c). */
+	if (P.stop)
+		for (s = P.sessions; s != NULL; s = s->next)
+			if (s->chan >= 0)
+				(void)!send(s->ctl, SBX_DAEMON_STOPPING "\n",
+				    sizeof(SBX_DAEMON_STOPPING), MSG_NOSIGNAL |
+				    MSG_DONTWAIT);
 	while (P.sessions != NULL)
 		session_free(P.sessions);
 	MHD_stop_daemon(P.d);

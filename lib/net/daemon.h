@@ -40,6 +40,11 @@ int	sbx_daemon_wait_gone(int rootfd, const char *pidname, const char *what,
 	    int timeout_ms, struct sbx_error *);
 /* A connection to run/SOCK, starting `prog serve --home home -q` under
  * run/LOCK first when none answers. */
+/* The line a daemon stopped on purpose (`sbx proxy stop`, `sbx bridge
+ * stop`) sends on each run's session before it closes it: sbx exec then
+ * does not start it again as it does one that died. */
+#define SBX_DAEMON_STOPPING	"{\"stopping\":true}"
+
 int sbx_daemon_ensure(int rootfd, const char *sock, const char *lock,
     const char *what, const char *prog, const char *home, struct sbx_error *);
 

@@ -2964,6 +2964,18 @@ sbx_proxy_serve(int rootfd, int listen_fd,
 			next_sweep = t + SWEEP_MS;
 		}
 	}
+	/*
+	 * A stop asked for (sbx proxy stop, "its sessions end"): each run's
+	 * sbx exec is told so first, because it takes the end of its
+	 * session for a crash and starts the proxy again otherwise (see
+	 * relay_open in lib/exec/exec.c).  A proxy that dies says nothing.
+	 */
+	if (P.stop)
+		for (s = P.sessions; s != NULL; s = s->next)
+			if (!s->closed && !s->follow && s->chan >= 0)
+				(void)!send(s->ctl, SBX_DAEMON_STOPPING "\n",
+				    sizeof(SBX_DAEMON_STOPPING), MSG_NOSIGNAL |
+				    MSG_DONTWAIT);
 	/* Shut down: sessions (and their connections) first. */
 	while ((s = P.sessions) != NULL)
 		session_free(s);

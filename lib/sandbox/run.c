@@ -64,6 +64,8 @@ sbx_run_init(struct sbx_run *r)
 	r->signal_fd = r->notify_fd = -1;
 	r->tty_size_fd = -1;
 	r->hold_fd = -1;
+	for (i = 0; i < SBX_RUN_NWATCH; i++)
+		r->watch[i].fd = -1;
 	r->exit_code = -1;
 	r->max_output = 1 << 20;
 }
@@ -504,7 +506,7 @@ flush_held(struct sbx_run *r, struct stream *err)
 int
 sbx_run_sandbox(struct sbx_run *r, struct sbx_error *e)
 {
-	struct pollfd	 pfd[9];
+	struct pollfd	 pfd[9 + SBX_RUN_NWATCH];
 	struct stream	 out, err, tt;
 	struct termios	 tio;
 	char		 buf[65536], stbuf[PATH_MAX + 64], ibuf[4096];
@@ -654,6 +656,10 @@ sbx_run_sandbox(struct sbx_run *r, struct sbx_error *e)
 		pfd[n].fd = ilen > 0 ? tw : -1;
 		pfd[n++].events = POLLOUT;
 		pfd[n].fd = hfd;	pfd[n++].events = POLLIN;
+		for (i = 0; i < SBX_RUN_NWATCH; i++) {
+			pfd[n].fd = r->watch_cb != NULL ? r->watch[i].fd : -1;
+			pfd[n++].events = r->watch[i].events;
+		}
 		if (poll(pfd, (nfds_t)n, dl > 0x7fffffff ? 0x7fffffff :
 		    (int)dl) == -1) {
 			if (errno == EINTR)
@@ -789,6 +795,11 @@ sbx_run_sandbox(struct sbx_run *r, struct sbx_error *e)
 				tw = tin = -1;
 			}
 		}
+		/* The caller's descriptors (see watch in run.h). */
+		for (i = 0; i < SBX_RUN_NWATCH; i++)
+			if (pfd[9 + i].fd >= 0 && pfd[9 + i].revents != 0)
+				r->watch_cb(r->watch_arg, r, i,
+				    pfd[9 + i].revents);
 		sig = 0;
 		if (r->signal_fd >= 0 && (pfd[4].revents & POLLIN) &&
 		    read(r->signal_fd, &c, 1) == 1)

@@ -16,6 +16,8 @@
 
 #define SBX_RUN_SPAWN	((pid_t)-2)	/* fork_hook: start it the cheap way */
 
+#define SBX_RUN_NWATCH	4
+
 struct sbx_run {
 	/* in */
 	char *const	 *bwrap_argv;
@@ -90,6 +92,19 @@ struct sbx_run {
 	 * too.  The pipe is closed at the end of stdin_fd.
 	 */
 	int		  stdin_relay;
+	/*
+	 * Descriptors the loop also polls for the caller (sbx exec's relays
+	 * to sbx-proxy and sbx-bridge, lib/exec/exec.c): an entry with fd -1
+	 * is skipped; on an event, watch_cb(watch_arg, r, i, revents) runs
+	 * and may change watch[i] (fd, events) for the next round.  It must
+	 * not block for long: the loop keeps the run's deadlines.
+	 */
+	struct {
+		int	  fd;
+		short	  events;
+	}		  watch[SBX_RUN_NWATCH];
+	void		(*watch_cb)(void *, struct sbx_run *, int, short);
+	void		 *watch_arg;
 
 	/* out */
 	pid_t		  bwrap_pid;

@@ -312,14 +312,21 @@ teardown() { bridge_teardown; }
 	[ "$status" -eq 1 ]
 }
 
-@test "the bridge killed mid-run: the sandbox gets a clean error" {
+# Issue 30: sbx exec holds the session and relays sbx-init's connections,
+# so a bridge that dies mid-run is started again and the same session
+# re-opened: the sandbox's next call works, and the envelope says what
+# happened.
+@test "the bridge killed mid-run: restarted, the next call works, a warning" {
 	"$BRIDGE" stop -q
 	sbx config set bridge.enabled true --agent a -q
-	sbx exec --agent a -- sh -c '
-		/run/sbx/bin/sbx-host whoami >/dev/null || exit 9
+	sbx exec --json --agent a -- sh -c '
+		/run/sbx/bin/sbx-host memory store "before the kill" >/dev/null ||
+		    exit 9
 		touch /output/ready
 		while [ ! -e /output/go ]; do sleep 0.05; done
-		/run/sbx/bin/sbx-host whoami; echo "rc=$?"' >"$TEST_ROOT/out" 2>&1 &
+		/run/sbx/bin/sbx-host whoami; echo "rc=$?"
+		/run/sbx/bin/sbx-host memory query "the kill"' \
+	    >"$TEST_ROOT/out" 2>"$TEST_ROOT/err" &
 	epid=$!
 	# Killed only once the run has been served once (a first run in a
 	# new root may take a while to start: its /etc is built then).
@@ -328,10 +335,87 @@ teardown() { bridge_teardown; }
 		sleep 0.1
 	done
 	[ -e "$SBX_HOME/output/a/ready" ]
-	kill -9 "$(cat "$SBX_HOME/run/bridge.pid")"
+	old=$(cat "$SBX_HOME/run/bridge.pid")
+	kill -9 "$old"
+	for i in $(seq 100); do
+		kill -0 "$old" 2>/dev/null || break
+		sleep 0.05
+	done
 	touch "$SBX_HOME/output/a/go"
 	wait "$epid" || true
-	cat "$TEST_ROOT/out"
-	grep -q 'rc=69' "$TEST_ROOT/out"
-	grep -q 'sbx-host: .*bridge' "$TEST_ROOT/out"
+	cat "$TEST_ROOT/out" "$TEST_ROOT/err"
+	out=$(json_get "$(cat "$TEST_ROOT/out")" .result.stdout)
+	# The same session: agent a; the stored record survived.
+	[[ "$out" == *'"agent":"a"'* ]]
+	[[ "$out" == *rc=0* ]]
+	[[ "$out" == *'before the kill'* ]]
+	json_get "$(cat "$TEST_ROOT/out")" '.warnings[]' |
+	    grep -q 'sbx-bridge died during the run and was restarted'
+	# A new bridge serves this root.
+	new=$(cat "$SBX_HOME/run/bridge.pid")
+	[ "$new" != "$old" ]
+	kill -0 "$new"
+}
+
+@test "the bridge killed mid-run and not restartable: the next call fails cleanly, a warning" {
+	"$BRIDGE" stop -q
+	sbx config set bridge.enabled true --agent a -q
+	sbx exec --json --agent a -- sh -c '
+		/run/sbx/bin/sbx-host whoami >/dev/null || exit 9
+		touch /output/ready
+		while [ ! -e /output/go ]; do sleep 0.05; done
+		/run/sbx/bin/sbx-host whoami; echo "rc=$?"' \
+	    >"$TEST_ROOT/out" 2>"$TEST_ROOT/err" &
+	epid=$!
+	for i in $(seq 300); do
+		[ -e "$SBX_HOME/output/a/ready" ] && break
+		sleep 0.1
+	done
+	[ -e "$SBX_HOME/output/a/ready" ]
+	# A bridge that cannot start again: its socket's place is a
+	# directory (the running one keeps listening on the socket it has).
+	old=$(cat "$SBX_HOME/run/bridge.pid")
+	mv "$SBX_HOME/run/bridge.sock" "$SBX_HOME/run/bridge.sock.old"
+	mkdir "$SBX_HOME/run/bridge.sock"
+	kill -9 "$old"
+	for i in $(seq 100); do
+		kill -0 "$old" 2>/dev/null || break
+		sleep 0.05
+	done
+	touch "$SBX_HOME/output/a/go"
+	wait "$epid" || true
+	rmdir "$SBX_HOME/run/bridge.sock"
+	rm -f "$SBX_HOME/run/bridge.sock.old"
+	cat "$TEST_ROOT/out" "$TEST_ROOT/err"
+	out=$(json_get "$(cat "$TEST_ROOT/out")" .result.stdout)
+	[[ "$out" == *rc=69* ]]
+	json_get "$(cat "$TEST_ROOT/out")" '.warnings[]' |
+	    grep -q 'sbx-bridge died during the run and could not be restarted'
+}
+
+@test "sbx-bridge stop mid-run is not a crash: no restart, the next call fails, a warning" {
+	"$BRIDGE" stop -q
+	sbx config set bridge.enabled true --agent a -q
+	sbx exec --json --agent a -- sh -c '
+		/run/sbx/bin/sbx-host whoami >/dev/null || exit 9
+		touch /output/ready
+		while [ ! -e /output/go ]; do sleep 0.05; done
+		/run/sbx/bin/sbx-host whoami; echo "rc=$?"' \
+	    >"$TEST_ROOT/out" 2>"$TEST_ROOT/err" &
+	epid=$!
+	for i in $(seq 300); do
+		[ -e "$SBX_HOME/output/a/ready" ] && break
+		sleep 0.1
+	done
+	[ -e "$SBX_HOME/output/a/ready" ]
+	"$BRIDGE" stop -q
+	touch "$SBX_HOME/output/a/go"
+	wait "$epid" || true
+	cat "$TEST_ROOT/out" "$TEST_ROOT/err"
+	out=$(json_get "$(cat "$TEST_ROOT/out")" .result.stdout)
+	[[ "$out" == *rc=69* ]]
+	json_get "$(cat "$TEST_ROOT/out")" '.warnings[]' |
+	    grep -q 'sbx-bridge was stopped (sbx bridge stop) during the run'
+	run "$BRIDGE" status
+	[ "$status" -eq 1 ]
 }
