@@ -168,7 +168,7 @@ struct sbx_exec {
 	int			 fail_on_violation; /* in force */
 	int			 bridge; /* bridge.enabled */
 	int			 bridge_ctl, bridge_chan;
-	char			 bridge_run[64];	/* the session's run id */
+	char			 bridge_run[64]; /* the session's run id */
 	char			*host_cli; /* sbx-host, or NULL */
 	struct sbx_cgroup	 cg;
 	char			*cg_v2root;	/* cgroup_v2_root, or NULL */

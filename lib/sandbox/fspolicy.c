@@ -47,11 +47,11 @@
 #include "initproto.h"
 
 /* ".git" is the git rule (git_root below), not one read-only path. */
-const char *const sbx_fspolicy_default[] = { ".git", ".gitmodules", ".gitconfig", ".envrc",
-	".vscode", ".idea", ".claude", ".cursor", ".mcp.json", ".devcontainer",
-	".bashrc", ".bash_profile", ".bash_login", ".profile", ".zshrc",
-	".zprofile", ".zshenv", ".ripgreprc", ".npmrc", ".pypirc", ".netrc",
-	".ssh", ".gnupg", NULL };
+const char *const sbx_fspolicy_default[] = { ".git", ".gitmodules",
+	".gitconfig", ".envrc", ".vscode", ".idea", ".claude", ".cursor",
+	".mcp.json", ".devcontainer", ".bashrc", ".bash_profile", ".bash_login",
+	".profile", ".zshrc", ".zprofile", ".zshenv", ".ripgreprc", ".npmrc",
+	".pypirc", ".netrc", ".ssh", ".gnupg", NULL };
 
 #define MAX_ENTRY   256
 #define MAX_ENTRIES 256
@@ -739,8 +739,10 @@ git_rule(struct root *r, const char *rel, struct sbx_error *e)
 		return 0;
 	if (r->gitdirs.n >= MAX_ENTRIES)
 		return sbx_error_set(e, SBX_K_REJECTED, "workdir",
-		    "too_many_repositories", "refusing to run: more than %d "
-		    "git directories to protect in %s", MAX_ENTRIES, r->inside);
+		    "too_many_repositories",
+		    "refusing to run: more than %d "
+		    "git directories to protect in %s",
+		    MAX_ENTRIES, r->inside);
 	if (sbx_strv_push(&r->gitdirs, rel) == -1)
 		return sbx_error_sys(e, "nomem", "protected paths");
 	/* The directory over itself (and each one on the way): a mount
@@ -753,7 +755,8 @@ git_rule(struct root *r, const char *rel, struct sbx_error *e)
 		for (i = 0; pre[i] != '\0'; i++)
 			if (pre[i] == '/') {
 				pre[i] = '\0';
-				if (!under(&r->ro, pre) && self_bind(r, pre) == -1)
+				if (!under(&r->ro, pre) &&
+				    self_bind(r, pre) == -1)
 					return sbx_error_sys(e, "nomem",
 					    "protected paths");
 				pre[i] = '/';
@@ -1074,7 +1077,8 @@ git_configs(struct root *r, struct sbx_error *e)
 {
 	struct sbx_error ignored;
 	struct sbx_buf	 b = SBX_BUF_INIT;
-	const char	*home = getenv("HOME"), *xdg = getenv("XDG_CONFIG_HOME");
+	const char	*home = getenv("HOME");
+	const char	*xdg = getenv("XDG_CONFIG_HOME");
 	char		 path[PATH_MAX], wt[PATH_MAX];
 	size_t		 i;
 	int		 fd, rc = 0;
@@ -1082,18 +1086,20 @@ git_configs(struct root *r, struct sbx_error *e)
 	for (i = 0; rc == 0 && i < r->gitdirs.n; i++) {
 		/* The repository's own, and its worktree config. */
 		static const char *const names[] = { "config",
-		    "config.worktree" };
-		size_t j;
+			"config.worktree" };
+		size_t			 j;
 
 		for (j = 0; rc == 0 && j < 2; j++) {
 			snprintf(path, sizeof(path), "%s/%s", r->gitdirs.v[i],
 			    names[j]);
 			sbx_buf_reset(&b);
 			if (sbx_fs_read_file_at(r->fd, path, 1 << 20, &b,
-			    &ignored) == 0 && b.p != NULL)
-				rc = git_cfg_paths(r, b.p, r->gitdirs.v[i],
-				    work_tree(r->gitdirs.v[i], wt, sizeof(wt)) ==
-				    0 ? wt : "", e);
+				&ignored) != 0 ||
+			    b.p == NULL)
+				continue;
+			if (work_tree(r->gitdirs.v[i], wt, sizeof(wt)) != 0)
+				wt[0] = '\0';
+			rc = git_cfg_paths(r, b.p, r->gitdirs.v[i], wt, e);
 		}
 	}
 	for (i = 0; rc == 0 && i < 2; i++) {
