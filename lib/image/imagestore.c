@@ -305,8 +305,10 @@ sbx_imagestore_rm(int rootfd, const char *ref, int force, json_t *res,
 		/* No template: no name may point at it any more. */
 		json_object_foreach_safe (names, tmp, k, v)
 			if (strcmp(json_string_value(v), digest) == 0) {
-				json_object_del(names, k);
+				/* k is the object's own key: freed by the
+				 * delete, so recorded first. */
 				json_array_append_new(gone, json_string(k));
+				json_object_del(names, k);
 			}
 		json_array_clear(left);
 	}

@@ -2424,13 +2424,17 @@ sbx_proxy_lookup(const struct sbx_proxy_config *cfg, const char *host,
 	while (!l.done) {
 		bits = ares_getsock(ch, socks, ARES_GETSOCK_MAXNUM);
 		for (i = np = 0; i < ARES_GETSOCK_MAXNUM; i++) {
-			if (!ARES_GETSOCK_READABLE(bits, i) &&
-			    !ARES_GETSOCK_WRITABLE(bits, i))
+			/* c-ares's ARES_GETSOCK_WRITABLE shifts a signed 1
+			 * by up to 31 (undefined; UBSan reports it): the
+			 * same bits, unsigned. */
+			unsigned rd = (unsigned)bits & (1u << i);
+			unsigned wr = (unsigned)bits &
+			    (1u << (i + ARES_GETSOCK_MAXNUM));
+
+			if (!rd && !wr)
 				continue;
 			pfd[np].fd = socks[i];
-			pfd[np].events = (ARES_GETSOCK_READABLE(bits, i) ?
-			    POLLIN : 0) | (ARES_GETSOCK_WRITABLE(bits, i) ?
-			    POLLOUT : 0);
+			pfd[np].events = (rd ? POLLIN : 0) | (wr ? POLLOUT : 0);
 			pfd[np++].revents = 0;
 		}
 		tvp = ares_timeout(ch, NULL, &tv);

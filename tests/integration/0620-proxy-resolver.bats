@@ -69,8 +69,14 @@ rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
 	# Generous (it grows by a few hundred KiB): what the flood leaves
 	# behind is bounded by the queues, not by the number of requests
 	# (before the fix: about 9 KiB a request, 20 MiB here).
-	[ "$rss1" -lt $((rss0 + 8192)) ]
-	! grep '"agent":"bob"' "$PLOG" | grep -q resolve_timeout
+	# ASan's quarantine keeps freed memory for a while by design: there
+	# the bound says nothing (make SANITIZE=... check), and is not read.
+	case "${SBX_TEST_BUILD:-}:${ASAN_OPTIONS:-}" in
+	*-san:* | *detect_leaks=0*) echo "# rss bound not checked: a sanitizer build (ASan quarantine)" ;;
+	*) [ "$rss1" -lt $((rss0 + 8192)) ] ;;
+	esac
+	run grep '"agent":"bob".*resolve_timeout' "$PLOG"
+	[ "$status" -ne 0 ]
 	# Every lookup of alice's is dropped or done: bob is served still,
 	# and alice is not locked out for long.
 	run pcurl bob "https://viadns.sbx.test:$TLS_PORT/index.txt"
