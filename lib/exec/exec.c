@@ -2308,30 +2308,6 @@ relay_recv(int fd, char *tag)
 	return got == -1 ? -3 : got;
 }
 
-static int
-relay_send(int chan, int fd, char tag)
-{
-	char		 cbuf[CMSG_SPACE(sizeof(int))];
-	struct msghdr	 m;
-	struct iovec	 iov;
-	struct cmsghdr	*cm;
-
-	memset(&m, 0, sizeof(m));
-	memset(cbuf, 0, sizeof(cbuf));
-	iov.iov_base = &tag;
-	iov.iov_len = 1;
-	m.msg_iov = &iov;
-	m.msg_iovlen = 1;
-	m.msg_control = cbuf;
-	m.msg_controllen = sizeof(cbuf);
-	cm = CMSG_FIRSTHDR(&m);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	return sendmsg(chan, &m, MSG_DONTWAIT | MSG_NOSIGNAL) == -1 ? -1 : 0;
-}
-
 /* Pass on what sbx-init sent, holding one descriptor while the daemon's
  * channel is full (sbx-init holds the next ones: backpressure). */
 static void
@@ -2358,7 +2334,8 @@ relay_pump(struct sbx_exec *p, int k)
 			close_fd(&rl->held);
 			continue;
 		}
-		if (relay_send(*chan, rl->held, rl->tag) == 0) {
+		if (sbx_fs_send_fd(*chan, &rl->tag, 1, rl->held,
+		    MSG_DONTWAIT) == 1) {
 			close_fd(&rl->held);
 			continue;
 		}
