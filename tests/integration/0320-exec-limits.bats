@@ -356,7 +356,10 @@ time.sleep(0.6)'
 	[ "$st" = Z ]
 	run --separate-stderr sbx exec gc --json
 	[ "$status" -eq 0 ]
-	[ "$(json_get "$output" .result.removed_cgroups)" -ge 1 ]
+	# Gone, whoever removed them: gc is machine-wide, and another test's
+	# gc of this run may get there first (CI saw removed_cgroups 0 so).
+	# Before the fix no gc removed them at all.
+	[ "$(json_get "$output" .result.removed_cgroups)" -ge 0 ]
 	[ -z "$(cg_of "$spid")" ]
 	# Still a zombie: gc went by its state, not by its disappearance.
 	[ "$(awk '{ print $3 }' "/proc/$spid/stat" 2>/dev/null)" = Z ]
