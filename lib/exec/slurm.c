@@ -409,8 +409,8 @@ sbx_slurm_argv(const struct sbx_slurm_site *s, const struct sbx_slurm_job *j,
     struct sbx_error *e)
 {
 	struct vec	 a = { NULL, 0, 0 };
-	char		 home[SBX_SLURM_PATH_MAX];
-	const char	*export = NULL, *eq, *wd;
+	char		 home[SBX_SLURM_PATH_MAX], sdir[SBX_SLURM_PATH_MAX];
+	const char	*export = NULL, *eq, *wd, *slash;
 	char *const	*ep;
 	int		 i, net, n_env = 0;
 
@@ -443,15 +443,20 @@ sbx_slurm_argv(const struct sbx_slurm_site *s, const struct sbx_slurm_job *j,
 	if (j->workdir && (push(&a, "--workdir") < 0 || push(&a, wd) < 0))
 		goto nomem;
 	/* A batch script lives in slurmd's spool directory, which the
-	 * sandbox does not see: it is bound read-only at its own path. */
+	 * sandbox does not see: the job's own directory there (the script
+	 * and nothing of other jobs) is bound read-only at its own path. */
 	if (k->script != NULL) {
-		if (!abs_path_ok(k->script)) {
+		slash = strrchr(k->script, '/');
+		if (!abs_path_ok(k->script) || slash == k->script ||
+		    (size_t)(slash - k->script) >= sizeof(sdir)) {
 			sbx_error_set(e, SBX_K_INVALID_ARGS, "script",
 			    "invalid_path", "the batch script's path is not "
-			    "absolute");
+			    "an absolute path in a directory");
 			goto fail;
 		}
-		if (push(&a, "--ro") < 0 || push(&a, k->script) < 0)
+		memcpy(sdir, k->script, (size_t)(slash - k->script));
+		sdir[slash - k->script] = '\0';
+		if (push(&a, "--ro") < 0 || push(&a, sdir) < 0)
 			goto nomem;
 	}
 	for (ep = k->env; ep != NULL && *ep != NULL; ep++)

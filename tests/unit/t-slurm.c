@@ -215,8 +215,8 @@ test_argv(void)
 	    "argv of a batch step with --sbx-workdir");
 	is_str(joined(v), "/usr/bin/sbx exec --agent default --network proxy "
 	    "--allow-domain pypi.org --workdir /home/alice/run --ro "
-	    "/var/spool/slurmd/job00042/slurm_script --", "  no --home (sbx's "
-	    "own), the task's cwd bound, the script bound read-only");
+	    "/var/spool/slurmd/job00042 --", "  no --home (sbx's own), the "
+	    "task's cwd bound, the script's directory bound read-only");
 	sbx_slurm_argv_free(v);
 
 	sbx_slurm_job_init(&j);
