@@ -361,6 +361,7 @@ install: all
 	install -m 0644 completions/_sbx $(DESTDIR)$(ZSHCOMPDIR)/_sbx
 	if [ -f $(SPANK_SO) ]; then install -d $(DESTDIR)$(SPANKDIR) && \
 	    install -m 0755 $(SPANK_SO) $(DESTDIR)$(SPANKDIR)/sbx.so; fi
+	install -m 0755 scripts/slurm-health.sh $(DESTDIR)$(LIBEXECDIR)/sbx/slurm-health
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/sbx $(DESTDIR)$(BASHCOMPDIR)/sbx $(DESTDIR)$(ZSHCOMPDIR)/_sbx

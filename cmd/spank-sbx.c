@@ -61,6 +61,9 @@ struct spank_option spank_options[] = {
 	{ "sbx-workdir", "[DIR]", "bind DIR (default: the job's working "
 	    "directory) read-write and start there", 2, SBX_SLURM_OPT_WORKDIR,
 	    opt_cb },
+	{ "sbx-env", "NAMES", "also pass these variables of the job's "
+	    "environment into the sandbox (comma-separated; repeatable)", 1,
+	    SBX_SLURM_OPT_ENV, opt_cb },
 	SPANK_OPTIONS_TABLE_END
 };
 

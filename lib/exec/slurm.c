@@ -261,6 +261,18 @@ sbx_slurm_job_opt(struct sbx_slurm_job *j, int opt, const char *arg,
 			    "sbx-workdir", "invalid_path", "--sbx-workdir=%.64s:"
 			    " must be an absolute path without `..`", arg);
 		return 0;
+	case SBX_SLURM_OPT_ENV:
+		/* Repeatable: the names add up, comma-separated. */
+		if (arg == NULL || *arg == '\0' || !names_ok(arg) ||
+		    strlen(j->env) + 1 + strlen(arg) >= sizeof(j->env))
+			return sbx_error_set(e, SBX_K_INVALID_ARGS, "sbx-env",
+			    "invalid_value", "--sbx-env=%.64s: must be "
+			    "variable names, comma-separated",
+			    arg != NULL ? arg : "");
+		if (j->env[0] != '\0')
+			strcat(j->env, ",");
+		strcat(j->env, arg);
+		return 0;
 	}
 	return sbx_error_set(e, SBX_K_INVALID_ARGS, "option", "unknown_option",
 	    "unknown sbx option %d", opt);
@@ -316,8 +328,9 @@ list_has(const char *list, const char *name, size_t len)
 }
 
 int
-sbx_slurm_env_passed(const struct sbx_slurm_site *s, const char *export,
-    const char *name, size_t len)
+sbx_slurm_env_passed(const struct sbx_slurm_site *s,
+    const struct sbx_slurm_job *j, const char *export, const char *name,
+    size_t len)
 {
 	size_t	 i;
 
@@ -335,7 +348,8 @@ sbx_slurm_env_passed(const struct sbx_slurm_site *s, const char *export,
 	    memcmp(name, "NIL", 3) == 0)) ||
 	    (len == 4 && memcmp(name, "NONE", 4) == 0))
 		return 0;
-	return list_has(export, name, len) || list_has(s->env, name, len);
+	return list_has(export, name, len) || list_has(j->env, name, len) ||
+	    list_has(s->env, name, len);
 }
 
 struct vec {
@@ -464,7 +478,8 @@ sbx_slurm_argv(const struct sbx_slurm_site *s, const struct sbx_slurm_job *j,
 			export = *ep + 17;
 	for (ep = k->env; ep != NULL && *ep != NULL; ep++) {
 		if ((eq = strchr(*ep, '=')) == NULL ||
-		    !sbx_slurm_env_passed(s, export, *ep, (size_t)(eq - *ep)))
+		    !sbx_slurm_env_passed(s, j, export, *ep,
+		    (size_t)(eq - *ep)))
 			continue;
 		/* What sbx exec would refuse (a name outside its grammar, a
 		 * value over its size) is left out, not the step failed. */

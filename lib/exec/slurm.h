@@ -36,6 +36,7 @@ enum sbx_slurm_opt {
 	SBX_SLURM_OPT_NETWORK,		/* --sbx-network=MODE */
 	SBX_SLURM_OPT_ALLOW,		/* --sbx-allow-domain=D */
 	SBX_SLURM_OPT_WORKDIR,		/* --sbx-workdir[=DIR] */
+	SBX_SLURM_OPT_ENV,		/* --sbx-env=NAME[,NAME...] */
 };
 
 /* The site: the plugin's arguments in plugstack.conf. */
@@ -59,6 +60,7 @@ struct sbx_slurm_job {
 	char	 domains[SBX_SLURM_MAX_DOMAINS][SBX_SLURM_DOMAIN_MAX + 1];
 	int	 workdir;		/* --sbx-workdir given */
 	char	 workdir_dir[SBX_SLURM_PATH_MAX];	/* "" the task's cwd */
+	char	 env[SBX_SLURM_NAMES_MAX];	/* --sbx-env names, a,b,c */
 };
 
 /* What the task is, for its argv. */
@@ -86,10 +88,12 @@ int	sbx_slurm_decide(const struct sbx_slurm_site *,
 	    const struct sbx_slurm_job *, int *net, struct sbx_error *);
 /* Is NAME passed from the job's environment into the sandbox?  The fixed
  * list (SLURM_*, SLURMD_NODENAME, the GPU and thread variables), the
- * names of SLURM_EXPORT_ENV (--export) and the site's env=; never a name
- * sbx reserves (sbx_names_env_reserved). */
-int	sbx_slurm_env_passed(const struct sbx_slurm_site *, const char *export,
-	    const char *name, size_t len);
+ * names of SLURM_EXPORT_ENV when the step has it, the job's --sbx-env
+ * and the site's env=; never a name sbx reserves
+ * (sbx_names_env_reserved). */
+int	sbx_slurm_env_passed(const struct sbx_slurm_site *,
+	    const struct sbx_slurm_job *, const char *export, const char *name,
+	    size_t len);
 /* The `sbx exec ... --` prefix of a sandboxed task's argv, NULL-ended,
  * in *out (free with sbx_slurm_argv_free), its length in *outc.  Only
  * for a step sbx_slurm_decide said 1 to. */

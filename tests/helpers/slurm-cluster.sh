@@ -133,13 +133,17 @@ slurm_cluster_logs() {
 # The processes of DIR: its daemons, the steps' slurmstepd (whose
 # environment has slurmd's SLURM_CONF) and the steps' own processes (the
 # job's environment has srun's): all of them name DIR in their command
-# line or their environment.  Not this shell.
+# line or their environment, and run in sessions of their own.  The
+# caller's session is left out: its commands (this pipeline's own grep
+# and sed among them) carry the exported SLURM_CONF too.
 _slurm_pids() {
+	_sid=$(ps -o sid= -p $$ | tr -d ' ')
 	# (the directory on grep's stdin, not in its own command line)
 	printf '%s\n' "$1" | grep -lsF -f - /proc/[0-9]*/cmdline \
 	    /proc/[0-9]*/environ 2>/dev/null |
 	    sed 's|^/proc/\([0-9]*\)/.*|\1|' | sort -u | while read -r p; do
-		[ "$p" = "$$" ] || [ ! -d "/proc/$p" ] || echo "$p"
+		s=$(ps -o sid= -p "$p" 2>/dev/null | tr -d ' ')
+		[ -n "$s" ] && [ "$s" != "$_sid" ] && echo "$p"
 	done
 }
 

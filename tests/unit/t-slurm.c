@@ -149,10 +149,23 @@ static void
 test_env(void)
 {
 	struct sbx_slurm_site	 s;
+	struct sbx_slurm_job	 j;
 	struct sbx_error	 e;
 
-#define P(exp, n) sbx_slurm_env_passed(&s, (exp), (n), strlen(n))
+#define P(exp, n) sbx_slurm_env_passed(&s, &j, (exp), (n), strlen(n))
 	site(&s, "env=SITE_VAR,OTHER", NULL, &e);
+	sbx_slurm_job_init(&j);
+	ok(!P(NULL, "JOBVAR"), "JOBVAR not passed");
+	is_int(sbx_slurm_job_opt(&j, SBX_SLURM_OPT_ENV, "JOBVAR", &e), 0,
+	    "--sbx-env=JOBVAR");
+	is_int(sbx_slurm_job_opt(&j, SBX_SLURM_OPT_ENV, "B1,B2", &e), 0,
+	    "--sbx-env=B1,B2 (repeated: the names add up)");
+	ok(P(NULL, "JOBVAR") && P(NULL, "B1") && P(NULL, "B2"),
+	    "  JOBVAR, B1 and B2 passed");
+	is_int(sbx_slurm_job_opt(&j, SBX_SLURM_OPT_ENV, "A=1", &e), -1,
+	    "--sbx-env=A=1 refused (names only)");
+	is_int(sbx_slurm_job_opt(&j, SBX_SLURM_OPT_ENV, "", &e), -1,
+	    "--sbx-env= refused");
 	ok(P(NULL, "SLURM_JOB_ID"), "SLURM_JOB_ID passed");
 	ok(P(NULL, "SLURMD_NODENAME"), "SLURMD_NODENAME passed");
 	ok(P(NULL, "CUDA_VISIBLE_DEVICES"), "CUDA_VISIBLE_DEVICES passed");
