@@ -39,38 +39,44 @@
 SPANK_PLUGIN(sbx, 1);
 
 /* Slurm 23.02.5 and later; NULL in the older slurmstepd that loads us. */
-extern spank_err_t spank_prepend_task_argv(spank_t, int, const char *[])
-    __attribute__((weak));
+extern spank_err_t
+spank_prepend_task_argv(spank_t, int, const char *[]) __attribute__((weak));
 
-static struct sbx_slurm_site	site;
-static struct sbx_slurm_job	job;
-static struct sbx_error		site_err;
-static int			site_ok;
+static struct sbx_slurm_site site;
+static struct sbx_slurm_job  job;
+static struct sbx_error	     site_err;
+static int		     site_ok;
 
-static int	opt_cb(int, const char *, int);
+static int opt_cb(int, const char *, int);
 
 struct spank_option spank_options[] = {
-	{ "sbx", "[AGENT]", "run every task of the step in an sbx sandbox "
-	    "as AGENT (default: the site's agent=); sbx-slurm(7)", 2,
-	    SBX_SLURM_OPT_SBX, opt_cb },
-	{ "sbx-network", "none|proxy|outbound", "the sandbox's network "
-	    "(up to the site's max_network=)", 1, SBX_SLURM_OPT_NETWORK,
-	    opt_cb },
-	{ "sbx-allow-domain", "D", "proxy mode: also allow D or *.D "
-	    "(repeatable)", 1, SBX_SLURM_OPT_ALLOW, opt_cb },
-	{ "sbx-workdir", "[DIR]", "bind DIR (default: the job's working "
-	    "directory) read-write and start there", 2, SBX_SLURM_OPT_WORKDIR,
-	    opt_cb },
-	{ "sbx-env", "NAMES", "also pass these variables of the job's "
-	    "environment into the sandbox (comma-separated; repeatable)", 1,
-	    SBX_SLURM_OPT_ENV, opt_cb },
+	{ "sbx", "[AGENT]",
+	    "run every task of the step in an sbx sandbox "
+	    "as AGENT (default: the site's agent=); sbx-slurm(7)",
+	    2, SBX_SLURM_OPT_SBX, opt_cb },
+	{ "sbx-network", "none|proxy|outbound",
+	    "the sandbox's network "
+	    "(up to the site's max_network=)",
+	    1, SBX_SLURM_OPT_NETWORK, opt_cb },
+	{ "sbx-allow-domain", "D",
+	    "proxy mode: also allow D or *.D "
+	    "(repeatable)",
+	    1, SBX_SLURM_OPT_ALLOW, opt_cb },
+	{ "sbx-workdir", "[DIR]",
+	    "bind DIR (default: the job's working "
+	    "directory) read-write and start there",
+	    2, SBX_SLURM_OPT_WORKDIR, opt_cb },
+	{ "sbx-env", "NAMES",
+	    "also pass these variables of the job's "
+	    "environment into the sandbox (comma-separated; repeatable)",
+	    1, SBX_SLURM_OPT_ENV, opt_cb },
 	SPANK_OPTIONS_TABLE_END
 };
 
 static int
 opt_cb(int val, const char *arg, int remote)
 {
-	struct sbx_error	 e;
+	struct sbx_error e;
 
 	memset(&e, 0, sizeof(e));
 	if (sbx_slurm_job_opt(&job, val, arg, &e) < 0) {
@@ -83,7 +89,7 @@ opt_cb(int val, const char *arg, int remote)
 int
 slurm_spank_init(spank_t sp, int ac, char **av)
 {
-	struct spank_option	*o;
+	struct spank_option *o;
 
 	/* sbatch and salloc do not read the static table: its options are
 	 * registered here (as Slurm's spank(8) says). */
@@ -112,8 +118,8 @@ slurm_spank_init(spank_t sp, int ac, char **av)
 int
 slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 {
-	struct sbx_error	 e;
-	int			 net;
+	struct sbx_error e;
+	int		 net;
 
 	if (spank_remote(sp) || !site_ok)
 		return 0;
@@ -131,8 +137,8 @@ slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 __attribute__((format(printf, 1, 2))) static int
 refuse(const char *fmt, ...)
 {
-	va_list	 ap;
-	char	 msg[2048], host[256];
+	va_list ap;
+	char	msg[2048], host[256];
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
@@ -140,8 +146,10 @@ refuse(const char *fmt, ...)
 	if (gethostname(host, sizeof(host)) < 0)
 		strcpy(host, "?");
 	host[sizeof(host) - 1] = '\0';
-	dprintf(STDERR_FILENO, "sbx: %s (node %s); the step does not run "
-	    "unsandboxed\n", msg, host);
+	dprintf(STDERR_FILENO,
+	    "sbx: %s (node %s); the step does not run "
+	    "unsandboxed\n",
+	    msg, host);
 	slurm_error("sbx: %s", msg);
 	return -1;
 }
@@ -152,8 +160,8 @@ refuse(const char *fmt, ...)
 static int
 scrub_env(spank_t sp)
 {
-	char		**env = NULL, *names[64], *eq;
-	int		  i, n;
+	char **env = NULL, *names[64], *eq;
+	int    i, n;
 
 	do {
 		if (spank_get_item(sp, S_JOB_ENV, &env) != ESPANK_SUCCESS ||
@@ -163,7 +171,7 @@ scrub_env(spank_t sp)
 			if (strncmp(env[i], "SBX_", 4) == 0 &&
 			    (eq = strchr(env[i], '=')) != NULL &&
 			    (names[n] = strndup(env[i],
-			    (size_t)(eq - env[i]))) != NULL)
+				 (size_t)(eq - env[i]))) != NULL)
 				n++;
 		for (i = 0; i < n; i++) {
 			spank_unsetenv(sp, names[i]);
@@ -172,7 +180,7 @@ scrub_env(spank_t sp)
 	} while (n == 64);
 	if (site.libexec[0] != '\0' &&
 	    spank_setenv(sp, "SBX_EXEC_PATH", site.libexec, 1) !=
-	    ESPANK_SUCCESS)
+		ESPANK_SUCCESS)
 		return -1;
 	return 0;
 }
@@ -180,16 +188,16 @@ scrub_env(spank_t sp)
 int
 slurm_spank_task_init(spank_t sp, int ac, char **av)
 {
-	struct sbx_slurm_task	 task;
-	struct sbx_error	 e;
-	struct passwd		 pw, *pwp = NULL;
-	char			 pwbuf[4096], cwd[SBX_SLURM_PATH_MAX];
-	char			**argv = NULL, **env = NULL, **pre = NULL;
-	char			**full;
-	uint32_t		 stepid = 0;
-	uid_t			 uid = (uid_t)-1;
-	int			 argc = 0, npre = 0, net, i, r;
-	spank_err_t		 sr;
+	struct sbx_slurm_task task;
+	struct sbx_error      e;
+	struct passwd	      pw, *pwp = NULL;
+	char		      pwbuf[4096], cwd[SBX_SLURM_PATH_MAX];
+	char		    **argv = NULL, **env = NULL, **pre = NULL;
+	char		    **full;
+	uint32_t	      stepid = 0;
+	uid_t		      uid = (uid_t)-1;
+	int		      argc = 0, npre = 0, net, i, r;
+	spank_err_t	      sr;
 
 	if (!spank_remote(sp))
 		return 0;
@@ -208,7 +216,7 @@ slurm_spank_task_init(spank_t sp, int ac, char **av)
 	    spank_get_item(sp, S_JOB_ENV, &env) != ESPANK_SUCCESS ||
 	    argv == NULL || argc < 1)
 		return refuse("cannot read the task's argv and environment "
-		    "from Slurm");
+			      "from Slurm");
 	if (getpwuid_r(uid, &pw, pwbuf, sizeof(pwbuf), &pwp) == 0 &&
 	    pwp != NULL)
 		task.user = pw.pw_name;
@@ -242,8 +250,8 @@ slurm_spank_task_init(spank_t sp, int ac, char **av)
 	 * exec of argv) cannot be given a longer argv, so the task becomes
 	 * sbx exec here, with the environment slurmstepd would have given
 	 * (sbx.so must be the last plugin of plugstack.conf). */
-	if ((full = calloc((size_t)npre + (size_t)argc + 1,
-	    sizeof(*full))) == NULL) {
+	if ((full = calloc((size_t)npre + (size_t)argc + 1, sizeof(*full))) ==
+	    NULL) {
 		sbx_slurm_argv_free(pre);
 		return refuse("out of memory");
 	}

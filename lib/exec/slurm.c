@@ -15,8 +15,11 @@ static const char *const net_names[] = { "none", "proxy", "outbound" };
 /* Passed into the sandbox whatever the job says: what a task needs to
  * know where it runs in the job and which devices are its own. */
 static const char *const env_fixed[] = {
-	"SLURMD_NODENAME", "CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL",
-	"ROCR_VISIBLE_DEVICES", "OMP_NUM_THREADS",
+	"SLURMD_NODENAME",
+	"CUDA_VISIBLE_DEVICES",
+	"GPU_DEVICE_ORDINAL",
+	"ROCR_VISIBLE_DEVICES",
+	"OMP_NUM_THREADS",
 };
 
 const char *
@@ -30,7 +33,7 @@ sbx_slurm_net_name(int n)
 static int
 net_parse(const char *s)
 {
-	size_t	 i;
+	size_t i;
 
 	for (i = 0; i < sizeof(net_names) / sizeof(*net_names); i++)
 		if (strcmp(s, net_names[i]) == 0)
@@ -53,7 +56,7 @@ sbx_slurm_site_init(struct sbx_slurm_site *s, const char *sbx)
 static int
 abs_path_ok(const char *p)
 {
-	const char	*c;
+	const char *c;
 
 	if (p[0] != '/')
 		return 0;
@@ -82,11 +85,11 @@ home_template_ok(const char *p)
 static int
 names_ok(const char *s)
 {
-	const char	*p;
+	const char *p;
 
 	for (p = s; *p != '\0'; p++)
 		if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
-		    (*p >= '0' && *p <= '9') || *p == '_' || *p == ','))
+			(*p >= '0' && *p <= '9') || *p == '_' || *p == ','))
 			return 0;
 	return 1;
 }
@@ -123,16 +126,18 @@ int
 sbx_slurm_site_parse(struct sbx_slurm_site *s, int ac, char **av,
     struct sbx_error *e)
 {
-	const char	*eq, *v;
-	char		 key[32];
-	int		 i, n;
+	const char *eq, *v;
+	char	    key[32];
+	int	    i, n;
 
 	for (i = 0; i < ac; i++) {
 		if ((eq = strchr(av[i], '=')) == NULL ||
 		    (size_t)(eq - av[i]) >= sizeof(key))
 			return sbx_error_set(e, SBX_K_INVALID_ARGS, "argument",
-			    "not_key_value", "plugstack.conf: sbx.so argument "
-			    "`%.64s` is not KEY=VALUE", av[i]);
+			    "not_key_value",
+			    "plugstack.conf: sbx.so argument "
+			    "`%.64s` is not KEY=VALUE",
+			    av[i]);
 		memcpy(key, av[i], (size_t)(eq - av[i]));
 		key[eq - av[i]] = '\0';
 		v = eq + 1;
@@ -167,7 +172,7 @@ sbx_slurm_site_parse(struct sbx_slurm_site *s, int ac, char **av,
 			if ((key[0] == 's' && *v == '\0') ||
 			    (*v != '\0' && !abs_path_ok(v)) ||
 			    set_str(key[0] == 's' ? s->sbx : s->libexec,
-			    sizeof(s->sbx), v) < 0)
+				sizeof(s->sbx), v) < 0)
 				return site_bad(e, key, "invalid_path",
 				    "must be an absolute path without `..`");
 		} else if (strcmp(key, "env") == 0) {
@@ -177,14 +182,18 @@ sbx_slurm_site_parse(struct sbx_slurm_site *s, int ac, char **av,
 				    "must be variable names, comma-separated");
 		} else
 			return sbx_error_set(e, SBX_K_INVALID_ARGS, "argument",
-			    "unknown_key", "plugstack.conf: sbx.so has no "
+			    "unknown_key",
+			    "plugstack.conf: sbx.so has no "
 			    "argument `%s` (default, network, max_network, "
-			    "agent, home, sbx, libexec, env)", key);
+			    "agent, home, sbx, libexec, env)",
+			    key);
 	}
 	if (s->network > s->max_network)
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "network",
-		    "beyond_max", "plugstack.conf: sbx.so network=%s is "
-		    "beyond max_network=%s", sbx_slurm_net_name(s->network),
+		    "beyond_max",
+		    "plugstack.conf: sbx.so network=%s is "
+		    "beyond max_network=%s",
+		    sbx_slurm_net_name(s->network),
 		    sbx_slurm_net_name(s->max_network));
 	return 0;
 }
@@ -201,8 +210,8 @@ sbx_slurm_job_init(struct sbx_slurm_job *j)
 static int
 domain_ok(const char *d)
 {
-	const char	*p = d;
-	size_t		 n = strlen(d);
+	const char *p = d;
+	size_t	    n = strlen(d);
 
 	if (n == 0 || n > SBX_SLURM_DOMAIN_MAX || d[0] == '-' || d[0] == '.')
 		return 0;
@@ -210,7 +219,7 @@ domain_ok(const char *d)
 		p += 2;
 	for (; *p != '\0'; p++)
 		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-		    (*p >= '0' && *p <= '9') || *p == '.' || *p == '-'))
+			(*p >= '0' && *p <= '9') || *p == '.' || *p == '-'))
 			return 0;
 	return 1;
 }
@@ -229,13 +238,16 @@ sbx_slurm_job_opt(struct sbx_slurm_job *j, int opt, const char *arg,
 			return 0;
 		if (sbx_names_agent_valid(arg, "sbx", e) < 0)
 			return sbx_error_set(e, SBX_K_INVALID_ARGS, "sbx",
-			    "invalid_name", "--sbx=%.40s: not an agent name "
-			    "(^[a-z0-9][a-z0-9_-]{0,31}$)", arg);
+			    "invalid_name",
+			    "--sbx=%.40s: not an agent name "
+			    "(^[a-z0-9][a-z0-9_-]{0,31}$)",
+			    arg);
 		return set_str(j->agent, sizeof(j->agent), arg);
 	case SBX_SLURM_OPT_NETWORK:
 		if (arg == NULL || (j->network = net_parse(arg)) < 0)
 			return sbx_error_set(e, SBX_K_INVALID_ARGS,
-			    "sbx-network", "invalid_value", "--sbx-network=%.40s:"
+			    "sbx-network", "invalid_value",
+			    "--sbx-network=%.40s:"
 			    " must be none, proxy or outbound",
 			    arg != NULL ? arg : "");
 		return 0;
@@ -247,8 +259,10 @@ sbx_slurm_job_opt(struct sbx_slurm_job *j, int opt, const char *arg,
 			    arg != NULL ? arg : "");
 		if (j->n_domains == SBX_SLURM_MAX_DOMAINS)
 			return sbx_error_set(e, SBX_K_INVALID_ARGS,
-			    "sbx-allow-domain", "too_many", "--sbx-allow-domain"
-			    " given more than %d times", SBX_SLURM_MAX_DOMAINS);
+			    "sbx-allow-domain", "too_many",
+			    "--sbx-allow-domain"
+			    " given more than %d times",
+			    SBX_SLURM_MAX_DOMAINS);
 		strcpy(j->domains[j->n_domains++], arg);
 		return 0;
 	case SBX_SLURM_OPT_WORKDIR:
@@ -258,15 +272,18 @@ sbx_slurm_job_opt(struct sbx_slurm_job *j, int opt, const char *arg,
 		if (!abs_path_ok(arg) ||
 		    set_str(j->workdir_dir, sizeof(j->workdir_dir), arg) < 0)
 			return sbx_error_set(e, SBX_K_INVALID_ARGS,
-			    "sbx-workdir", "invalid_path", "--sbx-workdir=%.64s:"
-			    " must be an absolute path without `..`", arg);
+			    "sbx-workdir", "invalid_path",
+			    "--sbx-workdir=%.64s:"
+			    " must be an absolute path without `..`",
+			    arg);
 		return 0;
 	case SBX_SLURM_OPT_ENV:
 		/* Repeatable: the names add up, comma-separated. */
 		if (arg == NULL || *arg == '\0' || !names_ok(arg) ||
 		    strlen(j->env) + 1 + strlen(arg) >= sizeof(j->env))
 			return sbx_error_set(e, SBX_K_INVALID_ARGS, "sbx-env",
-			    "invalid_value", "--sbx-env=%.64s: must be "
+			    "invalid_value",
+			    "--sbx-env=%.64s: must be "
 			    "variable names, comma-separated",
 			    arg != NULL ? arg : "");
 		if (j->env[0] != '\0')
@@ -282,17 +299,19 @@ int
 sbx_slurm_decide(const struct sbx_slurm_site *s, const struct sbx_slurm_job *j,
     int *net, struct sbx_error *e)
 {
-	int	 n;
+	int n;
 
 	if (!s->default_on && !j->asked)
 		return 0;
 	n = j->network;
 	if (n == SBX_SLURM_NET_UNSET)
 		n = j->n_domains > 0 && s->network == SBX_SLURM_NET_NONE ?
-		    SBX_SLURM_NET_PROXY : s->network;
+		    SBX_SLURM_NET_PROXY :
+		    s->network;
 	if (n > s->max_network) {
 		sbx_error_set(e, SBX_K_REJECTED, "sbx-network",
-		    "beyond_site_max", "--sbx-network=%s is beyond this "
+		    "beyond_site_max",
+		    "--sbx-network=%s is beyond this "
 		    "site's maximum (max_network=%s in plugstack.conf)",
 		    sbx_slurm_net_name(n), sbx_slurm_net_name(s->max_network));
 		sbx_error_hint(e, "ask for --sbx-network=%s or less",
@@ -301,7 +320,8 @@ sbx_slurm_decide(const struct sbx_slurm_site *s, const struct sbx_slurm_job *j,
 	}
 	if (j->n_domains > 0 && n != SBX_SLURM_NET_PROXY)
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "sbx-allow-domain",
-		    "needs_proxy", "--sbx-allow-domain needs "
+		    "needs_proxy",
+		    "--sbx-allow-domain needs "
 		    "--sbx-network=proxy (the step's network is %s)",
 		    sbx_slurm_net_name(n));
 	*net = n;
@@ -312,8 +332,8 @@ sbx_slurm_decide(const struct sbx_slurm_site *s, const struct sbx_slurm_job *j,
 static int
 list_has(const char *list, const char *name, size_t len)
 {
-	const char	*p, *end;
-	size_t		 k;
+	const char *p, *end;
+	size_t	    k;
 
 	for (p = list; p != NULL && *p != '\0'; p = *end ? end + 1 : end) {
 		if ((end = strchr(p, ',')) == NULL)
@@ -332,7 +352,7 @@ sbx_slurm_env_passed(const struct sbx_slurm_site *s,
     const struct sbx_slurm_job *j, const char *export, const char *name,
     size_t len)
 {
-	size_t	 i;
+	size_t i;
 
 	if (len == 0 || sbx_names_env_reserved(name, len))
 		return 0;
@@ -344,8 +364,8 @@ sbx_slurm_env_passed(const struct sbx_slurm_site *s,
 			return 1;
 	/* --export=ALL, NONE and NIL are modes, not names; a user's
 	 * NAME=VALUE in it arrives in the environment as NAME. */
-	if ((len == 3 && (memcmp(name, "ALL", 3) == 0 ||
-	    memcmp(name, "NIL", 3) == 0)) ||
+	if ((len == 3 &&
+		(memcmp(name, "ALL", 3) == 0 || memcmp(name, "NIL", 3) == 0)) ||
 	    (len == 4 && memcmp(name, "NONE", 4) == 0))
 		return 0;
 	return list_has(export, name, len) || list_has(j->env, name, len) ||
@@ -353,14 +373,14 @@ sbx_slurm_env_passed(const struct sbx_slurm_site *s,
 }
 
 struct vec {
-	char	**v;
-	int	  n, cap;
+	char **v;
+	int    n, cap;
 };
 
 static int
 push(struct vec *a, const char *s)
 {
-	char	**nv;
+	char **nv;
 
 	if (a->n + 2 > a->cap) {
 		a->cap = a->cap ? a->cap * 2 : 32;
@@ -379,8 +399,8 @@ static int
 home_expand(const char *t, const struct sbx_slurm_task *k, char *out,
     size_t size, struct sbx_error *e)
 {
-	size_t	 n = 0, w;
-	char	 num[24];
+	size_t	    n = 0, w;
+	char	    num[24];
 	const char *sub;
 
 	for (; *t != '\0'; t++) {
@@ -395,7 +415,8 @@ home_expand(const char *t, const struct sbx_slurm_task *k, char *out,
 				    strcmp(k->user, "..") == 0)
 					return sbx_error_set(e,
 					    SBX_K_UNAVAILABLE, "home",
-					    "user_unknown", "home=%%u: the "
+					    "user_unknown",
+					    "home=%%u: the "
 					    "job's user name is unknown or "
 					    "not a file name");
 				sub = k->user;
@@ -419,40 +440,42 @@ home_expand(const char *t, const struct sbx_slurm_task *k, char *out,
 
 int
 sbx_slurm_argv(const struct sbx_slurm_site *s, const struct sbx_slurm_job *j,
-    const struct sbx_slurm_task *k, char ***out, int *outc,
-    struct sbx_error *e)
+    const struct sbx_slurm_task *k, char ***out, int *outc, struct sbx_error *e)
 {
-	struct vec	 a = { NULL, 0, 0 };
-	char		 home[SBX_SLURM_PATH_MAX], sdir[SBX_SLURM_PATH_MAX];
-	const char	*export = NULL, *eq, *wd, *slash;
-	char *const	*ep;
-	int		 i, net, n_env = 0;
+	struct vec a = { NULL, 0, 0 };
+	char	   home[SBX_SLURM_PATH_MAX], sdir[SBX_SLURM_PATH_MAX];
+	const char *export = NULL, *eq, *wd, *slash;
+	char *const *ep;
+	int	     i, net, n_env = 0;
 
 	*out = NULL;
 	*outc = 0;
 	if (sbx_slurm_decide(s, j, &net, e) != 1)
-		return e->kind != NULL ? -1 : sbx_error_set(e,
-		    SBX_K_INVALID_ARGS, "sbx", "not_sandboxed",
-		    "this step is not to be sandboxed");
+		return e->kind != NULL ?
+		    -1 :
+		    sbx_error_set(e, SBX_K_INVALID_ARGS, "sbx", "not_sandboxed",
+			"this step is not to be sandboxed");
 	if (s->home[0] != '\0' &&
 	    home_expand(s->home, k, home, sizeof(home), e) < 0)
 		return -1;
 	wd = j->workdir_dir[0] != '\0' ? j->workdir_dir : k->cwd;
 	if (j->workdir && (wd == NULL || !abs_path_ok(wd)))
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "sbx-workdir",
-		    "invalid_path", "--sbx-workdir: the task's working "
+		    "invalid_path",
+		    "--sbx-workdir: the task's working "
 		    "directory is not an absolute path");
 	if (push(&a, s->sbx) < 0 || push(&a, "exec") < 0)
 		goto nomem;
-	if (s->home[0] != '\0' && (push(&a, "--home") < 0 ||
-	    push(&a, home) < 0))
+	if (s->home[0] != '\0' &&
+	    (push(&a, "--home") < 0 || push(&a, home) < 0))
 		goto nomem;
 	if (push(&a, "--agent") < 0 ||
 	    push(&a, j->agent[0] != '\0' ? j->agent : s->agent) < 0 ||
 	    push(&a, "--network") < 0 || push(&a, sbx_slurm_net_name(net)) < 0)
 		goto nomem;
 	for (i = 0; i < j->n_domains; i++)
-		if (push(&a, "--allow-domain") < 0 || push(&a, j->domains[i]) < 0)
+		if (push(&a, "--allow-domain") < 0 ||
+		    push(&a, j->domains[i]) < 0)
 			goto nomem;
 	if (j->workdir && (push(&a, "--workdir") < 0 || push(&a, wd) < 0))
 		goto nomem;
@@ -464,7 +487,8 @@ sbx_slurm_argv(const struct sbx_slurm_site *s, const struct sbx_slurm_job *j,
 		if (!abs_path_ok(k->script) || slash == k->script ||
 		    (size_t)(slash - k->script) >= sizeof(sdir)) {
 			sbx_error_set(e, SBX_K_INVALID_ARGS, "script",
-			    "invalid_path", "the batch script's path is not "
+			    "invalid_path",
+			    "the batch script's path is not "
 			    "an absolute path in a directory");
 			goto fail;
 		}
@@ -479,7 +503,7 @@ sbx_slurm_argv(const struct sbx_slurm_site *s, const struct sbx_slurm_job *j,
 	for (ep = k->env; ep != NULL && *ep != NULL; ep++) {
 		if ((eq = strchr(*ep, '=')) == NULL ||
 		    !sbx_slurm_env_passed(s, j, export, *ep,
-		    (size_t)(eq - *ep)))
+			(size_t)(eq - *ep)))
 			continue;
 		/* What sbx exec would refuse (a name outside its grammar, a
 		 * value over its size) is left out, not the step failed. */
@@ -511,7 +535,7 @@ fail:
 void
 sbx_slurm_argv_free(char **v)
 {
-	char	**p;
+	char **p;
 
 	if (v == NULL)
 		return;

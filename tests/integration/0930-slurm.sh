@@ -19,6 +19,7 @@
 # Emits TAP.  Skips (with the reason) only where Slurm cannot start: not
 # root, the daemons not installed, sbx.so not built.
 # sbx-test: root
+# shellcheck disable=SC2016 # the sh -c checks take their values as $1, $2
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 TOP=$PWD

@@ -8,8 +8,8 @@
 static const char *
 joined(char **v)
 {
-	static char	 buf[8192];
-	size_t		 n = 0;
+	static char buf[8192];
+	size_t	    n = 0;
 
 	buf[0] = '\0';
 	for (; v != NULL && *v != NULL; v++)
@@ -22,8 +22,8 @@ static int
 site(struct sbx_slurm_site *s, const char *a1, const char *a2,
     struct sbx_error *e)
 {
-	char	*av[2];
-	int	 ac = 0;
+	char *av[2];
+	int   ac = 0;
 
 	sbx_slurm_site_init(s, "/usr/bin/sbx");
 	memset(e, 0, sizeof(*e));
@@ -53,11 +53,12 @@ test_site(void)
 		{ "colour=red", "unknown_key" },
 		{ "default", "not_key_value" },
 	};
-	size_t			 i;
+	size_t i;
 
 	is_int(site(&s, NULL, NULL, &e), 0, "no arguments: the defaults");
 	ok(!s.default_on && s.network == SBX_SLURM_NET_NONE &&
-	    s.max_network == SBX_SLURM_NET_PROXY, "default=off network=none "
+		s.max_network == SBX_SLURM_NET_PROXY,
+	    "default=off network=none "
 	    "max_network=proxy");
 	is_str(s.agent, "default", "agent=default");
 	is_str(s.sbx, "/usr/bin/sbx", "sbx= the installed front-end");
@@ -73,17 +74,19 @@ test_site(void)
 	}
 	site(&s, "colour=red", NULL, &e);
 	ok(strstr(e.message, "plugstack.conf") != NULL &&
-	    strstr(e.message, "colour") != NULL, "the message names the file "
-	    "and the key: %s", e.message);
+		strstr(e.message, "colour") != NULL,
+	    "the message names the file "
+	    "and the key: %s",
+	    e.message);
 }
 
 static void
 test_job(void)
 {
-	struct sbx_slurm_site	 s;
-	struct sbx_slurm_job	 j;
-	struct sbx_error	 e;
-	int			 net = -2;
+	struct sbx_slurm_site s;
+	struct sbx_slurm_job  j;
+	struct sbx_error      e;
+	int		      net = -2;
 
 	site(&s, NULL, NULL, &e);
 	sbx_slurm_job_init(&j);
@@ -106,8 +109,10 @@ test_job(void)
 	    "--sbx-network=outbound beyond max_network=proxy: refused");
 	is_str(e.kind, SBX_K_REJECTED, "  rejected");
 	is_str(e.reason, "beyond_site_max", "  beyond_site_max");
-	ok(strstr(e.message, "max_network=proxy") != NULL, "  says the "
-	    "maximum: %s", e.message);
+	ok(strstr(e.message, "max_network=proxy") != NULL,
+	    "  says the "
+	    "maximum: %s",
+	    e.message);
 
 	sbx_slurm_job_init(&j);
 	memset(&e, 0, sizeof(e));
@@ -131,12 +136,12 @@ test_job(void)
 	    "--sbx-allow-domain=-x refused (never an option)");
 	is_int(sbx_slurm_job_opt(&j, SBX_SLURM_OPT_ALLOW, "a b", &e), -1,
 	    "--sbx-allow-domain='a b' refused");
-	is_int(sbx_slurm_job_opt(&j, SBX_SLURM_OPT_ALLOW, "*.pypi.org", &e),
-	    0, "--sbx-allow-domain=*.pypi.org");
+	is_int(sbx_slurm_job_opt(&j, SBX_SLURM_OPT_ALLOW, "*.pypi.org", &e), 0,
+	    "--sbx-allow-domain=*.pypi.org");
 	is_int(sbx_slurm_job_opt(&j, SBX_SLURM_OPT_WORKDIR, "../x", &e), -1,
 	    "--sbx-workdir=../x refused");
-	is_int(sbx_slurm_job_opt(&j, SBX_SLURM_OPT_WORKDIR, "/a/../b", &e),
-	    -1, "--sbx-workdir=/a/../b refused");
+	is_int(sbx_slurm_job_opt(&j, SBX_SLURM_OPT_WORKDIR, "/a/../b", &e), -1,
+	    "--sbx-workdir=/a/../b refused");
 	is_int(sbx_slurm_job_opt(&j, 99, "x", &e), -1, "an unknown option");
 
 	site(&s, "default=on", NULL, &e);
@@ -148,9 +153,9 @@ test_job(void)
 static void
 test_env(void)
 {
-	struct sbx_slurm_site	 s;
-	struct sbx_slurm_job	 j;
-	struct sbx_error	 e;
+	struct sbx_slurm_site s;
+	struct sbx_slurm_job  j;
+	struct sbx_error      e;
 
 #define P(exp, n) sbx_slurm_env_passed(&s, &j, (exp), (n), strlen(n))
 	site(&s, "env=SITE_VAR,OTHER", NULL, &e);
@@ -178,7 +183,7 @@ test_env(void)
 	ok(!P("ALL,NONE", "ALL") && !P("NONE", "NONE"),
 	    "ALL and NONE are modes, not names");
 	ok(!P("LD_PRELOAD,PATH,SBX_HOME", "LD_PRELOAD") &&
-	    !P("LD_PRELOAD,PATH", "PATH") && !P("SBX_HOME", "SBX_HOME"),
+		!P("LD_PRELOAD,PATH", "PATH") && !P("SBX_HOME", "SBX_HOME"),
 	    "reserved names never passed, even when exported");
 #undef P
 }
@@ -186,16 +191,16 @@ test_env(void)
 static void
 test_argv(void)
 {
-	struct sbx_slurm_site	 s;
-	struct sbx_slurm_job	 j;
-	struct sbx_slurm_task	 k;
-	struct sbx_error	 e;
-	char			**v = NULL;
-	int			  n;
-	char			 big[140 * 1024];
-	char *const env[] = { "PATH=/usr/bin", "SLURM_JOB_ID=7",
-	    "SLURM_EXPORT_ENV=MYVAR", "MYVAR=x y", "SECRET=s",
-	    "LD_PRELOAD=/evil.so", "SLURM_BAD-NAME=1", big, NULL };
+	struct sbx_slurm_site s;
+	struct sbx_slurm_job  j;
+	struct sbx_slurm_task k;
+	struct sbx_error      e;
+	char		    **v = NULL;
+	int		      n;
+	char		      big[140 * 1024];
+	char *const	      env[] = { "PATH=/usr/bin", "SLURM_JOB_ID=7",
+			  "SLURM_EXPORT_ENV=MYVAR", "MYVAR=x y", "SECRET=s",
+			  "LD_PRELOAD=/evil.so", "SLURM_BAD-NAME=1", big, NULL };
 
 	memcpy(big, "SLURM_BIG=", 10);
 	memset(big + 10, 'a', sizeof(big) - 11);
@@ -210,9 +215,11 @@ test_argv(void)
 	sbx_slurm_job_init(&j);
 	sbx_slurm_job_opt(&j, SBX_SLURM_OPT_SBX, "alice", &e);
 	is_int(sbx_slurm_argv(&s, &j, &k, &v, &n, &e), 0, "argv built");
-	is_str(joined(v), "/opt/sbx/bin/sbx exec --home /scratch/alice/1001/"
+	is_str(joined(v),
+	    "/opt/sbx/bin/sbx exec --home /scratch/alice/1001/"
 	    "sbx% --agent alice --network none --env SLURM_JOB_ID=7 "
-	    "--env SLURM_EXPORT_ENV=MYVAR --env MYVAR=x y --", "  the argv: "
+	    "--env SLURM_EXPORT_ENV=MYVAR --env MYVAR=x y --",
+	    "  the argv: "
 	    "home expanded, only the listed variables, each one argument");
 	is_int(n, 15, "  its length");
 	ok(v != NULL && v[n] == NULL, "  NULL-ended");
@@ -226,9 +233,11 @@ test_argv(void)
 	k.script = "/var/spool/slurmd/job00042/slurm_script";
 	is_int(sbx_slurm_argv(&s, &j, &k, &v, &n, &e), 0,
 	    "argv of a batch step with --sbx-workdir");
-	is_str(joined(v), "/usr/bin/sbx exec --agent default --network proxy "
+	is_str(joined(v),
+	    "/usr/bin/sbx exec --agent default --network proxy "
 	    "--allow-domain pypi.org --workdir /home/alice/run --ro "
-	    "/var/spool/slurmd/job00042 --", "  no --home (sbx's own), the "
+	    "/var/spool/slurmd/job00042 --",
+	    "  no --home (sbx's own), the "
 	    "task's cwd bound, the script's directory bound read-only");
 	sbx_slurm_argv_free(v);
 
@@ -236,8 +245,10 @@ test_argv(void)
 	sbx_slurm_job_opt(&j, SBX_SLURM_OPT_WORKDIR, "/data/x", &e);
 	k.script = NULL;
 	sbx_slurm_argv(&s, &j, &k, &v, &n, &e);
-	is_str(joined(v), "/usr/bin/sbx exec --agent default --network none "
-	    "--workdir /data/x --", "--sbx-workdir=/data/x");
+	is_str(joined(v),
+	    "/usr/bin/sbx exec --agent default --network none "
+	    "--workdir /data/x --",
+	    "--sbx-workdir=/data/x");
 	sbx_slurm_argv_free(v);
 
 	site(&s, "home=/s/%u", NULL, &e);
