@@ -139,6 +139,7 @@ slurm_cluster_logs() {
 _slurm_pids() {
 	_sid=$(ps -o sid= -p $$ | tr -d ' ')
 	# (the directory on grep's stdin, not in its own command line)
+	# shellcheck disable=SC2062 # file names, not a pattern
 	printf '%s\n' "$1" | grep -lsF -f - /proc/[0-9]*/cmdline \
 	    /proc/[0-9]*/environ 2>/dev/null |
 	    sed 's|^/proc/\([0-9]*\)/.*|\1|' | sort -u | while read -r p; do
