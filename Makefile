@@ -267,6 +267,38 @@ $(HOSTCLI): $(HOSTCLI_SRC) cmd/host-int.h cmd/host-connect.h
 	@mkdir -p $(dir $@)
 	$(CC) -D_GNU_SOURCE -DSBX_VERSION='"$(VERSION)"' $(OPT) $(WARN) -D_FORTIFY_SOURCE=2 -fstack-protector-strong -static -o $@ $(HOSTCLI_SRC)
 
+# The SPANK plugin sbx.so (cmd/spank-sbx.c; sbx-slurm(7)), built when
+# Slurm's headers are here (Debian: libslurm-dev; pkg-config slurm where a
+# distribution ships a .pc, else the default include path).  A shared
+# object loaded into srun, sbatch and slurmstepd: compiled -fPIC, not PIE;
+# its part of lib (lib/exec/slurm.c and the two base modules it uses)
+# with hidden symbols; never with the sanitizers (a runtime cannot be
+# loaded into a program built without it).  Installed in SPANKDIR, which
+# plugstack.conf names.
+SLURM_CFLAGS := $(shell $(PKG_CONFIG) --cflags slurm 2>/dev/null)
+HAVE_SPANK := $(shell echo 'int x;' | $(CC) $(SLURM_CFLAGS) -include slurm/spank.h \
+	-fsyntax-only -x c - >/dev/null 2>&1 && echo 1)
+SPANKDIR  ?= $(PREFIX)/lib/sbx/slurm
+SPANK_SO   = $(B)/lib/slurm/sbx.so
+SPANK_LIB  = lib/exec/slurm.c lib/base/names.c lib/base/error.c
+SPANK_OBJ  = $(B)/spank/spank-sbx.o $(SPANK_LIB:lib/%.c=$(B)/spank/%.o)
+SPANK_CFLAGS = $(OPT) $(WARN) -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fPIC
+
+$(B)/spank/%.o: lib/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(SPANK_CFLAGS) -fvisibility=hidden -MMD -MP -c -o $@ $<
+
+$(B)/spank/spank-sbx.o: cmd/spank-sbx.c $(B)/SBX-PREFIX
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -DSBX_BINDIR='"$(BINDIR)"' $(SPANK_CFLAGS) $(SLURM_CFLAGS) \
+	    -MMD -MP -c -o $@ $<
+
+$(SPANK_SO): $(SPANK_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) -shared -Wl,-z,relro,-z,now -o $@ $(SPANK_OBJ)
+
+all: $(if $(HAVE_SPANK),$(SPANK_SO))
+
 $(B)/tests/unit/t-%: tests/unit/t-%.c tests/unit/tap.h $(LIBSBX)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -iquote tests/unit $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBSBX) $(LIBS_ALL)
@@ -327,10 +359,14 @@ install: all
 	for m in man/*.7; do [ -e "$$m" ] && install -m 0644 $$m $(DESTDIR)$(MANDIR)/man7/; done; true
 	install -m 0644 completions/sbx.bash $(DESTDIR)$(BASHCOMPDIR)/sbx
 	install -m 0644 completions/_sbx $(DESTDIR)$(ZSHCOMPDIR)/_sbx
+	if [ -f $(SPANK_SO) ]; then install -d $(DESTDIR)$(SPANKDIR) && \
+	    install -m 0755 $(SPANK_SO) $(DESTDIR)$(SPANKDIR)/sbx.so; fi
+	install -m 0755 scripts/slurm-health.sh $(DESTDIR)$(LIBEXECDIR)/sbx/slurm-health
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/sbx $(DESTDIR)$(BASHCOMPDIR)/sbx $(DESTDIR)$(ZSHCOMPDIR)/_sbx
 	rm -rf $(DESTDIR)$(LIBEXECDIR)/sbx
+	rm -f $(DESTDIR)$(SPANKDIR)/sbx.so
 	for m in man/*.[157]; do rm -f $(DESTDIR)$(MANDIR)/man$${m##*.}/$${m##*/}; done
 
 lint:
@@ -427,4 +463,4 @@ clean:
 
 .PHONY: FORCE deps all tests check bench demo install uninstall lint clean fuzz \
     fuzz-build
--include $(LIB_OBJ:.o=.d) $(B)/cmd/*.d $(B)/gen/*.d
+-include $(LIB_OBJ:.o=.d) $(B)/cmd/*.d $(B)/gen/*.d $(B)/spank/*.d $(B)/spank/*/*.d

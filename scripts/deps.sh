@@ -33,6 +33,12 @@ TEST_PKGS="$TEST_PKGS openssh-server openssh-client uidmap"
 # (tests/integration/0004-fuzz.sh): clang, and its runtime libraries
 # (libFuzzer, ASan, UBSan), which clang only recommends.
 TEST_PKGS="$TEST_PKGS clang libclang-rt-dev"
+# Slurm: the SPANK plugin sbx.so builds against Slurm's headers
+# (libslurm-dev: slurm/spank.h); tests/integration/0930-slurm.sh and
+# scripts/bench-slurm.sh start a one-node cluster of their own (munge,
+# slurmctld, slurmd, the client commands) in a temp dir.
+BUILD_PKGS="$BUILD_PKGS libslurm-dev"
+TEST_PKGS="$TEST_PKGS munge slurmctld slurmd slurm-client"
 
 # The reference MCP client (the TypeScript SDK) that drives sbx mcp in
 # tests/integration/1150-mcp.bats and scripts/bench-mcp.sh: test-only, and
