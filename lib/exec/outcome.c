@@ -169,7 +169,8 @@ result_json(struct sbx_exec *p, struct sbx_run *r)
 		json_object_set_new(res, "signal_name",
 		    json_string(sbx_exec_signame(r->signo)));
 	}
-	if (p->req->capture) {
+	/* A job's output is in its log, not here. */
+	if (r->capture) {
 		sbx_capture_render(&r->out, &b);
 		json_object_set_new(res, "stdout", sbx_json_bytes(b.p ? b.p :
 		    "", b.len));
@@ -323,7 +324,8 @@ violation_failure(struct sbx_exec *p, json_t *res, struct sbx_exec_outcome *o)
  * be set up (125), the command was not found (127) or could not be
  * executed (126), the memory limit killed it, the idle timeout or the wall
  * clock ended it (124), a signal to sbx ended it (128+n), or it ran to
- * its end (its own status).
+ * its end (its own status).  In the foreground and in a job's supervisor
+ * alike.
  */
 static void
 outcome_judge(struct sbx_exec *p, struct sbx_exec_outcome *o)
@@ -332,10 +334,6 @@ outcome_judge(struct sbx_exec *p, struct sbx_exec_outcome *o)
 	json_t		*res;
 
 	memset(o, 0, sizeof(*o));
-	if (p->req->background) {
-		outcome_job(p, o);
-		return;
-	}
 	if (!r->started) {
 		/* bwrap could not build the sandbox: nothing ran. */
 		struct sbx_buf m = SBX_BUF_INIT;
@@ -461,12 +459,12 @@ scrub_msg(struct sbx_scrub *sc, char *m, size_t size)
 	free(t);
 }
 
-void
-sbx_exec_outcome(struct sbx_exec *p, struct sbx_exec_outcome *o)
+/* The verdict's messages and objects, scrubbed of the run's secrets. */
+static void
+outcome_scrub(struct sbx_exec *p, struct sbx_exec_outcome *o)
 {
 	struct sbx_scrub	*sc = p->secrets.scrub;
 
-	outcome_judge(p, o);
 	if (sc == NULL)
 		return;
 	scrub_msg(sc, o->err.message, sizeof(o->err.message));
@@ -474,6 +472,48 @@ sbx_exec_outcome(struct sbx_exec *p, struct sbx_exec_outcome *o)
 	sbx_scrub_json(sc, o->result);
 	sbx_scrub_json(sc, o->extra);
 	sbx_scrub_json(sc, p->warnings);
+}
+
+void
+sbx_exec_outcome(struct sbx_exec *p, struct sbx_exec_outcome *o)
+{
+	if (p->req->background) {
+		memset(o, 0, sizeof(*o));
+		outcome_job(p, o);
+	} else
+		outcome_judge(p, o);
+	outcome_scrub(p, o);
+}
+
+void
+sbx_exec_outcome_run(struct sbx_exec *p, struct sbx_exec_outcome *o)
+{
+	outcome_judge(p, o);
+	outcome_scrub(p, o);
+}
+
+json_t *
+sbx_exec_outcome_result(const struct sbx_exec_outcome *o)
+{
+	if (o->ok)
+		return o->result;
+	return json_object_get(o->extra, "result");
+}
+
+/* The failure's keys are a failure envelope's (the one builder), less
+ * its tool: the job's tool is exec.poll or exec.wait. */
+json_t *
+sbx_exec_outcome_verdict(const struct sbx_exec_outcome *o)
+{
+	json_t	*v;
+
+	if (o->ok)
+		v = json_pack("{s:b}", "ok", 1);
+	else if ((v = sbx_envelope_err("exec", &o->err, NULL)) != NULL)
+		json_object_del(v, "tool");
+	if (v != NULL)
+		json_object_set_new(v, "code", json_integer(o->code));
+	return v;
 }
 
 void

@@ -26,8 +26,22 @@ struct sbx_exec_outcome {
 	json_t		*extra;		/* !ok: keys beside the error, or NULL */
 };
 
-/* After sbx_exec_run: the verdict, scrubbed of the run's secrets. */
+/*
+ * After sbx_exec_run: the verdict, scrubbed of the run's secrets.  For a
+ * background run, the verdict on starting the job (its id, or why it did
+ * not start); for the run itself, in the foreground or in a job's
+ * supervisor, sbx_exec_outcome_run.
+ */
 void	 sbx_exec_outcome(struct sbx_exec *, struct sbx_exec_outcome *);
+/* The verdict on the run in exec->run (and exec->events), whatever its
+ * mode: what a job's supervisor records for poll and wait. */
+void	 sbx_exec_outcome_run(struct sbx_exec *, struct sbx_exec_outcome *);
+/* The run's result object of an outcome (borrowed; NULL when the sandbox
+ * never started): o->result, or the "result" beside a failure. */
+json_t	*sbx_exec_outcome_result(const struct sbx_exec_outcome *);
+/* The verdict as one object for a job's record: ok, code and, for a
+ * failure, kind, reason, message and the field and hint when set. */
+json_t	*sbx_exec_outcome_verdict(const struct sbx_exec_outcome *);
 void	 sbx_exec_outcome_release(struct sbx_exec_outcome *);
 /* After the run, proxy mode: the proxy's denials as one line for people
  * ("proxy denied 2 requests: a:443 (...)"), or NULL; caller frees. */
