@@ -79,17 +79,15 @@ sbx_exec_violations_text(const struct sbx_exec *p)
 		return sbx_buf_detach(&out);
 	if (out.len > 0)
 		sbx_buf_puts(&out, "\nsbx: ");
-	sbx_buf_printf(&out, "proxy denied %zu request%s:", n, n == 1 ? "" :
-	    "s");
+	sbx_buf_printf(&out, "proxy denied %zu request%s:", n,
+	    n == 1 ? "" : "s");
 	n = 0;
-	json_array_foreach(p->violations, i, v) {
-		struct sbx_buf	 b = SBX_BUF_INIT;
-		const char	*h = json_string_value(json_object_get(v,
-				    "host"));
-		const char	*ad = json_string_value(json_object_get(v,
-				    "address"));
-		const char	*hn = json_string_value(json_object_get(v,
-				    "hint"));
+	json_array_foreach (p->violations, i, v) {
+		struct sbx_buf b = SBX_BUF_INIT;
+		const char *h = json_string_value(json_object_get(v, "host"));
+		const char *ad =
+		    json_string_value(json_object_get(v, "address"));
+		const char *hn = json_string_value(json_object_get(v, "hint"));
 
 		if (is_fs_violation(v))
 			continue;
@@ -384,17 +382,21 @@ outcome_judge(struct sbx_exec *p, struct sbx_exec_outcome *o)
 		o->code = SBX_EX_IOERR;
 	if (r->limit != NULL && strcmp(r->limit, "memory") == 0) {
 		sbx_error_set(&o->err, SBX_K_EXECUTION_ERROR, "memory",
-		    "memory_limit", "the sandbox ran out of memory: the kernel "
-		    "killed it at the limit of %llu MiB", p->lim.memory_mib);
-		sbx_error_hint(&o->err, "raise --memory (or limits.memory_mib)");
-	} else if (r->killed_by != NULL && strcmp(r->killed_by, "timeout") ==
-	    0) {
-		sbx_error_set(&o->err, SBX_K_TIMEOUT, "timeout",
-		    "idle_timeout", "killed after %s seconds without output (an "
+		    "memory_limit",
+		    "the sandbox ran out of memory: the kernel "
+		    "killed it at the limit of %llu MiB",
+		    p->lim.memory_mib);
+		sbx_error_hint(&o->err,
+		    "raise --memory (or limits.memory_mib)");
+	} else if (r->killed_by != NULL &&
+	    strcmp(r->killed_by, "timeout") == 0) {
+		sbx_error_set(&o->err, SBX_K_TIMEOUT, "timeout", "idle_timeout",
+		    "killed after %s seconds without output (an "
 		    "inactivity timeout, not a limit on run time; output a "
 		    "program buffers counts as silence, see -t)",
 		    p->req->timeout);
-		sbx_error_hint(&o->err, "raise --timeout, make the command "
+		sbx_error_hint(&o->err,
+		    "raise --timeout, make the command "
 		    "print progress and flush it, or run it on a terminal "
 		    "with -t/--tty (most programs then write line by line)");
 		o->code = SBX_EX_TIMEOUT;
@@ -411,8 +413,7 @@ outcome_judge(struct sbx_exec *p, struct sbx_exec_outcome *o)
 		sbx_error_set(&o->err, SBX_K_EXECUTION_ERROR, NULL,
 		    "interrupted", "the sandbox was terminated on %s",
 		    sbx_exec_signame(r->user_signal));
-	} else if (p->fail_on_violation && json_array_size(p->violations) >
-	    0) {
+	} else if (p->fail_on_violation && json_array_size(p->violations) > 0) {
 		violation_failure(p, res, o);
 		return;
 	} else if (p->fail_on_violation && p->relay[0].restarts > 0) {

@@ -20,10 +20,10 @@ struct sbx_exec;
 /* The verdict on a run: a success or failure envelope, and the status. */
 struct sbx_exec_outcome {
 	int		 ok;
-	int		 code;		/* exit status of sbx exec */
-	struct sbx_error err;		/* when !ok */
-	json_t		*result;	/* ok: the result object (owned) */
-	json_t		*extra;		/* !ok: keys beside the error, or NULL */
+	int		 code; /* exit status of sbx exec */
+	struct sbx_error err; /* when !ok */
+	json_t		*result; /* ok: the result object (owned) */
+	json_t		*extra; /* !ok: keys beside the error, or NULL */
 };
 
 /*

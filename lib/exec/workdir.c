@@ -215,18 +215,22 @@ workdir_copy(struct sbx_exec *p, const struct stat *st, struct sbx_error *e)
 		if (e->reason == NULL || strcmp(e->reason, "idmap_unsupported"))
 			return -1;
 		sbx_error_set(e, SBX_K_REJECTED, "workdir",
-		    "workdir_not_writable", "sbx runs as root, so the sandbox "
+		    "workdir_not_writable",
+		    "sbx runs as root, so the sandbox "
 		    "runs as uid %u, which cannot write to %s (owned by uid "
 		    "%u), and its filesystem cannot map the owner onto the "
-		    "sandbox's uid (idmapped mount: %s)", (unsigned)p->run_uid,
-		    p->workdir, (unsigned)st->st_uid, strerror(e->sys_errno));
+		    "sandbox's uid (idmapped mount: %s)",
+		    (unsigned)p->run_uid, p->workdir, (unsigned)st->st_uid,
+		    strerror(e->sys_errno));
 		if (st->st_uid != 0)
-			sbx_error_hint(e, "chown -R %u:%u %s, or set \"run_as\" "
+			sbx_error_hint(e,
+			    "chown -R %u:%u %s, or set \"run_as\" "
 			    "in %s/config/sandbox.json to its owner (uid %u)",
 			    (unsigned)p->run_uid, (unsigned)p->run_gid,
 			    p->workdir, p->root.path, (unsigned)st->st_uid);
 		else
-			sbx_error_hint(e, "chown -R %u:%u %s, or use a "
+			sbx_error_hint(e,
+			    "chown -R %u:%u %s, or use a "
 			    "directory on a filesystem with idmapped mounts "
 			    "(ext4, xfs, btrfs, tmpfs; Linux 5.12 or later)",
 			    (unsigned)p->run_uid, (unsigned)p->run_gid,
@@ -352,17 +356,22 @@ sbx_workdir_prepare(struct sbx_exec *p, struct sbx_error *e)
 	if (r != 0) {
 		if (r == 1)
 			sbx_error_set(e, SBX_K_REJECTED, "workdir",
-			    "state_root", "refusing to bind %s: it contains the "
-			    "sbx state root %s/%s", canon, canon, below);
+			    "state_root",
+			    "refusing to bind %s: it contains the "
+			    "sbx state root %s/%s",
+			    canon, canon, below);
 		else {
 			snprintf(msg, sizeof(msg), "%s", e->message);
 			sbx_error_set(e, SBX_K_REJECTED, "workdir",
-			    "state_root_unchecked", "refusing to bind %s: %s "
+			    "state_root_unchecked",
+			    "refusing to bind %s: %s "
 			    "(sbx looks %d levels down, through at most %d "
-			    "directories)", canon, msg, SBX_ROOT_SCAN_DEPTH,
+			    "directories)",
+			    canon, msg, SBX_ROOT_SCAN_DEPTH,
 			    SBX_ROOT_SCAN_BUDGET);
 		}
-		sbx_error_hint(e, "bind a smaller directory that holds no "
+		sbx_error_hint(e,
+		    "bind a smaller directory that holds no "
 		    "state root");
 		return -1;
 	}
@@ -512,11 +521,13 @@ sbx_workdir_reachable_root(struct sbx_exec *p, struct sbx_error *e)
 		s[s == path ? 1 : 0] = '\0';
 		if (stat(path, &st) == -1 || !(st.st_mode & S_IXOTH)) {
 			sbx_error_set(e, SBX_K_REJECTED, "home",
-			    "state_root_unreachable", "sbx runs as root, so the "
+			    "state_root_unreachable",
+			    "sbx runs as root, so the "
 			    "sandbox runs as uid %u, which cannot reach the "
-			    "state root %s through %s", (unsigned)p->run_uid,
-			    p->root.path, path);
-			sbx_error_hint(e, "use a state root under a searchable "
+			    "state root %s through %s",
+			    (unsigned)p->run_uid, p->root.path, path);
+			sbx_error_hint(e,
+			    "use a state root under a searchable "
 			    "directory (root's default is /var/lib/sbx)");
 			return -1;
 		}

@@ -96,10 +96,10 @@ failed(const struct fix *f, const char *kind, const char *reason, int code)
 static int
 warned(const struct fix *f, const char *s)
 {
-	json_t	*w;
-	size_t	 i;
+	json_t *w;
+	size_t	i;
 
-	json_array_foreach(f->p.warnings, i, w)
+	json_array_foreach (f->p.warnings, i, w)
 		if (strstr(json_string_value(w), s) != NULL)
 			return 1;
 	return 0;
