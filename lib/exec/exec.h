@@ -5,8 +5,10 @@
  * or a request envelope say) is checked by sbx_exec_validate(), turned
  * into an opened, ready-to-run sandbox by sbx_exec_prepare(), run by
  * sbx_exec_run() (in the foreground, or as a supervised background job,
- * lib/jobsup.c) and judged by sbx_exec_outcome(), which maps what happened
- * to an envelope kind and an exit status.  sbx_exec_release() frees it.
+ * lib/jobsup.c) and judged by sbx_exec_outcome() (outcome.h), which maps
+ * what happened to an envelope kind and an exit status, for foreground
+ * runs and jobs alike.  sbx_exec_release() frees it.  The --workdir
+ * checks are workdir.c's.
  * Nothing here prints or exits: failures are a struct sbx_error, notes
  * for people are collected in the warnings array.
  */
@@ -25,6 +27,7 @@
 #include "cgroup.h"
 #include "error.h"
 #include "fspolicy.h"
+#include "outcome.h"
 #include "provision.h"
 #include "root.h"
 #include "run.h"
@@ -198,15 +201,6 @@ struct sbx_exec {
 	int			 job_val;
 };
 
-/* The verdict on a run: a success or failure envelope, and the status. */
-struct sbx_exec_outcome {
-	int		 ok;
-	int		 code;		/* exit status of sbx exec */
-	struct sbx_error err;		/* when !ok */
-	json_t		*result;	/* ok: the result object (owned) */
-	json_t		*extra;		/* !ok: keys beside the error, or NULL */
-};
-
 void	sbx_exec_req_init(struct sbx_exec_req *);
 void	sbx_exec_req_release(struct sbx_exec_req *);
 /*
@@ -237,14 +231,7 @@ void	sbx_exec_init(struct sbx_exec *);
 int	sbx_exec_prepare(struct sbx_exec *, const struct sbx_exec_req *,
 	    struct sbx_error *);
 int	sbx_exec_run(struct sbx_exec *, struct sbx_error *);
-void	sbx_exec_outcome(struct sbx_exec *, struct sbx_exec_outcome *);
-void	sbx_exec_outcome_release(struct sbx_exec_outcome *);
 void	sbx_exec_release(struct sbx_exec *);
-/* After the run, proxy mode: the proxy's denials as one line for people
- * ("proxy denied 2 requests: a:443 (...)"), or NULL; caller frees. */
-char	*sbx_exec_violations_text(const struct sbx_exec *);
-/* A signal's name ("SIGTERM"), in static storage for unknown ones. */
-const char *sbx_exec_signame(int);
 
 /* Shared with lib/jobsup.c. */
 int	sbx_exec_signals(int with_usr1);

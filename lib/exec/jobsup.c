@@ -55,19 +55,61 @@ log_sink(void *log, const void *data, size_t n)
 	return sbx_joblog_write(log, data, n);
 }
 
+/*
+ * The run's verdict into its record: the one a foreground run's envelope
+ * gives (sbx_exec_outcome_run: its status, the result object, the failure
+ * and its kind), so that poll and wait say what the envelope would have;
+ * and the fields a record has always had, for ps and older readers.
+ */
+static void
+record_outcome(struct sbx_exec *p, json_t *rec, struct sbx_joblog *jl)
+{
+	struct sbx_run		*r = &p->run;
+	struct sbx_exec_outcome	 o;
+	json_t			*res;
+
+	/* sbx exec kill --force is the supervisor's SIGUSR1: it stands for
+	 * the SIGKILL it sends the sandbox. */
+	if (r->killed_by != NULL && strcmp(r->killed_by, "user") == 0 &&
+	    r->user_signal == SIGUSR1)
+		r->user_signal = SIGKILL;
+	sbx_exec_outcome_run(p, &o);
+	json_object_set_new(rec, "state", json_string("exited"));
+	if (!r->started) {
+		json_object_set_new(rec, "error", sbx_json_bytes(
+		    r->setup_err.p ? r->setup_err.p : "", r->setup_err.len));
+		(void)sbx_joblog_write(jl, r->setup_err.p ? r->setup_err.p :
+		    "", r->setup_err.len);
+	} else if (r->exec_errno)
+		json_object_set_new(rec, "error", json_string(
+		    strerror(r->exec_errno)));
+	json_object_set_new(rec, "exit_code", json_integer(o.code));
+	if (r->signo)
+		json_object_set_new(rec, "signal", json_integer(r->signo));
+	if (r->killed_by)
+		json_object_set_new(rec, "killed_by",
+		    json_string(r->killed_by));
+	if (r->limit)
+		json_object_set_new(rec, "limit", json_string(r->limit));
+	json_object_set_new(rec, "duration_ms", json_integer(r->duration_ms));
+	if ((res = sbx_exec_outcome_result(&o)) != NULL)
+		json_object_set(rec, "result", res);
+	json_object_set_new(rec, "outcome", sbx_exec_outcome_verdict(&o));
+	sbx_exec_outcome_release(&o);
+}
+
 /* The detached supervisor of a background job. */
 static void __attribute__((noreturn))
 monitor(struct sbx_exec *p, const char *id, int jobs_fd, int log_fd,
     int notify_fd, json_t *rec)
 {
 	struct sbx_error	 e;
-	struct sbx_run		 r;
+	struct sbx_run		*r = &p->run;
 	struct sbx_joblog	 jl;
 	unsigned long long	 st = 0;
 	char			 now[32], line[32];
 	int			 devnull, rc;
 	size_t			 nwarn;
-	json_t			*ev;
 
 	if ((devnull = open("/dev/null", O_RDWR)) >= 0) {
 		dup2(devnull, 0);
@@ -122,19 +164,28 @@ monitor(struct sbx_exec *p, const char *id, int jobs_fd, int log_fd,
 		sbx_job_write(jobs_fd, id, rec, &e);
 		_exit(0);
 	}
-	sbx_exec_run_setup(p, &r);
-	r.out_fd = log_fd;
-	r.err_fd = log_fd;
+	sbx_exec_run_setup(p, r);
+	r->out_fd = log_fd;
+	r->err_fd = log_fd;
 	/* Through the capped log: the head and the latest output are
 	 * kept, the file never grows past log_cap (see background()). */
 	sbx_joblog_init(&jl, log_fd, p->log_cap);
-	r.sink_write = log_sink;
-	r.sink_arg = &jl;
-	r.notify_fd = notify_fd;
+	r->sink_write = log_sink;
+	r->sink_arg = &jl;
+	r->notify_fd = notify_fd;
 	nwarn = json_array_size(p->warnings);
-	rc = sbx_run_sandbox(&r, &e);
+	rc = sbx_run_sandbox(r, &e);
+	p->events = sbx_exec_finish_limits(p, r);
+	if (p->events != NULL && json_object_size(p->events) > 0)
+		json_object_set(rec, "limit_events", p->events);
+	if (rc == -1) {
+		json_object_set_new(rec, "state", json_string("failed"));
+		json_object_set_new(rec, "error", json_string(e.message));
+	} else
+		record_outcome(p, rec, &jl);
 	/* What happened during the run (a daemon restarted, see relay_open
-	 * in exec.c) for poll and wait: there is no envelope of the run. */
+	 * in exec.c; what the verdict warns of) for poll and wait: there is
+	 * no envelope of the run. */
 	if (json_array_size(p->warnings) > nwarn) {
 		json_t	*w = json_array();
 		size_t	 k;
@@ -143,45 +194,6 @@ monitor(struct sbx_exec *p, const char *id, int jobs_fd, int log_fd,
 			json_array_append(w, json_array_get(p->warnings, k));
 		sbx_scrub_json(p->secrets.scrub, w);
 		json_object_set_new(rec, "warnings", w);
-	}
-	if ((ev = sbx_exec_finish_limits(p, &r)) != NULL) {
-		if (json_object_size(ev) > 0)
-			json_object_set(rec, "limit_events", ev);
-		json_decref(ev);
-	}
-	if (rc == -1) {
-		json_object_set_new(rec, "state", json_string("failed"));
-		json_object_set_new(rec, "error", json_string(e.message));
-	} else {
-		json_object_set_new(rec, "state", json_string("exited"));
-		if (!r.started) {
-			json_object_set_new(rec, "error", sbx_json_bytes(
-			    r.setup_err.p ? r.setup_err.p : "",
-			    r.setup_err.len));
-			(void)sbx_joblog_write(&jl, r.setup_err.p ?
-			    r.setup_err.p : "", r.setup_err.len);
-			json_object_set_new(rec, "exit_code",
-			    json_integer(SBX_EX_FAILED));
-		} else if (r.exec_errno) {
-			json_object_set_new(rec, "exit_code", json_integer(
-			    r.exec_errno == ENOENT ? SBX_EX_NOT_FOUND :
-			    SBX_EX_CANNOT_EXEC));
-			json_object_set_new(rec, "error", json_string(
-			    strerror(r.exec_errno)));
-		} else
-			json_object_set_new(rec, "exit_code",
-			    json_integer(r.exit_code));
-		if (r.signo)
-			json_object_set_new(rec, "signal",
-			    json_integer(r.signo));
-		if (r.killed_by)
-			json_object_set_new(rec, "killed_by",
-			    json_string(r.killed_by));
-		if (r.limit)
-			json_object_set_new(rec, "limit",
-			    json_string(r.limit));
-		json_object_set_new(rec, "duration_ms",
-		    json_integer(r.duration_ms));
 	}
 	/* In order on disk for whoever reads the file itself. */
 	(void)sbx_joblog_finish(&jl);
@@ -364,6 +376,25 @@ job_status_fields(json_t *res, json_t *rec, int *alive)
 		json_object_set(res, "warnings", v);
 }
 
+/*
+ * An ended job's verdict into res (poll, wait): the result object of the
+ * run, as a foreground run's envelope has it (the job's own fields above
+ * win: exit_code is the status sbx exec would have exited with, limit
+ * names the idle timeout too), and the verdict (outcome: ok, code, and
+ * the failure's kind, reason and message).  A record of an older sbx has
+ * neither.
+ */
+static void
+job_outcome_fields(json_t *res, json_t *rec)
+{
+	json_t	*v;
+
+	if ((v = json_object_get(rec, "result")) != NULL && json_is_object(v))
+		json_object_update_missing(res, v);
+	if ((v = json_object_get(rec, "outcome")) != NULL && json_is_object(v))
+		json_object_set(res, "outcome", v);
+}
+
 /* log_tail, log_truncated and log_dropped_bytes of a job into res. */
 static void
 log_tail_json(json_t *res, int jobs_fd, const char *id, const json_t *rec,
@@ -440,6 +471,8 @@ sbx_jobsup_poll(struct sbx_root *root, const char *agent, const char *id,
 		return NULL;
 	res = json_pack("{s:s}", "job", id);
 	job_status_fields(res, rec, &alive);
+	if (!alive)
+		job_outcome_fields(res, rec);
 	log_tail_json(res, jobs_fd, id, rec, tail_lines);
 	close(jobs_fd);
 	json_decref(rec);
@@ -483,6 +516,8 @@ sbx_jobsup_wait(struct sbx_root *root, const char *agent, const char *id,
 			return NULL;
 		}
 	}
+	if (!alive)
+		job_outcome_fields(res, rec);
 	json_object_set_new(res, "exited", json_boolean(!alive));
 	json_object_set_new(res, "timed_out", json_boolean(alive));
 	log_tail_json(res, jobs_fd, id, rec, tail_lines);

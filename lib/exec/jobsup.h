@@ -23,7 +23,9 @@ int	 sbx_jobsup_start(struct sbx_exec *, struct sbx_error *);
 /* One job's record: 0 and *rec, or -1 (kind not_found: no such job). */
 json_t	*sbx_jobsup_load(struct sbx_root *, const char *agent, const char *id,
 	    int *jobs_fd, struct sbx_error *);
-/* {"job", "alive", "state", "exit_code"?, ...} and the log's tail. */
+/* {"job", "alive", "state", "exit_code"?, ...} and the log's tail; once
+ * the job ended, its run's result keys and outcome (the verdict the
+ * supervisor recorded, sbx_exec_outcome_run). */
 json_t	*sbx_jobsup_poll(struct sbx_root *, const char *agent, const char *id,
 	    int tail_lines, struct sbx_error *);
 /*

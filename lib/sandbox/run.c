@@ -13,6 +13,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -503,24 +504,463 @@ flush_held(struct sbx_run *r, struct stream *err)
 	sbx_buf_reset(&r->setup_err);
 }
 
-int
-sbx_run_sandbox(struct sbx_run *r, struct sbx_error *e)
+/*
+ * One run's supervision: the state the loop of sbx_run_sandbox keeps
+ * between rounds, and one handler per descriptor it polls (as the proxy's
+ * connections are): sbx-init's status socket, the command's stdout and
+ * stderr (or its terminal), the caller's input and where it goes, the
+ * caller's hold socket and signals, the caller's own descriptors (watch),
+ * and bwrap's exit.
+ */
+enum {
+	LOOP_HOLD, LOOP_STATUS, LOOP_OUT, LOOP_ERR, LOOP_TTY, LOOP_ROOM,
+	LOOP_INPUT, LOOP_WATCH, LOOP_SIGNAL = LOOP_WATCH + SBX_RUN_NWATCH,
+	LOOP_BWRAP, LOOP_NFD
+};
+
+struct loop {
+	struct sbx_run	*r;
+	struct stream	 out, err, tt;	/* tt: the terminal's output (-t) */
+	int		 stfd;		/* sbx-init's status socket */
+	char		 stbuf[PATH_MAX + 64];
+	size_t		 stlen;
+	int		 ttaken;	/* the terminal's master arrived */
+	/* The caller's input (tin) into the terminal or the stdin pipe
+	 * (tw); what waits to go in. */
+	int		 tw, tin;
+	char		 ibuf[4096];
+	size_t		 ioff, ilen;
+	int		 last_nl;
+	int		 relay_in;	/* stdin_relay in force */
+	int		 hfd, held;	/* the hold socket; output held */
+	int		 ctl;		/* orders to sbx-init */
+	int		 pidfd, reaped, wstatus, killed;
+	long long	 start, now, last, term_at, drain_at;
+	struct pollfd	 pfd[LOOP_NFD];
+	char		 buf[65536];
+};
+
+/* An order to sbx-init (SBX_INIT_O_TERM, _KILL), through its ctl pipe. */
+static void
+order(struct loop *L, char o)
 {
-	struct pollfd	 pfd[9 + SBX_RUN_NWATCH];
-	struct stream	 out, err, tt;
+	(void)!write(L->ctl, &o, 1);
+}
+
+/* No grace: sbx-init told, bwrap killed, the run's cgroup killed. */
+static void
+kill_now(struct loop *L)
+{
+	struct sbx_run	*r = L->r;
+
+	order(L, SBX_INIT_O_KILL);
+	kill(r->bwrap_pid, SIGKILL);
+	if (r->kill_hook != NULL)
+		r->kill_hook(r->child_hook_arg);
+	L->killed = 1;
+}
+
+/*
+ * The caller's hold socket (hold_fd) before anything is relayed: after
+ * 'H' nothing of this round goes out.
+ */
+static void
+on_hold(struct loop *L, const struct pollfd *pf)
+{
+	struct sbx_run	*r = L->r;
+	int		 was = L->held;
+
+	if (L->hfd < 0 || !(pf->revents & (POLLIN | POLLHUP | POLLERR)))
+		return;
+	L->held = hold_read(&L->hfd, L->held);
+	if (was && !L->held) {
+		L->now = sbx_now_ms();
+		L->last = L->now;
+		if (L->reaped)
+			L->drain_at = L->now + DRAIN_MS;
+		if (r->started)
+			flush_held(r, &L->err);
+	}
+}
+
+/* -t: the master of the command's terminal, passed with "tty". */
+static void
+tty_taken(struct loop *L, int mfd)
+{
+	/* Never blocking on it: the loop keeps the deadlines.  Reads go
+	 * through tt, the caller's input through tw. */
+	(void)fcntl(mfd, F_SETFL, fcntl(mfd, F_GETFL) | O_NONBLOCK);
+	L->tt.fd = mfd;
+	L->tw = fcntl(mfd, F_DUPFD_CLOEXEC, 0);
+	L->tin = L->r->stdin_fd;
+	tty_resize(L->r, L->tw);
+}
+
+/* Each complete line of the status socket; the rest waits. */
+static void
+status_lines(struct loop *L)
+{
+	struct sbx_run	*r = L->r;
+	char		*nl, *p = L->stbuf;
+	int		 was;
+
+	while ((nl = strchr(p, '\n')) != NULL) {
+		was = r->started;
+		*nl = '\0';
+		status_line(r, p);
+		if (!was && r->started && !L->held)
+			flush_held(r, &L->err);
+		if (r->running)
+			notify(r, 'R', 0);
+		if (r->exec_errno)
+			notify(r, 'E', r->exec_errno);
+		p = nl + 1;
+	}
+	L->stlen -= (size_t)(p - L->stbuf);
+	memmove(L->stbuf, p, L->stlen);
+	if (L->stlen == sizeof(L->stbuf) - 1)
+		L->stlen = 0;
+}
+
+/* Status first: "ready" must be seen before the stderr that follows it
+ * is judged. */
+static void
+on_status(struct loop *L, const struct pollfd *pf)
+{
+	ssize_t	 k;
+	int	 mfd = -1;
+
+	if (L->stfd < 0 || !(pf->revents & (POLLIN | POLLHUP)))
+		return;
+	k = status_recv(L->r, L->stfd, L->stbuf + L->stlen,
+	    sizeof(L->stbuf) - 1 - L->stlen, &mfd, &L->ttaken);
+	if (mfd >= 0)
+		tty_taken(L, mfd);
+	if (k <= 0 && !(k == -1 && errno == EINTR)) {
+		close(L->stfd);
+		L->stfd = -1;
+	} else if (k > 0) {
+		L->stlen += (size_t)k;
+		L->stbuf[L->stlen] = '\0';
+		status_lines(L);
+	}
+}
+
+/* The command's stdout or stderr. */
+static void
+on_stream(struct loop *L, struct stream *s, int is_err,
+    const struct pollfd *pf)
+{
+	if (L->held || s->fd < 0 ||
+	    !(pf->revents & (POLLIN | POLLHUP | POLLERR)))
+		return;
+	L->last = sbx_now_ms();
+	relay(L->r, s, is_err, L->buf, sizeof(L->buf));
+}
+
+static void
+on_out(struct loop *L, const struct pollfd *pf)
+{
+	on_stream(L, &L->out, 0, pf);
+}
+
+static void
+on_err(struct loop *L, const struct pollfd *pf)
+{
+	on_stream(L, &L->err, 1, pf);
+}
+
+/* -t: the terminal's output. */
+static void
+on_tty(struct loop *L, const struct pollfd *pf)
+{
+	if (L->held || L->tt.fd < 0 ||
+	    !(pf->revents & (POLLIN | POLLHUP | POLLERR)))
+		return;
+	L->last = sbx_now_ms();
+	relay(L->r, &L->tt, 0, L->buf, sizeof(L->buf));
+	if (L->tt.fd < 0) {
+		/*
+		 * Every slave is closed: nothing more goes in.  tw keeps the
+		 * master open until the end, because closing it hangs the
+		 * terminal up, and the command, still in its exit path after
+		 * closing its descriptors, would die of SIGHUP.
+		 */
+		L->tin = -1;
+		L->ilen = 0;
+	}
+}
+
+/* The end of the input through the stdin pipe: its end is the pipe's. */
+static void
+input_close(struct loop *L)
+{
+	close(L->tw);
+	L->tw = L->tin = -1;
+}
+
+/* Room in the terminal (or the stdin pipe) for the input that waits. */
+static void
+on_input_room(struct loop *L, const struct pollfd *pf)
+{
+	if (L->tw >= 0 && L->ilen > 0 &&
+	    (pf->revents & (POLLOUT | POLLERR | POLLHUP)) &&
+	    tty_flush(L->tw, L->ibuf, &L->ioff, &L->ilen) == -1 &&
+	    L->relay_in)
+		/* The command closed its stdin: the caller's input stays
+		 * where it is, unread. */
+		input_close(L);
+}
+
+/* The caller's input, into the terminal or the stdin pipe. */
+static void
+on_input(struct loop *L, const struct pollfd *pf)
+{
 	struct termios	 tio;
-	char		 buf[65536], stbuf[PATH_MAX + 64], ibuf[4096];
-	size_t		 stlen = 0, ioff = 0, ilen = 0;
-	int		 tw = -1, tin = -1, ttaken = 0, last_nl = 1, sig;
+	ssize_t		 k;
+
+	if (L->tw < 0 || L->tin < 0 || L->ilen != 0 || L->held ||
+	    !(pf->revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL)))
+		return;
+	k = read(L->tin, L->ibuf, sizeof(L->ibuf));
+	if (k > 0) {
+		L->ilen = (size_t)k;
+		L->last_nl = L->ibuf[k - 1] == '\n';
+	} else if (L->relay_in && (k == 0 || (errno != EINTR &&
+	    errno != EAGAIN))) {
+		/* The end of the caller's input is the end of the pipe. */
+		input_close(L);
+	} else if (k == 0 || (errno != EINTR && errno != EAGAIN)) {
+		/*
+		 * The end of the caller's input is the terminal's
+		 * end-of-file character (^D), twice after a partial line: a
+		 * reader in canonical mode sees end of file, as at a
+		 * keyboard.
+		 */
+		L->tin = -1;
+		L->ibuf[0] = L->ibuf[1] = tcgetattr(L->tw, &tio) == 0 &&
+		    tio.c_cc[VEOF] != 0 ? (char)tio.c_cc[VEOF] : 4;
+		L->ilen = L->last_nl ? 1 : 2;
+	}
+	if (L->tw >= 0 && tty_flush(L->tw, L->ibuf, &L->ioff, &L->ilen) ==
+	    -1 && L->relay_in)
+		input_close(L);
+}
+
+/* The caller's descriptors (see watch in run.h). */
+static void
+on_watch(struct loop *L, const struct pollfd *pf)
+{
+	struct sbx_run	*r = L->r;
+
+	if (pf->fd >= 0 && pf->revents != 0)
+		r->watch_cb(r->watch_arg, r, (int)(pf - &L->pfd[LOOP_WATCH]),
+		    pf->revents);
+}
+
+/* A signal to the caller: SIGWINCH resizes, the others end the run. */
+static void
+on_signal(struct loop *L, const struct pollfd *pf)
+{
+	struct sbx_run	*r = L->r;
+	char		 c;
+	int		 sig = 0;
+
+	if (r->signal_fd >= 0 && (pf->revents & POLLIN) &&
+	    read(r->signal_fd, &c, 1) == 1)
+		sig = (unsigned char)c;
+	if (sig == SIGWINCH) {
+		tty_resize(r, L->tw);
+		sig = 0;
+	}
+	if (sig == 0)
+		return;
+	if (r->killed_by == NULL)
+		r->killed_by = "user";
+	r->user_signal = (unsigned char)c;
+	if (c == SIGUSR1 || L->term_at)
+		/* Forced, or asked twice: no grace. */
+		kill_now(L);
+	else
+		order(L, SBX_INIT_O_TERM);
+	if (!L->term_at)
+		L->term_at = sbx_now_ms();
+}
+
+/* bwrap's exit: on its pidfd, or every round without one. */
+static void
+on_bwrap(struct loop *L, const struct pollfd *pf)
+{
+	struct sbx_run	*r = L->r;
+	pid_t		 w;
+
+	if (L->reaped || (L->pidfd >= 0 && !(pf->revents & POLLIN)))
+		return;
+	w = waitpid(r->bwrap_pid, &L->wstatus, WNOHANG);
+	if (w == r->bwrap_pid || (w == -1 && errno == ECHILD)) {
+		L->reaped = 1;
+		r->duration_ms = sbx_now_ms() - L->start;
+		L->drain_at = sbx_now_ms() + DRAIN_MS;
+		/* Everything inside is dead now; let sbx-init's ctl pipe
+		 * go. */
+		close(L->ctl);
+		L->ctl = -1;
+	}
+}
+
+/*
+ * The descriptors of one round, in the order their handlers run: the hold
+ * first, then the status, the output, the input, the caller's own
+ * descriptors, signals, and bwrap's exit last.  A descriptor not polled
+ * this round is -1.
+ */
+static void
+loop_fds(struct loop *L)
+{
+	struct sbx_run	*r = L->r;
+	struct pollfd	*p = L->pfd;
+	int		 i;
+
+	p[LOOP_HOLD] = (struct pollfd){ L->hfd, POLLIN, 0 };
+	p[LOOP_STATUS] = (struct pollfd){ L->stfd, POLLIN, 0 };
+	p[LOOP_OUT] = (struct pollfd){ L->held ? -1 : L->out.fd, POLLIN, 0 };
+	p[LOOP_ERR] = (struct pollfd){ L->held ? -1 : L->err.fd, POLLIN, 0 };
+	/* -t: the terminal's output; the caller's input when the last of
+	 * it went in; the terminal again while some waits. */
+	p[LOOP_TTY] = (struct pollfd){ L->held ? -1 : L->tt.fd, POLLIN, 0 };
+	p[LOOP_ROOM] = (struct pollfd){ L->ilen > 0 ? L->tw : -1, POLLOUT,
+	    0 };
+	p[LOOP_INPUT] = (struct pollfd){ L->tw >= 0 && L->ilen == 0 &&
+	    !L->held ? L->tin : -1, POLLIN, 0 };
+	for (i = 0; i < SBX_RUN_NWATCH; i++)
+		p[LOOP_WATCH + i] = (struct pollfd){ r->watch_cb != NULL ?
+		    r->watch[i].fd : -1, r->watch[i].events, 0 };
+	p[LOOP_SIGNAL] = (struct pollfd){ L->reaped || L->killed ? -1 :
+	    r->signal_fd, POLLIN, 0 };
+	p[LOOP_BWRAP] = (struct pollfd){ L->reaped ? -1 : L->pidfd, POLLIN,
+	    0 };
+}
+
+_Static_assert(SBX_RUN_NWATCH == 4, "one on_watch per watch entry");
+
+static void (*const loop_handler[LOOP_NFD])(struct loop *,
+    const struct pollfd *) = {
+	[LOOP_HOLD] = on_hold,
+	[LOOP_STATUS] = on_status,
+	[LOOP_OUT] = on_out,
+	[LOOP_ERR] = on_err,
+	[LOOP_TTY] = on_tty,
+	[LOOP_ROOM] = on_input_room,
+	[LOOP_INPUT] = on_input,
+	[LOOP_WATCH] = on_watch,
+	[LOOP_WATCH + 1] = on_watch,
+	[LOOP_WATCH + 2] = on_watch,
+	[LOOP_WATCH + 3] = on_watch,
+	[LOOP_SIGNAL] = on_signal,
+	[LOOP_BWRAP] = on_bwrap,
+};
+
+/*
+ * Deadlines: inactivity, wall time, kill grace.  A person thinking about a
+ * question is not the command idling: the idle clock stops while held.
+ */
+static void
+loop_deadlines(struct loop *L)
+{
+	struct sbx_run	*r = L->r;
+
+	if (L->reaped)
+		return;
+	if (!L->term_at && !L->held && r->idle_timeout_ms > 0 &&
+	    L->now - L->last >= r->idle_timeout_ms) {
+		r->killed_by = "timeout";
+		r->limit = "idle";
+		L->term_at = L->now;
+		order(L, SBX_INIT_O_TERM);
+	}
+	if (!L->term_at && r->wall_timeout_ms > 0 &&
+	    L->now - L->start >= r->wall_timeout_ms) {
+		r->killed_by = "limit";
+		r->limit = "wall_time";
+		L->term_at = L->now;
+		order(L, SBX_INIT_O_TERM);
+	}
+	if (L->term_at && !L->killed &&
+	    L->now - L->term_at >= SBX_KILL_GRACE_MS)
+		kill_now(L);
+}
+
+/* How long poll may sleep: to the next deadline, or -1. */
+static long long
+loop_timeout(struct loop *L)
+{
+	struct sbx_run	*r = L->r;
+	struct stream	*hs;
+	long long	 dl = -1, hd;
+	int		 i;
+
+	if (L->reaped)
+		dl = L->held ? -1 : L->drain_at - L->now;
+	else if (L->term_at && !L->killed)
+		dl = L->term_at + SBX_KILL_GRACE_MS - L->now;
+	else if (!L->term_at && !L->held && r->idle_timeout_ms > 0)
+		dl = L->last + r->idle_timeout_ms - L->now;
+	if (!L->reaped && !L->term_at && r->wall_timeout_ms > 0 &&
+	    (dl < 0 || L->start + r->wall_timeout_ms - L->now < dl))
+		dl = L->start + r->wall_timeout_ms - L->now;
+	/* Without a pidfd (old kernels) waitpid() is polled every 50 ms. */
+	if (!L->reaped && L->pidfd < 0 && (dl < 0 || dl > 50))
+		dl = 50;
+	/* Held output goes out once its stream is quiet (and nobody holds
+	 * the terminal). */
+	for (i = 0; r->scrub != NULL && !L->held && i < 3; i++) {
+		hs = i == 0 ? &L->out : i == 1 ? &L->err : &L->tt;
+		if (sbx_scrub_held(&hs->sc) == 0)
+			continue;
+		hd = hs->held_at + SBX_SCRUB_IDLE_MS - L->now;
+		if (hd <= 0) {
+			scrub_flush(hs);
+			continue;
+		}
+		if (dl < 0 || hd < dl)
+			dl = hd;
+	}
+	if (dl < 0 && dl != -1)
+		dl = 0;
+	return dl;
+}
+
+/*
+ * Is the run over?  bwrap was reaped and its output drained (or the drain
+ * timed out).  Held: the asker's question is on the terminal and the
+ * output waits for it, even once the sandbox is gone (the ask ends with
+ * the run's connections, or times out).
+ */
+static int
+loop_done(const struct loop *L)
+{
+	return L->reaped && !L->held && ((L->out.fd < 0 && L->err.fd < 0 &&
+	    L->stfd < 0 && L->tt.fd < 0) || L->now >= L->drain_at);
+}
+
+/*
+ * Start bwrap on fresh pipes (stdout, stderr, the status socket, the ctl
+ * pipe, and the stdin pipe of stdin_relay) and set up the loop's state.
+ */
+static int
+loop_start(struct loop *L, struct sbx_run *r, struct sbx_error *e)
+{
 	int		 po[2] = { -1, -1 }, pe[2] = { -1, -1 };
 	int		 ps[2] = { -1, -1 }, pc[2] = { -1, -1 };
-	int		 stfd, pidfd = -1, reaped = 0, wstatus = 0, n, i;
-	long long	 start, now, last, term_at = 0, drain_at = 0, dl;
-	int		 killed = 0, held = 0, hfd = r->hold_fd, relay_in = 0;
-	int		 pi[2] = { -1, -1 };
-	char		 c;
+	int		 pi[2] = { -1, -1 }, i;
 	struct child	 ch;
 
+	memset(L, 0, offsetof(struct loop, buf));
+	L->r = r;
+	L->tw = L->tin = L->pidfd = L->stfd = L->ctl = -1;
+	L->out.fd = L->err.fd = L->tt.fd = -1;
+	L->last_nl = 1;
+	L->hfd = r->hold_fd;
 	sbx_capture_init(&r->out, r->max_output, r->capture);
 	sbx_capture_init(&r->err, r->max_output, r->capture);
 	/* The status channel is a socket: with -t, sbx-init passes the
@@ -533,14 +973,14 @@ sbx_run_sandbox(struct sbx_run *r, struct sbx_error *e)
 	}
 	/* stdin_relay: the command reads a pipe; sbx reads the caller's
 	 * stdin (the terminal) and writes it in. */
-	relay_in = r->stdin_relay && !r->tty && r->stdin_fd >= 0;
-	if (relay_in && pipe2(pi, O_CLOEXEC) == -1) {
+	L->relay_in = r->stdin_relay && !r->tty && r->stdin_fd >= 0;
+	if (L->relay_in && pipe2(pi, O_CLOEXEC) == -1) {
 		sbx_error_sys(e, "pipe_failed", "pipe");
 		goto fail;
 	}
-	start = last = sbx_now_ms();
+	L->start = L->last = sbx_now_ms();
 	ch.r = r;
-	ch.in = r->tty ? -1 : relay_in ? pi[0] : r->stdin_fd;
+	ch.in = r->tty ? -1 : L->relay_in ? pi[0] : r->stdin_fd;
 	ch.out = po[1];
 	ch.err = pe[1];
 	ch.st = ps[1];
@@ -560,346 +1000,20 @@ sbx_run_sandbox(struct sbx_run *r, struct sbx_error *e)
 	close(pe[1]);
 	close(ps[1]);
 	close(pc[0]);
-	po[1] = pe[1] = ps[1] = pc[0] = -1;
-	if (relay_in) {
+	if (L->relay_in) {
 		close(pi[0]);
-		tw = pi[1];
-		pi[0] = pi[1] = -1;
-		(void)fcntl(tw, F_SETFL, fcntl(tw, F_GETFL) | O_NONBLOCK);
-		tin = r->stdin_fd;
+		L->tw = pi[1];
+		(void)fcntl(L->tw, F_SETFL, fcntl(L->tw, F_GETFL) | O_NONBLOCK);
+		L->tin = r->stdin_fd;
 	}
 	/* A pidfd makes bwrap's exit pollable; without one (old kernels)
 	 * the loop polls waitpid() every 50 ms. */
-	pidfd = (int)syscall(SYS_pidfd_open, r->bwrap_pid, 0);
-
-	stream_init(&out, r, po[0], r->out_fd, &r->out);
-	stream_init(&err, r, pe[0], r->err_fd, &r->err);
-	stream_init(&tt, r, -1, r->out_fd, &r->out);
-	stfd = ps[0];
-	po[0] = pe[0] = ps[0] = -1;
-
-	for (;;) {
-		now = sbx_now_ms();
-		/* Held: the asker's question is on the terminal and the
-		 * output waits for it, even once the sandbox is gone (the
-		 * ask ends with the run's connections, or times out). */
-		if (reaped && !held && ((out.fd < 0 && err.fd < 0 &&
-		    stfd < 0 && tt.fd < 0) || now >= drain_at))
-			break;
-		/* Deadlines: inactivity, wall time, kill grace, drain.  A
-		 * person thinking about a question is not the command
-		 * idling: the idle clock stops while held. */
-		if (!reaped && !term_at && !held && r->idle_timeout_ms > 0 &&
-		    now - last >= r->idle_timeout_ms) {
-			r->killed_by = "timeout";
-			r->limit = "idle";
-			term_at = now;
-			(void)!write(pc[1], &(char){ SBX_INIT_O_TERM }, 1);
-		}
-		if (!reaped && !term_at && r->wall_timeout_ms > 0 &&
-		    now - start >= r->wall_timeout_ms) {
-			r->killed_by = "limit";
-			r->limit = "wall_time";
-			term_at = now;
-			(void)!write(pc[1], &(char){ SBX_INIT_O_TERM }, 1);
-		}
-		if (!reaped && term_at && !killed &&
-		    now - term_at >= SBX_KILL_GRACE_MS) {
-			(void)!write(pc[1], &(char){ SBX_INIT_O_KILL }, 1);
-			kill(r->bwrap_pid, SIGKILL);
-			if (r->kill_hook != NULL)
-				r->kill_hook(r->child_hook_arg);
-			killed = 1;
-		}
-		dl = -1;
-		if (reaped)
-			dl = held ? -1 : drain_at - now;
-		else if (term_at && !killed)
-			dl = term_at + SBX_KILL_GRACE_MS - now;
-		else if (!term_at && !held && r->idle_timeout_ms > 0)
-			dl = last + r->idle_timeout_ms - now;
-		if (!reaped && !term_at && r->wall_timeout_ms > 0 &&
-		    (dl < 0 || start + r->wall_timeout_ms - now < dl))
-			dl = start + r->wall_timeout_ms - now;
-		if (!reaped && pidfd < 0 && (dl < 0 || dl > 50))
-			dl = 50;
-		/* Held output goes out once its stream is quiet (and
-		 * nobody holds the terminal). */
-		for (i = 0; r->scrub != NULL && !held && i < 3; i++) {
-			struct stream *hs = i == 0 ? &out : i == 1 ? &err : &tt;
-			long long hd;
-			if (sbx_scrub_held(&hs->sc) == 0)
-				continue;
-			hd = hs->held_at + SBX_SCRUB_IDLE_MS - now;
-			if (hd <= 0) {
-				scrub_flush(hs);
-				continue;
-			}
-			if (dl < 0 || hd < dl)
-				dl = hd;
-		}
-		if (dl < 0 && dl != -1)
-			dl = 0;
-
-		n = 0;
-		pfd[n].fd = stfd;	pfd[n++].events = POLLIN;
-		pfd[n].fd = held ? -1 : out.fd;	pfd[n++].events = POLLIN;
-		pfd[n].fd = held ? -1 : err.fd;	pfd[n++].events = POLLIN;
-		pfd[n].fd = reaped ? -1 : pidfd; pfd[n++].events = POLLIN;
-		pfd[n].fd = (reaped || killed) ? -1 : r->signal_fd;
-		pfd[n++].events = POLLIN;
-		/* -t: the terminal's output; the caller's input when the
-		 * last of it went in; the terminal again while some waits. */
-		pfd[n].fd = held ? -1 : tt.fd;	pfd[n++].events = POLLIN;
-		pfd[n].fd = tw >= 0 && ilen == 0 && !held ? tin : -1;
-		pfd[n++].events = POLLIN;
-		pfd[n].fd = ilen > 0 ? tw : -1;
-		pfd[n++].events = POLLOUT;
-		pfd[n].fd = hfd;	pfd[n++].events = POLLIN;
-		for (i = 0; i < SBX_RUN_NWATCH; i++) {
-			pfd[n].fd = r->watch_cb != NULL ? r->watch[i].fd : -1;
-			pfd[n++].events = r->watch[i].events;
-		}
-		if (poll(pfd, (nfds_t)n, dl > 0x7fffffff ? 0x7fffffff :
-		    (int)dl) == -1) {
-			if (errno == EINTR)
-				continue;
-			sbx_error_sys(e, "poll_failed", "poll");
-			break;
-		}
-		/* The hold before anything is relayed: after 'H' nothing of
-		 * this round goes out. */
-		if (hfd >= 0 && (pfd[8].revents & (POLLIN | POLLHUP |
-		    POLLERR))) {
-			int was = held;
-			held = hold_read(&hfd, held);
-			if (was && !held) {
-				now = sbx_now_ms();
-				last = now;
-				if (reaped)
-					drain_at = now + DRAIN_MS;
-				if (r->started)
-					flush_held(r, &err);
-			}
-		}
-		/* Status first: "ready" must be seen before the stderr
-		 * that follows it is judged. */
-		if (stfd >= 0 && (pfd[0].revents & (POLLIN | POLLHUP))) {
-			int mfd = -1;
-			ssize_t k = status_recv(r, stfd, stbuf + stlen,
-			    sizeof(stbuf) - 1 - stlen, &mfd, &ttaken);
-			if (mfd >= 0) {
-				/* Never blocking on it: the loop keeps
-				 * the deadlines.  Reads go through tt,
-				 * the caller's input through tw. */
-				(void)fcntl(mfd, F_SETFL, fcntl(mfd,
-				    F_GETFL) | O_NONBLOCK);
-				tt.fd = mfd;
-				tw = fcntl(mfd, F_DUPFD_CLOEXEC, 0);
-				tin = r->stdin_fd;
-				tty_resize(r, tw);
-			}
-			if (k <= 0 && !(k == -1 && errno == EINTR)) {
-				close(stfd);
-				stfd = -1;
-			} else if (k > 0) {
-				char *nl, *p = stbuf;
-				stlen += (size_t)k;
-				stbuf[stlen] = '\0';
-				while ((nl = strchr(p, '\n')) != NULL) {
-					int was = r->started;
-					*nl = '\0';
-					status_line(r, p);
-					if (!was && r->started && !held)
-						flush_held(r, &err);
-					if (r->running)
-						notify(r, 'R', 0);
-					if (r->exec_errno)
-						notify(r, 'E',
-						    r->exec_errno);
-					p = nl + 1;
-				}
-				stlen -= (size_t)(p - stbuf);
-				memmove(stbuf, p, stlen);
-				if (stlen == sizeof(stbuf) - 1)
-					stlen = 0;
-			}
-		}
-		if (!held && out.fd >= 0 && (pfd[1].revents & (POLLIN |
-		    POLLHUP | POLLERR))) {
-			last = sbx_now_ms();
-			relay(r, &out, 0, buf, sizeof(buf));
-		}
-		if (!held && err.fd >= 0 && (pfd[2].revents & (POLLIN |
-		    POLLHUP | POLLERR))) {
-			last = sbx_now_ms();
-			relay(r, &err, 1, buf, sizeof(buf));
-		}
-		if (!held && tt.fd >= 0 && (pfd[5].revents & (POLLIN |
-		    POLLHUP | POLLERR))) {
-			last = sbx_now_ms();
-			relay(r, &tt, 0, buf, sizeof(buf));
-			if (tt.fd < 0) {
-				/*
-				 * Every slave is closed: nothing more
-				 * goes in.  tw keeps the master open
-				 * until the end, because closing it
-				 * hangs the terminal up, and the
-				 * command, still in its exit path
-				 * after closing its descriptors, would
-				 * die of SIGHUP.
-				 */
-				tin = -1;
-				ilen = 0;
-			}
-		}
-		if (tw >= 0 && ilen > 0 && (pfd[7].revents & (POLLOUT |
-		    POLLERR | POLLHUP)) && tty_flush(tw, ibuf, &ioff,
-		    &ilen) == -1 && relay_in) {
-			/* The command closed its stdin: the caller's
-			 * input stays where it is, unread. */
-			close(tw);
-			tw = tin = -1;
-		}
-		if (tw >= 0 && tin >= 0 && ilen == 0 && !held &&
-		    (pfd[6].revents & (POLLIN | POLLHUP | POLLERR |
-		    POLLNVAL))) {
-			ssize_t k = read(tin, ibuf, sizeof(ibuf));
-			if (k > 0) {
-				ilen = (size_t)k;
-				last_nl = ibuf[k - 1] == '\n';
-			} else if (relay_in && (k == 0 || (errno != EINTR &&
-			    errno != EAGAIN))) {
-				/* The end of the caller's input is the
-				 * end of the pipe. */
-				close(tw);
-				tw = tin = -1;
-			} else if (k == 0 || (errno != EINTR &&
-			    errno != EAGAIN)) {
-				/*
-				 * The end of the caller's input is the
-				 * terminal's end-of-file character (^D),
-				 * twice after a partial line: a reader
-				 * in canonical mode sees end of file, as
-				 * at a keyboard.
-				 */
-				tin = -1;
-				ibuf[0] = ibuf[1] = tcgetattr(tw, &tio) == 0 &&
-				    tio.c_cc[VEOF] != 0 ? (char)tio.c_cc[VEOF] :
-				    4;
-				ilen = last_nl ? 1 : 2;
-			}
-			if (tw >= 0 && tty_flush(tw, ibuf, &ioff, &ilen) ==
-			    -1 && relay_in) {
-				close(tw);
-				tw = tin = -1;
-			}
-		}
-		/* The caller's descriptors (see watch in run.h). */
-		for (i = 0; i < SBX_RUN_NWATCH; i++)
-			if (pfd[9 + i].fd >= 0 && pfd[9 + i].revents != 0)
-				r->watch_cb(r->watch_arg, r, i,
-				    pfd[9 + i].revents);
-		sig = 0;
-		if (r->signal_fd >= 0 && (pfd[4].revents & POLLIN) &&
-		    read(r->signal_fd, &c, 1) == 1)
-			sig = (unsigned char)c;
-		if (sig == SIGWINCH) {
-			tty_resize(r, tw);
-			sig = 0;
-		}
-		if (sig != 0) {
-			if (r->killed_by == NULL)
-				r->killed_by = "user";
-			r->user_signal = (unsigned char)c;
-			if (c == SIGUSR1 || term_at) {
-				/* Forced, or asked twice: no grace. */
-				(void)!write(pc[1], &(char){ SBX_INIT_O_KILL },
-				    1);
-				kill(r->bwrap_pid, SIGKILL);
-				if (r->kill_hook != NULL)
-					r->kill_hook(r->child_hook_arg);
-				killed = 1;
-			} else {
-				(void)!write(pc[1], &(char){ SBX_INIT_O_TERM },
-				    1);
-			}
-			if (!term_at)
-				term_at = sbx_now_ms();
-		}
-		if (!reaped && (pidfd < 0 || (pfd[3].revents & POLLIN))) {
-			pid_t w = waitpid(r->bwrap_pid, &wstatus, WNOHANG);
-			if (w == r->bwrap_pid || (w == -1 && errno == ECHILD)) {
-				reaped = 1;
-				r->duration_ms = sbx_now_ms() - start;
-				drain_at = sbx_now_ms() + DRAIN_MS;
-				/* Everything inside is dead now; let
-				 * sbx-init's ctl pipe go. */
-				close(pc[1]);
-				pc[1] = -1;
-			}
-		}
-	}
-	if (!reaped) {
-		kill(r->bwrap_pid, SIGKILL);
-		while (waitpid(r->bwrap_pid, &wstatus, 0) == -1 &&
-		    errno == EINTR)
-			;
-		r->duration_ms = sbx_now_ms() - start;
-	}
-	if (!r->started) {
-		notify(r, 'F', 0);
-		if (!r->hold_stderr)
-			sbx_buf_reset(&r->setup_err);
-	} else {
-		flush_held(r, &err);
-	}
-	scrub_flush(&out);
-	scrub_flush(&err);
-	scrub_flush(&tt);
-	/* Set-up errors the caller reports itself: scrubbed too. */
-	if (r->scrub != NULL && r->setup_err.len > 0) {
-		struct sbx_buf	 sb = SBX_BUF_INIT;
-
-		if (sbx_scrub_buf(r->scrub, r->setup_err.p, r->setup_err.len,
-		    &sb) == 0) {
-			sbx_buf_release(&r->setup_err);
-			r->setup_err = sb;
-		} else {
-			sbx_buf_release(&sb);
-			sbx_buf_reset(&r->setup_err);
-		}
-	}
-	if (out.scrubbing) {
-		sbx_scrub_stream_release(&out.sc);
-		sbx_scrub_stream_release(&err.sc);
-		sbx_scrub_stream_release(&tt.sc);
-	}
-	if (r->started && r->exit_code < 0) {
-		/* sbx-init never reported: it was killed with the
-		 * sandbox (our SIGKILL); take bwrap's word. */
-		if (WIFSIGNALED(wstatus)) {
-			r->signo = WTERMSIG(wstatus);
-			r->exit_code = 128 + r->signo;
-		} else if (WIFEXITED(wstatus))
-			r->exit_code = WEXITSTATUS(wstatus);
-	}
-	if (!r->started && WIFEXITED(wstatus))
-		r->exit_code = WEXITSTATUS(wstatus);
-	if (out.fd >= 0)
-		close(out.fd);
-	if (err.fd >= 0)
-		close(err.fd);
-	if (tt.fd >= 0)
-		close(tt.fd);
-	if (tw >= 0)
-		close(tw);
-	if (stfd >= 0)
-		close(stfd);
-	if (pidfd >= 0)
-		close(pidfd);
-	if (pc[1] >= 0)
-		close(pc[1]);
+	L->pidfd = (int)syscall(SYS_pidfd_open, r->bwrap_pid, 0);
+	stream_init(&L->out, r, po[0], r->out_fd, &r->out);
+	stream_init(&L->err, r, pe[0], r->err_fd, &r->err);
+	stream_init(&L->tt, r, -1, r->out_fd, &r->out);
+	L->stfd = ps[0];
+	L->ctl = pc[1];
 	return 0;
 fail:
 	for (i = 0; i < 2; i++) {
@@ -910,4 +1024,100 @@ fail:
 		if (pi[i] >= 0) close(pi[i]);
 	}
 	return -1;
+}
+
+/* Set-up errors the caller reports itself: scrubbed too. */
+static void
+scrub_setup_err(struct sbx_run *r)
+{
+	struct sbx_buf	 sb = SBX_BUF_INIT;
+
+	if (r->scrub == NULL || r->setup_err.len == 0)
+		return;
+	if (sbx_scrub_buf(r->scrub, r->setup_err.p, r->setup_err.len,
+	    &sb) == 0) {
+		sbx_buf_release(&r->setup_err);
+		r->setup_err = sb;
+	} else {
+		sbx_buf_release(&sb);
+		sbx_buf_reset(&r->setup_err);
+	}
+}
+
+/* After the loop: bwrap reaped (killed first if the loop failed), the
+ * output flushed, the status known, every descriptor of the run closed. */
+static void
+loop_finish(struct loop *L)
+{
+	struct sbx_run	*r = L->r;
+	int		 i, fds[] = { L->out.fd, L->err.fd, L->tt.fd, L->tw,
+			    L->stfd, L->pidfd, L->ctl };
+
+	if (!L->reaped) {
+		kill(r->bwrap_pid, SIGKILL);
+		while (waitpid(r->bwrap_pid, &L->wstatus, 0) == -1 &&
+		    errno == EINTR)
+			;
+		r->duration_ms = sbx_now_ms() - L->start;
+	}
+	if (!r->started) {
+		notify(r, 'F', 0);
+		if (!r->hold_stderr)
+			sbx_buf_reset(&r->setup_err);
+	} else {
+		flush_held(r, &L->err);
+	}
+	scrub_flush(&L->out);
+	scrub_flush(&L->err);
+	scrub_flush(&L->tt);
+	scrub_setup_err(r);
+	if (L->out.scrubbing) {
+		sbx_scrub_stream_release(&L->out.sc);
+		sbx_scrub_stream_release(&L->err.sc);
+		sbx_scrub_stream_release(&L->tt.sc);
+	}
+	if (r->started && r->exit_code < 0) {
+		/* sbx-init never reported: it was killed with the
+		 * sandbox (our SIGKILL); take bwrap's word. */
+		if (WIFSIGNALED(L->wstatus)) {
+			r->signo = WTERMSIG(L->wstatus);
+			r->exit_code = 128 + r->signo;
+		} else if (WIFEXITED(L->wstatus))
+			r->exit_code = WEXITSTATUS(L->wstatus);
+	}
+	if (!r->started && WIFEXITED(L->wstatus))
+		r->exit_code = WEXITSTATUS(L->wstatus);
+	for (i = 0; i < (int)(sizeof(fds) / sizeof(*fds)); i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+}
+
+int
+sbx_run_sandbox(struct sbx_run *r, struct sbx_error *e)
+{
+	struct loop	 L;
+	long long	 dl;
+	int		 i;
+
+	if (loop_start(&L, r, e) == -1)
+		return -1;
+	for (;;) {
+		L.now = sbx_now_ms();
+		if (loop_done(&L))
+			break;
+		loop_deadlines(&L);
+		dl = loop_timeout(&L);
+		loop_fds(&L);
+		if (poll(L.pfd, LOOP_NFD, dl > 0x7fffffff ? 0x7fffffff :
+		    (int)dl) == -1) {
+			if (errno == EINTR)
+				continue;
+			sbx_error_sys(e, "poll_failed", "poll");
+			break;
+		}
+		for (i = 0; i < LOOP_NFD; i++)
+			loop_handler[i](&L, &L.pfd[i]);
+	}
+	loop_finish(&L);
+	return 0;
 }

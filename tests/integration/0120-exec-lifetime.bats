@@ -257,6 +257,14 @@ bg() {
 	[ "$(json_get "$output" .result.exit_code)" = 7 ]
 	[ "$(json_get "$output" .result.exited)" = true ]
 	[ "$(json_get "$output" .result.log_tail)" = done ]
+	# The verdict a foreground envelope would give, and its result's keys
+	# (the output is the log's).
+	[ "$(json_get "$output" .result.outcome.ok)" = true ]
+	[ "$(json_get "$output" .result.outcome.code)" = 7 ]
+	[ "$(json_get "$output" .result.network)" = none ]
+	[ "$(json_get "$output" .result.agent)" = default ]
+	[ "$(json_get "$output" .result.seccomp)" = true ]
+	printf '%s' "$output" | jq -e '.result | has("stdout") | not' >/dev/null
 	run -7 sbx exec wait "$JOB"
 	# Poll again, after the job finished.
 	run sbx exec poll "$JOB" --json
@@ -266,6 +274,38 @@ bg() {
 	[ "$(json_get "$output" .result.exit_code)" = 7 ]
 	run sbx exec ps --json
 	[ "$(json_get "$output" '.result.jobs[0].exit_code')" = 7 ]
+}
+
+@test "a job the wall clock ended: wait says what the foreground would (timeout, wall_time, 124)" {
+	bg --wall-timeout 1 -- sh -c "echo started; sleep ${D}6"
+	run -124 sbx exec wait "$JOB" --json --timeout 60
+	[ "$(json_get "$output" .result.exited)" = true ]
+	[ "$(json_get "$output" .result.exit_code)" = 124 ]
+	[ "$(json_get "$output" .result.limit)" = wall_time ]
+	[ "$(json_get "$output" .result.killed_by)" = limit ]
+	[ "$(json_get "$output" .result.outcome.ok)" = false ]
+	[ "$(json_get "$output" .result.outcome.code)" = 124 ]
+	[ "$(json_get "$output" .result.outcome.kind)" = timeout ]
+	[ "$(json_get "$output" .result.outcome.reason)" = wall_time ]
+	[ "$(json_get "$output" .result.outcome.field)" = wall_timeout ]
+	[ "$(json_get "$output" .result.log_tail)" = started ]
+	# The foreground run: the same kind, reason and status.
+	run -124 sbx exec --json --wall-timeout 1 -- sh -c "sleep ${D}6"
+	[ "$(json_get "$output" .kind)" = timeout ]
+	[ "$(json_get "$output" .reason)" = wall_time ]
+}
+
+@test "a job whose sandbox was killed by kill --force: 137, interrupted on SIGKILL" {
+	bg -- sleep "${D}7"
+	wait_seen "^sleep ${D}7\$"
+	run sbx exec kill --force "$JOB" --json
+	[ "$(json_get "$output" .result.killed)" = true ]
+	wait_gone "sleep ${D}7" 5
+	run -137 sbx exec wait "$JOB" --json --timeout 30
+	[ "$(json_get "$output" .result.exit_code)" = 137 ]
+	[ "$(json_get "$output" .result.killed_by)" = user ]
+	[ "$(json_get "$output" .result.outcome.reason)" = interrupted ]
+	[[ "$(json_get "$output" .result.outcome.message)" == *SIGKILL* ]]
 }
 
 @test "kill: TERM ends the job and its sandbox" {
