@@ -118,7 +118,7 @@ struct sbx_exec_relay {
 
 struct sbx_exec {
 	const struct sbx_exec_req *req;
-	const char		*network;	/* the mode in force */
+	enum sbx_netmode	 network;	/* the mode in force */
 	struct sbx_root		 root;
 	struct sbx_sandbox	 sb;
 	struct sbx_fspolicy	 fs;
