@@ -24,13 +24,14 @@ joined(char *buf, size_t size, const char *sep)
 }
 
 /* Does the tool's input schema take exactly the table's names as its
- * `network`? */
+ * `network`, and does its description name them? */
 static int
 schema_enum_is_table(const char *tool)
 {
-	json_t	*s, *en;
-	size_t	 i;
-	int	 same;
+	json_t		*s, *en;
+	const char	*desc;
+	size_t		 i;
+	int		 same;
 
 	s = sbx_tooldef_input(sbx_tooldef_find(tool));
 	en = json_object_get(json_object_get(json_object_get(s,
@@ -40,6 +41,12 @@ schema_enum_is_table(const char *tool)
 		same = json_is_string(json_array_get(en, i)) &&
 		    strcmp(json_string_value(json_array_get(en, i)),
 		    sbx_netmode_name((enum sbx_netmode)i)) == 0;
+	/* Its description, for a model, names each of them. */
+	desc = json_string_value(json_object_get(json_object_get(
+	    json_object_get(s, "properties"), "network"), "description"));
+	for (i = 0; same && i < SBX_NETMODE_COUNT; i++)
+		same = desc != NULL && strstr(desc,
+		    sbx_netmode_name((enum sbx_netmode)i)) != NULL;
 	json_decref(s);
 	return same;
 }
