@@ -21,6 +21,7 @@
 #include "error.h"
 #include "exec.h"
 
+/* clang-format off */
 #define STR	SBX_EXEC_F_STR
 #define NUM	SBX_EXEC_F_NUM
 #define BOOL	SBX_EXEC_F_BOOL
@@ -33,7 +34,6 @@
 	{ option, key, type, offsetof(struct sbx_exec_req, field), limit, mcp }
 #define P(option)	{ option, NULL, PROG, 0, NULL, NULL }
 
-/* clang-format off */
 /* The request's fields (exec.h): option, key, type, field, limit, mcp. */
 static const struct sbx_exec_field fields[] = {
 	F("agent", "agent", STR, agent, NULL, NULL),
@@ -88,7 +88,7 @@ sbx_exec_fields(size_t *n)
 const struct sbx_exec_field *
 sbx_exec_field_option(const char *name)
 {
-	size_t	 i;
+	size_t i;
 
 	for (i = 0; name != NULL && i < sizeof(fields) / sizeof(*fields); i++)
 		if (fields[i].option != NULL &&
@@ -112,25 +112,21 @@ int
 sbx_exec_field_set(struct sbx_exec_req *q, const struct sbx_exec_field *f,
     const char *v)
 {
-	char	*at = (char *)q + f->offset;
+	char *at = (char *)q + f->offset;
 
 	switch (f->type) {
 	case STR:
-	case NUM:
-		*(const char **)(void *)at = v;
-		return 0;
-	case BOOL:
-		*(int *)(void *)at = 1;
-		return 0;
-	case STRV:
-		return sbx_strv_push((struct sbx_strv *)(void *)at, v);
+	case NUM: *(const char **)(void *)at = v; return 0;
+	case BOOL: *(int *)(void *)at = 1; return 0;
+	case STRV: return sbx_strv_push((struct sbx_strv *)(void *)at, v);
 	case LIMIT:
 		return sbx_strv_push(&q->limit_keys, f->limit) == -1 ||
-		    sbx_strv_push(&q->limit_keys, v) == -1 ? -1 : 0;
+			sbx_strv_push(&q->limit_keys, v) == -1 ?
+		    -1 :
+		    0;
 	case ARGV:
 	case ROOTS:
-	case PROG:
-		break;
+	case PROG: break;
 	}
 	return 0;
 }
@@ -184,34 +180,42 @@ sbx_exec_req_json(struct sbx_exec_req *q, const json_t *o,
 		switch (k->type) {
 		case STR:
 			if (!json_is_string(v))
-				return bad(e, k->key, "wrong_type", "request: "
-				    "`%s` must be a string", k->key);
+				return bad(e, k->key, "wrong_type",
+				    "request: "
+				    "`%s` must be a string",
+				    k->key);
 			break;
 		case BOOL:
 			if (!json_is_boolean(v))
-				return bad(e, k->key, "wrong_type", "request: "
-				    "`%s` must be true or false", k->key);
+				return bad(e, k->key, "wrong_type",
+				    "request: "
+				    "`%s` must be true or false",
+				    k->key);
 			break;
 		case NUM:
 		case LIMIT:
 			if (!json_is_number(v) && !json_is_string(v))
-				return bad(e, k->key, "wrong_type", "request: "
-				    "`%s` must be a number", k->key);
+				return bad(e, k->key, "wrong_type",
+				    "request: "
+				    "`%s` must be a number",
+				    k->key);
 			break;
 		case STRV:
 		case ARGV:
 		case ROOTS:
 			if (!json_is_array(v))
-				return bad(e, k->key, "wrong_type", "request: "
-				    "`%s` must be an array of strings", k->key);
+				return bad(e, k->key, "wrong_type",
+				    "request: "
+				    "`%s` must be an array of strings",
+				    k->key);
 			json_array_foreach(v, i, it)
 				if (!json_is_string(it))
 					return bad(e, k->key, "wrong_type",
 					    "request: `%s` must be an array of "
-					    "strings", k->key);
+					    "strings",
+					    k->key);
 			break;
-		case PROG:
-			break;
+		case PROG: break;
 		}
 	}
 	cmd = json_object_get(o, "command");
@@ -224,7 +228,7 @@ sbx_exec_req_json(struct sbx_exec_req *q, const json_t *o,
 		    "are $0, $1... of `shell`");
 	/* Copies, as the table says: the request outlives the parsed
 	 * envelope. */
-	json_object_foreach((json_t *)o, key, v) {
+	json_object_foreach ((json_t *)o, key, v) {
 		k = sbx_exec_field_key(key);
 		s = NULL;
 		switch (k->type) {
@@ -240,21 +244,20 @@ sbx_exec_req_json(struct sbx_exec_req *q, const json_t *o,
 				return sbx_error_sys(e, "nomem", "request");
 			break;
 		case BOOL:
-			if (json_is_true(v) && sbx_exec_field_set(q, k, NULL) ==
-			    -1)
+			if (json_is_true(v) &&
+			    sbx_exec_field_set(q, k, NULL) == -1)
 				return sbx_error_sys(e, "nomem", "request");
 			break;
 		case STRV:
-			json_array_foreach(v, i, it)
+			json_array_foreach (v, i, it)
 				if (sbx_exec_field_set(q, k,
-				    json_string_value(it)) == -1)
+					json_string_value(it)) == -1)
 					return sbx_error_sys(e, "nomem",
 					    "request");
 			break;
 		case ARGV:
 		case ROOTS:
-		case PROG:
-			break;
+		case PROG: break;
 		}
 	}
 	/* workdirs: every writable root, the first being the default
