@@ -143,10 +143,9 @@ main(void)
 	    "--network's "
 	    "values");
 	ok(schema_enum_is_table("shell_run"),
-	    "shell_run's network enum is "
-	    "the table's");
+	    "shell_run's network enum and description follow the table");
 	ok(schema_enum_is_table("sandbox_process"),
-	    "sandbox_process's "
-	    "network enum is the table's");
+	    "sandbox_process's network enum and description follow the "
+	    "table");
 	return done_testing();
 }
