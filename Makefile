@@ -303,6 +303,13 @@ $(B)/tests/unit/t-%: tests/unit/t-%.c tests/unit/tap.h $(LIBSBX)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -iquote tests/unit $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBSBX) $(LIBS_ALL)
 
+# t-execreq ties sbx exec's option table (cmd/exec-opts.c) to the
+# request's fields: it links the table.
+$(B)/tests/unit/t-execreq: tests/unit/t-execreq.c tests/unit/tap.h \
+    $(B)/cmd/exec-opts.o $(LIBSBX)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -iquote tests/unit -iquote cmd $(CFLAGS) $(LDFLAGS) -o $@ $< $(B)/cmd/exec-opts.o $(LIBSBX) $(LIBS_ALL)
+
 # Test helpers run inside sandboxes (possibly on images): static, plain.
 $(B)/tests/helpers/%: tests/helpers/%.c
 	@mkdir -p $(dir $@)

@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "exec-opts.h"
+#include "netmode.h"
 
 const char exec_usage_text[] =
 "usage: sbx exec [--agent A] [--home DIR] [--cwd PATH] [--workdir DIR]...\n"
@@ -86,7 +87,7 @@ static const struct sbx_opt rows[] = {
 	{ 't', "tty", 't', SBX_OPT_NONE, NULL, NULL,
 	    "run the command on a terminal of its own (stdout\n"
 	    "and stderr merged; the caller's terminal goes raw)", S_RUN, 0 },
-	{ 'n', "network", 'n', SBX_OPT_REQ, "MODE", "none|proxy|outbound",
+	{ 'n', "network", 'n', SBX_OPT_REQ, "MODE", SBX_NETMODE_CHOICES,
 	    "none (default: loopback only), proxy (only the\n"
 	    "agent's allowed domains, through sbx-proxy) or\n"
 	    "outbound (host network); default: the agent's\n"

@@ -99,7 +99,8 @@ run_script(const char *script, char **args, int nargs,
 		R.subid_gid = subids.gid;
 		R.subid_count = subids.count;
 	}
-	R.network = reg != NULL ? SBX_NET_PROXY : SBX_NET_NONE;
+	R.network = sbx_netmode_name(reg != NULL ? SBX_NETMODE_PROXY :
+	    SBX_NETMODE_NONE);
 	for (i = 0; reg != NULL && i < reg->nhosts; i++)
 		sbx_strv_push(&R.allow, reg->host[i]);
 	for (i = 0; env != NULL && env[i] != NULL; i++)

@@ -65,12 +65,12 @@ prepare_req(struct sbx_exec_req *R, const json_t *r, const char *id)
 	 * allowed names are not added; its denied names, ports and address
 	 * rules still apply). */
 	if (json_is_array(net)) {
-		R->network = SBX_NET_PROXY;
+		R->network = sbx_netmode_name(SBX_NETMODE_PROXY);
 		R->allow_only = 1;
 		json_array_foreach (net, i, v)
 			sbx_strv_push(&R->allow, json_string_value(v));
 	} else
-		R->network = SBX_NET_NONE;
+		R->network = sbx_netmode_name(SBX_NETMODE_NONE);
 	/* The declared secrets only; none when none is declared. */
 	if (json_array_size(json_object_get(r, "secrets")) == 0)
 		R->no_secrets = 1;

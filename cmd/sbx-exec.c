@@ -125,24 +125,24 @@ static const struct sbx_cmd_opts cmdopts = { PROG, exec_usage_text,
 	exec_help_text, NULL, &exec_table, S_ALL, &C.json, &C.quiet,
 	&C.verbose, usage_exit };
 
-/* Options that only a run takes (not a subcommand, nor --request). */
-static int
-run_option(int ch)
+/*
+ * The request's field of an option (lib/exec/execreq.c's table, by the
+ * option's long name, or its letter when it has none: -c), or NULL.
+ * One with a request key is an option of a run, which --request refuses
+ * beside it.
+ */
+static const struct sbx_exec_field *
+field_of(int ch, unsigned bit)
 {
-	return (ch < 256 && strchr("Cwetnbc", ch) != NULL) ||
-	    (ch >= OPT_MEMORY && ch <= OPT_STDIN) || ch == OPT_MAX_OUTPUT ||
-	    ch == OPT_RO || ch == OPT_UNPROTECT || ch == OPT_SECRET ||
-	    ch == OPT_NO_SECRETS || ch == OPT_FAIL_ON_VIOLATION;
-}
+	const struct sbx_opt	*o = sbx_opts_row(&exec_table, ch, bit);
+	char			 letter[2] = { 0, 0 };
 
-/* A limit option: the key of sbx_limits_set(). */
-static const char *
-limit_key(int ch)
-{
-	return ch == OPT_MEMORY ? "memory_mib" : ch == OPT_CPUS ? "cpus" :
-	    ch == OPT_PIDS ? "pids" : ch == OPT_DISK ? "disk_mib" :
-	    ch == OPT_WALL ? "wall_timeout" : ch == OPT_NOFILE ? "nofile" :
-	    "file_size_mib";
+	if (o == NULL)
+		return NULL;
+	if (o->name != NULL)
+		return sbx_exec_field_option(o->name);
+	letter[0] = o->letter;
+	return sbx_exec_field_option(letter);
 }
 
 /*
@@ -161,6 +161,7 @@ getopts(int argc, char *argv[], unsigned bit, int *code)
 {
 	struct sbx_opts_getopt	 g;
 	struct sbx_error	 e;
+	const struct sbx_exec_field *f;
 	int			 ch, npos = 0, sub = bit != S_RUN;
 
 	if (sbx_opts_getopt(&exec_table, bit, &g) == -1)
@@ -168,11 +169,9 @@ getopts(int argc, char *argv[], unsigned bit, int *code)
 	optind = 0;	/* 0: re-read the optstring flags */
 	opterr = 0;
 	while ((ch = sbx_cmd_getopt(argc, argv, &g, &seen)) != -1) {
-		C.runopts += run_option(ch) || ch == 'a' || ch == OPT_TIMEOUT;
+		f = field_of(ch, bit);
+		C.runopts += f != NULL && f->key != NULL;
 		switch (ch) {
-		case 'a': R.agent = optarg; break;
-		case OPT_HOME: R.home = optarg; break;
-		case 'C': R.cwd = optarg; break;
 		case 'w':
 			/* Repeated: more writable roots; the first is the
 			 * default cwd. */
@@ -181,42 +180,10 @@ getopts(int argc, char *argv[], unsigned bit, int *code)
 			else if (sbx_strv_push(&R.xworkdirs, optarg) == -1)
 				return *code = SBX_EX_OSERR, -1;
 			break;
-		case OPT_WORKDIR_FOLLOW: R.workdir_follow = 1; break;
-		case OPT_TIMEOUT: R.timeout = optarg; break;
-		case 't': R.tty = 1; break;
-		case 'n': R.network = optarg; break;
-		case 'c': R.shell = optarg; break;
-		case OPT_MAX_OUTPUT: R.max_output = optarg; break;
-		case 'b': R.background = 1; break;
 		case OPT_TAIL: C.tail_arg = optarg; break;
 		case OPT_FORCE: C.force = 1; break;
-		case OPT_SOFT: R.soft_limits = 1; break;
-		case OPT_STDIN: R.stdin_mode = optarg; break;
-		case OPT_NO_SECRETS: R.no_secrets = 1; break;
-		case OPT_ASK: R.ask = 1; break;
-		case OPT_FAIL_ON_VIOLATION: R.fail_on_violation = 1; break;
-		case OPT_SECRET:
-			if (sbx_strv_push(&R.secrets, optarg) == -1)
-				return *code = SBX_EX_OSERR, -1;
-			break;
-		case OPT_SECCOMP: R.seccomp = optarg; break;
 		case OPT_REQUEST: C.request = optarg; break;
 		case OPT_ENVELOPE_FD: C.envelope_fd_arg = optarg; break;
-		case 'e':
-		case OPT_ALLOW:
-		case OPT_RO:
-		case OPT_UNPROTECT:
-			if (sbx_strv_push(ch == 'e' ? &R.env : ch == OPT_ALLOW ?
-			    &R.allow : ch == OPT_RO ? &R.ro : &R.unprotect,
-			    optarg) == -1)
-				return *code = SBX_EX_OSERR, -1;
-			break;
-		case OPT_MEMORY: case OPT_CPUS: case OPT_PIDS: case OPT_DISK:
-		case OPT_WALL: case OPT_NOFILE: case OPT_FSIZE:
-			if (sbx_strv_push(&R.limit_keys, limit_key(ch)) == -1 ||
-			    sbx_strv_push(&R.limit_keys, optarg) == -1)
-				return *code = SBX_EX_OSERR, -1;
-			break;
 		case 'h':
 		case OPT_VERSION:
 			if (sub && sbx_opts_check(&exec_table, &seen, bit,
@@ -228,6 +195,12 @@ getopts(int argc, char *argv[], unsigned bit, int *code)
 			}
 			/* FALLTHROUGH */
 		default:
+			/* The request's fields, as the table says. */
+			if (f != NULL && f->type != SBX_EXEC_F_PROG) {
+				if (sbx_exec_field_set(&R, f, optarg) == -1)
+					return *code = SBX_EX_OSERR, -1;
+				break;
+			}
 			sbx_cmd_opt(&cmdopts, ch, argc, argv, &g);
 			break;
 		}

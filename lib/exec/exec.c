@@ -290,7 +290,7 @@ prep_fspolicy(struct sbx_exec *p, struct sbx_error *e)
 			goto out;
 	}
 	/* Unix sockets: a door out that --network none leaves open. */
-	if (strcmp(p->network, SBX_NET_OUTBOUND) != 0 && !p->req->seccomp_off) {
+	if (sbx_netmode_row(p->network)->netns && !p->req->seccomp_off) {
 		v = json_object_get(p->agent_cfg, "allow_unix_sockets");
 		json_array_foreach (v, i, x)
 			if (sbx_strv_push(&allow, json_string_value(x)) == -1)
@@ -498,7 +498,7 @@ prep_env(struct sbx_exec *p)
 		sbx_strv_pushf(&env, "NODE_EXTRA_CA_CERTS=%s", v);
 		sbx_strv_pushf(&env, "REQUESTS_CA_BUNDLE=%s", v);
 	}
-	if (strcmp(p->network, SBX_NET_PROXY) == 0) {
+	if (sbx_netmode_row(p->network)->relay) {
 		/* The relay of sbx-init listens here; the token names the
 		 * agent to the proxy.  Set before --env so that a caller
 		 * can still override them (it only hurts itself). */
@@ -1266,11 +1266,19 @@ prep_image(struct sbx_exec *p, struct sbx_error *e)
 	return 0;
 }
 
+/* The request's network mode (none when it names none): 0, or -1 and e
+ * when it names no mode. */
 static int
-network_valid(const char *m)
+network_of(const struct sbx_exec_req *q, enum sbx_netmode *m,
+    struct sbx_error *e)
 {
-	return strcmp(m, SBX_NET_NONE) == 0 || strcmp(m, SBX_NET_PROXY) == 0 ||
-	    strcmp(m, SBX_NET_OUTBOUND) == 0;
+	char	 l[SBX_NETMODE_LIST_MAX];
+
+	*m = SBX_NETMODE_NONE;
+	if (q->network == NULL || sbx_netmode_parse(q->network, m) == 0)
+		return 0;
+	return sbx_error_set(e, SBX_K_INVALID_ARGS, "network", "invalid_mode",
+	    "argument `network` must be %s", sbx_netmode_list(l, sizeof(l)));
 }
 
 /*
@@ -1282,6 +1290,7 @@ static int
 prep_network(struct sbx_exec *p, struct sbx_error *e)
 {
 	const char		*v;
+	char			 l[SBX_NETMODE_LIST_MAX];
 	int			 r;
 
 	/* The agent's settings, read once for the whole run. */
@@ -1321,21 +1330,19 @@ prep_network(struct sbx_exec *p, struct sbx_error *e)
 	if (p->req->network == NULL) {
 		v = json_string_value(json_object_get(p->agent_cfg,
 		    "network"));
-		if (v != NULL && !network_valid(v)) {
+		if (v != NULL && sbx_netmode_parse(v, &p->network) == -1) {
 			sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
-			    "config_invalid", "%s: `network` must be none, "
-			    "proxy or outbound", p->agent_rel);
+			    "config_invalid", "%s: `network` must be %s",
+			    p->agent_rel, sbx_netmode_list(l, sizeof(l)));
 			return -1;
 		}
-		if (v != NULL)
-			p->network = strcmp(v, SBX_NET_PROXY) == 0 ?
-			    SBX_NET_PROXY : strcmp(v, SBX_NET_OUTBOUND) == 0 ?
-			    SBX_NET_OUTBOUND : SBX_NET_NONE;
 	}
-	if (p->req->allow.n > 0 && strcmp(p->network, SBX_NET_PROXY) != 0) {
+	/* --allow-domain adds to what the proxy lets through: only a mode
+	 * with the relay to the proxy has one. */
+	if (p->req->allow.n > 0 && !sbx_netmode_row(p->network)->relay) {
 		sbx_error_set(e, SBX_K_INVALID_ARGS, "allow_domain",
 		    "requires_proxy", "--allow-domain needs --network proxy "
-		    "(the network is %s)", p->network);
+		    "(the network is %s)", sbx_netmode_name(p->network));
 		return -1;
 	}
 	return 0;
@@ -2022,6 +2029,7 @@ sbx_exec_validate(struct sbx_exec_req *q, struct sbx_error *e)
 {
 	unsigned long long	 v;
 	const char		*a;
+	enum sbx_netmode	 net;
 	size_t			 i;
 
 	if (q->max_output != NULL) {
@@ -2086,10 +2094,8 @@ sbx_exec_validate(struct sbx_exec_req *q, struct sbx_error *e)
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "timeout",
 		    "invalid_number", "argument `timeout` must be a positive "
 		    "number of seconds (at most 31 days)");
-	if (q->network != NULL && !network_valid(q->network))
-		return sbx_error_set(e, SBX_K_INVALID_ARGS, "network",
-		    "invalid_mode", "argument `network` must be none, proxy "
-		    "or outbound");
+	if (network_of(q, &net, e) == -1)
+		return -1;
 	for (i = 0; i < q->env.n; i++)
 		if (sbx_names_env_assign_valid(q->env.v[i], e) == -1)
 			return -1;
@@ -2154,7 +2160,8 @@ sbx_exec_prepare(struct sbx_exec *p, const struct sbx_exec_req *q,
 
 	p->req = q;
 	p->warnings = json_array();
-	p->network = q->network != NULL ? q->network : SBX_NET_NONE;
+	if (network_of(q, &p->network, e) == -1)
+		return -1;
 	p->sb.agent = q->agent;
 	if (sbx_root_resolve(q->home, &p->root, e) == -1)
 		return -1;
@@ -2261,11 +2268,10 @@ sbx_exec_prepare(struct sbx_exec *p, const struct sbx_exec_req *q,
 	if (!p->sb.disable_userns)
 		warn_add(p, "this bubblewrap cannot disable nested user "
 		    "namespaces (--disable-userns needs bwrap >= 0.8.0)");
-	if (strcmp(p->network, SBX_NET_OUTBOUND) == 0)
-		warn_add(p, "network outbound: the sandbox shares the host "
-		    "network");
+	if (sbx_netmode_row(p->network)->warning != NULL)
+		warn_add(p, sbx_netmode_row(p->network)->warning);
 
-	if (strcmp(p->network, SBX_NET_PROXY) == 0)
+	if (sbx_netmode_row(p->network)->relay)
 		if (prep_proxy(p, e) == -1 || host_cli_find(p) == -1)
 		return -1;
 	/* Secrets first: a plugin's bridge session names the values this

@@ -121,7 +121,7 @@ struct sbx_exec_relay {
 
 struct sbx_exec {
 	const struct sbx_exec_req *req;
-	const char		*network;	/* the mode in force */
+	enum sbx_netmode	 network;	/* the mode in force */
 	struct sbx_root		 root;
 	struct sbx_sandbox	 sb;
 	struct sbx_fspolicy	 fs;
@@ -201,15 +201,61 @@ struct sbx_exec {
 	int			 job_val;
 };
 
+/*
+ * The fields of a request, one table (lib/exec/execreq.c): a row per
+ * field, saying how sbx exec's option (`--foo`), the request envelope's
+ * key (`"foo"`) and the property of sbx mcp's shell_run (and
+ * sandbox_process start) reach it.  sbx exec's option table
+ * (cmd/exec-opts.c: letters, help) and the MCP schemas
+ * (lib/exec/tooldefs.c: descriptions) keep their own words; t-execreq
+ * fails when they and this table disagree (an option, key or property
+ * without its row, or of another type).
+ */
+enum sbx_exec_ftype {
+	SBX_EXEC_F_STR,		/* const char *: the text */
+	SBX_EXEC_F_NUM,		/* const char *: a number, as text (a request
+				 * may give a JSON number) */
+	SBX_EXEC_F_BOOL,	/* int: 1 when given (true) */
+	SBX_EXEC_F_STRV,	/* struct sbx_strv: repeatable */
+	SBX_EXEC_F_LIMIT,	/* limit_keys: the row's limit, the value */
+	SBX_EXEC_F_ARGV,	/* the command (argv): read by its own code */
+	SBX_EXEC_F_ROOTS,	/* workdirs: workdir, then xworkdirs */
+	SBX_EXEC_F_PROG,	/* an option of the program, not of the
+				 * request (--json, --request...) */
+};
+
+struct sbx_exec_field {
+	const char	*option;	/* sbx exec's long option ("c": the
+					 * letter alone), or NULL */
+	const char	*key;		/* the request envelope's, or NULL */
+	enum sbx_exec_ftype type;
+	size_t		 offset;	/* in struct sbx_exec_req */
+	const char	*limit;		/* SBX_EXEC_F_LIMIT: sbx_limits_set's
+					 * key */
+	const char	*mcp;		/* shell_run's property, or NULL: not
+					 * given to a model */
+};
+
+/* The table; n rows in *n. */
+const struct sbx_exec_field *sbx_exec_fields(size_t *n);
+/* The row of an option ("network", "c"), or of a request key; NULL. */
+const struct sbx_exec_field *sbx_exec_field_option(const char *);
+const struct sbx_exec_field *sbx_exec_field_key(const char *);
+/*
+ * An option's value into the request as the row says (a string is
+ * borrowed: the caller keeps it alive; a BOOL ignores it): 0, or -1 out
+ * of memory.  Rows of type ARGV, ROOTS and PROG are the caller's.
+ */
+int	sbx_exec_field_set(struct sbx_exec_req *, const struct sbx_exec_field *,
+	    const char *);
+
 void	sbx_exec_req_init(struct sbx_exec_req *);
 void	sbx_exec_req_release(struct sbx_exec_req *);
 /*
- * Fill req from a request envelope (a JSON object whose keys are the long
- * options: agent, cwd, workdir, workdir_follow_symlinks, ro, unprotect,
- * env, timeout,
- * tty, network, allow_domain, command, shell, args, max_output, stdin,
- * memory, cpus, pids, disk, wall_timeout, nofile, file_size, soft_limits,
- * seccomp, background, secrets, no_secrets, fail_on_violation).  Unknown keys and wrong types are invalid_args.
+ * Fill req from a request envelope (a JSON object whose keys are the
+ * table's: sbx_exec_fields, the long options with `-` as `_`, and
+ * command, args, workdirs, secrets).  Unknown keys and wrong types are
+ * invalid_args.
  */
 int	sbx_exec_req_json(struct sbx_exec_req *, const json_t *,
 	    struct sbx_error *);

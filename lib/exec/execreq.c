@@ -21,55 +21,114 @@
 #include "error.h"
 #include "exec.h"
 
-enum rtype { R_STR, R_BOOL, R_NUM, R_STRV, R_LIMIT };
+/* clang-format off */
+#define STR	SBX_EXEC_F_STR
+#define NUM	SBX_EXEC_F_NUM
+#define BOOL	SBX_EXEC_F_BOOL
+#define STRV	SBX_EXEC_F_STRV
+#define LIMIT	SBX_EXEC_F_LIMIT
+#define ARGV	SBX_EXEC_F_ARGV
+#define ROOTS	SBX_EXEC_F_ROOTS
+#define PROG	SBX_EXEC_F_PROG
+#define F(option, key, type, field, limit, mcp)			\
+	{ option, key, type, offsetof(struct sbx_exec_req, field), limit, mcp }
+#define P(option)	{ option, NULL, PROG, 0, NULL, NULL }
 
-static const struct rkey {
-	const char	*name;
-	enum rtype	 type;
-	const char	*limit;		/* R_LIMIT: the sbx_limits_set key */
-} rkeys[] = {
-	{ "agent",	R_STR, NULL },
-	{ "allow_domain", R_STRV, NULL },
-	{ "args",	R_STRV, NULL },
-	{ "ask",	R_BOOL, NULL },
-	{ "background",	R_BOOL, NULL },
-	{ "command",	R_STRV, NULL },
-	{ "cpus",	R_LIMIT, "cpus" },
-	{ "cwd",	R_STR, NULL },
-	{ "disk",	R_LIMIT, "disk_mib" },
-	{ "env",	R_STRV, NULL },
-	{ "fail_on_violation", R_BOOL, NULL },
-	{ "file_size",	R_LIMIT, "file_size_mib" },
-	{ "max_output",	R_NUM, NULL },
-	{ "memory",	R_LIMIT, "memory_mib" },
-	{ "network",	R_STR, NULL },
-	{ "no_secrets",	R_BOOL, NULL },
-	{ "nofile",	R_LIMIT, "nofile" },
-	{ "pids",	R_LIMIT, "pids" },
-	{ "ro",		R_STRV, NULL },
-	{ "seccomp",	R_STR, NULL },
-	{ "secrets",	R_STRV, NULL },
-	{ "shell",	R_STR, NULL },
-	{ "soft_limits", R_BOOL, NULL },
-	{ "stdin",	R_STR, NULL },
-	{ "timeout",	R_NUM, NULL },
-	{ "tty",	R_BOOL, NULL },
-	{ "unprotect",	R_STRV, NULL },
-	{ "wall_timeout", R_LIMIT, "wall_timeout" },
-	{ "workdir",	R_STR, NULL },
-	{ "workdir_follow_symlinks", R_BOOL, NULL },
-	{ "workdirs",	R_STRV, NULL },
+/* The request's fields (exec.h): option, key, type, field, limit, mcp. */
+static const struct sbx_exec_field fields[] = {
+	F("agent", "agent", STR, agent, NULL, NULL),
+	F("home", NULL, STR, home, NULL, NULL),
+	F("cwd", "cwd", STR, cwd, NULL, "cwd"),
+	/* --workdir repeated: more writable roots (cmd/sbx-exec.c) */
+	F("workdir", "workdir", STR, workdir, NULL, NULL),
+	F(NULL, "workdirs", ROOTS, xworkdirs, NULL, NULL),
+	F("workdir-follow-symlinks", "workdir_follow_symlinks", BOOL,
+	    workdir_follow, NULL, NULL),
+	F("ro", "ro", STRV, ro, NULL, NULL),
+	F("unprotect", "unprotect", STRV, unprotect, NULL, NULL),
+	/* MCP: an object of NAME: value (lib/exec/mcptools.c) */
+	F("env", "env", STRV, env, NULL, "env"),
+	F("secret", "secrets", STRV, secrets, NULL, NULL),
+	F("no-secrets", "no_secrets", BOOL, no_secrets, NULL, NULL),
+	F("timeout", "timeout", NUM, timeout, NULL, "timeout"),
+	F("tty", "tty", BOOL, tty, NULL, NULL),
+	F("network", "network", STR, network, NULL, "network"),
+	F("allow-domain", "allow_domain", STRV, allow, NULL, NULL),
+	F("ask", "ask", BOOL, ask, NULL, NULL),
+	F("c", "shell", STR, shell, NULL, "command"),
+	F(NULL, "command", ARGV, argv, NULL, "argv"),
+	F(NULL, "args", ARGV, argv, NULL, NULL),
+	F("max-output", "max_output", NUM, max_output, NULL, NULL),
+	F("stdin", "stdin", STR, stdin_mode, NULL, NULL),
+	F("memory", "memory", LIMIT, limit_keys, "memory_mib", NULL),
+	F("cpus", "cpus", LIMIT, limit_keys, "cpus", NULL),
+	F("pids", "pids", LIMIT, limit_keys, "pids", NULL),
+	F("disk", "disk", LIMIT, limit_keys, "disk_mib", NULL),
+	F("wall-timeout", "wall_timeout", LIMIT, limit_keys, "wall_timeout",
+	    NULL),
+	F("nofile", "nofile", LIMIT, limit_keys, "nofile", NULL),
+	F("file-size", "file_size", LIMIT, limit_keys, "file_size_mib", NULL),
+	F("soft-limits", "soft_limits", BOOL, soft_limits, NULL, NULL),
+	F("seccomp", "seccomp", STR, seccomp, NULL, NULL),
+	F("fail-on-violation", "fail_on_violation", BOOL, fail_on_violation,
+	    NULL, "fail_on_violation"),
+	F("background", "background", BOOL, background, NULL, NULL),
+	P("request"), P("envelope-fd"), P("tail-lines"), P("force"),
+	P("json"), P("quiet"), P("verbose"), P("help"), P("version"),
 };
+/* clang-format on */
 
-static const struct rkey *
-rkey_find(const char *name)
+const struct sbx_exec_field *
+sbx_exec_fields(size_t *n)
+{
+	*n = sizeof(fields) / sizeof(*fields);
+	return fields;
+}
+
+const struct sbx_exec_field *
+sbx_exec_field_option(const char *name)
+{
+	size_t i;
+
+	for (i = 0; name != NULL && i < sizeof(fields) / sizeof(*fields); i++)
+		if (fields[i].option != NULL &&
+		    strcmp(fields[i].option, name) == 0)
+			return &fields[i];
+	return NULL;
+}
+
+const struct sbx_exec_field *
+sbx_exec_field_key(const char *name)
 {
 	size_t	 i;
 
-	for (i = 0; i < sizeof(rkeys) / sizeof(*rkeys); i++)
-		if (strcmp(rkeys[i].name, name) == 0)
-			return &rkeys[i];
+	for (i = 0; name != NULL && i < sizeof(fields) / sizeof(*fields); i++)
+		if (fields[i].key != NULL && strcmp(fields[i].key, name) == 0)
+			return &fields[i];
 	return NULL;
+}
+
+int
+sbx_exec_field_set(struct sbx_exec_req *q, const struct sbx_exec_field *f,
+    const char *v)
+{
+	char *at = (char *)q + f->offset;
+
+	switch (f->type) {
+	case STR:
+	case NUM: *(const char **)(void *)at = v; return 0;
+	case BOOL: *(int *)(void *)at = 1; return 0;
+	case STRV: return sbx_strv_push((struct sbx_strv *)(void *)at, v);
+	case LIMIT:
+		return sbx_strv_push(&q->limit_keys, f->limit) == -1 ||
+			sbx_strv_push(&q->limit_keys, v) == -1 ?
+		    -1 :
+		    0;
+	case ARGV:
+	case ROOTS:
+	case PROG: break;
+	}
+	return 0;
 }
 
 /* A string the request owns (lives as long as req->own). */
@@ -105,7 +164,7 @@ int
 sbx_exec_req_json(struct sbx_exec_req *q, const json_t *o,
     struct sbx_error *e)
 {
-	const struct rkey	*k;
+	const struct sbx_exec_field *k;
 	const char		*key, *s;
 	json_t			*v, *it, *cmd, *args;
 	size_t			 i, n;
@@ -115,42 +174,48 @@ sbx_exec_req_json(struct sbx_exec_req *q, const json_t *o,
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "request",
 		    "not_an_object", "the request must be a JSON object");
 	json_object_foreach((json_t *)o, key, v) {
-		if ((k = rkey_find(key)) == NULL)
+		if ((k = sbx_exec_field_key(key)) == NULL)
 			return bad(e, "request", "unknown_key", "request: "
 			    "unknown key `%.64s`", key);
 		switch (k->type) {
-		case R_STR:
+		case STR:
 			if (!json_is_string(v))
-				return bad(e, k->name, "wrong_type", "request: "
-				    "`%s` must be a string", k->name);
+				return bad(e, k->key, "wrong_type",
+				    "request: "
+				    "`%s` must be a string",
+				    k->key);
 			break;
-		case R_BOOL:
+		case BOOL:
 			if (!json_is_boolean(v))
-				return bad(e, k->name, "wrong_type", "request: "
-				    "`%s` must be true or false", k->name);
+				return bad(e, k->key, "wrong_type",
+				    "request: "
+				    "`%s` must be true or false",
+				    k->key);
 			break;
-		case R_NUM:
-		case R_LIMIT:
+		case NUM:
+		case LIMIT:
 			if (!json_is_number(v) && !json_is_string(v))
-				return bad(e, k->name, "wrong_type", "request: "
-				    "`%s` must be a number", k->name);
+				return bad(e, k->key, "wrong_type",
+				    "request: "
+				    "`%s` must be a number",
+				    k->key);
 			break;
-		case R_STRV:
+		case STRV:
+		case ARGV:
+		case ROOTS:
 			if (!json_is_array(v))
-				return bad(e, k->name, "wrong_type", "request: "
-				    "`%s` must be an array of strings", k->name);
+				return bad(e, k->key, "wrong_type",
+				    "request: "
+				    "`%s` must be an array of strings",
+				    k->key);
 			json_array_foreach(v, i, it)
 				if (!json_is_string(it))
-					return bad(e, k->name, "wrong_type",
+					return bad(e, k->key, "wrong_type",
 					    "request: `%s` must be an array of "
-					    "strings", k->name);
+					    "strings",
+					    k->key);
 			break;
-		}
-		if (k->type == R_LIMIT) {
-			if ((s = num_text(q, v)) == NULL ||
-			    sbx_strv_push(&q->limit_keys, k->limit) == -1 ||
-			    sbx_strv_push(&q->limit_keys, s) == -1)
-				return sbx_error_sys(e, "nomem", "request");
+		case PROG: break;
 		}
 	}
 	cmd = json_object_get(o, "command");
@@ -161,43 +226,40 @@ sbx_exec_req_json(struct sbx_exec_req *q, const json_t *o,
 	if (args != NULL && json_object_get(o, "shell") == NULL)
 		return bad(e, "args", "args_without_shell", "request: `args` "
 		    "are $0, $1... of `shell`");
-	/* Copies: the request outlives the parsed envelope. */
-#define STR(name)	(json_object_get(o, name) == NULL ? NULL : \
-	    own(q, json_string_value(json_object_get(o, name))))
-#define BOOL(name)	(json_is_true(json_object_get(o, name)))
-	if (json_object_get(o, "agent") != NULL)
-		q->agent = STR("agent");
-	q->cwd = STR("cwd");
-	q->workdir = STR("workdir");
-	q->workdir_follow = BOOL("workdir_follow_symlinks");
-	q->network = STR("network");
-	q->seccomp = STR("seccomp");
-	q->shell = STR("shell");
-	q->stdin_mode = STR("stdin");
-	q->tty = BOOL("tty");
-	q->background = BOOL("background");
-	q->soft_limits = BOOL("soft_limits");
-	q->no_secrets = BOOL("no_secrets");
-	q->ask = BOOL("ask");
-	if (BOOL("fail_on_violation"))
-		q->fail_on_violation = 1;
-	if ((v = json_object_get(o, "timeout")) != NULL &&
-	    (q->timeout = num_text(q, v)) == NULL)
-		return sbx_error_sys(e, "nomem", "request");
-	if ((v = json_object_get(o, "max_output")) != NULL &&
-	    (q->max_output = num_text(q, v)) == NULL)
-		return sbx_error_sys(e, "nomem", "request");
-#undef STR
-#undef BOOL
-	json_array_foreach(json_object_get(o, "env"), i, it)
-		if (sbx_strv_push(&q->env, json_string_value(it)) == -1)
-			return sbx_error_sys(e, "nomem", "request");
-	json_array_foreach(json_object_get(o, "secrets"), i, it)
-		if (sbx_strv_push(&q->secrets, json_string_value(it)) == -1)
-			return sbx_error_sys(e, "nomem", "request");
-	json_array_foreach(json_object_get(o, "allow_domain"), i, it)
-		if (sbx_strv_push(&q->allow, json_string_value(it)) == -1)
-			return sbx_error_sys(e, "nomem", "request");
+	/* Copies, as the table says: the request outlives the parsed
+	 * envelope. */
+	json_object_foreach ((json_t *)o, key, v) {
+		k = sbx_exec_field_key(key);
+		s = NULL;
+		switch (k->type) {
+		case STR:
+			if ((s = own(q, json_string_value(v))) == NULL ||
+			    sbx_exec_field_set(q, k, s) == -1)
+				return sbx_error_sys(e, "nomem", "request");
+			break;
+		case NUM:
+		case LIMIT:
+			if ((s = num_text(q, v)) == NULL ||
+			    sbx_exec_field_set(q, k, s) == -1)
+				return sbx_error_sys(e, "nomem", "request");
+			break;
+		case BOOL:
+			if (json_is_true(v) &&
+			    sbx_exec_field_set(q, k, NULL) == -1)
+				return sbx_error_sys(e, "nomem", "request");
+			break;
+		case STRV:
+			json_array_foreach (v, i, it)
+				if (sbx_exec_field_set(q, k,
+					json_string_value(it)) == -1)
+					return sbx_error_sys(e, "nomem",
+					    "request");
+			break;
+		case ARGV:
+		case ROOTS:
+		case PROG: break;
+		}
+	}
 	/* workdirs: every writable root, the first being the default
 	 * cwd; instead of workdir, not with it. */
 	if ((v = json_object_get(o, "workdirs")) != NULL) {
@@ -217,12 +279,6 @@ sbx_exec_req_json(struct sbx_exec_req *q, const json_t *o,
 				     json_string_value(it)) == -1)
 				return sbx_error_sys(e, "nomem", "request");
 	}
-	json_array_foreach (json_object_get(o, "ro"), i, it)
-		if (sbx_strv_push(&q->ro, json_string_value(it)) == -1)
-			return sbx_error_sys(e, "nomem", "request");
-	json_array_foreach (json_object_get(o, "unprotect"), i, it)
-		if (sbx_strv_push(&q->unprotect, json_string_value(it)) == -1)
-			return sbx_error_sys(e, "nomem", "request");
 	v = cmd != NULL ? cmd : args;
 	n = json_array_size(v);
 	if ((q->own_argv = calloc(n + 1, sizeof(char *))) == NULL)

@@ -266,8 +266,9 @@ sbx_jobsup_start(struct sbx_exec *p, struct sbx_error *e)
 	sbx_time_utc_iso(now);
 	rec = json_pack("{s:s,s:s,s:o,s:s,s:s,s:s,s:s,s:I}", "job", id, "agent",
 	    p->sb.agent, "command", sbx_exec_command_json(p->req), "cwd",
-	    p->cwd, "log_file", logpath, "started_at", now, "network", p->network,
-	    "log_max_bytes", (json_int_t)p->log_cap);
+	    p->cwd, "log_file", logpath, "started_at", now, "network",
+	    sbx_netmode_name(p->network), "log_max_bytes",
+	    (json_int_t)p->log_cap);
 	if (pipe2(np, O_CLOEXEC) == -1) {
 		json_decref(rec);
 		close(log_fd);

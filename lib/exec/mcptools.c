@@ -17,6 +17,7 @@
 
 #include "envelope.h"
 #include "mcptools.h"
+#include "netmode.h"
 
 void
 sbx_mcp_spawn_release(struct sbx_mcp_spawn *sp)
@@ -93,15 +94,6 @@ common(struct sbx_strv *v, const struct sbx_mcp_who *w)
 	return 0;
 }
 
-static int
-network_rank(const char *m)
-{
-	return m == NULL	       ? 0 :
-	    strcmp(m, "outbound") == 0 ? 2 :
-	    strcmp(m, "proxy") == 0    ? 1 :
-					 0;
-}
-
 /*
  * A model picks the network of its runs only within the agent's
  * settings: `sbx exec --network outbound` is the user's explicit choice
@@ -114,9 +106,12 @@ network_check(const json_t *args, const struct sbx_mcp_who *w,
     struct sbx_error *e)
 {
 	const char *want = str(args, "network");
-	const char *max = w->network_max ? w->network_max : "none";
+	const char *max = w->network_max ? w->network_max :
+					   sbx_netmode_name(SBX_NETMODE_NONE);
 
-	if (want == NULL || network_rank(want) <= network_rank(max))
+	/* By the table's rank: a name it does not know ranks as none (sbx
+	 * exec refuses it). */
+	if (want == NULL || sbx_netmode_rank(want) <= sbx_netmode_rank(max))
 		return 0;
 	sbx_error_set(e, SBX_K_REJECTED, "network", "network_not_allowed",
 	    "agent %s may use network %s at most; %s was asked", w->agent, max,

@@ -18,6 +18,7 @@
 #include "envelope.h"
 #include "error.h"
 #include "exec.h"
+#include "netmode.h"
 #include "outcome.h"
 #include "run.h"
 #include "scrub.h"
@@ -195,7 +196,8 @@ result_json(struct sbx_exec *p, struct sbx_run *r)
 		    json_string(p->workdir_resolved));
 	json_object_set_new(res, "agent", json_string(p->sb.agent));
 	json_object_set_new(res, "duration_ms", json_integer(r->duration_ms));
-	json_object_set_new(res, "network", json_string(p->network));
+	json_object_set_new(res, "network",
+	    json_string(sbx_netmode_name(p->network)));
 	if (p->violations != NULL)
 		json_object_set(res, "violations", p->violations);
 	json_object_set_new(res, "seccomp", json_boolean(!p->req->seccomp_off));

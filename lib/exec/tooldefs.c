@@ -15,6 +15,7 @@
 
 #include <jansson.h>
 
+#include "netmode.h"
 #include "tooldefs.h"
 
 static const struct sbx_tooldef defs[] = {
@@ -43,8 +44,7 @@ static const struct sbx_tooldef defs[] = {
 	    "\"network\":{\"type\":\"string\",\"description\":\"Network for "
 	    "this run: none (loopback only, the default), proxy (allowlisted "
 	    "destinations through the egress proxy) or outbound; only what the "
-	    "agent's configuration allows.\",\"enum\":[\"none\",\"proxy\","
-	    "\"outbound\"]},\"timeout\":{\"type\":\"number\","
+	    "agent's configuration allows.\"},\"timeout\":{\"type\":\"number\","
 	    "\"exclusiveMinimum\":0,\"maximum\":86400,"
 	    "\"description\":\"Seconds without output after which the command "
 	    "is killed (exit code 124).\"},\"fail_on_violation\":{\"type\":"
@@ -86,8 +86,7 @@ static const struct sbx_tooldef defs[] = {
 	    "\"network\":{\"type\":\"string\",\"description\":\"Network for "
 	    "this run: none (loopback only, the default), proxy (allowlisted "
 	    "destinations through the egress proxy) or outbound; only what the "
-	    "agent's configuration allows.\",\"enum\":[\"none\",\"proxy\","
-	    "\"outbound\"]},\"job\":{\"type\":\"string\",\"description\":\"Job "
+	    "agent's configuration allows.\"},\"job\":{\"type\":\"string\",\"description\":\"Job "
 	    "id returned by start (poll, wait, kill).\",\"minLength\":1,"
 	    "\"maxLength\":64},\"tail_lines\":{\"type\":\"integer\","
 	    "\"description\":\"Lines of output to return from the end of the "
@@ -302,10 +301,41 @@ sbx_tooldef_name_valid(const char *s)
 	return 1;
 }
 
+/*
+ * A tool's `network` is sbx exec's network mode: the enum of its schema
+ * is the table's names (lib/base/netmode.h), never a list of its own.
+ */
+static int
+network_enum(json_t *schema)
+{
+	json_t	*p, *a;
+	int	 m;
+
+	p = json_object_get(json_object_get(schema, "properties"), "network");
+	if (p == NULL)
+		return 0;
+	if ((a = json_array()) == NULL)
+		return -1;
+	for (m = 0; m < SBX_NETMODE_COUNT; m++)
+		if (json_array_append_new(a, json_string(sbx_netmode_name(
+		    (enum sbx_netmode)m))) == -1) {
+			json_decref(a);
+			return -1;
+		}
+	return json_object_set_new(p, "enum", a);
+}
+
 json_t *
 sbx_tooldef_input(const struct sbx_tooldef *d)
 {
-	return json_loads(d->input_schema, JSON_REJECT_DUPLICATES, NULL);
+	json_t	*s;
+
+	s = json_loads(d->input_schema, JSON_REJECT_DUPLICATES, NULL);
+	if (s != NULL && network_enum(s) == -1) {
+		json_decref(s);
+		return NULL;
+	}
+	return s;
 }
 
 /*

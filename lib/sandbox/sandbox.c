@@ -147,7 +147,7 @@ sbx_sandbox_etc_copies(const struct sbx_sandbox *sb, const char **out,
 	if ((ca = sbx_sandbox_ca_bundle(sb)) != NULL &&
 	    strncmp(ca, "/etc/ssl/", 9) != 0 && n < max)
 		out[n++] = ca;
-	if (strcmp(sb->network, SBX_NET_OUTBOUND) == 0 && n < max)
+	if (!sbx_netmode_row(sb->network)->netns && n < max)
 		out[n++] = "/etc/resolv.conf";
 	return n;
 }
@@ -289,7 +289,7 @@ sbx_sandbox_argv(const struct sbx_sandbox *sb, struct sbx_strv *v,
 	rc |= sbx_strv_push(v, "--unshare-pid");
 	rc |= sbx_strv_push(v, "--unshare-uts");
 	rc |= sbx_strv_push(v, "--unshare-cgroup-try");
-	if (strcmp(sb->network, SBX_NET_OUTBOUND) != 0)
+	if (sbx_netmode_row(sb->network)->netns)
 		rc |= sbx_strv_push(v, "--unshare-net");
 	/* Nested user namespaces are the entry point of most namespace
 	 * kernel bugs and of escapes from the other restrictions. */
@@ -373,7 +373,7 @@ sbx_sandbox_argv(const struct sbx_sandbox *sb, struct sbx_strv *v,
 	    strncmp(ca, "/etc/ssl/", 9) != 0)
 		rc |= push3(v, "--ro-bind-try", ca, ca);
 etc_done:
-	if (strcmp(sb->network, SBX_NET_OUTBOUND) == 0)
+	if (!sbx_netmode_row(sb->network)->netns)
 		rc |= push3(v, "--ro-bind-try", "/etc/resolv.conf",
 		    "/etc/resolv.conf");
 	rc |= push3(v, "--ro-bind-data", "9", "/etc/passwd");
@@ -523,7 +523,7 @@ binds_done:
 		rc |= sbx_strv_push(v, SBX_INIT_OPT_TTY);
 		rc |= sbx_strv_pushf(v, "%u:%u", sb->tty_rows, sb->tty_cols);
 	}
-	if (sb->network != NULL && strcmp(sb->network, SBX_NET_PROXY) == 0)
+	if (sbx_netmode_row(sb->network)->relay)
 		rc |= sbx_strv_push(v, SBX_INIT_OPT_PROXY);
 	if (sb->bridge)
 		rc |= sbx_strv_push(v, SBX_INIT_OPT_BRIDGE);

@@ -7,6 +7,7 @@
 #include "buf.h"
 #include "error.h"
 #include "initproto.h"
+#include "netmode.h"
 
 /* The descriptor slots SBX_FD_* are in initproto.h, shared with sbx-init. */
 /* Image mode binds no prepared /etc: that slot carries the user
@@ -22,10 +23,6 @@
 #define SBX_SANDBOX_PATH \
 	"/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin:" \
 	"/run/sbx/bin"
-
-#define SBX_NET_NONE		"none"
-#define SBX_NET_OUTBOUND	"outbound"
-#define SBX_NET_PROXY		"proxy"
 
 struct sbx_sandbox {
 	const char	 *bwrap;	/* absolute path */
@@ -48,7 +45,7 @@ struct sbx_sandbox {
 	 * the writable binds, and sbx-init's guard arguments; or NULL. */
 	char *const	 *fs_ops;
 	char *const	 *fs_init;
-	const char	 *network;	/* SBX_NET_* */
+	enum sbx_netmode network;	/* lib/base/netmode.h */
 	int		  disable_userns;
 	/* Host mode: /etc is one prepared tree (lib/etccache.c) bound from
 	 * SBX_FD_ETC, in place of single-file binds and passwd memfds. */

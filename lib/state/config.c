@@ -21,6 +21,7 @@
 #include "layout.h"
 #include "mcpconf.h"
 #include "names.h"
+#include "netmode.h"
 #include "netpolicy.h"
 #include "proxy.h"
 #include "runlimits.h"
@@ -35,13 +36,13 @@ check_network(const json_t *doc, int agent, const char *origin,
     struct sbx_error *e)
 {
 	const json_t	*v = json_object_get(doc, "network");
-	const char	*s = json_string_value(v);
+	enum sbx_netmode m;
+	char		 l[SBX_NETMODE_LIST_MAX];
 
-	if (v == NULL || (s != NULL && (strcmp(s, SBX_NET_NONE) == 0 ||
-	    strcmp(s, SBX_NET_PROXY) == 0 || strcmp(s, SBX_NET_OUTBOUND) == 0)))
+	if (v == NULL || sbx_netmode_parse(json_string_value(v), &m) == 0)
 		return 0;
 	return sbx_error_set(e, SBX_K_INVALID_ARGS, "config", "config_invalid",
-	    "%s: `network` must be none, proxy or outbound", origin);
+	    "%s: `network` must be %s", origin, sbx_netmode_list(l, sizeof(l)));
 }
 
 /* sbx exec and sbx preflight: limits over the defaults. */

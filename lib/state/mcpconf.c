@@ -13,6 +13,7 @@
 #include "envelope.h"
 #include "fsutil.h"
 #include "mcpconf.h"
+#include "netmode.h"
 
 #define SETTINGS_MAX (1u << 20)
 
@@ -103,7 +104,8 @@ sbx_mcpconf_load(int rootfd, const char *agent, struct sbx_mcp_limits *l,
 
 	l->max_runs = SBX_MCP_RUNS_DEFAULT;
 	l->per_minute = SBX_MCP_PER_MINUTE_DEFAULT;
-	snprintf(l->network, sizeof(l->network), "none");
+	snprintf(l->network, sizeof(l->network), "%s",
+	    sbx_netmode_name(SBX_NETMODE_NONE));
 	if (load_one(rootfd, "config/sandbox.json", 0, l, e) == -1)
 		return -1;
 	snprintf(rel, sizeof(rel), "config/agents/%s.json", agent);

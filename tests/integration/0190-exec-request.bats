@@ -72,6 +72,10 @@ EOF2
 @test "--request with run options or a command: a usage error" {
 	run -64 sbx exec --json --request - --network none <<<'{"command":["true"]}'
 	[ "$(printf '%s\n' "$output" | head -1 | jq -r .reason)" = request_with_options ]
+	# Every option with a request key (lib/exec/execreq.c's table), --ask
+	# too: beside --request it was dropped without a word.
+	run -64 sbx exec --json --request - --ask <<<'{"command":["true"]}'
+	[ "$(printf '%s\n' "$output" | head -1 | jq -r .reason)" = request_with_options ]
 	run -64 sbx exec --request - -- true <<<'{"command":["true"]}'
 	[[ "$output" == *usage:* ]]
 }

@@ -6,6 +6,7 @@
 
 #include "config.h"
 #include "imageref.h"
+#include "netmode.h"
 
 /* Validate a document given as JSON text. */
 static int
@@ -196,6 +197,30 @@ main(void)
 	ok(valid("{\"unrelated\":1,\"network\":\"none\"}", 1, &e) == 0,
 	    "keys of no loader are left alone");
 	ok(valid("[]", 1, &e) == -1, "not an object");
+	/* The network modes are the table's (lib/base/netmode.h): every
+	 * name is accepted, the message and `sbx config keys` list them. */
+	{
+		char	 nd[256], l[SBX_NETMODE_LIST_MAX];
+		int	 m, all = 1;
+
+		for (m = 0; m < SBX_NETMODE_COUNT; m++) {
+			snprintf(nd, sizeof(nd), "{\"network\":\"%s\"}",
+			    sbx_netmode_name((enum sbx_netmode)m));
+			all &= valid(nd, 1, &e) == 0;
+		}
+		ok(all, "network: every mode of the table is accepted");
+		sbx_netmode_list(l, sizeof(l));
+		snprintf(nd, sizeof(nd), "`network` must be %s", l);
+		ok(valid("{\"network\":\"host\"}", 1, &e) == -1 &&
+		    strstr(e.message, nd) != NULL &&
+		    strcmp(e.reason, "config_invalid") == 0,
+		    "network: the message lists the table's modes");
+		snprintf(nd, sizeof(nd), "network mode of the agent's "
+		    "runs: %s", l);
+		k = sbx_cfg_key_find("network", SBX_CFG_AGENT);
+		ok(k != NULL && strcmp(k->doc, nd) == 0,
+		    "network: `sbx config keys` lists the table's modes");
+	}
 	ok(sbx_cfg_validate(NULL, 1, "f", &e) == 0, "absent: valid");
 
 	/* Values by type. */

@@ -433,7 +433,7 @@ main(void)
 	sb.agent = "a";
 	sb.home = "/workspace/agents/a";
 	sb.cwd = sb.home;
-	sb.network = SBX_NET_NONE;
+	sb.network = SBX_NETMODE_NONE;
 	sb.disable_userns = 1;
 	sb.argv = argv;
 	ok(sbx_sandbox_argv(&sb, &v, &e) == 0, "argv built");
@@ -453,7 +453,7 @@ main(void)
 	    HAS("--as-pid-1") && HAS("--disable-userns"), "lifetime flags");
 	ok(!HAS("--clearenv") && !HAS("--setenv"), "no env in argv");
 	sbx_strv_release(&v);
-	sb.network = SBX_NET_OUTBOUND;
+	sb.network = SBX_NETMODE_OUTBOUND;
 	sbx_sandbox_argv(&sb, &v, &e);
 	for (i = 0, dd = (int)v.n; i < (int)v.n; i++)
 		if (strcmp(v.v[i], "--") == 0) {
@@ -464,7 +464,7 @@ main(void)
 	sbx_strv_release(&v);
 	/* apt (rootfs_rw): the copy read-write as /, uid 0, no home,
 	 * output or passwd of sbx's, / not remounted read-only. */
-	sb.network = SBX_NET_NONE;
+	sb.network = SBX_NETMODE_NONE;
 	sb.image_root = "/st/envs/a/rootfs";
 	sb.image_fd = -1;
 	sb.rootfs_rw = 1;

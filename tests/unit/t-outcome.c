@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "envelope.h"
 #include "exec.h"
+#include "netmode.h"
 #include "scrub.h"
 
 static char	*cmd_argv[] = { "make", "test", NULL };
@@ -35,7 +36,7 @@ fix_init(struct fix *f)
 	sbx_exec_init(&f->p);
 	f->p.req = &f->q;
 	f->p.sb.agent = "default";
-	f->p.network = "none";
+	f->p.network = SBX_NETMODE_NONE;
 	f->p.limits = json_object();
 	f->p.warnings = json_array();
 	snprintf(f->p.cwd, sizeof(f->p.cwd), "/workspace/agents/default");
