@@ -76,13 +76,16 @@ void	sbx_cmd_finish_init(const char *prog);
 
 /*
  * What every program with an option table does first, before anything is
- * opened: its standard descriptors made safe (sbx_fs_sanitize_std), the
+ * opened: its context registered (struct sbx_cmd_opts, below; what
+ * sbx_cmd_die and its kin report with), its standard descriptors made
+ * safe (sbx_fs_sanitize_std), the
  * finish step registered (sbx_cmd_finish_init), the hidden --complete-*
  * options answered (sbx_cmd_complete).  Nonzero when main must return
  * *code at once (71 when the descriptors cannot be made safe).
  */
-int	sbx_cmd_start(const char *prog, const struct sbx_opts *, int argc,
-	    char *argv[], int *code);
+struct sbx_cmd_opts;
+int	sbx_cmd_start(const struct sbx_cmd_opts *, int argc, char *argv[],
+	    int *code);
 
 /*
  * The hidden options every program with an option table answers before
@@ -112,9 +115,48 @@ struct sbx_cmd_opts {
 	int			*json;		/* NULL: accepted, ignored */
 	int			*quiet;
 	int			*verbose;
-	/* A usage error (e: what getopt_long refused); must not return. */
+	/* A usage error (e: what getopt_long refused); must not return.
+	 * NULL: sbx_cmd_usage_exit. */
 	void			(*usage_err)(const struct sbx_error *e);
+	/*
+	 * The rest makes it the program's context, what sbx_cmd_die,
+	 * sbx_cmd_usage_exit and sbx_cmd_done report with once
+	 * sbx_cmd_start has registered it.
+	 */
+	const char		*tool;		/* the envelope's tool: the
+						 * program's buffer, rewritten
+						 * once the subcommand is known */
+	void			(*emit)(json_t *); /* NULL: sbx_cmd_emit */
+	json_t		       **warnings;	/* gathered warnings (install,
+						 * plugin), or NULL */
+	void			(*cleanup)(void); /* before a failure exits,
+						   * or NULL */
 };
+
+/*
+ * The failure of the registered program (sbx_cmd_start): its cleanup,
+ * then sbx_cmd_fail with its tool, json flag and emit (sbx_exit_for(e));
+ * a program that gathers warnings fails with sbx_cmd_fail_warned.
+ */
+void	sbx_cmd_die(const struct sbx_error *e) __attribute__((noreturn));
+
+/* sbx_cmd_die with extra (stolen) in the envelope and exit status code
+ * (negative: sbx_exit_for(e); a program with warnings always uses it). */
+void	sbx_cmd_die_extra(const struct sbx_error *e, json_t *extra, int code)
+	    __attribute__((noreturn));
+
+/* A usage error of the registered program (sbx_cmd_usage with its
+ * synopsis), then exit 64. */
+void	sbx_cmd_usage_exit(const struct sbx_error *e)
+	    __attribute__((noreturn));
+
+/* sbx_cmd_usage_exit of an invalid_args error (field "args", reason
+ * "usage") saying why; why NULL: the synopsis alone. */
+void	sbx_cmd_usage_why(const char *why) __attribute__((noreturn));
+
+/* The success of the registered program: sbx_cmd_ok with its tool,
+ * json and quiet flags. */
+void	sbx_cmd_done(json_t *result, const char *text);
 
 /*
  * The next option of a program's getopt loop: getopt_long over g, the

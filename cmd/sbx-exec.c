@@ -120,10 +120,12 @@ usage_exit(const struct sbx_error *e)
 	exit(usage_err(e));
 }
 
-/* The options every program has (cmd/common.c). */
+/* The options every program has (cmd/common.c).  sbx exec reports
+ * through report() and usage_err() above (--envelope-fd, the transparent
+ * mode's codes), never through sbx_cmd_die and its kin. */
 static const struct sbx_cmd_opts cmdopts = { PROG, exec_usage_text,
 	exec_help_text, NULL, &exec_table, S_ALL, &C.json, &C.quiet,
-	&C.verbose, usage_exit };
+	&C.verbose, usage_exit, .tool = "exec" };
 
 /* Options that only a run takes (not a subcommand, nor --request). */
 static int
@@ -399,7 +401,7 @@ cmd_exec(int argc, char *argv[])
 	struct sbx_error	 e;
 	int			 code, rc;
 
-	if (sbx_cmd_start(PROG, &exec_table, argc, argv, &code))
+	if (sbx_cmd_start(&cmdopts, argc, argv, &code))
 		return code;
 	sbx_exec_req_init(&R);
 	sbx_exec_init(&X);
