@@ -3,9 +3,9 @@
  * supervised background job.  See sbx-exec(1).
  *
  * Parse, validate, call lib/exec (the engine) or lib/jobsup (the jobs),
- * render.  Built into the front-end as cmd_exec() (-DSBX_BUILTIN), and a
- * program of its own with the main() at the end.  The option table, the
- * usage and the help are cmd/exec-opts.c.
+ * render.  Built into the front-end as cmd_exec(), and a program of its
+ * own with the main() of cmd/exec-main.c: one object for both.  The option
+ * table, the usage and the help are cmd/exec-opts.c.
  */
 #include <fcntl.h>
 #include <getopt.h>
@@ -33,8 +33,6 @@
 
 /* Largest request envelope: a command line of ARG_MAX and change. */
 #define REQUEST_MAX	(4u << 20)
-
-int	cmd_exec(int, char *[]);
 
 /* What the command line says beyond the request itself. */
 struct cli {
@@ -393,9 +391,9 @@ run(void)
 	return o.code;
 }
 
-/* sbx exec, as a program or built into the front-end. */
+/* sbx exec, as a program or built into the front-end (exec-opts.h). */
 int
-cmd_exec(int argc, char *argv[])
+cmd_exec(int argc, char *argv[], int builtin)
 {
 	struct exec_jobs	 J;
 	struct sbx_error	 e;
@@ -405,13 +403,13 @@ cmd_exec(int argc, char *argv[])
 		return code;
 	sbx_exec_req_init(&R);
 	sbx_exec_init(&X);
-#ifdef SBX_BUILTIN
-	/* sbx-init is in the front-end's exec path: $SBX_EXEC_PATH
-	 * (ignored when set-id) or the compiled-in one. */
-	R.libexec = secure_getenv("SBX_EXEC_PATH");
-	if (R.libexec == NULL || *R.libexec != '/')
-		R.libexec = SBX_LIBEXECDIR;
-#endif
+	if (builtin) {
+		/* sbx-init is in the front-end's exec path: $SBX_EXEC_PATH
+		 * (ignored when set-id) or the compiled-in one. */
+		R.libexec = secure_getenv("SBX_EXEC_PATH");
+		if (R.libexec == NULL || *R.libexec != '/')
+			R.libexec = SBX_LIBEXECDIR;
+	}
 	if (parse_args(argc, argv, &code) == -1)
 		return code;
 	if ((rc = check_args(&e)) != 0)
@@ -437,11 +435,3 @@ cmd_exec(int argc, char *argv[])
 		return report(&e, SBX_EX_DATAERR, NULL);
 	return run();
 }
-
-#ifndef SBX_BUILTIN
-int
-main(int argc, char *argv[])
-{
-	exit(cmd_exec(argc, argv));
-}
-#endif

@@ -284,8 +284,8 @@ list_commands(int aliases)
 }
 
 #ifdef SBX_WITH_EXEC
-/* cmd/sbx-exec.c, compiled in without its main(). */
-int	cmd_exec(int, char *[]);
+/* cmd/sbx-exec.c, linked in without its main() (cmd/exec-opts.h). */
+int	cmd_exec(int, char *[], int);
 #endif
 
 static void __attribute__((noreturn))
@@ -311,7 +311,7 @@ run(const char *name, int argc, char *argv[])
 	 * whole sandbox.  sbx-exec stays a program of its own.
 	 */
 	if (strcmp(name, "exec") == 0)
-		exit(cmd_exec(argc, nargv));
+		exit(cmd_exec(argc, nargv, 1));
 #endif
 	execv(path, nargv);
 	free(nargv);
