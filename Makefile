@@ -238,7 +238,8 @@ $(HOSTCLI): $(HOSTCLI_SRC) cmd/host-int.h cmd/host-connect.h
 	@mkdir -p $(dir $@)
 	$(CC) -D_GNU_SOURCE -DSBX_VERSION='"$(VERSION)"' $(OPT) $(WARN) -D_FORTIFY_SOURCE=2 -fstack-protector-strong -static -o $@ $(HOSTCLI_SRC)
 
-$(B)/tests/unit/t-%: tests/unit/t-%.c tests/unit/tap.h $(LIBSBX)
+$(B)/tests/unit/t-%: tests/unit/t-%.c tests/unit/tap.h tests/unit/fixture.h \
+    $(LIBSBX)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -iquote tests/unit $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBSBX) $(LIBS_ALL)
 

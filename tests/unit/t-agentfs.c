@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "fixture.h"
 #include "tap.h"
 
 #include "agentfs.h"
@@ -582,8 +583,9 @@ main(void)
 	int		 rootfd;
 
 	test_paths();
-	if (mkdtemp(tmpl) == NULL)
+	if ((rootfd = t_tmpdir(tmpl)) == -1)
 		skip_all("mkdtemp: %s", strerror(errno));
+	close(rootfd);
 	snprintf(p, sizeof(p), "%s/home", tmpl);
 	mkdir(p, 0700);
 	snprintf(p, sizeof(p), "%s/other", tmpl);
@@ -610,7 +612,5 @@ main(void)
 	test_list();
 	test_search();
 	close(rootfd);
-	snprintf(p, sizeof(p), "chmod -R u+w %s; rm -rf %s", tmpl, tmpl);
-	(void)!system(p);
 	return done_testing();
 }
