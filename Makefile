@@ -54,10 +54,10 @@ CFLAGS   += $(OPT) $(WARN) $(HARDEN) $(SANFLAGS) $(PKG_CFLAGS)
 LDFLAGS  += -pie -Wl,-z,relro,-z,now -Wl,--as-needed $(SANFLAGS)
 LIBS_ALL := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 LIBS_STATIC := $(shell $(PKG_CONFIG) --static --libs $(filter-out libarchive,$(PKGS)) 2>/dev/null)
-# lib/manifest.c hashes with nettle (SHA extensions where the CPU has
+# manifest.c hashes with nettle (SHA extensions where the CPU has
 # them): sbx-preflight verifies templates with it and no libarchive, which
-# only lib/image.c (sbx-provision) uses; tests/integration/0910-needed.sh
-# checks what each program links.  lib/download.c (https
+# only image.c (sbx-provision) uses; tests/integration/0910-needed.sh
+# checks what each program links.  download.c (https
 # image sources, in sbx-provision only) needs libcurl's headers but loads
 # the library with dlopen when a URL is given: linked, it and its two dozen
 # libraries would cost every sbx provision ~10 ms at start-up.  sbx-exec
@@ -183,9 +183,9 @@ $(FRONT): $(B)/cmd/sbx-front.o $(EXEC_OBJS:%=$(B)/cmd/%.o) $(CMD_COMMON) \
 	@mkdir -p $(dir $@)
 	$(CC) $(FRONT_LDFLAGS) -o $@ $^ $(FRONT_LIBS)
 
-# The digest of the seccomp program (lib/seccomp.c loads a cached program
+# The digest of the seccomp program (seccomp.c loads a cached program
 # only when its SHA-256 is this one).  A build-only generator, never
-# installed, builds the program from lib/seccomp.c compiled without a
+# installed, builds the program from seccomp.c compiled without a
 # digest, linked the way sbx-exec and the front-end are (statically, or
 # dynamically with the sanitizers), and writes the header.  A binary whose
 # libseccomp builds other bytes still works: it builds on every run.

@@ -2,7 +2,7 @@
  * cmd.h: the output side every sbx program shares (cmd/common.c, linked
  * into every program).  lib/ never prints or exits, so what turns a struct
  * sbx_error into an envelope on stdout or a line on stderr, and into an
- * exit status (sbx_exit_for, lib/cli.c), lives here, with the programs.
+ * exit status (sbx_exit_for, cli.c), lives here, with the programs.
  */
 #ifndef SBX_CMD_H
 #define SBX_CMD_H
@@ -162,7 +162,7 @@ void	sbx_cmd_done(json_t *result, const char *text);
  * The next option of a program's getopt loop: getopt_long over g, the
  * row id it stands for (sbx_opts_id), recorded in seen (NULL: not) unless
  * getopt_long refused it ('?', ':'); -1 at the end.  Where g permutes
- * (lib/opts.h), options may stand anywhere before `--`: the operands are
+ * (opts.h), options may stand anywhere before `--`: the operands are
  * set aside as they come and, at the end, are every word of
  * argv[optind..argc), in order (those after `--` last, whatever they look
  * like); otherwise the loop ends at the first operand (a command's argv).

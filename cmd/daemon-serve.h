@@ -13,7 +13,7 @@
 
 struct sbx_cmd_daemon {
 	const char	*prog;		/* "sbx-proxy": messages */
-	const char	*what;		/* "proxy": lib/daemon.h's */
+	const char	*what;		/* "proxy": daemon.h's */
 	const char	*pidname;	/* in run/: the lock and the pid */
 	const char	*sock;		/* in run/: the control socket */
 	int		 quiet, foreground;

@@ -1,7 +1,7 @@
 /*
  * provision-agent.c: sbx provision itself: create or repair the state root
- * and an agent (lib/provision.c), bind its image and own environment
- * (lib/agentset.c), make the run user; rendered.  Part of sbx-provision
+ * and an agent (provision.c), bind its image and own environment
+ * (agentset.c), make the run user; rendered.  Part of sbx-provision
  * (cmd/sbx-provision.c parses).
  */
 #include <sys/stat.h>

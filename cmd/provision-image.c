@@ -1,6 +1,6 @@
 /*
- * provision-image.c: sbx provision image add, list, rm and verify: lib/image.c,
- * lib/imagestore.c and lib/download.c's answers rendered as text or
+ * provision-image.c: sbx provision image add, list, rm and verify: image.c,
+ * imagestore.c and download.c's answers rendered as text or
  * envelopes.  Part of sbx-provision (cmd/sbx-provision.c parses).
  */
 #include <sys/stat.h>
@@ -44,7 +44,7 @@
 /* ---- images ------------------------------------------------------------- */
 
 /* A progress bar on standard error, only when it is a terminal (and not
- * with -q): lib/download.c calls this as data arrives. */
+ * with -q): download.c calls this as data arrives. */
 static struct {
 	int		 on;
 	int		 shown;

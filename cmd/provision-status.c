@@ -1,6 +1,6 @@
 /*
  * provision-status.c: sbx provision status and list: the checklist of the state root
- * and the agent's settings (lib/agentset.c), rendered.  Part of
+ * and the agent's settings (agentset.c), rendered.  Part of
  * sbx-provision (cmd/sbx-provision.c parses).
  */
 #include <sys/stat.h>

@@ -72,7 +72,7 @@ static const struct sbx_opts_sub subs[] = {
 	{ "keys", S_KEYS, NULL },
 };
 
-/* The one option table (lib/opts.h): getopt_long, --help and
+/* The one option table (opts.h): getopt_long, --help and
  * --complete-options come from it. */
 static const struct sbx_opt rows[] = {
 	{ 'a', "agent", 'a', SBX_OPT_REQ, "A", "@agent",
@@ -175,7 +175,7 @@ parse(int argc, char *argv[])
 /*
  * Options and positionals in any order before `--` (there is no child
  * argv to keep from reordering; a negative number is a value: set
- * limits.cpus -1): sbx_cmd_getopt, lib/opts.h.  --json anywhere decides
+ * limits.cpus -1): sbx_cmd_getopt, opts.h.  --json anywhere decides
  * the output mode before any usage error is reported.
  */
 static void

@@ -149,7 +149,7 @@ limit_key(int ch)
  * One getopt loop for sbx exec (in order: the run's options stop at the
  * command) and for the options of ps/poll/wait/kill/gc, which may come
  * before or after the job id (argv[0] is then the subcommand; operands
- * are collected in order: lib/opts.h).  bit is the (sub)command, whose
+ * are collected in order: opts.h).  bit is the (sub)command, whose
  * letters apply (wait -t SECONDS, but sbx exec -t is --tty).  It only
  * records what it sees: every value is judged after it (check_args,
  * sbx_exec_validate), so that the order of the options never changes the

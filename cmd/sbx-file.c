@@ -1,6 +1,6 @@
 /*
- * sbx-file: bounded file tools on an agent's home (lib/agentfs.c): read,
- * search (ripgrep inside the sandbox, lib/filesearch.c), write, edit,
+ * sbx-file: bounded file tools on an agent's home (agentfs.c): read,
+ * search (ripgrep inside the sandbox, filesearch.c), write, edit,
  * list.  See sbx-file(1).  As root, everything but search runs as the
  * sandbox's uid once the home is open (sbx_identity_become).  The text
  * renderings of a listing and a search are cmd/file-text.c.

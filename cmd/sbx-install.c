@@ -63,7 +63,7 @@ static const struct sbx_opts_sub subs[] = {
 	{ "list", S_LIST, NULL }, { "reconcile", S_RECONCILE, NULL },
 };
 
-/* The one option table (lib/opts.h): getopt_long, --help and
+/* The one option table (opts.h): getopt_long, --help and
  * --complete-options come from it. */
 static const struct sbx_opt rows[] = {
 	{ 'a', "agent", 'a', SBX_OPT_REQ, "A", "@agent",

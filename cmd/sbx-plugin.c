@@ -470,7 +470,7 @@ parse_args(int argc, char *argv[])
 	}
 	if (sbx_opts_check(&table, &seen, bit, &e) == -1)
 		sbx_cmd_usage_exit(&e);
-	/* Options stood anywhere before `--` (lib/opts.h): what is left
+	/* Options stood anywhere before `--` (opts.h): what is left
 	 * is operands, even one that starts with '-' (after `--`). */
 	O.ops = argv + optind + 1;
 	O.nops = argc - optind - 1;

@@ -80,7 +80,7 @@ static const struct sbx_opt rows[] = {
 	SBX_OPT_ROW_VERSION(OPT_VERSION, 1),
 };
 
-/* The one option table (lib/opts.h): getopt_long, --help and
+/* The one option table (opts.h): getopt_long, --help and
  * --complete-options come from it. */
 static const struct sbx_opts table = { PROG, "sbx preflight", rows,
 	SBX_OPTS_N(rows), NULL, 0, 1, NULL, 25, 0 };

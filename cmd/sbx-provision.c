@@ -108,7 +108,7 @@ static const struct sbx_opts_sub subs[] = {
 	{ "image verify", S_IMAGE_VERIFY, "@image" },
 };
 
-/* The one option table (lib/opts.h): getopt_long, --help and
+/* The one option table (opts.h): getopt_long, --help and
  * --complete-options come from it. */
 static const struct sbx_opt rows[] = {
 	{ 'a', "agent", 'a', SBX_OPT_REQ, "A", "@agent",
@@ -281,7 +281,7 @@ parse_args(int argc, char *argv[])
 	O.json = sbx_cli_wants_json(argc, argv, g.optstring, g.longopts,
 	    NULL);
 	/* Options anywhere before `--`, operands in order after it
-	 * (sbx_cmd_getopt, lib/opts.h): no child argv here to protect from
+	 * (sbx_cmd_getopt, opts.h): no child argv here to protect from
 	 * reordering. */
 	optind = 0;	/* 0: start, reading the optstring */
 	parse(argc, argv);

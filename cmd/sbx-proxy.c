@@ -1,6 +1,6 @@
 /*
  * sbx-proxy: the filtering egress proxy of `sbx exec --network proxy`.
- * See sbx-proxy(1).  The event loop lives in lib/proxy.c; this is the
+ * See sbx-proxy(1).  The event loop lives in proxy.c; this is the
  * command line: serve (daemon, one per state root), status, stop, check.
  */
 #include <sys/file.h>
@@ -89,7 +89,7 @@ static const struct sbx_opts_sub subs[] = {
 	{ "asks", S_ASKS, NULL }, { "answer", S_ANSWER, "@text" },
 };
 
-/* The one option table (lib/opts.h): getopt_long, --help and
+/* The one option table (opts.h): getopt_long, --help and
  * --complete-options come from it. */
 static const struct sbx_opt rows[] = {
 	{ 'a', "agent", 'a', SBX_OPT_REQ, "A", "@agent",

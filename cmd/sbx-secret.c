@@ -1,6 +1,6 @@
 /*
- * sbx-secret: an agent's sealed secrets (lib/secret.c): set, check, list,
- * rm, rotate-key, get --reveal, and the scrub filter (lib/scrub.c).  See
+ * sbx-secret: an agent's sealed secrets (secret.c): set, check, list,
+ * rm, rotate-key, get --reveal, and the scrub filter (scrub.c).  See
  * sbx-secret(1).  Values never come from argv: a terminal prompt without
  * echo, standard input, --from-fd or --from-env (cmd/secret-input.c).
  */
@@ -81,7 +81,7 @@ static const struct sbx_opts_sub subs[] = {
 	{ "get", S_GET, "@text" },
 };
 
-/* The one option table (lib/opts.h): getopt_long, --help and
+/* The one option table (opts.h): getopt_long, --help and
  * --complete-options come from it.  Values never come from argv: there
  * is no --value row. */
 static const struct sbx_opt rows[] = {

@@ -76,7 +76,7 @@ static const char help_head[] =
 enum { OPT_VERSION = 256, OPT_LIST };
 
 /*
- * The front-end's own options (lib/opts.h), for --help and the
+ * The front-end's own options (opts.h), for --help and the
  * completions; they stand before the command and are read by hand, as
  * nothing after the command is the front-end's.  Hidden: `--complete
  * KIND ...`, which the shell completions call (see complete()).
@@ -341,7 +341,7 @@ print_strv(const struct sbx_strv *v)
  *   commands                      the commands (and aliases, and help)
  *   options [CMD [SUB...]]        the options of sbx, or of CMD [SUB]:
  *                                 OPTION, and TAB VALUES when it takes a
- *                                 value (lib/opts.h)
+ *                                 value (opts.h)
  *   subcommands CMD [SUB...]      the subcommand words that may follow
  *   operands CMD [SUB...]         what completes the first operand
  *   agents [--home DIR]           the agents of the state root

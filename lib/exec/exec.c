@@ -194,7 +194,7 @@ other_home(const char *name, uid_t uid, const char *home, void *arg)
 }
 
 /*
- * Can uid/gid (no supplementary groups: lib/run.c drops them) search the
+ * Can uid/gid (no supplementary groups: run.c drops them) search the
  * directory st, or, with w, write to it?
  */
 static int
@@ -231,7 +231,7 @@ id_can_reach(const char *path, uid_t uid, gid_t gid)
  * Root's sandbox runs as run_uid.  A workdir that uid cannot write (a
  * root-owned checkout: every CI job in a container) or cannot reach (one
  * under /root, 0700: bwrap resolves bind sources by path, as that uid) is
- * handed over as a private copy of its mount (lib/idmount.c): idmapped so
+ * handed over as a private copy of its mount (idmount.c): idmapped so
  * that its owner's files are run_uid's inside and what the sandbox creates
  * is its owner's on disk, and attached at the state root's run/workdir,
  * which the sandbox's uid can reach, in a mount namespace of the run's own
@@ -623,7 +623,7 @@ is_under(const char *path, const char *dir)
 }
 
 /*
- * The file-system policy (lib/fspolicy.c): protected paths in the
+ * The file-system policy (fspolicy.c): protected paths in the
  * workdir, --ro and read_paths, deny_paths, and the unix-socket guard in
  * none and proxy modes.
  */
@@ -1052,7 +1052,7 @@ etc_fd(const char *name, struct sbx_buf *b)
 }
 
 /*
- * Host mode: the sandbox's /etc as one cached tree (lib/etccache.c).  When
+ * Host mode: the sandbox's /etc as one cached tree (etccache.c).  When
  * it cannot be had, the single-file binds do the same job, slower; a cache
  * that is not sbx's alone is a sign worth a warning.
  */
@@ -1489,7 +1489,7 @@ reachable_root(struct sbx_exec *p, struct sbx_error *e)
 
 /*
  * Who runs the sandbox.  A normal user: that user.  Root: never root (see
- * lib/run.c), but the uid/gid named by `run_as` in config/sandbox.json, or
+ * run.c), but the uid/gid named by `run_as` in config/sandbox.json, or
  * the `sbx` system user when there is one, or nobody (65534).
  */
 static int
@@ -1510,7 +1510,7 @@ prep_identity(struct sbx_exec *p, struct sbx_error *e)
 
 /*
  * sbx-init executed from its descriptor, nothing mounted for it (see
- * lib/sandbox.c), when any uid may execute it: the sandbox's uid is the
+ * sandbox.c), when any uid may execute it: the sandbox's uid is the
  * caller's, nobody, or uid 0 of a namespace where host root is unmapped.
  * Not when the command is sbx-init itself by its path inside (sbx
  * preflight's probe): then it is bound there as before.
@@ -2436,7 +2436,7 @@ finish_proxy(struct sbx_exec *p)
 
 /*
  * After the run: what the file-system guard refused (sbx-init's reports,
- * collected by lib/run.c), as violations beside the proxy's; and a
+ * collected by run.c), as violations beside the proxy's; and a
  * repository the run created where none was (its config and hooks were
  * not protected: the sandbox wrote them).  Collecting costs nothing on
  * the way: the guard sees every refusal because it makes it.

@@ -1,5 +1,5 @@
 /* t-agentfs: sbx file's paths, opens, reads, writes, edits, lists, and the
- * parsing of ripgrep's output (lib/agentfs.c, lib/filesearch.c).  As root
+ * parsing of ripgrep's output (agentfs.c, filesearch.c).  As root
  * the tree is handed to nobody and the test becomes nobody, as sbx-file
  * does, so permissions are the kernel's, not root's. */
 #include <sys/socket.h>
