@@ -121,16 +121,15 @@ struct sbx_cmd_opts {
 	/*
 	 * The rest makes it the program's context, what sbx_cmd_die,
 	 * sbx_cmd_usage_exit and sbx_cmd_done report with once
-	 * sbx_cmd_start has registered it.
+	 * sbx_cmd_start has registered it: the envelope's tool (the
+	 * program's buffer, rewritten once the subcommand is known); emit
+	 * (NULL: sbx_cmd_emit); the warnings gathered (install, plugin) or
+	 * NULL; what to do before a failure exits, or NULL.
 	 */
-	const char		*tool;		/* the envelope's tool: the
-						 * program's buffer, rewritten
-						 * once the subcommand is known */
-	void			(*emit)(json_t *); /* NULL: sbx_cmd_emit */
-	json_t		       **warnings;	/* gathered warnings (install,
-						 * plugin), or NULL */
-	void			(*cleanup)(void); /* before a failure exits,
-						   * or NULL */
+	const char		*tool;
+	void			(*emit)(json_t *);
+	json_t		       **warnings;
+	void			(*cleanup)(void);
 };
 
 /*
@@ -142,8 +141,8 @@ void	sbx_cmd_die(const struct sbx_error *e) __attribute__((noreturn));
 
 /* sbx_cmd_die with extra (stolen) in the envelope and exit status code
  * (negative: sbx_exit_for(e); a program with warnings always uses it). */
-void	sbx_cmd_die_extra(const struct sbx_error *e, json_t *extra, int code)
-	    __attribute__((noreturn));
+void	sbx_cmd_die_extra(const struct sbx_error *e, json_t *extra,
+	    int code) __attribute__((noreturn));
 
 /* A usage error of the registered program (sbx_cmd_usage with its
  * synopsis), then exit 64. */

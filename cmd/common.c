@@ -304,11 +304,21 @@ sbx_cmd_start(const struct sbx_cmd_opts *c, int argc, char *argv[], int *code)
 	return sbx_cmd_complete(c->table, argc, argv, code);
 }
 
-/* The context's emit, sbx_cmd_emit unless the program has its own. */
-static void (*
-ctx_emit(void))(json_t *)
+/* The context's json flag (a NULL one is never set) and emit
+ * (sbx_cmd_emit unless the program has its own). */
+static int
+ctx_json(void)
 {
-	return ctx->emit != NULL ? ctx->emit : sbx_cmd_emit;
+	return ctx->json != NULL && *ctx->json;
+}
+
+static void
+ctx_emit(json_t *env)
+{
+	if (ctx->emit != NULL)
+		ctx->emit(env);
+	else
+		sbx_cmd_emit(env);
 }
 
 void
@@ -323,18 +333,18 @@ sbx_cmd_die_extra(const struct sbx_error *e, json_t *extra, int code)
 	if (ctx->cleanup != NULL)
 		ctx->cleanup();
 	if (ctx->warnings != NULL)
-		sbx_cmd_fail_warned(ctx->prog, ctx->tool, *ctx->json,
+		sbx_cmd_fail_warned(ctx->prog, ctx->tool, ctx_json(),
 		    ctx->quiet != NULL && *ctx->quiet, *ctx->warnings, e,
 		    extra);
-	sbx_cmd_fail(ctx->prog, ctx->tool, *ctx->json, e, extra, ctx_emit(),
+	sbx_cmd_fail(ctx->prog, ctx->tool, ctx_json(), e, extra, ctx_emit,
 	    code);
 }
 
 void
 sbx_cmd_usage_exit(const struct sbx_error *e)
 {
-	sbx_cmd_usage(ctx->prog, ctx->tool, *ctx->json, e, ctx->usage,
-	    ctx_emit());
+	sbx_cmd_usage(ctx->prog, ctx->tool, ctx_json(), e, ctx->usage,
+	    ctx_emit);
 	exit(SBX_EX_USAGE);
 }
 
@@ -351,7 +361,7 @@ sbx_cmd_usage_why(const char *why)
 void
 sbx_cmd_done(json_t *result, const char *text)
 {
-	sbx_cmd_ok(ctx->tool, *ctx->json, ctx->quiet != NULL && *ctx->quiet,
+	sbx_cmd_ok(ctx->tool, ctx_json(), ctx->quiet != NULL && *ctx->quiet,
 	    result, text);
 }
 

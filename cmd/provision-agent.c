@@ -195,7 +195,8 @@ do_provision(void)
 			json_object_set(res, "evicted", set.x.evicted);
 			json_object_set(res, "removed", set.removed);
 		}
-		sbx_cmd_emit(sbx_envelope_ok(tool, res, json_incref(p.warnings)));
+		sbx_cmd_emit(sbx_envelope_ok(tool, res,
+		    json_incref(p.warnings)));
 	} else if (!O.quiet) {
 		print_warnings(p.warnings);
 		print_list("created   ", p.created);

@@ -211,8 +211,8 @@ do_image_list(void)
 	    (envs = sbx_rootfs_list(rootfd, &e)) == NULL)
 		sbx_cmd_die(&e);
 	if (O.json) {
-		sbx_cmd_emit(sbx_envelope_ok(tool, json_pack("{s:o,s:o,s:o}", "images",
-		    imgs, "envs", envs, "root", root_json()), NULL));
+		sbx_cmd_emit(sbx_envelope_ok(tool, json_pack("{s:o,s:o,s:o}",
+		    "images", imgs, "envs", envs, "root", root_json()), NULL));
 		return 0;
 	}
 	if (!O.quiet) {
@@ -338,8 +338,8 @@ do_image_verify(void)
 	}
 	json_decref(imgs);
 	if (O.json) {
-		sbx_cmd_emit(sbx_envelope_ok(tool, json_pack("{s:o,s:b,s:o}", "images",
-		    out, "ok", !damaged, "root", root_json()), NULL));
+		sbx_cmd_emit(sbx_envelope_ok(tool, json_pack("{s:o,s:b,s:o}",
+		    "images", out, "ok", !damaged, "root", root_json()), NULL));
 		return damaged ? SBX_EX_NEGATIVE : 0;
 	}
 	if (!O.quiet)

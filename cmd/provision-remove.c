@@ -87,8 +87,8 @@ do_reset(void)
 	if (rootfd >= 0 && sbx_provision_reset(rootfd, removed, &e) == -1)
 		sbx_cmd_die(&e);
 	if (O.json) {
-		sbx_cmd_emit(sbx_envelope_ok(tool, json_pack("{s:o,s:o}", "root",
-		    root_json(), "removed", removed), NULL));
+		sbx_cmd_emit(sbx_envelope_ok(tool, json_pack("{s:o,s:o}",
+		    "root", root_json(), "removed", removed), NULL));
 		return 0;
 	}
 	if (!O.quiet) {
@@ -132,9 +132,9 @@ do_remove(void)
 	if (rootfd >= 0 && sbx_provision_remove(rootfd, removed, &e) == -1)
 		sbx_cmd_die(&e);
 	if (O.json) {
-		sbx_cmd_emit(sbx_envelope_ok(tool, json_pack("{s:o,s:o,s:[s]}", "root",
-		    root_json(), "removed", removed, "kept", "workspace"),
-		    NULL));
+		sbx_cmd_emit(sbx_envelope_ok(tool, json_pack("{s:o,s:o,s:[s]}",
+		    "root", root_json(), "removed", removed, "kept",
+		    "workspace"), NULL));
 		return 0;
 	}
 	if (!O.quiet) {

@@ -346,8 +346,8 @@ do_list(void)
 	if ((agents = sbx_provision_list(rootfd, &e)) == NULL)
 		sbx_cmd_die(&e);
 	if (O.json) {
-		sbx_cmd_emit(sbx_envelope_ok(tool, json_pack("{s:o,s:o}", "agents",
-		    agents, "root", root_json()), NULL));
+		sbx_cmd_emit(sbx_envelope_ok(tool, json_pack("{s:o,s:o}",
+		    "agents", agents, "root", root_json()), NULL));
 		return 0;
 	}
 	if (!O.quiet) {

@@ -112,7 +112,7 @@ proxy_cmd_asks(struct sbx_root *root)
 	json_array_foreach (asks, i, a)
 		ask_line(&b, a);
 	if (b.len > 0)
-		b.p[--b.len] = '\0';	/* sbx_cmd_done() adds the newline */
+		b.p[--b.len] = '\0';	/* sbx_cmd_done adds the newline */
 	sbx_cmd_done(json_pack("{s:O}", "asks", asks),
 	    b.len > 0 ? b.p : (O.quiet ? NULL : "sbx-proxy: no pending asks"));
 	sbx_buf_release(&b);
@@ -151,8 +151,8 @@ proxy_cmd_answer(struct sbx_root *root, const char *id, const char *answer)
 		sbx_cmd_die(&e);
 	snprintf(text, sizeof(text), "sbx-proxy: %.40s: %s (%lld released)",
 	    id, answer, json_integer_value(json_object_get(ans, "released")));
-	sbx_cmd_done(json_pack("{s:s,s:s,s:O}", "id", id, "answer", answer, "released",
-	    json_object_get(ans, "released")), text);
+	sbx_cmd_done(json_pack("{s:s,s:s,s:O}", "id", id, "answer", answer,
+	    "released", json_object_get(ans, "released")), text);
 	json_decref(ans);
 	return 0;
 }

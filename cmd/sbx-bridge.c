@@ -124,7 +124,8 @@ static struct sbx_opts_seen   seen;
 
 /* The options every program has (cmd/common.c). */
 static const struct sbx_cmd_opts cmdopts = { PROG, usage_text, help_text,
-	NULL, &table, S_ALL, &O.json, &O.quiet, &O.verbose, NULL, .tool = tool };
+	NULL, &table, S_ALL, &O.json, &O.quiet, &O.verbose, NULL,
+	.tool = tool };
 
 /* The daemon's loop (daemon-serve.h). */
 static int
@@ -373,7 +374,8 @@ run_sub(const char *sub, char **args)
 	    (e.reason == NULL || strcmp(e.reason, "state_root_missing") != 0))
 		sbx_cmd_die(&e);
 	if (strcmp(sub, "status") == 0 || strcmp(sub, "stop") == 0)
-		rc = sbx_cmd_daemon_status(&bridged, &root, strcmp(sub, "stop") == 0);
+		rc = sbx_cmd_daemon_status(&bridged, &root,
+		    strcmp(sub, "stop") == 0);
 	else if (root.fd < 0)
 		sbx_cmd_die(&e);
 	else if (strcmp(sub, "events") == 0)

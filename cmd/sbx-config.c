@@ -135,7 +135,8 @@ usage(const char *why)
 
 /* The options every program has (cmd/common.c). */
 static const struct sbx_cmd_opts cmdopts = { PROG, usage_text, help_text,
-	NULL, &table, S_ALL, &O.json, &O.quiet, &O.verbose, NULL, .tool = tool };
+	NULL, &table, S_ALL, &O.json, &O.quiet, &O.verbose, NULL,
+	.tool = tool };
 
 static void
 pos_add(const char *s)
@@ -189,7 +190,7 @@ parse_args(int argc, char *argv[])
 	 * reads "--json" (a description, a setting) is not the flag. */
 	O.json = sbx_cli_wants_json(argc, argv, g.optstring, g.longopts,
 	    NULL);
-	opterr = 0;	/* a refused option is reported by sbx_cmd_usage_exit() */
+	opterr = 0;	/* a refused option: sbx_cmd_usage_exit() */
 	optind = 0;	/* 0: start, reading the optstring */
 	for (i = parse(argc, argv); i < argc; i++)
 		pos_add(argv[i]);
@@ -317,8 +318,9 @@ do_keys(void)
 			    sbx_cfg_type_name(k[i].type), k[i].doc);
 	}
 	if (O.json)
-		sbx_cmd_emit(sbx_envelope_ok(tool, json_pack("{s:s,s:o}", "scope",
-		    O.global ? "global" : "agent", "keys", arr), NULL));
+		sbx_cmd_emit(sbx_envelope_ok(tool, json_pack("{s:s,s:o}",
+		    "scope", O.global ? "global" : "agent", "keys", arr),
+		    NULL));
 	else
 		json_decref(arr);
 	return 0;

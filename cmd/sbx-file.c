@@ -178,7 +178,7 @@ parse_args(int argc, char *argv[])
 	/* Decided before getopt, skipping option arguments: an --old TEXT
 	 * that reads "--json" is not the flag. */
 	O.json = sbx_cli_wants_json(argc, argv, g.optstring, g.longopts, NULL);
-	opterr = 0;	/* a refused option is reported by sbx_cmd_usage_exit() */
+	opterr = 0;	/* a refused option: sbx_cmd_usage_exit() */
 	while ((ch = sbx_cmd_getopt(argc, argv, &g, &seen)) != -1) {
 		switch (ch) {
 		case OPT_START: O.start = optarg; break;
@@ -295,7 +295,8 @@ do_read(const char *rel)
 	number(O.tail, "tail_lines", 1UL << 31, 0, &o.tail_lines);
 	number(O.chars, "max_chars", SBX_AGENTFS_CHARS_MAX, 0, &o.max_chars);
 	if (O.tail != NULL && (O.start != NULL || O.count != NULL))
-		sbx_cmd_usage_why("--tail-lines excludes --start-line and --line-count");
+		sbx_cmd_usage_why(
+		    "--tail-lines excludes --start-line and --line-count");
 	if (sbx_agentfs_read(&fs, rel, &o, &res, &e) == -1)
 		sbx_cmd_die(&e);
 	clean(res);

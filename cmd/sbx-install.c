@@ -322,8 +322,8 @@ do_reconcile(void)
 	close(lock);
 	close(afd);
 	if (O.json)
-		sbx_cmd_emit(sbx_envelope_ok(tool, json_pack("{s:s,s:o}", "agent",
-		    O.agent, "packages", m), json_incref(warnings)));
+		sbx_cmd_emit(sbx_envelope_ok(tool, json_pack("{s:s,s:o}",
+		    "agent", O.agent, "packages", m), json_incref(warnings)));
 	else {
 		sbx_cmd_print_warnings(PROG, warnings, O.quiet);
 		if (!O.quiet)

@@ -103,7 +103,7 @@ parse_args(int argc, char *argv[])
 	if (sbx_opts_getopt(&table, 1, &g) == -1)
 		exit(SBX_EX_SOFTWARE);
 	O.json = sbx_cli_wants_json(argc, argv, g.optstring, g.longopts, NULL);
-	opterr = 0;	/* a refused option is reported by sbx_cmd_usage_exit() */
+	opterr = 0;	/* a refused option: sbx_cmd_usage_exit() */
 	while ((ch = sbx_cmd_getopt(argc, argv, &g, NULL)) != -1) {
 		switch (ch) {
 		case 'a': O.agent = optarg; break;

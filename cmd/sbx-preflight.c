@@ -100,8 +100,8 @@ static void	emit(json_t *);
 
 /* The options every program has (cmd/common.c). */
 static const struct sbx_cmd_opts cmdopts = { PROG, usage_text, help_text,
-	NULL, &table, 1, &O.json, &O.quiet, &O.verbose, NULL, .tool = "preflight",
-	.emit = emit };
+	NULL, &table, 1, &O.json, &O.quiet, &O.verbose, NULL,
+	.tool = "preflight", .emit = emit };
 
 static void
 emit(json_t *env)
@@ -135,7 +135,7 @@ parse(int argc, char *argv[])
 		exit(SBX_EX_SOFTWARE);
 	O.json = sbx_cli_wants_json(argc, argv, g.optstring, g.longopts,
 	    NULL);
-	opterr = 0;	/* a refused option is reported by sbx_cmd_usage_exit() */
+	opterr = 0;	/* a refused option: sbx_cmd_usage_exit() */
 	while ((ch = sbx_cmd_getopt(argc, argv, &g, NULL)) != -1) {
 		switch (ch) {
 		case 'a':
@@ -337,7 +337,8 @@ write_reports(json_t *report)
 			if (s == NULL)
 				sbx_error_sys(&e, "nomem", "report");
 			free(s);
-			sbx_cmd_die_extra(&e, NULL, s == NULL ? -1 : SBX_EX_CANTCREAT);
+			sbx_cmd_die_extra(&e, NULL,
+			    s == NULL ? -1 : SBX_EX_CANTCREAT);
 		}
 		free(s);
 		sbx_buf_reset(&b);

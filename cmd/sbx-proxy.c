@@ -130,7 +130,8 @@ static struct sbx_opts_seen	 seen;
 
 /* The options every program has (cmd/common.c). */
 static const struct sbx_cmd_opts cmdopts = { PROG, usage_text, help_text,
-	NULL, &table, S_ALL, &O.json, &O.quiet, &O.verbose, NULL, .tool = tool };
+	NULL, &table, S_ALL, &O.json, &O.quiet, &O.verbose, NULL,
+	.tool = tool };
 
 static void __attribute__((noreturn))
 usage(void)
@@ -184,7 +185,7 @@ parse_args(int *argcp, char ***argvp)
 		argv++;
 		argc--;
 	}
-	opterr = 0;	/* a refused option is reported by sbx_cmd_usage_exit() */
+	opterr = 0;	/* a refused option: sbx_cmd_usage_exit() */
 	while ((ch = sbx_cmd_getopt(argc, argv, &g, &seen)) != -1) {
 		switch (ch) {
 		case 'a':

@@ -148,7 +148,7 @@ parse_args(int argc, char *argv[])
 	 * reads "--json" (a description, a setting) is not the flag. */
 	O.json = sbx_cli_wants_json(argc, argv, g.optstring, g.longopts,
 	    NULL);
-	opterr = 0;	/* a refused option is reported by sbx_cmd_usage_exit() */
+	opterr = 0;	/* a refused option: sbx_cmd_usage_exit() */
 	while ((ch = sbx_cmd_getopt(argc, argv, &g, &seen)) != -1) {
 		switch (ch) {
 		case 'a': O.agent = optarg; break;
@@ -177,7 +177,8 @@ static void
 done(json_t *result, json_t *warnings, const char *text)
 {
 	if (O.json) {
-		sbx_cmd_emit(sbx_envelope_ok(tool, result, json_incref(warnings)));
+		sbx_cmd_emit(sbx_envelope_ok(tool, result,
+		    json_incref(warnings)));
 		return;
 	}
 	sbx_cmd_print_warnings(PROG, warnings, O.quiet);
@@ -207,7 +208,8 @@ do_set(void)
 
 	if (O.desc != NULL && (strlen(O.desc) > SBX_SECRET_DESC_MAX ||
 	    !sbx_utf8_valid(O.desc, strlen(O.desc))))
-		sbx_cmd_usage_why("--description must be UTF-8 text of at most 256 bytes");
+		sbx_cmd_usage_why(
+		    "--description must be UTF-8 text of at most 256 bytes");
 	if (read_value(&v, &n, &e) == -1)
 		sbx_cmd_die(&e);
 	if (n == 0) {
