@@ -23,9 +23,8 @@ serve_fail(const struct sbx_cmd_daemon *d, const struct sbx_error *e)
 	_exit(SBX_EX_OSERR);
 }
 
-int
-sbx_cmd_daemon_serve(const struct sbx_cmd_daemon *d,
-    const struct sbx_root *root)
+static int
+serve_as(const struct sbx_cmd_daemon *d, const struct sbx_root *root)
 {
 	struct sbx_daemon	 dm;
 	struct sbx_error	 e;
@@ -67,6 +66,21 @@ sbx_cmd_daemon_serve(const struct sbx_cmd_daemon *d,
 	(void)unlinkat(runfd, d->sock, 0);
 	sbx_daemon_done(&dm);
 	_exit(0);
+}
+
+int
+sbx_cmd_daemon_serve(const struct sbx_cmd_daemon *tmpl,
+    const struct sbx_root *root, int quiet, int foreground)
+{
+	struct sbx_cmd_daemon	 d = *tmpl;
+	struct sbx_error	 e;
+
+	d.quiet = quiet;
+	d.foreground = foreground;
+	memset(&e, 0, sizeof(e));
+	if (d.load(root->fd, d.arg, &e) == -1)
+		sbx_cmd_die(&e);
+	return serve_as(&d, root);
 }
 
 int

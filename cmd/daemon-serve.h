@@ -16,7 +16,10 @@ struct sbx_cmd_daemon {
 	const char	*what;		/* "proxy": daemon.h's */
 	const char	*pidname;	/* in run/: the lock and the pid */
 	const char	*sock;		/* in run/: the control socket */
+	/* Set by sbx_cmd_daemon_serve. */
 	int		 quiet, foreground;
+	/* The daemon's settings into arg, before anything else. */
+	int		(*load)(int rootfd, void *arg, struct sbx_error *);
 	/* The daemon's loop on the listening socket lfd, until it is done. */
 	int		(*serve)(int rootfd, int lfd, void *arg,
 			    struct sbx_error *);
@@ -29,13 +32,14 @@ struct sbx_cmd_daemon {
 };
 
 /*
- * Serve root as d says.  Returns 0 when another daemon of root runs (said
- * on stdout); else it does not return: the starter exits 0 once its
- * daemon is ready, the daemon when it is done (a failure is reported
- * when in the foreground, else it exits 71).
+ * Serve root as d says (its settings loaded first, a failure reported).
+ * Returns 0 when another daemon of root runs (said on stdout unless
+ * quiet); else it does not return: the starter exits 0 once its daemon
+ * is ready, the daemon when it is done (a failure is reported when in the
+ * foreground, else it exits 71).
  */
 int	sbx_cmd_daemon_serve(const struct sbx_cmd_daemon *d,
-	    const struct sbx_root *root);
+	    const struct sbx_root *root, int quiet, int foreground);
 
 /*
  * `status` (stop 0) or `stop` (1) of root's daemon: its answer on the

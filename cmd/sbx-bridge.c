@@ -127,32 +127,24 @@ static const struct sbx_cmd_opts cmdopts = { PROG, usage_text, help_text,
 	NULL, &table, S_ALL, &O.json, &O.quiet, &O.verbose, NULL,
 	.tool = tool };
 
-/* The daemon's loop (daemon-serve.h). */
+/* The daemon's settings and loop (daemon-serve.h). */
+static struct sbx_bridge_config	 cfg;
+
 static int
-serve(int rootfd, int lfd, void *cfg, struct sbx_error *e)
+load(int rootfd, void *arg, struct sbx_error *e)
 {
-	return sbx_bridge_serve(rootfd, lfd, cfg, e);
+	return sbx_bridge_config_load(rootfd, arg, e);
+}
+
+static int
+serve(int rootfd, int lfd, void *arg, struct sbx_error *e)
+{
+	return sbx_bridge_serve(rootfd, lfd, arg, e);
 }
 
 /* The bridge as a daemon of run/. */
 static const struct sbx_cmd_daemon bridged = { PROG, "bridge", SBX_BRIDGE_PID,
-	SBX_BRIDGE_SOCK, 0, 0, serve, NULL, NULL, 0 };
-
-static int
-cmd_serve(struct sbx_root *root)
-{
-	struct sbx_bridge_config cfg;
-	struct sbx_error	 e;
-	struct sbx_cmd_daemon	 d = bridged;
-
-	d.quiet = O.quiet;
-	d.foreground = O.foreground;
-	d.arg = &cfg;
-	memset(&e, 0, sizeof(e));
-	if (sbx_bridge_config_load(root->fd, &cfg, &e) == -1)
-		sbx_cmd_die(&e);
-	return sbx_cmd_daemon_serve(&d, root);
-}
+	SBX_BRIDGE_SOCK, 0, 0, load, serve, &cfg, NULL, 0 };
 
 /* One event or task per line: the JSON line itself under --json, else a
  * short text line. */
@@ -367,7 +359,8 @@ run_sub(const char *sub, char **args)
 		sbx_fs_close_from(3, NULL, 0);
 		if (sbx_root_open(&root, 1, &e) == -1)
 			sbx_cmd_die(&e);
-		return cmd_serve(&root);
+		return sbx_cmd_daemon_serve(&bridged, &root, O.quiet,
+		    O.foreground);
 	}
 	/* The others create nothing: a missing root means not running. */
 	if (sbx_root_open(&root, 0, &e) == -1 &&

@@ -139,34 +139,26 @@ usage(void)
 	sbx_cmd_usage_exit(NULL);
 }
 
-/* The daemon's loop (daemon-serve.h). */
+/* The daemon's settings and loop (daemon-serve.h). */
+static struct sbx_proxy_config	 cfg;
+
 static int
-serve(int rootfd, int lfd, void *cfg, struct sbx_error *e)
+load(int rootfd, void *arg, struct sbx_error *e)
 {
-	return sbx_proxy_serve(rootfd, lfd, cfg, e);
+	return sbx_proxy_config_load(rootfd, arg, e);
+}
+
+static int
+serve(int rootfd, int lfd, void *arg, struct sbx_error *e)
+{
+	return sbx_proxy_serve(rootfd, lfd, arg, e);
 }
 
 /* The proxy as a daemon of run/; its status also says its uptime and,
  * for people, its socket. */
 static const char *const status_keys[] = { "uptime_s", NULL };
 static const struct sbx_cmd_daemon proxyd = { PROG, "proxy", "proxy.pid",
-	"proxy.sock", 0, 0, serve, NULL, status_keys, 1 };
-
-static int
-cmd_serve(struct sbx_root *root)
-{
-	struct sbx_proxy_config	 cfg;
-	struct sbx_error	 e;
-	struct sbx_cmd_daemon	 d = proxyd;
-
-	d.quiet = O.quiet;
-	d.foreground = O.foreground;
-	d.arg = &cfg;
-	memset(&e, 0, sizeof(e));
-	if (sbx_proxy_config_load(root->fd, &cfg, &e) == -1)
-		sbx_cmd_die(&e);
-	return sbx_cmd_daemon_serve(&d, root);
-}
+	"proxy.sock", 0, 0, load, serve, &cfg, status_keys, 1 };
 
 /* The options, after the subcommand or before it; returns the
  * subcommand and leaves its operands in *argcp, *argvp. */
@@ -295,7 +287,8 @@ main(int argc, char *argv[])
 		sbx_fs_close_from(3, NULL, 0);
 		if (sbx_root_open(&root, 1, &e) == -1)
 			sbx_cmd_die(&e);
-		return cmd_serve(&root);
+		return sbx_cmd_daemon_serve(&proxyd, &root, O.quiet,
+		    O.foreground);
 	}
 	/* The others create nothing: a missing root means not running. */
 	if (sbx_root_open(&root, 0, &e) == -1 && (e.reason == NULL ||
