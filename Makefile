@@ -54,10 +54,10 @@ CFLAGS   += $(OPT) $(WARN) $(HARDEN) $(SANFLAGS) $(PKG_CFLAGS)
 LDFLAGS  += -pie -Wl,-z,relro,-z,now -Wl,--as-needed $(SANFLAGS)
 LIBS_ALL := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 LIBS_STATIC := $(shell $(PKG_CONFIG) --static --libs $(filter-out libarchive,$(PKGS)) 2>/dev/null)
-# lib/manifest.c hashes with nettle (SHA extensions where the CPU has
+# manifest.c hashes with nettle (SHA extensions where the CPU has
 # them): sbx-preflight verifies templates with it and no libarchive, which
-# only lib/image.c (sbx-provision) uses; tests/integration/0910-needed.sh
-# checks what each program links.  lib/download.c (https
+# only image.c (sbx-provision) uses; tests/integration/0910-needed.sh
+# checks what each program links.  download.c (https
 # image sources, in sbx-provision only) needs libcurl's headers but loads
 # the library with dlopen when a URL is given: linked, it and its two dozen
 # libraries would cost every sbx provision ~10 ms at start-up.  sbx-exec
@@ -108,9 +108,9 @@ $(LIBSBX): $(LIB_OBJ)
 	$(AR) rcs $@ $(LIB_OBJ)
 
 # The front-end, linked statically (static-pie keeps ASLR): no dynamic
-# loading on every `sbx foo`; `exec` is built in (cmd/sbx-exec.c compiled a
-# second time without its main(): the front-end calls cmd_exec()), saving
-# one exec(2) per sandbox.
+# loading on every `sbx foo`; `exec` is built in (the same cmd/sbx-exec.o
+# as sbx-exec's, whose main() is cmd/exec-main.c: the front-end calls
+# cmd_exec()), saving one exec(2) per sandbox.
 $(B)/cmd/sbx-front.o: cmd/sbx.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -DSBX_WITH_EXEC $(CFLAGS) -MMD -MP -c -o $@ $<
@@ -125,85 +125,67 @@ $(B)/SBX-PREFIX: FORCE
 	@printf '%s\n' '$(LIBEXECDIR)' >$@+; \
 	if cmp -s $@+ $@; then rm -f $@+; else mv -f $@+ $@; fi
 
-$(B)/cmd/sbx-front.o $(B)/cmd/sbx-exec-builtin.o $(B)/cmd/sbx-exec.o \
-    $(B)/cmd/sbx-mcp.o: $(B)/SBX-PREFIX
+$(B)/cmd/sbx-front.o $(B)/cmd/sbx-exec.o $(B)/cmd/sbx-mcp.o: $(B)/SBX-PREFIX
 
-$(B)/cmd/sbx-exec-builtin.o: cmd/sbx-exec.c
-	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) -DSBX_BUILTIN $(CFLAGS) -MMD -MP -c -o $@ $<
+# The programs, one row each: the cmd/ objects it links (before the
+# library, whose members they pull in), then its own libraries after
+# libsbx's.  A program without a row is cmd/sbx-NAME.c alone.  Each links
+# $(CMD_COMMON) and $(LIBSBX); tests/integration/0910-needed.sh checks
+# what each ends up NEEDing.
+#   sbx exec: the job subcommands (ps, poll, wait, kill, gc), the terminal
+#     prompt of --ask and the option table are files of their own, linked
+#     into sbx-exec and the front-end; main() is cmd/exec-main.c.
+#   sbx provision: provision, image, status and list, unprovision, reset
+#     and remove.
+#   sbx proxy: check and the ask subcommands (asks, answer); the daemons'
+#     serve, status and stop (cmd/daemon-serve.c, sbx-bridge's too).
+#   sbx plugin: install, run and tools run sandboxes through the engine
+#     and render runs as sbx exec does (cmd/exec-jobs.c); reading a recipe
+#     from a path or an URL is cmd/plugin-source.c.
+EXEC_OBJS           = sbx-exec exec-jobs exec-ask exec-opts
+OBJS_sbx-exec       = $(EXEC_OBJS) exec-main
+OBJS_sbx-provision  = sbx-provision provision-agent provision-image \
+		      provision-status provision-remove
+OBJS_sbx-proxy      = sbx-proxy proxy-ask proxy-check daemon-serve
+OBJS_sbx-bridge     = sbx-bridge daemon-serve
+OBJS_sbx-install    = sbx-install install-run
+OBJS_sbx-secret     = sbx-secret secret-input
+OBJS_sbx-file       = sbx-file file-text
+OBJS_sbx-plugin     = sbx-plugin plugin-run plugin-source exec-jobs
+# sbx-proxy alone resolves names, asynchronously, with c-ares (see
+# CARES_LIBS below); sbx config checks the proxy's settings with the
+# proxy's own loader; sbx install checks its registries as `sbx proxy
+# check --resolve` does.  sbx-bridge alone serves HTTP (libmicrohttpd),
+# keeps memory in SQLite (FTS5) and forwards inference with libcurl.
+LIBS_sbx-proxy      = $(CARES_LIBS)
+LIBS_sbx-config     = $(CARES_LIBS)
+LIBS_sbx-install    = $(CARES_LIBS)
+LIBS_sbx-bridge     = $(BRIDGE_LIBS)
+# sbx-exec starts every sandbox: linked statically (static-pie) it pays no
+# dynamic loading (about 1.4 ms a run on the reference machine).  It reads
+# /etc/passwd itself (lib/base/users.c), so no NSS module is ever needed.
+ifeq ($(SANITIZE),)
+LINK_sbx-exec       = -static-pie -Wl,-z,relro,-z,now
+LINKLIBS_sbx-exec   = $(LIBS_STATIC)
+endif
 
-$(FRONT): $(B)/cmd/sbx-front.o $(B)/cmd/sbx-exec-builtin.o $(B)/cmd/exec-jobs.o \
-	    $(B)/cmd/exec-ask.o $(B)/cmd/exec-opts.o \
-	    $(CMD_COMMON) $(LIBSBX)
+prog_objs = $(patsubst %,$(B)/cmd/%.o,$(or $(OBJS_$(1)),$(1)))
+define PROG_RULE
+$(B)/libexec/sbx/$(1): $(call prog_objs,$(1)) $$(CMD_COMMON) $$(LIBSBX)
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(or $$(LINK_$(1)),$$(LDFLAGS)) -o $$@ $$^ \
+	    $$(or $$(LINKLIBS_$(1)),$$(LIBS_ALL) $$(LIBS_$(1)))
+endef
+$(foreach p,$(PROGS),$(eval $(call PROG_RULE,$(p))))
+
+$(FRONT): $(B)/cmd/sbx-front.o $(EXEC_OBJS:%=$(B)/cmd/%.o) $(CMD_COMMON) \
+    $(LIBSBX)
 	@mkdir -p $(dir $@)
 	$(CC) $(FRONT_LDFLAGS) -o $@ $^ $(FRONT_LIBS)
 
-$(B)/libexec/sbx/sbx-%: $(B)/cmd/sbx-%.o $(CMD_COMMON) $(LIBSBX)
-	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_ALL)
-
-# sbx exec's job subcommands (ps, poll, wait, kill, gc) are a file of their
-# own, linked into sbx-exec and the front-end; so are the terminal prompt of
-# --ask (cmd/exec-ask.c) and the option table (cmd/exec-opts.c).
-$(B)/libexec/sbx/sbx-exec: $(B)/cmd/exec-jobs.o $(B)/cmd/exec-ask.o \
-    $(B)/cmd/exec-opts.o
-
-# sbx provision's commands (provision, image, status and list, unprovision,
-# reset and remove) are files of their own, linked into sbx-provision (before
-# the library, whose members they pull in).
-$(B)/libexec/sbx/sbx-provision: $(B)/cmd/sbx-provision.o \
-    $(B)/cmd/provision-agent.o $(B)/cmd/provision-image.o \
-    $(B)/cmd/provision-status.o $(B)/cmd/provision-remove.o $(CMD_COMMON) \
-    $(LIBSBX)
-	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_ALL)
-
-# sbx proxy's check and ask subcommands (asks, answer): files of their own.
-$(B)/libexec/sbx/sbx-proxy: $(B)/cmd/sbx-proxy.o $(B)/cmd/proxy-ask.o \
-    $(B)/cmd/proxy-check.o $(B)/cmd/daemon-serve.o $(CMD_COMMON) $(LIBSBX)
-	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_ALL)
-
-# sbx install's install (the sandboxed runs) is a file of its own, linked
-# into sbx-install as provision's are.
-$(B)/libexec/sbx/sbx-install: $(B)/cmd/sbx-install.o $(B)/cmd/install-run.o \
-    $(CMD_COMMON) $(LIBSBX)
-	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_ALL)
-
-# sbx secret's value and passphrase input is a file of its own.
-$(B)/libexec/sbx/sbx-secret: $(B)/cmd/sbx-secret.o $(B)/cmd/secret-input.o \
-    $(CMD_COMMON) $(LIBSBX)
-	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_ALL)
-
-# sbx file's text output (cmd/file-text.c) is a file of its own.
-$(B)/libexec/sbx/sbx-file: $(B)/cmd/sbx-file.o $(B)/cmd/file-text.o \
-    $(CMD_COMMON) $(LIBSBX)
-	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_ALL)
-
-# sbx plugin's install, run and tools (cmd/plugin-run.c) run sandboxes
-# through the engine and render runs as sbx exec does (cmd/exec-jobs.c);
-# reading a recipe from a path or an URL is cmd/plugin-source.c.
-$(B)/libexec/sbx/sbx-plugin: $(B)/cmd/sbx-plugin.o $(B)/cmd/plugin-run.o \
-    $(B)/cmd/plugin-source.o \
-    $(B)/cmd/exec-jobs.o $(CMD_COMMON) $(LIBSBX)
-	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_ALL)
-
-# sbx-exec starts every sandbox: linked statically (static-pie) it pays no
-# dynamic loading (about 1.4 ms a run on the reference machine).  It reads
-# /etc/passwd itself (lib/users.c), so no NSS module is ever needed.
-ifeq ($(SANITIZE),)
-$(B)/libexec/sbx/sbx-exec: $(B)/cmd/sbx-exec.o $(CMD_COMMON) $(LIBSBX)
-	@mkdir -p $(dir $@)
-	$(CC) -static-pie -Wl,-z,relro,-z,now -o $@ $^ $(LIBS_STATIC)
-endif
-
-# The digest of the seccomp program (lib/seccomp.c loads a cached program
+# The digest of the seccomp program (seccomp.c loads a cached program
 # only when its SHA-256 is this one).  A build-only generator, never
-# installed, builds the program from lib/seccomp.c compiled without a
+# installed, builds the program from seccomp.c compiled without a
 # digest, linked the way sbx-exec and the front-end are (statically, or
 # dynamically with the sanitizers), and writes the header.  A binary whose
 # libseccomp builds other bytes still works: it builds on every run.
@@ -227,28 +209,17 @@ $(B)/lib/sandbox/seccomp.o: $(B)/gen/seccomp-digest.h
 $(B)/lib/sandbox/seccomp.o: CPPFLAGS += -iquote $(B)/gen
 
 # sbx-proxy alone resolves names, asynchronously, with c-ares: only
-# lib/proxy.c includes it and only the proxy (and its test) link it, so
-# sbx-exec never loads it.
+# lib/net/proxy.c includes it and only the programs of the table above
+# (LIBS_*) and the proxy's tests link it, so sbx-exec never loads it.
 CARES_CFLAGS := $(shell $(PKG_CONFIG) --cflags libcares 2>/dev/null)
 CARES_LIBS := $(shell $(PKG_CONFIG) --libs libcares 2>/dev/null || echo -lcares)
 $(B)/lib/net/proxy.o: CFLAGS += $(CARES_CFLAGS)
-$(B)/libexec/sbx/sbx-proxy: LIBS_ALL += $(CARES_LIBS)
 $(B)/tests/unit/t-proxy: LIBS_ALL += $(CARES_LIBS)
-# sbx config checks the proxy's settings with the proxy's own loader.
-$(B)/libexec/sbx/sbx-config: LIBS_ALL += $(CARES_LIBS)
 $(B)/tests/unit/t-config: LIBS_ALL += $(CARES_LIBS)
-# sbx install checks its registries as `sbx proxy check --resolve` does.
-$(B)/libexec/sbx/sbx-install: LIBS_ALL += $(CARES_LIBS)
 
-# The daemons' `serve` (become the daemon of run/, bind, serve): sbx-proxy
-# above and sbx-bridge only.
-$(B)/libexec/sbx/sbx-bridge: $(B)/cmd/daemon-serve.o
-
-# sbx-bridge alone serves HTTP (libmicrohttpd), keeps memory in SQLite
-# (FTS5) and forwards inference with libcurl: only it and its test link
-# them (tests/integration/0910-needed.sh).
+# sbx-bridge's libraries (LIBS_sbx-bridge above): only it and its test
+# link them (tests/integration/0910-needed.sh).
 BRIDGE_LIBS := $(shell $(PKG_CONFIG) --libs libmicrohttpd sqlite3 libcurl 2>/dev/null) -lpthread
-$(B)/libexec/sbx/sbx-bridge: LIBS_ALL += $(BRIDGE_LIBS)
 $(B)/tests/unit/t-bridge: LIBS_ALL += $(BRIDGE_LIBS)
 
 # The init must not depend on anything but libc, statically; no sanitizers
@@ -299,7 +270,8 @@ $(SPANK_SO): $(SPANK_OBJ)
 
 all: $(if $(HAVE_SPANK),$(SPANK_SO))
 
-$(B)/tests/unit/t-%: tests/unit/t-%.c tests/unit/tap.h $(LIBSBX)
+$(B)/tests/unit/t-%: tests/unit/t-%.c tests/unit/tap.h tests/unit/fixture.h \
+    $(LIBSBX)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -iquote tests/unit $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBSBX) $(LIBS_ALL)
 

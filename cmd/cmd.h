@@ -2,7 +2,7 @@
  * cmd.h: the output side every sbx program shares (cmd/common.c, linked
  * into every program).  lib/ never prints or exits, so what turns a struct
  * sbx_error into an envelope on stdout or a line on stderr, and into an
- * exit status (sbx_exit_for, lib/cli.c), lives here, with the programs.
+ * exit status (sbx_exit_for, cli.c), lives here, with the programs.
  */
 #ifndef SBX_CMD_H
 #define SBX_CMD_H
@@ -76,13 +76,16 @@ void	sbx_cmd_finish_init(const char *prog);
 
 /*
  * What every program with an option table does first, before anything is
- * opened: its standard descriptors made safe (sbx_fs_sanitize_std), the
+ * opened: its context registered (struct sbx_cmd_opts, below; what
+ * sbx_cmd_die and its kin report with), its standard descriptors made
+ * safe (sbx_fs_sanitize_std), the
  * finish step registered (sbx_cmd_finish_init), the hidden --complete-*
  * options answered (sbx_cmd_complete).  Nonzero when main must return
  * *code at once (71 when the descriptors cannot be made safe).
  */
-int	sbx_cmd_start(const char *prog, const struct sbx_opts *, int argc,
-	    char *argv[], int *code);
+struct sbx_cmd_opts;
+int	sbx_cmd_start(const struct sbx_cmd_opts *, int argc, char *argv[],
+	    int *code);
 
 /*
  * The hidden options every program with an option table answers before
@@ -112,15 +115,53 @@ struct sbx_cmd_opts {
 	int			*json;		/* NULL: accepted, ignored */
 	int			*quiet;
 	int			*verbose;
-	/* A usage error (e: what getopt_long refused); must not return. */
+	/* A usage error (e: what getopt_long refused); must not return.
+	 * NULL: sbx_cmd_usage_exit. */
 	void			(*usage_err)(const struct sbx_error *e);
+	/*
+	 * The rest makes it the program's context, what sbx_cmd_die,
+	 * sbx_cmd_usage_exit and sbx_cmd_done report with once
+	 * sbx_cmd_start has registered it: the envelope's tool (the
+	 * program's buffer, rewritten once the subcommand is known); emit
+	 * (NULL: sbx_cmd_emit); the warnings gathered (install, plugin) or
+	 * NULL; what to do before a failure exits, or NULL.
+	 */
+	const char		*tool;
+	void			(*emit)(json_t *);
+	json_t		       **warnings;
+	void			(*cleanup)(void);
 };
+
+/*
+ * The failure of the registered program (sbx_cmd_start): its cleanup,
+ * then sbx_cmd_fail with its tool, json flag and emit (sbx_exit_for(e));
+ * a program that gathers warnings fails with sbx_cmd_fail_warned.
+ */
+void	sbx_cmd_die(const struct sbx_error *e) __attribute__((noreturn));
+
+/* sbx_cmd_die with extra (stolen) in the envelope and exit status code
+ * (negative: sbx_exit_for(e); a program with warnings always uses it). */
+void	sbx_cmd_die_extra(const struct sbx_error *e, json_t *extra,
+	    int code) __attribute__((noreturn));
+
+/* A usage error of the registered program (sbx_cmd_usage with its
+ * synopsis), then exit 64. */
+void	sbx_cmd_usage_exit(const struct sbx_error *e)
+	    __attribute__((noreturn));
+
+/* sbx_cmd_usage_exit of an invalid_args error (field "args", reason
+ * "usage") saying why; why NULL: the synopsis alone. */
+void	sbx_cmd_usage_why(const char *why) __attribute__((noreturn));
+
+/* The success of the registered program: sbx_cmd_ok with its tool,
+ * json and quiet flags. */
+void	sbx_cmd_done(json_t *result, const char *text);
 
 /*
  * The next option of a program's getopt loop: getopt_long over g, the
  * row id it stands for (sbx_opts_id), recorded in seen (NULL: not) unless
  * getopt_long refused it ('?', ':'); -1 at the end.  Where g permutes
- * (lib/opts.h), options may stand anywhere before `--`: the operands are
+ * (opts.h), options may stand anywhere before `--`: the operands are
  * set aside as they come and, at the end, are every word of
  * argv[optind..argc), in order (those after `--` last, whatever they look
  * like); otherwise the loop ends at the first operand (a command's argv).

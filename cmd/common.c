@@ -14,6 +14,9 @@
 #include "fsutil.h"
 #include "utf8.h"
 
+/* The program's context (sbx_cmd_start). */
+static const struct sbx_cmd_opts	*ctx;
+
 void
 sbx_cmd_emit(json_t *env)
 {
@@ -254,6 +257,8 @@ sbx_cmd_opt(const struct sbx_cmd_opts *c, int id, int argc, char *argv[],
 	if (id == '?' || id == ':') {
 		sbx_cli_getopt_error(argc, argv, g->optstring, g->longopts,
 		    &e);
+		if (c->usage_err == NULL)
+			sbx_cmd_usage_exit(&e);
 		c->usage_err(&e);
 		exit(SBX_EX_USAGE);	/* not reached */
 	}
@@ -288,15 +293,76 @@ sbx_cmd_opt(const struct sbx_cmd_opts *c, int id, int argc, char *argv[],
 }
 
 int
-sbx_cmd_start(const char *prog, const struct sbx_opts *t, int argc,
-    char *argv[], int *code)
+sbx_cmd_start(const struct sbx_cmd_opts *c, int argc, char *argv[], int *code)
 {
+	ctx = c;
 	if (sbx_fs_sanitize_std() == -1) {
 		*code = SBX_EX_OSERR;
 		return 1;
 	}
-	sbx_cmd_finish_init(prog);
-	return sbx_cmd_complete(t, argc, argv, code);
+	sbx_cmd_finish_init(c->prog);
+	return sbx_cmd_complete(c->table, argc, argv, code);
+}
+
+/* The context's json flag (a NULL one is never set) and emit
+ * (sbx_cmd_emit unless the program has its own). */
+static int
+ctx_json(void)
+{
+	return ctx->json != NULL && *ctx->json;
+}
+
+static void
+ctx_emit(json_t *env)
+{
+	if (ctx->emit != NULL)
+		ctx->emit(env);
+	else
+		sbx_cmd_emit(env);
+}
+
+void
+sbx_cmd_die(const struct sbx_error *e)
+{
+	sbx_cmd_die_extra(e, NULL, -1);
+}
+
+void
+sbx_cmd_die_extra(const struct sbx_error *e, json_t *extra, int code)
+{
+	if (ctx->cleanup != NULL)
+		ctx->cleanup();
+	if (ctx->warnings != NULL)
+		sbx_cmd_fail_warned(ctx->prog, ctx->tool, ctx_json(),
+		    ctx->quiet != NULL && *ctx->quiet, *ctx->warnings, e,
+		    extra);
+	sbx_cmd_fail(ctx->prog, ctx->tool, ctx_json(), e, extra, ctx_emit,
+	    code);
+}
+
+void
+sbx_cmd_usage_exit(const struct sbx_error *e)
+{
+	sbx_cmd_usage(ctx->prog, ctx->tool, ctx_json(), e, ctx->usage,
+	    ctx_emit);
+	exit(SBX_EX_USAGE);
+}
+
+void
+sbx_cmd_usage_why(const char *why)
+{
+	struct sbx_error	 e;
+
+	sbx_error_set(&e, SBX_K_INVALID_ARGS, "args", "usage", "%s",
+	    why != NULL ? why : "bad arguments");
+	sbx_cmd_usage_exit(why != NULL ? &e : NULL);
+}
+
+void
+sbx_cmd_done(json_t *result, const char *text)
+{
+	sbx_cmd_ok(ctx->tool, ctx_json(), ctx->quiet != NULL && *ctx->quiet,
+	    result, text);
 }
 
 /*

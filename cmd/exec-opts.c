@@ -48,7 +48,7 @@ static const struct sbx_opts_sub subs[] = {
 	{ "gc", S_GC, NULL },
 };
 
-/* The one option table (lib/opts.h): getopt_long, --help and
+/* The one option table (opts.h): getopt_long, --help and
  * --complete-options come from it. */
 static const struct sbx_opt rows[] = {
 	{ 'a', "agent", 'a', SBX_OPT_REQ, "A", "@agent",

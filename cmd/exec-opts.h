@@ -25,4 +25,9 @@ extern const char		exec_usage_text[];
 extern const char		exec_help_text[];
 extern const struct sbx_opts	exec_table;
 
+/* sbx exec itself (cmd/sbx-exec.c): its exit status.  builtin: called by
+ * the front-end (sbx-init is then found in its exec path), else by the
+ * program's main() (cmd/exec-main.c). */
+int	cmd_exec(int argc, char *argv[], int builtin);
+
 #endif

@@ -1,5 +1,5 @@
 /* file-int.h: what sbx-file's two files share (cmd/sbx-file.c: the
- * command line and the calls into lib/agentfs.c and lib/filesearch.c;
+ * command line and the calls into agentfs.c and filesearch.c;
  * cmd/file-text.c: the text output of list and search). */
 #ifndef SBX_FILE_INT_H
 #define SBX_FILE_INT_H

@@ -3,10 +3,10 @@
  *
  *   gen-seccomp-digest FILE
  *
- * Builds the seccomp program exactly as sbx-exec does (lib/seccomp.c,
+ * Builds the seccomp program exactly as sbx-exec does (seccomp.c,
  * compiled with SBX_SECCOMP_GEN so that it carries no digest yet, linked
  * the way sbx-exec is) and writes FILE, a C header with the SHA-256 and
- * the length of its bytes, the digest that lib/seccomp.c checks a cached
+ * the length of its bytes, the digest that seccomp.c checks a cached
  * program against.  Where the program cannot be built here (seccomp
  * filtered in the build environment, say), the header says there is no
  * digest: the binaries then build the program on every run, as safe and

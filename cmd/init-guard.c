@@ -1,7 +1,7 @@
 /*
  * init-guard.c: sbx-init's guard of the file-system policy.
  *
- * Protected paths that exist are read-only bind mounts (lib/fspolicy.c
+ * Protected paths that exist are read-only bind mounts (fspolicy.c
  * asks bwrap for them).  A protected name that does not exist yet cannot
  * be a mount: a mount needs a mount point, and bwrap would create one in
  * the user's tree through the read-write bind of the workdir, where it

@@ -37,10 +37,6 @@ extern char		   tool[32];
 extern struct sbx_root	   root;
 extern json_t		  *warnings;
 
-void emit(json_t *env);
-void
-fail_extra(const struct sbx_error *, json_t *extra) __attribute__((noreturn));
-void	    fail(const struct sbx_error *) __attribute__((noreturn));
 void	    open_agent(void);
 int	    agent_dir(struct sbx_error *);
 const char *lock_name(enum sbx_layout_id);

@@ -216,12 +216,12 @@ apt_prepare(struct sbx_install_reg *reg, struct sbx_strv *env)
 	if (sbx_installmgr_apt_registry(root.fd, O.agent, reg, &e) == -1 ||
 	    (have_subids = sbx_identity_subids(root.fd, &subids, no_subids,
 		 sizeof(no_subids), &e)) == -1)
-		fail(&e);
+		sbx_cmd_die(&e);
 	/* The apt script refuses owners beyond the ids the run maps. */
 	if (sbx_strv_pushf(env, "INSTALL_MAPPED_IDS=%lu",
 		have_subids ? subids.count : 0UL) == -1) {
 		sbx_error_sys(&e, "nomem", "the manager's environment");
-		fail(&e);
+		sbx_cmd_die(&e);
 	}
 }
 
@@ -244,7 +244,7 @@ apt_own_copy(void)
 	if (sbx_identity_get(root.fd, &uid, &gid, &e) == -1 ||
 	    (r = sbx_install_rootfs_own(root.fd, O.agent, uid, gid,
 		 have_subids ? &subids : NULL, &e)) == -1)
-		fail(&e);
+		sbx_cmd_die(&e);
 	if (O.verbose)
 		fprintf(stderr, "%s: the copy's owners: %s (%lld ms)\n", PROG,
 		    r == 1 ? "walked" : "unchanged since the last install",
@@ -267,23 +267,23 @@ do_install(void)
 	char			 digest[SBX_DIGEST_HEX + 1];
 
 	if ((O.mgr = sbx_install_manager(O.manager, &e)) == -1)
-		fail(&e);
+		sbx_cmd_die(&e);
 	if (O.timeout != NULL &&
 	    sbx_cli_parse_seconds(O.timeout, 86400, &O.timeout_s) == -1) {
 		sbx_error_set(&e, SBX_K_INVALID_ARGS, "timeout",
 		    "invalid_number",
 		    "argument `timeout` must be a number of "
 		    "seconds from 0 to 86400");
-		fail(&e);
+		sbx_cmd_die(&e);
 	}
 	/* Every name is judged before anything is opened or run. */
 	if (sbx_install_validate(O.mgr, O.pkgs, O.npkgs, O.allow_url, &e) == -1)
-		fail(&e);
+		sbx_cmd_die(&e);
 	open_agent();
 	if (O.mgr == SBX_INSTALL_APT) {
 		if (sbx_imageref_agent_env(root.fd, O.agent, digest, &env_own,
 			&e) == -1)
-			fail(&e);
+			sbx_cmd_die(&e);
 		if (!env_own) {
 			sbx_error_set(&e, SBX_K_REJECTED, "manager",
 			    "no_writable_rootfs",
@@ -295,31 +295,31 @@ do_install(void)
 			    "sbx provision --agent %s --image "
 			    "IMAGE --own-rootfs",
 			    O.agent);
-			fail(&e);
+			sbx_cmd_die(&e);
 		}
 		rootfs_rw = 1;
 	}
 	if (sbx_config_load(root.fd, "config/sandbox.json", &cfg, &e) == -1 ||
 	    sbx_install_registry(cfg, O.mgr, &reg, &e) == -1)
-		fail(&e);
+		sbx_cmd_die(&e);
 	json_decref(cfg);
 	if (O.mgr == SBX_INSTALL_APT)
 		apt_prepare(&reg, &env);
 	if (sbx_installmgr_check_registries(root.fd, O.agent, O.mgr, &reg,
 		&e) == -1)
-		fail(&e);
+		sbx_cmd_die(&e);
 
 	/* One install per agent at a time; another agent's runs alongside.
 	 * apt: one per rootfs copy (the agent's own, so its own lock).
 	 * A flock: the kernel drops it when an install is killed. */
 	if ((afd = agent_dir(&e)) == -1)
-		fail(&e);
+		sbx_cmd_die(&e);
 	if ((lock = sbx_install_lock(afd,
 		 lock_name(O.mgr == SBX_INSTALL_APT ? SBX_L_AGENT_ROOTFS_LOCK :
 						      SBX_L_AGENT_INSTALL_LOCK),
 		 O.timeout != NULL ? (int)O.timeout_s + 1 : LOCK_WAIT_S, &e)) ==
 	    -1)
-		fail(&e);
+		sbx_cmd_die(&e);
 
 	/* A manifest that cannot be read is refused before anything is
 	 * installed: the install could not be recorded (issue 30). */
@@ -329,7 +329,7 @@ do_install(void)
 		if ((m = sbx_install_manifest_read(afd, &e)) == NULL) {
 			sbx_install_manifest_named(&e, O.agent);
 			close(lock);
-			fail(&e);
+			sbx_cmd_die(&e);
 		}
 		json_decref(m);
 	}
@@ -337,7 +337,7 @@ do_install(void)
 		apt_own_copy();
 	if (sbx_installmgr_env(O.mgr, &reg, &env) == -1) {
 		sbx_error_sys(&e, "nomem", "the manager's environment");
-		fail(&e);
+		sbx_cmd_die(&e);
 	}
 	script = sbx_installmgr_script(O.mgr, SBX_INSTALLMGR_INSTALL);
 	cleanup = sbx_installmgr_script(O.mgr, SBX_INSTALLMGR_CLEANUP);
@@ -372,7 +372,7 @@ do_install(void)
 	sbx_strv_release(&env);
 	if (!rr.ok) {
 		close(lock);
-		fail(&rr.err);
+		sbx_cmd_die(&rr.err);
 	}
 	res = result_of(&rr, retried, t0);
 	if (cleanup_failed)
@@ -407,7 +407,7 @@ do_install(void)
 		e.retryable = 0;
 		json_array_clear(json_object_get(res, "installed"));
 		close(lock);
-		fail_extra(&e, json_pack("{s:o}", "result", res));
+		sbx_cmd_die_extra(&e, json_pack("{s:o}", "result", res), -1);
 	}
 	if (rr.exit_code == SBX_INSTALLMGR_RC_NO_MANAGER ||
 	    rr.exit_code == SBX_INSTALLMGR_RC_NO_VENV) {
@@ -429,7 +429,7 @@ do_install(void)
 		    "npm)");
 		e.retryable = 0;
 		close(lock);
-		fail_extra(&e, json_pack("{s:o}", "result", res));
+		sbx_cmd_die_extra(&e, json_pack("{s:o}", "result", res), -1);
 	}
 	if (rr.exit_code != 0) {
 		sbx_install_classify(O.mgr, rr.exit_code, rr.out.p, rr.out.len,
@@ -450,7 +450,7 @@ do_install(void)
 			    json_true());
 		close(lock);
 		sbx_buf_release(&rr.out);
-		fail_extra(&e, extra);
+		sbx_cmd_die_extra(&e, extra, -1);
 	}
 	if (update_manifest(&e) == -1) {
 		/* Installed, but not recorded: not a success (a later
@@ -470,13 +470,13 @@ do_install(void)
 		close(lock);
 		close(afd);
 		sbx_buf_release(&rr.out);
-		fail_extra(&e, json_pack("{s:o}", "result", res));
+		sbx_cmd_die_extra(&e, json_pack("{s:o}", "result", res), -1);
 	}
 	close(lock);
 	close(afd);
 	sbx_buf_release(&rr.out);
 	if (O.json)
-		emit(sbx_envelope_ok(tool, res, json_incref(warnings)));
+		sbx_cmd_emit(sbx_envelope_ok(tool, res, json_incref(warnings)));
 	else {
 		sbx_cmd_print_warnings(PROG, warnings, O.quiet);
 		if (!O.quiet)

@@ -27,11 +27,6 @@ extern struct sbx_root	  root;
 extern json_t		 *warnings;
 extern char		  tool[160];
 
-void plugin_emit(json_t *);
-void plugin_fail(const struct sbx_error *) __attribute__((noreturn));
-void
-plugin_fail_extra(const struct sbx_error *, json_t *) __attribute__((noreturn));
-void plugin_usage(const struct sbx_error *) __attribute__((noreturn));
 /* The root, opened (not_provisioned when there is none). */
 void plugin_open_root(void);
 /* The root and the agent: provisioned, not revoked. */
@@ -42,7 +37,7 @@ json_t *plugin_sandbox_cfg(void);
 void plugin_ok(json_t *result);
 
 /* A recipe from a file or directory, or from an URL (--sha256 needed):
- * the parsed JSON, or plugin_fail(). */
+ * the parsed JSON, or sbx_cmd_die(). */
 json_t *plugin_read_source(const char *);
 json_t *plugin_read_url(const char *);
 

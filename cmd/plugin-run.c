@@ -154,7 +154,7 @@ install_deps(const json_t *r)
 			sbx_error_sys(&e, "self_unknown",
 			    "cannot find the "
 			    "libexec directory");
-			plugin_fail(&e);
+			sbx_cmd_die(&e);
 		}
 		snprintf(prog, sizeof(prog), "%s/sbx-install", dir);
 		free(dir);
@@ -180,7 +180,7 @@ install_deps(const json_t *r)
 		if (pipe2(p, O_CLOEXEC) == -1 ||
 		    posix_spawn_file_actions_init(&fa) != 0) {
 			sbx_error_sys(&e, "spawn_failed", "sbx-install");
-			plugin_fail(&e);
+			sbx_cmd_die(&e);
 		}
 		posix_spawn_file_actions_adddup2(&fa, p[1], 1);
 		fflush(NULL);
@@ -188,7 +188,7 @@ install_deps(const json_t *r)
 			 environ)) != 0) {
 			sbx_error_sys(&e, "spawn_failed", "cannot run %s",
 			    prog);
-			plugin_fail(&e);
+			sbx_cmd_die(&e);
 		}
 		posix_spawn_file_actions_destroy(&fa);
 		close(p[1]);
@@ -222,9 +222,10 @@ install_deps(const json_t *r)
 				json_string_value(
 				    json_object_get(env, "message")) :
 				"sbx-install gave no envelope");
-			plugin_fail_extra(&e,
+			sbx_cmd_die_extra(&e,
 			    env != NULL ? json_pack("{s:o}", "install", env) :
-					  NULL);
+					  NULL,
+			    -1);
 		}
 		json_decref(env);
 		sbx_buf_reset(&out);
@@ -255,7 +256,7 @@ check_secrets(const json_t *r)
 			sbx_error_hint(&e, "sbx secret set %s --agent %s",
 			    json_string_value(v), O.agent);
 			json_decref(have);
-			plugin_fail(&e);
+			sbx_cmd_die(&e);
 		}
 	}
 	json_decref(have);
@@ -298,21 +299,21 @@ plugin_install(void)
 	if (O.nops != 1) {
 		sbx_error_set(&e, SBX_K_INVALID_ARGS, "id", "usage",
 		    "sbx plugin install takes one plugin id");
-		plugin_usage(&e);
+		sbx_cmd_usage_exit(&e);
 	}
 	id = O.ops[0];
 	plugin_open_agent();
 	if ((r = sbx_plugin_lib_get(root.fd, id, sha, &e)) == NULL)
-		plugin_fail(&e);
+		sbx_cmd_die(&e);
 	check_secrets(r);
 	if (sbx_identity_get(root.fd, &uid, &gid, &e) == -1)
-		plugin_fail(&e);
+		sbx_cmd_die(&e);
 	if ((lock = sbx_plugin_agent_lock(root.fd, O.agent, &e)) == -1)
-		plugin_fail(&e);
+		sbx_cmd_die(&e);
 	install_deps(r);
 	if (sbx_plugin_files_put(root.fd, O.agent, id, r, uid, gid, &e) == -1) {
 		undo_install(id);
-		plugin_fail(&e);
+		sbx_cmd_die(&e);
 	}
 	if (json_is_string(json_object_get(r, "setup"))) {
 		snprintf(argv0, sizeof(argv0), "plugin.%s.setup", id);
@@ -321,7 +322,7 @@ plugin_install(void)
 			NULL, 1, !O.json && !O.quiet, &X, &R, &o, &viol,
 			&e) == -1) {
 			undo_install(id);
-			plugin_fail(&e);
+			sbx_cmd_die(&e);
 		}
 		if (viol != NULL)
 			sbx_cmd_warnf(warnings, "setup: %s", viol);
@@ -338,12 +339,13 @@ plugin_install(void)
 				    "setup exited with %d; nothing was "
 				    "installed",
 				    setup_rc);
-			plugin_fail_extra(&o.err,
+			sbx_cmd_die_extra(&o.err,
 			    json_pack("{s:O}", "result",
 				o.ok ? o.result :
 				    json_object_get(o.extra, "result") ?
 				       json_object_get(o.extra, "result") :
-				       json_null()));
+				       json_null()),
+			    -1);
 		}
 		sbx_exec_outcome_release(&o);
 		sbx_exec_release(&X);
@@ -352,7 +354,7 @@ plugin_install(void)
 	if ((doc = sbx_plugin_installed_read(root.fd, O.agent, &e)) == NULL ||
 	    sbx_plugin_installed_set(doc, r, id, sha) == -1 ||
 	    sbx_plugin_installed_write(root.fd, O.agent, doc, &e) == -1)
-		plugin_fail(&e);
+		sbx_cmd_die(&e);
 	close(lock);
 	res = json_pack("{s:s,s:s,s:O}", "id", id, "agent", O.agent, "plugin",
 	    sbx_plugin_installed_find(doc, id));
@@ -378,23 +380,23 @@ plugin_uninstall(void)
 	if (O.nops != 1) {
 		sbx_error_set(&e, SBX_K_INVALID_ARGS, "id", "usage",
 		    "sbx plugin uninstall takes one plugin id");
-		plugin_usage(&e);
+		sbx_cmd_usage_exit(&e);
 	}
 	id = O.ops[0];
 	plugin_open_agent();
 	if (sbx_recipe_id(id, (char[SBX_RECIPE_ID_MAX + 1]){ 0 }, &e) == -1)
-		plugin_fail(&e);
+		sbx_cmd_die(&e);
 	if ((lock = sbx_plugin_agent_lock(root.fd, O.agent, &e)) == -1 ||
 	    (doc = sbx_plugin_installed_read(root.fd, O.agent, &e)) == NULL)
-		plugin_fail(&e);
+		sbx_cmd_die(&e);
 	if (!(had = sbx_plugin_installed_del(doc, id))) {
 		sbx_error_set(&e, SBX_K_NOT_FOUND, "id", "plugin_not_installed",
 		    "plugin %s is not installed for agent %s", id, O.agent);
-		plugin_fail(&e);
+		sbx_cmd_die(&e);
 	}
 	if (sbx_plugin_files_remove(root.fd, O.agent, id, &e) == -1 ||
 	    sbx_plugin_installed_write(root.fd, O.agent, doc, &e) == -1)
-		plugin_fail(&e);
+		sbx_cmd_die(&e);
 	close(lock);
 	json_decref(doc);
 	if (!O.json && !O.quiet)
@@ -423,38 +425,38 @@ plugin_run(void)
 	if (O.nops != 2) {
 		sbx_error_set(&e, SBX_K_INVALID_ARGS, "tool", "usage",
 		    "sbx plugin run takes a plugin id and a tool id");
-		plugin_usage(&e);
+		sbx_cmd_usage_exit(&e);
 	}
 	id = O.ops[0];
 	tid = O.ops[1];
 	if (strlen(id) <= SBX_RECIPE_ID_MAX && strlen(tid) <= 64)
 		snprintf(tool, sizeof(tool), "plugin.%s.%s", id, tid);
 	if (sbx_sandbox_refuse_nested(&e) == -1)
-		plugin_fail(&e);
+		sbx_cmd_die(&e);
 	plugin_open_agent();
 	/* The installed copy, never the library's: an update is applied
 	 * by a person (sbx plugin install), not by a run. */
 	if ((r = sbx_plugin_installed_recipe(root.fd, O.agent, id, &e)) == NULL)
-		plugin_fail(&e);
+		sbx_cmd_die(&e);
 	if ((t = sbx_recipe_tool(r, tid)) == NULL) {
 		sbx_error_set(&e, SBX_K_NOT_FOUND, "tool", "tool_not_found",
 		    "plugin %s has no tool %s", id, tid);
-		plugin_fail(&e);
+		sbx_cmd_die(&e);
 	}
 	args = json_object();
 	for (i = 0; i < O.params.n; i++)
 		if (sbx_recipe_param_arg(t, O.params.v[i], args, &e) == -1)
-			plugin_fail(&e);
+			sbx_cmd_die(&e);
 	if ((vals = sbx_recipe_params(t, args, &e)) == NULL ||
 	    sbx_recipe_params_env(vals, &env, &e) == -1)
-		plugin_fail(&e);
+		sbx_cmd_die(&e);
 	json_decref(args);
 	json_decref(vals);
 	if (run_command(r, id, json_string_value(json_object_get(t, "run")),
 		tool, &env, O.json, 0, &X, &R, &o, &viol, &e) == -1)
-		plugin_fail(&e);
+		sbx_cmd_die(&e);
 	exec_render_outcome(&o, O.json || O.quiet ? (free(viol), NULL) : viol,
-	    X.warnings, NULL, O.json, O.quiet, O.json ? plugin_emit : NULL,
+	    X.warnings, NULL, O.json, O.quiet, O.json ? sbx_cmd_emit : NULL,
 	    tool);
 	sbx_exec_outcome_release(&o);
 	sbx_strv_release(&env);
@@ -519,7 +521,7 @@ plugin_tools_of(json_t *out)
 	size_t		 i, k;
 
 	if ((doc = sbx_plugin_installed_read(root.fd, O.agent, &e)) == NULL)
-		plugin_fail(&e);
+		sbx_cmd_die(&e);
 	json_array_foreach (json_object_get(doc, "plugins"), i, p) {
 		id = json_string_value(json_object_get(p, "id"));
 		if (id == NULL ||
@@ -570,7 +572,7 @@ plugin_tools(void)
 	if (O.nops != 0) {
 		sbx_error_set(&e, SBX_K_INVALID_ARGS, "args",
 		    "unexpected_argument", "sbx plugin tools takes no operand");
-		plugin_usage(&e);
+		sbx_cmd_usage_exit(&e);
 	}
 	snprintf(tool, sizeof(tool), "tools");
 	builtin_tools(tools);

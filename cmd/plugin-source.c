@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "buf.h"
+#include "cmd.h"
 #include "download.h"
 #include "envelope.h"
 #include "layout.h"
@@ -34,12 +35,12 @@ plugin_read_source(const char *src)
 		sbx_error_sys(&e, "not_found", "cannot read %s", src);
 		e.kind = SBX_K_NOT_FOUND;
 		e.field = "source";
-		plugin_fail(&e);
+		sbx_cmd_die(&e);
 	}
 	if ((fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1 ||
 	    (in = sbx_plugin_source_read(fd, abs[1] != '\0' ? abs + 1 : ".",
 		 &e)) == NULL)
-		plugin_fail(&e);
+		sbx_cmd_die(&e);
 	close(fd);
 	return in;
 }
@@ -65,7 +66,7 @@ plugin_read_url(const char *url)
 		    "missing_sha256",
 		    "a recipe URL needs --sha256 HEX: the "
 		    "digest of the file you reviewed");
-		plugin_fail(&e);
+		sbx_cmd_die(&e);
 	}
 	for (i = 0; O.sha256[i] != '\0'; i++)
 		if (!((O.sha256[i] >= '0' && O.sha256[i] <= '9') ||
@@ -75,7 +76,7 @@ plugin_read_url(const char *url)
 		sbx_error_set(&e, SBX_K_INVALID_ARGS, "sha256",
 		    "invalid_digest",
 		    "argument `sha256` must be 64 lowercase hex digits");
-		plugin_fail(&e);
+		sbx_cmd_die(&e);
 	}
 	memset(&d, 0, sizeof(d));
 	d.url = url;
@@ -84,11 +85,11 @@ plugin_read_url(const char *url)
 	d.expect = O.sha256;
 	plugin_open_root();
 	if ((cachefd = sbx_layout_mkdirs(root.fd, SBX_L_CACHE, NULL, &e)) == -1)
-		plugin_fail(&e);
+		sbx_cmd_die(&e);
 	fd = sbx_download_fetch(cachefd, &d, &e);
 	close(cachefd);
 	if (fd == -1)
-		plugin_fail(&e);
+		sbx_cmd_die(&e);
 	for (;;) {
 		char	chunk[8192];
 		ssize_t n = read(fd, chunk, sizeof(chunk));
@@ -103,6 +104,6 @@ plugin_read_url(const char *url)
 	in = sbx_json_parse(b.p != NULL ? b.p : "", b.len, SBX_RECIPE_MAX, &e);
 	sbx_buf_release(&b);
 	if (in == NULL)
-		plugin_fail(&e);
+		sbx_cmd_die(&e);
 	return in;
 }

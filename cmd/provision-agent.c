@@ -1,7 +1,7 @@
 /*
  * provision-agent.c: sbx provision itself: create or repair the state root
- * and an agent (lib/provision.c), bind its image and own environment
- * (lib/agentset.c), make the run user; rendered.  Part of sbx-provision
+ * and an agent (provision.c), bind its image and own environment
+ * (agentset.c), make the run user; rendered.  Part of sbx-provision
  * (cmd/sbx-provision.c parses).
  */
 #include <sys/stat.h>
@@ -90,7 +90,7 @@ ensure_run_user(json_t *warnings)
 	int			 r;
 
 	if ((r = sbx_identity_wants_user(root.fd, &e)) == -1)
-		fail(&e);
+		sbx_cmd_die(&e);
 	if (r == 0)
 		return NULL;
 	if (O.no_create_user || (env != NULL && strcmp(env, "1") == 0)) {
@@ -107,7 +107,7 @@ ensure_run_user(json_t *warnings)
 		if (sbx_user_by_name(SBX_RUN_USER, &uid, &gid) == 0 &&
 		    uid != 0)
 			return NULL;
-		fail(&e);
+		sbx_cmd_die(&e);
 	}
 	if (!O.quiet)
 		fprintf(stderr, "%s: created the system user %s (uid %u, gid "
@@ -131,7 +131,7 @@ do_provision(void)
 
 	created = stat(root.path, &st) == -1 && errno == ENOENT;
 	if (sbx_root_open(&root, 1, &e) == -1)
-		fail(&e);
+		sbx_cmd_die(&e);
 	/* Before the umask below: useradd writes the passwd files. */
 	if ((uwarn = json_array()) == NULL)
 		exit(SBX_EX_OSERR);
@@ -143,7 +143,7 @@ do_provision(void)
 	umask(066);
 	if (sbx_provision_init(&p, root.fd, O.agent) == -1) {
 		sbx_error_sys(&e, "nomem", "provision");
-		fail(&e);
+		sbx_cmd_die(&e);
 	}
 	p.root_created = created;
 	/* Running `sbx provision` is what lifts an unprovision. */
@@ -163,17 +163,17 @@ do_provision(void)
 				    "owner)");
 			}
 		}
-		fail_extra(&e, -1, extra);
+		sbx_cmd_die_extra(&e, extra, -1);
 	}
 	check_reachable(&p);
 	settling = O.image != NULL || O.env || O.no_env;
 	/* An old config's image binding moves into the record. */
 	if (!settling && sbx_agentset_write(&p, O.agent, "", 0, 1, &e) == -1)
-		fail(&e);
+		sbx_cmd_die(&e);
 	memset(&set, 0, sizeof(set));
 	if (settling && sbx_agentset_settle(&p, O.agent, O.image,
 	    O.env, O.no_env, &set, &e) == -1)
-		fail(&e);
+		sbx_cmd_die(&e);
 	json_array_extend(p.warnings, set.x.warnings);
 	json_array_extend(p.warnings, uwarn);
 	json_decref(uwarn);
@@ -195,7 +195,8 @@ do_provision(void)
 			json_object_set(res, "evicted", set.x.evicted);
 			json_object_set(res, "removed", set.removed);
 		}
-		emit(sbx_envelope_ok(tool, res, json_incref(p.warnings)));
+		sbx_cmd_emit(sbx_envelope_ok(tool, res,
+		    json_incref(p.warnings)));
 	} else if (!O.quiet) {
 		print_warnings(p.warnings);
 		print_list("created   ", p.created);

@@ -1,6 +1,6 @@
 /*
- * provision-image.c: sbx provision image add, list, rm and verify: lib/image.c,
- * lib/imagestore.c and lib/download.c's answers rendered as text or
+ * provision-image.c: sbx provision image add, list, rm and verify: image.c,
+ * imagestore.c and download.c's answers rendered as text or
  * envelopes.  Part of sbx-provision (cmd/sbx-provision.c parses).
  */
 #include <sys/stat.h>
@@ -44,7 +44,7 @@
 /* ---- images ------------------------------------------------------------- */
 
 /* A progress bar on standard error, only when it is a terminal (and not
- * with -q): lib/download.c calls this as data arrives. */
+ * with -q): download.c calls this as data arrives. */
 static struct {
 	int		 on;
 	int		 shown;
@@ -101,12 +101,12 @@ download(struct sbx_image_add *a, struct sbx_download *d)
 	d->progress = progress;
 	bar.on = !O.quiet && isatty(STDERR_FILENO);
 	if ((cachefd = sbx_fs_mkdirs_at(root.fd, "cache", 0700, &e)) == -1)
-		fail(&e);
+		sbx_cmd_die(&e);
 	fd = sbx_download_fetch(cachefd, d, &e);
 	progress_end();
 	close(cachefd);
 	if (fd == -1)
-		fail(&e);
+		sbx_cmd_die(&e);
 	a->use_fd = 1;
 	a->fd = fd;
 	return fd;
@@ -135,29 +135,29 @@ do_image_add(void)
 	if (!sbx_image_digest_valid(a.sha256) || (a.name != NULL &&
 	    !sbx_image_name_valid(a.name))) {
 		if (sbx_image_add(-1, &a, &e) == -1)
-			fail(&e);
+			sbx_cmd_die(&e);
 	}
 	/* And a URL against the download policy before anything is
 	 * created, resolved or dialled. */
 	if ((url = sbx_download_is_url(a.source)) &&
 	    sbx_download_check(a.source, &plain, &e) == -1)
-		fail(&e);
+		sbx_cmd_die(&e);
 	if (sbx_root_open(&root, 1, &e) == -1)
-		fail(&e);
+		sbx_cmd_die(&e);
 	umask(077);
 	if (sbx_image_limits(root.fd, &a, &e) == -1)
-		fail(&e);
+		sbx_cmd_die(&e);
 	/* Already there (the digest names the content): no download. */
 	if (url) {
 		a.present_only = 1;
 		if (sbx_image_add(root.fd, &a, &e) == -1)
-			fail(&e);
+			sbx_cmd_die(&e);
 		a.present_only = 0;
 		if (!a.present)
 			fd = download(&a, &d);
 	}
 	if (!a.present && sbx_image_add(root.fd, &a, &e) == -1)
-		fail(&e);
+		sbx_cmd_die(&e);
 	if ((downloaded = fd != -1))
 		close(fd);
 	SBX_LPATH(rel, SBX_L_IMAGE_ROOTFS, a.sha256);
@@ -179,7 +179,7 @@ do_image_add(void)
 		if (a.layers > 0)
 			json_object_set_new(res, "layers",
 			    json_integer((json_int_t)a.layers));
-		emit(sbx_envelope_ok(tool, res, w));
+		sbx_cmd_emit(sbx_envelope_ok(tool, res, w));
 		return 0;
 	}
 	if (!O.quiet) {
@@ -209,10 +209,10 @@ do_image_list(void)
 	rootfd = open_root_existing(0);
 	if ((imgs = sbx_imagestore_list(rootfd, &e)) == NULL ||
 	    (envs = sbx_rootfs_list(rootfd, &e)) == NULL)
-		fail(&e);
+		sbx_cmd_die(&e);
 	if (O.json) {
-		emit(sbx_envelope_ok(tool, json_pack("{s:o,s:o,s:o}", "images",
-		    imgs, "envs", envs, "root", root_json()), NULL));
+		sbx_cmd_emit(sbx_envelope_ok(tool, json_pack("{s:o,s:o,s:o}",
+		    "images", imgs, "envs", envs, "root", root_json()), NULL));
 		return 0;
 	}
 	if (!O.quiet) {
@@ -259,16 +259,16 @@ do_image_rm(void)
 	if ((rootfd = open_root_existing(0)) < 0) {
 		sbx_error_set(&e, SBX_K_NOT_FOUND, "image", "image_missing",
 		    "there is no state root, so no image");
-		fail(&e);
+		sbx_cmd_die(&e);
 	}
 	res = json_object();
 	if (sbx_imagestore_rm(rootfd, O.pos[1], O.force, res, &e) == -1)
-		fail(&e);
+		sbx_cmd_die(&e);
 	kept = strcmp(json_string_value(json_object_get(res, "template")),
 	    "kept") == 0;
 	json_object_set_new(res, "root", root_json());
 	if (O.json) {
-		emit(sbx_envelope_ok(tool, res, NULL));
+		sbx_cmd_emit(sbx_envelope_ok(tool, res, NULL));
 		return 0;
 	}
 	if (!O.quiet) {
@@ -317,19 +317,19 @@ do_image_verify(void)
 				sbx_error_set(&e, SBX_K_NOT_FOUND, "image",
 				    "image_missing", "there is no state root, "
 				    "so no image");
-			fail(&e);
+			sbx_cmd_die(&e);
 		}
 		if (sbx_image_digest_valid(O.pos[1]))
 			snprintf(digest, sizeof(digest), "%s", O.pos[1]);
 		imgs = json_pack("[{s:s}]", "digest", digest);
 	} else if ((imgs = sbx_imagestore_list(rootfd, &e)) == NULL)
-		fail(&e);
+		sbx_cmd_die(&e);
 	out = json_array();
 	json_array_foreach(imgs, i, it) {
 		dg = json_string_value(json_object_get(it, "digest"));
 		diffs = json_array();
 		if (sbx_manifest_verify(rootfd, dg, diffs, &e) == -1)
-			fail(&e);
+			sbx_cmd_die(&e);
 		if (json_array_size(diffs) > 0)
 			damaged = 1;
 		json_array_append_new(out, json_pack("{s:s,s:b,s:o}", "digest",
@@ -338,8 +338,8 @@ do_image_verify(void)
 	}
 	json_decref(imgs);
 	if (O.json) {
-		emit(sbx_envelope_ok(tool, json_pack("{s:o,s:b,s:o}", "images",
-		    out, "ok", !damaged, "root", root_json()), NULL));
+		sbx_cmd_emit(sbx_envelope_ok(tool, json_pack("{s:o,s:b,s:o}",
+		    "images", out, "ok", !damaged, "root", root_json()), NULL));
 		return damaged ? SBX_EX_NEGATIVE : 0;
 	}
 	if (!O.quiet)

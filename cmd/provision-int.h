@@ -38,14 +38,10 @@ struct prov_opts {
 };
 
 extern struct prov_opts	 O;
-extern const char	*tool;
+extern char		 tool[32];
 extern struct sbx_root	 root;
 
 void	usage(const char *why) __attribute__((noreturn));
-void	emit(json_t *env);
-void	fail_extra(struct sbx_error *e, int code, json_t *extra)
-	    __attribute__((noreturn));
-void	fail(struct sbx_error *e) __attribute__((noreturn));
 void	print_line(FILE *f, const char *prefix, const char *s,
 	    const char *suffix);
 void	print_list(const char *label, json_t *arr);

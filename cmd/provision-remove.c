@@ -56,12 +56,12 @@ do_unprovision(void)
 	/* No state root: nothing to revoke, and nothing to create. */
 	if (rootfd >= 0 && sbx_provision_unprovision(rootfd, O.agent, removed,
 	    warnings, &e) == -1)
-		fail(&e);
+		sbx_cmd_die(&e);
 	SBX_LPATH(home, SBX_L_AGENT_HOME, O.agent);
 	if (O.json) {
 		res = json_pack("{s:s,s:o,s:o,s:[s]}", "agent", O.agent, "root",
 		    root_json(), "removed", removed, "kept", home);
-		emit(sbx_envelope_ok(tool, res, warnings));
+		sbx_cmd_emit(sbx_envelope_ok(tool, res, warnings));
 		return 0;
 	}
 	if (!O.quiet) {
@@ -85,10 +85,10 @@ do_reset(void)
 	rootfd = open_root_existing(0);
 	removed = json_array();
 	if (rootfd >= 0 && sbx_provision_reset(rootfd, removed, &e) == -1)
-		fail(&e);
+		sbx_cmd_die(&e);
 	if (O.json) {
-		emit(sbx_envelope_ok(tool, json_pack("{s:o,s:o}", "root",
-		    root_json(), "removed", removed), NULL));
+		sbx_cmd_emit(sbx_envelope_ok(tool, json_pack("{s:o,s:o}",
+		    "root", root_json(), "removed", removed), NULL));
 		return 0;
 	}
 	if (!O.quiet) {
@@ -113,7 +113,7 @@ do_remove(void)
 	if (!O.yes) {
 		targets = sbx_provision_remove_targets(rootfd, &e);
 		if (targets == NULL)
-			fail(&e);
+			sbx_cmd_die(&e);
 		sbx_error_set(&e, SBX_K_REJECTED, "yes",
 		    "confirmation_required", "refusing to remove %zu "
 		    "entr%s of the state root %s without --yes",
@@ -125,16 +125,16 @@ do_remove(void)
 			json_array_foreach(targets, i, v)
 				print_line(stderr, PROG ": would remove ",
 				    json_string_value(v), "");
-		fail_extra(&e, SBX_EX_NEGATIVE, json_pack("{s:o,s:o}",
-		    "would_remove", targets, "root", root_json()));
+		sbx_cmd_die_extra(&e, json_pack("{s:o,s:o}", "would_remove",
+		    targets, "root", root_json()), SBX_EX_NEGATIVE);
 	}
 	removed = json_array();
 	if (rootfd >= 0 && sbx_provision_remove(rootfd, removed, &e) == -1)
-		fail(&e);
+		sbx_cmd_die(&e);
 	if (O.json) {
-		emit(sbx_envelope_ok(tool, json_pack("{s:o,s:o,s:[s]}", "root",
-		    root_json(), "removed", removed, "kept", "workspace"),
-		    NULL));
+		sbx_cmd_emit(sbx_envelope_ok(tool, json_pack("{s:o,s:o,s:[s]}",
+		    "root", root_json(), "removed", removed, "kept",
+		    "workspace"), NULL));
 		return 0;
 	}
 	if (!O.quiet) {

@@ -1,6 +1,6 @@
 /*
  * provision-status.c: sbx provision status and list: the checklist of the state root
- * and the agent's settings (lib/agentset.c), rendered.  Part of
+ * and the agent's settings (agentset.c), rendered.  Part of
  * sbx-provision (cmd/sbx-provision.c parses).
  */
 #include <sys/stat.h>
@@ -250,7 +250,7 @@ do_status(void)
 	warnings = json_array();
 	if ((items = sbx_provision_status(rootfd, O.agent, &ready, warnings,
 	    &e)) == NULL)
-		fail(&e);
+		sbx_cmd_die(&e);
 	present = json_array();
 	missing = json_array();
 	wrong_mode = json_array();
@@ -287,7 +287,7 @@ do_status(void)
 		if (pkgs != NULL)
 			json_object_set_new(res, "packages", pkgs);
 		json_object_set_new(res, "plugin_updates", updates);
-		emit(sbx_envelope_ok(tool, res, warnings));
+		sbx_cmd_emit(sbx_envelope_ok(tool, res, warnings));
 		return ready ? 0 : SBX_EX_NEGATIVE;
 	}
 	if (!O.quiet) {
@@ -344,10 +344,10 @@ do_list(void)
 
 	rootfd = open_root_existing(0);
 	if ((agents = sbx_provision_list(rootfd, &e)) == NULL)
-		fail(&e);
+		sbx_cmd_die(&e);
 	if (O.json) {
-		emit(sbx_envelope_ok(tool, json_pack("{s:o,s:o}", "agents",
-		    agents, "root", root_json()), NULL));
+		sbx_cmd_emit(sbx_envelope_ok(tool, json_pack("{s:o,s:o}",
+		    "agents", agents, "root", root_json()), NULL));
 		return 0;
 	}
 	if (!O.quiet) {

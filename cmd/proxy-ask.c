@@ -80,15 +80,15 @@ proxy_cmd_asks(struct sbx_root *root)
 	    (ctl = sbx_proxyclient_connect(root->fd, &e)) == -1) {
 		/* No proxy: nothing is held. */
 		if (O.follow)
-			fail(&e);
-		ok(json_pack("{s:[]}", "asks"), NULL);
+			sbx_cmd_die(&e);
+		sbx_cmd_done(json_pack("{s:[]}", "asks"), NULL);
 		return 0;
 	}
 	ans = sbx_proxyclient_call(ctl,
 	    json_pack("{s:s,s:b}", "op", "asks", "follow", O.follow), -1, 5000,
 	    &e);
 	if (ans == NULL)
-		fail(&e);
+		sbx_cmd_die(&e);
 	asks = json_object_get(ans, "asks");
 	if (O.follow) {
 		json_array_foreach (asks, i, a) {
@@ -112,8 +112,8 @@ proxy_cmd_asks(struct sbx_root *root)
 	json_array_foreach (asks, i, a)
 		ask_line(&b, a);
 	if (b.len > 0)
-		b.p[--b.len] = '\0';	/* ok() adds the newline */
-	ok(json_pack("{s:O}", "asks", asks),
+		b.p[--b.len] = '\0';	/* sbx_cmd_done adds the newline */
+	sbx_cmd_done(json_pack("{s:O}", "asks", asks),
 	    b.len > 0 ? b.p : (O.quiet ? NULL : "sbx-proxy: no pending asks"));
 	sbx_buf_release(&b);
 	json_decref(ans);
@@ -135,24 +135,24 @@ proxy_cmd_answer(struct sbx_root *root, const char *id, const char *answer)
 		sbx_error_set(&e, SBX_K_INVALID_ARGS, "answer", "bad_answer",
 		    "the answer must be allow-once, allow-always, deny or "
 		    "deny-always");
-		fail(&e);
+		sbx_cmd_die(&e);
 	}
 	if (root->fd < 0 || (ctl = sbx_proxyclient_connect(root->fd, &e)) ==
 	    -1) {
 		sbx_error_set(&e, SBX_K_NOT_FOUND, "id", "no_such_ask",
 		    "no pending ask `%.40s`: the proxy of this state root is "
 		    "not running", id);
-		fail(&e);
+		sbx_cmd_die(&e);
 	}
 	ans = sbx_proxyclient_call(ctl, json_pack("{s:s,s:s,s:s}", "op",
 	    "answer", "id", id, "answer", answer), -1, 5000, &e);
 	close(ctl);
 	if (ans == NULL)
-		fail(&e);
+		sbx_cmd_die(&e);
 	snprintf(text, sizeof(text), "sbx-proxy: %.40s: %s (%lld released)",
 	    id, answer, json_integer_value(json_object_get(ans, "released")));
-	ok(json_pack("{s:s,s:s,s:O}", "id", id, "answer", answer, "released",
-	    json_object_get(ans, "released")), text);
+	sbx_cmd_done(json_pack("{s:s,s:s,s:O}", "id", id, "answer", answer,
+	    "released", json_object_get(ans, "released")), text);
 	json_decref(ans);
 	return 0;
 }

@@ -41,7 +41,7 @@ proxy_cmd_check(struct sbx_root *root, const char *target)
 
 	memset(&e, 0, sizeof(e));
 	if (sbx_names_agent_valid(O.agent, "agent", &e) == -1)
-		fail(&e);
+		sbx_cmd_die(&e);
 	/* HOST[:PORT]; a bracketed IPv6 literal keeps its colons. */
 	colon = strrchr(target, ':');
 	if (target[0] == '[') {
@@ -55,21 +55,21 @@ proxy_cmd_check(struct sbx_root *root, const char *target)
 	    == -1) {
 		sbx_error_set(&e, SBX_K_INVALID_ARGS, "host", "invalid_port",
 		    "`%s`: the port must be a number from 1 to 65535", target);
-		fail(&e);
+		sbx_cmd_die(&e);
 	}
 	/* The proxy's settings too: the global policy settings apply to
 	 * every agent, and --resolve uses its resolver. */
 	if (sbx_proxy_config_load(root->fd, &pcfg, &e) == -1)
-		fail(&e);
+		sbx_cmd_die(&e);
 	SBX_LPATH(rel, SBX_L_AGENT_CONFIG, O.agent);
 	if (root->fd >= 0 && sbx_config_load(root->fd, rel, &cfg, &e) == -1)
-		fail(&e);
+		sbx_cmd_die(&e);
 	if (sbx_proxy_policy(&pcfg, cfg, rel, &pol, &e) == -1)
-		fail(&e);
+		sbx_cmd_die(&e);
 	json_decref(cfg);
 	json_array_foreach (O.allow, i, v)
 		if (sbx_np_allow(&pol, json_string_value(v), &e) == -1)
-			fail(&e);
+			sbx_cmd_die(&e);
 	/* --install: the allowlist an install run of that manager has
 	 * (its registries, for that run alone), so that the answer is the
 	 * one sbx install gets before it runs anything. */
@@ -79,10 +79,10 @@ proxy_cmd_check(struct sbx_root *root, const char *target)
 
 		/* checked by the option parser */
 		if ((mgr = sbx_install_manager(O.install, &e)) == -1)
-			fail(&e);
+			sbx_cmd_die(&e);
 		if (sbx_installmgr_registries(root->fd, O.agent, mgr, &reg,
 		    &e) == -1 || sbx_installmgr_allow(&reg, &pol, &e) == -1)
-			fail(&e);
+			sbx_cmd_die(&e);
 	}
 	why = sbx_np_host(hostp, hostlen, norm);
 	if (why != NULL) {
@@ -128,14 +128,14 @@ proxy_cmd_check(struct sbx_root *root, const char *target)
 		sbx_error_set(&e, SBX_K_INVALID_ARGS, "host", why, "`%s` is "
 		    "not a valid host name (%s)", norm, why);
 		json_decref(res);
-		fail(&e);
+		sbx_cmd_die(&e);
 	}
 	/* The verdict, then one line per address. */
 	if (lines.len > 0)
 		snprintf(text + strlen(text), sizeof(text) - strlen(text),
 		    "%s", lines.p);
 	sbx_buf_release(&lines);
-	ok(res, text);
+	sbx_cmd_done(res, text);
 	return why == NULL ? 0 : status == 400 ? SBX_EX_DATAERR :
 	    SBX_EX_NEGATIVE;
 }

@@ -19,15 +19,9 @@ struct proxy_opts {
 	json_t		*allow;
 	const char	*install;	/* check --install MANAGER */
 	int		 foreground, json, quiet, verbose, resolve, follow;
-	const char	*tool;
 };
 
 extern struct proxy_opts	 O;
-
-/* Report a failure and exit with the status of the one table. */
-void	fail(struct sbx_error *) __attribute__((noreturn));
-/* Success: the envelope under --json, else text (unless -q). */
-void	ok(json_t *result, const char *text);
 
 /* sbx proxy check HOST[:PORT] (cmd/proxy-check.c). */
 int	proxy_cmd_check(struct sbx_root *, const char *target);

@@ -115,96 +115,36 @@ static struct {
 	const char *agent, *home, *result;
 	long long   since;
 	int	    foreground, json, quiet, verbose, follow;
-	const char *tool;
 } O;
+/* The envelope's tool: bridge, then bridge.SUB. */
+static char tool[32] = "bridge";
 
 static struct sbx_opts_getopt g;
 static struct sbx_opts_seen   seen;
 
-static void __attribute__((noreturn)) usage_err(const struct sbx_error *e)
-{
-	sbx_cmd_usage(PROG, O.tool, O.json, e, usage_text, sbx_cmd_emit);
-	exit(SBX_EX_USAGE);
-}
-
 /* The options every program has (cmd/common.c). */
 static const struct sbx_cmd_opts cmdopts = { PROG, usage_text, help_text,
-	NULL, &table, S_ALL, &O.json, &O.quiet, &O.verbose, usage_err };
+	NULL, &table, S_ALL, &O.json, &O.quiet, &O.verbose, NULL,
+	.tool = tool };
 
-static void __attribute__((noreturn)) fail(struct sbx_error *e)
-{
-	sbx_cmd_fail(PROG, O.tool, O.json, e, NULL, sbx_cmd_emit, -1);
-}
+/* The daemon's settings and loop (daemon-serve.h). */
+static struct sbx_bridge_config	 cfg;
 
-static void
-ok(json_t *result, const char *text)
-{
-	sbx_cmd_ok(O.tool, O.json, O.quiet, result, text);
-}
-
-/* The daemon's loop (daemon-serve.h). */
 static int
-serve(int rootfd, int lfd, void *cfg, struct sbx_error *e)
+load(int rootfd, void *arg, struct sbx_error *e)
 {
-	return sbx_bridge_serve(rootfd, lfd, cfg, e);
+	return sbx_bridge_config_load(rootfd, arg, e);
 }
 
 static int
-cmd_serve(struct sbx_root *root)
+serve(int rootfd, int lfd, void *arg, struct sbx_error *e)
 {
-	struct sbx_bridge_config cfg;
-	struct sbx_error	 e;
-	struct sbx_cmd_daemon	 d = { PROG, O.tool, "bridge", SBX_BRIDGE_PID,
-	    SBX_BRIDGE_SOCK, O.json, O.quiet, O.foreground, serve, &cfg };
-
-	memset(&e, 0, sizeof(e));
-	if (sbx_bridge_config_load(root->fd, &cfg, &e) == -1)
-		fail(&e);
-	return sbx_cmd_daemon_serve(&d, root);
+	return sbx_bridge_serve(rootfd, lfd, arg, e);
 }
 
-static int
-cmd_status(struct sbx_root *root, int stop)
-{
-	struct sbx_error e;
-	json_t		*ans, *res;
-	int		 rc;
-	char		 text[256];
-
-	memset(&e, 0, sizeof(e));
-	if ((rc = sbx_daemon_ask(root->fd, SBX_BRIDGE_SOCK, "bridge",
-	    stop ? "stop" : "status", &ans, &e)) == -1)
-		fail(&e);
-	if (rc == 0) {
-		ok(json_pack("{s:b}", "running", 0), "sbx-bridge: not running");
-		return stop ? 0 : SBX_EX_NEGATIVE;
-	}
-	if (stop) {
-		json_decref(ans);
-		/* Stopped means gone: a start right after this one must
-		 * not find the old daemon still holding run/bridge.pid. */
-		if (sbx_daemon_wait_gone(root->fd, SBX_BRIDGE_PID, "bridge",
-			10000, &e) == -1)
-			fail(&e);
-		ok(json_pack("{s:b,s:b}", "running", 0, "stopped", 1),
-		    "sbx-bridge: stopped");
-		return 0;
-	}
-	res = json_pack("{s:b,s:O,s:O,s:O,s:s}", "running", 1, "pid",
-	    json_object_get(ans, "pid"), "sessions",
-	    json_object_get(ans, "sessions"), "connections",
-	    json_object_get(ans, "connections"), "socket",
-	    "run/" SBX_BRIDGE_SOCK);
-	snprintf(text, sizeof(text),
-	    "sbx-bridge: running (pid %lld), %lld "
-	    "sessions, %lld connections",
-	    json_integer_value(json_object_get(ans, "pid")),
-	    json_integer_value(json_object_get(ans, "sessions")),
-	    json_integer_value(json_object_get(ans, "connections")));
-	json_decref(ans);
-	ok(res, text);
-	return 0;
-}
+/* The bridge as a daemon of run/. */
+static const struct sbx_cmd_daemon bridged = { PROG, "bridge", SBX_BRIDGE_PID,
+	SBX_BRIDGE_SOCK, 0, 0, load, serve, &cfg, NULL, 0 };
 
 /* One event or task per line: the JSON line itself under --json, else a
  * short text line. */
@@ -270,7 +210,7 @@ cmd_events(struct sbx_root *root)
 	for (;;) {
 		if ((a = sbx_bstore_events_list(root->fd, O.agent,
 			 SBX_BSTORE_EVENTS, since, 1000, &e)) == NULL)
-			fail(&e);
+			sbx_cmd_die(&e);
 		json_array_foreach (a, i, v) {
 			if (json_is_true(json_object_get(v, "damaged"))) {
 				/* Shown once under --follow: its place (the
@@ -307,7 +247,7 @@ cmd_tasks(struct sbx_root *root)
 
 	for (;;) {
 		if ((a = sbx_bstore_task_list(root->fd, O.agent, &e)) == NULL)
-			fail(&e);
+			sbx_cmd_die(&e);
 		json_array_foreach (a, i, v) {
 			id = json_string_value(json_object_get(v, "id"));
 			if (id == NULL ||
@@ -340,13 +280,13 @@ cmd_task_done(struct sbx_root *root, const char *id)
 		 JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, NULL)) == NULL) {
 		sbx_error_set(&e, SBX_K_INVALID_ARGS, "result", "bad_json",
 		    "--result is not JSON");
-		usage_err(&e);
+		sbx_cmd_usage_exit(&e);
 	}
 	if ((t = sbx_bstore_task_done(root->fd, O.agent, id, res, &e)) == NULL)
-		fail(&e);
+		sbx_cmd_die(&e);
 	json_decref(res);
 	snprintf(text, sizeof(text), "sbx-bridge: task %s done", id);
-	ok(t, text);
+	sbx_cmd_done(t, text);
 	return 0;
 }
 
@@ -381,7 +321,7 @@ parse(int argc, char *argv[], const char **subp, int *nargs, char ***args)
 			    O.since < 0) {
 				sbx_error_set(&e, SBX_K_INVALID_ARGS, "since",
 				    "bad_number", "--since needs an event id");
-				usage_err(&e);
+				sbx_cmd_usage_exit(&e);
 			}
 			break;
 		case OPT_HOME: O.home = optarg; break;
@@ -392,7 +332,7 @@ parse(int argc, char *argv[], const char **subp, int *nargs, char ***args)
 	}
 	for (; optind < argc; optind++) {
 		if (nops == 8)
-			usage_err(NULL);
+			sbx_cmd_usage_exit(NULL);
 		ops[nops++] = argv[optind];
 	}
 	if (sub == NULL && nops > 0) {
@@ -413,22 +353,24 @@ run_sub(const char *sub, char **args)
 	int			 rc;
 
 	if (sbx_root_resolve(O.home, &root, &e) == -1)
-		fail(&e);
+		sbx_cmd_die(&e);
 	if (strcmp(sub, "serve") == 0) {
 		/* A daemon keeps nothing its starter had open. */
 		sbx_fs_close_from(3, NULL, 0);
 		if (sbx_root_open(&root, 1, &e) == -1)
-			fail(&e);
-		return cmd_serve(&root);
+			sbx_cmd_die(&e);
+		return sbx_cmd_daemon_serve(&bridged, &root, O.quiet,
+		    O.foreground);
 	}
 	/* The others create nothing: a missing root means not running. */
 	if (sbx_root_open(&root, 0, &e) == -1 &&
 	    (e.reason == NULL || strcmp(e.reason, "state_root_missing") != 0))
-		fail(&e);
+		sbx_cmd_die(&e);
 	if (strcmp(sub, "status") == 0 || strcmp(sub, "stop") == 0)
-		rc = cmd_status(&root, strcmp(sub, "stop") == 0);
+		rc = sbx_cmd_daemon_status(&bridged, &root,
+		    strcmp(sub, "stop") == 0);
 	else if (root.fd < 0)
-		fail(&e);
+		sbx_cmd_die(&e);
 	else if (strcmp(sub, "events") == 0)
 		rc = cmd_events(&root);
 	else if (strcmp(sub, "tasks") == 0)
@@ -444,11 +386,11 @@ main(int argc, char *argv[])
 {
 	struct sbx_error e = { 0 };
 	const char	*sub;
-	char	       **args, *w[2], tool[32];
+	char	       **args, *w[2];
 	unsigned	 bit;
 	int		 ch, n, nw;
 
-	if (sbx_cmd_start(PROG, &table, argc, argv, &ch))
+	if (sbx_cmd_start(&cmdopts, argc, argv, &ch))
 		return ch;
 	if (sbx_opts_getopt(&table, ~0u, &g) == -1)
 		return SBX_EX_SOFTWARE;
@@ -456,10 +398,9 @@ main(int argc, char *argv[])
 	    sbx_cli_wants_json(argc, argv, g.optstring, g.longopts, NULL);
 	if ((O.agent = getenv("SBX_AGENT")) == NULL || *O.agent == '\0')
 		O.agent = "default";
-	O.tool = "bridge";
 	parse(argc, argv, &sub, &n, &args);
 	if (sub == NULL)
-		usage_err(NULL);
+		sbx_cmd_usage_exit(NULL);
 	/* "task done ID": two words name the subcommand. */
 	w[0] = (char *)sub;
 	w[1] = n > 0 ? args[0] : NULL;
@@ -470,15 +411,14 @@ main(int argc, char *argv[])
 		    "unknown_subcommand", "unknown subcommand `%s%s%s`", sub,
 		    nw == 2 && n > 0 ? " " : "",
 		    nw == 2 && n > 0 ? args[0] : "");
-		usage_err(&e);
+		sbx_cmd_usage_exit(&e);
 	}
 	if (n != (nw == 2 ? 2 : 0))
-		usage_err(NULL);
+		sbx_cmd_usage_exit(NULL);
 	snprintf(tool, sizeof(tool), "bridge.%s", sub);
-	O.tool = tool;
 	if (sbx_opts_check(&table, &seen, bit, &e) == -1)
-		usage_err(&e);
+		sbx_cmd_usage_exit(&e);
 	if (sbx_names_agent_valid(O.agent, "agent", &e) == -1)
-		usage_err(&e);
+		sbx_cmd_usage_exit(&e);
 	return run_sub(sub, args);
 }

@@ -72,7 +72,7 @@ static const struct sbx_opts_sub subs[] = {
 	{ "keys", S_KEYS, NULL },
 };
 
-/* The one option table (lib/opts.h): getopt_long, --help and
+/* The one option table (opts.h): getopt_long, --help and
  * --complete-options come from it. */
 static const struct sbx_opt rows[] = {
 	{ 'a', "agent", 'a', SBX_OPT_REQ, "A", "@agent",
@@ -133,37 +133,10 @@ usage(const char *why)
 	exit(SBX_EX_USAGE);
 }
 
-static void
-emit(json_t *env)
-{
-	sbx_cmd_emit(env);
-}
-
-static void __attribute__((noreturn))
-fail_code(struct sbx_error *e, int code)
-{
-	sbx_cmd_fail(PROG, tool, O.json, e, NULL, emit, code);
-}
-
-/* Report a failure and exit with the status of the one table. */
-static void __attribute__((noreturn))
-fail(struct sbx_error *e)
-{
-	fail_code(e, -1);
-}
-
-/* A refused option: an invalid_args envelope naming it under --json, the
- * message and the synopsis on stderr; exit 64. */
-static void __attribute__((noreturn))
-usage_err(const struct sbx_error *e)
-{
-	sbx_cmd_usage(PROG, tool, O.json, e, usage_text, emit);
-	exit(SBX_EX_USAGE);
-}
-
 /* The options every program has (cmd/common.c). */
 static const struct sbx_cmd_opts cmdopts = { PROG, usage_text, help_text,
-	NULL, &table, S_ALL, &O.json, &O.quiet, &O.verbose, usage_err };
+	NULL, &table, S_ALL, &O.json, &O.quiet, &O.verbose, NULL,
+	.tool = tool };
 
 static void
 pos_add(const char *s)
@@ -203,7 +176,7 @@ parse(int argc, char *argv[])
 /*
  * Options and positionals in any order before `--` (there is no child
  * argv to keep from reordering; a negative number is a value: set
- * limits.cpus -1): sbx_cmd_getopt, lib/opts.h.  --json anywhere decides
+ * limits.cpus -1): sbx_cmd_getopt, opts.h.  --json anywhere decides
  * the output mode before any usage error is reported.
  */
 static void
@@ -217,7 +190,7 @@ parse_args(int argc, char *argv[])
 	 * reads "--json" (a description, a setting) is not the flag. */
 	O.json = sbx_cli_wants_json(argc, argv, g.optstring, g.longopts,
 	    NULL);
-	opterr = 0;	/* a refused option is reported by usage_err() */
+	opterr = 0;	/* a refused option: sbx_cmd_usage_exit() */
 	optind = 0;	/* 0: start, reading the optstring */
 	for (i = parse(argc, argv); i < argc; i++)
 		pos_add(argv[i]);
@@ -256,7 +229,7 @@ rel_of(char *rel, size_t sz)
 	struct sbx_error	 e;
 
 	if (sbx_cfg_path(agent(), rel, sz, &e) == -1)
-		fail(&e);
+		sbx_cmd_die(&e);
 }
 
 static json_t *
@@ -288,7 +261,7 @@ key_of(const char *key, int groups_ok)
 		sbx_error_hint(&e, "`%s` is %s setting: use %s", key, O.global ?
 		    "an agent" : "a global", O.global ? "--agent A" :
 		    "--global");
-	fail(&e);
+	sbx_cmd_die(&e);
 }
 
 /* The file as it is; an invalid one is reported (exit 78), never
@@ -300,13 +273,13 @@ load(int rootfd, const char *rel, int check)
 	json_t			*doc;
 
 	if (sbx_cfg_load(rootfd, agent(), &doc, &e) == -1)
-		fail_code(&e, SBX_EX_CONFIG);
+		sbx_cmd_die_extra(&e, NULL, SBX_EX_CONFIG);
 	if (check && sbx_cfg_validate(doc, !O.global, rel, &e) == -1) {
 		sbx_error_hint(&e, "%s is invalid as it is: correct or unset "
 		    "the key the message names first (`sbx config show%s` "
 		    "prints it)", rel, O.global ? " --global" : "");
 		json_decref(doc);
-		fail_code(&e, SBX_EX_CONFIG);
+		sbx_cmd_die_extra(&e, NULL, SBX_EX_CONFIG);
 	}
 	return doc;
 }
@@ -345,8 +318,9 @@ do_keys(void)
 			    sbx_cfg_type_name(k[i].type), k[i].doc);
 	}
 	if (O.json)
-		emit(sbx_envelope_ok(tool, json_pack("{s:s,s:o}", "scope",
-		    O.global ? "global" : "agent", "keys", arr), NULL));
+		sbx_cmd_emit(sbx_envelope_ok(tool, json_pack("{s:s,s:o}",
+		    "scope", O.global ? "global" : "agent", "keys", arr),
+		    NULL));
 	else
 		json_decref(arr);
 	return 0;
@@ -364,7 +338,7 @@ do_read(const char *sub)
 	if (sbx_root_open(&root, 0, &e) == 0)
 		rootfd = root.fd;
 	else if (e.kind == NULL || strcmp(e.kind, SBX_K_NOT_FOUND) != 0)
-		fail(&e);
+		sbx_cmd_die(&e);
 	doc = load(rootfd, rel, 0);
 	if (strcmp(sub, "show") == 0) {
 		if (O.npos != 1)
@@ -372,7 +346,7 @@ do_read(const char *sub)
 		if (O.json) {
 			res = base_result(rel);
 			json_object_set_new(res, "settings", doc);
-			emit(sbx_envelope_ok(tool, res, NULL));
+			sbx_cmd_emit(sbx_envelope_ok(tool, res, NULL));
 		} else {
 			char *s = json_dumps(doc, JSON_INDENT(2) |
 			    JSON_SORT_KEYS);
@@ -392,13 +366,13 @@ do_read(const char *sub)
 		    "`%s` is not set in %s (the default applies)", O.pos[1],
 		    rel);
 		json_decref(doc);
-		fail(&e);
+		sbx_cmd_die(&e);
 	}
 	if (O.json) {
 		res = base_result(rel);
 		json_object_set_new(res, "key", json_string(O.pos[1]));
 		json_object_set(res, "value", v);
-		emit(sbx_envelope_ok(tool, res, NULL));
+		sbx_cmd_emit(sbx_envelope_ok(tool, res, NULL));
 	} else
 		print_value(v);
 	json_decref(doc);
@@ -436,7 +410,7 @@ do_write(const char *sub)
 	    k->type != SBX_CFG_INTS) {
 		sbx_error_set(&e, SBX_K_INVALID_ARGS, "key", "not_an_array",
 		    "`%s` is not a list: use set or unset", key);
-		fail(&e);
+		sbx_cmd_die(&e);
 	}
 	rel_of(rel, sizeof(rel));
 
@@ -445,7 +419,7 @@ do_write(const char *sub)
 	for (i = 2; i < O.npos; i++) {
 		if ((v = sbx_cfg_parse_value(k, O.pos[i], O.json_value,
 		    &e)) == NULL)
-			fail(&e);
+			sbx_cmd_die(&e);
 		json_array_append_new(vals, v);
 	}
 	if (is_set && (k->type == SBX_CFG_STRINGS || k->type == SBX_CFG_INTS)
@@ -456,11 +430,11 @@ do_write(const char *sub)
 	}
 
 	if (sbx_root_open(&root, 1, &e) == -1)
-		fail(&e);
+		sbx_cmd_die(&e);
 	/* Serialised with provision, whose writes to the same files (the
 	 * migration of an old image binding) go under this lock too. */
 	if ((lock = sbx_provision_lock(root.fd, &e)) == -1)
-		fail(&e);
+		sbx_cmd_die(&e);
 	doc = load(root.fd, rel, 1);
 	v = json_array_get(vals, 0);
 	if (is_set)
@@ -477,16 +451,16 @@ do_write(const char *sub)
 				r = changed;
 		}
 	if (r == -1)
-		fail(&e);
+		sbx_cmd_die(&e);
 	changed = r;
 	/* The edited file must load as a run loads it: what a run would
 	 * refuse is refused here, with the run's own message (reason
 	 * config_invalid), but it is the VALUE given that is bad, not the
 	 * file: bad input, 65, not 78 as the table says for a file. */
 	if (changed && sbx_cfg_validate(doc, !O.global, rel, &e) == -1)
-		fail_code(&e, SBX_EX_DATAERR);
+		sbx_cmd_die_extra(&e, NULL, SBX_EX_DATAERR);
 	if (changed && sbx_cfg_store(root.fd, agent(), doc, &e) == -1)
-		fail(&e);
+		sbx_cmd_die(&e);
 	close(lock);
 
 	if (O.json) {
@@ -497,7 +471,7 @@ do_write(const char *sub)
 			json_object_set(res, "value", v);
 		else
 			json_object_set_new(res, "value", json_null());
-		emit(sbx_envelope_ok(tool, res, NULL));
+		sbx_cmd_emit(sbx_envelope_ok(tool, res, NULL));
 	} else if (!O.quiet) {
 		struct sbx_buf	 b = SBX_BUF_INIT;
 		char		*s = NULL;
@@ -525,7 +499,7 @@ main(int argc, char *argv[])
 	unsigned		 bit;
 	int			 rc;
 
-	if (sbx_cmd_start(PROG, &table, argc, argv, &rc))
+	if (sbx_cmd_start(&cmdopts, argc, argv, &rc))
 		return rc;
 	parse_args(argc, argv);
 	if (O.npos == 0)
@@ -538,7 +512,7 @@ main(int argc, char *argv[])
 		if (O.json)
 			sbx_cmd_emit(sbx_envelope_err(tool, &e, NULL));
 		else
-			sbx_cmd_report(PROG, tool, 0, &e, NULL, emit);
+			sbx_cmd_report(PROG, tool, 0, &e, NULL, sbx_cmd_emit);
 		fputs(usage_text, stderr);
 		exit(SBX_EX_USAGE);
 	}
@@ -548,12 +522,12 @@ main(int argc, char *argv[])
 		O.agent = getenv("SBX_AGENT") && *getenv("SBX_AGENT") ?
 		    getenv("SBX_AGENT") : "default";
 	if (!O.global && sbx_names_agent_valid(O.agent, "agent", &e) == -1)
-		fail(&e);
+		sbx_cmd_die(&e);
 	if (O.json_value && strcmp(sub, "set") != 0 && strcmp(sub, "add") !=
 	    0 && strcmp(sub, "rm") != 0)
 		usage("--json-value goes with set, add and rm");
 	if (sbx_root_resolve(O.home, &root, &e) == -1)
-		fail(&e);
+		sbx_cmd_die(&e);
 	if (strcmp(sub, "keys") == 0) {
 		if (O.npos != 1)
 			usage("keys takes no argument");

@@ -3,9 +3,9 @@
  * supervised background job.  See sbx-exec(1).
  *
  * Parse, validate, call lib/exec (the engine) or lib/jobsup (the jobs),
- * render.  Built into the front-end as cmd_exec() (-DSBX_BUILTIN), and a
- * program of its own with the main() at the end.  The option table, the
- * usage and the help are cmd/exec-opts.c.
+ * render.  Built into the front-end as cmd_exec(), and a program of its
+ * own with the main() of cmd/exec-main.c: one object for both.  The option
+ * table, the usage and the help are cmd/exec-opts.c.
  */
 #include <fcntl.h>
 #include <getopt.h>
@@ -33,8 +33,6 @@
 
 /* Largest request envelope: a command line of ARG_MAX and change. */
 #define REQUEST_MAX	(4u << 20)
-
-int	cmd_exec(int, char *[]);
 
 /* What the command line says beyond the request itself. */
 struct cli {
@@ -120,10 +118,12 @@ usage_exit(const struct sbx_error *e)
 	exit(usage_err(e));
 }
 
-/* The options every program has (cmd/common.c). */
+/* The options every program has (cmd/common.c).  sbx exec reports
+ * through report() and usage_err() above (--envelope-fd, the transparent
+ * mode's codes), never through sbx_cmd_die and its kin. */
 static const struct sbx_cmd_opts cmdopts = { PROG, exec_usage_text,
 	exec_help_text, NULL, &exec_table, S_ALL, &C.json, &C.quiet,
-	&C.verbose, usage_exit };
+	&C.verbose, usage_exit, .tool = "exec" };
 
 /*
  * The request's field of an option (lib/exec/execreq.c's table, by the
@@ -149,7 +149,7 @@ field_of(int ch, unsigned bit)
  * One getopt loop for sbx exec (in order: the run's options stop at the
  * command) and for the options of ps/poll/wait/kill/gc, which may come
  * before or after the job id (argv[0] is then the subcommand; operands
- * are collected in order: lib/opts.h).  bit is the (sub)command, whose
+ * are collected in order: opts.h).  bit is the (sub)command, whose
  * letters apply (wait -t SECONDS, but sbx exec -t is --tty).  It only
  * records what it sees: every value is judged after it (check_args,
  * sbx_exec_validate), so that the order of the options never changes the
@@ -364,25 +364,25 @@ run(void)
 	return o.code;
 }
 
-/* sbx exec, as a program or built into the front-end. */
+/* sbx exec, as a program or built into the front-end (exec-opts.h). */
 int
-cmd_exec(int argc, char *argv[])
+cmd_exec(int argc, char *argv[], int builtin)
 {
 	struct exec_jobs	 J;
 	struct sbx_error	 e;
 	int			 code, rc;
 
-	if (sbx_cmd_start(PROG, &exec_table, argc, argv, &code))
+	if (sbx_cmd_start(&cmdopts, argc, argv, &code))
 		return code;
 	sbx_exec_req_init(&R);
 	sbx_exec_init(&X);
-#ifdef SBX_BUILTIN
-	/* sbx-init is in the front-end's exec path: $SBX_EXEC_PATH
-	 * (ignored when set-id) or the compiled-in one. */
-	R.libexec = secure_getenv("SBX_EXEC_PATH");
-	if (R.libexec == NULL || *R.libexec != '/')
-		R.libexec = SBX_LIBEXECDIR;
-#endif
+	if (builtin) {
+		/* sbx-init is in the front-end's exec path: $SBX_EXEC_PATH
+		 * (ignored when set-id) or the compiled-in one. */
+		R.libexec = secure_getenv("SBX_EXEC_PATH");
+		if (R.libexec == NULL || *R.libexec != '/')
+			R.libexec = SBX_LIBEXECDIR;
+	}
 	if (parse_args(argc, argv, &code) == -1)
 		return code;
 	if ((rc = check_args(&e)) != 0)
@@ -408,11 +408,3 @@ cmd_exec(int argc, char *argv[])
 		return report(&e, SBX_EX_DATAERR, NULL);
 	return run();
 }
-
-#ifndef SBX_BUILTIN
-int
-main(int argc, char *argv[])
-{
-	exit(cmd_exec(argc, argv));
-}
-#endif

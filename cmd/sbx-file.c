@@ -1,6 +1,6 @@
 /*
- * sbx-file: bounded file tools on an agent's home (lib/agentfs.c): read,
- * search (ripgrep inside the sandbox, lib/filesearch.c), write, edit,
+ * sbx-file: bounded file tools on an agent's home (agentfs.c): read,
+ * search (ripgrep inside the sandbox, filesearch.c), write, edit,
  * list.  See sbx-file(1).  As root, everything but search runs as the
  * sandbox's uid once the home is open (sbx_identity_become).  The text
  * renderings of a listing and a search are cmd/file-text.c.
@@ -164,40 +164,9 @@ static struct sbx_root	  root = SBX_ROOT_INIT;
 static struct sbx_agentfs fs = SBX_AGENTFS_INIT;
 static struct sbx_scrub	 *scrub; /* the agent's secrets, or NULL */
 
-static void
-emit(json_t *env)
-{
-	sbx_cmd_emit(env);
-}
-
-static void __attribute__((noreturn)) usage(const char *why)
-{
-	struct sbx_error e;
-
-	sbx_error_set(&e, SBX_K_INVALID_ARGS, "args", "usage", "%s",
-	    why != NULL ? why : "bad arguments");
-	sbx_cmd_usage(PROG, tool, O.json, why != NULL ? &e : NULL, usage_text,
-	    emit);
-	exit(SBX_EX_USAGE);
-}
-
-static void __attribute__((noreturn)) fail(struct sbx_error *e, json_t *extra)
-{
-	sbx_cmd_fail(PROG, tool, O.json, e, extra, emit, -1);
-}
-
-/* A refused option: an invalid_args envelope naming it under --json, the
- * message and the synopsis on stderr; exit 64. */
-static void __attribute__((noreturn))
-usage_err(const struct sbx_error *e)
-{
-	sbx_cmd_usage(PROG, tool, O.json, e, usage_text, emit);
-	exit(SBX_EX_USAGE);
-}
-
 /* The options every program has (cmd/common.c). */
 static const struct sbx_cmd_opts cmdopts = { PROG, usage_text, help_text,
-	NULL, &table, S_ALL, &O.json, &O.quiet, NULL, usage_err };
+	NULL, &table, S_ALL, &O.json, &O.quiet, NULL, NULL, .tool = tool };
 
 static void
 parse_args(int argc, char *argv[])
@@ -209,7 +178,7 @@ parse_args(int argc, char *argv[])
 	/* Decided before getopt, skipping option arguments: an --old TEXT
 	 * that reads "--json" is not the flag. */
 	O.json = sbx_cli_wants_json(argc, argv, g.optstring, g.longopts, NULL);
-	opterr = 0;	/* a refused option is reported by usage_err() */
+	opterr = 0;	/* a refused option: sbx_cmd_usage_exit() */
 	while ((ch = sbx_cmd_getopt(argc, argv, &g, &seen)) != -1) {
 		switch (ch) {
 		case OPT_START: O.start = optarg; break;
@@ -256,7 +225,7 @@ number(const char *s, const char *field, unsigned long long max, int zero_ok,
 		sbx_error_set(&e, SBX_K_INVALID_ARGS, field, "out_of_range",
 		    "argument `%s` must be a number from %d to %llu", field,
 		    zero_ok ? 0 : 1, max);
-		fail(&e, NULL);
+		sbx_cmd_die(&e);
 	}
 	*v = (unsigned long)n;
 }
@@ -268,7 +237,7 @@ home_path(const char *p, char *rel, size_t relsz)
 	struct sbx_error e;
 
 	if (sbx_agentfs_path(fs.home, p, strlen(p), rel, relsz, &e) == -1)
-		fail(&e, NULL);
+		sbx_cmd_die(&e);
 }
 
 /*
@@ -284,7 +253,7 @@ load_scrub(void)
 	struct sbx_error e;
 
 	if (sbx_secret_scrubber(root.fd, O.agent, &scrub, &e) == -1)
-		fail(&e, NULL);
+		sbx_cmd_die(&e);
 }
 
 /* Every string of a result, scrubbed. */
@@ -302,7 +271,7 @@ done(json_t *res, const char *text)
 
 	if (O.json) {
 		json_object_set_new(res, "home", json_string(fs.home));
-		emit(sbx_envelope_ok(tool, res, NULL));
+		sbx_cmd_emit(sbx_envelope_ok(tool, res, NULL));
 		return;
 	}
 	if (text != NULL && !O.quiet) {
@@ -326,9 +295,10 @@ do_read(const char *rel)
 	number(O.tail, "tail_lines", 1UL << 31, 0, &o.tail_lines);
 	number(O.chars, "max_chars", SBX_AGENTFS_CHARS_MAX, 0, &o.max_chars);
 	if (O.tail != NULL && (O.start != NULL || O.count != NULL))
-		usage("--tail-lines excludes --start-line and --line-count");
+		sbx_cmd_usage_why(
+		    "--tail-lines excludes --start-line and --line-count");
 	if (sbx_agentfs_read(&fs, rel, &o, &res, &e) == -1)
-		fail(&e, NULL);
+		sbx_cmd_die(&e);
 	clean(res);
 	if (O.json) {
 		done(res, NULL);
@@ -361,7 +331,7 @@ do_list(const char *rel)
 
 	number(O.depth, "depth", SBX_AGENTFS_DEPTH_MAX, 0, &depth);
 	if (sbx_agentfs_list(&fs, rel, (int)depth, &res, &e) == -1)
-		fail(&e, NULL);
+		sbx_cmd_die(&e);
 	clean(res);
 	if (!O.json)
 		file_print_listing(res, O.quiet);
@@ -386,7 +356,7 @@ read_stdin(struct sbx_buf *b)
 			sbx_error_sys(&e, "read_failed",
 			    "reading standard "
 			    "input");
-			fail(&e, NULL);
+			sbx_cmd_die(&e);
 		}
 		if (k == 0)
 			break;
@@ -396,7 +366,7 @@ read_stdin(struct sbx_buf *b)
 			    "the content on standard input is "
 			    "more than %u bytes",
 			    SBX_AGENTFS_WRITE_MAX);
-			fail(&e, NULL);
+			sbx_cmd_die(&e);
 		}
 		if (sbx_buf_append(b, chunk, (size_t)k) == -1)
 			exit(SBX_EX_OSERR);
@@ -421,13 +391,13 @@ do_write(const char *rel)
 			    "bad_mode",
 			    "argument `mode` must be an octal "
 			    "mode such as 0644");
-			fail(&e, NULL);
+			sbx_cmd_die(&e);
 		}
 	}
 	read_stdin(&b);
 	if (sbx_agentfs_write(&fs, rel, b.p != NULL ? b.p : "", b.len, O.dirs,
 		(int)mode, &res, &e) == -1)
-		fail(&e, NULL);
+		sbx_cmd_die(&e);
 	snprintf(text, sizeof(text), "wrote %zu bytes to %s", b.len, rel);
 	sbx_buf_release(&b);
 	done(res, text);
@@ -442,10 +412,10 @@ do_edit(const char *rel)
 	json_t		*res, *extra;
 
 	if (O.old == NULL || O.new == NULL)
-		usage("edit needs --old TEXT and --new TEXT");
+		sbx_cmd_usage_why("edit needs --old TEXT and --new TEXT");
 	if (sbx_agentfs_edit(&fs, rel, O.old, strlen(O.old), O.new,
 		strlen(O.new), O.all, &res, &extra, &e) == -1)
-		fail(&e, extra);
+		sbx_cmd_die_extra(&e, extra, -1);
 	snprintf(text, sizeof(text), "replaced %lld occurrence%s in %s",
 	    (long long)json_integer_value(json_object_get(res, "replacements")),
 	    json_integer_value(json_object_get(res, "replacements")) == 1 ? "" :
@@ -478,7 +448,7 @@ do_search(const char *pattern)
 	q.context = (unsigned)ctx;
 	q.max = (unsigned)max;
 	if (sbx_filesearch_run(&q, &res, &e) == -1)
-		fail(&e, NULL);
+		sbx_cmd_die(&e);
 	clean(res);
 	if (!O.json)
 		file_print_search(res, O.quiet);
@@ -496,33 +466,33 @@ main(int argc, char *argv[])
 	gid_t		 gid;
 	int		 rc;
 
-	if (sbx_cmd_start(PROG, &table, argc, argv, &rc))
+	if (sbx_cmd_start(&cmdopts, argc, argv, &rc))
 		return rc;
 	parse_args(argc, argv);
 	if (O.nargs < 1)
-		usage("a subcommand is needed");
+		sbx_cmd_usage_why("a subcommand is needed");
 	if (strlen(O.argv[0]) < 20)
 		snprintf(tool, sizeof(tool), "file.%s", O.argv[0]);
 	if ((bit = sbx_opts_sub_find(&table, 1, O.argv, NULL)) == 0)
-		usage("unknown subcommand");
+		sbx_cmd_usage_why("unknown subcommand");
 	if (sbx_opts_check(&table, &seen, bit, &e) == -1) {
-		sbx_cmd_report(PROG, tool, O.json, &e, NULL, emit);
+		sbx_cmd_report(PROG, tool, O.json, &e, NULL, sbx_cmd_emit);
 		fputs(usage_text, stderr);
 		exit(SBX_EX_USAGE);
 	}
 	if (O.nargs != 2)
-		usage(bit == S_SEARCH ? "search takes one PATTERN" :
+		sbx_cmd_usage_why(bit == S_SEARCH ? "search takes one PATTERN" :
 					"this subcommand takes one PATH");
 	if (O.agent == NULL)
 		O.agent = getenv("SBX_AGENT") && *getenv("SBX_AGENT") ?
 		    getenv("SBX_AGENT") :
 		    "default";
 	if (sbx_names_agent_valid(O.agent, "agent", &e) == -1)
-		fail(&e, NULL);
+		sbx_cmd_die(&e);
 	if (sbx_root_resolve(O.home, &root, &e) == -1 ||
 	    sbx_root_open(&root, 0, &e) == -1 ||
 	    sbx_agentfs_open(&fs, root.fd, O.agent, &e) == -1)
-		fail(&e, NULL);
+		sbx_cmd_die(&e);
 	load_scrub();
 	if (bit == S_SEARCH)
 		return do_search(O.argv[1]);
@@ -535,7 +505,7 @@ main(int argc, char *argv[])
 	 */
 	if (sbx_identity_get(root.fd, &uid, &gid, &e) == -1 ||
 	    sbx_identity_become(uid, gid, &e) == -1)
-		fail(&e, NULL);
+		sbx_cmd_die(&e);
 	home_path(O.argv[1], rel, sizeof(rel));
 	switch (bit) {
 	case S_READ: return do_read(rel);

@@ -462,7 +462,7 @@ main(int argc, char *argv[])
 		return 125;
 	}
 	/*
-	 * Started from its descriptor (/proc/self/fd/N, see lib/sandbox.c):
+	 * Started from its descriptor (/proc/self/fd/N, see sandbox.c):
 	 * named SBX_IN_INIT in /proc/1/cmdline all the same, in place
 	 * (the name is shorter), as sbx's check for a nested run expects,
 	 * and "init" in ps and top (the kernel named it "N").

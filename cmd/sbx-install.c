@@ -63,7 +63,7 @@ static const struct sbx_opts_sub subs[] = {
 	{ "list", S_LIST, NULL }, { "reconcile", S_RECONCILE, NULL },
 };
 
-/* The one option table (lib/opts.h): getopt_long, --help and
+/* The one option table (opts.h): getopt_long, --help and
  * --complete-options come from it. */
 static const struct sbx_opt rows[] = {
 	{ 'a', "agent", 'a', SBX_OPT_REQ, "A", "@agent",
@@ -98,34 +98,10 @@ char		    tool[32] = "install";
 struct sbx_root	    root = SBX_ROOT_INIT;
 json_t		   *warnings;
 
-void
-emit(json_t *env)
-{
-	sbx_cmd_emit(env);
-}
-
-void
-fail_extra(const struct sbx_error *e, json_t *extra)
-{
-	sbx_cmd_fail_warned(PROG, tool, O.json, O.quiet, warnings, e, extra);
-}
-
-void
-fail(const struct sbx_error *e)
-{
-	fail_extra(e, NULL);
-}
-
-static void __attribute__((noreturn))
-usage(const struct sbx_error *e)
-{
-	sbx_cmd_usage(PROG, tool, O.json, e, usage_text, emit);
-	exit(SBX_EX_USAGE);
-}
-
 /* The options every program has (cmd/common.c). */
 static const struct sbx_cmd_opts cmdopts = { PROG, usage_text, help_text,
-	NULL, &table, S_ALL, &O.json, &O.quiet, &O.verbose, usage };
+	NULL, &table, S_ALL, &O.json, &O.quiet, &O.verbose, NULL, .tool = tool,
+	.warnings = &warnings };
 
 static void
 parse_args(int argc, char *argv[])
@@ -170,17 +146,17 @@ parse_args(int argc, char *argv[])
 			sbx_error_set(&e, SBX_K_INVALID_ARGS, "args",
 			    "unexpected_argument", "%s takes no argument",
 			    O.sub);
-			usage(&e);
+			sbx_cmd_usage_exit(&e);
 		}
 	}
 	/* An option of another subcommand (--timeout with list) is a usage
 	 * error, named. */
 	if (sbx_opts_check(&table, &seen, bit, &e) == -1)
-		usage(&e);
+		sbx_cmd_usage_exit(&e);
 	if (O.sub == NULL && O.manager == NULL) {
 		sbx_error_set(&e, SBX_K_INVALID_ARGS, "manager",
 		    "missing_argument", "--manager apt|pip|npm is needed");
-		usage(&e);
+		sbx_cmd_usage_exit(&e);
 	}
 	if (O.agent == NULL)
 		O.agent = getenv("SBX_AGENT") != NULL && *getenv("SBX_AGENT") ?
@@ -197,7 +173,7 @@ open_agent(void)
 	char			 rel[128];
 
 	if (sbx_names_agent_valid(O.agent, "agent", &e) == -1)
-		fail(&e);
+		sbx_cmd_die(&e);
 	if (sbx_root_resolve(O.home, &root, &e) == -1 ||
 	    sbx_root_open(&root, 0, &e) == -1) {
 		sbx_error_set(&e, SBX_K_UNAVAILABLE, "home", "not_provisioned",
@@ -205,11 +181,11 @@ open_agent(void)
 		    "(unresolved)");
 		sbx_error_hint(&e, "create it: sbx provision --agent %s",
 		    O.agent);
-		fail(&e);
+		sbx_cmd_die(&e);
 	}
 	if (sbx_provision_revoked(root.fd, O.agent, &e) != 0) {
 		sbx_provision_revoked_error(O.agent, &e);
-		fail(&e);
+		sbx_cmd_die(&e);
 	}
 	snprintf(rel, sizeof(rel), "workspace/agents/%s", O.agent);
 	if (fstatat(root.fd, rel, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
@@ -218,7 +194,7 @@ open_agent(void)
 		    "agent_not_provisioned", "agent %s is not provisioned",
 		    O.agent);
 		sbx_error_hint(&e, "sbx provision --agent %s", O.agent);
-		fail(&e);
+		sbx_cmd_die(&e);
 	}
 }
 
@@ -259,12 +235,12 @@ do_list(void)
 		m = sbx_install_manifest_normalize(NULL);
 	else if ((m = sbx_install_manifest_read(afd, &e)) == NULL) {
 		sbx_install_manifest_named(&e, O.agent);
-		fail(&e);
+		sbx_cmd_die(&e);
 	}
 	if (afd >= 0)
 		close(afd);
 	if (O.json) {
-		emit(sbx_envelope_ok(tool,
+		sbx_cmd_emit(sbx_envelope_ok(tool,
 		    json_pack("{s:s,s:o}", "agent", O.agent, "packages", m),
 		    NULL));
 		return 0;
@@ -291,7 +267,7 @@ do_reconcile(void)
 	if ((afd = agent_dir(&e)) == -1 ||
 	    (lock = sbx_install_lock(afd, lock_name(SBX_L_AGENT_INSTALL_LOCK),
 		 LOCK_WAIT_S, &e)) == -1)
-		fail(&e);
+		sbx_cmd_die(&e);
 	if ((m = sbx_install_manifest_read(afd, &e)) == NULL) {
 		/*
 		 * Damaged: rebuilt from what is installed, which is what
@@ -301,14 +277,14 @@ do_reconcile(void)
 		 */
 		if (e.reason == NULL ||
 		    strcmp(e.reason, "manifest_invalid") != 0)
-			fail(&e);
+			sbx_cmd_die(&e);
 		if (renameat(afd, SBX_INSTALL_MANIFEST, afd,
 			SBX_INSTALL_MANIFEST ".damaged") == -1) {
 			sbx_error_sys(&e, "write",
 			    "cannot move the damaged "
 			    "%s aside",
 			    SBX_INSTALL_MANIFEST);
-			fail(&e);
+			sbx_cmd_die(&e);
 		}
 		sbx_cmd_warnf(warnings,
 		    "agents/%s/%s was damaged: rebuilt "
@@ -342,12 +318,12 @@ do_reconcile(void)
 		sbx_buf_release(&rr.out);
 	}
 	if (sbx_install_manifest_write(afd, m, &e) == -1)
-		fail(&e);
+		sbx_cmd_die(&e);
 	close(lock);
 	close(afd);
 	if (O.json)
-		emit(sbx_envelope_ok(tool, json_pack("{s:s,s:o}", "agent",
-		    O.agent, "packages", m), json_incref(warnings)));
+		sbx_cmd_emit(sbx_envelope_ok(tool, json_pack("{s:s,s:o}",
+		    "agent", O.agent, "packages", m), json_incref(warnings)));
 	else {
 		sbx_cmd_print_warnings(PROG, warnings, O.quiet);
 		if (!O.quiet)
@@ -366,7 +342,7 @@ main(int argc, char *argv[])
 	struct sbx_error	 e;
 	int			 rc;
 
-	if (sbx_cmd_start(PROG, &table, argc, argv, &rc))
+	if (sbx_cmd_start(&cmdopts, argc, argv, &rc))
 		return rc;
 	warnings = json_array();
 	parse_args(argc, argv);
@@ -374,7 +350,7 @@ main(int argc, char *argv[])
 		sbx_error_set(&e, SBX_K_REJECTED, NULL, "nested_sandbox",
 		    "sbx is running inside an sbx sandbox; nested sandboxes "
 		    "are not supported");
-		fail(&e);
+		sbx_cmd_die(&e);
 	}
 	if (O.sub != NULL && strcmp(O.sub, "list") == 0)
 		return do_list();

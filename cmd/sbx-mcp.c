@@ -90,34 +90,9 @@ static struct {
 	int	    json;
 } O;
 
-static void __attribute__((noreturn)) usage(const char *why)
-{
-	struct sbx_error e;
-
-	sbx_error_set(&e, SBX_K_INVALID_ARGS, "args", "usage", "%s",
-	    why != NULL ? why : "bad arguments");
-	sbx_cmd_usage(PROG, "mcp", O.json, why != NULL ? &e : NULL, usage_text,
-	    sbx_cmd_emit);
-	exit(SBX_EX_USAGE);
-}
-
-static void __attribute__((noreturn)) fail(const struct sbx_error *e)
-{
-	sbx_cmd_fail(PROG, "mcp", O.json, e, NULL, sbx_cmd_emit, -1);
-}
-
-/* A refused option: an invalid_args envelope naming it under --json, the
- * message and the synopsis on stderr; exit 64. */
-static void __attribute__((noreturn))
-usage_err(const struct sbx_error *e)
-{
-	sbx_cmd_usage(PROG, "mcp", O.json, e, usage_text, sbx_cmd_emit);
-	exit(SBX_EX_USAGE);
-}
-
 /* The options every program has (cmd/common.c). */
 static const struct sbx_cmd_opts cmdopts = { PROG, usage_text, help_text,
-	NULL, &table, 1, &O.json, NULL, NULL, usage_err };
+	NULL, &table, 1, &O.json, NULL, NULL, NULL, .tool = "mcp" };
 
 static void
 parse_args(int argc, char *argv[])
@@ -128,7 +103,7 @@ parse_args(int argc, char *argv[])
 	if (sbx_opts_getopt(&table, 1, &g) == -1)
 		exit(SBX_EX_SOFTWARE);
 	O.json = sbx_cli_wants_json(argc, argv, g.optstring, g.longopts, NULL);
-	opterr = 0;	/* a refused option is reported by usage_err() */
+	opterr = 0;	/* a refused option: sbx_cmd_usage_exit() */
 	while ((ch = sbx_cmd_getopt(argc, argv, &g, NULL)) != -1) {
 		switch (ch) {
 		case 'a': O.agent = optarg; break;
@@ -142,7 +117,7 @@ parse_args(int argc, char *argv[])
 		}
 	}
 	if (optind != argc)
-		usage("sbx mcp takes no operand");
+		sbx_cmd_usage_why("sbx mcp takes no operand");
 }
 
 /* A number option: lo..hi, or the default when not given. */
@@ -159,7 +134,7 @@ number(const char *arg, const char *field, unsigned long long lo,
 		sbx_error_set(&e, SBX_K_INVALID_ARGS, field, "out_of_range",
 		    "argument `%s` must be a number from %llu to %llu", field,
 		    lo, hi);
-		fail(&e);
+		sbx_cmd_die(&e);
 	}
 	return v;
 }
@@ -179,12 +154,12 @@ limits(struct sbx_mcp_conf *c)
 	struct sbx_error	     e;
 
 	if (sbx_root_resolve(O.home, &root, &e) == -1)
-		fail(&e);
+		sbx_cmd_die(&e);
 	if (sbx_root_open(&root, 0, &e) == 0) {
 		if (sbx_mcpconf_load(root.fd, c->agent, &l, &e) == -1)
-			fail(&e);
+			sbx_cmd_die(&e);
 	} else if (e.kind == NULL || strcmp(e.kind, SBX_K_NOT_FOUND) != 0)
-		fail(&e);
+		sbx_cmd_die(&e);
 	sbx_root_release(&root);
 	c->network_max = l.network;
 	c->max_runs = (unsigned)number(O.max_runs, "max-runs", 1,
@@ -201,7 +176,7 @@ main(int argc, char *argv[])
 	const char	   *p;
 	int		    rc;
 
-	if (sbx_cmd_start(PROG, &table, argc, argv, &rc))
+	if (sbx_cmd_start(&cmdopts, argc, argv, &rc))
 		return rc;
 	parse_args(argc, argv);
 	memset(&c, 0, sizeof(c));
@@ -211,7 +186,7 @@ main(int argc, char *argv[])
 		    getenv("SBX_AGENT") :
 		    "default";
 	if (sbx_names_agent_valid(c.agent, "agent", &e) == -1)
-		fail(&e);
+		sbx_cmd_die(&e);
 	c.home = O.home;
 	limits(&c);
 	c.msg_max = (size_t)number(O.max_message, "max-message", 1024,
@@ -229,6 +204,6 @@ main(int argc, char *argv[])
 	c.out_fd = STDOUT_FILENO;
 	c.version = SBX_VERSION;
 	if (sbx_mcp_serve(&c, &e) == -1)
-		fail(&e);
+		sbx_cmd_die(&e);
 	return 0;
 }

@@ -134,28 +134,10 @@ json_t		  *warnings;
 char		   tool[160] = "plugin";
 
 void
-plugin_emit(json_t *env)
-{
-	sbx_cmd_emit(env);
-}
-
-void
-plugin_fail_extra(const struct sbx_error *e, json_t *extra)
-{
-	sbx_cmd_fail_warned(PROG, tool, O.json, O.quiet, warnings, e, extra);
-}
-
-void
-plugin_fail(const struct sbx_error *e)
-{
-	plugin_fail_extra(e, NULL);
-}
-
-void
 plugin_ok(json_t *result)
 {
 	if (O.json)
-		plugin_emit(
+		sbx_cmd_emit(
 		    sbx_envelope_ok(tool, result, json_incref(warnings)));
 	else {
 		sbx_cmd_print_warnings(PROG, warnings, O.quiet);
@@ -163,16 +145,10 @@ plugin_ok(json_t *result)
 	}
 }
 
-void
-plugin_usage(const struct sbx_error *e)
-{
-	sbx_cmd_usage(PROG, tool, O.json, e, usage_text, plugin_emit);
-	exit(SBX_EX_USAGE);
-}
-
 /* The options every program has (cmd/common.c). */
 static const struct sbx_cmd_opts cmdopts = { PROG, usage_text, help_text,
-	NULL, &table, S_ALL, &O.json, &O.quiet, &O.verbose, plugin_usage };
+	NULL, &table, S_ALL, &O.json, &O.quiet, &O.verbose, NULL, .tool = tool,
+	.warnings = &warnings };
 
 void
 plugin_open_root(void)
@@ -185,7 +161,7 @@ plugin_open_root(void)
 		    "no state root at %s",
 		    root.path != NULL ? root.path : "(unresolved)");
 		sbx_error_hint(&e, "create it: sbx provision");
-		plugin_fail(&e);
+		sbx_cmd_die(&e);
 	}
 }
 
@@ -197,11 +173,11 @@ plugin_open_agent(void)
 	char		 rel[SBX_LAYOUT_PATH_MAX];
 
 	if (sbx_names_agent_valid(O.agent, "agent", &e) == -1)
-		plugin_fail(&e);
+		sbx_cmd_die(&e);
 	plugin_open_root();
 	if (sbx_provision_revoked(root.fd, O.agent, &e) != 0) {
 		sbx_provision_revoked_error(O.agent, &e);
-		plugin_fail(&e);
+		sbx_cmd_die(&e);
 	}
 	SBX_LPATH(rel, SBX_L_AGENT_HOME, O.agent);
 	if (fstatat(root.fd, rel, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
@@ -210,7 +186,7 @@ plugin_open_agent(void)
 		    "agent_not_provisioned", "agent %s is not provisioned",
 		    O.agent);
 		sbx_error_hint(&e, "sbx provision --agent %s", O.agent);
-		plugin_fail(&e);
+		sbx_cmd_die(&e);
 	}
 }
 
@@ -221,7 +197,7 @@ plugin_sandbox_cfg(void)
 	json_t		*cfg = NULL;
 
 	if (sbx_config_load(root.fd, "config/sandbox.json", &cfg, &e) == -1)
-		plugin_fail(&e);
+		sbx_cmd_die(&e);
 	return cfg;
 }
 
@@ -234,7 +210,7 @@ operand(int i, const char *what)
 	if (O.nops <= i) {
 		sbx_error_set(&e, SBX_K_INVALID_ARGS, what, "missing_argument",
 		    "sbx plugin %s needs %s", O.sub, what);
-		plugin_usage(&e);
+		sbx_cmd_usage_exit(&e);
 	}
 	return O.ops[i];
 }
@@ -248,7 +224,7 @@ no_more(int n)
 		sbx_error_set(&e, SBX_K_INVALID_ARGS, "args",
 		    "unexpected_argument", "sbx plugin %s: unexpected `%s`",
 		    O.sub, O.ops[n]);
-		plugin_usage(&e);
+		sbx_cmd_usage_exit(&e);
 	}
 }
 
@@ -278,7 +254,7 @@ do_add(void)
 	if (O.sha256 != NULL && !sbx_download_is_url(src)) {
 		sbx_error_set(&e, SBX_K_INVALID_ARGS, "sha256",
 		    "sha256_without_url", "--sha256 goes with a recipe URL");
-		plugin_fail(&e);
+		sbx_cmd_die(&e);
 	}
 	if (sbx_download_is_url(src))
 		in = plugin_read_url(src);
@@ -298,13 +274,13 @@ do_add(void)
 				    "the recipe is larger than "
 				    "%u bytes",
 				    SBX_RECIPE_MAX);
-				plugin_fail(&e);
+				sbx_cmd_die(&e);
 			}
 		in = sbx_json_parse(b.p != NULL ? b.p : "", b.len,
 		    SBX_RECIPE_MAX, &e);
 		sbx_buf_release(&b);
 		if (in == NULL)
-			plugin_fail(&e);
+			sbx_cmd_die(&e);
 	} else
 		in = plugin_read_source(src);
 	plugin_open_root();
@@ -313,9 +289,9 @@ do_add(void)
 	json_decref(in);
 	json_decref(cfg);
 	if (r == NULL)
-		plugin_fail(&e);
+		sbx_cmd_die(&e);
 	if (sbx_plugin_lib_put(root.fd, r, id, sha, &replaced, &e) == -1)
-		plugin_fail(&e);
+		sbx_cmd_die(&e);
 	say_stored("added", id, sha, replaced);
 	plugin_ok(json_pack("{s:s,s:s,s:b,s:o}", "id", id, "sha256", sha,
 	    "replaced", replaced, "plugin", sbx_plugin_summary(r, sha)));
@@ -333,7 +309,7 @@ do_list(void)
 	no_more(0);
 	plugin_open_root();
 	if ((l = sbx_plugin_lib_list(root.fd, &e)) == NULL)
-		plugin_fail(&e);
+		sbx_cmd_die(&e);
 	if (!O.json)
 		json_array_foreach (l, i, p)
 			printf("%s\t%s\t%s\t%s\n",
@@ -364,7 +340,7 @@ do_show(void)
 	no_more(1);
 	plugin_open_root();
 	if ((r = sbx_plugin_lib_get(root.fd, id, sha, &e)) == NULL)
-		plugin_fail(&e);
+		sbx_cmd_die(&e);
 	if (!O.json) {
 		s = json_dumps(r, JSON_INDENT(2) | JSON_SORT_KEYS);
 		printf("# %s sha256 %s\n%s\n", id, sha, s != NULL ? s : "");
@@ -385,11 +361,11 @@ do_rm(void)
 	no_more(1);
 	plugin_open_root();
 	if ((rc = sbx_plugin_lib_rm(root.fd, id, &e)) == -1)
-		plugin_fail(&e);
+		sbx_cmd_die(&e);
 	if (rc == 0) {
 		sbx_error_set(&e, SBX_K_NOT_FOUND, "id", "plugin_not_found",
 		    "no plugin %s in the library", id);
-		plugin_fail(&e);
+		sbx_cmd_die(&e);
 	}
 	if (!O.json && !O.quiet)
 		printf("removed %s from the library (installed copies stay "
@@ -428,20 +404,20 @@ do_register(void)
 		    "argument `dir` must be in the agent's home (relative to "
 		    "it, or under %s)",
 		    inside);
-		plugin_fail(&e);
+		sbx_cmd_die(&e);
 	}
 	SBX_LPATH(hrel, SBX_L_AGENT_HOME, O.agent);
 	if ((home = sbx_fs_open_beneath(root.fd, hrel, O_RDONLY | O_DIRECTORY,
 		 &e)) == -1)
-		plugin_fail(&e);
+		sbx_cmd_die(&e);
 	in = sbx_plugin_source_read(home, rel, &e);
 	close(home);
 	if (in == NULL)
-		plugin_fail(&e);
+		sbx_cmd_die(&e);
 	cfg = plugin_sandbox_cfg();
 	if (sbx_plugin_register(root.fd, O.agent, in, cfg, warnings, &res,
 		&e) == -1)
-		plugin_fail(&e);
+		sbx_cmd_die(&e);
 	json_decref(in);
 	json_decref(cfg);
 	say_stored("registered", json_string_value(json_object_get(res, "id")),
@@ -482,7 +458,7 @@ parse_args(int argc, char *argv[])
 	if (optind >= argc) {
 		sbx_error_set(&e, SBX_K_INVALID_ARGS, "args",
 		    "missing_argument", "a subcommand is needed");
-		plugin_usage(&e);
+		sbx_cmd_usage_exit(&e);
 	}
 	O.sub = argv[optind];
 	if (strlen(O.sub) < 16)
@@ -490,11 +466,11 @@ parse_args(int argc, char *argv[])
 	if ((bit = sbx_opts_sub_find(&table, 1, argv + optind, NULL)) == 0) {
 		sbx_error_set(&e, SBX_K_INVALID_ARGS, "args",
 		    "unknown_subcommand", "unknown subcommand `%.32s`", O.sub);
-		plugin_usage(&e);
+		sbx_cmd_usage_exit(&e);
 	}
 	if (sbx_opts_check(&table, &seen, bit, &e) == -1)
-		plugin_usage(&e);
-	/* Options stood anywhere before `--` (lib/opts.h): what is left
+		sbx_cmd_usage_exit(&e);
+	/* Options stood anywhere before `--` (opts.h): what is left
 	 * is operands, even one that starts with '-' (after `--`). */
 	O.ops = argv + optind + 1;
 	O.nops = argc - optind - 1;
@@ -510,12 +486,12 @@ main(int argc, char *argv[])
 	struct sbx_error e;
 	int		 rc;
 
-	if (sbx_cmd_start(PROG, &table, argc, argv, &rc))
+	if (sbx_cmd_start(&cmdopts, argc, argv, &rc))
 		return rc;
 	warnings = json_array();
 	parse_args(argc, argv);
 	if (sbx_sandbox_refuse_nested(&e) == -1)
-		plugin_fail(&e);
+		sbx_cmd_die(&e);
 	if (strcmp(O.sub, "add") == 0)
 		return do_add();
 	if (strcmp(O.sub, "list") == 0)

@@ -80,7 +80,7 @@ static const struct sbx_opt rows[] = {
 	SBX_OPT_ROW_VERSION(OPT_VERSION, 1),
 };
 
-/* The one option table (lib/opts.h): getopt_long, --help and
+/* The one option table (opts.h): getopt_long, --help and
  * --complete-options come from it. */
 static const struct sbx_opts table = { PROG, "sbx preflight", rows,
 	SBX_OPTS_N(rows), NULL, 0, 1, NULL, 25, 0 };
@@ -98,18 +98,10 @@ static struct sbx_opts_getopt	 g;
 
 static void	emit(json_t *);
 
-/* A usage error: an invalid_args envelope under --json (field and
- * reason of e), the message and the synopsis on stderr; exit 64. */
-static void __attribute__((noreturn))
-usage_err(const struct sbx_error *e)
-{
-	sbx_cmd_usage(PROG, "preflight", O.json, e, usage_text, emit);
-	exit(SBX_EX_USAGE);
-}
-
 /* The options every program has (cmd/common.c). */
 static const struct sbx_cmd_opts cmdopts = { PROG, usage_text, help_text,
-	NULL, &table, 1, &O.json, &O.quiet, &O.verbose, usage_err };
+	NULL, &table, 1, &O.json, &O.quiet, &O.verbose, NULL,
+	.tool = "preflight", .emit = emit };
 
 static void
 emit(json_t *env)
@@ -131,14 +123,6 @@ emit(json_t *env)
 	json_decref(env);
 }
 
-/* Report a failure and exit: code, or when negative the status of the
- * one table (sbx_exit_for); a report file that cannot be created is 73. */
-static void __attribute__((noreturn))
-fail(struct sbx_error *e, int code)
-{
-	sbx_cmd_fail(PROG, "preflight", O.json, e, NULL, emit, code);
-}
-
 static void
 parse(int argc, char *argv[])
 {
@@ -151,7 +135,7 @@ parse(int argc, char *argv[])
 		exit(SBX_EX_SOFTWARE);
 	O.json = sbx_cli_wants_json(argc, argv, g.optstring, g.longopts,
 	    NULL);
-	opterr = 0;	/* a refused option is reported by usage_err() */
+	opterr = 0;	/* a refused option: sbx_cmd_usage_exit() */
 	while ((ch = sbx_cmd_getopt(argc, argv, &g, NULL)) != -1) {
 		switch (ch) {
 		case 'a':
@@ -184,7 +168,7 @@ parse(int argc, char *argv[])
 				    "--fail-on", "invalid_value", "--fail-on: "
 				    "`%s` is not one of blocked, unproven, "
 				    "warning", optarg);
-				usage_err(&e);
+				sbx_cmd_usage_exit(&e);
 			}
 			break;
 		default:
@@ -196,7 +180,7 @@ parse(int argc, char *argv[])
 		sbx_error_set(&e, SBX_K_INVALID_ARGS, "arguments",
 		    "unexpected_argument", "unexpected argument `%s`",
 		    argv[optind]);
-		usage_err(&e);
+		sbx_cmd_usage_exit(&e);
 	}
 }
 
@@ -312,15 +296,15 @@ probe_opts(struct sbx_preflight_opts *po, struct sbx_root *root,
 	if (O.agent == NULL)
 		O.agent = "default";
 	if (sbx_names_agent_valid(O.agent, "agent", &e) == -1)
-		fail(&e, -1);
+		sbx_cmd_die(&e);
 	if (sbx_root_resolve(O.home, root, &e) == -1)
-		fail(&e, -1);
+		sbx_cmd_die(&e);
 
 	v = secure_getenv("SBX_EXEC_PATH");
 	*exec_dir = v != NULL && *v == '/' ? strdup(v) : sbx_tools_self_dir();
 	if (*exec_dir == NULL) {
 		sbx_error_sys(&e, "self_unknown", "cannot locate sbx's programs");
-		fail(&e, -1);
+		sbx_cmd_die(&e);
 	}
 	*front = front_end(*exec_dir);
 	v = secure_getenv("SBX_PREFLIGHT_SYSCTL_DIR");
@@ -353,7 +337,8 @@ write_reports(json_t *report)
 			if (s == NULL)
 				sbx_error_sys(&e, "nomem", "report");
 			free(s);
-			fail(&e, s == NULL ? -1 : SBX_EX_CANTCREAT);
+			sbx_cmd_die_extra(&e, NULL,
+			    s == NULL ? -1 : SBX_EX_CANTCREAT);
 		}
 		free(s);
 		sbx_buf_reset(&b);
@@ -361,10 +346,10 @@ write_reports(json_t *report)
 	if (O.junit != NULL) {
 		if (sbx_preflightrender_junit(report, &b) == -1) {
 			sbx_error_sys(&e, "nomem", "JUnit report");
-			fail(&e, -1);
+			sbx_cmd_die(&e);
 		}
 		if (write_out(O.junit, b.p, b.len, &e) == -1)
-			fail(&e, SBX_EX_CANTCREAT);
+			sbx_cmd_die_extra(&e, NULL, SBX_EX_CANTCREAT);
 	}
 	sbx_buf_release(&b);
 }
@@ -403,7 +388,7 @@ render(json_t *report)
 		flags |= SBX_PREFLIGHT_TEXT_QUIET;
 	if (sbx_preflightrender_text(report, flags, &b) == -1) {
 		sbx_error_sys(&e, "nomem", "text report");
-		fail(&e, -1);
+		sbx_cmd_die(&e);
 	}
 	fputs(b.p, stdout);
 	fflush(stdout);
@@ -421,7 +406,7 @@ main(int argc, char *argv[])
 	char			 *exec_dir, *front;
 	int			  code;
 
-	if (sbx_cmd_start(PROG, &table, argc, argv, &code))
+	if (sbx_cmd_start(&cmdopts, argc, argv, &code))
 		return code;
 	parse(argc, argv);
 	if (sbx_cli_json_env())
@@ -431,9 +416,9 @@ main(int argc, char *argv[])
 	 * runs, not after: CI keeps the file as its proof. */
 	if ((O.output != NULL && check_out(O.output, "output", &e) == -1) ||
 	    (O.junit != NULL && check_out(O.junit, "junit", &e) == -1))
-		fail(&e, SBX_EX_CANTCREAT);
+		sbx_cmd_die_extra(&e, NULL, SBX_EX_CANTCREAT);
 	if (sbx_preflight_run(&po, &report, &e) == -1)
-		fail(&e, -1);
+		sbx_cmd_die(&e);
 	code = sbx_preflight_exit_status(
 	    json_string_value(json_object_get(report, "overall_readiness")));
 	if (code > 0 && code < 4 && code < O.fail_at)

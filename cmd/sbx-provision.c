@@ -108,7 +108,7 @@ static const struct sbx_opts_sub subs[] = {
 	{ "image verify", S_IMAGE_VERIFY, "@image" },
 };
 
-/* The one option table (lib/opts.h): getopt_long, --help and
+/* The one option table (opts.h): getopt_long, --help and
  * --complete-options come from it. */
 static const struct sbx_opt rows[] = {
 	{ 'a', "agent", 'a', SBX_OPT_REQ, "A", "@agent",
@@ -160,8 +160,7 @@ static const struct sbx_opts table = { PROG, "sbx provision", rows,
 
 struct prov_opts O;
 
-const char	*tool = "provision";
-static char		 tool_buf[32];
+char		 tool[32] = "provision";
 struct sbx_root	 root = SBX_ROOT_INIT;
 
 /* The getopt_long arguments of the table, and the options seen (checked
@@ -169,18 +168,10 @@ struct sbx_root	 root = SBX_ROOT_INIT;
 static struct sbx_opts_getopt	 g;
 static struct sbx_opts_seen	 seen;
 
-/* A usage error: an invalid_args envelope under --json (field and
- * reason of e), the message and the synopsis on stderr; exit 64. */
-static void __attribute__((noreturn))
-usage_err(const struct sbx_error *e)
-{
-	sbx_cmd_usage(PROG, tool, O.json, e, usage_text, sbx_cmd_emit);
-	exit(SBX_EX_USAGE);
-}
-
 /* The options every program has (cmd/common.c). */
 static const struct sbx_cmd_opts cmdopts = { PROG, usage_text, help_text,
-	NULL, &table, S_ALL, &O.json, &O.quiet, &O.verbose, usage_err };
+	NULL, &table, S_ALL, &O.json, &O.quiet, &O.verbose, NULL,
+	.tool = tool };
 
 void __attribute__((noreturn))
 usage(const char *why)
@@ -188,32 +179,12 @@ usage(const char *why)
 	struct sbx_error	 e;
 
 	if (why == NULL)
-		usage_err(NULL);
+		sbx_cmd_usage_exit(NULL);
 	sbx_error_set(&e, SBX_K_INVALID_ARGS, "arguments",
 	    strcmp(why, "too many arguments") == 0 ? "unexpected_argument" :
 	    strcmp(why, "unknown subcommand") == 0 ? "unknown_subcommand" :
 	    "usage", "%s", why);
-	usage_err(&e);
-}
-
-void
-emit(json_t *env)
-{
-	sbx_cmd_emit(env);
-}
-
-/* Report a failure (envelope or text) and exit (code < 0: the status
- * of the one table, sbx_exit_for). */
-void __attribute__((noreturn))
-fail_extra(struct sbx_error *e, int code, json_t *extra)
-{
-	sbx_cmd_fail(PROG, tool, O.json, e, extra, emit, code);
-}
-
-void __attribute__((noreturn))
-fail(struct sbx_error *e)
-{
-	fail_extra(e, -1, NULL);
+	sbx_cmd_usage_exit(&e);
 }
 
 /* A path or message for a terminal: control characters escaped. */
@@ -254,7 +225,7 @@ parse(int argc, char *argv[])
 {
 	int			 ch;
 
-	opterr = 0;	/* a refused option is reported by usage_err() */
+	opterr = 0;	/* a refused option: sbx_cmd_usage_exit() */
 	while ((ch = sbx_cmd_getopt(argc, argv, &g, &seen)) != -1) {
 		switch (ch) {
 		case 'a':
@@ -311,7 +282,7 @@ parse_args(int argc, char *argv[])
 	O.json = sbx_cli_wants_json(argc, argv, g.optstring, g.longopts,
 	    NULL);
 	/* Options anywhere before `--`, operands in order after it
-	 * (sbx_cmd_getopt, lib/opts.h): no child argv here to protect from
+	 * (sbx_cmd_getopt, opts.h): no child argv here to protect from
 	 * reordering. */
 	optind = 0;	/* 0: start, reading the optstring */
 	parse(argc, argv);
@@ -338,7 +309,7 @@ check_options(unsigned bit)
 	struct sbx_error	 e;
 
 	if (sbx_opts_check(&table, &seen, bit, &e) == -1)
-		usage_err(&e);
+		sbx_cmd_usage_exit(&e);
 }
 
 /* Open the root without creating it: -1 when it does not exist. */
@@ -360,7 +331,7 @@ open_root_existing(int inspect)
 		root.fd = fd;
 		return fd;
 	}
-	fail(&e);
+	sbx_cmd_die(&e);
 }
 
 /* ---- images ------------------------------------------------------------- */
@@ -376,15 +347,14 @@ do_image(void)
 	if (strcmp(act, "add") != 0 && strcmp(act, "list") != 0 &&
 	    strcmp(act, "rm") != 0 && strcmp(act, "verify") != 0)
 		usage("unknown image subcommand");
-	snprintf(tool_buf, sizeof(tool_buf), "provision.image.%s", act);
-	tool = tool_buf;
+	snprintf(tool, sizeof(tool), "provision.image.%s", act);
 	{
 		char	*w[2] = { (char *)"image", (char *)act };
 
 		check_options(sbx_opts_sub_find(&table, 2, w, NULL));
 	}
 	if (sbx_root_resolve(O.home, &root, &e) == -1)
-		fail(&e);
+		sbx_cmd_die(&e);
 	if (strcmp(act, "add") == 0)
 		return do_image_add();
 	if (strcmp(act, "list") == 0)
@@ -431,9 +401,9 @@ check_command(const char *s)
 		O.agent = getenv("SBX_AGENT") && *getenv("SBX_AGENT") ?
 		    getenv("SBX_AGENT") : "default";
 	if (sbx_names_agent_valid(O.agent, "agent", &e) == -1)
-		fail(&e);
+		sbx_cmd_die(&e);
 	if (sbx_root_resolve(O.home, &root, &e) == -1)
-		fail(&e);
+		sbx_cmd_die(&e);
 }
 
 int
@@ -443,7 +413,7 @@ main(int argc, char *argv[])
 	size_t	 i;
 	int	 rc;
 
-	if (sbx_cmd_start(PROG, &table, argc, argv, &rc))
+	if (sbx_cmd_start(&cmdopts, argc, argv, &rc))
 		return rc;
 	parse_args(argc, argv);
 	if (O.sub != NULL) {
@@ -455,8 +425,7 @@ main(int argc, char *argv[])
 		if (i == SBX_OPTS_N(cmds))
 			usage("unknown subcommand");
 		run = cmds[i].run;
-		snprintf(tool_buf, sizeof(tool_buf), "provision.%s", O.sub);
-		tool = tool_buf;
+		snprintf(tool, sizeof(tool), "provision.%s", O.sub);
 	}
 	check_command(O.sub);
 	return run();

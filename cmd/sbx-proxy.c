@@ -1,6 +1,6 @@
 /*
  * sbx-proxy: the filtering egress proxy of `sbx exec --network proxy`.
- * See sbx-proxy(1).  The event loop lives in lib/proxy.c; this is the
+ * See sbx-proxy(1).  The event loop lives in proxy.c; this is the
  * command line: serve (daemon, one per state root), status, stop, check.
  */
 #include <sys/file.h>
@@ -89,7 +89,7 @@ static const struct sbx_opts_sub subs[] = {
 	{ "asks", S_ASKS, NULL }, { "answer", S_ANSWER, "@text" },
 };
 
-/* The one option table (lib/opts.h): getopt_long, --help and
+/* The one option table (opts.h): getopt_long, --help and
  * --complete-options come from it. */
 static const struct sbx_opt rows[] = {
 	{ 'a', "agent", 'a', SBX_OPT_REQ, "A", "@agent",
@@ -120,110 +120,45 @@ static const struct sbx_opts table = { PROG, "sbx proxy", rows,
 	SBX_OPTS_N(rows), subs, SBX_OPTS_N(subs), 0, NULL, 25, 0 };
 
 struct proxy_opts	 O;
+/* The envelope's tool: proxy, then proxy.SUB. */
+static char		 tool[32] = "proxy";
 
 /* The getopt_long arguments of the table, and the options seen (checked
  * against the subcommand once it is known). */
 static struct sbx_opts_getopt	 g;
 static struct sbx_opts_seen	 seen;
 
-/* A usage error: an invalid_args envelope under --json (field and
- * reason of e; NULL: a generic one), the message and the synopsis on
- * stderr; exit 64. */
-static void __attribute__((noreturn))
-usage_err(const struct sbx_error *e)
-{
-	sbx_cmd_usage(PROG, O.tool, O.json, e, usage_text, sbx_cmd_emit);
-	exit(SBX_EX_USAGE);
-}
-
 /* The options every program has (cmd/common.c). */
 static const struct sbx_cmd_opts cmdopts = { PROG, usage_text, help_text,
-	NULL, &table, S_ALL, &O.json, &O.quiet, &O.verbose, usage_err };
+	NULL, &table, S_ALL, &O.json, &O.quiet, &O.verbose, NULL,
+	.tool = tool };
 
 static void __attribute__((noreturn))
 usage(void)
 {
-	usage_err(NULL);
+	sbx_cmd_usage_exit(NULL);
 }
 
-/* Report a failure and exit with the status of the one table. */
-void
-fail(struct sbx_error *e)
-{
-	sbx_cmd_fail(PROG, O.tool, O.json, e, NULL, sbx_cmd_emit, -1);
-}
+/* The daemon's settings and loop (daemon-serve.h). */
+static struct sbx_proxy_config	 cfg;
 
-void
-ok(json_t *result, const char *text)
-{
-	sbx_cmd_ok(O.tool, O.json, O.quiet, result, text);
-}
-
-/* The daemon's loop (daemon-serve.h). */
 static int
-serve(int rootfd, int lfd, void *cfg, struct sbx_error *e)
+load(int rootfd, void *arg, struct sbx_error *e)
 {
-	return sbx_proxy_serve(rootfd, lfd, cfg, e);
+	return sbx_proxy_config_load(rootfd, arg, e);
 }
 
 static int
-cmd_serve(struct sbx_root *root)
+serve(int rootfd, int lfd, void *arg, struct sbx_error *e)
 {
-	struct sbx_proxy_config	 cfg;
-	struct sbx_error	 e;
-	struct sbx_cmd_daemon	 d = { PROG, O.tool, "proxy", "proxy.pid",
-	    "proxy.sock", O.json, O.quiet, O.foreground, serve, &cfg };
-
-	memset(&e, 0, sizeof(e));
-	if (sbx_proxy_config_load(root->fd, &cfg, &e) == -1)
-		fail(&e);
-	return sbx_cmd_daemon_serve(&d, root);
+	return sbx_proxy_serve(rootfd, lfd, arg, e);
 }
 
-static int
-cmd_status(struct sbx_root *root, int stop)
-{
-	struct sbx_error	 e;
-	json_t			*ans, *res;
-	int			 rc;
-	char			 text[256];
-
-	memset(&e, 0, sizeof(e));
-	if ((rc = sbx_daemon_ask(root->fd, "proxy.sock", "proxy",
-	    stop ? "stop" : "status", &ans, &e)) == -1)
-		fail(&e);
-	if (rc == 0) {
-		ok(json_pack("{s:b}", "running", 0),
-		    "sbx-proxy: not running");
-		return stop ? 0 : SBX_EX_NEGATIVE;
-	}
-	if (stop) {
-		json_decref(ans);
-		/* Stopped means gone: a start right after this one must
-		 * not find the old daemon still holding run/proxy.pid. */
-		if (sbx_daemon_wait_gone(root->fd, "proxy.pid", "proxy", 10000,
-			&e) == -1)
-			fail(&e);
-		ok(json_pack("{s:b,s:b}", "running", 0, "stopped", 1),
-		    "sbx-proxy: stopped");
-		return 0;
-	}
-	res = json_pack("{s:b,s:O,s:O,s:O,s:O,s:s}", "running", 1,
-	    "pid", json_object_get(ans, "pid"),
-	    "sessions", json_object_get(ans, "sessions"),
-	    "connections", json_object_get(ans, "connections"),
-	    "uptime_s", json_object_get(ans, "uptime_s"),
-	    "socket", SBX_PROXY_SOCK);
-	snprintf(text, sizeof(text), "sbx-proxy: running (pid %lld), %lld "
-	    "sessions, %lld connections, socket %s/%s",
-	    json_integer_value(json_object_get(ans, "pid")),
-	    json_integer_value(json_object_get(ans, "sessions")),
-	    json_integer_value(json_object_get(ans, "connections")),
-	    root->path, SBX_PROXY_SOCK);
-	json_decref(ans);
-	ok(res, text);
-	return 0;
-}
+/* The proxy as a daemon of run/; its status also says its uptime and,
+ * for people, its socket. */
+static const char *const status_keys[] = { "uptime_s", NULL };
+static const struct sbx_cmd_daemon proxyd = { PROG, "proxy", "proxy.pid",
+	"proxy.sock", 0, 0, load, serve, &cfg, status_keys, 1 };
 
 /* The options, after the subcommand or before it; returns the
  * subcommand and leaves its operands in *argcp, *argvp. */
@@ -242,7 +177,7 @@ parse_args(int *argcp, char ***argvp)
 		argv++;
 		argc--;
 	}
-	opterr = 0;	/* a refused option is reported by usage_err() */
+	opterr = 0;	/* a refused option: sbx_cmd_usage_exit() */
 	while ((ch = sbx_cmd_getopt(argc, argv, &g, &seen)) != -1) {
 		switch (ch) {
 		case 'a':
@@ -266,7 +201,7 @@ parse_args(int *argcp, char ***argvp)
 				    "--install", "invalid_value", "--install: "
 				    "`%s` is not a package manager: apt, npm "
 				    "or pip", optarg);
-				usage_err(&e);
+				sbx_cmd_usage_exit(&e);
 			}
 			O.install = optarg;
 			break;
@@ -298,7 +233,6 @@ check_sub(const char *sub, int argc)
 		{ "serve", 0 }, { "status", 0 }, { "stop", 0 },
 		{ "check", 1 }, { "asks", 0 }, { "answer", 2 },
 	};
-	static char		 tool[32];
 	struct sbx_error	 e;
 	char			*w[1] = { (char *)sub };
 	size_t			 i;
@@ -312,15 +246,14 @@ check_sub(const char *sub, int argc)
 	if (i == sizeof(forms) / sizeof(forms[0])) {
 		sbx_error_set(&e, SBX_K_INVALID_ARGS, "subcommand",
 		    "unknown_subcommand", "unknown subcommand `%s`", sub);
-		usage_err(&e);
+		sbx_cmd_usage_exit(&e);
 	}
 	if (argc != forms[i].nargs)
 		usage();
 	snprintf(tool, sizeof(tool), "proxy.%s", sub);
-	O.tool = tool;
 	if (sbx_opts_check(&table, &seen, sbx_opts_sub_find(&table, 1, w,
 	    NULL), &e) == -1)
-		usage_err(&e);
+		sbx_cmd_usage_exit(&e);
 }
 
 int
@@ -331,7 +264,7 @@ main(int argc, char *argv[])
 	const char		*sub;
 	int			 ch;
 
-	if (sbx_cmd_start(PROG, &table, argc, argv, &ch))
+	if (sbx_cmd_start(&cmdopts, argc, argv, &ch))
 		return ch;
 	memset(&e, 0, sizeof(e));
 	/* Before getopt: where --json stands never changes how a usage
@@ -344,27 +277,28 @@ main(int argc, char *argv[])
 	O.agent = getenv("SBX_AGENT");
 	if (O.agent == NULL || *O.agent == '\0')
 		O.agent = "default";
-	O.tool = "proxy";
 	sub = parse_args(&argc, &argv);
 	check_sub(sub, argc);
 	if (sbx_root_resolve(O.home, &root, &e) == -1)
-		fail(&e);
+		sbx_cmd_die(&e);
 	if (strcmp(sub, "serve") == 0) {
 		/* A daemon keeps nothing its starter had open: a pipe held
 		 * by it would keep the starter's reader waiting forever. */
 		sbx_fs_close_from(3, NULL, 0);
 		if (sbx_root_open(&root, 1, &e) == -1)
-			fail(&e);
-		return cmd_serve(&root);
+			sbx_cmd_die(&e);
+		return sbx_cmd_daemon_serve(&proxyd, &root, O.quiet,
+		    O.foreground);
 	}
 	/* The others create nothing: a missing root means not running. */
 	if (sbx_root_open(&root, 0, &e) == -1 && (e.reason == NULL ||
 	    strcmp(e.reason, "state_root_missing") != 0))
-		fail(&e);
+		sbx_cmd_die(&e);
 	ch = strcmp(sub, "check") == 0 ? proxy_cmd_check(&root, argv[0]) :
 	    strcmp(sub, "asks") == 0 ? proxy_cmd_asks(&root) :
 	    strcmp(sub, "answer") == 0 ? proxy_cmd_answer(&root, argv[0],
-	    argv[1]) : cmd_status(&root, strcmp(sub, "stop") == 0);
+	    argv[1]) : sbx_cmd_daemon_status(&proxyd, &root,
+	    strcmp(sub, "stop") == 0);
 	sbx_root_release(&root);
 	json_decref(O.allow);
 	return ch;

@@ -1,6 +1,6 @@
 /*
- * sbx-secret: an agent's sealed secrets (lib/secret.c): set, check, list,
- * rm, rotate-key, get --reveal, and the scrub filter (lib/scrub.c).  See
+ * sbx-secret: an agent's sealed secrets (secret.c): set, check, list,
+ * rm, rotate-key, get --reveal, and the scrub filter (scrub.c).  See
  * sbx-secret(1).  Values never come from argv: a terminal prompt without
  * echo, standard input, --from-fd or --from-env (cmd/secret-input.c).
  */
@@ -81,7 +81,7 @@ static const struct sbx_opts_sub subs[] = {
 	{ "get", S_GET, "@text" },
 };
 
-/* The one option table (lib/opts.h): getopt_long, --help and
+/* The one option table (opts.h): getopt_long, --help and
  * --complete-options come from it.  Values never come from argv: there
  * is no --value row. */
 static const struct sbx_opt rows[] = {
@@ -122,44 +122,18 @@ struct sbx_root		 root = SBX_ROOT_INIT;
 struct sbx_secret_auth	 auth;
 char			*pass; /* sodium_malloc, or NULL */
 
+/* Before a failure exits: the passphrase's memory cleared. */
 static void
-emit(json_t *env)
-{
-	sbx_cmd_emit(env);
-}
-
-void
-usage(const char *why)
-{
-	struct sbx_error	 e;
-
-	sbx_error_set(&e, SBX_K_INVALID_ARGS, "args", "usage", "%s",
-	    why != NULL ? why : "bad arguments");
-	sbx_cmd_usage(PROG, tool, O.json, why != NULL ? &e : NULL,
-	    usage_text, emit);
-	exit(SBX_EX_USAGE);
-}
-
-static void __attribute__((noreturn))
-fail(struct sbx_error *e)
+free_pass(void)
 {
 	if (pass != NULL)
 		sodium_free(pass);
-	sbx_cmd_fail(PROG, tool, O.json, e, NULL, emit, -1);
-}
-
-/* A refused option: an invalid_args envelope naming it under --json, the
- * message and the synopsis on stderr; exit 64. */
-static void __attribute__((noreturn))
-usage_err(const struct sbx_error *e)
-{
-	sbx_cmd_usage(PROG, tool, O.json, e, usage_text, emit);
-	exit(SBX_EX_USAGE);
 }
 
 /* The options every program has (cmd/common.c). */
 static const struct sbx_cmd_opts cmdopts = { PROG, usage_text, help_text,
-	help_tail, &table, S_ALL, &O.json, &O.quiet, NULL, usage_err };
+	help_tail, &table, S_ALL, &O.json, &O.quiet, NULL, NULL, .tool = tool,
+	.cleanup = free_pass };
 
 static void
 parse_args(int argc, char *argv[])
@@ -174,7 +148,7 @@ parse_args(int argc, char *argv[])
 	 * reads "--json" (a description, a setting) is not the flag. */
 	O.json = sbx_cli_wants_json(argc, argv, g.optstring, g.longopts,
 	    NULL);
-	opterr = 0;	/* a refused option is reported by usage_err() */
+	opterr = 0;	/* a refused option: sbx_cmd_usage_exit() */
 	while ((ch = sbx_cmd_getopt(argc, argv, &g, &seen)) != -1) {
 		switch (ch) {
 		case 'a': O.agent = optarg; break;
@@ -203,7 +177,8 @@ static void
 done(json_t *result, json_t *warnings, const char *text)
 {
 	if (O.json) {
-		emit(sbx_envelope_ok(tool, result, json_incref(warnings)));
+		sbx_cmd_emit(sbx_envelope_ok(tool, result,
+		    json_incref(warnings)));
 		return;
 	}
 	sbx_cmd_print_warnings(PROG, warnings, O.quiet);
@@ -218,7 +193,7 @@ open_store(struct sbx_secret_store *s, int write)
 	struct sbx_error	 e;
 
 	if (sbx_secret_open(s, root.fd, O.agent, write, &auth, &e) == -1)
-		fail(&e);
+		sbx_cmd_die(&e);
 }
 
 static int
@@ -233,14 +208,15 @@ do_set(void)
 
 	if (O.desc != NULL && (strlen(O.desc) > SBX_SECRET_DESC_MAX ||
 	    !sbx_utf8_valid(O.desc, strlen(O.desc))))
-		usage("--description must be UTF-8 text of at most 256 bytes");
+		sbx_cmd_usage_why(
+		    "--description must be UTF-8 text of at most 256 bytes");
 	if (read_value(&v, &n, &e) == -1)
-		fail(&e);
+		sbx_cmd_die(&e);
 	if (n == 0) {
 		sodium_free(v);
 		sbx_error_set(&e, SBX_K_INVALID_ARGS, "value", "empty",
 		    "the value of %s is empty; nothing was stored", O.name);
-		fail(&e);
+		sbx_cmd_die(&e);
 	}
 	open_store(&s, 1);
 	replaced = json_object_get(json_object_get(s.doc, "secrets"),
@@ -249,7 +225,7 @@ do_set(void)
 	    sbx_secret_commit(&s, &e) == -1) {
 		sodium_free(v);
 		sbx_secret_close(&s);
-		fail(&e);
+		sbx_cmd_die(&e);
 	}
 	sodium_free(v);
 	if (n < SBX_SCRUB_MIN)
@@ -276,7 +252,7 @@ do_check(void)
 	open_store(&s, 0);
 	if (sbx_secret_get(&s, O.name, &v, &n, &e) == -1) {
 		sbx_secret_close(&s);
-		fail(&e);
+		sbx_cmd_die(&e);
 	}
 	sodium_free(v);
 	rec = json_object_get(json_object_get(s.doc, "secrets"), O.name);
@@ -341,18 +317,18 @@ do_rm(void)
 	if (!sbx_secret_store_exists(root.fd, O.agent)) {
 		sbx_error_set(&e, SBX_K_NOT_FOUND, "name", "secret_missing",
 		    "agent %s has no secret %s", O.agent, O.name);
-		fail(&e);
+		sbx_cmd_die(&e);
 	}
 	open_store(&s, 1);
 	if ((r = sbx_secret_del(&s, O.name, &e)) == 0) {
 		sbx_secret_close(&s);
 		sbx_error_set(&e, SBX_K_NOT_FOUND, "name", "secret_missing",
 		    "agent %s has no secret %s", O.agent, O.name);
-		fail(&e);
+		sbx_cmd_die(&e);
 	}
 	if (sbx_secret_commit(&s, &e) == -1) {
 		sbx_secret_close(&s);
-		fail(&e);
+		sbx_cmd_die(&e);
 	}
 	snprintf(text, sizeof(text), "removed %s from agent %s", O.name,
 	    O.agent);
@@ -373,14 +349,14 @@ do_rotate(void)
 	if (!sbx_secret_store_exists(root.fd, O.agent)) {
 		sbx_error_set(&e, SBX_K_NOT_FOUND, NULL, "no_store",
 		    "agent %s has no secrets", O.agent);
-		fail(&e);
+		sbx_cmd_die(&e);
 	}
 	open_store(&s, 1);
 	n = json_object_size(json_object_get(s.doc, "secrets"));
 	if (sbx_secret_rotate(&s, &e) == -1 ||
 	    sbx_secret_commit(&s, &e) == -1) {
 		sbx_secret_close(&s);
-		fail(&e);
+		sbx_cmd_die(&e);
 	}
 	snprintf(text, sizeof(text), "re-sealed %zu secret%s of agent %s "
 	    "under a new key", n, n == 1 ? "" : "s", O.agent);
@@ -411,7 +387,7 @@ do_scrub(void)
 
 	if (sbx_secret_load_env(root.fd, O.agent, NULL, 0, &auth, &env,
 	    &e) == -1)
-		fail(&e);
+		sbx_cmd_die(&e);
 	sbx_cmd_print_warnings(PROG, env.warnings, O.quiet);
 	/* The values themselves are not needed, only their patterns. */
 	if (env.block != NULL)
@@ -434,7 +410,7 @@ do_scrub(void)
 		if (k == -1) {
 			sbx_error_sys(&e, "read_failed", "reading standard "
 			    "input");
-			fail(&e);
+			sbx_cmd_die(&e);
 		}
 		if (k == 0)
 			break;
@@ -448,7 +424,7 @@ do_scrub(void)
 	return 0;
 werr:
 	sbx_error_sys(&e, "stdout_write", "writing standard output");
-	fail(&e);
+	sbx_cmd_die(&e);
 }
 
 static int
@@ -462,17 +438,17 @@ do_get(void)
 	/* A value on a screen is a choice a person makes; a value in a
 	 * pipe or a file is a leak: terminals only. */
 	if (!O.reveal)
-		usage("get prints a value only with --reveal");
+		sbx_cmd_usage_why("get prints a value only with --reveal");
 	if (O.json || !isatty(1)) {
 		sbx_error_set(&e, SBX_K_REJECTED, NULL, "not_a_terminal",
 		    "get --reveal prints only to a terminal (standard output "
 		    "is %s)", O.json ? "an envelope" : "not a terminal");
-		fail(&e);
+		sbx_cmd_die(&e);
 	}
 	open_store(&s, 0);
 	if (sbx_secret_get(&s, O.name, &v, &n, &e) == -1) {
 		sbx_secret_close(&s);
-		fail(&e);
+		sbx_cmd_die(&e);
 	}
 	(void)sbx_fs_write_all(1, v, n);
 	(void)sbx_fs_write_all(1, "\n", 1);
@@ -491,26 +467,26 @@ check_sub(void)
 	int			 want_name;
 
 	if (O.sub == NULL)
-		usage("a subcommand is needed");
+		sbx_cmd_usage_why("a subcommand is needed");
 	if (strlen(O.sub) < 20)
 		snprintf(tool, sizeof(tool), "secret.%s", O.sub);
 	if ((bit = sbx_opts_sub_find(&table, 1, O.argv, NULL)) == 0)
-		usage("unknown subcommand");
+		sbx_cmd_usage_why("unknown subcommand");
 	/* An option of another subcommand (--from-fd with get, --reveal
 	 * with list, --json with get) is a usage error, named. */
 	if (sbx_opts_check(&table, &seen, bit, &e) == -1) {
 		if (O.json)
 			sbx_cmd_emit(sbx_envelope_err(tool, &e, NULL));
 		else
-			sbx_cmd_report(PROG, tool, 0, &e, NULL, emit);
+			sbx_cmd_report(PROG, tool, 0, &e, NULL, sbx_cmd_emit);
 		fputs(usage_text, stderr);
 		exit(SBX_EX_USAGE);
 	}
 	want_name = (bit & (S_SET | S_CHECK | S_RM | S_GET)) != 0;
 	if (want_name && O.nargs != 2)
-		usage("this subcommand takes one NAME");
+		sbx_cmd_usage_why("this subcommand takes one NAME");
 	if (!want_name && O.nargs != 1)
-		usage("this subcommand takes no argument");
+		sbx_cmd_usage_why("this subcommand takes no argument");
 	return want_name;
 }
 
@@ -520,29 +496,29 @@ main(int argc, char *argv[])
 	struct sbx_error e;
 	int		 want_name, creating, rc;
 
-	if (sbx_cmd_start(PROG, &table, argc, argv, &rc))
+	if (sbx_cmd_start(&cmdopts, argc, argv, &rc))
 		return rc;
 	sbx_secret_protect();
 	parse_args(argc, argv);
 	if (sodium_init() == -1) {
 		sbx_error_set(&e, SBX_K_UNAVAILABLE, NULL, "crypto_unavailable",
 		    "libsodium cannot be initialised");
-		fail(&e);
+		sbx_cmd_die(&e);
 	}
 	want_name = check_sub();
 	if (O.agent == NULL)
 		O.agent = getenv("SBX_AGENT") && *getenv("SBX_AGENT") ?
 		    getenv("SBX_AGENT") : "default";
 	if (sbx_names_agent_valid(O.agent, "agent", &e) == -1)
-		fail(&e);
+		sbx_cmd_die(&e);
 	if (want_name && sbx_secret_name_valid(O.name, &e) == -1)
-		fail(&e);
+		sbx_cmd_die(&e);
 	creating = strcmp(O.sub, "set") == 0;
 	if (sbx_root_resolve(O.home, &root, &e) == -1 ||
 	    sbx_root_open(&root, 1, &e) == -1)
-		fail(&e);
+		sbx_cmd_die(&e);
 	if (get_passphrase(creating, &e) == -1)
-		fail(&e);
+		sbx_cmd_die(&e);
 	if (strcmp(O.sub, "set") == 0)
 		return do_set();
 	if (strcmp(O.sub, "check") == 0)

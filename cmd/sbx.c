@@ -76,7 +76,7 @@ static const char help_head[] =
 enum { OPT_VERSION = 256, OPT_LIST };
 
 /*
- * The front-end's own options (lib/opts.h), for --help and the
+ * The front-end's own options (opts.h), for --help and the
  * completions; they stand before the command and are read by hand, as
  * nothing after the command is the front-end's.  Hidden: `--complete
  * KIND ...`, which the shell completions call (see complete()).
@@ -284,8 +284,8 @@ list_commands(int aliases)
 }
 
 #ifdef SBX_WITH_EXEC
-/* cmd/sbx-exec.c, compiled in without its main(). */
-int	cmd_exec(int, char *[]);
+/* cmd/sbx-exec.c, linked in without its main() (cmd/exec-opts.h). */
+int	cmd_exec(int, char *[], int);
 #endif
 
 static void __attribute__((noreturn))
@@ -311,7 +311,7 @@ run(const char *name, int argc, char *argv[])
 	 * whole sandbox.  sbx-exec stays a program of its own.
 	 */
 	if (strcmp(name, "exec") == 0)
-		exit(cmd_exec(argc, nargv));
+		exit(cmd_exec(argc, nargv, 1));
 #endif
 	execv(path, nargv);
 	free(nargv);
@@ -341,7 +341,7 @@ print_strv(const struct sbx_strv *v)
  *   commands                      the commands (and aliases, and help)
  *   options [CMD [SUB...]]        the options of sbx, or of CMD [SUB]:
  *                                 OPTION, and TAB VALUES when it takes a
- *                                 value (lib/opts.h)
+ *                                 value (opts.h)
  *   subcommands CMD [SUB...]      the subcommand words that may follow
  *   operands CMD [SUB...]         what completes the first operand
  *   agents [--home DIR]           the agents of the state root

@@ -15,6 +15,7 @@
 #include <sodium.h>
 
 #include "cli.h"
+#include "cmd.h"
 #include "secret-int.h"
 #include "secret.h"
 
@@ -139,7 +140,8 @@ read_value(unsigned char **v, size_t *n, struct sbx_error *e)
 	const char	  *s;
 
 	if (O.from_fd != NULL && O.from_env != NULL)
-		usage("--from-fd and --from-env exclude each other");
+		sbx_cmd_usage_why(
+		    "--from-fd and --from-env exclude each other");
 	if (O.from_env != NULL) {
 		/* For CI systems whose secrets arrive as variables. */
 		if ((s = getenv(O.from_env)) == NULL)

@@ -28,8 +28,6 @@ extern struct sbx_root	      root;
 extern struct sbx_secret_auth auth;
 extern char		     *pass; /* sodium_malloc, or NULL */
 
-void usage(const char *why) __attribute__((noreturn));
-
 /* cmd/secret-input.c: the value of `set` (sodium_malloc'd, *n bytes),
  * and the passphrase into auth when one is given or needed. */
 int read_value(unsigned char **v, size_t *n, struct sbx_error *);

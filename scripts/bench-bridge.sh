@@ -19,6 +19,7 @@
 # unix sockets only, bounded in count; it is all removed at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/bench-lib.sh
 B=${B:-build}
 COUNT=${COUNT:-400}
 ENTRIES=${ENTRIES:-10000}
@@ -54,7 +55,7 @@ chmod 0755 "$WS/bb"
 [ "$(id -u)" -eq 0 ] && chown "$(stat -c %u:%g "$WS")" "$WS/bb"
 
 inside() { "$SBX" exec -q --agent bench -- "$@"; }
-med() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+med() { bench_median 1 %d; }
 field() { sed -n "s/.* $1=\([0-9]*\).*/\1/p"; }
 row() {
 	printf '%-34s %8s %8s %8s   %8s %8s %8s\n' "$@"

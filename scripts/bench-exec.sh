@@ -31,8 +31,8 @@ ROUNDS=${ROUNDS:-8}
 RUNS=${RUNS:-25}
 LOOP=${LOOP:-100}
 BASE=${BASE:-}
-command -v hyperfine >/dev/null || { echo "bench-exec: hyperfine is not installed (scripts/deps.sh)"; exit 69; }
-command -v jq >/dev/null || { echo "bench-exec: jq is not installed"; exit 69; }
+. scripts/bench-lib.sh
+bench_need bench-exec hyperfine jq
 BIN=$(cd "$B" && pwd)
 [ -z "$BASE" ] || BASE=$(cd "$BASE" && pwd)
 BWRAP=$(command -v bwrap)
@@ -75,11 +75,6 @@ bench() {	# name command: append per-run seconds to $tmp/<part>.name
 	awk -F, '/task-clock/ {print $1 / 1000; exit}' "$tmp/perf.txt" \
 	    >> "$tmp/$PART.$name.cpu"
 }
-pct() {	# file pct
-	[ -s "$1" ] || { printf -- -; return; }
-	sort -g "$1" | awk -v p="$2" '{a[NR]=$1} END {i=int((NR-1)*p/100)+1; printf "%.2f", a[i]*1000}'
-}
-median3() { sort -g | sed -n 2p; }
 
 # The hand-rolled reference sandbox.
 minimal=("$BWRAP" --ro-bind /usr /usr)
@@ -153,8 +148,8 @@ part() {	# label: one user's measurements
 		fi
 	done
 	local m50 p50 p95 mc c
-	m50=$(pct "$tmp/$PART.minimal" 50)
-	mc=$(pct "$tmp/$PART.minimal.cpu" 50)
+	m50=$(bench_pctf "$tmp/$PART.minimal" 50)
+	mc=$(bench_pctf "$tmp/$PART.minimal.cpu" 50)
 	echo "== $label (uid $(id -u)), $((ROUNDS * RUNS)) runs each, alternating rounds"
 	printf '%-40s %7s %7s %6s %7s %6s\n' "/bin/true" "p50 ms" "p95 ms" \
 	    "x min" "cpu ms" "x min"
@@ -169,12 +164,10 @@ part() {	# label: one user's measurements
 		basejson) d="base: sbx exec --json" ;;
 		baseproxy) d="base: sbx exec --network proxy" ;;
 		esac
-		p50=$(pct "$tmp/$PART.$v" 50); p95=$(pct "$tmp/$PART.$v" 95)
-		c=$(pct "$tmp/$PART.$v.cpu" 50)
+		p50=$(bench_pctf "$tmp/$PART.$v" 50); p95=$(bench_pctf "$tmp/$PART.$v" 95)
+		c=$(bench_pctf "$tmp/$PART.$v.cpu" 50)
 		printf '%-40s %7s %7s %6s %7s %6s\n' "$d" "$p50" "$p95" \
-		    "$(awk -v a="$p50" -v b="$m50" 'BEGIN{printf "%.2f", a/b}')" \
-		    "$c" "$(awk -v a="$c" -v b="$mc" 'BEGIN{if (b + 0 > 0)
-		    printf "%.2f", a/b; else printf "-"}')"
+		    "$(bench_ratio "$p50" "$m50")" "$c" "$(bench_ratio "$c" "$mc")"
 	done
 	# The loop: LOOP sequential short commands, median of 3, interleaved.
 	# The same `sh -c` for all (the issue's loop); "sbx -c" is sbx exec's
@@ -198,10 +191,10 @@ part() {	# label: one user's measurements
 		done
 	done
 	local lm
-	lm=$(median3 < "$tmp/$PART.loop.minimal")
+	lm=$(bench_median 1 %d < "$tmp/$PART.loop.minimal")
 	printf '%-44s %8s %8s\n' "$LOOP x sh -c 'echo hi' (median of 3)" "ms" "x min"
 	for k in "${loops[@]}"; do
-		t0=$(median3 < "$tmp/$PART.loop.$k")
+		t0=$(bench_median 1 %d < "$tmp/$PART.loop.$k")
 		case $k in
 		sbx) d="sbx exec -- sh -c" ;;
 		sbx-c) d="sbx exec -c (bash -o pipefail -c)" ;;
@@ -209,7 +202,7 @@ part() {	# label: one user's measurements
 		*) d=$k ;;
 		esac
 		printf '%-44s %8s %8s\n' "$d" "$t0" \
-		    "$(awk -v a="$t0" -v b="$lm" 'BEGIN{printf "%.2f", a/b}')"
+		    "$(bench_ratio "$t0" "$lm")"
 	done
 	"$sbx" proxy stop >/dev/null 2>&1 || true
 }

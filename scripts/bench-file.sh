@@ -11,6 +11,7 @@
 # plus the parsing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/bench-lib.sh
 B=${B:-build}
 RUNS=${RUNS:-50}
 BIN=$(cd "$B" && pwd)
@@ -29,9 +30,9 @@ ms() {
 		"$@" >/dev/null 2>&1 </dev/null || true
 		t1=$(date +%s%N)
 		echo $(((t1 - t0) / 1000))
-	done | sort -n | awk '{ v[NR] = $1 } END {
-		printf "%.2f %.2f", v[int((NR + 1) / 2)] / 1000,
-		    v[int(NR * 0.95 + 0.999)] / 1000 }'
+	done >"$tmp/us"
+	printf '%s %s' "$(bench_pct 50 0.001 <"$tmp/us")" \
+	    "$(bench_pct 95 0.001 <"$tmp/us")"
 }
 
 "$SBX" exec -- true
@@ -51,7 +52,7 @@ pair() {
 	read -r e50 e95 <<<"$e"
 	printf '%-34s %9s %9s   %-30s %9s %9s %7s\n' "$label" "$f50" "$f95" \
 	    "$peer" "$e50" "$e95" \
-	    "$(awk -v a="$f50" -v b="$e50" 'BEGIN { printf "%.2f", a / b }')"
+	    "$(bench_ratio "$f50" "$e50")"
 }
 pair "read small.txt --json" "-- cat small.txt" \
     "$(ms "$SBX" file read small.txt --json)" \

@@ -21,8 +21,8 @@ cd "$(dirname "$0")/.."
 B=${B:-build}
 ROUNDS=${ROUNDS:-5}
 RUNS=${RUNS:-30}
-command -v hyperfine >/dev/null || { echo "bench-fspolicy: hyperfine is not installed (scripts/deps.sh)"; exit 69; }
-command -v jq >/dev/null || { echo "bench-fspolicy: jq is not installed"; exit 69; }
+. scripts/bench-lib.sh
+bench_need bench-fspolicy hyperfine jq
 NEW=$(cd "$B" && pwd)
 
 tmp=$(mktemp -d /tmp/sbx-bench-fs.XXXXXX)
@@ -52,9 +52,6 @@ bench() {	# name build command...: append per-run seconds to $tmp/name
 	    "$bin/bin/sbx exec -q $*" >/dev/null 2>&1
 	jq -r '.results[0].times[]' "$tmp/h.json" >>"$tmp/$name"
 }
-pct() {	# file pct
-	sort -g "$1" | awk -v p="$2" '{a[NR]=$1} END {i=int((NR-1)*p/100)+1; printf "%.2f", a[i]*1000}'
-}
 
 cat >"$tmp/many.sh" <<EOF
 exec "\$1/bin/sbx" exec -q --workdir "$tmp/many" -c 'for i in \$(seq 1000); do : >f\$i; done; rm -f f*'
@@ -80,12 +77,12 @@ for k in empty git many; do
 	git) what="--workdir (with .git) -- /bin/true" ;;
 	many) what="--workdir: create 1000 files" ;;
 	esac
-	b50=$(pct "$tmp/base-$k" 50); n50=$(pct "$tmp/new-$k" 50)
+	b50=$(bench_pctf "$tmp/base-$k" 50); n50=$(bench_pctf "$tmp/new-$k" 50)
 	printf '%-34s %10s %10s %10s %10s %10s\n' "$what" "$b50" "$n50" \
-	    "$(pct "$tmp/base-$k" 95)" "$(pct "$tmp/new-$k" 95)" \
+	    "$(bench_pctf "$tmp/base-$k" 95)" "$(bench_pctf "$tmp/new-$k" 95)" \
 	    "$(awk -v a="$b50" -v b="$n50" 'BEGIN { printf "%+.2f", b - a }')"
 done
 n=$(wc -l <"$tmp/new-many")
 printf 'per created name (p50 diff / 1000): %s us; %s runs per cell\n' \
-    "$(awk -v a="$(pct "$tmp/base-many" 50)" -v b="$(pct "$tmp/new-many" 50)" \
+    "$(awk -v a="$(bench_pctf "$tmp/base-many" 50)" -v b="$(bench_pctf "$tmp/new-many" 50)" \
     'BEGIN { printf "%.1f", (b - a) }')" "$n"

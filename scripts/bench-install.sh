@@ -33,14 +33,14 @@
 # said, without them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/bench-lib.sh
 B=${B:-build}
 RUNS=${RUNS:-5}
 PY=/usr/bin/python3
 # The registry's uid: not root (nor nobody, the unprivileged tests' user).
 REG_UID=65533
 [ "$(id -u)" -eq 0 ] || { echo "bench-install: needs root (the registry runs as uid 65533)"; exit 69; }
-command -v npm >/dev/null || { echo "bench-install: npm is not installed"; exit 69; }
-command -v jq >/dev/null || { echo "bench-install: jq is not installed"; exit 69; }
+bench_need bench-install npm jq
 [ -x "$PY" ] || { echo "bench-install: $PY is missing"; exit 69; }
 BIN=$(cd "$B" && pwd)
 SBX=$BIN/bin/sbx
@@ -118,7 +118,7 @@ bare_in_sandbox() {
 }
 now() { date +%s.%N; }
 time_of() { local t0; t0=$(now); "$@"; awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.4f\n", b - a }'; }
-median() { sort -g | awk '{a[NR]=$1} END {printf "%.0f", a[int((NR+1)/2)]*1000}'; }
+median() { bench_median 1000 %.0f; }
 
 sbx_install	# warm: the proxy starts, caches fill
 : > "$tmp/t.host"; : > "$tmp/t.sbx"; : > "$tmp/t.bare"

@@ -16,9 +16,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${B:-build}
 N=${N:-50}
-command -v hyperfine >/dev/null || { echo "bench-mcp: hyperfine is not installed (scripts/deps.sh)"; exit 69; }
-command -v jq >/dev/null || { echo "bench-mcp: jq is not installed"; exit 69; }
-command -v node >/dev/null || { echo "bench-mcp: node is not installed"; exit 69; }
+. scripts/bench-lib.sh
+bench_need bench-mcp hyperfine jq node
 [ -d tests/mcp-client/node_modules/@modelcontextprotocol/sdk ] ||
     { echo "bench-mcp: the MCP SDK is not installed (sh scripts/deps.sh --mcp-client)"; exit 69; }
 BIN=$(cd "$B" && pwd)
@@ -34,8 +33,9 @@ export SBX_HOME=$tmp/state
 hyperfine -N --style none -w 2 -r "$N" --export-json "$tmp/h.json" \
     "$SBX exec -- true" >/dev/null 2>&1 ||
     { echo "bench-mcp: sbx exec -- true failed" >&2; exit 1; }
-read -r d50 d95 < <(jq -r '[.results[0].times[] * 1000] | sort |
-    "\(.[(length * 0.5 | floor)]) \(.[(length * 0.95 | floor)])"' "$tmp/h.json")
+jq -r '.results[0].times[]' "$tmp/h.json" >"$tmp/direct"
+d50=$(bench_pct 50 1000 %f <"$tmp/direct")
+d95=$(bench_pct 95 1000 %f <"$tmp/direct")
 
 node tests/helpers/mcp-client.mjs bench "$N" > "$tmp/mcp.txt"
 
@@ -43,6 +43,6 @@ printf '%-28s %10s %10s %8s\n' "" "p50 ms" "p95 ms" "p50 x"
 printf '%-28s %10.2f %10.2f %8s\n' "sbx exec -- true" "$d50" "$d95" "1.00"
 while read -r name _ p50 _ _ p95 _; do
 	printf '%-28s %10.2f %10.2f %8.2f\n' "mcp tools/call $name" "$p50" \
-	    "$p95" "$(awk -v a="$p50" -v b="$d50" 'BEGIN { print a / b }')"
+	    "$p95" "$(bench_ratio "$p50" "$d50" %f)"
 done < "$tmp/mcp.txt"
 grep -o '(n=.*' "$tmp/mcp.txt" | sed 's/^/# /'

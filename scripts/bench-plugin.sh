@@ -15,6 +15,7 @@
 # directory, removed at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/bench-lib.sh
 B=${B:-build}
 RUNS=${RUNS:-20}
 BIN=$(cd "$B" && pwd)
@@ -46,7 +47,7 @@ dir=.sbx/plugins/bench
 
 now() { date +%s.%N; }
 time_of() { local t0; t0=$(now); "$@" >/dev/null; awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.6f\n", b - a }'; }
-median() { sort -g | awk '{a[NR]=$1} END {printf "%.1f", a[int((NR+1)/2)]*1000}'; }
+median() { bench_median 1000 %.1f; }
 
 # Both give the same answer (checked once).
 a=$("$SBX" exec --json --network none --no-secrets --cwd "$dir" \
@@ -66,4 +67,4 @@ p=$(median < "$tmp/t.plugin")
 printf '%-52s %8s\n' "one tool run, median of $RUNS" "ms"
 printf '%-52s %8s\n' "sbx exec --json -c CMD (the peer)" "$e"
 printf '%-52s %8s\n' "sbx plugin run --json ID TOOL --param ..." "$p"
-awk -v e="$e" -v p="$p" 'BEGIN { printf "%-52s %7.2fx\n", "ratio plugin / exec", p / e }'
+printf '%-52s %7sx\n' "ratio plugin / exec" "$(bench_ratio "$p" "$e")"

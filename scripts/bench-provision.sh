@@ -15,6 +15,7 @@
 #    host mode; medians and the ratios to host mode.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/bench-lib.sh
 B=${B:-build}
 RUNS=${RUNS:-11}
 BIN=$(cd "$B" && pwd)
@@ -31,9 +32,8 @@ export SBX_HOME="$tmp/state"
 export SBX_NO_CREATE_USER=1
 
 now() { date +%s%N; }
-# Median of nanoseconds (one a line), printed in milliseconds.
-median() { sort -n | awk '{a[NR]=$1} END {printf "%.2f", a[int((NR+1)/2)]/1e6}'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a/b}'; }
+# Medians of nanoseconds (one a line), in milliseconds.
+median() { bench_median 1e-6; }
 
 # The fixture: ~5 MiB.
 r="$tmp/rootfs"
@@ -96,10 +96,12 @@ ei=$(median < "$tmp/eimg"); ee=$(median < "$tmp/eenv"); eh=$(median < "$tmp/ehos
 row() { printf '%-34s %10s   %-28s %10s   %s\n' "$@"; }
 printf 'archive: %d bytes, median of %d runs (ms)\n' "$size" "$RUNS"
 row "sbx provision image add" "$add" "tar -xf" "$tx" \
-    "ratio $(ratio "$add" "$tx") (target <= 1.50)"
+    "ratio $(bench_ratio "$add" "$tx") (target <= 1.50)"
 row "env clone ($clone_kind)" "$clone" "sbx provision --own-rootfs (all)" "$envcmd" \
     "(target: clone <= 100 ms)"
 row "sbx exec -- /bin/true (image)" "$ei" "sbx exec -- /bin/true (host)" "$eh" \
-    "ratio $(ratio "$ei" "$eh")"
+    "ratio $(bench_ratio "$ei" "$eh")"
 row "sbx exec -- /bin/true (env)" "$ee" "sbx exec -- /bin/true (host)" "$eh" \
-    "ratio $(ratio "$ee" "$eh")"
+    "ratio $(bench_ratio "$ee" "$eh")"
+bench_verdict "image add / tar -xf" "$(bench_ratio "$add" "$tx")" "<=" 1.5
+bench_done

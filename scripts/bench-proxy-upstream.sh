@@ -21,14 +21,14 @@ cd "$(dirname "$0")/.."
 B=${B:-build}
 SIZE_MIB=${SIZE_MIB:-512}
 TRIES=${TRIES:-3}
-command -v jq >/dev/null || { echo "bench-proxy-upstream: jq is not installed"; exit 69; }
+. scripts/bench-lib.sh
+bench_need bench-proxy-upstream jq python3
 BIN=$(cd "$B" && pwd)
 SBX=$BIN/bin/sbx
 HELPER=$BIN/tests/helpers/proxy-bench
 PY=$(command -v python3 || true)
 [ -x "$BIN/libexec/sbx/sbx-proxy" ] || { echo "bench-proxy-upstream: sbx-proxy is not built (make)"; exit 69; }
 [ -x "$HELPER" ] || { echo "bench-proxy-upstream: $HELPER is missing (make tests)"; exit 69; }
-[ -n "$PY" ] || { echo "bench-proxy-upstream: python3 is not installed"; exit 69; }
 
 tmp=$(mktemp -d /tmp/sbx-bench-up.XXXXXX)
 chmod 0755 "$tmp"

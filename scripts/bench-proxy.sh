@@ -31,8 +31,8 @@ PAR=${PAR:-4}
 CONNS=${CONNS:-1000}
 ROUNDS=${ROUNDS:-5}
 RUNS=${RUNS:-20}
-command -v hyperfine >/dev/null || { echo "bench-proxy: hyperfine is not installed (scripts/deps.sh)"; exit 69; }
-command -v jq >/dev/null || { echo "bench-proxy: jq is not installed"; exit 69; }
+. scripts/bench-lib.sh
+bench_need bench-proxy hyperfine jq
 BIN=$(cd "$B" && pwd)
 SBX=$BIN/bin/sbx
 HELPER=$BIN/tests/helpers/proxy-bench
@@ -57,9 +57,6 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 ms() { awk -v s="$1" 'BEGIN { printf "%.1f", s * 1000 }'; }
-pct() {	# file pct: the percentile of a file of seconds, in ms
-	sort -g "$1" | awk -v p="$2" '{a[NR]=$1} END {i=int((NR-1)*p/100)+1; printf "%.2f", a[i]*1000}'
-}
 
 # The loopback server: STREAM answers SIZE_MIB MiB of zeros.
 "$HELPER" serve $((SIZE_MIB * 1048576)) > "$tmp/port" &
@@ -167,15 +164,15 @@ for _ in $(seq "$ROUNDS"); do
 	bench none "$SBX exec -q --network none --agent bench -- /bin/true"
 	bench proxy "$SBX exec -q --network proxy --agent bench -- /bin/true"
 done
-n50=$(pct "$tmp/none" 50); n95=$(pct "$tmp/none" 95)
-p50=$(pct "$tmp/proxy" 50); p95=$(pct "$tmp/proxy" 95)
+n50=$(bench_pctf "$tmp/none" 50); n95=$(bench_pctf "$tmp/none" 95)
+p50=$(bench_pctf "$tmp/proxy" 50); p95=$(bench_pctf "$tmp/proxy" 95)
 
 echo "sbx-proxy, as uid $(id -u), $(nproc) CPUs, loopback only"
 printf '%-44s %12s %12s %10s\n' "throughput ($SIZE_MIB MiB, best of 3)" \
     "direct MiB/s" "tunnel MiB/s" "ratio"
+tunnel_pct=$(awk -v a="$best_tunnel" -v b="$best_direct" 'BEGIN { print 100 * a / b }')
 printf '%-44s %12.0f %12.0f %9.1f%%\n' "  CONNECT tunnel vs direct loopback" \
-    "$best_direct" "$best_tunnel" \
-    "$(awk -v a="$best_tunnel" -v b="$best_direct" 'BEGIN { print 100 * a / b }')"
+    "$best_direct" "$best_tunnel" "$tunnel_pct"
 if [ -n "$relay_port" ]; then
 	printf '%-44s %12s %12.0f %9.1f%%\n' "  reference: socat relay on the host" \
 	    "" "$best_relay" \
@@ -189,6 +186,10 @@ printf '%-44s %s opened, %s still open after 3 s, proxy counted %s\n' \
 printf '%-44s status %s in %s ms\n' "  then one more request" "$req_status" "$req_ms"
 printf '%-44s %8s %8s\n' "sbx exec -- /bin/true ($((ROUNDS * RUNS)) runs each)" "p50 ms" "p95 ms"
 printf '%-44s %8s %8s\n' "  --network none" "$n50" "$n95"
+added=$(awk -v a="$p50" -v b="$n50" 'BEGIN { printf "%+.2f", a - b }')
 printf '%-44s %8s %8s  %s ms at p50\n' "  --network proxy (proxy running)" "$p50" "$p95" \
-    "$(awk -v a="$p50" -v b="$n50" 'BEGIN { printf "%+.2f", a - b }')"
+    "$added"
 echo "  target: proxy adds <= 2 ms at p50"
+bench_verdict "tunnel vs direct (%)" "$tunnel_pct" ">=" 45
+bench_verdict "proxy adds at p50 (ms)" "$added" "<=" 2
+bench_done

@@ -9,8 +9,8 @@
 # CPU time per start (perf stat's task-clock, the mean of RUNS starts):
 # unlike wall time it hardly moves when other work shares the machine.
 # "w/ libarchive" is the same sbx-preflight with libarchive preloaded
-# (LD_PRELOAD), i.e. the libraries it mapped when it linked lib/image.c
-# whole (before lib/manifest.c was split out).
+# (LD_PRELOAD), i.e. the libraries it mapped when it linked image.c
+# whole (before manifest.c was split out).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${B:-build}

@@ -13,11 +13,11 @@ BUILD_PKGS="build-essential pkg-config libjansson-dev libsodium-dev libseccomp-d
 RUN_PKGS="bubblewrap socat ripgrep"
 # Tests, lint and benchmarks.
 TEST_PKGS="bats perl iproute2 curl python3 python3-jsonschema mandoc jq shellcheck libxml2-utils hyperfine util-linux procps busybox-static openssl clang-format zsh time zstd xz-utils cppcheck"
-# Images: nettle's SHA-256 (lib/image.c; libarchive's own dependency);
+# Images: nettle's SHA-256 (image.c; libarchive's own dependency);
 # script(1) gives the download progress test a terminal; mkfs.xfs a file
 # system with reflinks for the environment clone test.
 BUILD_PKGS="$BUILD_PKGS nettle-dev"
-# sbx-proxy's asynchronous resolver (lib/proxy.c; the proxy alone links it).
+# sbx-proxy's asynchronous resolver (proxy.c; the proxy alone links it).
 BUILD_PKGS="$BUILD_PKGS libc-ares-dev"
 # sbx-bridge: HTTP (libmicrohttpd), memory (SQLite with FTS5, which
 # Debian's libsqlite3 has built in); inference uses libcurl (above).

@@ -11,7 +11,9 @@
 #      bash completion (bats files are left out: too noisy as bash);
 #   3. zsh -n on the zsh completion;
 #   4. mandoc -Tlint -W warning on man/*;
-#   5. cppcheck on lib/ and cmd/.
+#   5. cppcheck on lib/ and cmd/;
+#   6. comments that cite a file that is not in the tree
+#      (scripts/comment-paths.py: a moved file leaves them behind).
 #
 # A missing tool is reported and skipped (a failure with LINT_STRICT=1).
 # Exits 1 when a check fails.
@@ -201,7 +203,7 @@ else
 	# jansson.h is read so that its iteration macros are known.
 	inc=$(pkg-config --variable=includedir jansson 2>/dev/null)
 	[ -n "$inc" ] || inc=/usr/include
-	# The build machine's architecture: lib/seccomp.c refuses to build
+	# The build machine's architecture: seccomp.c refuses to build
 	# for one whose system call table nobody reviewed.
 	set -- --quiet --error-exitcode=1 --std=c11 -D_GNU_SOURCE \
 	    "-D__$(uname -m | tr - _)__"
@@ -212,6 +214,14 @@ else
 	[ -f "$inc/jansson.h" ] && set -- "$@" "--include=$inc/jansson.h"
 	cppcheck "$@" lib cmd || fail "cppcheck"
 	note "cppcheck: checked lib cmd"
+fi
+
+# --- comments citing files ---------------------------------------------------
+if ! command -v python3 >/dev/null 2>&1; then
+	missing python3
+else
+	python3 scripts/comment-paths.py || fail "comment-paths"
+	note "comment-paths: checked the comments' file names"
 fi
 
 if [ -n "$failed" ]; then

@@ -175,7 +175,7 @@ is_under(const char *path, const char *dir)
 }
 
 /*
- * The file-system policy (lib/fspolicy.c): protected paths in the
+ * The file-system policy (fspolicy.c): protected paths in the
  * workdir, --ro and read_paths, deny_paths, and the unix-socket guard in
  * none and proxy modes.
  */
@@ -604,7 +604,7 @@ etc_fd(const char *name, struct sbx_buf *b)
 }
 
 /*
- * Host mode: the sandbox's /etc as one cached tree (lib/etccache.c).  When
+ * Host mode: the sandbox's /etc as one cached tree (etccache.c).  When
  * it cannot be had, the single-file binds do the same job, slower; a cache
  * that is not sbx's alone is a sign worth a warning.
  */
@@ -979,7 +979,7 @@ prep_limits(struct sbx_exec *p, struct sbx_error *e)
 
 /*
  * Who runs the sandbox.  A normal user: that user.  Root: never root (see
- * lib/run.c), but the uid/gid named by `run_as` in config/sandbox.json, or
+ * run.c), but the uid/gid named by `run_as` in config/sandbox.json, or
  * the `sbx` system user when there is one, or nobody (65534).
  */
 static int
@@ -1000,7 +1000,7 @@ prep_identity(struct sbx_exec *p, struct sbx_error *e)
 
 /*
  * sbx-init executed from its descriptor, nothing mounted for it (see
- * lib/sandbox.c), when any uid may execute it: the sandbox's uid is the
+ * sandbox.c), when any uid may execute it: the sandbox's uid is the
  * caller's, nobody, or uid 0 of a namespace where host root is unmapped.
  * Not when the command is sbx-init itself by its path inside (sbx
  * preflight's probe): then it is bound there as before.
@@ -1933,7 +1933,7 @@ finish_proxy(struct sbx_exec *p)
 
 /*
  * After the run: what the file-system guard refused (sbx-init's reports,
- * collected by lib/run.c), as violations beside the proxy's; and a
+ * collected by run.c), as violations beside the proxy's; and a
  * repository the run created where none was (its config and hooks were
  * not protected: the sandbox wrote them).  Collecting costs nothing on
  * the way: the guard sees every refusal because it makes it.

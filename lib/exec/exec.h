@@ -5,7 +5,7 @@
  * or a request envelope say) is checked by sbx_exec_validate(), turned
  * into an opened, ready-to-run sandbox by sbx_exec_prepare(), run by
  * sbx_exec_run() (in the foreground, or as a supervised background job,
- * lib/jobsup.c) and judged by sbx_exec_outcome() (outcome.h), which maps
+ * jobsup.c) and judged by sbx_exec_outcome() (outcome.h), which maps
  * what happened to an envelope kind and an exit status, for foreground
  * runs and jobs alike.  sbx_exec_release() frees it.  The --workdir
  * checks are workdir.c's.
@@ -186,7 +186,7 @@ struct sbx_exec {
 	 * answer, through it). */
 	int			 ask_hold_fd;
 	char			*bwrap_line;	/* verbose: the command line */
-	/* The agent's secrets for this run (lib/secret.h): their values go
+	/* The agent's secrets for this run (secret.h): their values go
 	 * into the environment memfd only, and secrets.scrub (when some
 	 * value is long enough) filters every byte that comes out. */
 	struct sbx_secret_env	 secrets;
@@ -279,7 +279,7 @@ int	sbx_exec_prepare(struct sbx_exec *, const struct sbx_exec_req *,
 int	sbx_exec_run(struct sbx_exec *, struct sbx_error *);
 void	sbx_exec_release(struct sbx_exec *);
 
-/* Shared with lib/jobsup.c. */
+/* Shared with jobsup.c. */
 int	sbx_exec_signals(int with_usr1);
 int	sbx_exec_cgroup(struct sbx_exec *, const char *v2root,
 	    struct sbx_error *);

@@ -1,6 +1,6 @@
 /*
  * jobsup.h: background jobs of sbx exec: the detached supervisor that runs
- * a prepared sandbox (lib/exec.h) and records it under agents/A/jobs/, and
+ * a prepared sandbox (exec.h) and records it under agents/A/jobs/, and
  * what ps, poll, wait and kill say about jobs.  Nothing here prints or
  * exits (the supervisor's own process excepted, which ends with _exit).
  */

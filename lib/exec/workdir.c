@@ -154,7 +154,7 @@ other_home(const char *name, uid_t uid, const char *home, void *arg)
 }
 
 /*
- * Can uid/gid (no supplementary groups: lib/run.c drops them) search the
+ * Can uid/gid (no supplementary groups: run.c drops them) search the
  * directory st, or, with w, write to it?
  */
 static int
@@ -191,7 +191,7 @@ id_can_reach(const char *path, uid_t uid, gid_t gid)
  * Root's sandbox runs as run_uid.  A workdir that uid cannot write (a
  * root-owned checkout: every CI job in a container) or cannot reach (one
  * under /root, 0700: bwrap resolves bind sources by path, as that uid) is
- * handed over as a private copy of its mount (lib/idmount.c): idmapped so
+ * handed over as a private copy of its mount (idmount.c): idmapped so
  * that its owner's files are run_uid's inside and what the sandbox creates
  * is its owner's on disk, and attached at the state root's run/workdir,
  * which the sandbox's uid can reach, in a mount namespace of the run's own

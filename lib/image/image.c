@@ -1,8 +1,8 @@
 /*
  * image.c: adding a root filesystem template (images/<sha256>/rootfs) from
  * a rootfs tarball or an OCI image layout, with libarchive.  The names of
- * templates are lib/imagestore.c's, their manifests lib/manifest.c's,
- * the agents' own copies lib/rootfs.c's.
+ * templates are imagestore.c's, their manifests manifest.c's,
+ * the agents' own copies rootfs.c's.
  *
  * A template is built from a rootfs tarball whose sha256 the caller
  * names: the digest is checked over the whole file before anything is

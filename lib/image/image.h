@@ -1,7 +1,7 @@
 /* image.h: adding a root filesystem template under images/ (DESIGN.md §3)
  * from a verified rootfs tarball or OCI image layout.
  * Uses libarchive: only sbx-provision links this (sbx-exec uses
- * lib/imageref.h, sbx-preflight lib/manifest.h). */
+ * imageref.h, sbx-preflight manifest.h). */
 #ifndef SBX_IMAGE_H
 #define SBX_IMAGE_H
 

@@ -1,6 +1,6 @@
 /* imageref.h: what sbx-exec needs of images (DESIGN.md §3, images/):
  * which image an agent is bound to, and a cheap check that its template
- * is there.  No libarchive here: sbx-exec links this, never lib/image.c. */
+ * is there.  No libarchive here: sbx-exec links this, never image.c. */
 #ifndef SBX_IMAGEREF_H
 #define SBX_IMAGEREF_H
 

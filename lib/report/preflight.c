@@ -67,7 +67,7 @@ enum area {
 	A_N
 };
 
-/* The locations of DESIGN.md §3 (lib/layout.c): those marked
+/* The locations of DESIGN.md §3 (layout.c): those marked
  * SBX_LF_REPORT, parents first, by their layout id. */
 #define NLOC		SBX_L_N
 #define locdefs(i)	sbx_layout_get((enum sbx_layout_id)(i))
@@ -1722,7 +1722,7 @@ check_cgroup(struct pf *p)
 /* ------------------------------------------------------------------ */
 /* the probe sandbox */
 
-/* The probe's scratch root: the one tree removal (lib/fsutil.c), best
+/* The probe's scratch root: the one tree removal (fsutil.c), best
  * effort here. */
 static void
 rm_tree_at(int dfd, const char *name)

@@ -1,7 +1,7 @@
 /*
  * preflightrender.c: sbx preflight's report for people (a checklist grouped
  * by area, optionally coloured) and for CI (JUnit XML).  Only reads the
- * report lib/preflight.c built.
+ * report preflight.c built.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -404,7 +404,7 @@ sbx_cg2_gc(struct procinfo *pi, const char *root, struct sbx_cgroup *cg)
  * to cgroup.procs takes the kernel's threadgroup lock for writing, which
  * waits for an RCU grace period (4-21 ms here) unless the hierarchy was
  * mounted with favordynmods; a child created inside needs no migration
- * at all.  The child only arranges descriptors and execs (lib/run.c), so
+ * at all.  The child only arranges descriptors and execs (run.c), so
  * the libc state a raw clone3 leaves stale (the cached thread id) is not
  * used before exec.
  */

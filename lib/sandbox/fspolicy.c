@@ -15,7 +15,7 @@
  *    be renamed, mounts and all, and a fresh one put in its place; a
  *    mount point cannot;
  *  - one that does not exist is a name sbx-init's guard refuses to create
- *    in that directory (device, inode, name; cmd/initguard.c).  It is
+ *    in that directory (device, inode, name; cmd/init-guard.c).  It is
  *    never a placeholder file in the user's tree: bwrap would create the
  *    mount point through the read-write bind, on the host, and it would
  *    outlive the run.

@@ -3,7 +3,7 @@
  * workdir read-write": protected paths inside writable roots, extra
  * read-only paths, hidden paths, and the unix-socket guard.  What it
  * decides becomes bwrap arguments (ops) and sbx-init arguments (the
- * guard, cmd/initguard.c).
+ * guard, cmd/init-guard.c).
  */
 #ifndef SBX_FSPOLICY_H
 #define SBX_FSPOLICY_H

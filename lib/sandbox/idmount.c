@@ -1,7 +1,7 @@
 /*
  * idmount.c: a private, possibly idmapped, copy of a --workdir's mount.
  *
- * Root never runs a sandbox as root (lib/run.c): bwrap and the command run
+ * Root never runs a sandbox as root (run.c): bwrap and the command run
  * as an unprivileged uid S.  A checkout owned by root (every CI job in a
  * container) would be read-only to S, and one under /root (0700) not even
  * reachable, since bwrap resolves bind sources by path as S.  An idmapped

@@ -1,5 +1,5 @@
 /*
- * initproto.h: the protocol between the run engine (lib/run.c, lib/sandbox.c)
+ * initproto.h: the protocol between the run engine (run.c, sandbox.c)
  * and sbx-init, pid 1 of every sandbox (cmd/sbx-init.c).
  *
  * Header only, with no dependency but the C library: sbx-init is linked
@@ -18,7 +18,7 @@
 
 /*
  * File descriptors as the bwrap process, then sbx-init, sees them.  The run
- * engine (lib/run.c) dup2()s everything into these slots and closes every
+ * engine (run.c) dup2()s everything into these slots and closes every
  * other descriptor, so that nothing of sbx leaks into bwrap and, through
  * sbx-init, into the sandbox; sbx-init closes every one above SBX_FD_ENV.
  */
@@ -72,7 +72,7 @@
 /* Its options, in the order it reads them. */
 #define SBX_INIT_OPT_RLIMIT	"-r"	/* NAME=VALUE: nofile, fsize, as */
 #define SBX_INIT_OPT_WORKDIR	"-W"	/* DEV:INO PATH, one per workdir */
-/* The file-system guard (lib/fspolicy.c -> cmd/initguard.c), repeated: */
+/* The file-system guard (fspolicy.c -> cmd/init-guard.c), repeated: */
 #define SBX_INIT_OPT_BLOCK	"-N"	/* DEV:INO:NAME not to be created */
 #define SBX_INIT_OPT_PROTECTED	"-R"	/* PATH, a protected path */
 #define SBX_INIT_OPT_GITROOT	"-g"	/* ROOT: .git beneath it, git rule */
@@ -88,7 +88,7 @@
 #define SBX_INIT_OPT_PROBE	"--probe"
 
 /*
- * The git rule (lib/fspolicy.c mounts it, sbx-init's guard refuses the
+ * The git rule (fspolicy.c mounts it, sbx-init's guard refuses the
  * names): a git directory is read-only as a whole but for what commits,
  * fetches, merges, stashes and gc write.  Git finds configuration and
  * hooks through many names (config, config.worktree, commondir, hooks,

@@ -46,7 +46,7 @@ static const char *const rootfs_caps[] = {
 };
 
 /*
- * With /etc as one prepared tree (lib/etccache.c), these directories of
+ * With /etc as one prepared tree (etccache.c), these directories of
  * it hold hundreds of symlinks each: the tree has them as hard links of
  * the host's when it can; otherwise (not root) they are bound from the
  * host, read-only, over an empty directory in the tree.
@@ -432,7 +432,7 @@ rootfs_done:
 		rc |= push3(v, "--bind", fdpath, sb->xworkdir[i].path);
 	}
 	/* Protected, extra read-only and hidden paths, over the binds
-	 * above (lib/fspolicy.c). */
+	 * above (fspolicy.c). */
 	for (i = 0; sb->fs_ops != NULL && sb->fs_ops[i] != NULL; i++)
 		rc |= sbx_strv_push(v, sb->fs_ops[i]);
 binds_done:

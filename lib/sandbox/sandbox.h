@@ -41,13 +41,13 @@ struct sbx_sandbox {
 	}		  xworkdir[SBX_MAX_XWORKDIRS];
 	int		  nxworkdir;
 	const char	 *cwd;		/* inside */
-	/* The file-system policy (lib/fspolicy.c): bwrap arguments after
+	/* The file-system policy (fspolicy.c): bwrap arguments after
 	 * the writable binds, and sbx-init's guard arguments; or NULL. */
 	char *const	 *fs_ops;
 	char *const	 *fs_init;
 	enum sbx_netmode network;	/* lib/base/netmode.h */
 	int		  disable_userns;
-	/* Host mode: /etc is one prepared tree (lib/etccache.c) bound from
+	/* Host mode: /etc is one prepared tree (etccache.c) bound from
 	 * SBX_FD_ETC, in place of single-file binds and passwd memfds. */
 	int		  etc_cached;
 	/* With it, bit i: bind the host's etc_bound_dirs[i] (see

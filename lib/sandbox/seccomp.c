@@ -415,7 +415,7 @@ add_personality(scmp_filter_ctx ctx, struct sbx_error *e)
  * No set-user-ID or set-group-ID bit, on any file the sandbox makes or
  * changes.  What it writes in a --workdir outlives it on the host, and
  * when sbx runs as root a root-owned workdir is handed over idmapped
- * (lib/idmount.c): a file the sandbox creates there is root's, group
+ * (idmount.c): a file the sandbox creates there is root's, group
  * root, on disk, so a chmod 4755 or 2755 would leave a setuid-root or
  * setgid-root program for any local user to run.  Every call that sets a
  * mode is refused when the mode has S_ISUID or S_ISGID (flatpak refuses

@@ -39,7 +39,7 @@ sbx_agentset_image_warnings(const struct sbx_image_add *a)
 
 /*
  * The agent's image and environment settings: sbx-managed state, in the
- * record agents/A/image.json (lib/imageref.h), never in
+ * record agents/A/image.json (imageref.h), never in
  * config/agents/A.json, which users edit (a rewrite of that file must not
  * unbind the image).  Under the provision lock: the record is written,
  * then the keys an older sbx kept in the config (`image`, `env`) are

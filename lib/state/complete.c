@@ -16,7 +16,7 @@
 #include "provision.h"
 #include "root.h"
 
-/* Largest images/names.json read (as lib/image.c). */
+/* Largest images/names.json read (as image.c). */
 #define NAMES_MAX	(1u << 20)
 
 static int

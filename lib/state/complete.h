@@ -1,6 +1,6 @@
 /*
  * complete.h: what the shell completions offer besides options (those
- * come from each program's option table, lib/opts.h): the agents, the
+ * come from each program's option table, opts.h): the agents, the
  * background jobs and the image names of a state root, resolved as every
  * program resolves it (--home, SBX_HOME, root's /var/lib/sbx, XDG...).
  * Read only: nothing is created, pruned or followed through a symlink.

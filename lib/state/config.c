@@ -111,7 +111,7 @@ check_host(const json_t *doc, int agent, const char *origin,
 	return sbx_config_check_host(doc, e);
 }
 
-/* Background jobs: the log cap (lib/joblog.c). */
+/* Background jobs: the log cap (joblog.c). */
 static int
 check_jobs(const json_t *doc, int agent, const char *origin,
     struct sbx_error *e)
@@ -121,14 +121,14 @@ check_jobs(const json_t *doc, int agent, const char *origin,
 	return sbx_joblog_cap_config(doc, &cap, e);
 }
 
-/* The file-system policy of an agent (lib/fspolicy.c). */
+/* The file-system policy of an agent (fspolicy.c). */
 static int
 check_fs(const json_t *doc, int agent, const char *origin, struct sbx_error *e)
 {
 	return sbx_fspolicy_config_check(doc, origin, e);
 }
 
-/* Images and environments (lib/image.c: sbx_image_limits, lib/rootfs.c:
+/* Images and environments (image.c: sbx_image_limits, rootfs.c:
  * sbx_rootfs_limits), the same rules and messages. */
 static int
 check_images(const json_t *doc, int agent, const char *origin,
@@ -160,7 +160,7 @@ check_images(const json_t *doc, int agent, const char *origin,
 	return 0;
 }
 
-/* sbx install's registries (lib/install.c), the same rules. */
+/* sbx install's registries (install.c), the same rules. */
 static int
 check_install(const json_t *doc, int agent, const char *origin,
     struct sbx_error *e)

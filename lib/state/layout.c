@@ -83,7 +83,7 @@ static const struct sbx_layout_entry layout[SBX_L_N] = {
 [SBX_L_BRIDGE_SOCK] =	{ "bridge_socket", "run/bridge.sock", SBX_L_RUN, K,
 			    0, 0, 0, P | SBX_LF_DAEMON },
 /* Reachable as well: cache/ holds the sandbox's prepared /etc, which bwrap
- * resolves by path as the sandbox's uid (lib/etccache.c); nothing in cache/
+ * resolves by path as the sandbox's uid (etccache.c); nothing in cache/
  * is readable by that uid but the tree. */
 [SBX_L_CACHE] =		{ "cache", "cache", SBX_L_ROOT, D, 0700, 022, 0,
 			    R | C | P },

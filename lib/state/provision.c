@@ -945,7 +945,7 @@ fail:
 
 /* ---- removal ------------------------------------------------------------ */
 
-/* One removal for the whole tree: sbx_fs_rm_tree_at (lib/fsutil.c), which
+/* One removal for the whole tree: sbx_fs_rm_tree_at (fsutil.c), which
  * has no depth cap for a deep tree the sandbox built to defeat. */
 int
 sbx_provision_rm_tree(int dirfd, const char *name, struct sbx_error *e)

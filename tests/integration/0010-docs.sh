@@ -1,7 +1,7 @@
 #!/bin/bash
 # 0010-docs.sh: the manual pages and the completions agree with the programs.
 #
-# Each program's option table is the source of truth (lib/opts.h): what
+# Each program's option table is the source of truth (opts.h): what
 # `sbx --complete options CMD [SUB]` prints is the table's set for that
 # (sub)command.  For every program and every (sub)command, EXACT sets are
 # compared:

@@ -395,7 +395,7 @@ cwd_rejected() {
 	masked="/proc/keys /proc/key-users /proc/locks /proc/timer_list
 	    /proc/sched_debug /proc/kcore /proc/sysrq-trigger"
 	# A lock held on the host meanwhile: /proc/locks is not masked on
-	# kernels that list only the sandbox's own locks (lib/sandbox.c,
+	# kernels that list only the sandbox's own locks (sandbox.c,
 	# locks_filtered), and must not show this one.
 	command -v flock >/dev/null || skip "flock is not installed"
 	: >"$TEST_ROOT/held"

@@ -8,7 +8,7 @@
 load lib
 bats_require_minimum_version 1.5.0
 
-# The host's bundle, as lib/sandbox.c looks for it.
+# The host's bundle, as sandbox.c looks for it.
 host_bundle() {
 	local f
 	for f in /etc/ssl/certs/ca-certificates.crt \

@@ -40,7 +40,7 @@ is_blocked() {
 	esac
 }
 
-# What sbx's policy answers (lib/seccomp.c): socket families
+# What sbx's policy answers (seccomp.c): socket families
 # EAFNOSUPPORT; clone3, statmount, listmount, legacy AIO and numbers above
 # the last reviewed ENOSYS; a foreign ABI SIGSYS; the rest EPERM.
 expected() {

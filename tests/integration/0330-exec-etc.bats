@@ -15,7 +15,7 @@ tree() { ls -d "$SBX_HOME"/cache/etc/[0-9a-f]*/etc; }
 @test "/etc is one read-only mount with the usual files and sbx's passwd" {
 	# As root the tree alone (the farms' symlinks are hard-linked into
 	# it); otherwise the two symlink farms are bound over it too (see
-	# etc_bound_dirs in lib/sandbox.c), when the host has them:
+	# etc_bound_dirs in sandbox.c), when the host has them:
 	# protected_hardlinks refuses links to root's symlinks.
 	want=1
 	if ! is_root; then

@@ -50,7 +50,7 @@ has() { printf '%s' "$1" | jq -e --arg p "$2" "$3 | index(\$p) != null" >/dev/nu
 	[ "$(mode run/tokens)" = 700 ]
 	[ "$(mode run/tokens/default)" = 600 ]
 	[ "$(mode .sbx-state-root)" = 600 ]
-	# cache/ too: the prepared /etc is bound by path (lib/etccache.c).
+	# cache/ too: the prepared /etc is bound by path (etccache.c).
 	for d in workspace workspace/agents output images envs cache; do
 		[ "$(mode "$d")" = "$REACH" ]
 	done

@@ -1,5 +1,5 @@
 /* t-agentfs: sbx file's paths, opens, reads, writes, edits, lists, and the
- * parsing of ripgrep's output (lib/agentfs.c, lib/filesearch.c).  As root
+ * parsing of ripgrep's output (agentfs.c, filesearch.c).  As root
  * the tree is handed to nobody and the test becomes nobody, as sbx-file
  * does, so permissions are the kernel's, not root's. */
 #include <sys/socket.h>
@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "fixture.h"
 #include "tap.h"
 
 #include "agentfs.h"
@@ -582,8 +583,9 @@ main(void)
 	int		 rootfd;
 
 	test_paths();
-	if (mkdtemp(tmpl) == NULL)
+	if ((rootfd = t_tmpdir(tmpl)) == -1)
 		skip_all("mkdtemp: %s", strerror(errno));
+	close(rootfd);
 	snprintf(p, sizeof(p), "%s/home", tmpl);
 	mkdir(p, 0700);
 	snprintf(p, sizeof(p), "%s/other", tmpl);
@@ -610,7 +612,5 @@ main(void)
 	test_list();
 	test_search();
 	close(rootfd);
-	snprintf(p, sizeof(p), "chmod -R u+w %s; rm -rf %s", tmpl, tmpl);
-	(void)!system(p);
 	return done_testing();
 }

@@ -13,6 +13,7 @@
 
 #include "bridge.h"
 #include "bridgestore.h"
+#include "fixture.h"
 #include "fsutil.h"
 #include "tap.h"
 
@@ -116,9 +117,8 @@ main(void)
 	    "fts: UTF-8 words whole");
 	free(x);
 
-	if (mkdtemp(root) == NULL)
+	if ((rootfd = t_tmpdir(root)) == -1)
 		return 1;
-	rootfd = open(root, O_RDONLY | O_DIRECTORY);
 	/* The usual umask: modes below are sbx's own, not the umask's. */
 	umask(022);
 

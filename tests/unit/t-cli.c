@@ -1,4 +1,4 @@
-/* t-cli.c: lib/cli.c, the --json scan before getopt and the usage error
+/* t-cli.c: cli.c, the --json scan before getopt and the usage error
  * made from what getopt_long refused (issue 11 item 10). */
 #include <getopt.h>
 #include <stdarg.h>

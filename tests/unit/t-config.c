@@ -1,4 +1,4 @@
-/* t-config: the schema of the settings users edit (lib/config.c), and the
+/* t-config: the schema of the settings users edit (config.c), and the
  * edits sbx config makes: every key is judged by the loader a run uses. */
 #include <stdlib.h>
 

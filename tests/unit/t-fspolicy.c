@@ -2,22 +2,16 @@
 #include <sys/stat.h>
 
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "fixture.h"
 #include "tap.h"
 
 #include "fspolicy.h"
 #include "initproto.h"
-
-static int
-rm_one(const char *path, const struct stat *st, int flag, struct FTW *f)
-{
-	return remove(path);
-}
 
 /* mkdir -p dir of rel beneath base, then rel itself: a file, or a
  * directory when it ends in /. */
@@ -180,8 +174,9 @@ main(void)
 	    "dot files only by name");
 
 	/* The plan of a tree: .git/config exists, .git/hooks does not. */
-	if (mkdtemp(tmpl) == NULL)
+	if ((fd = t_tmpdir(tmpl)) == -1)
 		return 1;
+	close(fd);
 	snprintf(buf, sizeof(buf), "%s/.git", tmpl);
 	mkdir(buf, 0755);
 	snprintf(buf, sizeof(buf), "%s/.git/config", tmpl);
@@ -228,20 +223,14 @@ main(void)
 	sbx_fspolicy_release(&p);
 	sbx_strv_release(&ent);
 	close(fd);
-	for (i = 0; i < 4; i++) {
-		static const char *const leaf[] = { ".claude", ".cursor",
-		    ".git/config", ".git" };
-
-		snprintf(buf, sizeof(buf), "%s/%s", tmpl, leaf[i]);
-		(void)(i == 3 ? rmdir(buf) : unlink(buf));
-	}
-	rmdir(tmpl);
+	t_rmtree(tmpl);
 
 	/* Nested repositories: a checkout in the checkout, a bare one and
 	 * a separate git directory by what they hold; not descended. */
 	snprintf(tmpl, sizeof(tmpl), "/tmp/t-fspolicy.XXXXXX");
-	if (mkdtemp(tmpl) == NULL)
+	if ((fd = t_tmpdir(tmpl)) == -1)
 		return 1;
+	close(fd);
 	mk(tmpl, "sub/inner/.git/config");
 	mk(tmpl, "sub/inner/.git/objects/");
 	mk(tmpl, "srv/proj/HEAD");
@@ -301,6 +290,5 @@ main(void)
 	sbx_fspolicy_release(&p);
 	sbx_strv_release(&ent);
 	close(fd);
-	nftw(tmpl, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	return done_testing();
 }

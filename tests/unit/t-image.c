@@ -10,6 +10,7 @@
 
 #include <jansson.h>
 
+#include "fixture.h"
 #include "tap.h"
 
 #include "download.h"
@@ -104,12 +105,11 @@ static void
 t_manifest(void)
 {
 	struct sbx_error e;
-	char		 dir[] = "/tmp/t-image.XXXXXX", *s, cmd[128];
+	char		 dir[] = "/tmp/t-image.XXXXXX", *s;
 	json_t		*m, *m2, *m3, *diffs;
 	int		 dfd, fd;
 
-	if (mkdtemp(dir) == NULL || (dfd = open(dir, O_RDONLY |
-	    O_DIRECTORY)) == -1) {
+	if ((dfd = t_tmpdir(dir)) == -1) {
 		ok(0, "temp dir");
 		return;
 	}
@@ -163,8 +163,7 @@ t_manifest(void)
 	json_decref(m2);
 	json_decref(m3);
 	close(dfd);
-	snprintf(cmd, sizeof(cmd), "chmod -R u+w %s && rm -rf %s", dir, dir);
-	(void)!system(cmd);
+	t_rmtree(dir);
 }
 
 /* The reason a URL is refused with, or "ok" (and *plain). */
@@ -235,14 +234,13 @@ t_clone(void)
 {
 	struct sbx_error	 e;
 	struct stat		 st;
-	char			 dir[] = "/tmp/t-image-clone.XXXXXX", cmd[128];
+	char			 dir[] = "/tmp/t-image-clone.XXXXXX";
 	char			 buf[64];
 	unsigned long long	 files, bytes;
 	ssize_t			 n;
 	int			 dfd, src, dst, fd, reflink = 1;
 
-	if (mkdtemp(dir) == NULL || (dfd = open(dir, O_RDONLY |
-	    O_DIRECTORY)) == -1) {
+	if ((dfd = t_tmpdir(dir)) == -1) {
 		ok(0, "temp dir");
 		return;
 	}
@@ -295,8 +293,7 @@ t_clone(void)
 	close(src);
 	close(dst);
 	close(dfd);
-	snprintf(cmd, sizeof(cmd), "chmod -R u+w %s && rm -rf %s", dir, dir);
-	(void)!system(cmd);
+	t_rmtree(dir);
 }
 
 int

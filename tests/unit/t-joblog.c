@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "fixture.h"
 #include "tap.h"
 
 #include "joblog.h"
@@ -118,8 +119,7 @@ main(void)
 	json_t			*cfg;
 	int			 fd;
 
-	if (mkdtemp(dir) == NULL || (dfd = open(dir, O_RDONLY |
-	    O_DIRECTORY)) == -1)
+	if ((dfd = t_tmpdir(dir)) == -1)
 		skip_all("no temp dir");
 	is_int(snprintf(m, sizeof(m), "\n[sbx: log truncated: %20llu bytes "
 	    "omitted; ring offset %20llu]\n", 0ULL, 0ULL), SBX_JOBLOG_MARK_LEN,
@@ -169,18 +169,5 @@ main(void)
 	ok(sbx_joblog_cap_config(cfg, &cap, &e) == -1, "jobs not an object");
 	json_decref(cfg);
 
-	unlinkat(dfd, "lines.log", 0);
-	{
-		static const char *const names[] = { "small-under",
-		    "exact", "exact-plus-one", "small-over", "wraps-many",
-		    "one-big-chunk", "odd-cap", "beyond-window" };
-		char n[64];
-		size_t i;
-		for (i = 0; i < sizeof(names) / sizeof(*names); i++) {
-			snprintf(n, sizeof(n), "%s.log", names[i]);
-			unlinkat(dfd, n, 0);
-		}
-	}
-	rmdir(dir);
 	return done_testing();
 }

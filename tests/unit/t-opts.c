@@ -1,4 +1,4 @@
-/* t-opts.c: one option table per program (lib/opts.c). */
+/* t-opts.c: one option table per program (opts.c). */
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fixture.h"
 #include "tap.h"
 
 #include "fsutil.h"
@@ -40,9 +41,8 @@ main(void)
 	char		 id[SBX_RECIPE_ID_MAX + 1], sha[65], sha2[65];
 	int		 rootfd, replaced;
 
-	if (mkdtemp(dir) == NULL)
+	if ((rootfd = t_tmpdir(dir)) == -1)
 		skip_all("mkdtemp failed");
-	rootfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	snprintf(path, sizeof(path), "%s/workspace/agents/a", dir);
 	ok(sbx_fs_mkdirs_at(rootfd, "workspace/agents/a", 0700, &e) >= 0,
 	    "a home");

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "fixture.h"
 #include "tap.h"
 
 #include "dnsq.h"
@@ -551,8 +552,7 @@ main(void)
 	struct sbx_error	 e;
 
 	signal(SIGPIPE, SIG_IGN);
-	if (mkdtemp(root) == NULL || (rootfd = open(root, O_RDONLY |
-	    O_DIRECTORY | O_CLOEXEC)) == -1) {
+	if ((rootfd = t_tmpdir(root)) == -1) {
 		printf("Bail out! no temp dir\n");
 		return 1;
 	}

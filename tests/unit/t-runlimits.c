@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "fixture.h"
 #include "tap.h"
 
 #include "fsutil.h"
@@ -385,10 +386,8 @@ test_config_load(void)
 	int			 dfd;
 
 	snprintf(root, sizeof(root), "/tmp/t-runlimits.XXXXXX");
-	if (mkdtemp(root) == NULL || (dfd = open(root, O_RDONLY |
-	    O_DIRECTORY | O_CLOEXEC)) == -1) {
+	if ((dfd = t_tmpdir(root)) == -1) {
 		skip_n(12, "no temp dir: %s", strerror(errno));
-		root[0] = '\0';
 		return;
 	}
 	j = (json_t *)&e;
@@ -459,27 +458,9 @@ test_config_load(void)
 	close(dfd);
 }
 
-static void
-cleanup(void)
-{
-	char	 path[128];
-
-	if (root[0] == '\0')
-		return;
-	snprintf(path, sizeof(path), "%s/config", root);
-	(void)unlink(path);
-	(void)rmdir(path);
-	snprintf(path, sizeof(path), "%s/real.json", root);
-	(void)unlink(path);
-	snprintf(path, sizeof(path), "%s/sandbox.json", root);
-	(void)unlink(path);
-	(void)rmdir(root);
-}
-
 int
 main(void)
 {
-	atexit(cleanup);
 	test_defaults();
 	test_merge_keys();
 	test_merge_shape();

@@ -46,7 +46,7 @@
 #define NR_statmount		457
 #define NR_listmount		458
 #define NR_open_tree_attr	467
-/* The policy's last reviewed number (lib/seccomp.c NR_MAX). */
+/* The policy's last reviewed number (seccomp.c NR_MAX). */
 #define NR_MAX			469
 
 /* Blocked by the filter, as opposed to answered by the kernel. */

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fixture.h"
 #include "tap.h"
 
 #include "buf.h"
@@ -120,9 +121,8 @@ main(void)
 		    strstr(e.message, "LD_*") != NULL, "%s reserved, the list "
 		    "in the message", reserved[i]);
 
-	if (mkdtemp(root) == NULL)
+	if ((rootfd = t_tmpdir(root)) == -1)
 		return 1;
-	rootfd = open(root, O_RDONLY | O_DIRECTORY);
 
 	/* A round trip; the key file made 0600 on first use. */
 	ok(set("a", "API_KEY", "value-one-1", NULL, &e) == 0, "set: %s",

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "fixture.h"
 #include "tap.h"
 
 #include "upstream.h"
@@ -56,8 +57,7 @@ test_auth(void)
 	int			 root, fd;
 
 	memset(&up, 0, sizeof(up));
-	if (mkdtemp(dir) == NULL || (root = open(dir, O_RDONLY |
-	    O_DIRECTORY)) == -1) {
+	if ((root = t_tmpdir(dir)) == -1) {
 		skip_n(5, "no temp directory");
 		return;
 	}
@@ -84,12 +84,7 @@ test_auth(void)
 	close(fd);
 	ok(sbx_upstream_load_auth(root, "nocolon", &up, "o", &e) == -1,
 	    "no user:password refused");
-	unlinkat(root, "config/up.auth", 0);
-	unlinkat(root, "config/link.auth", 0);
-	unlinkat(root, "config/nocolon", 0);
-	unlinkat(root, "config", AT_REMOVEDIR);
 	close(root);
-	rmdir(dir);
 }
 
 static void
