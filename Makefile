@@ -41,7 +41,7 @@ OPT   ?= -O2 -g
 
 # lib/ by area (lib/README): each folder is on the include path, so a
 # module includes "foo.h" wherever foo lives.
-LIB_DIRS   = base state report sandbox exec image net
+LIB_DIRS   = base state sandbox image net exec service report
 LIB_IQUOTE = $(LIB_DIRS:%=-iquote lib/%)
 
 PKGS      = jansson libsodium libseccomp libarchive
@@ -370,7 +370,7 @@ $(B)/fuzz/fuzz-socks5: tests/fuzz/fuzz-socks5.c lib/net/socks5.c lib/net/socks5.
 
 # The bridge's request path past the transport: routing, {name} decoding,
 # the body's parse and the handlers, over stub stores.
-BRIDGE_FUZZ_SRC = lib/net/bridgeapi.c lib/base/envelope.c lib/base/error.c \
+BRIDGE_FUZZ_SRC = lib/service/bridgeapi.c lib/base/envelope.c lib/base/error.c \
 	lib/base/buf.c lib/base/utf8.c
 $(B)/fuzz/fuzz-bridge: tests/fuzz/fuzz-bridge.c $(BRIDGE_FUZZ_SRC)
 	@mkdir -p $(dir $@)

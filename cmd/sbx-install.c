@@ -6,7 +6,7 @@
  * This file parses, opens the agent and does list and reconcile; the
  * install itself (registries, lock, the sandboxed runs, retry, manifest)
  * is cmd/install-run.c; the managers' scripts and the registry checks are
- * lib/exec/installmgr.c, the names' grammars, failure classes and the
+ * lib/service/installmgr.c, the names' grammars, failure classes and the
  * manifest lib/exec/install.c.
  */
 #include <sys/stat.h>

@@ -27,6 +27,7 @@
 #include <jansson.h>
 
 #include "buf.h"
+#include "cfgcheck.h"
 #include "cli.h"
 #include "cmd.h"
 #include "daemon-serve.h"
@@ -177,6 +178,10 @@ cmd_serve(struct sbx_root *root)
 	memset(&e, 0, sizeof(e));
 	if (sbx_proxy_config_load(root->fd, &cfg, &e) == -1)
 		fail(&e);
+	/* An ask answered allow-always or deny-always is written to the
+	 * agent's settings after the checks `sbx config` makes: they sit
+	 * above the proxy (lib/service/cfgcheck.c), so they are given. */
+	cfg.validate = sbx_cfg_validate;
 	return sbx_cmd_daemon_serve(&d, root);
 }
 

@@ -35,6 +35,7 @@
 #include "run.h"
 #include "runlimits.h"
 #include "scrub.h"
+#include "settings.h"
 #include "time.h"
 
 static int
@@ -565,7 +566,7 @@ sbx_jobsup_ps(struct sbx_root *root, const char *agent, size_t *pruned,
 	*pruned = 0;
 	/* Finished jobs older than jobs.keep_days go, record and log, so
 	 * that agents/A/jobs does not grow for ever. */
-	if (sbx_config_load(root->fd, "config/sandbox.json", &cfg, e) == -1)
+	if (sbx_settings_global(root->fd, &cfg, e) == -1)
 		return NULL;
 	if (sbx_joblog_keep_days(cfg, &keep_days, e) == -1) {
 		json_decref(cfg);

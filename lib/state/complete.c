@@ -11,7 +11,6 @@
 #include "complete.h"
 #include "envelope.h"
 #include "fsutil.h"
-#include "imageref.h"
 #include "names.h"
 #include "provision.h"
 #include "root.h"
@@ -183,7 +182,7 @@ sbx_complete_images(const char *home, struct sbx_strv *out, struct sbx_error *e)
 	for (it = json_object_iter(names); it != NULL;
 	    it = json_object_iter_next(names, it)) {
 		k = json_object_iter_key(it);
-		if (sbx_image_name_valid(k) && sbx_strv_push(out, k) == -1)
+		if (sbx_names_image_valid(k) && sbx_strv_push(out, k) == -1)
 			rc = sbx_error_sys(e, "nomem", "images");
 	}
 	json_decref(names);

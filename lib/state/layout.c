@@ -111,7 +111,7 @@ static const struct sbx_layout_entry layout[SBX_L_N] = {
 			    SBX_L_AGENT_RECORDS, F, 0600, 022, 0, A },
 [SBX_L_AGENT_ROOTFS_LOCK] = { "agent_rootfs_lock", "agents/%s/rootfs.lock",
 			    SBX_L_AGENT_RECORDS, F, 0600, 022, 0, A },
-/* Plugin recipes (lib/state/plugin.c): the library, and per agent what
+/* Plugin recipes (lib/service/plugin.c): the library, and per agent what
  * is installed (the record the bridge reads, a copy of each installed
  * recipe, which runs use: never the library's newer one) and the files,
  * in the home, where the sandbox sees them. */

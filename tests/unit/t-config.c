@@ -2,6 +2,7 @@
  * edits sbx config makes: every key is judged by the loader a run uses. */
 #include <stdlib.h>
 
+#include "cfgcheck.h"
 #include "tap.h"
 
 #include "config.h"
