@@ -39,7 +39,8 @@ WARN  += -Werror
 endif
 OPT   ?= -O2 -g
 
-# lib/ by area (lib/README): each folder is on the include path, so a
+# lib/ by area, in the order of its layers (lib/README; checked by
+# tests/integration/0911-layers.sh): each folder is on the include path, so a
 # module includes "foo.h" wherever foo lives.
 LIB_DIRS   = base state sandbox image net exec service report
 LIB_IQUOTE = $(LIB_DIRS:%=-iquote lib/%)
@@ -227,17 +228,17 @@ $(B)/lib/sandbox/seccomp.o: $(B)/gen/seccomp-digest.h
 $(B)/lib/sandbox/seccomp.o: CPPFLAGS += -iquote $(B)/gen
 
 # sbx-proxy alone resolves names, asynchronously, with c-ares: only
-# lib/proxy.c includes it and only the proxy (and its test) link it, so
+# lib/net/proxy.c includes it and only the proxy (and its test) link it, so
 # sbx-exec never loads it.
 CARES_CFLAGS := $(shell $(PKG_CONFIG) --cflags libcares 2>/dev/null)
 CARES_LIBS := $(shell $(PKG_CONFIG) --libs libcares 2>/dev/null || echo -lcares)
 $(B)/lib/net/proxy.o: CFLAGS += $(CARES_CFLAGS)
 $(B)/libexec/sbx/sbx-proxy: LIBS_ALL += $(CARES_LIBS)
 $(B)/tests/unit/t-proxy: LIBS_ALL += $(CARES_LIBS)
-# sbx config checks the proxy's settings with the proxy's own loader.
-$(B)/libexec/sbx/sbx-config: LIBS_ALL += $(CARES_LIBS)
-$(B)/tests/unit/t-config: LIBS_ALL += $(CARES_LIBS)
-# sbx install checks its registries as `sbx proxy check --resolve` does.
+# sbx config checks the proxy's settings with the proxy's own loader,
+# lib/net/proxycfg.c, which has no resolver: it links no c-ares.  sbx
+# install checks its registries as `sbx proxy check --resolve` does (the
+# proxy's resolver, sbx_proxy_lookup).
 $(B)/libexec/sbx/sbx-install: LIBS_ALL += $(CARES_LIBS)
 
 # The daemons' `serve` (become the daemon of run/, bind, serve): sbx-proxy
