@@ -211,7 +211,7 @@ open_agent(void)
 		sbx_provision_revoked_error(O.agent, &e);
 		fail(&e);
 	}
-	snprintf(rel, sizeof(rel), "workspace/agents/%s", O.agent);
+	SBX_LPATH(rel, SBX_L_AGENT_HOME, O.agent);
 	if (fstatat(root.fd, rel, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
 	    !S_ISDIR(st.st_mode)) {
 		sbx_error_set(&e, SBX_K_NOT_FOUND, "agent",
@@ -238,7 +238,7 @@ agent_dir(struct sbx_error *e)
 {
 	char	 rel[128];
 
-	snprintf(rel, sizeof(rel), "agents/%s", O.agent);
+	SBX_LPATH(rel, SBX_L_AGENT_RECORDS, O.agent);
 	return sbx_fs_mkdirs_at(root.fd, rel, 0700, e);
 }
 
@@ -253,7 +253,7 @@ do_list(void)
 	char		 rel[128];
 
 	open_agent();
-	snprintf(rel, sizeof(rel), "agents/%s", O.agent);
+	SBX_LPATH(rel, SBX_L_AGENT_RECORDS, O.agent);
 	if ((afd = sbx_fs_open_beneath(root.fd, rel, O_RDONLY | O_DIRECTORY,
 		 &e)) == -1)
 		m = sbx_install_manifest_normalize(NULL);

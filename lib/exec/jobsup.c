@@ -200,6 +200,7 @@ sbx_jobsup_start(struct sbx_exec *p, struct sbx_error *e)
 {
 	char			 id[SBX_JOB_LEN + 1], name[64], now[32];
 	char			 buf[128], *logpath = p->logpath;
+	char			 jobs[SBX_LAYOUT_PATH_MAX];
 	int			 jobs_fd, log_fd, np[2], status, jpid = 0;
 	size_t			 len = 0;
 	ssize_t			 n;
@@ -250,8 +251,9 @@ sbx_jobsup_start(struct sbx_exec *p, struct sbx_error *e)
 		close(log_fd);
 		return -1;
 	}
-	snprintf(logpath, sizeof(p->logpath), "%s/agents/%s/jobs/%s",
-	    p->root.path, p->sb.agent, name);
+	SBX_LPATH(jobs, SBX_L_AGENT_JOBS, p->sb.agent);
+	snprintf(logpath, sizeof(p->logpath), "%s/%s/%s", p->root.path, jobs,
+	    name);
 	sbx_time_utc_iso(now);
 	rec = json_pack("{s:s,s:s,s:o,s:s,s:s,s:s,s:s,s:I}", "job", id, "agent",
 	    p->sb.agent, "command", sbx_exec_command_json(p->req), "cwd",

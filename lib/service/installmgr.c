@@ -206,13 +206,14 @@ sbx_installmgr_apt_registry(int rootfd, const char *agent,
 	struct sbx_error e2;
 	struct dirent	*de;
 	DIR		*d;
-	char		 rel[PATH_MAX];
+	char		 rel[PATH_MAX], envrel[SBX_LAYOUT_PATH_MAX];
 	size_t		 n;
 	int		 fd, dfd, deb822;
 
 	if (reg->nhosts > 0)
 		return 0;
-	snprintf(rel, sizeof(rel), "envs/%s/rootfs/etc/apt", agent);
+	SBX_LPATH(envrel, SBX_L_ENV_ROOTFS, agent);
+	snprintf(rel, sizeof(rel), "%s/etc/apt", envrel);
 	if ((fd = sbx_fs_open_beneath(rootfd, rel, O_RDONLY | O_DIRECTORY,
 		 &e2)) >= 0) {
 		if (sbx_fs_read_file_at(fd, "sources.list", 1 << 20, &b, &e2) ==

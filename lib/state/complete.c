@@ -11,6 +11,7 @@
 #include "complete.h"
 #include "envelope.h"
 #include "fsutil.h"
+#include "layout.h"
 #include "names.h"
 #include "provision.h"
 #include "root.h"
@@ -142,7 +143,7 @@ sbx_complete_jobs(const char *home, const char *agent, struct sbx_strv *out,
 
 	if (sbx_names_agent_valid(agent, "agent", e) == -1)
 		return -1;
-	snprintf(rel, sizeof(rel), "agents/%s/jobs", agent);
+	SBX_LPATH(rel, SBX_L_AGENT_JOBS, agent);
 	return json_names(home, rel, job_ok, out, e);
 }
 
