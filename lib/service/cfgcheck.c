@@ -96,7 +96,7 @@ check_legacy_image(const json_t *doc, int agent, const char *origin,
 }
 
 /* sbx exec (cgroup_v2_root), sbx provision (run_as), sbx preflight
- * (preflight.min_free_bytes): the rules preflight applies (runlimits.c). */
+ * (preflight.min_free_bytes): the rules preflight applies (settings.c). */
 static int
 check_host(const json_t *doc, int agent, const char *origin,
     struct sbx_error *e)

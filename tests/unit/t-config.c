@@ -1,5 +1,6 @@
-/* t-config: the schema of the settings users edit (lib/config.c), and the
- * edits sbx config makes: every key is judged by the loader a run uses. */
+/* t-config: the schema of the settings users edit
+ * (lib/service/cfgcheck.c), and the edits sbx config makes
+ * (lib/state/config.c): every key is judged by the loader a run uses. */
 #include <stdlib.h>
 
 #include "cfgcheck.h"

@@ -8,11 +8,11 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "settings.h"
 #include "tap.h"
 
 #include "fsutil.h"
 #include "runlimits.h"
+#include "settings.h"
 
 static const struct {
 	const char	*key;
