@@ -29,7 +29,6 @@
 #include "installmgr.h"
 #include "manifest.h"
 #include "names.h"
-#include "runlimits.h"
 #include "settings.h"
 #include "time.h"
 #include "utf8.h"

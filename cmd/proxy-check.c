@@ -21,7 +21,6 @@
 #include "netpolicy.h"
 #include "proxy-int.h"
 #include "proxy.h"
-#include "runlimits.h"
 #include "settings.h"
 
 int

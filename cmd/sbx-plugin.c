@@ -31,7 +31,6 @@
 #include "plugin.h"
 #include "provision.h"
 #include "recipe.h"
-#include "runlimits.h"
 #include "sandbox.h"
 #include "settings.h"
 #include "utf8.h"

@@ -43,7 +43,6 @@
 #include "proxy.h"
 #include "proxyclient.h"
 #include "root.h"
-#include "runlimits.h"
 
 static const char usage_text[] =
 "usage: sbx proxy serve [--foreground] [--home DIR] [--json] [-q] [-v]\n"

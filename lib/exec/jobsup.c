@@ -33,7 +33,6 @@
 #include "proc.h"
 #include "root.h"
 #include "run.h"
-#include "runlimits.h"
 #include "scrub.h"
 #include "settings.h"
 #include "time.h"

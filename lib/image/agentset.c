@@ -16,7 +16,6 @@
 #include "fsutil.h"
 #include "imagestore.h"
 #include "layout.h"
-#include "runlimits.h"
 #include "settings.h"
 
 json_t *

@@ -56,7 +56,6 @@
 #include "manifest.h"
 #include "names.h"
 #include "provision.h"
-#include "runlimits.h"
 #include "settings.h"
 #include "time.h"
 

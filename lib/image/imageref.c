@@ -19,7 +19,6 @@
 #include "imageref.h"
 #include "layout.h"
 #include "names.h"
-#include "runlimits.h"
 #include "settings.h"
 #include "time.h"
 

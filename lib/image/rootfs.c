@@ -33,7 +33,6 @@
 #include "names.h"
 #include "provision.h"
 #include "rootfs.h"
-#include "runlimits.h"
 #include "settings.h"
 #include "time.h"
 

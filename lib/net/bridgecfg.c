@@ -12,7 +12,6 @@
 #include <jansson.h>
 
 #include "bridge.h"
-#include "runlimits.h"
 #include "settings.h"
 
 const char *const sbx_bridge_svc_names[SBX_BSVC_N] = { "other", "inference",

@@ -56,7 +56,6 @@
 #include "netpolicy.h"
 #include "provision.h"
 #include "proxy.h"
-#include "runlimits.h"
 #include "scrub.h"
 #include "secret.h"
 #include "settings.h"

@@ -1572,7 +1572,8 @@ check_config(struct pf *p)
 		rel = p->ls[LOC_AGENT_CONFIG].rel;
 		cfg = NULL;
 		sbx_limits_defaults(&l);
-		if (sbx_settings_load(p->ls[LOC_ROOT].fd, rel, &cfg, &e) == -1 ||
+		if (sbx_settings_agent(p->ls[LOC_ROOT].fd, p->o->agent, &cfg,
+		    &e) == -1 ||
 		    (cfg != NULL && sbx_limits_merge_json(&l,
 		    json_object_get(cfg, "limits"), 1, rel, &e) == -1)) {
 			p->agent_cfg_invalid = 1;

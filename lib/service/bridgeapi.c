@@ -17,7 +17,6 @@
 #include "bridge.h"
 #include "bridgestore.h"
 #include "plugin.h"
-#include "runlimits.h"
 #include "settings.h"
 
 void

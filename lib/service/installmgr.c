@@ -20,7 +20,6 @@
 #include "layout.h"
 #include "netpolicy.h"
 #include "proxy.h"
-#include "runlimits.h"
 #include "settings.h"
 
 static const char npm_script[] =

@@ -18,9 +18,7 @@
 #include "buf.h"
 #include "fsutil.h"
 #include "identity.h"
-#include "runlimits.h"
 #include "settings.h"
-#include "userns.h"
 #include "users.h"
 
 int
