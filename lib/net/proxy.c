@@ -2255,9 +2255,9 @@ session_open(struct session *s, json_t *req, int chan, struct sbx_error *e)
 	if (sbx_proxy_agent_check(cfg, rel, e) == -1 ||
 	    sbx_proxy_policy(P.cfg, cfg, rel, &s->pol, e) == -1 ||
 	    sbx_proxy_cfg_ports(json_object_get(cfg, "opaque_ports"), rel, "",
-	    s->opaque, &s->nopaque, e) == -1 ||
-	    sbx_proxy_cfg_upstream(P.rootfd, cfg, rel, "", &s->up, &s->have_up, e) ==
-	    -1) {
+		s->opaque, &s->nopaque, e) == -1 ||
+	    sbx_proxy_cfg_upstream(P.rootfd, cfg, rel, "", &s->up, &s->have_up,
+		e) == -1) {
 		json_decref(cfg);
 		return NULL;
 	}

@@ -51,7 +51,7 @@ sbx_proxy_cfg_ports(const json_t *v, const char *origin, const char *where,
 		return 0;
 	if (!json_is_array(v) || json_array_size(v) > SBX_PROXY_OPAQUE_MAX)
 		goto bad;
-	json_array_foreach(v, i, p) {
+	json_array_foreach (v, i, p) {
 		if (!json_is_integer(p) || json_integer_value(p) < 1 ||
 		    json_integer_value(p) > 65535)
 			goto bad;
@@ -149,19 +149,19 @@ config_parse(int rootfd, const json_t *doc, struct sbx_proxy_config *c,
 		return 0;
 	}
 	if (!json_is_object(o)) {
-		sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
-		    "config_invalid", "config/sandbox.json: `proxy` must be "
-		    "an object");
+		sbx_error_set(e, SBX_K_INVALID_ARGS, "config", "config_invalid",
+		    "config/sandbox.json: `proxy` must be an object");
 		goto out;
 	}
-	json_object_foreach(o, k, v) {
+	json_object_foreach (o, k, v) {
 		for (i = 0; known[i] != NULL; i++)
 			if (strcmp(known[i], k) == 0)
 				break;
 		if (known[i] == NULL) {
 			sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
-			    "config_invalid", "config/sandbox.json: unknown "
-			    "setting `proxy.%s`", k);
+			    "config_invalid",
+			    "config/sandbox.json: unknown setting `proxy.%s`",
+			    k);
 			goto out;
 		}
 	}
@@ -298,8 +298,8 @@ sbx_proxy_agent_check(const json_t *agentcfg, const char *origin,
 	size_t			 n;
 	int			 have;
 
-	if (sbx_proxy_cfg_ports(json_object_get(agentcfg, "opaque_ports"), origin,
-	    "", ports, &n, e) == -1)
+	if (sbx_proxy_cfg_ports(json_object_get(agentcfg, "opaque_ports"),
+		origin, "", ports, &n, e) == -1)
 		return -1;
 	if ((v = json_object_get(agentcfg, "network_ask")) != NULL &&
 	    !json_is_boolean(v))

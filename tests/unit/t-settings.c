@@ -60,7 +60,8 @@ is_err(const struct sbx_error *e, const char *start)
 	    e->reason != NULL && strcmp(e->reason, "config_invalid") == 0 &&
 	    strncmp(e->message, start, strlen(start)) == 0;
 	if (!good)
-		diag("  got kind %s reason %s: %s", e->kind ? e->kind : "(null)",
+		diag("  got kind %s reason %s: %s",
+		    e->kind ? e->kind : "(null)",
 		    e->reason ? e->reason : "(null)", e->message);
 	return good;
 }
