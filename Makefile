@@ -39,9 +39,10 @@ WARN  += -Werror
 endif
 OPT   ?= -O2 -g
 
-# lib/ by area (lib/README): each folder is on the include path, so a
+# lib/ by area, in the order of its layers (lib/README; checked by
+# tests/integration/0911-layers.sh): each folder is on the include path, so a
 # module includes "foo.h" wherever foo lives.
-LIB_DIRS   = base state report sandbox exec image net
+LIB_DIRS   = base state sandbox image net exec service report
 LIB_IQUOTE = $(LIB_DIRS:%=-iquote lib/%)
 
 PKGS      = jansson libsodium libseccomp libarchive
@@ -154,11 +155,11 @@ OBJS_sbx-file       = sbx-file file-text
 OBJS_sbx-plugin     = sbx-plugin plugin-run plugin-source exec-jobs
 # sbx-proxy alone resolves names, asynchronously, with c-ares (see
 # CARES_LIBS below); sbx config checks the proxy's settings with the
-# proxy's own loader; sbx install checks its registries as `sbx proxy
-# check --resolve` does.  sbx-bridge alone serves HTTP (libmicrohttpd),
-# keeps memory in SQLite (FTS5) and forwards inference with libcurl.
+# proxy's own loader (lib/net/proxycfg.c: no resolver, no c-ares); sbx
+# install checks its registries as `sbx proxy check --resolve` does.
+# sbx-bridge alone serves HTTP (libmicrohttpd), keeps memory in SQLite
+# (FTS5) and forwards inference with libcurl.
 LIBS_sbx-proxy      = $(CARES_LIBS)
-LIBS_sbx-config     = $(CARES_LIBS)
 LIBS_sbx-install    = $(CARES_LIBS)
 LIBS_sbx-bridge     = $(BRIDGE_LIBS)
 # sbx-exec starts every sandbox: linked statically (static-pie) it pays no
@@ -215,7 +216,6 @@ CARES_CFLAGS := $(shell $(PKG_CONFIG) --cflags libcares 2>/dev/null)
 CARES_LIBS := $(shell $(PKG_CONFIG) --libs libcares 2>/dev/null || echo -lcares)
 $(B)/lib/net/proxy.o: CFLAGS += $(CARES_CFLAGS)
 $(B)/tests/unit/t-proxy: LIBS_ALL += $(CARES_LIBS)
-$(B)/tests/unit/t-config: LIBS_ALL += $(CARES_LIBS)
 
 # sbx-bridge's libraries (LIBS_sbx-bridge above): only it and its test
 # link them (tests/integration/0910-needed.sh).
@@ -385,7 +385,7 @@ $(B)/fuzz/fuzz-socks5: tests/fuzz/fuzz-socks5.c lib/net/socks5.c lib/net/socks5.
 
 # The bridge's request path past the transport: routing, {name} decoding,
 # the body's parse and the handlers, over stub stores.
-BRIDGE_FUZZ_SRC = lib/net/bridgeapi.c lib/base/envelope.c lib/base/error.c \
+BRIDGE_FUZZ_SRC = lib/service/bridgeapi.c lib/base/envelope.c lib/base/error.c \
 	lib/base/buf.c lib/base/utf8.c
 $(B)/fuzz/fuzz-bridge: tests/fuzz/fuzz-bridge.c $(BRIDGE_FUZZ_SRC)
 	@mkdir -p $(dir $@)

@@ -29,7 +29,7 @@
 #include "installmgr.h"
 #include "manifest.h"
 #include "names.h"
-#include "runlimits.h"
+#include "settings.h"
 #include "time.h"
 #include "utf8.h"
 
@@ -299,7 +299,7 @@ do_install(void)
 		}
 		rootfs_rw = 1;
 	}
-	if (sbx_config_load(root.fd, "config/sandbox.json", &cfg, &e) == -1 ||
+	if (sbx_settings_global(root.fd, &cfg, &e) == -1 ||
 	    sbx_install_registry(cfg, O.mgr, &reg, &e) == -1)
 		sbx_cmd_die(&e);
 	json_decref(cfg);

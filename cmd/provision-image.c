@@ -34,7 +34,6 @@
 #include "provision.h"
 #include "root.h"
 #include "rootfs.h"
-#include "runlimits.h"
 #include "time.h"
 #include "users.h"
 #include "utf8.h"
@@ -132,8 +131,8 @@ do_image_add(void)
 	a.sha256 = O.sha256;
 	a.name = O.name;
 	/* Refuse a malformed digest or name before touching anything. */
-	if (!sbx_image_digest_valid(a.sha256) || (a.name != NULL &&
-	    !sbx_image_name_valid(a.name))) {
+	if (!sbx_names_digest_valid(a.sha256) || (a.name != NULL &&
+	    !sbx_names_image_valid(a.name))) {
 		if (sbx_image_add(-1, &a, &e) == -1)
 			sbx_cmd_die(&e);
 	}
@@ -310,7 +309,7 @@ do_image_verify(void)
 		usage("too many arguments");
 	rootfd = open_root_existing(0);
 	if (O.npos == 2) {
-		if (rootfd < 0 || (!sbx_image_digest_valid(O.pos[1]) &&
+		if (rootfd < 0 || (!sbx_names_digest_valid(O.pos[1]) &&
 		    sbx_imagestore_resolve(rootfd, O.pos[1], 0, digest, &e) ==
 		    -1)) {
 			if (rootfd < 0)
@@ -319,7 +318,7 @@ do_image_verify(void)
 				    "so no image");
 			sbx_cmd_die(&e);
 		}
-		if (sbx_image_digest_valid(O.pos[1]))
+		if (sbx_names_digest_valid(O.pos[1]))
 			snprintf(digest, sizeof(digest), "%s", O.pos[1]);
 		imgs = json_pack("[{s:s}]", "digest", digest);
 	} else if ((imgs = sbx_imagestore_list(rootfd, &e)) == NULL)

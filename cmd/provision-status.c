@@ -36,7 +36,6 @@
 #include "provision.h"
 #include "root.h"
 #include "rootfs.h"
-#include "runlimits.h"
 #include "time.h"
 #include "users.h"
 #include "utf8.h"
@@ -208,7 +207,7 @@ package_counts(int rootfd, json_t *problems, int *bad)
 	char		 rel[128];
 	int		 afd;
 
-	snprintf(rel, sizeof(rel), "agents/%s", O.agent);
+	SBX_LPATH(rel, SBX_L_AGENT_RECORDS, O.agent);
 	if (rootfd < 0 ||
 	    (afd = sbx_fs_open_beneath(rootfd, rel, O_RDONLY | O_DIRECTORY,
 		 &e)) == -1)

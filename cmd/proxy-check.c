@@ -21,7 +21,7 @@
 #include "netpolicy.h"
 #include "proxy-int.h"
 #include "proxy.h"
-#include "runlimits.h"
+#include "settings.h"
 
 int
 proxy_cmd_check(struct sbx_root *root, const char *target)
@@ -62,7 +62,8 @@ proxy_cmd_check(struct sbx_root *root, const char *target)
 	if (sbx_proxy_config_load(root->fd, &pcfg, &e) == -1)
 		sbx_cmd_die(&e);
 	SBX_LPATH(rel, SBX_L_AGENT_CONFIG, O.agent);
-	if (root->fd >= 0 && sbx_config_load(root->fd, rel, &cfg, &e) == -1)
+	if (root->fd >= 0 &&
+	    sbx_settings_agent(root->fd, O.agent, &cfg, &e) == -1)
 		sbx_cmd_die(&e);
 	if (sbx_proxy_policy(&pcfg, cfg, rel, &pol, &e) == -1)
 		sbx_cmd_die(&e);

@@ -1,7 +1,7 @@
 /*
  * sbx-bridge: the host API for code inside the sandbox (sbx-host is its
- * client there).  See sbx-bridge(1).  The server lives in lib/net/bridge.c,
- * its routes in lib/net/bridgeapi.c, the records in lib/state/bridgestore.c;
+ * client there).  See sbx-bridge(1).  The server lives in lib/service/bridge.c,
+ * its routes in lib/service/bridgeapi.c, the records in lib/state/bridgestore.c;
  * this is the command line: serve (daemon, one per state root), status,
  * stop, and the orchestrator's side: events, tasks, task done.
  */

@@ -16,6 +16,7 @@
 #include <jansson.h>
 
 #include "buf.h"
+#include "cfgcheck.h"
 #include "cli.h"
 #include "cmd.h"
 #include "config.h"

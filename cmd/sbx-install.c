@@ -6,7 +6,7 @@
  * This file parses, opens the agent and does list and reconcile; the
  * install itself (registries, lock, the sandboxed runs, retry, manifest)
  * is cmd/install-run.c; the managers' scripts and the registry checks are
- * lib/exec/installmgr.c, the names' grammars, failure classes and the
+ * lib/service/installmgr.c, the names' grammars, failure classes and the
  * manifest lib/exec/install.c.
  */
 #include <sys/stat.h>
@@ -187,7 +187,7 @@ open_agent(void)
 		sbx_provision_revoked_error(O.agent, &e);
 		sbx_cmd_die(&e);
 	}
-	snprintf(rel, sizeof(rel), "workspace/agents/%s", O.agent);
+	SBX_LPATH(rel, SBX_L_AGENT_HOME, O.agent);
 	if (fstatat(root.fd, rel, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
 	    !S_ISDIR(st.st_mode)) {
 		sbx_error_set(&e, SBX_K_NOT_FOUND, "agent",
@@ -214,7 +214,7 @@ agent_dir(struct sbx_error *e)
 {
 	char	 rel[128];
 
-	snprintf(rel, sizeof(rel), "agents/%s", O.agent);
+	SBX_LPATH(rel, SBX_L_AGENT_RECORDS, O.agent);
 	return sbx_fs_mkdirs_at(root.fd, rel, 0700, e);
 }
 
@@ -229,7 +229,7 @@ do_list(void)
 	char		 rel[128];
 
 	open_agent();
-	snprintf(rel, sizeof(rel), "agents/%s", O.agent);
+	SBX_LPATH(rel, SBX_L_AGENT_RECORDS, O.agent);
 	if ((afd = sbx_fs_open_beneath(root.fd, rel, O_RDONLY | O_DIRECTORY,
 		 &e)) == -1)
 		m = sbx_install_manifest_normalize(NULL);

@@ -3,7 +3,7 @@
  * agent framework, an editor) runs commands, files and installs in the
  * agent's sandbox through it.  See sbx-mcp(1).
  *
- * Parse, validate, then lib/exec/mcp.c serves until the client closes
+ * Parse, validate, then lib/service/mcp.c serves until the client closes
  * stdin.  stdout carries the protocol alone; nothing else is printed
  * there once the server runs.
  */

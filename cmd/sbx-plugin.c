@@ -3,8 +3,8 @@
  * sbx-plugin(1), sbx-recipe(5)).  This file: the command line and the
  * library (add, list, show, rm, register); cmd/plugin-source.c reads a
  * recipe from a path or an URL; cmd/plugin-run.c installs, runs and lists
- * tools.  Parse, validate (lib/state/recipe.c), store
- * (lib/state/plugin.c), render.
+ * tools.  Parse, validate (lib/service/recipe.c), store
+ * (lib/service/plugin.c), render.
  */
 #include <sys/stat.h>
 
@@ -31,8 +31,8 @@
 #include "plugin.h"
 #include "provision.h"
 #include "recipe.h"
-#include "runlimits.h"
 #include "sandbox.h"
+#include "settings.h"
 #include "utf8.h"
 
 static const char usage_text[] =
@@ -196,7 +196,7 @@ plugin_sandbox_cfg(void)
 	struct sbx_error e;
 	json_t		*cfg = NULL;
 
-	if (sbx_config_load(root.fd, "config/sandbox.json", &cfg, &e) == -1)
+	if (sbx_settings_global(root.fd, &cfg, &e) == -1)
 		sbx_cmd_die(&e);
 	return cfg;
 }

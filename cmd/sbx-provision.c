@@ -34,7 +34,6 @@
 #include "provision.h"
 #include "root.h"
 #include "rootfs.h"
-#include "runlimits.h"
 #include "time.h"
 #include "users.h"
 #include "utf8.h"

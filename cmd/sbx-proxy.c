@@ -27,6 +27,7 @@
 #include <jansson.h>
 
 #include "buf.h"
+#include "cfgcheck.h"
 #include "cli.h"
 #include "cmd.h"
 #include "daemon-serve.h"
@@ -42,7 +43,6 @@
 #include "proxy.h"
 #include "proxyclient.h"
 #include "root.h"
-#include "runlimits.h"
 
 static const char usage_text[] =
 "usage: sbx proxy serve [--foreground] [--home DIR] [--json] [-q] [-v]\n"
@@ -145,7 +145,15 @@ static struct sbx_proxy_config	 cfg;
 static int
 load(int rootfd, void *arg, struct sbx_error *e)
 {
-	return sbx_proxy_config_load(rootfd, arg, e);
+	struct sbx_proxy_config *c = arg;
+
+	if (sbx_proxy_config_load(rootfd, c, e) == -1)
+		return -1;
+	/* An ask answered allow-always or deny-always is written to the
+	 * agent's settings after the checks `sbx config` makes: they sit
+	 * above the proxy (cfgcheck.c), so they are given. */
+	c->validate = sbx_cfg_validate;
+	return 0;
 }
 
 static int

@@ -22,7 +22,7 @@ import sys
 NOT_OURS = {
     "stddef.h", "stdint.h", "jansson.h", "help.c", "foo.h", "bin/x.sh",
     "gen/seccomp-digest.h", "9002-fails.sh", "9003-plan.sh",
-    "cmd/sbx-NAME.c", "slurm/spank.h",
+    "cmd/sbx-NAME.c", "slurm/spank.h", "base/lo.c", "state/hi.c", "NAME.c",
 }
 NAME = re.compile(r"(?<![\w.@/$-])((?:[A-Za-z0-9_.-]+/)*[A-Za-z0-9_-]+"
                   r"\.(?:c|h|sh|bash|py|mjs))(?![\w/])")

@@ -120,3 +120,37 @@ sbx_names_env_assign_valid(const char *s, struct sbx_error *e)
 		    "argument `env`: value longer than 128 KiB");
 	return 0;
 }
+
+int
+sbx_names_digest_valid(const char *s)
+{
+	size_t	 i;
+
+	if (s == NULL)
+		return 0;
+	for (i = 0; i < SBX_DIGEST_HEX; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') ||
+		    (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	return s[i] == '\0';
+}
+
+int
+sbx_names_image_valid(const char *s)
+{
+	size_t	 i;
+
+	if (s == NULL || !((s[0] >= 'a' && s[0] <= 'z') ||
+	    (s[0] >= '0' && s[0] <= '9')))
+		return 0;
+	for (i = 1; s[i] != '\0'; i++) {
+		if (i >= 64)
+			return 0;
+		if (!((s[i] >= 'a' && s[i] <= 'z') ||
+		    (s[i] >= '0' && s[i] <= '9') || s[i] == '.' ||
+		    s[i] == '_' || s[i] == '-'))
+			return 0;
+	}
+	/* A name that looks like a digest would shadow one. */
+	return !sbx_names_digest_valid(s);
+}

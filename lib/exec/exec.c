@@ -50,6 +50,7 @@
 #include "sandbox.h"
 #include "scrub.h"
 #include "seccomp.h"
+#include "settings.h"
 #include "tools.h"
 #include "userns.h"
 #include "users.h"
@@ -866,7 +867,7 @@ prep_limits(struct sbx_exec *p, struct sbx_error *e)
 	};
 
 	sbx_limits_defaults(&p->lim);
-	if (sbx_config_load(p->root.fd, "config/sandbox.json", &cfg, e) == -1)
+	if (sbx_settings_global(p->root.fd, &cfg, e) == -1)
 		return -1;
 	if (cfg != NULL && sbx_limits_merge_json(&p->lim, json_object_get(cfg,
 	    "limits"), 0, "config/sandbox.json", e) == -1)
@@ -1295,14 +1296,14 @@ prep_network(struct sbx_exec *p, struct sbx_error *e)
 
 	/* The agent's settings, read once for the whole run. */
 	SBX_LPATH(p->agent_rel, SBX_L_AGENT_CONFIG, p->sb.agent);
-	if (sbx_config_load(p->root.fd, p->agent_rel, &p->agent_cfg, e) == -1)
+	if (sbx_settings_agent(p->root.fd, p->sb.agent, &p->agent_cfg,
+	    e) == -1)
 		return -1;
 	/* The bridge: the agent's bridge.enabled, else the global one. */
 	{
 		json_t *g = NULL;
 
-		if (sbx_config_load(p->root.fd, "config/sandbox.json", &g, e) ==
-		    -1)
+		if (sbx_settings_global(p->root.fd, &g, e) == -1)
 			return -1;
 		p->bridge = sbx_bridge_enabled(g, p->agent_cfg);
 		json_decref(g);

@@ -46,7 +46,7 @@ static const struct sbx_exec_field fields[] = {
 	    workdir_follow, NULL, NULL),
 	F("ro", "ro", STRV, ro, NULL, NULL),
 	F("unprotect", "unprotect", STRV, unprotect, NULL, NULL),
-	/* MCP: an object of NAME: value (lib/exec/mcptools.c) */
+	/* MCP: an object of NAME: value (lib/service/mcptools.c) */
 	F("env", "env", STRV, env, NULL, "env"),
 	F("secret", "secrets", STRV, secrets, NULL, NULL),
 	F("no-secrets", "no_secrets", BOOL, no_secrets, NULL, NULL),

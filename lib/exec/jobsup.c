@@ -33,8 +33,8 @@
 #include "proc.h"
 #include "root.h"
 #include "run.h"
-#include "runlimits.h"
 #include "scrub.h"
+#include "settings.h"
 #include "time.h"
 
 static int
@@ -211,6 +211,7 @@ sbx_jobsup_start(struct sbx_exec *p, struct sbx_error *e)
 {
 	char			 id[SBX_JOB_LEN + 1], name[64], now[32];
 	char			 buf[128], *logpath = p->logpath;
+	char			 jobs[SBX_LAYOUT_PATH_MAX];
 	int			 jobs_fd, log_fd, np[2], status, jpid = 0;
 	size_t			 len = 0;
 	ssize_t			 n;
@@ -261,8 +262,9 @@ sbx_jobsup_start(struct sbx_exec *p, struct sbx_error *e)
 		close(log_fd);
 		return -1;
 	}
-	snprintf(logpath, sizeof(p->logpath), "%s/agents/%s/jobs/%s",
-	    p->root.path, p->sb.agent, name);
+	SBX_LPATH(jobs, SBX_L_AGENT_JOBS, p->sb.agent);
+	snprintf(logpath, sizeof(p->logpath), "%s/%s/%s", p->root.path, jobs,
+	    name);
 	sbx_time_utc_iso(now);
 	rec = json_pack("{s:s,s:s,s:o,s:s,s:s,s:s,s:s,s:I}", "job", id, "agent",
 	    p->sb.agent, "command", sbx_exec_command_json(p->req), "cwd",
@@ -601,7 +603,7 @@ sbx_jobsup_ps(struct sbx_root *root, const char *agent, size_t *pruned,
 	*pruned = 0;
 	/* Finished jobs older than jobs.keep_days go, record and log, so
 	 * that agents/A/jobs does not grow for ever. */
-	if (sbx_config_load(root->fd, "config/sandbox.json", &cfg, e) == -1)
+	if (sbx_settings_global(root->fd, &cfg, e) == -1)
 		return NULL;
 	if (sbx_joblog_keep_days(cfg, &keep_days, e) == -1) {
 		json_decref(cfg);

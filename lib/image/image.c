@@ -56,7 +56,7 @@
 #include "manifest.h"
 #include "names.h"
 #include "provision.h"
-#include "runlimits.h"
+#include "settings.h"
 #include "time.h"
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -198,8 +198,7 @@ sbx_image_limits(int rootfd, struct sbx_image_add *a, struct sbx_error *e)
 	dst[0] = &a->max_bytes;
 	dst[1] = &a->max_unpacked;
 	dst[2] = &timeout;
-	if (rootfd >= 0 && sbx_config_load(rootfd, "config/sandbox.json",
-	    &cfg, e) == -1)
+	if (rootfd >= 0 && sbx_settings_global(rootfd, &cfg, e) == -1)
 		return -1;
 	if (cfg == NULL || (im = json_object_get(cfg, "images")) == NULL) {
 		json_decref(cfg);
@@ -815,7 +814,7 @@ oci_hex(const json_t *desc)
 	const char	*d = json_string_value(json_object_get(desc, "digest"));
 
 	if (d == NULL || strncmp(d, "sha256:", 7) != 0 ||
-	    !sbx_image_digest_valid(d + 7))
+	    !sbx_names_digest_valid(d + 7))
 		return NULL;
 	return d + 7;
 }
@@ -1052,11 +1051,11 @@ sbx_image_add(int rootfd, struct sbx_image_add *a, struct sbx_error *e)
 
 	/* Cheap refusals first: nothing is read before the digest and the
 	 * name are well-formed. */
-	if (!sbx_image_digest_valid(a->sha256))
+	if (!sbx_names_digest_valid(a->sha256))
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "sha256",
 		    "invalid_digest", "argument `sha256` must be 64 lowercase "
 		    "hex digits");
-	if (a->name != NULL && !sbx_image_name_valid(a->name))
+	if (a->name != NULL && !sbx_names_image_valid(a->name))
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "name",
 		    "invalid_name", "argument `name` must match "
 		    "[a-z0-9][a-z0-9._-]{0,63} and not be a digest");

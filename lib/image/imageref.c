@@ -19,42 +19,8 @@
 #include "imageref.h"
 #include "layout.h"
 #include "names.h"
-#include "runlimits.h"
+#include "settings.h"
 #include "time.h"
-
-int
-sbx_image_digest_valid(const char *s)
-{
-	size_t	 i;
-
-	if (s == NULL)
-		return 0;
-	for (i = 0; i < SBX_DIGEST_HEX; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') ||
-		    (s[i] >= 'a' && s[i] <= 'f')))
-			return 0;
-	return s[i] == '\0';
-}
-
-int
-sbx_image_name_valid(const char *s)
-{
-	size_t	 i;
-
-	if (s == NULL || !((s[0] >= 'a' && s[0] <= 'z') ||
-	    (s[0] >= '0' && s[0] <= '9')))
-		return 0;
-	for (i = 1; s[i] != '\0'; i++) {
-		if (i >= 64)
-			return 0;
-		if (!((s[i] >= 'a' && s[i] <= 'z') ||
-		    (s[i] >= '0' && s[i] <= '9') || s[i] == '.' ||
-		    s[i] == '_' || s[i] == '-'))
-			return 0;
-	}
-	/* A name that looks like a digest would shadow one. */
-	return !sbx_image_digest_valid(s);
-}
 
 int
 sbx_imageref_agent(int rootfd, const char *agent,
@@ -79,7 +45,7 @@ sbx_imageref_agent_env(int rootfd, const char *agent,
 	if ((r = sbx_imageref_record(rootfd, agent, digest, env, e)) != 0)
 		return r == 1 && digest[0] != '\0' ? 1 : r == 1 ? 0 : -1;
 	SBX_LPATH(rel, SBX_L_AGENT_CONFIG, agent);
-	if (sbx_config_load(rootfd, rel, &cfg, e) == -1)
+	if (sbx_settings_agent(rootfd, agent, &cfg, e) == -1)
 		return -1;
 	r = sbx_imageref_of(-1, cfg, rel, agent, digest, env, e);
 	json_decref(cfg);
@@ -127,7 +93,7 @@ sbx_imageref_record(int rootfd, const char *agent,
 	d = json_object_get(rec, "digest");
 	v = json_object_get(rec, "env");
 	if ((d != NULL && !json_is_null(d) && (!json_is_string(d) ||
-	    !sbx_image_digest_valid(json_string_value(d)))) ||
+	    !sbx_names_digest_valid(json_string_value(d)))) ||
 	    (v != NULL && !json_is_boolean(v))) {
 		json_decref(rec);
 		return record_bad(e, agent);
@@ -185,7 +151,7 @@ sbx_imageref_of(int rootfd, const json_t *cfg, const char *origin,
 	v = json_object_get(cfg, "image");
 	if (v == NULL || json_is_null(v))
 		return 0;
-	if (!json_is_string(v) || !sbx_image_digest_valid(
+	if (!json_is_string(v) || !sbx_names_digest_valid(
 	    json_string_value(v))) {
 		sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
 		    "config_invalid", "%s: image must be a sha256 digest "
@@ -236,7 +202,7 @@ sbx_imageref_open(int rootfd, const char *digest, struct sbx_error *e)
 	char		 rel[SBX_DIGEST_HEX + 64];
 	int		 dfd, fd;
 
-	if (!sbx_image_digest_valid(digest))
+	if (!sbx_names_digest_valid(digest))
 		return refuse(e, "image_missing", "?", "is not a digest");
 	SBX_LPATH(rel, SBX_L_IMAGE, digest);
 	/* Beneath the root, no symlink followed: a planted images/ or

@@ -7,9 +7,8 @@
 #include <jansson.h>
 
 #include "error.h"
+#include "names.h"
 
-/* A sha256 digest in hex: exactly this many lowercase hex digits. */
-#define SBX_DIGEST_HEX		64
 /* The manifest written next to images/<digest>/rootfs. */
 #define SBX_IMAGE_MANIFEST	"manifest.json"
 /* The record next to envs/<agent>/rootfs: {agent, digest, created,
@@ -17,11 +16,6 @@
 #define SBX_ENV_RECORD		"env.json"
 #define SBX_ENV_RECORD_MAX	(64u << 10)
 
-/* Is s exactly 64 lowercase hex digits? */
-int	sbx_image_digest_valid(const char *s);
-/* Is s a valid image name: ^[a-z0-9][a-z0-9._-]{0,63}$ (never 64 hex
- * digits, which would read as a digest)? */
-int	sbx_image_name_valid(const char *s);
 /*
  * The agent's image binding is sbx-managed state, kept in a host-side
  * record (agents/A/image.json: {"digest": HEX|null, "env": bool}), never

@@ -55,8 +55,8 @@ sbx_imagestore_names_load(int imagesfd, struct sbx_error *e)
 	sbx_buf_release(&b);
 	if (j != NULL)
 		json_object_foreach (j, k, v)
-			if (!sbx_image_name_valid(k) ||
-			    !sbx_image_digest_valid(json_string_value(v))) {
+			if (!sbx_names_image_valid(k) ||
+			    !sbx_names_digest_valid(json_string_value(v))) {
 				json_decref(j);
 				j = NULL;
 				break;
@@ -116,7 +116,7 @@ sbx_imagestore_resolve(int rootfd, const char *ref, int need_complete,
 	const char	*d = NULL;
 	int		 imagesfd;
 
-	if (!sbx_image_digest_valid(ref) && !sbx_image_name_valid(ref))
+	if (!sbx_names_digest_valid(ref) && !sbx_names_image_valid(ref))
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "image",
 		    "invalid_name", "argument `image` must be an image name or "
 		    "a sha256 digest");
@@ -125,7 +125,7 @@ sbx_imagestore_resolve(int rootfd, const char *ref, int need_complete,
 			goto missing;
 		return -1;
 	}
-	if (sbx_image_digest_valid(ref))
+	if (sbx_names_digest_valid(ref))
 		d = ref;
 	else {
 		if ((names = sbx_imagestore_names_load(imagesfd, e)) == NULL) {
@@ -147,7 +147,7 @@ sbx_imagestore_resolve(int rootfd, const char *ref, int need_complete,
 	close(imagesfd);
 missing:
 	sbx_error_set(e, SBX_K_NOT_FOUND, "image", "image_missing",
-	    "no image %s in the state root", sbx_image_digest_valid(ref) ?
+	    "no image %s in the state root", sbx_names_digest_valid(ref) ?
 	    "with that digest" : "of that name");
 	sbx_error_hint(e, "add it with `sbx provision image add SOURCE "
 	    "--sha256 HEX --name NAME`");
@@ -179,7 +179,7 @@ sbx_imagestore_list(int rootfd, struct sbx_error *e)
 		return NULL;
 	}
 	for (i = 0; i < n; i++) {
-		if (sbx_image_digest_valid(dn[i])) {
+		if (sbx_names_digest_valid(dn[i])) {
 			nl = json_array();
 			json_object_foreach (names, k, v)
 				if (strcmp(json_string_value(v), dn[i]) == 0)
@@ -234,7 +234,7 @@ sbx_imagestore_rm(int rootfd, const char *ref, int force, json_t *res,
 	char		 digest[SBX_DIGEST_HEX + 1], rel[SBX_DIGEST_HEX + 16];
 	int		 imagesfd, lock, rc = -1, by_name, have;
 
-	if (!sbx_image_digest_valid(ref) && !sbx_image_name_valid(ref))
+	if (!sbx_names_digest_valid(ref) && !sbx_names_image_valid(ref))
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "image",
 		    "invalid_name", "argument `image` must be an image name or "
 		    "a sha256 digest");
@@ -249,7 +249,7 @@ sbx_imagestore_rm(int rootfd, const char *ref, int force, json_t *res,
 	left = json_array();
 	if ((names = sbx_imagestore_names_load(imagesfd, e)) == NULL)
 		goto out;
-	by_name = !sbx_image_digest_valid(ref);
+	by_name = !sbx_names_digest_valid(ref);
 	if (!by_name)
 		memcpy(digest, ref, sizeof(digest));
 	else if ((k = json_string_value(json_object_get(names, ref))))

@@ -33,7 +33,7 @@
 #include "names.h"
 #include "provision.h"
 #include "rootfs.h"
-#include "runlimits.h"
+#include "settings.h"
 #include "time.h"
 
 #define ENVS_DIR	"envs"
@@ -44,8 +44,7 @@ sbx_rootfs_limits(int rootfd, unsigned *max_envs, struct sbx_error *e)
 	json_t	*cfg = NULL, *v;
 
 	*max_envs = SBX_ROOTFS_MAX;
-	if (rootfd >= 0 && sbx_config_load(rootfd, "config/sandbox.json",
-	    &cfg, e) == -1)
+	if (rootfd >= 0 && sbx_settings_global(rootfd, &cfg, e) == -1)
 		return -1;
 	if (cfg == NULL || (v = json_object_get(cfg, "max_envs")) == NULL) {
 		json_decref(cfg);
@@ -371,7 +370,7 @@ env_slots(int envsfd, size_t *np)
 				snprintf(v[k].last_used,
 				    sizeof(v[k].last_used), "%s", s);
 			if ((s = json_string_value(json_object_get(rec,
-			    "digest"))) != NULL && sbx_image_digest_valid(s))
+			    "digest"))) != NULL && sbx_names_digest_valid(s))
 				memcpy(v[k].digest, s, sizeof(v[k].digest));
 			json_decref(rec);
 		}

@@ -12,7 +12,7 @@
 #include <jansson.h>
 
 #include "bridge.h"
-#include "runlimits.h"
+#include "settings.h"
 
 const char *const sbx_bridge_svc_names[SBX_BSVC_N] = { "other", "inference",
 	"dispatch" };
@@ -138,7 +138,7 @@ sbx_bridge_config_load(int rootfd, struct sbx_bridge_config *c,
 	json_t *doc = NULL;
 	int	rc;
 
-	if (sbx_config_load(rootfd, "config/sandbox.json", &doc, e) == -1)
+	if (sbx_settings_global(rootfd, &doc, e) == -1)
 		return -1;
 	rc = sbx_bridge_config_from(doc, c, e);
 	json_decref(doc);

@@ -16,6 +16,7 @@
 
 #include "buf.h"
 #include "fsutil.h"
+#include "layout.h"
 #include "netpolicy.h"
 #include "upstream.h"
 
@@ -119,7 +120,7 @@ sbx_upstream_load_auth(int rootfd, const char *name, struct sbx_upstream *up,
 		    "config/ (one name, no slash, not hidden)", origin);
 	if (rootfd < 0)
 		return 0;
-	snprintf(rel, sizeof(rel), "config/%s", name);
+	SBX_LPATH(rel, SBX_L_CONFIG_FILE, name);
 	/* Credentials: ours alone, or they are not used. */
 	if ((fd = sbx_fs_open_beneath(rootfd, rel, O_RDONLY | O_CLOEXEC, e)) ==
 	    -1)

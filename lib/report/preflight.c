@@ -39,6 +39,7 @@
 #include "manifest.h"
 #include "preflight.h"
 #include "runlimits.h"
+#include "settings.h"
 #include "time.h"
 #include "tools.h"
 #include "utf8.h"
@@ -1435,7 +1436,7 @@ validate_sandbox_json(struct pf *p, json_t *cfg, struct sbx_error *e)
 	if (sbx_limits_merge_json(&l, json_object_get(cfg, "limits"), 0,
 	    "config/sandbox.json", e) == -1)
 		return -1;
-	if (sbx_config_check_host(cfg, e) == -1)
+	if (sbx_settings_check_host(cfg, e) == -1)
 		return -1;
 	if ((v = json_object_get(cfg, "preflight")) != NULL) {
 		m = json_object_get(v, "min_free_bytes");
@@ -1535,8 +1536,8 @@ check_config(struct pf *p)
 		    !p->ls[LOC_CONFIG].usable ? T_UNPROVEN : T_MISSING,
 		    "no config/sandbox.json: built-in defaults apply",
 		    "the file is optional", "", "sandbox_json", cs->path);
-	} else if (sbx_config_load(p->ls[LOC_ROOT].fd, "config/sandbox.json",
-	    &cfg, &e) == -1 || (cfg != NULL &&
+	} else if (sbx_settings_global(p->ls[LOC_ROOT].fd, &cfg,
+	    &e) == -1 || (cfg != NULL &&
 	    validate_sandbox_json(p, cfg, &e) == -1)) {
 		source = "invalid_using_defaults";
 		p->cfg_invalid = 1;
@@ -1571,7 +1572,8 @@ check_config(struct pf *p)
 		rel = p->ls[LOC_AGENT_CONFIG].rel;
 		cfg = NULL;
 		sbx_limits_defaults(&l);
-		if (sbx_config_load(p->ls[LOC_ROOT].fd, rel, &cfg, &e) == -1 ||
+		if (sbx_settings_agent(p->ls[LOC_ROOT].fd, p->o->agent, &cfg,
+		    &e) == -1 ||
 		    (cfg != NULL && sbx_limits_merge_json(&l,
 		    json_object_get(cfg, "limits"), 1, rel, &e) == -1)) {
 			p->agent_cfg_invalid = 1;

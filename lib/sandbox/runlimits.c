@@ -11,7 +11,6 @@
 #include "fsutil.h"
 #include "runlimits.h"
 
-#define CONFIG_MAX	(1u << 20)
 
 void
 sbx_limits_defaults(struct sbx_runlimits *l)
@@ -169,70 +168,5 @@ sbx_limits_set(struct sbx_runlimits *l, const char *key, const char *value,
 		d = (double)u;
 	}
 	store(l, k, d, 1);
-	return 0;
-}
-
-int
-sbx_config_load(int rootfd, const char *rel, json_t **out,
-    struct sbx_error *e)
-{
-	struct sbx_buf	 b = SBX_BUF_INIT;
-	struct sbx_error e2;
-	json_t		*j;
-
-	*out = NULL;
-	if (sbx_fs_read_file_at(rootfd, rel, CONFIG_MAX, &b, &e2) == -1) {
-		sbx_buf_release(&b);
-		if (e2.kind && strcmp(e2.kind, SBX_K_NOT_FOUND) == 0)
-			return 0;
-		return sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
-		    "config_invalid", "%s: %s", rel, e2.message);
-	}
-	j = sbx_json_parse(b.p, b.len, CONFIG_MAX, &e2);
-	sbx_buf_release(&b);
-	if (j == NULL) {
-		sbx_error_set(e, SBX_K_INVALID_ARGS, "config", "config_invalid",
-		    "%s: %s", rel, e2.message);
-		sbx_error_hint(e,
-		    "correct its JSON by hand, or move it aside "
-		    "(the defaults then apply) and set the values again with "
-		    "sbx config");
-		return -1;
-	}
-	*out = j;
-	return 0;
-}
-
-int
-sbx_config_check_host(const json_t *doc, struct sbx_error *e)
-{
-	const json_t	*v, *m;
-	json_int_t	 u, g;
-
-	v = json_object_get(doc, "cgroup_v2_root");
-	if (v != NULL && (!json_is_string(v) ||
-	    json_string_value(v)[0] != '/'))
-		return sbx_error_set(e, SBX_K_INVALID_ARGS, "cgroup_v2_root",
-		    "config_invalid", "config/sandbox.json: cgroup_v2_root "
-		    "must be an absolute path");
-	if ((v = json_object_get(doc, "run_as")) != NULL &&
-	    (json_unpack((json_t *)v, "{s:I,s:I}", "uid", &u, "gid", &g) ==
-	    -1 || u <= 0 || g <= 0 || u > 0x7fffffff || g > 0x7fffffff))
-		return sbx_error_set(e, SBX_K_INVALID_ARGS, "run_as",
-		    "config_invalid", "config/sandbox.json: run_as must be "
-		    "{\"uid\": N, \"gid\": N} with N > 0");
-	if ((v = json_object_get(doc, "preflight")) != NULL) {
-		if (!json_is_object(v))
-			return sbx_error_set(e, SBX_K_INVALID_ARGS, "preflight",
-			    "config_invalid", "config/sandbox.json: preflight "
-			    "must be an object");
-		m = json_object_get(v, "min_free_bytes");
-		if (m != NULL && (!json_is_integer(m) ||
-		    json_integer_value(m) < 0))
-			return sbx_error_set(e, SBX_K_INVALID_ARGS,
-			    "min_free_bytes", "config_invalid",
-			    "config/sandbox.json: preflight.min_free_bytes "
-			    "must be a non-negative integer");
-	}
 	return 0;
 }

@@ -39,13 +39,4 @@ int	sbx_limits_merge_json(struct sbx_runlimits *, const json_t *,
 /* Parse one flag value into l (key as in JSON, e.g. "memory_mib"). */
 int	sbx_limits_set(struct sbx_runlimits *, const char *key,
 	    const char *value, struct sbx_error *);
-/* Load config/<rel> under the root: NULL *out when absent; invalid JSON
- * or a non-object is an error (kind invalid_args, reason config_invalid). */
-int	sbx_config_load(int rootfd, const char *rel, json_t **out,
-	    struct sbx_error *);
-/* The host keys of config/sandbox.json (cgroup_v2_root, run_as,
- * preflight.min_free_bytes): one set of rules, for preflight and for
- * `sbx config` alike (kind invalid_args, reason config_invalid). */
-int	sbx_config_check_host(const json_t *doc, struct sbx_error *);
-
 #endif

@@ -9,10 +9,7 @@
 #include <sys/types.h>
 
 #include "error.h"
-
-/* The setuid helpers that write an unprivileged user's maps (uidmap). */
-#define SBX_NEWUIDMAP "/usr/bin/newuidmap"
-#define SBX_NEWGIDMAP "/usr/bin/newgidmap"
+#include "identity.h"	/* SBX_NEWUIDMAP, SBX_NEWGIDMAP */
 
 /* One line of a uid_map or gid_map: inside, outside, count. */
 struct sbx_userns_map {

@@ -10,7 +10,7 @@
  * (sbx bridge tasks, task done, events) only read, or replace a task's
  * file atomically.
  *
- * Every record is scrubbed of the agent's secrets (lib/sandbox/scrub.h,
+ * Every record is scrubbed of the agent's secrets (lib/base/scrub.h,
  * the agent's whole store) when it is stored and again when it is read:
  * one rule for every reader, so that a run cannot get a secret past the
  * scrubber of its output by storing it and having the host print it.

@@ -11,7 +11,7 @@
 #include "complete.h"
 #include "envelope.h"
 #include "fsutil.h"
-#include "imageref.h"
+#include "layout.h"
 #include "names.h"
 #include "provision.h"
 #include "root.h"
@@ -143,7 +143,7 @@ sbx_complete_jobs(const char *home, const char *agent, struct sbx_strv *out,
 
 	if (sbx_names_agent_valid(agent, "agent", e) == -1)
 		return -1;
-	snprintf(rel, sizeof(rel), "agents/%s/jobs", agent);
+	SBX_LPATH(rel, SBX_L_AGENT_JOBS, agent);
 	return json_names(home, rel, job_ok, out, e);
 }
 
@@ -183,7 +183,7 @@ sbx_complete_images(const char *home, struct sbx_strv *out, struct sbx_error *e)
 	for (it = json_object_iter(names); it != NULL;
 	    it = json_object_iter_next(names, it)) {
 		k = json_object_iter_key(it);
-		if (sbx_image_name_valid(k) && sbx_strv_push(out, k) == -1)
+		if (sbx_names_image_valid(k) && sbx_strv_push(out, k) == -1)
 			rc = sbx_error_sys(e, "nomem", "images");
 	}
 	json_decref(names);

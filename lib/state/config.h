@@ -1,9 +1,9 @@
 /*
- * config.h: the settings users edit (config/sandbox.json and
- * config/agents/A.json) as one schema table, and the edits `sbx config`
- * makes to them.  Values are judged by the loaders the runs use
- * (sbx_limits_merge_json, sbx_np_load, the proxy's configuration), so
- * that what `sbx config set` accepts is exactly what a run accepts.
+ * config.h: the edits `sbx config` (and the proxy's ask) make to the
+ * settings users edit (config/sandbox.json and config/agents/A.json): a
+ * value at a dotted path, set, added, removed, and the file loaded and
+ * stored.  The schema they are judged by (every key with the loader a
+ * run uses) sits above the loaders: lib/service/cfgcheck.h.
  */
 #ifndef SBX_CONFIG_H
 #define SBX_CONFIG_H
@@ -40,24 +40,6 @@ struct sbx_cfg_key {
 	sbx_cfg_check_fn	 check;
 	const char		*doc;	/* one line, for `sbx config keys` */
 };
-
-/* The table, in the order `sbx config keys` lists it. */
-const struct sbx_cfg_key *sbx_cfg_keys(size_t *n);
-/* The key of that name settable in scope, or NULL. */
-const struct sbx_cfg_key *sbx_cfg_key_find(const char *key, unsigned scope);
-/* "string", "integer", "number", "boolean", "strings", "integers",
- * "object". */
-const char *sbx_cfg_type_name(enum sbx_cfg_type);
-/* Is key the dotted prefix of keys of scope ("limits", "proxy")? */
-int	sbx_cfg_is_group(const char *key, unsigned scope);
-/* Unknown key: invalid_args, field "key", reason unknown_key, naming the
- * known keys of scope.  Returns -1. */
-int	sbx_cfg_unknown(const char *key, unsigned scope, struct sbx_error *);
-
-/* Every check of the scope over doc (NULL: an absent file, valid):
- * 0, or -1 with the error the run would give. */
-int	sbx_cfg_validate(const json_t *doc, int agent, const char *origin,
-	    struct sbx_error *);
 
 /* The value at the dotted path (borrowed), or NULL. */
 json_t	*sbx_cfg_get(const json_t *doc, const char *key);

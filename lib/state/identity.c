@@ -18,8 +18,7 @@
 #include "buf.h"
 #include "fsutil.h"
 #include "identity.h"
-#include "runlimits.h"
-#include "userns.h"
+#include "settings.h"
 #include "users.h"
 
 int
@@ -40,8 +39,7 @@ sbx_identity_get(int rootfd, uid_t *uid, gid_t *gid, struct sbx_error *e)
 		u = su;
 		g = sg;
 	}
-	if (rootfd >= 0 && sbx_config_load(rootfd, "config/sandbox.json", &cfg,
-	    e) == -1)
+	if (rootfd >= 0 && sbx_settings_global(rootfd, &cfg, e) == -1)
 		return -1;
 	if (cfg != NULL && (ra = json_object_get(cfg, "run_as")) != NULL &&
 	    (json_unpack(ra, "{s:I,s:I}", "uid", &u, "gid", &g) == -1 ||
@@ -67,8 +65,7 @@ sbx_identity_wants_user(int rootfd, struct sbx_error *e)
 
 	if (geteuid() != 0 || sbx_user_by_name(SBX_RUN_USER, &su, &sg) == 0)
 		return 0;
-	if (rootfd >= 0 && sbx_config_load(rootfd, "config/sandbox.json", &cfg,
-	    e) == -1)
+	if (rootfd >= 0 && sbx_settings_global(rootfd, &cfg, e) == -1)
 		return -1;
 	configured = cfg != NULL && json_object_get(cfg, "run_as") != NULL;
 	json_decref(cfg);

@@ -39,6 +39,10 @@ int	sbx_identity_become(uid_t, gid_t, struct sbx_error *);
 					 * container range, below 2^31 */
 #define SBX_SUBUID_FILE "/etc/subuid"
 #define SBX_SUBGID_FILE "/etc/subgid"
+/* The setuid helpers that write an unprivileged user's maps (uidmap):
+ * lib/sandbox/userns.c runs them, sbx_identity_subids looks for them. */
+#define SBX_NEWUIDMAP "/usr/bin/newuidmap"
+#define SBX_NEWGIDMAP "/usr/bin/newgidmap"
 
 struct sbx_subids {
 	unsigned long uid, gid, count;

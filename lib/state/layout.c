@@ -111,7 +111,7 @@ static const struct sbx_layout_entry layout[SBX_L_N] = {
 			    SBX_L_AGENT_RECORDS, F, 0600, 022, 0, A },
 [SBX_L_AGENT_ROOTFS_LOCK] = { "agent_rootfs_lock", "agents/%s/rootfs.lock",
 			    SBX_L_AGENT_RECORDS, F, 0600, 022, 0, A },
-/* Plugin recipes (lib/state/plugin.c): the library, and per agent what
+/* Plugin recipes (lib/service/plugin.c): the library, and per agent what
  * is installed (the record the bridge reads, a copy of each installed
  * recipe, which runs use: never the library's newer one) and the files,
  * in the home, where the sandbox sees them. */
@@ -163,6 +163,16 @@ static const struct sbx_layout_entry layout[SBX_L_N] = {
 			    F, 0600, 077, 0, A },
 [SBX_L_AGENT_BR_TASKS] = { "agent_bridge_tasks", "agents/%s/bridge/tasks",
 			    SBX_L_AGENT_BRIDGE, D, 0700, 077, 0, A },
+/* The secret store (lib/state/secret.c): sealed, and its previous copy,
+ * kept until the next write. */
+[SBX_L_AGENT_SECRETS] =	{ "agent_secrets", "agents/%s/secrets.json",
+			    SBX_L_AGENT_RECORDS, F, 0600, 077, 0, A },
+[SBX_L_AGENT_SECRETS_PREV] = { "agent_secrets_prev",
+			    "agents/%s/secrets.json.prev", SBX_L_AGENT_RECORDS,
+			    F, 0600, 077, 0, A },
+/* A setting's file in config/ (upstream_auth_file: lib/net/upstream.c). */
+[SBX_L_CONFIG_FILE] =	{ "config_file", "config/%s", SBX_L_CONFIG, F, 0600,
+			    077, 0, SBX_LF_ARG },
 };
 
 #undef A

@@ -73,6 +73,12 @@ enum sbx_layout_id {
 	SBX_L_AGENT_BR_LOG,	/* agents/A/bridge/log.jsonl (+ .1) */
 	SBX_L_AGENT_BR_MEMORY,	/* agents/A/bridge/memory.db	SQLite FTS5 */
 	SBX_L_AGENT_BR_TASKS,	/* agents/A/bridge/tasks/	ID.json */
+	/* sbx secret's sealed store of an agent (lib/state/secret.c). */
+	SBX_L_AGENT_SECRETS,	/* agents/A/secrets.json */
+	SBX_L_AGENT_SECRETS_PREV, /* agents/A/secrets.json.prev	the last one */
+	/* A file an administrator keeps in config/ for a setting that names
+	 * it (upstream_auth_file): one name, the argument. */
+	SBX_L_CONFIG_FILE,	/* config/NAME */
 	SBX_L_N
 };
 

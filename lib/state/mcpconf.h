@@ -3,7 +3,7 @@
  * (tool calls at once) and `mcp.max_per_minute` (tool calls started in
  * 60 s), in config/sandbox.json for every agent and in
  * config/agents/A.json for one.  Checked by `sbx config` with the same
- * rules (lib/state/config.c).
+ * rules (lib/service/cfgcheck.c).
  */
 #ifndef SBX_MCPCONF_H
 #define SBX_MCPCONF_H

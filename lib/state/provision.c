@@ -33,7 +33,6 @@
 #include "provision.h"
 #include "secret.h"
 #include "root.h"
-#include "runlimits.h"
 #include "time.h"
 #include "token.h"
 #include "users.h"

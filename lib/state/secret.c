@@ -17,6 +17,7 @@
 #include "envelope.h"
 #include "fsutil.h"
 #include "job.h"
+#include "layout.h"
 #include "names.h"
 #include "scrub.h"
 #include "secret.h"
@@ -93,7 +94,7 @@ agent_dir(int rootfd, const char *agent, int create, struct sbx_error *e)
 {
 	char	 rel[128];
 
-	snprintf(rel, sizeof(rel), "agents/%s", agent);
+	SBX_LPATH(rel, SBX_L_AGENT_RECORDS, agent);
 	if (create)
 		return sbx_fs_mkdirs_at(rootfd, rel, 0700, e);
 	return sbx_fs_open_beneath(rootfd, rel, O_RDONLY | O_DIRECTORY |
@@ -106,10 +107,10 @@ sbx_secret_store_exists(int rootfd, const char *agent)
 	char		 rel[160];
 	struct stat	 st;
 
-	snprintf(rel, sizeof(rel), "agents/%s/" STORE, agent);
+	SBX_LPATH(rel, SBX_L_AGENT_SECRETS, agent);
 	if (fstatat(rootfd, rel, &st, AT_SYMLINK_NOFOLLOW) == 0)
 		return 1;
-	snprintf(rel, sizeof(rel), "agents/%s/" STORE_PREV, agent);
+	SBX_LPATH(rel, SBX_L_AGENT_SECRETS_PREV, agent);
 	return fstatat(rootfd, rel, &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
@@ -624,7 +625,7 @@ record_damaged(struct sbx_error *e, const char *agent, const char *name)
 {
 	char path[128];
 
-	snprintf(path, sizeof(path), "agents/%s/%s", agent, STORE);
+	SBX_LPATH(path, SBX_L_AGENT_SECRETS, agent);
 	sbx_error_in_file(e, path,
 	    "set it again (sbx secret set %s --agent "
 	    "%s; the damaged record is kept in agents/%s/%s), or remove it "

@@ -21,7 +21,7 @@
 #include "bridgestore.h"
 #include "envelope.h"
 #include "plugin.h"
-#include "runlimits.h"
+#include "settings.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
@@ -88,7 +88,7 @@ sbx_bstore_task_get(int r, const char *a, const char *i, struct sbx_error *e)
 /* POST /v1/plugins: the recipe checks have their own unit tests
  * (t-recipe); here the handler's answer to a refusal. */
 int
-sbx_config_load(int r, const char *rel, json_t **out, struct sbx_error *e)
+sbx_settings_global(int r, json_t **out, struct sbx_error *e)
 {
 	*out = NULL;
 	return 0;

@@ -33,8 +33,10 @@ expected() {
 	sbx-bridge) echo "libc libcurl libjansson libmicrohttpd libsodium libsqlite3" ;;
 	sbx-preflight) echo "libc libjansson libnettle libsodium" ;;
 	sbx-provision) echo "libarchive libc libjansson libnettle libsodium" ;;
-	sbx-proxy | sbx-config) echo "libc libcares libjansson libsodium" ;;
-	sbx-secret | sbx-file) echo "libc libjansson libsodium" ;;
+	sbx-proxy) echo "libc libcares libjansson libsodium" ;;
+	# The settings editor reads the proxy's settings (lib/net/proxycfg.c),
+	# never its event loop or resolver: no c-ares.
+	sbx-secret | sbx-file | sbx-config) echo "libc libjansson libsodium" ;;
 	sbx-install) echo "libc libcares libjansson libseccomp libsodium" ;;
 	# The MCP server: jansson alone; the engine runs in its children.
 	sbx-mcp) echo "libc libjansson" ;;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # POST /v1/plugins on sbx-bridge (issue 17): an agent registers a recipe it
 # wrote, with the restricted defaults of `sbx plugin register` (the same
-# lib/state/plugin.c), under the bridge's per-agent rate limit; a person
+# lib/service/plugin.c), under the bridge's per-agent rate limit; a person
 # lists, installs and removes it like any other.
 # sbx-test: unprivileged
 

@@ -1,7 +1,9 @@
-/* t-config: the schema of the settings users edit (config.c), and the
- * edits sbx config makes: every key is judged by the loader a run uses. */
+/* t-config: the schema of the settings users edit
+ * (cfgcheck.c), and the edits sbx config makes
+ * (config.c): every key is judged by the loader a run uses. */
 #include <stdlib.h>
 
+#include "cfgcheck.h"
 #include "tap.h"
 
 #include "config.h"

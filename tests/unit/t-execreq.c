@@ -62,7 +62,7 @@ types_agree(const struct sbx_exec_field *f, const char *t)
 	case SBX_EXEC_F_BOOL: return strcmp(t, "boolean") == 0;
 	case SBX_EXEC_F_STRV:
 		/* env: an object of NAME: value there, NAME=VALUE strings
-		 * here (lib/exec/mcptools.c joins them). */
+		 * here (lib/service/mcptools.c joins them). */
 		return strcmp(t, "array") == 0 ||
 		    (strcmp(f->key, "env") == 0 && strcmp(t, "object") == 0);
 	case SBX_EXEC_F_ARGV:

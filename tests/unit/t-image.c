@@ -29,33 +29,33 @@ t_digest(void)
 {
 	char	 s[80];
 
-	ok(sbx_image_digest_valid(good), "a 64-digit lowercase digest");
+	ok(sbx_names_digest_valid(good), "a 64-digit lowercase digest");
 	snprintf(s, sizeof(s), "%s", good);
 	s[3] = 'A';
-	ok(!sbx_image_digest_valid(s), "uppercase refused");
+	ok(!sbx_names_digest_valid(s), "uppercase refused");
 	s[3] = 'g';
-	ok(!sbx_image_digest_valid(s), "non-hex refused");
+	ok(!sbx_names_digest_valid(s), "non-hex refused");
 	snprintf(s, sizeof(s), "%s0", good);
-	ok(!sbx_image_digest_valid(s), "65 digits refused");
+	ok(!sbx_names_digest_valid(s), "65 digits refused");
 	snprintf(s, sizeof(s), "%.63s", good);
-	ok(!sbx_image_digest_valid(s), "63 digits refused");
-	ok(!sbx_image_digest_valid(""), "empty refused");
-	ok(!sbx_image_digest_valid(NULL), "NULL refused");
+	ok(!sbx_names_digest_valid(s), "63 digits refused");
+	ok(!sbx_names_digest_valid(""), "empty refused");
+	ok(!sbx_names_digest_valid(NULL), "NULL refused");
 	snprintf(s, sizeof(s), "sha256:%s", good);
-	ok(!sbx_image_digest_valid(s), "a prefix refused");
+	ok(!sbx_names_digest_valid(s), "a prefix refused");
 }
 
 static void
 t_name(void)
 {
-	ok(sbx_image_name_valid("busybox"), "plain name");
-	ok(sbx_image_name_valid("debian-12.5_slim"), "dots, dashes");
-	ok(!sbx_image_name_valid("Busybox"), "uppercase refused");
-	ok(!sbx_image_name_valid("-x"), "leading dash refused");
-	ok(!sbx_image_name_valid("a/b"), "slash refused");
-	ok(!sbx_image_name_valid("a\nb"), "newline refused");
-	ok(!sbx_image_name_valid(good), "a digest is not a name");
-	ok(!sbx_image_name_valid(""), "empty refused");
+	ok(sbx_names_image_valid("busybox"), "plain name");
+	ok(sbx_names_image_valid("debian-12.5_slim"), "dots, dashes");
+	ok(!sbx_names_image_valid("Busybox"), "uppercase refused");
+	ok(!sbx_names_image_valid("-x"), "leading dash refused");
+	ok(!sbx_names_image_valid("a/b"), "slash refused");
+	ok(!sbx_names_image_valid("a\nb"), "newline refused");
+	ok(!sbx_names_image_valid(good), "a digest is not a name");
+	ok(!sbx_names_image_valid(""), "empty refused");
 }
 
 static void

@@ -1,5 +1,5 @@
 /* t-mcptools: a tool call as a child's argv and stdin, and the child's
- * envelope as an MCP result (lib/exec/mcptools.c). */
+ * envelope as an MCP result (lib/service/mcptools.c). */
 #include <sys/wait.h>
 
 #include "tap.h"

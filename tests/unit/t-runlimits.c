@@ -1,5 +1,5 @@
 /* t-runlimits: limit defaults, the `limits` JSON merge (ranges, types,
- * precedence of asked-for limits), flag values, and sbx_config_load on a
+ * precedence of asked-for limits), flag values, and sbx_settings_load on a
  * temporary root. */
 #include <sys/stat.h>
 
@@ -13,6 +13,7 @@
 
 #include "fsutil.h"
 #include "runlimits.h"
+#include "settings.h"
 
 static const struct {
 	const char	*key;
@@ -391,38 +392,38 @@ test_config_load(void)
 		return;
 	}
 	j = (json_t *)&e;
-	ok(sbx_config_load(dfd, "config/sandbox.json", &j, &e) == 0 &&
+	ok(sbx_settings_load(dfd, "config/sandbox.json", &j, &e) == 0 &&
 	    j == NULL, "missing config/ directory: no config, no error");
 	(void)mkdirat(dfd, "config", 0755);
 	j = (json_t *)&e;
-	ok(sbx_config_load(dfd, "config/sandbox.json", &j, &e) == 0 &&
+	ok(sbx_settings_load(dfd, "config/sandbox.json", &j, &e) == 0 &&
 	    j == NULL, "missing file: no config, no error");
 
 	put(dfd, "config/sandbox.json",
 	    "{\"limits\": {\"memory_mib\": 64}}\n");
-	ok(sbx_config_load(dfd, "config/sandbox.json", &j, &e) == 0 &&
+	ok(sbx_settings_load(dfd, "config/sandbox.json", &j, &e) == 0 &&
 	    j != NULL && json_integer_value(json_object_get(json_object_get(j,
 	    "limits"), "memory_mib")) == 64, "an object is loaded");
 	json_decref(j);
 
 	put(dfd, "config/sandbox.json", "[1, 2]");
 	memset(&e, 0, sizeof(e));
-	ok(sbx_config_load(dfd, "config/sandbox.json", &j, &e) == -1 &&
+	ok(sbx_settings_load(dfd, "config/sandbox.json", &j, &e) == -1 &&
 	    j == NULL && is_err(&e, SBX_K_INVALID_ARGS, "config",
 	    "config_invalid", "config/sandbox.json: "),
 	    "a non-object is config_invalid, naming the file");
 	put(dfd, "config/sandbox.json", "\"text\"");
-	ok(sbx_config_load(dfd, "config/sandbox.json", &j, &e) == -1 &&
+	ok(sbx_settings_load(dfd, "config/sandbox.json", &j, &e) == -1 &&
 	    j == NULL, "a string is refused");
 	put(dfd, "config/sandbox.json", "{\"limits\": ");
-	ok(sbx_config_load(dfd, "config/sandbox.json", &j, &e) == -1 &&
+	ok(sbx_settings_load(dfd, "config/sandbox.json", &j, &e) == -1 &&
 	    j == NULL && is_err(&e, SBX_K_INVALID_ARGS, "config",
 	    "config_invalid", "malformed JSON"), "invalid JSON is refused");
 	put(dfd, "config/sandbox.json", "");
-	ok(sbx_config_load(dfd, "config/sandbox.json", &j, &e) == -1 &&
+	ok(sbx_settings_load(dfd, "config/sandbox.json", &j, &e) == -1 &&
 	    j == NULL, "an empty file is refused");
 	put(dfd, "config/sandbox.json", "{\"a\": 1, \"a\": 2}");
-	ok(sbx_config_load(dfd, "config/sandbox.json", &j, &e) == -1 &&
+	ok(sbx_settings_load(dfd, "config/sandbox.json", &j, &e) == -1 &&
 	    j == NULL, "duplicate keys are refused");
 
 	/* Over the size cap (1 MiB). */
@@ -434,7 +435,7 @@ test_config_load(void)
 		put(dfd, "config/sandbox.json", big);
 		free(big);
 	}
-	ok(sbx_config_load(dfd, "config/sandbox.json", &j, &e) == -1 &&
+	ok(sbx_settings_load(dfd, "config/sandbox.json", &j, &e) == -1 &&
 	    j == NULL && is_err(&e, SBX_K_INVALID_ARGS, "config",
 	    "config_invalid", "larger than"), "a file over 1 MiB is refused");
 
@@ -442,18 +443,18 @@ test_config_load(void)
 	(void)unlinkat(dfd, "config/sandbox.json", 0);
 	put(dfd, "real.json", "{}");
 	(void)!symlinkat("../real.json", dfd, "config/sandbox.json");
-	ok(sbx_config_load(dfd, "config/sandbox.json", &j, &e) == -1 &&
+	ok(sbx_settings_load(dfd, "config/sandbox.json", &j, &e) == -1 &&
 	    j == NULL && is_err(&e, SBX_K_INVALID_ARGS, "config",
 	    "config_invalid", "symlink"), "a symlinked file is refused");
 	(void)unlinkat(dfd, "config/sandbox.json", 0);
 	(void)mkdirat(dfd, "config/sandbox.json", 0755);
-	ok(sbx_config_load(dfd, "config/sandbox.json", &j, &e) == -1 &&
+	ok(sbx_settings_load(dfd, "config/sandbox.json", &j, &e) == -1 &&
 	    j == NULL, "a directory is refused");
 	(void)unlinkat(dfd, "config/sandbox.json", AT_REMOVEDIR);
 	(void)unlinkat(dfd, "config", AT_REMOVEDIR);
 	(void)!symlinkat(".", dfd, "config");
 	put(dfd, "sandbox.json", "{}");
-	ok(sbx_config_load(dfd, "config/sandbox.json", &j, &e) == -1 &&
+	ok(sbx_settings_load(dfd, "config/sandbox.json", &j, &e) == -1 &&
 	    j == NULL, "a symlinked config/ directory is refused");
 	close(dfd);
 }

@@ -17,7 +17,7 @@
 #include "bridge.h"
 #include "bridgestore.h"
 #include "plugin.h"
-#include "runlimits.h"
+#include "settings.h"
 
 void
 sbx_bridge_error(struct sbx_bridge_resp *r, unsigned status, const char *code,
@@ -337,7 +337,7 @@ h_dispatch_get(const struct sbx_bridge_req *q, struct sbx_bridge_resp *r)
 /*
  * POST /v1/plugins: an agent registers a recipe it wrote (the body is the
  * recipe, files inline), judged with the restricted defaults of
- * sbx_plugin_register (lib/state/plugin.c, as `sbx plugin register`):
+ * sbx_plugin_register (lib/service/plugin.c, as `sbx plugin register`):
  * no network unless every entry is a valid domain pattern, no inference,
  * created_by "agent".  It lands in the library only; a person installs
  * it.  The bridge's per-agent rate limit (the route's service) applies.
@@ -363,8 +363,7 @@ h_plugins_post(const struct sbx_bridge_req *q, struct sbx_bridge_resp *r)
 		store_error(r, &e);
 		return;
 	}
-	if (sbx_config_load(q->rootfd, "config/sandbox.json", &cfg, &e) ==
-	    -1) {
+	if (sbx_settings_global(q->rootfd, &cfg, &e) == -1) {
 		json_decref(body);
 		store_error(r, &e);
 		return;

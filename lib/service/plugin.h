@@ -1,6 +1,6 @@
 /*
  * plugin.h: the plugin library (plugins/ID.json beneath the state root:
- * canonical recipes, lib/state/recipe.h) and what each agent has
+ * canonical recipes, lib/service/recipe.h) and what each agent has
  * installed: agents/A/plugins.json (the record, read by the bridge too),
  * agents/A/plugins/ID.json (the installed recipe, what runs use: the
  * library's newer one is an update, never applied silently) and the files

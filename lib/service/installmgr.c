@@ -20,7 +20,7 @@
 #include "layout.h"
 #include "netpolicy.h"
 #include "proxy.h"
-#include "runlimits.h"
+#include "settings.h"
 
 static const char npm_script[] =
     "command -v npm >/dev/null 2>&1 || {\n"
@@ -205,13 +205,14 @@ sbx_installmgr_apt_registry(int rootfd, const char *agent,
 	struct sbx_error e2;
 	struct dirent	*de;
 	DIR		*d;
-	char		 rel[PATH_MAX];
+	char		 rel[PATH_MAX], envrel[SBX_LAYOUT_PATH_MAX];
 	size_t		 n;
 	int		 fd, dfd, deb822;
 
 	if (reg->nhosts > 0)
 		return 0;
-	snprintf(rel, sizeof(rel), "envs/%s/rootfs/etc/apt", agent);
+	SBX_LPATH(envrel, SBX_L_ENV_ROOTFS, agent);
+	snprintf(rel, sizeof(rel), "%s/etc/apt", envrel);
 	if ((fd = sbx_fs_open_beneath(rootfd, rel, O_RDONLY | O_DIRECTORY,
 		 &e2)) >= 0) {
 		if (sbx_fs_read_file_at(fd, "sources.list", 1 << 20, &b, &e2) ==
@@ -265,8 +266,7 @@ sbx_installmgr_registries(int rootfd, const char *agent, int mgr,
 	int	 rc;
 
 	/* No state root yet: the defaults (apt: no copy, no sources). */
-	if (rootfd >= 0 &&
-	    sbx_config_load(rootfd, "config/sandbox.json", &cfg, e) == -1)
+	if (rootfd >= 0 && sbx_settings_global(rootfd, &cfg, e) == -1)
 		return -1;
 	rc = sbx_install_registry(cfg, mgr, reg, e);
 	json_decref(cfg);
@@ -345,8 +345,8 @@ sbx_installmgr_check_registries(int rootfd, const char *agent, int mgr,
 	mname = sbx_install_manager_name(mgr);
 	if (sbx_proxy_config_load(rootfd, &pcfg, e) == -1)
 		return -1;
-	snprintf(rel, sizeof(rel), "config/agents/%s.json", agent);
-	if (sbx_config_load(rootfd, rel, &cfg, e) == -1)
+	SBX_LPATH(rel, SBX_L_AGENT_CONFIG, agent);
+	if (sbx_settings_agent(rootfd, agent, &cfg, e) == -1)
 		goto fail;
 	i = sbx_proxy_policy(&pcfg, cfg, rel, &pol, e);
 	have_ports = json_object_get(cfg, "allowed_ports") != NULL;

@@ -16,7 +16,7 @@
 #include "fsutil.h"
 #include "imagestore.h"
 #include "layout.h"
-#include "runlimits.h"
+#include "settings.h"
 
 json_t *
 sbx_agentset_image_warnings(const struct sbx_image_add *a)
@@ -59,7 +59,7 @@ sbx_agentset_write(struct sbx_provision *p, const char *agent,
 		return -1;
 	SBX_LPATH(rel, SBX_L_AGENT_CONFIG, agent);
 	snprintf(name, sizeof(name), "%s.json", agent);
-	if (sbx_config_load(p->rootfd, rel, &cfg, e) == -1)
+	if (sbx_settings_load(p->rootfd, rel, &cfg, e) == -1)
 		goto out;
 	if (migrate) {
 		if ((r = sbx_imageref_record(p->rootfd, agent, cur, &cur_env,
@@ -209,7 +209,7 @@ sbx_agentset_summary(int rootfd, const char *agent, int *ok,
 	if (rootfd < 0)
 		return res;
 	SBX_LPATH(rel, SBX_L_AGENT_CONFIG, agent);
-	if (sbx_config_load(rootfd, rel, &cfg, &e) == -1) {
+	if (sbx_settings_agent(rootfd, agent, &cfg, &e) == -1) {
 		*ok = 0;
 		json_array_append_new(problems, json_pack("{s:s,s:s,s:s,s:s}",
 		    "path", rel, "state", "invalid", "message", e.message,
