@@ -227,11 +227,11 @@ $(B)/lib/sandbox/seccomp.o: $(B)/gen/seccomp-digest.h
 $(B)/lib/sandbox/seccomp.o: CPPFLAGS += -iquote $(B)/gen
 
 # sbx-proxy alone resolves names, asynchronously, with c-ares: only
-# lib/proxy.c includes it and only the proxy (and its test) link it, so
-# sbx-exec never loads it.
+# lib/net/proxy.c and resolver.c include it and only the proxy (and its
+# test) link it, so sbx-exec never loads it.
 CARES_CFLAGS := $(shell $(PKG_CONFIG) --cflags libcares 2>/dev/null)
 CARES_LIBS := $(shell $(PKG_CONFIG) --libs libcares 2>/dev/null || echo -lcares)
-$(B)/lib/net/proxy.o: CFLAGS += $(CARES_CFLAGS)
+$(B)/lib/net/proxy.o $(B)/lib/net/resolver.o: CFLAGS += $(CARES_CFLAGS)
 $(B)/libexec/sbx/sbx-proxy: LIBS_ALL += $(CARES_LIBS)
 $(B)/tests/unit/t-proxy: LIBS_ALL += $(CARES_LIBS)
 # sbx config checks the proxy's settings with the proxy's own loader.

@@ -56,23 +56,19 @@
 #include "netpolicy.h"
 #include "provision.h"
 #include "proxy.h"
+#include "resolver.h"
 #include "runlimits.h"
 #include "scrub.h"
 #include "secret.h"
 #include "socks5.h"
 #include "time.h"
 
-#define MAX_ADDRS	16
+#define MAX_ADDRS	SBX_RESOLVER_ADDRS
 #define PIPE_SIZE	(256 << 10)
 #define VIOLATIONS_MAX	100
 #define CTL_TIMEOUT_MS	5000
 #define LINGER_MS	1000
 #define SWEEP_MS	200
-/* Lookups with the resolver at a time, in all and for one agent: an agent
- * that floods the resolver (abandoned lookups of random names under an
- * allowed wildcard) fills its own share, never the others'. */
-#define LOOKUPS_INFLIGHT	64
-#define LOOKUPS_INFLIGHT_AGENT	8
 /* Pending asks, in all and per agent (not per run: an agent may have any
  * number of runs at once): an agent that asks about a flood of names holds
  * its own few, and refusals beyond them, never the others'.  The whole
@@ -178,7 +174,7 @@ struct conn {
 	long long		 t_hello;
 	unsigned long long	 bytes_in, bytes_out;
 	long long		 t_start, t_last, t_deadline;
-	struct dnsjob		*job;		/* its lookup */
+	struct sbx_resolver_job	*job;		/* its lookup */
 	int			 closed;
 	struct conn		*gnext;		/* the graveyard */
 	int			 logged;
@@ -188,18 +184,9 @@ struct conn {
 	struct conn		*prev, *next;
 };
 
-/* A lookup.  Its connection may go while it is with the resolver: c is
- * then NULL and the answer is dropped. */
-struct dnsjob {
-	struct sbx_dnsq_item	 qi;
-	struct conn		*c;
-	struct agentcount	*a;
-	char			 host[SBX_NP_HOST_MAX + 1];
-};
-
 static struct {
 	const struct sbx_proxy_config	*cfg;
-	int			 rootfd, runfd, ep, dep, lfd, logfd;
+	int			 rootfd, runfd, ep, lfd, logfd;
 	unsigned long long	 logsize;
 	struct key		 klisten, kdns;
 	struct session		*sessions;
@@ -212,11 +199,6 @@ static struct {
 	struct session		*sgrave;
 	int			 stop;
 	long long		 t_idle, t_start;
-	/* The resolver: a c-ares channel whose sockets are in dep. */
-	ares_channel		 ch;
-	int			 have_ch, pumping;
-	struct sbx_dnsq		 q;
-	unsigned		 norphans;	/* lookups of closed conns */
 	unsigned		 nasks;		/* connections in C_ASK */
 } P;
 
@@ -918,19 +900,10 @@ conn_free(struct conn *c)
 static void
 conn_unresolve(struct conn *c)
 {
-	struct dnsjob	*j = c->job;
-
-	if (j == NULL)
+	if (c->job == NULL)
 		return;
+	sbx_resolver_cancel(c->job);
 	c->job = NULL;
-	j->c = NULL;
-	if (j->qi.queued) {
-		sbx_dnsq_cancel(&P.q, &j->qi);
-		free(j);
-		return;
-	}
-	j->a->orphans++;
-	P.norphans++;
 }
 
 static void
@@ -1025,7 +998,7 @@ conn_new(struct session *s, int fd, int socks)
 	conn_update(c);
 	/* The limits are checked once the connection exists, so that the
 	 * refusal is an answer the client can read, not a reset. */
-	if (P.nconns + P.norphans > P.cfg->max_conns ||
+	if (P.nconns + sbx_resolver_orphans() > P.cfg->max_conns ||
 	    (a != NULL && a->n + a->orphans > P.cfg->max_conns_agent))
 		conn_refuse(c, 503, "too_many_connections");
 }
@@ -1050,7 +1023,18 @@ buf_reserve(struct conn *c, size_t want)
 
 static void conn_resolved(struct conn *, const struct sockaddr_storage *,
     const socklen_t *, int);
-static void dns_pump(void);
+
+/* The resolver's answer to a connection that still waits for it. */
+static void
+conn_answer(void *arg, const struct sockaddr_storage *addrs,
+    const socklen_t *lens, int n)
+{
+	struct conn	*c = arg;
+
+	c->job = NULL;
+	if (c->state == C_RESOLVE)
+		conn_resolved(c, addrs, lens, n);
+}
 
 /* Queue the name for the resolver. */
 static void
@@ -1058,7 +1042,7 @@ conn_resolve(struct conn *c)
 {
 	const struct sbx_np_override	*ov;
 	struct agentcount		*a;
-	struct dnsjob			*j;
+	struct sbx_resolver_job		*j;
 
 	c->state = C_RESOLVE;
 	c->t_deadline = sbx_now_ms() + P.cfg->connect_timeout_ms;
@@ -1077,23 +1061,21 @@ conn_resolve(struct conn *c)
 		conn_resolved(c, &ov->addr, &ov->addrlen, 1);
 		return;
 	}
-	if ((a = agent_count(c->s->agent)) == NULL ||
-	    (j = calloc(1, sizeof(*j))) == NULL) {
+	if ((a = agent_count(c->s->agent)) == NULL) {
 		conn_refuse(c, 502, "resolve_failed");
 		return;
 	}
-	j->c = c;
-	j->a = a;
-	snprintf(j->host, sizeof(j->host), "%s", c->via_up ?
-	    c->s->up.host : c->host);
-	if (sbx_dnsq_push(&P.q, &a->q, &j->qi) == -1) {
+	if ((j = sbx_resolver_lookup(c->via_up ? c->s->up.host : c->host,
+	    &a->q, &a->orphans, conn_answer, c)) == NULL) {
 		/* The agent (or everyone) has enough lookups waiting. */
-		free(j);
-		conn_refuse(c, 503, "too_many_lookups");
+		if (errno == EAGAIN)
+			conn_refuse(c, 503, "too_many_lookups");
+		else
+			conn_refuse(c, 502, "resolve_failed");
 		return;
 	}
 	c->job = j;
-	dns_pump();
+	sbx_resolver_pump();
 }
 
 /* ---- asking about unknown names ---------------------------------------- */
@@ -2200,166 +2182,7 @@ sweep(void)
 	}
 }
 
-/* ---- the resolver ----------------------------------------------------- */
-
-/* c-ares's answer to one lookup; may come from within ares_getaddrinfo
- * (a name of /etc/hosts) or ares_process_fd. */
-static void
-dns_answer(void *arg, int status, int timeouts, struct ares_addrinfo *res)
-{
-	struct dnsjob			*j = arg;
-	struct conn			*c = j->c;
-	struct ares_addrinfo_node	*ai;
-	struct sockaddr_storage		 addrs[MAX_ADDRS];
-	socklen_t			 lens[MAX_ADDRS] = { 0 };
-	int				 n = 0;
-
-	(void)timeouts;
-	sbx_dnsq_done(&P.q, &j->qi);
-	if (c == NULL) {
-		/* Its connection is gone: the answer is dropped, and the
-		 * agent has its slot back. */
-		if (j->a->orphans > 0)
-			j->a->orphans--;
-		if (P.norphans > 0)
-			P.norphans--;
-	} else {
-		c->job = NULL;
-		if (status == ARES_SUCCESS && res != NULL)
-			for (ai = res->nodes; ai != NULL && n < MAX_ADDRS;
-			    ai = ai->ai_next) {
-				if ((ai->ai_family != AF_INET &&
-				    ai->ai_family != AF_INET6) ||
-				    ai->ai_addrlen > sizeof(addrs[0]))
-					continue;
-				memset(&addrs[n], 0, sizeof(addrs[n]));
-				memcpy(&addrs[n], ai->ai_addr, ai->ai_addrlen);
-				lens[n++] = ai->ai_addrlen;
-			}
-		if (c->state == C_RESOLVE)
-			conn_resolved(c, addrs, lens, n);
-	}
-	if (res != NULL)
-		ares_freeaddrinfo(res);
-	free(j);
-}
-
-/* Hand the resolver what the queue lets through, fairly. */
-static void
-dns_pump(void)
-{
-	struct ares_addrinfo_hints	 hints;
-	struct sbx_dnsq_item		*it;
-	struct dnsjob			*j;
-
-	/* dns_answer may run inside ares_getaddrinfo; it never pumps, but
-	 * what it closes could: one pump at a time. */
-	if (P.pumping)
-		return;
-	P.pumping = 1;
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = ARES_AI_NOSORT;
-	while ((it = sbx_dnsq_next(&P.q)) != NULL) {
-		j = (struct dnsjob *)(void *)((char *)it -
-		    offsetof(struct dnsjob, qi));
-		ares_getaddrinfo(P.ch, j->host, NULL, &hints, dns_answer, j);
-	}
-	P.pumping = 0;
-}
-
-/* c-ares opens, watches and closes its sockets: mirror that in dep. */
-static void
-dns_sock(void *data, ares_socket_t fd, int readable, int writable)
-{
-	struct epoll_event	 ev;
-
-	(void)data;
-	if (!readable && !writable) {
-		(void)epoll_ctl(P.dep, EPOLL_CTL_DEL, fd, NULL);
-		return;
-	}
-	memset(&ev, 0, sizeof(ev));
-	ev.events = (readable ? EPOLLIN : 0) | (writable ? EPOLLOUT : 0);
-	ev.data.fd = fd;
-	if (epoll_ctl(P.dep, EPOLL_CTL_MOD, fd, &ev) == -1 && errno == ENOENT)
-		(void)epoll_ctl(P.dep, EPOLL_CTL_ADD, fd, &ev);
-}
-
-static void
-dns_events(void)
-{
-	struct epoll_event	 evs[16];
-	int			 i, n;
-
-	n = epoll_wait(P.dep, evs, 16, 0);
-	for (i = 0; i < n; i++)
-		ares_process_fd(P.ch, (evs[i].events & (EPOLLIN | EPOLLERR |
-		    EPOLLHUP)) ? evs[i].data.fd : ARES_SOCKET_BAD,
-		    (evs[i].events & EPOLLOUT) ? evs[i].data.fd :
-		    ARES_SOCKET_BAD);
-}
-
-/*
- * The channel: the system's resolver configuration (resolv.conf, hosts),
- * or only dns_server when set.  Names are looked up as given, never with
- * the search domains appended.  Each query has a deadline: tries of
- * connect_timeout_ms / 3, then twice that, so a lookup whose connection
- * is gone holds its slot about as long as a connection would wait.
- */
-static int
-dns_channel(const struct sbx_proxy_config *cfg, ares_channel *ch,
-    ares_sock_state_cb cb, struct sbx_error *e)
-{
-	struct ares_options	 o;
-	int			 mask, r;
-	char			 lookups[] = "b";
-
-	if ((r = ares_library_init(ARES_LIB_INIT_ALL)) != ARES_SUCCESS)
-		return sbx_error_set(e, SBX_K_EXECUTION_ERROR, "resolver",
-		    "resolver_init", "cannot initialise c-ares: %s",
-		    ares_strerror(r));
-	memset(&o, 0, sizeof(o));
-	o.sock_state_cb = cb;
-	o.timeout = (int)(cfg->connect_timeout_ms / 3 > 10 ?
-	    cfg->connect_timeout_ms / 3 : 10);
-	o.tries = 2;
-	o.flags = ARES_FLAG_NOSEARCH;
-	o.ndomains = 0;
-	o.domains = NULL;
-	mask = (cb != NULL ? ARES_OPT_SOCK_STATE_CB : 0) | ARES_OPT_TIMEOUTMS |
-	    ARES_OPT_TRIES | ARES_OPT_FLAGS | ARES_OPT_DOMAINS;
-	if (cfg->dns_server[0] != '\0') {
-		/* DNS only: no hosts file between a test and its stub. */
-		o.lookups = lookups;
-		mask |= ARES_OPT_LOOKUPS;
-	}
-	if ((r = ares_init_options(ch, &o, mask)) != ARES_SUCCESS)
-		return sbx_error_set(e, SBX_K_EXECUTION_ERROR, "resolver",
-		    "resolver_init", "cannot initialise c-ares: %s",
-		    ares_strerror(r));
-	if (cfg->dns_server[0] != '\0' &&
-	    (r = ares_set_servers_ports_csv(*ch, cfg->dns_server)) !=
-	    ARES_SUCCESS) {
-		ares_destroy(*ch);
-		return sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
-		    "config_invalid", "proxy.dns_server: %s",
-		    ares_strerror(r));
-	}
-	return 0;
-}
-
-static int
-dns_init(const struct sbx_proxy_config *cfg, struct sbx_error *e)
-{
-	if (dns_channel(cfg, &P.ch, dns_sock, e) == -1)
-		return -1;
-	P.have_ch = 1;
-	sbx_dnsq_init(&P.q, cfg->max_lookups, cfg->max_lookups_agent,
-	    LOOKUPS_INFLIGHT, LOOKUPS_INFLIGHT_AGENT);
-	return 0;
-}
+/* ---- a blocking lookup ---------------------------------------------- */
 
 /* The answer of a blocking lookup (sbx_proxy_lookup). */
 struct lookup {
@@ -2393,9 +2216,9 @@ lookup_answer(void *arg, int status, int timeouts, struct ares_addrinfo *res)
 }
 
 /*
- * The same channel and the same query as the daemon's (dns_init,
- * dns_pump), driven by poll(2) until it answers: `sbx proxy check
- * --resolve` must see what a request would.
+ * The same channel and the same query as the daemon's (resolver.c),
+ * driven by poll(2) until it answers: `sbx proxy check --resolve` must
+ * see what a request would.
  */
 int
 sbx_proxy_lookup(const struct sbx_proxy_config *cfg, const char *host,
@@ -2410,7 +2233,7 @@ sbx_proxy_lookup(const struct sbx_proxy_config *cfg, const char *host,
 	ares_channel			 ch;
 	int				 bits, i, np;
 
-	if (dns_channel(cfg, &ch, NULL, e) == -1)
+	if (sbx_resolver_channel(cfg, &ch, NULL, e) == -1)
 		return -1;
 	memset(&l, 0, sizeof(l));
 	l.addrs = addrs;
@@ -2880,10 +2703,13 @@ sbx_proxy_serve(int rootfd, int listen_fd,
 	    O_DIRECTORY | O_CLOEXEC, e)) == -1)
 		return -1;
 	log_open();
-	if ((P.ep = epoll_create1(EPOLL_CLOEXEC)) == -1 ||
-	    (P.dep = epoll_create1(EPOLL_CLOEXEC)) == -1)
+	if ((P.ep = epoll_create1(EPOLL_CLOEXEC)) == -1)
 		return sbx_error_sys(e, "epoll", "cannot set up the event "
 		    "loop");
+	if (sbx_resolver_init(cfg, e) == -1) {
+		sbx_resolver_end();
+		return -1;
+	}
 	P.klisten.type = K_LISTEN;
 	P.kdns.type = K_DNS;
 	{
@@ -2894,16 +2720,10 @@ sbx_proxy_serve(int rootfd, int listen_fd,
 		epoll_ctl(P.ep, EPOLL_CTL_ADD, listen_fd, &ev);
 		/* The resolver's sockets, as one readable descriptor. */
 		ev.data.ptr = &P.kdns;
-		epoll_ctl(P.ep, EPOLL_CTL_ADD, P.dep, &ev);
+		epoll_ctl(P.ep, EPOLL_CTL_ADD, sbx_resolver_fd(), &ev);
 	}
 	(void)fcntl(listen_fd, F_SETFL, fcntl(listen_fd, F_GETFL) |
 	    O_NONBLOCK);
-	if (dns_init(cfg, e) == -1) {
-		if (P.have_ch)
-			ares_destroy(P.ch);
-		P.have_ch = 0;
-		return -1;
-	}
 	P.t_idle = P.t_start = sbx_now_ms();
 	next_sweep = sbx_now_ms() + SWEEP_MS;
 	while (!P.stop) {
@@ -2916,16 +2736,8 @@ sbx_proxy_serve(int rootfd, int listen_fd,
 				timeout = SWEEP_MS * 5;
 		} else
 			timeout = (int)(next_sweep > t ? next_sweep - t : 0);
-		if (P.q.ninflight > 0) {
-			struct timeval	 tv, *tvp;
-
-			/* Wake up for the resolver's next retry. */
-			if ((tvp = ares_timeout(P.ch, NULL, &tv)) != NULL &&
-			    tvp->tv_sec * 1000 + tvp->tv_usec / 1000 <
-			    timeout)
-				timeout = (int)(tvp->tv_sec * 1000 +
-				    (tvp->tv_usec + 999) / 1000);
-		}
+		/* Wake up for the resolver's next retry. */
+		timeout = sbx_resolver_timeout(timeout);
 		n = epoll_wait(P.ep, evs, 64, timeout);
 		if (n == -1 && errno != EINTR)
 			break;
@@ -2936,7 +2748,7 @@ sbx_proxy_serve(int rootfd, int listen_fd,
 				listen_accept();
 				break;
 			case K_DNS:
-				dns_events();
+				sbx_resolver_events();
 				break;
 			case K_CTL:
 				if (!((struct session *)k->p)->closed)
@@ -2957,10 +2769,8 @@ sbx_proxy_serve(int rootfd, int listen_fd,
 		}
 		/* The resolver's timeouts and retries; then the lookups
 		 * that can go now (some may have ended in this batch). */
-		if (P.q.ninflight > 0)
-			ares_process_fd(P.ch, ARES_SOCKET_BAD,
-			    ARES_SOCKET_BAD);
-		dns_pump();
+		sbx_resolver_process();
+		sbx_resolver_pump();
 		bury();
 		if ((t = sbx_now_ms()) >= next_sweep) {
 			sweep();
@@ -2983,12 +2793,10 @@ sbx_proxy_serve(int rootfd, int listen_fd,
 	/* Shut down: sessions (and their connections) first. */
 	while ((s = P.sessions) != NULL)
 		session_free(s);
-	/* Every lookup left is an orphan now: ares_destroy answers them
-	 * (ARES_EDESTRUCTION) and they are freed. */
-	ares_destroy(P.ch);
-	P.have_ch = 0;
+	/* Every lookup left is an orphan now: the resolver's end answers
+	 * them (ARES_EDESTRUCTION) and they are freed. */
+	sbx_resolver_end();
 	bury();
-	close(P.dep);
 	return 0;
 }
 
