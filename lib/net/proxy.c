@@ -60,6 +60,7 @@
 #include "runlimits.h"
 #include "scrub.h"
 #include "secret.h"
+#include "session.h"
 #include "socks5.h"
 #include "time.h"
 
@@ -107,12 +108,11 @@ struct agentcount {
 };
 
 struct session {
+	/* ctl, chan (-1 until opened, -2 once the sandbox is gone), the
+	 * agent and its token, the line being read (session.h). */
+	struct sbx_session	 ss;
 	struct key		 kctl, kchan;
-	int			 ctl, chan;	/* chan -1 until opened */
-	int			 fd_in;		/* received, line not yet */
-	char			 agent[SBX_AGENT_MAX + 1];
 	char			 run[80];
-	char			 token[SBX_TOKEN_LEN + 1];
 	struct sbx_netpolicy	 pol;
 	unsigned short		 opaque[SBX_PROXY_OPAQUE_MAX];
 	size_t			 nopaque;
@@ -129,10 +129,6 @@ struct session {
 	unsigned long long	 denied;
 	unsigned		 nconns;
 	int			 ended;
-	/* A control connection before its first line. */
-	char			*line;
-	size_t			 linelen;
-	long long		 t_open;
 	int			 closed;
 	struct session		*gnext;
 	struct session		*prev, *next;
@@ -622,7 +618,7 @@ conn_log(struct conn *c, const char *verdict, const char *reason)
 		return;
 	c->logged = 1;
 	o = json_pack("{s:s,s:s,s:s,s:s,s:i,s:I,s:I,s:I,s:i}",
-	    "agent", c->s != NULL ? c->s->agent : "",
+	    "agent", c->s != NULL ? c->s->ss.agent : "",
 	    "run", c->s != NULL ? c->s->run : "",
 	    "host", c->host,
 	    "method", c->method,
@@ -949,7 +945,7 @@ conn_close(struct conn *c)
 	P.nconns--;
 	if (c->s != NULL) {
 		c->s->nconns--;
-		if ((a = agent_count(c->s->agent)) != NULL && a->n > 0)
+		if ((a = agent_count(c->s->ss.agent)) != NULL && a->n > 0)
 			a->n--;
 	}
 	c->s = NULL;
@@ -991,7 +987,7 @@ conn_new(struct session *s, int fd, int socks)
 	P.conns = c;
 	P.nconns++;
 	s->nconns++;
-	a = agent_count(s->agent);
+	a = agent_count(s->ss.agent);
 	if (a != NULL)
 		a->n++;
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -1061,7 +1057,7 @@ conn_resolve(struct conn *c)
 		conn_resolved(c, &ov->addr, &ov->addrlen, 1);
 		return;
 	}
-	if ((a = agent_count(c->s->agent)) == NULL) {
+	if ((a = agent_count(c->s->ss.agent)) == NULL) {
 		conn_refuse(c, 502, "resolve_failed");
 		return;
 	}
@@ -1096,7 +1092,7 @@ ask_publish(json_t *ev)
 	line[n] = '\n';
 	for (s = P.sessions; s != NULL; s = s->next)
 		if (s->follow && !s->closed)
-			(void)!send(s->ctl, line, n + 1, MSG_NOSIGNAL |
+			(void)!send(s->ss.ctl, line, n + 1, MSG_NOSIGNAL |
 			    MSG_DONTWAIT);
 	free(line);
 }
@@ -1106,7 +1102,7 @@ static json_t *
 ask_json(const struct conn *c, const char *event)
 {
 	json_t	*o = json_pack("{s:s,s:s,s:s,s:i,s:s,s:I}", "id", c->ask_id,
-	    "agent", c->s != NULL ? c->s->agent : "", "host", c->host,
+	    "agent", c->s != NULL ? c->s->ss.agent : "", "host", c->host,
 	    "port", (int)c->port, "run", c->s != NULL ? c->s->run : "",
 	    "age_ms", (json_int_t)(sbx_now_ms() - c->t_start));
 
@@ -1141,7 +1137,7 @@ conn_ask(struct conn *c)
 	 * other agent's asks would be refused. */
 	for (o = P.conns; o != NULL; o = o->next)
 		if (o->state == C_ASK && o->s != NULL &&
-		    strcmp(o->s->agent, c->s->agent) == 0)
+		    strcmp(o->s->ss.agent, c->s->ss.agent) == 0)
 			mine++;
 	if (P.nasks >= ASKS_MAX || mine >= ASKS_MAX_AGENT) {
 		conn_refuse(c, 503, "too_many_asks");
@@ -1208,16 +1204,16 @@ ask_remember(const struct conn *c, int deny, struct sbx_error *e)
 		snprintf(entry, sizeof(entry), "%s:%u", c->host, c->port);
 	else
 		snprintf(entry, sizeof(entry), "%s", c->host);
-	SBX_LPATH(rel, SBX_L_AGENT_CONFIG, c->s->agent);
-	if (sbx_cfg_load(P.rootfd, c->s->agent, &doc, e) == -1 ||
+	SBX_LPATH(rel, SBX_L_AGENT_CONFIG, c->s->ss.agent);
+	if (sbx_cfg_load(P.rootfd, c->s->ss.agent, &doc, e) == -1 ||
 	    sbx_cfg_add(doc, deny ? "denied_domains" : "allowed_domains",
 	    json_string(entry), e) == -1 ||
 	    sbx_cfg_validate(doc, 1, rel, e) == -1 ||
-	    sbx_cfg_store(P.rootfd, c->s->agent, doc, e) == -1)
+	    sbx_cfg_store(P.rootfd, c->s->ss.agent, doc, e) == -1)
 		goto out;
 	for (s = P.sessions; s != NULL; s = s->next)
-		if (!s->closed && s->chan != -1 &&
-		    strcmp(s->agent, c->s->agent) == 0 && (deny ?
+		if (!s->closed && s->ss.chan != -1 &&
+		    strcmp(s->ss.agent, c->s->ss.agent) == 0 && (deny ?
 		    sbx_np_deny(&s->pol, entry, e) : sbx_np_allow(&s->pol,
 		    entry, e)) == -1)
 			goto out;
@@ -1262,7 +1258,7 @@ ask_answer(json_t *req, struct sbx_error *e)
 	deny = strncmp(ans, "deny", 4) == 0;
 	if (always && ask_remember(c, deny, e) == -1)
 		return NULL;
-	snprintf(agent, sizeof(agent), "%s", c->s->agent);
+	snprintf(agent, sizeof(agent), "%s", c->s->ss.agent);
 	snprintf(host, sizeof(host), "%s", c->host);
 	port = c->port;
 	if (!always) {
@@ -1275,7 +1271,7 @@ ask_answer(json_t *req, struct sbx_error *e)
 
 		for (o = P.conns; o != NULL; o = next) {
 			next = o->next;
-			if (o->state == C_ASK && strcmp(o->s->agent, agent) ==
+			if (o->state == C_ASK && strcmp(o->s->ss.agent, agent) ==
 			    0 && strcmp(o->host, host) == 0 && o->port ==
 			    port) {
 				ask_release(o, ans);
@@ -1375,8 +1371,8 @@ conn_parse(struct conn *c)
 	}
 	if (req.auth == SBX_AUTH_INVALID ||
 	    strlen(req.token) != SBX_TOKEN_LEN ||
-	    sodium_memcmp(req.token, c->s->token, SBX_TOKEN_LEN) != 0 ||
-	    (req.auth == SBX_AUTH_BASIC && strcmp(req.user, c->s->agent) !=
+	    sodium_memcmp(req.token, c->s->ss.token, SBX_TOKEN_LEN) != 0 ||
+	    (req.auth == SBX_AUTH_BASIC && strcmp(req.user, c->s->ss.agent) !=
 	    0)) {
 		sodium_memzero(req.token, sizeof(req.token));
 		conn_refuse(c, 407, "bad_token");
@@ -1461,9 +1457,9 @@ conn_socks(struct conn *c)
 			    &used, user, pass, &why);
 			/* Identity, as for HTTP: the session fixes the
 			 * agent, the password must be its token. */
-			if (r == 1 && (strcmp(user, c->s->agent) != 0 ||
+			if (r == 1 && (strcmp(user, c->s->ss.agent) != 0 ||
 			    strlen(pass) != SBX_TOKEN_LEN ||
-			    sodium_memcmp(pass, c->s->token, SBX_TOKEN_LEN) !=
+			    sodium_memcmp(pass, c->s->ss.token, SBX_TOKEN_LEN) !=
 			    0)) {
 				sodium_memzero(pass, sizeof(pass));
 				conn_refuse(c, 407, "bad_token");
@@ -2285,31 +2281,6 @@ sbx_proxy_lookup(const struct sbx_proxy_config *cfg, const char *host,
 /* ---- sessions and control --------------------------------------------- */
 
 static void
-ctl_answer(int fd, json_t *o)
-{
-	char	*s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
-	size_t	 n;
-
-	json_decref(o);
-	if (s == NULL)
-		return;
-	n = strlen(s);
-	s[n] = '\n';
-	/* Small; the peer waits for it.  A peer that does not read is
-	 * dropped rather than waited for. */
-	(void)!send(fd, s, n + 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-	free(s);
-}
-
-static json_t *
-ctl_error(const struct sbx_error *e)
-{
-	return json_pack("{s:b,s:s,s:s,s:s}", "ok", 0, "kind",
-	    e->kind ? e->kind : SBX_K_EXECUTION_ERROR, "reason",
-	    e->reason ? e->reason : "error", "message", e->message);
-}
-
-static void
 session_free(struct session *s)
 {
 	struct conn	*c, *next;
@@ -2319,16 +2290,14 @@ session_free(struct session *s)
 		if (c->s == s)
 			conn_close(c);
 	}
-	if (s->ctl >= 0) {
-		epoll_ctl(P.ep, EPOLL_CTL_DEL, s->ctl, NULL);
-		close(s->ctl);
+	if (s->ss.ctl >= 0) {
+		epoll_ctl(P.ep, EPOLL_CTL_DEL, s->ss.ctl, NULL);
+		close(s->ss.ctl);
 	}
-	if (s->chan >= 0) {
-		epoll_ctl(P.ep, EPOLL_CTL_DEL, s->chan, NULL);
-		close(s->chan);
+	if (s->ss.chan >= 0) {
+		epoll_ctl(P.ep, EPOLL_CTL_DEL, s->ss.chan, NULL);
+		close(s->ss.chan);
 	}
-	if (s->fd_in >= 0)
-		close(s->fd_in);
 	if (s->prev != NULL)
 		s->prev->next = s->next;
 	else
@@ -2337,12 +2306,10 @@ session_free(struct session *s)
 		s->next->prev = s->prev;
 	P.nsessions--;
 	sbx_np_free(&s->pol);
-	sodium_memzero(s->token, sizeof(s->token));
+	sbx_session_release(&s->ss);
 	sodium_memzero(s->up.auth, sizeof(s->up.auth));
 	json_decref(s->violations);
 	s->violations = NULL;
-	free(s->line);
-	s->line = NULL;
 	s->closed = 1;
 	s->gnext = P.sgrave;
 	P.sgrave = s;
@@ -2357,29 +2324,15 @@ session_open(struct session *s, json_t *req, int chan, struct sbx_error *e)
 {
 	const char		*agent, *run;
 	json_t			*allow, *v, *cfg = NULL;
-	struct sbx_buf		 tok = SBX_BUF_INIT;
 	struct epoll_event	 ev;
 	char			 rel[128];
 	size_t			 i;
-	int			 type = 0, tfd;
-	socklen_t		 len = sizeof(type);
 
-	agent = json_string_value(json_object_get(req, "agent"));
+	if ((agent = sbx_session_agent(req, chan, e)) == NULL)
+		return NULL;
 	run = json_string_value(json_object_get(req, "run"));
 	allow = json_object_get(req, "allow");
-	if (agent == NULL || sbx_names_agent_valid(agent, "agent", e) == -1) {
-		if (agent == NULL)
-			sbx_error_set(e, SBX_K_INVALID_ARGS, "agent",
-			    "missing", "session without an agent");
-		return NULL;
-	}
-	if (chan < 0 || getsockopt(chan, SOL_SOCKET, SO_TYPE, &type, &len) ==
-	    -1 || type != SOCK_SEQPACKET) {
-		sbx_error_set(e, SBX_K_INVALID_ARGS, "channel", "bad_channel",
-		    "a session needs a SOCK_SEQPACKET channel");
-		return NULL;
-	}
-	snprintf(s->agent, sizeof(s->agent), "%s", agent);
+	snprintf(s->ss.agent, sizeof(s->ss.agent), "%s", agent);
 	snprintf(s->run, sizeof(s->run), "%s", run != NULL ? run : "");
 	SBX_LPATH(rel, SBX_L_AGENT_CONFIG, agent);
 	if (sbx_config_load(P.rootfd, rel, &cfg, e) == -1)
@@ -2419,34 +2372,15 @@ session_open(struct session *s, json_t *req, int chan, struct sbx_error *e)
 			if (!json_is_string(v) || sbx_np_allow(&s->pol,
 			    json_string_value(v), e) == -1)
 				return NULL;
-	SBX_LPATH(rel, SBX_L_AGENT_TOKEN, agent);
-	if ((tfd = sbx_fs_open_beneath(P.rootfd, rel, O_RDONLY | O_CLOEXEC, e))
-	    == -1)
+	if (sbx_session_token(P.rootfd, agent, s->ss.token, e) == -1)
 		return NULL;
-	close(tfd);
-	if (sbx_fs_read_file_at(P.rootfd, rel, 256, &tok, e) == -1)
-		return NULL;
-	while (tok.len > 0 && (tok.p[tok.len - 1] == '\n'))
-		tok.p[--tok.len] = '\0';
-	if (!sbx_token_valid(tok.p, tok.len)) {
-		sodium_memzero(tok.p, tok.len);
-		sbx_buf_release(&tok);
-		sbx_error_set(e, SBX_K_REJECTED, "token", "bad_token",
-		    "%s is not a valid token; run `sbx provision --agent %s`",
-		    rel, agent);
-		return NULL;
-	}
-	memcpy(s->token, tok.p, SBX_TOKEN_LEN);
-	s->token[SBX_TOKEN_LEN] = '\0';
-	sodium_memzero(tok.p, tok.len);
-	sbx_buf_release(&tok);
-	s->chan = chan;
+	s->ss.chan = chan;
 	s->kchan.type = K_CHAN;
 	s->kchan.p = s;
 	ev.events = EPOLLIN;
 	ev.data.ptr = &s->kchan;
 	if (epoll_ctl(P.ep, EPOLL_CTL_ADD, chan, &ev) == -1) {
-		s->chan = -1;
+		s->ss.chan = -1;
 		sbx_error_sys(e, "epoll", "cannot watch the channel");
 		return NULL;
 	}
@@ -2460,26 +2394,22 @@ ctl_line(struct session *s, char *line, int fd_in)
 	struct sbx_error	 e;
 	json_t			*req, *ans;
 	const char		*op;
-	json_error_t		 jerr;
 
 	memset(&e, 0, sizeof(e));
-	req = json_loads(line, JSON_REJECT_DUPLICATES, &jerr);
-	op = json_string_value(json_object_get(req, "op"));
-	if (req == NULL || op == NULL) {
-		sbx_error_set(&e, SBX_K_INVALID_ARGS, "request", "malformed",
-		    "malformed control request");
-		ctl_answer(s->ctl, ctl_error(&e));
+	if ((req = sbx_session_request(line, SBX_PROXY_LINE_MAX, &op, &e)) ==
+	    NULL) {
+		sbx_session_answer(s->ss.ctl, sbx_session_error(&e));
 		goto drop;
 	}
 	if (strcmp(op, "status") == 0) {
-		ctl_answer(s->ctl, json_pack("{s:b,s:i,s:i,s:i,s:I}", "ok", 1,
+		sbx_session_answer(s->ss.ctl, json_pack("{s:b,s:i,s:i,s:i,s:I}", "ok", 1,
 		    "pid", (int)getpid(), "sessions", (int)P.nsessions - 1,
 		    "connections", (int)P.nconns, "uptime_s",
 		    (json_int_t)((sbx_now_ms() - P.t_start) / 1000)));
 		goto drop;
 	}
-	if (strcmp(op, "asks") == 0 && s->chan == -1) {
-		ctl_answer(s->ctl, ask_list());
+	if (strcmp(op, "asks") == 0 && s->ss.chan == -1) {
+		sbx_session_answer(s->ss.ctl, ask_list());
 		if (json_is_true(json_object_get(req, "follow"))) {
 			/* Kept open: every ask and answer follows. */
 			s->follow = 1;
@@ -2488,36 +2418,35 @@ ctl_line(struct session *s, char *line, int fd_in)
 		}
 		goto drop;
 	}
-	if (strcmp(op, "answer") == 0 && s->chan == -1) {
+	if (strcmp(op, "answer") == 0 && s->ss.chan == -1) {
 		ans = ask_answer(req, &e);
-		ctl_answer(s->ctl, ans != NULL ? ans : ctl_error(&e));
+		sbx_session_answer(s->ss.ctl, ans != NULL ? ans : sbx_session_error(&e));
 		goto drop;
 	}
 	if (strcmp(op, "stop") == 0) {
-		ctl_answer(s->ctl, json_pack("{s:b}", "ok", 1));
+		sbx_session_answer(s->ss.ctl, json_pack("{s:b}", "ok", 1));
 		P.stop = 1;
 		goto drop;
 	}
-	if (strcmp(op, "session") == 0 && s->chan < 0 && !s->ended) {
+	if (strcmp(op, "session") == 0 && s->ss.chan < 0 && !s->ended) {
 		if ((ans = session_open(s, req, fd_in, &e)) == NULL) {
-			ctl_answer(s->ctl, ctl_error(&e));
+			sbx_session_answer(s->ss.ctl, sbx_session_error(&e));
 			goto drop;
 		}
-		ctl_answer(s->ctl, ans);
+		sbx_session_answer(s->ss.ctl, ans);
 		json_decref(req);
 		return;
 	}
-	if (strcmp(op, "end") == 0 && s->chan >= 0) {
-		ctl_answer(s->ctl, json_pack("{s:b,s:O,s:I}", "ok", 1,
+	if (strcmp(op, "end") == 0 && s->ss.chan >= 0) {
+		sbx_session_answer(s->ss.ctl, json_pack("{s:b,s:O,s:I}", "ok", 1,
 		    "violations", s->violations, "denied",
 		    (json_int_t)s->denied));
 		goto drop;
 	}
-	sbx_error_set(&e, SBX_K_INVALID_ARGS, "op", "unknown_op",
-	    "unknown control operation");
-	ctl_answer(s->ctl, ctl_error(&e));
+	sbx_session_unknown_op(&e);
+	sbx_session_answer(s->ss.ctl, sbx_session_error(&e));
 drop:
-	if (fd_in >= 0 && fd_in != s->chan)
+	if (fd_in >= 0 && fd_in != s->ss.chan)
 		close(fd_in);
 	json_decref(req);
 	session_free(s);
@@ -2526,41 +2455,20 @@ drop:
 static void
 ctl_read(struct session *s)
 {
-	char		 data[4096], *nl, *p;
-	ssize_t		 r;
-	int		 fd;
-	size_t		 nfd;
+	int	 fd;
 
-	r = sbx_fs_recv_fds(s->ctl, data, sizeof(data), &fd, 1, &nfd,
-	    MSG_DONTWAIT);
-	if (r == -1 && (errno == EAGAIN || errno == EINTR))
-		return;
-	if (nfd == 1) {
-		/* One descriptor per request line: the session's channel.
-		 * It may come before the line's end; it is kept until
-		 * then. */
-		if (s->fd_in >= 0 || s->chan != -1)
-			close(fd);
-		else
-			s->fd_in = fd;
-	}
-	if (r <= 0 || s->linelen + (size_t)r > SBX_PROXY_LINE_MAX ||
-	    (p = realloc(s->line, s->linelen + (size_t)r + 1)) == NULL) {
+	/* One descriptor per request line, and only before the session
+	 * opens: the session's channel. */
+	switch (sbx_session_read(&s->ss, SBX_PROXY_LINE_MAX, s->ss.chan == -1,
+	    &fd)) {
+	case -1:
 		/* The client is gone (or abusive): so is its session. */
 		session_free(s);
-		return;
+		break;
+	case 1:
+		ctl_line(s, s->ss.line, fd);
+		break;
 	}
-	s->line = p;
-	memcpy(s->line + s->linelen, data, (size_t)r);
-	s->linelen += (size_t)r;
-	s->line[s->linelen] = '\0';
-	if ((nl = memchr(s->line, '\n', s->linelen)) == NULL)
-		return;
-	*nl = '\0';
-	s->linelen = 0;
-	fd = s->fd_in;
-	s->fd_in = -1;
-	ctl_line(s, s->line, fd);
 }
 
 /* The sandbox's init hands over accepted connections. */
@@ -2569,12 +2477,11 @@ chan_read(struct session *s)
 {
 	char		 b[16];
 	ssize_t		 r;
-	int		 fds[8], type, dom;
+	int		 fds[8];
 	size_t		 i, nfd;
-	socklen_t	 len;
-	struct stat	 st;
 
-	r = sbx_fs_recv_fds(s->chan, b, sizeof(b), fds, 8, &nfd, MSG_DONTWAIT);
+	r = sbx_fs_recv_fds(s->ss.chan, b, sizeof(b), fds, 8, &nfd,
+	    MSG_DONTWAIT);
 	if (r == -1 && (errno == EAGAIN || errno == EINTR))
 		return;
 	if (r <= 0) {
@@ -2582,22 +2489,16 @@ chan_read(struct session *s)
 		 * ends it (it still wants the violations). */
 		for (i = 0; i < nfd; i++)
 			close(fds[i]);
-		epoll_ctl(P.ep, EPOLL_CTL_DEL, s->chan, NULL);
-		close(s->chan);
-		s->chan = -2;
+		epoll_ctl(P.ep, EPOLL_CTL_DEL, s->ss.chan, NULL);
+		close(s->ss.chan);
+		s->ss.chan = -2;
 		return;
 	}
 	{
 		for (i = 0; i < nfd; i++) {
 			/* Only TCP stream sockets are served: whatever else
 			 * the sandbox might pass is closed unused. */
-			len = sizeof(type);
-			if (fstat(fds[i], &st) == -1 || !S_ISSOCK(st.st_mode) ||
-			    getsockopt(fds[i], SOL_SOCKET, SO_TYPE, &type,
-			    &len) == -1 || type != SOCK_STREAM ||
-			    (len = sizeof(dom), getsockopt(fds[i], SOL_SOCKET,
-			    SO_DOMAIN, &dom, &len)) == -1 ||
-			    (dom != AF_INET && dom != AF_INET6)) {
+			if (!sbx_session_stream_ok(fds[i], 1)) {
 				close(fds[i]);
 				continue;
 			}
@@ -2616,23 +2517,14 @@ listen_accept(void)
 {
 	struct session		*s;
 	struct epoll_event	 ev;
-	int			 fd;
 
-	while ((fd = sbx_daemon_accept(P.lfd)) >= 0) {
-		if ((s = calloc(1, sizeof(*s))) == NULL) {
-			close(fd);
-			continue;
-		}
-		s->ctl = fd;
-		s->chan = -1;
-		s->fd_in = -1;
-		s->t_open = sbx_now_ms();
+	while ((s = sbx_session_accept(P.lfd, sizeof(*s))) != NULL) {
 		s->kctl.type = K_CTL;
 		s->kctl.p = s;
 		ev.events = EPOLLIN | EPOLLRDHUP;
 		ev.data.ptr = &s->kctl;
-		if (epoll_ctl(P.ep, EPOLL_CTL_ADD, fd, &ev) == -1) {
-			close(fd);
+		if (epoll_ctl(P.ep, EPOLL_CTL_ADD, s->ss.ctl, &ev) == -1) {
+			close(s->ss.ctl);
 			free(s);
 			continue;
 		}
@@ -2653,8 +2545,8 @@ sweep_sessions(void)
 
 	for (s = P.sessions; s != NULL; s = next) {
 		next = s->next;
-		if (s->chan == -1 && !s->follow &&
-		    t - s->t_open > CTL_TIMEOUT_MS)
+		if (s->ss.chan == -1 && !s->follow &&
+		    t - s->ss.t_open > CTL_TIMEOUT_MS)
 			session_free(s);
 	}
 }
@@ -2756,7 +2648,7 @@ sbx_proxy_serve(int rootfd, int listen_fd,
 				break;
 			case K_CHAN:
 				if (!((struct session *)k->p)->closed &&
-				    ((struct session *)k->p)->chan >= 0)
+				    ((struct session *)k->p)->ss.chan >= 0)
 					chan_read(k->p);
 				break;
 			case K_CLIENT:
@@ -2786,10 +2678,8 @@ sbx_proxy_serve(int rootfd, int listen_fd,
 	 */
 	if (P.stop)
 		for (s = P.sessions; s != NULL; s = s->next)
-			if (!s->closed && !s->follow && s->chan >= 0)
-				(void)!send(s->ctl, SBX_DAEMON_STOPPING "\n",
-				    sizeof(SBX_DAEMON_STOPPING), MSG_NOSIGNAL |
-				    MSG_DONTWAIT);
+			if (!s->closed && !s->follow && s->ss.chan >= 0)
+				sbx_session_stopping(&s->ss);
 	/* Shut down: sessions (and their connections) first. */
 	while ((s = P.sessions) != NULL)
 		session_free(s);
