@@ -56,6 +56,7 @@
 #include "netpolicy.h"
 #include "provision.h"
 #include "proxy.h"
+#include "proxyask.h"
 #include "resolver.h"
 #include "runlimits.h"
 #include "scrub.h"
@@ -70,13 +71,6 @@
 #define CTL_TIMEOUT_MS	5000
 #define LINGER_MS	1000
 #define SWEEP_MS	200
-/* Pending asks, in all and per agent (not per run: an agent may have any
- * number of runs at once): an agent that asks about a flood of names holds
- * its own few, and refusals beyond them, never the others'.  The whole
- * table fills only when ASKS_MAX / ASKS_MAX_AGENT agents each hold their
- * share, so no agent's asks can crowd another's out. */
-#define ASKS_MAX		256
-#define ASKS_MAX_AGENT		16
 
 enum cstate {
 	C_HEAD,		/* reading the request head */
@@ -154,7 +148,7 @@ struct conn {
 	long long		 body_left;	/* plain HTTP: body to pass */
 	int			 via_up; /* through the parent proxy */
 	int			 socks; /* from 1080: SOCKS5 */
-	char			 ask_id[17]; /* C_ASK: its decision's id */
+	struct sbx_proxyask	 ask;	/* C_ASK: its pending decision */
 	int			 sstage; /* 0 greeting, 1 auth, 2 request */
 	struct sockaddr_storage	 addrs[MAX_ADDRS];
 	socklen_t		 addrlens[MAX_ADDRS];
@@ -195,13 +189,11 @@ static struct {
 	struct session		*sgrave;
 	int			 stop;
 	long long		 t_idle, t_start;
-	unsigned		 nasks;		/* connections in C_ASK */
 } P;
 
 static void conn_close(struct conn *);
 static void conn_update(struct conn *);
 static void ask_publish(json_t *);
-static json_t *ask_json(const struct conn *, const char *);
 
 
 /* ---- configuration ---------------------------------------------------- */
@@ -910,8 +902,8 @@ conn_close(struct conn *c)
 	conn_unresolve(c);
 	if (c->state == C_ASK) {
 		/* The client gave up before anyone answered. */
-		P.nasks--;
-		ask_publish(ask_json(c, "gone"));
+		ask_publish(sbx_proxyask_json(&c->ask, "gone"));
+		sbx_proxyask_drop(&c->ask);
 		c->state = C_HEAD;
 	}
 	if (c->state == C_RELAY)
@@ -1097,20 +1089,6 @@ ask_publish(json_t *ev)
 	free(line);
 }
 
-/* A pending ask as the control protocol shows it. */
-static json_t *
-ask_json(const struct conn *c, const char *event)
-{
-	json_t	*o = json_pack("{s:s,s:s,s:s,s:i,s:s,s:I}", "id", c->ask_id,
-	    "agent", c->s != NULL ? c->s->ss.agent : "", "host", c->host,
-	    "port", (int)c->port, "run", c->s != NULL ? c->s->run : "",
-	    "age_ms", (json_int_t)(sbx_now_ms() - c->t_start));
-
-	if (o != NULL && event != NULL)
-		json_object_set_new(o, "event", json_string(event));
-	return o;
-}
-
 /* Is a refusal of this reason one to ask about instead?  Only a name
  * that no rule allows or denies, and only when the session asks. */
 static int
@@ -1128,36 +1106,23 @@ conn_askable(const struct conn *c, const char *why)
 static void
 conn_ask(struct conn *c)
 {
-	struct conn	*o;
-	unsigned char	 rnd[8];
-	unsigned	 mine = 0;
-
-	/* Counted by agent name, over every run of the agent: counted by
-	 * session, one agent's runs together could fill ASKS_MAX and every
-	 * other agent's asks would be refused. */
-	for (o = P.conns; o != NULL; o = o->next)
-		if (o->state == C_ASK && o->s != NULL &&
-		    strcmp(o->s->ss.agent, c->s->ss.agent) == 0)
-			mine++;
-	if (P.nasks >= ASKS_MAX || mine >= ASKS_MAX_AGENT) {
+	if (sbx_proxyask_hold(&c->ask, c->s->ss.agent, c->s->run, c->host,
+	    c->port, c->t_start, c) == -1) {
 		conn_refuse(c, 503, "too_many_asks");
 		return;
 	}
-	randombytes_buf(rnd, sizeof(rnd));
-	sodium_bin2hex(c->ask_id, sizeof(c->ask_id), rnd, sizeof(rnd));
 	c->state = C_ASK;
 	c->t_deadline = sbx_now_ms() + c->s->ask_ms;
-	P.nasks++;
 	conn_update(c);
 	{
-		json_t	*l = ask_json(c, NULL);
+		json_t	*l = sbx_proxyask_json(&c->ask, NULL);
 
 		json_object_set_new(l, "verdict", json_string("ask"));
 		json_object_set_new(l, "method", json_string(c->method));
 		json_object_del(l, "age_ms");
 		log_json(l);
 	}
-	ask_publish(ask_json(c, "ask"));
+	ask_publish(sbx_proxyask_json(&c->ask, "ask"));
 }
 
 /* The answer (allow-once, allow-always, deny, deny-always, or "timeout"
@@ -1167,14 +1132,14 @@ ask_release(struct conn *c, const char *answer)
 {
 	json_t	*l;
 
-	P.nasks--;
 	c->state = C_HEAD;
-	l = ask_json(c, NULL);
+	l = sbx_proxyask_json(&c->ask, NULL);
 	json_object_set_new(l, "verdict", json_string("answer"));
 	json_object_set_new(l, "answer", json_string(answer));
 	json_object_del(l, "age_ms");
 	log_json(l);
-	l = ask_json(c, "answered");
+	l = sbx_proxyask_json(&c->ask, "answered");
+	sbx_proxyask_drop(&c->ask);
 	json_object_set_new(l, "answer", json_string(answer));
 	ask_publish(l);
 	if (strncmp(answer, "allow", 5) == 0) {
@@ -1228,34 +1193,17 @@ out:
 static json_t *
 ask_answer(json_t *req, struct sbx_error *e)
 {
-	const char	*id = json_string_value(json_object_get(req, "id"));
-	const char	*ans = json_string_value(json_object_get(req,
-			    "answer"));
-	struct conn	*c, *o, *next;
-	char		 agent[SBX_AGENT_MAX + 1], host[SBX_NP_HOST_MAX + 1];
-	unsigned	 port;
-	int		 always, deny;
+	struct sbx_proxyask	*a, *o, *older;
+	struct conn		*c;
+	const char		*ans;
+	char			 agent[SBX_AGENT_MAX + 1];
+	char			 host[SBX_NP_HOST_MAX + 1];
+	unsigned		 port;
+	int			 always, deny, n = 0;
 
-	if (ans == NULL || (strcmp(ans, "allow-once") != 0 &&
-	    strcmp(ans, "allow-always") != 0 && strcmp(ans, "deny") != 0 &&
-	    strcmp(ans, "deny-always") != 0)) {
-		sbx_error_set(e, SBX_K_INVALID_ARGS, "answer", "bad_answer",
-		    "the answer must be allow-once, allow-always, deny or "
-		    "deny-always");
+	if ((a = sbx_proxyask_answer(req, &ans, &always, &deny, e)) == NULL)
 		return NULL;
-	}
-	for (c = P.conns; c != NULL; c = c->next)
-		if (c->state == C_ASK && id != NULL &&
-		    strcmp(c->ask_id, id) == 0)
-			break;
-	if (c == NULL) {
-		sbx_error_set(e, SBX_K_NOT_FOUND, "id", "no_such_ask",
-		    "no pending ask `%.40s` in this state root's proxy",
-		    id != NULL ? id : "");
-		return NULL;
-	}
-	always = strstr(ans, "-always") != NULL;
-	deny = strncmp(ans, "deny", 4) == 0;
+	c = a->owner;
 	if (always && ask_remember(c, deny, e) == -1)
 		return NULL;
 	snprintf(agent, sizeof(agent), "%s", c->s->ss.agent);
@@ -1266,33 +1214,15 @@ ask_answer(json_t *req, struct sbx_error *e)
 		return json_pack("{s:b,s:i}", "ok", 1, "released", 1);
 	}
 	/* Remembered: every pending ask it decides gets the answer. */
-	{
-		int	 n = 0;
-
-		for (o = P.conns; o != NULL; o = next) {
-			next = o->next;
-			if (o->state == C_ASK && strcmp(o->s->ss.agent, agent) ==
-			    0 && strcmp(o->host, host) == 0 && o->port ==
-			    port) {
-				ask_release(o, ans);
-				n++;
-			}
+	for (o = sbx_proxyask_newest(); o != NULL; o = older) {
+		older = o->prev;
+		if (strcmp(o->agent, agent) == 0 && strcmp(o->host, host) ==
+		    0 && o->port == port) {
+			ask_release(o->owner, ans);
+			n++;
 		}
-		return json_pack("{s:b,s:i}", "ok", 1, "released", n);
 	}
-}
-
-/* `asks`: the pending decisions, oldest first. */
-static json_t *
-ask_list(void)
-{
-	struct conn	*c;
-	json_t		*a = json_array();
-
-	for (c = P.conns; c != NULL; c = c->next)
-		if (c->state == C_ASK)
-			json_array_insert_new(a, 0, ask_json(c, NULL));
-	return json_pack("{s:b,s:o}", "ok", 1, "asks", a);
+	return json_pack("{s:b,s:i}", "ok", 1, "released", n);
 }
 
 /*
@@ -2409,7 +2339,7 @@ ctl_line(struct session *s, char *line, int fd_in)
 		goto drop;
 	}
 	if (strcmp(op, "asks") == 0 && s->ss.chan == -1) {
-		sbx_session_answer(s->ss.ctl, ask_list());
+		sbx_session_answer(s->ss.ctl, sbx_proxyask_list());
 		if (json_is_true(json_object_get(req, "follow"))) {
 			/* Kept open: every ask and answer follows. */
 			s->follow = 1;
@@ -2579,6 +2509,7 @@ sbx_proxy_serve(int rootfd, int listen_fd,
 	struct session		*s;
 
 	memset(&P, 0, sizeof(P));
+	sbx_proxyask_reset();
 	P.cfg = cfg;
 	P.rootfd = rootfd;
 	P.lfd = listen_fd;
