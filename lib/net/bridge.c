@@ -625,19 +625,13 @@ no_unescape(void *cls, struct MHD_Connection *c, char *s)
 static void
 session_free(struct session *s)
 {
-	epoll_ctl(P.ep, EPOLL_CTL_DEL, s->ss.ctl, NULL);
-	close(s->ss.ctl);
-	if (s->ss.chan >= 0) {
-		epoll_ctl(P.ep, EPOLL_CTL_DEL, s->ss.chan, NULL);
-		close(s->ss.chan);
-	}
+	sbx_session_close(&s->ss, P.ep);
 	if (s->prev != NULL)
 		s->prev->next = s->next;
 	else
 		P.sessions = s->next;
 	if (s->next != NULL)
 		s->next->prev = s->prev;
-	sbx_session_release(&s->ss);
 	json_decref(s->secrets);
 	pthread_mutex_lock(&P.lock);
 	rscrub_put(s->rsc);

@@ -2220,14 +2220,7 @@ session_free(struct session *s)
 		if (c->s == s)
 			conn_close(c);
 	}
-	if (s->ss.ctl >= 0) {
-		epoll_ctl(P.ep, EPOLL_CTL_DEL, s->ss.ctl, NULL);
-		close(s->ss.ctl);
-	}
-	if (s->ss.chan >= 0) {
-		epoll_ctl(P.ep, EPOLL_CTL_DEL, s->ss.chan, NULL);
-		close(s->ss.chan);
-	}
+	sbx_session_close(&s->ss, P.ep);
 	if (s->prev != NULL)
 		s->prev->next = s->next;
 	else
@@ -2236,7 +2229,6 @@ session_free(struct session *s)
 		s->next->prev = s->prev;
 	P.nsessions--;
 	sbx_np_free(&s->pol);
-	sbx_session_release(&s->ss);
 	sodium_memzero(s->up.auth, sizeof(s->up.auth));
 	json_decref(s->violations);
 	s->violations = NULL;

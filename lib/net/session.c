@@ -4,6 +4,7 @@
  * (its agent, its channel, the agent's token).  The daemons keep their
  * own event loops and ops; this is what they had written twice.
  */
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 
@@ -44,8 +45,17 @@ sbx_session_accept(int lfd, size_t size)
 }
 
 void
-sbx_session_release(struct sbx_session *s)
+sbx_session_close(struct sbx_session *s, int ep)
 {
+	if (s->ctl >= 0) {
+		epoll_ctl(ep, EPOLL_CTL_DEL, s->ctl, NULL);
+		close(s->ctl);
+	}
+	if (s->chan >= 0) {
+		epoll_ctl(ep, EPOLL_CTL_DEL, s->chan, NULL);
+		close(s->chan);
+	}
+	s->ctl = s->chan = -1;
 	if (s->fd_in >= 0)
 		close(s->fd_in);
 	s->fd_in = -1;

@@ -43,9 +43,10 @@ struct sbx_session {
  * sbx_daemon_accept) as a new session of size bytes (zeroed but for the
  * common part), or NULL when none is pending. */
 void	*sbx_session_accept(int lfd, size_t size);
-/* What the common part holds, released (ctl and chan are the daemon's to
- * close: they are in its event loop). */
-void	 sbx_session_release(struct sbx_session *);
+/* What the common part holds, released: ctl and chan out of the
+ * daemon's epoll set ep and closed, the descriptor held, the token wiped,
+ * the line freed. */
+void	 sbx_session_close(struct sbx_session *, int ep);
 
 /*
  * Read what the control connection has.  1: a line is complete, in

@@ -55,9 +55,9 @@ pair(struct sbx_session *s, int sv[2])
 static void
 unpair(struct sbx_session *s, int sv[2])
 {
-	sbx_session_release(s);
+	/* Closes sv[1], the daemon's end (and no epoll set: -1). */
+	sbx_session_close(s, -1);
 	close(sv[0]);
-	close(sv[1]);
 }
 
 /* What a client of sbx sends: bytes, with a descriptor or not. */
@@ -128,10 +128,10 @@ test_read(void)
 	client(sv[0], "}", p[1]);
 	ok(sbx_session_read(&s, 1024, 1, &fd) == -1,
 	    "a second before the newline: the session ends");
-	ok(s.fd_in >= 0, "  (the first is the release's to close)");
+	ok(s.fd_in >= 0, "  (the first is sbx_session_close's to close)");
 	fd = s.fd_in;
 	unpair(&s, sv);
-	ok(!isopen(fd), "  and the release closes it");
+	ok(!isopen(fd), "  and sbx_session_close closes it");
 	close(p[0]);
 	close(p[1]);
 
