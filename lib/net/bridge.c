@@ -863,7 +863,8 @@ ctl_line(struct session *s, char *line, int fd_in)
 		session_free(s);
 		return;
 	}
-	if (strcmp(op, "session") == 0 && s->ss.chan < 0 && s->ss.agent[0] == '\0') {
+	if (strcmp(op, "session") == 0 && s->ss.chan < 0 &&
+	    s->ss.agent[0] == '\0') {
 		if (session_open(s, req, fd_in, &e) == -1) {
 			if (fd_in >= 0)
 				close(fd_in);

@@ -1389,8 +1389,8 @@ conn_socks(struct conn *c)
 			 * agent, the password must be its token. */
 			if (r == 1 && (strcmp(user, c->s->ss.agent) != 0 ||
 			    strlen(pass) != SBX_TOKEN_LEN ||
-			    sodium_memcmp(pass, c->s->ss.token, SBX_TOKEN_LEN) !=
-			    0)) {
+			    sodium_memcmp(pass, c->s->ss.token,
+			    SBX_TOKEN_LEN) != 0)) {
 				sodium_memzero(pass, sizeof(pass));
 				conn_refuse(c, 407, "bad_token");
 				return;
@@ -2324,10 +2324,11 @@ ctl_line(struct session *s, char *line, int fd_in)
 		goto drop;
 	}
 	if (strcmp(op, "status") == 0) {
-		sbx_session_answer(s->ss.ctl, json_pack("{s:b,s:i,s:i,s:i,s:I}", "ok", 1,
-		    "pid", (int)getpid(), "sessions", (int)P.nsessions - 1,
-		    "connections", (int)P.nconns, "uptime_s",
-		    (json_int_t)((sbx_now_ms() - P.t_start) / 1000)));
+		sbx_session_answer(s->ss.ctl, json_pack("{s:b,s:i,s:i,s:i,s:I}",
+		    "ok", 1, "pid", (int)getpid(), "sessions",
+		    (int)P.nsessions - 1, "connections", (int)P.nconns,
+		    "uptime_s", (json_int_t)((sbx_now_ms() - P.t_start) /
+		    1000)));
 		goto drop;
 	}
 	if (strcmp(op, "asks") == 0 && s->ss.chan == -1) {
@@ -2342,7 +2343,8 @@ ctl_line(struct session *s, char *line, int fd_in)
 	}
 	if (strcmp(op, "answer") == 0 && s->ss.chan == -1) {
 		ans = ask_answer(req, &e);
-		sbx_session_answer(s->ss.ctl, ans != NULL ? ans : sbx_session_error(&e));
+		sbx_session_answer(s->ss.ctl, ans != NULL ? ans :
+		    sbx_session_error(&e));
 		goto drop;
 	}
 	if (strcmp(op, "stop") == 0) {
@@ -2360,8 +2362,8 @@ ctl_line(struct session *s, char *line, int fd_in)
 		return;
 	}
 	if (strcmp(op, "end") == 0 && s->ss.chan >= 0) {
-		sbx_session_answer(s->ss.ctl, json_pack("{s:b,s:O,s:I}", "ok", 1,
-		    "violations", s->violations, "denied",
+		sbx_session_answer(s->ss.ctl, json_pack("{s:b,s:O,s:I}",
+		    "ok", 1, "violations", s->violations, "denied",
 		    (json_int_t)s->denied));
 		goto drop;
 	}

@@ -58,9 +58,9 @@ int	 sbx_resolver_fd(void);
  * date); it goes to c-ares at the next sbx_resolver_pump().  NULL with
  * errno EAGAIN when the agent (or everyone) has enough lookups waiting,
  * ENOMEM. */
-struct sbx_resolver_job *sbx_resolver_lookup(const char *host,
-	    struct sbx_dnsq_agent *agent, unsigned *orphans,
-	    sbx_resolver_fn fn, void *arg);
+struct sbx_resolver_job *
+	 sbx_resolver_lookup(const char *host, struct sbx_dnsq_agent *agent,
+	    unsigned *orphans, sbx_resolver_fn fn, void *arg);
 /* The requester no longer wants its lookup (fn is not called). */
 void	 sbx_resolver_cancel(struct sbx_resolver_job *);
 /* Hand c-ares what the queue lets through, fairly. */
