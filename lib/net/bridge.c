@@ -1049,7 +1049,7 @@ sbx_bridge_serve(int rootfd, int listen_fd, const struct sbx_bridge_config *cfg,
 		sweep();
 	}
 	/* A stop asked for: each run's sbx exec is told, so that it does
-	 * not start the bridge again (see proxy.c). */
+	 * not start the bridge again (session.h). */
 	if (P.stop)
 		for (s = P.sessions; s != NULL; s = s->next)
 			if (s->ss.chan >= 0)

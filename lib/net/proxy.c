@@ -2,10 +2,11 @@
  * proxy.c: the event loop of sbx-proxy.
  *
  * One thread runs an epoll loop over: the control socket (sessions opened
- * by sbx-exec), each session's control connection and channel (over which
- * sbx-init passes the sandbox's TCP connections), and every proxied
- * connection's two sockets.  Names are resolved asynchronously in the
- * same loop (c-ares, its sockets in an epoll set of their own), so a slow
+ * by sbx-exec; the protocol is session.c's), each session's control
+ * connection and channel (over which sbx-init passes the sandbox's TCP
+ * connections), and every proxied connection's two sockets.  Names are
+ * resolved asynchronously in the same loop (resolver.c: c-ares, its
+ * sockets in an epoll set of their own), so a slow
  * DNS server holds no thread and no lookup blocks another; lookups wait in
  * a bounded queue that serves the agents round-robin (dnsq.h), a lookup
  * whose connection is gone is cancelled or its answer dropped, and one
@@ -13,6 +14,10 @@
  * cap until the resolver lets it go.  Nothing is threaded.  Bytes of an
  * established connection move between the sockets with splice(2) through
  * a pipe, never through user-space buffers.
+ *
+ * A name no rule allows or denies may be asked about instead of refused
+ * (network_ask, --ask): the connection is held in proxyask.c's table
+ * until someone answers or the ask times out.
  *
  * Order of the checks for a request (a denied request is never resolved,
  * so no DNS query leaks a denied name): parse, token, host syntax and IP
