@@ -6,14 +6,14 @@
  * connection and channel (over which sbx-init passes the sandbox's TCP
  * connections), and every proxied connection's two sockets.  Names are
  * resolved asynchronously in the same loop (resolver.c: c-ares, its
- * sockets in an epoll set of their own), so a slow
- * DNS server holds no thread and no lookup blocks another; lookups wait in
- * a bounded queue that serves the agents round-robin (dnsq.h), a lookup
- * whose connection is gone is cancelled or its answer dropped, and one
- * that is still with the resolver counts against its agent's connection
- * cap until the resolver lets it go.  Nothing is threaded.  Bytes of an
- * established connection move between the sockets with splice(2) through
- * a pipe, never through user-space buffers.
+ * sockets in an epoll set of their own), so a slow DNS server holds no
+ * thread and no lookup blocks another; lookups wait in a bounded queue
+ * that serves the agents round-robin (dnsq.h), a lookup whose connection
+ * is gone is cancelled or its answer dropped, and one that is still with
+ * the resolver counts against its agent's connection cap until the
+ * resolver lets it go.  Nothing is threaded.  Bytes of an established
+ * connection move between the sockets with splice(2) through a pipe,
+ * never through user-space buffers.
  *
  * A name no rule allows or denies may be asked about instead of refused
  * (network_ask, --ask): the connection is held in proxyask.c's table
