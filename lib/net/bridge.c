@@ -91,7 +91,6 @@ struct session {
 	struct rscrub	  *rsc; /* the run's values, or NULL */
 	char		   plugin[64]; /* sbx plugin run's, or "" */
 	json_t		  *secrets; /* with plugin: {name: digest} */
-	struct session	  *prev, *next;
 };
 
 /* One connection handed to libmicrohttpd. */
@@ -122,10 +121,10 @@ static struct {
 	struct MHD_Daemon	       *d;
 	pthread_mutex_t			lock; /* all below, and stores */
 	struct agent		       *agents;
-	struct session		       *sessions;
+	struct sbx_sessions		sessions;
 	struct conn		       *conns;
 	struct conn		       *pending[FD_TABLE];
-	unsigned			nconns, nsessions;
+	unsigned			nconns;
 	long long			t_idle;
 	int				stop;
 } P = { .lock = PTHREAD_MUTEX_INITIALIZER };
@@ -622,23 +621,25 @@ no_unescape(void *cls, struct MHD_Connection *c, char *s)
 
 /* ---- sessions ----------------------------------------------------------- */
 
+/* The session after s in the daemon's list, the first after NULL (a
+ * struct session begins with its struct sbx_session). */
+static struct session *
+session_next(const struct session *s)
+{
+	return (struct session *)(void *)(s != NULL ? s->ss.next :
+	    P.sessions.head);
+}
+
 static void
 session_free(struct session *s)
 {
-	sbx_session_close(&s->ss, P.ep);
-	if (s->prev != NULL)
-		s->prev->next = s->next;
-	else
-		P.sessions = s->next;
-	if (s->next != NULL)
-		s->next->prev = s->prev;
+	sbx_session_close(&P.sessions, &s->ss, P.ep);
 	json_decref(s->secrets);
 	pthread_mutex_lock(&P.lock);
 	rscrub_put(s->rsc);
 	pthread_mutex_unlock(&P.lock);
 	free(s);
-	P.nsessions--;
-	if (P.nsessions == 0 && P.nconns == 0)
+	if (P.sessions.n == 0 && P.nconns == 0)
 		P.t_idle = sbx_now_ms();
 }
 
@@ -898,7 +899,7 @@ ctl_line(struct session *s, char *line, int fd_in)
 		pthread_mutex_lock(&P.lock);
 		sbx_session_answer(s->ss.ctl,
 		    json_pack("{s:b,s:i,s:i,s:i}", "ok", 1, "pid",
-			(int)getpid(), "sessions", (int)P.nsessions - 1,
+			(int)getpid(), "sessions", (int)P.sessions.n - 1,
 			"connections", (int)P.nconns));
 		pthread_mutex_unlock(&P.lock);
 	} else if (strcmp(op, "stop") == 0) {
@@ -940,19 +941,14 @@ listen_accept(void)
 	struct epoll_event	 ev;
 	struct session		*s;
 
-	while ((s = sbx_session_accept(P.lfd, sizeof(*s))) != NULL) {
+	while ((s = sbx_session_accept(&P.sessions, P.lfd, sizeof(*s))) !=
+	    NULL) {
 		ev.events = EPOLLIN;
 		ev.data.u64 = ((uint64_t)1 << 32) | (uint32_t)s->ss.ctl;
 		if (epoll_ctl(P.ep, EPOLL_CTL_ADD, s->ss.ctl, &ev) == -1) {
-			close(s->ss.ctl);
+			sbx_session_close(&P.sessions, &s->ss, P.ep);
 			free(s);
-			continue;
 		}
-		s->next = P.sessions;
-		if (P.sessions != NULL)
-			P.sessions->prev = s;
-		P.sessions = s;
-		P.nsessions++;
 	}
 }
 
@@ -961,7 +957,7 @@ session_by_fd(int fd, int chan)
 {
 	struct session *s;
 
-	for (s = P.sessions; s != NULL; s = s->next)
+	for (s = session_next(NULL); s != NULL; s = session_next(s))
 		if ((chan ? s->ss.chan : s->ss.ctl) == fd)
 			return s;
 	return NULL;
@@ -1028,7 +1024,7 @@ sbx_bridge_serve(int rootfd, int listen_fd, const struct sbx_bridge_config *cfg,
 		pthread_mutex_lock(&P.lock);
 		nc = P.nconns;
 		pthread_mutex_unlock(&P.lock);
-		if (nc == 0 && P.nsessions == 0 &&
+		if (nc == 0 && P.sessions.n == 0 &&
 		    t - P.t_idle >= cfg->idle_exit_ms)
 			break;
 		n = epoll_wait(P.ep, evs, 32, 250);
@@ -1051,11 +1047,11 @@ sbx_bridge_serve(int rootfd, int listen_fd, const struct sbx_bridge_config *cfg,
 	/* A stop asked for: each run's sbx exec is told, so that it does
 	 * not start the bridge again (session.h). */
 	if (P.stop)
-		for (s = P.sessions; s != NULL; s = s->next)
+		for (s = session_next(NULL); s != NULL; s = session_next(s))
 			if (s->ss.chan >= 0)
 				sbx_session_stopping(&s->ss);
-	while (P.sessions != NULL)
-		session_free(P.sessions);
+	while ((s = session_next(NULL)) != NULL)
+		session_free(s);
 	MHD_stop_daemon(P.d);
 	close(P.ep);
 	return 0;

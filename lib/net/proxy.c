@@ -130,7 +130,6 @@ struct session {
 	int			 ended;
 	int			 closed;
 	struct session		*gnext;
-	struct session		*prev, *next;
 };
 
 struct conn {
@@ -184,9 +183,9 @@ static struct {
 	int			 rootfd, runfd, ep, lfd, logfd;
 	unsigned long long	 logsize;
 	struct key		 klisten, kdns;
-	struct session		*sessions;
+	struct sbx_sessions	 sessions;
 	struct conn		*conns;
-	unsigned		 nconns, nsessions;
+	unsigned		 nconns;
 	struct agentcount	*counts;
 	/* Closed in this batch of events, freed after it: later events of
 	 * the same batch may still point at them. */
@@ -199,6 +198,15 @@ static struct {
 static void conn_close(struct conn *);
 static void conn_update(struct conn *);
 static void ask_publish(json_t *);
+
+/* The session after s in the daemon's list, the first after NULL (a
+ * struct session begins with its struct sbx_session). */
+static struct session *
+session_next(const struct session *s)
+{
+	return (struct session *)(void *)(s != NULL ? s->ss.next :
+	    P.sessions.head);
+}
 
 
 /* ---- configuration ---------------------------------------------------- */
@@ -1087,7 +1095,7 @@ ask_publish(json_t *ev)
 		return;
 	n = strlen(line);
 	line[n] = '\n';
-	for (s = P.sessions; s != NULL; s = s->next)
+	for (s = session_next(NULL); s != NULL; s = session_next(s))
 		if (s->follow && !s->closed)
 			(void)!send(s->ss.ctl, line, n + 1, MSG_NOSIGNAL |
 			    MSG_DONTWAIT);
@@ -1181,7 +1189,7 @@ ask_remember(const struct conn *c, int deny, struct sbx_error *e)
 	    sbx_cfg_validate(doc, 1, rel, e) == -1 ||
 	    sbx_cfg_store(P.rootfd, c->s->ss.agent, doc, e) == -1)
 		goto out;
-	for (s = P.sessions; s != NULL; s = s->next)
+	for (s = session_next(NULL); s != NULL; s = session_next(s))
 		if (!s->closed && s->ss.chan != -1 &&
 		    strcmp(s->ss.agent, c->s->ss.agent) == 0 && (deny ?
 		    sbx_np_deny(&s->pol, entry, e) : sbx_np_allow(&s->pol,
@@ -2225,14 +2233,7 @@ session_free(struct session *s)
 		if (c->s == s)
 			conn_close(c);
 	}
-	sbx_session_close(&s->ss, P.ep);
-	if (s->prev != NULL)
-		s->prev->next = s->next;
-	else
-		P.sessions = s->next;
-	if (s->next != NULL)
-		s->next->prev = s->prev;
-	P.nsessions--;
+	sbx_session_close(&P.sessions, &s->ss, P.ep);
 	sbx_np_free(&s->pol);
 	sodium_memzero(s->up.auth, sizeof(s->up.auth));
 	json_decref(s->violations);
@@ -2240,7 +2241,7 @@ session_free(struct session *s)
 	s->closed = 1;
 	s->gnext = P.sgrave;
 	P.sgrave = s;
-	if (P.nsessions == 0 && P.nconns == 0)
+	if (P.sessions.n == 0 && P.nconns == 0)
 		P.t_idle = sbx_now_ms();
 }
 
@@ -2331,7 +2332,7 @@ ctl_line(struct session *s, char *line, int fd_in)
 	if (strcmp(op, "status") == 0) {
 		sbx_session_answer(s->ss.ctl, json_pack("{s:b,s:i,s:i,s:i,s:I}",
 		    "ok", 1, "pid", (int)getpid(), "sessions",
-		    (int)P.nsessions - 1, "connections", (int)P.nconns,
+		    (int)P.sessions.n - 1, "connections", (int)P.nconns,
 		    "uptime_s", (json_int_t)((sbx_now_ms() - P.t_start) /
 		    1000)));
 		goto drop;
@@ -2447,21 +2448,16 @@ listen_accept(void)
 	struct session		*s;
 	struct epoll_event	 ev;
 
-	while ((s = sbx_session_accept(P.lfd, sizeof(*s))) != NULL) {
+	while ((s = sbx_session_accept(&P.sessions, P.lfd, sizeof(*s))) !=
+	    NULL) {
 		s->kctl.type = K_CTL;
 		s->kctl.p = s;
 		ev.events = EPOLLIN | EPOLLRDHUP;
 		ev.data.ptr = &s->kctl;
 		if (epoll_ctl(P.ep, EPOLL_CTL_ADD, s->ss.ctl, &ev) == -1) {
-			close(s->ss.ctl);
+			sbx_session_close(&P.sessions, &s->ss, P.ep);
 			free(s);
-			continue;
 		}
-		s->next = P.sessions;
-		if (P.sessions != NULL)
-			P.sessions->prev = s;
-		P.sessions = s;
-		P.nsessions++;
 	}
 }
 
@@ -2472,8 +2468,8 @@ sweep_sessions(void)
 	struct session	*s, *next;
 	long long	 t = sbx_now_ms();
 
-	for (s = P.sessions; s != NULL; s = next) {
-		next = s->next;
+	for (s = session_next(NULL); s != NULL; s = next) {
+		next = session_next(s);
 		if (s->ss.chan == -1 && !s->follow &&
 		    t - s->ss.t_open > CTL_TIMEOUT_MS)
 			session_free(s);
@@ -2550,7 +2546,7 @@ sbx_proxy_serve(int rootfd, int listen_fd,
 	next_sweep = sbx_now_ms() + SWEEP_MS;
 	while (!P.stop) {
 		t = sbx_now_ms();
-		if (P.nconns == 0 && P.nsessions == 0) {
+		if (P.nconns == 0 && P.sessions.n == 0) {
 			if (t - P.t_idle >= cfg->idle_exit_ms)
 				break;
 			timeout = (int)(cfg->idle_exit_ms - (t - P.t_idle));
@@ -2607,11 +2603,11 @@ sbx_proxy_serve(int rootfd, int listen_fd,
 	 * relay_open in lib/exec/exec.c).  A proxy that dies says nothing.
 	 */
 	if (P.stop)
-		for (s = P.sessions; s != NULL; s = s->next)
+		for (s = session_next(NULL); s != NULL; s = session_next(s))
 			if (!s->closed && !s->follow && s->ss.chan >= 0)
 				sbx_session_stopping(&s->ss);
 	/* Shut down: sessions (and their connections) first. */
-	while ((s = P.sessions) != NULL)
+	while ((s = session_next(NULL)) != NULL)
 		session_free(s);
 	/* Every lookup left is an orphan now: the resolver's end answers
 	 * them (ARES_EDESTRUCTION) and they are freed. */

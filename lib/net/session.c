@@ -25,7 +25,7 @@
 #include "time.h"
 
 void *
-sbx_session_accept(int lfd, size_t size)
+sbx_session_accept(struct sbx_sessions *l, int lfd, size_t size)
 {
 	struct sbx_session	*s;
 	int			 fd;
@@ -39,14 +39,29 @@ sbx_session_accept(int lfd, size_t size)
 		s->chan = -1;
 		s->fd_in = -1;
 		s->t_open = sbx_now_ms();
+		s->next = l->head;
+		if (l->head != NULL)
+			l->head->prev = s;
+		l->head = s;
+		l->n++;
 		return s;
 	}
 	return NULL;
 }
 
 void
-sbx_session_close(struct sbx_session *s, int ep)
+sbx_session_close(struct sbx_sessions *l, struct sbx_session *s, int ep)
 {
+	if (s->prev != NULL || l->head == s) {
+		if (s->prev != NULL)
+			s->prev->next = s->next;
+		else
+			l->head = s->next;
+		if (s->next != NULL)
+			s->next->prev = s->prev;
+		s->prev = s->next = NULL;
+		l->n--;
+	}
 	if (s->ctl >= 0) {
 		epoll_ctl(ep, EPOLL_CTL_DEL, s->ctl, NULL);
 		close(s->ctl);

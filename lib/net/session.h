@@ -37,16 +37,25 @@ struct sbx_session {
 	char		*line;	/* the request line being read */
 	size_t		 len;
 	long long	 t_open;
+	struct sbx_session *prev, *next;	/* in the daemon's list */
+};
+
+/* A daemon's sessions, newest first. */
+struct sbx_sessions {
+	struct sbx_session	*head;
+	unsigned		 n;
 };
 
 /* The next connection on the listening control socket lfd (peer checked,
  * sbx_daemon_accept) as a new session of size bytes (zeroed but for the
- * common part), or NULL when none is pending. */
-void	*sbx_session_accept(int lfd, size_t size);
-/* What the common part holds, released: ctl and chan out of the
- * daemon's epoll set ep and closed, the descriptor held, the token wiped,
- * the line freed. */
-void	 sbx_session_close(struct sbx_session *, int ep);
+ * common part) at the head of l, or NULL when none is pending. */
+void	*sbx_session_accept(struct sbx_sessions *l, int lfd, size_t size);
+/* The session out of l, and what its common part holds released: ctl
+ * and chan out of the daemon's epoll set ep and closed, the descriptor
+ * held closed, the token wiped, the line freed.  The memory is the
+ * daemon's to free. */
+void	 sbx_session_close(struct sbx_sessions *l, struct sbx_session *,
+	    int ep);
 
 /*
  * Read what the control connection has.  1: a line is complete, in

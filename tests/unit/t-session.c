@@ -3,6 +3,7 @@
  * and judged; the session's agent, channel and token; the answers. */
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -55,8 +56,10 @@ pair(struct sbx_session *s, int sv[2])
 static void
 unpair(struct sbx_session *s, int sv[2])
 {
+	struct sbx_sessions	 none = { NULL, 0 };
+
 	/* Closes sv[1], the daemon's end (and no epoll set: -1). */
-	sbx_session_close(s, -1);
+	sbx_session_close(&none, s, -1);
 	close(sv[0]);
 }
 
@@ -326,6 +329,55 @@ test_answer(void)
 	    "a directory is no stream socket");
 }
 
+/* A daemon's list: accepted newest first, closed from anywhere. */
+static void
+test_list(void)
+{
+	struct sbx_sessions	 l = { NULL, 0 };
+	struct sbx_session	*s[3];
+	struct sockaddr_un	 sun = { .sun_family = AF_UNIX };
+	int			 lfd, c[3], i, fine = 1;
+
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/ctl.sock", root);
+	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (lfd == -1 ||
+	    bind(lfd, (struct sockaddr *)&sun, sizeof(sun)) == -1 ||
+	    listen(lfd, 8) == -1) {
+		perror("listen");
+		exit(1);
+	}
+	ok(sbx_session_accept(&l, lfd, 64) == NULL && l.n == 0,
+	    "nobody connected: no session");
+	for (i = 0; i < 3; i++) {
+		if ((c[i] = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) ==
+		    -1 || connect(c[i], (struct sockaddr *)&sun,
+		    sizeof(sun)) == -1) {
+			perror("connect");
+			exit(1);
+		}
+		s[i] = sbx_session_accept(&l, lfd, 4096);
+		fine &= s[i] != NULL && s[i]->ctl >= 0 && s[i]->chan == -1 &&
+		    s[i]->fd_in == -1 && s[i]->t_open > 0 &&
+		    s[i]->agent[0] == '\0';
+	}
+	ok(fine && l.n == 3, "three connections, three sessions");
+	ok(l.head == s[2] && s[2]->next == s[1] && s[1]->next == s[0] &&
+	    s[0]->next == NULL && s[0]->prev == s[1], "newest first");
+	sbx_session_close(&l, s[1], -1);
+	ok(l.n == 2 && l.head == s[2] && s[2]->next == s[0] &&
+	    s[0]->prev == s[2], "one out of the middle");
+	sbx_session_close(&l, s[2], -1);
+	ok(l.n == 1 && l.head == s[0] && s[0]->prev == NULL, "the head");
+	sbx_session_close(&l, s[0], -1);
+	ok(l.n == 0 && l.head == NULL, "the last: empty");
+	ok(s[0]->ctl == -1 && s[0]->chan == -1, "  its descriptors closed");
+	for (i = 0; i < 3; i++) {
+		free(s[i]);
+		close(c[i]);
+	}
+	close(lfd);
+}
+
 int
 main(void)
 {
@@ -345,6 +397,7 @@ main(void)
 	test_agent();
 	test_token();
 	test_answer();
+	test_list();
 	close(rootfd);
 	{
 		struct sbx_error e;
