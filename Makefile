@@ -210,11 +210,12 @@ $(B)/lib/sandbox/seccomp.o: $(B)/gen/seccomp-digest.h
 $(B)/lib/sandbox/seccomp.o: CPPFLAGS += -iquote $(B)/gen
 
 # sbx-proxy alone resolves names, asynchronously, with c-ares: only
-# lib/net/proxy.c includes it and only the programs of the table above
-# (LIBS_*) and the proxy's tests link it, so sbx-exec never loads it.
+# lib/net/proxy.c and resolver.c include it and only the programs of the
+# table above (LIBS_*) and the proxy's tests link it, so sbx-exec never
+# loads it.
 CARES_CFLAGS := $(shell $(PKG_CONFIG) --cflags libcares 2>/dev/null)
 CARES_LIBS := $(shell $(PKG_CONFIG) --libs libcares 2>/dev/null || echo -lcares)
-$(B)/lib/net/proxy.o: CFLAGS += $(CARES_CFLAGS)
+$(B)/lib/net/proxy.o $(B)/lib/net/resolver.o: CFLAGS += $(CARES_CFLAGS)
 $(B)/tests/unit/t-proxy: LIBS_ALL += $(CARES_LIBS)
 
 # sbx-bridge's libraries (LIBS_sbx-bridge above): only it and its test

@@ -2,17 +2,22 @@
  * proxy.c: the event loop of sbx-proxy.
  *
  * One thread runs an epoll loop over: the control socket (sessions opened
- * by sbx-exec), each session's control connection and channel (over which
- * sbx-init passes the sandbox's TCP connections), and every proxied
- * connection's two sockets.  Names are resolved asynchronously in the
- * same loop (c-ares, its sockets in an epoll set of their own), so a slow
- * DNS server holds no thread and no lookup blocks another; lookups wait in
- * a bounded queue that serves the agents round-robin (dnsq.h), a lookup
- * whose connection is gone is cancelled or its answer dropped, and one
- * that is still with the resolver counts against its agent's connection
- * cap until the resolver lets it go.  Nothing is threaded.  Bytes of an
- * established connection move between the sockets with splice(2) through
- * a pipe, never through user-space buffers.
+ * by sbx-exec; the protocol is session.c's), each session's control
+ * connection and channel (over which sbx-init passes the sandbox's TCP
+ * connections), and every proxied connection's two sockets.  Names are
+ * resolved asynchronously in the same loop (resolver.c: c-ares, its
+ * sockets in an epoll set of their own), so a slow DNS server holds no
+ * thread and no lookup blocks another; lookups wait in a bounded queue
+ * that serves the agents round-robin (dnsq.h), a lookup whose connection
+ * is gone is cancelled or its answer dropped, and one that is still with
+ * the resolver counts against its agent's connection cap until the
+ * resolver lets it go.  Nothing is threaded.  Bytes of an established
+ * connection move between the sockets with splice(2) through a pipe,
+ * never through user-space buffers.
+ *
+ * A name no rule allows or denies may be asked about instead of refused
+ * (network_ask, --ask): the connection is held in proxyask.c's table
+ * until someone answers or the ask times out.
  *
  * Order of the checks for a request (a denied request is never resolved,
  * so no DNS query leaks a denied name): parse, token, host syntax and IP
@@ -56,30 +61,22 @@
 #include "netpolicy.h"
 #include "provision.h"
 #include "proxy.h"
+#include "proxyask.h"
+#include "proxycfg.h"
+#include "resolver.h"
 #include "scrub.h"
 #include "secret.h"
+#include "session.h"
 #include "settings.h"
 #include "socks5.h"
 #include "time.h"
 
-#define MAX_ADDRS	16
+#define MAX_ADDRS	SBX_RESOLVER_ADDRS
 #define PIPE_SIZE	(256 << 10)
 #define VIOLATIONS_MAX	100
 #define CTL_TIMEOUT_MS	5000
 #define LINGER_MS	1000
 #define SWEEP_MS	200
-/* Lookups with the resolver at a time, in all and for one agent: an agent
- * that floods the resolver (abandoned lookups of random names under an
- * allowed wildcard) fills its own share, never the others'. */
-#define LOOKUPS_INFLIGHT	64
-#define LOOKUPS_INFLIGHT_AGENT	8
-/* Pending asks, in all and per agent (not per run: an agent may have any
- * number of runs at once): an agent that asks about a flood of names holds
- * its own few, and refusals beyond them, never the others'.  The whole
- * table fills only when ASKS_MAX / ASKS_MAX_AGENT agents each hold their
- * share, so no agent's asks can crowd another's out. */
-#define ASKS_MAX		256
-#define ASKS_MAX_AGENT		16
 
 enum cstate {
 	C_HEAD,		/* reading the request head */
@@ -111,12 +108,11 @@ struct agentcount {
 };
 
 struct session {
+	/* ctl, chan (-1 until opened, -2 once the sandbox is gone), the
+	 * agent and its token, the line being read (session.h). */
+	struct sbx_session	 ss;
 	struct key		 kctl, kchan;
-	int			 ctl, chan;	/* chan -1 until opened */
-	int			 fd_in;		/* received, line not yet */
-	char			 agent[SBX_AGENT_MAX + 1];
 	char			 run[80];
-	char			 token[SBX_TOKEN_LEN + 1];
 	struct sbx_netpolicy	 pol;
 	unsigned short		 opaque[SBX_PROXY_OPAQUE_MAX];
 	size_t			 nopaque;
@@ -133,13 +129,8 @@ struct session {
 	unsigned long long	 denied;
 	unsigned		 nconns;
 	int			 ended;
-	/* A control connection before its first line. */
-	char			*line;
-	size_t			 linelen;
-	long long		 t_open;
 	int			 closed;
 	struct session		*gnext;
-	struct session		*prev, *next;
 };
 
 struct conn {
@@ -162,7 +153,7 @@ struct conn {
 	long long		 body_left;	/* plain HTTP: body to pass */
 	int			 via_up; /* through the parent proxy */
 	int			 socks; /* from 1080: SOCKS5 */
-	char			 ask_id[17]; /* C_ASK: its decision's id */
+	struct sbx_proxyask	 ask;	/* C_ASK: its pending decision */
 	int			 sstage; /* 0 greeting, 1 auth, 2 request */
 	struct sockaddr_storage	 addrs[MAX_ADDRS];
 	socklen_t		 addrlens[MAX_ADDRS];
@@ -178,7 +169,7 @@ struct conn {
 	long long		 t_hello;
 	unsigned long long	 bytes_in, bytes_out;
 	long long		 t_start, t_last, t_deadline;
-	struct dnsjob		*job;		/* its lookup */
+	struct sbx_resolver_job	*job;		/* its lookup */
 	int			 closed;
 	struct conn		*gnext;		/* the graveyard */
 	int			 logged;
@@ -188,23 +179,14 @@ struct conn {
 	struct conn		*prev, *next;
 };
 
-/* A lookup.  Its connection may go while it is with the resolver: c is
- * then NULL and the answer is dropped. */
-struct dnsjob {
-	struct sbx_dnsq_item	 qi;
-	struct conn		*c;
-	struct agentcount	*a;
-	char			 host[SBX_NP_HOST_MAX + 1];
-};
-
 static struct {
 	const struct sbx_proxy_config	*cfg;
-	int			 rootfd, runfd, ep, dep, lfd, logfd;
+	int			 rootfd, runfd, ep, lfd, logfd;
 	unsigned long long	 logsize;
 	struct key		 klisten, kdns;
-	struct session		*sessions;
+	struct sbx_sessions	 sessions;
 	struct conn		*conns;
-	unsigned		 nconns, nsessions;
+	unsigned		 nconns;
 	struct agentcount	*counts;
 	/* Closed in this batch of events, freed after it: later events of
 	 * the same batch may still point at them. */
@@ -212,18 +194,20 @@ static struct {
 	struct session		*sgrave;
 	int			 stop;
 	long long		 t_idle, t_start;
-	/* The resolver: a c-ares channel whose sockets are in dep. */
-	ares_channel		 ch;
-	int			 have_ch, pumping;
-	struct sbx_dnsq		 q;
-	unsigned		 norphans;	/* lookups of closed conns */
-	unsigned		 nasks;		/* connections in C_ASK */
 } P;
 
 static void conn_close(struct conn *);
 static void conn_update(struct conn *);
 static void ask_publish(json_t *);
-static json_t *ask_json(const struct conn *, const char *);
+
+/* The session after s in the daemon's list, the first after NULL (a
+ * struct session begins with its struct sbx_session). */
+static struct session *
+session_next(const struct session *s)
+{
+	return (struct session *)(void *)(s != NULL ? s->ss.next :
+	    P.sessions.head);
+}
 
 
 /* ---- log -------------------------------------------------------------- */
@@ -329,7 +313,7 @@ conn_log(struct conn *c, const char *verdict, const char *reason)
 		return;
 	c->logged = 1;
 	o = json_pack("{s:s,s:s,s:s,s:s,s:i,s:I,s:I,s:I,s:i}",
-	    "agent", c->s != NULL ? c->s->agent : "",
+	    "agent", c->s != NULL ? c->s->ss.agent : "",
 	    "run", c->s != NULL ? c->s->run : "",
 	    "host", c->host,
 	    "method", c->method,
@@ -607,19 +591,10 @@ conn_free(struct conn *c)
 static void
 conn_unresolve(struct conn *c)
 {
-	struct dnsjob	*j = c->job;
-
-	if (j == NULL)
+	if (c->job == NULL)
 		return;
+	sbx_resolver_cancel(c->job);
 	c->job = NULL;
-	j->c = NULL;
-	if (j->qi.queued) {
-		sbx_dnsq_cancel(&P.q, &j->qi);
-		free(j);
-		return;
-	}
-	j->a->orphans++;
-	P.norphans++;
 }
 
 static void
@@ -630,8 +605,8 @@ conn_close(struct conn *c)
 	conn_unresolve(c);
 	if (c->state == C_ASK) {
 		/* The client gave up before anyone answered. */
-		P.nasks--;
-		ask_publish(ask_json(c, "gone"));
+		ask_publish(sbx_proxyask_json(&c->ask, "gone"));
+		sbx_proxyask_drop(&c->ask);
 		c->state = C_HEAD;
 	}
 	if (c->state == C_RELAY)
@@ -665,7 +640,7 @@ conn_close(struct conn *c)
 	P.nconns--;
 	if (c->s != NULL) {
 		c->s->nconns--;
-		if ((a = agent_count(c->s->agent)) != NULL && a->n > 0)
+		if ((a = agent_count(c->s->ss.agent)) != NULL && a->n > 0)
 			a->n--;
 	}
 	c->s = NULL;
@@ -707,14 +682,14 @@ conn_new(struct session *s, int fd, int socks)
 	P.conns = c;
 	P.nconns++;
 	s->nconns++;
-	a = agent_count(s->agent);
+	a = agent_count(s->ss.agent);
 	if (a != NULL)
 		a->n++;
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	conn_update(c);
 	/* The limits are checked once the connection exists, so that the
 	 * refusal is an answer the client can read, not a reset. */
-	if (P.nconns + P.norphans > P.cfg->max_conns ||
+	if (P.nconns + sbx_resolver_orphans() > P.cfg->max_conns ||
 	    (a != NULL && a->n + a->orphans > P.cfg->max_conns_agent))
 		conn_refuse(c, 503, "too_many_connections");
 }
@@ -739,7 +714,18 @@ buf_reserve(struct conn *c, size_t want)
 
 static void conn_resolved(struct conn *, const struct sockaddr_storage *,
     const socklen_t *, int);
-static void dns_pump(void);
+
+/* The resolver's answer to a connection that still waits for it. */
+static void
+conn_answer(void *arg, const struct sockaddr_storage *addrs,
+    const socklen_t *lens, int n)
+{
+	struct conn	*c = arg;
+
+	c->job = NULL;
+	if (c->state == C_RESOLVE)
+		conn_resolved(c, addrs, lens, n);
+}
 
 /* Queue the name for the resolver. */
 static void
@@ -747,7 +733,7 @@ conn_resolve(struct conn *c)
 {
 	const struct sbx_np_override	*ov;
 	struct agentcount		*a;
-	struct dnsjob			*j;
+	struct sbx_resolver_job		*j;
 
 	c->state = C_RESOLVE;
 	c->t_deadline = sbx_now_ms() + P.cfg->connect_timeout_ms;
@@ -766,23 +752,21 @@ conn_resolve(struct conn *c)
 		conn_resolved(c, &ov->addr, &ov->addrlen, 1);
 		return;
 	}
-	if ((a = agent_count(c->s->agent)) == NULL ||
-	    (j = calloc(1, sizeof(*j))) == NULL) {
+	if ((a = agent_count(c->s->ss.agent)) == NULL) {
 		conn_refuse(c, 502, "resolve_failed");
 		return;
 	}
-	j->c = c;
-	j->a = a;
-	snprintf(j->host, sizeof(j->host), "%s", c->via_up ?
-	    c->s->up.host : c->host);
-	if (sbx_dnsq_push(&P.q, &a->q, &j->qi) == -1) {
+	if ((j = sbx_resolver_lookup(c->via_up ? c->s->up.host : c->host,
+	    &a->q, &a->orphans, conn_answer, c)) == NULL) {
 		/* The agent (or everyone) has enough lookups waiting. */
-		free(j);
-		conn_refuse(c, 503, "too_many_lookups");
+		if (errno == EAGAIN)
+			conn_refuse(c, 503, "too_many_lookups");
+		else
+			conn_refuse(c, 502, "resolve_failed");
 		return;
 	}
 	c->job = j;
-	dns_pump();
+	sbx_resolver_pump();
 }
 
 /* ---- asking about unknown names ---------------------------------------- */
@@ -801,25 +785,11 @@ ask_publish(json_t *ev)
 		return;
 	n = strlen(line);
 	line[n] = '\n';
-	for (s = P.sessions; s != NULL; s = s->next)
+	for (s = session_next(NULL); s != NULL; s = session_next(s))
 		if (s->follow && !s->closed)
-			(void)!send(s->ctl, line, n + 1, MSG_NOSIGNAL |
+			(void)!send(s->ss.ctl, line, n + 1, MSG_NOSIGNAL |
 			    MSG_DONTWAIT);
 	free(line);
-}
-
-/* A pending ask as the control protocol shows it. */
-static json_t *
-ask_json(const struct conn *c, const char *event)
-{
-	json_t	*o = json_pack("{s:s,s:s,s:s,s:i,s:s,s:I}", "id", c->ask_id,
-	    "agent", c->s != NULL ? c->s->agent : "", "host", c->host,
-	    "port", (int)c->port, "run", c->s != NULL ? c->s->run : "",
-	    "age_ms", (json_int_t)(sbx_now_ms() - c->t_start));
-
-	if (o != NULL && event != NULL)
-		json_object_set_new(o, "event", json_string(event));
-	return o;
 }
 
 /* Is a refusal of this reason one to ask about instead?  Only a name
@@ -839,36 +809,23 @@ conn_askable(const struct conn *c, const char *why)
 static void
 conn_ask(struct conn *c)
 {
-	struct conn	*o;
-	unsigned char	 rnd[8];
-	unsigned	 mine = 0;
-
-	/* Counted by agent name, over every run of the agent: counted by
-	 * session, one agent's runs together could fill ASKS_MAX and every
-	 * other agent's asks would be refused. */
-	for (o = P.conns; o != NULL; o = o->next)
-		if (o->state == C_ASK && o->s != NULL &&
-		    strcmp(o->s->agent, c->s->agent) == 0)
-			mine++;
-	if (P.nasks >= ASKS_MAX || mine >= ASKS_MAX_AGENT) {
+	if (sbx_proxyask_hold(&c->ask, c->s->ss.agent, c->s->run, c->host,
+	    c->port, c->t_start, c) == -1) {
 		conn_refuse(c, 503, "too_many_asks");
 		return;
 	}
-	randombytes_buf(rnd, sizeof(rnd));
-	sodium_bin2hex(c->ask_id, sizeof(c->ask_id), rnd, sizeof(rnd));
 	c->state = C_ASK;
 	c->t_deadline = sbx_now_ms() + c->s->ask_ms;
-	P.nasks++;
 	conn_update(c);
 	{
-		json_t	*l = ask_json(c, NULL);
+		json_t	*l = sbx_proxyask_json(&c->ask, NULL);
 
 		json_object_set_new(l, "verdict", json_string("ask"));
 		json_object_set_new(l, "method", json_string(c->method));
 		json_object_del(l, "age_ms");
 		log_json(l);
 	}
-	ask_publish(ask_json(c, "ask"));
+	ask_publish(sbx_proxyask_json(&c->ask, "ask"));
 }
 
 /* The answer (allow-once, allow-always, deny, deny-always, or "timeout"
@@ -878,14 +835,14 @@ ask_release(struct conn *c, const char *answer)
 {
 	json_t	*l;
 
-	P.nasks--;
 	c->state = C_HEAD;
-	l = ask_json(c, NULL);
+	l = sbx_proxyask_json(&c->ask, NULL);
 	json_object_set_new(l, "verdict", json_string("answer"));
 	json_object_set_new(l, "answer", json_string(answer));
 	json_object_del(l, "age_ms");
 	log_json(l);
-	l = ask_json(c, "answered");
+	l = sbx_proxyask_json(&c->ask, "answered");
+	sbx_proxyask_drop(&c->ask);
 	json_object_set_new(l, "answer", json_string(answer));
 	ask_publish(l);
 	if (strncmp(answer, "allow", 5) == 0) {
@@ -915,18 +872,18 @@ ask_remember(const struct conn *c, int deny, struct sbx_error *e)
 		snprintf(entry, sizeof(entry), "%s:%u", c->host, c->port);
 	else
 		snprintf(entry, sizeof(entry), "%s", c->host);
-	SBX_LPATH(rel, SBX_L_AGENT_CONFIG, c->s->agent);
-	if (sbx_cfg_load(P.rootfd, c->s->agent, &doc, e) == -1 ||
+	SBX_LPATH(rel, SBX_L_AGENT_CONFIG, c->s->ss.agent);
+	if (sbx_cfg_load(P.rootfd, c->s->ss.agent, &doc, e) == -1 ||
 	    sbx_cfg_add(doc, deny ? "denied_domains" : "allowed_domains",
 	    json_string(entry), e) == -1 ||
 	    (P.cfg->validate == NULL ? sbx_error_set(e, SBX_K_UNAVAILABLE,
 	    "config", "no_checks", "%s: no settings checks: not written",
 	    rel) : P.cfg->validate(doc, 1, rel, e)) == -1 ||
-	    sbx_cfg_store(P.rootfd, c->s->agent, doc, e) == -1)
+	    sbx_cfg_store(P.rootfd, c->s->ss.agent, doc, e) == -1)
 		goto out;
-	for (s = P.sessions; s != NULL; s = s->next)
-		if (!s->closed && s->chan != -1 &&
-		    strcmp(s->agent, c->s->agent) == 0 && (deny ?
+	for (s = session_next(NULL); s != NULL; s = session_next(s))
+		if (!s->closed && s->ss.chan != -1 &&
+		    strcmp(s->ss.agent, c->s->ss.agent) == 0 && (deny ?
 		    sbx_np_deny(&s->pol, entry, e) : sbx_np_allow(&s->pol,
 		    entry, e)) == -1)
 			goto out;
@@ -941,37 +898,20 @@ out:
 static json_t *
 ask_answer(json_t *req, struct sbx_error *e)
 {
-	const char	*id = json_string_value(json_object_get(req, "id"));
-	const char	*ans = json_string_value(json_object_get(req,
-			    "answer"));
-	struct conn	*c, *o, *next;
-	char		 agent[SBX_AGENT_MAX + 1], host[SBX_NP_HOST_MAX + 1];
-	unsigned	 port;
-	int		 always, deny;
+	struct sbx_proxyask	*a, *o, *older;
+	struct conn		*c;
+	const char		*ans;
+	char			 agent[SBX_AGENT_MAX + 1];
+	char			 host[SBX_NP_HOST_MAX + 1];
+	unsigned		 port;
+	int			 always, deny, n = 0;
 
-	if (ans == NULL || (strcmp(ans, "allow-once") != 0 &&
-	    strcmp(ans, "allow-always") != 0 && strcmp(ans, "deny") != 0 &&
-	    strcmp(ans, "deny-always") != 0)) {
-		sbx_error_set(e, SBX_K_INVALID_ARGS, "answer", "bad_answer",
-		    "the answer must be allow-once, allow-always, deny or "
-		    "deny-always");
+	if ((a = sbx_proxyask_answer(req, &ans, &always, &deny, e)) == NULL)
 		return NULL;
-	}
-	for (c = P.conns; c != NULL; c = c->next)
-		if (c->state == C_ASK && id != NULL &&
-		    strcmp(c->ask_id, id) == 0)
-			break;
-	if (c == NULL) {
-		sbx_error_set(e, SBX_K_NOT_FOUND, "id", "no_such_ask",
-		    "no pending ask `%.40s` in this state root's proxy",
-		    id != NULL ? id : "");
-		return NULL;
-	}
-	always = strstr(ans, "-always") != NULL;
-	deny = strncmp(ans, "deny", 4) == 0;
+	c = a->owner;
 	if (always && ask_remember(c, deny, e) == -1)
 		return NULL;
-	snprintf(agent, sizeof(agent), "%s", c->s->agent);
+	snprintf(agent, sizeof(agent), "%s", c->s->ss.agent);
 	snprintf(host, sizeof(host), "%s", c->host);
 	port = c->port;
 	if (!always) {
@@ -979,33 +919,15 @@ ask_answer(json_t *req, struct sbx_error *e)
 		return json_pack("{s:b,s:i}", "ok", 1, "released", 1);
 	}
 	/* Remembered: every pending ask it decides gets the answer. */
-	{
-		int	 n = 0;
-
-		for (o = P.conns; o != NULL; o = next) {
-			next = o->next;
-			if (o->state == C_ASK && strcmp(o->s->agent, agent) ==
-			    0 && strcmp(o->host, host) == 0 && o->port ==
-			    port) {
-				ask_release(o, ans);
-				n++;
-			}
+	for (o = sbx_proxyask_newest(); o != NULL; o = older) {
+		older = o->prev;
+		if (strcmp(o->agent, agent) == 0 && strcmp(o->host, host) ==
+		    0 && o->port == port) {
+			ask_release(o->owner, ans);
+			n++;
 		}
-		return json_pack("{s:b,s:i}", "ok", 1, "released", n);
 	}
-}
-
-/* `asks`: the pending decisions, oldest first. */
-static json_t *
-ask_list(void)
-{
-	struct conn	*c;
-	json_t		*a = json_array();
-
-	for (c = P.conns; c != NULL; c = c->next)
-		if (c->state == C_ASK)
-			json_array_insert_new(a, 0, ask_json(c, NULL));
-	return json_pack("{s:b,s:o}", "ok", 1, "asks", a);
+	return json_pack("{s:b,s:i}", "ok", 1, "released", n);
 }
 
 /*
@@ -1084,8 +1006,8 @@ conn_parse(struct conn *c)
 	}
 	if (req.auth == SBX_AUTH_INVALID ||
 	    strlen(req.token) != SBX_TOKEN_LEN ||
-	    sodium_memcmp(req.token, c->s->token, SBX_TOKEN_LEN) != 0 ||
-	    (req.auth == SBX_AUTH_BASIC && strcmp(req.user, c->s->agent) !=
+	    sodium_memcmp(req.token, c->s->ss.token, SBX_TOKEN_LEN) != 0 ||
+	    (req.auth == SBX_AUTH_BASIC && strcmp(req.user, c->s->ss.agent) !=
 	    0)) {
 		sodium_memzero(req.token, sizeof(req.token));
 		conn_refuse(c, 407, "bad_token");
@@ -1170,10 +1092,10 @@ conn_socks(struct conn *c)
 			    &used, user, pass, &why);
 			/* Identity, as for HTTP: the session fixes the
 			 * agent, the password must be its token. */
-			if (r == 1 && (strcmp(user, c->s->agent) != 0 ||
+			if (r == 1 && (strcmp(user, c->s->ss.agent) != 0 ||
 			    strlen(pass) != SBX_TOKEN_LEN ||
-			    sodium_memcmp(pass, c->s->token, SBX_TOKEN_LEN) !=
-			    0)) {
+			    sodium_memcmp(pass, c->s->ss.token,
+			    SBX_TOKEN_LEN) != 0)) {
 				sodium_memzero(pass, sizeof(pass));
 				conn_refuse(c, 407, "bad_token");
 				return;
@@ -1891,166 +1813,7 @@ sweep(void)
 	}
 }
 
-/* ---- the resolver ----------------------------------------------------- */
-
-/* c-ares's answer to one lookup; may come from within ares_getaddrinfo
- * (a name of /etc/hosts) or ares_process_fd. */
-static void
-dns_answer(void *arg, int status, int timeouts, struct ares_addrinfo *res)
-{
-	struct dnsjob			*j = arg;
-	struct conn			*c = j->c;
-	struct ares_addrinfo_node	*ai;
-	struct sockaddr_storage		 addrs[MAX_ADDRS];
-	socklen_t			 lens[MAX_ADDRS] = { 0 };
-	int				 n = 0;
-
-	(void)timeouts;
-	sbx_dnsq_done(&P.q, &j->qi);
-	if (c == NULL) {
-		/* Its connection is gone: the answer is dropped, and the
-		 * agent has its slot back. */
-		if (j->a->orphans > 0)
-			j->a->orphans--;
-		if (P.norphans > 0)
-			P.norphans--;
-	} else {
-		c->job = NULL;
-		if (status == ARES_SUCCESS && res != NULL)
-			for (ai = res->nodes; ai != NULL && n < MAX_ADDRS;
-			    ai = ai->ai_next) {
-				if ((ai->ai_family != AF_INET &&
-				    ai->ai_family != AF_INET6) ||
-				    ai->ai_addrlen > sizeof(addrs[0]))
-					continue;
-				memset(&addrs[n], 0, sizeof(addrs[n]));
-				memcpy(&addrs[n], ai->ai_addr, ai->ai_addrlen);
-				lens[n++] = ai->ai_addrlen;
-			}
-		if (c->state == C_RESOLVE)
-			conn_resolved(c, addrs, lens, n);
-	}
-	if (res != NULL)
-		ares_freeaddrinfo(res);
-	free(j);
-}
-
-/* Hand the resolver what the queue lets through, fairly. */
-static void
-dns_pump(void)
-{
-	struct ares_addrinfo_hints	 hints;
-	struct sbx_dnsq_item		*it;
-	struct dnsjob			*j;
-
-	/* dns_answer may run inside ares_getaddrinfo; it never pumps, but
-	 * what it closes could: one pump at a time. */
-	if (P.pumping)
-		return;
-	P.pumping = 1;
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = ARES_AI_NOSORT;
-	while ((it = sbx_dnsq_next(&P.q)) != NULL) {
-		j = (struct dnsjob *)(void *)((char *)it -
-		    offsetof(struct dnsjob, qi));
-		ares_getaddrinfo(P.ch, j->host, NULL, &hints, dns_answer, j);
-	}
-	P.pumping = 0;
-}
-
-/* c-ares opens, watches and closes its sockets: mirror that in dep. */
-static void
-dns_sock(void *data, ares_socket_t fd, int readable, int writable)
-{
-	struct epoll_event	 ev;
-
-	(void)data;
-	if (!readable && !writable) {
-		(void)epoll_ctl(P.dep, EPOLL_CTL_DEL, fd, NULL);
-		return;
-	}
-	memset(&ev, 0, sizeof(ev));
-	ev.events = (readable ? EPOLLIN : 0) | (writable ? EPOLLOUT : 0);
-	ev.data.fd = fd;
-	if (epoll_ctl(P.dep, EPOLL_CTL_MOD, fd, &ev) == -1 && errno == ENOENT)
-		(void)epoll_ctl(P.dep, EPOLL_CTL_ADD, fd, &ev);
-}
-
-static void
-dns_events(void)
-{
-	struct epoll_event	 evs[16];
-	int			 i, n;
-
-	n = epoll_wait(P.dep, evs, 16, 0);
-	for (i = 0; i < n; i++)
-		ares_process_fd(P.ch, (evs[i].events & (EPOLLIN | EPOLLERR |
-		    EPOLLHUP)) ? evs[i].data.fd : ARES_SOCKET_BAD,
-		    (evs[i].events & EPOLLOUT) ? evs[i].data.fd :
-		    ARES_SOCKET_BAD);
-}
-
-/*
- * The channel: the system's resolver configuration (resolv.conf, hosts),
- * or only dns_server when set.  Names are looked up as given, never with
- * the search domains appended.  Each query has a deadline: tries of
- * connect_timeout_ms / 3, then twice that, so a lookup whose connection
- * is gone holds its slot about as long as a connection would wait.
- */
-static int
-dns_channel(const struct sbx_proxy_config *cfg, ares_channel *ch,
-    ares_sock_state_cb cb, struct sbx_error *e)
-{
-	struct ares_options	 o;
-	int			 mask, r;
-	char			 lookups[] = "b";
-
-	if ((r = ares_library_init(ARES_LIB_INIT_ALL)) != ARES_SUCCESS)
-		return sbx_error_set(e, SBX_K_EXECUTION_ERROR, "resolver",
-		    "resolver_init", "cannot initialise c-ares: %s",
-		    ares_strerror(r));
-	memset(&o, 0, sizeof(o));
-	o.sock_state_cb = cb;
-	o.timeout = (int)(cfg->connect_timeout_ms / 3 > 10 ?
-	    cfg->connect_timeout_ms / 3 : 10);
-	o.tries = 2;
-	o.flags = ARES_FLAG_NOSEARCH;
-	o.ndomains = 0;
-	o.domains = NULL;
-	mask = (cb != NULL ? ARES_OPT_SOCK_STATE_CB : 0) | ARES_OPT_TIMEOUTMS |
-	    ARES_OPT_TRIES | ARES_OPT_FLAGS | ARES_OPT_DOMAINS;
-	if (cfg->dns_server[0] != '\0') {
-		/* DNS only: no hosts file between a test and its stub. */
-		o.lookups = lookups;
-		mask |= ARES_OPT_LOOKUPS;
-	}
-	if ((r = ares_init_options(ch, &o, mask)) != ARES_SUCCESS)
-		return sbx_error_set(e, SBX_K_EXECUTION_ERROR, "resolver",
-		    "resolver_init", "cannot initialise c-ares: %s",
-		    ares_strerror(r));
-	if (cfg->dns_server[0] != '\0' &&
-	    (r = ares_set_servers_ports_csv(*ch, cfg->dns_server)) !=
-	    ARES_SUCCESS) {
-		ares_destroy(*ch);
-		return sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
-		    "config_invalid", "proxy.dns_server: %s",
-		    ares_strerror(r));
-	}
-	return 0;
-}
-
-static int
-dns_init(const struct sbx_proxy_config *cfg, struct sbx_error *e)
-{
-	if (dns_channel(cfg, &P.ch, dns_sock, e) == -1)
-		return -1;
-	P.have_ch = 1;
-	sbx_dnsq_init(&P.q, cfg->max_lookups, cfg->max_lookups_agent,
-	    LOOKUPS_INFLIGHT, LOOKUPS_INFLIGHT_AGENT);
-	return 0;
-}
+/* ---- a blocking lookup ---------------------------------------------- */
 
 /* The answer of a blocking lookup (sbx_proxy_lookup). */
 struct lookup {
@@ -2084,9 +1847,9 @@ lookup_answer(void *arg, int status, int timeouts, struct ares_addrinfo *res)
 }
 
 /*
- * The same channel and the same query as the daemon's (dns_init,
- * dns_pump), driven by poll(2) until it answers: `sbx proxy check
- * --resolve` must see what a request would.
+ * The same channel and the same query as the daemon's (resolver.c),
+ * driven by poll(2) until it answers: `sbx proxy check --resolve` must
+ * see what a request would.
  */
 int
 sbx_proxy_lookup(const struct sbx_proxy_config *cfg, const char *host,
@@ -2101,7 +1864,7 @@ sbx_proxy_lookup(const struct sbx_proxy_config *cfg, const char *host,
 	ares_channel			 ch;
 	int				 bits, i, np;
 
-	if (dns_channel(cfg, &ch, NULL, e) == -1)
+	if (sbx_resolver_channel(cfg, &ch, NULL, e) == -1)
 		return -1;
 	memset(&l, 0, sizeof(l));
 	l.addrs = addrs;
@@ -2153,31 +1916,6 @@ sbx_proxy_lookup(const struct sbx_proxy_config *cfg, const char *host,
 /* ---- sessions and control --------------------------------------------- */
 
 static void
-ctl_answer(int fd, json_t *o)
-{
-	char	*s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
-	size_t	 n;
-
-	json_decref(o);
-	if (s == NULL)
-		return;
-	n = strlen(s);
-	s[n] = '\n';
-	/* Small; the peer waits for it.  A peer that does not read is
-	 * dropped rather than waited for. */
-	(void)!send(fd, s, n + 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-	free(s);
-}
-
-static json_t *
-ctl_error(const struct sbx_error *e)
-{
-	return json_pack("{s:b,s:s,s:s,s:s}", "ok", 0, "kind",
-	    e->kind ? e->kind : SBX_K_EXECUTION_ERROR, "reason",
-	    e->reason ? e->reason : "error", "message", e->message);
-}
-
-static void
 session_free(struct session *s)
 {
 	struct conn	*c, *next;
@@ -2187,34 +1925,15 @@ session_free(struct session *s)
 		if (c->s == s)
 			conn_close(c);
 	}
-	if (s->ctl >= 0) {
-		epoll_ctl(P.ep, EPOLL_CTL_DEL, s->ctl, NULL);
-		close(s->ctl);
-	}
-	if (s->chan >= 0) {
-		epoll_ctl(P.ep, EPOLL_CTL_DEL, s->chan, NULL);
-		close(s->chan);
-	}
-	if (s->fd_in >= 0)
-		close(s->fd_in);
-	if (s->prev != NULL)
-		s->prev->next = s->next;
-	else
-		P.sessions = s->next;
-	if (s->next != NULL)
-		s->next->prev = s->prev;
-	P.nsessions--;
+	sbx_session_close(&P.sessions, &s->ss, P.ep);
 	sbx_np_free(&s->pol);
-	sodium_memzero(s->token, sizeof(s->token));
 	sodium_memzero(s->up.auth, sizeof(s->up.auth));
 	json_decref(s->violations);
 	s->violations = NULL;
-	free(s->line);
-	s->line = NULL;
 	s->closed = 1;
 	s->gnext = P.sgrave;
 	P.sgrave = s;
-	if (P.nsessions == 0 && P.nconns == 0)
+	if (P.sessions.n == 0 && P.nconns == 0)
 		P.t_idle = sbx_now_ms();
 }
 
@@ -2225,29 +1944,15 @@ session_open(struct session *s, json_t *req, int chan, struct sbx_error *e)
 {
 	const char		*agent, *run;
 	json_t			*allow, *v, *cfg = NULL;
-	struct sbx_buf		 tok = SBX_BUF_INIT;
 	struct epoll_event	 ev;
 	char			 rel[128];
 	size_t			 i;
-	int			 type = 0, tfd;
-	socklen_t		 len = sizeof(type);
 
-	agent = json_string_value(json_object_get(req, "agent"));
+	if ((agent = sbx_session_agent(req, chan, e)) == NULL)
+		return NULL;
 	run = json_string_value(json_object_get(req, "run"));
 	allow = json_object_get(req, "allow");
-	if (agent == NULL || sbx_names_agent_valid(agent, "agent", e) == -1) {
-		if (agent == NULL)
-			sbx_error_set(e, SBX_K_INVALID_ARGS, "agent",
-			    "missing", "session without an agent");
-		return NULL;
-	}
-	if (chan < 0 || getsockopt(chan, SOL_SOCKET, SO_TYPE, &type, &len) ==
-	    -1 || type != SOCK_SEQPACKET) {
-		sbx_error_set(e, SBX_K_INVALID_ARGS, "channel", "bad_channel",
-		    "a session needs a SOCK_SEQPACKET channel");
-		return NULL;
-	}
-	snprintf(s->agent, sizeof(s->agent), "%s", agent);
+	snprintf(s->ss.agent, sizeof(s->ss.agent), "%s", agent);
 	snprintf(s->run, sizeof(s->run), "%s", run != NULL ? run : "");
 	SBX_LPATH(rel, SBX_L_AGENT_CONFIG, agent);
 	if (sbx_settings_agent(P.rootfd, agent, &cfg, e) == -1)
@@ -2287,34 +1992,15 @@ session_open(struct session *s, json_t *req, int chan, struct sbx_error *e)
 			if (!json_is_string(v) || sbx_np_allow(&s->pol,
 			    json_string_value(v), e) == -1)
 				return NULL;
-	SBX_LPATH(rel, SBX_L_AGENT_TOKEN, agent);
-	if ((tfd = sbx_fs_open_beneath(P.rootfd, rel, O_RDONLY | O_CLOEXEC, e))
-	    == -1)
+	if (sbx_session_token(P.rootfd, agent, s->ss.token, e) == -1)
 		return NULL;
-	close(tfd);
-	if (sbx_fs_read_file_at(P.rootfd, rel, 256, &tok, e) == -1)
-		return NULL;
-	while (tok.len > 0 && (tok.p[tok.len - 1] == '\n'))
-		tok.p[--tok.len] = '\0';
-	if (!sbx_token_valid(tok.p, tok.len)) {
-		sodium_memzero(tok.p, tok.len);
-		sbx_buf_release(&tok);
-		sbx_error_set(e, SBX_K_REJECTED, "token", "bad_token",
-		    "%s is not a valid token; run `sbx provision --agent %s`",
-		    rel, agent);
-		return NULL;
-	}
-	memcpy(s->token, tok.p, SBX_TOKEN_LEN);
-	s->token[SBX_TOKEN_LEN] = '\0';
-	sodium_memzero(tok.p, tok.len);
-	sbx_buf_release(&tok);
-	s->chan = chan;
+	s->ss.chan = chan;
 	s->kchan.type = K_CHAN;
 	s->kchan.p = s;
 	ev.events = EPOLLIN;
 	ev.data.ptr = &s->kchan;
 	if (epoll_ctl(P.ep, EPOLL_CTL_ADD, chan, &ev) == -1) {
-		s->chan = -1;
+		s->ss.chan = -1;
 		sbx_error_sys(e, "epoll", "cannot watch the channel");
 		return NULL;
 	}
@@ -2328,26 +2014,23 @@ ctl_line(struct session *s, char *line, int fd_in)
 	struct sbx_error	 e;
 	json_t			*req, *ans;
 	const char		*op;
-	json_error_t		 jerr;
 
 	memset(&e, 0, sizeof(e));
-	req = json_loads(line, JSON_REJECT_DUPLICATES, &jerr);
-	op = json_string_value(json_object_get(req, "op"));
-	if (req == NULL || op == NULL) {
-		sbx_error_set(&e, SBX_K_INVALID_ARGS, "request", "malformed",
-		    "malformed control request");
-		ctl_answer(s->ctl, ctl_error(&e));
+	if ((req = sbx_session_request(line, SBX_PROXY_LINE_MAX, &op, &e)) ==
+	    NULL) {
+		sbx_session_answer(s->ss.ctl, sbx_session_error(&e));
 		goto drop;
 	}
 	if (strcmp(op, "status") == 0) {
-		ctl_answer(s->ctl, json_pack("{s:b,s:i,s:i,s:i,s:I}", "ok", 1,
-		    "pid", (int)getpid(), "sessions", (int)P.nsessions - 1,
-		    "connections", (int)P.nconns, "uptime_s",
-		    (json_int_t)((sbx_now_ms() - P.t_start) / 1000)));
+		sbx_session_answer(s->ss.ctl, json_pack("{s:b,s:i,s:i,s:i,s:I}",
+		    "ok", 1, "pid", (int)getpid(), "sessions",
+		    (int)P.sessions.n - 1, "connections", (int)P.nconns,
+		    "uptime_s", (json_int_t)((sbx_now_ms() - P.t_start) /
+		    1000)));
 		goto drop;
 	}
-	if (strcmp(op, "asks") == 0 && s->chan == -1) {
-		ctl_answer(s->ctl, ask_list());
+	if (strcmp(op, "asks") == 0 && s->ss.chan == -1) {
+		sbx_session_answer(s->ss.ctl, sbx_proxyask_list());
 		if (json_is_true(json_object_get(req, "follow"))) {
 			/* Kept open: every ask and answer follows. */
 			s->follow = 1;
@@ -2356,36 +2039,36 @@ ctl_line(struct session *s, char *line, int fd_in)
 		}
 		goto drop;
 	}
-	if (strcmp(op, "answer") == 0 && s->chan == -1) {
+	if (strcmp(op, "answer") == 0 && s->ss.chan == -1) {
 		ans = ask_answer(req, &e);
-		ctl_answer(s->ctl, ans != NULL ? ans : ctl_error(&e));
+		sbx_session_answer(s->ss.ctl, ans != NULL ? ans :
+		    sbx_session_error(&e));
 		goto drop;
 	}
 	if (strcmp(op, "stop") == 0) {
-		ctl_answer(s->ctl, json_pack("{s:b}", "ok", 1));
+		sbx_session_answer(s->ss.ctl, json_pack("{s:b}", "ok", 1));
 		P.stop = 1;
 		goto drop;
 	}
-	if (strcmp(op, "session") == 0 && s->chan < 0 && !s->ended) {
+	if (strcmp(op, "session") == 0 && s->ss.chan < 0 && !s->ended) {
 		if ((ans = session_open(s, req, fd_in, &e)) == NULL) {
-			ctl_answer(s->ctl, ctl_error(&e));
+			sbx_session_answer(s->ss.ctl, sbx_session_error(&e));
 			goto drop;
 		}
-		ctl_answer(s->ctl, ans);
+		sbx_session_answer(s->ss.ctl, ans);
 		json_decref(req);
 		return;
 	}
-	if (strcmp(op, "end") == 0 && s->chan >= 0) {
-		ctl_answer(s->ctl, json_pack("{s:b,s:O,s:I}", "ok", 1,
-		    "violations", s->violations, "denied",
+	if (strcmp(op, "end") == 0 && s->ss.chan >= 0) {
+		sbx_session_answer(s->ss.ctl, json_pack("{s:b,s:O,s:I}",
+		    "ok", 1, "violations", s->violations, "denied",
 		    (json_int_t)s->denied));
 		goto drop;
 	}
-	sbx_error_set(&e, SBX_K_INVALID_ARGS, "op", "unknown_op",
-	    "unknown control operation");
-	ctl_answer(s->ctl, ctl_error(&e));
+	sbx_session_unknown_op(&e);
+	sbx_session_answer(s->ss.ctl, sbx_session_error(&e));
 drop:
-	if (fd_in >= 0 && fd_in != s->chan)
+	if (fd_in >= 0 && fd_in != s->ss.chan)
 		close(fd_in);
 	json_decref(req);
 	session_free(s);
@@ -2394,41 +2077,20 @@ drop:
 static void
 ctl_read(struct session *s)
 {
-	char		 data[4096], *nl, *p;
-	ssize_t		 r;
-	int		 fd;
-	size_t		 nfd;
+	int	 fd;
 
-	r = sbx_fs_recv_fds(s->ctl, data, sizeof(data), &fd, 1, &nfd,
-	    MSG_DONTWAIT);
-	if (r == -1 && (errno == EAGAIN || errno == EINTR))
-		return;
-	if (nfd == 1) {
-		/* One descriptor per request line: the session's channel.
-		 * It may come before the line's end; it is kept until
-		 * then. */
-		if (s->fd_in >= 0 || s->chan != -1)
-			close(fd);
-		else
-			s->fd_in = fd;
-	}
-	if (r <= 0 || s->linelen + (size_t)r > SBX_PROXY_LINE_MAX ||
-	    (p = realloc(s->line, s->linelen + (size_t)r + 1)) == NULL) {
+	/* One descriptor per request line, and only before the session
+	 * opens: the session's channel. */
+	switch (sbx_session_read(&s->ss, SBX_PROXY_LINE_MAX, s->ss.chan == -1,
+	    &fd)) {
+	case -1:
 		/* The client is gone (or abusive): so is its session. */
 		session_free(s);
-		return;
+		break;
+	case 1:
+		ctl_line(s, s->ss.line, fd);
+		break;
 	}
-	s->line = p;
-	memcpy(s->line + s->linelen, data, (size_t)r);
-	s->linelen += (size_t)r;
-	s->line[s->linelen] = '\0';
-	if ((nl = memchr(s->line, '\n', s->linelen)) == NULL)
-		return;
-	*nl = '\0';
-	s->linelen = 0;
-	fd = s->fd_in;
-	s->fd_in = -1;
-	ctl_line(s, s->line, fd);
 }
 
 /* The sandbox's init hands over accepted connections. */
@@ -2437,12 +2099,11 @@ chan_read(struct session *s)
 {
 	char		 b[16];
 	ssize_t		 r;
-	int		 fds[8], type, dom;
+	int		 fds[8];
 	size_t		 i, nfd;
-	socklen_t	 len;
-	struct stat	 st;
 
-	r = sbx_fs_recv_fds(s->chan, b, sizeof(b), fds, 8, &nfd, MSG_DONTWAIT);
+	r = sbx_fs_recv_fds(s->ss.chan, b, sizeof(b), fds, 8, &nfd,
+	    MSG_DONTWAIT);
 	if (r == -1 && (errno == EAGAIN || errno == EINTR))
 		return;
 	if (r <= 0) {
@@ -2450,22 +2111,16 @@ chan_read(struct session *s)
 		 * ends it (it still wants the violations). */
 		for (i = 0; i < nfd; i++)
 			close(fds[i]);
-		epoll_ctl(P.ep, EPOLL_CTL_DEL, s->chan, NULL);
-		close(s->chan);
-		s->chan = -2;
+		epoll_ctl(P.ep, EPOLL_CTL_DEL, s->ss.chan, NULL);
+		close(s->ss.chan);
+		s->ss.chan = -2;
 		return;
 	}
 	{
 		for (i = 0; i < nfd; i++) {
 			/* Only TCP stream sockets are served: whatever else
 			 * the sandbox might pass is closed unused. */
-			len = sizeof(type);
-			if (fstat(fds[i], &st) == -1 || !S_ISSOCK(st.st_mode) ||
-			    getsockopt(fds[i], SOL_SOCKET, SO_TYPE, &type,
-			    &len) == -1 || type != SOCK_STREAM ||
-			    (len = sizeof(dom), getsockopt(fds[i], SOL_SOCKET,
-			    SO_DOMAIN, &dom, &len)) == -1 ||
-			    (dom != AF_INET && dom != AF_INET6)) {
+			if (!sbx_session_stream_ok(fds[i], 1)) {
 				close(fds[i]);
 				continue;
 			}
@@ -2484,31 +2139,17 @@ listen_accept(void)
 {
 	struct session		*s;
 	struct epoll_event	 ev;
-	int			 fd;
 
-	while ((fd = sbx_daemon_accept(P.lfd)) >= 0) {
-		if ((s = calloc(1, sizeof(*s))) == NULL) {
-			close(fd);
-			continue;
-		}
-		s->ctl = fd;
-		s->chan = -1;
-		s->fd_in = -1;
-		s->t_open = sbx_now_ms();
+	while ((s = sbx_session_accept(&P.sessions, P.lfd, sizeof(*s))) !=
+	    NULL) {
 		s->kctl.type = K_CTL;
 		s->kctl.p = s;
 		ev.events = EPOLLIN | EPOLLRDHUP;
 		ev.data.ptr = &s->kctl;
-		if (epoll_ctl(P.ep, EPOLL_CTL_ADD, fd, &ev) == -1) {
-			close(fd);
+		if (epoll_ctl(P.ep, EPOLL_CTL_ADD, s->ss.ctl, &ev) == -1) {
+			sbx_session_close(&P.sessions, &s->ss, P.ep);
 			free(s);
-			continue;
 		}
-		s->next = P.sessions;
-		if (P.sessions != NULL)
-			P.sessions->prev = s;
-		P.sessions = s;
-		P.nsessions++;
 	}
 }
 
@@ -2519,10 +2160,10 @@ sweep_sessions(void)
 	struct session	*s, *next;
 	long long	 t = sbx_now_ms();
 
-	for (s = P.sessions; s != NULL; s = next) {
-		next = s->next;
-		if (s->chan == -1 && !s->follow &&
-		    t - s->t_open > CTL_TIMEOUT_MS)
+	for (s = session_next(NULL); s != NULL; s = next) {
+		next = session_next(s);
+		if (s->ss.chan == -1 && !s->follow &&
+		    t - s->ss.t_open > CTL_TIMEOUT_MS)
 			session_free(s);
 	}
 }
@@ -2555,6 +2196,7 @@ sbx_proxy_serve(int rootfd, int listen_fd,
 	struct session		*s;
 
 	memset(&P, 0, sizeof(P));
+	sbx_proxyask_reset();
 	P.cfg = cfg;
 	P.rootfd = rootfd;
 	P.lfd = listen_fd;
@@ -2571,10 +2213,13 @@ sbx_proxy_serve(int rootfd, int listen_fd,
 	    O_DIRECTORY | O_CLOEXEC, e)) == -1)
 		return -1;
 	log_open();
-	if ((P.ep = epoll_create1(EPOLL_CLOEXEC)) == -1 ||
-	    (P.dep = epoll_create1(EPOLL_CLOEXEC)) == -1)
+	if ((P.ep = epoll_create1(EPOLL_CLOEXEC)) == -1)
 		return sbx_error_sys(e, "epoll", "cannot set up the event "
 		    "loop");
+	if (sbx_resolver_init(cfg, e) == -1) {
+		sbx_resolver_end();
+		return -1;
+	}
 	P.klisten.type = K_LISTEN;
 	P.kdns.type = K_DNS;
 	{
@@ -2585,21 +2230,15 @@ sbx_proxy_serve(int rootfd, int listen_fd,
 		epoll_ctl(P.ep, EPOLL_CTL_ADD, listen_fd, &ev);
 		/* The resolver's sockets, as one readable descriptor. */
 		ev.data.ptr = &P.kdns;
-		epoll_ctl(P.ep, EPOLL_CTL_ADD, P.dep, &ev);
+		epoll_ctl(P.ep, EPOLL_CTL_ADD, sbx_resolver_fd(), &ev);
 	}
 	(void)fcntl(listen_fd, F_SETFL, fcntl(listen_fd, F_GETFL) |
 	    O_NONBLOCK);
-	if (dns_init(cfg, e) == -1) {
-		if (P.have_ch)
-			ares_destroy(P.ch);
-		P.have_ch = 0;
-		return -1;
-	}
 	P.t_idle = P.t_start = sbx_now_ms();
 	next_sweep = sbx_now_ms() + SWEEP_MS;
 	while (!P.stop) {
 		t = sbx_now_ms();
-		if (P.nconns == 0 && P.nsessions == 0) {
+		if (P.nconns == 0 && P.sessions.n == 0) {
 			if (t - P.t_idle >= cfg->idle_exit_ms)
 				break;
 			timeout = (int)(cfg->idle_exit_ms - (t - P.t_idle));
@@ -2607,16 +2246,8 @@ sbx_proxy_serve(int rootfd, int listen_fd,
 				timeout = SWEEP_MS * 5;
 		} else
 			timeout = (int)(next_sweep > t ? next_sweep - t : 0);
-		if (P.q.ninflight > 0) {
-			struct timeval	 tv, *tvp;
-
-			/* Wake up for the resolver's next retry. */
-			if ((tvp = ares_timeout(P.ch, NULL, &tv)) != NULL &&
-			    tvp->tv_sec * 1000 + tvp->tv_usec / 1000 <
-			    timeout)
-				timeout = (int)(tvp->tv_sec * 1000 +
-				    (tvp->tv_usec + 999) / 1000);
-		}
+		/* Wake up for the resolver's next retry. */
+		timeout = sbx_resolver_timeout(timeout);
 		n = epoll_wait(P.ep, evs, 64, timeout);
 		if (n == -1 && errno != EINTR)
 			break;
@@ -2627,7 +2258,7 @@ sbx_proxy_serve(int rootfd, int listen_fd,
 				listen_accept();
 				break;
 			case K_DNS:
-				dns_events();
+				sbx_resolver_events();
 				break;
 			case K_CTL:
 				if (!((struct session *)k->p)->closed)
@@ -2635,7 +2266,7 @@ sbx_proxy_serve(int rootfd, int listen_fd,
 				break;
 			case K_CHAN:
 				if (!((struct session *)k->p)->closed &&
-				    ((struct session *)k->p)->chan >= 0)
+				    ((struct session *)k->p)->ss.chan >= 0)
 					chan_read(k->p);
 				break;
 			case K_CLIENT:
@@ -2648,10 +2279,8 @@ sbx_proxy_serve(int rootfd, int listen_fd,
 		}
 		/* The resolver's timeouts and retries; then the lookups
 		 * that can go now (some may have ended in this batch). */
-		if (P.q.ninflight > 0)
-			ares_process_fd(P.ch, ARES_SOCKET_BAD,
-			    ARES_SOCKET_BAD);
-		dns_pump();
+		sbx_resolver_process();
+		sbx_resolver_pump();
 		bury();
 		if ((t = sbx_now_ms()) >= next_sweep) {
 			sweep();
@@ -2666,20 +2295,16 @@ sbx_proxy_serve(int rootfd, int listen_fd,
 	 * relay_open in lib/exec/exec.c).  A proxy that dies says nothing.
 	 */
 	if (P.stop)
-		for (s = P.sessions; s != NULL; s = s->next)
-			if (!s->closed && !s->follow && s->chan >= 0)
-				(void)!send(s->ctl, SBX_DAEMON_STOPPING "\n",
-				    sizeof(SBX_DAEMON_STOPPING), MSG_NOSIGNAL |
-				    MSG_DONTWAIT);
+		for (s = session_next(NULL); s != NULL; s = session_next(s))
+			if (!s->closed && !s->follow && s->ss.chan >= 0)
+				sbx_session_stopping(&s->ss);
 	/* Shut down: sessions (and their connections) first. */
-	while ((s = P.sessions) != NULL)
+	while ((s = session_next(NULL)) != NULL)
 		session_free(s);
-	/* Every lookup left is an orphan now: ares_destroy answers them
-	 * (ARES_EDESTRUCTION) and they are freed. */
-	ares_destroy(P.ch);
-	P.have_ch = 0;
+	/* Every lookup left is an orphan now: the resolver's end answers
+	 * them (ARES_EDESTRUCTION) and they are freed. */
+	sbx_resolver_end();
 	bury();
-	close(P.dep);
 	return 0;
 }
 

@@ -54,6 +54,7 @@
 #include "names.h"
 #include "scrub.h"
 #include "secret.h"
+#include "session.h"
 #include "time.h"
 #include "token.h"
 
@@ -86,16 +87,10 @@ struct rscrub {
 #define RSCRUB_MAX (8u << 20)
 
 struct session {
-	int		ctl, chan;
-	struct rscrub  *rsc; /* the run's values, or NULL */
-	char		agent[64];
-	char		plugin[64]; /* sbx plugin run's, or "" */
-	json_t	       *secrets; /* with plugin: {name: digest} */
-	char		token[SBX_TOKEN_LEN + 1];
-	char		line[CTL_LINE_MAX];
-	size_t		len;
-	long long	t_open;
-	struct session *prev, *next;
+	struct sbx_session ss; /* ctl, chan, agent, token (session.h) */
+	struct rscrub	  *rsc; /* the run's values, or NULL */
+	char		   plugin[64]; /* sbx plugin run's, or "" */
+	json_t		  *secrets; /* with plugin: {name: digest} */
 };
 
 /* One connection handed to libmicrohttpd. */
@@ -126,10 +121,10 @@ static struct {
 	struct MHD_Daemon	       *d;
 	pthread_mutex_t			lock; /* all below, and stores */
 	struct agent		       *agents;
-	struct session		       *sessions;
+	struct sbx_sessions		sessions;
 	struct conn		       *conns;
 	struct conn		       *pending[FD_TABLE];
-	unsigned			nconns, nsessions;
+	unsigned			nconns;
 	long long			t_idle;
 	int				stop;
 } P = { .lock = PTHREAD_MUTEX_INITIALIZER };
@@ -626,56 +621,25 @@ no_unescape(void *cls, struct MHD_Connection *c, char *s)
 
 /* ---- sessions ----------------------------------------------------------- */
 
-static void
-ctl_answer(int fd, json_t *o)
+/* The session after s in the daemon's list, the first after NULL (a
+ * struct session begins with its struct sbx_session). */
+static struct session *
+session_next(const struct session *s)
 {
-	char	*s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS), *line;
-
-	json_decref(o);
-	if (s == NULL)
-		return;
-	/* One send, newline included: a client reading one line gets it
-	 * whole.  Control clients are our own uid; a full buffer drops the
-	 * answer rather than block the loop. */
-	if (asprintf(&line, "%s\n", s) != -1) {
-		(void)!send(fd, line, strlen(line), MSG_DONTWAIT |
-		    MSG_NOSIGNAL);
-		free(line);
-	}
-	free(s);
-}
-
-static json_t *
-ctl_error(const struct sbx_error *e)
-{
-	return json_pack("{s:b,s:s,s:s,s:s}", "ok", 0, "kind",
-	    e->kind != NULL ? e->kind : SBX_K_EXECUTION_ERROR, "reason",
-	    e->reason != NULL ? e->reason : "error", "message", e->message);
+	return (struct session *)(void *)(s != NULL ? s->ss.next :
+	    P.sessions.head);
 }
 
 static void
 session_free(struct session *s)
 {
-	epoll_ctl(P.ep, EPOLL_CTL_DEL, s->ctl, NULL);
-	close(s->ctl);
-	if (s->chan >= 0) {
-		epoll_ctl(P.ep, EPOLL_CTL_DEL, s->chan, NULL);
-		close(s->chan);
-	}
-	if (s->prev != NULL)
-		s->prev->next = s->next;
-	else
-		P.sessions = s->next;
-	if (s->next != NULL)
-		s->next->prev = s->prev;
-	explicit_bzero(s->token, sizeof(s->token));
+	sbx_session_close(&P.sessions, &s->ss, P.ep);
 	json_decref(s->secrets);
 	pthread_mutex_lock(&P.lock);
 	rscrub_put(s->rsc);
 	pthread_mutex_unlock(&P.lock);
 	free(s);
-	P.nsessions--;
-	if (P.nsessions == 0 && P.nconns == 0)
+	if (P.sessions.n == 0 && P.nconns == 0)
 		P.t_idle = sbx_now_ms();
 }
 
@@ -713,53 +677,24 @@ session_plugin(struct session *s, json_t *req, struct sbx_error *e)
 	return s->secrets != NULL ? 0 : sbx_error_sys(e, "nomem", "session");
 }
 
-/* The agent's token, read when the session opens: a run that started
- * before `sbx provision` rotated it keeps the one it was given. */
+/* The agent's token, read when the session opens (session.h). */
 static int
 session_open(struct session *s, json_t *req, int chan, struct sbx_error *e)
 {
 	const char	  *agent;
-	struct sbx_buf	   tok = SBX_BUF_INIT;
 	struct epoll_event ev;
-	char		   rel[SBX_LAYOUT_PATH_MAX];
-	int		   type = 0;
-	socklen_t	   len = sizeof(type);
 
-	agent = json_string_value(json_object_get(req, "agent"));
-	if (agent == NULL)
-		return sbx_error_set(e, SBX_K_INVALID_ARGS, "agent", "missing",
-		    "session without an agent");
-	if (sbx_names_agent_valid(agent, "agent", e) == -1)
+	if ((agent = sbx_session_agent(req, chan, e)) == NULL ||
+	    sbx_session_token(P.rootfd, agent, s->ss.token, e) == -1 ||
+	    session_plugin(s, req, e) == -1)
 		return -1;
-	if (chan < 0 ||
-	    getsockopt(chan, SOL_SOCKET, SO_TYPE, &type, &len) == -1 ||
-	    type != SOCK_SEQPACKET)
-		return sbx_error_set(e, SBX_K_INVALID_ARGS, "channel",
-		    "bad_channel", "a session needs a SOCK_SEQPACKET channel");
-	SBX_LPATH(rel, SBX_L_AGENT_TOKEN, agent);
-	if (sbx_fs_read_file_at(P.rootfd, rel, 256, &tok, e) == -1)
-		return -1;
-	while (tok.len > 0 && tok.p[tok.len - 1] == '\n')
-		tok.p[--tok.len] = '\0';
-	if (!sbx_token_valid(tok.p, tok.len)) {
-		explicit_bzero(tok.p, tok.len);
-		sbx_buf_release(&tok);
-		return sbx_error_set(e, SBX_K_REJECTED, "token", "bad_token",
-		    "%s is not a valid token", rel);
-	}
-	memcpy(s->token, tok.p, SBX_TOKEN_LEN);
-	s->token[SBX_TOKEN_LEN] = '\0';
-	explicit_bzero(tok.p, tok.len);
-	sbx_buf_release(&tok);
-	if (session_plugin(s, req, e) == -1)
-		return -1;
-	snprintf(s->agent, sizeof(s->agent), "%s", agent);
+	snprintf(s->ss.agent, sizeof(s->ss.agent), "%s", agent);
 	(void)fcntl(chan, F_SETFL, fcntl(chan, F_GETFL) | O_NONBLOCK);
 	ev.events = EPOLLIN;
 	ev.data.u64 = ((uint64_t)2 << 32) | (uint32_t)chan;
 	if (epoll_ctl(P.ep, EPOLL_CTL_ADD, chan, &ev) == -1)
 		return sbx_error_sys(e, "epoll", "cannot watch the channel");
-	s->chan = chan;
+	s->ss.chan = chan;
 	return 0;
 }
 
@@ -771,18 +706,15 @@ conn_add(struct session *s, int fd)
 	struct stat	   st;
 	struct agent	  *a;
 	struct conn	  *cn;
-	int		   type = 0;
-	socklen_t	   len = sizeof(type);
 
 	/* Only stream sockets are served; anything else is closed. */
-	if (fd >= FD_TABLE || fstat(fd, &st) == -1 || !S_ISSOCK(st.st_mode) ||
-	    getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == -1 ||
-	    type != SOCK_STREAM) {
+	if (fd >= FD_TABLE || !sbx_session_stream_ok(fd, 0) ||
+	    fstat(fd, &st) == -1) {
 		close(fd);
 		return;
 	}
 	pthread_mutex_lock(&P.lock);
-	a = agent_get(s->agent);
+	a = agent_get(s->ss.agent);
 	/* Caps per agent and in all: one agent's thousand idle connections
 	 * must not starve another's. */
 	if (a == NULL || a->nconns >= P.cfg->max_conns_agent ||
@@ -795,7 +727,7 @@ conn_add(struct session *s, int fd)
 		return;
 	}
 	cn->ag = a;
-	memcpy(cn->token, s->token, sizeof(cn->token));
+	memcpy(cn->token, s->ss.token, sizeof(cn->token));
 	memcpy(cn->plugin, s->plugin, sizeof(cn->plugin));
 	/* A copy: the connection may outlive the session, in another
 	 * thread. */
@@ -841,7 +773,7 @@ chan_read(struct session *s)
 	ssize_t r;
 
 	for (;;) {
-		r = sbx_fs_recv_fds(s->chan, b, sizeof(b), fds, 8, &nfd,
+		r = sbx_fs_recv_fds(s->ss.chan, b, sizeof(b), fds, 8, &nfd,
 		    MSG_DONTWAIT);
 		if (r == -1 && (errno == EAGAIN || errno == EINTR))
 			return;
@@ -850,9 +782,9 @@ chan_read(struct session *s)
 			 * session ends when sbx exec closes its control. */
 			for (i = 0; r == 0 && i < nfd; i++)
 				close(fds[i]);
-			epoll_ctl(P.ep, EPOLL_CTL_DEL, s->chan, NULL);
-			close(s->chan);
-			s->chan = -1;
+			epoll_ctl(P.ep, EPOLL_CTL_DEL, s->ss.chan, NULL);
+			close(s->ss.chan);
+			s->ss.chan = -1;
 			return;
 		}
 		for (i = 0; i < nfd; i++)
@@ -925,44 +857,39 @@ ctl_line(struct session *s, char *line, int fd_in)
 	json_t		*req;
 	const char	*op;
 
-	req = sbx_json_parse(line, strlen(line), CTL_LINE_MAX, &e);
-	op = json_string_value(json_object_get(req, "op"));
-	if (op == NULL) {
+	if ((req = sbx_session_request(line, CTL_LINE_MAX, &op, &e)) == NULL) {
 		if (fd_in >= 0)
 			close(fd_in);
-		if (req != NULL)
-			sbx_error_set(&e, SBX_K_INVALID_ARGS, "op", "bad_op",
-			    "no op");
-		ctl_answer(s->ctl, ctl_error(&e));
-		json_decref(req);
+		sbx_session_answer(s->ss.ctl, sbx_session_error(&e));
 		session_free(s);
 		return;
 	}
-	if (strcmp(op, "session") == 0 && s->chan < 0 && s->agent[0] == '\0') {
+	if (strcmp(op, "session") == 0 && s->ss.chan < 0 &&
+	    s->ss.agent[0] == '\0') {
 		if (session_open(s, req, fd_in, &e) == -1) {
 			if (fd_in >= 0)
 				close(fd_in);
-			ctl_answer(s->ctl, ctl_error(&e));
+			sbx_session_answer(s->ss.ctl, sbx_session_error(&e));
 			json_decref(req);
 			session_free(s);
 			return;
 		}
-		ctl_answer(s->ctl, json_pack("{s:b}", "ok", 1));
+		sbx_session_answer(s->ss.ctl, json_pack("{s:b}", "ok", 1));
 		json_decref(req);
 		return;
 	}
-	if (strcmp(op, "scrub") == 0 && s->agent[0] != '\0' &&
+	if (strcmp(op, "scrub") == 0 && s->ss.agent[0] != '\0' &&
 	    s->rsc == NULL) {
 		if (session_scrub(s, fd_in, &e) == -1) {
 			if (fd_in >= 0)
 				close(fd_in);
-			ctl_answer(s->ctl, ctl_error(&e));
+			sbx_session_answer(s->ss.ctl, sbx_session_error(&e));
 			json_decref(req);
 			session_free(s);
 			return;
 		}
 		close(fd_in);
-		ctl_answer(s->ctl, json_pack("{s:b}", "ok", 1));
+		sbx_session_answer(s->ss.ctl, json_pack("{s:b}", "ok", 1));
 		json_decref(req);
 		return;
 	}
@@ -970,20 +897,19 @@ ctl_line(struct session *s, char *line, int fd_in)
 		close(fd_in);
 	if (strcmp(op, "status") == 0) {
 		pthread_mutex_lock(&P.lock);
-		ctl_answer(s->ctl,
+		sbx_session_answer(s->ss.ctl,
 		    json_pack("{s:b,s:i,s:i,s:i}", "ok", 1, "pid",
-			(int)getpid(), "sessions", (int)P.nsessions - 1,
+			(int)getpid(), "sessions", (int)P.sessions.n - 1,
 			"connections", (int)P.nconns));
 		pthread_mutex_unlock(&P.lock);
 	} else if (strcmp(op, "stop") == 0) {
-		ctl_answer(s->ctl, json_pack("{s:b}", "ok", 1));
+		sbx_session_answer(s->ss.ctl, json_pack("{s:b}", "ok", 1));
 		P.stop = 1;
 	} else if (strcmp(op, "end") == 0) {
-		ctl_answer(s->ctl, json_pack("{s:b}", "ok", 1));
+		sbx_session_answer(s->ss.ctl, json_pack("{s:b}", "ok", 1));
 	} else {
-		sbx_error_set(&e, SBX_K_INVALID_ARGS, "op", "bad_op",
-		    "unknown op %s", op);
-		ctl_answer(s->ctl, ctl_error(&e));
+		sbx_session_unknown_op(&e);
+		sbx_session_answer(s->ss.ctl, sbx_session_error(&e));
 	}
 	json_decref(req);
 	session_free(s);
@@ -992,36 +918,21 @@ ctl_line(struct session *s, char *line, int fd_in)
 static void
 ctl_read(struct session *s)
 {
-	char   *nl;
-	int	fd = -1;
-	size_t	nfd = 0;
-	ssize_t r;
+	int fd;
 
-	r = sbx_fs_recv_fds(s->ctl, s->line + s->len,
-	    sizeof(s->line) - 1 - s->len, &fd, 1, &nfd, MSG_DONTWAIT);
-	if (r == -1 && (errno == EAGAIN || errno == EINTR))
-		return;
 	/* After its session, a control connection may pass one descriptor
-	 * more (the scrub op's), and no other. */
-	if (r <= 0 || (nfd > 0 && s->agent[0] != '\0' && s->rsc != NULL)) {
-		if (nfd > 0)
-			close(fd);
+	 * more (the scrub op's), and no other.  A line and its newline fit
+	 * in CTL_LINE_MAX - 1 bytes. */
+	switch (sbx_session_read(&s->ss, CTL_LINE_MAX - 1,
+	    s->ss.agent[0] == '\0' || s->rsc == NULL, &fd)) {
+	case -1:
 		/* The run is over (or the client is abusive). */
 		session_free(s);
-		return;
+		break;
+	case 1:
+		ctl_line(s, s->ss.line, fd);
+		break;
 	}
-	s->len += (size_t)r;
-	s->line[s->len] = '\0';
-	if ((nl = memchr(s->line, '\n', s->len)) == NULL) {
-		if (s->len == sizeof(s->line) - 1)
-			session_free(s);
-		else if (nfd > 0)
-			close(fd);
-		return;
-	}
-	*nl = '\0';
-	s->len = 0;
-	ctl_line(s, s->line, nfd > 0 ? fd : -1);
 }
 
 static void
@@ -1029,28 +940,15 @@ listen_accept(void)
 {
 	struct epoll_event	 ev;
 	struct session		*s;
-	int			 fd;
 
-	while ((fd = sbx_daemon_accept(P.lfd)) >= 0) {
-		if ((s = calloc(1, sizeof(*s))) == NULL) {
-			close(fd);
-			continue;
-		}
-		s->ctl = fd;
-		s->chan = -1;
-		s->t_open = sbx_now_ms();
+	while ((s = sbx_session_accept(&P.sessions, P.lfd, sizeof(*s))) !=
+	    NULL) {
 		ev.events = EPOLLIN;
-		ev.data.u64 = ((uint64_t)1 << 32) | (uint32_t)fd;
-		if (epoll_ctl(P.ep, EPOLL_CTL_ADD, fd, &ev) == -1) {
-			close(fd);
+		ev.data.u64 = ((uint64_t)1 << 32) | (uint32_t)s->ss.ctl;
+		if (epoll_ctl(P.ep, EPOLL_CTL_ADD, s->ss.ctl, &ev) == -1) {
+			sbx_session_close(&P.sessions, &s->ss, P.ep);
 			free(s);
-			continue;
 		}
-		s->next = P.sessions;
-		if (P.sessions != NULL)
-			P.sessions->prev = s;
-		P.sessions = s;
-		P.nsessions++;
 	}
 }
 
@@ -1059,8 +957,8 @@ session_by_fd(int fd, int chan)
 {
 	struct session *s;
 
-	for (s = P.sessions; s != NULL; s = s->next)
-		if ((chan ? s->chan : s->ctl) == fd)
+	for (s = session_next(NULL); s != NULL; s = session_next(s))
+		if ((chan ? s->ss.chan : s->ss.ctl) == fd)
 			return s;
 	return NULL;
 }
@@ -1126,7 +1024,7 @@ sbx_bridge_serve(int rootfd, int listen_fd, const struct sbx_bridge_config *cfg,
 		pthread_mutex_lock(&P.lock);
 		nc = P.nconns;
 		pthread_mutex_unlock(&P.lock);
-		if (nc == 0 && P.nsessions == 0 &&
+		if (nc == 0 && P.sessions.n == 0 &&
 		    t - P.t_idle >= cfg->idle_exit_ms)
 			break;
 		n = epoll_wait(P.ep, evs, 32, 250);
@@ -1147,15 +1045,13 @@ sbx_bridge_serve(int rootfd, int listen_fd, const struct sbx_bridge_config *cfg,
 		sweep();
 	}
 	/* A stop asked for: each run's sbx exec is told, so that it does
-	 * not start the bridge again (see proxy.c). */
+	 * not start the bridge again (session.h). */
 	if (P.stop)
-		for (s = P.sessions; s != NULL; s = s->next)
-			if (s->chan >= 0)
-				(void)!send(s->ctl, SBX_DAEMON_STOPPING "\n",
-				    sizeof(SBX_DAEMON_STOPPING), MSG_NOSIGNAL |
-				    MSG_DONTWAIT);
-	while (P.sessions != NULL)
-		session_free(P.sessions);
+		for (s = session_next(NULL); s != NULL; s = session_next(s))
+			if (s->ss.chan >= 0)
+				sbx_session_stopping(&s->ss);
+	while ((s = session_next(NULL)) != NULL)
+		session_free(s);
 	MHD_stop_daemon(P.d);
 	close(P.ep);
 	return 0;
