@@ -132,7 +132,8 @@ run_option(int ch)
 	return (ch < 256 && strchr("Cwetnbc", ch) != NULL) ||
 	    (ch >= OPT_MEMORY && ch <= OPT_STDIN) || ch == OPT_MAX_OUTPUT ||
 	    ch == OPT_RO || ch == OPT_UNPROTECT || ch == OPT_SECRET ||
-	    ch == OPT_NO_SECRETS || ch == OPT_FAIL_ON_VIOLATION;
+	    ch == OPT_NO_SECRETS || ch == OPT_FAIL_ON_VIOLATION ||
+	    ch == OPT_HOST_VIEW;
 }
 
 /* A limit option: the key of sbx_limits_set(). */
@@ -194,6 +195,7 @@ getopts(int argc, char *argv[], unsigned bit, int *code)
 		case OPT_STDIN: R.stdin_mode = optarg; break;
 		case OPT_NO_SECRETS: R.no_secrets = 1; break;
 		case OPT_ASK: R.ask = 1; break;
+		case OPT_HOST_VIEW: R.host_view = 1; break;
 		case OPT_FAIL_ON_VIOLATION: R.fail_on_violation = 1; break;
 		case OPT_SECRET:
 			if (sbx_strv_push(&R.secrets, optarg) == -1)

@@ -39,6 +39,7 @@ static const struct rkey {
 	{ "disk",	R_LIMIT, "disk_mib" },
 	{ "env",	R_STRV, NULL },
 	{ "fail_on_violation", R_BOOL, NULL },
+	{ "host_view",	R_BOOL, NULL },
 	{ "file_size",	R_LIMIT, "file_size_mib" },
 	{ "max_output",	R_NUM, NULL },
 	{ "memory",	R_LIMIT, "memory_mib" },
@@ -179,6 +180,7 @@ sbx_exec_req_json(struct sbx_exec_req *q, const json_t *o,
 	q->soft_limits = BOOL("soft_limits");
 	q->no_secrets = BOOL("no_secrets");
 	q->ask = BOOL("ask");
+	q->host_view = BOOL("host_view");
 	if (BOOL("fail_on_violation"))
 		q->fail_on_violation = 1;
 	if ((v = json_object_get(o, "timeout")) != NULL &&
