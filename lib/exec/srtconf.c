@@ -82,10 +82,24 @@ note(struct sbx_srtconf *c, const char *fmt, ...)
 	json_array_append_new(c->notes, json_string(b));
 }
 
+/*
+ * The field of an error must outlive the call (struct sbx_error keeps a
+ * pointer): the names made here ("network.allowedDomains[2]") are kept in
+ * one static buffer, the last error's.  sbx srt is one thread.
+ */
+static const char *
+keep(const char *field)
+{
+	static char	 b[160];
+
+	snprintf(b, sizeof(b), "%s", field);
+	return b;
+}
+
 static int
 unsupported(struct sbx_error *e, const char *field, const char *why)
 {
-	sbx_error_set(e, SBX_K_INVALID_ARGS, field, "unsupported_key",
+	sbx_error_set(e, SBX_K_INVALID_ARGS, keep(field), "unsupported_key",
 	    "srt setting `%s` is not supported by sbx srt: %s", field, why);
 	sbx_error_hint(e, "remove it from the settings file (sbx-srt(1) lists "
 	    "what each key becomes)");
@@ -95,7 +109,7 @@ unsupported(struct sbx_error *e, const char *field, const char *why)
 static int
 wrong_type(struct sbx_error *e, const char *field, const char *want)
 {
-	return sbx_error_set(e, SBX_K_INVALID_ARGS, field, "wrong_type",
+	return sbx_error_set(e, SBX_K_INVALID_ARGS, keep(field), "wrong_type",
 	    "srt setting `%s` must be %s", field, want);
 }
 
@@ -197,7 +211,7 @@ domains(const json_t *net, const char *key, int deny, json_t *out,
 		if (s == NULL)
 			return wrong_type(e, field, "a string");
 		if (!domain_entry(s, deny, &port))
-			return sbx_error_set(e, SBX_K_INVALID_ARGS, field,
+			return sbx_error_set(e, SBX_K_INVALID_ARGS, keep(field),
 			    "invalid_domain", "srt setting `%s`: `%s` is not a "
 			    "domain pattern (example.com, *.example.com, an "
 			    "optional :PORT%s)", field, s, deny ?
@@ -247,11 +261,11 @@ path_entry(const json_t *x, const char *field, const char *home,
 	if ((s = json_string_value(x)) == NULL)
 		return wrong_type(e, field, "a path");
 	if (*s == '\0')
-		return sbx_error_set(e, SBX_K_INVALID_ARGS, field,
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, keep(field),
 		    "invalid_path", "srt setting `%s`: a path cannot be empty",
 		    field);
 	if (strlen(s) != json_string_length(x))
-		return sbx_error_set(e, SBX_K_INVALID_ARGS, field,
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, keep(field),
 		    "invalid_path", "srt setting `%s`: the path holds a NUL "
 		    "byte", field);
 	if (!literal && strpbrk(s, "*?[") != NULL)
@@ -265,7 +279,7 @@ path_entry(const json_t *x, const char *field, const char *home,
 	else
 		len = (size_t)snprintf(buf, sizeof(buf), "%s/%s", cwd, s);
 	if (len >= sizeof(buf))
-		return sbx_error_set(e, SBX_K_INVALID_ARGS, field,
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, keep(field),
 		    "invalid_path", "srt setting `%s`: the path is too long",
 		    field);
 	/* Normalise component by component. */
@@ -380,7 +394,7 @@ map_network(const json_t *net, struct sbx_srtconf *c, json_t *allow,
 			return unsupported(e, field, "sbx's proxy has no such "
 			    "feature yet");
 		if (!IN(k, known))
-			return sbx_error_set(e, SBX_K_INVALID_ARGS, field,
+			return sbx_error_set(e, SBX_K_INVALID_ARGS, keep(field),
 			    "unknown_key", "unknown srt setting `%s`", field);
 	}
 	if (domains(net, "allowedDomains", 0, allow, &deny_all, e) == -1 ||
@@ -450,7 +464,7 @@ map_network(const json_t *net, struct sbx_srtconf *c, json_t *allow,
 				    "proxy takes every connection");
 			if (strcmp(k, "http") != 0 && strcmp(k, "https") != 0)
 				return sbx_error_set(e, SBX_K_INVALID_ARGS,
-				    field, "unknown_key", "unknown srt setting "
+				    keep(field), "unknown_key", "unknown srt setting "
 				    "`%s`", field);
 			if (!json_is_string(x))
 				return wrong_type(e, field, "a URL");
@@ -498,7 +512,7 @@ map_filesystem(const json_t *fs, const char *home, const char *cwd,
 	json_object_foreach ((json_t *)fs, k, v) {
 		snprintf(field, sizeof(field), "filesystem.%s", k);
 		if (!IN(k, known))
-			return sbx_error_set(e, SBX_K_INVALID_ARGS, field,
+			return sbx_error_set(e, SBX_K_INVALID_ARGS, keep(field),
 			    "unknown_key", "unknown srt setting `%s`", field);
 	}
 	if (bool_key(fs, "disabled", "filesystem.disabled", &b, e) == -1)
@@ -702,7 +716,7 @@ map_top(const json_t *s, struct sbx_srtconf *c, struct sbx_error *e)
 			continue;
 		}
 		if (!IN(k, known))
-			return sbx_error_set(e, SBX_K_INVALID_ARGS, k,
+			return sbx_error_set(e, SBX_K_INVALID_ARGS, keep(k),
 			    "unknown_key", "unknown srt setting `%s`", k);
 	}
 	if (bool_key(s, "enableWeakerNestedSandbox",
