@@ -381,6 +381,10 @@ control_line(const char *line, size_t len, const char *home, const char *cwd,
 			    5000, &e);
 			close(ctl);
 			if (ans != NULL) {
+				if (O.verbose)
+					fprintf(stderr, "%s: control line "
+					    "applied: the network policy is "
+					    "replaced\n", PROG);
 				json_decref(ans);
 				break;
 			}

@@ -608,12 +608,13 @@ map_filesystem(const json_t *fs, const char *home, const char *cwd,
 		if (sbx_strv_push(&c->writable, canon) == -1)
 			goto nomem;
 	}
-	/* denyWrite beats allowWrite: inside a writable root, an existing
-	 * path is bound read-only over it, a missing name is protected
-	 * (not created) in every writable root; outside, it is read-only
+	/* denyWrite beats allowWrite: inside a writable root, a protected
+	 * entry (sbx exec's protected paths: an existing one is bound
+	 * read-only, a missing one cannot be created), relative to the root
+	 * and so protected in every writable root; outside, it is read-only
 	 * already. */
 	for (i = 0; i < dw.n; i++) {
-		const char *root = NULL;
+		const char *root = NULL, *rel;
 
 		for (j = 0; j < c->writable.n; j++)
 			if (is_under(dw.v[i], c->writable.v[j]))
@@ -630,15 +631,16 @@ map_filesystem(const json_t *fs, const char *home, const char *cwd,
 			    dw.v[i]);
 			goto out;
 		}
-		if (lstat(dw.v[i], &st) == 0)
-			json_array_append_new(rp, json_string(dw.v[i]));
-		else {
-			json_array_append_new(pp, json_string(dw.v[i] +
-			    strlen(root) + 1));
-			note(c, "denyWrite %s: missing, protected as %s in "
-			    "every writable directory", dw.v[i],
-			    dw.v[i] + strlen(root) + 1);
+		rel = dw.v[i] + strlen(root) + (strcmp(root, "/") != 0);
+		if (strpbrk(rel, "*?[") != NULL) {
+			unsupported(e, "filesystem.denyWrite", "a name with "
+			    "*, ? or [ inside a writable directory (sbx "
+			    "protects names by pattern)");
+			goto out;
 		}
+		json_array_append_new(pp, json_string(rel));
+		note(c, "denyWrite %s: protected as %s in every writable "
+		    "directory", dw.v[i], rel);
 	}
 	if (json_array_size(pp) == 0)
 		json_object_del(c->cfg, "protected_paths");

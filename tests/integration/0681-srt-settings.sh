@@ -118,7 +118,7 @@ fi
 # The text form: the agent, its settings and the sbx exec line.
 out=$("$B/bin/sbx" srt --explain -s "$CASES/deny-write-beats.json" -- make test)
 if printf '%s\n' "$out" | grep -q '^equivalent: sbx exec --agent srt-[0-9a-f]* --host-view --network none --workdir .*/proj/w --cwd .* -- bash -c '"'"'make test'"'"'$' &&
-    printf '%s\n' "$out" | grep -q '^note: denyWrite .*w/missing: missing'; then
+    printf '%s\n' "$out" | grep -q '^note: denyWrite .*w/missing: protected as missing'; then
 	ok "--explain text: the equivalent sbx exec line and the notes"
 else
 	notok "--explain text" "$out"
