@@ -64,7 +64,8 @@ enum {
 
 static const struct sbx_opt rows[] = {
 	{ 's', "settings", 's', SBX_OPT_REQ, "FILE", "@file",
-	    "srt's settings file (default:\n~/.srt-settings.json)", 1, 0 },
+	    "srt's settings file (default:\n~/.srt-settings.json; - reads "
+	    "standard input)", 1, 0 },
 	{ 'd', "debug", 'd', SBX_OPT_NONE, NULL, NULL,
 	    "print the sbx exec command and bwrap's", 1, 0 },
 	{ 'c', NULL, 'c', SBX_OPT_REQ, "STRING", NULL,
@@ -187,7 +188,12 @@ load_settings(const char *home, struct sbx_error *e)
 		snprintf(def, sizeof(def), "%s/.srt-settings.json", home);
 		path = def;
 	}
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+	/* "-": standard input (which the command then finds at its end). */
+	if (strcmp(path, "-") == 0)
+		fd = dup(STDIN_FILENO);
+	else
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd == -1) {
 		if (errno == ENOENT && O.settings == NULL)
 			return NULL;
 		sbx_error_sys(e, "settings", "%s", path);
