@@ -574,6 +574,13 @@ map_filesystem(const json_t *fs, const char *home, const char *cwd,
 	/* allowWrite: writable roots (sbx exec --workdir), directories
 	 * that exist, outermost only, canonical. */
 	for (i = 0; i < aw.n; i++) {
+		if (strcmp(aw.v[i], "/") == 0) {
+			sbx_error_set(e, SBX_K_INVALID_ARGS,
+			    "filesystem.allowWrite", "unsupported_value",
+			    "srt setting `filesystem.allowWrite`: sbx never "
+			    "makes the whole host writable (/)");
+			goto out;
+		}
 		skip = 0;
 		for (j = 0; j < aw.n; j++)
 			if (j != i && is_under(aw.v[i], aw.v[j]) &&
