@@ -55,7 +55,7 @@ static const char help_text[] =
 "shell-quoted and run by bash -c; -c STRING is run as it is.  --explain\n"
 "prints the policy and the equivalent sbx exec command, and runs nothing.\n"
 "Exit status: the command's; 125 sbx failed, 126/127 cannot execute / not\n"
-"found, 128+N killed by signal N (srt: 1, or 0 for SIGINT and SIGTERM).\n"
+"found, 128+N killed by signal N (srt: 0 when interrupted at the terminal).\n"
 "\n";
 
 enum {
