@@ -197,7 +197,9 @@ load_settings(const char *home, struct sbx_error *e)
 		if (errno == ENOENT && O.settings == NULL)
 			return NULL;
 		sbx_error_sys(e, "settings", "%s", path);
-		e->kind = errno == ENOENT ? SBX_K_NOT_FOUND : SBX_K_INVALID_ARGS;
+		e->kind = SBX_K_INVALID_ARGS;
+		if (errno == ENOENT)
+			e->kind = SBX_K_NOT_FOUND;
 		e->field = "settings";
 		return (json_t *)-1;
 	}
@@ -418,6 +420,7 @@ print_violations(const struct sbx_srtconf *c, const json_t *env,
 	struct sbx_buf	 b = SBX_BUF_INIT;
 	const char	*type, *path, *host, *why;
 	size_t		 i;
+	int		 sock;
 
 	vs = json_object_get(json_object_get(env, "result"), "violations");
 	if (vs == NULL)
@@ -432,17 +435,17 @@ print_violations(const struct sbx_srtconf *c, const json_t *env,
 		    path != NULL) {
 			if (sbx_srtconf_ignored(c->ignore, command, path))
 				continue;
+			sock = why != NULL && strcmp(why, "unix_socket") == 0;
 			sbx_buf_printf(&b, "sbx srt: %s blocked: ",
-			    why != NULL && strcmp(why, "unix_socket") == 0 ?
-			    "unix socket" : "write");
+			    sock ? "unix socket" : "write");
 			sbx_utf8_escape_line(&b, path, strlen(path));
 		} else if (host != NULL) {
 			sbx_buf_puts(&b, "sbx srt: network blocked: ");
 			sbx_utf8_escape_line(&b, host, strlen(host));
 			if (json_is_integer(json_object_get(v, "port")))
-				sbx_buf_printf(&b, ":%lld", (long long)
-				    json_integer_value(json_object_get(v,
-				    "port")));
+				sbx_buf_printf(&b, ":%lld",
+				    (long long)json_integer_value(
+					json_object_get(v, "port")));
 		} else
 			continue;
 		if (why != NULL)

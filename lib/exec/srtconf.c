@@ -64,8 +64,7 @@ in_list(const char *k, const char *const *l, size_t n)
 
 #define IN(k, l) in_list((k), (l), sizeof(l) / sizeof((l)[0]))
 
-static void
-note(struct sbx_srtconf *c, const char *fmt, ...)
+static void note(struct sbx_srtconf *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 static void
@@ -457,29 +456,28 @@ map_network(const json_t *net, struct sbx_srtconf *c, json_t *allow,
 			return wrong_type(e, "network.parentProxy",
 			    "an object");
 		json_object_foreach ((json_t *)v, k, x) {
-			snprintf(field, sizeof(field),
-			    "network.parentProxy.%s", k);
+			snprintf(field, sizeof(field), "network.parentProxy.%s",
+			    k);
 			if (strcmp(k, "noProxy") == 0)
-				return unsupported(e, field, "sbx's parent "
-				    "proxy takes every connection");
+				return unsupported(e, field,
+				    "sbx's parent proxy takes every connection");
 			if (strcmp(k, "http") != 0 && strcmp(k, "https") != 0)
 				return sbx_error_set(e, SBX_K_INVALID_ARGS,
-				    keep(field), "unknown_key", "unknown srt setting "
-				    "`%s`", field);
+				    keep(field), "unknown_key",
+				    "unknown srt setting `%s`", field);
 			if (!json_is_string(x))
 				return wrong_type(e, field, "a URL");
 		}
 		h = json_string_value(json_object_get(v, "http"));
 		hs = json_string_value(json_object_get(v, "https"));
 		if (h != NULL && hs != NULL && strcmp(h, hs) != 0)
-			return unsupported(e, "network.parentProxy", "one "
-			    "parent for HTTP and another for HTTPS (sbx has "
-			    "one `upstream`)");
+			return unsupported(e, "network.parentProxy",
+			    "one parent for HTTP and another for HTTPS (sbx "
+			    "has one `upstream`)");
 		if (h == NULL)
 			h = hs;
 		if (h != NULL) {
-			json_object_set_new(c->cfg, "upstream",
-			    json_string(h));
+			json_object_set_new(c->cfg, "upstream", json_string(h));
 			note(c, "network.parentProxy: upstream %s", h);
 		}
 	}
@@ -692,11 +690,12 @@ map_ignore(const json_t *v, struct sbx_srtconf *c, struct sbx_error *e)
 			return wrong_type(e, field, "an array of paths");
 		json_array_foreach (x, i, y)
 			if (!json_is_string(y))
-				return wrong_type(e, field, "an array of paths");
+				return wrong_type(e, field,
+				    "an array of paths");
 	}
 	c->ignore = json_incref((json_t *)v);
-	note(c, "ignoreViolations: these file-system violations are not "
-	    "printed (still in the --json envelope)");
+	note(c, "%s", "ignoreViolations: these file-system violations are "
+	    "not printed (still in the --json envelope)");
 	return 0;
 }
 

@@ -2663,17 +2663,18 @@ session_policy(json_t *req, struct sbx_error *e)
 	}
 	sbx_np_init(&chk);
 	json_array_foreach (allow, i, v)
-		if (!json_is_string(v) || sbx_np_allow(&chk,
-		    json_string_value(v), e) == -1)
+		if (!json_is_string(v) ||
+		    sbx_np_allow(&chk, json_string_value(v), e) == -1)
 			goto bad;
 	json_array_foreach (deny, i, v)
-		if (!json_is_string(v) || sbx_np_deny(&chk,
-		    json_string_value(v), e) == -1)
+		if (!json_is_string(v) ||
+		    sbx_np_deny(&chk, json_string_value(v), e) == -1)
 			goto bad;
 	sbx_np_free(&chk);
 	snprintf(pre, sizeof(pre), "%lld-", (long long)pid);
 	for (s = P.sessions; s != NULL; s = s->next) {
-		if (s->closed || s->chan == -1 || strcmp(s->agent, agent) != 0 ||
+		if (s->closed || s->chan == -1 ||
+		    strcmp(s->agent, agent) != 0 ||
 		    strncmp(s->run, pre, strlen(pre)) != 0)
 			continue;
 		sbx_np_allow_reset(&s->pol);

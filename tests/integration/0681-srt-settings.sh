@@ -73,6 +73,7 @@ done
 # failure: the command did not run).
 "$B/bin/sbx" srt -s "$CASES/credentials.json" -- true 2>"$T/err"
 st=$?
+# shellcheck disable=SC2016 # a literal backquote
 if [ "$st" -eq 125 ] && grep -q 'srt setting `credentials` is not supported' \
     "$T/err"; then
 	ok "a refused key: status 125, the key named on stderr"
@@ -103,9 +104,9 @@ fi
 printf '%s\n' '{"network":{"allowedDomains":["example.com"]}}' > "$HOME/.srt-settings.json"
 out=$("$B/bin/sbx" srt --explain --json)
 if [ "$(printf '%s' "$out" | jq -c .result.agent_settings.allowed_domains)" = '["example.com"]' ]; then
-	ok "~/.srt-settings.json is the default"
+	ok "\$HOME/.srt-settings.json is the default"
 else
-	notok "~/.srt-settings.json is the default" "$out"
+	notok "\$HOME/.srt-settings.json is the default" "$out"
 fi
 out=$("$B/bin/sbx" srt --explain --json -s "$T/nothere.json")
 st=$?
