@@ -36,6 +36,7 @@
 #include "root.h"
 #include "srtconf.h"
 #include "tools.h"
+#include "users.h"
 #include "utf8.h"
 
 #define PROG	"sbx-srt"
@@ -572,6 +573,7 @@ main(int argc, char *argv[])
 	struct sbx_strv		 v = SBX_STRV_INIT;
 	struct sbx_buf		 cmd = SBX_BUF_INIT;
 	char			 cwd[PATH_MAX], *dir, exe[PATH_MAX];
+	char			*pwhome = NULL;
 	const char		*home, *p;
 	json_t			*doc;
 	int			 rc;
@@ -579,7 +581,11 @@ main(int argc, char *argv[])
 	if (sbx_cmd_start(PROG, &table, argc, argv, &rc))
 		return rc;
 	parse_args(argc, argv);
+	/* HOME, else the passwd entry's home (srt's os.homedir()). */
 	home = getenv("HOME");
+	if ((home == NULL || home[0] != '/') &&
+	    (pwhome = sbx_user_home(getuid())) != NULL)
+		home = pwhome;
 	if (home == NULL || home[0] != '/' || getcwd(cwd, sizeof(cwd)) ==
 	    NULL) {
 		sbx_error_set(&e, SBX_K_INVALID_ARGS, "home", "no_home",
@@ -622,5 +628,6 @@ main(int argc, char *argv[])
 	}
 	sbx_buf_release(&cmd);
 	sbx_srtconf_release(&c);
+	free(pwhome);
 	return rc;
 }
