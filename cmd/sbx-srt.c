@@ -91,7 +91,7 @@ static const struct sbx_opt rows[] = {
 };
 
 static const struct sbx_opts table = { PROG, "sbx srt", rows,
-	SBX_OPTS_N(rows), NULL, 0, 1, "@command", 25, 0 };
+	SBX_OPTS_N(rows), NULL, 0, 1, "@command", 25, 1 };
 
 static struct {
 	const char	*settings, *shell, *home, *control_arg;
@@ -101,6 +101,26 @@ static struct {
 } O;
 
 static const char *tool = TOOL;
+/* sbx-exec, once started: a SIGTERM or SIGHUP for us is passed on. */
+static volatile pid_t child;
+
+static void
+forward(int sig)
+{
+	if (child > 0)
+		(void)kill(child, sig);
+}
+
+/* Has pid ended?  Without reaping it (its status is read at the end). */
+static int
+gone(pid_t pid)
+{
+	siginfo_t	 si;
+
+	memset(&si, 0, sizeof(si));
+	return waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) ==
+	    -1 || si.si_pid != 0;
+}
 
 static void __attribute__((noreturn))
 usage_err(const struct sbx_error *e)
@@ -399,8 +419,7 @@ control_line(const char *line, size_t len, const char *home, const char *cwd,
 			}
 		}
 		if (e.reason == NULL || (strcmp(e.reason, "no_session") != 0 &&
-		    strcmp(e.reason, "not_running") != 0) ||
-		    waitpid(pid, NULL, WNOHANG) != 0) {
+		    strcmp(e.reason, "not_running") != 0) || gone(pid)) {
 			fprintf(stderr, "%s: control line not applied: %s\n",
 			    PROG, e.message);
 			break;
@@ -468,6 +487,7 @@ run(const struct sbx_srtconf *c, const char *exe, const char *cwd,
 	struct sbx_buf	 env = SBX_BUF_INIT, line = SBX_BUF_INIT;
 	struct sbx_error e;
 	struct pollfd	 pf[2];
+	struct sigaction sa;
 	char		 buf[4096], *nl;
 	int		 ep[2] = { -1, -1 }, st, n;
 	pid_t		 pid;
@@ -502,14 +522,21 @@ run(const struct sbx_srtconf *c, const char *exe, const char *cwd,
 	if (ep[1] >= 0)
 		close(ep[1]);
 	/* The terminal's signals reach sbx-exec (our process group); we
-	 * wait for it to report. */
+	 * wait for it to report.  One sent to us alone goes to it, which
+	 * ends the sandbox: sbx srt never leaves a sandbox behind. */
+	child = pid;
 	signal(SIGINT, SIG_IGN);
 	signal(SIGQUIT, SIG_IGN);
+	sa.sa_handler = forward;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	(void)sigaction(SIGTERM, &sa, NULL);
+	(void)sigaction(SIGHUP, &sa, NULL);
 	pf[0].fd = ep[0];
 	pf[1].fd = O.control_fd;
 	pf[0].events = pf[1].events = POLLIN;
 	while (pf[0].fd >= 0 || pf[1].fd >= 0) {
-		if (pf[0].fd < 0 && waitpid(pid, NULL, WNOHANG | WNOWAIT) != 0)
+		if (pf[0].fd < 0 && gone(pid))
 			break;
 		if ((n = poll(pf, 2, pf[0].fd < 0 ? 200 : -1)) == -1) {
 			if (errno == EINTR)

@@ -125,6 +125,15 @@ else
 	notok "--explain text" "$out"
 fi
 
+# Options stop at the command: its own options are its own (srt's parser
+# would take `-s` after the command for its settings).
+out=$("$B/bin/sbx" srt --explain --json -s "$CASES/minimal.json" echo -s x -la)
+if [ "$(printf '%s' "$out" | jq -r '.result.exec_args[-1]')" = 'echo -s x -la' ]; then
+	ok "options stop at the command"
+else
+	notok "options stop at the command" "$out"
+fi
+
 # --explain never creates the state root.
 if [ ! -e "$SBX_HOME" ]; then
 	ok "--explain wrote nothing"
