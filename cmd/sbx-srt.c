@@ -348,6 +348,7 @@ store_agent(const struct sbx_srtconf *c)
 {
 	struct sbx_root		 root = SBX_ROOT_INIT;
 	struct sbx_error	 e;
+	struct sbx_buf		 have = SBX_BUF_INIT;
 	char			*s, name[64];
 	int			 dfd;
 
@@ -364,8 +365,14 @@ store_agent(const struct sbx_srtconf *c)
 		fail(&e);
 	}
 	snprintf(name, sizeof(name), "%s.json", c->agent);
-	if (sbx_fs_replace_at(dfd, name, s, strlen(s), 0600, &e) == -1)
-		fail(&e);
+	/* Written once: a file with these bytes is left alone (no fsync
+	 * on every run of the same settings). */
+	if (sbx_fs_read_file_at(dfd, name, strlen(s) + 1, &have, &e) == -1 ||
+	    have.len != strlen(s) || memcmp(have.p, s, have.len) != 0) {
+		if (sbx_fs_replace_at(dfd, name, s, strlen(s), 0600, &e) == -1)
+			fail(&e);
+	}
+	sbx_buf_release(&have);
 	free(s);
 	close(dfd);
 	sbx_root_release(&root);

@@ -622,6 +622,25 @@ is_under(const char *path, const char *dir)
 	    path[n] == '/');
 }
 
+/* The host view's cwd is under the sandbox's own /tmp or /run and in no
+ * writable root: it would not be there. */
+static int
+host_view_cwd_hidden(const struct sbx_exec *p)
+{
+	int	 k;
+
+	if (!is_under(p->cwd, "/tmp") && !is_under(p->cwd, "/run") &&
+	    !is_under(p->cwd, "/dev"))
+		return 0;
+	if (p->workdir != NULL && is_under(p->cwd, p->workdir))
+		return 0;
+	for (k = 0; k < p->nxwd; k++)
+		if (is_under(p->cwd, p->xwd[k].path))
+			return 0;
+	return strcmp(p->cwd, "/tmp") != 0 && strcmp(p->cwd, "/run") != 0 &&
+	    strcmp(p->cwd, "/dev") != 0;
+}
+
 /* read_paths of the configuration, then --ro of the run. */
 static int
 ro_paths(struct sbx_exec *p, struct sbx_strv *ro, struct sbx_error *e)
@@ -763,6 +782,16 @@ prep_fspolicy(struct sbx_exec *p, struct sbx_error *e)
 			goto out;
 		if (sbx_fspolicy_deny(&p->fs, p->root.path, empty, e) == -1 ||
 		    ro_paths(p, &ro, e) == -1)
+			goto out;
+		/*
+		 * The command starts where it was started: a directory under
+		 * what the sandbox has of its own (/tmp), outside every
+		 * writable root, is shown read-only at its place, as the
+		 * rest of the host is.
+		 */
+		if (host_view_cwd_hidden(p) &&
+		    (ro_path_ok(p, p->cwd, 1, e) == -1 ||
+			sbx_fspolicy_ro(&p->fs, p->cwd, e) == -1))
 			goto out;
 	}
 	/* Unix sockets: a door out that --network none leaves open. */

@@ -202,3 +202,19 @@ net_settings() {	# allowed-list denied-list
 	[ "$(grep -c 'control line refused, previous policy still in force' "$V/err")" -eq 2 ]
 	grep -q "sbx srt: network blocked: allowed.sbx.test:$TLS_PORT (denied_domain)" "$V/err"
 }
+
+@test "started in a directory under /tmp outside allowWrite: it is there, read-only" {
+	mkdir -p "$TEST_ROOT/here"
+	echo readme > "$TEST_ROOT/here/r.txt"
+	chmod -R a+rX "$TEST_ROOT/here"
+	settings '{}'
+	cd "$TEST_ROOT/here"
+	run --separate-stderr sbx srt -s "$S" -c \
+	    'pwd; cat r.txt; touch new 2>/dev/null || echo read-only'
+	echo "$output / $stderr"
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = "$TEST_ROOT/here" ]
+	[ "${lines[1]}" = readme ]
+	[ "${lines[2]}" = read-only ]
+	[ ! -e "$TEST_ROOT/here/new" ]
+}
