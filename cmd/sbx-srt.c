@@ -425,8 +425,11 @@ control_line(const char *line, size_t len, const char *home, const char *cwd,
 				break;
 			}
 		}
-		if (e.reason == NULL || (strcmp(e.reason, "no_session") != 0 &&
-		    strcmp(e.reason, "not_running") != 0) || gone(pid)) {
+		/* Waiting is for the proxy and the session to be there
+		 * (run/ made, the proxy started, sbx-exec's session open):
+		 * a policy the proxy refused is not waited on. */
+		if ((e.kind != NULL && strcmp(e.kind, SBX_K_INVALID_ARGS) ==
+		    0) || gone(pid) || i == 199) {
 			fprintf(stderr, "%s: control line not applied: %s\n",
 			    PROG, e.message);
 			break;

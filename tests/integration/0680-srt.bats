@@ -218,3 +218,40 @@ net_settings() {	# allowed-list denied-list
 	[ "${lines[2]}" = read-only ]
 	[ ! -e "$TEST_ROOT/here/new" ]
 }
+
+@test "sbx exec --host-view and the request key host_view: the host read-only, the state root hidden" {
+	mkdir -p "$SBX_HOME"
+	run --separate-stderr sbx exec --host-view -- cat "$V/ro/public.txt"
+	echo "$output / $stderr"
+	[ "$status" -eq 0 ]
+	[ "$output" = public ]
+	run sbx exec --json --request - <<<'{"host_view":true,"command":["sh","-c","cat '"$V"'/ro/public.txt; ls -A '"$SBX_HOME"' | wc -l; touch '"$V"'/ro/x 2>/dev/null || echo ro"]}'
+	echo "$output"
+	[ "$(json_get "$output" .result.stdout)" = "public
+0
+ro" ]
+	[ ! -e "$V/ro/x" ]
+	# Without it, the host is not there.
+	run sbx exec -- cat "$V/ro/public.txt"
+	[ "$status" -ne 0 ]
+}
+
+@test "--control-fd with --json: the line is applied, the envelope is on stdout" {
+	net_settings '["allowed.sbx.test"]' '[]'
+	printf '%s\n' '{"network":{"allowedDomains":[],"deniedDomains":["allowed.sbx.test"]}}' > "$V/ctl.txt"
+	# The line is read before the command's curl, which waits for the
+	# session to have it: the first curl is after the proxy has the
+	# session, so the line may land before or after it; the second
+	# (after "applied" appears) is denied.
+	run --separate-stderr sbx srt --json -d -s "$S" --control-fd 3 -c '
+	    for i in $(seq 100); do [ -e go ] && break; sleep 0.05; done
+	    '"${C[*]}"' -o /dev/null -w "%{http_code}\n" https://allowed.sbx.test:'"$TLS_PORT"'/index.txt 2>/dev/null; true' \
+	    3< <(cat "$V/ctl.txt"; for i in $(seq 100); do
+	        [ -e "$SBX_HOME/run/proxy.pid" ] && break; sleep 0.05; done;
+	        sleep 0.5; touch "$V/proj/go")
+	echo "$output / $stderr"
+	[ "$status" -eq 0 ]
+	[ "$(json_get "$output" .ok)" = true ]
+	[[ $stderr == *"control line applied"* ]]
+	[ "$(json_get "$output" .result.violations[0].reason)" = denied_domain ]
+}
