@@ -160,6 +160,19 @@ net_settings() {	# allowed-list denied-list
 	[ "$(json_get "$output" .result.violations[0].reason)" = denied_domain ]
 }
 
+@test "curl: an allowedDomains entry with its port reaches that port (no allowed_ports needed)" {
+	net_settings '[]' '[]'
+	settings '{"network":{"allowedDomains":["allowed.sbx.test:'"$TLS_PORT"'"],
+	    "deniedDomains":[]},
+	    "sbx":{"allow_private":true,
+	      "resolve":{"allowed.sbx.test":"127.0.0.1"}}}'
+	run --separate-stderr sbx srt -s "$S" -- "${C[@]}" \
+	    "https://allowed.sbx.test:$TLS_PORT/index.txt"
+	echo "$output / $stderr"
+	[ "$status" -eq 0 ]
+	[ "$output" = hello-over-tls ]
+}
+
 @test "no network key: no network at all" {
 	fs_settings
 	need_proxy_tools
