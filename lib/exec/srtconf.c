@@ -215,11 +215,8 @@ domains(const json_t *net, const char *key, int deny, json_t *out,
 			    "domain pattern (example.com, *.example.com, an "
 			    "optional :PORT%s)", field, s, deny ?
 			    "; or * to deny all" : "");
-		if (deny && s[0] == '*' && s[1] != '.') {
-			if (port != 0)
-				return unsupported(e, field, "a deny-all of "
-				    "one port (*:PORT): sbx allows ports per "
-				    "name, deny the names instead");
+		/* "*": nothing gets through; "*:PORT" is sbx's own. */
+		if (deny && s[0] == '*' && s[1] == '\0') {
 			*deny_all = 1;
 			continue;
 		}
