@@ -855,18 +855,6 @@ prep_cwd(struct sbx_exec *p, struct sbx_error *e)
 		}
 	} else
 		snprintf(p->cwd, sizeof(p->cwd), "%s", p->req->cwd);
-	/* The host view: the host's directories are there, read-only; the
-	 * command may start in any of them (a hidden one fails at chdir,
-	 * inside). */
-	if (p->sb.host_view && p->cwd[0] == '/') {
-		struct stat st;
-
-		if (stat(p->cwd, &st) == 0 && S_ISDIR(st.st_mode))
-			return 0;
-		return sbx_error_set(e, SBX_K_INVALID_ARGS, "cwd",
-		    "not_found", "argument `cwd` rejected: %s is not a "
-		    "directory", p->req->cwd);
-	}
 	n = strlen(p->home);
 	if (strncmp(p->cwd, p->home, n) == 0 &&
 	    (p->cwd[n] == '\0' || p->cwd[n] == '/')) {
@@ -888,6 +876,18 @@ prep_cwd(struct sbx_exec *p, struct sbx_error *e)
 			basefd = p->xwd[i].fd;
 			rel = p->cwd + n;
 		}
+	/* The host view: the host's directories are there, read-only; the
+	 * command may start in any of them (a hidden one fails at chdir,
+	 * inside). */
+	if (base == NULL && p->sb.host_view) {
+		struct stat st;
+
+		if (stat(p->cwd, &st) == 0 && S_ISDIR(st.st_mode))
+			return 0;
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "cwd",
+		    "not_found", "argument `cwd` rejected: %s is not a "
+		    "directory", p->req->cwd);
+	}
 	if (base == NULL) {
 		sbx_error_set(e, SBX_K_INVALID_ARGS, "cwd", "outside_home",
 		    "argument `cwd` rejected: %s is outside %s%s%s", p->req->cwd,

@@ -247,6 +247,17 @@ ro" ]
 	# Without it, the host is not there.
 	run sbx exec -- cat "$V/ro/public.txt"
 	[ "$status" -ne 0 ]
+	# A relative --cwd is still in HOME, which stays writable.
+	run sbx exec --host-view -- mkdir -p sub
+	[ "$status" -eq 0 ]
+	run --separate-stderr sbx exec --host-view --cwd sub -- pwd
+	echo "$output / $stderr"
+	[ "$output" = /workspace/agents/default/sub ]
+	# An absolute one anywhere on the host, but it must exist.
+	run --separate-stderr sbx exec --host-view --cwd "$V/ro" -- pwd
+	[ "$output" = "$V/ro" ]
+	run --separate-stderr sbx exec --json --host-view --cwd "$V/nowhere" -- pwd
+	[ "$(json_get "$output" .field)" = cwd ]
 }
 
 @test "--control-fd with --json: the line is applied, the envelope is on stdout" {
