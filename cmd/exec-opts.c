@@ -10,7 +10,7 @@
 
 const char exec_usage_text[] =
 "usage: sbx exec [--agent A] [--home DIR] [--cwd PATH] [--workdir DIR]...\n"
-"                [--workdir-follow-symlinks] [--ro PATH]...\n"
+"                [--workdir-follow-symlinks] [--ro PATH]... [--host-view]\n"
 "                [--unprotect PATH]...\n"
 "                [--env NAME=VALUE]... [--timeout SECONDS] [--tty]\n"
 "                [--secret NAME]... [--no-secrets]\n"
@@ -69,6 +69,9 @@ static const struct sbx_opt rows[] = {
 	{ OPT_RO, "ro", 0, SBX_OPT_REQ, "PATH", "@dir",
 	    "bind host PATH read-only at its own path\n"
 	    "(repeatable; see PROTECTED PATHS in sbx-exec(1))", S_RUN, 0 },
+	{ OPT_HOST_VIEW, "host-view", 0, SBX_OPT_NONE, NULL, NULL,
+	    "show the host's file system read-only (sbx srt),\n"
+	    "minus the agent's deny_paths and the state root", S_RUN, 0 },
 	{ OPT_UNPROTECT, "unprotect", 0, SBX_OPT_REQ, "PATH", "@file",
 	    "let this run write the protected PATH of the\n"
 	    "workdir (.git/hooks...; a warning says so)", S_RUN, 0 },

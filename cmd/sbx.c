@@ -63,6 +63,8 @@ static const struct command {
 	{ "plugin", "plugin recipes: tools that extend agents (add, install, "
 	    "run, register)", NULL },
 	{ "tools", "the same as `sbx plugin tools`", "plugin tools" },
+	{ "srt", "run a command as srt (sandbox-runtime) would: its "
+	    "settings file, sbx's sandbox", NULL },
 };
 #define NCOMMANDS	(sizeof(commands) / sizeof(commands[0]))
 

@@ -12,6 +12,9 @@
 #             descriptors replaced by paths, without sbx-init (as root:
 #             through setpriv as uid 65534, as sbx runs it)
 #   sbx       sbx exec -- /bin/true; --json; --network proxy (proxy up)
+#   srt       sbx srt -- /bin/true (srt's settings: a network section, so
+#             the proxy, and the host view), and srt /bin/true itself when
+#             installed (SRT=PATH, or srt on PATH; issue 35)
 #   base      the same three of another build (BASE=dir), if given
 # p50/p95 in ms and the p50 ratio against the minimal bwrap; then the CPU
 # time per run (perf stat task-clock of the command and all its
@@ -36,6 +39,7 @@ bench_need bench-exec hyperfine jq
 BIN=$(cd "$B" && pwd)
 [ -z "$BASE" ] || BASE=$(cd "$BASE" && pwd)
 BWRAP=$(command -v bwrap)
+SRT=${SRT:-$(command -v srt 2>/dev/null || true)}
 # CPU time per run needs perf (linux-perf) allowed to count its own
 # children's task-clock (perf_event_paranoid <= 2); without it, "-".
 CPURUNS=${CPURUNS:-10}
@@ -94,6 +98,11 @@ part() {	# label: one user's measurements
 	"$sbx" exec -q -- true
 	"$sbx" proxy start >/dev/null 2>&1 || true
 	"$sbx" exec -q --network proxy -- true
+	# srt's settings, the same file for sbx srt and srt.
+	printf '%s\n' '{"network":{"allowedDomains":[],"deniedDomains":[]},
+	    "filesystem":{"denyRead":[],"allowWrite":[],"denyWrite":[]}}' \
+	    > "$tmp/srt.$PART.json"
+	"$sbx" srt -q -s "$tmp/srt.$PART.json" -- /bin/true
 	# sbx's own argv, run bare.
 	local home="$h/workspace/agents/default" out="$h/output/default"
 	"$sbx" exec -q -c 'cat /etc/passwd' > "$tmp/passwd.$PART"
@@ -131,7 +140,8 @@ part() {	# label: one user's measurements
 	local bare_cmd min_cmd
 	bare_cmd=$(printf '%q ' "${bare[@]}")
 	min_cmd=$(printf '%q ' "${minimal[@]}" /bin/true)
-	local names=(minimal own sbx json proxy)
+	local names=(minimal own sbx json proxy srt)
+	[ -z "$SRT" ] || names+=(srtnpm)
 	[ -z "$BASE" ] || names+=(base basejson baseproxy)
 	for v in "${names[@]}"; do : > "$tmp/$PART.$v"; : > "$tmp/$PART.$v.cpu"; done
 	bx() { SBX_EXEC_PATH="$BASE/libexec/sbx" "$BASE/bin/sbx" "$@"; }
@@ -141,6 +151,8 @@ part() {	# label: one user's measurements
 		bench sbx "$sbx exec -q -- /bin/true"
 		bench json "$sbx exec -q --json -- /bin/true"
 		bench proxy "$sbx exec -q --network proxy -- /bin/true"
+		bench srt "$sbx srt -q -s $tmp/srt.$PART.json -- /bin/true"
+		[ -z "$SRT" ] || bench srtnpm "$SRT -s $tmp/srt.$PART.json /bin/true"
 		if [ -n "$BASE" ]; then
 			bench base "env SBX_EXEC_PATH=$BASE/libexec/sbx $BASE/bin/sbx exec -q -- /bin/true"
 			bench basejson "env SBX_EXEC_PATH=$BASE/libexec/sbx $BASE/bin/sbx exec -q --json -- /bin/true"
@@ -160,6 +172,8 @@ part() {	# label: one user's measurements
 		sbx) d="sbx exec" ;;
 		json) d="sbx exec --json" ;;
 		proxy) d="sbx exec --network proxy" ;;
+		srt) d="sbx srt -- /bin/true" ;;
+		srtnpm) d="srt /bin/true (npm)" ;;
 		base) d="base: sbx exec" ;;
 		basejson) d="base: sbx exec --json" ;;
 		baseproxy) d="base: sbx exec --network proxy" ;;
@@ -215,7 +229,7 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
 	chmod 1777 "$tmp"
 	setpriv --reuid=65534 --regid=65534 --clear-groups env -i \
 	    PATH=/usr/local/bin:/usr/bin:/bin BENCH_PART=user B="$BIN" \
-	    BASE="$BASE" BENCH_TMP="$tmp" ROUNDS="$ROUNDS" RUNS="$RUNS" \
+	    BASE="$BASE" BENCH_TMP="$tmp" ROUNDS="$ROUNDS" RUNS="$RUNS" SRT="$SRT" \
 	    LOOP="$LOOP" TMPDIR=/tmp bash "$0"
 	echo
 	part "as root, default limits (pids, memory)"

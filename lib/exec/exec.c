@@ -175,6 +175,46 @@ is_under(const char *path, const char *dir)
 	    path[n] == '/');
 }
 
+/* The host view's cwd is under the sandbox's own /tmp or /run and in no
+ * writable root: it would not be there. */
+static int
+host_view_cwd_hidden(const struct sbx_exec *p)
+{
+	int	 k;
+
+	if (!is_under(p->cwd, "/tmp") && !is_under(p->cwd, "/run") &&
+	    !is_under(p->cwd, "/dev"))
+		return 0;
+	if (p->workdir != NULL && is_under(p->cwd, p->workdir))
+		return 0;
+	for (k = 0; k < p->nxwd; k++)
+		if (is_under(p->cwd, p->xwd[k].path))
+			return 0;
+	return strcmp(p->cwd, "/tmp") != 0 && strcmp(p->cwd, "/run") != 0 &&
+	    strcmp(p->cwd, "/dev") != 0;
+}
+
+/* read_paths of the configuration, then --ro of the run. */
+static int
+ro_paths(struct sbx_exec *p, struct sbx_strv *ro, struct sbx_error *e)
+{
+	const json_t	*v, *x;
+	size_t		 i;
+
+	v = json_object_get(p->agent_cfg, "read_paths");
+	json_array_foreach (v, i, x)
+		if (ro_path_ok(p, json_string_value(x), 1, e) == -1 ||
+		    sbx_fspolicy_ro(&p->fs, json_string_value(x), e) == -1 ||
+		    sbx_strv_push(ro, json_string_value(x)) == -1)
+			return -1;
+	for (i = 0; i < p->req->ro.n; i++)
+		if (ro_path_ok(p, p->req->ro.v[i], 0, e) == -1 ||
+		    sbx_fspolicy_ro(&p->fs, p->req->ro.v[i], e) == -1 ||
+		    sbx_strv_push(ro, p->req->ro.v[i]) == -1)
+			return -1;
+	return 0;
+}
+
 /*
  * The file-system policy (fspolicy.c): protected paths in the
  * workdir, --ro and read_paths, deny_paths, and the unix-socket guard in
@@ -243,18 +283,11 @@ prep_fspolicy(struct sbx_exec *p, struct sbx_error *e)
 			warn_add(p, w);
 		}
 	}
-	/* Read-only paths: the configuration's, then the run's. */
-	v = json_object_get(p->agent_cfg, "read_paths");
-	json_array_foreach (v, i, x)
-		if (ro_path_ok(p, json_string_value(x), 1, e) == -1 ||
-		    sbx_fspolicy_ro(&p->fs, json_string_value(x), e) == -1 ||
-		    sbx_strv_push(&ro, json_string_value(x)) == -1)
-			goto out;
-	for (i = 0; i < p->req->ro.n; i++)
-		if (ro_path_ok(p, p->req->ro.v[i], 0, e) == -1 ||
-		    sbx_fspolicy_ro(&p->fs, p->req->ro.v[i], e) == -1 ||
-		    sbx_strv_push(&ro, p->req->ro.v[i]) == -1)
-			goto out;
+	/* Read-only paths: the configuration's, then the run's (in the
+	 * host view, after the hidden ones: what is given back inside a
+	 * hidden directory is bound over its tmpfs, srt's allowRead). */
+	if (!p->sb.host_view && ro_paths(p, &ro, e) == -1)
+		goto out;
 	/* Hidden paths: relative ones in the workdir; absolute ones must
 	 * be inside the workdir or a read-only path. */
 	v = json_object_get(p->agent_cfg, "deny_paths");
@@ -282,12 +315,36 @@ prep_fspolicy(struct sbx_exec *p, struct sbx_error *e)
 		inside |= p->workdir != NULL && is_under(d, p->workdir);
 		for (n = 0; n < ro.n; n++)
 			inside |= is_under(d, ro.v[n]);
+		inside |= p->sb.host_view;
 		if (!inside)
 			continue; /* not visible anyway */
 		if (empty[0] == '\0' &&
 		    empty_file(p, empty, sizeof(empty), e) == -1)
 			goto out;
 		if (sbx_fspolicy_deny(&p->fs, d, empty, e) == -1)
+			goto out;
+	}
+	/*
+	 * The host view shows the host: never the state root (tokens,
+	 * sealed secrets, other agents' homes), which is hidden under an
+	 * empty tmpfs as deny_paths are.
+	 */
+	if (p->sb.host_view) {
+		if (empty[0] == '\0' &&
+		    empty_file(p, empty, sizeof(empty), e) == -1)
+			goto out;
+		if (sbx_fspolicy_deny(&p->fs, p->root.path, empty, e) == -1 ||
+		    ro_paths(p, &ro, e) == -1)
+			goto out;
+		/*
+		 * The command starts where it was started: a directory under
+		 * what the sandbox has of its own (/tmp), outside every
+		 * writable root, is shown read-only at its place, as the
+		 * rest of the host is.
+		 */
+		if (host_view_cwd_hidden(p) &&
+		    (ro_path_ok(p, p->cwd, 1, e) == -1 ||
+			sbx_fspolicy_ro(&p->fs, p->cwd, e) == -1))
 			goto out;
 	}
 	/* Unix sockets: a door out that --network none leaves open. */
@@ -372,6 +429,18 @@ prep_cwd(struct sbx_exec *p, struct sbx_error *e)
 			basefd = p->xwd[i].fd;
 			rel = p->cwd + n;
 		}
+	/* The host view: the host's directories are there, read-only; the
+	 * command may start in any of them (a hidden one fails at chdir,
+	 * inside). */
+	if (base == NULL && p->sb.host_view) {
+		struct stat st;
+
+		if (stat(p->cwd, &st) == 0 && S_ISDIR(st.st_mode))
+			return 0;
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "cwd",
+		    "not_found", "argument `cwd` rejected: %s is not a "
+		    "directory", p->req->cwd);
+	}
 	if (base == NULL) {
 		sbx_error_set(e, SBX_K_INVALID_ARGS, "cwd", "outside_home",
 		    "argument `cwd` rejected: %s is outside %s%s%s", p->req->cwd,
@@ -2212,6 +2281,7 @@ sbx_exec_prepare(struct sbx_exec *p, const struct sbx_exec_req *q,
 		return -1;
 	snprintf(p->home, sizeof(p->home), "%s/%s", SBX_IN_AGENTS,
 	    p->sb.agent);
+	p->sb.host_view = p->req->host_view;
 	if (prep_image(p, e) == -1)
 		return -1;
 	if (p->req->rootfs_rw && prep_rootfs_rw(p, e) == -1)
@@ -2286,7 +2356,9 @@ sbx_exec_prepare(struct sbx_exec *p, const struct sbx_exec_req *q,
 		sbx_error_sys(e, "memfd_failed", "preparing the sandbox");
 		return -1;
 	}
-	if (p->sb.image_root == NULL && p->cache_fd >= 0)
+	/* The host view shows the host's own /etc (passwd, group and
+	 * hosts still sbx's, bound over it). */
+	if (p->sb.image_root == NULL && p->cache_fd >= 0 && !p->sb.host_view)
 		prep_etc(p, &pw, &gr, &hosts);
 	if (!p->sb.etc_cached && (
 	    (p->passwd_fd = etc_fd("sbx-passwd", &pw)) == -1 ||

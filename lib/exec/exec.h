@@ -56,6 +56,10 @@ struct sbx_exec_req {
 	struct sbx_strv	 unprotect;	/* --unprotect PATH (relative to the
 					 * workdir, or inside it) */
 	struct sbx_strv	 ro;		/* --ro PATH: read-only at its path */
+	/* --host-view: the host's file system read-only as the root (sbx
+	 * srt); its hidden and read-only paths come from the agent's
+	 * settings, the state root is hidden. */
+	int		 host_view;
 	struct sbx_strv	 env;		/* NAME=VALUE */
 	const char	*network;	/* NULL: the agent's setting, else none */
 	struct sbx_strv	 allow;		/* extra allowed domains (proxy) */

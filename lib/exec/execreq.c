@@ -72,6 +72,7 @@ static const struct sbx_exec_field fields[] = {
 	F("seccomp", "seccomp", STR, seccomp, NULL, NULL),
 	F("fail-on-violation", "fail_on_violation", BOOL, fail_on_violation,
 	    NULL, "fail_on_violation"),
+	F("host-view", "host_view", BOOL, host_view, NULL, NULL),
 	F("background", "background", BOOL, background, NULL, NULL),
 	P("request"), P("envelope-fd"), P("tail-lines"), P("force"),
 	P("json"), P("quiet"), P("verbose"), P("help"), P("version"),

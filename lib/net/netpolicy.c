@@ -1418,6 +1418,14 @@ sbx_np_allow_reset(struct sbx_netpolicy *np)
 	np->nallowed = 0;
 }
 
+void
+sbx_np_deny_reset(struct sbx_netpolicy *np)
+{
+	strv_free(np->denied, np->ndenied);
+	np->denied = NULL;
+	np->ndenied = 0;
+}
+
 int
 sbx_np_allow(struct sbx_netpolicy *np, const char *entry, struct sbx_error *e)
 {

@@ -80,6 +80,8 @@ struct sbx_netpolicy {
 
 /* Forget the allowed names (a run that brings exactly its own). */
 void	sbx_np_allow_reset(struct sbx_netpolicy *);
+/* Forget the denied names (sbx srt --control-fd replaces them). */
+void	sbx_np_deny_reset(struct sbx_netpolicy *);
 /* Defaults: nothing allowed, nothing denied, ports 80 and 443, private
  * addresses refused, no overrides. */
 void	 sbx_np_init(struct sbx_netpolicy *);

@@ -2008,6 +2008,74 @@ session_open(struct session *s, json_t *req, int chan, struct sbx_error *e)
 	return json_pack("{s:b}", "ok", 1);
 }
 
+/*
+ * `policy` (sbx srt --control-fd): replace the allowed and denied names
+ * of a running session, found by its agent and the pid of the sbx-exec
+ * that holds it (its run id starts "PID-"; a pid names one live process,
+ * and the session lives as long as that process).  All entries are
+ * checked before any is applied: a bad line changes nothing.  The
+ * agent's ports, address rules and settings file are untouched; a
+ * restarted proxy starts again from the agent's settings.
+ */
+static json_t *
+session_policy(json_t *req, struct sbx_error *e)
+{
+	const char		*agent = json_string_value(json_object_get(req,
+				    "agent"));
+	json_t			*allow = json_object_get(req, "allow");
+	json_t			*deny = json_object_get(req, "deny");
+	json_int_t		 pid = json_integer_value(json_object_get(req,
+				    "pid"));
+	struct sbx_netpolicy	 chk;
+	struct session		*s;
+	json_t			*v;
+	char			 pre[32];
+	size_t			 i, n = 0;
+
+	if (agent == NULL || pid <= 0 || !json_is_array(allow) ||
+	    !json_is_array(deny)) {
+		sbx_error_set(e, SBX_K_INVALID_ARGS, "policy", "malformed",
+		    "policy needs agent, pid, allow and deny");
+		return NULL;
+	}
+	sbx_np_init(&chk);
+	json_array_foreach (allow, i, v)
+		if (!json_is_string(v) ||
+		    sbx_np_allow(&chk, json_string_value(v), e) == -1)
+			goto bad;
+	json_array_foreach (deny, i, v)
+		if (!json_is_string(v) ||
+		    sbx_np_deny(&chk, json_string_value(v), e) == -1)
+			goto bad;
+	sbx_np_free(&chk);
+	snprintf(pre, sizeof(pre), "%lld-", (long long)pid);
+	for (s = session_next(NULL); s != NULL; s = session_next(s)) {
+		if (s->closed || s->ss.chan == -1 ||
+		    strcmp(s->ss.agent, agent) != 0 ||
+		    strncmp(s->run, pre, strlen(pre)) != 0)
+			continue;
+		sbx_np_allow_reset(&s->pol);
+		sbx_np_deny_reset(&s->pol);
+		json_array_foreach (allow, i, v)
+			(void)sbx_np_allow(&s->pol, json_string_value(v), e);
+		json_array_foreach (deny, i, v)
+			(void)sbx_np_deny(&s->pol, json_string_value(v), e);
+		n++;
+	}
+	if (n == 0) {
+		sbx_error_set(e, SBX_K_NOT_FOUND, "policy", "no_session",
+		    "no running session of that agent and pid");
+		return NULL;
+	}
+	return json_pack("{s:b,s:I}", "ok", 1, "sessions", (json_int_t)n);
+bad:
+	if (!json_is_string(v))
+		sbx_error_set(e, SBX_K_INVALID_ARGS, "policy", "malformed",
+		    "policy entries must be strings");
+	sbx_np_free(&chk);
+	return NULL;
+}
+
 static void
 ctl_line(struct session *s, char *line, int fd_in)
 {
@@ -2041,6 +2109,12 @@ ctl_line(struct session *s, char *line, int fd_in)
 	}
 	if (strcmp(op, "answer") == 0 && s->ss.chan == -1) {
 		ans = ask_answer(req, &e);
+		sbx_session_answer(s->ss.ctl, ans != NULL ? ans :
+		    sbx_session_error(&e));
+		goto drop;
+	}
+	if (strcmp(op, "policy") == 0 && s->ss.chan == -1) {
+		ans = session_policy(req, &e);
 		sbx_session_answer(s->ss.ctl, ans != NULL ? ans :
 		    sbx_session_error(&e));
 		goto drop;

@@ -2,6 +2,7 @@
 #include <sys/stat.h>
 #include <sys/utsname.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -203,6 +204,53 @@ push3(struct sbx_strv *v, const char *a, const char *b, const char *c)
 }
 
 /*
+ * Host view (sbx srt): every top-level directory of the host read-only at
+ * its place, symlinks as symlinks, as srt shows the host.  Not /proc,
+ * /dev, /tmp (the sandbox's own, below) nor /run (its sockets lead out of
+ * the sandbox; the guard refuses them anyway) nor sbx's own /workspace
+ * and /output.  One bind per entry on the root tmpfs, not `--ro-bind /
+ * /`, so that sbx's own mount points can still be made on it.  What must
+ * not be seen (the state root, the user's credentials) is hidden over
+ * these binds by the file-system policy (lib/exec.c, lib/fspolicy.c).
+ */
+static int
+host_dirs(struct sbx_strv *v)
+{
+	static const char *const skip[] = { ".", "..", "proc", "dev", "tmp",
+	    "run", "workspace", "output" };
+	char		 path[PATH_MAX], target[PATH_MAX];
+	struct dirent	*d;
+	struct stat	 st;
+	DIR		*dir;
+	ssize_t		 n;
+	size_t		 i;
+	int		 rc = 0;
+
+	if ((dir = opendir("/")) == NULL)
+		return -1;
+	while ((d = readdir(dir)) != NULL) {
+		for (i = 0; i < sizeof(skip) / sizeof(*skip); i++)
+			if (strcmp(d->d_name, skip[i]) == 0)
+				break;
+		if (i < sizeof(skip) / sizeof(*skip))
+			continue;
+		snprintf(path, sizeof(path), "/%s", d->d_name);
+		if (lstat(path, &st) == -1)
+			continue;
+		if (S_ISLNK(st.st_mode)) {
+			if ((n = readlink(path, target, sizeof(target) - 1)) <=
+			    0)
+				continue;
+			target[n] = '\0';
+			rc |= push3(v, "--symlink", target, path);
+		} else if (S_ISDIR(st.st_mode))
+			rc |= push3(v, "--ro-bind", path, path);
+	}
+	closedir(dir);
+	return rc ? -1 : 0;
+}
+
+/*
  * Image mode: the template's system directories, read-only, in place of
  * the host's; symlinks (merged /usr) recreated as symlinks.  Nothing of
  * the host's /usr or /etc is visible.  The template's /etc carries
@@ -327,6 +375,16 @@ sbx_sandbox_argv(const struct sbx_sandbox *sb, struct sbx_strv *v,
 		rc |= push3(v, "--bind", sb->image_root, "/");
 		rc |= push2(v, "--tmpfs", "/run");
 		goto rootfs_done;
+	}
+	if (sb->host_view) {
+		if (sb->image_root != NULL)
+			return sbx_error_set(e, SBX_K_INVALID_ARGS,
+			    "host_view", "with_image", "the host view shows "
+			    "the host's file system: the agent's image cannot "
+			    "be used with it");
+		if (host_dirs(v) == -1)
+			return sbx_error_sys(e, "host_view", "reading /");
+		goto etc_done;
 	}
 	if (sb->image_root != NULL) {
 		if (image_dirs(sb, v) == -1)

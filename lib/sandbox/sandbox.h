@@ -67,6 +67,9 @@ struct sbx_sandbox {
 	 * image_fd, sbx's own descriptor of it, is where sbx looks what is
 	 * a directory and what a symlink.  NULL: host mode. */
 	const char	 *image_root;
+	/* Host view (sbx srt): the host's top-level directories bound
+	 * read-only in place of the system directories and /etc. */
+	int		  host_view;
 	int		  image_fd;
 	/* sbx install --manager apt: image_root (the agent's own copy) is
 	 * bound read-write as /, the command runs as uid 0 of the user

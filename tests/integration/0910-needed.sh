@@ -40,6 +40,8 @@ expected() {
 	sbx-install) echo "libc libcares libjansson libseccomp libsodium" ;;
 	# The MCP server: jansson alone; the engine runs in its children.
 	sbx-mcp) echo "libc libjansson" ;;
+	# sbx srt maps srt's settings and runs sbx-exec: no engine, no proxy.
+	sbx-srt) echo "libc libjansson libsodium" ;;
 	# sbx plugin runs tools through the engine (seccomp); recipe URLs
 	# load libcurl on demand (lib/image/download.c), never at start-up.
 	sbx-plugin) echo "libc libjansson libseccomp libsodium" ;;
