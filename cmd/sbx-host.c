@@ -98,18 +98,28 @@ c_config_rm(struct req *r, int argc, char **argv)
 	c_config(r, "DELETE", argv[0]);
 }
 
+/* POST path {"key": argv[0], "data": argv[1] if given}. */
 static void
-c_events_emit(struct req *r, int argc, char **argv)
+post_with_data(struct req *r, const char *path, const char *key, int argc,
+    char **argv)
 {
 	r->method = "POST";
-	s_puts(&r->path, "/v1/events");
-	s_puts(&r->body, "{\"type\":");
+	s_puts(&r->path, path);
+	s_puts(&r->body, "{\"");
+	s_puts(&r->body, key);
+	s_puts(&r->body, "\":");
 	s_json(&r->body, argv[0]);
 	if (argc > 1) {
 		s_puts(&r->body, ",\"data\":");
 		s_value(&r->body, argv[1]);
 	}
 	s_puts(&r->body, "}");
+}
+
+static void
+c_events_emit(struct req *r, int argc, char **argv)
+{
+	post_with_data(r, "/v1/events", "type", argc, argv);
 }
 
 static void
@@ -234,15 +244,7 @@ c_inference_chat(struct req *r, int argc, char **argv)
 static void
 c_dispatch(struct req *r, int argc, char **argv)
 {
-	r->method = "POST";
-	s_puts(&r->path, "/v1/dispatch");
-	s_puts(&r->body, "{\"task\":");
-	s_json(&r->body, argv[0]);
-	if (argc > 1) {
-		s_puts(&r->body, ",\"data\":");
-		s_value(&r->body, argv[1]);
-	}
-	s_puts(&r->body, "}");
+	post_with_data(r, "/v1/dispatch", "task", argc, argv);
 }
 
 static void

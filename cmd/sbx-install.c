@@ -169,8 +169,6 @@ void
 open_agent(void)
 {
 	struct sbx_error	 e;
-	struct stat		 st;
-	char			 rel[128];
 
 	if (sbx_names_agent_valid(O.agent, "agent", &e) == -1)
 		sbx_cmd_die(&e);
@@ -183,19 +181,8 @@ open_agent(void)
 		    O.agent);
 		sbx_cmd_die(&e);
 	}
-	if (sbx_provision_revoked(root.fd, O.agent, &e) != 0) {
-		sbx_provision_revoked_error(O.agent, &e);
+	if (sbx_provision_require(root.fd, O.agent, &e) == -1)
 		sbx_cmd_die(&e);
-	}
-	SBX_LPATH(rel, SBX_L_AGENT_HOME, O.agent);
-	if (fstatat(root.fd, rel, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
-	    !S_ISDIR(st.st_mode)) {
-		sbx_error_set(&e, SBX_K_NOT_FOUND, "agent",
-		    "agent_not_provisioned", "agent %s is not provisioned",
-		    O.agent);
-		sbx_error_hint(&e, "sbx provision --agent %s", O.agent);
-		sbx_cmd_die(&e);
-	}
 }
 
 /* The name of an install lock in agents/A (lib/state/layout.c). */
@@ -346,12 +333,8 @@ main(int argc, char *argv[])
 		return rc;
 	warnings = json_array();
 	parse_args(argc, argv);
-	if (sbx_sandbox_inside()) {
-		sbx_error_set(&e, SBX_K_REJECTED, NULL, "nested_sandbox",
-		    "sbx is running inside an sbx sandbox; nested sandboxes "
-		    "are not supported");
+	if (sbx_sandbox_refuse_nested(&e) == -1)
 		sbx_cmd_die(&e);
-	}
 	if (O.sub != NULL && strcmp(O.sub, "list") == 0)
 		return do_list();
 	if (O.sub != NULL)

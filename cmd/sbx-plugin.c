@@ -169,25 +169,12 @@ void
 plugin_open_agent(void)
 {
 	struct sbx_error e;
-	struct stat	 st;
-	char		 rel[SBX_LAYOUT_PATH_MAX];
 
 	if (sbx_names_agent_valid(O.agent, "agent", &e) == -1)
 		sbx_cmd_die(&e);
 	plugin_open_root();
-	if (sbx_provision_revoked(root.fd, O.agent, &e) != 0) {
-		sbx_provision_revoked_error(O.agent, &e);
+	if (sbx_provision_require(root.fd, O.agent, &e) == -1)
 		sbx_cmd_die(&e);
-	}
-	SBX_LPATH(rel, SBX_L_AGENT_HOME, O.agent);
-	if (fstatat(root.fd, rel, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
-	    !S_ISDIR(st.st_mode)) {
-		sbx_error_set(&e, SBX_K_NOT_FOUND, "agent",
-		    "agent_not_provisioned", "agent %s is not provisioned",
-		    O.agent);
-		sbx_error_hint(&e, "sbx provision --agent %s", O.agent);
-		sbx_cmd_die(&e);
-	}
 }
 
 json_t *

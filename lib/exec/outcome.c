@@ -279,6 +279,26 @@ outcome_job(struct sbx_exec *p, struct sbx_exec_outcome *o)
 		    json_string(p->workdir_resolved));
 }
 
+/* A run that fail-on-violation rejects (o->err set): the command's own
+ * failure status, else 77, the result and the violations beside the
+ * error. */
+static void
+rejected_run(struct sbx_exec *p, json_t *res, struct sbx_exec_outcome *o)
+{
+	if (o->code == 0)
+		o->code = SBX_EX_NOPERM;
+	o->extra = extra_of(res, p->warnings);
+	json_object_set(o->extra, "violations", p->violations);
+}
+
+/* Who asked for the verdict: the option or the agent's setting. */
+static const char *
+violation_source(const struct sbx_exec *p)
+{
+	return p->req->fail_on_violation > 0 ? "--fail-on-violation" :
+	    "the agent's fail_on_violation setting";
+}
+
 /*
  * --fail-on-violation: a run that the proxy or the file-system guard
  * refused something ran to its end, but an agent that judges by status
@@ -309,14 +329,10 @@ violation_failure(struct sbx_exec *p, json_t *res, struct sbx_exec_outcome *o)
 	sbx_error_set(&o->err, SBX_K_REJECTED, NULL, "violation",
 	    "the sandbox refused %s%s%s of this run, and %s makes that a "
 	    "failure", a, net > 0 && fs > 0 ? " and " : "", b,
-	    p->req->fail_on_violation > 0 ? "--fail-on-violation" :
-	    "the agent's fail_on_violation setting");
+	    violation_source(p));
 	sbx_error_hint(&o->err, "the run's violations say what was refused; "
 	    "allow it in the agent's settings (sbx config) if it is needed");
-	if (o->code == 0)
-		o->code = SBX_EX_NOPERM;
-	o->extra = extra_of(res, p->warnings);
-	json_object_set(o->extra, "violations", p->violations);
+	rejected_run(p, res, o);
 }
 
 /*
@@ -428,15 +444,10 @@ outcome_judge(struct sbx_exec *p, struct sbx_exec_outcome *o)
 		    "violations_unknown", "sbx-proxy died during the run and "
 		    "its record of the requests it denied before that is "
 		    "lost, and %s makes a run that may have had one a "
-		    "failure", p->req->fail_on_violation > 0 ?
-		    "--fail-on-violation" :
-		    "the agent's fail_on_violation setting");
+		    "failure", violation_source(p));
 		sbx_error_hint(&o->err, "see run/proxy.log for the requests "
 		    "of this run, or run it again");
-		if (o->code == 0)
-			o->code = SBX_EX_NOPERM;
-		o->extra = extra_of(res, p->warnings);
-		json_object_set(o->extra, "violations", p->violations);
+		rejected_run(p, res, o);
 		return;
 	} else {
 		o->ok = 1;

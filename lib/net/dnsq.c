@@ -10,6 +10,7 @@
  */
 #include <stddef.h>
 
+#include "dlist.h"
 #include "dnsq.h"
 
 void
@@ -63,15 +64,7 @@ unlink_item(struct sbx_dnsq *q, struct sbx_dnsq_item *it)
 {
 	struct sbx_dnsq_agent	*a = it->agent;
 
-	if (it->prev != NULL)
-		it->prev->next = it->next;
-	else
-		a->head = it->next;
-	if (it->next != NULL)
-		it->next->prev = it->prev;
-	else
-		a->tail = it->prev;
-	it->prev = it->next = NULL;
+	SBX_DLIST_UNLINK_TAIL(a->head, a->tail, it);
 	it->queued = 0;
 	a->nqueued--;
 	q->nqueued--;

@@ -52,6 +52,7 @@
 #include "buf.h"
 #include "config.h"
 #include "daemon.h"
+#include "dlist.h"
 #include "dnsq.h"
 #include "envelope.h"
 #include "fsutil.h"
@@ -631,12 +632,7 @@ conn_close(struct conn *c)
 		close(c->p_uc[1]);
 	}
 	c->cfd = c->ufd = c->p_cu[0] = c->p_uc[0] = -1;
-	if (c->prev != NULL)
-		c->prev->next = c->next;
-	else
-		P.conns = c->next;
-	if (c->next != NULL)
-		c->next->prev = c->prev;
+	SBX_DLIST_UNLINK(P.conns, c);
 	P.nconns--;
 	if (c->s != NULL) {
 		c->s->nconns--;

@@ -9,6 +9,7 @@
 #include <jansson.h>
 #include <sodium.h>
 
+#include "dlist.h"
 #include "proxyask.h"
 #include "time.h"
 
@@ -73,15 +74,7 @@ sbx_proxyask_hold(struct sbx_proxyask *a, const char *agent, const char *run,
 void
 sbx_proxyask_drop(struct sbx_proxyask *a)
 {
-	if (a->prev != NULL)
-		a->prev->next = a->next;
-	else
-		A.head = a->next;
-	if (a->next != NULL)
-		a->next->prev = a->prev;
-	else
-		A.tail = a->prev;
-	a->prev = a->next = NULL;
+	SBX_DLIST_UNLINK_TAIL(A.head, A.tail, a);
 	A.n--;
 }
 

@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -35,6 +36,67 @@ cfg_num(const json_t *o, const char *key, unsigned long long lo,
 		    "be an integer from %llu to %llu", key, lo, hi);
 	*out = (unsigned long long)json_integer_value(v);
 	return 0;
+}
+
+/*
+ * The numeric settings of `proxy`, one row each, in the order they are
+ * checked: the key, how the field holds it (a count; milliseconds given
+ * as ms, or as seconds; bytes), the field, the default (in the key's
+ * unit) and the range.
+ */
+enum { NK_COUNT, NK_MS, NK_S, NK_BYTES };
+static const struct numkey {
+	const char		*key;
+	int			 type;
+	size_t			 off;
+	unsigned long long	 dflt, lo, hi;
+} numkeys[] = {
+#define F(f)	offsetof(struct sbx_proxy_config, f)
+	{ "max_connections", NK_COUNT, F(max_conns), 4096, 1, 1000000 },
+	{ "max_connections_per_agent", NK_COUNT, F(max_conns_agent), 256, 1,
+	    1000000 },
+	{ "connect_timeout_ms", NK_MS, F(connect_timeout_ms), 10000, 10,
+	    600000 },
+	{ "header_timeout_ms", NK_MS, F(header_timeout_ms), 10000, 10,
+	    600000 },
+	{ "idle_timeout_ms", NK_MS, F(idle_timeout_ms), 300000, 10,
+	    86400000ULL },
+	{ "max_duration_s", NK_S, F(max_duration_ms), 3600, 1, 31 * 86400ULL },
+	{ "max_request_bytes", NK_BYTES, F(max_request_bytes), 1ULL << 30, 0,
+	    1ULL << 50 },
+	{ "max_response_bytes", NK_BYTES, F(max_response_bytes), 16ULL << 30,
+	    0, 1ULL << 50 },
+	{ "log_max_bytes", NK_BYTES, F(log_max_bytes), 10ULL << 20, 4096,
+	    1ULL << 40 },
+	{ "idle_exit_s", NK_S, F(idle_exit_ms), 300, 1, 31 * 86400ULL },
+	{ "max_lookups", NK_COUNT, F(max_lookups), 1024, 1, 1000000 },
+	{ "max_lookups_per_agent", NK_COUNT, F(max_lookups_agent), 64, 1,
+	    1000000 },
+#undef F
+};
+#define NNUMKEYS	(sizeof(numkeys) / sizeof(numkeys[0]))
+
+/* A row's value (in the key's unit) into c's field. */
+static void
+numkey_set(struct sbx_proxy_config *c, const struct numkey *k,
+    unsigned long long n)
+{
+	char	*f = (char *)c + k->off;
+
+	switch (k->type) {
+	case NK_COUNT:
+		*(unsigned *)(void *)f = (unsigned)n;
+		break;
+	case NK_MS:
+		*(long long *)(void *)f = (long long)n;
+		break;
+	case NK_S:
+		*(long long *)(void *)f = (long long)n * 1000;
+		break;
+	default:
+		*(unsigned long long *)(void *)f = n;
+		break;
+	}
 }
 
 /* `opaque_ports` (of origin's `where`): absent, or an array of 1..65535,
@@ -111,13 +173,10 @@ static int
 config_parse(int rootfd, const json_t *doc, struct sbx_proxy_config *c,
     struct sbx_error *e)
 {
-	static const char *const known[] = { "max_connections",
-	    "max_connections_per_agent", "connect_timeout_ms",
-	    "header_timeout_ms", "idle_timeout_ms", "max_duration_s",
-	    "max_request_bytes", "max_response_bytes", "idle_exit_s",
-	    "log_max_bytes", "dns_server", "max_lookups",
-	    "max_lookups_per_agent", "opaque_ports", "allow_private_domains",
-	    "allowed_cidrs", "upstream", "upstream_auth_file", NULL };
+	/* Besides numkeys' keys. */
+	static const char *const known[] = { "dns_server", "opaque_ports",
+	    "allow_private_domains", "allowed_cidrs", "upstream",
+	    "upstream_auth_file", NULL };
 	json_t			*cfg = NULL, *o;
 	const char		*k;
 	json_t			*v;
@@ -126,18 +185,8 @@ config_parse(int rootfd, const json_t *doc, struct sbx_proxy_config *c,
 	int			 rc = -1;
 
 	memset(c, 0, sizeof(*c));
-	c->max_conns = 4096;
-	c->max_conns_agent = 256;
-	c->connect_timeout_ms = 10000;
-	c->header_timeout_ms = 10000;
-	c->idle_timeout_ms = 300000;
-	c->max_duration_ms = 3600 * 1000LL;
-	c->max_request_bytes = 1ULL << 30;
-	c->max_response_bytes = 16ULL << 30;
-	c->idle_exit_ms = 300 * 1000LL;
-	c->log_max_bytes = 10ULL << 20;
-	c->max_lookups = 1024;
-	c->max_lookups_agent = 64;
+	for (i = 0; i < NNUMKEYS; i++)
+		numkey_set(c, &numkeys[i], numkeys[i].dflt);
 	if (doc != NULL)
 		cfg = json_incref((json_t *)doc);
 	else if (rootfd < 0)
@@ -154,6 +203,11 @@ config_parse(int rootfd, const json_t *doc, struct sbx_proxy_config *c,
 		goto out;
 	}
 	json_object_foreach (o, k, v) {
+		for (i = 0; i < NNUMKEYS; i++)
+			if (strcmp(numkeys[i].key, k) == 0)
+				break;
+		if (i < NNUMKEYS)
+			continue;
 		for (i = 0; known[i] != NULL; i++)
 			if (strcmp(known[i], k) == 0)
 				break;
@@ -165,49 +219,13 @@ config_parse(int rootfd, const json_t *doc, struct sbx_proxy_config *c,
 			goto out;
 		}
 	}
-	n = c->max_conns;
-	if (cfg_num(o, "max_connections", 1, 1000000, &n, e) == -1)
-		goto out;
-	c->max_conns = (unsigned)n;
-	n = c->max_conns_agent;
-	if (cfg_num(o, "max_connections_per_agent", 1, 1000000, &n, e) == -1)
-		goto out;
-	c->max_conns_agent = (unsigned)n;
-	n = (unsigned long long)c->connect_timeout_ms;
-	if (cfg_num(o, "connect_timeout_ms", 10, 600000, &n, e) == -1)
-		goto out;
-	c->connect_timeout_ms = (long long)n;
-	n = (unsigned long long)c->header_timeout_ms;
-	if (cfg_num(o, "header_timeout_ms", 10, 600000, &n, e) == -1)
-		goto out;
-	c->header_timeout_ms = (long long)n;
-	n = (unsigned long long)c->idle_timeout_ms;
-	if (cfg_num(o, "idle_timeout_ms", 10, 86400000ULL, &n, e) == -1)
-		goto out;
-	c->idle_timeout_ms = (long long)n;
-	n = (unsigned long long)(c->max_duration_ms / 1000);
-	if (cfg_num(o, "max_duration_s", 1, 31 * 86400ULL, &n, e) == -1)
-		goto out;
-	c->max_duration_ms = (long long)n * 1000;
-	if (cfg_num(o, "max_request_bytes", 0, 1ULL << 50,
-	    &c->max_request_bytes, e) == -1 ||
-	    cfg_num(o, "max_response_bytes", 0, 1ULL << 50,
-	    &c->max_response_bytes, e) == -1 ||
-	    cfg_num(o, "log_max_bytes", 4096, 1ULL << 40,
-	    &c->log_max_bytes, e) == -1)
-		goto out;
-	n = (unsigned long long)(c->idle_exit_ms / 1000);
-	if (cfg_num(o, "idle_exit_s", 1, 31 * 86400ULL, &n, e) == -1)
-		goto out;
-	c->idle_exit_ms = (long long)n * 1000;
-	n = c->max_lookups;
-	if (cfg_num(o, "max_lookups", 1, 1000000, &n, e) == -1)
-		goto out;
-	c->max_lookups = (unsigned)n;
-	n = c->max_lookups_agent;
-	if (cfg_num(o, "max_lookups_per_agent", 1, 1000000, &n, e) == -1)
-		goto out;
-	c->max_lookups_agent = (unsigned)n;
+	for (i = 0; i < NNUMKEYS; i++) {
+		n = numkeys[i].dflt;
+		if (cfg_num(o, numkeys[i].key, numkeys[i].lo, numkeys[i].hi, &n,
+		    e) == -1)
+			goto out;
+		numkey_set(c, &numkeys[i], n);
+	}
 	if (sbx_proxy_cfg_ports(json_object_get(o, "opaque_ports"),
 	    "config/sandbox.json", "proxy.", c->opaque_ports, &c->nopaque,
 	    e) == -1)

@@ -18,6 +18,7 @@
 
 #include "buf.h"
 #include "daemon.h"
+#include "dlist.h"
 #include "envelope.h"
 #include "fsutil.h"
 #include "layout.h"
@@ -53,12 +54,7 @@ void
 sbx_session_close(struct sbx_sessions *l, struct sbx_session *s, int ep)
 {
 	if (s->prev != NULL || l->head == s) {
-		if (s->prev != NULL)
-			s->prev->next = s->next;
-		else
-			l->head = s->next;
-		if (s->next != NULL)
-			s->next->prev = s->prev;
+		SBX_DLIST_UNLINK(l->head, s);
 		s->prev = s->next = NULL;
 		l->n--;
 	}

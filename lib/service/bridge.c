@@ -48,6 +48,7 @@
 #include "bridgestore.h"
 #include "buf.h"
 #include "daemon.h"
+#include "dlist.h"
 #include "envelope.h"
 #include "fsutil.h"
 #include "layout.h"
@@ -591,12 +592,7 @@ on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
 			P.conns = cn;
 		}
 	} else if ((cn = *socket_context) != NULL) {
-		if (cn->prev != NULL)
-			cn->prev->next = cn->next;
-		else
-			P.conns = cn->next;
-		if (cn->next != NULL)
-			cn->next->prev = cn->prev;
+		SBX_DLIST_UNLINK(P.conns, cn);
 		cn->ag->nconns--;
 		P.nconns--;
 		if (P.nconns == 0)

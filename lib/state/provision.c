@@ -1196,6 +1196,26 @@ sbx_provision_revoked_error(const char *agent, struct sbx_error *e)
 	return -1;
 }
 
+int
+sbx_provision_require(int rootfd, const char *agent, struct sbx_error *e)
+{
+	struct stat	 st;
+	char		 rel[SBX_LAYOUT_PATH_MAX];
+
+	if (sbx_provision_revoked(rootfd, agent, e) != 0)
+		return sbx_provision_revoked_error(agent, e);
+	SBX_LPATH(rel, SBX_L_AGENT_HOME, agent);
+	if (fstatat(rootfd, rel, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
+	    !S_ISDIR(st.st_mode)) {
+		sbx_error_set(e, SBX_K_NOT_FOUND, "agent",
+		    "agent_not_provisioned", "agent %s is not provisioned",
+		    agent);
+		sbx_error_hint(e, "sbx provision --agent %s", agent);
+		return -1;
+	}
+	return 0;
+}
+
 /* Remove every entry of rootfd/dir (keeping dir), noting dir/NAME. */
 static int
 empty_dir(int rootfd, const char *dir, json_t *removed, struct sbx_error *e)

@@ -70,6 +70,10 @@ int	 sbx_provision_revoked(int rootfd, const char *agent,
 /* The refusal of a revoked agent: kind rejected, reason
  * agent_unprovisioned, with the command that restores it.  Returns -1. */
 int	 sbx_provision_revoked_error(const char *agent, struct sbx_error *);
+/* An agent that can run: not unprovisioned (the error above) and its
+ * home a directory (else not_found, agent_not_provisioned); 0 or -1. */
+int	 sbx_provision_require(int rootfd, const char *agent,
+	    struct sbx_error *);
 /* Empty envs/ and cache/. Takes the lock. */
 int	 sbx_provision_reset(int rootfd, json_t *removed, struct sbx_error *);
 /* The root's entries except workspace/, sorted (rootfd may be -1). */

@@ -109,29 +109,30 @@ cached_load(int rootfd, const char *rel, json_t **out, struct sbx_error *e)
 	return 0;
 }
 
-int
-sbx_settings_global(int rootfd, json_t **out, struct sbx_error *e)
+/* The settings file of the layout's entry id (of agent), cached. */
+static int
+cached_entry(int rootfd, enum sbx_layout_id id, const char *agent,
+    json_t **out, struct sbx_error *e)
 {
 	char	 rel[SBX_LAYOUT_PATH_MAX];
 
 	*out = NULL;
-	if (sbx_layout_path(SBX_L_SANDBOX_JSON, NULL, rel, sizeof(rel), e) ==
-	    -1)
+	if (sbx_layout_path(id, agent, rel, sizeof(rel), e) == -1)
 		return -1;
 	return cached_load(rootfd, rel, out, e);
+}
+
+int
+sbx_settings_global(int rootfd, json_t **out, struct sbx_error *e)
+{
+	return cached_entry(rootfd, SBX_L_SANDBOX_JSON, NULL, out, e);
 }
 
 int
 sbx_settings_agent(int rootfd, const char *agent, json_t **out,
     struct sbx_error *e)
 {
-	char	 rel[SBX_LAYOUT_PATH_MAX];
-
-	*out = NULL;
-	if (sbx_layout_path(SBX_L_AGENT_CONFIG, agent, rel, sizeof(rel), e) ==
-	    -1)
-		return -1;
-	return cached_load(rootfd, rel, out, e);
+	return cached_entry(rootfd, SBX_L_AGENT_CONFIG, agent, out, e);
 }
 
 int
