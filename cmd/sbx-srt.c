@@ -2,7 +2,7 @@
  * sbx-srt: a drop-in for srt (Anthropic's sandbox-runtime): its settings
  * file, its command line, run by sbx exec.  See sbx-srt(1).
  *
- * Parse; read the settings file; map it (lib/exec/srtconf.c) onto an
+ * Parse; read the settings file; map it (srtconf.c) onto an
  * agent of its own (srt-DIGEST, whose settings file this writes) and the
  * options of one `sbx exec --host-view` run; run sbx-exec with them.
  * sbx-exec keeps every guarantee it has: sbx srt never starts a command

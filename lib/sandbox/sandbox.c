@@ -211,7 +211,7 @@ push3(struct sbx_strv *v, const char *a, const char *b, const char *c)
  * and /output.  One bind per entry on the root tmpfs, not `--ro-bind /
  * /`, so that sbx's own mount points can still be made on it.  What must
  * not be seen (the state root, the user's credentials) is hidden over
- * these binds by the file-system policy (lib/exec.c, lib/fspolicy.c).
+ * these binds by the file-system policy (exec.c, fspolicy.c).
  */
 static int
 host_dirs(struct sbx_strv *v)
