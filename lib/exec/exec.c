@@ -45,6 +45,7 @@
 #include "proxy.h"
 #include "proxyclient.h"
 #include "root.h"
+#include "rootfs.h"
 #include "run.h"
 #include "runlimits.h"
 #include "sandbox.h"
@@ -1208,7 +1209,7 @@ prep_view_subids(struct sbx_exec *p, struct sbx_error *e)
 	    p->sb.agent);
 	if (p->sb.rootfs_rw || p->sb.image_root == NULL ||
 	    strcmp(p->sb.image_root, want) != 0 ||
-	    sbx_install_rootfs_subids(p->root.fd, p->sb.agent, p->run_uid,
+	    sbx_imageref_rootfs_subids(p->root.fd, p->sb.agent, p->run_uid,
 		p->run_gid, &sub) != 1)
 		return 0;
 	return prep_subids(p, sub.uid, sub.gid, sub.count, e);

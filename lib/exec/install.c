@@ -32,6 +32,7 @@
 #include "install.h"
 #include "layout.h"
 #include "netpolicy.h"
+#include "rootfs.h"
 #include "utf8.h"
 
 static const char *const mgr_names[SBX_INSTALL_NMGR] = { "apt", "npm", "pip" };
@@ -1033,7 +1034,7 @@ sbx_install_rootfs_own(int rootfd, const char *agent, uid_t uid, gid_t gid,
 	snprintf(stamp, sizeof(stamp), "%llu %llu %u %u %lu %lu %lu\n",
 	    (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
 	    (unsigned)uid, (unsigned)gid, o.keep_uid, o.keep_gid, o.count);
-	if (sbx_fs_read_file_at(envfd, SBX_INSTALL_OWN_STAMP, 256, &b, &e2) ==
+	if (sbx_fs_read_file_at(envfd, SBX_ROOTFS_OWN_STAMP, 256, &b, &e2) ==
 		0 &&
 	    b.p != NULL && strcmp(b.p, stamp) == 0) {
 		rc = 0;
@@ -1050,7 +1051,7 @@ sbx_install_rootfs_own(int rootfd, const char *agent, uid_t uid, gid_t gid,
 	if (own_tree(fd, &o, 0, e) == -1)
 		goto out;
 	/* Written once the walk is whole: a killed walk is done again. */
-	rc = sbx_fs_write_atomic(envfd, SBX_INSTALL_OWN_STAMP, stamp,
+	rc = sbx_fs_write_atomic(envfd, SBX_ROOTFS_OWN_STAMP, stamp,
 		 strlen(stamp), 0600, e) == -1 ?
 	    -1 :
 	    1;
@@ -1060,36 +1061,4 @@ out:
 		close(fd);
 	close(envfd);
 	return rc;
-}
-
-int
-sbx_install_rootfs_subids(int rootfd, const char *agent, uid_t uid, gid_t gid,
-    struct sbx_subids *sub)
-{
-	struct sbx_buf	   b = SBX_BUF_INIT;
-	struct sbx_error   e;
-	struct stat	   st;
-	unsigned long long dev, ino;
-	unsigned	   u, g;
-	char		   rel[SBX_LAYOUT_PATH_MAX];
-	int		   envfd, ok = 0;
-
-	SBX_LPATH(rel, SBX_L_ENV, agent);
-	if ((envfd = sbx_fs_open_beneath(rootfd, rel, O_RDONLY | O_DIRECTORY,
-		 &e)) == -1)
-		return 0;
-	if (sbx_fs_read_file_at(envfd, SBX_INSTALL_OWN_STAMP, 256, &b, &e) ==
-		0 &&
-	    b.p != NULL &&
-	    sscanf(b.p, "%llu %llu %u %u %lu %lu %lu", &dev, &ino, &u, &g,
-		&sub->uid, &sub->gid, &sub->count) == 7 &&
-	    u == uid && g == gid && sub->count > 0 &&
-	    sub->count <= SBX_SUBID_COUNT &&
-	    fstatat(envfd, "rootfs", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-	    (unsigned long long)st.st_dev == dev &&
-	    (unsigned long long)st.st_ino == ino)
-		ok = 1;
-	sbx_buf_release(&b);
-	close(envfd);
-	return ok;
 }

@@ -147,20 +147,15 @@ sbx_install_apt_sources(const char *text, int deb822, struct sbx_install_reg *);
  * (envs/<agent>/rootfs) to uid:gid, the sandbox's uid 0, except the ids
  * of the subordinate range sub (NULL: none), which dpkg gave to the
  * packages' own users and which stay; no symlink is followed.  Once per
- * copy: the stamp SBX_INSTALL_OWN_STAMP beside it records the copy
+ * copy: the stamp SBX_ROOTFS_OWN_STAMP (rootfs.h) beside it records the copy
  * (device, inode), the ids and the range, and a copy that matches it is
  * not walked again (nothing but sandboxes of that identity writes it
  * afterwards, and they can only give what they write to mapped ids).
  * Returns 1 (walked), 0 (the stamp matched), or -1.
  */
-#define SBX_INSTALL_OWN_STAMP "rootfs.owner"
 struct sbx_subids;
 int sbx_install_rootfs_own(int rootfd, const char *agent, uid_t, gid_t,
     const struct sbx_subids *sub, struct sbx_error *);
-/* The range the stamp of the agent's copy names, when the copy is the
- * one stamped, for uid:gid, with a range: 1; else 0. */
-int sbx_install_rootfs_subids(int rootfd, const char *agent, uid_t, gid_t,
-    struct sbx_subids *);
 
 /* The tail of out (at most cap bytes, starting after a newline where one
  * is near), as valid UTF-8 for an envelope.  Caller frees. */

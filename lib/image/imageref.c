@@ -16,9 +16,11 @@
 #include "buf.h"
 #include "envelope.h"
 #include "fsutil.h"
+#include "identity.h"
 #include "imageref.h"
 #include "layout.h"
 #include "names.h"
+#include "rootfs.h"
 #include "settings.h"
 #include "time.h"
 
@@ -361,4 +363,36 @@ sbx_imageref_env_open(int rootfd, const char *agent, const char *digest,
 	json_decref(rec);
 	close(dfd);
 	return fd;
+}
+
+int
+sbx_imageref_rootfs_subids(int rootfd, const char *agent, uid_t uid, gid_t gid,
+    struct sbx_subids *sub)
+{
+	struct sbx_buf	   b = SBX_BUF_INIT;
+	struct sbx_error   e;
+	struct stat	   st;
+	unsigned long long dev, ino;
+	unsigned	   u, g;
+	char		   rel[SBX_LAYOUT_PATH_MAX];
+	int		   envfd, ok = 0;
+
+	SBX_LPATH(rel, SBX_L_ENV, agent);
+	if ((envfd = sbx_fs_open_beneath(rootfd, rel, O_RDONLY | O_DIRECTORY,
+		 &e)) == -1)
+		return 0;
+	if (sbx_fs_read_file_at(envfd, SBX_ROOTFS_OWN_STAMP, 256, &b, &e) ==
+		0 &&
+	    b.p != NULL &&
+	    sscanf(b.p, "%llu %llu %u %u %lu %lu %lu", &dev, &ino, &u, &g,
+		&sub->uid, &sub->gid, &sub->count) == 7 &&
+	    u == uid && g == gid && sub->count > 0 &&
+	    sub->count <= SBX_SUBID_COUNT &&
+	    fstatat(envfd, "rootfs", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    (unsigned long long)st.st_dev == dev &&
+	    (unsigned long long)st.st_ino == ino)
+		ok = 1;
+	sbx_buf_release(&b);
+	close(envfd);
+	return ok;
 }

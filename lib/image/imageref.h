@@ -65,4 +65,10 @@ int	sbx_imageref_open(int rootfd, const char *digest, struct sbx_error *);
 int	sbx_imageref_env_open(int rootfd, const char *agent,
 	    const char *digest, struct sbx_error *);
 
+struct sbx_subids;
+/* The range the stamp of the agent's copy names, when the copy is the
+ * one stamped, for uid:gid, with a range: 1; else 0. */
+int	sbx_imageref_rootfs_subids(int rootfd, const char *agent, uid_t,
+	    gid_t, struct sbx_subids *);
+
 #endif

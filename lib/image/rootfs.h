@@ -54,4 +54,8 @@ int	sbx_rootfs_clone_tree(int sfd, int dfd, int *reflink,
 	    unsigned long long *files, unsigned long long *bytes,
 	    struct sbx_error *);
 
+/* The stamp beside an agent's copy (envs/A/rootfs.owner) once sbx install
+ * has handed the copy to the sandbox's ids (sbx_install_rootfs_own). */
+#define SBX_ROOTFS_OWN_STAMP "rootfs.owner"
+
 #endif

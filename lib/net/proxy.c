@@ -1809,106 +1809,6 @@ sweep(void)
 	}
 }
 
-/* ---- a blocking lookup ---------------------------------------------- */
-
-/* The answer of a blocking lookup (sbx_proxy_lookup). */
-struct lookup {
-	int			 done, status, n, max;
-	struct sockaddr_storage	*addrs;
-	socklen_t		*lens;
-};
-
-static void
-lookup_answer(void *arg, int status, int timeouts, struct ares_addrinfo *res)
-{
-	struct lookup			*l = arg;
-	struct ares_addrinfo_node	*ai;
-
-	(void)timeouts;
-	l->done = 1;
-	l->status = status;
-	if (status == ARES_SUCCESS && res != NULL)
-		for (ai = res->nodes; ai != NULL && l->n < l->max;
-		    ai = ai->ai_next) {
-			if ((ai->ai_family != AF_INET &&
-			    ai->ai_family != AF_INET6) ||
-			    ai->ai_addrlen > sizeof(l->addrs[0]))
-				continue;
-			memset(&l->addrs[l->n], 0, sizeof(l->addrs[0]));
-			memcpy(&l->addrs[l->n], ai->ai_addr, ai->ai_addrlen);
-			l->lens[l->n++] = ai->ai_addrlen;
-		}
-	if (res != NULL)
-		ares_freeaddrinfo(res);
-}
-
-/*
- * The same channel and the same query as the daemon's (resolver.c),
- * driven by poll(2) until it answers: `sbx proxy check --resolve` must
- * see what a request would.
- */
-int
-sbx_proxy_lookup(const struct sbx_proxy_config *cfg, const char *host,
-    struct sockaddr_storage *addrs, socklen_t *lens, int max,
-    struct sbx_error *e)
-{
-	struct ares_addrinfo_hints	 hints;
-	struct pollfd			 pfd[ARES_GETSOCK_MAXNUM];
-	struct timeval			 tv, *tvp;
-	struct lookup			 l;
-	ares_socket_t			 socks[ARES_GETSOCK_MAXNUM];
-	ares_channel			 ch;
-	int				 bits, i, np;
-
-	if (sbx_resolver_channel(cfg, &ch, NULL, e) == -1)
-		return -1;
-	memset(&l, 0, sizeof(l));
-	l.addrs = addrs;
-	l.lens = lens;
-	l.max = max;
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = ARES_AI_NOSORT;
-	ares_getaddrinfo(ch, host, NULL, &hints, lookup_answer, &l);
-	while (!l.done) {
-		bits = ares_getsock(ch, socks, ARES_GETSOCK_MAXNUM);
-		for (i = np = 0; i < ARES_GETSOCK_MAXNUM; i++) {
-			/* c-ares's ARES_GETSOCK_WRITABLE shifts a signed 1
-			 * by up to 31 (undefined; UBSan reports it): the
-			 * same bits, unsigned. */
-			unsigned rd = (unsigned)bits & (1u << i);
-			unsigned wr = (unsigned)bits &
-			    (1u << (i + ARES_GETSOCK_MAXNUM));
-
-			if (!rd && !wr)
-				continue;
-			pfd[np].fd = socks[i];
-			pfd[np].events = (rd ? POLLIN : 0) | (wr ? POLLOUT : 0);
-			pfd[np++].revents = 0;
-		}
-		tvp = ares_timeout(ch, NULL, &tv);
-		if (poll(pfd, (nfds_t)np, tvp != NULL ? (int)(tvp->tv_sec *
-		    1000 + tvp->tv_usec / 1000) + 1 : 1000) == -1 &&
-		    errno != EINTR)
-			break;
-		if (np == 0)
-			ares_process_fd(ch, ARES_SOCKET_BAD, ARES_SOCKET_BAD);
-		for (i = 0; i < np; i++)
-			ares_process_fd(ch, (pfd[i].revents & (POLLIN |
-			    POLLERR | POLLHUP)) ? pfd[i].fd : ARES_SOCKET_BAD,
-			    (pfd[i].revents & POLLOUT) ? pfd[i].fd :
-			    ARES_SOCKET_BAD);
-	}
-	ares_destroy(ch);
-	if (!l.done || (l.status != ARES_SUCCESS &&
-	    l.status != ARES_ENOTFOUND && l.status != ARES_ENODATA))
-		return sbx_error_set(e, SBX_K_UNAVAILABLE, "host",
-		    "resolve_failed", "cannot resolve `%s`: %s", host,
-		    ares_strerror(l.done ? l.status : ARES_ETIMEOUT));
-	return l.n;
-}
-
 /* ---- sessions and control --------------------------------------------- */
 
 static void
@@ -2407,7 +2307,7 @@ sbx_proxy_check_addresses(const struct sbx_proxy_config *pcfg,
 		memcpy(&ss[0], &ov->addr, sizeof(ss[0]));
 		lens[0] = ov->addrlen;
 		n = 1;
-	} else if ((n = sbx_proxy_lookup(pcfg, host, ss, lens, 16, &e)) <=
+	} else if ((n = sbx_resolver_blocking(pcfg, host, ss, lens, 16, &e)) <=
 	    0) {
 		/* What the proxy answers: 502 resolve_failed. */
 		if (n == -1)

@@ -24,13 +24,6 @@
 #define SBX_PROXY_PORT		SBX_INIT_PROXY_PORT
 /* A control line (JSON) may not be longer than this. */
 #define SBX_PROXY_LINE_MAX	(256u << 10)
-/* Resolve a normalised host as the proxy would (its resolver settings,
- * dns_server included, connect_timeout_ms), blocking: the number of
- * addresses (at most max) written to addrs/lens, 0 when the name has
- * none, or -1 with kind unavailable (reason resolve_failed). */
-int	 sbx_proxy_lookup(const struct sbx_proxy_config *, const char *host,
-	    struct sockaddr_storage *addrs, socklen_t *lens, int max,
-	    struct sbx_error *);
 /* sbx proxy check --resolve: the addresses of host judged as the proxy
  * judges them, [{address, class, range, allowed[, allowed_by]}]; *why,
  * *status and refused set when a run would refuse, one line per address

@@ -73,4 +73,13 @@ int	 sbx_resolver_timeout(int timeout_ms);
 /* Lookups with c-ares whose requester is gone, in all. */
 unsigned sbx_resolver_orphans(void);
 
+/* Resolve a normalised host as the proxy would (its resolver settings,
+ * dns_server included, connect_timeout_ms), blocking: the number of
+ * addresses (at most max) written to addrs/lens, 0 when the name has
+ * none, or -1 with kind unavailable (reason resolve_failed). */
+int	 sbx_resolver_blocking(const struct sbx_proxy_config *,
+	    const char *host,
+	    struct sockaddr_storage *addrs, socklen_t *lens, int max,
+	    struct sbx_error *);
+
 #endif

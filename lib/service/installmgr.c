@@ -20,6 +20,7 @@
 #include "layout.h"
 #include "netpolicy.h"
 #include "proxy.h"
+#include "resolver.h"
 #include "settings.h"
 
 static const char npm_script[] =
@@ -381,7 +382,7 @@ sbx_installmgr_check_registries(int rootfd, const char *agent, int mgr,
 		if ((ov = sbx_np_override(&pol, reg->host[i])) != NULL) {
 			memcpy(&ss[0], &ov->addr, sizeof(ss[0]));
 			n = 1;
-		} else if ((n = sbx_proxy_lookup(&pcfg, reg->host[i], ss, lens,
+		} else if ((n = sbx_resolver_blocking(&pcfg, reg->host[i], ss, lens,
 				16, &e2)) <= 0) {
 			if (nr > 0 && r[nr - 1].i == i)
 				continue; /* refused by its port already */

@@ -13,6 +13,7 @@
 #include "identity.h"
 #include "install.h"
 #include "layout.h"
+#include "rootfs.h"
 
 static int
 valid1(int mgr, const char *s, int allow_url, struct sbx_error *e)
@@ -405,7 +406,7 @@ main(void)
 		unlinkat(dfd, "envs/a/rootfs/usr/m", 0);
 		unlinkat(dfd, "envs/a/rootfs/usr", AT_REMOVEDIR);
 		unlinkat(dfd, "envs/a/rootfs", AT_REMOVEDIR);
-		unlinkat(dfd, "envs/a/" SBX_INSTALL_OWN_STAMP, 0);
+		unlinkat(dfd, "envs/a/" SBX_ROOTFS_OWN_STAMP, 0);
 		unlinkat(dfd, "envs/a", AT_REMOVEDIR);
 		unlinkat(dfd, "envs", AT_REMOVEDIR);
 	}
