@@ -133,8 +133,12 @@ part() {	# label: one user's measurements
 		esac
 		i=$((i + 1))
 	done
-	# As root, sbx runs the sandbox as uid 65534: so does its argv.
-	[ "$PART" != 0 ] || bare=(setpriv --reuid=65534 --regid=65534 --clear-groups "${bare[@]}")
+	# As root, sbx runs the sandbox as the sbx system user when there is
+	# one (else uid 65534): so does its argv.
+	local su sg
+	su=$(id -u sbx 2>/dev/null || echo 65534)
+	sg=$(id -g sbx 2>/dev/null || echo 65534)
+	[ "$PART" != 0 ] || bare=(setpriv --reuid="$su" --regid="$sg" --clear-groups "${bare[@]}")
 	"${bare[@]}"	# must work
 	"${minimal[@]}" /bin/true
 	local bare_cmd min_cmd
