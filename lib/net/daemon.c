@@ -57,12 +57,12 @@ sbx_daemon_bind(int runfd, const char *sock, struct sbx_error *e)
 	(void)unlinkat(runfd, sock, 0);
 	memset(&sun, 0, sizeof(sun));
 	sun.sun_family = AF_UNIX;
-	if (sock == NULL || (size_t)snprintf(sun.sun_path,
-	    sizeof(sun.sun_path), "/proc/self/fd/%d/%s", runfd, sock) >=
-	    sizeof(sun.sun_path)) {
+	if (sock == NULL ||
+	    (size_t)snprintf(sun.sun_path, sizeof(sun.sun_path),
+		"/proc/self/fd/%d/%s", runfd, sock) >= sizeof(sun.sun_path)) {
 		close(fd);
-		return sbx_error_set(e, SBX_K_EXECUTION_ERROR, NULL, "bad_socket",
-		    "the socket name run/%s is too long",
+		return sbx_error_set(e, SBX_K_EXECUTION_ERROR, NULL,
+		    "bad_socket", "the socket name run/%s is too long",
 		    sock != NULL ? sock : "(none)");
 	}
 	old = umask(0177);

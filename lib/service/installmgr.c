@@ -382,8 +382,8 @@ sbx_installmgr_check_registries(int rootfd, const char *agent, int mgr,
 		if ((ov = sbx_np_override(&pol, reg->host[i])) != NULL) {
 			memcpy(&ss[0], &ov->addr, sizeof(ss[0]));
 			n = 1;
-		} else if ((n = sbx_resolver_blocking(&pcfg, reg->host[i], ss, lens,
-				16, &e2)) <= 0) {
+		} else if ((n = sbx_resolver_blocking(&pcfg, reg->host[i], ss,
+				lens, 16, &e2)) <= 0) {
 			if (nr > 0 && r[nr - 1].i == i)
 				continue; /* refused by its port already */
 			r[nr++].why = "resolve_failed";
