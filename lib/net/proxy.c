@@ -2009,6 +2009,12 @@ ctl_line(struct session *s, char *line, int fd_in)
 		    sbx_session_error(&e));
 		goto drop;
 	}
+	/*
+	 * Like asks and answer, only a plain control connection (the
+	 * host's sbx srt; run/proxy.sock is the state root owner's) may
+	 * rewrite a run's policy: a connection that holds a session is a
+	 * run's own, and a run never widens its own policy.
+	 */
 	if (strcmp(op, "policy") == 0 && s->ss.chan == -1) {
 		ans = session_policy(req, &e);
 		sbx_session_answer(s->ss.ctl, ans != NULL ? ans :

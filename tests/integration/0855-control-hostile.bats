@@ -167,3 +167,40 @@ PY
 	"$SBX_EXEC_PATH/sbx-proxy" status -q
 	"$SBX_EXEC_PATH/sbx-bridge" status -q
 }
+
+@test "policy (sbx srt --control-fd): bad lines are refused whole, a session's own connection cannot use it" {
+	before=$(tree)
+	run ctl proxy <<'PY'
+cases = [
+    b"{\"op\":\"policy\"}\n",
+    b"{\"op\":\"policy\",\"agent\":\"a\",\"pid\":1,\"allow\":\"x\",\"deny\":[]}\n",
+    b"{\"op\":\"policy\",\"agent\":\"a\",\"pid\":0,\"allow\":[],\"deny\":[]}\n",
+    b"{\"op\":\"policy\",\"agent\":\"a\",\"pid\":1,\"allow\":[7],\"deny\":[]}\n",
+    b"{\"op\":\"policy\",\"agent\":\"a\",\"pid\":1,\"allow\":[\"*\"],\"deny\":[]}\n",
+    b"{\"op\":\"policy\",\"agent\":\"a\",\"pid\":1,\"allow\":[\"example.org\"],\"deny\":[]}\n",
+]
+for c in cases:
+    print(short(ask(c)))
+# A connection that holds a session (what a run's sbx-exec keeps) asks
+# to rewrite policies: never done for it.
+sp = seqpacket()
+s = conn()
+print(short(ask(b"{\"op\":\"session\",\"agent\":\"a\",\"run\":\"1-x\"}\n", [sp[0].fileno()], s)))
+print(short(ask(b"{\"op\":\"policy\",\"agent\":\"a\",\"pid\":1,\"allow\":[\"example.org\"],\"deny\":[]}\n", (), s)))
+PY
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = invalid_args/malformed ]
+	[ "${lines[1]}" = invalid_args/malformed ]
+	[ "${lines[2]}" = invalid_args/malformed ]
+	[ "${lines[3]}" = invalid_args/malformed ]
+	# A pattern the policy refuses (a bare wildcard), then a good line
+	# for a pid without a session: nothing to change.
+	[ "${lines[4]}" = invalid_args/invalid_domain ]
+	[ "${lines[5]}" = not_found/no_session ]
+	# The session opened; on its own connection `policy` is no op at all.
+	[ "${lines[6]}" = ok ]
+	[ "${lines[7]}" = invalid_args/unknown_op ]
+	"$SBX_EXEC_PATH/sbx-proxy" status -q
+	[ "$(tree)" = "$before" ]
+}
