@@ -1,7 +1,9 @@
 /*
  * sbx-secret: an agent's sealed secrets (secret.c): set, check, list,
- * rm, rotate-key, get --reveal, and the scrub filter (scrub.c).  See
- * sbx-secret(1).  Values never come from argv: a terminal prompt without
+ * rm, rotate-key, get --reveal, the scrub filter (scrub.c), and bind and
+ * unbind, the credential rules of the agent's settings (credbind.c): a
+ * bound secret's value is added by the proxy to requests for its hosts
+ * and never enters the sandbox.  See sbx-secret(1).  Values never come from argv: a terminal prompt without
  * echo, standard input, --from-fd or --from-env (cmd/secret-input.c).
  */
 
@@ -17,16 +19,22 @@
 #include <sodium.h>
 
 #include "buf.h"
+#include "cfgcheck.h"
 #include "cli.h"
 #include "cmd.h"
+#include "config.h"
+#include "credbind.h"
+#include "credrule.h"
 #include "envelope.h"
 #include "fsutil.h"
 #include "names.h"
 #include "opts.h"
+#include "provision.h"
 #include "root.h"
 #include "scrub.h"
 #include "secret-int.h"
 #include "secret.h"
+#include "settings.h"
 #include "utf8.h"
 
 static const char usage_text[] =
@@ -36,7 +44,12 @@ static const char usage_text[] =
 "       sbx secret check|rm NAME [--agent A] [--home DIR] [--json] [-q]\n"
 "       sbx secret list|rotate-key|scrub [--agent A] [--home DIR] [--json]\n"
 "                  [-q]\n"
-"       sbx secret get NAME --reveal [--agent A] [--home DIR]\n";
+"       sbx secret get NAME --reveal [--agent A] [--home DIR]\n"
+"       sbx secret bind NAME --host H [--host H...]\n"
+"                  (--header 'NAME: ...{}...' | --basic-user U | --query P)\n"
+"                  [--agent A] [--home DIR] [--json] [-q]\n"
+"       sbx secret unbind NAME [--host H...] [--agent A] [--home DIR]\n"
+"                  [--json] [-q]\n";
 
 static const char help_text[] =
 "\n"
@@ -49,11 +62,15 @@ static const char help_text[] =
 "                standard input (one trailing newline dropped), --from-fd\n"
 "                or --from-env; never from the command line\n"
 "  check NAME    is it there and does it open (exit 1 when absent)\n"
-"  list          names, descriptions and times, never values\n"
+"  list          names, descriptions, times and bound hosts, never values\n"
 "  rm NAME       remove it (exit 1 when absent)\n"
 "  rotate-key    a new data key; every record re-sealed at once\n"
 "  scrub         standard input to standard output, secrets redacted\n"
 "  get NAME --reveal   print the value, on a terminal only\n"
+"  bind NAME     the proxy puts the value in requests to the --host\n"
+"                names (--header, --basic-user or --query says where);\n"
+"                the sandbox's variable holds only a placeholder\n"
+"  unbind NAME   remove the binding (or only the --host names given)\n"
 "\n";
 
 static const char help_tail[] =
@@ -63,12 +80,13 @@ static const char help_tail[] =
 "use).  Values shorter than 6 bytes are stored but not scrubbed.\n";
 
 enum { OPT_HOME = 256, OPT_VERSION, OPT_FROM_FD, OPT_FROM_ENV, OPT_DESC,
-    OPT_PASSPHRASE, OPT_REVEAL };
+    OPT_PASSPHRASE, OPT_REVEAL, OPT_HOST, OPT_HEADER, OPT_BASIC_USER,
+    OPT_QUERY };
 
 /* The subcommands; the program has no form without one. */
 enum {
 	S_SET = 1, S_CHECK = 2, S_LIST = 4, S_RM = 8, S_ROTATE = 16,
-	S_SCRUB = 32, S_GET = 64, S_ALL = 127,
+	S_SCRUB = 32, S_GET = 64, S_BIND = 128, S_UNBIND = 256, S_ALL = 511,
 	/* get --reveal writes to a terminal only: no envelope, and the
 	 * value is the whole output. */
 	S_NOGET = S_ALL & ~S_GET,
@@ -78,7 +96,8 @@ static const struct sbx_opts_sub subs[] = {
 	{ "set", S_SET, "@text" }, { "check", S_CHECK, "@text" },
 	{ "list", S_LIST, NULL }, { "rm", S_RM, "@text" },
 	{ "rotate-key", S_ROTATE, NULL }, { "scrub", S_SCRUB, NULL },
-	{ "get", S_GET, "@text" },
+	{ "get", S_GET, "@text" }, { "bind", S_BIND, "@text" },
+	{ "unbind", S_UNBIND, "@text" },
 };
 
 /* The one option table (opts.h): getopt_long, --help and
@@ -98,6 +117,17 @@ static const struct sbx_opt rows[] = {
 	    "asked on the terminal, or $SBX_SECRET_PASSPHRASE", S_SET, 0 },
 	{ OPT_REVEAL, "reveal", 0, SBX_OPT_NONE, NULL, NULL,
 	    "get: print the value", S_GET, 0 },
+	{ OPT_HOST, "host", 0, SBX_OPT_REQ, "H", "@text",
+	    "bind, unbind: a host the value may be sent to:\n"
+	    "NAME, *.NAME (names under it), NAME:PORT (443);\n"
+	    "repeatable", S_BIND | S_UNBIND, 0 },
+	{ OPT_HEADER, "header", 0, SBX_OPT_REQ, "T", "@text",
+	    "bind: a header, the value at {}:\n"
+	    "'Authorization: Bearer {}', 'x-api-key: {}'", S_BIND, 0 },
+	{ OPT_BASIC_USER, "basic-user", 0, SBX_OPT_REQ, "U", "@text",
+	    "bind: Authorization: Basic of U:value", S_BIND, 0 },
+	{ OPT_QUERY, "query", 0, SBX_OPT_REQ, "P", "@text",
+	    "bind: the query parameter P=value", S_BIND, 0 },
 	{ OPT_HOME, "home", 0, SBX_OPT_REQ, "DIR", "@dir",
 	    "state root (default: $SBX_HOME,\n"
 	    "$XDG_DATA_HOME/sbx, ~/.local/share/sbx)", S_ALL, 0 },
@@ -157,6 +187,15 @@ parse_args(int argc, char *argv[])
 		case OPT_DESC: O.desc = optarg; break;
 		case OPT_PASSPHRASE: O.passphrase = 1; break;
 		case OPT_REVEAL: O.reveal = 1; break;
+		case OPT_HOST:
+			if (O.nhosts == SBX_CRED_HOSTS_MAX)
+				sbx_cmd_usage_why("too many --host (at most "
+				    "16)");
+			O.hosts[O.nhosts++] = optarg;
+			break;
+		case OPT_HEADER: O.header = optarg; break;
+		case OPT_BASIC_USER: O.basic_user = optarg; break;
+		case OPT_QUERY: O.query = optarg; break;
 		case OPT_HOME: O.home = optarg; break;
 		default:
 			sbx_cmd_opt(&cmdopts, ch, argc, argv, &g);
@@ -270,16 +309,80 @@ do_check(void)
 	return 0;
 }
 
+static void	hosts_text(const struct sbx_credrule *, struct sbx_buf *);
+
+/*
+ * The agent's bindings (credbind.c), for list: rules in *set (n 0 when
+ * none), and their settings form, a new array.  A settings file a run
+ * would refuse is a warning here: the list of secrets is still shown.
+ */
+static json_t *
+list_bindings(struct sbx_credset *set, json_t *warnings)
+{
+	struct sbx_error	 e;
+	json_t			*doc = NULL, *a = json_array();
+	char			 rel[128];
+	size_t			 i;
+
+	set->n = 0;
+	if (sbx_cfg_path(O.agent, rel, sizeof(rel), &e) == -1 ||
+	    sbx_settings_agent(root.fd, O.agent, &doc, &e) == -1 ||
+	    sbx_credbind_load(doc, rel, set, &e) == -1) {
+		set->n = 0;
+		json_array_append_new(warnings, json_sprintf("bindings not "
+		    "shown: %s", e.message));
+	}
+	json_decref(doc);
+	for (i = 0; i < set->n; i++)
+		json_array_append_new(a, sbx_credrule_json(&set->rule[i]));
+	return a;
+}
+
 static int
 do_list(void)
 {
 	struct sbx_secret_store	 s;
 	struct sbx_buf		 b = SBX_BUF_INIT;
-	json_t			*a, *o;
-	size_t			 i;
+	struct sbx_credset	*set;
+	const struct sbx_credrule *r;
+	json_t			*a, *o, *creds, *h;
+	size_t			 i, k;
+	char			 hs[300];
 
+	if ((set = malloc(sizeof(*set))) == NULL) {
+		struct sbx_error e;
+
+		sbx_error_sys(&e, "nomem", "credential rules");
+		sbx_cmd_die(&e);
+	}
 	open_store(&s, 0);
 	a = sbx_secret_list(&s);
+	creds = list_bindings(set, s.warnings);
+	/* Each secret's bound hosts (names and hosts, never a value). */
+	json_array_foreach(a, i, o)
+		if ((r = sbx_credbind_find(set, json_string_value(
+		    json_object_get(o, "name")))) != NULL) {
+			h = json_array();
+			for (k = 0; k < r->nhosts; k++) {
+				sbx_credbind_host_str(&r->hosts[k], hs,
+				    sizeof(hs));
+				json_array_append_new(h, json_string(hs));
+			}
+			json_object_set_new(o, "hosts", h);
+		}
+	/* A rule whose secret is gone: every run would refuse it. */
+	for (i = 0; i < set->n; i++) {
+		json_array_foreach(a, k, o)
+			if (strcmp(json_string_value(json_object_get(o,
+			    "name")), set->rule[i].secret) == 0)
+				break;
+		if (k == json_array_size(a))
+			json_array_append_new(s.warnings, json_sprintf("%s is "
+			    "bound but agent %s has no such secret: its runs "
+			    "fail until `sbx secret set %s` or `sbx secret "
+			    "unbind %s`", set->rule[i].secret, O.agent,
+			    set->rule[i].secret, set->rule[i].secret));
+	}
 	if (!O.json) {
 		sbx_cmd_print_warnings(PROG, s.warnings, O.quiet);
 		json_array_foreach(a, i, o) {
@@ -290,6 +393,12 @@ do_list(void)
 			    json_string_value(json_object_get(o, "name")),
 			    json_string_value(json_object_get(o, "updated")),
 			    d != NULL ? d : "");
+			if ((r = sbx_credbind_find(set, json_string_value(
+			    json_object_get(o, "name")))) != NULL) {
+				sbx_buf_puts(&b, d != NULL ? "  " : "");
+				sbx_buf_puts(&b, "-> ");
+				hosts_text(r, &b);
+			}
 			{
 				struct sbx_buf l = SBX_BUF_INIT;
 				sbx_utf8_escape_line(&l, b.p, b.len);
@@ -299,10 +408,12 @@ do_list(void)
 		}
 		sbx_buf_release(&b);
 		json_decref(a);
+		json_decref(creds);
 	} else
-		done(json_pack("{s:s,s:o}", "agent", O.agent, "secrets", a),
-		    s.warnings, NULL);
+		done(json_pack("{s:s,s:o,s:o}", "agent", O.agent, "secrets", a,
+		    "credentials", creds), s.warnings, NULL);
 	sbx_secret_close(&s);
+	free(set);
 	return 0;
 }
 
@@ -457,6 +568,178 @@ do_get(void)
 	return 0;
 }
 
+/* ---- bind, unbind: the credential rules of the agent's settings ------- */
+
+/* The agent's settings, loaded for an edit under the provision lock
+ * (the lock of `sbx config`, whose writes go to the same file). */
+static json_t *
+settings_open(int *lock, char *rel, size_t relsz)
+{
+	struct sbx_error	 e;
+	json_t			*doc;
+
+	if (sbx_cfg_path(O.agent, rel, relsz, &e) == -1 ||
+	    (*lock = sbx_provision_lock(root.fd, &e)) == -1 ||
+	    sbx_cfg_load(root.fd, O.agent, &doc, &e) == -1)
+		sbx_cmd_die(&e);
+	return doc;
+}
+
+/*
+ * The edited file must load as a run loads it (the whole schema, as
+ * `sbx config` checks it); then it is written atomically (temp file,
+ * fsync, rename).  A refusal leaves the file as it was.
+ */
+static void
+settings_store(json_t *doc, const char *rel)
+{
+	struct sbx_error	 e;
+
+	if (sbx_cfg_validate(doc, 1, rel, &e) == -1)
+		sbx_cmd_die_extra(&e, NULL, SBX_EX_DATAERR);
+	if (sbx_cfg_store(root.fd, O.agent, doc, &e) == -1)
+		sbx_cmd_die(&e);
+}
+
+/* The hosts of a rule, "h1, h2", into b. */
+static void
+hosts_text(const struct sbx_credrule *r, struct sbx_buf *b)
+{
+	char	 hs[300];
+	size_t	 i;
+
+	for (i = 0; i < r->nhosts; i++) {
+		sbx_credbind_host_str(&r->hosts[i], hs, sizeof(hs));
+		sbx_buf_printf(b, "%s%s", i ? ", " : "", hs);
+	}
+}
+
+/* The rule of O.name in doc, as JSON (null when none). */
+static json_t *
+rule_of(const json_t *doc, const char *rel)
+{
+	struct sbx_credset		*set;
+	const struct sbx_credrule	*r;
+	struct sbx_error		 e;
+	json_t				*out;
+
+	if ((set = malloc(sizeof(*set))) == NULL)
+		return json_null();
+	if (sbx_credbind_load(doc, rel, set, &e) == -1) {
+		free(set);
+		sbx_cmd_die(&e);
+	}
+	r = sbx_credbind_find(set, O.name);
+	out = r != NULL ? sbx_credrule_json(r) : json_null();
+	free(set);
+	return out;
+}
+
+static int
+do_bind(void)
+{
+	struct sbx_credrule	 r;
+	struct sbx_error	 e;
+	struct sbx_buf		 b = SBX_BUF_INIT;
+	json_t			*j, *hosts, *names, *doc;
+	char			 rel[128];
+	size_t			 i;
+	int			 lock, changed, have = 0;
+
+	if (O.nhosts == 0)
+		sbx_cmd_usage_why("bind needs at least one --host");
+	if ((O.header != NULL) + (O.basic_user != NULL) + (O.query != NULL)
+	    != 1)
+		sbx_cmd_usage_why("bind needs exactly one of --header, "
+		    "--basic-user and --query");
+	/* The rule in its one JSON form, judged by the one parser (the
+	 * template, the header's name, each host). */
+	hosts = json_array();
+	for (i = 0; i < O.nhosts; i++)
+		json_array_append_new(hosts, json_string(O.hosts[i]));
+	j = json_pack("{s:s,s:o}", "secret", O.name, "hosts", hosts);
+	if (O.header != NULL)
+		json_object_set_new(j, "header", json_string(O.header));
+	else if (O.basic_user != NULL)
+		json_object_set_new(j, "basic_user",
+		    json_string(O.basic_user));
+	else
+		json_object_set_new(j, "query", json_string(O.query));
+	if (json_array_size(hosts) != O.nhosts || json_object_size(j) != 3) {
+		sbx_error_set(&e, SBX_K_INVALID_ARGS, "host", "not_utf8",
+		    "--host, --header, --basic-user and --query must be UTF-8 "
+		    "text");
+		sbx_cmd_die(&e);
+	}
+	if (sbx_credrule_parse(j, "sbx secret bind", &r, &e) == -1)
+		sbx_cmd_die(&e);
+	json_decref(j);
+	/* A binding of a secret the agent does not have would fail every
+	 * run: refused now, with the command that makes it. */
+	names = sbx_secret_names(root.fd, O.agent);
+	for (i = 0; i < json_array_size(names); i++)
+		if (strcmp(json_string_value(json_array_get(names, i)),
+		    O.name) == 0)
+			have = 1;
+	json_decref(names);
+	if (!have) {
+		sbx_error_set(&e, SBX_K_INVALID_ARGS, "name", "secret_missing",
+		    "agent %s has no secret %s to bind", O.agent, O.name);
+		sbx_error_hint(&e, "sbx secret set %s --agent %s", O.name,
+		    O.agent);
+		sbx_cmd_die(&e);
+	}
+	doc = settings_open(&lock, rel, sizeof(rel));
+	if ((changed = sbx_credbind_bind(doc, rel, &r, &e)) == -1)
+		sbx_cmd_die(&e);
+	if (changed)
+		settings_store(doc, rel);
+	close(lock);
+	j = rule_of(doc, rel);
+	if (!json_is_null(j)) {
+		struct sbx_credrule now;
+
+		if (sbx_credrule_parse(j, rel, &now, &e) == 0)
+			hosts_text(&now, &b);
+	}
+	{
+		char text[1024];
+
+		snprintf(text, sizeof(text), "%s %s of agent %s to %s",
+		    changed ? "bound" : "already bound", O.name, O.agent,
+		    b.p != NULL ? b.p : "");
+		done(json_pack("{s:s,s:s,s:b,s:s,s:o}", "agent", O.agent,
+		    "name", O.name, "changed", changed, "settings", rel,
+		    "rule", j), NULL, text);
+	}
+	sbx_buf_release(&b);
+	json_decref(doc);
+	return 0;
+}
+
+static int
+do_unbind(void)
+{
+	struct sbx_error	 e;
+	json_t			*doc, *j;
+	char			 rel[128], text[256];
+	int			 lock;
+
+	doc = settings_open(&lock, rel, sizeof(rel));
+	if (sbx_credbind_unbind(doc, rel, O.name, O.hosts, O.nhosts,
+	    &e) == -1)
+		sbx_cmd_die(&e);
+	settings_store(doc, rel);
+	close(lock);
+	j = rule_of(doc, rel);
+	snprintf(text, sizeof(text), "%s %s of agent %s", json_is_null(j) ?
+	    "unbound" : "removed hosts from the binding of", O.name, O.agent);
+	done(json_pack("{s:s,s:s,s:b,s:s,s:o}", "agent", O.agent, "name",
+	    O.name, "changed", 1, "settings", rel, "rule", j), NULL, text);
+	json_decref(doc);
+	return 0;
+}
+
 /* The subcommand: known, with the options and operands it takes.
  * Returns whether it takes a NAME. */
 static int
@@ -482,7 +765,8 @@ check_sub(void)
 		fputs(usage_text, stderr);
 		exit(SBX_EX_USAGE);
 	}
-	want_name = (bit & (S_SET | S_CHECK | S_RM | S_GET)) != 0;
+	want_name = (bit & (S_SET | S_CHECK | S_RM | S_GET | S_BIND |
+	    S_UNBIND)) != 0;
 	if (want_name && O.nargs != 2)
 		sbx_cmd_usage_why("this subcommand takes one NAME");
 	if (!want_name && O.nargs != 1)
@@ -517,6 +801,12 @@ main(int argc, char *argv[])
 	if (sbx_root_resolve(O.home, &root, &e) == -1 ||
 	    sbx_root_open(&root, 1, &e) == -1)
 		sbx_cmd_die(&e);
+	/* The bindings are settings, not records of the store: no key or
+	 * passphrase is needed to edit them. */
+	if (strcmp(O.sub, "bind") == 0)
+		return do_bind();
+	if (strcmp(O.sub, "unbind") == 0)
+		return do_unbind();
 	if (get_passphrase(creating, &e) == -1)
 		sbx_cmd_die(&e);
 	if (strcmp(O.sub, "set") == 0)

@@ -19,6 +19,10 @@ struct secret_opts {
 	const char *agent, *home, *from_fd, *from_env, *desc;
 	int	    passphrase, reveal, json, quiet;
 	const char *sub, *name;
+	/* bind, unbind */
+	char	   *hosts[16];
+	size_t	    nhosts;
+	const char *header, *basic_user, *query;
 	char	  **argv; /* the operands */
 	int	    nargs;
 };

@@ -2,6 +2,7 @@
  * check of the loader a run uses (cfgcheck.h).  It sits above every module
  * it checks; the edits themselves are lib/state/config.c. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <jansson.h>
@@ -10,6 +11,7 @@
 #include "buf.h"
 #include "cfgcheck.h"
 #include "config.h"
+#include "credbind.h"
 #include "fspolicy.h"
 #include "imageref.h"
 #include "install.h"
@@ -184,6 +186,23 @@ check_mcp(const json_t *doc, int agent, const char *origin, struct sbx_error *e)
 	return sbx_mcpconf_check(doc, agent, origin, e);
 }
 
+/* An agent's credential rules (credbind.c): the loader sbx exec uses. */
+static int
+check_credentials(const json_t *doc, int agent, const char *origin,
+    struct sbx_error *e)
+{
+	struct sbx_credset	*set;
+	int			 rc;
+
+	if (json_object_get(doc, "credentials") == NULL)
+		return 0;
+	if ((set = malloc(sizeof(*set))) == NULL)
+		return sbx_error_sys(e, "nomem", "credential rules");
+	rc = sbx_credbind_load(doc, origin, set, e);
+	free(set);
+	return rc;
+}
+
 /* ---- the schema --------------------------------------------------------- */
 
 #define A	SBX_CFG_AGENT
@@ -231,6 +250,8 @@ static const struct sbx_cfg_key keys[] = {
 	    "parent proxy of this agent's connections (http://HOST:PORT)" },
 	{ "upstream_auth_file", S, A, check_proxy,
 	    "file in config/ (0600) with user:password for the parent" },
+	{ "credentials", O, A, check_credentials,
+	    "secrets the proxy adds to requests for their hosts (sbx secret bind)" },
 	{ "protected_paths", SS, A, check_fs,
 	    "more protected paths in each writable root (globs)" },
 	{ "allow_git_config", B, A, check_fs,
