@@ -28,6 +28,8 @@
 #include "buf.h"
 #include "cgroup.h"
 #include "cli.h"
+#include "credbind.h"
+#include "credrule.h"
 #include "daemon.h"
 #include "envelope.h"
 #include "etccache.h"
@@ -52,6 +54,7 @@
 #include "scrub.h"
 #include "seccomp.h"
 #include "settings.h"
+#include "tlsca.h"
 #include "tools.h"
 #include "userns.h"
 #include "users.h"
@@ -492,6 +495,8 @@ safe_value(const char *v)
 	return 1;
 }
 
+static const char *cred_placeholder(const struct sbx_exec *, const char *);
+
 /*
  * PATH, with the agent's own tools first: ~/.venv/bin (and VIRTUAL_ENV)
  * when sbx install made a venv there, ~/.sbx/node_workspace/
@@ -564,7 +569,11 @@ prep_env(struct sbx_exec *p)
 	 * which they would otherwise ignore for a store of their own.  Set
 	 * before --env, which may override them.
 	 */
-	if ((v = sbx_sandbox_ca_bundle(&p->sb)) != NULL) {
+	if (p->sb.ca_bundle)
+		v = SBX_IN_CA_BUNDLE;
+	else
+		v = sbx_sandbox_ca_bundle(&p->sb);
+	if (v != NULL) {
 		sbx_strv_pushf(&env, "SSL_CERT_FILE=%s", v);
 		sbx_strv_pushf(&env, "NODE_EXTRA_CA_CERTS=%s", v);
 		sbx_strv_pushf(&env, "REQUESTS_CA_BUNDLE=%s", v);
@@ -608,8 +617,18 @@ prep_env(struct sbx_exec *p)
 	 * are checked at `secret set` (none is reserved); --env, the
 	 * caller's explicit word for this run, still overrides one.
 	 */
-	for (i = 0; i < p->secrets.n; i++)
-		sbx_strv_push(&env, p->secrets.assign[i]);
+	for (i = 0; i < p->secrets.n; i++) {
+		const char *ph = cred_placeholder(p, p->secrets.assign[i]);
+
+		/* A bound secret: its placeholder, never its value (the
+		 * proxy puts the value in requests to the rule's hosts). */
+		if (ph != NULL)
+			sbx_strv_pushf(&env, "%.*s=%s", (int)(strchr(
+			    p->secrets.assign[i], '=') - p->secrets.assign[i]),
+			    p->secrets.assign[i], ph);
+		else
+			sbx_strv_push(&env, p->secrets.assign[i]);
+	}
 	for (i = 0; i < p->req->env.n; i++) {
 		if ((k = env_find(&env, p->req->env.v[i])) >= 0) {
 			free(env.v[k]);
@@ -630,6 +649,212 @@ prep_env(struct sbx_exec *p)
 	sbx_buf_release(&b);
 	sbx_strv_release(&env);
 	return fd;
+}
+
+/* ---- credential rules (issue 34) --------------------------------------- */
+
+/* The placeholder of the secret of assignment "NAME=VALUE" when a rule
+ * of the run binds it, else NULL. */
+static const char *
+cred_placeholder(const struct sbx_exec *p, const char *assign)
+{
+	const char	*eq = strchr(assign, '=');
+	size_t		 i, nl;
+
+	if (p->creds == NULL || eq == NULL)
+		return NULL;
+	nl = (size_t)(eq - assign);
+	for (i = 0; i < p->creds->n; i++)
+		if (strlen(p->creds->rule[i].secret) == nl &&
+		    memcmp(p->creds->rule[i].secret, assign, nl) == 0)
+			return p->creds_ph + i * (SBX_CRED_PLACEHOLDER_MAX + 1);
+	return NULL;
+}
+
+/* The value of secret name in this run ("NAME=VALUE"), or NULL. */
+static const char *
+cred_value(const struct sbx_exec *p, const char *name)
+{
+	size_t	 i, nl = strlen(name);
+
+	for (i = 0; i < p->secrets.n; i++)
+		if (strncmp(p->secrets.assign[i], name, nl) == 0 &&
+		    p->secrets.assign[i][nl] == '=')
+			return p->secrets.assign[i] + nl + 1;
+	return NULL;
+}
+
+/*
+ * The agent's rules that bind a secret of this run (none with
+ * --no-secrets; with --secret, those of the names given), into p->creds.
+ * Checked before anything starts: a run whose network bypasses the proxy
+ * (outbound: the host's network) could only be handed the real value,
+ * and it never is silently; network none gets the placeholder (there is
+ * nothing to send it to).
+ */
+static int
+prep_creds_rules(struct sbx_exec *p, struct sbx_error *e)
+{
+	struct sbx_credset	*all;
+	size_t			 i, j, k;
+	int			 keep;
+
+	if (p->req->no_secrets)
+		return 0;
+	if ((all = malloc(sizeof(*all))) == NULL)
+		return sbx_error_sys(e, "nomem", "credential rules");
+	if (sbx_credbind_load(p->agent_cfg, p->agent_rel, all, e) == -1) {
+		free(all);
+		return -1;
+	}
+	for (i = j = 0; i < all->n; i++) {
+		keep = p->req->secrets.n == 0;
+		for (k = 0; !keep && k < p->req->secrets.n; k++)
+			keep = strcmp(p->req->secrets.v[k],
+			    all->rule[i].secret) == 0;
+		if (keep)
+			all->rule[j++] = all->rule[i];
+	}
+	all->n = j;
+	if (all->n == 0) {
+		free(all);
+		return 0;
+	}
+	p->creds = all;
+	if (!sbx_netmode_row(p->network)->netns) {
+		sbx_error_set(e, SBX_K_INVALID_ARGS, "network",
+		    "credentials_need_proxy", "%s is bound to hosts (%s): "
+		    "bound credentials need --network proxy, which puts them "
+		    "in requests; network %s would hand the sandbox the value "
+		    "itself", all->rule[0].secret, p->agent_rel,
+		    sbx_netmode_name(p->network));
+		sbx_error_hint(e, "use --network proxy, or run without the "
+		    "secret (--no-secrets, or --secret naming others)");
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * After the secrets are loaded: each rule's secret must be one of them
+ * (a rule naming a secret the agent lacks is an error naming it, never a
+ * silent skip), a fresh placeholder is drawn for it, and the scrubber is
+ * rebuilt to redact the placeholders too (a placeholder in the output
+ * says nothing of the value, but it is this run's and no business of the
+ * transcript's).  In proxy mode the CA is made (tlsca.h) and its bundle
+ * opened for the sandbox.
+ */
+static int
+prep_creds(struct sbx_exec *p, struct sbx_error *e)
+{
+	struct sbx_scrub	*sc;
+	const char		*v, *eq;
+	char			*ph;
+	char			 name[SBX_SECRET_NAME_MAX + 1];
+	size_t			 i, nl;
+
+	if (p->creds == NULL)
+		return 0;
+	if ((p->creds_ph = calloc(p->creds->n, SBX_CRED_PLACEHOLDER_MAX +
+	    1)) == NULL)
+		return sbx_error_sys(e, "nomem", "placeholders");
+	for (i = 0; i < p->creds->n; i++) {
+		if (cred_value(p, p->creds->rule[i].secret) == NULL) {
+			sbx_error_set(e, SBX_K_INVALID_ARGS, "secret",
+			    "secret_missing", "%s binds the secret %s, which "
+			    "agent %s does not have", p->agent_rel,
+			    p->creds->rule[i].secret, p->sb.agent);
+			sbx_error_hint(e, "sbx secret set %s --agent %s, or "
+			    "sbx secret unbind %s --agent %s",
+			    p->creds->rule[i].secret, p->sb.agent,
+			    p->creds->rule[i].secret, p->sb.agent);
+			return -1;
+		}
+		ph = p->creds_ph + i * (SBX_CRED_PLACEHOLDER_MAX + 1);
+		sbx_credrule_placeholder(p->creds->rule[i].secret, ph);
+	}
+	if ((sc = sbx_scrub_new()) == NULL)
+		return sbx_error_sys(e, "nomem", "scrubber");
+	for (i = 0; i < p->secrets.n; i++) {
+		v = p->secrets.assign[i];
+		if ((eq = strchr(v, '=')) == NULL || (nl = (size_t)(eq - v)) >=
+		    sizeof(name))
+			continue;
+		memcpy(name, v, nl);
+		name[nl] = '\0';
+		if (sbx_scrub_add(sc, name, eq + 1, strlen(eq + 1)) == -1)
+			goto nomem;
+	}
+	for (i = 0; i < p->creds->n; i++) {
+		ph = p->creds_ph + i * (SBX_CRED_PLACEHOLDER_MAX + 1);
+		if (sbx_scrub_add(sc, p->creds->rule[i].secret, ph,
+		    strlen(ph)) == -1)
+			goto nomem;
+	}
+	if (sbx_scrub_compile(sc) == -1)
+		goto nomem;
+	sbx_scrub_free(p->secrets.scrub);
+	p->secrets.scrub = sc;
+	if (!sbx_netmode_row(p->network)->relay)
+		return 0;
+	/* The CA the proxy signs the rules' hosts with; its key stays in
+	 * config/ca, which no sandbox binds. */
+	if (sbx_tlsca_ensure(p->root.fd, e) == -1)
+		return -1;
+	if ((p->ca_fd = openat(p->root.fd, sbx_tlsca_bundle_rel(),
+	    O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1)
+		return sbx_error_sys(e, "ca_bundle", "cannot open %s",
+		    sbx_tlsca_bundle_rel());
+	{
+		struct stat st;
+
+		if (fstat(p->ca_fd, &st) == -1 || !S_ISREG(st.st_mode))
+			return sbx_error_set(e, SBX_K_UNAVAILABLE, NULL,
+			    "ca_bundle", "%s is not a regular file",
+			    sbx_tlsca_bundle_rel());
+	}
+	p->sb.ca_bundle = 1;
+	return 0;
+nomem:
+	sbx_scrub_free(sc);
+	return sbx_error_sys(e, "nomem", "scrubber");
+}
+
+/* The rules for the proxy's session: each with its placeholder and
+ * value (a new array; wipe it with cred_session_wipe). */
+static json_t *
+cred_session(const struct sbx_exec *p)
+{
+	json_t	*a, *o;
+	size_t	 i;
+
+	if (p->creds == NULL)
+		return NULL;
+	a = json_array();
+	for (i = 0; i < p->creds->n; i++) {
+		o = sbx_credrule_json(&p->creds->rule[i]);
+		json_object_set_new(o, "placeholder", json_string(p->creds_ph +
+		    i * (SBX_CRED_PLACEHOLDER_MAX + 1)));
+		json_object_set_new(o, "value", json_string(cred_value(p,
+		    p->creds->rule[i].secret)));
+		json_array_append_new(a, o);
+	}
+	return a;
+}
+
+/* The values in the session's array are wiped, not just freed. */
+static void
+cred_session_wipe(json_t *a)
+{
+	json_t		*o;
+	const char	*v;
+	size_t		 i;
+
+	json_array_foreach(a, i, o)
+		if ((v = json_string_value(json_object_get(o, "value"))) !=
+		    NULL)
+			explicit_bzero((char *)v, strlen(v));
+	json_decref(a);
 }
 
 /*
@@ -1416,7 +1641,7 @@ prep_network(struct sbx_exec *p, struct sbx_error *e)
 		    "(the network is %s)", sbx_netmode_name(p->network));
 		return -1;
 	}
-	return 0;
+	return prep_creds_rules(p, e);
 }
 
 /*
@@ -1511,17 +1736,19 @@ static int
 proxy_open(struct sbx_exec *p, struct sbx_error *e)
 {
 	char	*prog;
+	json_t	*creds;
 	int	 i;
 
 	if ((prog = helper_path(p, "sbx-proxy")) == NULL)
 		return sbx_error_sys(e, "nomem", "proxy path");
+	creds = cred_session(p);
 	/* A proxy that is exiting because it was idle may still accept
 	 * and then close: try again (it, or its successor, answers). */
 	for (i = 0;; i++) {
 		if ((p->proxy_ctl = sbx_proxyclient_ensure(p->root.fd, prog,
 			 p->root.path, e)) != -1 &&
 		    sbx_proxyclient_session(p->proxy_ctl, p->sb.agent,
-			p->proxy_allow,
+			p->proxy_allow, creds,
 			(p->req->ask ? SBX_PROXYCLIENT_ASK : 0) |
 			(p->req->allow_only ? SBX_PROXYCLIENT_ALLOW_ONLY : 0),
 			p->proxy_run, &p->proxy_chan, e) == 0)
@@ -1534,11 +1761,13 @@ proxy_open(struct sbx_exec *p, struct sbx_error *e)
 			    "run `sbx proxy serve --foreground` "
 			    "to see why the proxy does not answer");
 			free(prog);
+			cred_session_wipe(creds);
 			return -1;
 		}
 		usleep(50000);
 	}
 	free(prog);
+	cred_session_wipe(creds);
 	return 0;
 }
 
@@ -1985,7 +2214,8 @@ finish_proxy(struct sbx_exec *p)
 		return;
 	/* Stopped on purpose mid-run: the record went with it. */
 	p->violations = p->relay[0].stopped ? NULL :
-	    sbx_proxyclient_end(p->proxy_ctl, &e);
+	    sbx_proxyclient_end_creds(p->proxy_ctl, p->creds != NULL ?
+	    &p->credentials : NULL, &e);
 	close(p->proxy_ctl);
 	p->proxy_ctl = -1;
 	if (p->violations == NULL) {
@@ -2000,6 +2230,11 @@ finish_proxy(struct sbx_exec *p)
 	 * ignores ASCII case).
 	 */
 	sbx_scrub_json(p->secrets.scrub, p->violations);
+	/* The credentials the run used: names and hosts (the envelope's
+	 * "credentials"); a run with rules always has the list. */
+	if (p->creds != NULL && p->credentials == NULL)
+		p->credentials = json_array();
+	sbx_scrub_json(p->secrets.scrub, p->credentials);
 }
 
 /*
@@ -2208,6 +2443,7 @@ sbx_exec_init(struct sbx_exec *p)
 	p->seccomp_fd = p->cache_fd = p->init_fd = -1;
 	p->etc_fd = p->userns_fd = -1;
 	p->proxy_ctl = p->proxy_chan = -1;
+	p->ca_fd = -1;
 	p->bridge_ctl = p->bridge_chan = -1;
 	for (i = 0; i < 2; i++)
 		p->relay[i].init_end = p->relay[i].mine =
@@ -2343,12 +2579,15 @@ sbx_exec_prepare(struct sbx_exec *p, const struct sbx_exec_req *q,
 	if (sbx_netmode_row(p->network)->warning != NULL)
 		warn_add(p, sbx_netmode_row(p->network)->warning);
 
+	/* Secrets first: a plugin's bridge session names the values this
+	 * run holds (bridge_session), the proxy's session the values of
+	 * the run's credential rules. */
+	if (!q->no_secrets && prep_secrets(p, e) == -1)
+		return -1;
+	if (prep_creds(p, e) == -1)
+		return -1;
 	if (sbx_netmode_row(p->network)->relay)
 		if (prep_proxy(p, e) == -1 || host_cli_find(p) == -1)
-		return -1;
-	/* Secrets first: a plugin's bridge session names the values this
-	 * run holds (bridge_session). */
-	if (!q->no_secrets && prep_secrets(p, e) == -1)
 		return -1;
 	if (p->bridge && prep_bridge(p, e) == -1)
 		return -1;
@@ -2451,6 +2690,7 @@ sbx_exec_run_setup(struct sbx_exec *p, struct sbx_run *r)
 	/* sbx-init's channels end here, at the relays (see relay_open). */
 	r->slot[SBX_FD_PROXY] = p->relay[0].init_end;
 	r->slot[SBX_FD_BRIDGE] = p->relay[1].init_end;
+	r->slot[SBX_FD_CA] = p->ca_fd;
 	if (p->relay[0].mine >= 0 || p->relay[1].mine >= 0) {
 		relay_arm(p, r);
 		r->watch_cb = relay_watch;
@@ -2673,6 +2913,13 @@ sbx_exec_release(struct sbx_exec *p)
 	}
 	close_fd(&p->env_fd);
 	sbx_secret_env_release(&p->secrets);
+	free(p->creds);
+	p->creds = NULL;
+	free(p->creds_ph);
+	p->creds_ph = NULL;
+	close_fd(&p->ca_fd);
+	json_decref(p->credentials);
+	p->credentials = NULL;
 	close_fd(&p->passwd_fd);
 	close_fd(&p->group_fd);
 	close_fd(&p->hosts_fd);

@@ -35,6 +35,8 @@
 #include "sandbox.h"
 #include "secret.h"
 
+struct sbx_credset;
+
 enum sbx_exec_stdin {
 	SBX_EXEC_STDIN_AUTO,	/* null for a terminal under capture */
 	SBX_EXEC_STDIN_INHERIT,
@@ -194,6 +196,15 @@ struct sbx_exec {
 	 * into the environment memfd only, and secrets.scrub (when some
 	 * value is long enough) filters every byte that comes out. */
 	struct sbx_secret_env	 secrets;
+	/* Credential rules (issue 34, credbind.h) of this run's secrets:
+	 * each bound secret's variable holds placeholder i (creds_ph,
+	 * SBX_CRED_PLACEHOLDER_MAX + 1 bytes each) and the proxy puts the
+	 * value in requests to the rule's hosts.  NULL: no rule in play.
+	 * ca_fd: the state root's bundle (tlsca.h), bound read-only. */
+	struct sbx_credset	*creds;
+	char			*creds_ph;
+	int			 ca_fd;
+	json_t			*credentials;	/* the proxy's list, after */
 
 	/* after sbx_exec_run */
 	struct sbx_run		 run;

@@ -200,6 +200,8 @@ result_json(struct sbx_exec *p, struct sbx_run *r)
 	    json_string(sbx_netmode_name(p->network)));
 	if (p->violations != NULL)
 		json_object_set(res, "violations", p->violations);
+	if (p->credentials != NULL)
+		json_object_set(res, "credentials", p->credentials);
 	json_object_set_new(res, "seccomp", json_boolean(!p->req->seccomp_off));
 	json_object_set(res, "limits", p->limits);
 	if (r->limit != NULL && strcmp(r->limit, "idle") != 0)

@@ -56,6 +56,9 @@ sbx_proxyclient_call(int ctl, json_t *req, int fd_pass, int timeout_ms,
 	s[n] = '\n';
 	r = fd_pass >= 0 ? sbx_fs_send_fd(ctl, s, n + 1, fd_pass, 0) :
 	    send(ctl, s, n + 1, MSG_NOSIGNAL);
+	/* A session's line may carry credential values: never left in
+	 * freed memory. */
+	explicit_bzero(s, n + 1);
 	free(s);
 	if (r != (ssize_t)(n + 1))
 		return sbx_error_set(e, SBX_K_UNAVAILABLE, NULL,
@@ -165,8 +168,9 @@ sbx_proxyclient_ensure(int rootfd, const char *prog, const char *home,
 }
 
 int
-sbx_proxyclient_session(int ctl, const char *agent, json_t *allow, int flags,
-    const char *run, int *channel, struct sbx_error *e)
+sbx_proxyclient_session(int ctl, const char *agent, json_t *allow,
+    json_t *creds, int flags, const char *run, int *channel,
+    struct sbx_error *e)
 {
 	int	 sp[2];
 	json_t	*req, *ans;
@@ -178,6 +182,10 @@ sbx_proxyclient_session(int ctl, const char *agent, json_t *allow, int flags,
 	    agent, "run", run, "allow", allow != NULL ? json_incref(allow) :
 	    json_array(), "ask", (flags & SBX_PROXYCLIENT_ASK) != 0,
 	    "allow_only", (flags & SBX_PROXYCLIENT_ALLOW_ONLY) != 0);
+	/* Only a run with rules sends the key (credrule.h's form, with
+	 * each rule's placeholder and value). */
+	if (creds != NULL && json_array_size(creds) > 0)
+		json_object_set(req, "credentials", creds);
 	ans = sbx_proxyclient_call(ctl, req, sp[0], 10000, e);
 	close(sp[0]);
 	if (ans == NULL) {
@@ -192,7 +200,14 @@ sbx_proxyclient_session(int ctl, const char *agent, json_t *allow, int flags,
 json_t *
 sbx_proxyclient_end(int ctl, struct sbx_error *e)
 {
-	json_t	*ans, *v;
+	return sbx_proxyclient_end_creds(ctl, NULL, e);
+}
+
+json_t *
+sbx_proxyclient_end_creds(int ctl, json_t **creds, struct sbx_error *e)
+{
+	json_t	*ans, *v, *c, *x;
+	size_t	 i;
 
 	ans = sbx_proxyclient_call(ctl, json_pack("{s:s}", "op", "end"), -1,
 	    10000, e);
@@ -200,6 +215,23 @@ sbx_proxyclient_end(int ctl, struct sbx_error *e)
 		return NULL;
 	v = json_object_get(ans, "violations");
 	v = json_is_array(v) ? json_incref(v) : json_array();
+	if (creds != NULL) {
+		/* Names and hosts only, whatever else an answer holds: the
+		 * list goes into envelopes. */
+		*creds = json_array();
+		json_array_foreach(json_object_get(ans, "credentials"), i, c) {
+			if (!json_is_string(json_object_get(c, "secret")) ||
+			    !json_is_string(json_object_get(c, "host")))
+				continue;
+			x = json_pack("{s:O,s:O}", "secret",
+			    json_object_get(c, "secret"), "host",
+			    json_object_get(c, "host"));
+			if (json_is_integer(json_object_get(c, "port")))
+				json_object_set(x, "port",
+				    json_object_get(c, "port"));
+			json_array_append_new(*creds, x);
+		}
+	}
 	json_decref(ans);
 	return v;
 }

@@ -27,9 +27,22 @@ int	sbx_proxyclient_ensure(int rootfd, const char *prog, const char *home,
  * those names; the agent's denials, ports and address rules still apply). */
 #define SBX_PROXYCLIENT_ASK		1
 #define SBX_PROXYCLIENT_ALLOW_ONLY	2
+/*
+ * creds (may be NULL): the run's credential rules (credrule.h's form,
+ * each with "placeholder" and "value"), which the proxy applies to the
+ * session's requests.  The values travel only on this host-side
+ * control socket (0600, peer uid checked); the request line that
+ * carried them is wiped before it is freed.
+ */
 int	sbx_proxyclient_session(int ctl, const char *agent, json_t *allow,
-	    int flags, const char *run, int *channel, struct sbx_error *);
+	    json_t *creds, int flags, const char *run, int *channel,
+	    struct sbx_error *);
 /* End it: the run's violations (array, new reference) or NULL. */
 json_t	*sbx_proxyclient_end(int ctl, struct sbx_error *);
+/* The same, and in *creds (when not NULL) the credentials the run used,
+ * from the answer's "credentials": [{"secret","host","port"}] (a new
+ * array, empty when the proxy names none). */
+json_t	*sbx_proxyclient_end_creds(int ctl, json_t **creds,
+	    struct sbx_error *);
 
 #endif

@@ -38,7 +38,8 @@
 #define SBX_FD_XWORKDIR	16	/* O_PATH of the 2nd, 3rd... --workdir */
 #define SBX_MAX_XWORKDIRS 7	/* so 8 workdirs in all */
 #define SBX_FD_BRIDGE	  23 /* the channel to sbx-bridge (-B) */
-#define SBX_FD_MAX	  SBX_FD_BRIDGE
+#define SBX_FD_CA	  24 /* the state root's CA bundle, to copy in */
+#define SBX_FD_MAX	  SBX_FD_CA
 
 /* Status words, one per line on SBX_FD_STATUS, in this order:
  * "tty" (with -T, carrying the terminal's master by SCM_RIGHTS), "ready",

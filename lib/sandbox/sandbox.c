@@ -504,6 +504,20 @@ binds_done:
 			    SBX_INIT_HOST_CLI);
 	}
 	/*
+	 * A run with credential rules trusts the state root's CA (the proxy
+	 * terminates TLS for the rules' hosts with it): a read-only copy of
+	 * the bundle, read by bwrap from the descriptor sbx opened without
+	 * following a link.  Nothing under config/ is mounted: the CA's key
+	 * beside the bundle stays out of reach, and the sandbox's uid need
+	 * not traverse config/ (0700).
+	 */
+	if (sb->ca_bundle) {
+		rc |= push2(v, "--perms", "0444");
+		rc |= sbx_strv_push(v, "--ro-bind-data");
+		rc |= sbx_strv_pushf(v, "%d", SBX_FD_CA);
+		rc |= sbx_strv_push(v, SBX_IN_CA_BUNDLE);
+	}
+	/*
 	 * sbx-init is executed from the descriptor sbx opened (see the
 	 * command below): nothing is mounted for it, and bwrap's every
 	 * bind re-reads the mount table.  Otherwise, when bwrap runs as

@@ -18,6 +18,9 @@
 #define SBX_IN_INIT	SBX_INIT_PATH
 #define SBX_IN_OUTPUT	"/output"
 #define SBX_IN_AGENTS	"/workspace/agents"
+/* The CA bundle of a run with credential rules (tlsca.h): the system's
+ * and the state root's CA, a read-only copy of SBX_FD_CA's content. */
+#define SBX_IN_CA_BUNDLE "/run/sbx/ca-bundle.pem"
 /* /run/sbx/bin (sbx-host, when the bridge is enabled) last: sbx's own
  * read-only bind, found by name, shadowing no system command. */
 #define SBX_SANDBOX_PATH \
@@ -55,6 +58,7 @@ struct sbx_sandbox {
 	unsigned	  etc_bound;
 	int		  seccomp;	/* pass SBX_FD_SECCOMP */
 	int		  bridge; /* -B: the bridge's socket inside */
+	int		  ca_bundle; /* SBX_FD_CA's copy at SBX_IN_CA_BUNDLE */
 	const char	 *host_cli; /* sbx-host to bind, or NULL */
 	int		  init_by_copy;	/* copy sbx-init in (bwrap may not
 					   reach its directory) */
