@@ -6,12 +6,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <jansson.h>
 
 #include "agentset.h"
+#include "credbind.h"
 #include "envelope.h"
 #include "fsutil.h"
 #include "imagestore.h"
@@ -191,12 +193,48 @@ sbx_agentset_env_json(const char *agent, const struct sbx_agentset *st)
  * refuse make the agent not ready (*ok = 0), each with its repair in
  * `problems`.
  */
+/* The agent's credential rules: [{"secret","hosts"}], names and hosts
+ * only (credbind.h); a set a run would refuse is a problem. */
+static json_t *
+summary_creds(const json_t *cfg, const char *rel, int *ok, json_t *problems)
+{
+	struct sbx_credset	*set;
+	struct sbx_error	 e;
+	json_t			*out = json_array(), *h;
+	char			 hs[300];
+	size_t			 i, j;
+
+	if (json_object_get(cfg, "credentials") == NULL ||
+	    (set = malloc(sizeof(*set))) == NULL)
+		return out;
+	if (sbx_credbind_load(cfg, rel, set, &e) == -1) {
+		*ok = 0;
+		json_array_append_new(problems, json_pack("{s:s,s:s,s:s,s:s}",
+		    "path", rel, "state", "invalid", "message", e.message,
+		    "repair", "correct it with `sbx secret bind` and `unbind`"));
+		set->n = 0;
+	}
+	for (i = 0; i < set->n; i++) {
+		h = json_array();
+		for (j = 0; j < set->rule[i].nhosts; j++) {
+			sbx_credbind_host_str(&set->rule[i].hosts[j], hs,
+			    sizeof(hs));
+			json_array_append_new(h, json_string(hs));
+		}
+		json_array_append_new(out, json_pack("{s:s,s:o}", "secret",
+		    set->rule[i].secret, "hosts", h));
+	}
+	free(set);
+	return out;
+}
+
 json_t *
 sbx_agentset_summary(int rootfd, const char *agent, int *ok,
     json_t *problems)
 {
 	struct sbx_error	 e;
 	json_t			*res, *cfg = NULL, *list, *it, *img = json_null();
+	json_t			*creds;
 	const json_t		*v;
 	const char		*name = NULL;
 	char			 rel[128], digest[SBX_DIGEST_HEX + 1];
@@ -221,6 +259,7 @@ sbx_agentset_summary(int rootfd, const char *agent, int *ok,
 	if ((v = json_object_get(cfg, "allowed_domains")) != NULL &&
 	    json_is_array(v))
 		nallow = json_array_size(v);
+	creds = summary_creds(cfg, rel, ok, problems);
 	r = sbx_imageref_of(rootfd, cfg, rel, agent, digest, &env, &e);
 	json_decref(cfg);
 	if (r == -1) {
@@ -267,5 +306,6 @@ sbx_agentset_summary(int rootfd, const char *agent, int *ok,
 	json_object_set_new(res, "allowed_domains", json_integer(
 	    (json_int_t)nallow));
 	json_object_set_new(res, "unprovisioned", json_boolean(r == 1));
+	json_object_set_new(res, "credentials", creds);
 	return res;
 }
