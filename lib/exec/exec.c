@@ -1871,7 +1871,7 @@ bridge_session(struct sbx_exec *p, const char *run, struct sbx_error *e)
 {
 	char		 hex[SBX_SECRET_DIGEST_HEX + 1];
 	char		 name[SBX_SECRET_NAME_MAX + 1];
-	const char	*eq;
+	const char	*eq, *ph;
 	json_t		*req, *dig, *ans;
 	size_t		 i, nl;
 	int		 sp[2];
@@ -1890,6 +1890,16 @@ bridge_session(struct sbx_exec *p, const char *run, struct sbx_error *e)
 				continue;
 			memcpy(name, p->secrets.assign[i], nl);
 			name[nl] = '\0';
+			/* A bound secret: the run holds its placeholder, and
+			 * the bridge gives the plugin that, never the value
+			 * (the proxy puts it in requests to the rule's
+			 * hosts). */
+			if ((ph = cred_placeholder(p,
+			    p->secrets.assign[i])) != NULL) {
+				json_object_set_new(dig, name,
+				    json_string(ph));
+				continue;
+			}
 			sbx_secret_digest(eq + 1, strlen(eq + 1), hex);
 			json_object_set_new(dig, name, json_string(hex));
 		}

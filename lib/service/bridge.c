@@ -47,6 +47,7 @@
 #include "bridge.h"
 #include "bridgestore.h"
 #include "buf.h"
+#include "credrule.h"
 #include "daemon.h"
 #include "dlist.h"
 #include "envelope.h"
@@ -662,12 +663,15 @@ session_plugin(struct session *s, json_t *req, struct sbx_error *e)
 	if (sec != NULL && !json_is_object(sec))
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "secrets",
 		    "bad_secrets", "a session's secrets are {name: digest}");
+	/* A digest, or a bound secret's placeholder (credrule.h). */
 	json_object_foreach ((json_t *)sec, k, v)
-		if (!json_is_string(v) ||
-		    strlen(json_string_value(v)) != SBX_SECRET_DIGEST_HEX)
+		if (!json_is_string(v) || (strlen(json_string_value(v)) !=
+		    SBX_SECRET_DIGEST_HEX && (strncmp(json_string_value(v),
+		    SBX_CRED_PREFIX, strlen(SBX_CRED_PREFIX)) != 0 ||
+		    strlen(json_string_value(v)) > SBX_CRED_PLACEHOLDER_MAX)))
 			return sbx_error_set(e, SBX_K_INVALID_ARGS, "secrets",
 			    "bad_secrets", "a session's secrets are {name: "
-			    "digest}");
+			    "digest or placeholder}");
 	snprintf(s->plugin, sizeof(s->plugin), "%s", json_string_value(pl));
 	s->secrets = sec != NULL ? json_deep_copy(sec) : json_object();
 	return s->secrets != NULL ? 0 : sbx_error_sys(e, "nomem", "session");

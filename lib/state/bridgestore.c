@@ -23,6 +23,7 @@
 
 #include "bridgestore.h"
 #include "buf.h"
+#include "credrule.h"
 #include "envelope.h"
 #include "fsutil.h"
 #include "layout.h"
@@ -265,6 +266,19 @@ sbx_bstore_secret(int rootfd, const char *agent, const char *plugin,
 		return sbx_error_set(e, SBX_K_REJECTED, "name", "not_declared",
 			   "plugin %s did not declare secret %s", plugin, name),
 		       NULL;
+	}
+	/*
+	 * A secret bound to hosts (sbx secret bind): the run holds only its
+	 * placeholder, and so does the plugin.  The proxy puts the value in
+	 * requests to the rule's hosts; the bridge never hands it over.
+	 */
+	want = json_string_value(json_object_get(held, name));
+	if (want != NULL && strncmp(want, SBX_CRED_PREFIX,
+	    strlen(SBX_CRED_PREFIX)) == 0) {
+		audit(rootfd, agent, "secret %s given to plugin %s as its "
+		    "placeholder (bound)", name, plugin);
+		return json_pack("{s:s,s:s,s:b}", "name", name, "value", want,
+		    "bound", 1);
 	}
 	memset(&st, 0, sizeof(st));
 	if (sbx_secret_open(&st, rootfd, agent, 0, &auth, e) == -1)
