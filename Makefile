@@ -45,7 +45,10 @@ OPT   ?= -O2 -g
 LIB_DIRS   = base state sandbox image net exec service report
 LIB_IQUOTE = $(LIB_DIRS:%=-iquote lib/%)
 
-PKGS      = jansson libsodium libseccomp libarchive
+# openssl: the proxy's CA and the TLS it terminates for credential rules
+# (lib/net/tlsca.c, issue 34); --as-needed keeps it out of every program
+# that does not call it.
+PKGS      = jansson libsodium libseccomp libarchive openssl
 PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 CPPFLAGS += -D_GNU_SOURCE $(LIB_IQUOTE) -DSBX_VERSION='"$(VERSION)"' \
 	    -DSBX_LIBEXECDIR='"$(LIBEXECDIR)/sbx"'

@@ -19,6 +19,9 @@ TEST_PKGS="bats perl iproute2 curl python3 python3-jsonschema mandoc jq shellche
 BUILD_PKGS="$BUILD_PKGS nettle-dev"
 # sbx-proxy's asynchronous resolver (proxy.c; the proxy alone links it).
 BUILD_PKGS="$BUILD_PKGS libc-ares-dev"
+# The proxy's CA and the TLS it terminates for credential rules (issue 34):
+# OpenSSL, the library the host's libcurl already uses.
+BUILD_PKGS="$BUILD_PKGS libssl-dev"
 # sbx-bridge: HTTP (libmicrohttpd), memory (SQLite with FTS5, which
 # Debian's libsqlite3 has built in); inference uses libcurl (above).
 BUILD_PKGS="$BUILD_PKGS libmicrohttpd-dev libsqlite3-dev"

@@ -82,5 +82,9 @@ int	 sbx_credrule_match(const struct sbx_credrule *, const char *host,
 /* A fresh placeholder for secret NAME (randombytes_buf), NUL-terminated
  * in out[SBX_CRED_PLACEHOLDER_MAX + 1]. */
 void	 sbx_credrule_placeholder(const char *name, char *out);
+/* 1 when ph is a placeholder of that form for the rule's secret
+ * ("sbx-cred-" + 32 lowercase hex + "-" + secret), else 0. */
+int	 sbx_credrule_placeholder_ok(const struct sbx_credrule *,
+	    const char *ph);
 
 #endif
