@@ -45,10 +45,10 @@ static const char usage_text[] =
 "       sbx secret list|rotate-key|scrub [--agent A] [--home DIR] [--json]\n"
 "                  [-q]\n"
 "       sbx secret get NAME --reveal [--agent A] [--home DIR]\n"
-"       sbx secret bind NAME --host H [--host H...]\n"
-"                  (--header 'NAME: ...{}...' | --basic-user U | --query P)\n"
+"       sbx secret bind NAME --host H [--host H ...]\n"
+"                  --header TEMPLATE | --basic-user U | --query P\n"
 "                  [--agent A] [--home DIR] [--json] [-q]\n"
-"       sbx secret unbind NAME [--host H...] [--agent A] [--home DIR]\n"
+"       sbx secret unbind NAME [--host H ...] [--agent A] [--home DIR]\n"
 "                  [--json] [-q]\n";
 
 static const char help_text[] =
@@ -121,7 +121,7 @@ static const struct sbx_opt rows[] = {
 	    "bind, unbind: a host the value may be sent to:\n"
 	    "NAME, *.NAME (names under it), NAME:PORT (443);\n"
 	    "repeatable", S_BIND | S_UNBIND, 0 },
-	{ OPT_HEADER, "header", 0, SBX_OPT_REQ, "T", "@text",
+	{ OPT_HEADER, "header", 0, SBX_OPT_REQ, "TEMPLATE", "@text",
 	    "bind: a header, the value at {}:\n"
 	    "'Authorization: Bearer {}', 'x-api-key: {}'", S_BIND, 0 },
 	{ OPT_BASIC_USER, "basic-user", 0, SBX_OPT_REQ, "U", "@text",
