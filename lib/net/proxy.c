@@ -23,6 +23,16 @@
  * so no DNS query leaks a denied name): parse, token, host syntax and IP
  * literals, denied and allowed domains, port; then resolve, refuse any
  * non-global address, and connect to an address that was checked.
+ *
+ * Credentials (issue 34): a session may carry credential rules with a
+ * placeholder and a value each.  A placeholder of the session seen in a
+ * request head the loop reads (plain HTTP, a CONNECT, a SOCKS5 name) is
+ * refused before the name is judged or resolved (credential_host_mismatch).
+ * A tunnel to a host:port a rule names, once dialled as any other, is
+ * handed to a worker thread (credinject.c says why a thread) that
+ * terminates TLS with the state root's CA, checks and injects each
+ * request; the loop only reads its events from a pipe and closes its
+ * descriptors when it is done.  Every other tunnel stays opaque.
  */
 #include <sys/epoll.h>
 #include <sys/resource.h>
@@ -47,10 +57,12 @@
 
 #include <ares.h>
 #include <jansson.h>
+#include <openssl/ssl.h>
 #include <sodium.h>
 
 #include "buf.h"
 #include "config.h"
+#include "credinject.h"
 #include "daemon.h"
 #include "dlist.h"
 #include "dnsq.h"
@@ -71,6 +83,7 @@
 #include "settings.h"
 #include "socks5.h"
 #include "time.h"
+#include "tlsca.h"
 
 #define MAX_ADDRS	SBX_RESOLVER_ADDRS
 #define PIPE_SIZE	(256 << 10)
@@ -87,14 +100,16 @@ enum cstate {
 	C_CONNECT,	/* non-blocking connect in progress */
 	C_UPHEAD,	/* CONNECT sent to the parent proxy, its answer due */
 	C_RELAY,	/* bytes flow */
-	C_LINGER	/* answered a refusal; draining before close */
+	C_LINGER,	/* answered a refusal; draining before close */
+	C_INJECT	/* with a credential worker (credinject.c) */
 };
 
 struct conn;
 struct session;
 
 /* What an epoll event points at. */
-enum ktype { K_LISTEN, K_DNS, K_CTL, K_CHAN, K_CLIENT, K_UPSTREAM };
+enum ktype { K_LISTEN, K_DNS, K_CTL, K_CHAN, K_CLIENT, K_UPSTREAM,
+	K_WORKER };
 struct key {
 	enum ktype	 type;
 	void		*p;
@@ -127,6 +142,11 @@ struct session {
 	long long		 ask_ms;
 	int			 follow;
 	json_t			*violations;
+	/* Credential rules with placeholders and values (sodium memory),
+	 * and what the run used: [{"secret","host","port"}]. */
+	struct sbx_cred		*creds;
+	size_t			 ncreds;
+	json_t			*credused;
 	unsigned long long	 denied;
 	unsigned		 nconns;
 	int			 ended;
@@ -177,7 +197,25 @@ struct conn {
 	int			 status;
 	/* The address a refusal of its class is about, as text. */
 	char			 refused[INET6_ADDRSTRLEN];
+	/* The secret whose placeholder a refusal is about. */
+	char			 secret[SBX_CRED_PLACEHOLDER_MAX + 1];
+	struct injw		*w;	/* C_INJECT: its worker */
+	void			*w_ctx;	/* its leaf's SSL_CTX, a reference */
 	struct conn		*prev, *next;
+};
+
+/* A credential worker as the loop sees it: the descriptors it closes
+ * once the worker is done, and what the log line needs after the
+ * connection is gone. */
+struct injw {
+	struct conn	*c;	/* NULL once the connection was closed */
+	int		 cfd, ufd;
+	char		 agent[SBX_AGENT_MAX + 1];
+	char		 run[80];
+	char		 host[SBX_NP_HOST_MAX + 1];
+	unsigned	 port;
+	long long	 t_start;
+	json_t		*used;	/* secrets used on it */
 };
 
 static struct {
@@ -193,6 +231,13 @@ static struct {
 	 * the same batch may still point at them. */
 	struct conn		*grave;
 	struct session		*sgrave;
+	/* Credential workers: their event pipe, the CA (loaded at the first
+	 * injected connection), the TLS context to real hosts. */
+	int			 evr, evw;
+	struct key		 kev;
+	unsigned		 nworkers;
+	struct sbx_tlsca	*ca;
+	void			*cctx;
 	int			 stop;
 	long long		 t_idle, t_start;
 } P;
@@ -328,6 +373,8 @@ conn_log(struct conn *c, const char *verdict, const char *reason)
 	json_object_set_new(o, "verdict", json_string(verdict));
 	if (reason != NULL)
 		json_object_set_new(o, "reason", json_string(reason));
+	if (c->secret[0] != '\0')
+		json_object_set_new(o, "secret", json_string(c->secret));
 	/* An address refused for its class: which one, and what would
 	 * allow it, so that the log says how to fix it. */
 	if (reason != NULL && c->refused[0] != '\0') {
@@ -471,6 +518,9 @@ judged:
 			if (hint != NULL)
 				json_object_set_new(viol, "hint",
 				    json_string(hint));
+			if (c->secret[0] != '\0')
+				json_object_set_new(viol, "secret",
+				    json_string(c->secret));
 			json_array_append_new(c->s->violations, viol);
 		}
 	}
@@ -531,6 +581,9 @@ conn_update(struct conn *c)
 	case C_LINGER:
 		wc = EPOLLIN | EPOLLRDHUP;
 		break;
+	case C_INJECT:
+		/* Not in the set at all (the worker reads and writes). */
+		return;
 	case C_RESOLVE:
 	case C_ASK:
 		/* Nothing asked of the client meanwhile: a half-close
@@ -609,6 +662,17 @@ conn_close(struct conn *c)
 		ask_publish(sbx_proxyask_json(&c->ask, "gone"));
 		sbx_proxyask_drop(&c->ask);
 		c->state = C_HEAD;
+	}
+	if (c->state == C_INJECT) {
+		/* Its worker is told to stop (the descriptors stay open
+		 * until it says it is done) and logs the connection. */
+		c->logged = 1;
+		if (c->w != NULL) {
+			(void)shutdown(c->w->cfd, SHUT_RDWR);
+			(void)shutdown(c->w->ufd, SHUT_RDWR);
+			c->w->c = NULL;
+			c->w = NULL;
+		}
 	}
 	if (c->state == C_RELAY)
 		conn_log(c, "allow", NULL);
@@ -927,6 +991,27 @@ ask_answer(json_t *req, struct sbx_error *e)
 }
 
 /*
+ * A placeholder of the session's credentials in what the loop reads of a
+ * request (a plain HTTP head, a CONNECT, a SOCKS5 name): refused before
+ * the name is judged or looked up, so that not even a DNS query carries
+ * it.  A value is only ever put in a request inside a tunnel to its own
+ * host (plain HTTP would show it to the network).  1 when refused.
+ */
+static int
+conn_cred_check(struct conn *c, const char *buf, size_t len)
+{
+	int	 w;
+
+	if (c->s->ncreds == 0 ||
+	    (w = sbx_cred_scan(c->s->creds, c->s->ncreds, buf, len)) < 0)
+		return 0;
+	snprintf(c->secret, sizeof(c->secret), "%s", (size_t)w <
+	    c->s->ncreds ? c->s->creds[w].rule.secret : "unknown");
+	conn_refuse(c, 403, "credential_host_mismatch");
+	return 1;
+}
+
+/*
  * The name and port of a request (HTTP or SOCKS5), in the order of the
  * checks (the host's syntax and IP literals, then the policy): 0 with
  * *why NULL (allowed) or the reason to ask about, or -1 when refused.
@@ -1011,6 +1096,8 @@ conn_parse(struct conn *c)
 	}
 	sodium_memzero(req.token, sizeof(req.token));
 
+	if (conn_cred_check(c, c->buf, req.head_len))
+		return;
 	if (conn_judge(c, req.host, req.hostlen, &why) == -1)
 		return;
 	if (!c->connect && req.content_length > 0 &&
@@ -1129,6 +1216,8 @@ conn_socks(struct conn *c)
 		    (unsigned char)c->host[used] > 0x7e)
 			c->host[used] = '?';
 	c->sstage = 2;
+	if (conn_cred_check(c, raw, n))
+		return;
 	if (conn_judge(c, raw, n, &why) == -1)
 		return;
 	/* What the client sent after its request (the start of a TLS
@@ -1437,6 +1526,249 @@ conn_dial(struct conn *c)
 	conn_refuse(c, 502, "upstream_unreachable");
 }
 
+/* ---- credential workers ----------------------------------------------- */
+
+/* The CA and the two contexts of an injected connection; -1 when it is
+ * refused (502, the reason logged). */
+static int
+inject_prepare(struct conn *c)
+{
+	struct sbx_error	 e;
+	void			*ctx;
+
+	memset(&e, 0, sizeof(e));
+	if (P.ca == NULL && (P.ca = sbx_tlsca_load(P.rootfd, &e)) == NULL) {
+		snprintf(c->refused, sizeof(c->refused), "%.45s",
+		    e.reason != NULL ? e.reason : "ca");
+		conn_refuse(c, 502, "ca_unavailable");
+		return -1;
+	}
+	if (P.cctx == NULL && (P.cctx = sbx_cred_client_ctx(&e)) == NULL) {
+		conn_refuse(c, 502, "tls_unavailable");
+		return -1;
+	}
+	/* A leaf only for a host a rule names: the check above. */
+	if ((ctx = sbx_tlsca_server_ctx(P.ca, c->host, &e)) == NULL) {
+		conn_refuse(c, 502, "ca_unavailable");
+		return -1;
+	}
+	SSL_CTX_up_ref(ctx);
+	c->w_ctx = ctx;
+	return 0;
+}
+
+/* Hand the connection to a worker: its descriptors leave the loop's set
+ * (the loop still closes them, after the worker's last event). */
+static void
+inject_start(struct conn *c)
+{
+	struct sbx_cred_conn	*k;
+	struct injw		*w;
+
+	k = calloc(1, sizeof(*k));
+	w = calloc(1, sizeof(*w));
+	if (k == NULL || w == NULL || (k->creds = sbx_cred_copy(c->s->creds,
+	    c->s->ncreds)) == NULL || (w->used = json_array()) == NULL ||
+	    (c->len > 0 && (k->pre = malloc(c->len)) == NULL)) {
+		if (k != NULL)
+			sbx_cred_free(k->creds, c->s->ncreds);
+		if (w != NULL)
+			json_decref(w->used);
+		free(k);
+		free(w);
+		SSL_CTX_free(c->w_ctx);
+		conn_log(c, "error", "no_memory");
+		conn_close(c);
+		return;
+	}
+	if (c->creg)
+		epoll_ctl(P.ep, EPOLL_CTL_DEL, c->cfd, NULL);
+	if (c->ureg)
+		epoll_ctl(P.ep, EPOLL_CTL_DEL, c->ufd, NULL);
+	c->creg = c->ureg = 0;
+	c->evc = c->evu = 0;
+	w->c = c;
+	w->cfd = c->cfd;
+	w->ufd = c->ufd;
+	snprintf(w->agent, sizeof(w->agent), "%s", c->s->ss.agent);
+	snprintf(w->run, sizeof(w->run), "%s", c->s->run);
+	snprintf(w->host, sizeof(w->host), "%s", c->host);
+	w->port = c->port;
+	w->t_start = c->t_start;
+	k->tag = w;
+	k->cfd = c->cfd;
+	k->ufd = c->ufd;
+	k->evfd = P.evw;
+	k->server_ctx = c->w_ctx;
+	SSL_CTX_up_ref(P.cctx);
+	k->client_ctx = P.cctx;
+	snprintf(k->host, sizeof(k->host), "%s", c->host);
+	k->port = c->port;
+	k->ncreds = c->s->ncreds;
+	if (c->len > 0)
+		memcpy(k->pre, c->buf, c->len);
+	k->npre = c->len;
+	k->idle_ms = P.cfg->idle_timeout_ms;
+	k->max_ms = P.cfg->max_duration_ms;
+	k->max_request = P.cfg->max_request_bytes;
+	k->max_response = P.cfg->max_response_bytes;
+	c->cfd = c->ufd = -1;
+	c->w = w;
+	c->w_ctx = NULL;
+	c->state = C_INJECT;
+	if (sbx_cred_conn_start(k) == -1) {
+		SSL_CTX_free(k->server_ctx);
+		SSL_CTX_free(k->client_ctx);
+		sbx_cred_free(k->creds, k->ncreds);
+		free(k->pre);
+		free(k);
+		close(w->cfd);
+		close(w->ufd);
+		json_decref(w->used);
+		free(w);
+		c->w = NULL;
+		conn_log(c, "error", "no_thread");
+		conn_close(c);
+		return;
+	}
+	P.nworkers++;
+}
+
+/* One event of a worker: its violations and what it used go to its
+ * session, its refusals and its end to the log. */
+static void
+inject_event(struct sbx_cred_event *ev)
+{
+	struct injw	*w = ev->tag;
+	struct conn	*c = w->c;
+	struct session	*s = c != NULL ? c->s : NULL;
+	json_t		*o, *v;
+	size_t		 i;
+	int		 deny;
+
+	switch (ev->type) {
+	case SBX_CRED_EV_USED:
+		v = json_pack("{s:s,s:s,s:i}", "secret", ev->secret, "host",
+		    w->host, "port", (int)w->port);
+		json_array_append(w->used, v);
+		if (s != NULL) {
+			json_t	*u;
+
+			json_array_foreach (s->credused, i, u)
+				if (json_equal(u, v))
+					break;
+			if (i == json_array_size(s->credused))
+				json_array_append(s->credused, v);
+		}
+		json_decref(v);
+		return;
+	case SBX_CRED_EV_REFUSED:
+	case SBX_CRED_EV_ERROR:
+		/* As conn_refuse: refusals of the policy or of the parser
+		 * are the run's violations, failures are not. */
+		deny = ev->type == SBX_CRED_EV_REFUSED && (ev->status == 400 ||
+		    ev->status == 403 || ev->status == 405 ||
+		    ev->status == 413 || ev->status == 431);
+		o = json_pack("{s:s,s:s,s:s,s:s,s:i,s:s,s:s,s:i}", "agent",
+		    w->agent, "run", w->run, "host", w->host, "method",
+		    ev->method[0] ? ev->method : "-", "port", (int)w->port,
+		    "verdict", deny ? "deny" : "error", "reason", ev->reason,
+		    "status", ev->status);
+		if (o != NULL && ev->secret[0] != '\0')
+			json_object_set_new(o, "secret",
+			    json_string(ev->secret));
+		if (o != NULL && ev->detail[0] != '\0')
+			json_object_set_new(o, "detail",
+			    json_string(ev->detail));
+		if (o != NULL)
+			json_object_set_new(o, "injected", json_true());
+		if (o != NULL)
+			log_json(o);
+		if (deny && s != NULL) {
+			s->denied++;
+			if (json_array_size(s->violations) < VIOLATIONS_MAX &&
+			    (v = json_pack("{s:s,s:s,s:i,s:s}", "type",
+			    "network", "host", w->host, "port", (int)w->port,
+			    "reason", ev->reason)) != NULL) {
+				if (ev->secret[0] != '\0')
+					json_object_set_new(v, "secret",
+					    json_string(ev->secret));
+				json_array_append_new(s->violations, v);
+			}
+		}
+		if (c != NULL)
+			c->status = ev->status;
+		return;
+	case SBX_CRED_EV_DONE:
+		o = json_pack("{s:s,s:s,s:s,s:s,s:i,s:I,s:I,s:I,s:s,s:i,s:O}",
+		    "agent", w->agent, "run", w->run, "host", w->host,
+		    "method", "CONNECT", "port", (int)w->port, "bytes_in",
+		    (json_int_t)ev->bytes_in, "bytes_out",
+		    (json_int_t)ev->bytes_out, "duration_ms",
+		    (json_int_t)(sbx_now_ms() - w->t_start), "verdict", "allow",
+		    "requests", (int)ev->requests, "credentials", w->used);
+		if (o != NULL) {
+			json_object_set_new(o, "injected", json_true());
+			log_json(o);
+		}
+		close(w->cfd);
+		close(w->ufd);
+		if (c != NULL) {
+			c->w = NULL;
+			conn_close(c);
+		}
+		json_decref(w->used);
+		free(w);
+		P.nworkers--;
+		return;
+	}
+}
+
+/* Read what the workers said (the pipe is non-blocking). */
+static void
+inject_events(void)
+{
+	struct sbx_cred_event	*evs[64];
+	ssize_t			 r;
+	size_t			 i;
+
+	for (;;) {
+		r = read(P.evr, evs, sizeof(evs));
+		if (r <= 0)
+			return;
+		for (i = 0; i < (size_t)r / sizeof(evs[0]); i++) {
+			inject_event(evs[i]);
+			free(evs[i]);
+		}
+	}
+}
+
+/* Wait (at most ms) for the workers of s (all when s is NULL) to be
+ * done, their events read: a run's end answer then has all of them. */
+static void
+inject_settle(struct session *s, long long ms)
+{
+	struct pollfd	 pfd;
+	struct conn	*c;
+	long long	 end = sbx_now_ms() + ms;
+	int		 busy;
+
+	for (;;) {
+		busy = 0;
+		if (s == NULL)
+			busy = P.nworkers > 0;
+		else
+			for (c = P.conns; c != NULL && !busy; c = c->next)
+				busy = c->s == s && c->state == C_INJECT;
+		if (!busy || sbx_now_ms() >= end)
+			return;
+		pfd.fd = P.evr;
+		pfd.events = POLLIN;
+		if (poll(&pfd, 1, 50) > 0)
+			inject_events();
+	}
+}
+
 /* The tunnel is open (to the origin, or through the parent): say so to
  * the client, then judge its first bytes. */
 static void
@@ -1446,7 +1778,17 @@ conn_tunnel_ready(struct conn *c)
 	    "\r\n\r\n";
 
 	unsigned char		 sok[10];
+	int			 inj = 0;
 
+	/* A host:port a credential rule names: the worker's, once the
+	 * CA and the contexts are ready (a refusal before the 200 can
+	 * still be read by the client). */
+	if (c->connect && c->s->ncreds > 0 && sbx_cred_find(c->s->creds,
+	    c->s->ncreds, c->host, c->port) >= 0) {
+		if (inject_prepare(c) == -1)
+			return;
+		inj = 1;
+	}
 	c->status = 200;
 	sbx_socks5_reply(sok, SBX_SOCKS5_OK);
 	if (c->connect) {
@@ -1454,7 +1796,13 @@ conn_tunnel_ready(struct conn *c)
 		    MSG_DONTWAIT) != (ssize_t)sizeof(sok) : send(c->cfd, ok,
 		    sizeof(ok) - 1, MSG_NOSIGNAL | MSG_DONTWAIT) !=
 		    (ssize_t)(sizeof(ok) - 1)) {
+			if (inj)
+				SSL_CTX_free(c->w_ctx);
 			conn_close(c);
+			return;
+		}
+		if (inj) {
+			inject_start(c);
 			return;
 		}
 		/* An opaque port (SSH...) relays whatever comes, either
@@ -1743,6 +2091,8 @@ conn_event(struct conn *c, int upstream, unsigned ev)
 	case C_RELAY:
 		conn_relay(c);
 		break;
+	case C_INJECT:
+		break;
 	case C_LINGER: {
 		ssize_t r = recv(c->cfd, junk, sizeof(junk), 0);
 
@@ -1805,6 +2155,10 @@ sweep(void)
 			if (t >= c->t_deadline)
 				conn_close(c);
 			break;
+		case C_INJECT:
+			/* The worker keeps its own time (socket timeouts,
+			 * max_duration). */
+			break;
 		}
 	}
 }
@@ -1826,6 +2180,11 @@ session_free(struct session *s)
 	sodium_memzero(s->up.auth, sizeof(s->up.auth));
 	json_decref(s->violations);
 	s->violations = NULL;
+	sbx_cred_free(s->creds, s->ncreds);
+	s->creds = NULL;
+	s->ncreds = 0;
+	json_decref(s->credused);
+	s->credused = NULL;
 	s->closed = 1;
 	s->gnext = P.sgrave;
 	P.sgrave = s;
@@ -1845,6 +2204,11 @@ session_open(struct session *s, json_t *req, int chan, struct sbx_error *e)
 	size_t			 i;
 
 	if ((agent = sbx_session_agent(req, chan, e)) == NULL)
+		return NULL;
+	/* The run's credentials: checked as settings are, the values moved
+	 * to sodium memory and wiped from the request. */
+	if (sbx_cred_parse(json_object_get(req, "credentials"), &s->creds,
+	    &s->ncreds, e) == -1)
 		return NULL;
 	run = json_string_value(json_object_get(req, "run"));
 	allow = json_object_get(req, "allow");
@@ -1901,6 +2265,7 @@ session_open(struct session *s, json_t *req, int chan, struct sbx_error *e)
 		return NULL;
 	}
 	s->violations = json_array();
+	s->credused = json_array();
 	return json_pack("{s:b}", "ok", 1);
 }
 
@@ -1972,6 +2337,23 @@ bad:
 	return NULL;
 }
 
+/* The values of a request's credentials, wiped before the request is
+ * freed (jansson frees with free()). */
+static void
+req_wipe(json_t *req)
+{
+	json_t		*a, *r, *v;
+	const char	*p;
+	size_t		 i;
+
+	a = json_object_get(req, "credentials");
+	json_array_foreach (a, i, r)
+		if ((v = json_object_get(r, "value")) != NULL &&
+		    (p = json_string_value(v)) != NULL)
+			sodium_memzero((char *)(uintptr_t)p,
+			    json_string_length(v));
+}
+
 static void
 ctl_line(struct session *s, char *line, int fd_in)
 {
@@ -1980,8 +2362,10 @@ ctl_line(struct session *s, char *line, int fd_in)
 	const char		*op;
 
 	memset(&e, 0, sizeof(e));
-	if ((req = sbx_session_request(line, SBX_PROXY_LINE_MAX, &op, &e)) ==
-	    NULL) {
+	req = sbx_session_request(line, SBX_PROXY_LINE_MAX, &op, &e);
+	/* The line may hold credential values: parsed, it is wiped. */
+	sodium_memzero(line, strlen(line));
+	if (req == NULL) {
 		sbx_session_answer(s->ss.ctl, sbx_session_error(&e));
 		goto drop;
 	}
@@ -1998,6 +2382,7 @@ ctl_line(struct session *s, char *line, int fd_in)
 		if (json_is_true(json_object_get(req, "follow"))) {
 			/* Kept open: every ask and answer follows. */
 			s->follow = 1;
+			req_wipe(req);
 			json_decref(req);
 			return;
 		}
@@ -2032,13 +2417,18 @@ ctl_line(struct session *s, char *line, int fd_in)
 			goto drop;
 		}
 		sbx_session_answer(s->ss.ctl, ans);
+		req_wipe(req);
 		json_decref(req);
 		return;
 	}
 	if (strcmp(op, "end") == 0 && s->ss.chan >= 0) {
-		sbx_session_answer(s->ss.ctl, json_pack("{s:b,s:O,s:I}",
+		/* The run's injected connections say what they did first
+		 * (the sandbox is gone: they end at once). */
+		inject_settle(s, 1000);
+		sbx_session_answer(s->ss.ctl, json_pack("{s:b,s:O,s:I,s:o}",
 		    "ok", 1, "violations", s->violations, "denied",
-		    (json_int_t)s->denied));
+		    (json_int_t)s->denied, "credentials", s->credused != NULL ?
+		    json_incref(s->credused) : json_array()));
 		goto drop;
 	}
 	sbx_session_unknown_op(&e);
@@ -2046,6 +2436,7 @@ ctl_line(struct session *s, char *line, int fd_in)
 drop:
 	if (fd_in >= 0 && fd_in != s->ss.chan)
 		close(fd_in);
+	req_wipe(req);
 	json_decref(req);
 	session_free(s);
 }
@@ -2196,6 +2587,22 @@ sbx_proxy_serve(int rootfd, int listen_fd,
 		sbx_resolver_end();
 		return -1;
 	}
+	{
+		int	 pf[2];
+
+		/* The credential workers' events: one pointer per write
+		 * (atomic under PIPE_BUF); the loop reads without blocking,
+		 * a worker waits when the pipe is full. */
+		if (pipe2(pf, O_CLOEXEC) == -1) {
+			sbx_resolver_end();
+			return sbx_error_sys(e, "pipe", "cannot set up the "
+			    "event loop");
+		}
+		P.evr = pf[0];
+		P.evw = pf[1];
+		(void)fcntl(P.evr, F_SETFL, O_NONBLOCK);
+	}
+	P.kev.type = K_WORKER;
 	P.klisten.type = K_LISTEN;
 	P.kdns.type = K_DNS;
 	{
@@ -2207,6 +2614,8 @@ sbx_proxy_serve(int rootfd, int listen_fd,
 		/* The resolver's sockets, as one readable descriptor. */
 		ev.data.ptr = &P.kdns;
 		epoll_ctl(P.ep, EPOLL_CTL_ADD, sbx_resolver_fd(), &ev);
+		ev.data.ptr = &P.kev;
+		epoll_ctl(P.ep, EPOLL_CTL_ADD, P.evr, &ev);
 	}
 	(void)fcntl(listen_fd, F_SETFL, fcntl(listen_fd, F_GETFL) |
 	    O_NONBLOCK);
@@ -2214,7 +2623,7 @@ sbx_proxy_serve(int rootfd, int listen_fd,
 	next_sweep = sbx_now_ms() + SWEEP_MS;
 	while (!P.stop) {
 		t = sbx_now_ms();
-		if (P.nconns == 0 && P.sessions.n == 0) {
+		if (P.nconns == 0 && P.sessions.n == 0 && P.nworkers == 0) {
 			if (t - P.t_idle >= cfg->idle_exit_ms)
 				break;
 			timeout = (int)(cfg->idle_exit_ms - (t - P.t_idle));
@@ -2251,6 +2660,9 @@ sbx_proxy_serve(int rootfd, int listen_fd,
 					conn_event(k->p, k->type ==
 					    K_UPSTREAM, evs[i].events);
 				break;
+			case K_WORKER:
+				inject_events();
+				break;
 			}
 		}
 		/* The resolver's timeouts and retries; then the lookups
@@ -2277,6 +2689,16 @@ sbx_proxy_serve(int rootfd, int listen_fd,
 	/* Shut down: sessions (and their connections) first. */
 	while ((s = session_next(NULL)) != NULL)
 		session_free(s);
+	/* Their workers were told to stop: their last events are read and
+	 * their descriptors closed before the proxy goes. */
+	inject_settle(NULL, 3000);
+	if (P.nworkers == 0) {
+		/* (A worker still there keeps its pipe and its CA.) */
+		close(P.evr);
+		close(P.evw);
+		sbx_tlsca_free(P.ca);
+		SSL_CTX_free(P.cctx);
+	}
 	/* Every lookup left is an orphan now: the resolver's end answers
 	 * them (ARES_EDESTRUCTION) and they are freed. */
 	sbx_resolver_end();

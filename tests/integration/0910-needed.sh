@@ -33,7 +33,8 @@ expected() {
 	sbx-bridge) echo "libc libcurl libjansson libmicrohttpd libsodium libsqlite3" ;;
 	sbx-preflight) echo "libc libjansson libnettle libsodium" ;;
 	sbx-provision) echo "libarchive libc libjansson libnettle libsodium" ;;
-	sbx-proxy) echo "libc libcares libjansson libsodium" ;;
+	# The proxy terminates TLS for credential rules (issue 34): OpenSSL.
+	sbx-proxy) echo "libc libcares libcrypto libjansson libsodium libssl" ;;
 	# The settings editor reads the proxy's settings (lib/net/proxycfg.c),
 	# never its event loop or resolver: no c-ares.
 	sbx-secret | sbx-file | sbx-config) echo "libc libjansson libsodium" ;;
