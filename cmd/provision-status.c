@@ -101,18 +101,19 @@ print_summary(json_t *sum, json_t *problems)
 	    json_integer_value(json_object_get(sum, "allowed_domains")) == 1 ?
 	    "" : "s");
 	/* Bound secrets: names and hosts, never a value. */
-	json_array_foreach(json_object_get(sum, "credentials"), i, it) {
-		struct sbx_buf	 b = SBX_BUF_INIT;
-		json_t		*h;
-		size_t		 j;
+	json_array_foreach (json_object_get(sum, "credentials"), i, it) {
+		struct sbx_buf b = SBX_BUF_INIT;
+		json_t	      *h;
+		size_t	       j;
 
-		sbx_buf_printf(&b, "%s -> ", json_string_value(
-		    json_object_get(it, "secret")));
-		json_array_foreach(json_object_get(it, "hosts"), j, h)
+		sbx_buf_printf(&b, "%s -> ",
+		    json_string_value(json_object_get(it, "secret")));
+		json_array_foreach (json_object_get(it, "hosts"), j, h)
 			sbx_buf_printf(&b, "%s%s", j ? ", " : "",
 			    json_string_value(h));
-		print_line(stdout, i == 0 ? "  credentials    " :
-		    "                 ", b.p, "");
+		print_line(stdout,
+		    i == 0 ? "  credentials    " : "                 ", b.p,
+		    "");
 		sbx_buf_release(&b);
 	}
 	json_array_foreach(problems, i, it) {

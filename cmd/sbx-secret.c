@@ -359,9 +359,10 @@ do_list(void)
 	a = sbx_secret_list(&s);
 	creds = list_bindings(set, s.warnings);
 	/* Each secret's bound hosts (names and hosts, never a value). */
-	json_array_foreach(a, i, o)
-		if ((r = sbx_credbind_find(set, json_string_value(
-		    json_object_get(o, "name")))) != NULL) {
+	json_array_foreach (a, i, o)
+		if ((r = sbx_credbind_find(set,
+			 json_string_value(json_object_get(o, "name")))) !=
+		    NULL) {
 			h = json_array();
 			for (k = 0; k < r->nhosts; k++) {
 				sbx_credbind_host_str(&r->hosts[k], hs,
@@ -372,16 +373,20 @@ do_list(void)
 		}
 	/* A rule whose secret is gone: every run would refuse it. */
 	for (i = 0; i < set->n; i++) {
-		json_array_foreach(a, k, o)
-			if (strcmp(json_string_value(json_object_get(o,
-			    "name")), set->rule[i].secret) == 0)
+		json_array_foreach (a, k, o)
+			if (strcmp(
+				json_string_value(json_object_get(o, "name")),
+				set->rule[i].secret) == 0)
 				break;
 		if (k == json_array_size(a))
-			json_array_append_new(s.warnings, json_sprintf("%s is "
-			    "bound but agent %s has no such secret: its runs "
-			    "fail until `sbx secret set %s` or `sbx secret "
-			    "unbind %s`", set->rule[i].secret, O.agent,
-			    set->rule[i].secret, set->rule[i].secret));
+			json_array_append_new(s.warnings,
+			    json_sprintf(
+				"%s is "
+				"bound but agent %s has no such secret: its runs "
+				"fail until `sbx secret set %s` or `sbx secret "
+				"unbind %s`",
+				set->rule[i].secret, O.agent,
+				set->rule[i].secret, set->rule[i].secret));
 	}
 	if (!O.json) {
 		sbx_cmd_print_warnings(PROG, s.warnings, O.quiet);

@@ -846,11 +846,11 @@ cred_session(const struct sbx_exec *p)
 static void
 cred_session_wipe(json_t *a)
 {
-	json_t		*o;
-	const char	*v;
-	size_t		 i;
+	json_t	   *o;
+	const char *v;
+	size_t	    i;
 
-	json_array_foreach(a, i, o)
+	json_array_foreach (a, i, o)
 		if ((v = json_string_value(json_object_get(o, "value"))) !=
 		    NULL)
 			explicit_bzero((char *)v, strlen(v));

@@ -198,20 +198,21 @@ sbx_agentset_env_json(const char *agent, const struct sbx_agentset *st)
 static json_t *
 summary_creds(const json_t *cfg, const char *rel, int *ok, json_t *problems)
 {
-	struct sbx_credset	*set;
-	struct sbx_error	 e;
-	json_t			*out = json_array(), *h;
-	char			 hs[300];
-	size_t			 i, j;
+	struct sbx_credset *set;
+	struct sbx_error    e;
+	json_t		   *out = json_array(), *h;
+	char		    hs[300];
+	size_t		    i, j;
 
 	if (json_object_get(cfg, "credentials") == NULL ||
 	    (set = malloc(sizeof(*set))) == NULL)
 		return out;
 	if (sbx_credbind_load(cfg, rel, set, &e) == -1) {
 		*ok = 0;
-		json_array_append_new(problems, json_pack("{s:s,s:s,s:s,s:s}",
-		    "path", rel, "state", "invalid", "message", e.message,
-		    "repair", "correct it with `sbx secret bind` and `unbind`"));
+		json_array_append_new(problems,
+		    json_pack("{s:s,s:s,s:s,s:s}", "path", rel, "state",
+			"invalid", "message", e.message, "repair",
+			"correct it with `sbx secret bind` and `unbind`"));
 		set->n = 0;
 	}
 	for (i = 0; i < set->n; i++) {

@@ -219,7 +219,7 @@ sbx_proxyclient_end_creds(int ctl, json_t **creds, struct sbx_error *e)
 		/* Names and hosts only, whatever else an answer holds: the
 		 * list goes into envelopes. */
 		*creds = json_array();
-		json_array_foreach(json_object_get(ans, "credentials"), i, c) {
+		json_array_foreach (json_object_get(ans, "credentials"), i, c) {
 			if (!json_is_string(json_object_get(c, "secret")) ||
 			    !json_is_string(json_object_get(c, "host")))
 				continue;

@@ -68,22 +68,26 @@ int
 sbx_credbind_load(const json_t *doc, const char *origin,
     struct sbx_credset *set, struct sbx_error *e)
 {
-	const json_t	*a, *v;
-	char		 where[192], hs[300];
-	size_t		 i, j, k, l;
+	const json_t *a, *v;
+	char	      where[192], hs[300];
+	size_t	      i, j, k, l;
 
 	set->n = 0;
 	if (doc == NULL || (a = json_object_get(doc, "credentials")) == NULL)
 		return 0;
 	if (!json_is_array(a))
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
-		    "config_invalid", "%s: `credentials` must be an array of "
-		    "rules", origin);
+		    "config_invalid",
+		    "%s: `credentials` must be an array of "
+		    "rules",
+		    origin);
 	if (json_array_size(a) > SBX_CRED_RULES_MAX)
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
-		    "too_many_rules", "%s: `credentials` holds %zu rules; at "
-		    "most %d", origin, json_array_size(a), SBX_CRED_RULES_MAX);
-	json_array_foreach(a, i, v) {
+		    "too_many_rules",
+		    "%s: `credentials` holds %zu rules; at "
+		    "most %d",
+		    origin, json_array_size(a), SBX_CRED_RULES_MAX);
+	json_array_foreach (a, i, v) {
 		snprintf(where, sizeof(where), "%s: credentials[%zu]", origin,
 		    i);
 		if (sbx_credrule_parse(v, where, &set->rule[i], e) == -1)
@@ -139,13 +143,14 @@ sbx_credbind_find(const struct sbx_credset *set, const char *name)
 static ssize_t
 rule_index(const json_t *a, const char *name)
 {
-	const json_t	*v;
-	const char	*s;
-	size_t		 i;
+	const json_t *v;
+	const char   *s;
+	size_t	      i;
 
-	json_array_foreach(a, i, v)
+	json_array_foreach (a, i, v)
 		if ((s = json_string_value(json_object_get(v, "secret"))) !=
-		    NULL && strcmp(s, name) == 0)
+			NULL &&
+		    strcmp(s, name) == 0)
 			return (ssize_t)i;
 	return -1;
 }

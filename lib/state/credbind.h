@@ -20,18 +20,18 @@
 #include "error.h"
 
 struct sbx_credset {
-	struct sbx_credrule	 rule[SBX_CRED_RULES_MAX];
-	size_t			 n;
+	struct sbx_credrule rule[SBX_CRED_RULES_MAX];
+	size_t		    n;
 };
 
 /* The rules of an agent's settings doc (NULL or no key: none); origin
  * names the file in messages.  invalid_args, reason config_invalid (or
  * the rule's own reason), naming the rule ("origin: credentials[2]"). */
-int	sbx_credbind_load(const json_t *doc, const char *origin,
-	    struct sbx_credset *, struct sbx_error *);
+int sbx_credbind_load(const json_t *doc, const char *origin,
+    struct sbx_credset *, struct sbx_error *);
 /* The rule of secret name in the set, or NULL. */
-const struct sbx_credrule *sbx_credbind_find(const struct sbx_credset *,
-	    const char *name);
+const struct sbx_credrule *
+sbx_credbind_find(const struct sbx_credset *, const char *name);
 /*
  * Bind (in doc, an agent's settings, changed in place): add rule r, or,
  * when the secret has a rule with the same placement, add r's hosts to

@@ -375,7 +375,8 @@ test_engine(void)
 	ok((ctl = sbx_proxyclient_connect(rootfd, &e)) >= 0, "control socket");
 	v = json_array();
 	json_array_append_new(v, json_string("extra.sbx.test"));
-	ok(sbx_proxyclient_session(ctl, "a", v, NULL, 0, "run1", &chan, &e) == 0,
+	ok(sbx_proxyclient_session(ctl, "a", v, NULL, 0, "run1", &chan, &e) ==
+		0,
 	    "a session opens");
 	json_decref(v);
 
@@ -482,8 +483,8 @@ test_engine(void)
 	/* b's policy: resolve without allow_private is refused at load. */
 	ctl = sbx_proxyclient_connect(rootfd, &e);
 	ok(ctl >= 0 &&
-		sbx_proxyclient_session(ctl, "b", NULL, NULL, 0, "run2", &chan, &e) ==
-		    0,
+		sbx_proxyclient_session(ctl, "b", NULL, NULL, 0, "run2", &chan,
+		    &e) == 0,
 	    "b: an empty resolve object is fine");
 	if (ctl >= 0)
 		close(ctl);
@@ -491,16 +492,16 @@ test_engine(void)
 	    "\"127.0.0.1\"}}");
 	ctl = sbx_proxyclient_connect(rootfd, &e);
 	ok(ctl >= 0 &&
-		sbx_proxyclient_session(ctl, "b", NULL, NULL, 0, "run3", &chan, &e) ==
-		    -1,
+		sbx_proxyclient_session(ctl, "b", NULL, NULL, 0, "run3", &chan,
+		    &e) == -1,
 	    "b: resolve without allow_private refuses the session: %s",
 	    e.message);
 	if (ctl >= 0)
 		close(ctl);
 	ctl = sbx_proxyclient_connect(rootfd, &e);
 	ok(ctl >= 0 &&
-		sbx_proxyclient_session(ctl, "nobody", NULL, NULL, 0, "run4", &chan,
-		    &e) == -1,
+		sbx_proxyclient_session(ctl, "nobody", NULL, NULL, 0, "run4",
+		    &chan, &e) == -1,
 	    "an agent without a token: refused");
 	if (ctl >= 0)
 		close(ctl);
