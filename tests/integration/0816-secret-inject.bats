@@ -156,3 +156,41 @@ teardown() { proxy_teardown; }
 	    "https://$HOST:$TLS_PORT/x"
 	[ "$status" -ne 0 ]
 }
+
+# mcp_raw N: stdin's lines to a fresh sbx mcp (after initialize), then its
+# output in $output until N responses have come (60 s at most); stdin stays
+# open until then, as a client's would (as in 1150-mcp.bats).
+INIT='{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bats","version":"1"}}}'
+mcp_raw() {
+	local want=$1 line n=0 in out pid
+	coproc MCP { exec "$SBX" mcp 2>/dev/null; }
+	pid=$MCP_PID
+	exec {in}>&"${MCP[1]}" {out}<&"${MCP[0]}"
+	printf '%s\n' "$INIT" >&"$in"
+	cat >&"$in"
+	output=
+	while [ "$n" -lt "$want" ] && IFS= read -r -t 60 line <&"$out"; do
+		output+=$line$'\n'
+		case $line in '{"jsonrpc":"2.0","id":'*) n=$((n + 1)) ;; esac
+	done
+	exec {in}>&- {out}<&-
+	eval "exec ${MCP[1]:-$in}>&-" 2>/dev/null || true
+	wait "$pid"
+	[ "$n" -eq "$want" ] || { echo "$n of $want responses" >&2; return 1; }
+}
+
+@test "sbx mcp's shell_run gets it through sbx exec: placeholder inside, value at the server" {
+	sbx secret bind OPENAI_API_KEY --host "$HOST:$TLS_PORT" \
+	    --header 'Authorization: Bearer {}' -q
+	mcp_raw 2 <<EOF
+{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"shell_run","arguments":{"command":"$CURL -sS -m 10 -o /output/mcp -H \"Authorization: Bearer \$OPENAI_API_KEY\" https://$HOST:$TLS_PORT/mcp; printf %s \"\$OPENAI_API_KEY\" | cut -c1-9"}}}
+EOF
+	r=$(printf '%s\n' "$output" | jq -c 'select(.id == 1)')
+	[ "$(jq -r .result.isError <<<"$r")" = false ] || { echo "$r" >&2; false; }
+	[[ "$r" == *sbx-cred-* ]]
+	[[ "$r" != *"$VAL"* ]]
+	[[ "$(jq -c .result.structuredContent.result.credentials <<<"$r")" == *OPENAI_API_KEY* ]] ||
+	    { echo "$r" >&2; false; }
+	grep -q -F -- "Authorization: Bearer $VAL" "$TEST_ROOT/heads"
+	! grep -q -F -- "$VAL" "$OUT/mcp"
+}
