@@ -24,6 +24,7 @@ setup() {
 
 teardown() {
 	"$SBX" proxy stop >/dev/null 2>&1
+	"$SBX" bridge stop >/dev/null 2>&1
 	sbx_teardown
 }
 
@@ -275,4 +276,26 @@ bind() {
 	[ "$(json_get "$output" .result.stdout)" = "[REDACTED:OPENAI_API_KEY]" ]
 	[ "$(json_get "$output" .result.stderr)" = "[REDACTED:OPENAI_API_KEY]" ]
 	[[ "$output" != *sbx-cred-* ]]
+}
+
+@test "a plugin's declared secret, bound: its run holds the placeholder, in its environment and from the bridge" {
+	[ -x "$SBX_TEST_BUILD/libexec/sbx/sbx-bridge" ] || skip "sbx-bridge is not built"
+	sbx provision --agent a -q
+	sbx config set bridge.enabled true --agent a -q
+	GH="ghp-$$-$RANDOM-plugin-value"
+	printf '%s' "$GH" | sbx secret set GH_TOKEN --agent a -q
+	sbx secret bind GH_TOKEN --agent a --host github.com --basic-user x-access-token -q
+	# shellcheck disable=SC2016
+	printf '%s\n' '{"name":"gh-peek","description":"d","secrets":["GH_TOKEN"],
+	  "tools":[{"id":"peek","description":"d","run":"printf %s \"$GH_TOKEN\" > /output/env-ph; /run/sbx/bin/sbx-host secret get GH_TOKEN > /output/bridge-ph; echo done"}]}' \
+	    >"$TEST_ROOT/gh.json"
+	sbx plugin add -q "$TEST_ROOT/gh.json"
+	sbx plugin install -q --agent a gh-peek
+	run sbx plugin run --json --agent a gh-peek peek
+	[ "$(json_get "$output" .result.exit_code)" = 0 ] || { echo "$output" >&2; false; }
+	out=$SBX_HOME/output/a
+	[[ "$(cat "$out/env-ph")" =~ ^sbx-cred-[0-9a-f]{32}-GH_TOKEN$ ]]
+	grep -q -F -- "$(cat "$out/env-ph")" "$out/bridge-ph"
+	! grep -q -F -- "$GH" "$out/env-ph" "$out/bridge-ph"
+	[[ "$output" != *"$GH"* ]]
 }
