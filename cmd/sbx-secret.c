@@ -448,6 +448,23 @@ do_rm(void)
 	}
 	snprintf(text, sizeof(text), "removed %s from agent %s", O.name,
 	    O.agent);
+	/* A binding left behind fails every run of the agent: said now. */
+	{
+		struct sbx_credset *set = malloc(sizeof(*set));
+		json_t		   *cr = NULL;
+
+		if (set != NULL) {
+			cr = list_bindings(set, s.warnings);
+			if (sbx_credbind_find(set, O.name) != NULL)
+				json_array_append_new(s.warnings,
+				    json_sprintf("%s is still bound to hosts: "
+				    "the agent's runs fail until `sbx secret "
+				    "unbind %s --agent %s`", O.name, O.name,
+				    O.agent));
+		}
+		json_decref(cr);
+		free(set);
+	}
 	done(json_pack("{s:s,s:s}", "agent", O.agent, "name", O.name),
 	    s.warnings, text);
 	sbx_secret_close(&s);

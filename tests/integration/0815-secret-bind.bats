@@ -219,7 +219,8 @@ bind() {
 
 @test "a rule naming a secret the agent lacks fails the run, naming it" {
 	bind
-	sbx secret rm OPENAI_API_KEY -q
+	run -0 sbx secret rm OPENAI_API_KEY
+	[[ "$output" == *"OPENAI_API_KEY is still bound to hosts"* ]]
 	run sbx exec --json -- true
 	[ "$status" -eq 65 ]
 	[ "$(json_get "$output" .reason)" = secret_missing ]
