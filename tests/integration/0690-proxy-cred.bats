@@ -251,6 +251,29 @@ PY
 	! grep -q '"reason":"resolve' "$SBX_HOME/run/proxy.log"
 }
 
+@test "SOCKS5: the rule's host injected as through CONNECT; a placeholder in the name refused before any lookup" {
+	run cred <<'PY'
+k = PH("API_KEY")
+session([RULE("API_KEY", ["api.sbx.test:%d" % PORT], k, "sk-REALVALUE-0001", header="Authorization: Bearer {}")])
+c, code = socks("api.sbx.test", PORT)
+out("socks", code)
+s = tls(c, "api.sbx.test")
+r = request(s, "GET", "/socks", "api.sbx.test:%d" % PORT, [("Authorization", "Bearer " + k)])
+out("status", r.status)
+c, code = socks(k.lower() + ".other.sbx.test", 443)
+out("name", code)
+e = end()
+out("end", len(e["credentials"]), [v["reason"] for v in e["violations"]])
+PY
+	echo "$output"
+	[ "$status" -eq 0 ]
+	grep -qx "socks 0" <<<"$output"
+	grep -qx "status 200" <<<"$output"
+	grep -qx "name 2" <<<"$output"
+	grep -qx "end 1 \['credential_host_mismatch'\]" <<<"$output"
+	grep '"/socks"' "$TEST_ROOT/real.log" | grep -q REALVALUE
+}
+
 @test "a name with no rule stays an opaque tunnel: the upstream's own certificate, never ours; no leaf for another name; an alias of the rule's address is not the rule's host" {
 	run cred <<'PY'
 k = PH("API_KEY")

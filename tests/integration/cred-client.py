@@ -6,6 +6,7 @@ them.  Loaded with exec() by a test's python snippet:
   session(creds, agent="a")   open a session with these credentials
   conn()                      a TCP connection handed over the channel
   connect(host, port)         CONNECT through it: (socket, status, head)
+  socks(host, port)           the same over SOCKS5: (socket, reply code)
   tls(sock, host, cafile)     TLS over the tunnel, verified against cafile
   request(s, method, path, headers, body) -> (status, headers, body)
   end()                       the session's end answer
@@ -54,14 +55,14 @@ def end():
     return _line(CTL)
 
 
-def conn(timeout=20):
+def conn(timeout=20, tag=b"H"):
     ls = socket.socket()
     ls.bind(("127.0.0.1", 0))
     ls.listen(1)
     c = socket.create_connection(ls.getsockname(), 5)
     s, _ = ls.accept()
     ls.close()
-    socket.send_fds(CHAN, [b"H"], [s.fileno()])
+    socket.send_fds(CHAN, [tag], [s.fileno()])
     s.close()
     c.settimeout(timeout)
     return c
@@ -92,6 +93,28 @@ def connect(host, port, extra=""):
     head = read_head(c)
     st = int(head.split(" ")[1]) if head.startswith("HTTP/") else None
     return c, st, head
+
+
+def socks(host, port):
+    """A SOCKS5 CONNECT (the sandbox's 1080): (socket, reply code)."""
+    tok = open(os.path.join(HOME, "run", "tokens", AGENT)).read().strip()
+    c = conn(tag=b"S")
+    c.sendall(b"\x05\x01\x02")
+    if c.recv(2) != b"\x05\x02":
+        return c, None
+    u, p = AGENT.encode(), tok.encode()
+    c.sendall(bytes([1, len(u)]) + u + bytes([len(p)]) + p)
+    if c.recv(2) != b"\x01\x00":
+        return c, None
+    n = host.encode()
+    c.sendall(b"\x05\x01\x00\x03" + bytes([len(n)]) + n + port.to_bytes(2, "big"))
+    r = b""
+    while len(r) < 10:
+        d = c.recv(10 - len(r))
+        if not d:
+            break
+        r += d
+    return c, r[1] if len(r) > 1 else None
 
 
 def tls(sock, host, cafile=PROXY_CA, alpn=None):

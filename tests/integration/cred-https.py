@@ -11,6 +11,7 @@ one JSON line each.  Answers:
   /redirect?to=URL   302 to URL
   /echo-auth         the Authorization header back, in the body
   /bytes?n=N         N bytes of "x"
+  /sink              the body counted, not hashed (benchmarks)
   anything else      a JSON object: method, path, headers, body_len,
                      body_sha256, peer (the connection's port: the same
                      on a kept-alive connection)
@@ -33,7 +34,8 @@ class H(BaseHTTPRequestHandler):
         pass
 
     def body(self):
-        h = hashlib.sha256()
+        # /sink: counted only (the benchmark's uploads).
+        h = hashlib.sha256() if not self.path.startswith("/sink") else None
         n = 0
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
             while True:
@@ -48,7 +50,8 @@ class H(BaseHTTPRequestHandler):
                     d = self.rfile.read(min(left, 65536))
                     if not d:
                         raise ConnectionError("short chunk")
-                    h.update(d)
+                    if h:
+                        h.update(d)
                     n += len(d)
                     left -= len(d)
                 self.rfile.readline(4096)
@@ -58,10 +61,11 @@ class H(BaseHTTPRequestHandler):
                 d = self.rfile.read(min(left, 65536))
                 if not d:
                     raise ConnectionError("short body")
-                h.update(d)
+                if h:
+                    h.update(d)
                 n += len(d)
                 left -= len(d)
-        return n, h.hexdigest()
+        return n, h.hexdigest() if h else None
 
     def send(self, code, data, ctype="application/json", extra=()):
         self.send_response(code)
@@ -76,9 +80,10 @@ class H(BaseHTTPRequestHandler):
     def handle_any(self):
         n, digest = self.body()
         hdrs = [[k, v] for k, v in self.headers.items()]
-        with open(sys.argv[4], "a") as f:
-            f.write(json.dumps({"method": self.command, "path": self.path,
-                                "headers": hdrs, "body_len": n}) + "\n")
+        if sys.argv[4] != "-":
+            with open(sys.argv[4], "a") as f:
+                f.write(json.dumps({"method": self.command, "path": self.path,
+                                    "headers": hdrs, "body_len": n}) + "\n")
         u = urllib.parse.urlsplit(self.path)
         q = urllib.parse.parse_qs(u.query)
         if u.path == "/redirect":
