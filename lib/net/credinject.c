@@ -1198,6 +1198,7 @@ struct worker {
 	unsigned long long	 bytes_in, bytes_out;
 	long long		 t_end;
 	int			 found;	/* placeholder seen in a body */
+	unsigned long long	 body;	/* this request's body so far */
 	int			 upfail;
 };
 
@@ -1332,6 +1333,9 @@ emit_req(struct worker *w, const char *p, size_t n, int data)
 		w->found = k;
 		return -2;
 	}
+	/* A chunked body is bounded as a declared one is. */
+	if (data && (w->body += n) > w->k->max_request)
+		return -4;
 	if (wr_all(w->u, p, n) == -1) {
 		w->upfail = 1;
 		return -3;
@@ -1611,6 +1615,7 @@ relay_request(struct worker *w)
 		return 0;
 	}
 	rc = 0;
+	w->body = 0;
 	if (q.chunked || q.content_length > 0)
 		rc = copy_body(w, &w->rc, q.chunked, q.chunked ? -1 :
 		    q.content_length, emit_req);
@@ -1620,6 +1625,12 @@ relay_request(struct worker *w)
 		answer(w, 403, "credential_host_mismatch");
 		ev_send(w, SBX_CRED_EV_REFUSED, 403, "credential_host_mismatch",
 		    w->k->creds[w->found].rule.secret, q.method, "body");
+		return 0;
+	}
+	if (rc == -4) {
+		answer(w, 413, "request_too_large");
+		ev_send(w, SBX_CRED_EV_REFUSED, 413, "request_too_large", NULL,
+		    q.method, NULL);
 		return 0;
 	}
 	if (rc == -1) {
@@ -1722,11 +1733,8 @@ worker_main(void *arg)
 		;
 	(void)SSL_shutdown(w.c);
 out:
-	ev_send(&w, SBX_CRED_EV_DONE, 0, NULL, NULL, NULL, NULL);
 	SSL_free(w.c);
 	SSL_free(w.u);
-	close(k->cfd);
-	close(k->ufd);
 	sbx_cred_scanner_free(w.scan);
 	sbx_cred_mask_free(w.mask);
 	if (w.rc.b != NULL)
@@ -1739,8 +1747,12 @@ out:
 	SSL_CTX_free(k->client_ctx);
 	sbx_cred_free(k->creds, k->ncreds);
 	free(k->pre);
-	free(k);
 	ERR_clear_error();
+	/* Last: the loop closes the descriptors once it reads this, so
+	 * that their numbers are never reused under a shutdown(2) of its
+	 * own. */
+	ev_send(&w, SBX_CRED_EV_DONE, 0, NULL, NULL, NULL, NULL);
+	free(k);
 	return NULL;
 }
 
