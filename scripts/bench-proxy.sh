@@ -79,7 +79,7 @@ ms() { awk -v s="$1" 'BEGIN { printf "%.1f", s * 1000 }'; }
 # same loopback HTTPS server, through a proxy of a state root of its own
 # (started with SSL_CERT_FILE naming the test CA).
 cred_bench() {
-	local c=$tmp/certs cport
+	local c=$tmp/certs cport ch
 	bench_need bench-proxy python3 openssl
 	mkdir -p "$c"
 	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
@@ -100,20 +100,20 @@ cred_bench() {
 		sleep 0.05
 	done
 	cport=$(cat "$tmp/cport")
-	(
-		export SBX_HOME=$tmp/cstate
-		"$SBX" provision --agent bench -q
-		jq -n --argjson p "$cport" '{network: "proxy",
-		    allowed_domains: ["cred.sbx.test", "tunnel.sbx.test"],
-		    allowed_ports: [$p], allow_private: true,
-		    resolve: {"cred.sbx.test": "127.0.0.1",
-		        "tunnel.sbx.test": "127.0.0.1"}}' \
-		    > "$SBX_HOME/config/agents/bench.json"
-		jq -n '{proxy: {max_request_bytes: 4294967296}}' \
-		    > "$SBX_HOME/config/sandbox.json"
-		SSL_CERT_FILE=$c/ca.pem "$SBX_EXEC_PATH/sbx-proxy" serve -q
-		CLIENT=tests/integration/cred-client.py PORT=$cport CA=$c/ca.pem \
-		    N=$CRED_REQUESTS MIB=$CRED_MIB timeout 900 python3 -c '
+	ch=$tmp/cstate
+	SBX_HOME=$ch "$SBX" provision --agent bench -q || exit 70
+	jq -n --argjson p "$cport" '{network: "proxy",
+	    allowed_domains: ["cred.sbx.test", "tunnel.sbx.test"],
+	    allowed_ports: [$p], allow_private: true,
+	    resolve: {"cred.sbx.test": "127.0.0.1",
+	        "tunnel.sbx.test": "127.0.0.1"}}' \
+	    > "$ch/config/agents/bench.json"
+	jq -n '{proxy: {max_request_bytes: 4294967296}}' \
+	    > "$ch/config/sandbox.json"
+	SBX_HOME=$ch SSL_CERT_FILE=$c/ca.pem "$SBX_EXEC_PATH/sbx-proxy" serve -q ||
+	    exit 70
+	SBX_HOME=$ch CLIENT=tests/integration/cred-client.py PORT=$cport CA=$c/ca.pem \
+	    N=$CRED_REQUESTS MIB=$CRED_MIB timeout 900 python3 -c '
 import os, secrets, time
 exec(open(os.environ["CLIENT"]).read())
 port, n, mib = int(os.environ["PORT"]), int(os.environ["N"]), int(os.environ["MIB"])
@@ -163,8 +163,8 @@ for name, label in (("tunnel.sbx.test", "tunnel"), ("cred.sbx.test", "injected")
     rps, p50, p95 = res[name]
     print("%s %.0f %.2f %.2f %.3f" % (label, rps, p50, p95, up[name]))
 print("used", len(end()["credentials"]))
-' > "$tmp/cred.out"
-	) || { cat "$tmp/cserver.err"; echo "bench-proxy: the credential part failed"; exit 70; }
+' > "$tmp/cred.out" ||
+	    { cat "$tmp/cserver.err"; echo "bench-proxy: the credential part failed"; exit 70; }
 	read -r _ t_rps t_p50 t_p95 t_up < <(grep '^tunnel ' "$tmp/cred.out")
 	read -r _ i_rps i_p50 i_p95 i_up < <(grep '^injected ' "$tmp/cred.out")
 	echo "credentials (issue 34): one keep-alive connection, $CRED_REQUESTS small requests each"
