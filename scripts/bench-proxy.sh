@@ -17,6 +17,17 @@
 # 4. `sbx exec --network proxy -- /bin/true` against `--network none`,
 #    with the proxy already running; p50 and p95 over ROUNDS x RUNS runs in
 #    alternating rounds (target: at most 2 ms more at p50).
+# 5. Credentials (issue 34): against one loopback HTTPS server
+#    (tests/integration/cred-https.py, a test CA the proxy trusts through
+#    SSL_CERT_FILE), CRED_REQUESTS small requests on one keep-alive
+#    connection through an injected connection (TLS terminated, the value
+#    injected, TLS again to the server) and through an opaque tunnel
+#    (the client's TLS to the server): req/s, p50 and p95 per request;
+#    then CRED_MIB MiB uploaded through each, best of 2: the injected
+#    path's cost per byte against the tunnel's (target: within 2x).  The
+#    client drives the proxy's control socket as sbx exec does
+#    (tests/integration/cred-client.py).  CRED_ONLY=1 runs this part
+#    alone.
 #
 # Only 127.0.0.1 is contacted (the test name bench.sbx.test is mapped to it
 # by the agent's `resolve` override); everything runs under a fresh state
@@ -31,6 +42,9 @@ PAR=${PAR:-4}
 CONNS=${CONNS:-1000}
 ROUNDS=${ROUNDS:-5}
 RUNS=${RUNS:-20}
+CRED_MIB=${CRED_MIB:-1024}
+CRED_REQUESTS=${CRED_REQUESTS:-2000}
+CRED_ONLY=${CRED_ONLY:-0}
 . scripts/bench-lib.sh
 bench_need bench-proxy hyperfine jq
 BIN=$(cd "$B" && pwd)
@@ -44,9 +58,12 @@ chmod 0755 "$tmp"
 export SBX_HOME="$tmp/state" SBX_EXEC_PATH="$BIN/libexec/sbx"
 server=
 relay=
+cserver=
 cleanup() {
 	local p
-	for p in $relay $server; do
+	[ -f "$tmp/cstate/run/proxy.pid" ] &&
+	    SBX_HOME=$tmp/cstate timeout 10 "$SBX" proxy stop >/dev/null 2>&1
+	for p in $relay $server $cserver; do
 		kill -TERM "$p" 2>/dev/null || true
 		wait "$p" 2>/dev/null || true
 	done
@@ -57,6 +74,117 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 ms() { awk -v s="$1" 'BEGIN { printf "%.1f", s * 1000 }'; }
+
+# 5. Credentials: an injected connection against an opaque tunnel, to the
+# same loopback HTTPS server, through a proxy of a state root of its own
+# (started with SSL_CERT_FILE naming the test CA).
+cred_bench() {
+	local c=$tmp/certs cport ch
+	bench_need bench-proxy python3 openssl
+	mkdir -p "$c"
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
+	    -nodes -keyout "$c/ca.key" -out "$c/ca.pem" -days 2 \
+	    -subj "/CN=bench CA" -addext "basicConstraints=critical,CA:TRUE" \
+	    -addext "keyUsage=critical,keyCertSign,cRLSign" 2>/dev/null
+	openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
+	    -nodes -keyout "$c/s.key" -out "$c/s.csr" -subj "/CN=cred" 2>/dev/null
+	printf '%s\n' "subjectAltName=DNS:cred.sbx.test,DNS:tunnel.sbx.test" \
+	    "extendedKeyUsage=serverAuth" > "$c/ext"
+	openssl x509 -req -in "$c/s.csr" -CA "$c/ca.pem" -CAkey "$c/ca.key" \
+	    -CAcreateserial -out "$c/s.pem" -days 2 -extfile "$c/ext" 2>/dev/null
+	python3 tests/integration/cred-https.py "$c/s.pem" "$c/s.key" \
+	    "$tmp/cport" - 2>"$tmp/cserver.err" &
+	cserver=$!
+	for _ in $(seq 100); do
+		[ -s "$tmp/cport" ] && break
+		sleep 0.05
+	done
+	cport=$(cat "$tmp/cport")
+	ch=$tmp/cstate
+	SBX_HOME=$ch "$SBX" provision --agent bench -q || exit 70
+	jq -n --argjson p "$cport" '{network: "proxy",
+	    allowed_domains: ["cred.sbx.test", "tunnel.sbx.test"],
+	    allowed_ports: [$p], allow_private: true,
+	    resolve: {"cred.sbx.test": "127.0.0.1",
+	        "tunnel.sbx.test": "127.0.0.1"}}' \
+	    > "$ch/config/agents/bench.json"
+	jq -n '{proxy: {max_request_bytes: 4294967296}}' \
+	    > "$ch/config/sandbox.json"
+	SBX_HOME=$ch SSL_CERT_FILE=$c/ca.pem "$SBX_EXEC_PATH/sbx-proxy" serve -q ||
+	    exit 70
+	SBX_HOME=$ch CLIENT=tests/integration/cred-client.py PORT=$cport CA=$c/ca.pem \
+	    N=$CRED_REQUESTS MIB=$CRED_MIB timeout 900 python3 -c '
+import os, secrets, time
+exec(open(os.environ["CLIENT"]).read())
+port, n, mib = int(os.environ["PORT"]), int(os.environ["N"]), int(os.environ["MIB"])
+ph = "sbx-cred-%s-BENCH_KEY" % secrets.token_hex(16)
+a = session([{"secret": "BENCH_KEY", "hosts": ["cred.sbx.test:%d" % port],
+              "header": "Authorization: Bearer {}", "placeholder": ph,
+              "value": "bench-value-" + secrets.token_hex(16)}], agent="bench")
+assert a["ok"], a
+def open_(name):
+    c, st, _ = connect(name, port)
+    assert st == 200, st
+    return tls(c, name, os.environ["CA"] if name == "tunnel.sbx.test" else PROXY_CA)
+def small(name):
+    s = open_(name)
+    lat = []
+    t0 = time.monotonic()
+    for _ in range(n):
+        t = time.monotonic()
+        r = request(s, "GET", "/small", "%s:%d" % (name, port), [("Authorization", "Bearer " + ph)])
+        assert r.status == 200, r.status
+        lat.append(time.monotonic() - t)
+    total = time.monotonic() - t0
+    s.close()
+    lat.sort()
+    return n / total, lat[len(lat) // 2] * 1000, lat[int((len(lat) - 1) * 0.95)] * 1000
+def upload(name):
+    s = open_(name)
+    size = mib << 20
+    block = b"\0" * (1 << 20)
+    t0 = time.monotonic()
+    s.sendall(("PUT /sink HTTP/1.1\r\nHost: %s:%d\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n" % (name, port, ph, size)).encode())
+    for _ in range(mib):
+        s.sendall(block)
+    r = read_response(s).json()
+    secs = time.monotonic() - t0
+    assert r["body_len"] == size, r
+    s.close()
+    return secs
+res = {}
+for name in ("tunnel.sbx.test", "cred.sbx.test"):
+    res[name] = small(name)
+up = {"tunnel.sbx.test": 1e9, "cred.sbx.test": 1e9}
+for _ in range(2):
+    for name in ("tunnel.sbx.test", "cred.sbx.test"):
+        up[name] = min(up[name], upload(name))
+for name, label in (("tunnel.sbx.test", "tunnel"), ("cred.sbx.test", "injected")):
+    rps, p50, p95 = res[name]
+    print("%s %.0f %.2f %.2f %.3f" % (label, rps, p50, p95, up[name]))
+print("used", len(end()["credentials"]))
+' > "$tmp/cred.out" ||
+	    { cat "$tmp/cserver.err"; echo "bench-proxy: the credential part failed"; exit 70; }
+	read -r _ t_rps t_p50 t_p95 t_up < <(grep '^tunnel ' "$tmp/cred.out")
+	read -r _ i_rps i_p50 i_p95 i_up < <(grep '^injected ' "$tmp/cred.out")
+	echo "credentials (issue 34): one keep-alive connection, $CRED_REQUESTS small requests each"
+	printf '%-44s %10s %8s %8s %12s\n' "" "req/s" "p50 ms" "p95 ms" \
+	    "$CRED_MIB MiB up s"
+	printf '%-44s %10s %8s %8s %12s\n' "  opaque tunnel (client TLS to the server)" \
+	    "$t_rps" "$t_p50" "$t_p95" "$t_up"
+	printf '%-44s %10s %8s %8s %12s\n' "  injected (TLS ended, value put, TLS again)" \
+	    "$i_rps" "$i_p50" "$i_p95" "$i_up"
+	cost=$(bench_ratio "$i_up" "$t_up")
+	printf '%-44s %s x the tunnel'"'"'s time per byte (%s MiB/s vs %s MiB/s)\n' \
+	    "  upload cost, injected" "$cost" \
+	    "$(bench_ratio "$CRED_MIB" "$i_up" %.0f)" "$(bench_ratio "$CRED_MIB" "$t_up" %.0f)"
+	bench_verdict "injected upload cost per byte vs tunnel (x)" "$cost" "<=" 2
+}
+if [ "$CRED_ONLY" = 1 ]; then
+	cred_bench
+	bench_done
+	exit
+fi
 
 # The loopback server: STREAM answers SIZE_MIB MiB of zeros.
 "$HELPER" serve $((SIZE_MIB * 1048576)) > "$tmp/port" &
@@ -192,4 +320,5 @@ printf '%-44s %8s %8s  %s ms at p50\n' "  --network proxy (proxy running)" "$p50
 echo "  target: proxy adds <= 2 ms at p50"
 bench_verdict "tunnel vs direct (%)" "$tunnel_pct" ">=" 45
 bench_verdict "proxy adds at p50 (ms)" "$added" "<=" 2
+cred_bench
 bench_done

@@ -38,19 +38,19 @@
 #include "credinject.h"
 #include "time.h"
 
-#define MARKER		SBX_CRED_PREFIX
-#define MARKER_LEN	(sizeof(MARKER) - 1)
-#define HEXWIN		12
-#define HEAD_MAX	(64 << 10)
-#define IOBUF		(64 << 10)
-#define LINE_MAX_	4096
+#define MARKER	   SBX_CRED_PREFIX
+#define MARKER_LEN (sizeof(MARKER) - 1)
+#define HEXWIN	   12
+#define HEAD_MAX   (64 << 10)
+#define IOBUF	   (64 << 10)
+#define LINE_MAX_  4096
 
 /* ---- the session's rules ------------------------------------------------ */
 
 static void
 wipe_json_string(json_t *v)
 {
-	const char	*s;
+	const char *s;
 
 	/* The request's copy of a value: jansson frees with free(), so it
 	 * is wiped here first. */
@@ -61,7 +61,7 @@ wipe_json_string(json_t *v)
 static int
 header_value_ok(const char *v, size_t n)
 {
-	size_t	 i;
+	size_t i;
 
 	for (i = 0; i < n; i++)
 		if ((unsigned char)v[i] < 0x20 || (unsigned char)v[i] == 0x7f)
@@ -73,7 +73,7 @@ int
 sbx_cred_parse(json_t *arr, struct sbx_cred **out, size_t *np,
     struct sbx_error *e)
 {
-	struct sbx_cred	*c = NULL;
+	struct sbx_cred *c = NULL;
 	json_t		*r, *copy, *ph, *val;
 	char		 where[64];
 	size_t		 i, j, n;
@@ -99,8 +99,10 @@ sbx_cred_parse(json_t *arr, struct sbx_cred **out, size_t *np,
 		if (!json_is_object(r) || !json_is_string(ph) ||
 		    !json_is_string(val)) {
 			sbx_error_set(e, SBX_K_INVALID_ARGS, "credentials",
-			    "malformed", "%s: needs placeholder and value "
-			    "strings", where);
+			    "malformed",
+			    "%s: needs placeholder and value "
+			    "strings",
+			    where);
 			goto bad;
 		}
 		if ((copy = json_copy(r)) == NULL) {
@@ -115,10 +117,12 @@ sbx_cred_parse(json_t *arr, struct sbx_cred **out, size_t *np,
 		}
 		json_decref(copy);
 		if (!sbx_credrule_placeholder_ok(&c[i].rule,
-		    json_string_value(ph))) {
+			json_string_value(ph))) {
 			sbx_error_set(e, SBX_K_INVALID_ARGS, "credentials",
-			    "bad_placeholder", "%s: placeholder is not "
-			    "sbx-cred-<32 hex>-%s", where, c[i].rule.secret);
+			    "bad_placeholder",
+			    "%s: placeholder is not "
+			    "sbx-cred-<32 hex>-%s",
+			    where, c[i].rule.secret);
 			goto bad;
 		}
 		snprintf(c[i].ph, sizeof(c[i].ph), "%s", json_string_value(ph));
@@ -135,11 +139,12 @@ sbx_cred_parse(json_t *arr, struct sbx_cred **out, size_t *np,
 		if (c[i].vlen == 0 || c[i].vlen > 65536 ||
 		    memchr(json_string_value(val), '\0', c[i].vlen) != NULL ||
 		    (c[i].rule.kind == SBX_CRED_HEADER &&
-		    !header_value_ok(json_string_value(val), c[i].vlen))) {
+			!header_value_ok(json_string_value(val), c[i].vlen))) {
 			sbx_error_set(e, SBX_K_INVALID_ARGS, "credentials",
-			    "bad_value", "%s: the value of %s is empty, too "
-			    "long or has control characters", where,
-			    c[i].rule.secret);
+			    "bad_value",
+			    "%s: the value of %s is empty, too "
+			    "long or has control characters",
+			    where, c[i].rule.secret);
 			goto bad;
 		}
 		if ((c[i].val = sodium_malloc(c[i].vlen + 1)) == NULL) {
@@ -162,7 +167,7 @@ bad:
 struct sbx_cred *
 sbx_cred_copy(const struct sbx_cred *c, size_t n)
 {
-	struct sbx_cred	*d;
+	struct sbx_cred *d;
 	size_t		 i;
 
 	if ((d = calloc(n ? n : 1, sizeof(*d))) == NULL)
@@ -181,13 +186,13 @@ sbx_cred_copy(const struct sbx_cred *c, size_t n)
 void
 sbx_cred_free(struct sbx_cred *c, size_t n)
 {
-	size_t	 i;
+	size_t i;
 
 	if (c == NULL)
 		return;
 	for (i = 0; i < n; i++)
 		if (c[i].val != NULL)
-			sodium_free(c[i].val);	/* wiped by sodium */
+			sodium_free(c[i].val); /* wiped by sodium */
 	sodium_memzero(c, n * sizeof(*c));
 	free(c);
 }
@@ -196,11 +201,11 @@ int
 sbx_cred_find(const struct sbx_cred *c, size_t n, const char *host,
     unsigned port)
 {
-	size_t	 i;
+	size_t i;
 
 	for (i = 0; i < n; i++)
-		if (port <= 65535 && sbx_credrule_match(&c[i].rule, host,
-		    (unsigned short)port))
+		if (port <= 65535 &&
+		    sbx_credrule_match(&c[i].rule, host, (unsigned short)port))
 			return (int)i;
 	return -1;
 }
@@ -222,8 +227,8 @@ hexval(int c)
 static size_t
 pct_decode(char *s, size_t n)
 {
-	size_t	 i, o = 0;
-	int	 h, l;
+	size_t i, o = 0;
+	int    h, l;
 
 	for (i = 0; i < n; i++) {
 		if (s[i] == '%' && i + 2 < n &&
@@ -240,11 +245,11 @@ pct_decode(char *s, size_t n)
 static void
 lower(char *s, size_t n)
 {
-	size_t	 i;
+	size_t i;
 
 	for (i = 0; i < n; i++)
-		s[i] = (char)((unsigned char)s[i] + ((unsigned)((unsigned
-		    char)s[i] - 'A') < 26u) * 32);
+		s[i] = (char)((unsigned char)s[i] +
+		    ((unsigned)((unsigned char)s[i] - 'A') < 26u) * 32);
 }
 
 /* Remove every obs-fold (CRLF or LF, then spaces or tabs) and every
@@ -253,13 +258,13 @@ lower(char *s, size_t n)
 static size_t
 unfold(char *s, size_t n)
 {
-	size_t	 i, o = 0;
+	size_t i, o = 0;
 
 	for (i = 0; i < n; i++) {
 		if ((s[i] == '\r' && i + 2 < n && s[i + 1] == '\n' &&
-		    (s[i + 2] == ' ' || s[i + 2] == '\t')) ||
-		    (s[i] == '\n' && i + 1 < n && (s[i + 1] == ' ' ||
-		    s[i + 1] == '\t'))) {
+			(s[i + 2] == ' ' || s[i + 2] == '\t')) ||
+		    (s[i] == '\n' && i + 1 < n &&
+			(s[i + 1] == ' ' || s[i + 1] == '\t'))) {
 			i += s[i] == '\r' ? 2 : 1;
 			while (i < n && (s[i] == ' ' || s[i] == '\t'))
 				i++;
@@ -276,8 +281,8 @@ unfold(char *s, size_t n)
 static void
 basic_decoded(const char *s, size_t n, struct sbx_buf *out)
 {
-	unsigned char	 dec[4096];
-	size_t		 i, j, dlen;
+	unsigned char dec[4096];
+	size_t	      i, j, dlen;
 
 	for (i = 0; i + 6 < n; i++) {
 		if (strncasecmp(s + i, "basic", 5) != 0 ||
@@ -286,16 +291,17 @@ basic_decoded(const char *s, size_t n, struct sbx_buf *out)
 		for (j = i + 5; j < n && (s[j] == ' ' || s[j] == '\t'); j++)
 			;
 		i = j;
-		while (j < n && j - i < sizeof(dec) && (isalnum((unsigned
-		    char)s[j]) || s[j] == '+' || s[j] == '/' || s[j] == '=' ||
-		    s[j] == '-' || s[j] == '_'))
+		while (j < n && j - i < sizeof(dec) &&
+		    (isalnum((unsigned char)s[j]) || s[j] == '+' ||
+			s[j] == '/' || s[j] == '=' || s[j] == '-' ||
+			s[j] == '_'))
 			j++;
 		if (j == i)
 			continue;
 		if (sodium_base642bin(dec, sizeof(dec), s + i, j - i, "=",
-		    &dlen, NULL, sodium_base64_VARIANT_ORIGINAL) == 0 ||
+			&dlen, NULL, sodium_base64_VARIANT_ORIGINAL) == 0 ||
 		    sodium_base642bin(dec, sizeof(dec), s + i, j - i, "=",
-		    &dlen, NULL, sodium_base64_VARIANT_URLSAFE) == 0) {
+			&dlen, NULL, sodium_base64_VARIANT_URLSAFE) == 0) {
 			sbx_buf_puts(out, "\n");
 			sbx_buf_append(out, dec, dlen);
 		}
@@ -307,8 +313,8 @@ basic_decoded(const char *s, size_t n, struct sbx_buf *out)
 static int
 scan_normal(const struct sbx_cred *c, size_t n, const char *s, size_t len)
 {
-	char	 ph[SBX_CRED_PLACEHOLDER_MAX + 1];
-	size_t	 i, j, k, run;
+	char   ph[SBX_CRED_PLACEHOLDER_MAX + 1];
+	size_t i, j, k, run;
 
 	for (i = 0; i < n; i++) {
 		snprintf(ph, sizeof(ph), "%s", c[i].ph);
@@ -320,7 +326,8 @@ scan_normal(const struct sbx_cred *c, size_t n, const char *s, size_t len)
 	 * chance in a head), then the marker. */
 	for (j = 0; j < len; j = k + 1) {
 		for (k = j; k < len && hexval((unsigned char)s[k]) >= 0 &&
-		    !isupper((unsigned char)s[k]); k++)
+		     !isupper((unsigned char)s[k]);
+		     k++)
 			;
 		run = k - j;
 		if (run < HEXWIN)
@@ -328,7 +335,8 @@ scan_normal(const struct sbx_cred *c, size_t n, const char *s, size_t len)
 		for (; j + HEXWIN <= k; j++)
 			for (i = 0; i < n; i++)
 				if (memmem(c[i].ph + MARKER_LEN,
-				    SBX_CRED_RAND_HEX, s + j, HEXWIN) != NULL)
+					SBX_CRED_RAND_HEX, s + j,
+					HEXWIN) != NULL)
 					return (int)i;
 	}
 	if (memmem(s, len, MARKER, MARKER_LEN) != NULL)
@@ -337,17 +345,16 @@ scan_normal(const struct sbx_cred *c, size_t n, const char *s, size_t len)
 }
 
 int
-sbx_cred_scan(const struct sbx_cred *c, size_t n, const char *buf,
-    size_t len)
+sbx_cred_scan(const struct sbx_cred *c, size_t n, const char *buf, size_t len)
 {
-	struct sbx_buf	 b = SBX_BUF_INIT;
-	size_t		 m;
-	int		 k, lvl;
+	struct sbx_buf b = SBX_BUF_INIT;
+	size_t	       m;
+	int	       k, lvl;
 
 	if (n == 0 || len == 0)
 		return -1;
 	if (sbx_buf_append(&b, buf, len) == -1)
-		return (int)n;	/* fail closed */
+		return (int)n; /* fail closed */
 	b.len = unfold(b.p, b.len);
 	m = b.len;
 	/* Three levels of percent-encoding (%2573 is %73 is s). */
@@ -363,19 +370,19 @@ sbx_cred_scan(const struct sbx_cred *c, size_t n, const char *buf,
 /* ---- a request head ----------------------------------------------------- */
 
 struct span {
-	size_t	 s, e;		/* [s, e) of the head */
-	int	 rule;
+	size_t s, e; /* [s, e) of the head */
+	int    rule;
 };
 
 struct hline {
-	size_t	 s, e;		/* the line, without its CRLF */
-	size_t	 ns, ne;	/* the name */
-	size_t	 vs, ve;	/* the value, trimmed */
-	int	 fold;		/* starts with a space: obs-fold */
-	int	 inject;	/* rule index, or -1 */
+	size_t s, e; /* the line, without its CRLF */
+	size_t ns, ne; /* the name */
+	size_t vs, ve; /* the value, trimmed */
+	int    fold; /* starts with a space: obs-fold */
+	int    inject; /* rule index, or -1 */
 };
 
-#define HLINES_MAX	256
+#define HLINES_MAX 256
 
 static int
 name_is(const char *h, const struct hline *l, const char *name)
@@ -387,7 +394,7 @@ name_is(const char *h, const struct hline *l, const char *name)
 static int
 has_token(const char *v, size_t n, const char *tok)
 {
-	size_t	 i, j, t = strlen(tok);
+	size_t i, j, t = strlen(tok);
 
 	for (i = 0; i < n; i = j + 1) {
 		while (i < n && (v[i] == ' ' || v[i] == '\t' || v[i] == ','))
@@ -412,13 +419,12 @@ static const char HEX[] = "0123456789ABCDEF";
 static size_t
 pct_encode(char *o, const char *s, size_t n)
 {
-	size_t	 i, k = 0;
+	size_t i, k = 0;
 
 	for (i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
 
-		if (isalnum(c) || c == '-' || c == '.' || c == '_' ||
-		    c == '~')
+		if (isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~')
 			o[k++] = (char)c;
 		else {
 			o[k++] = '%';
@@ -441,15 +447,14 @@ refuse(int *status, const char **reason, int st, const char *why)
 static int
 host_ok(const char *v, size_t n, const char *host, unsigned port)
 {
-	char	 want[300];
-	int	 v6 = strchr(host, ':') != NULL;
+	char want[300];
+	int  v6 = strchr(host, ':') != NULL;
 
 	snprintf(want, sizeof(want), "%s%s%s", v6 ? "[" : "", host,
 	    v6 ? "]" : "");
 	if (n == strlen(want) && strncasecmp(v, want, n) == 0)
 		return port == 443;
-	snprintf(want + strlen(want), sizeof(want) - strlen(want), ":%u",
-	    port);
+	snprintf(want + strlen(want), sizeof(want) - strlen(want), ":%u", port);
 	return n == strlen(want) && strncasecmp(v, want, n) == 0;
 }
 
@@ -458,43 +463,41 @@ sbx_cred_request(const struct sbx_cred *c, size_t n, const char *host,
     unsigned port, const char *h, size_t len, unsigned long long max_body,
     struct sbx_cred_req *r, int *status, const char **reason, int *which)
 {
-	static __thread struct hline	 L[HLINES_MAX];
-	struct span			 sp[SBX_CRED_RULES_MAX * 2 + 8];
-	struct sbx_buf			 res = SBX_BUF_INIT;
-	size_t				 nl = 0, nsp = 0, i, j, k, p, q;
-	size_t				 ts, te, qs, vs_, ve_;
-	size_t				 need;
-	int				 match[SBX_CRED_RULES_MAX];
-	int				 nhost = 0, fold = 0, te_seen = 0;
-	int				 w, badver;
-	long long			 cl = -1;
-	char				*o;
+	static __thread struct hline L[HLINES_MAX];
+	struct span		     sp[SBX_CRED_RULES_MAX * 2 + 8];
+	struct sbx_buf		     res = SBX_BUF_INIT;
+	size_t			     nl = 0, nsp = 0, i, j, k, p, q;
+	size_t			     ts, te, qs, vs_, ve_;
+	size_t			     need;
+	int			     match[SBX_CRED_RULES_MAX];
+	int			     nhost = 0, fold = 0, te_seen = 0;
+	int			     w, badver;
+	long long		     cl = -1;
+	char			    *o;
 
 	memset(r, 0, sizeof(*r));
 	r->content_length = -1;
 	*which = -1;
 	for (i = 0; i < n && i < SBX_CRED_RULES_MAX; i++)
-		match[i] = sbx_credrule_match(&c[i].rule, host,
-		    (unsigned short)port);
+		match[i] =
+		    sbx_credrule_match(&c[i].rule, host, (unsigned short)port);
 	/* Request line: METHOD SP target SP HTTP/1.x CRLF */
 	for (i = 0; i < len && h[i] != '\r' && h[i] != '\n'; i++)
 		;
 	if (i + 1 >= len || h[i] != '\r' || h[i + 1] != '\n')
 		return refuse(status, reason, 400, "malformed_request");
 	for (p = 0; p < i && h[p] != ' '; p++)
-		if (!isalpha((unsigned char)h[p]) && h[p] != '-' &&
-		    h[p] != '_')
-			return refuse(status, reason, 400,
-			    "malformed_request");
+		if (!isalpha((unsigned char)h[p]) && h[p] != '-' && h[p] != '_')
+			return refuse(status, reason, 400, "malformed_request");
 	if (p == 0 || p >= i || p >= sizeof(r->method))
 		return refuse(status, reason, 400, "malformed_request");
 	memcpy(r->method, h, p);
 	r->method[p] = '\0';
 	ts = p + 1;
 	for (te = ts; te < i && h[te] != ' '; te++)
-		if ((unsigned char)h[te] <= 0x20 || (unsigned char)h[te] >= 0x7f)
-			return refuse(status, reason, 400,
-			    "malformed_request");
+		if ((unsigned char)h[te] <= 0x20 ||
+		    (unsigned char)h[te] >= 0x7f)
+			return refuse(status, reason, 400, "malformed_request");
 	if (te == ts || te >= i)
 		return refuse(status, reason, 400, "malformed_request");
 	/* Placeholders first: whatever else is wrong with the head, one
@@ -508,8 +511,8 @@ sbx_cred_request(const struct sbx_cred *c, size_t n, const char *host,
 		for (k = p; k < q && h[k] != '='; k++)
 			;
 		if (k < q) {
-			char	 name[80], val[SBX_CRED_PLACEHOLDER_MAX * 3 + 8];
-			size_t	 nn = k - p, vn = q - k - 1;
+			char   name[80], val[SBX_CRED_PLACEHOLDER_MAX * 3 + 8];
+			size_t nn = k - p, vn = q - k - 1;
 
 			if (nn < sizeof(name) && vn < sizeof(val)) {
 				memcpy(name, h + p, nn);
@@ -519,9 +522,10 @@ sbx_cred_request(const struct sbx_cred *c, size_t n, const char *host,
 				vn = pct_decode(val, vn);
 				val[vn] = '\0';
 				for (j = 0; j < n; j++)
-					if (match[j] && c[j].rule.kind ==
-					    SBX_CRED_QUERY && strcmp(name,
-					    c[j].rule.qname) == 0 &&
+					if (match[j] &&
+					    c[j].rule.kind == SBX_CRED_QUERY &&
+					    strcmp(name, c[j].rule.qname) ==
+						0 &&
 					    strcmp(val, c[j].ph) == 0 &&
 					    nsp < sizeof(sp) / sizeof(*sp)) {
 						sp[nsp].s = k + 1;
@@ -540,18 +544,16 @@ sbx_cred_request(const struct sbx_cred *c, size_t n, const char *host,
 		r->close = 1;
 	/* Header lines. */
 	for (p = i + 2; p + 1 < len; p = q + 2) {
-		struct hline	*l;
+		struct hline *l;
 
 		for (q = p; q < len && h[q] != '\r' && h[q] != '\n'; q++)
 			;
 		if (q + 1 >= len || h[q] != '\r' || h[q + 1] != '\n')
-			return refuse(status, reason, 400,
-			    "malformed_request");
+			return refuse(status, reason, 400, "malformed_request");
 		if (q == p)
-			break;	/* the blank line */
+			break; /* the blank line */
 		if (nl == HLINES_MAX)
-			return refuse(status, reason, 431,
-			    "too_many_headers");
+			return refuse(status, reason, 431, "too_many_headers");
 		l = &L[nl++];
 		memset(l, 0, sizeof(*l));
 		l->s = p;
@@ -566,7 +568,7 @@ sbx_cred_request(const struct sbx_cred *c, size_t n, const char *host,
 		l->ns = p;
 		l->ne = k;
 		if (k == q || k == p) {
-			l->fold = fold = 1;	/* no name: refused below */
+			l->fold = fold = 1; /* no name: refused below */
 			continue;
 		}
 		for (k++; k < q && (h[k] == ' ' || h[k] == '\t'); k++)
@@ -579,7 +581,7 @@ sbx_cred_request(const struct sbx_cred *c, size_t n, const char *host,
 		l->ve = ve_;
 		/* A rule's own header, with its placeholder: the place. */
 		for (j = 0; j < n && l->inject == -1; j++) {
-			const char	*at;
+			const char *at;
 
 			if (!match[j] || c[j].rule.kind == SBX_CRED_QUERY ||
 			    !name_is(h, l, c[j].rule.hname))
@@ -587,8 +589,8 @@ sbx_cred_request(const struct sbx_cred *c, size_t n, const char *host,
 			if (c[j].rule.kind == SBX_CRED_HEADER) {
 				at = memmem(h + vs_, ve_ - vs_, c[j].ph,
 				    strlen(c[j].ph));
-				if (at != NULL && nsp < sizeof(sp) /
-				    sizeof(*sp)) {
+				if (at != NULL &&
+				    nsp < sizeof(sp) / sizeof(*sp)) {
 					l->inject = (int)j;
 					sp[nsp].s = (size_t)(at - h);
 					sp[nsp].e = sp[nsp].s + strlen(c[j].ph);
@@ -596,15 +598,15 @@ sbx_cred_request(const struct sbx_cred *c, size_t n, const char *host,
 				}
 			} else if (ve_ - vs_ > 6 &&
 			    strncasecmp(h + vs_, "basic ", 6) == 0) {
-				unsigned char	 dec[600];
-				size_t		 dl, pl = strlen(c[j].ph);
-				size_t		 bs = vs_ + 6;
+				unsigned char dec[600];
+				size_t	      dl, pl = strlen(c[j].ph);
+				size_t	      bs = vs_ + 6;
 
 				while (bs < ve_ && h[bs] == ' ')
 					bs++;
 				if (sodium_base642bin(dec, sizeof(dec) - 1,
-				    h + bs, ve_ - bs, NULL, &dl, NULL,
-				    sodium_base64_VARIANT_ORIGINAL) == 0 &&
+					h + bs, ve_ - bs, NULL, &dl, NULL,
+					sodium_base64_VARIANT_ORIGINAL) == 0 &&
 				    dl > pl && dec[dl - pl - 1] == ':' &&
 				    memcmp(dec + dl - pl, c[j].ph, pl) == 0 &&
 				    nsp < sizeof(sp) / sizeof(*sp)) {
@@ -621,7 +623,7 @@ sbx_cred_request(const struct sbx_cred *c, size_t n, const char *host,
 		return refuse(status, reason, 400, "malformed_request");
 	/* The head but the places of the rules of this host, scanned. */
 	for (k = 0, p = 0; k <= nsp; k++) {
-		size_t	 s = k < nsp ? sp[k].s : len;
+		size_t s = k < nsp ? sp[k].s : len;
 
 		/* spans are in head order: the target's first, then the
 		 * headers' */
@@ -641,8 +643,9 @@ sbx_cred_request(const struct sbx_cred *c, size_t n, const char *host,
 		return refuse(status, reason, 403, "credential_host_mismatch");
 	}
 	if (badver)
-		return refuse(status, reason, 505, strncmp(h + te, " HTTP/2",
-		    7) == 0 ? "http2_not_supported" : "bad_version");
+		return refuse(status, reason, 505,
+		    strncmp(h + te, " HTTP/2", 7) == 0 ? "http2_not_supported" :
+							 "bad_version");
 	if (fold)
 		return refuse(status, reason, 400, "obs_fold");
 	if (strcmp(r->method, "CONNECT") == 0)
@@ -652,9 +655,9 @@ sbx_cred_request(const struct sbx_cred *c, size_t n, const char *host,
 	if (strcmp(r->method, "HEAD") == 0)
 		r->head = 1;
 	for (k = 0; k < nl; k++) {
-		const struct hline	*l = &L[k];
-		const char		*v = h + l->vs;
-		size_t			 vn = l->ve - l->vs;
+		const struct hline *l = &L[k];
+		const char	   *v = h + l->vs;
+		size_t		    vn = l->ve - l->vs;
 
 		if (name_is(h, l, "host")) {
 			nhost++;
@@ -681,8 +684,8 @@ sbx_cred_request(const struct sbx_cred *c, size_t n, const char *host,
 			/* chunked alone: anything else (or chunked not last)
 			 * frames the body in a way the next hop may read
 			 * otherwise. */
-			if (te_seen || vn != 7 || strncasecmp(v, "chunked", 7)
-			    != 0)
+			if (te_seen || vn != 7 ||
+			    strncasecmp(v, "chunked", 7) != 0)
 				return refuse(status, reason, 501,
 				    "bad_transfer_encoding");
 			te_seen = 1;
@@ -697,8 +700,8 @@ sbx_cred_request(const struct sbx_cred *c, size_t n, const char *host,
 		}
 	}
 	if (nhost != 1)
-		return refuse(status, reason, 400, nhost == 0 ?
-		    "missing_host" : "duplicate_host");
+		return refuse(status, reason, 400,
+		    nhost == 0 ? "missing_host" : "duplicate_host");
 	if (te_seen && cl != -1)
 		return refuse(status, reason, 400, "ambiguous_length");
 	if (cl > 0 && (unsigned long long)cl > max_body)
@@ -710,8 +713,8 @@ sbx_cred_request(const struct sbx_cred *c, size_t n, const char *host,
 	for (k = 0; k < nsp; k++) {
 		const struct sbx_cred *x = &c[sp[k].rule];
 
-		need += 3 * x->vlen + strlen(x->rule.tmpl) + 4 *
-		    (strlen(x->rule.user) + x->vlen + 3) / 3 + 128;
+		need += 3 * x->vlen + strlen(x->rule.tmpl) +
+		    4 * (strlen(x->rule.user) + x->vlen + 3) / 3 + 128;
 	}
 	if ((r->out = sodium_malloc(need)) == NULL)
 		return refuse(status, reason, 502, "no_memory");
@@ -730,8 +733,8 @@ sbx_cred_request(const struct sbx_cred *c, size_t n, const char *host,
 	memcpy(o, h + p, i + 2 - p);
 	o += i + 2 - p;
 	for (k = 0; k < nl; k++) {
-		const struct hline	*l = &L[k];
-		const struct sbx_cred	*x;
+		const struct hline    *l = &L[k];
+		const struct sbx_cred *x;
 
 		/* Hop-by-hop and proxy headers stop here; so does an
 		 * upgrade (the proxy reads HTTP/1.1, nothing after it),
@@ -739,8 +742,7 @@ sbx_cred_request(const struct sbx_cred *c, size_t n, const char *host,
 		if (name_is(h, l, "proxy-authorization") ||
 		    name_is(h, l, "proxy-connection") ||
 		    name_is(h, l, "upgrade") ||
-		    name_is(h, l, "http2-settings") ||
-		    name_is(h, l, "expect"))
+		    name_is(h, l, "http2-settings") || name_is(h, l, "expect"))
 			continue;
 		if (l->inject < 0) {
 			memcpy(o, h + l->s, l->e - l->s);
@@ -762,21 +764,20 @@ sbx_cred_request(const struct sbx_cred *c, size_t n, const char *host,
 			o += sprintf(o, "%s", t + 2);
 		} else {
 			/* Basic base64(user:value) */
-			size_t	 ul = strlen(x->rule.user), pl = ul + 1 +
-			    x->vlen;
-			char	*plain = sodium_malloc(pl + 1);
+			size_t ul = strlen(x->rule.user), pl = ul + 1 + x->vlen;
+			char  *plain = sodium_malloc(pl + 1);
 
 			if (plain == NULL) {
 				sbx_cred_req_release(r);
-				return refuse(status, reason, 502,
-				    "no_memory");
+				return refuse(status, reason, 502, "no_memory");
 			}
 			memcpy(plain, x->rule.user, ul);
 			plain[ul] = ':';
 			memcpy(plain + ul + 1, x->val, x->vlen);
 			o += sprintf(o, "Basic ");
-			sodium_bin2base64(o, sodium_base64_ENCODED_LEN(pl,
-			    sodium_base64_VARIANT_ORIGINAL),
+			sodium_bin2base64(o,
+			    sodium_base64_ENCODED_LEN(pl,
+				sodium_base64_VARIANT_ORIGINAL),
 			    (unsigned char *)plain, pl,
 			    sodium_base64_VARIANT_ORIGINAL);
 			o += strlen(o);
@@ -803,19 +804,19 @@ sbx_cred_req_release(struct sbx_cred_req *r)
 /* ---- streamed bodies ---------------------------------------------------- */
 
 struct sbx_cred_scanner {
-	size_t		 n;
-	char		(*ph)[SBX_CRED_PLACEHOLDER_MAX + 1];
-	size_t		 keep;		/* longest - 1 */
-	char		*w;		/* carry, then the new bytes */
-	size_t		 wlen, wcap;
-	int		 pst;		/* 0, 1 ('%'), 2 ('%' and a digit) */
-	char		 pend[2];
+	size_t n;
+	char (*ph)[SBX_CRED_PLACEHOLDER_MAX + 1];
+	size_t keep; /* longest - 1 */
+	char  *w; /* carry, then the new bytes */
+	size_t wlen, wcap;
+	int    pst; /* 0, 1 ('%'), 2 ('%' and a digit) */
+	char   pend[2];
 };
 
 struct sbx_cred_scanner *
 sbx_cred_scanner_new(const struct sbx_cred *c, size_t n)
 {
-	struct sbx_cred_scanner	*s;
+	struct sbx_cred_scanner *s;
 	size_t			 i, l;
 
 	if ((s = calloc(1, sizeof(*s))) == NULL)
@@ -842,8 +843,8 @@ bad:
 static int
 scanner_search(struct sbx_cred_scanner *s)
 {
-	const char	*p = s->w, *e = s->w + s->wlen;
-	size_t		 i, l;
+	const char *p = s->w, *e = s->w + s->wlen;
+	size_t	    i, l;
 
 	/* Every placeholder starts with the marker. */
 	while ((p = memmem(p, (size_t)(e - p), MARKER, MARKER_LEN)) != NULL) {
@@ -860,9 +861,9 @@ scanner_search(struct sbx_cred_scanner *s)
 int
 sbx_cred_scanner_feed(struct sbx_cred_scanner *s, const void *buf, size_t n)
 {
-	const unsigned char	*b = buf;
-	size_t			 k, i, o;
-	int			 h, l, r;
+	const unsigned char *b = buf;
+	size_t		     k, i, o;
+	int		     h, l, r;
 
 	if (s->n == 0)
 		return -1;
@@ -872,12 +873,12 @@ sbx_cred_scanner_feed(struct sbx_cred_scanner *s, const void *buf, size_t n)
 		if (s->pst == 0 && memchr(b, '%', k) == NULL) {
 			/* The common case: no escapes; folded at speed. */
 			for (i = 0; i < k; i++)
-				s->w[o + i] = (char)(b[i] + ((unsigned)(b[i] -
-				    'A') < 26u) * 32);
+				s->w[o + i] = (char)(b[i] +
+				    ((unsigned)(b[i] - 'A') < 26u) * 32);
 			o += k;
 		} else {
 			for (i = 0; i < k; i++) {
-				unsigned char	 ch = b[i];
+				unsigned char ch = b[i];
 
 				if (s->pst == 0) {
 					if (ch == '%') {
@@ -895,11 +896,12 @@ sbx_cred_scanner_feed(struct sbx_cred_scanner *s, const void *buf, size_t n)
 						s->pst = 0;
 					}
 				} else {
-					if ((h = hexval((unsigned char)
-					    s->pend[0])) >= 0 &&
+					if ((h = hexval(
+						 (unsigned char)s->pend[0])) >=
+						0 &&
 					    (l = hexval(ch)) >= 0)
-						s->w[o++] = (char)tolower(h *
-						    16 + l);
+						s->w[o++] =
+						    (char)tolower(h * 16 + l);
 					else {
 						s->w[o++] = '%';
 						s->w[o++] = (char)tolower(
@@ -934,23 +936,23 @@ sbx_cred_scanner_free(struct sbx_cred_scanner *s)
 }
 
 struct sbx_cred_mask {
-	size_t			 n;
-	char			**v;	/* lowercased values */
-	size_t			*vl;
-	size_t			 keep;
-	char			*w, *lw;	/* held + new, and lowercased */
-	size_t			 wlen, wcap;
-	sbx_cred_sink		 sink;
-	void			*arg;
-	unsigned long long	 hits;
+	size_t		   n;
+	char		 **v; /* lowercased values */
+	size_t		  *vl;
+	size_t		   keep;
+	char		  *w, *lw; /* held + new, and lowercased */
+	size_t		   wlen, wcap;
+	sbx_cred_sink	   sink;
+	void		  *arg;
+	unsigned long long hits;
 };
 
 struct sbx_cred_mask *
 sbx_cred_mask_new(const struct sbx_cred *c, size_t n, sbx_cred_sink sink,
     void *arg)
 {
-	struct sbx_cred_mask	*m;
-	size_t			 i;
+	struct sbx_cred_mask *m;
+	size_t		      i;
 
 	if ((m = calloc(1, sizeof(*m))) == NULL)
 		return NULL;
@@ -986,8 +988,8 @@ bad:
 int
 sbx_cred_mask_write(struct sbx_cred_mask *m, const void *buf, size_t n)
 {
-	const char	*b = buf, *p;
-	size_t		 k, i, out;
+	const char *b = buf, *p;
+	size_t	    k, i, out;
 
 	if (m->n == 0)
 		return n > 0 ? m->sink(m->arg, buf, n) : 0;
@@ -996,13 +998,13 @@ sbx_cred_mask_write(struct sbx_cred_mask *m, const void *buf, size_t n)
 		memcpy(m->w + m->wlen, b, k);
 		for (i = 0; i < k; i++)
 			m->lw[m->wlen + i] = (char)((unsigned char)b[i] +
-			    ((unsigned)((unsigned char)b[i] - 'A') < 26u) *
-			    32);
+			    ((unsigned)((unsigned char)b[i] - 'A') < 26u) * 32);
 		m->wlen += k;
 		for (i = 0; i < m->n; i++)
-			for (p = m->lw; (p = memmem(p, m->wlen - (size_t)(p -
-			    m->lw), m->v[i], m->vl[i])) != NULL;
-			    p += m->vl[i]) {
+			for (p = m->lw;
+			     (p = memmem(p, m->wlen - (size_t)(p - m->lw),
+				  m->v[i], m->vl[i])) != NULL;
+			     p += m->vl[i]) {
 				memset(m->w + (p - m->lw), '*', m->vl[i]);
 				memset((char *)(uintptr_t)p, '*', m->vl[i]);
 				m->hits++;
@@ -1022,7 +1024,7 @@ sbx_cred_mask_write(struct sbx_cred_mask *m, const void *buf, size_t n)
 int
 sbx_cred_mask_flush(struct sbx_cred_mask *m)
 {
-	size_t	 n = m->wlen;
+	size_t n = m->wlen;
 
 	m->wlen = 0;
 	return n > 0 ? m->sink(m->arg, m->w, n) : 0;
@@ -1037,7 +1039,7 @@ sbx_cred_mask_hits(const struct sbx_cred_mask *m)
 void
 sbx_cred_mask_free(struct sbx_cred_mask *m)
 {
-	size_t	 i;
+	size_t i;
 
 	if (m == NULL)
 		return;
@@ -1059,27 +1061,26 @@ sbx_cred_mask_free(struct sbx_cred_mask *m)
 /* A socket BIO that first serves the bytes the loop had already read
  * (the start of a ClientHello sent with the CONNECT). */
 struct pbio {
-	int		 fd;
-	const char	*pre;
-	size_t		 npre, off;
+	int	    fd;
+	const char *pre;
+	size_t	    npre, off;
 };
 
-static BIO_METHOD	*pbio_meth;
-static pthread_once_t	 pbio_once = PTHREAD_ONCE_INIT;
+static BIO_METHOD    *pbio_meth;
+static pthread_once_t pbio_once = PTHREAD_ONCE_INIT;
 
 static int
 pbio_read(BIO *b, char *out, int n)
 {
-	struct pbio	*p = BIO_get_data(b);
-	ssize_t		 r;
-	size_t		 k;
+	struct pbio *p = BIO_get_data(b);
+	ssize_t	     r;
+	size_t	     k;
 
 	BIO_clear_retry_flags(b);
 	if (n <= 0)
 		return 0;
 	if (p->off < p->npre) {
-		k = p->npre - p->off < (size_t)n ? p->npre - p->off :
-		    (size_t)n;
+		k = p->npre - p->off < (size_t)n ? p->npre - p->off : (size_t)n;
 		memcpy(out, p->pre + p->off, k);
 		p->off += k;
 		return (int)k;
@@ -1094,8 +1095,8 @@ pbio_read(BIO *b, char *out, int n)
 static int
 pbio_write(BIO *b, const char *in, int n)
 {
-	struct pbio	*p = BIO_get_data(b);
-	ssize_t		 r;
+	struct pbio *p = BIO_get_data(b);
+	ssize_t	     r;
 
 	BIO_clear_retry_flags(b);
 	do
@@ -1124,8 +1125,9 @@ pbio_destroy(BIO *b)
 static void
 pbio_init(void)
 {
-	if ((pbio_meth = BIO_meth_new(BIO_get_new_index() |
-	    BIO_TYPE_SOURCE_SINK, "sbx-socket")) == NULL)
+	if ((pbio_meth =
+		    BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK,
+			"sbx-socket")) == NULL)
 		return;
 	BIO_meth_set_read(pbio_meth, pbio_read);
 	BIO_meth_set_write(pbio_meth, pbio_write);
@@ -1136,8 +1138,8 @@ pbio_init(void)
 static BIO *
 pbio_new(int fd, const char *pre, size_t npre)
 {
-	struct pbio	*p;
-	BIO		*b;
+	struct pbio *p;
+	BIO	    *b;
 
 	pthread_once(&pbio_once, pbio_init);
 	if (pbio_meth == NULL || (p = calloc(1, sizeof(*p))) == NULL)
@@ -1158,7 +1160,7 @@ void *
 sbx_cred_client_ctx(struct sbx_error *e)
 {
 	static const unsigned char alpn[] = "\x08http/1.1";
-	SSL_CTX		*ctx;
+	SSL_CTX			  *ctx;
 
 	/* Full verification against the host's store, as curl on the host
 	 * would do: an administrator behind a private CA sets
@@ -1173,17 +1175,18 @@ sbx_cred_client_ctx(struct sbx_error *e)
 		return NULL;
 	}
 	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
-	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION |
-	    SSL_OP_NO_COMPRESSION | SSL_OP_IGNORE_UNEXPECTED_EOF);
+	SSL_CTX_set_options(ctx,
+	    SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION |
+		SSL_OP_IGNORE_UNEXPECTED_EOF);
 	return ctx;
 }
 
 /* A buffered reader over one TLS side. */
 struct rd {
-	SSL		*ssl;
-	char		*b;
-	size_t		 off, len, cap;
-	int		 eof;
+	SSL		   *ssl;
+	char		   *b;
+	size_t		    off, len, cap;
+	int		    eof;
 	unsigned long long *count;
 };
 
@@ -1192,22 +1195,22 @@ struct worker {
 	SSL			*c, *u;
 	struct rd		 rc, ru;
 	struct sbx_cred_mask	*mask;
-	struct sbx_cred_scanner	*scan;
-	unsigned		 used;	/* bits: reported already */
+	struct sbx_cred_scanner *scan;
+	unsigned		 used; /* bits: reported already */
 	unsigned		 requests;
 	unsigned long long	 bytes_in, bytes_out;
 	long long		 t_end;
-	int			 found;	/* placeholder seen in a body */
+	int			 found; /* placeholder seen in a body */
+	unsigned long long	 body; /* this request's body so far */
 	int			 upfail;
 };
 
 static void
-ev_send(struct worker *w, enum sbx_cred_ev type, int status,
-    const char *reason, const char *secret, const char *method,
-    const char *detail)
+ev_send(struct worker *w, enum sbx_cred_ev type, int status, const char *reason,
+    const char *secret, const char *method, const char *detail)
 {
-	struct sbx_cred_event	*ev;
-	ssize_t			 r;
+	struct sbx_cred_event *ev;
+	ssize_t		       r;
 
 	if ((ev = calloc(1, sizeof(*ev))) == NULL)
 		return;
@@ -1231,7 +1234,7 @@ ev_send(struct worker *w, enum sbx_cred_ev type, int status,
 static int
 rd_fill(struct rd *r)
 {
-	int	 n;
+	int n;
 
 	if (r->eof)
 		return 0;
@@ -1239,7 +1242,7 @@ rd_fill(struct rd *r)
 		r->off = r->len = 0;
 	if (r->len == r->cap) {
 		if (r->off == 0)
-			return -1;	/* full: the caller's cap */
+			return -1; /* full: the caller's cap */
 		memmove(r->b, r->b + r->off, r->len - r->off);
 		r->len -= r->off;
 		r->off = 0;
@@ -1265,13 +1268,14 @@ rd_fill(struct rd *r)
 static long
 rd_head(struct rd *r)
 {
-	size_t	 from = 0;
-	char	*p;
-	int	 k;
+	size_t from = 0;
+	char  *p;
+	int    k;
 
 	for (;;) {
-		if (r->len - r->off >= 4 && (p = memmem(r->b + r->off + from,
-		    r->len - r->off - from, "\r\n\r\n", 4)) != NULL)
+		if (r->len - r->off >= 4 &&
+		    (p = memmem(r->b + r->off + from, r->len - r->off - from,
+			 "\r\n\r\n", 4)) != NULL)
 			return (long)(p + 4 - (r->b + r->off));
 		if (r->len - r->off >= HEAD_MAX)
 			return -2;
@@ -1287,8 +1291,8 @@ rd_head(struct rd *r)
 static long
 rd_line(struct rd *r)
 {
-	char	*p;
-	int	 k;
+	char *p;
+	int   k;
 
 	for (;;) {
 		if ((p = memmem(r->b + r->off, r->len - r->off, "\r\n", 2)) !=
@@ -1304,7 +1308,7 @@ rd_line(struct rd *r)
 static int
 wr_all(SSL *s, const void *buf, size_t n)
 {
-	int	 k;
+	int k;
 
 	while (n > 0) {
 		k = SSL_write(s, buf, n > INT32_MAX ? INT32_MAX : (int)n);
@@ -1326,12 +1330,15 @@ typedef int (*emit_fn)(struct worker *, const char *, size_t, int data);
 static int
 emit_req(struct worker *w, const char *p, size_t n, int data)
 {
-	int	 k;
+	int k;
 
 	if (data && (k = sbx_cred_scanner_feed(w->scan, p, n)) >= 0) {
 		w->found = k;
 		return -2;
 	}
+	/* A chunked body is bounded as a declared one is. */
+	if (data && (w->body += n) > w->k->max_request)
+		return -4;
 	if (wr_all(w->u, p, n) == -1) {
 		w->upfail = 1;
 		return -3;
@@ -1342,7 +1349,7 @@ emit_req(struct worker *w, const char *p, size_t n, int data)
 static int
 mask_sink(void *arg, const void *p, size_t n)
 {
-	struct worker	*w = arg;
+	struct worker *w = arg;
 
 	return wr_all(w->c, p, n);
 }
@@ -1358,8 +1365,8 @@ emit_resp(struct worker *w, const char *p, size_t n, int data)
 static int
 copy_n(struct worker *w, struct rd *r, unsigned long long n, emit_fn emit)
 {
-	size_t	 k;
-	int	 rc;
+	size_t k;
+	int    rc;
 
 	while (n > 0) {
 		if (r->off == r->len) {
@@ -1383,10 +1390,10 @@ static int
 copy_body(struct worker *w, struct rd *r, int chunked, long long len,
     emit_fn emit)
 {
-	unsigned long long	 size;
-	long			 l;
-	size_t			 i;
-	int			 rc, d;
+	unsigned long long size;
+	long		   l;
+	size_t		   i;
+	int		   rc, d;
 
 	if (!chunked && len >= 0)
 		return copy_n(w, r, (unsigned long long)len, emit);
@@ -1400,8 +1407,8 @@ copy_body(struct worker *w, struct rd *r, int chunked, long long len,
 				if (rc < 0)
 					return -1;
 			}
-			if ((rc = emit(w, r->b + r->off, r->len - r->off,
-			    1)) != 0)
+			if ((rc = emit(w, r->b + r->off, r->len - r->off, 1)) !=
+			    0)
 				return rc;
 			r->off = r->len;
 		}
@@ -1418,9 +1425,9 @@ copy_body(struct worker *w, struct rd *r, int chunked, long long len,
 			size = size * 16 + (unsigned)d;
 		}
 		/* Digits, then an extension (";...") or the CRLF. */
-		if (i == 0 || (r->b[r->off + i] != ';' &&
-		    r->b[r->off + i] != '\r' && r->b[r->off + i] != ' ' &&
-		    r->b[r->off + i] != '\t'))
+		if (i == 0 ||
+		    (r->b[r->off + i] != ';' && r->b[r->off + i] != '\r' &&
+			r->b[r->off + i] != ' ' && r->b[r->off + i] != '\t'))
 			return -1;
 		if ((rc = emit(w, r->b + r->off, (size_t)l, 0)) != 0)
 			return rc;
@@ -1450,10 +1457,10 @@ copy_body(struct worker *w, struct rd *r, int chunked, long long len,
 static void
 answer(struct worker *w, int status, const char *reason)
 {
-	char		 b[768];
-	const char	*text;
-	int		 n, bn;
-	char		 body[400];
+	char	    b[768];
+	const char *text;
+	int	    n, bn;
+	char	    body[400];
 
 	switch (status) {
 	case 400: text = "Bad Request"; break;
@@ -1467,13 +1474,15 @@ answer(struct worker *w, int status, const char *reason)
 	case 505: text = "HTTP Version Not Supported"; break;
 	default: text = "Error"; break;
 	}
-	bn = snprintf(body, sizeof(body), "sbx-proxy: %s:%u: %s\n",
-	    w->k->host, w->k->port, reason);
+	bn = snprintf(body, sizeof(body), "sbx-proxy: %s:%u: %s\n", w->k->host,
+	    w->k->port, reason);
 	if (bn < 0 || (size_t)bn >= sizeof(body))
 		bn = (int)strlen(body);
-	n = snprintf(b, sizeof(b), "HTTP/1.1 %d %s\r\nX-Proxy-Error: %s\r\n"
+	n = snprintf(b, sizeof(b),
+	    "HTTP/1.1 %d %s\r\nX-Proxy-Error: %s\r\n"
 	    "Content-Type: text/plain\r\nConnection: close\r\n"
-	    "Content-Length: %d\r\n\r\n%s", status, text, reason, bn, body);
+	    "Content-Length: %d\r\n\r\n%s",
+	    status, text, reason, bn, body);
 	if (n > 0 && (size_t)n < sizeof(b))
 		(void)wr_all(w->c, b, (size_t)n);
 }
@@ -1484,11 +1493,11 @@ answer(struct worker *w, int status, const char *reason)
 static int
 relay_response(struct worker *w, const struct sbx_cred_req *q)
 {
-	const char	*h, *p, *e, *v;
-	long		 hl;
-	long long	 cl;
-	int		 status, chunked, close_ = 0, rc;
-	size_t		 vn;
+	const char *h, *p, *e, *v;
+	long	    hl;
+	long long   cl;
+	int	    status, chunked, close_ = 0, rc;
+	size_t	    vn;
 
 	for (;;) {
 		if ((hl = rd_head(&w->ru)) <= 0)
@@ -1499,14 +1508,14 @@ relay_response(struct worker *w, const struct sbx_cred_req *q)
 		    !isdigit((unsigned char)h[10]) ||
 		    !isdigit((unsigned char)h[11]))
 			return -1;
-		status = (h[9] - '0') * 100 + (h[10] - '0') * 10 +
-		    (h[11] - '0');
+		status =
+		    (h[9] - '0') * 100 + (h[10] - '0') * 10 + (h[11] - '0');
 		if (h[7] == '0')
 			close_ = 1;
 		cl = -1;
 		chunked = 0;
 		for (p = memchr(h, '\n', (size_t)hl) + 1; p < h + hl - 2;
-		    p = e + 2) {
+		     p = e + 2) {
 			e = memmem(p, (size_t)(h + hl - p), "\r\n", 2);
 			if (e == NULL)
 				return -1;
@@ -1515,22 +1524,23 @@ relay_response(struct worker *w, const struct sbx_cred_req *q)
 			vn = (size_t)(e - v - 1);
 			for (v++; vn > 0 && (*v == ' ' || *v == '\t'); v++)
 				vn--;
-			while (vn > 0 && (v[vn - 1] == ' ' || v[vn - 1] ==
-			    '\t'))
+			while (
+			    vn > 0 && (v[vn - 1] == ' ' || v[vn - 1] == '\t'))
 				vn--;
-			if (v - p > 14 && strncasecmp(p, "content-length:",
-			    15) == 0) {
+			if (v - p > 14 &&
+			    strncasecmp(p, "content-length:", 15) == 0) {
 				cl = 0;
 				for (; vn > 0 && isdigit((unsigned char)*v);
-				    v++, vn--)
+				     v++, vn--)
 					cl = cl * 10 + (*v - '0');
 				if (vn != 0 || cl < 0)
 					return -1;
-			} else if (v - p > 17 && strncasecmp(p,
-			    "transfer-encoding:", 18) == 0)
+			} else if (v - p > 17 &&
+			    strncasecmp(p, "transfer-encoding:", 18) == 0)
 				chunked = has_token(v, vn, "chunked");
-			else if (v - p > 10 && strncasecmp(p, "connection:",
-			    11) == 0 && has_token(v, vn, "close"))
+			else if (v - p > 10 &&
+			    strncasecmp(p, "connection:", 11) == 0 &&
+			    has_token(v, vn, "close"))
 				close_ = 1;
 		}
 		/* The head, masked of the values, then flushed: it is
@@ -1540,7 +1550,7 @@ relay_response(struct worker *w, const struct sbx_cred_req *q)
 			return -1;
 		w->ru.off += (size_t)hl;
 		if (status == 101)
-			return -1;	/* no upgrade was asked for */
+			return -1; /* no upgrade was asked for */
 		if (status >= 100 && status < 200)
 			continue;
 		break;
@@ -1550,8 +1560,8 @@ relay_response(struct worker *w, const struct sbx_cred_req *q)
 	else {
 		if (!chunked && cl < 0)
 			close_ = 1;
-		rc = copy_body(w, &w->ru, chunked, chunked ? -1 : cl,
-		    emit_resp);
+		rc =
+		    copy_body(w, &w->ru, chunked, chunked ? -1 : cl, emit_resp);
 		if (rc == 0)
 			rc = sbx_cred_mask_flush(w->mask);
 	}
@@ -1567,11 +1577,11 @@ relay_response(struct worker *w, const struct sbx_cred_req *q)
 static int
 relay_request(struct worker *w)
 {
-	struct sbx_cred_req	 q;
-	const char		*reason;
-	long			 hl;
-	int			 status, which, rc;
-	unsigned		 i;
+	struct sbx_cred_req q;
+	const char	   *reason;
+	long		    hl;
+	int		    status, which, rc;
+	unsigned	    i;
 
 	if (sbx_now_ms() > w->t_end)
 		return 0;
@@ -1591,14 +1601,16 @@ relay_request(struct worker *w)
 		answer(w, 502, "upstream_tls_failed");
 		return 0;
 	}
-	if (sbx_cred_request(w->k->creds, w->k->ncreds, w->k->host,
-	    w->k->port, w->rc.b + w->rc.off, (size_t)hl, w->k->max_request,
-	    &q, &status, &reason, &which) == -1) {
+	if (sbx_cred_request(w->k->creds, w->k->ncreds, w->k->host, w->k->port,
+		w->rc.b + w->rc.off, (size_t)hl, w->k->max_request, &q, &status,
+		&reason, &which) == -1) {
 		answer(w, status, reason);
-		ev_send(w, SBX_CRED_EV_REFUSED, status, reason, which >= 0 &&
-		    (size_t)which < w->k->ncreds ?
-		    w->k->creds[which].rule.secret : which >= 0 ? "unknown" :
-		    NULL, q.method[0] ? q.method : "-", "head");
+		ev_send(w, SBX_CRED_EV_REFUSED, status, reason,
+		    which >= 0 && (size_t)which < w->k->ncreds ?
+			w->k->creds[which].rule.secret :
+			which >= 0 ? "unknown" :
+				     NULL,
+		    q.method[0] ? q.method : "-", "head");
 		return 0;
 	}
 	w->rc.off += (size_t)hl;
@@ -1611,15 +1623,22 @@ relay_request(struct worker *w)
 		return 0;
 	}
 	rc = 0;
+	w->body = 0;
 	if (q.chunked || q.content_length > 0)
-		rc = copy_body(w, &w->rc, q.chunked, q.chunked ? -1 :
-		    q.content_length, emit_req);
+		rc = copy_body(w, &w->rc, q.chunked,
+		    q.chunked ? -1 : q.content_length, emit_req);
 	if (rc == -2) {
 		/* A placeholder in the body: the upstream connection is
 		 * dropped mid-body (the request never completes there). */
 		answer(w, 403, "credential_host_mismatch");
 		ev_send(w, SBX_CRED_EV_REFUSED, 403, "credential_host_mismatch",
 		    w->k->creds[w->found].rule.secret, q.method, "body");
+		return 0;
+	}
+	if (rc == -4) {
+		answer(w, 413, "request_too_large");
+		ev_send(w, SBX_CRED_EV_REFUSED, 413, "request_too_large", NULL,
+		    q.method, NULL);
 		return 0;
 	}
 	if (rc == -1) {
@@ -1647,13 +1666,13 @@ relay_request(struct worker *w)
 static void *
 worker_main(void *arg)
 {
-	struct sbx_cred_conn	*k = arg;
-	struct worker		 w;
-	struct timeval		 tv;
-	char			 detail[160];
-	unsigned char		 ip[16];
-	BIO			*bc, *bu;
-	long			 vr;
+	struct sbx_cred_conn *k = arg;
+	struct worker	      w;
+	struct timeval	      tv;
+	char		      detail[160];
+	unsigned char	      ip[16];
+	BIO		     *bc, *bu;
+	long		      vr;
 
 	memset(&w, 0, sizeof(w));
 	w.k = k;
@@ -1694,8 +1713,8 @@ worker_main(void *arg)
 	/* The real host first, verified by name (or address) against the
 	 * host's store: a host the host does not trust is refused as it
 	 * would be without sbx. */
-	if (inet_pton(AF_INET, k->host, ip) == 1 || inet_pton(AF_INET6,
-	    k->host, ip) == 1)
+	if (inet_pton(AF_INET, k->host, ip) == 1 ||
+	    inet_pton(AF_INET6, k->host, ip) == 1)
 		X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(w.u), k->host);
 	else {
 		SSL_set_tlsext_host_name(w.u, k->host);
@@ -1703,13 +1722,15 @@ worker_main(void *arg)
 	}
 	if (SSL_connect(w.u) != 1) {
 		vr = SSL_get_verify_result(w.u);
-		snprintf(detail, sizeof(detail), "%s", vr != X509_V_OK ?
-		    X509_verify_cert_error_string(vr) : "handshake failed");
+		snprintf(detail, sizeof(detail), "%s",
+		    vr != X509_V_OK ? X509_verify_cert_error_string(vr) :
+				      "handshake failed");
 		ERR_clear_error();
 		w.upfail = 1;
-		ev_send(&w, SBX_CRED_EV_ERROR, 502, vr != X509_V_OK ?
-		    "upstream_cert_untrusted" : "upstream_tls_failed", NULL,
-		    "-", detail);
+		ev_send(&w, SBX_CRED_EV_ERROR, 502,
+		    vr != X509_V_OK ? "upstream_cert_untrusted" :
+				      "upstream_tls_failed",
+		    NULL, "-", detail);
 	}
 	if (SSL_accept(w.c) != 1) {
 		ERR_clear_error();
@@ -1722,11 +1743,8 @@ worker_main(void *arg)
 		;
 	(void)SSL_shutdown(w.c);
 out:
-	ev_send(&w, SBX_CRED_EV_DONE, 0, NULL, NULL, NULL, NULL);
 	SSL_free(w.c);
 	SSL_free(w.u);
-	close(k->cfd);
-	close(k->ufd);
 	sbx_cred_scanner_free(w.scan);
 	sbx_cred_mask_free(w.mask);
 	if (w.rc.b != NULL)
@@ -1739,18 +1757,22 @@ out:
 	SSL_CTX_free(k->client_ctx);
 	sbx_cred_free(k->creds, k->ncreds);
 	free(k->pre);
-	free(k);
 	ERR_clear_error();
+	/* Last: the loop closes the descriptors once it reads this, so
+	 * that their numbers are never reused under a shutdown(2) of its
+	 * own. */
+	ev_send(&w, SBX_CRED_EV_DONE, 0, NULL, NULL, NULL, NULL);
+	free(k);
 	return NULL;
 }
 
 int
 sbx_cred_conn_start(struct sbx_cred_conn *k)
 {
-	pthread_attr_t	 a;
-	pthread_t	 t;
-	sigset_t	 all, old;
-	int		 rc;
+	pthread_attr_t a;
+	pthread_t      t;
+	sigset_t       all, old;
+	int	       rc;
 
 	if (pthread_attr_init(&a) != 0)
 		return -1;

@@ -2210,6 +2210,12 @@ session_open(struct session *s, json_t *req, int chan, struct sbx_error *e)
 	if (sbx_cred_parse(json_object_get(req, "credentials"), &s->creds,
 	    &s->ncreds, e) == -1)
 		return NULL;
+	/* A run with credentials needs the CA (made at first use): a
+	 * state root whose CA is damaged fails the run now, not its first
+	 * request. */
+	if (s->ncreds > 0 && P.ca == NULL &&
+	    (P.ca = sbx_tlsca_load(P.rootfd, e)) == NULL)
+		return NULL;
 	run = json_string_value(json_object_get(req, "run"));
 	allow = json_object_get(req, "allow");
 	snprintf(s->ss.agent, sizeof(s->ss.agent), "%s", agent);

@@ -22,19 +22,19 @@
 
 /* Make the CA if there is none; (re)write bundle.pem when the host's
  * bundle or ca.crt is newer.  0, or -1 with e. */
-int	 sbx_tlsca_ensure(int rootfd, struct sbx_error *);
+int sbx_tlsca_ensure(int rootfd, struct sbx_error *);
 /* The bundle's path relative to the state root ("config/ca/bundle.pem"). */
 const char *sbx_tlsca_bundle_rel(void);
 
-struct sbx_tlsca;	/* loaded key and certificate, and a leaf cache */
+struct sbx_tlsca; /* loaded key and certificate, and a leaf cache */
 /* Load the CA (the proxy, once).  NULL with e. */
 struct sbx_tlsca *sbx_tlsca_load(int rootfd, struct sbx_error *);
 /* An SSL_CTX that presents a leaf certificate for HOST (a DNS name or an
  * IP literal), signed by the CA, cached per host; borrowed (freed with
  * the CA).  Only ever asked for a host a credential rule names.  NULL
  * with e. */
-void	*sbx_tlsca_server_ctx(struct sbx_tlsca *, const char *host,
-	    struct sbx_error *);
-void	 sbx_tlsca_free(struct sbx_tlsca *);
+void *
+sbx_tlsca_server_ctx(struct sbx_tlsca *, const char *host, struct sbx_error *);
+void sbx_tlsca_free(struct sbx_tlsca *);
 
 #endif

@@ -38,53 +38,52 @@
 
 #include "error.h"
 
-#define SBX_CRED_HOSTS_MAX	16
-#define SBX_CRED_RULES_MAX	32
-#define SBX_CRED_PREFIX		"sbx-cred-"
-#define SBX_CRED_RAND_HEX	32
+#define SBX_CRED_HOSTS_MAX	 16
+#define SBX_CRED_RULES_MAX	 32
+#define SBX_CRED_PREFIX		 "sbx-cred-"
+#define SBX_CRED_RAND_HEX	 32
 /* "sbx-cred-" + 32 hex + "-" + a secret's name (secret.h's limit). */
 #define SBX_CRED_PLACEHOLDER_MAX (9 + SBX_CRED_RAND_HEX + 1 + 64)
 
 enum sbx_cred_kind {
-	SBX_CRED_HEADER,	/* header: "Name: ...{}..." */
-	SBX_CRED_BASIC,		/* Authorization: Basic base64(user:value) */
-	SBX_CRED_QUERY		/* ?name=value in the request target */
+	SBX_CRED_HEADER, /* header: "Name: ...{}..." */
+	SBX_CRED_BASIC, /* Authorization: Basic base64(user:value) */
+	SBX_CRED_QUERY /* ?name=value in the request target */
 };
 
 struct sbx_cred_host {
-	char		 name[256];	/* lowercase; without the "*." */
-	int		 wildcard;	/* "*.name": strictly under name */
-	unsigned short	 port;
+	char	       name[256]; /* lowercase; without the "*." */
+	int	       wildcard; /* "*.name": strictly under name */
+	unsigned short port;
 };
 
 struct sbx_credrule {
-	char			 secret[65];
-	struct sbx_cred_host	 hosts[SBX_CRED_HOSTS_MAX];
-	size_t			 nhosts;
-	enum sbx_cred_kind	 kind;
-	char			 hname[64];	/* header name (HEADER, BASIC) */
-	char			 tmpl[512];	/* HEADER: the value, with {} */
-	char			 user[256];	/* BASIC */
-	char			 qname[64];	/* QUERY */
+	char		     secret[65];
+	struct sbx_cred_host hosts[SBX_CRED_HOSTS_MAX];
+	size_t		     nhosts;
+	enum sbx_cred_kind   kind;
+	char		     hname[64]; /* header name (HEADER, BASIC) */
+	char		     tmpl[512]; /* HEADER: the value, with {} */
+	char		     user[256]; /* BASIC */
+	char		     qname[64]; /* QUERY */
 };
 
 /* One rule from its JSON form; "where" names it in messages
  * ("agents/alice/config.json: credentials[0]").  invalid_args or
  * invalid_config (e->reason) with what is wrong. */
-int	 sbx_credrule_parse(const json_t *, const char *where,
-	    struct sbx_credrule *, struct sbx_error *);
+int sbx_credrule_parse(const json_t *, const char *where, struct sbx_credrule *,
+    struct sbx_error *);
 /* Its JSON form (the settings' form: no placeholder, no value). */
-json_t	*sbx_credrule_json(const struct sbx_credrule *);
+json_t *sbx_credrule_json(const struct sbx_credrule *);
 /* 1 when host:port (host lowercase, as the proxy has it) is one of the
  * rule's, else 0. */
-int	 sbx_credrule_match(const struct sbx_credrule *, const char *host,
-	    unsigned short port);
+int sbx_credrule_match(const struct sbx_credrule *, const char *host,
+    unsigned short port);
 /* A fresh placeholder for secret NAME (randombytes_buf), NUL-terminated
  * in out[SBX_CRED_PLACEHOLDER_MAX + 1]. */
-void	 sbx_credrule_placeholder(const char *name, char *out);
+void sbx_credrule_placeholder(const char *name, char *out);
 /* 1 when ph is a placeholder of that form for the rule's secret
  * ("sbx-cred-" + 32 lowercase hex + "-" + secret), else 0. */
-int	 sbx_credrule_placeholder_ok(const struct sbx_credrule *,
-	    const char *ph);
+int sbx_credrule_placeholder_ok(const struct sbx_credrule *, const char *ph);
 
 #endif

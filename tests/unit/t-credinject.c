@@ -16,22 +16,24 @@
 #include "buf.h"
 #include "credinject.h"
 
-static struct sbx_cred	*C;
-static size_t		 N;
-static char		 PH0[SBX_CRED_PLACEHOLDER_MAX + 1];
-static char		 PH1[SBX_CRED_PLACEHOLDER_MAX + 1];
-static char		 PH2[SBX_CRED_PLACEHOLDER_MAX + 1];
+static struct sbx_cred *C;
+static size_t		N;
+static char		PH0[SBX_CRED_PLACEHOLDER_MAX + 1];
+static char		PH1[SBX_CRED_PLACEHOLDER_MAX + 1];
+static char		PH2[SBX_CRED_PLACEHOLDER_MAX + 1];
 
 /* The head with @0@, @1@, @2@ replaced by the placeholders. */
 static char *
 expand(const char *t)
 {
-	struct sbx_buf	 b = SBX_BUF_INIT;
+	struct sbx_buf b = SBX_BUF_INIT;
 
 	for (; *t != '\0'; t++) {
 		if (t[0] == '@' && t[1] >= '0' && t[1] <= '2' && t[2] == '@') {
-			sbx_buf_puts(&b, t[1] == '0' ? PH0 : t[1] == '1' ?
-			    PH1 : PH2);
+			sbx_buf_puts(&b,
+			    t[1] == '0'	    ? PH0 :
+				t[1] == '1' ? PH1 :
+					      PH2);
 			t += 2;
 		} else
 			sbx_buf_append(&b, t, 1);
@@ -42,18 +44,17 @@ expand(const char *t)
 /* Run a head for host:port: the reason ("ok" when passed), and the head
  * sent in out (may be NULL). */
 static const char *
-req(const char *host, unsigned port, const char *tmpl, char **out,
-    int *which)
+req(const char *host, unsigned port, const char *tmpl, char **out, int *which)
 {
-	struct sbx_cred_req	 r;
-	const char		*reason;
-	char			*h = expand(tmpl);
-	int			 st, w;
+	struct sbx_cred_req r;
+	const char	   *reason;
+	char		   *h = expand(tmpl);
+	int		    st, w;
 
 	if (out != NULL)
 		*out = NULL;
 	if (sbx_cred_request(C, N, host, port, h, strlen(h), 1 << 20, &r, &st,
-	    &reason, &w) == -1) {
+		&reason, &w) == -1) {
 		free(h);
 		if (which != NULL)
 			*which = w;
@@ -71,8 +72,8 @@ req(const char *host, unsigned port, const char *tmpl, char **out,
 static void
 refused(const char *host, const char *tmpl, int want, const char *name)
 {
-	int		 w = -9;
-	const char	*r = req(host, 443, tmpl, NULL, &w);
+	int	    w = -9;
+	const char *r = req(host, 443, tmpl, NULL, &w);
 
 	ok(strcmp(r, "credential_host_mismatch") == 0 && w == want,
 	    "refused: %s", name);
@@ -91,7 +92,7 @@ main(void)
 {
 	json_t			*arr;
 	struct sbx_error	 e;
-	struct sbx_cred_scanner	*sc;
+	struct sbx_cred_scanner *sc;
 	struct sbx_cred_mask	*m;
 	struct sbx_buf		 b = SBX_BUF_INIT;
 	char			*out, *body, js[2048], enc[400];
@@ -103,7 +104,8 @@ main(void)
 	sbx_credrule_placeholder("OPENAI_API_KEY", PH0);
 	sbx_credrule_placeholder("GH_TOKEN", PH1);
 	sbx_credrule_placeholder("MAPS_KEY", PH2);
-	snprintf(js, sizeof(js), "["
+	snprintf(js, sizeof(js),
+	    "["
 	    "{\"secret\":\"OPENAI_API_KEY\",\"hosts\":[\"api.openai.test\"],"
 	    "\"header\":\"Authorization: Bearer {}\",\"placeholder\":\"%s\","
 	    "\"value\":\"sk-REALVALUE-0123456789\"},"
@@ -112,74 +114,90 @@ main(void)
 	    "\"value\":\"ghp_realtoken42\"},"
 	    "{\"secret\":\"MAPS_KEY\",\"hosts\":[\"maps.test:8443\"],"
 	    "\"query\":\"key\",\"placeholder\":\"%s\","
-	    "\"value\":\"AIza real&value\"}]", PH0, PH1, PH2);
+	    "\"value\":\"AIza real&value\"}]",
+	    PH0, PH1, PH2);
 	arr = json_loads(js, 0, NULL);
-	ok(sbx_cred_parse(arr, &C, &N, &e) == 0 && N == 3, "session "
-	    "credentials parse: %s", e.message);
+	ok(sbx_cred_parse(arr, &C, &N, &e) == 0 && N == 3,
+	    "session "
+	    "credentials parse: %s",
+	    e.message);
 	ok(strstr(json_dumps(arr, 0), "REALVALUE") == NULL,
 	    "the request's copy of a value is wiped");
 	json_decref(arr);
 	ok(sbx_cred_find(C, N, "api.openai.test", 443) == 0 &&
-	    sbx_cred_find(C, N, "a.github.test", 443) == 1 &&
-	    sbx_cred_find(C, N, "maps.test", 443) == -1 &&
-	    sbx_cred_find(C, N, "maps.test", 8443) == 2, "rules found by "
+		sbx_cred_find(C, N, "a.github.test", 443) == 1 &&
+		sbx_cred_find(C, N, "maps.test", 443) == -1 &&
+		sbx_cred_find(C, N, "maps.test", 8443) == 2,
+	    "rules found by "
 	    "host and port");
 
 	/* Refusals of the session request. */
 	{
 		static const char *const badreq[][2] = {
 			{ "[{\"secret\":\"K\",\"hosts\":[\"a.b\"],\"query\":"
-			  "\"k\",\"value\":\"v\"}]", "malformed" },
+			  "\"k\",\"value\":\"v\"}]",
+			    "malformed" },
 			{ "[{\"secret\":\"K\",\"hosts\":[\"a.b\"],\"query\":"
 			  "\"k\",\"placeholder\":\"sbx-cred-x-K\",\"value\":"
-			  "\"v\"}]", "bad_placeholder" },
+			  "\"v\"}]",
+			    "bad_placeholder" },
 			{ "{}", "malformed" },
 		};
 
 		for (i = 0; i < sizeof(badreq) / sizeof(*badreq); i++) {
-			struct sbx_cred	*x;
+			struct sbx_cred *x;
 			size_t		 xn;
 
 			memset(&e, 0, sizeof(e));
 			arr = json_loads(badreq[i][0], 0, NULL);
 			ok(sbx_cred_parse(arr, &x, &xn, &e) == -1 &&
-			    e.reason != NULL && strcmp(e.reason,
-			    badreq[i][1]) == 0, "session request refused: %s",
-			    badreq[i][1]);
+				e.reason != NULL &&
+				strcmp(e.reason, badreq[i][1]) == 0,
+			    "session request refused: %s", badreq[i][1]);
 			json_decref(arr);
 		}
-		snprintf(js, sizeof(js), "[{\"secret\":\"OPENAI_API_KEY\","
+		snprintf(js, sizeof(js),
+		    "[{\"secret\":\"OPENAI_API_KEY\","
 		    "\"hosts\":[\"a.b\"],\"header\":\"X-Key: {}\","
 		    "\"placeholder\":\"%s\",\"value\":\"a\\r\\nX-Evil: 1\"}]",
 		    PH0);
 		arr = json_loads(js, 0, NULL);
 		memset(&e, 0, sizeof(e));
 		{
-			struct sbx_cred	*x;
+			struct sbx_cred *x;
 			size_t		 xn;
 
 			ok(sbx_cred_parse(arr, &x, &xn, &e) == -1 &&
-			    strcmp(e.reason, "bad_value") == 0, "a value with "
+				strcmp(e.reason, "bad_value") == 0,
+			    "a value with "
 			    "CR LF for a header is refused");
 		}
 		json_decref(arr);
 	}
 
 	/* Injection in its place. */
-	is_str(req("api.openai.test", 443, "POST /v1/chat HTTP/1.1\r\nHost: "
-	    "api.openai.test\r\nAuthorization: Bearer @0@\r\nContent-Length: "
-	    "2\r\n\r\n", &out, NULL), "ok", "header rule: passes");
-	ok(out != NULL && strstr(out, "\r\nAuthorization: Bearer "
-	    "sk-REALVALUE-0123456789\r\n") != NULL && strstr(out, PH0) == NULL,
+	is_str(
+	    req("api.openai.test", 443,
+		"POST /v1/chat HTTP/1.1\r\nHost: "
+		"api.openai.test\r\nAuthorization: Bearer @0@\r\nContent-Length: "
+		"2\r\n\r\n",
+		&out, NULL),
+	    "ok", "header rule: passes");
+	ok(out != NULL &&
+		strstr(out,
+		    "\r\nAuthorization: Bearer "
+		    "sk-REALVALUE-0123456789\r\n") != NULL &&
+		strstr(out, PH0) == NULL,
 	    "the value replaces the placeholder in its header");
 	free(out);
 	{
-		char	 cred[200], b64[300];
+		char cred[200], b64[300];
 
 		snprintf(cred, sizeof(cred), "anyone:%s", PH1);
 		sodium_bin2base64(b64, sizeof(b64), (unsigned char *)cred,
 		    strlen(cred), sodium_base64_VARIANT_ORIGINAL);
-		snprintf(js, sizeof(js), "GET /repo.git/info/refs HTTP/1.1\r\n"
+		snprintf(js, sizeof(js),
+		    "GET /repo.git/info/refs HTTP/1.1\r\n"
 		    "Host: x.github.test\r\nAuthorization: Basic %s\r\n\r\n",
 		    b64);
 		is_str(req("x.github.test", 443, js, &out, NULL), "ok",
@@ -194,88 +212,135 @@ main(void)
 		snprintf(cred, sizeof(cred), "anyone:%s", PH1);
 		sodium_bin2base64(b64, sizeof(b64), (unsigned char *)cred,
 		    strlen(cred), sodium_base64_VARIANT_ORIGINAL);
-		snprintf(js, sizeof(js), "GET / HTTP/1.1\r\nHost: evil.test\r\n"
-		    "Authorization: Basic %s\r\n\r\n", b64);
-		refused("evil.test", js, 1, "Basic credentials to another host");
+		snprintf(js, sizeof(js),
+		    "GET / HTTP/1.1\r\nHost: evil.test\r\n"
+		    "Authorization: Basic %s\r\n\r\n",
+		    b64);
+		refused("evil.test", js, 1,
+		    "Basic credentials to another host");
 	}
-	is_str(req("maps.test", 8443, "GET /geo?a=1&key=@2@&b=2 HTTP/1.1\r\n"
-	    "Host: maps.test:8443\r\n\r\n", &out, NULL), "ok",
-	    "query rule: passes");
-	ok(out != NULL && strncmp(out, "GET /geo?a=1&key=AIza%20real%26value&b=2 "
-	    "HTTP/1.1\r\n", 50) == 0, "the value percent-encoded in its "
+	is_str(req("maps.test", 8443,
+		   "GET /geo?a=1&key=@2@&b=2 HTTP/1.1\r\n"
+		   "Host: maps.test:8443\r\n\r\n",
+		   &out, NULL),
+	    "ok", "query rule: passes");
+	ok(out != NULL &&
+		strncmp(out,
+		    "GET /geo?a=1&key=AIza%20real%26value&b=2 "
+		    "HTTP/1.1\r\n",
+		    50) == 0,
+	    "the value percent-encoded in its "
 	    "parameter");
 	free(out);
-	is_str(req("api.openai.test", 443, "GET / HTTP/1.1\r\nHost: "
-	    "api.openai.test\r\nAuthorization: Bearer mine\r\n"
-	    "Proxy-Authorization: Basic eDp5\r\nExpect: 100-continue\r\n"
-	    "Upgrade: h2c\r\nContent-Length: 0\r\n\r\n", &out, NULL), "ok",
-	    "no placeholder: passes as it is");
+	is_str(req("api.openai.test", 443,
+		   "GET / HTTP/1.1\r\nHost: "
+		   "api.openai.test\r\nAuthorization: Bearer mine\r\n"
+		   "Proxy-Authorization: Basic eDp5\r\nExpect: 100-continue\r\n"
+		   "Upgrade: h2c\r\nContent-Length: 0\r\n\r\n",
+		   &out, NULL),
+	    "ok", "no placeholder: passes as it is");
 	ok(out != NULL && strstr(out, "Bearer mine") != NULL &&
-	    strstr(out, "Proxy-Authorization") == NULL &&
-	    strstr(out, "Expect") == NULL && strstr(out, "Upgrade") == NULL,
+		strstr(out, "Proxy-Authorization") == NULL &&
+		strstr(out, "Expect") == NULL && strstr(out, "Upgrade") == NULL,
 	    "proxy, expect and upgrade headers stop at the proxy");
 	free(out);
 
 	/* Refused: everywhere else. */
-	refused("evil.test", "GET / HTTP/1.1\r\nHost: evil.test\r\n"
-	    "Authorization: Bearer @0@\r\n\r\n", 0, "to an unlisted host");
-	refused("api.openai.test", "GET /v1/@0@ HTTP/1.1\r\nHost: "
-	    "api.openai.test\r\n\r\n", 0, "in the path of the rule's host");
-	refused("api.openai.test", "GET / HTTP/1.1\r\nHost: api.openai.test"
-	    "\r\nX-Other: @0@\r\n\r\n", 0, "in another header");
-	refused("api.openai.test", "GET / HTTP/1.1\r\nHost: api.openai.test"
-	    "\r\nAuthorization: Bearer @1@\r\n\r\n", 1,
-	    "another rule's placeholder in the place");
-	refused("maps.test", "GET /?key=@2@ HTTP/1.1\r\nHost: maps.test\r\n"
-	    "\r\n", 2, "a query rule on another port");
-	refused("maps.test", "GET /?other=@2@ HTTP/1.1\r\nHost: "
-	    "maps.test:8443\r\n\r\n", 2, "in another parameter");
+	refused("evil.test",
+	    "GET / HTTP/1.1\r\nHost: evil.test\r\n"
+	    "Authorization: Bearer @0@\r\n\r\n",
+	    0, "to an unlisted host");
+	refused("api.openai.test",
+	    "GET /v1/@0@ HTTP/1.1\r\nHost: "
+	    "api.openai.test\r\n\r\n",
+	    0, "in the path of the rule's host");
+	refused("api.openai.test",
+	    "GET / HTTP/1.1\r\nHost: api.openai.test"
+	    "\r\nX-Other: @0@\r\n\r\n",
+	    0, "in another header");
+	refused("api.openai.test",
+	    "GET / HTTP/1.1\r\nHost: api.openai.test"
+	    "\r\nAuthorization: Bearer @1@\r\n\r\n",
+	    1, "another rule's placeholder in the place");
+	refused("maps.test",
+	    "GET /?key=@2@ HTTP/1.1\r\nHost: maps.test\r\n"
+	    "\r\n",
+	    2, "a query rule on another port");
+	refused("maps.test",
+	    "GET /?other=@2@ HTTP/1.1\r\nHost: "
+	    "maps.test:8443\r\n\r\n",
+	    2, "in another parameter");
 	{
-		char	 lc[200];
+		char lc[200];
 
-		snprintf(lc, sizeof(lc), "GET / HTTP/1.1\r\nHost: evil.test\r\n"
-		    "X-K: %s\r\n\r\n", PH0);
+		snprintf(lc, sizeof(lc),
+		    "GET / HTTP/1.1\r\nHost: evil.test\r\n"
+		    "X-K: %s\r\n\r\n",
+		    PH0);
 		for (i = 0; lc[i] != '\0'; i++)
 			lc[i] = (char)tolower((unsigned char)lc[i]);
 		refused("evil.test", lc, 0, "lowercased");
 		for (i = 0, w = 0; PH0[i] != '\0'; i++)
-			w += snprintf(enc + w, sizeof(enc) - (size_t)w, "%%%02X",
-			    (unsigned char)PH0[i]);
-		snprintf(js, sizeof(js), "GET /?q=%s HTTP/1.1\r\nHost: "
-		    "evil.test\r\n\r\n", enc);
+			w += snprintf(enc + w, sizeof(enc) - (size_t)w,
+			    "%%%02X", (unsigned char)PH0[i]);
+		snprintf(js, sizeof(js),
+		    "GET /?q=%s HTTP/1.1\r\nHost: "
+		    "evil.test\r\n\r\n",
+		    enc);
 		refused("evil.test", js, 0, "percent-encoded");
-		snprintf(js, sizeof(js), "GET /?q=%%25%s HTTP/1.1\r\nHost: "
-		    "evil.test\r\n\r\n", "73bx-cred-");
+		snprintf(js, sizeof(js),
+		    "GET /?q=%%25%s HTTP/1.1\r\nHost: "
+		    "evil.test\r\n\r\n",
+		    "73bx-cred-");
 		refused("evil.test", js, 3, "double percent-encoded marker");
-		snprintf(js, sizeof(js), "GET / HTTP/1.1\r\nHost: evil.test\r\n"
-		    "X-K: %.20s\r\n %s\r\n\r\n", PH0, PH0 + 20);
+		snprintf(js, sizeof(js),
+		    "GET / HTTP/1.1\r\nHost: evil.test\r\n"
+		    "X-K: %.20s\r\n %s\r\n\r\n",
+		    PH0, PH0 + 20);
 		refused("evil.test", js, 0, "split across an obs-fold");
-		snprintf(js, sizeof(js), "GET / HTTP/1.1\r\nHost: evil.test\r\n"
-		    "X-A: %.20s\r\nX-B: %s\r\n\r\n", PH0, PH0 + 20);
+		snprintf(js, sizeof(js),
+		    "GET / HTTP/1.1\r\nHost: evil.test\r\n"
+		    "X-A: %.20s\r\nX-B: %s\r\n\r\n",
+		    PH0, PH0 + 20);
 		refused("evil.test", js, 0, "split across two header lines");
-		snprintf(js, sizeof(js), "GET / HTTP/1.1\r\nHost: evil.test\r\n"
-		    "X-A: %.6s\r\nX-B: %s\r\n\r\n", PH0, PH0 + 6);
-		refused("evil.test", js, 0, "split inside the marker (the "
+		snprintf(js, sizeof(js),
+		    "GET / HTTP/1.1\r\nHost: evil.test\r\n"
+		    "X-A: %.6s\r\nX-B: %s\r\n\r\n",
+		    PH0, PH0 + 6);
+		refused("evil.test", js, 0,
+		    "split inside the marker (the "
 		    "random part)");
 	}
-	is_str(req("evil.test", 443, "GET /sbx-cre HTTP/1.1\r\nHost: "
-	    "evil.test\r\n\r\n", NULL, NULL), "ok",
-	    "an unrelated head passes");
-	is_str(req("api.openai.test", 443, "GET / HTTP/1.1\r\nHost: "
-	    "evil.test\r\n\r\n", NULL, NULL), "tunnel_host_mismatch",
-	    "Host must name the connection's host");
-	is_str(req("api.openai.test", 443, "GET / HTTP/1.1\r\nHost: "
-	    "api.openai.test\r\nX: a\r\n b\r\n\r\n", NULL, NULL), "obs_fold",
-	    "an obs-fold is refused");
-	is_str(req("api.openai.test", 443, "PRI * HTTP/2.0\r\n\r\n", NULL,
-	    NULL), "http2_not_supported", "the HTTP/2 preface: 505");
-	is_str(req("api.openai.test", 443, "POST / HTTP/1.1\r\nHost: "
-	    "api.openai.test\r\nContent-Length: 1\r\nTransfer-Encoding: "
-	    "chunked\r\n\r\n", NULL, NULL), "ambiguous_length",
-	    "Content-Length with chunked is refused");
-	is_str(req("api.openai.test", 443, "POST / HTTP/1.1\r\nHost: "
-	    "api.openai.test\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
-	    NULL, NULL), "bad_transfer_encoding", "other codings refused");
+	is_str(req("evil.test", 443,
+		   "GET /sbx-cre HTTP/1.1\r\nHost: "
+		   "evil.test\r\n\r\n",
+		   NULL, NULL),
+	    "ok", "an unrelated head passes");
+	is_str(req("api.openai.test", 443,
+		   "GET / HTTP/1.1\r\nHost: "
+		   "evil.test\r\n\r\n",
+		   NULL, NULL),
+	    "tunnel_host_mismatch", "Host must name the connection's host");
+	is_str(req("api.openai.test", 443,
+		   "GET / HTTP/1.1\r\nHost: "
+		   "api.openai.test\r\nX: a\r\n b\r\n\r\n",
+		   NULL, NULL),
+	    "obs_fold", "an obs-fold is refused");
+	is_str(
+	    req("api.openai.test", 443, "PRI * HTTP/2.0\r\n\r\n", NULL, NULL),
+	    "http2_not_supported", "the HTTP/2 preface: 505");
+	is_str(req("api.openai.test", 443,
+		   "POST / HTTP/1.1\r\nHost: "
+		   "api.openai.test\r\nContent-Length: 1\r\nTransfer-Encoding: "
+		   "chunked\r\n\r\n",
+		   NULL, NULL),
+	    "ambiguous_length", "Content-Length with chunked is refused");
+	is_str(
+	    req("api.openai.test", 443,
+		"POST / HTTP/1.1\r\nHost: "
+		"api.openai.test\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+		NULL, NULL),
+	    "bad_transfer_encoding", "other codings refused");
 	ok(sbx_cred_scan(C, N, "CONNECT x.test:443 HTTP/1.1\r\n", 29) == -1,
 	    "scan: nothing in a plain CONNECT");
 
@@ -284,8 +349,8 @@ main(void)
 	for (step = 1, bad = 0; step <= strlen(js); step++) {
 		sc = sbx_cred_scanner_new(C, N);
 		for (i = 0, w = -1; i < strlen(js) && w < 0; i += step)
-			w = sbx_cred_scanner_feed(sc, js + i, strlen(js) - i <
-			    step ? strlen(js) - i : step);
+			w = sbx_cred_scanner_feed(sc, js + i,
+			    strlen(js) - i < step ? strlen(js) - i : step);
 		if (w != 0)
 			bad++;
 		sbx_cred_scanner_free(sc);
@@ -295,8 +360,8 @@ main(void)
 	for (step = 1, bad = 0; step <= strlen(js); step++) {
 		sc = sbx_cred_scanner_new(C, N);
 		for (i = 0, w = -1; i < strlen(js) && w < 0; i += step)
-			w = sbx_cred_scanner_feed(sc, js + i, strlen(js) - i <
-			    step ? strlen(js) - i : step);
+			w = sbx_cred_scanner_feed(sc, js + i,
+			    strlen(js) - i < step ? strlen(js) - i : step);
 		if (w != 0)
 			bad++;
 		sbx_cred_scanner_free(sc);
@@ -313,20 +378,22 @@ main(void)
 		b.len = 0;
 		m = sbx_cred_mask_new(C, N, sink, &b);
 		for (i = 0; i < strlen(body); i += step)
-			sbx_cred_mask_write(m, body + i, strlen(body) - i <
-			    step ? strlen(body) - i : step);
+			sbx_cred_mask_write(m, body + i,
+			    strlen(body) - i < step ? strlen(body) - i : step);
 		sbx_cred_mask_flush(m);
 		sbx_buf_append(&b, "", 0);
-		if (b.len != strlen(body) || strstr(b.p,
-		    "*********************** ") != NULL || strstr(b.p,
-		    "realvalue") != NULL || sbx_cred_mask_hits(m) != 1) {
+		if (b.len != strlen(body) ||
+		    strstr(b.p, "*********************** ") != NULL ||
+		    strstr(b.p, "realvalue") != NULL ||
+		    sbx_cred_mask_hits(m) != 1) {
 			if (!bad)
 				diag("step %zu: %s", step, b.p);
 			bad++;
 		}
 		sbx_cred_mask_free(m);
 	}
-	ok(bad == 0, "an echoed value is masked at every split, any case, "
+	ok(bad == 0,
+	    "an echoed value is masked at every split, any case, "
 	    "the length kept");
 	sbx_buf_release(&b);
 	sbx_cred_free(C, N);

@@ -14,9 +14,9 @@
 static int
 parse(const char *js, struct sbx_credrule *r, struct sbx_error *e)
 {
-	json_t		*o;
-	json_error_t	 je;
-	int		 rc;
+	json_t	    *o;
+	json_error_t je;
+	int	     rc;
 
 	memset(e, 0, sizeof(*e));
 	if ((o = json_loads(js, 0, &je)) == NULL)
@@ -29,12 +29,12 @@ parse(const char *js, struct sbx_credrule *r, struct sbx_error *e)
 static void
 refused(const char *js, const char *reason)
 {
-	struct sbx_credrule	 r;
-	struct sbx_error	 e;
-	int			 rc = parse(js, &r, &e);
+	struct sbx_credrule r;
+	struct sbx_error    e;
+	int		    rc = parse(js, &r, &e);
 
 	ok(rc == -1 && e.reason != NULL && strcmp(e.reason, reason) == 0 &&
-	    strcmp(e.kind, SBX_K_INVALID_ARGS) == 0,
+		strcmp(e.kind, SBX_K_INVALID_ARGS) == 0,
 	    "refused (%s): %s", reason, js);
 	if (rc != -1 || e.reason == NULL || strcmp(e.reason, reason) != 0)
 		diag("rc %d reason %s: %s", rc, e.reason ? e.reason : "-",
@@ -44,10 +44,10 @@ refused(const char *js, const char *reason)
 static void
 roundtrip(const char *js, const char *want)
 {
-	struct sbx_credrule	 r;
-	struct sbx_error	 e;
-	json_t			*o;
-	char			*s = NULL;
+	struct sbx_credrule r;
+	struct sbx_error    e;
+	json_t		   *o;
+	char		   *s = NULL;
 
 	if (parse(js, &r, &e) == 0 && (o = sbx_credrule_json(&r)) != NULL) {
 		s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
@@ -61,23 +61,26 @@ roundtrip(const char *js, const char *want)
 int
 main(void)
 {
-	struct sbx_credrule	 r;
-	struct sbx_error	 e;
-	char			 ph[SBX_CRED_PLACEHOLDER_MAX + 1];
-	char			 ph2[SBX_CRED_PLACEHOLDER_MAX + 1];
+	struct sbx_credrule r;
+	struct sbx_error    e;
+	char		    ph[SBX_CRED_PLACEHOLDER_MAX + 1];
+	char		    ph2[SBX_CRED_PLACEHOLDER_MAX + 1];
 
 	if (sodium_init() < 0)
 		return 1;
 	ok(parse("{\"secret\":\"OPENAI_API_KEY\",\"hosts\":"
-	    "[\"API.openai.com\",\"*.example.com:8443\"],"
-	    "\"header\":\"Authorization: Bearer {}\"}", &r, &e) == 0,
+		 "[\"API.openai.com\",\"*.example.com:8443\"],"
+		 "\"header\":\"Authorization: Bearer {}\"}",
+	       &r, &e) == 0,
 	    "a header rule parses");
-	ok(r.kind == SBX_CRED_HEADER && strcmp(r.hname, "Authorization") == 0
-	    && strcmp(r.tmpl, "Bearer {}") == 0, "header name and template");
+	ok(r.kind == SBX_CRED_HEADER && strcmp(r.hname, "Authorization") == 0 &&
+		strcmp(r.tmpl, "Bearer {}") == 0,
+	    "header name and template");
 	ok(r.nhosts == 2 && strcmp(r.hosts[0].name, "api.openai.com") == 0 &&
-	    r.hosts[0].port == 443 && !r.hosts[0].wildcard &&
-	    r.hosts[1].wildcard && r.hosts[1].port == 8443 &&
-	    strcmp(r.hosts[1].name, "example.com") == 0, "hosts lowercased, "
+		r.hosts[0].port == 443 && !r.hosts[0].wildcard &&
+		r.hosts[1].wildcard && r.hosts[1].port == 8443 &&
+		strcmp(r.hosts[1].name, "example.com") == 0,
+	    "hosts lowercased, "
 	    "ports, wildcard");
 	ok(sbx_credrule_match(&r, "api.openai.com", 443), "exact host");
 	ok(!sbx_credrule_match(&r, "api.openai.com", 80), "other port");
@@ -91,17 +94,21 @@ main(void)
 	    "wildcard with its port only");
 
 	roundtrip("{\"secret\":\"K\",\"hosts\":[\"A.b\",\"*.c.d:8443\"],"
-	    "\"header\":\"x-api-key: {}\"}",
+		  "\"header\":\"x-api-key: {}\"}",
 	    "{\"header\":\"x-api-key: {}\",\"hosts\":[\"a.b\",\"*.c.d:8443\"],"
 	    "\"secret\":\"K\"}");
 	roundtrip("{\"secret\":\"K\",\"hosts\":[\"a.b\"],\"basic_user\":"
-	    "\"bob\"}", "{\"basic_user\":\"bob\",\"hosts\":[\"a.b\"],"
+		  "\"bob\"}",
+	    "{\"basic_user\":\"bob\",\"hosts\":[\"a.b\"],"
 	    "\"secret\":\"K\"}");
 	roundtrip("{\"secret\":\"K\",\"hosts\":[\"127.0.0.1:9\",\"[::1]:8\"],"
-	    "\"query\":\"key\"}", "{\"hosts\":[\"127.0.0.1:9\",\"[::1]:8\"],"
+		  "\"query\":\"key\"}",
+	    "{\"hosts\":[\"127.0.0.1:9\",\"[::1]:8\"],"
 	    "\"query\":\"key\",\"secret\":\"K\"}");
 	ok(parse("{\"secret\":\"K\",\"hosts\":[\"[::1]:8\"],\"query\":\"k\"}",
-	    &r, &e) == 0 && sbx_credrule_match(&r, "::1", 8), "IPv6 literal");
+	       &r, &e) == 0 &&
+		sbx_credrule_match(&r, "::1", 8),
+	    "IPv6 literal");
 
 	refused("[]", "malformed");
 	refused("{\"hosts\":[\"a.b\"],\"query\":\"k\"}", "missing");
@@ -122,37 +129,48 @@ main(void)
 	    "bad_host");
 	refused("{\"secret\":\"K\",\"hosts\":[\"a.b\"]}", "bad_where");
 	refused("{\"secret\":\"K\",\"hosts\":[\"a.b\"],\"query\":\"k\","
-	    "\"basic_user\":\"u\"}", "bad_where");
-	refused("{\"secret\":\"K\",\"hosts\":[\"a.b\"],\"header\":\"Host: {}\"}",
+		"\"basic_user\":\"u\"}",
+	    "bad_where");
+	refused(
+	    "{\"secret\":\"K\",\"hosts\":[\"a.b\"],\"header\":\"Host: {}\"}",
 	    "bad_header");
 	refused("{\"secret\":\"K\",\"hosts\":[\"a.b\"],\"header\":"
-	    "\"content-length: {}\"}", "bad_header");
+		"\"content-length: {}\"}",
+	    "bad_header");
 	refused("{\"secret\":\"K\",\"hosts\":[\"a.b\"],\"header\":"
-	    "\"Proxy-Authorization: {}\"}", "bad_header");
+		"\"Proxy-Authorization: {}\"}",
+	    "bad_header");
 	refused("{\"secret\":\"K\",\"hosts\":[\"a.b\"],\"header\":"
-	    "\"X-Key: a {} {}\"}", "bad_header");
+		"\"X-Key: a {} {}\"}",
+	    "bad_header");
 	refused("{\"secret\":\"K\",\"hosts\":[\"a.b\"],\"header\":"
-	    "\"X-Key: none\"}", "bad_header");
+		"\"X-Key: none\"}",
+	    "bad_header");
 	refused("{\"secret\":\"K\",\"hosts\":[\"a.b\"],\"header\":"
-	    "\"{}: x\"}", "bad_header");
+		"\"{}: x\"}",
+	    "bad_header");
 	refused("{\"secret\":\"K\",\"hosts\":[\"a.b\"],\"header\":"
-	    "\"X-Key: {}\\r\\nX-Evil: 1\"}", "bad_header");
+		"\"X-Key: {}\\r\\nX-Evil: 1\"}",
+	    "bad_header");
 	refused("{\"secret\":\"K\",\"hosts\":[\"a.b\"],\"basic_user\":\"a:b\"}",
 	    "bad_user");
 	refused("{\"secret\":\"K\",\"hosts\":[\"a.b\"],\"query\":\"a=b\"}",
 	    "bad_query");
 	refused("{\"secret\":\"K\",\"hosts\":[\"a.b\"],\"query\":\"k\","
-	    "\"value\":\"v\"}", "unknown_key");
+		"\"value\":\"v\"}",
+	    "unknown_key");
 	refused("{\"secret\":\"K\",\"hosts\":[\"a.b\"],\"query\":7}",
 	    "malformed");
 
 	ok(parse("{\"secret\":\"OPENAI_API_KEY\",\"hosts\":[\"a.b\"],"
-	    "\"query\":\"k\"}", &r, &e) == 0, "a query rule");
+		 "\"query\":\"k\"}",
+	       &r, &e) == 0,
+	    "a query rule");
 	sbx_credrule_placeholder("OPENAI_API_KEY", ph);
 	sbx_credrule_placeholder("OPENAI_API_KEY", ph2);
 	ok(strncmp(ph, "sbx-cred-", 9) == 0 && strlen(ph) == 9 + 32 + 1 + 14 &&
-	    strcmp(ph + 42, "OPENAI_API_KEY") == 0, "placeholder form: %s",
-	    ph);
+		strcmp(ph + 42, "OPENAI_API_KEY") == 0,
+	    "placeholder form: %s", ph);
 	ok(strcmp(ph, ph2) != 0, "placeholders are drawn afresh");
 	ok(sbx_credrule_placeholder_ok(&r, ph), "placeholder checks");
 	ok(!sbx_credrule_placeholder_ok(&r, "sbx-cred-00-OPENAI_API_KEY"),
