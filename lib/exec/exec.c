@@ -741,8 +741,8 @@ prep_creds_rules(struct sbx_exec *p, struct sbx_error *e)
  * silent skip), a fresh placeholder is drawn for it, and the scrubber is
  * rebuilt to redact the placeholders too (a placeholder in the output
  * says nothing of the value, but it is this run's and no business of the
- * transcript's).  In proxy mode the CA is made (tlsca.h) and its bundle
- * opened for the sandbox.
+ * transcript's).  In proxy mode the run will want the CA's bundle
+ * (ca_open).
  */
 static int
 prep_creds(struct sbx_exec *p, struct sbx_error *e)
@@ -795,25 +795,10 @@ prep_creds(struct sbx_exec *p, struct sbx_error *e)
 		goto nomem;
 	sbx_scrub_free(p->secrets.scrub);
 	p->secrets.scrub = sc;
-	if (!sbx_netmode_row(p->network)->relay)
-		return 0;
-	/* The CA the proxy signs the rules' hosts with; its key stays in
-	 * config/ca, which no sandbox binds. */
-	if (sbx_tlsca_ensure(p->root.fd, e) == -1)
-		return -1;
-	if ((p->ca_fd = openat(p->root.fd, sbx_tlsca_bundle_rel(),
-	    O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1)
-		return sbx_error_sys(e, "ca_bundle", "cannot open %s",
-		    sbx_tlsca_bundle_rel());
-	{
-		struct stat st;
-
-		if (fstat(p->ca_fd, &st) == -1 || !S_ISREG(st.st_mode))
-			return sbx_error_set(e, SBX_K_UNAVAILABLE, NULL,
-			    "ca_bundle", "%s is not a regular file",
-			    sbx_tlsca_bundle_rel());
-	}
-	p->sb.ca_bundle = 1;
+	/* In proxy mode the sandbox trusts the CA the proxy signs the
+	 * rules' hosts with: the proxy makes it when the session opens
+	 * (ca_open, after it), so that OpenSSL stays out of sbx-exec. */
+	p->want_ca = sbx_netmode_row(p->network)->relay && p->creds->n > 0;
 	return 0;
 nomem:
 	sbx_scrub_free(sc);
@@ -1680,6 +1665,30 @@ host_cli_find(struct sbx_exec *p)
 	return 0;
 }
 
+/*
+ * The state root's CA bundle (tlsca.h) for a run with credential rules,
+ * opened once the proxy's session is open: the proxy made the CA (or
+ * refreshed the bundle) when it took the session's rules.  Bound
+ * read-only; its key stays in config/ca, which no sandbox binds.
+ */
+static int
+ca_open(struct sbx_exec *p, struct sbx_error *e)
+{
+	struct stat	 st;
+
+	if (!p->want_ca || p->ca_fd != -1)
+		return 0;
+	if ((p->ca_fd = openat(p->root.fd, SBX_TLSCA_BUNDLE,
+	    O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1)
+		return sbx_error_sys(e, "ca_bundle", "cannot open %s",
+		    SBX_TLSCA_BUNDLE);
+	if (fstat(p->ca_fd, &st) == -1 || !S_ISREG(st.st_mode))
+		return sbx_error_set(e, SBX_K_UNAVAILABLE, NULL, "ca_bundle",
+		    "%s is not a regular file", SBX_TLSCA_BUNDLE);
+	p->sb.ca_bundle = 1;
+	return 0;
+}
+
 static int
 prep_proxy(struct sbx_exec *p, struct sbx_error *e)
 {
@@ -1710,7 +1719,7 @@ prep_proxy(struct sbx_exec *p, struct sbx_error *e)
 	snprintf(p->proxy_run, sizeof(p->proxy_run), "%s", run);
 	/* Kept for the run: a restarted proxy gets the same session. */
 	p->proxy_allow = allow;
-	if (proxy_open(p, e) == -1)
+	if (proxy_open(p, e) == -1 || ca_open(p, e) == -1)
 		return -1;
 	return relay_open(&p->relay[0], e);
 }

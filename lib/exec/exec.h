@@ -200,10 +200,12 @@ struct sbx_exec {
 	 * each bound secret's variable holds placeholder i (creds_ph,
 	 * SBX_CRED_PLACEHOLDER_MAX + 1 bytes each) and the proxy puts the
 	 * value in requests to the rule's hosts.  NULL: no rule in play.
-	 * ca_fd: the state root's bundle (tlsca.h), bound read-only. */
+	 * ca_fd: the state root's bundle (tlsca.h), bound read-only, when
+	 * want_ca (a proxy run with rules). */
 	struct sbx_credset	*creds;
 	char			*creds_ph;
 	int			 ca_fd;
+	int			 want_ca;
 	json_t			*credentials;	/* the proxy's list, after */
 
 	/* after sbx_exec_run */

@@ -2210,11 +2210,15 @@ session_open(struct session *s, json_t *req, int chan, struct sbx_error *e)
 	if (sbx_cred_parse(json_object_get(req, "credentials"), &s->creds,
 	    &s->ncreds, e) == -1)
 		return NULL;
-	/* A run with credentials needs the CA (made at first use): a
-	 * state root whose CA is damaged fails the run now, not its first
-	 * request. */
-	if (s->ncreds > 0 && P.ca == NULL &&
-	    (P.ca = sbx_tlsca_load(P.rootfd, e)) == NULL)
+	/* A run with credentials needs the CA (made at first use, here:
+	 * sbx-exec opens its bundle once this session is open, and links
+	 * none of OpenSSL): a state root whose CA is damaged fails the run
+	 * now, not its first request.  Loaded once; the bundle is checked
+	 * (and rewritten when the host's bundle changed, or remade when
+	 * removed) for every such run. */
+	if (s->ncreds > 0 && (P.ca == NULL ?
+	    (P.ca = sbx_tlsca_load(P.rootfd, e)) == NULL :
+	    sbx_tlsca_ensure(P.rootfd, e) == -1))
 		return NULL;
 	run = json_string_value(json_object_get(req, "run"));
 	allow = json_object_get(req, "allow");

@@ -23,7 +23,9 @@
 /* Make the CA if there is none; (re)write bundle.pem when the host's
  * bundle or ca.crt is newer.  0, or -1 with e. */
 int sbx_tlsca_ensure(int rootfd, struct sbx_error *);
-/* The bundle's path relative to the state root ("config/ca/bundle.pem"). */
+/* The bundle's path relative to the state root: a macro, so that
+ * sbx-exec, which only opens it, links none of OpenSSL. */
+#define SBX_TLSCA_BUNDLE "config/ca/bundle.pem"
 const char *sbx_tlsca_bundle_rel(void);
 
 struct sbx_tlsca; /* loaded key and certificate, and a leaf cache */

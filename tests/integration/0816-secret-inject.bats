@@ -157,6 +157,31 @@ teardown() { proxy_teardown; }
 	[ "$status" -ne 0 ]
 }
 
+@test "the proxy makes the CA for the first run with rules, and remakes a removed bundle" {
+	# A proxy run without rules makes no CA (sbx-exec never makes it:
+	# it links no TLS library, and only opens the bundle the proxy made).
+	run -0 "$SBX" exec --network proxy -q -- true
+	[ ! -e "$SBX_HOME/config/ca" ]
+	sbx secret bind OPENAI_API_KEY --host "$HOST:$TLS_PORT" \
+	    --header 'Authorization: Bearer {}' -q
+	# shellcheck disable=SC2016
+	run -0 "$SBX" exec --network proxy -q -- sh -c \
+	    "$CURL"' -sS -m 10 -o /dev/null -w "%{http_code}\n" -H "Authorization: Bearer $OPENAI_API_KEY" https://'"$HOST:$TLS_PORT"'/one'
+	[ "$output" = 200 ]
+	[ "$(stat -c %a "$SBX_HOME/config/ca/ca.key")" = 600 ]
+	key=$(sha256sum < "$SBX_HOME/config/ca/ca.key")
+	# The bundle removed while the proxy runs: the next run's session
+	# remakes it from the same CA (the key is kept).
+	rm "$SBX_HOME/config/ca/bundle.pem"
+	# shellcheck disable=SC2016
+	run -0 "$SBX" exec --network proxy -q -- sh -c \
+	    "$CURL"' -sS -m 10 -o /dev/null -w "%{http_code}\n" -H "Authorization: Bearer $OPENAI_API_KEY" https://'"$HOST:$TLS_PORT"'/two'
+	[ "$output" = 200 ]
+	[ -s "$SBX_HOME/config/ca/bundle.pem" ]
+	[ "$(sha256sum < "$SBX_HOME/config/ca/ca.key")" = "$key" ]
+	[ "$(grep -c -F -- "Authorization: Bearer $VAL" "$TEST_ROOT/heads")" -eq 2 ]
+}
+
 # mcp_raw N: stdin's lines to a fresh sbx mcp (after initialize), then its
 # output in $output until N responses have come (60 s at most); stdin stays
 # open until then, as a client's would (as in 1150-mcp.bats).

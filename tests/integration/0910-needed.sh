@@ -39,16 +39,16 @@ expected() {
 	# never its event loop or resolver: no c-ares.
 	sbx-secret | sbx-file | sbx-config) echo "libc libjansson libsodium" ;;
 	# sbx install and sbx plugin run sandboxes through the engine, which
-	# makes the state root's CA for a run with credential rules
-	# (lib/net/tlsca.c, issue 34): OpenSSL.  sbx-exec links it statically.
-	sbx-install) echo "libc libcares libcrypto libjansson libseccomp libsodium libssl" ;;
+	# only opens the CA bundle the proxy made (issue 34): no OpenSSL, in
+	# them or in sbx-exec.
+	sbx-install) echo "libc libcares libjansson libseccomp libsodium" ;;
 	# The MCP server: jansson alone; the engine runs in its children.
 	sbx-mcp) echo "libc libjansson" ;;
 	# sbx srt maps srt's settings and runs sbx-exec: no engine, no proxy.
 	sbx-srt) echo "libc libjansson libsodium" ;;
 	# sbx plugin runs tools through the engine (seccomp); recipe URLs
 	# load libcurl on demand (lib/image/download.c), never at start-up.
-	sbx-plugin) echo "libc libcrypto libjansson libseccomp libsodium libssl" ;;
+	sbx-plugin) echo "libc libjansson libseccomp libsodium" ;;
 	*) echo "?" ;;
 	esac
 }
