@@ -578,6 +578,15 @@ prep_env(struct sbx_exec *p)
 		sbx_strv_pushf(&env, "NODE_EXTRA_CA_CERTS=%s", v);
 		sbx_strv_pushf(&env, "REQUESTS_CA_BUNDLE=%s", v);
 	}
+	/*
+	 * npm passes a `cafile` of its config (a distribution's or an
+	 * administrator's npmrc often pins the system bundle) to Node.js as
+	 * its whole store, and Node.js then ignores NODE_EXTRA_CA_CERTS: a
+	 * run with bound credentials would fail every request to a rule's
+	 * host.  The copy holds the system bundle too; --env overrides it.
+	 */
+	if (p->sb.ca_bundle)
+		sbx_strv_pushf(&env, "npm_config_cafile=%s", SBX_IN_CA_BUNDLE);
 	if (sbx_netmode_row(p->network)->relay) {
 		/* The relay of sbx-init listens here; the token names the
 		 * agent to the proxy.  Set before --env so that a caller

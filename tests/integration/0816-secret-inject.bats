@@ -169,6 +169,14 @@ teardown() { proxy_teardown; }
 	    "$CURL"' -sS -m 10 -o /dev/null -w "%{http_code}\n" -H "Authorization: Bearer $OPENAI_API_KEY" https://'"$HOST:$TLS_PORT"'/one'
 	[ "$output" = 200 ]
 	[ "$(stat -c %a "$SBX_HOME/config/ca/ca.key")" = 600 ]
+	# npm's cafile (an npmrc may pin the system bundle, which Node.js
+	# then takes as its whole store) names the copy with the CA too.
+	run -0 "$SBX" exec --network proxy -q -- printenv npm_config_cafile \
+	    NODE_EXTRA_CA_CERTS
+	[ "$output" = $'/run/sbx/ca-bundle.pem\n/run/sbx/ca-bundle.pem' ]
+	run -0 "$SBX" exec --network proxy --no-secrets -q -- sh -c \
+	    'echo "${npm_config_cafile:-unset}"'
+	[ "$output" = unset ]
 	key=$(sha256sum < "$SBX_HOME/config/ca/ca.key")
 	# The bundle removed while the proxy runs: the next run's session
 	# remakes it from the same CA (the key is kept).
