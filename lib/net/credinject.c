@@ -805,8 +805,9 @@ sbx_cred_req_release(struct sbx_cred_req *r)
 
 struct sbx_cred_scanner {
 	size_t n;
-	char (*ph)[SBX_CRED_PLACEHOLDER_MAX + 1];
-	size_t keep; /* longest - 1 */
+	char (*ph)[SBX_CRED_PLACEHOLDER_MAX + 1]; /* lowercased */
+	size_t *phlen;
+	size_t	keep; /* longest - 1 */
 	char  *w; /* carry, then the new bytes */
 	size_t wlen, wcap;
 	int    pst; /* 0, 1 ('%'), 2 ('%' and a digit) */
@@ -822,12 +823,14 @@ sbx_cred_scanner_new(const struct sbx_cred *c, size_t n)
 	if ((s = calloc(1, sizeof(*s))) == NULL)
 		return NULL;
 	s->n = n;
-	if ((s->ph = calloc(n ? n : 1, sizeof(*s->ph))) == NULL)
+	if ((s->ph = calloc(n ? n : 1, sizeof(*s->ph))) == NULL ||
+	    (s->phlen = calloc(n ? n : 1, sizeof(*s->phlen))) == NULL)
 		goto bad;
 	for (i = 0; i < n; i++) {
 		snprintf(s->ph[i], sizeof(s->ph[i]), "%s", c[i].ph);
 		l = strlen(s->ph[i]);
 		lower(s->ph[i], l);
+		s->phlen[i] = l;
 		if (l - 1 > s->keep)
 			s->keep = l - 1;
 	}
@@ -840,20 +843,48 @@ bad:
 	return NULL;
 }
 
+/* ASCII case folding of one byte, with no locale. */
+static inline unsigned char
+fold(unsigned char c)
+{
+	return (unsigned char)(c + ((unsigned)(c - 'A') < 26u) * 32);
+}
+
+/*
+ * A placeholder in the window, whatever the case of its letters (the
+ * window holds raw bytes where a chunk had no escapes, folded ones where
+ * it was decoded; the comparison folds both alike).  Every placeholder
+ * starts with the marker, whose first '-' comes after three letters:
+ * memchr() finds the candidates at the speed of memory, where folding
+ * every byte first cost more than the proxy's own TLS (measured with
+ * perf on a 1 GiB upload).
+ */
 static int
 scanner_search(struct sbx_cred_scanner *s)
 {
-	const char *p = s->w, *e = s->w + s->wlen;
-	size_t	    i, l;
+	const unsigned char *w = (const unsigned char *)s->w, *e = w + s->wlen;
+	const unsigned char *p = w + 3, *st;
+	size_t		     i, j, l;
 
-	/* Every placeholder starts with the marker. */
-	while ((p = memmem(p, (size_t)(e - p), MARKER, MARKER_LEN)) != NULL) {
+	if (s->wlen < MARKER_LEN)
+		return -1;
+	while (p < e && (p = memchr(p, '-', (size_t)(e - p))) != NULL) {
+		st = p - 3;
+		p++;
+		if (fold(st[0]) != (unsigned char)MARKER[0] ||
+		    fold(st[1]) != (unsigned char)MARKER[1] ||
+		    fold(st[2]) != (unsigned char)MARKER[2])
+			continue;
 		for (i = 0; i < s->n; i++) {
-			l = strlen(s->ph[i]);
-			if ((size_t)(e - p) >= l && memcmp(p, s->ph[i], l) == 0)
+			l = s->phlen[i];
+			if ((size_t)(e - st) < l)
+				continue;
+			for (j = 0; j < l; j++)
+				if (fold(st[j]) != (unsigned char)s->ph[i][j])
+					break;
+			if (j == l)
 				return (int)i;
 		}
-		p++;
 	}
 	return -1;
 }
@@ -871,10 +902,9 @@ sbx_cred_scanner_feed(struct sbx_cred_scanner *s, const void *buf, size_t n)
 		k = n < IOBUF ? n : IOBUF;
 		o = s->wlen;
 		if (s->pst == 0 && memchr(b, '%', k) == NULL) {
-			/* The common case: no escapes; folded at speed. */
-			for (i = 0; i < k; i++)
-				s->w[o + i] = (char)(b[i] +
-				    ((unsigned)(b[i] - 'A') < 26u) * 32);
+			/* The common case: no escapes; the raw bytes (the
+			 * search folds). */
+			memcpy(s->w + o, b, k);
 			o += k;
 		} else {
 			for (i = 0; i < k; i++) {
@@ -931,6 +961,7 @@ sbx_cred_scanner_free(struct sbx_cred_scanner *s)
 	if (s == NULL)
 		return;
 	free(s->ph);
+	free(s->phlen);
 	free(s->w);
 	free(s);
 }

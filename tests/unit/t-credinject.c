@@ -367,6 +367,47 @@ main(void)
 		sbx_cred_scanner_free(sc);
 	}
 	ok(bad == 0, "percent-encoded in a body, at every split");
+	/* Upper case, at every split (the search folds raw bytes). */
+	snprintf(js, sizeof(js), "x-%s-y", PH0);
+	for (i = 0; js[i] != '\0'; i++)
+		js[i] = (char)toupper((unsigned char)js[i]);
+	for (step = 1, bad = 0; step <= strlen(js); step++) {
+		sc = sbx_cred_scanner_new(C, N);
+		for (i = 0, w = -1; i < strlen(js) && w < 0; i += step)
+			w = sbx_cred_scanner_feed(sc, js + i,
+			    strlen(js) - i < step ? strlen(js) - i : step);
+		if (w != 0)
+			bad++;
+		sbx_cred_scanner_free(sc);
+	}
+	ok(bad == 0, "upper-cased in a body, at every split");
+	/* Half in a chunk with an escape (decoded), half in one without
+	 * (raw): the carried window mixes both. */
+	{
+		char	c1[256], c2[256];
+		size_t	h = strlen(PH0) / 2;
+
+		snprintf(c1, sizeof(c1), "%%41 %.*s", (int)h, PH0);
+		snprintf(c2, sizeof(c2), "%s tail", PH0 + h);
+		for (i = 0; c2[i] != '\0'; i++)
+			c2[i] = (char)toupper((unsigned char)c2[i]);
+		sc = sbx_cred_scanner_new(C, N);
+		ok(sbx_cred_scanner_feed(sc, c1, strlen(c1)) == -1 &&
+		    sbx_cred_scanner_feed(sc, c2, strlen(c2)) == 0,
+		    "split between a decoded chunk and a raw one");
+		sbx_cred_scanner_free(sc);
+	}
+	/* Many near misses: the marker's letters and dashes everywhere. */
+	{
+		static char big[1 << 17];
+
+		for (i = 0; i + 9 <= sizeof(big); i += 9)
+			memcpy(big + i, "sbx-cred-", 9);
+		sc = sbx_cred_scanner_new(C, N);
+		ok(sbx_cred_scanner_feed(sc, big, sizeof(big)) == -1,
+		    "markers without a placeholder pass");
+		sbx_cred_scanner_free(sc);
+	}
 	sc = sbx_cred_scanner_new(C, N);
 	ok(sbx_cred_scanner_feed(sc, "sbx-cred-0123 plain text", 24) == -1,
 	    "a body without a placeholder passes");
