@@ -155,6 +155,22 @@ rule_index(const json_t *a, const char *name)
 	return -1;
 }
 
+/* Rule at of the array a, parsed into r; on failure a is released. */
+static int
+rule_at(json_t *a, ssize_t at, const char *origin, struct sbx_credrule *r,
+    struct sbx_error *e)
+{
+	char	 where[192];
+
+	snprintf(where, sizeof(where), "%s: credentials[%zd]", origin, at);
+	if (sbx_credrule_parse(json_array_get(a, (size_t)at), where, r,
+	    e) == -1) {
+		json_decref(a);
+		return -1;
+	}
+	return 0;
+}
+
 /* Check the edited array as a run would load it, then put it in doc
  * (steals a; an empty array removes the key). */
 static int
@@ -209,7 +225,7 @@ sbx_credbind_bind(json_t *doc, const char *origin,
 	json_t			*a, *hosts, *o;
 	ssize_t			 at;
 	size_t			 i, j, added = 0;
-	char			 where[192], hs[300];
+	char			 hs[300];
 
 	if ((a = rules_copy(doc, origin, e)) == NULL)
 		return -1;
@@ -217,12 +233,8 @@ sbx_credbind_bind(json_t *doc, const char *origin,
 		json_array_append_new(a, sbx_credrule_json(r));
 		return commit(doc, origin, a, e) == -1 ? -1 : 1;
 	}
-	snprintf(where, sizeof(where), "%s: credentials[%zd]", origin, at);
-	if (sbx_credrule_parse(json_array_get(a, (size_t)at), where, &old,
-	    e) == -1) {
-		json_decref(a);
+	if (rule_at(a, at, origin, &old, e) == -1)
 		return -1;
-	}
 	if (!same_placement(&old, r)) {
 		json_decref(a);
 		sbx_error_set(e, SBX_K_INVALID_ARGS, "placement",
@@ -284,7 +296,7 @@ sbx_credbind_unbind(json_t *doc, const char *origin, const char *name,
 	json_t			*a, *o, *kept;
 	ssize_t			 at;
 	size_t			 i, j;
-	char			 where[192], hs[300];
+	char			 hs[300];
 	int			 drop[SBX_CRED_HOSTS_MAX] = { 0 };
 
 	if ((a = rules_copy(doc, origin, e)) == NULL)
@@ -299,12 +311,8 @@ sbx_credbind_unbind(json_t *doc, const char *origin, const char *name,
 		json_array_remove(a, (size_t)at);
 		return commit(doc, origin, a, e) == -1 ? -1 : 1;
 	}
-	snprintf(where, sizeof(where), "%s: credentials[%zd]", origin, at);
-	if (sbx_credrule_parse(json_array_get(a, (size_t)at), where, &old,
-	    e) == -1) {
-		json_decref(a);
+	if (rule_at(a, at, origin, &old, e) == -1)
 		return -1;
-	}
 	for (i = 0; i < nhosts; i++) {
 		if (parse_host(name, hosts[i], &h, e) == -1) {
 			json_decref(a);
