@@ -173,6 +173,15 @@ static const struct sbx_layout_entry layout[SBX_L_N] = {
 /* A setting's file in config/ (upstream_auth_file: lib/net/upstream.c). */
 [SBX_L_CONFIG_FILE] =	{ "config_file", "config/%s", SBX_L_CONFIG, F, 0600,
 			    077, 0, SBX_LF_ARG },
+[SBX_L_AGENT_DISK_IMG] = { "agent_disk_img", "agents/%s/disk.img",
+			    SBX_L_AGENT_RECORDS, F, 0600, 077, 0, A },
+[SBX_L_AGENT_DISK_MNT] = { "agent_disk_mnt", "agents/%s/disk",
+			    SBX_L_AGENT_RECORDS, D, 0711, 022, 0, A },
+[SBX_L_AGENT_DISK_LOCK] = { "agent_disk_lock", "agents/%s/disk.lock",
+			    SBX_L_AGENT_RECORDS, F, 0600, 022, 0, A },
+[SBX_L_AGENT_DISK_MIGRATE] = { "agent_disk_migrate",
+			    "agents/%s/disk.migrating", SBX_L_AGENT_RECORDS, F,
+			    0600, 022, 0, A },
 };
 
 #undef A
