@@ -94,7 +94,10 @@ sbx_diskimg_unusable(void)
 static int
 fdpath(char *buf, size_t sz, int rootfd, const char *rel)
 {
-	int n = snprintf(buf, sz, "/proc/self/fd/%d/%s", rootfd, rel);
+	/* By pid, not self: a helper program (cp, diff) reads the path
+	 * from our descriptor table. */
+	int n = snprintf(buf, sz, "/proc/%d/fd/%d/%s", (int)getpid(),
+	    rootfd, rel);
 	return n < 0 || (size_t)n >= sz ? -1 : 0;
 }
 
@@ -626,6 +629,266 @@ sbx_diskimg_resize(int rootfd, const char *agent, unsigned long long size_mib,
 	}
 	rc = 0;
 out:
+	close(fd);
+	return rc;
+}
+
+int
+sbx_diskimg_migrating(int rootfd, const char *agent)
+{
+	char		 rel[SBX_LAYOUT_PATH_MAX];
+	struct stat	 sb;
+
+	SBX_LPATH(rel, SBX_L_AGENT_DISK_MIGRATE, agent);
+	return fstatat(rootfd, rel, &sb, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+/* The directory that holds rel (beneath rootfd), opened; *leaf: rel's
+ * last component. */
+static int
+parent_of(int rootfd, const char *rel, const char **leaf, struct sbx_error *e)
+{
+	char	 dir[SBX_LAYOUT_PATH_MAX + 16];
+	char	*sl;
+
+	snprintf(dir, sizeof(dir), "%s", rel);
+	if ((sl = strrchr(dir, '/')) == NULL) {
+		*leaf = rel;
+		return dup(rootfd);
+	}
+	*sl = '\0';
+	*leaf = rel + (sl - dir) + 1;
+	return sbx_fs_open_beneath(rootfd, dir, O_RDONLY | O_DIRECTORY, e);
+}
+
+/* Remove rel (beneath rootfd), never following a link. */
+static int
+rm_rel(int rootfd, const char *rel, struct sbx_error *e)
+{
+	const char	*leaf;
+	int		 pfd, rc;
+
+	if ((pfd = parent_of(rootfd, rel, &leaf, e)) == -1)
+		return -1;
+	rc = sbx_fs_rm_tree_at(pfd, leaf, e);
+	close(pfd);
+	return rc;
+}
+
+/*
+ * Copy the contents of src to dst (both beneath rootfd), then compare.
+ * dst is never emptied first: what it holds from an interrupted copy is
+ * overwritten, and anything more there (which only a source that lost
+ * files could leave) fails the comparison: stop, remove nothing.  An
+ * empty src has nothing to lose: done.
+ */
+static int
+copy_verified(int rootfd, const char *src, const char *dst,
+    struct sbx_error *e)
+{
+	char	 s[512], d[512], s1[520];
+	int	 fd;
+
+	if ((fd = sbx_fs_mkdirs_at(rootfd, src, 0700, e)) == -1)
+		return -1;
+	close(fd);
+	if (dir_empty(rootfd, src))
+		return 0;
+	fdpath(s, sizeof(s), rootfd, src);
+	fdpath(d, sizeof(d), rootfd, dst);
+	snprintf(s1, sizeof(s1), "%s/.", s);
+	/* -a: modes, owners, times, links, xattrs; symbolic links copied
+	 * as links, never followed. */
+	if (sbx_diskimg_tool("cp", (char *[]){ "-a", s1, d, NULL }, e) == -1)
+		return -1;
+	if (sbx_diskimg_tool("diff", (char *[]){ "-r", "--no-dereference",
+	    "-q", s, d, NULL }, e) == -1) {
+		char m[sizeof(e->message)];
+
+		snprintf(m, sizeof(m), "%s", e->message);
+		sbx_error_set(e, SBX_K_EXECUTION_ERROR, NULL,
+		    "disk_migrate_failed", "the copy of %s differs from it "
+		    "(%s); nothing was removed", src, m);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+marker(int rootfd, const char *agent, const char *what, struct sbx_error *e)
+{
+	char	 rel[SBX_LAYOUT_PATH_MAX];
+
+	SBX_LPATH(rel, SBX_L_AGENT_DISK_MIGRATE, agent);
+	if (what == NULL) {
+		if (unlinkat(rootfd, rel, 0) == -1 && errno != ENOENT) {
+			sbx_error_sys(e, "disk_migrate_failed", "%s", rel);
+			return -1;
+		}
+		return 0;
+	}
+	{
+		const char	*leaf;
+		int		 pfd, rc;
+
+		if ((pfd = parent_of(rootfd, rel, &leaf, e)) == -1)
+			return -1;
+		rc = sbx_fs_write_atomic(pfd, leaf, what, strlen(what), 0600,
+		    e);
+		close(pfd);
+		return rc;
+	}
+}
+
+/* The state root's directory rel, and its set-aside twin ".A.pre-disk"
+ * beside it (agent names never start with a dot). */
+static void
+aside(char *buf, size_t sz, const char *rel, const char *agent)
+{
+	size_t	 n = strlen(rel) - strlen(agent);
+
+	snprintf(buf, sz, "%.*s.%s.pre-disk", (int)n, rel, agent);
+}
+
+static int
+migrate_in(int rootfd, const char *agent, unsigned long long size_mib,
+    uid_t uid, gid_t gid, struct sbx_error *e)
+{
+	static const struct { enum sbx_layout_id id; const char *sub; } b[] = {
+		{ SBX_L_AGENT_HOME, "home" }, { SBX_L_AGENT_OUTPUT, "output" },
+	};
+	struct sbx_diskimg_stat	 st;
+	char	 rel[SBX_LAYOUT_PATH_MAX], old[SBX_LAYOUT_PATH_MAX + 16];
+	char	 mnt[SBX_LAYOUT_PATH_MAX], dst[SBX_LAYOUT_PATH_MAX + 16];
+	struct stat sb;
+	size_t	 i;
+	int	 fd;
+
+	if (marker(rootfd, agent, "in\n", e) == -1)
+		return -1;
+	if (sbx_diskimg_stat(rootfd, agent, &st, e) == -1)
+		return -1;
+	if (!st.present && sbx_diskimg_create(rootfd, agent, size_mib, uid,
+	    gid, e) == -1)
+		return -1;
+	if (sbx_diskimg_mount_image(rootfd, agent, e) == -1)
+		return -1;
+	SBX_LPATH(mnt, SBX_L_AGENT_DISK_MNT, agent);
+	for (i = 0; i < sizeof(b) / sizeof(*b); i++) {
+		SBX_LPATH(rel, b[i].id, agent);
+		aside(old, sizeof(old), rel, agent);
+		snprintf(dst, sizeof(dst), "%s/%s", mnt, b[i].sub);
+		if (is_mount_root(rootfd, rel, NULL))
+			continue;	/* bound: done before */
+		/* Set aside already: the copy was verified. */
+		if (fstatat(rootfd, old, &sb, AT_SYMLINK_NOFOLLOW) == -1) {
+			if (copy_verified(rootfd, rel, dst, e) == -1)
+				return -1;
+			if (renameat(rootfd, rel, rootfd, old) == -1) {
+				sbx_error_sys(e, "disk_migrate_failed",
+				    "setting %s aside", rel);
+				return -1;
+			}
+		}
+		if ((fd = sbx_fs_mkdirs_at(rootfd, rel, 0700, e)) == -1)
+			return -1;
+		close(fd);
+	}
+	if (sbx_diskimg_bind(rootfd, agent, e) == -1)
+		return -1;
+	/* On the image and bound: the originals may go. */
+	for (i = 0; i < sizeof(b) / sizeof(*b); i++) {
+		SBX_LPATH(rel, b[i].id, agent);
+		aside(old, sizeof(old), rel, agent);
+		if (fstatat(rootfd, old, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    rm_rel(rootfd, old, e) == -1)
+			return -1;
+	}
+	return marker(rootfd, agent, NULL, e);
+}
+
+static int
+migrate_out(int rootfd, const char *agent, struct sbx_error *e)
+{
+	static const struct { enum sbx_layout_id id; const char *sub; } b[] = {
+		{ SBX_L_AGENT_HOME, "home" }, { SBX_L_AGENT_OUTPUT, "output" },
+	};
+	struct sbx_diskimg_stat	 st;
+	char	 rel[SBX_LAYOUT_PATH_MAX], mnt[SBX_LAYOUT_PATH_MAX];
+	char	 src[SBX_LAYOUT_PATH_MAX + 16];
+	size_t	 i;
+
+	if (marker(rootfd, agent, "out\n", e) == -1)
+		return -1;
+	if (sbx_diskimg_stat(rootfd, agent, &st, e) == -1)
+		return -1;
+	if (st.present) {
+		/* The binds go first: the copy lands in the directories
+		 * under them. */
+		if (sbx_diskimg_unmount_locked(rootfd, agent, e) == -1 ||
+		    sbx_diskimg_mount_image(rootfd, agent, e) == -1)
+			return -1;
+		SBX_LPATH(mnt, SBX_L_AGENT_DISK_MNT, agent);
+		for (i = 0; i < sizeof(b) / sizeof(*b); i++) {
+			SBX_LPATH(rel, b[i].id, agent);
+			snprintf(src, sizeof(src), "%s/%s", mnt, b[i].sub);
+			if (copy_verified(rootfd, src, rel, e) == -1)
+				return -1;
+		}
+		if (sbx_diskimg_unmount_locked(rootfd, agent, e) == -1)
+			return -1;
+		/* Both copies verified: the image may go. */
+		SBX_LPATH(rel, SBX_L_AGENT_DISK_IMG, agent);
+		if (unlinkat(rootfd, rel, 0) == -1) {
+			sbx_error_sys(e, "disk_migrate_failed", "removing %s",
+			    rel);
+			return -1;
+		}
+		SBX_LPATH(rel, SBX_L_AGENT_DISK_MNT, agent);
+		(void)unlinkat(rootfd, rel, AT_REMOVEDIR);
+	}
+	return marker(rootfd, agent, NULL, e);
+}
+
+int
+sbx_diskimg_migrate(int rootfd, const char *agent, unsigned long long size_mib,
+    uid_t uid, gid_t gid, int *did, struct sbx_error *e)
+{
+	struct sbx_diskimg_stat	 st;
+	char	 home[SBX_LAYOUT_PATH_MAX];
+	int	 fd, rc, pending;
+
+	*did = 0;
+	if ((fd = sbx_diskimg_lock(rootfd, agent, 1, 0)) == -1) {
+		if (errno == EWOULDBLOCK) {
+			sbx_error_set(e, SBX_K_UNAVAILABLE, NULL,
+			    "disk_in_use", "agent %s has a run in progress "
+			    "on its disk image", agent);
+			sbx_error_hint(e, "wait for it (sbx exec ps) and try "
+			    "again");
+		} else
+			sbx_error_sys(e, "disk_lock_failed",
+			    "agents/%s/disk.lock", agent);
+		return -1;
+	}
+	pending = sbx_diskimg_migrating(rootfd, agent);
+	if (sbx_diskimg_stat(rootfd, agent, &st, e) == -1) {
+		close(fd);
+		return -1;
+	}
+	SBX_LPATH(home, SBX_L_AGENT_HOME, agent);
+	if (!pending && size_mib == 0 && !st.present) {
+		close(fd);
+		return 0;
+	}
+	if (!pending && size_mib != 0 && st.present && st.mounted &&
+	    is_mount_root(rootfd, home, NULL)) {
+		close(fd);
+		return 0;
+	}
+	*did = 1;
+	rc = size_mib ? migrate_in(rootfd, agent, size_mib, uid, gid, e) :
+	    migrate_out(rootfd, agent, e);
 	close(fd);
 	return rc;
 }

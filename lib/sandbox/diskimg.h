@@ -87,3 +87,20 @@ int	sbx_diskimg_tool(const char *name, char *const *args,
 int	sbx_diskimg_full(const struct sbx_diskimg_stat *);
 
 #endif
+
+/*
+ * Migration between the agent's home (and output) on the state root and
+ * its image, the caller holding no lock (this takes it exclusive, without
+ * waiting: a run in progress makes it fail, reason disk_in_use).
+ * Resumable and never losing a file: agents/A/disk.migrating says a
+ * migration is under way; the files are copied (cp -a), compared (diff
+ * -r), and only then the originals set aside and removed.  Running it
+ * again after an interruption finishes it.  size_mib 0: out of the
+ * image, back to plain directories (the image is removed last).
+ * *did: 1 something was done, 0 it was so already.
+ */
+int	sbx_diskimg_migrate(int rootfd, const char *agent,
+	    unsigned long long size_mib, uid_t, gid_t, int *did,
+	    struct sbx_error *);
+/* Nonzero when a migration was interrupted (the marker is there). */
+int	sbx_diskimg_migrating(int rootfd, const char *agent);
