@@ -31,7 +31,7 @@ const char exec_usage_text[] =
 "                [--home DIR] [--json] [-q] [-v]\n"
 "       sbx exec kill JOB [--force] [--agent A] [--home DIR] [--json] [-q]\n"
 "                [-v]\n"
-"       sbx exec gc [--json] [-q] [-v]\n";
+"       sbx exec gc [--home DIR] [--json] [-q] [-v]\n";
 
 const char exec_help_text[] =
 "\n"
@@ -54,7 +54,7 @@ static const struct sbx_opt rows[] = {
 	{ 'a', "agent", 'a', SBX_OPT_REQ, "A", "@agent",
 	    "agent name (default: $SBX_AGENT or \"default\")",
 	    S_RUN | S_JOB, 0 },
-	SBX_OPT_ROW_HOME(OPT_HOME, S_RUN | S_JOB),
+	SBX_OPT_ROW_HOME(OPT_HOME, S_RUN | S_JOB | S_GC),
 	{ 'C', "cwd", 'C', SBX_OPT_REQ, "PATH", "@cwd",
 	    "start in PATH: relative to HOME, or absolute inside\n"
 	    "HOME or --workdir", S_RUN, 0 },

@@ -223,6 +223,10 @@ sbx_diskimg_tool(const char *name, char *const *args, struct sbx_error *e)
 	free(path);
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		return 0;
+	/* e2fsck: 1 is "errors corrected", a checked file system. */
+	if (strcmp(name, "e2fsck") == 0 && WIFEXITED(status) &&
+	    WEXITSTATUS(status) == 1)
+		return 0;
 	msg[strcspn(msg, "\n")] = '\0';
 	sbx_error_set(e, SBX_K_EXECUTION_ERROR, NULL, "disk_tool_failed",
 	    "%s failed (%s %d)%s%s", name, WIFEXITED(status) ? "status" :
@@ -890,5 +894,41 @@ sbx_diskimg_migrate(int rootfd, const char *agent, unsigned long long size_mib,
 	rc = size_mib ? migrate_in(rootfd, agent, size_mib, uid, gid, e) :
 	    migrate_out(rootfd, agent, e);
 	close(fd);
+	return rc;
+}
+
+int
+sbx_diskimg_gc(int rootfd, int *unmounted, int *busy, struct sbx_error *e)
+{
+	char	 rel[SBX_LAYOUT_PATH_MAX];
+	char	**names;
+	size_t	  n = 0, i;
+	int	  fd, r, rc = 0;
+
+	*unmounted = *busy = 0;
+	SBX_LPATH(rel, SBX_L_AGENTS, NULL);
+	if ((fd = sbx_fs_open_beneath(rootfd, rel, O_RDONLY | O_DIRECTORY,
+	    NULL)) == -1)
+		return 0;	/* no agents yet */
+	names = sbx_fs_sorted_names(fd, &n);
+	close(fd);
+	for (i = 0; i < n; i++) {
+		char	 mnt[SBX_LAYOUT_PATH_MAX];
+
+		if (rc == 0 && sbx_layout_path(SBX_L_AGENT_DISK_MNT, names[i],
+		    mnt, sizeof(mnt), NULL) == 0 &&
+		    is_mount_root(rootfd, mnt, NULL) &&
+		    !sbx_diskimg_migrating(rootfd, names[i])) {
+			if ((r = sbx_diskimg_release_idle(rootfd, names[i],
+			    e)) == -1)
+				rc = -1;
+			else if (r == 1)
+				(*unmounted)++;
+			else if (r == 2)
+				(*busy)++;
+		}
+		free(names[i]);
+	}
+	free(names);
 	return rc;
 }

@@ -104,3 +104,9 @@ int	sbx_diskimg_migrate(int rootfd, const char *agent,
 	    struct sbx_error *);
 /* Nonzero when a migration was interrupted (the marker is there). */
 int	sbx_diskimg_migrating(int rootfd, const char *agent);
+/* sbx exec gc: unmount every agent's image no run holds (an idle one, or
+ * one a run killed with SIGKILL left mounted).  Counts in *unmounted and
+ * *busy (held by a run: left alone).  An agent with a migration under way
+ * is left to sbx provision. */
+int	sbx_diskimg_gc(int rootfd, int *unmounted, int *busy,
+	    struct sbx_error *);

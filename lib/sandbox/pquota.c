@@ -32,8 +32,8 @@ no(struct sbx_pquota_probe *pr, const char *code, const char *msg, int err)
 {
 	pr->available = 0;
 	pr->code = code;
-	snprintf(pr->reason, sizeof(pr->reason), "%s (%s)", msg,
-	    strerror(err));
+	snprintf(pr->reason, sizeof(pr->reason), "%s (quotactl: %s)", msg,
+	    strerrorname_np(err) ? strerrorname_np(err) : "?");
 }
 
 void
