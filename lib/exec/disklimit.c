@@ -40,13 +40,24 @@ sbx_disklimit_choose(int rootfd, const char *agent,
 	dl->lock_fd = -1;
 	if (sbx_diskimg_stat(rootfd, agent, &st, e) == -1)
 		return -1;
+	/* Half moved: the home is neither here nor there. */
+	if (sbx_diskimg_migrating(rootfd, agent)) {
+		sbx_error_set(e, SBX_K_UNAVAILABLE, "disk",
+		    "disk_migration_unfinished", "agent %s's home is being "
+		    "moved to or from its disk image", agent);
+		sbx_error_hint(e, "finish it: run the same `sbx provision "
+		    "--agent %s --disk-image SIZE|off` again", agent);
+		return -1;
+	}
 	if (st.present) {
+		/* The home lives on the image: without it mounted a run
+		 * would see an empty directory, so refuse, hard or not. */
 		if ((why = sbx_diskimg_unusable()) != NULL) {
-			if (hard) {
-				refuse(e, agent, why);
-				return -1;
-			}
-			goto soft_why;
+			snprintf(msg, sizeof(msg), "agent %s's home is on its "
+			    "disk image, which cannot be mounted: %s", agent,
+			    why);
+			refuse(e, agent, msg);
+			return -1;
 		}
 		/* Never a limit larger than asked: a hard limit is the
 		 * image's size, so an image larger than --disk cannot be
