@@ -106,6 +106,9 @@ prov_disk(void)
 			    &e) == -1 || sbx_diskimg_resize(root.fd, O.agent,
 			    mib, &e) == -1) {
 				close(fd);
+				/* As it was: mounted again, then the
+				 * error. */
+				prov_disk_pre();
 				sbx_cmd_die(&e);
 			}
 			close(fd);

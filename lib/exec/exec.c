@@ -1297,6 +1297,7 @@ prep_limits(struct sbx_exec *p, struct sbx_error *e)
  * asked for.
  */
 static void close_fd(int *);
+static int own_dir(struct sbx_exec *, int, const char *, struct sbx_error *);
 
 static int
 prep_disk(struct sbx_exec *p, int hard, struct sbx_error *e)
@@ -1316,10 +1317,12 @@ prep_disk(struct sbx_exec *p, int hard, struct sbx_error *e)
 	close_fd(&p->home_fd);
 	close_fd(&p->output_fd);
 	SBX_LPATH(rel, SBX_L_AGENT_HOME, p->sb.agent);
-	if ((p->home_fd = sbx_fs_mkdirs_at(p->root.fd, rel, 0700, e)) == -1)
+	if ((p->home_fd = sbx_fs_mkdirs_at(p->root.fd, rel, 0700, e)) == -1 ||
+	    own_dir(p, p->home_fd, rel, e) == -1)
 		return -1;
 	SBX_LPATH(rel, SBX_L_AGENT_OUTPUT, p->sb.agent);
-	if ((p->output_fd = sbx_fs_mkdirs_at(p->root.fd, rel, 0700, e)) == -1)
+	if ((p->output_fd = sbx_fs_mkdirs_at(p->root.fd, rel, 0700, e)) == -1 ||
+	    own_dir(p, p->output_fd, rel, e) == -1)
 		return -1;
 	return 0;
 }

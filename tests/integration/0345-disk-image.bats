@@ -90,8 +90,10 @@ nothing_mounted() {
 	[ "$(cat "$WS/keep.txt")" = keep ]
 	[ -f "$WS/big" ]
 	# /output shares the limit: full too.
-	run --separate-stderr sbx exec -- sh -c 'echo x >/output/more'
+	run --separate-stderr sbx exec -- sh -c \
+	    'dd if=/dev/zero of=/output/more bs=64k count=16'
 	[ "$status" -ne 0 ]
+	[[ "$stderr" == *"No space left on device"* ]]
 	# After cleanup the next run works and says nothing of a limit.
 	rm -f "$WS/big"
 	run --separate-stderr sbx exec --json --hard-limits -- sh -c \
@@ -162,7 +164,7 @@ nothing_mounted() {
 	ln -s "$TEST_ROOT/elsewhere" "$SBX_HOME/workspace/agents/a"
 	run --separate-stderr sbx exec --json --agent a -- true
 	[ "$status" -ne 0 ]
-	[ "$(json_get "$output" .reason)" = disk_home_not_empty ]
+	[ "$(json_get "$output" .reason)" = symlink_in_path ]
 	! findmnt -n "$TEST_ROOT/elsewhere"
 	[ -z "$(ls -A "$TEST_ROOT/elsewhere")" ]
 }
@@ -186,7 +188,7 @@ nothing_mounted() {
 	sbx provision -q --disk-image 16m
 	sbx exec gc -q
 	nothing_mounted
-	sbx exec -- sh -c 'echo up >started; exec sleep 60' &
+	"$SBX" exec -- sh -c 'echo up >started; exec sleep 60' &
 	BGPID=$!
 	for i in $(seq 100); do
 		[ -f "$WS/started" ] && break
@@ -342,4 +344,21 @@ pq() {
 	[[ "$(pq "$output" reason)" == *"CONFIG_QUOTA"* ]]
 	[ "$(pq "$output" code)" = kernel_no_quota ]
 	echo "# project quota enforcement: skipped, the kernel cannot (CONFIG_QUOTA/QFMT_V2 off for ext4 and XFS prjquota)" >&3
+}
+
+@test "files written under an unmounted image's home are never hidden: the run is refused" {
+	need_loop
+	sbx provision -q --disk-image 16m
+	sbx exec gc -q
+	nothing_mounted
+	echo stray >"$WS/stray"
+	run --separate-stderr sbx exec --json -- true
+	[ "$status" -ne 0 ]
+	[ "$(json_get "$output" .reason)" = disk_home_not_empty ]
+	[[ "$(json_get "$output" .hint)" == *"--disk-image"* ]]
+	[ "$(cat "$WS/stray")" = stray ]
+	# The migration takes them onto the image.
+	sbx provision -q --disk-image 16m
+	run --separate-stderr sbx exec -- cat stray
+	[ "$output" = stray ]
 }
