@@ -147,7 +147,7 @@ do_provision(void)
 	p.root_created = created;
 	/* Running `sbx provision` is what lifts an unprovision. */
 	p.restore = 1;
-	prov_disk_pre();
+	disk = prov_disk_pre();
 	if (sbx_provision_agent(&p, &e) == -1) {
 		json_t *extra = NULL;
 
@@ -174,7 +174,8 @@ do_provision(void)
 	if (settling && sbx_agentset_settle(&p, O.agent, O.image,
 	    O.env, O.no_env, &set, &e) == -1)
 		sbx_cmd_die(&e);
-	disk = prov_disk();
+	if (disk == NULL)
+		disk = prov_disk();
 	json_array_extend(p.warnings, set.x.warnings);
 	json_array_extend(p.warnings, uwarn);
 	json_decref(uwarn);

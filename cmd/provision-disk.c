@@ -33,8 +33,8 @@ refuse_unusable(const char *opt)
 	sbx_cmd_die(&e);
 }
 
-void
-prov_disk_pre(void)
+static void
+mount_existing(void)
 {
 	struct sbx_diskimg_stat	 st;
 	struct sbx_error	 e;
@@ -47,9 +47,32 @@ prov_disk_pre(void)
 	    !st.present || sbx_diskimg_migrating(root.fd, O.agent) ||
 	    sbx_diskimg_unusable() != NULL)
 		return;
-	if ((fd = sbx_diskimg_acquire(root.fd, O.agent, &now, &e)) == -1)
+	/* With --disk-image, files written under the unmounted home are
+	 * the migration's to move: not an error here. */
+	if ((fd = sbx_diskimg_acquire(root.fd, O.agent, &now, &e)) == -1) {
+		if (O.disk_image != NULL)
+			return;
 		sbx_cmd_die(&e);
+	}
 	close(fd);
+}
+
+json_t *
+prov_disk_pre(void)
+{
+	struct sbx_diskimg_stat	 st;
+	struct sbx_error	 e;
+
+	/* An image there already: a migration (finishing one, taking in
+	 * files written while it was not mounted, or going back) comes
+	 * before the home is checked, which would otherwise fill the
+	 * directory under the mount with a new SOUL.md. */
+	if (O.disk_image != NULL && sbx_diskimg_stat(root.fd, O.agent, &st,
+	    &e) == 0 && (st.present || sbx_diskimg_migrating(root.fd,
+	    O.agent)))
+		return prov_disk();
+	mount_existing();
+	return NULL;
 }
 
 json_t *
@@ -108,13 +131,13 @@ prov_disk(void)
 				close(fd);
 				/* As it was: mounted again, then the
 				 * error. */
-				prov_disk_pre();
+				mount_existing();
 				sbx_cmd_die(&e);
 			}
 			close(fd);
 			did = 1;
 		}
-		prov_disk_pre();
+		mount_existing();
 	}
 	if (sbx_diskimg_stat(root.fd, O.agent, &st, &e) == -1)
 		sbx_cmd_die(&e);

@@ -56,8 +56,9 @@ int	do_provision(void);
 /* cmd/provision-disk.c: --disk-image, --disk-resize; NULL when neither,
  * else the result's "disk" object (dies on failure). */
 json_t	*prov_disk(void);
-/* Mount an agent's image before its home is looked at. */
-void	prov_disk_pre(void);
+/* Before the home is looked at: mount the agent's image, or migrate
+ * when it has one already (then the "disk" object, else NULL). */
+json_t	*prov_disk_pre(void);
 /* cmd/provision-image.c */
 int	do_image_add(void);
 int	do_image_list(void);

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "diskimg.h"
@@ -681,16 +682,17 @@ rm_rel(int rootfd, const char *rel, struct sbx_error *e)
 
 /*
  * Copy the contents of src to dst (both beneath rootfd), then compare.
- * dst is never emptied first: what it holds from an interrupted copy is
- * overwritten, and anything more there (which only a source that lost
- * files could leave) fails the comparison: stop, remove nothing.  An
- * empty src has nothing to lose: done.
+ * An empty src has nothing to lose: done.  A dst that holds files
+ * already (files written in the home while its image was not mounted, or
+ * an interrupted copy) is never overwritten: the copy goes into a new
+ * directory of it, .pre-disk-TIME, so both versions of a name are kept.
  */
 static int
 copy_verified(int rootfd, const char *src, const char *dst,
     struct sbx_error *e)
 {
-	char	 s[512], d[512], s1[520];
+	char	 s[512], d[600], s1[520], sub[SBX_LAYOUT_PATH_MAX + 64];
+	struct stat sb;
 	int	 fd;
 
 	if ((fd = sbx_fs_mkdirs_at(rootfd, src, 0700, e)) == -1)
@@ -698,8 +700,23 @@ copy_verified(int rootfd, const char *src, const char *dst,
 	close(fd);
 	if (dir_empty(rootfd, src))
 		return 0;
+	snprintf(sub, sizeof(sub), "%s", dst);
+	if (!dir_empty(rootfd, dst)) {
+		snprintf(sub, sizeof(sub), "%s/.pre-disk-%lld", dst,
+		    (long long)time(NULL));
+		if ((fd = sbx_fs_mkdirs_at(rootfd, sub, 0700, e)) == -1)
+			return -1;
+		/* The owner of the directory it lands in. */
+		if (fstatat(rootfd, dst, &sb, 0) == 0 &&
+		    fchown(fd, sb.st_uid, sb.st_gid) == -1) {
+			close(fd);
+			sbx_error_sys(e, "disk_migrate_failed", "%s", sub);
+			return -1;
+		}
+		close(fd);
+	}
 	fdpath(s, sizeof(s), rootfd, src);
-	fdpath(d, sizeof(d), rootfd, dst);
+	fdpath(d, sizeof(d), rootfd, sub);
 	snprintf(s1, sizeof(s1), "%s/.", s);
 	/* -a: modes, owners, times, links, xattrs; symbolic links copied
 	 * as links, never followed. */

@@ -357,8 +357,12 @@ pq() {
 	[ "$(json_get "$output" .reason)" = disk_home_not_empty ]
 	[[ "$(json_get "$output" .hint)" == *"--disk-image"* ]]
 	[ "$(cat "$WS/stray")" = stray ]
-	# The migration takes them onto the image.
+	# The migration takes them onto the image, into a directory of
+	# their own: nothing of the image's is overwritten.
 	sbx provision -q --disk-image 16m
-	run --separate-stderr sbx exec -- cat stray
-	[ "$output" = stray ]
+	run --separate-stderr sbx exec -- sh -c 'cat .pre-disk-*/stray; cat SOUL.md | wc -c'
+	[ "${lines[0]}" = stray ]
+	[ "${lines[1]}" -gt 0 ]
+	nothing_else=$(ls "$WS/.pre-disk-"*)
+	[ "$nothing_else" = stray ]
 }
