@@ -255,7 +255,8 @@ check_disk(struct pf *p)
 	const char		*why = sbx_diskimg_unusable();
 	char			*mkfs = NULL;
 	json_t			*c, *img;
-	int			 fd;
+	size_t			 i;
+	int			 fd, sandbox_ok = 1;
 
 	if (why == NULL && sbx_tools_find("mkfs.ext4", NULL, &mkfs, &e) == -1)
 		why = "mkfs.ext4 is missing (Debian: e2fsprogs)";
@@ -266,8 +267,14 @@ check_disk(struct pf *p)
 	sbx_pquota_probe(fd, &pq);
 	if (fd >= 0)
 		close(fd);
-	capability(p, "disk_limits", why == NULL || pq.available ? T_PASSED :
-	    T_MISSING, why == NULL ? "hard disk limits by an image of the "
+	/* No sandbox, no run to limit: nothing is proven of it. */
+	json_array_foreach(p->caps, i, c)
+		if (strcmp(json_string_value(json_object_get(c, "id")),
+		    "sandbox") == 0 && strcmp(json_string_value(
+		    json_object_get(c, "status")), T_PASSED) != 0)
+			sandbox_ok = 0;
+	capability(p, "disk_limits", !sandbox_ok ? T_UNPROVEN : why == NULL ||
+	    pq.available ? T_PASSED : T_MISSING, why == NULL ? "hard disk limits by an image of the "
 	    "agent's own (sbx provision --disk-image SIZE)" : pq.available ?
 	    "hard disk limits by project quota" : pf_fmt(p, "disk limits "
 	    "are soft here: %s; project quotas: %s", why, pq.reason));
