@@ -16,8 +16,8 @@
 #include "cmd.h"
 #include "diskimg.h"
 #include "envelope.h"
-#include "exec-jobs.h"
 #include "exec.h"
+#include "exec-jobs.h"
 #include "jobsup.h"
 #include "names.h"
 #include "root.h"
@@ -189,8 +189,8 @@ sub_job(const struct exec_jobs *J, const char *agent, struct sbx_root *root)
 static int
 gc_disks(const struct exec_jobs *J, int *um, int *busy, struct sbx_error *e)
 {
-	struct sbx_root root = { .fd = -1 };
-	int		rc;
+	struct sbx_root	 root = { .fd = -1 };
+	int		 rc;
 
 	if (geteuid() != 0)
 		return 0;
@@ -226,17 +226,15 @@ exec_jobs(const struct exec_jobs *J)
 		if (gc_disks(J, &um, &busy, &e) == -1)
 			return report(&e, -1, NULL, J->json);
 		if (J->json)
-			emit(sbx_envelope_ok(tool,
-			    json_pack("{s:i,s:i,s:i}", "removed_cgroups", n,
-				"unmounted_disks", um, "busy_disks", busy),
-			    NULL));
+			emit(sbx_envelope_ok(tool, json_pack("{s:i,s:i,s:i}",
+			    "removed_cgroups", n, "unmounted_disks", um,
+			    "busy_disks", busy), NULL));
 		else if (!J->quiet) {
 			printf("removed %d stale cgroup%s\n", n, n == 1 ? "" :
 			    "s");
 			if (um || busy)
 				printf("unmounted %d idle disk image%s (%d in "
-				       "use)\n",
-				    um, um == 1 ? "" : "s", busy);
+				    "use)\n", um, um == 1 ? "" : "s", busy);
 		}
 		return 0;
 	}

@@ -235,9 +235,8 @@ do_provision(void)
 			    "last_used")));
 		print_list("removed   ", set.removed);
 		if (disk != NULL)
-			printf("disk %s\n",
-			    json_string_value(
-				json_object_get(disk, "summary")));
+			printf("disk %s\n", json_string_value(json_object_get(
+			    disk, "summary")));
 	}
 	json_decref(disk);
 	free(token_file);

@@ -40,22 +40,23 @@
 
 #include "provision-int.h"
 
+
 static const char usage_text[] =
-    "usage: sbx provision [--agent A] [--image NAME|DIGEST]\n"
-    "                     [--own-rootfs | --no-own-rootfs] [--no-create-user]\n"
-    "                     [--disk-image SIZE|off] [--disk-resize SIZE]\n"
-    "                     [--home DIR] [--json] [-q] [-v]\n"
-    "       sbx provision list [--home DIR] [--json] [-q]\n"
-    "       sbx provision status [--agent A] [--home DIR] [--json] [-q]\n"
-    "       sbx provision unprovision --agent A [--home DIR] [--json] [-q]\n"
-    "       sbx provision reset [--home DIR] [--json] [-q]\n"
-    "       sbx provision remove [--yes] [--home DIR] [--json] [-q]\n"
-    "       sbx provision image add SOURCE|URL --sha256 HEX [--name NAME]\n"
-    "                     [--home DIR] [--json] [-q]\n"
-    "       sbx provision image list [--home DIR] [--json] [-q]\n"
-    "       sbx provision image rm NAME|DIGEST [--force] [--home DIR] [--json]\n"
-    "                     [-q]\n"
-    "       sbx provision image verify [NAME|DIGEST] [--home DIR] [--json] [-q]\n";
+"usage: sbx provision [--agent A] [--image NAME|DIGEST]\n"
+"                     [--own-rootfs | --no-own-rootfs] [--no-create-user]\n"
+"                     [--disk-image SIZE|off] [--disk-resize SIZE]\n"
+"                     [--home DIR] [--json] [-q] [-v]\n"
+"       sbx provision list [--home DIR] [--json] [-q]\n"
+"       sbx provision status [--agent A] [--home DIR] [--json] [-q]\n"
+"       sbx provision unprovision --agent A [--home DIR] [--json] [-q]\n"
+"       sbx provision reset [--home DIR] [--json] [-q]\n"
+"       sbx provision remove [--yes] [--home DIR] [--json] [-q]\n"
+"       sbx provision image add SOURCE|URL --sha256 HEX [--name NAME]\n"
+"                     [--home DIR] [--json] [-q]\n"
+"       sbx provision image list [--home DIR] [--json] [-q]\n"
+"       sbx provision image rm NAME|DIGEST [--force] [--home DIR] [--json]\n"
+"                     [-q]\n"
+"       sbx provision image verify [NAME|DIGEST] [--home DIR] [--json] [-q]\n";
 
 static const char help_text[] =
 "\n"
@@ -87,19 +88,9 @@ static const char help_text[] =
 "\n";
 
 enum {
-	OPT_HOME = 256,
-	OPT_VERSION,
-	OPT_IMAGE,
-	OPT_SHA256,
-	OPT_NAME,
-	OPT_ENV,
-	OPT_NO_ENV,
-	OPT_FORCE,
-	OPT_NO_CREATE_USER,
-	OPT_ENV_OLD,
-	OPT_NO_ENV_OLD,
-	OPT_DISK_IMAGE,
-	OPT_DISK_RESIZE,
+	OPT_HOME = 256, OPT_VERSION, OPT_IMAGE, OPT_SHA256, OPT_NAME, OPT_ENV,
+	OPT_NO_ENV, OPT_FORCE, OPT_NO_CREATE_USER, OPT_ENV_OLD, OPT_NO_ENV_OLD,
+	OPT_DISK_IMAGE, OPT_DISK_RESIZE,
 };
 
 /* Provision itself (S_MAIN) and its subcommands. */
@@ -129,16 +120,16 @@ static const struct sbx_opt rows[] = {
 	    S_REMOVE, 0 },
 	{ OPT_IMAGE, "image", 0, SBX_OPT_REQ, "REF", "@image|none",
 	    "bind the agent to an image (name or digest; `none`\n"
-	    "unbinds): sbx exec then uses its system directories",
-	    S_MAIN, 0 },
+	    "unbinds): sbx exec then uses its system directories", S_MAIN,
+	    0 },
 	{ OPT_ENV, "own-rootfs", 0, SBX_OPT_NONE, NULL, NULL,
 	    "give the agent its own writable copy of its image\n"
 	    "(envs/A/rootfs: a reflink clone, else a copy); at most\n"
 	    "max_envs (default 3) are kept, least recently used\n"
-	    "evicted",
-	    S_MAIN, 0 },
+	    "evicted", S_MAIN, 0 },
 	{ OPT_NO_ENV, "no-own-rootfs", 0, SBX_OPT_NONE, NULL, NULL,
-	    "remove the agent's own copy; back to the template", S_MAIN, 0 },
+	    "remove the agent's own copy; back to the template", S_MAIN,
+	    0 },
 	/* The old names, deprecated (exec's --env sets a variable): hidden
 	 * rows, accepted but neither in --help nor completed. */
 	{ OPT_ENV_OLD, "env", 0, SBX_OPT_NONE, NULL, NULL, NULL, S_MAIN, 0 },
@@ -147,8 +138,7 @@ static const struct sbx_opt rows[] = {
 	{ OPT_NO_CREATE_USER, "no-create-user", 0, SBX_OPT_NONE, NULL, NULL,
 	    "as root without run_as or an `sbx` user: do not\n"
 	    "create the system user sbx; sandboxes run as nobody\n"
-	    "(also SBX_NO_CREATE_USER=1)",
-	    S_MAIN, 0 },
+	    "(also SBX_NO_CREATE_USER=1)", S_MAIN, 0 },
 	{ OPT_SHA256, "sha256", 0, SBX_OPT_REQ, "HEX", NULL,
 	    "image add: the expected sha256 of SOURCE", S_IMAGE_ADD, 0 },
 	{ OPT_NAME, "name", 0, SBX_OPT_REQ, "NAME", NULL,
@@ -167,12 +157,10 @@ static const struct sbx_opt rows[] = {
 	    "SIZE (MiB, or 512m, 2g): its home and /output move\n"
 	    "onto it, a hard disk limit; `off` moves them back\n"
 	    "(copied, compared, then removed; re-run to finish\n"
-	    "an interrupted one)",
-	    S_MAIN, 0 },
+	    "an interrupted one)", S_MAIN, 0 },
 	{ OPT_DISK_RESIZE, "disk-resize", 0, SBX_OPT_REQ, "SIZE", NULL,
 	    "grow or shrink the agent's disk image to SIZE (no\n"
-	    "run may be using it)",
-	    S_MAIN, 0 },
+	    "run may be using it)", S_MAIN, 0 },
 	SBX_OPT_ROW_HELP(S_ALL),
 	SBX_OPT_ROW_VERSION(OPT_VERSION, S_MAIN),
 };
@@ -281,8 +269,12 @@ parse(int argc, char *argv[])
 		case OPT_FORCE:
 			O.force = 1;
 			break;
-		case OPT_DISK_IMAGE: O.disk_image = optarg; break;
-		case OPT_DISK_RESIZE: O.disk_resize = optarg; break;
+		case OPT_DISK_IMAGE:
+			O.disk_image = optarg;
+			break;
+		case OPT_DISK_RESIZE:
+			O.disk_resize = optarg;
+			break;
 		case OPT_SHA256:
 			O.sha256 = optarg;
 			break;

@@ -1182,9 +1182,8 @@ prep_limits(struct sbx_exec *p, struct sbx_error *e)
 		v2root = strdup(json_string_value(v));
 	if (p->req->background && sbx_joblog_cap_config(cfg, &p->log_cap, e) == -1)
 		return -1;
-	hard = p->req->hard_limits ||
-	    (cfg != NULL &&
-		json_is_true(json_object_get(cfg, "require_hard_limits")));
+	hard = p->req->hard_limits || (cfg != NULL && json_is_true(
+	    json_object_get(cfg, "require_hard_limits")));
 	json_decref(cfg);
 	if (p->agent_cfg != NULL && sbx_limits_merge_json(&p->lim,
 	    json_object_get(p->agent_cfg, "limits"), 1, p->agent_rel, e) == -1)
@@ -1257,8 +1256,8 @@ prep_limits(struct sbx_exec *p, struct sbx_error *e)
 		p->sb.rlimit[p->sb.nrlimit++].value = p->lim.memory_mib << 20;
 		json_object_set_new(enf, "memory", json_string("rlimit"));
 	}
-	if (p->agent_cfg != NULL &&
-	    json_is_true(json_object_get(p->agent_cfg, "require_hard_limits")))
+	if (p->agent_cfg != NULL && json_is_true(json_object_get(p->agent_cfg,
+	    "require_hard_limits")))
 		hard = 1;
 	if (prep_disk(p, hard, e) == -1) {
 		json_decref(enf);
@@ -1298,15 +1297,15 @@ prep_limits(struct sbx_exec *p, struct sbx_error *e)
  * asked for.
  */
 static void close_fd(int *);
-static int  own_dir(struct sbx_exec *, int, const char *, struct sbx_error *);
+static int own_dir(struct sbx_exec *, int, const char *, struct sbx_error *);
 
 static int
 prep_disk(struct sbx_exec *p, int hard, struct sbx_error *e)
 {
-	char rel[SBX_LAYOUT_PATH_MAX];
+	char	 rel[SBX_LAYOUT_PATH_MAX];
 
-	if (sbx_disklimit_choose(p->root.fd, p->sb.agent, p->lim.disk_mib, hard,
-		&p->disk, e) == -1)
+	if (sbx_disklimit_choose(p->root.fd, p->sb.agent, p->lim.disk_mib,
+	    hard, &p->disk, e) == -1)
 		return -1;
 	if (p->disk.warning[0] != '\0' && p->lim.disk_mib &&
 	    (p->lim.explicit_mask & SBX_RL_DISK))
@@ -2714,8 +2713,7 @@ sbx_exec_finish_limits(struct sbx_exec *p, struct sbx_run *r)
 	/* The image full after the run: the command met ENOSPC there
 	 * (nothing of it is removed; the next run has what is left). */
 	if (sbx_disklimit_reached(p->root.fd, p->sb.agent, &p->disk)) {
-		warn_add(p,
-		    "the disk limit was reached: the agent's disk "
+		warn_add(p, "the disk limit was reached: the agent's disk "
 		    "image is full (writes failed with ENOSPC); free space "
 		    "in the home or /output, or grow it with sbx provision "
 		    "--disk-resize");

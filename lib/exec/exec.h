@@ -70,7 +70,7 @@ struct sbx_exec_req {
 	int		 allow_only;	/* allow: the only names (a plugin's) */
 	struct sbx_strv	 limit_keys;	/* key, value, ... (sbx_limits_set) */
 	int		 soft_limits;
-	int		 hard_limits; /* --hard-limits: the disk too */
+	int		 hard_limits;	/* --hard-limits: the disk too */
 	const char	*seccomp;	/* "on" (NULL) or "off" */
 	const char	*shell;		/* -c STRING, or NULL */
 	char	       **argv;		/* the command; with shell: $0, $1... */
@@ -218,8 +218,8 @@ struct sbx_exec {
 	int			 job_val;
 	/* The disk limit's mechanism (disklimit.h): an image held for
 	 * the run until sbx_exec_release. */
-	struct sbx_disklimit disk;
-	int		     disk_full; /* after the run */
+	struct sbx_disklimit	 disk;
+	int			 disk_full;	/* after the run */
 };
 
 /*

@@ -65,7 +65,7 @@
  * it, so that the copy an older policy left is not reported as tampered
  * with.
  */
-#define POLICY_ID "sbx-seccomp-5"
+#define POLICY_ID	"sbx-seccomp-5"
 
 /* The largest program the kernel accepts, in bytes. */
 #define PROG_MAX	(BPF_MAXINSNS * sizeof(struct sock_filter))
@@ -534,14 +534,14 @@ add_rules(scmp_filter_ctx ctx, struct sbx_error *e)
 	 * FS_IOC_FSSETXATTR does, by path: denied whole.
 	 */
 	if (rule_masked(ctx, EPERM, "ioctl", 1, 0xffffffff,
-		(uint32_t)FS_IOC_FSSETXATTR, e) == -1 ||
+	    (uint32_t)FS_IOC_FSSETXATTR, e) == -1 ||
 	    rule_masked(ctx, EPERM, "ioctl", 1, 0xffffffff,
-		(uint32_t)FS_IOC_SETFLAGS, e) == -1 ||
+	    (uint32_t)FS_IOC_SETFLAGS, e) == -1 ||
 	    rule_masked(ctx, EPERM, "ioctl", 1, 0xffffffff,
-		(uint32_t)FS_IOC32_SETFLAGS, e) == -1)
+	    (uint32_t)FS_IOC32_SETFLAGS, e) == -1)
 		return -1;
 	if (rule_nr(ctx, SCMP_ACT_ERRNO(EPERM), "file_setattr", 469, 0, NULL,
-		e) == -1)
+	    e) == -1)
 		return -1;
 
 	if (add_personality(ctx, e) == -1 || add_setuid(ctx, e) == -1)

@@ -177,10 +177,8 @@ check_exec(const json_t *doc, int agent, const char *origin,
 	/* require_hard_limits (exec.c prep_limits, issue 32): the same. */
 	if (h != NULL && !json_is_boolean(h))
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
-		    "config_invalid",
-		    "%s: `require_hard_limits` must be true "
-		    "or false",
-		    origin);
+		    "config_invalid", "%s: `require_hard_limits` must be true "
+		    "or false", origin);
 	if (v == NULL || json_is_boolean(v))
 		return 0;
 	return sbx_error_set(e, SBX_K_INVALID_ARGS, "config", "config_invalid",

@@ -16,74 +16,74 @@
 /* Parents come before their children; the order of the entries marked
  * SBX_LF_REPORT is the order of sbx preflight's `locations`. */
 enum sbx_layout_id {
-	SBX_L_ROOT, /* .			the state root itself */
-	SBX_L_CONFIG, /* config/ */
-	SBX_L_SANDBOX_JSON, /* config/sandbox.json	optional */
-	SBX_L_CONFIG_AGENTS, /* config/agents/ */
-	SBX_L_AGENT_CONFIG, /* config/agents/A.json */
-	SBX_L_WORKSPACE, /* workspace/ */
-	SBX_L_WS_AGENTS, /* workspace/agents/ */
-	SBX_L_AGENT_HOME, /* workspace/agents/A/	HOME in the sandbox */
-	SBX_L_SOUL, /* workspace/agents/A/SOUL.md */
-	SBX_L_WS_SHARED, /* workspace/shared/ */
-	SBX_L_OUTPUT, /* output/ */
-	SBX_L_AGENT_OUTPUT, /* output/A/		/output inside */
-	SBX_L_IMAGES, /* images/ */
-	SBX_L_ENVS, /* envs/ */
-	SBX_L_AGENTS, /* agents/ */
-	SBX_L_AGENT_RECORDS, /* agents/A/		host-side records */
-	SBX_L_PLUGINS, /* plugins/ */
-	SBX_L_RUN, /* run/			0711 */
-	SBX_L_RUN_TOKENS, /* run/tokens/ */
-	SBX_L_AGENT_TOKEN, /* run/tokens/A */
-	SBX_L_PROXY_SOCK, /* run/proxy.sock	the proxy's */
-	SBX_L_BRIDGE_SOCK, /* run/bridge.sock	the bridge's */
-	SBX_L_CACHE, /* cache/ */
-	SBX_L_MARKER, /* .sbx-state-root */
+	SBX_L_ROOT,		/* .			the state root itself */
+	SBX_L_CONFIG,		/* config/ */
+	SBX_L_SANDBOX_JSON,	/* config/sandbox.json	optional */
+	SBX_L_CONFIG_AGENTS,	/* config/agents/ */
+	SBX_L_AGENT_CONFIG,	/* config/agents/A.json */
+	SBX_L_WORKSPACE,	/* workspace/ */
+	SBX_L_WS_AGENTS,	/* workspace/agents/ */
+	SBX_L_AGENT_HOME,	/* workspace/agents/A/	HOME in the sandbox */
+	SBX_L_SOUL,		/* workspace/agents/A/SOUL.md */
+	SBX_L_WS_SHARED,	/* workspace/shared/ */
+	SBX_L_OUTPUT,		/* output/ */
+	SBX_L_AGENT_OUTPUT,	/* output/A/		/output inside */
+	SBX_L_IMAGES,		/* images/ */
+	SBX_L_ENVS,		/* envs/ */
+	SBX_L_AGENTS,		/* agents/ */
+	SBX_L_AGENT_RECORDS,	/* agents/A/		host-side records */
+	SBX_L_PLUGINS,		/* plugins/ */
+	SBX_L_RUN,		/* run/			0711 */
+	SBX_L_RUN_TOKENS,	/* run/tokens/ */
+	SBX_L_AGENT_TOKEN,	/* run/tokens/A */
+	SBX_L_PROXY_SOCK,	/* run/proxy.sock	the proxy's */
+	SBX_L_BRIDGE_SOCK,	/* run/bridge.sock	the bridge's */
+	SBX_L_CACHE,		/* cache/ */
+	SBX_L_MARKER,		/* .sbx-state-root */
 	/* Addressed only: made by the module that owns them, on demand. */
-	SBX_L_IMAGE, /* images/D/		D: a sha256 digest */
-	SBX_L_IMAGE_ROOTFS, /* images/D/rootfs/ */
-	SBX_L_ENV, /* envs/A/ */
-	SBX_L_ENV_ROOTFS, /* envs/A/rootfs/	an agent's own copy */
-	SBX_L_AGENT_JOBS, /* agents/A/jobs/ */
-	SBX_L_AGENT_IMAGE, /* agents/A/image.json */
-	SBX_L_AGENT_REVOKED, /* agents/A/unprovisioned */
-	SBX_L_AGENT_INSTALLED, /* agents/A/installed-packages.json */
+	SBX_L_IMAGE,		/* images/D/		D: a sha256 digest */
+	SBX_L_IMAGE_ROOTFS,	/* images/D/rootfs/ */
+	SBX_L_ENV,		/* envs/A/ */
+	SBX_L_ENV_ROOTFS,	/* envs/A/rootfs/	an agent's own copy */
+	SBX_L_AGENT_JOBS,	/* agents/A/jobs/ */
+	SBX_L_AGENT_IMAGE,	/* agents/A/image.json */
+	SBX_L_AGENT_REVOKED,	/* agents/A/unprovisioned */
+	SBX_L_AGENT_INSTALLED,	/* agents/A/installed-packages.json */
 	SBX_L_AGENT_INSTALL_LOCK, /* agents/A/install.lock	pip, npm */
 	SBX_L_AGENT_ROOTFS_LOCK, /* agents/A/rootfs.lock	apt: the copy */
-	SBX_L_PLUGIN, /* plugins/ID.json	a library recipe */
-	SBX_L_PLUGINS_LOCK, /* plugins/library.lock */
-	SBX_L_AGENT_PLUGINS, /* agents/A/plugins.json */
+	SBX_L_PLUGIN,		/* plugins/ID.json	a library recipe */
+	SBX_L_PLUGINS_LOCK,	/* plugins/library.lock */
+	SBX_L_AGENT_PLUGINS,	/* agents/A/plugins.json */
 	SBX_L_AGENT_PLUGINS_LOCK, /* agents/A/plugins.lock */
 	SBX_L_AGENT_PLUGIN_RECIPES, /* agents/A/plugins/ */
-	SBX_L_AGENT_SBX_DIR, /* workspace/agents/A/.sbx/ */
+	SBX_L_AGENT_SBX_DIR,	/* workspace/agents/A/.sbx/ */
 	SBX_L_AGENT_PLUGIN_DIRS, /* workspace/agents/A/.sbx/plugins/ (files) */
-	SBX_L_RUN_WORKDIR, /* run/workdir/		0711 */
-	SBX_L_RUN_XWORKDIR, /* run/workdir-N/	0711, N: 1, 2... */
-	SBX_L_RUN_EMPTY, /* run/empty		bound over deny_paths */
-	SBX_L_CACHE_ETC, /* cache/etc/		the prepared /etc */
-	SBX_L_CGROUP_GC, /* cache/cgroup-gc	the last reaping */
-	SBX_L_PROVISION_LOCK, /* run/provision.lock */
-	SBX_L_PROXY_LOCK, /* run/proxy.lock */
-	SBX_L_BRIDGE_LOCK, /* run/bridge.lock */
+	SBX_L_RUN_WORKDIR,	/* run/workdir/		0711 */
+	SBX_L_RUN_XWORKDIR,	/* run/workdir-N/	0711, N: 1, 2... */
+	SBX_L_RUN_EMPTY,	/* run/empty		bound over deny_paths */
+	SBX_L_CACHE_ETC,	/* cache/etc/		the prepared /etc */
+	SBX_L_CGROUP_GC,	/* cache/cgroup-gc	the last reaping */
+	SBX_L_PROVISION_LOCK,	/* run/provision.lock */
+	SBX_L_PROXY_LOCK,	/* run/proxy.lock */
+	SBX_L_BRIDGE_LOCK,	/* run/bridge.lock */
 	/* sbx-bridge's records of an agent (lib/state/bridgestore.c). */
-	SBX_L_AGENT_BRIDGE, /* agents/A/bridge/ */
-	SBX_L_AGENT_BR_CONFIG, /* agents/A/bridge/config.json */
-	SBX_L_AGENT_BR_EVENTS, /* agents/A/bridge/events.jsonl (+ .1) */
-	SBX_L_AGENT_BR_LOG, /* agents/A/bridge/log.jsonl (+ .1) */
-	SBX_L_AGENT_BR_MEMORY, /* agents/A/bridge/memory.db	SQLite FTS5 */
-	SBX_L_AGENT_BR_TASKS, /* agents/A/bridge/tasks/	ID.json */
+	SBX_L_AGENT_BRIDGE,	/* agents/A/bridge/ */
+	SBX_L_AGENT_BR_CONFIG,	/* agents/A/bridge/config.json */
+	SBX_L_AGENT_BR_EVENTS,	/* agents/A/bridge/events.jsonl (+ .1) */
+	SBX_L_AGENT_BR_LOG,	/* agents/A/bridge/log.jsonl (+ .1) */
+	SBX_L_AGENT_BR_MEMORY,	/* agents/A/bridge/memory.db	SQLite FTS5 */
+	SBX_L_AGENT_BR_TASKS,	/* agents/A/bridge/tasks/	ID.json */
 	/* sbx secret's sealed store of an agent (lib/state/secret.c). */
-	SBX_L_AGENT_SECRETS, /* agents/A/secrets.json */
+	SBX_L_AGENT_SECRETS,	/* agents/A/secrets.json */
 	SBX_L_AGENT_SECRETS_PREV, /* agents/A/secrets.json.prev	the last one */
 	/* A file an administrator keeps in config/ for a setting that names
 	 * it (upstream_auth_file): one name, the argument. */
-	SBX_L_CONFIG_FILE, /* config/NAME */
+	SBX_L_CONFIG_FILE,	/* config/NAME */
 	/* An agent's hard disk limit (lib/sandbox/diskimg.c): its image,
 	 * where it is mounted, its lock and a migration's marker. */
-	SBX_L_AGENT_DISK_IMG, /* agents/A/disk.img */
-	SBX_L_AGENT_DISK_MNT, /* agents/A/disk/	the image's mount */
-	SBX_L_AGENT_DISK_LOCK, /* agents/A/disk.lock */
+	SBX_L_AGENT_DISK_IMG,	/* agents/A/disk.img */
+	SBX_L_AGENT_DISK_MNT,	/* agents/A/disk/	the image's mount */
+	SBX_L_AGENT_DISK_LOCK,	/* agents/A/disk.lock */
 	SBX_L_AGENT_DISK_MIGRATE, /* agents/A/disk.migrating */
 	SBX_L_N
 };

@@ -58,8 +58,7 @@ static const struct {
 	{ "upstream", "\"http://proxy.corp.example:3128\"",
 	    "\"http://u:p@proxy:3128\"" },
 	{ "upstream_auth_file", NULL, "\"../x\"" },
-	{ "credentials",
-	    "[{\"secret\": \"K\", \"hosts\": [\"api.example\"], "
+	{ "credentials", "[{\"secret\": \"K\", \"hosts\": [\"api.example\"], "
 	    "\"header\": \"Authorization: Bearer {}\"}]",
 	    "[{\"secret\": \"K\", \"hosts\": [\"*\"], \"query\": \"k\"}]" },
 	{ "limits.memory_mib", "512", "-1" },

@@ -717,8 +717,8 @@ probes_init(void)
 	add("ioctl(-1, FS_IOC_SETFLAGS)", SYS_ioctl, WANT_ERR, EPERM,
 	    UINT64_MAX, (uint32_t)FS_IOC_SETFLAGS, 1);
 	add("ioctl(-1, FS_IOC_SETFLAGS | 0xffffffff<<32)", SYS_ioctl, WANT_ERR,
-	    EPERM, UINT64_MAX,
-	    0xffffffff00000000ULL | (uint32_t)FS_IOC_SETFLAGS, 1);
+	    EPERM, UINT64_MAX, 0xffffffff00000000ULL |
+	    (uint32_t)FS_IOC_SETFLAGS, 1);
 	add("ioctl(-1, FS_IOC32_SETFLAGS)", SYS_ioctl, WANT_ERR, EPERM,
 	    UINT64_MAX, (uint32_t)FS_IOC32_SETFLAGS, 1);
 	add("ioctl(-1, FS_IOC_FSGETXATTR) reaches the kernel", SYS_ioctl,
