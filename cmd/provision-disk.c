@@ -19,15 +19,16 @@
 static void
 refuse_unusable(const char *opt)
 {
-	struct sbx_error	 e;
-	const char		*why = sbx_diskimg_unusable();
+	struct sbx_error e;
+	const char	*why = sbx_diskimg_unusable();
 
 	if (why == NULL)
 		return;
 	memset(&e, 0, sizeof(e));
 	sbx_error_set(&e, SBX_K_UNAVAILABLE, opt, "disk_limit_unavailable",
 	    "%s", why);
-	sbx_error_hint(&e, "run sbx provision as root on a host with loop "
+	sbx_error_hint(&e,
+	    "run sbx provision as root on a host with loop "
 	    "devices (modprobe loop), or use project quotas where the kernel "
 	    "has them");
 	sbx_cmd_die(&e);
@@ -36,15 +37,15 @@ refuse_unusable(const char *opt)
 static void
 mount_existing(void)
 {
-	struct sbx_diskimg_stat	 st;
-	struct sbx_error	 e;
-	int			 fd, now;
+	struct sbx_diskimg_stat st;
+	struct sbx_error	e;
+	int			fd, now;
 
 	/* An image not mounted (after sbx exec gc): mounted before the
 	 * home is checked, so that nothing is made in the directory under
 	 * it.  An unfinished migration is left to --disk-image. */
-	if (sbx_diskimg_stat(root.fd, O.agent, &st, &e) == -1 ||
-	    !st.present || sbx_diskimg_migrating(root.fd, O.agent) ||
+	if (sbx_diskimg_stat(root.fd, O.agent, &st, &e) == -1 || !st.present ||
+	    sbx_diskimg_migrating(root.fd, O.agent) ||
 	    sbx_diskimg_unusable() != NULL)
 		return;
 	/* With --disk-image, files written under the unmounted home are
@@ -60,16 +61,16 @@ mount_existing(void)
 json_t *
 prov_disk_pre(void)
 {
-	struct sbx_diskimg_stat	 st;
-	struct sbx_error	 e;
+	struct sbx_diskimg_stat st;
+	struct sbx_error	e;
 
 	/* An image there already: a migration (finishing one, taking in
 	 * files written while it was not mounted, or going back) comes
 	 * before the home is checked, which would otherwise fill the
 	 * directory under the mount with a new SOUL.md. */
-	if (O.disk_image != NULL && sbx_diskimg_stat(root.fd, O.agent, &st,
-	    &e) == 0 && (st.present || sbx_diskimg_migrating(root.fd,
-	    O.agent)))
+	if (O.disk_image != NULL &&
+	    sbx_diskimg_stat(root.fd, O.agent, &st, &e) == 0 &&
+	    (st.present || sbx_diskimg_migrating(root.fd, O.agent)))
 		return prov_disk();
 	mount_existing();
 	return NULL;
@@ -78,33 +79,33 @@ prov_disk_pre(void)
 json_t *
 prov_disk(void)
 {
-	struct sbx_diskimg_stat	 st;
-	struct sbx_error	 e;
-	unsigned long long	 mib = 0;
-	uid_t			 uid;
-	gid_t			 gid;
-	int			 did = 0;
-	char			 sum[200];
+	struct sbx_diskimg_stat st;
+	struct sbx_error	e;
+	unsigned long long	mib = 0;
+	uid_t			uid;
+	gid_t			gid;
+	int			did = 0;
+	char			sum[200];
 
 	if (O.disk_image == NULL && O.disk_resize == NULL)
 		return NULL;
 	if (O.disk_image != NULL && O.disk_resize != NULL)
 		usage("--disk-image and --disk-resize are one change at a "
-		    "time");
+		      "time");
 	memset(&e, 0, sizeof(e));
 	if (O.disk_image != NULL) {
 		if (strcmp(O.disk_image, "off") != 0 &&
 		    sbx_diskimg_parse_size(O.disk_image, "disk-image", &mib,
-		    &e) == -1)
+			&e) == -1)
 			sbx_cmd_die(&e);
 		refuse_unusable("disk-image");
 		if (sbx_identity_get(root.fd, &uid, &gid, &e) == -1 ||
 		    sbx_diskimg_migrate(root.fd, O.agent, mib, uid, gid, &did,
-		    &e) == -1)
+			&e) == -1)
 			sbx_cmd_die(&e);
 	} else {
 		if (sbx_diskimg_parse_size(O.disk_resize, "disk-resize", &mib,
-		    &e) == -1)
+			&e) == -1)
 			sbx_cmd_die(&e);
 		refuse_unusable("disk-resize");
 		if (sbx_diskimg_stat(root.fd, O.agent, &st, &e) == -1)
@@ -121,13 +122,16 @@ prov_disk(void)
 
 			if (fd == -1) {
 				sbx_error_set(&e, SBX_K_UNAVAILABLE, NULL,
-				    "disk_in_use", "agent %s has a run in "
-				    "progress on its disk image", O.agent);
+				    "disk_in_use",
+				    "agent %s has a run in "
+				    "progress on its disk image",
+				    O.agent);
 				sbx_cmd_die(&e);
 			}
-			if (sbx_diskimg_unmount_locked(root.fd, O.agent,
-			    &e) == -1 || sbx_diskimg_resize(root.fd, O.agent,
-			    mib, &e) == -1) {
+			if (sbx_diskimg_unmount_locked(root.fd, O.agent, &e) ==
+				-1 ||
+			    sbx_diskimg_resize(root.fd, O.agent, mib, &e) ==
+				-1) {
 				close(fd);
 				/* As it was: mounted again, then the
 				 * error. */
@@ -142,13 +146,17 @@ prov_disk(void)
 	if (sbx_diskimg_stat(root.fd, O.agent, &st, &e) == -1)
 		sbx_cmd_die(&e);
 	if (!st.present)
-		snprintf(sum, sizeof(sum), "off%s", did ? " (home and output "
-		    "moved back)" : "");
+		snprintf(sum, sizeof(sum), "off%s",
+		    did ? " (home and output "
+			  "moved back)" :
+			  "");
 	else
 		snprintf(sum, sizeof(sum), "agents/%s/disk.img: %llu MiB%s",
-		    O.agent, st.size_mib, !did ? ", already present" :
-		    O.disk_resize ? ", resized" : ", home and output on it");
-	return json_pack("{s:s,s:I,s:b,s:b,s:s}", "mechanism", st.present ?
-	    "image" : "none", "size_mib", (json_int_t)st.size_mib, "changed",
-	    did, "mounted", st.mounted, "summary", sum);
+		    O.agent, st.size_mib,
+		    !did	      ? ", already present" :
+			O.disk_resize ? ", resized" :
+					", home and output on it");
+	return json_pack("{s:s,s:I,s:b,s:b,s:s}", "mechanism",
+	    st.present ? "image" : "none", "size_mib", (json_int_t)st.size_mib,
+	    "changed", did, "mounted", st.mounted, "summary", sum);
 }

@@ -11,12 +11,12 @@
 #include "error.h"
 
 struct sbx_disklimit {
-	const char		*mech;	/* "image", "project_quota", "soft"
+	const char	  *mech; /* "image", "project_quota", "soft"
 					   or NULL (no disk limit) */
-	unsigned long long	 limit_mib; /* what holds (the image's size) */
-	int			 lock_fd; /* the image held for the run, -1 */
-	int			 mounted_now; /* this run mounted it */
-	char			 warning[512]; /* soft fallback: why, or "" */
+	unsigned long long limit_mib; /* what holds (the image's size) */
+	int		   lock_fd; /* the image held for the run, -1 */
+	int		   mounted_now; /* this run mounted it */
+	char		   warning[512]; /* soft fallback: why, or "" */
 };
 
 /*
@@ -26,13 +26,13 @@ struct sbx_disklimit {
  * sbx_disklimit_release lets go of it.  -1: refused (unavailable, reason
  * disk_limit_unavailable; rejected, reason disk_image_larger) or failed.
  */
-int	sbx_disklimit_choose(int rootfd, const char *agent,
-	    unsigned long long disk_mib, int hard, struct sbx_disklimit *,
-	    struct sbx_error *);
+int
+sbx_disklimit_choose(int rootfd, const char *agent, unsigned long long disk_mib,
+    int hard, struct sbx_disklimit *, struct sbx_error *);
 /* After the run: nonzero when the image is full (the command met ENOSPC
  * there). */
-int	sbx_disklimit_reached(int rootfd, const char *agent,
-	    const struct sbx_disklimit *);
-void	sbx_disklimit_release(struct sbx_disklimit *);
+int  sbx_disklimit_reached(int rootfd, const char *agent,
+     const struct sbx_disklimit *);
+void sbx_disklimit_release(struct sbx_disklimit *);
 
 #endif

@@ -250,34 +250,46 @@ capability(struct pf *p, const char *id, const char *status,
 static void
 check_disk(struct pf *p)
 {
-	struct sbx_pquota_probe	 pq;
-	struct sbx_error	 e;
-	const char		*why = sbx_diskimg_unusable();
-	char			*mkfs = NULL;
-	json_t			*c, *img;
-	size_t			 i;
-	int			 fd, sandbox_ok = 1;
+	struct sbx_pquota_probe pq;
+	struct sbx_error	e;
+	const char	       *why = sbx_diskimg_unusable(), *st, *detail;
+	char		       *mkfs = NULL;
+	json_t		       *c, *img;
+	size_t			i;
+	int			fd, sandbox_ok = 1;
 
 	if (why == NULL && sbx_tools_find("mkfs.ext4", NULL, &mkfs, &e) == -1)
 		why = "mkfs.ext4 is missing (Debian: e2fsprogs)";
 	free(mkfs);
-	if ((fd = open(p->o->root_path, O_RDONLY | O_DIRECTORY |
-	    O_CLOEXEC)) == -1)
+	fd = open(p->o->root_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd == -1)
 		fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	sbx_pquota_probe(fd, &pq);
 	if (fd >= 0)
 		close(fd);
 	/* No sandbox, no run to limit: nothing is proven of it. */
-	json_array_foreach(p->caps, i, c)
-		if (strcmp(json_string_value(json_object_get(c, "id")),
-		    "sandbox") == 0 && strcmp(json_string_value(
-		    json_object_get(c, "status")), T_PASSED) != 0)
+	json_array_foreach (p->caps, i, c) {
+		const char *id = json_string_value(json_object_get(c, "id"));
+		const char *s = json_string_value(json_object_get(c, "status"));
+
+		if (strcmp(id, "sandbox") == 0 && strcmp(s, T_PASSED) != 0)
 			sandbox_ok = 0;
-	capability(p, "disk_limits", !sandbox_ok ? T_UNPROVEN : why == NULL ||
-	    pq.available ? T_PASSED : T_MISSING, why == NULL ? "hard disk limits by an image of the "
-	    "agent's own (sbx provision --disk-image SIZE)" : pq.available ?
-	    "hard disk limits by project quota" : pf_fmt(p, "disk limits "
-	    "are soft here: %s; project quotas: %s", why, pq.reason));
+	}
+	st = T_MISSING;
+	detail = "";
+	if (why != NULL && !pq.available)
+		detail = pf_fmt(p,
+		    "disk limits are soft here: %s; project quotas: %s", why,
+		    pq.reason);
+	else if (why == NULL) {
+		st = T_PASSED;
+		detail = "hard disk limits by an image of the agent's own "
+			 "(sbx provision --disk-image SIZE)";
+	} else if (pq.available) {
+		st = T_PASSED;
+		detail = "hard disk limits by project quota";
+	}
+	capability(p, "disk_limits", sandbox_ok ? st : T_UNPROVEN, detail);
 	c = json_array_get(p->caps, json_array_size(p->caps) - 1);
 	if (c == NULL)
 		return;

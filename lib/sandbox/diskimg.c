@@ -43,8 +43,8 @@ int
 sbx_diskimg_parse_size(const char *s, const char *field,
     unsigned long long *mib, struct sbx_error *e)
 {
-	char			*end;
-	unsigned long long	 v, mul = 1;
+	char		  *end;
+	unsigned long long v, mul = 1;
 
 	errno = 0;
 	if (s == NULL || *s < '0' || *s > '9')
@@ -68,27 +68,27 @@ sbx_diskimg_parse_size(const char *s, const char *field,
 bad:
 	sbx_error_set(e, SBX_K_INVALID_ARGS, field, "bad_size",
 	    "argument `%s` rejected: a size from %llu MiB to %llu MiB "
-	    "(MiB, or with a unit: 512m, 2g)", field, SBX_DISKIMG_MIN_MIB,
-	    SBX_DISKIMG_MAX_MIB);
+	    "(MiB, or with a unit: 512m, 2g)",
+	    field, SBX_DISKIMG_MIN_MIB, SBX_DISKIMG_MAX_MIB);
 	return -1;
 }
 
 const char *
 sbx_diskimg_unusable(void)
 {
-	const char	*dev = getenv("SBX_TEST_LOOP_CONTROL");
+	const char *dev = getenv("SBX_TEST_LOOP_CONTROL");
 
 	if (geteuid() != 0)
 		return "mounting a file system of the agent's own needs root "
-		    "(sbx runs as a plain user)";
+		       "(sbx runs as a plain user)";
 	/* A test names a missing device to show the refusal; honoured
 	 * only as it makes things stricter. */
 	if (dev == NULL || dev[0] == '\0')
 		dev = "/dev/loop-control";
 	if (access(dev, R_OK | W_OK) == -1)
 		return "no loop device here (/dev/loop-control is missing: "
-		    "a container without loop devices, or a kernel without "
-		    "CONFIG_BLK_DEV_LOOP)";
+		       "a container without loop devices, or a kernel without "
+		       "CONFIG_BLK_DEV_LOOP)";
 	return NULL;
 }
 
@@ -97,8 +97,8 @@ fdpath(char *buf, size_t sz, int rootfd, const char *rel)
 {
 	/* By pid, not self: a helper program (cp, diff) reads the path
 	 * from our descriptor table. */
-	int n = snprintf(buf, sz, "/proc/%d/fd/%d/%s", (int)getpid(),
-	    rootfd, rel);
+	int n =
+	    snprintf(buf, sz, "/proc/%d/fd/%d/%s", (int)getpid(), rootfd, rel);
 	return n < 0 || (size_t)n >= sz ? -1 : 0;
 }
 
@@ -106,10 +106,11 @@ fdpath(char *buf, size_t sz, int rootfd, const char *rel)
 static int
 is_mount_root(int rootfd, const char *rel, dev_t *dev)
 {
-	struct statx	 sx;
+	struct statx sx;
 
-	if (statx(rootfd, rel, AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS,
-	    &sx) == -1 || !S_ISDIR(sx.stx_mode))
+	if (statx(rootfd, rel, AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, &sx) ==
+		-1 ||
+	    !S_ISDIR(sx.stx_mode))
 		return 0;
 	if (dev != NULL)
 		*dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
@@ -121,14 +122,14 @@ int
 sbx_diskimg_stat(int rootfd, const char *agent, struct sbx_diskimg_stat *st,
     struct sbx_error *e)
 {
-	char		 rel[SBX_LAYOUT_PATH_MAX];
-	struct stat	 sb;
-	struct statfs	 sf;
-	int		 fd;
+	char	      rel[SBX_LAYOUT_PATH_MAX];
+	struct stat   sb;
+	struct statfs sf;
+	int	      fd;
 
 	memset(st, 0, sizeof(*st));
-	if (sbx_layout_path(SBX_L_AGENT_DISK_IMG, agent, rel, sizeof(rel),
-	    e) == -1)
+	if (sbx_layout_path(SBX_L_AGENT_DISK_IMG, agent, rel, sizeof(rel), e) ==
+	    -1)
 		return -1;
 	if (fstatat(rootfd, rel, &sb, AT_SYMLINK_NOFOLLOW) == 0) {
 		if (!S_ISREG(sb.st_mode)) {
@@ -145,7 +146,7 @@ sbx_diskimg_stat(int rootfd, const char *agent, struct sbx_diskimg_stat *st,
 		return 0;
 	st->mounted = 1;
 	if ((fd = sbx_fs_open_beneath(rootfd, rel, O_RDONLY | O_DIRECTORY,
-	    NULL)) >= 0) {
+		 NULL)) >= 0) {
 		if (fstatfs(fd, &sf) == 0) {
 			st->total_kib = (unsigned long long)sf.f_blocks *
 			    (unsigned long long)sf.f_bsize / 1024;
@@ -161,7 +162,6 @@ sbx_diskimg_stat(int rootfd, const char *agent, struct sbx_diskimg_stat *st,
 int
 sbx_diskimg_full(const struct sbx_diskimg_stat *st)
 {
-
 	/* ext4 keeps a few blocks a write of user data cannot take: a
 	 * file system that refused a write has less than 64 KiB left. */
 	return st->mounted && (st->avail_kib < 64 || st->files_free == 0);
@@ -170,11 +170,11 @@ sbx_diskimg_full(const struct sbx_diskimg_stat *st)
 int
 sbx_diskimg_tool(const char *name, char *const *args, struct sbx_error *e)
 {
-	char		*path = NULL, *argv[16], msg[256];
-	int		 pfd[2], status, n = 0, devnull;
-	size_t		 i, got = 0;
-	ssize_t		 r;
-	pid_t		 pid;
+	char   *path = NULL, *argv[16], msg[256];
+	int	pfd[2], status, n = 0, devnull;
+	size_t	i, got = 0;
+	ssize_t r;
+	pid_t	pid;
 
 	if (sbx_tools_find(name, NULL, &path, e) == -1)
 		return -1;
@@ -204,13 +204,14 @@ sbx_diskimg_tool(const char *name, char *const *args, struct sbx_error *e)
 			dup2(devnull, 1);
 		}
 		dup2(pfd[1], 2);
-		execve(path, argv, (char *[]){
-		    "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL });
+		execve(path, argv,
+		    (char *[]){ "PATH=/usr/sbin:/usr/bin:/sbin:/bin",
+			"LC_ALL=C", NULL });
 		_exit(127);
 	}
 	close(pfd[1]);
-	while (got + 1 < sizeof(msg) && (r = read(pfd[0], msg + got,
-	    sizeof(msg) - 1 - got)) != 0) {
+	while (got + 1 < sizeof(msg) &&
+	    (r = read(pfd[0], msg + got, sizeof(msg) - 1 - got)) != 0) {
 		if (r == -1 && errno == EINTR)
 			continue;
 		if (r == -1)
@@ -230,23 +231,24 @@ sbx_diskimg_tool(const char *name, char *const *args, struct sbx_error *e)
 		return 0;
 	msg[strcspn(msg, "\n")] = '\0';
 	sbx_error_set(e, SBX_K_EXECUTION_ERROR, NULL, "disk_tool_failed",
-	    "%s failed (%s %d)%s%s", name, WIFEXITED(status) ? "status" :
-	    "signal", WIFEXITED(status) ? WEXITSTATUS(status) :
-	    WTERMSIG(status), msg[0] ? ": " : "", msg);
+	    "%s failed (%s %d)%s%s", name,
+	    WIFEXITED(status) ? "status" : "signal",
+	    WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
+	    msg[0] ? ": " : "", msg);
 	return -1;
 }
 
 int
 sbx_diskimg_lock(int rootfd, const char *agent, int exclusive, int wait)
 {
-	char	 rel[SBX_LAYOUT_PATH_MAX];
-	int	 fd, op = exclusive ? LOCK_EX : LOCK_SH;
+	char rel[SBX_LAYOUT_PATH_MAX];
+	int  fd, op = exclusive ? LOCK_EX : LOCK_SH;
 
 	if (sbx_layout_path(SBX_L_AGENT_DISK_LOCK, agent, rel, sizeof(rel),
-	    NULL) == -1)
+		NULL) == -1)
 		return -1;
-	if ((fd = openat(rootfd, rel, O_RDWR | O_CREAT | O_NOFOLLOW |
-	    O_CLOEXEC, 0600)) == -1)
+	if ((fd = openat(rootfd, rel, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+		 0600)) == -1)
 		return -1;
 	if (!wait)
 		op |= LOCK_NB;
@@ -268,8 +270,8 @@ sbx_diskimg_lock(int rootfd, const char *agent, int exclusive, int wait)
 static int
 loop_attach(int imgfd, char *dev, size_t devsz, struct sbx_error *e)
 {
-	struct loop_config	 cfg;
-	int			 ctl, n, lfd, tries;
+	struct loop_config cfg;
+	int		   ctl, n, lfd, tries;
 
 	if ((ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC)) == -1) {
 		sbx_error_sys(e, "no_loop_device", "/dev/loop-control");
@@ -310,19 +312,19 @@ loop_attach(int imgfd, char *dev, size_t devsz, struct sbx_error *e)
 int
 sbx_diskimg_mount_image(int rootfd, const char *agent, struct sbx_error *e)
 {
-	char	 rel[SBX_LAYOUT_PATH_MAX], dev[32], tgt[64 + SBX_LAYOUT_PATH_MAX];
-	int	 imgfd, lfd, mfd, rc;
+	char rel[SBX_LAYOUT_PATH_MAX], dev[32], tgt[64 + SBX_LAYOUT_PATH_MAX];
+	int  imgfd, lfd, mfd, rc;
 
 	SBX_LPATH(rel, SBX_L_AGENT_DISK_MNT, agent);
 	if (is_mount_root(rootfd, rel, NULL))
 		return 0;
-	if ((mfd = sbx_layout_mkdirs(rootfd, SBX_L_AGENT_DISK_MNT, agent,
-	    e)) == -1)
+	if ((mfd = sbx_layout_mkdirs(rootfd, SBX_L_AGENT_DISK_MNT, agent, e)) ==
+	    -1)
 		return -1;
 	close(mfd);
 	SBX_LPATH(rel, SBX_L_AGENT_DISK_IMG, agent);
-	if ((imgfd = sbx_fs_open_beneath(rootfd, rel, O_RDWR | O_CLOEXEC,
-	    e)) == -1)
+	if ((imgfd = sbx_fs_open_beneath(rootfd, rel, O_RDWR | O_CLOEXEC, e)) ==
+	    -1)
 		return -1;
 	if ((lfd = loop_attach(imgfd, dev, sizeof(dev), e)) == -1) {
 		close(imgfd);
@@ -347,12 +349,12 @@ sbx_diskimg_mount_image(int rootfd, const char *agent, struct sbx_error *e)
 static int
 dir_empty(int rootfd, const char *rel)
 {
-	DIR		*d;
-	struct dirent	*de;
-	int		 fd, empty = 1;
+	DIR	      *d;
+	struct dirent *de;
+	int	       fd, empty = 1;
 
 	if ((fd = sbx_fs_open_beneath(rootfd, rel, O_RDONLY | O_DIRECTORY,
-	    NULL)) == -1)
+		 NULL)) == -1)
 		return errno == ENOENT;
 	if ((d = fdopendir(fd)) == NULL) {
 		close(fd);
@@ -370,14 +372,18 @@ dir_empty(int rootfd, const char *rel)
 int
 sbx_diskimg_bind(int rootfd, const char *agent, struct sbx_error *e)
 {
-	static const struct { enum sbx_layout_id id; const char *sub; } b[] = {
-		{ SBX_L_AGENT_HOME, "home" }, { SBX_L_AGENT_OUTPUT, "output" },
+	static const struct {
+		enum sbx_layout_id id;
+		const char	  *sub;
+	} b[] = {
+		{ SBX_L_AGENT_HOME, "home" },
+		{ SBX_L_AGENT_OUTPUT, "output" },
 	};
-	char	 mnt[SBX_LAYOUT_PATH_MAX], rel[SBX_LAYOUT_PATH_MAX], src[512];
-	char	 dst[512], srel[SBX_LAYOUT_PATH_MAX + 16];
-	dev_t	 mdev, ddev;
-	size_t	 i;
-	int	 fd;
+	char   mnt[SBX_LAYOUT_PATH_MAX], rel[SBX_LAYOUT_PATH_MAX], src[512];
+	char   dst[512], srel[SBX_LAYOUT_PATH_MAX + 16];
+	dev_t  mdev, ddev;
+	size_t i;
+	int    fd;
 
 	SBX_LPATH(mnt, SBX_L_AGENT_DISK_MNT, agent);
 	if (!is_mount_root(rootfd, mnt, &mdev)) {
@@ -396,11 +402,15 @@ sbx_diskimg_bind(int rootfd, const char *agent, struct sbx_error *e)
 		 */
 		if (!dir_empty(rootfd, rel)) {
 			sbx_error_set(e, SBX_K_REJECTED, NULL,
-			    "disk_home_not_empty", "%s holds files outside "
-			    "the agent's disk image", rel);
-			sbx_error_hint(e, "run `sbx provision --agent %s "
+			    "disk_home_not_empty",
+			    "%s holds files outside "
+			    "the agent's disk image",
+			    rel);
+			sbx_error_hint(e,
+			    "run `sbx provision --agent %s "
 			    "--disk-image SIZE` again: it moves them onto the "
-			    "image", agent);
+			    "image",
+			    agent);
 			return -1;
 		}
 		if ((fd = sbx_fs_mkdirs_at(rootfd, rel, 0700, e)) == -1)
@@ -410,8 +420,10 @@ sbx_diskimg_bind(int rootfd, const char *agent, struct sbx_error *e)
 		fdpath(src, sizeof(src), rootfd, srel);
 		fdpath(dst, sizeof(dst), rootfd, rel);
 		if (mount(src, dst, NULL, MS_BIND, NULL) == -1) {
-			sbx_error_sys(e, "disk_mount_failed", "binding %s at "
-			    "%s", srel, rel);
+			sbx_error_sys(e, "disk_mount_failed",
+			    "binding %s at "
+			    "%s",
+			    srel, rel);
 			return -1;
 		}
 	}
@@ -422,9 +434,9 @@ int
 sbx_diskimg_acquire(int rootfd, const char *agent, int *mounted_now,
     struct sbx_error *e)
 {
-	char	 mnt[SBX_LAYOUT_PATH_MAX], home[SBX_LAYOUT_PATH_MAX];
-	char	 out[SBX_LAYOUT_PATH_MAX];
-	int	 fd, tries;
+	char mnt[SBX_LAYOUT_PATH_MAX], home[SBX_LAYOUT_PATH_MAX];
+	char out[SBX_LAYOUT_PATH_MAX];
+	int  fd, tries;
 
 	*mounted_now = 0;
 	SBX_LPATH(mnt, SBX_L_AGENT_DISK_MNT, agent);
@@ -462,7 +474,7 @@ sbx_diskimg_acquire(int rootfd, const char *agent, int *mounted_now,
 static int
 unmount_one(int rootfd, const char *rel, struct sbx_error *e)
 {
-	char	 p[512];
+	char p[512];
 
 	if (!is_mount_root(rootfd, rel, NULL))
 		return 0;
@@ -478,15 +490,14 @@ unmount_one(int rootfd, const char *rel, struct sbx_error *e)
 }
 
 int
-sbx_diskimg_unmount_locked(int rootfd, const char *agent,
-    struct sbx_error *e)
+sbx_diskimg_unmount_locked(int rootfd, const char *agent, struct sbx_error *e)
 {
 	static const enum sbx_layout_id ids[] = { SBX_L_AGENT_HOME,
-	    SBX_L_AGENT_OUTPUT, SBX_L_AGENT_DISK_MNT };
-	char	 rel[SBX_LAYOUT_PATH_MAX], mnt[SBX_LAYOUT_PATH_MAX];
-	dev_t	 mdev, d;
-	size_t	 i;
-	int	 r, any = 0;
+		SBX_L_AGENT_OUTPUT, SBX_L_AGENT_DISK_MNT };
+	char   rel[SBX_LAYOUT_PATH_MAX], mnt[SBX_LAYOUT_PATH_MAX];
+	dev_t  mdev, d;
+	size_t i;
+	int    r, any = 0;
 
 	SBX_LPATH(mnt, SBX_L_AGENT_DISK_MNT, agent);
 	if (!is_mount_root(rootfd, mnt, &mdev))
@@ -496,8 +507,8 @@ sbx_diskimg_unmount_locked(int rootfd, const char *agent,
 		/* Only what is the image's: an administrator's own mount
 		 * over a home is not sbx's to remove. */
 		if (ids[i] != SBX_L_AGENT_DISK_MNT &&
-		    (!is_mount_root(rootfd, rel, &d) || (d != mdev &&
-		    mdev != (dev_t)-1)))
+		    (!is_mount_root(rootfd, rel, &d) ||
+			(d != mdev && mdev != (dev_t)-1)))
 			continue;
 		/* Stacked binds (a killed mount raced another): all. */
 		while ((r = unmount_one(rootfd, rel, e)) == 1)
@@ -511,7 +522,7 @@ sbx_diskimg_unmount_locked(int rootfd, const char *agent,
 int
 sbx_diskimg_release_idle(int rootfd, const char *agent, struct sbx_error *e)
 {
-	int	 fd, rc;
+	int fd, rc;
 
 	if ((fd = sbx_diskimg_lock(rootfd, agent, 1, 0)) == -1) {
 		if (errno == EWOULDBLOCK)
@@ -531,17 +542,17 @@ int
 sbx_diskimg_create(int rootfd, const char *agent, unsigned long long size_mib,
     uid_t uid, gid_t gid, struct sbx_error *e)
 {
-	char	 rel[SBX_LAYOUT_PATH_MAX], tmp[SBX_LAYOUT_PATH_MAX + 8];
-	char	 img[64], owner[64], mnt[SBX_LAYOUT_PATH_MAX];
-	size_t	 i;
-	int	 fd, mfd, rc = -1;
+	char   rel[SBX_LAYOUT_PATH_MAX], tmp[SBX_LAYOUT_PATH_MAX + 8];
+	char   img[64], owner[64], mnt[SBX_LAYOUT_PATH_MAX];
+	size_t i;
+	int    fd, mfd, rc = -1;
 
 	SBX_LPATH(rel, SBX_L_AGENT_DISK_IMG, agent);
 	snprintf(tmp, sizeof(tmp), "%s.new", rel);
 	/* A half-made image of an interrupted run is ours to redo. */
 	(void)unlinkat(rootfd, tmp, 0);
 	if ((fd = openat(rootfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW,
-	    0600)) == -1) {
+		 0600)) == -1) {
 		sbx_error_sys(e, "disk_image_failed", "creating %s", tmp);
 		return -1;
 	}
@@ -553,8 +564,10 @@ sbx_diskimg_create(int rootfd, const char *agent, unsigned long long size_mib,
 	}
 	snprintf(img, sizeof(img), "/proc/self/fd/%d", fd);
 	snprintf(owner, sizeof(owner), "root_owner=0:0");
-	if (sbx_diskimg_tool("mkfs.ext4", (char *[]){ "-q", "-F", "-m", "0",
-	    "-E", owner, "-L", "sbx-agent", img, NULL }, e) == -1)
+	if (sbx_diskimg_tool("mkfs.ext4",
+		(char *[]){ "-q", "-F", "-m", "0", "-E", owner, "-L",
+		    "sbx-agent", img, NULL },
+		e) == -1)
 		goto out;
 	if (fsync(fd) == -1 || renameat(rootfd, tmp, rootfd, rel) == -1) {
 		sbx_error_sys(e, "disk_image_failed", "saving %s", rel);
@@ -564,7 +577,7 @@ sbx_diskimg_create(int rootfd, const char *agent, unsigned long long size_mib,
 		goto out2;
 	SBX_LPATH(mnt, SBX_L_AGENT_DISK_MNT, agent);
 	if ((mfd = sbx_fs_open_beneath(rootfd, mnt, O_RDONLY | O_DIRECTORY,
-	    e)) == -1)
+		 e)) == -1)
 		goto out2;
 	/* The image's root: root's, 0711 (the sandbox uid passes through
 	 * to the binds' sources); its directories the sandbox uid's. */
@@ -572,8 +585,8 @@ sbx_diskimg_create(int rootfd, const char *agent, unsigned long long size_mib,
 	(void)unlinkat(mfd, "lost+found", AT_REMOVEDIR);
 	for (i = 0; i < sizeof(subdirs) / sizeof(*subdirs); i++)
 		if ((mkdirat(mfd, subdirs[i], 0700) == -1 && errno != EEXIST) ||
-		    fchownat(mfd, subdirs[i], uid, gid,
-		    AT_SYMLINK_NOFOLLOW) == -1) {
+		    fchownat(mfd, subdirs[i], uid, gid, AT_SYMLINK_NOFOLLOW) ==
+			-1) {
 			sbx_error_sys(e, "disk_image_failed", "%s/%s", mnt,
 			    subdirs[i]);
 			close(mfd);
@@ -595,9 +608,9 @@ int
 sbx_diskimg_resize(int rootfd, const char *agent, unsigned long long size_mib,
     struct sbx_error *e)
 {
-	char		 rel[SBX_LAYOUT_PATH_MAX], img[64], sz[32];
-	struct stat	 sb;
-	int		 fd, rc = -1;
+	char	    rel[SBX_LAYOUT_PATH_MAX], img[64], sz[32];
+	struct stat sb;
+	int	    fd, rc = -1;
 
 	SBX_LPATH(rel, SBX_L_AGENT_DISK_IMG, agent);
 	if ((fd = sbx_fs_open_beneath(rootfd, rel, O_RDWR, e)) == -1)
@@ -612,15 +625,15 @@ sbx_diskimg_resize(int rootfd, const char *agent, unsigned long long size_mib,
 	/* resize2fs wants a checked file system; -p repairs only what is
 	 * safe without asking. */
 	if (sbx_diskimg_tool("e2fsck", (char *[]){ "-f", "-p", img, NULL },
-	    e) == -1)
+		e) == -1)
 		goto out;
 	if ((unsigned long long)sb.st_size < (size_mib << 20) &&
 	    ftruncate(fd, (off_t)(size_mib << 20)) == -1) {
 		sbx_error_sys(e, "disk_image_failed", "growing %s", rel);
 		goto out;
 	}
-	if (sbx_diskimg_tool("resize2fs", (char *[]){ img, sz, NULL },
-	    e) == -1) {
+	if (sbx_diskimg_tool("resize2fs", (char *[]){ img, sz, NULL }, e) ==
+	    -1) {
 		/* A shrink below what is used: the file system is as it
 		 * was; the file back to its size. */
 		if (ftruncate(fd, sb.st_size) == -1)
@@ -641,8 +654,8 @@ out:
 int
 sbx_diskimg_migrating(int rootfd, const char *agent)
 {
-	char		 rel[SBX_LAYOUT_PATH_MAX];
-	struct stat	 sb;
+	char	    rel[SBX_LAYOUT_PATH_MAX];
+	struct stat sb;
 
 	SBX_LPATH(rel, SBX_L_AGENT_DISK_MIGRATE, agent);
 	return fstatat(rootfd, rel, &sb, AT_SYMLINK_NOFOLLOW) == 0;
@@ -653,8 +666,8 @@ sbx_diskimg_migrating(int rootfd, const char *agent)
 static int
 parent_of(int rootfd, const char *rel, const char **leaf, struct sbx_error *e)
 {
-	char	 dir[SBX_LAYOUT_PATH_MAX + 16];
-	char	*sl;
+	char  dir[SBX_LAYOUT_PATH_MAX + 16];
+	char *sl;
 
 	snprintf(dir, sizeof(dir), "%s", rel);
 	if ((sl = strrchr(dir, '/')) == NULL) {
@@ -670,8 +683,8 @@ parent_of(int rootfd, const char *rel, const char **leaf, struct sbx_error *e)
 static int
 rm_rel(int rootfd, const char *rel, struct sbx_error *e)
 {
-	const char	*leaf;
-	int		 pfd, rc;
+	const char *leaf;
+	int	    pfd, rc;
 
 	if ((pfd = parent_of(rootfd, rel, &leaf, e)) == -1)
 		return -1;
@@ -688,12 +701,11 @@ rm_rel(int rootfd, const char *rel, struct sbx_error *e)
  * directory of it, .pre-disk-TIME, so both versions of a name are kept.
  */
 static int
-copy_verified(int rootfd, const char *src, const char *dst,
-    struct sbx_error *e)
+copy_verified(int rootfd, const char *src, const char *dst, struct sbx_error *e)
 {
-	char	 s[512], d[600], s1[520], sub[SBX_LAYOUT_PATH_MAX + 64];
+	char	    s[512], d[600], s1[520], sub[SBX_LAYOUT_PATH_MAX + 64];
 	struct stat sb;
-	int	 fd;
+	int	    fd;
 
 	if ((fd = sbx_fs_mkdirs_at(rootfd, src, 0700, e)) == -1)
 		return -1;
@@ -722,14 +734,17 @@ copy_verified(int rootfd, const char *src, const char *dst,
 	 * as links, never followed. */
 	if (sbx_diskimg_tool("cp", (char *[]){ "-a", s1, d, NULL }, e) == -1)
 		return -1;
-	if (sbx_diskimg_tool("diff", (char *[]){ "-r", "--no-dereference",
-	    "-q", s, d, NULL }, e) == -1) {
+	if (sbx_diskimg_tool("diff",
+		(char *[]){ "-r", "--no-dereference", "-q", s, d, NULL },
+		e) == -1) {
 		char m[sizeof(e->message)];
 
 		snprintf(m, sizeof(m), "%s", e->message);
 		sbx_error_set(e, SBX_K_EXECUTION_ERROR, NULL,
-		    "disk_migrate_failed", "the copy of %s differs from it "
-		    "(%s); nothing was removed", src, m);
+		    "disk_migrate_failed",
+		    "the copy of %s differs from it "
+		    "(%s); nothing was removed",
+		    src, m);
 		return -1;
 	}
 	return 0;
@@ -738,7 +753,7 @@ copy_verified(int rootfd, const char *src, const char *dst,
 static int
 marker(int rootfd, const char *agent, const char *what, struct sbx_error *e)
 {
-	char	 rel[SBX_LAYOUT_PATH_MAX];
+	char rel[SBX_LAYOUT_PATH_MAX];
 
 	SBX_LPATH(rel, SBX_L_AGENT_DISK_MIGRATE, agent);
 	if (what == NULL) {
@@ -749,13 +764,13 @@ marker(int rootfd, const char *agent, const char *what, struct sbx_error *e)
 		return 0;
 	}
 	{
-		const char	*leaf;
-		int		 pfd, rc;
+		const char *leaf;
+		int	    pfd, rc;
 
 		if ((pfd = parent_of(rootfd, rel, &leaf, e)) == -1)
 			return -1;
-		rc = sbx_fs_write_atomic(pfd, leaf, what, strlen(what), 0600,
-		    e);
+		rc =
+		    sbx_fs_write_atomic(pfd, leaf, what, strlen(what), 0600, e);
 		close(pfd);
 		return rc;
 	}
@@ -766,7 +781,7 @@ marker(int rootfd, const char *agent, const char *what, struct sbx_error *e)
 static void
 aside(char *buf, size_t sz, const char *rel, const char *agent)
 {
-	size_t	 n = strlen(rel) - strlen(agent);
+	size_t n = strlen(rel) - strlen(agent);
 
 	snprintf(buf, sz, "%.*s.%s.pre-disk", (int)n, rel, agent);
 }
@@ -775,22 +790,26 @@ static int
 migrate_in(int rootfd, const char *agent, unsigned long long size_mib,
     uid_t uid, gid_t gid, struct sbx_error *e)
 {
-	static const struct { enum sbx_layout_id id; const char *sub; } b[] = {
-		{ SBX_L_AGENT_HOME, "home" }, { SBX_L_AGENT_OUTPUT, "output" },
+	static const struct {
+		enum sbx_layout_id id;
+		const char	  *sub;
+	} b[] = {
+		{ SBX_L_AGENT_HOME, "home" },
+		{ SBX_L_AGENT_OUTPUT, "output" },
 	};
-	struct sbx_diskimg_stat	 st;
-	char	 rel[SBX_LAYOUT_PATH_MAX], old[SBX_LAYOUT_PATH_MAX + 16];
-	char	 mnt[SBX_LAYOUT_PATH_MAX], dst[SBX_LAYOUT_PATH_MAX + 16];
+	struct sbx_diskimg_stat st;
+	char	    rel[SBX_LAYOUT_PATH_MAX], old[SBX_LAYOUT_PATH_MAX + 16];
+	char	    mnt[SBX_LAYOUT_PATH_MAX], dst[SBX_LAYOUT_PATH_MAX + 16];
 	struct stat sb;
-	size_t	 i;
-	int	 fd;
+	size_t	    i;
+	int	    fd;
 
 	if (marker(rootfd, agent, "in\n", e) == -1)
 		return -1;
 	if (sbx_diskimg_stat(rootfd, agent, &st, e) == -1)
 		return -1;
-	if (!st.present && sbx_diskimg_create(rootfd, agent, size_mib, uid,
-	    gid, e) == -1)
+	if (!st.present &&
+	    sbx_diskimg_create(rootfd, agent, size_mib, uid, gid, e) == -1)
 		return -1;
 	if (sbx_diskimg_mount_image(rootfd, agent, e) == -1)
 		return -1;
@@ -800,7 +819,7 @@ migrate_in(int rootfd, const char *agent, unsigned long long size_mib,
 		aside(old, sizeof(old), rel, agent);
 		snprintf(dst, sizeof(dst), "%s/%s", mnt, b[i].sub);
 		if (is_mount_root(rootfd, rel, NULL))
-			continue;	/* bound: done before */
+			continue; /* bound: done before */
 		/* Set aside already: the copy was verified. */
 		if (fstatat(rootfd, old, &sb, AT_SYMLINK_NOFOLLOW) == -1) {
 			if (copy_verified(rootfd, rel, dst, e) == -1)
@@ -831,13 +850,17 @@ migrate_in(int rootfd, const char *agent, unsigned long long size_mib,
 static int
 migrate_out(int rootfd, const char *agent, struct sbx_error *e)
 {
-	static const struct { enum sbx_layout_id id; const char *sub; } b[] = {
-		{ SBX_L_AGENT_HOME, "home" }, { SBX_L_AGENT_OUTPUT, "output" },
+	static const struct {
+		enum sbx_layout_id id;
+		const char	  *sub;
+	} b[] = {
+		{ SBX_L_AGENT_HOME, "home" },
+		{ SBX_L_AGENT_OUTPUT, "output" },
 	};
-	struct sbx_diskimg_stat	 st;
-	char	 rel[SBX_LAYOUT_PATH_MAX], mnt[SBX_LAYOUT_PATH_MAX];
-	char	 src[SBX_LAYOUT_PATH_MAX + 16];
-	size_t	 i;
+	struct sbx_diskimg_stat st;
+	char   rel[SBX_LAYOUT_PATH_MAX], mnt[SBX_LAYOUT_PATH_MAX];
+	char   src[SBX_LAYOUT_PATH_MAX + 16];
+	size_t i;
 
 	if (marker(rootfd, agent, "out\n", e) == -1)
 		return -1;
@@ -875,17 +898,19 @@ int
 sbx_diskimg_migrate(int rootfd, const char *agent, unsigned long long size_mib,
     uid_t uid, gid_t gid, int *did, struct sbx_error *e)
 {
-	struct sbx_diskimg_stat	 st;
-	char	 home[SBX_LAYOUT_PATH_MAX];
-	int	 fd, rc, pending;
+	struct sbx_diskimg_stat st;
+	char			home[SBX_LAYOUT_PATH_MAX];
+	int			fd, rc, pending;
 
 	*did = 0;
 	if ((fd = sbx_diskimg_lock(rootfd, agent, 1, 0)) == -1) {
 		if (errno == EWOULDBLOCK) {
-			sbx_error_set(e, SBX_K_UNAVAILABLE, NULL,
-			    "disk_in_use", "agent %s has a run in progress "
-			    "on its disk image", agent);
-			sbx_error_hint(e, "wait for it (sbx exec ps) and try "
+			sbx_error_set(e, SBX_K_UNAVAILABLE, NULL, "disk_in_use",
+			    "agent %s has a run in progress "
+			    "on its disk image",
+			    agent);
+			sbx_error_hint(e,
+			    "wait for it (sbx exec ps) and try "
 			    "again");
 		} else
 			sbx_error_sys(e, "disk_lock_failed",
@@ -909,7 +934,7 @@ sbx_diskimg_migrate(int rootfd, const char *agent, unsigned long long size_mib,
 	}
 	*did = 1;
 	rc = size_mib ? migrate_in(rootfd, agent, size_mib, uid, gid, e) :
-	    migrate_out(rootfd, agent, e);
+			migrate_out(rootfd, agent, e);
 	close(fd);
 	return rc;
 }
@@ -917,27 +942,28 @@ sbx_diskimg_migrate(int rootfd, const char *agent, unsigned long long size_mib,
 int
 sbx_diskimg_gc(int rootfd, int *unmounted, int *busy, struct sbx_error *e)
 {
-	char	 rel[SBX_LAYOUT_PATH_MAX];
-	char	**names;
-	size_t	  n = 0, i;
-	int	  fd, r, rc = 0;
+	char   rel[SBX_LAYOUT_PATH_MAX];
+	char **names;
+	size_t n = 0, i;
+	int    fd, r, rc = 0;
 
 	*unmounted = *busy = 0;
 	SBX_LPATH(rel, SBX_L_AGENTS, NULL);
 	if ((fd = sbx_fs_open_beneath(rootfd, rel, O_RDONLY | O_DIRECTORY,
-	    NULL)) == -1)
-		return 0;	/* no agents yet */
+		 NULL)) == -1)
+		return 0; /* no agents yet */
 	names = sbx_fs_sorted_names(fd, &n);
 	close(fd);
 	for (i = 0; i < n; i++) {
-		char	 mnt[SBX_LAYOUT_PATH_MAX];
+		char mnt[SBX_LAYOUT_PATH_MAX];
 
-		if (rc == 0 && sbx_layout_path(SBX_L_AGENT_DISK_MNT, names[i],
-		    mnt, sizeof(mnt), NULL) == 0 &&
+		if (rc == 0 &&
+		    sbx_layout_path(SBX_L_AGENT_DISK_MNT, names[i], mnt,
+			sizeof(mnt), NULL) == 0 &&
 		    is_mount_root(rootfd, mnt, NULL) &&
 		    !sbx_diskimg_migrating(rootfd, names[i])) {
 			if ((r = sbx_diskimg_release_idle(rootfd, names[i],
-			    e)) == -1)
+				 e)) == -1)
 				rc = -1;
 			else if (r == 1)
 				(*unmounted)++;

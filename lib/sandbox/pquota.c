@@ -39,10 +39,10 @@ no(struct sbx_pquota_probe *pr, const char *code, const char *msg, int err)
 void
 sbx_pquota_probe(int dirfd, struct sbx_pquota_probe *pr)
 {
-	struct if_dqinfo	 info;
-	struct fsxattr		 fx;
-	const char		*t = getenv("SBX_TEST_PQUOTA_ERRNO");
-	int			 rc, err;
+	struct if_dqinfo info;
+	struct fsxattr	 fx;
+	const char	*t = getenv("SBX_TEST_PQUOTA_ERRNO");
+	int		 rc, err;
 
 	memset(pr, 0, sizeof(*pr));
 	memset(&info, 0, sizeof(info));
@@ -56,33 +56,43 @@ sbx_pquota_probe(int dirfd, struct sbx_pquota_probe *pr)
 	if (rc == -1) {
 		switch (err) {
 		case ENOSYS:
-			no(pr, "kernel_no_quota", "the kernel has no quota "
-			    "support (built without CONFIG_QUOTA)", err);
+			no(pr, "kernel_no_quota",
+			    "the kernel has no quota "
+			    "support (built without CONFIG_QUOTA)",
+			    err);
 			return;
 		case ESRCH:
-			no(pr, "accounting_off", "project quota accounting is "
+			no(pr, "accounting_off",
+			    "project quota accounting is "
 			    "off on the state root's file system (not mounted "
-			    "with prjquota)", err);
+			    "with prjquota)",
+			    err);
 			return;
 		case EINVAL:
 		case ENOTTY:
 		case EOPNOTSUPP:
 		case ENOENT:
 		case ENODEV:
-			no(pr, "fs_unsupported", "the state root's file system "
-			    "has no project quotas", err);
+			no(pr, "fs_unsupported",
+			    "the state root's file system "
+			    "has no project quotas",
+			    err);
 			return;
 		default:
-			no(pr, "probe_failed", "asking the kernel about project "
-			    "quotas failed", err);
+			no(pr, "probe_failed",
+			    "asking the kernel about project "
+			    "quotas failed",
+			    err);
 			return;
 		}
 	}
 	/* Quotas on: the project id is set through the file's attributes,
 	 * which the file system must offer too. */
 	if (ioctl(dirfd, FS_IOC_FSGETXATTR, &fx) == -1) {
-		no(pr, "fs_unsupported", "the state root's file system has no "
-		    "project ids (FS_IOC_FSGETXATTR)", errno);
+		no(pr, "fs_unsupported",
+		    "the state root's file system has no "
+		    "project ids (FS_IOC_FSGETXATTR)",
+		    errno);
 		return;
 	}
 	pr->available = 1;

@@ -11,17 +11,17 @@
 #include <stddef.h>
 
 struct sbx_pquota_probe {
-	int	 available;	/* accounting and enforcement on */
+	int available; /* accounting and enforcement on */
 	/* Why not, for people (empty when available), and a stable code:
 	 * kernel_no_quota, accounting_off, fs_unsupported, probe_failed. */
-	char	 reason[200];
+	char	    reason[200];
 	const char *code;
 };
 
 /* Probe the file system of the open directory dirfd (quotactl_fd(2),
  * Q_GETINFO for PRJQUOTA; FS_IOC_FSGETXATTR).  Never fails: the answer
  * is in pr. */
-void	sbx_pquota_probe(int dirfd, struct sbx_pquota_probe *pr);
+void sbx_pquota_probe(int dirfd, struct sbx_pquota_probe *pr);
 /* What an administrator does to have project quotas here. */
 #define SBX_PQUOTA_SETUP \
 	"a kernel with CONFIG_QUOTA and CONFIG_QFMT_V2 (ext4) or " \
