@@ -18,7 +18,8 @@ const char exec_usage_text[] =
 "                [--ask] [--json] [--max-output BYTES] [--stdin inherit|null]\n"
 "                [--memory MIB] [--cpus N.N] [--pids N] [--disk MIB]\n"
 "                [--wall-timeout SECONDS] [--nofile N] [--file-size MIB]\n"
-"                [--soft-limits] [--hard-limits] [--seccomp on|off]\n"
+"                [--soft-limits] [--hard-limits] [--disk-tmp]\n"
+"                [--seccomp on|off]\n"
 "                [--fail-on-violation] [--background] [--envelope-fd N]\n"
 "                [-q] [-v]\n"
 "                -- COMMAND [ARG...]\n"
@@ -132,6 +133,9 @@ static const struct sbx_opt rows[] = {
 	{ OPT_HARD, "hard-limits", 0, SBX_OPT_NONE, NULL, NULL,
 	    "refuse to run unless the disk limit is hard (the\n"
 	    "agent's disk image or a project quota)", S_RUN, 0 },
+	{ OPT_DISK_TMP, "disk-tmp", 0, SBX_OPT_NONE, NULL, NULL,
+	    "count /tmp and /dev/shm in the agent's disk image\n"
+	    "(directories of it, removed after the run)", S_RUN, 0 },
 	{ OPT_SECCOMP, "seccomp", 0, SBX_OPT_REQ, "MODE", "on|off",
 	    "on (default) or off (diagnosis only)", S_RUN, 0 },
 	{ OPT_FAIL_ON_VIOLATION, "fail-on-violation", 0, SBX_OPT_NONE, NULL,

@@ -1299,6 +1299,68 @@ prep_limits(struct sbx_exec *p, struct sbx_error *e)
 static void close_fd(int *);
 static int own_dir(struct sbx_exec *, int, const char *, struct sbx_error *);
 
+/*
+ * --disk-tmp: the run's /tmp and /dev/shm are new directories tmp/NAME
+ * and shm/NAME of the agent's image (1777, as a tmpfs /tmp is), bound
+ * from their descriptors (sandbox.c), and removed after the run (a
+ * killed run's by sbx exec gc).
+ */
+static int
+prep_disk_tmp(struct sbx_exec *p, struct sbx_error *e)
+{
+	static const char *const sub[2] = { "tmp", "shm" };
+	char	 rel[SBX_LAYOUT_PATH_MAX], name[80];
+	int	 mfd, i;
+
+	SBX_LPATH(rel, SBX_L_AGENT_DISK_MNT, p->sb.agent);
+	if ((mfd = sbx_fs_open_beneath(p->root.fd, rel, O_RDONLY |
+	    O_DIRECTORY, e)) == -1)
+		return -1;
+	snprintf(p->disk_tmp, sizeof(p->disk_tmp), "run-%d-%lld",
+	    (int)getpid(), sbx_now_ms());
+	for (i = 0; i < 2; i++) {
+		snprintf(name, sizeof(name), "%s/%s", sub[i], p->disk_tmp);
+		if (mkdirat(mfd, name, 0700) == -1 ||
+		    fchmodat(mfd, name, 01777, 0) == -1 ||
+		    (p->disk_tmp_fd[i] = openat(mfd, name, O_PATH |
+		    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
+			sbx_error_sys(e, "disk_tmp_failed", "%s/%s", rel, name);
+			close(mfd);
+			return -1;
+		}
+	}
+	close(mfd);
+	p->sb.disk_tmp = 1;
+	return 0;
+}
+
+static void
+release_disk_tmp(struct sbx_exec *p)
+{
+	char	 rel[SBX_LAYOUT_PATH_MAX], name[80];
+	int	 mfd, i;
+
+	close_fd(&p->disk_tmp_fd[0]);
+	close_fd(&p->disk_tmp_fd[1]);
+	if (p->disk_tmp[0] == '\0')
+		return;
+	SBX_LPATH(rel, SBX_L_AGENT_DISK_MNT, p->sb.agent);
+	if ((mfd = sbx_fs_open_beneath(p->root.fd, rel, O_RDONLY |
+	    O_DIRECTORY, NULL)) == -1)
+		return;
+	for (i = 0; i < 2; i++) {
+		snprintf(name, sizeof(name), "%s", i ? "shm" : "tmp");
+		int sfd = openat(mfd, name, O_RDONLY | O_DIRECTORY |
+		    O_NOFOLLOW | O_CLOEXEC);
+		if (sfd >= 0) {
+			(void)sbx_fs_rm_tree_at(sfd, p->disk_tmp, NULL);
+			close(sfd);
+		}
+	}
+	close(mfd);
+	p->disk_tmp[0] = '\0';
+}
+
 static int
 prep_disk(struct sbx_exec *p, int hard, struct sbx_error *e)
 {
@@ -1310,6 +1372,15 @@ prep_disk(struct sbx_exec *p, int hard, struct sbx_error *e)
 	if (p->disk.warning[0] != '\0' && p->lim.disk_mib &&
 	    (p->lim.explicit_mask & SBX_RL_DISK))
 		warn_add(p, p->disk.warning);
+	if (p->req->disk_tmp && (p->disk.mech == NULL ||
+	    strcmp(p->disk.mech, "image") != 0)) {
+		sbx_error_set(e, SBX_K_UNAVAILABLE, "disk-tmp",
+		    "disk_limit_unavailable", "--disk-tmp counts /tmp in the "
+		    "agent's disk image, and agent %s has none", p->sb.agent);
+		sbx_error_hint(e, "as root: sbx provision --agent %s "
+		    "--disk-image SIZE", p->sb.agent);
+		return -1;
+	}
 	if (p->disk.mech == NULL || strcmp(p->disk.mech, "image") != 0)
 		return 0;
 	/* The descriptors taken before the image was held may name the
@@ -1319,6 +1390,8 @@ prep_disk(struct sbx_exec *p, int hard, struct sbx_error *e)
 	SBX_LPATH(rel, SBX_L_AGENT_HOME, p->sb.agent);
 	if ((p->home_fd = sbx_fs_mkdirs_at(p->root.fd, rel, 0700, e)) == -1 ||
 	    own_dir(p, p->home_fd, rel, e) == -1)
+		return -1;
+	if (p->req->disk_tmp && prep_disk_tmp(p, e) == -1)
 		return -1;
 	SBX_LPATH(rel, SBX_L_AGENT_OUTPUT, p->sb.agent);
 	if ((p->output_fd = sbx_fs_mkdirs_at(p->root.fd, rel, 0700, e)) == -1 ||
@@ -2516,6 +2589,7 @@ sbx_exec_init(struct sbx_exec *p)
 	p->ask_hold_fd = -1;
 	p->sb.image_fd = -1;
 	p->disk.lock_fd = -1;
+	p->disk_tmp_fd[0] = p->disk_tmp_fd[1] = -1;
 	p->cg.backend = SBX_CG_NONE;
 	sbx_run_init(&p->run);
 }
@@ -2719,6 +2793,8 @@ sbx_exec_finish_limits(struct sbx_exec *p, struct sbx_run *r)
 		    "--disk-resize");
 		p->disk_full = 1;
 	}
+	/* The run's /tmp goes with it, as a tmpfs would (--disk-tmp). */
+	release_disk_tmp(p);
 	if (p->cg.backend == SBX_CG_NONE)
 		return disk_events(p, NULL);
 	memset(&st, 0, sizeof(st));
@@ -2776,6 +2852,8 @@ sbx_exec_run_setup(struct sbx_exec *p, struct sbx_run *r)
 	r->slot[SBX_FD_PROXY] = p->relay[0].init_end;
 	r->slot[SBX_FD_BRIDGE] = p->relay[1].init_end;
 	r->slot[SBX_FD_CA] = p->ca_fd;
+	r->slot[SBX_FD_DISK_TMP] = p->disk_tmp_fd[0];
+	r->slot[SBX_FD_DISK_SHM] = p->disk_tmp_fd[1];
 	if (p->relay[0].mine >= 0 || p->relay[1].mine >= 0) {
 		relay_arm(p, r);
 		r->watch_cb = relay_watch;
@@ -2988,6 +3066,7 @@ sbx_exec_release(struct sbx_exec *p)
 	close_fd(&p->home_fd);
 	close_fd(&p->output_fd);
 	close_fd(&p->workdir_fd);
+	release_disk_tmp(p);
 	sbx_disklimit_release(&p->disk);
 	close_fd(&p->workdir_tree);
 	close_fd(&p->userns_fd);

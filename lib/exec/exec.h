@@ -71,6 +71,7 @@ struct sbx_exec_req {
 	struct sbx_strv	 limit_keys;	/* key, value, ... (sbx_limits_set) */
 	int		 soft_limits;
 	int		 hard_limits;	/* --hard-limits: the disk too */
+	int		 disk_tmp;	/* --disk-tmp: /tmp on the image */
 	const char	*seccomp;	/* "on" (NULL) or "off" */
 	const char	*shell;		/* -c STRING, or NULL */
 	char	       **argv;		/* the command; with shell: $0, $1... */
@@ -220,6 +221,10 @@ struct sbx_exec {
 	 * the run until sbx_exec_release. */
 	struct sbx_disklimit	 disk;
 	int			 disk_full;	/* after the run */
+	/* --disk-tmp: the run's tmp/NAME and shm/NAME on the image, and
+	 * their O_PATH descriptors (SBX_FD_DISK_TMP, _SHM). */
+	char			 disk_tmp[40];
+	int			 disk_tmp_fd[2];
 };
 
 /*

@@ -519,6 +519,36 @@ sbx_diskimg_unmount_locked(int rootfd, const char *agent, struct sbx_error *e)
 	return any;
 }
 
+/* What runs killed before their end left in tmp/ and shm/ (--disk-tmp),
+ * the lock held exclusive: no run is using any of it. */
+static void
+clear_runs(int rootfd, const char *agent)
+{
+	char	 rel[SBX_LAYOUT_PATH_MAX + 8];
+	char	 mnt[SBX_LAYOUT_PATH_MAX];
+	char   **names;
+	size_t	 n = 0, i, k;
+	int	 fd;
+
+	SBX_LPATH(mnt, SBX_L_AGENT_DISK_MNT, agent);
+	if (!is_mount_root(rootfd, mnt, NULL))
+		return;
+	for (k = 2; k < 4; k++) {
+		snprintf(rel, sizeof(rel), "%s/%s", mnt, subdirs[k]);
+		if ((fd = sbx_fs_open_beneath(rootfd, rel,
+			 O_RDONLY | O_DIRECTORY, NULL)) == -1)
+			continue;
+		names = sbx_fs_sorted_names(fd, &n);
+		for (i = 0; names != NULL && i < n; i++) {
+			if (strncmp(names[i], "run-", 4) == 0)
+				(void)sbx_fs_rm_tree_at(fd, names[i], NULL);
+			free(names[i]);
+		}
+		free(names);
+		close(fd);
+	}
+}
+
 int
 sbx_diskimg_release_idle(int rootfd, const char *agent, struct sbx_error *e)
 {
@@ -533,6 +563,7 @@ sbx_diskimg_release_idle(int rootfd, const char *agent, struct sbx_error *e)
 		    agent);
 		return -1;
 	}
+	clear_runs(rootfd, agent);
 	rc = sbx_diskimg_unmount_locked(rootfd, agent, e);
 	close(fd);
 	return rc;

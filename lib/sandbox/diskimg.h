@@ -4,7 +4,7 @@
  *
  * agents/A/disk.img is an ext4 image of the asked size (mkfs.ext4, Debian's
  * e2fsprogs).  Loop-mounted once per agent (LOOP_CONFIGURE with autoclear:
- * the loop device goes with the last unmount) at agents/A/disk, it holds
+ * the loop device goes with the last unmount) at run/disk-A, it holds
  * home/, output/, tmp/ and shm/; home/ and output/ are bound over the
  * state root's workspace/agents/A and output/A, so every program that
  * opens the agent's home by the layout's path reaches the image.  A run
@@ -25,7 +25,7 @@
 
 struct sbx_diskimg_stat {
 	int		   present; /* agents/A/disk.img exists */
-	int		   mounted; /* mounted at agents/A/disk */
+	int		   mounted; /* mounted at run/disk-A */
 	unsigned long long size_mib; /* the image file's size */
 	unsigned long long total_kib; /* statfs: blocks (mounted) */
 	unsigned long long avail_kib; /* statfs: free to users */
@@ -54,7 +54,7 @@ int sbx_diskimg_create(int rootfd, const char *agent,
  */
 int sbx_diskimg_acquire(int rootfd, const char *agent, int *mounted_now,
     struct sbx_error *);
-/* Mount only the image at agents/A/disk, no binds (migration); caller
+/* Mount only the image at run/disk-A, no binds (migration); caller
  * holds the lock exclusive. */
 int sbx_diskimg_mount_image(int rootfd, const char *agent, struct sbx_error *);
 /* The binds over home and output (caller holds the lock exclusive). */

@@ -195,11 +195,11 @@ nothing_mounted() {
 		sleep 0.1
 	done
 	[ -f "$WS/started" ]
-	findmnt -n "$SBX_HOME/agents/default/disk" | grep -q loop
+	findmnt -n "$SBX_HOME/run/disk-default" | grep -q loop
 	# While a run holds it, gc leaves it alone.
 	run --separate-stderr sbx exec gc --json
 	[ "$(json_get "$output" .result.busy_disks)" -eq 1 ]
-	findmnt -n "$SBX_HOME/agents/default/disk"
+	findmnt -n "$SBX_HOME/run/disk-default"
 	kill -9 "$BGPID"
 	wait "$BGPID" || true
 	BGPID=
@@ -365,4 +365,44 @@ pq() {
 	[ "${lines[1]}" -gt 0 ]
 	nothing_else=$(ls "$WS/.pre-disk-"*)
 	[ "$nothing_else" = stray ]
+}
+
+@test "--disk-tmp: /tmp and /dev/shm count in the image, are the run's own, and go with it" {
+	need_loop
+	sbx provision -q --disk-image 16m
+	run --separate-stderr sbx exec --json --disk-tmp --hard-limits -- sh -c \
+	    'df /tmp /dev/shm | grep -c loop; dd if=/dev/zero of=/dev/shm/big bs=64k 2>&1 | grep -c "No space"; ls -ld /tmp | cut -c1-10'
+	[ "$status" -eq 0 ] || { echo "$output $stderr"; return 1; }
+	[ "$(json_get "$output" .result.stdout)" = "$(printf '2\n1\ndrwxrwxrwt')" ]
+	[ "$(json_get "$output" .result.disk_limit_reached)" = true ]
+	# Gone with the run: the space is back, nothing of the home went.
+	[ -z "$(ls -A "$SBX_HOME/run/disk-default/tmp" "$SBX_HOME/run/disk-default/shm")" ]
+	[ -f "$WS/SOUL.md" ]
+	run --separate-stderr sbx exec --json --disk-tmp -- sh -c 'ls -A /tmp | wc -l'
+	[ "$(json_get "$output" .result.stdout)" = 0 ]
+	[ "$(json_get "$output" .result.disk_limit_reached)" = null ]
+	# A run killed with -9 leaves its directories: gc takes them.
+	"$SBX" exec --disk-tmp -- sh -c 'echo x >/tmp/left; exec sleep 60' &
+	BGPID=$!
+	for i in $(seq 100); do
+		[ -n "$(ls -A "$SBX_HOME/run/disk-default/tmp")" ] && break
+		sleep 0.1
+	done
+	sleep 0.3
+	kill -9 "$BGPID"
+	wait "$BGPID" || true
+	BGPID=
+	[ -n "$(ls -A "$SBX_HOME/run/disk-default/tmp")" ]
+	sbx exec gc -q
+	nothing_mounted
+	sbx exec -- true
+	[ -z "$(ls -A "$SBX_HOME/run/disk-default/tmp")" ]
+}
+
+@test "--disk-tmp without an image: refused, never a silent tmpfs" {
+	sbx provision -q
+	run --separate-stderr sbx exec --json --disk-tmp -- true
+	[ "$status" -ne 0 ]
+	[ "$(json_get "$output" .kind)" = unavailable ]
+	[ "$(json_get "$output" .field)" = disk-tmp ]
 }
