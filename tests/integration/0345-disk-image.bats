@@ -376,7 +376,7 @@ pq() {
 	[ "$(json_get "$output" .result.stdout)" = "$(printf '2\n1\ndrwxrwxrwt')" ]
 	[ "$(json_get "$output" .result.disk_limit_reached)" = true ]
 	# Gone with the run: the space is back, nothing of the home went.
-	[ -z "$(ls -A "$SBX_HOME/run/disk-default/tmp" "$SBX_HOME/run/disk-default/shm")" ]
+	[ -z "$(ls -A "$SBX_HOME/run/disk-default/tmp")$(ls -A "$SBX_HOME/run/disk-default/shm")" ]
 	[ -f "$WS/SOUL.md" ]
 	run --separate-stderr sbx exec --json --disk-tmp -- sh -c 'ls -A /tmp | wc -l'
 	[ "$(json_get "$output" .result.stdout)" = 0 ]
