@@ -3,7 +3,9 @@
  * file system, its hard disk limit (lib/sandbox/diskimg.c, sbx-provision(1)
  * DISK IMAGES).
  */
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -12,6 +14,7 @@
 #include "cmd.h"
 #include "diskimg.h"
 #include "error.h"
+#include "fsutil.h"
 #include "identity.h"
 
 #include "provision-int.h"
@@ -159,4 +162,49 @@ prov_disk(void)
 	return json_pack("{s:s,s:I,s:b,s:b,s:s}", "mechanism",
 	    st.present ? "image" : "none", "size_mib", (json_int_t)st.size_mib,
 	    "changed", did, "mounted", st.mounted, "summary", sum);
+}
+
+/*
+ * unprovision and remove delete agents/A, where an agent's disk image
+ * lives, and with it the home and /output on it: never that.  The home
+ * goes back to a plain directory first (--disk-image off).  agent NULL:
+ * every agent of the root.
+ */
+void
+prov_disk_refuse_removal(int rootfd, const char *agent)
+{
+	struct sbx_diskimg_stat st;
+	struct sbx_error	e;
+	char		      **names = NULL;
+	size_t			n = 0, i;
+	int			fd;
+
+	if (rootfd < 0)
+		return;
+	if (agent == NULL) {
+		if ((fd = openat(rootfd, "agents", O_RDONLY | O_DIRECTORY |
+			 O_NOFOLLOW | O_CLOEXEC)) == -1)
+			return;
+		names = sbx_fs_sorted_names(fd, &n);
+		close(fd);
+	}
+	for (i = 0; i < (agent != NULL ? 1 : n); i++) {
+		const char *a = agent != NULL ? agent : names[i];
+
+		memset(&e, 0, sizeof(e));
+		if (sbx_diskimg_stat(rootfd, a, &st, &e) == 0 && !st.present &&
+		    !sbx_diskimg_migrating(rootfd, a))
+			continue;
+		sbx_error_set(&e, SBX_K_REJECTED, "agent", "disk_image_present",
+		    "agent %s's home and output live on its disk image "
+		    "(agents/%s/disk.img), which this would delete",
+		    a, a);
+		sbx_error_hint(&e, "move them back first: sbx provision "
+				   "--agent %s --disk-image off",
+		    a);
+		sbx_cmd_die(&e);
+	}
+	for (i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
 }

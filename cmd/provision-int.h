@@ -59,6 +59,9 @@ json_t	*prov_disk(void);
 /* Before the home is looked at: mount the agent's image, or migrate
  * when it has one already (then the "disk" object, else NULL). */
 json_t	*prov_disk_pre(void);
+/* Die (rejected, disk_image_present) when removing the agent (NULL: any
+ * agent) would delete a disk image with its home on it. */
+void	prov_disk_refuse_removal(int rootfd, const char *agent);
 /* cmd/provision-image.c */
 int	do_image_add(void);
 int	do_image_list(void);

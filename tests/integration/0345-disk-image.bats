@@ -406,3 +406,21 @@ pq() {
 	[ "$(json_get "$output" .kind)" = unavailable ]
 	[ "$(json_get "$output" .field)" = disk-tmp ]
 }
+
+@test "unprovision and remove never delete an image with a home on it" {
+	need_loop
+	sbx provision -q --disk-image 16m
+	echo mine >"$WS/mine"
+	run --separate-stderr sbx provision unprovision --json --agent default
+	[ "$status" -ne 0 ]
+	[ "$(json_get "$output" .reason)" = disk_image_present ]
+	[[ "$(json_get "$output" .hint)" == *"--disk-image off"* ]]
+	run --separate-stderr sbx provision remove --yes --json
+	[ "$status" -ne 0 ]
+	[ "$(json_get "$output" .reason)" = disk_image_present ]
+	[ -f "$SBX_HOME/agents/default/disk.img" ]
+	[ "$(cat "$WS/mine")" = mine ]
+	sbx provision -q --disk-image off
+	sbx provision -q unprovision --agent default
+	[ "$(cat "$WS/mine")" = mine ]
+}
