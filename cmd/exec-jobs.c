@@ -14,6 +14,7 @@
 #include "cgroup.h"
 #include "cli.h"
 #include "cmd.h"
+#include "diskimg.h"
 #include "envelope.h"
 #include "exec.h"
 #include "exec-jobs.h"
@@ -183,13 +184,34 @@ sub_job(const struct exec_jobs *J, const char *agent, struct sbx_root *root)
 	return code;
 }
 
+/* gc's part for disk images (diskimg.h): root only (no plain user mounts
+ * one), and a state root that exists. */
+static int
+gc_disks(const struct exec_jobs *J, int *um, int *busy, struct sbx_error *e)
+{
+	struct sbx_root	 root = { .fd = -1 };
+	int		 rc;
+
+	if (geteuid() != 0)
+		return 0;
+	if (sbx_root_resolve(J->home, &root, e) == -1)
+		return -1;
+	if (sbx_root_open(&root, 0, e) == -1) {
+		sbx_root_release(&root);
+		return 0;
+	}
+	rc = sbx_diskimg_gc(root.fd, um, busy, e);
+	sbx_root_release(&root);
+	return rc;
+}
+
 int
 exec_jobs(const struct exec_jobs *J)
 {
 	struct sbx_error	 e;
 	struct sbx_root		 root = { .fd = -1 };
 	const char		*agent = J->agent;
-	int			 n;
+	int			 n, um = 0, busy = 0;
 
 	tool = exec_jobs_tool(J->sub);
 	if (strcmp(J->sub, "gc") == 0) {
@@ -199,12 +221,21 @@ exec_jobs(const struct exec_jobs *J)
 			return -1;
 		if ((n = sbx_cgroup_gc(&e)) == -1)
 			return report(&e, -1, NULL, J->json);
+		/* And the agents' disk images no run holds (a run killed
+		 * with -9 leaves its image mounted). */
+		if (gc_disks(J, &um, &busy, &e) == -1)
+			return report(&e, -1, NULL, J->json);
 		if (J->json)
-			emit(sbx_envelope_ok(tool, json_pack("{s:i}",
-			    "removed_cgroups", n), NULL));
-		else if (!J->quiet)
+			emit(sbx_envelope_ok(tool, json_pack("{s:i,s:i,s:i}",
+			    "removed_cgroups", n, "unmounted_disks", um,
+			    "busy_disks", busy), NULL));
+		else if (!J->quiet) {
 			printf("removed %d stale cgroup%s\n", n, n == 1 ? "" :
 			    "s");
+			if (um || busy)
+				printf("unmounted %d idle disk image%s (%d in "
+				    "use)\n", um, um == 1 ? "" : "s", busy);
+		}
 		return 0;
 	}
 	tool = exec_jobs_tool(J->sub);

@@ -18,7 +18,8 @@ const char exec_usage_text[] =
 "                [--ask] [--json] [--max-output BYTES] [--stdin inherit|null]\n"
 "                [--memory MIB] [--cpus N.N] [--pids N] [--disk MIB]\n"
 "                [--wall-timeout SECONDS] [--nofile N] [--file-size MIB]\n"
-"                [--soft-limits] [--seccomp on|off]\n"
+"                [--soft-limits] [--hard-limits] [--disk-tmp]\n"
+"                [--seccomp on|off]\n"
 "                [--fail-on-violation] [--background] [--envelope-fd N]\n"
 "                [-q] [-v]\n"
 "                -- COMMAND [ARG...]\n"
@@ -31,7 +32,7 @@ const char exec_usage_text[] =
 "                [--home DIR] [--json] [-q] [-v]\n"
 "       sbx exec kill JOB [--force] [--agent A] [--home DIR] [--json] [-q]\n"
 "                [-v]\n"
-"       sbx exec gc [--json] [-q] [-v]\n";
+"       sbx exec gc [--home DIR] [--json] [-q] [-v]\n";
 
 const char exec_help_text[] =
 "\n"
@@ -54,7 +55,7 @@ static const struct sbx_opt rows[] = {
 	{ 'a', "agent", 'a', SBX_OPT_REQ, "A", "@agent",
 	    "agent name (default: $SBX_AGENT or \"default\")",
 	    S_RUN | S_JOB, 0 },
-	SBX_OPT_ROW_HOME(OPT_HOME, S_RUN | S_JOB),
+	SBX_OPT_ROW_HOME(OPT_HOME, S_RUN | S_JOB | S_GC),
 	{ 'C', "cwd", 'C', SBX_OPT_REQ, "PATH", "@cwd",
 	    "start in PATH: relative to HOME, or absolute inside\n"
 	    "HOME or --workdir", S_RUN, 0 },
@@ -119,7 +120,8 @@ static const struct sbx_opt rows[] = {
 	    "task limit (default 1024)", S_RUN, 0 },
 	{ OPT_DISK, "disk", 0, SBX_OPT_REQ, "MIB", NULL,
 	    "size of /tmp and largest file written (soft;\n"
-	    "MiB, or 512m, 1g)", S_RUN, 0 },
+	    "MiB, or 512m, 1g); hard with the agent's disk\n"
+	    "image (sbx provision --disk-image)", S_RUN, 0 },
 	{ OPT_WALL, "wall-timeout", 0, SBX_OPT_REQ, "S", NULL,
 	    "kill the sandbox after S seconds, output or not", S_RUN, 0 },
 	{ OPT_NOFILE, "nofile", 0, SBX_OPT_REQ, "N", NULL,
@@ -128,6 +130,12 @@ static const struct sbx_opt rows[] = {
 	    "largest file the command may write (RLIMIT_FSIZE)", S_RUN, 0 },
 	{ OPT_SOFT, "soft-limits", 0, SBX_OPT_NONE, NULL, NULL,
 	    "accept rlimits where no cgroup can enforce a limit", S_RUN, 0 },
+	{ OPT_HARD, "hard-limits", 0, SBX_OPT_NONE, NULL, NULL,
+	    "refuse to run unless the disk limit is hard (the\n"
+	    "agent's disk image or a project quota)", S_RUN, 0 },
+	{ OPT_DISK_TMP, "disk-tmp", 0, SBX_OPT_NONE, NULL, NULL,
+	    "count /tmp and /dev/shm in the agent's disk image\n"
+	    "(directories of it, removed after the run)", S_RUN, 0 },
 	{ OPT_SECCOMP, "seccomp", 0, SBX_OPT_REQ, "MODE", "on|off",
 	    "on (default) or off (diagnosis only)", S_RUN, 0 },
 	{ OPT_FAIL_ON_VIOLATION, "fail-on-violation", 0, SBX_OPT_NONE, NULL,

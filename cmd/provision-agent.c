@@ -124,7 +124,7 @@ do_provision(void)
 	struct stat		 st;
 	struct sbx_agentset	 set;
 	char			*token_file = NULL;
-	json_t			*res, *v, *uwarn, *new_user;
+	json_t			*res, *v, *uwarn, *new_user, *disk;
 	size_t			 i;
 	int			 created, settling;
 
@@ -147,6 +147,7 @@ do_provision(void)
 	p.root_created = created;
 	/* Running `sbx provision` is what lifts an unprovision. */
 	p.restore = 1;
+	disk = prov_disk_pre();
 	if (sbx_provision_agent(&p, &e) == -1) {
 		json_t *extra = NULL;
 
@@ -173,6 +174,8 @@ do_provision(void)
 	if (settling && sbx_agentset_settle(&p, O.agent, O.image,
 	    O.env, O.no_env, &set, &e) == -1)
 		sbx_cmd_die(&e);
+	if (disk == NULL)
+		disk = prov_disk();
 	json_array_extend(p.warnings, set.x.warnings);
 	json_array_extend(p.warnings, uwarn);
 	json_decref(uwarn);
@@ -186,6 +189,8 @@ do_provision(void)
 		    json_boolean(p.restored));
 		if (new_user != NULL)
 			json_object_set(res, "created_user", new_user);
+		if (disk != NULL)
+			json_object_set(res, "disk", disk);
 		if (settling) {
 			json_object_set_new(res, "image", set.digest[0] ?
 			    json_string(set.digest) : json_null());
@@ -229,7 +234,11 @@ do_provision(void)
 			    json_string_value(json_object_get(v,
 			    "last_used")));
 		print_list("removed   ", set.removed);
+		if (disk != NULL)
+			printf("disk %s\n", json_string_value(json_object_get(
+			    disk, "summary")));
 	}
+	json_decref(disk);
 	free(token_file);
 	json_decref(new_user);
 	if (settling)

@@ -25,6 +25,8 @@ struct prov_opts {
 	int		 no_env;	/* --no-own-rootfs */
 	const char	*old_flag;	/* --env or --no-env was used */
 	int		 no_create_user;	/* --no-create-user */
+	const char	*disk_image;	/* --disk-image SIZE|off */
+	const char	*disk_resize;	/* --disk-resize SIZE */
 	const char	*sha256;
 	const char	*name;
 	const char	*pos[3];	/* image ACTION [ARG] */
@@ -51,6 +53,15 @@ int	open_root_existing(int inspect);
 
 /* cmd/provision-agent.c */
 int	do_provision(void);
+/* cmd/provision-disk.c: --disk-image, --disk-resize; NULL when neither,
+ * else the result's "disk" object (dies on failure). */
+json_t	*prov_disk(void);
+/* Before the home is looked at: mount the agent's image, or migrate
+ * when it has one already (then the "disk" object, else NULL). */
+json_t	*prov_disk_pre(void);
+/* Die (rejected, disk_image_present) when removing the agent (NULL: any
+ * agent) would delete a disk image with its home on it. */
+void	prov_disk_refuse_removal(int rootfd, const char *agent);
 /* cmd/provision-image.c */
 int	do_image_add(void);
 int	do_image_list(void);

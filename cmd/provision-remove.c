@@ -50,6 +50,7 @@ do_unprovision(void)
 	int			 rootfd;
 
 	rootfd = open_root_existing(0);
+	prov_disk_refuse_removal(rootfd, O.agent);
 	removed = json_array();
 	warnings = json_array();
 	/* No state root: nothing to revoke, and nothing to create. */
@@ -109,6 +110,7 @@ do_remove(void)
 	int			 rootfd;
 
 	rootfd = open_root_existing(0);
+	prov_disk_refuse_removal(rootfd, NULL);
 	if (!O.yes) {
 		targets = sbx_provision_remove_targets(rootfd, &e);
 		if (targets == NULL)

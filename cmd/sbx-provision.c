@@ -44,6 +44,7 @@
 static const char usage_text[] =
 "usage: sbx provision [--agent A] [--image NAME|DIGEST]\n"
 "                     [--own-rootfs | --no-own-rootfs] [--no-create-user]\n"
+"                     [--disk-image SIZE|off] [--disk-resize SIZE]\n"
 "                     [--home DIR] [--json] [-q] [-v]\n"
 "       sbx provision list [--home DIR] [--json] [-q]\n"
 "       sbx provision status [--agent A] [--home DIR] [--json] [-q]\n"
@@ -89,6 +90,7 @@ static const char help_text[] =
 enum {
 	OPT_HOME = 256, OPT_VERSION, OPT_IMAGE, OPT_SHA256, OPT_NAME, OPT_ENV,
 	OPT_NO_ENV, OPT_FORCE, OPT_NO_CREATE_USER, OPT_ENV_OLD, OPT_NO_ENV_OLD,
+	OPT_DISK_IMAGE, OPT_DISK_RESIZE,
 };
 
 /* Provision itself (S_MAIN) and its subcommands. */
@@ -150,6 +152,15 @@ static const struct sbx_opt rows[] = {
 	    "print nothing but errors", S_ALL, 0 },
 	{ 'v', "verbose", 'v', SBX_OPT_NONE, NULL, NULL,
 	    "also list what was already present", S_MAIN, 0 },
+	{ OPT_DISK_IMAGE, "disk-image", 0, SBX_OPT_REQ, "SIZE", NULL,
+	    "root: give the agent a file system of its own of\n"
+	    "SIZE (MiB, or 512m, 2g): its home and /output move\n"
+	    "onto it, a hard disk limit; `off` moves them back\n"
+	    "(copied, compared, then removed; re-run to finish\n"
+	    "an interrupted one)", S_MAIN, 0 },
+	{ OPT_DISK_RESIZE, "disk-resize", 0, SBX_OPT_REQ, "SIZE", NULL,
+	    "grow or shrink the agent's disk image to SIZE (no\n"
+	    "run may be using it)", S_MAIN, 0 },
 	SBX_OPT_ROW_HELP(S_ALL),
 	SBX_OPT_ROW_VERSION(OPT_VERSION, S_MAIN),
 };
@@ -257,6 +268,12 @@ parse(int argc, char *argv[])
 			break;
 		case OPT_FORCE:
 			O.force = 1;
+			break;
+		case OPT_DISK_IMAGE:
+			O.disk_image = optarg;
+			break;
+		case OPT_DISK_RESIZE:
+			O.disk_resize = optarg;
 			break;
 		case OPT_SHA256:
 			O.sha256 = optarg;

@@ -15,6 +15,12 @@
 #   srt       sbx srt -- /bin/true (srt's settings: a network section, so
 #             the proxy, and the host view), and srt /bin/true itself when
 #             installed (SRT=PATH, or srt on PATH; issue 35)
+#   disk      as root, where loop devices are: sbx exec --hard-limits of an
+#             agent with a disk image (sbx provision --disk-image 64m;
+#             issue 32), mounted already (per-agent mount, the default), and
+#             "disk mount": the same with the image unmounted before each
+#             run (sbx exec gc in hyperfine's --prepare), the cost of the
+#             mount itself
 #   base      the same three of another build (BASE=dir), if given
 # p50/p95 in ms and the p50 ratio against the minimal bwrap; then the CPU
 # time per run (perf stat task-clock of the command and all its
@@ -60,6 +66,10 @@ cleanup() {
 	for h in "$tmp"/state-*; do
 		[ -d "$h" ] || continue
 		SBX_HOME=$h timeout 10 "$BIN/bin/sbx" proxy stop >/dev/null 2>&1 || true
+		# The disk row's image (root): unmounted, its loop device
+		# goes with it (autoclear).
+		[ "$(id -u)" != 0 ] || SBX_HOME=$h "$BIN/bin/sbx" exec gc -q \
+		    >/dev/null 2>&1 || true
 	done
 	[ "$own_tmp" = 0 ] || rm -rf "$tmp"
 }
@@ -69,7 +79,8 @@ trap 'exit 130' INT TERM
 bench() {	# name command: append per-run seconds to $tmp/<part>.name
 	local name=$1; shift
 	hyperfine -N --style none -w 2 -r "$RUNS" --export-json "$tmp/h.json" \
-	    "$*" >/dev/null 2>&1 || { echo "bench-exec: failed: $*" >&2; exit 1; }
+	    ${PREP:+--prepare "$PREP"} "$*" >/dev/null 2>&1 ||
+	    { echo "bench-exec: failed: $*" >&2; exit 1; }
 	jq -r '.results[0].times[]' "$tmp/h.json" >> "$tmp/$PART.$name"
 	# CPU: perf counts every descendant, in any namespace (getrusage
 	# misses some of bwrap's), as task-clock ms per run.
@@ -146,6 +157,13 @@ part() {	# label: one user's measurements
 	min_cmd=$(printf '%q ' "${minimal[@]}" /bin/true)
 	local names=(minimal own sbx json proxy srt)
 	[ -z "$SRT" ] || names+=(srtnpm)
+	# Hard disk limit (root, loop devices): an agent with an image.
+	local disk=0
+	if [ "$PART" = 0 ] && [ -w /dev/loop-control ] &&
+	    "$sbx" provision -q --agent disk --disk-image 64m >/dev/null 2>&1; then
+		disk=1
+		names+=(disk diskmount)
+	fi
 	[ -z "$BASE" ] || names+=(base basejson baseproxy)
 	for v in "${names[@]}"; do : > "$tmp/$PART.$v"; : > "$tmp/$PART.$v.cpu"; done
 	bx() { SBX_EXEC_PATH="$BASE/libexec/sbx" "$BASE/bin/sbx" "$@"; }
@@ -157,6 +175,11 @@ part() {	# label: one user's measurements
 		bench proxy "$sbx exec -q --network proxy -- /bin/true"
 		bench srt "$sbx srt -q -s $tmp/srt.$PART.json -- /bin/true"
 		[ -z "$SRT" ] || bench srtnpm "$SRT -s $tmp/srt.$PART.json /bin/true"
+		if [ "$disk" = 1 ]; then
+			bench disk "$sbx exec -q --agent disk --hard-limits -- /bin/true"
+			PREP="env SBX_HOME=$h $sbx exec gc -q" bench diskmount \
+			    "$sbx exec -q --agent disk --hard-limits -- /bin/true"
+		fi
 		if [ -n "$BASE" ]; then
 			bench base "env SBX_EXEC_PATH=$BASE/libexec/sbx $BASE/bin/sbx exec -q -- /bin/true"
 			bench basejson "env SBX_EXEC_PATH=$BASE/libexec/sbx $BASE/bin/sbx exec -q --json -- /bin/true"
@@ -178,6 +201,8 @@ part() {	# label: one user's measurements
 		proxy) d="sbx exec --network proxy" ;;
 		srt) d="sbx srt -- /bin/true" ;;
 		srtnpm) d="srt /bin/true (npm)" ;;
+		disk) d="sbx exec --hard-limits (disk image)" ;;
+		diskmount) d="  the same, image mounted by the run" ;;
 		base) d="base: sbx exec" ;;
 		basejson) d="base: sbx exec --json" ;;
 		baseproxy) d="base: sbx exec --network proxy" ;;
@@ -241,3 +266,4 @@ else
 	part "as a user"
 fi
 echo "targets: sbx exec <= 1.4x minimal as a user, <= 1.6x as root; loop <= 1.5x"
+echo "         hard disk limit: <= 0.3 ms over sbx exec (mounted per agent), <= 1 ms mounting"

@@ -1143,6 +1143,8 @@ sbx_exec_cgroup(struct sbx_exec *p, const char *v2root, struct sbx_error *e)
  * cannot hold is refused when it was asked for, unless --soft-limits
  * accepts what rlimits can do; defaults go ahead with a warning.
  */
+static int prep_disk(struct sbx_exec *, int, struct sbx_error *);
+
 static int
 prep_limits(struct sbx_exec *p, struct sbx_error *e)
 {
@@ -1150,6 +1152,7 @@ prep_limits(struct sbx_exec *p, struct sbx_error *e)
 	size_t			 i;
 	unsigned		 unenforced = 0;
 	char			*v2root = NULL;
+	int			 hard;
 	static const struct { unsigned bit; const char *name; } cg[] = {
 		{ SBX_RL_MEMORY, "memory" }, { SBX_RL_CPUS, "cpus" },
 		{ SBX_RL_PIDS, "pids" },
@@ -1173,6 +1176,8 @@ prep_limits(struct sbx_exec *p, struct sbx_error *e)
 		v2root = strdup(json_string_value(v));
 	if (p->req->background && sbx_joblog_cap_config(cfg, &p->log_cap, e) == -1)
 		return -1;
+	hard = p->req->hard_limits || (cfg != NULL && json_is_true(
+	    json_object_get(cfg, "require_hard_limits")));
 	json_decref(cfg);
 	if (p->agent_cfg != NULL && sbx_limits_merge_json(&p->lim,
 	    json_object_get(p->agent_cfg, "limits"), 1, p->agent_rel, e) == -1)
@@ -1245,7 +1250,16 @@ prep_limits(struct sbx_exec *p, struct sbx_error *e)
 		p->sb.rlimit[p->sb.nrlimit++].value = p->lim.memory_mib << 20;
 		json_object_set_new(enf, "memory", json_string("rlimit"));
 	}
-	if (p->lim.disk_mib) {
+	if (p->agent_cfg != NULL && json_is_true(json_object_get(p->agent_cfg,
+	    "require_hard_limits")))
+		hard = 1;
+	if (prep_disk(p, hard, e) == -1) {
+		json_decref(enf);
+		return -1;
+	}
+	if (p->disk.mech != NULL && strcmp(p->disk.mech, "soft") != 0)
+		json_object_set_new(enf, "disk", json_string(p->disk.mech));
+	else if (p->lim.disk_mib) {
 		p->sb.tmp_size = p->lim.disk_mib << 20;
 		/* /tmp is capped exactly; the home and /output only per
 		 * file (RLIMIT_FSIZE): honestly soft. */
@@ -1264,6 +1278,119 @@ prep_limits(struct sbx_exec *p, struct sbx_error *e)
 	    "nofile", (json_int_t)p->lim.nofile,
 	    "file_size_mib", (json_int_t)p->lim.file_size_mib,
 	    "enforced", enf);
+	if (p->disk.mech != NULL && strcmp(p->disk.mech, "image") == 0)
+		json_object_set_new(p->limits, "disk_image_mib",
+		    json_integer((json_int_t)p->disk.limit_mib));
+	return 0;
+}
+
+/*
+ * The disk limit (issue 32): the agent's own file system when it has one
+ * (mounted and held for the run; the home and output fds opened again,
+ * on the image), else soft with a warning, or refused when hard was
+ * asked for.
+ */
+static void close_fd(int *);
+static int own_dir(struct sbx_exec *, int, const char *, struct sbx_error *);
+
+/*
+ * --disk-tmp: the run's /tmp and /dev/shm are new directories tmp/NAME
+ * and shm/NAME of the agent's image (1777, as a tmpfs /tmp is), bound
+ * from their descriptors (sandbox.c), and removed after the run (a
+ * killed run's by sbx exec gc).
+ */
+static int
+prep_disk_tmp(struct sbx_exec *p, struct sbx_error *e)
+{
+	static const char *const sub[2] = { "tmp", "shm" };
+	char	 rel[SBX_LAYOUT_PATH_MAX], name[80];
+	int	 mfd, i;
+
+	SBX_LPATH(rel, SBX_L_AGENT_DISK_MNT, p->sb.agent);
+	if ((mfd = sbx_fs_open_beneath(p->root.fd, rel, O_RDONLY |
+	    O_DIRECTORY, e)) == -1)
+		return -1;
+	snprintf(p->disk_tmp, sizeof(p->disk_tmp), "run-%d-%lld",
+	    (int)getpid(), sbx_now_ms());
+	for (i = 0; i < 2; i++) {
+		snprintf(name, sizeof(name), "%s/%s", sub[i], p->disk_tmp);
+		if (mkdirat(mfd, name, 0700) == -1 ||
+		    fchmodat(mfd, name, 01777, 0) == -1 ||
+		    (p->disk_tmp_fd[i] = openat(mfd, name, O_PATH |
+		    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
+			sbx_error_sys(e, "disk_tmp_failed", "%s/%s", rel, name);
+			close(mfd);
+			return -1;
+		}
+	}
+	close(mfd);
+	p->sb.disk_tmp = 1;
+	return 0;
+}
+
+static void
+release_disk_tmp(struct sbx_exec *p)
+{
+	char	 rel[SBX_LAYOUT_PATH_MAX], name[80];
+	int	 mfd, i;
+
+	close_fd(&p->disk_tmp_fd[0]);
+	close_fd(&p->disk_tmp_fd[1]);
+	if (p->disk_tmp[0] == '\0')
+		return;
+	SBX_LPATH(rel, SBX_L_AGENT_DISK_MNT, p->sb.agent);
+	if ((mfd = sbx_fs_open_beneath(p->root.fd, rel, O_RDONLY |
+	    O_DIRECTORY, NULL)) == -1)
+		return;
+	for (i = 0; i < 2; i++) {
+		snprintf(name, sizeof(name), "%s", i ? "shm" : "tmp");
+		int sfd = openat(mfd, name, O_RDONLY | O_DIRECTORY |
+		    O_NOFOLLOW | O_CLOEXEC);
+		if (sfd >= 0) {
+			(void)sbx_fs_rm_tree_at(sfd, p->disk_tmp, NULL);
+			close(sfd);
+		}
+	}
+	close(mfd);
+	p->disk_tmp[0] = '\0';
+}
+
+static int
+prep_disk(struct sbx_exec *p, int hard, struct sbx_error *e)
+{
+	char	 rel[SBX_LAYOUT_PATH_MAX];
+
+	if (sbx_disklimit_choose(p->root.fd, p->sb.agent, p->lim.disk_mib,
+	    hard, &p->disk, e) == -1)
+		return -1;
+	if (p->disk.warning[0] != '\0' && p->lim.disk_mib &&
+	    (p->lim.explicit_mask & SBX_RL_DISK))
+		warn_add(p, p->disk.warning);
+	if (p->req->disk_tmp && (p->disk.mech == NULL ||
+	    strcmp(p->disk.mech, "image") != 0)) {
+		sbx_error_set(e, SBX_K_UNAVAILABLE, "disk-tmp",
+		    "disk_limit_unavailable", "--disk-tmp counts /tmp in the "
+		    "agent's disk image, and agent %s has none", p->sb.agent);
+		sbx_error_hint(e, "as root: sbx provision --agent %s "
+		    "--disk-image SIZE", p->sb.agent);
+		return -1;
+	}
+	if (p->disk.mech == NULL || strcmp(p->disk.mech, "image") != 0)
+		return 0;
+	/* The descriptors taken before the image was held may name the
+	 * directories under its mount: take them again. */
+	close_fd(&p->home_fd);
+	close_fd(&p->output_fd);
+	SBX_LPATH(rel, SBX_L_AGENT_HOME, p->sb.agent);
+	if ((p->home_fd = sbx_fs_mkdirs_at(p->root.fd, rel, 0700, e)) == -1 ||
+	    own_dir(p, p->home_fd, rel, e) == -1)
+		return -1;
+	if (p->req->disk_tmp && prep_disk_tmp(p, e) == -1)
+		return -1;
+	SBX_LPATH(rel, SBX_L_AGENT_OUTPUT, p->sb.agent);
+	if ((p->output_fd = sbx_fs_mkdirs_at(p->root.fd, rel, 0700, e)) == -1 ||
+	    own_dir(p, p->output_fd, rel, e) == -1)
+		return -1;
 	return 0;
 }
 
@@ -2479,6 +2606,8 @@ sbx_exec_init(struct sbx_exec *p)
 	p->tty_size_fd = -1;
 	p->ask_hold_fd = -1;
 	p->sb.image_fd = -1;
+	p->disk.lock_fd = -1;
+	p->disk_tmp_fd[0] = p->disk_tmp_fd[1] = -1;
 	p->cg.backend = SBX_CG_NONE;
 	sbx_run_init(&p->run);
 }
@@ -2655,6 +2784,17 @@ sbx_exec_prepare(struct sbx_exec *p, const struct sbx_exec_req *q,
  * ended or hindered the run, then kill what is left, wait for the cgroup
  * to empty and remove it.  Returns the events object (or NULL).
  */
+static json_t *
+disk_events(struct sbx_exec *p, json_t *ev)
+{
+	if (!p->disk_full)
+		return ev;
+	if (ev == NULL)
+		ev = json_object();
+	json_object_set_new(ev, "disk_limit_reached", json_true());
+	return ev;
+}
+
 json_t *
 sbx_exec_finish_limits(struct sbx_exec *p, struct sbx_run *r)
 {
@@ -2662,8 +2802,19 @@ sbx_exec_finish_limits(struct sbx_exec *p, struct sbx_run *r)
 	struct sbx_cg_stats	 st;
 	json_t			*ev = NULL;
 
+	/* The image full after the run: the command met ENOSPC there
+	 * (nothing of it is removed; the next run has what is left). */
+	if (sbx_disklimit_reached(p->root.fd, p->sb.agent, &p->disk)) {
+		warn_add(p, "the disk limit was reached: the agent's disk "
+		    "image is full (writes failed with ENOSPC); free space "
+		    "in the home or /output, or grow it with sbx provision "
+		    "--disk-resize");
+		p->disk_full = 1;
+	}
+	/* The run's /tmp goes with it, as a tmpfs would (--disk-tmp). */
+	release_disk_tmp(p);
 	if (p->cg.backend == SBX_CG_NONE)
-		return NULL;
+		return disk_events(p, NULL);
 	memset(&st, 0, sizeof(st));
 	if (sbx_cgroup_stats(&p->cg, &st) == 0) {
 		ev = json_object();
@@ -2690,7 +2841,7 @@ sbx_exec_finish_limits(struct sbx_exec *p, struct sbx_run *r)
 	}
 	if (sbx_cgroup_destroy(&p->cg, &e) == -1)
 		warn_add(p, e.message);
-	return ev;
+	return disk_events(p, ev);
 }
 
 void
@@ -2719,6 +2870,8 @@ sbx_exec_run_setup(struct sbx_exec *p, struct sbx_run *r)
 	r->slot[SBX_FD_PROXY] = p->relay[0].init_end;
 	r->slot[SBX_FD_BRIDGE] = p->relay[1].init_end;
 	r->slot[SBX_FD_CA] = p->ca_fd;
+	r->slot[SBX_FD_DISK_TMP] = p->disk_tmp_fd[0];
+	r->slot[SBX_FD_DISK_SHM] = p->disk_tmp_fd[1];
 	if (p->relay[0].mine >= 0 || p->relay[1].mine >= 0) {
 		relay_arm(p, r);
 		r->watch_cb = relay_watch;
@@ -2931,6 +3084,8 @@ sbx_exec_release(struct sbx_exec *p)
 	close_fd(&p->home_fd);
 	close_fd(&p->output_fd);
 	close_fd(&p->workdir_fd);
+	release_disk_tmp(p);
+	sbx_disklimit_release(&p->disk);
 	close_fd(&p->workdir_tree);
 	close_fd(&p->userns_fd);
 	for (i = 0; i < p->nxwd; i++) {

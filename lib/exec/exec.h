@@ -25,6 +25,7 @@
 
 #include "buf.h"
 #include "cgroup.h"
+#include "disklimit.h"
 #include "error.h"
 #include "fspolicy.h"
 #include "outcome.h"
@@ -69,6 +70,8 @@ struct sbx_exec_req {
 	int		 allow_only;	/* allow: the only names (a plugin's) */
 	struct sbx_strv	 limit_keys;	/* key, value, ... (sbx_limits_set) */
 	int		 soft_limits;
+	int		 hard_limits;	/* --hard-limits: the disk too */
+	int		 disk_tmp;	/* --disk-tmp: /tmp on the image */
 	const char	*seccomp;	/* "on" (NULL) or "off" */
 	const char	*shell;		/* -c STRING, or NULL */
 	char	       **argv;		/* the command; with shell: $0, $1... */
@@ -216,6 +219,14 @@ struct sbx_exec {
 	int			 job_pid;
 	char			 job_what;	/* 'R', 'E' (exec errno), 'F' */
 	int			 job_val;
+	/* The disk limit's mechanism (disklimit.h): an image held for
+	 * the run until sbx_exec_release. */
+	struct sbx_disklimit	 disk;
+	int			 disk_full;	/* after the run */
+	/* --disk-tmp: the run's tmp/NAME and shm/NAME on the image, and
+	 * their O_PATH descriptors (SBX_FD_DISK_TMP, _SHM). */
+	char			 disk_tmp[40];
+	int			 disk_tmp_fd[2];
 };
 
 /*

@@ -69,6 +69,8 @@ static const struct sbx_exec_field fields[] = {
 	F("nofile", "nofile", LIMIT, limit_keys, "nofile", NULL),
 	F("file-size", "file_size", LIMIT, limit_keys, "file_size_mib", NULL),
 	F("soft-limits", "soft_limits", BOOL, soft_limits, NULL, NULL),
+	F("hard-limits", "hard_limits", BOOL, hard_limits, NULL, NULL),
+	F("disk-tmp", "disk_tmp", BOOL, disk_tmp, NULL, NULL),
 	F("seccomp", "seccomp", STR, seccomp, NULL, NULL),
 	F("fail-on-violation", "fail_on_violation", BOOL, fail_on_violation,
 	    NULL, "fail_on_violation"),

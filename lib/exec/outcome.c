@@ -395,6 +395,8 @@ outcome_judge(struct sbx_exec *p, struct sbx_exec_outcome *o)
 	res = result_json(p, r);
 	if (p->events != NULL && json_object_size(p->events) > 0)
 		json_object_set(res, "limit_events", p->events);
+	if (p->disk_full)
+		json_object_set_new(res, "disk_limit_reached", json_true());
 	o->code = r->exit_code < 0 ? SBX_EX_FAILED : r->exit_code;
 	/* The command succeeded but its output was lost (a full disk):
 	 * an I/O error, not a success (sbx-exec(1) EXIT STATUS). */

@@ -32,11 +32,13 @@
 
 #include "buf.h"
 #include "cgroup.h"
+#include "diskimg.h"
 #include "envelope.h"
 #include "fsutil.h"
 #include "initproto.h"
 #include "layout.h"
 #include "manifest.h"
+#include "pquota.h"
 #include "preflight.h"
 #include "runlimits.h"
 #include "settings.h"
@@ -238,6 +240,69 @@ capability(struct pf *p, const char *id, const char *status,
 
 /* ------------------------------------------------------------------ */
 /* children: spawned from argv with an explicit environment, never a shell */
+
+/*
+ * disk_limits (issue 32): can a run's disk limit be hard here?  By an
+ * image of the agent's own (root, a loop device, mkfs.ext4) or by a
+ * project quota (the kernel and the state root's file system say).  A
+ * capability only, no finding: a soft limit is today's default.
+ */
+static void
+check_disk(struct pf *p)
+{
+	struct sbx_pquota_probe pq;
+	struct sbx_error	e;
+	const char	       *why = sbx_diskimg_unusable(), *st, *detail;
+	char		       *mkfs = NULL;
+	json_t		       *c, *img;
+	size_t			i;
+	int			fd, sandbox_ok = 1;
+
+	if (why == NULL && sbx_tools_find("mkfs.ext4", NULL, &mkfs, &e) == -1)
+		why = "mkfs.ext4 is missing (Debian: e2fsprogs)";
+	free(mkfs);
+	fd = open(p->o->root_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd == -1)
+		fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	sbx_pquota_probe(fd, &pq);
+	if (fd >= 0)
+		close(fd);
+	/* No sandbox, no run to limit: nothing is proven of it. */
+	json_array_foreach (p->caps, i, c) {
+		const char *id = json_string_value(json_object_get(c, "id"));
+		const char *s = json_string_value(json_object_get(c, "status"));
+
+		if (strcmp(id, "sandbox") == 0 && strcmp(s, T_PASSED) != 0)
+			sandbox_ok = 0;
+	}
+	st = T_MISSING;
+	detail = "";
+	if (why != NULL && !pq.available)
+		detail = pf_fmt(p,
+		    "disk limits are soft here: %s; project quotas: %s", why,
+		    pq.reason);
+	else if (why == NULL) {
+		st = T_PASSED;
+		detail = "hard disk limits by an image of the agent's own "
+			 "(sbx provision --disk-image SIZE)";
+	} else if (pq.available) {
+		st = T_PASSED;
+		detail = "hard disk limits by project quota";
+	}
+	capability(p, "disk_limits", sandbox_ok ? st : T_UNPROVEN, detail);
+	c = json_array_get(p->caps, json_array_size(p->caps) - 1);
+	if (c == NULL)
+		return;
+	img = json_pack("{s:b}", "available", why == NULL);
+	if (img != NULL && why != NULL)
+		jset(p, img, "reason", jstr(why));
+	jset(p, c, "image", img);
+	img = json_pack("{s:b,s:s}", "available", pq.available, "code",
+	    pq.code);
+	if (img != NULL && !pq.available)
+		jset(p, img, "reason", jstr(pq.reason));
+	jset(p, c, "project_quota", img);
+}
 
 static int
 child_spawn(struct child *c, const char *path, char *const argv[],
@@ -2340,6 +2405,7 @@ sbx_preflight_run(const struct sbx_preflight_opts *o, json_t **report,
 	deadline = sbx_now_ms() + (o->probe_timeout_ms > 0 ?
 	    o->probe_timeout_ms : PROBE_TIMEOUT_MS);
 	check_probe(&p, deadline);
+	check_disk(&p);
 	settle_covered(&p);
 
 	findings = json_array();

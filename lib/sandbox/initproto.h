@@ -39,7 +39,11 @@
 #define SBX_MAX_XWORKDIRS 7	/* so 8 workdirs in all */
 #define SBX_FD_BRIDGE	  23 /* the channel to sbx-bridge (-B) */
 #define SBX_FD_CA	  24 /* the state root's CA bundle, to copy in */
-#define SBX_FD_MAX	  SBX_FD_CA
+/* --disk-tmp (issue 32): O_PATH of the run's /tmp and /dev/shm, directories
+ * of the agent's disk image. */
+#define SBX_FD_DISK_TMP	  25
+#define SBX_FD_DISK_SHM	  26
+#define SBX_FD_MAX	  SBX_FD_DISK_SHM
 
 /* Status words, one per line on SBX_FD_STATUS, in this order:
  * "tty" (with -T, carrying the terminal's master by SCM_RIGHTS), "ready",

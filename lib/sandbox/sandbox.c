@@ -458,6 +458,17 @@ rootfs_done:
 			    proc_masked[i]);
 	}
 	rc |= push2(v, "--dev", "/dev");
+	if (sb->disk_tmp) {
+		/* Counted in the disk limit: the run's own directories
+		 * on the agent's image (exec.c prep_disk_tmp). */
+		snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d",
+		    SBX_FD_DISK_TMP);
+		rc |= push3(v, "--bind", fdpath, "/tmp");
+		snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d",
+		    SBX_FD_DISK_SHM);
+		rc |= push3(v, "--bind", fdpath, "/dev/shm");
+		goto tmp_done;
+	}
 	rc |= push2(v, "--perms", "1777");
 	if (sb->tmp_size > 0) {
 		rc |= sbx_strv_push(v, "--size");
@@ -467,6 +478,7 @@ rootfs_done:
 	rc |= push2(v, "--perms", "1777");
 	rc |= push2(v, "--size", "67108864");
 	rc |= push2(v, "--tmpfs", "/dev/shm");
+tmp_done:
 
 	/*
 	 * Writable places, bound from descriptors that sbx opened without

@@ -86,6 +86,10 @@ struct sbx_sandbox {
 	 * or 0. */
 	int		   userns_slot;
 	unsigned long long tmp_size;	/* bytes for /tmp, 0 = bwrap default */
+	/* --disk-tmp (issue 32): /tmp and /dev/shm are directories of the
+	 * agent's disk image, bound from SBX_FD_DISK_TMP and _SHM; 0:
+	 * tmpfs. */
+	int		  disk_tmp;
 	struct {
 		const char	 *name;		/* nofile, fsize, as */
 		unsigned long long value;

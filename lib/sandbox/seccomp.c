@@ -26,6 +26,7 @@
 #include <sys/types.h>
 
 #include <linux/filter.h>
+#include <linux/fs.h>
 #include <linux/seccomp.h>
 
 #include <errno.h>
@@ -64,7 +65,7 @@
  * it, so that the copy an older policy left is not reported as tampered
  * with.
  */
-#define POLICY_ID	"sbx-seccomp-4"
+#define POLICY_ID	"sbx-seccomp-5"
 
 /* The largest program the kernel accepts, in bytes. */
 #define PROG_MAX	(BPF_MAXINSNS * sizeof(struct sock_filter))
@@ -519,6 +520,27 @@ add_rules(scmp_filter_ctx ctx, struct sbx_error *e)
 	if (rule_masked(ctx, EPERM, "ioctl", 1, 0xffffffff, TIOCSTI,
 	    e) == -1 ||
 	    rule_masked(ctx, EPERM, "ioctl", 1, 0xffffffff, TIOCLINUX,
+	    e) == -1)
+		return -1;
+
+	/*
+	 * A project quota (issue 32) counts a file by its project id, which
+	 * FS_IOC_FSSETXATTR sets (with the inherit flag), so a sandbox
+	 * that could change it would move its files out of its project and
+	 * past the limit.  FS_IOC_SETFLAGS (and its 32-bit twin) sets the
+	 * inode flags, the project-inherit one among them on ext4.  Low 32
+	 * bits only, as for TIOCSTI: the kernel reads the request as an
+	 * unsigned int.  file_setattr(2) (Linux 6.17) does what
+	 * FS_IOC_FSSETXATTR does, by path: denied whole.
+	 */
+	if (rule_masked(ctx, EPERM, "ioctl", 1, 0xffffffff,
+	    (uint32_t)FS_IOC_FSSETXATTR, e) == -1 ||
+	    rule_masked(ctx, EPERM, "ioctl", 1, 0xffffffff,
+	    (uint32_t)FS_IOC_SETFLAGS, e) == -1 ||
+	    rule_masked(ctx, EPERM, "ioctl", 1, 0xffffffff,
+	    (uint32_t)FS_IOC32_SETFLAGS, e) == -1)
+		return -1;
+	if (rule_nr(ctx, SCMP_ACT_ERRNO(EPERM), "file_setattr", 469, 0, NULL,
 	    e) == -1)
 		return -1;
 

@@ -172,7 +172,13 @@ check_exec(const json_t *doc, int agent, const char *origin,
     struct sbx_error *e)
 {
 	const json_t	*v = json_object_get(doc, "fail_on_violation");
+	const json_t	*h = json_object_get(doc, "require_hard_limits");
 
+	/* require_hard_limits (exec.c prep_limits, issue 32): the same. */
+	if (h != NULL && !json_is_boolean(h))
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
+		    "config_invalid", "%s: `require_hard_limits` must be true "
+		    "or false", origin);
 	if (v == NULL || json_is_boolean(v))
 		return 0;
 	return sbx_error_set(e, SBX_K_INVALID_ARGS, "config", "config_invalid",
@@ -226,6 +232,8 @@ static const struct sbx_cfg_key keys[] = {
 	    "network mode of the agent's runs: none, proxy or outbound" },
 	{ "fail_on_violation", B, A, check_exec,
 	    "a run with a network or file-system violation fails (rejected)" },
+	{ "require_hard_limits", B, A | G, check_exec,
+	    "refuse a run whose disk limit cannot be hard (--hard-limits)" },
 	{ "allowed_domains", SS, A, check_policy,
 	    "names the proxy lets through (NAME, *.NAME, NAME:PORT)" },
 	{ "denied_domains", SS, A, check_policy,

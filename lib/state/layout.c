@@ -173,6 +173,17 @@ static const struct sbx_layout_entry layout[SBX_L_N] = {
 /* A setting's file in config/ (upstream_auth_file: lib/net/upstream.c). */
 [SBX_L_CONFIG_FILE] =	{ "config_file", "config/%s", SBX_L_CONFIG, F, 0600,
 			    077, 0, SBX_LF_ARG },
+[SBX_L_AGENT_DISK_IMG] = { "agent_disk_img", "agents/%s/disk.img",
+			    SBX_L_AGENT_RECORDS, F, 0600, 077, 0, A },
+/* Under run/ (0711), not agents/ (0700): bubblewrap walks a bind's source
+ * path as the sandbox's uid, and --disk-tmp binds directories of it. */
+[SBX_L_AGENT_DISK_MNT] = { "agent_disk_mnt", "run/disk-%s", SBX_L_RUN, D,
+			    0711, 022, 0, A },
+[SBX_L_AGENT_DISK_LOCK] = { "agent_disk_lock", "agents/%s/disk.lock",
+			    SBX_L_AGENT_RECORDS, F, 0600, 022, 0, A },
+[SBX_L_AGENT_DISK_MIGRATE] = { "agent_disk_migrate",
+			    "agents/%s/disk.migrating", SBX_L_AGENT_RECORDS, F,
+			    0600, 022, 0, A },
 };
 
 #undef A

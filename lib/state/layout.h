@@ -79,6 +79,12 @@ enum sbx_layout_id {
 	/* A file an administrator keeps in config/ for a setting that names
 	 * it (upstream_auth_file): one name, the argument. */
 	SBX_L_CONFIG_FILE,	/* config/NAME */
+	/* An agent's hard disk limit (lib/sandbox/diskimg.c): its image,
+	 * where it is mounted, its lock and a migration's marker. */
+	SBX_L_AGENT_DISK_IMG,	/* agents/A/disk.img */
+	SBX_L_AGENT_DISK_MNT,	/* run/disk-A/		the image's mount */
+	SBX_L_AGENT_DISK_LOCK,	/* agents/A/disk.lock */
+	SBX_L_AGENT_DISK_MIGRATE, /* agents/A/disk.migrating */
 	SBX_L_N
 };
 

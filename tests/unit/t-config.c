@@ -97,6 +97,7 @@ static const struct {
 	{ "proxy.upstream_auth_file", NULL, "\"a/b\"" },
 	{ "mcp.max_runs", "4", "65" },
 	{ "fail_on_violation", "true", "\"yes\"" },
+	{ "require_hard_limits", "true", "\"yes\"" },
 	{ "mcp.max_per_minute", "0", "-1" },
 	{ "install.registries.apt", "[\"http://deb.debian.org/debian\"]",
 	    "[\"ftp://x\"]" },

@@ -15,6 +15,7 @@
 
 #include <linux/audit.h>
 #include <linux/filter.h>
+#include <linux/fs.h>
 #include <linux/sched.h>
 #include <linux/seccomp.h>
 
@@ -708,6 +709,20 @@ probes_init(void)
 	    TIOCLINUX, 1);
 	add("ioctl(-1, TIOCLINUX | 1<<32)", SYS_ioctl, WANT_ERR, EPERM,
 	    UINT64_MAX, HIGH | TIOCLINUX, 1);
+	/* ioctl: a file's project id and flags (a project quota's hold) */
+	add("ioctl(-1, FS_IOC_FSSETXATTR)", SYS_ioctl, WANT_ERR, EPERM,
+	    UINT64_MAX, FS_IOC_FSSETXATTR, 1);
+	add("ioctl(-1, FS_IOC_FSSETXATTR | 1<<32)", SYS_ioctl, WANT_ERR, EPERM,
+	    UINT64_MAX, HIGH | (uint32_t)FS_IOC_FSSETXATTR, 1);
+	add("ioctl(-1, FS_IOC_SETFLAGS)", SYS_ioctl, WANT_ERR, EPERM,
+	    UINT64_MAX, (uint32_t)FS_IOC_SETFLAGS, 1);
+	add("ioctl(-1, FS_IOC_SETFLAGS | 0xffffffff<<32)", SYS_ioctl, WANT_ERR,
+	    EPERM, UINT64_MAX, 0xffffffff00000000ULL |
+	    (uint32_t)FS_IOC_SETFLAGS, 1);
+	add("ioctl(-1, FS_IOC32_SETFLAGS)", SYS_ioctl, WANT_ERR, EPERM,
+	    UINT64_MAX, (uint32_t)FS_IOC32_SETFLAGS, 1);
+	add("ioctl(-1, FS_IOC_FSGETXATTR) reaches the kernel", SYS_ioctl,
+	    WANT_ERR, EBADF, UINT64_MAX, (uint32_t)FS_IOC_FSGETXATTR, 1);
 	add("ioctl(-1, TCGETS) reaches the kernel", SYS_ioctl, WANT_ERR, EBADF,
 	    UINT64_MAX, TCGETS, 1);
 
@@ -1020,8 +1035,9 @@ test_program(const unsigned char *prog, ssize_t progn)
 #endif
 	verdict_is(prog, progn, nat, 0xffffffff, SECCOMP_RET_ALLOW,
 	    "-1 (a tracer's cancelled call) passes, as libseccomp lets it");
-	verdict_is(prog, progn, nat, NR_MAX, SECCOMP_RET_ALLOW,
-	    "the last reviewed number (file_setattr) is allowed");
+	verdict_is(prog, progn, nat, NR_MAX, perm,
+	    "the last reviewed number (file_setattr, sets a project id): "
+	    "EPERM");
 	verdict_is(prog, progn, nat, NR_MAX - 1, SECCOMP_RET_ALLOW,
 	    "file_getattr is allowed");
 	verdict_is(prog, progn, nat, (uint32_t)SYS_getpid, SECCOMP_RET_ALLOW,
