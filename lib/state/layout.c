@@ -173,6 +173,14 @@ static const struct sbx_layout_entry layout[SBX_L_N] = {
 /* A setting's file in config/ (upstream_auth_file: lib/net/upstream.c). */
 [SBX_L_CONFIG_FILE] =	{ "config_file", "config/%s", SBX_L_CONFIG, F, 0600,
 			    077, 0, SBX_LF_ARG },
+/* Per-agent uids (lib/state/idalloc.c). */
+[SBX_L_AGENT_IDENTITY] = { "agent_identity", "agents/%s/identity.json",
+			    SBX_L_AGENT_RECORDS, F, 0600, 022, 0, A },
+[SBX_L_AGENT_IDENTITY_LOCK] = { "agent_identity_lock",
+			    "agents/%s/identity.lock", SBX_L_AGENT_RECORDS, F,
+			    0600, 022, 0, A },
+[SBX_L_IDENTITY_LOCK] =	{ "identity_lock", "run/identity.lock", SBX_L_RUN, F,
+			    0600, 022, 0, 0 },
 };
 
 #undef A

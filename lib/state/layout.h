@@ -79,6 +79,11 @@ enum sbx_layout_id {
 	/* A file an administrator keeps in config/ for a setting that names
 	 * it (upstream_auth_file): one name, the argument. */
 	SBX_L_CONFIG_FILE,	/* config/NAME */
+	/* Per-agent uids (lib/state/idalloc.c): the agent's own ids, and
+	 * the lock its allocation and migration take. */
+	SBX_L_AGENT_IDENTITY,	/* agents/A/identity.json */
+	SBX_L_AGENT_IDENTITY_LOCK, /* agents/A/identity.lock */
+	SBX_L_IDENTITY_LOCK,	/* run/identity.lock	allocation */
 	SBX_L_N
 };
 
