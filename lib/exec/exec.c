@@ -24,6 +24,7 @@
 
 #include <jansson.h>
 
+#include "agentns.h"
 #include "bridge.h"
 #include "buf.h"
 #include "cgroup.h"
@@ -1282,9 +1283,29 @@ static int
 prep_identity(struct sbx_exec *p, struct sbx_error *e)
 {
 
-	if (sbx_identity_get(p->root.fd, &p->run_uid, &p->run_gid,
-	    e) == -1)
+	struct sbx_idcfg idc;
+
+	/* Per-agent uids: the agent's own ids (a new agent's allocated
+	 * now), or today's shared identity (sbx_identity_get) when they
+	 * are off; a half-migrated agent is refused with the command that
+	 * finishes it. */
+	if (sbx_idalloc_config(p->root.fd, &idc, e) == -1 ||
+	    sbx_idalloc_provisioned(p->root.fd, p->root.path, p->sb.agent,
+	    NULL, sbx_agentns_enter_range, &idc, e) == -1)
 		return -1;
+	if (sbx_idalloc_agent(p->root.fd, p->sb.agent, &p->run_uid,
+	    &p->run_gid, &p->per_agent, &p->agentid, e) == -1)
+		return -1;
+	if (p->per_agent && p->agentid.subordinate) {
+		/* A plain user: bwrap starts as the agent's id of the
+		 * range, in a namespace mapping it alone; the sandbox sees
+		 * (and /etc/passwd names) the inside id. */
+		p->run_uid = (uid_t)p->agentid.uid;
+		p->run_gid = (gid_t)p->agentid.gid;
+		if ((p->agent_ns_fd = sbx_agentns_run(&p->agentid, e)) == -1)
+			return -1;
+		return 0;
+	}
 	if (geteuid() != 0)
 		return 0;
 	p->drop_privs = 1;
@@ -1790,9 +1811,19 @@ agent_token(struct sbx_exec *p, struct sbx_error *e)
 		 * creates one. */
 		struct sbx_provision	 pv;
 
+		struct sbx_idcfg	 idc;
+
 		sbx_provision_init(&pv, p->root.fd, p->sb.agent);
 		if (sbx_provision_agent(&pv, e) == -1)
 			return -1;
+		/* Per-agent uids: a new agent's own ids. */
+		if (sbx_idalloc_config(p->root.fd, &idc, e) == -1 ||
+		    sbx_idalloc_provisioned(p->root.fd, p->root.path,
+		    p->sb.agent, pv.created, sbx_agentns_enter_range, &idc,
+		    e) == -1) {
+			sbx_provision_release(&pv);
+			return -1;
+		}
 		sbx_provision_release(&pv);
 		if (sbx_fs_read_file_at(p->root.fd, rel, 256, &tok, e) == -1)
 			return -1;
@@ -2452,6 +2483,7 @@ sbx_exec_init(struct sbx_exec *p)
 	p->env_fd = p->passwd_fd = p->group_fd = p->hosts_fd = -1;
 	p->seccomp_fd = p->cache_fd = p->init_fd = -1;
 	p->etc_fd = p->userns_fd = -1;
+	p->agent_ns_fd = -1;
 	p->proxy_ctl = p->proxy_chan = -1;
 	p->ca_fd = -1;
 	p->bridge_ctl = p->bridge_chan = -1;
@@ -2712,6 +2744,11 @@ sbx_exec_run_setup(struct sbx_exec *p, struct sbx_run *r)
 	r->drop_privs = p->drop_privs;
 	r->run_uid = p->run_uid;
 	r->run_gid = p->run_gid;
+	if (p->agent_ns_fd >= 0) {
+		r->agent_ns = p->agent_ns_fd;
+		r->agent_uid = p->agentid.uid;
+		r->agent_gid = p->agentid.gid;
+	}
 	r->wall_timeout_ms = (long long)(p->lim.wall_timeout * 1000.0);
 	r->child_hook = cg_enter_hook;
 	r->fork_hook = cg_fork_hook;
@@ -2915,6 +2952,7 @@ sbx_exec_release(struct sbx_exec *p)
 	close_fd(&p->workdir_fd);
 	close_fd(&p->workdir_tree);
 	close_fd(&p->userns_fd);
+	close_fd(&p->agent_ns_fd);
 	for (i = 0; i < p->nxwd; i++) {
 		close_fd(&p->xwd[i].fd);
 		close_fd(&p->xwd[i].tree);

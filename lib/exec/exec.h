@@ -27,6 +27,7 @@
 #include "cgroup.h"
 #include "error.h"
 #include "fspolicy.h"
+#include "idalloc.h"
 #include "outcome.h"
 #include "provision.h"
 #include "root.h"
@@ -214,6 +215,13 @@ struct sbx_exec {
 	int			 job_pid;
 	char			 job_what;	/* 'R', 'E' (exec errno), 'F' */
 	int			 job_val;
+
+	/* Per-agent uids (lib/state/idalloc.c): the envelope's identity
+	 * and, for a plain user with a subordinate range, the namespace
+	 * bwrap starts in (lib/sandbox/agentns.c; -1: none). */
+	int			 per_agent;
+	struct sbx_agentid	 agentid;
+	int			 agent_ns_fd;
 };
 
 /*

@@ -848,3 +848,39 @@ out:
 	close(lfd);
 	return rc;
 }
+
+int
+sbx_idalloc_provisioned(int rootfd, const char *rootpath, const char *agent,
+    const json_t *created, sbx_idalloc_enter_fn enter, void *arg,
+    struct sbx_error *e)
+{
+	struct sbx_agentid a;
+	struct sbx_idcfg   c;
+	struct stat	   st;
+	char		   rel[SBX_LAYOUT_PATH_MAX];
+	const json_t	  *v;
+	size_t		   i;
+	long		   changed;
+	int		   r, fresh = 0;
+
+	if (sbx_idalloc_config(rootfd, &c, e) == -1)
+		return -1;
+	if (!c.per_agent)
+		return 0;
+	if ((r = sbx_idalloc_read(rootfd, agent, &a, e)) != 0)
+		return r == -1 ? -1 : 0;
+	SBX_LPATH(rel, SBX_L_AGENT_HOME, agent);
+	if (created == NULL)
+		fresh = fstatat(rootfd, rel, &st, AT_SYMLINK_NOFOLLOW) == -1 &&
+		    errno == ENOENT;
+	json_array_foreach(created, i, v)
+		if (json_is_string(v) && strcmp(json_string_value(v), rel) == 0)
+			fresh = 1;
+	/* An agent made just now has nothing of the shared identity's to
+	 * keep: its ids at once.  One that existed before is migrated by
+	 * its own command, which a run names when it refuses it. */
+	if (!fresh)
+		return 0;
+	return sbx_idalloc_migrate(rootfd, rootpath, agent, &c, enter, arg, 0,
+	    &changed, &a, e);
+}

@@ -26,6 +26,7 @@
 
 #include "envelope.h"
 #include "fsutil.h"
+#include "idalloc.h"
 #include "identity.h"
 #include "job.h"
 #include "layout.h"
@@ -96,10 +97,31 @@ owner_ok(const entry_t *en, const struct who *w, const struct stat *st)
 }
 
 static int
-who_init(struct who *w, int rootfd, struct sbx_error *e)
+who_init(struct who *w, int rootfd, const char *agent, struct sbx_error *e)
 {
+	struct sbx_agentid a;
+	struct sbx_idcfg   c;
+	int		   r;
+
 	w->as_root = geteuid() == 0;
-	return sbx_identity_get(rootfd, &w->uid, &w->gid, e);
+	if (sbx_identity_get(rootfd, &w->uid, &w->gid, e) == -1)
+		return -1;
+	/* Per-agent uids: a migrated agent's files are its own ids'; until
+	 * then (no record, or half-way) the shared identity's, the home's
+	 * directory itself changing last. */
+	if (agent == NULL || rootfd < 0)
+		return 0;
+	if (sbx_idalloc_config(rootfd, &c, e) == -1)
+		return -1;
+	if (!c.per_agent)
+		return 0;
+	if ((r = sbx_idalloc_read(rootfd, agent, &a, e)) == -1)
+		return -1;
+	if (r == 1 && a.migrated) {
+		w->uid = (uid_t)a.host_uid;
+		w->gid = (gid_t)a.host_gid;
+	}
+	return 0;
 }
 
 static void
@@ -578,7 +600,7 @@ sbx_provision_status(int rootfd, const char *agent, int *ready,
 	const char	*state, *name, *states[NENT];
 	int		 fds[NENT], i, pfd, have, fd;
 
-	if (who_init(&w, rootfd, e) == -1)
+	if (who_init(&w, rootfd, agent, e) == -1)
 		return NULL;
 	if ((items = json_array()) == NULL) {
 		sbx_error_sys(e, "nomem", "status");
@@ -747,7 +769,7 @@ sbx_provision_agent(struct sbx_provision *p, struct sbx_error *e)
 		fds[i] = -1;
 	if (sbx_names_agent_valid(p->agent, "agent", e) == -1)
 		return -1;
-	if (who_init(&w, p->rootfd, e) == -1)
+	if (who_init(&w, p->rootfd, p->agent, e) == -1)
 		return -1;
 	p->as_root = w.as_root;
 	p->run_uid = w.uid;
