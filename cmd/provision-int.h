@@ -35,6 +35,7 @@ struct prov_opts {
 	int		 json;
 	int		 quiet;
 	int		 verbose;
+	int		 migrate_identity;	/* --migrate-identity */
 };
 
 extern struct prov_opts	 O;
@@ -63,5 +64,10 @@ int	do_list(void);
 int	do_unprovision(void);
 int	do_reset(void);
 int	do_remove(void);
+/* cmd/provision-identity.c */
+int	do_migrate_identity(void);
+json_t	*identity_status(int rootfd, const char *agent, json_t *problems,
+	    int *bad);
+void	identity_provisioned(const char *agent, const json_t *created);
 
 #endif
