@@ -1304,6 +1304,12 @@ prep_identity(struct sbx_exec *p, struct sbx_error *e)
 		p->run_gid = (gid_t)p->agentid.gid;
 		if ((p->agent_ns_fd = sbx_agentns_run(&p->agentid, e)) == -1)
 			return -1;
+		/* bwrap, as that id, resolves its sources' paths: the root,
+		 * workspace/, output/ and cache/ searchable (0711, as for
+		 * root's sandbox uid), never listable. */
+		if (sbx_workdir_reachable_root(p, e) == -1)
+			return -1;
+		(void)sbx_fs_chmod_dir_pinned(p->root.fd, "cache", 0711);
 		return 0;
 	}
 	if (geteuid() != 0)
@@ -1313,6 +1319,25 @@ prep_identity(struct sbx_exec *p, struct sbx_error *e)
 	 * installed sbx); copy it in otherwise (a checkout under /root). */
 	p->sb.init_by_copy = !sbx_workdir_others_can_reach(p->init);
 	return sbx_workdir_reachable_root(p, e);
+}
+
+/* A plain user's per-agent uid: the home and output belong to the agent's
+ * id of the range, 0700; they are opened in its namespace (agentns.c). */
+static int
+prep_agent_dirs(struct sbx_exec *p, struct sbx_error *e)
+{
+	char		 h[SBX_LAYOUT_PATH_MAX], o[SBX_LAYOUT_PATH_MAX];
+	const char	*rels[2] = { h, o };
+	int		 fds[2];
+
+	SBX_LPATH(h, SBX_L_AGENT_HOME, p->sb.agent);
+	SBX_LPATH(o, SBX_L_AGENT_OUTPUT, p->sb.agent);
+	if (sbx_agentns_open(p->agent_ns_fd, p->root.fd, rels, 2, fds, e) ==
+	    -1)
+		return -1;
+	p->home_fd = fds[0];
+	p->output_fd = fds[1];
+	return 0;
 }
 
 /*
@@ -2548,6 +2573,11 @@ sbx_exec_prepare(struct sbx_exec *p, const struct sbx_exec_req *q,
 		return -1;
 	if (prep_network(p, e) == -1)
 		return -1;
+	if (p->agent_ns_fd >= 0) {
+		if (prep_agent_dirs(p, e) == -1)
+			return -1;
+		goto dirs_done;
+	}
 	SBX_LPATH(rel, SBX_L_AGENT_HOME, p->sb.agent);
 	if ((p->home_fd = sbx_fs_mkdirs_at(p->root.fd, rel, 0700, e)) == -1)
 		return -1;
@@ -2558,6 +2588,7 @@ sbx_exec_prepare(struct sbx_exec *p, const struct sbx_exec_req *q,
 		return -1;
 	if (own_dir(p, p->output_fd, rel, e) == -1)
 		return -1;
+dirs_done:
 	snprintf(p->home, sizeof(p->home), "%s/%s", SBX_IN_AGENTS,
 	    p->sb.agent);
 	p->sb.host_view = p->req->host_view;

@@ -69,6 +69,8 @@ entry_path(int i, const char *agent, char *buf, size_t sz)
 /* Who owns what, in this run. */
 struct who {
 	int	 as_root;
+	int	 reach;		/* per-agent uids of a plain user's range:
+				 * the reachable directories 0711 too */
 	uid_t	 uid;		/* owner of what the sandbox writes */
 	gid_t	 gid;
 };
@@ -76,7 +78,8 @@ struct who {
 static mode_t
 want_mode(const entry_t *en, const struct who *w)
 {
-	return w->as_root && (en->flags & SBX_LF_REACH) ? 0711 : en->mode;
+	return (w->as_root || w->reach) && (en->flags & SBX_LF_REACH) ? 0711 :
+	    en->mode;
 }
 
 static uid_t
@@ -104,6 +107,7 @@ who_init(struct who *w, int rootfd, const char *agent, struct sbx_error *e)
 	int		   r;
 
 	w->as_root = geteuid() == 0;
+	w->reach = 0;
 	if (sbx_identity_get(rootfd, &w->uid, &w->gid, e) == -1)
 		return -1;
 	/* Per-agent uids: a migrated agent's files are its own ids'; until
@@ -115,6 +119,7 @@ who_init(struct who *w, int rootfd, const char *agent, struct sbx_error *e)
 		return -1;
 	if (!c.per_agent)
 		return 0;
+	w->reach = c.subordinate;
 	if ((r = sbx_idalloc_read(rootfd, agent, &a, e)) == -1)
 		return -1;
 	if (r == 1 && a.migrated) {
