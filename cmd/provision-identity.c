@@ -89,7 +89,7 @@ do_migrate_identity(void)
 		    "per-agent uids are off%s%s", c.why_shared[0] ? ": " :
 		    " (identity.per_agent is not true)", c.why_shared);
 		if (c.why_shared[0] == '\0')
-			sbx_error_hint(&e, "sbx config set identity.per_agent "
+			sbx_error_hint(&e, "sbx config set --global identity.per_agent "
 			    "true");
 		sbx_cmd_die(&e);
 	}

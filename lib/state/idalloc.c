@@ -232,7 +232,7 @@ sbx_idalloc_check_range(const struct sbx_idcfg *c, const char *prefix,
 		    "identity_range_collision", "the per-agent id range "
 		    "%lu-%lu collides with %s", c->base, c->base + c->size - 1,
 		    who);
-		sbx_error_hint(e, "choose a free range: sbx config set "
+		sbx_error_hint(e, "choose a free range: sbx config set --global "
 		    "identity.base N (and identity.size)");
 		return -1;
 	}
@@ -508,7 +508,7 @@ sbx_idalloc_assign(int rootfd, const char *rootpath, const char *agent,
 		    "range %lu-%lu is taken (%zu agents in %s)", c->base,
 		    c->base + c->size - 1, r.n, c->registry);
 		sbx_error_hint(e, "remove agents no longer used (sbx provision "
-		    "remove) or widen the range: sbx config set identity.size "
+		    "remove) or widen the range: sbx config set --global identity.size "
 		    "N");
 		e->retryable = 0;
 		goto out;
