@@ -1332,8 +1332,8 @@ prep_agent_dirs(struct sbx_exec *p, struct sbx_error *e)
 
 	SBX_LPATH(h, SBX_L_AGENT_HOME, p->sb.agent);
 	SBX_LPATH(o, SBX_L_AGENT_OUTPUT, p->sb.agent);
-	if (sbx_agentns_open(p->agent_ns_fd, p->root.fd, rels, 2, fds, e) ==
-	    -1)
+	if (sbx_agentns_open(p->agent_ns_fd, p->root.fd, rels, 2,
+	    p->agentid.uid, p->agentid.gid, fds, e) == -1)
 		return -1;
 	p->home_fd = fds[0];
 	p->output_fd = fds[1];

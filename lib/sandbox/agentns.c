@@ -4,6 +4,7 @@
  * maps an id the caller was not given.
  */
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 
@@ -90,8 +91,9 @@ sbx_agentns_enter_range(void *arg, struct sbx_error *e)
 
 int
 sbx_agentns_open(int nsfd, int rootfd, const char *const *rels, int n,
-    int *fds, struct sbx_error *e)
+    unsigned long uid, unsigned long gid, int *fds, struct sbx_error *e)
 {
+	struct stat	 st;
 	struct sbx_error ce;
 	pid_t		 pid;
 	ssize_t		 got;
@@ -119,6 +121,13 @@ sbx_agentns_open(int nsfd, int rootfd, const char *const *rels, int n,
 		for (i = 0; i < n; i++) {
 			memset(&ce, 0, sizeof(ce));
 			fd = sbx_fs_mkdirs_at(rootfd, rels[i], 0700, &ce);
+			/* One just made is the caller's (0 here): the
+			 * agent's, as root's own_dir hands it over. */
+			if (fd >= 0 && fstat(fd, &st) == 0 && st.st_uid == 0 &&
+			    fchown(fd, (uid_t)uid, (gid_t)gid) == -1) {
+				close(fd);
+				fd = -1;
+			}
 			c = fd >= 0 ? 'y' : 'n';
 			if (sbx_fs_send_fd(sv[1], &c, 1, fd, 0) != 1)
 				_exit(1);

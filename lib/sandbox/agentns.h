@@ -17,12 +17,13 @@
  * every /proc entry it may read is that uid's on the host.
  */
 int	sbx_agentns_run(const struct sbx_agentid *, struct sbx_error *);
-/* Open the agent's directories rels (beneath rootfd, made 0700 when
- * missing) as uid 0 of that namespace, in a helper process: they are the
- * agent's uid's, 0700, which the caller itself may not open.  fds[i] for
- * rels[i]; 0, or -1 with none open. */
+/* Open the agent's directories rels (beneath rootfd; made 0700 and
+ * handed to uid/gid, the agent's inside ids, when missing) as uid 0 of
+ * that namespace, in a helper process: they are the agent's uid's, 0700,
+ * which the caller itself may not open.  fds[i] for rels[i]; 0, or -1
+ * with none open. */
 int	sbx_agentns_open(int nsfd, int rootfd, const char *const *rels, int n,
-	    int *fds, struct sbx_error *);
+	    unsigned long uid, unsigned long gid, int *fds, struct sbx_error *);
 /* In a forked child: enter nsfd and become uid/gid there (async-signal
  * safe: setns and set*id only).  0 or -1 with errno. */
 int	sbx_agentns_join(int nsfd, unsigned long uid, unsigned long gid);
