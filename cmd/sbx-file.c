@@ -23,6 +23,7 @@
 #include "file-int.h"
 #include "filesearch.h"
 #include "fsutil.h"
+#include "idalloc.h"
 #include "identity.h"
 #include "names.h"
 #include "opts.h"
@@ -503,7 +504,7 @@ main(int argc, char *argv[])
 	 * agent plants in its home between two of our steps can reach only
 	 * what the agent reaches anyway.
 	 */
-	if (sbx_identity_get(root.fd, &uid, &gid, &e) == -1 ||
+	if (sbx_idalloc_owner(root.fd, O.agent, &uid, &gid, &e) == -1 ||
 	    sbx_identity_become(uid, gid, &e) == -1)
 		sbx_cmd_die(&e);
 	home_path(O.argv[1], rel, sizeof(rel));

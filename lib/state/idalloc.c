@@ -884,3 +884,13 @@ sbx_idalloc_provisioned(int rootfd, const char *rootpath, const char *agent,
 	return sbx_idalloc_migrate(rootfd, rootpath, agent, &c, enter, arg, 0,
 	    &changed, &a, e);
 }
+
+int
+sbx_idalloc_owner(int rootfd, const char *agent, uid_t *uid, gid_t *gid,
+    struct sbx_error *e)
+{
+	struct sbx_agentid a;
+	int		   pa;
+
+	return sbx_idalloc_agent(rootfd, agent, uid, gid, &pa, &a, e);
+}

@@ -95,6 +95,10 @@ int	sbx_idalloc_release(int rootfd, const char *rootpath,
  */
 int	sbx_idalloc_agent(int rootfd, const char *agent, uid_t *, gid_t *,
 	    int *per_agent, struct sbx_agentid *, struct sbx_error *);
+/* sbx_idalloc_agent's uid and gid alone: who sbx file, sbx install and
+ * plugin installs act as for the agent (sbx_identity_become). */
+int	sbx_idalloc_owner(int rootfd, const char *agent, uid_t *, gid_t *,
+	    struct sbx_error *);
 /*
  * Migrate the agent's files to its own ids, under agents/A/identity.lock:
  * its home, output and (as root) its rootfs copy's files that belonged to

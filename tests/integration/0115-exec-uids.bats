@@ -65,6 +65,9 @@ host_uid_of() {
 	[ "$(stat -c %u "$SBX_HOME/workspace/agents/a/mine")" = "$ua" ]
 	[ "$(stat -c %u "$SBX_HOME/output/a/out")" = "$ua" ]
 	[ "$(host_uid_of a)" = "$ua" ]
+	# sbx file acts as the agent's uid.
+	echo note | sbx file write --agent a note.txt
+	[ "$(stat -c %u "$SBX_HOME/workspace/agents/a/note.txt")" = "$ua" ]
 	grep -q "^$ua $SBX_HOME a\$" "$SBX_IDENTITY_REGISTRY"
 	run sbx provision status --agent a
 	[[ "$output" == *"identity: per_agent, done"* ]]
