@@ -44,7 +44,7 @@
 static const char usage_text[] =
 "usage: sbx provision [--agent A] [--image NAME|DIGEST]\n"
 "                     [--own-rootfs | --no-own-rootfs] [--no-create-user]\n"
-"                     [--home DIR] [--json] [-q] [-v]\n"
+"                     [--migrate-identity] [--home DIR] [--json] [-q] [-v]\n"
 "       sbx provision list [--home DIR] [--json] [-q]\n"
 "       sbx provision status [--agent A] [--home DIR] [--json] [-q]\n"
 "       sbx provision unprovision --agent A [--home DIR] [--json] [-q]\n"
