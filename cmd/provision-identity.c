@@ -37,11 +37,11 @@ identity_status(int rootfd, const char *agent, json_t *problems, int *bad)
 
 	memset(&e, 0, sizeof(e));
 	if (sbx_idalloc_config(rootfd, &c, &e) == -1 ||
-	    (c.per_agent && (r = sbx_idalloc_read(rootfd, agent, &a, &e)) ==
-	    -1)) {
-		json_array_append_new(problems, json_pack("{s:s,s:s,s:s}",
-		    "path", "agents/identity.json", "state", "damaged",
-		    "message", e.message));
+	    (c.per_agent &&
+		(r = sbx_idalloc_read(rootfd, agent, &a, &e)) == -1)) {
+		json_array_append_new(problems,
+		    json_pack("{s:s,s:s,s:s}", "path", "agents/identity.json",
+			"state", "damaged", "message", e.message));
 		*bad = 1;
 		return json_pack("{s:s}", "mode", "shared");
 	}
@@ -55,16 +55,17 @@ identity_status(int rootfd, const char *agent, json_t *problems, int *bad)
 		return o;
 	}
 	if (r == 0 || !a.migrated) {
-		json_array_append_new(problems, json_pack("{s:s,s:s,s:s}",
-		    "path", "identity", "state", "migration_pending", "repair",
-		    "sbx provision --migrate-identity"));
+		json_array_append_new(problems,
+		    json_pack("{s:s,s:s,s:s}", "path", "identity", "state",
+			"migration_pending", "repair",
+			"sbx provision --migrate-identity"));
 		*bad = 1;
 		return json_pack("{s:s,s:s}", "mode", "per_agent", "state",
 		    r == 0 ? "none" : "migrating");
 	}
 	return json_pack("{s:s,s:s,s:I,s:I,s:I,s:I,s:b}", "mode", "per_agent",
-	    "state", "done", "uid", (json_int_t)a.uid, "gid",
-	    (json_int_t)a.gid, "host_uid", (json_int_t)a.host_uid, "host_gid",
+	    "state", "done", "uid", (json_int_t)a.uid, "gid", (json_int_t)a.gid,
+	    "host_uid", (json_int_t)a.host_uid, "host_gid",
 	    (json_int_t)a.host_gid, "subordinate", a.subordinate);
 }
 
@@ -86,18 +87,21 @@ do_migrate_identity(void)
 		sbx_cmd_die(&e);
 	if (!c.per_agent) {
 		sbx_error_set(&e, SBX_K_REJECTED, "identity", "per_agent_off",
-		    "per-agent uids are off%s%s", c.why_shared[0] ? ": " :
-		    " (identity.per_agent is not true)", c.why_shared);
+		    "per-agent uids are off%s%s",
+		    c.why_shared[0] ? ": " :
+				      " (identity.per_agent is not true)",
+		    c.why_shared);
 		if (c.why_shared[0] == '\0')
-			sbx_error_hint(&e, "sbx config set --global identity.per_agent "
+			sbx_error_hint(&e,
+			    "sbx config set --global identity.per_agent "
 			    "true");
 		sbx_cmd_die(&e);
 	}
 	/* SBX_TEST_MIGRATE_LIMIT: stop after N changes, as a kill would
 	 * (the tests of a resumed migration). */
 	if (sbx_idalloc_migrate(root.fd, root.path, O.agent, &c,
-	    sbx_agentns_enter_range, &c, lim != NULL ? atol(lim) : 0,
-	    &changed, &a, &e) == -1)
+		sbx_agentns_enter_range, &c, lim != NULL ? atol(lim) : 0,
+		&changed, &a, &e) == -1)
 		sbx_cmd_die(&e);
 	if (O.json) {
 		res = json_pack("{s:s,s:s,s:I,s:I,s:I,s:I,s:I}", "agent",
@@ -108,8 +112,8 @@ do_migrate_identity(void)
 		sbx_cmd_emit(sbx_envelope_ok(tool, res, NULL));
 	} else if (!O.quiet)
 		printf("agent %s runs as uid %lu gid %lu (host %lu:%lu); %ld "
-		    "entries handed over\n", O.agent, a.uid, a.gid, a.host_uid,
-		    a.host_gid, changed);
+		       "entries handed over\n",
+		    O.agent, a.uid, a.gid, a.host_uid, a.host_gid, changed);
 	return 0;
 }
 
@@ -123,6 +127,6 @@ identity_provisioned(const char *agent, const json_t *created)
 	memset(&e, 0, sizeof(e));
 	if (sbx_idalloc_config(root.fd, &c, &e) == -1 ||
 	    sbx_idalloc_provisioned(root.fd, root.path, agent, created,
-	    sbx_agentns_enter_range, &c, &e) == -1)
+		sbx_agentns_enter_range, &c, &e) == -1)
 		sbx_cmd_die(&e);
 }

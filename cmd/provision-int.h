@@ -66,8 +66,7 @@ int	do_reset(void);
 int	do_remove(void);
 /* cmd/provision-identity.c */
 int	do_migrate_identity(void);
-json_t	*identity_status(int rootfd, const char *agent, json_t *problems,
-	    int *bad);
+json_t	*identity_status(int rootfd, const char *, json_t *, int *bad);
 void	identity_provisioned(const char *agent, const json_t *created);
 
 #endif

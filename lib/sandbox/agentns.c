@@ -84,7 +84,8 @@ sbx_agentns_enter_range(void *arg, struct sbx_error *e)
 	rc = setns(fd, CLONE_NEWUSER);
 	close(fd);
 	if (rc == -1)
-		return sbx_error_sys(e, "userns_failed", "cannot enter the "
+		return sbx_error_sys(e, "userns_failed",
+		    "cannot enter the "
 		    "namespace of the subordinate range");
 	return 0;
 }
@@ -143,8 +144,10 @@ sbx_agentns_open(int nsfd, int rootfd, const char *const *rels, int n,
 			if (fd >= 0)
 				close(fd);
 			rc = sbx_error_set(e, SBX_K_EXECUTION_ERROR, "identity",
-			    "open_failed", "cannot open %s as agent's "
-			    "namespace's 0", rels[i]);
+			    "open_failed",
+			    "cannot open %s as agent's "
+			    "namespace's 0",
+			    rels[i]);
 		} else
 			fds[i] = fd;
 	}

@@ -30,8 +30,8 @@
 #include "settings.h"
 #include "users.h"
 
-#define RECORD_MAX	4096
-#define REGISTRY_MAX	(4u << 20)
+#define RECORD_MAX   4096
+#define REGISTRY_MAX (4u << 20)
 
 const char *
 sbx_idalloc_mode(int per_agent)
@@ -52,8 +52,10 @@ cfg_int(const json_t *o, const char *key, unsigned long lo, unsigned long hi,
 	if (!json_is_integer(v) || json_integer_value(v) < (json_int_t)lo ||
 	    json_integer_value(v) > (json_int_t)hi)
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "identity",
-		    "config_invalid", "config/sandbox.json: identity.%s must "
-		    "be an integer from %lu to %lu", key, lo, hi);
+		    "config_invalid",
+		    "config/sandbox.json: identity.%s must "
+		    "be an integer from %lu to %lu",
+		    key, lo, hi);
 	*out = (unsigned long)json_integer_value(v);
 	return 0;
 }
@@ -68,7 +70,8 @@ sbx_idalloc_apply(const json_t *doc, struct sbx_idcfg *c, struct sbx_error *e)
 		return 0;
 	if (!json_is_object(id))
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "identity",
-		    "config_invalid", "config/sandbox.json: identity must be "
+		    "config_invalid",
+		    "config/sandbox.json: identity must be "
 		    "an object");
 	if ((pa = json_object_get(id, "per_agent")) != NULL) {
 		if (!json_is_boolean(pa))
@@ -85,7 +88,8 @@ sbx_idalloc_apply(const json_t *doc, struct sbx_idcfg *c, struct sbx_error *e)
 		return -1;
 	if (c->base + c->size > 0x7fffffffUL)
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "identity.size",
-		    "config_invalid", "config/sandbox.json: identity.base + "
+		    "config_invalid",
+		    "config/sandbox.json: identity.base + "
 		    "identity.size must stay below 2147483647");
 	return 0;
 }
@@ -105,8 +109,8 @@ registry_path(struct sbx_idcfg *c)
 		return;
 	}
 	if ((d = getenv("XDG_DATA_HOME")) != NULL && d[0] == '/')
-		snprintf(c->registry, sizeof(c->registry),
-		    "%s/sbx-identities", d);
+		snprintf(c->registry, sizeof(c->registry), "%s/sbx-identities",
+		    d);
 	else if ((h = getenv("HOME")) != NULL && h[0] == '/')
 		snprintf(c->registry, sizeof(c->registry),
 		    "%s/.local/share/sbx-identities", h);
@@ -136,17 +140,20 @@ sbx_idalloc_config(int rootfd, struct sbx_idcfg *c, struct sbx_error *e)
 	/* A plain user: its own subordinate range, or the shared identity
 	 * (reported as such; nothing else could keep agents apart). */
 	if ((r = sbx_identity_subids(rootfd, &sub, c->why_shared,
-	    sizeof(c->why_shared), e)) == -1)
+		 sizeof(c->why_shared), e)) == -1)
 		return -1;
 	if (r == 1 && sub.count < SBX_IDALLOC_SUB_LAST)
-		snprintf(c->why_shared, sizeof(c->why_shared), "the "
+		snprintf(c->why_shared, sizeof(c->why_shared),
+		    "the "
 		    "subordinate range of uid %u has %lu ids, fewer than "
-		    "the %lu per-agent uids need", (unsigned)getuid(),
-		    sub.count, SBX_IDALLOC_SUB_LAST);
+		    "the %lu per-agent uids need",
+		    (unsigned)getuid(), sub.count, SBX_IDALLOC_SUB_LAST);
 	else if (r == 1 && sub.uid != sub.gid)
-		snprintf(c->why_shared, sizeof(c->why_shared), "the "
+		snprintf(c->why_shared, sizeof(c->why_shared),
+		    "the "
 		    "subordinate uid and gid ranges of uid %u start at "
-		    "different ids", (unsigned)getuid());
+		    "different ids",
+		    (unsigned)getuid());
 	if (r == 1 && c->why_shared[0] == '\0') {
 		c->subordinate = 1;
 		c->sub_start = sub.uid;
@@ -194,14 +201,15 @@ colon_file(const char *prefix, const char *file, int idf, unsigned long lo,
 		if (errno != 0 || end == f[idf < 0 ? 1 : idf])
 			continue;
 		c = 1;
-		if (idf < 0 && ((c = strtoul(f[2], &end, 10)) == 0 ||
-		    errno != 0))
+		if (idf < 0 &&
+		    ((c = strtoul(f[2], &end, 10)) == 0 || errno != 0))
 			continue;
 		if (s < lo + n && lo < s + c) {
 			if (idf < 0)
-				snprintf(who, whosz, "%s's subordinate ids "
-				    "%lu-%lu in /etc/%s", f[0], s, s + c - 1,
-				    file);
+				snprintf(who, whosz,
+				    "%s's subordinate ids "
+				    "%lu-%lu in /etc/%s",
+				    f[0], s, s + c - 1, file);
 			else
 				snprintf(who, whosz, "%s (id %lu) in /etc/%s",
 				    f[0], s, file);
@@ -224,15 +232,20 @@ sbx_idalloc_check_range(const struct sbx_idcfg *c, const char *prefix,
 		return 0;
 	who[0] = '\0';
 	if (colon_file(prefix, "passwd", 2, c->base, c->size, who,
-	    sizeof(who)) || colon_file(prefix, "group", 2, c->base, c->size,
-	    who, sizeof(who)) || colon_file(prefix, "subuid", -1, c->base,
-	    c->size, who, sizeof(who)) || colon_file(prefix, "subgid", -1,
-	    c->base, c->size, who, sizeof(who))) {
+		sizeof(who)) ||
+	    colon_file(prefix, "group", 2, c->base, c->size, who,
+		sizeof(who)) ||
+	    colon_file(prefix, "subuid", -1, c->base, c->size, who,
+		sizeof(who)) ||
+	    colon_file(prefix, "subgid", -1, c->base, c->size, who,
+		sizeof(who))) {
 		sbx_error_set(e, SBX_K_REJECTED, "identity.base",
-		    "identity_range_collision", "the per-agent id range "
-		    "%lu-%lu collides with %s", c->base, c->base + c->size - 1,
-		    who);
-		sbx_error_hint(e, "choose a free range: sbx config set --global "
+		    "identity_range_collision",
+		    "the per-agent id range "
+		    "%lu-%lu collides with %s",
+		    c->base, c->base + c->size - 1, who);
+		sbx_error_hint(e,
+		    "choose a free range: sbx config set --global "
 		    "identity.base N (and identity.size)");
 		return -1;
 	}
@@ -245,16 +258,16 @@ int
 sbx_idalloc_read(int rootfd, const char *agent, struct sbx_agentid *a,
     struct sbx_error *e)
 {
-	struct sbx_buf	 b = SBX_BUF_INIT;
-	char		 rel[SBX_LAYOUT_PATH_MAX];
-	json_t		*doc;
-	json_int_t	 u, g, hu, hg, sg, fu = -1, fg = -1;
-	const char	*state;
-	int		 sub = 0;
+	struct sbx_buf b = SBX_BUF_INIT;
+	char	       rel[SBX_LAYOUT_PATH_MAX];
+	json_t	      *doc;
+	json_int_t     u, g, hu, hg, sg, fu = -1, fg = -1;
+	const char    *state;
+	int	       sub = 0;
 
 	memset(a, 0, sizeof(*a));
-	if (sbx_layout_path(SBX_L_AGENT_IDENTITY, agent, rel, sizeof(rel),
-	    e) == -1)
+	if (sbx_layout_path(SBX_L_AGENT_IDENTITY, agent, rel, sizeof(rel), e) ==
+	    -1)
 		return -1;
 	if (sbx_fs_read_file_at(rootfd, rel, RECORD_MAX, &b, e) == -1) {
 		if (sbx_error_absent(e)) {
@@ -265,17 +278,22 @@ sbx_idalloc_read(int rootfd, const char *agent, struct sbx_agentid *a,
 	}
 	doc = sbx_json_parse(b.p, b.len, RECORD_MAX, e);
 	sbx_buf_release(&b);
-	if (doc == NULL || json_unpack(doc, "{s:I,s:I,s:I,s:I,s:I,s:s,s?I,"
-	    "s?I,s?b}", "uid", &u, "gid", &g, "host_uid", &hu, "host_gid",
-	    &hg, "shared_gid", &sg, "state", &state, "from_uid", &fu,
-	    "from_gid", &fg, "subordinate", &sub) == -1 || u <= 0 || g <= 0 ||
-	    hu <= 0 || hg <= 0 || sg <= 0 || u > 0x7fffffff || hu > 0x7fffffff ||
-	    g > 0x7fffffff || hg > 0x7fffffff || sg > 0x7fffffff ||
+	if (doc == NULL ||
+	    json_unpack(doc,
+		"{s:I,s:I,s:I,s:I,s:I,s:s,s?I,"
+		"s?I,s?b}",
+		"uid", &u, "gid", &g, "host_uid", &hu, "host_gid", &hg,
+		"shared_gid", &sg, "state", &state, "from_uid", &fu, "from_gid",
+		&fg, "subordinate", &sub) == -1 ||
+	    u <= 0 || g <= 0 || hu <= 0 || hg <= 0 || sg <= 0 ||
+	    u > 0x7fffffff || hu > 0x7fffffff || g > 0x7fffffff ||
+	    hg > 0x7fffffff || sg > 0x7fffffff ||
 	    (strcmp(state, "done") != 0 && strcmp(state, "migrating") != 0)) {
 		json_decref(doc);
 		sbx_error_set(e, SBX_K_REJECTED, "identity", "record_damaged",
 		    "the identity record of agent %s is damaged", agent);
-		sbx_error_in_file(e, rel, "sbx provision --agent %s "
+		sbx_error_in_file(e, rel,
+		    "sbx provision --agent %s "
 		    "--migrate-identity writes it again after it is removed",
 		    agent);
 		return -1;
@@ -297,32 +315,29 @@ int
 sbx_idalloc_write(int rootfd, const char *agent, const struct sbx_agentid *a,
     struct sbx_error *e)
 {
-	char	 rel[SBX_LAYOUT_PATH_MAX], *s;
-	json_t	*doc;
-	int	 dfd, rc;
+	char	rel[SBX_LAYOUT_PATH_MAX], *s;
+	json_t *doc;
+	int	dfd, rc;
 
-	if ((dfd = sbx_layout_mkdirs(rootfd, SBX_L_AGENT_RECORDS, agent,
-	    e)) == -1)
+	if ((dfd = sbx_layout_mkdirs(rootfd, SBX_L_AGENT_RECORDS, agent, e)) ==
+	    -1)
 		return -1;
 	SBX_LPATH(rel, SBX_L_AGENT_IDENTITY, agent);
-	doc = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b,s:s}",
-	    "uid", (json_int_t)a->uid, "gid", (json_int_t)a->gid,
-	    "host_uid", (json_int_t)a->host_uid,
-	    "host_gid", (json_int_t)a->host_gid,
-	    "shared_gid", (json_int_t)a->shared_gid,
-	    "from_uid", (json_int_t)a->from_uid,
-	    "from_gid", (json_int_t)a->from_gid,
-	    "subordinate", a->subordinate,
-	    "state", a->migrated ? "done" : "migrating");
-	s = doc != NULL ? json_dumps(doc, JSON_SORT_KEYS | JSON_COMPACT) :
-	    NULL;
+	doc = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b,s:s}", "uid",
+	    (json_int_t)a->uid, "gid", (json_int_t)a->gid, "host_uid",
+	    (json_int_t)a->host_uid, "host_gid", (json_int_t)a->host_gid,
+	    "shared_gid", (json_int_t)a->shared_gid, "from_uid",
+	    (json_int_t)a->from_uid, "from_gid", (json_int_t)a->from_gid,
+	    "subordinate", a->subordinate, "state",
+	    a->migrated ? "done" : "migrating");
+	s = doc != NULL ? json_dumps(doc, JSON_SORT_KEYS | JSON_COMPACT) : NULL;
 	json_decref(doc);
 	if (s == NULL) {
 		close(dfd);
 		return sbx_error_sys(e, "nomem", "identity record");
 	}
-	rc = sbx_fs_replace_at(dfd, sbx_layout_leaf(rel), s, strlen(s), 0600,
-	    e);
+	rc =
+	    sbx_fs_replace_at(dfd, sbx_layout_leaf(rel), s, strlen(s), 0600, e);
 	free(s);
 	close(dfd);
 	return rc;
@@ -338,12 +353,16 @@ registry_open(const struct sbx_idcfg *c, struct sbx_error *e)
 
 	if (c->registry[0] != '/')
 		return sbx_error_set(e, SBX_K_UNAVAILABLE, "identity",
-		    "registry_unavailable", "no place for the registry of "
+		    "registry_unavailable",
+		    "no place for the registry of "
 		    "per-agent ids (set SBX_IDENTITY_REGISTRY or HOME)");
-	if ((fd = open(c->registry, O_RDWR | O_CREAT | O_NOFOLLOW |
-	    O_CLOEXEC, 0644)) == -1 || flock(fd, LOCK_EX) == -1) {
-		sbx_error_sys(e, "registry_unavailable", "cannot open the "
-		    "registry of per-agent ids %s", c->registry);
+	if ((fd = open(c->registry, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+		 0644)) == -1 ||
+	    flock(fd, LOCK_EX) == -1) {
+		sbx_error_sys(e, "registry_unavailable",
+		    "cannot open the "
+		    "registry of per-agent ids %s",
+		    c->registry);
 		if (fd >= 0)
 			close(fd);
 		return -1;
@@ -369,10 +388,10 @@ registry_live(const char *root, const char *agent, unsigned long uid)
 }
 
 struct reg {
-	struct sbx_buf	 keep;		/* the live lines */
-	unsigned long	*ids;
-	size_t		 n, cap;
-	char		 taken_by[PATH_MAX + 64];
+	struct sbx_buf keep; /* the live lines */
+	unsigned long *ids;
+	size_t	       n, cap;
+	char	       taken_by[PATH_MAX + 64];
 };
 
 /* Read the registry: live lines kept (and their ids), stale ones
@@ -381,9 +400,9 @@ static int
 registry_load(int fd, struct reg *r, const char *root, const char *agent,
     int drop)
 {
-	struct sbx_buf	 b = SBX_BUF_INIT;
-	char		*line, *save = NULL, *sp1, *sp2, *end;
-	unsigned long	 id, *ni;
+	struct sbx_buf b = SBX_BUF_INIT;
+	char	      *line, *save = NULL, *sp1, *sp2, *end;
+	unsigned long  id, *ni;
 
 	if (sbx_fs_read_fd(fd, &b, REGISTRY_MAX) == -1)
 		return -1;
@@ -427,8 +446,8 @@ registry_store(int fd, const struct reg *r)
 {
 	if (ftruncate(fd, 0) == -1 || lseek(fd, 0, SEEK_SET) == -1)
 		return -1;
-	if (r->keep.len > 0 && sbx_fs_write_all(fd, r->keep.p, r->keep.len) ==
-	    -1)
+	if (r->keep.len > 0 &&
+	    sbx_fs_write_all(fd, r->keep.p, r->keep.len) == -1)
 		return -1;
 	return fsync(fd);
 }
@@ -448,15 +467,15 @@ static int
 lock_file(int rootfd, enum sbx_layout_id id, const char *agent,
     struct sbx_error *e)
 {
-	char	rel[SBX_LAYOUT_PATH_MAX];
-	int	dfd, fd;
+	char rel[SBX_LAYOUT_PATH_MAX];
+	int  dfd, fd;
 
-	if ((dfd = sbx_layout_mkdirs(rootfd, sbx_layout_get(id)->parent,
-	    agent, e)) == -1)
+	if ((dfd = sbx_layout_mkdirs(rootfd, sbx_layout_get(id)->parent, agent,
+		 e)) == -1)
 		return -1;
 	SBX_LPATH(rel, id, agent);
-	fd = openat(dfd, sbx_layout_leaf(rel), O_RDWR | O_CREAT | O_NOFOLLOW |
-	    O_CLOEXEC, 0600);
+	fd = openat(dfd, sbx_layout_leaf(rel),
+	    O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	close(dfd);
 	if (fd == -1 || flock(fd, LOCK_EX) == -1) {
 		sbx_error_sys(e, "lock_failed", "cannot lock %s", rel);
@@ -472,10 +491,10 @@ sbx_idalloc_assign(int rootfd, const char *rootpath, const char *agent,
     const struct sbx_idcfg *c, int migrated, unsigned long from_uid,
     unsigned long from_gid, struct sbx_agentid *a, struct sbx_error *e)
 {
-	struct reg	 r;
-	char		 who[320];
-	unsigned long	 id;
-	int		 lfd, rfd = -1, got, rc = -1;
+	struct reg    r;
+	char	      who[320];
+	unsigned long id;
+	int	      lfd, rfd = -1, got, rc = -1;
 
 	memset(&r, 0, sizeof(r));
 	if ((lfd = lock_file(rootfd, SBX_L_IDENTITY_LOCK, NULL, e)) == -1)
@@ -488,8 +507,10 @@ sbx_idalloc_assign(int rootfd, const char *rootpath, const char *agent,
 	    (rfd = registry_open(c, e)) == -1)
 		goto out;
 	if (registry_load(rfd, &r, rootpath, agent, 1) == -1) {
-		sbx_error_sys(e, "registry_unavailable", "cannot read the "
-		    "registry of per-agent ids %s", c->registry);
+		sbx_error_sys(e, "registry_unavailable",
+		    "cannot read the "
+		    "registry of per-agent ids %s",
+		    c->registry);
 		goto out;
 	}
 	/* The first id is the group of workspace/shared, never an agent's;
@@ -504,10 +525,12 @@ sbx_idalloc_assign(int rootfd, const char *rootpath, const char *agent,
 	}
 	if (id >= c->base + c->size) {
 		sbx_error_set(e, SBX_K_UNAVAILABLE, "identity",
-		    "identity_range_exhausted", "every id of the per-agent "
-		    "range %lu-%lu is taken (%zu agents in %s)", c->base,
-		    c->base + c->size - 1, r.n, c->registry);
-		sbx_error_hint(e, "remove agents no longer used (sbx provision "
+		    "identity_range_exhausted",
+		    "every id of the per-agent "
+		    "range %lu-%lu is taken (%zu agents in %s)",
+		    c->base, c->base + c->size - 1, r.n, c->registry);
+		sbx_error_hint(e,
+		    "remove agents no longer used (sbx provision "
 		    "remove) or widen the range: sbx config set --global identity.size "
 		    "N");
 		e->retryable = 0;
@@ -521,10 +544,12 @@ sbx_idalloc_assign(int rootfd, const char *rootpath, const char *agent,
 	a->from_uid = from_uid;
 	a->from_gid = from_gid;
 	a->migrated = migrated;
-	if (sbx_buf_printf(&r.keep, "%lu %s %s\n", id, rootpath, agent) ==
-	    -1 || registry_store(rfd, &r) == -1) {
-		sbx_error_sys(e, "registry_unavailable", "cannot write the "
-		    "registry of per-agent ids %s", c->registry);
+	if (sbx_buf_printf(&r.keep, "%lu %s %s\n", id, rootpath, agent) == -1 ||
+	    registry_store(rfd, &r) == -1) {
+		sbx_error_sys(e, "registry_unavailable",
+		    "cannot write the "
+		    "registry of per-agent ids %s",
+		    c->registry);
 		goto out;
 	}
 	rc = sbx_idalloc_write(rootfd, agent, a, e);
@@ -541,13 +566,13 @@ int
 sbx_idalloc_release(int rootfd, const char *rootpath, const char *agent,
     const struct sbx_idcfg *c, struct sbx_error *e)
 {
-	struct reg	 r;
-	char		 rel[SBX_LAYOUT_PATH_MAX];
-	int		 rfd, dfd, rc = 0;
+	struct reg r;
+	char	   rel[SBX_LAYOUT_PATH_MAX];
+	int	   rfd, dfd, rc = 0;
 
 	SBX_LPATH(rel, SBX_L_AGENT_RECORDS, agent);
 	if ((dfd = sbx_fs_open_beneath(rootfd, rel, O_RDONLY | O_DIRECTORY,
-	    e)) >= 0) {
+		 e)) >= 0) {
 		(void)unlinkat(dfd, "identity.json", 0);
 		close(dfd);
 	}
@@ -558,8 +583,10 @@ sbx_idalloc_release(int rootfd, const char *rootpath, const char *agent,
 		return -1;
 	if (registry_load(rfd, &r, rootpath, agent, 1) == -1 ||
 	    registry_store(rfd, &r) == -1)
-		rc = sbx_error_sys(e, "registry_unavailable", "cannot rewrite "
-		    "the registry of per-agent ids %s", c->registry);
+		rc = sbx_error_sys(e, "registry_unavailable",
+		    "cannot rewrite "
+		    "the registry of per-agent ids %s",
+		    c->registry);
 	close(rfd);
 	sbx_buf_release(&r.keep);
 	free(r.ids);
@@ -584,10 +611,14 @@ sbx_idalloc_agent(int rootfd, const char *agent, uid_t *uid, gid_t *gid,
 		return -1;
 	if (r == 0 || !a->migrated) {
 		sbx_error_set(e, SBX_K_REJECTED, "identity",
-		    "identity_migration_pending", "agent %s %s its own uid "
-		    "(identity.per_agent is on)", agent, r == 0 ?
-		    "has no identity record yet: its files still belong to "
-		    "the shared uid, not" : "is half-migrated to");
+		    "identity_migration_pending",
+		    "agent %s %s its own uid "
+		    "(identity.per_agent is on)",
+		    agent,
+		    r == 0 ?
+			"has no identity record yet: its files still belong to "
+			"the shared uid, not" :
+			"is half-migrated to");
 		sbx_error_hint(e, "sbx provision --agent %s --migrate-identity",
 		    agent);
 		return -1;
@@ -601,10 +632,10 @@ sbx_idalloc_agent(int rootfd, const char *agent, uid_t *uid, gid_t *gid,
 /* ---- migration ---------------------------------------------------------- */
 
 struct walk {
-	unsigned long	 fu, fg, tu, tg;
-	long		 limit, changed;
-	int		 stopped;
-	char		 where[PATH_MAX];
+	unsigned long fu, fg, tu, tg;
+	long	      limit, changed;
+	int	      stopped;
+	char	      where[PATH_MAX];
 };
 
 /*
@@ -616,10 +647,10 @@ struct walk {
 static int
 walk_dir(struct walk *w, int dfd, dev_t dev, int depth, struct sbx_error *e)
 {
-	struct dirent	*de;
-	struct stat	 st;
-	DIR		*d;
-	int		 cfd, rc = 0, dup_fd;
+	struct dirent *de;
+	struct stat    st;
+	DIR	      *d;
+	int	       cfd, rc = 0, dup_fd;
 
 	if (depth > 512)
 		return sbx_error_set(e, SBX_K_REJECTED, "path", "too_deep",
@@ -637,8 +668,8 @@ walk_dir(struct walk *w, int dfd, dev_t dev, int depth, struct sbx_error *e)
 		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == -1)
 			continue;
 		if (S_ISDIR(st.st_mode) && st.st_dev == dev) {
-			cfd = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY |
-			    O_NOFOLLOW | O_CLOEXEC);
+			cfd = openat(dfd, de->d_name,
+			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (cfd >= 0) {
 				rc = walk_dir(w, cfd, dev, depth + 1, e);
 				close(cfd);
@@ -652,11 +683,14 @@ walk_dir(struct walk *w, int dfd, dev_t dev, int depth, struct sbx_error *e)
 			w->stopped = 1;
 			break;
 		}
-		if (fchownat(dfd, de->d_name, st.st_uid == w->fu ? w->tu :
-		    st.st_uid, st.st_gid == w->fg ? w->tg : st.st_gid,
-		    AT_SYMLINK_NOFOLLOW) == -1)
-			rc = sbx_error_sys(e, "chown_failed", "cannot hand "
-			    "%s/%s to uid %lu", w->where, de->d_name, w->tu);
+		if (fchownat(dfd, de->d_name,
+			st.st_uid == w->fu ? w->tu : st.st_uid,
+			st.st_gid == w->fg ? w->tg : st.st_gid,
+			AT_SYMLINK_NOFOLLOW) == -1)
+			rc = sbx_error_sys(e, "chown_failed",
+			    "cannot hand "
+			    "%s/%s to uid %lu",
+			    w->where, de->d_name, w->tu);
 		else
 			w->changed++;
 	}
@@ -668,11 +702,11 @@ walk_dir(struct walk *w, int dfd, dev_t dev, int depth, struct sbx_error *e)
 static int
 walk_tree(struct walk *w, int rootfd, const char *rel, struct sbx_error *e)
 {
-	struct stat	 st;
-	int		 fd, rc;
+	struct stat st;
+	int	    fd, rc;
 
 	if ((fd = sbx_fs_open_beneath(rootfd, rel, O_RDONLY | O_DIRECTORY,
-	    e)) == -1) {
+		 e)) == -1) {
 		if (sbx_error_absent(e) || errno == ENOENT) {
 			memset(e, 0, sizeof(*e));
 			return 0;
@@ -686,14 +720,16 @@ walk_tree(struct walk *w, int rootfd, const char *rel, struct sbx_error *e)
 		    rel);
 	}
 	rc = walk_dir(w, fd, st.st_dev, 0, e);
-	if (rc == 0 && !w->stopped && (st.st_uid == w->fu ||
-	    st.st_gid == w->fg)) {
+	if (rc == 0 && !w->stopped &&
+	    (st.st_uid == w->fu || st.st_gid == w->fg)) {
 		if (w->limit > 0 && w->changed >= w->limit)
 			w->stopped = 1;
 		else if (fchown(fd, st.st_uid == w->fu ? w->tu : st.st_uid,
-		    st.st_gid == w->fg ? w->tg : st.st_gid) == -1)
-			rc = sbx_error_sys(e, "chown_failed", "cannot hand %s "
-			    "to uid %lu", rel, w->tu);
+			     st.st_gid == w->fg ? w->tg : st.st_gid) == -1)
+			rc = sbx_error_sys(e, "chown_failed",
+			    "cannot hand %s "
+			    "to uid %lu",
+			    rel, w->tu);
 		else
 			w->changed++;
 	}
@@ -709,11 +745,11 @@ sbx_idalloc_chown_trees(int rootfd, const char *agent, unsigned long fu,
 	/* Job records and logs stay in agents/A (0700, the host side's):
 	 * the supervisor writes them, the sandbox never reads them. */
 	static const enum sbx_layout_id trees[] = { SBX_L_AGENT_HOME,
-	    SBX_L_AGENT_OUTPUT, SBX_L_ENV_ROOTFS };
-	struct walk	 w;
-	char		 rel[SBX_LAYOUT_PATH_MAX];
-	size_t		 i;
-	int		 rc = 0;
+		SBX_L_AGENT_OUTPUT, SBX_L_ENV_ROOTFS };
+	struct walk			w;
+	char				rel[SBX_LAYOUT_PATH_MAX];
+	size_t				i;
+	int				rc = 0;
 
 	memset(&w, 0, sizeof(w));
 	w.fu = fu;
@@ -721,8 +757,9 @@ sbx_idalloc_chown_trees(int rootfd, const char *agent, unsigned long fu,
 	w.tu = tu;
 	w.tg = tg;
 	w.limit = limit;
-	for (i = 0; rc == 0 && !w.stopped && i < sizeof(trees) /
-	    sizeof(*trees) - (with_env ? 0 : 1); i++) {
+	for (i = 0; rc == 0 && !w.stopped &&
+	     i < sizeof(trees) / sizeof(*trees) - (with_env ? 0 : 1);
+	     i++) {
 		SBX_LPATH(rel, trees[i], agent);
 		rc = walk_tree(&w, rootfd, rel, e);
 	}
@@ -733,10 +770,10 @@ sbx_idalloc_chown_trees(int rootfd, const char *agent, unsigned long fu,
 
 /* What a child in the plain user's namespace reports back. */
 struct migrate_msg {
-	long	changed;
-	int	stopped, failed;
-	char	reason[32];
-	char	message[sizeof(((struct sbx_error *)0)->message)];
+	long changed;
+	int  stopped, failed;
+	char reason[32];
+	char message[sizeof(((struct sbx_error *)0)->message)];
 };
 
 static int
@@ -765,8 +802,8 @@ migrate_in_child(int rootfd, const char *agent, sbx_idalloc_enter_fn enter,
 		 * shared identity's files show as 0, the agent's id as its
 		 * inside id. */
 		if (enter(arg, &ce) == -1 ||
-		    sbx_idalloc_chown_trees(rootfd, agent, 0, 0, a->uid,
-		    a->gid, 0, limit, &m.changed, &m.stopped, &ce) == -1) {
+		    sbx_idalloc_chown_trees(rootfd, agent, 0, 0, a->uid, a->gid,
+			0, limit, &m.changed, &m.stopped, &ce) == -1) {
 			m.failed = 1;
 			snprintf(m.reason, sizeof(m.reason), "%s",
 			    ce.reason != NULL ? ce.reason : "migrate_failed");
@@ -800,9 +837,9 @@ sbx_idalloc_migrate(int rootfd, const char *rootpath, const char *agent,
     const struct sbx_idcfg *c, sbx_idalloc_enter_fn enter, void *arg,
     long limit, long *changed, struct sbx_agentid *a, struct sbx_error *e)
 {
-	uid_t	 su;
-	gid_t	 sg;
-	int	 lfd, stopped = 0, rc = -1;
+	uid_t su;
+	gid_t sg;
+	int   lfd, stopped = 0, rc = -1;
 
 	*changed = 0;
 	if (!c->per_agent)
@@ -836,10 +873,14 @@ sbx_idalloc_migrate(int rootfd, const char *rootpath, const char *agent,
 		goto out;
 	if (stopped) {
 		rc = sbx_error_set(e, SBX_K_EXECUTION_ERROR, "identity",
-		    "migration_interrupted", "the migration of agent %s "
-		    "stopped after %ld changes", agent, *changed);
-		sbx_error_hint(e, "sbx provision --agent %s "
-		    "--migrate-identity", agent);
+		    "migration_interrupted",
+		    "the migration of agent %s "
+		    "stopped after %ld changes",
+		    agent, *changed);
+		sbx_error_hint(e,
+		    "sbx provision --agent %s "
+		    "--migrate-identity",
+		    agent);
 		goto out;
 	}
 	a->migrated = 1;
@@ -873,7 +914,7 @@ sbx_idalloc_provisioned(int rootfd, const char *rootpath, const char *agent,
 	if (created == NULL)
 		fresh = fstatat(rootfd, rel, &st, AT_SYMLINK_NOFOLLOW) == -1 &&
 		    errno == ENOENT;
-	json_array_foreach(created, i, v)
+	json_array_foreach (created, i, v)
 		if (json_is_string(v) && strcmp(json_string_value(v), rel) == 0)
 			fresh = 1;
 	/* An agent made just now has nothing of the shared identity's to
