@@ -1279,6 +1279,8 @@ prep_limits(struct sbx_exec *p, struct sbx_error *e)
  * run.c), but the uid/gid named by `run_as` in config/sandbox.json, or
  * the `sbx` system user when there is one, or nobody (65534).
  */
+static int prep_shared(struct sbx_exec *, struct sbx_error *);
+
 static int
 prep_identity(struct sbx_exec *p, struct sbx_error *e)
 {
@@ -1315,10 +1317,54 @@ prep_identity(struct sbx_exec *p, struct sbx_error *e)
 	if (geteuid() != 0)
 		return 0;
 	p->drop_privs = 1;
+	if (p->per_agent && prep_shared(p, e) == -1)
+		return -1;
 	/* Bind sbx-init by path when the sandbox uid can reach it (an
 	 * installed sbx); copy it in otherwise (a checkout under /root). */
 	p->sb.init_by_copy = !sbx_workdir_others_can_reach(p->init);
 	return sbx_workdir_reachable_root(p, e);
+}
+
+/*
+ * workspace/shared for an agent that opted in (workspace_shared in its
+ * settings), per-agent uids as root: a directory of root's, 02770, whose
+ * group only the agents that opted in carry (run.c's one supplementary
+ * group).  What an agent makes there gets the group (setgid); what it
+ * keeps 0600 no other agent reads.
+ */
+static int
+prep_shared(struct sbx_exec *p, struct sbx_error *e)
+{
+	struct stat	 st;
+	json_t		*doc = NULL;
+	char		*path;
+	int		 fd, on;
+
+	if (sbx_settings_agent(p->root.fd, p->sb.agent, &doc, e) == -1)
+		return -1;
+	on = doc != NULL && json_is_true(json_object_get(doc,
+	    "workspace_shared"));
+	json_decref(doc);
+	if (!on)
+		return 0;
+	if ((fd = sbx_layout_mkdirs(p->root.fd, SBX_L_WS_SHARED, NULL, e)) ==
+	    -1)
+		return -1;
+	if (fstat(fd, &st) == -1 || ((st.st_gid != p->agentid.shared_gid ||
+	    (st.st_mode & 07777) != 02770) && (fchown(fd, (uid_t)-1,
+	    (gid_t)p->agentid.shared_gid) == -1 || fchmod(fd, 02770) == -1))) {
+		close(fd);
+		return sbx_error_sys(e, "chown_failed", "cannot hand "
+		    "workspace/shared to the shared group %lu",
+		    p->agentid.shared_gid);
+	}
+	close(fd);
+	if (asprintf(&path, "%s/workspace/shared", p->root.path) == -1)
+		return sbx_error_sys(e, "nomem", "path");
+	free((char *)p->sb.shared_dir);
+	p->sb.shared_dir = path;
+	p->run_group = (gid_t)p->agentid.shared_gid;
+	return 0;
 }
 
 /* A plain user's per-agent uid: the home and output belong to the agent's
@@ -2775,6 +2821,7 @@ sbx_exec_run_setup(struct sbx_exec *p, struct sbx_run *r)
 	r->drop_privs = p->drop_privs;
 	r->run_uid = p->run_uid;
 	r->run_gid = p->run_gid;
+	r->run_group = p->run_group;
 	if (p->agent_ns_fd >= 0) {
 		r->agent_ns = p->agent_ns_fd;
 		r->agent_uid = p->agentid.uid;
@@ -2984,6 +3031,8 @@ sbx_exec_release(struct sbx_exec *p)
 	close_fd(&p->workdir_tree);
 	close_fd(&p->userns_fd);
 	close_fd(&p->agent_ns_fd);
+	free((char *)p->sb.shared_dir);
+	p->sb.shared_dir = NULL;
 	for (i = 0; i < p->nxwd; i++) {
 		close_fd(&p->xwd[i].fd);
 		close_fd(&p->xwd[i].tree);

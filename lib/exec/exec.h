@@ -222,6 +222,7 @@ struct sbx_exec {
 	int			 per_agent;
 	struct sbx_agentid	 agentid;
 	int			 agent_ns_fd;
+	gid_t			 run_group;	/* workspace/shared's, or 0 */
 };
 
 /*

@@ -114,7 +114,12 @@ check_identity(const json_t *doc, int agent, const char *origin,
     struct sbx_error *e)
 {
 	struct sbx_idcfg c;
+	const json_t	*ws = json_object_get(doc, "workspace_shared");
 
+	if (ws != NULL && !json_is_boolean(ws))
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "workspace_shared",
+		    "config_invalid", "%s: workspace_shared must be true or "
+		    "false", origin);
 	memset(&c, 0, sizeof(c));
 	c.base = SBX_IDALLOC_BASE;
 	c.size = SBX_IDALLOC_SIZE;
@@ -312,6 +317,8 @@ static const struct sbx_cfg_key keys[] = {
 	    "{url, key_agent, key_secret, timeout_s, tokens_per_day}" },
 	{ "cgroup_v2_root", S, G, check_host,
 	    "the delegated cgroup v2 directory to run under" },
+	{ "workspace_shared", B, A, check_identity,
+	    "per-agent uids as root: /workspace/shared, with its group" },
 	{ "identity.per_agent", B, G, check_identity,
 	    "each agent its own uid and gid (sbx provision --migrate-identity)" },
 	{ "identity.base", I, G, check_identity,

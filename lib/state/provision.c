@@ -71,6 +71,8 @@ struct who {
 	int	 as_root;
 	int	 reach;		/* per-agent uids of a plain user's range:
 				 * the reachable directories 0711 too */
+	int	 shared;	/* per-agent uids as root: workspace/shared
+				 * is 02770, its group the opted-in agents' */
 	uid_t	 uid;		/* owner of what the sandbox writes */
 	gid_t	 gid;
 };
@@ -107,7 +109,7 @@ who_init(struct who *w, int rootfd, const char *agent, struct sbx_error *e)
 	int		   r;
 
 	w->as_root = geteuid() == 0;
-	w->reach = 0;
+	w->reach = w->shared = 0;
 	if (sbx_identity_get(rootfd, &w->uid, &w->gid, e) == -1)
 		return -1;
 	/* Per-agent uids: a migrated agent's files are its own ids'; until
@@ -120,6 +122,7 @@ who_init(struct who *w, int rootfd, const char *agent, struct sbx_error *e)
 	if (!c.per_agent)
 		return 0;
 	w->reach = c.subordinate;
+	w->shared = w->as_root;
 	if ((r = sbx_idalloc_read(rootfd, agent, &a, e)) == -1)
 		return -1;
 	if (r == 1 && a.migrated) {
@@ -205,6 +208,12 @@ ensure_dir(struct sbx_provision *p, const struct who *w, int pfd,
 	const char	*name = leaf(rel);
 	int		 fd, created = 0, fixed = 0;
 
+	/* Per-agent uids: sbx exec made it the shared group's (02770) for
+	 * the agents that opted in; left so. */
+	if (w->shared && is_entry(en, SBX_L_WS_SHARED) &&
+	    fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISDIR(st.st_mode) && (st.st_mode & 07777) == 02770)
+		want = 02770;
 	if (mkdirat(pfd, name, want) == 0)
 		created = 1;
 	else if (errno != EEXIST)
@@ -583,6 +592,9 @@ judge(const entry_t *en, const struct who *w, const struct stat *st)
 		return "wrong_type";
 	if (!owner_ok(en, w, st))
 		return "wrong_owner";
+	if (w->shared && is_entry(en, SBX_L_WS_SHARED) &&
+	    (st->st_mode & 07777) == 02770)
+		return "present";	/* the shared group's (ensure_dir) */
 	if (want != 0 && (st->st_mode & 07777) != want)
 		return "wrong_mode";
 	return "present";

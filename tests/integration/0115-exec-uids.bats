@@ -115,6 +115,37 @@ host_uid_of() {
 	kill -0 "$pid"
 }
 
+@test "as root: workspace/shared through the group of the agents that opted in" {
+	need_root
+	per_agent_on
+	for a in a b c; do sbx provision -q --agent $a; done
+	sbx config set --agent a workspace_shared true >/dev/null
+	sbx config set --agent b workspace_shared true >/dev/null
+	run sbx exec --agent b -- sh -c 'echo open > /workspace/shared/open &&
+	    echo priv-b > /workspace/shared/priv && chmod 600 /workspace/shared/priv'
+	[ "$status" -eq 0 ]
+	S="$SBX_HOME/workspace/shared"
+	[ "$(stat -c %a "$S")" = 2770 ]
+	g=$(stat -c %g "$S")
+	[ "$(stat -c %g "$S/priv")" = "$g" ]
+	run sbx exec --agent a -- cat /workspace/shared/open
+	[ "$status" -eq 0 ] && [ "$output" = open ]
+	# Not shared by B (0600): A cannot read it, nor link it to keep it.
+	run sbx exec --agent a -- cat /workspace/shared/priv
+	[ "$status" -ne 0 ]
+	[[ "$output" != *priv-b* ]]
+	run sbx exec --agent a -- ln /workspace/shared/priv /workspace/shared/mine
+	[ "$status" -ne 0 ]
+	[ ! -e "$S/mine" ]
+	# C did not opt in: no /workspace/shared at all, and its uid outside
+	# is not in the group.
+	run sbx exec --agent c -- ls /workspace/shared
+	[ "$status" -ne 0 ]
+	uc=$(host_uid_of c)
+	run setpriv --reuid="$uc" --regid="$uc" --clear-groups cat "$S/open"
+	[ "$status" -ne 0 ]
+}
+
 @test "as root: a full range is a clear error and allocates nothing" {
 	need_root
 	per_agent_on

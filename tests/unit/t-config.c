@@ -69,6 +69,7 @@ static const struct {
 	{ "limits.nofile", "1024", "true" },
 	{ "limits.file_size_mib", "10", "\"x\"" },
 	{ "cgroup_v2_root", "\"/sys/fs/cgroup/x\"", "\"relative\"" },
+	{ "workspace_shared", "true", "\"yes\"" },
 	{ "identity.per_agent", "true", "1" },
 	{ "identity.base", "1879113728", "1000" },
 	{ "identity.size", "4096", "1" },
