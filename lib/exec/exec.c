@@ -1295,6 +1295,15 @@ prep_identity(struct sbx_exec *p, struct sbx_error *e)
 	    sbx_idalloc_provisioned(p->root.fd, p->root.path, p->sb.agent,
 	    NULL, sbx_agentns_enter_range, &idc, e) == -1)
 		return -1;
+	/* Asked for, not possible (a plain user without a subordinate
+	 * range): the shared identity, said in the envelope. */
+	if (idc.why_shared[0] != '\0') {
+		char msg[400];
+
+		snprintf(msg, sizeof(msg), "identity.per_agent is on, but the "
+		    "sandbox runs as the shared uid: %s", idc.why_shared);
+		warn_add(p, msg);
+	}
 	if (sbx_idalloc_agent(p->root.fd, p->sb.agent, &p->run_uid,
 	    &p->run_gid, &p->per_agent, &p->agentid, e) == -1)
 		return -1;

@@ -124,7 +124,8 @@ int
 sbx_idalloc_apply(const json_t *doc, struct sbx_idcfg *c, struct sbx_error *);
 /* After sbx_provision_agent: an agent whose home it created (in created,
  * the provision's list; NULL: when it has none yet) gets its identity at
- * once, when per_agent is on; * an existing one is left to sbx_idalloc_migrate. */
+ * once, when per_agent is on; an existing one is left to
+ * sbx_idalloc_migrate. */
 int sbx_idalloc_provisioned(int rootfd, const char *rootpath, const char *agent,
     const json_t *created, sbx_idalloc_enter_fn, void *arg, struct sbx_error *);
 /* "per_agent" or "shared": the envelope's identity. */
