@@ -266,6 +266,8 @@ f3" ]
 	$S exec --json --agent a -- sh -c 'id -u; echo a-secret > "$HOME/s"; chmod 644 "$HOME/s"'
 	$S exec --json --agent b -- sh -c 'id -u; cat /workspace/agents/a/s 2>&1 || true'
 	$S provision status --json --agent b || true
+	echo note-of-b | $S file write --agent b note.txt >/dev/null
+	$S file read --agent b note.txt
 	EOF
 	run unshare --mount --propagation private sh -c \
 	    'mount --bind "$1" /etc && shift && exec "$@"' sh \
@@ -290,6 +292,9 @@ f3" ]
 	[ "$hb" -eq $((300000000 + ib - 1)) ]
 	[ "$(stat -c %u "$SBX_HOME/workspace/agents/a/s")" = "$ha" ]
 	[ "$(stat -c %a "$SBX_HOME/workspace/agents/b")" = 700 ]
+	# sbx file acts as the agent's id of the range.
+	[ "$(stat -c %u "$SBX_HOME/workspace/agents/b/note.txt")" = "$hb" ]
+	[[ "$output" == *note-of-b* ]]
 	# B's uid, out of every namespace, cannot read A's file.
 	run setpriv --reuid="$hb" --regid="$hb" --clear-groups \
 	    cat "$SBX_HOME/workspace/agents/a/s"
