@@ -642,9 +642,18 @@ sbx_provision_status(int rootfd, const char *agent, int *ready,
 		} else if (pfd >= 0) {
 			if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
 				have = 1;
+			else if (errno == EACCES && w.reach &&
+			    en->parent == SBX_L_AGENT_HOME)
+				state = "present";	/* the agent's: below */
 			else if (errno != ENOENT)
 				state = "inaccessible";
-		} else if (strcmp(states[en->parent], "missing") != 0)
+		} else if (w.reach && en->parent == SBX_L_AGENT_HOME &&
+		    strcmp(states[en->parent], "present") == 0)
+			/* Per-agent uids of a plain user's range: the home
+			 * is the agent's id's, 0700, and what is in it the
+			 * agent's (as judge says of SOUL.md). */
+			state = "present";
+		else if (strcmp(states[en->parent], "missing") != 0)
 			state = "inaccessible";	/* cannot look inside */
 		if (have)
 			state = judge(en, &w, &st);
@@ -845,6 +854,22 @@ sbx_provision_agent(struct sbx_provision *p, struct sbx_error *e)
 			continue;
 		entry_path(i, p->agent, rel, sizeof(rel));
 		pfd = fds[en->parent];
+		/*
+		 * Per-agent uids of a plain user's range: an agent's home (and
+		 * output) that is its id's, 0700, is its own; sbx cannot open
+		 * it and leaves it, and what is in it, as it is.
+		 */
+		if (w.reach && (en->flags & SBX_LF_SANDBOX) &&
+		    (i == SBX_L_AGENT_HOME || i == SBX_L_AGENT_OUTPUT) &&
+		    pfd >= 0 && fstatat(pfd, leaf(rel), &st,
+		    AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
+		    st.st_uid == w.uid && st.st_uid != geteuid()) {
+			note(p->present, rel);
+			continue;
+		}
+		if (w.reach && en->parent == SBX_L_AGENT_HOME &&
+		    fds[en->parent] < 0)
+			continue;
 		if (is_dir(en)) {
 			if ((fds[i] = ensure_dir(p, &w, pfd, en, rel, e)) == -1)
 				goto out;

@@ -265,7 +265,8 @@ f3" ]
 	$S provision --migrate-identity --agent a -q
 	$S exec --json --agent a -- sh -c 'id -u; echo a-secret > "$HOME/s"; chmod 644 "$HOME/s"'
 	$S exec --json --agent b -- sh -c 'id -u; cat /workspace/agents/a/s 2>&1 || true'
-	$S provision status --json --agent b || true
+	$S provision -q --agent b
+	$S provision status --json --agent b
 	echo note-of-b | $S file write --agent b note.txt >/dev/null
 	$S file read --agent b note.txt
 	EOF
@@ -281,6 +282,7 @@ f3" ]
 	[ "$(json_get "$b" .result.identity)" = per_agent ]
 	st=$(printf '%s\n' "$output" | sed -n 3p)
 	[ "$(json_get "$st" .result.identity.subordinate)" = true ]
+	[ "$(json_get "$st" .result.ready)" = true ]
 	ia=$(json_get "$a" .result.stdout | head -1)
 	ib=$(json_get "$b" .result.stdout | head -1)
 	[ "$ia" -ge 65001 ] && [ "$ib" -ge 65001 ] && [ "$ia" -ne "$ib" ]
