@@ -149,7 +149,8 @@ $(B)/cmd/sbx-front.o $(B)/cmd/sbx-exec.o $(B)/cmd/sbx-mcp.o: $(B)/SBX-PREFIX
 EXEC_OBJS           = sbx-exec exec-jobs exec-ask exec-opts
 OBJS_sbx-exec       = $(EXEC_OBJS) exec-main
 OBJS_sbx-provision  = sbx-provision provision-agent provision-image \
-		      provision-status provision-remove provision-disk
+		      provision-status provision-remove provision-disk \
+		      provision-identity
 OBJS_sbx-proxy      = sbx-proxy proxy-ask proxy-check daemon-serve
 OBJS_sbx-bridge     = sbx-bridge daemon-serve
 OBJS_sbx-install    = sbx-install install-run

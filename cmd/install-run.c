@@ -23,6 +23,7 @@
 #include "envelope.h"
 #include "exec.h"
 #include "fsutil.h"
+#include "idalloc.h"
 #include "identity.h"
 #include "imageref.h"
 #include "install-int.h"
@@ -241,7 +242,7 @@ apt_own_copy(void)
 	 * to map it too. */
 	if (geteuid() != 0 && !have_subids)
 		return;
-	if (sbx_identity_get(root.fd, &uid, &gid, &e) == -1 ||
+	if (sbx_idalloc_owner(root.fd, O.agent, &uid, &gid, &e) == -1 ||
 	    (r = sbx_install_rootfs_own(root.fd, O.agent, uid, gid,
 		 have_subids ? &subids : NULL, &e)) == -1)
 		sbx_cmd_die(&e);

@@ -29,6 +29,7 @@
 #include "envelope.h"
 #include "exec-jobs.h"
 #include "exec.h"
+#include "idalloc.h"
 #include "identity.h"
 #include "install.h"
 #include "layout.h"
@@ -306,7 +307,7 @@ plugin_install(void)
 	if ((r = sbx_plugin_lib_get(root.fd, id, sha, &e)) == NULL)
 		sbx_cmd_die(&e);
 	check_secrets(r);
-	if (sbx_identity_get(root.fd, &uid, &gid, &e) == -1)
+	if (sbx_idalloc_owner(root.fd, O.agent, &uid, &gid, &e) == -1)
 		sbx_cmd_die(&e);
 	if ((lock = sbx_plugin_agent_lock(root.fd, O.agent, &e)) == -1)
 		sbx_cmd_die(&e);

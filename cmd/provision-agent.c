@@ -166,6 +166,7 @@ do_provision(void)
 		sbx_cmd_die_extra(&e, extra, -1);
 	}
 	check_reachable(&p);
+	identity_provisioned(O.agent, p.created);
 	settling = O.image != NULL || O.env || O.no_env;
 	/* An old config's image binding moves into the record. */
 	if (!settling && sbx_agentset_write(&p, O.agent, "", 0, 1, &e) == -1)

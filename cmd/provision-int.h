@@ -37,6 +37,7 @@ struct prov_opts {
 	int		 json;
 	int		 quiet;
 	int		 verbose;
+	int		 migrate_identity;	/* --migrate-identity */
 };
 
 extern struct prov_opts	 O;
@@ -74,5 +75,9 @@ int	do_list(void);
 int	do_unprovision(void);
 int	do_reset(void);
 int	do_remove(void);
+/* cmd/provision-identity.c */
+int	do_migrate_identity(void);
+json_t	*identity_status(int rootfd, const char *, json_t *, int *bad);
+void	identity_provisioned(const char *agent, const json_t *created);
 
 #endif

@@ -256,7 +256,7 @@ do_status(void)
 	struct sbx_error	 e;
 	json_t			*items, *warnings, *it, *res;
 	json_t			*present, *missing, *wrong_mode, *problems;
-	json_t			*summary, *pkgs, *updates;
+	json_t			*summary, *pkgs, *updates, *ident;
 	const char		*state, *path;
 	size_t			 i;
 	int			 rootfd, ready, agent_ok, bad;
@@ -288,6 +288,7 @@ do_status(void)
 	ready = ready && agent_ok;
 	bad = damaged_records(rootfd, summary, problems);
 	pkgs = package_counts(rootfd, problems, &bad);
+	ident = identity_status(rootfd, O.agent, problems, &bad);
 	ready = ready && !bad;
 	/* Plugins whose library recipe changed since the agent installed
 	 * them: shown as available updates, never applied here. */
@@ -302,6 +303,7 @@ do_status(void)
 		if (pkgs != NULL)
 			json_object_set_new(res, "packages", pkgs);
 		json_object_set_new(res, "plugin_updates", updates);
+		json_object_set_new(res, "identity", ident);
 		sbx_cmd_emit(sbx_envelope_ok(tool, res, warnings));
 		return ready ? 0 : SBX_EX_NEGATIVE;
 	}
@@ -326,6 +328,12 @@ do_status(void)
 			    json_string_value(json_object_get(it, "id")),
 			    json_string_value(json_object_get(it, "id")),
 			    O.agent);
+		printf("identity: %s%s%s\n", json_string_value(
+		    json_object_get(ident, "mode")), json_object_get(ident,
+		    "state") != NULL ? ", " : "", json_object_get(ident,
+		    "state") != NULL ? json_string_value(json_object_get(ident,
+		    "state")) : "");
+		json_decref(ident);
 		print_warnings(warnings);
 		if (ready)
 			printf("ready\n");

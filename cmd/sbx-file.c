@@ -16,6 +16,7 @@
 #include <jansson.h>
 
 #include "agentfs.h"
+#include "agentns.h"
 #include "buf.h"
 #include "cli.h"
 #include "cmd.h"
@@ -23,11 +24,14 @@
 #include "file-int.h"
 #include "filesearch.h"
 #include "fsutil.h"
+#include "idalloc.h"
+#include "layout.h"
 #include "identity.h"
 #include "names.h"
 #include "opts.h"
 #include "root.h"
 #include "scrub.h"
+#include "sandbox.h"
 #include "secret.h"
 #include "utf8.h"
 
@@ -254,6 +258,51 @@ load_scrub(void)
 
 	if (sbx_secret_scrubber(root.fd, O.agent, &scrub, &e) == -1)
 		sbx_cmd_die(&e);
+}
+
+/*
+ * Per-agent uids of a plain user's subordinate range: the home is the
+ * agent's id's, 0700.  Read, write, edit and list become that id, in its
+ * namespace (agentns.c), before the home is opened: as root's
+ * sbx_identity_become below, the kernel then checks each access as it
+ * would for the agent.  The secrets (the scrubber) are read before.
+ */
+static int joined;	/* join_agent became the agent's id */
+
+static void
+join_agent(void)
+{
+	struct sbx_agentid a;
+	struct sbx_error   e;
+	uid_t		   ju;
+	gid_t		   jg;
+	char		   rel[SBX_LAYOUT_PATH_MAX];
+	const char	  *rels[1] = { rel };
+	int		   pa, fd, hfd;
+
+	if (geteuid() == 0)
+		return;
+	if (sbx_idalloc_agent(root.fd, O.agent, &ju, &jg, &pa, &a, &e) == -1)
+		sbx_cmd_die(&e);
+	if (!pa || !a.subordinate)
+		return;
+	SBX_LPATH(rel, SBX_L_AGENT_HOME, O.agent);
+	/* The home opened as the namespace's 0 (the caller, with its
+	 * capabilities over the agent's id): the agent's own uid could not
+	 * open the 0711 directories on the way. */
+	if ((fd = sbx_agentns_run(&a, &e)) == -1 ||
+	    sbx_agentns_open(fd, root.fd, rels, 1, a.uid, a.gid, &hfd,
+		&e) == -1)
+		sbx_cmd_die(&e);
+	fs.home_fd = hfd;
+	snprintf(fs.home, sizeof(fs.home), "%s/%s", SBX_IN_AGENTS, O.agent);
+	if (sbx_agentns_join(fd, a.uid, a.gid) == -1) {
+		sbx_error_sys(&e, "userns_failed", "cannot become uid %lu of "
+		    "agent %s", a.uid, O.agent);
+		sbx_cmd_die(&e);
+	}
+	close(fd);
+	joined = 1;
 }
 
 /* Every string of a result, scrubbed. */
@@ -490,10 +539,14 @@ main(int argc, char *argv[])
 	if (sbx_names_agent_valid(O.agent, "agent", &e) == -1)
 		sbx_cmd_die(&e);
 	if (sbx_root_resolve(O.home, &root, &e) == -1 ||
-	    sbx_root_open(&root, 0, &e) == -1 ||
-	    sbx_agentfs_open(&fs, root.fd, O.agent, &e) == -1)
+	    sbx_root_open(&root, 0, &e) == -1)
 		sbx_cmd_die(&e);
 	load_scrub();
+	if (bit != S_SEARCH)
+		join_agent();
+	if (fs.home_fd < 0 && sbx_agentfs_open(&fs, root.fd, O.agent, &e) ==
+	    -1)
+		sbx_cmd_die(&e);
 	if (bit == S_SEARCH)
 		return do_search(O.argv[1]);
 	/*
@@ -503,8 +556,8 @@ main(int argc, char *argv[])
 	 * agent plants in its home between two of our steps can reach only
 	 * what the agent reaches anyway.
 	 */
-	if (sbx_identity_get(root.fd, &uid, &gid, &e) == -1 ||
-	    sbx_identity_become(uid, gid, &e) == -1)
+	if (!joined && (sbx_idalloc_owner(root.fd, O.agent, &uid, &gid,
+	    &e) == -1 || sbx_identity_become(uid, gid, &e) == -1))
 		sbx_cmd_die(&e);
 	home_path(O.argv[1], rel, sizeof(rel));
 	switch (bit) {

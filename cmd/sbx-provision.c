@@ -45,7 +45,7 @@ static const char usage_text[] =
 "usage: sbx provision [--agent A] [--image NAME|DIGEST]\n"
 "                     [--own-rootfs | --no-own-rootfs] [--no-create-user]\n"
 "                     [--disk-image SIZE|off] [--disk-resize SIZE]\n"
-"                     [--home DIR] [--json] [-q] [-v]\n"
+"                     [--migrate-identity] [--home DIR] [--json] [-q] [-v]\n"
 "       sbx provision list [--home DIR] [--json] [-q]\n"
 "       sbx provision status [--agent A] [--home DIR] [--json] [-q]\n"
 "       sbx provision unprovision --agent A [--home DIR] [--json] [-q]\n"
@@ -91,6 +91,7 @@ enum {
 	OPT_HOME = 256, OPT_VERSION, OPT_IMAGE, OPT_SHA256, OPT_NAME, OPT_ENV,
 	OPT_NO_ENV, OPT_FORCE, OPT_NO_CREATE_USER, OPT_ENV_OLD, OPT_NO_ENV_OLD,
 	OPT_DISK_IMAGE, OPT_DISK_RESIZE,
+	OPT_MIGRATE_IDENTITY,
 };
 
 /* Provision itself (S_MAIN) and its subcommands. */
@@ -147,6 +148,10 @@ static const struct sbx_opt rows[] = {
 	    "image rm: remove the template even when other names\n"
 	    "or agents refer to it (says which agents it breaks)",
 	    S_IMAGE_RM, 0 },
+	{ OPT_MIGRATE_IDENTITY, "migrate-identity", 0, SBX_OPT_NONE, NULL,
+	    NULL, "identity.per_agent: hand the agent's files to its\n"
+	    "own uid (resumable, idempotent); a run refuses an\n"
+	    "agent until it is done", S_MAIN, 0 },
 	SBX_OPT_ROW_JSON(S_ALL),
 	{ 'q', "quiet", 'q', SBX_OPT_NONE, NULL, NULL,
 	    "print nothing but errors", S_ALL, 0 },
@@ -274,6 +279,9 @@ parse(int argc, char *argv[])
 			break;
 		case OPT_DISK_RESIZE:
 			O.disk_resize = optarg;
+			break;
+		case OPT_MIGRATE_IDENTITY:
+			O.migrate_identity = 1;
 			break;
 		case OPT_SHA256:
 			O.sha256 = optarg;
@@ -444,5 +452,11 @@ main(int argc, char *argv[])
 		snprintf(tool, sizeof(tool), "provision.%s", O.sub);
 	}
 	check_command(O.sub);
+	if (O.migrate_identity) {
+		if (O.image != NULL || O.env || O.no_env)
+			usage("--migrate-identity takes no other change");
+		snprintf(tool, sizeof(tool), "provision.migrate_identity");
+		run = do_migrate_identity;
+	}
 	return run();
 }

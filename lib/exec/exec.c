@@ -24,6 +24,7 @@
 
 #include <jansson.h>
 
+#include "agentns.h"
 #include "bridge.h"
 #include "buf.h"
 #include "cgroup.h"
@@ -1399,20 +1400,120 @@ prep_disk(struct sbx_exec *p, int hard, struct sbx_error *e)
  * run.c), but the uid/gid named by `run_as` in config/sandbox.json, or
  * the `sbx` system user when there is one, or nobody (65534).
  */
+static int prep_shared(struct sbx_exec *, struct sbx_error *);
+
 static int
 prep_identity(struct sbx_exec *p, struct sbx_error *e)
 {
 
-	if (sbx_identity_get(p->root.fd, &p->run_uid, &p->run_gid,
-	    e) == -1)
+	struct sbx_idcfg idc;
+
+	/* Per-agent uids: the agent's own ids (a new agent's allocated
+	 * now), or today's shared identity (sbx_identity_get) when they
+	 * are off; a half-migrated agent is refused with the command that
+	 * finishes it. */
+	if (sbx_idalloc_config(p->root.fd, &idc, e) == -1 ||
+	    sbx_idalloc_provisioned(p->root.fd, p->root.path, p->sb.agent,
+	    NULL, sbx_agentns_enter_range, &idc, e) == -1)
 		return -1;
+	/* Asked for, not possible (a plain user without a subordinate
+	 * range): the shared identity, said in the envelope. */
+	if (idc.why_shared[0] != '\0') {
+		char msg[400];
+
+		snprintf(msg, sizeof(msg), "identity.per_agent is on, but the "
+		    "sandbox runs as the shared uid: %s", idc.why_shared);
+		warn_add(p, msg);
+	}
+	if (sbx_idalloc_agent(p->root.fd, p->sb.agent, &p->run_uid,
+	    &p->run_gid, &p->per_agent, &p->agentid, e) == -1)
+		return -1;
+	if (p->per_agent && p->agentid.subordinate) {
+		/* A plain user: bwrap starts as the agent's id of the
+		 * range, in a namespace mapping it alone; the sandbox sees
+		 * (and /etc/passwd names) the inside id. */
+		p->run_uid = (uid_t)p->agentid.uid;
+		p->run_gid = (gid_t)p->agentid.gid;
+		if ((p->agent_ns_fd = sbx_agentns_run(&p->agentid, e)) == -1)
+			return -1;
+		/* bwrap, as that id, resolves its sources' paths: the root,
+		 * workspace/, output/ and cache/ searchable (0711, as for
+		 * root's sandbox uid), never listable. */
+		if (sbx_workdir_reachable_root(p, e) == -1)
+			return -1;
+		(void)sbx_fs_chmod_dir_pinned(p->root.fd, "cache", 0711);
+		return 0;
+	}
 	if (geteuid() != 0)
 		return 0;
 	p->drop_privs = 1;
+	if (p->per_agent && prep_shared(p, e) == -1)
+		return -1;
 	/* Bind sbx-init by path when the sandbox uid can reach it (an
 	 * installed sbx); copy it in otherwise (a checkout under /root). */
 	p->sb.init_by_copy = !sbx_workdir_others_can_reach(p->init);
 	return sbx_workdir_reachable_root(p, e);
+}
+
+/*
+ * workspace/shared for an agent that opted in (workspace_shared in its
+ * settings), per-agent uids as root: a directory of root's, 02770, whose
+ * group only the agents that opted in carry (run.c's one supplementary
+ * group).  What an agent makes there gets the group (setgid); what it
+ * keeps 0600 no other agent reads.
+ */
+static int
+prep_shared(struct sbx_exec *p, struct sbx_error *e)
+{
+	struct stat	 st;
+	json_t		*doc = NULL;
+	char		*path;
+	int		 fd, on;
+
+	if (sbx_settings_agent(p->root.fd, p->sb.agent, &doc, e) == -1)
+		return -1;
+	on = doc != NULL && json_is_true(json_object_get(doc,
+	    "workspace_shared"));
+	json_decref(doc);
+	if (!on)
+		return 0;
+	if ((fd = sbx_layout_mkdirs(p->root.fd, SBX_L_WS_SHARED, NULL, e)) ==
+	    -1)
+		return -1;
+	if (fstat(fd, &st) == -1 || ((st.st_gid != p->agentid.shared_gid ||
+	    (st.st_mode & 07777) != 02770) && (fchown(fd, (uid_t)-1,
+	    (gid_t)p->agentid.shared_gid) == -1 || fchmod(fd, 02770) == -1))) {
+		close(fd);
+		return sbx_error_sys(e, "chown_failed", "cannot hand "
+		    "workspace/shared to the shared group %lu",
+		    p->agentid.shared_gid);
+	}
+	close(fd);
+	if (asprintf(&path, "%s/workspace/shared", p->root.path) == -1)
+		return sbx_error_sys(e, "nomem", "path");
+	free((char *)p->sb.shared_dir);
+	p->sb.shared_dir = path;
+	p->run_group = (gid_t)p->agentid.shared_gid;
+	return 0;
+}
+
+/* A plain user's per-agent uid: the home and output belong to the agent's
+ * id of the range, 0700; they are opened in its namespace (agentns.c). */
+static int
+prep_agent_dirs(struct sbx_exec *p, struct sbx_error *e)
+{
+	char		 h[SBX_LAYOUT_PATH_MAX], o[SBX_LAYOUT_PATH_MAX];
+	const char	*rels[2] = { h, o };
+	int		 fds[2];
+
+	SBX_LPATH(h, SBX_L_AGENT_HOME, p->sb.agent);
+	SBX_LPATH(o, SBX_L_AGENT_OUTPUT, p->sb.agent);
+	if (sbx_agentns_open(p->agent_ns_fd, p->root.fd, rels, 2,
+	    p->agentid.uid, p->agentid.gid, fds, e) == -1)
+		return -1;
+	p->home_fd = fds[0];
+	p->output_fd = fds[1];
+	return 0;
 }
 
 /*
@@ -1935,9 +2036,19 @@ agent_token(struct sbx_exec *p, struct sbx_error *e)
 		 * creates one. */
 		struct sbx_provision	 pv;
 
+		struct sbx_idcfg	 idc;
+
 		sbx_provision_init(&pv, p->root.fd, p->sb.agent);
 		if (sbx_provision_agent(&pv, e) == -1)
 			return -1;
+		/* Per-agent uids: a new agent's own ids. */
+		if (sbx_idalloc_config(p->root.fd, &idc, e) == -1 ||
+		    sbx_idalloc_provisioned(p->root.fd, p->root.path,
+		    p->sb.agent, pv.created, sbx_agentns_enter_range, &idc,
+		    e) == -1) {
+			sbx_provision_release(&pv);
+			return -1;
+		}
 		sbx_provision_release(&pv);
 		if (sbx_fs_read_file_at(p->root.fd, rel, 256, &tok, e) == -1)
 			return -1;
@@ -2597,6 +2708,7 @@ sbx_exec_init(struct sbx_exec *p)
 	p->env_fd = p->passwd_fd = p->group_fd = p->hosts_fd = -1;
 	p->seccomp_fd = p->cache_fd = p->init_fd = -1;
 	p->etc_fd = p->userns_fd = -1;
+	p->agent_ns_fd = -1;
 	p->proxy_ctl = p->proxy_chan = -1;
 	p->ca_fd = -1;
 	p->bridge_ctl = p->bridge_chan = -1;
@@ -2663,6 +2775,11 @@ sbx_exec_prepare(struct sbx_exec *p, const struct sbx_exec_req *q,
 		return -1;
 	if (prep_network(p, e) == -1)
 		return -1;
+	if (p->agent_ns_fd >= 0) {
+		if (prep_agent_dirs(p, e) == -1)
+			return -1;
+		goto dirs_done;
+	}
 	SBX_LPATH(rel, SBX_L_AGENT_HOME, p->sb.agent);
 	if ((p->home_fd = sbx_fs_mkdirs_at(p->root.fd, rel, 0700, e)) == -1)
 		return -1;
@@ -2673,6 +2790,7 @@ sbx_exec_prepare(struct sbx_exec *p, const struct sbx_exec_req *q,
 		return -1;
 	if (own_dir(p, p->output_fd, rel, e) == -1)
 		return -1;
+dirs_done:
 	snprintf(p->home, sizeof(p->home), "%s/%s", SBX_IN_AGENTS,
 	    p->sb.agent);
 	p->sb.host_view = p->req->host_view;
@@ -2883,6 +3001,12 @@ sbx_exec_run_setup(struct sbx_exec *p, struct sbx_run *r)
 	r->drop_privs = p->drop_privs;
 	r->run_uid = p->run_uid;
 	r->run_gid = p->run_gid;
+	r->run_group = p->run_group;
+	if (p->agent_ns_fd >= 0) {
+		r->agent_ns = p->agent_ns_fd;
+		r->agent_uid = p->agentid.uid;
+		r->agent_gid = p->agentid.gid;
+	}
 	r->wall_timeout_ms = (long long)(p->lim.wall_timeout * 1000.0);
 	r->child_hook = cg_enter_hook;
 	r->fork_hook = cg_fork_hook;
@@ -3088,6 +3212,9 @@ sbx_exec_release(struct sbx_exec *p)
 	sbx_disklimit_release(&p->disk);
 	close_fd(&p->workdir_tree);
 	close_fd(&p->userns_fd);
+	close_fd(&p->agent_ns_fd);
+	free((char *)p->sb.shared_dir);
+	p->sb.shared_dir = NULL;
 	for (i = 0; i < p->nxwd; i++) {
 		close_fd(&p->xwd[i].fd);
 		close_fd(&p->xwd[i].tree);

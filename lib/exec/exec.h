@@ -28,6 +28,7 @@
 #include "disklimit.h"
 #include "error.h"
 #include "fspolicy.h"
+#include "idalloc.h"
 #include "outcome.h"
 #include "provision.h"
 #include "root.h"
@@ -227,6 +228,14 @@ struct sbx_exec {
 	 * their O_PATH descriptors (SBX_FD_DISK_TMP, _SHM). */
 	char			 disk_tmp[40];
 	int			 disk_tmp_fd[2];
+
+	/* Per-agent uids (lib/state/idalloc.c): the envelope's identity
+	 * and, for a plain user with a subordinate range, the namespace
+	 * bwrap starts in (lib/sandbox/agentns.c; -1: none). */
+	int			 per_agent;
+	struct sbx_agentid	 agentid;
+	int			 agent_ns_fd;
+	gid_t			 run_group;	/* workspace/shared's, or 0 */
 };
 
 /*

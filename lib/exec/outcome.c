@@ -203,6 +203,8 @@ result_json(struct sbx_exec *p, struct sbx_run *r)
 	if (p->credentials != NULL)
 		json_object_set(res, "credentials", p->credentials);
 	json_object_set_new(res, "seccomp", json_boolean(!p->req->seccomp_off));
+	json_object_set_new(res, "identity",
+	    json_string(sbx_idalloc_mode(p->per_agent)));
 	json_object_set(res, "limits", p->limits);
 	if (r->limit != NULL && strcmp(r->limit, "idle") != 0)
 		json_object_set_new(res, "limit", json_string(r->limit));

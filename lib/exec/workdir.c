@@ -522,9 +522,10 @@ sbx_workdir_reachable_root(struct sbx_exec *p, struct sbx_error *e)
 		if (stat(path, &st) == -1 || !(st.st_mode & S_IXOTH)) {
 			sbx_error_set(e, SBX_K_REJECTED, "home",
 			    "state_root_unreachable",
-			    "sbx runs as root, so the "
+			    "%s, so the "
 			    "sandbox runs as uid %u, which cannot reach the "
-			    "state root %s through %s",
+			    "state root %s through %s", p->agent_ns_fd >= 0 ?
+			    "per-agent uids are on" : "sbx runs as root",
 			    (unsigned)p->run_uid, p->root.path, path);
 			sbx_error_hint(e,
 			    "use a state root under a searchable "

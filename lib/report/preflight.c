@@ -35,6 +35,7 @@
 #include "diskimg.h"
 #include "envelope.h"
 #include "fsutil.h"
+#include "idalloc.h"
 #include "initproto.h"
 #include "layout.h"
 #include "manifest.h"
@@ -1584,6 +1585,62 @@ check_records(struct pf *p)
 	sbx_buf_release(&b);
 }
 
+/* Per-agent uids (idalloc.c): shared or per_agent, and why; a range
+ * that collides, or the agent's migration not done, is a warning with
+ * the command that repairs it. */
+static void
+check_identity(struct pf *p)
+{
+	struct sbx_agentid a;
+	struct sbx_idcfg   c;
+	struct sbx_error   e;
+	struct stat	   st;
+	char		   home[SBX_LAYOUT_PATH_MAX];
+	int		   r, fd = p->ls[LOC_ROOT].usable ? p->ls[LOC_ROOT].fd :
+			       -1;
+
+	memset(&e, 0, sizeof(e));
+	if (sbx_idalloc_config(fd, &c, &e) == -1)
+		return;	/* the settings' own finding says it */
+	if (!c.per_agent) {
+		finding(p, A_CONFIG, "configuration.identity",
+		    "identity_shared", S_OK, T_PASSED, "identity: shared "
+		    "(every agent runs as one uid)", c.why_shared,
+		    c.why_shared[0] ? "" : "per-agent uids: sbx config set "
+		    "--global identity.per_agent true", "root",
+		    p->o->root_path);
+		return;
+	}
+	if (sbx_idalloc_check_range(&c, NULL, &e) == -1) {
+		finding(p, A_CONFIG, "configuration.identity",
+		    "identity_range_collision", S_WARNING, T_FAILED,
+		    "identity: the per-agent id range is not free", e.message,
+		    e.hint, "root", p->o->root_path);
+		return;
+	}
+	r = fd >= 0 ? sbx_idalloc_read(fd, p->o->agent, &a, &e) : 0;
+	/* No record and no home: a new agent, whose ids come with it. */
+	home[0] = '\0';
+	(void)sbx_layout_path(SBX_L_AGENT_HOME, p->o->agent, home,
+	    sizeof(home), NULL);
+	if (r == -1 || (r == 1 && !a.migrated) || (r == 0 && fd >= 0 &&
+	    home[0] != '\0' && fstatat(fd, home, &st, AT_SYMLINK_NOFOLLOW) ==
+	    0)) {
+		finding(p, A_CONFIG, "configuration.identity",
+		    "identity_migration_pending", S_WARNING, T_FAILED,
+		    pf_fmt(p, "identity: agent %s is not migrated to its own "
+		    "uid", p->o->agent), r == -1 ? e.message : "",
+		    pf_fmt(p, "sbx provision --agent %s --migrate-identity",
+		    p->o->agent), "root", p->o->root_path);
+		return;
+	}
+	finding(p, A_CONFIG, "configuration.identity", "identity_per_agent",
+	    S_OK, T_PASSED, r == 1 ? pf_fmt(p, "identity: per_agent (agent "
+	    "%s runs as uid %lu)", p->o->agent, a.host_uid) : "identity: "
+	    "per_agent", c.subordinate ? "through the caller's subordinate "
+	    "range" : "", "", "root", p->o->root_path);
+}
+
 static void
 check_config(struct pf *p)
 {
@@ -1658,6 +1715,7 @@ check_config(struct pf *p)
 		json_decref(cfg);
 	}
 	check_records(p);
+	check_identity(p);
 }
 
 /* ------------------------------------------------------------------ */

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agentns.h"
 #include "fsutil.h"
 #include "initproto.h"
 #include "run.h"
@@ -122,10 +123,16 @@ child_exec(const struct child *c)
 	 * home), so bwrap itself runs as an unprivileged uid, after the
 	 * cgroup was joined (which needed root).
 	 */
-	if (r->drop_privs && (setgroups(0, NULL) == -1 ||
+	if (r->drop_privs && (setgroups(r->run_group != 0 ? 1 : 0,
+	    &r->run_group) == -1 ||
 	    setresgid(r->run_gid, r->run_gid, r->run_gid) == -1 ||
 	    setresuid(r->run_uid, r->run_uid, r->run_uid) == -1 ||
 	    getuid() != r->run_uid || geteuid() != r->run_uid))
+		_exit(125);
+	/* A plain user's per-agent uid: bwrap starts as the agent's id of
+	 * the subordinate range (agentns.c). */
+	if (r->agent_ns > 0 && sbx_agentns_join(r->agent_ns, r->agent_uid,
+	    r->agent_gid) == -1)
 		_exit(125);
 	sigemptyset(&set);
 	sigprocmask(SIG_SETMASK, &set, NULL);

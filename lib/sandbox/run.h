@@ -51,6 +51,14 @@ struct sbx_run {
 	int		  drop_privs;
 	uid_t		  run_uid;
 	gid_t		  run_gid;
+	/* Per-agent uids (lib/state/idalloc.c).  As root, the one
+	 * supplementary group of drop_privs: workspace/shared's, for an
+	 * agent that opted in (0: none).  As a plain user, agent_ns > 0:
+	 * the user namespace of sbx_agentns_run, entered before bwrap as
+	 * agent_uid/agent_gid. */
+	gid_t		  run_group;
+	int		  agent_ns;
+	unsigned long	  agent_uid, agent_gid;
 	/* Called when the sandbox must die at once (hard kill). */
 	void		(*kill_hook)(void *);
 	/*

@@ -491,6 +491,11 @@ tmp_done:
 	rc |= push3(v, "--bind", fdpath, sb->home);
 	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", SBX_FD_OUTPUT);
 	rc |= push3(v, "--bind", fdpath, SBX_IN_OUTPUT);
+	/* Bound by path, resolved by bwrap as the agent's uid, which
+	 * reaches it through its shared group alone; workspace/ is root's
+	 * (0711), so no one but root can swap what the path names. */
+	if (sb->shared_dir != NULL)
+		rc |= push3(v, "--bind", sb->shared_dir, SBX_IN_SHARED);
 	if (sb->workdir != NULL) {
 		snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d",
 		    SBX_FD_WORKDIR);

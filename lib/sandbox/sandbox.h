@@ -18,6 +18,7 @@
 #define SBX_IN_INIT	SBX_INIT_PATH
 #define SBX_IN_OUTPUT	"/output"
 #define SBX_IN_AGENTS	"/workspace/agents"
+#define SBX_IN_SHARED	"/workspace/shared"
 /* The CA bundle of a run with credential rules (tlsca.h): the system's
  * and the state root's CA, a read-only copy of SBX_FD_CA's content. */
 #define SBX_IN_CA_BUNDLE "/run/sbx/ca-bundle.pem"
@@ -101,6 +102,10 @@ struct sbx_sandbox {
 	 * devpts, of this size, and sends its master to sbx. */
 	int		  tty;
 	unsigned	  tty_rows, tty_cols;
+	/* Per-agent uids as root (idalloc.c), an agent that opted in: the
+	 * host path of workspace/shared (02770, the shared group's), bound
+	 * at /workspace/shared; NULL: not there. */
+	const char	 *shared_dir;
 };
 
 /* Build the full bwrap argv (argv[0] = bwrap path) into out. */

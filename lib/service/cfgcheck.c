@@ -13,6 +13,7 @@
 #include "config.h"
 #include "credbind.h"
 #include "fspolicy.h"
+#include "idalloc.h"
 #include "imageref.h"
 #include "install.h"
 #include "joblog.h"
@@ -105,6 +106,24 @@ check_host(const json_t *doc, int agent, const char *origin,
     struct sbx_error *e)
 {
 	return sbx_settings_check_host(doc, e);
+}
+
+/* Per-agent uids (idalloc.c): identity.per_agent, base and size. */
+static int
+check_identity(const json_t *doc, int agent, const char *origin,
+    struct sbx_error *e)
+{
+	struct sbx_idcfg c;
+	const json_t	*ws = json_object_get(doc, "workspace_shared");
+
+	if (ws != NULL && !json_is_boolean(ws))
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "workspace_shared",
+		    "config_invalid", "%s: workspace_shared must be true or "
+		    "false", origin);
+	memset(&c, 0, sizeof(c));
+	c.base = SBX_IDALLOC_BASE;
+	c.size = SBX_IDALLOC_SIZE;
+	return sbx_idalloc_apply(doc, &c, e);
 }
 
 /* Background jobs: the log cap (joblog.c). */
@@ -306,6 +325,14 @@ static const struct sbx_cfg_key keys[] = {
 	    "{url, key_agent, key_secret, timeout_s, tokens_per_day}" },
 	{ "cgroup_v2_root", S, G, check_host,
 	    "the delegated cgroup v2 directory to run under" },
+	{ "workspace_shared", B, A, check_identity,
+	    "per-agent uids as root: /workspace/shared, with its group" },
+	{ "identity.per_agent", B, G, check_identity,
+	    "each agent its own uid and gid (sbx provision --migrate-identity)" },
+	{ "identity.base", I, G, check_identity,
+	    "first id of the per-agent range (root; default 1879113728)" },
+	{ "identity.size", I, G, check_identity,
+	    "ids in the per-agent range (default 4096)" },
 	{ "run_as", O, G, check_host,
 	    "as root: {\"uid\": N, \"gid\": N} sandboxes run as" },
 	{ "preflight.min_free_bytes", I, G, check_host,

@@ -184,6 +184,14 @@ static const struct sbx_layout_entry layout[SBX_L_N] = {
 [SBX_L_AGENT_DISK_MIGRATE] = { "agent_disk_migrate",
 			    "agents/%s/disk.migrating", SBX_L_AGENT_RECORDS, F,
 			    0600, 022, 0, A },
+/* Per-agent uids (lib/state/idalloc.c). */
+[SBX_L_AGENT_IDENTITY] = { "agent_identity", "agents/%s/identity.json",
+			    SBX_L_AGENT_RECORDS, F, 0600, 022, 0, A },
+[SBX_L_AGENT_IDENTITY_LOCK] = { "agent_identity_lock",
+			    "agents/%s/identity.lock", SBX_L_AGENT_RECORDS, F,
+			    0600, 022, 0, A },
+[SBX_L_IDENTITY_LOCK] =	{ "identity_lock", "run/identity.lock", SBX_L_RUN, F,
+			    0600, 022, 0, 0 },
 };
 
 #undef A

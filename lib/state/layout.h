@@ -85,6 +85,11 @@ enum sbx_layout_id {
 	SBX_L_AGENT_DISK_MNT,	/* run/disk-A/		the image's mount */
 	SBX_L_AGENT_DISK_LOCK,	/* agents/A/disk.lock */
 	SBX_L_AGENT_DISK_MIGRATE, /* agents/A/disk.migrating */
+	/* Per-agent uids (lib/state/idalloc.c): the agent's own ids, and
+	 * the lock its allocation and migration take. */
+	SBX_L_AGENT_IDENTITY,	/* agents/A/identity.json */
+	SBX_L_AGENT_IDENTITY_LOCK, /* agents/A/identity.lock */
+	SBX_L_IDENTITY_LOCK,	/* run/identity.lock	allocation */
 	SBX_L_N
 };
 

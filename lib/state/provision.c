@@ -26,6 +26,7 @@
 
 #include "envelope.h"
 #include "fsutil.h"
+#include "idalloc.h"
 #include "identity.h"
 #include "job.h"
 #include "layout.h"
@@ -68,6 +69,10 @@ entry_path(int i, const char *agent, char *buf, size_t sz)
 /* Who owns what, in this run. */
 struct who {
 	int	 as_root;
+	int	 reach;		/* per-agent uids of a plain user's range:
+				 * the reachable directories 0711 too */
+	int	 shared;	/* per-agent uids as root: workspace/shared
+				 * is 02770, its group the opted-in agents' */
 	uid_t	 uid;		/* owner of what the sandbox writes */
 	gid_t	 gid;
 };
@@ -75,7 +80,8 @@ struct who {
 static mode_t
 want_mode(const entry_t *en, const struct who *w)
 {
-	return w->as_root && (en->flags & SBX_LF_REACH) ? 0711 : en->mode;
+	return (w->as_root || w->reach) && (en->flags & SBX_LF_REACH) ? 0711 :
+	    en->mode;
 }
 
 static uid_t
@@ -96,10 +102,34 @@ owner_ok(const entry_t *en, const struct who *w, const struct stat *st)
 }
 
 static int
-who_init(struct who *w, int rootfd, struct sbx_error *e)
+who_init(struct who *w, int rootfd, const char *agent, struct sbx_error *e)
 {
+	struct sbx_agentid a;
+	struct sbx_idcfg   c;
+	int		   r;
+
 	w->as_root = geteuid() == 0;
-	return sbx_identity_get(rootfd, &w->uid, &w->gid, e);
+	w->reach = w->shared = 0;
+	if (sbx_identity_get(rootfd, &w->uid, &w->gid, e) == -1)
+		return -1;
+	/* Per-agent uids: a migrated agent's files are its own ids'; until
+	 * then (no record, or half-way) the shared identity's, the home's
+	 * directory itself changing last. */
+	if (agent == NULL || rootfd < 0)
+		return 0;
+	if (sbx_idalloc_config(rootfd, &c, e) == -1)
+		return -1;
+	if (!c.per_agent)
+		return 0;
+	w->reach = c.subordinate;
+	w->shared = w->as_root;
+	if ((r = sbx_idalloc_read(rootfd, agent, &a, e)) == -1)
+		return -1;
+	if (r == 1 && a.migrated) {
+		w->uid = (uid_t)a.host_uid;
+		w->gid = (gid_t)a.host_gid;
+	}
+	return 0;
 }
 
 static void
@@ -178,6 +208,12 @@ ensure_dir(struct sbx_provision *p, const struct who *w, int pfd,
 	const char	*name = leaf(rel);
 	int		 fd, created = 0, fixed = 0;
 
+	/* Per-agent uids: sbx exec made it the shared group's (02770) for
+	 * the agents that opted in; left so. */
+	if (w->shared && is_entry(en, SBX_L_WS_SHARED) &&
+	    fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISDIR(st.st_mode) && (st.st_mode & 07777) == 02770)
+		want = 02770;
 	if (mkdirat(pfd, name, want) == 0)
 		created = 1;
 	else if (errno != EEXIST)
@@ -556,6 +592,9 @@ judge(const entry_t *en, const struct who *w, const struct stat *st)
 		return "wrong_type";
 	if (!owner_ok(en, w, st))
 		return "wrong_owner";
+	if (w->shared && is_entry(en, SBX_L_WS_SHARED) &&
+	    (st->st_mode & 07777) == 02770)
+		return "present";	/* the shared group's (ensure_dir) */
 	if (want != 0 && (st->st_mode & 07777) != want)
 		return "wrong_mode";
 	return "present";
@@ -578,7 +617,7 @@ sbx_provision_status(int rootfd, const char *agent, int *ready,
 	const char	*state, *name, *states[NENT];
 	int		 fds[NENT], i, pfd, have, fd;
 
-	if (who_init(&w, rootfd, e) == -1)
+	if (who_init(&w, rootfd, agent, e) == -1)
 		return NULL;
 	if ((items = json_array()) == NULL) {
 		sbx_error_sys(e, "nomem", "status");
@@ -603,9 +642,18 @@ sbx_provision_status(int rootfd, const char *agent, int *ready,
 		} else if (pfd >= 0) {
 			if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
 				have = 1;
+			else if (errno == EACCES && w.reach &&
+			    en->parent == SBX_L_AGENT_HOME)
+				state = "present";	/* the agent's: below */
 			else if (errno != ENOENT)
 				state = "inaccessible";
-		} else if (strcmp(states[en->parent], "missing") != 0)
+		} else if (w.reach && en->parent == SBX_L_AGENT_HOME &&
+		    strcmp(states[en->parent], "present") == 0)
+			/* Per-agent uids of a plain user's range: the home
+			 * is the agent's id's, 0700, and what is in it the
+			 * agent's (as judge says of SOUL.md). */
+			state = "present";
+		else if (strcmp(states[en->parent], "missing") != 0)
 			state = "inaccessible";	/* cannot look inside */
 		if (have)
 			state = judge(en, &w, &st);
@@ -747,7 +795,7 @@ sbx_provision_agent(struct sbx_provision *p, struct sbx_error *e)
 		fds[i] = -1;
 	if (sbx_names_agent_valid(p->agent, "agent", e) == -1)
 		return -1;
-	if (who_init(&w, p->rootfd, e) == -1)
+	if (who_init(&w, p->rootfd, p->agent, e) == -1)
 		return -1;
 	p->as_root = w.as_root;
 	p->run_uid = w.uid;
@@ -806,6 +854,22 @@ sbx_provision_agent(struct sbx_provision *p, struct sbx_error *e)
 			continue;
 		entry_path(i, p->agent, rel, sizeof(rel));
 		pfd = fds[en->parent];
+		/*
+		 * Per-agent uids of a plain user's range: an agent's home (and
+		 * output) that is its id's, 0700, is its own; sbx cannot open
+		 * it and leaves it, and what is in it, as it is.
+		 */
+		if (w.reach && (en->flags & SBX_LF_SANDBOX) &&
+		    (i == SBX_L_AGENT_HOME || i == SBX_L_AGENT_OUTPUT) &&
+		    pfd >= 0 && fstatat(pfd, leaf(rel), &st,
+		    AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
+		    st.st_uid == w.uid && st.st_uid != geteuid()) {
+			note(p->present, rel);
+			continue;
+		}
+		if (w.reach && en->parent == SBX_L_AGENT_HOME &&
+		    fds[en->parent] < 0)
+			continue;
 		if (is_dir(en)) {
 			if ((fds[i] = ensure_dir(p, &w, pfd, en, rel, e)) == -1)
 				goto out;
