@@ -94,6 +94,10 @@ cg_before=$(cg_list)
 # root sandbox.  Compared before and after: a machine where sbx was used as
 # root has one before the run, and that is no failure of the run.
 user_before=$(getent passwd sbx 2>/dev/null)
+# Nor may a test write the host's registry of per-agent ids (the tests
+# use one of their own, SBX_IDENTITY_REGISTRY).
+registry_sum() { cksum /var/lib/sbx-identities 2>/dev/null || echo none; }
+registry_before=$(registry_sum)
 
 wanted() {
 	[ -z "$SBX_TEST_ONLY" ] && return 0
@@ -229,6 +233,10 @@ if [ "$user_before" != "$user_after" ]; then
 	else
 		echo "# the run changed the system user sbx: $user_before -> ${user_after:-(none)}"
 	fi
+	rc=1
+fi
+if [ "$(registry_sum)" != "$registry_before" ]; then
+	echo "# the run changed the host's registry of per-agent ids, /var/lib/sbx-identities"
 	rc=1
 fi
 # New sbx-<pid>-* cgroups since the start; one whose creating process is

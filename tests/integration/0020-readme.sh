@@ -93,6 +93,9 @@ EOF
 work=$tmp/work
 export HOME=$tmp/home
 export SBX_HOME=$tmp/state
+# The per-agent uids example: a registry of the run's own, never the
+# host's /var/lib/sbx-identities.
+export SBX_IDENTITY_REGISTRY=$tmp/identities
 export SBX_EXEC_PATH=$SBX_TEST_BUILD/libexec/sbx
 unset SBX_AGENT SBX_JSON
 # As root, `sbx provision` would create the system user sbx on this machine.

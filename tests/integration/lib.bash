@@ -19,6 +19,9 @@ sbx_setup() {
 	chmod 0755 "$TEST_ROOT"
 	export SBX_HOME="$TEST_ROOT/state"
 	export HOME="$TEST_ROOT/home"
+	# Per-agent uids keep a host-wide registry (/var/lib/sbx-identities
+	# as root): a test's own, so that no test writes the host's.
+	export SBX_IDENTITY_REGISTRY="$TEST_ROOT/identities"
 	mkdir -p "$HOME"
 	WS="$SBX_HOME/workspace/agents/default"
 }
