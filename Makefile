@@ -229,7 +229,8 @@ $(B)/tests/unit/t-bridge: LIBS_ALL += $(BRIDGE_LIBS)
 # The init must not depend on anything but libc, statically; no sanitizers
 # (their runtimes are not available statically).
 INIT_SRC = cmd/sbx-init.c cmd/init-setup.c cmd/init-guard.c cmd/init-guard-path.c \
-    cmd/init-guard-serve.c cmd/init-guard-sock.c cmd/init-bridge.c
+    cmd/init-guard-serve.c cmd/init-guard-sock.c cmd/init-bridge.c \
+    cmd/init-session.c
 $(INIT): $(INIT_SRC) cmd/initguard.h cmd/init-int.h cmd/init-guard-int.h \
     lib/sandbox/initproto.h
 	@mkdir -p $(dir $@)

@@ -102,6 +102,9 @@ struct sbx_exec_req {
 	 * declared secrets are served over the bridge to this run only).
 	 * Set by the program, never read from a request envelope. */
 	const char	*plugin;
+	/* sbx session start: sbx-init is a session's pid 1 (-S) and the
+	 * command is not run (lib/exec/warm.c).  Set by the program. */
+	int		 session;
 
 	/* parsed */
 	double		 timeout_s;
@@ -205,6 +208,9 @@ struct sbx_exec {
 	char			*creds_ph;
 	int			 ca_fd;
 	json_t			*credentials;	/* the proxy's list, after */
+	/* A session (req->session): pid 1's channel to the supervisor,
+	 * SBX_FD_SESSION; set by the caller before sbx_exec_run, or -1. */
+	int			 session_fd;
 
 	/* after sbx_exec_run */
 	struct sbx_run		 run;

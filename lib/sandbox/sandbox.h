@@ -97,6 +97,9 @@ struct sbx_sandbox {
 	 * devpts, of this size, and sends its master to sbx. */
 	int		  tty;
 	unsigned	  tty_rows, tty_cols;
+	/* -S: sbx-init is a session's pid 1 (lib/exec/warm.c); the
+	 * command is not run. */
+	int		  session;
 };
 
 /* Build the full bwrap argv (argv[0] = bwrap path) into out. */
