@@ -146,7 +146,7 @@ $(B)/cmd/sbx-front.o $(B)/cmd/sbx-exec.o $(B)/cmd/sbx-mcp.o: $(B)/SBX-PREFIX
 #   sbx plugin: install, run and tools run sandboxes through the engine
 #     and render runs as sbx exec does (cmd/exec-jobs.c); reading a recipe
 #     from a path or an URL is cmd/plugin-source.c.
-EXEC_OBJS           = sbx-exec exec-jobs exec-ask exec-opts
+EXEC_OBJS           = sbx-exec exec-jobs exec-ask exec-opts exec-session
 OBJS_sbx-exec       = $(EXEC_OBJS) exec-main
 OBJS_sbx-provision  = sbx-provision provision-agent provision-image \
 		      provision-status provision-remove

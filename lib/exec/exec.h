@@ -80,6 +80,7 @@ struct sbx_exec_req {
 	int		 tty;		/* a terminal of its own inside */
 	const char	*timeout;	/* idle timeout, seconds, or NULL */
 	int		 background;
+	const char	*session_name;	/* --session: a warm session's */
 	int		 verbose;	/* keep the bwrap command line */
 	const char	*libexec;	/* where sbx-init is; NULL: beside us */
 	int		 detach_fd;	/* a descriptor of the caller's that a
