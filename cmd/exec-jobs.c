@@ -3,6 +3,7 @@
  * rendered as text or envelopes; and a run's warnings and failure, for
  * people.  Linked into sbx-exec and the front-end.
  */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,9 +19,11 @@
 #include "exec.h"
 #include "exec-jobs.h"
 #include "jobsup.h"
+#include "layout.h"
 #include "names.h"
 #include "root.h"
 #include "utf8.h"
+#include "warm.h"
 
 #define PROG	"sbx-exec"
 
@@ -183,6 +186,30 @@ sub_job(const struct exec_jobs *J, const char *agent, struct sbx_root *root)
 	return code;
 }
 
+/* The dead sessions of the state root, removed: how many. */
+static size_t
+gc_sessions(const char *home)
+{
+	struct sbx_root		 root = { .fd = -1 };
+	struct sbx_error	 e;
+	json_t			*l;
+	size_t			 n = 0;
+	int			 runfd;
+
+	memset(&e, 0, sizeof(e));
+	if (sbx_root_resolve(home, &root, &e) == -1 ||
+	    sbx_root_open(&root, 0, &e) == -1)
+		return 0;
+	if ((runfd = sbx_layout_open(root.fd, SBX_L_RUN, NULL, O_RDONLY |
+	    O_DIRECTORY | O_CLOEXEC, NULL)) >= 0) {
+		l = sbx_warmrec_list(runfd, NULL, 1, &n, &e);
+		json_decref(l);
+		close(runfd);
+	}
+	sbx_root_release(&root);
+	return n;
+}
+
 int
 exec_jobs(const struct exec_jobs *J)
 {
@@ -190,6 +217,7 @@ exec_jobs(const struct exec_jobs *J)
 	struct sbx_root		 root = { .fd = -1 };
 	const char		*agent = J->agent;
 	int			 n;
+	size_t			 ns;
 
 	tool = exec_jobs_tool(J->sub);
 	if (strcmp(J->sub, "gc") == 0) {
@@ -199,12 +227,20 @@ exec_jobs(const struct exec_jobs *J)
 			return -1;
 		if ((n = sbx_cgroup_gc(&e)) == -1)
 			return report(&e, -1, NULL, J->json);
+		/* And the records and sockets of warm sessions whose
+		 * supervisor was killed (lib/exec/warmrec.c). */
+		ns = gc_sessions(J->home);
 		if (J->json)
-			emit(sbx_envelope_ok(tool, json_pack("{s:i}",
-			    "removed_cgroups", n), NULL));
-		else if (!J->quiet)
+			emit(sbx_envelope_ok(tool, json_pack("{s:i,s:i}",
+			    "removed_cgroups", n, "removed_sessions",
+			    (int)ns), NULL));
+		else if (!J->quiet) {
 			printf("removed %d stale cgroup%s\n", n, n == 1 ? "" :
 			    "s");
+			if (ns > 0)
+				printf("removed %zu dead session%s\n", ns,
+				    ns == 1 ? "" : "s");
+		}
 		return 0;
 	}
 	tool = exec_jobs_tool(J->sub);
