@@ -134,6 +134,11 @@ sbx_warm_check_req(const struct sbx_exec_req *q, const json_t *rec,
 	json_object_foreach (mine, k, v) {
 		if (json_equal(v, json_object_get(pol, k)))
 			continue;
+		/* The network in force is the record's, whoever chose it
+		 * (the option or the agent's setting). */
+		if (strcmp(k, "network") == 0 && json_equal(v,
+		    json_object_get(rec, "network")))
+			continue;
 		sbx_error_set(e, SBX_K_INVALID_ARGS, k, "session_policy",
 		    "argument `%s` differs from session %s's: a session's "
 		    "policy is fixed when it starts (sbx session show %s)", k,
