@@ -49,6 +49,9 @@ expected() {
 	# sbx plugin runs tools through the engine (seccomp); recipe URLs
 	# load libcurl on demand (lib/image/download.c), never at start-up.
 	sbx-plugin) echo "libc libcrypto libjansson libseccomp libsodium libssl" ;;
+	# sbx session start builds the sandbox through the engine, as sbx
+	# plugin does.
+	sbx-session) echo "libc libcrypto libjansson libseccomp libsodium libssl" ;;
 	*) echo "?" ;;
 	esac
 }
