@@ -499,6 +499,14 @@ sup_main(struct sup *S, json_t *rec, int chan_end)
 	if (S->p->req->detach_fd > 2)
 		close(S->p->req->detach_fd);
 	(void)!chdir("/");
+	/* Whatever mask the starter had (sbx mcp blocks its signals for a
+	 * signalfd), the supervisor hears SIGTERM. */
+	{
+		sigset_t none;
+
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+	}
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_stop;
 	sigemptyset(&sa.sa_mask);
