@@ -10,6 +10,7 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -159,7 +160,7 @@ struct sup {
 	int		 conn;		/* the client of the command, or -1 */
 	int		 busy;		/* a command runs */
 	pid_t		 engine;
-	long long	 idle_ms, life_ms, started, last;
+	long long	 idle_ms, life_ms, started, last, checked;
 	char		 line[4096];
 	size_t		 llen;
 };
@@ -395,6 +396,8 @@ agent_present(struct sup *S)
 	return 1;
 }
 
+static int still_wanted(struct sup *);
+
 static void __attribute__((noreturn))
 supervise(struct sup *S)
 {
@@ -415,7 +418,14 @@ supervise(struct sup *S)
 			until = S->last + S->idle_ms;
 		if (until >= 0 && now >= until)
 			sup_exit(S);
-		tmo = until < 0 ? -1 : (int)(until - now);
+		/* Once a second: is the session still wanted? */
+		if (now >= S->checked + 1000) {
+			S->checked = now;
+			if (!still_wanted(S))
+				sup_exit(S);
+		}
+		tmo = until < 0 || until - now > 1000 ? 1000 :
+		    (int)(until - now);
 		pfd[0].fd = S->busy || S->conn >= 0 ? -1 : S->lfd;
 		pfd[0].events = POLLIN;
 		pfd[1].fd = S->chan;
@@ -478,6 +488,44 @@ wait_ready(struct sup *S)
 	return -1;
 }
 
+/*
+ * Descriptors the starter inherited from its caller (a test harness's
+ * pipe, a shell's): sbx opens all of its own close-on-exec, so one
+ * without the flag is someone else's, and a supervisor that kept it would
+ * hold its reader's end of file for the session's whole life.
+ */
+static void
+close_foreign(void)
+{
+	DIR		*d;
+	struct dirent	*de;
+	int		 fd, fl;
+
+	if ((d = opendir("/proc/self/fd")) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		fd = atoi(de->d_name);
+		if (fd <= 2 || fd == dirfd(d))
+			continue;
+		if ((fl = fcntl(fd, F_GETFD)) != -1 && !(fl & FD_CLOEXEC))
+			close(fd);
+	}
+	closedir(d);
+}
+
+/* Is the session still wanted: its record in place (a state root
+ * removed, or the record deleted, ends it) and its agent provisioned? */
+static int
+still_wanted(struct sup *S)
+{
+	char		 fn[80];
+	struct stat	 st;
+
+	sbx_warm_rec_name(S->name, fn, sizeof(fn));
+	return fstatat(S->runfd, fn, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    agent_present(S);
+}
+
 static void __attribute__((noreturn))
 sup_main(struct sup *S, json_t *rec, int chan_end)
 {
@@ -498,6 +546,7 @@ sup_main(struct sup *S, json_t *rec, int chan_end)
 	}
 	if (S->p->req->detach_fd > 2)
 		close(S->p->req->detach_fd);
+	close_foreign();
 	(void)!chdir("/");
 	/* Whatever mask the starter had (sbx mcp blocks its signals for a
 	 * signalfd), the supervisor hears SIGTERM. */

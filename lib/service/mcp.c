@@ -236,8 +236,10 @@ fail:
 static void
 warm_start(struct srv *s)
 {
+	/* The idle timeout is a safety net for a server killed with -9
+	 * (no stop then): the session ends on its own. */
 	const char *const args[] = { "start", "--agent", s->c->agent,
-		"--json", "-q", NULL };
+		"--idle-timeout", "900", "--json", "-q", NULL };
 	struct sbx_buf	 out = SBX_BUF_INIT;
 	json_t		*env;
 	const char	*name;

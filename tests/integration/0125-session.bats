@@ -268,3 +268,19 @@ none_left() {
 	run -0 --separate-stderr sbx exec --session w11 -- sh -c 'ps -e -o pid= | wc -l'
 	[ "$output" -le 4 ]
 }
+
+@test "a session whose agent is unprovisioned, or whose record is gone, stops" {
+	sbx provision -q
+	sbx provision --agent gone -q
+	sbx session start --name w12 --agent gone -q
+	sup=$(jq -r .pid "$SBX_HOME/run/session-w12.json")
+	rm -rf "$SBX_HOME/workspace/agents/gone"
+	for _ in $(seq 50); do kill -0 "$sup" 2>/dev/null || break; sleep 0.1; done
+	! kill -0 "$sup" 2>/dev/null
+	[ ! -e "$SBX_HOME/run/session-w12.sock" ]
+	sbx session start --name w13 -q
+	sup=$(jq -r .pid "$SBX_HOME/run/session-w13.json")
+	rm "$SBX_HOME/run/session-w13.json"
+	for _ in $(seq 50); do kill -0 "$sup" 2>/dev/null || break; sleep 0.1; done
+	! kill -0 "$sup" 2>/dev/null
+}
