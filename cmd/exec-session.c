@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,6 +88,85 @@ wall_limit(const struct sbx_exec_req *R)
 	return v;
 }
 
+/* The directory under base (an inside path that is the host path
+ * hostfd names), or -1 when cwd is not beneath it. */
+static int
+cwd_under(const char *cwd, const char *base, int hostfd, struct sbx_error *e)
+{
+	size_t	 n = strlen(base);
+	int	 fd;
+
+	if (strncmp(cwd, base, n) != 0 || (cwd[n] != '\0' && cwd[n] != '/'))
+		return 0;
+	cwd += n;
+	while (*cwd == '/')
+		cwd++;
+	if (*cwd == '\0')
+		return 1;
+	if ((fd = sbx_fs_open_beneath(hostfd, cwd, O_PATH | O_DIRECTORY,
+	    e)) == -1)
+		return -1;
+	close(fd);
+	return 1;
+}
+
+/*
+ * --cwd as a one-shot run checks it (prep_cwd in lib/exec/exec.c): a
+ * sandbox path without `..`, relative to HOME or absolute inside HOME or
+ * a workdir of the session, an existing directory reached without a
+ * symbolic link.  The absolute path goes to pid 1 in *out.
+ */
+static int
+session_cwd(const struct sbx_exec_req *R, const json_t *rec, int rootfd,
+    const char *agent, char *out, size_t outsz, struct sbx_error *e)
+{
+	const json_t	*pol = json_object_get(rec, "policy"), *w;
+	char		 home[128];
+	size_t		 i;
+	int		 fd, k = 0;
+
+	if (sbx_fs_path_check(R->cwd, "cwd", e) == -1)
+		return -1;
+	snprintf(home, sizeof(home), "/workspace/agents/%s", agent);
+	if ((size_t)snprintf(out, outsz, "%s%s%s", R->cwd[0] != '/' ? home :
+	    "", R->cwd[0] != '/' ? "/" : "", R->cwd) >= outsz)
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "cwd", "too_long",
+		    "argument `cwd` is too long");
+	if ((fd = sbx_layout_open(rootfd, SBX_L_AGENT_HOME, agent, O_PATH |
+	    O_DIRECTORY | O_CLOEXEC, e)) == -1)
+		return -1;
+	k = cwd_under(out, home, fd, e);
+	close(fd);
+	if (k == 0 && (w = json_object_get(pol, "workdir")) != NULL &&
+	    (fd = open(json_string_value(w), O_PATH | O_DIRECTORY |
+	    O_CLOEXEC)) >= 0) {
+		k = cwd_under(out, json_string_value(w), fd, e);
+		close(fd);
+	}
+	json_array_foreach (json_object_get(pol, "workdirs"), i, w) {
+		if (k != 0 || (fd = open(json_string_value(w), O_PATH |
+		    O_DIRECTORY | O_CLOEXEC)) == -1)
+			continue;
+		k = cwd_under(out, json_string_value(w), fd, e);
+		close(fd);
+	}
+	if (k == 1)
+		return 0;
+	if (k == 0)
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "cwd",
+		    "outside_home", "argument `cwd` rejected: %s is outside %s "
+		    "and the session's workdirs", R->cwd, home);
+	e->kind = SBX_K_INVALID_ARGS;
+	e->retryable = 0;
+	e->field = "cwd";
+	if (e->reason && strcmp(e->reason, "symlink_in_path") == 0)
+		e->reason = "symlink";
+	snprintf(e->message, sizeof(e->message), "argument `cwd` rejected: "
+	    "%s is not a directory inside the session's home or workdirs "
+	    "(missing, or reached through a symlink)", R->cwd);
+	return -1;
+}
+
 int
 exec_session(struct sbx_exec_req *R, struct sbx_exec *X,
     const struct exec_session_out *out)
@@ -100,6 +180,7 @@ exec_session(struct sbx_exec_req *R, struct sbx_exec *X,
 	const json_t		*pol;
 	json_t			*rec = NULL, *res;
 	const char		*agent, *name = R->session_name;
+	char			 cwdbuf[PATH_MAX];
 	char			*v;
 	int			 runfd, conn = -1, rc, relay, i, p[2], pin[2];
 	int			 devnull = -1, stdin_pump = -1, stdin_w = -1;
@@ -147,6 +228,9 @@ exec_session(struct sbx_exec_req *R, struct sbx_exec *X,
 	    sbx_secret_scrubber(X->root.fd, agent, &sc, &e) == -1)
 		goto fail;
 	X->secrets.scrub = sc;
+	if (R->cwd != NULL && session_cwd(R, rec, X->root.fd, agent, cwdbuf,
+	    sizeof(cwdbuf), &e) == -1)
+		goto fail;
 	idle_ms = (long long)(R->timeout_s * 1000.0);
 	wall = wall_limit(R);
 	wall_ms = (long long)(wall * 1000.0);
@@ -201,7 +285,7 @@ exec_session(struct sbx_exec_req *R, struct sbx_exec *X,
 		c.fd[0] = 0;
 	c.argv = R->argv;
 	c.shell = R->shell;
-	c.cwd = R->cwd;
+	c.cwd = R->cwd != NULL ? cwdbuf : NULL;
 	c.env = R->env.v;
 	if ((conn = sbx_warm_connect(X->root.fd, name, &e)) == -1 ||
 	    sbx_warm_send(conn, &c, &e) == -1)
@@ -299,7 +383,7 @@ exec_session(struct sbx_exec_req *R, struct sbx_exec *X,
 	if (X->run.killed_by != NULL && strcmp(X->run.killed_by, "limit") ==
 	    0)
 		X->lim.wall_timeout = wall;
-	snprintf(X->cwd, sizeof(X->cwd), "%s", R->cwd != NULL ? R->cwd :
+	snprintf(X->cwd, sizeof(X->cwd), "%s", R->cwd != NULL ? cwdbuf :
 	    json_string_value(json_object_get(rec, "cwd")));
 	X->sb.agent = agent;
 	(void)sbx_netmode_parse(json_string_value(json_object_get(rec,
