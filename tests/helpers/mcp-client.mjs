@@ -227,8 +227,10 @@ async function acceptance() {
 	await step('cancel', async () => {
 		const marker = 'sleep 47.25';
 		const ac = new AbortController();
+		// `; :` keeps the shell, whose argv names the run (in the
+		// client's warm session no argv of sbx's carries it).
 		const p = c.callTool({ name: 'shell_run', arguments: {
-		    command: marker } }, undefined, { signal: ac.signal });
+		    command: `${marker}; :` } }, undefined, { signal: ac.signal });
 		for (let i = 0; i < 100 && !running(marker); i++)
 			await sleep(50);
 		if (!running(marker))
