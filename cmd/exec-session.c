@@ -33,17 +33,17 @@
 
 /* One relayed output stream. */
 struct rs {
-	int			 fd;	/* our end of the pipe, or -1 */
-	int			 to;	/* where it streams, or -1 */
-	struct sbx_capture	*cap;
-	struct sbx_scrub_stream	 ss;
-	int			 scrub;
+	int			fd; /* our end of the pipe, or -1 */
+	int			to; /* where it streams, or -1 */
+	struct sbx_capture     *cap;
+	struct sbx_scrub_stream ss;
+	int			scrub;
 };
 
 static int
 rs_deliver(void *arg, const void *p, size_t n)
 {
-	struct rs	*s = arg;
+	struct rs *s = arg;
 
 	if (s->cap != NULL)
 		(void)sbx_capture_add(s->cap, p, n);
@@ -56,8 +56,8 @@ rs_deliver(void *arg, const void *p, size_t n)
 static int
 rs_read(struct rs *s)
 {
-	char	 buf[16384];
-	ssize_t	 n;
+	char	buf[16384];
+	ssize_t n;
 
 	n = read(s->fd, buf, sizeof(buf));
 	if (n == -1 && (errno == EINTR || errno == EAGAIN))
@@ -79,8 +79,8 @@ rs_read(struct rs *s)
 static double
 wall_limit(const struct sbx_exec_req *R)
 {
-	size_t	 k;
-	double	 v = 0;
+	size_t k;
+	double v = 0;
 
 	for (k = 0; k + 1 < R->limit_keys.n; k += 2)
 		if (strcmp(R->limit_keys.v[k], "wall_timeout") == 0)
@@ -93,8 +93,8 @@ wall_limit(const struct sbx_exec_req *R)
 static int
 cwd_under(const char *cwd, const char *base, int hostfd, struct sbx_error *e)
 {
-	size_t	 n = strlen(base);
-	int	 fd;
+	size_t n = strlen(base);
+	int    fd;
 
 	if (strncmp(cwd, base, n) != 0 || (cwd[n] != '\0' && cwd[n] != '/'))
 		return 0;
@@ -103,8 +103,8 @@ cwd_under(const char *cwd, const char *base, int hostfd, struct sbx_error *e)
 		cwd++;
 	if (*cwd == '\0')
 		return 1;
-	if ((fd = sbx_fs_open_beneath(hostfd, cwd, O_PATH | O_DIRECTORY,
-	    e)) == -1)
+	if ((fd = sbx_fs_open_beneath(hostfd, cwd, O_PATH | O_DIRECTORY, e)) ==
+	    -1)
 		return -1;
 	close(fd);
 	return 1;
@@ -120,32 +120,33 @@ static int
 session_cwd(const struct sbx_exec_req *R, const json_t *rec, int rootfd,
     const char *agent, char *out, size_t outsz, struct sbx_error *e)
 {
-	const json_t	*pol = json_object_get(rec, "policy"), *w;
-	char		 home[128];
-	size_t		 i;
-	int		 fd, k = 0;
+	const json_t *pol = json_object_get(rec, "policy"), *w;
+	char	      home[128];
+	size_t	      i;
+	int	      fd, k = 0;
 
 	if (sbx_fs_path_check(R->cwd, "cwd", e) == -1)
 		return -1;
 	snprintf(home, sizeof(home), "/workspace/agents/%s", agent);
-	if ((size_t)snprintf(out, outsz, "%s%s%s", R->cwd[0] != '/' ? home :
-	    "", R->cwd[0] != '/' ? "/" : "", R->cwd) >= outsz)
+	if ((size_t)snprintf(out, outsz, "%s%s%s", R->cwd[0] != '/' ? home : "",
+		R->cwd[0] != '/' ? "/" : "", R->cwd) >= outsz)
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "cwd", "too_long",
 		    "argument `cwd` is too long");
-	if ((fd = sbx_layout_open(rootfd, SBX_L_AGENT_HOME, agent, O_PATH |
-	    O_DIRECTORY | O_CLOEXEC, e)) == -1)
+	if ((fd = sbx_layout_open(rootfd, SBX_L_AGENT_HOME, agent,
+		 O_PATH | O_DIRECTORY | O_CLOEXEC, e)) == -1)
 		return -1;
 	k = cwd_under(out, home, fd, e);
 	close(fd);
 	if (k == 0 && (w = json_object_get(pol, "workdir")) != NULL &&
-	    (fd = open(json_string_value(w), O_PATH | O_DIRECTORY |
-	    O_CLOEXEC)) >= 0) {
+	    (fd = open(json_string_value(w),
+		 O_PATH | O_DIRECTORY | O_CLOEXEC)) >= 0) {
 		k = cwd_under(out, json_string_value(w), fd, e);
 		close(fd);
 	}
 	json_array_foreach (json_object_get(pol, "workdirs"), i, w) {
-		if (k != 0 || (fd = open(json_string_value(w), O_PATH |
-		    O_DIRECTORY | O_CLOEXEC)) == -1)
+		if (k != 0 ||
+		    (fd = open(json_string_value(w),
+			 O_PATH | O_DIRECTORY | O_CLOEXEC)) == -1)
 			continue;
 		k = cwd_under(out, json_string_value(w), fd, e);
 		close(fd);
@@ -154,16 +155,20 @@ session_cwd(const struct sbx_exec_req *R, const json_t *rec, int rootfd,
 		return 0;
 	if (k == 0)
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "cwd",
-		    "outside_home", "argument `cwd` rejected: %s is outside %s "
-		    "and the session's workdirs", R->cwd, home);
+		    "outside_home",
+		    "argument `cwd` rejected: %s is outside %s "
+		    "and the session's workdirs",
+		    R->cwd, home);
 	e->kind = SBX_K_INVALID_ARGS;
 	e->retryable = 0;
 	e->field = "cwd";
 	if (e->reason && strcmp(e->reason, "symlink_in_path") == 0)
 		e->reason = "symlink";
-	snprintf(e->message, sizeof(e->message), "argument `cwd` rejected: "
+	snprintf(e->message, sizeof(e->message),
+	    "argument `cwd` rejected: "
 	    "%s is not a directory inside the session's home or workdirs "
-	    "(missing, or reached through a symlink)", R->cwd);
+	    "(missing, or reached through a symlink)",
+	    R->cwd);
 	return -1;
 }
 
@@ -171,22 +176,22 @@ int
 exec_session(struct sbx_exec_req *R, struct sbx_exec *X,
     const struct exec_session_out *out)
 {
-	struct sbx_error	 e;
-	struct sbx_exec_outcome	 o;
-	struct sbx_warm_cmd	 c;
-	struct sbx_scrub	*sc = NULL;
-	struct rs		 rs[2];
-	struct pollfd		 pfd[4];
-	const json_t		*pol;
-	json_t			*rec = NULL, *res;
-	const char		*agent, *name = R->session_name;
-	char			 cwdbuf[PATH_MAX];
-	char			*v;
-	int			 runfd, conn = -1, rc, relay, i, p[2], pin[2];
-	int			 devnull = -1, stdin_pump = -1, stdin_w = -1;
-	int			 ended = 0, tty_in;
-	long long		 t0, last, idle_ms, wall_ms, now, until;
-	double			 wall;
+	struct sbx_error	e;
+	struct sbx_exec_outcome o;
+	struct sbx_warm_cmd	c;
+	struct sbx_scrub       *sc = NULL;
+	struct rs		rs[2];
+	struct pollfd		pfd[4];
+	const json_t	       *pol;
+	json_t		       *rec = NULL, *res;
+	const char	       *agent, *name = R->session_name;
+	char			cwdbuf[PATH_MAX];
+	char		       *v;
+	int			runfd, conn = -1, rc, relay, i, p[2], pin[2];
+	int			devnull = -1, stdin_pump = -1, stdin_w = -1;
+	int			ended = 0, tty_in;
+	long long		t0, last, idle_ms, wall_ms, now, until;
+	double			wall;
 
 	memset(&e, 0, sizeof(e));
 	memset(&c, 0, sizeof(c));
@@ -196,10 +201,10 @@ exec_session(struct sbx_exec_req *R, struct sbx_exec *X,
 	if (sbx_root_resolve(R->home, &X->root, &e) == -1 ||
 	    sbx_root_open(&X->root, 0, &e) == -1)
 		goto fail;
-	if ((runfd = sbx_layout_open(X->root.fd, SBX_L_RUN, NULL, O_RDONLY |
-	    O_DIRECTORY | O_CLOEXEC, &e)) == -1) {
-		sbx_error_set(&e, SBX_K_NOT_FOUND, "session",
-		    "no_such_session", "no session named %s", name);
+	if ((runfd = sbx_layout_open(X->root.fd, SBX_L_RUN, NULL,
+		 O_RDONLY | O_DIRECTORY | O_CLOEXEC, &e)) == -1) {
+		sbx_error_set(&e, SBX_K_NOT_FOUND, "session", "no_such_session",
+		    "no session named %s", name);
 		goto fail;
 	}
 	rec = sbx_warmrec_load(runfd, name, &e);
@@ -228,8 +233,9 @@ exec_session(struct sbx_exec_req *R, struct sbx_exec *X,
 	    sbx_secret_scrubber(X->root.fd, agent, &sc, &e) == -1)
 		goto fail;
 	X->secrets.scrub = sc;
-	if (R->cwd != NULL && session_cwd(R, rec, X->root.fd, agent, cwdbuf,
-	    sizeof(cwdbuf), &e) == -1)
+	if (R->cwd != NULL &&
+	    session_cwd(R, rec, X->root.fd, agent, cwdbuf, sizeof(cwdbuf),
+		&e) == -1)
 		goto fail;
 	idle_ms = (long long)(R->timeout_s * 1000.0);
 	wall = wall_limit(R);
@@ -249,8 +255,8 @@ exec_session(struct sbx_exec_req *R, struct sbx_exec *X,
 	}
 	for (i = 0; i < 2; i++) {
 		rs[i].to = R->capture ? (R->capture_tee ? 2 : -1) : 1 + i;
-		rs[i].cap = R->capture ? (i == 0 ? &X->run.out : &X->run.err) :
-		    NULL;
+		rs[i].cap =
+		    R->capture ? (i == 0 ? &X->run.out : &X->run.err) : NULL;
 		if (rs[i].cap != NULL)
 			sbx_capture_init(rs[i].cap, R->max_output_n, 1);
 		if (!relay && !isatty(1 + i)) {
@@ -312,7 +318,8 @@ exec_session(struct sbx_exec_req *R, struct sbx_exec *X,
 		until = -1;
 		if (!ended && idle_ms > 0)
 			until = last + idle_ms;
-		if (!ended && wall_ms > 0 && (until < 0 || t0 + wall_ms < until))
+		if (!ended && wall_ms > 0 &&
+		    (until < 0 || t0 + wall_ms < until))
 			until = t0 + wall_ms;
 		if (until >= 0 && now >= until) {
 			if (wall_ms > 0 && now >= t0 + wall_ms) {
@@ -332,22 +339,24 @@ exec_session(struct sbx_exec_req *R, struct sbx_exec *X,
 			break;
 		}
 		for (i = 0; i < 2; i++)
-			if (pfd[1 + i].fd >= 0 && (pfd[1 + i].revents &
-			    (POLLIN | POLLHUP | POLLERR)) && rs_read(&rs[i]))
+			if (pfd[1 + i].fd >= 0 &&
+			    (pfd[1 + i].revents &
+				(POLLIN | POLLHUP | POLLERR)) &&
+			    rs_read(&rs[i]))
 				last = sbx_now_ms();
 		if (pfd[3].fd >= 0 && (pfd[3].revents & (POLLIN | POLLHUP))) {
-			char	 b[4096];
-			ssize_t	 n = read(0, b, sizeof(b));
+			char	b[4096];
+			ssize_t n = read(0, b, sizeof(b));
 
-			if (n <= 0 || sbx_fs_write_all(stdin_w, b, (size_t)n)
-			    == -1) {
+			if (n <= 0 ||
+			    sbx_fs_write_all(stdin_w, b, (size_t)n) == -1) {
 				stdin_pump = -1;
 				close(stdin_w);
 				stdin_w = -1;
 			}
 		}
-		if (pfd[0].fd >= 0 && (pfd[0].revents & (POLLIN | POLLHUP |
-		    POLLERR))) {
+		if (pfd[0].fd >= 0 &&
+		    (pfd[0].revents & (POLLIN | POLLHUP | POLLERR))) {
 			rc = sbx_warm_recv(conn, &c, &e);
 			if (rc == -1)
 				goto fail;
@@ -364,14 +373,18 @@ exec_session(struct sbx_exec_req *R, struct sbx_exec *X,
 	conn = -1;
 	if (c.fork_errno != 0) {
 		errno = c.fork_errno;
-		sbx_error_sys(&e, "pids_exhausted", "session %s has no room "
-		    "for the command's process", name);
+		sbx_error_sys(&e, "pids_exhausted",
+		    "session %s has no room "
+		    "for the command's process",
+		    name);
 		e.kind = SBX_K_UNAVAILABLE;
 		e.field = "pids";
 		e.retryable = 1;
-		sbx_error_hint(&e, "its task limit (--pids) is reached; the "
+		sbx_error_hint(&e,
+		    "its task limit (--pids) is reached; the "
 		    "session recovers as soon as processes end: retry, or "
-		    "`sbx session stop %s`", name);
+		    "`sbx session stop %s`",
+		    name);
 		goto fail;
 	}
 	X->run.started = 1;
@@ -380,14 +393,14 @@ exec_session(struct sbx_exec_req *R, struct sbx_exec *X,
 	X->run.exit_code = c.exit_code;
 	X->run.signo = c.signo;
 	X->run.duration_ms = sbx_now_ms() - t0;
-	if (X->run.killed_by != NULL && strcmp(X->run.killed_by, "limit") ==
-	    0)
+	if (X->run.killed_by != NULL && strcmp(X->run.killed_by, "limit") == 0)
 		X->lim.wall_timeout = wall;
-	snprintf(X->cwd, sizeof(X->cwd), "%s", R->cwd != NULL ? cwdbuf :
-	    json_string_value(json_object_get(rec, "cwd")));
+	snprintf(X->cwd, sizeof(X->cwd), "%s",
+	    R->cwd != NULL ? cwdbuf :
+			     json_string_value(json_object_get(rec, "cwd")));
 	X->sb.agent = agent;
-	(void)sbx_netmode_parse(json_string_value(json_object_get(rec,
-	    "network")), &X->network);
+	(void)sbx_netmode_parse(
+	    json_string_value(json_object_get(rec, "network")), &X->network);
 	X->limits = json_incref(json_object_get(rec, "limits"));
 	if (X->warnings == NULL)
 		X->warnings = json_array();

@@ -14,15 +14,15 @@ struct sbx_exec_req;
 
 /* How sbx exec reports (cmd/sbx-exec.c's functions and flags). */
 struct exec_session_out {
-	int		 json, quiet, envelope;
-	const char	*tool;
-	void		(*emit)(json_t *);
-	int		(*usage)(const struct sbx_error *);
-	int		(*report)(const struct sbx_error *);
+	int	    json, quiet, envelope;
+	const char *tool;
+	void (*emit)(json_t *);
+	int (*usage)(const struct sbx_error *);
+	int (*report)(const struct sbx_error *);
 };
 
 /* Run R's command in the session R->session_name: the exit status. */
-int	exec_session(struct sbx_exec_req *R, struct sbx_exec *X,
-	    const struct exec_session_out *);
+int exec_session(struct sbx_exec_req *R, struct sbx_exec *X,
+    const struct exec_session_out *);
 
 #endif

@@ -26,27 +26,26 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "init-int.h"
 #include "initguard.h"
 #include "initproto.h"
-#include "init-int.h"
 
 extern char **environ;
 
 /* One command: what the supervisor sent, parsed in place. */
 struct wreq {
-	char	*buf;		/* the request; the strings point into it */
-	char	**argv, **envp, *cwd, *shell;
-	char	**rlim;
-	int	 fd[3];
+	char  *buf; /* the request; the strings point into it */
+	char **argv, **envp, *cwd, *shell;
+	char **rlim;
+	int    fd[3];
 };
 
 /* A status line to the supervisor (never blocks for long: the
  * supervisor reads them as they come). */
-static void __attribute__((format(printf, 1, 0)))
-say(const char *fmt, int n)
+static void __attribute__((format(printf, 1, 0))) say(const char *fmt, int n)
 {
-	char	 line[64];
-	int	 len;
+	char line[64];
+	int  len;
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
@@ -59,7 +58,7 @@ say(const char *fmt, int n)
 static void
 wreq_free(struct wreq *q)
 {
-	int	 i;
+	int i;
 
 	for (i = 0; i < 3; i++)
 		if (q->fd[i] >= 0)
@@ -75,8 +74,8 @@ wreq_free(struct wreq *q)
 static int
 read_full(int fd, void *p, size_t n)
 {
-	ssize_t	 r;
-	size_t	 off = 0;
+	ssize_t r;
+	size_t	off = 0;
 
 	while (off < n) {
 		r = read(fd, (char *)p + off, n - off);
@@ -94,8 +93,8 @@ read_full(int fd, void *p, size_t n)
 static char **
 merge_env(char **base, char **extra, size_t nextra)
 {
-	size_t	 nb = 0, i, j, k = 0, len;
-	char	**v;
+	size_t nb = 0, i, j, k = 0, len;
+	char **v;
 
 	while (base[nb] != NULL)
 		nb++;
@@ -124,12 +123,12 @@ merge_env(char **base, char **extra, size_t nextra)
 static int
 read_req(struct run *ir, struct wreq *q)
 {
-	uint32_t	 len;
-	char		*p, *end, **env = NULL;
-	size_t		 na = 0, ne = 0, nr = 0, n;
+	uint32_t len;
+	char	*p, *end, **env = NULL;
+	size_t	 na = 0, ne = 0, nr = 0, n;
 
-	if (read_full(FD_SESSION, &len, sizeof(len)) == -1 ||
-	    len == 0 || len > SBX_WARM_REQ_MAX ||
+	if (read_full(FD_SESSION, &len, sizeof(len)) == -1 || len == 0 ||
+	    len > SBX_WARM_REQ_MAX ||
 	    (q->buf = malloc((size_t)len + 1)) == NULL ||
 	    read_full(FD_SESSION, q->buf, len) == -1)
 		return -1;
@@ -151,9 +150,7 @@ read_req(struct run *ir, struct wreq *q)
 		case SBX_WARM_T_RLIMIT: q->rlim[nr++] = p + 1; break;
 		case SBX_WARM_T_CWD: q->cwd = p + 1; break;
 		case SBX_WARM_T_SHELL: q->shell = p + 1; break;
-		default:
-			free(env);
-			return -1;
+		default: free(env); return -1;
 		}
 	}
 	if (na == 0 && q->shell == NULL) {
@@ -171,15 +168,15 @@ static int
 recv_order(struct wreq *q)
 {
 	union {
-		char		 b[CMSG_SPACE(3 * sizeof(int))];
-		struct cmsghdr	 align;
-	}		 u;
-	struct msghdr	 m;
-	struct iovec	 iov;
-	struct cmsghdr	*cm;
-	ssize_t		 r;
-	char		 c;
-	int		 i;
+		char	       b[CMSG_SPACE(3 * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr	m;
+	struct iovec	iov;
+	struct cmsghdr *cm;
+	ssize_t		r;
+	char		c;
+	int		i;
 
 	memset(&m, 0, sizeof(m));
 	iov.iov_base = &c;
@@ -194,11 +191,10 @@ recv_order(struct wreq *q)
 	if (r <= 0)
 		return (int)r;
 	for (cm = CMSG_FIRSTHDR(&m); cm != NULL; cm = CMSG_NXTHDR(&m, cm)) {
-		size_t	 nfd;
-		int	 fds[3];
+		size_t nfd;
+		int    fds[3];
 
-		if (cm->cmsg_level != SOL_SOCKET ||
-		    cm->cmsg_type != SCM_RIGHTS)
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
 			continue;
 		nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
 		memcpy(fds, CMSG_DATA(cm), (nfd > 3 ? 3 : nfd) * sizeof(int));
@@ -211,8 +207,7 @@ recv_order(struct wreq *q)
 	}
 	if (c == SBX_WARM_O_KILL)
 		return 2;
-	if (c != SBX_WARM_O_REQ || q->fd[0] < 0 || q->fd[1] < 0 ||
-	    q->fd[2] < 0)
+	if (c != SBX_WARM_O_REQ || q->fd[0] < 0 || q->fd[1] < 0 || q->fd[2] < 0)
 		return -1;
 	return 1;
 }
@@ -222,9 +217,9 @@ recv_order(struct wreq *q)
 static void __attribute__((noreturn))
 child(struct run *ir, struct wreq *q, int ep, int gsock)
 {
-	char	**argv = q->argv, *shargv[4 + 1];
-	size_t	  n = 0, i;
-	int	  err, k;
+	char **argv = q->argv, *shargv[4 + 1];
+	size_t n = 0, i;
+	int    err, k;
 
 	sigprocmask(SIG_UNBLOCK, &ir->mask, NULL);
 	signal(SIGPIPE, SIG_DFL);
@@ -272,16 +267,16 @@ fail:
 static pid_t
 start_cmd(struct run *ir, struct wreq *q)
 {
-	int	 ep[2], gp[2] = { -1, -1 }, err = 0;
-	ssize_t	 r;
-	pid_t	 pid;
+	int	ep[2], gp[2] = { -1, -1 }, err = 0;
+	ssize_t r;
+	pid_t	pid;
 
 	if (pipe2(ep, O_CLOEXEC) == -1) {
 		say(SBX_WARM_W_FORK " %d\n", errno);
 		return -1;
 	}
-	if (guard_active() && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC,
-	    0, gp) == -1) {
+	if (guard_active() &&
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, gp) == -1) {
 		say(SBX_WARM_W_FORK " %d\n", errno);
 		close(ep[0]);
 		close(ep[1]);
@@ -334,8 +329,8 @@ sweep(void)
 static void
 reap(struct run *ir)
 {
-	int	 status;
-	pid_t	 pid;
+	int   status;
+	pid_t pid;
 
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
 		if (pid != ir->child)
@@ -358,8 +353,8 @@ reap(struct run *ir)
 static void
 engine_order(void)
 {
-	ssize_t	 r;
-	char	 c;
+	ssize_t r;
+	char	c;
 
 	r = read(FD_CTL, &c, 1);
 	if (r == 1 && c == SBX_INIT_O_TERM) {
@@ -377,8 +372,8 @@ engine_order(void)
 static void
 supervisor_order(struct run *ir)
 {
-	struct wreq	 q;
-	int		 k;
+	struct wreq q;
+	int	    k;
 
 	memset(&q, 0, sizeof(q));
 	q.fd[0] = q.fd[1] = q.fd[2] = -1;
@@ -407,8 +402,8 @@ supervisor_order(struct run *ir)
 int
 session_main(struct run *ir)
 {
-	struct signalfd_siginfo	 si;
-	struct pollfd		 pfd[9];
+	struct signalfd_siginfo si;
+	struct pollfd		pfd[9];
 
 	ir->child = -1;
 	/* The engine outside takes the session for a running command. */
@@ -440,16 +435,16 @@ session_main(struct run *ir)
 		}
 		if (pfd[4].fd >= 0 && (pfd[4].revents & POLLIN))
 			guard_serve(ir->gfd, FD_SESSION);
-		else if (pfd[4].fd >= 0 && (pfd[4].revents & (POLLHUP |
-		    POLLERR | POLLNVAL))) {
+		else if (pfd[4].fd >= 0 &&
+		    (pfd[4].revents & (POLLHUP | POLLERR | POLLNVAL))) {
 			close(ir->gfd);
 			ir->gfd = -1;
 		}
 		if (pfd[1].revents & (POLLIN | POLLHUP | POLLERR))
 			engine_order();
 		if ((pfd[2].fd >= 0 && (pfd[2].revents & POLLIN)) ||
-		    (pfd[3].fd >= 0 && (pfd[3].revents & (POLLOUT | POLLERR |
-		    POLLHUP))))
+		    (pfd[3].fd >= 0 &&
+			(pfd[3].revents & (POLLOUT | POLLERR | POLLHUP))))
 			(void)proxy_accept(ir->lfd);
 		if (pfd[7].fd >= 0 && (pfd[7].revents & POLLIN) && held < 0)
 			(void)socks_accept();

@@ -54,8 +54,18 @@ static const char help_text[] =
     "\n";
 
 enum {
-	OPT_HOME = 256, OPT_VERSION, OPT_NAME, OPT_IDLE, OPT_LIFE, OPT_RO,
-	OPT_MEMORY, OPT_CPUS, OPT_PIDS, OPT_DISK, OPT_NOFILE, OPT_FSIZE,
+	OPT_HOME = 256,
+	OPT_VERSION,
+	OPT_NAME,
+	OPT_IDLE,
+	OPT_LIFE,
+	OPT_RO,
+	OPT_MEMORY,
+	OPT_CPUS,
+	OPT_PIDS,
+	OPT_DISK,
+	OPT_NOFILE,
+	OPT_FSIZE,
 	OPT_NO_SECRETS
 };
 
@@ -83,7 +93,8 @@ static const struct sbx_opt rows[] = {
 	    "start: none, proxy or outbound (as sbx exec)", S_START, 0 },
 	{ 'w', "workdir", 'w', SBX_OPT_REQ, "DIR", "@dir",
 	    "start: bind DIR read-write at its own path\n"
-	    "(repeatable, as sbx exec)", S_START, 0 },
+	    "(repeatable, as sbx exec)",
+	    S_START, 0 },
 	{ OPT_RO, "ro", 0, SBX_OPT_REQ, "PATH", "@dir",
 	    "start: bind PATH read-only (repeatable)", S_START, 0 },
 	{ 'e', "env", 'e', SBX_OPT_REQ, "NAME=VALUE", NULL,
@@ -134,9 +145,8 @@ static struct sbx_opts_seen   seen;
 static struct sbx_exec_req    R;
 static struct sbx_exec	      X;
 
-static const struct sbx_cmd_opts cmdopts = { PROG, usage_text, help_text,
-	NULL, &table, S_ALL, &O.json, &O.quiet, &O.verbose, NULL,
-	.tool = tool };
+static const struct sbx_cmd_opts cmdopts = { PROG, usage_text, help_text, NULL,
+	&table, S_ALL, &O.json, &O.quiet, &O.verbose, NULL, .tool = tool };
 
 /* An option of sbx exec's, into the request by the one table. */
 static void
@@ -151,9 +161,9 @@ field(const char *name, const char *v)
 static void
 parse(int argc, char *argv[], const char **subp, int *nargs, char ***args)
 {
-	static char	*ops[8];
-	const char	*sub;
-	int		 ch, nops = 0;
+	static char *ops[8];
+	const char  *sub;
+	int	     ch, nops = 0;
 
 	sub = argc > 1 && argv[1][0] != '-' ? argv[1] : NULL;
 	if (sub != NULL) {
@@ -185,9 +195,7 @@ parse(int argc, char *argv[], const char **subp, int *nargs, char ***args)
 		case OPT_IDLE: O.idle = optarg; break;
 		case OPT_LIFE: O.life = optarg; break;
 		case OPT_HOME: O.home = R.home = optarg; break;
-		default:
-			sbx_cmd_opt(&cmdopts, ch, argc, argv, &g);
-			break;
+		default: sbx_cmd_opt(&cmdopts, ch, argc, argv, &g); break;
 		}
 	}
 	for (; optind < argc; optind++) {
@@ -203,9 +211,9 @@ parse(int argc, char *argv[], const char **subp, int *nargs, char ***args)
 static double
 seconds(const char *s, const char *name)
 {
-	struct sbx_error	 e;
-	char			*end;
-	double			 v;
+	struct sbx_error e;
+	char		*end;
+	double		 v;
 
 	if (s == NULL)
 		return 0;
@@ -223,7 +231,7 @@ seconds(const char *s, const char *name)
 static void
 open_root(struct sbx_root *root, int must)
 {
-	struct sbx_error	 e;
+	struct sbx_error e;
 
 	memset(&e, 0, sizeof(e));
 	if (sbx_root_resolve(O.home, root, &e) == -1)
@@ -241,23 +249,23 @@ run_dir(struct sbx_root *root)
 {
 	if (root->fd < 0)
 		return -1;
-	return sbx_layout_open(root->fd, SBX_L_RUN, NULL, O_RDONLY |
-	    O_DIRECTORY | O_CLOEXEC, NULL);
+	return sbx_layout_open(root->fd, SBX_L_RUN, NULL,
+	    O_RDONLY | O_DIRECTORY | O_CLOEXEC, NULL);
 }
 
 static void
 print_rec(const json_t *r)
 {
-	const char	*k;
-	json_t		*v;
-	char		*s;
+	const char *k;
+	json_t	   *v;
+	char	   *s;
 
 	json_object_foreach ((json_t *)r, k, v) {
 		if (json_is_string(v))
 			printf("%-14s %s\n", k, json_string_value(v));
 		else {
-			s = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS |
-			    JSON_ENCODE_ANY);
+			s = json_dumps(v,
+			    JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
 			printf("%-14s %s\n", k, s != NULL ? s : "?");
 			free(s);
 		}
@@ -267,11 +275,11 @@ print_rec(const json_t *r)
 static int
 cmd_start(void)
 {
-	struct sbx_error	 e;
-	struct sbx_warm_opts	 wo;
-	static char		*placeholder[] = { "sbx-session", NULL };
-	json_t			*rec, *pol;
-	int			 rc;
+	struct sbx_error     e;
+	struct sbx_warm_opts wo;
+	static char	    *placeholder[] = { "sbx-session", NULL };
+	json_t		    *rec, *pol;
+	int		     rc;
 
 	memset(&e, 0, sizeof(e));
 	memset(&wo, 0, sizeof(wo));
@@ -314,18 +322,18 @@ cmd_start(void)
 static int
 cmd_ls(void)
 {
-	struct sbx_root		 root = { .fd = -1 };
-	struct sbx_error	 e;
-	json_t			*list, *r;
-	size_t			 i, reaped;
-	int			 runfd;
+	struct sbx_root	 root = { .fd = -1 };
+	struct sbx_error e;
+	json_t		*list, *r;
+	size_t		 i, reaped;
+	int		 runfd;
 
 	memset(&e, 0, sizeof(e));
 	open_root(&root, 0);
 	if ((runfd = run_dir(&root)) == -1)
 		list = json_array();
-	else if ((list = sbx_warmrec_list(runfd, R.agent, 0, &reaped,
-	    &e)) == NULL)
+	else if ((list = sbx_warmrec_list(runfd, R.agent, 0, &reaped, &e)) ==
+	    NULL)
 		sbx_cmd_die(&e);
 	if (!O.json && !O.quiet)
 		json_array_foreach (list, i, r)
@@ -333,9 +341,10 @@ cmd_ls(void)
 			    json_string_value(json_object_get(r, "name")),
 			    json_string_value(json_object_get(r, "agent")),
 			    json_is_true(json_object_get(r, "alive")) ?
-			    "running" : "dead",
-			    json_string_value(json_object_get(r,
-			    "started_at")));
+				"running" :
+				"dead",
+			    json_string_value(
+				json_object_get(r, "started_at")));
 	sbx_cmd_done(json_pack("{s:o}", "sessions", list), NULL);
 	return 0;
 }
@@ -343,18 +352,18 @@ cmd_ls(void)
 static int
 cmd_show(const char *name)
 {
-	struct sbx_root		 root = { .fd = -1 };
-	struct sbx_error	 e;
-	json_t			*r;
-	int			 runfd;
+	struct sbx_root	 root = { .fd = -1 };
+	struct sbx_error e;
+	json_t		*r;
+	int		 runfd;
 
 	memset(&e, 0, sizeof(e));
 	if (sbx_warm_name_valid(name, &e) == -1)
 		sbx_cmd_usage_exit(&e);
 	open_root(&root, 1);
 	if ((runfd = run_dir(&root)) == -1) {
-		sbx_error_set(&e, SBX_K_NOT_FOUND, "session",
-		    "no_such_session", "no session named %s", name);
+		sbx_error_set(&e, SBX_K_NOT_FOUND, "session", "no_such_session",
+		    "no session named %s", name);
 		sbx_cmd_die(&e);
 	}
 	if ((r = sbx_warmrec_load(runfd, name, &e)) == NULL)
@@ -369,8 +378,8 @@ cmd_show(const char *name)
 static int
 cmd_stop(const char *name)
 {
-	struct sbx_root		 root = { .fd = -1 };
-	struct sbx_error	 e;
+	struct sbx_root	 root = { .fd = -1 };
+	struct sbx_error e;
 
 	memset(&e, 0, sizeof(e));
 	if (sbx_warm_name_valid(name, &e) == -1)
@@ -378,8 +387,7 @@ cmd_stop(const char *name)
 	open_root(&root, 1);
 	if (sbx_warm_stop(root.fd, name, 10000, &e) == -1)
 		sbx_cmd_die(&e);
-	sbx_cmd_done(json_pack("{s:s,s:b}", "name", name, "stopped", 1),
-	    NULL);
+	sbx_cmd_done(json_pack("{s:s,s:b}", "name", name, "stopped", 1), NULL);
 	return 0;
 }
 
@@ -396,8 +404,7 @@ main(int argc, char *argv[])
 		return ch;
 	if (sbx_opts_getopt(&table, ~0u, &g) == -1)
 		return SBX_EX_SOFTWARE;
-	O.json =
-	    sbx_cli_wants_json(argc, argv, g.optstring, g.longopts, NULL);
+	O.json = sbx_cli_wants_json(argc, argv, g.optstring, g.longopts, NULL);
 	sbx_exec_req_init(&R);
 	sbx_exec_init(&X);
 	/* sbx-init is beside us in the libexec directory. */
@@ -416,8 +423,8 @@ main(int argc, char *argv[])
 	if (R.agent == NULL && getenv("SBX_AGENT") != NULL &&
 	    *getenv("SBX_AGENT") != '\0')
 		R.agent = getenv("SBX_AGENT");
-	if (R.agent != NULL && sbx_names_agent_valid(R.agent, "agent",
-	    &e) == -1)
+	if (R.agent != NULL &&
+	    sbx_names_agent_valid(R.agent, "agent", &e) == -1)
 		sbx_cmd_usage_exit(&e);
 	if ((bit == S_START || bit == S_LS) != (n == 0) || n > 1)
 		sbx_cmd_usage_exit(NULL);

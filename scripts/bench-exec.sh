@@ -250,10 +250,10 @@ part() {	# label: one user's measurements
 	ip=$(pgrep -P "$bp" | head -n 1)
 	for _ in $(seq 10); do "$sbx" exec -q --session "$ws" -- /bin/true; done
 	r10=$(awk '/^VmRSS/ {print $2}' "/proc/$ip/status")
-	f10=$(ls "/proc/$ip/fd" 2>/dev/null | wc -l || true)
+	f10=$(find "/proc/$ip/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l || true)
 	for _ in $(seq 990); do "$sbx" exec -q --session "$ws" -- /bin/true; done
 	r1k=$(awk '/^VmRSS/ {print $2}' "/proc/$ip/status")
-	f1k=$(ls "/proc/$ip/fd" 2>/dev/null | wc -l || true)
+	f1k=$(find "/proc/$ip/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l || true)
 	[ "$f10" != 0 ] || f10=- f1k=-
 	printf '%-44s %8s %8s\n' "session pid 1 after 10 / 1,000 commands" \
 	    "RSS kB" "fds"

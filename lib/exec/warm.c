@@ -35,17 +35,15 @@
 /* What a request key of the policy says (the options that fix a
  * session); per-command keys (cwd, env, timeout, the command...) and the
  * agent are not here. */
-static const char *const policy_keys[] = {
-	"workdir", "workdirs", "workdir_follow_symlinks", "ro", "unprotect",
-	"secrets", "no_secrets", "network", "allow_domain", "memory", "cpus",
-	"pids", "disk", "nofile", "file_size", "soft_limits", "seccomp",
-	"host_view", NULL
-};
+static const char *const policy_keys[] = { "workdir", "workdirs",
+	"workdir_follow_symlinks", "ro", "unprotect", "secrets", "no_secrets",
+	"network", "allow_domain", "memory", "cpus", "pids", "disk", "nofile",
+	"file_size", "soft_limits", "seccomp", "host_view", NULL };
 
 static int
 is_policy_key(const char *k)
 {
-	size_t	 i;
+	size_t i;
 
 	for (i = 0; policy_keys[i] != NULL; i++)
 		if (strcmp(policy_keys[i], k) == 0)
@@ -56,11 +54,11 @@ is_policy_key(const char *k)
 json_t *
 sbx_warm_policy(const struct sbx_exec_req *q)
 {
-	const struct sbx_exec_field	*f;
-	const struct sbx_strv		*v;
-	const char			*at;
-	json_t				*o = json_object(), *a;
-	size_t				 n, i, k;
+	const struct sbx_exec_field *f;
+	const struct sbx_strv	    *v;
+	const char		    *at;
+	json_t			    *o = json_object(), *a;
+	size_t			     n, i, k;
 
 	f = sbx_exec_fields(&n);
 	for (i = 0; o != NULL && i < n; i++) {
@@ -71,13 +69,13 @@ sbx_warm_policy(const struct sbx_exec_req *q)
 		case SBX_EXEC_F_STR:
 		case SBX_EXEC_F_NUM:
 			if (*(const char *const *)(const void *)at != NULL)
-				json_object_set_new(o, f[i].key, json_string(
-				    *(const char *const *)(const void *)at));
+				json_object_set_new(o, f[i].key,
+				    json_string(*(
+					const char *const *)(const void *)at));
 			break;
 		case SBX_EXEC_F_BOOL:
 			if (*(const int *)(const void *)at > 0)
-				json_object_set_new(o, f[i].key,
-				    json_true());
+				json_object_set_new(o, f[i].key, json_true());
 			break;
 		case SBX_EXEC_F_STRV:
 		case SBX_EXEC_F_ROOTS:
@@ -93,10 +91,10 @@ sbx_warm_policy(const struct sbx_exec_req *q)
 			for (k = 0; k + 1 < q->limit_keys.n; k += 2)
 				if (strcmp(q->limit_keys.v[k], f[i].limit) == 0)
 					json_object_set_new(o, f[i].key,
-					    json_string(q->limit_keys.v[k + 1]));
+					    json_string(
+						q->limit_keys.v[k + 1]));
 			break;
-		default:
-			break;
+		default: break;
 		}
 	}
 	return o;
@@ -106,25 +104,27 @@ int
 sbx_warm_check_req(const struct sbx_exec_req *q, const json_t *rec,
     struct sbx_error *e)
 {
-	const json_t	*pol = json_object_get(rec, "policy");
-	const char	*name = json_string_value(json_object_get(rec, "name"));
-	const char	*k, *a = json_string_value(json_object_get(rec,
-			    "agent"));
-	json_t		*mine, *v;
+	const json_t *pol = json_object_get(rec, "policy");
+	const char   *name = json_string_value(json_object_get(rec, "name"));
+	const char   *k, *a = json_string_value(json_object_get(rec, "agent"));
+	json_t	     *mine, *v;
 
 	/* What a session cannot do for one command, said, not ignored. */
 	if (q->background)
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "background",
-		    "session_unsupported", "argument `background` cannot be "
+		    "session_unsupported",
+		    "argument `background` cannot be "
 		    "used with a session: run `sbx exec --background` without "
 		    "--session");
 	if (q->tty)
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "tty",
-		    "session_unsupported", "argument `tty` cannot be used with "
+		    "session_unsupported",
+		    "argument `tty` cannot be used with "
 		    "a session: run `sbx exec --tty` without --session");
 	if (q->ask)
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "ask",
-		    "session_unsupported", "argument `ask` cannot be used with "
+		    "session_unsupported",
+		    "argument `ask` cannot be used with "
 		    "a session: run `sbx exec --ask` without --session");
 	if (q->agent != NULL && a != NULL && strcmp(q->agent, a) != 0)
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "agent",
@@ -137,13 +137,13 @@ sbx_warm_check_req(const struct sbx_exec_req *q, const json_t *rec,
 			continue;
 		/* The network in force is the record's, whoever chose it
 		 * (the option or the agent's setting). */
-		if (strcmp(k, "network") == 0 && json_equal(v,
-		    json_object_get(rec, "network")))
+		if (strcmp(k, "network") == 0 &&
+		    json_equal(v, json_object_get(rec, "network")))
 			continue;
 		sbx_error_set(e, SBX_K_INVALID_ARGS, k, "session_policy",
 		    "argument `%s` differs from session %s's: a session's "
-		    "policy is fixed when it starts (sbx session show %s)", k,
-		    name, name);
+		    "policy is fixed when it starts (sbx session show %s)",
+		    k, name, name);
 		json_decref(mine);
 		return -1;
 	}
@@ -154,18 +154,18 @@ sbx_warm_check_req(const struct sbx_exec_req *q, const json_t *rec,
 /* ---- the supervisor ---- */
 
 struct sup {
-	struct sbx_exec	*p;
+	struct sbx_exec *p;
 	const char	*name;
 	int		 runfd, lfd, chan, notify, errfd;
-	int		 conn;		/* the client of the command, or -1 */
-	int		 busy;		/* a command runs */
+	int		 conn; /* the client of the command, or -1 */
+	int		 busy; /* a command runs */
 	pid_t		 engine;
 	long long	 idle_ms, life_ms, started, last, checked;
 	char		 line[4096];
 	size_t		 llen;
 };
 
-static volatile sig_atomic_t	 stop_sig;
+static volatile sig_atomic_t stop_sig;
 
 static void
 on_stop(int sig)
@@ -178,11 +178,11 @@ on_stop(int sig)
 static void __attribute__((noreturn))
 engine(struct sup *S, int chan_end, pid_t sup)
 {
-	struct sbx_exec		*p = S->p;
-	struct sbx_run		*r = &p->run;
-	struct sbx_error	 e;
-	struct sbx_buf		 b = SBX_BUF_INIT;
-	int			 rc;
+	struct sbx_exec *p = S->p;
+	struct sbx_run	*r = &p->run;
+	struct sbx_error e;
+	struct sbx_buf	 b = SBX_BUF_INIT;
+	int		 rc;
 
 	(void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	if (getppid() != sup)
@@ -216,7 +216,8 @@ engine(struct sup *S, int chan_end, pid_t sup)
 			sbx_buf_printf(&b, "%.*s", (int)r->setup_err.len,
 			    r->setup_err.p);
 		else
-			sbx_buf_printf(&b, "the session's sandbox ended "
+			sbx_buf_printf(&b,
+			    "the session's sandbox ended "
 			    "before it was ready");
 		if (b.p != NULL)
 			(void)sbx_fs_write_all(S->errfd, b.p, b.len);
@@ -227,8 +228,8 @@ engine(struct sup *S, int chan_end, pid_t sup)
 static int
 read_exact(int fd, void *p, size_t n)
 {
-	ssize_t	 r;
-	size_t	 off = 0;
+	ssize_t r;
+	size_t	off = 0;
 
 	while (off < n) {
 		r = read(fd, (char *)p + off, n - off);
@@ -249,11 +250,10 @@ send_line(int fd, const char *s)
 
 /* The end: the sandbox (closing pid 1's channel ends it), the engine,
  * the socket and the record. */
-static void __attribute__((noreturn))
-sup_exit(struct sup *S)
+static void __attribute__((noreturn)) sup_exit(struct sup *S)
 {
-	long long	 deadline = sbx_now_ms() + SBX_KILL_GRACE_MS;
-	int		 status;
+	long long deadline = sbx_now_ms() + SBX_KILL_GRACE_MS;
+	int	  status;
 
 	if (S->conn >= 0) {
 		(void)send_line(S->conn, "gone session_ended\n");
@@ -281,12 +281,12 @@ sup_exit(struct sup *S)
 static int
 sup_request(struct sup *S)
 {
-	char		 hdr[5], *buf = NULL;
-	int		 fds[3] = { -1, -1, -1 }, rc = -1;
-	size_t		 nfd = 0, i;
-	ssize_t		 n;
-	uint32_t	 len;
-	struct timeval	 tv = { 5, 0 };
+	char	       hdr[5], *buf = NULL;
+	int	       fds[3] = { -1, -1, -1 }, rc = -1;
+	size_t	       nfd = 0, i;
+	ssize_t	       n;
+	uint32_t       len;
+	struct timeval tv = { 5, 0 };
 
 	(void)setsockopt(S->conn, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	n = sbx_fs_recv_fds(S->conn, hdr, 1, fds, 3, &nfd, 0);
@@ -296,20 +296,19 @@ sup_request(struct sup *S)
 	}
 	if (n != 1 || hdr[0] != SBX_WARM_O_REQ || nfd != 3)
 		goto out;
-	if (read_exact(S->conn, &len, sizeof(len)) == -1 ||
-	    len == 0 || len > SBX_WARM_REQ_MAX ||
-	    (buf = malloc(len)) == NULL ||
+	if (read_exact(S->conn, &len, sizeof(len)) == -1 || len == 0 ||
+	    len > SBX_WARM_REQ_MAX || (buf = malloc(len)) == NULL ||
 	    read_exact(S->conn, buf, len) == -1)
 		goto out;
 	hdr[0] = SBX_WARM_O_REQ;
 	{
-		struct msghdr	 m;
-		struct iovec	 iov;
-		struct cmsghdr	*cm;
+		struct msghdr	m;
+		struct iovec	iov;
+		struct cmsghdr *cm;
 		union {
-			char		 b[CMSG_SPACE(3 * sizeof(int))];
-			struct cmsghdr	 align;
-		}		 u;
+			char	       b[CMSG_SPACE(3 * sizeof(int))];
+			struct cmsghdr align;
+		} u;
 
 		memset(&m, 0, sizeof(m));
 		memset(&u, 0, sizeof(u));
@@ -344,9 +343,9 @@ out:
 static void
 sup_from_init(struct sup *S)
 {
-	ssize_t	 n;
-	char	*nl;
-	size_t	 ll;
+	ssize_t n;
+	char   *nl;
+	size_t	ll;
 
 	n = read(S->chan, S->line + S->llen, sizeof(S->line) - 1 - S->llen);
 	if (n <= 0) {
@@ -357,8 +356,8 @@ sup_from_init(struct sup *S)
 	S->llen += (size_t)n;
 	while ((nl = memchr(S->line, '\n', S->llen)) != NULL) {
 		ll = (size_t)(nl - S->line) + 1;
-		if (S->conn >= 0 && sbx_fs_write_all(S->conn, S->line, ll) ==
-		    -1) {
+		if (S->conn >= 0 &&
+		    sbx_fs_write_all(S->conn, S->line, ll) == -1) {
 			/* The client is gone: its command goes too. */
 			(void)send(S->chan, "K", 1, MSG_NOSIGNAL);
 			close(S->conn);
@@ -378,7 +377,7 @@ sup_from_init(struct sup *S)
 		S->llen -= ll;
 	}
 	if (S->llen == sizeof(S->line) - 1)
-		S->llen = 0;	/* a line too long: dropped */
+		S->llen = 0; /* a line too long: dropped */
 }
 
 /* Is the session's agent still there?  A removed agent's session
@@ -386,7 +385,7 @@ sup_from_init(struct sup *S)
 static int
 agent_present(struct sup *S)
 {
-	int	 fd;
+	int fd;
 
 	fd = sbx_layout_open(S->p->root.fd, SBX_L_AGENT_HOME, S->p->sb.agent,
 	    O_PATH | O_DIRECTORY | O_CLOEXEC, NULL);
@@ -398,13 +397,12 @@ agent_present(struct sup *S)
 
 static int still_wanted(struct sup *);
 
-static void __attribute__((noreturn))
-supervise(struct sup *S)
+static void __attribute__((noreturn)) supervise(struct sup *S)
 {
-	struct pollfd	 pfd[3];
-	long long	 now, until;
-	int		 tmo, fd;
-	char		 c;
+	struct pollfd pfd[3];
+	long long     now, until;
+	int	      tmo, fd;
+	char	      c;
 
 	for (;;) {
 		now = sbx_now_ms();
@@ -413,8 +411,8 @@ supervise(struct sup *S)
 		until = -1;
 		if (S->life_ms > 0)
 			until = S->started + S->life_ms;
-		if (S->idle_ms > 0 && !S->busy && (until < 0 ||
-		    S->last + S->idle_ms < until))
+		if (S->idle_ms > 0 && !S->busy &&
+		    (until < 0 || S->last + S->idle_ms < until))
 			until = S->last + S->idle_ms;
 		if (until >= 0 && now >= until)
 			sup_exit(S);
@@ -424,8 +422,8 @@ supervise(struct sup *S)
 			if (!still_wanted(S))
 				sup_exit(S);
 		}
-		tmo = until < 0 || until - now > 1000 ? 1000 :
-		    (int)(until - now);
+		tmo =
+		    until < 0 || until - now > 1000 ? 1000 : (int)(until - now);
 		pfd[0].fd = S->busy || S->conn >= 0 ? -1 : S->lfd;
 		pfd[0].events = POLLIN;
 		pfd[1].fd = S->chan;
@@ -439,8 +437,8 @@ supervise(struct sup *S)
 		}
 		if (pfd[1].revents & (POLLIN | POLLHUP | POLLERR))
 			sup_from_init(S);
-		if (pfd[2].fd >= 0 && (pfd[2].revents & (POLLIN | POLLHUP |
-		    POLLERR))) {
+		if (pfd[2].fd >= 0 &&
+		    (pfd[2].revents & (POLLIN | POLLHUP | POLLERR))) {
 			/* 'K' kills the command; end of file too (the
 			 * client died or gave up). */
 			if (read(S->conn, &c, 1) != 1 || c == SBX_WARM_O_KILL)
@@ -467,9 +465,9 @@ supervise(struct sup *S)
 static int
 wait_ready(struct sup *S)
 {
-	char	 buf[64];
-	ssize_t	 n;
-	size_t	 len = 0;
+	char	buf[64];
+	ssize_t n;
+	size_t	len = 0;
 
 	while (len < sizeof(buf) - 1) {
 		n = read(S->chan, buf + len, sizeof(buf) - 1 - len);
@@ -497,9 +495,9 @@ wait_ready(struct sup *S)
 static void
 close_foreign(void)
 {
-	DIR		*d;
-	struct dirent	*de;
-	int		 fd, fl;
+	DIR	      *d;
+	struct dirent *de;
+	int	       fd, fl;
 
 	if ((d = opendir("/proc/self/fd")) == NULL)
 		return;
@@ -518,8 +516,8 @@ close_foreign(void)
 static int
 still_wanted(struct sup *S)
 {
-	char		 fn[80];
-	struct stat	 st;
+	char	    fn[80];
+	struct stat st;
 
 	sbx_warm_rec_name(S->name, fn, sizeof(fn));
 	return fstatat(S->runfd, fn, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
@@ -529,13 +527,13 @@ still_wanted(struct sup *S)
 static void __attribute__((noreturn))
 sup_main(struct sup *S, json_t *rec, int chan_end)
 {
-	struct sigaction	 sa;
-	struct sbx_error	 e;
-	unsigned long long	 st = 0;
-	int			 devnull, ep[2], status;
-	char			 msg[1024];
-	ssize_t			 n;
-	pid_t			 me = getpid();
+	struct sigaction   sa;
+	struct sbx_error   e;
+	unsigned long long st = 0;
+	int		   devnull, ep[2], status;
+	char		   msg[1024];
+	ssize_t		   n;
+	pid_t		   me = getpid();
 
 	if ((devnull = open("/dev/null", O_RDWR)) >= 0) {
 		dup2(devnull, 0);
@@ -593,7 +591,8 @@ sup_main(struct sup *S, json_t *rec, int chan_end)
 		n = read(ep[0], msg + 1, sizeof(msg) - 3);
 		msg[0] = 'F';
 		if (n <= 0)
-			n = snprintf(msg + 1, sizeof(msg) - 2, "the session's "
+			n = snprintf(msg + 1, sizeof(msg) - 2,
+			    "the session's "
 			    "sandbox could not be set up");
 		for (ssize_t i = 1; i <= n; i++)
 			if (msg[i] == '\n')
@@ -616,18 +615,18 @@ json_t *
 sbx_warm_start(struct sbx_exec *p, const struct sbx_warm_opts *o,
     struct sbx_error *e)
 {
-	struct sup		 S;
-	char			 name[SBX_WARM_NAME_MAX + 8], sock[80];
-	char			 now[32], buf[1100];
-	int			 sv[2], np[2], status;
-	size_t			 len = 0;
-	ssize_t			 n;
-	pid_t			 pid;
-	json_t			*rec, *old;
-	enum sbx_cg_backend	 had_cg = p->cg.backend;
-	struct pollfd		 pfd;
-	long long		 deadline;
-	struct sbx_error	 e2;
+	struct sup	    S;
+	char		    name[SBX_WARM_NAME_MAX + 8], sock[80];
+	char		    now[32], buf[1100];
+	int		    sv[2], np[2], status;
+	size_t		    len = 0;
+	ssize_t		    n;
+	pid_t		    pid;
+	json_t		   *rec, *old;
+	enum sbx_cg_backend had_cg = p->cg.backend;
+	struct pollfd	    pfd;
+	long long	    deadline;
+	struct sbx_error    e2;
 
 	memset(&S, 0, sizeof(S));
 	S.p = p;
@@ -640,7 +639,7 @@ sbx_warm_start(struct sbx_exec *p, const struct sbx_warm_opts *o,
 		return NULL;
 	S.name = name;
 	if ((S.runfd = sbx_layout_open(p->root.fd, SBX_L_RUN, NULL,
-	    O_RDONLY | O_DIRECTORY | O_CLOEXEC, e)) == -1)
+		 O_RDONLY | O_DIRECTORY | O_CLOEXEC, e)) == -1)
 		return NULL;
 	memset(&e2, 0, sizeof(e2));
 	if ((old = sbx_warmrec_load(S.runfd, name, &e2)) != NULL) {
@@ -648,8 +647,10 @@ sbx_warm_start(struct sbx_exec *p, const struct sbx_warm_opts *o,
 			json_decref(old);
 			close(S.runfd);
 			sbx_error_set(e, SBX_K_INVALID_ARGS, "name",
-			    "session_exists", "a session named %s is running "
-			    "already", name);
+			    "session_exists",
+			    "a session named %s is running "
+			    "already",
+			    name);
 			return NULL;
 		}
 		json_decref(old);
@@ -726,8 +727,8 @@ sbx_warm_start(struct sbx_exec *p, const struct sbx_warm_opts *o,
 	}
 	buf[strcspn(buf, "\n")] = '\0';
 	sbx_error_set(e, SBX_K_UNAVAILABLE, NULL, "sandbox_setup_failed",
-	    "session %s could not start: %s", name, len > 1 ? buf + 1 :
-	    "its supervisor did not answer");
+	    "session %s could not start: %s", name,
+	    len > 1 ? buf + 1 : "its supervisor did not answer");
 	(void)sbx_warmrec_remove(S.runfd, name);
 	close(S.runfd);
 	return NULL;
@@ -743,16 +744,16 @@ fail:
 int
 sbx_warm_connect(int rootfd, const char *name, struct sbx_error *e)
 {
-	struct sockaddr_un	 sun;
-	struct ucred		 cr;
-	socklen_t		 cl = sizeof(cr);
-	char			 sock[80];
-	int			 fd, runfd, err;
+	struct sockaddr_un sun;
+	struct ucred	   cr;
+	socklen_t	   cl = sizeof(cr);
+	char		   sock[80];
+	int		   fd, runfd, err;
 
 	if (sbx_warm_name_valid(name, e) == -1)
 		return -1;
-	if ((runfd = sbx_layout_open(rootfd, SBX_L_RUN, NULL, O_PATH |
-	    O_DIRECTORY | O_CLOEXEC, e)) == -1) {
+	if ((runfd = sbx_layout_open(rootfd, SBX_L_RUN, NULL,
+		 O_PATH | O_DIRECTORY | O_CLOEXEC, e)) == -1) {
 		sbx_error_set(e, SBX_K_NOT_FOUND, "session", "no_such_session",
 		    "no session named %s", name);
 		return -1;
@@ -775,10 +776,13 @@ sbx_warm_connect(int rootfd, const char *name, struct sbx_error *e)
 			    "no_such_session", "no session named %s", name);
 		if (err == EACCES || err == EPERM)
 			return sbx_error_set(e, SBX_K_USER_DENIED, "session",
-			    "session_owner", "session %s belongs to another "
-			    "user", name);
+			    "session_owner",
+			    "session %s belongs to another "
+			    "user",
+			    name);
 		return sbx_error_set(e, SBX_K_UNAVAILABLE, "session",
-		    "session_gone", "session %s is not running (its "
+		    "session_gone",
+		    "session %s is not running (its "
 		    "supervisor is gone; sbx exec gc removes what is left)",
 		    name);
 	}
@@ -805,18 +809,18 @@ push_tok(struct sbx_buf *b, char t, const char *v)
 int
 sbx_warm_send(int conn, const struct sbx_warm_cmd *c, struct sbx_error *e)
 {
-	struct sbx_buf	 b = SBX_BUF_INIT;
-	struct msghdr	 m;
-	struct iovec	 iov[2];
-	struct cmsghdr	*cm;
+	struct sbx_buf	b = SBX_BUF_INIT;
+	struct msghdr	m;
+	struct iovec	iov[2];
+	struct cmsghdr *cm;
 	union {
-		char		 b[CMSG_SPACE(3 * sizeof(int))];
-		struct cmsghdr	 align;
-	}		 u;
-	char		 q = SBX_WARM_O_REQ;
-	uint32_t	 len;
-	size_t		 i;
-	int		 rc = 0;
+		char	       b[CMSG_SPACE(3 * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	char	 q = SBX_WARM_O_REQ;
+	uint32_t len;
+	size_t	 i;
+	int	 rc = 0;
 
 	if (c->shell != NULL)
 		rc |= push_tok(&b, SBX_WARM_T_SHELL, c->shell);
@@ -835,8 +839,10 @@ sbx_warm_send(int conn, const struct sbx_warm_cmd *c, struct sbx_error *e)
 	if (b.len > SBX_WARM_REQ_MAX) {
 		sbx_buf_release(&b);
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "command",
-		    "too_long", "the command and its environment exceed %u "
-		    "bytes", SBX_WARM_REQ_MAX);
+		    "too_long",
+		    "the command and its environment exceed %u "
+		    "bytes",
+		    SBX_WARM_REQ_MAX);
 	}
 	len = (uint32_t)b.len;
 	memset(&m, 0, sizeof(m));
@@ -858,7 +864,8 @@ sbx_warm_send(int conn, const struct sbx_warm_cmd *c, struct sbx_error *e)
 	    sbx_fs_write_all(conn, b.p, b.len) == -1) {
 		sbx_buf_release(&b);
 		return sbx_error_set(e, SBX_K_UNAVAILABLE, "session",
-		    "session_gone", "the session ended before the command "
+		    "session_gone",
+		    "the session ended before the command "
 		    "was sent");
 	}
 	sbx_buf_release(&b);
@@ -868,17 +875,18 @@ sbx_warm_send(int conn, const struct sbx_warm_cmd *c, struct sbx_error *e)
 int
 sbx_warm_recv(int conn, struct sbx_warm_cmd *c, struct sbx_error *e)
 {
-	ssize_t	 n;
-	char	*nl, *l;
-	size_t	 ll;
-	int	 v, done = 0;
+	ssize_t n;
+	char   *nl, *l;
+	size_t	ll;
+	int	v, done = 0;
 
 	n = read(conn, c->lbuf + c->llen, sizeof(c->lbuf) - 1 - c->llen);
 	if (n == -1 && (errno == EINTR || errno == EAGAIN))
 		return 0;
 	if (n <= 0)
 		return sbx_error_set(e, SBX_K_UNAVAILABLE, "session",
-		    "session_gone", "the session ended while the command "
+		    "session_gone",
+		    "the session ended while the command "
 		    "ran");
 	c->llen += (size_t)n;
 	while (!done && (nl = memchr(c->lbuf, '\n', c->llen)) != NULL) {
@@ -926,16 +934,15 @@ sbx_warm_kill(int conn)
 }
 
 int
-sbx_warm_stop(int rootfd, const char *name, int timeout_ms,
-    struct sbx_error *e)
+sbx_warm_stop(int rootfd, const char *name, int timeout_ms, struct sbx_error *e)
 {
-	long long	 deadline = sbx_now_ms() + timeout_ms;
-	json_t		*rec;
-	json_int_t	 pid;
-	int		 runfd;
+	long long  deadline = sbx_now_ms() + timeout_ms;
+	json_t	  *rec;
+	json_int_t pid;
+	int	   runfd;
 
-	if ((runfd = sbx_layout_open(rootfd, SBX_L_RUN, NULL, O_RDONLY |
-	    O_DIRECTORY | O_CLOEXEC, e)) == -1) {
+	if ((runfd = sbx_layout_open(rootfd, SBX_L_RUN, NULL,
+		 O_RDONLY | O_DIRECTORY | O_CLOEXEC, e)) == -1) {
 		sbx_error_set(e, SBX_K_NOT_FOUND, "session", "no_such_session",
 		    "no session named %s", name);
 		return -1;
@@ -959,8 +966,10 @@ sbx_warm_stop(int rootfd, const char *name, int timeout_ms,
 		close(runfd);
 		if (errno == EPERM)
 			return sbx_error_set(e, SBX_K_USER_DENIED, "session",
-			    "session_owner", "session %s belongs to another "
-			    "user", name);
+			    "session_owner",
+			    "session %s belongs to another "
+			    "user",
+			    name);
 		return sbx_error_sys(e, "kill_failed", "session %s", name);
 	}
 	while (sbx_warmrec_alive(rec) && sbx_now_ms() < deadline)

@@ -21,13 +21,13 @@
 #include "names.h"
 #include "warm.h"
 
-#define REC_PREFIX	"session-"
-#define REC_SUFFIX	".json"
+#define REC_PREFIX "session-"
+#define REC_SUFFIX ".json"
 
 int
 sbx_warm_name_valid(const char *name, struct sbx_error *e)
 {
-	const char	*c;
+	const char *c;
 
 	if (name == NULL || *name == '\0' || strlen(name) > SBX_WARM_NAME_MAX)
 		goto bad;
@@ -35,7 +35,7 @@ sbx_warm_name_valid(const char *name, struct sbx_error *e)
 		goto bad;
 	for (c = name; *c != '\0'; c++)
 		if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') ||
-		    *c == '_' || *c == '-'))
+			*c == '_' || *c == '-'))
 			goto bad;
 	return 0;
 bad:
@@ -46,8 +46,8 @@ bad:
 int
 sbx_warm_new_name(const char *agent, char out[SBX_WARM_NAME_MAX + 8])
 {
-	unsigned char	 r[3];
-	char		 a[SBX_WARM_NAME_MAX - 6];
+	unsigned char r[3];
+	char	      a[SBX_WARM_NAME_MAX - 6];
 
 	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
 		return -1;
@@ -74,8 +74,8 @@ int
 sbx_warmrec_write(int runfd, const char *name, const json_t *rec,
     struct sbx_error *e)
 {
-	char	 fn[80], *s;
-	int	 rc;
+	char fn[80], *s;
+	int  rc;
 
 	sbx_warm_rec_name(name, fn, sizeof(fn));
 	if ((s = sbx_envelope_dump(rec)) == NULL)
@@ -88,9 +88,9 @@ sbx_warmrec_write(int runfd, const char *name, const json_t *rec,
 json_t *
 sbx_warmrec_load(int runfd, const char *name, struct sbx_error *e)
 {
-	struct sbx_buf	 b = SBX_BUF_INIT;
-	char		 fn[80];
-	json_t		*j;
+	struct sbx_buf b = SBX_BUF_INIT;
+	char	       fn[80];
+	json_t	      *j;
 
 	if (sbx_warm_name_valid(name, e) == -1)
 		return NULL;
@@ -123,8 +123,8 @@ sbx_warmrec_alive(const json_t *rec)
 int
 sbx_warmrec_remove(int runfd, const char *name)
 {
-	char	 fn[80];
-	int	 rc = 0;
+	char fn[80];
+	int  rc = 0;
 
 	sbx_warm_sock_name(name, fn, sizeof(fn));
 	if (unlinkat(runfd, fn, 0) == -1 && errno != ENOENT)
@@ -139,11 +139,10 @@ json_t *
 sbx_warmrec_list(int runfd, const char *agent, int reap, size_t *reaped,
     struct sbx_error *e)
 {
-	json_t		*out = json_array(), *rec;
-	char		**names, name[SBX_WARM_NAME_MAX + 1];
-	size_t		 n, i, len, pl = strlen(REC_PREFIX),
-			 sl = strlen(REC_SUFFIX);
-	const char	*a;
+	json_t	   *out = json_array(), *rec;
+	char	  **names, name[SBX_WARM_NAME_MAX + 1];
+	size_t	    n, i, len, pl = strlen(REC_PREFIX), sl = strlen(REC_SUFFIX);
+	const char *a;
 	struct sbx_error e2;
 	int		 alive;
 
