@@ -146,7 +146,7 @@ $(B)/cmd/sbx-front.o $(B)/cmd/sbx-exec.o $(B)/cmd/sbx-mcp.o: $(B)/SBX-PREFIX
 #   sbx plugin: install, run and tools run sandboxes through the engine
 #     and render runs as sbx exec does (cmd/exec-jobs.c); reading a recipe
 #     from a path or an URL is cmd/plugin-source.c.
-EXEC_OBJS           = sbx-exec exec-jobs exec-ask exec-opts
+EXEC_OBJS           = sbx-exec exec-jobs exec-ask exec-opts exec-session
 OBJS_sbx-exec       = $(EXEC_OBJS) exec-main
 OBJS_sbx-provision  = sbx-provision provision-agent provision-image \
 		      provision-status provision-remove provision-disk \
@@ -230,7 +230,8 @@ $(B)/tests/unit/t-bridge: LIBS_ALL += $(BRIDGE_LIBS)
 # The init must not depend on anything but libc, statically; no sanitizers
 # (their runtimes are not available statically).
 INIT_SRC = cmd/sbx-init.c cmd/init-setup.c cmd/init-guard.c cmd/init-guard-path.c \
-    cmd/init-guard-serve.c cmd/init-guard-sock.c cmd/init-bridge.c
+    cmd/init-guard-serve.c cmd/init-guard-sock.c cmd/init-bridge.c \
+    cmd/init-session.c
 $(INIT): $(INIT_SRC) cmd/initguard.h cmd/init-int.h cmd/init-guard-int.h \
     lib/sandbox/initproto.h
 	@mkdir -p $(dir $@)

@@ -3,6 +3,7 @@
  * rendered as text or envelopes; and a run's warnings and failure, for
  * people.  Linked into sbx-exec and the front-end.
  */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,9 +20,11 @@
 #include "exec.h"
 #include "exec-jobs.h"
 #include "jobsup.h"
+#include "layout.h"
 #include "names.h"
 #include "root.h"
 #include "utf8.h"
+#include "warm.h"
 
 #define PROG	"sbx-exec"
 
@@ -205,6 +208,30 @@ gc_disks(const struct exec_jobs *J, int *um, int *busy, struct sbx_error *e)
 	return rc;
 }
 
+/* The dead sessions of the state root, removed: how many. */
+static size_t
+gc_sessions(const char *home)
+{
+	struct sbx_root		 root = { .fd = -1 };
+	struct sbx_error	 e;
+	json_t			*l;
+	size_t			 n = 0;
+	int			 runfd;
+
+	memset(&e, 0, sizeof(e));
+	if (sbx_root_resolve(home, &root, &e) == -1 ||
+	    sbx_root_open(&root, 0, &e) == -1)
+		return 0;
+	if ((runfd = sbx_layout_open(root.fd, SBX_L_RUN, NULL, O_RDONLY |
+	    O_DIRECTORY | O_CLOEXEC, NULL)) >= 0) {
+		l = sbx_warmrec_list(runfd, NULL, 1, &n, &e);
+		json_decref(l);
+		close(runfd);
+	}
+	sbx_root_release(&root);
+	return n;
+}
+
 int
 exec_jobs(const struct exec_jobs *J)
 {
@@ -212,6 +239,7 @@ exec_jobs(const struct exec_jobs *J)
 	struct sbx_root		 root = { .fd = -1 };
 	const char		*agent = J->agent;
 	int			 n, um = 0, busy = 0;
+	size_t			 ns;
 
 	tool = exec_jobs_tool(J->sub);
 	if (strcmp(J->sub, "gc") == 0) {
@@ -222,19 +250,26 @@ exec_jobs(const struct exec_jobs *J)
 		if ((n = sbx_cgroup_gc(&e)) == -1)
 			return report(&e, -1, NULL, J->json);
 		/* And the agents' disk images no run holds (a run killed
-		 * with -9 leaves its image mounted). */
+		 * with -9 leaves its image mounted), and the records and
+		 * sockets of warm sessions whose supervisor was killed
+		 * (lib/exec/warmrec.c). */
 		if (gc_disks(J, &um, &busy, &e) == -1)
 			return report(&e, -1, NULL, J->json);
+		ns = gc_sessions(J->home);
 		if (J->json)
-			emit(sbx_envelope_ok(tool, json_pack("{s:i,s:i,s:i}",
+			emit(sbx_envelope_ok(tool, json_pack("{s:i,s:i,s:i,s:i}",
 			    "removed_cgroups", n, "unmounted_disks", um,
-			    "busy_disks", busy), NULL));
+			    "busy_disks", busy, "removed_sessions", (int)ns),
+			    NULL));
 		else if (!J->quiet) {
 			printf("removed %d stale cgroup%s\n", n, n == 1 ? "" :
 			    "s");
 			if (um || busy)
 				printf("unmounted %d idle disk image%s (%d in "
 				    "use)\n", um, um == 1 ? "" : "s", busy);
+			if (ns > 0)
+				printf("removed %zu dead session%s\n", ns,
+				    ns == 1 ? "" : "s");
 		}
 		return 0;
 	}

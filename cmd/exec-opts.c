@@ -21,6 +21,7 @@ const char exec_usage_text[] =
 "                [--soft-limits] [--hard-limits] [--disk-tmp]\n"
 "                [--seccomp on|off]\n"
 "                [--fail-on-violation] [--background] [--envelope-fd N]\n"
+"                [--session NAME]\n"
 "                [-q] [-v]\n"
 "                -- COMMAND [ARG...]\n"
 "       sbx exec [options] -c 'SHELL STRING' [NAME [ARG...]]\n"
@@ -144,6 +145,9 @@ static const struct sbx_opt rows[] = {
 	    "a rejected envelope, the command's status if it\n"
 	    "failed, else 77 (default: the agent's\n"
 	    "fail_on_violation setting)", S_RUN, 0 },
+	{ OPT_SESSION, "session", 0, SBX_OPT_REQ, "NAME", NULL,
+	    "run in the warm session NAME (sbx session start):\n"
+	    "its sandbox and policy, a fresh process", S_RUN, 0 },
 	{ 'b', "background", 'b', SBX_OPT_NONE, NULL, NULL,
 	    "start as a background job and return at once", S_RUN, 0 },
 	{ OPT_REQUEST, "request", 0, SBX_OPT_REQ, "FILE", "@file",

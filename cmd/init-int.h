@@ -7,6 +7,8 @@
 
 #include <sys/types.h>
 
+#include <signal.h>
+
 #include "initproto.h"
 
 #define FD_STATUS	SBX_FD_STATUS
@@ -14,6 +16,16 @@
 #define FD_ENV		SBX_FD_ENV
 #define FD_PROXY	SBX_FD_PROXY
 #define FD_BRIDGE	SBX_FD_BRIDGE
+#define FD_SESSION	SBX_FD_SESSION
+
+/* What main learns from its arguments and sets up, phase by phase. */
+struct run {
+	char		**cmd, **envp, *tty;
+	int		  proxy, bridge, shell, session;
+	sigset_t	  mask;
+	int		  sfd, lfd, blfd, tfd, gfd;
+	pid_t		  child;
+};
 #define PROXY_PORT	SBX_INIT_PROXY_PORT
 #define SOCKS_PORT	SBX_INIT_SOCKS_PORT
 #define ENV_MAX		SBX_INIT_ENV_MAX
@@ -24,7 +36,7 @@ extern int	 held;
 extern int	 socks_lfd;
 
 void	report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void	close_others(int keep_proxy, int keep_bridge);
+void	close_others(int keep_proxy, int keep_bridge, int keep_session);
 int	proxy_listen(void);
 int	proxy_accept(int lfd);
 int	socks_listen(void);
@@ -41,5 +53,9 @@ char	**read_env(void);
 const char	*errname(int e);
 void	status_field(const char *name);
 int	probe(void);
+/* -c: ir->cmd made bash -o pipefail -c's argv (sbx-init.c). */
+int	shell_argv(struct run *ir, int argc);
+/* -S: pid 1 of a session (cmd/init-session.c); returns the exit code. */
+int	session_main(struct run *ir);
 
 #endif

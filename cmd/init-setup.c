@@ -49,20 +49,22 @@ report(const char *fmt, ...)
 }
 
 void
-close_others(int keep_proxy, int keep_bridge)
+close_others(int keep_proxy, int keep_bridge, int keep_session)
 {
 	DIR		*d;
 	struct dirent	*de;
 	int		 fd;
 #ifdef SYS_close_range
 	/* The channels kept, in increasing order (FD_PROXY < FD_BRIDGE). */
-	int	 keep[2], nk = 0, k;
+	int	 keep[3], nk = 0, k;
 	unsigned lo = FD_ENV + 1;
 
 	if (keep_proxy)
 		keep[nk++] = FD_PROXY;
 	if (keep_bridge)
 		keep[nk++] = FD_BRIDGE;
+	if (keep_session)
+		keep[nk++] = FD_SESSION;
 	/* Whatever bwrap or sbx left open must not reach the command. */
 	for (k = 0; k < nk; k++) {
 		if ((unsigned)keep[k] > lo &&
@@ -74,7 +76,8 @@ close_others(int keep_proxy, int keep_bridge)
 		return;
 #endif
 #define KEPT(fd) \
-	((keep_proxy && (fd) == FD_PROXY) || (keep_bridge && (fd) == FD_BRIDGE))
+	((keep_proxy && (fd) == FD_PROXY) || (keep_bridge && \
+	    (fd) == FD_BRIDGE) || (keep_session && (fd) == FD_SESSION))
 	if ((d = opendir("/proc/self/fd")) == NULL) {
 		for (fd = FD_ENV + 1; fd < 4096; fd++)
 			if (!KEPT(fd))

@@ -36,6 +36,7 @@
 #include "provision.h"
 #include "root.h"
 #include "rootfs.h"
+#include "warm.h"
 #include "time.h"
 #include "users.h"
 #include "utf8.h"
@@ -250,13 +251,34 @@ package_counts(int rootfd, json_t *problems, int *bad)
 	return c;
 }
 
+/* The agent's warm sessions (lib/exec/warmrec.c: no run engine). */
+static json_t *
+agent_sessions(int rootfd)
+{
+	struct sbx_error	 e;
+	json_t			*l = NULL, *it;
+	size_t			 i;
+	int			 runfd;
+
+	if (rootfd >= 0 && (runfd = sbx_layout_open(rootfd, SBX_L_RUN, NULL,
+	    O_RDONLY | O_DIRECTORY | O_CLOEXEC, NULL)) >= 0) {
+		l = sbx_warmrec_list(runfd, O.agent, 0, NULL, &e);
+		close(runfd);
+	}
+	if (l == NULL)
+		return json_array();
+	json_array_foreach (l, i, it)
+		json_object_del(it, "policy");
+	return l;
+}
+
 int
 do_status(void)
 {
 	struct sbx_error	 e;
 	json_t			*items, *warnings, *it, *res;
 	json_t			*present, *missing, *wrong_mode, *problems;
-	json_t			*summary, *pkgs, *updates, *ident;
+	json_t			*summary, *pkgs, *updates, *ident, *sessions;
 	const char		*state, *path;
 	size_t			 i;
 	int			 rootfd, ready, agent_ok, bad;
@@ -294,6 +316,7 @@ do_status(void)
 	 * them: shown as available updates, never applied here. */
 	updates = rootfd >= 0 ? sbx_plugin_updates(rootfd, O.agent) :
 	    json_array();
+	sessions = agent_sessions(rootfd);
 	if (O.json) {
 		res = json_pack("{s:s,s:o,s:b,s:b,s:o,s:o,s:o,s:o,s:o,s:o}",
 		    "agent", O.agent, "root", root_json(), "exists",
@@ -304,6 +327,7 @@ do_status(void)
 			json_object_set_new(res, "packages", pkgs);
 		json_object_set_new(res, "plugin_updates", updates);
 		json_object_set_new(res, "identity", ident);
+		json_object_set_new(res, "sessions", sessions);
 		sbx_cmd_emit(sbx_envelope_ok(tool, res, warnings));
 		return ready ? 0 : SBX_EX_NEGATIVE;
 	}
@@ -334,6 +358,12 @@ do_status(void)
 		    "state") != NULL ? json_string_value(json_object_get(ident,
 		    "state")) : "");
 		json_decref(ident);
+		json_array_foreach (sessions, i, it)
+			printf("session %s: %s (sbx exec --session %s)\n",
+			    json_string_value(json_object_get(it, "name")),
+			    json_is_true(json_object_get(it, "alive")) ?
+			    "running" : "dead, sbx exec gc removes it",
+			    json_string_value(json_object_get(it, "name")));
 		print_warnings(warnings);
 		if (ready)
 			printf("ready\n");
@@ -352,6 +382,7 @@ do_status(void)
 	json_decref(problems);
 	json_decref(summary);
 	json_decref(pkgs);
+	json_decref(sessions);
 	return ready ? 0 : SBX_EX_NEGATIVE;
 }
 

@@ -24,6 +24,7 @@
 #include "exec-ask.h"
 #include "exec-jobs.h"
 #include "exec-opts.h"
+#include "exec-session.h"
 #include "exec.h"
 #include "fsutil.h"
 #include "opts.h"
@@ -319,6 +320,12 @@ check_args(struct sbx_error *e)
 	return 0;
 }
 
+static int
+session_report(const struct sbx_error *e)
+{
+	return report(e, SBX_EX_FAILED, NULL);
+}
+
 /* Prepare, run, judge and render one run. */
 static int
 run(void)
@@ -334,6 +341,14 @@ run(void)
 	R.capture = C.json;
 	R.verbose = C.verbose;
 	R.detach_fd = C.envelope_fd;
+	if (R.session_name != NULL) {
+		/* A warm session's (cmd/exec-session.c). */
+		struct exec_session_out so = { C.json, C.quiet,
+			C.envelope_fd >= 0, tool, emit, usage_err,
+			session_report };
+
+		return exec_session(&R, &X, &so);
+	}
 	if ((rc = sbx_exec_validate(&R, &e)) != 0)
 		return rc == -2 ? usage_err(&e) : report(&e, SBX_EX_FAILED,
 		    NULL);

@@ -88,15 +88,6 @@
 
 extern char **environ;
 
-/* What main learns from its arguments and sets up, phase by phase. */
-struct run {
-	char		**cmd, **envp, *tty;
-	int		  proxy, bridge, shell;
-	sigset_t	  mask;
-	int		  sfd, lfd, blfd, tfd, gfd;
-	pid_t		  child;
-};
-
 /* The arguments, in their fixed order; -r and the core limit are applied
  * on the way.  0, or the exit code. */
 static int
@@ -172,6 +163,10 @@ parse(int argc, char *argv[], struct run *ir)
 		ir->bridge = 1;
 		i++;
 	}
+	if (i < argc && strcmp(argv[i], SBX_INIT_OPT_SESSION) == 0) {
+		ir->session = 1;
+		i++;
+	}
 	if (i < argc && strcmp(argv[i], SBX_INIT_OPT_SHELL) == 0) {
 		ir->shell = 1;
 		i++;
@@ -189,7 +184,7 @@ parse(int argc, char *argv[], struct run *ir)
 static int
 setup(struct run *ir)
 {
-	close_others(ir->proxy, ir->bridge);
+	close_others(ir->proxy, ir->bridge, ir->session);
 	/*
 	 * Not dumpable: code inside the sandbox runs as the same uid and
 	 * could otherwise ptrace pid 1, read its memory or steal the
@@ -229,13 +224,19 @@ setup(struct run *ir)
 	}
 	if (ir->tty != NULL && (ir->tfd = open_tty(ir->tty)) == -1)
 		return 125;
+	/* The supervisor's channel is pid 1's alone, like the others. */
+	if (ir->session && fcntl(FD_SESSION, F_SETFD, FD_CLOEXEC) == -1) {
+		fprintf(stderr, "sbx-init: no session channel: %s\n",
+		    strerror(errno));
+		return 125;
+	}
 	report(SBX_INIT_W_READY "\n");
 	return 0;
 }
 
 /* -c: the string, then $0 and the arguments, if any, for bash -o
  * pipefail -c (sh -c without bash).  0, or the exit code. */
-static int
+int
 shell_argv(struct run *ir, int argc)
 {
 	char	**shargv, **cmd = ir->cmd;
@@ -477,6 +478,8 @@ main(int argc, char *argv[])
 	}
 	if ((rc = parse(argc, argv, &ir)) != 0 || (rc = setup(&ir)) != 0)
 		return rc;
+	if (ir.session)
+		return session_main(&ir);
 	if (ir.shell && (rc = shell_argv(&ir, argc)) != 0)
 		return rc;
 	if ((rc = start(&ir)) != 0)

@@ -31,8 +31,8 @@
 
 static const char usage_text[] =
     "usage: sbx mcp [--agent A] [--home DIR] [--max-runs N]\n"
-    "               [--max-per-minute N] [--max-message BYTES] [--json]\n"
-    "               [-q] [-v]\n";
+    "               [--max-per-minute N] [--max-message BYTES]\n"
+    "               [--no-session] [--json] [-q] [-v]\n";
 
 static const char help_text[] =
     "\n"
@@ -52,7 +52,8 @@ enum {
 	OPT_VERSION,
 	OPT_MAX_RUNS,
 	OPT_PER_MINUTE,
-	OPT_MAX_MESSAGE
+	OPT_MAX_MESSAGE,
+	OPT_NO_SESSION
 };
 
 static const struct sbx_opt rows[] = {
@@ -72,6 +73,9 @@ static const struct sbx_opt rows[] = {
 	    1, 0 },
 	{ OPT_MAX_MESSAGE, "max-message", 0, SBX_OPT_REQ, "BYTES", NULL,
 	    "largest message accepted (default 16777216)", 1, 0 },
+	{ OPT_NO_SESSION, "no-session", 0, SBX_OPT_NONE, NULL, NULL,
+	    "run each shell_run in a sandbox of its own (default:\n"
+	    "one warm session per client, sbx-session(1))", 1, 0 },
 	{ 'j', "json", 'j', SBX_OPT_NONE, NULL, NULL,
 	    "a failure before serving as a JSON envelope", 1, 0 },
 	{ 'q', "quiet", 'q', SBX_OPT_NONE, NULL, NULL, "no warnings on stderr",
@@ -87,7 +91,7 @@ static const struct sbx_opts table = { PROG, "sbx mcp", rows, SBX_OPTS_N(rows),
 
 static struct {
 	const char *agent, *home, *max_runs, *per_minute, *max_message;
-	int	    json;
+	int	    json, no_session;
 } O;
 
 /* The options every program has (cmd/common.c). */
@@ -111,6 +115,7 @@ parse_args(int argc, char *argv[])
 		case OPT_MAX_RUNS: O.max_runs = optarg; break;
 		case OPT_PER_MINUTE: O.per_minute = optarg; break;
 		case OPT_MAX_MESSAGE: O.max_message = optarg; break;
+		case OPT_NO_SESSION: O.no_session = 1; break;
 		default:
 			sbx_cmd_opt(&cmdopts, ch, argc, argv, &g);
 			break;
@@ -162,6 +167,7 @@ limits(struct sbx_mcp_conf *c)
 		sbx_cmd_die(&e);
 	sbx_root_release(&root);
 	c->network_max = l.network;
+	c->no_session = O.no_session;
 	c->max_runs = (unsigned)number(O.max_runs, "max-runs", 1,
 	    SBX_MCP_RUNS_LIMIT, l.max_runs);
 	c->per_minute = (unsigned)number(O.per_minute, "max-per-minute", 0,

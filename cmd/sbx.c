@@ -65,6 +65,8 @@ static const struct command {
 	{ "tools", "the same as `sbx plugin tools`", "plugin tools" },
 	{ "srt", "run a command as srt (sandbox-runtime) would: its "
 	    "settings file, sbx's sandbox", NULL },
+	{ "session", "warm sandboxes kept running for sbx exec --session: "
+	    "start, ls, show, stop", NULL },
 };
 #define NCOMMANDS	(sizeof(commands) / sizeof(commands[0]))
 

@@ -21,6 +21,8 @@
 #             "disk mount": the same with the image unmounted before each
 #             run (sbx exec gc in hyperfine's --prepare), the cost of the
 #             mount itself
+#   warm      sbx exec --session NAME -- /bin/true: a command in a warm
+#             session (sbx session start, issue 31)
 #   base      the same three of another build (BASE=dir), if given
 # p50/p95 in ms and the p50 ratio against the minimal bwrap; then the CPU
 # time per run (perf stat task-clock of the command and all its
@@ -29,7 +31,9 @@
 # sequential `sh -c 'echo hi'` (a Makefile, an agent loop): the minimal
 # bwrap against `sbx exec -- sh -c` (the same shell; and BASE), and sbx exec -c
 # (bash -o pipefail -c) for reference, median of 3 loops each, interleaved.
-# Targets (issue 19): <= 1.4x as a user, <= 1.6x as root, loop <= 1.5x.
+# Targets (issue 19): <= 1.4x as a user, <= 1.6x as root, loop <= 1.5x;
+# (issue 31) warm /bin/true <= 0.35x, warm loop <= 0.4x, and the session's
+# pid 1 as large (RSS, descriptors) after 1,000 commands as after 10.
 # Only loopback is used; everything lives in a temporary directory that
 # is removed at the end.  Bounded: 2 x (ROUNDS x RUNS x 6) runs and
 # 2 x 3 x LOOP x 3 (or 4) runs.
@@ -70,6 +74,11 @@ cleanup() {
 		# goes with it (autoclear).
 		[ "$(id -u)" != 0 ] || SBX_HOME=$h "$BIN/bin/sbx" exec gc -q \
 		    >/dev/null 2>&1 || true
+		for s in $(SBX_HOME=$h "$BIN/bin/sbx" session ls --json 2>/dev/null |
+		    jq -r '.result.sessions[]?.name'); do
+			SBX_HOME=$h timeout 10 "$BIN/bin/sbx" session stop "$s" \
+			    >/dev/null 2>&1 || true
+		done
 	done
 	[ "$own_tmp" = 0 ] || rm -rf "$tmp"
 }
@@ -155,7 +164,11 @@ part() {	# label: one user's measurements
 	local bare_cmd min_cmd
 	bare_cmd=$(printf '%q ' "${bare[@]}")
 	min_cmd=$(printf '%q ' "${minimal[@]}" /bin/true)
-	local names=(minimal own sbx json proxy srt)
+	# A warm session for the `warm` rows (issue 31).
+	local ws
+	ws=$("$sbx" session start --idle-timeout 3600)
+	"$sbx" exec -q --session "$ws" -- /bin/true	# must work
+	local names=(minimal own sbx json proxy srt warm)
 	[ -z "$SRT" ] || names+=(srtnpm)
 	# Hard disk limit (root, loop devices): an agent with an image.
 	local disk=0
@@ -184,6 +197,7 @@ part() {	# label: one user's measurements
 		bench proxy "$sbx exec -q --network proxy -- /bin/true"
 		bench srt "$sbx srt -q -s $tmp/srt.$PART.json -- /bin/true"
 		bench uids "$sbx exec --home $hu -q -- /bin/true"
+		bench warm "$sbx exec -q --session $ws -- /bin/true"
 		[ -z "$SRT" ] || bench srtnpm "$SRT -s $tmp/srt.$PART.json /bin/true"
 		if [ "$disk" = 1 ]; then
 			bench disk "$sbx exec -q --agent disk --hard-limits -- /bin/true"
@@ -213,6 +227,7 @@ part() {	# label: one user's measurements
 		srtnpm) d="srt /bin/true (npm)" ;;
 		disk) d="sbx exec --hard-limits (disk image)" ;;
 		diskmount) d="  the same, image mounted by the run" ;;
+		warm) d="sbx exec --session (warm)" ;;
 		base) d="base: sbx exec" ;;
 		basejson) d="base: sbx exec --json" ;;
 		baseproxy) d="base: sbx exec --network proxy" ;;
@@ -226,7 +241,7 @@ part() {	# label: one user's measurements
 	# The loop: LOOP sequential short commands, median of 3, interleaved.
 	# The same `sh -c` for all (the issue's loop); "sbx -c" is sbx exec's
 	# own shell form, bash -o pipefail -c, for reference.
-	local loops=(minimal sbx sbx-c) k t0 t1
+	local loops=(minimal sbx sbx-c warm) k t0 t1
 	[ -z "$BASE" ] || loops+=(base)
 	for k in "${loops[@]}"; do : > "$tmp/$PART.loop.$k"; done
 	for _ in 1 2 3; do
@@ -237,6 +252,7 @@ part() {	# label: one user's measurements
 				minimal) "${minimal[@]}" sh -c 'echo hi' ;;
 				sbx) "$sbx" exec -q -- sh -c 'echo hi' ;;
 				sbx-c) "$sbx" exec -q -c 'echo hi' ;;
+				warm) "$sbx" exec -q --session "$ws" -- sh -c 'echo hi' ;;
 				base) bx exec -q -- sh -c 'echo hi' ;;
 				esac
 			done >/dev/null
@@ -252,12 +268,34 @@ part() {	# label: one user's measurements
 		case $k in
 		sbx) d="sbx exec -- sh -c" ;;
 		sbx-c) d="sbx exec -c (bash -o pipefail -c)" ;;
+		warm) d="sbx exec --session -- sh -c (warm)" ;;
 		base) d="base: sbx exec -- sh -c" ;;
 		*) d=$k ;;
 		esac
 		printf '%-44s %8s %8s\n' "$d" "$t0" \
 		    "$(bench_ratio "$t0" "$lm")"
 	done
+	# The session's pid 1 after 10 and after 1,000 commands: RSS (kB)
+	# and descriptors ("-" where /proc hides them: pid 1 is not
+	# dumpable, so only root reads its fd directory).
+	local sp ep bp ip r10 f10 r1k f1k
+	"$sbx" session stop "$ws" >/dev/null
+	ws=$("$sbx" session start --idle-timeout 3600)
+	sp=$(jq -r .pid "$h/run/session-$ws.json")
+	ep=$(pgrep -P "$sp" | head -n 1); bp=$(pgrep -P "$ep" | head -n 1)
+	ip=$(pgrep -P "$bp" | head -n 1)
+	for _ in $(seq 10); do "$sbx" exec -q --session "$ws" -- /bin/true; done
+	r10=$(awk '/^VmRSS/ {print $2}' "/proc/$ip/status")
+	f10=$(find "/proc/$ip/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l || true)
+	for _ in $(seq 990); do "$sbx" exec -q --session "$ws" -- /bin/true; done
+	r1k=$(awk '/^VmRSS/ {print $2}' "/proc/$ip/status")
+	f1k=$(find "/proc/$ip/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l || true)
+	[ "$f10" != 0 ] || f10=- f1k=-
+	printf '%-44s %8s %8s\n' "session pid 1 after 10 / 1,000 commands" \
+	    "RSS kB" "fds"
+	printf '%-44s %8s %8s\n' "after 10" "$r10" "$f10"
+	printf '%-44s %8s %8s\n' "after 1,000" "$r1k" "$f1k"
+	"$sbx" session stop "$ws" >/dev/null
 	"$sbx" proxy stop >/dev/null 2>&1 || true
 }
 
@@ -279,3 +317,4 @@ fi
 echo "targets: sbx exec <= 1.4x minimal as a user, <= 1.6x as root; loop <= 1.5x"
 echo "         hard disk limit: <= 0.3 ms over sbx exec (mounted per agent), <= 1 ms mounting"
 echo "         per-agent uids: within noise of sbx exec, <= 0.3 ms more"
+echo "         warm (--session) <= 0.35x minimal; warm loop <= 0.4x; pid 1 flat"

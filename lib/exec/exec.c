@@ -2711,6 +2711,7 @@ sbx_exec_init(struct sbx_exec *p)
 	p->agent_ns_fd = -1;
 	p->proxy_ctl = p->proxy_chan = -1;
 	p->ca_fd = -1;
+	p->session_fd = -1;
 	p->bridge_ctl = p->bridge_chan = -1;
 	for (i = 0; i < 2; i++)
 		p->relay[i].init_end = p->relay[i].mine =
@@ -2824,6 +2825,7 @@ dirs_done:
 	/* With -c, the arguments after the string are $0, $1... */
 	p->sb.argv = p->req->argv;
 	p->sb.shell = p->req->shell;
+	p->sb.session = p->req->session;
 	p->sb.init_exec_fd = init_exec_fd(p);
 	if (p->req->tty)
 		tty_prepare(p);
@@ -2990,6 +2992,7 @@ sbx_exec_run_setup(struct sbx_exec *p, struct sbx_run *r)
 	r->slot[SBX_FD_CA] = p->ca_fd;
 	r->slot[SBX_FD_DISK_TMP] = p->disk_tmp_fd[0];
 	r->slot[SBX_FD_DISK_SHM] = p->disk_tmp_fd[1];
+	r->slot[SBX_FD_SESSION] = p->session_fd;
 	if (p->relay[0].mine >= 0 || p->relay[1].mine >= 0) {
 		relay_arm(p, r);
 		r->watch_cb = relay_watch;

@@ -84,6 +84,7 @@ struct sbx_exec_req {
 	int		 tty;		/* a terminal of its own inside */
 	const char	*timeout;	/* idle timeout, seconds, or NULL */
 	int		 background;
+	const char	*session_name;	/* --session: a warm session's */
 	int		 verbose;	/* keep the bwrap command line */
 	const char	*libexec;	/* where sbx-init is; NULL: beside us */
 	int		 detach_fd;	/* a descriptor of the caller's that a
@@ -106,6 +107,9 @@ struct sbx_exec_req {
 	 * declared secrets are served over the bridge to this run only).
 	 * Set by the program, never read from a request envelope. */
 	const char	*plugin;
+	/* sbx session start: sbx-init is a session's pid 1 (-S) and the
+	 * command is not run (lib/exec/warm.c).  Set by the program. */
+	int		 session;
 
 	/* parsed */
 	double		 timeout_s;
@@ -211,6 +215,9 @@ struct sbx_exec {
 	int			 ca_fd;
 	int			 want_ca;
 	json_t			*credentials;	/* the proxy's list, after */
+	/* A session (req->session): pid 1's channel to the supervisor,
+	 * SBX_FD_SESSION; set by the caller before sbx_exec_run, or -1. */
+	int			 session_fd;
 
 	/* after sbx_exec_run */
 	struct sbx_run		 run;

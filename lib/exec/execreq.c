@@ -76,6 +76,7 @@ static const struct sbx_exec_field fields[] = {
 	    NULL, "fail_on_violation"),
 	F("host-view", "host_view", BOOL, host_view, NULL, NULL),
 	F("background", "background", BOOL, background, NULL, NULL),
+	F("session", "session", STR, session_name, NULL, NULL),
 	P("request"), P("envelope-fd"), P("tail-lines"), P("force"),
 	P("json"), P("quiet"), P("verbose"), P("help"), P("version"),
 };

@@ -43,7 +43,8 @@
  * of the agent's disk image. */
 #define SBX_FD_DISK_TMP	  25
 #define SBX_FD_DISK_SHM	  26
-#define SBX_FD_MAX	  SBX_FD_DISK_SHM
+#define SBX_FD_SESSION	  27 /* a session's channel to its supervisor (-S) */
+#define SBX_FD_MAX	  SBX_FD_SESSION
 
 /* Status words, one per line on SBX_FD_STATUS, in this order:
  * "tty" (with -T, carrying the terminal's master by SCM_RIGHTS), "ready",
@@ -88,6 +89,7 @@
 #define SBX_INIT_OPT_TTY	"-T"	/* ROWS:COLS */
 #define SBX_INIT_OPT_PROXY	"-P"
 #define SBX_INIT_OPT_BRIDGE	"-B" /* after -P */
+#define SBX_INIT_OPT_SESSION	"-S" /* after -B: a warm session (below) */
 #define SBX_INIT_OPT_SHELL	"-c"
 /* Not pid 1: run as a command, print what the sandbox enforces. */
 #define SBX_INIT_OPT_PROBE	"--probe"
@@ -135,6 +137,37 @@ sbx_git_name_writable(const char *n)
 			return 0;
 	return 1;
 }
+
+/*
+ * -S, a session (sbx session, lib/exec/warm.c): sbx-init reports "ready"
+ * and "running" on fd 3 at once and runs no command of its own; it takes
+ * commands, one at a time, from its supervisor on SBX_FD_SESSION (a
+ * SOCK_STREAM socket that only pid 1 and the supervisor outside hold):
+ *
+ *	in:  'Q', a 4-byte length (host order, at most SBX_WARM_REQ_MAX),
+ *	     then the request: tokens of a letter and a NUL-terminated value
+ *	     (SBX_WARM_T_*), the command's stdin, stdout and stderr passed
+ *	     by SCM_RIGHTS with the 'Q'; or 'K': kill the command now.
+ *	out: lines: "running", "exec ERRNO" or "fork ERRNO", then "exit
+ *	     CODE" or "signal SIGNO"; "fsdeny PATH" and "sockdeny PATH"
+ *	     while it runs.
+ *
+ * The command runs in a session and process group of its own; when it
+ * ends, pid 1 kills every other process of the sandbox (whatever the
+ * command left behind, reparented or not) and reaps them before it
+ * reports the end: the next command finds the sandbox as empty as the
+ * first did.  End of file on SBX_FD_SESSION: the supervisor is gone, the
+ * sandbox ends.
+ */
+#define SBX_WARM_O_REQ		'Q'
+#define SBX_WARM_O_KILL		'K'
+#define SBX_WARM_REQ_MAX	(4u << 20)
+#define SBX_WARM_T_ARG		'A'	/* argv[i], in order */
+#define SBX_WARM_T_ENV		'E'	/* NAME=VALUE over the session's */
+#define SBX_WARM_T_CWD		'C'	/* the directory to start in */
+#define SBX_WARM_T_RLIMIT	'R'	/* NAME=VALUE, as -r */
+#define SBX_WARM_T_SHELL	'S'	/* the -c string; A: $0, $1... */
+#define SBX_WARM_W_FORK		"fork"	/* "fork %d": errno */
 
 /* sbx-init's path inside the sandbox. */
 #define SBX_INIT_PATH		"/run/sbx/init"

@@ -616,6 +616,8 @@ binds_done:
 		rc |= sbx_strv_push(v, SBX_INIT_OPT_PROXY);
 	if (sb->bridge)
 		rc |= sbx_strv_push(v, SBX_INIT_OPT_BRIDGE);
+	if (sb->session)
+		rc |= sbx_strv_push(v, SBX_INIT_OPT_SESSION);
 	if (sb->shell != NULL) {
 		/* The string is the script; sb->argv, when given, is $0
 		 * and the arguments, as for sh -c. */

@@ -106,6 +106,9 @@ struct sbx_sandbox {
 	 * host path of workspace/shared (02770, the shared group's), bound
 	 * at /workspace/shared; NULL: not there. */
 	const char	 *shared_dir;
+	/* -S: sbx-init is a session's pid 1 (lib/exec/warm.c); the
+	 * command is not run. */
+	int		  session;
 };
 
 /* Build the full bwrap argv (argv[0] = bwrap path) into out. */

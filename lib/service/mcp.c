@@ -92,6 +92,10 @@ struct srv {
 	json_t			  *tools; /* tools/list, once built */
 	json_t			  *plugins; /* name -> `sbx tools` entry */
 	struct sbx_strv		   jobs; /* started in this session */
+	/* The warm session of shell_run (sbx session): 0 not yet, 1 up
+	 * (its name in session), -1 it could not start (one-shot runs). */
+	int			   wstate;
+	char			   session[64];
 };
 
 static const char *const levels[] = { "debug", "info", "notice", "warning",
@@ -167,6 +171,111 @@ log_msg(struct srv *s, int level, const char *fmt, ...)
 }
 
 /* ---- children ---------------------------------------------------- */
+
+/*
+ * Run `sbx-session ARGS...` to its end (its stdout into out, at most
+ * 64 KiB): the exit status, or -1.  Synchronous: starting a session takes
+ * one sandbox's set-up, once per client.
+ */
+static int
+session_prog(struct srv *s, const char *const *args, struct sbx_buf *out)
+{
+	struct sbx_strv	 v = { 0 };
+	sigset_t	 none;
+	char		 b[4096];
+	int		 p[2], st, dn;
+	ssize_t		 n;
+	pid_t		 pid;
+	size_t		 i;
+
+	if (sbx_strv_pushf(&v, "%s/sbx-session", s->c->libexec) == -1)
+		return -1;
+	for (i = 0; args[i] != NULL; i++)
+		if (sbx_strv_push(&v, args[i]) == -1)
+			goto fail;
+	if ((s->c->home != NULL && (sbx_strv_push(&v, "--home") == -1 ||
+	    sbx_strv_push(&v, s->c->home) == -1)) ||
+	    pipe2(p, O_CLOEXEC) == -1)
+		goto fail;
+	if ((pid = fork()) == -1) {
+		close(p[0]);
+		close(p[1]);
+		goto fail;
+	}
+	if (pid == 0) {
+		/* The server's mask (signals through its signalfd) is not
+		 * the session's supervisor's. */
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		dup2(p[1], 1);
+		if ((dn = open("/dev/null", O_RDWR)) >= 0) {
+			dup2(dn, 0);
+			dup2(dn, 2);
+		}
+		execv(v.v[0], v.v);
+		_exit(127);
+	}
+	close(p[1]);
+	while ((n = read(p[0], b, sizeof(b))) > 0 || (n == -1 &&
+	    errno == EINTR))
+		if (n > 0 && out->len < 65536)
+			(void)sbx_buf_append(out, b, (size_t)n);
+	close(p[0]);
+	while (waitpid(pid, &st, 0) == -1 && errno == EINTR)
+		;
+	sbx_strv_release(&v);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+fail:
+	sbx_strv_release(&v);
+	return -1;
+}
+
+/* The client's warm session, on its first shell_run.  When it cannot
+ * start, the calls run one-shot, as with --no-session: each in a
+ * sandbox of its own, the same isolation. */
+static void
+warm_start(struct srv *s)
+{
+	/* The idle timeout is a safety net for a server killed with -9
+	 * (no stop then): the session ends on its own. */
+	const char *const args[] = { "start", "--agent", s->c->agent,
+		"--idle-timeout", "900", "--json", "-q", NULL };
+	struct sbx_buf	 out = SBX_BUF_INIT;
+	json_t		*env;
+	const char	*name;
+
+	s->wstate = -1;
+	if (s->c->no_session)
+		return;
+	if (session_prog(s, args, &out) == 0 && (env = json_loadb(out.p,
+	    out.len, 0, NULL)) != NULL) {
+		name = json_string_value(json_object_get(json_object_get(env,
+		    "result"), "name"));
+		if (name != NULL && strlen(name) < sizeof(s->session)) {
+			snprintf(s->session, sizeof(s->session), "%s", name);
+			s->who.session = s->session;
+			s->wstate = 1;
+		}
+		json_decref(env);
+	}
+	if (s->wstate != 1)
+		log_msg(s, 4, "no warm session (shell_run calls run one-shot)");
+	sbx_buf_release(&out);
+}
+
+/* The client is done: so is its session. */
+static void
+warm_stop(struct srv *s)
+{
+	const char *const args[] = { "stop", s->session, "-q", NULL };
+	struct sbx_buf	 out = SBX_BUF_INIT;
+
+	if (s->wstate == 1)
+		(void)session_prog(s, args, &out);
+	s->wstate = -1;
+	s->who.session = NULL;
+	sbx_buf_release(&out);
+}
 
 static void
 run_free(struct srv *s, struct run *r)
@@ -664,6 +773,8 @@ tools_call(struct srv *s, const json_t *id, const json_t *params)
 	}
 	if (!admit(s, id, name))
 		goto out;
+	if (strcmp(name, "shell_run") == 0 && s->wstate == 0)
+		warm_start(s);
 	if (sbx_mcp_tool_spawn(&s->who, name, pl, args, &sp, &e) == -1) {
 		tool_refused(s, id, name, &e, NULL);
 		goto out;
@@ -1077,6 +1188,7 @@ sbx_mcp_serve(const struct sbx_mcp_conf *c, struct sbx_error *e)
 			break;
 		}
 	teardown(&s);
+	warm_stop(&s);
 	close(s.sigfd);
 	free(s.starts);
 	sbx_buf_release(&s.inbuf);

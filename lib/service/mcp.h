@@ -27,6 +27,10 @@ struct sbx_mcp_conf {
 	size_t	    msg_max; /* largest message, bytes */
 	const char *version; /* serverInfo.version */
 	const char *network_max; /* the agent's network setting */
+	/* --no-session: every shell_run a one-shot sandbox; otherwise the
+	 * first starts a warm session (sbx session) that the others run
+	 * in, stopped when the client is done. */
+	int	    no_session;
 };
 
 /*

@@ -164,6 +164,11 @@ exec_request(const json_t *args, const struct sbx_mcp_who *w, int bg,
 		json_object_set_new(q, "fail_on_violation", json_true());
 	if (bg)
 		json_object_set_new(q, "background", json_true());
+	/* In the client's session unless the call asks a network of its
+	 * own (the session's is fixed): the same sandbox, warm. */
+	else if (w->session != NULL && json_object_get(args, "network") ==
+	    NULL)
+		json_object_set_new(q, "session", json_string(w->session));
 	if (json_object_size(json_object_get(args, "env")) > 0) {
 		env = json_array();
 		json_object_foreach (json_object_get(args, "env"), k, x)

@@ -24,6 +24,9 @@ struct sbx_mcp_who {
 	const char *home; /* --home, or NULL */
 	/* none, proxy or outbound: the most a call may ask (NULL: none) */
 	const char *network_max;
+	/* The client's warm session (sbx session), or NULL: shell_run
+	 * calls that ask no network of their own run in it. */
+	const char *session;
 };
 
 struct sbx_mcp_spawn {

@@ -17,8 +17,8 @@ cd "$(dirname "$0")/../.." || exit 1
 SBX_TEST_BUILD=${SBX_TEST_BUILD:-$(pwd)/build}
 SBX_BIN=$SBX_TEST_BUILD/bin/sbx
 export SBX_EXEC_PATH=$SBX_TEST_BUILD/libexec/sbx
-PAGES="man/sbx.1 man/sbx-exec.1 man/sbx.7 man/sbx-envelope.5 man/sbx-provision.1 man/sbx-preflight.1 man/sbx-proxy.1 man/sbx-config.1 man/sbx-secret.1 man/sbx-install.1 man/sbx-file.1 man/sbx-bridge.1 man/sbx-host.1 man/sbx-plugin.1 man/sbx-recipe.5 man/sbx-mcp.1 man/sbx-slurm.7 man/sbx-srt.1"
-PROGRAMS="exec provision preflight proxy config secret install file bridge plugin mcp srt"
+PAGES="man/sbx.1 man/sbx-exec.1 man/sbx.7 man/sbx-envelope.5 man/sbx-provision.1 man/sbx-preflight.1 man/sbx-proxy.1 man/sbx-config.1 man/sbx-secret.1 man/sbx-install.1 man/sbx-file.1 man/sbx-bridge.1 man/sbx-host.1 man/sbx-plugin.1 man/sbx-recipe.5 man/sbx-mcp.1 man/sbx-slurm.7 man/sbx-srt.1 man/sbx-session.1"
+PROGRAMS="exec provision preflight proxy config secret install file bridge plugin mcp srt session"
 # The completions must not see the caller's state root.
 tmp=$(mktemp -d "${SBX_TEST_TMPDIR:-/tmp}/sbx-docs.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT

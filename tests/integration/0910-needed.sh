@@ -49,6 +49,9 @@ expected() {
 	# sbx plugin runs tools through the engine (seccomp); recipe URLs
 	# load libcurl on demand (lib/image/download.c), never at start-up.
 	sbx-plugin) echo "libc libjansson libseccomp libsodium" ;;
+	# sbx session start builds the sandbox through the engine, as sbx
+	# plugin does.
+	sbx-session) echo "libc libjansson libseccomp libsodium" ;;
 	*) echo "?" ;;
 	esac
 }

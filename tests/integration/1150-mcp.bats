@@ -391,7 +391,9 @@ EOF
 	coproc MCP { exec "$SBX" mcp 2>/dev/null; }
 	local pid=$MCP_PID in
 	exec {in}>&"${MCP[1]}"
-	printf '%s\n' "$INIT" '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"shell_run","arguments":{"command":"sleep 57.75"}}}' >&"$in"
+	# `; :`: the shell stays, its argv names the run (in a warm session
+	# no argv of sbx's carries the command).
+	printf '%s\n' "$INIT" '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"shell_run","arguments":{"command":"sleep 57.75; :"}}}' >&"$in"
 	for i in $(seq 100); do
 		grep -qsF 'sleep 57.75' /proc/[0-9]*/cmdline && break
 		sleep 0.05

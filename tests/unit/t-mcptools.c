@@ -6,7 +6,7 @@
 
 #include "mcptools.h"
 
-static const struct sbx_mcp_who who = { "/lx", "alice", NULL, "proxy" };
+static struct sbx_mcp_who who = { "/lx", "alice", NULL, "proxy", NULL };
 
 /* The argv of a call, joined with '|', or the error's reason. */
 static char *
@@ -55,6 +55,7 @@ int
 main(void)
 {
 	struct sbx_mcp_done d;
+	struct sbx_mcp_spawn sp2;
 	json_t		   *r, *env;
 	const char	   *t;
 	char		   *s;
@@ -238,5 +239,20 @@ main(void)
 	    t ? t : "");
 	json_decref(r);
 	json_decref(env);
+
+	/* A warm session (sbx mcp's default): shell_run runs in it unless
+	 * it asks a network of its own; background jobs never do. */
+	who.session = "alice-0a1b2c";
+	is("shell_run", "{\"command\":\"x\"}", NULL,
+	    "/lx/sbx-exec|--request|-|--envelope-fd|3|-q",
+	    "\"session\":\"alice-0a1b2c\"");
+	s = argv_of("shell_run", "{\"command\":\"x\",\"network\":\"none\"}",
+	    NULL, &sp2);
+	ok(sp2.input.p != NULL && strstr(sp2.input.p, "session") == NULL,
+	    "a call with its own network runs one-shot: %s",
+	    sp2.input.p ? sp2.input.p : "");
+	free(s);
+	sbx_mcp_spawn_release(&sp2);
+	who.session = NULL;
 	return done_testing();
 }

@@ -1,0 +1,429 @@
+/*
+ * exec-session.c: sbx exec --session NAME: one command in a warm session
+ * (lib/exec/warm.h).  The request is checked as a one-shot run's is, then
+ * against the session's policy (an option that differs is refused, never
+ * ignored); the caller's descriptors go to the session's pid 1 (or pipes
+ * that sbx reads, when the output is captured, scrubbed or a terminal);
+ * the outcome is judged and rendered as a one-shot run's, with `session`
+ * in the result.  Linked into sbx-exec and the front-end.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "cli.h"
+#include "exec-jobs.h"
+#include "exec-session.h"
+#include "exec.h"
+#include "fsutil.h"
+#include "layout.h"
+#include "netmode.h"
+#include "outcome.h"
+#include "scrub.h"
+#include "secret.h"
+#include "time.h"
+#include "warm.h"
+
+/* One relayed output stream. */
+struct rs {
+	int			fd; /* our end of the pipe, or -1 */
+	int			to; /* where it streams, or -1 */
+	struct sbx_capture     *cap;
+	struct sbx_scrub_stream ss;
+	int			scrub;
+};
+
+static int
+rs_deliver(void *arg, const void *p, size_t n)
+{
+	struct rs *s = arg;
+
+	if (s->cap != NULL)
+		(void)sbx_capture_add(s->cap, p, n);
+	if (s->to >= 0)
+		(void)sbx_fs_write_all(s->to, p, n);
+	return 0;
+}
+
+/* Read what is there; 1 data, 0 end of file. */
+static int
+rs_read(struct rs *s)
+{
+	char	buf[16384];
+	ssize_t n;
+
+	n = read(s->fd, buf, sizeof(buf));
+	if (n == -1 && (errno == EINTR || errno == EAGAIN))
+		return 1;
+	if (n <= 0) {
+		if (s->scrub)
+			(void)sbx_scrub_flush(&s->ss);
+		close(s->fd);
+		s->fd = -1;
+		return 0;
+	}
+	if (s->scrub)
+		(void)sbx_scrub_write(&s->ss, buf, (size_t)n);
+	else
+		(void)rs_deliver(s, buf, (size_t)n);
+	return 1;
+}
+
+static double
+wall_limit(const struct sbx_exec_req *R)
+{
+	size_t k;
+	double v = 0;
+
+	for (k = 0; k + 1 < R->limit_keys.n; k += 2)
+		if (strcmp(R->limit_keys.v[k], "wall_timeout") == 0)
+			v = strtod(R->limit_keys.v[k + 1], NULL);
+	return v;
+}
+
+/* The directory under base (an inside path that is the host path
+ * hostfd names), or -1 when cwd is not beneath it. */
+static int
+cwd_under(const char *cwd, const char *base, int hostfd, struct sbx_error *e)
+{
+	size_t n = strlen(base);
+	int    fd;
+
+	if (strncmp(cwd, base, n) != 0 || (cwd[n] != '\0' && cwd[n] != '/'))
+		return 0;
+	cwd += n;
+	while (*cwd == '/')
+		cwd++;
+	if (*cwd == '\0')
+		return 1;
+	if ((fd = sbx_fs_open_beneath(hostfd, cwd, O_PATH | O_DIRECTORY, e)) ==
+	    -1)
+		return -1;
+	close(fd);
+	return 1;
+}
+
+/*
+ * --cwd as a one-shot run checks it (prep_cwd in lib/exec/exec.c): a
+ * sandbox path without `..`, relative to HOME or absolute inside HOME or
+ * a workdir of the session, an existing directory reached without a
+ * symbolic link.  The absolute path goes to pid 1 in *out.
+ */
+static int
+session_cwd(const struct sbx_exec_req *R, const json_t *rec, int rootfd,
+    const char *agent, char *out, size_t outsz, struct sbx_error *e)
+{
+	const json_t *pol = json_object_get(rec, "policy"), *w;
+	char	      home[128];
+	size_t	      i;
+	int	      fd, k = 0;
+
+	if (sbx_fs_path_check(R->cwd, "cwd", e) == -1)
+		return -1;
+	snprintf(home, sizeof(home), "/workspace/agents/%s", agent);
+	if ((size_t)snprintf(out, outsz, "%s%s%s", R->cwd[0] != '/' ? home : "",
+		R->cwd[0] != '/' ? "/" : "", R->cwd) >= outsz)
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "cwd", "too_long",
+		    "argument `cwd` is too long");
+	if ((fd = sbx_layout_open(rootfd, SBX_L_AGENT_HOME, agent,
+		 O_PATH | O_DIRECTORY | O_CLOEXEC, e)) == -1)
+		return -1;
+	k = cwd_under(out, home, fd, e);
+	close(fd);
+	if (k == 0 && (w = json_object_get(pol, "workdir")) != NULL &&
+	    (fd = open(json_string_value(w),
+		 O_PATH | O_DIRECTORY | O_CLOEXEC)) >= 0) {
+		k = cwd_under(out, json_string_value(w), fd, e);
+		close(fd);
+	}
+	json_array_foreach (json_object_get(pol, "workdirs"), i, w) {
+		if (k != 0 ||
+		    (fd = open(json_string_value(w),
+			 O_PATH | O_DIRECTORY | O_CLOEXEC)) == -1)
+			continue;
+		k = cwd_under(out, json_string_value(w), fd, e);
+		close(fd);
+	}
+	if (k == 1)
+		return 0;
+	if (k == 0)
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "cwd",
+		    "outside_home",
+		    "argument `cwd` rejected: %s is outside %s "
+		    "and the session's workdirs",
+		    R->cwd, home);
+	e->kind = SBX_K_INVALID_ARGS;
+	e->retryable = 0;
+	e->field = "cwd";
+	if (e->reason && strcmp(e->reason, "symlink_in_path") == 0)
+		e->reason = "symlink";
+	snprintf(e->message, sizeof(e->message),
+	    "argument `cwd` rejected: "
+	    "%s is not a directory inside the session's home or workdirs "
+	    "(missing, or reached through a symlink)",
+	    R->cwd);
+	return -1;
+}
+
+int
+exec_session(struct sbx_exec_req *R, struct sbx_exec *X,
+    const struct exec_session_out *out)
+{
+	struct sbx_error	e;
+	struct sbx_exec_outcome o;
+	struct sbx_warm_cmd	c;
+	struct sbx_scrub       *sc = NULL;
+	struct rs		rs[2];
+	struct pollfd		pfd[4];
+	const json_t	       *pol;
+	json_t		       *rec = NULL, *res;
+	const char	       *agent, *name = R->session_name;
+	char			cwdbuf[PATH_MAX];
+	char		       *v;
+	int			runfd, conn = -1, rc, relay, i, p[2], pin[2];
+	int			devnull = -1, stdin_pump = -1, stdin_w = -1;
+	int			ended = 0, tty_in;
+	long long		t0, last, idle_ms, wall_ms, now, until;
+	double			wall;
+
+	memset(&e, 0, sizeof(e));
+	memset(&c, 0, sizeof(c));
+	c.fd[0] = c.fd[1] = c.fd[2] = -1;
+	c.exit_code = -1;
+	rs[0].fd = rs[1].fd = -1;
+	if (sbx_root_resolve(R->home, &X->root, &e) == -1 ||
+	    sbx_root_open(&X->root, 0, &e) == -1)
+		goto fail;
+	if ((runfd = sbx_layout_open(X->root.fd, SBX_L_RUN, NULL,
+		 O_RDONLY | O_DIRECTORY | O_CLOEXEC, &e)) == -1) {
+		sbx_error_set(&e, SBX_K_NOT_FOUND, "session", "no_such_session",
+		    "no session named %s", name);
+		goto fail;
+	}
+	rec = sbx_warmrec_load(runfd, name, &e);
+	close(runfd);
+	if (rec == NULL)
+		goto fail;
+	agent = json_string_value(json_object_get(rec, "agent"));
+	/* The session's agent unless one is named (then it must be it). */
+	if (R->agent == NULL && getenv("SBX_AGENT") != NULL &&
+	    *getenv("SBX_AGENT") != '\0')
+		R->agent = getenv("SBX_AGENT");
+	if (sbx_warm_check_req(R, rec, &e) == -1)
+		goto fail;
+	if (R->agent == NULL)
+		R->agent = agent;
+	if ((rc = sbx_exec_validate(R, &e)) != 0) {
+		if (rc == -2)
+			goto usage;
+		goto fail;
+	}
+	/* Scrubbed as a one-shot run is: the agent's secret values never
+	 * leave in the output. */
+	pol = json_object_get(rec, "policy");
+	if (!json_is_true(json_object_get(pol, "no_secrets")) &&
+	    sbx_secret_store_exists(X->root.fd, agent) &&
+	    sbx_secret_scrubber(X->root.fd, agent, &sc, &e) == -1)
+		goto fail;
+	X->secrets.scrub = sc;
+	if (R->cwd != NULL &&
+	    session_cwd(R, rec, X->root.fd, agent, cwdbuf, sizeof(cwdbuf),
+		&e) == -1)
+		goto fail;
+	idle_ms = (long long)(R->timeout_s * 1000.0);
+	wall = wall_limit(R);
+	wall_ms = (long long)(wall * 1000.0);
+	/*
+	 * The command gets the caller's descriptors as they are, the
+	 * cheapest way, unless sbx must see the bytes (captured for the
+	 * envelope, scrubbed, an idle timeout to watch) or they are a
+	 * terminal (which the sandbox never holds: it could read from it
+	 * or push input into it).
+	 */
+	relay = R->capture || sc != NULL || idle_ms > 0;
+	tty_in = isatty(0);
+	if ((devnull = open("/dev/null", O_RDWR | O_CLOEXEC)) == -1) {
+		sbx_error_sys(&e, "open_failed", "/dev/null");
+		goto fail;
+	}
+	for (i = 0; i < 2; i++) {
+		rs[i].to = R->capture ? (R->capture_tee ? 2 : -1) : 1 + i;
+		rs[i].cap =
+		    R->capture ? (i == 0 ? &X->run.out : &X->run.err) : NULL;
+		if (rs[i].cap != NULL)
+			sbx_capture_init(rs[i].cap, R->max_output_n, 1);
+		if (!relay && !isatty(1 + i)) {
+			c.fd[1 + i] = 1 + i;
+			continue;
+		}
+		if (pipe2(p, O_CLOEXEC) == -1) {
+			sbx_error_sys(&e, "pipe_failed", "pipe");
+			goto fail;
+		}
+		rs[i].fd = p[0];
+		c.fd[1 + i] = p[1];
+		if (sc != NULL) {
+			rs[i].scrub = 1;
+			sbx_scrub_stream_init(&rs[i].ss, sc, rs_deliver,
+			    &rs[i]);
+		}
+	}
+	X->run.capture = R->capture;
+	if (R->stdin_v == SBX_EXEC_STDIN_NULL ||
+	    (R->stdin_v == SBX_EXEC_STDIN_AUTO && R->capture && tty_in))
+		c.fd[0] = devnull;
+	else if (tty_in) {
+		if (pipe2(pin, O_CLOEXEC) == -1) {
+			sbx_error_sys(&e, "pipe_failed", "pipe");
+			goto fail;
+		}
+		c.fd[0] = pin[0];
+		stdin_w = pin[1];
+		stdin_pump = 0;
+	} else
+		c.fd[0] = 0;
+	c.argv = R->argv;
+	c.shell = R->shell;
+	c.cwd = R->cwd != NULL ? cwdbuf : NULL;
+	c.env = R->env.v;
+	if ((conn = sbx_warm_connect(X->root.fd, name, &e)) == -1 ||
+	    sbx_warm_send(conn, &c, &e) == -1)
+		goto fail;
+	t0 = last = sbx_now_ms();
+	/* Our copies of the command's ends go: its end of file is ours. */
+	for (i = 1; i < 3; i++)
+		if (rs[i - 1].fd >= 0)
+			close(c.fd[i]);
+	if (stdin_w >= 0)
+		close(c.fd[0]);
+	close(devnull);
+	devnull = -1;
+	while (!ended || rs[0].fd >= 0 || rs[1].fd >= 0) {
+		pfd[0].fd = ended ? -1 : conn;
+		pfd[0].events = POLLIN;
+		pfd[1].fd = rs[0].fd;
+		pfd[1].events = POLLIN;
+		pfd[2].fd = rs[1].fd;
+		pfd[2].events = POLLIN;
+		pfd[3].fd = !ended ? stdin_pump : -1;
+		pfd[3].events = POLLIN;
+		now = sbx_now_ms();
+		until = -1;
+		if (!ended && idle_ms > 0)
+			until = last + idle_ms;
+		if (!ended && wall_ms > 0 &&
+		    (until < 0 || t0 + wall_ms < until))
+			until = t0 + wall_ms;
+		if (until >= 0 && now >= until) {
+			if (wall_ms > 0 && now >= t0 + wall_ms) {
+				X->run.killed_by = "limit";
+				X->run.limit = "wall_time";
+			} else {
+				X->run.killed_by = "timeout";
+				X->run.limit = "idle";
+			}
+			(void)sbx_warm_kill(conn);
+			idle_ms = wall_ms = 0;
+			continue;
+		}
+		if (poll(pfd, 4, until < 0 ? -1 : (int)(until - now)) == -1) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		for (i = 0; i < 2; i++)
+			if (pfd[1 + i].fd >= 0 &&
+			    (pfd[1 + i].revents &
+				(POLLIN | POLLHUP | POLLERR)) &&
+			    rs_read(&rs[i]))
+				last = sbx_now_ms();
+		if (pfd[3].fd >= 0 && (pfd[3].revents & (POLLIN | POLLHUP))) {
+			char	b[4096];
+			ssize_t n = read(0, b, sizeof(b));
+
+			if (n <= 0 ||
+			    sbx_fs_write_all(stdin_w, b, (size_t)n) == -1) {
+				stdin_pump = -1;
+				close(stdin_w);
+				stdin_w = -1;
+			}
+		}
+		if (pfd[0].fd >= 0 &&
+		    (pfd[0].revents & (POLLIN | POLLHUP | POLLERR))) {
+			rc = sbx_warm_recv(conn, &c, &e);
+			if (rc == -1)
+				goto fail;
+			if (rc == 1) {
+				ended = 1;
+				if (stdin_w >= 0) {
+					close(stdin_w);
+					stdin_w = -1;
+				}
+			}
+		}
+	}
+	close(conn);
+	conn = -1;
+	if (c.fork_errno != 0) {
+		errno = c.fork_errno;
+		sbx_error_sys(&e, "pids_exhausted",
+		    "session %s has no room "
+		    "for the command's process",
+		    name);
+		e.kind = SBX_K_UNAVAILABLE;
+		e.field = "pids";
+		e.retryable = 1;
+		sbx_error_hint(&e,
+		    "its task limit (--pids) is reached; the "
+		    "session recovers as soon as processes end: retry, or "
+		    "`sbx session stop %s`",
+		    name);
+		goto fail;
+	}
+	X->run.started = 1;
+	X->run.running = c.running;
+	X->run.exec_errno = c.exec_errno;
+	X->run.exit_code = c.exit_code;
+	X->run.signo = c.signo;
+	X->run.duration_ms = sbx_now_ms() - t0;
+	if (X->run.killed_by != NULL && strcmp(X->run.killed_by, "limit") == 0)
+		X->lim.wall_timeout = wall;
+	snprintf(X->cwd, sizeof(X->cwd), "%s",
+	    R->cwd != NULL ? cwdbuf :
+			     json_string_value(json_object_get(rec, "cwd")));
+	X->sb.agent = agent;
+	(void)sbx_netmode_parse(
+	    json_string_value(json_object_get(rec, "network")), &X->network);
+	X->limits = json_incref(json_object_get(rec, "limits"));
+	if (X->warnings == NULL)
+		X->warnings = json_array();
+	X->req = R;
+	sbx_exec_outcome_run(X, &o);
+	if ((res = sbx_exec_outcome_result(&o)) != NULL)
+		json_object_set_new(res, "session", json_string(name));
+	v = NULL;
+	exec_render_outcome(&o, v, X->warnings, NULL, out->json, out->quiet,
+	    out->json || out->envelope ? out->emit : NULL, out->tool);
+	sbx_exec_outcome_release(&o);
+	json_decref(rec);
+	json_decref(c.fsdeny);
+	return o.code;
+usage:
+	json_decref(rec);
+	return out->usage(&e);
+fail:
+	if (conn >= 0)
+		close(conn);
+	if (devnull >= 0)
+		close(devnull);
+	json_decref(rec);
+	json_decref(c.fsdeny);
+	return out->report(&e);
+}

@@ -1,0 +1,986 @@
+/*
+ * warm.c: warm sessions (warm.h): the detached supervisor of a session
+ * (the sandbox's run in a child of its own, the control socket, the
+ * channel to pid 1), stopping one, the policy a session fixes, and the
+ * client side of the control socket (sbx exec --session).
+ */
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "exec.h"
+#include "fsutil.h"
+#include "initproto.h"
+#include "job.h"
+#include "layout.h"
+#include "netmode.h"
+#include "time.h"
+#include "warm.h"
+
+/* What a request key of the policy says (the options that fix a
+ * session); per-command keys (cwd, env, timeout, the command...) and the
+ * agent are not here. */
+static const char *const policy_keys[] = { "workdir", "workdirs",
+	"workdir_follow_symlinks", "ro", "unprotect", "secrets", "no_secrets",
+	"network", "allow_domain", "memory", "cpus", "pids", "disk", "nofile",
+	"file_size", "soft_limits", "seccomp", "host_view", NULL };
+
+static int
+is_policy_key(const char *k)
+{
+	size_t i;
+
+	for (i = 0; policy_keys[i] != NULL; i++)
+		if (strcmp(policy_keys[i], k) == 0)
+			return 1;
+	return 0;
+}
+
+json_t *
+sbx_warm_policy(const struct sbx_exec_req *q)
+{
+	const struct sbx_exec_field *f;
+	const struct sbx_strv	    *v;
+	const char		    *at;
+	json_t			    *o = json_object(), *a;
+	size_t			     n, i, k;
+
+	f = sbx_exec_fields(&n);
+	for (i = 0; o != NULL && i < n; i++) {
+		if (f[i].key == NULL || !is_policy_key(f[i].key))
+			continue;
+		at = (const char *)q + f[i].offset;
+		switch (f[i].type) {
+		case SBX_EXEC_F_STR:
+		case SBX_EXEC_F_NUM:
+			if (*(const char *const *)(const void *)at != NULL)
+				json_object_set_new(o, f[i].key,
+				    json_string(*(
+					const char *const *)(const void *)at));
+			break;
+		case SBX_EXEC_F_BOOL:
+			if (*(const int *)(const void *)at > 0)
+				json_object_set_new(o, f[i].key, json_true());
+			break;
+		case SBX_EXEC_F_STRV:
+		case SBX_EXEC_F_ROOTS:
+			v = (const struct sbx_strv *)(const void *)at;
+			if (v->n == 0)
+				break;
+			a = json_array();
+			for (k = 0; k < v->n; k++)
+				json_array_append_new(a, json_string(v->v[k]));
+			json_object_set_new(o, f[i].key, a);
+			break;
+		case SBX_EXEC_F_LIMIT:
+			for (k = 0; k + 1 < q->limit_keys.n; k += 2)
+				if (strcmp(q->limit_keys.v[k], f[i].limit) == 0)
+					json_object_set_new(o, f[i].key,
+					    json_string(
+						q->limit_keys.v[k + 1]));
+			break;
+		default: break;
+		}
+	}
+	return o;
+}
+
+int
+sbx_warm_check_req(const struct sbx_exec_req *q, const json_t *rec,
+    struct sbx_error *e)
+{
+	const json_t *pol = json_object_get(rec, "policy");
+	const char   *name = json_string_value(json_object_get(rec, "name"));
+	const char   *k, *a = json_string_value(json_object_get(rec, "agent"));
+	json_t	     *mine, *v;
+
+	/* What a session cannot do for one command, said, not ignored. */
+	if (q->background)
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "background",
+		    "session_unsupported",
+		    "argument `background` cannot be "
+		    "used with a session: run `sbx exec --background` without "
+		    "--session");
+	if (q->tty)
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "tty",
+		    "session_unsupported",
+		    "argument `tty` cannot be used with "
+		    "a session: run `sbx exec --tty` without --session");
+	if (q->ask)
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "ask",
+		    "session_unsupported",
+		    "argument `ask` cannot be used with "
+		    "a session: run `sbx exec --ask` without --session");
+	if (q->agent != NULL && a != NULL && strcmp(q->agent, a) != 0)
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "agent",
+		    "session_agent", "session %s belongs to agent %s, not %s",
+		    name, a, q->agent);
+	if ((mine = sbx_warm_policy(q)) == NULL)
+		return sbx_error_sys(e, "nomem", "session policy");
+	json_object_foreach (mine, k, v) {
+		if (json_equal(v, json_object_get(pol, k)))
+			continue;
+		/* The network in force is the record's, whoever chose it
+		 * (the option or the agent's setting). */
+		if (strcmp(k, "network") == 0 &&
+		    json_equal(v, json_object_get(rec, "network")))
+			continue;
+		sbx_error_set(e, SBX_K_INVALID_ARGS, k, "session_policy",
+		    "argument `%s` differs from session %s's: a session's "
+		    "policy is fixed when it starts (sbx session show %s)",
+		    k, name, name);
+		json_decref(mine);
+		return -1;
+	}
+	json_decref(mine);
+	return 0;
+}
+
+/* ---- the supervisor ---- */
+
+struct sup {
+	struct sbx_exec *p;
+	const char	*name;
+	int		 runfd, lfd, chan, notify, errfd;
+	int		 conn; /* the client of the command, or -1 */
+	int		 busy; /* a command runs */
+	pid_t		 engine;
+	long long	 idle_ms, life_ms, started, last, checked;
+	char		 line[4096];
+	size_t		 llen;
+};
+
+static volatile sig_atomic_t stop_sig;
+
+static void
+on_stop(int sig)
+{
+	stop_sig = sig;
+}
+
+/* The sandbox's run, in a child of the supervisor's: it dies with the
+ * supervisor (PDEATHSIG), and bwrap with it (--die-with-parent). */
+static void __attribute__((noreturn))
+engine(struct sup *S, int chan_end, pid_t sup)
+{
+	struct sbx_exec *p = S->p;
+	struct sbx_run	*r = &p->run;
+	struct sbx_error e;
+	struct sbx_buf	 b = SBX_BUF_INIT;
+	int		 rc;
+
+	(void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	if (getppid() != sup)
+		_exit(1);
+	close(S->lfd);
+	close(S->chan);
+	close(S->notify);
+	memset(&e, 0, sizeof(e));
+	/* The cgroup carries this process's pid (gc tells leftovers by
+	 * it): made here, as a job's supervisor makes its own. */
+	if (p->cg.backend != SBX_CG_NONE &&
+	    sbx_exec_cgroup(p, p->cg_v2root, &e) == -1) {
+		(void)sbx_fs_write_all(S->errfd, e.message, strlen(e.message));
+		_exit(1);
+	}
+	p->session_fd = chan_end;
+	(void)sbx_exec_signals(1);
+	sbx_exec_run_setup(p, r);
+	r->out_fd = 1;
+	r->err_fd = 2;
+	r->stdin_fd = -1;
+	/* The session's own end is the supervisor's (--max-lifetime). */
+	r->wall_timeout_ms = 0;
+	r->idle_timeout_ms = 0;
+	rc = sbx_run_sandbox(r, &e);
+	json_decref(sbx_exec_finish_limits(p, r));
+	if (!r->running) {
+		if (rc == -1)
+			sbx_buf_printf(&b, "%s", e.message);
+		else if (r->setup_err.len > 0)
+			sbx_buf_printf(&b, "%.*s", (int)r->setup_err.len,
+			    r->setup_err.p);
+		else
+			sbx_buf_printf(&b,
+			    "the session's sandbox ended "
+			    "before it was ready");
+		if (b.p != NULL)
+			(void)sbx_fs_write_all(S->errfd, b.p, b.len);
+	}
+	_exit(0);
+}
+
+static int
+read_exact(int fd, void *p, size_t n)
+{
+	ssize_t r;
+	size_t	off = 0;
+
+	while (off < n) {
+		r = read(fd, (char *)p + off, n - off);
+		if (r == -1 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		off += (size_t)r;
+	}
+	return 0;
+}
+
+static int
+send_line(int fd, const char *s)
+{
+	return sbx_fs_write_all(fd, s, strlen(s));
+}
+
+/* The end: the sandbox (closing pid 1's channel ends it), the engine,
+ * the socket and the record. */
+static void __attribute__((noreturn)) sup_exit(struct sup *S)
+{
+	long long deadline = sbx_now_ms() + SBX_KILL_GRACE_MS;
+	int	  status;
+
+	if (S->conn >= 0) {
+		(void)send_line(S->conn, "gone session_ended\n");
+		close(S->conn);
+	}
+	close(S->lfd);
+	(void)sbx_warmrec_remove(S->runfd, S->name);
+	if (S->chan >= 0)
+		close(S->chan);
+	while (waitpid(S->engine, &status, WNOHANG) == 0) {
+		if (sbx_now_ms() > deadline) {
+			/* It runs the sandbox's kill on SIGUSR1 (a hard
+			 * kill, as a job's supervisor). */
+			kill(S->engine, SIGUSR1);
+			deadline = sbx_now_ms() + SBX_KILL_GRACE_MS;
+		}
+		poll(NULL, 0, 5);
+	}
+	_exit(0);
+}
+
+/* A client's request: 'Q' with three descriptors, its length, its
+ * tokens; forwarded to pid 1 as is.  'S': stop the session.  0, or -1
+ * (the client is dropped). */
+static int
+sup_request(struct sup *S)
+{
+	char	       hdr[5], *buf = NULL;
+	int	       fds[3] = { -1, -1, -1 }, rc = -1;
+	size_t	       nfd = 0, i;
+	ssize_t	       n;
+	uint32_t       len;
+	struct timeval tv = { 5, 0 };
+
+	(void)setsockopt(S->conn, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	n = sbx_fs_recv_fds(S->conn, hdr, 1, fds, 3, &nfd, 0);
+	if (n == 1 && hdr[0] == 'S') {
+		(void)send_line(S->conn, "stopping\n");
+		sup_exit(S);
+	}
+	if (n != 1 || hdr[0] != SBX_WARM_O_REQ || nfd != 3)
+		goto out;
+	if (read_exact(S->conn, &len, sizeof(len)) == -1 || len == 0 ||
+	    len > SBX_WARM_REQ_MAX || (buf = malloc(len)) == NULL ||
+	    read_exact(S->conn, buf, len) == -1)
+		goto out;
+	hdr[0] = SBX_WARM_O_REQ;
+	{
+		struct msghdr	m;
+		struct iovec	iov;
+		struct cmsghdr *cm;
+		union {
+			char	       b[CMSG_SPACE(3 * sizeof(int))];
+			struct cmsghdr align;
+		} u;
+
+		memset(&m, 0, sizeof(m));
+		memset(&u, 0, sizeof(u));
+		iov.iov_base = hdr;
+		iov.iov_len = 1;
+		m.msg_iov = &iov;
+		m.msg_iovlen = 1;
+		m.msg_control = u.b;
+		m.msg_controllen = sizeof(u.b);
+		cm = CMSG_FIRSTHDR(&m);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(3 * sizeof(int));
+		memcpy(CMSG_DATA(cm), fds, 3 * sizeof(int));
+		if (sendmsg(S->chan, &m, MSG_NOSIGNAL) != 1 ||
+		    sbx_fs_write_all(S->chan, &len, sizeof(len)) == -1 ||
+		    sbx_fs_write_all(S->chan, buf, len) == -1)
+			sup_exit(S);
+	}
+	S->busy = 1;
+	rc = 0;
+out:
+	free(buf);
+	for (i = 0; i < 3; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	return rc;
+}
+
+/* Lines from pid 1, passed to the client; the end of a command frees
+ * the session for the next. */
+static void
+sup_from_init(struct sup *S)
+{
+	ssize_t n;
+	char   *nl;
+	size_t	ll;
+
+	n = read(S->chan, S->line + S->llen, sizeof(S->line) - 1 - S->llen);
+	if (n <= 0) {
+		if (n == -1 && errno == EINTR)
+			return;
+		sup_exit(S);
+	}
+	S->llen += (size_t)n;
+	while ((nl = memchr(S->line, '\n', S->llen)) != NULL) {
+		ll = (size_t)(nl - S->line) + 1;
+		if (S->conn >= 0 &&
+		    sbx_fs_write_all(S->conn, S->line, ll) == -1) {
+			/* The client is gone: its command goes too. */
+			(void)send(S->chan, "K", 1, MSG_NOSIGNAL);
+			close(S->conn);
+			S->conn = -1;
+		}
+		if (strncmp(S->line, SBX_INIT_W_EXIT " ", 5) == 0 ||
+		    strncmp(S->line, SBX_INIT_W_SIGNAL " ", 7) == 0 ||
+		    strncmp(S->line, SBX_WARM_W_FORK " ", 5) == 0) {
+			S->busy = 0;
+			S->last = sbx_now_ms();
+			if (S->conn >= 0) {
+				close(S->conn);
+				S->conn = -1;
+			}
+		}
+		memmove(S->line, S->line + ll, S->llen - ll);
+		S->llen -= ll;
+	}
+	if (S->llen == sizeof(S->line) - 1)
+		S->llen = 0; /* a line too long: dropped */
+}
+
+/* Is the session's agent still there?  A removed agent's session
+ * stops. */
+static int
+agent_present(struct sup *S)
+{
+	int fd;
+
+	fd = sbx_layout_open(S->p->root.fd, SBX_L_AGENT_HOME, S->p->sb.agent,
+	    O_PATH | O_DIRECTORY | O_CLOEXEC, NULL);
+	if (fd == -1)
+		return 0;
+	close(fd);
+	return 1;
+}
+
+static int still_wanted(struct sup *);
+
+static void __attribute__((noreturn)) supervise(struct sup *S)
+{
+	struct pollfd pfd[3];
+	long long     now, until;
+	int	      tmo, fd;
+	char	      c;
+
+	for (;;) {
+		now = sbx_now_ms();
+		if (stop_sig)
+			sup_exit(S);
+		until = -1;
+		if (S->life_ms > 0)
+			until = S->started + S->life_ms;
+		if (S->idle_ms > 0 && !S->busy &&
+		    (until < 0 || S->last + S->idle_ms < until))
+			until = S->last + S->idle_ms;
+		if (until >= 0 && now >= until)
+			sup_exit(S);
+		/* Once a second: is the session still wanted? */
+		if (now >= S->checked + 1000) {
+			S->checked = now;
+			if (!still_wanted(S))
+				sup_exit(S);
+		}
+		tmo =
+		    until < 0 || until - now > 1000 ? 1000 : (int)(until - now);
+		pfd[0].fd = S->busy || S->conn >= 0 ? -1 : S->lfd;
+		pfd[0].events = POLLIN;
+		pfd[1].fd = S->chan;
+		pfd[1].events = POLLIN;
+		pfd[2].fd = S->busy ? S->conn : -1;
+		pfd[2].events = POLLIN;
+		if (poll(pfd, 3, tmo) == -1) {
+			if (errno == EINTR)
+				continue;
+			sup_exit(S);
+		}
+		if (pfd[1].revents & (POLLIN | POLLHUP | POLLERR))
+			sup_from_init(S);
+		if (pfd[2].fd >= 0 &&
+		    (pfd[2].revents & (POLLIN | POLLHUP | POLLERR))) {
+			/* 'K' kills the command; end of file too (the
+			 * client died or gave up). */
+			if (read(S->conn, &c, 1) != 1 || c == SBX_WARM_O_KILL)
+				(void)send(S->chan, "K", 1, MSG_NOSIGNAL);
+		}
+		if (pfd[0].fd >= 0 && (pfd[0].revents & POLLIN) &&
+		    (fd = sbx_daemon_accept(S->lfd)) >= 0) {
+			/* Blocking from here: the client is our own uid. */
+			(void)fcntl(fd, F_SETFL, 0);
+			S->conn = fd;
+			if (!agent_present(S)) {
+				(void)send_line(fd, "gone agent_removed\n");
+				sup_exit(S);
+			}
+			if (sup_request(S) == -1) {
+				close(S->conn);
+				S->conn = -1;
+			}
+		}
+	}
+}
+
+/* Wait for pid 1's "ready" on the channel: 0, or -1 (it ended). */
+static int
+wait_ready(struct sup *S)
+{
+	char	buf[64];
+	ssize_t n;
+	size_t	len = 0;
+
+	while (len < sizeof(buf) - 1) {
+		n = read(S->chan, buf + len, sizeof(buf) - 1 - len);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		len += (size_t)n;
+		buf[len] = '\0';
+		if (strncmp(buf, SBX_INIT_W_READY "\n", 6) == 0) {
+			memmove(S->line, buf + 6, len - 6);
+			S->llen = len - 6;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/*
+ * Descriptors the starter inherited from its caller (a test harness's
+ * pipe, a shell's): sbx opens all of its own close-on-exec, so one
+ * without the flag is someone else's, and a supervisor that kept it would
+ * hold its reader's end of file for the session's whole life.
+ */
+static void
+close_foreign(void)
+{
+	DIR	      *d;
+	struct dirent *de;
+	int	       fd, fl;
+
+	if ((d = opendir("/proc/self/fd")) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		fd = atoi(de->d_name);
+		if (fd <= 2 || fd == dirfd(d))
+			continue;
+		if ((fl = fcntl(fd, F_GETFD)) != -1 && !(fl & FD_CLOEXEC))
+			close(fd);
+	}
+	closedir(d);
+}
+
+/* Is the session still wanted: its record in place (a state root
+ * removed, or the record deleted, ends it) and its agent provisioned? */
+static int
+still_wanted(struct sup *S)
+{
+	char	    fn[80];
+	struct stat st;
+
+	sbx_warm_rec_name(S->name, fn, sizeof(fn));
+	return fstatat(S->runfd, fn, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    agent_present(S);
+}
+
+static void __attribute__((noreturn))
+sup_main(struct sup *S, json_t *rec, int chan_end)
+{
+	struct sigaction   sa;
+	struct sbx_error   e;
+	unsigned long long st = 0;
+	int		   devnull, ep[2], status;
+	char		   msg[1024];
+	ssize_t		   n;
+	pid_t		   me = getpid();
+
+	if ((devnull = open("/dev/null", O_RDWR)) >= 0) {
+		dup2(devnull, 0);
+		dup2(devnull, 1);
+		dup2(devnull, 2);
+		if (devnull > 2)
+			close(devnull);
+	}
+	if (S->p->req->detach_fd > 2)
+		close(S->p->req->detach_fd);
+	close_foreign();
+	(void)!chdir("/");
+	/* Whatever mask the starter had (sbx mcp blocks its signals for a
+	 * signalfd), the supervisor hears SIGTERM. */
+	{
+		sigset_t none;
+
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	sbx_job_proc_starttime(me, &st);
+	json_object_set_new(rec, "pid", json_integer(me));
+	json_object_set_new(rec, "pid_start", json_integer((json_int_t)st));
+	memset(&e, 0, sizeof(e));
+	if (pipe2(ep, O_CLOEXEC) == -1 ||
+	    sbx_warmrec_write(S->runfd, S->name, rec, &e) == -1) {
+		(void)send_line(S->notify, "F");
+		(void)send_line(S->notify, e.message[0] ? e.message : "pipe");
+		(void)send_line(S->notify, "\n");
+		(void)sbx_warmrec_remove(S->runfd, S->name);
+		_exit(0);
+	}
+	S->errfd = ep[1];
+	if ((S->engine = fork()) == -1) {
+		(void)send_line(S->notify, "Fcannot fork the session's run\n");
+		(void)sbx_warmrec_remove(S->runfd, S->name);
+		_exit(0);
+	}
+	if (S->engine == 0) {
+		close(ep[0]);
+		engine(S, chan_end, me);
+	}
+	close(ep[1]);
+	close(chan_end);
+	S->errfd = -1;
+	if (wait_ready(S) == -1) {
+		waitpid(S->engine, &status, 0);
+		n = read(ep[0], msg + 1, sizeof(msg) - 3);
+		msg[0] = 'F';
+		if (n <= 0)
+			n = snprintf(msg + 1, sizeof(msg) - 2,
+			    "the session's "
+			    "sandbox could not be set up");
+		for (ssize_t i = 1; i <= n; i++)
+			if (msg[i] == '\n')
+				msg[i] = ' ';
+		msg[n + 1] = '\n';
+		(void)sbx_fs_write_all(S->notify, msg, (size_t)n + 2);
+		(void)sbx_warmrec_remove(S->runfd, S->name);
+		_exit(0);
+	}
+	close(ep[0]);
+	(void)send_line(S->notify, "OK\n");
+	close(S->notify);
+	S->notify = -1;
+	S->started = S->last = sbx_now_ms();
+	json_decref(rec);
+	supervise(S);
+}
+
+json_t *
+sbx_warm_start(struct sbx_exec *p, const struct sbx_warm_opts *o,
+    struct sbx_error *e)
+{
+	struct sup	    S;
+	char		    name[SBX_WARM_NAME_MAX + 8], sock[80];
+	char		    now[32], buf[1100];
+	int		    sv[2], np[2], status;
+	size_t		    len = 0;
+	ssize_t		    n;
+	pid_t		    pid;
+	json_t		   *rec, *old;
+	enum sbx_cg_backend had_cg = p->cg.backend;
+	struct pollfd	    pfd;
+	long long	    deadline;
+	struct sbx_error    e2;
+
+	memset(&S, 0, sizeof(S));
+	S.p = p;
+	S.conn = -1;
+	if (o->name != NULL)
+		snprintf(name, sizeof(name), "%s", o->name);
+	else if (sbx_warm_new_name(p->sb.agent, name) == -1)
+		return sbx_error_sys(e, "random_failed", "getrandom"), NULL;
+	if (sbx_warm_name_valid(name, e) == -1)
+		return NULL;
+	S.name = name;
+	if ((S.runfd = sbx_layout_open(p->root.fd, SBX_L_RUN, NULL,
+		 O_RDONLY | O_DIRECTORY | O_CLOEXEC, e)) == -1)
+		return NULL;
+	memset(&e2, 0, sizeof(e2));
+	if ((old = sbx_warmrec_load(S.runfd, name, &e2)) != NULL) {
+		if (sbx_warmrec_alive(old)) {
+			json_decref(old);
+			close(S.runfd);
+			sbx_error_set(e, SBX_K_INVALID_ARGS, "name",
+			    "session_exists",
+			    "a session named %s is running "
+			    "already",
+			    name);
+			return NULL;
+		}
+		json_decref(old);
+		(void)sbx_warmrec_remove(S.runfd, name);
+	}
+	sbx_warm_sock_name(name, sock, sizeof(sock));
+	if ((S.lfd = sbx_daemon_bind(S.runfd, sock, e)) == -1) {
+		close(S.runfd);
+		return NULL;
+	}
+	(void)fcntl(S.lfd, F_SETFL, O_NONBLOCK);
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == -1 ||
+	    pipe2(np, O_CLOEXEC) == -1) {
+		sbx_error_sys(e, "socket", "session channel");
+		goto fail;
+	}
+	S.chan = sv[0];
+	S.notify = np[1];
+	S.idle_ms = (long long)(o->idle_timeout * 1000.0);
+	S.life_ms = (long long)(o->max_lifetime * 1000.0);
+	sbx_time_utc_iso(now);
+	rec = json_pack("{s:s,s:s,s:s,s:s,s:s,s:O,s:i,s:f,s:f,s:s}", "name",
+	    name, "agent", p->sb.agent, "cwd", p->cwd, "network",
+	    sbx_netmode_name(p->network), "started_at", now, "policy",
+	    o->policy, "uid", (int)geteuid(), "idle_timeout", o->idle_timeout,
+	    "max_lifetime", o->max_lifetime, "state", "running");
+	if (p->limits != NULL)
+		json_object_set(rec, "limits", p->limits);
+	fflush(NULL);
+	/* The starter's cgroup proved the limits can be enforced; the
+	 * session's run makes its own (see engine()). */
+	if (sbx_cgroup_destroy(&p->cg, e) == -1) {
+		json_decref(rec);
+		goto fail;
+	}
+	p->cg.backend = had_cg;
+	if ((pid = fork()) == -1) {
+		json_decref(rec);
+		sbx_error_sys(e, "fork_failed", "fork");
+		goto fail;
+	}
+	if (pid == 0) {
+		close(np[0]);
+		setsid();
+		if ((pid = fork()) != 0)
+			_exit(pid == -1 ? 1 : 0);
+		sup_main(&S, rec, sv[1]);
+	}
+	json_decref(rec);
+	close(np[1]);
+	close(sv[0]);
+	close(sv[1]);
+	close(S.lfd);
+	waitpid(pid, &status, 0);
+	deadline = sbx_now_ms() + 60000;
+	while (sbx_now_ms() < deadline && len < sizeof(buf) - 1) {
+		pfd.fd = np[0];
+		pfd.events = POLLIN;
+		if (poll(&pfd, 1, (int)(deadline - sbx_now_ms())) <= 0)
+			break;
+		if ((n = read(np[0], buf + len, sizeof(buf) - 1 - len)) <= 0)
+			break;
+		len += (size_t)n;
+		buf[len] = '\0';
+		if (strchr(buf, '\n') != NULL)
+			break;
+	}
+	close(np[0]);
+	buf[len] = '\0';
+	if (strncmp(buf, "OK\n", 3) == 0) {
+		rec = sbx_warmrec_load(S.runfd, name, e);
+		close(S.runfd);
+		return rec;
+	}
+	buf[strcspn(buf, "\n")] = '\0';
+	sbx_error_set(e, SBX_K_UNAVAILABLE, NULL, "sandbox_setup_failed",
+	    "session %s could not start: %s", name,
+	    len > 1 ? buf + 1 : "its supervisor did not answer");
+	(void)sbx_warmrec_remove(S.runfd, name);
+	close(S.runfd);
+	return NULL;
+fail:
+	close(S.lfd);
+	(void)sbx_warmrec_remove(S.runfd, name);
+	close(S.runfd);
+	return NULL;
+}
+
+/* ---- the client ---- */
+
+int
+sbx_warm_connect(int rootfd, const char *name, struct sbx_error *e)
+{
+	struct sockaddr_un sun;
+	struct ucred	   cr;
+	socklen_t	   cl = sizeof(cr);
+	char		   sock[80];
+	int		   fd, runfd, err;
+
+	if (sbx_warm_name_valid(name, e) == -1)
+		return -1;
+	if ((runfd = sbx_layout_open(rootfd, SBX_L_RUN, NULL,
+		 O_PATH | O_DIRECTORY | O_CLOEXEC, e)) == -1) {
+		sbx_error_set(e, SBX_K_NOT_FOUND, "session", "no_such_session",
+		    "no session named %s", name);
+		return -1;
+	}
+	sbx_warm_sock_name(name, sock, sizeof(sock));
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "/proc/self/fd/%d/%s",
+	    runfd, sock);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1) {
+		close(runfd);
+		return sbx_error_sys(e, "socket", "cannot create a socket");
+	}
+	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+		err = errno;
+		close(fd);
+		close(runfd);
+		if (err == ENOENT)
+			return sbx_error_set(e, SBX_K_NOT_FOUND, "session",
+			    "no_such_session", "no session named %s", name);
+		if (err == EACCES || err == EPERM)
+			return sbx_error_set(e, SBX_K_USER_DENIED, "session",
+			    "session_owner",
+			    "session %s belongs to another "
+			    "user",
+			    name);
+		return sbx_error_set(e, SBX_K_UNAVAILABLE, "session",
+		    "session_gone",
+		    "session %s is not running (its "
+		    "supervisor is gone; sbx exec gc removes what is left)",
+		    name);
+	}
+	close(runfd);
+	/* Our descriptors go to whoever serves the socket: only to a
+	 * supervisor of our own uid (a socket of another's, however it got
+	 * its name, gets nothing). */
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) == -1 ||
+	    cr.uid != geteuid()) {
+		close(fd);
+		return sbx_error_set(e, SBX_K_USER_DENIED, "session",
+		    "session_owner", "session %s belongs to another user",
+		    name);
+	}
+	return fd;
+}
+
+static int
+push_tok(struct sbx_buf *b, char t, const char *v)
+{
+	return sbx_buf_append(b, &t, 1) | sbx_buf_append(b, v, strlen(v) + 1);
+}
+
+int
+sbx_warm_send(int conn, const struct sbx_warm_cmd *c, struct sbx_error *e)
+{
+	struct sbx_buf	b = SBX_BUF_INIT;
+	struct msghdr	m;
+	struct iovec	iov[2];
+	struct cmsghdr *cm;
+	union {
+		char	       b[CMSG_SPACE(3 * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	char	 q = SBX_WARM_O_REQ;
+	uint32_t len;
+	size_t	 i;
+	int	 rc = 0;
+
+	if (c->shell != NULL)
+		rc |= push_tok(&b, SBX_WARM_T_SHELL, c->shell);
+	for (i = 0; c->argv != NULL && c->argv[i] != NULL; i++)
+		rc |= push_tok(&b, SBX_WARM_T_ARG, c->argv[i]);
+	for (i = 0; c->env != NULL && c->env[i] != NULL; i++)
+		rc |= push_tok(&b, SBX_WARM_T_ENV, c->env[i]);
+	for (i = 0; c->rlimits != NULL && c->rlimits[i] != NULL; i++)
+		rc |= push_tok(&b, SBX_WARM_T_RLIMIT, c->rlimits[i]);
+	if (c->cwd != NULL)
+		rc |= push_tok(&b, SBX_WARM_T_CWD, c->cwd);
+	if (rc != 0) {
+		sbx_buf_release(&b);
+		return sbx_error_sys(e, "nomem", "session request");
+	}
+	if (b.len > SBX_WARM_REQ_MAX) {
+		sbx_buf_release(&b);
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "command",
+		    "too_long",
+		    "the command and its environment exceed %u "
+		    "bytes",
+		    SBX_WARM_REQ_MAX);
+	}
+	len = (uint32_t)b.len;
+	memset(&m, 0, sizeof(m));
+	memset(&u, 0, sizeof(u));
+	iov[0].iov_base = &q;
+	iov[0].iov_len = 1;
+	iov[1].iov_base = &len;
+	iov[1].iov_len = sizeof(len);
+	m.msg_iov = iov;
+	m.msg_iovlen = 2;
+	m.msg_control = u.b;
+	m.msg_controllen = sizeof(u.b);
+	cm = CMSG_FIRSTHDR(&m);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(3 * sizeof(int));
+	memcpy(CMSG_DATA(cm), c->fd, 3 * sizeof(int));
+	if (sendmsg(conn, &m, MSG_NOSIGNAL) != 5 ||
+	    sbx_fs_write_all(conn, b.p, b.len) == -1) {
+		sbx_buf_release(&b);
+		return sbx_error_set(e, SBX_K_UNAVAILABLE, "session",
+		    "session_gone",
+		    "the session ended before the command "
+		    "was sent");
+	}
+	sbx_buf_release(&b);
+	return 0;
+}
+
+int
+sbx_warm_recv(int conn, struct sbx_warm_cmd *c, struct sbx_error *e)
+{
+	ssize_t n;
+	char   *nl, *l;
+	size_t	ll;
+	int	v, done = 0;
+
+	n = read(conn, c->lbuf + c->llen, sizeof(c->lbuf) - 1 - c->llen);
+	if (n == -1 && (errno == EINTR || errno == EAGAIN))
+		return 0;
+	if (n <= 0)
+		return sbx_error_set(e, SBX_K_UNAVAILABLE, "session",
+		    "session_gone",
+		    "the session ended while the command "
+		    "ran");
+	c->llen += (size_t)n;
+	while (!done && (nl = memchr(c->lbuf, '\n', c->llen)) != NULL) {
+		*nl = '\0';
+		l = c->lbuf;
+		ll = (size_t)(nl - c->lbuf) + 1;
+		if (strcmp(l, SBX_INIT_W_RUNNING) == 0)
+			c->running = 1;
+		else if (sscanf(l, SBX_INIT_W_EXEC " %d", &v) == 1)
+			c->exec_errno = v;
+		else if (sscanf(l, SBX_WARM_W_FORK " %d", &v) == 1) {
+			c->fork_errno = v;
+			done = 1;
+		} else if (sscanf(l, SBX_INIT_W_EXIT " %d", &v) == 1) {
+			c->exit_code = v;
+			done = 1;
+		} else if (sscanf(l, SBX_INIT_W_SIGNAL " %d", &v) == 1) {
+			c->signo = v;
+			c->exit_code = 128 + v;
+			done = 1;
+		} else if (strncmp(l, SBX_INIT_W_FSDENY " ", 7) == 0 ||
+		    strncmp(l, SBX_INIT_W_SOCKDENY " ", 9) == 0) {
+			if (c->fsdeny == NULL)
+				c->fsdeny = json_array();
+			if (json_array_size(c->fsdeny) < 64)
+				json_array_append_new(c->fsdeny,
+				    json_string(l));
+		} else if (strncmp(l, "gone ", 5) == 0) {
+			sbx_error_set(e, SBX_K_UNAVAILABLE, "session",
+			    "session_gone", "the session ended (%s)", l + 5);
+			return -1;
+		}
+		memmove(c->lbuf, c->lbuf + ll, c->llen - ll);
+		c->llen -= ll;
+	}
+	if (c->llen == sizeof(c->lbuf) - 1)
+		c->llen = 0;
+	return done;
+}
+
+int
+sbx_warm_kill(int conn)
+{
+	return send(conn, "K", 1, MSG_NOSIGNAL) == 1 ? 0 : -1;
+}
+
+int
+sbx_warm_stop(int rootfd, const char *name, int timeout_ms, struct sbx_error *e)
+{
+	long long  deadline = sbx_now_ms() + timeout_ms;
+	json_t	  *rec;
+	json_int_t pid;
+	int	   runfd;
+
+	if ((runfd = sbx_layout_open(rootfd, SBX_L_RUN, NULL,
+		 O_RDONLY | O_DIRECTORY | O_CLOEXEC, e)) == -1) {
+		sbx_error_set(e, SBX_K_NOT_FOUND, "session", "no_such_session",
+		    "no session named %s", name);
+		return -1;
+	}
+	if ((rec = sbx_warmrec_load(runfd, name, e)) == NULL) {
+		close(runfd);
+		return -1;
+	}
+	pid = json_integer_value(json_object_get(rec, "pid"));
+	if (!sbx_warmrec_alive(rec)) {
+		/* Its supervisor is gone: what is left goes now. */
+		(void)sbx_warmrec_remove(runfd, name);
+		json_decref(rec);
+		close(runfd);
+		return 0;
+	}
+	/* The supervisor ends the sandbox, a command running in it
+	 * included, and removes the record.  kill(2) tells whose it is. */
+	if (kill((pid_t)pid, SIGTERM) == -1) {
+		json_decref(rec);
+		close(runfd);
+		if (errno == EPERM)
+			return sbx_error_set(e, SBX_K_USER_DENIED, "session",
+			    "session_owner",
+			    "session %s belongs to another "
+			    "user",
+			    name);
+		return sbx_error_sys(e, "kill_failed", "session %s", name);
+	}
+	while (sbx_warmrec_alive(rec) && sbx_now_ms() < deadline)
+		poll(NULL, 0, 10);
+	if (sbx_warmrec_alive(rec)) {
+		json_decref(rec);
+		close(runfd);
+		return sbx_error_set(e, SBX_K_TIMEOUT, "session",
+		    "stop_timeout", "session %s did not stop in time", name);
+	}
+	json_decref(rec);
+	close(runfd);
+	return 0;
+}
