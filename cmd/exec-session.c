@@ -23,9 +23,11 @@
 #include "exec-session.h"
 #include "exec.h"
 #include "fsutil.h"
+#include "initproto.h"
 #include "layout.h"
 #include "netmode.h"
 #include "outcome.h"
+#include "proxyclient.h"
 #include "scrub.h"
 #include "secret.h"
 #include "time.h"
@@ -171,6 +173,55 @@ session_cwd(const struct sbx_exec_req *R, const json_t *rec, int rootfd,
 	    R->cwd);
 	return -1;
 }
+
+/*
+ * What the command did that policy refused, as a one-shot run's envelope
+ * has it: the proxy's record of the session since the last command (taken
+ * and emptied, sbx_proxyclient_take), the credentials it used, and the
+ * file-system guard's refusals (pid 1's "fsdeny" and "sockdeny" lines).
+ * Commands run one at a time, so what the proxy recorded is this one's.
+ */
+static void
+session_record(struct sbx_exec *X, const json_t *rec,
+    const struct sbx_warm_cmd *c)
+{
+	struct sbx_error e;
+	const char	*run, *l, *sp;
+	json_t		*cr = NULL, *v;
+	size_t		 i;
+	int		 sock;
+
+	memset(&e, 0, sizeof(e));
+	if ((run = json_string_value(json_object_get(rec, "proxy_run"))) !=
+	    NULL) {
+		X->violations = sbx_proxyclient_take(X->root.fd, X->sb.agent,
+		    run, &cr, &e);
+		if (X->violations == NULL) {
+			json_decref(cr);
+			cr = NULL;
+			json_array_append_new(X->warnings, json_string("the "
+			    "proxy's record of this command is unavailable"));
+		}
+		if (json_is_true(json_object_get(rec, "credentials")))
+			X->credentials = cr != NULL ? cr : json_array();
+		else
+			json_decref(cr);
+	}
+	json_array_foreach (c->fsdeny, i, v) {
+		if ((l = json_string_value(v)) == NULL ||
+		    (sp = strchr(l, ' ')) == NULL)
+			continue;
+		sock = strncmp(l, SBX_INIT_W_SOCKDENY " ", 9) == 0;
+		if (X->violations == NULL)
+			X->violations = json_array();
+		json_array_append_new(X->violations, json_pack("{s:s,s:s,s:s}",
+		    "type", "filesystem", "path", sp + 1, "reason",
+		    sock ? "unix_socket" : "protected_path"));
+	}
+	sbx_scrub_json(X->secrets.scrub, X->violations);
+	sbx_scrub_json(X->secrets.scrub, X->credentials);
+}
+
 
 int
 exec_session(struct sbx_exec_req *R, struct sbx_exec *X,
@@ -405,6 +456,7 @@ exec_session(struct sbx_exec_req *R, struct sbx_exec *X,
 	if (X->warnings == NULL)
 		X->warnings = json_array();
 	X->req = R;
+	session_record(X, rec, &c);
 	sbx_exec_outcome_run(X, &o);
 	if ((res = sbx_exec_outcome_result(&o)) != NULL)
 		json_object_set_new(res, "session", json_string(name));

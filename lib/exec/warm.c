@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "credbind.h"
 #include "daemon.h"
 #include "exec.h"
 #include "fsutil.h"
@@ -679,6 +680,14 @@ sbx_warm_start(struct sbx_exec *p, const struct sbx_warm_opts *o,
 	    "max_lifetime", o->max_lifetime, "state", "running");
 	if (p->limits != NULL)
 		json_object_set(rec, "limits", p->limits);
+	/* The proxy's session of the sandbox: each command's client takes
+	 * its violations and credentials from it by this run id
+	 * (sbx_proxyclient_take). */
+	if (p->proxy_ctl >= 0) {
+		json_object_set_new(rec, "proxy_run", json_string(p->proxy_run));
+		json_object_set_new(rec, "credentials",
+		    json_boolean(p->creds != NULL && p->creds->n > 0));
+	}
 	fflush(NULL);
 	/* The starter's cgroup proved the limits can be enforced; the
 	 * session's run makes its own (see engine()). */

@@ -2364,6 +2364,43 @@ req_wipe(json_t *req)
 			    json_string_length(v));
 }
 
+/* The "take" of a plain control connection: {run, agent}. */
+static json_t *
+session_take(json_t *req, struct sbx_error *e)
+{
+	const char	*run, *agent;
+	struct session	*t;
+	json_t		*ans;
+
+	run = json_string_value(json_object_get(req, "run"));
+	agent = json_string_value(json_object_get(req, "agent"));
+	if (run == NULL || agent == NULL || *run == '\0') {
+		sbx_error_set(e, SBX_K_INVALID_ARGS, "run", "malformed",
+		    "take needs a run and an agent");
+		return NULL;
+	}
+	for (t = session_next(NULL); t != NULL; t = session_next(t))
+		if (t->ss.chan >= 0 && !t->ended && strcmp(t->run, run) == 0 &&
+		    strcmp(t->ss.agent, agent) == 0)
+			break;
+	if (t == NULL) {
+		sbx_error_set(e, SBX_K_NOT_FOUND, "run", "no_session",
+		    "no session of agent %s for run %s", agent, run);
+		return NULL;
+	}
+	/* Injected connections of the ended command report first (its
+	 * processes are gone: they end at once). */
+	inject_settle(t, 1000);
+	ans = json_pack("{s:b,s:o,s:I,s:o}", "ok", 1, "violations",
+	    t->violations != NULL ? t->violations : json_array(), "denied",
+	    (json_int_t)t->denied, "credentials", t->credused != NULL ?
+	    t->credused : json_array());
+	t->violations = json_array();
+	t->credused = json_array();
+	t->denied = 0;
+	return ans;
+}
+
 static void
 ctl_line(struct session *s, char *line, int fd_in)
 {
@@ -2412,6 +2449,19 @@ ctl_line(struct session *s, char *line, int fd_in)
 	 */
 	if (strcmp(op, "policy") == 0 && s->ss.chan == -1) {
 		ans = session_policy(req, &e);
+		sbx_session_answer(s->ss.ctl, ans != NULL ? ans :
+		    sbx_session_error(&e));
+		goto drop;
+	}
+	/*
+	 * A warm session's command has ended (lib/exec/warm.c): what its
+	 * session recorded since the last take, and the record emptied, so
+	 * that each command's envelope holds its own violations and
+	 * credentials.  Only on a plain control connection (the state root
+	 * owner's, as asks and policy), for a session of the agent named.
+	 */
+	if (strcmp(op, "take") == 0 && s->ss.chan == -1) {
+		ans = session_take(req, &e);
 		sbx_session_answer(s->ss.ctl, ans != NULL ? ans :
 		    sbx_session_error(&e));
 		goto drop;

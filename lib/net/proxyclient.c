@@ -203,16 +203,13 @@ sbx_proxyclient_end(int ctl, struct sbx_error *e)
 	return sbx_proxyclient_end_creds(ctl, NULL, e);
 }
 
-json_t *
-sbx_proxyclient_end_creds(int ctl, json_t **creds, struct sbx_error *e)
+/* The violations of an "end" or "take" answer, and its credentials. */
+static json_t *
+record_of(json_t *ans, json_t **creds)
 {
-	json_t	*ans, *v, *c, *x;
+	json_t	*v, *c, *x;
 	size_t	 i;
 
-	ans = sbx_proxyclient_call(ctl, json_pack("{s:s}", "op", "end"), -1,
-	    10000, e);
-	if (ans == NULL)
-		return NULL;
 	v = json_object_get(ans, "violations");
 	v = json_is_array(v) ? json_incref(v) : json_array();
 	if (creds != NULL) {
@@ -232,6 +229,38 @@ sbx_proxyclient_end_creds(int ctl, json_t **creds, struct sbx_error *e)
 			json_array_append_new(*creds, x);
 		}
 	}
+	return v;
+}
+
+json_t *
+sbx_proxyclient_end_creds(int ctl, json_t **creds, struct sbx_error *e)
+{
+	json_t	*ans, *v;
+
+	ans = sbx_proxyclient_call(ctl, json_pack("{s:s}", "op", "end"), -1,
+	    10000, e);
+	if (ans == NULL)
+		return NULL;
+	v = record_of(ans, creds);
+	json_decref(ans);
+	return v;
+}
+
+json_t *
+sbx_proxyclient_take(int rootfd, const char *agent, const char *run,
+    json_t **creds, struct sbx_error *e)
+{
+	json_t	*ans, *v;
+	int	 ctl;
+
+	if ((ctl = sbx_proxyclient_connect(rootfd, e)) == -1)
+		return NULL;
+	ans = sbx_proxyclient_call(ctl, json_pack("{s:s,s:s,s:s}", "op",
+	    "take", "agent", agent, "run", run), -1, 10000, e);
+	close(ctl);
+	if (ans == NULL)
+		return NULL;
+	v = record_of(ans, creds);
 	json_decref(ans);
 	return v;
 }

@@ -44,5 +44,10 @@ json_t	*sbx_proxyclient_end(int ctl, struct sbx_error *);
  * array, empty when the proxy names none). */
 json_t	*sbx_proxyclient_end_creds(int ctl, json_t **creds,
 	    struct sbx_error *);
+/* A warm session's record since the last take (lib/exec/warm.c), through
+ * a control connection of its own: the violations (a new array), and the
+ * credentials used into *creds when creds is not NULL.  NULL with e. */
+json_t	*sbx_proxyclient_take(int rootfd, const char *agent, const char *run,
+	    json_t **creds, struct sbx_error *e);
 
 #endif

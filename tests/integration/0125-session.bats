@@ -27,6 +27,7 @@ teardown() {
 			"$SBX" session stop "$n" >/dev/null 2>&1
 		done
 	fi
+	"$SBX" proxy stop >/dev/null 2>&1 || true
 	for p in $(pgrep -f "sleep $D" 2>/dev/null); do
 		kill -KILL "$p" 2>/dev/null
 	done
@@ -283,4 +284,31 @@ none_left() {
 	rm "$SBX_HOME/run/session-w13.json"
 	for _ in $(seq 50); do kill -0 "$sup" 2>/dev/null || break; sleep 0.1; done
 	! kill -0 "$sup" 2>/dev/null
+}
+
+@test "each command's envelope has its own violations: the proxy's and the file-system guard's" {
+	sbx provision -q
+	P=$TEST_ROOT/project
+	mkdir -p "$P/.git"
+	chmod 0777 "$TEST_ROOT" "$P"
+	run -0 sbx session start --name pv --network proxy --workdir "$P" -q
+	# A destination no rule allows: refused by the proxy before any
+	# lookup (nothing leaves the machine), reported for this command.
+	run -0 sbx exec --session pv --json -- sh -c \
+	    'curl -s -m 5 -o /dev/null http://denied.sbx.test/; true'
+	[ "$(json_get "$output" .result.session)" = pv ]
+	[ "$(json_get "$output" '.result.violations | length')" -eq 1 ] ||
+	    { echo "$output"; false; }
+	[ "$(json_get "$output" '.result.violations[0].host')" = denied.sbx.test ]
+	# The next command did nothing refused: its list is empty.
+	run -0 sbx exec --session pv --json -- true
+	[ "$(json_get "$output" '.result.violations | length')" -eq 0 ] ||
+	    { echo "$output"; false; }
+	# A protected path of the workdir (.envrc): the guard's refusal.
+	run sbx exec --session pv --json -- sh -c 'echo evil > .envrc; true'
+	[[ "$(json_get "$output" '.result.violations')" == *protected_path* ]] ||
+	    { echo "$output"; false; }
+	[ ! -e "$P/.envrc" ]
+	run -0 sbx session stop pv
+	"$SBX" proxy stop >/dev/null 2>&1 || true
 }
