@@ -684,7 +684,8 @@ sbx_warm_start(struct sbx_exec *p, const struct sbx_warm_opts *o,
 	 * its violations and credentials from it by this run id
 	 * (sbx_proxyclient_take). */
 	if (p->proxy_ctl >= 0) {
-		json_object_set_new(rec, "proxy_run", json_string(p->proxy_run));
+		json_object_set_new(rec, "proxy_run",
+		    json_string(p->proxy_run));
 		json_object_set_new(rec, "credentials",
 		    json_boolean(p->creds != NULL && p->creds->n > 0));
 	}
