@@ -257,16 +257,18 @@ exec_jobs(const struct exec_jobs *J)
 			return report(&e, -1, NULL, J->json);
 		ns = gc_sessions(J->home);
 		if (J->json)
-			emit(sbx_envelope_ok(tool, json_pack("{s:i,s:i,s:i,s:i}",
-			    "removed_cgroups", n, "unmounted_disks", um,
-			    "busy_disks", busy, "removed_sessions", (int)ns),
+			emit(sbx_envelope_ok(tool,
+			    json_pack("{s:i,s:i,s:i,s:i}", "removed_cgroups", n,
+				"unmounted_disks", um, "busy_disks", busy,
+				"removed_sessions", (int)ns),
 			    NULL));
 		else if (!J->quiet) {
-			printf("removed %d stale cgroup%s\n", n, n == 1 ? "" :
-			    "s");
+			printf("removed %d stale cgroup%s\n", n,
+			    n == 1 ? "" : "s");
 			if (um || busy)
 				printf("unmounted %d idle disk image%s (%d in "
-				    "use)\n", um, um == 1 ? "" : "s", busy);
+				       "use)\n",
+				    um, um == 1 ? "" : "s", busy);
 			if (ns > 0)
 				printf("removed %zu dead session%s\n", ns,
 				    ns == 1 ? "" : "s");
@@ -276,7 +278,8 @@ exec_jobs(const struct exec_jobs *J)
 	tool = exec_jobs_tool(J->sub);
 	if (agent == NULL)
 		agent = getenv("SBX_AGENT") && *getenv("SBX_AGENT") ?
-		    getenv("SBX_AGENT") : "default";
+		    getenv("SBX_AGENT") :
+		    "default";
 	if (sbx_names_agent_valid(agent, "agent", &e) == -1 ||
 	    sbx_root_resolve(J->home, &root, &e) == -1)
 		return report(&e, -1, NULL, J->json);
