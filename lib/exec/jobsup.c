@@ -463,6 +463,33 @@ sbx_jobsup_load(struct sbx_root *root, const char *agent, const char *id,
 	return rec;
 }
 
+/*
+ * The record and its status fields.  The record is read before the
+ * supervisor's liveness is checked: one that wrote its last record and
+ * exited in between would look lost (a running record, nobody alive).
+ * Read again after its death, the record is its last.
+ */
+static json_t *
+load_status(struct sbx_root *root, const char *agent, const char *id,
+    int *jobs_fd, json_t *res, int *alive, struct sbx_error *e)
+{
+	json_t		*rec;
+	const char	*st;
+	int		 again;
+
+	for (again = 0;; again++) {
+		if ((rec = sbx_jobsup_load(root, agent, id, jobs_fd, e)) ==
+		    NULL)
+			return NULL;
+		job_status_fields(res, rec, alive);
+		st = json_string_value(json_object_get(res, "state"));
+		if (*alive || again || st == NULL || strcmp(st, "lost") != 0)
+			return rec;
+		json_decref(rec);
+		close(*jobs_fd);
+	}
+}
+
 json_t *
 sbx_jobsup_poll(struct sbx_root *root, const char *agent, const char *id,
     int tail_lines, struct sbx_error *e)
@@ -470,10 +497,12 @@ sbx_jobsup_poll(struct sbx_root *root, const char *agent, const char *id,
 	json_t	*rec, *res;
 	int	 jobs_fd, alive;
 
-	if ((rec = sbx_jobsup_load(root, agent, id, &jobs_fd, e)) == NULL)
-		return NULL;
 	res = json_pack("{s:s}", "job", id);
-	job_status_fields(res, rec, &alive);
+	if ((rec = load_status(root, agent, id, &jobs_fd, res, &alive,
+	    e)) == NULL) {
+		json_decref(res);
+		return NULL;
+	}
 	if (!alive)
 		job_outcome_fields(res, rec);
 	log_tail_json(res, jobs_fd, id, rec, tail_lines);
@@ -496,11 +525,12 @@ sbx_jobsup_wait(struct sbx_root *root, const char *agent, const char *id,
 	deadline = sbx_now_ms() + (long long)(timeout * 1000);
 	sfd = sbx_exec_signals(0);
 	for (;;) {
-		if ((rec = sbx_jobsup_load(root, agent, id, &jobs_fd, e)) ==
-		    NULL)
-			return NULL;
 		res = json_pack("{s:s}", "job", id);
-		job_status_fields(res, rec, &alive);
+		if ((rec = load_status(root, agent, id, &jobs_fd, res, &alive,
+		    e)) == NULL) {
+			json_decref(res);
+			return NULL;
+		}
 		if (!alive || sbx_now_ms() >= deadline)
 			break;
 		/* Sleep until the supervisor exits, a signal, or 200 ms. */
