@@ -30,6 +30,7 @@
 #include "job.h"
 #include "layout.h"
 #include "netmode.h"
+#include "provision.h"
 #include "time.h"
 #include "warm.h"
 
@@ -618,7 +619,8 @@ sbx_warm_start(struct sbx_exec *p, const struct sbx_warm_opts *o,
 {
 	struct sup	    S;
 	char		    name[SBX_WARM_NAME_MAX + 8], sock[80];
-	char		    now[32], buf[1100];
+	char		    now[32], buf[1100], rel[SBX_LAYOUT_PATH_MAX];
+	struct stat	    st;
 	int		    sv[2], np[2], status;
 	size_t		    len = 0;
 	ssize_t		    n;
@@ -639,6 +641,21 @@ sbx_warm_start(struct sbx_exec *p, const struct sbx_warm_opts *o,
 	if (sbx_warm_name_valid(name, e) == -1)
 		return NULL;
 	S.name = name;
+	/* A fresh state root: sbx exec provisions the agent on the way (for
+	 * its token), but a session without a proxy or a bridge never asks
+	 * for one; provisioned here (idempotent), which makes run/. */
+	SBX_LPATH(rel, SBX_L_RUN, NULL);
+	if (fstatat(p->root.fd, rel, &st, AT_SYMLINK_NOFOLLOW) == -1 &&
+	    errno == ENOENT) {
+		struct sbx_provision pv;
+		int		     prc;
+
+		sbx_provision_init(&pv, p->root.fd, p->sb.agent);
+		prc = sbx_provision_agent(&pv, e);
+		sbx_provision_release(&pv);
+		if (prc == -1)
+			return NULL;
+	}
 	if ((S.runfd = sbx_layout_open(p->root.fd, SBX_L_RUN, NULL,
 		 O_RDONLY | O_DIRECTORY | O_CLOEXEC, e)) == -1)
 		return NULL;

@@ -48,6 +48,18 @@ none_left() {
 	! pgrep -f "sleep $D" >/dev/null
 }
 
+@test "start on a fresh state root: the agent is provisioned first (the README's first command)" {
+	[ ! -e "$SBX_HOME" ]
+	run -0 sbx session start --idle-timeout 60
+	s=$output
+	[ -n "$s" ]
+	[ -s "$SBX_HOME/run/tokens/default" ]
+	run -0 sbx exec --session "$s" -- sh -c 'echo hi > /tmp/note'
+	run -0 sbx exec --session "$s" -- cat /tmp/note
+	[ "$output" = hi ]
+	run -0 sbx session stop "$s"
+}
+
 @test "start, ls, show and stop; the record and socket go with the session" {
 	sbx provision -q
 	run -0 sbx session start --name w1 --json
