@@ -36,6 +36,7 @@ extern int	 held;
 extern int	 socks_lfd;
 
 void	report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void	ctl_order(void);
 void	close_others(int keep_proxy, int keep_bridge, int keep_session);
 int	proxy_listen(void);
 int	proxy_accept(int lfd);

@@ -349,25 +349,6 @@ reap(struct run *ir)
 	}
 }
 
-/* An order from sbx-exec's engine on fd 4 (the session itself). */
-static void
-engine_order(void)
-{
-	ssize_t r;
-	char	c;
-
-	r = read(FD_CTL, &c, 1);
-	if (r == 1 && c == SBX_INIT_O_TERM) {
-		kill(-1, SIGTERM);
-		kill(-1, SIGCONT);
-	} else if (r == 1 && c == SBX_INIT_O_KILL) {
-		kill(-1, SIGKILL);
-	} else if (r == 0 || (r == -1 && errno != EINTR)) {
-		kill(-1, SIGKILL);
-		_exit(125);
-	}
-}
-
 /* A word from the supervisor: a command, a kill, or its end. */
 static void
 supervisor_order(struct run *ir)
@@ -441,7 +422,7 @@ session_main(struct run *ir)
 			ir->gfd = -1;
 		}
 		if (pfd[1].revents & (POLLIN | POLLHUP | POLLERR))
-			engine_order();
+			ctl_order();
 		if ((pfd[2].fd >= 0 && (pfd[2].revents & POLLIN)) ||
 		    (pfd[3].fd >= 0 &&
 			(pfd[3].revents & (POLLOUT | POLLERR | POLLHUP))))

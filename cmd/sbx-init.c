@@ -345,10 +345,10 @@ start(struct run *ir)
 	return 0;
 }
 
-/* An order from sbx on fd 4; end of file: sbx is gone, nobody is left to
- * supervise this sandbox. */
-static void
-order(void)
+/* An order from sbx on fd 4 (a session's too: its engine's); end of
+ * file: sbx is gone, nobody is left to supervise this sandbox. */
+void
+ctl_order(void)
 {
 	ssize_t	 r;
 	char	 c;
@@ -421,7 +421,7 @@ supervise(struct run *ir)
 		    POLLNVAL)) && !(pfd[4].revents & POLLIN))
 			pfd[4].fd = -1;
 		if (pfd[1].revents & (POLLIN | POLLHUP | POLLERR))
-			order();
+			ctl_order();
 		if ((pfd[2].fd >= 0 && (pfd[2].revents & POLLIN)) ||
 		    (pfd[3].fd >= 0 && (pfd[3].revents & (POLLOUT | POLLERR |
 		    POLLHUP))))
