@@ -55,7 +55,9 @@ HELPER=$BIN/tests/helpers/proxy-bench
 
 tmp=$(mktemp -d /tmp/sbx-bench.XXXXXX)
 chmod 0755 "$tmp"
-export SBX_HOME="$tmp/state" SBX_EXEC_PATH="$BIN/libexec/sbx"
+# SBX_NO_CREATE_USER: a bench never makes the sbx system user (root's
+# provision would, and change the uid of every later root sandbox).
+export SBX_HOME="$tmp/state" SBX_EXEC_PATH="$BIN/libexec/sbx" SBX_NO_CREATE_USER=1
 server=
 relay=
 cserver=
