@@ -771,49 +771,30 @@ fail:
 int
 sbx_warm_connect(int rootfd, const char *name, struct sbx_error *e)
 {
-	struct sockaddr_un sun;
-	struct ucred	   cr;
-	socklen_t	   cl = sizeof(cr);
-	char		   sock[80];
-	int		   fd, runfd, err;
+	struct ucred cr;
+	socklen_t    cl = sizeof(cr);
+	char	     sock[80];
+	int	     fd, err;
 
 	if (sbx_warm_name_valid(name, e) == -1)
 		return -1;
-	if ((runfd = sbx_layout_open(rootfd, SBX_L_RUN, NULL,
-		 O_PATH | O_DIRECTORY | O_CLOEXEC, e)) == -1) {
-		sbx_error_set(e, SBX_K_NOT_FOUND, "session", "no_such_session",
-		    "no session named %s", name);
-		return -1;
-	}
 	sbx_warm_sock_name(name, sock, sizeof(sock));
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	snprintf(sun.sun_path, sizeof(sun.sun_path), "/proc/self/fd/%d/%s",
-	    runfd, sock);
-	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1) {
-		close(runfd);
-		return sbx_error_sys(e, "socket", "cannot create a socket");
-	}
-	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
-		err = errno;
-		close(fd);
-		close(runfd);
+	/* Through run/ opened without following symlinks (daemon.c). */
+	if ((fd = sbx_daemon_connect(rootfd, sock, "session", e)) == -1) {
+		err = e->sys_errno;
 		if (err == ENOENT)
 			return sbx_error_set(e, SBX_K_NOT_FOUND, "session",
 			    "no_such_session", "no session named %s", name);
 		if (err == EACCES || err == EPERM)
 			return sbx_error_set(e, SBX_K_USER_DENIED, "session",
 			    "session_owner",
-			    "session %s belongs to another "
-			    "user",
-			    name);
+			    "session %s belongs to another user", name);
 		return sbx_error_set(e, SBX_K_UNAVAILABLE, "session",
 		    "session_gone",
 		    "session %s is not running (its "
 		    "supervisor is gone; sbx exec gc removes what is left)",
 		    name);
 	}
-	close(runfd);
 	/* Our descriptors go to whoever serves the socket: only to a
 	 * supervisor of our own uid (a socket of another's, however it got
 	 * its name, gets nothing). */

@@ -127,10 +127,16 @@ sbx_daemon_connect(int rootfd, const char *sock, const char *what,
 		return sbx_error_sys(e, "socket", "cannot create a socket");
 	}
 	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+		int err = errno;
+
 		close(fd);
 		close(runfd);
-		return sbx_error_set(e, SBX_K_UNAVAILABLE, NULL, "not_running",
+		sbx_error_set(e, SBX_K_UNAVAILABLE, NULL, "not_running",
 		    "the %s is not running", what);
+		/* Kept for callers that tell a missing socket from one they
+		 * may not use (a warm session's owner). */
+		e->sys_errno = err;
+		return -1;
 	}
 	close(runfd);
 	return fd;

@@ -20,7 +20,8 @@ int sbx_daemon_bind(int runfd, const char *sock, struct sbx_error *);
  * peer is our own uid; others are closed.  -1 when none is pending. */
 int	sbx_daemon_accept(int lfd);
 /* Connect to run/SOCK: the fd, or -1 with kind unavailable (reason
- * not_running; the message names what, "the proxy"). */
+ * not_running; the message names what, "the proxy"; sys_errno the
+ * open's or the connect's errno). */
 int sbx_daemon_connect(int rootfd, const char *sock, const char *what,
     struct sbx_error *);
 /*

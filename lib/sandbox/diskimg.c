@@ -369,16 +369,18 @@ dir_empty(int rootfd, const char *rel)
 	return empty;
 }
 
+/* The agent's directories that live on its image, and their names there. */
+static const struct {
+	enum sbx_layout_id id;
+	const char	  *sub;
+} on_image[] = {
+	{ SBX_L_AGENT_HOME, "home" },
+	{ SBX_L_AGENT_OUTPUT, "output" },
+};
+
 int
 sbx_diskimg_bind(int rootfd, const char *agent, struct sbx_error *e)
 {
-	static const struct {
-		enum sbx_layout_id id;
-		const char	  *sub;
-	} b[] = {
-		{ SBX_L_AGENT_HOME, "home" },
-		{ SBX_L_AGENT_OUTPUT, "output" },
-	};
 	char   mnt[SBX_LAYOUT_PATH_MAX], rel[SBX_LAYOUT_PATH_MAX], src[512];
 	char   dst[512], srel[SBX_LAYOUT_PATH_MAX + 16];
 	dev_t  mdev, ddev;
@@ -391,8 +393,8 @@ sbx_diskimg_bind(int rootfd, const char *agent, struct sbx_error *e)
 		    "the disk image of agent %s is not mounted", agent);
 		return -1;
 	}
-	for (i = 0; i < sizeof(b) / sizeof(*b); i++) {
-		SBX_LPATH(rel, b[i].id, agent);
+	for (i = 0; i < sizeof(on_image) / sizeof(*on_image); i++) {
+		SBX_LPATH(rel, on_image[i].id, agent);
 		if (is_mount_root(rootfd, rel, &ddev) && ddev == mdev)
 			continue;
 		/*
@@ -416,7 +418,7 @@ sbx_diskimg_bind(int rootfd, const char *agent, struct sbx_error *e)
 		if ((fd = sbx_fs_mkdirs_at(rootfd, rel, 0700, e)) == -1)
 			return -1;
 		close(fd);
-		snprintf(srel, sizeof(srel), "%s/%s", mnt, b[i].sub);
+		snprintf(srel, sizeof(srel), "%s/%s", mnt, on_image[i].sub);
 		fdpath(src, sizeof(src), rootfd, srel);
 		fdpath(dst, sizeof(dst), rootfd, rel);
 		if (mount(src, dst, NULL, MS_BIND, NULL) == -1) {
@@ -821,13 +823,6 @@ static int
 migrate_in(int rootfd, const char *agent, unsigned long long size_mib,
     uid_t uid, gid_t gid, struct sbx_error *e)
 {
-	static const struct {
-		enum sbx_layout_id id;
-		const char	  *sub;
-	} b[] = {
-		{ SBX_L_AGENT_HOME, "home" },
-		{ SBX_L_AGENT_OUTPUT, "output" },
-	};
 	struct sbx_diskimg_stat st;
 	char	    rel[SBX_LAYOUT_PATH_MAX], old[SBX_LAYOUT_PATH_MAX + 16];
 	char	    mnt[SBX_LAYOUT_PATH_MAX], dst[SBX_LAYOUT_PATH_MAX + 16];
@@ -845,10 +840,10 @@ migrate_in(int rootfd, const char *agent, unsigned long long size_mib,
 	if (sbx_diskimg_mount_image(rootfd, agent, e) == -1)
 		return -1;
 	SBX_LPATH(mnt, SBX_L_AGENT_DISK_MNT, agent);
-	for (i = 0; i < sizeof(b) / sizeof(*b); i++) {
-		SBX_LPATH(rel, b[i].id, agent);
+	for (i = 0; i < sizeof(on_image) / sizeof(*on_image); i++) {
+		SBX_LPATH(rel, on_image[i].id, agent);
 		aside(old, sizeof(old), rel, agent);
-		snprintf(dst, sizeof(dst), "%s/%s", mnt, b[i].sub);
+		snprintf(dst, sizeof(dst), "%s/%s", mnt, on_image[i].sub);
 		if (is_mount_root(rootfd, rel, NULL))
 			continue; /* bound: done before */
 		/* Set aside already: the copy was verified. */
@@ -868,8 +863,8 @@ migrate_in(int rootfd, const char *agent, unsigned long long size_mib,
 	if (sbx_diskimg_bind(rootfd, agent, e) == -1)
 		return -1;
 	/* On the image and bound: the originals may go. */
-	for (i = 0; i < sizeof(b) / sizeof(*b); i++) {
-		SBX_LPATH(rel, b[i].id, agent);
+	for (i = 0; i < sizeof(on_image) / sizeof(*on_image); i++) {
+		SBX_LPATH(rel, on_image[i].id, agent);
 		aside(old, sizeof(old), rel, agent);
 		if (fstatat(rootfd, old, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
 		    rm_rel(rootfd, old, e) == -1)
@@ -881,13 +876,6 @@ migrate_in(int rootfd, const char *agent, unsigned long long size_mib,
 static int
 migrate_out(int rootfd, const char *agent, struct sbx_error *e)
 {
-	static const struct {
-		enum sbx_layout_id id;
-		const char	  *sub;
-	} b[] = {
-		{ SBX_L_AGENT_HOME, "home" },
-		{ SBX_L_AGENT_OUTPUT, "output" },
-	};
 	struct sbx_diskimg_stat st;
 	char   rel[SBX_LAYOUT_PATH_MAX], mnt[SBX_LAYOUT_PATH_MAX];
 	char   src[SBX_LAYOUT_PATH_MAX + 16];
@@ -904,9 +892,10 @@ migrate_out(int rootfd, const char *agent, struct sbx_error *e)
 		    sbx_diskimg_mount_image(rootfd, agent, e) == -1)
 			return -1;
 		SBX_LPATH(mnt, SBX_L_AGENT_DISK_MNT, agent);
-		for (i = 0; i < sizeof(b) / sizeof(*b); i++) {
-			SBX_LPATH(rel, b[i].id, agent);
-			snprintf(src, sizeof(src), "%s/%s", mnt, b[i].sub);
+		for (i = 0; i < sizeof(on_image) / sizeof(*on_image); i++) {
+			SBX_LPATH(rel, on_image[i].id, agent);
+			snprintf(src, sizeof(src), "%s/%s", mnt,
+			    on_image[i].sub);
 			if (copy_verified(rootfd, src, rel, e) == -1)
 				return -1;
 		}
