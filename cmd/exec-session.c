@@ -223,6 +223,74 @@ session_record(struct sbx_exec *X, const json_t *rec,
 }
 
 
+/*
+ * The command's own cgroup (issue 31: "its own limits, a child cgroup
+ * where cgroups are writable"), made here, by the client: it runs as the
+ * session's owner, it is there when the command ends to read the
+ * counters into this command's envelope and to remove the cgroup, and it
+ * hands pid 1 only open files (initproto.h, SBX_WARM_T_CGROUP), never a
+ * path.  The name carries the client's pid: a client killed with -9
+ * leaves an empty cgroup that the next command's client, `sbx exec gc`
+ * or the session's end removes.  Where the session has no cgroup (rlimits
+ * only) or this one cannot be made, the command runs under the session's
+ * limits, and the envelope says which (limits.command).
+ */
+static void
+cmd_cgroup_make(struct sbx_exec *X, const json_t *rec, struct sbx_warm_cmd *c)
+{
+	struct sbx_cg_where w;
+	struct sbx_limits   ses, cmd;
+	struct sbx_error    e;
+	char		    name[SBX_CG_NAME_MAX + 1];
+	int		    i;
+
+	memset(&e, 0, sizeof(e));
+	if (!sbx_warm_cgroup_of(rec, &w, &ses) || ses.wanted == 0)
+		return;
+	sbx_cgroup_child_limits(&ses, &cmd);
+	if (sbx_cgroup_name(name, sizeof(name)) == -1 ||
+	    sbx_cgroup_create_child(&w, name, &cmd, &X->cg, &e) == -1) {
+		json_array_append_new(X->warnings, json_sprintf("the command "
+		    "runs under the session's limits only: %s",
+		    e.message[0] ? e.message : "no cgroup name"));
+		return;
+	}
+	if (X->cg.backend == SBX_CG_NONE) {
+		json_array_append_new(X->warnings, json_sprintf("the command "
+		    "runs under the session's limits only: %s", X->cg.why));
+		return;
+	}
+	X->lim.memory_mib = cmd.memory_bytes >> 20;
+	X->lim.pids = cmd.pids;
+	X->lim.cpus = cmd.cpus;
+	for (i = 0; i < X->cg.nprocs && i < (int)(sizeof(c->cgfd) /
+	    sizeof(c->cgfd[0])); i++)
+		c->cgfd[i] = X->cg.procs_fd[i];
+	c->ncgfd = i;
+}
+
+/* limits.command of the envelope: the command's own cgroup and its
+ * limits, or backend "none" (the session's limits, or rlimits, hold). */
+static json_t *
+cmd_cgroup_json(const struct sbx_exec *X)
+{
+	json_t *o;
+
+	o = json_pack("{s:s}", "backend",
+	    sbx_cgroup_backend_name(X->cg.backend));
+	if (X->cg.backend == SBX_CG_NONE)
+		return o;
+	if (X->cg.enforced & SBX_LIM_MEMORY)
+		json_object_set_new(o, "memory_mib",
+		    json_integer((json_int_t)X->lim.memory_mib));
+	if (X->cg.enforced & SBX_LIM_PIDS)
+		json_object_set_new(o, "pids",
+		    json_integer((json_int_t)X->lim.pids));
+	if (X->cg.enforced & SBX_LIM_CPUS)
+		json_object_set_new(o, "cpus", json_real(X->lim.cpus));
+	return o;
+}
+
 int
 exec_session(struct sbx_exec_req *R, struct sbx_exec *X,
     const struct exec_session_out *out)
@@ -344,6 +412,9 @@ exec_session(struct sbx_exec_req *R, struct sbx_exec *X,
 	c.shell = R->shell;
 	c.cwd = R->cwd != NULL ? cwdbuf : NULL;
 	c.env = R->env.v;
+	if (X->warnings == NULL)
+		X->warnings = json_array();
+	cmd_cgroup_make(X, rec, &c);
 	if ((conn = sbx_warm_connect(X->root.fd, name, &e)) == -1 ||
 	    sbx_warm_send(conn, &c, &e) == -1)
 		goto fail;
@@ -452,9 +523,13 @@ exec_session(struct sbx_exec_req *R, struct sbx_exec *X,
 	X->sb.agent = agent;
 	(void)sbx_netmode_parse(
 	    json_string_value(json_object_get(rec, "network")), &X->network);
-	X->limits = json_incref(json_object_get(rec, "limits"));
-	if (X->warnings == NULL)
-		X->warnings = json_array();
+	X->limits = json_deep_copy(json_object_get(rec, "limits"));
+	if (X->limits != NULL)
+		json_object_set_new(X->limits, "command", cmd_cgroup_json(X));
+	/* The command's cgroup: its counters (an OOM kill is killed_by
+	 * "limit", limit "memory", as in a one-shot run), then killed,
+	 * emptied and removed. */
+	X->events = sbx_exec_cg_events(X, &X->run);
 	X->req = R;
 	session_record(X, rec, &c);
 	sbx_exec_outcome_run(X, &o);
@@ -475,6 +550,11 @@ fail:
 		close(conn);
 	if (devnull >= 0)
 		close(devnull);
+	{
+		struct sbx_error e2;
+
+		(void)sbx_cgroup_destroy(&X->cg, &e2);
+	}
 	json_decref(rec);
 	json_decref(c.fsdeny);
 	return out->report(&e);

@@ -38,6 +38,11 @@ struct wreq {
 	char **argv, **envp, *cwd, *shell;
 	char **rlim;
 	int    fd[3];
+	/* The command's cgroup (SBX_WARM_T_CGROUP): the files to write "0"
+	 * into, and the count the request announced. */
+	int	    cgfd[SBX_WARM_CG_MAX];
+	int	    ncgfd;
+	const char *ncg;
 };
 
 /* A status line to the supervisor (never blocks for long: the
@@ -63,12 +68,68 @@ wreq_free(struct wreq *q)
 	for (i = 0; i < 3; i++)
 		if (q->fd[i] >= 0)
 			close(q->fd[i]);
+	for (i = 0; i < q->ncgfd; i++)
+		close(q->cgfd[i]);
 	free(q->buf);
 	free(q->argv);
 	free(q->envp);
 	free(q->rlim);
 	memset(q, 0, sizeof(*q));
 	q->fd[0] = q->fd[1] = q->fd[2] = -1;
+}
+
+/* The request's descriptors beyond stdio: its cgroup's (kept, up to
+ * SBX_WARM_CG_MAX; more are closed and break the count check). */
+static void
+req_extra_fds(struct wreq *q, const int *fds, size_t nfd)
+{
+	size_t i;
+
+	for (i = 0; i < nfd; i++) {
+		if (q->ncgfd < SBX_WARM_CG_MAX)
+			q->cgfd[q->ncgfd++] = fds[i];
+		else {
+			close(fds[i]);
+			q->ncgfd = SBX_WARM_CG_MAX + 1;
+		}
+	}
+}
+
+/* Do the request's cgroup descriptors match its 'G' token?  No token: no
+ * descriptor. */
+static int
+req_cgroup_ok(const struct wreq *q)
+{
+	char *end;
+	long  n = 0;
+
+	if (q->ncg != NULL) {
+		n = strtol(q->ncg, &end, 10);
+		if (*q->ncg == '\0' || *end != '\0' || n < 1 ||
+		    n > SBX_WARM_CG_MAX)
+			return 0;
+	}
+	return n == q->ncgfd;
+}
+
+/* In the command's child, first: into the command's cgroup, every
+ * hierarchy, before anything of the command runs; -1 (errno) leaves it
+ * unexecuted, since its limits would not hold. */
+static int
+child_enter_cgroup(struct wreq *q)
+{
+	ssize_t r;
+	int	i;
+
+	for (i = 0; i < q->ncgfd; i++) {
+		while ((r = write(q->cgfd[i], "0", 1)) == -1 && errno == EINTR)
+			;
+		if (r != 1)
+			return -1;
+		close(q->cgfd[i]);
+	}
+	q->ncgfd = 0;
+	return 0;
 }
 
 static int
@@ -150,10 +211,11 @@ read_req(struct run *ir, struct wreq *q)
 		case SBX_WARM_T_RLIMIT: q->rlim[nr++] = p + 1; break;
 		case SBX_WARM_T_CWD: q->cwd = p + 1; break;
 		case SBX_WARM_T_SHELL: q->shell = p + 1; break;
+		case SBX_WARM_T_CGROUP: q->ncg = p + 1; break;
 		default: free(env); return -1;
 		}
 	}
-	if (na == 0 && q->shell == NULL) {
+	if ((na == 0 && q->shell == NULL) || !req_cgroup_ok(q)) {
 		free(env);
 		return -1;
 	}
@@ -168,7 +230,7 @@ static int
 recv_order(struct wreq *q)
 {
 	union {
-		char	       b[CMSG_SPACE(3 * sizeof(int))];
+		char	       b[CMSG_SPACE(SBX_WARM_FD_MAX * sizeof(int))];
 		struct cmsghdr align;
 	} u;
 	struct msghdr	m;
@@ -192,18 +254,25 @@ recv_order(struct wreq *q)
 		return (int)r;
 	for (cm = CMSG_FIRSTHDR(&m); cm != NULL; cm = CMSG_NXTHDR(&m, cm)) {
 		size_t nfd;
-		int    fds[3];
+		int    fds[SBX_WARM_FD_MAX];
 
 		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
 			continue;
 		nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		memcpy(fds, CMSG_DATA(cm), (nfd > 3 ? 3 : nfd) * sizeof(int));
+		if (nfd > SBX_WARM_FD_MAX)
+			nfd = SBX_WARM_FD_MAX;
+		memcpy(fds, CMSG_DATA(cm), nfd * sizeof(int));
 		for (i = 0; i < (int)nfd && i < 3; i++) {
 			if (c == SBX_WARM_O_REQ && q->fd[i] < 0)
 				q->fd[i] = fds[i];
 			else
 				close(fds[i]);
 		}
+		if (nfd > 3 && c == SBX_WARM_O_REQ)
+			req_extra_fds(q, fds + 3, nfd - 3);
+		else
+			for (; i < (int)nfd; i++)
+				close(fds[i]);
 	}
 	if (c == SBX_WARM_O_KILL)
 		return 2;
@@ -221,6 +290,8 @@ child(struct run *ir, struct wreq *q, int ep, int gsock)
 	size_t n = 0, i;
 	int    err, k;
 
+	if (child_enter_cgroup(q) == -1)
+		goto fail;
 	sigprocmask(SIG_UNBLOCK, &ir->mask, NULL);
 	signal(SIGPIPE, SIG_DFL);
 	(void)setsid();

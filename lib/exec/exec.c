@@ -2918,9 +2918,6 @@ disk_events(struct sbx_exec *p, json_t *ev)
 json_t *
 sbx_exec_finish_limits(struct sbx_exec *p, struct sbx_run *r)
 {
-	struct sbx_error	 e;
-	struct sbx_cg_stats	 st;
-	json_t			*ev = NULL;
 
 	/* The image full after the run: the command met ENOSPC there
 	 * (nothing of it is removed; the next run has what is left). */
@@ -2933,8 +2930,18 @@ sbx_exec_finish_limits(struct sbx_exec *p, struct sbx_run *r)
 	}
 	/* The run's /tmp goes with it, as a tmpfs would (--disk-tmp). */
 	release_disk_tmp(p);
+	return disk_events(p, sbx_exec_cg_events(p, r));
+}
+
+json_t *
+sbx_exec_cg_events(struct sbx_exec *p, struct sbx_run *r)
+{
+	struct sbx_error	 e;
+	struct sbx_cg_stats	 st;
+	json_t			*ev = NULL;
+
 	if (p->cg.backend == SBX_CG_NONE)
-		return disk_events(p, NULL);
+		return NULL;
 	memset(&st, 0, sizeof(st));
 	if (sbx_cgroup_stats(&p->cg, &st) == 0) {
 		ev = json_object();
@@ -2961,7 +2968,7 @@ sbx_exec_finish_limits(struct sbx_exec *p, struct sbx_run *r)
 	}
 	if (sbx_cgroup_destroy(&p->cg, &e) == -1)
 		warn_add(p, e.message);
-	return disk_events(p, ev);
+	return ev;
 }
 
 void

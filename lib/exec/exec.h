@@ -329,6 +329,11 @@ int	sbx_exec_cgroup(struct sbx_exec *, const char *v2root,
 	    struct sbx_error *);
 void	sbx_exec_run_setup(struct sbx_exec *, struct sbx_run *);
 json_t	*sbx_exec_finish_limits(struct sbx_exec *, struct sbx_run *);
+/* The cgroup part of it (p->cg: a run's, or a session command's): its
+ * counters as limit events (killed_by "limit", limit "memory" after an
+ * OOM kill; a warning after pids.max), then kill, empty and remove it.
+ * Returns the events object (or NULL). */
+json_t	*sbx_exec_cg_events(struct sbx_exec *, struct sbx_run *);
 json_t	*sbx_exec_command_json(const struct sbx_exec_req *);
 
 #endif

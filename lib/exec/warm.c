@@ -193,13 +193,7 @@ engine(struct sup *S, int chan_end, pid_t sup)
 	close(S->chan);
 	close(S->notify);
 	memset(&e, 0, sizeof(e));
-	/* The cgroup carries this process's pid (gc tells leftovers by
-	 * it): made here, as a job's supervisor makes its own. */
-	if (p->cg.backend != SBX_CG_NONE &&
-	    sbx_exec_cgroup(p, p->cg_v2root, &e) == -1) {
-		(void)sbx_fs_write_all(S->errfd, e.message, strlen(e.message));
-		_exit(1);
-	}
+	/* The session's cgroup is the supervisor's (sup_cgroup). */
 	p->session_fd = chan_end;
 	(void)sbx_exec_signals(1);
 	sbx_exec_run_setup(p, r);
@@ -255,7 +249,7 @@ send_line(int fd, const char *s)
 static void __attribute__((noreturn)) sup_exit(struct sup *S)
 {
 	long long deadline = sbx_now_ms() + SBX_KILL_GRACE_MS;
-	int	  status;
+	int	  status = 0;
 
 	if (S->conn >= 0) {
 		(void)send_line(S->conn, "gone session_ended\n");
@@ -274,6 +268,14 @@ static void __attribute__((noreturn)) sup_exit(struct sup *S)
 		}
 		poll(NULL, 0, 5);
 	}
+	/* The engine removes the session's cgroup, the commands' beneath
+	 * it first, when the sandbox ends; an engine that died of a
+	 * signal could not. */
+	if (!WIFEXITED(status)) {
+		struct sbx_error e;
+
+		(void)sbx_cgroup_destroy(&S->p->cg, &e);
+	}
 	_exit(0);
 }
 
@@ -284,19 +286,22 @@ static int
 sup_request(struct sup *S)
 {
 	char	       hdr[5], *buf = NULL;
-	int	       fds[3] = { -1, -1, -1 }, rc = -1;
+	int	       fds[SBX_WARM_FD_MAX], rc = -1;
 	size_t	       nfd = 0, i;
 	ssize_t	       n;
 	uint32_t       len;
 	struct timeval tv = { 5, 0 };
 
+	for (i = 0; i < SBX_WARM_FD_MAX; i++)
+		fds[i] = -1;
 	(void)setsockopt(S->conn, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	n = sbx_fs_recv_fds(S->conn, hdr, 1, fds, 3, &nfd, 0);
+	/* stdio, then the command's cgroup files, if any (initproto.h). */
+	n = sbx_fs_recv_fds(S->conn, hdr, 1, fds, SBX_WARM_FD_MAX, &nfd, 0);
 	if (n == 1 && hdr[0] == 'S') {
 		(void)send_line(S->conn, "stopping\n");
 		sup_exit(S);
 	}
-	if (n != 1 || hdr[0] != SBX_WARM_O_REQ || nfd != 3)
+	if (n != 1 || hdr[0] != SBX_WARM_O_REQ || nfd < 3)
 		goto out;
 	if (read_exact(S->conn, &len, sizeof(len)) == -1 || len == 0 ||
 	    len > SBX_WARM_REQ_MAX || (buf = malloc(len)) == NULL ||
@@ -308,7 +313,7 @@ sup_request(struct sup *S)
 		struct iovec	iov;
 		struct cmsghdr *cm;
 		union {
-			char	       b[CMSG_SPACE(3 * sizeof(int))];
+			char	       b[CMSG_SPACE(SBX_WARM_FD_MAX * sizeof(int))];
 			struct cmsghdr align;
 		} u;
 
@@ -319,12 +324,12 @@ sup_request(struct sup *S)
 		m.msg_iov = &iov;
 		m.msg_iovlen = 1;
 		m.msg_control = u.b;
-		m.msg_controllen = sizeof(u.b);
+		m.msg_controllen = CMSG_SPACE(nfd * sizeof(int));
 		cm = CMSG_FIRSTHDR(&m);
 		cm->cmsg_level = SOL_SOCKET;
 		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(3 * sizeof(int));
-		memcpy(CMSG_DATA(cm), fds, 3 * sizeof(int));
+		cm->cmsg_len = CMSG_LEN(nfd * sizeof(int));
+		memcpy(CMSG_DATA(cm), fds, nfd * sizeof(int));
 		if (sendmsg(S->chan, &m, MSG_NOSIGNAL) != 1 ||
 		    sbx_fs_write_all(S->chan, &len, sizeof(len)) == -1 ||
 		    sbx_fs_write_all(S->chan, buf, len) == -1)
@@ -334,7 +339,7 @@ sup_request(struct sup *S)
 	rc = 0;
 out:
 	free(buf);
-	for (i = 0; i < 3; i++)
+	for (i = 0; i < SBX_WARM_FD_MAX; i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
 	return rc;
@@ -526,6 +531,94 @@ still_wanted(struct sup *S)
 	    agent_present(S);
 }
 
+/*
+ * The session's cgroup, made by the supervisor: its pid in the name is
+ * what gc goes by (the engine, its child, dies with it), and its record
+ * names the directories, for each command's client to make the command's
+ * cgroup beneath (sbx_cgroup_create_child); on cgroup v2 the session's
+ * own processes go to a leaf beside them.  0, or -1 with e.
+ */
+static int
+sup_cgroup(struct sup *S, json_t *rec, struct sbx_error *e)
+{
+	struct sbx_exec	   *p = S->p;
+	struct sbx_cg_where w;
+	json_t		   *o, *v1;
+	int		    i;
+
+	if (p->cg.backend == SBX_CG_NONE)
+		return 0;
+	if (sbx_exec_cgroup(p, p->cg_v2root, e) == -1 ||
+	    sbx_cgroup_leaf(&p->cg, e) == -1)
+		return -1;
+	if (p->cg.backend == SBX_CG_NONE)
+		return 0;
+	sbx_cgroup_where(&p->cg, &w);
+	o = json_pack("{s:s}", "backend", sbx_cgroup_backend_name(w.backend));
+	if (w.v2 != NULL)
+		json_object_set_new(o, "v2", json_string(w.v2));
+	if (w.backend == SBX_CG_V1) {
+		v1 = json_object();
+		for (i = 0; i < SBX_CG1_N; i++)
+			if (w.v1[i] != NULL)
+				json_object_set_new(v1,
+				    sbx_cgroup_slot_name(i),
+				    json_string(w.v1[i]));
+		json_object_set_new(o, "v1", v1);
+	}
+	if (p->cg.enforced & SBX_LIM_MEMORY)
+		json_object_set_new(o, "memory_bytes",
+		    json_integer((json_int_t)(p->lim.memory_mib << 20)));
+	if (p->cg.enforced & SBX_LIM_PIDS)
+		json_object_set_new(o, "pids",
+		    json_integer((json_int_t)p->lim.pids));
+	if (p->cg.enforced & SBX_LIM_CPUS)
+		json_object_set_new(o, "cpus", json_real(p->lim.cpus));
+	json_object_set_new(rec, "cgroup", o);
+	return 0;
+}
+
+int
+sbx_warm_cgroup_of(const json_t *rec, struct sbx_cg_where *w,
+    struct sbx_limits *lim)
+{
+	const json_t *o = json_object_get(rec, "cgroup"), *v1, *v;
+	const char   *b;
+	int	      i;
+
+	memset(w, 0, sizeof(*w));
+	memset(lim, 0, sizeof(*lim));
+	if ((b = json_string_value(json_object_get(o, "backend"))) == NULL)
+		return 0;
+	if (strcmp(b, "cgroup2") == 0) {
+		w->backend = SBX_CG_V2;
+		w->v2 = json_string_value(json_object_get(o, "v2"));
+	} else if (strcmp(b, "cgroup1") == 0) {
+		w->backend = SBX_CG_V1;
+		v1 = json_object_get(o, "v1");
+		for (i = 0; i < SBX_CG1_N; i++)
+			w->v1[i] = json_string_value(json_object_get(v1,
+			    sbx_cgroup_slot_name(i)));
+	} else
+		return 0;
+	if ((v = json_object_get(o, "memory_bytes")) != NULL &&
+	    json_integer_value(v) > 0) {
+		lim->memory_bytes = (unsigned long long)json_integer_value(v);
+		lim->wanted |= SBX_LIM_MEMORY;
+	}
+	if ((v = json_object_get(o, "pids")) != NULL &&
+	    json_integer_value(v) > 0) {
+		lim->pids = (unsigned long long)json_integer_value(v);
+		lim->wanted |= SBX_LIM_PIDS;
+	}
+	if ((v = json_object_get(o, "cpus")) != NULL &&
+	    json_number_value(v) > 0) {
+		lim->cpus = json_number_value(v);
+		lim->wanted |= SBX_LIM_CPUS;
+	}
+	return 1;
+}
+
 static void __attribute__((noreturn))
 sup_main(struct sup *S, json_t *rec, int chan_end)
 {
@@ -567,8 +660,11 @@ sup_main(struct sup *S, json_t *rec, int chan_end)
 	json_object_set_new(rec, "pid", json_integer(me));
 	json_object_set_new(rec, "pid_start", json_integer((json_int_t)st));
 	memset(&e, 0, sizeof(e));
-	if (pipe2(ep, O_CLOEXEC) == -1 ||
+	if (sup_cgroup(S, rec, &e) == -1 || pipe2(ep, O_CLOEXEC) == -1 ||
 	    sbx_warmrec_write(S->runfd, S->name, rec, &e) == -1) {
+		struct sbx_error e2;
+
+		(void)sbx_cgroup_destroy(&S->p->cg, &e2);
 		(void)send_line(S->notify, "F");
 		(void)send_line(S->notify, e.message[0] ? e.message : "pipe");
 		(void)send_line(S->notify, "\n");
@@ -708,7 +804,7 @@ sbx_warm_start(struct sbx_exec *p, const struct sbx_warm_opts *o,
 	}
 	fflush(NULL);
 	/* The starter's cgroup proved the limits can be enforced; the
-	 * session's run makes its own (see engine()). */
+	 * session's supervisor makes its own (see sup_cgroup()). */
 	if (sbx_cgroup_destroy(&p->cg, e) == -1) {
 		json_decref(rec);
 		goto fail;
@@ -814,6 +910,26 @@ push_tok(struct sbx_buf *b, char t, const char *v)
 	return sbx_buf_append(b, &t, 1) | sbx_buf_append(b, v, strlen(v) + 1);
 }
 
+/* The request's cgroup: its 'G' token and descriptors after stdio's
+ * (initproto.h); fds gets stdio's and the cgroup's, *nfd their count. */
+static int
+warm_cgroup_tok(struct sbx_buf *b, const struct sbx_warm_cmd *c, int *fds,
+    size_t *nfd, char *ncg, size_t ncgsz)
+{
+	int i;
+
+	memcpy(fds, c->fd, 3 * sizeof(int));
+	*nfd = 3;
+	if (c->ncgfd <= 0)
+		return 0;
+	if (c->ncgfd > SBX_WARM_CG_MAX)
+		return -1;
+	for (i = 0; i < c->ncgfd; i++)
+		fds[(*nfd)++] = c->cgfd[i];
+	snprintf(ncg, ncgsz, "%d", c->ncgfd);
+	return push_tok(b, SBX_WARM_T_CGROUP, ncg);
+}
+
 int
 sbx_warm_send(int conn, const struct sbx_warm_cmd *c, struct sbx_error *e)
 {
@@ -822,13 +938,13 @@ sbx_warm_send(int conn, const struct sbx_warm_cmd *c, struct sbx_error *e)
 	struct iovec	iov[2];
 	struct cmsghdr *cm;
 	union {
-		char	       b[CMSG_SPACE(3 * sizeof(int))];
+		char	       b[CMSG_SPACE(SBX_WARM_FD_MAX * sizeof(int))];
 		struct cmsghdr align;
 	} u;
-	char	 q = SBX_WARM_O_REQ;
+	char	 q = SBX_WARM_O_REQ, ncg[8];
 	uint32_t len;
-	size_t	 i;
-	int	 rc = 0;
+	size_t	 i, nfd;
+	int	 rc = 0, fds[SBX_WARM_FD_MAX];
 
 	if (c->shell != NULL)
 		rc |= push_tok(&b, SBX_WARM_T_SHELL, c->shell);
@@ -840,6 +956,7 @@ sbx_warm_send(int conn, const struct sbx_warm_cmd *c, struct sbx_error *e)
 		rc |= push_tok(&b, SBX_WARM_T_RLIMIT, c->rlimits[i]);
 	if (c->cwd != NULL)
 		rc |= push_tok(&b, SBX_WARM_T_CWD, c->cwd);
+	rc |= warm_cgroup_tok(&b, c, fds, &nfd, ncg, sizeof(ncg));
 	if (rc != 0) {
 		sbx_buf_release(&b);
 		return sbx_error_sys(e, "nomem", "session request");
@@ -862,12 +979,12 @@ sbx_warm_send(int conn, const struct sbx_warm_cmd *c, struct sbx_error *e)
 	m.msg_iov = iov;
 	m.msg_iovlen = 2;
 	m.msg_control = u.b;
-	m.msg_controllen = sizeof(u.b);
+	m.msg_controllen = CMSG_SPACE(nfd * sizeof(int));
 	cm = CMSG_FIRSTHDR(&m);
 	cm->cmsg_level = SOL_SOCKET;
 	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(3 * sizeof(int));
-	memcpy(CMSG_DATA(cm), c->fd, 3 * sizeof(int));
+	cm->cmsg_len = CMSG_LEN(nfd * sizeof(int));
+	memcpy(CMSG_DATA(cm), fds, nfd * sizeof(int));
 	if (sendmsg(conn, &m, MSG_NOSIGNAL) != 5 ||
 	    sbx_fs_write_all(conn, b.p, b.len) == -1) {
 		sbx_buf_release(&b);

@@ -18,6 +18,7 @@
 
 #include <jansson.h>
 
+#include "cgroup.h"
 #include "error.h"
 
 struct sbx_exec;
@@ -91,6 +92,8 @@ struct sbx_warm_cmd {
 	char *const *env; /* NAME=VALUE over the session's */
 	char *const *rlimits; /* NAME=VALUE (nofile, fsize, as) */
 	int	     fd[3]; /* its stdin, stdout, stderr */
+	int	     cgfd[5]; /* its cgroup's files (SBX_WARM_CG_MAX) */
+	int	     ncgfd; /* 0: no cgroup of its own */
 	long long    idle_timeout_ms; /* 0: none; output is the
 					 * caller's to watch: it calls
 					 * sbx_warm_kill */
@@ -116,5 +119,11 @@ int sbx_warm_send(int conn, const struct sbx_warm_cmd *, struct sbx_error *);
 int sbx_warm_recv(int conn, struct sbx_warm_cmd *, struct sbx_error *);
 /* Kill the command now (its end follows on conn). */
 int sbx_warm_kill(int conn);
+
+/* The session's cgroup as its record names it, and the limits it holds
+ * (those a cgroup enforces): 1, or 0 when the session has none (w's
+ * backend SBX_CG_NONE).  w's strings are rec's. */
+int sbx_warm_cgroup_of(const json_t *rec, struct sbx_cg_where *w,
+    struct sbx_limits *lim);
 
 #endif

@@ -860,13 +860,13 @@ sbx_cgroup_name(char *buf, size_t len)
 	return n < 0 || (size_t)n >= len ? -1 : 0;
 }
 
-static void
-cg_init(struct sbx_cgroup *cg)
+void
+sbx_cg_init(struct sbx_cgroup *cg)
 {
 	int	 i;
 
 	memset(cg, 0, sizeof(*cg));
-	cg->v2_fd_ = cg->v2_parent_fd_ = -1;
+	cg->v2_fd_ = cg->v2_parent_fd_ = cg->v2_place_fd_ = -1;
 	for (i = 0; i < SBX_CG1_N; i++) {
 		cg->procs_fd[i] = -1;
 		cg->v1_fd_[i] = cg->v1_parent_fd_[i] = -1;
@@ -874,8 +874,8 @@ cg_init(struct sbx_cgroup *cg)
 	cg->inited_ = 1;
 }
 
-static int
-check_limits(const struct sbx_limits *lim, struct sbx_error *e)
+int
+sbx_cg_check_limits(const struct sbx_limits *lim, struct sbx_error *e)
 {
 	unsigned	 set = 0;
 
@@ -919,14 +919,14 @@ sbx_cgroup_create_at(const char *root_v2, const char *root_v1,
 	const char	*env;
 	int		 r;
 
-	cg_init(cg);
+	sbx_cg_init(cg);
 	/* The pid in the name is how sbx_cgroup_gc tells a live run from a
 	 * stale one: it must be the supervisor's, which outlives the run. */
 	if (sbx_cg_name_pid(name, NULL) != (long)getpid())
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "name",
 		    "invalid_name", "cgroup name `%s` is not "
 		    "sbx-%ld-[a-z0-9-]+", name, (long)getpid());
-	if (check_limits(lim, e) == -1)
+	if (sbx_cg_check_limits(lim, e) == -1)
 		return -1;
 	snprintf(cg->name_, sizeof(cg->name_), "%s", name);
 	if ((env = sbx_cg_env_root()) != NULL) {
@@ -990,7 +990,8 @@ sbx_cgroup_fork(struct sbx_cgroup *cg)
 	cg->placed_ = 0;
 	if (cg->backend == SBX_CG_V2 && cg->v2_fd_ >= 0) {
 		cg->placed_ = 1;
-		if ((pid = sbx_cg2_clone_into(cg->v2_fd_)) != -1)
+		if ((pid = sbx_cg2_clone_into(cg->v2_place_fd_ >= 0 ?
+		    cg->v2_place_fd_ : cg->v2_fd_)) != -1)
 			return pid;
 		cg->placed_ = 0;
 	}
@@ -1090,6 +1091,7 @@ sbx_cgroup_destroy(struct sbx_cgroup *cg, struct sbx_error *e)
 	for (i = 0; i < SBX_CG1_N; i++)
 		sbx_cg_close_fd(&cg->procs_fd[i]);
 	cg->nprocs = 0;
+	sbx_cg_close_fd(&cg->v2_place_fd_);
 	if (cg->backend == SBX_CG_V2) {
 		sbx_cg_close_fd(&cg->v2_fd_);
 		if (sbx_cg_remove_tree(cg->v2_parent_fd_, cg->name_, 0,
@@ -1139,16 +1141,17 @@ name_start(const char *rest)
 	return errno != 0 || *end != '\0' ? 0 : v;
 }
 
-/* Collect the stale runs in one parent. Returns how many directories were
- * removed, or -1. */
-int
-sbx_cg_gc_parent(int pfd)
+/* Collect the stale runs in one parent, and beneath a live one (a warm
+ * session's) the stale commands' cgroups when depth is 0. Returns how
+ * many directories were removed, or -1. */
+static int
+gc_dir(int pfd, int depth)
 {
 	struct sbx_strv	 sub = SBX_STRV_INIT;
 	const char	*rest;
 	size_t		 i;
 	long		 pid;
-	int		 fd, count = 0;
+	int		 fd, n, count = 0;
 
 	if (sbx_cg_subdirs(pfd, &sub) == -1)
 		return -1;
@@ -1170,8 +1173,20 @@ sbx_cg_gc_parent(int pfd)
 		 * namespace too; one in another pid namespace but the same
 		 * cgroup would look dead here (use a cgroup per pid
 		 * namespace). */
-		if (sbx_proc_running((pid_t)pid, name_start(rest)))
+		if (sbx_proc_running((pid_t)pid, name_start(rest))) {
+			/* A live session's cgroup holds one cgroup per
+			 * command, named after the command's client: one
+			 * killed with -9 left its own (empty: pid 1 killed
+			 * the command when the client's connection ended). */
+			if (depth > 0 || strcmp(rest, "self") == 0 ||
+			    (fd = openat(pfd, sub.v[i], O_RDONLY |
+			    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1)
+				continue;
+			if ((n = gc_dir(fd, depth + 1)) > 0)
+				count += n;
+			close(fd);
 			continue;
+		}
 		if (strcmp(rest, "self") == 0) {
 			/* A dead supervisor's own leaf: empty unless it left
 			 * daemons behind, which are not sandbox processes
@@ -1193,6 +1208,12 @@ sbx_cg_gc_parent(int pfd)
 	}
 	sbx_strv_release(&sub);
 	return count;
+}
+
+int
+sbx_cg_gc_parent(int pfd)
+{
+	return gc_dir(pfd, 0);
 }
 
 int

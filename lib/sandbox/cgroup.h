@@ -61,6 +61,7 @@ struct sbx_cgroup {
 	int			 placed_;	/* child born inside (clone3) */
 	char			 name_[SBX_CG_NAME_MAX + 1];
 	int			 v2_fd_, v2_parent_fd_;
+	int			 v2_place_fd_;	/* a session's leaf, or -1 */
 	int			 v1_fd_[SBX_CG1_N], v1_parent_fd_[SBX_CG1_N];
 	unsigned		 v1_alias_;	/* slots sharing a dir */
 };
@@ -145,5 +146,60 @@ int	sbx_cgroup_destroy(struct sbx_cgroup *, struct sbx_error *);
 int	sbx_cgroup_gc(struct sbx_error *);
 int	sbx_cgroup_gc_at(const char *root_v2, const char *root_v1,
 	    struct sbx_error *);
+
+/*
+ * Warm sessions (sbx session): one cgroup for the session, made by its
+ * supervisor as a run's is, and one per command beneath it, made by the
+ * command's client, which passes the open "0"-entry files (procs_fd) to
+ * the session's pid 1: the command's child writes "0" into each before it
+ * execs, and the kernel judges the write by the credentials of the file's
+ * opener (the session's owner, on the host), so nothing inside ever sees
+ * a cgroup path or needs a right to one.
+ */
+
+/* Where a session's cgroup is (its record keeps the paths). */
+struct sbx_cg_where {
+	enum sbx_cg_backend	 backend;
+	const char		*v2;		/* v2: the session's dir */
+	const char		*v1[SBX_CG1_N];	/* v1: per slot, or NULL */
+};
+
+/* The leaf a v2 session's own processes live in. */
+#define SBX_CG_SESSION_LEAF	"init"
+
+/* Make cg (just created, nothing in it) a session's: on v2 its processes
+ * go to <run>/SBX_CG_SESSION_LEAF (sbx_cgroup_fork and procs_fd place
+ * them there) and the controllers of its limits are enabled for its
+ * children, as the no-internal-process rule wants; v1 needs nothing.
+ * 0, or -1 with e. */
+int	sbx_cgroup_leaf(struct sbx_cgroup *, struct sbx_error *);
+
+/* A command's limits in a session of limits `ses`: the session's, less a
+ * reserve for what the session itself runs (bwrap, its pid 1): 1/8 of the
+ * memory up to 16 MiB, and a quarter of the tasks up to 4, so that a
+ * command at its limit is killed or refused inside its own cgroup while
+ * the session's still has room for the next command.  The CPU quota is
+ * the session's. */
+void	sbx_cgroup_child_limits(const struct sbx_limits *ses,
+	    struct sbx_limits *cmd);
+
+/* Create a command's cgroup `name` ("sbx-<getpid()>-...", as
+ * sbx_cgroup_name makes it) beneath the session's cgroup at w, with the
+ * limits written; the stale command cgroups there (their client's pid
+ * dead: a client killed with -9) are removed first.  Returns 0
+ * (cg->backend SBX_CG_NONE with cg->why when w has no cgroup or it cannot
+ * be used: the session's own limits still hold) or -1 with e. cg is
+ * always initialised: call sbx_cgroup_destroy.  stats, kill and destroy
+ * work on it as on a run's. */
+int	sbx_cgroup_create_child(const struct sbx_cg_where *, const char *name,
+	    const struct sbx_limits *, struct sbx_cgroup *,
+	    struct sbx_error *);
+
+/* Fill w from cg (the strings are cg's). */
+void	sbx_cgroup_where(const struct sbx_cgroup *, struct sbx_cg_where *);
+
+/* The slot names of sbx_cg_where.v1 ("memory", "pids", "cpu", "freezer",
+ * "cpuacct"), for records. */
+const char *sbx_cgroup_slot_name(int slot);
 
 #endif

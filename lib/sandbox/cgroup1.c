@@ -101,6 +101,82 @@ v1_undo(struct sbx_cgroup *cg, const char *name, struct sbx_error *e)
 	return rc;
 }
 
+/* Write the limits into the v1 directories of cg (memory, pids, cpu
+ * slots open): the SBX_LIM_* written, or -1 with errno. */
+int
+sbx_cg1_limits(struct sbx_cgroup *cg, const struct sbx_limits *lim)
+{
+	char	 val[64];
+	unsigned enforced = 0;
+	int	 dfd;
+
+	if (lim->wanted & SBX_LIM_MEMORY) {
+		dfd = cg->v1_fd_[SBX_CG1_MEMORY];
+		snprintf(val, sizeof(val), "%llu", lim->memory_bytes);
+		if (sbx_cg_write(dfd, "memory.limit_in_bytes", val) == -1)
+			return -1;
+		/* RAM plus swap, set to the same value: no swap at all.
+		 * Absent without swap accounting (swapaccount=0). */
+		if (sbx_cg_has_file(dfd, "memory.memsw.limit_in_bytes")) {
+			if (sbx_cg_write(dfd, "memory.memsw.limit_in_bytes",
+			    val) == -1)
+				return -1;
+			cg->swap_limited = 1;
+		}
+		enforced |= SBX_LIM_MEMORY;
+	}
+	if (lim->wanted & SBX_LIM_PIDS) {
+		snprintf(val, sizeof(val), "%llu", lim->pids);
+		if (sbx_cg_write(cg->v1_fd_[SBX_CG1_PIDS], "pids.max",
+		    val) == -1)
+			return -1;
+		enforced |= SBX_LIM_PIDS;
+	}
+	if (lim->wanted & SBX_LIM_CPUS) {
+		dfd = cg->v1_fd_[SBX_CG1_CPU];
+		snprintf(val, sizeof(val), "%llu", sbx_cg_cpu_quota(lim));
+		if (sbx_cg_write(dfd, "cpu.cfs_period_us", "100000") == -1 ||
+		    sbx_cg_write(dfd, "cpu.cfs_quota_us", val) == -1)
+			return -1;
+		enforced |= SBX_LIM_CPUS;
+	}
+	return (int)enforced;
+}
+
+/*
+ * Open "tasks" of each distinct hierarchy in `have` (SBX_CG1_* bits) into
+ * cg->procs_fd.  0, or -1 with errno.
+ *
+ * The child enters with "0" written to tasks, not cgroup.procs:
+ * moving a whole thread group takes the kernel's global
+ * cgroup_threadgroup_rwsem for writing, and the first such write of
+ * a while waits out an RCU grace period (4-22 ms measured here, the
+ * larger part of a root run's start-up).  Moving only the writing
+ * thread, the kernel skips that lock ("cgroup: Optimize single
+ * thread migration": Linux 6.0, and the 5.4+ stable series since
+ * September 2022; before, it takes it as cgroup.procs does).  The
+ * writer is a child just forked, which has one thread (fork copies
+ * the caller only), so the thread is the whole process: the same
+ * placement, and everything it starts (bwrap, sbx-init, the
+ * command) is born inside.
+ */
+int
+sbx_cg1_open_tasks(struct sbx_cgroup *cg, unsigned have)
+{
+	int	 i;
+
+	for (i = 0; i < SBX_CG1_N; i++) {
+		if (!(have & (1u << i)) || (cg->v1_alias_ & (1u << i)))
+			continue;
+		cg->procs_fd[cg->nprocs] = openat(cg->v1_fd_[i], "tasks",
+		    O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (cg->procs_fd[cg->nprocs] == -1)
+			return -1;
+		cg->nprocs++;
+	}
+	return 0;
+}
+
 /* 1: v1 in place; 0: unusable (why given, nothing left); -1: error. */
 int
 sbx_cg1_try(struct procinfo *pi, const char *root, const char *name,
@@ -108,11 +184,11 @@ sbx_cg1_try(struct procinfo *pi, const char *root, const char *name,
 {
 	struct where	 w;
 	struct stat	 st;
-	char		 hpath[PATH_MAX], val[64];
+	char		 hpath[PATH_MAX];
 	dev_t		 dev[SBX_CG1_N];
 	unsigned	 have = 0, need = 0, enforced = 0;
 	const char	*toppath = root ? root : CG_DEFAULT_ROOT;
-	int		 top, h, i, j, dfd;
+	int		 top, h, i, j, dfd, r;
 
 	if ((top = open(toppath, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1) {
 		sbx_cg_why_add(cg, "cgroup1: cannot open %s: %s", toppath,
@@ -224,59 +300,10 @@ sbx_cg1_try(struct procinfo *pi, const char *root, const char *name,
 			sbx_cg_why_add(cg, "cgroup1: no hierarchy usable");
 		return v1_undo(cg, name, e) == -1 ? -1 : 0;
 	}
-	if (lim->wanted & SBX_LIM_MEMORY) {
-		dfd = cg->v1_fd_[SBX_CG1_MEMORY];
-		snprintf(val, sizeof(val), "%llu", lim->memory_bytes);
-		if (sbx_cg_write(dfd, "memory.limit_in_bytes", val) == -1)
-			goto limits_failed;
-		/* RAM plus swap, set to the same value: no swap at all.
-		 * Absent without swap accounting (swapaccount=0). */
-		if (sbx_cg_has_file(dfd, "memory.memsw.limit_in_bytes")) {
-			if (sbx_cg_write(dfd, "memory.memsw.limit_in_bytes",
-			    val) == -1)
-				goto limits_failed;
-			cg->swap_limited = 1;
-		}
-		enforced |= SBX_LIM_MEMORY;
-	}
-	if (lim->wanted & SBX_LIM_PIDS) {
-		snprintf(val, sizeof(val), "%llu", lim->pids);
-		if (sbx_cg_write(cg->v1_fd_[SBX_CG1_PIDS], "pids.max",
-		    val) == -1)
-			goto limits_failed;
-		enforced |= SBX_LIM_PIDS;
-	}
-	if (lim->wanted & SBX_LIM_CPUS) {
-		dfd = cg->v1_fd_[SBX_CG1_CPU];
-		snprintf(val, sizeof(val), "%llu", sbx_cg_cpu_quota(lim));
-		if (sbx_cg_write(dfd, "cpu.cfs_period_us", "100000") == -1 ||
-		    sbx_cg_write(dfd, "cpu.cfs_quota_us", val) == -1)
-			goto limits_failed;
-		enforced |= SBX_LIM_CPUS;
-	}
-	/*
-	 * The child enters with "0" written to tasks, not cgroup.procs:
-	 * moving a whole thread group takes the kernel's global
-	 * cgroup_threadgroup_rwsem for writing, and the first such write of
-	 * a while waits out an RCU grace period (4-22 ms measured here, the
-	 * larger part of a root run's start-up).  Moving only the writing
-	 * thread, the kernel skips that lock ("cgroup: Optimize single
-	 * thread migration": Linux 6.0, and the 5.4+ stable series since
-	 * September 2022; before, it takes it as cgroup.procs does).  The
-	 * writer is a child just forked, which has one thread (fork copies
-	 * the caller only), so the thread is the whole process: the same
-	 * placement, and everything it starts (bwrap, sbx-init, the
-	 * command) is born inside.
-	 */
-	for (i = 0; i < SBX_CG1_N; i++) {
-		if (!(have & (1u << i)) || (cg->v1_alias_ & (1u << i)))
-			continue;
-		cg->procs_fd[cg->nprocs] = openat(cg->v1_fd_[i], "tasks",
-		    O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
-		if (cg->procs_fd[cg->nprocs] == -1)
-			goto limits_failed;
-		cg->nprocs++;
-	}
+	if ((r = sbx_cg1_limits(cg, lim)) == -1 ||
+	    sbx_cg1_open_tasks(cg, have) == -1)
+		goto limits_failed;
+	enforced = (unsigned)r;
 	cg->enforced = enforced;
 	cg->backend = SBX_CG_V1;
 	return 1;

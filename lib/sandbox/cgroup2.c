@@ -276,16 +276,91 @@ fail:
 	return -1;
 }
 
+/* Write the limits into the v2 directory dfd: the SBX_LIM_* written, or
+ * -1 with errno. */
+int
+sbx_cg2_limits(int dfd, const struct sbx_limits *lim, struct sbx_cgroup *cg)
+{
+	char	 val[64];
+	unsigned enforced = 0;
+
+	if (lim->wanted & SBX_LIM_MEMORY) {
+		snprintf(val, sizeof(val), "%llu", lim->memory_bytes);
+		if (sbx_cg_write(dfd, "memory.max", val) == -1)
+			return -1;
+		/* Without this the limit bounds RAM only and the rest goes
+		 * to swap, slowly, for the whole machine. Absent when the
+		 * kernel does no swap accounting (then there is none to
+		 * cap and swap_limited says so). */
+		if (sbx_cg_has_file(dfd, "memory.swap.max")) {
+			if (sbx_cg_write(dfd, "memory.swap.max", "0") == -1)
+				return -1;
+			cg->swap_limited = 1;
+		}
+		enforced |= SBX_LIM_MEMORY;
+	}
+	if (lim->wanted & SBX_LIM_PIDS) {
+		snprintf(val, sizeof(val), "%llu", lim->pids);
+		if (sbx_cg_write(dfd, "pids.max", val) == -1)
+			return -1;
+		enforced |= SBX_LIM_PIDS;
+	}
+	if (lim->wanted & SBX_LIM_CPUS) {
+		snprintf(val, sizeof(val), "%llu %llu", sbx_cg_cpu_quota(lim),
+		    CG_PERIOD_US);
+		if (sbx_cg_write(dfd, "cpu.max", val) == -1)
+			return -1;
+		enforced |= SBX_LIM_CPUS;
+	}
+	return (int)enforced;
+}
+
+/*
+ * A warm session's processes (bwrap, its pid 1) go to <run>/<leaf>, and
+ * the controllers of the limits are enabled in <run> for its children:
+ * cgroup v2's "no internal processes" rule forbids both in one cgroup,
+ * and each command of the session gets a cgroup of its own beside the
+ * leaf (sbx_cgroup_create_child).  Nothing runs in <run> yet.  0, or -1
+ * with errno (nothing changed but maybe an empty leaf, removed with the
+ * run).
+ */
+int
+sbx_cg2_leaf(struct sbx_cgroup *cg, const char *leaf)
+{
+	char	 enable[64];
+	int	 lfd, pfd;
+
+	ctl_list(enable, sizeof(enable), cg->enforced, '+');
+	if (mkdirat(cg->v2_fd_, leaf, 0755) == -1 && errno != EEXIST)
+		return -1;
+	if ((lfd = openat(cg->v2_fd_, leaf, O_RDONLY | O_DIRECTORY |
+	    O_NOFOLLOW | O_CLOEXEC)) == -1)
+		return -1;
+	if ((enable[0] != '\0' && sbx_cg_write(cg->v2_fd_,
+	    "cgroup.subtree_control", enable) == -1) ||
+	    (pfd = openat(lfd, "cgroup.procs", O_WRONLY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1) {
+		close(lfd);
+		return -1;
+	}
+	sbx_cg_close_fd(&cg->procs_fd[0]);
+	cg->procs_fd[0] = pfd;
+	cg->nprocs = 1;
+	sbx_cg_close_fd(&cg->v2_place_fd_);
+	cg->v2_place_fd_ = lfd;
+	return 0;
+}
+
 /* 1: v2 in place; 0: unusable (why given, nothing left); -1: error. */
 int
 sbx_cg2_try(struct procinfo *pi, const char *root, const char *name,
     const struct sbx_limits *lim, struct sbx_cgroup *cg, struct sbx_error *e)
 {
 	struct where	 w = { -1, "", 0, 0 };
-	char		 top_path[PATH_MAX], val[64];
+	char		 top_path[PATH_MAX];
 	unsigned	 need = 0, enforced = 0;
 	size_t		 i;
-	int		 top, dfd = -1, rc = 0;
+	int		 top, dfd = -1, rc = 0, r;
 
 	if ((top = open_v2_top(root, top_path, sizeof(top_path), cg)) == -1)
 		return 0;
@@ -316,34 +391,9 @@ sbx_cg2_try(struct procinfo *pi, const char *root, const char *name,
 	    O_CLOEXEC);
 	if (dfd == -1)
 		goto limits_failed;
-	if (lim->wanted & SBX_LIM_MEMORY) {
-		snprintf(val, sizeof(val), "%llu", lim->memory_bytes);
-		if (sbx_cg_write(dfd, "memory.max", val) == -1)
-			goto limits_failed;
-		/* Without this the limit bounds RAM only and the rest goes
-		 * to swap, slowly, for the whole machine. Absent when the
-		 * kernel does no swap accounting (then there is none to
-		 * cap and swap_limited says so). */
-		if (sbx_cg_has_file(dfd, "memory.swap.max")) {
-			if (sbx_cg_write(dfd, "memory.swap.max", "0") == -1)
-				goto limits_failed;
-			cg->swap_limited = 1;
-		}
-		enforced |= SBX_LIM_MEMORY;
-	}
-	if (lim->wanted & SBX_LIM_PIDS) {
-		snprintf(val, sizeof(val), "%llu", lim->pids);
-		if (sbx_cg_write(dfd, "pids.max", val) == -1)
-			goto limits_failed;
-		enforced |= SBX_LIM_PIDS;
-	}
-	if (lim->wanted & SBX_LIM_CPUS) {
-		snprintf(val, sizeof(val), "%llu %llu", sbx_cg_cpu_quota(lim),
-		    CG_PERIOD_US);
-		if (sbx_cg_write(dfd, "cpu.max", val) == -1)
-			goto limits_failed;
-		enforced |= SBX_LIM_CPUS;
-	}
+	if ((r = sbx_cg2_limits(dfd, lim, cg)) == -1)
+		goto limits_failed;
+	enforced = (unsigned)r;
 	cg->procs_fd[0] = openat(dfd, "cgroup.procs", O_WRONLY | O_NOFOLLOW |
 	    O_CLOEXEC);
 	if (cg->procs_fd[0] == -1)

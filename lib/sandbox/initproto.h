@@ -168,6 +168,18 @@ sbx_git_name_writable(const char *n)
 #define SBX_WARM_T_RLIMIT	'R'	/* NAME=VALUE, as -r */
 #define SBX_WARM_T_SHELL	'S'	/* the -c string; A: $0, $1... */
 #define SBX_WARM_W_FORK		"fork"	/* "fork %d": errno */
+/*
+ * The command's own cgroup (where the host can make one): 'G' with the
+ * count N, and N more descriptors after the three of stdio, each a file
+ * the host opened for writing (v2: the command's cgroup.procs; v1: its
+ * "tasks" in each hierarchy).  The command's child writes "0" into each
+ * before it execs, and does not exec if one fails; the kernel judges the
+ * write by the opener's credentials and cgroup namespace, so pid 1 needs
+ * no right to the cgroup and never sees its path.
+ */
+#define SBX_WARM_T_CGROUP	'G'	/* N: cgroup descriptors follow */
+#define SBX_WARM_CG_MAX		5	/* at most, one per v1 hierarchy */
+#define SBX_WARM_FD_MAX		(3 + SBX_WARM_CG_MAX)
 
 /* sbx-init's path inside the sandbox. */
 #define SBX_INIT_PATH		"/run/sbx/init"
