@@ -1157,7 +1157,7 @@ gc_dir(int pfd, int depth)
 		return -1;
 	for (i = 0; i < sub.n; i++) {
 		if ((pid = sbx_cg_name_pid(sub.v[i], &rest)) <= 0 ||
-		    pid == (long)getpid())
+		    (pid == (long)getpid() && depth > 0))
 			continue;
 		/* Is the supervisor still running?  Not only whether its
 		 * pid is: a supervisor killed with -9 stays a zombie until
@@ -1173,7 +1173,8 @@ gc_dir(int pfd, int depth)
 		 * namespace too; one in another pid namespace but the same
 		 * cgroup would look dead here (use a cgroup per pid
 		 * namespace). */
-		if (sbx_proc_running((pid_t)pid, name_start(rest))) {
+		if (pid == (long)getpid() ||
+		    sbx_proc_running((pid_t)pid, name_start(rest))) {
 			/* A live session's cgroup holds one cgroup per
 			 * command, named after the command's client: one
 			 * killed with -9 left its own (empty: pid 1 killed

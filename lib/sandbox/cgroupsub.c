@@ -205,6 +205,7 @@ int
 sbx_cgroup_create_child(const struct sbx_cg_where *w, const char *name,
     const struct sbx_limits *lim, struct sbx_cgroup *cg, struct sbx_error *e)
 {
+	const char	*where;
 	int		 r, err, i;
 
 	sbx_cg_init(cg);
@@ -224,9 +225,10 @@ sbx_cgroup_create_child(const struct sbx_cg_where *w, const char *name,
 	if (r == 0)
 		return 0;
 	err = errno;
+	for (i = 0, where = w->v2; where == NULL && i < SBX_CG1_N; i++)
+		where = w->v1[i];
 	sbx_cg_why_add(cg, "cannot make the command's cgroup beneath the "
-	    "session's (%s): %s", w->backend == SBX_CG_V2 ? w->v2 :
-	    w->v1[SBX_CG1_MEMORY] != NULL ? w->v1[SBX_CG1_MEMORY] : "?",
+	    "session's (%s): %s", where != NULL ? where : "no directory",
 	    strerror(err));
 	/* Undo what was made: destroy on a cg of backend NONE only frees,
 	 * so the backend it was meant to have goes in for the removal. */
