@@ -1,0 +1,224 @@
+#!/usr/bin/env bats
+# Warm sessions (issue 31): each command in a cgroup of its own beneath
+# the session's, with the session's limits less a reserve; its memory hog
+# or fork bomb meets its own limit, not the session's pid 1 or the next
+# command; its counters in its envelope; its cgroup gone when it ends,
+# and after its client or the supervisor is killed with -9 (gc, stop).
+# Where no cgroup is writable (an unprivileged user here) the rlimits
+# stay and the envelope says so.
+#
+# Processes are found on the host by a unique sleep duration, never by a
+# broad name.
+# sbx-test: unprivileged
+
+load lib
+bats_require_minimum_version 1.5.0
+
+setup() {
+	sbx_setup
+	D=$(( (RANDOM << 15 | RANDOM) % 899999 + 100000 ))
+	D="8$D"
+}
+
+teardown() {
+	local n p
+	if [ -d "$SBX_HOME/run" ]; then
+		for n in $("$SBX" session ls --json 2>/dev/null |
+		    jq -r '.result.sessions[]? | .name'); do
+			"$SBX" session stop "$n" >/dev/null 2>&1
+		done
+	fi
+	for p in $(pgrep -f "sleep $D" 2>/dev/null); do
+		kill -KILL "$p" 2>/dev/null
+	done
+	sbx_teardown
+}
+
+# The session's cgroup directory in the pids hierarchy (v1) or the
+# unified one (v2), from its record; empty when it has none.
+ses_dir() {
+	jq -r '.cgroup.v2 // .cgroup.v1.pids // empty' \
+	    "$SBX_HOME/run/session-$1.json"
+}
+
+# Every directory of the session's cgroup, in each hierarchy.
+ses_dirs() {
+	jq -r '(.cgroup.v2 // empty), (.cgroup.v1 // {} | .[])' \
+	    "$SBX_HOME/run/session-$1.json" | sort -u
+}
+
+# The commands' cgroups beneath the session's (v2: not its init leaf).
+cmd_dirs() {
+	local d
+	for d in "$@"; do
+		find "$d" -mindepth 1 -maxdepth 1 -type d -name 'sbx-*'
+	done
+}
+
+# start_cg NAME OPTIONS...: a session with a cgroup, or skip saying why.
+start_cg() {
+	local n=$1
+	shift
+	is_root || skip "no writable cgroup for an unprivileged user here"
+	run -0 sbx session start --name "$n" --idle-timeout 120 "$@"
+	[ -n "$(ses_dir "$n")" ] ||
+	    skip "the session got no cgroup here: $(jq -c .limits \
+		"$SBX_HOME/run/session-$n.json")"
+}
+
+@test "a command's own cgroup: its limits in the envelope, beneath the session's, gone after" {
+	sbx provision -q
+	start_cg c1 --memory 64 --pids 32
+	sd=$(ses_dir c1)
+	run -0 --separate-stderr sbx exec --json --session c1 -- \
+	    sh -c 'grep -E "pids|^0::" /proc/self/cgroup'
+	[ "$(json_get "$output" .result.session)" = c1 ]
+	[[ "$(json_get "$output" .result.limits.command.backend)" == cgroup* ]]
+	[ "$(json_get "$output" .result.limits.command.memory_mib)" = 56 ]
+	[ "$(json_get "$output" .result.limits.command.pids)" = 28 ]
+	# The session's own limits, as before.
+	[ "$(json_get "$output" .result.limits.memory_mib)" = 64 ]
+	[ "$(json_get "$output" .result.limits.pids)" = 32 ]
+	[[ "$(json_get "$output" .result.limits.enforced.pids)" == cgroup* ]]
+	[ -n "$(json_get "$output" .result.limit_events.memory_peak_mib)" ]
+	# Inside: a cgroup of its own (sbx-<client pid>-...), seen from
+	# the session's cgroup namespace, never a host path.
+	own=$(json_get "$output" .result.stdout | grep -o 'sbx-[0-9a-f-]*' |
+	    head -n 1)
+	[ -n "$own" ]
+	[[ "$(json_get "$output" .result.stdout)" != */sys/fs/cgroup* ]]
+	[[ "$(json_get "$output" .result.stdout)" != *"$(basename "$sd")"* ]]
+	# Gone once the command ended.
+	[ ! -e "$sd/$own" ]
+	[ -z "$(cmd_dirs $(ses_dirs c1))" ]
+	# The open cgroup files went to pid 1's child only: pid 1 keeps
+	# none of them (nothing of the cgroup file system is open there).
+	run -0 sbx exec --session c1 -- sh -c 'ls -l /proc/1/fd 2>&1 || true'
+	[[ "$output" != *cgroup* ]]
+}
+
+@test "a memory hog is OOM-killed in its own cgroup and reported; the session and the next command live" {
+	sbx provision -q
+	start_cg c2 --memory 64
+	run --separate-stderr sbx exec --json --session c2 -- \
+	    "$PY" -c 'b = bytearray(1 << 28)'
+	[ "$status" -eq 137 ] || { echo "$output"; false; }
+	[ "$(json_get "$output" .ok)" = false ]
+	[ "$(json_get "$output" .reason)" = memory_limit ]
+	[ "$(json_get "$output" .result.killed_by)" = limit ]
+	[ "$(json_get "$output" .result.limit)" = memory ]
+	[ "$(json_get "$output" .result.limit_events.oom_kills)" -ge 1 ]
+	[ "$(json_get "$output" .result.limit_events.memory_peak_mib)" -ge 40 ]
+	[[ "$(json_get "$output" .message)" == *"56 MiB"* ]]
+	run -0 sbx exec --session c2 -- echo next
+	[ "$output" = next ]
+	run -0 sbx session ls --json
+	[ "$(json_get "$output" '.result.sessions[0].alive')" = true ]
+	# The next command's counters are its own: no OOM of the last one.
+	run -0 sbx exec --json --session c2 -- true
+	[ "$(json_get "$output" .result.limit_events.oom_kills)" = null ]
+	[ -z "$(cmd_dirs $(ses_dirs c2))" ]
+}
+
+@test "a fork bomb meets its own task limit; the next command starts" {
+	sbx provision -q
+	start_cg c3 --pids 32
+	run --separate-stderr sbx exec --json --session c3 --wall-timeout 5 -- \
+	    sh -c 'b() { b & b & wait; }; b'
+	[ "$(json_get "$output" .result.limit_events.pids_max)" -ge 1 ] ||
+	    { echo "$output"; false; }
+	[ "$(json_get "$output" .result.limits.command.pids)" = 28 ]
+	[[ "$(json_get "$output" '.warnings[]')" == *"task limit was reached"* ]]
+	run -0 sbx exec --json --session c3 -- echo next
+	[ "$(json_get "$output" .result.stdout)" = next ]
+	[ "$(json_get "$output" .result.limit_events.pids_max)" = null ]
+	[ -z "$(cmd_dirs $(ses_dirs c3))" ]
+}
+
+@test "kill -9 of the client mid-command: its cgroup goes with gc, the session lives; stop removes the rest" {
+	sbx provision -q
+	start_cg c4 --memory 64 --pids 32
+	"$SBX" exec --session c4 -- sleep "$D" &
+	cl=$!
+	for _ in $(seq 100); do
+		[ -n "$(cmd_dirs $(ses_dirs c4))" ] && break
+		sleep 0.05
+	done
+	[ -n "$(cmd_dirs $(ses_dirs c4))" ]
+	kill -KILL "$cl"
+	wait "$cl" || true
+	# The supervisor saw the client go: the command is killed.
+	for _ in $(seq 100); do
+		pgrep -f "sleep $D" >/dev/null || break
+		sleep 0.05
+	done
+	! pgrep -f "sleep $D" >/dev/null
+	run -0 sbx exec gc --json
+	[ -z "$(cmd_dirs $(ses_dirs c4))" ]
+	run -0 sbx exec --session c4 -- echo alive
+	[ "$output" = alive ]
+	dirs=$(ses_dirs c4)
+	# Another client killed while its command runs, then the session
+	# stopped: nothing of either is left.
+	"$SBX" exec --session c4 -- sleep "$D" &
+	cl=$!
+	for _ in $(seq 100); do
+		[ -n "$(cmd_dirs $dirs)" ] && break
+		sleep 0.05
+	done
+	kill -KILL "$cl"
+	wait "$cl" || true
+	run -0 sbx session stop c4
+	for d in $dirs; do
+		[ ! -e "$d" ]
+	done
+}
+
+@test "kill -9 of the supervisor mid-command: gc leaves no cgroup of the session" {
+	sbx provision -q
+	start_cg c5 --memory 64 --pids 32
+	dirs=$(ses_dirs c5)
+	sup=$(jq -r .pid "$SBX_HOME/run/session-c5.json")
+	"$SBX" exec --session c5 -- sleep "$D" &
+	cl=$!
+	for _ in $(seq 100); do
+		[ -n "$(cmd_dirs $dirs)" ] && break
+		sleep 0.05
+	done
+	[ -n "$(cmd_dirs $dirs)" ]
+	kill -KILL "$sup"
+	run wait "$cl"
+	[ "$status" -ne 0 ]
+	for _ in $(seq 100); do
+		pgrep -f "sleep $D" >/dev/null || break
+		sleep 0.05
+	done
+	run -0 sbx exec gc --json
+	for d in $dirs; do
+		[ ! -e "$d" ]
+	done
+}
+
+@test "no writable cgroup: the rlimits stay, and the envelope says so" {
+	is_root && skip "root has a writable cgroup here (the tests above)"
+	sbx provision -q
+	run -0 sbx session start --name c6 --idle-timeout 60 --memory 64 \
+	    --pids 32 --soft-limits
+	[ "$(jq -r '.cgroup // "none"' "$SBX_HOME/run/session-c6.json")" = none ]
+	run -0 --separate-stderr sbx exec --json --session c6 -- \
+	    sh -c 'ulimit -v'
+	[ "$(json_get "$output" .result.stdout)" = 65536 ]
+	[ "$(json_get "$output" .result.limits.command.backend)" = none ]
+	[ "$(json_get "$output" .result.limits.backend)" = none ]
+	[ "$(json_get "$output" .result.limits.enforced.memory)" = rlimit ]
+	[ "$(json_get "$output" .result.limits.enforced.pids)" = none ]
+	[ "$(json_get "$output" .result.limit_events)" = null ]
+	# The hog fails at the rlimit, inside its own process, and the
+	# session lives on.
+	run --separate-stderr sbx exec --json --session c6 -- \
+	    "$PY" -c 'b = bytearray(1 << 28)'
+	[ "$(json_get "$output" .result.exit_code)" -ne 0 ]
+	[[ "$(json_get "$output" .result.stderr)" == *MemoryError* ]]
+	run -0 sbx exec --session c6 -- echo next
+	[ "$output" = next ]
+}
