@@ -222,7 +222,6 @@ session_record(struct sbx_exec *X, const json_t *rec,
 	sbx_scrub_json(X->secrets.scrub, X->credentials);
 }
 
-
 /*
  * The command's own cgroup (issue 31: "its own limits, a child cgroup
  * where cgroups are writable"), made here, by the client: it runs as the
@@ -235,6 +234,16 @@ session_record(struct sbx_exec *X, const json_t *rec,
  * only) or this one cannot be made, the command runs under the session's
  * limits, and the envelope says which (limits.command).
  */
+/* The warning of a command without a cgroup of its own. */
+static void
+session_only(struct sbx_exec *X, const char *why)
+{
+	json_array_append_new(X->warnings,
+	    json_sprintf("the command runs under the session's limits only: "
+			 "%s",
+		why));
+}
+
 static void
 cmd_cgroup_make(struct sbx_exec *X, const json_t *rec, struct sbx_warm_cmd *c)
 {
@@ -242,7 +251,7 @@ cmd_cgroup_make(struct sbx_exec *X, const json_t *rec, struct sbx_warm_cmd *c)
 	struct sbx_limits   ses, cmd;
 	struct sbx_error    e;
 	char		    name[SBX_CG_NAME_MAX + 1];
-	int		    i;
+	int		    i, n;
 
 	memset(&e, 0, sizeof(e));
 	if (!sbx_warm_cgroup_of(rec, &w, &ses) || ses.wanted == 0)
@@ -250,21 +259,18 @@ cmd_cgroup_make(struct sbx_exec *X, const json_t *rec, struct sbx_warm_cmd *c)
 	sbx_cgroup_child_limits(&ses, &cmd);
 	if (sbx_cgroup_name(name, sizeof(name)) == -1 ||
 	    sbx_cgroup_create_child(&w, name, &cmd, &X->cg, &e) == -1) {
-		json_array_append_new(X->warnings, json_sprintf("the command "
-		    "runs under the session's limits only: %s",
-		    e.message[0] ? e.message : "no cgroup name"));
+		session_only(X, e.message[0] ? e.message : "no cgroup name");
 		return;
 	}
 	if (X->cg.backend == SBX_CG_NONE) {
-		json_array_append_new(X->warnings, json_sprintf("the command "
-		    "runs under the session's limits only: %s", X->cg.why));
+		session_only(X, X->cg.why);
 		return;
 	}
 	X->lim.memory_mib = cmd.memory_bytes >> 20;
 	X->lim.pids = cmd.pids;
 	X->lim.cpus = cmd.cpus;
-	for (i = 0; i < X->cg.nprocs && i < (int)(sizeof(c->cgfd) /
-	    sizeof(c->cgfd[0])); i++)
+	n = (int)(sizeof(c->cgfd) / sizeof(c->cgfd[0]));
+	for (i = 0; i < X->cg.nprocs && i < n; i++)
 		c->cgfd[i] = X->cg.procs_fd[i];
 	c->ncgfd = i;
 }

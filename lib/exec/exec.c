@@ -2918,7 +2918,6 @@ disk_events(struct sbx_exec *p, json_t *ev)
 json_t *
 sbx_exec_finish_limits(struct sbx_exec *p, struct sbx_run *r)
 {
-
 	/* The image full after the run: the command met ENOSPC there
 	 * (nothing of it is removed; the next run has what is left). */
 	if (sbx_disklimit_reached(p->root.fd, p->sb.agent, &p->disk)) {
@@ -2936,9 +2935,9 @@ sbx_exec_finish_limits(struct sbx_exec *p, struct sbx_run *r)
 json_t *
 sbx_exec_cg_events(struct sbx_exec *p, struct sbx_run *r)
 {
-	struct sbx_error	 e;
-	struct sbx_cg_stats	 st;
-	json_t			*ev = NULL;
+	struct sbx_error    e;
+	struct sbx_cg_stats st;
+	json_t		   *ev = NULL;
 
 	if (p->cg.backend == SBX_CG_NONE)
 		return NULL;

@@ -313,7 +313,7 @@ sup_request(struct sup *S)
 		struct iovec	iov;
 		struct cmsghdr *cm;
 		union {
-			char	       b[CMSG_SPACE(SBX_WARM_FD_MAX * sizeof(int))];
+			char b[CMSG_SPACE(SBX_WARM_FD_MAX * sizeof(int))];
 			struct cmsghdr align;
 		} u;
 
@@ -561,8 +561,7 @@ sup_cgroup(struct sup *S, json_t *rec, struct sbx_error *e)
 		v1 = json_object();
 		for (i = 0; i < SBX_CG1_N; i++)
 			if (w.v1[i] != NULL)
-				json_object_set_new(v1,
-				    sbx_cgroup_slot_name(i),
+				json_object_set_new(v1, sbx_cgroup_slot_name(i),
 				    json_string(w.v1[i]));
 		json_object_set_new(o, "v1", v1);
 	}
@@ -597,8 +596,8 @@ sbx_warm_cgroup_of(const json_t *rec, struct sbx_cg_where *w,
 		w->backend = SBX_CG_V1;
 		v1 = json_object_get(o, "v1");
 		for (i = 0; i < SBX_CG1_N; i++)
-			w->v1[i] = json_string_value(json_object_get(v1,
-			    sbx_cgroup_slot_name(i)));
+			w->v1[i] = json_string_value(
+			    json_object_get(v1, sbx_cgroup_slot_name(i)));
 	} else
 		return 0;
 	if ((v = json_object_get(o, "memory_bytes")) != NULL &&

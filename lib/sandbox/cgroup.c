@@ -986,12 +986,14 @@ pid_t
 sbx_cgroup_fork(struct sbx_cgroup *cg)
 {
 	pid_t	 pid;
+	int	 into;
 
 	cg->placed_ = 0;
 	if (cg->backend == SBX_CG_V2 && cg->v2_fd_ >= 0) {
+		/* A session's processes go to its leaf (sbx_cgroup_leaf). */
+		into = cg->v2_place_fd_ >= 0 ? cg->v2_place_fd_ : cg->v2_fd_;
 		cg->placed_ = 1;
-		if ((pid = sbx_cg2_clone_into(cg->v2_place_fd_ >= 0 ?
-		    cg->v2_place_fd_ : cg->v2_fd_)) != -1)
+		if ((pid = sbx_cg2_clone_into(into)) != -1)
 			return pid;
 		cg->placed_ = 0;
 	}
@@ -1180,8 +1182,9 @@ gc_dir(int pfd, int depth)
 			 * killed with -9 left its own (empty: pid 1 killed
 			 * the command when the client's connection ended). */
 			if (depth > 0 || strcmp(rest, "self") == 0 ||
-			    (fd = openat(pfd, sub.v[i], O_RDONLY |
-			    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1)
+			    (fd = openat(pfd, sub.v[i],
+				 O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+				     O_CLOEXEC)) == -1)
 				continue;
 			if ((n = gc_dir(fd, depth + 1)) > 0)
 				count += n;

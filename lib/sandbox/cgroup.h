@@ -61,7 +61,7 @@ struct sbx_cgroup {
 	int			 placed_;	/* child born inside (clone3) */
 	char			 name_[SBX_CG_NAME_MAX + 1];
 	int			 v2_fd_, v2_parent_fd_;
-	int			 v2_place_fd_;	/* a session's leaf, or -1 */
+	int			 v2_place_fd_; /* a session's leaf, or -1 */
 	int			 v1_fd_[SBX_CG1_N], v1_parent_fd_[SBX_CG1_N];
 	unsigned		 v1_alias_;	/* slots sharing a dir */
 };
@@ -159,20 +159,20 @@ int	sbx_cgroup_gc_at(const char *root_v2, const char *root_v1,
 
 /* Where a session's cgroup is (its record keeps the paths). */
 struct sbx_cg_where {
-	enum sbx_cg_backend	 backend;
-	const char		*v2;		/* v2: the session's dir */
-	const char		*v1[SBX_CG1_N];	/* v1: per slot, or NULL */
+	enum sbx_cg_backend backend;
+	const char	   *v2; /* v2: the session's dir */
+	const char	   *v1[SBX_CG1_N]; /* v1: per slot, or NULL */
 };
 
 /* The leaf a v2 session's own processes live in. */
-#define SBX_CG_SESSION_LEAF	"init"
+#define SBX_CG_SESSION_LEAF "init"
 
 /* Make cg (just created, nothing in it) a session's: on v2 its processes
  * go to <run>/SBX_CG_SESSION_LEAF (sbx_cgroup_fork and procs_fd place
  * them there) and the controllers of its limits are enabled for its
  * children, as the no-internal-process rule wants; v1 needs nothing.
  * 0, or -1 with e. */
-int	sbx_cgroup_leaf(struct sbx_cgroup *, struct sbx_error *);
+int sbx_cgroup_leaf(struct sbx_cgroup *, struct sbx_error *);
 
 /* A command's limits in a session of limits `ses`: the session's, less a
  * reserve for what the session itself runs (bwrap, its pid 1): 1/8 of the
@@ -180,8 +180,8 @@ int	sbx_cgroup_leaf(struct sbx_cgroup *, struct sbx_error *);
  * command at its limit is killed or refused inside its own cgroup while
  * the session's still has room for the next command.  The CPU quota is
  * the session's. */
-void	sbx_cgroup_child_limits(const struct sbx_limits *ses,
-	    struct sbx_limits *cmd);
+void
+sbx_cgroup_child_limits(const struct sbx_limits *ses, struct sbx_limits *cmd);
 
 /* Create a command's cgroup `name` ("sbx-<getpid()>-...", as
  * sbx_cgroup_name makes it) beneath the session's cgroup at w, with the
@@ -191,12 +191,11 @@ void	sbx_cgroup_child_limits(const struct sbx_limits *ses,
  * be used: the session's own limits still hold) or -1 with e. cg is
  * always initialised: call sbx_cgroup_destroy.  stats, kill and destroy
  * work on it as on a run's. */
-int	sbx_cgroup_create_child(const struct sbx_cg_where *, const char *name,
-	    const struct sbx_limits *, struct sbx_cgroup *,
-	    struct sbx_error *);
+int sbx_cgroup_create_child(const struct sbx_cg_where *, const char *name,
+    const struct sbx_limits *, struct sbx_cgroup *, struct sbx_error *);
 
 /* Fill w from cg (the strings are cg's). */
-void	sbx_cgroup_where(const struct sbx_cgroup *, struct sbx_cg_where *);
+void sbx_cgroup_where(const struct sbx_cgroup *, struct sbx_cg_where *);
 
 /* The slot names of sbx_cg_where.v1 ("memory", "pids", "cpu", "freezer",
  * "cpuacct"), for records. */

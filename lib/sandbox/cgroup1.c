@@ -119,7 +119,7 @@ sbx_cg1_limits(struct sbx_cgroup *cg, const struct sbx_limits *lim)
 		 * Absent without swap accounting (swapaccount=0). */
 		if (sbx_cg_has_file(dfd, "memory.memsw.limit_in_bytes")) {
 			if (sbx_cg_write(dfd, "memory.memsw.limit_in_bytes",
-			    val) == -1)
+				val) == -1)
 				return -1;
 			cg->swap_limited = 1;
 		}
@@ -127,8 +127,8 @@ sbx_cg1_limits(struct sbx_cgroup *cg, const struct sbx_limits *lim)
 	}
 	if (lim->wanted & SBX_LIM_PIDS) {
 		snprintf(val, sizeof(val), "%llu", lim->pids);
-		if (sbx_cg_write(cg->v1_fd_[SBX_CG1_PIDS], "pids.max",
-		    val) == -1)
+		if (sbx_cg_write(cg->v1_fd_[SBX_CG1_PIDS], "pids.max", val) ==
+		    -1)
 			return -1;
 		enforced |= SBX_LIM_PIDS;
 	}
@@ -163,7 +163,7 @@ sbx_cg1_limits(struct sbx_cgroup *cg, const struct sbx_limits *lim)
 int
 sbx_cg1_open_tasks(struct sbx_cgroup *cg, unsigned have)
 {
-	int	 i;
+	int i;
 
 	for (i = 0; i < SBX_CG1_N; i++) {
 		if (!(have & (1u << i)) || (cg->v1_alias_ & (1u << i)))

@@ -327,19 +327,20 @@ sbx_cg2_limits(int dfd, const struct sbx_limits *lim, struct sbx_cgroup *cg)
 int
 sbx_cg2_leaf(struct sbx_cgroup *cg, const char *leaf)
 {
-	char	 enable[64];
-	int	 lfd, pfd;
+	char enable[64];
+	int  lfd, pfd;
 
 	ctl_list(enable, sizeof(enable), cg->enforced, '+');
 	if (mkdirat(cg->v2_fd_, leaf, 0755) == -1 && errno != EEXIST)
 		return -1;
-	if ((lfd = openat(cg->v2_fd_, leaf, O_RDONLY | O_DIRECTORY |
-	    O_NOFOLLOW | O_CLOEXEC)) == -1)
+	if ((lfd = openat(cg->v2_fd_, leaf,
+		 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1)
 		return -1;
-	if ((enable[0] != '\0' && sbx_cg_write(cg->v2_fd_,
-	    "cgroup.subtree_control", enable) == -1) ||
-	    (pfd = openat(lfd, "cgroup.procs", O_WRONLY | O_NOFOLLOW |
-	    O_CLOEXEC)) == -1) {
+	if ((enable[0] != '\0' &&
+		sbx_cg_write(cg->v2_fd_, "cgroup.subtree_control", enable) ==
+		    -1) ||
+	    (pfd = openat(lfd, "cgroup.procs",
+		 O_WRONLY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
 		close(lfd);
 		return -1;
 	}

@@ -79,9 +79,8 @@ int		sbx_cg_mkdir_unusable(int);
 /* Remove the stale sbx-<pid>-* cgroups under parent pfd (gc). */
 int		sbx_cg_gc_parent(int);
 /* A cg with every fd -1 and nothing made; limits checked as create does. */
-void		sbx_cg_init(struct sbx_cgroup *);
-int		sbx_cg_check_limits(const struct sbx_limits *,
-		    struct sbx_error *);
+void sbx_cg_init(struct sbx_cgroup *);
+int  sbx_cg_check_limits(const struct sbx_limits *, struct sbx_error *);
 
 /* cgroup2.c */
 /* 1: v2 in place; 0: unusable (why given, nothing left); -1: error. */
@@ -93,10 +92,10 @@ int	sbx_cg2_self_restore(int pfd);
  * errno when the kernel cannot (the caller forks plainly). */
 pid_t	sbx_cg2_clone_into(int dirfd);
 /* Write the limits into a v2 directory: the SBX_LIM_* written, or -1. */
-int	sbx_cg2_limits(int dfd, const struct sbx_limits *, struct sbx_cgroup *);
+int sbx_cg2_limits(int dfd, const struct sbx_limits *, struct sbx_cgroup *);
 /* A session's processes in <run>/<leaf>, the controllers on for <run>'s
  * children (sbx_cgroup_leaf). */
-int	sbx_cg2_leaf(struct sbx_cgroup *, const char *leaf);
+int sbx_cg2_leaf(struct sbx_cgroup *, const char *leaf);
 /* gc beneath the v2 parent create would use; how many removed. */
 int	sbx_cg2_gc(struct procinfo *, const char *root, struct sbx_cgroup *);
 
@@ -106,7 +105,7 @@ int	sbx_cg1_try(struct procinfo *, const char *root, const char *name,
 int	sbx_cg1_gc(struct procinfo *, const char *root, struct sbx_cgroup *);
 /* Write the limits into the v1 slots open in cg: the SBX_LIM_* written,
  * or -1; open "tasks" of the hierarchies in `have` (SBX_CG1_* bits). */
-int	sbx_cg1_limits(struct sbx_cgroup *, const struct sbx_limits *);
-int	sbx_cg1_open_tasks(struct sbx_cgroup *, unsigned have);
+int sbx_cg1_limits(struct sbx_cgroup *, const struct sbx_limits *);
+int sbx_cg1_open_tasks(struct sbx_cgroup *, unsigned have);
 
 #endif

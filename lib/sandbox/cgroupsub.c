@@ -35,7 +35,7 @@ sbx_cgroup_slot_name(int slot)
 void
 sbx_cgroup_where(const struct sbx_cgroup *cg, struct sbx_cg_where *w)
 {
-	int	 i;
+	int i;
 
 	memset(w, 0, sizeof(*w));
 	if (!cg->inited_)
@@ -52,8 +52,10 @@ sbx_cgroup_leaf(struct sbx_cgroup *cg, struct sbx_error *e)
 	if (!cg->inited_ || cg->backend != SBX_CG_V2)
 		return 0;
 	if (sbx_cg2_leaf(cg, SBX_CG_SESSION_LEAF) == -1)
-		return sbx_error_sys(e, "cgroup_failed", "cannot make the "
-		    "session's leaf %s/%s", cg->v2, SBX_CG_SESSION_LEAF);
+		return sbx_error_sys(e, "cgroup_failed",
+		    "cannot make the "
+		    "session's leaf %s/%s",
+		    cg->v2, SBX_CG_SESSION_LEAF);
 	return 0;
 }
 
@@ -84,8 +86,8 @@ sbx_cgroup_child_limits(const struct sbx_limits *ses, struct sbx_limits *cmd)
 static int
 open_parent(const char *path, unsigned long magic)
 {
-	const char	*base;
-	int		 fd;
+	const char *base;
+	int	    fd;
 
 	if (path == NULL || path[0] != '/' ||
 	    (base = strrchr(path, '/')) == NULL ||
@@ -110,15 +112,15 @@ make_dir(int pfd, const char *name)
 {
 	if (mkdirat(pfd, name, 0755) == -1)
 		return -1;
-	return openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-	    O_CLOEXEC);
+	return openat(pfd, name,
+	    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 }
 
 static int
 child_v2(const struct sbx_cg_where *w, const char *name,
     const struct sbx_limits *lim, struct sbx_cgroup *cg)
 {
-	int	 pfd, dfd, r;
+	int pfd, dfd, r;
 
 	if ((pfd = open_parent(w->v2, CGROUP2_SUPER_MAGIC)) == -1)
 		return -1;
@@ -139,8 +141,8 @@ child_v2(const struct sbx_cg_where *w, const char *name,
 	 * clone3 there is judged against that namespace (the command's
 	 * cgroup is outside it), while a write to a file opened here is
 	 * judged by the namespace and credentials of its opener. */
-	if ((cg->procs_fd[0] = openat(dfd, "cgroup.procs", O_WRONLY |
-	    O_NOFOLLOW | O_CLOEXEC)) == -1)
+	if ((cg->procs_fd[0] = openat(dfd, "cgroup.procs",
+		 O_WRONLY | O_NOFOLLOW | O_CLOEXEC)) == -1)
 		return -1;
 	cg->nprocs = 1;
 	cg->backend = SBX_CG_V2;
@@ -164,7 +166,7 @@ child_v1(const struct sbx_cg_where *w, const char *name,
 				break;
 		if (j < i) {
 			if ((cg->v1_fd_[i] = fcntl(cg->v1_fd_[j],
-			    F_DUPFD_CLOEXEC, 3)) == -1)
+				 F_DUPFD_CLOEXEC, 3)) == -1)
 				return -1;
 			cg->v1_alias_ |= 1u << i;
 			have |= 1u << i;
@@ -205,31 +207,34 @@ int
 sbx_cgroup_create_child(const struct sbx_cg_where *w, const char *name,
     const struct sbx_limits *lim, struct sbx_cgroup *cg, struct sbx_error *e)
 {
-	const char	*where;
-	int		 r, err, i;
+	const char *where;
+	int	    r, err, i;
 
 	sbx_cg_init(cg);
 	if (sbx_cg_check_limits(lim, e) == -1)
 		return -1;
 	if (sbx_cg_name_pid(name, NULL) != (long)getpid())
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "name",
-		    "invalid_name", "cgroup name `%s` is not "
-		    "sbx-%ld-[a-z0-9-]+", name, (long)getpid());
+		    "invalid_name",
+		    "cgroup name `%s` is not "
+		    "sbx-%ld-[a-z0-9-]+",
+		    name, (long)getpid());
 	snprintf(cg->name_, sizeof(cg->name_), "%s", name);
 	if (w->backend == SBX_CG_NONE) {
 		sbx_cg_why_add(cg, "the session has no cgroup");
 		return 0;
 	}
 	r = w->backend == SBX_CG_V2 ? child_v2(w, name, lim, cg) :
-	    child_v1(w, name, lim, cg);
+				      child_v1(w, name, lim, cg);
 	if (r == 0)
 		return 0;
 	err = errno;
 	for (i = 0, where = w->v2; where == NULL && i < SBX_CG1_N; i++)
 		where = w->v1[i];
-	sbx_cg_why_add(cg, "cannot make the command's cgroup beneath the "
-	    "session's (%s): %s", where != NULL ? where : "no directory",
-	    strerror(err));
+	sbx_cg_why_add(cg,
+	    "cannot make the command's cgroup beneath the "
+	    "session's (%s): %s",
+	    where != NULL ? where : "no directory", strerror(err));
 	/* Undo what was made: destroy on a cg of backend NONE only frees,
 	 * so the backend it was meant to have goes in for the removal. */
 	for (i = 0; i < SBX_CG1_N; i++)

@@ -177,8 +177,8 @@ sbx_git_name_writable(const char *n)
  * write by the opener's credentials and cgroup namespace, so pid 1 needs
  * no right to the cgroup and never sees its path.
  */
-#define SBX_WARM_T_CGROUP	'G'	/* N: cgroup descriptors follow */
-#define SBX_WARM_CG_MAX		5	/* at most, one per v1 hierarchy */
+#define SBX_WARM_T_CGROUP	'G' /* N: cgroup descriptors follow */
+#define SBX_WARM_CG_MAX		5 /* at most, one per v1 hierarchy */
 #define SBX_WARM_FD_MAX		(3 + SBX_WARM_CG_MAX)
 
 /* sbx-init's path inside the sandbox. */

@@ -62,9 +62,9 @@ test_no_cgroup(void)
 	struct sbx_cgroup   cg;
 	struct sbx_limits   l;
 	struct sbx_error    e;
-	char		    name[SBX_CG_NAME_MAX + 1], dir[] = "/tmp/t-cgsub.XXXXXX";
-	char		    path[PATH_MAX];
-	int		    rc;
+	char name[SBX_CG_NAME_MAX + 1], dir[] = "/tmp/t-cgsub.XXXXXX";
+	char path[PATH_MAX];
+	int  rc;
 
 	memset(&l, 0, sizeof(l));
 	l.pids = 8;
@@ -78,7 +78,7 @@ test_no_cgroup(void)
 	sbx_cgroup_destroy(&cg, &e);
 	rc = sbx_cgroup_create_child(&w, "sbx-1-x", &l, &cg, &e);
 	ok(rc == -1 && e.reason != NULL &&
-	    strcmp(e.reason, "invalid_name") == 0,
+		strcmp(e.reason, "invalid_name") == 0,
 	    "a name without our pid is refused");
 	sbx_cgroup_destroy(&cg, &e);
 	/* A record that names a directory which is no cgroup: nothing is
@@ -95,8 +95,7 @@ test_no_cgroup(void)
 	ok(rc == 0 && cg.backend == SBX_CG_NONE,
 	    "a parent that is no cgroup file system: none (%s)", cg.why);
 	sbx_cgroup_destroy(&cg, &e);
-	snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s",
-	    name);
+	snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", name);
 	ok(access(path, F_OK) == -1, "and nothing made in it");
 	*strrchr(path, '/') = '\0';
 	rmdir(path);
@@ -182,10 +181,10 @@ test_real(void)
 	sbx_cgroup_name(cname, sizeof(cname));
 	rc = sbx_cgroup_create_child(&w, cname, &cl, &cmd, &e);
 	ok(rc == 0 && cmd.backend == ses.backend &&
-	    cmd.enforced == (SBX_LIM_PIDS | SBX_LIM_MEMORY),
+		cmd.enforced == (SBX_LIM_PIDS | SBX_LIM_MEMORY),
 	    "a command's cgroup, %s, both limits (%s)",
-	    sbx_cgroup_backend_name(cmd.backend), rc == 0 ? cmd.why :
-	    e.message);
+	    sbx_cgroup_backend_name(cmd.backend),
+	    rc == 0 ? cmd.why : e.message);
 	if (rc == -1 || cmd.backend == SBX_CG_NONE) {
 		skip_n(7, "no command cgroup");
 		sbx_cgroup_destroy(&cmd, &e);
@@ -194,7 +193,7 @@ test_real(void)
 	}
 	snprintf(cpath, sizeof(cpath), "%s", dir_of(&cmd));
 	ok(strncmp(cpath, dir_of(&ses), strlen(dir_of(&ses))) == 0 &&
-	    read_num(cpath, "pids.max") == 28,
+		read_num(cpath, "pids.max") == 28,
 	    "beneath the session's, pids.max 28 (%s)", cpath);
 	/* A child enters by the open file alone, as pid 1's child does. */
 	if (pipe(p) == -1 || (pid = fork()) == -1) {
@@ -221,7 +220,7 @@ test_real(void)
 	rc = sbx_cgroup_destroy(&cmd, &e);
 	waitpid(pid, &status, 0);
 	ok(rc == 0 && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL &&
-	    access(cpath, F_OK) == -1,
+		access(cpath, F_OK) == -1,
 	    "destroy killed the child and removed the cgroup");
 	ok(access(dir_of(&ses), F_OK) == 0, "the session's cgroup stays");
 	/* A client killed with -9 left its command's cgroup: gc removes
@@ -234,7 +233,7 @@ test_real(void)
 	rc = mkdir(stale, 0755);
 	(void)sbx_cgroup_gc(&e);
 	ok(rc == 0 && access(stale, F_OK) == -1 &&
-	    access(dir_of(&ses), F_OK) == 0,
+		access(dir_of(&ses), F_OK) == 0,
 	    "gc removes a dead client's command cgroup, not the session's");
 	(void)rmdir(stale);
 	rc = sbx_cgroup_destroy(&ses, &e);
