@@ -515,6 +515,16 @@ exec_session(struct sbx_exec_req *R, struct sbx_exec *X,
 		    name);
 		goto fail;
 	}
+	if (c.cgroup_errno != 0) {
+		/* Fail closed: without its cgroup, its limits would not
+		 * hold; it was not run. */
+		errno = c.cgroup_errno;
+		sbx_error_sys(&e, "cgroup_failed",
+		    "the command could not enter its cgroup in session %s "
+		    "and was not run",
+		    name);
+		goto fail;
+	}
 	X->run.started = 1;
 	X->run.running = c.running;
 	X->run.exec_errno = c.exec_errno;

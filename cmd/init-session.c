@@ -290,8 +290,12 @@ child(struct run *ir, struct wreq *q, int ep, int gsock)
 	size_t n = 0, i;
 	int    err, k;
 
-	if (child_enter_cgroup(q) == -1)
-		goto fail;
+	if (child_enter_cgroup(q) == -1) {
+		/* Negative: pid 1 tells it from an exec failure. */
+		err = -errno;
+		(void)!write(ep, &err, sizeof(err));
+		_exit(126);
+	}
 	sigprocmask(SIG_UNBLOCK, &ir->mask, NULL);
 	signal(SIGPIPE, SIG_DFL);
 	(void)setsid();
@@ -379,7 +383,9 @@ start_cmd(struct run *ir, struct wreq *q)
 	while ((r = read(ep[0], &err, sizeof(err))) == -1 && errno == EINTR)
 		;
 	close(ep[0]);
-	if (r == (ssize_t)sizeof(err))
+	if (r == (ssize_t)sizeof(err) && err < 0)
+		say(SBX_WARM_W_CGROUP " %d\n", -err);
+	else if (r == (ssize_t)sizeof(err))
 		say(SBX_INIT_W_EXEC " %d\n", err);
 	else
 		say(SBX_INIT_W_RUNNING "\n", 0);

@@ -1021,6 +1021,8 @@ sbx_warm_recv(int conn, struct sbx_warm_cmd *c, struct sbx_error *e)
 			c->running = 1;
 		else if (sscanf(l, SBX_INIT_W_EXEC " %d", &v) == 1)
 			c->exec_errno = v;
+		else if (sscanf(l, SBX_WARM_W_CGROUP " %d", &v) == 1)
+			c->cgroup_errno = v;
 		else if (sscanf(l, SBX_WARM_W_FORK " %d", &v) == 1) {
 			c->fork_errno = v;
 			done = 1;

@@ -100,6 +100,7 @@ struct sbx_warm_cmd {
 	/* out */
 	int	running; /* the command was executed */
 	int	exec_errno; /* it could not be */
+	int	cgroup_errno; /* not run: it could not enter its cgroup */
 	int	fork_errno; /* no process for it (pids) */
 	int	exit_code; /* -1 unknown */
 	int	signo;

@@ -148,9 +148,9 @@ sbx_git_name_writable(const char *n)
  *	     then the request: tokens of a letter and a NUL-terminated value
  *	     (SBX_WARM_T_*), the command's stdin, stdout and stderr passed
  *	     by SCM_RIGHTS with the 'Q'; or 'K': kill the command now.
- *	out: lines: "running", "exec ERRNO" or "fork ERRNO", then "exit
- *	     CODE" or "signal SIGNO"; "fsdeny PATH" and "sockdeny PATH"
- *	     while it runs.
+ *	out: lines: "running", "exec ERRNO", "cgroup ERRNO" (below) or
+ *	     "fork ERRNO", then "exit CODE" or "signal SIGNO"; "fsdeny
+ *	     PATH" and "sockdeny PATH" while it runs.
  *
  * The command runs in a session and process group of its own; when it
  * ends, pid 1 kills every other process of the sandbox (whatever the
@@ -178,6 +178,7 @@ sbx_git_name_writable(const char *n)
  * no right to the cgroup and never sees its path.
  */
 #define SBX_WARM_T_CGROUP	'G' /* N: cgroup descriptors follow */
+#define SBX_WARM_W_CGROUP	"cgroup" /* "cgroup %d": errno; not run */
 #define SBX_WARM_CG_MAX		5 /* at most, one per v1 hierarchy */
 #define SBX_WARM_FD_MAX		(3 + SBX_WARM_CG_MAX)
 
