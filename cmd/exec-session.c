@@ -28,6 +28,8 @@
 #include "netmode.h"
 #include "outcome.h"
 #include "proxyclient.h"
+#include "runlimits.h"
+#include "settings.h"
 #include "scrub.h"
 #include "secret.h"
 #include "time.h"
@@ -40,6 +42,8 @@ struct rs {
 	struct sbx_capture     *cap;
 	struct sbx_scrub_stream ss;
 	int			scrub;
+	int			direct; /* the caller's own descriptor */
+	unsigned long long	seen; /* bytes relayed */
 };
 
 static int
@@ -47,6 +51,7 @@ rs_deliver(void *arg, const void *p, size_t n)
 {
 	struct rs *s = arg;
 
+	s->seen += n;
 	if (s->cap != NULL)
 		(void)sbx_capture_add(s->cap, p, n);
 	if (s->to >= 0)
@@ -78,16 +83,46 @@ rs_read(struct rs *s)
 	return 1;
 }
 
-static double
-wall_limit(const struct sbx_exec_req *R)
+/*
+ * The command's wall-clock limit, as a one-shot run gets it: the
+ * defaults, config/sandbox.json's `limits`, the agent's, then the
+ * request's --wall-timeout.  The session's other limits were fixed at
+ * its start; this one is per command.
+ */
+static int
+wall_limit(const struct sbx_exec_req *R, int rootfd, const char *agent,
+    double *out, struct sbx_error *e)
 {
-	size_t k;
-	double v = 0;
+	struct sbx_runlimits l;
+	json_t		    *cfg = NULL;
+	char		     rel[PATH_MAX];
+	size_t		     k;
+	int		     rc;
 
+	sbx_limits_defaults(&l);
+	if (sbx_settings_global(rootfd, &cfg, e) == -1)
+		return -1;
+	rc = sbx_limits_merge_json(&l, json_object_get(cfg, "limits"), 0,
+	    "config/sandbox.json", e);
+	json_decref(cfg);
+	cfg = NULL;
+	if (rc == -1 ||
+	    sbx_layout_path(SBX_L_AGENT_CONFIG, agent, rel, sizeof(rel), e) ==
+		-1 ||
+	    sbx_settings_agent(rootfd, agent, &cfg, e) == -1)
+		return -1;
+	rc = sbx_limits_merge_json(&l, json_object_get(cfg, "limits"), 1, rel,
+	    e);
+	json_decref(cfg);
+	if (rc == -1)
+		return -1;
 	for (k = 0; k + 1 < R->limit_keys.n; k += 2)
-		if (strcmp(R->limit_keys.v[k], "wall_timeout") == 0)
-			v = strtod(R->limit_keys.v[k + 1], NULL);
-	return v;
+		if (strcmp(R->limit_keys.v[k], "wall_timeout") == 0 &&
+		    sbx_limits_set(&l, "wall_timeout", R->limit_keys.v[k + 1],
+			e) == -1)
+			return -1;
+	*out = l.wall_timeout;
+	return 0;
 }
 
 /* The directory under base (an inside path that is the host path
@@ -297,6 +332,76 @@ cmd_cgroup_json(const struct sbx_exec *X)
 	return o;
 }
 
+/*
+ * The command's environment on top of the session's: the agent's secrets
+ * as they are now (the session's environment has none of their values,
+ * secrets_per_command: a secret set, changed or removed since the start
+ * is seen by the next command), except those a credential rule binds
+ * (their placeholders are the session's), then the run's --env, which
+ * overrides a secret as in a one-shot run.  The values and the scrubber
+ * go to X->secrets (released, wiped, with X).
+ */
+static int
+session_secrets(const struct sbx_exec_req *R, const json_t *rec,
+    struct sbx_exec *X, const char *agent, struct sbx_strv *env,
+    struct sbx_error *e)
+{
+	const json_t	      *pol = json_object_get(rec, "policy"), *v;
+	struct sbx_secret_auth a;
+	struct sbx_strv	       sel = SBX_STRV_INIT;
+	const char	      *pw = getenv("SBX_SECRET_PASSPHRASE"), *as;
+	size_t		       i, k, nl;
+	int		       rc = 0, bound;
+
+	memset(&a, 0, sizeof(a));
+	if (pw != NULL && *pw != '\0') {
+		a.passphrase = pw;
+		a.passphrase_len = strlen(pw);
+	}
+	if (!json_is_true(json_object_get(pol, "no_secrets")) &&
+	    sbx_secret_store_exists(X->root.fd, agent)) {
+		json_array_foreach (json_object_get(pol, "secrets"), i, v)
+			if (json_is_string(v))
+				sbx_strv_push(&sel, json_string_value(v));
+		rc = sbx_secret_load_env(X->root.fd, agent, sel.v, sel.n, &a,
+		    &X->secrets, e);
+		sbx_strv_release(&sel);
+		if (rc == -1)
+			return -1;
+	}
+	for (i = 0; i < X->secrets.n; i++) {
+		as = X->secrets.assign[i];
+		nl = strcspn(as, "=");
+		bound = 0;
+		json_array_foreach (json_object_get(rec, "bound_secrets"), k,
+		    v)
+			if (json_is_string(v) &&
+			    strlen(json_string_value(v)) == nl &&
+			    strncmp(json_string_value(v), as, nl) == 0)
+				bound = 1;
+		for (k = 0; !bound && k < R->env.n; k++)
+			if (strncmp(R->env.v[k], as, nl + 1) == 0)
+				bound = 1; /* --env wins */
+		if (!bound && sbx_strv_push(env, as) == -1)
+			return sbx_error_sys(e, "nomem", "environment");
+	}
+	for (k = 0; k < R->env.n; k++)
+		if (sbx_strv_push(env, R->env.v[k]) == -1)
+			return sbx_error_sys(e, "nomem", "environment");
+	return 0;
+}
+
+/* The copies of the values: wiped, not just freed. */
+static void
+strv_wipe(struct sbx_strv *v)
+{
+	size_t i;
+
+	for (i = 0; i < v->n; i++)
+		explicit_bzero(v->v[i], strlen(v->v[i]));
+	sbx_strv_release(v);
+}
+
 int
 exec_session(struct sbx_exec_req *R, struct sbx_exec *X,
     const struct exec_session_out *out)
@@ -304,10 +409,9 @@ exec_session(struct sbx_exec_req *R, struct sbx_exec *X,
 	struct sbx_error	e;
 	struct sbx_exec_outcome o;
 	struct sbx_warm_cmd	c;
-	struct sbx_scrub       *sc = NULL;
+	struct sbx_strv		senv = SBX_STRV_INIT;
 	struct rs		rs[2];
 	struct pollfd		pfd[4];
-	const json_t	       *pol;
 	json_t		       *rec = NULL, *res;
 	const char	       *agent, *name = R->session_name;
 	char			cwdbuf[PATH_MAX];
@@ -350,20 +454,17 @@ exec_session(struct sbx_exec_req *R, struct sbx_exec *X,
 			goto usage;
 		goto fail;
 	}
-	/* Scrubbed as a one-shot run is: the agent's secret values never
-	 * leave in the output. */
-	pol = json_object_get(rec, "policy");
-	if (!json_is_true(json_object_get(pol, "no_secrets")) &&
-	    sbx_secret_store_exists(X->root.fd, agent) &&
-	    sbx_secret_scrubber(X->root.fd, agent, &sc, &e) == -1)
+	/* The agent's secrets as they are now, injected and scrubbed as a
+	 * one-shot run's are (session_secrets). */
+	if (session_secrets(R, rec, X, agent, &senv, &e) == -1)
 		goto fail;
-	X->secrets.scrub = sc;
 	if (R->cwd != NULL &&
 	    session_cwd(R, rec, X->root.fd, agent, cwdbuf, sizeof(cwdbuf),
 		&e) == -1)
 		goto fail;
 	idle_ms = (long long)(R->timeout_s * 1000.0);
-	wall = wall_limit(R);
+	if (wall_limit(R, X->root.fd, agent, &wall, &e) == -1)
+		goto fail;
 	wall_ms = (long long)(wall * 1000.0);
 	/*
 	 * The command gets the caller's descriptors as they are, the
@@ -372,7 +473,7 @@ exec_session(struct sbx_exec_req *R, struct sbx_exec *X,
 	 * terminal (which the sandbox never holds: it could read from it
 	 * or push input into it).
 	 */
-	relay = R->capture || sc != NULL || idle_ms > 0;
+	relay = R->capture || X->secrets.scrub != NULL || idle_ms > 0;
 	tty_in = isatty(0);
 	if ((devnull = open("/dev/null", O_RDWR | O_CLOEXEC)) == -1) {
 		sbx_error_sys(&e, "open_failed", "/dev/null");
@@ -384,8 +485,11 @@ exec_session(struct sbx_exec_req *R, struct sbx_exec *X,
 		    R->capture ? (i == 0 ? &X->run.out : &X->run.err) : NULL;
 		if (rs[i].cap != NULL)
 			sbx_capture_init(rs[i].cap, R->max_output_n, 1);
+		rs[i].direct = 0;
+		rs[i].seen = 0;
 		if (!relay && !isatty(1 + i)) {
 			c.fd[1 + i] = 1 + i;
+			rs[i].direct = 1;
 			continue;
 		}
 		if (pipe2(p, O_CLOEXEC) == -1) {
@@ -394,9 +498,9 @@ exec_session(struct sbx_exec_req *R, struct sbx_exec *X,
 		}
 		rs[i].fd = p[0];
 		c.fd[1 + i] = p[1];
-		if (sc != NULL) {
+		if (X->secrets.scrub != NULL) {
 			rs[i].scrub = 1;
-			sbx_scrub_stream_init(&rs[i].ss, sc, rs_deliver,
+			sbx_scrub_stream_init(&rs[i].ss, X->secrets.scrub, rs_deliver,
 			    &rs[i]);
 		}
 	}
@@ -417,7 +521,7 @@ exec_session(struct sbx_exec_req *R, struct sbx_exec *X,
 	c.argv = R->argv;
 	c.shell = R->shell;
 	c.cwd = R->cwd != NULL ? cwdbuf : NULL;
-	c.env = R->env.v;
+	c.env = senv.v;
 	if (X->warnings == NULL)
 		X->warnings = json_array();
 	cmd_cgroup_make(X, rec, &c);
@@ -526,6 +630,13 @@ exec_session(struct sbx_exec_req *R, struct sbx_exec *X,
 		goto fail;
 	}
 	X->run.started = 1;
+	/* What the command wrote, for the "exited 0 with no output" warning:
+	 * unknown (taken as some) when it wrote to the caller's descriptors
+	 * itself. */
+	if (!R->capture) {
+		X->run.out.total = rs[0].direct ? 1 : rs[0].seen;
+		X->run.err.total = rs[1].direct ? 1 : rs[1].seen;
+	}
 	X->run.running = c.running;
 	X->run.exec_errno = c.exec_errno;
 	X->run.exit_code = c.exit_code;
@@ -540,8 +651,14 @@ exec_session(struct sbx_exec_req *R, struct sbx_exec *X,
 	(void)sbx_netmode_parse(
 	    json_string_value(json_object_get(rec, "network")), &X->network);
 	X->limits = json_deep_copy(json_object_get(rec, "limits"));
-	if (X->limits != NULL)
+	if (X->limits != NULL) {
 		json_object_set_new(X->limits, "command", cmd_cgroup_json(X));
+		/* The command's own, not the session's (which has none). */
+		json_object_set_new(X->limits, "wall_timeout",
+		    wall == (double)(json_int_t)wall ?
+			json_integer((json_int_t)wall) :
+			json_real(wall));
+	}
 	/* The command's cgroup: its counters (an OOM kill is killed_by
 	 * "limit", limit "memory", as in a one-shot run), then killed,
 	 * emptied and removed. */
@@ -557,11 +674,14 @@ exec_session(struct sbx_exec_req *R, struct sbx_exec *X,
 	sbx_exec_outcome_release(&o);
 	json_decref(rec);
 	json_decref(c.fsdeny);
+	strv_wipe(&senv);
 	return o.code;
 usage:
+	strv_wipe(&senv);
 	json_decref(rec);
 	return out->usage(&e);
 fail:
+	strv_wipe(&senv);
 	if (conn >= 0)
 		close(conn);
 	if (devnull >= 0)

@@ -35,6 +35,7 @@ extern char **environ;
 /* One command: what the supervisor sent, parsed in place. */
 struct wreq {
 	char  *buf; /* the request; the strings point into it */
+	size_t len; /* of buf */
 	char **argv, **envp, *cwd, *shell;
 	char **rlim;
 	int    fd[3];
@@ -70,6 +71,9 @@ wreq_free(struct wreq *q)
 			close(q->fd[i]);
 	for (i = 0; i < q->ncgfd; i++)
 		close(q->cgfd[i]);
+	/* It held the secrets' values (secrets_per_command). */
+	if (q->buf != NULL)
+		explicit_bzero(q->buf, q->len);
 	free(q->buf);
 	free(q->argv);
 	free(q->envp);
@@ -191,6 +195,7 @@ read_req(struct run *ir, struct wreq *q)
 	if (read_full(FD_SESSION, &len, sizeof(len)) == -1 || len == 0 ||
 	    len > SBX_WARM_REQ_MAX ||
 	    (q->buf = malloc((size_t)len + 1)) == NULL ||
+	    (q->len = (size_t)len + 1) == 0 ||
 	    read_full(FD_SESSION, q->buf, len) == -1)
 		return -1;
 	q->buf[len] = '\0';

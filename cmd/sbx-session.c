@@ -33,7 +33,8 @@ static const char usage_text[] =
     "usage: sbx session start [--agent A] [--name N] [--network MODE]\n"
     "                         [--workdir DIR]... [--ro PATH]... [--env NAME=VALUE]...\n"
     "                         [--memory MIB] [--cpus N.N] [--pids N] [--disk MIB]\n"
-    "                         [--nofile N] [--file-size MIB] [--no-secrets]\n"
+    "                         [--nofile N] [--file-size MIB]\n"
+    "                         [--secret NAME]... [--no-secrets]\n"
     "                         [--idle-timeout S] [--max-lifetime S]\n"
     "                         [--home DIR] [--json] [-q] [-v]\n"
     "       sbx session ls [--agent A] [--home DIR] [--json] [-q]\n"
@@ -66,7 +67,8 @@ enum {
 	OPT_DISK,
 	OPT_NOFILE,
 	OPT_FSIZE,
-	OPT_NO_SECRETS
+	OPT_NO_SECRETS,
+	OPT_SECRET
 };
 
 enum {
@@ -111,6 +113,9 @@ static const struct sbx_opt rows[] = {
 	    "start: open files limit", S_START, 0 },
 	{ OPT_FSIZE, "file-size", 0, SBX_OPT_REQ, "MIB", NULL,
 	    "start: largest file a command may write", S_START, 0 },
+	{ OPT_SECRET, "secret", 0, SBX_OPT_REQ, "NAME", "@text",
+	    "start: only these of the agent's secrets (repeatable)", S_START,
+	    0 },
 	{ OPT_NO_SECRETS, "no-secrets", 0, SBX_OPT_NONE, NULL, NULL,
 	    "start: none of the agent's secrets", S_START, 0 },
 	{ OPT_IDLE, "idle-timeout", 0, SBX_OPT_REQ, "S", NULL,
@@ -191,6 +196,7 @@ parse(int argc, char *argv[], const char **subp, int *nargs, char ***args)
 		case OPT_NOFILE: field("nofile", optarg); break;
 		case OPT_FSIZE: field("file-size", optarg); break;
 		case OPT_NO_SECRETS: field("no-secrets", NULL); break;
+		case OPT_SECRET: field("secret", optarg); break;
 		case OPT_NAME: O.name = optarg; break;
 		case OPT_IDLE: O.idle = optarg; break;
 		case OPT_LIFE: O.life = optarg; break;
@@ -302,6 +308,7 @@ cmd_start(void)
 			sbx_cmd_usage_exit(&e);
 		sbx_cmd_die(&e);
 	}
+	X.secrets_per_command = 1;
 	if (sbx_exec_prepare(&X, &R, &e) == -1)
 		sbx_cmd_die(&e);
 	if (X.bwrap_line != NULL)

@@ -636,7 +636,7 @@ prep_env(struct sbx_exec *p)
 			sbx_strv_pushf(&env, "%.*s=%s", (int)(strchr(
 			    p->secrets.assign[i], '=') - p->secrets.assign[i]),
 			    p->secrets.assign[i], ph);
-		else
+		else if (!p->secrets_per_command)
 			sbx_strv_push(&env, p->secrets.assign[i]);
 	}
 	for (i = 0; i < p->req->env.n; i++) {

@@ -218,6 +218,10 @@ struct sbx_exec {
 	/* A session (req->session): pid 1's channel to the supervisor,
 	 * SBX_FD_SESSION; set by the caller before sbx_exec_run, or -1. */
 	int			 session_fd;
+	/* A session's start: the secrets' values stay out of the sandbox's
+	 * environment (each command's client sends the current ones); a
+	 * bound secret's placeholder, fixed for the session, stays in. */
+	int			 secrets_per_command;
 
 	/* after sbx_exec_run */
 	struct sbx_run		 run;

@@ -801,6 +801,18 @@ sbx_warm_start(struct sbx_exec *p, const struct sbx_warm_opts *o,
 		json_object_set_new(rec, "credentials",
 		    json_boolean(p->creds != NULL && p->creds->n > 0));
 	}
+	/* The secrets whose placeholder the session's environment holds:
+	 * each command's client sends the others' current values
+	 * (secrets_per_command), never these (the proxy injects them). */
+	if (p->creds != NULL && p->creds->n > 0) {
+		json_t *b = json_array();
+		size_t	i;
+
+		for (i = 0; i < p->creds->n; i++)
+			json_array_append_new(b,
+			    json_string(p->creds->rule[i].secret));
+		json_object_set_new(rec, "bound_secrets", b);
+	}
 	fflush(NULL);
 	/* The starter's cgroup proved the limits can be enforced; the
 	 * session's supervisor makes its own (see sup_cgroup()). */
@@ -929,6 +941,15 @@ warm_cgroup_tok(struct sbx_buf *b, const struct sbx_warm_cmd *c, int *fds,
 	return push_tok(b, SBX_WARM_T_CGROUP, ncg);
 }
 
+/* The request carries the secrets' values: wiped, not just freed. */
+static void
+buf_wipe(struct sbx_buf *b)
+{
+	if (b->p != NULL)
+		explicit_bzero(b->p, b->cap);
+	sbx_buf_release(b);
+}
+
 int
 sbx_warm_send(int conn, const struct sbx_warm_cmd *c, struct sbx_error *e)
 {
@@ -957,11 +978,11 @@ sbx_warm_send(int conn, const struct sbx_warm_cmd *c, struct sbx_error *e)
 		rc |= push_tok(&b, SBX_WARM_T_CWD, c->cwd);
 	rc |= warm_cgroup_tok(&b, c, fds, &nfd, ncg, sizeof(ncg));
 	if (rc != 0) {
-		sbx_buf_release(&b);
+		buf_wipe(&b);
 		return sbx_error_sys(e, "nomem", "session request");
 	}
 	if (b.len > SBX_WARM_REQ_MAX) {
-		sbx_buf_release(&b);
+		buf_wipe(&b);
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "command",
 		    "too_long",
 		    "the command and its environment exceed %u "
@@ -986,13 +1007,13 @@ sbx_warm_send(int conn, const struct sbx_warm_cmd *c, struct sbx_error *e)
 	memcpy(CMSG_DATA(cm), fds, nfd * sizeof(int));
 	if (sendmsg(conn, &m, MSG_NOSIGNAL) != 5 ||
 	    sbx_fs_write_all(conn, b.p, b.len) == -1) {
-		sbx_buf_release(&b);
+		buf_wipe(&b);
 		return sbx_error_set(e, SBX_K_UNAVAILABLE, "session",
 		    "session_gone",
 		    "the session ended before the command "
 		    "was sent");
 	}
-	sbx_buf_release(&b);
+	buf_wipe(&b);
 	return 0;
 }
 
