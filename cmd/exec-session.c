@@ -500,8 +500,8 @@ exec_session(struct sbx_exec_req *R, struct sbx_exec *X,
 		c.fd[1 + i] = p[1];
 		if (X->secrets.scrub != NULL) {
 			rs[i].scrub = 1;
-			sbx_scrub_stream_init(&rs[i].ss, X->secrets.scrub, rs_deliver,
-			    &rs[i]);
+			sbx_scrub_stream_init(&rs[i].ss, X->secrets.scrub,
+			    rs_deliver, &rs[i]);
 		}
 	}
 	X->run.capture = R->capture;
