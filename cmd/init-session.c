@@ -1,10 +1,11 @@
 /*
  * init-session.c: sbx-init -S, pid 1 of a warm session (sbx session,
- * lib/exec/warm.c).  The protocol is initproto.h's (SBX_WARM_*): commands
- * come one at a time from the supervisor on SBX_FD_SESSION, each with its
- * stdin, stdout and stderr; pid 1 forks each in a session of its own and,
- * when it ends, kills and reaps everything else of the sandbox before it
- * says so.
+ * lib/exec/warm.c).  The protocol is initproto.h's (SBX_WARM_*): the
+ * supervisor hands pid 1 each client's connection on SBX_FD_SESSION, one
+ * at a time; pid 1 reads the client's request from it (the command, its
+ * stdin, stdout and stderr), forks the command in a session of its own,
+ * writes its status lines to the client and, when it ends, kills and
+ * reaps everything else of the sandbox before it says so.
  *
  * The sandbox's seccomp filter was applied by bwrap before pid 1 started,
  * so every command inherits it; the file-system guard is installed per
@@ -24,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "init-int.h"
@@ -32,7 +34,7 @@
 
 extern char **environ;
 
-/* One command: what the supervisor sent, parsed in place. */
+/* One command: what the client sent, parsed in place. */
 struct wreq {
 	char  *buf; /* the request; the strings point into it */
 	char **argv, **envp, *cwd, *shell;
@@ -40,19 +42,55 @@ struct wreq {
 	int    fd[3];
 };
 
-/* A status line to the supervisor (never blocks for long: the
- * supervisor reads them as they come). */
+/*
+ * The client pid 1 serves (at most one: the supervisor hands the next
+ * after SBX_WARM_O_END): its connection, where its request stands, and
+ * the request as it comes.  The client is of the session's uid but is not
+ * the supervisor: nothing it sends may block pid 1 or end the session.
+ */
+enum { C_NONE, C_FDS, C_LEN, C_BODY, C_RUN };
+static struct {
+	int	    fd;
+	int	    phase;
+	int	    hup; /* end of file seen while the command runs */
+	uint32_t    len;
+	size_t	    off;
+	long long   deadline;
+	struct wreq q;
+} cl = { .fd = -1 };
+
+/* A line to the supervisor (at start only: "ready"). */
+static void
+say_sup(const char *s)
+{
+	(void)!send(FD_SESSION, s, strlen(s), MSG_NOSIGNAL);
+}
+
+/* A status line to the client; never blocks (a client that does not read
+ * loses lines, not the session). */
 static void __attribute__((format(printf, 1, 0))) say(const char *fmt, int n)
 {
 	char line[64];
 	int  len;
 
+	if (cl.fd < 0)
+		return;
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
 	len = snprintf(line, sizeof(line), fmt, n);
 #pragma GCC diagnostic pop
 	if (len > 0)
-		(void)!send(FD_SESSION, line, (size_t)len, MSG_NOSIGNAL);
+		(void)!send(cl.fd, line, (size_t)len,
+		    MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+static long long
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static void
@@ -71,21 +109,35 @@ wreq_free(struct wreq *q)
 	q->fd[0] = q->fd[1] = q->fd[2] = -1;
 }
 
-static int
-read_full(int fd, void *p, size_t n)
+/* Done with the client: its connection goes, and the supervisor hears
+ * that the session is free. */
+static void
+client_done(void)
 {
-	ssize_t r;
-	size_t	off = 0;
+	char c = SBX_WARM_O_END;
 
-	while (off < n) {
-		r = read(fd, (char *)p + off, n - off);
-		if (r == -1 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		off += (size_t)r;
-	}
-	return 0;
+	wreq_free(&cl.q);
+	if (cl.fd >= 0)
+		close(cl.fd);
+	cl.fd = -1;
+	cl.phase = C_NONE;
+	cl.hup = 0;
+	(void)!send(FD_SESSION, &c, 1, MSG_NOSIGNAL);
+}
+
+/* A request refused: one line to its client, which is dropped; the
+ * session goes on. */
+static void
+client_refuse(const char *reason)
+{
+	char line[64];
+	int  len;
+
+	len = snprintf(line, sizeof(line), SBX_WARM_W_ERROR " %s\n", reason);
+	if (cl.fd >= 0 && len > 0)
+		(void)!send(cl.fd, line, (size_t)len,
+		    MSG_NOSIGNAL | MSG_DONTWAIT);
+	client_done();
 }
 
 /* The environment: the session's, then the request's NAME=VALUE over it
@@ -116,24 +168,20 @@ merge_env(char **base, char **extra, size_t nextra)
 }
 
 /*
- * Read one request: 'Q' came with the descriptors; then its length and
- * its tokens.  0, or -1: the supervisor broke the protocol (it is
- * trusted, so the session ends).
+ * The request's tokens (q->buf, len bytes, NUL-terminated after them)
+ * parsed in place.  0, or -1: malformed (an unknown token, no command, a
+ * value without its NUL).
  */
 static int
-read_req(struct run *ir, struct wreq *q)
+parse_req(struct run *ir, struct wreq *q, size_t len)
 {
-	uint32_t len;
-	char	*p, *end, **env = NULL;
-	size_t	 na = 0, ne = 0, nr = 0, n;
+	char  *p, *end, **env = NULL;
+	size_t na = 0, ne = 0, nr = 0, n;
 
-	if (read_full(FD_SESSION, &len, sizeof(len)) == -1 || len == 0 ||
-	    len > SBX_WARM_REQ_MAX ||
-	    (q->buf = malloc((size_t)len + 1)) == NULL ||
-	    read_full(FD_SESSION, q->buf, len) == -1)
-		return -1;
-	q->buf[len] = '\0';
 	end = q->buf + len;
+	/* Every token ends with its NUL inside the request. */
+	if (len == 0 || end[-1] != '\0')
+		return -1;
 	/* Count, then point. */
 	for (n = 0, p = q->buf; p < end; p += strlen(p) + 1, n++)
 		;
@@ -162,21 +210,26 @@ read_req(struct run *ir, struct wreq *q)
 	return q->envp == NULL ? -1 : 0;
 }
 
-/* Receive 'Q' or 'K' (1, 2), end of file (0) or an error (-1); with
- * 'Q', the three descriptors go to q->fd. */
+/*
+ * The client's 'Q' and the descriptors that come with it: exactly
+ * three, none truncated.  1 done, 0 not there yet, -1 refused (said), -2
+ * the client is gone.  Whatever else it passed is closed: a descriptor
+ * pid 1 kept would reach the next command.
+ */
 static int
-recv_order(struct wreq *q)
+req_recv_fds(struct wreq *q)
 {
 	union {
-		char	       b[CMSG_SPACE(3 * sizeof(int))];
+		char	       b[CMSG_SPACE(8 * sizeof(int))];
 		struct cmsghdr align;
 	} u;
 	struct msghdr	m;
 	struct iovec	iov;
 	struct cmsghdr *cm;
 	ssize_t		r;
+	size_t		nfd, i, got = 0, bad = 0;
+	int		fds[8];
 	char		c;
-	int		i;
 
 	memset(&m, 0, sizeof(m));
 	iov.iov_base = &c;
@@ -185,31 +238,87 @@ recv_order(struct wreq *q)
 	m.msg_iovlen = 1;
 	m.msg_control = u.b;
 	m.msg_controllen = sizeof(u.b);
-	while ((r = recvmsg(FD_SESSION, &m, MSG_CMSG_CLOEXEC)) == -1 &&
+	while ((r = recvmsg(cl.fd, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT)) ==
+		-1 &&
 	    errno == EINTR)
 		;
+	if (r == -1 && errno == EAGAIN)
+		return 0;
 	if (r <= 0)
-		return (int)r;
+		return -2;
 	for (cm = CMSG_FIRSTHDR(&m); cm != NULL; cm = CMSG_NXTHDR(&m, cm)) {
-		size_t nfd;
-		int    fds[3];
-
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+		if (cm->cmsg_level != SOL_SOCKET ||
+		    cm->cmsg_type != SCM_RIGHTS) {
+			bad = 1;
 			continue;
+		}
 		nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		memcpy(fds, CMSG_DATA(cm), (nfd > 3 ? 3 : nfd) * sizeof(int));
-		for (i = 0; i < (int)nfd && i < 3; i++) {
-			if (c == SBX_WARM_O_REQ && q->fd[i] < 0)
-				q->fd[i] = fds[i];
+		if (nfd > 8)
+			nfd = 8;
+		memcpy(fds, CMSG_DATA(cm), nfd * sizeof(int));
+		for (i = 0; i < nfd; i++) {
+			if (got < 3)
+				q->fd[got] = fds[i];
 			else
 				close(fds[i]);
+			got++;
 		}
 	}
-	if (c == SBX_WARM_O_KILL)
-		return 2;
-	if (c != SBX_WARM_O_REQ || q->fd[0] < 0 || q->fd[1] < 0 || q->fd[2] < 0)
+	if (m.msg_flags & MSG_CTRUNC)
+		bad = 1;
+	if (c != SBX_WARM_O_REQ) {
+		client_refuse("request_order");
 		return -1;
+	}
+	if (bad || got != 3) {
+		client_refuse("request_fds");
+		return -1;
+	}
 	return 1;
+}
+
+/* The length, then the request, as much as there is: 1 complete, 0 not
+ * yet, -1 refused (said), -2 the client is gone. */
+static int
+req_read_body(void)
+{
+	ssize_t r;
+	void   *to;
+	size_t	want;
+
+	for (;;) {
+		if (cl.phase == C_LEN) {
+			to = (char *)&cl.len + cl.off;
+			want = sizeof(cl.len) - cl.off;
+		} else {
+			to = cl.q.buf + cl.off;
+			want = cl.len - cl.off;
+		}
+		r = recv(cl.fd, to, want, MSG_DONTWAIT);
+		if (r == -1 && errno == EINTR)
+			continue;
+		if (r == -1 && errno == EAGAIN)
+			return 0;
+		if (r <= 0)
+			return -2;
+		cl.off += (size_t)r;
+		if (cl.phase == C_LEN && cl.off == sizeof(cl.len)) {
+			/* Bounded before anything is allocated for it. */
+			if (cl.len == 0 || cl.len > SBX_WARM_REQ_MAX) {
+				client_refuse("request_length");
+				return -1;
+			}
+			if ((cl.q.buf = malloc((size_t)cl.len + 1)) == NULL) {
+				client_refuse("nomem");
+				return -1;
+			}
+			cl.phase = C_BODY;
+			cl.off = 0;
+		} else if (cl.phase == C_BODY && cl.off == cl.len) {
+			cl.q.buf[cl.len] = '\0';
+			return 1;
+		}
+	}
 }
 
 /* In the child: its own session, its descriptors, limits, directory,
@@ -345,51 +454,144 @@ reap(struct run *ir)
 			say(SBX_INIT_W_SIGNAL " %d\n", WTERMSIG(status));
 		else
 			say(SBX_INIT_W_EXIT " %d\n", WEXITSTATUS(status));
+		client_done();
 		return;
 	}
 }
 
-/* A word from the supervisor: a command, a kill, or its end. */
+/*
+ * A client's connection from the supervisor ('C' and one descriptor).
+ * The supervisor is trusted: anything else, a second connection while one
+ * is served, or its end of file ends the session with everything in it.
+ */
 static void
-supervisor_order(struct run *ir)
+supervisor_order(void)
 {
-	struct wreq q;
-	int	    k;
+	union {
+		char	       b[CMSG_SPACE(4 * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr	m;
+	struct iovec	iov;
+	struct cmsghdr *cm;
+	ssize_t		r;
+	size_t		nfd = 0, i;
+	int		fds[4], fd = -1;
+	char		c = 0;
 
-	memset(&q, 0, sizeof(q));
-	q.fd[0] = q.fd[1] = q.fd[2] = -1;
-	k = recv_order(&q);
-	if (k == 2) {
-		/* Kill the command: the sweep follows its end. */
-		if (ir->child > 0)
-			kill(-1, SIGKILL);
-		wreq_free(&q);
-		return;
+	memset(&m, 0, sizeof(m));
+	iov.iov_base = &c;
+	iov.iov_len = 1;
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	m.msg_control = u.b;
+	m.msg_controllen = sizeof(u.b);
+	while ((r = recvmsg(FD_SESSION, &m, MSG_CMSG_CLOEXEC)) == -1 &&
+	    errno == EINTR)
+		;
+	for (cm = r > 0 ? CMSG_FIRSTHDR(&m) : NULL; cm != NULL;
+	    cm = CMSG_NXTHDR(&m, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		if (nfd > 4)
+			nfd = 4;
+		memcpy(fds, CMSG_DATA(cm), nfd * sizeof(int));
+		for (i = 0; i < nfd; i++) {
+			if (fd < 0)
+				fd = fds[i];
+			else
+				close(fds[i]);
+		}
 	}
-	if (k <= 0 || ir->child > 0 || read_req(ir, &q) == -1) {
-		/* The supervisor is gone, or broke the protocol (one
-		 * command at a time): the session ends with everything in
-		 * it. */
+	if (r <= 0 || c != SBX_WARM_O_CONN || fd < 0 || cl.fd >= 0) {
+		if (fd >= 0)
+			close(fd);
 		sweep();
 		report(SBX_INIT_W_EXIT " %d\n", 0);
-		_exit(k == 0 ? 0 : 125);
+		_exit(r == 0 ? 0 : 125);
 	}
-	ir->child = start_cmd(ir, &q);
-	/* pid 1 keeps nothing of the command: its descriptors and its
-	 * request go now (the child has its own copies). */
-	wreq_free(&q);
+	/* Never blocking on it: see the struct above. */
+	(void)fcntl(fd, F_SETFL, O_NONBLOCK);
+	cl.fd = fd;
+	cl.phase = C_FDS;
+	cl.off = 0;
+	cl.len = 0;
+	cl.deadline = mono_ms() + SBX_WARM_REQ_MS;
+	memset(&cl.q, 0, sizeof(cl.q));
+	cl.q.fd[0] = cl.q.fd[1] = cl.q.fd[2] = -1;
+}
+
+/* Kill the running command (the client said 'K', or left): the sweep
+ * follows its end. */
+static void
+client_kill(struct run *ir)
+{
+	if (ir->child > 0)
+		kill(-1, SIGKILL);
+}
+
+/* The client spoke: its request as it comes, then 'K' or its end of
+ * file while the command runs. */
+static void
+client_input(struct run *ir)
+{
+	char	buf[64];
+	ssize_t r;
+	int	k;
+
+	if (cl.phase == C_RUN) {
+		r = recv(cl.fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (r == -1 && (errno == EINTR || errno == EAGAIN))
+			return;
+		if (r <= 0) {
+			/* The client died or gave up: its command goes. */
+			cl.hup = 1;
+			client_kill(ir);
+		} else if (memchr(buf, SBX_WARM_O_KILL, (size_t)r) != NULL)
+			client_kill(ir);
+		return;
+	}
+	if (cl.phase == C_FDS) {
+		if ((k = req_recv_fds(&cl.q)) != 1) {
+			if (k == -2)
+				client_done();
+			return;
+		}
+		cl.phase = C_LEN;
+		cl.off = 0;
+	}
+	if ((k = req_read_body()) != 1) {
+		if (k == -2)
+			client_done();
+		return;
+	}
+	if (parse_req(ir, &cl.q, cl.len) == -1) {
+		client_refuse("request_malformed");
+		return;
+	}
+	cl.phase = C_RUN;
+	ir->child = start_cmd(ir, &cl.q);
+	/* pid 1 keeps nothing of the command but its connection: its
+	 * descriptors and its request go now (the child has its own
+	 * copies). */
+	wreq_free(&cl.q);
+	if (ir->child < 0)
+		client_done();
 }
 
 int
 session_main(struct run *ir)
 {
 	struct signalfd_siginfo si;
-	struct pollfd		pfd[9];
+	struct pollfd		pfd[10];
+	long long		now;
+	int			tmo;
 
 	ir->child = -1;
 	/* The engine outside takes the session for a running command. */
 	report(SBX_INIT_W_RUNNING "\n");
-	say(SBX_INIT_W_READY "\n", 0);
+	say_sup(SBX_INIT_W_READY "\n");
 	pfd[0].fd = ir->sfd;
 	pfd[0].events = POLLIN;
 	pfd[1].fd = FD_CTL;
@@ -402,6 +604,7 @@ session_main(struct run *ir)
 	pfd[7].events = POLLIN;
 	pfd[8].fd = FD_SESSION;
 	pfd[8].events = POLLIN;
+	pfd[9].events = POLLIN;
 	for (;;) {
 		pfd[2].fd = ir->lfd >= 0 && held < 0 ? ir->lfd : -1;
 		pfd[3].fd = ir->lfd >= 0 && held >= 0 ? FD_PROXY : -1;
@@ -409,13 +612,25 @@ session_main(struct run *ir)
 		pfd[5].fd = ir->blfd >= 0 && !bridge_held() ? ir->blfd : -1;
 		pfd[6].fd = ir->blfd >= 0 && bridge_held() ? FD_BRIDGE : -1;
 		pfd[7].fd = socks_lfd >= 0 && held < 0 ? socks_lfd : -1;
-		if (poll(pfd, 9, -1) == -1) {
+		pfd[9].fd = cl.fd >= 0 && !cl.hup ? cl.fd : -1;
+		tmo = -1;
+		if (cl.fd >= 0 && cl.phase != C_RUN) {
+			/* A request that does not come in time is
+			 * dropped: the session is not held by it. */
+			now = mono_ms();
+			if (now >= cl.deadline) {
+				client_refuse("request_timeout");
+				continue;
+			}
+			tmo = (int)(cl.deadline - now);
+		}
+		if (poll(pfd, 10, tmo) == -1) {
 			if (errno == EINTR)
 				continue;
 			break;
 		}
 		if (pfd[4].fd >= 0 && (pfd[4].revents & POLLIN))
-			guard_serve(ir->gfd, FD_SESSION);
+			guard_serve(ir->gfd, cl.fd);
 		else if (pfd[4].fd >= 0 &&
 		    (pfd[4].revents & (POLLHUP | POLLERR | POLLNVAL))) {
 			close(ir->gfd);
@@ -438,10 +653,14 @@ session_main(struct run *ir)
 			    si.ssi_signo == SIGCHLD)
 				reap(ir);
 		}
-		/* After the reap: the end of a command is said before the
-		 * next one is read. */
+		/* After the reap: a command's end is said (and its client
+		 * let go) before its client's end of file is taken for a
+		 * kill. */
+		if (pfd[9].fd >= 0 && pfd[9].fd == cl.fd &&
+		    (pfd[9].revents & (POLLIN | POLLHUP | POLLERR)))
+			client_input(ir);
 		if (pfd[8].revents & (POLLIN | POLLHUP | POLLERR))
-			supervisor_order(ir);
+			supervisor_order();
 	}
 	kill(-1, SIGKILL);
 	return 125;

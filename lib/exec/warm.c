@@ -159,12 +159,9 @@ struct sup {
 	struct sbx_exec *p;
 	const char	*name;
 	int		 runfd, lfd, chan, notify, errfd;
-	int		 conn; /* the client of the command, or -1 */
-	int		 busy; /* a command runs */
+	int		 busy; /* pid 1 serves a client */
 	pid_t		 engine;
 	long long	 idle_ms, life_ms, started, last, checked;
-	char		 line[4096];
-	size_t		 llen;
 };
 
 static volatile sig_atomic_t stop_sig;
@@ -228,23 +225,6 @@ engine(struct sup *S, int chan_end, pid_t sup)
 }
 
 static int
-read_exact(int fd, void *p, size_t n)
-{
-	ssize_t r;
-	size_t	off = 0;
-
-	while (off < n) {
-		r = read(fd, (char *)p + off, n - off);
-		if (r == -1 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		off += (size_t)r;
-	}
-	return 0;
-}
-
-static int
 send_line(int fd, const char *s)
 {
 	return sbx_fs_write_all(fd, s, strlen(s));
@@ -257,10 +237,6 @@ static void __attribute__((noreturn)) sup_exit(struct sup *S)
 	long long deadline = sbx_now_ms() + SBX_KILL_GRACE_MS;
 	int	  status;
 
-	if (S->conn >= 0) {
-		(void)send_line(S->conn, "gone session_ended\n");
-		close(S->conn);
-	}
 	close(S->lfd);
 	(void)sbx_warmrec_remove(S->runfd, S->name);
 	if (S->chan >= 0)
@@ -277,109 +253,60 @@ static void __attribute__((noreturn)) sup_exit(struct sup *S)
 	_exit(0);
 }
 
-/* A client's request: 'Q' with three descriptors, its length, its
- * tokens; forwarded to pid 1 as is.  'S': stop the session.  0, or -1
- * (the client is dropped). */
+/*
+ * A client, accepted (our uid, sbx_daemon_accept), handed to pid 1 as
+ * is: pid 1 reads its request and answers it directly, and the
+ * supervisor stays out of the data path.  0, or -1: the channel is gone.
+ */
 static int
-sup_request(struct sup *S)
+sup_hand(struct sup *S, int fd)
 {
-	char	       hdr[5], *buf = NULL;
-	int	       fds[3] = { -1, -1, -1 }, rc = -1;
-	size_t	       nfd = 0, i;
-	ssize_t	       n;
-	uint32_t       len;
-	struct timeval tv = { 5, 0 };
+	struct msghdr	m;
+	struct iovec	iov;
+	struct cmsghdr *cm;
+	union {
+		char	       b[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	char c = SBX_WARM_O_CONN;
 
-	(void)setsockopt(S->conn, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	n = sbx_fs_recv_fds(S->conn, hdr, 1, fds, 3, &nfd, 0);
-	if (n == 1 && hdr[0] == 'S') {
-		(void)send_line(S->conn, "stopping\n");
-		sup_exit(S);
-	}
-	if (n != 1 || hdr[0] != SBX_WARM_O_REQ || nfd != 3)
-		goto out;
-	if (read_exact(S->conn, &len, sizeof(len)) == -1 || len == 0 ||
-	    len > SBX_WARM_REQ_MAX || (buf = malloc(len)) == NULL ||
-	    read_exact(S->conn, buf, len) == -1)
-		goto out;
-	hdr[0] = SBX_WARM_O_REQ;
-	{
-		struct msghdr	m;
-		struct iovec	iov;
-		struct cmsghdr *cm;
-		union {
-			char	       b[CMSG_SPACE(3 * sizeof(int))];
-			struct cmsghdr align;
-		} u;
-
-		memset(&m, 0, sizeof(m));
-		memset(&u, 0, sizeof(u));
-		iov.iov_base = hdr;
-		iov.iov_len = 1;
-		m.msg_iov = &iov;
-		m.msg_iovlen = 1;
-		m.msg_control = u.b;
-		m.msg_controllen = sizeof(u.b);
-		cm = CMSG_FIRSTHDR(&m);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(3 * sizeof(int));
-		memcpy(CMSG_DATA(cm), fds, 3 * sizeof(int));
-		if (sendmsg(S->chan, &m, MSG_NOSIGNAL) != 1 ||
-		    sbx_fs_write_all(S->chan, &len, sizeof(len)) == -1 ||
-		    sbx_fs_write_all(S->chan, buf, len) == -1)
-			sup_exit(S);
-	}
+	memset(&m, 0, sizeof(m));
+	memset(&u, 0, sizeof(u));
+	iov.iov_base = &c;
+	iov.iov_len = 1;
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	m.msg_control = u.b;
+	m.msg_controllen = sizeof(u.b);
+	cm = CMSG_FIRSTHDR(&m);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	if (sendmsg(S->chan, &m, MSG_NOSIGNAL) != 1)
+		return -1;
 	S->busy = 1;
-	rc = 0;
-out:
-	free(buf);
-	for (i = 0; i < 3; i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
-	return rc;
+	return 0;
 }
 
-/* Lines from pid 1, passed to the client; the end of a command frees
- * the session for the next. */
+/* pid 1 is done with a client (SBX_WARM_O_END): the session is free for
+ * the next.  Its end of file ends the session. */
 static void
 sup_from_init(struct sup *S)
 {
+	char	buf[64];
 	ssize_t n;
-	char   *nl;
-	size_t	ll;
 
-	n = read(S->chan, S->line + S->llen, sizeof(S->line) - 1 - S->llen);
+	n = read(S->chan, buf, sizeof(buf));
 	if (n <= 0) {
-		if (n == -1 && errno == EINTR)
+		if (n == -1 && (errno == EINTR || errno == EAGAIN))
 			return;
 		sup_exit(S);
 	}
-	S->llen += (size_t)n;
-	while ((nl = memchr(S->line, '\n', S->llen)) != NULL) {
-		ll = (size_t)(nl - S->line) + 1;
-		if (S->conn >= 0 &&
-		    sbx_fs_write_all(S->conn, S->line, ll) == -1) {
-			/* The client is gone: its command goes too. */
-			(void)send(S->chan, "K", 1, MSG_NOSIGNAL);
-			close(S->conn);
-			S->conn = -1;
-		}
-		if (strncmp(S->line, SBX_INIT_W_EXIT " ", 5) == 0 ||
-		    strncmp(S->line, SBX_INIT_W_SIGNAL " ", 7) == 0 ||
-		    strncmp(S->line, SBX_WARM_W_FORK " ", 5) == 0) {
-			S->busy = 0;
-			S->last = sbx_now_ms();
-			if (S->conn >= 0) {
-				close(S->conn);
-				S->conn = -1;
-			}
-		}
-		memmove(S->line, S->line + ll, S->llen - ll);
-		S->llen -= ll;
+	if (memchr(buf, SBX_WARM_O_END, (size_t)n) != NULL) {
+		S->busy = 0;
+		S->last = sbx_now_ms();
 	}
-	if (S->llen == sizeof(S->line) - 1)
-		S->llen = 0; /* a line too long: dropped */
 }
 
 /* Is the session's agent still there?  A removed agent's session
@@ -401,10 +328,9 @@ static int still_wanted(struct sup *);
 
 static void __attribute__((noreturn)) supervise(struct sup *S)
 {
-	struct pollfd pfd[3];
+	struct pollfd pfd[2];
 	long long     now, until;
 	int	      tmo, fd;
-	char	      c;
 
 	for (;;) {
 		now = sbx_now_ms();
@@ -426,39 +352,30 @@ static void __attribute__((noreturn)) supervise(struct sup *S)
 		}
 		tmo =
 		    until < 0 || until - now > 1000 ? 1000 : (int)(until - now);
-		pfd[0].fd = S->busy || S->conn >= 0 ? -1 : S->lfd;
+		pfd[0].fd = S->busy ? -1 : S->lfd;
 		pfd[0].events = POLLIN;
 		pfd[1].fd = S->chan;
 		pfd[1].events = POLLIN;
-		pfd[2].fd = S->busy ? S->conn : -1;
-		pfd[2].events = POLLIN;
-		if (poll(pfd, 3, tmo) == -1) {
+		if (poll(pfd, 2, tmo) == -1) {
 			if (errno == EINTR)
 				continue;
 			sup_exit(S);
 		}
 		if (pfd[1].revents & (POLLIN | POLLHUP | POLLERR))
 			sup_from_init(S);
-		if (pfd[2].fd >= 0 &&
-		    (pfd[2].revents & (POLLIN | POLLHUP | POLLERR))) {
-			/* 'K' kills the command; end of file too (the
-			 * client died or gave up). */
-			if (read(S->conn, &c, 1) != 1 || c == SBX_WARM_O_KILL)
-				(void)send(S->chan, "K", 1, MSG_NOSIGNAL);
-		}
 		if (pfd[0].fd >= 0 && (pfd[0].revents & POLLIN) &&
 		    (fd = sbx_daemon_accept(S->lfd)) >= 0) {
-			/* Blocking from here: the client is our own uid. */
-			(void)fcntl(fd, F_SETFL, 0);
-			S->conn = fd;
 			if (!agent_present(S)) {
 				(void)send_line(fd, "gone agent_removed\n");
+				close(fd);
 				sup_exit(S);
 			}
-			if (sup_request(S) == -1) {
-				close(S->conn);
-				S->conn = -1;
+			if (sup_hand(S, fd) == -1) {
+				close(fd);
+				sup_exit(S);
 			}
+			/* pid 1 holds it now. */
+			close(fd);
 		}
 	}
 }
@@ -479,11 +396,8 @@ wait_ready(struct sup *S)
 			return -1;
 		len += (size_t)n;
 		buf[len] = '\0';
-		if (strncmp(buf, SBX_INIT_W_READY "\n", 6) == 0) {
-			memmove(S->line, buf + 6, len - 6);
-			S->llen = len - 6;
+		if (strncmp(buf, SBX_INIT_W_READY "\n", 6) == 0)
 			return 0;
-		}
 	}
 	return -1;
 }
@@ -633,7 +547,6 @@ sbx_warm_start(struct sbx_exec *p, const struct sbx_warm_opts *o,
 
 	memset(&S, 0, sizeof(S));
 	S.p = p;
-	S.conn = -1;
 	if (o->name != NULL)
 		snprintf(name, sizeof(name), "%s", o->name);
 	else if (sbx_warm_new_name(p->sb.agent, name) == -1)
@@ -922,6 +835,13 @@ sbx_warm_recv(int conn, struct sbx_warm_cmd *c, struct sbx_error *e)
 			if (json_array_size(c->fsdeny) < 64)
 				json_array_append_new(c->fsdeny,
 				    json_string(l));
+		} else if (strncmp(l, SBX_WARM_W_ERROR " ", 6) == 0) {
+			/* pid 1 refused the request (a client of ours
+			 * that broke the protocol): this one only. */
+			sbx_error_set(e, SBX_K_EXECUTION_ERROR, "session",
+			    "session_request",
+			    "session refused the request (%.64s)", l + 6);
+			return -1;
 		} else if (strncmp(l, "gone ", 5) == 0) {
 			sbx_error_set(e, SBX_K_UNAVAILABLE, "session",
 			    "session_gone", "the session ended (%s)", l + 5);
