@@ -732,7 +732,7 @@ sbx_warm_send(int conn, const struct sbx_warm_cmd *c, struct sbx_error *e)
 {
 	struct sbx_buf	b = SBX_BUF_INIT;
 	struct msghdr	m;
-	struct iovec	iov[2];
+	struct iovec	iov[3];
 	struct cmsghdr *cm;
 	union {
 		char	       b[CMSG_SPACE(3 * sizeof(int))];
@@ -741,6 +741,7 @@ sbx_warm_send(int conn, const struct sbx_warm_cmd *c, struct sbx_error *e)
 	char	 q = SBX_WARM_O_REQ;
 	uint32_t len;
 	size_t	 i;
+	ssize_t	 n;
 	int	 rc = 0;
 
 	if (c->shell != NULL)
@@ -772,8 +773,12 @@ sbx_warm_send(int conn, const struct sbx_warm_cmd *c, struct sbx_error *e)
 	iov[0].iov_len = 1;
 	iov[1].iov_base = &len;
 	iov[1].iov_len = sizeof(len);
+	/* All in one message where it fits: pid 1 reads it in one wake-up
+	 * (the rest, if any, follows). */
+	iov[2].iov_base = b.p;
+	iov[2].iov_len = b.len;
 	m.msg_iov = iov;
-	m.msg_iovlen = 2;
+	m.msg_iovlen = 3;
 	m.msg_control = u.b;
 	m.msg_controllen = sizeof(u.b);
 	cm = CMSG_FIRSTHDR(&m);
@@ -781,8 +786,9 @@ sbx_warm_send(int conn, const struct sbx_warm_cmd *c, struct sbx_error *e)
 	cm->cmsg_type = SCM_RIGHTS;
 	cm->cmsg_len = CMSG_LEN(3 * sizeof(int));
 	memcpy(CMSG_DATA(cm), c->fd, 3 * sizeof(int));
-	if (sendmsg(conn, &m, MSG_NOSIGNAL) != 5 ||
-	    sbx_fs_write_all(conn, b.p, b.len) == -1) {
+	if ((n = sendmsg(conn, &m, MSG_NOSIGNAL)) < 5 ||
+	    sbx_fs_write_all(conn, b.p + (n - 5), b.len - (size_t)(n - 5)) ==
+		-1) {
 		sbx_buf_release(&b);
 		return sbx_error_set(e, SBX_K_UNAVAILABLE, "session",
 		    "session_gone",
