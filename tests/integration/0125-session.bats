@@ -335,6 +335,29 @@ PYEOF
 	[ "$(init_pid w14)" = "$ip" ]
 }
 
+@test "hostile: a client killed mid-command: its command dies with it, the session goes on" {
+	sbx provision -q
+	sbx session start --name w15 -q
+	"$SBX" exec --session w15 -- sh -c "sleep $D & sleep $D" 3>&- &
+	cl=$!
+	for _ in $(seq 100); do pgrep -f "sleep $D" >/dev/null && break; sleep 0.05; done
+	pgrep -f "sleep $D" >/dev/null
+	# pid 1 holds the client's connection itself: its end of file is
+	# the kill ('K' would be too).
+	kill -KILL "$cl"
+	wait "$cl" || true
+	for _ in $(seq 100); do none_left && break; sleep 0.05; done
+	none_left
+	run -0 sbx exec --session w15 -- echo alive
+	[ "$output" = alive ]
+	# An idle timeout is the client's 'K': the command is killed and
+	# the session serves the next one.
+	run -124 sbx exec --session w15 --timeout 1 -- sleep "$D"
+	none_left
+	run -0 sbx exec --session w15 -- echo again
+	[ "$output" = again ]
+}
+
 @test "1,000 commands: pid 1's memory and descriptors do not grow" {
 	sbx provision -q
 	sbx session start --name w11 -q
