@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -53,6 +54,7 @@ static struct {
 	int	    fd;
 	int	    phase;
 	int	    hup; /* end of file seen while the command runs */
+	int	    job; /* a background job's request ('B') */
 	uint32_t    len;
 	size_t	    off;
 	long long   deadline;
@@ -138,6 +140,125 @@ client_refuse(const char *reason)
 		(void)!send(cl.fd, line, (size_t)len,
 		    MSG_NOSIGNAL | MSG_DONTWAIT);
 	client_done();
+}
+
+/*
+ * Background jobs (SBX_WARM_O_JOB): each under a subreaper of its own,
+ * a child of pid 1 that holds the job's connection and nothing else of
+ * pid 1's.  Every process the job starts, however it forks, double-forks
+ * or setsid()s, stays under it (orphans reparent to the nearest
+ * subreaper), so that the sweep after a foreground command can tell the
+ * job's processes from the command's by their parent chain.
+ */
+#define JOBS_MAX 32
+static pid_t jobs[JOBS_MAX];
+static int   njobs;
+
+static int
+job_index(pid_t pid)
+{
+	int i;
+
+	for (i = 0; i < njobs; i++)
+		if (jobs[i] == pid)
+			return i;
+	return -1;
+}
+
+/* Its parent and state, from /proc/PID/stat (after the command name's
+ * ')'), or -1. */
+static pid_t
+proc_parent(pid_t pid, char *state)
+{
+	char	path[64], buf[512], *p;
+	ssize_t n;
+	int	fd, pp;
+	char	st = '?';
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	if ((p = strrchr(buf, ')')) == NULL ||
+	    sscanf(p + 1, " %c %d", &st, &pp) != 2)
+		return -1;
+	if (state != NULL)
+		*state = st;
+	return pp;
+}
+
+/* Is pid a job's subreaper or beneath one? */
+static int
+in_job(pid_t pid)
+{
+	int depth;
+
+	for (depth = 0; pid > 1 && depth < 4096; depth++) {
+		if (job_index(pid) >= 0)
+			return 1;
+		pid = proc_parent(pid, NULL);
+	}
+	return 0;
+}
+
+/* Kill every process but pid 1 and the jobs' trees; the number killed. */
+static int
+kill_but_jobs(void)
+{
+	DIR	      *d;
+	struct dirent *de;
+	pid_t	       pid;
+	int	       n = 0;
+	char	       st;
+
+	if ((d = opendir("/proc")) == NULL)
+		return 0;
+	while ((de = readdir(d)) != NULL) {
+		if ((pid = (pid_t)atoi(de->d_name)) <= 1)
+			continue;
+		/* A zombie is dead already: its reaper takes it. */
+		if (proc_parent(pid, &st) == -1 || st == 'Z' || in_job(pid))
+			continue;
+		if (kill(pid, SIGKILL) == 0)
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/* Kill this process's children (a job's subreaper: the job's every
+ * process ends up one). */
+static void
+kill_children(void)
+{
+	DIR	      *d;
+	struct dirent *de;
+	pid_t	       pid, me = getpid();
+
+	if ((d = opendir("/proc")) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL)
+		if ((pid = (pid_t)atoi(de->d_name)) > 1 &&
+		    proc_parent(pid, NULL) == me)
+			kill(pid, SIGKILL);
+	closedir(d);
+}
+
+/* A job's subreaper ended: the supervisor hears it (its idle time). */
+static void
+job_gone(pid_t pid)
+{
+	int  i = job_index(pid);
+	char c = SBX_WARM_O_JOBEND;
+
+	if (i < 0)
+		return;
+	jobs[i] = jobs[--njobs];
+	(void)!send(FD_SESSION, &c, 1, MSG_NOSIGNAL);
 }
 
 /* The environment: the session's, then the request's NAME=VALUE over it
@@ -266,7 +387,8 @@ req_recv_fds(struct wreq *q)
 	}
 	if (m.msg_flags & MSG_CTRUNC)
 		bad = 1;
-	if (c != SBX_WARM_O_REQ) {
+	cl.job = c == SBX_WARM_O_BG;
+	if (c != SBX_WARM_O_REQ && c != SBX_WARM_O_BG) {
 		client_refuse("request_order");
 		return -1;
 	}
@@ -424,14 +546,40 @@ start_cmd(struct run *ir, struct wreq *q)
 	return pid;
 }
 
-/* Everything but pid 1, killed and reaped: what the command left behind
- * (double forks, setsid(), daemons) goes with it. */
+/* pid 1's children that ended, reaped without waiting: a job's
+ * subreaper among them is a job gone. */
+static void
+reap_some(void)
+{
+	pid_t pid;
+
+	while ((pid = waitpid(-1, NULL, WNOHANG)) > 0)
+		job_gone(pid);
+}
+
+/* Everything but pid 1 (and the background jobs' trees), killed and
+ * reaped: what the command left behind (double forks, setsid(), daemons)
+ * goes with it. */
 static void
 sweep(void)
 {
-	kill(-1, SIGKILL);
-	while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
-		;
+	int i;
+
+	if (njobs == 0) {
+		kill(-1, SIGKILL);
+		while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
+			;
+		return;
+	}
+	/* Until a pass finds nothing left to kill: what a killed process
+	 * forked meanwhile, or left as an orphan, is found by the next. */
+	for (i = 0; i < 100000; i++) {
+		if (kill_but_jobs() == 0)
+			break;
+		reap_some();
+		poll(NULL, 0, 1);
+	}
+	reap_some();
 }
 
 /* Reap; when the command is done, report its end after the sweep. */
@@ -442,8 +590,10 @@ reap(struct run *ir)
 	pid_t pid;
 
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-		if (pid != ir->child)
+		if (pid != ir->child) {
+			job_gone(pid);
 			continue;
+		}
 		ir->child = -1;
 		sweep();
 		if (ir->gfd >= 0) {
@@ -527,8 +677,117 @@ supervisor_order(void)
 static void
 client_kill(struct run *ir)
 {
-	if (ir->child > 0)
-		kill(-1, SIGKILL);
+	if (ir->child > 0) {
+		if (njobs == 0)
+			kill(-1, SIGKILL);
+		else
+			(void)kill_but_jobs();
+	}
+}
+
+/*
+ * A job's subreaper: the job's command, its guard, its connection ('K'
+ * or end of file kills the job), and at its end every process the job
+ * left behind (reparented here, whatever they did), killed and reaped
+ * before the end is said.  Its processes are out of reach of the sweep
+ * that follows foreground commands (kill_but_jobs).
+ */
+static void __attribute__((noreturn))
+job_main(struct run *ir)
+{
+	struct signalfd_siginfo si;
+	struct pollfd		pfd[3];
+	pid_t			pid, cmd;
+	int			status = 0, done = 0;
+	char			buf[64];
+	ssize_t			r;
+
+	close(FD_SESSION);
+	(void)prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	njobs = 0;
+	ir->gfd = -1;
+	cmd = start_cmd(ir, &cl.q);
+	wreq_free(&cl.q);
+	if (cmd < 0)
+		_exit(0);
+	pfd[0].fd = ir->sfd;
+	pfd[0].events = POLLIN;
+	pfd[1].events = POLLIN;
+	pfd[2].events = POLLIN;
+	while (!done) {
+		pfd[1].fd = cl.hup ? -1 : cl.fd;
+		pfd[2].fd = ir->gfd;
+		if (poll(pfd, 3, -1) == -1) {
+			if (errno == EINTR)
+				continue;
+			kill_children();
+			continue;
+		}
+		if (pfd[2].fd >= 0 && (pfd[2].revents & POLLIN))
+			guard_serve(ir->gfd, cl.fd);
+		else if (pfd[2].fd >= 0 &&
+		    (pfd[2].revents & (POLLHUP | POLLERR | POLLNVAL))) {
+			close(ir->gfd);
+			ir->gfd = -1;
+		}
+		if (pfd[1].fd >= 0 &&
+		    (pfd[1].revents & (POLLIN | POLLHUP | POLLERR))) {
+			r = recv(cl.fd, buf, sizeof(buf), MSG_DONTWAIT);
+			if (r == 0 || (r == -1 && errno != EINTR &&
+			    errno != EAGAIN)) {
+				/* Its host side is gone (sbx exec kill
+				 * --force, or killed): so is the job. */
+				cl.hup = 1;
+				kill_children();
+			} else if (r > 0 &&
+			    memchr(buf, SBX_WARM_O_KILL, (size_t)r) != NULL)
+				kill_children();
+		}
+		if (pfd[0].revents & POLLIN) {
+			if (read(ir->sfd, &si, sizeof(si)) != sizeof(si))
+				continue;
+			while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+				if (pid == cmd)
+					done = 1;
+		}
+	}
+	/* What the job left behind: reparented to us, killed until none
+	 * is left. */
+	for (;;) {
+		kill_children();
+		if (waitpid(-1, NULL, 0) == -1 && errno == ECHILD)
+			break;
+	}
+	if (WIFSIGNALED(status))
+		say(SBX_INIT_W_SIGNAL " %d\n", WTERMSIG(status));
+	else
+		say(SBX_INIT_W_EXIT " %d\n", WEXITSTATUS(status));
+	_exit(0);
+}
+
+/* Start a job: its subreaper takes the connection; pid 1 keeps nothing
+ * of it but the subreaper's pid. */
+static void
+start_job(struct run *ir)
+{
+	pid_t pid;
+	char  c = SBX_WARM_O_JOB;
+
+	if (njobs == JOBS_MAX) {
+		client_refuse("too_many_jobs");
+		return;
+	}
+	if ((pid = fork()) == -1) {
+		say(SBX_WARM_W_FORK " %d\n", errno);
+		client_done();
+		return;
+	}
+	if (pid == 0)
+		job_main(ir);
+	jobs[njobs++] = pid;
+	(void)!send(FD_SESSION, &c, 1, MSG_NOSIGNAL);
+	client_done();
 }
 
 /* The client spoke: its request as it comes, then 'K' or its end of
@@ -568,6 +827,10 @@ client_input(struct run *ir)
 	}
 	if (parse_req(ir, &cl.q, cl.len) == -1) {
 		client_refuse("request_malformed");
+		return;
+	}
+	if (cl.job) {
+		start_job(ir);
 		return;
 	}
 	cl.phase = C_RUN;

@@ -218,6 +218,12 @@ struct sbx_exec {
 	/* A session (req->session): pid 1's channel to the supervisor,
 	 * SBX_FD_SESSION; set by the caller before sbx_exec_run, or -1. */
 	int			 session_fd;
+	/* A background job run elsewhere than in a sandbox of its own (a
+	 * session's: sbx_warm_job_run): the job's supervisor calls it
+	 * instead of sbx_run_sandbox. */
+	int	(*run_hook)(struct sbx_exec *, struct sbx_run *,
+	    struct sbx_error *);
+	void	*run_arg;
 
 	/* after sbx_exec_run */
 	struct sbx_run		 run;

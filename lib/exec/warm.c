@@ -31,6 +31,8 @@
 #include "layout.h"
 #include "netmode.h"
 #include "provision.h"
+#include "run.h"
+#include "scrub.h"
 #include "time.h"
 #include "warm.h"
 
@@ -112,12 +114,6 @@ sbx_warm_check_req(const struct sbx_exec_req *q, const json_t *rec,
 	json_t	     *mine, *v;
 
 	/* What a session cannot do for one command, said, not ignored. */
-	if (q->background)
-		return sbx_error_set(e, SBX_K_INVALID_ARGS, "background",
-		    "session_unsupported",
-		    "argument `background` cannot be "
-		    "used with a session: run `sbx exec --background` without "
-		    "--session");
 	if (q->tty)
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "tty",
 		    "session_unsupported",
@@ -160,6 +156,7 @@ struct sup {
 	const char	*name;
 	int		 runfd, lfd, chan, notify, errfd;
 	int		 busy; /* pid 1 serves a client */
+	int		 jobs; /* background jobs running in it */
 	pid_t		 engine;
 	long long	 idle_ms, life_ms, started, last, checked;
 };
@@ -290,12 +287,14 @@ sup_hand(struct sup *S, int fd)
 }
 
 /* pid 1 is done with a client (SBX_WARM_O_END): the session is free for
- * the next.  Its end of file ends the session. */
+ * the next; a background job started or ended (its idle time counts
+ * from the last).  Its end of file ends the session. */
 static void
 sup_from_init(struct sup *S)
 {
 	char	buf[64];
 	ssize_t n;
+	size_t	i;
 
 	n = read(S->chan, buf, sizeof(buf));
 	if (n <= 0) {
@@ -303,8 +302,13 @@ sup_from_init(struct sup *S)
 			return;
 		sup_exit(S);
 	}
-	if (memchr(buf, SBX_WARM_O_END, (size_t)n) != NULL) {
-		S->busy = 0;
+	for (i = 0; i < (size_t)n; i++) {
+		if (buf[i] == SBX_WARM_O_END)
+			S->busy = 0;
+		else if (buf[i] == SBX_WARM_O_JOB)
+			S->jobs++;
+		else if (buf[i] == SBX_WARM_O_JOBEND && S->jobs > 0)
+			S->jobs--;
 		S->last = sbx_now_ms();
 	}
 }
@@ -339,7 +343,8 @@ static void __attribute__((noreturn)) supervise(struct sup *S)
 		until = -1;
 		if (S->life_ms > 0)
 			until = S->started + S->life_ms;
-		if (S->idle_ms > 0 && !S->busy &&
+		/* Idle: no command, no background job. */
+		if (S->idle_ms > 0 && !S->busy && S->jobs == 0 &&
 		    (until < 0 || S->last + S->idle_ms < until))
 			until = S->last + S->idle_ms;
 		if (until >= 0 && now >= until)
@@ -738,7 +743,7 @@ sbx_warm_send(int conn, const struct sbx_warm_cmd *c, struct sbx_error *e)
 		char	       b[CMSG_SPACE(3 * sizeof(int))];
 		struct cmsghdr align;
 	} u;
-	char	 q = SBX_WARM_O_REQ;
+	char	 q = c->background ? SBX_WARM_O_BG : SBX_WARM_O_REQ;
 	uint32_t len;
 	size_t	 i;
 	ssize_t	 n;
@@ -916,5 +921,142 @@ sbx_warm_stop(int rootfd, const char *name, int timeout_ms, struct sbx_error *e)
 	}
 	json_decref(rec);
 	close(runfd);
+	return 0;
+}
+
+/* ---- a background job of a session (its host side) ---- */
+
+static int
+job_deliver(void *arg, const void *p, size_t n)
+{
+	struct sbx_run *r = arg;
+
+	if (r->sink_write != NULL && r->sink_write(r->sink_arg, p, n) == -1 &&
+	    r->sink_errno == 0)
+		r->sink_errno = errno != 0 ? errno : EIO;
+	return 0;
+}
+
+/*
+ * The run of a session's background job, in its detached supervisor
+ * (jobsup.c's monitor, through sbx_exec.run_hook): the command goes to
+ * the session's pid 1 as a job ('B'), which starts it under a subreaper
+ * of its own; its output (standard output and error, one pipe) goes
+ * through the scrubber into the job's log; a signal to the supervisor
+ * (sbx exec kill) is a 'K'; the session's end is the job's.
+ */
+int
+sbx_warm_job_run(struct sbx_exec *p, struct sbx_run *r, struct sbx_error *e)
+{
+	struct sbx_warm_cmd    *c = p->run_arg;
+	struct sbx_scrub_stream ss;
+	struct pollfd		pfd[3];
+	char			buf[16384];
+	ssize_t			n;
+	long long		t0 = sbx_now_ms();
+	int			conn, pp[2], devnull, ended = 0, said = 0;
+	int			rc;
+	unsigned char		sig;
+
+	if ((conn = sbx_warm_connect(p->root.fd, p->req->session_name, e)) ==
+	    -1)
+		return -1;
+	if (pipe2(pp, O_CLOEXEC) == -1 ||
+	    (devnull = open("/dev/null", O_RDWR | O_CLOEXEC)) == -1) {
+		close(conn);
+		return sbx_error_sys(e, "pipe_failed", "pipe");
+	}
+	c->fd[0] = devnull;
+	c->fd[1] = c->fd[2] = pp[1];
+	c->background = 1;
+	rc = sbx_warm_send(conn, c, e);
+	close(pp[1]);
+	close(devnull);
+	if (rc == -1) {
+		close(pp[0]);
+		close(conn);
+		return -1;
+	}
+	if (r->scrub != NULL)
+		sbx_scrub_stream_init(&ss, r->scrub, job_deliver, r);
+	while (!ended || pp[0] >= 0) {
+		pfd[0].fd = ended ? -1 : conn;
+		pfd[0].events = POLLIN;
+		pfd[1].fd = pp[0];
+		pfd[1].events = POLLIN;
+		pfd[2].fd = ended ? -1 : r->signal_fd;
+		pfd[2].events = POLLIN;
+		if (poll(pfd, 3, -1) == -1) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (pfd[1].fd >= 0 && (pfd[1].revents & (POLLIN | POLLHUP))) {
+			n = read(pp[0], buf, sizeof(buf));
+			if (n > 0 && r->scrub != NULL)
+				(void)sbx_scrub_write(&ss, buf, (size_t)n);
+			else if (n > 0)
+				(void)job_deliver(r, buf, (size_t)n);
+			else if (n == 0 || errno != EINTR) {
+				if (r->scrub != NULL)
+					(void)sbx_scrub_flush(&ss);
+				close(pp[0]);
+				pp[0] = -1;
+			}
+		}
+		if (pfd[2].fd >= 0 && (pfd[2].revents & POLLIN) &&
+		    read(r->signal_fd, &sig, 1) == 1 && r->killed_by == NULL) {
+			/* sbx exec kill: the job's every process goes. */
+			r->killed_by = "user";
+			r->user_signal = sig;
+			(void)sbx_warm_kill(conn);
+		}
+		if (pfd[0].fd >= 0 &&
+		    (pfd[0].revents & (POLLIN | POLLHUP | POLLERR))) {
+			rc = sbx_warm_recv(conn, c, e);
+			if (!said && (c->running || c->exec_errno)) {
+				/* The starter waits for this (jobsup.c). */
+				said = 1;
+				if (r->notify_fd >= 0) {
+					n = snprintf(buf, sizeof(buf), "%c%d\n",
+					    c->exec_errno ? 'E' : 'R',
+					    c->exec_errno);
+					(void)sbx_fs_write_all(r->notify_fd,
+					    buf, (size_t)n);
+					close(r->notify_fd);
+					r->notify_fd = -1;
+				}
+			}
+			if (rc == -1) {
+				/* The session stopped (or its pid 1 refused
+				 * the job): the job went with it. */
+				if (!c->running && !c->exec_errno) {
+					close(conn);
+					if (pp[0] >= 0)
+						close(pp[0]);
+					return -1;
+				}
+				if (r->killed_by == NULL)
+					r->killed_by = "session_stopped";
+				c->signo = SIGKILL;
+				c->exit_code = 128 + SIGKILL;
+				ended = 1;
+			} else if (rc == 1)
+				ended = 1;
+		}
+	}
+	close(conn);
+	if (c->fork_errno != 0) {
+		errno = c->fork_errno;
+		return sbx_error_sys(e, "pids_exhausted",
+		    "session %s has no room for the job's process",
+		    p->req->session_name);
+	}
+	r->started = 1;
+	r->running = c->running;
+	r->exec_errno = c->exec_errno;
+	r->exit_code = c->exit_code;
+	r->signo = c->signo;
+	r->duration_ms = sbx_now_ms() - t0;
 	return 0;
 }

@@ -175,6 +175,9 @@ sbx_git_name_writable(const char *n)
  */
 #define SBX_WARM_O_CONN		'C'
 #define SBX_WARM_O_END		'E'
+#define SBX_WARM_O_BG		'B'	/* as 'Q', a background job */
+#define SBX_WARM_O_JOB		'J'	/* pid 1: a job started */
+#define SBX_WARM_O_JOBEND	'j'	/* pid 1: a job ended */
 #define SBX_WARM_REQ_MS		5000
 #define SBX_WARM_W_ERROR	"error"	/* "error REASON" */
 #define SBX_WARM_O_REQ		'Q'

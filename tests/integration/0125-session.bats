@@ -124,8 +124,8 @@ none_left() {
 	[ "$(json_get "$output" .kind)" = invalid_args ]
 	[ "$(json_get "$output" .field)" = memory ]
 	[ "$(json_get "$output" .reason)" = session_policy ]
-	run -65 --separate-stderr sbx exec --json --session w3 --background -- true
-	[ "$(json_get "$output" .field)" = background ]
+	run -65 --separate-stderr sbx exec --json --session w3 --background --memory 64 -- true
+	[ "$(json_get "$output" .field)" = memory ]
 	run -65 --separate-stderr sbx exec --json --session w3 --tty -- true
 	[ "$(json_get "$output" .field)" = tty ]
 	# The same value as the session's is no difference.
