@@ -220,8 +220,11 @@ kill_but_jobs(void)
 	while ((de = readdir(d)) != NULL) {
 		if ((pid = (pid_t)atoi(de->d_name)) <= 1)
 			continue;
-		/* A zombie is dead already: its reaper takes it. */
-		if (proc_parent(pid, &st) == -1 || st == 'Z' || in_job(pid))
+		/* A zombie is dead already: its reaper takes it.  One whose
+		 * state cannot be read is killed all the same (fail
+		 * closed: it is gone, or not a job's). */
+		st = '?';
+		if (proc_parent(pid, &st) != -1 && (st == 'Z' || in_job(pid)))
 			continue;
 		if (kill(pid, SIGKILL) == 0)
 			n++;
