@@ -144,3 +144,35 @@ jrec() {
 	run -125 --separate-stderr sbx exec --session j7 --background --network outbound -- true
 	[[ "$stderr" == *"argument \`network\` differs from session j7"* ]]
 }
+
+@test "hostile: a job that takes the session's task limit: a clear error, recovered by killing it" {
+	sbx provision -q
+	if ! sbx session start --name j8 --pids 30 -q 2>/dev/null; then
+		skip "no cgroup can enforce --pids here (sbx session start refused it)"
+	fi
+	command -v python3 >/dev/null || skip "python3 is not installed"
+	# Forks until the limit refuses, then holds what it has (a shell
+	# would give up at its first failed fork).
+	run -0 --separate-stderr sbx exec --session j8 --background -- python3 -c "
+import os, time
+for i in range(100):
+    try:
+        if os.fork() == 0:
+            os.execvp('sleep', ['sleep', '$D'])
+    except OSError:
+        pass
+time.sleep($D)"
+	j=$output
+	for _ in $(seq 100); do [ "$(pgrep -fc "^sleep $D")" -ge 20 ] && break; sleep 0.05; done
+	sleep 0.5
+	# The limit is the session's: a foreground command finds no room
+	# (or its own fork fails), and says so.
+	run --separate-stderr sbx exec --json --session j8 -- sh -c 'sleep 0.1 & wait; echo ran'
+	[ "$status" -ne 0 ]
+	[ "$(json_get "$output" .ok)" = false ]
+	run -0 sbx exec kill "$j"
+	for _ in $(seq 100); do pgrep -f "sleep $D" >/dev/null || break; sleep 0.05; done
+	! pgrep -f "sleep $D"
+	run -0 sbx exec --session j8 -- echo recovered
+	[ "$output" = recovered ]
+}
