@@ -150,13 +150,17 @@ sbx_git_name_writable(const char *n)
  *	supervisor -> pid 1:  'C' with one descriptor (SCM_RIGHTS): a
  *	     client's connection.  One at a time: the next comes after 'E'.
  *	pid 1 -> supervisor:  "ready\n" once; then 'E' each time it is done
- *	     with a connection (the command ended, or the request was
- *	     refused), so that the supervisor knows busy from idle.
+ *	     with a connection (the command ended, the request was refused,
+ *	     or a job took it), so that the supervisor knows busy from idle;
+ *	     'J' and 'j' when a background job starts and ends.
  *	client -> pid 1 (on its connection):  'Q' with the command's stdin,
  *	     stdout and stderr (SCM_RIGHTS, exactly three), a 4-byte length
  *	     (host order, at most SBX_WARM_REQ_MAX), then the request: tokens
  *	     of a letter and a NUL-terminated value (SBX_WARM_T_*).  Then 'K'
- *	     or end of file: kill the command now.
+ *	     or end of file: kill the command now.  'B' instead of 'Q': a
+ *	     background job, run under a subreaper of its own (a child of
+ *	     pid 1 that takes the connection); the sweep after a foreground
+ *	     command spares the processes beneath it.
  *	pid 1 -> client:  lines: "running", "exec ERRNO" or "fork ERRNO",
  *	     then "exit CODE" or "signal SIGNO"; "fsdeny PATH" and "sockdeny
  *	     PATH" while it runs; or "error REASON" (SBX_WARM_W_ERROR) for a
