@@ -925,8 +925,14 @@ session_main(struct run *ir)
 		if (pfd[9].fd >= 0 && pfd[9].fd == cl.fd &&
 		    (pfd[9].revents & (POLLIN | POLLHUP | POLLERR)))
 			client_input(ir);
-		if (pfd[8].revents & (POLLIN | POLLHUP | POLLERR))
+		if (pfd[8].revents & (POLLIN | POLLHUP | POLLERR)) {
 			supervisor_order();
+			/* The request is usually there already (the client
+			 * sent it as it connected): read it now, not after
+			 * another poll. */
+			if (cl.fd >= 0 && cl.phase == C_FDS)
+				client_input(ir);
+		}
 	}
 	kill(-1, SIGKILL);
 	return 125;
