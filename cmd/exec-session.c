@@ -24,6 +24,8 @@
 #include "exec.h"
 #include "fsutil.h"
 #include "initproto.h"
+#include "joblog.h"
+#include "jobsup.h"
 #include "layout.h"
 #include "netmode.h"
 #include "outcome.h"
@@ -32,6 +34,7 @@
 #include "settings.h"
 #include "scrub.h"
 #include "secret.h"
+#include "settings.h"
 #include "time.h"
 #include "warm.h"
 
@@ -402,6 +405,68 @@ strv_wipe(struct sbx_strv *v)
 	sbx_strv_release(v);
 }
 
+/*
+ * --background with --session: a job of the session's, under the same
+ * record, log and supervisor as a one-shot job's (jobsup.c), whose run
+ * is the session's (sbx_warm_job_run): started under a subreaper of its
+ * own in the session's sandbox, it outlives the foreground commands and
+ * ends with the session.
+ */
+static int
+session_job(struct sbx_exec_req *R, struct sbx_exec *X,
+    const struct exec_session_out *out, json_t *rec, const char *agent,
+    const char *cwd, char *const *env)
+{
+	struct sbx_error	e;
+	struct sbx_exec_outcome o;
+	json_t		       *cfg = NULL, *res;
+	int			rc;
+	/* The job supervisor's, for its whole life (run_arg). */
+	static struct sbx_warm_cmd c;
+
+	memset(&e, 0, sizeof(e));
+	memset(&c, 0, sizeof(c));
+	c.fd[0] = c.fd[1] = c.fd[2] = -1;
+	c.exit_code = -1;
+	c.argv = R->argv;
+	c.shell = R->shell;
+	c.cwd = cwd;
+	c.env = env; /* the secrets' values and --env (session_secrets) */
+	if (sbx_settings_global(X->root.fd, &cfg, &e) == -1 ||
+	    sbx_joblog_cap_config(cfg, &X->log_cap, &e) == -1) {
+		json_decref(cfg);
+		goto fail;
+	}
+	json_decref(cfg);
+	X->req = R;
+	X->sb.agent = agent;
+	snprintf(X->cwd, sizeof(X->cwd), "%s",
+	    cwd != NULL ? cwd : json_string_value(json_object_get(rec, "cwd")));
+	(void)sbx_netmode_parse(
+	    json_string_value(json_object_get(rec, "network")), &X->network);
+	if (X->warnings == NULL)
+		X->warnings = json_array();
+	X->run_hook = sbx_warm_job_run;
+	X->run_arg = &c;
+	fflush(NULL);
+	if (sbx_jobsup_start(X, &e) == -1)
+		goto fail;
+	sbx_exec_outcome(X, &o);
+	if ((res = sbx_exec_outcome_result(&o)) != NULL)
+		json_object_set_new(res, "session",
+		    json_string(R->session_name));
+	exec_render_outcome(&o, NULL, X->warnings, X->job, out->json,
+	    out->quiet, out->json || out->envelope ? out->emit : NULL,
+	    out->tool);
+	sbx_exec_outcome_release(&o);
+	json_decref(rec);
+	rc = o.code;
+	return rc;
+fail:
+	json_decref(rec);
+	return out->report(&e);
+}
+
 int
 exec_session(struct sbx_exec_req *R, struct sbx_exec *X,
     const struct exec_session_out *out)
@@ -462,6 +527,12 @@ exec_session(struct sbx_exec_req *R, struct sbx_exec *X,
 	    session_cwd(R, rec, X->root.fd, agent, cwdbuf, sizeof(cwdbuf),
 		&e) == -1)
 		goto fail;
+	if (R->background) {
+		rc = session_job(R, X, out, rec, agent,
+		    R->cwd != NULL ? cwdbuf : NULL, senv.v);
+		strv_wipe(&senv);
+		return rc;
+	}
 	idle_ms = (long long)(R->timeout_s * 1000.0);
 	if (wall_limit(R, X->root.fd, agent, &wall, &e) == -1)
 		goto fail;

@@ -1,10 +1,11 @@
 /*
  * init-session.c: sbx-init -S, pid 1 of a warm session (sbx session,
- * lib/exec/warm.c).  The protocol is initproto.h's (SBX_WARM_*): commands
- * come one at a time from the supervisor on SBX_FD_SESSION, each with its
- * stdin, stdout and stderr; pid 1 forks each in a session of its own and,
- * when it ends, kills and reaps everything else of the sandbox before it
- * says so.
+ * lib/exec/warm.c).  The protocol is initproto.h's (SBX_WARM_*): the
+ * supervisor hands pid 1 each client's connection on SBX_FD_SESSION, one
+ * at a time; pid 1 reads the client's request from it (the command, its
+ * stdin, stdout and stderr), forks the command in a session of its own,
+ * writes its status lines to the client and, when it ends, kills and
+ * reaps everything else of the sandbox before it says so.
  *
  * The sandbox's seccomp filter was applied by bwrap before pid 1 started,
  * so every command inherits it; the file-system guard is installed per
@@ -16,6 +17,7 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -24,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "init-int.h"
@@ -32,10 +35,10 @@
 
 extern char **environ;
 
-/* One command: what the supervisor sent, parsed in place. */
+/* One command: what the client sent, parsed in place. */
 struct wreq {
 	char  *buf; /* the request; the strings point into it */
-	size_t len; /* of buf */
+	size_t len; /* of buf, wiped when freed (secrets) */
 	char **argv, **envp, *cwd, *shell;
 	char **rlim;
 	int    fd[3];
@@ -46,19 +49,56 @@ struct wreq {
 	const char *ncg;
 };
 
-/* A status line to the supervisor (never blocks for long: the
- * supervisor reads them as they come). */
+/*
+ * The client pid 1 serves (at most one: the supervisor hands the next
+ * after SBX_WARM_O_END): its connection, where its request stands, and
+ * the request as it comes.  The client is of the session's uid but is not
+ * the supervisor: nothing it sends may block pid 1 or end the session.
+ */
+enum { C_NONE, C_FDS, C_LEN, C_BODY, C_RUN };
+static struct {
+	int	    fd;
+	int	    phase;
+	int	    hup; /* end of file seen while the command runs */
+	int	    job; /* a background job's request ('B') */
+	uint32_t    len;
+	size_t	    off;
+	long long   deadline;
+	struct wreq q;
+} cl = { .fd = -1 };
+
+/* A line to the supervisor (at start only: "ready"). */
+static void
+say_sup(const char *s)
+{
+	(void)!send(FD_SESSION, s, strlen(s), MSG_NOSIGNAL);
+}
+
+/* A status line to the client; never blocks (a client that does not read
+ * loses lines, not the session). */
 static void __attribute__((format(printf, 1, 0))) say(const char *fmt, int n)
 {
 	char line[64];
 	int  len;
 
+	if (cl.fd < 0)
+		return;
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
 	len = snprintf(line, sizeof(line), fmt, n);
 #pragma GCC diagnostic pop
 	if (len > 0)
-		(void)!send(FD_SESSION, line, (size_t)len, MSG_NOSIGNAL);
+		(void)!send(cl.fd, line, (size_t)len,
+		    MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+static long long
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static void
@@ -69,7 +109,7 @@ wreq_free(struct wreq *q)
 	for (i = 0; i < 3; i++)
 		if (q->fd[i] >= 0)
 			close(q->fd[i]);
-	for (i = 0; i < q->ncgfd; i++)
+	for (i = 0; i < q->ncgfd && i < SBX_WARM_CG_MAX; i++)
 		close(q->cgfd[i]);
 	/* It held the secrets' values (secrets_per_command). */
 	if (q->buf != NULL)
@@ -85,17 +125,13 @@ wreq_free(struct wreq *q)
 /* The request's descriptors beyond stdio: its cgroup's (kept, up to
  * SBX_WARM_CG_MAX; more are closed and break the count check). */
 static void
-req_extra_fds(struct wreq *q, const int *fds, size_t nfd)
+req_extra_fds(struct wreq *q, int fd)
 {
-	size_t i;
-
-	for (i = 0; i < nfd; i++) {
-		if (q->ncgfd < SBX_WARM_CG_MAX)
-			q->cgfd[q->ncgfd++] = fds[i];
-		else {
-			close(fds[i]);
-			q->ncgfd = SBX_WARM_CG_MAX + 1;
-		}
+	if (q->ncgfd < SBX_WARM_CG_MAX)
+		q->cgfd[q->ncgfd++] = fd;
+	else {
+		close(fd);
+		q->ncgfd = SBX_WARM_CG_MAX + 1;
 	}
 }
 
@@ -136,21 +172,157 @@ child_enter_cgroup(struct wreq *q)
 	return 0;
 }
 
-static int
-read_full(int fd, void *p, size_t n)
+/* Done with the client: its connection goes, and the supervisor hears
+ * that the session is free. */
+static void
+client_done(void)
 {
-	ssize_t r;
-	size_t	off = 0;
+	char c = SBX_WARM_O_END;
 
-	while (off < n) {
-		r = read(fd, (char *)p + off, n - off);
-		if (r == -1 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		off += (size_t)r;
+	wreq_free(&cl.q);
+	if (cl.fd >= 0)
+		close(cl.fd);
+	cl.fd = -1;
+	cl.phase = C_NONE;
+	cl.hup = 0;
+	(void)!send(FD_SESSION, &c, 1, MSG_NOSIGNAL);
+}
+
+/* A request refused: one line to its client, which is dropped; the
+ * session goes on. */
+static void
+client_refuse(const char *reason)
+{
+	char line[64];
+	int  len;
+
+	len = snprintf(line, sizeof(line), SBX_WARM_W_ERROR " %s\n", reason);
+	if (cl.fd >= 0 && len > 0)
+		(void)!send(cl.fd, line, (size_t)len,
+		    MSG_NOSIGNAL | MSG_DONTWAIT);
+	client_done();
+}
+
+/*
+ * Background jobs (SBX_WARM_O_JOB): each under a subreaper of its own,
+ * a child of pid 1 that holds the job's connection and nothing else of
+ * pid 1's.  Every process the job starts, however it forks, double-forks
+ * or setsid()s, stays under it (orphans reparent to the nearest
+ * subreaper), so that the sweep after a foreground command can tell the
+ * job's processes from the command's by their parent chain.
+ */
+#define JOBS_MAX 32
+static pid_t jobs[JOBS_MAX];
+static int   njobs;
+
+static int
+job_index(pid_t pid)
+{
+	int i;
+
+	for (i = 0; i < njobs; i++)
+		if (jobs[i] == pid)
+			return i;
+	return -1;
+}
+
+/* Its parent and state, from /proc/PID/stat (after the command name's
+ * ')'), or -1. */
+static pid_t
+proc_parent(pid_t pid, char *state)
+{
+	char	path[64], buf[512], *p;
+	ssize_t n;
+	int	fd, pp;
+	char	st = '?';
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	if ((p = strrchr(buf, ')')) == NULL ||
+	    sscanf(p + 1, " %c %d", &st, &pp) != 2)
+		return -1;
+	if (state != NULL)
+		*state = st;
+	return pp;
+}
+
+/* Is pid a job's subreaper or beneath one? */
+static int
+in_job(pid_t pid)
+{
+	int depth;
+
+	for (depth = 0; pid > 1 && depth < 4096; depth++) {
+		if (job_index(pid) >= 0)
+			return 1;
+		pid = proc_parent(pid, NULL);
 	}
 	return 0;
+}
+
+/* Kill every process but pid 1 and the jobs' trees; the number killed. */
+static int
+kill_but_jobs(void)
+{
+	DIR	      *d;
+	struct dirent *de;
+	pid_t	       pid;
+	int	       n = 0;
+	char	       st;
+
+	if ((d = opendir("/proc")) == NULL)
+		return 0;
+	while ((de = readdir(d)) != NULL) {
+		if ((pid = (pid_t)atoi(de->d_name)) <= 1)
+			continue;
+		/* A zombie is dead already: its reaper takes it.  One whose
+		 * state cannot be read is killed all the same (fail
+		 * closed: it is gone, or not a job's). */
+		st = '?';
+		if (proc_parent(pid, &st) != -1 && (st == 'Z' || in_job(pid)))
+			continue;
+		if (kill(pid, SIGKILL) == 0)
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/* Kill this process's children (a job's subreaper: the job's every
+ * process ends up one). */
+static void
+kill_children(void)
+{
+	DIR	      *d;
+	struct dirent *de;
+	pid_t	       pid, me = getpid();
+
+	if ((d = opendir("/proc")) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL)
+		if ((pid = (pid_t)atoi(de->d_name)) > 1 &&
+		    proc_parent(pid, NULL) == me)
+			kill(pid, SIGKILL);
+	closedir(d);
+}
+
+/* A job's subreaper ended: the supervisor hears it (its idle time). */
+static void
+job_gone(pid_t pid)
+{
+	int  i = job_index(pid);
+	char c = SBX_WARM_O_JOBEND;
+
+	if (i < 0)
+		return;
+	jobs[i] = jobs[--njobs];
+	(void)!send(FD_SESSION, &c, 1, MSG_NOSIGNAL);
 }
 
 /* The environment: the session's, then the request's NAME=VALUE over it
@@ -181,25 +353,20 @@ merge_env(char **base, char **extra, size_t nextra)
 }
 
 /*
- * Read one request: 'Q' came with the descriptors; then its length and
- * its tokens.  0, or -1: the supervisor broke the protocol (it is
- * trusted, so the session ends).
+ * The request's tokens (q->buf, len bytes, NUL-terminated after them)
+ * parsed in place.  0, or -1: malformed (an unknown token, no command, a
+ * value without its NUL).
  */
 static int
-read_req(struct run *ir, struct wreq *q)
+parse_req(struct run *ir, struct wreq *q, size_t len)
 {
-	uint32_t len;
-	char	*p, *end, **env = NULL;
-	size_t	 na = 0, ne = 0, nr = 0, n;
+	char  *p, *end, **env = NULL;
+	size_t na = 0, ne = 0, nr = 0, n;
 
-	if (read_full(FD_SESSION, &len, sizeof(len)) == -1 || len == 0 ||
-	    len > SBX_WARM_REQ_MAX ||
-	    (q->buf = malloc((size_t)len + 1)) == NULL ||
-	    (q->len = (size_t)len + 1) == 0 ||
-	    read_full(FD_SESSION, q->buf, len) == -1)
-		return -1;
-	q->buf[len] = '\0';
 	end = q->buf + len;
+	/* Every token ends with its NUL inside the request. */
+	if (len == 0 || end[-1] != '\0')
+		return -1;
 	/* Count, then point. */
 	for (n = 0, p = q->buf; p < end; p += strlen(p) + 1, n++)
 		;
@@ -229,10 +396,15 @@ read_req(struct run *ir, struct wreq *q)
 	return q->envp == NULL ? -1 : 0;
 }
 
-/* Receive 'Q' or 'K' (1, 2), end of file (0) or an error (-1); with
- * 'Q', the three descriptors go to q->fd. */
+/*
+ * The client's 'Q' and the descriptors that come with it: three (stdio)
+ * and its cgroup's, as many as its 'G' token will say (req_cgroup_ok),
+ * none truncated.  1 done, 0 not there yet, -1 refused (said), -2
+ * the client is gone.  Whatever else it passed is closed: a descriptor
+ * pid 1 kept would reach the next command.
+ */
 static int
-recv_order(struct wreq *q)
+req_recv_fds(struct wreq *q)
 {
 	union {
 		char	       b[CMSG_SPACE(SBX_WARM_FD_MAX * sizeof(int))];
@@ -242,8 +414,9 @@ recv_order(struct wreq *q)
 	struct iovec	iov;
 	struct cmsghdr *cm;
 	ssize_t		r;
+	size_t		nfd, i, got = 0, bad = 0;
+	int		fds[SBX_WARM_FD_MAX];
 	char		c;
-	int		i;
 
 	memset(&m, 0, sizeof(m));
 	iov.iov_base = &c;
@@ -252,38 +425,89 @@ recv_order(struct wreq *q)
 	m.msg_iovlen = 1;
 	m.msg_control = u.b;
 	m.msg_controllen = sizeof(u.b);
-	while ((r = recvmsg(FD_SESSION, &m, MSG_CMSG_CLOEXEC)) == -1 &&
+	while ((r = recvmsg(cl.fd, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT)) ==
+		-1 &&
 	    errno == EINTR)
 		;
+	if (r == -1 && errno == EAGAIN)
+		return 0;
 	if (r <= 0)
-		return (int)r;
+		return -2;
 	for (cm = CMSG_FIRSTHDR(&m); cm != NULL; cm = CMSG_NXTHDR(&m, cm)) {
-		size_t nfd;
-		int    fds[SBX_WARM_FD_MAX];
-
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+		if (cm->cmsg_level != SOL_SOCKET ||
+		    cm->cmsg_type != SCM_RIGHTS) {
+			bad = 1;
 			continue;
+		}
 		nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
 		if (nfd > SBX_WARM_FD_MAX)
 			nfd = SBX_WARM_FD_MAX;
 		memcpy(fds, CMSG_DATA(cm), nfd * sizeof(int));
-		for (i = 0; i < (int)nfd && i < 3; i++) {
-			if (c == SBX_WARM_O_REQ && q->fd[i] < 0)
-				q->fd[i] = fds[i];
+		for (i = 0; i < nfd; i++) {
+			if (got < 3)
+				q->fd[got] = fds[i];
 			else
-				close(fds[i]);
+				req_extra_fds(q, fds[i]);
+			got++;
 		}
-		if (nfd > 3 && c == SBX_WARM_O_REQ)
-			req_extra_fds(q, fds + 3, nfd - 3);
-		else
-			for (; i < (int)nfd; i++)
-				close(fds[i]);
 	}
-	if (c == SBX_WARM_O_KILL)
-		return 2;
-	if (c != SBX_WARM_O_REQ || q->fd[0] < 0 || q->fd[1] < 0 || q->fd[2] < 0)
+	if (m.msg_flags & MSG_CTRUNC)
+		bad = 1;
+	cl.job = c == SBX_WARM_O_BG;
+	if (c != SBX_WARM_O_REQ && c != SBX_WARM_O_BG) {
+		client_refuse("request_order");
 		return -1;
+	}
+	if (bad || got < 3) {
+		client_refuse("request_fds");
+		return -1;
+	}
 	return 1;
+}
+
+/* The length, then the request, as much as there is: 1 complete, 0 not
+ * yet, -1 refused (said), -2 the client is gone. */
+static int
+req_read_body(void)
+{
+	ssize_t r;
+	void   *to;
+	size_t	want;
+
+	for (;;) {
+		if (cl.phase == C_LEN) {
+			to = (char *)&cl.len + cl.off;
+			want = sizeof(cl.len) - cl.off;
+		} else {
+			to = cl.q.buf + cl.off;
+			want = cl.len - cl.off;
+		}
+		r = recv(cl.fd, to, want, MSG_DONTWAIT);
+		if (r == -1 && errno == EINTR)
+			continue;
+		if (r == -1 && errno == EAGAIN)
+			return 0;
+		if (r <= 0)
+			return -2;
+		cl.off += (size_t)r;
+		if (cl.phase == C_LEN && cl.off == sizeof(cl.len)) {
+			/* Bounded before anything is allocated for it. */
+			if (cl.len == 0 || cl.len > SBX_WARM_REQ_MAX) {
+				client_refuse("request_length");
+				return -1;
+			}
+			if ((cl.q.buf = malloc((size_t)cl.len + 1)) == NULL) {
+				client_refuse("nomem");
+				return -1;
+			}
+			cl.q.len = (size_t)cl.len + 1;
+			cl.phase = C_BODY;
+			cl.off = 0;
+		} else if (cl.phase == C_BODY && cl.off == cl.len) {
+			cl.q.buf[cl.len] = '\0';
+			return 1;
+		}
+	}
 }
 
 /* In the child: its own session, its descriptors, limits, directory,
@@ -397,14 +621,40 @@ start_cmd(struct run *ir, struct wreq *q)
 	return pid;
 }
 
-/* Everything but pid 1, killed and reaped: what the command left behind
- * (double forks, setsid(), daemons) goes with it. */
+/* pid 1's children that ended, reaped without waiting: a job's
+ * subreaper among them is a job gone. */
+static void
+reap_some(void)
+{
+	pid_t pid;
+
+	while ((pid = waitpid(-1, NULL, WNOHANG)) > 0)
+		job_gone(pid);
+}
+
+/* Everything but pid 1 (and the background jobs' trees), killed and
+ * reaped: what the command left behind (double forks, setsid(), daemons)
+ * goes with it. */
 static void
 sweep(void)
 {
-	kill(-1, SIGKILL);
-	while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
-		;
+	int i;
+
+	if (njobs == 0) {
+		kill(-1, SIGKILL);
+		while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
+			;
+		return;
+	}
+	/* Until a pass finds nothing left to kill: what a killed process
+	 * forked meanwhile, or left as an orphan, is found by the next. */
+	for (i = 0; i < 100000; i++) {
+		if (kill_but_jobs() == 0)
+			break;
+		reap_some();
+		poll(NULL, 0, 1);
+	}
+	reap_some();
 }
 
 /* Reap; when the command is done, report its end after the sweep. */
@@ -415,8 +665,10 @@ reap(struct run *ir)
 	pid_t pid;
 
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-		if (pid != ir->child)
+		if (pid != ir->child) {
+			job_gone(pid);
 			continue;
+		}
 		ir->child = -1;
 		sweep();
 		if (ir->gfd >= 0) {
@@ -427,51 +679,257 @@ reap(struct run *ir)
 			say(SBX_INIT_W_SIGNAL " %d\n", WTERMSIG(status));
 		else
 			say(SBX_INIT_W_EXIT " %d\n", WEXITSTATUS(status));
+		client_done();
 		return;
 	}
 }
 
-/* A word from the supervisor: a command, a kill, or its end. */
+/*
+ * A client's connection from the supervisor ('C' and one descriptor).
+ * The supervisor is trusted: anything else, a second connection while one
+ * is served, or its end of file ends the session with everything in it.
+ */
 static void
-supervisor_order(struct run *ir)
+supervisor_order(void)
 {
-	struct wreq q;
-	int	    k;
+	union {
+		char	       b[CMSG_SPACE(4 * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr	m;
+	struct iovec	iov;
+	struct cmsghdr *cm;
+	ssize_t		r;
+	size_t		nfd = 0, i;
+	int		fds[4], fd = -1;
+	char		c = 0;
 
-	memset(&q, 0, sizeof(q));
-	q.fd[0] = q.fd[1] = q.fd[2] = -1;
-	k = recv_order(&q);
-	if (k == 2) {
-		/* Kill the command: the sweep follows its end. */
-		if (ir->child > 0)
-			kill(-1, SIGKILL);
-		wreq_free(&q);
-		return;
+	memset(&m, 0, sizeof(m));
+	iov.iov_base = &c;
+	iov.iov_len = 1;
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	m.msg_control = u.b;
+	m.msg_controllen = sizeof(u.b);
+	while ((r = recvmsg(FD_SESSION, &m, MSG_CMSG_CLOEXEC)) == -1 &&
+	    errno == EINTR)
+		;
+	for (cm = r > 0 ? CMSG_FIRSTHDR(&m) : NULL; cm != NULL;
+	    cm = CMSG_NXTHDR(&m, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		if (nfd > 4)
+			nfd = 4;
+		memcpy(fds, CMSG_DATA(cm), nfd * sizeof(int));
+		for (i = 0; i < nfd; i++) {
+			if (fd < 0)
+				fd = fds[i];
+			else
+				close(fds[i]);
+		}
 	}
-	if (k <= 0 || ir->child > 0 || read_req(ir, &q) == -1) {
-		/* The supervisor is gone, or broke the protocol (one
-		 * command at a time): the session ends with everything in
-		 * it. */
+	if (r <= 0 || c != SBX_WARM_O_CONN || fd < 0 || cl.fd >= 0) {
+		if (fd >= 0)
+			close(fd);
 		sweep();
 		report(SBX_INIT_W_EXIT " %d\n", 0);
-		_exit(k == 0 ? 0 : 125);
+		_exit(r == 0 ? 0 : 125);
 	}
-	ir->child = start_cmd(ir, &q);
-	/* pid 1 keeps nothing of the command: its descriptors and its
-	 * request go now (the child has its own copies). */
-	wreq_free(&q);
+	/* Never blocking on it: see the struct above. */
+	(void)fcntl(fd, F_SETFL, O_NONBLOCK);
+	cl.fd = fd;
+	cl.phase = C_FDS;
+	cl.off = 0;
+	cl.len = 0;
+	cl.deadline = mono_ms() + SBX_WARM_REQ_MS;
+	memset(&cl.q, 0, sizeof(cl.q));
+	cl.q.fd[0] = cl.q.fd[1] = cl.q.fd[2] = -1;
+}
+
+/* Kill the running command (the client said 'K', or left): the sweep
+ * follows its end. */
+static void
+client_kill(struct run *ir)
+{
+	if (ir->child > 0) {
+		if (njobs == 0)
+			kill(-1, SIGKILL);
+		else
+			(void)kill_but_jobs();
+	}
+}
+
+/*
+ * A job's subreaper: the job's command, its guard, its connection ('K'
+ * or end of file kills the job), and at its end every process the job
+ * left behind (reparented here, whatever they did), killed and reaped
+ * before the end is said.  Its processes are out of reach of the sweep
+ * that follows foreground commands (kill_but_jobs).
+ */
+static void __attribute__((noreturn))
+job_main(struct run *ir)
+{
+	struct signalfd_siginfo si;
+	struct pollfd		pfd[3];
+	pid_t			pid, cmd;
+	int			status = 0, done = 0;
+	char			buf[64];
+	ssize_t			r;
+
+	close(FD_SESSION);
+	(void)prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	njobs = 0;
+	ir->gfd = -1;
+	cmd = start_cmd(ir, &cl.q);
+	wreq_free(&cl.q);
+	if (cmd < 0)
+		_exit(0);
+	pfd[0].fd = ir->sfd;
+	pfd[0].events = POLLIN;
+	pfd[1].events = POLLIN;
+	pfd[2].events = POLLIN;
+	while (!done) {
+		pfd[1].fd = cl.hup ? -1 : cl.fd;
+		pfd[2].fd = ir->gfd;
+		if (poll(pfd, 3, -1) == -1) {
+			if (errno == EINTR)
+				continue;
+			kill_children();
+			continue;
+		}
+		if (pfd[2].fd >= 0 && (pfd[2].revents & POLLIN))
+			guard_serve(ir->gfd, cl.fd);
+		else if (pfd[2].fd >= 0 &&
+		    (pfd[2].revents & (POLLHUP | POLLERR | POLLNVAL))) {
+			close(ir->gfd);
+			ir->gfd = -1;
+		}
+		if (pfd[1].fd >= 0 &&
+		    (pfd[1].revents & (POLLIN | POLLHUP | POLLERR))) {
+			r = recv(cl.fd, buf, sizeof(buf), MSG_DONTWAIT);
+			if (r == 0 || (r == -1 && errno != EINTR &&
+			    errno != EAGAIN)) {
+				/* Its host side is gone (sbx exec kill
+				 * --force, or killed): so is the job. */
+				cl.hup = 1;
+				kill_children();
+			} else if (r > 0 &&
+			    memchr(buf, SBX_WARM_O_KILL, (size_t)r) != NULL)
+				kill_children();
+		}
+		if (pfd[0].revents & POLLIN) {
+			if (read(ir->sfd, &si, sizeof(si)) != sizeof(si))
+				continue;
+			while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+				if (pid == cmd)
+					done = 1;
+		}
+	}
+	/* What the job left behind: reparented to us, killed until none
+	 * is left. */
+	for (;;) {
+		kill_children();
+		if (waitpid(-1, NULL, 0) == -1 && errno == ECHILD)
+			break;
+	}
+	if (WIFSIGNALED(status))
+		say(SBX_INIT_W_SIGNAL " %d\n", WTERMSIG(status));
+	else
+		say(SBX_INIT_W_EXIT " %d\n", WEXITSTATUS(status));
+	_exit(0);
+}
+
+/* Start a job: its subreaper takes the connection; pid 1 keeps nothing
+ * of it but the subreaper's pid. */
+static void
+start_job(struct run *ir)
+{
+	pid_t pid;
+	char  c = SBX_WARM_O_JOB;
+
+	if (njobs == JOBS_MAX) {
+		client_refuse("too_many_jobs");
+		return;
+	}
+	if ((pid = fork()) == -1) {
+		say(SBX_WARM_W_FORK " %d\n", errno);
+		client_done();
+		return;
+	}
+	if (pid == 0)
+		job_main(ir);
+	jobs[njobs++] = pid;
+	(void)!send(FD_SESSION, &c, 1, MSG_NOSIGNAL);
+	client_done();
+}
+
+/* The client spoke: its request as it comes, then 'K' or its end of
+ * file while the command runs. */
+static void
+client_input(struct run *ir)
+{
+	char	buf[64];
+	ssize_t r;
+	int	k;
+
+	if (cl.phase == C_RUN) {
+		r = recv(cl.fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (r == -1 && (errno == EINTR || errno == EAGAIN))
+			return;
+		if (r <= 0) {
+			/* The client died or gave up: its command goes. */
+			cl.hup = 1;
+			client_kill(ir);
+		} else if (memchr(buf, SBX_WARM_O_KILL, (size_t)r) != NULL)
+			client_kill(ir);
+		return;
+	}
+	if (cl.phase == C_FDS) {
+		if ((k = req_recv_fds(&cl.q)) != 1) {
+			if (k == -2)
+				client_done();
+			return;
+		}
+		cl.phase = C_LEN;
+		cl.off = 0;
+	}
+	if ((k = req_read_body()) != 1) {
+		if (k == -2)
+			client_done();
+		return;
+	}
+	if (parse_req(ir, &cl.q, cl.len) == -1) {
+		client_refuse("request_malformed");
+		return;
+	}
+	if (cl.job) {
+		start_job(ir);
+		return;
+	}
+	cl.phase = C_RUN;
+	ir->child = start_cmd(ir, &cl.q);
+	/* pid 1 keeps nothing of the command but its connection: its
+	 * descriptors and its request go now (the child has its own
+	 * copies). */
+	wreq_free(&cl.q);
+	if (ir->child < 0)
+		client_done();
 }
 
 int
 session_main(struct run *ir)
 {
 	struct signalfd_siginfo si;
-	struct pollfd		pfd[9];
+	struct pollfd		pfd[10];
+	long long		now;
+	int			tmo;
 
 	ir->child = -1;
 	/* The engine outside takes the session for a running command. */
 	report(SBX_INIT_W_RUNNING "\n");
-	say(SBX_INIT_W_READY "\n", 0);
+	say_sup(SBX_INIT_W_READY "\n");
 	pfd[0].fd = ir->sfd;
 	pfd[0].events = POLLIN;
 	pfd[1].fd = FD_CTL;
@@ -484,6 +942,7 @@ session_main(struct run *ir)
 	pfd[7].events = POLLIN;
 	pfd[8].fd = FD_SESSION;
 	pfd[8].events = POLLIN;
+	pfd[9].events = POLLIN;
 	for (;;) {
 		pfd[2].fd = ir->lfd >= 0 && held < 0 ? ir->lfd : -1;
 		pfd[3].fd = ir->lfd >= 0 && held >= 0 ? FD_PROXY : -1;
@@ -491,13 +950,25 @@ session_main(struct run *ir)
 		pfd[5].fd = ir->blfd >= 0 && !bridge_held() ? ir->blfd : -1;
 		pfd[6].fd = ir->blfd >= 0 && bridge_held() ? FD_BRIDGE : -1;
 		pfd[7].fd = socks_lfd >= 0 && held < 0 ? socks_lfd : -1;
-		if (poll(pfd, 9, -1) == -1) {
+		pfd[9].fd = cl.fd >= 0 && !cl.hup ? cl.fd : -1;
+		tmo = -1;
+		if (cl.fd >= 0 && cl.phase != C_RUN) {
+			/* A request that does not come in time is
+			 * dropped: the session is not held by it. */
+			now = mono_ms();
+			if (now >= cl.deadline) {
+				client_refuse("request_timeout");
+				continue;
+			}
+			tmo = (int)(cl.deadline - now);
+		}
+		if (poll(pfd, 10, tmo) == -1) {
 			if (errno == EINTR)
 				continue;
 			break;
 		}
 		if (pfd[4].fd >= 0 && (pfd[4].revents & POLLIN))
-			guard_serve(ir->gfd, FD_SESSION);
+			guard_serve(ir->gfd, cl.fd);
 		else if (pfd[4].fd >= 0 &&
 		    (pfd[4].revents & (POLLHUP | POLLERR | POLLNVAL))) {
 			close(ir->gfd);
@@ -520,10 +991,20 @@ session_main(struct run *ir)
 			    si.ssi_signo == SIGCHLD)
 				reap(ir);
 		}
-		/* After the reap: the end of a command is said before the
-		 * next one is read. */
-		if (pfd[8].revents & (POLLIN | POLLHUP | POLLERR))
-			supervisor_order(ir);
+		/* After the reap: a command's end is said (and its client
+		 * let go) before its client's end of file is taken for a
+		 * kill. */
+		if (pfd[9].fd >= 0 && pfd[9].fd == cl.fd &&
+		    (pfd[9].revents & (POLLIN | POLLHUP | POLLERR)))
+			client_input(ir);
+		if (pfd[8].revents & (POLLIN | POLLHUP | POLLERR)) {
+			supervisor_order();
+			/* The request is usually there already (the client
+			 * sent it as it connected): read it now, not after
+			 * another poll. */
+			if (cl.fd >= 0 && cl.phase == C_FDS)
+				client_input(ir);
+		}
 	}
 	kill(-1, SIGKILL);
 	return 125;

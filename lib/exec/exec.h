@@ -222,6 +222,12 @@ struct sbx_exec {
 	 * environment (each command's client sends the current ones); a
 	 * bound secret's placeholder, fixed for the session, stays in. */
 	int			 secrets_per_command;
+	/* A background job run elsewhere than in a sandbox of its own (a
+	 * session's: sbx_warm_job_run): the job's supervisor calls it
+	 * instead of sbx_run_sandbox. */
+	int	(*run_hook)(struct sbx_exec *, struct sbx_run *,
+	    struct sbx_error *);
+	void	*run_arg;
 
 	/* after sbx_exec_run */
 	struct sbx_run		 run;

@@ -174,8 +174,14 @@ monitor(struct sbx_exec *p, const char *id, int jobs_fd, int log_fd,
 	r->sink_arg = &jl;
 	r->notify_fd = notify_fd;
 	nwarn = json_array_size(p->warnings);
-	rc = sbx_run_sandbox(r, &e);
-	p->events = sbx_exec_finish_limits(p, r);
+	if (p->run_hook != NULL) {
+		rc = p->run_hook(p, r, &e);
+		if (rc == -1 && r->notify_fd >= 0)
+			(void)sbx_fs_write_all(r->notify_fd, "F0\n", 3);
+	} else {
+		rc = sbx_run_sandbox(r, &e);
+		p->events = sbx_exec_finish_limits(p, r);
+	}
 	if (p->events != NULL && json_object_size(p->events) > 0)
 		json_object_set(rec, "limit_events", p->events);
 	if (rc == -1) {
@@ -271,6 +277,11 @@ sbx_jobsup_start(struct sbx_exec *p, struct sbx_error *e)
 	    p->cwd, "log_file", logpath, "started_at", now, "network",
 	    sbx_netmode_name(p->network), "log_max_bytes",
 	    (json_int_t)p->log_cap);
+	/* A session's job says which (its processes live and die with
+	 * it). */
+	if (p->req->session_name != NULL)
+		json_object_set_new(rec, "session",
+		    json_string(p->req->session_name));
 	if (pipe2(np, O_CLOEXEC) == -1) {
 		json_decref(rec);
 		close(log_fd);

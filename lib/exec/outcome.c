@@ -432,6 +432,17 @@ outcome_judge(struct sbx_exec *p, struct sbx_exec_outcome *o)
 		sbx_error_hint(&o->err, "raise --wall-timeout (or limits."
 		    "wall_timeout in the agent's configuration)");
 		o->code = SBX_EX_TIMEOUT;
+	} else if (r->killed_by != NULL &&
+	    strcmp(r->killed_by, "session_stopped") == 0) {
+		/* A session's background job (sbx_warm_job_run): it lives
+		 * in the session's sandbox and ends with it. */
+		o->code = 128 + SIGKILL;
+		sbx_error_set(&o->err, SBX_K_EXECUTION_ERROR, NULL,
+		    "session_stopped",
+		    "the job's session %s ended (sbx session stop, its idle "
+		    "timeout or lifetime, or its supervisor's end), and the "
+		    "job with it",
+		    p->req->session_name ? p->req->session_name : "");
 	} else if (r->killed_by != NULL && strcmp(r->killed_by, "user") == 0) {
 		o->code = 128 + r->user_signal;
 		sbx_error_set(&o->err, SBX_K_EXECUTION_ERROR, NULL,

@@ -31,6 +31,8 @@
 #include "layout.h"
 #include "netmode.h"
 #include "provision.h"
+#include "run.h"
+#include "scrub.h"
 #include "time.h"
 #include "warm.h"
 
@@ -112,12 +114,6 @@ sbx_warm_check_req(const struct sbx_exec_req *q, const json_t *rec,
 	json_t	     *mine, *v;
 
 	/* What a session cannot do for one command, said, not ignored. */
-	if (q->background)
-		return sbx_error_set(e, SBX_K_INVALID_ARGS, "background",
-		    "session_unsupported",
-		    "argument `background` cannot be "
-		    "used with a session: run `sbx exec --background` without "
-		    "--session");
 	if (q->tty)
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "tty",
 		    "session_unsupported",
@@ -159,12 +155,10 @@ struct sup {
 	struct sbx_exec *p;
 	const char	*name;
 	int		 runfd, lfd, chan, notify, errfd;
-	int		 conn; /* the client of the command, or -1 */
-	int		 busy; /* a command runs */
+	int		 busy; /* pid 1 serves a client */
+	int		 jobs; /* background jobs running in it */
 	pid_t		 engine;
 	long long	 idle_ms, life_ms, started, last, checked;
-	char		 line[4096];
-	size_t		 llen;
 };
 
 static volatile sig_atomic_t stop_sig;
@@ -222,23 +216,6 @@ engine(struct sup *S, int chan_end, pid_t sup)
 }
 
 static int
-read_exact(int fd, void *p, size_t n)
-{
-	ssize_t r;
-	size_t	off = 0;
-
-	while (off < n) {
-		r = read(fd, (char *)p + off, n - off);
-		if (r == -1 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		off += (size_t)r;
-	}
-	return 0;
-}
-
-static int
 send_line(int fd, const char *s)
 {
 	return sbx_fs_write_all(fd, s, strlen(s));
@@ -251,10 +228,6 @@ static void __attribute__((noreturn)) sup_exit(struct sup *S)
 	long long deadline = sbx_now_ms() + SBX_KILL_GRACE_MS;
 	int	  status = 0;
 
-	if (S->conn >= 0) {
-		(void)send_line(S->conn, "gone session_ended\n");
-		close(S->conn);
-	}
 	close(S->lfd);
 	(void)sbx_warmrec_remove(S->runfd, S->name);
 	if (S->chan >= 0)
@@ -279,112 +252,67 @@ static void __attribute__((noreturn)) sup_exit(struct sup *S)
 	_exit(0);
 }
 
-/* A client's request: 'Q' with three descriptors, its length, its
- * tokens; forwarded to pid 1 as is.  'S': stop the session.  0, or -1
- * (the client is dropped). */
+/*
+ * A client, accepted (our uid, sbx_daemon_accept), handed to pid 1 as
+ * is: pid 1 reads its request and answers it directly, and the
+ * supervisor stays out of the data path.  0, or -1: the channel is gone.
+ */
 static int
-sup_request(struct sup *S)
+sup_hand(struct sup *S, int fd)
 {
-	char	       hdr[5], *buf = NULL;
-	int	       fds[SBX_WARM_FD_MAX], rc = -1;
-	size_t	       nfd = 0, i;
-	ssize_t	       n;
-	uint32_t       len;
-	struct timeval tv = { 5, 0 };
+	struct msghdr	m;
+	struct iovec	iov;
+	struct cmsghdr *cm;
+	union {
+		char	       b[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	char c = SBX_WARM_O_CONN;
 
-	for (i = 0; i < SBX_WARM_FD_MAX; i++)
-		fds[i] = -1;
-	(void)setsockopt(S->conn, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	/* stdio, then the command's cgroup files, if any (initproto.h). */
-	n = sbx_fs_recv_fds(S->conn, hdr, 1, fds, SBX_WARM_FD_MAX, &nfd, 0);
-	if (n == 1 && hdr[0] == 'S') {
-		(void)send_line(S->conn, "stopping\n");
-		sup_exit(S);
-	}
-	if (n != 1 || hdr[0] != SBX_WARM_O_REQ || nfd < 3)
-		goto out;
-	if (read_exact(S->conn, &len, sizeof(len)) == -1 || len == 0 ||
-	    len > SBX_WARM_REQ_MAX || (buf = malloc(len)) == NULL ||
-	    read_exact(S->conn, buf, len) == -1)
-		goto out;
-	hdr[0] = SBX_WARM_O_REQ;
-	{
-		struct msghdr	m;
-		struct iovec	iov;
-		struct cmsghdr *cm;
-		union {
-			char b[CMSG_SPACE(SBX_WARM_FD_MAX * sizeof(int))];
-			struct cmsghdr align;
-		} u;
-
-		memset(&m, 0, sizeof(m));
-		memset(&u, 0, sizeof(u));
-		iov.iov_base = hdr;
-		iov.iov_len = 1;
-		m.msg_iov = &iov;
-		m.msg_iovlen = 1;
-		m.msg_control = u.b;
-		m.msg_controllen = CMSG_SPACE(nfd * sizeof(int));
-		cm = CMSG_FIRSTHDR(&m);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(nfd * sizeof(int));
-		memcpy(CMSG_DATA(cm), fds, nfd * sizeof(int));
-		if (sendmsg(S->chan, &m, MSG_NOSIGNAL) != 1 ||
-		    sbx_fs_write_all(S->chan, &len, sizeof(len)) == -1 ||
-		    sbx_fs_write_all(S->chan, buf, len) == -1)
-			sup_exit(S);
-	}
+	memset(&m, 0, sizeof(m));
+	memset(&u, 0, sizeof(u));
+	iov.iov_base = &c;
+	iov.iov_len = 1;
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	m.msg_control = u.b;
+	m.msg_controllen = sizeof(u.b);
+	cm = CMSG_FIRSTHDR(&m);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	if (sendmsg(S->chan, &m, MSG_NOSIGNAL) != 1)
+		return -1;
 	S->busy = 1;
-	rc = 0;
-out:
-	free(buf);
-	for (i = 0; i < SBX_WARM_FD_MAX; i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
-	return rc;
+	return 0;
 }
 
-/* Lines from pid 1, passed to the client; the end of a command frees
- * the session for the next. */
+/* pid 1 is done with a client (SBX_WARM_O_END): the session is free for
+ * the next; a background job started or ended (its idle time counts
+ * from the last).  Its end of file ends the session. */
 static void
 sup_from_init(struct sup *S)
 {
+	char	buf[64];
 	ssize_t n;
-	char   *nl;
-	size_t	ll;
+	size_t	i;
 
-	n = read(S->chan, S->line + S->llen, sizeof(S->line) - 1 - S->llen);
+	n = read(S->chan, buf, sizeof(buf));
 	if (n <= 0) {
-		if (n == -1 && errno == EINTR)
+		if (n == -1 && (errno == EINTR || errno == EAGAIN))
 			return;
 		sup_exit(S);
 	}
-	S->llen += (size_t)n;
-	while ((nl = memchr(S->line, '\n', S->llen)) != NULL) {
-		ll = (size_t)(nl - S->line) + 1;
-		if (S->conn >= 0 &&
-		    sbx_fs_write_all(S->conn, S->line, ll) == -1) {
-			/* The client is gone: its command goes too. */
-			(void)send(S->chan, "K", 1, MSG_NOSIGNAL);
-			close(S->conn);
-			S->conn = -1;
-		}
-		if (strncmp(S->line, SBX_INIT_W_EXIT " ", 5) == 0 ||
-		    strncmp(S->line, SBX_INIT_W_SIGNAL " ", 7) == 0 ||
-		    strncmp(S->line, SBX_WARM_W_FORK " ", 5) == 0) {
+	for (i = 0; i < (size_t)n; i++) {
+		if (buf[i] == SBX_WARM_O_END)
 			S->busy = 0;
-			S->last = sbx_now_ms();
-			if (S->conn >= 0) {
-				close(S->conn);
-				S->conn = -1;
-			}
-		}
-		memmove(S->line, S->line + ll, S->llen - ll);
-		S->llen -= ll;
+		else if (buf[i] == SBX_WARM_O_JOB)
+			S->jobs++;
+		else if (buf[i] == SBX_WARM_O_JOBEND && S->jobs > 0)
+			S->jobs--;
+		S->last = sbx_now_ms();
 	}
-	if (S->llen == sizeof(S->line) - 1)
-		S->llen = 0; /* a line too long: dropped */
 }
 
 /* Is the session's agent still there?  A removed agent's session
@@ -406,10 +334,9 @@ static int still_wanted(struct sup *);
 
 static void __attribute__((noreturn)) supervise(struct sup *S)
 {
-	struct pollfd pfd[3];
+	struct pollfd pfd[2];
 	long long     now, until;
 	int	      tmo, fd;
-	char	      c;
 
 	for (;;) {
 		now = sbx_now_ms();
@@ -418,7 +345,8 @@ static void __attribute__((noreturn)) supervise(struct sup *S)
 		until = -1;
 		if (S->life_ms > 0)
 			until = S->started + S->life_ms;
-		if (S->idle_ms > 0 && !S->busy &&
+		/* Idle: no command, no background job. */
+		if (S->idle_ms > 0 && !S->busy && S->jobs == 0 &&
 		    (until < 0 || S->last + S->idle_ms < until))
 			until = S->last + S->idle_ms;
 		if (until >= 0 && now >= until)
@@ -431,39 +359,30 @@ static void __attribute__((noreturn)) supervise(struct sup *S)
 		}
 		tmo =
 		    until < 0 || until - now > 1000 ? 1000 : (int)(until - now);
-		pfd[0].fd = S->busy || S->conn >= 0 ? -1 : S->lfd;
+		pfd[0].fd = S->busy ? -1 : S->lfd;
 		pfd[0].events = POLLIN;
 		pfd[1].fd = S->chan;
 		pfd[1].events = POLLIN;
-		pfd[2].fd = S->busy ? S->conn : -1;
-		pfd[2].events = POLLIN;
-		if (poll(pfd, 3, tmo) == -1) {
+		if (poll(pfd, 2, tmo) == -1) {
 			if (errno == EINTR)
 				continue;
 			sup_exit(S);
 		}
 		if (pfd[1].revents & (POLLIN | POLLHUP | POLLERR))
 			sup_from_init(S);
-		if (pfd[2].fd >= 0 &&
-		    (pfd[2].revents & (POLLIN | POLLHUP | POLLERR))) {
-			/* 'K' kills the command; end of file too (the
-			 * client died or gave up). */
-			if (read(S->conn, &c, 1) != 1 || c == SBX_WARM_O_KILL)
-				(void)send(S->chan, "K", 1, MSG_NOSIGNAL);
-		}
 		if (pfd[0].fd >= 0 && (pfd[0].revents & POLLIN) &&
 		    (fd = sbx_daemon_accept(S->lfd)) >= 0) {
-			/* Blocking from here: the client is our own uid. */
-			(void)fcntl(fd, F_SETFL, 0);
-			S->conn = fd;
 			if (!agent_present(S)) {
 				(void)send_line(fd, "gone agent_removed\n");
+				close(fd);
 				sup_exit(S);
 			}
-			if (sup_request(S) == -1) {
-				close(S->conn);
-				S->conn = -1;
+			if (sup_hand(S, fd) == -1) {
+				close(fd);
+				sup_exit(S);
 			}
+			/* pid 1 holds it now. */
+			close(fd);
 		}
 	}
 }
@@ -484,11 +403,8 @@ wait_ready(struct sup *S)
 			return -1;
 		len += (size_t)n;
 		buf[len] = '\0';
-		if (strncmp(buf, SBX_INIT_W_READY "\n", 6) == 0) {
-			memmove(S->line, buf + 6, len - 6);
-			S->llen = len - 6;
+		if (strncmp(buf, SBX_INIT_W_READY "\n", 6) == 0)
 			return 0;
-		}
 	}
 	return -1;
 }
@@ -728,7 +644,6 @@ sbx_warm_start(struct sbx_exec *p, const struct sbx_warm_opts *o,
 
 	memset(&S, 0, sizeof(S));
 	S.p = p;
-	S.conn = -1;
 	if (o->name != NULL)
 		snprintf(name, sizeof(name), "%s", o->name);
 	else if (sbx_warm_new_name(p->sb.agent, name) == -1)
@@ -955,15 +870,16 @@ sbx_warm_send(int conn, const struct sbx_warm_cmd *c, struct sbx_error *e)
 {
 	struct sbx_buf	b = SBX_BUF_INIT;
 	struct msghdr	m;
-	struct iovec	iov[2];
+	struct iovec	iov[3];
 	struct cmsghdr *cm;
 	union {
 		char	       b[CMSG_SPACE(SBX_WARM_FD_MAX * sizeof(int))];
 		struct cmsghdr align;
 	} u;
-	char	 q = SBX_WARM_O_REQ, ncg[8];
+	char	 q = c->background ? SBX_WARM_O_BG : SBX_WARM_O_REQ, ncg[8];
 	uint32_t len;
 	size_t	 i, nfd;
+	ssize_t	 n;
 	int	 rc = 0, fds[SBX_WARM_FD_MAX];
 
 	if (c->shell != NULL)
@@ -996,8 +912,12 @@ sbx_warm_send(int conn, const struct sbx_warm_cmd *c, struct sbx_error *e)
 	iov[0].iov_len = 1;
 	iov[1].iov_base = &len;
 	iov[1].iov_len = sizeof(len);
+	/* All in one message where it fits: pid 1 reads it in one wake-up
+	 * (the rest, if any, follows). */
+	iov[2].iov_base = b.p;
+	iov[2].iov_len = b.len;
 	m.msg_iov = iov;
-	m.msg_iovlen = 2;
+	m.msg_iovlen = 3;
 	m.msg_control = u.b;
 	m.msg_controllen = CMSG_SPACE(nfd * sizeof(int));
 	cm = CMSG_FIRSTHDR(&m);
@@ -1005,8 +925,9 @@ sbx_warm_send(int conn, const struct sbx_warm_cmd *c, struct sbx_error *e)
 	cm->cmsg_type = SCM_RIGHTS;
 	cm->cmsg_len = CMSG_LEN(nfd * sizeof(int));
 	memcpy(CMSG_DATA(cm), fds, nfd * sizeof(int));
-	if (sendmsg(conn, &m, MSG_NOSIGNAL) != 5 ||
-	    sbx_fs_write_all(conn, b.p, b.len) == -1) {
+	if ((n = sendmsg(conn, &m, MSG_NOSIGNAL)) < 5 ||
+	    sbx_fs_write_all(conn, b.p + (n - 5), b.len - (size_t)(n - 5)) ==
+		-1) {
 		buf_wipe(&b);
 		return sbx_error_set(e, SBX_K_UNAVAILABLE, "session",
 		    "session_gone",
@@ -1061,6 +982,13 @@ sbx_warm_recv(int conn, struct sbx_warm_cmd *c, struct sbx_error *e)
 			if (json_array_size(c->fsdeny) < 64)
 				json_array_append_new(c->fsdeny,
 				    json_string(l));
+		} else if (strncmp(l, SBX_WARM_W_ERROR " ", 6) == 0) {
+			/* pid 1 refused the request (a client of ours
+			 * that broke the protocol): this one only. */
+			sbx_error_set(e, SBX_K_EXECUTION_ERROR, "session",
+			    "session_request",
+			    "session refused the request (%.64s)", l + 6);
+			return -1;
 		} else if (strncmp(l, "gone ", 5) == 0) {
 			sbx_error_set(e, SBX_K_UNAVAILABLE, "session",
 			    "session_gone", "the session ended (%s)", l + 5);
@@ -1129,5 +1057,142 @@ sbx_warm_stop(int rootfd, const char *name, int timeout_ms, struct sbx_error *e)
 	}
 	json_decref(rec);
 	close(runfd);
+	return 0;
+}
+
+/* ---- a background job of a session (its host side) ---- */
+
+static int
+job_deliver(void *arg, const void *p, size_t n)
+{
+	struct sbx_run *r = arg;
+
+	if (r->sink_write != NULL && r->sink_write(r->sink_arg, p, n) == -1 &&
+	    r->sink_errno == 0)
+		r->sink_errno = errno != 0 ? errno : EIO;
+	return 0;
+}
+
+/*
+ * The run of a session's background job, in its detached supervisor
+ * (jobsup.c's monitor, through sbx_exec.run_hook): the command goes to
+ * the session's pid 1 as a job ('B'), which starts it under a subreaper
+ * of its own; its output (standard output and error, one pipe) goes
+ * through the scrubber into the job's log; a signal to the supervisor
+ * (sbx exec kill) is a 'K'; the session's end is the job's.
+ */
+int
+sbx_warm_job_run(struct sbx_exec *p, struct sbx_run *r, struct sbx_error *e)
+{
+	struct sbx_warm_cmd    *c = p->run_arg;
+	struct sbx_scrub_stream ss;
+	struct pollfd		pfd[3];
+	char			buf[16384];
+	ssize_t			n;
+	long long		t0 = sbx_now_ms();
+	int			conn, pp[2], devnull, ended = 0, said = 0;
+	int			rc;
+	unsigned char		sig;
+
+	if ((conn = sbx_warm_connect(p->root.fd, p->req->session_name, e)) ==
+	    -1)
+		return -1;
+	if (pipe2(pp, O_CLOEXEC) == -1 ||
+	    (devnull = open("/dev/null", O_RDWR | O_CLOEXEC)) == -1) {
+		close(conn);
+		return sbx_error_sys(e, "pipe_failed", "pipe");
+	}
+	c->fd[0] = devnull;
+	c->fd[1] = c->fd[2] = pp[1];
+	c->background = 1;
+	rc = sbx_warm_send(conn, c, e);
+	close(pp[1]);
+	close(devnull);
+	if (rc == -1) {
+		close(pp[0]);
+		close(conn);
+		return -1;
+	}
+	if (r->scrub != NULL)
+		sbx_scrub_stream_init(&ss, r->scrub, job_deliver, r);
+	while (!ended || pp[0] >= 0) {
+		pfd[0].fd = ended ? -1 : conn;
+		pfd[0].events = POLLIN;
+		pfd[1].fd = pp[0];
+		pfd[1].events = POLLIN;
+		pfd[2].fd = ended ? -1 : r->signal_fd;
+		pfd[2].events = POLLIN;
+		if (poll(pfd, 3, -1) == -1) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (pfd[1].fd >= 0 && (pfd[1].revents & (POLLIN | POLLHUP))) {
+			n = read(pp[0], buf, sizeof(buf));
+			if (n > 0 && r->scrub != NULL)
+				(void)sbx_scrub_write(&ss, buf, (size_t)n);
+			else if (n > 0)
+				(void)job_deliver(r, buf, (size_t)n);
+			else if (n == 0 || errno != EINTR) {
+				if (r->scrub != NULL)
+					(void)sbx_scrub_flush(&ss);
+				close(pp[0]);
+				pp[0] = -1;
+			}
+		}
+		if (pfd[2].fd >= 0 && (pfd[2].revents & POLLIN) &&
+		    read(r->signal_fd, &sig, 1) == 1 && r->killed_by == NULL) {
+			/* sbx exec kill: the job's every process goes. */
+			r->killed_by = "user";
+			r->user_signal = sig;
+			(void)sbx_warm_kill(conn);
+		}
+		if (pfd[0].fd >= 0 &&
+		    (pfd[0].revents & (POLLIN | POLLHUP | POLLERR))) {
+			rc = sbx_warm_recv(conn, c, e);
+			if (!said && (c->running || c->exec_errno)) {
+				/* The starter waits for this (jobsup.c). */
+				said = 1;
+				if (r->notify_fd >= 0) {
+					n = snprintf(buf, sizeof(buf), "%c%d\n",
+					    c->exec_errno ? 'E' : 'R',
+					    c->exec_errno);
+					(void)sbx_fs_write_all(r->notify_fd,
+					    buf, (size_t)n);
+					close(r->notify_fd);
+					r->notify_fd = -1;
+				}
+			}
+			if (rc == -1) {
+				/* The session stopped (or its pid 1 refused
+				 * the job): the job went with it. */
+				if (!c->running && !c->exec_errno) {
+					close(conn);
+					if (pp[0] >= 0)
+						close(pp[0]);
+					return -1;
+				}
+				if (r->killed_by == NULL)
+					r->killed_by = "session_stopped";
+				c->signo = SIGKILL;
+				c->exit_code = 128 + SIGKILL;
+				ended = 1;
+			} else if (rc == 1)
+				ended = 1;
+		}
+	}
+	close(conn);
+	if (c->fork_errno != 0) {
+		errno = c->fork_errno;
+		return sbx_error_sys(e, "pids_exhausted",
+		    "session %s has no room for the job's process",
+		    p->req->session_name);
+	}
+	r->started = 1;
+	r->running = c->running;
+	r->exec_errno = c->exec_errno;
+	r->exit_code = c->exit_code;
+	r->signo = c->signo;
+	r->duration_ms = sbx_now_ms() - t0;
 	return 0;
 }

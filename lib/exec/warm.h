@@ -94,6 +94,7 @@ struct sbx_warm_cmd {
 	int	     fd[3]; /* its stdin, stdout, stderr */
 	int	     cgfd[5]; /* its cgroup's files (SBX_WARM_CG_MAX) */
 	int	     ncgfd; /* 0: no cgroup of its own */
+	int	     background; /* a job of the session ('B') */
 	long long    idle_timeout_ms; /* 0: none; output is the
 					 * caller's to watch: it calls
 					 * sbx_warm_kill */
@@ -120,6 +121,11 @@ int sbx_warm_send(int conn, const struct sbx_warm_cmd *, struct sbx_error *);
 int sbx_warm_recv(int conn, struct sbx_warm_cmd *, struct sbx_error *);
 /* Kill the command now (its end follows on conn). */
 int sbx_warm_kill(int conn);
+struct sbx_run;
+/* A session's background job, run by its detached supervisor (the
+ * run_hook of sbx_exec, with run_arg a struct sbx_warm_cmd): 0, or -1
+ * with e (it did not start). */
+int sbx_warm_job_run(struct sbx_exec *, struct sbx_run *, struct sbx_error *);
 
 /* The session's cgroup as its record names it, and the limits it holds
  * (those a cgroup enforces): 1, or 0 when the session has none (w's

@@ -140,17 +140,37 @@ sbx_git_name_writable(const char *n)
 
 /*
  * -S, a session (sbx session, lib/exec/warm.c): sbx-init reports "ready"
- * and "running" on fd 3 at once and runs no command of its own; it takes
- * commands, one at a time, from its supervisor on SBX_FD_SESSION (a
- * SOCK_STREAM socket that only pid 1 and the supervisor outside hold):
+ * and "running" on fd 3 at once and runs no command of its own.  Its
+ * supervisor outside holds the other end of SBX_FD_SESSION (a SOCK_STREAM
+ * socket that only pid 1 and the supervisor hold) and the session's
+ * control socket; for each client it accepts (its uid checked) it passes
+ * the client's connection itself to pid 1, which then talks to the client
+ * directly (the supervisor is out of the data path):
  *
- *	in:  'Q', a 4-byte length (host order, at most SBX_WARM_REQ_MAX),
- *	     then the request: tokens of a letter and a NUL-terminated value
- *	     (SBX_WARM_T_*), the command's stdin, stdout and stderr passed
- *	     by SCM_RIGHTS with the 'Q'; or 'K': kill the command now.
- *	out: lines: "running", "exec ERRNO", "cgroup ERRNO" (below) or
- *	     "fork ERRNO", then "exit CODE" or "signal SIGNO"; "fsdeny
- *	     PATH" and "sockdeny PATH" while it runs.
+ *	supervisor -> pid 1:  'C' with one descriptor (SCM_RIGHTS): a
+ *	     client's connection.  One at a time: the next comes after 'E'.
+ *	pid 1 -> supervisor:  "ready\n" once; then 'E' each time it is done
+ *	     with a connection (the command ended, the request was refused,
+ *	     or a job took it), so that the supervisor knows busy from idle;
+ *	     'J' and 'j' when a background job starts and ends.
+ *	client -> pid 1 (on its connection):  'Q' with the command's stdin,
+ *	     stdout and stderr (SCM_RIGHTS: three, then the ones of the
+ *	     command's cgroup that a 'G' token counts), a 4-byte length
+ *	     (host order, at most SBX_WARM_REQ_MAX), then the request: tokens
+ *	     of a letter and a NUL-terminated value (SBX_WARM_T_*).  Then 'K'
+ *	     or end of file: kill the command now.  'B' instead of 'Q': a
+ *	     background job, run under a subreaper of its own (a child of
+ *	     pid 1 that takes the connection); the sweep after a foreground
+ *	     command spares the processes beneath it.
+ *	pid 1 -> client:  lines: "running", "exec ERRNO", "cgroup ERRNO" (below)
+ *	     or "fork ERRNO",
+ *	     then "exit CODE" or "signal SIGNO"; "fsdeny PATH" and "sockdeny
+ *	     PATH" while it runs; or "error REASON" (SBX_WARM_W_ERROR) for a
+ *	     request it refused (the connection only: the session goes on).
+ *
+ * The client is not trusted as the supervisor is: a request that breaks
+ * the protocol costs that connection, never the session, and pid 1 reads
+ * it without blocking, with a deadline (SBX_WARM_REQ_MS).
  *
  * The command runs in a session and process group of its own; when it
  * ends, pid 1 kills every other process of the sandbox (whatever the
@@ -159,6 +179,13 @@ sbx_git_name_writable(const char *n)
  * first did.  End of file on SBX_FD_SESSION: the supervisor is gone, the
  * sandbox ends.
  */
+#define SBX_WARM_O_CONN		'C'
+#define SBX_WARM_O_END		'E'
+#define SBX_WARM_O_BG		'B'	/* as 'Q', a background job */
+#define SBX_WARM_O_JOB		'J'	/* pid 1: a job started */
+#define SBX_WARM_O_JOBEND	'j'	/* pid 1: a job ended */
+#define SBX_WARM_REQ_MS		5000
+#define SBX_WARM_W_ERROR	"error"	/* "error REASON" */
 #define SBX_WARM_O_REQ		'Q'
 #define SBX_WARM_O_KILL		'K'
 #define SBX_WARM_REQ_MAX	(4u << 20)

@@ -124,8 +124,8 @@ none_left() {
 	[ "$(json_get "$output" .kind)" = invalid_args ]
 	[ "$(json_get "$output" .field)" = memory ]
 	[ "$(json_get "$output" .reason)" = session_policy ]
-	run -65 --separate-stderr sbx exec --json --session w3 --background -- true
-	[ "$(json_get "$output" .field)" = background ]
+	run -65 --separate-stderr sbx exec --json --session w3 --background --memory 64 -- true
+	[ "$(json_get "$output" .field)" = memory ]
 	run -65 --separate-stderr sbx exec --json --session w3 --tty -- true
 	[ "$(json_get "$output" .field)" = tty ]
 	# The same value as the session's is no difference.
@@ -255,6 +255,107 @@ none_left() {
 	[ "$(json_get "$output" .result.removed_sessions)" = 1 ]
 	[ ! -e "$SBX_HOME/run/session-w10.json" ]
 	[ ! -e "$SBX_HOME/run/session-w10.sock" ]
+}
+
+# A client of the session's own uid that breaks the protocol (pid 1 reads
+# its request directly): python3 on the control socket, one case per run.
+# Prints the line pid 1 answered, or "eof".
+bad_client() {
+	python3 - "$SBX_HOME/run/session-$1.sock" "$2" <<'PYEOF'
+import os, socket, struct, sys, time
+path, case = sys.argv[1], sys.argv[2]
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(path)
+fds = [os.open("/dev/null", os.O_RDWR) for _ in range(5)]
+ok = b"Aecho\0Aleak\0"
+if case == "order":
+	socket.send_fds(s, [b"X"], fds[:3])
+elif case == "nofds":
+	s.sendall(b"Q" + struct.pack("=I", len(ok)) + ok)
+elif case == "fivefds":
+	socket.send_fds(s, [b"Q" + struct.pack("=I", len(ok)) + ok], fds)
+elif case == "length":
+	socket.send_fds(s, [b"Q" + struct.pack("=I", 0xffffffff)], fds[:3])
+elif case == "nonul":
+	socket.send_fds(s, [b"Q" + struct.pack("=I", 4) + b"Aabc"], fds[:3])
+elif case == "token":
+	socket.send_fds(s, [b"Q" + struct.pack("=I", 4) + b"Zab\0"], fds[:3])
+elif case == "noargv":
+	socket.send_fds(s, [b"Q" + struct.pack("=I", 4) + b"Eab\0"], fds[:3])
+elif case == "partial":
+	socket.send_fds(s, [b"Q" + struct.pack("=I", 100) + b"Aab"], fds[:3])
+elif case == "close":
+	socket.send_fds(s, [b"Q" + struct.pack("=I", 100)], fds[:3])
+	s.close()
+	print("eof")
+	sys.exit(0)
+s.settimeout(20)
+buf = b""
+while not buf.endswith(b"\n"):
+	b = s.recv(256)
+	if not b:
+		break
+	buf += b
+print(buf.decode().strip() or "eof")
+PYEOF
+}
+
+@test "hostile: a malformed request costs its connection, never the session" {
+	command -v python3 >/dev/null || skip "python3 is not installed"
+	sbx provision -q
+	sbx session start --name w14 -q
+	"$SBX" exec --session w14 -- true
+	ip=$(init_pid w14)
+	fd0=$(ls "/proc/$ip/fd" 2>/dev/null | wc -l)
+	for c in order:request_order nofds:request_fds fivefds:request_fds \
+	    length:request_length nonul:request_malformed \
+	    token:request_malformed noargv:request_malformed close:eof; do
+		run -0 bad_client w14 "${c%%:*}"
+		echo "${c%%:*}: $output"
+		if [ "${c#*:}" = eof ]; then
+			[ "$output" = eof ]
+		else
+			[ "$output" = "error ${c#*:}" ]
+		fi
+		run -0 sbx exec --session w14 -- echo alive
+		[ "$output" = alive ]
+	done
+	# A request that never completes is dropped at its deadline (5 s);
+	# a command asked for meanwhile waits its turn, then runs.
+	bad_client w14 partial >"$BATS_TEST_TMPDIR/partial" &
+	sleep 0.5
+	start=$SECONDS
+	run -0 sbx exec --session w14 -- echo after
+	[ "$output" = after ]
+	[ $((SECONDS - start)) -ge 3 ]
+	wait
+	[ "$(cat "$BATS_TEST_TMPDIR/partial")" = "error request_timeout" ]
+	# pid 1 kept none of the descriptors those clients passed.
+	[ "$(ls "/proc/$ip/fd" 2>/dev/null | wc -l)" -eq "$fd0" ]
+	[ "$(init_pid w14)" = "$ip" ]
+}
+
+@test "hostile: a client killed mid-command: its command dies with it, the session goes on" {
+	sbx provision -q
+	sbx session start --name w15 -q
+	"$SBX" exec --session w15 -- sh -c "sleep $D & sleep $D" 3>&- &
+	cl=$!
+	for _ in $(seq 100); do pgrep -f "sleep $D" >/dev/null && break; sleep 0.05; done
+	pgrep -f "sleep $D" >/dev/null
+	# pid 1 holds the client's connection itself: its end of file is
+	# the kill ('K' would be too).
+	kill -KILL "$cl"
+	wait "$cl" || true
+	for _ in $(seq 100); do none_left && break; sleep 0.05; done
+	none_left
+	run -0 sbx exec --session w15 -- echo alive
+	[ "$output" = alive ]
+	# An idle timeout is the client's 'K': the command is killed and
+	# the session serves the next one.
+	run -124 sbx exec --session w15 --timeout 1 -- sleep "$D"
+	none_left
+	run -0 sbx exec --session w15 -- echo again
+	[ "$output" = again ]
 }
 
 @test "1,000 commands: pid 1's memory and descriptors do not grow" {

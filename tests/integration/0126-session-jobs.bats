@@ -1,0 +1,178 @@
+#!/usr/bin/env bats
+# Background jobs inside a warm session (issue 31): sbx exec --session N
+# --background runs in the session's sandbox under a subreaper of its
+# own, outlives the foreground commands (whose leftovers are still
+# swept), is handled by sbx exec ps|poll|wait|logs|kill as a one-shot job
+# is, and ends with the session, its record saying so.
+#
+# Processes are found on the host by a unique sleep duration, never by a
+# broad name.
+# sbx-test: unprivileged
+
+load lib
+bats_require_minimum_version 1.5.0
+
+setup() {
+	sbx_setup
+	D=$(( (RANDOM << 15 | RANDOM) % 899999 + 100000 ))
+	D="9$D"
+	E=$((D + 1))
+}
+
+teardown() {
+	local n p
+	if [ -d "$SBX_HOME/run" ]; then
+		for n in $("$SBX" session ls --json 2>/dev/null |
+		    jq -r '.result.sessions[]? | .name'); do
+			"$SBX" session stop "$n" >/dev/null 2>&1
+		done
+	fi
+	for p in $(pgrep -f "sleep ($D|$E)" 2>/dev/null); do
+		kill -KILL "$p" 2>/dev/null
+	done
+	sbx_teardown
+}
+
+# The job's record field.
+jrec() {
+	jq -r "$2" "$SBX_HOME/agents/${3:-default}/jobs/$1.json"
+}
+
+@test "a job survives foreground commands; their leftovers are still swept" {
+	sbx provision -q
+	sbx session start --name j1 -q
+	run -0 --separate-stderr sbx exec --session j1 --background -- sh -c "echo started; (sleep $D &); sleep $D"
+	j=$output
+	[[ "$j" =~ ^[0-9a-f]{16}$ ]]
+	[ "$(jrec "$j" .session)" = j1 ]
+	# A foreground command that leaves a double fork and a setsid'd
+	# daemon behind: both swept at its end, the job's processes not.
+	run -0 sbx exec --session j1 -- sh -c "(sleep $E &); setsid sleep $E & echo fg"
+	[ "$output" = fg ]
+	run -0 --separate-stderr sbx exec --session j1 -- ps -e -o args=
+	[[ "$output" != *"sleep $E"* ]]
+	[ "$(grep -cx "sleep $D" <<<"$output")" -eq 2 ]
+	run -0 sbx exec poll --json "$j"
+	[ "$(json_get "$output" .result.state)" = running ]
+	[ "$(json_get "$output" .result.log_tail)" = started ]
+	run -0 sbx exec ps --json
+	[ "$(json_get "$output" '.result.jobs[0].job')" = "$j" ]
+}
+
+@test "poll, wait, logs and kill of a session job" {
+	sbx provision -q
+	sbx session start --name j2 -q
+	run -0 --separate-stderr sbx exec --session j2 --background -- sh -c 'echo out; echo err >&2; exit 7'
+	j=$output
+	run -7 sbx exec wait --timeout 20 "$j"
+	run -7 sbx exec wait --json --timeout 20 "$j"
+	[ "$(json_get "$output" .result.exit_code)" = 7 ]
+	log=$(jrec "$j" .log_file)
+	grep -qx out "$log"
+	grep -qx err "$log"
+	run -0 --separate-stderr sbx exec --session j2 --background -- sh -c "(sleep $D &); sleep $D"
+	k=$output
+	for _ in $(seq 100); do [ "$(pgrep -fc "sleep $D")" -ge 2 ] && break; sleep 0.05; done
+	run -0 sbx exec kill "$k"
+	run sbx exec wait --json --timeout 20 "$k"
+	[ "$(json_get "$output" .result.killed_by)" = user ]
+	# The job's every process, the double fork too.
+	for _ in $(seq 100); do pgrep -f "sleep $D" >/dev/null || break; sleep 0.05; done
+	! pgrep -f "sleep $D"
+	# The session goes on.
+	run -0 sbx exec --session j2 -- echo alive
+	[ "$output" = alive ]
+}
+
+@test "session stop ends its jobs; the record says so" {
+	sbx provision -q
+	sbx session start --name j3 -q
+	run -0 --separate-stderr sbx exec --session j3 --background -- sleep "$D"
+	j=$output
+	for _ in $(seq 100); do pgrep -f "sleep $D" >/dev/null && break; sleep 0.05; done
+	sbx session stop j3
+	run sbx exec wait --json --timeout 20 "$j"
+	[ "$(json_get "$output" .result.killed_by)" = session_stopped ]
+	[ "$(jrec "$j" .killed_by)" = session_stopped ]
+	[ "$(jrec "$j" .outcome.reason)" = session_stopped ]
+	[ "$(jrec "$j" .exit_code)" = 137 ]
+	! pgrep -f "sleep $D"
+}
+
+@test "hostile: another agent's session neither sees nor reaches a job" {
+	sbx provision -q
+	sbx provision --agent other -q
+	sbx session start --name j4 -q
+	sbx session start --name j5 --agent other -q
+	run -0 --separate-stderr sbx exec --session j4 --background -- sleep "$D"
+	j=$output
+	run -0 --separate-stderr sbx exec --session j5 -- ps -e -o args=
+	[[ "$output" != *"sleep $D"* ]]
+	run sbx exec poll --agent other "$j"
+	[ "$status" -ne 0 ]
+	run sbx exec kill --agent other "$j"
+	[ "$status" -ne 0 ]
+	run -0 sbx exec poll --json "$j"
+	[ "$(json_get "$output" .result.state)" = running ]
+}
+
+@test "hostile: kill -9 of a job's host supervisor: the job dies, gc reaps" {
+	sbx provision -q
+	sbx session start --name j6 -q
+	run -0 --separate-stderr sbx exec --session j6 --background -- sh -c "(sleep $D &); sleep $D"
+	j=$output
+	for _ in $(seq 100); do [ "$(pgrep -fc "sleep $D")" -ge 2 ] && break; sleep 0.05; done
+	kill -KILL "$(jrec "$j" .pid)"
+	for _ in $(seq 100); do pgrep -f "sleep $D" >/dev/null || break; sleep 0.05; done
+	! pgrep -f "sleep $D"
+	run -0 sbx exec poll --json "$j"
+	[ "$(json_get "$output" .result.alive)" = false ]
+	run -0 sbx exec gc --json
+	run -0 sbx exec --session j6 -- echo alive
+	[ "$output" = alive ]
+}
+
+@test "a running job keeps an idle session; the session's policy is the job's" {
+	sbx provision -q
+	sbx session start --name j7 --idle-timeout 1 -q
+	run -0 --separate-stderr sbx exec --session j7 --background -- sleep 3
+	j=$output
+	sleep 2
+	run -0 sbx exec --session j7 -- echo alive
+	run -0 sbx exec wait --json --timeout 20 "$j"
+	[ "$(json_get "$output" .result.exit_code)" = 0 ]
+	run -125 --separate-stderr sbx exec --session j7 --background --network outbound -- true
+	[[ "$stderr" == *"argument \`network\` differs from session j7"* ]]
+}
+
+@test "hostile: a job that takes the session's task limit: a clear error, recovered by killing it" {
+	sbx provision -q
+	if ! sbx session start --name j8 --pids 30 -q 2>/dev/null; then
+		skip "no cgroup can enforce --pids here (sbx session start refused it)"
+	fi
+	command -v python3 >/dev/null || skip "python3 is not installed"
+	# Forks until the limit refuses, then holds what it has (a shell
+	# would give up at its first failed fork).
+	run -0 --separate-stderr sbx exec --session j8 --background -- python3 -c "
+import os, time
+for i in range(100):
+    try:
+        if os.fork() == 0:
+            os.execvp('sleep', ['sleep', '$D'])
+    except OSError:
+        pass
+time.sleep($D)"
+	j=$output
+	for _ in $(seq 100); do [ "$(pgrep -fc "^sleep $D")" -ge 20 ] && break; sleep 0.05; done
+	sleep 0.5
+	# The limit is the session's: a foreground command finds no room
+	# (or its own fork fails), and says so.
+	run --separate-stderr sbx exec --json --session j8 -- sh -c 'sleep 0.1 & wait; echo ran'
+	[ "$status" -ne 0 ]
+	[ "$(json_get "$output" .ok)" = false ]
+	run -0 sbx exec kill "$j"
+	for _ in $(seq 100); do pgrep -f "sleep $D" >/dev/null || break; sleep 0.05; done
+	! pgrep -f "sleep $D"
+	run -0 sbx exec --session j8 -- echo recovered
+	[ "$output" = recovered ]
+}
