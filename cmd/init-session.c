@@ -387,7 +387,7 @@ parse_req(struct run *ir, struct wreq *q, size_t len)
 		default: free(env); return -1;
 		}
 	}
-	if ((na == 0 && q->shell == NULL) || !req_cgroup_ok(q)) {
+	if (na == 0 && q->shell == NULL) {
 		free(env);
 		return -1;
 	}
@@ -902,6 +902,12 @@ client_input(struct run *ir)
 	}
 	if (parse_req(ir, &cl.q, cl.len) == -1) {
 		client_refuse("request_malformed");
+		return;
+	}
+	/* Beyond stdio, only the descriptors of the command's cgroup that
+	 * its 'G' token announces; a job has none. */
+	if (!req_cgroup_ok(&cl.q) || (cl.job && cl.q.ncgfd != 0)) {
+		client_refuse("request_fds");
 		return;
 	}
 	if (cl.job) {
