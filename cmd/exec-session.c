@@ -262,15 +262,14 @@ session_record(struct sbx_exec *X, const json_t *rec,
 
 /*
  * The command's own cgroup (issue 31: "its own limits, a child cgroup
- * where cgroups are writable"), made here, by the client: it runs as the
- * session's owner, it is there when the command ends to read the
- * counters into this command's envelope and to remove the cgroup, and it
- * hands pid 1 only open files (initproto.h, SBX_WARM_T_CGROUP), never a
- * path.  The name carries the client's pid: a client killed with -9
- * leaves an empty cgroup that the next command's client, `sbx exec gc`
- * or the session's end removes.  Where the session has no cgroup (rlimits
- * only) or this one cannot be made, the command runs under the session's
- * limits, and the envelope says which (limits.command).
+ * where cgroups are writable"): the session's commands' cgroup, which
+ * its supervisor made beneath the session's (warm.c, sup_cmdcg) and pid 1
+ * puts each foreground command in; one runs at a time, and the sweep
+ * empties it after each.  Opened here for its counters only: read before
+ * the command (and the memory high-water mark restarted) and after it,
+ * the difference is the command's.  Where the session has no cgroup
+ * (rlimits only), or that one could not be made, the command runs under
+ * the session's limits, and the envelope says which (limits.command).
  */
 /* The warning of a command without a cgroup of its own. */
 static void
@@ -283,34 +282,55 @@ session_only(struct sbx_exec *X, const char *why)
 }
 
 static void
-cmd_cgroup_make(struct sbx_exec *X, const json_t *rec, struct sbx_warm_cmd *c)
+cmd_cgroup_open(struct sbx_exec *X, const json_t *rec,
+    struct sbx_cg_stats *before, int *peak)
 {
-	struct sbx_cg_where w;
-	struct sbx_limits   ses, cmd;
-	struct sbx_error    e;
-	char		    name[SBX_CG_NAME_MAX + 1];
-	int		    i, n;
+	struct sbx_cg_where w, ses;
+	struct sbx_limits   lim;
+	const char	   *why;
 
-	memset(&e, 0, sizeof(e));
-	if (!sbx_warm_cgroup_of(rec, &w, &ses) || ses.wanted == 0)
+	*peak = 0;
+	memset(before, 0, sizeof(*before));
+	if (!sbx_warm_cgroup_of(rec, 0, &ses, &lim) || lim.wanted == 0)
 		return;
-	sbx_cgroup_child_limits(&ses, &cmd);
-	if (sbx_cgroup_name(name, sizeof(name)) == -1 ||
-	    sbx_cgroup_create_child(&w, name, &cmd, &X->cg, &e) == -1) {
-		session_only(X, e.message[0] ? e.message : "no cgroup name");
-		return;
-	}
-	if (X->cg.backend == SBX_CG_NONE) {
-		session_only(X, X->cg.why);
+	if (!sbx_warm_cgroup_of(rec, 1, &w, &lim)) {
+		why = json_string_value(json_object_get(
+		    json_object_get(rec, "cgroup"), "command_why"));
+		session_only(X, why != NULL ? why : "the session has none");
 		return;
 	}
-	X->lim.memory_mib = cmd.memory_bytes >> 20;
-	X->lim.pids = cmd.pids;
-	X->lim.cpus = cmd.cpus;
-	n = (int)(sizeof(c->cgfd) / sizeof(c->cgfd[0]));
-	for (i = 0; i < X->cg.nprocs && i < n; i++)
-		c->cgfd[i] = X->cg.procs_fd[i];
-	c->ncgfd = i;
+	if (sbx_cgroup_open_where(&w, &X->cg) == -1) {
+		session_only(X, strerror(errno));
+		sbx_cgroup_close(&X->cg);
+		X->cg.backend = SBX_CG_NONE;
+		return;
+	}
+	X->cg.enforced = lim.wanted;
+	X->lim.memory_mib = lim.memory_bytes >> 20;
+	X->lim.pids = lim.pids;
+	X->lim.cpus = lim.cpus;
+	(void)sbx_cgroup_stats(&X->cg, before);
+	*peak = sbx_cgroup_peak_reset(&X->cg) == 0;
+}
+
+/* What the commands' cgroup counted while this one ran, as a one-shot
+ * run's limit events; the cgroup stays, the session's. */
+static json_t *
+cmd_cgroup_events(struct sbx_exec *X, const struct sbx_cg_stats *before,
+    int peak)
+{
+	struct sbx_cg_stats st;
+	json_t		   *ev;
+
+	if (X->cg.backend == SBX_CG_NONE)
+		return NULL;
+	memset(&st, 0, sizeof(st));
+	(void)sbx_cgroup_stats(&X->cg, &st);
+	sbx_cgroup_stats_since(&st, before);
+	if (!peak)
+		st.have_peak = 0;
+	ev = sbx_exec_cg_events_of(X, &X->run, &st);
+	return ev;
 }
 
 /* limits.command of the envelope: the command's own cgroup and its
@@ -475,6 +495,8 @@ exec_session(struct sbx_exec_req *R, struct sbx_exec *X,
 	struct sbx_exec_outcome o;
 	struct sbx_warm_cmd	c;
 	struct sbx_strv		senv = SBX_STRV_INIT;
+	struct sbx_cg_stats	cgbefore;
+	int			cgpeak = 0;
 	struct rs		rs[2];
 	struct pollfd		pfd[4];
 	json_t		       *rec = NULL, *res;
@@ -595,7 +617,7 @@ exec_session(struct sbx_exec_req *R, struct sbx_exec *X,
 	c.env = senv.v;
 	if (X->warnings == NULL)
 		X->warnings = json_array();
-	cmd_cgroup_make(X, rec, &c);
+	cmd_cgroup_open(X, rec, &cgbefore, &cgpeak);
 	if ((conn = sbx_warm_connect(X->root.fd, name, &e)) == -1 ||
 	    sbx_warm_send(conn, &c, &e) == -1)
 		goto fail;
@@ -731,9 +753,9 @@ exec_session(struct sbx_exec_req *R, struct sbx_exec *X,
 			json_real(wall));
 	}
 	/* The command's cgroup: its counters (an OOM kill is killed_by
-	 * "limit", limit "memory", as in a one-shot run), then killed,
-	 * emptied and removed. */
-	X->events = sbx_exec_cg_events(X, &X->run);
+	 * "limit", limit "memory", as in a one-shot run). */
+	X->events = cmd_cgroup_events(X, &cgbefore, cgpeak);
+	sbx_cgroup_close(&X->cg);
 	X->req = R;
 	session_record(X, rec, &c);
 	sbx_exec_outcome_run(X, &o);
@@ -757,11 +779,7 @@ fail:
 		close(conn);
 	if (devnull >= 0)
 		close(devnull);
-	{
-		struct sbx_error e2;
-
-		(void)sbx_cgroup_destroy(&X->cg, &e2);
-	}
+	sbx_cgroup_close(&X->cg);
 	json_decref(rec);
 	json_decref(c.fsdeny);
 	return out->report(&e);

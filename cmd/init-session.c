@@ -42,11 +42,6 @@ struct wreq {
 	char **argv, **envp, *cwd, *shell;
 	char **rlim;
 	int    fd[3];
-	/* The command's cgroup (SBX_WARM_T_CGROUP): the files to write "0"
-	 * into, and the count the request announced. */
-	int	    cgfd[SBX_WARM_CG_MAX];
-	int	    ncgfd;
-	const char *ncg;
 };
 
 /*
@@ -109,8 +104,6 @@ wreq_free(struct wreq *q)
 	for (i = 0; i < 3; i++)
 		if (q->fd[i] >= 0)
 			close(q->fd[i]);
-	for (i = 0; i < q->ncgfd && i < SBX_WARM_CG_MAX; i++)
-		close(q->cgfd[i]);
 	/* It held the secrets' values (secrets_per_command). */
 	if (q->buf != NULL)
 		explicit_bzero(q->buf, q->len);
@@ -122,35 +115,15 @@ wreq_free(struct wreq *q)
 	q->fd[0] = q->fd[1] = q->fd[2] = -1;
 }
 
-/* The request's descriptors beyond stdio: its cgroup's (kept, up to
- * SBX_WARM_CG_MAX; more are closed and break the count check). */
-static void
-req_extra_fds(struct wreq *q, int fd)
-{
-	if (q->ncgfd < SBX_WARM_CG_MAX)
-		q->cgfd[q->ncgfd++] = fd;
-	else {
-		close(fd);
-		q->ncgfd = SBX_WARM_CG_MAX + 1;
-	}
-}
-
-/* Do the request's cgroup descriptors match its 'G' token?  No token: no
- * descriptor. */
-static int
-req_cgroup_ok(const struct wreq *q)
-{
-	char *end;
-	long  n = 0;
-
-	if (q->ncg != NULL) {
-		n = strtol(q->ncg, &end, 10);
-		if (*q->ncg == '\0' || *end != '\0' || n < 1 ||
-		    n > SBX_WARM_CG_MAX)
-			return 0;
-	}
-	return n == q->ncgfd;
-}
+/*
+ * The commands' cgroup of the session (SBX_WARM_O_CGROUP): its
+ * cgroup.procs or tasks files, one per hierarchy, opened by the supervisor
+ * outside and passed once, at the start; every foreground command enters
+ * it before it runs.  Only pid 1 holds them (close-on-exec, and pid 1 is
+ * not dumpable): nothing in the sandbox can name or open a cgroup.
+ */
+static int cmdcg[SBX_WARM_CG_MAX];
+static int ncmdcg;
 
 /* In the command's child, first: into the command's cgroup, every
  * hierarchy, before anything of the command runs; -1 (errno) leaves it
@@ -161,14 +134,14 @@ child_enter_cgroup(struct wreq *q)
 	ssize_t r;
 	int	i;
 
-	for (i = 0; i < q->ncgfd; i++) {
-		while ((r = write(q->cgfd[i], "0", 1)) == -1 && errno == EINTR)
+	(void)q;
+	for (i = 0; i < ncmdcg; i++) {
+		while ((r = write(cmdcg[i], "0", 1)) == -1 && errno == EINTR)
 			;
 		if (r != 1)
 			return -1;
-		close(q->cgfd[i]);
+		close(cmdcg[i]);
 	}
-	q->ncgfd = 0;
 	return 0;
 }
 
@@ -383,7 +356,6 @@ parse_req(struct run *ir, struct wreq *q, size_t len)
 		case SBX_WARM_T_RLIMIT: q->rlim[nr++] = p + 1; break;
 		case SBX_WARM_T_CWD: q->cwd = p + 1; break;
 		case SBX_WARM_T_SHELL: q->shell = p + 1; break;
-		case SBX_WARM_T_CGROUP: q->ncg = p + 1; break;
 		default: free(env); return -1;
 		}
 	}
@@ -397,9 +369,8 @@ parse_req(struct run *ir, struct wreq *q, size_t len)
 }
 
 /*
- * The client's 'Q' and the descriptors that come with it: three (stdio)
- * and its cgroup's, as many as its 'G' token will say (req_cgroup_ok),
- * none truncated.  1 done, 0 not there yet, -1 refused (said), -2
+ * The client's 'Q' and the descriptors that come with it: exactly
+ * three, none truncated.  1 done, 0 not there yet, -1 refused (said), -2
  * the client is gone.  Whatever else it passed is closed: a descriptor
  * pid 1 kept would reach the next command.
  */
@@ -407,7 +378,7 @@ static int
 req_recv_fds(struct wreq *q)
 {
 	union {
-		char	       b[CMSG_SPACE(SBX_WARM_FD_MAX * sizeof(int))];
+		char	       b[CMSG_SPACE(8 * sizeof(int))];
 		struct cmsghdr align;
 	} u;
 	struct msghdr	m;
@@ -415,7 +386,7 @@ req_recv_fds(struct wreq *q)
 	struct cmsghdr *cm;
 	ssize_t		r;
 	size_t		nfd, i, got = 0, bad = 0;
-	int		fds[SBX_WARM_FD_MAX];
+	int		fds[8];
 	char		c;
 
 	memset(&m, 0, sizeof(m));
@@ -440,14 +411,14 @@ req_recv_fds(struct wreq *q)
 			continue;
 		}
 		nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		if (nfd > SBX_WARM_FD_MAX)
-			nfd = SBX_WARM_FD_MAX;
+		if (nfd > 8)
+			nfd = 8;
 		memcpy(fds, CMSG_DATA(cm), nfd * sizeof(int));
 		for (i = 0; i < nfd; i++) {
 			if (got < 3)
 				q->fd[got] = fds[i];
 			else
-				req_extra_fds(q, fds[i]);
+				close(fds[i]);
 			got++;
 		}
 	}
@@ -458,7 +429,7 @@ req_recv_fds(struct wreq *q)
 		client_refuse("request_order");
 		return -1;
 	}
-	if (bad || got < 3) {
+	if (bad || got != 3) {
 		client_refuse("request_fds");
 		return -1;
 	}
@@ -693,7 +664,7 @@ static void
 supervisor_order(void)
 {
 	union {
-		char	       b[CMSG_SPACE(4 * sizeof(int))];
+		char	       b[CMSG_SPACE(SBX_WARM_CG_MAX * sizeof(int))];
 		struct cmsghdr align;
 	} u;
 	struct msghdr	m;
@@ -701,7 +672,8 @@ supervisor_order(void)
 	struct cmsghdr *cm;
 	ssize_t		r;
 	size_t		nfd = 0, i;
-	int		fds[4], fd = -1;
+	int		fds[SBX_WARM_CG_MAX], fd = -1, got[SBX_WARM_CG_MAX];
+	int		ngot = 0;
 	char		c = 0;
 
 	memset(&m, 0, sizeof(m));
@@ -719,15 +691,23 @@ supervisor_order(void)
 		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
 			continue;
 		nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		if (nfd > 4)
-			nfd = 4;
+		if (nfd > SBX_WARM_CG_MAX)
+			nfd = SBX_WARM_CG_MAX;
 		memcpy(fds, CMSG_DATA(cm), nfd * sizeof(int));
-		for (i = 0; i < nfd; i++) {
-			if (fd < 0)
-				fd = fds[i];
-			else
-				close(fds[i]);
-		}
+		for (i = 0; i < nfd; i++)
+			got[ngot++] = fds[i];
+	}
+	/* The commands' cgroup, once, before any client (warm.c). */
+	if (r > 0 && c == SBX_WARM_O_CGROUP && ncmdcg == 0 && cl.fd < 0) {
+		for (i = 0; i < (size_t)ngot; i++)
+			cmdcg[ncmdcg++] = got[i];
+		return;
+	}
+	for (i = 0; i < (size_t)ngot; i++) {
+		if (fd < 0)
+			fd = got[i];
+		else
+			close(got[i]);
 	}
 	if (r <= 0 || c != SBX_WARM_O_CONN || fd < 0 || cl.fd >= 0) {
 		if (fd >= 0)
@@ -778,6 +758,10 @@ job_main(struct run *ir)
 	ssize_t			r;
 
 	close(FD_SESSION);
+	/* A job is not a foreground command: it stays in the session's
+	 * cgroup, out of the commands' (which the next command enters). */
+	while (ncmdcg > 0)
+		close(cmdcg[--ncmdcg]);
 	(void)prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	njobs = 0;
@@ -902,12 +886,6 @@ client_input(struct run *ir)
 	}
 	if (parse_req(ir, &cl.q, cl.len) == -1) {
 		client_refuse("request_malformed");
-		return;
-	}
-	/* Beyond stdio, only the descriptors of the command's cgroup that
-	 * its 'G' token announces; a job has none. */
-	if (!req_cgroup_ok(&cl.q) || (cl.job && cl.q.ncgfd != 0)) {
-		client_refuse("request_fds");
 		return;
 	}
 	if (cl.job) {

@@ -2933,6 +2933,35 @@ sbx_exec_finish_limits(struct sbx_exec *p, struct sbx_run *r)
 }
 
 json_t *
+sbx_exec_cg_events_of(struct sbx_exec *p, struct sbx_run *r,
+    const struct sbx_cg_stats *st)
+{
+	json_t *ev = json_object();
+
+	if (st->have_oom && st->oom_kills > 0)
+		json_object_set_new(ev, "oom_kills",
+		    json_integer((json_int_t)st->oom_kills));
+	if (st->have_pids_events && st->pids_max_events > 0)
+		json_object_set_new(ev, "pids_max",
+		    json_integer((json_int_t)st->pids_max_events));
+	if (st->have_cpu)
+		json_object_set_new(ev, "cpu_usage_ms",
+		    json_integer((json_int_t)(st->cpu_usage_usec / 1000)));
+	if (st->have_peak)
+		json_object_set_new(ev, "memory_peak_mib",
+		    json_integer((json_int_t)(st->memory_peak >> 20)));
+	if (st->have_oom && st->oom_kills > 0 && r->exit_code != 0 &&
+	    r->killed_by == NULL) {
+		r->killed_by = "limit";
+		r->limit = "memory";
+	}
+	if (st->have_pids_events && st->pids_max_events > 0)
+		warn_add(p, "the task limit was reached: some fork() "
+		    "or clone() calls failed with EAGAIN");
+	return ev;
+}
+
+json_t *
 sbx_exec_cg_events(struct sbx_exec *p, struct sbx_run *r)
 {
 	struct sbx_error    e;
@@ -2942,29 +2971,8 @@ sbx_exec_cg_events(struct sbx_exec *p, struct sbx_run *r)
 	if (p->cg.backend == SBX_CG_NONE)
 		return NULL;
 	memset(&st, 0, sizeof(st));
-	if (sbx_cgroup_stats(&p->cg, &st) == 0) {
-		ev = json_object();
-		if (st.have_oom && st.oom_kills > 0)
-			json_object_set_new(ev, "oom_kills",
-			    json_integer((json_int_t)st.oom_kills));
-		if (st.have_pids_events && st.pids_max_events > 0)
-			json_object_set_new(ev, "pids_max",
-			    json_integer((json_int_t)st.pids_max_events));
-		if (st.have_cpu)
-			json_object_set_new(ev, "cpu_usage_ms",
-			    json_integer((json_int_t)(st.cpu_usage_usec / 1000)));
-		if (st.have_peak)
-			json_object_set_new(ev, "memory_peak_mib",
-			    json_integer((json_int_t)(st.memory_peak >> 20)));
-		if (st.have_oom && st.oom_kills > 0 && r->exit_code != 0 &&
-		    r->killed_by == NULL) {
-			r->killed_by = "limit";
-			r->limit = "memory";
-		}
-		if (st.have_pids_events && st.pids_max_events > 0)
-			warn_add(p, "the task limit was reached: some fork() "
-			    "or clone() calls failed with EAGAIN");
-	}
+	if (sbx_cgroup_stats(&p->cg, &st) == 0)
+		ev = sbx_exec_cg_events_of(p, r, &st);
 	if (sbx_cgroup_destroy(&p->cg, &e) == -1)
 		warn_add(p, e.message);
 	return ev;

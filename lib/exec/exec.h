@@ -344,6 +344,11 @@ json_t	*sbx_exec_finish_limits(struct sbx_exec *, struct sbx_run *);
  * OOM kill; a warning after pids.max), then kill, empty and remove it.
  * Returns the events object (or NULL). */
 json_t	*sbx_exec_cg_events(struct sbx_exec *, struct sbx_run *);
+/* The events of counters read elsewhere (a session's command: what its
+ * cgroup counted while it ran, sbx_cgroup_stats_since). */
+struct sbx_cg_stats;
+json_t	*sbx_exec_cg_events_of(struct sbx_exec *, struct sbx_run *,
+	    const struct sbx_cg_stats *);
 json_t	*sbx_exec_command_json(const struct sbx_exec_req *);
 
 #endif

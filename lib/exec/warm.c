@@ -157,6 +157,7 @@ struct sup {
 	int		 runfd, lfd, chan, notify, errfd;
 	int		 busy; /* pid 1 serves a client */
 	int		 jobs; /* background jobs running in it */
+	struct sbx_cgroup cmdcg; /* the commands' (sup_cmdcg) */
 	pid_t		 engine;
 	long long	 idle_ms, life_ms, started, last, checked;
 };
@@ -447,6 +448,130 @@ still_wanted(struct sup *S)
 	    agent_present(S);
 }
 
+/* The where of a cgroup, as the record has it (sbx_warm_cgroup_of reads
+ * it back). */
+static json_t *
+where_json(const struct sbx_cg_where *w)
+{
+	json_t *o, *v1;
+	int	i;
+
+	o = json_pack("{s:s}", "backend", sbx_cgroup_backend_name(w->backend));
+	if (w->v2 != NULL)
+		json_object_set_new(o, "v2", json_string(w->v2));
+	if (w->backend == SBX_CG_V1) {
+		v1 = json_object();
+		for (i = 0; i < SBX_CG1_N; i++)
+			if (w->v1[i] != NULL)
+				json_object_set_new(v1, sbx_cgroup_slot_name(i),
+				    json_string(w->v1[i]));
+		json_object_set_new(o, "v1", v1);
+	}
+	return o;
+}
+
+/*
+ * The commands' cgroup (issue 31: each command's "own limits, a child
+ * cgroup where cgroups are writable"): one beneath the session's, made
+ * here once and reused by every foreground command in turn, since they
+ * run one at a time and the sweep empties it after each; its limits are
+ * the session's less a reserve for pid 1 (sbx_cgroup_child_limits), so
+ * that a command's memory hog or fork bomb is stopped in it, not in pid 1.
+ * Named after the supervisor, as the session's is: gc removes both when
+ * it is gone.  Where it cannot be made, commands run in the session's
+ * cgroup and say so (its "command" is then absent from the record).
+ */
+static int
+sup_cmdcg(struct sup *S, json_t *o, const struct sbx_cg_where *ses)
+{
+	struct sbx_limits   lim, cmd;
+	struct sbx_cg_where w;
+	struct sbx_error    e;
+	char		    name[SBX_CG_NAME_MAX + 1];
+	json_t		   *c;
+
+	memset(&e, 0, sizeof(e));
+	memset(&lim, 0, sizeof(lim));
+	if (S->p->cg.enforced & SBX_LIM_MEMORY) {
+		lim.memory_bytes = S->p->lim.memory_mib << 20;
+		lim.wanted |= SBX_LIM_MEMORY;
+	}
+	if (S->p->cg.enforced & SBX_LIM_PIDS) {
+		lim.pids = S->p->lim.pids;
+		lim.wanted |= SBX_LIM_PIDS;
+	}
+	if (S->p->cg.enforced & SBX_LIM_CPUS) {
+		lim.cpus = S->p->lim.cpus;
+		lim.wanted |= SBX_LIM_CPUS;
+	}
+	sbx_cgroup_child_limits(&lim, &cmd);
+	if (sbx_cgroup_name(name, sizeof(name)) == -1 ||
+	    sbx_cgroup_create_child(ses, name, &cmd, &S->cmdcg, &e) == -1 ||
+	    S->cmdcg.backend == SBX_CG_NONE) {
+		json_object_set_new(o, "command_why",
+		    json_string(e.message[0] ? e.message :
+			S->cmdcg.why[0]	     ? S->cmdcg.why :
+					       "no cgroup name"));
+		return 0;
+	}
+	sbx_cgroup_where(&S->cmdcg, &w);
+	c = where_json(&w);
+	if (S->cmdcg.enforced & SBX_LIM_MEMORY)
+		json_object_set_new(c, "memory_bytes",
+		    json_integer((json_int_t)cmd.memory_bytes));
+	if (S->cmdcg.enforced & SBX_LIM_PIDS)
+		json_object_set_new(c, "pids",
+		    json_integer((json_int_t)cmd.pids));
+	if (S->cmdcg.enforced & SBX_LIM_CPUS)
+		json_object_set_new(c, "cpus", json_real(cmd.cpus));
+	json_object_set_new(o, "command", c);
+	return 0;
+}
+
+/* Pass pid 1 the commands' cgroup files (SBX_WARM_O_CGROUP), once: -1
+ * when the channel is gone. */
+static int
+sup_send_cmdcg(struct sup *S)
+{
+	struct msghdr	m;
+	struct iovec	iov;
+	struct cmsghdr *cm;
+	union {
+		char	       b[CMSG_SPACE(SBX_WARM_CG_MAX * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	char c = SBX_WARM_O_CGROUP;
+	int  n = S->cmdcg.nprocs, i;
+
+	if (!S->cmdcg.inited_ || S->cmdcg.backend == SBX_CG_NONE || n <= 0)
+		return 0;
+	if (n > SBX_WARM_CG_MAX)
+		n = SBX_WARM_CG_MAX;
+	memset(&m, 0, sizeof(m));
+	memset(&u, 0, sizeof(u));
+	iov.iov_base = &c;
+	iov.iov_len = 1;
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	m.msg_control = u.b;
+	m.msg_controllen = CMSG_SPACE((size_t)n * sizeof(int));
+	cm = CMSG_FIRSTHDR(&m);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN((size_t)n * sizeof(int));
+	memcpy(CMSG_DATA(cm), S->cmdcg.procs_fd, (size_t)n * sizeof(int));
+	if (sendmsg(S->chan, &m, MSG_NOSIGNAL) != 1)
+		return -1;
+	/* pid 1 holds them now; the directories stay ours. */
+	for (i = 0; i < SBX_CG1_N; i++)
+		if (S->cmdcg.procs_fd[i] >= 0) {
+			close(S->cmdcg.procs_fd[i]);
+			S->cmdcg.procs_fd[i] = -1;
+		}
+	S->cmdcg.nprocs = 0;
+	return 0;
+}
+
 /*
  * The session's cgroup, made by the supervisor: its pid in the name is
  * what gc goes by (the engine, its child, dies with it), and its record
@@ -459,8 +584,7 @@ sup_cgroup(struct sup *S, json_t *rec, struct sbx_error *e)
 {
 	struct sbx_exec	   *p = S->p;
 	struct sbx_cg_where w;
-	json_t		   *o, *v1;
-	int		    i;
+	json_t		   *o;
 
 	if (p->cg.backend == SBX_CG_NONE)
 		return 0;
@@ -470,17 +594,7 @@ sup_cgroup(struct sup *S, json_t *rec, struct sbx_error *e)
 	if (p->cg.backend == SBX_CG_NONE)
 		return 0;
 	sbx_cgroup_where(&p->cg, &w);
-	o = json_pack("{s:s}", "backend", sbx_cgroup_backend_name(w.backend));
-	if (w.v2 != NULL)
-		json_object_set_new(o, "v2", json_string(w.v2));
-	if (w.backend == SBX_CG_V1) {
-		v1 = json_object();
-		for (i = 0; i < SBX_CG1_N; i++)
-			if (w.v1[i] != NULL)
-				json_object_set_new(v1, sbx_cgroup_slot_name(i),
-				    json_string(w.v1[i]));
-		json_object_set_new(o, "v1", v1);
-	}
+	o = where_json(&w);
 	if (p->cg.enforced & SBX_LIM_MEMORY)
 		json_object_set_new(o, "memory_bytes",
 		    json_integer((json_int_t)(p->lim.memory_mib << 20)));
@@ -490,11 +604,11 @@ sup_cgroup(struct sup *S, json_t *rec, struct sbx_error *e)
 	if (p->cg.enforced & SBX_LIM_CPUS)
 		json_object_set_new(o, "cpus", json_real(p->lim.cpus));
 	json_object_set_new(rec, "cgroup", o);
-	return 0;
+	return sup_cmdcg(S, o, &w);
 }
 
 int
-sbx_warm_cgroup_of(const json_t *rec, struct sbx_cg_where *w,
+sbx_warm_cgroup_of(const json_t *rec, int cmd, struct sbx_cg_where *w,
     struct sbx_limits *lim)
 {
 	const json_t *o = json_object_get(rec, "cgroup"), *v1, *v;
@@ -503,6 +617,8 @@ sbx_warm_cgroup_of(const json_t *rec, struct sbx_cg_where *w,
 
 	memset(w, 0, sizeof(*w));
 	memset(lim, 0, sizeof(*lim));
+	if (cmd)
+		o = json_object_get(o, "command");
 	if ((b = json_string_value(json_object_get(o, "backend"))) == NULL)
 		return 0;
 	if (strcmp(b, "cgroup2") == 0) {
@@ -579,6 +695,7 @@ sup_main(struct sup *S, json_t *rec, int chan_end)
 	    sbx_warmrec_write(S->runfd, S->name, rec, &e) == -1) {
 		struct sbx_error e2;
 
+		(void)sbx_cgroup_destroy(&S->cmdcg, &e2);
 		(void)sbx_cgroup_destroy(&S->p->cg, &e2);
 		(void)send_line(S->notify, "F");
 		(void)send_line(S->notify, e.message[0] ? e.message : "pipe");
@@ -616,6 +733,11 @@ sup_main(struct sup *S, json_t *rec, int chan_end)
 		_exit(0);
 	}
 	close(ep[0]);
+	if (sup_send_cmdcg(S) == -1) {
+		(void)send_line(S->notify, "Fthe session's sandbox ended "
+		    "before it was ready\n");
+		sup_exit(S);
+	}
 	(void)send_line(S->notify, "OK\n");
 	close(S->notify);
 	S->notify = -1;
@@ -836,26 +958,6 @@ push_tok(struct sbx_buf *b, char t, const char *v)
 	return sbx_buf_append(b, &t, 1) | sbx_buf_append(b, v, strlen(v) + 1);
 }
 
-/* The request's cgroup: its 'G' token and descriptors after stdio's
- * (initproto.h); fds gets stdio's and the cgroup's, *nfd their count. */
-static int
-warm_cgroup_tok(struct sbx_buf *b, const struct sbx_warm_cmd *c, int *fds,
-    size_t *nfd, char *ncg, size_t ncgsz)
-{
-	int i;
-
-	memcpy(fds, c->fd, 3 * sizeof(int));
-	*nfd = 3;
-	if (c->ncgfd <= 0)
-		return 0;
-	if (c->ncgfd > SBX_WARM_CG_MAX)
-		return -1;
-	for (i = 0; i < c->ncgfd; i++)
-		fds[(*nfd)++] = c->cgfd[i];
-	snprintf(ncg, ncgsz, "%d", c->ncgfd);
-	return push_tok(b, SBX_WARM_T_CGROUP, ncg);
-}
-
 /* The request carries the secrets' values: wiped, not just freed. */
 static void
 buf_wipe(struct sbx_buf *b)
@@ -873,14 +975,14 @@ sbx_warm_send(int conn, const struct sbx_warm_cmd *c, struct sbx_error *e)
 	struct iovec	iov[3];
 	struct cmsghdr *cm;
 	union {
-		char	       b[CMSG_SPACE(SBX_WARM_FD_MAX * sizeof(int))];
+		char	       b[CMSG_SPACE(3 * sizeof(int))];
 		struct cmsghdr align;
 	} u;
-	char	 q = c->background ? SBX_WARM_O_BG : SBX_WARM_O_REQ, ncg[8];
+	char	 q = c->background ? SBX_WARM_O_BG : SBX_WARM_O_REQ;
 	uint32_t len;
-	size_t	 i, nfd;
+	size_t	 i;
 	ssize_t	 n;
-	int	 rc = 0, fds[SBX_WARM_FD_MAX];
+	int	 rc = 0;
 
 	if (c->shell != NULL)
 		rc |= push_tok(&b, SBX_WARM_T_SHELL, c->shell);
@@ -892,7 +994,6 @@ sbx_warm_send(int conn, const struct sbx_warm_cmd *c, struct sbx_error *e)
 		rc |= push_tok(&b, SBX_WARM_T_RLIMIT, c->rlimits[i]);
 	if (c->cwd != NULL)
 		rc |= push_tok(&b, SBX_WARM_T_CWD, c->cwd);
-	rc |= warm_cgroup_tok(&b, c, fds, &nfd, ncg, sizeof(ncg));
 	if (rc != 0) {
 		buf_wipe(&b);
 		return sbx_error_sys(e, "nomem", "session request");
@@ -919,12 +1020,12 @@ sbx_warm_send(int conn, const struct sbx_warm_cmd *c, struct sbx_error *e)
 	m.msg_iov = iov;
 	m.msg_iovlen = 3;
 	m.msg_control = u.b;
-	m.msg_controllen = CMSG_SPACE(nfd * sizeof(int));
+	m.msg_controllen = sizeof(u.b);
 	cm = CMSG_FIRSTHDR(&m);
 	cm->cmsg_level = SOL_SOCKET;
 	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(nfd * sizeof(int));
-	memcpy(CMSG_DATA(cm), fds, nfd * sizeof(int));
+	cm->cmsg_len = CMSG_LEN(3 * sizeof(int));
+	memcpy(CMSG_DATA(cm), c->fd, 3 * sizeof(int));
 	if ((n = sendmsg(conn, &m, MSG_NOSIGNAL)) < 5 ||
 	    sbx_fs_write_all(conn, b.p + (n - 5), b.len - (size_t)(n - 5)) ==
 		-1) {

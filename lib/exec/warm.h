@@ -92,8 +92,6 @@ struct sbx_warm_cmd {
 	char *const *env; /* NAME=VALUE over the session's */
 	char *const *rlimits; /* NAME=VALUE (nofile, fsize, as) */
 	int	     fd[3]; /* its stdin, stdout, stderr */
-	int	     cgfd[5]; /* its cgroup's files (SBX_WARM_CG_MAX) */
-	int	     ncgfd; /* 0: no cgroup of its own */
 	int	     background; /* a job of the session ('B') */
 	long long    idle_timeout_ms; /* 0: none; output is the
 					 * caller's to watch: it calls
@@ -127,10 +125,10 @@ struct sbx_run;
  * with e (it did not start). */
 int sbx_warm_job_run(struct sbx_exec *, struct sbx_run *, struct sbx_error *);
 
-/* The session's cgroup as its record names it, and the limits it holds
- * (those a cgroup enforces): 1, or 0 when the session has none (w's
- * backend SBX_CG_NONE).  w's strings are rec's. */
-int sbx_warm_cgroup_of(const json_t *rec, struct sbx_cg_where *w,
+/* The session's cgroup as its record names it (cmd: the commands' one
+ * beneath it), and the limits it holds (those a cgroup enforces): 1, or 0
+ * when there is none (w's backend SBX_CG_NONE).  w's strings are rec's. */
+int sbx_warm_cgroup_of(const json_t *rec, int cmd, struct sbx_cg_where *w,
     struct sbx_limits *lim);
 
 #endif

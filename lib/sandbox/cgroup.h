@@ -194,6 +194,21 @@ sbx_cgroup_child_limits(const struct sbx_limits *ses, struct sbx_limits *cmd);
 int sbx_cgroup_create_child(const struct sbx_cg_where *, const char *name,
     const struct sbx_limits *, struct sbx_cgroup *, struct sbx_error *);
 
+/* Open the cgroup w names (a session's commands', from its record) for
+ * its counters only: nothing is made, and sbx_cgroup_close, not destroy,
+ * lets it go.  0 (cg's backend NONE when w has none), or -1 (errno). */
+int sbx_cgroup_open_where(const struct sbx_cg_where *, struct sbx_cgroup *);
+/* Restart its memory high-water mark (v1); -1 where it cannot be (v2):
+ * the caller then does not report a peak. */
+int sbx_cgroup_peak_reset(const struct sbx_cgroup *);
+/* now -= then for the counters that only grow (OOM kills, task-limit
+ * hits, CPU time, limit hits): what happened between the two readings;
+ * one that either reading lacks is dropped.  The peak is left as is. */
+void sbx_cgroup_stats_since(struct sbx_cg_stats *now,
+    const struct sbx_cg_stats *then);
+/* Close and free without removing anything. */
+void sbx_cgroup_close(struct sbx_cgroup *);
+
 /* Fill w from cg (the strings are cg's). */
 void sbx_cgroup_where(const struct sbx_cgroup *, struct sbx_cg_where *);
 

@@ -253,3 +253,101 @@ sbx_cgroup_create_child(const struct sbx_cg_where *w, const char *name,
 	errno = err;
 	return 0;
 }
+
+int
+sbx_cgroup_open_where(const struct sbx_cg_where *w, struct sbx_cgroup *cg)
+{
+	int i, j;
+
+	sbx_cg_init(cg);
+	if (w->backend == SBX_CG_V2) {
+		if ((cg->v2_fd_ = open_parent(w->v2, CGROUP2_SUPER_MAGIC)) ==
+		    -1)
+			return -1;
+		cg->backend = SBX_CG_V2;
+		return 0;
+	}
+	if (w->backend != SBX_CG_V1)
+		return 0;
+	for (i = 0; i < SBX_CG1_N; i++) {
+		if (w->v1[i] == NULL)
+			continue;
+		for (j = 0; j < i; j++)
+			if (w->v1[j] != NULL && strcmp(w->v1[j], w->v1[i]) == 0)
+				break;
+		cg->v1_fd_[i] = j < i ?
+		    fcntl(cg->v1_fd_[j], F_DUPFD_CLOEXEC, 3) :
+		    open_parent(w->v1[i], CGROUP_SUPER_MAGIC);
+		if (cg->v1_fd_[i] == -1) {
+			sbx_cgroup_close(cg);
+			return -1;
+		}
+	}
+	cg->backend = SBX_CG_V1;
+	return 0;
+}
+
+int
+sbx_cgroup_peak_reset(const struct sbx_cgroup *cg)
+{
+	int fd;
+
+	/* v1 resets the high-water mark on any write; v2's memory.peak
+	 * resets only for the writer's own open file (6.12), which a
+	 * reader in another process cannot use: not reset there. */
+	if (!cg->inited_ || cg->backend != SBX_CG_V1 ||
+	    cg->v1_fd_[SBX_CG1_MEMORY] == -1)
+		return -1;
+	if ((fd = openat(cg->v1_fd_[SBX_CG1_MEMORY],
+		 "memory.max_usage_in_bytes",
+		 O_WRONLY | O_NOFOLLOW | O_CLOEXEC)) == -1)
+		return -1;
+	if (write(fd, "0", 1) != 1) {
+		close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+void
+sbx_cgroup_stats_since(struct sbx_cg_stats *now,
+    const struct sbx_cg_stats *then)
+{
+#define SINCE(f, h)                                            \
+	do {                                                   \
+		if (then->h && now->h)                         \
+			now->f = now->f >= then->f ?           \
+			    now->f - then->f : 0;              \
+		else                                           \
+			now->h = 0;                            \
+	} while (0)
+	SINCE(oom_kills, have_oom);
+	SINCE(pids_max_events, have_pids_events);
+	SINCE(cpu_usage_usec, have_cpu);
+	SINCE(memory_failcnt, have_failcnt);
+#undef SINCE
+}
+
+void
+sbx_cgroup_close(struct sbx_cgroup *cg)
+{
+	int i;
+
+	if (!cg->inited_)
+		return;
+	for (i = 0; i < SBX_CG1_N; i++) {
+		sbx_cg_close_fd(&cg->procs_fd[i]);
+		sbx_cg_close_fd(&cg->v1_fd_[i]);
+		sbx_cg_close_fd(&cg->v1_parent_fd_[i]);
+		free(cg->v1[i]);
+		cg->v1[i] = NULL;
+	}
+	sbx_cg_close_fd(&cg->v2_fd_);
+	sbx_cg_close_fd(&cg->v2_parent_fd_);
+	sbx_cg_close_fd(&cg->v2_place_fd_);
+	free(cg->v2);
+	cg->v2 = NULL;
+	cg->nprocs = 0;
+	cg->inited_ = 0;
+}

@@ -147,15 +147,16 @@ sbx_git_name_writable(const char *n)
  * the client's connection itself to pid 1, which then talks to the client
  * directly (the supervisor is out of the data path):
  *
- *	supervisor -> pid 1:  'C' with one descriptor (SCM_RIGHTS): a
- *	     client's connection.  One at a time: the next comes after 'E'.
+ *	supervisor -> pid 1:  'T' once, before any client, with the files of
+ *	     the commands' cgroup (SBX_WARM_O_CGROUP); then 'C' with one
+ *	     descriptor (SCM_RIGHTS): a client's connection.  One at a time:
+ *	     the next comes after 'E'.
  *	pid 1 -> supervisor:  "ready\n" once; then 'E' each time it is done
  *	     with a connection (the command ended, the request was refused,
  *	     or a job took it), so that the supervisor knows busy from idle;
  *	     'J' and 'j' when a background job starts and ends.
  *	client -> pid 1 (on its connection):  'Q' with the command's stdin,
- *	     stdout and stderr (SCM_RIGHTS: three, then the ones of the
- *	     command's cgroup that a 'G' token counts), a 4-byte length
+ *	     stdout and stderr (SCM_RIGHTS, exactly three), a 4-byte length
  *	     (host order, at most SBX_WARM_REQ_MAX), then the request: tokens
  *	     of a letter and a NUL-terminated value (SBX_WARM_T_*).  Then 'K'
  *	     or end of file: kill the command now.  'B' instead of 'Q': a
@@ -180,6 +181,10 @@ sbx_git_name_writable(const char *n)
  * sandbox ends.
  */
 #define SBX_WARM_O_CONN		'C'
+/* supervisor -> pid 1, once after "ready": the commands' cgroup files
+ * (cgroup.procs on v2, tasks per v1 hierarchy; at most SBX_WARM_CG_MAX),
+ * which each foreground command enters before it runs. */
+#define SBX_WARM_O_CGROUP	'T'
 #define SBX_WARM_O_END		'E'
 #define SBX_WARM_O_BG		'B'	/* as 'Q', a background job */
 #define SBX_WARM_O_JOB		'J'	/* pid 1: a job started */
@@ -196,18 +201,21 @@ sbx_git_name_writable(const char *n)
 #define SBX_WARM_T_SHELL	'S'	/* the -c string; A: $0, $1... */
 #define SBX_WARM_W_FORK		"fork"	/* "fork %d": errno */
 /*
- * The command's own cgroup (where the host can make one): 'G' with the
- * count N, and N more descriptors after the three of stdio, each a file
- * the host opened for writing (v2: the command's cgroup.procs; v1: its
- * "tasks" in each hierarchy).  The command's child writes "0" into each
- * before it execs, and does not exec if one fails; the kernel judges the
- * write by the opener's credentials and cgroup namespace, so pid 1 needs
- * no right to the cgroup and never sees its path.
+ * The commands' cgroup (where the host can make one): one for the whole
+ * session, beneath the session's, with the session's limits less a small
+ * reserve for pid 1 (lib/sandbox/cgroupsub.c), made by the supervisor
+ * and reused by each foreground command in turn (one runs at a time, and
+ * the sweep empties it after each), so that no command pays for making
+ * one.  The supervisor passes pid 1 a file of it per hierarchy, opened
+ * for writing (v2: cgroup.procs; v1: "tasks"); the command's child writes
+ * "0" into each before it execs, and does not exec if one fails.  The
+ * kernel judges the write by the opener's credentials and cgroup
+ * namespace, so pid 1 needs no right to the cgroup and never sees its
+ * path.  The client reads the counters before and after, and reports the
+ * difference.
  */
-#define SBX_WARM_T_CGROUP	'G' /* N: cgroup descriptors follow */
 #define SBX_WARM_W_CGROUP	"cgroup" /* "cgroup %d": errno; not run */
 #define SBX_WARM_CG_MAX		5 /* at most, one per v1 hierarchy */
-#define SBX_WARM_FD_MAX		(3 + SBX_WARM_CG_MAX)
 
 /* sbx-init's path inside the sandbox. */
 #define SBX_INIT_PATH		"/run/sbx/init"

@@ -1,9 +1,11 @@
 #!/usr/bin/env bats
 # Warm sessions (issue 31): each command in a cgroup of its own beneath
-# the session's, with the session's limits less a reserve; its memory hog
-# or fork bomb meets its own limit, not the session's pid 1 or the next
-# command; its counters in its envelope; its cgroup gone when it ends,
-# and after its client or the supervisor is killed with -9 (gc, stop).
+# the session's (the commands' cgroup, which each foreground command
+# enters in turn), with the session's limits less a reserve; its memory
+# hog or fork bomb meets its own limit, not the session's pid 1 or the
+# next command; its own counters in its envelope; nothing of it left in
+# the cgroup when it ends, or when its client is killed with -9; every
+# cgroup of the session gone after stop, or gc after a supervisor's -9.
 # Where no cgroup is writable (an unprivileged user here) the rlimits
 # stay and the envelope says so.
 #
@@ -47,12 +49,15 @@ ses_dirs() {
 	    "$SBX_HOME/run/session-$1.json" | sort -u
 }
 
-# The commands' cgroups beneath the session's (v2: not its init leaf).
-cmd_dirs() {
-	local d
-	for d in "$@"; do
-		find "$d" -mindepth 1 -maxdepth 1 -type d -name 'sbx-*'
-	done
+# The commands' cgroup (pids hierarchy on v1), from the record.
+cmd_dir() {
+	jq -r '.cgroup.command.v2 // .cgroup.command.v1.pids // empty' \
+	    "$SBX_HOME/run/session-$1.json"
+}
+
+# How many processes are in the commands' cgroup now.
+cmd_procs() {
+	wc -l < "$1/cgroup.procs"
 }
 
 # start_cg NAME OPTIONS...: a session with a cgroup, or skip saying why.
@@ -66,10 +71,13 @@ start_cg() {
 		"$SBX_HOME/run/session-$n.json")"
 }
 
-@test "a command's own cgroup: its limits in the envelope, beneath the session's, gone after" {
+@test "a command's own cgroup: its limits in the envelope, beneath the session's, empty after" {
 	sbx provision -q
 	start_cg c1 --memory 64 --pids 32
 	sd=$(ses_dir c1)
+	cd_=$(cmd_dir c1)
+	[ -n "$cd_" ]
+	[ "$(dirname "$cd_")" = "$sd" ]
 	run -0 --separate-stderr sbx exec --json --session c1 -- \
 	    sh -c 'grep -E "pids|^0::" /proc/self/cgroup'
 	[ "$(json_get "$output" .result.session)" = c1 ]
@@ -81,20 +89,21 @@ start_cg() {
 	[ "$(json_get "$output" .result.limits.pids)" = 32 ]
 	[[ "$(json_get "$output" .result.limits.enforced.pids)" == cgroup* ]]
 	[ -n "$(json_get "$output" .result.limit_events.memory_peak_mib)" ]
-	# Inside: a cgroup of its own (sbx-<client pid>-...), seen from
-	# the session's cgroup namespace, never a host path.
+	# Inside: the commands' cgroup, seen from the session's cgroup
+	# namespace, never a host path.
 	own=$(json_get "$output" .result.stdout | grep -o 'sbx-[0-9a-f-]*' |
 	    head -n 1)
-	[ -n "$own" ]
+	[ "$own" = "$(basename "$cd_")" ]
 	[[ "$(json_get "$output" .result.stdout)" != */sys/fs/cgroup* ]]
 	[[ "$(json_get "$output" .result.stdout)" != *"$(basename "$sd")"* ]]
-	# Gone once the command ended.
-	[ ! -e "$sd/$own" ]
-	[ -z "$(cmd_dirs $(ses_dirs c1))" ]
-	# The open cgroup files went to pid 1's child only: pid 1 keeps
-	# none of them (nothing of the cgroup file system is open there).
-	run -0 sbx exec --session c1 -- sh -c 'ls -l /proc/1/fd 2>&1 || true'
-	[[ "$output" != *cgroup* ]]
+	# Nothing of it is left there once it ended.
+	[ "$(cmd_procs "$cd_")" -eq 0 ]
+	# pid 1 holds the cgroup's files; no command can reach them.
+	run -0 sbx exec --session c1 -- sh -c 'ls /proc/1/fd 2>&1 || echo refused'
+	[[ "$output" == *refused* ]]
+	run -0 sbx session stop c1
+	[ ! -e "$cd_" ]
+	[ ! -e "$sd" ]
 }
 
 @test "a memory hog is OOM-killed in its own cgroup and reported; the session and the next command live" {
@@ -117,7 +126,7 @@ start_cg() {
 	# The next command's counters are its own: no OOM of the last one.
 	run -0 sbx exec --json --session c2 -- true
 	[ "$(json_get "$output" .result.limit_events.oom_kills)" = null ]
-	[ -z "$(cmd_dirs $(ses_dirs c2))" ]
+	[ "$(cmd_procs "$(cmd_dir c2)")" -eq 0 ]
 }
 
 @test "a fork bomb meets its own task limit; the next command starts" {
@@ -132,19 +141,20 @@ start_cg() {
 	run -0 sbx exec --json --session c3 -- echo next
 	[ "$(json_get "$output" .result.stdout)" = next ]
 	[ "$(json_get "$output" .result.limit_events.pids_max)" = null ]
-	[ -z "$(cmd_dirs $(ses_dirs c3))" ]
+	[ "$(cmd_procs "$(cmd_dir c3)")" -eq 0 ]
 }
 
-@test "kill -9 of the client mid-command: its cgroup goes with gc, the session lives; stop removes the rest" {
+@test "kill -9 of the client mid-command: its processes leave the cgroup, the session lives; stop removes the rest" {
 	sbx provision -q
 	start_cg c4 --memory 64 --pids 32
+	cd_=$(cmd_dir c4)
 	"$SBX" exec --session c4 -- sleep "$D" &
 	cl=$!
 	for _ in $(seq 100); do
-		[ -n "$(cmd_dirs $(ses_dirs c4))" ] && break
+		[ "$(cmd_procs "$cd_")" -gt 0 ] && break
 		sleep 0.05
 	done
-	[ -n "$(cmd_dirs $(ses_dirs c4))" ]
+	[ "$(cmd_procs "$cd_")" -gt 0 ]
 	kill -KILL "$cl"
 	wait "$cl" || true
 	# The supervisor saw the client go: the command is killed.
@@ -153,8 +163,8 @@ start_cg() {
 		sleep 0.05
 	done
 	! pgrep -f "sleep $D" >/dev/null
+	[ "$(cmd_procs "$cd_")" -eq 0 ]
 	run -0 sbx exec gc --json
-	[ -z "$(cmd_dirs $(ses_dirs c4))" ]
 	run -0 sbx exec --session c4 -- echo alive
 	[ "$output" = alive ]
 	dirs=$(ses_dirs c4)
@@ -163,12 +173,13 @@ start_cg() {
 	"$SBX" exec --session c4 -- sleep "$D" &
 	cl=$!
 	for _ in $(seq 100); do
-		[ -n "$(cmd_dirs $dirs)" ] && break
+		[ "$(cmd_procs "$cd_")" -gt 0 ] && break
 		sleep 0.05
 	done
 	kill -KILL "$cl"
 	wait "$cl" || true
 	run -0 sbx session stop c4
+	[ ! -e "$cd_" ]
 	for d in $dirs; do
 		[ ! -e "$d" ]
 	done
@@ -178,14 +189,15 @@ start_cg() {
 	sbx provision -q
 	start_cg c5 --memory 64 --pids 32
 	dirs=$(ses_dirs c5)
+	cd_=$(cmd_dir c5)
 	sup=$(jq -r .pid "$SBX_HOME/run/session-c5.json")
 	"$SBX" exec --session c5 -- sleep "$D" &
 	cl=$!
 	for _ in $(seq 100); do
-		[ -n "$(cmd_dirs $dirs)" ] && break
+		[ "$(cmd_procs "$cd_")" -gt 0 ] && break
 		sleep 0.05
 	done
-	[ -n "$(cmd_dirs $dirs)" ]
+	[ "$(cmd_procs "$cd_")" -gt 0 ]
 	kill -KILL "$sup"
 	run wait "$cl"
 	[ "$status" -ne 0 ]
@@ -194,6 +206,7 @@ start_cg() {
 		sleep 0.05
 	done
 	run -0 sbx exec gc --json
+	[ ! -e "$cd_" ]
 	for d in $dirs; do
 		[ ! -e "$d" ]
 	done

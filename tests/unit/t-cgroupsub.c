@@ -169,7 +169,7 @@ test_real(void)
 	memset(&e, 0, sizeof(e));
 	rc = sbx_cgroup_create(sname, &l, &ses, &e);
 	if (rc == -1 || ses.backend == SBX_CG_NONE) {
-		skip_n(9, "no writable cgroup here (%s)",
+		skip_n(14, "no writable cgroup here (%s)",
 		    geteuid() == 0 ? ses.why : "not root, none delegated");
 		sbx_cgroup_destroy(&ses, &e);
 		return;
@@ -186,7 +186,7 @@ test_real(void)
 	    sbx_cgroup_backend_name(cmd.backend),
 	    rc == 0 ? cmd.why : e.message);
 	if (rc == -1 || cmd.backend == SBX_CG_NONE) {
-		skip_n(7, "no command cgroup");
+		skip_n(12, "no command cgroup");
 		sbx_cgroup_destroy(&cmd, &e);
 		sbx_cgroup_destroy(&ses, &e);
 		return;
@@ -197,7 +197,7 @@ test_real(void)
 	    "beneath the session's, pids.max 28 (%s)", cpath);
 	/* A child enters by the open file alone, as pid 1's child does. */
 	if (pipe(p) == -1 || (pid = fork()) == -1) {
-		skip_n(5, "pipe/fork: %s", strerror(errno));
+		skip_n(10, "pipe/fork: %s", strerror(errno));
 		sbx_cgroup_destroy(&cmd, &e);
 		sbx_cgroup_destroy(&ses, &e);
 		return;
@@ -217,6 +217,35 @@ test_real(void)
 	rc = sbx_cgroup_stats(&cmd, &st);
 	ok(rc == 0 && st.have_pids_events && st.pids_max_events == 0,
 	    "its counters read");
+	/* A client's view of it (the record's paths): opened for its
+	 * counters, let go without removing anything. */
+	{
+		struct sbx_cgroup   view;
+		struct sbx_cg_where vw;
+		struct sbx_cg_stats vs;
+
+		sbx_cgroup_where(&cmd, &vw);
+		rc = sbx_cgroup_open_where(&vw, &view);
+		ok(rc == 0 && view.backend == cmd.backend,
+		    "opened from its paths, %s",
+		    sbx_cgroup_backend_name(view.backend));
+		rc = sbx_cgroup_stats(&view, &vs);
+		ok(rc == 0 && vs.have_pids_events == st.have_pids_events,
+		    "the same counters through it");
+		rc = sbx_cgroup_peak_reset(&view);
+		ok(view.backend == SBX_CG_V1 ? rc == 0 : rc == -1,
+		    "the peak restarts on v1 only (%d)", rc);
+		sbx_cgroup_close(&view);
+		ok(access(cpath, F_OK) == 0 && proc_in(pid, cname),
+		    "closing it removes nothing");
+		vw.v2 = vw.backend == SBX_CG_V2 ? "/tmp" : NULL;
+		if (vw.backend == SBX_CG_V1)
+			vw.v1[SBX_CG1_PIDS] = "/tmp";
+		rc = sbx_cgroup_open_where(&vw, &view);
+		ok(rc == -1,
+		    "a path that is not one of sbx's cgroups: refused");
+		sbx_cgroup_close(&view);
+	}
 	rc = sbx_cgroup_destroy(&cmd, &e);
 	waitpid(pid, &status, 0);
 	ok(rc == 0 && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL &&
@@ -240,9 +269,44 @@ test_real(void)
 	ok(rc == 0, "the session's cgroup removed");
 }
 
+/* What a command's counters are: the difference of two readings. */
+static void
+test_since(void)
+{
+	struct sbx_cg_stats a, b;
+
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	a.have_oom = b.have_oom = 1;
+	a.oom_kills = 2;
+	b.oom_kills = 3;
+	a.have_pids_events = b.have_pids_events = 1;
+	a.pids_max_events = b.pids_max_events = 7;
+	a.have_cpu = b.have_cpu = 1;
+	a.cpu_usage_usec = 1000;
+	b.cpu_usage_usec = 4500;
+	b.have_peak = 1;
+	b.memory_peak = 42;
+	b.have_failcnt = 1;
+	b.memory_failcnt = 9;
+	sbx_cgroup_stats_since(&b, &a);
+	ok(b.have_oom && b.oom_kills == 1, "one OOM kill since");
+	ok(b.have_pids_events && b.pids_max_events == 0,
+	    "no task-limit hit since");
+	ok(b.have_cpu && b.cpu_usage_usec == 3500, "3.5 ms of CPU since");
+	ok(b.have_peak && b.memory_peak == 42, "the peak as read");
+	ok(!b.have_failcnt, "a counter the first reading lacked: dropped");
+	a.oom_kills = 5;
+	b.oom_kills = 1;
+	b.have_oom = 1;
+	sbx_cgroup_stats_since(&b, &a);
+	ok(b.oom_kills == 0, "a counter that went back: 0, not a wrap");
+}
+
 int
 main(void)
 {
+	test_since();
 	test_child_limits();
 	test_no_cgroup();
 	test_real();
