@@ -561,13 +561,18 @@ fail:
 }
 
 ssize_t
-sbx_fs_send_fd(int sock, const void *buf, size_t len, int fd, int flags)
+sbx_fs_send_fds(int sock, const void *buf, size_t len, const int *fds,
+    size_t nfds, int flags)
 {
-	char		 cbuf[CMSG_SPACE(sizeof(int))];
+	char		 cbuf[CMSG_SPACE(sizeof(int) * 16)];
 	struct msghdr	 m;
 	struct iovec	 iov;
 	struct cmsghdr	*cm;
 
+	if (nfds == 0 || nfds > 16) {
+		errno = EINVAL;
+		return -1;
+	}
 	memset(&m, 0, sizeof(m));
 	memset(cbuf, 0, sizeof(cbuf));
 	iov.iov_base = (void *)buf;
@@ -575,13 +580,19 @@ sbx_fs_send_fd(int sock, const void *buf, size_t len, int fd, int flags)
 	m.msg_iov = &iov;
 	m.msg_iovlen = 1;
 	m.msg_control = cbuf;
-	m.msg_controllen = sizeof(cbuf);
+	m.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
 	cm = CMSG_FIRSTHDR(&m);
 	cm->cmsg_level = SOL_SOCKET;
 	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+	memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfds);
 	return sendmsg(sock, &m, flags | MSG_NOSIGNAL);
+}
+
+ssize_t
+sbx_fs_send_fd(int sock, const void *buf, size_t len, int fd, int flags)
+{
+	return sbx_fs_send_fds(sock, buf, len, &fd, 1, flags);
 }
 
 ssize_t

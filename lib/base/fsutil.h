@@ -75,8 +75,11 @@ typedef int (*sbx_fs_visit_fn)(int dirfd, const char *path, void *arg,
  * an O_PATH | O_DIRECTORY | O_CLOEXEC descriptor or -1. */
 int	sbx_fs_resolve_nofollow(const char *path, char *out, size_t outsz,
 	    sbx_fs_visit_fn visit, void *arg, struct sbx_error *);
-/* sendmsg() of len bytes of buf with one descriptor attached
- * (SCM_RIGHTS); flags as for sendmsg. */
+/* sendmsg() of len bytes of buf with nfds (1 to 16) descriptors
+ * attached (SCM_RIGHTS); flags as for sendmsg. */
+ssize_t	sbx_fs_send_fds(int sock, const void *buf, size_t len,
+	    const int *fds, size_t nfds, int flags);
+/* The same with one descriptor. */
 ssize_t	sbx_fs_send_fd(int sock, const void *buf, size_t len, int fd,
 	    int flags);
 /* recvmsg() of at most len bytes and at most maxfds descriptors (made

@@ -261,29 +261,9 @@ static void __attribute__((noreturn)) sup_exit(struct sup *S)
 static int
 sup_hand(struct sup *S, int fd)
 {
-	struct msghdr	m;
-	struct iovec	iov;
-	struct cmsghdr *cm;
-	union {
-		char	       b[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
 	char c = SBX_WARM_O_CONN;
 
-	memset(&m, 0, sizeof(m));
-	memset(&u, 0, sizeof(u));
-	iov.iov_base = &c;
-	iov.iov_len = 1;
-	m.msg_iov = &iov;
-	m.msg_iovlen = 1;
-	m.msg_control = u.b;
-	m.msg_controllen = sizeof(u.b);
-	cm = CMSG_FIRSTHDR(&m);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	if (sendmsg(S->chan, &m, MSG_NOSIGNAL) != 1)
+	if (sbx_fs_send_fd(S->chan, &c, 1, fd, 0) != 1)
 		return -1;
 	S->busy = 1;
 	return 0;
@@ -533,13 +513,6 @@ sup_cmdcg(struct sup *S, json_t *o, const struct sbx_cg_where *ses)
 static int
 sup_send_cmdcg(struct sup *S)
 {
-	struct msghdr	m;
-	struct iovec	iov;
-	struct cmsghdr *cm;
-	union {
-		char	       b[CMSG_SPACE(SBX_WARM_CG_MAX * sizeof(int))];
-		struct cmsghdr align;
-	} u;
 	char c = SBX_WARM_O_CGROUP;
 	int  n = S->cmdcg.nprocs, i;
 
@@ -547,20 +520,8 @@ sup_send_cmdcg(struct sup *S)
 		return 0;
 	if (n > SBX_WARM_CG_MAX)
 		n = SBX_WARM_CG_MAX;
-	memset(&m, 0, sizeof(m));
-	memset(&u, 0, sizeof(u));
-	iov.iov_base = &c;
-	iov.iov_len = 1;
-	m.msg_iov = &iov;
-	m.msg_iovlen = 1;
-	m.msg_control = u.b;
-	m.msg_controllen = CMSG_SPACE((size_t)n * sizeof(int));
-	cm = CMSG_FIRSTHDR(&m);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN((size_t)n * sizeof(int));
-	memcpy(CMSG_DATA(cm), S->cmdcg.procs_fd, (size_t)n * sizeof(int));
-	if (sendmsg(S->chan, &m, MSG_NOSIGNAL) != 1)
+	if (sbx_fs_send_fds(S->chan, &c, 1, S->cmdcg.procs_fd, (size_t)n, 0) !=
+	    1)
 		return -1;
 	/* pid 1 holds them now; the directories stay ours. */
 	for (i = 0; i < SBX_CG1_N; i++)

@@ -14,26 +14,15 @@
 # sbx-test: unprivileged
 
 load lib
+load session
 bats_require_minimum_version 1.5.0
 
 setup() {
-	sbx_setup
-	D=$(( (RANDOM << 15 | RANDOM) % 899999 + 100000 ))
-	D="8$D"
+	session_setup 8
 }
 
 teardown() {
-	local n p
-	if [ -d "$SBX_HOME/run" ]; then
-		for n in $("$SBX" session ls --json 2>/dev/null |
-		    jq -r '.result.sessions[]? | .name'); do
-			"$SBX" session stop "$n" >/dev/null 2>&1
-		done
-	fi
-	for p in $(pgrep -f "sleep $D" 2>/dev/null); do
-		kill -KILL "$p" 2>/dev/null
-	done
-	sbx_teardown
+	session_teardown
 }
 
 # The session's cgroup directory in the pids hierarchy (v1) or the

@@ -7,21 +7,15 @@
 # sbx-test: unprivileged
 
 load lib
+load session
 bats_require_minimum_version 1.5.0
 
 setup() {
-	sbx_setup
+	session_setup
 }
 
 teardown() {
-	local n
-	if [ -d "$SBX_HOME/run" ]; then
-		for n in $("$SBX" session ls --json 2>/dev/null |
-		    jq -r '.result.sessions[]? | .name'); do
-			"$SBX" session stop "$n" >/dev/null 2>&1
-		done
-	fi
-	sbx_teardown
+	session_teardown
 }
 
 @test "secrets are each command's: changed, added and removed ones are seen by the next command" {
