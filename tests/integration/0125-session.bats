@@ -14,14 +14,6 @@ load lib
 load session
 bats_require_minimum_version 1.5.0
 
-setup() {
-	session_setup
-}
-
-teardown() {
-	session_teardown
-}
-
 # The session's pid 1 on the host: supervisor > run > bwrap > sbx-init.
 init_pid() {
 	local s e b

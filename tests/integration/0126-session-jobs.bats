@@ -13,14 +13,6 @@ load lib
 load session
 bats_require_minimum_version 1.5.0
 
-setup() {
-	session_setup
-}
-
-teardown() {
-	session_teardown
-}
-
 # The job's record field.
 jrec() {
 	jq -r "$2" "$SBX_HOME/agents/${3:-default}/jobs/$1.json"

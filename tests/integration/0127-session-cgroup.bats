@@ -17,14 +17,6 @@ load lib
 load session
 bats_require_minimum_version 1.5.0
 
-setup() {
-	session_setup 8
-}
-
-teardown() {
-	session_teardown
-}
-
 # The session's cgroup directory in the pids hierarchy (v1) or the
 # unified one (v2), from its record; empty when it has none.
 ses_dir() {

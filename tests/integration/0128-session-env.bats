@@ -10,14 +10,6 @@ load lib
 load session
 bats_require_minimum_version 1.5.0
 
-setup() {
-	session_setup
-}
-
-teardown() {
-	session_teardown
-}
-
 @test "secrets are each command's: changed, added and removed ones are seen by the next command" {
 	printf %s first-value-1 | sbx secret set TOKA
 	run -0 sbx session start --name env1 --idle-timeout 60

@@ -1,13 +1,13 @@
 # session.bash: shared set-up of the warm-session tests (0125-0128),
-# loaded after lib: a state root per test, a unique sleep duration $D (and
-# $E) by which a test finds its own processes on the host, never by a
-# broad name; teardown stops every session of the test and kills what is
-# left of its processes.
+# loaded after lib (its setup and teardown replace lib's): a state root
+# per test, a unique sleep duration $D (and $E) by which a test finds its
+# own processes on the host, never by a broad name; teardown stops every
+# session of the test and kills what is left of its processes.
 
 session_setup() {
 	sbx_setup
 	D=$(((RANDOM << 15 | RANDOM) % 899999 + 100000))
-	D="${1:-9}$D"
+	D="9$D"
 	E=$((D + 1))
 }
 
@@ -25,3 +25,6 @@ session_teardown() {
 	done
 	sbx_teardown
 }
+
+setup() { session_setup; }
+teardown() { session_teardown; }
