@@ -427,8 +427,8 @@ outcome_judge(struct sbx_exec *p, struct sbx_exec_outcome *o)
 	} else if (r->killed_by != NULL && r->limit != NULL &&
 	    strcmp(r->limit, "wall_time") == 0) {
 		sbx_error_set(&o->err, SBX_K_TIMEOUT, "wall_timeout",
-		    "wall_time", "killed at the wall-clock limit of %g seconds",
-		    p->lim.wall_timeout);
+		    "wall_time", "killed at the wall-clock limit of %g second%s",
+		    p->lim.wall_timeout, p->lim.wall_timeout == 1 ? "" : "s");
 		sbx_error_hint(&o->err, "raise --wall-timeout (or limits."
 		    "wall_timeout in the agent's configuration)");
 		o->code = SBX_EX_TIMEOUT;
