@@ -727,6 +727,21 @@ supervisor_order(void)
 	cl.q.fd[0] = cl.q.fd[1] = cl.q.fd[2] = -1;
 }
 
+/* The command's guard: a request to serve, or its end (the command and
+ * all that shares its filter are gone). */
+static void
+guard_event(struct run *ir, const struct pollfd *p)
+{
+	if (p->fd < 0)
+		return;
+	if (p->revents & POLLIN)
+		guard_serve(ir->gfd, cl.fd);
+	else if (p->revents & (POLLHUP | POLLERR | POLLNVAL)) {
+		close(ir->gfd);
+		ir->gfd = -1;
+	}
+}
+
 /* Kill the running command (the client said 'K', or left): the sweep
  * follows its end. */
 static void
@@ -783,13 +798,7 @@ job_main(struct run *ir)
 			kill_children();
 			continue;
 		}
-		if (pfd[2].fd >= 0 && (pfd[2].revents & POLLIN))
-			guard_serve(ir->gfd, cl.fd);
-		else if (pfd[2].fd >= 0 &&
-		    (pfd[2].revents & (POLLHUP | POLLERR | POLLNVAL))) {
-			close(ir->gfd);
-			ir->gfd = -1;
-		}
+		guard_event(ir, &pfd[2]);
 		if (pfd[1].fd >= 0 &&
 		    (pfd[1].revents & (POLLIN | POLLHUP | POLLERR))) {
 			r = recv(cl.fd, buf, sizeof(buf), MSG_DONTWAIT);
@@ -951,13 +960,7 @@ session_main(struct run *ir)
 				continue;
 			break;
 		}
-		if (pfd[4].fd >= 0 && (pfd[4].revents & POLLIN))
-			guard_serve(ir->gfd, cl.fd);
-		else if (pfd[4].fd >= 0 &&
-		    (pfd[4].revents & (POLLHUP | POLLERR | POLLNVAL))) {
-			close(ir->gfd);
-			ir->gfd = -1;
-		}
+		guard_event(ir, &pfd[4]);
 		if (pfd[1].revents & (POLLIN | POLLHUP | POLLERR))
 			ctl_order();
 		if ((pfd[2].fd >= 0 && (pfd[2].revents & POLLIN)) ||
