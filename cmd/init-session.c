@@ -369,13 +369,15 @@ parse_req(struct run *ir, struct wreq *q, size_t len)
 }
 
 /*
- * The client's 'Q' and the descriptors that come with it: exactly
- * three, none truncated.  1 done, 0 not there yet, -1 refused (said), -2
- * the client is gone.  Whatever else it passed is closed: a descriptor
- * pid 1 kept would reach the next command.
+ * recvmsg() of one order byte and the descriptors that come with it: at
+ * most max are kept in fds (close-on-exec), the rest are closed but
+ * counted in *nfd, so that a sender of too many is told from a right one;
+ * *bad says a control message was truncated or not SCM_RIGHTS.  Returns
+ * as recvmsg (EINTR retried).
  */
-static int
-req_recv_fds(struct wreq *q)
+static ssize_t
+recv_order(int sock, int flags, char *c, int *fds, size_t max, size_t *nfd,
+    int *bad)
 {
 	union {
 		char	       b[CMSG_SPACE(8 * sizeof(int))];
@@ -385,51 +387,70 @@ req_recv_fds(struct wreq *q)
 	struct iovec	iov;
 	struct cmsghdr *cm;
 	ssize_t		r;
-	size_t		nfd, i, got = 0, bad = 0;
-	int		fds[8];
-	char		c;
+	size_t		n, i;
+	int		in[8];
 
+	*nfd = 0;
+	*bad = 0;
 	memset(&m, 0, sizeof(m));
-	iov.iov_base = &c;
+	iov.iov_base = c;
 	iov.iov_len = 1;
 	m.msg_iov = &iov;
 	m.msg_iovlen = 1;
 	m.msg_control = u.b;
 	m.msg_controllen = sizeof(u.b);
-	while ((r = recvmsg(cl.fd, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT)) ==
-		-1 &&
+	while ((r = recvmsg(sock, &m, MSG_CMSG_CLOEXEC | flags)) == -1 &&
 	    errno == EINTR)
 		;
+	if (r <= 0)
+		return r;
+	for (cm = CMSG_FIRSTHDR(&m); cm != NULL; cm = CMSG_NXTHDR(&m, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET ||
+		    cm->cmsg_type != SCM_RIGHTS) {
+			*bad = 1;
+			continue;
+		}
+		n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		if (n > 8)
+			n = 8;
+		memcpy(in, CMSG_DATA(cm), n * sizeof(int));
+		for (i = 0; i < n; i++, (*nfd)++) {
+			if (*nfd < max)
+				fds[*nfd] = in[i];
+			else
+				close(in[i]);
+		}
+	}
+	if (m.msg_flags & MSG_CTRUNC)
+		*bad = 1;
+	return r;
+}
+
+/*
+ * The client's 'Q' and the descriptors that come with it: exactly
+ * three, none truncated.  1 done, 0 not there yet, -1 refused (said), -2
+ * the client is gone.  Whatever else it passed is closed: a descriptor
+ * pid 1 kept would reach the next command.
+ */
+static int
+req_recv_fds(struct wreq *q)
+{
+	ssize_t r;
+	size_t	nfd;
+	int	bad;
+	char	c = 0;
+
+	r = recv_order(cl.fd, MSG_DONTWAIT, &c, q->fd, 3, &nfd, &bad);
 	if (r == -1 && errno == EAGAIN)
 		return 0;
 	if (r <= 0)
 		return -2;
-	for (cm = CMSG_FIRSTHDR(&m); cm != NULL; cm = CMSG_NXTHDR(&m, cm)) {
-		if (cm->cmsg_level != SOL_SOCKET ||
-		    cm->cmsg_type != SCM_RIGHTS) {
-			bad = 1;
-			continue;
-		}
-		nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		if (nfd > 8)
-			nfd = 8;
-		memcpy(fds, CMSG_DATA(cm), nfd * sizeof(int));
-		for (i = 0; i < nfd; i++) {
-			if (got < 3)
-				q->fd[got] = fds[i];
-			else
-				close(fds[i]);
-			got++;
-		}
-	}
-	if (m.msg_flags & MSG_CTRUNC)
-		bad = 1;
 	cl.job = c == SBX_WARM_O_BG;
 	if (c != SBX_WARM_O_REQ && c != SBX_WARM_O_BG) {
 		client_refuse("request_order");
 		return -1;
 	}
-	if (bad || got != 3) {
+	if (bad || nfd != 3) {
 		client_refuse("request_fds");
 		return -1;
 	}
@@ -663,47 +684,25 @@ reap(struct run *ir)
 static void
 supervisor_order(void)
 {
-	union {
-		char	       b[CMSG_SPACE(SBX_WARM_CG_MAX * sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct msghdr	m;
-	struct iovec	iov;
-	struct cmsghdr *cm;
-	ssize_t		r;
-	size_t		nfd = 0, i;
-	int		fds[SBX_WARM_CG_MAX], fd = -1, got[SBX_WARM_CG_MAX];
-	int		ngot = 0;
-	char		c = 0;
+	ssize_t r;
+	size_t	ngot = 0, i;
+	int	got[SBX_WARM_CG_MAX], fd = -1, bad;
+	char	c = 0;
 
-	memset(&m, 0, sizeof(m));
-	iov.iov_base = &c;
-	iov.iov_len = 1;
-	m.msg_iov = &iov;
-	m.msg_iovlen = 1;
-	m.msg_control = u.b;
-	m.msg_controllen = sizeof(u.b);
-	while ((r = recvmsg(FD_SESSION, &m, MSG_CMSG_CLOEXEC)) == -1 &&
-	    errno == EINTR)
-		;
-	for (cm = r > 0 ? CMSG_FIRSTHDR(&m) : NULL; cm != NULL;
-	    cm = CMSG_NXTHDR(&m, cm)) {
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		if (nfd > SBX_WARM_CG_MAX)
-			nfd = SBX_WARM_CG_MAX;
-		memcpy(fds, CMSG_DATA(cm), nfd * sizeof(int));
-		for (i = 0; i < nfd; i++)
-			got[ngot++] = fds[i];
+	r = recv_order(FD_SESSION, 0, &c, got, SBX_WARM_CG_MAX, &ngot, &bad);
+	if (ngot > SBX_WARM_CG_MAX || bad) {
+		/* More than the supervisor ever sends (the extras are
+		 * closed): the protocol is broken, the session ends. */
+		r = -1;
+		ngot = ngot > SBX_WARM_CG_MAX ? SBX_WARM_CG_MAX : ngot;
 	}
 	/* The commands' cgroup, once, before any client (warm.c). */
 	if (r > 0 && c == SBX_WARM_O_CGROUP && ncmdcg == 0 && cl.fd < 0) {
-		for (i = 0; i < (size_t)ngot; i++)
+		for (i = 0; i < ngot; i++)
 			cmdcg[ncmdcg++] = got[i];
 		return;
 	}
-	for (i = 0; i < (size_t)ngot; i++) {
+	for (i = 0; i < ngot; i++) {
 		if (fd < 0)
 			fd = got[i];
 		else

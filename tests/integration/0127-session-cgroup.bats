@@ -41,6 +41,15 @@ cmd_procs() {
 	wc -l < "$1/cgroup.procs"
 }
 
+# Wait (5 s at most) until a command runs in the commands' cgroup DIR.
+until_busy() {
+	for _ in $(seq 100); do
+		[ "$(cmd_procs "$1")" -gt 0 ] && return 0
+		sleep 0.05
+	done
+	return 0
+}
+
 # start_cg NAME OPTIONS...: a session with a cgroup, or skip saying why.
 start_cg() {
 	local n=$1
@@ -131,10 +140,7 @@ start_cg() {
 	cd_=$(cmd_dir c4)
 	"$SBX" exec --session c4 -- sleep "$D" &
 	cl=$!
-	for _ in $(seq 100); do
-		[ "$(cmd_procs "$cd_")" -gt 0 ] && break
-		sleep 0.05
-	done
+	until_busy "$cd_"
 	[ "$(cmd_procs "$cd_")" -gt 0 ]
 	kill -KILL "$cl"
 	wait "$cl" || true
@@ -153,10 +159,7 @@ start_cg() {
 	# stopped: nothing of either is left.
 	"$SBX" exec --session c4 -- sleep "$D" &
 	cl=$!
-	for _ in $(seq 100); do
-		[ "$(cmd_procs "$cd_")" -gt 0 ] && break
-		sleep 0.05
-	done
+	until_busy "$cd_"
 	kill -KILL "$cl"
 	wait "$cl" || true
 	run -0 sbx session stop c4
@@ -174,10 +177,7 @@ start_cg() {
 	sup=$(jq -r .pid "$SBX_HOME/run/session-c5.json")
 	"$SBX" exec --session c5 -- sleep "$D" &
 	cl=$!
-	for _ in $(seq 100); do
-		[ "$(cmd_procs "$cd_")" -gt 0 ] && break
-		sleep 0.05
-	done
+	until_busy "$cd_"
 	[ "$(cmd_procs "$cd_")" -gt 0 ]
 	kill -KILL "$sup"
 	run wait "$cl"
