@@ -309,6 +309,145 @@ loop_attach(int imgfd, char *dev, size_t devsz, struct sbx_error *e)
 	return -1;
 }
 
+/*
+ * The configured loop device whose backing file is imgfd's, opened: held
+ * open, the kernel cannot detach it (autoclear) and give its number to
+ * another image under us.  -1 with errno ENOENT: none.
+ *
+ * One lives on after sbx's own unmount when another mount namespace
+ * still holds a copy of the mount: a process that unshared its namespace
+ * privately while the image was mounted (a sandbox being set up copies
+ * the whole table for a moment), or a lazy detach still in use.  The
+ * file system is then still in the kernel's hands: a second instance of
+ * it (a new loop device over the same file) or a tool writing the image
+ * would corrupt it, and the old instance writes its superblock back when
+ * it goes.
+ */
+static int
+loop_of(int imgfd, char *dev, size_t devsz)
+{
+	struct loop_info64 li;
+	struct stat	   sb;
+	struct dirent	  *de;
+	DIR		  *d;
+	char		   p[80];
+	int		   lfd = -1, sys = 1;
+
+	if (fstat(imgfd, &sb) == -1)
+		return -1;
+	/* sysfs lists the devices there are, with a loop/ directory for
+	 * a bound one; without it, every /dev/loopN is asked. */
+	if ((d = opendir("/sys/block")) == NULL) {
+		sys = 0;
+		if ((d = opendir("/dev")) == NULL)
+			return -1;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (strncmp(de->d_name, "loop", 4) != 0 ||
+		    de->d_name[4] < '0' || de->d_name[4] > '9' ||
+		    strlen(de->d_name) > 20 ||
+		    strspn(de->d_name + 4, "0123456789") !=
+			strlen(de->d_name + 4))
+			continue;
+		snprintf(p, sizeof(p), "/sys/block/%.32s/loop", de->d_name);
+		if (sys && access(p, F_OK) == -1)
+			continue;
+		snprintf(dev, devsz, "/dev/%.24s", de->d_name);
+		if ((lfd = open(dev, O_RDONLY | O_CLOEXEC)) == -1)
+			continue;
+		memset(&li, 0, sizeof(li));
+		if (ioctl(lfd, LOOP_GET_STATUS64, &li) == 0 &&
+		    li.lo_inode == sb.st_ino &&
+		    major(li.lo_device) == major(sb.st_dev) &&
+		    minor(li.lo_device) == minor(sb.st_dev))
+			break;
+		close(lfd);
+		lfd = -1;
+	}
+	closedir(d);
+	if (lfd == -1)
+		errno = ENOENT;
+	return lfd;
+}
+
+/* Who holds the mount of the device rdev: " (pid N, COMM)" of the first
+ * process whose mount table has it, or "" (a lazy detach in use). */
+static void
+holder_of(dev_t rdev, char *who, size_t whosz)
+{
+	struct dirent *de;
+	DIR	      *d;
+	FILE	      *f;
+	char	       p[64], line[1024], want[40], comm[64];
+	int	       found = 0;
+
+	*who = '\0';
+	snprintf(want, sizeof(want), " %u:%u ", major(rdev), minor(rdev));
+	if ((d = opendir("/proc")) == NULL)
+		return;
+	while (!found && (de = readdir(d)) != NULL) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9' ||
+		    strlen(de->d_name) > 20)
+			continue;
+		snprintf(p, sizeof(p), "/proc/%.20s/mountinfo", de->d_name);
+		if ((f = fopen(p, "re")) == NULL)
+			continue;
+		while (fgets(line, sizeof(line), f) != NULL)
+			if (strstr(line, want) != NULL) {
+				found = 1;
+				break;
+			}
+		fclose(f);
+	}
+	if (found) {
+		comm[0] = '\0';
+		snprintf(p, sizeof(p), "/proc/%.20s/comm", de->d_name);
+		if ((f = fopen(p, "re")) != NULL) {
+			if (fgets(comm, sizeof(comm), f) == NULL)
+				comm[0] = '\0';
+			fclose(f);
+		}
+		comm[strcspn(comm, "\n")] = '\0';
+		snprintf(who, whosz, " (pid %.20s, %s)", de->d_name,
+		    comm[0] ? comm : "?");
+	}
+	closedir(d);
+}
+
+/*
+ * Nothing of the image's file system alive anywhere (see loop_of) before
+ * a tool writes the image.  A namespace that copied the mount while it
+ * was set up lets go within milliseconds: wait up to 2 seconds; one that
+ * keeps it is named in the error, and the image is left as it is.
+ */
+static int
+image_unused(int imgfd, const char *rel, struct sbx_error *e)
+{
+	struct timespec ts = { 0, 20 * 1000 * 1000 };
+	struct stat	sb;
+	char		dev[32], who[128];
+	int		lfd, i;
+
+	for (i = 0; i < 100; i++) {
+		if ((lfd = loop_of(imgfd, dev, sizeof(dev))) == -1)
+			return 0;
+		if (fstat(lfd, &sb) == -1)
+			sb.st_rdev = 0;
+		/* The last holder gone, this close detaches it. */
+		close(lfd);
+		nanosleep(&ts, NULL);
+	}
+	holder_of(sb.st_rdev, who, sizeof(who));
+	sbx_error_set(e, SBX_K_UNAVAILABLE, NULL, "disk_in_use",
+	    "%s is still mounted through %s in another mount namespace%s; "
+	    "changing it now would corrupt it",
+	    rel, dev, who);
+	sbx_error_hint(e,
+	    "that process copied the mount table while the image was "
+	    "mounted: end it (or wait for it), then run the command again");
+	return -1;
+}
+
 int
 sbx_diskimg_mount_image(int rootfd, const char *agent, struct sbx_error *e)
 {
@@ -326,7 +465,10 @@ sbx_diskimg_mount_image(int rootfd, const char *agent, struct sbx_error *e)
 	if ((imgfd = sbx_fs_open_beneath(rootfd, rel, O_RDWR | O_CLOEXEC, e)) ==
 	    -1)
 		return -1;
-	if ((lfd = loop_attach(imgfd, dev, sizeof(dev), e)) == -1) {
+	/* An instance of its file system still alive elsewhere is mounted
+	 * again, the same one: never a second over the same file. */
+	if ((lfd = loop_of(imgfd, dev, sizeof(dev))) == -1 &&
+	    (lfd = loop_attach(imgfd, dev, sizeof(dev), e)) == -1) {
 		close(imgfd);
 		return -1;
 	}
@@ -653,6 +795,8 @@ sbx_diskimg_resize(int rootfd, const char *agent, unsigned long long size_mib,
 		sbx_error_sys(e, "disk_image_failed", "%s", rel);
 		goto out;
 	}
+	if (image_unused(fd, rel, e) == -1)
+		goto out;
 	snprintf(img, sizeof(img), "/proc/self/fd/%d", fd);
 	snprintf(sz, sizeof(sz), "%lluM", size_mib);
 	/* resize2fs wants a checked file system; -p repairs only what is

@@ -72,7 +72,9 @@ int sbx_diskimg_release_idle(int rootfd, const char *agent, struct sbx_error *);
 int
 sbx_diskimg_unmount_locked(int rootfd, const char *agent, struct sbx_error *);
 /* Grow or shrink the image to size_mib (resize2fs; unmounted, under the
- * lock; a shrink below what is used fails and leaves it as it was). */
+ * lock; a shrink below what is used fails and leaves it as it was).  Its
+ * file system still alive in another mount namespace: disk_in_use, the
+ * image untouched. */
 int sbx_diskimg_resize(int rootfd, const char *agent,
     unsigned long long size_mib, struct sbx_error *);
 /* Run a helper program by absolute path (found by sbx_tools_find) with

@@ -265,6 +265,49 @@ nothing_mounted() {
 	[ "$(stat -c %s "$SBX_HOME/agents/default/disk.img")" -eq $((16 << 20)) ]
 }
 
+@test "an image still mounted in another namespace: never resized, never mounted twice" {
+	need_loop
+	command -v unshare >/dev/null || skip "no unshare (util-linux)"
+	sbx provision -q --disk-image 16m
+	sbx exec -- sh -c 'echo kept >f'
+	img=$SBX_HOME/agents/default/disk.img
+	# A process that copies the mount table privately while the image
+	# is mounted: sbx's unmount does not reach its copy, so the file
+	# system lives on in the kernel.
+	unshare -m --propagation private sleep 120 &
+	BGPID=$!
+	for i in $(seq 50); do
+		grep -q "$SBX_HOME/run/disk-default" /proc/$BGPID/mountinfo \
+		    2>/dev/null && break
+		sleep 0.1
+	done
+	run --separate-stderr sbx provision --json --disk-resize 48m
+	[ "$status" -ne 0 ]
+	[ "$(json_get "$output" .reason)" = disk_in_use ]
+	[[ "$(json_get "$output" .message)" == *"pid $BGPID, sleep"* ]]
+	[[ "$(json_get "$output" .hint)" == *"end it"* ]]
+	[ "$(stat -c %s "$img")" -eq $((16 << 20)) ]
+	# Unmounted on the host and mounted again: the same instance (one
+	# loop device over the file), never a second one beside it.
+	sbx exec gc -q
+	run --separate-stderr sbx exec -- cat f
+	[ "$output" = kept ]
+	[ "$(losetup -j "$img" | wc -l)" -eq 1 ]
+	kill "$BGPID"
+	wait "$BGPID" 2>/dev/null || true
+	BGPID=
+	sbx provision -q --disk-resize 48m
+	sbx exec gc -q
+	for i in $(seq 50); do
+		[ -z "$(losetup -j "$img")" ] && break
+		sleep 0.1
+	done
+	run e2fsck -fn "$img"
+	[ "$status" -eq 0 ] || { echo "$output"; return 1; }
+	run --separate-stderr sbx exec -- cat f
+	[ "$output" = kept ]
+}
+
 @test "the sandbox cannot change a file's flags or project id (seccomp)" {
 	need_loop
 	sbx provision -q --disk-image 16m
