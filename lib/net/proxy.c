@@ -52,6 +52,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -106,6 +107,10 @@ enum cstate {
 
 struct conn;
 struct session;
+
+/* The longest response head the proxy gives "Connection: close" to
+ * (resp_head); a longer one goes on unchanged. */
+#define RESP_HEAD_MAX	(64 * 1024)
 
 /* What an epoll event points at. */
 enum ktype { K_LISTEN, K_DNS, K_CTL, K_CHAN, K_CLIENT, K_UPSTREAM,
@@ -183,6 +188,12 @@ struct conn {
 	int			 p_cu[2], p_uc[2];	/* client->up, up->client */
 	size_t			 q_cu, q_uc;		/* bytes in the pipes */
 	int			 eof_c, eof_u, shut_u, shut_c;
+	/* Plain HTTP: the response head, read here rather than spliced,
+	 * goes to the client with "Connection: close" (resp_head): 1 while
+	 * it is read, 2 while it is sent, 0 once it went. */
+	int			 rhead;
+	char			*rb;
+	size_t			 rblen, rboff, rbscan;
 	/* CONNECT: nothing goes either way before the client's first bytes
 	 * were judged (a ClientHello's SNI, or an HTTP request's Host),
 	 * unless the port is opaque. */
@@ -603,9 +614,10 @@ conn_update(struct conn *c)
 		if (c->hello ? c->len < SBX_TLS_RECORD_MAX : !c->eof_c &&
 		    c->q_cu < PIPE_SIZE && (c->connect || c->body_left > 0))
 			wc |= EPOLLIN;
-		if (c->q_uc > 0)
+		if (c->q_uc > 0 || c->rhead == 2)
 			wc |= EPOLLOUT;
-		if (!c->hello && !c->eof_u && c->q_uc < PIPE_SIZE)
+		if (!c->hello && !c->eof_u && c->q_uc < PIPE_SIZE &&
+		    c->rhead != 2)
 			wu |= EPOLLIN;
 		if (!c->hello && (c->q_cu > 0 || c->sendoff < c->len))
 			wu |= EPOLLOUT;
@@ -632,6 +644,7 @@ static void
 conn_free(struct conn *c)
 {
 	free(c->buf);
+	free(c->rb);
 	free(c);
 }
 
@@ -1311,6 +1324,14 @@ relay_start(struct conn *c)
 	c->state = C_RELAY;
 	c->t_last = sbx_now_ms();
 	c->t_deadline = c->t_start + P.cfg->max_duration_ms;
+	if (!c->connect) {
+		if ((c->rb = malloc(RESP_HEAD_MAX)) == NULL) {
+			conn_log(c, "error", "no_memory");
+			conn_close(c);
+			return;
+		}
+		c->rhead = 1;
+	}
 	conn_update(c);
 }
 
@@ -1927,6 +1948,140 @@ conn_resolved(struct conn *c, const struct sockaddr_storage *addrs,
 	conn_dial(c);
 }
 
+/*
+ * The response to a plain HTTP request, its head: read here, not spliced,
+ * and sent on with its Connection, Keep-Alive and Proxy-Connection headers
+ * replaced by "Connection: close".  The proxy passes one request per
+ * connection and closes it after the response (NP-12); a client that keeps
+ * connections alive (urllib3, npm) must hear so, or it sends its next
+ * request on the closing connection and gets a reset instead of an answer.
+ * Interim answers (1xx) go on as they are and the next head is read; 101
+ * (an upgrade), a head that does not end within RESP_HEAD_MAX, and an
+ * upstream that ends before the head does go on unchanged.
+ */
+static int
+hdr_is(const char *p, size_t n, const char *name)
+{
+	size_t k = strlen(name);
+
+	while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+		n--;
+	return n == k && strncasecmp(p, name, k) == 0;
+}
+
+/* The head at rb[rbscan..end) (end: past its blank line), rewritten in
+ * place of itself; 0, or -1 (no memory). */
+static int
+resp_head_rewrite(struct conn *c, size_t end)
+{
+	static const char close_hdr[] = "Connection: close\r\n\r\n";
+	const char	*p = c->rb + c->rbscan, *e = c->rb + end - 2, *nl;
+	char		*nb;
+	size_t		 n = 0, len;
+	int		 skip = 0, first = 1;
+
+	if ((nb = malloc(RESP_HEAD_MAX + sizeof(close_hdr))) == NULL)
+		return -1;
+	memcpy(nb, c->rb, c->rbscan);
+	n = c->rbscan;
+	while (p < e) {
+		nl = memmem(p, (size_t)(e - p), "\r\n", 2);
+		len = (size_t)(nl - p) + 2;
+		if (first)
+			skip = 0;
+		else if (*p == ' ' || *p == '\t')
+			;	/* a folded line belongs to the header above */
+		else {
+			const char *colon = memchr(p, ':', len - 2);
+
+			skip = colon != NULL &&
+			    (hdr_is(p, (size_t)(colon - p), "connection") ||
+			    hdr_is(p, (size_t)(colon - p), "keep-alive") ||
+			    hdr_is(p, (size_t)(colon - p), "proxy-connection"));
+		}
+		if (!skip) {
+			memcpy(nb + n, p, len);
+			n += len;
+		}
+		first = 0;
+		p += len;
+	}
+	memcpy(nb + n, close_hdr, sizeof(close_hdr) - 1);
+	n += sizeof(close_hdr) - 1;
+	/* What came after the head (the body's first bytes). */
+	if (n + (c->rblen - end) > RESP_HEAD_MAX + sizeof(close_hdr)) {
+		free(nb);
+		return -1;
+	}
+	memcpy(nb + n, c->rb + end, c->rblen - end);
+	n += c->rblen - end;
+	free(c->rb);
+	c->rb = nb;
+	c->rblen = n;
+	return 0;
+}
+
+/* 1 once the head went (splicing goes on), 0 for later, -1 to close. */
+static int
+resp_head(struct conn *c)
+{
+	const char	*end;
+	ssize_t		 r;
+	int		 code;
+
+	while (c->rhead == 1) {
+		/* Every complete head in hand: interim ones pass. */
+		while ((end = memmem(c->rb + c->rbscan, c->rblen - c->rbscan,
+		    "\r\n\r\n", 4)) != NULL) {
+			size_t hend = (size_t)(end - c->rb) + 4;
+			const char *h = c->rb + c->rbscan;
+
+			code = hend - c->rbscan > 12 && memcmp(h, "HTTP/", 5) ==
+			    0 && h[8] == ' ' ? atoi(h + 9) : 0;
+			if (code >= 100 && code < 200 && code != 101) {
+				c->rbscan = hend;
+				continue;
+			}
+			if (code != 101 && resp_head_rewrite(c, hend) == -1)
+				return -1;
+			c->rhead = 2;
+			break;
+		}
+		if (c->rhead != 1)
+			break;
+		if (c->rblen == RESP_HEAD_MAX) {
+			c->rhead = 2;
+			break;
+		}
+		r = recv(c->ufd, c->rb + c->rblen, RESP_HEAD_MAX - c->rblen,
+		    MSG_DONTWAIT);
+		if (r == 0) {
+			c->eof_u = 1;
+			c->rhead = 2;
+			break;
+		}
+		if (r < 0)
+			return errno == EAGAIN || errno == EINTR ? 0 : -1;
+		c->rblen += (size_t)r;
+		c->t_last = sbx_now_ms();
+	}
+	while (c->rboff < c->rblen) {
+		r = send(c->cfd, c->rb + c->rboff, c->rblen - c->rboff,
+		    MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (r > 0) {
+			c->rboff += (size_t)r;
+			c->bytes_out += (unsigned long long)r;
+			c->t_last = sbx_now_ms();
+			continue;
+		}
+		return r == -1 && (errno == EAGAIN || errno == EINTR) ? 0 : -1;
+	}
+	free(c->rb);
+	c->rb = NULL;
+	c->rhead = 0;
+	return 1;
+}
+
 /* Splice what can move in one direction: from -> pipe -> to. */
 static int
 relay_dir(int from, int to, int p[2], size_t *q, int *eof,
@@ -2000,6 +2155,15 @@ conn_relay(struct conn *c)
 		conn_close(c);
 		return;
 	}
+	if (c->rhead != 0 && (r = resp_head(c)) == -1) {
+		conn_close(c);
+		return;
+	}
+	if (c->bytes_out > P.cfg->max_response_bytes) {
+		conn_log(c, "error", "response_too_large");
+		conn_close(c);
+		return;
+	}
 	/* Move what can move now, a few rounds at most: fewer wake-ups
 	 * per byte, and no connection holds the loop for long. */
 	for (round = 0, m1 = m2 = 1; round < 4 && (m1 == 1 || m2 == 1);
@@ -2010,8 +2174,8 @@ conn_relay(struct conn *c)
 		    &c->body_left, &capped_in);
 		if (m1 == -1)
 			break;
-		m2 = c->hello ? 0 : relay_dir(c->ufd, c->cfd, c->p_uc,
-		    &c->q_uc, &c->eof_u, &c->bytes_out,
+		m2 = c->hello || c->rhead ? 0 : relay_dir(c->ufd, c->cfd,
+		    c->p_uc, &c->q_uc, &c->eof_u, &c->bytes_out,
 		    P.cfg->max_response_bytes, NULL, &capped_out);
 		if (m1 == 1 || m2 == 1)
 			moved = 1;
@@ -2036,7 +2200,7 @@ conn_relay(struct conn *c)
 		(void)shutdown(c->ufd, SHUT_WR);
 		c->shut_u = 1;
 	}
-	if (c->eof_u && c->q_uc == 0) {
+	if (c->eof_u && c->q_uc == 0 && c->rhead == 0) {
 		if (!c->connect || c->eof_c) {
 			conn_close(c);
 			return;

@@ -65,6 +65,29 @@ bats_require_minimum_version 1.5.0
 	    "GET allow 200 allowed.sbx.test" ]
 }
 
+@test "plain HTTP: the client hears Connection: close (the server's keep-alive replaced, an interim 100 passed on), and a keep-alive client opens a new connection" {
+	proxy_world
+	# One request per connection: a client told keep-alive would send
+	# its next request on the closing connection and get a reset.
+	run pcurl alice -D - "http://allowed.sbx.test:$CANARY_PORT/keepalive"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	out=$(tr -d '\r' <<<"$output")
+	[[ "$out" == "HTTP/1.1 100 Continue"$'\n\n'"HTTP/1.1 200 OK"$'\n'* ]]
+	[ "$(grep -ci '^connection:' <<<"$out")" -eq 1 ]
+	grep -qx 'Connection: close' <<<"$out"
+	! grep -qi '^keep-alive:\|^ max=' <<<"$out"
+	grep -qx 'Content-Length: 7' <<<"$out"
+	[ "$(tail -n 1 <<<"$out")" = canary ]
+	# Two URLs, one curl: the second on a connection of its own.
+	run pcurl alice "http://allowed.sbx.test:$CANARY_PORT/keepalive" \
+	    "http://allowed.sbx.test:$CANARY_PORT/keepalive"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$output" = $'canary\ncanary' ]
+	[ "$(canary_hits)" -eq 3 ]
+}
+
 @test "CONNECT to an allowed port in opaque_ports carries any bytes (a plain TCP tunnel)" {
 	proxy_world
 	# Without opaque_ports such bytes are refused (0610-proxy-tunnel).

@@ -396,7 +396,12 @@ def handle(c, i):
                     continue
                 big = head.split(b" ")[1:2] == [b"/big"]
                 payload = b"x" * (1 << 20) if big else b"canary\n"
-                c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % len(payload) + payload)
+                if head.split(b" ")[1:2] == [b"/keepalive"]:
+                    # A server that keeps connections alive, with an
+                    # interim answer first.
+                    c.sendall(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nConnection: keep-alive\r\nContent-Type: text/plain\r\nKeep-Alive: timeout=5,\r\n max=100\r\nContent-Length: %d\r\n\r\n" % len(payload) + payload)
+                else:
+                    c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % len(payload) + payload)
                 replied = True
                 break
             if not replied and not http and len(data) >= 1:
