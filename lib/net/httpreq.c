@@ -191,6 +191,15 @@ name_is(const char *s, size_t n, const char *name)
 	return ci_equal(s, n, name, strlen(name));
 }
 
+/* A header name as it came (trailing blanks allowed), against name. */
+static int
+trimmed_is(const char *s, size_t n, const char *name)
+{
+	while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+		n--;
+	return name_is(s, n, name);
+}
+
 static void
 wput(struct head *h, const char *s, size_t n)
 {
@@ -1190,3 +1199,63 @@ fail:
 		sni[0] = '\0';
 	return -1;
 }
+
+size_t
+sbx_http_resp_end(const char *p, size_t n, int *status)
+{
+	const char	*e;
+	size_t		 hlen;
+
+	*status = 0;
+	if ((e = memmem(p, n, "\r\n\r\n", 4)) == NULL)
+		return 0;
+	hlen = (size_t)(e - p) + 4;
+	if (hlen > 12 && memcmp(p, "HTTP/1.", 7) == 0 && p[8] == ' ' &&
+	    p[9] >= '1' && p[9] <= '5' && p[10] >= '0' && p[10] <= '9' &&
+	    p[11] >= '0' && p[11] <= '9' && (p[12] == ' ' || p[12] == '\r'))
+		*status = (p[9] - '0') * 100 + (p[10] - '0') * 10 +
+		    (p[11] - '0');
+	return hlen;
+}
+
+size_t
+sbx_http_resp_close(const char *p, size_t hlen, char *out, size_t outsz)
+{
+	static const char close_hdr[] = "Connection: close\r\n\r\n";
+	const char	*e = p + hlen - 2, *nl, *colon;
+	size_t		 n = 0, len;
+	int		 skip = 0, first = 1;
+
+	/* Every line up to the blank one ends in CRLF: the head ends in
+	 * CRLF CRLF (sbx_http_resp_end). */
+	if (hlen < 4 || memcmp(p + hlen - 4, "\r\n\r\n", 4) != 0)
+		return 0;
+	while (p < e) {
+		nl = memmem(p, (size_t)(e - p), "\r\n", 2);
+		len = (size_t)(nl - p) + 2;
+		if (first)
+			skip = 0;
+		else if (*p != ' ' && *p != '\t') {
+			/* A folded line belongs to the header above. */
+			colon = memchr(p, ':', len - 2);
+			skip = colon != NULL && (trimmed_is(p,
+			    (size_t)(colon - p), "connection") ||
+			    trimmed_is(p, (size_t)(colon - p), "keep-alive") ||
+			    trimmed_is(p, (size_t)(colon - p),
+				"proxy-connection"));
+		}
+		first = 0;
+		if (!skip) {
+			if (len > outsz - n)
+				return 0;
+			memcpy(out + n, p, len);
+			n += len;
+		}
+		p += len;
+	}
+	if (sizeof(close_hdr) - 1 > outsz - n)
+		return 0;
+	memcpy(out + n, close_hdr, sizeof(close_hdr) - 1);
+	return n + sizeof(close_hdr) - 1;
+}
+

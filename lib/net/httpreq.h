@@ -104,6 +104,22 @@ int	 sbx_http_parse_tunnel(const char *buf, size_t len, const char *host,
 	    const char **reason);
 
 /*
+ * A response head from upstream, for a proxy that closes the connection
+ * after one response.  sbx_http_resp_end: the length of the first head in
+ * p[0..n) (up to and with its blank line), 0 while it is incomplete; its
+ * status code in *status (0 when the first line is not "HTTP/1.x NNN").
+ * sbx_http_resp_close: that head (p[0..hlen), as sbx_http_resp_end found
+ * it) into out, without its Connection, Keep-Alive and Proxy-Connection
+ * headers (and their folded lines), with "Connection: close" as its last
+ * header; the length written, or 0 when outsz is short (hlen +
+ * SBX_HTTP_RESP_GROWTH always suffices).
+ */
+size_t	 sbx_http_resp_end(const char *p, size_t n, int *status);
+size_t	 sbx_http_resp_close(const char *p, size_t hlen, char *out,
+	    size_t outsz);
+#define SBX_HTTP_RESP_GROWTH	19	/* "Connection: close\r\n" */
+
+/*
  * Read the first TLS record of a tunnel (buf[0..len)) and extract the
  * server_name of its ClientHello.  Returns 1 and writes the name (NUL
  * terminated, as sent: the caller compares it to the normalised CONNECT

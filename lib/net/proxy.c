@@ -52,7 +52,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1950,71 +1949,37 @@ conn_resolved(struct conn *c, const struct sockaddr_storage *addrs,
 
 /*
  * The response to a plain HTTP request, its head: read here, not spliced,
- * and sent on with its Connection, Keep-Alive and Proxy-Connection headers
- * replaced by "Connection: close".  The proxy passes one request per
- * connection and closes it after the response (NP-12); a client that keeps
- * connections alive (urllib3, npm) must hear so, or it sends its next
- * request on the closing connection and gets a reset instead of an answer.
- * Interim answers (1xx) go on as they are and the next head is read; 101
- * (an upgrade), a head that does not end within RESP_HEAD_MAX, and an
- * upstream that ends before the head does go on unchanged.
+ * and sent on as sbx_http_resp_close makes it, with "Connection: close" in
+ * place of its Connection, Keep-Alive and Proxy-Connection headers.  The
+ * proxy passes one request per connection and closes it after the
+ * response (NP-12); a client that keeps connections alive (urllib3, npm)
+ * must hear so, or it sends its next request on the closing connection
+ * and gets a reset instead of an answer.  Interim answers (1xx) go on as
+ * they are and the next head is read; 101 (an upgrade), a head that does
+ * not end within RESP_HEAD_MAX, and an upstream that ends before the head
+ * does go on unchanged.
  */
 static int
-hdr_is(const char *p, size_t n, const char *name)
+resp_head_rewrite(struct conn *c, size_t hlen)
 {
-	size_t k = strlen(name);
+	size_t	 cap = RESP_HEAD_MAX + SBX_HTTP_RESP_GROWTH, n;
+	char	*nb;
 
-	while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t'))
-		n--;
-	return n == k && strncasecmp(p, name, k) == 0;
-}
-
-/* The head at rb[rbscan..end) (end: past its blank line), rewritten in
- * place of itself; 0, or -1 (no memory). */
-static int
-resp_head_rewrite(struct conn *c, size_t end)
-{
-	static const char close_hdr[] = "Connection: close\r\n\r\n";
-	const char	*p = c->rb + c->rbscan, *e = c->rb + end - 2, *nl;
-	char		*nb;
-	size_t		 n = 0, len;
-	int		 skip = 0, first = 1;
-
-	if ((nb = malloc(RESP_HEAD_MAX + sizeof(close_hdr))) == NULL)
+	if ((nb = malloc(cap)) == NULL)
 		return -1;
 	memcpy(nb, c->rb, c->rbscan);
-	n = c->rbscan;
-	while (p < e) {
-		nl = memmem(p, (size_t)(e - p), "\r\n", 2);
-		len = (size_t)(nl - p) + 2;
-		if (first)
-			skip = 0;
-		else if (*p == ' ' || *p == '\t')
-			;	/* a folded line belongs to the header above */
-		else {
-			const char *colon = memchr(p, ':', len - 2);
-
-			skip = colon != NULL &&
-			    (hdr_is(p, (size_t)(colon - p), "connection") ||
-			    hdr_is(p, (size_t)(colon - p), "keep-alive") ||
-			    hdr_is(p, (size_t)(colon - p), "proxy-connection"));
-		}
-		if (!skip) {
-			memcpy(nb + n, p, len);
-			n += len;
-		}
-		first = 0;
-		p += len;
-	}
-	memcpy(nb + n, close_hdr, sizeof(close_hdr) - 1);
-	n += sizeof(close_hdr) - 1;
-	/* What came after the head (the body's first bytes). */
-	if (n + (c->rblen - end) > RESP_HEAD_MAX + sizeof(close_hdr)) {
+	n = sbx_http_resp_close(c->rb + c->rbscan, hlen, nb + c->rbscan,
+	    cap - c->rbscan);
+	/* Cannot fail (the buffer holds the head and its growth), but a
+	 * miscount must close the connection, never write past it. */
+	if (n == 0 || c->rblen - c->rbscan - hlen > cap - c->rbscan - n) {
 		free(nb);
 		return -1;
 	}
-	memcpy(nb + n, c->rb + end, c->rblen - end);
-	n += c->rblen - end;
+	n += c->rbscan;
+	/* What came after the head (the body's first bytes). */
+	memcpy(nb + n, c->rb + c->rbscan + hlen, c->rblen - c->rbscan - hlen);
+	n += c->rblen - c->rbscan - hlen;
 	free(c->rb);
 	c->rb = nb;
 	c->rblen = n;
@@ -2025,24 +1990,19 @@ resp_head_rewrite(struct conn *c, size_t end)
 static int
 resp_head(struct conn *c)
 {
-	const char	*end;
+	size_t		 hlen;
 	ssize_t		 r;
 	int		 code;
 
 	while (c->rhead == 1) {
 		/* Every complete head in hand: interim ones pass. */
-		while ((end = memmem(c->rb + c->rbscan, c->rblen - c->rbscan,
-		    "\r\n\r\n", 4)) != NULL) {
-			size_t hend = (size_t)(end - c->rb) + 4;
-			const char *h = c->rb + c->rbscan;
-
-			code = hend - c->rbscan > 12 && memcmp(h, "HTTP/", 5) ==
-			    0 && h[8] == ' ' ? atoi(h + 9) : 0;
+		while ((hlen = sbx_http_resp_end(c->rb + c->rbscan,
+		    c->rblen - c->rbscan, &code)) > 0) {
 			if (code >= 100 && code < 200 && code != 101) {
-				c->rbscan = hend;
+				c->rbscan += hlen;
 				continue;
 			}
-			if (code != 101 && resp_head_rewrite(c, hend) == -1)
+			if (code != 101 && resp_head_rewrite(c, hlen) == -1)
 				return -1;
 			c->rhead = 2;
 			break;

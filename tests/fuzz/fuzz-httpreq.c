@@ -17,6 +17,12 @@
  * tunnel (sbx_http_parse_tunnel): -1 is then 400, 403, 405, 414 or 431,
  * 1 a head whose rewrite ends the same way, and the prefixes agree.
  *
+ * The input is also read as a response head from upstream
+ * (sbx_http_resp_end, sbx_http_resp_close, proxy.c's resp_head): a head
+ * found is at most the input, its rewrite fits in the head plus
+ * SBX_HTTP_RESP_GROWTH, ends in "Connection: close" CRLF CRLF and has no
+ * other Connection, Keep-Alive or Proxy-Connection line.
+ *
  * Speed: every input is parsed whole (the single feed) and checked; the
  * chunked re-feeds reparse from the start at every piece, quadratic in the
  * input (about 650 execs/s when every input got them), so they run on a
@@ -124,6 +130,61 @@ check(int rc, const struct sbx_http_req *req, size_t len, int status,
 		abort();
 }
 
+/* Does the line at p (n bytes, without its CRLF) name header h? */
+static int
+line_is(const char *p, size_t n, const char *h)
+{
+	size_t k = strlen(h), i;
+
+	if (n <= k)
+		return 0;
+	for (i = 0; i < k; i++)
+		if (p[i] != h[i] && !(p[i] >= 'A' && p[i] <= 'Z' &&
+		    p[i] + ('a' - 'A') == h[i]))
+			return 0;
+	for (; i < n && (p[i] == ' ' || p[i] == '\t'); i++)
+		;
+	return i < n && p[i] == ':';
+}
+
+static void
+resp(const char *buf, size_t len)
+{
+	static const char tail[] = "Connection: close\r\n\r\n";
+	char	   *out;
+	const char *p, *nl;
+	size_t	    hlen, n, conns = 0;
+	int	    st;
+
+	if ((hlen = sbx_http_resp_end(buf, len, &st)) == 0)
+		return;
+	if (hlen > len || hlen < 4 || st < 0 || st > 599)
+		abort();
+	if ((out = malloc(hlen + SBX_HTTP_RESP_GROWTH)) == NULL)
+		abort();
+	n = sbx_http_resp_close(buf, hlen, out, hlen + SBX_HTTP_RESP_GROWTH);
+	if (n == 0 || n > hlen + SBX_HTTP_RESP_GROWTH ||
+	    n < sizeof(tail) - 1 ||
+	    memcmp(out + n - (sizeof(tail) - 1), tail, sizeof(tail) - 1) != 0)
+		abort();
+	/* Header lines (the first line is the status line). */
+	for (p = out; p < out + n - 2; p = nl + 2) {
+		nl = memmem(p, (size_t)(out + n - p), "\r\n", 2);
+		if (nl == NULL)
+			abort();
+		if (p == out)
+			continue;
+		if (line_is(p, (size_t)(nl - p), "connection"))
+			conns++;
+		if (line_is(p, (size_t)(nl - p), "keep-alive") ||
+		    line_is(p, (size_t)(nl - p), "proxy-connection"))
+			abort();
+	}
+	if (conns != 1)
+		abort();
+	free(out);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 {
@@ -188,6 +249,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 		if (rc2 != 0 && rc2 != rc)
 			abort();
 	}
+	resp(buf, len);
 	free(buf);
 	return 0;
 }

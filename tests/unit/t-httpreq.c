@@ -1,6 +1,7 @@
 /* t-httpreq: the proxy's request-head parser and TLS SNI reader
  * (HOSTILE-CASES NP-10 to NP-14). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "tap.h"
 
@@ -1184,6 +1185,64 @@ test_tunnel(void)
 	    "Connection: close");
 }
 
+/* One response head through sbx_http_resp_end and sbx_http_resp_close. */
+static void
+resp_case(const char *in, int status, const char *want, const char *name)
+{
+	char	out[512];
+	size_t	hlen, n;
+	int	st;
+
+	hlen = sbx_http_resp_end(in, strlen(in), &st);
+	ok(hlen > 0 && st == status, "%s: head found, status %d (got %d)",
+	    name, status, st);
+	n = sbx_http_resp_close(in, hlen, out, sizeof(out));
+	ok(n == strlen(want) && n <= hlen + SBX_HTTP_RESP_GROWTH &&
+	    memcmp(out, want, n) == 0, "%s: rewritten", name);
+	if (n != strlen(want) || memcmp(out, want, n) != 0)
+		diag("got: %.*s", (int)n, out);
+}
+
+static void
+test_resp(void)
+{
+	static const char full[] = "HTTP/1.1 200 OK\r\nA: b\r\n\r\n";
+	char	out[64];
+	int	st;
+
+	resp_case("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\n", 200,
+	    "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n"
+	    "Connection: close\r\n\r\n", "no Connection header");
+	resp_case("HTTP/1.1 404 Not Found\r\nconnection: Keep-Alive\r\n"
+	    "KEEP-ALIVE: timeout=5,\r\n max=100\r\nProxy-Connection :x\r\n"
+	    "Content-Length: 0\r\n\r\n", 404,
+	    "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n"
+	    "Connection: close\r\n\r\n",
+	    "Connection, folded Keep-Alive, Proxy-Connection dropped");
+	resp_case("HTTP/1.0 302 Found\r\nX-Connection: a\r\n"
+	    "Connection-Id: 7\r\nLocation: /x\r\n\r\n", 302,
+	    "HTTP/1.0 302 Found\r\nX-Connection: a\r\nConnection-Id: 7\r\n"
+	    "Location: /x\r\nConnection: close\r\n\r\n",
+	    "names that only contain connection are kept");
+	resp_case("HTTP/1.1 100 Continue\r\n\r\n", 100,
+	    "HTTP/1.1 100 Continue\r\nConnection: close\r\n\r\n",
+	    "an interim head (the proxy passes these unchanged)");
+	resp_case("garbage\r\n\r\n", 0,
+	    "garbage\r\nConnection: close\r\n\r\n", "no status line");
+	resp_case("HTTP/1.1 2000 OK\r\n\r\n", 0,
+	    "HTTP/1.1 2000 OK\r\nConnection: close\r\n\r\n",
+	    "a four-digit status is no status");
+	ok(sbx_http_resp_end("HTTP/1.1 200 OK\r\nA: b\r\n", 25, &st) == 0,
+	    "incomplete head: 0");
+	ok(sbx_http_resp_end("HTTP/1.1 200 OK\r\nA: b\r\n\r\nbody",
+	    sizeof(full) - 1 + 4, &st) == sizeof(full) - 1,
+	    "the head ends at its blank line, body after");
+	ok(sbx_http_resp_close(full, sizeof(full) - 1, out, 30) == 0,
+	    "a short output buffer: 0, nothing past it");
+	ok(sbx_http_resp_close(full, sizeof(full) - 3, out, sizeof(out)) ==
+	    0, "not a head: 0");
+}
+
 int
 main(void)
 {
@@ -1208,5 +1267,6 @@ main(void)
 	test_caps();
 	test_incremental();
 	test_tls();
+	test_resp();
 	return done_testing();
 }
