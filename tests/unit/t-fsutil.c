@@ -358,6 +358,25 @@ main(void)
 	fd = sbx_fs_open_beneath(dfd, "a/b", O_RDONLY | O_DIRECTORY, &e);
 	ok(fd >= 0, "open_beneath: ok");
 	close(fd);
+	/* The one-openat2 way and the walk answer alike: a link is never
+	 * followed, even one that stays beneath; `.` is skipped. */
+	ok(sbx_fs_open_beneath(dfd, "passwd-link", O_RDONLY, &e) == -1 &&
+	    strcmp(e.reason, "symlink_in_path") == 0,
+	    "open_beneath: a link as the last name");
+	snprintf(path, sizeof(path), "%s/inlink", tmpl);
+	ok(symlink("a", path) == 0, "planted a link that stays beneath");
+	ok(sbx_fs_open_beneath(dfd, "inlink/b", O_RDONLY | O_DIRECTORY,
+	    &e) == -1 && strcmp(e.reason, "symlink_in_path") == 0,
+	    "open_beneath: a link beneath is not followed either");
+	ok(sbx_fs_mkdirs_at(dfd, "inlink/b", 0700, &e) == -1 &&
+	    strcmp(e.reason, "symlink_in_path") == 0,
+	    "mkdirs_at: an existing path through a link is refused");
+	fd = sbx_fs_open_beneath(dfd, "a/./b", O_RDONLY | O_DIRECTORY, &e);
+	ok(fd >= 0, "open_beneath: `.` skipped");
+	close(fd);
+	fd = sbx_fs_mkdirs_at(dfd, "a/b", 0700, &e);
+	ok(fd >= 0, "mkdirs_at: all there already");
+	close(fd);
 
 	ok(sbx_fs_path_check("/workspace/x", "cwd", &e) == 0, "path ok");
 	ok(sbx_fs_path_check("a/../b", "cwd", &e) == -1 &&
