@@ -568,10 +568,6 @@ exec_session(struct sbx_exec_req *R, struct sbx_exec *X,
 	 */
 	relay = R->capture || X->secrets.scrub != NULL || idle_ms > 0;
 	tty_in = isatty(0);
-	if ((devnull = open("/dev/null", O_RDWR | O_CLOEXEC)) == -1) {
-		sbx_error_sys(&e, "open_failed", "/dev/null");
-		goto fail;
-	}
 	for (i = 0; i < 2; i++) {
 		rs[i].to = R->capture ? (R->capture_tee ? 2 : -1) : 1 + i;
 		rs[i].cap =
@@ -599,9 +595,13 @@ exec_session(struct sbx_exec_req *R, struct sbx_exec *X,
 	}
 	X->run.capture = R->capture;
 	if (R->stdin_v == SBX_EXEC_STDIN_NULL ||
-	    (R->stdin_v == SBX_EXEC_STDIN_AUTO && R->capture && tty_in))
+	    (R->stdin_v == SBX_EXEC_STDIN_AUTO && R->capture && tty_in)) {
+		if ((devnull = open("/dev/null", O_RDWR | O_CLOEXEC)) == -1) {
+			sbx_error_sys(&e, "open_failed", "/dev/null");
+			goto fail;
+		}
 		c.fd[0] = devnull;
-	else if (tty_in) {
+	} else if (tty_in) {
 		if (pipe2(pin, O_CLOEXEC) == -1) {
 			sbx_error_sys(&e, "pipe_failed", "pipe");
 			goto fail;
@@ -628,7 +628,8 @@ exec_session(struct sbx_exec_req *R, struct sbx_exec *X,
 			close(c.fd[i]);
 	if (stdin_w >= 0)
 		close(c.fd[0]);
-	close(devnull);
+	if (devnull >= 0)
+		close(devnull);
 	devnull = -1;
 	while (!ended || rs[0].fd >= 0 || rs[1].fd >= 0) {
 		pfd[0].fd = ended ? -1 : conn;

@@ -18,6 +18,7 @@
 
 #include "cmd.h"
 #include "complete.h"
+#include "envelope.h"
 #include "fsutil.h"
 #include "names.h"
 #include "root.h"
@@ -546,6 +547,7 @@ main(int argc, char *argv[])
 	/* Before anything is opened: see sbx_fs_sanitize_std(). */
 	if (sbx_fs_sanitize_std() == -1)
 		return 71;
+	sbx_json_seed();
 	if (argc < 2)
 		return usage_error(argc, argv);
 	a = argv[1];

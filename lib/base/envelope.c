@@ -1,4 +1,6 @@
 /* envelope.c: building, printing and reading envelopes. */
+#include <sys/random.h>
+#include <stdint.h>
 #include <string.h>
 
 #include <jansson.h>
@@ -121,4 +123,14 @@ sbx_json_bytes(const char *p, size_t n)
 	j = json_stringn(b.p, b.len);
 	sbx_buf_release(&b);
 	return j;
+}
+
+void
+sbx_json_seed(void)
+{
+	uint32_t seed;
+
+	if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) ==
+	    (ssize_t)sizeof(seed) && seed != 0)
+		json_object_seed((size_t)seed);
 }

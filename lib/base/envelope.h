@@ -23,6 +23,10 @@ char	*sbx_envelope_dump(const json_t *);
 /* Parse one JSON object from untrusted bytes: size-capped, duplicate keys
  * rejected. Returns NULL and fills the error (invalid_args) on failure. */
 json_t	*sbx_json_parse(const char *, size_t, size_t cap, struct sbx_error *);
+/* jansson's hash seed from getrandom(2), before the first object: one
+ * call, where jansson would open and read /dev/urandom (a command in a
+ * warm session counts its system calls).  Without it, jansson's own. */
+void	 sbx_json_seed(void);
 /* A JSON string from arbitrary bytes (invalid UTF-8 becomes U+FFFD). */
 json_t	*sbx_json_bytes(const char *, size_t);
 

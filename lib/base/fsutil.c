@@ -65,14 +65,16 @@ open_beneath_fast(int dirfd, const char *rel, int flags)
 	size_t		 n;
 	int		 fd;
 
-	if (no_openat2 || (flags & (O_CREAT | __O_TMPFILE)) != 0)
-		return -1;
+	/* O_TMPFILE holds O_DIRECTORY's bit: all of it, not any. */
+	if (no_openat2 || (flags & O_CREAT) != 0 ||
+	    (flags & O_TMPFILE) == O_TMPFILE)
+		return -2;
 	for (;;) {
 		end = strchrnul(s, '/');
 		n = (size_t)(end - s);
 		if (n == 0 || n > NAME_MAX || (n == 1 && s[0] == '.') ||
 		    (n == 2 && s[0] == '.' && s[1] == '.'))
-			return -1;
+			return -2;
 		if (*end == '\0')
 			break;
 		s = end + 1;
@@ -82,8 +84,10 @@ open_beneath_fast(int dirfd, const char *rel, int flags)
 	how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
 	    RESOLVE_NO_MAGICLINKS;
 	fd = (int)syscall(SYS_openat2, dirfd, rel, &how, sizeof(how));
-	if (fd == -1 && (errno == ENOSYS || errno == EPERM || errno == E2BIG))
+	if (fd == -1 && (errno == ENOSYS || errno == EPERM || errno == E2BIG)) {
 		no_openat2 = 1;
+		return -2;
+	}
 	return fd;
 }
 
@@ -149,10 +153,16 @@ sbx_fs_open_beneath(int dirfd, const char *rel, int flags, struct sbx_error *e)
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "path", "absolute",
 		    "path `%s` must be relative and non-empty", rel);
 	/* One openat2 where the kernel walks it the same way: beneath
-	 * dirfd, no link followed.  Anything else, a failure included,
-	 * takes the walk below, which says why. */
+	 * dirfd, no link followed.  A name that is not there is the walk's
+	 * answer too (no link is followed either way): said here, without
+	 * the walk (a missing settings file is the usual case).  Anything
+	 * else, another failure included, takes the walk below, which says
+	 * why. */
 	if ((fd = open_beneath_fast(dirfd, rel, flags)) >= 0)
 		return fd;
+	if (fd == -1 && errno == ENOENT)
+		return sbx_error_set(e, SBX_K_NOT_FOUND, "path", "not_found",
+		    "`%s` does not exist", rel);
 	if ((fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3)) == -1)
 		return sbx_error_sys(e, "dup", "dup");
 	for (;;) {

@@ -1,6 +1,7 @@
 /* settings.c: the settings files, loaded once per process (settings.h). */
 #include <sys/stat.h>
 
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <string.h>
@@ -45,12 +46,41 @@ same_file(const struct stat *a, const struct stat *b)
 	    a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
 }
 
+static int	parse(const char *, struct sbx_buf *, json_t **,
+		    struct sbx_error *, struct sbx_error *);
+
+/* The document of rel, read from fd (a regular file): 0 and *out, or -1
+ * and why, as sbx_settings_load says it. */
+static int
+load_fd(int fd, const struct stat *st, const char *rel, json_t **out,
+    struct sbx_error *e)
+{
+	struct sbx_buf	 b = SBX_BUF_INIT;
+	struct sbx_error e2;
+
+	*out = NULL;
+	/* As sbx_fs_read_file_at says it, under sbx_settings_load's. */
+	if ((size_t)st->st_size > SBX_SETTINGS_MAX ||
+	    sbx_fs_read_fd(fd, &b, SBX_SETTINGS_MAX) == -1) {
+		sbx_buf_release(&b);
+		if ((size_t)st->st_size > SBX_SETTINGS_MAX || errno == EFBIG)
+			return sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
+			    "config_invalid", "%s: %s is larger than %zu bytes",
+			    rel, rel, (size_t)SBX_SETTINGS_MAX);
+		return sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
+		    "config_invalid", "%s: cannot read %s: %s", rel, rel,
+		    strerror(errno));
+	}
+	return parse(rel, &b, out, e, &e2);
+}
+
 /*
  * The file is opened beneath the root as the loader opens it (never
- * through a planted symlink) only to learn which file it is now; the
- * document kept is returned when it is that same file, else the file is
- * read again.  The identity is taken before the read: a file replaced in
- * between is read again next time, never kept under the wrong identity.
+ * through a planted symlink), once: the document kept is returned when
+ * it is that same file, else it is read from that descriptor.  The
+ * identity is taken before the read: a file replaced in between is read
+ * again next time, never kept under the wrong identity.  A file that is
+ * not there is no document; any other trouble is the loader's to say.
  */
 static int
 cached_load(int rootfd, const char *rel, json_t **out, struct sbx_error *e)
@@ -60,17 +90,22 @@ cached_load(int rootfd, const char *rel, json_t **out, struct sbx_error *e)
 	struct cached	*c;
 	json_t		*doc;
 	unsigned	 i;
-	int		 fd;
+	int		 fd, rc;
 
 	*out = NULL;
-	if (fstat(rootfd, &rst) == -1 || (fd = sbx_fs_open_beneath(rootfd, rel,
-	    O_RDONLY | O_NONBLOCK, &e2)) == -1)
+	memset(&e2, 0, sizeof(e2));
+	if (fstat(rootfd, &rst) == -1)
 		return sbx_settings_load(rootfd, rel, out, e);
+	if ((fd = sbx_fs_open_beneath(rootfd, rel, O_RDONLY | O_NONBLOCK,
+	    &e2)) == -1) {
+		if (e2.kind != NULL && strcmp(e2.kind, SBX_K_NOT_FOUND) == 0)
+			return 0;
+		return sbx_settings_load(rootfd, rel, out, e);
+	}
 	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
 		close(fd);
 		return sbx_settings_load(rootfd, rel, out, e);
 	}
-	close(fd);
 	pthread_mutex_lock(&cache_lock);
 	for (i = 0; i < NCACHE; i++) {
 		c = &cache[i];
@@ -79,6 +114,7 @@ cached_load(int rootfd, const char *rel, json_t **out, struct sbx_error *e)
 			if (same_file(&c->st, &st)) {
 				*out = json_incref(c->doc);
 				pthread_mutex_unlock(&cache_lock);
+				close(fd);
 				return 0;
 			}
 			json_decref(c->doc);
@@ -86,7 +122,9 @@ cached_load(int rootfd, const char *rel, json_t **out, struct sbx_error *e)
 		}
 	}
 	pthread_mutex_unlock(&cache_lock);
-	if (sbx_settings_load(rootfd, rel, &doc, e) == -1)
+	rc = load_fd(fd, &st, rel, &doc, e);
+	close(fd);
+	if (rc == -1)
 		return -1;
 	if (doc == NULL || strlen(rel) >= sizeof(c->rel)) {
 		*out = doc;
@@ -135,13 +173,34 @@ sbx_settings_agent(int rootfd, const char *agent, json_t **out,
 	return cached_entry(rootfd, SBX_L_AGENT_CONFIG, agent, out, e);
 }
 
+/* The JSON of rel in b (released): 0 and *out, or -1 and why. */
+static int
+parse(const char *rel, struct sbx_buf *b, json_t **out, struct sbx_error *e,
+    struct sbx_error *e2)
+{
+	json_t	*j;
+
+	j = sbx_json_parse(b->p, b->len, SBX_SETTINGS_MAX, e2);
+	sbx_buf_release(b);
+	if (j == NULL) {
+		sbx_error_set(e, SBX_K_INVALID_ARGS, "config", "config_invalid",
+		    "%s: %s", rel, e2->message);
+		sbx_error_hint(e,
+		    "correct its JSON by hand, or move it aside "
+		    "(the defaults then apply) and set the values again with "
+		    "sbx config");
+		return -1;
+	}
+	*out = j;
+	return 0;
+}
+
 int
 sbx_settings_load(int rootfd, const char *rel, json_t **out,
     struct sbx_error *e)
 {
 	struct sbx_buf	 b = SBX_BUF_INIT;
 	struct sbx_error e2;
-	json_t		*j;
 
 	*out = NULL;
 	if (sbx_fs_read_file_at(rootfd, rel, SBX_SETTINGS_MAX, &b, &e2) == -1) {
@@ -151,19 +210,7 @@ sbx_settings_load(int rootfd, const char *rel, json_t **out,
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
 		    "config_invalid", "%s: %s", rel, e2.message);
 	}
-	j = sbx_json_parse(b.p, b.len, SBX_SETTINGS_MAX, &e2);
-	sbx_buf_release(&b);
-	if (j == NULL) {
-		sbx_error_set(e, SBX_K_INVALID_ARGS, "config", "config_invalid",
-		    "%s: %s", rel, e2.message);
-		sbx_error_hint(e,
-		    "correct its JSON by hand, or move it aside "
-		    "(the defaults then apply) and set the values again with "
-		    "sbx config");
-		return -1;
-	}
-	*out = j;
-	return 0;
+	return parse(rel, &b, out, e, &e2);
 }
 
 int

@@ -377,6 +377,23 @@ main(void)
 	fd = sbx_fs_mkdirs_at(dfd, "a/b", 0700, &e);
 	ok(fd >= 0, "mkdirs_at: all there already");
 	close(fd);
+	/* A directory, O_PATH or not, takes the one-openat2 way too
+	 * (O_TMPFILE holds O_DIRECTORY's bit: O_DIRECTORY alone is not it). */
+	fd = sbx_fs_open_beneath(dfd, "a/b", O_PATH | O_DIRECTORY, &e);
+	ok(fd >= 0 && (fcntl(fd, F_GETFL) & O_PATH) &&
+	    (fcntl(fd, F_GETFD) & FD_CLOEXEC),
+	    "open_beneath: O_PATH of a directory, close-on-exec");
+	if (fd >= 0)
+		close(fd);
+	memset(&e, 0, sizeof(e));
+	ok(sbx_fs_open_beneath(dfd, "a/nope/x", O_RDONLY | O_DIRECTORY,
+	    &e) == -1 && strcmp(e.kind, SBX_K_NOT_FOUND) == 0 &&
+	    strcmp(e.reason, "not_found") == 0 &&
+	    strcmp(e.message, "`a/nope/x` does not exist") == 0,
+	    "open_beneath: a missing name is not_found, as the walk says it");
+	ok(sbx_fs_open_beneath(dfd, "inlink/nope", O_RDONLY, &e) == -1 &&
+	    strcmp(e.reason, "symlink_in_path") == 0,
+	    "open_beneath: a link on the way to a missing name is the link");
 
 	ok(sbx_fs_path_check("/workspace/x", "cwd", &e) == 0, "path ok");
 	ok(sbx_fs_path_check("a/../b", "cwd", &e) == -1 &&

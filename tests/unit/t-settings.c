@@ -141,6 +141,25 @@ test_global(int dfd, int dfd2)
 	a = (json_t *)&e;
 	ok(sbx_settings_global(dfd, &a, &e) == 0 && a == NULL,
 	    "a removed file: no settings again");
+
+	/* Larger than a settings file may be: refused from the one
+	 * descriptor the cache opened, in the loader's words. */
+	{
+		int	fd = openat(dfd, "config/sandbox.json",
+		    O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+		ok(fd >= 0 && ftruncate(fd, SBX_SETTINGS_MAX + 1) == 0,
+		    "a settings file of 1 MiB and a byte");
+		if (fd >= 0)
+			close(fd);
+	}
+	memset(&e, 0, sizeof(e));
+	a = (json_t *)&e;
+	ok(sbx_settings_global(dfd, &a, &e) == -1 && a == NULL &&
+	    is_err(&e, "config/sandbox.json: ") &&
+	    strstr(e.message, "larger than") != NULL,
+	    "too large: config_invalid, naming the file");
+	(void)unlinkat(dfd, "config/sandbox.json", 0);
 }
 
 static void
