@@ -15,6 +15,7 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include <dirent.h>
@@ -503,7 +504,8 @@ req_read_body(void)
 }
 
 /* In the child: its own session, its descriptors, limits, directory,
- * the guard, the command.  A failure goes to pid 1 on ep. */
+ * the guard (unless installed already: gsock -2), the command.  A failure
+ * goes to pid 1 on ep. */
 static void __attribute__((noreturn))
 child(struct run *ir, struct wreq *q, int ep, int gsock)
 {
@@ -511,7 +513,7 @@ child(struct run *ir, struct wreq *q, int ep, int gsock)
 	size_t n = 0, i;
 	int    err, k;
 
-	if (child_enter_cgroup(q) == -1) {
+	if (gsock != -2 && child_enter_cgroup(q) == -1) {
 		/* Negative: pid 1 tells it from an exec failure. */
 		err = -errno;
 		(void)!write(ep, &err, sizeof(err));
@@ -548,7 +550,7 @@ child(struct run *ir, struct wreq *q, int ep, int gsock)
 			argv[k++] = q->argv[i];
 		argv[k] = NULL;
 	}
-	if (guard_install(gsock) == -1)
+	if (gsock != -2 && guard_install(gsock) == -1)
 		goto fail;
 	environ = q->envp;
 	execvp(argv[0], argv);
@@ -556,6 +558,267 @@ fail:
 	err = errno;
 	(void)!write(ep, &err, sizeof(err));
 	_exit(err == ENOENT ? 127 : 126);
+}
+
+/*
+ * The spare: the next foreground command's process, forked ahead of its
+ * request while the session is idle (at the start, and after each
+ * command's end), so that a command costs pid 1 a message and the spare
+ * an execve, not a fork, the cgroup's move and the guard's filter on the
+ * way (issue 31: a warm command in a third of the cheapest cold sandbox).
+ *
+ * It is what a command's child is between fork and execve, waiting: under
+ * the guard (whose listener pid 1 holds already), its signals blocked as
+ * pid 1's are, every descriptor of pid 1's closed but its channel, the
+ * exec pipe and the commands' cgroup (a proxied connection pid 1 closes
+ * must not live on in it); it enters that cgroup with its command, so
+ * that the cgroup stays empty between commands.  It is not dumpable while it
+ * waits: it is a copy of pid 1's memory, and nothing else in the sandbox,
+ * a background job included, may read it or take its descriptors; the
+ * execve makes it the command's, as it makes a child's.  A spare that is
+ * gone when its request comes (killed by a job, refused by the pids
+ * limit, its cgroup refused) is replaced by a fork on the spot, which
+ * reports what went wrong; background jobs never use it.
+ */
+#define SPARE_REQ_MAX (32u << 10)
+static struct {
+	pid_t pid;  /* or -1 */
+	int   sock; /* pid 1's end of its channel (SOCK_SEQPACKET) */
+	int   ep;   /* the read end of its exec pipe */
+	int   gfd;  /* its guard's listener, or -1 */
+} spare = { -1, -1, -1, -1 };
+/* The commands' cgroup came after the spare was made. */
+static int spare_stale;
+
+/* Forget it (pid 1 closes its ends; a job's subreaper, its copies). */
+static void
+spare_close(void)
+{
+	if (spare.sock >= 0)
+		close(spare.sock);
+	if (spare.ep >= 0)
+		close(spare.ep);
+	if (spare.gfd >= 0)
+		close(spare.gfd);
+	spare.sock = spare.ep = spare.gfd = -1;
+	spare.pid = -1;
+}
+
+/* Let it go: killed, and reaped with the others. */
+static void
+spare_drop(void)
+{
+	if (spare.pid > 0)
+		kill(spare.pid, SIGKILL);
+	spare_close();
+}
+
+/* Every descriptor from 3 up closed, but the n of keep (ascending). */
+static void
+close_but(const int *keep, int n)
+{
+	long	 max = sysconf(_SC_OPEN_MAX);
+	unsigned lo = 3, hi;
+	int	 i, fd;
+
+	for (i = 0; i <= n; i++) {
+		hi = i < n ? (unsigned)keep[i] : ~0U;
+		if (hi < 3 || (i < n && hi < lo))
+			continue;
+		if (i < n && hi == lo) {
+			lo = hi + 1;
+			continue;
+		}
+		if (i < n)
+			hi--;
+#ifdef SYS_close_range
+		if (syscall(SYS_close_range, lo, hi, 0) != 0)
+#endif
+			for (fd = (int)lo; (unsigned)fd <= hi &&
+			     fd < (max > 0 ? max : 4096); fd++)
+				close(fd);
+		if (i < n)
+			lo = (unsigned)keep[i] + 1;
+	}
+}
+
+static int
+int_cmp(const void *a, const void *b)
+{
+	return *(const int *)a - *(const int *)b;
+}
+
+/* In the spare: set up as far as a command's child gets before it knows
+ * its command, then wait for it.  pid 1 closing the channel ends it. */
+static void __attribute__((noreturn))
+spare_main(struct run *ir, int sock, int ep, int gsock)
+{
+	union {
+		char	       b[CMSG_SPACE(3 * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr	m;
+	struct iovec	iov;
+	struct cmsghdr *cm;
+	struct wreq	q;
+	ssize_t		r;
+	size_t		n = 0;
+	int		err, keep[2 + SBX_WARM_CG_MAX], nk = 0, i;
+
+	if (guard_install(gsock) == -1)
+		_exit(126);
+	/* pidfd_getfd needed it (guard_install); waiting, it is pid 1's
+	 * copy again. */
+	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	/* It waits in pid 1's cgroup, out of the commands' (empty between
+	 * commands, its counters the command's own): it enters it with
+	 * its command. */
+	keep[nk++] = sock;
+	keep[nk++] = ep;
+	for (i = 0; i < ncmdcg; i++)
+		keep[nk++] = cmdcg[i];
+	qsort(keep, (size_t)nk, sizeof(keep[0]), int_cmp);
+	close_but(keep, nk);
+	memset(&q, 0, sizeof(q));
+	q.fd[0] = q.fd[1] = q.fd[2] = -1;
+	if ((q.buf = malloc(SPARE_REQ_MAX + 1)) == NULL)
+		_exit(126);
+	memset(&m, 0, sizeof(m));
+	iov.iov_base = q.buf;
+	iov.iov_len = SPARE_REQ_MAX;
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	m.msg_control = u.b;
+	m.msg_controllen = sizeof(u.b);
+	while ((r = recvmsg(sock, &m, MSG_CMSG_CLOEXEC)) == -1 &&
+	    errno == EINTR)
+		;
+	if (r <= 0)
+		_exit(0);
+	for (cm = CMSG_FIRSTHDR(&m); cm != NULL; cm = CMSG_NXTHDR(&m, cm))
+		if (cm->cmsg_level == SOL_SOCKET &&
+		    cm->cmsg_type == SCM_RIGHTS &&
+		    cm->cmsg_len == CMSG_LEN(3 * sizeof(int))) {
+			memcpy(q.fd, CMSG_DATA(cm), 3 * sizeof(int));
+			n = 3;
+		}
+	close(sock);
+	if (child_enter_cgroup(&q) == -1) {
+		/* Negative: pid 1 tells it from an exec failure. */
+		err = -errno;
+		(void)!write(ep, &err, sizeof(err));
+		_exit(126);
+	}
+	q.len = (size_t)r + 1;
+	q.buf[r] = '\0';
+	if (n != 3 || (m.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) ||
+	    parse_req(ir, &q, (size_t)r) == -1) {
+		/* pid 1 sent what it had parsed: not reached. */
+		err = EPROTO;
+		(void)!write(ep, &err, sizeof(err));
+		_exit(126);
+	}
+	child(ir, &q, ep, -2);
+}
+
+/* A spare, when there is none and nothing runs; silently none when the
+ * fork, or its set-up, fails (the command then forks as it would). */
+static void
+spare_make(struct run *ir)
+{
+	int   sp[2], ep[2], gp[2] = { -1, -1 };
+	pid_t pid;
+
+	if (spare.pid > 0 || cl.fd >= 0 || ir->child > 0)
+		return;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) == -1)
+		return;
+	if (pipe2(ep, O_CLOEXEC) == -1)
+		goto fail_sp;
+	if (guard_active() &&
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, gp) == -1)
+		goto fail_ep;
+	if ((pid = fork()) == -1)
+		goto fail_gp;
+	if (pid == 0) {
+		close(sp[0]);
+		close(ep[0]);
+		if (gp[0] >= 0)
+			close(gp[0]);
+		spare_main(ir, sp[1], ep[1], gp[1]);
+	}
+	close(sp[1]);
+	close(ep[1]);
+	spare.pid = pid;
+	spare.sock = sp[0];
+	spare.ep = ep[0];
+	if (gp[0] >= 0) {
+		close(gp[1]);
+		spare.gfd = guard_receive(gp[0], pid);
+		close(gp[0]);
+		if (spare.gfd == -1)
+			spare_drop();
+	}
+	return;
+fail_gp:
+	if (gp[0] >= 0) {
+		close(gp[0]);
+		close(gp[1]);
+	}
+fail_ep:
+	close(ep[0]);
+	close(ep[1]);
+fail_sp:
+	close(sp[0]);
+	close(sp[1]);
+}
+
+/* The command to the spare: its pid, the exec pipe in *ep and the guard
+ * in ir->gfd; or -1, and no spare (the caller forks). */
+static pid_t
+spare_use(struct run *ir, struct wreq *q, int *ep)
+{
+	union {
+		char	       b[CMSG_SPACE(3 * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr	m;
+	struct iovec	iov;
+	struct cmsghdr *cm;
+	size_t		len = q->len - 1; /* the request, without our NUL */
+	pid_t		pid = spare.pid;
+
+	if (pid <= 0)
+		return -1;
+	if (len > SPARE_REQ_MAX) {
+		spare_drop();
+		return -1;
+	}
+	memset(&m, 0, sizeof(m));
+	memset(&u, 0, sizeof(u));
+	iov.iov_base = q->buf;
+	iov.iov_len = len;
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	m.msg_control = u.b;
+	m.msg_controllen = sizeof(u.b);
+	cm = CMSG_FIRSTHDR(&m);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(3 * sizeof(int));
+	memcpy(CMSG_DATA(cm), q->fd, 3 * sizeof(int));
+	/* Never blocking: the channel is empty, and a gone spare is an
+	 * error at once (EPIPE, ECONNREFUSED). */
+	if (sendmsg(spare.sock, &m, MSG_DONTWAIT | MSG_NOSIGNAL) !=
+	    (ssize_t)len) {
+		spare_drop();
+		return -1;
+	}
+	*ep = spare.ep;
+	ir->gfd = spare.gfd;
+	spare.ep = spare.gfd = -1;
+	spare_close();
+	return pid;
 }
 
 /* Start a command: "running", "exec ERRNO" or "fork ERRNO".  Returns
@@ -567,6 +830,8 @@ start_cmd(struct run *ir, struct wreq *q)
 	ssize_t r;
 	pid_t	pid;
 
+	if ((pid = spare_use(ir, q, &ep[0])) > 0)
+		goto started;
 	if (pipe2(ep, O_CLOEXEC) == -1) {
 		say(SBX_WARM_W_FORK " %d\n", errno);
 		return -1;
@@ -601,6 +866,7 @@ start_cmd(struct run *ir, struct wreq *q)
 		ir->gfd = guard_receive(gp[0], pid);
 		close(gp[0]);
 	}
+started:
 	while ((r = read(ep[0], &err, sizeof(err))) == -1 && errno == EINTR)
 		;
 	close(ep[0]);
@@ -658,7 +924,10 @@ reap(struct run *ir)
 
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
 		if (pid != ir->child) {
-			job_gone(pid);
+			if (pid == spare.pid)
+				spare_close();
+			else
+				job_gone(pid);
 			continue;
 		}
 		ir->child = -1;
@@ -672,6 +941,8 @@ reap(struct run *ir)
 		else
 			say(SBX_INIT_W_EXIT " %d\n", WEXITSTATUS(status));
 		client_done();
+		/* Idle now: the next command's process, ahead of it. */
+		spare_make(ir);
 		return;
 	}
 }
@@ -700,6 +971,8 @@ supervisor_order(void)
 	if (r > 0 && c == SBX_WARM_O_CGROUP && ncmdcg == 0 && cl.fd < 0) {
 		for (i = 0; i < ngot; i++)
 			cmdcg[ncmdcg++] = got[i];
+		/* The spare made at the start is not in it. */
+		spare_stale = 1;
 		return;
 	}
 	for (i = 0; i < ngot; i++) {
@@ -772,6 +1045,8 @@ job_main(struct run *ir)
 	ssize_t			r;
 
 	close(FD_SESSION);
+	/* pid 1's spare is not the job's (nor its listener). */
+	spare_close();
 	/* A job is not a foreground command: it stays in the session's
 	 * cgroup, out of the commands' (which the next command enters). */
 	while (ncmdcg > 0)
@@ -922,6 +1197,7 @@ session_main(struct run *ir)
 	/* The engine outside takes the session for a running command. */
 	report(SBX_INIT_W_RUNNING "\n");
 	say_sup(SBX_INIT_W_READY "\n");
+	spare_make(ir);
 	pfd[0].fd = ir->sfd;
 	pfd[0].events = POLLIN;
 	pfd[1].fd = FD_CTL;
@@ -985,6 +1261,11 @@ session_main(struct run *ir)
 			client_input(ir);
 		if (pfd[8].revents & (POLLIN | POLLHUP | POLLERR)) {
 			supervisor_order();
+			if (spare_stale) {
+				spare_stale = 0;
+				spare_drop();
+				spare_make(ir);
+			}
 			/* The request is usually there already (the client
 			 * sent it as it connected): read it now, not after
 			 * another poll. */

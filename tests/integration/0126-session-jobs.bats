@@ -149,10 +149,53 @@ time.sleep($D)"
 	# (or its own fork fails), and says so.
 	run --separate-stderr sbx exec --json --session j8 -- sh -c 'sleep 0.1 & wait; echo ran'
 	[ "$status" -ne 0 ]
-	[ "$(json_get "$output" .ok)" = false ]
+	# No room for the command's process (pids_exhausted), or the
+	# command had one (pid 1 forks it ahead, while idle) and its own
+	# fork failed: the envelope counts the refused forks.
+	if [ "$(json_get "$output" .ok)" = true ]; then
+		[ "$(json_get "$output" .result.exit_code)" -ne 0 ]
+		[ "$(json_get "$output" .result.limit_events.pids_max)" -ge 1 ]
+		[[ "$(json_get "$output" .result.stdout)" != *ran* ]]
+	else
+		[ "$(json_get "$output" .reason)" = pids_exhausted ]
+	fi
 	run -0 sbx exec kill "$j"
 	for _ in $(seq 100); do pgrep -f "sleep $D" >/dev/null || break; sleep 0.05; done
 	! pgrep -f "sleep $D"
 	run -0 sbx exec --session j8 -- echo recovered
 	[ "$output" = recovered ]
+}
+
+@test "hostile: a job neither reads nor holds up the next command's process (the spare)" {
+	sbx provision -q
+	sbx session start --name j9 -q
+	# pid 1 forks the next command's process ahead (cmd/init-session.c,
+	# the spare): a job finds it, cannot read its memory, environment or
+	# descriptors (it is a copy of pid 1's, not dumpable), and kills it.
+	run -0 --separate-stderr sbx exec --session j9 --background -- sh -c "
+		for p in \$(ls /proc | grep -E '^[0-9]+\$'); do
+			[ \$p = 1 ] || [ \$p = \$\$ ] || [ \$p = \$PPID ] && continue
+			[ \"\$(cat /proc/\$p/comm 2>/dev/null)\" = init ] || continue
+			echo found
+			cat /proc/\$p/environ >/dev/null 2>&1 && echo environ-readable
+			ls /proc/\$p/fd >/dev/null 2>&1 && echo fd-readable
+			ls /proc/\$p/map_files >/dev/null 2>&1 && echo maps-readable
+			kill -KILL \$p && echo killed
+		done
+		echo done; sleep $D"
+	j=$output
+	log=$(jrec "$j" .log_file)
+	for _ in $(seq 200); do grep -qx done "$log" && break; sleep 0.05; done
+	run -0 cat "$log"
+	[[ "$output" == *found*killed*done* ]]
+	[[ "$output" != *readable* ]]
+	# The next command runs all the same (forked on the spot), and so
+	# does the one after it (a new spare).
+	run -0 sbx exec --session j9 -- echo alive
+	[ "$output" = alive ]
+	run -3 sbx exec --session j9 -- sh -c 'echo again; exit 3'
+	[ "$output" = again ]
+	run -0 sbx exec kill "$j"
+	for _ in $(seq 100); do pgrep -f "sleep $D" >/dev/null || break; sleep 0.05; done
+	! pgrep -f "sleep $D"
 }
