@@ -34,7 +34,9 @@
 # Targets (issue 19): <= 1.4x as a user, <= 1.6x as root, loop <= 1.5x;
 # (issue 31) warm /bin/true <= 0.35x, warm loop <= 0.4x, and the session's
 # pid 1 as large (RSS, descriptors) after 1,000 commands as after 10.
-# Only loopback is used; everything lives in a temporary directory that
+# Each row starts after SETTLE seconds (0.5) of quiet: the kernel's
+# deferred teardown of the previous row's namespaces is not charged to
+# it.  Only loopback is used; everything lives in a temporary directory that
 # is removed at the end.  Bounded: 2 x (ROUNDS x RUNS x 6) runs and
 # 2 x 3 x LOOP x 3 (or 4) runs.
 set -euo pipefail
@@ -44,6 +46,7 @@ ROUNDS=${ROUNDS:-8}
 RUNS=${RUNS:-25}
 LOOP=${LOOP:-100}
 BASE=${BASE:-}
+SETTLE=${SETTLE:-0.5}
 . scripts/bench-lib.sh
 bench_need bench-exec hyperfine jq
 BIN=$(cd "$B" && pwd)
@@ -87,6 +90,11 @@ trap 'exit 130' INT TERM
 
 bench() {	# name command: append per-run seconds to $tmp/<part>.name
 	local name=$1; shift
+	# Every row starts on a settled machine: the kernel tears the
+	# previous row's namespaces down after its runs end (cleanup_net,
+	# RCU callbacks, on the other core), and a row that starts at once
+	# pays for its predecessor's.  The same pause before every row.
+	sleep "$SETTLE"
 	hyperfine -N --style none -w 2 -r "$RUNS" --export-json "$tmp/h.json" \
 	    ${PREP:+--prepare "$PREP"} "$*" >/dev/null 2>&1 ||
 	    { echo "bench-exec: failed: $*" >&2; exit 1; }
@@ -246,6 +254,7 @@ part() {	# label: one user's measurements
 	for k in "${loops[@]}"; do : > "$tmp/$PART.loop.$k"; done
 	for _ in 1 2 3; do
 		for k in "${loops[@]}"; do
+			sleep "$SETTLE"
 			t0=$(date +%s%N)
 			for _ in $(seq "$LOOP"); do
 				case $k in
