@@ -1,5 +1,6 @@
 /* opts.c: one option table per program (opts.h); formatting only. */
 #include <stdio.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "opts.h"
@@ -121,6 +122,32 @@ give_letter(const struct sbx_opt *o, struct sbx_opts_getopt *g, char **s)
 		*(*s)++ = ':';
 }
 
+/*
+ * sbx_opts_valid of a table, once per process: the tables are constant
+ * (a program's, checked at every start, where the check is quadratic in
+ * their rows and a warm command counts its microseconds).  A table not
+ * remembered (more than a handful) is checked every time.
+ */
+static int
+valid_once(const struct sbx_opts *t, struct sbx_error *e)
+{
+	static _Atomic(const struct sbx_opts *) seen[8];
+	size_t	i;
+
+	for (i = 0; i < sizeof(seen) / sizeof(seen[0]); i++)
+		if (atomic_load(&seen[i]) == t)
+			return 0;
+	if (sbx_opts_valid(t, e) == -1)
+		return -1;
+	for (i = 0; i < sizeof(seen) / sizeof(seen[0]); i++) {
+		const struct sbx_opts *none = NULL;
+
+		if (atomic_compare_exchange_strong(&seen[i], &none, t))
+			break;
+	}
+	return 0;
+}
+
 int
 sbx_opts_getopt(const struct sbx_opts *t, unsigned bit,
     struct sbx_opts_getopt *g)
@@ -132,7 +159,7 @@ sbx_opts_getopt(const struct sbx_opts *t, unsigned bit,
 
 	memset(g, 0, sizeof(*g));
 	s = g->optstring;
-	if (sbx_opts_valid(t, &e) == -1)
+	if (valid_once(t, &e) == -1)
 		return -1;
 	/*
 	 * '+': the first operand starts a command's argv, whose options are
@@ -147,8 +174,9 @@ sbx_opts_getopt(const struct sbx_opts *t, unsigned bit,
 		o = &t->opt[i];
 		/* A name is one option in the whole table: one entry. */
 		if (o->name != NULL) {
+			/* A name is one id (sbx_opts_valid). */
 			for (k = 0; k < n; k++)
-				if (strcmp(g->longopts[k].name, o->name) == 0)
+				if (g->longopts[k].val == o->id)
 					break;
 			if (k == n) {
 				g->longopts[n].name = o->name;
