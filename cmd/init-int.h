@@ -43,6 +43,10 @@ int	proxy_accept(int lfd);
 int	socks_listen(void);
 int	socks_accept(void);
 int	relay_accept(int lfd, int chan, int *heldp, char tag, char *heldtag);
+/* One message with descriptors (SCM_RIGHTS): at most SEND_FDS_MAX. */
+#define SEND_FDS_MAX	4
+ssize_t	send_fds(int sock, const void *buf, size_t len, const int *fds,
+	    size_t n, int flags);
 /* The bridge (cmd/init-bridge.c). */
 int		 bridge_listen(char **envp);
 int		 bridge_accept(int lfd);

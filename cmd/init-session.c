@@ -778,13 +778,6 @@ fail_sp:
 static pid_t
 spare_use(struct run *ir, struct wreq *q, int *ep)
 {
-	union {
-		char	       b[CMSG_SPACE(3 * sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct msghdr	m;
-	struct iovec	iov;
-	struct cmsghdr *cm;
 	size_t		len = q->len - 1; /* the request, without our NUL */
 	pid_t		pid = spare.pid;
 
@@ -794,23 +787,10 @@ spare_use(struct run *ir, struct wreq *q, int *ep)
 		spare_drop();
 		return -1;
 	}
-	memset(&m, 0, sizeof(m));
-	memset(&u, 0, sizeof(u));
-	iov.iov_base = q->buf;
-	iov.iov_len = len;
-	m.msg_iov = &iov;
-	m.msg_iovlen = 1;
-	m.msg_control = u.b;
-	m.msg_controllen = sizeof(u.b);
-	cm = CMSG_FIRSTHDR(&m);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(3 * sizeof(int));
-	memcpy(CMSG_DATA(cm), q->fd, 3 * sizeof(int));
 	/* Never blocking: the channel is empty, and a gone spare is an
 	 * error at once (EPIPE, ECONNREFUSED). */
-	if (sendmsg(spare.sock, &m, MSG_DONTWAIT | MSG_NOSIGNAL) !=
-	    (ssize_t)len) {
+	if (send_fds(spare.sock, q->buf, len, q->fd, 3,
+	    MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)len) {
 		spare_drop();
 		return -1;
 	}

@@ -23,6 +23,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,16 +170,45 @@ socks_accept(void)
 	return relay_accept(socks_lfd, FD_PROXY, &held, 'S', &held_tag);
 }
 
+/* One message: len bytes of buf and the n descriptors of fds
+ * (SCM_RIGHTS), as sendmsg(2) with flags returns. */
+ssize_t
+send_fds(int sock, const void *buf, size_t len, const int *fds, size_t n,
+    int flags)
+{
+	union {
+		char		 b[CMSG_SPACE(SEND_FDS_MAX * sizeof(int))];
+		struct cmsghdr	 align;
+	}		 u;
+	struct msghdr	 m;
+	struct iovec	 iov;
+	struct cmsghdr	*cm;
+
+	if (n == 0 || n > SEND_FDS_MAX)
+		return errno = EINVAL, -1;
+	memset(&m, 0, sizeof(m));
+	memset(&u, 0, sizeof(u));
+	iov.iov_base = (void *)(uintptr_t)buf;
+	iov.iov_len = len;
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	m.msg_control = u.b;
+	m.msg_controllen = CMSG_SPACE(n * sizeof(int));
+	cm = CMSG_FIRSTHDR(&m);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(n * sizeof(int));
+	memcpy(CMSG_DATA(cm), fds, n * sizeof(int));
+	return sendmsg(sock, &m, flags);
+}
+
 /* Hand every pending connection of lfd over chan (the proxy's, the
  * bridge's) with its tag, holding one (and its tag) in *heldp, *heldtag
  * while the channel is full. */
 int
 relay_accept(int lfd, int chan, int *heldp, char tag, char *heldtag)
 {
-	char		 cbuf[CMSG_SPACE(sizeof(int))], c;
-	struct msghdr	 m;
-	struct iovec	 iov;
-	struct cmsghdr	*cm;
+	char		 c;
 	int		 fd;
 
 	for (;;) {
@@ -190,23 +220,11 @@ relay_accept(int lfd, int chan, int *heldp, char tag, char *heldtag)
 			return 0;
 		else
 			c = tag;
-		memset(&m, 0, sizeof(m));
-		memset(cbuf, 0, sizeof(cbuf));
-		iov.iov_base = &c;
-		iov.iov_len = 1;
-		m.msg_iov = &iov;
-		m.msg_iovlen = 1;
-		m.msg_control = cbuf;
-		m.msg_controllen = sizeof(cbuf);
-		cm = CMSG_FIRSTHDR(&m);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
 		/* Never block pid 1: it must stay free to reap and to obey
 		 * sbx.  A proxy that is gone (EPIPE) loses the connection:
 		 * the client sees it closed. */
-		if (sendmsg(chan, &m, MSG_DONTWAIT | MSG_NOSIGNAL) == -1 &&
+		if (send_fds(chan, &c, 1, &fd, 1,
+		    MSG_DONTWAIT | MSG_NOSIGNAL) == -1 &&
 		    (errno == EAGAIN || errno == ENOBUFS)) {
 			*heldp = fd;
 			*heldtag = c;
@@ -306,13 +324,6 @@ int
 open_tty(const char *size)
 {
 	struct winsize	 ws;
-	struct msghdr	 m;
-	struct iovec	 iov;
-	struct cmsghdr	*cm;
-	union {
-		char		 b[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr	 align;
-	}		 u;
 	unsigned	 rows, cols;
 	char		 line[] = SBX_INIT_W_TTY "\n", path[32];
 	int		 mfd, sfd = -1, unlock = 0, ptn;
@@ -338,20 +349,8 @@ open_tty(const char *size)
 	ws.ws_row = (unsigned short)rows;
 	ws.ws_col = (unsigned short)cols;
 	(void)ioctl(sfd, TIOCSWINSZ, &ws);
-	memset(&m, 0, sizeof(m));
-	memset(&u, 0, sizeof(u));
-	iov.iov_base = line;
-	iov.iov_len = sizeof(line) - 1;
-	m.msg_iov = &iov;
-	m.msg_iovlen = 1;
-	m.msg_control = u.b;
-	m.msg_controllen = sizeof(u.b);
-	cm = CMSG_FIRSTHDR(&m);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &mfd, sizeof(int));
-	if (sendmsg(FD_STATUS, &m, MSG_NOSIGNAL) == -1)
+	if (send_fds(FD_STATUS, line, sizeof(line) - 1, &mfd, 1,
+	    MSG_NOSIGNAL) == -1)
 		goto fail;
 	close(mfd);
 	return sfd;
