@@ -23,6 +23,10 @@
 #             mount itself
 #   warm      sbx exec --session NAME -- /bin/true: a command in a warm
 #             session (sbx session start, issue 31)
+#   floor     what a warm command cannot go below: its client's process
+#             start (sbx --version: exec, libc's start-up, exit) and the
+#             command's own (/bin/true on the host); their sum is the
+#             warm row's floor, whatever sbx does in between
 #   base      the same three of another build (BASE=dir), if given
 # p50/p95 in ms and the p50 ratio against the minimal bwrap; then the CPU
 # time per run (perf stat task-clock of the command and all its
@@ -176,7 +180,7 @@ part() {	# label: one user's measurements
 	local ws
 	ws=$("$sbx" session start --idle-timeout 3600)
 	"$sbx" exec -q --session "$ws" -- /bin/true	# must work
-	local names=(minimal own sbx json proxy srt warm)
+	local names=(minimal own sbx json proxy srt warm floor floortrue)
 	[ -z "$SRT" ] || names+=(srtnpm)
 	# Hard disk limit (root, loop devices): an agent with an image.
 	local disk=0
@@ -206,6 +210,8 @@ part() {	# label: one user's measurements
 		bench srt "$sbx srt -q -s $tmp/srt.$PART.json -- /bin/true"
 		bench uids "$sbx exec --home $hu -q -- /bin/true"
 		bench warm "$sbx exec -q --session $ws -- /bin/true"
+		bench floor "$sbx --version"
+		bench floortrue "/bin/true"
 		[ -z "$SRT" ] || bench srtnpm "$SRT -s $tmp/srt.$PART.json /bin/true"
 		if [ "$disk" = 1 ]; then
 			bench disk "$sbx exec -q --agent disk --hard-limits -- /bin/true"
@@ -236,6 +242,8 @@ part() {	# label: one user's measurements
 		disk) d="sbx exec --hard-limits (disk image)" ;;
 		diskmount) d="  the same, image mounted by the run" ;;
 		warm) d="sbx exec --session (warm)" ;;
+		floor) d="  floor: a process start (sbx --version)" ;;
+		floortrue) d="  floor: /bin/true, on the host" ;;
 		base) d="base: sbx exec" ;;
 		basejson) d="base: sbx exec --json" ;;
 		baseproxy) d="base: sbx exec --network proxy" ;;
@@ -246,6 +254,13 @@ part() {	# label: one user's measurements
 		printf '%-40s %7s %7s %6s %7s %6s\n' "$d" "$p50" "$p95" \
 		    "$(bench_ratio "$p50" "$m50")" "$c" "$(bench_ratio "$c" "$mc")"
 	done
+	# The warm row's floor: two process starts, nothing of sbx's.
+	local f1 f2 fl
+	f1=$(bench_pctf "$tmp/$PART.floor" 50)
+	f2=$(bench_pctf "$tmp/$PART.floortrue" 50)
+	fl=$(awk -v a="$f1" -v b="$f2" 'BEGIN { printf "%.2f", a + b }')
+	printf '%-40s %7s %7s %6s\n' "  warm floor: the two starts together" \
+	    "$fl" "" "$(bench_ratio "$fl" "$m50")"
 	# The loop: LOOP sequential short commands, median of 3, interleaved.
 	# The same `sh -c` for all (the issue's loop); "sbx -c" is sbx exec's
 	# own shell form, bash -o pipefail -c, for reference.
