@@ -329,37 +329,43 @@ int
 sbx_fs_read_file_at(int dirfd, const char *name, size_t cap, struct sbx_buf *b,
     struct sbx_error *e)
 {
-	struct stat	 st;
-	int		 fd;
+	int	 fd, rc;
 
 	/* O_NONBLOCK: a FIFO planted under the name would block the open
 	 * forever; it is refused below as not a regular file instead. */
 	if ((fd = sbx_fs_open_beneath(dirfd, name, O_RDONLY | O_NONBLOCK, e)) ==
 	    -1)
 		return -1;
-	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
-		close(fd);
+	rc = sbx_fs_read_file_fd(fd, NULL, name, cap, b, e);
+	close(fd);
+	return rc;
+}
+
+int
+sbx_fs_read_file_fd(int fd, const struct stat *stp, const char *name,
+    size_t cap, struct sbx_buf *b, struct sbx_error *e)
+{
+	struct stat	 st;
+
+	if (stp == NULL) {
+		if (fstat(fd, &st) == -1)
+			st.st_mode = 0;
+		stp = &st;
+	}
+	if (!S_ISREG(stp->st_mode))
 		return sbx_error_set(e, SBX_K_REJECTED, "path", "wrong_type",
 		    "%s is not a regular file", name);
-	}
-	if ((size_t)st.st_size > cap) {
-		close(fd);
+	if ((size_t)stp->st_size > cap)
 		return sbx_error_set(e, SBX_K_REJECTED, "path", "too_large",
 		    "%s is larger than %zu bytes", name, cap);
-	}
 	if (sbx_fs_read_fd(fd, b, cap) == -1) {
 		if (errno == EFBIG)
-			sbx_error_set(e, SBX_K_REJECTED, "path", "too_large",
-			    "%s grew past %zu bytes", name, cap);
-		else if (errno == ENOMEM)
-			sbx_error_sys(e, "nomem", "read %s", name);
-		else
-			sbx_error_sys(e, "read_failed", "cannot read %s",
-			    name);
-		close(fd);
-		return -1;
+			return sbx_error_set(e, SBX_K_REJECTED, "path",
+			    "too_large", "%s grew past %zu bytes", name, cap);
+		if (errno == ENOMEM)
+			return sbx_error_sys(e, "nomem", "read %s", name);
+		return sbx_error_sys(e, "read_failed", "cannot read %s", name);
 	}
-	close(fd);
 	return 0;
 }
 

@@ -27,8 +27,13 @@ int	sbx_fs_write_atomic(int dirfd, const char *name, const void *, size_t,
 int	sbx_fs_replace_at(int dirfd, const char *name, const void *, size_t,
 	    mode_t, struct sbx_error *);
 /* Read a regular file beneath dirfd (no symlinks) of at most cap bytes. */
+struct stat;
 int	sbx_fs_read_file_at(int dirfd, const char *name, size_t cap,
 	    struct sbx_buf *, struct sbx_error *);
+/* The same for a file already open (its fstat in st, or NULL): a regular
+ * file of at most cap bytes, read to its end; name is for the message. */
+int	sbx_fs_read_file_fd(int fd, const struct stat *st, const char *name,
+	    size_t cap, struct sbx_buf *, struct sbx_error *);
 /* Open /dev/null on whichever of descriptors 0, 1 and 2 is closed, so that
  * the next file opened can never become a standard stream.  First thing in
  * every main().  0, or -1 with errno. */

@@ -1,7 +1,6 @@
 /* settings.c: the settings files, loaded once per process (settings.h). */
 #include <sys/stat.h>
 
-#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <string.h>
@@ -46,11 +45,30 @@ same_file(const struct stat *a, const struct stat *b)
 	    a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
 }
 
-static int	parse(const char *, struct sbx_buf *, json_t **,
-		    struct sbx_error *, struct sbx_error *);
+/* The JSON of rel in b (released): 0 and *out, or -1 and why. */
+static int
+parse(const char *rel, struct sbx_buf *b, json_t **out, struct sbx_error *e)
+{
+	struct sbx_error e2;
+	json_t		*j;
 
-/* The document of rel, read from fd (a regular file): 0 and *out, or -1
- * and why, as sbx_settings_load says it. */
+	j = sbx_json_parse(b->p, b->len, SBX_SETTINGS_MAX, &e2);
+	sbx_buf_release(b);
+	if (j == NULL) {
+		sbx_error_set(e, SBX_K_INVALID_ARGS, "config", "config_invalid",
+		    "%s: %s", rel, e2.message);
+		sbx_error_hint(e,
+		    "correct its JSON by hand, or move it aside "
+		    "(the defaults then apply) and set the values again with "
+		    "sbx config");
+		return -1;
+	}
+	*out = j;
+	return 0;
+}
+
+/* The document of rel read from fd (st its fstat), as sbx_settings_load
+ * reads it from the name. */
 static int
 load_fd(int fd, const struct stat *st, const char *rel, json_t **out,
     struct sbx_error *e)
@@ -59,19 +77,13 @@ load_fd(int fd, const struct stat *st, const char *rel, json_t **out,
 	struct sbx_error e2;
 
 	*out = NULL;
-	/* As sbx_fs_read_file_at says it, under sbx_settings_load's. */
-	if ((size_t)st->st_size > SBX_SETTINGS_MAX ||
-	    sbx_fs_read_fd(fd, &b, SBX_SETTINGS_MAX) == -1) {
+	if (sbx_fs_read_file_fd(fd, st, rel, SBX_SETTINGS_MAX, &b, &e2) ==
+	    -1) {
 		sbx_buf_release(&b);
-		if ((size_t)st->st_size > SBX_SETTINGS_MAX || errno == EFBIG)
-			return sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
-			    "config_invalid", "%s: %s is larger than %zu bytes",
-			    rel, rel, (size_t)SBX_SETTINGS_MAX);
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
-		    "config_invalid", "%s: cannot read %s: %s", rel, rel,
-		    strerror(errno));
+		    "config_invalid", "%s: %s", rel, e2.message);
 	}
-	return parse(rel, &b, out, e, &e2);
+	return parse(rel, &b, out, e);
 }
 
 /*
@@ -102,12 +114,11 @@ cached_load(int rootfd, const char *rel, json_t **out, struct sbx_error *e)
 			return 0;
 		return sbx_settings_load(rootfd, rel, out, e);
 	}
-	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return sbx_settings_load(rootfd, rel, out, e);
-	}
+	/* Not a regular file: load_fd refuses it, as the loader would. */
+	if (fstat(fd, &st) == -1)
+		st.st_mode = 0;
 	pthread_mutex_lock(&cache_lock);
-	for (i = 0; i < NCACHE; i++) {
+	for (i = 0; S_ISREG(st.st_mode) && i < NCACHE; i++) {
 		c = &cache[i];
 		if (c->doc != NULL && c->rdev == rst.st_dev &&
 		    c->rino == rst.st_ino && strcmp(c->rel, rel) == 0) {
@@ -173,28 +184,6 @@ sbx_settings_agent(int rootfd, const char *agent, json_t **out,
 	return cached_entry(rootfd, SBX_L_AGENT_CONFIG, agent, out, e);
 }
 
-/* The JSON of rel in b (released): 0 and *out, or -1 and why. */
-static int
-parse(const char *rel, struct sbx_buf *b, json_t **out, struct sbx_error *e,
-    struct sbx_error *e2)
-{
-	json_t	*j;
-
-	j = sbx_json_parse(b->p, b->len, SBX_SETTINGS_MAX, e2);
-	sbx_buf_release(b);
-	if (j == NULL) {
-		sbx_error_set(e, SBX_K_INVALID_ARGS, "config", "config_invalid",
-		    "%s: %s", rel, e2->message);
-		sbx_error_hint(e,
-		    "correct its JSON by hand, or move it aside "
-		    "(the defaults then apply) and set the values again with "
-		    "sbx config");
-		return -1;
-	}
-	*out = j;
-	return 0;
-}
-
 int
 sbx_settings_load(int rootfd, const char *rel, json_t **out,
     struct sbx_error *e)
@@ -210,7 +199,7 @@ sbx_settings_load(int rootfd, const char *rel, json_t **out,
 		return sbx_error_set(e, SBX_K_INVALID_ARGS, "config",
 		    "config_invalid", "%s: %s", rel, e2.message);
 	}
-	return parse(rel, &b, out, e, &e2);
+	return parse(rel, &b, out, e);
 }
 
 int
