@@ -370,15 +370,16 @@ parse_req(struct run *ir, struct wreq *q, size_t len)
 }
 
 /*
- * recvmsg() of one order byte and the descriptors that come with it: at
- * most max are kept in fds (close-on-exec), the rest are closed but
- * counted in *nfd, so that a sender of too many is told from a right one;
- * *bad says a control message was truncated or not SCM_RIGHTS.  Returns
- * as recvmsg (EINTR retried).
+ * recvmsg() of one message (an order byte, or the spare's request: len
+ * bytes at most into buf) and the descriptors that come with it: at most
+ * max are kept in fds (close-on-exec), the rest are closed but counted in
+ * *nfd, so that a sender of too many is told from a right one; *bad says
+ * the message or a control message was truncated, or one was not
+ * SCM_RIGHTS.  Returns as recvmsg (EINTR retried).
  */
 static ssize_t
-recv_order(int sock, int flags, char *c, int *fds, size_t max, size_t *nfd,
-    int *bad)
+recv_order(int sock, int flags, void *buf, size_t len, int *fds, size_t max,
+    size_t *nfd, int *bad)
 {
 	union {
 		char	       b[CMSG_SPACE(8 * sizeof(int))];
@@ -394,8 +395,8 @@ recv_order(int sock, int flags, char *c, int *fds, size_t max, size_t *nfd,
 	*nfd = 0;
 	*bad = 0;
 	memset(&m, 0, sizeof(m));
-	iov.iov_base = c;
-	iov.iov_len = 1;
+	iov.iov_base = buf;
+	iov.iov_len = len;
 	m.msg_iov = &iov;
 	m.msg_iovlen = 1;
 	m.msg_control = u.b;
@@ -422,7 +423,7 @@ recv_order(int sock, int flags, char *c, int *fds, size_t max, size_t *nfd,
 				close(in[i]);
 		}
 	}
-	if (m.msg_flags & MSG_CTRUNC)
+	if (m.msg_flags & (MSG_CTRUNC | MSG_TRUNC))
 		*bad = 1;
 	return r;
 }
@@ -441,7 +442,7 @@ req_recv_fds(struct wreq *q)
 	int	bad;
 	char	c = 0;
 
-	r = recv_order(cl.fd, MSG_DONTWAIT, &c, q->fd, 3, &nfd, &bad);
+	r = recv_order(cl.fd, MSG_DONTWAIT, &c, 1, q->fd, 3, &nfd, &bad);
 	if (r == -1 && errno == EAGAIN)
 		return 0;
 	if (r <= 0)
@@ -653,17 +654,10 @@ int_cmp(const void *a, const void *b)
 static void __attribute__((noreturn))
 spare_main(struct run *ir, int sock, int ep, int gsock)
 {
-	union {
-		char	       b[CMSG_SPACE(3 * sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct msghdr	m;
-	struct iovec	iov;
-	struct cmsghdr *cm;
 	struct wreq	q;
 	ssize_t		r;
 	size_t		n = 0;
-	int		err, keep[2 + SBX_WARM_CG_MAX], nk = 0, i;
+	int		err, keep[2 + SBX_WARM_CG_MAX], nk = 0, i, bad;
 
 	if (guard_install(gsock) == -1)
 		_exit(126);
@@ -683,25 +677,9 @@ spare_main(struct run *ir, int sock, int ep, int gsock)
 	q.fd[0] = q.fd[1] = q.fd[2] = -1;
 	if ((q.buf = malloc(SPARE_REQ_MAX + 1)) == NULL)
 		_exit(126);
-	memset(&m, 0, sizeof(m));
-	iov.iov_base = q.buf;
-	iov.iov_len = SPARE_REQ_MAX;
-	m.msg_iov = &iov;
-	m.msg_iovlen = 1;
-	m.msg_control = u.b;
-	m.msg_controllen = sizeof(u.b);
-	while ((r = recvmsg(sock, &m, MSG_CMSG_CLOEXEC)) == -1 &&
-	    errno == EINTR)
-		;
-	if (r <= 0)
+	if ((r = recv_order(sock, 0, q.buf, SPARE_REQ_MAX, q.fd, 3, &n,
+	    &bad)) <= 0)
 		_exit(0);
-	for (cm = CMSG_FIRSTHDR(&m); cm != NULL; cm = CMSG_NXTHDR(&m, cm))
-		if (cm->cmsg_level == SOL_SOCKET &&
-		    cm->cmsg_type == SCM_RIGHTS &&
-		    cm->cmsg_len == CMSG_LEN(3 * sizeof(int))) {
-			memcpy(q.fd, CMSG_DATA(cm), 3 * sizeof(int));
-			n = 3;
-		}
 	close(sock);
 	if (child_enter_cgroup(&q) == -1) {
 		/* Negative: pid 1 tells it from an exec failure. */
@@ -711,8 +689,7 @@ spare_main(struct run *ir, int sock, int ep, int gsock)
 	}
 	q.len = (size_t)r + 1;
 	q.buf[r] = '\0';
-	if (n != 3 || (m.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) ||
-	    parse_req(ir, &q, (size_t)r) == -1) {
+	if (n != 3 || bad || parse_req(ir, &q, (size_t)r) == -1) {
 		/* pid 1 sent what it had parsed: not reached. */
 		err = EPROTO;
 		(void)!write(ep, &err, sizeof(err));
@@ -940,7 +917,8 @@ supervisor_order(void)
 	int	got[SBX_WARM_CG_MAX], fd = -1, bad;
 	char	c = 0;
 
-	r = recv_order(FD_SESSION, 0, &c, got, SBX_WARM_CG_MAX, &ngot, &bad);
+	r = recv_order(FD_SESSION, 0, &c, 1, got, SBX_WARM_CG_MAX, &ngot,
+	    &bad);
 	if (ngot > SBX_WARM_CG_MAX || bad) {
 		/* More than the supervisor ever sends (the extras are
 		 * closed): the protocol is broken, the session ends. */
